@@ -1,0 +1,35 @@
+# Two entry points for a new user: `make serve` and `make test`. Both set up .venv first.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+LISTEN ?= 127.0.0.1:6875
+DATA_DIR ?= mzdata
+SCALE ?= 0.1
+
+.PHONY: serve test tpch bench-tpch setup clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
+	@command -v java >/dev/null 2>&1 || { echo "Java 17 is required to run Spark (java not found)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+serve: $(STAMP)
+	$(BIN)/sqlfront serve --listen $(LISTEN) --data-dir $(DATA_DIR)
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+tpch: $(STAMP)
+	$(BIN)/sqlfront load-tpch --scale $(SCALE)
+
+bench-tpch: $(STAMP)
+	$(BIN)/python bench/tpch.py
+
+clean:
+	rm -rf $(VENV) $(DATA_DIR)
