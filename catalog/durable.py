@@ -1,0 +1,196 @@
+"""The durable catalog in sqlite3: load it into a snapshot, apply transactions to it.
+
+A catalog transaction is a list of :data:`Op` values applied in one sqlite
+transaction: either all of them are durable or none is. The caller (the
+Coordinator) validates the ops against the current snapshot first; this module only
+stores them and builds the next snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass
+
+from catalog.builtins import BUILTIN_TABLES
+from catalog.snapshot import CatalogSnapshot, Cluster, Column, Replica, Table
+from catalog.types import SqlType
+
+SCHEMA_SQL = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS clusters (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS replicas (
+    id TEXT PRIMARY KEY,
+    cluster_id TEXT NOT NULL REFERENCES clusters(id),
+    name TEXT NOT NULL,
+    size TEXT,
+    availability_zone TEXT,
+    remote TEXT NOT NULL DEFAULT '[]',
+    UNIQUE (cluster_id, name)
+);
+CREATE TABLE IF NOT EXISTS tables (
+    id TEXT PRIMARY KEY,
+    schema_name TEXT NOT NULL,
+    name TEXT NOT NULL,
+    columns TEXT NOT NULL,
+    shard_id TEXT NOT NULL,
+    UNIQUE (schema_name, name)
+);
+"""
+
+
+@dataclass(frozen=True)
+class CreateCluster:
+    cluster: Cluster
+
+
+@dataclass(frozen=True)
+class DropCluster:
+    cluster_id: str
+
+
+@dataclass(frozen=True)
+class RenameCluster:
+    cluster_id: str
+    new_name: str
+
+
+@dataclass(frozen=True)
+class CreateReplica:
+    replica: Replica
+
+
+@dataclass(frozen=True)
+class DropReplica:
+    replica_id: str
+
+
+@dataclass(frozen=True)
+class CreateTable:
+    table: Table
+
+
+@dataclass(frozen=True)
+class DropTable:
+    table_id: str
+
+
+Op = CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
+
+_ID_KINDS = ("cluster", "replica", "item", "shard")
+
+
+class CatalogStore:
+    """The catalog's sqlite database. Thread-safe; meant to have one writer (the Coordinator)."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA foreign_keys=ON")
+        self._conn.executescript(SCHEMA_SQL)
+
+    def is_new(self) -> bool:
+        with self._lock:
+            return self._conn.execute("SELECT count(*) FROM meta WHERE key = 'version'").fetchone()[0] == 0
+
+    def load(self) -> CatalogSnapshot:
+        """Read the whole catalog into a snapshot."""
+        with self._lock:
+            c = self._conn
+            meta = dict(c.execute("SELECT key, value FROM meta").fetchall())
+            clusters = {r[0]: Cluster(r[0], r[1]) for r in c.execute("SELECT id, name FROM clusters")}
+            replicas = {
+                r[0]: Replica(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])))
+                for r in c.execute("SELECT id, cluster_id, name, size, availability_zone, remote FROM replicas")
+            }
+            tables = {
+                r[0]: Table(r[0], r[1], r[2], _decode_columns(r[3]), r[4])
+                for r in c.execute("SELECT id, schema_name, name, columns, shard_id FROM tables")
+            }
+        return CatalogSnapshot(
+            version=int(meta.get("version", 0)),
+            next_ids={k: int(meta.get(f"next_id.{k}", 1)) for k in _ID_KINDS},
+        ).with_changes(
+            clusters=clusters,
+            replicas=replicas,
+            tables=tables,
+            builtins={b.id: b for b in BUILTIN_TABLES},
+        )
+
+    def transact(self, snap: CatalogSnapshot, ops: list[Op], next_ids: dict[str, int]) -> CatalogSnapshot:
+        """Apply ``ops`` durably and return the snapshot that follows ``snap``.
+
+        Raises:
+            sqlite3.Error if the database refuses a change; nothing is applied then.
+        """
+        clusters = dict(snap.clusters)
+        replicas = dict(snap.replicas)
+        tables = dict(snap.tables)
+        version = snap.version + 1
+        with self._lock:
+            c = self._conn
+            c.execute("BEGIN IMMEDIATE")
+            try:
+                for op in ops:
+                    if isinstance(op, CreateCluster):
+                        c.execute("INSERT INTO clusters (id, name) VALUES (?, ?)", (op.cluster.id, op.cluster.name))
+                        clusters[op.cluster.id] = op.cluster
+                    elif isinstance(op, RenameCluster):
+                        c.execute("UPDATE clusters SET name = ? WHERE id = ?", (op.new_name, op.cluster_id))
+                        clusters[op.cluster_id] = Cluster(op.cluster_id, op.new_name)
+                    elif isinstance(op, DropCluster):
+                        c.execute("DELETE FROM replicas WHERE cluster_id = ?", (op.cluster_id,))
+                        c.execute("DELETE FROM clusters WHERE id = ?", (op.cluster_id,))
+                        clusters.pop(op.cluster_id, None)
+                        for rid in [r.id for r in replicas.values() if r.cluster_id == op.cluster_id]:
+                            del replicas[rid]
+                    elif isinstance(op, CreateReplica):
+                        r = op.replica
+                        c.execute(
+                            "INSERT INTO replicas (id, cluster_id, name, size, availability_zone, remote)"
+                            " VALUES (?, ?, ?, ?, ?, ?)",
+                            (r.id, r.cluster_id, r.name, r.size, r.availability_zone, json.dumps(list(r.remote))),
+                        )
+                        replicas[r.id] = r
+                    elif isinstance(op, DropReplica):
+                        c.execute("DELETE FROM replicas WHERE id = ?", (op.replica_id,))
+                        replicas.pop(op.replica_id, None)
+                    elif isinstance(op, CreateTable):
+                        t = op.table
+                        c.execute(
+                            "INSERT INTO tables (id, schema_name, name, columns, shard_id) VALUES (?, ?, ?, ?, ?)",
+                            (t.id, t.schema, t.name, _encode_columns(t.columns), t.shard_id),
+                        )
+                        tables[t.id] = t
+                    elif isinstance(op, DropTable):
+                        c.execute("DELETE FROM tables WHERE id = ?", (op.table_id,))
+                        tables.pop(op.table_id, None)
+                    else:  # pragma: no cover - a programming error
+                        raise TypeError(f"unknown catalog op {op!r}")
+                c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('version', ?)", (str(version),))
+                for k, v in next_ids.items():
+                    c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (f"next_id.{k}", str(v)))
+                c.execute("COMMIT")
+            except BaseException:
+                c.execute("ROLLBACK")
+                raise
+        return snap.with_changes(
+            version=version, clusters=clusters, replicas=replicas, tables=tables, next_ids=dict(next_ids)
+        )
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _encode_columns(cols: tuple[Column, ...]) -> str:
+    return json.dumps(
+        [{"name": c.name, "type": c.type.name, "p": c.type.precision, "s": c.type.scale, "null": c.nullable} for c in cols]
+    )
+
+
+def _decode_columns(text: str) -> tuple[Column, ...]:
+    return tuple(Column(d["name"], SqlType(d["type"], d["p"], d["s"]), d["null"]) for d in json.loads(text))

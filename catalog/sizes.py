@@ -1,0 +1,114 @@
+"""Replica sizes: the map from a size name to the resources of a replica.
+
+Source: Materialize's cluster replica design (seeds/cluster-replicas.md,
+"Replica size"): ``--cluster-replica-sizes`` is a JSON object of
+``{"name": {"workers": N, "scale": S, "cpu_limit": C, "memory_limit": M}}``.
+For Spark, ``workers`` is the core count (``local[N]``), ``scale > 1`` means
+``local-cluster[S, N, MB]``, and ``memory_limit`` the JVM memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+
+from catalog.errors import SqlError, INVALID_PARAMETER_VALUE
+
+
+@dataclass(frozen=True)
+class ReplicaSize:
+    """Resources of one replica size.
+
+    Attributes:
+        name: the size name users write in ``SIZE '...'``.
+        workers: Spark cores per process (>= 1).
+        scale: number of executor processes (>= 1).
+        cpu_limit: recorded and shown; not enforced.
+        memory_limit: JVM memory in MiB, or None for Spark's default.
+    """
+
+    name: str
+    workers: int
+    scale: int = 1
+    cpu_limit: float | None = None
+    memory_limit: int | None = None
+
+
+def default_sizes() -> dict[str, ReplicaSize]:
+    sizes = {str(n): ReplicaSize(str(n), workers=n) for n in (1, 2, 4, 8, 16, 32)}
+    for w in (1, 2, 4):
+        sizes[f"2-{w}"] = ReplicaSize(f"2-{w}", workers=w, scale=2)
+    return sizes
+
+
+_MEM = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.I)
+_UNIT_MIB = {"": 1024, "b": 1 / (1024 * 1024), "k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+
+
+def parse_memory(v) -> int | None:
+    """Memory limit in MiB from ``4096`` (a bare number is GiB, as in the seed's cloud map: ``8``),
+    ``"4GiB"``, ``"512MiB"``, ``"2G"``.
+    """
+    if v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return int(v * 1024)
+    m = _MEM.match(str(v))
+    if not m:
+        raise ValueError(f"invalid memory_limit {v!r}")
+    unit = (m.group(2) or "").lower()[:1]
+    return max(1, int(float(m.group(1)) * _UNIT_MIB[unit]))
+
+
+def parse_sizes(spec: str) -> dict[str, ReplicaSize]:
+    """Parse ``--cluster-replica-sizes``: a JSON object, or the path of a file holding one.
+
+    Raises:
+        ValueError with a message naming the bad entry.
+    """
+    text = spec
+    if not spec.lstrip().startswith("{") and os.path.exists(spec):
+        with open(spec) as f:
+            text = f.read()
+    raw = json.loads(text)
+    if not isinstance(raw, dict) or not raw:
+        raise ValueError("--cluster-replica-sizes must be a non-empty JSON object")
+    sizes = {}
+    for name, cfg in raw.items():
+        workers = int(cfg.get("workers", 1))
+        scale = int(cfg.get("scale", 1))
+        if workers < 1 or scale < 1:
+            raise ValueError(f"size {name!r}: workers and scale must be at least 1")
+        cpu = cfg.get("cpu_limit")
+        sizes[name] = ReplicaSize(
+            name,
+            workers=workers,
+            scale=scale,
+            cpu_limit=float(cpu) if cpu is not None else None,
+            memory_limit=parse_memory(cfg.get("memory_limit")),
+        )
+    return sizes
+
+
+def validate_size(sizes: dict[str, ReplicaSize], size: str) -> ReplicaSize:
+    """The ReplicaSize named ``size``.
+
+    Raises:
+        SqlError 22023 listing the valid sizes (Materialize: "unknown cluster replica size").
+    """
+    try:
+        return sizes[size]
+    except KeyError:
+        valid = ", ".join(sorted(sizes, key=_size_order))
+        raise SqlError(
+            INVALID_PARAMETER_VALUE,
+            f"unknown cluster replica size {size}",
+            detail=f"Valid sizes are: {valid}",
+        ) from None
+
+
+def _size_order(name: str):
+    parts = re.findall(r"\d+|\D+", name)
+    return [(0, int(p)) if p.isdigit() else (1, p) for p in parts]

@@ -1,0 +1,156 @@
+"""Catalog objects and the immutable CatalogSnapshot that sessions plan against.
+
+The Coordinator is the only writer: it applies a transaction to the durable store
+and publishes a new snapshot. Sessions read whatever snapshot is current, without
+locks, because snapshots are never mutated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Mapping
+
+from catalog.errors import SqlError, UNDEFINED_TABLE, UNDEFINED_OBJECT
+from catalog.types import SqlType
+
+#: Schemas searched for unqualified names, in order (Materialize's default search_path
+#: is ``public``, with ``mz_catalog`` and ``pg_catalog`` always searched implicitly).
+SEARCH_PATH = ("public", "mz_catalog", "mz_internal", "pg_catalog")
+USER_SCHEMA = "public"
+DATABASE = "materialize"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A cluster (``u1``): a named set of replicas that run the same work."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class Replica:
+    """A cluster replica (``u1``): one Spark Connect server process, or a REMOTE address.
+
+    ``size`` is None for a REMOTE replica; ``remote`` lists its ``sc://`` addresses.
+    """
+
+    id: str
+    cluster_id: str
+    name: str
+    size: str | None
+    availability_zone: str | None = None
+    remote: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: SqlType
+    nullable: bool = True
+
+
+@dataclass(frozen=True)
+class Table:
+    """A user table (``u1``) whose rows live in persist shard ``shard_id``."""
+
+    id: str
+    schema: str
+    name: str
+    columns: tuple[Column, ...]
+    shard_id: str
+
+    @property
+    def builtin(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class BuiltinTable:
+    """A system table (``s1``) whose rows are computed from the catalog and replica status."""
+
+    id: str
+    schema: str
+    name: str
+    columns: tuple[Column, ...]
+
+    @property
+    def builtin(self) -> bool:
+        return True
+
+
+Relation = Table | BuiltinTable
+
+
+@dataclass(frozen=True)
+class CatalogSnapshot:
+    """An immutable view of the catalog at one version.
+
+    ``version`` increases by one for every committed catalog transaction.
+    ``next_ids`` holds the next id number per kind (``cluster``, ``replica``, ``item``).
+    """
+
+    version: int = 0
+    clusters: Mapping[str, Cluster] = field(default_factory=lambda: MappingProxyType({}))
+    replicas: Mapping[str, Replica] = field(default_factory=lambda: MappingProxyType({}))
+    tables: Mapping[str, Table] = field(default_factory=lambda: MappingProxyType({}))
+    builtins: Mapping[str, BuiltinTable] = field(default_factory=lambda: MappingProxyType({}))
+    next_ids: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+
+    # -- clusters and replicas -------------------------------------------------------
+
+    def cluster_by_name(self, name: str) -> Cluster | None:
+        for c in self.clusters.values():
+            if c.name == name:
+                return c
+        return None
+
+    def resolve_cluster(self, name: str) -> Cluster:
+        """The cluster named ``name``.
+
+        Raises:
+            SqlError 42704 ``unknown cluster 'name'`` (Materialize's wording).
+        """
+        c = self.cluster_by_name(name)
+        if c is None:
+            raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{name}'")
+        return c
+
+    def replicas_of(self, cluster_id: str) -> list[Replica]:
+        return sorted((r for r in self.replicas.values() if r.cluster_id == cluster_id), key=lambda r: r.name)
+
+    def replica_by_name(self, cluster_id: str, name: str) -> Replica | None:
+        for r in self.replicas.values():
+            if r.cluster_id == cluster_id and r.name == name:
+                return r
+        return None
+
+    # -- relations -------------------------------------------------------------------
+
+    def relation_by_name(self, schema: str, name: str) -> Relation | None:
+        for t in self.tables.values():
+            if t.schema == schema and t.name == name:
+                return t
+        for b in self.builtins.values():
+            if b.schema == schema and b.name == name:
+                return b
+        return None
+
+    def resolve_relation(self, schema: str | None, name: str) -> Relation:
+        """Find a table by optional schema and name, searching SEARCH_PATH when unqualified.
+
+        Raises:
+            SqlError 42P01 ``relation "x" does not exist``.
+        """
+        schemas = (schema,) if schema else SEARCH_PATH
+        for s in schemas:
+            r = self.relation_by_name(s, name)
+            if r is not None:
+                return r
+        shown = f"{schema}.{name}" if schema else name
+        raise SqlError(UNDEFINED_TABLE, f'relation "{shown}" does not exist')
+
+    def with_changes(self, **kw) -> "CatalogSnapshot":
+        frozen = {k: MappingProxyType(dict(v)) if isinstance(v, dict) else v for k, v in kw.items()}
+        return replace(self, **frozen)

@@ -1,0 +1,296 @@
+"""Text input and output of SQL values, as PostgreSQL's type input/output functions.
+
+``parse_text`` is what ``'...'::type`` and COPY text/CSV do; ``format_text`` is what
+a value looks like in a text-format DataRow. Rules and messages follow PostgreSQL
+(section 8 of the manual, and the ``*in``/``*out`` functions in ``src/backend/utils/adt``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from decimal import Decimal, InvalidOperation, ROUND_HALF_UP
+
+import numpy as np
+
+from catalog.errors import (
+    SqlError,
+    INVALID_TEXT_REPRESENTATION,
+    INVALID_DATETIME_FORMAT,
+    DATETIME_FIELD_OVERFLOW,
+    NUMERIC_VALUE_OUT_OF_RANGE,
+    STRING_DATA_RIGHT_TRUNCATION,
+)
+from catalog.types import Interval, SqlType
+
+INT_RANGES = {
+    "int2": (-(2**15), 2**15 - 1, "smallint"),
+    "int4": (-(2**31), 2**31 - 1, "integer"),
+    "int8": (-(2**63), 2**63 - 1, "bigint"),
+}
+
+
+def check_int(v: int, t: SqlType) -> int:
+    """``v`` if it fits ``t`` (int2/int4/int8), else 22003 ``integer out of range``."""
+    lo, hi, name = INT_RANGES[t.name]
+    if not lo <= v <= hi:
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, f"{name} out of range")
+    return v
+
+
+def fit_numeric(d: Decimal, t: SqlType) -> Decimal:
+    """Round ``d`` to ``t``'s scale (half away from zero) and check its precision.
+
+    Raises 22003 ``numeric field overflow`` as PostgreSQL's ``apply_typmod`` does."""
+    if t.precision is None or not d.is_finite():
+        return d
+    scale = t.scale or 0
+    q = d.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
+    if q != 0 and q.adjusted() >= t.precision - scale:
+        raise SqlError(
+            NUMERIC_VALUE_OUT_OF_RANGE,
+            "numeric field overflow",
+            detail=f"A field with precision {t.precision}, scale {scale} must round to an absolute value less than 10^{t.precision - scale}.",
+        )
+    return q
+
+
+def fit_string(s: str, t: SqlType, explicit: bool) -> str:
+    """Apply a varchar(n)/char(n) length: an explicit cast truncates, an assignment
+    errors with 22001 unless only spaces are cut; char(n) pads with spaces."""
+    n = t.precision
+    if n is not None and len(s) > n:
+        if not explicit and s[n:].strip(" "):
+            shown = "character varying" if t.name == "varchar" else "character"
+            raise SqlError(STRING_DATA_RIGHT_TRUNCATION, f"value too long for type {shown}({n})")
+        s = s[:n]
+    if t.name == "bpchar" and n is not None:
+        s = s.ljust(n)
+    return s
+
+
+def parse_text(s: str, t: SqlType, explicit: bool = True):
+    """Parse text ``s`` as a value of type ``t``.
+
+    Raises:
+        SqlError 22P02 (bad syntax), 22003 (out of range), 22007/22008 (dates), 22001.
+    """
+    n = t.name
+    if n in INT_RANGES:
+        try:
+            v = int(s.strip())
+        except ValueError:
+            raise SqlError(
+                INVALID_TEXT_REPRESENTATION,
+                f'invalid input syntax for type {INT_RANGES[n][2]}: "{s}"',
+            ) from None
+        lo, hi, name = INT_RANGES[n]
+        if not lo <= v <= hi:
+            raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, f'value "{s}" is out of range for type {name}')
+        return v
+    if n == "numeric":
+        try:
+            d = Decimal(s.strip())
+        except InvalidOperation:
+            raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type numeric: "{s}"') from None
+        if d.is_infinite() or (d.is_nan() and s.strip().lower() != "nan"):
+            raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type numeric: "{s}"')
+        return fit_numeric(d, t)
+    if n in ("float4", "float8"):
+        txt = s.strip().lower()
+        special = {"infinity": math.inf, "+infinity": math.inf, "-infinity": -math.inf, "inf": math.inf,
+                   "-inf": -math.inf, "nan": math.nan}
+        if txt in special:
+            return special[txt]
+        try:
+            v = float(txt)
+        except ValueError:
+            name = "real" if n == "float4" else "double precision"
+            raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type {name}: "{s}"') from None
+        if math.isinf(v) or (n == "float4" and abs(v) > 3.4028234663852886e38):
+            raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, f'"{s}" is out of range for type {"real" if n == "float4" else "double precision"}')
+        return float(np.float32(v)) if n == "float4" else v
+    if n == "bool":
+        # boolin: case-insensitive unique prefixes of true/false/yes/no, plus on/off/1/0.
+        txt = s.strip().lower()
+        if txt in ("1", "on"):
+            return True
+        if txt in ("0", "of", "off"):
+            return False
+        for word, val in (("true", True), ("false", False), ("yes", True), ("no", False)):
+            if txt and word.startswith(txt):
+                return val
+        raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type boolean: "{s}"')
+    if n in ("text", "unknown"):
+        return s
+    if n in ("varchar", "bpchar"):
+        return fit_string(s, t, explicit)
+    if n == "date":
+        return parse_date(s)
+    if n == "timestamp":
+        return parse_timestamp(s)
+    if n == "interval":
+        return parse_interval(s)
+    raise SqlError(INVALID_TEXT_REPRESENTATION, f"cannot parse text as {t.sql()}")
+
+
+_DATE = re.compile(r"^\s*(\d{1,5})-(\d{1,2})-(\d{1,2})\s*$")
+_TS = re.compile(
+    r"^\s*(\d{1,5})-(\d{1,2})-(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*$"
+)
+
+
+def parse_date(s: str) -> dt.date:
+    m = _DATE.match(s)
+    if not m:
+        ts = _TS.match(s)
+        if not ts:
+            raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type date: "{s}"')
+        m = ts
+    try:
+        return dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
+
+
+def parse_timestamp(s: str) -> dt.datetime:
+    m = _TS.match(s)
+    if not m:
+        raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type timestamp: "{s}"')
+    y, mo, d, h, mi, sec, frac = m.groups()
+    try:
+        micro = int((frac or "0").ljust(6, "0")[:6]) if frac else 0
+        return dt.datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(sec or 0), micro)
+    except ValueError:
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
+
+
+_UNITS = {
+    "microsecond": ("micros", 1), "microseconds": ("micros", 1), "us": ("micros", 1),
+    "millisecond": ("micros", 1000), "milliseconds": ("micros", 1000), "ms": ("micros", 1000),
+    "second": ("micros", 1_000_000), "seconds": ("micros", 1_000_000), "sec": ("micros", 1_000_000),
+    "secs": ("micros", 1_000_000), "s": ("micros", 1_000_000),
+    "minute": ("micros", 60_000_000), "minutes": ("micros", 60_000_000), "min": ("micros", 60_000_000),
+    "mins": ("micros", 60_000_000), "m": ("micros", 60_000_000),
+    "hour": ("micros", 3_600_000_000), "hours": ("micros", 3_600_000_000), "h": ("micros", 3_600_000_000),
+    "hr": ("micros", 3_600_000_000), "hrs": ("micros", 3_600_000_000),
+    "day": ("days", 1), "days": ("days", 1), "d": ("days", 1),
+    "week": ("days", 7), "weeks": ("days", 7), "w": ("days", 7),
+    "month": ("months", 1), "months": ("months", 1), "mon": ("months", 1), "mons": ("months", 1),
+    "year": ("months", 12), "years": ("months", 12), "y": ("months", 12), "yr": ("months", 12),
+    "yrs": ("months", 12),
+    "decade": ("months", 120), "decades": ("months", 120),
+    "century": ("months", 1200), "centuries": ("months", 1200),
+}
+
+# The typmod masks of ``interval '1' day`` etc. (PostgreSQL's datetime.h INTERVAL_MASK).
+INTERVAL_FIELD_UNITS = {
+    1 << 1: "month", 1 << 2: "year", 1 << 3: "day", 1 << 10: "hour", 1 << 11: "minute", 1 << 12: "second",
+    (1 << 2) | (1 << 1): "month", (1 << 3) | (1 << 10): "hour", (1 << 3) | (1 << 10) | (1 << 11): "minute",
+    (1 << 3) | (1 << 10) | (1 << 11) | (1 << 12): "second", (1 << 10) | (1 << 11): "minute",
+    (1 << 10) | (1 << 11) | (1 << 12): "second", (1 << 11) | (1 << 12): "second",
+}
+
+_TOKEN = re.compile(r"(?P<hms>[+-]?\d+:\d{1,2}(?::\d{1,2}(?:\.\d+)?)?)|(?P<num>[+-]?\d+(?:\.\d*)?|[+-]?\.\d+)\s*(?P<unit>[a-z]+)?|(?P<ago>ago)")
+
+
+def parse_interval(s: str, default_unit: str | None = None) -> Interval:
+    """Parse PostgreSQL interval input (``'1 year 2 days'``, ``'03:00:00'``, ``'90'`` with
+    a default unit as in ``interval '90' day``)."""
+    txt = s.strip().lower()
+    if txt.startswith("@"):
+        txt = txt[1:]
+    acc = {"months": Decimal(0), "days": Decimal(0), "micros": Decimal(0)}
+    pos = 0
+    any_token = False
+    negate = False
+    while pos < len(txt):
+        if txt[pos].isspace() or txt[pos] == ",":
+            pos += 1
+            continue
+        m = _TOKEN.match(txt, pos)
+        if not m:
+            raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type interval: "{s}"')
+        pos = m.end()
+        any_token = True
+        if m.group("ago"):
+            negate = True
+        elif m.group("hms"):
+            sign = -1 if m.group("hms").startswith("-") else 1
+            hms = m.group("hms").lstrip("+-").split(":")
+            secs = Decimal(hms[2]) if len(hms) > 2 else Decimal(0)
+            acc["micros"] += sign * (int(hms[0]) * 3_600_000_000 + int(hms[1]) * 60_000_000 + secs * 1_000_000)
+        else:
+            num = Decimal(m.group("num"))
+            unit = m.group("unit") or default_unit or "second"
+            if unit not in _UNITS:
+                raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type interval: "{s}"')
+            field, mult = _UNITS[unit]
+            acc[field] += num * mult
+    if not any_token:
+        raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type interval: "{s}"')
+    # Fractional months and days spill into the smaller fields, as in PostgreSQL.
+    months = int(acc["months"])
+    frac_days = (acc["months"] - months) * 30 + acc["days"]
+    days = int(frac_days)
+    micros = int((frac_days - days) * 86_400_000_000 + acc["micros"])
+    iv = Interval(months, days, micros)
+    return -iv if negate else iv
+
+
+# -- output -------------------------------------------------------------------------
+
+
+def format_float(v: float, t: SqlType) -> str:
+    """PostgreSQL's float4out/float8out with extra_float_digits >= 1: the shortest text
+    that reads back exactly, in ``%e`` style when the exponent is < -4 or >= 15 (6 for real)."""
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    if v == 0:
+        return "-0" if math.copysign(1, v) < 0 else "0"
+    x = np.float32(v) if t.name == "float4" else np.float64(v)
+    sci = np.format_float_scientific(x, unique=True, trim="-")
+    mant, exp = sci.split("e")
+    exp_i = int(exp)
+    digits = mant.replace("-", "").replace(".", "")
+    neg = mant.startswith("-")
+    limit = 6 if t.name == "float4" else 15
+    if exp_i < -4 or exp_i >= limit:
+        m = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        out = f"{m}e{'-' if exp_i < 0 else '+'}{abs(exp_i):02d}"
+    elif exp_i >= 0:
+        if len(digits) <= exp_i + 1:
+            out = digits + "0" * (exp_i + 1 - len(digits))
+        else:
+            out = digits[: exp_i + 1] + "." + digits[exp_i + 1 :]
+    else:
+        out = "0." + "0" * (-exp_i - 1) + digits
+    return ("-" if neg else "") + out
+
+
+def format_text(v, t: SqlType) -> str:
+    """The text form of a non-NULL value of type ``t`` in a DataRow."""
+    n = t.name
+    if n == "bool":
+        return "t" if v else "f"
+    if n in ("float4", "float8"):
+        return format_float(float(v), t)
+    if n == "numeric":
+        if isinstance(v, Decimal):
+            if v.is_nan():
+                return "NaN"
+            return format(v, "f")
+        return str(v)
+    if n == "date":
+        return v.isoformat()
+    if n == "timestamp":
+        s = v.strftime("%Y-%m-%d %H:%M:%S")
+        if v.microsecond:
+            s += f".{v.microsecond:06d}".rstrip("0")
+        return s
+    if n == "interval":
+        return v.pg_text()
+    return str(v)

@@ -1,0 +1,257 @@
+"""SQL scalar types: names, modifiers, PostgreSQL OIDs, Arrow storage types.
+
+A ``SqlType`` is the type of a column or expression as PostgreSQL would report it.
+Rules for names and modifiers follow PostgreSQL's "Data Types" chapter (section 8);
+the OIDs are those of ``pg_type`` (``src/include/catalog/pg_type.dat``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE, SYNTAX_ERROR
+
+#: Precision/scale used to store an unconstrained ``numeric`` (PostgreSQL has no bound;
+#: Parquet and Spark need one).
+UNCONSTRAINED_NUMERIC = (38, 10)
+
+
+@dataclass(frozen=True)
+class SqlType:
+    """A PostgreSQL scalar type with its modifier.
+
+    Attributes:
+        name: canonical internal name (``int4``, ``numeric``, ``varchar``, ...).
+        precision: numeric precision, or length of ``varchar(n)`` / ``char(n)``; None if absent.
+        scale: numeric scale; None if absent.
+    """
+
+    name: str
+    precision: int | None = None
+    scale: int | None = None
+
+    @property
+    def oid(self) -> int:
+        return _INFO[self.name][0]
+
+    @property
+    def typlen(self) -> int:
+        return _INFO[self.name][1]
+
+    @property
+    def typmod(self) -> int:
+        """The ``atttypmod`` PostgreSQL sends in RowDescription (-1 when none)."""
+        if self.name == "numeric" and self.precision is not None:
+            return ((self.precision << 16) | (self.scale or 0)) + 4
+        if self.name in ("varchar", "bpchar") and self.precision is not None:
+            return self.precision + 4
+        return -1
+
+    @property
+    def category(self) -> str:
+        """PostgreSQL's ``typcategory``: N numeric, S string, B boolean, D datetime, T timespan, X unknown."""
+        return _INFO[self.name][2]
+
+    @property
+    def is_integer(self) -> bool:
+        return self.name in ("int2", "int4", "int8")
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.category == "N"
+
+    @property
+    def is_string(self) -> bool:
+        return self.category == "S" or self.name == "unknown"
+
+    def unconstrained(self) -> "SqlType":
+        """The same type without its modifier (``numeric(10,2)`` -> ``numeric``)."""
+        return SqlType(self.name)
+
+    def sql(self) -> str:
+        """The name ``format_type`` prints, e.g. ``numeric(10,2)``, ``character varying(5)``."""
+        display = _INFO[self.name][3]
+        if self.name == "numeric" and self.precision is not None:
+            return f"{display}({self.precision},{self.scale or 0})"
+        if self.name in ("varchar", "bpchar") and self.precision is not None:
+            return f"{display}({self.precision})"
+        return display
+
+    def __str__(self) -> str:
+        return self.sql()
+
+    def arrow(self) -> pa.DataType:
+        """The Arrow type values of this type are stored as in persist parts."""
+        n = self.name
+        if n == "numeric":
+            p, s = self.storage_precision_scale()
+            return pa.decimal128(p, s)
+        return _ARROW[n]
+
+    def storage_precision_scale(self) -> tuple[int, int]:
+        """(precision, scale) of the decimal a numeric is stored and computed as."""
+        if self.precision is None:
+            return UNCONSTRAINED_NUMERIC
+        return self.precision, self.scale or 0
+
+
+# name -> (oid, typlen, category, display name)
+_INFO = {
+    "bool": (16, 1, "B", "boolean"),
+    "int2": (21, 2, "N", "smallint"),
+    "int4": (23, 4, "N", "integer"),
+    "int8": (20, 8, "N", "bigint"),
+    "numeric": (1700, -1, "N", "numeric"),
+    "float4": (700, 4, "N", "real"),
+    "float8": (701, 8, "N", "double precision"),
+    "text": (25, -1, "S", "text"),
+    "varchar": (1043, -1, "S", "character varying"),
+    "bpchar": (1042, -1, "S", "character"),
+    "date": (1082, 4, "D", "date"),
+    "timestamp": (1114, 8, "D", "timestamp without time zone"),
+    "interval": (1186, 16, "T", "interval"),
+    "unknown": (705, -2, "X", "unknown"),
+}
+
+_ARROW = {
+    "bool": pa.bool_(),
+    "int2": pa.int16(),
+    "int4": pa.int32(),
+    "int8": pa.int64(),
+    "float4": pa.float32(),
+    "float8": pa.float64(),
+    "text": pa.string(),
+    "varchar": pa.string(),
+    "bpchar": pa.string(),
+    "unknown": pa.string(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us"),
+    "interval": pa.month_day_nano_interval(),
+}
+
+BOOL = SqlType("bool")
+INT2 = SqlType("int2")
+INT4 = SqlType("int4")
+INT8 = SqlType("int8")
+NUMERIC = SqlType("numeric")
+FLOAT4 = SqlType("float4")
+FLOAT8 = SqlType("float8")
+TEXT = SqlType("text")
+DATE = SqlType("date")
+TIMESTAMP = SqlType("timestamp")
+INTERVAL = SqlType("interval")
+UNKNOWN = SqlType("unknown")
+
+# Names a user may write, mapped to the internal name (PostgreSQL's gram.y aliases and
+# the pg_catalog names pglast reports).
+_ALIASES = {
+    "bool": "bool", "boolean": "bool",
+    "int2": "int2", "smallint": "int2",
+    "int4": "int4", "int": "int4", "integer": "int4",
+    "int8": "int8", "bigint": "int8",
+    "numeric": "numeric", "decimal": "numeric",
+    "float4": "float4", "real": "float4",
+    "float8": "float8", "double precision": "float8", "float": "float8",
+    "text": "text", "string": "text",
+    "varchar": "varchar", "character varying": "varchar",
+    "bpchar": "bpchar", "char": "bpchar", "character": "bpchar",
+    "date": "date",
+    "timestamp": "timestamp", "timestamp without time zone": "timestamp",
+    "interval": "interval",
+}
+
+_BY_OID = {info[0]: name for name, info in _INFO.items()}
+
+
+def type_from_oid(oid: int) -> SqlType | None:
+    """The SqlType for a PostgreSQL type OID, or None if we do not support it."""
+    name = _BY_OID.get(oid)
+    return SqlType(name) if name else None
+
+
+def make_type(name: str, modifiers: list[int] | tuple[int, ...] = ()) -> SqlType:
+    """Build a SqlType from a type name as written and its integer modifiers.
+
+    Raises:
+        SqlError 42704 for an unknown type name; 22023 for bad modifiers.
+    """
+    key = _ALIASES.get(name.lower())
+    if key is None:
+        raise SqlError(UNDEFINED_OBJECT, f'type "{name}" does not exist')
+    mods = list(modifiers)
+    if key == "numeric":
+        if not mods:
+            return NUMERIC
+        p = mods[0]
+        s = mods[1] if len(mods) > 1 else 0
+        if len(mods) > 2:
+            raise SqlError(SYNTAX_ERROR, "invalid NUMERIC type modifier")
+        if not 1 <= p <= 38:
+            # PostgreSQL allows up to 1000; Parquet and Spark decimals stop at 38.
+            raise SqlError(INVALID_PARAMETER_VALUE, f"NUMERIC precision {p} must be between 1 and 38")
+        if not 0 <= s <= p:
+            raise SqlError(INVALID_PARAMETER_VALUE, f"NUMERIC scale {s} must be between 0 and precision {p}")
+        return SqlType("numeric", p, s)
+    if key in ("varchar", "bpchar"):
+        if not mods:
+            # char without length is char(1) (PostgreSQL 8.3 "Character Types").
+            return SqlType(key, 1) if key == "bpchar" and name.lower() in ("char", "character") else SqlType(key)
+        n = mods[0]
+        if len(mods) > 1 or n < 1:
+            raise SqlError(INVALID_PARAMETER_VALUE, f"length for type {key} must be at least 1")
+        return SqlType(key, n)
+    if key == "float8" and mods and name.lower() == "float":
+        # float(p): p <= 24 is real (PostgreSQL 8.1.4).
+        return FLOAT4 if mods[0] <= 24 else FLOAT8
+    return SqlType(key)
+
+
+def with_modifier(t: SqlType, precision: int | None, scale: int | None = None) -> SqlType:
+    return dataclasses.replace(t, precision=precision, scale=scale)
+
+
+def arrow_schema(names: list[str], types: list[SqlType]) -> pa.Schema:
+    """Arrow schema of a persist part for columns ``names`` of ``types``."""
+    return pa.schema([pa.field(n, t.arrow()) for n, t in zip(names, types)])
+
+
+@dataclass(frozen=True, order=True)
+class Interval:
+    """A PostgreSQL ``interval`` value: months, days and microseconds kept apart, as
+    PostgreSQL (and Spark's CalendarInterval) do, so ``1 month`` is not ``30 days``."""
+
+    months: int = 0
+    days: int = 0
+    micros: int = 0
+
+    def __add__(self, o: "Interval") -> "Interval":
+        return Interval(self.months + o.months, self.days + o.days, self.micros + o.micros)
+
+    def __neg__(self) -> "Interval":
+        return Interval(-self.months, -self.days, -self.micros)
+
+    def __sub__(self, o: "Interval") -> "Interval":
+        return self + (-o)
+
+    def pg_text(self) -> str:
+        """PostgreSQL's ``IntervalStyle = postgres`` output, e.g. ``1 year 2 mons 3 days 04:05:06``."""
+        parts = []
+        y, m = divmod(abs(self.months), 12)
+        sign = "-" if self.months < 0 else ""
+        if y:
+            parts.append(f"{sign}{y} year{'s' if y != 1 else ''}")
+        if m:
+            parts.append(f"{sign}{m} mon{'s' if m != 1 else ''}")
+        if self.days:
+            parts.append(f"{self.days} day{'s' if abs(self.days) != 1 else ''}")
+        if self.micros or not parts:
+            us = abs(self.micros)
+            h, rem = divmod(us, 3_600_000_000)
+            mi, rem = divmod(rem, 60_000_000)
+            s, frac = divmod(rem, 1_000_000)
+            t = f"{h:02d}:{mi:02d}:{s:02d}" + (f".{frac:06d}".rstrip("0") if frac else "")
+            parts.append(("-" if self.micros < 0 else "") + t)
+        return " ".join(parts)

@@ -1,0 +1,376 @@
+"""Plan scalar expressions: pglast AST nodes -> typed ScalarExprs over a Scope.
+
+Implicit casts are inserted here, following ``planner.typing``; literals of type
+``unknown`` are converted at plan time (``'2024-01-02'::date`` becomes a date
+Literal). Aggregates are handled by a ``Grouping`` when the query groups.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Callable
+
+from pglast import ast
+from pglast.enums import A_Expr_Kind, BoolExprType, NullTestType, BoolTestType, MinMaxOp
+
+from catalog.errors import (
+    SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_COLUMN,
+)
+from catalog.textio import parse_interval, parse_text, INTERVAL_FIELD_UNITS
+from catalog.types import SqlType, BOOL, INT4, INT8, NUMERIC, TEXT, UNKNOWN, make_type
+from planner import typing as ty
+from planner.consteval import cast_value
+from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, is_constant
+from planner.scope import Scope
+
+
+def type_from_ast(tn: ast.TypeName) -> tuple[SqlType, int | None]:
+    """The SqlType a pglast TypeName names, and the interval field mask if any.
+
+    Raises:
+        SqlError 42704 for unknown types; 0A000 for arrays.
+    """
+    names = [n.sval for n in tn.names]
+    if names[0] == "pg_catalog" and len(names) > 1:
+        names = names[1:]
+    name = " ".join(names) if len(names) == 1 else names[-1]
+    if tn.arrayBounds:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "array types are not supported")
+    mods = []
+    for m in tn.typmods or ():
+        if isinstance(m, ast.A_Const) and isinstance(m.val, ast.Integer):
+            mods.append(m.val.ival)
+        else:
+            raise SqlError(SYNTAX_ERROR, f"invalid type modifier for type {name}")
+    if name == "interval":
+        field = mods[0] if mods else None
+        return make_type("interval"), field
+    return make_type(name, mods), None
+
+
+def coerce(e, target: SqlType, explicit: bool = False):
+    """Cast ``e`` to ``target`` unless it already has that type; unknown literals are
+    converted immediately (PostgreSQL resolves them at parse analysis)."""
+    if e.type == target:
+        return e
+    if isinstance(e, Literal) and (e.type.name == "unknown" or e.value is None):
+        if e.value is None:
+            return Literal(None, target)
+        return Literal(cast_value(e.value, e.type, target, explicit), target)
+    if e.type.name == target.name and target.precision is None:
+        return e  # e.g. numeric(10,2) where numeric is wanted: no work to do
+    return Cast(e, target)
+
+
+def contains_aggregate(node) -> bool:
+    """True if the AST ``node`` calls an aggregate (outside of nested subqueries)."""
+    found = False
+
+    def visit(n):
+        nonlocal found
+        if found or n is None:
+            return
+        if isinstance(n, ast.FuncCall) and _func_name(n) in ty.AGGREGATES:
+            found = True
+            return
+        if isinstance(n, ast.SelectStmt):
+            return
+        if isinstance(n, (list, tuple)):
+            for x in n:
+                visit(x)
+        elif isinstance(n, ast.Node):
+            for attr in n:
+                visit(getattr(n, attr))
+
+    visit(node)
+    return found
+
+
+def _func_name(fc: ast.FuncCall) -> str:
+    names = [n.sval for n in fc.funcname]
+    return names[-1].lower()
+
+
+def figure_colname(node) -> str:
+    """The output column name PostgreSQL gives an unaliased select item (FigureColname)."""
+    if isinstance(node, ast.ColumnRef):
+        last = node.fields[-1]
+        return last.sval if isinstance(last, ast.String) else "?column?"
+    if isinstance(node, ast.FuncCall):
+        return _func_name(node)
+    if isinstance(node, ast.TypeCast):
+        inner = figure_colname(node.arg)
+        if inner != "?column?":
+            return inner
+        names = [n.sval for n in node.typeName.names]
+        t = names[-1]
+        return {"int4": "int4", "bpchar": "bpchar"}.get(t, t)
+    if isinstance(node, ast.CaseExpr):
+        return "case"
+    if isinstance(node, ast.CoalesceExpr):
+        return "coalesce"
+    if isinstance(node, ast.MinMaxExpr):
+        return "greatest" if node.op == MinMaxOp.IS_GREATEST else "least"
+    if isinstance(node, ast.A_Expr) and node.kind == A_Expr_Kind.AEXPR_NULLIF:
+        return "nullif"
+    if isinstance(node, ast.SQLValueFunction):
+        return "?column?"
+    return "?column?"
+
+
+class ExprPlanner:
+    """Plans expressions over ``scope``. ``params`` are the values of ``$1..$n`` (text)."""
+
+    def __init__(self, scope: Scope, params: list | None = None, agg_context: str | None = None):
+        self.scope = scope
+        self.params = params or []
+        # When aggregates are not allowed, the clause name for the error message.
+        self.agg_context = agg_context
+        self.grouping: "Grouping | None" = None
+
+    def plan(self, node):
+        if self.grouping is not None:
+            return self.grouping.plan(node, self)
+        return self.plan_node(node)
+
+    def plan_bool(self, node, clause: str):
+        e = self.plan(node)
+        if e.type.name == "unknown":
+            e = coerce(e, BOOL)
+        if e.type != BOOL:
+            raise SqlError(DATATYPE_MISMATCH, f"argument of {clause} must be type boolean, not type {e.type.sql()}")
+        return e
+
+    # -- dispatch -----------------------------------------------------------------
+
+    def plan_node(self, node):
+        m = next((getattr(self, "_" + c.__name__) for c in type(node).__mro__ if hasattr(self, "_" + c.__name__)), None)
+        if m is None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"expression of type {type(node).__name__} is not supported")
+        return m(node)
+
+    def _ColumnRef(self, node: ast.ColumnRef):
+        fields = node.fields
+        if any(isinstance(f, ast.A_Star) for f in fields):
+            raise SqlError(SYNTAX_ERROR, "* is not allowed here")
+        names = [f.sval for f in fields]
+        if len(names) == 1:
+            item = self.scope.resolve(None, names[0])
+        elif len(names) == 2:
+            item = self.scope.resolve(names[0], names[1])
+        elif len(names) == 3:
+            item = self.scope.resolve(names[1], names[2])
+        else:
+            raise SqlError(SYNTAX_ERROR, f"improper qualified name (too many dotted names): {'.'.join(names)}")
+        return ColRef(item.index, item.type)
+
+    def _A_Const(self, node: ast.A_Const):
+        if node.isnull:
+            return Literal(None, UNKNOWN)
+        v = node.val
+        if isinstance(v, ast.Integer):
+            return Literal(v.ival, INT4)
+        if isinstance(v, ast.Float):
+            s = v.fval
+            if s.isdigit():
+                n = int(s)
+                return Literal(n, INT8) if n < 2**63 else Literal(Decimal(s), NUMERIC)
+            return Literal(Decimal(s), NUMERIC)
+        if isinstance(v, ast.String):
+            return Literal(v.sval, UNKNOWN)
+        if isinstance(v, ast.Boolean):
+            return Literal(bool(v.boolval), BOOL)
+        if isinstance(v, ast.BitString):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "bit strings are not supported")
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"constant {v!r} is not supported")
+
+    def _ParamRef(self, node: ast.ParamRef):
+        n = node.number
+        if n < 1 or n > len(self.params):
+            raise SqlError("42P02", f"there is no parameter ${n}")
+        v = self.params[n - 1]
+        if isinstance(v, Literal):
+            return v
+        return Literal(None if v is None else str(v), UNKNOWN)
+
+    def _TypeCast(self, node: ast.TypeCast):
+        target, field = type_from_ast(node.typeName)
+        arg = self.plan(node.arg)
+        if target.name == "interval" and isinstance(arg, Literal) and arg.type.name == "unknown" and arg.value is not None:
+            unit = INTERVAL_FIELD_UNITS.get(field) if field is not None else None
+            return Literal(parse_interval(arg.value, unit), target)
+        if isinstance(arg, Literal) and arg.type.name == "unknown":
+            if arg.value is None:
+                return Literal(None, target)
+            return Literal(parse_text(arg.value, target, explicit=True), target)
+        if arg.type == target:
+            return arg
+        return Cast(arg, target)
+
+    def _A_Expr(self, node: ast.A_Expr):
+        k = node.kind
+        op = node.name[-1].sval if node.name else None
+        if k == A_Expr_Kind.AEXPR_OP:
+            if node.lexpr is None:
+                e = self.plan(node.rexpr)
+                func, at, rt = ty.resolve_unary(op, e.type)
+                return Call(func, (coerce(e, at),), rt)
+            return self.binary(op, self.plan(node.lexpr), self.plan(node.rexpr))
+        if k == A_Expr_Kind.AEXPR_IN:
+            x = self.plan(node.lexpr)
+            if isinstance(node.rexpr, ast.SubLink):
+                raise SqlError(FEATURE_NOT_SUPPORTED, "IN (subquery) is not supported yet")
+            items = [self.plan(i) for i in node.rexpr]
+            t = ty.common_type([x.type] + [i.type for i in items], "IN")
+            if t.name == "bpchar":
+                t = TEXT
+            e = Call("in", tuple(coerce(a, t) for a in [x] + items), BOOL)
+            return Call("not", (e,), BOOL) if op == "<>" else e
+        if k in (A_Expr_Kind.AEXPR_LIKE, A_Expr_Kind.AEXPR_ILIKE):
+            s = coerce(self.plan(node.lexpr), TEXT)
+            p = coerce(self.plan(node.rexpr), TEXT)
+            if not (s.type.is_string and p.type.is_string):
+                raise ty._undefined_op(op, s.type, p.type)
+            func = "ilike" if k == A_Expr_Kind.AEXPR_ILIKE else "like"
+            e = Call(func, (coerce(s, TEXT), coerce(p, TEXT)), BOOL)
+            return Call("not", (e,), BOOL) if op.startswith("!") else e
+        if k in (A_Expr_Kind.AEXPR_BETWEEN, A_Expr_Kind.AEXPR_NOT_BETWEEN,
+                 A_Expr_Kind.AEXPR_BETWEEN_SYM, A_Expr_Kind.AEXPR_NOT_BETWEEN_SYM):
+            x = self.plan(node.lexpr)
+            lo, hi = (self.plan(n) for n in node.rexpr)
+            e = Call("and", (self.binary(">=", x, lo), self.binary("<=", x, hi)), BOOL)
+            if k in (A_Expr_Kind.AEXPR_BETWEEN_SYM, A_Expr_Kind.AEXPR_NOT_BETWEEN_SYM):
+                e = Call("or", (e, Call("and", (self.binary(">=", x, hi), self.binary("<=", x, lo)), BOOL)), BOOL)
+            if k in (A_Expr_Kind.AEXPR_NOT_BETWEEN, A_Expr_Kind.AEXPR_NOT_BETWEEN_SYM):
+                e = Call("not", (e,), BOOL)
+            return e
+        if k in (A_Expr_Kind.AEXPR_DISTINCT, A_Expr_Kind.AEXPR_NOT_DISTINCT):
+            l, r = self.plan(node.lexpr), self.plan(node.rexpr)
+            _, lt, rt, _ = ty.resolve_binary("=", l.type, r.type)
+            func = "is_distinct" if k == A_Expr_Kind.AEXPR_DISTINCT else "is_not_distinct"
+            return Call(func, (coerce(l, lt), coerce(r, rt)), BOOL)
+        if k == A_Expr_Kind.AEXPR_NULLIF:
+            l, r = self.plan(node.lexpr), self.plan(node.rexpr)
+            _, lt, rt, _ = ty.resolve_binary("=", l.type, r.type)
+            t = l.type if l.type.name != "unknown" else lt
+            return Call("nullif", (coerce(l, t), coerce(r, rt)), t)
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"operator kind {k.name} is not supported")
+
+    def binary(self, op: str, l, r):
+        func, lt, rt, result = ty.resolve_binary(op, l.type, r.type)
+        return Call(func, (coerce(l, lt), coerce(r, rt)), result)
+
+    def _BoolExpr(self, node: ast.BoolExpr):
+        name = {BoolExprType.AND_EXPR: "AND", BoolExprType.OR_EXPR: "OR", BoolExprType.NOT_EXPR: "NOT"}[node.boolop]
+        args = tuple(self.plan_bool(a, name) for a in node.args)
+        return Call(name.lower(), args, BOOL)
+
+    def _NullTest(self, node: ast.NullTest):
+        e = self.plan(node.arg)
+        return Call("is_null" if node.nulltesttype == NullTestType.IS_NULL else "is_not_null", (e,), BOOL)
+
+    def _BooleanTest(self, node: ast.BooleanTest):
+        e = self.plan_bool(node.arg, "IS TRUE")
+        t = node.booltesttype
+        if t in (BoolTestType.IS_UNKNOWN, BoolTestType.IS_NOT_UNKNOWN):
+            return Call("is_null" if t == BoolTestType.IS_UNKNOWN else "is_not_null", (e,), BOOL)
+        func = {BoolTestType.IS_TRUE: "is_true", BoolTestType.IS_NOT_TRUE: "is_not_true",
+                BoolTestType.IS_FALSE: "is_false", BoolTestType.IS_NOT_FALSE: "is_not_false"}[t]
+        return Call(func, (e,), BOOL)
+
+    def _CaseExpr(self, node: ast.CaseExpr):
+        arg = self.plan(node.arg) if node.arg is not None else None
+        conds, results = [], []
+        for w in node.args:
+            if arg is not None:
+                conds.append(self.binary("=", arg, self.plan(w.expr)))
+            else:
+                conds.append(self.plan_bool(w.expr, "CASE"))
+            results.append(self.plan(w.result))
+        default = self.plan(node.defresult) if node.defresult is not None else Literal(None, UNKNOWN)
+        t = ty.common_type([r.type for r in results] + [default.type], "CASE")
+        return Case(tuple((c, coerce(r, t)) for c, r in zip(conds, results)), coerce(default, t), t)
+
+    def _CoalesceExpr(self, node: ast.CoalesceExpr):
+        args = [self.plan(a) for a in node.args]
+        t = ty.common_type([a.type for a in args], "COALESCE")
+        return Call("coalesce", tuple(coerce(a, t) for a in args), t)
+
+    def _MinMaxExpr(self, node: ast.MinMaxExpr):
+        args = [self.plan(a) for a in node.args]
+        name = "greatest" if node.op == MinMaxOp.IS_GREATEST else "least"
+        t = ty.common_type([a.type for a in args], name.upper())
+        return Call(name, tuple(coerce(a, t) for a in args), t)
+
+    def _FuncCall(self, node: ast.FuncCall):
+        name = _func_name(node)
+        if name in ty.AGGREGATES:
+            if self.agg_context:
+                raise SqlError(GROUPING_ERROR, f"aggregate functions are not allowed in {self.agg_context}")
+            raise SqlError(GROUPING_ERROR, "aggregate function calls cannot be nested")
+        if node.agg_star or node.agg_distinct or node.over is not None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{name}(...) with * / DISTINCT / OVER is not supported")
+        args = [self.plan(a) for a in node.args or ()]
+        if name == "extract":
+            name = "extract"
+        if name == "nullif" and len(args) == 2:
+            _, lt, rt, _ = ty.resolve_binary("=", args[0].type, args[1].type)
+            return Call("nullif", (coerce(args[0], lt), coerce(args[1], rt)), lt)
+        if name == "coalesce":
+            t = ty.common_type([a.type for a in args], "COALESCE")
+            return Call("coalesce", tuple(coerce(a, t) for a in args), t)
+        func, casts, result = ty.resolve_function(name, [a.type for a in args])
+        return Call(func, tuple(coerce(a, t) for a, t in zip(args, casts)), result)
+
+    def _SQLValueFunction(self, node):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "current_date/current_timestamp are not supported yet")
+
+    def _SubLink(self, node):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "subqueries are not supported yet")
+
+    def plan_aggregate(self, node: ast.FuncCall, arg_planner: "ExprPlanner") -> AggCall:
+        name = _func_name(node)
+        if node.over is not None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "window functions are not supported yet")
+        if node.agg_star:
+            if name != "count":
+                raise SqlError(SYNTAX_ERROR, f"{name}(*) must be used to call a parameterless aggregate function")
+            return AggCall("count_star", None, False, INT8)
+        args = node.args or ()
+        if len(args) != 1:
+            raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
+        if contains_aggregate(args[0]):
+            raise SqlError(GROUPING_ERROR, "aggregate function calls cannot be nested")
+        arg = arg_planner.plan(args[0])
+        func, cast_to, result = ty.resolve_aggregate(name, arg.type)
+        return AggCall(func, coerce(arg, cast_to) if cast_to else arg, bool(node.agg_distinct), result)
+
+
+class Grouping:
+    """Plans expressions above a ``Reduce``: group keys and aggregates become ColRefs to
+    the Reduce's output; other column references are a grouping error (42803)."""
+
+    def __init__(self, from_planner: ExprPlanner, keys: list):
+        self.from_planner = from_planner
+        self.keys = list(keys)
+        self.aggregates: list[AggCall] = []
+
+    def plan(self, node, outer: ExprPlanner):
+        if isinstance(node, ast.FuncCall) and _func_name(node) in ty.AGGREGATES:
+            agg = outer.plan_aggregate(node, self.from_planner)
+            if agg not in self.aggregates:
+                self.aggregates.append(agg)
+            return ColRef(len(self.keys) + self.aggregates.index(agg), agg.type)
+        if not contains_aggregate(node) and not isinstance(node, ast.A_Const):
+            e = self.from_planner.plan(node)
+            if e in self.keys:
+                return ColRef(self.keys.index(e), e.type)
+            if is_constant(e):
+                return e
+            if isinstance(node, ast.ColumnRef):
+                names = ".".join(f.sval for f in node.fields if isinstance(f, ast.String))
+                raise SqlError(
+                    GROUPING_ERROR,
+                    f'column "{names}" must appear in the GROUP BY clause or be used in an aggregate function',
+                )
+        return outer.plan_node(node)

@@ -1,0 +1,149 @@
+"""Relations of the logical plan (relational algebra over positional columns).
+
+Each node has ``columns``: a tuple of ``(name, SqlType)`` giving its output. Names
+are only for the client's RowDescription; expressions refer to columns by position.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from catalog.snapshot import Relation as CatalogRelation
+from catalog.types import SqlType
+from planner.scalar import AggCall, ScalarExpr
+
+Columns = tuple[tuple[str, SqlType], ...]
+
+
+@dataclass(frozen=True)
+class Get:
+    """Read a catalog relation (a user table's shard, or a builtin table's rows)."""
+
+    relation: CatalogRelation
+    columns: Columns
+
+
+@dataclass(frozen=True)
+class Constant:
+    """Literal rows (``VALUES``, or the single empty row of ``SELECT`` without FROM)."""
+
+    rows: tuple[tuple, ...]
+    columns: Columns
+
+
+@dataclass(frozen=True)
+class Filter:
+    input: "Plan"
+    predicate: ScalarExpr
+
+    @property
+    def columns(self) -> Columns:
+        return self.input.columns
+
+
+@dataclass(frozen=True)
+class Project:
+    """Compute ``exprs`` over each input row; output column i is exprs[i] named names[i]."""
+
+    input: "Plan"
+    exprs: tuple[ScalarExpr, ...]
+    names: tuple[str, ...]
+
+    @property
+    def columns(self) -> Columns:
+        return tuple((n, e.type) for n, e in zip(self.names, self.exprs))
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """Group by ``keys`` and compute ``aggregates``; output: the keys, then the aggregates.
+
+    With no keys the output is exactly one row, even over empty input (SQL's rule for
+    aggregates without GROUP BY)."""
+
+    input: "Plan"
+    keys: tuple[ScalarExpr, ...]
+    aggregates: tuple[AggCall, ...]
+
+    @property
+    def columns(self) -> Columns:
+        return tuple((f"?key{i}?", k.type) for i, k in enumerate(self.keys)) + tuple(
+            (a.func, a.type) for a in self.aggregates
+        )
+
+
+@dataclass(frozen=True)
+class Join:
+    """``kind`` is inner, left, right, full or cross. ``on`` refers to the concatenated
+    columns (left's first)."""
+
+    left: "Plan"
+    right: "Plan"
+    kind: str
+    on: ScalarExpr | None
+
+    @property
+    def columns(self) -> Columns:
+        return self.left.columns + self.right.columns
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """Sort by input column ``index``; PostgreSQL's defaults: NULLs last ascending,
+    first descending."""
+
+    index: int
+    descending: bool = False
+    nulls_first: bool = False
+
+
+@dataclass(frozen=True)
+class OrderBy:
+    input: "Plan"
+    keys: tuple[SortKey, ...]
+
+    @property
+    def columns(self) -> Columns:
+        return self.input.columns
+
+
+@dataclass(frozen=True)
+class Limit:
+    input: "Plan"
+    limit: int | None
+    offset: int
+
+    @property
+    def columns(self) -> Columns:
+        return self.input.columns
+
+
+@dataclass(frozen=True)
+class Distinct:
+    input: "Plan"
+
+    @property
+    def columns(self) -> Columns:
+        return self.input.columns
+
+
+Plan = Union[Get, Constant, Filter, Project, Reduce, Join, OrderBy, Limit, Distinct]
+
+
+def inputs(p) -> tuple:
+    if isinstance(p, Join):
+        return (p.left, p.right)
+    if isinstance(p, (Get, Constant)):
+        return ()
+    return (p.input,)
+
+
+def relations_read(p) -> list:
+    """Every catalog relation a plan reads, in plan order."""
+    if isinstance(p, Get):
+        return [p.relation]
+    out = []
+    for i in inputs(p):
+        out.extend(relations_read(i))
+    return out

@@ -1,0 +1,372 @@
+"""Plan a SELECT: pglast SelectStmt -> logical Plan with output names.
+
+Order of clauses as in PostgreSQL's parse analysis: FROM (joins), WHERE, GROUP BY and
+aggregates, HAVING, select list, DISTINCT, ORDER BY, LIMIT/OFFSET. ORDER BY may name
+an output column by ordinal or alias, or use any expression of the input (a hidden
+column is added and projected away afterwards).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pglast import ast
+from pglast.enums import JoinType, SetOperation, SortByDir, SortByNulls
+
+from catalog.errors import (
+    SqlError, FEATURE_NOT_SUPPORTED, INVALID_COLUMN_REFERENCE, SYNTAX_ERROR, DATATYPE_MISMATCH, INVALID_ROW_COUNT,
+    UNDEFINED_COLUMN, DUPLICATE_OBJECT,
+)
+from catalog.snapshot import CatalogSnapshot
+from catalog.types import BOOL, INT8, UNKNOWN, TEXT
+from planner import typing as ty
+from planner.consteval import evaluate, fold
+from planner.expr import ExprPlanner, Grouping, coerce, contains_aggregate, figure_colname
+from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Plan, Project, Reduce, SortKey
+from planner.scalar import ColRef, Literal, is_constant
+from planner.scope import Scope, ScopeItem
+
+
+@dataclass(frozen=True)
+class PlannedQuery:
+    """A planned SELECT: the plan and the names of its output columns."""
+
+    plan: Plan
+    names: tuple[str, ...]
+
+
+class QueryPlanner:
+    """Plans queries against one catalog snapshot. ``params``: values of $1..$n."""
+
+    def __init__(self, snap: CatalogSnapshot, params: list | None = None):
+        self.snap = snap
+        self.params = params or []
+
+    # -- entry ------------------------------------------------------------------------
+
+    def plan_select(self, stmt: ast.SelectStmt) -> PlannedQuery:
+        if stmt.withClause is not None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "WITH is not supported yet")
+        if stmt.op != SetOperation.SETOP_NONE:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "UNION/INTERSECT/EXCEPT are not supported yet")
+        if stmt.valuesLists:
+            plan = self.plan_values(stmt.valuesLists)
+            names = tuple(n for n, _ in plan.columns)
+            plan, names = self._order_limit_plain(plan, names, stmt)
+            return PlannedQuery(plan, names)
+        if stmt.intoClause is not None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "SELECT INTO is not supported")
+        if stmt.lockingClause:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "SELECT ... FOR UPDATE is not supported")
+        if stmt.windowClause:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "window functions are not supported yet")
+        return self._plan_simple(stmt)
+
+    def plan_values(self, rows) -> Constant:
+        """``VALUES (...), (...)``: constant rows with a common type per column (10.5)."""
+        width = len(rows[0])
+        if any(len(r) != width for r in rows):
+            raise SqlError(SYNTAX_ERROR, "VALUES lists must all be the same length")
+        planner = ExprPlanner(Scope(), self.params, agg_context="VALUES")
+        exprs = [[planner.plan(v) for v in row] for row in rows]
+        types = []
+        for j in range(width):
+            t = ty.common_type([r[j].type for r in exprs], "VALUES")
+            types.append(t)
+        values = []
+        for r in exprs:
+            vals = []
+            for e, t in zip(r, types):
+                c = coerce(e, t)
+                if not is_constant(c):
+                    raise SqlError(FEATURE_NOT_SUPPORTED, "VALUES may only contain constant expressions")
+                vals.append(evaluate(c))
+            values.append(tuple(vals))
+        return Constant(tuple(values), tuple((f"column{j + 1}", t) for j, t in enumerate(types)))
+
+    # -- FROM -------------------------------------------------------------------------
+
+    def plan_from(self, from_clause) -> tuple[Plan, Scope]:
+        if not from_clause:
+            return Constant(((),), ()), Scope()
+        plan, scope = self.plan_from_item(from_clause[0])
+        for item in from_clause[1:]:
+            p2, s2 = self.plan_from_item(item)
+            self._check_duplicate_aliases(scope, s2)
+            plan, scope = Join(plan, p2, "cross", None), scope.concat(s2)
+        return plan, scope
+
+    def _check_duplicate_aliases(self, a: Scope, b: Scope):
+        dup = a.qualifiers() & b.qualifiers()
+        if dup:
+            raise SqlError("42712", f'table name "{sorted(dup)[0]}" specified more than once')
+
+    def plan_from_item(self, item) -> tuple[Plan, Scope]:
+        if isinstance(item, ast.RangeVar):
+            rel = self.snap.resolve_relation(item.schemaname, item.relname)
+            qualifier = item.alias.aliasname if item.alias else item.relname
+            cols = rel.columns
+            names = [c.name for c in cols]
+            if item.alias and item.alias.colnames:
+                aliases = [c.sval for c in item.alias.colnames]
+                if len(aliases) > len(names):
+                    raise SqlError("42P10",
+                                   f'table "{qualifier}" has {len(names)} columns available but {len(aliases)} columns specified')
+                names = aliases + names[len(aliases):]
+            plan = Get(rel, tuple((c.name, c.type) for c in cols))
+            scope = Scope([ScopeItem(qualifier, n, c.type, i) for i, (n, c) in enumerate(zip(names, cols))])
+            return plan, scope
+        if isinstance(item, ast.JoinExpr):
+            return self.plan_join(item)
+        if isinstance(item, ast.RangeSubselect):
+            if item.lateral:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "LATERAL is not supported yet")
+            if item.alias is None:
+                raise SqlError(SYNTAX_ERROR, "subquery in FROM must have an alias")
+            sub = QueryPlanner(self.snap, self.params).plan_select(item.subquery)
+            names = list(sub.names)
+            if item.alias.colnames:
+                aliases = [c.sval for c in item.alias.colnames]
+                names = aliases + names[len(aliases):]
+            q = item.alias.aliasname
+            scope = Scope([ScopeItem(q, n, t, i) for i, (n, (_, t)) in enumerate(zip(names, sub.plan.columns))])
+            return sub.plan, scope
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"FROM item {type(item).__name__} is not supported")
+
+    def plan_join(self, j: ast.JoinExpr) -> tuple[Plan, Scope]:
+        lp, ls = self.plan_from_item(j.larg)
+        rp, rs = self.plan_from_item(j.rarg)
+        self._check_duplicate_aliases(ls, rs)
+        kind = {JoinType.JOIN_INNER: "inner", JoinType.JOIN_LEFT: "left", JoinType.JOIN_RIGHT: "right",
+                JoinType.JOIN_FULL: "full"}.get(j.jointype)
+        if kind is None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"join type {j.jointype.name} is not supported")
+        scope = ls.concat(rs)
+        n_left = len(ls.items)
+        if j.isNatural or j.usingClause:
+            if j.isNatural:
+                rnames = {i.name for i in rs.items if i.unqualified}
+                using = [i.name for i in ls.items if i.unqualified and i.name in rnames]
+            else:
+                using = [u.sval for u in j.usingClause]
+            if kind in ("right", "full"):
+                raise SqlError(FEATURE_NOT_SUPPORTED, "RIGHT/FULL JOIN with USING is not supported yet")
+            planner = ExprPlanner(scope, self.params, agg_context="JOIN conditions")
+            conds = []
+            hidden = set()
+            for name in using:
+                li = ls.resolve(None, name)
+                ri = rs.resolve(None, name)
+                conds.append(planner.binary("=", ColRef(li.index, li.type), ColRef(ri.index + n_left, ri.type)))
+                hidden.add(ri.index + n_left)
+            on = conds[0] if len(conds) == 1 else None
+            if len(conds) > 1:
+                from planner.scalar import Call
+                on = Call("and", tuple(conds), BOOL)
+            scope = Scope([ScopeItem(i.qualifier, i.name, i.type, i.index, i.index not in hidden) for i in scope.items])
+            if on is None:
+                kind_on = "cross" if kind == "inner" else kind
+                return Join(lp, rp, kind_on, Literal(True, BOOL) if kind_on != "cross" else None), scope
+            return Join(lp, rp, kind, on), scope
+        if j.quals is None:
+            return Join(lp, rp, "cross" if kind == "inner" else kind, None if kind == "inner" else Literal(True, BOOL)), scope
+        on = fold(ExprPlanner(scope, self.params, agg_context="JOIN conditions").plan_bool(j.quals, "JOIN/ON"))
+        return Join(lp, rp, kind, on), scope
+
+    # -- SELECT -----------------------------------------------------------------------
+
+    def _plan_simple(self, stmt: ast.SelectStmt) -> PlannedQuery:
+        plan, scope = self.plan_from(stmt.fromClause)
+        from_planner = ExprPlanner(scope, self.params)
+        if stmt.whereClause is not None:
+            where_planner = ExprPlanner(scope, self.params, agg_context="WHERE")
+            plan = Filter(plan, fold(where_planner.plan_bool(stmt.whereClause, "WHERE")))
+
+        targets = self._expand_targets(stmt.targetList, scope)
+        grouped = bool(stmt.groupClause) or stmt.havingClause is not None or any(
+            contains_aggregate(t) for t, _ in targets
+        ) or any(contains_aggregate(s.node) for s in stmt.sortClause or ())
+
+        if grouped:
+            keys = self._group_keys(stmt, targets, from_planner)
+            grouping = Grouping(from_planner, keys)
+            sel_planner = ExprPlanner(Scope(), self.params)
+            sel_planner.grouping = grouping
+            exprs = [fold(sel_planner.plan(node)) for node, _ in targets]
+            having = None
+            if stmt.havingClause is not None:
+                having = fold(sel_planner.plan_bool(stmt.havingClause, "HAVING"))
+            order_planner = sel_planner
+            # Sort expressions may add aggregates, so plan them before building the Reduce.
+            sort_exprs = self._sort_exprs(stmt, targets, exprs, order_planner)
+            plan = Reduce(plan, tuple(keys), tuple(grouping.aggregates))
+            if having is not None:
+                plan = Filter(plan, having)
+        else:
+            exprs = [fold(from_planner.plan(node)) for node, _ in targets]
+            sort_exprs = self._sort_exprs(stmt, targets, exprs, from_planner)
+
+        names = [name for _, name in targets]
+        exprs = [coerce(e, TEXT) if e.type.name == "unknown" else e for e in exprs]
+        return self._finish(plan, exprs, names, sort_exprs, stmt)
+
+    def _expand_targets(self, target_list, scope: Scope) -> list[tuple]:
+        """Select items as (AST node, output name), with ``*`` and ``t.*`` expanded."""
+        out = []
+        for rt in target_list or ():
+            v = rt.val
+            if isinstance(v, ast.ColumnRef) and isinstance(v.fields[-1], ast.A_Star):
+                qual = v.fields[-2].sval if len(v.fields) > 1 else None
+                items = scope.star(qual)
+                if not items and qual is None:
+                    raise SqlError(SYNTAX_ERROR, "SELECT * with no tables specified is not valid")
+                for i in items:
+                    out.append((_SyntheticRef(i), i.name))
+                continue
+            out.append((v, rt.name or figure_colname(v)))
+        return out
+
+    def _group_keys(self, stmt, targets, from_planner: ExprPlanner) -> list:
+        keys = []
+        for g in stmt.groupClause or ():
+            if isinstance(g, ast.A_Const) and isinstance(g.val, ast.Integer):
+                n = g.val.ival
+                if not 1 <= n <= len(targets):
+                    raise SqlError(INVALID_COLUMN_REFERENCE, f"GROUP BY position {n} is not in select list")
+                node = targets[n - 1][0]
+                if contains_aggregate(node):
+                    raise SqlError("42803", "aggregate functions are not allowed in GROUP BY")
+                e = from_planner.plan(node)
+            elif isinstance(g, (ast.GroupingSet,)):
+                raise SqlError(FEATURE_NOT_SUPPORTED, "GROUPING SETS are not supported")
+            else:
+                if contains_aggregate(g):
+                    raise SqlError("42803", "aggregate functions are not allowed in GROUP BY")
+                try:
+                    e = from_planner.plan(g)
+                except SqlError as err:
+                    # An output column alias may be grouped by name (PostgreSQL extension).
+                    alias = _bare_name(g)
+                    match = [t for t, name in targets if name == alias] if alias else []
+                    if err.sqlstate != UNDEFINED_COLUMN or len(match) != 1:
+                        raise
+                    e = from_planner.plan(match[0])
+            e = fold(e)
+            if e not in keys:
+                keys.append(e)
+        return keys
+
+    def _sort_exprs(self, stmt, targets, exprs, planner: ExprPlanner) -> list[tuple]:
+        """ORDER BY items as (output index or expression, descending, nulls_first)."""
+        out = []
+        names = [n for _, n in targets]
+        for sb in stmt.sortClause or ():
+            if sb.useOp:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "ORDER BY ... USING is not supported")
+            desc = sb.sortby_dir == SortByDir.SORTBY_DESC
+            if sb.sortby_nulls == SortByNulls.SORTBY_NULLS_DEFAULT:
+                nulls_first = desc
+            else:
+                nulls_first = sb.sortby_nulls == SortByNulls.SORTBY_NULLS_FIRST
+            node = sb.node
+            target = None
+            if isinstance(node, ast.A_Const) and isinstance(node.val, ast.Integer):
+                n = node.val.ival
+                if not 1 <= n <= len(targets):
+                    raise SqlError(INVALID_COLUMN_REFERENCE, f"ORDER BY position {n} is not in select list")
+                target = n - 1
+            else:
+                alias = _bare_name(node)
+                if alias is not None and names.count(alias) >= 1:
+                    hits = [i for i, n in enumerate(names) if n == alias]
+                    if len(hits) > 1 and len({exprs[i] for i in hits}) > 1:
+                        raise SqlError("42702", f'ORDER BY "{alias}" is ambiguous')
+                    target = hits[0]
+                else:
+                    e = fold(planner.plan(node))
+                    target = exprs.index(e) if e in exprs else e
+            out.append((target, desc, nulls_first))
+        return out
+
+    def _finish(self, plan, exprs, names, sort_exprs, stmt) -> PlannedQuery:
+        hidden = [t for t, _, _ in sort_exprs if not isinstance(t, int)]
+        distinct = stmt.distinctClause is not None
+        if distinct and stmt.distinctClause and stmt.distinctClause[0] is not None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "DISTINCT ON is not supported yet")
+        if distinct and hidden:
+            raise SqlError(INVALID_COLUMN_REFERENCE, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
+        all_exprs = list(exprs)
+        keys = []
+        for t, desc, nf in sort_exprs:
+            if isinstance(t, int):
+                idx = t
+            else:
+                if t in all_exprs[len(exprs):]:
+                    idx = all_exprs.index(t, len(exprs))
+                else:
+                    all_exprs.append(t)
+                    idx = len(all_exprs) - 1
+            keys.append(SortKey(idx, desc, nf))
+        all_names = list(names) + [f"?order{i}?" for i in range(len(all_exprs) - len(exprs))]
+        plan = Project(plan, tuple(all_exprs), tuple(all_names))
+        if distinct:
+            plan = Distinct(plan)
+        if keys:
+            plan = OrderBy(plan, tuple(keys))
+        plan = self._limit(plan, stmt)
+        if len(all_exprs) > len(exprs):
+            plan = Project(plan, tuple(ColRef(i, e.type) for i, e in enumerate(exprs)), tuple(names))
+        return PlannedQuery(plan, tuple(names))
+
+    def _order_limit_plain(self, plan, names, stmt):
+        if stmt.sortClause:
+            keys = []
+            for sb in stmt.sortClause:
+                node = sb.node
+                if not (isinstance(node, ast.A_Const) and isinstance(node.val, ast.Integer)):
+                    alias = _bare_name(node)
+                    if alias not in names:
+                        raise SqlError(FEATURE_NOT_SUPPORTED, "ORDER BY on VALUES must name an output column")
+                    idx = list(names).index(alias)
+                else:
+                    idx = node.val.ival - 1
+                desc = sb.sortby_dir == SortByDir.SORTBY_DESC
+                nf = desc if sb.sortby_nulls == SortByNulls.SORTBY_NULLS_DEFAULT else sb.sortby_nulls == SortByNulls.SORTBY_NULLS_FIRST
+                keys.append(SortKey(idx, desc, nf))
+            plan = OrderBy(plan, tuple(keys))
+        return self._limit(plan, stmt), names
+
+    def _limit(self, plan, stmt):
+        limit = self._limit_value(stmt.limitCount, "LIMIT")
+        offset = self._limit_value(stmt.limitOffset, "OFFSET") or 0
+        if limit is not None or offset:
+            plan = Limit(plan, limit, offset)
+        return plan
+
+    def _limit_value(self, node, what: str) -> int | None:
+        if node is None:
+            return None
+        e = ExprPlanner(Scope(), self.params, agg_context=what).plan(node)
+        if not is_constant(e):
+            raise SqlError(SYNTAX_ERROR, f"argument of {what} must not contain variables")
+        e = coerce(e, INT8)
+        if not e.type.is_integer:
+            raise SqlError(DATATYPE_MISMATCH, f"argument of {what} must be type bigint, not type {e.type.sql()}")
+        v = evaluate(e)
+        if v is not None and v < 0:
+            raise SqlError(INVALID_ROW_COUNT, f"{what} must not be negative")
+        return v
+
+
+class _SyntheticRef(ast.ColumnRef):
+    """A ColumnRef that names one scope item exactly (from ``*`` expansion)."""
+
+    def __init__(self, item: ScopeItem):
+        fields = (ast.String(item.qualifier), ast.String(item.name)) if item.qualifier else (ast.String(item.name),)
+        super().__init__(fields=fields)
+
+
+def _bare_name(node) -> str | None:
+    if isinstance(node, ast.ColumnRef) and len(node.fields) == 1 and isinstance(node.fields[0], ast.String):
+        return node.fields[0].sval
+    return None

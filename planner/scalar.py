@@ -1,0 +1,117 @@
+"""Scalar expressions of the logical plan.
+
+Every expression carries its SqlType. Column references are positional
+(``ColRef(i)`` is the i-th column of the input relation), as in Materialize's MIR, so
+plans need no names after planning.
+
+``Call.func`` names, grouped (each is implemented in ``planner.consteval`` and
+``spark_exec.lower``):
+
+- arithmetic: add, sub, mul, div, mod, neg
+- comparison: eq, ne, lt, le, gt, ge, is_distinct, is_not_distinct
+- logic: and, or, not, is_null, is_not_null, is_true, is_false, is_not_true, is_not_false
+- pattern and lists: like, ilike, in
+- strings: concat, upper, lower, length, substr, trim, ltrim, rtrim, replace, position
+- numbers: abs, round, trunc, floor, ceil, sqrt, power, ln, exp, sign
+- misc: coalesce, nullif, greatest, least, date_part, date_trunc
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Union
+
+from catalog.types import SqlType
+
+
+@dataclass(frozen=True)
+class ColRef:
+    index: int
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Literal:
+    """A constant. ``value`` is None for NULL; otherwise a Python value of the type:
+    int, Decimal, float, str, bool, datetime.date, datetime.datetime, Interval."""
+
+    value: Any
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Call:
+    func: str
+    args: tuple["ScalarExpr", ...]
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Cast:
+    expr: "ScalarExpr"
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Case:
+    """``CASE WHEN c1 THEN r1 ... ELSE e END`` (the simple form is rewritten to this)."""
+
+    whens: tuple[tuple["ScalarExpr", "ScalarExpr"], ...]
+    else_: "ScalarExpr"
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class AggCall:
+    """An aggregate, only valid as an aggregate of a ``Reduce``.
+
+    ``func`` is count, count_star, sum, avg, min, max, bool_and, bool_or; ``arg`` is
+    None for count_star."""
+
+    func: str
+    arg: Union["ScalarExpr", None]
+    distinct: bool
+    type: SqlType
+
+
+ScalarExpr = Union[ColRef, Literal, Call, Cast, Case]
+
+
+def children(e) -> Iterator:
+    if isinstance(e, Call):
+        yield from e.args
+    elif isinstance(e, Cast):
+        yield e.expr
+    elif isinstance(e, Case):
+        for c, r in e.whens:
+            yield c
+            yield r
+        yield e.else_
+    elif isinstance(e, AggCall) and e.arg is not None:
+        yield e.arg
+
+
+def is_constant(e) -> bool:
+    """True when ``e`` references no column (it can be evaluated at plan time)."""
+    if isinstance(e, ColRef):
+        return False
+    return all(is_constant(c) for c in children(e))
+
+
+def shift_columns(e, offset: int):
+    """``e`` with every ColRef index moved by ``offset`` (for the right side of a join)."""
+    if isinstance(e, ColRef):
+        return ColRef(e.index + offset, e.type)
+    if isinstance(e, Literal):
+        return e
+    if isinstance(e, Call):
+        return Call(e.func, tuple(shift_columns(a, offset) for a in e.args), e.type)
+    if isinstance(e, Cast):
+        return Cast(shift_columns(e.expr, offset), e.type)
+    if isinstance(e, Case):
+        return Case(
+            tuple((shift_columns(c, offset), shift_columns(r, offset)) for c, r in e.whens),
+            shift_columns(e.else_, offset),
+            e.type,
+        )
+    raise TypeError(e)

@@ -1,0 +1,247 @@
+"""Type resolution for operators, functions and aggregates, after PostgreSQL.
+
+PostgreSQL section 10 ("Type Conversion") is the source: an ``unknown`` literal takes
+the type of the other operand (10.2), numeric operands promote along
+int2 < int4 < int8 < numeric < float4 < float8, UNION/CASE/COALESCE choose a common
+type (10.5). Each resolver returns the types the arguments must be cast to and the
+result type; the caller inserts the casts.
+"""
+
+from __future__ import annotations
+
+from catalog.errors import SqlError, UNDEFINED_FUNCTION, DATATYPE_MISMATCH
+from catalog.types import (
+    SqlType, BOOL, INT4, INT8, NUMERIC, FLOAT4, FLOAT8, TEXT, DATE, TIMESTAMP, INTERVAL, UNKNOWN,
+)
+
+NUMERIC_RANK = {"int2": 0, "int4": 1, "int8": 2, "numeric": 3, "float4": 4, "float8": 5}
+_RANKED = {v: k for k, v in NUMERIC_RANK.items()}
+
+
+def numeric_common(a: SqlType, b: SqlType) -> SqlType:
+    """Common type of two numeric types (PostgreSQL: int4 + float4 -> float8)."""
+    if a == b:
+        return a
+    if a.name == b.name:
+        return a.unconstrained()
+    ra, rb = NUMERIC_RANK[a.name], NUMERIC_RANK[b.name]
+    top = max(ra, rb)
+    if _RANKED[top] == "float4" and min(ra, rb) < NUMERIC_RANK["float4"]:
+        return FLOAT8
+    return SqlType(_RANKED[top])
+
+
+def common_type(types: list[SqlType], what: str = "UNION") -> SqlType:
+    """PostgreSQL's ``select_common_type`` for UNION, CASE, COALESCE, IN, VALUES.
+
+    Raises:
+        SqlError 42804 ``<what> types X and Y cannot be matched``.
+    """
+    known = [t for t in types if t.name != "unknown"]
+    if not known:
+        return TEXT
+    result = known[0]
+    for t in known[1:]:
+        if t == result:
+            continue
+        if t.is_numeric and result.is_numeric:
+            result = numeric_common(result, t)
+        elif t.category == "S" and result.category == "S":
+            result = result.unconstrained() if t.name == result.name else TEXT
+        elif {t.name, result.name} == {"date", "timestamp"}:
+            result = TIMESTAMP
+        elif t.name == result.name:
+            result = result.unconstrained()
+        else:
+            raise SqlError(DATATYPE_MISMATCH, f"{what} types {result.sql()} and {t.sql()} cannot be matched")
+    return result
+
+
+def _undefined_op(op: str, l: SqlType, r: SqlType | None) -> SqlError:
+    shown = f"{l.sql()} {op} {r.sql()}" if r is not None else f"{op} {l.sql()}"
+    return SqlError(
+        UNDEFINED_FUNCTION,
+        f"operator does not exist: {shown}",
+        hint="No operator matches the given name and argument types. You might need to add explicit type casts.",
+    )
+
+
+ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
+COMPARE = {"=": "eq", "<>": "ne", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+
+
+def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, SqlType]:
+    """Resolve ``l op r``.
+
+    Returns ``(func, cast left to, cast right to, result type)``.
+    Raises:
+        SqlError 42883 ``operator does not exist``.
+    """
+    if l.name == "unknown" and r.name != "unknown":
+        l = r if op not in ("||",) else TEXT
+    elif r.name == "unknown" and l.name != "unknown":
+        r = l if op not in ("||",) else TEXT
+    elif l.name == "unknown" and r.name == "unknown":
+        l = r = TEXT
+    if op in COMPARE:
+        t = _comparison_type(op, l, r)
+        return COMPARE[op], t, t, BOOL
+    if op == "||":
+        if l.is_string or r.is_string:
+            return "concat", TEXT, TEXT, TEXT
+        raise _undefined_op(op, l, r)
+    if op in ARITH:
+        func = ARITH[op]
+        if l.is_numeric and r.is_numeric:
+            t = numeric_common(l, r)
+            if op == "%" and t.name in ("float4", "float8"):
+                raise _undefined_op(op, l, r)
+            return func, t, t, t.unconstrained() if t.name == "numeric" else t
+        names = (l.name, r.name)
+        if op in "+-":
+            if names == ("date", "int4") or (op == "+" and names == ("int4", "date")) or (
+                names[0] == "date" and r.is_integer) or (op == "+" and l.is_integer and names[1] == "date"):
+                return func, l if l.name == "date" else INT4, r if r.name == "date" else INT4, DATE
+            if op == "-" and names == ("date", "date"):
+                return "sub", DATE, DATE, INT4
+            if names in (("date", "interval"), ("timestamp", "interval")):
+                return func, TIMESTAMP, INTERVAL, TIMESTAMP
+            if op == "+" and names in (("interval", "date"), ("interval", "timestamp")):
+                return func, INTERVAL, TIMESTAMP, TIMESTAMP
+            if op == "-" and names == ("timestamp", "timestamp"):
+                return "sub", TIMESTAMP, TIMESTAMP, INTERVAL
+            if names == ("interval", "interval"):
+                return func, INTERVAL, INTERVAL, INTERVAL
+        if op in "*/" and l.name == "interval" and r.is_numeric:
+            return func, INTERVAL, FLOAT8, INTERVAL
+        if op == "*" and r.name == "interval" and l.is_numeric:
+            return func, FLOAT8, INTERVAL, INTERVAL
+    raise _undefined_op(op, l, r)
+
+
+def _comparison_type(op: str, l: SqlType, r: SqlType) -> SqlType:
+    if l.is_numeric and r.is_numeric:
+        return numeric_common(l, r)
+    if l.category == "S" and r.category == "S":
+        if l.name == r.name:
+            return l.unconstrained()
+        return TEXT
+    if {l.name, r.name} <= {"date", "timestamp"}:
+        return TIMESTAMP if l != r else l
+    if l.name == r.name:
+        return l.unconstrained()
+    raise _undefined_op(op, l, r)
+
+
+def resolve_unary(op: str, t: SqlType) -> tuple[str, SqlType, SqlType]:
+    """Resolve prefix ``op t``: returns (func, cast arg to, result type)."""
+    if t.name == "unknown":
+        t = NUMERIC if op in "+-" else t
+    if op == "-" and (t.is_numeric or t.name == "interval"):
+        return "neg", t, t
+    if op == "+" and (t.is_numeric or t.name == "interval"):
+        return "pos", t, t
+    raise _undefined_op(op, t, None)
+
+
+# -- aggregates -----------------------------------------------------------------------
+
+AGGREGATES = {"count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every"}
+
+
+def resolve_aggregate(name: str, arg: SqlType | None) -> tuple[str, SqlType | None, SqlType]:
+    """Resolve aggregate ``name(arg)``: returns (func, cast arg to, result type).
+
+    Result types are PostgreSQL's (section 9.21): sum(int4) is bigint, sum(int8) and
+    avg of integers are numeric, count is bigint."""
+    if name == "count":
+        return ("count_star" if arg is None else "count"), arg, INT8
+    if arg is None:
+        raise SqlError(UNDEFINED_FUNCTION, f"function {name}() does not exist")
+    a = TEXT if arg.name == "unknown" else arg
+    if name == "sum":
+        if a.name in ("int2", "int4"):
+            return "sum", a, INT8
+        if a.name in ("int8", "numeric"):
+            return "sum", a, NUMERIC
+        if a.name in ("float4", "float8", "interval"):
+            return "sum", a, a
+    elif name == "avg":
+        if a.name in ("int2", "int4", "int8", "numeric"):
+            return "avg", a, NUMERIC
+        if a.name in ("float4", "float8"):
+            return "avg", a, FLOAT8
+        if a.name == "interval":
+            return "avg", a, INTERVAL
+    elif name in ("min", "max"):
+        if a.name != "bool":
+            return name, a, a.unconstrained() if a.name in ("varchar", "bpchar") else a
+    elif name in ("bool_and", "bool_or", "every"):
+        if a.name == "bool":
+            return ("bool_and" if name == "every" else name), BOOL, BOOL
+    raise SqlError(
+        UNDEFINED_FUNCTION,
+        f"function {name}({a.sql()}) does not exist",
+        hint="No function matches the given name and argument types. You might need to add explicit type casts.",
+    )
+
+
+# -- scalar functions -----------------------------------------------------------------
+
+
+def _undefined_fn(name: str, args: list[SqlType]) -> SqlError:
+    return SqlError(
+        UNDEFINED_FUNCTION,
+        f"function {name}({', '.join(a.sql() for a in args)}) does not exist",
+        hint="No function matches the given name and argument types. You might need to add explicit type casts.",
+    )
+
+
+def resolve_function(name: str, args: list[SqlType]) -> tuple[str, list[SqlType], SqlType]:
+    """Resolve scalar function ``name(args)``: returns (func, casts for args, result type).
+
+    Raises:
+        SqlError 42883 ``function f(...) does not exist``.
+    """
+    n = len(args)
+    a = [TEXT if t.name == "unknown" else t for t in args]
+    if name == "abs" and n == 1 and a[0].is_numeric:
+        return "abs", a, a[0].unconstrained()
+    if name in ("upper", "lower", "ltrim", "rtrim", "btrim", "trim") and n in (1, 2) and all(t.is_string for t in a):
+        return ("trim" if name == "btrim" else name), [TEXT] * n, TEXT
+    if name in ("length", "char_length", "character_length") and n == 1 and a[0].is_string:
+        return "length", [TEXT], INT4
+    if name in ("substr", "substring") and n in (2, 3) and a[0].is_string and all(t.is_integer or t.name == "unknown" for t in args[1:]):
+        return "substr", [TEXT] + [INT4] * (n - 1), TEXT
+    if name == "replace" and n == 3 and all(t.is_string for t in a):
+        return "replace", [TEXT] * 3, TEXT
+    if name == "concat" and n >= 1:
+        return "concat_ws_null", [TEXT] * n, TEXT
+    if name in ("round", "trunc") and n in (1, 2) and a[0].is_numeric:
+        if a[0].name in ("float4", "float8") and n == 1:
+            return name, [FLOAT8], FLOAT8
+        return name, [NUMERIC] + [INT4] * (n - 1), NUMERIC
+    if name in ("floor", "ceil", "ceiling") and n == 1 and a[0].is_numeric:
+        t = FLOAT8 if a[0].name in ("float4", "float8") else NUMERIC
+        return ("ceil" if name == "ceiling" else name), [t], t
+    if name in ("sqrt", "ln", "exp") and n == 1 and a[0].is_numeric:
+        t = FLOAT8 if a[0].name in ("float4", "float8") else NUMERIC
+        return name, [t], t
+    if name in ("power", "pow") and n == 2 and all(t.is_numeric for t in a):
+        t = FLOAT8 if any(x.name in ("float4", "float8") for x in a) else NUMERIC
+        return "power", [t, t], t
+    if name == "sign" and n == 1 and a[0].is_numeric:
+        return "sign", a, a[0].unconstrained()
+    if name == "mod" and n == 2 and all(t.is_numeric for t in a):
+        t = numeric_common(a[0], a[1])
+        return "mod", [t, t], t
+    if name in ("greatest", "least") and n >= 1:
+        t = common_type(list(args), name.upper())
+        return name, [t] * n, t
+    if name in ("date_part", "extract") and n == 2 and a[1].name in ("date", "timestamp", "interval"):
+        # date_part returns double precision, EXTRACT numeric (PostgreSQL 14+).
+        src = TIMESTAMP if a[1].name == "date" else a[1]
+        return "date_part", [TEXT, src], FLOAT8 if name == "date_part" else NUMERIC
+    if name == "date_trunc" and n == 2 and a[1].name in ("date", "timestamp"):
+        return "date_trunc", [TEXT, TIMESTAMP], TIMESTAMP
+    raise _undefined_fn(name, list(args))

@@ -1,0 +1,154 @@
+"""Plan writes: ``INSERT INTO t [(cols)] VALUES ... | SELECT ...``.
+
+Values are converted with assignment casts (PostgreSQL 10.4 "Value Storage"): a
+``varchar(n)`` overflow is an error (22001) rather than a truncation, numerics are
+rounded to the column's scale, NOT NULL is checked (23502).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pglast import ast
+
+from catalog.errors import SqlError, DUPLICATE_COLUMN, UNDEFINED_COLUMN, SYNTAX_ERROR, FEATURE_NOT_SUPPORTED, NOT_NULL_VIOLATION, DATATYPE_MISMATCH
+from catalog.snapshot import CatalogSnapshot, Table
+from catalog.types import SqlType
+from planner.consteval import cast_value, evaluate
+from planner.expr import coerce
+from planner.plan import Plan, Project
+from planner.query import QueryPlanner
+from planner.scalar import Cast, ColRef, Literal
+
+
+@dataclass(frozen=True)
+class PlannedInsert:
+    """Rows to append to ``table``: either constant ``rows`` (full width, table column
+    order) or a ``query`` plan whose output already has the table's columns and types."""
+
+    table: Table
+    rows: tuple[tuple, ...] | None
+    query: Plan | None
+
+
+def resolve_target(snap: CatalogSnapshot, rv: ast.RangeVar) -> Table:
+    rel = snap.resolve_relation(rv.schemaname, rv.relname)
+    if rel.builtin:
+        raise SqlError("42809", f'cannot insert into system table "{rel.name}"')
+    return rel
+
+
+def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None = None) -> PlannedInsert:
+    """Plan an INSERT.
+
+    Raises:
+        SqlError 42P01 unknown table, 42703 unknown column, 42701 column given twice,
+        42601 more expressions than columns, 23502 NULL into NOT NULL, 22xxx casts.
+    """
+    if stmt.withClause or stmt.onConflictClause or stmt.returningList:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT with WITH/ON CONFLICT/RETURNING is not supported yet")
+    table = resolve_target(snap, stmt.relation)
+    names = [c.name for c in table.columns]
+    if stmt.cols:
+        target = [rt.name for rt in stmt.cols]
+        for n in target:
+            if n not in names:
+                raise SqlError(UNDEFINED_COLUMN, f'column "{n}" of relation "{table.name}" does not exist')
+        if len(set(target)) != len(target):
+            dup = next(n for n in target if target.count(n) > 1)
+            raise SqlError(DUPLICATE_COLUMN, f'column "{dup}" specified more than once')
+    else:
+        target = names
+    positions = [names.index(n) for n in target]
+    sel = stmt.selectStmt
+    qp = QueryPlanner(snap, params)
+    if sel is None:  # DEFAULT VALUES
+        return PlannedInsert(table, (_fill(table, [], [], ()),), None)
+    if sel.valuesLists and not sel.sortClause and sel.limitCount is None:
+        rows = []
+        planner_rows = sel.valuesLists
+        for r in planner_rows:
+            if len(r) > len(target):
+                raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
+        # Plan each row on its own: every value is assigned straight to its column's type.
+        from planner.expr import ExprPlanner
+        from planner.scope import Scope
+
+        ep = ExprPlanner(Scope(), params, agg_context="VALUES")
+        for r in planner_rows:
+            vals = []
+            for node, pos in zip(r, positions):
+                if isinstance(node, ast.SetToDefault):
+                    vals.append(None)
+                    continue
+                e = ep.plan(node)
+                vals.append(assign_value(e, table.columns[pos].type, table.columns[pos].name))
+            rows.append(_fill(table, positions[: len(vals)], vals, ()))
+        return PlannedInsert(table, tuple(rows), None)
+    pq = qp.plan_select(sel)
+    cols = pq.plan.columns
+    if len(cols) > len(target):
+        raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
+    exprs = []
+    for j, col in enumerate(table.columns):
+        if j in positions[: len(cols)]:
+            k = positions.index(j)
+            src = ColRef(k, cols[k][1])
+            exprs.append(_assign_expr(src, col.type, col.name))
+        else:
+            exprs.append(Literal(None, col.type))
+    plan = Project(pq.plan, tuple(exprs), tuple(names))
+    return PlannedInsert(table, None, plan)
+
+
+def assign_value(e, t: SqlType, column: str):
+    """Evaluate constant ``e`` and assign it to a column of type ``t``."""
+    from planner.scalar import is_constant
+
+    if not is_constant(e):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... VALUES may only contain constant expressions")
+    v = evaluate(e)
+    if v is None:
+        return None
+    _check_assignable(e.type, t, column)
+    return cast_value(v, e.type, t, explicit=False)
+
+
+def _check_assignable(src: SqlType, dst: SqlType, column: str):
+    # Assignment casts exist between numbers, between strings, from anything to text,
+    # between date and timestamp; not e.g. from boolean to integer (PostgreSQL's pg_cast).
+    ok = (
+        src.name == "unknown"
+        or src.name == dst.name
+        or (src.is_numeric and dst.is_numeric)
+        or dst.is_string
+        or {src.name, dst.name} <= {"date", "timestamp"}
+    )
+    if not ok:
+        raise SqlError(
+            DATATYPE_MISMATCH,
+            f'column "{column}" is of type {dst.sql()} but expression is of type {src.sql()}',
+            hint="You will need to rewrite or cast the expression.",
+        )
+
+
+def _assign_expr(e, t: SqlType, column: str):
+    _check_assignable(e.type, t, column)
+    return e if e.type == t else Cast(e, t)
+
+
+def _fill(table: Table, positions, vals, _):
+    row = [None] * len(table.columns)
+    for p, v in zip(positions, vals):
+        row[p] = v
+    check_not_null(table, row)
+    return tuple(row)
+
+
+def check_not_null(table: Table, row) -> None:
+    for c, v in zip(table.columns, row):
+        if v is None and not c.nullable:
+            raise SqlError(
+                NOT_NULL_VIOLATION,
+                f'null value in column "{c.name}" of relation "{table.name}" violates not-null constraint',
+            )
