@@ -45,7 +45,7 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
         SqlError 42P01 unknown table, 42703 unknown column, 42701 column given twice,
         42601 more expressions than columns, 23502 NULL into NOT NULL, 22xxx casts.
     """
-    if stmt.withClause or stmt.onConflictClause or stmt.returningList:
+    if stmt.withClause or stmt.onConflictClause or stmt.returningClause:
         raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT with WITH/ON CONFLICT/RETURNING is not supported yet")
     table = resolve_target(snap, stmt.relation)
     names = [c.name for c in table.columns]

@@ -1,0 +1,116 @@
+"""Evaluate a plan in Python, for plans that read no user table (Materialize's fast
+path: constant queries and peeks on system tables need no Spark job).
+
+Semantics match ``spark_exec.lower``: SQL three-valued logic, NULLs last ascending,
+code-point string order, aggregates over empty input giving one row without GROUP BY.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Callable
+
+from catalog.snapshot import BuiltinTable, Table
+from planner.consteval import evaluate
+from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, relations_read
+from planner.scalar import AggCall
+
+Rows = list[tuple]
+
+
+def is_fast_path(plan) -> bool:
+    """True when ``plan`` reads no user table's shard."""
+    return not any(isinstance(r, Table) for r in relations_read(plan))
+
+
+def run(plan, builtin_rows: Callable[[BuiltinTable], Rows]) -> Rows:
+    """The rows of ``plan``; ``builtin_rows`` supplies system tables."""
+    if isinstance(plan, Get):
+        return list(builtin_rows(plan.relation))
+    if isinstance(plan, Constant):
+        return list(plan.rows)
+    if isinstance(plan, Filter):
+        return [r for r in run(plan.input, builtin_rows) if evaluate(plan.predicate, r) is True]
+    if isinstance(plan, Project):
+        return [tuple(evaluate(e, r) for e in plan.exprs) for r in run(plan.input, builtin_rows)]
+    if isinstance(plan, Join):
+        left, right = run(plan.left, builtin_rows), run(plan.right, builtin_rows)
+        return _join(plan, left, right)
+    if isinstance(plan, Reduce):
+        return _reduce(plan, run(plan.input, builtin_rows))
+    if isinstance(plan, OrderBy):
+        rows = run(plan.input, builtin_rows)
+        for k in reversed(plan.keys):
+            nulls = [r for r in rows if r[k.index] is None]
+            vals = [r for r in rows if r[k.index] is not None]
+            key = (lambda r, i=k.index: r[i].rstrip(" ")) if plan.input.columns[k.index][1].name == "bpchar" else (lambda r, i=k.index: r[i])
+            vals.sort(key=key, reverse=k.descending)
+            rows = nulls + vals if k.nulls_first else vals + nulls
+        return rows
+    if isinstance(plan, Limit):
+        rows = run(plan.input, builtin_rows)[plan.offset :]
+        return rows if plan.limit is None else rows[: plan.limit]
+    if isinstance(plan, Distinct):
+        seen, out = set(), []
+        for r in run(plan.input, builtin_rows):
+            if r not in seen:
+                seen.add(r)
+                out.append(r)
+        return out
+    raise TypeError(plan)
+
+
+def _join(plan: Join, left: Rows, right: Rows) -> Rows:
+    nl, nr = len(plan.left.columns), len(plan.right.columns)
+    out = []
+    matched_right = set()
+    for lr in left:
+        hit = False
+        for j, rr in enumerate(right):
+            row = lr + rr
+            if plan.on is None or evaluate(plan.on, row) is True:
+                out.append(row)
+                hit = True
+                matched_right.add(j)
+        if not hit and plan.kind in ("left", "full"):
+            out.append(lr + (None,) * nr)
+    if plan.kind in ("right", "full"):
+        out += [(None,) * nl + rr for j, rr in enumerate(right) if j not in matched_right]
+    return out
+
+
+def _reduce(plan: Reduce, rows: Rows) -> Rows:
+    groups: dict[tuple, list[tuple]] = {}
+    for r in rows:
+        groups.setdefault(tuple(evaluate(k, r) for k in plan.keys), []).append(r)
+    if not plan.keys and not groups:
+        groups[()] = []
+    return [key + tuple(_aggregate(a, members) for a in plan.aggregates) for key, members in groups.items()]
+
+
+def _aggregate(a: AggCall, rows: Rows):
+    if a.func == "count_star":
+        return len(rows)
+    vals = [v for r in rows if (v := evaluate(a.arg, r)) is not None]
+    if a.distinct:
+        vals = list(dict.fromkeys(vals))
+    if a.func == "count":
+        return len(vals)
+    if not vals:
+        return None
+    if a.func == "sum":
+        s = sum(vals)
+        return Decimal(s) if a.type.name == "numeric" else s
+    if a.func == "avg":
+        if a.type.name == "float8":
+            return float(sum(vals)) / len(vals)
+        return Decimal(sum(vals)) / len(vals)
+    if a.func == "min":
+        return min(vals)
+    if a.func == "max":
+        return max(vals)
+    if a.func == "bool_and":
+        return all(vals)
+    if a.func == "bool_or":
+        return any(vals)
+    raise ValueError(a.func)

@@ -1,0 +1,363 @@
+"""Lower a logical plan to a Spark DataFrame: the only module that knows DataFrames.
+
+Every lowered relation has columns named ``c0 .. cN-1`` (positional, like the plan), so
+joins never meet duplicate names. PostgreSQL semantics are kept where Spark differs:
+integer division truncates (``div``), ``char(n)`` compares without trailing spaces,
+NULLs sort last ascending and first descending, numeric-to-integer casts round.
+Spark runs with ANSI mode on, so overflow and division by zero raise as in PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from functools import reduce
+from typing import Callable
+
+import pyspark.sql.connect.functions as F  # the Connect client; classic functions need a JVM
+from pyspark.sql.connect.column import Column as SparkColumn
+from pyspark.sql.connect.dataframe import DataFrame
+from pyspark.sql.connect.session import SparkSession
+from pyspark.sql import types as T
+
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
+from catalog.snapshot import BuiltinTable, Table
+from catalog.types import SqlType, Interval
+from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce
+from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal
+
+#: table -> URLs of the Parquet parts to read
+ScanFn = Callable[[Table], list[str]]
+#: builtin table -> its current rows
+BuiltinFn = Callable[[BuiltinTable], list[tuple]]
+
+
+def spark_type(t: SqlType) -> T.DataType:
+    n = t.name
+    if n == "numeric":
+        p, s = t.storage_precision_scale()
+        return T.DecimalType(p, s)
+    return {
+        "bool": T.BooleanType(), "int2": T.ShortType(), "int4": T.IntegerType(), "int8": T.LongType(),
+        "float4": T.FloatType(), "float8": T.DoubleType(), "text": T.StringType(), "varchar": T.StringType(),
+        "bpchar": T.StringType(), "unknown": T.StringType(), "date": T.DateType(),
+        "timestamp": T.TimestampNTZType(), "interval": T.CalendarIntervalType(),
+    }[n]
+
+
+def col(i: int) -> SparkColumn:
+    return F.col(f"c{i}")
+
+
+class Lowerer:
+    """Lowers plans for one Spark session. ``scan`` lists a table's part URLs at the peek's
+    as_of; ``builtin_rows`` gives a system table's rows."""
+
+    def __init__(self, spark: SparkSession, scan: ScanFn, builtin_rows: BuiltinFn):
+        self.spark = spark
+        self.scan = scan
+        self.builtin_rows = builtin_rows
+
+    # -- relations --------------------------------------------------------------------
+
+    def lower(self, plan) -> DataFrame:
+        m = getattr(self, "_" + type(plan).__name__)
+        return m(plan)
+
+    def _schema(self, columns, values: list[tuple] = ()) -> T.StructType:
+        fields = []
+        for i, (_, t) in enumerate(columns):
+            st = spark_type(t)
+            if t.name == "numeric" and t.precision is None and values:
+                scale = max((-v.as_tuple().exponent for r in values if (v := r[i]) is not None and v.is_finite()),
+                            default=0)
+                st = T.DecimalType(38, min(max(scale, 0), 37))
+            fields.append(T.StructField(f"c{i}", st, True))
+        return T.StructType(fields)
+
+    def _Get(self, p: Get) -> DataFrame:
+        rel = p.relation
+        if isinstance(rel, BuiltinTable):
+            rows = self.builtin_rows(rel)
+            return self.spark.createDataFrame(rows, self._schema(p.columns))
+        urls = self.scan(rel)
+        names = [c.name for c in rel.columns]
+        file_schema = T.StructType([T.StructField(c.name, spark_type(c.type), True) for c in rel.columns])
+        if not urls:
+            return self.spark.createDataFrame([], self._schema(p.columns))
+        df = self.spark.read.schema(file_schema).parquet(*urls)
+        return df.select(*[F.col(f"`{n}`").alias(f"c{i}") for i, n in enumerate(names)])
+
+    def _Constant(self, p: Constant) -> DataFrame:
+        if not p.columns:
+            return self.spark.range(len(p.rows)).drop("id")
+        rows = [tuple(_to_spark_value(v) for v in r) for r in p.rows]
+        return self.spark.createDataFrame(rows, self._schema(p.columns, list(p.rows)))
+
+    def _Filter(self, p: Filter) -> DataFrame:
+        return self.lower(p.input).filter(self.scalar(p.predicate))
+
+    def _Project(self, p: Project) -> DataFrame:
+        df = self.lower(p.input)
+        return df.select(*[self.scalar(e).alias(f"c{i}") for i, e in enumerate(p.exprs)])
+
+    def _Reduce(self, p: Reduce) -> DataFrame:
+        df = self.lower(p.input)
+        keys = [self.scalar(k).alias(f"c{i}") for i, k in enumerate(p.keys)]
+        aggs = [self.aggregate(a).alias(f"c{len(keys) + j}") for j, a in enumerate(p.aggregates)]
+        if not aggs:
+            return df.select(*keys).distinct()
+        if not keys:
+            return df.agg(*aggs)
+        return df.groupBy(*keys).agg(*aggs)
+
+    def _Join(self, p: Join) -> DataFrame:
+        left = self.lower(p.left)
+        right = self.lower(p.right)
+        n = len(p.left.columns)
+        right = right.select(*[col(j).alias(f"c{n + j}") for j in range(len(p.right.columns))])
+        if p.kind == "cross":
+            return left.crossJoin(right)
+        how = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer"}[p.kind]
+        on = self.scalar(p.on) if p.on is not None else F.lit(True)
+        return left.join(right, on=on, how=how)
+
+    def _OrderBy(self, p: OrderBy) -> DataFrame:
+        df = self.lower(p.input)
+        cols = []
+        for k in p.keys:
+            c = col(k.index)
+            if p.input.columns[k.index][1].name == "bpchar":
+                c = F.rtrim(c)
+            if k.descending:
+                cols.append(c.desc_nulls_first() if k.nulls_first else c.desc_nulls_last())
+            else:
+                cols.append(c.asc_nulls_first() if k.nulls_first else c.asc_nulls_last())
+        return df.orderBy(*cols)
+
+    def _Limit(self, p: Limit) -> DataFrame:
+        df = self.lower(p.input)
+        if p.offset:
+            df = df.offset(p.offset)
+        if p.limit is not None:
+            df = df.limit(p.limit)
+        return df
+
+    def _Distinct(self, p: Distinct) -> DataFrame:
+        return self.lower(p.input).distinct()
+
+    # -- scalars ----------------------------------------------------------------------
+
+    def scalar(self, e) -> SparkColumn:
+        if isinstance(e, ColRef):
+            return col(e.index)
+        if isinstance(e, Literal):
+            return literal(e.value, e.type)
+        if isinstance(e, Cast):
+            return self.cast(self.scalar(e.expr), e.expr.type, e.type)
+        if isinstance(e, Case):
+            out = None
+            for c, r in e.whens:
+                out = (F.when if out is None else out.when)(self.scalar(c), self.scalar(r))
+            return out.otherwise(self.scalar(e.else_))
+        if isinstance(e, Call):
+            return self.call(e)
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"cannot lower {type(e).__name__}")
+
+    def cast(self, c: SparkColumn, src: SqlType, dst: SqlType) -> SparkColumn:
+        s, d = src.name, dst.name
+        if s == "bpchar" and d in ("text", "varchar"):
+            c = F.rtrim(c)
+        if d in ("int2", "int4", "int8"):
+            if s == "numeric":
+                c = F.round(c, 0)  # PostgreSQL rounds numeric -> integer (half away from zero)
+            elif s in ("float4", "float8"):
+                c = F.bround(c, 0)  # rint(): half to even
+            elif s == "bpchar":
+                c = F.trim(c)
+        if d == "bpchar" and dst.precision is not None:
+            return F.rpad(c.cast(T.StringType()), dst.precision, " ")
+        if d == "varchar" and dst.precision is not None:
+            return F.substring(c.cast(T.StringType()), 1, dst.precision)
+        if d == "bool" and s in ("text", "varchar", "bpchar", "unknown"):
+            return F.lower(F.trim(c)).cast(T.BooleanType())
+        if d == "numeric" and dst.precision is None and s == "numeric":
+            return c
+        return c.cast(spark_type(dst))
+
+    def call(self, e: Call) -> SparkColumn:
+        f = e.func
+        args = [self.scalar(a) for a in e.args]
+        types = [a.type for a in e.args]
+        t = e.type
+        if f in ("add", "sub"):
+            a, b = args
+            if t.name == "date":
+                if types[0].name == "date":
+                    return F.date_add(a, b) if f == "add" else F.date_sub(a, b)
+                return F.date_add(b, a)
+            if f == "sub" and types[0].name == "date" and types[1].name == "date":
+                return F.datediff(a, b)
+            r = a + b if f == "add" else a - b
+            return r
+        if f == "mul":
+            return args[0] * args[1]
+        if f == "div":
+            a, b = args
+            if t.is_integer:
+                return F.call_function("div", a, b).cast(spark_type(t))
+            return a / b
+        if f == "mod":
+            return args[0] % args[1]
+        if f == "neg":
+            return -args[0]
+        if f == "pos":
+            return args[0]
+        if f in ("eq", "ne", "lt", "le", "gt", "ge"):
+            a, b = args
+            if types[0].name == "bpchar":
+                a, b = F.rtrim(a), F.rtrim(b)
+            return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[f]
+        if f == "and":
+            return reduce(lambda x, y: x & y, args)
+        if f == "or":
+            return reduce(lambda x, y: x | y, args)
+        if f == "not":
+            return ~args[0]
+        if f == "is_null":
+            return args[0].isNull()
+        if f == "is_not_null":
+            return args[0].isNotNull()
+        if f == "is_true":
+            return args[0].eqNullSafe(F.lit(True))
+        if f == "is_false":
+            return args[0].eqNullSafe(F.lit(False))
+        if f == "is_not_true":
+            return ~args[0].eqNullSafe(F.lit(True))
+        if f == "is_not_false":
+            return ~args[0].eqNullSafe(F.lit(False))
+        if f == "is_distinct":
+            return ~args[0].eqNullSafe(args[1])
+        if f == "is_not_distinct":
+            return args[0].eqNullSafe(args[1])
+        if f == "in":
+            x = args[0]
+            if types[0].name == "bpchar":
+                return reduce(lambda p, q: p | q, [F.rtrim(x) == F.rtrim(v) for v in args[1:]])
+            return reduce(lambda p, q: p | q, [x == v for v in args[1:]])
+        if f in ("like", "ilike"):
+            return args[0].like(args[1]) if f == "like" else args[0].ilike(args[1])
+        if f == "concat":
+            return F.concat(args[0], args[1])
+        if f == "concat_ws_null":
+            return F.concat_ws("", *args)
+        if f == "upper":
+            return F.upper(args[0])
+        if f == "lower":
+            return F.lower(args[0])
+        if f == "length":
+            return F.char_length(args[0])
+        if f == "substr":
+            # PostgreSQL: characters before position 1 count against the length.
+            s, start = args[0], args[1]
+            first = F.greatest(start, F.lit(1))
+            if len(args) == 2:
+                return s.substr(first, F.lit(2**31 - 1))
+            return s.substr(first, F.greatest(start + args[2] - first, F.lit(0)))
+        if f == "trim":
+            return F.trim(args[0]) if len(args) == 1 else F.call_function("btrim", args[0], args[1])
+        if f == "ltrim":
+            return F.ltrim(args[0])
+        if f == "rtrim":
+            return F.rtrim(args[0])
+        if f == "replace":
+            return F.replace(args[0], args[1], args[2])
+        if f == "abs":
+            return F.abs(args[0])
+        if f == "round":
+            digits = args[1] if len(args) > 1 else F.lit(0)
+            if types[0].name in ("float4", "float8"):
+                return F.bround(args[0], 0)
+            return F.call_function("round", args[0], digits) if len(args) > 1 else F.round(args[0], 0)
+        if f == "trunc":
+            return F.call_function("trunc", args[0]) if len(args) == 1 and types[0].name == "float8" else \
+                F.call_function("truncate", args[0], args[1] if len(args) > 1 else F.lit(0))
+        if f in ("floor", "ceil"):
+            return (F.floor if f == "floor" else F.ceil)(args[0]).cast(spark_type(t))
+        if f == "sqrt":
+            return F.sqrt(args[0])
+        if f == "ln":
+            return F.ln(args[0])
+        if f == "exp":
+            return F.exp(args[0])
+        if f == "power":
+            return F.pow(args[0], args[1])
+        if f == "sign":
+            return F.signum(args[0]).cast(spark_type(t))
+        if f == "mod":
+            return args[0] % args[1]
+        if f == "coalesce":
+            return F.coalesce(*args)
+        if f == "nullif":
+            return F.nullif(args[0], args[1])
+        if f == "greatest":
+            return F.greatest(*args) if len(args) > 1 else args[0]
+        if f == "least":
+            return F.least(*args) if len(args) > 1 else args[0]
+        if f == "date_part":
+            field = e.args[0]
+            if not isinstance(field, Literal):
+                raise SqlError(FEATURE_NOT_SUPPORTED, "date_part needs a constant field name")
+            return F.date_part(F.lit(str(field.value).upper()), args[1]).cast(spark_type(t))
+        if f == "date_trunc":
+            return F.date_trunc(str(e.args[0].value), args[1]).cast(T.TimestampNTZType())
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"function {f} is not supported on Spark")
+
+    def aggregate(self, a: AggCall) -> SparkColumn:
+        if a.func == "count_star":
+            return F.count(F.lit(1))
+        x = self.scalar(a.arg)
+        at = a.arg.type
+        if a.func == "count":
+            return F.count_distinct(x) if a.distinct else F.count(x)
+        if a.func == "sum":
+            if at.name == "int8":
+                x = x.cast(T.DecimalType(38, 0))  # PostgreSQL: sum(bigint) is numeric
+            r = F.sum_distinct(x) if a.distinct else F.sum(x)
+            return r.cast(spark_type(a.type)) if a.type.name in ("float4", "float8", "int8") else r
+        if a.func == "avg":
+            if at.is_integer:
+                x = x.cast(T.DecimalType(38, 0))
+            if a.distinct:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "avg(DISTINCT ...) is not supported yet")
+            r = F.avg(x)
+            return r.cast(T.DoubleType()) if a.type.name == "float8" else r
+        if a.func in ("min", "max"):
+            return (F.min if a.func == "min" else F.max)(x)
+        if a.func == "bool_and":
+            return F.bool_and(x)
+        if a.func == "bool_or":
+            return F.bool_or(x)
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"aggregate {a.func} is not supported")
+
+
+def _to_spark_value(v):
+    if isinstance(v, Interval):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "interval values in VALUES are not supported yet")
+    return v
+
+
+def literal(v, t: SqlType) -> SparkColumn:
+    if v is None:
+        return F.lit(None).cast(spark_type(t))
+    n = t.name
+    if n == "timestamp":
+        return F.lit(v.isoformat(sep=" ")).cast(T.TimestampNTZType())
+    if n == "interval":
+        secs = Decimal(v.micros) / 1_000_000
+        return F.make_interval(F.lit(0), F.lit(v.months), F.lit(0), F.lit(v.days), F.lit(0), F.lit(0), F.lit(secs))
+    if n == "numeric":
+        c = F.lit(v)
+        return c.cast(spark_type(t)) if t.precision is not None else c
+    if n in ("float4", "float8", "int2", "int8"):
+        return F.lit(v).cast(spark_type(t))
+    return F.lit(v)

@@ -1,0 +1,227 @@
+"""The process orchestrator: starts and stops replica processes (Spark Connect servers).
+
+A local replica is ``spark-submit --class ...SparkConnectServer`` from the installed
+pyspark, bound to 127.0.0.1 on a free port, with its own process group, its log in
+``<data-dir>/replicas/<replica-id>/replica.log`` and its pid in a pid file next to it.
+
+No Java process may outlive environmentd: every replica is started with a parent-death
+signal (``setpriv --pdeathsig KILL``) from one long-lived spawner thread (the signal
+fires when the *thread* that forked the child exits), and ``reap_orphans`` kills the
+process groups left by an environmentd that was killed before it could clean up.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyspark
+
+log = logging.getLogger(__name__)
+
+SPARK_HOME = Path(pyspark.__file__).resolve().parent
+CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+# Marks our replica JVMs so orphan reaping never touches anyone else's processes.
+MARKER_PROPERTY = "spark.sqlfront.replica"
+
+
+@dataclass(frozen=True)
+class ReplicaSpec:
+    """What to start.
+
+    Attributes:
+        replica_id: catalog id (``u3``), used for the directory and the marker.
+        label: ``cluster.replica`` for logs.
+        workers: cores per process; scale: executor processes (``local-cluster`` when > 1).
+        memory_mb: JVM memory per process, None for Spark's default.
+        availability_zone: passed as the Spark property ``spark.sqlfront.availability_zone``.
+    """
+
+    replica_id: str
+    label: str
+    workers: int
+    scale: int = 1
+    memory_mb: int | None = None
+    availability_zone: str | None = None
+
+
+@dataclass
+class ReplicaProcess:
+    spec: ReplicaSpec
+    popen: subprocess.Popen
+    port: int
+    log_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}"
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Orchestrator:
+    """Starts and stops local replica processes under ``<data_dir>/replicas``."""
+
+    def __init__(self, data_dir: Path, instance: str):
+        self.root = Path(data_dir).resolve() / "replicas"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.instance = instance
+        self._requests: queue.Queue = queue.Queue()
+        self._spawner = threading.Thread(target=self._spawn_loop, name="orchestrator-spawner", daemon=True)
+        self._spawner.start()
+        self._setpriv = shutil.which("setpriv")
+
+    # -- starting ---------------------------------------------------------------------
+
+    def start(self, spec: ReplicaSpec) -> ReplicaProcess:
+        """Start a replica process; returns at once (the server answers seconds later)."""
+        fut: Future = Future()
+        self._requests.put((spec, fut))
+        return fut.result()
+
+    def _spawn_loop(self) -> None:
+        while True:
+            spec, fut = self._requests.get()
+            try:
+                fut.set_result(self._spawn(spec))
+            except BaseException as e:  # reported to the caller
+                fut.set_exception(e)
+
+    def command(self, spec: ReplicaSpec, port: int, workdir: Path) -> list[str]:
+        if spec.scale > 1:
+            mem = spec.memory_mb or 1024
+            master = f"local-cluster[{spec.scale},{spec.workers},{mem}]"
+        else:
+            master = f"local[{spec.workers}]"
+        total_cores = spec.workers * spec.scale
+        conf = {
+            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.port": str(port),
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.ui.enabled": "false",
+            "spark.sql.session.timeZone": "UTC",
+            "spark.sql.ansi.enabled": "true",
+            "spark.sql.shuffle.partitions": str(max(2, 2 * total_cores)),
+            "spark.local.dir": str(workdir / "tmp"),
+            "spark.sql.warehouse.dir": str(workdir / "warehouse"),
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={workdir / 'tmp'}",
+            MARKER_PROPERTY: f"{self.instance}/{spec.replica_id}",
+        }
+        if spec.availability_zone:
+            conf["spark.sqlfront.availability_zone"] = spec.availability_zone
+        if spec.scale > 1 and spec.memory_mb:
+            conf["spark.executor.memory"] = f"{spec.memory_mb}m"
+        cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", CONNECT_SERVER_CLASS, "--master", master]
+        if spec.memory_mb:
+            cmd += ["--driver-memory", f"{spec.memory_mb}m"]
+        for k, v in conf.items():
+            cmd += ["--conf", f"{k}={v}"]
+        cmd += ["--name", f"sqlfront-{spec.label}", "spark-internal"]
+        if self._setpriv:
+            cmd = [self._setpriv, "--pdeathsig", "KILL", "--"] + cmd
+        return cmd
+
+    def _spawn(self, spec: ReplicaSpec) -> ReplicaProcess:
+        workdir = self.root / spec.replica_id
+        (workdir / "tmp").mkdir(parents=True, exist_ok=True)
+        log_path = workdir / "replica.log"
+        port = free_port()
+        env = dict(os.environ)
+        env["SPARK_HOME"] = str(SPARK_HOME)
+        env["SPARK_LOCAL_IP"] = "127.0.0.1"
+        env.pop("SPARK_REMOTE", None)
+        env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        logf = open(log_path, "ab")
+        logf.write(f"\n=== starting {spec.label} on 127.0.0.1:{port} at {time.ctime()} ===\n".encode())
+        logf.flush()
+        popen = subprocess.Popen(
+            self.command(spec, port, workdir),
+            stdin=subprocess.DEVNULL,
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            env=env,
+            start_new_session=True,  # own process group: stop() signals the whole tree
+        )
+        logf.close()
+        (workdir / "pid").write_text(f"{popen.pid}\n")
+        log.info("replica %s (%s) starting: pid %d, port %d, log %s", spec.label, spec.replica_id, popen.pid, port, log_path)
+        return ReplicaProcess(spec, popen, port, log_path)
+
+    # -- stopping ---------------------------------------------------------------------
+
+    def stop(self, proc: ReplicaProcess, grace_s: float = 5.0) -> None:
+        """Stop a replica's process group: SIGTERM, then SIGKILL after ``grace_s``."""
+        pgid = proc.popen.pid
+        _signal_group(pgid, signal.SIGTERM)
+        try:
+            proc.popen.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+        _signal_group(pgid, signal.SIGKILL)
+        try:
+            proc.popen.wait(5)
+        except subprocess.TimeoutExpired:
+            log.warning("replica %s did not exit after SIGKILL", proc.spec.label)
+        try:
+            (self.root / proc.spec.replica_id / "pid").unlink()
+        except FileNotFoundError:
+            pass
+
+    def reap_orphans(self) -> int:
+        """Kill replica process groups left behind by an earlier environmentd on this data
+        dir (their pid files remain). Returns how many groups were killed."""
+        killed = 0
+        for pidfile in self.root.glob("*/pid"):
+            try:
+                pid = int(pidfile.read_text().strip())
+            except ValueError:
+                pidfile.unlink(missing_ok=True)
+                continue
+            if _is_our_replica(pid, pidfile.parent.name):
+                log.warning("killing orphaned replica process group %d (%s)", pid, pidfile.parent.name)
+                _signal_group(pid, signal.SIGKILL)
+                killed += 1
+            pidfile.unlink(missing_ok=True)
+        return killed
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _is_our_replica(pid: int, replica_id: str) -> bool:
+    """True if any process of group ``pid`` is one of our replica JVMs for ``replica_id``."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(proc.name)) != pid:
+                continue
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ")
+        except (OSError, ProcessLookupError):
+            continue
+        if MARKER_PROPERTY.encode() in cmdline and f"/{replica_id}".encode() in cmdline:
+            return True
+    return False

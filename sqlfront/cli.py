@@ -1,0 +1,105 @@
+"""The ``sqlfront`` command: ``serve`` runs environmentd; ``load-tpch`` loads TPC-H data."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import click
+
+from catalog.sizes import default_sizes, parse_sizes
+
+DEFAULT_LISTEN = "127.0.0.1:6875"
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    if not host or not port.isdigit():
+        raise click.BadParameter(f"expected HOST:PORT, got {value!r}")
+    return host.strip("[]"), int(port)
+
+
+@click.group()
+def main() -> None:
+    """sqlfront: a PostgreSQL-wire SQL front end whose clusters run on Spark."""
+
+
+@main.command()
+@click.option("--listen", default=DEFAULT_LISTEN, show_default=True, help="pgwire address (HOST:PORT).")
+@click.option("--data-dir", default="mzdata", show_default=True, type=click.Path(file_okay=False),
+              help="Catalog, persist blobs and replica logs.")
+@click.option("--cluster-replica-sizes", default=None,
+              help='Replica size map: JSON ({"name": {"workers": N, "scale": S, ...}}) or a file holding it.')
+@click.option("--availability-zone", "availability_zones", multiple=True,
+              help="An availability zone replicas may be placed in (repeatable).")
+@click.option("--bootstrap-replica-size", default="1", show_default=True,
+              help="Size of quickstart's replica r1 in a new data directory.")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["debug", "info", "warning", "error"]))
+def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, log_level) -> None:
+    """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for noisy in ("py4j", "pyspark", "grpc"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+    from sqlfront.environment import Config, Environment
+    from sqlfront.pgwire import PgServer
+
+    host, port = parse_listen(listen)
+    try:
+        sizes = parse_sizes(cluster_replica_sizes) if cluster_replica_sizes else default_sizes()
+    except (ValueError, OSError) as e:
+        raise click.BadParameter(str(e), param_hint="--cluster-replica-sizes")
+    if bootstrap_replica_size not in sizes:
+        raise click.BadParameter(f"size {bootstrap_replica_size!r} is not in the size map",
+                                 param_hint="--bootstrap-replica-size")
+    config = Config(Path(data_dir), sizes=sizes, availability_zones=list(availability_zones),
+                    bootstrap_replica_size=bootstrap_replica_size)
+    env = Environment(config)
+    stop = threading.Event()
+
+    def on_signal(signum, frame):
+        logging.getLogger("sqlfront").info("received signal %d, shutting down", signum)
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        server = PgServer((host, port), env)
+    except OSError as e:
+        raise click.ClickException(f"cannot listen on {listen}: {e}")
+    env.start()
+    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="pgwire", daemon=True)
+    t.start()
+    logging.getLogger("sqlfront").info("listening on %s (psql -h %s -p %d -U materialize materialize)", listen, host, port)
+    try:
+        while not stop.wait(0.5):
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
+        env.shutdown()
+        logging.shutdown()
+        # Spark Connect client threads are not daemons; the replicas are already stopped.
+        os._exit(0)
+
+
+@main.command("load-tpch")
+@click.option("--scale", default=0.1, show_default=True, type=float, help="TPC-H scale factor.")
+@click.option("--url", default="postgresql://materialize@127.0.0.1:6875/materialize", show_default=True,
+              help="Server to load into (it must be running).")
+@click.option("--data", "data_root", default="tpch-data", show_default=True, type=click.Path(file_okay=False),
+              help="Where generated Parquet files are kept (reused if present).")
+def load_tpch(scale, url, data_root) -> None:
+    """Generate TPC-H data (tpchgen-cli) and load the eight tables with COPY ... (FORMAT PARQUET)."""
+    from sqlfront.tpch import generate, load
+
+    d = generate(scale, Path(data_root), echo=click.echo)
+    load(url, d, echo=click.echo)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

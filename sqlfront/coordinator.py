@@ -1,0 +1,119 @@
+"""The Coordinator main loop: the only writer of the catalog.
+
+It runs on one thread and accepts a closed set of commands:
+
+``Transact(build)``
+    Run ``build(snapshot, ids)`` — a pure function that validates a DDL statement
+    against the current snapshot and returns catalog ops (bounded: linear in the
+    catalog's size) — then commit the ops in one sqlite transaction, publish the new
+    snapshot, and hand replica changes to the ClusterCoordinators (``ensure_replica`` /
+    ``drop_replica`` return at once: processes start and stop on other threads).
+    Dropped shards are deleted on a background thread.
+
+Nothing on the loop waits on Spark, a replica, a client socket or a timer. SELECTs
+and writes never enter it: sessions plan against ``snapshot`` and talk to the
+ClusterCoordinators and persist directly (seeds/small-coordinator.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Callable
+
+from catalog import durable
+from catalog.snapshot import CatalogSnapshot
+
+log = logging.getLogger(__name__)
+
+
+class IdAllocator:
+    """Hands out ids (``u1``, ``u2``, ...) per kind during one transaction."""
+
+    def __init__(self, next_ids):
+        self.next = dict(next_ids)
+
+    def allocate(self, kind: str) -> str:
+        n = self.next.get(kind, 1)
+        self.next[kind] = n + 1
+        return f"u{n}"
+
+
+BuildFn = Callable[[CatalogSnapshot, IdAllocator], list]
+
+
+@dataclass
+class Transact:
+    build: BuildFn
+    reply: Future
+
+
+class Coordinator:
+    """Owns the catalog store and the current snapshot. ``on_commit(old, new, ops)`` is
+    called on the loop after each commit (it must not block)."""
+
+    def __init__(self, store: durable.CatalogStore, snapshot: CatalogSnapshot,
+                 on_commit: Callable[[CatalogSnapshot, CatalogSnapshot, list], None]):
+        self.store = store
+        self._snapshot = snapshot
+        self.on_commit = on_commit
+        self._queue: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._loop, name="coordinator", daemon=True)
+        self.busy_seconds = 0.0
+        self.commands = 0
+
+    @property
+    def snapshot(self) -> CatalogSnapshot:
+        """The latest committed catalog; reading it takes no lock (snapshots are immutable)."""
+        return self._snapshot
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._queue.put(None)
+        self._thread.join(5)
+
+    def transact(self, build: BuildFn) -> CatalogSnapshot:
+        """Submit a catalog transaction and wait for it; returns the committed snapshot.
+
+        Raises whatever ``build`` raises (a SqlError for invalid DDL); nothing is
+        written then."""
+        fut: Future = Future()
+        self._queue.put(Transact(build, fut))
+        return fut.result()
+
+    def _loop(self) -> None:
+        while True:
+            cmd = self._queue.get()
+            if cmd is None:
+                return
+            start = time.perf_counter()
+            try:
+                self._transact(cmd)
+            finally:
+                self.busy_seconds += time.perf_counter() - start
+                self.commands += 1
+
+    def _transact(self, cmd: Transact) -> None:
+        old = self._snapshot
+        try:
+            ids = IdAllocator(old.next_ids)
+            ops = cmd.build(old, ids)
+            if not ops:
+                cmd.reply.set_result(old)
+                return
+            new = self.store.transact(old, ops, ids.next)
+        except BaseException as e:
+            cmd.reply.set_exception(e)
+            return
+        self._snapshot = new
+        try:
+            self.on_commit(old, new, ops)
+        except Exception:  # the catalog is committed; side effects are best effort
+            log.exception("applying catalog changes failed")
+        cmd.reply.set_result(new)

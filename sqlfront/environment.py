@@ -1,0 +1,162 @@
+"""environmentd: wires the catalog, the Coordinator, persist and one ClusterCoordinator
+per cluster together, boots them from a data directory and shuts them down.
+
+Data directory layout::
+
+    catalog.db        durable catalog and timestamp oracle (sqlite)
+    consensus.db      persist Consensus (sqlite)
+    blob/             persist Blob: Parquet parts, one folder per shard
+    replicas/<id>/    each local replica's log, pid file and Spark scratch space
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from catalog import durable
+from catalog.builtins import builtin_rows
+from catalog.durable import CatalogStore
+from catalog.oracle import TimestampOracle
+from catalog.sizes import ReplicaSize, default_sizes
+from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica
+from persist import FileBlob, PersistClient, SqliteConsensus
+from spark_exec.cluster_coordinator import ClusterCoordinator
+from spark_exec.orchestrator import Orchestrator
+from sqlfront.coordinator import Coordinator
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Config:
+    """Server settings (``sqlfront serve`` options)."""
+
+    data_dir: Path
+    sizes: dict[str, ReplicaSize] = field(default_factory=default_sizes)
+    availability_zones: list[str] = field(default_factory=list)
+    bootstrap_replica_size: str = "1"
+    #: how long a peek waits for a healthy replica before failing (seconds)
+    replica_wait_s: float = 120.0
+
+
+class Environment:
+    """One environmentd. ``start()`` boots it; ``shutdown()`` stops every replica."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        d = Path(config.data_dir).resolve()
+        d.mkdir(parents=True, exist_ok=True)
+        self.data_dir = d
+        self.store = CatalogStore(str(d / "catalog.db"))
+        self.oracle = TimestampOracle(str(d / "catalog.db"))
+        self.persist = PersistClient(FileBlob(d / "blob"), SqliteConsensus(str(d / "consensus.db")))
+        self.orchestrator = Orchestrator(d, instance=uuid.uuid4().hex[:8])
+        self.clusters: dict[str, ClusterCoordinator] = {}
+        self._clusters_lock = threading.Lock()
+        self.coordinator: Coordinator | None = None
+
+    # -- boot and shutdown ------------------------------------------------------------
+
+    def start(self) -> None:
+        reaped = self.orchestrator.reap_orphans()
+        if reaped:
+            log.warning("killed %d replica process group(s) left by an earlier run", reaped)
+        new = self.store.is_new()
+        snap = self.store.load()
+        self.coordinator = Coordinator(self.store, snap, self._on_commit)
+        self.coordinator.start()
+        if new:
+            self._bootstrap()
+        else:
+            for c in snap.clusters.values():
+                cc = self._cluster_coordinator(c)
+                for r in snap.replicas_of(c.id):
+                    cc.ensure_replica(r, self._size(r))
+        log.info("environment ready: %d cluster(s), %d replica(s), %d table(s)",
+                 len(self.snapshot.clusters), len(self.snapshot.replicas), len(self.snapshot.tables))
+
+    def _bootstrap(self) -> None:
+        size = self.config.bootstrap_replica_size
+        zones = self.config.availability_zones
+
+        def build(snap, ids):
+            c = Cluster(ids.allocate("cluster"), "quickstart")
+            r = Replica(ids.allocate("replica"), c.id, "r1", size, zones[0] if zones else None)
+            return [durable.CreateCluster(c), durable.CreateReplica(r)]
+
+        self.coordinator.transact(build)
+
+    def shutdown(self) -> None:
+        """Stop the Coordinator and every replica process (waits for them to exit)."""
+        if self.coordinator is not None:
+            self.coordinator.stop()
+        with self._clusters_lock:
+            ccs = list(self.clusters.values())
+            self.clusters.clear()
+        threads = [threading.Thread(target=cc.shutdown, daemon=True) for cc in ccs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        log.info("environment stopped")
+
+    # -- state --------------------------------------------------------------------------
+
+    @property
+    def snapshot(self) -> CatalogSnapshot:
+        return self.coordinator.snapshot
+
+    def cluster_coordinator(self, cluster_id: str) -> ClusterCoordinator | None:
+        return self.clusters.get(cluster_id)
+
+    def replica_status(self, replica_id: str) -> str:
+        r = self.snapshot.replicas.get(replica_id)
+        cc = self.clusters.get(r.cluster_id) if r else None
+        return cc.status(replica_id) if cc else "unhealthy"
+
+    def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
+        return builtin_rows(table, self.snapshot, self.replica_status)
+
+    def _size(self, r: Replica) -> ReplicaSize | None:
+        if r.size is None:
+            return None
+        return self.config.sizes.get(r.size) or ReplicaSize(r.size, workers=1)
+
+    def _cluster_coordinator(self, c: Cluster) -> ClusterCoordinator:
+        with self._clusters_lock:
+            cc = self.clusters.get(c.id)
+            if cc is None:
+                cc = ClusterCoordinator(c.id, c.name, self.orchestrator)
+                self.clusters[c.id] = cc
+            return cc
+
+    # -- applying committed catalog changes (on the Coordinator loop; must not block) --
+
+    def _on_commit(self, old: CatalogSnapshot, new: CatalogSnapshot, ops: list) -> None:
+        for op in ops:
+            if isinstance(op, durable.CreateCluster):
+                self._cluster_coordinator(op.cluster)
+            elif isinstance(op, durable.CreateReplica):
+                c = new.clusters[op.replica.cluster_id]
+                self._cluster_coordinator(c).ensure_replica(op.replica, self._size(op.replica))
+            elif isinstance(op, durable.DropReplica):
+                r = old.replicas[op.replica_id]
+                cc = self.clusters.get(r.cluster_id)
+                if cc:
+                    cc.drop_replica(r.id)
+            elif isinstance(op, durable.DropCluster):
+                with self._clusters_lock:
+                    cc = self.clusters.pop(op.cluster_id, None)
+                if cc:
+                    threading.Thread(target=cc.shutdown, name="drop-cluster", daemon=True).start()
+            elif isinstance(op, durable.RenameCluster):
+                cc = self.clusters.get(op.cluster_id)
+                if cc:
+                    cc.rename(op.new_name)
+            elif isinstance(op, durable.DropTable):
+                shard = old.tables[op.table_id].shard_id
+                threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()

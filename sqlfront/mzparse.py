@@ -1,0 +1,301 @@
+"""Parse the Materialize statements PostgreSQL's grammar lacks, over pglast's tokens.
+
+Lexing (quoting, comments, string escapes) is PostgreSQL's own scanner
+(``pglast.parser.scan``); this module is a small recursive-descent parser over its
+tokens. Grammar, from Materialize's SQL reference and seeds/cluster-replicas.md::
+
+    CREATE CLUSTER name [REPLICAS (inline_replica [, ...])]
+    inline_replica ::= name [(replica_option [, ...])]
+    replica_option ::= SIZE [=] 'text' | AVAILABILITY ZONE [=] 'text' | REMOTE [=] ('addr' [, ...])
+    CREATE CLUSTER REPLICA cluster.replica replica_option [, ...]
+    DROP CLUSTER [IF EXISTS] name [, ...] [CASCADE | RESTRICT]
+    DROP CLUSTER REPLICA [IF EXISTS] cluster.replica [, ...]
+    ALTER CLUSTER name RENAME TO new_name
+    SHOW CLUSTERS [LIKE 'pattern' | WHERE expr]
+    SHOW CLUSTER REPLICAS [FOR cluster] [LIKE 'pattern' | WHERE expr]
+
+``parse_mz`` returns None for any other statement, which then goes to ``pglast.parse_sql``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pglast.parser import scan
+
+from catalog.errors import SqlError, SYNTAX_ERROR
+
+
+@dataclass(frozen=True)
+class ReplicaOption:
+    name: str  # SIZE, AVAILABILITY ZONE, REMOTE
+    value: object  # str, or tuple[str, ...] for REMOTE
+    position: int
+
+
+@dataclass(frozen=True)
+class ReplicaDef:
+    name: str
+    options: tuple[ReplicaOption, ...]
+
+
+@dataclass(frozen=True)
+class CreateCluster:
+    name: str
+    replicas: tuple[ReplicaDef, ...]
+    has_replicas_clause: bool = True
+
+
+@dataclass(frozen=True)
+class CreateClusterReplica:
+    cluster: str
+    replica: ReplicaDef
+
+
+@dataclass(frozen=True)
+class DropClusters:
+    names: tuple[str, ...]
+    if_exists: bool
+    cascade: bool
+
+
+@dataclass(frozen=True)
+class DropClusterReplicas:
+    names: tuple[tuple[str, str], ...]
+    if_exists: bool
+
+
+@dataclass(frozen=True)
+class AlterClusterRename:
+    name: str
+    new_name: str
+
+
+@dataclass(frozen=True)
+class ShowClusters:
+    like: str | None = None
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class ShowClusterReplicas:
+    cluster: str | None = None
+    like: str | None = None
+    where: str | None = None
+
+
+MzStatement = (CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+               | ShowClusters | ShowClusterReplicas)
+
+_IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
+
+
+class _Parser:
+    def __init__(self, sql: str):
+        self.sql = sql
+        self.toks = [t for t in scan(sql) if t.name not in ("SQL_COMMENT", "C_COMMENT")]
+        while self.toks and self.toks[-1].name == "ASCII_59":  # trailing ';'
+            self.toks.pop()
+        self.i = 0
+
+    # -- token helpers ---------------------------------------------------------------
+
+    def text(self, t) -> str:
+        return self.sql[t.start : t.end + 1]
+
+    def peek(self, k: int = 0):
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else None
+
+    def word(self, k: int = 0) -> str | None:
+        t = self.peek(k)
+        if t is None:
+            return None
+        if t.kind != "NO_KEYWORD" or t.name == "IDENT":
+            return self.text(t).upper() if not self.text(t).startswith('"') else None
+        return None
+
+    def error(self, what: str) -> SqlError:
+        t = self.peek()
+        if t is None:
+            return SqlError(SYNTAX_ERROR, f"unexpected end of statement, expected {what}", position=len(self.sql) + 1)
+        return SqlError(SYNTAX_ERROR, f'syntax error at or near "{self.text(t)}": expected {what}', position=t.start + 1)
+
+    def accept(self, *words: str) -> bool:
+        for k, w in enumerate(words):
+            if self.word(k) != w:
+                return False
+        self.i += len(words)
+        return True
+
+    def expect(self, *words: str) -> None:
+        if not self.accept(*words):
+            raise self.error(" ".join(words))
+
+    def accept_punct(self, ch: str) -> bool:
+        t = self.peek()
+        if t is not None and t.name == f"ASCII_{ord(ch)}":
+            self.i += 1
+            return True
+        return False
+
+    def expect_punct(self, ch: str) -> None:
+        if not self.accept_punct(ch):
+            raise self.error(f"'{ch}'")
+
+    def ident(self) -> str:
+        t = self.peek()
+        if t is None or (t.kind not in _IDENT_KINDS) or t.name in ("SCONST", "ICONST", "FCONST") or t.name.startswith("ASCII_"):
+            raise self.error("an identifier")
+        self.i += 1
+        raw = self.text(t)
+        if raw.startswith('"'):
+            return raw[1:-1].replace('""', '"')
+        if raw.upper().startswith('U&"'):
+            raise SqlError(SYNTAX_ERROR, "unicode identifiers are not supported", position=t.start + 1)
+        return raw.lower()
+
+    def string(self) -> str:
+        t = self.peek()
+        if t is None or t.name != "SCONST":
+            raise self.error("a string literal")
+        self.i += 1
+        raw = self.text(t)
+        if raw[:1] in ("E", "e"):
+            raw = raw[1:]
+            return raw[1:-1].replace("''", "'").encode().decode("unicode_escape")
+        return raw[1:-1].replace("''", "'")
+
+    def done(self) -> None:
+        if self.peek() is not None:
+            raise self.error("end of statement")
+
+    def rest_text(self) -> str:
+        t = self.peek()
+        if t is None:
+            raise self.error("an expression")
+        end = self.toks[-1].end + 1
+        self.i = len(self.toks)
+        return self.sql[t.start : end]
+
+    # -- statements ------------------------------------------------------------------
+
+    def replica_options(self, parenthesized: bool) -> tuple[ReplicaOption, ...]:
+        opts = []
+        while True:
+            t = self.peek()
+            pos = t.start + 1 if t else len(self.sql)
+            if self.accept("SIZE"):
+                self.accept_punct("=")
+                opts.append(ReplicaOption("SIZE", self.string(), pos))
+            elif self.accept("AVAILABILITY", "ZONE"):
+                self.accept_punct("=")
+                opts.append(ReplicaOption("AVAILABILITY ZONE", self.string(), pos))
+            elif self.accept("REMOTE"):
+                self.accept_punct("=")
+                self.expect_punct("(")
+                addrs = [self.string()]
+                while self.accept_punct(","):
+                    addrs.append(self.string())
+                self.expect_punct(")")
+                opts.append(ReplicaOption("REMOTE", tuple(addrs), pos))
+            else:
+                raise self.error("SIZE, AVAILABILITY ZONE or REMOTE")
+            if not self.accept_punct(","):
+                break
+        if parenthesized:
+            self.expect_punct(")")
+        return tuple(opts)
+
+    def parse(self):
+        if self.accept("CREATE", "CLUSTER", "REPLICA"):
+            cluster = self.ident()
+            self.expect_punct(".")
+            name = self.ident()
+            paren = self.accept_punct("(")
+            opts = self.replica_options(paren)
+            self.done()
+            return CreateClusterReplica(cluster, ReplicaDef(name, opts))
+        if self.accept("CREATE", "CLUSTER"):
+            name = self.ident()
+            replicas = []
+            has_clause = False
+            if self.accept("REPLICAS"):
+                has_clause = True
+                self.expect_punct("(")
+                if not self.accept_punct(")"):
+                    while True:
+                        rname = self.ident()
+                        opts: tuple = ()
+                        if self.accept_punct("("):
+                            opts = self.replica_options(True)
+                        replicas.append(ReplicaDef(rname, opts))
+                        if not self.accept_punct(","):
+                            break
+                    self.expect_punct(")")
+            self.done()
+            return CreateCluster(name, tuple(replicas), has_clause)
+        if self.accept("DROP", "CLUSTER", "REPLICA"):
+            if_exists = self.accept("IF", "EXISTS")
+            names = []
+            while True:
+                c = self.ident()
+                self.expect_punct(".")
+                names.append((c, self.ident()))
+                if not self.accept_punct(","):
+                    break
+            self.done()
+            return DropClusterReplicas(tuple(names), if_exists)
+        if self.accept("DROP", "CLUSTER"):
+            if_exists = self.accept("IF", "EXISTS")
+            names = [self.ident()]
+            while self.accept_punct(","):
+                names.append(self.ident())
+            cascade = False
+            if self.accept("CASCADE"):
+                cascade = True
+            else:
+                self.accept("RESTRICT")
+            self.done()
+            return DropClusters(tuple(names), if_exists, cascade)
+        if self.accept("ALTER", "CLUSTER"):
+            name = self.ident()
+            self.expect("RENAME", "TO")
+            new = self.ident()
+            self.done()
+            return AlterClusterRename(name, new)
+        if self.accept("SHOW", "CLUSTERS"):
+            like, where = self.show_filter()
+            return ShowClusters(like, where)
+        if self.accept("SHOW", "CLUSTER", "REPLICAS"):
+            cluster = self.ident() if self.accept("FOR") else None
+            like, where = self.show_filter()
+            return ShowClusterReplicas(cluster, like, where)
+        return None
+
+    def show_filter(self) -> tuple[str | None, str | None]:
+        if self.accept("LIKE"):
+            s = self.string()
+            self.done()
+            return s, None
+        if self.accept("WHERE"):
+            return None, self.rest_text()
+        self.done()
+        return None, None
+
+
+_STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER")}
+
+
+def parse_mz(sql: str) -> MzStatement | None:
+    """Parse ``sql`` if it is one of the Materialize statements above, else return None.
+
+    Raises:
+        SqlError 42601 with a 1-based position for a malformed Materialize statement.
+    """
+    p = _Parser(sql)
+    if (p.word(0), p.word(1)) not in _STARTS:
+        return None
+    if p.word(0) == "SHOW" and p.word(1) == "CLUSTER" and p.word(2) != "REPLICAS":
+        return None  # SHOW cluster (the session variable)
+    return p.parse()

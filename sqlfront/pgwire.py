@@ -1,0 +1,345 @@
+"""The pgwire server: buenavista's handler and server, extended.
+
+buenavista 0.5 speaks the framing of the protocol; we override what it gets wrong
+for real clients: ErrorResponse carries severity, SQLSTATE, message, detail, hint and
+position (PostgreSQL 55.8 "Error and Notice Message Fields"); RowDescription carries
+real type OIDs and typmods; Describe never executes a statement; simple-query strings
+with several statements return one result per statement and stop at the first error;
+ParameterStatus is sent from the session variables.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+
+from buenavista.core import Connection
+from buenavista.postgres import (
+    BuenaVistaHandler, BuenaVistaServer, BVBuffer, BVContext, ServerResponse, TransactionStatus,
+)
+
+from catalog.errors import SqlError, INTERNAL_ERROR
+from catalog.types import UNKNOWN, type_from_oid
+from planner.scalar import Literal
+from sqlfront.environment import Environment
+from sqlfront.pgtypes import encoder
+from sqlfront.session import Result, Session
+from sqlfront.vars import REPORTED, display_name
+
+log = logging.getLogger(__name__)
+
+SSL_REQUEST = 80877103
+GSSENC_REQUEST = 80877104
+CANCEL_REQUEST = 80877102
+PROTOCOL_3 = 196608
+
+
+class EnvironmentConnection(Connection):
+    """buenavista's Connection: hands out Sessions bound to one Environment."""
+
+    def __init__(self, env: Environment):
+        super().__init__()
+        self.env = env
+
+    def new_session(self):  # pragma: no cover - sessions are made in handle_startup
+        raise NotImplementedError
+
+
+class PgContext(BVContext):
+    """Per-connection protocol state: prepared statements, portals, the Session."""
+
+    def __init__(self, session: Session, params: dict[str, str]):
+        super().__init__(session, None, params)
+        self.suspended: dict[str, tuple[Result, int]] = {}
+
+    def transaction_status(self):
+        s = self.session
+        if s.failed or (self.has_error and s.in_transaction):
+            return TransactionStatus.IN_FAILED_TRANSACTION
+        if s.in_transaction:
+            return TransactionStatus.IN_TRANSACTION
+        return TransactionStatus.IDLE
+
+    def bound_params(self, portal: str) -> list:
+        stmt, params, _ = self.portals[portal]
+        _, oids = self.stmts[stmt]
+        out = []
+        for i, p in enumerate(params):
+            t = type_from_oid(oids[i]) if i < len(oids) and oids[i] else None
+            if p is None:
+                out.append(Literal(None, t or UNKNOWN))
+            elif isinstance(p, str) or t is None:
+                out.append(Literal(str(p), UNKNOWN))
+            else:
+                out.append(Literal(p if t.name not in ("numeric",) else p, t))
+        return out
+
+
+class PgHandler(BuenaVistaHandler):
+    """One client connection."""
+
+    @property
+    def env(self) -> Environment:
+        return self.server.conn.env
+
+    # -- startup ------------------------------------------------------------------------
+
+    def handle_startup(self, conn: Connection):
+        msglen = self.r.read_uint32() - 4
+        code = self.r.read_uint32()
+        if code in (SSL_REQUEST, GSSENC_REQUEST):
+            self.wfile.write(b"N")  # no SSL / GSSAPI: the client continues in plain text
+            return self.handle_startup(conn)
+        if code == CANCEL_REQUEST:
+            self.r.read_uint32(), self.r.read_uint32()
+            return None  # cancellation of running peeks is not implemented yet
+        if code != PROTOCOL_3:
+            self.send_error(SqlError("08P01", f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}", severity="FATAL"))
+            return None
+        raw = self.r.read_bytes(msglen - 4).split(b"\x00")
+        msg = [x.decode("utf-8", "replace") for x in raw]
+        params = dict(zip(msg[::2], msg[1::2]))
+        session = Session(self.env, {k: v for k, v in params.items() if k not in ("user", "database")})
+        ctx = PgContext(session, params)
+        self.send_authentication_ok()
+        self.handle_post_auth(ctx)
+        return ctx
+
+    def handle_post_auth(self, ctx: PgContext):
+        self.send_parameter_status({display_name(k): ctx.session.vars.get(k) for k in REPORTED})
+        self.send_backend_key_data(ctx)
+        self.send_ready_for_query(ctx)
+        ctx.authenticated = True
+
+    def handle(self):
+        try:
+            super().handle()
+        finally:
+            try:
+                self.request.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    # -- simple query -------------------------------------------------------------------
+
+    def handle_query(self, ctx: PgContext, payload: bytes):
+        sql = payload.decode("utf-8").rstrip("\x00")
+        if not sql.strip().strip(";").strip():
+            self.wfile.write(struct.pack("!ci", ServerResponse.EMPTY_QUERY_RESPONSE, 4))
+            self.send_ready_for_query(ctx)
+            return
+        try:
+            for result in ctx.session.execute(sql):
+                if result.columns is not None:
+                    self.send_columns(result.columns, None)
+                    self.send_rows(result, None, 0, 0)
+                self.send_command_complete(result.tag + "\x00")
+        except SqlError as e:
+            self.send_error(e)
+        except Exception as e:  # a bug: report it, keep the session
+            log.exception("internal error")
+            self.send_error(SqlError(INTERNAL_ERROR, f"internal error: {e}"))
+        self.send_ready_for_query(ctx)
+
+    # -- extended query -----------------------------------------------------------------
+
+    def handle_describe(self, ctx: PgContext, payload: bytes):
+        kind, name = payload[0], payload[1:-1].decode("utf-8")
+        try:
+            if kind == ord("S"):
+                sql, oids = ctx.stmts[name]
+                self.send_paramter_description([o or 25 for o in oids] if oids else [])
+                cols = ctx.session.describe(sql, [Literal(None, UNKNOWN)] * max(len(oids), _param_count(sql)))
+                formats = None
+            else:
+                stmt, _, formats = ctx.portals[name]
+                sql, _ = ctx.stmts[stmt]
+                cols = ctx.session.describe(sql, ctx.bound_params(name))
+            if cols is None:
+                self.wfile.write(struct.pack("!ci", ServerResponse.NO_DATA, 4))
+            else:
+                self.send_columns(cols, formats)
+        except KeyError:
+            self.send_error(SqlError("26000", f'prepared statement or portal "{name}" does not exist'), ctx)
+        except SqlError as e:
+            self.send_error(e, ctx)
+
+    def handle_execute(self, ctx: PgContext, payload: bytes):
+        if ctx.has_error:
+            return
+        idx = payload.index(b"\x00")
+        portal = payload[:idx].decode("utf-8")
+        limit = struct.unpack("!i", payload[idx + 1 : idx + 5])[0]
+        try:
+            if portal in ctx.suspended:
+                result, offset = ctx.suspended.pop(portal)
+            else:
+                stmt, _, _ = ctx.portals[portal]
+                sql, _ = ctx.stmts[stmt]
+                result = ctx.session.execute_one(sql, ctx.bound_params(portal)) if sql.strip() else None
+                offset = 0
+            if result is None:
+                self.wfile.write(struct.pack("!ci", ServerResponse.EMPTY_QUERY_RESPONSE, 4))
+                return
+            _, _, formats = ctx.portals[portal]
+            if result.columns is not None:
+                sent = self.send_rows(result, formats, offset, limit)
+                if limit > 0 and offset + sent < len(result.rows):
+                    ctx.suspended[portal] = (result, offset + sent)
+                    self.send_portal_suspend()
+                    return
+                if result.tag.startswith("SELECT"):
+                    self.send_command_complete(f"SELECT {len(result.rows)}\x00")
+                    return
+            self.send_command_complete(result.tag + "\x00")
+        except KeyError:
+            self.send_error(SqlError("34000", f'portal "{portal}" does not exist'), ctx)
+        except SqlError as e:
+            self.send_error(e, ctx)
+        except Exception as e:
+            log.exception("internal error")
+            self.send_error(SqlError(INTERNAL_ERROR, f"internal error: {e}"), ctx)
+
+    def handle_bind(self, ctx: PgContext, payload: bytes):
+        try:
+            a = payload.index(b"\x00")
+            portal = payload[:a].decode("utf-8")
+            b = payload.index(b"\x00", a + 1)
+            stmt = payload[a + 1 : b].decode("utf-8")
+            pos = b + 1
+            (nf,) = struct.unpack_from("!h", payload, pos)
+            formats = list(struct.unpack_from(f"!{nf}h", payload, pos + 2))
+            pos += 2 + 2 * nf
+            (np_,) = struct.unpack_from("!h", payload, pos)
+            pos += 2
+            if stmt not in ctx.stmts:
+                raise SqlError("26000", f'prepared statement "{stmt}" does not exist')
+            oids = ctx.stmts[stmt][1]
+            params = []
+            for i in range(np_):
+                (n,) = struct.unpack_from("!i", payload, pos)
+                pos += 4
+                if n < 0:
+                    params.append(None)
+                    continue
+                raw = payload[pos : pos + n]
+                pos += n
+                fmt = _format_for(formats, i)
+                if fmt == 0:
+                    params.append(raw.decode("utf-8"))
+                else:
+                    oid = oids[i] if i < len(oids) else 0
+                    params.append(_load_binary(oid, raw))
+            (nr,) = struct.unpack_from("!h", payload, pos)
+            result_formats = list(struct.unpack_from(f"!{nr}h", payload, pos + 2))
+        except SqlError as e:
+            self.send_error(e, ctx)
+            return
+        except (struct.error, ValueError, UnicodeDecodeError) as e:
+            self.send_error(SqlError("08P01", f"invalid Bind message: {e}"), ctx)
+            return
+        ctx.portals[portal] = (stmt, params, result_formats)
+        ctx.suspended.pop(portal, None)
+        self.send_bind_complete()
+
+    def handle_close(self, ctx: PgContext, payload: bytes):
+        kind, name = payload[0], payload[1:-1].decode("utf-8")
+        if kind == ord("S"):
+            ctx.stmts.pop(name, None)
+        else:
+            ctx.portals.pop(name, None)
+            ctx.suspended.pop(name, None)
+        self.send_close_complete()
+
+    # -- messages ---------------------------------------------------------------------
+
+    def send_columns(self, cols, formats):
+        buf = BVBuffer()
+        for i, (name, t) in enumerate(cols):
+            buf.write_string(name)
+            fmt = _format_for(formats, i)
+            buf.write_bytes(struct.pack("!ihihih", 0, 0, t.oid, t.typlen, t.typmod, fmt))
+        out = buf.get_value()
+        self.wfile.write(struct.pack("!cih", ServerResponse.ROW_DESCRIPTION, len(out) + 6, len(cols)) + out)
+
+    def send_rows(self, result: Result, formats, offset: int, limit: int) -> int:
+        cols = result.columns
+        encs = [encoder(t, _format_for(formats, i) == 1) for i, (_, t) in enumerate(cols)]
+        rows = result.rows[offset:] if limit <= 0 else result.rows[offset : offset + limit]
+        n = len(cols)
+        out = []
+        for row in rows:
+            parts = [struct.pack("!h", n)]
+            for enc, v in zip(encs, row):
+                if v is None:
+                    parts.append(b"\xff\xff\xff\xff")
+                else:
+                    b = enc(v)
+                    parts.append(struct.pack("!i", len(b)))
+                    parts.append(b)
+            body = b"".join(parts)
+            out.append(ServerResponse.DATA_ROW + struct.pack("!i", len(body) + 4) + body)
+            if len(out) >= 512:
+                self.wfile.write(b"".join(out))
+                out = []
+        if out:
+            self.wfile.write(b"".join(out))
+        return len(rows)
+
+    def send_error(self, exception, ctx=None):
+        e = exception if isinstance(exception, SqlError) else SqlError(INTERNAL_ERROR, str(exception))
+        if e.sqlstate == INTERNAL_ERROR:
+            log.error("error sent to client: %s", e.message)
+        fields = [(b"S", e.severity), (b"V", e.severity), (b"C", e.sqlstate), (b"M", e.message)]
+        if e.detail:
+            fields.append((b"D", e.detail))
+        if e.hint:
+            fields.append((b"H", e.hint))
+        if e.position:
+            fields.append((b"P", str(e.position)))
+        body = b"".join(k + v.encode("utf-8") + b"\x00" for k, v in fields) + b"\x00"
+        self.wfile.write(ServerResponse.ERROR_RESPONSE + struct.pack("!i", len(body) + 4) + body)
+        if ctx is not None:
+            ctx.mark_error()
+            if ctx.session.in_transaction:
+                ctx.session.failed = True
+
+
+def _format_for(formats, i: int) -> int:
+    if not formats:
+        return 0
+    return formats[0] if len(formats) == 1 else formats[i]
+
+
+def _load_binary(oid: int, raw: bytes):
+    from psycopg import adapters
+    from psycopg.pq import Format
+
+    try:
+        loader = adapters.get_loader(oid, Format.BINARY)
+    except Exception:
+        loader = None
+    if loader is None:
+        raise SqlError("0A000", f"binary parameters of type OID {oid} are not supported")
+    return loader(oid).load(raw)
+
+
+def _param_count(sql: str) -> int:
+    import re
+
+    nums = [int(m) for m in re.findall(r"\$(\d+)", sql)]
+    return max(nums) if nums else 0
+
+
+class PgServer(BuenaVistaServer):
+    """A threaded pgwire server: one thread per connection."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], env: Environment):
+        super().__init__(address, EnvironmentConnection(env))
+        self.RequestHandlerClass = PgHandler
+
+    def verify_request(self, request, client_address) -> bool:
+        return True  # the listen address decides who can connect (127.0.0.1 by default)

@@ -1,0 +1,187 @@
+"""DDL sequencing: validate a DDL statement against a snapshot and return catalog ops.
+
+Every function here returns a ``build(snapshot, ids) -> ops`` closure that the
+Coordinator runs on its loop, so validation and commit see the same snapshot. They
+are pure: no I/O, no waiting. Messages follow Materialize's where it has one
+(``unknown cluster 'x'``, ``cluster 'x' already exists``).
+"""
+
+from __future__ import annotations
+
+from catalog import durable
+from catalog.errors import (
+    SqlError, DUPLICATE_OBJECT, UNDEFINED_OBJECT, SYNTAX_ERROR, INVALID_PARAMETER_VALUE, DUPLICATE_TABLE,
+    UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
+)
+from catalog.sizes import ReplicaSize, validate_size
+from catalog.snapshot import USER_SCHEMA, CatalogSnapshot, Cluster, Column, Replica, Table
+from sqlfront import mzparse as mz
+
+
+def _replica_config(
+    snap: CatalogSnapshot,
+    cluster_name: str,
+    rdef: mz.ReplicaDef,
+    sizes: dict[str, ReplicaSize],
+    zones: list[str],
+    taken_zones: list[str | None],
+) -> tuple[str | None, str | None, tuple[str, ...]]:
+    """(size, availability zone, remote addresses) of a replica definition.
+
+    ``taken_zones`` are the zones of the cluster's other replicas, for the
+    fewest-replicas-first assignment (seeds/cluster-replicas.md)."""
+    seen: dict[str, mz.ReplicaOption] = {}
+    for o in rdef.options:
+        if o.name in seen:
+            raise SqlError(SYNTAX_ERROR, f"{o.name} specified more than once", position=o.position)
+        seen[o.name] = o
+    size = seen.get("SIZE")
+    remote = seen.get("REMOTE")
+    az = seen.get("AVAILABILITY ZONE")
+    if size and remote:
+        raise SqlError(SYNTAX_ERROR, "only one of SIZE or REMOTE may be specified", position=remote.position)
+    if not size and not remote:
+        raise SqlError(SYNTAX_ERROR, f"SIZE or REMOTE option must be specified for replica {rdef.name}")
+    if size:
+        validate_size(sizes, size.value)
+    addrs: tuple[str, ...] = ()
+    if remote:
+        addrs = tuple(remote.value)
+        for a in addrs:
+            if not a.startswith("sc://") or ":" not in a.removeprefix("sc://"):
+                raise SqlError(INVALID_PARAMETER_VALUE, f"invalid REMOTE address {a!r}: expected sc://host:port")
+    zone = None
+    if az:
+        if az.value not in zones:
+            shown = ", ".join(zones) if zones else "(none configured)"
+            raise SqlError(
+                INVALID_PARAMETER_VALUE,
+                f"unknown availability zone '{az.value}'",
+                detail=f"Valid availability zones are: {shown}",
+            )
+        zone = az.value
+    elif zones:
+        counts = {z: taken_zones.count(z) for z in zones}
+        zone = min(zones, key=lambda z: counts[z])  # min() keeps the first listed on ties
+    return (size.value if size else None), zone, addrs
+
+
+def create_cluster(stmt: mz.CreateCluster, sizes, zones):
+    def build(snap: CatalogSnapshot, ids) -> list:
+        if snap.cluster_by_name(stmt.name) is not None:
+            raise SqlError(DUPLICATE_OBJECT, f"cluster '{stmt.name}' already exists")
+        cluster = Cluster(ids.allocate("cluster"), stmt.name)
+        ops: list = [durable.CreateCluster(cluster)]
+        names = [r.name for r in stmt.replicas]
+        for n in names:
+            if names.count(n) > 1:
+                raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.name}.{n}' specified more than once")
+        taken: list[str | None] = []
+        for rdef in stmt.replicas:
+            size, zone, remote = _replica_config(snap, stmt.name, rdef, sizes, zones, taken)
+            taken.append(zone)
+            ops.append(durable.CreateReplica(Replica(ids.allocate("replica"), cluster.id, rdef.name, size, zone, remote)))
+        return ops
+
+    return build
+
+
+def create_replica(stmt: mz.CreateClusterReplica, sizes, zones):
+    def build(snap: CatalogSnapshot, ids) -> list:
+        cluster = snap.resolve_cluster(stmt.cluster)
+        if snap.replica_by_name(cluster.id, stmt.replica.name) is not None:
+            raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.cluster}.{stmt.replica.name}' already exists")
+        taken = [r.availability_zone for r in snap.replicas_of(cluster.id)]
+        size, zone, remote = _replica_config(snap, cluster.name, stmt.replica, sizes, zones, taken)
+        return [durable.CreateReplica(Replica(ids.allocate("replica"), cluster.id, stmt.replica.name, size, zone, remote))]
+
+    return build
+
+
+def drop_clusters(stmt: mz.DropClusters):
+    def build(snap: CatalogSnapshot, ids) -> list:
+        ops = []
+        for name in stmt.names:
+            c = snap.cluster_by_name(name)
+            if c is None:
+                if stmt.if_exists:
+                    continue
+                raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{name}'")
+            ops.append(durable.DropCluster(c.id))
+        return ops
+
+    return build
+
+
+def drop_replicas(stmt: mz.DropClusterReplicas):
+    def build(snap: CatalogSnapshot, ids) -> list:
+        ops = []
+        for cname, rname in stmt.names:
+            c = snap.cluster_by_name(cname)
+            if c is None:
+                if stmt.if_exists:
+                    continue
+                raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{cname}'")
+            r = snap.replica_by_name(c.id, rname)
+            if r is None:
+                if stmt.if_exists:
+                    continue
+                raise SqlError(UNDEFINED_OBJECT, f"unknown cluster replica '{cname}.{rname}'")
+            ops.append(durable.DropReplica(r.id))
+        return ops
+
+    return build
+
+
+def rename_cluster(stmt: mz.AlterClusterRename):
+    def build(snap: CatalogSnapshot, ids) -> list:
+        c = snap.resolve_cluster(stmt.name)
+        if stmt.new_name == stmt.name:
+            return []
+        if snap.cluster_by_name(stmt.new_name) is not None:
+            raise SqlError(DUPLICATE_OBJECT, f"cluster '{stmt.new_name}' already exists")
+        return [durable.RenameCluster(c.id, stmt.new_name)]
+
+    return build
+
+
+def _check_schema(schema: str | None) -> str:
+    if schema not in (None, USER_SCHEMA):
+        raise SqlError("3F000", f"unknown schema '{schema}'")
+    return USER_SCHEMA
+
+
+def create_table(schema: str | None, name: str, columns: tuple[Column, ...], if_not_exists: bool):
+    def build(snap: CatalogSnapshot, ids) -> list:
+        s = _check_schema(schema)
+        existing = snap.relation_by_name(s, name)
+        if existing is not None:
+            if if_not_exists:
+                return []
+            raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
+        tid = ids.allocate("item")
+        shard = "s" + ids.allocate("shard")[1:]
+        return [durable.CreateTable(Table(tid, s, name, columns, f"shard-{shard}"))]
+
+    return build
+
+
+def drop_tables(names: list[tuple[str | None, str]], if_exists: bool):
+    def build(snap: CatalogSnapshot, ids) -> list:
+        ops = []
+        for schema, name in names:
+            rel = None
+            for s in ((schema,) if schema else (USER_SCHEMA, "mz_catalog")):
+                rel = snap.relation_by_name(s, name)
+                if rel is not None:
+                    break
+            if rel is None:
+                if if_exists:
+                    continue
+                raise SqlError(UNDEFINED_TABLE, f'table "{name}" does not exist')
+            if rel.builtin:
+                raise SqlError(WRONG_OBJECT_TYPE, f'cannot drop system table "{name}"')
+            ops.append(durable.DropTable(rel.id))
+        return ops
+
+    return build

@@ -1,0 +1,387 @@
+"""A client session: parses statements and sequences them.
+
+DDL goes to the Coordinator; SELECTs are peeks sequenced here, in the session's own
+thread, against the latest catalog snapshot and the cluster's ClusterCoordinator
+(Materialize's frontend peek sequencing); writes go straight to persist.
+
+Transactions follow Materialize's rules: a transaction that has written may not
+read (25000), writes are buffered and applied at COMMIT, ROLLBACK discards them, and
+a failed statement leaves the transaction aborted (25P02) until it ends.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import pglast
+import pyarrow as pa
+from pglast import ast
+from pglast.enums import ObjectType, TransactionStmtKind, VariableSetKind
+
+from catalog.errors import (
+    SqlError, SYNTAX_ERROR, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, IN_FAILED_SQL_TRANSACTION,
+)
+from catalog.snapshot import Table
+from catalog.types import SqlType, TEXT, BOOL, arrow_schema
+from planner import interpret
+from planner.ddl import plan_columns
+from planner.query import QueryPlanner
+from planner.writes import check_not_null, plan_insert
+from spark_exec.load import read_file
+from sqlfront import mzparse as mz
+from sqlfront import sequence_ddl as ddl
+from sqlfront.environment import Environment
+from sqlfront.vars import SessionVars, display_name
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Result:
+    """One statement's outcome: a command tag and, for row-returning statements, the
+    columns (name, SqlType) and rows (tuples of Python values)."""
+
+    tag: str
+    columns: list[tuple[str, SqlType]] | None = None
+    rows: list[tuple] = field(default_factory=list)
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a query string into statements with PostgreSQL's scanner.
+
+    Raises:
+        SqlError 42601 for text the scanner rejects (an unterminated quote, say).
+    """
+    try:
+        parts = pglast.split(sql, with_parser=False)
+    except pglast.parser.ParseError as e:
+        raise _syntax_error(e) from None
+    return [p for p in parts if p.strip()]
+
+
+def _syntax_error(e: pglast.parser.ParseError) -> SqlError:
+    msg, pos = (e.args + (None,))[:2] if e.args else (str(e), None)
+    return SqlError(SYNTAX_ERROR, str(msg), position=(pos + 1) if isinstance(pos, int) else None)
+
+
+def parse_one(sql: str):
+    """Parse one statement: a Materialize statement (``mzparse``) or a PostgreSQL one."""
+    stmt = mz.parse_mz(sql)
+    if stmt is not None:
+        return stmt
+    try:
+        parsed = pglast.parse_sql(sql)
+    except pglast.parser.ParseError as e:
+        raise _syntax_error(e) from None
+    if len(parsed) != 1:
+        raise SqlError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
+    return parsed[0].stmt
+
+
+class Session:
+    """Per-connection state. Not thread-safe: one connection drives it."""
+
+    def __init__(self, env: Environment, startup: dict[str, str] | None = None):
+        self.env = env
+        self.vars = SessionVars(startup)
+        self.in_transaction = False
+        self.failed = False
+        self._pending_writes: list[tuple[Table, pa.Table]] = []
+
+    # -- entry points -----------------------------------------------------------------
+
+    def execute(self, sql: str, params: list | None = None) -> Iterator[Result]:
+        """Run every statement of ``sql`` in order, yielding each Result; stops at the
+        first error, which propagates as SqlError."""
+        for text in split_statements(sql):
+            yield self.execute_one(text, params)
+
+    def execute_one(self, sql: str, params: list | None = None) -> Result:
+        stmt = parse_one(sql)
+        if self.failed and not _ends_transaction(stmt):
+            raise SqlError(IN_FAILED_SQL_TRANSACTION,
+                           "current transaction is aborted, commands ignored until end of transaction block")
+        try:
+            return self._dispatch(stmt, sql, params)
+        except SqlError:
+            if self.in_transaction:
+                self.failed = True
+            raise
+
+    def describe(self, sql: str, params: list | None = None) -> list[tuple[str, SqlType]] | None:
+        """The columns ``sql`` would return, without executing it (None: no rows)."""
+        stmt = parse_one(sql)
+        if isinstance(stmt, ast.SelectStmt):
+            return self._columns(QueryPlanner(self.env.snapshot, params).plan_select(stmt))
+        if isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas)):
+            q = self._show_query(stmt)
+            return self._columns(QueryPlanner(self.env.snapshot).plan_select(pglast.parse_sql(q)[0].stmt))
+        if isinstance(stmt, ast.VariableShowStmt):
+            return [(stmt.name.lower(), TEXT)]
+        return None
+
+    # -- dispatch ---------------------------------------------------------------------
+
+    def _dispatch(self, stmt, sql: str, params) -> Result:
+        if isinstance(stmt, mz.CreateCluster):
+            self._ddl(ddl.create_cluster(stmt, self.env.config.sizes, self.env.config.availability_zones))
+            return Result("CREATE CLUSTER")
+        if isinstance(stmt, mz.CreateClusterReplica):
+            self._ddl(ddl.create_replica(stmt, self.env.config.sizes, self.env.config.availability_zones))
+            return Result("CREATE CLUSTER REPLICA")
+        if isinstance(stmt, mz.DropClusters):
+            self._ddl(ddl.drop_clusters(stmt))
+            return Result("DROP CLUSTER")
+        if isinstance(stmt, mz.DropClusterReplicas):
+            self._ddl(ddl.drop_replicas(stmt))
+            return Result("DROP CLUSTER REPLICA")
+        if isinstance(stmt, mz.AlterClusterRename):
+            self._ddl(ddl.rename_cluster(stmt))
+            return Result("ALTER CLUSTER")
+        if isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas)):
+            return self._select(pglast.parse_sql(self._show_query(stmt))[0].stmt, None, tag="SHOW")
+        if isinstance(stmt, ast.SelectStmt):
+            return self._select(stmt, params)
+        if isinstance(stmt, ast.InsertStmt):
+            return self._insert(stmt, params)
+        if isinstance(stmt, ast.CreateStmt):
+            return self._create_table(stmt)
+        if isinstance(stmt, ast.DropStmt):
+            return self._drop(stmt)
+        if isinstance(stmt, ast.CopyStmt):
+            return self._copy(stmt)
+        if isinstance(stmt, ast.VariableSetStmt):
+            return self._set(stmt)
+        if isinstance(stmt, ast.VariableShowStmt):
+            return self._show_var(stmt)
+        if isinstance(stmt, ast.TransactionStmt):
+            return self._transaction(stmt)
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{type(stmt).__name__} is not supported")
+
+    def _ddl(self, build) -> None:
+        if self._pending_writes:
+            raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow writes in a transaction")
+        self.env.coordinator.transact(build)
+
+    # -- SELECT (peeks) ---------------------------------------------------------------
+
+    @staticmethod
+    def _columns(pq) -> list[tuple[str, SqlType]]:
+        return [(n, t) for n, (_, t) in zip(pq.names, pq.plan.columns)]
+
+    def _select(self, stmt: ast.SelectStmt, params, tag: str = "SELECT") -> Result:
+        if self._pending_writes:
+            raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
+        snap = self.env.snapshot
+        pq = QueryPlanner(snap, params).plan_select(stmt)
+        rows = self.peek(pq.plan)
+        return Result(f"SELECT {len(rows)}", self._columns(pq), rows)
+
+    def peek(self, plan) -> list[tuple]:
+        """Run a plan: in Python when it reads no user table (fast path), else on a
+        replica of the session's cluster at the oracle's read timestamp."""
+        if interpret.is_fast_path(plan):
+            return interpret.run(plan, self.env.builtin_rows)
+        snap = self.env.snapshot
+        cluster = snap.resolve_cluster(self.vars.get("cluster"))
+        cc = self.env.cluster_coordinator(cluster.id)
+        if cc is None:
+            raise SqlError("55000", f"cluster '{cluster.name}' is not running")
+        as_of = self.env.oracle.read_ts()
+        persist = self.env.persist
+
+        def scan(table: Table) -> list[str]:
+            return list(persist.snapshot(table.shard_id, as_of).urls)
+
+        timeout = self.vars.statement_timeout_s() or self.env.config.replica_wait_s
+        result = cc.peek(plan, scan, self.env.builtin_rows, timeout)
+        return arrow_rows(result)
+
+    def _show_query(self, stmt) -> str:
+        if isinstance(stmt, mz.ShowClusters):
+            base = "SELECT name FROM mz_catalog.mz_clusters"
+            col = "name"
+        else:
+            base = (
+                "SELECT c.name AS cluster, r.name AS replica, r.size AS size, r.status = 'healthy' AS ready"
+                " FROM mz_catalog.mz_cluster_replicas r JOIN mz_catalog.mz_clusters c ON r.cluster_id = c.id"
+            )
+            if stmt.cluster is not None:
+                self.env.snapshot.resolve_cluster(stmt.cluster)
+                base += " WHERE c.name = " + _quote_literal(stmt.cluster)
+            col = "replica"
+        q = f"SELECT * FROM ({base}) AS show"
+        if stmt.like is not None:
+            q += f" WHERE {col} LIKE {_quote_literal(stmt.like)}"
+        elif stmt.where is not None:
+            q += f" WHERE {stmt.where}"
+        return q + " ORDER BY 1, 2" if not isinstance(stmt, mz.ShowClusters) else q + " ORDER BY 1"
+
+    # -- writes -------------------------------------------------------------------------
+
+    def _insert(self, stmt: ast.InsertStmt, params) -> Result:
+        snap = self.env.snapshot
+        pi = plan_insert(snap, stmt, params)
+        if pi.rows is not None:
+            rows = list(pi.rows)
+        else:
+            rows = self.peek(pi.query)
+            for r in rows:
+                check_not_null(pi.table, r)
+        self._write(pi.table, rows_to_arrow(pi.table, rows))
+        return Result(f"INSERT 0 {len(rows)}")
+
+    def _write(self, table: Table, data: pa.Table) -> None:
+        if self.in_transaction:
+            self._pending_writes.append((table, data))
+            return
+        self._append(table, data)
+
+    def _append(self, table: Table, data: pa.Table) -> None:
+        oracle = self.env.oracle
+        ts = oracle.write_ts()
+        try:
+            self.env.persist.append(table.shard_id, data, ts)
+        finally:
+            oracle.apply_write(ts)
+
+    def _copy(self, stmt: ast.CopyStmt) -> Result:
+        if not stmt.is_from or stmt.query is not None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "COPY TO is not supported yet")
+        if stmt.filename is None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "COPY FROM STDIN is not supported yet")
+        snap = self.env.snapshot
+        rel = snap.resolve_relation(stmt.relation.schemaname, stmt.relation.relname)
+        if rel.builtin:
+            raise SqlError("42809", f'cannot copy to system table "{rel.name}"')
+        if stmt.attlist:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "COPY with a column list is not supported yet")
+        opts = {}
+        for o in stmt.options or ():
+            v = o.arg
+            if isinstance(v, ast.String):
+                v = v.sval
+            elif isinstance(v, ast.Integer):
+                v = str(v.ival)
+            elif isinstance(v, ast.Boolean):
+                v = "true" if v.boolval else "false"
+            elif v is None:
+                v = "true"
+            opts[o.defname.lower()] = str(v)
+        fmt = opts.get("format", "text").lower()
+        if fmt == "text":
+            fmt, delimiter = "csv", opts.get("delimiter", "\t")
+            null = opts.get("null", "\\N")
+        else:
+            delimiter, null = opts.get("delimiter", ","), opts.get("null")
+        data = read_file(rel, stmt.filename, fmt, header=opts.get("header", "false").lower() in ("true", "on", "1"),
+                         delimiter=delimiter, null=null)
+        self._write(rel, data)
+        return Result(f"COPY {data.num_rows}")
+
+    # -- tables -----------------------------------------------------------------------
+
+    def _create_table(self, stmt: ast.CreateStmt) -> Result:
+        rv = stmt.relation
+        if rv.relpersistence == "t":
+            raise SqlError(FEATURE_NOT_SUPPORTED, "temporary tables are not supported")
+        cols = plan_columns(stmt)
+        self._ddl(ddl.create_table(rv.schemaname, rv.relname, cols, bool(stmt.if_not_exists)))
+        return Result("CREATE TABLE")
+
+    def _drop(self, stmt: ast.DropStmt) -> Result:
+        if stmt.removeType != ObjectType.OBJECT_TABLE:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"DROP {stmt.removeType.name.removeprefix('OBJECT_')} is not supported yet")
+        names = []
+        for obj in stmt.objects:
+            parts = [p.sval for p in obj]
+            names.append((parts[-2] if len(parts) > 1 else None, parts[-1]))
+        self._ddl(ddl.drop_tables(names, bool(stmt.missing_ok)))
+        return Result("DROP TABLE")
+
+    # -- variables and transactions ----------------------------------------------------
+
+    def _set(self, stmt: ast.VariableSetStmt) -> Result:
+        k = stmt.kind
+        if k == VariableSetKind.VAR_SET_MULTI or (stmt.name or "").startswith("transaction"):
+            return Result("SET")
+        if k == VariableSetKind.VAR_RESET_ALL:
+            for name in list(self.vars.values):
+                try:
+                    self.vars.set(name, None)
+                except SqlError:
+                    pass
+            return Result("RESET")
+        name = stmt.name.lower()
+        if k in (VariableSetKind.VAR_RESET, VariableSetKind.VAR_SET_DEFAULT):
+            self.vars.set(name, None)
+            return Result("RESET" if k == VariableSetKind.VAR_RESET else "SET")
+        values = []
+        for a in stmt.args or ():
+            if isinstance(a, ast.A_Const):
+                v = a.val
+                values.append(v.sval if isinstance(v, ast.String) else str(getattr(v, "ival", None) if isinstance(v, ast.Integer) else v.fval if isinstance(v, ast.Float) else v.boolval))
+            elif isinstance(a, ast.TypeCast) and isinstance(a.arg, ast.A_Const):
+                values.append(a.arg.val.sval)
+            else:
+                raise SqlError(SYNTAX_ERROR, f"invalid value for parameter \"{name}\"")
+        if stmt.is_local:
+            pass  # SET LOCAL lasts for the transaction; treated like SET
+        self.vars.set(name, ", ".join(values))
+        return Result("SET")
+
+    def _show_var(self, stmt: ast.VariableShowStmt) -> Result:
+        name = stmt.name.lower()
+        if name == "all":
+            rows = [(display_name(k), v) for k, v in sorted(self.vars.values.items())]
+            return Result("SHOW", [("name", TEXT), ("setting", TEXT)], rows)
+        return Result("SHOW", [(name, TEXT)], [(self.vars.get(name),)])
+
+    def _transaction(self, stmt: ast.TransactionStmt) -> Result:
+        k = stmt.kind
+        if k in (TransactionStmtKind.TRANS_STMT_BEGIN, TransactionStmtKind.TRANS_STMT_START):
+            self.in_transaction = True
+            return Result("BEGIN")
+        if k == TransactionStmtKind.TRANS_STMT_COMMIT:
+            tag = "ROLLBACK" if self.failed else "COMMIT"
+            writes, self._pending_writes = self._pending_writes, []
+            failed = self.failed
+            self.in_transaction = self.failed = False
+            if not failed:
+                for table, data in writes:
+                    self._append(table, data)
+            return Result(tag)
+        if k == TransactionStmtKind.TRANS_STMT_ROLLBACK:
+            self._pending_writes = []
+            self.in_transaction = self.failed = False
+            return Result("ROLLBACK")
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{k.name} is not supported")
+
+    def close(self) -> None:
+        self._pending_writes = []
+
+
+def _ends_transaction(stmt) -> bool:
+    return isinstance(stmt, ast.TransactionStmt) and stmt.kind in (
+        TransactionStmtKind.TRANS_STMT_COMMIT, TransactionStmtKind.TRANS_STMT_ROLLBACK)
+
+
+def _quote_literal(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+def arrow_rows(t: pa.Table) -> list[tuple]:
+    """Rows of an Arrow table as tuples of Python values."""
+    if t.num_columns == 0:
+        return [()] * t.num_rows
+    cols = [c.to_pylist() for c in t.columns]
+    return list(zip(*cols))
+
+
+def rows_to_arrow(table: Table, rows: list[tuple]) -> pa.Table:
+    """Rows in ``table``'s column order as an Arrow table in its storage schema."""
+    schema = arrow_schema([c.name for c in table.columns], [c.type for c in table.columns])
+    arrays = [pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(schema)]
+    return pa.Table.from_arrays(arrays, schema=schema)

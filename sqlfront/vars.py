@@ -1,0 +1,101 @@
+"""Session variables: defaults, validation, SHOW.
+
+The set follows what PostgreSQL clients read and set at connect time, plus
+Materialize's ``cluster`` (which cluster runs this session's peeks).
+"""
+
+from __future__ import annotations
+
+from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE
+
+SERVER_VERSION = "9.5.0"  # what Materialize reports; clients branch on it
+
+# name -> (default, settable)
+DEFAULTS: dict[str, tuple[str, bool]] = {
+    "cluster": ("quickstart", True),
+    "cluster_replica": ("", True),
+    "application_name": ("", True),
+    "client_encoding": ("UTF8", True),
+    "client_min_messages": ("notice", True),
+    "database": ("materialize", True),
+    "datestyle": ("ISO, MDY", True),
+    "extra_float_digits": ("3", True),
+    "integer_datetimes": ("on", False),
+    "intervalstyle": ("postgres", True),
+    "is_superuser": ("off", False),
+    "max_identifier_length": ("255", False),
+    "search_path": ("public", True),
+    "server_encoding": ("UTF8", False),
+    "server_version": (SERVER_VERSION, False),
+    "server_version_num": ("90500", False),
+    "standard_conforming_strings": ("on", True),
+    "statement_timeout": ("0", True),
+    "timezone": ("UTC", True),
+    "transaction_isolation": ("strict serializable", True),
+}
+
+#: Sent as ParameterStatus at startup (PostgreSQL 55.2.2 "Start-up")
+REPORTED = ("server_version", "server_encoding", "client_encoding", "datestyle", "timezone",
+            "integer_datetimes", "standard_conforming_strings", "application_name", "is_superuser",
+            "intervalstyle")
+
+_DISPLAY = {"datestyle": "DateStyle", "timezone": "TimeZone", "intervalstyle": "IntervalStyle"}
+
+
+def display_name(name: str) -> str:
+    return _DISPLAY.get(name, name)
+
+
+class SessionVars:
+    def __init__(self, startup: dict[str, str] | None = None):
+        self.values = {k: v for k, (v, _) in DEFAULTS.items()}
+        for k, v in (startup or {}).items():
+            k = k.lower()
+            if k in DEFAULTS and DEFAULTS[k][1]:
+                self.values[k] = v
+
+    def get(self, name: str) -> str:
+        name = name.lower()
+        if name not in self.values:
+            raise SqlError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"')
+        return self.values[name]
+
+    def set(self, name: str, value: str | None) -> None:
+        """Set ``name`` (None resets it to its default).
+
+        Raises:
+            SqlError 42704 for unknown names; 55P02 for read-only ones; 22023 bad values.
+        """
+        name = name.lower()
+        if name not in DEFAULTS:
+            raise SqlError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"')
+        default, settable = DEFAULTS[name]
+        if value is None:
+            self.values[name] = default
+            return
+        if not settable:
+            if value.lower() == default.lower():
+                return
+            raise SqlError("55P02", f'parameter "{name}" cannot be changed')
+        if name == "client_encoding" and value.upper().replace("-", "") not in ("UTF8", "UNICODE"):
+            raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "client_encoding": "{value}"',
+                           detail="Only UTF8 is supported.")
+        if name == "statement_timeout":
+            parse_duration_ms(value)
+        self.values[name] = value
+
+    def statement_timeout_s(self) -> float | None:
+        ms = parse_duration_ms(self.values["statement_timeout"])
+        return ms / 1000 if ms else None
+
+
+def parse_duration_ms(v: str) -> int:
+    """``'5s'``, ``'100ms'``, ``'1min'``, ``'250'`` (ms) -> milliseconds."""
+    s = v.strip().lower()
+    units = (("ms", 1), ("min", 60_000), ("s", 1000), ("h", 3_600_000))
+    for suffix, mult in units:
+        if s.endswith(suffix) and s[: -len(suffix)].strip().replace(".", "", 1).isdigit():
+            return int(float(s[: -len(suffix)]) * mult)
+    if s.replace(".", "", 1).isdigit():
+        return int(float(s))
+    raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "statement_timeout": "{v}"')
