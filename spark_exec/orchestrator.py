@@ -163,6 +163,7 @@ class Orchestrator:
         )
         logf.close()
         (workdir / "pid").write_text(f"{popen.pid}\n")
+        (workdir / "port").write_text(f"{port}\n")  # for operators and tests: sc://127.0.0.1:<port>
         log.info("replica %s (%s) starting: pid %d, port %d, log %s", spec.label, spec.replica_id, popen.pid, port, log_path)
         return ReplicaProcess(spec, popen, port, log_path)
 

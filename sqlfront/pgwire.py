@@ -45,6 +45,10 @@ class EnvironmentConnection(Connection):
     def new_session(self):  # pragma: no cover - sessions are made in handle_startup
         raise NotImplementedError
 
+    def close_session(self, session) -> None:
+        if session is not None:
+            session.close()
+
 
 class PgContext(BVContext):
     """Per-connection protocol state: prepared statements, portals, the Session."""

@@ -49,16 +49,31 @@ class Result:
 
 
 def split_statements(sql: str) -> list[str]:
-    """Split a query string into statements with PostgreSQL's scanner.
+    """Split a query string into statements at top-level semicolons, using PostgreSQL's
+    scanner so that semicolons in strings, identifiers and comments do not count.
 
     Raises:
         SqlError 42601 for text the scanner rejects (an unterminated quote, say).
     """
     try:
-        parts = pglast.split(sql, with_parser=False)
+        tokens = pglast.parser.scan(sql)
     except pglast.parser.ParseError as e:
         raise _syntax_error(e) from None
-    return [p for p in parts if p.strip()]
+    out, start, depth = [], 0, 0
+    for t in tokens:
+        if t.name == "ASCII_40":
+            depth += 1
+        elif t.name == "ASCII_41":
+            depth = max(0, depth - 1)
+        elif t.name == "ASCII_59" and depth == 0:
+            out.append(sql[start : t.start])
+            start = t.end + 1
+    out.append(sql[start:])
+    return [p for p in out if _has_tokens(p)]
+
+
+def _has_tokens(text: str) -> bool:
+    return any(t.name not in ("SQL_COMMENT", "C_COMMENT") for t in pglast.parser.scan(text))
 
 
 def _syntax_error(e: pglast.parser.ParseError) -> SqlError:

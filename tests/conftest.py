@@ -1,0 +1,25 @@
+"""Shared fixtures: one server (and so one Spark replica) for the whole test session."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from server import Server  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    s = Server(tmp_path_factory.mktemp("env") / "mzdata").start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def conn(server):
+    with server.connect() as c:
+        yield c

@@ -1,0 +1,107 @@
+"""Run ``sqlfront serve`` as a subprocess for tests, the way a user runs it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A server process on a free port with its own data directory."""
+
+    def __init__(self, data_dir: Path, *extra_args: str):
+        self.data_dir = Path(data_dir)
+        self.port = free_port()
+        self.extra_args = extra_args
+        self.proc: subprocess.Popen | None = None
+        self.log_path = self.data_dir.parent / f"{self.data_dir.name}-server.log"
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://materialize@127.0.0.1:{self.port}/materialize"
+
+    def start(self, wait_replicas: bool = True, timeout: float = 180) -> "Server":
+        cmd = [sys.executable, "-m", "sqlfront.cli", "serve", "--listen", f"127.0.0.1:{self.port}",
+               "--data-dir", str(self.data_dir), *self.extra_args]
+        self.log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}; see {self.log_path}")
+            try:
+                with psycopg.connect(self.url, autocommit=True, connect_timeout=2) as c:
+                    if not wait_replicas:
+                        break
+                    rows = c.execute("SELECT status FROM mz_cluster_replicas").fetchall()
+                    if all(r[0] == "healthy" for r in rows):
+                        break
+            except psycopg.OperationalError:
+                pass
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"server not ready after {timeout}s; see {self.log_path}")
+            time.sleep(0.3)
+        return self
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
+        if self.proc is None:
+            return 0
+        self.proc.send_signal(sig)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait()
+        self.proc = None
+        self.log.close()
+        return code
+
+    def connect(self, **kw) -> psycopg.Connection:
+        kw.setdefault("autocommit", True)
+        return psycopg.connect(self.url, **kw)
+
+    def replica_url(self, replica_id: str) -> str:
+        port = (self.data_dir / "replicas" / replica_id / "port").read_text().strip()
+        return f"sc://127.0.0.1:{port}"
+
+
+def replica_jvms(data_dir: Path) -> list[int]:
+    """PIDs of live Java processes that belong to replicas of ``data_dir``."""
+    marker = str(Path(data_dir).resolve() / "replicas").encode()
+    pids = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            cmd = (p / "cmdline").read_bytes()
+            stat = (p / "stat").read_text()
+        except OSError:
+            continue
+        if b"SparkConnectServer" in cmd and marker in cmd and ") Z" not in stat:
+            pids.append(int(p.name))
+    return pids
+
+
+def wait_for(pred, timeout: float = 30, interval: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    return pred()

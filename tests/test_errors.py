@@ -1,0 +1,93 @@
+"""Bad input gets ErrorResponse with the right SQLSTATE, and the session stays usable."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from psycopg import errors
+
+
+def expect(conn, sql, sqlstate, match=None):
+    with pytest.raises(psycopg.Error) as ei:
+        conn.execute(sql)
+    assert ei.value.sqlstate == sqlstate, (sql, ei.value.sqlstate, str(ei.value))
+    if match:
+        assert match in str(ei.value), str(ei.value)
+    # The connection stays usable after every error.
+    assert conn.execute("SELECT 1").fetchone() == (1,)
+    return ei.value
+
+
+def test_error_sqlstates(conn):
+    e = expect(conn, "SELEC 1", "42601", 'syntax error at or near "SELEC"')
+    assert e.diag.statement_position == "1"
+    assert e.diag.severity == "ERROR"
+    expect(conn, "SELECT * FROM nope", "42P01", 'relation "nope" does not exist')
+    expect(conn, "SELECT nope FROM mz_clusters", "42703", 'column "nope" does not exist')
+    expect(conn, "SELECT 1/0", "22012", "division by zero")
+    expect(conn, "CREATE CLUSTER quickstart REPLICAS ()", "42710", "cluster 'quickstart' already exists")
+    expect(conn, "DROP CLUSTER nope", "42704", "unknown cluster 'nope'")
+    expect(conn, "DROP CLUSTER REPLICA quickstart.nope", "42704", "unknown cluster replica 'quickstart.nope'")
+    e = expect(conn, "CREATE CLUSTER bad REPLICAS (r1 (SIZE 'huge'))", "22023", "unknown cluster replica size huge")
+    assert e.diag.message_detail == "Valid sizes are: 1, 2, 2-1, 2-2, 2-4, 4, 8, 16, 32"
+    expect(conn, "CREATE CLUSTER REPLICA quickstart.r1 SIZE '1'", "42710", "cluster replica 'quickstart.r1' already exists")
+    expect(conn, "CREATE CLUSTER x REPLICAS (r1 (SIZE '1', SIZE '2'))", "42601", "SIZE specified more than once")
+    expect(conn, "SELECT 'abc'::int", "22P02", 'invalid input syntax for type integer: "abc"')
+    expect(conn, "SELECT 2147483647::int + 1", "22003", "integer out of range")
+    expect(conn, "SELECT name FROM mz_clusters GROUP BY id", "42803")
+    expect(conn, "SELECT 1 + 'a'::text", "42883", "operator does not exist: integer + text")
+
+
+def test_failed_ddl_leaves_no_trace(conn):
+    before = conn.execute("SELECT count(*) FROM mz_clusters").fetchone()
+    expect(conn, "CREATE CLUSTER half REPLICAS (r1 (SIZE '1'), r2 (SIZE 'nope'))", "22023")
+    assert conn.execute("SELECT count(*) FROM mz_clusters").fetchone() == before
+    assert conn.execute("SELECT count(*) FROM mz_cluster_replicas r JOIN mz_clusters c ON c.id = r.cluster_id"
+                        " WHERE c.name = 'half'").fetchone() == (0,)
+
+
+def test_unknown_cluster_in_session(conn):
+    conn.execute("CREATE TABLE uc (a int)")
+    try:
+        conn.execute("SET cluster = nowhere")
+        expect(conn, "SELECT * FROM uc", "42704", "unknown cluster 'nowhere'")
+        conn.execute("SET cluster = quickstart")
+        assert conn.execute("SELECT count(*) FROM uc").fetchone() == (0,)
+    finally:
+        conn.execute("SET cluster = quickstart")
+        conn.execute("DROP TABLE uc")
+
+
+def test_bad_insert_loses_nothing(conn):
+    conn.execute("CREATE TABLE bi (a int NOT NULL, v varchar(3))")
+    try:
+        conn.execute("INSERT INTO bi VALUES (1, 'abc')")
+        expect(conn, "INSERT INTO bi VALUES (2, 'abcd')", "22001", "value too long for type character varying(3)")
+        expect(conn, "INSERT INTO bi VALUES (NULL, 'x')", "23502", 'null value in column "a"')
+        expect(conn, "INSERT INTO bi VALUES (3, 'x'), ('y', 'z')", "22P02")
+        assert conn.execute("SELECT a, v FROM bi").fetchall() == [(1, "abc")]
+    finally:
+        conn.execute("DROP TABLE bi")
+
+
+def test_transactions_buffer_writes(server):
+    with server.connect(autocommit=False) as c:
+        c.execute("CREATE TABLE tx (a int)")
+        c.commit()
+        c.execute("INSERT INTO tx VALUES (1)")
+        c.rollback()
+        c.execute("INSERT INTO tx VALUES (2)")
+        c.commit()
+        assert c.execute("SELECT a FROM tx").fetchall() == [(2,)]
+        c.commit()
+        c.execute("INSERT INTO tx VALUES (3)")
+        with pytest.raises(psycopg.Error) as ei:
+            c.execute("SELECT a FROM tx")
+        assert ei.value.sqlstate == "25000"
+        with pytest.raises(errors.InFailedSqlTransaction):
+            c.execute("SELECT 1")
+        c.rollback()
+        assert c.execute("SELECT a FROM tx").fetchall() == [(2,)]
+        c.commit()
+        c.autocommit = True
+        c.execute("DROP TABLE tx")
