@@ -97,6 +97,8 @@ def _numeric_div_scale(a: Decimal, b: Decimal, q: Decimal) -> int:
 
 def _arith(func: str, a, b, t: SqlType, ta: SqlType, tb: SqlType):
     n = t.name
+    if n == "int4" and ta.name == "date":  # date - date
+        return (a - b).days
     if n in INT_RANGES:
         if func == "add":
             r = a + b
@@ -142,8 +144,6 @@ def _arith(func: str, a, b, t: SqlType, ta: SqlType, tb: SqlType):
             days = b if func == "add" else -b
             return a + dt.timedelta(days=days)
         return b + dt.timedelta(days=a)
-    if n == "int4" and ta.name == "date":
-        return (a - b).days
     if n == "timestamp":
         ts, iv = (a, b) if ta.name == "timestamp" else (b, a)
         if func == "sub":

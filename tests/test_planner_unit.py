@@ -1,0 +1,101 @@
+"""The planner alone: name resolution, typing, PostgreSQL's rules. No Spark, no server."""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal
+
+import pglast
+import pytest
+
+from catalog.durable import CatalogStore
+from catalog.errors import SqlError
+from catalog.snapshot import Table
+from planner import interpret
+from planner.ddl import plan_columns
+from planner.query import QueryPlanner
+from planner.scalar import Literal
+
+
+@pytest.fixture
+def snap():
+    s = CatalogStore(":memory:").load()
+    cols = plan_columns(pglast.parse_sql("CREATE TABLE t (a int, b text, c numeric(10,2), d date, e char(3))")[0].stmt)
+    u = plan_columns(pglast.parse_sql("CREATE TABLE u (a bigint, x double precision)")[0].stmt)
+    return s.with_changes(tables={"u1": Table("u1", "public", "t", cols, "s1"), "u2": Table("u2", "public", "u", u, "s2")})
+
+
+def plan(snap, sql):
+    return QueryPlanner(snap).plan_select(pglast.parse_sql(sql)[0].stmt)
+
+
+def err(snap, sql) -> SqlError:
+    with pytest.raises(SqlError) as ei:
+        plan(snap, sql)
+    return ei.value
+
+
+def test_output_names_and_types(snap):
+    q = plan(snap, "SELECT a, b AS bee, sum(c), count(*), avg(a), a + 1, max(c)::int FROM t GROUP BY a, b")
+    assert q.names == ("a", "bee", "sum", "count", "avg", "?column?", "max")
+    types = [t.sql() for _, t in q.plan.columns]
+    assert types == ["integer", "text", "numeric", "bigint", "numeric", "integer", "integer"]
+
+
+def test_resolution_errors(snap):
+    assert err(snap, "SELECT a FROM t, u").sqlstate == "42702"
+    assert err(snap, "SELECT t.nope FROM t").sqlstate == "42703"
+    assert err(snap, "SELECT v.a FROM t").sqlstate == "42P01"
+    assert err(snap, "SELECT b FROM t GROUP BY a").sqlstate == "42803"
+    assert err(snap, "SELECT a FROM t WHERE sum(a) > 1").sqlstate == "42803"
+    assert err(snap, "SELECT a FROM t ORDER BY 3").sqlstate == "42P10"
+    assert err(snap, "SELECT DISTINCT a FROM t ORDER BY b").sqlstate == "42P10"
+    assert err(snap, "SELECT a FROM t WHERE a").sqlstate == "42804"
+
+
+def test_constant_folding_of_dates_and_intervals(snap):
+    q = plan(snap, "SELECT a FROM t WHERE d <= date '1998-12-01' - interval '90' day")
+    pred = q.plan.input.predicate
+    assert pred.args[1] == Literal(dt.datetime(1998, 9, 2), pred.args[1].type)
+    assert pred.args[1].type.name == "timestamp"
+
+
+def test_order_by_alias_ordinal_and_hidden_expression(snap):
+    q = plan(snap, "SELECT a AS x, b FROM t ORDER BY x DESC, 2, c")
+    assert q.names == ("x", "b")
+    assert len(q.plan.columns) == 2  # the hidden sort column is projected away
+
+
+@pytest.mark.parametrize(
+    "sql,expected",
+    [
+        ("SELECT 7 / 2, -7 / 2, 7 % -3", [(3, -3, 1)]),
+        ("SELECT 1.5::int, 2.5::int, (-2.5)::int", [(2, 3, -3)]),
+        ("SELECT NULL::int IS NULL, NULL = NULL, true OR NULL, false AND NULL", [(True, None, True, False)]),
+        ("SELECT 1 IN (2, NULL), 1 NOT IN (2, NULL), 2 IN (2, NULL)", [(None, None, True)]),
+        ("SELECT coalesce(NULL, 2), nullif(1, 1), greatest(1, NULL, 3)", [(2, None, 3)]),
+        ("SELECT 'abc' LIKE 'a%', 'ABC' ILIKE 'a_c', 3 BETWEEN 1 AND 2", [(True, True, False)]),
+        ("SELECT CASE WHEN 1 > 2 THEN 'x' ELSE 'y' END, CASE 2 WHEN 1 THEN 'a' WHEN 2 THEN 'b' END", [("y", "b")]),
+        ("SELECT 10.0 / 4, 1 / 3.0", [(Decimal("2.5000000000000000"), Decimal("0.33333333333333333333"))]),
+        ("SELECT date '2024-01-31' + interval '1 month', date '2024-03-01' - date '2024-02-01'",
+         [(dt.datetime(2024, 2, 29), 29)]),
+        ("SELECT 'a' || 'b', upper('x'), length('héllo'), substr('hello', 2, 3)", [("ab", "X", 5, "ell")]),
+    ],
+)
+def test_fast_path_semantics(snap, sql, expected):
+    q = plan(snap, sql)
+    assert interpret.is_fast_path(q.plan)
+    assert interpret.run(q.plan, lambda t: []) == expected
+
+
+def test_runtime_errors_have_sqlstates(snap):
+    assert err(snap, "SELECT 1 / 0").sqlstate == "22012"
+    assert err(snap, "SELECT 2147483647 + 1").sqlstate == "22003"
+    assert err(snap, "SELECT 'x'::int").sqlstate == "22P02"
+    assert err(snap, "SELECT date '2024-02-30'").sqlstate == "22008"
+    assert err(snap, "SELECT 123456789.999::numeric(10,2)").sqlstate == "22003"
+
+
+def test_aggregates_over_empty_input_give_one_row(snap):
+    q = plan(snap, "SELECT count(*), sum(a), max(b) FROM (SELECT 1 AS a, 'x' AS b) s WHERE a > 5")
+    assert interpret.run(q.plan, lambda t: []) == [(0, None, None)]
