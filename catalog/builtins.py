@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Callable
 
+from catalog.sizes import ReplicaSize
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column
-from catalog.types import TEXT
+from catalog.types import FLOAT8, INT8, TEXT
 
 MZ_CLUSTERS = BuiltinTable(
     "s1",
@@ -34,14 +35,33 @@ MZ_CLUSTER_REPLICAS = BuiltinTable(
     ),
 )
 
-BUILTIN_TABLES = (MZ_CLUSTERS, MZ_CLUSTER_REPLICAS)
+MZ_CLUSTER_REPLICA_SIZES = BuiltinTable(
+    "s3",
+    "mz_catalog",
+    "mz_cluster_replica_sizes",
+    (
+        Column("size", TEXT, False),
+        Column("workers", INT8, False),
+        Column("scale", INT8, False),
+        Column("cpu_limit", FLOAT8, True),
+        Column("memory_limit", TEXT, True),
+    ),
+)
+
+BUILTIN_TABLES = (MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
 
 
-def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn) -> list[tuple]:
+def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
+                 sizes: dict[str, ReplicaSize] | None = None) -> list[tuple]:
     """The current rows of ``table`` as tuples in column order."""
+    if table.id == MZ_CLUSTER_REPLICA_SIZES.id:
+        return [
+            (s.name, s.workers, s.scale, s.cpu_limit, f"{s.memory_limit}MiB" if s.memory_limit else None)
+            for s in (sizes or {}).values()
+        ]
     if table.id == MZ_CLUSTERS.id:
         return [(c.id, c.name) for c in sorted(snap.clusters.values(), key=_id_order)]
     if table.id == MZ_CLUSTER_REPLICAS.id:

@@ -11,11 +11,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Callable
 
 import pyarrow as pa
 
-from catalog.errors import SqlError
+from catalog.errors import SqlError, QUERY_CANCELED
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import Replica
 from spark_exec.errors import is_connection_error, to_sql_error
@@ -37,6 +39,9 @@ class ClusterCoordinator:
         self.on_status = on_status
         self._replicas: dict[str, ReplicaHandle] = {}
         self._cond = threading.Condition()
+        # Runs each replica's share of a peek; threads stuck on a frozen replica only
+        # hold a pool slot until it answers or is dropped.
+        self._pool = ThreadPoolExecutor(64, thread_name_prefix=f"peek-{name}")
 
     # -- replica lifecycle (called by the Coordinator; never blocks) -----------------
 
@@ -73,6 +78,7 @@ class ClusterCoordinator:
         with self._cond:
             handles = list(self._replicas.values())
             self._replicas.clear()
+        self._pool.shutdown(wait=False, cancel_futures=True)
         threads = [threading.Thread(target=h.stop, daemon=True) for h in handles]
         for t in threads:
             t.start()
@@ -94,48 +100,100 @@ class ClusterCoordinator:
     def _healthy(self) -> list[ReplicaHandle]:
         return [h for h in self._replicas.values() if h.status == HEALTHY and h.session is not None]
 
-    def peek(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, timeout_s: float) -> pa.Table:
-        """Run ``plan`` on a healthy replica and return its rows as Arrow.
+    def peek(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
+             statement_timeout_s: float | None = None) -> pa.Table:
+        """Run ``plan`` on every healthy replica (active replication) and return the first
+        answer as Arrow; the other replicas' runs are interrupted (Spark Connect tags).
 
-        Waits up to ``timeout_s`` for a replica to be healthy. If a replica cannot be
-        reached mid-peek, the peek moves on to another one.
+        A replica that crashes or hangs mid-peek does not fail the peek while another
+        replica answers; replicas that become healthy later join in.
 
         Raises:
-            SqlError 55000 if the cluster has no replicas, or none became healthy in time;
-            the query's own errors with their SQLSTATE.
+            SqlError 55000 if the cluster has no replicas, or has had no healthy replica
+            for ``replica_wait_s``; 57014 when ``statement_timeout_s`` passes; the query's
+            own errors (the first replica's) with their SQLSTATE.
         """
-        deadline = time.monotonic() + timeout_s
-        tried: set[str] = set()
-        while True:
-            with self._cond:
-                if not self._replicas:
-                    raise SqlError(NO_REPLICAS, f'CLUSTER "{self.name}" has no replicas available to service request')
-                candidates = [h for h in self._healthy() if h.id not in tried] or self._healthy()
-                while not candidates:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise SqlError(
-                            NO_REPLICAS,
-                            f'no replica of cluster "{self.name}" became healthy within {timeout_s:g} s',
-                            hint="SHOW CLUSTER REPLICAS shows each replica's status.",
-                        )
-                    self._cond.wait(min(left, 0.5))
+        start = time.monotonic()
+        deadline = start + statement_timeout_s if statement_timeout_s else None
+        tag = f"sqlfront-peek-{uuid.uuid4().hex}"
+        attempts: dict[str, tuple[ReplicaHandle, Future]] = {}
+        no_healthy_since: float | None = None
+        try:
+            while True:
+                with self._cond:
                     if not self._replicas:
                         raise SqlError(NO_REPLICAS, f'CLUSTER "{self.name}" has no replicas available to service request')
-                    candidates = self._healthy()
-            h = candidates[0]
-            tried.add(h.id)
+                    healthy = self._healthy()
+                for h in healthy:
+                    if h.id not in attempts:
+                        attempts[h.id] = (h, self._pool.submit(self._run_on, h, plan, scan, builtin_rows, tag))
+                for rid, (h, fut) in list(attempts.items()):
+                    if not fut.done():
+                        continue
+                    err = fut.exception()
+                    if err is None:
+                        return fut.result()
+                    if isinstance(err, _ReplicaUnreachable):
+                        log.warning("peek could not reach replica %s (%s); other replicas carry on", h.label, err)
+                        h.mark_suspect()
+                        del attempts[rid]  # may run again once the replica is healthy
+                        continue
+                    raise err
+                now = time.monotonic()
+                if deadline is not None and now >= deadline:
+                    raise SqlError(QUERY_CANCELED, "canceling statement due to statement timeout")
+                live = [h for h, f in attempts.values() if not f.done() and h.status == HEALTHY]
+                if live or healthy:
+                    no_healthy_since = None
+                else:
+                    no_healthy_since = no_healthy_since or now
+                    if now - no_healthy_since >= replica_wait_s:
+                        raise SqlError(
+                            NO_REPLICAS,
+                            f'no replica of cluster "{self.name}" is healthy (waited {replica_wait_s:g} s)',
+                            hint="SHOW CLUSTER REPLICAS shows each replica's status.",
+                        )
+                pending = [f for _, f in attempts.values() if not f.done()]
+                if pending:
+                    wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+                else:
+                    with self._cond:
+                        self._cond.wait(0.1)
+        finally:
+            for h, fut in attempts.values():
+                if not fut.done():
+                    self._interrupt(h, tag)
+
+    def _run_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str) -> pa.Table:
+        session = h.session
+        if session is None:
+            raise _ReplicaUnreachable("no session")
+        try:
+            session.addTag(tag)  # tags apply to operations started by this thread
             try:
-                session = h.session
-                if session is None:
-                    continue
-                df = Lowerer(session, scan, builtin_rows).lower(plan)
-                return df.toArrow()
-            except SqlError:
-                raise
-            except Exception as e:
-                if is_connection_error(e) and time.monotonic() < deadline:
-                    log.warning("peek on replica %s failed to connect (%s); trying another", h.label, type(e).__name__)
-                    h.mark_suspect()
-                    continue
-                raise to_sql_error(e) from None
+                return Lowerer(session, scan, builtin_rows).lower(plan).toArrow()
+            finally:
+                session.removeTag(tag)
+        except SqlError:
+            raise
+        except Exception as e:
+            if is_connection_error(e) or h.status != HEALTHY:
+                raise _ReplicaUnreachable(type(e).__name__) from e
+            raise to_sql_error(e) from None
+
+    def _interrupt(self, h: ReplicaHandle, tag: str) -> None:
+        session = h.session
+        if session is None:
+            return
+
+        def run():
+            try:
+                session.interruptTag(tag)
+            except Exception as e:  # the replica may be gone or frozen
+                log.debug("interrupting %s on %s failed: %s", tag, h.label, e)
+
+        threading.Thread(target=run, name=f"interrupt-{h.label}", daemon=True).start()
+
+
+class _ReplicaUnreachable(Exception):
+    """The replica could not run the peek (crashed, stopped, connection lost)."""

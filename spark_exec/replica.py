@@ -2,7 +2,8 @@
 session, and its health, kept current by a monitor thread.
 
 Status is ``healthy`` once the Spark Connect server answers a trivial query, and
-``unhealthy`` otherwise. A local replica whose process dies is restarted with
+``unhealthy`` otherwise: when the process has exited, is stopped (SIGSTOP), or does
+not answer a ping within ``PING_TIMEOUT_S`` (pings run every ``PING_EVERY_S``). A local replica whose process dies is restarted with
 exponential backoff (0.5 s doubling to 30 s); events are logged as
 ``replica <cluster.replica> <event>`` with event created, ready, crashed, restarted,
 dropped.
@@ -14,6 +15,9 @@ import logging
 import socket
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
 from typing import Callable
 
 from catalog.snapshot import Replica
@@ -39,6 +43,8 @@ class ReplicaHandle:
     """Health and client of one replica; ``on_change`` is called on every status change."""
 
     POLL_S = 0.25
+    PING_EVERY_S = 1.0
+    PING_TIMEOUT_S = 2.0
 
     def __init__(
         self,
@@ -59,6 +65,9 @@ class ReplicaHandle:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._monitor, name=f"replica-{label}", daemon=True)
+        # Pings run here so a frozen server never blocks the monitor itself.
+        self._pinger = ThreadPoolExecutor(1, thread_name_prefix=f"ping-{label}")
+        self._ping: Future | None = None
 
     @property
     def id(self) -> str:
@@ -102,6 +111,7 @@ class ReplicaHandle:
 
     def _monitor(self) -> None:
         backoff = 0.5
+        last_ping = 0.0
         while not self._stopping.is_set():
             if self.process is not None and not self.process.alive():
                 code = self.process.popen.returncode
@@ -116,12 +126,39 @@ class ReplicaHandle:
                 self.process = self.orchestrator.start(self.spec)
                 log.info("replica %s restarted", self.label)
                 continue
-            if self.status != HEALTHY:
+            if self.process is not None and _is_stopped(self.process.popen.pid):
+                if self.status == HEALTHY:
+                    log.warning("replica %s is stopped (SIGSTOP)", self.label)
+                self._set_status(UNHEALTHY)
+            elif self.status != HEALTHY:
                 if self._probe():
                     backoff = 0.5
+                    last_ping = time.monotonic()
                     self._set_status(HEALTHY)
                     log.info("replica %s ready at %s", self.label, self.url)
+            elif time.monotonic() - last_ping >= self.PING_EVERY_S:
+                last_ping = time.monotonic()
+                if not self._ping_ok():
+                    log.warning("replica %s did not answer a ping within %.0fs", self.label, self.PING_TIMEOUT_S)
+                    self._set_status(UNHEALTHY)
             self._stopping.wait(self.POLL_S)
+
+    def _ping_ok(self) -> bool:
+        """Run a trivial query with a timeout; a ping still pending from before fails."""
+        if self._ping is not None and not self._ping.done():
+            return False
+        sess = self.session
+        if sess is None:
+            return False
+        self._ping = self._pinger.submit(lambda: sess.range(1).collect())
+        try:
+            self._ping.result(timeout=self.PING_TIMEOUT_S)
+            return True
+        except FutureTimeout:
+            return False
+        except Exception as e:
+            log.debug("replica %s ping failed: %s", self.label, e)
+            return False
 
     def _probe(self) -> bool:
         url = self.url
@@ -133,17 +170,31 @@ class ReplicaHandle:
                 pass
         except OSError:
             return False
+        if self._ping is not None and not self._ping.done():
+            return False
         try:
             if self.session is None:
                 self.session = connect_session(url)
-            self.session.range(1).collect()
+        except Exception as e:
+            log.debug("replica %s connect failed: %s", self.label, e)
+            return False
+        if self._ping_ok():
             return True
-        except Exception as e:  # not up yet, or broken: try again later
-            log.debug("replica %s probe failed: %s", self.label, e)
+        if self._ping is not None and self._ping.done():
+            # The server answered with an error: start over with a fresh session.
             sess, self.session = self.session, None
             if sess is not None:
                 _close_session(sess)
-            return False
+        return False
+
+
+def _is_stopped(pid: int) -> bool:
+    """True if process ``pid`` is stopped by a signal (state T in /proc/<pid>/stat)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2 :].startswith(("T", "t"))
 
 
 def _close_session(sess) -> None:

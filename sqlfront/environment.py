@@ -119,7 +119,7 @@ class Environment:
         return cc.status(replica_id) if cc else "unhealthy"
 
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
-        return builtin_rows(table, self.snapshot, self.replica_status)
+        return builtin_rows(table, self.snapshot, self.replica_status, self.config.sizes)
 
     def _size(self, r: Replica) -> ReplicaSize | None:
         if r.size is None:

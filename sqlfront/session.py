@@ -210,8 +210,8 @@ class Session:
         def scan(table: Table) -> list[str]:
             return list(persist.snapshot(table.shard_id, as_of).urls)
 
-        timeout = self.vars.statement_timeout_s() or self.env.config.replica_wait_s
-        result = cc.peek(plan, scan, self.env.builtin_rows, timeout)
+        result = cc.peek(plan, scan, self.env.builtin_rows, self.env.config.replica_wait_s,
+                         self.vars.statement_timeout_s())
         return arrow_rows(result)
 
     def _show_query(self, stmt) -> str:
