@@ -55,6 +55,7 @@ class PgContext(BVContext):
 
     def __init__(self, session: Session, params: dict[str, str]):
         super().__init__(session, None, params)
+        self.stmts = session.prepared
         self.suspended: dict[str, tuple[Result, int]] = {}
 
     def transaction_status(self):

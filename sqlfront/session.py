@@ -104,6 +104,9 @@ class Session:
         self.in_transaction = False
         self.failed = False
         self._pending_writes: list[tuple[Table, pa.Table]] = []
+        #: prepared statements of the extended protocol, name -> (sql, param OIDs);
+        #: shared with the pgwire layer so DEALLOCATE can drop them.
+        self.prepared: dict[str, tuple[str, list[int]]] = {}
 
     # -- entry points -----------------------------------------------------------------
 
@@ -173,6 +176,12 @@ class Session:
             return self._show_var(stmt)
         if isinstance(stmt, ast.TransactionStmt):
             return self._transaction(stmt)
+        if isinstance(stmt, ast.DeallocateStmt):
+            if stmt.name is None:
+                self.prepared.clear()
+            elif self.prepared.pop(stmt.name, None) is None:
+                raise SqlError("26000", f'prepared statement "{stmt.name}" does not exist')
+            return Result("DEALLOCATE ALL" if stmt.name is None else "DEALLOCATE")
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{type(stmt).__name__} is not supported")
 
     def _ddl(self, build) -> None:

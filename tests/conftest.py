@@ -11,10 +11,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from server import Server  # noqa: E402
 
+#: Flags of the shared test server: two availability zones for placement tests.
+SERVER_ARGS = ("--availability-zone", "az1", "--availability-zone", "az2")
+
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    s = Server(tmp_path_factory.mktemp("env") / "mzdata").start()
+    s = Server(tmp_path_factory.mktemp("env") / "mzdata", *SERVER_ARGS).start()
     yield s
     s.stop()
 

@@ -13,10 +13,13 @@ pytestmark = pytest.mark.slow
 
 def test_restart_restores_clusters_replicas_tables_and_rows(tmp_path):
     data = tmp_path / "mzdata"
-    s = Server(data).start()
+    zones = ("--availability-zone", "az1", "--availability-zone", "az2")
+    s = Server(data, *zones).start()
     try:
         with s.connect() as c:
             c.execute("CREATE CLUSTER keep REPLICAS (k1 (SIZE '1'))")
+            c.execute("CREATE CLUSTER far REPLICAS (f1 (REMOTE ('sc://127.0.0.1:9'), AVAILABILITY ZONE 'az2'))")
+            c.execute("ALTER CLUSTER far RENAME TO distant")
             c.execute("CREATE TABLE kept (a int, b text, c numeric(10,2))")
             c.execute("INSERT INTO kept VALUES (1, 'one', 1.25), (2, NULL, NULL)")
             c.execute("INSERT INTO kept VALUES (3, 'three', 3.5)")
@@ -24,12 +27,14 @@ def test_restart_restores_clusters_replicas_tables_and_rows(tmp_path):
         assert s.stop(signal.SIGTERM) == 0
     assert wait_for(lambda: not replica_jvms(data), 20), "replica JVMs survived a clean shutdown"
 
-    s = Server(data).start()
+    s = Server(data, *zones).start(wait_replicas=False)
     try:
         with s.connect() as c:
-            rows = c.execute("SELECT c.name, r.name, r.size FROM mz_cluster_replicas r"
+            assert wait_for(lambda: c.execute("SELECT count(*) FROM mz_cluster_replicas WHERE status = 'healthy'")
+                            .fetchone() == (2,), 180)
+            rows = c.execute("SELECT c.name, r.name, r.size, r.availability_zone FROM mz_cluster_replicas r"
                              " JOIN mz_clusters c ON c.id = r.cluster_id ORDER BY 1, 2").fetchall()
-            assert rows == [("keep", "k1", "1"), ("quickstart", "r1", "1")]
+            assert rows == [("distant", "f1", None, "az2"), ("keep", "k1", "1", "az1"), ("quickstart", "r1", "1", "az1")]
             c.execute("SET cluster = keep")
             rows = c.execute("SELECT a, b, c FROM kept ORDER BY a").fetchall()
             assert [r[:2] for r in rows] == [(1, "one"), (2, None), (3, "three")]
