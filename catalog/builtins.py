@@ -48,7 +48,22 @@ MZ_CLUSTER_REPLICA_SIZES = BuiltinTable(
     ),
 )
 
-BUILTIN_TABLES = (MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES)
+MZ_TABLES = BuiltinTable(
+    "s4",
+    "mz_catalog",
+    "mz_tables",
+    (Column("id", TEXT, False), Column("schema", TEXT, False), Column("name", TEXT, False)),
+)
+
+MZ_VIEWS = BuiltinTable(
+    "s5",
+    "mz_catalog",
+    "mz_views",
+    (Column("id", TEXT, False), Column("schema", TEXT, False), Column("name", TEXT, False),
+     Column("definition", TEXT, False)),
+)
+
+BUILTIN_TABLES = (MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
@@ -62,6 +77,10 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
             (s.name, s.workers, s.scale, s.cpu_limit, f"{s.memory_limit}MiB" if s.memory_limit else None)
             for s in (sizes or {}).values()
         ]
+    if table.id == MZ_TABLES.id:
+        return [(t.id, t.schema, t.name) for t in sorted(snap.tables.values(), key=_id_order)]
+    if table.id == MZ_VIEWS.id:
+        return [(v.id, v.schema, v.name, v.sql) for v in sorted(snap.views.values(), key=_id_order)]
     if table.id == MZ_CLUSTERS.id:
         return [(c.id, c.name) for c in sorted(snap.clusters.values(), key=_id_order)]
     if table.id == MZ_CLUSTER_REPLICAS.id:

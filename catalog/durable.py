@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass
 
 from catalog.builtins import BUILTIN_TABLES
-from catalog.snapshot import CatalogSnapshot, Cluster, Column, Replica, Table
+from catalog.snapshot import CatalogSnapshot, Cluster, Column, Index, Replica, Table, View
 from catalog.types import SqlType
 
 SCHEMA_SQL = """
@@ -36,6 +36,20 @@ CREATE TABLE IF NOT EXISTS tables (
     columns TEXT NOT NULL,
     shard_id TEXT NOT NULL,
     UNIQUE (schema_name, name)
+);
+CREATE TABLE IF NOT EXISTS views (
+    id TEXT PRIMARY KEY,
+    schema_name TEXT NOT NULL,
+    name TEXT NOT NULL,
+    sql TEXT NOT NULL,
+    columns TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS indexes (
+    id TEXT PRIMARY KEY,
+    schema_name TEXT NOT NULL,
+    name TEXT NOT NULL,
+    on_id TEXT NOT NULL,
+    definition TEXT NOT NULL
 );
 """
 
@@ -76,7 +90,27 @@ class DropTable:
     table_id: str
 
 
-Op = CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
+@dataclass(frozen=True)
+class CreateView:
+    view: View
+
+
+@dataclass(frozen=True)
+class DropView:
+    view_id: str
+
+
+@dataclass(frozen=True)
+class CreateIndex:
+    index: Index
+
+
+@dataclass(frozen=True)
+class DropIndex:
+    index_id: str
+
+
+Op = CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
 
 _ID_KINDS = ("cluster", "replica", "item", "shard")
 
@@ -110,6 +144,13 @@ class CatalogStore:
                 r[0]: Table(r[0], r[1], r[2], _decode_columns(r[3]), r[4])
                 for r in c.execute("SELECT id, schema_name, name, columns, shard_id FROM tables")
             }
+            views = {
+                r[0]: View(r[0], r[1], r[2], r[3], _decode_columns(r[4]))
+                for r in c.execute("SELECT id, schema_name, name, sql, columns FROM views")
+            }
+            indexes = {
+                r[0]: Index(*r) for r in c.execute("SELECT id, schema_name, name, on_id, definition FROM indexes")
+            }
         return CatalogSnapshot(
             version=int(meta.get("version", 0)),
             next_ids={k: int(meta.get(f"next_id.{k}", 1)) for k in _ID_KINDS},
@@ -117,6 +158,8 @@ class CatalogStore:
             clusters=clusters,
             replicas=replicas,
             tables=tables,
+            views=views,
+            indexes=indexes,
             builtins={b.id: b for b in BUILTIN_TABLES},
         )
 
@@ -129,6 +172,8 @@ class CatalogStore:
         clusters = dict(snap.clusters)
         replicas = dict(snap.replicas)
         tables = dict(snap.tables)
+        views = dict(snap.views)
+        indexes = dict(snap.indexes)
         version = snap.version + 1
         with self._lock:
             c = self._conn
@@ -168,6 +213,22 @@ class CatalogStore:
                     elif isinstance(op, DropTable):
                         c.execute("DELETE FROM tables WHERE id = ?", (op.table_id,))
                         tables.pop(op.table_id, None)
+                    elif isinstance(op, CreateView):
+                        v = op.view
+                        c.execute("INSERT INTO views (id, schema_name, name, sql, columns) VALUES (?, ?, ?, ?, ?)",
+                                  (v.id, v.schema, v.name, v.sql, _encode_columns(v.columns)))
+                        views[v.id] = v
+                    elif isinstance(op, DropView):
+                        c.execute("DELETE FROM views WHERE id = ?", (op.view_id,))
+                        views.pop(op.view_id, None)
+                    elif isinstance(op, CreateIndex):
+                        i = op.index
+                        c.execute("INSERT INTO indexes (id, schema_name, name, on_id, definition) VALUES (?, ?, ?, ?, ?)",
+                                  (i.id, i.schema, i.name, i.on_id, i.definition))
+                        indexes[i.id] = i
+                    elif isinstance(op, DropIndex):
+                        c.execute("DELETE FROM indexes WHERE id = ?", (op.index_id,))
+                        indexes.pop(op.index_id, None)
                     else:  # pragma: no cover - a programming error
                         raise TypeError(f"unknown catalog op {op!r}")
                 c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('version', ?)", (str(version),))
@@ -178,7 +239,8 @@ class CatalogStore:
                 c.execute("ROLLBACK")
                 raise
         return snap.with_changes(
-            version=version, clusters=clusters, replicas=replicas, tables=tables, next_ids=dict(next_ids)
+            version=version, clusters=clusters, replicas=replicas, tables=tables, views=views, indexes=indexes,
+            next_ids=dict(next_ids)
         )
 
     def close(self) -> None:

@@ -80,7 +80,33 @@ class BuiltinTable:
         return True
 
 
-Relation = Table | BuiltinTable
+@dataclass(frozen=True)
+class View:
+    """A view (``u1``): its defining SELECT, expanded at plan time, and its columns."""
+
+    id: str
+    schema: str
+    name: str
+    sql: str
+    columns: tuple[Column, ...]
+
+    @property
+    def builtin(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Index:
+    """An index (``u1``) on a table or view: recorded, with no effect on results."""
+
+    id: str
+    schema: str
+    name: str
+    on_id: str
+    definition: str
+
+
+Relation = Table | BuiltinTable | View
 
 
 @dataclass(frozen=True)
@@ -96,6 +122,8 @@ class CatalogSnapshot:
     replicas: Mapping[str, Replica] = field(default_factory=lambda: MappingProxyType({}))
     tables: Mapping[str, Table] = field(default_factory=lambda: MappingProxyType({}))
     builtins: Mapping[str, BuiltinTable] = field(default_factory=lambda: MappingProxyType({}))
+    views: Mapping[str, View] = field(default_factory=lambda: MappingProxyType({}))
+    indexes: Mapping[str, Index] = field(default_factory=lambda: MappingProxyType({}))
     next_ids: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     # -- clusters and replicas -------------------------------------------------------
@@ -132,6 +160,9 @@ class CatalogSnapshot:
         for t in self.tables.values():
             if t.schema == schema and t.name == name:
                 return t
+        for v in self.views.values():
+            if v.schema == schema and v.name == name:
+                return v
         for b in self.builtins.values():
             if b.schema == schema and b.name == name:
                 return b
@@ -150,6 +181,12 @@ class CatalogSnapshot:
                 return r
         shown = f"{schema}.{name}" if schema else name
         raise SqlError(UNDEFINED_TABLE, f'relation "{shown}" does not exist')
+
+    def index_by_name(self, schema: str, name: str) -> Index | None:
+        for i in self.indexes.values():
+            if i.schema == schema and i.name == name:
+                return i
+        return None
 
     def with_changes(self, **kw) -> "CatalogSnapshot":
         frozen = {k: MappingProxyType(dict(v)) if isinstance(v, dict) else v for k, v in kw.items()}

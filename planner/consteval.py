@@ -277,6 +277,10 @@ def evaluate(e, row: tuple = ()):
         if not vals:
             return None
         return max(vals) if f == "greatest" else min(vals)
+    if f == "cardinality_check":
+        if args[0] is not None and args[0] > 1:
+            raise SqlError("21000", "more than one row returned by a subquery used as an expression")
+        return args[1]
     if f == "concat_ws_null":
         return "".join(v for v in args if v is not None)
     if any(v is None for v in args):

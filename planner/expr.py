@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Callable
 
 from pglast import ast
-from pglast.enums import A_Expr_Kind, BoolExprType, NullTestType, BoolTestType, MinMaxOp
+from pglast.enums import A_Expr_Kind, BoolExprType, NullTestType, BoolTestType, MinMaxOp, SubLinkType
 
 from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_COLUMN,
@@ -20,7 +20,14 @@ from catalog.textio import parse_interval, parse_text, INTERVAL_FIELD_UNITS
 from catalog.types import SqlType, BOOL, INT4, INT8, NUMERIC, TEXT, UNKNOWN, make_type
 from planner import typing as ty
 from planner.consteval import cast_value
-from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, is_constant
+from planner.plan import Project
+from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, is_constant
+
+
+def _cast_single(plan, t: SqlType):
+    """``plan`` (one column) with its column cast to ``t``."""
+    name, ct = plan.columns[0]
+    return Project(plan, (coerce(ColRef(0, ct), t),), (name,))
 from planner.scope import Scope
 
 
@@ -121,12 +128,20 @@ def figure_colname(node) -> str:
 class ExprPlanner:
     """Plans expressions over ``scope``. ``params`` are the values of ``$1..$n`` (text)."""
 
-    def __init__(self, scope: Scope, params: list | None = None, agg_context: str | None = None):
+    def __init__(self, scope: Scope, params: list | None = None, agg_context: str | None = None,
+                 outer_scopes: list[Scope] | None = None, plan_subquery=None):
         self.scope = scope
         self.params = params or []
         # When aggregates are not allowed, the clause name for the error message.
         self.agg_context = agg_context
         self.grouping: "Grouping | None" = None
+        #: scopes of the enclosing queries, nearest first (for correlated subqueries)
+        self.outer_scopes = outer_scopes or []
+        #: plan_subquery(select_stmt, scope) -> PlannedQuery, with ``scope`` as depth 1
+        self.plan_subquery = plan_subquery
+        #: the scope a subquery here correlates with, and how to remap its OuterRefs
+        self.subquery_scope: Scope | None = None
+        self.remap_outer: Callable | None = None
 
     def plan(self, node):
         if self.grouping is not None:
@@ -154,15 +169,24 @@ class ExprPlanner:
         if any(isinstance(f, ast.A_Star) for f in fields):
             raise SqlError(SYNTAX_ERROR, "* is not allowed here")
         names = [f.sval for f in fields]
-        if len(names) == 1:
-            item = self.scope.resolve(None, names[0])
-        elif len(names) == 2:
-            item = self.scope.resolve(names[0], names[1])
-        elif len(names) == 3:
-            item = self.scope.resolve(names[1], names[2])
-        else:
+        if len(names) > 3:
             raise SqlError(SYNTAX_ERROR, f"improper qualified name (too many dotted names): {'.'.join(names)}")
-        return ColRef(item.index, item.type)
+        qual, name = (None, names[0]) if len(names) == 1 else (names[-2], names[-1])
+        try:
+            item = self.scope.resolve(qual, name)
+            return ColRef(item.index, item.type)
+        except SqlError as first:
+            if first.sqlstate not in ("42703", "42P01"):
+                raise
+            for depth, outer in enumerate(self.outer_scopes, start=1):
+                try:
+                    item = outer.resolve(qual, name)
+                except SqlError as e:
+                    if e.sqlstate in ("42703", "42P01"):
+                        continue
+                    raise
+                return OuterRef(depth, item.index, item.type)
+            raise first
 
     def _A_Const(self, node: ast.A_Const):
         if node.isnull:
@@ -219,7 +243,7 @@ class ExprPlanner:
         if k == A_Expr_Kind.AEXPR_IN:
             x = self.plan(node.lexpr)
             if isinstance(node.rexpr, ast.SubLink):
-                raise SqlError(FEATURE_NOT_SUPPORTED, "IN (subquery) is not supported yet")
+                raise SqlError(FEATURE_NOT_SUPPORTED, "IN (subquery) must be parsed as a SubLink")
             items = [self.plan(i) for i in node.rexpr]
             t = ty.common_type([x.type] + [i.type for i in items], "IN")
             if t.name == "bpchar":
@@ -325,8 +349,36 @@ class ExprPlanner:
     def _SQLValueFunction(self, node):
         raise SqlError(FEATURE_NOT_SUPPORTED, "current_date/current_timestamp are not supported yet")
 
-    def _SubLink(self, node):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "subqueries are not supported yet")
+    def _SubLink(self, node: ast.SubLink):
+        if self.plan_subquery is None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "subqueries are not allowed here")
+        kind = node.subLinkType
+        scope = self.subquery_scope if self.subquery_scope is not None else self.scope
+        pq = self.plan_subquery(node.subselect, scope)
+        plan = pq.plan
+        if self.remap_outer is not None:
+            plan = self.remap_outer(plan)
+        if kind == SubLinkType.EXISTS_SUBLINK:
+            return Subquery("exists", plan, BOOL)
+        if len(plan.columns) != 1:
+            raise SqlError(SYNTAX_ERROR, "subquery must return only one column" if kind == SubLinkType.EXPR_SUBLINK
+                           else "subquery has too many columns")
+        col_t = plan.columns[0][1]
+        if kind == SubLinkType.EXPR_SUBLINK:
+            if col_t.name == "unknown":
+                plan = _cast_single(plan, TEXT)
+                col_t = TEXT
+            return Subquery("scalar", plan, col_t)
+        if kind in (SubLinkType.ANY_SUBLINK, SubLinkType.ALL_SUBLINK):
+            op = node.operName[-1].sval if node.operName else "="
+            x = self.plan(node.testexpr)
+            func, lt, rt, _ = ty.resolve_binary(op, x.type, col_t)
+            if func not in ("eq", "ne", "lt", "le", "gt", "ge"):
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"operator {op} with ANY/ALL is not supported")
+            if col_t != rt:
+                plan = _cast_single(plan, rt)
+            return Subquery("any" if kind == SubLinkType.ANY_SUBLINK else "all", plan, BOOL, coerce(x, lt), func)
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{kind.name} subqueries are not supported")
 
     def plan_aggregate(self, node: ast.FuncCall, arg_planner: "ExprPlanner") -> AggCall:
         name = _func_name(node)
@@ -355,13 +407,32 @@ class Grouping:
         self.keys = list(keys)
         self.aggregates: list[AggCall] = []
 
+    def remap_outer(self, plan):
+        """A subquery planned against the FROM scope may only use grouped columns of it:
+        point its OuterRefs at the Reduce's key columns (42803 otherwise)."""
+        from planner.plan import map_plan_exprs
+
+        def f(n):
+            if isinstance(n, OuterRef) and n.depth == 1:
+                ref = ColRef(n.index, n.type)
+                if ref not in self.keys:
+                    item = next((i for i in self.from_planner.scope.items if i.index == n.index), None)
+                    shown = f"{item.qualifier}.{item.name}" if item and item.qualifier else (item.name if item else "?")
+                    raise SqlError(GROUPING_ERROR, f'subquery uses ungrouped column "{shown}" from outer query')
+                return OuterRef(1, self.keys.index(ref), n.type)
+            return n
+
+        return map_plan_exprs(plan, f)
+
     def plan(self, node, outer: ExprPlanner):
+        if isinstance(node, ast.SubLink):
+            return outer.plan_node(node)
         if isinstance(node, ast.FuncCall) and _func_name(node) in ty.AGGREGATES:
             agg = outer.plan_aggregate(node, self.from_planner)
             if agg not in self.aggregates:
                 self.aggregates.append(agg)
             return ColRef(len(self.keys) + self.aggregates.index(agg), agg.type)
-        if not contains_aggregate(node) and not isinstance(node, ast.A_Const):
+        if not contains_aggregate(node) and not isinstance(node, ast.A_Const) and not _contains_sublink(node):
             e = self.from_planner.plan(node)
             if e in self.keys:
                 return ColRef(self.keys.index(e), e.type)
@@ -374,3 +445,24 @@ class Grouping:
                     f'column "{names}" must appear in the GROUP BY clause or be used in an aggregate function',
                 )
         return outer.plan_node(node)
+
+
+def _contains_sublink(node) -> bool:
+    found = False
+
+    def visit(n):
+        nonlocal found
+        if found or n is None:
+            return
+        if isinstance(n, ast.SubLink):
+            found = True
+            return
+        if isinstance(n, (list, tuple)):
+            for x in n:
+                visit(x)
+        elif isinstance(n, ast.Node):
+            for attr in n:
+                visit(getattr(n, attr))
+
+    visit(node)
+    return found

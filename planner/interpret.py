@@ -12,7 +12,9 @@ from typing import Callable
 
 from catalog.snapshot import BuiltinTable, Table
 from planner.consteval import evaluate
-from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, relations_read
+from collections import Counter
+
+from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, relations_read
 from planner.scalar import AggCall
 
 Rows = list[tuple]
@@ -50,6 +52,8 @@ def run(plan, builtin_rows: Callable[[BuiltinTable], Rows]) -> Rows:
     if isinstance(plan, Limit):
         rows = run(plan.input, builtin_rows)[plan.offset :]
         return rows if plan.limit is None else rows[: plan.limit]
+    if isinstance(plan, SetOp):
+        return _setop(plan, run(plan.left, builtin_rows), run(plan.right, builtin_rows))
     if isinstance(plan, Distinct):
         seen, out = set(), []
         for r in run(plan.input, builtin_rows):
@@ -114,3 +118,28 @@ def _aggregate(a: AggCall, rows: Rows):
     if a.func == "bool_or":
         return any(vals)
     raise ValueError(a.func)
+
+
+def _setop(p: SetOp, left: Rows, right: Rows) -> Rows:
+    if p.op == "union":
+        rows = left + right
+        return rows if p.all else list(dict.fromkeys(rows))
+    rc = Counter(right)
+    if p.op == "intersect":
+        if not p.all:
+            return [r for r in dict.fromkeys(left) if r in rc]
+        out = []
+        for r in left:
+            if rc[r] > 0:
+                rc[r] -= 1
+                out.append(r)
+        return out
+    if not p.all:
+        return [r for r in dict.fromkeys(left) if r not in rc]
+    out = []
+    for r in left:
+        if rc[r] > 0:
+            rc[r] -= 1
+        else:
+            out.append(r)
+    return out

@@ -128,11 +128,26 @@ class Distinct:
         return self.input.columns
 
 
-Plan = Union[Get, Constant, Filter, Project, Reduce, Join, OrderBy, Limit, Distinct]
+@dataclass(frozen=True)
+class SetOp:
+    """UNION / INTERSECT / EXCEPT (``op``), with ``all`` keeping duplicates (bag semantics).
+    Inputs have the same number of columns and types; names come from the left."""
+
+    op: str
+    left: "Plan"
+    right: "Plan"
+    all: bool
+
+    @property
+    def columns(self) -> Columns:
+        return self.left.columns
+
+
+Plan = Union[Get, Constant, Filter, Project, Reduce, Join, OrderBy, Limit, Distinct, SetOp]
 
 
 def inputs(p) -> tuple:
-    if isinstance(p, Join):
+    if isinstance(p, (Join, SetOp)):
         return (p.left, p.right)
     if isinstance(p, (Get, Constant)):
         return ()
@@ -147,3 +162,32 @@ def relations_read(p) -> list:
     for i in inputs(p):
         out.extend(relations_read(i))
     return out
+
+
+def map_plan_exprs(p, f):
+    """``p`` with ``f`` applied to every scalar expression of every node (bottom-up)."""
+    from planner.scalar import AggCall, map_expr
+
+    def m(e):
+        return map_expr(e, f) if e is not None else None
+
+    if isinstance(p, (Get, Constant)):
+        return p
+    if isinstance(p, Filter):
+        return Filter(map_plan_exprs(p.input, f), m(p.predicate))
+    if isinstance(p, Project):
+        return Project(map_plan_exprs(p.input, f), tuple(m(e) for e in p.exprs), p.names)
+    if isinstance(p, Reduce):
+        return Reduce(map_plan_exprs(p.input, f), tuple(m(k) for k in p.keys),
+                      tuple(AggCall(a.func, m(a.arg), a.distinct, a.type) for a in p.aggregates))
+    if isinstance(p, Join):
+        return Join(map_plan_exprs(p.left, f), map_plan_exprs(p.right, f), p.kind, m(p.on))
+    if isinstance(p, SetOp):
+        return SetOp(p.op, map_plan_exprs(p.left, f), map_plan_exprs(p.right, f), p.all)
+    if isinstance(p, OrderBy):
+        return OrderBy(map_plan_exprs(p.input, f), p.keys)
+    if isinstance(p, Limit):
+        return Limit(map_plan_exprs(p.input, f), p.limit, p.offset)
+    if isinstance(p, Distinct):
+        return Distinct(map_plan_exprs(p.input, f))
+    raise TypeError(p)

@@ -17,12 +17,13 @@ from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, INVALID_COLUMN_REFERENCE, SYNTAX_ERROR, DATATYPE_MISMATCH, INVALID_ROW_COUNT,
     UNDEFINED_COLUMN, DUPLICATE_OBJECT,
 )
-from catalog.snapshot import CatalogSnapshot
+from catalog.snapshot import CatalogSnapshot, View
 from catalog.types import BOOL, INT8, UNKNOWN, TEXT
 from planner import typing as ty
 from planner.consteval import evaluate, fold
 from planner.expr import ExprPlanner, Grouping, coerce, contains_aggregate, figure_colname
-from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Plan, Project, Reduce, SortKey
+from planner.decorrelate import lower_subqueries
+from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Plan, Project, Reduce, SetOp, SortKey
 from planner.scalar import ColRef, Literal, is_constant
 from planner.scope import Scope, ScopeItem
 
@@ -38,17 +39,34 @@ class PlannedQuery:
 class QueryPlanner:
     """Plans queries against one catalog snapshot. ``params``: values of $1..$n."""
 
-    def __init__(self, snap: CatalogSnapshot, params: list | None = None):
+    def __init__(self, snap: CatalogSnapshot, params: list | None = None,
+                 outer_scopes: list[Scope] | None = None, ctes: dict | None = None):
         self.snap = snap
         self.params = params or []
+        self.outer_scopes = outer_scopes or []
+        self.ctes: dict[str, PlannedQuery] = dict(ctes or {})
+
+    def expr_planner(self, scope: Scope, agg_context: str | None = None) -> ExprPlanner:
+        return ExprPlanner(scope, self.params, agg_context, self.outer_scopes, self.plan_subquery)
+
+    def plan_subquery(self, stmt, scope: Scope) -> "PlannedQuery":
+        """Plan a subquery whose correlated names resolve in ``scope`` (depth 1) and then in
+        this query's own enclosing scopes."""
+        return QueryPlanner(self.snap, self.params, [scope] + self.outer_scopes, self.ctes).plan_select(stmt)
+
+    def _child(self) -> "QueryPlanner":
+        return QueryPlanner(self.snap, self.params, self.outer_scopes, self.ctes)
 
     # -- entry ------------------------------------------------------------------------
 
     def plan_select(self, stmt: ast.SelectStmt) -> PlannedQuery:
         if stmt.withClause is not None:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "WITH is not supported yet")
+            planner = self._child()
+            planner._plan_ctes(stmt.withClause)
+            inner = ast.SelectStmt(**{k: getattr(stmt, k) for k in stmt if k != "withClause"})
+            return planner.plan_select(inner)
         if stmt.op != SetOperation.SETOP_NONE:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "UNION/INTERSECT/EXCEPT are not supported yet")
+            return self._plan_setop(stmt)
         if stmt.valuesLists:
             plan = self.plan_values(stmt.valuesLists)
             names = tuple(n for n, _ in plan.columns)
@@ -62,12 +80,49 @@ class QueryPlanner:
             raise SqlError(FEATURE_NOT_SUPPORTED, "window functions are not supported yet")
         return self._plan_simple(stmt)
 
+    def _plan_ctes(self, with_clause) -> None:
+        if with_clause.recursive:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "WITH RECURSIVE is not supported")
+        for cte in with_clause.ctes:
+            if cte.ctename in self.ctes and cte.ctename in [c.ctename for c in with_clause.ctes[: with_clause.ctes.index(cte)]]:
+                raise SqlError("42712", f'WITH query name "{cte.ctename}" specified more than once')
+            pq = self._child().plan_select(cte.ctequery)
+            names = list(pq.names)
+            if cte.aliascolnames:
+                aliases = [c.sval for c in cte.aliascolnames]
+                if len(aliases) > len(names):
+                    raise SqlError("42P10", f'WITH query "{cte.ctename}" has {len(names)} columns available but {len(aliases)} columns specified')
+                names = aliases + names[len(aliases):]
+            self.ctes[cte.ctename] = PlannedQuery(pq.plan, tuple(names))
+
+    def _plan_setop(self, stmt: ast.SelectStmt) -> PlannedQuery:
+        op = {SetOperation.SETOP_UNION: "union", SetOperation.SETOP_INTERSECT: "intersect",
+              SetOperation.SETOP_EXCEPT: "except"}[stmt.op]
+        left = self._child().plan_select(stmt.larg)
+        right = self._child().plan_select(stmt.rarg)
+        if len(left.plan.columns) != len(right.plan.columns):
+            raise SqlError(SYNTAX_ERROR, f"each {op.upper()} query must have the same number of columns")
+        types = [ty.common_type([lt, rt], op.upper()) for (_, lt), (_, rt) in zip(left.plan.columns, right.plan.columns)]
+        types = [TEXT if t.name == "unknown" else t for t in types]
+
+        def conform(p):
+            if [t for _, t in p.columns] == types:
+                return p
+            return Project(p, tuple(coerce(ColRef(i, t0), t) for i, ((_, t0), t) in enumerate(zip(p.columns, types))),
+                           tuple(n for n, _ in p.columns))
+
+        plan = SetOp(op, conform(left.plan), conform(right.plan), bool(stmt.all))
+        names = left.names
+        plan = Project(plan, tuple(ColRef(i, t) for i, t in enumerate(types)), tuple(names))
+        plan, names = self._order_limit_plain(plan, names, stmt)
+        return PlannedQuery(plan, tuple(names))
+
     def plan_values(self, rows) -> Constant:
         """``VALUES (...), (...)``: constant rows with a common type per column (10.5)."""
         width = len(rows[0])
         if any(len(r) != width for r in rows):
             raise SqlError(SYNTAX_ERROR, "VALUES lists must all be the same length")
-        planner = ExprPlanner(Scope(), self.params, agg_context="VALUES")
+        planner = self.expr_planner(Scope(), agg_context="VALUES")
         exprs = [[planner.plan(v) for v in row] for row in rows]
         types = []
         for j in range(width):
@@ -103,7 +158,16 @@ class QueryPlanner:
 
     def plan_from_item(self, item) -> tuple[Plan, Scope]:
         if isinstance(item, ast.RangeVar):
+            if item.schemaname is None and item.relname in self.ctes:
+                return self._derived(self.ctes[item.relname], item.alias, item.relname)
             rel = self.snap.resolve_relation(item.schemaname, item.relname)
+            if isinstance(rel, View):
+                import pglast
+
+                view_stmt = pglast.parse_sql(rel.sql)[0].stmt
+                pq = QueryPlanner(self.snap).plan_select(view_stmt)
+                pq = PlannedQuery(pq.plan, tuple(c.name for c in rel.columns))
+                return self._derived(pq, item.alias, item.relname)
             qualifier = item.alias.aliasname if item.alias else item.relname
             cols = rel.columns
             names = [c.name for c in cols]
@@ -123,15 +187,20 @@ class QueryPlanner:
                 raise SqlError(FEATURE_NOT_SUPPORTED, "LATERAL is not supported yet")
             if item.alias is None:
                 raise SqlError(SYNTAX_ERROR, "subquery in FROM must have an alias")
-            sub = QueryPlanner(self.snap, self.params).plan_select(item.subquery)
-            names = list(sub.names)
-            if item.alias.colnames:
-                aliases = [c.sval for c in item.alias.colnames]
-                names = aliases + names[len(aliases):]
-            q = item.alias.aliasname
-            scope = Scope([ScopeItem(q, n, t, i) for i, (n, (_, t)) in enumerate(zip(names, sub.plan.columns))])
-            return sub.plan, scope
+            sub = self._child().plan_select(item.subquery)
+            return self._derived(sub, item.alias, None)
         raise SqlError(FEATURE_NOT_SUPPORTED, f"FROM item {type(item).__name__} is not supported")
+
+    def _derived(self, sub: PlannedQuery, alias, default_name: str | None) -> tuple[Plan, Scope]:
+        names = list(sub.names)
+        if alias is not None and alias.colnames:
+            aliases = [c.sval for c in alias.colnames]
+            if len(aliases) > len(names):
+                raise SqlError("42P10", f"table \"{alias.aliasname}\" has {len(names)} columns available but {len(aliases)} columns specified")
+            names = aliases + names[len(aliases):]
+        q = alias.aliasname if alias is not None else default_name
+        scope = Scope([ScopeItem(q, n, t, i) for i, (n, (_, t)) in enumerate(zip(names, sub.plan.columns))])
+        return sub.plan, scope
 
     def plan_join(self, j: ast.JoinExpr) -> tuple[Plan, Scope]:
         lp, ls = self.plan_from_item(j.larg)
@@ -151,7 +220,7 @@ class QueryPlanner:
                 using = [u.sval for u in j.usingClause]
             if kind in ("right", "full"):
                 raise SqlError(FEATURE_NOT_SUPPORTED, "RIGHT/FULL JOIN with USING is not supported yet")
-            planner = ExprPlanner(scope, self.params, agg_context="JOIN conditions")
+            planner = self.expr_planner(scope, agg_context="JOIN conditions")
             conds = []
             hidden = set()
             for name in using:
@@ -170,17 +239,26 @@ class QueryPlanner:
             return Join(lp, rp, kind, on), scope
         if j.quals is None:
             return Join(lp, rp, "cross" if kind == "inner" else kind, None if kind == "inner" else Literal(True, BOOL)), scope
-        on = fold(ExprPlanner(scope, self.params, agg_context="JOIN conditions").plan_bool(j.quals, "JOIN/ON"))
+        on = fold(self.expr_planner(scope, agg_context="JOIN conditions").plan_bool(j.quals, "JOIN/ON"))
+        joined = Join(lp, rp, "cross", None)
+        widened, (on2,) = lower_subqueries(joined, [on])
+        if widened is not joined:
+            if kind != "inner":
+                raise SqlError(FEATURE_NOT_SUPPORTED, "subqueries in the ON clause of an outer join are not supported")
+            return _narrow(Filter(widened, on2), len(joined.columns)), scope
         return Join(lp, rp, kind, on), scope
 
     # -- SELECT -----------------------------------------------------------------------
 
     def _plan_simple(self, stmt: ast.SelectStmt) -> PlannedQuery:
         plan, scope = self.plan_from(stmt.fromClause)
-        from_planner = ExprPlanner(scope, self.params)
+        from_planner = self.expr_planner(scope)
         if stmt.whereClause is not None:
-            where_planner = ExprPlanner(scope, self.params, agg_context="WHERE")
-            plan = Filter(plan, fold(where_planner.plan_bool(stmt.whereClause, "WHERE")))
+            where_planner = self.expr_planner(scope, agg_context="WHERE")
+            pred = fold(where_planner.plan_bool(stmt.whereClause, "WHERE"))
+            width = len(plan.columns)
+            plan, (pred,) = lower_subqueries(plan, [pred])
+            plan = _narrow(Filter(plan, pred), width)
 
         targets = self._expand_targets(stmt.targetList, scope)
         grouped = bool(stmt.groupClause) or stmt.havingClause is not None or any(
@@ -190,8 +268,10 @@ class QueryPlanner:
         if grouped:
             keys = self._group_keys(stmt, targets, from_planner)
             grouping = Grouping(from_planner, keys)
-            sel_planner = ExprPlanner(Scope(), self.params)
+            sel_planner = self.expr_planner(Scope())
             sel_planner.grouping = grouping
+            sel_planner.subquery_scope = scope
+            sel_planner.remap_outer = grouping.remap_outer
             exprs = [fold(sel_planner.plan(node)) for node, _ in targets]
             having = None
             if stmt.havingClause is not None:
@@ -201,7 +281,9 @@ class QueryPlanner:
             sort_exprs = self._sort_exprs(stmt, targets, exprs, order_planner)
             plan = Reduce(plan, tuple(keys), tuple(grouping.aggregates))
             if having is not None:
-                plan = Filter(plan, having)
+                width = len(plan.columns)
+                plan, (having,) = lower_subqueries(plan, [having])
+                plan = _narrow(Filter(plan, having), width)
         else:
             exprs = [fold(from_planner.plan(node)) for node, _ in targets]
             sort_exprs = self._sort_exprs(stmt, targets, exprs, from_planner)
@@ -308,6 +390,7 @@ class QueryPlanner:
                     idx = len(all_exprs) - 1
             keys.append(SortKey(idx, desc, nf))
         all_names = list(names) + [f"?order{i}?" for i in range(len(all_exprs) - len(exprs))]
+        plan, all_exprs = lower_subqueries(plan, all_exprs)
         plan = Project(plan, tuple(all_exprs), tuple(all_names))
         if distinct:
             plan = Distinct(plan)
@@ -346,7 +429,7 @@ class QueryPlanner:
     def _limit_value(self, node, what: str) -> int | None:
         if node is None:
             return None
-        e = ExprPlanner(Scope(), self.params, agg_context=what).plan(node)
+        e = self.expr_planner(Scope(), agg_context=what).plan(node)
         if not is_constant(e):
             raise SqlError(SYNTAX_ERROR, f"argument of {what} must not contain variables")
         e = coerce(e, INT8)
@@ -356,6 +439,14 @@ class QueryPlanner:
         if v is not None and v < 0:
             raise SqlError(INVALID_ROW_COUNT, f"{what} must not be negative")
         return v
+
+
+def _narrow(plan, width: int):
+    """``plan`` restricted to its first ``width`` columns (drops columns added for subqueries)."""
+    if len(plan.columns) == width:
+        return plan
+    return Project(plan, tuple(ColRef(i, t) for i, (_, t) in enumerate(plan.columns[:width])),
+                   tuple(n for n, _ in plan.columns[:width]))
 
 
 class _SyntheticRef(ast.ColumnRef):

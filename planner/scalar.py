@@ -74,7 +74,31 @@ class AggCall:
     type: SqlType
 
 
-ScalarExpr = Union[ColRef, Literal, Call, Cast, Case]
+@dataclass(frozen=True)
+class OuterRef:
+    """A column of an enclosing query: ``depth`` 1 is the query the subquery sits in."""
+
+    depth: int
+    index: int
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Subquery:
+    """A subquery in an expression, before decorrelation (``planner.decorrelate``).
+
+    kind: ``scalar`` (value of its only column), ``exists``, ``any`` or ``all`` (``test
+    func col0`` for some/every row; IN is ``= ANY``). ``plan``'s OuterRefs name columns
+    of the enclosing queries."""
+
+    kind: str
+    plan: object
+    type: SqlType
+    test: Union["ScalarExpr", None] = None
+    func: str | None = None
+
+
+ScalarExpr = Union[ColRef, Literal, Call, Cast, Case, OuterRef, Subquery]
 
 
 def children(e) -> Iterator:
@@ -89,11 +113,35 @@ def children(e) -> Iterator:
         yield e.else_
     elif isinstance(e, AggCall) and e.arg is not None:
         yield e.arg
+    elif isinstance(e, Subquery) and e.test is not None:
+        yield e.test
+
+
+def map_expr(e, f):
+    """Rebuild ``e`` bottom-up, replacing each node n by ``f(n)`` (after its children)."""
+    if isinstance(e, Call):
+        e = Call(e.func, tuple(map_expr(a, f) for a in e.args), e.type)
+    elif isinstance(e, Cast):
+        e = Cast(map_expr(e.expr, f), e.type)
+    elif isinstance(e, Case):
+        e = Case(tuple((map_expr(c, f), map_expr(r, f)) for c, r in e.whens), map_expr(e.else_, f), e.type)
+    elif isinstance(e, AggCall) and e.arg is not None:
+        e = AggCall(e.func, map_expr(e.arg, f), e.distinct, e.type)
+    elif isinstance(e, Subquery) and e.test is not None:
+        e = Subquery(e.kind, e.plan, e.type, map_expr(e.test, f), e.func)
+    return f(e)
+
+
+def walk(e):
+    """Every node of ``e``, parents before children (subquery plans not entered)."""
+    yield e
+    for c in children(e):
+        yield from walk(c)
 
 
 def is_constant(e) -> bool:
     """True when ``e`` references no column (it can be evaluated at plan time)."""
-    if isinstance(e, ColRef):
+    if isinstance(e, (ColRef, OuterRef, Subquery)):
         return False
     return all(is_constant(c) for c in children(e))
 
@@ -102,8 +150,10 @@ def shift_columns(e, offset: int):
     """``e`` with every ColRef index moved by ``offset`` (for the right side of a join)."""
     if isinstance(e, ColRef):
         return ColRef(e.index + offset, e.type)
-    if isinstance(e, Literal):
+    if isinstance(e, (Literal, OuterRef)):
         return e
+    if isinstance(e, Subquery):
+        return Subquery(e.kind, e.plan, e.type, shift_columns(e.test, offset) if e.test is not None else None, e.func)
     if isinstance(e, Call):
         return Call(e.func, tuple(shift_columns(a, offset) for a in e.args), e.type)
     if isinstance(e, Cast):

@@ -74,7 +74,7 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
         from planner.expr import ExprPlanner
         from planner.scope import Scope
 
-        ep = ExprPlanner(Scope(), params, agg_context="VALUES")
+        ep = qp.expr_planner(Scope(), agg_context="VALUES")
         for r in planner_rows:
             vals = []
             for node, pos in zip(r, positions):
@@ -152,3 +152,86 @@ def check_not_null(table: Table, row) -> None:
                 NOT_NULL_VIOLATION,
                 f'null value in column "{c.name}" of relation "{table.name}" violates not-null constraint',
             )
+
+
+@dataclass(frozen=True)
+class PlannedRewrite:
+    """UPDATE or DELETE as a rewrite of the whole table: ``plan`` yields the table's new
+    rows (in its column order) plus a last boolean column that is true for the rows the
+    statement affected (they count in the command tag)."""
+
+    table: Table
+    plan: Plan
+
+
+def _target_scope(snap: CatalogSnapshot, rv: ast.RangeVar):
+    from planner.plan import Get
+    from planner.scope import Scope, ScopeItem
+
+    table = resolve_target(snap, rv)
+    q = rv.alias.aliasname if rv.alias else rv.relname
+    scope = Scope([ScopeItem(q, c.name, c.type, i) for i, c in enumerate(table.columns)])
+    return table, Get(table, tuple((c.name, c.type) for c in table.columns)), scope
+
+
+def plan_delete(snap: CatalogSnapshot, stmt: ast.DeleteStmt, params: list | None = None) -> PlannedRewrite:
+    """``DELETE FROM t [WHERE cond]``: keep the rows where ``cond`` is not true."""
+    from planner.consteval import fold
+    from planner.decorrelate import lower_subqueries
+    from catalog.types import BOOL
+    from planner.scalar import Call
+
+    if stmt.usingClause or stmt.returningClause or stmt.withClause:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "DELETE with USING/RETURNING/WITH is not supported yet")
+    table, get, scope = _target_scope(snap, stmt.relation)
+    qp = QueryPlanner(snap, params)
+    width = len(table.columns)
+    cols = tuple(ColRef(i, c.type) for i, c in enumerate(table.columns))
+    if stmt.whereClause is None:
+        cond = Literal(True, BOOL)
+    else:
+        cond = fold(qp.expr_planner(scope, agg_context="WHERE").plan_bool(stmt.whereClause, "WHERE"))
+    plan, (cond,) = lower_subqueries(get, [Call("is_true", (cond,), BOOL)])
+    from planner.plan import Filter, Project as P
+
+    # Deleted rows are not written back; the flag column marks them for the count.
+    plan = P(plan, cols + (cond,), tuple(c.name for c in table.columns) + ("?affected?",))
+    return PlannedRewrite(table, plan)
+
+
+def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None = None) -> PlannedRewrite:
+    """``UPDATE t SET c = e, ... [WHERE cond]`` with assignment casts to the columns' types."""
+    from planner.consteval import fold
+    from planner.decorrelate import lower_subqueries
+    from catalog.types import BOOL
+    from planner.scalar import Call, Case
+
+    if stmt.fromClause or stmt.returningClause or stmt.withClause:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE with FROM/RETURNING/WITH is not supported yet")
+    table, get, scope = _target_scope(snap, stmt.relation)
+    qp = QueryPlanner(snap, params)
+    ep = qp.expr_planner(scope, agg_context="UPDATE")
+    names = [c.name for c in table.columns]
+    sets: dict[int, object] = {}
+    for rt in stmt.targetList:
+        if rt.name not in names:
+            raise SqlError(UNDEFINED_COLUMN, f'column "{rt.name}" of relation "{table.name}" does not exist')
+        if rt.indirection:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE of subfields is not supported")
+        j = names.index(rt.name)
+        if j in sets:
+            raise SqlError(SYNTAX_ERROR, f'multiple assignments to same column "{rt.name}"')
+        col = table.columns[j]
+        e = ep.plan(rt.val) if not isinstance(rt.val, ast.SetToDefault) else Literal(None, col.type)
+        sets[j] = fold(_assign_expr(coerce(e, col.type) if isinstance(e, Literal) else e, col.type, col.name))
+    if stmt.whereClause is None:
+        cond = Literal(True, BOOL)
+    else:
+        cond = fold(qp.expr_planner(scope, agg_context="WHERE").plan_bool(stmt.whereClause, "WHERE"))
+    hit = Call("is_true", (cond,), BOOL)
+    exprs = []
+    for j, c in enumerate(table.columns):
+        old = ColRef(j, c.type)
+        exprs.append(Case(((hit, sets[j]),), old, c.type) if j in sets else old)
+    plan, exprs = lower_subqueries(get, exprs + [hit])
+    return PlannedRewrite(table, Project(plan, tuple(exprs), tuple(names) + ("?affected?",)))

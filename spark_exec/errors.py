@@ -47,6 +47,8 @@ def to_sql_error(e: BaseException) -> SqlError:
     except Exception:
         state = None
     first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if "more than one row returned by a subquery" in str(e):
+        return SqlError("21000", "more than one row returned by a subquery used as an expression")
     if cls in _BY_CLASS:
         code, msg = _BY_CLASS[cls]
         return SqlError(code, msg or _strip_class(first))

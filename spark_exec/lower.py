@@ -22,8 +22,10 @@ from pyspark.sql import types as T
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import BuiltinTable, Table
 from catalog.types import SqlType, Interval
-from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce
+from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal
+
+CARDINALITY_MESSAGE = "more than one row returned by a subquery used as an expression"
 
 #: table -> URLs of the Parquet parts to read
 ScanFn = Callable[[Table], list[str]]
@@ -142,6 +144,15 @@ class Lowerer:
             df = df.limit(p.limit)
         return df
 
+    def _SetOp(self, p: SetOp) -> DataFrame:
+        left, right = self.lower(p.left), self.lower(p.right)
+        if p.op == "union":
+            df = left.unionAll(right)
+            return df if p.all else df.distinct()
+        if p.op == "intersect":
+            return left.intersectAll(right) if p.all else left.intersect(right)
+        return left.exceptAll(right) if p.all else left.subtract(right)
+
     def _Distinct(self, p: Distinct) -> DataFrame:
         return self.lower(p.input).distinct()
 
@@ -248,6 +259,8 @@ class Lowerer:
             return args[0].like(args[1]) if f == "like" else args[0].ilike(args[1])
         if f == "concat":
             return F.concat(args[0], args[1])
+        if f == "cardinality_check":
+            return F.when(args[0] > 1, F.raise_error(F.lit(CARDINALITY_MESSAGE))).otherwise(args[1])
         if f == "concat_ws_null":
             return F.concat_ws("", *args)
         if f == "upper":

@@ -65,6 +65,9 @@ class Environment:
         reaped = self.orchestrator.reap_orphans()
         if reaped:
             log.warning("killed %d replica process group(s) left by an earlier run", reaped)
+        removed = self.persist.gc()
+        if removed:
+            log.info("persist: deleted %d unreferenced part(s)", removed)
         new = self.store.is_new()
         snap = self.store.load()
         self.coordinator = Coordinator(self.store, snap, self._on_commit)

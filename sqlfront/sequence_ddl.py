@@ -14,7 +14,7 @@ from catalog.errors import (
     UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
 )
 from catalog.sizes import ReplicaSize, validate_size
-from catalog.snapshot import USER_SCHEMA, CatalogSnapshot, Cluster, Column, Replica, Table
+from catalog.snapshot import USER_SCHEMA, CatalogSnapshot, Cluster, Column, Index, Replica, Table, View
 from sqlfront import mzparse as mz
 
 
@@ -166,6 +166,68 @@ def create_table(schema: str | None, name: str, columns: tuple[Column, ...], if_
     return build
 
 
+def create_view(schema: str | None, name: str, sql: str, columns: tuple[Column, ...], or_replace: bool):
+    def build(snap: CatalogSnapshot, ids) -> list:
+        s = _check_schema(schema)
+        existing = snap.relation_by_name(s, name)
+        ops = []
+        if existing is not None:
+            if not (or_replace and isinstance(existing, View)):
+                raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
+            ops.append(durable.DropView(existing.id))
+        return ops + [durable.CreateView(View(ids.allocate("item"), s, name, sql, columns))]
+
+    return build
+
+
+def create_index(name: str | None, schema: str | None, on: str, definition: str, if_not_exists: bool):
+    def build(snap: CatalogSnapshot, ids) -> list:
+        rel = snap.resolve_relation(schema, on)
+        if rel.builtin:
+            raise SqlError(WRONG_OBJECT_TYPE, f'cannot create index on system table "{on}"')
+        iname = name or f"{on}_primary_idx"
+        if snap.index_by_name(rel.schema, iname) is not None or snap.relation_by_name(rel.schema, iname):
+            if if_not_exists:
+                return []
+            raise SqlError(DUPLICATE_TABLE, f'relation "{iname}" already exists')
+        return [durable.CreateIndex(Index(ids.allocate("item"), rel.schema, iname, rel.id, definition))]
+
+    return build
+
+
+def drop_indexes(names: list[tuple[str | None, str]], if_exists: bool):
+    def build(snap: CatalogSnapshot, ids) -> list:
+        ops = []
+        for schema, name in names:
+            idx = snap.index_by_name(schema or USER_SCHEMA, name)
+            if idx is None:
+                if if_exists:
+                    continue
+                raise SqlError(UNDEFINED_OBJECT, f'index "{name}" does not exist')
+            ops.append(durable.DropIndex(idx.id))
+        return ops
+
+    return build
+
+
+def drop_views(names: list[tuple[str | None, str]], if_exists: bool):
+    def build(snap: CatalogSnapshot, ids) -> list:
+        ops = []
+        for schema, name in names:
+            rel = snap.relation_by_name(schema or USER_SCHEMA, name)
+            if rel is None:
+                if if_exists:
+                    continue
+                raise SqlError(UNDEFINED_TABLE, f'view "{name}" does not exist')
+            if not isinstance(rel, View):
+                raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a view')
+            ops.append(durable.DropView(rel.id))
+            ops += [durable.DropIndex(i.id) for i in snap.indexes.values() if i.on_id == rel.id]
+        return ops
+
+    return build
+
+
 def drop_tables(names: list[tuple[str | None, str]], if_exists: bool):
     def build(snap: CatalogSnapshot, ids) -> list:
         ops = []
@@ -181,7 +243,10 @@ def drop_tables(names: list[tuple[str | None, str]], if_exists: bool):
                 raise SqlError(UNDEFINED_TABLE, f'table "{name}" does not exist')
             if rel.builtin:
                 raise SqlError(WRONG_OBJECT_TYPE, f'cannot drop system table "{name}"')
+            if isinstance(rel, View):
+                raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a table', hint="Use DROP VIEW to remove a view.")
             ops.append(durable.DropTable(rel.id))
+            ops += [durable.DropIndex(i.id) for i in snap.indexes.values() if i.on_id == rel.id]
         return ops
 
     return build

@@ -37,6 +37,9 @@ from sqlfront.vars import SessionVars, display_name
 
 log = logging.getLogger(__name__)
 
+#: a shard with more parts than this is compacted into one after a write
+COMPACT_AFTER_PARTS = 8
+
 
 @dataclass
 class Result:
@@ -166,6 +169,14 @@ class Session:
             return self._insert(stmt, params)
         if isinstance(stmt, ast.CreateStmt):
             return self._create_table(stmt)
+        if isinstance(stmt, ast.ViewStmt):
+            return self._create_view(stmt)
+        if isinstance(stmt, ast.IndexStmt):
+            return self._create_index(stmt, sql)
+        if isinstance(stmt, (ast.UpdateStmt, ast.DeleteStmt)):
+            return self._rewrite(stmt, params)
+        if isinstance(stmt, ast.ExplainStmt):
+            return self._explain(stmt, params)
         if isinstance(stmt, ast.DropStmt):
             return self._drop(stmt)
         if isinstance(stmt, ast.CopyStmt):
@@ -203,9 +214,10 @@ class Session:
         rows = self.peek(pq.plan)
         return Result(f"SELECT {len(rows)}", self._columns(pq), rows)
 
-    def peek(self, plan) -> list[tuple]:
+    def peek(self, plan, pinned: dict | None = None) -> list[tuple]:
         """Run a plan: in Python when it reads no user table (fast path), else on a
-        replica of the session's cluster at the oracle's read timestamp."""
+        replica of the session's cluster at the oracle's read timestamp. ``pinned`` maps
+        shard ids to a ShardState to read instead of the current one."""
         if interpret.is_fast_path(plan):
             return interpret.run(plan, self.env.builtin_rows)
         snap = self.env.snapshot
@@ -217,6 +229,8 @@ class Session:
         persist = self.env.persist
 
         def scan(table: Table) -> list[str]:
+            if pinned and table.shard_id in pinned:
+                return list(persist.snapshot_of(table.shard_id, pinned[table.shard_id]).urls)
             return list(persist.snapshot(table.shard_id, as_of).urls)
 
         result = cc.peek(plan, scan, self.env.builtin_rows, self.env.config.replica_wait_s,
@@ -267,9 +281,11 @@ class Session:
         oracle = self.env.oracle
         ts = oracle.write_ts()
         try:
-            self.env.persist.append(table.shard_id, data, ts)
+            state = self.env.persist.append(table.shard_id, data, ts)
         finally:
             oracle.apply_write(ts)
+        if len(state.parts) > COMPACT_AFTER_PARTS:
+            self.env.persist.compact(table.shard_id, COMPACT_AFTER_PARTS)
 
     def _copy(self, stmt: ast.CopyStmt) -> Result:
         if not stmt.is_from or stmt.query is not None:
@@ -316,14 +332,87 @@ class Session:
         return Result("CREATE TABLE")
 
     def _drop(self, stmt: ast.DropStmt) -> Result:
-        if stmt.removeType != ObjectType.OBJECT_TABLE:
-            raise SqlError(FEATURE_NOT_SUPPORTED, f"DROP {stmt.removeType.name.removeprefix('OBJECT_')} is not supported yet")
         names = []
         for obj in stmt.objects:
             parts = [p.sval for p in obj]
             names.append((parts[-2] if len(parts) > 1 else None, parts[-1]))
-        self._ddl(ddl.drop_tables(names, bool(stmt.missing_ok)))
-        return Result("DROP TABLE")
+        kinds = {ObjectType.OBJECT_TABLE: (ddl.drop_tables, "DROP TABLE"),
+                 ObjectType.OBJECT_VIEW: (ddl.drop_views, "DROP VIEW"),
+                 ObjectType.OBJECT_INDEX: (ddl.drop_indexes, "DROP INDEX")}
+        if stmt.removeType not in kinds:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"DROP {stmt.removeType.name.removeprefix('OBJECT_')} is not supported")
+        build, tag = kinds[stmt.removeType]
+        self._ddl(build(names, bool(stmt.missing_ok)))
+        return Result(tag)
+
+    def _create_view(self, stmt: ast.ViewStmt) -> Result:
+        from pglast.stream import RawStream
+
+        rv = stmt.view
+        if rv.relpersistence == "t":
+            raise SqlError(FEATURE_NOT_SUPPORTED, "temporary views are not supported")
+        pq = QueryPlanner(self.env.snapshot).plan_select(stmt.query)
+        names = list(pq.names)
+        if stmt.aliases:
+            aliases = [a.sval for a in stmt.aliases]
+            if len(aliases) > len(names):
+                raise SqlError("42601", "CREATE VIEW specifies more column names than columns")
+            names = aliases + names[len(aliases):]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise SqlError("42701", f'column "{dup}" specified more than once')
+        from catalog.snapshot import Column
+
+        cols = tuple(Column(n, t) for n, (_, t) in zip(names, pq.plan.columns))
+        self._ddl(ddl.create_view(rv.schemaname, rv.relname, RawStream()(stmt.query), cols, bool(stmt.replace)))
+        return Result("CREATE VIEW")
+
+    def _create_index(self, stmt: ast.IndexStmt, sql: str) -> Result:
+        rv = stmt.relation
+        self._ddl(ddl.create_index(stmt.idxname, rv.schemaname, rv.relname, sql.strip(), bool(stmt.if_not_exists)))
+        return Result("CREATE INDEX")
+
+    def _rewrite(self, stmt, params) -> Result:
+        """UPDATE/DELETE: compute the table's new contents on the cluster, then replace the
+        shard's parts by compare-and-set against the state that was read (retrying if a
+        concurrent write got in between)."""
+        from planner.writes import plan_delete, plan_update
+
+        if self.in_transaction:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE and DELETE are not supported inside a transaction yet")
+        is_delete = isinstance(stmt, ast.DeleteStmt)
+        for _ in range(10):
+            snap = self.env.snapshot
+            pr = plan_delete(snap, stmt, params) if is_delete else plan_update(snap, stmt, params)
+            state = self.env.persist.state(pr.table.shard_id)
+            rows = self.peek(pr.plan, pinned={pr.table.shard_id: state})
+            affected = sum(1 for r in rows if r[-1])
+            if is_delete:
+                kept = [r[:-1] for r in rows if not r[-1]]
+            else:
+                kept = [r[:-1] for r in rows]
+                for r in kept:
+                    check_not_null(pr.table, r)
+            if affected == 0:
+                return Result(("DELETE " if is_delete else "UPDATE ") + "0")
+            oracle = self.env.oracle
+            ts = oracle.write_ts()
+            try:
+                done = self.env.persist.replace(pr.table.shard_id, rows_to_arrow(pr.table, kept), ts, state.seqno)
+            finally:
+                oracle.apply_write(ts)
+            if done is not None:
+                return Result(("DELETE " if is_delete else "UPDATE ") + str(affected))
+        raise SqlError("40001", "could not serialize access due to concurrent update")
+
+    def _explain(self, stmt: ast.ExplainStmt, params) -> Result:
+        from planner.explain import explain
+
+        q = stmt.query
+        if not isinstance(q, ast.SelectStmt):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "EXPLAIN supports SELECT only")
+        pq = QueryPlanner(self.env.snapshot, params).plan_select(q)
+        return Result("EXPLAIN", [("Optimized Plan", TEXT)], [(line,) for line in explain(pq.plan)])
 
     # -- variables and transactions ----------------------------------------------------
 

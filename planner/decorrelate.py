@@ -1,0 +1,246 @@
+"""Decorrelate subqueries: rewrite Subquery expressions into joins and aggregates, so the
+plan Spark sees is plain relational algebra.
+
+For an operator over input ``R`` whose expressions contain a subquery ``S``:
+
+1. ``D`` = the distinct values of the columns of ``R`` that ``S`` references (plus, for
+   ``x op ANY (S)``, the value of ``x``).
+2. ``S`` is *applied* to ``D``: every node of ``S`` that depends on an outer column is
+   rewritten to carry ``D``'s columns along (joins with ``D`` at the leaves, ``D``'s
+   columns added to projections and grouping keys), so ``S'`` computes ``S`` for every
+   row of ``D`` at once. A global aggregate keeps one row per ``D`` row even over no
+   input (the "count bug"): it is left-joined back to ``D``, count defaulting to 0.
+3. ``S'`` is reduced to one row per ``D`` row (the scalar value with a cardinality
+   check, 21000; whether a row exists; or the ANY/ALL truth value in three-valued
+   logic) and left-joined to ``R`` on null-safe equality of ``D``'s columns.
+
+This is the approach of Galindo-Legaria & Joshi ("Orthogonal optimization of
+subqueries and aggregation", SIGMOD 2001) and of Materialize's decorrelation.
+"""
+
+from __future__ import annotations
+
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
+from catalog.types import BOOL, INT8
+from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, inputs
+from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, map_expr, walk
+
+TRUE = Literal(True, BOOL)
+
+
+def _and(conds: list):
+    conds = [c for c in conds if c != TRUE]
+    if not conds:
+        return TRUE
+    return conds[0] if len(conds) == 1 else Call("and", tuple(conds), BOOL)
+
+
+# -- finding outer references -----------------------------------------------------------
+
+
+def _node_exprs(p) -> list:
+    if isinstance(p, Filter):
+        return [p.predicate]
+    if isinstance(p, Project):
+        return list(p.exprs)
+    if isinstance(p, Reduce):
+        return list(p.keys) + [a.arg for a in p.aggregates if a.arg is not None]
+    if isinstance(p, Join):
+        return [p.on] if p.on is not None else []
+    return []
+
+
+def outer_columns(p, depth: int = 1) -> set[int]:
+    """Indexes of the enclosing query's columns that plan ``p`` references at ``depth``."""
+    out: set[int] = set()
+    for e in _node_exprs(p):
+        for n in walk(e):
+            if isinstance(n, OuterRef) and n.depth == depth:
+                out.add(n.index)
+    for i in inputs(p):
+        out |= outer_columns(i, depth)
+    return out
+
+
+def has_outer(p) -> bool:
+    return bool(outer_columns(p))
+
+
+# -- applying a subquery to D -----------------------------------------------------------
+
+
+class _Apply:
+    """Rewrites a subquery plan to compute it for every row of ``D`` (columns prepended)."""
+
+    def __init__(self, d_plan, mapping: dict[int, int]):
+        self.d = d_plan
+        self.width = len(d_plan.columns)
+        self.mapping = mapping  # outer column index -> D column index
+
+    def expr(self, e, shift: int):
+        def f(n):
+            if isinstance(n, ColRef):
+                return ColRef(n.index + shift, n.type)
+            if isinstance(n, OuterRef):
+                if n.depth == 1:
+                    return ColRef(self.mapping[n.index], n.type)
+                return OuterRef(n.depth - 1, n.index, n.type)
+            return n
+
+        return map_expr(e, f)
+
+    def d_refs(self, offset: int = 0) -> list:
+        return [ColRef(offset + i, t) for i, (_, t) in enumerate(self.d.columns)]
+
+    def d_match(self, left_offset: int, right_offset: int):
+        return _and([Call("is_not_distinct", (ColRef(left_offset + i, t), ColRef(right_offset + i, t)), BOOL)
+                     for i, (_, t) in enumerate(self.d.columns)])
+
+    def apply(self, p):
+        d = self.width
+        if not has_outer(p):
+            return Join(self.d, _unnest_deeper(p), "cross", None)
+        if isinstance(p, Filter):
+            return Filter(self.apply(p.input), self.expr(p.predicate, d))
+        if isinstance(p, Project):
+            return Project(self.apply(p.input), tuple(self.d_refs()) + tuple(self.expr(e, d) for e in p.exprs),
+                           tuple(n for n, _ in self.d.columns) + p.names)
+        if isinstance(p, Distinct):
+            return Distinct(self.apply(p.input))
+        if isinstance(p, OrderBy):
+            from planner.plan import SortKey
+
+            return OrderBy(self.apply(p.input), tuple(SortKey(k.index + d, k.descending, k.nulls_first) for k in p.keys))
+        if isinstance(p, Reduce):
+            inner = self.apply(p.input)
+            keys = tuple(self.d_refs()) + tuple(self.expr(k, d) for k in p.keys)
+            aggs = tuple(AggCall(a.func, self.expr(a.arg, d) if a.arg is not None else None, a.distinct, a.type)
+                         for a in p.aggregates)
+            red = Reduce(inner, keys, aggs)
+            if p.keys:
+                return red
+            # One row per D row even where the input is empty (count = 0, others NULL).
+            joined = Join(self.d, red, "left", self.d_match(0, d))
+            exprs = self.d_refs()
+            for j, a in enumerate(aggs):
+                c = ColRef(2 * d + j, a.type)
+                exprs.append(Call("coalesce", (c, Literal(0, INT8)), INT8) if a.func in ("count", "count_star") else c)
+            return Project(joined, tuple(exprs), tuple(n for n, _ in red.columns))
+        if isinstance(p, Join):
+            nl = len(p.left.columns)
+            if p.kind in ("inner", "cross", "left") and not has_outer(p.right):
+                left = self.apply(p.left)
+                on = self.expr(p.on, d) if p.on is not None else None
+                return Join(left, _unnest_deeper(p.right), p.kind, on)
+            left, right = self.apply(p.left), self.apply(p.right)
+            # left: D ++ L, right: D ++ R; join on D, then drop the right copy of D.
+            on = _and([self.d_match(0, d + nl), self._join_on(p.on, d, nl)])
+            kind = "inner" if p.kind == "cross" else p.kind
+            j = Join(left, right, kind, on)
+            nr = len(p.right.columns)
+            d_cols = [Call("coalesce", (ColRef(i, t), ColRef(d + nl + i, t)), t) if p.kind in ("right", "full")
+                      else ColRef(i, t) for i, (_, t) in enumerate(self.d.columns)]
+            rest = [ColRef(d + i, t) for i, (_, t) in enumerate(p.left.columns)] + \
+                   [ColRef(2 * d + nl + i, t) for i, (_, t) in enumerate(p.right.columns)]
+            return Project(j, tuple(d_cols + rest), tuple(n for n, _ in self.d.columns + p.left.columns + p.right.columns))
+        if isinstance(p, SetOp):
+            return SetOp(p.op, self.apply(p.left), self.apply(p.right), p.all)
+        if isinstance(p, Limit):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "LIMIT/OFFSET in a correlated subquery is not supported yet")
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"cannot decorrelate {type(p).__name__}")
+
+    def _join_on(self, on, d, nl):
+        if on is None:
+            return TRUE
+
+        def f(n):
+            if isinstance(n, ColRef):
+                # left columns move past D; right columns past both copies of D
+                return ColRef(n.index + d if n.index < nl else n.index + 2 * d, n.type)
+            if isinstance(n, OuterRef):
+                if n.depth == 1:
+                    return ColRef(self.mapping[n.index], n.type)
+                return OuterRef(n.depth - 1, n.index, n.type)
+            return n
+
+        return map_expr(on, f)
+
+
+def _unnest_deeper(p):
+    """A plan with no depth-1 outer refs may still reference deeper queries: shift them."""
+    return p  # depth > 1 refs are rewritten by the enclosing query's decorrelation
+
+
+# -- the rewrite over one operator -------------------------------------------------------
+
+
+def lower_subqueries(plan, exprs: list):
+    """Replace every Subquery in ``exprs`` (over ``plan``) by a column of an extended input.
+
+    Returns ``(new_plan, new_exprs)``: ``new_plan`` has ``plan``'s columns first, then
+    columns added for the subqueries; ``new_exprs`` reference them."""
+    if not any(isinstance(n, Subquery) for e in exprs for n in walk(e)):
+        return plan, exprs
+    state = {"plan": plan}
+
+    def f(n):
+        if isinstance(n, Subquery):
+            return _lower_one(state, n)
+        return n
+
+    new = [map_expr(e, f) for e in exprs]
+    return state["plan"], new
+
+
+def _lower_one(state, sq: Subquery):
+    input_plan = state["plan"]
+    w = len(input_plan.columns)
+    corr = sorted(outer_columns(sq.plan))
+    cols = [ColRef(c, input_plan.columns[c][1]) for c in corr]
+    if sq.kind in ("any", "all"):
+        # The tested value is correlated too: add it as a column of the input.
+        x = sq.test
+        input_plan = Project(input_plan, tuple(ColRef(i, t) for i, (_, t) in enumerate(input_plan.columns)) + (x,),
+                             tuple(n for n, _ in input_plan.columns) + ("?x?",))
+        cols.append(ColRef(w, x.type))
+        w += 1
+    d_plan = Distinct(Project(input_plan, tuple(cols), tuple(f"?d{i}?" for i in range(len(cols)))))
+    d = len(cols)
+    mapping = {c: i for i, c in enumerate(corr)}
+    applied = _Apply(d_plan, mapping).apply(sq.plan) if d else sq.plan  # D ++ S
+    s0 = ColRef(d, sq.plan.columns[0][1]) if sq.plan.columns else None
+    d_refs = [ColRef(i, t) for i, (_, t) in enumerate(d_plan.columns)]
+    if sq.kind == "scalar":
+        red = Reduce(applied, tuple(d_refs), (AggCall("count_star", None, False, INT8), AggCall("min", s0, False, s0.type)))
+        value = Call("cardinality_check", (ColRef(d, INT8), ColRef(d + 1, s0.type)), s0.type)
+        result = Project(red, tuple(d_refs) + (value,), tuple(f"?d{i}?" for i in range(d)) + ("?v?",))
+        pick = lambda c: c  # noqa: E731
+    elif sq.kind == "exists":
+        result = Project(Distinct(Project(applied, tuple(d_refs), tuple(f"?d{i}?" for i in range(d)))),
+                         tuple(d_refs) + (TRUE,), tuple(f"?d{i}?" for i in range(d)) + ("?v?",))
+        pick = lambda c: Call("coalesce", (c, Literal(False, BOOL)), BOOL)  # noqa: E731
+    else:
+        xcol = ColRef(d - 1, sq.test.type)
+        pred = Call(sq.func, (xcol, s0), BOOL)
+        if sq.kind == "all":
+            pred = Call("not", (pred,), BOOL)
+        filt = Filter(applied, Call("is_not_false", (pred,), BOOL))
+        red = Reduce(filt, tuple(d_refs), (AggCall("bool_or", pred, False, BOOL),))
+        # A row exists only where some comparison was TRUE or NULL: code 1 = TRUE, 0 = NULL;
+        # no row at all (after the left join: NULL) means FALSE.
+        code = Case(((Call("is_true", (ColRef(d, BOOL),), BOOL), Literal(1, INT8)),), Literal(0, INT8), INT8)
+        result = Project(red, tuple(d_refs) + (code,), tuple(f"?d{i}?" for i in range(d)) + ("?v?",))
+
+        def pick(c):
+            v = Case(((Call("eq", (c, Literal(1, INT8)), BOOL), Literal(True, BOOL)),
+                      (Call("eq", (c, Literal(0, INT8)), BOOL), Literal(None, BOOL))), Literal(False, BOOL), BOOL)
+            return Call("not", (v,), BOOL) if sq.kind == "all" else v
+    if d == 0:
+        joined = Join(input_plan, result, "left", TRUE)
+    else:
+        on = _and([Call("is_not_distinct", (ColRef(c.index, c.type), ColRef(w + i, c.type)), BOOL)
+                   for i, c in enumerate(cols)])
+        joined = Join(input_plan, result, "left", on)
+    state["plan"] = joined
+    value_type = result.columns[-1][1]
+    return pick(ColRef(w + d, value_type))

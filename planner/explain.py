@@ -1,0 +1,94 @@
+"""EXPLAIN: the logical plan after decorrelation, one operator per line, indented.
+
+Columns print as ``#i`` (position in the operator's input), as Materialize's EXPLAIN
+does for MIR plans.
+"""
+
+from __future__ import annotations
+
+from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp
+from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef
+
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "eq": "=", "ne": "<>", "lt": "<",
+          "le": "<=", "gt": ">", "ge": ">=", "and": "AND", "or": "OR", "concat": "||", "like": "LIKE",
+          "ilike": "ILIKE", "is_distinct": "IS DISTINCT FROM", "is_not_distinct": "IS NOT DISTINCT FROM"}
+
+
+def expr_text(e) -> str:
+    if isinstance(e, ColRef):
+        return f"#{e.index}"
+    if isinstance(e, OuterRef):
+        return f"outer({e.depth})#{e.index}"
+    if isinstance(e, Literal):
+        if e.value is None:
+            return "null"
+        if isinstance(e.value, str):
+            return "'" + e.value.replace("'", "''") + "'"
+        if hasattr(e.value, "pg_text"):
+            return f"interval '{e.value.pg_text()}'"
+        if e.type.name in ("date", "timestamp"):
+            return f"{e.type.name} '{e.value}'"
+        return str(e.value).lower() if isinstance(e.value, bool) else str(e.value)
+    if isinstance(e, Cast):
+        return f"{expr_text(e.expr)}::{e.type.sql()}"
+    if isinstance(e, Case):
+        whens = " ".join(f"WHEN {expr_text(c)} THEN {expr_text(r)}" for c, r in e.whens)
+        return f"CASE {whens} ELSE {expr_text(e.else_)} END"
+    if isinstance(e, AggCall):
+        if e.func == "count_star":
+            return "count(*)"
+        return f"{e.func}({'DISTINCT ' if e.distinct else ''}{expr_text(e.arg)})"
+    if isinstance(e, Call):
+        if e.func in _INFIX and len(e.args) >= 2:
+            return "(" + f" {_INFIX[e.func]} ".join(expr_text(a) for a in e.args) + ")"
+        if e.func == "not":
+            return f"NOT {expr_text(e.args[0])}"
+        if e.func in ("is_null", "is_not_null", "is_true", "is_false", "is_not_true", "is_not_false"):
+            return f"({expr_text(e.args[0])}) {e.func.upper().replace('_', ' ')}"
+        if e.func == "neg":
+            return f"-{expr_text(e.args[0])}"
+        return f"{e.func}({', '.join(expr_text(a) for a in e.args)})"
+    return repr(e)
+
+
+def explain(plan) -> list[str]:
+    """The lines of the EXPLAIN output for ``plan``."""
+    lines: list[str] = []
+
+    def emit(p, depth: int):
+        pad = "  " * depth
+        if isinstance(p, Get):
+            lines.append(f"{pad}Get {p.relation.schema}.{p.relation.name}")
+            return
+        if isinstance(p, Constant):
+            rows = "; ".join("(" + ", ".join(expr_text(Literal(v, t)) for v, (_, t) in zip(r, p.columns)) + ")"
+                             for r in p.rows[:5])
+            more = f" ... {len(p.rows)} rows" if len(p.rows) > 5 else ""
+            lines.append(f"{pad}Constant {rows}{more}")
+            return
+        if isinstance(p, Filter):
+            lines.append(f"{pad}Filter {expr_text(p.predicate)}")
+        elif isinstance(p, Project):
+            lines.append(f"{pad}Project {', '.join(expr_text(e) for e in p.exprs)}")
+        elif isinstance(p, Reduce):
+            keys = ", ".join(expr_text(k) for k in p.keys)
+            aggs = ", ".join(expr_text(a) for a in p.aggregates)
+            lines.append(f"{pad}Reduce group_by=[{keys}] aggregates=[{aggs}]")
+        elif isinstance(p, Join):
+            on = f" on={expr_text(p.on)}" if p.on is not None else ""
+            lines.append(f"{pad}Join {p.kind}{on}")
+        elif isinstance(p, OrderBy):
+            keys = ", ".join(f"#{k.index}{' desc' if k.descending else ''}{' nulls_first' if k.nulls_first else ''}"
+                             for k in p.keys)
+            lines.append(f"{pad}OrderBy {keys}")
+        elif isinstance(p, Limit):
+            lines.append(f"{pad}Limit {p.limit if p.limit is not None else 'ALL'} offset={p.offset}")
+        elif isinstance(p, Distinct):
+            lines.append(f"{pad}Distinct")
+        elif isinstance(p, SetOp):
+            lines.append(f"{pad}{p.op.capitalize()}{' all' if p.all else ''}")
+        for i in ((p.left, p.right) if isinstance(p, (Join, SetOp)) else (p.input,)):
+            emit(i, depth + 1)
+
+    emit(plan, 0)
+    return lines
