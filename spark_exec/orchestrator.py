@@ -119,7 +119,7 @@ class Orchestrator:
             "spark.ui.enabled": "false",
             "spark.sql.session.timeZone": "UTC",
             "spark.sql.ansi.enabled": "true",
-            "spark.sql.shuffle.partitions": str(max(2, 2 * total_cores)),
+            "spark.sql.shuffle.partitions": str(total_cores),
             "spark.local.dir": str(workdir / "tmp"),
             "spark.sql.warehouse.dir": str(workdir / "warehouse"),
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={workdir / 'tmp'}",
