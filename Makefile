@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LISTEN ?= 127.0.0.1:6875
+METRICS_LISTEN ?= 127.0.0.1:6878
 DATA_DIR ?= mzdata
 SCALE ?= 0.1
 
@@ -20,7 +21,7 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 serve: $(STAMP)
-	$(BIN)/sqlfront serve --listen $(LISTEN) --data-dir $(DATA_DIR)
+	$(BIN)/sqlfront serve --listen $(LISTEN) --data-dir $(DATA_DIR) --metrics-listen $(METRICS_LISTEN)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

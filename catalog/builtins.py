@@ -63,7 +63,25 @@ MZ_VIEWS = BuiltinTable(
      Column("definition", TEXT, False)),
 )
 
-BUILTIN_TABLES = (MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS)
+MZ_COORDINATOR_LOOP = BuiltinTable(
+    "s6",
+    "mz_internal",
+    "mz_coordinator_loop",
+    (Column("busy_seconds", FLOAT8, False), Column("wall_seconds", FLOAT8, False), Column("commands", INT8, False)),
+)
+
+MZ_PEEK_DURATIONS = BuiltinTable(
+    "s7",
+    "mz_internal",
+    "mz_peek_durations",
+    (Column("cluster", TEXT, False), Column("outcome", TEXT, False), Column("le_seconds", FLOAT8, True),
+     Column("count", INT8, False)),
+)
+
+#: builtin tables whose rows come from environmentd's metrics, not from the catalog
+METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS)
+
+BUILTIN_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]

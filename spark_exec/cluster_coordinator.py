@@ -32,7 +32,7 @@ NO_REPLICAS = "55000"
 
 class ClusterCoordinator:
     def __init__(self, cluster_id: str, name: str, orchestrator: Orchestrator,
-                 on_status: Callable[[str, str], None] | None = None):
+                 on_status: Callable[[str, str], None] | None = None, max_peeks_per_replica: int = 8):
         self.cluster_id = cluster_id
         self.name = name
         self.orchestrator = orchestrator
@@ -41,7 +41,8 @@ class ClusterCoordinator:
         self._cond = threading.Condition()
         # Runs each replica's share of a peek; threads stuck on a frozen replica only
         # hold a pool slot until it answers or is dropped.
-        self._pool = ThreadPoolExecutor(64, thread_name_prefix=f"peek-{name}")
+        self.max_peeks_per_replica = max_peeks_per_replica
+        self._pool = ThreadPoolExecutor(256, thread_name_prefix=f"peek-{name}")
 
     # -- replica lifecycle (called by the Coordinator; never blocks) -----------------
 
@@ -60,6 +61,7 @@ class ClusterCoordinator:
                     availability_zone=replica.availability_zone,
                 )
             h = ReplicaHandle(replica, f"{self.name}.{replica.name}", spec, self.orchestrator, self._changed)
+            h.slots = threading.BoundedSemaphore(self.max_peeks_per_replica)
             self._replicas[replica.id] = h
         h.start()
 
@@ -165,6 +167,11 @@ class ClusterCoordinator:
                     self._interrupt(h, tag)
 
     def _run_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str) -> pa.Table:
+        # Bound the peeks running at once on this replica; the rest queue here.
+        with h.slots:
+            return self._run_on_slot(h, plan, scan, builtin_rows, tag)
+
+    def _run_on_slot(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str) -> pa.Table:
         session = h.session
         if session is None:
             raise _ReplicaUnreachable("no session")

@@ -61,6 +61,8 @@ class ReplicaHandle:
         self.on_change = on_change
         self.status = UNHEALTHY
         self.session = None
+        #: bounds the peeks running at once on this replica (set by the ClusterCoordinator)
+        self.slots = threading.BoundedSemaphore(8)
         self.process: ReplicaProcess | None = None
         self._stopping = threading.Event()
         self._lock = threading.Lock()

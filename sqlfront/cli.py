@@ -38,9 +38,13 @@ def main() -> None:
               help="An availability zone replicas may be placed in (repeatable).")
 @click.option("--bootstrap-replica-size", default="1", show_default=True,
               help="Size of quickstart's replica r1 in a new data directory.")
+@click.option("--metrics-listen", default=None, help="Serve Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:6878).")
+@click.option("--max-peeks-per-replica", default=8, show_default=True, type=click.IntRange(1),
+              help="Peeks running at once on one replica; more wait in line.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
-def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, log_level) -> None:
+def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, metrics_listen,
+          max_peeks_per_replica, log_level) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("py4j", "pyspark", "grpc"):
@@ -57,7 +61,9 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
         raise click.BadParameter(f"size {bootstrap_replica_size!r} is not in the size map",
                                  param_hint="--bootstrap-replica-size")
     config = Config(Path(data_dir), sizes=sizes, availability_zones=list(availability_zones),
-                    bootstrap_replica_size=bootstrap_replica_size)
+                    bootstrap_replica_size=bootstrap_replica_size,
+                    metrics_listen=parse_listen(metrics_listen) if metrics_listen else None,
+                    max_peeks_per_replica=max_peeks_per_replica)
     env = Environment(config)
     stop = threading.Event()
 

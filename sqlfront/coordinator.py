@@ -2,7 +2,8 @@
 
 It runs on one thread and accepts a closed set of commands:
 
-``Transact(build)``
+``Transact(build)`` — the only command kind
+
     Run ``build(snapshot, ids)`` — a pure function that validates a DDL statement
     against the current snapshot and returns catalog ops (bounded: linear in the
     catalog's size) — then commit the ops in one sqlite transaction, publish the new
@@ -57,8 +58,10 @@ class Coordinator:
     called on the loop after each commit (it must not block)."""
 
     def __init__(self, store: durable.CatalogStore, snapshot: CatalogSnapshot,
-                 on_commit: Callable[[CatalogSnapshot, CatalogSnapshot, list], None]):
+                 on_commit: Callable[[CatalogSnapshot, CatalogSnapshot, list], None],
+                 observe: Callable[[str, float], None] | None = None):
         self.store = store
+        self.observe = observe
         self._snapshot = snapshot
         self.on_commit = on_commit
         self._queue: queue.Queue = queue.Queue()
@@ -96,8 +99,11 @@ class Coordinator:
             try:
                 self._transact(cmd)
             finally:
-                self.busy_seconds += time.perf_counter() - start
+                took = time.perf_counter() - start
+                self.busy_seconds += took
                 self.commands += 1
+                if self.observe:
+                    self.observe("transact", took)
 
     def _transact(self, cmd: Transact) -> None:
         old = self._snapshot

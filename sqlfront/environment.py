@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from catalog import durable
-from catalog.builtins import builtin_rows
+from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, builtin_rows
 from catalog.durable import CatalogStore
 from catalog.oracle import TimestampOracle
 from catalog.sizes import ReplicaSize, default_sizes
@@ -27,6 +27,7 @@ from persist import FileBlob, PersistClient, SqliteConsensus
 from spark_exec.cluster_coordinator import ClusterCoordinator
 from spark_exec.orchestrator import Orchestrator
 from sqlfront.coordinator import Coordinator
+from sqlfront.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,10 @@ class Config:
     bootstrap_replica_size: str = "1"
     #: how long a peek waits for a healthy replica before failing (seconds)
     replica_wait_s: float = 120.0
+    #: peeks running at once on one replica; more wait in line
+    max_peeks_per_replica: int = 8
+    #: (host, port) to serve Prometheus metrics on, or None
+    metrics_listen: tuple[str, int] | None = None
 
 
 class Environment:
@@ -58,10 +63,14 @@ class Environment:
         self.clusters: dict[str, ClusterCoordinator] = {}
         self._clusters_lock = threading.Lock()
         self.coordinator: Coordinator | None = None
+        self.metrics = Metrics()
+        self.metrics.track_replicas(self._all_statuses)
 
     # -- boot and shutdown ------------------------------------------------------------
 
     def start(self) -> None:
+        if self.config.metrics_listen:
+            self.metrics.serve(*self.config.metrics_listen)
         reaped = self.orchestrator.reap_orphans()
         if reaped:
             log.warning("killed %d replica process group(s) left by an earlier run", reaped)
@@ -70,7 +79,7 @@ class Environment:
             log.info("persist: deleted %d unreferenced part(s)", removed)
         new = self.store.is_new()
         snap = self.store.load()
-        self.coordinator = Coordinator(self.store, snap, self._on_commit)
+        self.coordinator = Coordinator(self.store, snap, self._on_commit, self.metrics.observe_command)
         self.coordinator.start()
         if new:
             self._bootstrap()
@@ -122,7 +131,14 @@ class Environment:
         return cc.status(replica_id) if cc else "unhealthy"
 
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
+        if table.id == MZ_COORDINATOR_LOOP.id:
+            return self.metrics.coordinator_loop_rows()
+        if table.id == MZ_PEEK_DURATIONS.id:
+            return self.metrics.peek_duration_rows()
         return builtin_rows(table, self.snapshot, self.replica_status, self.config.sizes)
+
+    def _all_statuses(self) -> list[str]:
+        return [self.replica_status(r) for r in list(self.snapshot.replicas)] if self.coordinator else []
 
     def _size(self, r: Replica) -> ReplicaSize | None:
         if r.size is None:
@@ -133,7 +149,8 @@ class Environment:
         with self._clusters_lock:
             cc = self.clusters.get(c.id)
             if cc is None:
-                cc = ClusterCoordinator(c.id, c.name, self.orchestrator)
+                cc = ClusterCoordinator(c.id, c.name, self.orchestrator,
+                                        max_peeks_per_replica=self.config.max_peeks_per_replica)
                 self.clusters[c.id] = cc
             return cc
 

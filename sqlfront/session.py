@@ -12,6 +12,7 @@ a failed statement leaves the transaction aborted (25P02) until it ends.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -22,6 +23,7 @@ from pglast.enums import ObjectType, TransactionStmtKind, VariableSetKind
 
 from catalog.errors import (
     SqlError, SYNTAX_ERROR, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, IN_FAILED_SQL_TRANSACTION,
+    QUERY_CANCELED,
 )
 from catalog.snapshot import Table
 from catalog.types import SqlType, TEXT, BOOL, arrow_schema
@@ -218,6 +220,20 @@ class Session:
         """Run a plan: in Python when it reads no user table (fast path), else on a
         replica of the session's cluster at the oracle's read timestamp. ``pinned`` maps
         shard ids to a ShardState to read instead of the current one."""
+        start = time.perf_counter()
+        cluster_name = self.vars.get("cluster")
+        outcome = "error"
+        try:
+            rows = self._peek(plan, pinned)
+            outcome = "success"
+            return rows
+        except SqlError as e:
+            outcome = "canceled" if e.sqlstate == QUERY_CANCELED else "error"
+            raise
+        finally:
+            self.env.metrics.observe_peek(cluster_name, outcome, time.perf_counter() - start)
+
+    def _peek(self, plan, pinned: dict | None) -> list[tuple]:
         if interpret.is_fast_path(plan):
             return interpret.run(plan, self.env.builtin_rows)
         snap = self.env.snapshot

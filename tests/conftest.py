@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from server import Server  # noqa: E402
+from server import Server, free_port  # noqa: E402
 
 #: Flags of the shared test server: two availability zones for placement tests.
 SERVER_ARGS = ("--availability-zone", "az1", "--availability-zone", "az2")
@@ -17,7 +17,10 @@ SERVER_ARGS = ("--availability-zone", "az1", "--availability-zone", "az2")
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    s = Server(tmp_path_factory.mktemp("env") / "mzdata", *SERVER_ARGS).start()
+    metrics_port = free_port()
+    s = Server(tmp_path_factory.mktemp("env") / "mzdata", *SERVER_ARGS,
+               "--metrics-listen", f"127.0.0.1:{metrics_port}").start()
+    s.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
     yield s
     s.stop()
 

@@ -1,0 +1,80 @@
+"""Metrics in Prometheus format (prometheus-client), served over HTTP and mirrored as
+system tables (``mz_internal.mz_coordinator_loop``, ``mz_internal.mz_peek_durations``).
+
+Each Environment has its own registry, so several environments (tests) never share
+counters.
+"""
+
+from __future__ import annotations
+
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+
+#: Peek latency buckets in seconds (also the rows of mz_peek_durations).
+PEEK_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+COMMAND_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
+
+
+class Metrics:
+    def __init__(self):
+        self.registry = CollectorRegistry()
+        self.started = time.monotonic()
+        self.coordinator_busy = Counter(
+            "coordinator_busy_seconds", "Seconds the Coordinator main loop spent processing commands",
+            registry=self.registry)
+        self.coordinator_commands = Histogram(
+            "coordinator_command_duration_seconds", "Duration of Coordinator main loop commands",
+            ["kind"], buckets=COMMAND_BUCKETS, registry=self.registry)
+        self.peeks = Counter("peeks", "Peeks by cluster and outcome", ["cluster", "outcome"], registry=self.registry)
+        self.peek_duration = Histogram(
+            "peek_duration_seconds", "End-to-end peek latency (planning to rows in hand)",
+            ["cluster", "outcome"], buckets=PEEK_BUCKETS, registry=self.registry)
+
+    def track_replicas(self, statuses) -> None:
+        """Report ``replicas{status}`` from ``statuses()`` (a list of status strings) at
+        scrape time, so the gauge is never stale."""
+        from prometheus_client.core import GaugeMetricFamily
+
+        class _Replicas:
+            def collect(self_inner):
+                g = GaugeMetricFamily("replicas", "Replicas by status", labels=["status"])
+                current = statuses()
+                for st in ("healthy", "unhealthy"):
+                    g.add_metric([st], current.count(st))
+                yield g
+
+        self.registry.register(_Replicas())
+
+    def serve(self, host: str, port: int) -> None:
+        """Serve ``/metrics`` on ``host:port`` (a daemon thread)."""
+        start_http_server(port, addr=host, registry=self.registry)
+
+    def observe_command(self, kind: str, seconds: float) -> None:
+        self.coordinator_busy.inc(seconds)
+        self.coordinator_commands.labels(kind).observe(seconds)
+
+    def observe_peek(self, cluster: str, outcome: str, seconds: float) -> None:
+        self.peeks.labels(cluster, outcome).inc()
+        self.peek_duration.labels(cluster, outcome).observe(seconds)
+
+    # -- system tables ----------------------------------------------------------------
+
+    def coordinator_loop_rows(self) -> list[tuple]:
+        """One row: (busy_seconds, wall_seconds, commands)."""
+        busy = self.coordinator_busy._value.get()
+        commands = sum(s.value for m in self.coordinator_commands.collect() for s in m.samples
+                       if s.name.endswith("_count"))
+        return [(float(busy), float(time.monotonic() - self.started), int(commands))]
+
+    def peek_duration_rows(self) -> list[tuple]:
+        """(cluster, outcome, le_seconds, count) per histogram bucket (cumulative, as
+        Prometheus reports them; ``le`` NULL for +Inf)."""
+        rows = []
+        for m in self.peek_duration.collect():
+            for s in m.samples:
+                if s.name.endswith("_bucket"):
+                    le = s.labels["le"]
+                    rows.append((s.labels["cluster"], s.labels["outcome"],
+                                 None if le == "+Inf" else float(le), int(s.value)))
+        return rows
