@@ -7,6 +7,7 @@ Literal). Aggregates are handled by a ``Grouping`` when the query groups.
 
 from __future__ import annotations
 
+import contextvars
 from decimal import Decimal
 from typing import Callable
 
@@ -21,7 +22,7 @@ from catalog.types import SqlType, BOOL, INT4, INT8, NUMERIC, TEXT, UNKNOWN, mak
 from planner import typing as ty
 from planner.consteval import cast_value
 from planner.plan import Project
-from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, is_constant
+from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Param, Subquery, is_constant
 
 
 def _cast_single(plan, t: SqlType):
@@ -29,6 +30,43 @@ def _cast_single(plan, t: SqlType):
     name, ct = plan.columns[0]
     return Project(plan, (coerce(ColRef(0, ct), t),), (name,))
 from planner.scope import Scope
+
+
+class DescribeParams(list):
+    """The ``params`` of a plan made only to describe a statement: ``$n`` plans as a
+    Param whose type is inferred from its use; ``types`` collects the inferences."""
+
+    def __init__(self, n: int, given: dict[int, SqlType] | None = None):
+        super().__init__([None] * n)
+        self.types: dict[int, SqlType] = dict(given or {})
+
+
+_DESCRIBING: contextvars.ContextVar["DescribeParams | None"] = contextvars.ContextVar("describing", default=None)
+
+
+def describing(params: DescribeParams):
+    """Context manager: record parameter type inferences into ``params``."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def cm():
+        token = _DESCRIBING.set(params)
+        try:
+            yield params
+        finally:
+            _DESCRIBING.reset(token)
+
+    return cm()
+
+
+def infer_param(e, target: SqlType):
+    """If ``e`` is a parameter of still unknown type, infer ``target`` for it."""
+    if isinstance(e, Param) and e.type.name == "unknown":
+        ctx = _DESCRIBING.get()
+        if ctx is not None:
+            ctx.types.setdefault(e.index, target.unconstrained() if target.name == "numeric" else target)
+        return Param(e.index, target)
+    return None
 
 
 def type_from_ast(tn: ast.TypeName) -> tuple[SqlType, int | None]:
@@ -60,6 +98,9 @@ def coerce(e, target: SqlType, explicit: bool = False):
     converted immediately (PostgreSQL resolves them at parse analysis)."""
     if e.type == target:
         return e
+    p = infer_param(e, target)
+    if p is not None:
+        return p
     if isinstance(e, Literal) and (e.type.name == "unknown" or e.value is None):
         if e.value is None:
             return Literal(None, target)
@@ -210,6 +251,10 @@ class ExprPlanner:
 
     def _ParamRef(self, node: ast.ParamRef):
         n = node.number
+        if isinstance(self.params, DescribeParams):
+            while len(self.params) < n:
+                self.params.append(None)
+            return Param(n, self.params.types.get(n, UNKNOWN))
         if n < 1 or n > len(self.params):
             raise SqlError("42P02", f"there is no parameter ${n}")
         v = self.params[n - 1]
@@ -220,6 +265,9 @@ class ExprPlanner:
     def _TypeCast(self, node: ast.TypeCast):
         target, field = type_from_ast(node.typeName)
         arg = self.plan(node.arg)
+        inferred = infer_param(arg, target)
+        if inferred is not None:
+            return inferred
         if target.name == "interval" and isinstance(arg, Literal) and arg.type.name == "unknown" and arg.value is not None:
             unit = INTERVAL_FIELD_UNITS.get(field) if field is not None else None
             return Literal(parse_interval(arg.value, unit), target)

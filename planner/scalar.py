@@ -75,6 +75,15 @@ class AggCall:
 
 
 @dataclass(frozen=True)
+class Param:
+    """``$n`` while describing a prepared statement: its type is inferred from where it
+    is used (PostgreSQL 55.2.3: Parse leaves unspecified parameter types to the server)."""
+
+    index: int
+    type: SqlType
+
+
+@dataclass(frozen=True)
 class OuterRef:
     """A column of an enclosing query: ``depth`` 1 is the query the subquery sits in."""
 
@@ -141,7 +150,7 @@ def walk(e):
 
 def is_constant(e) -> bool:
     """True when ``e`` references no column (it can be evaluated at plan time)."""
-    if isinstance(e, (ColRef, OuterRef, Subquery)):
+    if isinstance(e, (ColRef, OuterRef, Subquery, Param)):
         return False
     return all(is_constant(c) for c in children(e))
 
@@ -150,7 +159,7 @@ def shift_columns(e, offset: int):
     """``e`` with every ColRef index moved by ``offset`` (for the right side of a join)."""
     if isinstance(e, ColRef):
         return ColRef(e.index + offset, e.type)
-    if isinstance(e, (Literal, OuterRef)):
+    if isinstance(e, (Literal, OuterRef, Param)):
         return e
     if isinstance(e, Subquery):
         return Subquery(e.kind, e.plan, e.type, shift_columns(e.test, offset) if e.test is not None else None, e.func)

@@ -103,8 +103,11 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
 
 def assign_value(e, t: SqlType, column: str):
     """Evaluate constant ``e`` and assign it to a column of type ``t``."""
+    from planner.expr import infer_param
     from planner.scalar import is_constant
 
+    if infer_param(e, t) is not None:
+        return None  # describing a prepared INSERT: the parameter takes the column's type
     if not is_constant(e):
         raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... VALUES may only contain constant expressions")
     v = evaluate(e)

@@ -103,7 +103,7 @@ class ClusterCoordinator:
         return [h for h in self._replicas.values() if h.status == HEALTHY and h.session is not None]
 
     def peek(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
-             statement_timeout_s: float | None = None) -> pa.Table:
+             statement_timeout_s: float | None = None, cancel: threading.Event | None = None) -> pa.Table:
         """Run ``plan`` on every healthy replica (active replication) and return the first
         answer as Arrow; the other replicas' runs are interrupted (Spark Connect tags).
 
@@ -142,6 +142,8 @@ class ClusterCoordinator:
                         continue
                     raise err
                 now = time.monotonic()
+                if cancel is not None and cancel.is_set():
+                    raise SqlError(QUERY_CANCELED, "canceling statement due to user request")
                 if deadline is not None and now >= deadline:
                     raise SqlError(QUERY_CANCELED, "canceling statement due to statement timeout")
                 live = [h for h, f in attempts.values() if not f.done() and h.status == HEALTHY]

@@ -97,8 +97,11 @@ class PgHandler(BuenaVistaHandler):
             self.wfile.write(b"N")  # no SSL / GSSAPI: the client continues in plain text
             return self.handle_startup(conn)
         if code == CANCEL_REQUEST:
-            self.r.read_uint32(), self.r.read_uint32()
-            return None  # cancellation of running peeks is not implemented yet
+            pid, key = self.r.read_uint32(), self.r.read_uint32()
+            ctx = self.server.ctxts.get(pid)
+            if ctx is not None and ctx.secret_key == key:  # a wrong key does nothing
+                ctx.session.cancel()
+            return None
         if code != PROTOCOL_3:
             self.send_error(SqlError("08P01", f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}", severity="FATAL"))
             return None
@@ -153,14 +156,20 @@ class PgHandler(BuenaVistaHandler):
         kind, name = payload[0], payload[1:-1].decode("utf-8")
         try:
             if kind == ord("S"):
+                if name not in ctx.stmts:
+                    raise KeyError(name)
                 sql, oids = ctx.stmts[name]
-                self.send_paramter_description([o or 25 for o in oids] if oids else [])
-                cols = ctx.session.describe(sql, [Literal(None, UNKNOWN)] * max(len(oids), _param_count(sql)))
+                given = {i + 1: t for i, o in enumerate(oids) if o and (t := type_from_oid(o)) is not None}
+                cols, types = ctx.session.describe(sql, max(len(oids), _param_count(sql)), given)
+                resolved = [o if o else t.oid for o, t in zip(list(oids) + [0] * len(types), types)]
+                ctx.stmts[name] = (sql, resolved)  # Bind decodes binary parameters with these
+                self.send_paramter_description(resolved)
                 formats = None
             else:
                 stmt, _, formats = ctx.portals[name]
                 sql, _ = ctx.stmts[stmt]
-                cols = ctx.session.describe(sql, ctx.bound_params(name))
+                cols, _ = ctx.session.describe(sql, 0) if not ctx.portals[name][1] else (
+                    ctx.session.describe_bound(sql, ctx.bound_params(name)), None)
             if cols is None:
                 self.wfile.write(struct.pack("!ci", ServerResponse.NO_DATA, 4))
             else:

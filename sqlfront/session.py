@@ -12,6 +12,7 @@ a failed statement leaves the transaction aborted (25P02) until it ends.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -112,6 +113,8 @@ class Session:
         #: prepared statements of the extended protocol, name -> (sql, param OIDs);
         #: shared with the pgwire layer so DEALLOCATE can drop them.
         self.prepared: dict[str, tuple[str, list[int]]] = {}
+        #: set by a CancelRequest: the running peek stops with 57014
+        self.cancel_event = threading.Event()
 
     # -- entry points -----------------------------------------------------------------
 
@@ -121,7 +124,13 @@ class Session:
         for text in split_statements(sql):
             yield self.execute_one(text, params)
 
+    def cancel(self) -> None:
+        """Cancel the statement running now, if any (PostgreSQL 55.2.7 "Canceling Requests
+        in Progress"); the Spark job is interrupted through its operation tag."""
+        self.cancel_event.set()
+
     def execute_one(self, sql: str, params: list | None = None) -> Result:
+        self.cancel_event.clear()
         stmt = parse_one(sql)
         if self.failed and not _ends_transaction(stmt):
             raise SqlError(IN_FAILED_SQL_TRANSACTION,
@@ -133,17 +142,43 @@ class Session:
                 self.failed = True
             raise
 
-    def describe(self, sql: str, params: list | None = None) -> list[tuple[str, SqlType]] | None:
-        """The columns ``sql`` would return, without executing it (None: no rows)."""
+    def describe(self, sql: str, n_params: int = 0, given: dict[int, SqlType] | None = None):
+        """Describe ``sql`` without executing it.
+
+        Returns ``(columns or None, parameter types)``: the columns it would return
+        (None: no rows) and the type of each ``$n``, inferred from its use where the
+        client left it unspecified (text when nothing constrains it)."""
+        from planner.expr import DescribeParams, describing
+        from planner.writes import plan_delete, plan_insert, plan_update
+
+        stmt = parse_one(sql)
+        params = DescribeParams(n_params, given)
+        cols = None
+        with describing(params):
+            if isinstance(stmt, ast.SelectStmt):
+                cols = self._columns(QueryPlanner(self.env.snapshot, params).plan_select(stmt))
+            elif isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas)):
+                q = self._show_query(stmt)
+                cols = self._columns(QueryPlanner(self.env.snapshot).plan_select(pglast.parse_sql(q)[0].stmt))
+            elif isinstance(stmt, ast.VariableShowStmt):
+                cols = [("name", TEXT), ("setting", TEXT)] if stmt.name.lower() == "all" else [(stmt.name.lower(), TEXT)]
+            elif isinstance(stmt, ast.InsertStmt):
+                plan_insert(self.env.snapshot, stmt, params)
+            elif isinstance(stmt, ast.UpdateStmt):
+                plan_update(self.env.snapshot, stmt, params)
+            elif isinstance(stmt, ast.DeleteStmt):
+                plan_delete(self.env.snapshot, stmt, params)
+            elif isinstance(stmt, ast.ExplainStmt):
+                cols = [("Optimized Plan", TEXT)]
+        types = [params.types.get(i + 1, TEXT) for i in range(len(params))]
+        return cols, types
+
+    def describe_bound(self, sql: str, params: list):
+        """The columns of ``sql`` with its parameters bound (Describe of a portal)."""
         stmt = parse_one(sql)
         if isinstance(stmt, ast.SelectStmt):
             return self._columns(QueryPlanner(self.env.snapshot, params).plan_select(stmt))
-        if isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas)):
-            q = self._show_query(stmt)
-            return self._columns(QueryPlanner(self.env.snapshot).plan_select(pglast.parse_sql(q)[0].stmt))
-        if isinstance(stmt, ast.VariableShowStmt):
-            return [(stmt.name.lower(), TEXT)]
-        return None
+        return self.describe(sql, len(params))[0]
 
     # -- dispatch ---------------------------------------------------------------------
 
@@ -250,7 +285,7 @@ class Session:
             return list(persist.snapshot(table.shard_id, as_of).urls)
 
         result = cc.peek(plan, scan, self.env.builtin_rows, self.env.config.replica_wait_s,
-                         self.vars.statement_timeout_s())
+                         self.vars.statement_timeout_s(), self.cancel_event)
         return arrow_rows(result)
 
     def _show_query(self, stmt) -> str:

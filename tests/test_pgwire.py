@@ -1,0 +1,68 @@
+"""What drivers rely on: prepared statements, parameters, binary results, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from decimal import Decimal
+
+import asyncpg
+import psycopg
+import pytest
+
+
+def test_prepared_insert_runs_exactly_n_times(conn):
+    conn.execute("CREATE TABLE prep (a int, b text)")
+    try:
+        for i in range(7):
+            conn.execute("INSERT INTO prep VALUES (%s, %s)", (i, f"v{i}"), prepare=True)
+        assert conn.execute("SELECT count(*), sum(a) FROM prep").fetchone() == (7, 21)
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO prep VALUES (%s, %s)", [(100 + i, None) for i in range(5)])
+        assert conn.execute("SELECT count(*) FROM prep WHERE b IS NULL").fetchone() == (5,)
+    finally:
+        conn.execute("DROP TABLE prep")
+
+
+def test_psycopg_parameters_and_binary(conn):
+    assert conn.execute("SELECT %s::int + 1, %s || 'x', %s::date", (41, "a", dt.date(2024, 1, 2))).fetchone() == \
+        (42, "ax", dt.date(2024, 1, 2))
+    cur = conn.cursor(binary=True)
+    row = cur.execute("SELECT 1::int2, 2::int4, 3::int8, 1.5::float4, 2.5::float8, 1.25::numeric(5,2),"
+                      " 'x'::text, 'y'::varchar(3), 'z'::char(2), true, date '2024-02-29',"
+                      " timestamp '2024-02-29 12:34:56.5', interval '1 day 2 hours'").fetchone()
+    assert row == (1, 2, 3, 1.5, 2.5, Decimal("1.25"), "x", "y", "z ", True, dt.date(2024, 2, 29),
+                   dt.datetime(2024, 2, 29, 12, 34, 56, 500000), dt.timedelta(days=1, hours=2))
+
+
+def test_asyncpg_prepare_parameters_and_cancel(server, conn):
+    conn.execute("CREATE TABLE ap (a int, d date, n numeric(10,2))")
+    conn.execute("CREATE TABLE big (x int)")
+    conn.execute("INSERT INTO big SELECT * FROM (VALUES " + ",".join(f"({i})" for i in range(2000)) + ") v")
+
+    async def run():
+        c = await asyncpg.connect(host="127.0.0.1", port=server.port, user="materialize", database="materialize")
+        try:
+            ins = await c.prepare("INSERT INTO ap VALUES ($1, $2, $3)")
+            for i in range(4):
+                await ins.fetch(i, dt.date(2024, 1, 1 + i), Decimal("1.50") * i)
+            await c.executemany("INSERT INTO ap VALUES ($1, $2, $3)", [(10, None, None), (11, None, Decimal("2"))])
+            assert await c.fetchval("SELECT count(*) FROM ap") == 6
+            rows = await c.fetch("SELECT a, d FROM ap WHERE a > $1 AND d < $2 ORDER BY a", 0, dt.date(2024, 1, 4))
+            assert [tuple(r) for r in rows] == [(1, dt.date(2024, 1, 2)), (2, dt.date(2024, 1, 3))]
+            assert await c.fetchval("SELECT sum(n) FROM ap WHERE a = ANY (SELECT a FROM ap WHERE a < $1)", 3) == \
+                Decimal("4.50")
+            # A query that would run for minutes is cancelled by the driver's timeout.
+            with pytest.raises(asyncio.TimeoutError):
+                await c.fetchval("SELECT count(*) FROM big a, big b, big c WHERE a.x + b.x + c.x = -1", timeout=2)
+            assert await c.fetchval("SELECT 1 + 1") == 2
+        finally:
+            await c.close()
+
+    try:
+        asyncio.run(run())
+        # The session that was cancelled keeps working, and so does the replica.
+        assert conn.execute("SELECT count(*) FROM big").fetchone() == (2000,)
+    finally:
+        conn.execute("DROP TABLE ap")
+        conn.execute("DROP TABLE big")
