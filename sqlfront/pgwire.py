@@ -19,12 +19,12 @@ from buenavista.postgres import (
     BuenaVistaHandler, BuenaVistaServer, BVBuffer, BVContext, ServerResponse, TransactionStatus,
 )
 
-from catalog.errors import SqlError, INTERNAL_ERROR
+from catalog.errors import SqlError, INTERNAL_ERROR, QUERY_CANCELED
 from catalog.types import UNKNOWN, type_from_oid
 from planner.scalar import Literal
 from sqlfront.environment import Environment
 from sqlfront.pgtypes import encoder
-from sqlfront.session import Result, Session
+from sqlfront.session import CopyIn, CopyOut, Result, Session
 from sqlfront.vars import REPORTED, display_name
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,11 @@ class PgHandler(BuenaVistaHandler):
             return
         try:
             for result in ctx.session.execute(sql):
-                if result.columns is not None:
+                if isinstance(result, CopyIn):
+                    result = self.copy_in(ctx, result)
+                elif isinstance(result, CopyOut):
+                    result = self.copy_out(result)
+                elif result.columns is not None:
                     self.send_columns(result.columns, None)
                     self.send_rows(result, None, 0, 0)
                 self.send_command_complete(result.tag + "\x00")
@@ -149,6 +153,50 @@ class PgHandler(BuenaVistaHandler):
             log.exception("internal error")
             self.send_error(SqlError(INTERNAL_ERROR, f"internal error: {e}"))
         self.send_ready_for_query(ctx)
+
+    # -- COPY -----------------------------------------------------------------------------
+
+    def copy_in(self, ctx: PgContext, c: CopyIn) -> Result:
+        """CopyInResponse, then CopyData until CopyDone (or CopyFail) (PostgreSQL 55.2.6)."""
+        n = len(c.table.columns)
+        self.wfile.write(b"G" + struct.pack("!ibh", 4 + 1 + 2 + 2 * n, 0, n) + struct.pack(f"!{n}h", *([0] * n)))
+        self.wfile.flush()
+        chunks = []
+        while True:
+            kind = self.r.read_byte()
+            if not kind:
+                raise ConnectionError("client closed the connection during COPY")
+            size = self.r.read_uint32()
+            body = self.r.read_bytes(size - 4) if size > 4 else b""
+            if kind == b"d":
+                chunks.append(body)
+            elif kind == b"c":
+                break
+            elif kind == b"f":
+                reason = body.rstrip(b"\x00").decode("utf-8", "replace")
+                raise SqlError(QUERY_CANCELED, f"COPY from stdin failed: {reason}")
+            elif kind in (b"H", b"S"):
+                continue
+            else:
+                raise SqlError("08P01", f"unexpected message type 0x{kind.hex()} during COPY from stdin")
+        return ctx.session.finish_copy(c, b"".join(chunks))
+
+    def copy_out(self, c: CopyOut) -> Result:
+        from sqlfront.copy import format_copy_row
+
+        n = len(c.columns)
+        self.wfile.write(b"H" + struct.pack("!ibh", 4 + 1 + 2 + 2 * n, 0, n) + struct.pack(f"!{n}h", *([0] * n)))
+        types = [t for _, t in c.columns]
+        out = []
+        for row in c.rows:
+            data = format_copy_row(row, types)
+            out.append(b"d" + struct.pack("!i", len(data) + 4) + data)
+            if len(out) >= 512:
+                self.wfile.write(b"".join(out))
+                out = []
+        out.append(b"c" + struct.pack("!i", 4))
+        self.wfile.write(b"".join(out))
+        return Result(f"COPY {len(c.rows)}")
 
     # -- extended query -----------------------------------------------------------------
 

@@ -45,6 +45,19 @@ COMPACT_AFTER_PARTS = 8
 
 
 @dataclass
+class CopyIn:
+    """``COPY t FROM STDIN``: the wire layer collects the data, then calls ``finish``."""
+
+    table: Table
+    fmt: str
+    delimiter: str | None
+    null: str | None
+    header: bool
+    tag: str = "COPY"
+    columns: None = None
+
+
+@dataclass
 class Result:
     """One statement's outcome: a command tag and, for row-returning statements, the
     columns (name, SqlType) and rows (tuples of Python values)."""
@@ -338,30 +351,31 @@ class Session:
         if len(state.parts) > COMPACT_AFTER_PARTS:
             self.env.persist.compact(table.shard_id, COMPACT_AFTER_PARTS)
 
-    def _copy(self, stmt: ast.CopyStmt) -> Result:
-        if not stmt.is_from or stmt.query is not None:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "COPY TO is not supported yet")
-        if stmt.filename is None:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "COPY FROM STDIN is not supported yet")
+    def _copy(self, stmt: ast.CopyStmt):
+        opts = _copy_options(stmt)
+        if not stmt.is_from:
+            if stmt.filename is not None:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "COPY TO a file is not supported; use COPY ... TO STDOUT")
+            if opts.get("format", "text") not in ("text",):
+                raise SqlError(FEATURE_NOT_SUPPORTED, "COPY TO STDOUT supports the text format only")
+            if stmt.query is not None:
+                select = stmt.query
+            else:
+                select = pglast.parse_sql(f"SELECT * FROM {_quote_ident(stmt.relation.relname)}")[0].stmt
+            r = self._select(select, None)
+            return CopyOut(r.columns, r.rows)
         snap = self.env.snapshot
         rel = snap.resolve_relation(stmt.relation.schemaname, stmt.relation.relname)
         if rel.builtin:
             raise SqlError("42809", f'cannot copy to system table "{rel.name}"')
         if stmt.attlist:
             raise SqlError(FEATURE_NOT_SUPPORTED, "COPY with a column list is not supported yet")
-        opts = {}
-        for o in stmt.options or ():
-            v = o.arg
-            if isinstance(v, ast.String):
-                v = v.sval
-            elif isinstance(v, ast.Integer):
-                v = str(v.ival)
-            elif isinstance(v, ast.Boolean):
-                v = "true" if v.boolval else "false"
-            elif v is None:
-                v = "true"
-            opts[o.defname.lower()] = str(v)
         fmt = opts.get("format", "text").lower()
+        if stmt.filename is None:
+            if fmt not in ("text", "csv"):
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"COPY FROM STDIN supports text and csv, not {fmt}")
+            return CopyIn(rel, fmt, opts.get("delimiter"), opts.get("null"),
+                          opts.get("header", "false").lower() in ("true", "on", "1"))
         if fmt == "text":
             fmt, delimiter = "csv", opts.get("delimiter", "\t")
             null = opts.get("null", "\\N")
@@ -371,6 +385,16 @@ class Session:
                          delimiter=delimiter, null=null)
         self._write(rel, data)
         return Result(f"COPY {data.num_rows}")
+
+    def finish_copy(self, c: CopyIn, data: bytes) -> Result:
+        """Parse the data of ``COPY ... FROM STDIN`` and write it: all rows or none."""
+        from sqlfront.copy import parse_copy
+
+        rows = parse_copy(c.table, data, c.fmt, c.delimiter, c.null, c.header)
+        for r in rows:
+            check_not_null(c.table, r)
+        self._write(c.table, rows_to_arrow(c.table, rows))
+        return Result(f"COPY {len(rows)}")
 
     # -- tables -----------------------------------------------------------------------
 
@@ -525,6 +549,35 @@ class Session:
 
     def close(self) -> None:
         self._pending_writes = []
+
+
+@dataclass
+class CopyOut:
+    """``COPY (query) TO STDOUT``: rows the wire layer sends as CopyData."""
+
+    columns: list
+    rows: list
+    tag: str = "COPY"
+
+
+def _copy_options(stmt: ast.CopyStmt) -> dict[str, str]:
+    opts = {}
+    for o in stmt.options or ():
+        v = o.arg
+        if isinstance(v, ast.String):
+            v = v.sval
+        elif isinstance(v, ast.Integer):
+            v = str(v.ival)
+        elif isinstance(v, ast.Boolean):
+            v = "true" if v.boolval else "false"
+        elif v is None:
+            v = "true"
+        opts[o.defname.lower()] = str(v).lower() if o.defname.lower() in ("format", "header") else str(v)
+    return opts
+
+
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 def _ends_transaction(stmt) -> bool:

@@ -66,3 +66,45 @@ def test_asyncpg_prepare_parameters_and_cancel(server, conn):
     finally:
         conn.execute("DROP TABLE ap")
         conn.execute("DROP TABLE big")
+
+
+def test_copy_from_stdin_and_to_stdout(conn):
+    conn.execute("CREATE TABLE cp (a int, b text, c numeric(6,2))")
+    try:
+        with conn.cursor().copy("COPY cp FROM STDIN") as copy:
+            copy.write("1\tone\t1.5\n2\t\\N\t2.25\n3\ttab\\there\t\\N\n")
+        with conn.cursor().copy("COPY cp FROM STDIN (FORMAT CSV, HEADER true)") as copy:
+            copy.write('a,b,c\n4,"quoted, comma",4.00\n5,,\n')
+        rows = conn.execute("SELECT a, b, c FROM cp ORDER BY a").fetchall()
+        assert rows == [(1, "one", Decimal("1.50")), (2, None, Decimal("2.25")), (3, "tab\there", None),
+                        (4, "quoted, comma", Decimal("4.00")), (5, None, None)]
+        out = bytearray()
+        with conn.cursor().copy("COPY (SELECT a, b FROM cp WHERE a <= 3 ORDER BY a) TO STDOUT") as copy:
+            for chunk in copy:
+                out += chunk
+        assert bytes(out) == b"1\tone\n2\t\\N\n3\ttab\\there\n"
+        # A bad row rejects the whole COPY, and the session stays usable.
+        with pytest.raises(psycopg.Error) as ei:
+            with conn.cursor().copy("COPY cp FROM STDIN") as copy:
+                copy.write("6\tsix\t6\nseven\tx\t7\n")
+        assert ei.value.sqlstate == "22P02"
+        assert conn.execute("SELECT count(*) FROM cp").fetchone() == (5,)
+    finally:
+        conn.execute("DROP TABLE cp")
+
+
+def test_psql_copy_meta_command(server, tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("psql") is None:
+        pytest.skip("psql (PostgreSQL's client) is not installed")
+    src = tmp_path / "rows.csv"
+    src.write_text("1,a\n2,b\n")
+    cmd = ["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(server.port),
+           "-U", "materialize", "materialize"]
+    script = (f"CREATE TABLE pc (a int, b text);\n\\copy pc FROM '{src}' WITH (FORMAT csv)\n"
+              "SELECT a, b FROM pc ORDER BY a;\nDROP TABLE pc;\n")
+    out = subprocess.run(cmd, input=script, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "1|a\n2|b" in out.stdout
