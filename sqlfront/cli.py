@@ -23,6 +23,17 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 @click.group()
 def main() -> None:
     """sqlfront: a PostgreSQL-wire SQL front end whose clusters run on Spark."""
@@ -41,10 +52,12 @@ def main() -> None:
 @click.option("--metrics-listen", default=None, help="Serve Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:6878).")
 @click.option("--max-peeks-per-replica", default=8, show_default=True, type=click.IntRange(1),
               help="Peeks running at once on one replica; more wait in line.")
+@click.option("--password-file", default=None, type=click.Path(dir_okay=False, exists=True),
+              help="File holding the password clients must give (SCRAM-SHA-256). Also: $SQLFRONT_PASSWORD.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
 def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, metrics_listen,
-          max_peeks_per_replica, log_level) -> None:
+          max_peeks_per_replica, password_file, log_level) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("py4j", "pyspark", "grpc"):
@@ -53,6 +66,15 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     from sqlfront.pgwire import PgServer
 
     host, port = parse_listen(listen)
+    password = os.environ.get("SQLFRONT_PASSWORD") or None
+    if password_file:
+        password = Path(password_file).read_text().rstrip("\n")
+        if not password:
+            raise click.BadParameter("the password file is empty", param_hint="--password-file")
+    if password is None and not is_loopback(host):
+        raise click.ClickException(
+            f"refusing to listen on {listen} without a password: anyone who can reach it could connect. "
+            "Set --password-file (or SQLFRONT_PASSWORD), or listen on 127.0.0.1.")
     try:
         sizes = parse_sizes(cluster_replica_sizes) if cluster_replica_sizes else default_sizes()
     except (ValueError, OSError) as e:
@@ -74,7 +96,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     try:
-        server = PgServer((host, port), env)
+        server = PgServer((host, port), env, password=password)
     except OSError as e:
         raise click.ClickException(f"cannot listen on {listen}: {e}")
     env.start()

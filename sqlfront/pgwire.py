@@ -29,6 +29,14 @@ from sqlfront.vars import REPORTED, display_name
 
 log = logging.getLogger(__name__)
 
+MAX_STARTUP = 10_000
+MAX_MESSAGE = 1 << 30
+
+
+class ProtocolViolation(Exception):
+    """The client broke the protocol: the connection is closed with FATAL 08P01."""
+
+
 SSL_REQUEST = 80877103
 GSSENC_REQUEST = 80877104
 CANCEL_REQUEST = 80877102
@@ -56,6 +64,7 @@ class PgContext(BVContext):
     def __init__(self, session: Session, params: dict[str, str]):
         super().__init__(session, None, params)
         self.stmts = session.prepared
+        self.reported: dict[str, str] = {}
         self.suspended: dict[str, tuple[Result, int]] = {}
 
     def transaction_status(self):
@@ -84,6 +93,8 @@ class PgContext(BVContext):
 class PgHandler(BuenaVistaHandler):
     """One client connection."""
 
+    wbufsize = 1 << 16  # buffered: messages of one response go out together; flushed per message read
+
     @property
     def env(self) -> Environment:
         return self.server.conn.env
@@ -95,6 +106,7 @@ class PgHandler(BuenaVistaHandler):
         code = self.r.read_uint32()
         if code in (SSL_REQUEST, GSSENC_REQUEST):
             self.wfile.write(b"N")  # no SSL / GSSAPI: the client continues in plain text
+            self.wfile.flush()
             return self.handle_startup(conn)
         if code == CANCEL_REQUEST:
             pid, key = self.r.read_uint32(), self.r.read_uint32()
@@ -105,31 +117,168 @@ class PgHandler(BuenaVistaHandler):
         if code != PROTOCOL_3:
             self.send_error(SqlError("08P01", f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}", severity="FATAL"))
             return None
-        raw = self.r.read_bytes(msglen - 4).split(b"\x00")
+        if not 8 <= msglen + 4 <= MAX_STARTUP:
+            raise ProtocolViolation("invalid startup packet length")
+        raw = self._read_exact(msglen - 4).split(b"\x00")
         msg = [x.decode("utf-8", "replace") for x in raw]
         params = dict(zip(msg[::2], msg[1::2]))
+        user = params.get("user", "")
+        if self.server.password is not None and not self._authenticate(user):
+            return None
         session = Session(self.env, {k: v for k, v in params.items() if k not in ("user", "database")})
         ctx = PgContext(session, params)
         self.send_authentication_ok()
         self.handle_post_auth(ctx)
+        self.wfile.flush()
         return ctx
 
+    def _authenticate(self, user: str) -> bool:
+        """SCRAM-SHA-256 (PostgreSQL 55.3.1). On failure sends FATAL 28P01 and returns False."""
+        from sqlfront.auth import MECHANISM, ScramServer
+
+        def auth_msg(code: int, data: bytes = b"") -> None:
+            self.wfile.write(b"R" + struct.pack("!ii", 8 + len(data), code) + data)
+            self.wfile.flush()
+
+        def read_password_message() -> bytes:
+            kind = self.r.read_byte()
+            if kind != b"p":
+                raise ProtocolViolation("expected a SASL response")
+            size = self.r.read_uint32()
+            if not 4 <= size <= MAX_STARTUP:
+                raise ProtocolViolation("invalid SASL message length")
+            return self._read_exact(size - 4)
+
+        auth_msg(10, MECHANISM.encode() + b"\x00\x00")
+        body = read_password_message()
+        mech, _, rest = body.partition(b"\x00")
+        scram = ScramServer(self.server.password)
+        try:
+            if mech.decode() != MECHANISM or len(rest) < 4:
+                raise ValueError("unsupported SASL mechanism")
+            (n,) = struct.unpack("!i", rest[:4])
+            auth_msg(11, scram.first(rest[4 : 4 + n].decode()).encode())
+            final = scram.final(read_password_message().decode())
+        except (ValueError, UnicodeDecodeError):
+            final = None
+        if final is None:
+            self.send_error(SqlError("28P01", f'password authentication failed for user "{user}"', severity="FATAL"))
+            return False
+        auth_msg(12, final.encode())
+        return True
+
+    def _read_exact(self, n: int) -> bytes:
+        data = self.r.read_bytes(n)
+        if len(data) != n:
+            raise ConnectionError("connection closed mid-message")
+        return data
+
     def handle_post_auth(self, ctx: PgContext):
-        self.send_parameter_status({display_name(k): ctx.session.vars.get(k) for k in REPORTED})
+        ctx.reported = {k: ctx.session.vars.get(k) for k in REPORTED}
+        self.send_parameter_status({display_name(k): v for k, v in ctx.reported.items()})
         self.send_backend_key_data(ctx)
         self.send_ready_for_query(ctx)
         ctx.authenticated = True
 
     def handle(self):
+        """The message loop (buenavista's, with lengths checked: a malformed or truncated
+        message closes this connection with an error and nothing else)."""
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
+        self.r = BVBuffer(self.rfile)
+        ctx = None
         try:
-            super().handle()
+            ctx = self.handle_startup(self.server.conn)
+            if ctx:
+                self.server.ctxts[ctx.process_id] = ctx
+            while ctx:
+                type_code = self.r.read_byte()
+                if not type_code or type_code == b"X":
+                    break
+                header = self.rfile.read(4)
+                if len(header) != 4:
+                    break
+                (msglen,) = struct.unpack("!I", header)
+                if not 4 <= msglen <= MAX_MESSAGE:
+                    raise ProtocolViolation(f"invalid message length {msglen}")
+                payload = self._read_exact(msglen - 4) if msglen > 4 else b""
+                self.dispatch(ctx, type_code, payload)
+                self.wfile.flush()
+        except ProtocolViolation as e:
+            self._fatal(SqlError("08P01", str(e), severity="FATAL"))
+        except (ConnectionError, OSError):
+            pass
+        except Exception as e:  # a bug, or garbage a handler choked on: drop this connection only
+            log.warning("closing connection after %s: %s", type(e).__name__, e)
+            self._fatal(SqlError("08P01", f"protocol error: {e}", severity="FATAL"))
         finally:
+            if ctx:
+                self.server.ctxts.pop(ctx.process_id, None)
+                ctx.session.close()
+            try:
+                self.wfile.flush()
+            except OSError:
+                pass
             try:
                 self.request.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
 
+    def _fatal(self, e: SqlError) -> None:
+        try:
+            self.send_error(e)
+            self.wfile.flush()
+        except OSError:
+            pass
+
+    def dispatch(self, ctx: PgContext, kind: bytes, payload: bytes) -> None:
+        if kind == b"Q":
+            self.handle_query(ctx, payload)
+        elif kind == b"P":
+            self.handle_parse(ctx, payload)
+        elif kind == b"B":
+            self.handle_bind(ctx, payload)
+        elif kind == b"D":
+            self.handle_describe(ctx, payload)
+        elif kind == b"E":
+            self.handle_execute(ctx, payload)
+        elif kind == b"C":
+            self.handle_close(ctx, payload)
+        elif kind == b"S":
+            ctx.sync()
+            self.send_ready_for_query(ctx)
+        elif kind == b"H":
+            pass
+        elif kind in (b"d", b"c", b"f"):
+            pass  # COPY data outside a COPY: ignored, as PostgreSQL does
+        else:
+            raise ProtocolViolation(f"invalid frontend message type {kind!r}")
+
+    def handle_parse(self, ctx: PgContext, payload: bytes):
+        try:
+            a = payload.index(b"\x00")
+            name = payload[:a].decode("utf-8")
+            b = payload.index(b"\x00", a + 1)
+            sql = payload[a + 1 : b].decode("utf-8")
+            (n,) = struct.unpack_from("!h", payload, b + 1)
+            oids = list(struct.unpack_from(f"!{n}I", payload, b + 3)) if n > 0 else []
+        except (ValueError, struct.error, UnicodeDecodeError) as e:
+            self.send_error(SqlError("08P01", f"invalid Parse message: {e}"), ctx)
+            return
+        ctx.stmts[name] = (sql, oids)
+        self.send_parse_complete()
+
     # -- simple query -------------------------------------------------------------------
+
+    def report_changes(self, ctx: PgContext) -> None:
+        """ParameterStatus for reported variables a SET/RESET changed (PostgreSQL 55.2.7)."""
+        changed = {}
+        for k in REPORTED:
+            v = ctx.session.vars.get(k)
+            if ctx.reported.get(k) != v:
+                ctx.reported[k] = v
+                changed[display_name(k)] = v
+        if changed:
+            self.send_parameter_status(changed)
 
     def handle_query(self, ctx: PgContext, payload: bytes):
         sql = payload.decode("utf-8").rstrip("\x00")
@@ -147,6 +296,8 @@ class PgHandler(BuenaVistaHandler):
                     self.send_columns(result.columns, None)
                     self.send_rows(result, None, 0, 0)
                 self.send_command_complete(result.tag + "\x00")
+                if result.tag in ("SET", "RESET"):
+                    self.report_changes(ctx)
         except SqlError as e:
             self.send_error(e)
         except Exception as e:  # a bug: report it, keep the session
@@ -255,6 +406,8 @@ class PgHandler(BuenaVistaHandler):
                     self.send_command_complete(f"SELECT {len(result.rows)}\x00")
                     return
             self.send_command_complete(result.tag + "\x00")
+            if result.tag in ("SET", "RESET"):
+                self.report_changes(ctx)
         except KeyError:
             self.send_error(SqlError("34000", f'portal "{portal}" does not exist'), ctx)
         except SqlError as e:
@@ -399,9 +552,11 @@ class PgServer(BuenaVistaServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], env: Environment):
+    def __init__(self, address: tuple[str, int], env: Environment, password: str | None = None):
         super().__init__(address, EnvironmentConnection(env))
         self.RequestHandlerClass = PgHandler
+        #: SCRAM-SHA-256 password every user must give; None means trust
+        self.password = password
 
     def verify_request(self, request, client_address) -> bool:
         return True  # the listen address decides who can connect (127.0.0.1 by default)

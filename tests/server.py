@@ -24,7 +24,8 @@ def free_port() -> int:
 class Server:
     """A server process on a free port with its own data directory."""
 
-    def __init__(self, data_dir: Path, *extra_args: str):
+    def __init__(self, data_dir: Path, *extra_args: str, password: str | None = None):
+        self.password = password
         self.data_dir = Path(data_dir)
         self.port = free_port()
         self.extra_args = extra_args
@@ -33,7 +34,8 @@ class Server:
 
     @property
     def url(self) -> str:
-        return f"postgresql://materialize@127.0.0.1:{self.port}/materialize"
+        auth = f"materialize:{self.password}" if self.password else "materialize"
+        return f"postgresql://{auth}@127.0.0.1:{self.port}/materialize"
 
     def start(self, wait_replicas: bool = True, timeout: float = 180) -> "Server":
         cmd = [sys.executable, "-m", "sqlfront.cli", "serve", "--listen", f"127.0.0.1:{self.port}",
