@@ -12,7 +12,7 @@ from typing import Callable
 
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column
-from catalog.types import FLOAT8, INT8, TEXT
+from catalog.types import BOOL, FLOAT8, INT8, TEXT
 
 MZ_CLUSTERS = BuiltinTable(
     "s1",
@@ -78,10 +78,21 @@ MZ_PEEK_DURATIONS = BuiltinTable(
      Column("count", INT8, False)),
 )
 
+MZ_COLUMNS = BuiltinTable(
+    "s8",
+    "mz_catalog",
+    "mz_columns",
+    (Column("id", TEXT, False), Column("name", TEXT, False), Column("position", INT8, False),
+     Column("nullable", BOOL, False), Column("type", TEXT, False)),
+)
+
+MZ_SCHEMAS = BuiltinTable("s9", "mz_catalog", "mz_schemas", (Column("id", TEXT, False), Column("name", TEXT, False)))
+MZ_DATABASES = BuiltinTable("s10", "mz_catalog", "mz_databases", (Column("id", TEXT, False), Column("name", TEXT, False)))
+
 #: builtin tables whose rows come from environmentd's metrics, not from the catalog
 METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS)
 
-BUILTIN_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS)
+BUILTIN_TABLES = (MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
@@ -95,6 +106,14 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
             (s.name, s.workers, s.scale, s.cpu_limit, f"{s.memory_limit}MiB" if s.memory_limit else None)
             for s in (sizes or {}).values()
         ]
+    if table.id == MZ_COLUMNS.id:
+        rels = list(snap.tables.values()) + list(snap.views.values()) + list(snap.builtins.values())
+        return [(r.id, c.name, i + 1, c.nullable, c.type.sql()) for r in rels for i, c in enumerate(r.columns)]
+    if table.id == MZ_SCHEMAS.id:
+        return [("u3", "public"), ("s1", "mz_catalog"), ("s2", "pg_catalog"), ("s4", "mz_internal"),
+                ("s5", "information_schema")]
+    if table.id == MZ_DATABASES.id:
+        return [("u1", "materialize")]
     if table.id == MZ_TABLES.id:
         return [(t.id, t.schema, t.name) for t in sorted(snap.tables.values(), key=_id_order)]
     if table.id == MZ_VIEWS.id:

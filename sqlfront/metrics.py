@@ -30,6 +30,12 @@ class Metrics:
         self.peek_duration = Histogram(
             "peek_duration_seconds", "End-to-end peek latency (planning to rows in hand)",
             ["cluster", "outcome"], buckets=PEEK_BUCKETS, registry=self.registry)
+        self.phases = Counter("statement_phase_seconds", "Seconds spent per phase of statement processing",
+                              ["phase"], registry=self.registry)
+
+    def phase(self, name: str, seconds: float) -> None:
+        """Time spent in a phase of statement processing (parse, plan, execute, server)."""
+        self.phases.labels(name).inc(seconds)
 
     def track_replicas(self, statuses) -> None:
         """Report ``replicas{status}`` from ``statuses()`` (a list of status strings) at

@@ -84,7 +84,17 @@ class ShowClusterReplicas:
     where: str | None = None
 
 
-MzStatement = (CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+@dataclass(frozen=True)
+class ShowObjects:
+    """SHOW TABLES [FROM schema] | SHOW COLUMNS FROM t | SHOW SCHEMAS | SHOW DATABASES."""
+
+    kind: str  # tables, columns, schemas, databases
+    target: str | None = None
+    like: str | None = None
+    where: str | None = None
+
+
+MzStatement = (ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
                | ShowClusters | ShowClusterReplicas)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
@@ -264,6 +274,19 @@ class _Parser:
             new = self.ident()
             self.done()
             return AlterClusterRename(name, new)
+        for kind in ("TABLES", "SCHEMAS", "DATABASES", "VIEWS"):
+            if self.accept("SHOW", kind):
+                target = self.ident() if self.accept("FROM") else None
+                like, where = self.show_filter()
+                return ShowObjects(kind.lower(), target, like, where)
+        if self.accept("SHOW", "COLUMNS"):
+            if not (self.accept("FROM") or self.accept("IN")):
+                raise self.error("FROM")
+            target = self.ident()
+            if self.accept_punct("."):
+                target = self.ident()
+            like, where = self.show_filter()
+            return ShowObjects("columns", target, like, where)
         if self.accept("SHOW", "CLUSTERS"):
             like, where = self.show_filter()
             return ShowClusters(like, where)
@@ -284,7 +307,8 @@ class _Parser:
         return None, None
 
 
-_STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER")}
+_STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER"),
+           ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS")}
 
 
 def parse_mz(sql: str) -> MzStatement | None:

@@ -144,7 +144,15 @@ class Session:
 
     def execute_one(self, sql: str, params: list | None = None) -> Result:
         self.cancel_event.clear()
+        t0 = time.perf_counter()
+        try:
+            return self._execute_one(sql, params, t0)
+        finally:
+            self.env.metrics.phase("server", time.perf_counter() - t0)
+
+    def _execute_one(self, sql: str, params, t0: float) -> Result:
         stmt = parse_one(sql)
+        self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not _ends_transaction(stmt):
             raise SqlError(IN_FAILED_SQL_TRANSACTION,
                            "current transaction is aborted, commands ignored until end of transaction block")
@@ -170,7 +178,7 @@ class Session:
         with describing(params):
             if isinstance(stmt, ast.SelectStmt):
                 cols = self._columns(QueryPlanner(self.env.snapshot, params).plan_select(stmt))
-            elif isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas)):
+            elif isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas, mz.ShowObjects)):
                 q = self._show_query(stmt)
                 cols = self._columns(QueryPlanner(self.env.snapshot).plan_select(pglast.parse_sql(q)[0].stmt))
             elif isinstance(stmt, ast.VariableShowStmt):
@@ -211,7 +219,7 @@ class Session:
         if isinstance(stmt, mz.AlterClusterRename):
             self._ddl(ddl.rename_cluster(stmt))
             return Result("ALTER CLUSTER")
-        if isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas)):
+        if isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas, mz.ShowObjects)):
             return self._select(pglast.parse_sql(self._show_query(stmt))[0].stmt, None, tag="SHOW")
         if isinstance(stmt, ast.SelectStmt):
             return self._select(stmt, params)
@@ -260,8 +268,12 @@ class Session:
         if self._pending_writes:
             raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
         snap = self.env.snapshot
+        t = time.perf_counter()
         pq = QueryPlanner(snap, params).plan_select(stmt)
+        t1 = time.perf_counter()
+        self.env.metrics.phase("plan", t1 - t)
         rows = self.peek(pq.plan)
+        self.env.metrics.phase("execute", time.perf_counter() - t1)
         return Result(f"SELECT {len(rows)}", self._columns(pq), rows)
 
     def peek(self, plan, pinned: dict | None = None) -> list[tuple]:
@@ -302,6 +314,8 @@ class Session:
         return arrow_rows(result)
 
     def _show_query(self, stmt) -> str:
+        if isinstance(stmt, mz.ShowObjects):
+            return self._show_objects_query(stmt)
         if isinstance(stmt, mz.ShowClusters):
             base = "SELECT name FROM mz_catalog.mz_clusters"
             col = "name"
@@ -320,6 +334,40 @@ class Session:
         elif stmt.where is not None:
             q += f" WHERE {stmt.where}"
         return q + " ORDER BY 1, 2" if not isinstance(stmt, mz.ShowClusters) else q + " ORDER BY 1"
+
+    def _show_objects_query(self, stmt: mz.ShowObjects) -> str:
+        """SHOW TABLES/VIEWS/COLUMNS/SCHEMAS/DATABASES as queries over mz_catalog (their
+        columns as in Materialize's SQL reference)."""
+        k = stmt.kind
+        if k in ("tables", "views"):
+            schema = stmt.target or "public"
+            if schema not in ("public", "mz_catalog", "mz_internal", "pg_catalog", "information_schema"):
+                raise SqlError("3F000", f"unknown schema '{schema}'")
+            table = "mz_tables" if k == "tables" else "mz_views"
+            base = f"SELECT name, '' AS comment FROM mz_catalog.{table} WHERE schema = {_quote_literal(schema)}"
+            col = "name"
+        elif k == "columns":
+            rel = self.env.snapshot.resolve_relation(None, stmt.target)
+            base = ("SELECT name, nullable, type, '' AS comment, position FROM mz_catalog.mz_columns"
+                    f" WHERE id = {_quote_literal(rel.id)}")
+            q = f"SELECT name, nullable, type, comment FROM ({base}) AS show"
+            if stmt.like is not None:
+                q += f" WHERE name LIKE {_quote_literal(stmt.like)}"
+            elif stmt.where is not None:
+                q += f" WHERE {stmt.where}"
+            return q + " ORDER BY position"
+        elif k == "schemas":
+            base = "SELECT name, '' AS comment FROM mz_catalog.mz_schemas"
+            col = "name"
+        else:
+            base = "SELECT name, '' AS comment FROM mz_catalog.mz_databases"
+            col = "name"
+        q = f"SELECT * FROM ({base}) AS show"
+        if stmt.like is not None:
+            q += f" WHERE {col} LIKE {_quote_literal(stmt.like)}"
+        elif stmt.where is not None:
+            q += f" WHERE {stmt.where}"
+        return q + " ORDER BY 1"
 
     # -- writes -------------------------------------------------------------------------
 
