@@ -378,12 +378,41 @@ def fold(e):
     if is_constant(e):
         return Literal(evaluate(e), e.type)
     if isinstance(e, Call):
-        return Call(e.func, tuple(fold(a) for a in e.args), e.type)
+        return _date_comparison(Call(e.func, tuple(fold(a) for a in e.args), e.type))
     if isinstance(e, Cast):
         return Cast(fold(e.expr), e.type)
     if isinstance(e, Case):
         return Case(tuple((fold(c), fold(r)) for c, r in e.whens), fold(e.else_), e.type)
     return e
+
+
+_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
+
+
+def _date_comparison(e: Call):
+    """``date_col::timestamp <op> timestamp 'x'`` -> ``date_col <op'> date 'x'``: the same
+    truth value (PostgreSQL's date/timestamp comparison), but on the column's own type,
+    so scans can skip Parquet row groups by their date statistics."""
+    if e.func not in _FLIP or len(e.args) != 2:
+        return e
+    a, b = e.args
+    func = e.func
+    if isinstance(a, Literal) and isinstance(b, Cast):
+        a, b, func = b, a, _FLIP[func]
+    if not (isinstance(a, Cast) and a.type.name == "timestamp" and a.expr.type.name == "date"
+            and isinstance(b, Literal) and b.type.name == "timestamp" and b.value is not None):
+        return e
+    from catalog.types import DATE
+
+    ts = b.value
+    d = ts.date()
+    midnight = ts == dt.datetime(d.year, d.month, d.day)
+    if not midnight:
+        # date < 'd 12:00' is date <= d; date >= 'd 12:00' is date > d.
+        if func in ("eq", "ne"):
+            return e
+        func = {"lt": "le", "le": "le", "gt": "gt", "ge": "gt"}[func]
+    return Call(func, (a.expr, Literal(d, DATE)), e.type)
 
 
 __all__ = ["cast_value", "evaluate", "fold", "add_interval", "children"]
