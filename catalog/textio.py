@@ -130,6 +130,8 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
         return parse_date(s)
     if n == "timestamp":
         return parse_timestamp(s)
+    if n == "timestamptz":
+        return parse_timestamptz(s)
     if n == "interval":
         return parse_interval(s)
     raise SqlError(INVALID_TEXT_REPRESENTATION, f"cannot parse text as {t.sql()}")
@@ -164,6 +166,23 @@ def parse_timestamp(s: str) -> dt.datetime:
         return dt.datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(sec or 0), micro)
     except ValueError:
         raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
+
+
+_TZ = re.compile(r"^(.*?)(?:\s*(Z|UTC|[+-]\d{1,2}(?::?\d{2})?))?\s*$", re.I)
+
+
+def parse_timestamptz(s: str) -> dt.datetime:
+    """``timestamp with time zone`` input: an offset (``+02``, ``-05:30``, ``Z``, ``UTC``)
+    or, with none, the session time zone (always UTC here). Returns an aware UTC datetime."""
+    m = _TZ.match(s)
+    base, off = m.group(1), m.group(2)
+    ts = parse_timestamp(base)
+    delta = dt.timedelta(0)
+    if off and off.upper() not in ("Z", "UTC"):
+        sign = -1 if off.startswith("-") else 1
+        digits = off[1:].replace(":", "")
+        delta = sign * dt.timedelta(hours=int(digits[:2] if len(digits) > 2 else digits), minutes=int(digits[2:] or 0) if len(digits) > 2 else 0)
+    return (ts - delta).replace(tzinfo=dt.timezone.utc)
 
 
 _UNITS = {
@@ -291,6 +310,12 @@ def format_text(v, t: SqlType) -> str:
         if v.microsecond:
             s += f".{v.microsecond:06d}".rstrip("0")
         return s
+    if n == "timestamptz":
+        v = v.astimezone(dt.timezone.utc) if v.tzinfo else v
+        s = v.strftime("%Y-%m-%d %H:%M:%S")
+        if v.microsecond:
+            s += f".{v.microsecond:06d}".rstrip("0")
+        return s + "+00"
     if n == "interval":
         return v.pg_text()
     return str(v)

@@ -112,6 +112,7 @@ _INFO = {
     "bpchar": (1042, -1, "S", "character"),
     "date": (1082, 4, "D", "date"),
     "timestamp": (1114, 8, "D", "timestamp without time zone"),
+    "timestamptz": (1184, 8, "D", "timestamp with time zone"),
     "interval": (1186, 16, "T", "interval"),
     "unknown": (705, -2, "X", "unknown"),
 }
@@ -129,6 +130,7 @@ _ARROW = {
     "unknown": pa.string(),
     "date": pa.date32(),
     "timestamp": pa.timestamp("us"),
+    "timestamptz": pa.timestamp("us", tz="UTC"),
     "interval": pa.month_day_nano_interval(),
 }
 
@@ -142,6 +144,7 @@ FLOAT8 = SqlType("float8")
 TEXT = SqlType("text")
 DATE = SqlType("date")
 TIMESTAMP = SqlType("timestamp")
+TIMESTAMPTZ = SqlType("timestamptz")
 INTERVAL = SqlType("interval")
 UNKNOWN = SqlType("unknown")
 
@@ -160,6 +163,7 @@ _ALIASES = {
     "bpchar": "bpchar", "char": "bpchar", "character": "bpchar",
     "date": "date",
     "timestamp": "timestamp", "timestamp without time zone": "timestamp",
+    "timestamptz": "timestamptz", "timestamp with time zone": "timestamptz",
     "interval": "interval",
 }
 

@@ -76,6 +76,16 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
             return v
         if s == "date":
             return dt.datetime(v.year, v.month, v.day)
+    if d == "timestamptz":
+        if s == "timestamptz":
+            return v
+        if s == "timestamp":
+            return v.replace(tzinfo=dt.timezone.utc)
+        if s == "date":
+            return dt.datetime(v.year, v.month, v.day, tzinfo=dt.timezone.utc)
+    if s == "timestamptz" and d in ("timestamp", "date"):
+        naive = v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        return naive if d == "timestamp" else naive.date()
     if d == "interval" and s == "interval":
         return v
     raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")
@@ -144,8 +154,8 @@ def _arith(func: str, a, b, t: SqlType, ta: SqlType, tb: SqlType):
             days = b if func == "add" else -b
             return a + dt.timedelta(days=days)
         return b + dt.timedelta(days=a)
-    if n == "timestamp":
-        ts, iv = (a, b) if ta.name == "timestamp" else (b, a)
+    if n in ("timestamp", "timestamptz"):
+        ts, iv = (a, b) if ta.name == n else (b, a)
         if func == "sub":
             iv = -iv
         return add_interval(ts, iv)

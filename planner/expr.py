@@ -18,7 +18,7 @@ from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_COLUMN,
 )
 from catalog.textio import parse_interval, parse_text, INTERVAL_FIELD_UNITS
-from catalog.types import SqlType, BOOL, INT4, INT8, NUMERIC, TEXT, UNKNOWN, make_type
+from catalog.types import SqlType, BOOL, DATE, INT4, INT8, NUMERIC, TEXT, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, make_type
 from planner import typing as ty
 from planner.consteval import cast_value
 from planner.plan import Project
@@ -67,6 +67,25 @@ def infer_param(e, target: SqlType):
             ctx.types.setdefault(e.index, target.unconstrained() if target.name == "numeric" else target)
         return Param(e.index, target)
     return None
+
+
+_STATEMENT_TIME: contextvars.ContextVar = contextvars.ContextVar("statement_time", default=None)
+
+
+def statement_time():
+    """The current statement's start time (aware, UTC); fixed for the whole statement."""
+    import datetime as _dt
+
+    t = _STATEMENT_TIME.get()
+    if t is None:
+        t = _dt.datetime.now(_dt.timezone.utc)
+        _STATEMENT_TIME.set(t)
+    return t
+
+
+def begin_statement() -> None:
+    """Start a new statement: now() moves on."""
+    _STATEMENT_TIME.set(None)
 
 
 def type_from_ast(tn: ast.TypeName) -> tuple[SqlType, int | None]:
@@ -383,8 +402,12 @@ class ExprPlanner:
         if node.agg_star or node.agg_distinct or node.over is not None:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{name}(...) with * / DISTINCT / OVER is not supported")
         args = [self.plan(a) for a in node.args or ()]
-        if name == "extract":
-            name = "extract"
+        if name in ("now", "transaction_timestamp", "statement_timestamp") and not args:
+            return Literal(statement_time(), TIMESTAMPTZ)
+        if name == "version" and not args:
+            return Literal(f"PostgreSQL 9.5.0 on sqlfront (Materialize-compatible SQL front end on Spark)", TEXT)
+        if name in ("current_schema", "current_database") and not args:
+            return Literal("public" if name == "current_schema" else "materialize", TEXT)
         if name == "nullif" and len(args) == 2:
             _, lt, rt, _ = ty.resolve_binary("=", args[0].type, args[1].type)
             return Call("nullif", (coerce(args[0], lt), coerce(args[1], rt)), lt)
@@ -395,7 +418,25 @@ class ExprPlanner:
         return Call(func, tuple(coerce(a, t) for a, t in zip(args, casts)), result)
 
     def _SQLValueFunction(self, node):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "current_date/current_timestamp are not supported yet")
+        """current_timestamp, current_date, ...: the statement's start time (PostgreSQL:
+        stable within a statement), as a constant, so both execution paths agree."""
+        from pglast.enums import SQLValueFunctionOp as Op
+
+        now = statement_time()
+        op = node.op
+        if op in (Op.SVFOP_CURRENT_TIMESTAMP, Op.SVFOP_CURRENT_TIMESTAMP_N):
+            return Literal(now, TIMESTAMPTZ)
+        if op in (Op.SVFOP_LOCALTIMESTAMP, Op.SVFOP_LOCALTIMESTAMP_N):
+            return Literal(now.replace(tzinfo=None), TIMESTAMP)
+        if op == Op.SVFOP_CURRENT_DATE:
+            return Literal(now.date(), DATE)
+        if op in (Op.SVFOP_CURRENT_USER, Op.SVFOP_SESSION_USER, Op.SVFOP_USER, Op.SVFOP_CURRENT_ROLE):
+            return Literal("materialize", TEXT)
+        if op == Op.SVFOP_CURRENT_CATALOG:
+            return Literal("materialize", TEXT)
+        if op == Op.SVFOP_CURRENT_SCHEMA:
+            return Literal("public", TEXT)
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{op.name} is not supported")
 
     def _SubLink(self, node: ast.SubLink):
         if self.plan_subquery is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from catalog.errors import SqlError, UNDEFINED_FUNCTION, DATATYPE_MISMATCH
 from catalog.types import (
-    SqlType, BOOL, INT4, INT8, NUMERIC, FLOAT4, FLOAT8, TEXT, DATE, TIMESTAMP, INTERVAL, UNKNOWN,
+    SqlType, BOOL, INT4, INT8, NUMERIC, FLOAT4, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ, INTERVAL, UNKNOWN,
 )
 
 NUMERIC_RANK = {"int2": 0, "int4": 1, "int8": 2, "numeric": 3, "float4": 4, "float8": 5}
@@ -50,6 +50,8 @@ def common_type(types: list[SqlType], what: str = "UNION") -> SqlType:
             result = result.unconstrained() if t.name == result.name else TEXT
         elif {t.name, result.name} == {"date", "timestamp"}:
             result = TIMESTAMP
+        elif {t.name, result.name} <= {"date", "timestamp", "timestamptz"}:
+            result = TIMESTAMPTZ
         elif t.name == result.name:
             result = result.unconstrained()
         else:
@@ -106,6 +108,8 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
                 return "sub", DATE, DATE, INT4
             if names in (("date", "interval"), ("timestamp", "interval")):
                 return func, TIMESTAMP, INTERVAL, TIMESTAMP
+            if names == ("timestamptz", "interval"):
+                return func, TIMESTAMPTZ, INTERVAL, TIMESTAMPTZ
             if op == "+" and names in (("interval", "date"), ("interval", "timestamp")):
                 return func, INTERVAL, TIMESTAMP, TIMESTAMP
             if op == "-" and names == ("timestamp", "timestamp"):
@@ -128,6 +132,8 @@ def _comparison_type(op: str, l: SqlType, r: SqlType) -> SqlType:
         return TEXT
     if {l.name, r.name} <= {"date", "timestamp"}:
         return TIMESTAMP if l != r else l
+    if {l.name, r.name} <= {"date", "timestamp", "timestamptz"}:
+        return TIMESTAMPTZ
     if l.name == r.name:
         return l.unconstrained()
     raise _undefined_op(op, l, r)

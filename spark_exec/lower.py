@@ -42,7 +42,7 @@ def spark_type(t: SqlType) -> T.DataType:
         "bool": T.BooleanType(), "int2": T.ShortType(), "int4": T.IntegerType(), "int8": T.LongType(),
         "float4": T.FloatType(), "float8": T.DoubleType(), "text": T.StringType(), "varchar": T.StringType(),
         "bpchar": T.StringType(), "unknown": T.StringType(), "date": T.DateType(),
-        "timestamp": T.TimestampNTZType(), "interval": T.CalendarIntervalType(),
+        "timestamp": T.TimestampNTZType(), "timestamptz": T.TimestampType(), "interval": T.CalendarIntervalType(),
     }[n]
 
 
@@ -365,6 +365,8 @@ def literal(v, t: SqlType) -> SparkColumn:
     n = t.name
     if n == "timestamp":
         return F.lit(v.isoformat(sep=" ")).cast(T.TimestampNTZType())
+    if n == "timestamptz":
+        return F.lit(v.isoformat(sep=" ")).cast(T.TimestampType())
     if n == "interval":
         secs = Decimal(v.micros) / 1_000_000
         return F.make_interval(F.lit(0), F.lit(v.months), F.lit(0), F.lit(v.days), F.lit(0), F.lit(0), F.lit(secs))

@@ -29,7 +29,11 @@ def encoder(t: SqlType, binary: bool) -> Encoder:
     import datetime as dt
     from decimal import Decimal
 
-    py = _PY_TYPE.get(t.oid) or {"numeric": Decimal, "date": dt.date, "timestamp": dt.datetime}[t.name]
+    py = _PY_TYPE.get(t.oid) or {"numeric": Decimal, "date": dt.date, "timestamp": dt.datetime,
+                                 "timestamptz": dt.datetime}[t.name]
+    if t.name == "timestamptz":
+        tz_dumper = adapters.get_dumper_by_oid(t.oid, Format.BINARY)(py)
+        return lambda v: bytes(tz_dumper.dump(v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)))
     dumper = adapters.get_dumper_by_oid(t.oid, Format.BINARY)(py)
     if t.name in ("float4", "float8"):
         return lambda v: bytes(dumper.dump(float(v)))

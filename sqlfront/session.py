@@ -151,6 +151,9 @@ class Session:
             self.env.metrics.phase("server", time.perf_counter() - t0)
 
     def _execute_one(self, sql: str, params, t0: float) -> Result:
+        from planner.expr import begin_statement
+
+        begin_statement()
         stmt = parse_one(sql)
         self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not _ends_transaction(stmt):

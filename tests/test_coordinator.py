@@ -95,3 +95,21 @@ def test_frozen_cluster_does_not_stall_others(server, conn):
     assert waiting_results == [(2,)] * 8
     conn.execute("DROP TABLE iso")
     conn.execute("DROP CLUSTER frozen")
+
+
+def test_now_and_current_date_on_both_paths(conn):
+    import datetime as dt
+
+    conn.execute("CREATE TABLE one_now (x int)")
+    conn.execute("INSERT INTO one_now VALUES (1)")
+    try:
+        before = dt.datetime.now(dt.timezone.utc)
+        fast = conn.execute("SELECT now(), current_timestamp, current_date").fetchone()
+        spark = conn.execute("SELECT now(), now() = current_timestamp FROM one_now").fetchone()
+        after = dt.datetime.now(dt.timezone.utc)
+        assert fast[0] == fast[1] and before - dt.timedelta(seconds=1) <= fast[0] <= after
+        assert fast[2] == before.date() or fast[2] == after.date()
+        assert before - dt.timedelta(seconds=1) <= spark[0] <= after and spark[1] is True
+        assert conn.execute("SELECT now()::text LIKE '%+00'").fetchone() == (True,)
+    finally:
+        conn.execute("DROP TABLE one_now")
