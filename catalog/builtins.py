@@ -89,10 +89,28 @@ MZ_COLUMNS = BuiltinTable(
 MZ_SCHEMAS = BuiltinTable("s9", "mz_catalog", "mz_schemas", (Column("id", TEXT, False), Column("name", TEXT, False)))
 MZ_DATABASES = BuiltinTable("s10", "mz_catalog", "mz_databases", (Column("id", TEXT, False), Column("name", TEXT, False)))
 
+IS_TABLES = BuiltinTable(
+    "s11", "information_schema", "tables",
+    (Column("table_catalog", TEXT, False), Column("table_schema", TEXT, False), Column("table_name", TEXT, False),
+     Column("table_type", TEXT, False)),
+)
+IS_COLUMNS = BuiltinTable(
+    "s12", "information_schema", "columns",
+    (Column("table_catalog", TEXT, False), Column("table_schema", TEXT, False), Column("table_name", TEXT, False),
+     Column("column_name", TEXT, False), Column("ordinal_position", INT8, False), Column("column_default", TEXT, True),
+     Column("is_nullable", TEXT, False), Column("data_type", TEXT, False),
+     Column("character_maximum_length", INT8, True), Column("numeric_precision", INT8, True),
+     Column("numeric_scale", INT8, True)),
+)
+IS_SCHEMATA = BuiltinTable(
+    "s13", "information_schema", "schemata",
+    (Column("catalog_name", TEXT, False), Column("schema_name", TEXT, False), Column("schema_owner", TEXT, False)),
+)
+
 #: builtin tables whose rows come from environmentd's metrics, not from the catalog
 METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS)
 
-BUILTIN_TABLES = (MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS)
+BUILTIN_TABLES = (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
@@ -106,6 +124,26 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
             (s.name, s.workers, s.scale, s.cpu_limit, f"{s.memory_limit}MiB" if s.memory_limit else None)
             for s in (sizes or {}).values()
         ]
+    if table.id == IS_TABLES.id:
+        rels = [(r, "BASE TABLE") for r in snap.tables.values()] + [(r, "VIEW") for r in snap.views.values()] + \
+               [(r, "SYSTEM TABLE") for r in snap.builtins.values()]
+        return sorted(("materialize", r.schema, r.name, kind) for r, kind in rels)
+    if table.id == IS_COLUMNS.id:
+        rels = list(snap.tables.values()) + list(snap.views.values()) + list(snap.builtins.values())
+        out = []
+        for r in rels:
+            for i, c in enumerate(r.columns):
+                t = c.type
+                charlen = t.precision if t.name in ("varchar", "bpchar") else None
+                prec = t.precision if t.name == "numeric" else {"int2": 16, "int4": 32, "int8": 64, "float4": 24,
+                                                                "float8": 53}.get(t.name)
+                scale = t.scale if t.name == "numeric" else (0 if t.is_integer else None)
+                out.append(("materialize", r.schema, r.name, c.name, i + 1, None, "YES" if c.nullable else "NO",
+                            t.unconstrained().sql(), charlen, prec, scale))
+        return out
+    if table.id == IS_SCHEMATA.id:
+        return [("materialize", n, "materialize") for n in ("public", "mz_catalog", "mz_internal", "pg_catalog",
+                                                            "information_schema")]
     if table.id == MZ_COLUMNS.id:
         rels = list(snap.tables.values()) + list(snap.views.values()) + list(snap.builtins.values())
         return [(r.id, c.name, i + 1, c.nullable, c.type.sql()) for r in rels for i, c in enumerate(r.columns)]
