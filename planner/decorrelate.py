@@ -78,9 +78,14 @@ class _Apply:
         self.mapping = mapping  # outer column index -> D column index
 
     def expr(self, e, shift: int):
+        return self._rewrite(e, lambda i: i + shift)
+
+    def _rewrite(self, e, move):
+        """``e`` with ColRef i at ``move(i)``, depth-1 OuterRefs pointing into D, and
+        deeper OuterRefs one level closer."""
         def f(n):
             if isinstance(n, ColRef):
-                return ColRef(n.index + shift, n.type)
+                return ColRef(move(n.index), n.type)
             if isinstance(n, OuterRef):
                 if n.depth == 1:
                     return ColRef(self.mapping[n.index], n.type)
@@ -152,18 +157,8 @@ class _Apply:
     def _join_on(self, on, d, nl):
         if on is None:
             return TRUE
-
-        def f(n):
-            if isinstance(n, ColRef):
-                # left columns move past D; right columns past both copies of D
-                return ColRef(n.index + d if n.index < nl else n.index + 2 * d, n.type)
-            if isinstance(n, OuterRef):
-                if n.depth == 1:
-                    return ColRef(self.mapping[n.index], n.type)
-                return OuterRef(n.depth - 1, n.index, n.type)
-            return n
-
-        return map_expr(on, f)
+        # left columns move past D; right columns past both copies of D
+        return self._rewrite(on, lambda i: i + d if i < nl else i + 2 * d)
 
 
 def _unnest_deeper(p):

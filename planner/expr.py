@@ -129,28 +129,29 @@ def coerce(e, target: SqlType, explicit: bool = False):
     return Cast(e, target)
 
 
+def _ast_contains(node, hit, stop=()) -> bool:
+    """True if some AST node below ``node`` satisfies ``hit``; ``stop`` types are not entered."""
+    if node is None:
+        return False
+    if hit(node):
+        return True
+    if isinstance(node, stop):
+        return False
+    if isinstance(node, (list, tuple)):
+        return any(_ast_contains(x, hit, stop) for x in node)
+    if isinstance(node, ast.Node):
+        return any(_ast_contains(getattr(node, attr), hit, stop) for attr in node)
+    return False
+
+
 def contains_aggregate(node) -> bool:
     """True if the AST ``node`` calls an aggregate (outside of nested subqueries)."""
-    found = False
+    return _ast_contains(node, lambda n: isinstance(n, ast.FuncCall) and _func_name(n) in ty.AGGREGATES,
+                         stop=(ast.SelectStmt,))
 
-    def visit(n):
-        nonlocal found
-        if found or n is None:
-            return
-        if isinstance(n, ast.FuncCall) and _func_name(n) in ty.AGGREGATES:
-            found = True
-            return
-        if isinstance(n, ast.SelectStmt):
-            return
-        if isinstance(n, (list, tuple)):
-            for x in n:
-                visit(x)
-        elif isinstance(n, ast.Node):
-            for attr in n:
-                visit(getattr(n, attr))
 
-    visit(node)
-    return found
+def _contains_sublink(node) -> bool:
+    return _ast_contains(node, lambda n: isinstance(n, ast.SubLink))
 
 
 def _func_name(fc: ast.FuncCall) -> str:
@@ -535,23 +536,3 @@ class Grouping:
                 )
         return outer.plan_node(node)
 
-
-def _contains_sublink(node) -> bool:
-    found = False
-
-    def visit(n):
-        nonlocal found
-        if found or n is None:
-            return
-        if isinstance(n, ast.SubLink):
-            found = True
-            return
-        if isinstance(n, (list, tuple)):
-            for x in n:
-                visit(x)
-        elif isinstance(n, ast.Node):
-            for attr in n:
-                visit(getattr(n, attr))
-
-    visit(node)
-    return found
