@@ -24,7 +24,7 @@ from catalog.types import UNKNOWN, type_from_oid
 from planner.scalar import Literal
 from sqlfront.environment import Environment
 from sqlfront.pgtypes import encoder
-from sqlfront.session import CopyIn, CopyOut, Result, Session
+from sqlfront.session import CopyIn, CopyOut, Result, Session, parse_one, split_statements
 from sqlfront.vars import REPORTED, display_name
 
 log = logging.getLogger(__name__)
@@ -231,6 +231,8 @@ class PgHandler(BuenaVistaHandler):
             pass
 
     def dispatch(self, ctx: PgContext, kind: bytes, payload: bytes) -> None:
+        if ctx.has_error and kind in (b"P", b"B", b"D", b"E", b"C", b"H"):
+            return  # after an error, the extended protocol discards messages until Sync (55.2.3)
         if kind == b"Q":
             self.handle_query(ctx, payload)
         elif kind == b"P":
@@ -264,6 +266,16 @@ class PgHandler(BuenaVistaHandler):
         except (ValueError, struct.error, UnicodeDecodeError) as e:
             self.send_error(SqlError("08P01", f"invalid Parse message: {e}"), ctx)
             return
+        if sql.strip():
+            try:
+                split = split_statements(sql)
+                if len(split) > 1:
+                    raise SqlError("42601", "cannot insert multiple commands into a prepared statement")
+                if split:
+                    parse_one(split[0])  # syntax errors belong to Parse, as in PostgreSQL
+            except SqlError as e:
+                self.send_error(e, ctx)
+                return
         ctx.stmts[name] = (sql, oids)
         self.send_parse_complete()
 

@@ -108,3 +108,49 @@ def test_psql_copy_meta_command(server, tmp_path):
     out = subprocess.run(cmd, input=script, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "1|a\n2|b" in out.stdout
+
+
+def test_portal_suspended_and_resumed(server, conn):
+    conn.execute("CREATE TABLE cur (a int)")
+    conn.execute("INSERT INTO cur SELECT * FROM (VALUES " + ",".join(f"({i})" for i in range(25)) + ") v")
+
+    async def run():
+        c = await asyncpg.connect(host="127.0.0.1", port=server.port, user="materialize", database="materialize")
+        try:
+            async with c.transaction():
+                seen = [r["a"] async for r in c.cursor("SELECT a FROM cur ORDER BY a", prefetch=10)]
+            return seen
+        finally:
+            await c.close()
+
+    try:
+        assert asyncio.run(run()) == list(range(25))  # fetched 10 rows at a time: Execute, PortalSuspended, ...
+    finally:
+        conn.execute("DROP TABLE cur")
+
+
+def test_error_in_extended_batch_skips_to_sync(server):
+    import socket
+    import struct
+
+    def msg(t: bytes, body: bytes) -> bytes:
+        return t + struct.pack("!i", len(body) + 4) + body
+
+    params = b"user\x00materialize\x00database\x00materialize\x00\x00"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
+        s.sendall(struct.pack("!ii", 8 + len(params), 196608) + params)
+        buf = b""
+        while not buf.endswith(b"Z\x00\x00\x00\x05I"):
+            buf += s.recv(4096)
+        batch = (msg(b"P", b"\x00SELEC 1\x00\x00\x00") + msg(b"B", b"\x00\x00\x00\x00\x00\x00\x00\x00")
+                 + msg(b"E", b"\x00\x00\x00\x00\x00") + msg(b"S", b"")
+                 + msg(b"P", b"\x00SELECT 7\x00\x00\x00") + msg(b"B", b"\x00\x00\x00\x00\x00\x00\x00\x00")
+                 + msg(b"E", b"\x00\x00\x00\x00\x00") + msg(b"S", b""))
+        s.sendall(batch)
+        buf = b""
+        while buf.count(b"Z\x00\x00\x00\x05") < 2:
+            buf += s.recv(4096)
+    first, second = buf.split(b"Z\x00\x00\x00\x05I", 1)
+    # The syntax error is Parse's; Bind and Execute are skipped until Sync.
+    assert b"C42601" in first and b"1\x00\x00\x00\x04" not in first and b"2\x00\x00\x00\x04" not in first
+    assert b"D\x00" in second and b"SELECT 1" in second  # the batch after Sync runs normally
