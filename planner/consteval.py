@@ -309,6 +309,14 @@ def evaluate(e, row: tuple = ()):
         if e.args[0].type.name == "bpchar":
             a, b = a.rstrip(" "), b.rstrip(" ")
         return _compare(f, a, b)
+    if f in ("regex", "iregex", "not_regex", "not_iregex"):
+        import re
+
+        try:
+            hit = re.search(args[1], args[0], re.I if "iregex" in f else 0) is not None
+        except re.error as err:
+            raise SqlError("2201B", f"invalid regular expression: {err}") from None
+        return (not hit) if f.startswith("not_") else hit
     if f in ("like", "ilike"):
         s, p = args
         return _like(s, p, f == "ilike")

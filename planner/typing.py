@@ -69,6 +69,8 @@ def _undefined_op(op: str, l: SqlType, r: SqlType | None) -> SqlError:
 
 
 ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
+#: POSIX regular expression match operators (PostgreSQL 9.7.3)
+REGEX = {"~": "regex", "~*": "iregex", "!~": "not_regex", "!~*": "not_iregex"}
 COMPARE = {"=": "eq", "<>": "ne", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 
 
@@ -88,6 +90,10 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
     if op in COMPARE:
         t = _comparison_type(op, l, r)
         return COMPARE[op], t, t, BOOL
+    if op in REGEX:
+        if l.is_string and r.is_string:
+            return REGEX[op], TEXT, TEXT, BOOL
+        raise _undefined_op(op, l, r)
     if op == "||":
         if l.is_string or r.is_string:
             return "concat", TEXT, TEXT, TEXT
@@ -248,6 +254,12 @@ def resolve_function(name: str, args: list[SqlType]) -> tuple[str, list[SqlType]
         # date_part returns double precision, EXTRACT numeric (PostgreSQL 14+).
         src = TIMESTAMP if a[1].name == "date" else a[1]
         return "date_part", [TEXT, src], FLOAT8 if name == "date_part" else NUMERIC
+    if name in ("pg_get_userbyid",) and n == 1:
+        return "const_text:materialize", [a[0]], TEXT
+    if name in ("pg_table_is_visible", "pg_type_is_visible") and n == 1:
+        return "const_true", [a[0]], BOOL
+    if name == "pg_encoding_to_char" and n == 1:
+        return "const_text:UTF8", [a[0]], TEXT
     if name == "date_trunc" and n == 2 and a[1].name in ("date", "timestamp"):
         return "date_trunc", [TEXT, TIMESTAMP], TIMESTAMP
     raise _undefined_fn(name, list(args))

@@ -255,6 +255,11 @@ class Lowerer:
             if types[0].name == "bpchar":
                 return reduce(lambda p, q: p | q, [F.rtrim(x) == F.rtrim(v) for v in args[1:]])
             return reduce(lambda p, q: p | q, [x == v for v in args[1:]])
+        if f in ("regex", "iregex", "not_regex", "not_iregex"):
+            pattern = F.concat(F.lit("(?i)"), args[1]) if "iregex" in f else args[1]
+            hit = args[0].rlike(pattern) if not isinstance(e.args[1], Literal) else \
+                args[0].rlike((("(?i)" if "iregex" in f else "") + e.args[1].value))
+            return ~hit if f.startswith("not_") else hit
         if f in ("like", "ilike"):
             return args[0].like(args[1]) if f == "like" else args[0].ilike(args[1])
         if f == "concat":

@@ -154,3 +154,38 @@ def test_error_in_extended_batch_skips_to_sync(server):
     # The syntax error is Parse's; Bind and Execute are skipped until Sync.
     assert b"C42601" in first and b"1\x00\x00\x00\x04" not in first and b"2\x00\x00\x00\x04" not in first
     assert b"D\x00" in second and b"SELECT 1" in second  # the batch after Sync runs normally
+
+
+def test_psql_dt_and_dn_golden(server, conn):
+    import shutil
+    import subprocess
+
+    if shutil.which("psql") is None:
+        pytest.skip("psql (PostgreSQL's client) is not installed")
+    conn.execute("CREATE TABLE golden_a (x int)")
+    conn.execute("CREATE VIEW golden_v AS SELECT x FROM golden_a")
+    try:
+        cmd = ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "materialize", "materialize"]
+        out = subprocess.run(cmd + ["-c", r"\dt golden*"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == (
+            "            List of relations\n"
+            " Schema |   Name   | Type  |    Owner    \n"
+            "--------+----------+-------+-------------\n"
+            " public | golden_a | table | materialize\n"
+            "(1 row)\n\n"
+        )
+        out = subprocess.run(cmd + ["-c", r"\dn"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == (
+            "      List of schemas\n"
+            "    Name     |    Owner    \n"
+            "-------------+-------------\n"
+            " mz_catalog  | materialize\n"
+            " mz_internal | materialize\n"
+            " public      | materialize\n"
+            "(3 rows)\n\n"
+        )
+    finally:
+        conn.execute("DROP VIEW golden_v")
+        conn.execute("DROP TABLE golden_a")
