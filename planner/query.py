@@ -23,6 +23,7 @@ from planner import typing as ty
 from planner.consteval import evaluate, fold
 from planner.expr import ExprPlanner, Grouping, coerce, contains_aggregate, figure_colname
 from planner.decorrelate import lower_subqueries
+from planner.joins import reorder_joins
 from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Plan, Project, Reduce, SetOp, SortKey
 from planner.scalar import ColRef, Literal, is_constant
 from planner.scope import Scope, ScopeItem
@@ -258,7 +259,7 @@ class QueryPlanner:
             pred = fold(where_planner.plan_bool(stmt.whereClause, "WHERE"))
             width = len(plan.columns)
             plan, (pred,) = lower_subqueries(plan, [pred])
-            plan = _narrow(Filter(plan, pred), width)
+            plan = _narrow(reorder_joins(Filter(plan, pred)), width)
 
         targets = self._expand_targets(stmt.targetList, scope)
         grouped = bool(stmt.groupClause) or stmt.havingClause is not None or any(

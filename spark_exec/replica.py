@@ -44,7 +44,7 @@ class ReplicaHandle:
 
     POLL_S = 0.25
     PING_EVERY_S = 1.0
-    PING_TIMEOUT_S = 2.0
+    PING_TIMEOUT_S = 5.0  # generous: a replica busy with big peeks answers slowly, not never
 
     def __init__(
         self,
