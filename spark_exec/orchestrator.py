@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+#: JVM memory of a replica whose size sets no memory_limit (Spark's own default is 1 GiB)
+DEFAULT_MEMORY_MB = 2048
 # Marks our replica JVMs so orphan reaping never touches anyone else's processes.
 MARKER_PROPERTY = "spark.sqlfront.replica"
 
@@ -120,6 +122,9 @@ class Orchestrator:
             "spark.sql.session.timeZone": "UTC",
             "spark.sql.ansi.enabled": "true",
             "spark.sql.shuffle.partitions": str(total_cores),
+            # Hash tables of broadcast joins take one page each at least; Spark's default page
+            # (up to 64 MiB) lets a 26-way join of ten-row tables exhaust the heap.
+            "spark.buffer.pageSize": "2m",
             "spark.local.dir": str(workdir / "tmp"),
             "spark.sql.warehouse.dir": str(workdir / "warehouse"),
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={workdir / 'tmp'}",
@@ -130,8 +135,7 @@ class Orchestrator:
         if spec.scale > 1 and spec.memory_mb:
             conf["spark.executor.memory"] = f"{spec.memory_mb}m"
         cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", CONNECT_SERVER_CLASS, "--master", master]
-        if spec.memory_mb:
-            cmd += ["--driver-memory", f"{spec.memory_mb}m"]
+        cmd += ["--driver-memory", f"{spec.memory_mb or DEFAULT_MEMORY_MB}m"]
         for k, v in conf.items():
             cmd += ["--conf", f"{k}={v}"]
         cmd += ["--name", f"sqlfront-{spec.label}", "spark-internal"]
