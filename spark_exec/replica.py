@@ -145,14 +145,18 @@ class ReplicaHandle:
                     self._set_status(UNHEALTHY)
             self._stopping.wait(self.POLL_S)
 
-    def _ping_ok(self) -> bool:
-        """Run a trivial query with a timeout; a ping still pending from before fails."""
+    def _ping_ok(self, full: bool = False) -> bool:
+        """Ping with a timeout; a ping still pending from before fails. The periodic ping
+        is a config RPC, answered by the server's RPC threads without a Spark job, so a
+        replica busy with long peeks is not mistaken for a dead one; ``full`` runs a
+        trivial job (readiness: the replica can execute, not only answer)."""
         if self._ping is not None and not self._ping.done():
             return False
         sess = self.session
         if sess is None:
             return False
-        self._ping = self._pinger.submit(lambda: sess.range(1).collect())
+        work = (lambda: sess.range(1).collect()) if full else (lambda: sess.conf.get("spark.app.name"))
+        self._ping = self._pinger.submit(work)
         try:
             self._ping.result(timeout=self.PING_TIMEOUT_S)
             return True
@@ -180,7 +184,7 @@ class ReplicaHandle:
         except Exception as e:
             log.debug("replica %s connect failed: %s", self.label, e)
             return False
-        if self._ping_ok():
+        if self._ping_ok(full=True):
             return True
         if self._ping is not None and self._ping.done():
             # The server answered with an error: start over with a fresh session.
