@@ -104,7 +104,7 @@ class _Apply:
     def apply(self, p):
         d = self.width
         if not has_outer(p):
-            return Join(self.d, _unnest_deeper(p), "cross", None)
+            return Join(self.d, p, "cross", None)
         if isinstance(p, Filter):
             return Filter(self.apply(p.input), self.expr(p.predicate, d))
         if isinstance(p, Project):
@@ -136,7 +136,7 @@ class _Apply:
             if p.kind in ("inner", "cross", "left") and not has_outer(p.right):
                 left = self.apply(p.left)
                 on = self.expr(p.on, d) if p.on is not None else None
-                return Join(left, _unnest_deeper(p.right), p.kind, on)
+                return Join(left, p.right, p.kind, on)
             left, right = self.apply(p.left), self.apply(p.right)
             # left: D ++ L, right: D ++ R; join on D, then drop the right copy of D.
             on = _and([self.d_match(0, d + nl), self._join_on(p.on, d, nl)])
@@ -159,11 +159,6 @@ class _Apply:
             return TRUE
         # left columns move past D; right columns past both copies of D
         return self._rewrite(on, lambda i: i + d if i < nl else i + 2 * d)
-
-
-def _unnest_deeper(p):
-    """A plan with no depth-1 outer refs may still reference deeper queries: shift them."""
-    return p  # depth > 1 refs are rewritten by the enclosing query's decorrelation
 
 
 # -- the rewrite over one operator -------------------------------------------------------
