@@ -86,7 +86,7 @@ class PgContext(BVContext):
             elif isinstance(p, str) or t is None:
                 out.append(Literal(str(p), UNKNOWN))
             else:
-                out.append(Literal(p if t.name not in ("numeric",) else p, t))
+                out.append(Literal(p, t))
         return out
 
 
@@ -379,8 +379,7 @@ class PgHandler(BuenaVistaHandler):
             else:
                 stmt, _, formats = ctx.portals[name]
                 sql, _ = ctx.stmts[stmt]
-                cols, _ = ctx.session.describe(sql, 0) if not ctx.portals[name][1] else (
-                    ctx.session.describe_bound(sql, ctx.bound_params(name)), None)
+                cols = ctx.session.describe_bound(sql, ctx.bound_params(name))
             if cols is None:
                 self.wfile.write(struct.pack("!ci", ServerResponse.NO_DATA, 4))
             else:
