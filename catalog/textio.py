@@ -8,6 +8,7 @@ a value looks like in a text-format DataRow. Rules and messages follow PostgreSQ
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import re
 from decimal import Decimal, InvalidOperation, ROUND_HALF_UP
@@ -21,6 +22,7 @@ from catalog.errors import (
     DATETIME_FIELD_OVERFLOW,
     NUMERIC_VALUE_OUT_OF_RANGE,
     STRING_DATA_RIGHT_TRUNCATION,
+    FEATURE_NOT_SUPPORTED,
 )
 from catalog.types import Interval, SqlType
 
@@ -134,7 +136,159 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
         return parse_timestamptz(s)
     if n == "interval":
         return parse_interval(s)
+    if n == "time":
+        return parse_time(s)
+    if n == "bytea":
+        return parse_bytea(s)
+    if n == "uuid":
+        return parse_uuid(s)
+    if n == "jsonb":
+        return parse_jsonb(s)
+    if t.is_array:
+        return [None if e is None else parse_text(e, t.element, explicit) for e in split_array(s, t)]
     raise SqlError(INVALID_TEXT_REPRESENTATION, f"cannot parse text as {t.sql()}")
+
+
+_TIME = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?\s*$")
+
+
+def parse_time(s: str) -> dt.time:
+    """``time without time zone`` input, ``HH:MM[:SS[.ffffff]]`` (PostgreSQL 8.5.1.2)."""
+    m = _TIME.match(s)
+    if not m:
+        raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type time: "{s}"')
+    h, mi, sec, frac = m.groups()
+    try:
+        return dt.time(int(h), int(mi), int(sec or 0), int((frac or "0").ljust(6, "0")[:6]))
+    except ValueError:
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
+
+
+def parse_bytea(s: str) -> bytes:
+    """bytea input in hex (``\\x0aff``) or escape format (PostgreSQL 8.4.1, 8.4.2)."""
+    if s.startswith("\\x"):
+        digits = "".join(s[2:].split())
+        try:
+            if len(digits) % 2:
+                raise ValueError
+            return bytes.fromhex(digits)
+        except ValueError:
+            raise SqlError(INVALID_TEXT_REPRESENTATION, "invalid hexadecimal data: odd number of digits"
+                           if len(digits) % 2 else "invalid hexadecimal digit") from None
+    out = bytearray()
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c != "\\":
+            out += c.encode()
+            i += 1
+        elif s[i + 1 : i + 2] == "\\":
+            out.append(0x5C)
+            i += 2
+        elif re.match(r"[0-3][0-7]{2}", s[i + 1 : i + 4]):
+            out.append(int(s[i + 1 : i + 4], 8))
+            i += 4
+        else:
+            raise SqlError(INVALID_TEXT_REPRESENTATION, "invalid input syntax for type bytea")
+    return bytes(out)
+
+
+def parse_uuid(s: str) -> str:
+    """uuid input: 32 hex digits, optional hyphens and braces; returns the canonical
+    lowercase ``8-4-4-4-12`` form (PostgreSQL 8.12)."""
+    body = s.strip()
+    if body.startswith("{") and body.endswith("}"):
+        body = body[1:-1]
+    digits = body.replace("-", "")
+    if len(digits) != 32 or not re.fullmatch(r"[0-9a-fA-F]{32}", digits) or body.startswith("-") or "--" in body:
+        raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type uuid: "{s}"')
+    d = digits.lower()
+    return f"{d[:8]}-{d[8:12]}-{d[12:16]}-{d[16:20]}-{d[20:]}"
+
+
+def _reject_constant(name: str):
+    raise ValueError(name)
+
+
+def parse_jsonb(s: str) -> str:
+    """jsonb input; returns jsonb's normalized text (see ``jsonb_text``)."""
+    try:
+        doc = json.loads(s, parse_float=Decimal, parse_constant=_reject_constant)
+    except ValueError:
+        raise SqlError(INVALID_TEXT_REPRESENTATION, "invalid input syntax for type json",
+                       detail=f"Token in \"{s[:40]}\" is invalid.") from None
+    return jsonb_text(doc)
+
+
+def jsonb_text(doc) -> str:
+    """jsonb_out of a decoded JSON document: object keys ordered shorter first, then
+    bytewise, duplicates keep the last value, ``", "`` and ``": "`` separators
+    (PostgreSQL 8.14.4 "jsonb Containment and Existence"; jsonb.c)."""
+    if isinstance(doc, dict):
+        keys = sorted(doc, key=lambda k: (len(k.encode()), k.encode()))
+        return "{" + ", ".join(f"{json.dumps(k, ensure_ascii=False)}: {jsonb_text(doc[k])}" for k in keys) + "}"
+    if isinstance(doc, list):
+        return "[" + ", ".join(jsonb_text(v) for v in doc) + "]"
+    if isinstance(doc, bool) or doc is None:
+        return json.dumps(doc)
+    if isinstance(doc, Decimal):
+        return format(doc, "f")
+    if isinstance(doc, (int, float)):
+        return format(Decimal(str(doc)), "f")
+    return json.dumps(doc, ensure_ascii=False)
+
+
+def split_array(s: str, t: SqlType) -> list[str | None]:
+    """The element texts of a one-dimensional array literal ``{a,"b c",NULL}``
+    (PostgreSQL 8.15.2, array_in); unquoted NULL is a NULL element.
+
+    Raises:
+        SqlError 22P02 for malformed literals; 0A000 for more than one dimension.
+    """
+    bad = SqlError(INVALID_TEXT_REPRESENTATION, f'malformed array literal: "{s}"')
+    txt = s.strip()
+    if not (txt.startswith("{") and txt.endswith("}")):
+        raise bad
+    inner = txt[1:-1]
+    if not inner.strip():
+        return []
+    out: list[str | None] = []
+    i, n = 0, len(inner)
+    while True:
+        while i < n and inner[i].isspace():
+            i += 1
+        if i < n and inner[i] == "{":
+            raise SqlError(FEATURE_NOT_SUPPORTED, "multi-dimensional arrays are not supported")
+        if i < n and inner[i] == '"':
+            i += 1
+            buf = []
+            while i < n and inner[i] != '"':
+                if inner[i] == "\\" and i + 1 < n:
+                    i += 1
+                buf.append(inner[i])
+                i += 1
+            if i >= n:
+                raise bad
+            i += 1
+            out.append("".join(buf))
+            while i < n and inner[i].isspace():
+                i += 1
+        else:
+            buf = []
+            while i < n and inner[i] not in ",{}\"":
+                if inner[i] == "\\" and i + 1 < n:
+                    i += 1
+                buf.append(inner[i])
+                i += 1
+            word = "".join(buf).strip()
+            if not word:
+                raise bad
+            out.append(None if word.upper() == "NULL" else word)
+        if i >= n:
+            return out
+        if inner[i] != ",":
+            raise bad
+        i += 1
 
 
 _DATE = re.compile(r"^\s*(\d{1,5})-(\d{1,2})-(\d{1,2})\s*$")
@@ -318,4 +472,18 @@ def format_text(v, t: SqlType) -> str:
         return s + "+00"
     if n == "interval":
         return v.pg_text()
+    if n == "time":
+        out = v.strftime("%H:%M:%S")
+        return out + (f".{v.microsecond:06d}".rstrip("0") if v.microsecond else "")
+    if n == "bytea":
+        return "\\x" + bytes(v).hex()
+    if t.is_array:
+        return "{" + ",".join("NULL" if e is None else _array_element(format_text(e, t.element)) for e in v) + "}"
     return str(v)
+
+
+def _array_element(s: str) -> str:
+    # array_out quotes empty strings, NULL look-alikes and text with delimiters or spaces.
+    if s == "" or s.upper() == "NULL" or any(c in s for c in '{},"\\ \t\n'):
+        return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return s

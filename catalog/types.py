@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE, SYNTAX_ERROR
+from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE, SYNTAX_ERROR, FEATURE_NOT_SUPPORTED
 
 #: Precision/scale used to store an unconstrained ``numeric`` (PostgreSQL has no bound;
 #: Parquet and Spark need one).
@@ -35,15 +35,29 @@ class SqlType:
 
     @property
     def oid(self) -> int:
+        if self.is_array:
+            return ARRAY_OIDS[self.name[1:]]
         return _INFO[self.name][0]
 
     @property
     def typlen(self) -> int:
-        return _INFO[self.name][1]
+        return -1 if self.is_array else _INFO[self.name][1]
+
+    @property
+    def is_array(self) -> bool:
+        """True for a one-dimensional array type; its name is PostgreSQL's ``_elem``."""
+        return self.name.startswith("_")
+
+    @property
+    def element(self) -> "SqlType":
+        """The element type of an array type (keeps the modifier: ``numeric(10,2)[]``)."""
+        return SqlType(self.name[1:], self.precision, self.scale)
 
     @property
     def typmod(self) -> int:
         """The ``atttypmod`` PostgreSQL sends in RowDescription (-1 when none)."""
+        if self.is_array:
+            return self.element.typmod
         if self.name == "numeric" and self.precision is not None:
             return ((self.precision << 16) | (self.scale or 0)) + 4
         if self.name in ("varchar", "bpchar") and self.precision is not None:
@@ -52,8 +66,9 @@ class SqlType:
 
     @property
     def category(self) -> str:
-        """PostgreSQL's ``typcategory``: N numeric, S string, B boolean, D datetime, T timespan, X unknown."""
-        return _INFO[self.name][2]
+        """PostgreSQL's ``typcategory``: N numeric, S string, B boolean, D datetime, T timespan,
+        U user-defined (bytea, uuid, jsonb), A array, X unknown."""
+        return "A" if self.is_array else _INFO[self.name][2]
 
     @property
     def is_integer(self) -> bool:
@@ -73,6 +88,8 @@ class SqlType:
 
     def sql(self) -> str:
         """The name ``format_type`` prints, e.g. ``numeric(10,2)``, ``character varying(5)``."""
+        if self.is_array:
+            return self.element.sql() + "[]"
         display = _INFO[self.name][3]
         if self.name == "numeric" and self.precision is not None:
             return f"{display}({self.precision},{self.scale or 0})"
@@ -86,6 +103,8 @@ class SqlType:
     def arrow(self) -> pa.DataType:
         """The Arrow type values of this type are stored as in persist parts."""
         n = self.name
+        if self.is_array:
+            return pa.list_(self.element.arrow())
         if n == "numeric":
             p, s = self.storage_precision_scale()
             return pa.decimal128(p, s)
@@ -114,7 +133,18 @@ _INFO = {
     "timestamp": (1114, 8, "D", "timestamp without time zone"),
     "timestamptz": (1184, 8, "D", "timestamp with time zone"),
     "interval": (1186, 16, "T", "interval"),
+    "time": (1083, 8, "D", "time without time zone"),
+    "bytea": (17, -1, "U", "bytea"),
+    "uuid": (2950, 16, "U", "uuid"),
+    "jsonb": (3802, -1, "U", "jsonb"),
     "unknown": (705, -2, "X", "unknown"),
+}
+
+#: element type name -> OID of its one-dimensional array type (pg_type.dat ``typarray``)
+ARRAY_OIDS = {
+    "bool": 1000, "int2": 1005, "int4": 1007, "int8": 1016, "numeric": 1231, "float4": 1021,
+    "float8": 1022, "text": 1009, "varchar": 1015, "bpchar": 1014, "date": 1182, "timestamp": 1115,
+    "timestamptz": 1185, "interval": 1187, "time": 1183, "bytea": 1001, "uuid": 2951, "jsonb": 3807,
 }
 
 _ARROW = {
@@ -132,6 +162,10 @@ _ARROW = {
     "timestamp": pa.timestamp("us"),
     "timestamptz": pa.timestamp("us", tz="UTC"),
     "interval": pa.month_day_nano_interval(),
+    "time": pa.time64("us"),
+    "bytea": pa.binary(),
+    "uuid": pa.string(),  # canonical lowercase text; Spark has no uuid type
+    "jsonb": pa.string(),  # normalized text (keys ordered, as jsonb_out prints them)
 }
 
 BOOL = SqlType("bool")
@@ -146,6 +180,10 @@ DATE = SqlType("date")
 TIMESTAMP = SqlType("timestamp")
 TIMESTAMPTZ = SqlType("timestamptz")
 INTERVAL = SqlType("interval")
+TIME = SqlType("time")
+BYTEA = SqlType("bytea")
+UUID = SqlType("uuid")
+JSONB = SqlType("jsonb")
 UNKNOWN = SqlType("unknown")
 
 # Names a user may write, mapped to the internal name (PostgreSQL's gram.y aliases and
@@ -165,15 +203,34 @@ _ALIASES = {
     "timestamp": "timestamp", "timestamp without time zone": "timestamp",
     "timestamptz": "timestamptz", "timestamp with time zone": "timestamptz",
     "interval": "interval",
+    "time": "time", "time without time zone": "time",
+    "bytea": "bytea", "uuid": "uuid",
+    "jsonb": "jsonb", "json": "jsonb",  # Materialize: json is an alias of jsonb
 }
 
-_BY_OID = {info[0]: name for name, info in _INFO.items()}
+_BY_OID = {info[0]: name for name, info in _INFO.items()} | {oid: "_" + e for e, oid in ARRAY_OIDS.items()}
 
 
 def type_from_oid(oid: int) -> SqlType | None:
     """The SqlType for a PostgreSQL type OID, or None if we do not support it."""
     name = _BY_OID.get(oid)
     return SqlType(name) if name else None
+
+
+def array_of(t: SqlType) -> SqlType:
+    """The one-dimensional array type of ``t`` (``int4`` -> ``int4[]``).
+
+    Raises:
+        SqlError 0A000 for arrays of arrays or of types without an array type here.
+    """
+    if t.is_array or t.name not in ARRAY_OIDS:
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"arrays of type {t.sql()} are not supported")
+    return SqlType("_" + t.name, t.precision, t.scale)
+
+
+def all_type_names() -> list[str]:
+    """Internal names of every type, scalar and array (for ``pg_type``)."""
+    return list(_INFO) + ["_" + e for e in ARRAY_OIDS]
 
 
 def make_type(name: str, modifiers: list[int] | tuple[int, ...] = ()) -> SqlType:

@@ -15,7 +15,7 @@ from catalog.errors import (
     SqlError, DIVISION_BY_ZERO, NUMERIC_VALUE_OUT_OF_RANGE, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE,
 )
 from catalog.textio import check_int, fit_numeric, fit_string, format_text, parse_text, INT_RANGES
-from catalog.types import Interval, SqlType
+from catalog.types import Interval, SqlType, type_from_oid
 from planner.scalar import Call, Case, Cast, ColRef, Literal, children, is_constant
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -88,6 +88,12 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
         return naive if d == "timestamp" else naive.date()
     if d == "interval" and s == "interval":
         return v
+    if src.is_array and dst.is_array:
+        return [cast_value(x, src.element, dst.element, explicit) for x in v]
+    if d == "time" and s in ("time", "timestamp"):
+        return v if s == "time" else v.time()
+    if d == s:
+        return v  # bytea, uuid, jsonb to themselves
     raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")
 
 
@@ -293,8 +299,12 @@ def evaluate(e, row: tuple = ()):
         return args[1]
     if f == "concat_ws_null":
         return "".join(v for v in args if v is not None)
+    if f in _NULL_TOLERANT:
+        return _NULL_TOLERANT[f](e, args)
     if any(v is None for v in args):
         return None
+    if f in _ARRAY_FUNCS:
+        return _ARRAY_FUNCS[f](e, args)
     if f in ("add", "sub", "mul", "div", "mod"):
         return _arith(f, args[0], args[1], e.type, e.args[0].type, e.args[1].type)
     if f == "neg":
@@ -366,6 +376,67 @@ def evaluate(e, row: tuple = ()):
     if f == "date_part":
         return _date_part(args[0], args[1], e.type)
     raise SqlError(FEATURE_NOT_SUPPORTED, f"function {f} cannot be evaluated here")
+
+
+def _any_all(e: Call, args):
+    # x op ANY/ALL (array): three-valued over the elements (PostgreSQL 9.24.3).
+    x, arr = args
+    if arr is None:
+        return None
+    kind, op = e.func.split(":")
+    hits = [None if x is None or v is None else _compare(op, x, v) for v in arr]
+    if kind == "array_any":
+        return True if True in hits else (None if None in hits else False)
+    return False if False in hits else (None if None in hits else True)
+
+
+def _array_to_string(e: Call, args):
+    arr, sep = args[0], args[1]
+    if arr is None or sep is None:
+        return None
+    null = args[2] if len(args) > 2 else None
+    t = e.args[0].type.element
+    return sep.join(format_text(v, t) if v is not None else null for v in arr if v is not None or null is not None)
+
+
+#: array functions that are not strict (PostgreSQL's array_cat etc. accept a NULL array)
+_NULL_TOLERANT = {
+    "array": lambda e, a: list(a),
+    "array_cat": lambda e, a: None if a[0] is None and a[1] is None else (a[0] or []) + (a[1] or []),
+    "array_append": lambda e, a: (a[0] or []) + [a[1]],
+    "array_prepend": lambda e, a: [a[0]] + (a[1] or []),
+    "array_any:eq": _any_all, "array_any:ne": _any_all, "array_any:lt": _any_all, "array_any:le": _any_all,
+    "array_any:gt": _any_all, "array_any:ge": _any_all, "array_all:eq": _any_all, "array_all:ne": _any_all,
+    "array_all:lt": _any_all, "array_all:le": _any_all, "array_all:gt": _any_all, "array_all:ge": _any_all,
+    "array_to_string": _array_to_string,
+    "format_type": lambda e, a: None if a[0] is None else format_type(a[0], a[1]),
+}
+
+_ARRAY_FUNCS = {
+    "subscript": lambda e, a: a[0][a[1] - 1] if 1 <= a[1] <= len(a[0]) else None,
+    "cardinality": lambda e, a: len(a[0]),
+    "array_length": lambda e, a: len(a[0]) if a[1] == 1 and a[0] else None,
+    "array_upper": lambda e, a: len(a[0]) if a[1] == 1 and a[0] else None,
+    "array_lower": lambda e, a: 1 if a[1] == 1 and a[0] else None,
+    "bytea_concat": lambda e, a: a[0] + a[1],
+}
+
+
+def format_type(oid: int, typmod: int | None) -> str | None:
+    """PostgreSQL's ``format_type(type_oid, typmod)``: ``numeric(10,2)``, ``integer[]``;
+    ``???`` for an OID that names no type, as PostgreSQL prints."""
+    t = type_from_oid(oid)
+    if t is None:
+        return "???"
+    if typmod is not None and typmod >= 4:
+        name = t.element.name if t.is_array else t.name
+        if name == "numeric":
+            t = SqlType(t.name, (typmod - 4) >> 16, (typmod - 4) & 0xFFFF)
+        elif name in ("varchar", "bpchar"):
+            t = SqlType(t.name, typmod - 4)
+    elif t.name in ("bpchar", "_bpchar"):
+        return "character" + ("[]" if t.is_array else "")  # no typmod: no length shown
+    return t.sql()
 
 
 def _date_part(field: str, v, t: SqlType):

@@ -18,7 +18,9 @@ from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_COLUMN,
 )
 from catalog.textio import parse_interval, parse_text, INTERVAL_FIELD_UNITS
-from catalog.types import SqlType, BOOL, DATE, INT4, INT8, NUMERIC, TEXT, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, make_type
+from catalog.types import (
+    SqlType, BOOL, DATE, INT4, INT8, INTERVAL, NUMERIC, TEXT, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, array_of, make_type,
+)
 from planner import typing as ty
 from planner.consteval import cast_value
 from planner.plan import Project
@@ -98,8 +100,8 @@ def type_from_ast(tn: ast.TypeName) -> tuple[SqlType, int | None]:
     if names[0] == "pg_catalog" and len(names) > 1:
         names = names[1:]
     name = " ".join(names) if len(names) == 1 else names[-1]
-    if tn.arrayBounds:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "array types are not supported")
+    if tn.arrayBounds and len(tn.arrayBounds) > 1:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "multi-dimensional arrays are not supported")
     mods = []
     for m in tn.typmods or ():
         if isinstance(m, ast.A_Const) and isinstance(m.val, ast.Integer):
@@ -108,8 +110,9 @@ def type_from_ast(tn: ast.TypeName) -> tuple[SqlType, int | None]:
             raise SqlError(SYNTAX_ERROR, f"invalid type modifier for type {name}")
     if name == "interval":
         field = mods[0] if mods else None
-        return make_type("interval"), field
-    return make_type(name, mods), None
+        return (array_of(INTERVAL) if tn.arrayBounds else INTERVAL), field
+    t = make_type(name, mods)
+    return (array_of(t) if tn.arrayBounds else t), None
 
 
 def coerce(e, target: SqlType, explicit: bool = False):
@@ -173,6 +176,10 @@ def figure_colname(node) -> str:
         names = [n.sval for n in node.typeName.names]
         t = names[-1]
         return {"int4": "int4", "bpchar": "bpchar"}.get(t, t)
+    if isinstance(node, ast.A_Indirection):
+        return figure_colname(node.arg)
+    if isinstance(node, ast.A_ArrayExpr):
+        return "array"
     if isinstance(node, ast.CaseExpr):
         return "case"
     if isinstance(node, ast.CoalesceExpr):
@@ -308,6 +315,8 @@ class ExprPlanner:
                 func, at, rt = ty.resolve_unary(op, e.type)
                 return Call(func, (coerce(e, at),), rt)
             return self.binary(op, self.plan(node.lexpr), self.plan(node.rexpr))
+        if k in (A_Expr_Kind.AEXPR_OP_ANY, A_Expr_Kind.AEXPR_OP_ALL):
+            return self.array_any_all(op, k == A_Expr_Kind.AEXPR_OP_ANY, self.plan(node.lexpr), self.plan(node.rexpr))
         if k == A_Expr_Kind.AEXPR_IN:
             x = self.plan(node.lexpr)
             if isinstance(node.rexpr, ast.SubLink):
@@ -347,6 +356,49 @@ class ExprPlanner:
             t = l.type if l.type.name != "unknown" else lt
             return Call("nullif", (coerce(l, t), coerce(r, rt)), t)
         raise SqlError(FEATURE_NOT_SUPPORTED, f"operator kind {k.name} is not supported")
+
+    def array_any_all(self, op: str, is_any: bool, x, arr):
+        """``x op ANY (array)`` / ``ALL`` (PostgreSQL 9.24.3): three-valued, so a NULL
+        element that decides nothing makes the answer NULL."""
+        if arr.type.name == "unknown":
+            elem = x.type if x.type.name != "unknown" else TEXT
+            arr = coerce(arr, array_of(elem))
+        if not arr.type.is_array:
+            raise SqlError(DATATYPE_MISMATCH, "op ANY/ALL (array) requires array on right side")
+        func, lt, rt, _ = ty.resolve_binary(op, x.type, arr.type.element)
+        if func not in ("eq", "ne", "lt", "le", "gt", "ge"):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"operator {op} with ANY/ALL is not supported")
+        if rt != arr.type.element:
+            arr = coerce(arr, array_of(rt))
+        return Call(("array_any:" if is_any else "array_all:") + func, (coerce(x, lt), arr), BOOL)
+
+    def _A_ArrayExpr(self, node: ast.A_ArrayExpr):
+        elems = [self.plan(e) for e in node.elements or ()]
+        if not elems:
+            raise SqlError("42P18", "cannot determine type of empty array",
+                           hint="Explicitly cast to the desired type, for example ARRAY[]::integer[].")
+        t = ty.common_type([e.type for e in elems], "ARRAY")
+        return Call("array", tuple(coerce(e, t) for e in elems), array_of(t))
+
+    def _A_Indirection(self, node: ast.A_Indirection):
+        e = self.plan(node.arg)
+        for ind in node.indirection:
+            if not isinstance(ind, ast.A_Indices) or ind.is_slice:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "only array subscripts a[i] are supported")
+            if not e.type.is_array:
+                raise SqlError(DATATYPE_MISMATCH, f"cannot subscript type {e.type.sql()} because it does not support subscripting")
+            idx = coerce(self.plan(ind.uidx), INT4)
+            if not idx.type.is_integer:
+                raise SqlError(DATATYPE_MISMATCH, "array subscript must have type integer")
+            e = Call("subscript", (e, coerce(idx, INT4)), e.type.element)
+        return e
+
+    def _CollateClause(self, node: ast.CollateClause):
+        # Only the default collation exists (code-point order), as in Materialize.
+        coll = node.collname[-1].sval
+        if coll not in ("default", "C", "POSIX"):
+            raise SqlError("42704", f'collation "{coll}" for encoding "UTF8" does not exist')
+        return self.plan(node.arg)
 
     def binary(self, op: str, l, r):
         func, lt, rt, result = ty.resolve_binary(op, l.type, r.type)
@@ -423,6 +475,8 @@ class ExprPlanner:
         func, casts, result = ty.resolve_function(name, [a.type for a in args])
         if func.startswith("const_"):
             # Catalog functions whose answer does not depend on the argument here.
+            if func == "const_null":
+                return Literal(None, result)
             return Literal(True, BOOL) if func == "const_true" else Literal(func.split(":", 1)[1], TEXT)
         return Call(func, tuple(coerce(a, t) for a, t in zip(args, casts)), result)
 

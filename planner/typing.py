@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from catalog.errors import SqlError, UNDEFINED_FUNCTION, DATATYPE_MISMATCH
 from catalog.types import (
-    SqlType, BOOL, INT4, INT8, NUMERIC, FLOAT4, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ, INTERVAL, UNKNOWN,
+    SqlType, BOOL, INT4, INT8, NUMERIC, FLOAT4, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ, INTERVAL, UNKNOWN, array_of,
 )
 
 NUMERIC_RANK = {"int2": 0, "int4": 1, "int8": 2, "numeric": 3, "float4": 4, "float8": 5}
@@ -95,6 +95,10 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
             return REGEX[op], TEXT, TEXT, BOOL
         raise _undefined_op(op, l, r)
     if op == "||":
+        if l.is_array or r.is_array:
+            return _array_concat(l, r)
+        if l.name == r.name == "bytea":
+            return "bytea_concat", l, r, l
         if l.is_string or r.is_string:
             return "concat", TEXT, TEXT, TEXT
         raise _undefined_op(op, l, r)
@@ -127,6 +131,18 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
         if op == "*" and r.name == "interval" and l.is_numeric:
             return func, FLOAT8, INTERVAL, INTERVAL
     raise _undefined_op(op, l, r)
+
+
+def _array_concat(l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, SqlType]:
+    # anyarray || anyarray, anyarray || anyelement, anyelement || anyarray (PostgreSQL 9.19).
+    if l.is_array and r.is_array:
+        t = array_of(common_type([l.element, r.element], "ARRAY"))
+        return "array_cat", t, t, t
+    if l.is_array:
+        e = common_type([l.element, r], "ARRAY")
+        return "array_append", array_of(e), e, array_of(e)
+    e = common_type([l, r.element], "ARRAY")
+    return "array_prepend", e, array_of(e), array_of(e)
 
 
 def _comparison_type(op: str, l: SqlType, r: SqlType) -> SqlType:
@@ -260,6 +276,17 @@ def resolve_function(name: str, args: list[SqlType]) -> tuple[str, list[SqlType]
         return "const_true", [a[0]], BOOL
     if name == "pg_encoding_to_char" and n == 1:
         return "const_text:UTF8", [a[0]], TEXT
+    if name in ("array_length", "array_upper", "array_lower") and n == 2 and a[0].is_array and args[1].name in ("int4", "int2", "int8", "unknown"):
+        return name, [a[0], INT4], INT4
+    if name == "cardinality" and n == 1 and a[0].is_array:
+        return name, [a[0]], INT4
+    if name == "array_to_string" and n in (2, 3) and a[0].is_array:
+        return name, [a[0]] + [TEXT] * (n - 1), TEXT
+    if name == "format_type" and n == 2:
+        return name, [INT8, INT4], TEXT
+    if name in ("obj_description", "col_description", "shobj_description", "pg_get_expr") and n in (1, 2, 3):
+        # No comments or defaults are stored here: PostgreSQL answers NULL for objects without one.
+        return "const_null", list(a), TEXT
     if name == "date_trunc" and n == 2 and a[1].name in ("date", "timestamp"):
         return "date_trunc", [TEXT, TIMESTAMP], TIMESTAMP
     raise _undefined_fn(name, list(args))

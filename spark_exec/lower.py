@@ -35,6 +35,8 @@ BuiltinFn = Callable[[BuiltinTable], list[tuple]]
 
 def spark_type(t: SqlType) -> T.DataType:
     n = t.name
+    if t.is_array:
+        return T.ArrayType(spark_type(t.element), True)
     if n == "numeric":
         p, s = t.storage_precision_scale()
         return T.DecimalType(p, s)
@@ -43,7 +45,17 @@ def spark_type(t: SqlType) -> T.DataType:
         "float4": T.FloatType(), "float8": T.DoubleType(), "text": T.StringType(), "varchar": T.StringType(),
         "bpchar": T.StringType(), "unknown": T.StringType(), "date": T.DateType(),
         "timestamp": T.TimestampNTZType(), "timestamptz": T.TimestampType(), "interval": T.CalendarIntervalType(),
+        "time": T.TimeType(6), "bytea": T.BinaryType(), "uuid": T.StringType(), "jsonb": T.StringType(),
     }[n]
+
+
+#: PostgreSQL's array_out quotes an element that is empty, NULL-like or has these characters
+_ARRAY_QUOTE_RE = r'^$|^[Nn][Uu][Ll][Ll]$|[{},"\\\s]'
+_UUID_RE = r"^\{?[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\}?$"
+
+
+def _empty_array(t: SqlType) -> SparkColumn:
+    return F.array().cast(spark_type(t))
 
 
 def col(i: int) -> SparkColumn:
@@ -176,6 +188,9 @@ class Lowerer:
 
     def cast(self, c: SparkColumn, src: SqlType, dst: SqlType) -> SparkColumn:
         s, d = src.name, dst.name
+        special = self._cast_special(c, src, dst)
+        if special is not None:
+            return special
         if s == "bpchar" and d in ("text", "varchar"):
             c = F.rtrim(c)
         if d in ("int2", "int4", "int8"):
@@ -195,11 +210,79 @@ class Lowerer:
             return c
         return c.cast(spark_type(dst))
 
+    def _cast_special(self, c: SparkColumn, src: SqlType, dst: SqlType) -> SparkColumn | None:
+        """Casts from or to arrays, bytea, uuid and jsonb, whose text forms Spark does not
+        know; None when the generic rules apply."""
+        s, d = src.name, dst.name
+        text = d in ("text", "varchar", "bpchar")
+        if src.is_array and dst.is_array:
+            return F.transform(c, lambda x: self.cast(x, src.element, dst.element))
+        if src.is_array and text:
+            def elem(x):
+                s_ = self.cast(x, src.element, SqlType("text"))
+                quoted = F.concat(F.lit('"'), F.regexp_replace(s_, r'(["\\])', r'\\$1'), F.lit('"'))
+                return F.when(x.isNull(), F.lit("NULL")).when(s_.rlike(_ARRAY_QUOTE_RE), quoted).otherwise(s_)
+            return F.concat(F.lit("{"), F.array_join(F.transform(c, elem), ","), F.lit("}"))
+        if s == "bytea" and text:
+            return F.concat(F.lit("\\x"), F.lower(F.hex(c)))
+        if s in ("uuid", "jsonb") and text:
+            return c
+        if d == "uuid" and src.is_string:
+            digits = F.lower(F.regexp_replace(c, r"[-{}]", ""))
+            canon = F.concat_ws("-", digits.substr(1, 8), digits.substr(9, 4), digits.substr(13, 4),
+                                digits.substr(17, 4), digits.substr(21, 12))
+            bad = F.raise_error(F.concat(F.lit('invalid input syntax for type uuid: "'), c, F.lit('"')))
+            return F.when(c.isNull(), F.lit(None)).when(F.trim(c).rlike(_UUID_RE), canon).otherwise(bad)
+        if d == "bytea" and src.is_string:
+            bad = F.raise_error(F.lit("bytea escape format is not supported on table data; use hex (\\x...)"))
+            return F.when(c.startswith("\\x"), F.unhex(c.substr(3, 2**31 - 1))) \
+                .when(c.contains("\\"), bad).otherwise(c.cast(T.BinaryType()))
+        if src.is_array or dst.is_array or d in ("jsonb", "uuid", "bytea") or s in ("uuid", "jsonb", "bytea"):
+            if s == d:
+                return c
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"cast from {src.sql()} to {dst.sql()} is not supported on table data")
+        return None
+
+    def _array_call(self, f: str, e: Call, args: list[SparkColumn]) -> SparkColumn:
+        t = e.type
+        if f == "array":
+            return F.array(*args)
+        if f == "subscript":
+            return F.when(args[1] >= 1, F.try_element_at(args[0], args[1]))
+        if f == "cardinality":
+            return F.size(args[0])
+        if f in ("array_length", "array_upper"):
+            return F.when((args[1] == 1) & (F.size(args[0]) > 0), F.size(args[0]))
+        if f == "array_lower":
+            return F.when((args[1] == 1) & (F.size(args[0]) > 0), F.lit(1))
+        if f == "array_to_string":
+            elem_t = e.args[0].type.element
+            as_text = F.transform(args[0], lambda x: self.cast(x, elem_t, SqlType("text")))
+            return F.array_join(as_text, args[1], *(args[2:] and [args[2]]))
+        if f == "array_cat":
+            a, b = args
+            return F.when(a.isNull() & b.isNull(), F.lit(None)).otherwise(
+                F.concat(F.coalesce(a, _empty_array(t)), F.coalesce(b, _empty_array(t))))
+        if f == "array_append":
+            return F.concat(F.coalesce(args[0], _empty_array(t)), F.array(args[1]))
+        if f == "array_prepend":
+            return F.concat(F.array(args[0]), F.coalesce(args[1], _empty_array(t)))
+        kind, op = f.split(":")
+        x = args[0]
+        pred = {"eq": lambda v: x == v, "ne": lambda v: x != v, "lt": lambda v: x < v, "le": lambda v: x <= v,
+                "gt": lambda v: x > v, "ge": lambda v: x >= v}[op]
+        return F.exists(args[1], pred) if kind == "array_any" else F.forall(args[1], pred)
+
     def call(self, e: Call) -> SparkColumn:
         f = e.func
         args = [self.scalar(a) for a in e.args]
         types = [a.type for a in e.args]
         t = e.type
+        if f in ("array", "subscript", "cardinality", "array_length", "array_upper", "array_lower", "array_to_string",
+                 "array_cat", "array_append", "array_prepend") or f.startswith(("array_any:", "array_all:")):
+            return self._array_call(f, e, args)
+        if f == "bytea_concat":
+            return F.concat(args[0], args[1])
         if f in ("add", "sub"):
             a, b = args
             if t.name == "date":
@@ -359,6 +442,10 @@ class Lowerer:
 
 
 def _to_spark_value(v):
+    if isinstance(v, list):
+        return [_to_spark_value(x) for x in v]
+    if isinstance(v, bytes):
+        return bytearray(v)
     if isinstance(v, Interval):
         raise SqlError(FEATURE_NOT_SUPPORTED, "interval values in VALUES are not supported yet")
     return v
@@ -368,6 +455,12 @@ def literal(v, t: SqlType) -> SparkColumn:
     if v is None:
         return F.lit(None).cast(spark_type(t))
     n = t.name
+    if t.is_array:
+        return F.array(*[literal(x, t.element) for x in v]).cast(spark_type(t)) if v else _empty_array(t)
+    if n == "time":
+        return F.lit(v.isoformat()).cast(T.TimeType(6))
+    if n == "bytea":
+        return F.lit(bytearray(v))
     if n == "timestamp":
         return F.lit(v.isoformat(sep=" ")).cast(T.TimestampNTZType())
     if n == "timestamptz":

@@ -121,6 +121,8 @@ class Orchestrator:
             "spark.ui.enabled": "false",
             "spark.sql.session.timeZone": "UTC",
             "spark.sql.ansi.enabled": "true",
+            # PostgreSQL's time type is stored as Parquet TIME(MICROS); Spark 4 reads it only with this.
+            "spark.sql.timeType.enabled": "true",
             "spark.sql.shuffle.partitions": str(total_cores),
             # Hash tables of broadcast joins take one page each at least; Spark's default page
             # (up to 64 MiB) lets a 26-way join of ten-row tables exhaust the heap.

@@ -1,46 +1,136 @@
-"""Encoding values for DataRows, text and binary, per PostgreSQL type OID.
+"""Encoding values for DataRows and decoding Bind parameters, text and binary, per type.
 
 Text follows ``catalog.textio.format_text`` (PostgreSQL's output functions); binary
-uses psycopg's dumpers, which implement PostgreSQL's ``*send`` functions exactly.
+scalars use psycopg's dumpers and loaders, which implement PostgreSQL's ``*send`` and
+``*recv`` functions exactly; arrays use ``array_send``'s layout (ndim, has-null flag,
+element OID, then per dimension size and lower bound, then length-prefixed elements).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import struct
+import uuid
+from decimal import Decimal
 from typing import Callable
 
 from psycopg import adapters
 from psycopg.pq import Format
 
-from catalog.textio import format_text
-from catalog.types import Interval, SqlType
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_BINARY_REPRESENTATION
+from catalog.textio import format_text, parse_jsonb
+from catalog.types import Interval, SqlType, type_from_oid
 
 Encoder = Callable[[object], bytes]
 
-_PY_TYPE = {16: bool, 21: int, 23: int, 20: int, 700: float, 701: float}
+_PY_TYPE = {"bool": bool, "int2": int, "int4": int, "int8": int, "float4": float, "float8": float,
+            "numeric": Decimal, "date": dt.date, "timestamp": dt.datetime, "timestamptz": dt.datetime,
+            "time": dt.time}
 
 
 def encoder(t: SqlType, binary: bool) -> Encoder:
     """A function turning a non-NULL value of ``t`` into DataRow bytes."""
     if not binary or t.category in ("S", "X"):
         return lambda v: format_text(v, t).encode()
-    if t.name == "interval":
+    if t.is_array:
+        return _array_encoder(t)
+    n = t.name
+    if n == "interval":
         return _interval_binary
-    import datetime as dt
-    from decimal import Decimal
-
-    py = _PY_TYPE.get(t.oid) or {"numeric": Decimal, "date": dt.date, "timestamp": dt.datetime,
-                                 "timestamptz": dt.datetime}[t.name]
-    if t.name == "timestamptz":
-        tz_dumper = adapters.get_dumper_by_oid(t.oid, Format.BINARY)(py)
-        return lambda v: bytes(tz_dumper.dump(v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)))
-    dumper = adapters.get_dumper_by_oid(t.oid, Format.BINARY)(py)
-    if t.name in ("float4", "float8"):
+    if n == "bytea":
+        return bytes
+    if n == "uuid":
+        return lambda v: uuid.UUID(v).bytes
+    if n == "jsonb":
+        return lambda v: b"\x01" + v.encode()  # jsonb_send: version 1, then the text
+    dumper = adapters.get_dumper_by_oid(t.oid, Format.BINARY)(_PY_TYPE[n])
+    if n == "timestamptz":
+        return lambda v: bytes(dumper.dump(v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)))
+    if n in ("float4", "float8"):
         return lambda v: bytes(dumper.dump(float(v)))
-    if t.name == "numeric":
+    if n == "numeric":
         return lambda v: bytes(dumper.dump(v if isinstance(v, Decimal) else Decimal(str(v))))
     return lambda v: bytes(dumper.dump(v))
 
 
 def _interval_binary(v: Interval) -> bytes:
     return struct.pack("!qii", v.micros, v.days, v.months)
+
+
+def _array_encoder(t: SqlType) -> Encoder:
+    elem = encoder(t.element, True)
+    elem_oid = t.element.oid
+
+    def enc(v: list) -> bytes:
+        if not v:
+            return struct.pack("!iii", 0, 0, elem_oid)
+        parts = [struct.pack("!iiiii", 1, int(None in v), elem_oid, len(v), 1)]
+        for x in v:
+            if x is None:
+                parts.append(b"\xff\xff\xff\xff")
+            else:
+                b = elem(x)
+                parts.append(struct.pack("!i", len(b)) + b)
+        return b"".join(parts)
+
+    return enc
+
+
+def binary_param_text(oid: int, raw: bytes) -> str:
+    """The text form of a binary Bind parameter of type ``oid``, which the planner then
+    reads as a literal of the parameter's type (one path for both formats).
+
+    Raises:
+        SqlError 0A000 for a type without binary input here; 22P03 for bad data.
+    """
+    t = type_from_oid(oid)
+    if t is None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"binary parameters of type OID {oid} are not supported")
+    try:
+        return format_text(decode_binary(t, raw), t)
+    except (struct.error, ValueError, IndexError) as e:
+        raise SqlError(INVALID_BINARY_REPRESENTATION, f"incorrect binary data format for type {t.sql()}: {e}") from None
+
+
+def decode_binary(t: SqlType, raw: bytes):
+    """A binary value of ``t`` (``*recv``) as the internal Python value."""
+    if t.is_array:
+        return _array_decode(t, raw)
+    n = t.name
+    if t.category in ("S", "X"):
+        return raw.decode("utf-8")
+    if n == "bytea":
+        return bytes(raw)
+    if n == "uuid":
+        return str(uuid.UUID(bytes=bytes(raw)))
+    if n == "jsonb":
+        if raw[:1] != b"\x01":
+            raise ValueError("unsupported jsonb version number")
+        return parse_jsonb(bytes(raw[1:]).decode("utf-8"))
+    if n == "interval":
+        micros, days, months = struct.unpack("!qii", raw)
+        return Interval(months, days, micros)
+    v = adapters.get_loader(t.oid, Format.BINARY)(t.oid).load(raw)
+    if n == "timestamptz":
+        v = v.astimezone(dt.timezone.utc)
+    return v
+
+
+def _array_decode(t: SqlType, raw: bytes) -> list:
+    ndim, _, _ = struct.unpack_from("!iii", raw, 0)
+    if ndim == 0:
+        return []
+    if ndim != 1:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "multi-dimensional arrays are not supported")
+    (size, _) = struct.unpack_from("!ii", raw, 12)
+    pos, out = 20, []
+    for _ in range(size):
+        (n,) = struct.unpack_from("!i", raw, pos)
+        pos += 4
+        if n < 0:
+            out.append(None)
+            continue
+        out.append(decode_binary(t.element, raw[pos : pos + n]))
+        pos += n
+    return out
+

@@ -23,7 +23,7 @@ from catalog.errors import SqlError, INTERNAL_ERROR, QUERY_CANCELED
 from catalog.types import UNKNOWN, type_from_oid
 from planner.scalar import Literal
 from sqlfront.environment import Environment
-from sqlfront.pgtypes import encoder
+from sqlfront.pgtypes import binary_param_text, encoder
 from sqlfront.session import CopyIn, CopyOut, Result, Session, parse_one, split_statements
 from sqlfront.vars import REPORTED, display_name
 
@@ -395,6 +395,9 @@ class PgHandler(BuenaVistaHandler):
         idx = payload.index(b"\x00")
         portal = payload[:idx].decode("utf-8")
         limit = struct.unpack("!i", payload[idx + 1 : idx + 5])[0]
+        if portal not in ctx.portals and portal not in ctx.suspended:
+            self.send_error(SqlError("34000", f'portal "{portal}" does not exist'), ctx)
+            return
         try:
             if portal in ctx.suspended:
                 result, offset = ctx.suspended.pop(portal)
@@ -419,8 +422,6 @@ class PgHandler(BuenaVistaHandler):
             self.send_command_complete(result.tag + "\x00")
             if result.tag in ("SET", "RESET"):
                 self.report_changes(ctx)
-        except KeyError:
-            self.send_error(SqlError("34000", f'portal "{portal}" does not exist'), ctx)
         except SqlError as e:
             self.send_error(e, ctx)
         except Exception as e:
@@ -456,7 +457,7 @@ class PgHandler(BuenaVistaHandler):
                     params.append(raw.decode("utf-8"))
                 else:
                     oid = oids[i] if i < len(oids) else 0
-                    params.append(_load_binary(oid, raw))
+                    params.append(binary_param_text(oid, raw))
             (nr,) = struct.unpack_from("!h", payload, pos)
             result_formats = list(struct.unpack_from(f"!{nr}h", payload, pos + 2))
         except SqlError as e:
@@ -536,19 +537,6 @@ def _format_for(formats, i: int) -> int:
     if not formats:
         return 0
     return formats[0] if len(formats) == 1 else formats[i]
-
-
-def _load_binary(oid: int, raw: bytes):
-    from psycopg import adapters
-    from psycopg.pq import Format
-
-    try:
-        loader = adapters.get_loader(oid, Format.BINARY)
-    except Exception:
-        loader = None
-    if loader is None:
-        raise SqlError("0A000", f"binary parameters of type OID {oid} are not supported")
-    return loader(oid).load(raw)
 
 
 def _param_count(sql: str) -> int:
