@@ -12,6 +12,7 @@ from typing import Callable
 
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column
+from catalog.pg_catalog import PG_CATALOG_TABLES, pg_catalog_rows
 from catalog.types import BOOL, FLOAT8, INT8, TEXT
 
 MZ_CLUSTERS = BuiltinTable(
@@ -107,82 +108,27 @@ IS_SCHEMATA = BuiltinTable(
     (Column("catalog_name", TEXT, False), Column("schema_name", TEXT, False), Column("schema_owner", TEXT, False)),
 )
 
-# pg_catalog: enough of PostgreSQL's catalogs for psql's \dt and \dn and simple reflection.
-# OIDs are int8 here; user objects get 20000 + their id number, system objects 10000 + theirs.
-PG_NAMESPACE = BuiltinTable(
-    "s14", "pg_catalog", "pg_namespace",
-    (Column("oid", INT8, False), Column("nspname", TEXT, False), Column("nspowner", INT8, False)),
-)
-PG_CLASS = BuiltinTable(
-    "s15", "pg_catalog", "pg_class",
-    (Column("oid", INT8, False), Column("relname", TEXT, False), Column("relnamespace", INT8, False),
-     Column("relkind", TEXT, False), Column("relowner", INT8, False), Column("relnatts", INT8, False),
-     Column("relhasindex", BOOL, False)),
-)
-PG_DATABASE = BuiltinTable(
-    "s16", "pg_catalog", "pg_database",
-    (Column("oid", INT8, False), Column("datname", TEXT, False), Column("datdba", INT8, False),
-     Column("encoding", INT8, False), Column("datcollate", TEXT, False), Column("datctype", TEXT, False)),
-)
-PG_ATTRIBUTE = BuiltinTable(
-    "s17", "pg_catalog", "pg_attribute",
-    (Column("attrelid", INT8, False), Column("attname", TEXT, False), Column("atttypid", INT8, False),
-     Column("attnum", INT8, False), Column("atttypmod", INT8, False), Column("attnotnull", BOOL, False),
-     Column("attisdropped", BOOL, False)),
-)
-PG_TYPE = BuiltinTable(
-    "s18", "pg_catalog", "pg_type",
-    (Column("oid", INT8, False), Column("typname", TEXT, False), Column("typnamespace", INT8, False),
-     Column("typlen", INT8, False), Column("typtype", TEXT, False), Column("typcategory", TEXT, False)),
-)
-
-NAMESPACE_OIDS = {"pg_catalog": 11, "public": 2200, "mz_catalog": 16001, "mz_internal": 16002,
-                  "information_schema": 16003}
-OWNER_OID = 10
-
-
-def object_oid(object_id: str) -> int:
-    """A stable OID for a catalog id (``u5`` -> 20005, ``s3`` -> 10003)."""
-    return (20000 if object_id[0] == "u" else 10000) + int(object_id[1:])
-
-
 #: builtin tables whose rows come from environmentd's metrics, not from the catalog
 METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS)
 
-BUILTIN_TABLES = (PG_NAMESPACE, PG_CLASS, PG_DATABASE, PG_ATTRIBUTE, PG_TYPE, IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS)
+BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
 
 
 def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
-                 sizes: dict[str, ReplicaSize] | None = None) -> list[tuple]:
-    """The current rows of ``table`` as tuples in column order."""
+                 sizes: dict[str, ReplicaSize] | None = None, settings: dict[str, str] | None = None) -> list[tuple]:
+    """The current rows of ``table`` as tuples in column order; ``settings`` are the
+    default session variables, for ``pg_settings``."""
+    pg = pg_catalog_rows(table, snap, settings or {})
+    if pg is not None:
+        return pg
     if table.id == MZ_CLUSTER_REPLICA_SIZES.id:
         return [
             (s.name, s.workers, s.scale, s.cpu_limit, f"{s.memory_limit}MiB" if s.memory_limit else None)
             for s in (sizes or {}).values()
         ]
-    if table.id == PG_NAMESPACE.id:
-        return [(oid, name, OWNER_OID) for name, oid in NAMESPACE_OIDS.items()]
-    if table.id == PG_CLASS.id:
-        rels = [(r, "r") for r in snap.tables.values()] + [(r, "v") for r in snap.views.values()] + \
-               [(r, "r") for r in snap.builtins.values()]
-        out = [(object_oid(r.id), r.name, NAMESPACE_OIDS[r.schema], kind, OWNER_OID, len(r.columns),
-                any(i.on_id == r.id for i in snap.indexes.values())) for r, kind in rels]
-        out += [(object_oid(i.id), i.name, NAMESPACE_OIDS.get(i.schema, 2200), "i", OWNER_OID, 0, False)
-                for i in snap.indexes.values()]
-        return out
-    if table.id == PG_DATABASE.id:
-        return [(16384, "materialize", OWNER_OID, 6, "C", "C")]
-    if table.id == PG_ATTRIBUTE.id:
-        rels = list(snap.tables.values()) + list(snap.views.values()) + list(snap.builtins.values())
-        return [(object_oid(r.id), c.name, c.type.oid, i + 1, c.type.typmod, not c.nullable, False)
-                for r in rels for i, c in enumerate(r.columns)]
-    if table.id == PG_TYPE.id:
-        from catalog.types import _INFO
-
-        return [(info[0], name, 11, info[1], "b", info[2]) for name, info in _INFO.items()]
     if table.id == IS_TABLES.id:
         rels = [(r, "BASE TABLE") for r in snap.tables.values()] + [(r, "VIEW") for r in snap.views.values()] + \
                [(r, "SYSTEM TABLE") for r in snap.builtins.values()]

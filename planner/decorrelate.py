@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.types import BOOL, INT8
-from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, inputs
+from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest, inputs
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, map_expr, walk
 
 TRUE = Literal(True, BOOL)
@@ -112,6 +112,8 @@ class _Apply:
                            tuple(n for n, _ in self.d.columns) + p.names)
         if isinstance(p, Distinct):
             return Distinct(self.apply(p.input))
+        if isinstance(p, Unnest):
+            return Unnest(self.apply(p.input), tuple(i + d for i in p.arrays), p.kinds)
         if isinstance(p, OrderBy):
             from planner.plan import SortKey
 
@@ -119,7 +121,8 @@ class _Apply:
         if isinstance(p, Reduce):
             inner = self.apply(p.input)
             keys = tuple(self.d_refs()) + tuple(self.expr(k, d) for k in p.keys)
-            aggs = tuple(AggCall(a.func, self.expr(a.arg, d) if a.arg is not None else None, a.distinct, a.type)
+            aggs = tuple(AggCall(a.func, self.expr(a.arg, d) if a.arg is not None else None, a.distinct, a.type,
+                                 tuple((self.expr(e, d), desc, nf) for e, desc, nf in a.order))
                          for a in p.aggregates)
             red = Reduce(inner, keys, aggs)
             if p.keys:
@@ -205,6 +208,10 @@ def _lower_one(state, sq: Subquery):
         value = Call("cardinality_check", (ColRef(d, INT8), ColRef(d + 1, s0.type)), s0.type)
         result = Project(red, tuple(d_refs) + (value,), tuple(f"?d{i}?" for i in range(d)) + ("?v?",))
         pick = lambda c: c  # noqa: E731
+    elif sq.kind == "array":
+        red = Reduce(applied, tuple(d_refs), (AggCall("array_agg", s0, False, sq.type),))
+        result = Project(red, tuple(d_refs) + (ColRef(d, sq.type),), tuple(f"?d{i}?" for i in range(d)) + ("?v?",))
+        pick = lambda c: Call("coalesce", (c, Literal([], sq.type)), sq.type)  # noqa: E731 ARRAY() of no rows is {}
     elif sq.kind == "exists":
         result = Project(Distinct(Project(applied, tuple(d_refs), tuple(f"?d{i}?" for i in range(d)))),
                          tuple(d_refs) + (TRUE,), tuple(f"?d{i}?" for i in range(d)) + ("?v?",))

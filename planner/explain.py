@@ -6,7 +6,7 @@ does for MIR plans.
 
 from __future__ import annotations
 
-from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp
+from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "eq": "=", "ne": "<>", "lt": "<",
@@ -85,6 +85,8 @@ def explain(plan) -> list[str]:
             lines.append(f"{pad}Limit {p.limit if p.limit is not None else 'ALL'} offset={p.offset}")
         elif isinstance(p, Distinct):
             lines.append(f"{pad}Distinct")
+        elif isinstance(p, Unnest):
+            lines.append(f"{pad}Unnest " + ", ".join(f"{k}(#{i})" for i, k in zip(p.arrays, p.kinds)))
         elif isinstance(p, SetOp):
             lines.append(f"{pad}{p.op.capitalize()}{' all' if p.all else ''}")
         for i in ((p.left, p.right) if isinstance(p, (Join, SetOp)) else (p.input,)):

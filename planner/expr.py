@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Callable
 
 from pglast import ast
-from pglast.enums import A_Expr_Kind, BoolExprType, NullTestType, BoolTestType, MinMaxOp, SubLinkType
+from pglast.enums import A_Expr_Kind, BoolExprType, NullTestType, BoolTestType, MinMaxOp, SortByDir, SortByNulls, SubLinkType
 
 from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_COLUMN,
@@ -25,6 +25,10 @@ from planner import typing as ty
 from planner.consteval import cast_value
 from planner.plan import Project
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Param, Subquery, is_constant
+
+
+#: OID alias types (PostgreSQL 8.19 "Object Identifier Types"); values are int8 OIDs here
+OID_ALIASES = ("oid", "regclass", "regtype", "regproc", "regprocedure", "regnamespace", "regrole", "regoper")
 
 
 def _cast_single(plan, t: SqlType):
@@ -207,6 +211,8 @@ class ExprPlanner:
         self.outer_scopes = outer_scopes or []
         #: plan_subquery(select_stmt, scope) -> PlannedQuery, with ``scope`` as depth 1
         self.plan_subquery = plan_subquery
+        #: resolves a relation name (``'public.t'``) to its OID, for ``::regclass``
+        self.resolve_relation_oid: Callable[[str], int] | None = None
         #: the scope a subquery here correlates with, and how to remap its OuterRefs
         self.subquery_scope: Scope | None = None
         self.remap_outer: Callable | None = None
@@ -290,6 +296,13 @@ class ExprPlanner:
         return Literal(None if v is None else str(v), UNKNOWN)
 
     def _TypeCast(self, node: ast.TypeCast):
+        reg = node.typeName.names[-1].sval
+        if reg in OID_ALIASES and not node.typeName.arrayBounds:
+            return self.oid_cast(reg, self.plan(node.arg))
+        inner = node.arg
+        if isinstance(inner, ast.TypeCast) and inner.typeName.names[-1].sval == "regtype" and reg == "text":
+            # x::regtype::text is the type's name (regtypeout prints format_type's name).
+            return Call("format_type", (self.plan(inner), Literal(None, INT4)), TEXT)
         target, field = type_from_ast(node.typeName)
         arg = self.plan(node.arg)
         inferred = infer_param(arg, target)
@@ -305,6 +318,31 @@ class ExprPlanner:
         if arg.type == target:
             return arg
         return Cast(arg, target)
+
+    def oid_cast(self, reg: str, arg):
+        """Casts to ``oid`` and the ``reg*`` OID alias types (PostgreSQL 8.19): OIDs are
+        int8 here; a ``regclass``/``regtype`` name literal is looked up at plan time, and
+        ``x::regtype::text`` prints the type's name."""
+        if isinstance(arg, Literal) and arg.type.name == "unknown" and arg.value is not None:
+            text = arg.value.strip()
+            if text.lstrip("-").isdigit():
+                return Literal(int(text), INT8)
+            if reg == "regclass":
+                if self.resolve_relation_oid is None:
+                    raise SqlError(FEATURE_NOT_SUPPORTED, "regclass names are not supported here")
+                return Literal(self.resolve_relation_oid(text), INT8)
+            if reg == "regtype":
+                return Literal(make_type(text).oid, INT8)
+            if reg == "regnamespace":
+                from catalog.pg_catalog import NAMESPACE_OIDS
+                if text not in NAMESPACE_OIDS:
+                    raise SqlError("3F000", f'schema "{text}" does not exist')
+                return Literal(NAMESPACE_OIDS[text], INT8)
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{reg} names are not supported")
+        e = coerce(arg, INT8)
+        if not e.type.is_integer:
+            raise SqlError("42846", f"cannot cast type {arg.type.sql()} to {reg}")
+        return coerce(e, INT8)
 
     def _A_Expr(self, node: ast.A_Expr):
         k = node.kind
@@ -467,8 +505,19 @@ class ExprPlanner:
         if name == "coalesce":
             t = ty.common_type([a.type for a in args], "COALESCE")
             return Call("coalesce", tuple(coerce(a, t) for a in args), t)
+        if name in ("to_regtype", "to_regclass", "to_regnamespace") and len(args) == 1:
+            # Like ::regtype etc., but NULL instead of an error for a name that names nothing.
+            a = args[0]
+            if not isinstance(a, Literal) or not a.type.is_string:
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} needs a constant argument")
+            if a.value is None:
+                return Literal(None, INT8)
+            try:
+                return self.oid_cast(name[3:], Literal(a.value, UNKNOWN))
+            except SqlError:
+                return Literal(None, INT8)
         if name in ("pg_table_is_visible", "pg_type_is_visible") and len(args) == 1:
-            # Visible: user objects (OIDs from 20000, see catalog.builtins.object_oid) and types.
+            # Visible: user objects (OIDs from 20000, see catalog.pg_catalog.object_oid) and types.
             if name == "pg_type_is_visible":
                 return Literal(True, BOOL)
             return self.binary(">=", args[0], Literal(20000, INT8))
@@ -516,6 +565,11 @@ class ExprPlanner:
             raise SqlError(SYNTAX_ERROR, "subquery must return only one column" if kind == SubLinkType.EXPR_SUBLINK
                            else "subquery has too many columns")
         col_t = plan.columns[0][1]
+        if kind == SubLinkType.ARRAY_SUBLINK:
+            if col_t.name == "unknown":
+                plan = _cast_single(plan, TEXT)
+                col_t = TEXT
+            return Subquery("array", plan, array_of(col_t))
         if kind == SubLinkType.EXPR_SUBLINK:
             if col_t.name == "unknown":
                 plan = _cast_single(plan, TEXT)
@@ -547,7 +601,15 @@ class ExprPlanner:
             raise SqlError(GROUPING_ERROR, "aggregate function calls cannot be nested")
         arg = arg_planner.plan(args[0])
         func, cast_to, result = ty.resolve_aggregate(name, arg.type)
-        return AggCall(func, coerce(arg, cast_to) if cast_to else arg, bool(node.agg_distinct), result)
+        order = ()
+        if node.agg_order:
+            if func != "array_agg":
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"ORDER BY inside {name}() is not supported")
+            order = tuple((arg_planner.plan(sb.node), sb.sortby_dir == SortByDir.SORTBY_DESC,
+                           sb.sortby_nulls == SortByNulls.SORTBY_NULLS_FIRST or (
+                               sb.sortby_nulls == SortByNulls.SORTBY_NULLS_DEFAULT and sb.sortby_dir == SortByDir.SORTBY_DESC))
+                          for sb in node.agg_order)
+        return AggCall(func, coerce(arg, cast_to) if cast_to else arg, bool(node.agg_distinct), result, order)
 
 
 class Grouping:

@@ -14,7 +14,7 @@ from catalog.snapshot import BuiltinTable, Table
 from planner.consteval import evaluate
 from collections import Counter
 
-from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, relations_read
+from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest, relations_read
 from planner.scalar import AggCall
 
 Rows = list[tuple]
@@ -54,6 +54,14 @@ def run(plan, builtin_rows: Callable[[BuiltinTable], Rows]) -> Rows:
         return rows if plan.limit is None else rows[: plan.limit]
     if isinstance(plan, SetOp):
         return _setop(plan, run(plan.left, builtin_rows), run(plan.right, builtin_rows))
+    if isinstance(plan, Unnest):
+        out = []
+        for r in run(plan.input, builtin_rows):
+            arrays = [r[i] or [] for i in plan.arrays]
+            for k in range(max((len(a) for a in arrays), default=0)):
+                out.append(r + tuple((a[k] if kind == "unnest" else k + 1) if k < len(a) else None
+                                     for a, kind in zip(arrays, plan.kinds)))
+        return out
     if isinstance(plan, Distinct):
         seen, out = set(), []
         for r in run(plan.input, builtin_rows):
@@ -95,6 +103,14 @@ def _reduce(plan: Reduce, rows: Rows) -> Rows:
 def _aggregate(a: AggCall, rows: Rows):
     if a.func == "count_star":
         return len(rows)
+    if a.func == "array_agg":  # keeps NULLs and input order (or its ORDER BY); NULL for no rows
+        for e, desc, nulls_first in reversed(a.order):
+            keyed = [(evaluate(e, r), r) for r in rows]
+            vals_ = sorted((kr for kr in keyed if kr[0] is not None), key=lambda kr: kr[0], reverse=desc)
+            nulls = [kr for kr in keyed if kr[0] is None]
+            rows = [r for _, r in (nulls + vals_ if nulls_first else vals_ + nulls)]
+        vals = [evaluate(a.arg, r) for r in rows]
+        return (list(dict.fromkeys(vals)) if a.distinct else vals) or None
     vals = [v for r in rows if (v := evaluate(a.arg, r)) is not None]
     if a.distinct:
         vals = list(dict.fromkeys(vals))

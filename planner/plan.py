@@ -143,7 +143,28 @@ class SetOp:
         return self.left.columns
 
 
-Plan = Union[Get, Constant, Filter, Project, Reduce, Join, OrderBy, Limit, Distinct, SetOp]
+@dataclass(frozen=True)
+class Unnest:
+    """Set-returning functions of a select list (PostgreSQL's ProjectSet): each input row
+    is repeated once per element of the longest of the arrays in columns ``arrays``
+    (zero times when all are empty or NULL), with one more column per function: the
+    element (``unnest``, NULL past a shorter array's end) or its 1-based position
+    (``subscripts``, NULL past the end likewise). PostgreSQL 9.25 / 10+ SRF rules."""
+
+    input: "Plan"
+    arrays: tuple[int, ...]
+    kinds: tuple[str, ...]
+
+    @property
+    def columns(self) -> Columns:
+        from catalog.types import INT4
+
+        extra = tuple((k, self.input.columns[i][1].element if k == "unnest" else INT4)
+                      for i, k in zip(self.arrays, self.kinds))
+        return self.input.columns + extra
+
+
+Plan = Union[Get, Constant, Filter, Project, Reduce, Join, OrderBy, Limit, Distinct, SetOp, Unnest]
 
 
 def inputs(p) -> tuple:
@@ -179,7 +200,8 @@ def map_plan_exprs(p, f):
         return Project(map_plan_exprs(p.input, f), tuple(m(e) for e in p.exprs), p.names)
     if isinstance(p, Reduce):
         return Reduce(map_plan_exprs(p.input, f), tuple(m(k) for k in p.keys),
-                      tuple(AggCall(a.func, m(a.arg), a.distinct, a.type) for a in p.aggregates))
+                      tuple(AggCall(a.func, m(a.arg), a.distinct, a.type, tuple((m(e), d, n) for e, d, n in a.order))
+                            for a in p.aggregates))
     if isinstance(p, Join):
         return Join(map_plan_exprs(p.left, f), map_plan_exprs(p.right, f), p.kind, m(p.on))
     if isinstance(p, SetOp):
@@ -190,4 +212,6 @@ def map_plan_exprs(p, f):
         return Limit(map_plan_exprs(p.input, f), p.limit, p.offset)
     if isinstance(p, Distinct):
         return Distinct(map_plan_exprs(p.input, f))
+    if isinstance(p, Unnest):
+        return Unnest(map_plan_exprs(p.input, f), p.arrays, p.kinds)
     raise TypeError(p)

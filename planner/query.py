@@ -18,13 +18,15 @@ from catalog.errors import (
     UNDEFINED_COLUMN, DUPLICATE_OBJECT,
 )
 from catalog.snapshot import CatalogSnapshot, View
-from catalog.types import BOOL, INT8, UNKNOWN, TEXT
+from catalog.types import BOOL, INT4, INT8, UNKNOWN, TEXT
 from planner import typing as ty
 from planner.consteval import evaluate, fold
 from planner.expr import ExprPlanner, Grouping, coerce, contains_aggregate, figure_colname
 from planner.decorrelate import lower_subqueries
 from planner.joins import reorder_joins
-from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Plan, Project, Reduce, SetOp, SortKey
+from planner.plan import (
+    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Plan, Project, Reduce, SetOp, SortKey, Unnest,
+)
 from planner.scalar import ColRef, Literal, is_constant
 from planner.scope import Scope, ScopeItem
 
@@ -48,7 +50,23 @@ class QueryPlanner:
         self.ctes: dict[str, PlannedQuery] = dict(ctes or {})
 
     def expr_planner(self, scope: Scope, agg_context: str | None = None) -> ExprPlanner:
-        return ExprPlanner(scope, self.params, agg_context, self.outer_scopes, self.plan_subquery)
+        ep = ExprPlanner(scope, self.params, agg_context, self.outer_scopes, self.plan_subquery)
+        ep.resolve_relation_oid = self.relation_oid
+        return ep
+
+    def relation_oid(self, name: str) -> int:
+        """OID of the relation ``name`` names (``t``, ``public.t``, ``"T"``), as ``'...'::regclass``.
+
+        Raises:
+            SqlError 42P01 if there is none."""
+        from catalog.pg_catalog import object_oid
+        from pglast.parser import parse_sql
+
+        try:
+            rv = parse_sql(f"SELECT * FROM {name}")[0].stmt.fromClause[0]
+        except Exception:
+            raise SqlError("42602", f'invalid name syntax: "{name}"') from None
+        return object_oid(self.snap.resolve_relation(rv.schemaname, rv.relname).id)
 
     def plan_subquery(self, stmt, scope: Scope) -> "PlannedQuery":
         """Plan a subquery whose correlated names resolve in ``scope`` (depth 1) and then in
@@ -286,12 +304,43 @@ class QueryPlanner:
                 plan, (having,) = lower_subqueries(plan, [having])
                 plan = _narrow(Filter(plan, having), width)
         else:
-            exprs = [fold(from_planner.plan(node)) for node, _ in targets]
+            plan, srf_refs = self._plan_srfs(plan, targets, from_planner)
+            exprs = [srf_refs[i] if i in srf_refs else fold(from_planner.plan(node))
+                     for i, (node, _) in enumerate(targets)]
             sort_exprs = self._sort_exprs(stmt, targets, exprs, from_planner)
 
         names = [name for _, name in targets]
         exprs = [coerce(e, TEXT) if e.type.name == "unknown" else e for e in exprs]
         return self._finish(plan, exprs, names, sort_exprs, stmt)
+
+    def _plan_srfs(self, plan, targets, planner: ExprPlanner):
+        """Plan ``unnest(array)`` and ``generate_subscripts(array, 1)`` select items as an
+        Unnest over ``plan``. Returns the new plan and {target index: ColRef of its value}."""
+        srfs = [(i, node) for i, (node, _) in enumerate(targets) if _srf_name(node)]
+        if not srfs:
+            return plan, {}
+        width = len(plan.columns)
+        arrays, kinds = [], []
+        for _, node in srfs:
+            name = _srf_name(node)
+            args = node.args or ()
+            if len(args) != (1 if name == "unnest" else 2):
+                raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
+            arr = fold(planner.plan(args[0]))
+            if not arr.type.is_array:
+                raise SqlError("42883", f"function {name}({arr.type.sql()}) does not exist")
+            if name == "generate_subscripts":
+                dim = fold(coerce(planner.plan(args[1]), INT4))
+                if not (isinstance(dim, Literal) and dim.value == 1):
+                    raise SqlError(FEATURE_NOT_SUPPORTED, "generate_subscripts supports dimension 1 only")
+            arrays.append(arr)
+            kinds.append("unnest" if name == "unnest" else "subscripts")
+        keep = tuple(ColRef(i, t) for i, (_, t) in enumerate(plan.columns))
+        plan = Project(plan, keep + tuple(arrays), tuple(n for n, _ in plan.columns) + ("?array?",) * len(arrays))
+        plan = Unnest(plan, tuple(range(width, width + len(arrays))), tuple(kinds))
+        cols = plan.columns
+        base = width + len(arrays)
+        return plan, {i: ColRef(base + j, cols[base + j][1]) for j, (i, _) in enumerate(srfs)}
 
     def _expand_targets(self, target_list, scope: Scope) -> list[tuple]:
         """Select items as (AST node, output name), with ``*`` and ``t.*`` expanded."""
@@ -456,6 +505,14 @@ class _SyntheticRef(ast.ColumnRef):
     def __init__(self, item: ScopeItem):
         fields = (ast.String(item.qualifier), ast.String(item.name)) if item.qualifier else (ast.String(item.name),)
         super().__init__(fields=fields)
+
+
+def _srf_name(node) -> str | None:
+    if isinstance(node, ast.FuncCall):
+        name = node.funcname[-1].sval.lower()
+        if name in ("unnest", "generate_subscripts") and node.over is None:
+            return name
+    return None
 
 
 def _bare_name(node) -> str | None:

@@ -65,13 +65,15 @@ class Case:
 class AggCall:
     """An aggregate, only valid as an aggregate of a ``Reduce``.
 
-    ``func`` is count, count_star, sum, avg, min, max, bool_and, bool_or; ``arg`` is
-    None for count_star."""
+    ``func`` is count, count_star, sum, avg, min, max, bool_and, bool_or, array_agg;
+    ``arg`` is None for count_star. ``order`` is an aggregate's own ORDER BY
+    (``array_agg(x ORDER BY y DESC)``): (expr, descending, nulls_first) triples."""
 
     func: str
     arg: Union["ScalarExpr", None]
     distinct: bool
     type: SqlType
+    order: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,8 @@ class OuterRef:
 class Subquery:
     """A subquery in an expression, before decorrelation (``planner.decorrelate``).
 
-    kind: ``scalar`` (value of its only column), ``exists``, ``any`` or ``all`` (``test
+    kind: ``scalar`` (value of its only column), ``array`` (``ARRAY(subquery)``: its
+    column's values as an array), ``exists``, ``any`` or ``all`` (``test
     func col0`` for some/every row; IN is ``= ANY``). ``plan``'s OuterRefs name columns
     of the enclosing queries."""
 

@@ -174,7 +174,7 @@ def resolve_unary(op: str, t: SqlType) -> tuple[str, SqlType, SqlType]:
 
 # -- aggregates -----------------------------------------------------------------------
 
-AGGREGATES = {"count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every"}
+AGGREGATES = {"count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "array_agg"}
 
 
 def resolve_aggregate(name: str, arg: SqlType | None) -> tuple[str, SqlType | None, SqlType]:
@@ -187,6 +187,8 @@ def resolve_aggregate(name: str, arg: SqlType | None) -> tuple[str, SqlType | No
     if arg is None:
         raise SqlError(UNDEFINED_FUNCTION, f"function {name}() does not exist")
     a = TEXT if arg.name == "unknown" else arg
+    if name == "array_agg" and not a.is_array:
+        return "array_agg", a, array_of(a)
     if name == "sum":
         if a.name in ("int2", "int4"):
             return "sum", a, INT8
@@ -223,6 +225,13 @@ def _undefined_fn(name: str, args: list[SqlType]) -> SqlError:
         f"function {name}({', '.join(a.sql() for a in args)}) does not exist",
         hint="No function matches the given name and argument types. You might need to add explicit type casts.",
     )
+
+
+_NULL_CATALOG_FUNCTIONS = (
+    "obj_description", "col_description", "shobj_description", "pg_get_expr", "pg_get_constraintdef",
+    "pg_get_indexdef", "pg_get_serial_sequence", "pg_get_triggerdef", "pg_get_ruledef", "pg_get_partkeydef",
+    "pg_get_statisticsobjdef_columns",
+)
 
 
 def resolve_function(name: str, args: list[SqlType]) -> tuple[str, list[SqlType], SqlType]:
@@ -272,7 +281,7 @@ def resolve_function(name: str, args: list[SqlType]) -> tuple[str, list[SqlType]
         return "date_part", [TEXT, src], FLOAT8 if name == "date_part" else NUMERIC
     if name in ("pg_get_userbyid",) and n == 1:
         return "const_text:materialize", [a[0]], TEXT
-    if name in ("pg_table_is_visible", "pg_type_is_visible") and n == 1:
+    if name in ("pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible") and n == 1:
         return "const_true", [a[0]], BOOL
     if name == "pg_encoding_to_char" and n == 1:
         return "const_text:UTF8", [a[0]], TEXT
@@ -284,8 +293,9 @@ def resolve_function(name: str, args: list[SqlType]) -> tuple[str, list[SqlType]
         return name, [a[0]] + [TEXT] * (n - 1), TEXT
     if name == "format_type" and n == 2:
         return name, [INT8, INT4], TEXT
-    if name in ("obj_description", "col_description", "shobj_description", "pg_get_expr") and n in (1, 2, 3):
-        # No comments or defaults are stored here: PostgreSQL answers NULL for objects without one.
+    if name in _NULL_CATALOG_FUNCTIONS and n in (1, 2, 3):
+        # No comments, defaults, constraints or sequences exist here: PostgreSQL answers
+        # NULL for objects without one.
         return "const_null", list(a), TEXT
     if name == "date_trunc" and n == 2 and a[1].name in ("date", "timestamp"):
         return "date_trunc", [TEXT, TIMESTAMP], TIMESTAMP

@@ -22,7 +22,7 @@ from pyspark.sql import types as T
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import BuiltinTable, Table
 from catalog.types import SqlType, Interval
-from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp
+from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal
 
 CARDINALITY_MESSAGE = "more than one row returned by a subquery used as an expression"
@@ -164,6 +164,19 @@ class Lowerer:
         if p.op == "intersect":
             return left.intersectAll(right) if p.all else left.intersect(right)
         return left.exceptAll(right) if p.all else left.subtract(right)
+
+    def _Unnest(self, p: Unnest) -> DataFrame:
+        df = self.lower(p.input)
+        n = len(p.input.columns)
+        arrays = [F.coalesce(col(i), F.array()) for i in p.arrays]
+        longest = reduce(F.greatest, [F.size(a) for a in arrays]) if len(arrays) > 1 else F.size(arrays[0])
+        steps = F.when(longest > 0, F.sequence(F.lit(0), longest - 1)).otherwise(F.array().cast("array<int>"))
+        df = df.withColumn("__k", F.explode(steps))  # no rows when every array is empty
+        k = F.col("__k")
+        extra = [(F.when(k < F.size(a), F.try_element_at(a, k + 1)) if kind == "unnest"
+                  else F.when(k < F.size(a), k + 1)).alias(f"c{n + j}")
+                 for j, (a, kind) in enumerate(zip(arrays, p.kinds))]
+        return df.select(*[col(i) for i in range(n)], *extra)
 
     def _Distinct(self, p: Distinct) -> DataFrame:
         return self.lower(p.input).distinct()
@@ -438,6 +451,16 @@ class Lowerer:
             return F.bool_and(x)
         if a.func == "bool_or":
             return F.bool_or(x)
+        if a.func == "array_agg":
+            # collect_list drops NULL elements; an ORDER BY sorts (keys, value) structs.
+            if a.order:
+                if len({d for _, d, _ in a.order}) > 1:
+                    raise SqlError(FEATURE_NOT_SUPPORTED, "array_agg with mixed ORDER BY directions")
+                keyed = F.struct(*[self.scalar(e).alias(f"k{i}") for i, (e, _, _) in enumerate(a.order)], x.alias("v"))
+                agg = F.transform(F.sort_array(F.collect_list(keyed), asc=not a.order[0][1]), lambda s_: s_["v"])
+            else:
+                agg = F.collect_set(x) if a.distinct else F.collect_list(x)
+            return F.when(F.count(F.lit(1)) > 0, agg)
         raise SqlError(FEATURE_NOT_SUPPORTED, f"aggregate {a.func} is not supported")
 
 

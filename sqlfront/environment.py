@@ -19,6 +19,7 @@ from pathlib import Path
 
 from catalog import durable
 from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, builtin_rows
+from sqlfront.vars import DEFAULTS
 from catalog.durable import CatalogStore
 from catalog.oracle import TimestampOracle
 from catalog.sizes import ReplicaSize, default_sizes
@@ -135,7 +136,8 @@ class Environment:
             return self.metrics.coordinator_loop_rows()
         if table.id == MZ_PEEK_DURATIONS.id:
             return self.metrics.peek_duration_rows()
-        return builtin_rows(table, self.snapshot, self.replica_status, self.config.sizes)
+        return builtin_rows(table, self.snapshot, self.replica_status, self.config.sizes,
+                            {k: v for k, (v, _) in DEFAULTS.items()})
 
     def _all_statuses(self) -> list[str]:
         return [self.replica_status(r) for r in list(self.snapshot.replicas)] if self.coordinator else []

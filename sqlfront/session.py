@@ -123,6 +123,10 @@ class Session:
         self.in_transaction = False
         self.failed = False
         self._pending_writes: list[tuple[Table, pa.Table]] = []
+        #: a transaction that read a user table is read-only (Materialize's rule)
+        self._txn_read = False
+        #: savepoint name -> how many buffered writes it keeps on ROLLBACK TO
+        self._savepoints: list[tuple[str, int]] = []
         #: prepared statements of the extended protocol, name -> (sql, param OIDs);
         #: shared with the pgwire layer so DEALLOCATE can drop them.
         self.prepared: dict[str, tuple[str, list[int]]] = {}
@@ -156,7 +160,7 @@ class Session:
         begin_statement()
         stmt = parse_one(sql)
         self.env.metrics.phase("parse", time.perf_counter() - t0)
-        if self.failed and not _ends_transaction(stmt):
+        if self.failed and not _ends_transaction(stmt) and not _is_rollback_to(stmt):
             raise SqlError(IN_FAILED_SQL_TRANSACTION,
                            "current transaction is aborted, commands ignored until end of transaction block")
         try:
@@ -275,6 +279,10 @@ class Session:
         pq = QueryPlanner(snap, params).plan_select(stmt)
         t1 = time.perf_counter()
         self.env.metrics.phase("plan", t1 - t)
+        if self.in_transaction and not interpret.is_fast_path(pq.plan):
+            # Materialize: a transaction that reads user data is read-only. Catalog reads
+            # (which drivers and ORMs issue before writing) do not count.
+            self._txn_read = True
         rows = self.peek(pq.plan)
         self.env.metrics.phase("execute", time.perf_counter() - t1)
         return Result(f"SELECT {len(rows)}", self._columns(pq), rows)
@@ -388,6 +396,8 @@ class Session:
 
     def _write(self, table: Table, data: pa.Table) -> None:
         if self.in_transaction:
+            if self._txn_read:
+                raise SqlError(INVALID_TRANSACTION_STATE, "transaction in read-only mode")
             self._pending_writes.append((table, data))
             return
         self._append(table, data)
@@ -580,23 +590,52 @@ class Session:
 
     def _transaction(self, stmt: ast.TransactionStmt) -> Result:
         k = stmt.kind
-        if k in (TransactionStmtKind.TRANS_STMT_BEGIN, TransactionStmtKind.TRANS_STMT_START):
+        K = TransactionStmtKind
+        if k in (K.TRANS_STMT_BEGIN, K.TRANS_STMT_START):
             self.in_transaction = True
             return Result("BEGIN")
+        if k in (K.TRANS_STMT_SAVEPOINT, K.TRANS_STMT_RELEASE, K.TRANS_STMT_ROLLBACK_TO):
+            return self._savepoint(k, stmt.savepoint_name)
         if k == TransactionStmtKind.TRANS_STMT_COMMIT:
             tag = "ROLLBACK" if self.failed else "COMMIT"
             writes, self._pending_writes = self._pending_writes, []
             failed = self.failed
-            self.in_transaction = self.failed = False
+            self._end_transaction()
             if not failed:
                 for table, data in writes:
                     self._append(table, data)
             return Result(tag)
         if k == TransactionStmtKind.TRANS_STMT_ROLLBACK:
             self._pending_writes = []
-            self.in_transaction = self.failed = False
+            self._end_transaction()
             return Result("ROLLBACK")
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{k.name} is not supported")
+
+    def _end_transaction(self) -> None:
+        self.in_transaction = self.failed = self._txn_read = False
+        self._savepoints = []
+
+    def _savepoint(self, k, name: str) -> Result:
+        """SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK TO [SAVEPOINT] (PostgreSQL's SAVEPOINT
+        reference page): writes are buffered until COMMIT, so a savepoint is a position in
+        the buffer. Raises 25P01 outside a transaction block, 3B001 for an unknown name."""
+        K = TransactionStmtKind
+        if not self.in_transaction:
+            raise SqlError("25P01", f"{'SAVEPOINT' if k == K.TRANS_STMT_SAVEPOINT else 'ROLLBACK TO SAVEPOINT' if k == K.TRANS_STMT_ROLLBACK_TO else 'RELEASE SAVEPOINT'} can only be used in transaction blocks")
+        if k == K.TRANS_STMT_SAVEPOINT:
+            self._savepoints.append((name, len(self._pending_writes)))
+            return Result("SAVEPOINT")
+        idx = next((i for i in range(len(self._savepoints) - 1, -1, -1) if self._savepoints[i][0] == name), None)
+        if idx is None:
+            self.failed = True
+            raise SqlError("3B001", f'savepoint "{name}" does not exist')
+        if k == K.TRANS_STMT_RELEASE:
+            del self._savepoints[idx:]
+            return Result("RELEASE")
+        del self._savepoints[idx + 1 :]
+        del self._pending_writes[self._savepoints[idx][1] :]
+        self.failed = False
+        return Result("ROLLBACK")
 
     def close(self) -> None:
         self._pending_writes = []
@@ -629,6 +668,10 @@ def _copy_options(stmt: ast.CopyStmt) -> dict[str, str]:
 
 def _quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def _is_rollback_to(stmt) -> bool:
+    return isinstance(stmt, ast.TransactionStmt) and stmt.kind == TransactionStmtKind.TRANS_STMT_ROLLBACK_TO
 
 
 def _ends_transaction(stmt) -> bool:

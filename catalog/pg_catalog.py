@@ -1,0 +1,181 @@
+"""``pg_catalog``: PostgreSQL's system catalogs as tools read them (psql's ``\\d`` family,
+SQLAlchemy's and DBeaver's reflection, drivers' type lookups).
+
+Columns and their meaning follow PostgreSQL's "System Catalogs" chapter (section 53)
+for the columns those tools query; rows are derived from a catalog snapshot on every
+read. OIDs are ``int8`` here. User objects get OID 20000 + their id number, system
+objects 10000 + theirs (``object_oid``); type OIDs are PostgreSQL's.
+Catalogs for features this product does not have (constraints, triggers, rules,
+inheritance, policies, comments, column defaults) exist and are empty, so the
+queries that join them answer as PostgreSQL does for objects without any.
+"""
+
+from __future__ import annotations
+
+from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column
+from catalog.types import BOOL, FLOAT4, INT2, INT4, INT8, TEXT, TIMESTAMPTZ, SqlType, all_type_names, array_of
+
+NAMESPACE_OIDS = {"pg_catalog": 11, "public": 2200, "mz_catalog": 16001, "mz_internal": 16002,
+                  "information_schema": 16003}
+OWNER_OID = 10
+DATABASE_OID = 16384
+#: pg_collation's "default" collation: what string columns report as attcollation
+DEFAULT_COLLATION_OID = 100
+#: first OID of a user object; pg_table_is_visible is true from here on
+FIRST_USER_OID = 20000
+
+TEXT_ARRAY = array_of(TEXT)
+INT2_ARRAY = array_of(INT2)
+INT8_ARRAY = array_of(INT8)
+
+
+def object_oid(object_id: str) -> int:
+    """A stable OID for a catalog id (``u5`` -> 20005, ``s3`` -> 10003)."""
+    return (FIRST_USER_OID if object_id[0] == "u" else 10000) + int(object_id[1:])
+
+
+def _table(id_: str, name: str, spec: str) -> BuiltinTable:
+    """A pg_catalog table from ``"col:type col:type ..."`` (types: oid, text, bool, int2,
+    int4, int8, float4, text[], int2[], oid[]); every column may be NULL, as in PostgreSQL."""
+    types = {"timestamptz": TIMESTAMPTZ, "oid": INT8, "text": TEXT, "bool": BOOL, "int2": INT2, "int4": INT4, "int8": INT8, "float4": FLOAT4,
+             "text[]": TEXT_ARRAY, "int2[]": INT2_ARRAY, "oid[]": INT8_ARRAY}
+    cols = tuple(Column(c, types[t]) for c, t in (item.split(":") for item in spec.split()))
+    return BuiltinTable(id_, "pg_catalog", name, cols)
+
+
+PG_NAMESPACE = _table("s14", "pg_namespace", "oid:oid nspname:text nspowner:oid nspacl:text[]")
+PG_CLASS = _table(
+    "s15", "pg_class",
+    "oid:oid relname:text relnamespace:oid reltype:oid reloftype:oid relowner:oid relam:oid relfilenode:oid "
+    "reltablespace:oid relpages:int4 reltuples:float4 reltoastrelid:oid relhasindex:bool relisshared:bool "
+    "relpersistence:text relkind:text relnatts:int2 relchecks:int2 relhasoids:bool relhasrules:bool "
+    "relhastriggers:bool relhassubclass:bool relrowsecurity:bool relforcerowsecurity:bool relispopulated:bool "
+    "relreplident:text relispartition:bool relacl:text[] reloptions:text[]")
+PG_DATABASE = _table(
+    "s16", "pg_database",
+    "oid:oid datname:text datdba:oid encoding:int4 datcollate:text datctype:text datistemplate:bool "
+    "datallowconn:bool datconnlimit:int4 dattablespace:oid datacl:text[]")
+PG_ATTRIBUTE = _table(
+    "s17", "pg_attribute",
+    "attrelid:oid attname:text atttypid:oid attlen:int2 attnum:int2 attndims:int4 atttypmod:int4 "
+    "attnotnull:bool atthasdef:bool attidentity:text attgenerated:text attisdropped:bool attislocal:bool "
+    "attcollation:oid attstattarget:int4")
+PG_TYPE = _table(
+    "s18", "pg_type",
+    "oid:oid typname:text typnamespace:oid typowner:oid typlen:int2 typbyval:bool typtype:text "
+    "typcategory:text typispreferred:bool typisdefined:bool typdelim:text typrelid:oid typelem:oid "
+    "typarray:oid typbasetype:oid typtypmod:int4 typnotnull:bool typndims:int4 typcollation:oid "
+    "typdefault:text")
+PG_INDEX = _table(
+    "s19", "pg_index",
+    "indexrelid:oid indrelid:oid indnatts:int2 indisunique:bool indisprimary:bool indisexclusion:bool "
+    "indimmediate:bool indisclustered:bool indisvalid:bool indisready:bool indislive:bool "
+    "indisreplident:bool indkey:int2[] indclass:oid[] indoption:int2[] indexprs:text indpred:text")
+PG_DESCRIPTION = _table("s20", "pg_description", "objoid:oid classoid:oid objsubid:int4 description:text")
+PG_SETTINGS = _table("s21", "pg_settings", "name:text setting:text unit:text category:text short_desc:text "
+                                             "context:text vartype:text source:text")
+PG_ROLES = _table(
+    "s22", "pg_roles",
+    "oid:oid rolname:text rolsuper:bool rolinherit:bool rolcreaterole:bool rolcreatedb:bool rolcanlogin:bool "
+    "rolreplication:bool rolconnlimit:int4 rolpassword:text rolvaliduntil:timestamptz rolbypassrls:bool "
+    "rolconfig:text[]")
+PG_COLLATION = _table("s23", "pg_collation", "oid:oid collname:text collnamespace:oid collprovider:text "
+                                             "collcollate:text collctype:text")
+PG_ATTRDEF = _table("s24", "pg_attrdef", "oid:oid adrelid:oid adnum:int2 adbin:text")
+PG_CONSTRAINT = _table(
+    "s25", "pg_constraint",
+    "oid:oid conname:text connamespace:oid contype:text condeferrable:bool condeferred:bool convalidated:bool "
+    "conrelid:oid contypid:oid conindid:oid confrelid:oid confupdtype:text confdeltype:text "
+    "confmatchtype:text conislocal:bool coninhcount:int4 connoinherit:bool conkey:int2[] confkey:int2[] "
+    "conbin:text")
+PG_INHERITS = _table("s26", "pg_inherits", "inhrelid:oid inhparent:oid inhseqno:int4")
+PG_TRIGGER = _table("s27", "pg_trigger", "oid:oid tgrelid:oid tgname:text tgenabled:text tgisinternal:bool")
+PG_REWRITE = _table("s28", "pg_rewrite", "oid:oid rulename:text ev_class:oid ev_type:text is_instead:bool")
+PG_POLICY = _table("s29", "pg_policy", "oid:oid polname:text polrelid:oid polcmd:text polpermissive:bool "
+                                         "polroles:oid[] polqual:text polwithcheck:text")
+PG_AM = _table("s30", "pg_am", "oid:oid amname:text amtype:text")
+PG_TABLESPACE = _table("s31", "pg_tablespace", "oid:oid spcname:text spcowner:oid")
+PG_USER = _table("s32", "pg_user", "usename:text usesysid:oid usecreatedb:bool usesuper:bool")
+PG_PROC = _table("s33", "pg_proc", "oid:oid proname:text pronamespace:oid prorettype:oid")
+PG_SEQUENCE = _table("s34", "pg_sequence", "seqrelid:oid seqtypid:oid")
+PG_STATISTIC_EXT = _table("s35", "pg_statistic_ext", "oid:oid stxrelid:oid stxname:text stxnamespace:oid")
+PG_PUBLICATION = _table("s36", "pg_publication", "oid:oid pubname:text puballtables:bool")
+PG_PUBLICATION_REL = _table("s37", "pg_publication_rel", "oid:oid prpubid:oid prrelid:oid")
+PG_DEPEND = _table("s38", "pg_depend", "classid:oid objid:oid objsubid:int4 refclassid:oid refobjid:oid "
+                                       "refobjsubid:int4 deptype:text")
+PG_ENUM = _table("s39", "pg_enum", "oid:oid enumtypid:oid enumsortorder:float4 enumlabel:text")
+PG_RANGE = _table("s40", "pg_range", "rngtypid:oid rngsubtype:oid")
+PG_FOREIGN_TABLE = _table("s41", "pg_foreign_table", "ftrelid:oid ftserver:oid")
+PG_OPCLASS = _table("s43", "pg_opclass", "oid:oid opcname:text opcnamespace:oid opcdefault:bool opcmethod:oid")
+PG_EXTENSION = _table("s42", "pg_extension", "oid:oid extname:text extowner:oid extnamespace:oid "
+                                             "extversion:text")
+
+PG_CATALOG_TABLES = (
+    PG_NAMESPACE, PG_CLASS, PG_DATABASE, PG_ATTRIBUTE, PG_TYPE, PG_INDEX, PG_DESCRIPTION, PG_SETTINGS, PG_ROLES,
+    PG_COLLATION, PG_ATTRDEF, PG_CONSTRAINT, PG_INHERITS, PG_TRIGGER, PG_REWRITE, PG_POLICY, PG_AM, PG_TABLESPACE,
+    PG_USER, PG_PROC, PG_SEQUENCE, PG_STATISTIC_EXT, PG_PUBLICATION, PG_PUBLICATION_REL, PG_DEPEND, PG_ENUM,
+    PG_RANGE, PG_FOREIGN_TABLE, PG_EXTENSION, PG_OPCLASS,
+)
+
+
+def _relations(snap: CatalogSnapshot):
+    """(relation, relkind) for every table, view and system table."""
+    return [(r, "r") for r in snap.tables.values()] + [(r, "v") for r in snap.views.values()] + \
+        [(r, "r") for r in snap.builtins.values()]
+
+
+def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: bool) -> tuple:
+    return (oid, name, nsp, 0, 0, OWNER_OID, 0, 0, 0, 0, 0.0, 0, has_index, False, "p", kind, natts, 0, False,
+            False, False, False, False, False, True, "d", False, None, None)
+
+
+def _type_row(name: str) -> tuple:
+    t = SqlType(name)
+    elem = t.element.oid if t.is_array else 0
+    array = 0 if t.is_array else array_of(t).oid if name != "unknown" else 0
+    collation = DEFAULT_COLLATION_OID if (t.element if t.is_array else t).is_string and name != "unknown" else 0
+    typname = name if name != "timestamptz" else "timestamptz"
+    return (t.oid, typname, NAMESPACE_OIDS["pg_catalog"], OWNER_OID, t.typlen, 0 < t.typlen <= 8, "b",
+            t.category, False, True, ",", 0, elem, array, 0, -1, False, 0, collation, None)
+
+
+def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[str, str]) -> list[tuple] | None:
+    """Rows of a pg_catalog table, or None if ``table`` is not one. ``settings`` are the
+    server's default session variables (``pg_settings``)."""
+    tid = table.id
+    if tid == PG_NAMESPACE.id:
+        return [(oid, name, OWNER_OID, None) for name, oid in NAMESPACE_OIDS.items()]
+    if tid == PG_CLASS.id:
+        # Indexes are listed as relations, but pg_index stays empty: Materialize's indexes
+        # are maintained arrangements, not PostgreSQL index structures (relhasindex is false).
+        out = [_class_row(object_oid(r.id), r.name, NAMESPACE_OIDS[r.schema], kind, len(r.columns), False)
+               for r, kind in _relations(snap)]
+        out += [_class_row(object_oid(i.id), i.name, NAMESPACE_OIDS.get(i.schema, 2200), "i", 1, False)
+                for i in snap.indexes.values()]
+        return out
+    if tid == PG_DATABASE.id:
+        return [(DATABASE_OID, "materialize", OWNER_OID, 6, "C", "C", False, True, -1, 0, None)]
+    if tid == PG_ATTRIBUTE.id:
+        return [(object_oid(r.id), c.name, c.type.oid, c.type.typlen, i + 1, int(c.type.is_array), c.type.typmod,
+                 not c.nullable, False, "", "", False, True,
+                 DEFAULT_COLLATION_OID if (c.type.element if c.type.is_array else c.type).is_string else 0, -1)
+                for r, _ in _relations(snap) for i, c in enumerate(r.columns)]
+    if tid == PG_TYPE.id:
+        return [_type_row(n) for n in all_type_names()]
+    if tid == PG_SETTINGS.id:
+        return [(name, value, None, "Client Connection Defaults", "", "user", "string", "default")
+                for name, value in sorted(settings.items())]
+    if tid == PG_ROLES.id:
+        return [(OWNER_OID, "materialize", True, True, True, True, True, False, -1, "********", None, True, None)]
+    if tid == PG_USER.id:
+        return [("materialize", OWNER_OID, True, True)]
+    if tid == PG_COLLATION.id:
+        return [(DEFAULT_COLLATION_OID, "default", NAMESPACE_OIDS["pg_catalog"], "d", "", ""),
+                (950, "C", NAMESPACE_OIDS["pg_catalog"], "c", "C", "C")]
+    if tid == PG_AM.id:
+        return [(2, "heap", "t"), (403, "btree", "i")]
+    if tid == PG_TABLESPACE.id:
+        return [(1663, "pg_default", OWNER_OID)]
+    if any(tid == t.id for t in PG_CATALOG_TABLES):
+        return []
+    return None
