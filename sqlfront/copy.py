@@ -1,4 +1,4 @@
-"""COPY's text and CSV formats (PostgreSQL's COPY command, "File Formats").
+"""COPY's text, CSV and binary formats (PostgreSQL's COPY command, "File Formats").
 
 ``parse_copy`` turns the bytes a client sent with ``COPY t FROM STDIN`` into rows of the
 table's types; ``format_copy_row`` writes one row for ``COPY ... TO STDOUT``.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import struct
 
 from catalog.errors import SqlError
 from catalog.snapshot import Table
@@ -33,15 +34,79 @@ def _unescape(field: str) -> str:
 
 
 def parse_copy(table: Table, data: bytes, fmt: str, delimiter: str | None, null: str | None,
-               header: bool) -> list[tuple]:
-    """Rows of ``table`` from COPY data in ``fmt`` (text or csv).
+               header: bool, columns: tuple[int, ...] | None = None) -> list[tuple]:
+    """Rows of ``table`` from COPY data in ``fmt`` (text, csv or binary). ``columns``:
+    the positions of the columns the data has (a COPY column list); the others are NULL.
 
     Raises:
-        SqlError 22P04 for a row with the wrong number of columns; the types' input
-        errors (22P02, 22003, ...) for bad values, naming the line.
+        SqlError 22P04 for a row with the wrong number of columns or bad binary framing;
+        the types' input errors (22P02, 22003, ...) for bad values, naming the line.
     """
+    positions = columns if columns is not None else tuple(range(len(table.columns)))
+    cols = [table.columns[i] for i in positions]
+    if fmt == "binary":
+        rows = _parse_binary(table, cols, data)
+    else:
+        rows = _parse_text_rows(table, cols, data, fmt, delimiter, null, header)
+    if columns is None:
+        return rows
+    width = len(table.columns)
+    out = []
+    for r in rows:
+        full = [None] * width
+        for i, v in zip(positions, r):
+            full[i] = v
+        out.append(tuple(full))
+    return out
+
+
+_SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
+
+
+def _parse_binary(table: Table, cols, data: bytes) -> list[tuple]:
+    """COPY BINARY: signature, flags, header extension, then per tuple an int16 field
+    count and length-prefixed fields in each type's binary (``*send``) form; -1 ends."""
+    from sqlfront.pgtypes import decode_binary
+
+    bad = lambda what: SqlError("22P04", f"invalid COPY file format: {what}",  # noqa: E731
+                                detail=f"COPY {table.name}")
+    if not data.startswith(_SIGNATURE):
+        raise bad("COPY file signature not recognized")
+    try:
+        flags, ext = struct.unpack_from("!ii", data, 11)
+        pos = 19 + ext
+        rows = []
+        while True:
+            (n,) = struct.unpack_from("!h", data, pos)
+            pos += 2
+            if n == -1:
+                return rows
+            if n != len(cols):
+                raise SqlError("22P04", f"row field count is {n}, expected {len(cols)}",
+                               detail=f"COPY {table.name}, line {len(rows) + 1}")
+            row = []
+            for c in cols:
+                (size,) = struct.unpack_from("!i", data, pos)
+                pos += 4
+                if size < 0:
+                    row.append(None)
+                    continue
+                raw = data[pos : pos + size]
+                if len(raw) != size:
+                    raise bad("unexpected EOF")
+                pos += size
+                t = c.type
+                value = decode_binary(t.unconstrained() if not t.is_array else t, raw)
+                # Apply the column's typmod (numeric scale, varchar length) as an assignment does.
+                row.append(parse_text(format_text(value, t), t, explicit=False) if t.precision is not None else value)
+            rows.append(tuple(row))
+    except struct.error:
+        raise bad("unexpected EOF") from None
+
+
+def _parse_text_rows(table: Table, cols, data: bytes, fmt: str, delimiter: str | None, null: str | None,
+                     header: bool) -> list[tuple]:
     text = data.decode("utf-8")
-    cols = table.columns
     rows = []
     if fmt == "csv":
         delim = delimiter or ","

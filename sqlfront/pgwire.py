@@ -321,8 +321,9 @@ class PgHandler(BuenaVistaHandler):
 
     def copy_in(self, ctx: PgContext, c: CopyIn) -> Result:
         """CopyInResponse, then CopyData until CopyDone (or CopyFail) (PostgreSQL 55.2.6)."""
-        n = len(c.table.columns)
-        self.wfile.write(b"G" + struct.pack("!ibh", 4 + 1 + 2 + 2 * n, 0, n) + struct.pack(f"!{n}h", *([0] * n)))
+        n = len(c.positions) if c.positions is not None else len(c.table.columns)
+        fmt = 1 if c.fmt == "binary" else 0
+        self.wfile.write(b"G" + struct.pack("!ibh", 4 + 1 + 2 + 2 * n, fmt, n) + struct.pack(f"!{n}h", *([fmt] * n)))
         self.wfile.flush()
         chunks = []
         while True:

@@ -24,7 +24,7 @@ from pglast.enums import ObjectType, TransactionStmtKind, VariableSetKind
 
 from catalog.errors import (
     SqlError, SYNTAX_ERROR, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, IN_FAILED_SQL_TRANSACTION,
-    QUERY_CANCELED,
+    QUERY_CANCELED, UNDEFINED_COLUMN,
 )
 from catalog.snapshot import Table
 from catalog.types import SqlType, TEXT, BOOL, arrow_schema
@@ -53,6 +53,8 @@ class CopyIn:
     delimiter: str | None
     null: str | None
     header: bool
+    #: positions of the columns the data carries (a COPY column list), None for all
+    positions: tuple[int, ...] | None = None
     tag: str = "COPY"
     columns: None = None
 
@@ -429,14 +431,25 @@ class Session:
         rel = snap.resolve_relation(stmt.relation.schemaname, stmt.relation.relname)
         if rel.builtin:
             raise SqlError("42809", f'cannot copy to system table "{rel.name}"')
-        if stmt.attlist:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "COPY with a column list is not supported yet")
         fmt = opts.get("format", "text").lower()
+        positions = None
+        if stmt.attlist:
+            if stmt.filename is not None:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "COPY FROM a file with a column list is not supported")
+            names = [c.name for c in rel.columns]
+            positions = []
+            for a in stmt.attlist:
+                if a.sval not in names:
+                    raise SqlError(UNDEFINED_COLUMN, f'column "{a.sval}" of relation "{rel.name}" does not exist')
+                if names.index(a.sval) in positions:
+                    raise SqlError("42701", f'column "{a.sval}" specified more than once')
+                positions.append(names.index(a.sval))
+            positions = tuple(positions)
         if stmt.filename is None:
-            if fmt not in ("text", "csv"):
-                raise SqlError(FEATURE_NOT_SUPPORTED, f"COPY FROM STDIN supports text and csv, not {fmt}")
+            if fmt not in ("text", "csv", "binary"):
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"COPY FROM STDIN supports text, csv and binary, not {fmt}")
             return CopyIn(rel, fmt, opts.get("delimiter"), opts.get("null"),
-                          opts.get("header", "false").lower() in ("true", "on", "1"))
+                          opts.get("header", "false").lower() in ("true", "on", "1"), positions)
         if fmt == "text":
             fmt, delimiter = "csv", opts.get("delimiter", "\t")
             null = opts.get("null", "\\N")
@@ -451,7 +464,7 @@ class Session:
         """Parse the data of ``COPY ... FROM STDIN`` and write it: all rows or none."""
         from sqlfront.copy import parse_copy
 
-        rows = parse_copy(c.table, data, c.fmt, c.delimiter, c.null, c.header)
+        rows = parse_copy(c.table, data, c.fmt, c.delimiter, c.null, c.header, c.positions)
         for r in rows:
             check_not_null(c.table, r)
         self._write(c.table, rows_to_arrow(c.table, rows))
