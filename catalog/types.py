@@ -161,7 +161,8 @@ _ARROW = {
     "date": pa.date32(),
     "timestamp": pa.timestamp("us"),
     "timestamptz": pa.timestamp("us", tz="UTC"),
-    "interval": pa.month_day_nano_interval(),
+    # Parquet has no interval type with months, days and microseconds apart: a struct.
+    "interval": pa.struct([("months", pa.int32()), ("days", pa.int32()), ("micros", pa.int64())]),
     "time": pa.time64("us"),
     "bytea": pa.binary(),
     "uuid": pa.string(),  # canonical lowercase text; Spark has no uuid type

@@ -180,7 +180,7 @@ class ClusterCoordinator:
         try:
             session.addTag(tag)  # tags apply to operations started by this thread
             try:
-                return Lowerer(session, scan, builtin_rows).lower(plan).toArrow()
+                return Lowerer(session, scan, builtin_rows).lower_result(plan).toArrow()
             finally:
                 session.removeTag(tag)
         except SqlError:

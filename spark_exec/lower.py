@@ -54,6 +54,31 @@ _ARRAY_QUOTE_RE = r'^$|^[Nn][Uu][Ll][Ll]$|[{},"\\\s]'
 _UUID_RE = r"^\{?[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}\}?$"
 
 
+def _storage_type(t: SqlType) -> T.DataType:
+    """The Spark type of a column as persist stores it in Parquet."""
+    if t.name == "interval":
+        return T.StructType([T.StructField("months", T.IntegerType()), T.StructField("days", T.IntegerType()),
+                             T.StructField("micros", T.LongType())])
+    return spark_type(t)
+
+
+def _from_storage(c: SparkColumn, t: SqlType) -> SparkColumn:
+    if t.name == "interval":
+        secs = (c["micros"].cast(T.DecimalType(20, 0)) / 1_000_000).cast(T.DecimalType(18, 6))
+        iv = F.make_interval(F.lit(0), c["months"], F.lit(0), c["days"], F.lit(0), F.lit(0), secs)
+        return F.when(c.isNull(), F.lit(None).cast(T.CalendarIntervalType())).otherwise(iv)
+    return c
+
+
+def _interval_struct(c: SparkColumn) -> SparkColumn:
+    part = lambda f: F.call_function("date_part", F.lit(f), c)  # noqa: E731
+    months = (part("YEAR") * 12 + part("MONTH")).cast(T.IntegerType())
+    micros = (part("HOUR").cast(T.LongType()) * 3_600_000_000 + part("MINUTE").cast(T.LongType()) * 60_000_000
+              + (part("SECOND") * 1_000_000).cast(T.LongType()))
+    return F.when(c.isNotNull(), F.struct(months.alias("months"), part("DAY").cast(T.IntegerType()).alias("days"),
+                                          micros.alias("micros")))
+
+
 def _empty_array(t: SqlType) -> SparkColumn:
     return F.array().cast(spark_type(t))
 
@@ -77,6 +102,15 @@ class Lowerer:
         m = getattr(self, "_" + type(plan).__name__)
         return m(plan)
 
+    def lower_result(self, plan) -> DataFrame:
+        """``plan`` lowered for collecting: interval columns become (months, days, micros)
+        structs, since Spark's Arrow conversion has no CalendarInterval."""
+        df = self.lower(plan)
+        if not any(t.name == "interval" for _, t in plan.columns):
+            return df
+        return df.select(*[_interval_struct(col(i)).alias(f"c{i}") if t.name == "interval" else col(i)
+                           for i, (_, t) in enumerate(plan.columns)])
+
     def _schema(self, columns, values: list[tuple] = ()) -> T.StructType:
         fields = []
         for i, (_, t) in enumerate(columns):
@@ -95,11 +129,12 @@ class Lowerer:
             return self.spark.createDataFrame(rows, self._schema(p.columns))
         urls = self.scan(rel)
         names = [c.name for c in rel.columns]
-        file_schema = T.StructType([T.StructField(c.name, spark_type(c.type), True) for c in rel.columns])
+        file_schema = T.StructType([T.StructField(c.name, _storage_type(c.type), True) for c in rel.columns])
         if not urls:
             return self.spark.createDataFrame([], self._schema(p.columns))
         df = self.spark.read.schema(file_schema).parquet(*urls)
-        return df.select(*[F.col(f"`{n}`").alias(f"c{i}") for i, n in enumerate(names)])
+        return df.select(*[_from_storage(F.col(f"`{n}`"), c.type).alias(f"c{i}")
+                           for i, (n, c) in enumerate(zip(names, rel.columns))])
 
     def _Constant(self, p: Constant) -> DataFrame:
         if not p.columns:

@@ -27,7 +27,7 @@ from catalog.errors import (
     QUERY_CANCELED, UNDEFINED_COLUMN,
 )
 from catalog.snapshot import Table
-from catalog.types import SqlType, TEXT, BOOL, arrow_schema
+from catalog.types import Interval, SqlType, TEXT, BOOL, arrow_schema
 from planner import interpret
 from planner.ddl import plan_columns
 from planner.query import QueryPlanner
@@ -700,12 +700,27 @@ def arrow_rows(t: pa.Table) -> list[tuple]:
     """Rows of an Arrow table as tuples of Python values."""
     if t.num_columns == 0:
         return [()] * t.num_rows
-    cols = [c.to_pylist() for c in t.columns]
+    cols = [_from_arrow(c) for c in t.columns]
     return list(zip(*cols))
+
+
+def _to_storage(v):
+    if isinstance(v, Interval):
+        return {"months": v.months, "days": v.days, "micros": v.micros}
+    return v
+
+
+def _from_arrow(c: pa.ChunkedArray) -> list:
+    values = c.to_pylist()
+    if pa.types.is_interval(c.type):
+        return [None if v is None else Interval(v.months, v.days, v.nanoseconds // 1000) for v in values]
+    if pa.types.is_struct(c.type) and [f.name for f in c.type] == ["months", "days", "micros"]:
+        return [None if v is None else Interval(v["months"], v["days"], v["micros"]) for v in values]
+    return values
 
 
 def rows_to_arrow(table: Table, rows: list[tuple]) -> pa.Table:
     """Rows in ``table``'s column order as an Arrow table in its storage schema."""
     schema = arrow_schema([c.name for c in table.columns], [c.type for c in table.columns])
-    arrays = [pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(schema)]
+    arrays = [pa.array([_to_storage(r[i]) for r in rows], type=f.type) for i, f in enumerate(schema)]
     return pa.Table.from_arrays(arrays, schema=schema)
