@@ -189,3 +189,82 @@ def test_psql_dt_and_dn_golden(server, conn):
     finally:
         conn.execute("DROP VIEW golden_v")
         conn.execute("DROP TABLE golden_a")
+
+
+def test_psql_describe_table_and_list_databases_golden(server, conn):
+    import shutil
+    import subprocess
+
+    if shutil.which("psql") is None:
+        pytest.skip("psql (PostgreSQL's client) is not installed")
+    conn.execute("CREATE TABLE golden_d (a int NOT NULL, b text, c numeric(10,2), d varchar(5), e int[], f jsonb)")
+    try:
+        cmd = ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "materialize", "materialize"]
+        out = subprocess.run(cmd + ["-c", r"\d golden_d"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        # What PostgreSQL 15 prints for the same table.
+        assert out.stdout == (
+            '                    Table "public.golden_d"\n'
+            " Column |         Type         | Collation | Nullable | Default \n"
+            "--------+----------------------+-----------+----------+---------\n"
+            " a      | integer              |           | not null | \n"
+            " b      | text                 |           |          | \n"
+            " c      | numeric(10,2)        |           |          | \n"
+            " d      | character varying(5) |           |          | \n"
+            " e      | integer[]            |           |          | \n"
+            " f      | jsonb                |           |          | \n\n"
+        )
+        out = subprocess.run(cmd + ["-c", r"\l"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout == (
+            "                                             List of databases\n"
+            "    Name     |    Owner    | Encoding | Collate | Ctype | ICU Locale | Locale Provider | Access privileges \n"
+            "-------------+-------------+----------+---------+-------+------------+-----------------+-------------------\n"
+            " materialize | materialize | UTF8     | C       | C     |            | libc            | \n"
+            "(1 row)\n\n"
+        )
+        out = subprocess.run(cmd + ["-c", r"\d golden_missing"], capture_output=True, text=True, timeout=60)
+        assert "Did not find any relation named" in out.stderr
+    finally:
+        conn.execute("DROP TABLE golden_d")
+
+
+def test_savepoints_and_transaction_modes(server):
+    import psycopg
+
+    with server.connect() as c:
+        c.execute("CREATE TABLE sp (a int)")
+        try:
+            c.autocommit = False
+            c.execute("INSERT INTO sp VALUES (1)")
+            c.execute("SAVEPOINT s1")
+            c.execute("INSERT INTO sp VALUES (2)")
+            with pytest.raises(psycopg.Error) as e:
+                c.execute("INSERT INTO sp VALUES (1/0)")
+            assert e.value.sqlstate == "22012"
+            c.execute("ROLLBACK TO SAVEPOINT s1")  # leaves the failed state, drops the second row
+            c.execute("INSERT INTO sp VALUES (3)")
+            c.commit()
+            c.autocommit = True
+            assert c.execute("SELECT a FROM sp ORDER BY a").fetchall() == [(1,), (3,)]
+            # Materialize: a transaction that read a table is read-only; one that wrote is write-only.
+            c.autocommit = False
+            c.execute("SELECT * FROM sp")
+            with pytest.raises(psycopg.Error) as e:
+                c.execute("INSERT INTO sp VALUES (4)")
+            assert e.value.sqlstate == "25000" and "read-only" in str(e.value)
+            c.rollback()
+            c.execute("INSERT INTO sp VALUES (4)")
+            with pytest.raises(psycopg.Error) as e:
+                c.execute("SELECT * FROM sp")
+            assert e.value.sqlstate == "25000" and "write-only" in str(e.value)
+            c.rollback()
+            with pytest.raises(psycopg.Error) as e:
+                c.execute("RELEASE SAVEPOINT nope")
+            assert e.value.sqlstate == "3B001"
+            c.rollback()
+            c.autocommit = True
+            assert c.execute("SELECT count(*) FROM sp").fetchone() == (2,)
+        finally:
+            c.autocommit = True
+            c.execute("DROP TABLE sp")
