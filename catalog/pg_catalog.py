@@ -107,6 +107,7 @@ PG_ENUM = _table("s39", "pg_enum", "oid:oid enumtypid:oid enumsortorder:float4 e
 PG_RANGE = _table("s40", "pg_range", "rngtypid:oid rngsubtype:oid")
 PG_FOREIGN_TABLE = _table("s41", "pg_foreign_table", "ftrelid:oid ftserver:oid")
 PG_OPCLASS = _table("s43", "pg_opclass", "oid:oid opcname:text opcnamespace:oid opcdefault:bool opcmethod:oid")
+PG_AUTH_MEMBERS = _table("s44", "pg_auth_members", "roleid:oid member:oid grantor:oid admin_option:bool")
 PG_EXTENSION = _table("s42", "pg_extension", "oid:oid extname:text extowner:oid extnamespace:oid "
                                              "extversion:text")
 
@@ -114,7 +115,7 @@ PG_CATALOG_TABLES = (
     PG_NAMESPACE, PG_CLASS, PG_DATABASE, PG_ATTRIBUTE, PG_TYPE, PG_INDEX, PG_DESCRIPTION, PG_SETTINGS, PG_ROLES,
     PG_COLLATION, PG_ATTRDEF, PG_CONSTRAINT, PG_INHERITS, PG_TRIGGER, PG_REWRITE, PG_POLICY, PG_AM, PG_TABLESPACE,
     PG_USER, PG_PROC, PG_SEQUENCE, PG_STATISTIC_EXT, PG_PUBLICATION, PG_PUBLICATION_REL, PG_DEPEND, PG_ENUM,
-    PG_RANGE, PG_FOREIGN_TABLE, PG_EXTENSION, PG_OPCLASS,
+    PG_RANGE, PG_FOREIGN_TABLE, PG_EXTENSION, PG_OPCLASS, PG_AUTH_MEMBERS,
 )
 
 

@@ -222,9 +222,10 @@ def array_of(t: SqlType) -> SqlType:
     """The one-dimensional array type of ``t`` (``int4`` -> ``int4[]``).
 
     Raises:
-        SqlError 0A000 for arrays of arrays or of types without an array type here.
+        SqlError 0A000 for arrays of arrays, of types without an array type here, and of
+        interval (stored as a struct, which Spark would read back as one).
     """
-    if t.is_array or t.name not in ARRAY_OIDS:
+    if t.is_array or t.name not in ARRAY_OIDS or t.name == "interval":
         raise SqlError(FEATURE_NOT_SUPPORTED, f"arrays of type {t.sql()} are not supported")
     return SqlType("_" + t.name, t.precision, t.scale)
 

@@ -182,7 +182,7 @@ def figure_colname(node) -> str:
         return {"int4": "int4", "bpchar": "bpchar"}.get(t, t)
     if isinstance(node, ast.A_Indirection):
         return figure_colname(node.arg)
-    if isinstance(node, ast.A_ArrayExpr):
+    if isinstance(node, ast.A_ArrayExpr) or (isinstance(node, ast.SubLink) and node.subLinkType == SubLinkType.ARRAY_SUBLINK):
         return "array"
     if isinstance(node, ast.CaseExpr):
         return "case"
@@ -497,6 +497,13 @@ class ExprPlanner:
             return Literal(statement_time(), TIMESTAMPTZ)
         if name == "version" and not args:
             return Literal(f"PostgreSQL 9.5.0 on sqlfront (Materialize-compatible SQL front end on Spark)", TEXT)
+        if name == "current_schemas" and len(args) == 1:
+            # The search path; with true, the implicitly searched schemas first (PostgreSQL 9.26).
+            implicit = coerce(args[0], BOOL)
+            if not isinstance(implicit, Literal):
+                raise SqlError(FEATURE_NOT_SUPPORTED, "current_schemas needs a constant argument")
+            path = (["mz_catalog", "pg_catalog"] if implicit.value else []) + ["public"]
+            return Literal(None if implicit.value is None else path, array_of(TEXT))
         if name in ("current_schema", "current_database") and not args:
             return Literal("public" if name == "current_schema" else "materialize", TEXT)
         if name == "nullif" and len(args) == 2:

@@ -120,3 +120,17 @@ def test_asyncpg_types_and_copy_records_to_table(server, conn):
         asyncio.run(run())
     finally:
         conn.execute("DROP TABLE cr")
+
+
+def test_array_aggregates_on_both_paths(conn):
+    conn.execute("CREATE TABLE ag (g int, v text, o int)")
+    try:
+        conn.execute("INSERT INTO ag VALUES (1, 'a', 3), (1, 'b', 1), (1, 'c', 2), (2, 'z', 1)")
+        rows = conn.execute("SELECT g, array_agg(v ORDER BY o), array_agg(v ORDER BY o DESC) FROM ag"
+                            " GROUP BY g ORDER BY g").fetchall()
+        assert rows == [(1, ["b", "c", "a"], ["a", "c", "b"]), (2, ["z"], ["z"])]
+        const = conn.execute("SELECT array_agg(x ORDER BY x DESC), ARRAY(SELECT 1 WHERE false) AS e,"
+                             " current_schemas(true) FROM (VALUES (1), (3), (2)) v(x)").fetchone()
+        assert const == ([3, 2, 1], [], ["mz_catalog", "pg_catalog", "public"])
+    finally:
+        conn.execute("DROP TABLE ag")
