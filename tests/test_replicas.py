@@ -252,6 +252,8 @@ def test_failover_on_sigkill_and_sigstop(server, conn):
             assert failures == []
             # unhealthy within 2 s of the death, healthy again after the automatic restart
             assert wait_for(lambda: replicas(conn, "failover")[0][3] == "healthy", 120)
+            # The watcher samples every 0.1 s: let it see the recovery too before stopping it.
+            assert wait_for(lambda: statuses[-1] == "healthy", 30, 0.05)
             stop.set()
             w.join()
             assert "unhealthy" in statuses and "healthy" in statuses[statuses.index("unhealthy"):]
