@@ -3,8 +3,8 @@ SQLAlchemy's and DBeaver's reflection, drivers' type lookups).
 
 Columns and their meaning follow PostgreSQL's "System Catalogs" chapter (section 53)
 for the columns those tools query; rows are derived from a catalog snapshot on every
-read. OIDs are ``int8`` here. User objects get OID 20000 + their id number, system
-objects 10000 + theirs (``object_oid``); type OIDs are PostgreSQL's.
+read. User objects get OID 20000 + their id number, system objects 10000 + theirs
+(``object_oid``); type OIDs are PostgreSQL's.
 Catalogs for features this product does not have (constraints, triggers, rules,
 inheritance, policies, comments, column defaults) exist and are empty, so the
 queries that join them answer as PostgreSQL does for objects without any.
@@ -13,7 +13,7 @@ queries that join them answer as PostgreSQL does for objects without any.
 from __future__ import annotations
 
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column
-from catalog.types import BOOL, FLOAT4, INT2, INT4, INT8, TEXT, TIMESTAMPTZ, SqlType, all_type_names, array_of
+from catalog.types import ARRAY_OIDS, BOOL, FLOAT4, INT2, INT4, INT8, OID, TEXT, TIMESTAMPTZ, SqlType, all_type_names, array_of
 
 NAMESPACE_OIDS = {"pg_catalog": 11, "public": 2200, "mz_catalog": 16001, "mz_internal": 16002,
                   "information_schema": 16003}
@@ -26,7 +26,7 @@ FIRST_USER_OID = 20000
 
 TEXT_ARRAY = array_of(TEXT)
 INT2_ARRAY = array_of(INT2)
-INT8_ARRAY = array_of(INT8)
+OID_ARRAY = array_of(OID)
 
 
 def object_oid(object_id: str) -> int:
@@ -37,8 +37,8 @@ def object_oid(object_id: str) -> int:
 def _table(id_: str, name: str, spec: str) -> BuiltinTable:
     """A pg_catalog table from ``"col:type col:type ..."`` (types: oid, text, bool, int2,
     int4, int8, float4, text[], int2[], oid[]); every column may be NULL, as in PostgreSQL."""
-    types = {"timestamptz": TIMESTAMPTZ, "oid": INT8, "text": TEXT, "bool": BOOL, "int2": INT2, "int4": INT4, "int8": INT8, "float4": FLOAT4,
-             "text[]": TEXT_ARRAY, "int2[]": INT2_ARRAY, "oid[]": INT8_ARRAY}
+    types = {"timestamptz": TIMESTAMPTZ, "oid": OID, "text": TEXT, "bool": BOOL, "int2": INT2, "int4": INT4, "int8": INT8, "float4": FLOAT4,
+             "text[]": TEXT_ARRAY, "int2[]": INT2_ARRAY, "oid[]": OID_ARRAY}
     cols = tuple(Column(c, types[t]) for c, t in (item.split(":") for item in spec.split()))
     return BuiltinTable(id_, "pg_catalog", name, cols)
 
@@ -133,7 +133,7 @@ def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: 
 def _type_row(name: str) -> tuple:
     t = SqlType(name)
     elem = t.element.oid if t.is_array else 0
-    array = 0 if t.is_array else array_of(t).oid if name != "unknown" else 0
+    array = 0 if t.is_array else ARRAY_OIDS.get(name, 0)
     collation = DEFAULT_COLLATION_OID if (t.element if t.is_array else t).is_string and name != "unknown" else 0
     typname = name if name != "timestamptz" else "timestamptz"
     return (t.oid, typname, NAMESPACE_OIDS["pg_catalog"], OWNER_OID, t.typlen, 0 < t.typlen <= 8, "b",

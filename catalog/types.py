@@ -72,7 +72,7 @@ class SqlType:
 
     @property
     def is_integer(self) -> bool:
-        return self.name in ("int2", "int4", "int8")
+        return self.name in ("int2", "int4", "int8", "oid")
 
     @property
     def is_numeric(self) -> bool:
@@ -123,6 +123,7 @@ _INFO = {
     "int2": (21, 2, "N", "smallint"),
     "int4": (23, 4, "N", "integer"),
     "int8": (20, 8, "N", "bigint"),
+    "oid": (26, 4, "N", "oid"),
     "numeric": (1700, -1, "N", "numeric"),
     "float4": (700, 4, "N", "real"),
     "float8": (701, 8, "N", "double precision"),
@@ -142,7 +143,7 @@ _INFO = {
 
 #: element type name -> OID of its one-dimensional array type (pg_type.dat ``typarray``)
 ARRAY_OIDS = {
-    "bool": 1000, "int2": 1005, "int4": 1007, "int8": 1016, "numeric": 1231, "float4": 1021,
+    "bool": 1000, "oid": 1028, "int2": 1005, "int4": 1007, "int8": 1016, "numeric": 1231, "float4": 1021,
     "float8": 1022, "text": 1009, "varchar": 1015, "bpchar": 1014, "date": 1182, "timestamp": 1115,
     "timestamptz": 1185, "interval": 1187, "time": 1183, "bytea": 1001, "uuid": 2951, "jsonb": 3807,
 }
@@ -152,6 +153,7 @@ _ARROW = {
     "int2": pa.int16(),
     "int4": pa.int32(),
     "int8": pa.int64(),
+    "oid": pa.int64(),  # unsigned 32-bit in PostgreSQL; Parquet and Spark have no unsigned int
     "float4": pa.float32(),
     "float8": pa.float64(),
     "text": pa.string(),
@@ -173,6 +175,7 @@ BOOL = SqlType("bool")
 INT2 = SqlType("int2")
 INT4 = SqlType("int4")
 INT8 = SqlType("int8")
+OID = SqlType("oid")
 NUMERIC = SqlType("numeric")
 FLOAT4 = SqlType("float4")
 FLOAT8 = SqlType("float8")
@@ -193,7 +196,7 @@ _ALIASES = {
     "bool": "bool", "boolean": "bool",
     "int2": "int2", "smallint": "int2",
     "int4": "int4", "int": "int4", "integer": "int4",
-    "int8": "int8", "bigint": "int8",
+    "int8": "int8", "bigint": "int8", "oid": "oid",
     "numeric": "numeric", "decimal": "numeric",
     "float4": "float4", "real": "float4",
     "float8": "float8", "double precision": "float8", "float": "float8",

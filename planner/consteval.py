@@ -7,6 +7,7 @@ Used to fold constant subexpressions at plan time (so ``date '1998-12-01' - inte
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
 import math
 from decimal import Decimal, localcontext, ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_FLOOR, ROUND_CEILING, ROUND_DOWN
@@ -16,9 +17,13 @@ from catalog.errors import (
 )
 from catalog.textio import check_int, fit_numeric, fit_string, format_text, parse_text, INT_RANGES
 from catalog.types import Interval, SqlType, type_from_oid
-from planner.scalar import Call, Case, Cast, ColRef, Literal, children, is_constant
+from planner.scalar import Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, children, is_constant
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
+
+#: Evaluates Subquery and OuterRef nodes against the current row, when a plan runs
+#: with its subqueries kept (``planner.interpret`` sets it); None otherwise.
+NESTED_EVALUATOR: contextvars.ContextVar = contextvars.ContextVar("nested_evaluator", default=None)
 
 
 def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
@@ -246,6 +251,11 @@ def evaluate(e, row: tuple = ()):
             if evaluate(cond, row) is True:
                 return evaluate(res, row)
         return evaluate(e.else_, row)
+    if isinstance(e, (Subquery, OuterRef)):
+        nested = NESTED_EVALUATOR.get()
+        if nested is None:
+            raise TypeError(e)
+        return nested(e, row)
     if not isinstance(e, Call):
         raise TypeError(e)
     f = e.func

@@ -6,7 +6,9 @@ does for MIR plans.
 
 from __future__ import annotations
 
-from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest
+from planner.plan import (
+    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Unnest, WorkTable, inputs,
+)
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "eq": "=", "ne": "<>", "lt": "<",
@@ -89,7 +91,11 @@ def explain(plan) -> list[str]:
             lines.append(f"{pad}Unnest " + ", ".join(f"{k}(#{i})" for i, k in zip(p.arrays, p.kinds)))
         elif isinstance(p, SetOp):
             lines.append(f"{pad}{p.op.capitalize()}{' all' if p.all else ''}")
-        for i in ((p.left, p.right) if isinstance(p, (Join, SetOp)) else (p.input,)):
+        elif isinstance(p, Recursive):
+            lines.append(f"{pad}Recursive #{p.cte}{' all' if p.all else ''}")
+        elif isinstance(p, WorkTable):
+            lines.append(f"{pad}WorkTable #{p.cte}")
+        for i in inputs(p):
             emit(i, depth + 1)
 
     emit(plan, 0)

@@ -19,7 +19,7 @@ from catalog.errors import (
 )
 from catalog.textio import parse_interval, parse_text, INTERVAL_FIELD_UNITS
 from catalog.types import (
-    SqlType, BOOL, DATE, INT4, INT8, INTERVAL, NUMERIC, TEXT, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, array_of, make_type,
+    SqlType, BOOL, DATE, INT4, INT8, INTERVAL, NUMERIC, OID, TEXT, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, array_of, make_type,
 )
 from planner import typing as ty
 from planner.consteval import cast_value
@@ -184,6 +184,15 @@ def figure_colname(node) -> str:
         return figure_colname(node.arg)
     if isinstance(node, ast.A_ArrayExpr) or (isinstance(node, ast.SubLink) and node.subLinkType == SubLinkType.ARRAY_SUBLINK):
         return "array"
+    if isinstance(node, ast.SubLink) and node.subLinkType == SubLinkType.EXISTS_SUBLINK:
+        return "exists"
+    if isinstance(node, ast.SubLink) and node.subLinkType == SubLinkType.EXPR_SUBLINK:
+        sel = node.subselect
+        while isinstance(sel, ast.SelectStmt) and sel.larg is not None:  # a set operation: its first branch
+            sel = sel.larg
+        targets = getattr(sel, "targetList", None)
+        if targets:
+            return targets[0].name or figure_colname(targets[0].val)
     if isinstance(node, ast.CaseExpr):
         return "case"
     if isinstance(node, ast.CoalesceExpr):
@@ -297,8 +306,11 @@ class ExprPlanner:
 
     def _TypeCast(self, node: ast.TypeCast):
         reg = node.typeName.names[-1].sval
-        if reg in OID_ALIASES and not node.typeName.arrayBounds:
-            return self.oid_cast(reg, self.plan(node.arg))
+        if reg in OID_ALIASES:
+            if not node.typeName.arrayBounds:
+                return self.oid_cast(reg, self.plan(node.arg))
+            arg = self.plan(node.arg)
+            return infer_param(arg, array_of(OID)) or coerce(arg, array_of(OID), explicit=True)
         inner = node.arg
         if isinstance(inner, ast.TypeCast) and inner.typeName.names[-1].sval == "regtype" and reg == "text":
             # x::regtype::text is the type's name (regtypeout prints format_type's name).
@@ -320,29 +332,28 @@ class ExprPlanner:
         return Cast(arg, target)
 
     def oid_cast(self, reg: str, arg):
-        """Casts to ``oid`` and the ``reg*`` OID alias types (PostgreSQL 8.19): OIDs are
-        int8 here; a ``regclass``/``regtype`` name literal is looked up at plan time, and
-        ``x::regtype::text`` prints the type's name."""
+        """Casts to ``oid`` and the ``reg*`` OID alias types (PostgreSQL 8.19), which are
+        ``oid`` here; a ``regclass``/``regtype`` name literal is looked up at plan time,
+        and ``x::regtype::text`` prints the type's name."""
         if isinstance(arg, Literal) and arg.type.name == "unknown" and arg.value is not None:
             text = arg.value.strip()
             if text.lstrip("-").isdigit():
-                return Literal(int(text), INT8)
+                return Literal(int(text), OID)
             if reg == "regclass":
                 if self.resolve_relation_oid is None:
                     raise SqlError(FEATURE_NOT_SUPPORTED, "regclass names are not supported here")
-                return Literal(self.resolve_relation_oid(text), INT8)
+                return Literal(self.resolve_relation_oid(text), OID)
             if reg == "regtype":
-                return Literal(make_type(text).oid, INT8)
+                return Literal(make_type(text).oid, OID)
             if reg == "regnamespace":
                 from catalog.pg_catalog import NAMESPACE_OIDS
                 if text not in NAMESPACE_OIDS:
                     raise SqlError("3F000", f'schema "{text}" does not exist')
-                return Literal(NAMESPACE_OIDS[text], INT8)
+                return Literal(NAMESPACE_OIDS[text], OID)
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{reg} names are not supported")
-        e = coerce(arg, INT8)
-        if not e.type.is_integer:
+        if not (arg.type.is_integer or arg.type.name == "unknown"):
             raise SqlError("42846", f"cannot cast type {arg.type.sql()} to {reg}")
-        return coerce(e, INT8)
+        return coerce(arg, OID, explicit=True)
 
     def _A_Expr(self, node: ast.A_Expr):
         k = node.kind
@@ -518,11 +529,11 @@ class ExprPlanner:
             if not isinstance(a, Literal) or not a.type.is_string:
                 raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} needs a constant argument")
             if a.value is None:
-                return Literal(None, INT8)
+                return Literal(None, OID)
             try:
                 return self.oid_cast(name[3:], Literal(a.value, UNKNOWN))
             except SqlError:
-                return Literal(None, INT8)
+                return Literal(None, OID)
         if name in ("pg_table_is_visible", "pg_type_is_visible") and len(args) == 1:
             # Visible: user objects (OIDs from 20000, see catalog.pg_catalog.object_oid) and types.
             if name == "pg_type_is_visible":

@@ -11,13 +11,22 @@ from decimal import Decimal
 from typing import Callable
 
 from catalog.snapshot import BuiltinTable, Table
-from planner.consteval import evaluate
 from collections import Counter
 
-from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest, relations_read
-from planner.scalar import AggCall
+from catalog.errors import SqlError
+from planner.consteval import NESTED_EVALUATOR, _compare, evaluate
+
+from planner.plan import (
+    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Unnest, WorkTable,
+    relations_read,
+)
+from planner.scalar import AggCall, OuterRef
 
 Rows = list[tuple]
+
+
+#: recursion limit of WITH RECURSIVE here (PostgreSQL has none; a catalog query needs few)
+MAX_RECURSION = 10_000
 
 
 def is_fast_path(plan) -> bool:
@@ -26,7 +35,69 @@ def is_fast_path(plan) -> bool:
 
 
 def run(plan, builtin_rows: Callable[[BuiltinTable], Rows]) -> Rows:
-    """The rows of ``plan``; ``builtin_rows`` supplies system tables."""
+    """The rows of ``plan``; ``builtin_rows`` supplies system tables. Subqueries the
+    planner kept (``QueryPlanner.nested``) are evaluated per row, correlated ones with
+    the enclosing rows bound to their OuterRefs."""
+    ctx = _Nested(builtin_rows)
+    token = NESTED_EVALUATOR.set(ctx.evaluate)
+    try:
+        return _run(plan, builtin_rows, ctx)
+    finally:
+        NESTED_EVALUATOR.reset(token)
+
+
+class _Nested:
+    def __init__(self, builtin_rows):
+        self.builtin_rows = builtin_rows
+        #: rows of the enclosing queries, innermost first (OuterRef depth 1 = [0])
+        self.outer: list[tuple] = []
+        #: Recursive id -> the previous iteration's rows
+        self.work: dict[int, Rows] = {}
+
+    def evaluate(self, e, row: tuple):
+        if isinstance(e, OuterRef):
+            return self.outer[e.depth - 1][e.index]
+        self.outer.insert(0, row)
+        try:
+            rows = _run(e.plan, self.builtin_rows, self)
+        finally:
+            self.outer.pop(0)
+        if e.kind == "scalar":
+            if len(rows) > 1:
+                raise SqlError("21000", "more than one row returned by a subquery used as an expression")
+            return rows[0][0] if rows else None
+        if e.kind == "exists":
+            return bool(rows)
+        if e.kind == "array":
+            return [r[0] for r in rows]
+        x = evaluate(e.test, row)
+        hits = [None if x is None or r[0] is None else _compare(e.func, x, r[0]) for r in rows]
+        if e.kind == "any":
+            return True if True in hits else (None if None in hits else False)
+        return False if False in hits else (None if None in hits else True)
+
+
+def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
+    run = lambda p, b: _run(p, b, ctx)  # noqa: E731
+    if isinstance(plan, WorkTable):
+        return list(ctx.work[plan.cte])
+    if isinstance(plan, Recursive):
+        result = run(plan.base, builtin_rows)
+        if not plan.all:
+            result = list(dict.fromkeys(result))
+        seen = set(result)
+        work = result
+        for _ in range(MAX_RECURSION):
+            if not work:
+                return result
+            ctx.work[plan.cte] = work
+            new = run(plan.step, builtin_rows)
+            if not plan.all:
+                new = [r for r in dict.fromkeys(new) if r not in seen]
+                seen.update(new)
+            result = result + new
+            work = new
+        raise SqlError("54001", f"WITH RECURSIVE did not finish within {MAX_RECURSION} iterations")
     if isinstance(plan, Get):
         return list(builtin_rows(plan.relation))
     if isinstance(plan, Constant):

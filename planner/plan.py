@@ -164,13 +164,41 @@ class Unnest:
         return self.input.columns + extra
 
 
-Plan = Union[Get, Constant, Filter, Project, Reduce, Join, OrderBy, Limit, Distinct, SetOp, Unnest]
+@dataclass(frozen=True)
+class WorkTable:
+    """Inside the recursive term of ``WITH RECURSIVE``: the rows the previous iteration
+    produced (PostgreSQL's WorkTableScan). ``cte`` identifies the Recursive it belongs to."""
+
+    cte: int
+    columns: Columns
+
+
+@dataclass(frozen=True)
+class Recursive:
+    """``WITH RECURSIVE``'s ``base UNION [ALL] step`` (PostgreSQL 7.8.2): rows of
+    ``base``, then of ``step`` evaluated over the previous iteration's new rows until
+    an iteration adds none; without ``all``, rows already produced are discarded."""
+
+    cte: int
+    base: "Plan"
+    step: "Plan"
+    all: bool
+
+    @property
+    def columns(self) -> Columns:
+        return self.base.columns
+
+
+Plan = Union[Get, Constant, Filter, Project, Reduce, Join, OrderBy, Limit, Distinct, SetOp, Unnest, WorkTable,
+             Recursive]
 
 
 def inputs(p) -> tuple:
     if isinstance(p, (Join, SetOp)):
         return (p.left, p.right)
-    if isinstance(p, (Get, Constant)):
+    if isinstance(p, Recursive):
+        return (p.base, p.step)
+    if isinstance(p, (Get, Constant, WorkTable)):
         return ()
     return (p.input,)
 
@@ -192,8 +220,10 @@ def map_plan_exprs(p, f):
     def m(e):
         return map_expr(e, f) if e is not None else None
 
-    if isinstance(p, (Get, Constant)):
+    if isinstance(p, (Get, Constant, WorkTable)):
         return p
+    if isinstance(p, Recursive):
+        return Recursive(p.cte, map_plan_exprs(p.base, f), map_plan_exprs(p.step, f), p.all)
     if isinstance(p, Filter):
         return Filter(map_plan_exprs(p.input, f), m(p.predicate))
     if isinstance(p, Project):

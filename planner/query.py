@@ -8,6 +8,7 @@ column is added and projected away afterwards).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from pglast import ast
@@ -25,7 +26,8 @@ from planner.expr import ExprPlanner, Grouping, coerce, contains_aggregate, figu
 from planner.decorrelate import lower_subqueries
 from planner.joins import reorder_joins
 from planner.plan import (
-    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Plan, Project, Reduce, SetOp, SortKey, Unnest,
+    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Plan, Project, Recursive, Reduce, SetOp, SortKey, Unnest,
+    WorkTable,
 )
 from planner.scalar import ColRef, Literal, is_constant
 from planner.scope import Scope, ScopeItem
@@ -43,11 +45,15 @@ class QueryPlanner:
     """Plans queries against one catalog snapshot. ``params``: values of $1..$n."""
 
     def __init__(self, snap: CatalogSnapshot, params: list | None = None,
-                 outer_scopes: list[Scope] | None = None, ctes: dict | None = None):
+                 outer_scopes: list[Scope] | None = None, ctes: dict | None = None, nested: bool | None = None):
         self.snap = snap
         self.params = params or []
         self.outer_scopes = outer_scopes or []
         self.ctes: dict[str, PlannedQuery] = dict(ctes or {})
+        #: keep subqueries in expressions instead of decorrelating them: for queries that
+        #: read only system tables, which run in Python (planner.interpret) row by row.
+        #: None: decide from the statement (``reads_only_catalog``).
+        self.nested = nested
 
     def expr_planner(self, scope: Scope, agg_context: str | None = None) -> ExprPlanner:
         ep = ExprPlanner(scope, self.params, agg_context, self.outer_scopes, self.plan_subquery)
@@ -71,14 +77,24 @@ class QueryPlanner:
     def plan_subquery(self, stmt, scope: Scope) -> "PlannedQuery":
         """Plan a subquery whose correlated names resolve in ``scope`` (depth 1) and then in
         this query's own enclosing scopes."""
-        return QueryPlanner(self.snap, self.params, [scope] + self.outer_scopes, self.ctes).plan_select(stmt)
+        return QueryPlanner(self.snap, self.params, [scope] + self.outer_scopes, self.ctes,
+                            self.nested).plan_select(stmt)
 
     def _child(self) -> "QueryPlanner":
-        return QueryPlanner(self.snap, self.params, self.outer_scopes, self.ctes)
+        return QueryPlanner(self.snap, self.params, self.outer_scopes, self.ctes, self.nested)
+
+    def _lower(self, plan, exprs: list):
+        """Decorrelate the subqueries of ``exprs`` over ``plan`` (planner.decorrelate),
+        unless they are kept for row-by-row evaluation."""
+        if self.nested:
+            return plan, exprs
+        return lower_subqueries(plan, exprs)
 
     # -- entry ------------------------------------------------------------------------
 
     def plan_select(self, stmt: ast.SelectStmt) -> PlannedQuery:
+        if self.nested is None:
+            self.nested = reads_only_catalog(self.snap, stmt)
         if stmt.withClause is not None:
             planner = self._child()
             planner._plan_ctes(stmt.withClause)
@@ -100,11 +116,13 @@ class QueryPlanner:
         return self._plan_simple(stmt)
 
     def _plan_ctes(self, with_clause) -> None:
-        if with_clause.recursive:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "WITH RECURSIVE is not supported")
         for cte in with_clause.ctes:
             if cte.ctename in self.ctes and cte.ctename in [c.ctename for c in with_clause.ctes[: with_clause.ctes.index(cte)]]:
                 raise SqlError("42712", f'WITH query name "{cte.ctename}" specified more than once')
+            q = cte.ctequery
+            if with_clause.recursive and q.op == SetOperation.SETOP_UNION and _references(q.rarg, cte.ctename):
+                self.ctes[cte.ctename] = self._plan_recursive(cte)
+                continue
             pq = self._child().plan_select(cte.ctequery)
             names = list(pq.names)
             if cte.aliascolnames:
@@ -113,6 +131,42 @@ class QueryPlanner:
                     raise SqlError("42P10", f'WITH query "{cte.ctename}" has {len(names)} columns available but {len(aliases)} columns specified')
                 names = aliases + names[len(aliases):]
             self.ctes[cte.ctename] = PlannedQuery(pq.plan, tuple(names))
+
+    def _plan_recursive(self, cte) -> PlannedQuery:
+        """``name AS (base UNION [ALL] step)`` where ``step`` reads ``name`` (PostgreSQL 7.8.2).
+
+        Raises:
+            SqlError 0A000 unless the query reads only system tables (it then runs in
+            Python; Spark has no fixpoint iteration); 42804 when a step column's type
+            differs from the base's."""
+        if not self.nested:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "WITH RECURSIVE is supported over system catalogs only")
+        q = cte.ctequery
+        if q.sortClause or q.limitCount is not None or q.limitOffset is not None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "ORDER BY/LIMIT in a recursive query is not implemented")
+        base = self._child().plan_select(q.larg)
+        names = list(base.names)
+        if cte.aliascolnames:
+            names = [c.sval for c in cte.aliascolnames] + names[len(cte.aliascolnames):]
+        types = [TEXT if t.name == "unknown" else t for _, t in base.plan.columns]
+        base_plan = base.plan
+        if [t for _, t in base_plan.columns] != types:
+            base_plan = Project(base_plan, tuple(coerce(ColRef(i, t0), t) for i, ((_, t0), t) in
+                                                 enumerate(zip(base_plan.columns, types))), tuple(names))
+        cte_id = next(_CTE_IDS)
+        child = self._child()
+        child.ctes[cte.ctename] = PlannedQuery(WorkTable(cte_id, tuple(zip(names, types))), tuple(names))
+        step = child.plan_select(q.rarg)
+        if len(step.plan.columns) != len(types):
+            raise SqlError(SYNTAX_ERROR, "each UNION query must have the same number of columns")
+        exprs = []
+        for i, ((_, st), t) in enumerate(zip(step.plan.columns, types)):
+            if st != t and not (st.name == t.name or st.name == "unknown" or (st.is_numeric and t.is_numeric)):
+                raise SqlError(DATATYPE_MISMATCH, f'recursive query "{cte.ctename}" column {i + 1} has type {t.sql()} '
+                                                  f"in non-recursive term but type {st.sql()} overall")
+            exprs.append(coerce(ColRef(i, st), t))
+        step_plan = Project(step.plan, tuple(exprs), tuple(names))
+        return PlannedQuery(Recursive(cte_id, base_plan, step_plan, q.all), tuple(names))
 
     def _plan_setop(self, stmt: ast.SelectStmt) -> PlannedQuery:
         op = {SetOperation.SETOP_UNION: "union", SetOperation.SETOP_INTERSECT: "intersect",
@@ -184,7 +238,7 @@ class QueryPlanner:
                 import pglast
 
                 view_stmt = pglast.parse_sql(rel.sql)[0].stmt
-                pq = QueryPlanner(self.snap).plan_select(view_stmt)
+                pq = QueryPlanner(self.snap, nested=False).plan_select(view_stmt)
                 pq = PlannedQuery(pq.plan, tuple(c.name for c in rel.columns))
                 return self._derived(pq, item.alias, item.relname)
             qualifier = item.alias.aliasname if item.alias else item.relname
@@ -260,7 +314,7 @@ class QueryPlanner:
             return Join(lp, rp, "cross" if kind == "inner" else kind, None if kind == "inner" else Literal(True, BOOL)), scope
         on = fold(self.expr_planner(scope, agg_context="JOIN conditions").plan_bool(j.quals, "JOIN/ON"))
         joined = Join(lp, rp, "cross", None)
-        widened, (on2,) = lower_subqueries(joined, [on])
+        widened, (on2,) = self._lower(joined, [on])
         if widened is not joined:
             if kind != "inner":
                 raise SqlError(FEATURE_NOT_SUPPORTED, "subqueries in the ON clause of an outer join are not supported")
@@ -276,8 +330,11 @@ class QueryPlanner:
             where_planner = self.expr_planner(scope, agg_context="WHERE")
             pred = fold(where_planner.plan_bool(stmt.whereClause, "WHERE"))
             width = len(plan.columns)
-            plan, (pred,) = lower_subqueries(plan, [pred])
-            plan = _narrow(reorder_joins(Filter(plan, pred)), width)
+            if self.nested and _has_subquery(pred):
+                plan = Filter(plan, pred)  # the subqueries' OuterRefs index this input's row
+            else:
+                plan, (pred,) = lower_subqueries(plan, [pred])
+                plan = _narrow(reorder_joins(Filter(plan, pred)), width)
 
         targets = self._expand_targets(stmt.targetList, scope)
         grouped = bool(stmt.groupClause) or stmt.havingClause is not None or any(
@@ -301,7 +358,7 @@ class QueryPlanner:
             plan = Reduce(plan, tuple(keys), tuple(grouping.aggregates))
             if having is not None:
                 width = len(plan.columns)
-                plan, (having,) = lower_subqueries(plan, [having])
+                plan, (having,) = self._lower(plan, [having])
                 plan = _narrow(Filter(plan, having), width)
         else:
             plan, srf_refs = self._plan_srfs(plan, targets, from_planner)
@@ -440,7 +497,7 @@ class QueryPlanner:
                     idx = len(all_exprs) - 1
             keys.append(SortKey(idx, desc, nf))
         all_names = list(names) + [f"?order{i}?" for i in range(len(all_exprs) - len(exprs))]
-        plan, all_exprs = lower_subqueries(plan, all_exprs)
+        plan, all_exprs = self._lower(plan, all_exprs)
         plan = Project(plan, tuple(all_exprs), tuple(all_names))
         if distinct:
             plan = Distinct(plan)
@@ -505,6 +562,47 @@ class _SyntheticRef(ast.ColumnRef):
     def __init__(self, item: ScopeItem):
         fields = (ast.String(item.qualifier), ast.String(item.name)) if item.qualifier else (ast.String(item.name),)
         super().__init__(fields=fields)
+
+
+_CTE_IDS = itertools.count(1)
+
+
+def _has_subquery(e) -> bool:
+    from planner.scalar import Subquery, walk
+
+    return any(isinstance(n, Subquery) for n in walk(e))
+
+
+def _ast_nodes(node):
+    """Every pglast node below ``node`` (``node`` included)."""
+    if isinstance(node, (list, tuple)):
+        for n in node:
+            yield from _ast_nodes(n)
+    elif isinstance(node, ast.Node):
+        yield node
+        for attr in node:
+            yield from _ast_nodes(getattr(node, attr))
+
+
+def _references(node, name: str) -> bool:
+    return any(isinstance(n, ast.RangeVar) and n.schemaname is None and n.relname == name for n in _ast_nodes(node))
+
+
+def reads_only_catalog(snap: CatalogSnapshot, stmt) -> bool:
+    """True when every relation ``stmt`` names is a system table or one of its own WITH
+    queries, so that it can run in Python (and keep its subqueries nested)."""
+    nodes = list(_ast_nodes(stmt))
+    ctes = {n.ctename for n in nodes if isinstance(n, ast.CommonTableExpr)}
+    for n in nodes:
+        if isinstance(n, ast.RangeVar) and not (n.schemaname is None and n.relname in ctes):
+            try:
+                if not snap.resolve_relation(n.schemaname, n.relname).builtin:
+                    return False
+            except SqlError:
+                return False
+        elif isinstance(n, ast.RangeFunction):
+            return False
+    return True
 
 
 def _srf_name(node) -> str | None:

@@ -138,7 +138,7 @@ def map_expr(e, f):
     elif isinstance(e, Case):
         e = Case(tuple((map_expr(c, f), map_expr(r, f)) for c, r in e.whens), map_expr(e.else_, f), e.type)
     elif isinstance(e, AggCall) and e.arg is not None:
-        e = AggCall(e.func, map_expr(e.arg, f), e.distinct, e.type)
+        e = AggCall(e.func, map_expr(e.arg, f), e.distinct, e.type, tuple((map_expr(x, f), d, n) for x, d, n in e.order))
     elif isinstance(e, Subquery) and e.test is not None:
         e = Subquery(e.kind, e.plan, e.type, map_expr(e.test, f), e.func)
     return f(e)

@@ -19,9 +19,12 @@ _RANKED = {v: k for k, v in NUMERIC_RANK.items()}
 
 
 def numeric_common(a: SqlType, b: SqlType) -> SqlType:
-    """Common type of two numeric types (PostgreSQL: int4 + float4 -> float8)."""
+    """Common type of two numeric types (PostgreSQL: int4 + float4 -> float8). ``oid``
+    meets another type as int8 (its implicit cast)."""
     if a == b:
         return a
+    if "oid" in (a.name, b.name):
+        return numeric_common(INT8 if a.name == "oid" else a, INT8 if b.name == "oid" else b)
     if a.name == b.name:
         return a.unconstrained()
     ra, rb = NUMERIC_RANK[a.name], NUMERIC_RANK[b.name]

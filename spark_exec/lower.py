@@ -41,7 +41,7 @@ def spark_type(t: SqlType) -> T.DataType:
         p, s = t.storage_precision_scale()
         return T.DecimalType(p, s)
     return {
-        "bool": T.BooleanType(), "int2": T.ShortType(), "int4": T.IntegerType(), "int8": T.LongType(),
+        "bool": T.BooleanType(), "int2": T.ShortType(), "int4": T.IntegerType(), "int8": T.LongType(), "oid": T.LongType(),
         "float4": T.FloatType(), "float8": T.DoubleType(), "text": T.StringType(), "varchar": T.StringType(),
         "bpchar": T.StringType(), "unknown": T.StringType(), "date": T.DateType(),
         "timestamp": T.TimestampNTZType(), "timestamptz": T.TimestampType(), "interval": T.CalendarIntervalType(),

@@ -23,7 +23,7 @@ from catalog.errors import SqlError, INTERNAL_ERROR, QUERY_CANCELED
 from catalog.types import UNKNOWN, type_from_oid
 from planner.scalar import Literal
 from sqlfront.environment import Environment
-from sqlfront.pgtypes import binary_param_text, encoder
+from sqlfront.pgtypes import binary_param_text, data_rows
 from sqlfront.session import CopyIn, CopyOut, Result, Session, parse_one, split_statements
 from sqlfront.vars import REPORTED, display_name
 
@@ -492,27 +492,11 @@ class PgHandler(BuenaVistaHandler):
         self.wfile.write(struct.pack("!cih", ServerResponse.ROW_DESCRIPTION, len(out) + 6, len(cols)) + out)
 
     def send_rows(self, result: Result, formats, offset: int, limit: int) -> int:
-        cols = result.columns
-        encs = [encoder(t, _format_for(formats, i) == 1) for i, (_, t) in enumerate(cols)]
+        types = [t for _, t in result.columns]
+        binary = [_format_for(formats, i) == 1 for i in range(len(types))]
         rows = result.rows[offset:] if limit <= 0 else result.rows[offset : offset + limit]
-        n = len(cols)
-        out = []
-        for row in rows:
-            parts = [struct.pack("!h", n)]
-            for enc, v in zip(encs, row):
-                if v is None:
-                    parts.append(b"\xff\xff\xff\xff")
-                else:
-                    b = enc(v)
-                    parts.append(struct.pack("!i", len(b)))
-                    parts.append(b)
-            body = b"".join(parts)
-            out.append(ServerResponse.DATA_ROW + struct.pack("!i", len(body) + 4) + body)
-            if len(out) >= 512:
-                self.wfile.write(b"".join(out))
-                out = []
-        if out:
-            self.wfile.write(b"".join(out))
+        for start in range(0, len(rows), 4096):  # bounded memory for large results
+            self.wfile.write(b"".join(data_rows(rows[start : start + 4096], types, binary)))
         return len(rows)
 
     def send_error(self, exception, ctx=None):

@@ -123,7 +123,11 @@ class _TextLoader(Loader):
 
 def text_connection(url: str) -> psycopg.Connection:
     conn = psycopg.connect(url, autocommit=True)
-    for oid in (16, 17, 18, 19, 20, 21, 23, 25, 26, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1186, 1700, 705, 0):
+    scalars = (16, 17, 18, 19, 20, 21, 23, 25, 26, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1186, 1700, 705,
+               2950, 3802, 114, 0)
+    arrays = (1000, 1001, 1005, 1007, 1009, 1014, 1015, 1016, 1021, 1022, 1028, 1115, 1182, 1183, 1185, 1231,
+              2951, 3807)
+    for oid in scalars + arrays:
         conn.adapters.register_loader(oid, _TextLoader)
     return conn
 

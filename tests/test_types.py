@@ -134,3 +134,23 @@ def test_array_aggregates_on_both_paths(conn):
         assert const == ([3, 2, 1], [], ["mz_catalog", "pg_catalog", "public"])
     finally:
         conn.execute("DROP TABLE ag")
+
+
+def test_asyncpg_arrays_use_type_introspection(server, conn):
+    """asyncpg learns array types from its WITH RECURSIVE introspection query over pg_type."""
+    conn.execute("CREATE TABLE arr (i int, a int[], t text[], n numeric(5,2)[])")
+
+    async def run():
+        c = await asyncpg.connect(host="127.0.0.1", port=server.port, user="materialize", database="materialize")
+        try:
+            await c.execute("INSERT INTO arr VALUES ($1, $2, $3, $4)", 1, [1, None, 3], ["a b", None], [Decimal("1.5")])
+            row = await c.fetchrow("SELECT * FROM arr")
+            assert tuple(row) == (1, [1, None, 3], ["a b", None], [Decimal("1.50")])
+            assert await c.fetchval("SELECT $1::int8[]", [2**40]) == [2**40]
+        finally:
+            await c.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        conn.execute("DROP TABLE arr")
