@@ -64,8 +64,8 @@ PG_TYPE = _table(
     "s18", "pg_type",
     "oid:oid typname:text typnamespace:oid typowner:oid typlen:int2 typbyval:bool typtype:text "
     "typcategory:text typispreferred:bool typisdefined:bool typdelim:text typrelid:oid typelem:oid "
-    "typarray:oid typbasetype:oid typtypmod:int4 typnotnull:bool typndims:int4 typcollation:oid "
-    "typdefault:text")
+    "typarray:oid typinput:oid typoutput:oid typbasetype:oid typtypmod:int4 typnotnull:bool typndims:int4 "
+    "typcollation:oid typdefault:text")
 PG_INDEX = _table(
     "s19", "pg_index",
     "indexrelid:oid indrelid:oid indnatts:int2 indisunique:bool indisprimary:bool indisexclusion:bool "
@@ -130,14 +130,35 @@ def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: 
             False, False, False, False, False, True, "d", False, None, None)
 
 
+#: type name -> (OID of its input function, of its output function) in PostgreSQL's pg_proc
+TYPE_IO_PROCS = {
+    "bool": (1242, 1243), "int2": (38, 39), "int4": (42, 43), "int8": (460, 461), "oid": (1798, 1799),
+    "numeric": (1701, 1702), "float4": (200, 201), "float8": (214, 215), "text": (46, 47), "varchar": (1046, 1047),
+    "bpchar": (1044, 1045), "date": (1084, 1085), "time": (1143, 1144), "timestamp": (1312, 1313),
+    "timestamptz": (1150, 1151), "interval": (1160, 1161), "bytea": (1244, 31), "uuid": (2952, 2953),
+    "jsonb": (3806, 3804), "unknown": (109, 110), "array": (750, 751),
+}
+#: pg_proc names of those functions (for ``'array_in'::regproc``)
+PROC_NAMES = {
+    1242: "boolin", 1243: "boolout", 38: "int2in", 39: "int2out", 42: "int4in", 43: "int4out", 460: "int8in",
+    461: "int8out", 1798: "oidin", 1799: "oidout", 1701: "numeric_in", 1702: "numeric_out", 200: "float4in",
+    201: "float4out", 214: "float8in", 215: "float8out", 46: "textin", 47: "textout", 1046: "varcharin",
+    1047: "varcharout", 1044: "bpcharin", 1045: "bpcharout", 1084: "date_in", 1085: "date_out", 1143: "time_in",
+    1144: "time_out", 1312: "timestamp_in", 1313: "timestamp_out", 1150: "timestamptz_in", 1151: "timestamptz_out",
+    1160: "interval_in", 1161: "interval_out", 1244: "byteain", 31: "byteaout", 2952: "uuid_in", 2953: "uuid_out",
+    3806: "jsonb_in", 3804: "jsonb_out", 109: "unknownin", 110: "unknownout", 750: "array_in", 751: "array_out",
+}
+
+
 def _type_row(name: str) -> tuple:
     t = SqlType(name)
     elem = t.element.oid if t.is_array else 0
     array = 0 if t.is_array else ARRAY_OIDS.get(name, 0)
     collation = DEFAULT_COLLATION_OID if (t.element if t.is_array else t).is_string and name != "unknown" else 0
     typname = name if name != "timestamptz" else "timestamptz"
+    typin, typout = TYPE_IO_PROCS["array" if t.is_array else name]
     return (t.oid, typname, NAMESPACE_OIDS["pg_catalog"], OWNER_OID, t.typlen, 0 < t.typlen <= 8, "b",
-            t.category, False, True, ",", 0, elem, array, 0, -1, False, 0, collation, None)
+            t.category, False, True, ",", 0, elem, array, typin, typout, 0, -1, False, 0, collation, None)
 
 
 def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[str, str]) -> list[tuple] | None:
@@ -175,6 +196,8 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
                 (950, "C", NAMESPACE_OIDS["pg_catalog"], "c", "C", "C")]
     if tid == PG_AM.id:
         return [(2, "heap", "t"), (403, "btree", "i")]
+    if tid == PG_PROC.id:
+        return [(oid, name, NAMESPACE_OIDS["pg_catalog"], 0) for oid, name in sorted(PROC_NAMES.items())]
     if tid == PG_TABLESPACE.id:
         return [(1663, "pg_default", OWNER_OID)]
     if any(tid == t.id for t in PG_CATALOG_TABLES):

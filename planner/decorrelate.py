@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.types import BOOL, INT8
-from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest, inputs
+from planner.plan import (
+    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest, Window, WindowCall, inputs,
+)
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, map_expr, walk
 
 TRUE = Literal(True, BOOL)
@@ -114,6 +116,11 @@ class _Apply:
             return Distinct(self.apply(p.input))
         if isinstance(p, Unnest):
             return Unnest(self.apply(p.input), tuple(i + d for i in p.arrays), p.kinds)
+        if isinstance(p, Window):  # computed per row of D: D's columns join the partition key
+            return Window(self.apply(p.input), tuple(
+                WindowCall(c.func, tuple(self.expr(a, d) for a in c.args),
+                           tuple(self.d_refs()) + tuple(self.expr(k, d) for k in c.partition),
+                           tuple((self.expr(e, d), desc, nf) for e, desc, nf in c.order), c.type) for c in p.calls))
         if isinstance(p, OrderBy):
             from planner.plan import SortKey
 

@@ -7,7 +7,8 @@ does for MIR plans.
 from __future__ import annotations
 
 from planner.plan import (
-    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Unnest, WorkTable, inputs,
+    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Series, Unnest, Window,
+    WorkTable, inputs,
 )
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef
 
@@ -68,6 +69,9 @@ def explain(plan) -> list[str]:
             more = f" ... {len(p.rows)} rows" if len(p.rows) > 5 else ""
             lines.append(f"{pad}Constant {rows}{more}")
             return
+        if isinstance(p, Series):
+            lines.append(f"{pad}Series {p.start} to {p.stop} step {p.step}")
+            return
         if isinstance(p, Filter):
             lines.append(f"{pad}Filter {expr_text(p.predicate)}")
         elif isinstance(p, Project):
@@ -91,6 +95,11 @@ def explain(plan) -> list[str]:
             lines.append(f"{pad}Unnest " + ", ".join(f"{k}(#{i})" for i, k in zip(p.arrays, p.kinds)))
         elif isinstance(p, SetOp):
             lines.append(f"{pad}{p.op.capitalize()}{' all' if p.all else ''}")
+        elif isinstance(p, Window):
+            lines.append(f"{pad}Window " + ", ".join(
+                f"{c.func}({', '.join(expr_text(a) for a in c.args)}) over (partition by "
+                f"{', '.join(expr_text(k) for k in c.partition)} order by "
+                f"{', '.join(expr_text(e) + (' desc' if d else '') for e, d, _ in c.order)})" for c in p.calls))
         elif isinstance(p, Recursive):
             lines.append(f"{pad}Recursive #{p.cte}{' all' if p.all else ''}")
         elif isinstance(p, WorkTable):

@@ -153,8 +153,19 @@ def _ast_contains(node, hit, stop=()) -> bool:
 
 def contains_aggregate(node) -> bool:
     """True if the AST ``node`` calls an aggregate (outside of nested subqueries)."""
-    return _ast_contains(node, lambda n: isinstance(n, ast.FuncCall) and _func_name(n) in ty.AGGREGATES,
-                         stop=(ast.SelectStmt,))
+    return _ast_contains(node, lambda n: isinstance(n, ast.FuncCall) and _func_name(n) in ty.AGGREGATES
+                         and n.over is None, stop=(ast.SelectStmt,))
+
+
+def window_calls(node) -> list:
+    """The window function calls (``f(...) OVER (...)``) in AST ``node``, outside subqueries."""
+    if isinstance(node, (list, tuple)):
+        return [c for x in node for c in window_calls(x)]
+    if not isinstance(node, ast.Node) or isinstance(node, ast.SelectStmt):
+        return []
+    if isinstance(node, ast.FuncCall) and node.over is not None:
+        return [node]
+    return [c for attr in node for c in window_calls(getattr(node, attr))]
 
 
 def _contains_sublink(node) -> bool:
@@ -220,6 +231,8 @@ class ExprPlanner:
         self.outer_scopes = outer_scopes or []
         #: plan_subquery(select_stmt, scope) -> PlannedQuery, with ``scope`` as depth 1
         self.plan_subquery = plan_subquery
+        #: id of a window FuncCall node -> the column of the Window plan computing it
+        self.window_refs: dict[int, ColRef] = {}
         #: resolves a relation name (``'public.t'``) to its OID, for ``::regclass``
         self.resolve_relation_oid: Callable[[str], int] | None = None
         #: the scope a subquery here correlates with, and how to remap its OuterRefs
@@ -345,6 +358,14 @@ class ExprPlanner:
                 return Literal(self.resolve_relation_oid(text), OID)
             if reg == "regtype":
                 return Literal(make_type(text).oid, OID)
+            if reg in ("regproc", "regprocedure"):
+                from catalog.pg_catalog import PROC_NAMES
+
+                name = text.split(".")[-1].split("(")[0]
+                oid = next((o for o, n in PROC_NAMES.items() if n == name), None)
+                if oid is None:
+                    raise SqlError("42883", f'function "{text}" does not exist')
+                return Literal(oid, OID)
             if reg == "regnamespace":
                 from catalog.pg_catalog import NAMESPACE_OIDS
                 if text not in NAMESPACE_OIDS:
@@ -497,6 +518,10 @@ class ExprPlanner:
 
     def _FuncCall(self, node: ast.FuncCall):
         name = _func_name(node)
+        if node.over is not None:
+            if id(node) in self.window_refs:
+                return self.window_refs[id(node)]
+            raise SqlError("42P20", f"window functions are not allowed in {self.agg_context or 'this context'}")
         if name in ty.AGGREGATES:
             if self.agg_context:
                 raise SqlError(GROUPING_ERROR, f"aggregate functions are not allowed in {self.agg_context}")

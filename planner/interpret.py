@@ -17,8 +17,8 @@ from catalog.errors import SqlError
 from planner.consteval import NESTED_EVALUATOR, _compare, evaluate
 
 from planner.plan import (
-    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Unnest, WorkTable,
-    relations_read,
+    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Unnest, Window,
+    Series, WindowCall, WorkTable, inputs, relations_read,
 )
 from planner.scalar import AggCall, OuterRef
 
@@ -29,9 +29,19 @@ Rows = list[tuple]
 MAX_RECURSION = 10_000
 
 
+#: a generate_series longer than this runs on Spark
+MAX_FAST_PATH_SERIES = 100_000
+
+
 def is_fast_path(plan) -> bool:
-    """True when ``plan`` reads no user table's shard."""
-    return not any(isinstance(r, Table) for r in relations_read(plan))
+    """True when ``plan`` reads no user table's shard and generates no long series."""
+    return not any(isinstance(r, Table) for r in relations_read(plan)) and not _long_series(plan)
+
+
+def _long_series(p) -> bool:
+    if isinstance(p, Series):
+        return (p.stop - p.start) // p.step >= MAX_FAST_PATH_SERIES
+    return any(_long_series(i) for i in inputs(p))
 
 
 def run(plan, builtin_rows: Callable[[BuiltinTable], Rows]) -> Rows:
@@ -100,6 +110,9 @@ def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
         raise SqlError("54001", f"WITH RECURSIVE did not finish within {MAX_RECURSION} iterations")
     if isinstance(plan, Get):
         return list(builtin_rows(plan.relation))
+    if isinstance(plan, Series):
+        stop = plan.stop + (1 if plan.step > 0 else -1)
+        return [(v,) for v in range(plan.start, stop, plan.step)]
     if isinstance(plan, Constant):
         return list(plan.rows)
     if isinstance(plan, Filter):
@@ -125,6 +138,10 @@ def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
         return rows if plan.limit is None else rows[: plan.limit]
     if isinstance(plan, SetOp):
         return _setop(plan, run(plan.left, builtin_rows), run(plan.right, builtin_rows))
+    if isinstance(plan, Window):
+        rows = run(plan.input, builtin_rows)
+        columns = [_window(c, rows) for c in plan.calls]
+        return [r + tuple(col[i] for col in columns) for i, r in enumerate(rows)]
     if isinstance(plan, Unnest):
         out = []
         for r in run(plan.input, builtin_rows):
@@ -141,6 +158,64 @@ def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
                 out.append(r)
         return out
     raise TypeError(plan)
+
+
+def _sort_positions(positions: list[int], keys: list[list], order) -> list[int]:
+    """``positions`` sorted by the evaluated ``keys`` (one list per ORDER BY item)."""
+    for k, (_, desc, nulls_first) in reversed(list(enumerate(order))):
+        vals = [p for p in positions if keys[k][p] is not None]
+        nulls = [p for p in positions if keys[k][p] is None]
+        vals.sort(key=lambda p: keys[k][p], reverse=desc)
+        positions = nulls + vals if nulls_first else vals + nulls
+    return positions
+
+
+def _window(c: WindowCall, rows: Rows) -> list:
+    """The value of window function ``c`` for each of ``rows`` (in their order)."""
+    out = [None] * len(rows)
+    parts: dict[tuple, list[int]] = {}
+    for i, r in enumerate(rows):
+        parts.setdefault(tuple(evaluate(k, r) for k in c.partition), []).append(i)
+    keys = [[evaluate(e, r) for r in rows] for e, _, _ in c.order]
+    for members in parts.values():
+        ordered = _sort_positions(members, keys, c.order)
+        peer = [tuple(k[p] for k in keys) for p in ordered]
+        if c.func in ("lag", "lead"):
+            vals = [evaluate(c.args[0], rows[p]) for p in ordered]
+            for j, p in enumerate(ordered):
+                off = evaluate(c.args[1], rows[p])
+                t = j - off if c.func == "lag" else j + off
+                default = evaluate(c.args[2], rows[p]) if len(c.args) > 2 else None
+                out[p] = vals[t] if off is not None and 0 <= t < len(vals) else (None if off is None else default)
+            continue
+        rank = dense = 0
+        for j, p in enumerate(ordered):
+            new_peer = j == 0 or peer[j] != peer[j - 1]
+            if new_peer:
+                rank, dense = j + 1, dense + 1
+            if c.func == "row_number":
+                out[p] = j + 1
+            elif c.func == "rank":
+                out[p] = rank
+            elif c.func == "dense_rank":
+                out[p] = dense
+        if c.func in ("row_number", "rank", "dense_rank"):
+            continue
+        # Aggregates over the default frame: all rows up to the current row's last peer
+        # (the whole partition without ORDER BY).
+        agg = AggCall(c.func, c.args[0] if c.args else None, False, c.type)
+        j = 0
+        while j < len(ordered):
+            end = j + 1
+            while c.order and end < len(ordered) and peer[end] == peer[j]:
+                end += 1
+            if not c.order:
+                end = len(ordered)
+            value = _aggregate(agg, [rows[p] for p in ordered[:end]])
+            for p in ordered[j:end]:
+                out[p] = value
+            j = end
+    return out
 
 
 def _join(plan: Join, left: Rows, right: Rows) -> Rows:

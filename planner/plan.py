@@ -165,6 +165,43 @@ class Unnest:
 
 
 @dataclass(frozen=True)
+class Series:
+    """``generate_series(start, stop, step)`` over integers (PostgreSQL 9.26): start,
+    start + step, ... while not past stop."""
+
+    start: int
+    stop: int
+    step: int
+    columns: Columns
+
+
+@dataclass(frozen=True)
+class WindowCall:
+    """One window function: ``func`` (row_number, rank, dense_rank, lag, lead, or an
+    aggregate) over ``args``, within ``partition`` and in ``order`` ((expr, descending,
+    nulls_first) triples). PostgreSQL's default frame applies (section 4.2.8): with an
+    ORDER BY, the partition's rows up to the current row and its peers; without, all."""
+
+    func: str
+    args: tuple
+    partition: tuple
+    order: tuple
+    type: SqlType
+
+
+@dataclass(frozen=True)
+class Window:
+    """The input's rows with one more column per window function (PostgreSQL's WindowAgg)."""
+
+    input: "Plan"
+    calls: tuple[WindowCall, ...]
+
+    @property
+    def columns(self) -> Columns:
+        return self.input.columns + tuple((c.func, c.type) for c in self.calls)
+
+
+@dataclass(frozen=True)
 class WorkTable:
     """Inside the recursive term of ``WITH RECURSIVE``: the rows the previous iteration
     produced (PostgreSQL's WorkTableScan). ``cte`` identifies the Recursive it belongs to."""
@@ -190,7 +227,7 @@ class Recursive:
 
 
 Plan = Union[Get, Constant, Filter, Project, Reduce, Join, OrderBy, Limit, Distinct, SetOp, Unnest, WorkTable,
-             Recursive]
+             Recursive, Window, Series]
 
 
 def inputs(p) -> tuple:
@@ -198,7 +235,7 @@ def inputs(p) -> tuple:
         return (p.left, p.right)
     if isinstance(p, Recursive):
         return (p.base, p.step)
-    if isinstance(p, (Get, Constant, WorkTable)):
+    if isinstance(p, (Get, Constant, WorkTable, Series)):
         return ()
     return (p.input,)
 
@@ -220,7 +257,7 @@ def map_plan_exprs(p, f):
     def m(e):
         return map_expr(e, f) if e is not None else None
 
-    if isinstance(p, (Get, Constant, WorkTable)):
+    if isinstance(p, (Get, Constant, WorkTable, Series)):
         return p
     if isinstance(p, Recursive):
         return Recursive(p.cte, map_plan_exprs(p.base, f), map_plan_exprs(p.step, f), p.all)
@@ -244,4 +281,8 @@ def map_plan_exprs(p, f):
         return Distinct(map_plan_exprs(p.input, f))
     if isinstance(p, Unnest):
         return Unnest(map_plan_exprs(p.input, f), p.arrays, p.kinds)
+    if isinstance(p, Window):
+        return Window(map_plan_exprs(p.input, f), tuple(
+            WindowCall(c.func, tuple(m(a) for a in c.args), tuple(m(k) for k in c.partition),
+                       tuple((m(e), d, n) for e, d, n in c.order), c.type) for c in p.calls))
     raise TypeError(p)

@@ -22,12 +22,12 @@ from catalog.snapshot import CatalogSnapshot, View
 from catalog.types import BOOL, INT4, INT8, UNKNOWN, TEXT
 from planner import typing as ty
 from planner.consteval import evaluate, fold
-from planner.expr import ExprPlanner, Grouping, coerce, contains_aggregate, figure_colname
+from planner.expr import ExprPlanner, Grouping, coerce, contains_aggregate, figure_colname, window_calls
 from planner.decorrelate import lower_subqueries
 from planner.joins import reorder_joins
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Plan, Project, Recursive, Reduce, SetOp, SortKey, Unnest,
-    WorkTable,
+    Series, Window, WindowCall, WorkTable,
 )
 from planner.scalar import ColRef, Literal, is_constant
 from planner.scope import Scope, ScopeItem
@@ -262,7 +262,45 @@ class QueryPlanner:
                 raise SqlError(SYNTAX_ERROR, "subquery in FROM must have an alias")
             sub = self._child().plan_select(item.subquery)
             return self._derived(sub, item.alias, None)
+        if isinstance(item, ast.RangeFunction):
+            pq = self._plan_function(item)
+            if item.alias is not None and not item.alias.colnames:
+                pq = PlannedQuery(pq.plan, (item.alias.aliasname,))  # f(...) AS x: the column is x too
+            return self._derived(pq, item.alias, pq.names[0])
         raise SqlError(FEATURE_NOT_SUPPORTED, f"FROM item {type(item).__name__} is not supported")
+
+    def _plan_function(self, item: ast.RangeFunction) -> PlannedQuery:
+        """``FROM generate_series(a, b [, step])`` and ``FROM unnest(array)`` with constant
+        arguments (PostgreSQL 7.2.1.4); the column is named after the function.
+
+        Raises:
+            SqlError 0A000 for LATERAL, ROWS FROM, WITH ORDINALITY, other functions;
+            22023 for a zero step."""
+        if item.lateral or item.ordinality or item.is_rowsfrom or len(item.functions) != 1:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "only FROM generate_series(...) and FROM unnest(...) are supported")
+        fc = item.functions[0][0]
+        if not isinstance(fc, ast.FuncCall):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "only function calls are supported in FROM")
+        name = fc.funcname[-1].sval.lower()
+        planner = self.expr_planner(Scope())
+        args = [fold(planner.plan(a)) for a in fc.args or ()]
+        if not all(isinstance(a, Literal) for a in args):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} in FROM needs constant arguments (no LATERAL yet)")
+        if name == "generate_series" and len(args) in (2, 3) and all(a.type.is_integer or a.type.name == "unknown"
+                                                                       for a in args):
+            t = INT8 if any(a.type.name in ("int8", "oid") for a in args) else INT4
+            vals = [coerce(a, t).value for a in args]
+            if any(v is None for v in vals):
+                return PlannedQuery(Constant((), ((name, t),)), (name,))
+            step = vals[2] if len(vals) > 2 else 1
+            if step == 0:
+                raise SqlError("22023", "step size cannot equal zero")
+            return PlannedQuery(Series(vals[0], vals[1], step, ((name, t),)), (name,))
+        if name == "unnest" and len(args) == 1 and args[0].type.is_array:
+            t = args[0].type.element
+            rows = tuple((v,) for v in args[0].value or ())
+            return PlannedQuery(Constant(rows, ((name, t),)), (name,))
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
 
     def _derived(self, sub: PlannedQuery, alias, default_name: str | None) -> tuple[Plan, Scope]:
         names = list(sub.names)
@@ -342,6 +380,8 @@ class QueryPlanner:
         ) or any(contains_aggregate(s.node) for s in stmt.sortClause or ())
 
         if grouped:
+            if any(window_calls(t) for t, _ in targets) or any(window_calls(s.node) for s in stmt.sortClause or ()):
+                raise SqlError(FEATURE_NOT_SUPPORTED, "window functions in queries with GROUP BY or aggregates are not supported yet")
             keys = self._group_keys(stmt, targets, from_planner)
             grouping = Grouping(from_planner, keys)
             sel_planner = self.expr_planner(Scope())
@@ -361,6 +401,7 @@ class QueryPlanner:
                 plan, (having,) = self._lower(plan, [having])
                 plan = _narrow(Filter(plan, having), width)
         else:
+            plan = self._plan_windows(plan, stmt, targets, from_planner)
             plan, srf_refs = self._plan_srfs(plan, targets, from_planner)
             exprs = [srf_refs[i] if i in srf_refs else fold(from_planner.plan(node))
                      for i, (node, _) in enumerate(targets)]
@@ -369,6 +410,65 @@ class QueryPlanner:
         names = [name for _, name in targets]
         exprs = [coerce(e, TEXT) if e.type.name == "unknown" else e for e in exprs]
         return self._finish(plan, exprs, names, sort_exprs, stmt)
+
+    def _plan_windows(self, plan, stmt, targets, planner: ExprPlanner):
+        """A Window over ``plan`` for the window functions of the select list and ORDER BY
+        (PostgreSQL 3.5, 4.2.8); ``planner`` then plans each call as a ref to its column.
+
+        Raises:
+            SqlError 0A000 for named windows and explicit frames; 42883 for unknown functions."""
+        calls = [c for node, _ in targets for c in window_calls(node)]
+        calls += [c for sb in stmt.sortClause or () for c in window_calls(sb.node)]
+        if not calls:
+            return plan
+        if stmt.windowClause:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "named windows (WINDOW w AS ...) are not supported yet")
+        width = len(plan.columns)
+        planned = []
+        for fc in calls:
+            w = fc.over
+            if w.refname or w.name:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "named windows (OVER w) are not supported yet")
+            if w.frameOptions != _DEFAULT_FRAME:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "window frames (ROWS/RANGE/GROUPS ...) are not supported yet")
+            if window_calls(fc.args) or contains_aggregate(fc.args):
+                raise SqlError("42P20", "window function calls cannot be nested")
+            partition = tuple(fold(planner.plan(x)) for x in w.partitionClause or ())
+            order = []
+            for sb in w.orderClause or ():
+                desc = sb.sortby_dir == SortByDir.SORTBY_DESC
+                nulls_first = desc if sb.sortby_nulls == SortByNulls.SORTBY_NULLS_DEFAULT else \
+                    sb.sortby_nulls == SortByNulls.SORTBY_NULLS_FIRST
+                order.append((fold(planner.plan(sb.node)), desc, nulls_first))
+            planned.append(self._window_call(fc, planner, partition, tuple(order)))
+        plan = Window(plan, tuple(planned))
+        for i, (fc, c) in enumerate(zip(calls, planned)):
+            planner.window_refs[id(fc)] = ColRef(width + i, c.type)
+        return plan
+
+    @staticmethod
+    def _window_call(fc, planner: ExprPlanner, partition, order) -> WindowCall:
+        name = fc.funcname[-1].sval.lower()
+        args = [planner.plan(a) for a in fc.args or ()]
+        if fc.agg_distinct or fc.agg_order:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "DISTINCT or ORDER BY inside a window function is not supported")
+        if name in ("row_number", "rank", "dense_rank") and not args:
+            return WindowCall(name, (), partition, order, INT8)
+        if name in ("lag", "lead") and 1 <= len(args) <= 3:
+            t = TEXT if args[0].type.name == "unknown" else args[0].type
+            rest = [coerce(args[1], INT4)] if len(args) > 1 else [Literal(1, INT4)]
+            if len(args) > 2:
+                t = ty.common_type([t, args[2].type], name.upper())
+                rest.append(coerce(args[2], t))
+            return WindowCall(name, (coerce(args[0], t), *rest), partition, order, t)
+        if name in ty.AGGREGATES and name != "array_agg":
+            if fc.agg_star:
+                return WindowCall("count_star", (), partition, order, INT8)
+            if len(args) != 1:
+                raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
+            func, cast_to, result = ty.resolve_aggregate(name, args[0].type)
+            return WindowCall(func, (coerce(args[0], cast_to),), partition, order, result)
+        raise SqlError("42883", f"window function {name} with {len(args)} arguments does not exist")
 
     def _plan_srfs(self, plan, targets, planner: ExprPlanner):
         """Plan ``unnest(array)`` and ``generate_subscripts(array, 1)`` select items as an
@@ -565,6 +665,8 @@ class _SyntheticRef(ast.ColumnRef):
 
 
 _CTE_IDS = itertools.count(1)
+#: frameOptions of OVER (...) without a frame clause (PostgreSQL's FRAMEOPTION_DEFAULTS)
+_DEFAULT_FRAME = 1058
 
 
 def _has_subquery(e) -> bool:

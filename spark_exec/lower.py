@@ -22,7 +22,9 @@ from pyspark.sql import types as T
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import BuiltinTable, Table
 from catalog.types import SqlType, Interval
-from planner.plan import Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest
+from planner.plan import (
+    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Series, Unnest, Window, WindowCall,
+)
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal
 
 CARDINALITY_MESSAGE = "more than one row returned by a subquery used as an expression"
@@ -77,6 +79,14 @@ def _interval_struct(c: SparkColumn) -> SparkColumn:
               + (part("SECOND") * 1_000_000).cast(T.LongType()))
     return F.when(c.isNotNull(), F.struct(months.alias("months"), part("DAY").cast(T.IntegerType()).alias("days"),
                                           micros.alias("micros")))
+
+
+def _sort_col(c: SparkColumn, t: SqlType, descending: bool, nulls_first: bool) -> SparkColumn:
+    if t.name == "bpchar":
+        c = F.rtrim(c)
+    if descending:
+        return c.desc_nulls_first() if nulls_first else c.desc_nulls_last()
+    return c.asc_nulls_first() if nulls_first else c.asc_nulls_last()
 
 
 def _empty_array(t: SqlType) -> SparkColumn:
@@ -136,6 +146,10 @@ class Lowerer:
         return df.select(*[_from_storage(F.col(f"`{n}`"), c.type).alias(f"c{i}")
                            for i, (n, c) in enumerate(zip(names, rel.columns))])
 
+    def _Series(self, p: Series) -> DataFrame:
+        stop = p.stop + (1 if p.step > 0 else -1)
+        return self.spark.range(p.start, stop, p.step).select(F.col("id").cast(spark_type(p.columns[0][1])).alias("c0"))
+
     def _Constant(self, p: Constant) -> DataFrame:
         if not p.columns:
             return self.spark.range(len(p.rows)).drop("id")
@@ -172,16 +186,8 @@ class Lowerer:
 
     def _OrderBy(self, p: OrderBy) -> DataFrame:
         df = self.lower(p.input)
-        cols = []
-        for k in p.keys:
-            c = col(k.index)
-            if p.input.columns[k.index][1].name == "bpchar":
-                c = F.rtrim(c)
-            if k.descending:
-                cols.append(c.desc_nulls_first() if k.nulls_first else c.desc_nulls_last())
-            else:
-                cols.append(c.asc_nulls_first() if k.nulls_first else c.asc_nulls_last())
-        return df.orderBy(*cols)
+        return df.orderBy(*[_sort_col(col(k.index), p.input.columns[k.index][1], k.descending, k.nulls_first)
+                             for k in p.keys])
 
     def _Limit(self, p: Limit) -> DataFrame:
         df = self.lower(p.input)
@@ -212,6 +218,37 @@ class Lowerer:
                   else F.when(k < F.size(a), k + 1)).alias(f"c{n + j}")
                  for j, (a, kind) in enumerate(zip(arrays, p.kinds))]
         return df.select(*[col(i) for i in range(n)], *extra)
+
+    def _Window(self, p: Window) -> DataFrame:
+        from pyspark.sql.connect.window import Window as W
+
+        df = self.lower(p.input)
+        n = len(p.input.columns)
+        extra = []
+        for j, c in enumerate(p.calls):
+            spec = W.partitionBy(*[self.scalar(k) for k in c.partition]) if c.partition else W.partitionBy()
+            if c.order:
+                spec = spec.orderBy(*[_sort_col(self.scalar(e), e.type, d, nf) for e, d, nf in c.order])
+            extra.append(self._window_fn(c, spec).alias(f"c{n + j}"))
+        return df.select(*[col(i) for i in range(n)], *extra)
+
+    def _window_fn(self, c: WindowCall, spec) -> SparkColumn:
+        if c.func == "row_number":
+            return F.row_number().over(spec).cast(T.LongType())
+        if c.func == "rank":
+            return F.rank().over(spec).cast(T.LongType())
+        if c.func == "dense_rank":
+            return F.dense_rank().over(spec).cast(T.LongType())
+        if c.func in ("lag", "lead"):
+            off = c.args[1]
+            if not isinstance(off, Literal):
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"{c.func} needs a constant offset on table data")
+            default = self.scalar(c.args[2]) if len(c.args) > 2 else None
+            f = F.lag if c.func == "lag" else F.lead
+            return f(self.scalar(c.args[0]), off.value, default).over(spec)
+        if c.func == "array_agg":
+            raise SqlError(FEATURE_NOT_SUPPORTED, "array_agg as a window function is not supported")
+        return self.aggregate(AggCall(c.func, c.args[0] if c.args else None, False, c.type), over=spec)
 
     def _Distinct(self, p: Distinct) -> DataFrame:
         return self.lower(p.input).distinct()
@@ -461,31 +498,33 @@ class Lowerer:
             return F.date_trunc(str(e.args[0].value), args[1]).cast(T.TimestampNTZType())
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {f} is not supported on Spark")
 
-    def aggregate(self, a: AggCall) -> SparkColumn:
+    def aggregate(self, a: AggCall, over=None) -> SparkColumn:
+        """``a`` as a Spark aggregate; with ``over`` (a window spec) as a window aggregate."""
+        o = (lambda c: c.over(over)) if over is not None else (lambda c: c)  # noqa: E731
         if a.func == "count_star":
-            return F.count(F.lit(1))
+            return o(F.count(F.lit(1)))
         x = self.scalar(a.arg)
         at = a.arg.type
         if a.func == "count":
-            return F.count_distinct(x) if a.distinct else F.count(x)
+            return o(F.count_distinct(x) if a.distinct else F.count(x))
         if a.func == "sum":
             if at.name == "int8":
                 x = x.cast(T.DecimalType(38, 0))  # PostgreSQL: sum(bigint) is numeric
-            r = F.sum_distinct(x) if a.distinct else F.sum(x)
+            r = o(F.sum_distinct(x) if a.distinct else F.sum(x))
             return r.cast(spark_type(a.type)) if a.type.name in ("float4", "float8", "int8") else r
         if a.func == "avg":
             if at.is_integer:
                 x = x.cast(T.DecimalType(38, 0))
             if a.distinct:
                 raise SqlError(FEATURE_NOT_SUPPORTED, "avg(DISTINCT ...) is not supported yet")
-            r = F.avg(x)
+            r = o(F.avg(x))
             return r.cast(T.DoubleType()) if a.type.name == "float8" else r
         if a.func in ("min", "max"):
-            return (F.min if a.func == "min" else F.max)(x)
+            return o((F.min if a.func == "min" else F.max)(x))
         if a.func == "bool_and":
-            return F.bool_and(x)
+            return o(F.bool_and(x))
         if a.func == "bool_or":
-            return F.bool_or(x)
+            return o(F.bool_or(x))
         if a.func == "array_agg":
             # collect_list drops NULL elements; an ORDER BY sorts (keys, value) structs.
             if a.order:

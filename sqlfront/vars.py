@@ -24,6 +24,7 @@ DEFAULTS: dict[str, tuple[str, bool]] = {
     "intervalstyle": ("postgres", True),
     "is_superuser": ("off", False),
     "max_identifier_length": ("255", False),
+    "max_index_keys": ("32", False),
     "search_path": ("public", True),
     "server_encoding": ("UTF8", False),
     "server_version": (SERVER_VERSION, False),
