@@ -93,7 +93,7 @@ class PgContext(BVContext):
 class PgHandler(BuenaVistaHandler):
     """One client connection."""
 
-    wbufsize = 1 << 16  # buffered: messages of one response go out together; flushed per message read
+    wbufsize = 1 << 16  # buffered: the replies to a batch go out together, at Sync or Flush
 
     @property
     def env(self) -> Environment:
@@ -202,7 +202,8 @@ class PgHandler(BuenaVistaHandler):
                     raise ProtocolViolation(f"invalid message length {msglen}")
                 payload = self._read_exact(msglen - 4) if msglen > 4 else b""
                 self.dispatch(ctx, type_code, payload)
-                self.wfile.flush()
+                if type_code not in _NO_FLUSH:
+                    self.wfile.flush()
         except ProtocolViolation as e:
             self._fatal(SqlError("08P01", str(e), severity="FATAL"))
         except (ConnectionError, OSError):
@@ -529,6 +530,11 @@ def _param_count(sql: str) -> int:
 
     nums = [int(m) for m in re.findall(r"\$(\d+)", sql)]
     return max(nums) if nums else 0
+
+
+#: Parse, Bind, Describe, Execute, Close: their replies wait for Sync or Flush, as in
+#: PostgreSQL ("Extended Query": the server flushes at Sync and on Flush)
+_NO_FLUSH = (b"P", b"B", b"D", b"E", b"C")
 
 
 class PgServer(BuenaVistaServer):

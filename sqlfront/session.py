@@ -11,6 +11,7 @@ a failed statement leaves the transaction aborted (25P02) until it ends.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -102,8 +103,12 @@ def _syntax_error(e: pglast.parser.ParseError) -> SqlError:
     return SqlError(SYNTAX_ERROR, str(msg), position=(pos + 1) if isinstance(pos, int) else None)
 
 
+@functools.lru_cache(maxsize=512)
 def parse_one(sql: str):
-    """Parse one statement: a Materialize statement (``mzparse``) or a PostgreSQL one."""
+    """Parse one statement: a Materialize statement (``mzparse``) or a PostgreSQL one.
+
+    Cached: drivers send the same text again and again (and Describe, then Execute, of
+    each); the planner never changes an AST."""
     stmt = mz.parse_mz(sql)
     if stmt is not None:
         return stmt
@@ -134,6 +139,8 @@ class Session:
         self.prepared: dict[str, tuple[str, list[int]]] = {}
         #: set by a CancelRequest: the running peek stops with 57014
         self.cancel_event = threading.Event()
+        #: the last described SELECT: (AST, params, snapshot, PlannedQuery)
+        self._described = None
 
     # -- entry points -----------------------------------------------------------------
 
@@ -204,11 +211,22 @@ class Session:
         return cols, types
 
     def describe_bound(self, sql: str, params: list):
-        """The columns of ``sql`` with its parameters bound (Describe of a portal)."""
+        """The columns of ``sql`` with its parameters bound (Describe of a portal). A
+        SELECT's plan is kept for the Execute that follows, if the catalog stays put."""
         stmt = parse_one(sql)
         if isinstance(stmt, ast.SelectStmt):
-            return self._columns(QueryPlanner(self.env.snapshot, params).plan_select(stmt))
+            snap = self.env.snapshot
+            pq = QueryPlanner(snap, params).plan_select(stmt)
+            self._described = (stmt, tuple(params or ()), snap, pq)
+            return self._columns(pq)
         return self.describe(sql, len(params))[0]
+
+    def _plan_select(self, stmt, params):
+        d, self._described = self._described, None
+        snap = self.env.snapshot
+        if d is not None and d[0] is stmt and d[1] == tuple(params or ()) and d[2] is snap:
+            return d[3]
+        return QueryPlanner(snap, params).plan_select(stmt)
 
     # -- dispatch ---------------------------------------------------------------------
 
@@ -276,9 +294,8 @@ class Session:
     def _select(self, stmt: ast.SelectStmt, params, tag: str = "SELECT") -> Result:
         if self._pending_writes:
             raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
-        snap = self.env.snapshot
         t = time.perf_counter()
-        pq = QueryPlanner(snap, params).plan_select(stmt)
+        pq = self._plan_select(stmt, params)
         t1 = time.perf_counter()
         self.env.metrics.phase("plan", t1 - t)
         if self.in_transaction and not interpret.is_fast_path(pq.plan):
