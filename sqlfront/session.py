@@ -25,7 +25,7 @@ from pglast.enums import ObjectType, TransactionStmtKind, VariableSetKind
 
 from catalog.errors import (
     SqlError, SYNTAX_ERROR, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, IN_FAILED_SQL_TRANSACTION,
-    QUERY_CANCELED, UNDEFINED_COLUMN,
+    QUERY_CANCELED, UNDEFINED_COLUMN, READ_ONLY_SQL_TRANSACTION,
 )
 from catalog.snapshot import Table
 from catalog.types import Interval, SqlType, TEXT, BOOL, arrow_schema
@@ -132,6 +132,8 @@ class Session:
         self._pending_writes: list[tuple[Table, pa.Table]] = []
         #: a transaction that read a user table is read-only (Materialize's rule)
         self._txn_read = False
+        #: BEGIN READ ONLY
+        self._txn_read_only = False
         #: savepoint name -> how many buffered writes it keeps on ROLLBACK TO
         self._savepoints: list[tuple[str, int]] = []
         #: prepared statements of the extended protocol, name -> (sql, param OIDs);
@@ -281,8 +283,15 @@ class Session:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{type(stmt).__name__} is not supported")
 
     def _ddl(self, build) -> None:
+        """Run a catalog transaction. In a transaction block, DDL takes effect at once (it is
+        not undone by ROLLBACK) and may not follow reads or writes (Materialize's
+        transactions are read-only, insert-only or DDL-only)."""
         if self._pending_writes:
             raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow writes in a transaction")
+        if self._txn_read:
+            raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow reads in a transaction")
+        if self._txn_read_only:
+            raise SqlError(READ_ONLY_SQL_TRANSACTION, "cannot execute DDL in a read-only transaction")
         self.env.coordinator.transact(build)
 
     # -- SELECT (peeks) ---------------------------------------------------------------
@@ -414,6 +423,8 @@ class Session:
         return Result(f"INSERT 0 {len(rows)}")
 
     def _write(self, table: Table, data: pa.Table) -> None:
+        if self._txn_read_only:
+            raise SqlError(READ_ONLY_SQL_TRANSACTION, "cannot execute INSERT in a read-only transaction")
         if self.in_transaction:
             if self._txn_read:
                 raise SqlError(INVALID_TRANSACTION_STATE, "transaction in read-only mode")
@@ -622,7 +633,13 @@ class Session:
         k = stmt.kind
         K = TransactionStmtKind
         if k in (K.TRANS_STMT_BEGIN, K.TRANS_STMT_START):
+            if self.in_transaction:
+                # PostgreSQL warns and stays in the transaction (WARNING 25001).
+                return Result("BEGIN")
             self.in_transaction = True
+            for o in stmt.options or ():
+                if o.defname == "transaction_read_only":
+                    self._txn_read_only = bool(o.arg.val.ival)
             return Result("BEGIN")
         if k in (K.TRANS_STMT_SAVEPOINT, K.TRANS_STMT_RELEASE, K.TRANS_STMT_ROLLBACK_TO):
             return self._savepoint(k, stmt.savepoint_name)
@@ -642,7 +659,7 @@ class Session:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{k.name} is not supported")
 
     def _end_transaction(self) -> None:
-        self.in_transaction = self.failed = self._txn_read = False
+        self.in_transaction = self.failed = self._txn_read = self._txn_read_only = False
         self._savepoints = []
 
     def _savepoint(self, k, name: str) -> Result:

@@ -264,6 +264,17 @@ def test_savepoints_and_transaction_modes(server):
             assert e.value.sqlstate == "3B001"
             c.rollback()
             c.autocommit = True
+            c.execute("BEGIN READ ONLY")
+            with pytest.raises(psycopg.Error) as e:
+                c.execute("INSERT INTO sp VALUES (5)")
+            assert e.value.sqlstate == "25006"
+            c.execute("ROLLBACK")
+            c.execute("BEGIN")
+            c.execute("SELECT * FROM sp")
+            with pytest.raises(psycopg.Error) as e:
+                c.execute("CREATE TABLE sp2 (a int)")
+            assert e.value.sqlstate == "25000"
+            c.execute("ROLLBACK")
             assert c.execute("SELECT count(*) FROM sp").fetchone() == (2,)
         finally:
             c.autocommit = True
