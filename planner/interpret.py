@@ -18,9 +18,9 @@ from planner.consteval import NESTED_EVALUATOR, _compare, evaluate
 
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Unnest, Window,
-    Series, WindowCall, WorkTable, inputs, relations_read,
+    Series, WindowCall, WorkTable, inputs, map_plan_exprs, relations_read,
 )
-from planner.scalar import AggCall, OuterRef
+from planner.scalar import AggCall, Call, ColRef, OuterRef, Subquery, walk
 
 Rows = list[tuple]
 
@@ -48,10 +48,18 @@ def run(plan, builtin_rows: Callable[[BuiltinTable], Rows]) -> Rows:
     """The rows of ``plan``; ``builtin_rows`` supplies system tables. Subqueries the
     planner kept (``QueryPlanner.nested``) are evaluated per row, correlated ones with
     the enclosing rows bound to their OuterRefs."""
-    ctx = _Nested(builtin_rows)
+    cache: dict[str, Rows] = {}
+
+    def cached_rows(table: BuiltinTable) -> Rows:
+        # One snapshot of each system table per statement: subqueries re-read them per row.
+        if table.id not in cache:
+            cache[table.id] = list(builtin_rows(table))
+        return cache[table.id]
+
+    ctx = _Nested(cached_rows)
     token = NESTED_EVALUATOR.set(ctx.evaluate)
     try:
-        return _run(plan, builtin_rows, ctx)
+        return _run(plan, cached_rows, ctx)
     finally:
         NESTED_EVALUATOR.reset(token)
 
@@ -63,15 +71,25 @@ class _Nested:
         self.outer: list[tuple] = []
         #: Recursive id -> the previous iteration's rows
         self.work: dict[int, Rows] = {}
+        #: rows of uncorrelated subqueries, by plan identity
+        self.memo: dict[int, Rows] = {}
+        #: (plan identity, column) -> {value: rows}, for Filters on col = outer value
+        self.indexes: dict[tuple, dict] = {}
 
     def evaluate(self, e, row: tuple):
         if isinstance(e, OuterRef):
             return self.outer[e.depth - 1][e.index]
-        self.outer.insert(0, row)
-        try:
-            rows = _run(e.plan, self.builtin_rows, self)
-        finally:
-            self.outer.pop(0)
+        key = id(e.plan)
+        if key in self.memo:
+            rows = self.memo[key]
+        else:
+            self.outer.insert(0, row)
+            try:
+                rows = _run(e.plan, self.builtin_rows, self)
+            finally:
+                self.outer.pop(0)
+            if not _correlated(e.plan):
+                self.memo[key] = rows  # an uncorrelated subquery runs once per statement
         if e.kind == "scalar":
             if len(rows) > 1:
                 raise SqlError("21000", "more than one row returned by a subquery used as an expression")
@@ -85,6 +103,26 @@ class _Nested:
         if e.kind == "any":
             return True if True in hits else (None if None in hits else False)
         return False if False in hits else (None if None in hits else True)
+
+
+def _correlated(plan, level: int = 0) -> bool:
+    """True if ``plan`` (a subquery ``level`` subqueries deep) refers to a row outside it."""
+    found = []
+
+    def visit(n):
+        if isinstance(n, OuterRef) and n.depth > level:
+            found.append(n)
+        elif isinstance(n, Subquery) and _correlated(n.plan, level + 1):
+            found.append(n)
+        return n
+
+    map_plan_exprs(plan, visit)
+    return bool(found) or _reads_work_table(plan)
+
+
+def _reads_work_table(p) -> bool:
+    # A subquery over a WITH RECURSIVE work table changes from one iteration to the next.
+    return isinstance(p, WorkTable) or any(_reads_work_table(i) for i in inputs(p))
 
 
 def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
@@ -116,6 +154,20 @@ def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
     if isinstance(plan, Constant):
         return list(plan.rows)
     if isinstance(plan, Filter):
+        probe = _index_probe(plan)
+        if probe is not None and not _reads_work_table(plan.input):
+            # col = (value fixed for this evaluation): look the rows up in a hash index
+            # kept for the statement, instead of scanning (subqueries run once per row).
+            col, value_expr = probe
+            key = (id(plan.input), col)
+            if key not in ctx.indexes:
+                index: dict = {}
+                for r in run(plan.input, builtin_rows):
+                    index.setdefault(r[col], []).append(r)
+                ctx.indexes[key] = index
+            value = evaluate(value_expr, ())
+            candidates = ctx.indexes[key].get(value, []) if value is not None else []
+            return [r for r in candidates if evaluate(plan.predicate, r) is True]
         return [r for r in run(plan.input, builtin_rows) if evaluate(plan.predicate, r) is True]
     if isinstance(plan, Project):
         return [tuple(evaluate(e, r) for e in plan.exprs) for r in run(plan.input, builtin_rows)]
@@ -218,13 +270,64 @@ def _window(c: WindowCall, rows: Rows) -> list:
     return out
 
 
+def _conjuncts(e) -> list:
+    if isinstance(e, Call) and e.func == "and":
+        return [c for a in e.args for c in _conjuncts(a)]
+    return [e]
+
+
+def _hashable_col(e) -> bool:
+    # bpchar compares without trailing spaces, so its raw values cannot be hashed as keys
+    return isinstance(e, ColRef) and e.type.name != "bpchar" and not e.type.is_array
+
+
+def _index_probe(plan: Filter):
+    """(column, expression) for a conjunct ``col = expr`` where ``expr`` reads no column
+    of this row (a literal or an enclosing query's value), else None."""
+    for c in _conjuncts(plan.predicate):
+        if isinstance(c, Call) and c.func == "eq":
+            for a, b in (c.args, reversed(c.args)):
+                if _hashable_col(a) and not any(isinstance(n, (ColRef, Subquery)) for n in walk(b)):
+                    return a.index, b
+    return None
+
+
+def _equi_keys(on, nl: int):
+    """Left and right column positions of ``l.x = r.y`` conjuncts of a join condition."""
+    lk, rk = [], []
+    for c in _conjuncts(on) if on is not None else ():
+        if isinstance(c, Call) and c.func == "eq" and all(_hashable_col(a) for a in c.args):
+            a, b = c.args
+            if a.index < nl <= b.index:
+                lk.append(a.index)
+                rk.append(b.index - nl)
+            elif b.index < nl <= a.index:
+                lk.append(b.index)
+                rk.append(a.index - nl)
+    return lk, rk
+
+
 def _join(plan: Join, left: Rows, right: Rows) -> Rows:
     nl, nr = len(plan.left.columns), len(plan.right.columns)
     out = []
     matched_right = set()
+    lk, rk = _equi_keys(plan.on, nl)
+    buckets = None
+    if lk:  # hash join on the equality conjuncts; the whole condition is still checked
+        buckets = {}
+        for j, rr in enumerate(right):
+            key = tuple(rr[i] for i in rk)
+            if None not in key:
+                buckets.setdefault(key, []).append(j)
     for lr in left:
         hit = False
-        for j, rr in enumerate(right):
+        if buckets is not None:
+            key = tuple(lr[i] for i in lk)
+            candidates = buckets.get(key, ()) if None not in key else ()
+        else:
+            candidates = range(len(right))
+        for j in candidates:
+            rr = right[j]
             row = lr + rr
             if plan.on is None or evaluate(plan.on, row) is True:
                 out.append(row)
