@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import contextvars
 import datetime as dt
+import json
 import math
 from decimal import Decimal, localcontext, ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_FLOOR, ROUND_CEILING, ROUND_DOWN
 
 from catalog.errors import (
     SqlError, DIVISION_BY_ZERO, NUMERIC_VALUE_OUT_OF_RANGE, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE,
 )
-from catalog.textio import check_int, fit_numeric, fit_string, format_text, parse_text, INT_RANGES
+from catalog.textio import check_int, fit_numeric, fit_string, format_text, jsonb_text, parse_text, INT_RANGES
 from catalog.types import Interval, SqlType, type_from_oid
 from planner.scalar import Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, children, is_constant
 
@@ -422,7 +423,95 @@ _NULL_TOLERANT = {
     "format_type": lambda e, a: None if a[0] is None else format_type(a[0], a[1]),
 }
 
+def _doc(text: str):
+    return json.loads(text, parse_float=Decimal)
+
+
+_MISSING = object()
+
+
+def _jsonb_step(doc, step):
+    """doc -> step: an object's field, or an array's element (negative counts from the end)."""
+    if isinstance(doc, dict) and isinstance(step, str):
+        return doc.get(step, _MISSING)
+    if isinstance(doc, list):
+        try:
+            i = int(step)
+        except (TypeError, ValueError):
+            return _MISSING
+        if -len(doc) <= i < len(doc):
+            return doc[i]
+    return _MISSING
+
+
+def _jsonb_out(value, as_text: bool):
+    if value is _MISSING:
+        return None
+    if as_text:
+        # ->> and #>>: strings without quotes, JSON null as SQL NULL
+        return None if value is None else value if isinstance(value, str) else jsonb_text(value)
+    return jsonb_text(value)
+
+
+def _jsonb_path(e: Call, a):
+    doc = _doc(a[0])
+    for step in a[1]:
+        if step is None:
+            return None
+        doc = _jsonb_step(doc, step)
+        if doc is _MISSING:
+            return None
+    return _jsonb_out(doc, e.func.endswith("_text"))
+
+
+def _contains(a, b) -> bool:
+    """jsonb @> (PostgreSQL 8.14.3): objects by subset of pairs, arrays by elements, a
+    scalar array contains a scalar."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return all(k in a and _contains(a[k], v) for k, v in b.items())
+    if isinstance(a, list):
+        if isinstance(b, list):
+            return all(any(_contains(x, y) for x in a) for y in b)
+        return not isinstance(b, (dict, list)) and any(_contains(x, b) for x in a if not isinstance(x, (dict, list)))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, Decimal)) and isinstance(b, (int, Decimal)):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _jsonb_typeof(v) -> str:
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, bool):
+        return "boolean"
+    if v is None:
+        return "null"
+    return "string" if isinstance(v, str) else "number"
+
+
+def _array_length(v):
+    if not isinstance(v, list):
+        raise SqlError(INVALID_PARAMETER_VALUE, "cannot get array length of a " +
+                       ("scalar" if not isinstance(v, dict) else "non-array"))
+    return len(v)
+
+
 _ARRAY_FUNCS = {
+    "jsonb_key": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), False),
+    "jsonb_key_text": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), True),
+    "jsonb_idx": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), False),
+    "jsonb_idx_text": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), True),
+    "jsonb_path": _jsonb_path,
+    "jsonb_path_text": _jsonb_path,
+    "jsonb_contains": lambda e, a: _contains(_doc(a[0]), _doc(a[1])),
+    "jsonb_contained": lambda e, a: _contains(_doc(a[1]), _doc(a[0])),
+    "jsonb_exists": lambda e, a: (a[1] in d) if isinstance(d := _doc(a[0]), dict) else (
+        isinstance(d, list) and a[1] in [x for x in d if isinstance(x, str)]) or (d == a[1]),
+    "jsonb_typeof": lambda e, a: _jsonb_typeof(_doc(a[0])),
+    "jsonb_array_length": lambda e, a: _array_length(_doc(a[0])),
     "subscript": lambda e, a: a[0][a[1] - 1] if 1 <= a[1] <= len(a[0]) else None,
     "cardinality": lambda e, a: len(a[0]),
     "array_length": lambda e, a: len(a[0]) if a[1] == 1 and a[0] else None,

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from catalog.errors import SqlError, UNDEFINED_FUNCTION, DATATYPE_MISMATCH
 from catalog.types import (
-    SqlType, BOOL, INT4, INT8, NUMERIC, FLOAT4, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ, INTERVAL, UNKNOWN, array_of,
+    SqlType, BOOL, INT4, INT8, JSONB, NUMERIC, FLOAT4, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ, INTERVAL, UNKNOWN,
+    array_of,
 )
 
 NUMERIC_RANK = {"int2": 0, "int4": 1, "int8": 2, "numeric": 3, "float4": 4, "float8": 5}
@@ -84,6 +85,8 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
     Raises:
         SqlError 42883 ``operator does not exist``.
     """
+    if op in JSONB_OPS and (l.name == "jsonb" or (l.name == "unknown" and r.name != "jsonb")):
+        return _jsonb_op(op, JSONB if l.name == "unknown" else l, r)
     if l.name == "unknown" and r.name != "unknown":
         l = r if op not in ("||",) else TEXT
     elif r.name == "unknown" and l.name != "unknown":
@@ -133,6 +136,26 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
             return func, INTERVAL, FLOAT8, INTERVAL
         if op == "*" and r.name == "interval" and l.is_numeric:
             return func, FLOAT8, INTERVAL, INTERVAL
+    raise _undefined_op(op, l, r)
+
+
+#: jsonb operators (PostgreSQL 9.16, tables 9.45 and 9.46)
+JSONB_OPS = ("->", "->>", "#>", "#>>", "@>", "<@", "?")
+
+
+def _jsonb_op(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, SqlType]:
+    text_result = op in ("->>", "#>>")
+    if op in ("->", "->>"):
+        if r.is_integer:
+            return ("jsonb_idx_text" if text_result else "jsonb_idx"), JSONB, INT4, TEXT if text_result else JSONB
+        if r.is_string:
+            return ("jsonb_key_text" if text_result else "jsonb_key"), JSONB, TEXT, TEXT if text_result else JSONB
+    if op in ("#>", "#>>") and (r.name == "unknown" or r == array_of(TEXT)):
+        return ("jsonb_path_text" if text_result else "jsonb_path"), JSONB, array_of(TEXT), TEXT if text_result else JSONB
+    if op in ("@>", "<@") and r.name in ("jsonb", "unknown"):
+        return ("jsonb_contains" if op == "@>" else "jsonb_contained"), JSONB, JSONB, BOOL
+    if op == "?" and r.is_string:
+        return "jsonb_exists", JSONB, TEXT, BOOL
     raise _undefined_op(op, l, r)
 
 
@@ -294,6 +317,8 @@ def resolve_function(name: str, args: list[SqlType]) -> tuple[str, list[SqlType]
         return name, [a[0]], INT4
     if name == "array_to_string" and n in (2, 3) and a[0].is_array:
         return name, [a[0]] + [TEXT] * (n - 1), TEXT
+    if name in ("jsonb_typeof", "jsonb_array_length") and n == 1 and args[0].name in ("jsonb", "unknown"):
+        return name, [JSONB], TEXT if name == "jsonb_typeof" else INT4
     if name == "format_type" and n == 2:
         return name, [INT8, INT4], TEXT
     if name in _NULL_CATALOG_FUNCTIONS and n in (1, 2, 3):

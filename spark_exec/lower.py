@@ -81,6 +81,16 @@ def _interval_struct(c: SparkColumn) -> SparkColumn:
                                           micros.alias("micros")))
 
 
+def _variant_step(step) -> str:
+    if isinstance(step, int) and not isinstance(step, bool):
+        if step < 0:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "negative jsonb array indexes are not supported on table data")
+        return f"[{step}]"
+    if "'" in step or "\\" in step:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "jsonb keys with quotes or backslashes are not supported on table data")
+    return f"['{step}']"
+
+
 def _sort_col(c: SparkColumn, t: SqlType, descending: bool, nulls_first: bool) -> SparkColumn:
     if t.name == "bpchar":
         c = F.rtrim(c)
@@ -358,6 +368,36 @@ class Lowerer:
                 "gt": lambda v: x > v, "ge": lambda v: x >= v}[op]
         return F.exists(args[1], pred) if kind == "array_any" else F.forall(args[1], pred)
 
+    def _jsonb_call(self, f: str, e: Call, args: list[SparkColumn]) -> SparkColumn:
+        """jsonb operators over Spark's VARIANT (parse_json, try_variant_get): the path must
+        be constant; jsonb results are re-normalized to jsonb's text form after collection,
+        but ``->>``/``#>>`` of an object or array give Spark's compact JSON text."""
+        v = F.parse_json(args[0])
+        if f == "jsonb_typeof":
+            sch = F.schema_of_variant(v)
+            return (F.when(args[0].isNull(), F.lit(None).cast(T.StringType()))
+                    .when(sch.startswith("OBJECT"), F.lit("object")).when(sch.startswith("ARRAY"), F.lit("array"))
+                    .when(sch == "STRING", F.lit("string")).when(sch == "BOOLEAN", F.lit("boolean"))
+                    .when(sch == "VOID", F.lit("null")).otherwise(F.lit("number")))
+        if f == "jsonb_array_length":
+            arr = F.try_variant_get(v, "$", "array<variant>")
+            return F.when(args[0].isNull(), F.lit(None).cast(T.IntegerType())).when(arr.isNotNull(), F.size(arr)).otherwise(
+                F.raise_error(F.lit("cannot get array length of a non-array")))
+        if f in ("jsonb_contains", "jsonb_contained", "jsonb_exists"):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "jsonb @>, <@ and ? are not supported on table data yet")
+        step = e.args[1]
+        if not isinstance(step, Literal):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "jsonb paths must be constants on table data")
+        if step.value is None:
+            return F.lit(None).cast(T.StringType())
+        steps = step.value if isinstance(step.value, list) else [step.value]
+        if any(x is None for x in steps):
+            return F.lit(None).cast(T.StringType())
+        path = "$" + "".join(_variant_step(x) for x in steps)
+        if f.endswith("_text"):
+            return F.try_variant_get(v, path, "string")
+        return F.to_json(F.try_variant_get(v, path, "variant"))
+
     def call(self, e: Call) -> SparkColumn:
         f = e.func
         args = [self.scalar(a) for a in e.args]
@@ -368,6 +408,8 @@ class Lowerer:
             return self._array_call(f, e, args)
         if f == "bytea_concat":
             return F.concat(args[0], args[1])
+        if f.startswith("jsonb_"):
+            return self._jsonb_call(f, e, args)
         if f in ("add", "sub"):
             a, b = args
             if t.name == "date":

@@ -28,6 +28,7 @@ from catalog.errors import (
     QUERY_CANCELED, UNDEFINED_COLUMN, READ_ONLY_SQL_TRANSACTION,
 )
 from catalog.snapshot import Table
+from catalog.textio import parse_jsonb
 from catalog.types import Interval, SqlType, TEXT, BOOL, arrow_schema
 from planner import interpret
 from planner.ddl import plan_columns
@@ -350,7 +351,13 @@ class Session:
 
         result = cc.peek(plan, scan, self.env.builtin_rows, self.env.config.replica_wait_s,
                          self.vars.statement_timeout_s(), self.cancel_event)
-        return arrow_rows(result)
+        rows = arrow_rows(result)
+        jsonb = [i for i, (_, t) in enumerate(plan.columns) if t.name == "jsonb"]
+        if jsonb and rows:
+            # Spark's JSON text (to_json of a VARIANT) is compact, with its own key order.
+            rows = [tuple(parse_jsonb(v) if i in jsonb and v is not None else v for i, v in enumerate(r))
+                    for r in rows]
+        return rows
 
     def _show_query(self, stmt) -> str:
         if isinstance(stmt, mz.ShowObjects):
