@@ -153,3 +153,44 @@ def _escape(s: str) -> str:
 def format_copy_row(row: tuple, types) -> bytes:
     """One row of COPY's text format: tab-separated, ``\\N`` for NULL, backslash escapes."""
     return ("\t".join("\\N" if v is None else _escape(format_text(v, t)) for v, t in zip(row, types)) + "\n").encode()
+
+
+def copy_out_chunks(columns, rows, fmt: str, delimiter: str | None, null: str | None, header: bool):
+    """The CopyData payloads of ``COPY ... TO STDOUT`` in ``fmt`` (text, csv, binary):
+    one per row, plus the header line or the binary signature and trailer."""
+    types = [t for _, t in columns]
+    if fmt == "binary":
+        from sqlfront.pgtypes import encoder
+
+        encs = [encoder(t, True) for t in types]
+        # The header (signature, flags, extension length) travels with the first row, as
+        # PostgreSQL sends it; clients parse it from the first CopyData.
+        header_bytes = _SIGNATURE + b"\x00\x00\x00\x00\x00\x00\x00\x00"
+        for row in rows:
+            parts = [header_bytes, struct.pack("!h", len(row))]
+            header_bytes = b""
+            for enc, v in zip(encs, row):
+                b = None if v is None else enc(v)
+                parts.append(b"\xff\xff\xff\xff" if b is None else struct.pack("!i", len(b)) + b)
+            yield b"".join(parts)
+        yield header_bytes + b"\xff\xff"  # the trailer (with the header if there were no rows)
+        return
+    if fmt == "csv":
+        delim, null_s = delimiter or ",", "" if null is None else null
+        if header:
+            yield (delim.join(_csv_field(n, delim, null_s) for n, _ in columns) + "\n").encode()
+        for row in rows:
+            # NULL is the null string unquoted; a value that looks like it is quoted.
+            yield (delim.join(null_s if v is None else _csv_field(format_text(v, t), delim, null_s)
+                              for v, t in zip(row, types)) + "\n").encode()
+        return
+    if header:
+        yield ("\t".join(n for n, _ in columns) + "\n").encode()
+    for row in rows:
+        yield format_copy_row(row, types)
+
+
+def _csv_field(v: str, delim: str, null_s: str) -> str:
+    if v == null_s or any(c in v for c in (delim, '"', "\n", "\r")) or v == "\\.":
+        return '"' + v.replace('"', '""') + '"'
+    return v

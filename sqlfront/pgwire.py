@@ -347,14 +347,14 @@ class PgHandler(BuenaVistaHandler):
         return ctx.session.finish_copy(c, b"".join(chunks))
 
     def copy_out(self, c: CopyOut) -> Result:
-        from sqlfront.copy import format_copy_row
+        """CopyOutResponse, CopyData per row, CopyDone (PostgreSQL 55.2.6)."""
+        from sqlfront.copy import copy_out_chunks
 
         n = len(c.columns)
-        self.wfile.write(b"H" + struct.pack("!ibh", 4 + 1 + 2 + 2 * n, 0, n) + struct.pack(f"!{n}h", *([0] * n)))
-        types = [t for _, t in c.columns]
+        fmt = 1 if c.fmt == "binary" else 0
+        self.wfile.write(b"H" + struct.pack("!ibh", 4 + 1 + 2 + 2 * n, fmt, n) + struct.pack(f"!{n}h", *([fmt] * n)))
         out = []
-        for row in c.rows:
-            data = format_copy_row(row, types)
+        for data in copy_out_chunks(c.columns, c.rows, c.fmt, c.delimiter, c.null, c.header):
             out.append(b"d" + struct.pack("!i", len(data) + 4) + data)
             if len(out) >= 512:
                 self.wfile.write(b"".join(out))

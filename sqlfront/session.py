@@ -454,14 +454,15 @@ class Session:
         if not stmt.is_from:
             if stmt.filename is not None:
                 raise SqlError(FEATURE_NOT_SUPPORTED, "COPY TO a file is not supported; use COPY ... TO STDOUT")
-            if opts.get("format", "text") not in ("text",):
-                raise SqlError(FEATURE_NOT_SUPPORTED, "COPY TO STDOUT supports the text format only")
+            if opts.get("format", "text") not in ("text", "csv", "binary"):
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"COPY format \"{opts['format']}\" not recognized")
             if stmt.query is not None:
                 select = stmt.query
             else:
                 select = pglast.parse_sql(f"SELECT * FROM {_quote_ident(stmt.relation.relname)}")[0].stmt
             r = self._select(select, None)
-            return CopyOut(r.columns, r.rows)
+            return CopyOut(r.columns, r.rows, opts.get("format", "text"), opts.get("delimiter"), opts.get("null"),
+                           opts.get("header", "false") in ("true", "on", "1"))
         snap = self.env.snapshot
         rel = snap.resolve_relation(stmt.relation.schemaname, stmt.relation.relname)
         if rel.builtin:
@@ -701,6 +702,11 @@ class CopyOut:
 
     columns: list
     rows: list
+    #: text, csv or binary, with the options that shape them
+    fmt: str = "text"
+    delimiter: str | None = None
+    null: str | None = None
+    header: bool = False
     tag: str = "COPY"
 
 

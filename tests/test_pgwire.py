@@ -83,6 +83,14 @@ def test_copy_from_stdin_and_to_stdout(conn):
             for chunk in copy:
                 out += chunk
         assert bytes(out) == b"1\tone\n2\t\\N\n3\ttab\\there\n"
+        out = bytearray()
+        with conn.cursor().copy("COPY (SELECT a, b FROM cp WHERE a >= 3 ORDER BY a) TO STDOUT (FORMAT CSV, HEADER)") as copy:
+            for chunk in copy:
+                out += chunk
+        assert bytes(out) == b'a,b\n3,tab\there\n4,"quoted, comma"\n5,\n'
+        with conn.cursor().copy("COPY (SELECT a, b, c FROM cp ORDER BY a) TO STDOUT (FORMAT BINARY)") as copy:
+            copy.set_types(["int4", "text", "numeric"])
+            assert list(copy.rows()) == rows
         # A bad row rejects the whole COPY, and the session stays usable.
         with pytest.raises(psycopg.Error) as ei:
             with conn.cursor().copy("COPY cp FROM STDIN") as copy:
