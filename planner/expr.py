@@ -11,6 +11,7 @@ import contextvars
 from decimal import Decimal
 from typing import Callable
 
+import pglast
 from pglast import ast
 from pglast.enums import A_Expr_Kind, BoolExprType, NullTestType, BoolTestType, MinMaxOp, SortByDir, SortByNulls, SubLinkType
 
@@ -185,12 +186,15 @@ def figure_colname(node) -> str:
     if isinstance(node, ast.FuncCall):
         return _func_name(node)
     if isinstance(node, ast.TypeCast):
-        inner = figure_colname(node.arg)
+        # A name from a column or function beats a type name; the outermost cast's type
+        # name beats an inner one (FigureColnameInternal's "strength").
+        arg = node.arg
+        while isinstance(arg, ast.TypeCast):
+            arg = arg.arg
+        inner = figure_colname(arg)
         if inner != "?column?":
             return inner
-        names = [n.sval for n in node.typeName.names]
-        t = names[-1]
-        return {"int4": "int4", "bpchar": "bpchar"}.get(t, t)
+        return node.typeName.names[-1].sval
     if isinstance(node, ast.A_Indirection):
         return figure_colname(node.arg)
     if isinstance(node, ast.A_ArrayExpr) or (isinstance(node, ast.SubLink) and node.subLinkType == SubLinkType.ARRAY_SUBLINK):
@@ -235,6 +239,8 @@ class ExprPlanner:
         self.window_refs: dict[int, ColRef] = {}
         #: resolves a relation name (``'public.t'``) to its OID, for ``::regclass``
         self.resolve_relation_oid: Callable[[str], int] | None = None
+        #: the name of the relation with an OID (or the OID's digits), for ``::regclass::text``
+        self.relation_name: Callable[[int], str] = str
         #: the scope a subquery here correlates with, and how to remap its OuterRefs
         self.subquery_scope: Scope | None = None
         self.remap_outer: Callable | None = None
@@ -328,6 +334,19 @@ class ExprPlanner:
         if isinstance(inner, ast.TypeCast) and inner.typeName.names[-1].sval == "regtype" and reg == "text":
             # x::regtype::text is the type's name (regtypeout prints format_type's name).
             return Call("format_type", (self.plan(inner), Literal(None, INT4)), TEXT)
+        if isinstance(inner, ast.TypeCast) and inner.typeName.names[-1].sval == "regclass" and reg == "text":
+            # x::regclass::text is the relation's name (regclassout), or the OID's digits
+            # when no relation has it.
+            oid = coerce(self.plan(inner), OID)
+            if isinstance(oid, Literal) or self.plan_subquery is None:
+                return coerce(oid, TEXT, explicit=True) if not isinstance(oid, Literal) or oid.value is None else \
+                    Literal(self.relation_name(oid.value), TEXT)
+            lookup = pglast.parse_sql('SELECT (SELECT "?c?".relname FROM pg_catalog.pg_class AS "?c?" WHERE "?c?".oid = 0)')[0]
+            sublink = lookup.stmt.targetList[0].val
+            sublink.subselect.whereClause.rexpr = ast.TypeCast(arg=inner, typeName=ast.TypeName(
+                names=(ast.String(sval="oid"),), typemod=-1))
+            name = self.plan(sublink)
+            return Call("coalesce", (name, coerce(oid, TEXT, explicit=True)), TEXT)
         target, field = type_from_ast(node.typeName)
         arg = self.plan(node.arg)
         inferred = infer_param(arg, target)

@@ -58,7 +58,17 @@ class QueryPlanner:
     def expr_planner(self, scope: Scope, agg_context: str | None = None) -> ExprPlanner:
         ep = ExprPlanner(scope, self.params, agg_context, self.outer_scopes, self.plan_subquery)
         ep.resolve_relation_oid = self.relation_oid
+        ep.relation_name = self.relation_name
         return ep
+
+    def relation_name(self, oid: int) -> str:
+        """regclassout: the name of the relation with ``oid``, or its digits if none."""
+        from catalog.pg_catalog import object_oid
+
+        for rel in [*self.snap.tables.values(), *self.snap.views.values(), *self.snap.builtins.values()]:
+            if object_oid(rel.id) == oid:
+                return rel.name
+        return str(oid)
 
     def relation_oid(self, name: str) -> int:
         """OID of the relation ``name`` names (``t``, ``public.t``, ``"T"``), as ``'...'::regclass``.
