@@ -108,10 +108,15 @@ IS_SCHEMATA = BuiltinTable(
     (Column("catalog_name", TEXT, False), Column("schema_name", TEXT, False), Column("schema_owner", TEXT, False)),
 )
 
-#: builtin tables whose rows come from environmentd's metrics, not from the catalog
-METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS)
+MZ_RECENT_STORAGE_USAGE = BuiltinTable(
+    "s45", "mz_catalog", "mz_recent_storage_usage",
+    (Column("object_id", TEXT, False), Column("size_bytes", INT8, True)),
+)
 
-BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS)
+#: builtin tables whose rows come from environmentd's state (metrics, persist), not the catalog
+METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE)
+
+BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]

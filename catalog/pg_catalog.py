@@ -59,7 +59,7 @@ PG_ATTRIBUTE = _table(
     "s17", "pg_attribute",
     "attrelid:oid attname:text atttypid:oid attlen:int2 attnum:int2 attndims:int4 atttypmod:int4 "
     "attnotnull:bool atthasdef:bool attidentity:text attgenerated:text attisdropped:bool attislocal:bool "
-    "attcollation:oid attstattarget:int4")
+    "attcollation:oid attstattarget:int4 attstorage:text attcompression:text attoptions:text[] attfdwoptions:text[]")
 PG_TYPE = _table(
     "s18", "pg_type",
     "oid:oid typname:text typnamespace:oid typowner:oid typlen:int2 typbyval:bool typtype:text "
@@ -180,7 +180,8 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
     if tid == PG_ATTRIBUTE.id:
         return [(object_oid(r.id), c.name, c.type.oid, c.type.typlen, i + 1, int(c.type.is_array), c.type.typmod,
                  not c.nullable, False, "", "", False, True,
-                 DEFAULT_COLLATION_OID if (c.type.element if c.type.is_array else c.type).is_string else 0, -1)
+                 DEFAULT_COLLATION_OID if (c.type.element if c.type.is_array else c.type).is_string else 0, -1,
+                 "p" if c.type.typlen > 0 else "x", "", None, None)
                 for r, _ in _relations(snap) for i, c in enumerate(r.columns)]
     if tid == PG_TYPE.id:
         return [_type_row(n) for n in all_type_names()]

@@ -233,7 +233,7 @@ def jsonb_text(doc) -> str:
     if isinstance(doc, bool) or doc is None:
         return json.dumps(doc)
     if isinstance(doc, Decimal):
-        return format(doc, "f")
+        return format(doc.copy_abs() if doc.is_zero() else doc, "f")  # numeric has no -0
     if isinstance(doc, (int, float)):
         return format(Decimal(str(doc)), "f")
     return json.dumps(doc, ensure_ascii=False)

@@ -499,7 +499,24 @@ def _array_length(v):
     return len(v)
 
 
+def pg_size_pretty(size: Decimal) -> str:
+    """PostgreSQL's pg_size_pretty (dbsize.c): bytes below 10240, then kB, MB, GB, TB, PB,
+    each step halving with rounding away from zero."""
+    size = int(size)
+    if abs(size) < 10 * 1024:
+        return f"{size} bytes"
+    size >>= 9 if size >= 0 else 0
+    if size < 0:
+        size = -((-size) >> 9)
+    for unit in ("kB", "MB", "GB", "TB"):
+        if abs(size) < 20 * 1024 - 1:
+            return f"{(size + (1 if size >= 0 else -1)) // 2 if size >= 0 else -((-size + 1) // 2)} {unit}"
+        size = size >> 10 if size >= 0 else -((-size) >> 10)
+    return f"{(size + 1) // 2 if size >= 0 else -((-size + 1) // 2)} PB"
+
+
 _ARRAY_FUNCS = {
+    "pg_size_pretty": lambda e, a: pg_size_pretty(a[0]),
     "jsonb_key": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), False),
     "jsonb_key_text": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), True),
     "jsonb_idx": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), False),

@@ -567,6 +567,19 @@ class ExprPlanner:
         if name == "coalesce":
             t = ty.common_type([a.type for a in args], "COALESCE")
             return Call("coalesce", tuple(coerce(a, t) for a in args), t)
+        if name in ("pg_table_size", "pg_total_relation_size", "pg_relation_size") and len(args) == 1 \
+                and self.plan_subquery is not None:
+            # Bytes of the table's Parquet parts (mz_recent_storage_usage); 0 for views and
+            # system tables; NULL for an OID that names no relation.
+            lookup = pglast.parse_sql(
+                'SELECT (SELECT coalesce(s.size_bytes, 0) FROM pg_catalog.pg_class AS "?c?" '
+                "LEFT JOIN mz_catalog.mz_recent_storage_usage AS s ON s.object_id = CASE WHEN "
+                """"?c?".oid >= 20000 THEN 'u' || ("?c?".oid - 20000)::text ELSE 's' || ("?c?".oid - 10000)::text END """
+                'WHERE "?c?".oid = 0)')[0]
+            sublink = lookup.stmt.targetList[0].val
+            sublink.subselect.whereClause.rexpr = ast.TypeCast(arg=node.args[0], typeName=ast.TypeName(
+                names=(ast.String(sval="oid"),), typemod=-1))
+            return self.plan(sublink)
         if name in ("to_regtype", "to_regclass", "to_regnamespace") and len(args) == 1:
             # Like ::regtype etc., but NULL instead of an error for a name that names nothing.
             a = args[0]

@@ -294,6 +294,13 @@ class QueryPlanner:
         name = fc.funcname[-1].sval.lower()
         planner = self.expr_planner(Scope())
         args = [fold(planner.plan(a)) for a in fc.args or ()]
+        if name == "unnest" and len(args) == 1 and args[0].type.is_array and not isinstance(args[0], Literal):
+            # An argument from an enclosing query (a correlated subquery's FROM unnest(outer.col)):
+            # one row, with the array unnested.
+            t = args[0].type.element
+            one = Project(Constant(((),), ()), (args[0],), ("?array?",))
+            plan = Project(Unnest(one, (0,), ("unnest",)), (ColRef(1, t),), (name,))
+            return PlannedQuery(plan, (name,))
         if not all(isinstance(a, Literal) for a in args):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} in FROM needs constant arguments (no LATERAL yet)")
         if name == "generate_series" and len(args) in (2, 3) and all(a.type.is_integer or a.type.name == "unknown"

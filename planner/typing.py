@@ -317,6 +317,8 @@ def resolve_function(name: str, args: list[SqlType]) -> tuple[str, list[SqlType]
         return name, [a[0]], INT4
     if name == "array_to_string" and n in (2, 3) and a[0].is_array:
         return name, [a[0]] + [TEXT] * (n - 1), TEXT
+    if name == "pg_size_pretty" and n == 1 and a[0].is_numeric:
+        return name, [NUMERIC], TEXT
     if name in ("jsonb_typeof", "jsonb_array_length") and n == 1 and args[0].name in ("jsonb", "unknown"):
         return name, [JSONB], TEXT if name == "jsonb_typeof" else INT4
     if name == "format_type" and n == 2:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from catalog import durable
-from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, builtin_rows
+from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE, builtin_rows
 from sqlfront.vars import DEFAULTS
 from catalog.durable import CatalogStore
 from catalog.oracle import TimestampOracle
@@ -136,6 +136,10 @@ class Environment:
             return self.metrics.coordinator_loop_rows()
         if table.id == MZ_PEEK_DURATIONS.id:
             return self.metrics.peek_duration_rows()
+        if table.id == MZ_RECENT_STORAGE_USAGE.id:
+            # Bytes of the Parquet parts in each table's shard now (before compaction frees any).
+            return [(t.id, sum(p.bytes for p in self.persist.state(t.shard_id).parts))
+                    for t in self.snapshot.tables.values()]
         return builtin_rows(table, self.snapshot, self.replica_status, self.config.sizes,
                             {k: v for k, (v, _) in DEFAULTS.items()})
 

@@ -287,3 +287,32 @@ def test_savepoints_and_transaction_modes(server):
         finally:
             c.autocommit = True
             c.execute("DROP TABLE sp")
+
+
+def test_psql_plus_variants_and_table_size(server, conn):
+    """\\d+ and \\dt+ (sizes from persist: the bytes of the table's Parquet parts)."""
+    import re
+    import shutil
+    import subprocess
+
+    if shutil.which("psql") is None:
+        pytest.skip("psql (PostgreSQL's client) is not installed")
+    conn.execute("CREATE TABLE golden_p (a int, b text)")
+    conn.execute("INSERT INTO golden_p VALUES (1, 'x'), (2, 'y')")
+    try:
+        cmd = ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "materialize", "materialize"]
+        out = subprocess.run(cmd + ["-c", r"\d+ golden_p"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert " a      | integer |           |          |         | plain    |              | " in out.stdout
+        assert " b      | text    |           |          |         | extended |              | " in out.stdout
+        out = subprocess.run(cmd + ["-c", r"\dt+ golden_p"], capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        size = re.search(r"golden_p \| table \| materialize \| permanent   \| (\d+) bytes", out.stdout)
+        assert size and int(size.group(1)) > 0, out.stdout
+        stored = conn.execute("SELECT size_bytes FROM mz_recent_storage_usage u JOIN mz_tables t ON t.id = u.object_id"
+                              " WHERE t.name = 'golden_p'").fetchone()[0]
+        assert int(size.group(1)) == stored
+        assert conn.execute("SELECT pg_size_pretty(10240::bigint), pg_table_size('golden_p'::regclass) = %s,"
+                            " pg_table_size(0)", (stored,)).fetchone() == ("10 kB", True, None)
+    finally:
+        conn.execute("DROP TABLE golden_p")
