@@ -11,6 +11,17 @@ import psycopg
 import pytest
 
 
+def psql(server, command: str) -> "subprocess.CompletedProcess":
+    """Run one psql command (``-c``) against the server; skips the test without psql."""
+    import shutil
+    import subprocess
+
+    if shutil.which("psql") is None:
+        pytest.skip("psql (PostgreSQL's client) is not installed")
+    cmd = ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "materialize", "materialize", "-c", command]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
 def test_prepared_insert_runs_exactly_n_times(conn):
     conn.execute("CREATE TABLE prep (a int, b text)")
     try:
@@ -165,16 +176,10 @@ def test_error_in_extended_batch_skips_to_sync(server):
 
 
 def test_psql_dt_and_dn_golden(server, conn):
-    import shutil
-    import subprocess
-
-    if shutil.which("psql") is None:
-        pytest.skip("psql (PostgreSQL's client) is not installed")
     conn.execute("CREATE TABLE golden_a (x int)")
     conn.execute("CREATE VIEW golden_v AS SELECT x FROM golden_a")
     try:
-        cmd = ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "materialize", "materialize"]
-        out = subprocess.run(cmd + ["-c", r"\dt golden*"], capture_output=True, text=True, timeout=60)
+        out = psql(server, r"\dt golden*")
         assert out.returncode == 0, out.stderr
         assert out.stdout == (
             "            List of relations\n"
@@ -183,7 +188,7 @@ def test_psql_dt_and_dn_golden(server, conn):
             " public | golden_a | table | materialize\n"
             "(1 row)\n\n"
         )
-        out = subprocess.run(cmd + ["-c", r"\dn"], capture_output=True, text=True, timeout=60)
+        out = psql(server, r"\dn")
         assert out.returncode == 0, out.stderr
         assert out.stdout == (
             "      List of schemas\n"
@@ -200,15 +205,9 @@ def test_psql_dt_and_dn_golden(server, conn):
 
 
 def test_psql_describe_table_and_list_databases_golden(server, conn):
-    import shutil
-    import subprocess
-
-    if shutil.which("psql") is None:
-        pytest.skip("psql (PostgreSQL's client) is not installed")
     conn.execute("CREATE TABLE golden_d (a int NOT NULL, b text, c numeric(10,2), d varchar(5), e int[], f jsonb)")
     try:
-        cmd = ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "materialize", "materialize"]
-        out = subprocess.run(cmd + ["-c", r"\d golden_d"], capture_output=True, text=True, timeout=60)
+        out = psql(server, r"\d golden_d")
         assert out.returncode == 0, out.stderr
         # What PostgreSQL 15 prints for the same table.
         assert out.stdout == (
@@ -222,7 +221,7 @@ def test_psql_describe_table_and_list_databases_golden(server, conn):
             " e      | integer[]            |           |          | \n"
             " f      | jsonb                |           |          | \n\n"
         )
-        out = subprocess.run(cmd + ["-c", r"\l"], capture_output=True, text=True, timeout=60)
+        out = psql(server, r"\l")
         assert out.returncode == 0, out.stderr
         assert out.stdout == (
             "                                             List of databases\n"
@@ -231,7 +230,7 @@ def test_psql_describe_table_and_list_databases_golden(server, conn):
             " materialize | materialize | UTF8     | C       | C     |            | libc            | \n"
             "(1 row)\n\n"
         )
-        out = subprocess.run(cmd + ["-c", r"\d golden_missing"], capture_output=True, text=True, timeout=60)
+        out = psql(server, r"\d golden_missing")
         assert "Did not find any relation named" in out.stderr
     finally:
         conn.execute("DROP TABLE golden_d")
@@ -292,20 +291,15 @@ def test_savepoints_and_transaction_modes(server):
 def test_psql_plus_variants_and_table_size(server, conn):
     """\\d+ and \\dt+ (sizes from persist: the bytes of the table's Parquet parts)."""
     import re
-    import shutil
-    import subprocess
 
-    if shutil.which("psql") is None:
-        pytest.skip("psql (PostgreSQL's client) is not installed")
     conn.execute("CREATE TABLE golden_p (a int, b text)")
     conn.execute("INSERT INTO golden_p VALUES (1, 'x'), (2, 'y')")
     try:
-        cmd = ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "materialize", "materialize"]
-        out = subprocess.run(cmd + ["-c", r"\d+ golden_p"], capture_output=True, text=True, timeout=60)
+        out = psql(server, r"\d+ golden_p")
         assert out.returncode == 0, out.stderr
         assert " a      | integer |           |          |         | plain    |              | " in out.stdout
         assert " b      | text    |           |          |         | extended |              | " in out.stdout
-        out = subprocess.run(cmd + ["-c", r"\dt+ golden_p"], capture_output=True, text=True, timeout=60)
+        out = psql(server, r"\dt+ golden_p")
         assert out.returncode == 0, out.stderr
         size = re.search(r"golden_p \| table \| materialize \| permanent   \| (\d+) bytes", out.stdout)
         assert size and int(size.group(1)) > 0, out.stdout
