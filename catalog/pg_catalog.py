@@ -96,7 +96,8 @@ PG_POLICY = _table("s29", "pg_policy", "oid:oid polname:text polrelid:oid polcmd
 PG_AM = _table("s30", "pg_am", "oid:oid amname:text amtype:text")
 PG_TABLESPACE = _table("s31", "pg_tablespace", "oid:oid spcname:text spcowner:oid")
 PG_USER = _table("s32", "pg_user", "usename:text usesysid:oid usecreatedb:bool usesuper:bool")
-PG_PROC = _table("s33", "pg_proc", "oid:oid proname:text pronamespace:oid prorettype:oid")
+PG_PROC = _table("s33", "pg_proc", "oid:oid proname:text pronamespace:oid prorettype:oid proisagg:bool "
+                                   "proiswindow:bool prokind:text proretset:bool pronargs:int2")
 PG_SEQUENCE = _table("s34", "pg_sequence", "seqrelid:oid seqtypid:oid")
 PG_STATISTIC_EXT = _table("s35", "pg_statistic_ext", "oid:oid stxrelid:oid stxname:text stxnamespace:oid")
 PG_PUBLICATION = _table("s36", "pg_publication", "oid:oid pubname:text puballtables:bool")
@@ -138,6 +139,9 @@ TYPE_IO_PROCS = {
     "timestamptz": (1150, 1151), "interval": (1160, 1161), "bytea": (1244, 31), "uuid": (2952, 2953),
     "jsonb": (3806, 3804), "unknown": (109, 110), "array": (750, 751),
 }
+#: pseudo-types (pg_type.dat) that catalog queries name with ::regtype
+PSEUDO_TYPE_OIDS = {"trigger": 2279, "void": 2278, "record": 2249, "cstring": 2275, "any": 2276,
+                    "anyelement": 2283, "anyarray": 2277, "internal": 2281, "event_trigger": 3838}
 #: pg_proc names of those functions (for ``'array_in'::regproc``)
 PROC_NAMES = {
     1242: "boolin", 1243: "boolout", 38: "int2in", 39: "int2out", 42: "int4in", 43: "int4out", 460: "int8in",
@@ -198,7 +202,8 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
     if tid == PG_AM.id:
         return [(2, "heap", "t"), (403, "btree", "i")]
     if tid == PG_PROC.id:
-        return [(oid, name, NAMESPACE_OIDS["pg_catalog"], 0) for oid, name in sorted(PROC_NAMES.items())]
+        return [(oid, name, NAMESPACE_OIDS["pg_catalog"], 2275 if name.endswith("out") else 0, False, False, "f",
+                 False, 1) for oid, name in sorted(PROC_NAMES.items())]
     if tid == PG_TABLESPACE.id:
         return [(1663, "pg_default", OWNER_OID)]
     if any(tid == t.id for t in PG_CATALOG_TABLES):

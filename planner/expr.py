@@ -376,7 +376,10 @@ class ExprPlanner:
                     raise SqlError(FEATURE_NOT_SUPPORTED, "regclass names are not supported here")
                 return Literal(self.resolve_relation_oid(text), OID)
             if reg == "regtype":
-                return Literal(make_type(text).oid, OID)
+                from catalog.pg_catalog import PSEUDO_TYPE_OIDS
+
+                name = text.removeprefix("pg_catalog.")
+                return Literal(PSEUDO_TYPE_OIDS[name] if name in PSEUDO_TYPE_OIDS else make_type(name).oid, OID)
             if reg in ("regproc", "regprocedure"):
                 from catalog.pg_catalog import PROC_NAMES
 

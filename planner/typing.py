@@ -255,6 +255,7 @@ def _undefined_fn(name: str, args: list[SqlType]) -> SqlError:
 
 _NULL_CATALOG_FUNCTIONS = (
     "obj_description", "col_description", "shobj_description", "pg_get_expr", "pg_get_constraintdef",
+    "pg_get_function_result", "pg_get_function_arguments", "pg_get_function_identity_arguments",
     "pg_get_indexdef", "pg_get_serial_sequence", "pg_get_triggerdef", "pg_get_ruledef", "pg_get_partkeydef",
     "pg_get_statisticsobjdef_columns",
 )
