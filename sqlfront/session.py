@@ -150,6 +150,7 @@ class Session:
     def execute(self, sql: str, params: list | None = None) -> Iterator[Result]:
         """Run every statement of ``sql`` in order, yielding each Result; stops at the
         first error, which propagates as SqlError."""
+        self._described = None  # a plan kept from a Describe belongs to its portal only
         for text in split_statements(sql):
             yield self.execute_one(text, params)
 
