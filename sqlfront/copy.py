@@ -66,7 +66,7 @@ _SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 def _parse_binary(table: Table, cols, data: bytes) -> list[tuple]:
     """COPY BINARY: signature, flags, header extension, then per tuple an int16 field
     count and length-prefixed fields in each type's binary (``*send``) form; -1 ends."""
-    from sqlfront.pgtypes import decode_binary
+    from sqlfront.pgtypes import decode_binary, length_prefixed
 
     bad = lambda what: SqlError("22P04", f"invalid COPY file format: {what}",  # noqa: E731
                                 detail=f"COPY {table.name}")
@@ -84,17 +84,12 @@ def _parse_binary(table: Table, cols, data: bytes) -> list[tuple]:
             if n != len(cols):
                 raise SqlError("22P04", f"row field count is {n}, expected {len(cols)}",
                                detail=f"COPY {table.name}, line {len(rows) + 1}")
+            fields, pos = length_prefixed(data, pos, n)
             row = []
-            for c in cols:
-                (size,) = struct.unpack_from("!i", data, pos)
-                pos += 4
-                if size < 0:
+            for c, raw in zip(cols, fields):
+                if raw is None:
                     row.append(None)
                     continue
-                raw = data[pos : pos + size]
-                if len(raw) != size:
-                    raise bad("unexpected EOF")
-                pos += size
                 t = c.type
                 value = decode_binary(t.unconstrained() if not t.is_array else t, raw)
                 # Apply the column's typmod (numeric scale, varchar length) as an assignment does.
@@ -160,19 +155,14 @@ def copy_out_chunks(columns, rows, fmt: str, delimiter: str | None, null: str | 
     one per row, plus the header line or the binary signature and trailer."""
     types = [t for _, t in columns]
     if fmt == "binary":
-        from sqlfront.pgtypes import encoder
+        from sqlfront.pgtypes import row_bodies
 
-        encs = [encoder(t, True) for t in types]
         # The header (signature, flags, extension length) travels with the first row, as
         # PostgreSQL sends it; clients parse it from the first CopyData.
         header_bytes = _SIGNATURE + b"\x00\x00\x00\x00\x00\x00\x00\x00"
-        for row in rows:
-            parts = [header_bytes, struct.pack("!h", len(row))]
+        for body in row_bodies(rows, types, [True] * len(types)):
+            yield header_bytes + body
             header_bytes = b""
-            for enc, v in zip(encs, row):
-                b = None if v is None else enc(v)
-                parts.append(b"\xff\xff\xff\xff" if b is None else struct.pack("!i", len(b)) + b)
-            yield b"".join(parts)
         yield header_bytes + b"\xff\xff"  # the trailer (with the header if there were no rows)
         return
     if fmt == "csv":

@@ -34,22 +34,45 @@ _NULL = b"\xff\xff\xff\xff"
 _PG_EPOCH_ORDINAL = dt.date(2000, 1, 1).toordinal()
 
 
-def data_rows(rows, types: list[SqlType], binary: list[bool]) -> list[bytes]:
-    """DataRow messages (PostgreSQL 55.7) for ``rows``: encoded column by column, since
+def row_bodies(rows, types: list[SqlType], binary: list[bool]) -> list[bytes]:
+    """Each row as a field count and length-prefixed fields (-1 for NULL): the body of a
+    DataRow (PostgreSQL 55.7) and a tuple of COPY BINARY. Encoded column by column, since
     one encoder per column beats a type dispatch per value."""
-    n = len(types)
+    count = _I2(len(types))
     columns = []
     for i, (t, b) in enumerate(zip(types, binary)):
         enc = encoder(t, b)
         columns.append([_NULL if (v := r[i]) is None else _LEN(len(x := enc(v))) + x for r in rows])
-    head = struct.Struct("!cih").pack
-    out = []
-    for parts in zip(*columns):
-        body = b"".join(parts)
-        out.append(head(b"D", len(body) + 6, n) + body)
     if not columns:
-        out = [head(b"D", 6, 0)] * len(rows)
-    return out
+        return [count] * len(rows)
+    return [count + b"".join(parts) for parts in zip(*columns)]
+
+
+def data_rows(rows, types: list[SqlType], binary: list[bool]) -> list[bytes]:
+    """DataRow messages for ``rows``."""
+    head = struct.Struct("!ci").pack
+    return [head(b"D", len(body) + 4) + body for body in row_bodies(rows, types, binary)]
+
+
+def length_prefixed(data: bytes, pos: int, count: int) -> tuple[list[bytes | None], int]:
+    """``count`` values each after an int32 length (-1: NULL), from ``data`` at ``pos``
+    (Bind parameters, array elements, COPY BINARY fields). Returns them and the position
+    after them.
+
+    Raises:
+        struct.error when ``data`` ends early."""
+    out: list[bytes | None] = []
+    for _ in range(count):
+        (n,) = struct.unpack_from("!i", data, pos)
+        pos += 4
+        if n < 0:
+            out.append(None)
+            continue
+        if pos + n > len(data):
+            raise struct.error("value runs past the end of the message")
+        out.append(data[pos : pos + n])
+        pos += n
+    return out, pos
 
 
 def _float8_text(v: float) -> bytes:
@@ -178,14 +201,6 @@ def _array_decode(t: SqlType, raw: bytes) -> list:
     if ndim != 1:
         raise SqlError(FEATURE_NOT_SUPPORTED, "multi-dimensional arrays are not supported")
     (size, _) = struct.unpack_from("!ii", raw, 12)
-    pos, out = 20, []
-    for _ in range(size):
-        (n,) = struct.unpack_from("!i", raw, pos)
-        pos += 4
-        if n < 0:
-            out.append(None)
-            continue
-        out.append(decode_binary(t.element, raw[pos : pos + n]))
-        pos += n
-    return out
+    values, _ = length_prefixed(raw, 20, size)
+    return [None if v is None else decode_binary(t.element, v) for v in values]
 

@@ -23,7 +23,7 @@ from catalog.errors import SqlError, INTERNAL_ERROR, QUERY_CANCELED
 from catalog.types import UNKNOWN, type_from_oid
 from planner.scalar import Literal
 from sqlfront.environment import Environment
-from sqlfront.pgtypes import binary_param_text, data_rows
+from sqlfront.pgtypes import binary_param_text, data_rows, length_prefixed
 from sqlfront.session import CopyIn, CopyOut, Result, Session, parse_one, split_statements
 from sqlfront.vars import REPORTED, display_name
 
@@ -322,9 +322,7 @@ class PgHandler(BuenaVistaHandler):
 
     def copy_in(self, ctx: PgContext, c: CopyIn) -> Result:
         """CopyInResponse, then CopyData until CopyDone (or CopyFail) (PostgreSQL 55.2.6)."""
-        n = len(c.positions) if c.positions is not None else len(c.table.columns)
-        fmt = 1 if c.fmt == "binary" else 0
-        self.wfile.write(b"G" + struct.pack("!ibh", 4 + 1 + 2 + 2 * n, fmt, n) + struct.pack(f"!{n}h", *([fmt] * n)))
+        self._copy_response(b"G", c.fmt, len(c.positions) if c.positions is not None else len(c.table.columns))
         self.wfile.flush()
         chunks = []
         while True:
@@ -346,13 +344,17 @@ class PgHandler(BuenaVistaHandler):
                 raise SqlError("08P01", f"unexpected message type 0x{kind.hex()} during COPY from stdin")
         return ctx.session.finish_copy(c, b"".join(chunks))
 
+    def _copy_response(self, kind: bytes, fmt: str, n: int) -> None:
+        """CopyInResponse (``G``) or CopyOutResponse (``H``): the overall format and each
+        of the ``n`` columns' (all text, or all binary)."""
+        code = 1 if fmt == "binary" else 0
+        self.wfile.write(kind + struct.pack("!ibh", 4 + 1 + 2 + 2 * n, code, n) + struct.pack(f"!{n}h", *([code] * n)))
+
     def copy_out(self, c: CopyOut) -> Result:
         """CopyOutResponse, CopyData per row, CopyDone (PostgreSQL 55.2.6)."""
         from sqlfront.copy import copy_out_chunks
 
-        n = len(c.columns)
-        fmt = 1 if c.fmt == "binary" else 0
-        self.wfile.write(b"H" + struct.pack("!ibh", 4 + 1 + 2 + 2 * n, fmt, n) + struct.pack(f"!{n}h", *([fmt] * n)))
+        self._copy_response(b"H", c.fmt, len(c.columns))
         out = []
         for data in copy_out_chunks(c.columns, c.rows, c.fmt, c.delimiter, c.null, c.header):
             out.append(b"d" + struct.pack("!i", len(data) + 4) + data)
@@ -445,21 +447,15 @@ class PgHandler(BuenaVistaHandler):
             if stmt not in ctx.stmts:
                 raise SqlError("26000", f'prepared statement "{stmt}" does not exist')
             oids = ctx.stmts[stmt][1]
+            values, pos = length_prefixed(payload, pos, np_)
             params = []
-            for i in range(np_):
-                (n,) = struct.unpack_from("!i", payload, pos)
-                pos += 4
-                if n < 0:
+            for i, raw in enumerate(values):
+                if raw is None:
                     params.append(None)
-                    continue
-                raw = payload[pos : pos + n]
-                pos += n
-                fmt = _format_for(formats, i)
-                if fmt == 0:
+                elif _format_for(formats, i) == 0:
                     params.append(raw.decode("utf-8"))
                 else:
-                    oid = oids[i] if i < len(oids) else 0
-                    params.append(binary_param_text(oid, raw))
+                    params.append(binary_param_text(oids[i] if i < len(oids) else 0, raw))
             (nr,) = struct.unpack_from("!h", payload, pos)
             result_formats = list(struct.unpack_from(f"!{nr}h", payload, pos + 2))
         except SqlError as e:
