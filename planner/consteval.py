@@ -314,8 +314,8 @@ def evaluate(e, row: tuple = ()):
         return _NULL_TOLERANT[f](e, args)
     if any(v is None for v in args):
         return None
-    if f in _ARRAY_FUNCS:
-        return _ARRAY_FUNCS[f](e, args)
+    if f in _STRICT_FUNCS:
+        return _STRICT_FUNCS[f](e, args)
     if f in ("add", "sub", "mul", "div", "mod"):
         return _arith(f, args[0], args[1], e.type, e.args[0].type, e.args[1].type)
     if f == "neg":
@@ -389,16 +389,19 @@ def evaluate(e, row: tuple = ()):
     raise SqlError(FEATURE_NOT_SUPPORTED, f"function {f} cannot be evaluated here")
 
 
-def _any_all(e: Call, args):
-    # x op ANY/ALL (array): three-valued over the elements (PostgreSQL 9.24.3).
-    x, arr = args
-    if arr is None:
-        return None
-    kind, op = e.func.split(":")
-    hits = [None if x is None or v is None else _compare(op, x, v) for v in arr]
-    if kind == "array_any":
+def any_all(kind: str, op: str, x, values: list):
+    """``x op ANY (values)`` (``kind`` any) or ``ALL``, in three-valued logic (PostgreSQL
+    9.24.3, 9.23.4): a NULL comparison that decides nothing makes the answer NULL."""
+    hits = [None if x is None or v is None else _compare(op, x, v) for v in values]
+    if kind == "any":
         return True if True in hits else (None if None in hits else False)
     return False if False in hits else (None if None in hits else True)
+
+
+def _array_any_all(e: Call, args):
+    x, arr = args
+    kind, op = e.func.split(":")
+    return None if arr is None else any_all(kind.removeprefix("array_"), op, x, arr)
 
 
 def _array_to_string(e: Call, args):
@@ -416,9 +419,7 @@ _NULL_TOLERANT = {
     "array_cat": lambda e, a: None if a[0] is None and a[1] is None else (a[0] or []) + (a[1] or []),
     "array_append": lambda e, a: (a[0] or []) + [a[1]],
     "array_prepend": lambda e, a: [a[0]] + (a[1] or []),
-    "array_any:eq": _any_all, "array_any:ne": _any_all, "array_any:lt": _any_all, "array_any:le": _any_all,
-    "array_any:gt": _any_all, "array_any:ge": _any_all, "array_all:eq": _any_all, "array_all:ne": _any_all,
-    "array_all:lt": _any_all, "array_all:le": _any_all, "array_all:gt": _any_all, "array_all:ge": _any_all,
+    **{f"array_{kind}:{op}": _array_any_all for kind in ("any", "all") for op in ("eq", "ne", "lt", "le", "gt", "ge")},
     "array_to_string": _array_to_string,
     "format_type": lambda e, a: None if a[0] is None else format_type(a[0], a[1]),
 }
@@ -501,21 +502,26 @@ def _array_length(v):
 
 def pg_size_pretty(size: Decimal) -> str:
     """PostgreSQL's pg_size_pretty (dbsize.c): bytes below 10240, then kB, MB, GB, TB, PB,
-    each step halving with rounding away from zero."""
+    each step halving with rounding away from zero. C's integer division truncates."""
+
+    def div(a: int, b: int) -> int:
+        return abs(a) // b * (1 if a >= 0 else -1)
+
     size = int(size)
     if abs(size) < 10 * 1024:
         return f"{size} bytes"
-    size >>= 9 if size >= 0 else 0
-    if size < 0:
-        size = -((-size) >> 9)
+    size = div(size, 1 << 9)  # one extra bit, for rounding
     for unit in ("kB", "MB", "GB", "TB"):
         if abs(size) < 20 * 1024 - 1:
-            return f"{(size + (1 if size >= 0 else -1)) // 2 if size >= 0 else -((-size + 1) // 2)} {unit}"
-        size = size >> 10 if size >= 0 else -((-size) >> 10)
-    return f"{(size + 1) // 2 if size >= 0 else -((-size + 1) // 2)} PB"
+            break
+        size = div(size, 1 << 10)
+    else:
+        unit = "PB"
+    return f"{div(size + (1 if size >= 0 else -1), 2)} {unit}"
 
 
-_ARRAY_FUNCS = {
+#: functions with a NULL result for any NULL argument, by plan function name
+_STRICT_FUNCS = {
     "pg_size_pretty": lambda e, a: pg_size_pretty(a[0]),
     "jsonb_key": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), False),
     "jsonb_key_text": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), True),

@@ -14,7 +14,7 @@ from catalog.snapshot import BuiltinTable, Table
 from collections import Counter
 
 from catalog.errors import SqlError
-from planner.consteval import NESTED_EVALUATOR, _compare, evaluate
+from planner.consteval import NESTED_EVALUATOR, any_all, evaluate
 
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Unnest, Window,
@@ -98,11 +98,7 @@ class _Nested:
             return bool(rows)
         if e.kind == "array":
             return [r[0] for r in rows]
-        x = evaluate(e.test, row)
-        hits = [None if x is None or r[0] is None else _compare(e.func, x, r[0]) for r in rows]
-        if e.kind == "any":
-            return True if True in hits else (None if None in hits else False)
-        return False if False in hits else (None if None in hits else True)
+        return any_all(e.kind, e.func, evaluate(e.test, row), [r[0] for r in rows])
 
 
 def _correlated(plan, level: int = 0) -> bool:
@@ -177,14 +173,13 @@ def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
     if isinstance(plan, Reduce):
         return _reduce(plan, run(plan.input, builtin_rows))
     if isinstance(plan, OrderBy):
-        rows = run(plan.input, builtin_rows)
-        for k in reversed(plan.keys):
-            nulls = [r for r in rows if r[k.index] is None]
-            vals = [r for r in rows if r[k.index] is not None]
-            key = (lambda r, i=k.index: r[i].rstrip(" ")) if plan.input.columns[k.index][1].name == "bpchar" else (lambda r, i=k.index: r[i])
-            vals.sort(key=key, reverse=k.descending)
-            rows = nulls + vals if k.nulls_first else vals + nulls
-        return rows
+        keys = []
+        for k in plan.keys:
+            bpchar = plan.input.columns[k.index][1].name == "bpchar"
+            key = (lambda r, i=k.index: r[i] if r[i] is None else r[i].rstrip(" ")) if bpchar else \
+                (lambda r, i=k.index: r[i])
+            keys.append((key, k.descending, k.nulls_first))
+        return _sort_by(run(plan.input, builtin_rows), keys)
     if isinstance(plan, Limit):
         rows = run(plan.input, builtin_rows)[plan.offset :]
         return rows if plan.limit is None else rows[: plan.limit]
@@ -212,14 +207,24 @@ def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
     raise TypeError(plan)
 
 
-def _sort_positions(positions: list[int], keys: list[list], order) -> list[int]:
-    """``positions`` sorted by the evaluated ``keys`` (one list per ORDER BY item)."""
-    for k, (_, desc, nulls_first) in reversed(list(enumerate(order))):
-        vals = [p for p in positions if keys[k][p] is not None]
-        nulls = [p for p in positions if keys[k][p] is None]
-        vals.sort(key=lambda p: keys[k][p], reverse=desc)
-        positions = nulls + vals if nulls_first else vals + nulls
-    return positions
+def _sort_by(items: list, keys) -> list:
+    """``items`` sorted by ``keys``, each (key function, descending, nulls_first), first
+    key most significant; stable, with PostgreSQL's NULL placement."""
+    for key, desc, nulls_first in reversed(keys):
+        vals = [x for x in items if key(x) is not None]
+        nulls = [x for x in items if key(x) is None]
+        vals.sort(key=key, reverse=desc)
+        items = nulls + vals if nulls_first else vals + nulls
+    return items
+
+
+def _order_keys(order, rows: Rows) -> list:
+    """Sort keys over row positions for an ORDER BY of (expr, descending, nulls_first)."""
+    out = []
+    for e, desc, nulls_first in order:
+        values = [evaluate(e, r) for r in rows]
+        out.append((values.__getitem__, desc, nulls_first))
+    return out
 
 
 def _window(c: WindowCall, rows: Rows) -> list:
@@ -228,10 +233,10 @@ def _window(c: WindowCall, rows: Rows) -> list:
     parts: dict[tuple, list[int]] = {}
     for i, r in enumerate(rows):
         parts.setdefault(tuple(evaluate(k, r) for k in c.partition), []).append(i)
-    keys = [[evaluate(e, r) for r in rows] for e, _, _ in c.order]
+    keys = _order_keys(c.order, rows)
     for members in parts.values():
-        ordered = _sort_positions(members, keys, c.order)
-        peer = [tuple(k[p] for k in keys) for p in ordered]
+        ordered = _sort_by(members, keys)
+        peer = [tuple(key(p) for key, _, _ in keys) for p in ordered]
         if c.func in ("lag", "lead"):
             vals = [evaluate(c.args[0], rows[p]) for p in ordered]
             for j, p in enumerate(ordered):
@@ -353,11 +358,8 @@ def _aggregate(a: AggCall, rows: Rows):
     if a.func == "count_star":
         return len(rows)
     if a.func == "array_agg":  # keeps NULLs and input order (or its ORDER BY); NULL for no rows
-        for e, desc, nulls_first in reversed(a.order):
-            keyed = [(evaluate(e, r), r) for r in rows]
-            vals_ = sorted((kr for kr in keyed if kr[0] is not None), key=lambda kr: kr[0], reverse=desc)
-            nulls = [kr for kr in keyed if kr[0] is None]
-            rows = [r for _, r in (nulls + vals_ if nulls_first else vals_ + nulls)]
+        if a.order:
+            rows = [rows[p] for p in _sort_by(list(range(len(rows))), _order_keys(a.order, rows))]
         vals = [evaluate(a.arg, r) for r in rows]
         return (list(dict.fromkeys(vals)) if a.distinct else vals) or None
     vals = [v for r in rows if (v := evaluate(a.arg, r)) is not None]
