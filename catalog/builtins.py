@@ -12,8 +12,8 @@ from typing import Callable
 
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column
-from catalog.pg_catalog import PG_CATALOG_TABLES, pg_catalog_rows
-from catalog.types import BOOL, FLOAT8, INT8, TEXT
+from catalog.pg_catalog import PG_CATALOG_TABLES, object_oid, pg_catalog_rows
+from catalog.types import BOOL, FLOAT8, INT8, OID, TEXT
 
 MZ_CLUSTERS = BuiltinTable(
     "s1",
@@ -53,7 +53,7 @@ MZ_TABLES = BuiltinTable(
     "s4",
     "mz_catalog",
     "mz_tables",
-    (Column("id", TEXT, False), Column("schema", TEXT, False), Column("name", TEXT, False)),
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("schema", TEXT, False), Column("name", TEXT, False)),
 )
 
 MZ_VIEWS = BuiltinTable(
@@ -163,7 +163,7 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
     if table.id == MZ_DATABASES.id:
         return [("u1", "materialize")]
     if table.id == MZ_TABLES.id:
-        return [(t.id, t.schema, t.name) for t in sorted(snap.tables.values(), key=_id_order)]
+        return [(t.id, object_oid(t.id), t.schema, t.name) for t in sorted(snap.tables.values(), key=_id_order)]
     if table.id == MZ_VIEWS.id:
         return [(v.id, v.schema, v.name, v.sql) for v in sorted(snap.views.values(), key=_id_order)]
     if table.id == MZ_CLUSTERS.id:

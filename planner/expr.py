@@ -13,11 +13,14 @@ from typing import Callable
 
 import pglast
 from pglast import ast
-from pglast.enums import A_Expr_Kind, BoolExprType, NullTestType, BoolTestType, MinMaxOp, SortByDir, SortByNulls, SubLinkType
+from pglast.enums import (
+    A_Expr_Kind, BoolExprType, NullTestType, BoolTestType, MinMaxOp, SortByDir, SortByNulls, SubLinkType,
+)
 
 from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_COLUMN,
 )
+from catalog.pg_catalog import FIRST_USER_OID
 from catalog.textio import parse_interval, parse_text, INTERVAL_FIELD_UNITS
 from catalog.types import (
     SqlType, BOOL, DATE, INT4, INT8, INTERVAL, NUMERIC, OID, TEXT, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, array_of, make_type,
@@ -137,19 +140,31 @@ def coerce(e, target: SqlType, explicit: bool = False):
     return Cast(e, target)
 
 
-def _ast_contains(node, hit, stop=()) -> bool:
-    """True if some AST node below ``node`` satisfies ``hit``; ``stop`` types are not entered."""
-    if node is None:
-        return False
-    if hit(node):
-        return True
-    if isinstance(node, stop):
-        return False
+def ast_nodes(node, stop=()):
+    """Every pglast node in ``node`` (itself included), depth first; nodes of the ``stop``
+    types are yielded but not entered."""
     if isinstance(node, (list, tuple)):
-        return any(_ast_contains(x, hit, stop) for x in node)
-    if isinstance(node, ast.Node):
-        return any(_ast_contains(getattr(node, attr), hit, stop) for attr in node)
-    return False
+        for x in node:
+            yield from ast_nodes(x, stop)
+    elif isinstance(node, ast.Node):
+        yield node
+        if not isinstance(node, stop):
+            for attr in node:
+                yield from ast_nodes(getattr(node, attr), stop)
+
+
+def _ast_contains(node, hit, stop=()) -> bool:
+    """True if some AST node in ``node`` satisfies ``hit``; ``stop`` types are not entered."""
+    return any(hit(n) for n in ast_nodes(node, stop))
+
+
+def sort_direction(sb: ast.SortBy) -> tuple[bool, bool]:
+    """(descending, nulls_first) of an ORDER BY item: NULLS FIRST is the default for DESC
+    (PostgreSQL 7.5)."""
+    desc = sb.sortby_dir == SortByDir.SORTBY_DESC
+    if sb.sortby_nulls == SortByNulls.SORTBY_NULLS_DEFAULT:
+        return desc, desc
+    return desc, sb.sortby_nulls == SortByNulls.SORTBY_NULLS_FIRST
 
 
 def contains_aggregate(node) -> bool:
@@ -160,13 +175,7 @@ def contains_aggregate(node) -> bool:
 
 def window_calls(node) -> list:
     """The window function calls (``f(...) OVER (...)``) in AST ``node``, outside subqueries."""
-    if isinstance(node, (list, tuple)):
-        return [c for x in node for c in window_calls(x)]
-    if not isinstance(node, ast.Node) or isinstance(node, ast.SelectStmt):
-        return []
-    if isinstance(node, ast.FuncCall) and node.over is not None:
-        return [node]
-    return [c for attr in node for c in window_calls(getattr(node, attr))]
+    return [n for n in ast_nodes(node, (ast.SelectStmt,)) if isinstance(n, ast.FuncCall) and n.over is not None]
 
 
 def _contains_sublink(node) -> bool:
@@ -341,11 +350,8 @@ class ExprPlanner:
             if isinstance(oid, Literal) or self.plan_subquery is None:
                 return coerce(oid, TEXT, explicit=True) if not isinstance(oid, Literal) or oid.value is None else \
                     Literal(self.relation_name(oid.value), TEXT)
-            lookup = pglast.parse_sql('SELECT (SELECT "?c?".relname FROM pg_catalog.pg_class AS "?c?" WHERE "?c?".oid = 0)')[0]
-            sublink = lookup.stmt.targetList[0].val
-            sublink.subselect.whereClause.rexpr = ast.TypeCast(arg=inner, typeName=ast.TypeName(
-                names=(ast.String(sval="oid"),), typemod=-1))
-            name = self.plan(sublink)
+            name = self.catalog_lookup('SELECT "?c?".relname FROM pg_catalog.pg_class AS "?c?" WHERE "?c?".oid = $1',
+                                       inner)
             return Call("coalesce", (name, coerce(oid, TEXT, explicit=True)), TEXT)
         target, field = type_from_ast(node.typeName)
         arg = self.plan(node.arg)
@@ -362,6 +368,17 @@ class ExprPlanner:
         if arg.type == target:
             return arg
         return Cast(arg, target)
+
+    def catalog_lookup(self, query: str, arg: ast.Node):
+        """``(query)`` as a scalar subquery, with ``$1`` standing for the OID expression
+        ``arg`` (an AST of the enclosing query, so the lookup correlates with it)."""
+        select = pglast.parse_sql(query)[0].stmt
+        param = next(n for n in ast_nodes(select.whereClause) if isinstance(n, ast.ParamRef))
+        cast = ast.TypeCast(arg=arg, typeName=ast.TypeName(names=(ast.String(sval="oid"),), typemod=-1))
+        for n in ast_nodes(select.whereClause):
+            if isinstance(n, ast.A_Expr) and n.rexpr is param:
+                n.rexpr = cast  # a fresh parse tree of our own, so editing it is safe
+        return self.plan(ast.SubLink(subLinkType=SubLinkType.EXPR_SUBLINK, subselect=select))
 
     def oid_cast(self, reg: str, arg):
         """Casts to ``oid`` and the ``reg*`` OID alias types (PostgreSQL 8.19), which are
@@ -574,15 +591,11 @@ class ExprPlanner:
                 and self.plan_subquery is not None:
             # Bytes of the table's Parquet parts (mz_recent_storage_usage); 0 for views and
             # system tables; NULL for an OID that names no relation.
-            lookup = pglast.parse_sql(
-                'SELECT (SELECT coalesce(s.size_bytes, 0) FROM pg_catalog.pg_class AS "?c?" '
-                "LEFT JOIN mz_catalog.mz_recent_storage_usage AS s ON s.object_id = CASE WHEN "
-                """"?c?".oid >= 20000 THEN 'u' || ("?c?".oid - 20000)::text ELSE 's' || ("?c?".oid - 10000)::text END """
-                'WHERE "?c?".oid = 0)')[0]
-            sublink = lookup.stmt.targetList[0].val
-            sublink.subselect.whereClause.rexpr = ast.TypeCast(arg=node.args[0], typeName=ast.TypeName(
-                names=(ast.String(sval="oid"),), typemod=-1))
-            return self.plan(sublink)
+            return self.catalog_lookup(
+                'SELECT coalesce(s.size_bytes, 0) FROM pg_catalog.pg_class AS "?c?" '
+                'LEFT JOIN mz_catalog.mz_tables AS "?t?" ON "?t?".oid = "?c?".oid '
+                'LEFT JOIN mz_catalog.mz_recent_storage_usage AS s ON s.object_id = "?t?".id '
+                'WHERE "?c?".oid = $1', node.args[0])
         if name in ("to_regtype", "to_regclass", "to_regnamespace") and len(args) == 1:
             # Like ::regtype etc., but NULL instead of an error for a name that names nothing.
             a = args[0]
@@ -595,10 +608,10 @@ class ExprPlanner:
             except SqlError:
                 return Literal(None, OID)
         if name in ("pg_table_is_visible", "pg_type_is_visible") and len(args) == 1:
-            # Visible: user objects (OIDs from 20000, see catalog.pg_catalog.object_oid) and types.
+            # Visible: user objects (catalog.pg_catalog.object_oid) and types.
             if name == "pg_type_is_visible":
                 return Literal(True, BOOL)
-            return self.binary(">=", args[0], Literal(20000, INT8))
+            return self.binary(">=", args[0], Literal(FIRST_USER_OID, INT8))
         func, casts, result = ty.resolve_function(name, [a.type for a in args])
         if func.startswith("const_"):
             # Catalog functions whose answer does not depend on the argument here.
@@ -683,10 +696,7 @@ class ExprPlanner:
         if node.agg_order:
             if func != "array_agg":
                 raise SqlError(FEATURE_NOT_SUPPORTED, f"ORDER BY inside {name}() is not supported")
-            order = tuple((arg_planner.plan(sb.node), sb.sortby_dir == SortByDir.SORTBY_DESC,
-                           sb.sortby_nulls == SortByNulls.SORTBY_NULLS_FIRST or (
-                               sb.sortby_nulls == SortByNulls.SORTBY_NULLS_DEFAULT and sb.sortby_dir == SortByDir.SORTBY_DESC))
-                          for sb in node.agg_order)
+            order = tuple((arg_planner.plan(sb.node), *sort_direction(sb)) for sb in node.agg_order)
         return AggCall(func, coerce(arg, cast_to) if cast_to else arg, bool(node.agg_distinct), result, order)
 
 

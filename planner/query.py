@@ -12,7 +12,7 @@ import itertools
 from dataclasses import dataclass
 
 from pglast import ast
-from pglast.enums import JoinType, SetOperation, SortByDir, SortByNulls
+from pglast.enums import JoinType, SetOperation
 
 from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, INVALID_COLUMN_REFERENCE, SYNTAX_ERROR, DATATYPE_MISMATCH, INVALID_ROW_COUNT,
@@ -22,7 +22,9 @@ from catalog.snapshot import CatalogSnapshot, View
 from catalog.types import BOOL, INT4, INT8, UNKNOWN, TEXT
 from planner import typing as ty
 from planner.consteval import evaluate, fold
-from planner.expr import ExprPlanner, Grouping, coerce, contains_aggregate, figure_colname, window_calls
+from planner.expr import (
+    ExprPlanner, Grouping, ast_nodes, coerce, contains_aggregate, figure_colname, sort_direction, window_calls,
+)
 from planner.decorrelate import lower_subqueries
 from planner.joins import reorder_joins
 from planner.plan import (
@@ -280,8 +282,8 @@ class QueryPlanner:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"FROM item {type(item).__name__} is not supported")
 
     def _plan_function(self, item: ast.RangeFunction) -> PlannedQuery:
-        """``FROM generate_series(a, b [, step])`` and ``FROM unnest(array)`` with constant
-        arguments (PostgreSQL 7.2.1.4); the column is named after the function.
+        """``FROM generate_series(a, b [, step])`` with constant arguments and ``FROM
+        unnest(array)`` (PostgreSQL 7.2.1.4); the column is named after the function.
 
         Raises:
             SqlError 0A000 for LATERAL, ROWS FROM, WITH ORDINALITY, other functions;
@@ -294,9 +296,9 @@ class QueryPlanner:
         name = fc.funcname[-1].sval.lower()
         planner = self.expr_planner(Scope())
         args = [fold(planner.plan(a)) for a in fc.args or ()]
-        if name == "unnest" and len(args) == 1 and args[0].type.is_array and not isinstance(args[0], Literal):
-            # An argument from an enclosing query (a correlated subquery's FROM unnest(outer.col)):
-            # one row, with the array unnested.
+        if name == "unnest" and len(args) == 1 and args[0].type.is_array:
+            # One row holding the array, unnested; the argument may come from an enclosing
+            # query (a correlated subquery's FROM unnest(outer.col)).
             t = args[0].type.element
             one = Project(Constant(((),), ()), (args[0],), ("?array?",))
             plan = Project(Unnest(one, (0,), ("unnest",)), (ColRef(1, t),), (name,))
@@ -313,10 +315,6 @@ class QueryPlanner:
             if step == 0:
                 raise SqlError("22023", "step size cannot equal zero")
             return PlannedQuery(Series(vals[0], vals[1], step, ((name, t),)), (name,))
-        if name == "unnest" and len(args) == 1 and args[0].type.is_array:
-            t = args[0].type.element
-            rows = tuple((v,) for v in args[0].value or ())
-            return PlannedQuery(Constant(rows, ((name, t),)), (name,))
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
 
     def _derived(self, sub: PlannedQuery, alias, default_name: str | None) -> tuple[Plan, Scope]:
@@ -451,12 +449,7 @@ class QueryPlanner:
             if window_calls(fc.args) or contains_aggregate(fc.args):
                 raise SqlError("42P20", "window function calls cannot be nested")
             partition = tuple(fold(planner.plan(x)) for x in w.partitionClause or ())
-            order = []
-            for sb in w.orderClause or ():
-                desc = sb.sortby_dir == SortByDir.SORTBY_DESC
-                nulls_first = desc if sb.sortby_nulls == SortByNulls.SORTBY_NULLS_DEFAULT else \
-                    sb.sortby_nulls == SortByNulls.SORTBY_NULLS_FIRST
-                order.append((fold(planner.plan(sb.node)), desc, nulls_first))
+            order = [(fold(planner.plan(sb.node)), *sort_direction(sb)) for sb in w.orderClause or ()]
             planned.append(self._window_call(fc, planner, partition, tuple(order)))
         plan = Window(plan, tuple(planned))
         for i, (fc, c) in enumerate(zip(calls, planned)):
@@ -569,11 +562,7 @@ class QueryPlanner:
         for sb in stmt.sortClause or ():
             if sb.useOp:
                 raise SqlError(FEATURE_NOT_SUPPORTED, "ORDER BY ... USING is not supported")
-            desc = sb.sortby_dir == SortByDir.SORTBY_DESC
-            if sb.sortby_nulls == SortByNulls.SORTBY_NULLS_DEFAULT:
-                nulls_first = desc
-            else:
-                nulls_first = sb.sortby_nulls == SortByNulls.SORTBY_NULLS_FIRST
+            desc, nulls_first = sort_direction(sb)
             node = sb.node
             target = None
             if isinstance(node, ast.A_Const) and isinstance(node.val, ast.Integer):
@@ -637,9 +626,7 @@ class QueryPlanner:
                     idx = list(names).index(alias)
                 else:
                     idx = node.val.ival - 1
-                desc = sb.sortby_dir == SortByDir.SORTBY_DESC
-                nf = desc if sb.sortby_nulls == SortByNulls.SORTBY_NULLS_DEFAULT else sb.sortby_nulls == SortByNulls.SORTBY_NULLS_FIRST
-                keys.append(SortKey(idx, desc, nf))
+                keys.append(SortKey(idx, *sort_direction(sb)))
             plan = OrderBy(plan, tuple(keys))
         return self._limit(plan, stmt), names
 
@@ -692,25 +679,14 @@ def _has_subquery(e) -> bool:
     return any(isinstance(n, Subquery) for n in walk(e))
 
 
-def _ast_nodes(node):
-    """Every pglast node below ``node`` (``node`` included)."""
-    if isinstance(node, (list, tuple)):
-        for n in node:
-            yield from _ast_nodes(n)
-    elif isinstance(node, ast.Node):
-        yield node
-        for attr in node:
-            yield from _ast_nodes(getattr(node, attr))
-
-
 def _references(node, name: str) -> bool:
-    return any(isinstance(n, ast.RangeVar) and n.schemaname is None and n.relname == name for n in _ast_nodes(node))
+    return any(isinstance(n, ast.RangeVar) and n.schemaname is None and n.relname == name for n in ast_nodes(node))
 
 
 def reads_only_catalog(snap: CatalogSnapshot, stmt) -> bool:
     """True when every relation ``stmt`` names is a system table or one of its own WITH
     queries, so that it can run in Python (and keep its subqueries nested)."""
-    nodes = list(_ast_nodes(stmt))
+    nodes = list(ast_nodes(stmt))
     ctes = {n.ctename for n in nodes if isinstance(n, ast.CommonTableExpr)}
     for n in nodes:
         if isinstance(n, ast.RangeVar) and not (n.schemaname is None and n.relname in ctes):
