@@ -375,12 +375,7 @@ class Session:
                 self.env.snapshot.resolve_cluster(stmt.cluster)
                 base += " WHERE c.name = " + _quote_literal(stmt.cluster)
             col = "replica"
-        q = f"SELECT * FROM ({base}) AS show"
-        if stmt.like is not None:
-            q += f" WHERE {col} LIKE {_quote_literal(stmt.like)}"
-        elif stmt.where is not None:
-            q += f" WHERE {stmt.where}"
-        return q + " ORDER BY 1, 2" if not isinstance(stmt, mz.ShowClusters) else q + " ORDER BY 1"
+        return _show_filtered("*", base, col, stmt, "1" if isinstance(stmt, mz.ShowClusters) else "1, 2")
 
     def _show_objects_query(self, stmt: mz.ShowObjects) -> str:
         """SHOW TABLES/VIEWS/COLUMNS/SCHEMAS/DATABASES as queries over mz_catalog (their
@@ -397,24 +392,14 @@ class Session:
             rel = self.env.snapshot.resolve_relation(None, stmt.target)
             base = ("SELECT name, nullable, type, '' AS comment, position FROM mz_catalog.mz_columns"
                     f" WHERE id = {_quote_literal(rel.id)}")
-            q = f"SELECT name, nullable, type, comment FROM ({base}) AS show"
-            if stmt.like is not None:
-                q += f" WHERE name LIKE {_quote_literal(stmt.like)}"
-            elif stmt.where is not None:
-                q += f" WHERE {stmt.where}"
-            return q + " ORDER BY position"
+            return _show_filtered("name, nullable, type, comment", base, "name", stmt, "position")
         elif k == "schemas":
             base = "SELECT name, '' AS comment FROM mz_catalog.mz_schemas"
             col = "name"
         else:
             base = "SELECT name, '' AS comment FROM mz_catalog.mz_databases"
             col = "name"
-        q = f"SELECT * FROM ({base}) AS show"
-        if stmt.like is not None:
-            q += f" WHERE {col} LIKE {_quote_literal(stmt.like)}"
-        elif stmt.where is not None:
-            q += f" WHERE {stmt.where}"
-        return q + " ORDER BY 1"
+        return _show_filtered("*", base, col, stmt, "1")
 
     # -- writes -------------------------------------------------------------------------
 
@@ -727,6 +712,17 @@ def _copy_options(stmt: ast.CopyStmt) -> dict[str, str]:
     return opts
 
 
+def _show_filtered(columns: str, base: str, col: str, stmt, order: str) -> str:
+    """A SHOW statement's query: ``columns`` of ``base``, narrowed by its ``LIKE`` pattern
+    (on ``col``) or its ``WHERE`` condition (Materialize's SHOW ... [LIKE | WHERE])."""
+    q = f"SELECT {columns} FROM ({base}) AS show"
+    if stmt.like is not None:
+        q += f" WHERE {col} LIKE {_quote_literal(stmt.like)}"
+    elif stmt.where is not None:
+        q += f" WHERE {stmt.where}"
+    return f"{q} ORDER BY {order}"
+
+
 def _quote_ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -752,10 +748,9 @@ def arrow_rows(t: pa.Table) -> list[tuple]:
     return list(zip(*cols))
 
 
-def _to_storage(v):
-    if isinstance(v, Interval):
-        return {"months": v.months, "days": v.days, "micros": v.micros}
-    return v
+def _to_storage(v: Interval | None):
+    # An interval is stored as a (months, days, micros) struct (catalog.types).
+    return None if v is None else {"months": v.months, "days": v.days, "micros": v.micros}
 
 
 def _from_arrow(c: pa.ChunkedArray) -> list:
@@ -770,5 +765,6 @@ def _from_arrow(c: pa.ChunkedArray) -> list:
 def rows_to_arrow(table: Table, rows: list[tuple]) -> pa.Table:
     """Rows in ``table``'s column order as an Arrow table in its storage schema."""
     schema = arrow_schema([c.name for c in table.columns], [c.type for c in table.columns])
-    arrays = [pa.array([_to_storage(r[i]) for r in rows], type=f.type) for i, f in enumerate(schema)]
+    arrays = [pa.array([_to_storage(r[i]) for r in rows] if c.type.name == "interval" else [r[i] for r in rows],
+                       type=f.type) for i, (f, c) in enumerate(zip(schema, table.columns))]
     return pa.Table.from_arrays(arrays, schema=schema)
