@@ -131,38 +131,38 @@ def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: 
             False, False, False, False, False, True, "d", False, None, None)
 
 
-#: type name -> (OID of its input function, of its output function) in PostgreSQL's pg_proc
+#: type name -> its input and output functions in PostgreSQL's pg_proc, as (OID, name)
 TYPE_IO_PROCS = {
-    "bool": (1242, 1243), "int2": (38, 39), "int4": (42, 43), "int8": (460, 461), "oid": (1798, 1799),
-    "numeric": (1701, 1702), "float4": (200, 201), "float8": (214, 215), "text": (46, 47), "varchar": (1046, 1047),
-    "bpchar": (1044, 1045), "date": (1084, 1085), "time": (1143, 1144), "timestamp": (1312, 1313),
-    "timestamptz": (1150, 1151), "interval": (1160, 1161), "bytea": (1244, 31), "uuid": (2952, 2953),
-    "jsonb": (3806, 3804), "unknown": (109, 110), "array": (750, 751),
+    "bool": ((1242, "boolin"), (1243, "boolout")), "int2": ((38, "int2in"), (39, "int2out")),
+    "int4": ((42, "int4in"), (43, "int4out")), "int8": ((460, "int8in"), (461, "int8out")),
+    "oid": ((1798, "oidin"), (1799, "oidout")), "numeric": ((1701, "numeric_in"), (1702, "numeric_out")),
+    "float4": ((200, "float4in"), (201, "float4out")), "float8": ((214, "float8in"), (215, "float8out")),
+    "text": ((46, "textin"), (47, "textout")), "varchar": ((1046, "varcharin"), (1047, "varcharout")),
+    "bpchar": ((1044, "bpcharin"), (1045, "bpcharout")), "date": ((1084, "date_in"), (1085, "date_out")),
+    "time": ((1143, "time_in"), (1144, "time_out")), "timestamp": ((1312, "timestamp_in"), (1313, "timestamp_out")),
+    "timestamptz": ((1150, "timestamptz_in"), (1151, "timestamptz_out")),
+    "interval": ((1160, "interval_in"), (1161, "interval_out")), "bytea": ((1244, "byteain"), (31, "byteaout")),
+    "uuid": ((2952, "uuid_in"), (2953, "uuid_out")), "jsonb": ((3806, "jsonb_in"), (3804, "jsonb_out")),
+    "unknown": ((109, "unknownin"), (110, "unknownout")), "array": ((750, "array_in"), (751, "array_out")),
 }
+#: pg_proc's rows here: OID -> name of those functions (for ``'array_in'::regproc``)
+PROC_NAMES = {oid: name for procs in TYPE_IO_PROCS.values() for oid, name in procs}
 #: pseudo-types (pg_type.dat) that catalog queries name with ::regtype
 PSEUDO_TYPE_OIDS = {"trigger": 2279, "void": 2278, "record": 2249, "cstring": 2275, "any": 2276,
                     "anyelement": 2283, "anyarray": 2277, "internal": 2281, "event_trigger": 3838}
-#: pg_proc names of those functions (for ``'array_in'::regproc``)
-PROC_NAMES = {
-    1242: "boolin", 1243: "boolout", 38: "int2in", 39: "int2out", 42: "int4in", 43: "int4out", 460: "int8in",
-    461: "int8out", 1798: "oidin", 1799: "oidout", 1701: "numeric_in", 1702: "numeric_out", 200: "float4in",
-    201: "float4out", 214: "float8in", 215: "float8out", 46: "textin", 47: "textout", 1046: "varcharin",
-    1047: "varcharout", 1044: "bpcharin", 1045: "bpcharout", 1084: "date_in", 1085: "date_out", 1143: "time_in",
-    1144: "time_out", 1312: "timestamp_in", 1313: "timestamp_out", 1150: "timestamptz_in", 1151: "timestamptz_out",
-    1160: "interval_in", 1161: "interval_out", 1244: "byteain", 31: "byteaout", 2952: "uuid_in", 2953: "uuid_out",
-    3806: "jsonb_in", 3804: "jsonb_out", 109: "unknownin", 110: "unknownout", 750: "array_in", 751: "array_out",
-}
+def _collation(t: SqlType) -> int:
+    """typcollation/attcollation: the default collation for string types (and arrays of them)."""
+    base = t.element if t.is_array else t
+    return DEFAULT_COLLATION_OID if base.is_string and base.name != "unknown" else 0
 
 
 def _type_row(name: str) -> tuple:
     t = SqlType(name)
     elem = t.element.oid if t.is_array else 0
     array = 0 if t.is_array else ARRAY_OIDS.get(name, 0)
-    collation = DEFAULT_COLLATION_OID if (t.element if t.is_array else t).is_string and name != "unknown" else 0
-    typname = name if name != "timestamptz" else "timestamptz"
-    typin, typout = TYPE_IO_PROCS["array" if t.is_array else name]
-    return (t.oid, typname, NAMESPACE_OIDS["pg_catalog"], OWNER_OID, t.typlen, 0 < t.typlen <= 8, "b",
-            t.category, False, True, ",", 0, elem, array, typin, typout, 0, -1, False, 0, collation, None)
+    (typin, _), (typout, _) = TYPE_IO_PROCS["array" if t.is_array else name]
+    return (t.oid, name, NAMESPACE_OIDS["pg_catalog"], OWNER_OID, t.typlen, 0 < t.typlen <= 8, "b",
+            t.category, False, True, ",", 0, elem, array, typin, typout, 0, -1, False, 0, _collation(t), None)
 
 
 def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[str, str]) -> list[tuple] | None:
@@ -183,8 +183,7 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
         return [(DATABASE_OID, "materialize", OWNER_OID, 6, "C", "C", False, True, -1, 0, None)]
     if tid == PG_ATTRIBUTE.id:
         return [(object_oid(r.id), c.name, c.type.oid, c.type.typlen, i + 1, int(c.type.is_array), c.type.typmod,
-                 not c.nullable, False, "", "", False, True,
-                 DEFAULT_COLLATION_OID if (c.type.element if c.type.is_array else c.type).is_string else 0, -1,
+                 not c.nullable, False, "", "", False, True, _collation(c.type), -1,
                  "p" if c.type.typlen > 0 else "x", "", None, None)
                 for r, _ in _relations(snap) for i, c in enumerate(r.columns)]
     if tid == PG_TYPE.id:
