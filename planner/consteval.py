@@ -523,10 +523,8 @@ def pg_size_pretty(size: Decimal) -> str:
 #: functions with a NULL result for any NULL argument, by plan function name
 _STRICT_FUNCS = {
     "pg_size_pretty": lambda e, a: pg_size_pretty(a[0]),
-    "jsonb_key": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), False),
-    "jsonb_key_text": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), True),
-    "jsonb_idx": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), False),
-    "jsonb_idx_text": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), True),
+    "jsonb_get": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), False),
+    "jsonb_get_text": lambda e, a: _jsonb_out(_jsonb_step(_doc(a[0]), a[1]), True),
     "jsonb_path": _jsonb_path,
     "jsonb_path_text": _jsonb_path,
     "jsonb_contains": lambda e, a: _contains(_doc(a[0]), _doc(a[1])),

@@ -145,11 +145,10 @@ JSONB_OPS = ("->", "->>", "#>", "#>>", "@>", "<@", "?")
 
 def _jsonb_op(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, SqlType]:
     text_result = op in ("->>", "#>>")
-    if op in ("->", "->>"):
-        if r.is_integer:
-            return ("jsonb_idx_text" if text_result else "jsonb_idx"), JSONB, INT4, TEXT if text_result else JSONB
-        if r.is_string:
-            return ("jsonb_key_text" if text_result else "jsonb_key"), JSONB, TEXT, TEXT if text_result else JSONB
+    if op in ("->", "->>") and (r.is_integer or r.is_string):
+        # an array element by position, or an object field by key
+        return ("jsonb_get_text" if text_result else "jsonb_get"), JSONB, INT4 if r.is_integer else TEXT, \
+            TEXT if text_result else JSONB
     if op in ("#>", "#>>") and (r.name == "unknown" or r == array_of(TEXT)):
         return ("jsonb_path_text" if text_result else "jsonb_path"), JSONB, array_of(TEXT), TEXT if text_result else JSONB
     if op in ("@>", "<@") and r.name in ("jsonb", "unknown"):
