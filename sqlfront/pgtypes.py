@@ -23,9 +23,8 @@ from catalog.types import FLOAT8 as _FLOAT8, Interval, SqlType, type_from_oid
 
 Encoder = Callable[[object], bytes]
 
-_PY_TYPE = {"bool": bool, "int2": int, "int4": int, "int8": int, "float4": float, "float8": float,
-            "numeric": Decimal, "date": dt.date, "timestamp": dt.datetime, "timestamptz": dt.datetime,
-            "time": dt.time}
+#: Python type of the values psycopg's binary dumpers encode for us
+_PY_TYPE = {"numeric": Decimal, "timestamp": dt.datetime, "timestamptz": dt.datetime, "time": dt.time}
 
 
 _I2, _I4, _I8, _U4, _F4, _F8 = (struct.Struct(f).pack for f in ("!h", "!i", "!q", "!I", "!f", "!d"))
@@ -106,9 +105,12 @@ def encoder(t: SqlType, binary: bool) -> Encoder:
     if t.is_array:
         return _array_encoder(t)
     n = t.name
-    fixed = {"int2": _I2, "int4": _I4, "int8": _I8, "oid": _U4, "float4": _F4, "float8": _F8}.get(n)
+    fixed = {"int2": _I2, "int4": _I4, "int8": _I8, "oid": _U4}.get(n)
     if fixed is not None:
-        return lambda v: fixed(v)
+        return fixed
+    if n in ("float4", "float8"):
+        pack = _F4 if n == "float4" else _F8
+        return lambda v: pack(float(v))
     if n == "bool":
         return lambda v: b"\x01" if v else b"\x00"
     if n == "date":
@@ -124,8 +126,6 @@ def encoder(t: SqlType, binary: bool) -> Encoder:
     dumper = adapters.get_dumper_by_oid(t.oid, Format.BINARY)(_PY_TYPE[n])
     if n == "timestamptz":
         return lambda v: bytes(dumper.dump(v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)))
-    if n in ("float4", "float8"):
-        return lambda v: bytes(dumper.dump(float(v)))
     if n == "numeric":
         return lambda v: bytes(dumper.dump(v if isinstance(v, Decimal) else Decimal(str(v))))
     return lambda v: bytes(dumper.dump(v))
