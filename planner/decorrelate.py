@@ -20,10 +20,12 @@ subqueries and aggregation", SIGMOD 2001) and of Materialize's decorrelation.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.types import BOOL, INT8
 from planner.plan import (
-    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest, Window, WindowCall, inputs,
+    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest, Window, inputs,
 )
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, map_expr, walk
 
@@ -117,10 +119,9 @@ class _Apply:
         if isinstance(p, Unnest):
             return Unnest(self.apply(p.input), tuple(i + d for i in p.arrays), p.kinds)
         if isinstance(p, Window):  # computed per row of D: D's columns join the partition key
-            return Window(self.apply(p.input), tuple(
-                WindowCall(c.func, tuple(self.expr(a, d) for a in c.args),
-                           tuple(self.d_refs()) + tuple(self.expr(k, d) for k in c.partition),
-                           tuple((self.expr(e, d), desc, nf) for e, desc, nf in c.order), c.type) for c in p.calls))
+            calls = [c.map_exprs(lambda e: self.expr(e, d)) for c in p.calls]
+            return Window(self.apply(p.input), tuple(replace(c, partition=tuple(self.d_refs()) + c.partition)
+                                                     for c in calls))
         if isinstance(p, OrderBy):
             from planner.plan import SortKey
 
@@ -128,9 +129,7 @@ class _Apply:
         if isinstance(p, Reduce):
             inner = self.apply(p.input)
             keys = tuple(self.d_refs()) + tuple(self.expr(k, d) for k in p.keys)
-            aggs = tuple(AggCall(a.func, self.expr(a.arg, d) if a.arg is not None else None, a.distinct, a.type,
-                                 tuple((self.expr(e, d), desc, nf) for e, desc, nf in a.order))
-                         for a in p.aggregates)
+            aggs = tuple(a.map_exprs(lambda e: self.expr(e, d)) for a in p.aggregates)
             red = Reduce(inner, keys, aggs)
             if p.keys:
                 return red

@@ -260,7 +260,7 @@ def _window(c: WindowCall, rows: Rows) -> list:
             continue
         # Aggregates over the default frame: all rows up to the current row's last peer
         # (the whole partition without ORDER BY).
-        agg = AggCall(c.func, c.args[0] if c.args else None, False, c.type)
+        agg = c.as_aggregate()
         j = 0
         while j < len(ordered):
             end = j + 1

@@ -6,7 +6,7 @@ are only for the client's RowDescription; expressions refer to columns by positi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Union
 
 from catalog.snapshot import Relation as CatalogRelation
@@ -188,6 +188,15 @@ class WindowCall:
     order: tuple
     type: SqlType
 
+    def map_exprs(self, f) -> "WindowCall":
+        """This call with ``f`` applied to its arguments, partition and order expressions."""
+        return replace(self, args=tuple(f(a) for a in self.args), partition=tuple(f(k) for k in self.partition),
+                       order=tuple((f(e), d, n) for e, d, n in self.order))
+
+    def as_aggregate(self) -> AggCall:
+        """The aggregate an aggregate window function computes over its frame."""
+        return AggCall(self.func, self.args[0] if self.args else None, False, self.type)
+
 
 @dataclass(frozen=True)
 class Window:
@@ -267,8 +276,7 @@ def map_plan_exprs(p, f):
         return Project(map_plan_exprs(p.input, f), tuple(m(e) for e in p.exprs), p.names)
     if isinstance(p, Reduce):
         return Reduce(map_plan_exprs(p.input, f), tuple(m(k) for k in p.keys),
-                      tuple(AggCall(a.func, m(a.arg), a.distinct, a.type, tuple((m(e), d, n) for e, d, n in a.order))
-                            for a in p.aggregates))
+                      tuple(a.map_exprs(m) for a in p.aggregates))
     if isinstance(p, Join):
         return Join(map_plan_exprs(p.left, f), map_plan_exprs(p.right, f), p.kind, m(p.on))
     if isinstance(p, SetOp):
@@ -282,7 +290,5 @@ def map_plan_exprs(p, f):
     if isinstance(p, Unnest):
         return Unnest(map_plan_exprs(p.input, f), p.arrays, p.kinds)
     if isinstance(p, Window):
-        return Window(map_plan_exprs(p.input, f), tuple(
-            WindowCall(c.func, tuple(m(a) for a in c.args), tuple(m(k) for k in c.partition),
-                       tuple((m(e), d, n) for e, d, n in c.order), c.type) for c in p.calls))
+        return Window(map_plan_exprs(p.input, f), tuple(c.map_exprs(m) for c in p.calls))
     raise TypeError(p)

@@ -18,7 +18,7 @@ plans need no names after planning.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator, Union
 
 from catalog.types import SqlType
@@ -74,6 +74,11 @@ class AggCall:
     distinct: bool
     type: SqlType
     order: tuple = ()
+
+    def map_exprs(self, f) -> "AggCall":
+        """This aggregate with ``f`` applied to its argument and ORDER BY expressions."""
+        return replace(self, arg=None if self.arg is None else f(self.arg),
+                       order=tuple((f(e), d, n) for e, d, n in self.order))
 
 
 @dataclass(frozen=True)
@@ -138,7 +143,7 @@ def map_expr(e, f):
     elif isinstance(e, Case):
         e = Case(tuple((map_expr(c, f), map_expr(r, f)) for c, r in e.whens), map_expr(e.else_, f), e.type)
     elif isinstance(e, AggCall) and e.arg is not None:
-        e = AggCall(e.func, map_expr(e.arg, f), e.distinct, e.type, tuple((map_expr(x, f), d, n) for x, d, n in e.order))
+        e = e.map_exprs(lambda x: map_expr(x, f))
     elif isinstance(e, Subquery) and e.test is not None:
         e = Subquery(e.kind, e.plan, e.type, map_expr(e.test, f), e.func)
     return f(e)

@@ -258,7 +258,7 @@ class Lowerer:
             return f(self.scalar(c.args[0]), off.value, default).over(spec)
         if c.func == "array_agg":
             raise SqlError(FEATURE_NOT_SUPPORTED, "array_agg as a window function is not supported")
-        return self.aggregate(AggCall(c.func, c.args[0] if c.args else None, False, c.type), over=spec)
+        return self.aggregate(c.as_aggregate(), over=spec)
 
     def _Distinct(self, p: Distinct) -> DataFrame:
         return self.lower(p.input).distinct()
