@@ -68,7 +68,8 @@ MZ_COORDINATOR_LOOP = BuiltinTable(
     "s6",
     "mz_internal",
     "mz_coordinator_loop",
-    (Column("busy_seconds", FLOAT8, False), Column("wall_seconds", FLOAT8, False), Column("commands", INT8, False)),
+    (Column("busy_seconds", FLOAT8, False), Column("wall_seconds", FLOAT8, False), Column("commands", INT8, False),
+     Column("errors", INT8, False)),
 )
 
 MZ_PEEK_DURATIONS = BuiltinTable(

@@ -27,6 +27,7 @@ CREATE TABLE IF NOT EXISTS replicas (
     size TEXT,
     availability_zone TEXT,
     remote TEXT NOT NULL DEFAULT '[]',
+    token TEXT,
     UNIQUE (cluster_id, name)
 );
 CREATE TABLE IF NOT EXISTS tables (
@@ -125,6 +126,13 @@ class CatalogStore:
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA foreign_keys=ON")
         self._conn.executescript(SCHEMA_SQL)
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Bring a catalog written by an earlier version up to SCHEMA_SQL."""
+        cols = {r[1] for r in self._conn.execute("PRAGMA table_info(replicas)")}
+        if "token" not in cols:  # REMOTE replicas' bearer tokens
+            self._conn.execute("ALTER TABLE replicas ADD COLUMN token TEXT")
 
     def is_new(self) -> bool:
         with self._lock:
@@ -137,8 +145,8 @@ class CatalogStore:
             meta = dict(c.execute("SELECT key, value FROM meta").fetchall())
             clusters = {r[0]: Cluster(r[0], r[1]) for r in c.execute("SELECT id, name FROM clusters")}
             replicas = {
-                r[0]: Replica(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])))
-                for r in c.execute("SELECT id, cluster_id, name, size, availability_zone, remote FROM replicas")
+                r[0]: Replica(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6])
+                for r in c.execute("SELECT id, cluster_id, name, size, availability_zone, remote, token FROM replicas")
             }
             tables = {
                 r[0]: Table(r[0], r[1], r[2], _decode_columns(r[3]), r[4])
@@ -195,9 +203,10 @@ class CatalogStore:
                     elif isinstance(op, CreateReplica):
                         r = op.replica
                         c.execute(
-                            "INSERT INTO replicas (id, cluster_id, name, size, availability_zone, remote)"
-                            " VALUES (?, ?, ?, ?, ?, ?)",
-                            (r.id, r.cluster_id, r.name, r.size, r.availability_zone, json.dumps(list(r.remote))),
+                            "INSERT INTO replicas (id, cluster_id, name, size, availability_zone, remote, token)"
+                            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (r.id, r.cluster_id, r.name, r.size, r.availability_zone, json.dumps(list(r.remote)),
+                             r.token),
                         )
                         replicas[r.id] = r
                     elif isinstance(op, DropReplica):

@@ -33,7 +33,9 @@ class Cluster:
 class Replica:
     """A cluster replica (``u1``): one Spark Connect server process, or a REMOTE address.
 
-    ``size`` is None for a REMOTE replica; ``remote`` lists its ``sc://`` addresses.
+    ``size`` is None for a REMOTE replica; ``remote`` lists its ``sc://`` addresses and
+    ``token`` is the bearer token its server requires (its TOKEN option; never shown in
+    a system table or a log, hence ``repr=False``).
     """
 
     id: str
@@ -42,6 +44,7 @@ class Replica:
     size: str | None
     availability_zone: str | None = None
     remote: tuple[str, ...] = ()
+    token: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,12 @@ replica: processes start in the background and stop on a reaper thread.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 import uuid
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Callable
 
 import pyarrow as pa
@@ -39,10 +40,8 @@ class ClusterCoordinator:
         self.on_status = on_status
         self._replicas: dict[str, ReplicaHandle] = {}
         self._cond = threading.Condition()
-        # Runs each replica's share of a peek; threads stuck on a frozen replica only
-        # hold a pool slot until it answers or is dropped.
+        #: peeks running at once on one replica (each replica has its own threads)
         self.max_peeks_per_replica = max_peeks_per_replica
-        self._pool = ThreadPoolExecutor(256, thread_name_prefix=f"peek-{name}")
 
     # -- replica lifecycle (called by the Coordinator; never blocks) -----------------
 
@@ -60,8 +59,8 @@ class ClusterCoordinator:
                     memory_mb=size.memory_limit,
                     availability_zone=replica.availability_zone,
                 )
-            h = ReplicaHandle(replica, f"{self.name}.{replica.name}", spec, self.orchestrator, self._changed)
-            h.slots = threading.BoundedSemaphore(self.max_peeks_per_replica)
+            h = ReplicaHandle(replica, f"{self.name}.{replica.name}", spec, self.orchestrator, self._changed,
+                              max_peeks=self.max_peeks_per_replica)
             self._replicas[replica.id] = h
         h.start()
 
@@ -80,7 +79,6 @@ class ClusterCoordinator:
         with self._cond:
             handles = list(self._replicas.values())
             self._replicas.clear()
-        self._pool.shutdown(wait=False, cancel_futures=True)
         threads = [threading.Thread(target=h.stop, daemon=True) for h in handles]
         for t in threads:
             t.start()
@@ -108,7 +106,9 @@ class ClusterCoordinator:
         answer as Arrow; the other replicas' runs are interrupted (Spark Connect tags).
 
         A replica that crashes or hangs mid-peek does not fail the peek while another
-        replica answers; replicas that become healthy later join in.
+        replica answers; replicas that become healthy later join in. Each replica runs
+        peeks on its own bounded threads: a replica whose queue is full is tried again
+        on the next round, so a hung replica never takes another replica's capacity.
 
         Raises:
             SqlError 55000 if the cluster has no replicas, or has had no healthy replica
@@ -120,6 +120,8 @@ class ClusterCoordinator:
         tag = f"sqlfront-peek-{uuid.uuid4().hex}"
         attempts: dict[str, tuple[ReplicaHandle, Future]] = {}
         no_healthy_since: float | None = None
+        # Set when the peek is over: an attempt still queued then never starts its job.
+        over = threading.Event()
         try:
             while True:
                 with self._cond:
@@ -128,7 +130,9 @@ class ClusterCoordinator:
                     healthy = self._healthy()
                 for h in healthy:
                     if h.id not in attempts:
-                        attempts[h.id] = (h, self._pool.submit(self._run_on, h, plan, scan, builtin_rows, tag))
+                        fut = h.submit_peek(functools.partial(self._run_on, h, plan, scan, builtin_rows, tag, over))
+                        if fut is not None:
+                            attempts[h.id] = (h, fut)
                 for rid, (h, fut) in list(attempts.items()):
                     if not fut.done():
                         continue
@@ -164,17 +168,16 @@ class ClusterCoordinator:
                     with self._cond:
                         self._cond.wait(0.1)
         finally:
+            over.set()
             for h, fut in attempts.values():
-                if not fut.done():
-                    self._interrupt(h, tag)
+                if not fut.cancel() and not fut.done():
+                    h.interrupt(tag)
 
-    def _run_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str) -> pa.Table:
-        # Bound the peeks running at once on this replica; the rest queue here.
-        with h.slots:
-            return self._run_on_slot(h, plan, scan, builtin_rows, tag)
-
-    def _run_on_slot(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str) -> pa.Table:
+    def _run_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
+                over: threading.Event) -> pa.Table:
         session = h.session
+        if over.is_set():
+            raise _ReplicaUnreachable("the peek is over")
         if session is None:
             raise _ReplicaUnreachable("no session")
         try:
@@ -189,19 +192,6 @@ class ClusterCoordinator:
             if is_connection_error(e) or h.status != HEALTHY:
                 raise _ReplicaUnreachable(type(e).__name__) from e
             raise to_sql_error(e) from None
-
-    def _interrupt(self, h: ReplicaHandle, tag: str) -> None:
-        session = h.session
-        if session is None:
-            return
-
-        def run():
-            try:
-                session.interruptTag(tag)
-            except Exception as e:  # the replica may be gone or frozen
-                log.debug("interrupting %s on %s failed: %s", tag, h.label, e)
-
-        threading.Thread(target=run, name=f"interrupt-{h.label}", daemon=True).start()
 
 
 class _ReplicaUnreachable(Exception):

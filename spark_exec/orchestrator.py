@@ -8,6 +8,13 @@ No Java process may outlive environmentd: every replica is started with a parent
 signal (``setpriv --pdeathsig KILL``) from one long-lived spawner thread (the signal
 fires when the *thread* that forked the child exits), and ``reap_orphans`` kills the
 process groups left by an environmentd that was killed before it could clean up.
+
+Every local replica requires a secret token of its own (Spark Connect's
+``spark.connect.authenticate.token``, given to the JVM through its environment
+variable ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` so it never appears on a command line
+or in a log). Only environmentd knows it, and the file ``token`` (mode 0600) next to
+the pid file, for the operator of the data directory: other local users cannot run
+work on a replica.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import secrets
 import shutil
 import signal
 import socket
@@ -22,7 +30,7 @@ import subprocess
 import threading
 import time
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyspark
@@ -35,6 +43,8 @@ CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_MEMORY_MB = 2048
 # Marks our replica JVMs so orphan reaping never touches anyone else's processes.
 MARKER_PROPERTY = "spark.sqlfront.replica"
+#: the environment variable the Spark Connect server reads its token from (Connect.scala)
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,8 @@ class ReplicaProcess:
     popen: subprocess.Popen
     port: int
     log_path: Path
+    #: the bearer token its Spark Connect server requires (never logged: repr=False)
+    token: str = field(default="", repr=False)
 
     @property
     def url(self) -> str:
@@ -70,6 +82,12 @@ class ReplicaProcess:
 
     def alive(self) -> bool:
         return self.popen.poll() is None
+
+    def cpu_seconds(self) -> float:
+        """CPU time (user + system, seconds) used so far by the live processes of the
+        replica's process group: the driver JVM and, for ``local-cluster`` sizes, its
+        executor JVMs. 0.0 once the group is gone."""
+        return group_cpu_seconds(self.popen.pid)
 
 
 def free_port() -> int:
@@ -84,6 +102,7 @@ class Orchestrator:
     def __init__(self, data_dir: Path, instance: str):
         self.root = Path(data_dir).resolve() / "replicas"
         self.root.mkdir(parents=True, exist_ok=True)
+        self.root.chmod(0o700)  # replica logs, tokens and scratch space are environmentd's alone
         self.instance = instance
         self._requests: queue.Queue = queue.Queue()
         self._spawner = threading.Thread(target=self._spawn_loop, name="orchestrator-spawner", daemon=True)
@@ -124,6 +143,12 @@ class Orchestrator:
             # PostgreSQL's time type is stored as Parquet TIME(MICROS); Spark 4 reads it only with this.
             "spark.sql.timeType.enabled": "true",
             "spark.sql.shuffle.partitions": str(total_cores),
+            # Cancel: tasks that ignore the interrupt are reported and, in executor JVMs
+            # (local-cluster sizes), killed with their executor after the timeout. In
+            # local[N] mode Spark never kills its own JVM: ReplicaHandle's watchdog
+            # restarts the replica instead.
+            "spark.task.reaper.enabled": "true",
+            "spark.task.reaper.killTimeout": "10s",
             # Hash tables of broadcast joins take one page each at least; Spark's default page
             # (up to 64 MiB) lets a 26-way join of ten-row tables exhaust the heap.
             "spark.buffer.pageSize": "2m",
@@ -155,6 +180,8 @@ class Orchestrator:
         env["SPARK_LOCAL_IP"] = "127.0.0.1"
         env.pop("SPARK_REMOTE", None)
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        token = secrets.token_urlsafe(32)
+        env[TOKEN_ENV] = token
         logf = open(log_path, "ab")
         logf.write(f"\n=== starting {spec.label} on 127.0.0.1:{port} at {time.ctime()} ===\n".encode())
         logf.flush()
@@ -170,8 +197,9 @@ class Orchestrator:
         logf.close()
         (workdir / "pid").write_text(f"{popen.pid}\n")
         (workdir / "port").write_text(f"{port}\n")  # for operators and tests: sc://127.0.0.1:<port>
+        _write_private(workdir / "token", token)
         log.info("replica %s (%s) starting: pid %d, port %d, log %s", spec.label, spec.replica_id, popen.pid, port, log_path)
-        return ReplicaProcess(spec, popen, port, log_path)
+        return ReplicaProcess(spec, popen, port, log_path, token)
 
     # -- stopping ---------------------------------------------------------------------
 
@@ -188,10 +216,8 @@ class Orchestrator:
             proc.popen.wait(5)
         except subprocess.TimeoutExpired:
             log.warning("replica %s did not exit after SIGKILL", proc.spec.label)
-        try:
-            (self.root / proc.spec.replica_id / "pid").unlink()
-        except FileNotFoundError:
-            pass
+        for name in ("pid", "token"):
+            (self.root / proc.spec.replica_id / name).unlink(missing_ok=True)
 
     def reap_orphans(self) -> int:
         """Kill replica process groups left behind by an earlier environmentd on this data
@@ -209,6 +235,30 @@ class Orchestrator:
                 killed += 1
             pidfile.unlink(missing_ok=True)
         return killed
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by this user only (mode 0600 from the start)."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text + "\n")
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """CPU time (user + system, seconds) of the live processes in process group ``pgid``,
+    from /proc/<pid>/stat (proc(5): fields utime and stime, in clock ticks)."""
+    total = 0
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # field 5 of stat, pgrp (fields[0] is the state, field 3)
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -1,5 +1,5 @@
 """One replica as environmentd sees it: its process (if local), its Spark Connect client
-session, and its health, kept current by a monitor thread.
+session, its own peek threads, and its health, kept current by a monitor thread.
 
 Status is ``healthy`` once the Spark Connect server answers a trivial query, and
 ``unhealthy`` otherwise: when the process has exited, is stopped (SIGSTOP), or does
@@ -7,6 +7,13 @@ not answer a ping within ``PING_TIMEOUT_S`` (pings run every ``PING_EVERY_S``). 
 exponential backoff (0.5 s doubling to 30 s); events are logged as
 ``replica <cluster.replica> <event>`` with event created, ready, crashed, restarted,
 dropped.
+
+Canceled work must stop, not only its reply: Spark's tasks see an interrupt only
+between input rows or batches, so a task deep in a loop (a hash aggregate over a
+cross product, say) runs on for minutes after its job is canceled. After a peek on
+this replica is interrupted, the monitor watches the replica's CPU; if the replica
+stays busy while none of our peeks runs on it, the work is orphaned and the replica
+is restarted (a local one; the cluster's other replicas answer meanwhile).
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Callable
 
+from pyspark.sql.connect.client.core import RpcDeadlines
+
 from catalog.snapshot import Replica
 from spark_exec.orchestrator import Orchestrator, ReplicaProcess, ReplicaSpec
 
@@ -31,12 +40,46 @@ UNHEALTHY = "unhealthy"
 _session_lock = threading.Lock()
 
 
-def connect_session(url: str):
-    """A new Spark Connect client session for ``url`` (``sc://host:port``)."""
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def connection_url(url: str, token: str | None) -> str:
+    """The Spark Connect connection string for ``url`` (``sc://host:port[/;k=v...]``)
+    carrying bearer ``token`` (Spark Connect's ``;token=`` parameter), or ``url`` itself
+    when ``token`` is None.
+
+    pyspark's client sends a token only over a secure channel: TLS, or for the host
+    ``localhost`` gRPC's local credentials, which accept loopback peers only. A
+    loopback address is therefore spelled ``localhost``; any other host needs TLS on
+    the server (pyspark's ChannelBuilder, "secure" and "toChannel")."""
+    if not token:
+        return url
+    rest = url.removeprefix("sc://")
+    address, _, params = rest.partition("/")
+    host, _, port = address.rpartition(":")
+    if host in LOOPBACK_HOSTS:
+        address = f"localhost:{port}"
+    params = params.lstrip(";")
+    return f"sc://{address}/;" + (f"{params};" if params else "") + f"token={token}"
+
+
+def connect_session(url: str, token: str | None = None):
+    """A new Spark Connect client session for ``url`` (``sc://host:port``), presenting
+    ``token`` when the server requires one (see ``connection_url``)."""
     from pyspark.sql.connect.session import SparkSession
 
     with _session_lock:
-        return SparkSession.builder.remote(url).create()
+        session = SparkSession.builder.remote(connection_url(url, token)).create()
+    # Control RPCs get short deadlines so that none waits forever on a frozen server
+    # (pyspark's defaults are 10 min to 1 h; the builder has no parameter for them).
+    session.client._rpc_deadlines = RpcDeadlines(
+        config=CONTROL_RPC_DEADLINE_S, interrupt=CONTROL_RPC_DEADLINE_S, release_session=CONTROL_RPC_DEADLINE_S,
+        get_status=CONTROL_RPC_DEADLINE_S, fetch_error_details=CONTROL_RPC_DEADLINE_S, analyze_plan=120.0)
+    return session
+
+
+#: seconds a config, interrupt or status RPC to a replica may take
+CONTROL_RPC_DEADLINE_S = 10.0
 
 
 class ReplicaHandle:
@@ -46,6 +89,15 @@ class ReplicaHandle:
     PING_EVERY_S = 1.0
     PING_TIMEOUT_S = 5.0  # generous: a replica busy with big peeks answers slowly, not never
 
+    #: a canceled task that checks its interrupt flag stops within this many seconds
+    CANCEL_GRACE_S = 3.0
+    #: CPU (cores) above which a replica with no peek of ours running is doing orphaned work
+    BUSY_CORES = 0.5
+    #: how long orphaned work may go on before the replica is restarted (seconds)
+    BUSY_FOR_S = 3.0
+    #: how long after a cancel the replica's CPU is watched (seconds)
+    WATCH_FOR_S = 120.0
+
     def __init__(
         self,
         replica: Replica,
@@ -53,6 +105,7 @@ class ReplicaHandle:
         spec: ReplicaSpec | None,
         orchestrator: Orchestrator | None,
         on_change: Callable[["ReplicaHandle"], None],
+        max_peeks: int = 8,
     ):
         self.replica = replica
         self.label = label
@@ -61,15 +114,28 @@ class ReplicaHandle:
         self.on_change = on_change
         self.status = UNHEALTHY
         self.session = None
-        #: bounds the peeks running at once on this replica (set by the ClusterCoordinator)
-        self.slots = threading.BoundedSemaphore(8)
         self.process: ReplicaProcess | None = None
+        #: restarts of this replica because canceled work did not stop
+        self.cancel_restarts = 0
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._monitor, name=f"replica-{label}", daemon=True)
         # Pings run here so a frozen server never blocks the monitor itself.
         self._pinger = ThreadPoolExecutor(1, thread_name_prefix=f"ping-{label}")
         self._ping: Future | None = None
+        # Peeks run on the replica's own threads, at most max_peeks at once and as many
+        # queued: a hung replica holds only its own share, never another replica's.
+        self.max_peeks = max_peeks
+        self._peeks = ThreadPoolExecutor(max_peeks, thread_name_prefix=f"peek-{label}")
+        self._pending = 0
+        self._running = 0
+        # Interrupts run here, so a frozen server blocks none of the callers.
+        self._control = ThreadPoolExecutor(1, thread_name_prefix=f"control-{label}")
+        #: when a peek on this replica was last interrupted (monotonic seconds), None if
+        #: no canceled work is being watched
+        self._canceled_at: float | None = None
+        #: (since, CPU seconds then, busy since) of the running CPU measurement
+        self._cpu_mark: tuple[float, float, float] | None = None
 
     @property
     def id(self) -> str:
@@ -77,9 +143,114 @@ class ReplicaHandle:
 
     @property
     def url(self) -> str | None:
+        """Where the replica's Spark Connect server listens (no secrets: safe to log)."""
         if self.replica.remote:
             return self.replica.remote[0]
         return self.process.url if self.process else None
+
+    @property
+    def token(self) -> str | None:
+        """The bearer token the server requires: the local process's own, or the REMOTE
+        replica's TOKEN option."""
+        if self.replica.remote:
+            return self.replica.token
+        return self.process.token if self.process else None
+
+    # -- peeks ------------------------------------------------------------------------
+
+    def submit_peek(self, fn: Callable[[], object]) -> Future | None:
+        """Run ``fn()`` on one of this replica's peek threads. Returns its Future, or None
+        when ``max_peeks`` run and as many more wait already (the caller tries another
+        replica, or this one again later)."""
+        with self._lock:
+            if self._pending >= 2 * self.max_peeks:
+                return None
+            self._pending += 1
+
+        def run():
+            with self._lock:
+                self._running += 1
+            try:
+                return fn()
+            finally:
+                with self._lock:
+                    self._running -= 1
+
+        def finished(_):  # also called for a peek canceled before it started
+            with self._lock:
+                self._pending -= 1
+
+        try:
+            fut = self._peeks.submit(run)
+        except RuntimeError:  # shut down: the replica was dropped
+            finished(None)
+            return None
+        fut.add_done_callback(finished)
+        return fut
+
+    def interrupt(self, tag: str) -> None:
+        """Interrupt the operations tagged ``tag`` (Spark Connect's ``interruptTag``), in
+        the background, and watch that their work really stops (see the module doc)."""
+        sess = self.session
+        if sess is None:
+            return
+        with self._lock:
+            self._canceled_at = time.monotonic()
+            self._cpu_mark = None
+
+        def run():
+            try:
+                sess.interruptTag(tag)
+            except Exception as e:  # the replica may be gone or frozen
+                log.debug("interrupting %s on %s failed: %s", tag, self.label, e)
+
+        try:
+            self._control.submit(run)
+        except RuntimeError:
+            pass
+
+    def _watch_canceled_work(self) -> None:
+        """Restart the replica when it stays busy after a cancel with no peek of ours
+        running on it (called from the monitor loop)."""
+        canceled = self._canceled_at
+        if canceled is None or self.process is None:
+            return
+        now = time.monotonic()
+        if now - canceled > self.WATCH_FOR_S:
+            self._canceled_at = None
+            return
+        if now - canceled < self.CANCEL_GRACE_S:
+            return
+        if self._running:
+            self._cpu_mark = None  # a live peek explains any CPU use: measure afresh later
+            return
+        cpu = self.process.cpu_seconds()
+        if self._cpu_mark is None:
+            self._cpu_mark = (now, cpu, now)
+            return
+        since, cpu_then, busy_since = self._cpu_mark
+        if now - since < 1.0:
+            return
+        cores = (cpu - cpu_then) / (now - since)
+        if cores < self.BUSY_CORES:
+            log.debug("replica %s: canceled work stopped", self.label)
+            self._canceled_at = self._cpu_mark = None
+            return
+        if now - busy_since < self.BUSY_FOR_S:
+            self._cpu_mark = (now, cpu, busy_since)
+            return
+        log.warning("replica %s still uses %.1f cores %.0f s after a canceled peek with none running:"
+                    " its tasks ignore the interrupt; restarting it", self.label, cores, now - canceled)
+        self._canceled_at = self._cpu_mark = None
+        self.cancel_restarts += 1
+        self._set_status(UNHEALTHY)
+        sess, self.session = self.session, None
+        if sess is not None:
+            _close_session(sess)
+        self.orchestrator.stop(self.process)
+        if not self._stopping.is_set():
+            self.process = self.orchestrator.start(self.spec)
+            log.info("replica %s restarted", self.label)
 
     def start(self) -> None:
         if self.spec is not None:
@@ -91,6 +262,8 @@ class ReplicaHandle:
         """Stop monitoring and stop the process (blocks up to ~10 s for a local replica)."""
         self._stopping.set()
         self._set_status(UNHEALTHY)
+        self._peeks.shutdown(wait=False, cancel_futures=True)
+        self._control.shutdown(wait=False, cancel_futures=True)
         sess, self.session = self.session, None
         if sess is not None:
             _close_session(sess)
@@ -143,6 +316,8 @@ class ReplicaHandle:
                 if not self._ping_ok():
                     log.warning("replica %s did not answer a ping within %.0fs", self.label, self.PING_TIMEOUT_S)
                     self._set_status(UNHEALTHY)
+                else:
+                    self._watch_canceled_work()
             self._stopping.wait(self.POLL_S)
 
     def _ping_ok(self, full: bool = False) -> bool:
@@ -180,7 +355,7 @@ class ReplicaHandle:
             return False
         try:
             if self.session is None:
-                self.session = connect_session(url)
+                self.session = connect_session(url, self.token)
         except Exception as e:
             log.debug("replica %s connect failed: %s", self.label, e)
             return False

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from catalog import durable
+from catalog.errors import SqlError, INTERNAL_ERROR
 from catalog.snapshot import CatalogSnapshot
 
 log = logging.getLogger(__name__)
@@ -55,13 +56,22 @@ class Transact:
 
 class Coordinator:
     """Owns the catalog store and the current snapshot. ``on_commit(old, new, ops)`` is
-    called on the loop after each commit (it must not block)."""
+    called on the loop after each commit (it must not block).
+
+    The loop survives any exception: one from ``build`` or the store fails its own
+    statement only; one from a side effect (``on_commit``) or from bookkeeping is logged
+    and counted (``errors``, ``on_error``), and the loop takes the next command."""
 
     def __init__(self, store: durable.CatalogStore, snapshot: CatalogSnapshot,
                  on_commit: Callable[[CatalogSnapshot, CatalogSnapshot, list], None],
-                 observe: Callable[[str, float], None] | None = None):
+                 observe: Callable[[str, float], None] | None = None,
+                 on_error: Callable[[], None] | None = None):
         self.store = store
         self.observe = observe
+        #: called once per error that escaped a command or a side effect (a metric)
+        self.on_error = on_error
+        #: errors that escaped a command or a side effect; the loop carried on after each
+        self.errors = 0
         self._snapshot = snapshot
         self.on_commit = on_commit
         self._queue: queue.Queue = queue.Queue()
@@ -98,12 +108,28 @@ class Coordinator:
             start = time.perf_counter()
             try:
                 self._transact(cmd)
-            finally:
+            except BaseException as e:  # the loop must survive anything: later DDL waits on it
+                self._report(e)
+                if not cmd.reply.done():
+                    cmd.reply.set_exception(SqlError(INTERNAL_ERROR, f"catalog transaction failed: {e}"))
+            try:
                 took = time.perf_counter() - start
                 self.busy_seconds += took
                 self.commands += 1
                 if self.observe:
                     self.observe("transact", took)
+            except BaseException as e:
+                self._report(e)
+
+    def _report(self, e: BaseException) -> None:
+        """Log an error that escaped a command or its side effects, and count it."""
+        self.errors += 1
+        log.error("Coordinator: %s: %s", type(e).__name__, e, exc_info=e)
+        if self.on_error is not None:
+            try:
+                self.on_error()
+            except BaseException:
+                pass
 
     def _transact(self, cmd: Transact) -> None:
         old = self._snapshot
@@ -120,6 +146,6 @@ class Coordinator:
         self._snapshot = new
         try:
             self.on_commit(old, new, ops)
-        except Exception:  # the catalog is committed; side effects are best effort
-            log.exception("applying catalog changes failed")
+        except BaseException as e:  # the catalog is committed; side effects are best effort
+            self._report(e)
         cmd.reply.set_result(new)

@@ -80,7 +80,8 @@ class Environment:
             log.info("persist: deleted %d unreferenced part(s)", removed)
         new = self.store.is_new()
         snap = self.store.load()
-        self.coordinator = Coordinator(self.store, snap, self._on_commit, self.metrics.observe_command)
+        self.coordinator = Coordinator(self.store, snap, self._on_commit, self.metrics.observe_command,
+                                       self.metrics.coordinator_errors.inc)
         self.coordinator.start()
         if new:
             self._bootstrap()
@@ -163,26 +164,36 @@ class Environment:
     # -- applying committed catalog changes (on the Coordinator loop; must not block) --
 
     def _on_commit(self, old: CatalogSnapshot, new: CatalogSnapshot, ops: list) -> None:
+        """Apply the side effects of committed ``ops``, each on its own: one that fails is
+        logged and counted (``coordinator_errors_total``) and the others still happen."""
         for op in ops:
-            if isinstance(op, durable.CreateCluster):
-                self._cluster_coordinator(op.cluster)
-            elif isinstance(op, durable.CreateReplica):
-                c = new.clusters[op.replica.cluster_id]
-                self._cluster_coordinator(c).ensure_replica(op.replica, self._size(op.replica))
-            elif isinstance(op, durable.DropReplica):
-                r = old.replicas[op.replica_id]
-                cc = self.clusters.get(r.cluster_id)
-                if cc:
-                    cc.drop_replica(r.id)
-            elif isinstance(op, durable.DropCluster):
-                with self._clusters_lock:
-                    cc = self.clusters.pop(op.cluster_id, None)
-                if cc:
-                    threading.Thread(target=cc.shutdown, name="drop-cluster", daemon=True).start()
-            elif isinstance(op, durable.RenameCluster):
-                cc = self.clusters.get(op.cluster_id)
-                if cc:
-                    cc.rename(op.new_name)
-            elif isinstance(op, durable.DropTable):
-                shard = old.tables[op.table_id].shard_id
-                threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()
+            try:
+                self._apply(old, new, op)
+            except Exception as e:
+                log.error("applying %s failed: %s", type(op).__name__, e, exc_info=e)
+                self.metrics.coordinator_errors.inc()
+
+    def _apply(self, old: CatalogSnapshot, new: CatalogSnapshot, op) -> None:
+        """The side effect of one committed op (must not block: it runs on the loop)."""
+        if isinstance(op, durable.CreateCluster):
+            self._cluster_coordinator(op.cluster)
+        elif isinstance(op, durable.CreateReplica):
+            c = new.clusters[op.replica.cluster_id]
+            self._cluster_coordinator(c).ensure_replica(op.replica, self._size(op.replica))
+        elif isinstance(op, durable.DropReplica):
+            r = old.replicas[op.replica_id]
+            cc = self.clusters.get(r.cluster_id)
+            if cc:
+                cc.drop_replica(r.id)
+        elif isinstance(op, durable.DropCluster):
+            with self._clusters_lock:
+                cc = self.clusters.pop(op.cluster_id, None)
+            if cc:
+                threading.Thread(target=cc.shutdown, name="drop-cluster", daemon=True).start()
+        elif isinstance(op, durable.RenameCluster):
+            cc = self.clusters.get(op.cluster_id)
+            if cc:
+                cc.rename(op.new_name)
+        elif isinstance(op, durable.DropTable):
+            shard = old.tables[op.table_id].shard_id
+            threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()

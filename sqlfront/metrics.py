@@ -30,6 +30,9 @@ class Metrics:
         self.peek_duration = Histogram(
             "peek_duration_seconds", "End-to-end peek latency (planning to rows in hand)",
             ["cluster", "outcome"], buckets=PEEK_BUCKETS, registry=self.registry)
+        self.coordinator_errors = Counter(
+            "coordinator_errors", "Errors that escaped a Coordinator command or its side effects (the loop went on)",
+            registry=self.registry)
         self.phases = Counter("statement_phase_seconds", "Seconds spent per phase of statement processing",
                               ["phase"], registry=self.registry)
 
@@ -67,11 +70,12 @@ class Metrics:
     # -- system tables ----------------------------------------------------------------
 
     def coordinator_loop_rows(self) -> list[tuple]:
-        """One row: (busy_seconds, wall_seconds, commands)."""
+        """One row: (busy_seconds, wall_seconds, commands, errors)."""
         busy = self.coordinator_busy._value.get()
         commands = sum(s.value for m in self.coordinator_commands.collect() for s in m.samples
                        if s.name.endswith("_count"))
-        return [(float(busy), float(time.monotonic() - self.started), int(commands))]
+        errors = self.coordinator_errors._value.get()
+        return [(float(busy), float(time.monotonic() - self.started), int(commands), int(errors))]
 
     def peek_duration_rows(self) -> list[tuple]:
         """(cluster, outcome, le_seconds, count) per histogram bucket (cumulative, as

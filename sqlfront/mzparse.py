@@ -7,6 +7,7 @@ tokens. Grammar, from Materialize's SQL reference and seeds/cluster-replicas.md:
     CREATE CLUSTER name [REPLICAS (inline_replica [, ...])]
     inline_replica ::= name [(replica_option [, ...])]
     replica_option ::= SIZE [=] 'text' | AVAILABILITY ZONE [=] 'text' | REMOTE [=] ('addr' [, ...])
+                     | TOKEN [=] 'text'   (REMOTE only: the Spark Connect server's bearer token)
     CREATE CLUSTER REPLICA cluster.replica replica_option [, ...]
     DROP CLUSTER [IF EXISTS] name [, ...] [CASCADE | RESTRICT]
     DROP CLUSTER REPLICA [IF EXISTS] cluster.replica [, ...]
@@ -28,7 +29,7 @@ from catalog.errors import SqlError, SYNTAX_ERROR
 
 @dataclass(frozen=True)
 class ReplicaOption:
-    name: str  # SIZE, AVAILABILITY ZONE, REMOTE
+    name: str  # SIZE, AVAILABILITY ZONE, REMOTE, TOKEN
     value: object  # str, or tuple[str, ...] for REMOTE
     position: int
 
@@ -209,8 +210,11 @@ class _Parser:
                     addrs.append(self.string())
                 self.expect_punct(")")
                 opts.append(ReplicaOption("REMOTE", tuple(addrs), pos))
+            elif self.accept("TOKEN"):
+                self.accept_punct("=")
+                opts.append(ReplicaOption("TOKEN", self.string(), pos))
             else:
-                raise self.error("SIZE, AVAILABILITY ZONE or REMOTE")
+                raise self.error("SIZE, AVAILABILITY ZONE, REMOTE or TOKEN")
             if not self.accept_punct(","):
                 break
         if parenthesized:

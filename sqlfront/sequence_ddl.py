@@ -25,8 +25,8 @@ def _replica_config(
     sizes: dict[str, ReplicaSize],
     zones: list[str],
     taken_zones: list[str | None],
-) -> tuple[str | None, str | None, tuple[str, ...]]:
-    """(size, availability zone, remote addresses) of a replica definition.
+) -> tuple[str | None, str | None, tuple[str, ...], str | None]:
+    """(size, availability zone, remote addresses, token) of a replica definition.
 
     ``taken_zones`` are the zones of the cluster's other replicas, for the
     fewest-replicas-first assignment (seeds/cluster-replicas.md)."""
@@ -42,6 +42,9 @@ def _replica_config(
         raise SqlError(SYNTAX_ERROR, "only one of SIZE or REMOTE may be specified", position=remote.position)
     if not size and not remote:
         raise SqlError(SYNTAX_ERROR, f"SIZE or REMOTE option must be specified for replica {rdef.name}")
+    token = seen.get("TOKEN")
+    if token and not remote:
+        raise SqlError(SYNTAX_ERROR, "TOKEN may only be specified with REMOTE", position=token.position)
     if size:
         validate_size(sizes, size.value)
     addrs: tuple[str, ...] = ()
@@ -63,7 +66,7 @@ def _replica_config(
     elif zones:
         counts = {z: taken_zones.count(z) for z in zones}
         zone = min(zones, key=lambda z: counts[z])  # min() keeps the first listed on ties
-    return (size.value if size else None), zone, addrs
+    return (size.value if size else None), zone, addrs, (token.value if token else None)
 
 
 def create_cluster(stmt: mz.CreateCluster, sizes, zones):
@@ -78,9 +81,10 @@ def create_cluster(stmt: mz.CreateCluster, sizes, zones):
                 raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.name}.{n}' specified more than once")
         taken: list[str | None] = []
         for rdef in stmt.replicas:
-            size, zone, remote = _replica_config(snap, stmt.name, rdef, sizes, zones, taken)
+            size, zone, remote, token = _replica_config(snap, stmt.name, rdef, sizes, zones, taken)
             taken.append(zone)
-            ops.append(durable.CreateReplica(Replica(ids.allocate("replica"), cluster.id, rdef.name, size, zone, remote)))
+            ops.append(durable.CreateReplica(
+                Replica(ids.allocate("replica"), cluster.id, rdef.name, size, zone, remote, token)))
         return ops
 
     return build
@@ -92,8 +96,9 @@ def create_replica(stmt: mz.CreateClusterReplica, sizes, zones):
         if snap.replica_by_name(cluster.id, stmt.replica.name) is not None:
             raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.cluster}.{stmt.replica.name}' already exists")
         taken = [r.availability_zone for r in snap.replicas_of(cluster.id)]
-        size, zone, remote = _replica_config(snap, cluster.name, stmt.replica, sizes, zones, taken)
-        return [durable.CreateReplica(Replica(ids.allocate("replica"), cluster.id, stmt.replica.name, size, zone, remote))]
+        size, zone, remote, token = _replica_config(snap, cluster.name, stmt.replica, sizes, zones, taken)
+        return [durable.CreateReplica(
+            Replica(ids.allocate("replica"), cluster.id, stmt.replica.name, size, zone, remote, token))]
 
     return build
 

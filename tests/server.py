@@ -78,8 +78,13 @@ class Server:
         return psycopg.connect(self.url, **kw)
 
     def replica_url(self, replica_id: str) -> str:
-        port = (self.data_dir / "replicas" / replica_id / "port").read_text().strip()
-        return f"sc://127.0.0.1:{port}"
+        """The Spark Connect connection string of a local replica, with the token the
+        server wrote (mode 0600) next to its port file."""
+        from spark_exec.replica import connection_url
+
+        d = self.data_dir / "replicas" / replica_id
+        port = (d / "port").read_text().strip()
+        return connection_url(f"sc://127.0.0.1:{port}", (d / "token").read_text().strip())
 
 
 def replica_jvms(data_dir: Path) -> list[int]:

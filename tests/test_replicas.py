@@ -161,14 +161,14 @@ def foreign_spark(tmp_path_factory):
     """A Spark Connect server this test starts itself, standing for one that runs elsewhere."""
     orch = Orchestrator(tmp_path_factory.mktemp("foreign"), instance="foreign")
     proc = orch.start(ReplicaSpec("remote1", "foreign", workers=1))
-    assert wait_for(lambda: _answers(proc.url), 120)
+    assert wait_for(lambda: _answers(proc.url, proc.token), 120)
     yield proc
     orch.stop(proc)
 
 
-def _answers(url) -> bool:
+def _answers(url, token=None) -> bool:
     try:
-        s = connect_session(url)
+        s = connect_session(url, token)
         s.range(1).collect()
         s.client.close()
         return True
@@ -176,9 +176,32 @@ def _answers(url) -> bool:
         return False
 
 
+def test_replica_requires_its_token(server, conn, foreign_spark):
+    """Spark Connect servers accept only clients that present their replica's secret
+    token; the token is on no command line, in no log and in no system table."""
+    assert not _answers(foreign_spark.url)  # no token: refused
+    assert not _answers(foreign_spark.url, "not-the-token")
+    assert _answers(foreign_spark.url, foreign_spark.token)
+    rid = conn.execute("SELECT id FROM mz_cluster_replicas WHERE name = 'r1'"
+                       " AND cluster_id = (SELECT id FROM mz_clusters WHERE name = 'quickstart')").fetchone()[0]
+    token_file = server.data_dir / "replicas" / rid / "token"
+    token = token_file.read_text().strip()
+    assert len(token) >= 32 and token_file.stat().st_mode & 0o077 == 0
+    assert (server.data_dir / "replicas").stat().st_mode & 0o077 == 0
+    for pid in replica_jvms(server.data_dir):
+        assert token.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+    assert token not in server.log_path.read_text(errors="replace")
+    assert token not in (server.data_dir / "replicas" / rid / "replica.log").read_text(errors="replace")
+
+
 def test_remote_replica(conn, foreign_spark):
-    conn.execute(f"CREATE CLUSTER remote REPLICAS (r1 (REMOTE ('{foreign_spark.url}')))")
+    with pytest.raises(psycopg.Error) as ei:
+        conn.execute(f"CREATE CLUSTER nope REPLICAS (r1 (SIZE '1', TOKEN 'x'))")
+    assert ei.value.sqlstate == "42601"
+    conn.execute(f"CREATE CLUSTER remote REPLICAS (r1 (REMOTE ('{foreign_spark.url}'), TOKEN '{foreign_spark.token}'))")
     try:
+        all_text = str(conn.execute("SELECT * FROM mz_cluster_replicas").fetchall())
+        assert foreign_spark.token not in all_text
         assert wait_for(lambda: replicas(conn, "remote")[0][3] == "healthy", 60)
         assert replicas(conn, "remote")[0][1] is None  # size is NULL for REMOTE
         conn.execute("SET cluster = remote")
