@@ -7,6 +7,8 @@ LISTEN ?= 127.0.0.1:6875
 METRICS_LISTEN ?= 127.0.0.1:6878
 DATA_DIR ?= mzdata
 SCALE ?= 0.1
+# where `make tpch` keeps the generated Parquet files; `make serve` lets COPY read them
+TPCH_DATA ?= tpch-data
 
 .PHONY: serve test tpch bench-tpch setup clean
 
@@ -21,13 +23,14 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 serve: $(STAMP)
-	$(BIN)/sqlfront serve --listen $(LISTEN) --data-dir $(DATA_DIR) --metrics-listen $(METRICS_LISTEN)
+	$(BIN)/sqlfront serve --listen $(LISTEN) --data-dir $(DATA_DIR) --metrics-listen $(METRICS_LISTEN) \
+		--copy-from-dir $(TPCH_DATA)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
 tpch: $(STAMP)
-	$(BIN)/sqlfront load-tpch --scale $(SCALE)
+	$(BIN)/sqlfront load-tpch --scale $(SCALE) --data $(TPCH_DATA)
 
 bench-tpch: $(STAMP)
 	$(BIN)/python bench/tpch.py

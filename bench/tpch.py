@@ -46,7 +46,8 @@ def main() -> None:
 
     data = tpch.generate(args.scale, Path(args.data))
     with tempfile.TemporaryDirectory() as tmp:
-        srv = Server(Path(tmp) / "mzdata", "--bootstrap-replica-size", args.size).start()
+        srv = Server(Path(tmp) / "mzdata", "--bootstrap-replica-size", args.size,
+                     "--copy-from-dir", str(data.resolve())).start()
         try:
             t = time.perf_counter()
             tpch.load(srv.url, data)

@@ -1,65 +1,77 @@
-"""SCRAM-SHA-256 password authentication, server side (RFC 5802 and RFC 7677, as
-PostgreSQL implements it: section 55.3 "SASL Authentication")."""
+"""SCRAM-SHA-256 password authentication, server side, through the ``scramp`` library
+(RFC 5802 and RFC 7677, as PostgreSQL implements them: section 55.3 "SASL Authentication").
+
+The salted password (salt, stored key, server key, iteration count) is derived once, when
+the server starts (``ScramVerifier``), as PostgreSQL derives it once at ``CREATE ROLE ...
+PASSWORD``: a connection attempt costs one HMAC check, not a PBKDF2 run, so a client cannot
+make the server burn 4096 SHA-256 rounds per attempt, and the plaintext password is not kept.
+"""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import os
-import secrets
+from scramp import ScramException, ScramMechanism
 
-ITERATIONS = 4096
 MECHANISM = "SCRAM-SHA-256"
+#: PostgreSQL's default ``scram_iterations`` (section 20.3.1)
+ITERATIONS = 4096
 
 
-def _hmac(key: bytes, msg: bytes) -> bytes:
-    return hmac.new(key, msg, hashlib.sha256).digest()
+class ScramVerifier:
+    """The server's SCRAM secret for one password, and the exchanges checked against it.
+
+    Raises:
+        ValueError (from the constructor) if SASLprep (RFC 4013) rejects ``password``,
+        for example because it holds a prohibited control character.
+    """
+
+    def __init__(self, password: str, iterations: int = ITERATIONS):
+        self._mechanism = ScramMechanism(MECHANISM)
+        try:
+            # (salt, stored_key, server_key, iteration_count): what pg_authid keeps
+            self._auth_info = self._mechanism.make_auth_info(password, iteration_count=iterations)
+        except ScramException as e:
+            raise ValueError(f"the password cannot be used for SCRAM: {e}") from None
+
+    def exchange(self) -> "ScramExchange":
+        """A new exchange for one connection attempt (a fresh server nonce)."""
+        # The user name in the client-first message is ignored, as PostgreSQL does: the
+        # startup packet's user is the one that counts, and there is one password.
+        return ScramExchange(self._mechanism.make_server(lambda _user: self._auth_info))
 
 
-class ScramServer:
-    """One SCRAM exchange against ``password``. Call ``first`` with the client-first
-    message, then ``final`` with the client-final message."""
+class ScramExchange:
+    """One SCRAM exchange: ``first`` with the client-first message, then ``final`` with
+    the client-final message."""
 
-    def __init__(self, password: str):
-        self.salt = os.urandom(16)
-        salted = hashlib.pbkdf2_hmac("sha256", password.encode("utf-8"), self.salt, ITERATIONS)
-        self.stored_key = hashlib.sha256(_hmac(salted, b"Client Key")).digest()
-        self.server_key = _hmac(salted, b"Server Key")
-        self.client_first_bare = ""
-        self.server_first = ""
-        self.nonce = ""
+    def __init__(self, server):
+        self._server = server
 
     def first(self, client_first: str) -> str:
-        """The server-first message for ``client_first`` (``n,,n=user,r=nonce``).
+        """The server-first message (``r=nonce,s=salt,i=iterations``) for ``client_first``
+        (``n,,n=user,r=nonce``).
 
-        Raises ValueError for a malformed message or channel binding we do not offer."""
-        gs2, _, bare = client_first.partition(",,")
-        if not gs2 or gs2[0] not in "ny" or not bare:
-            raise ValueError("malformed SCRAM client-first message")
-        attrs = dict(kv.split("=", 1) for kv in bare.split(",") if "=" in kv)
-        if "r" not in attrs:
-            raise ValueError("SCRAM client nonce missing")
-        self.client_first_bare = bare
-        self.nonce = attrs["r"] + base64.b64encode(secrets.token_bytes(18)).decode()
-        self.server_first = f"r={self.nonce},s={base64.b64encode(self.salt).decode()},i={ITERATIONS}"
-        return self.server_first
+        Raises:
+            ValueError for a malformed message or a channel binding we do not offer.
+        """
+        header_end = client_first.find(",", client_first.find(",") + 1) + 1  # after "n,," or "y,a=x,"
+        header, bare = client_first[:header_end], client_first[header_end:]
+        # libpq and other drivers send an empty user name ("n=,r=..."): PostgreSQL ignores
+        # it (55.3.1) and scramp refuses empty attributes. Let scramp parse a stand-in name,
+        # then sign the client's own bytes: the AuthMessage is the client-first-bare as sent.
+        empty_user = header_end > 0 and bare.startswith("n=,")
+        try:
+            self._server.set_client_first(header + "n=*," + bare[3:] if empty_user else client_first)
+            if empty_user:
+                self._server.client_first_bare = bare
+            return self._server.get_server_first()
+        except ScramException as e:
+            raise ValueError(str(e)) from None
 
     def final(self, client_final: str) -> str | None:
-        """The server-final message (``v=...``) if the proof is right, else None."""
-        without_proof, _, proof_part = client_final.rpartition(",p=")
-        attrs = dict(kv.split("=", 1) for kv in without_proof.split(",") if "=" in kv)
-        if attrs.get("r") != self.nonce or not proof_part:
-            return None
-        auth_message = f"{self.client_first_bare},{self.server_first},{without_proof}".encode()
+        """The server-final message (``v=signature``) if the client's proof is right,
+        else None (wrong password, wrong nonce or a malformed message)."""
         try:
-            proof = base64.b64decode(proof_part)
-        except ValueError:
+            self._server.set_client_final(client_final)
+            return self._server.get_server_final()
+        except ScramException:
             return None
-        signature = _hmac(self.stored_key, auth_message)
-        if len(proof) != len(signature):
-            return None
-        client_key = bytes(a ^ b for a, b in zip(proof, signature))
-        if not hmac.compare_digest(hashlib.sha256(client_key).digest(), self.stored_key):
-            return None
-        return "v=" + base64.b64encode(_hmac(self.server_key, auth_message)).decode()

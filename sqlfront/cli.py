@@ -23,6 +23,25 @@ def parse_listen(value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+class ByteSize(click.ParamType):
+    """A size in bytes: a plain number, or one with a unit as PostgreSQL's memory settings
+    take them (``kB``, ``MB``, ``GB``, multiples of 1024; ``KiB``, ``MiB``, ``GiB`` too)."""
+
+    name = "size"
+    UNITS = {"": 1, "b": 1, "kb": 1 << 10, "kib": 1 << 10, "mb": 1 << 20, "mib": 1 << 20,
+             "gb": 1 << 30, "gib": 1 << 30}
+
+    def convert(self, value, param, ctx) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        digits = text.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ ").strip()
+        unit = text[len(digits):].strip().lower()
+        if not digits.isdigit() or unit not in self.UNITS or int(digits) * self.UNITS[unit] < 1:
+            self.fail(f"expected a positive size such as 65536, 64MB or 1GB, got {value!r}", param, ctx)
+        return int(digits) * self.UNITS[unit]
+
+
 def is_loopback(host: str) -> bool:
     import ipaddress
 
@@ -54,10 +73,20 @@ def main() -> None:
               help="Peeks running at once on one replica; more wait in line.")
 @click.option("--password-file", default=None, type=click.Path(dir_okay=False, exists=True),
               help="File holding the password clients must give (SCRAM-SHA-256). Also: $SQLFRONT_PASSWORD.")
+@click.option("--copy-from-dir", "copy_from_dirs", multiple=True, type=click.Path(file_okay=False),
+              help="A directory whose files COPY t FROM 'path' may read (repeatable). Without one, "
+                   "clients can COPY only FROM STDIN.")
+@click.option("--max-connections", default=100, show_default=True, type=click.IntRange(1),
+              help="Client connections at once; one more is refused with 53300 (SHOW max_connections).")
+@click.option("--max-message-size", default="64MB", show_default=True, type=ByteSize(),
+              help="Largest protocol message a client may send (bytes, or with kB/MB/GB).")
+@click.option("--max-copy-from-size", default="256MB", show_default=True, type=ByteSize(),
+              help="Most data one COPY FROM STDIN may send (SHOW max_copy_from_size).")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
 def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, metrics_listen,
-          max_peeks_per_replica, password_file, log_level) -> None:
+          max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
+          max_copy_from_size, log_level) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("py4j", "pyspark", "grpc"):
@@ -75,6 +104,21 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
         raise click.ClickException(
             f"refusing to listen on {listen} without a password: anyone who can reach it could connect. "
             "Set --password-file (or SQLFRONT_PASSWORD), or listen on 127.0.0.1.")
+    metrics_address = parse_listen(metrics_listen) if metrics_listen else None
+    if metrics_address and not is_loopback(metrics_address[0]):
+        raise click.ClickException(
+            f"refusing to serve metrics on {metrics_listen}: the metrics endpoint has no authentication, "
+            "so anyone who can reach it could read it. Listen on 127.0.0.1 (--metrics-listen 127.0.0.1:PORT) "
+            "and let the scraper reach it through a tunnel or an authenticating proxy.")
+    scram = None
+    if password is not None:
+        from sqlfront.auth import ScramVerifier
+
+        try:
+            scram = ScramVerifier(password)  # the one PBKDF2 derivation; the plaintext is not kept
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--password-file")
+        del password
     try:
         sizes = parse_sizes(cluster_replica_sizes) if cluster_replica_sizes else default_sizes()
     except (ValueError, OSError) as e:
@@ -84,8 +128,11 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                                  param_hint="--bootstrap-replica-size")
     config = Config(Path(data_dir), sizes=sizes, availability_zones=list(availability_zones),
                     bootstrap_replica_size=bootstrap_replica_size,
-                    metrics_listen=parse_listen(metrics_listen) if metrics_listen else None,
-                    max_peeks_per_replica=max_peeks_per_replica)
+                    metrics_listen=metrics_address, max_peeks_per_replica=max_peeks_per_replica,
+                    # resolved now, so a symlink swapped in later cannot widen what is allowed
+                    copy_from_dirs=tuple(Path(os.path.realpath(d)) for d in copy_from_dirs),
+                    max_connections=max_connections, max_message_size=max_message_size,
+                    max_copy_from_size=max_copy_from_size)
     env = Environment(config)
     stop = threading.Event()
 
@@ -96,7 +143,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     try:
-        server = PgServer((host, port), env, password=password)
+        server = PgServer((host, port), env, scram=scram)
     except OSError as e:
         raise click.ClickException(f"cannot listen on {listen}: {e}")
     env.start()
@@ -123,10 +170,17 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
               help="Where generated Parquet files are kept (reused if present).")
 def load_tpch(scale, url, data_root) -> None:
     """Generate TPC-H data (tpchgen-cli) and load the eight tables with COPY ... (FORMAT PARQUET)."""
+    import psycopg
+
     from sqlfront.tpch import generate, load
 
     d = generate(scale, Path(data_root), echo=click.echo)
-    load(url, d, echo=click.echo)
+    try:
+        load(url, d, echo=click.echo)
+    except psycopg.errors.InsufficientPrivilege:
+        raise click.ClickException(
+            f"the server may not read {d.resolve()}: start it with --copy-from-dir {Path(data_root).resolve()} "
+            "(make serve does)")
 
 
 if __name__ == "__main__":

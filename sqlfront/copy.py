@@ -1,18 +1,46 @@
 """COPY's text, CSV and binary formats (PostgreSQL's COPY command, "File Formats").
 
 ``parse_copy`` turns the bytes a client sent with ``COPY t FROM STDIN`` into rows of the
-table's types; ``format_copy_row`` writes one row for ``COPY ... TO STDOUT``.
+table's types; ``format_copy_row`` writes one row for ``COPY ... TO STDOUT``;
+``allowed_copy_from_path`` decides which server files ``COPY t FROM 'path'`` may read.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import os
 import struct
+from pathlib import Path
+from typing import Sequence
 
-from catalog.errors import SqlError
+from catalog.errors import SqlError, INSUFFICIENT_PRIVILEGE
 from catalog.snapshot import Table
 from catalog.textio import format_text, parse_text
+
+def allowed_copy_from_path(path: str, allowed_dirs: Sequence[Path]) -> str:
+    """The real path (symlinks and ``..`` resolved, relative paths taken from the server's
+    working directory) of ``path`` if it lies under one of ``allowed_dirs`` (directories
+    already resolved with realpath, from ``sqlfront serve --copy-from-dir``).
+
+    Reading server files is a privilege, as in PostgreSQL, where only roles with
+    ``pg_read_server_files`` may ``COPY FROM`` a file (the COPY reference page, "Notes").
+    The check comes before the file is opened, so a client cannot learn whether a file
+    outside the allowed directories exists.
+
+    Raises:
+        SqlError 42501 (insufficient_privilege) if no directory is allowed or ``path`` is
+        under none of them.
+    """
+    real = os.path.realpath(path)
+    if any(os.path.commonpath([real, str(d)]) == str(d) for d in allowed_dirs):
+        return real
+    detail = (f'"{path}" is not under a directory this server allows COPY FROM to read.' if allowed_dirs
+              else "This server allows COPY FROM to read no server files.")
+    raise SqlError(INSUFFICIENT_PRIVILEGE, "permission denied to COPY from a file", detail=detail,
+                   hint="Anyone can COPY from stdin; psql's \\copy command also works for anyone. "
+                        "The server's operator can allow a directory with sqlfront serve --copy-from-dir DIR.")
+
 
 _UNESCAPE = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\"}
 

@@ -47,6 +47,19 @@ class Config:
     max_peeks_per_replica: int = 8
     #: (host, port) to serve Prometheus metrics on, or None
     metrics_listen: tuple[str, int] | None = None
+    #: directories (already resolved with realpath) whose files ``COPY t FROM 'path'`` may
+    #: read; empty: no server file may be read (COPY FROM STDIN is always allowed)
+    copy_from_dirs: tuple[Path, ...] = ()
+    #: client connections at once; one more gets FATAL 53300 (PostgreSQL's max_connections)
+    max_connections: int = 100
+    #: largest frontend message accepted, in bytes (the length field included)
+    max_message_size: int = 64 << 20
+    #: most bytes one COPY FROM STDIN may send (Materialize's max_copy_from_size)
+    max_copy_from_size: int = 256 << 20
+
+    def server_vars(self) -> dict[str, str]:
+        """The read-only session variables that show these settings (``SHOW max_connections``)."""
+        return {"max_connections": str(self.max_connections), "max_copy_from_size": str(self.max_copy_from_size)}
 
 
 class Environment:
@@ -142,7 +155,7 @@ class Environment:
             return [(t.id, sum(p.bytes for p in self.persist.state(t.shard_id).parts))
                     for t in self.snapshot.tables.values()]
         return builtin_rows(table, self.snapshot, self.replica_status, self.config.sizes,
-                            {k: v for k, (v, _) in DEFAULTS.items()})
+                            {**{k: v for k, (v, _) in DEFAULTS.items()}, **self.config.server_vars()})
 
     def _all_statuses(self) -> list[str]:
         return [self.replica_status(r) for r in list(self.snapshot.replicas)] if self.coordinator else []

@@ -6,31 +6,50 @@ position (PostgreSQL 55.8 "Error and Notice Message Fields"); RowDescription car
 real type OIDs and typmods; Describe never executes a statement; simple-query strings
 with several statements return one result per statement and stop at the first error;
 ParameterStatus is sent from the session variables.
+
+Limits that keep one client from exhausting the server: at most ``max_connections``
+sessions (FATAL 53300 beyond); every length a client sends is checked before anything is
+read or allocated (``max_message_size``; 10,000 bytes for the startup packet, 64 KiB for
+SASL messages, PostgreSQL's own limits); one COPY FROM STDIN holds at most
+``max_copy_from_size`` bytes (53000, as Materialize); startup and authentication must end
+within ``STARTUP_TIMEOUT_S``. Cancel keys come from ``secrets``.
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
+import secrets
 import socket
 import struct
+import threading
 
 from buenavista.core import Connection
 from buenavista.postgres import (
     BuenaVistaHandler, BuenaVistaServer, BVBuffer, BVContext, ServerResponse, TransactionStatus,
 )
 
-from catalog.errors import SqlError, INTERNAL_ERROR, QUERY_CANCELED
+from catalog.errors import (
+    SqlError, INSUFFICIENT_RESOURCES, INTERNAL_ERROR, PROTOCOL_VIOLATION, QUERY_CANCELED, TOO_MANY_CONNECTIONS,
+)
 from catalog.types import UNKNOWN, type_from_oid
 from planner.scalar import Literal
+from sqlfront.auth import MECHANISM, ScramVerifier
 from sqlfront.environment import Environment
 from sqlfront.pgtypes import binary_param_text, data_rows, length_prefixed
-from sqlfront.session import CopyIn, CopyOut, Result, Session, parse_one, split_statements
+from sqlfront.session import CopyIn, CopyOut, Result, Session, param_count, parse_one, split_statements
 from sqlfront.vars import REPORTED, display_name
 
 log = logging.getLogger(__name__)
 
+#: PostgreSQL's MAX_STARTUP_PACKET_LENGTH
 MAX_STARTUP = 10_000
-MAX_MESSAGE = 1 << 30
+#: PostgreSQL's PG_MAX_AUTH_TOKEN_LENGTH: the largest SASL message
+MAX_SASL_MESSAGE = 65_535
+#: seconds a client has to finish startup and authentication (PostgreSQL's
+#: authentication_timeout): a client that connects and stays silent does not hold a
+#: thread for ever
+STARTUP_TIMEOUT_S = 60.0
 
 
 class ProtocolViolation(Exception):
@@ -111,7 +130,8 @@ class PgHandler(BuenaVistaHandler):
         if code == CANCEL_REQUEST:
             pid, key = self.r.read_uint32(), self.r.read_uint32()
             ctx = self.server.ctxts.get(pid)
-            if ctx is not None and ctx.secret_key == key:  # a wrong key does nothing
+            # A wrong key does nothing; compared in constant time, so timing tells nothing.
+            if ctx is not None and hmac.compare_digest(ctx.secret_key.to_bytes(4, "big"), key.to_bytes(4, "big")):
                 ctx.session.cancel()
             return None
         if code != PROTOCOL_3:
@@ -123,36 +143,40 @@ class PgHandler(BuenaVistaHandler):
         msg = [x.decode("utf-8", "replace") for x in raw]
         params = dict(zip(msg[::2], msg[1::2]))
         user = params.get("user", "")
-        if self.server.password is not None and not self._authenticate(user):
+        # The slot is taken before authentication, as PostgreSQL takes its backend slot, and
+        # only by a real session: a CancelRequest must get through to a full server.
+        self.holds_slot = self.server.slots.acquire(blocking=False)
+        if not self.holds_slot:
+            self.send_error(SqlError(TOO_MANY_CONNECTIONS, "sorry, too many clients already", severity="FATAL"))
+            return None
+        if self.server.scram is not None and not self._authenticate(user):
             return None
         session = Session(self.env, {k: v for k, v in params.items() if k not in ("user", "database")})
         ctx = PgContext(session, params)
+        self.server.register(ctx)
+        self.ctx = ctx  # from here on, handle()'s cleanup closes it even if startup fails
         self.send_authentication_ok()
         self.handle_post_auth(ctx)
         self.wfile.flush()
         return ctx
 
     def _authenticate(self, user: str) -> bool:
-        """SCRAM-SHA-256 (PostgreSQL 55.3.1). On failure sends FATAL 28P01 and returns False."""
-        from sqlfront.auth import MECHANISM, ScramServer
+        """SCRAM-SHA-256 (PostgreSQL 55.3.1) against the secret derived at startup. On
+        failure sends FATAL 28P01 and returns False."""
 
         def auth_msg(code: int, data: bytes = b"") -> None:
             self.wfile.write(b"R" + struct.pack("!ii", 8 + len(data), code) + data)
             self.wfile.flush()
 
         def read_password_message() -> bytes:
-            kind = self.r.read_byte()
-            if kind != b"p":
+            if self.r.read_byte() != b"p":
                 raise ProtocolViolation("expected a SASL response")
-            size = self.r.read_uint32()
-            if not 4 <= size <= MAX_STARTUP:
-                raise ProtocolViolation("invalid SASL message length")
-            return self._read_exact(size - 4)
+            return self._read_body(MAX_SASL_MESSAGE)
 
         auth_msg(10, MECHANISM.encode() + b"\x00\x00")
         body = read_password_message()
         mech, _, rest = body.partition(b"\x00")
-        scram = ScramServer(self.server.password)
+        scram = self.server.scram.exchange()
         try:
             if mech.decode() != MECHANISM or len(rest) < 4:
                 raise ValueError("unsupported SASL mechanism")
@@ -173,6 +197,27 @@ class PgHandler(BuenaVistaHandler):
             raise ConnectionError("connection closed mid-message")
         return data
 
+    def _read_body(self, limit: int) -> bytes:
+        """The body of a message whose type byte was read: its Int32 length (which counts
+        itself) is checked against ``limit`` bytes BEFORE the body is read, so a client
+        cannot make the server allocate or wait for more.
+
+        Raises:
+            ProtocolViolation for a length below 4 or above ``limit`` (the connection
+            closes with FATAL 08P01, as PostgreSQL's "invalid message length");
+            ConnectionError if the client goes away mid-message.
+        """
+        header = self.r.read_bytes(4)
+        if len(header) != 4:
+            raise ConnectionError("connection closed mid-message")
+        (size,) = struct.unpack("!I", header)
+        if size < 4:
+            raise ProtocolViolation(f"invalid message length {size}")
+        if size > limit:
+            raise ProtocolViolation(f"message of {size} bytes exceeds the limit of {limit} bytes "
+                                    "(sqlfront serve --max-message-size)")
+        return self._read_exact(size - 4) if size > 4 else b""
+
     def handle_post_auth(self, ctx: PgContext):
         ctx.reported = {k: ctx.session.vars.get(k) for k in REPORTED}
         self.send_parameter_status({display_name(k): v for k, v in ctx.reported.items()})
@@ -185,36 +230,39 @@ class PgHandler(BuenaVistaHandler):
         message closes this connection with an error and nothing else)."""
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
         self.r = BVBuffer(self.rfile)
+        #: whether this connection holds one of the server's max_connections slots
+        self.holds_slot = False
+        #: this connection's context once it has one
+        self.ctx = None
         ctx = None
         try:
+            self.request.settimeout(STARTUP_TIMEOUT_S)
             ctx = self.handle_startup(self.server.conn)
-            if ctx:
-                self.server.ctxts[ctx.process_id] = ctx
+            self.request.settimeout(None)
             while ctx:
                 type_code = self.r.read_byte()
                 if not type_code or type_code == b"X":
                     break
-                header = self.rfile.read(4)
-                if len(header) != 4:
-                    break
-                (msglen,) = struct.unpack("!I", header)
-                if not 4 <= msglen <= MAX_MESSAGE:
-                    raise ProtocolViolation(f"invalid message length {msglen}")
-                payload = self._read_exact(msglen - 4) if msglen > 4 else b""
+                payload = self._read_body(self.server.max_message_size)
                 self.dispatch(ctx, type_code, payload)
                 if type_code not in _NO_FLUSH:
                     self.wfile.flush()
         except ProtocolViolation as e:
-            self._fatal(SqlError("08P01", str(e), severity="FATAL"))
+            self._fatal(SqlError(PROTOCOL_VIOLATION, str(e), severity="FATAL"))
         except (ConnectionError, OSError):
             pass
         except Exception as e:  # a bug, or garbage a handler choked on: drop this connection only
             log.warning("closing connection after %s: %s", type(e).__name__, e)
             self._fatal(SqlError("08P01", f"protocol error: {e}", severity="FATAL"))
         finally:
-            if ctx:
-                self.server.ctxts.pop(ctx.process_id, None)
-                ctx.session.close()
+            try:
+                if self.ctx:
+                    self.server.unregister(self.ctx)
+                    self.ctx.session.close()
+            finally:
+                if self.holds_slot:  # however the connection ends: error, EOF, Terminate, a bug
+                    self.holds_slot = False
+                    self.server.slots.release()
             try:
                 self.wfile.flush()
             except OSError:
@@ -321,17 +369,28 @@ class PgHandler(BuenaVistaHandler):
     # -- COPY -----------------------------------------------------------------------------
 
     def copy_in(self, ctx: PgContext, c: CopyIn) -> Result:
-        """CopyInResponse, then CopyData until CopyDone (or CopyFail) (PostgreSQL 55.2.6)."""
+        """CopyInResponse, then CopyData until CopyDone (or CopyFail) (PostgreSQL 55.2.6).
+
+        Raises:
+            SqlError 53000 once the data passes ``max_copy_from_size`` bytes (Materialize's
+            "COPY FROM STDIN too large"); what the client still sends of this COPY is then
+            dropped, as PostgreSQL drops CopyData after an error in copy-in mode.
+        """
         self._copy_response(b"G", c.fmt, len(c.positions) if c.positions is not None else len(c.table.columns))
         self.wfile.flush()
-        chunks = []
+        chunks, total, limit = [], 0, self.server.max_copy_from_size
         while True:
             kind = self.r.read_byte()
             if not kind:
                 raise ConnectionError("client closed the connection during COPY")
-            size = self.r.read_uint32()
-            body = self.r.read_bytes(size - 4) if size > 4 else b""
+            body = self._read_body(self.server.max_message_size)
             if kind == b"d":
+                total += len(body)
+                if total > limit:
+                    raise SqlError(INSUFFICIENT_RESOURCES, "COPY FROM STDIN too large",
+                                   detail=f"The data exceeds max_copy_from_size ({limit} bytes).",
+                                   hint="Split the data into several COPY statements, or raise the limit with "
+                                        "sqlfront serve --max-copy-from-size.")
                 chunks.append(body)
             elif kind == b"c":
                 break
@@ -375,7 +434,7 @@ class PgHandler(BuenaVistaHandler):
                     raise KeyError(name)
                 sql, oids = ctx.stmts[name]
                 given = {i + 1: t for i, o in enumerate(oids) if o and (t := type_from_oid(o)) is not None}
-                cols, types = ctx.session.describe(sql, max(len(oids), _param_count(sql)), given)
+                cols, types = ctx.session.describe(sql, max(len(oids), param_count(sql)), given)
                 resolved = [o if o else t.oid for o, t in zip(list(oids) + [0] * len(types), types)]
                 ctx.stmts[name] = (sql, resolved)  # Bind decodes binary parameters with these
                 self.send_paramter_description(resolved)
@@ -521,28 +580,44 @@ def _format_for(formats, i: int) -> int:
     return formats[0] if len(formats) == 1 else formats[i]
 
 
-def _param_count(sql: str) -> int:
-    import re
-
-    nums = [int(m) for m in re.findall(r"\$(\d+)", sql)]
-    return max(nums) if nums else 0
-
-
 #: Parse, Bind, Describe, Execute, Close: their replies wait for Sync or Flush, as in
 #: PostgreSQL ("Extended Query": the server flushes at Sync and on Flush)
 _NO_FLUSH = (b"P", b"B", b"D", b"E", b"C")
 
 
 class PgServer(BuenaVistaServer):
-    """A threaded pgwire server: one thread per connection."""
+    """A threaded pgwire server: one thread per connection. ``scram``: the secret of the
+    password every user must give (SCRAM-SHA-256), None to trust every local client.
+    Limits come from ``env.config`` (``max_connections``, ``max_message_size``,
+    ``max_copy_from_size``)."""
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], env: Environment, password: str | None = None):
+    def __init__(self, address: tuple[str, int], env: Environment, scram: ScramVerifier | None = None):
         super().__init__(address, EnvironmentConnection(env))
         self.RequestHandlerClass = PgHandler
-        #: SCRAM-SHA-256 password every user must give; None means trust
-        self.password = password
+        self.scram = scram
+        config = env.config
+        self.max_message_size = config.max_message_size
+        self.max_copy_from_size = config.max_copy_from_size
+        #: one per session (PostgreSQL's max_connections)
+        self.slots = threading.BoundedSemaphore(config.max_connections)
+        self._ctxts_lock = threading.Lock()
+
+    def register(self, ctx: PgContext) -> None:
+        """Give ``ctx`` its cancel key, a process id unique among live connections and a
+        secret from ``secrets`` (PostgreSQL 55.2.7: the key is all that authorizes a
+        CancelRequest, so it must not be guessable), and make it reachable by cancel."""
+        with self._ctxts_lock:
+            pid = secrets.randbelow(2**31 - 1) + 1  # a positive Int32, as a real process id
+            while pid in self.ctxts:
+                pid = secrets.randbelow(2**31 - 1) + 1
+            ctx.process_id, ctx.secret_key = pid, secrets.randbits(32)
+            self.ctxts[pid] = ctx
+
+    def unregister(self, ctx: PgContext) -> None:
+        with self._ctxts_lock:
+            self.ctxts.pop(ctx.process_id, None)
 
     def verify_request(self, request, client_address) -> bool:
         return True  # the listen address decides who can connect (127.0.0.1 by default)

@@ -25,7 +25,7 @@ from pglast.enums import ObjectType, TransactionStmtKind, VariableSetKind
 
 from catalog.errors import (
     SqlError, SYNTAX_ERROR, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, IN_FAILED_SQL_TRANSACTION,
-    QUERY_CANCELED, UNDEFINED_COLUMN, READ_ONLY_SQL_TRANSACTION,
+    QUERY_CANCELED, UNDEFINED_COLUMN, READ_ONLY_SQL_TRANSACTION, UNDEFINED_PARAMETER,
 )
 from catalog.snapshot import Table
 from catalog.textio import parse_jsonb
@@ -37,6 +37,7 @@ from planner.writes import check_not_null, plan_insert
 from spark_exec.load import read_file
 from sqlfront import mzparse as mz
 from sqlfront import sequence_ddl as ddl
+from sqlfront.copy import allowed_copy_from_path
 from sqlfront.environment import Environment
 from sqlfront.vars import SessionVars, display_name
 
@@ -95,6 +96,30 @@ def split_statements(sql: str) -> list[str]:
     return [p for p in out if _has_tokens(p)]
 
 
+#: the most parameters a statement can have: Parse and Bind count them in an Int16
+#: (PostgreSQL 55.7 "Message Formats")
+MAX_PARAMS = 65535
+
+
+def param_count(sql: str) -> int:
+    """The highest ``$n`` parameter number in ``sql`` (0 if none), from PostgreSQL's
+    scanner: ``$1`` inside a string literal, a quoted identifier or a comment is text,
+    not a parameter.
+
+    Raises:
+        SqlError 42601 for text the scanner rejects; 42P02 for a parameter number above
+        ``MAX_PARAMS`` (one no client could bind).
+    """
+    try:
+        tokens = pglast.parser.scan(sql)
+    except pglast.parser.ParseError as e:
+        raise _syntax_error(e) from None
+    n = max((int(sql[t.start + 1 : t.end + 1]) for t in tokens if t.name == "PARAM"), default=0)
+    if n > MAX_PARAMS:
+        raise SqlError(UNDEFINED_PARAMETER, f"there is no parameter ${n}")
+    return n
+
+
 def _has_tokens(text: str) -> bool:
     return any(t.name not in ("SQL_COMMENT", "C_COMMENT") for t in pglast.parser.scan(text))
 
@@ -127,7 +152,7 @@ class Session:
 
     def __init__(self, env: Environment, startup: dict[str, str] | None = None):
         self.env = env
-        self.vars = SessionVars(startup)
+        self.vars = SessionVars(startup, env.config.server_vars())
         self.in_transaction = False
         self.failed = False
         self._pending_writes: list[tuple[Table, pa.Table]] = []
@@ -477,7 +502,8 @@ class Session:
             null = opts.get("null", "\\N")
         else:
             delimiter, null = opts.get("delimiter", ","), opts.get("null")
-        data = read_file(rel, stmt.filename, fmt, header=opts.get("header", "false").lower() in ("true", "on", "1"),
+        path = allowed_copy_from_path(stmt.filename, self.env.config.copy_from_dirs)
+        data = read_file(rel, path, fmt, header=opts.get("header", "false").lower() in ("true", "on", "1"),
                          delimiter=delimiter, null=null)
         self._write(rel, data)
         return Result(f"COPY {data.num_rows}")

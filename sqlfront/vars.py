@@ -23,6 +23,9 @@ DEFAULTS: dict[str, tuple[str, bool]] = {
     "integer_datetimes": ("on", False),
     "intervalstyle": ("postgres", True),
     "is_superuser": ("off", False),
+    # Server settings (``sqlfront serve`` options); the values here are the options' defaults.
+    "max_connections": ("100", False),
+    "max_copy_from_size": (str(256 << 20), False),
     "max_identifier_length": ("255", False),
     "max_index_keys": ("32", False),
     "search_path": ("public", True),
@@ -48,8 +51,14 @@ def display_name(name: str) -> str:
 
 
 class SessionVars:
-    def __init__(self, startup: dict[str, str] | None = None):
-        self.values = {k: v for k, (v, _) in DEFAULTS.items()}
+    """One session's variables. ``startup``: the startup packet's parameters (settable
+    ones only are taken); ``server``: the values of read-only server settings
+    (``Config.server_vars()``), which replace their defaults."""
+
+    def __init__(self, startup: dict[str, str] | None = None, server: dict[str, str] | None = None):
+        self.defaults = {k: v for k, (v, _) in DEFAULTS.items()}
+        self.defaults.update({k: v for k, v in (server or {}).items() if k in DEFAULTS})
+        self.values = dict(self.defaults)
         for k, v in (startup or {}).items():
             k = k.lower()
             if k in DEFAULTS and DEFAULTS[k][1]:
@@ -70,7 +79,7 @@ class SessionVars:
         name = name.lower()
         if name not in DEFAULTS:
             raise SqlError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"')
-        default, settable = DEFAULTS[name]
+        default, settable = self.defaults[name], DEFAULTS[name][1]
         if value is None:
             self.values[name] = default
             return

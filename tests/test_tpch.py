@@ -13,8 +13,8 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def tpch_data(server, tmp_path_factory):
-    d = tpch.generate(0.01, tmp_path_factory.mktemp("tpch"), echo=lambda s: None)
+def tpch_data(server):
+    d = tpch.generate(0.01, server.copy_from_dir / "tpch", echo=lambda s: None)
     with server.connect() as c:
         tpch.load(server.url, d, echo=lambda s: None, conn=c)
     yield d
