@@ -114,10 +114,33 @@ MZ_RECENT_STORAGE_USAGE = BuiltinTable(
     (Column("object_id", TEXT, False), Column("size_bytes", INT8, True)),
 )
 
+MZ_INDEXES = BuiltinTable(
+    "s46", "mz_catalog", "mz_indexes",
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("name", TEXT, False),
+     Column("on_id", TEXT, False), Column("cluster_id", TEXT, True), Column("owner_id", TEXT, False),
+     Column("create_sql", TEXT, False)),
+)
+MZ_INDEX_COLUMNS = BuiltinTable(
+    "s47", "mz_catalog", "mz_index_columns",
+    (Column("index_id", TEXT, False), Column("index_position", INT8, False), Column("on_position", INT8, True),
+     Column("on_expression", TEXT, True), Column("nullable", BOOL, False)),
+)
+MZ_OBJECTS = BuiltinTable(
+    "s48", "mz_catalog", "mz_objects",
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("schema_id", TEXT, False),
+     Column("name", TEXT, False), Column("type", TEXT, False), Column("owner_id", TEXT, False),
+     Column("cluster_id", TEXT, True)),
+)
+
+#: Materialize's ids of the schemas (mz_schemas)
+SCHEMA_IDS = {"public": "u3", "mz_catalog": "s1", "pg_catalog": "s2", "mz_internal": "s4", "information_schema": "s5"}
+#: the owner of every object: the default role (Materialize's ``materialize`` user)
+OWNER_ID = "u1"
+
 #: builtin tables whose rows come from environmentd's state (metrics, persist), not the catalog
 METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE)
 
-BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE)
+BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
@@ -159,8 +182,18 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
         rels = list(snap.tables.values()) + list(snap.views.values()) + list(snap.builtins.values())
         return [(r.id, c.name, i + 1, c.nullable, c.type.sql()) for r in rels for i, c in enumerate(r.columns)]
     if table.id == MZ_SCHEMAS.id:
-        return [("u3", "public"), ("s1", "mz_catalog"), ("s2", "pg_catalog"), ("s4", "mz_internal"),
-                ("s5", "information_schema")]
+        return [(i, n) for n, i in sorted(SCHEMA_IDS.items(), key=lambda kv: kv[0] != "public")]
+    if table.id == MZ_INDEXES.id:
+        return [(i.id, object_oid(i.id), i.name, i.on_id, i.cluster_id, OWNER_ID, i.definition)
+                for i in sorted(snap.indexes.values(), key=_id_order)]
+    if table.id == MZ_INDEX_COLUMNS.id:
+        return _index_columns(snap)
+    if table.id == MZ_OBJECTS.id:
+        objs = [(t, "table", None) for t in snap.tables.values()] + [(v, "view", None) for v in snap.views.values()] \
+            + [(i, "index", i.cluster_id) for i in snap.indexes.values()] \
+            + [(b, "table", None) for b in snap.builtins.values()]
+        return [(o.id, object_oid(o.id), SCHEMA_IDS.get(o.schema, "u3"), o.name, kind, OWNER_ID, cluster)
+                for o, kind, cluster in sorted(objs, key=lambda x: _id_order(x[0]))]
     if table.id == MZ_DATABASES.id:
         return [("u1", "materialize")]
     if table.id == MZ_TABLES.id:
@@ -175,6 +208,21 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
             for r in sorted(snap.replicas.values(), key=_id_order)
         ]
     raise KeyError(table.id)
+
+
+def _index_columns(snap: CatalogSnapshot) -> list[tuple]:
+    """mz_index_columns: a key that names a column of the object has its 1-based
+    ``on_position`` (and that column's nullability); any other key is an ``on_expression``."""
+    out = []
+    for i in sorted(snap.indexes.values(), key=_id_order):
+        rel = snap.tables.get(i.on_id) or snap.views.get(i.on_id)
+        cols = [c.name for c in rel.columns] if rel else []
+        for pos, key in enumerate(i.keys, 1):
+            if key in cols:
+                out.append((i.id, pos, cols.index(key) + 1, None, rel.columns[cols.index(key)].nullable))
+            else:
+                out.append((i.id, pos, None, key, True))
+    return out
 
 
 def _id_order(obj) -> tuple[str, int]:

@@ -50,7 +50,9 @@ CREATE TABLE IF NOT EXISTS indexes (
     schema_name TEXT NOT NULL,
     name TEXT NOT NULL,
     on_id TEXT NOT NULL,
-    definition TEXT NOT NULL
+    definition TEXT NOT NULL,
+    cluster_id TEXT,
+    keys TEXT NOT NULL DEFAULT '[]'
 );
 """
 
@@ -133,6 +135,10 @@ class CatalogStore:
         cols = {r[1] for r in self._conn.execute("PRAGMA table_info(replicas)")}
         if "token" not in cols:  # REMOTE replicas' bearer tokens
             self._conn.execute("ALTER TABLE replicas ADD COLUMN token TEXT")
+        cols = {r[1] for r in self._conn.execute("PRAGMA table_info(indexes)")}
+        if "cluster_id" not in cols:  # indexes maintained in a cluster
+            self._conn.execute("ALTER TABLE indexes ADD COLUMN cluster_id TEXT")
+            self._conn.execute("ALTER TABLE indexes ADD COLUMN keys TEXT NOT NULL DEFAULT '[]'")
 
     def is_new(self) -> bool:
         with self._lock:
@@ -157,7 +163,8 @@ class CatalogStore:
                 for r in c.execute("SELECT id, schema_name, name, sql, columns FROM views")
             }
             indexes = {
-                r[0]: Index(*r) for r in c.execute("SELECT id, schema_name, name, on_id, definition FROM indexes")
+                r[0]: Index(*r[:6], tuple(json.loads(r[6])))
+                for r in c.execute("SELECT id, schema_name, name, on_id, definition, cluster_id, keys FROM indexes")
             }
         return CatalogSnapshot(
             version=int(meta.get("version", 0)),
@@ -232,8 +239,9 @@ class CatalogStore:
                         views.pop(op.view_id, None)
                     elif isinstance(op, CreateIndex):
                         i = op.index
-                        c.execute("INSERT INTO indexes (id, schema_name, name, on_id, definition) VALUES (?, ?, ?, ?, ?)",
-                                  (i.id, i.schema, i.name, i.on_id, i.definition))
+                        c.execute("INSERT INTO indexes (id, schema_name, name, on_id, definition, cluster_id, keys)"
+                                  " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                  (i.id, i.schema, i.name, i.on_id, i.definition, i.cluster_id, json.dumps(list(i.keys))))
                         indexes[i.id] = i
                     elif isinstance(op, DropIndex):
                         c.execute("DELETE FROM indexes WHERE id = ?", (op.index_id,))

@@ -100,13 +100,22 @@ class View:
 
 @dataclass(frozen=True)
 class Index:
-    """An index (``u1``) on a table or view: recorded, with no effect on results."""
+    """An index (``u1``) on a table or view, as Materialize has them: the object's
+    current rows kept in memory on every replica of cluster ``cluster_id``
+    (Materialize's "Indexes" doc: an index is an arrangement maintained in a cluster).
+
+    ``keys`` are the index's key expressions as SQL text; a key that is a column name
+    of the object is that column. ``definition`` is the CREATE statement as given.
+    ``cluster_id`` is None only for indexes recorded before indexes were maintained.
+    """
 
     id: str
     schema: str
     name: str
     on_id: str
     definition: str
+    cluster_id: str | None = None
+    keys: tuple[str, ...] = ()
 
 
 Relation = Table | BuiltinTable | View
@@ -184,6 +193,11 @@ class CatalogSnapshot:
                 return r
         shown = f"{schema}.{name}" if schema else name
         raise SqlError(UNDEFINED_TABLE, f'relation "{shown}" does not exist')
+
+    def indexes_in_cluster(self, cluster_id: str) -> list[Index]:
+        """The indexes cluster ``cluster_id`` maintains, in id order."""
+        return sorted((i for i in self.indexes.values() if i.cluster_id == cluster_id),
+                      key=lambda i: (i.id[0], int(i.id[1:])))
 
     def index_by_name(self, schema: str, name: str) -> Index | None:
         for i in self.indexes.values():

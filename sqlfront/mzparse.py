@@ -14,6 +14,11 @@ tokens. Grammar, from Materialize's SQL reference and seeds/cluster-replicas.md:
     ALTER CLUSTER name RENAME TO new_name
     SHOW CLUSTERS [LIKE 'pattern' | WHERE expr]
     SHOW CLUSTER REPLICAS [FOR cluster] [LIKE 'pattern' | WHERE expr]
+    CREATE DEFAULT INDEX [IF NOT EXISTS] [name] [IN CLUSTER c] ON obj [USING ARRANGEMENT]
+    CREATE INDEX [IF NOT EXISTS] [name] IN CLUSTER c ON obj [USING ARRANGEMENT] (key [, ...])
+    SHOW INDEXES [ON obj] [IN CLUSTER c] [LIKE 'pattern' | WHERE expr]
+
+(``CREATE INDEX`` without ``IN CLUSTER`` is PostgreSQL's and parsed by pglast.)
 
 ``parse_mz`` returns None for any other statement, which then goes to ``pglast.parse_sql``.
 """
@@ -95,7 +100,30 @@ class ShowObjects:
     where: str | None = None
 
 
-MzStatement = (ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+@dataclass(frozen=True)
+class CreateIndex:
+    """CREATE [DEFAULT] INDEX, Materialize's or PostgreSQL's (Materialize's SQL reference,
+    "CREATE INDEX"). ``keys`` are SQL texts, None for a DEFAULT index (all columns);
+    ``cluster`` None means the session's cluster."""
+
+    name: str | None
+    schema: str | None
+    on: str
+    keys: tuple[str, ...] | None
+    cluster: str | None = None
+    if_not_exists: bool = False
+    definition: str = ""
+
+
+@dataclass(frozen=True)
+class ShowIndexes:
+    on: str | None = None
+    cluster: str | None = None
+    like: str | None = None
+    where: str | None = None
+
+
+MzStatement = (CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
                | ShowClusters | ShowClusterReplicas)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
@@ -221,7 +249,70 @@ class _Parser:
             self.expect_punct(")")
         return tuple(opts)
 
+    def create_index(self) -> CreateIndex:
+        default = self.accept("CREATE", "DEFAULT", "INDEX")
+        if not default:
+            self.expect("CREATE", "INDEX")
+        if_not_exists = self.accept("IF", "NOT", "EXISTS")
+        name = None
+        if self.word() not in ("IN", "ON"):
+            name = self.ident()
+        cluster = None
+        if self.accept("IN", "CLUSTER"):
+            cluster = self.ident()
+        self.expect("ON")
+        schema, on = None, self.ident()
+        if self.accept_punct("."):
+            schema, on = on, self.ident()
+        if self.accept("USING"):
+            self.expect("ARRANGEMENT")
+        keys = None
+        if not default:
+            self.expect_punct("(")
+            keys = tuple(self.key_texts())
+        self.done()
+        return CreateIndex(name, schema, on, keys, cluster, if_not_exists, self.sql.strip().rstrip(";").strip())
+
+    def key_texts(self) -> list[str]:
+        """The comma-separated expressions up to the closing parenthesis, as SQL text (a
+        bare identifier as the column name it names)."""
+        keys, depth, start = [], 0, self.i
+        while True:
+            t = self.peek()
+            if t is None:
+                raise self.error("')'")
+            if t.name == "ASCII_40":
+                depth += 1
+            elif t.name == "ASCII_41" and depth > 0:
+                depth -= 1
+            elif t.name in ("ASCII_41", "ASCII_44") and depth == 0:
+                if start == self.i:
+                    raise self.error("an expression")
+                if self.i - start == 1:
+                    self.i = start
+                    keys.append(self.ident())
+                else:
+                    keys.append(self.sql[self.toks[start].start : self.toks[self.i - 1].end + 1])
+                self.i += 1
+                if t.name == "ASCII_41":
+                    return keys
+                start = self.i
+                continue
+            self.i += 1
+
     def parse(self):
+        if self.word(0) == "CREATE" and self.word(1) in ("DEFAULT", "INDEX"):
+            return self.create_index()
+        if self.accept("SHOW", "INDEXES") or self.accept("SHOW", "INDEX"):
+            on = cluster = None
+            if self.accept("ON") or self.accept("FROM"):
+                on = self.ident()
+                if self.accept_punct("."):
+                    on = self.ident()
+            if self.accept("IN", "CLUSTER"):
+                cluster = self.ident()
+            like, where = self.show_filter()
+            return ShowIndexes(on, cluster, like, where)
         if self.accept("CREATE", "CLUSTER", "REPLICA"):
             cluster = self.ident()
             self.expect_punct(".")
@@ -312,7 +403,8 @@ class _Parser:
 
 
 _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER"),
-           ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS")}
+           ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS"),
+           ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT")}
 
 
 def parse_mz(sql: str) -> MzStatement | None:
@@ -322,8 +414,22 @@ def parse_mz(sql: str) -> MzStatement | None:
         SqlError 42601 with a 1-based position for a malformed Materialize statement.
     """
     p = _Parser(sql)
+    if _is_mz_create_index(p):
+        return p.parse()
     if (p.word(0), p.word(1)) not in _STARTS:
         return None
     if p.word(0) == "SHOW" and p.word(1) == "CLUSTER" and p.word(2) != "REPLICAS":
         return None  # SHOW cluster (the session variable)
     return p.parse()
+
+
+def _is_mz_create_index(p: _Parser) -> bool:
+    """CREATE INDEX with IN CLUSTER before its ON (else it is PostgreSQL's)."""
+    if (p.word(0), p.word(1)) != ("CREATE", "INDEX"):
+        return False
+    for k in range(2, len(p.toks) - 1):
+        if p.word(k) == "ON":
+            return False
+        if p.word(k) == "IN" and p.word(k + 1) == "CLUSTER":
+            return True
+    return False

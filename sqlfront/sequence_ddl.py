@@ -11,7 +11,7 @@ from __future__ import annotations
 from catalog import durable
 from catalog.errors import (
     SqlError, DUPLICATE_OBJECT, UNDEFINED_OBJECT, SYNTAX_ERROR, INVALID_PARAMETER_VALUE, DUPLICATE_TABLE,
-    UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
+    UNDEFINED_TABLE, WRONG_OBJECT_TYPE, DEPENDENT_OBJECTS_STILL_EXIST,
 )
 from catalog.sizes import ReplicaSize, validate_size
 from catalog.snapshot import USER_SCHEMA, CatalogSnapshot, Cluster, Column, Index, Replica, Table, View
@@ -104,6 +104,10 @@ def create_replica(stmt: mz.CreateClusterReplica, sizes, zones):
 
 
 def drop_clusters(stmt: mz.DropClusters):
+    """DROP CLUSTER; a cluster that hosts indexes needs CASCADE, which drops them too
+    (Materialize: "cannot drop cluster with active indexes or materialized views",
+    2BP01)."""
+
     def build(snap: CatalogSnapshot, ids) -> list:
         ops = []
         for name in stmt.names:
@@ -112,6 +116,12 @@ def drop_clusters(stmt: mz.DropClusters):
                 if stmt.if_exists:
                     continue
                 raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{name}'")
+            hosted = snap.indexes_in_cluster(c.id)
+            if hosted and not stmt.cascade:
+                raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                               "cannot drop cluster with active indexes or materialized views",
+                               hint="Use DROP ... CASCADE to drop the dependent objects too.")
+            ops += [durable.DropIndex(i.id) for i in hosted]
             ops.append(durable.DropCluster(c.id))
         return ops
 
@@ -185,17 +195,38 @@ def create_view(schema: str | None, name: str, sql: str, columns: tuple[Column, 
     return build
 
 
-def create_index(name: str | None, schema: str | None, on: str, definition: str, if_not_exists: bool):
+def create_index(stmt: mz.CreateIndex, session_cluster: str):
+    """CREATE [DEFAULT] INDEX (Materialize's "CREATE INDEX"): the index lives in
+    ``stmt.cluster``, else the session's cluster. A DEFAULT index keys on every column.
+    Unnamed indexes are named as Materialize names them, ``<obj>_primary_idx`` for a
+    default index and ``<obj>_<key>_..._idx`` otherwise (``expr`` for a key that is
+    not a column), with 1, 2, ... appended while the name is taken.
+
+    Raises (from ``build``): 42704 unknown cluster, 42P01 unknown object, 42809 for a
+    system table, 42703 for a key column the object lacks, 42P07 for a taken name."""
+
     def build(snap: CatalogSnapshot, ids) -> list:
-        rel = snap.resolve_relation(schema, on)
+        cluster = snap.resolve_cluster(stmt.cluster or session_cluster)
+        rel = snap.resolve_relation(stmt.schema, stmt.on)
         if rel.builtin:
-            raise SqlError(WRONG_OBJECT_TYPE, f'cannot create index on system table "{on}"')
-        iname = name or f"{on}_primary_idx"
-        if snap.index_by_name(rel.schema, iname) is not None or snap.relation_by_name(rel.schema, iname):
-            if if_not_exists:
-                return []
-            raise SqlError(DUPLICATE_TABLE, f'relation "{iname}" already exists')
-        return [durable.CreateIndex(Index(ids.allocate("item"), rel.schema, iname, rel.id, definition))]
+            raise SqlError(WRONG_OBJECT_TYPE, f'cannot create index on system table "{stmt.on}"')
+        columns = [c.name for c in rel.columns]
+        keys = tuple(columns) if stmt.keys is None else stmt.keys
+        if stmt.name is not None:
+            name = stmt.name
+            if snap.index_by_name(rel.schema, name) is not None or snap.relation_by_name(rel.schema, name):
+                if stmt.if_not_exists:
+                    return []
+                raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
+        else:
+            base = f"{rel.name}_primary_idx" if stmt.keys is None else \
+                "_".join([rel.name] + [k if k in columns else "expr" for k in keys] + ["idx"])
+            name, n = base, 0
+            while snap.index_by_name(rel.schema, name) is not None or snap.relation_by_name(rel.schema, name):
+                n += 1
+                name = f"{base}{n}"
+        return [durable.CreateIndex(Index(ids.allocate("item"), rel.schema, name, rel.id, stmt.definition,
+                                          cluster.id, keys))]
 
     return build
 

@@ -223,9 +223,9 @@ class Session:
         with describing(params):
             if isinstance(stmt, ast.SelectStmt):
                 cols = self._columns(QueryPlanner(self.env.snapshot, params).plan_select(stmt))
-            elif isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas, mz.ShowObjects)):
+            elif isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas, mz.ShowObjects, mz.ShowIndexes)):
                 q = self._show_query(stmt)
-                cols = self._columns(QueryPlanner(self.env.snapshot).plan_select(pglast.parse_sql(q)[0].stmt))
+                cols = self._columns(QueryPlanner(self.env.snapshot).plan_select(_parse_generated(q)))
             elif isinstance(stmt, ast.VariableShowStmt):
                 cols = [("name", TEXT), ("setting", TEXT)] if stmt.name.lower() == "all" else [(stmt.name.lower(), TEXT)]
             elif isinstance(stmt, ast.InsertStmt):
@@ -275,8 +275,8 @@ class Session:
         if isinstance(stmt, mz.AlterClusterRename):
             self._ddl(ddl.rename_cluster(stmt))
             return Result("ALTER CLUSTER")
-        if isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas, mz.ShowObjects)):
-            return self._select(pglast.parse_sql(self._show_query(stmt))[0].stmt, None, tag="SHOW")
+        if isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas, mz.ShowObjects, mz.ShowIndexes)):
+            return self._select(_parse_generated(self._show_query(stmt)), None, tag="SHOW")
         if isinstance(stmt, ast.SelectStmt):
             return self._select(stmt, params)
         if isinstance(stmt, ast.InsertStmt):
@@ -285,7 +285,7 @@ class Session:
             return self._create_table(stmt)
         if isinstance(stmt, ast.ViewStmt):
             return self._create_view(stmt)
-        if isinstance(stmt, ast.IndexStmt):
+        if isinstance(stmt, (ast.IndexStmt, mz.CreateIndex)):
             return self._create_index(stmt, sql)
         if isinstance(stmt, (ast.UpdateStmt, ast.DeleteStmt)):
             return self._rewrite(stmt, params)
@@ -388,6 +388,8 @@ class Session:
     def _show_query(self, stmt) -> str:
         if isinstance(stmt, mz.ShowObjects):
             return self._show_objects_query(stmt)
+        if isinstance(stmt, mz.ShowIndexes):
+            return self._show_indexes_query(stmt)
         if isinstance(stmt, mz.ShowClusters):
             base = "SELECT name FROM mz_catalog.mz_clusters"
             col = "name"
@@ -401,6 +403,31 @@ class Session:
                 base += " WHERE c.name = " + _quote_literal(stmt.cluster)
             col = "replica"
         return _show_filtered("*", base, col, stmt, "1" if isinstance(stmt, mz.ShowClusters) else "1, 2")
+
+    def _show_indexes_query(self, stmt: mz.ShowIndexes) -> str:
+        """SHOW INDEXES [ON obj] [IN CLUSTER c]: name, on, cluster, key (the key
+        expressions as a text array), as in Materialize's SQL reference."""
+        snap = self.env.snapshot
+        base = ("SELECT i.name, o.name AS on, c.name AS cluster, k.key"
+                " FROM mz_catalog.mz_indexes i JOIN mz_catalog.mz_objects o ON o.id = i.on_id"
+                " JOIN mz_catalog.mz_clusters c ON c.id = i.cluster_id"
+                " JOIN (SELECT ic.index_id, array_agg(coalesce(col.name, ic.on_expression) ORDER BY ic.index_position)"
+                " AS key FROM mz_catalog.mz_index_columns ic JOIN mz_catalog.mz_indexes ii ON ii.id = ic.index_id"
+                " LEFT JOIN mz_catalog.mz_columns col ON col.id = ii.on_id AND col.position = ic.on_position"
+                " GROUP BY ic.index_id) k ON k.index_id = i.id")
+        conds = []
+        if stmt.on is not None:
+            conds.append(f"i.on_id = {_quote_literal(snap.resolve_relation(None, stmt.on).id)}")
+        if stmt.cluster is not None:
+            conds.append(f"c.id = {_quote_literal(snap.resolve_cluster(stmt.cluster).id)}")
+        if conds:
+            base += " WHERE " + " AND ".join(conds)
+        if stmt.where is not None:
+            # Materialize's column "on" is a reserved word to PostgreSQL's grammar.
+            where = "".join(('"on"' if t.name == "ON" else stmt.where[t.start:t.end + 1]) + " "
+                            for t in pglast.parser.scan(stmt.where))
+            stmt = mz.ShowIndexes(stmt.on, stmt.cluster, stmt.like, where)
+        return _show_filtered("*", base, "name", stmt, "1")
 
     def _show_objects_query(self, stmt: mz.ShowObjects) -> str:
         """SHOW TABLES/VIEWS/COLUMNS/SCHEMAS/DATABASES as queries over mz_catalog (their
@@ -564,9 +591,25 @@ class Session:
         self._ddl(ddl.create_view(rv.schemaname, rv.relname, RawStream()(stmt.query), cols, bool(stmt.replace)))
         return Result("CREATE VIEW")
 
-    def _create_index(self, stmt: ast.IndexStmt, sql: str) -> Result:
-        rv = stmt.relation
-        self._ddl(ddl.create_index(stmt.idxname, rv.schemaname, rv.relname, sql.strip(), bool(stmt.if_not_exists)))
+    def _create_index(self, stmt: ast.IndexStmt | mz.CreateIndex, sql: str) -> Result:
+        """CREATE INDEX, Materialize's form or PostgreSQL's (whose UNIQUE, USING, INCLUDE
+        and WHERE are accepted and ignored: the index is an in-memory arrangement). Key
+        expressions are checked by planning them against the object."""
+        from pglast.stream import RawStream
+
+        if isinstance(stmt, ast.IndexStmt):
+            rv = stmt.relation
+            keys = tuple(e.name if e.name is not None else RawStream()(e.expr) for e in stmt.indexParams)
+            stmt = mz.CreateIndex(stmt.idxname, rv.schemaname, rv.relname, keys, None, bool(stmt.if_not_exists),
+                                  sql.strip().rstrip(";").strip())
+        if stmt.keys:
+            target = (_quote_ident(stmt.schema) + "." if stmt.schema else "") + _quote_ident(stmt.on)
+            probe = f"SELECT {', '.join(stmt.keys)} FROM {target}"
+            try:
+                QueryPlanner(self.env.snapshot).plan_select(pglast.parse_sql(probe)[0].stmt)
+            except pglast.parser.ParseError as e:
+                raise _syntax_error(e) from None
+        self._ddl(ddl.create_index(stmt, self.vars.get("cluster")))
         return Result("CREATE INDEX")
 
     def _rewrite(self, stmt, params) -> Result:
@@ -747,6 +790,17 @@ def _show_filtered(columns: str, base: str, col: str, stmt, order: str) -> str:
     elif stmt.where is not None:
         q += f" WHERE {stmt.where}"
     return f"{q} ORDER BY {order}"
+
+
+def _parse_generated(sql: str):
+    """Parse a query built from a SHOW statement (whose LIKE/WHERE text is the user's).
+
+    Raises:
+        SqlError 42601 for a syntax error in the user's part."""
+    try:
+        return pglast.parse_sql(sql)[0].stmt
+    except pglast.parser.ParseError as e:
+        raise SqlError(SYNTAX_ERROR, f"syntax error in SHOW filter: {e.args[0] if e.args else e}") from None
 
 
 def _quote_ident(name: str) -> str:
