@@ -21,6 +21,7 @@ import pyarrow as pa
 from catalog.errors import SqlError, QUERY_CANCELED
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import Replica
+from spark_exec.arrangements import ArrangementMaintainer, WantedFn
 from spark_exec.errors import is_connection_error, to_sql_error
 from spark_exec.lower import BuiltinFn, Lowerer, ScanFn
 from spark_exec.orchestrator import Orchestrator, ReplicaSpec
@@ -42,6 +43,14 @@ class ClusterCoordinator:
         self._cond = threading.Condition()
         #: peeks running at once on one replica (each replica has its own threads)
         self.max_peeks_per_replica = max_peeks_per_replica
+        #: the arrangements of this cluster's indexes (set by ``maintain_arrangements``)
+        self.arrangements: ArrangementMaintainer | None = None
+
+    def maintain_arrangements(self, wanted: WantedFn) -> None:
+        """Keep what ``wanted()`` lists (the tables this cluster's indexes cover, with
+        their parts) in memory on every replica; see spark_exec.arrangements."""
+        self.arrangements = ArrangementMaintainer(self.name, lambda: list(self._replicas.values()), wanted)
+        self.arrangements.start()
 
     # -- replica lifecycle (called by the Coordinator; never blocks) -----------------
 
@@ -79,6 +88,8 @@ class ClusterCoordinator:
         with self._cond:
             handles = list(self._replicas.values())
             self._replicas.clear()
+        if self.arrangements is not None:
+            self.arrangements.stop()
         threads = [threading.Thread(target=h.stop, daemon=True) for h in handles]
         for t in threads:
             t.start()
@@ -92,6 +103,8 @@ class ClusterCoordinator:
     def _changed(self, h: ReplicaHandle) -> None:
         with self._cond:
             self._cond.notify_all()
+        if self.arrangements is not None and h.status == HEALTHY:
+            self.arrangements.poke()  # a restarted replica's cache starts empty
         if self.on_status:
             self.on_status(h.id, h.status)
 
@@ -183,7 +196,8 @@ class ClusterCoordinator:
         try:
             session.addTag(tag)  # tags apply to operations started by this thread
             try:
-                return Lowerer(session, scan, builtin_rows).lower_result(plan).toArrow()
+                arranged = self.arrangements.arranged() if self.arrangements is not None else frozenset()
+                return Lowerer(session, scan, builtin_rows, arranged).lower_result(plan).toArrow()
             finally:
                 session.removeTag(tag)
         except SqlError:

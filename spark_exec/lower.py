@@ -107,14 +107,24 @@ def col(i: int) -> SparkColumn:
     return F.col(f"c{i}")
 
 
+def read_parts(spark: SparkSession, table: Table, urls: list[str]) -> DataFrame:
+    """The Parquet parts ``urls`` of ``table``'s shard, in its storage schema. One
+    definition for peeks and arrangements: Spark's cache matches plans exactly."""
+    file_schema = T.StructType([T.StructField(c.name, _storage_type(c.type), True) for c in table.columns])
+    return spark.read.schema(file_schema).parquet(*urls)
+
+
 class Lowerer:
     """Lowers plans for one Spark session. ``scan`` lists a table's part URLs at the peek's
     as_of; ``builtin_rows`` gives a system table's rows."""
 
-    def __init__(self, spark: SparkSession, scan: ScanFn, builtin_rows: BuiltinFn):
+    def __init__(self, spark: SparkSession, scan: ScanFn, builtin_rows: BuiltinFn,
+                 arranged: frozenset[str] = frozenset()):
         self.spark = spark
         self.scan = scan
         self.builtin_rows = builtin_rows
+        #: ids of the tables whose parts the replica keeps in memory (indexes)
+        self.arranged = arranged
 
     # -- relations --------------------------------------------------------------------
 
@@ -149,10 +159,14 @@ class Lowerer:
             return self.spark.createDataFrame(rows, self._schema(p.columns))
         urls = self.scan(rel)
         names = [c.name for c in rel.columns]
-        file_schema = T.StructType([T.StructField(c.name, _storage_type(c.type), True) for c in rel.columns])
         if not urls:
             return self.spark.createDataFrame([], self._schema(p.columns))
-        df = self.spark.read.schema(file_schema).parquet(*urls)
+        if rel.id in self.arranged:
+            # Part by part, each exactly as the arrangement cached it, so Spark's cache
+            # manager answers each from memory (a part not cached yet is read from Blob).
+            df = reduce(DataFrame.unionAll, [read_parts(self.spark, rel, [u]) for u in urls])
+        else:
+            df = read_parts(self.spark, rel, urls)
         return df.select(*[_from_storage(F.col(f"`{n}`"), c.type).alias(f"c{i}")
                            for i, (n, c) in enumerate(zip(names, rel.columns))])
 

@@ -11,11 +11,14 @@ Data directory layout::
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pglast
 
 from catalog import durable
 from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE, builtin_rows
@@ -23,7 +26,9 @@ from sqlfront.vars import DEFAULTS
 from catalog.durable import CatalogStore
 from catalog.oracle import TimestampOracle
 from catalog.sizes import ReplicaSize, default_sizes
-from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica
+from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica, Table
+from planner.plan import relations_read
+from planner.query import QueryPlanner
 from persist import FileBlob, PersistClient, SqliteConsensus
 from spark_exec.cluster_coordinator import ClusterCoordinator
 from spark_exec.orchestrator import Orchestrator
@@ -77,6 +82,8 @@ class Environment:
         self.clusters: dict[str, ClusterCoordinator] = {}
         self._clusters_lock = threading.Lock()
         self.coordinator: Coordinator | None = None
+        #: (catalog version, view id) -> the tables the view reads (for arrangements)
+        self._view_tables: dict[tuple[int, str], tuple[Table, ...]] = {}
         self.metrics = Metrics()
         self.metrics.track_replicas(self._all_statuses)
 
@@ -171,8 +178,39 @@ class Environment:
             if cc is None:
                 cc = ClusterCoordinator(c.id, c.name, self.orchestrator,
                                         max_peeks_per_replica=self.config.max_peeks_per_replica)
+                cc.maintain_arrangements(functools.partial(self._arranged_tables, c.id))
                 self.clusters[c.id] = cc
             return cc
+
+    def _arranged_tables(self, cluster_id: str) -> dict[str, tuple[Table, tuple[str, ...]]]:
+        """The tables the indexes of cluster ``cluster_id`` cover (an index on a view
+        covers the tables the view reads), each with the part URLs of its shard now."""
+        snap = self.snapshot
+        out = {}
+        for idx in snap.indexes_in_cluster(cluster_id):
+            for t in self._tables_under(snap, idx.on_id):
+                out[t.id] = (t, self.persist.snapshot(t.shard_id).urls)
+        return out
+
+    def _tables_under(self, snap: CatalogSnapshot, object_id: str) -> tuple[Table, ...]:
+        if object_id in snap.tables:
+            return (snap.tables[object_id],)
+        key = (snap.version, object_id)
+        if key not in self._view_tables:
+            view = snap.views.get(object_id)
+            tables: tuple[Table, ...] = ()
+            if view is not None:
+                plan = QueryPlanner(snap).plan_select(pglast.parse_sql(view.sql)[0].stmt).plan
+                tables = tuple(r for r in relations_read(plan) if isinstance(r, Table))
+            self._view_tables = {k: v for k, v in self._view_tables.items() if k[0] == snap.version}
+            self._view_tables[key] = tables
+        return self._view_tables[key]
+
+    def note_write(self, table: Table) -> None:
+        """New parts landed in ``table``'s shard: arrangements that cover it catch up now."""
+        for cc in list(self.clusters.values()):
+            if cc.arrangements is not None and table.id in cc.arrangements.arranged():
+                cc.arrangements.poke()
 
     # -- applying committed catalog changes (on the Coordinator loop; must not block) --
 
@@ -207,6 +245,10 @@ class Environment:
             cc = self.clusters.get(op.cluster_id)
             if cc:
                 cc.rename(op.new_name)
+        elif isinstance(op, (durable.CreateIndex, durable.DropIndex)):
+            for cc in list(self.clusters.values()):
+                if cc.arrangements is not None:
+                    cc.arrangements.poke()
         elif isinstance(op, durable.DropTable):
             shard = old.tables[op.table_id].shard_id
             threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()

@@ -6,7 +6,7 @@ tokens. Grammar, from Materialize's SQL reference and seeds/cluster-replicas.md:
 
     CREATE CLUSTER name [REPLICAS (inline_replica [, ...])]
     inline_replica ::= name [(replica_option [, ...])]
-    replica_option ::= SIZE [=] 'text' | AVAILABILITY ZONE [=] 'text' | REMOTE [=] ('addr' [, ...])
+    replica_option ::= SIZE [=] 'text' | AVAILABILITY ZONE [=] 'text' | REMOTE [=] ('addr' [, ...]) (or ['addr' [, ...]])
                      | TOKEN [=] 'text'   (REMOTE only: the Spark Connect server's bearer token)
     CREATE CLUSTER REPLICA cluster.replica replica_option [, ...]
     DROP CLUSTER [IF EXISTS] name [, ...] [CASCADE | RESTRICT]
@@ -232,11 +232,13 @@ class _Parser:
                 opts.append(ReplicaOption("AVAILABILITY ZONE", self.string(), pos))
             elif self.accept("REMOTE"):
                 self.accept_punct("=")
-                self.expect_punct("(")
+                close = "]" if self.accept_punct("[") else ")"  # Materialize once wrote ['addr']
+                if close == ")":
+                    self.expect_punct("(")
                 addrs = [self.string()]
                 while self.accept_punct(","):
                     addrs.append(self.string())
-                self.expect_punct(")")
+                self.expect_punct(close)
                 opts.append(ReplicaOption("REMOTE", tuple(addrs), pos))
             elif self.accept("TOKEN"):
                 self.accept_punct("=")

@@ -49,9 +49,10 @@ def _replica_config(
         validate_size(sizes, size.value)
     addrs: tuple[str, ...] = ()
     if remote:
-        addrs = tuple(remote.value)
+        # host:port (Materialize's form) means the Spark Connect server there
+        addrs = tuple(a if a.startswith("sc://") else f"sc://{a}" for a in remote.value)
         for a in addrs:
-            if not a.startswith("sc://") or ":" not in a.removeprefix("sc://"):
+            if ":" not in a.removeprefix("sc://"):
                 raise SqlError(INVALID_PARAMETER_VALUE, f"invalid REMOTE address {a!r}: expected sc://host:port")
     zone = None
     if az:

@@ -484,6 +484,7 @@ class Session:
             state = self.env.persist.append(table.shard_id, data, ts)
         finally:
             oracle.apply_write(ts)
+        self.env.note_write(table)
         if len(state.parts) > COMPACT_AFTER_PARTS:
             self.env.persist.compact(table.shard_id, COMPACT_AFTER_PARTS)
 
