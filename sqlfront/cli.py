@@ -56,14 +56,19 @@ def main() -> None:
               help="File holding the password clients must give (SCRAM-SHA-256). Also: $SQLFRONT_PASSWORD.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
+@click.option("--max-query-heap-size", default=None,
+              help="Default of the session variable max_query_heap_size: server memory a query evaluated in "
+                   "Python may hold (e.g. 256MB; 0 for no limit).")
 def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, metrics_listen,
-          max_peeks_per_replica, password_file, log_level) -> None:
+          max_peeks_per_replica, password_file, log_level, max_query_heap_size) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("py4j", "pyspark", "grpc"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    from catalog.errors import SqlError
     from sqlfront.environment import Config, Environment
     from sqlfront.pgwire import PgServer
+    from sqlfront.vars import validate
 
     host, port = parse_listen(listen)
     password = os.environ.get("SQLFRONT_PASSWORD") or None
@@ -82,10 +87,17 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     if bootstrap_replica_size not in sizes:
         raise click.BadParameter(f"size {bootstrap_replica_size!r} is not in the size map",
                                  param_hint="--bootstrap-replica-size")
+    session_defaults = {}
+    if max_query_heap_size is not None:
+        try:
+            validate("max_query_heap_size", max_query_heap_size)
+        except SqlError as e:
+            raise click.BadParameter(e.message, param_hint="--max-query-heap-size")
+        session_defaults["max_query_heap_size"] = max_query_heap_size
     config = Config(Path(data_dir), sizes=sizes, availability_zones=list(availability_zones),
                     bootstrap_replica_size=bootstrap_replica_size,
                     metrics_listen=parse_listen(metrics_listen) if metrics_listen else None,
-                    max_peeks_per_replica=max_peeks_per_replica)
+                    max_peeks_per_replica=max_peeks_per_replica, session_defaults=session_defaults)
     env = Environment(config)
     stop = threading.Event()
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from catalog import durable
 from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE, builtin_rows
-from sqlfront.vars import DEFAULTS
+from sqlfront.vars import server_defaults
 from catalog.durable import CatalogStore
 from catalog.oracle import TimestampOracle
 from catalog.sizes import ReplicaSize, default_sizes
@@ -47,6 +47,8 @@ class Config:
     max_peeks_per_replica: int = 8
     #: (host, port) to serve Prometheus metrics on, or None
     metrics_listen: tuple[str, int] | None = None
+    #: session variables' defaults on this server, over ``sqlfront.vars.DEFAULTS``
+    session_defaults: dict[str, str] = field(default_factory=dict)
 
 
 class Environment:
@@ -141,7 +143,7 @@ class Environment:
             return [(t.id, sum(p.bytes for p in self.persist.state(t.shard_id).parts))
                     for t in self.snapshot.tables.values()]
         return builtin_rows(table, self.snapshot, self.replica_status, self.config.sizes,
-                            {k: v for k, (v, _) in DEFAULTS.items()})
+                            server_defaults(self.config.session_defaults))
 
     def _all_statuses(self) -> list[str]:
         return [self.replica_status(r) for r in list(self.snapshot.replicas)] if self.coordinator else []

@@ -127,7 +127,7 @@ class Session:
 
     def __init__(self, env: Environment, startup: dict[str, str] | None = None):
         self.env = env
-        self.vars = SessionVars(startup)
+        self.vars = SessionVars(startup, env.config.session_defaults)
         self.in_transaction = False
         self.failed = False
         self._pending_writes: list[tuple[Table, pa.Table]] = []
@@ -336,7 +336,11 @@ class Session:
 
     def _peek(self, plan, pinned: dict | None) -> list[tuple]:
         if interpret.is_fast_path(plan):
-            return interpret.run(plan, self.env.builtin_rows)
+            timeout = self.vars.statement_timeout_s()
+            limits = interpret.Limits(deadline=time.monotonic() + timeout if timeout else None,
+                                      cancelled=self.cancel_event.is_set,
+                                      max_heap_bytes=self.vars.max_query_heap_bytes())
+            return interpret.run(plan, self.env.builtin_rows, limits)
         snap = self.env.snapshot
         cluster = snap.resolve_cluster(self.vars.get("cluster"))
         cc = self.env.cluster_coordinator(cluster.id)
