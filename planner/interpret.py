@@ -12,6 +12,7 @@ recursion, per-row expressions, window frames), so a constant query cannot outli
 
 from __future__ import annotations
 
+import heapq
 import sys
 import time
 from decimal import Decimal
@@ -366,9 +367,32 @@ def _sort_by(items: list, keys, limits: Limits | None = None) -> list:
         vals, nulls = [], []
         for x in scan:
             (vals if key(x) is not None else nulls).append(x)
-        vals.sort(key=key, reverse=desc)
+        if limits is None or len(vals) <= SORT_RUN:
+            vals.sort(key=key, reverse=desc)
+        else:
+            vals = _merge_sort(vals, key, desc, limits)
         items = nulls + vals if nulls_first else vals + nulls
     return items
+
+
+#: rows list.sort sorts in one go, holding the GIL (~5 ms); longer inputs are sorted in
+#: runs of this length and merged in Python, where other threads get their turn
+SORT_RUN = 16384
+
+
+def _merge_sort(vals: list, key, desc: bool, limits: Limits) -> list:
+    """``vals`` sorted by ``key`` (stable, descending if ``desc``), in runs of ``SORT_RUN``
+    merged by ``heapq.merge`` (which keeps stability: ties come from the earlier run)."""
+    runs = []
+    for lo in range(0, len(vals), SORT_RUN):
+        limits.check()
+        runs.append(sorted(vals[lo : lo + SORT_RUN], key=key, reverse=desc))
+    out = []
+    for i, x in enumerate(heapq.merge(*runs, key=key, reverse=desc)):
+        if i % CHECK_EVERY == 0:
+            limits.check()
+        out.append(x)
+    return out
 
 
 def _order_keys(order, rows: Rows) -> list:
@@ -471,7 +495,7 @@ def _join(plan: Join, left: Rows, right: Rows, limits: Limits) -> Rows:
     out = []
     matched_right = set()
     lk, rk = _equi_keys(plan.on, nl)
-    work = 0
+    work = 0  # candidate pairs looked at since the last check
     buckets = None
     if lk:  # hash join on the equality conjuncts; the whole condition is still checked
         buckets = {}
@@ -486,20 +510,23 @@ def _join(plan: Join, left: Rows, right: Rows, limits: Limits) -> Rows:
             candidates = buckets.get(key, ()) if None not in key else ()
         else:
             candidates = range(len(right))
-        for j in candidates:
-            rr = right[j]
-            row = lr + rr
-            if plan.on is None or evaluate(plan.on, row) is True:
-                out.append(row)
-                hit = True
-                matched_right.add(j)
+        # In slices of CHECK_EVERY candidates: one left row may meet millions of right rows.
+        for lo in range(0, len(candidates), CHECK_EVERY):
+            chunk = candidates[lo : lo + CHECK_EVERY]
+            for j in chunk:
+                rr = right[j]
+                row = lr + rr
+                if plan.on is None or evaluate(plan.on, row) is True:
+                    out.append(row)
+                    hit = True
+                    matched_right.add(j)
+            work += len(chunk)
+            if work >= CHECK_EVERY:
+                work = 0
+                limits.grow(out)
         if not hit and plan.kind in ("left", "full"):
             out.append(lr + (None,) * nr)
-        # One check per left row at most; a left row's candidates are the work done.
-        work += 1 + len(candidates)
-        if work >= CHECK_EVERY:
-            work = 0
-            limits.grow(out)
+        limits.tick()
     if plan.kind in ("right", "full"):
         out += [(None,) * nl + rr for j, rr in enumerate(right) if j not in matched_right]
     return out

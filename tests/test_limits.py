@@ -141,3 +141,12 @@ def test_server_default_of_max_query_heap_size_is_what_reset_restores():
     with pytest.raises(SqlError) as ei:
         v.set("max_query_heap_size", "12 furlongs")
     assert ei.value.sqlstate == "22023"
+
+
+def test_long_sort_in_python_is_sorted_in_runs_with_postgres_order(conn):
+    # 40000 rows: longer than interpret.SORT_RUN, so sorted in runs and merged
+    rows = conn.execute("SELECT nullif(a % 97, 5) AS k, a FROM generate_series(1, 40000) a"
+                        " ORDER BY k DESC NULLS LAST, a % 3, a DESC").fetchall()
+    data = [(None if a % 97 == 5 else a % 97, a) for a in range(1, 40001)]
+    expected = sorted(data, key=lambda r: (r[0] is None, -(r[0] or 0), r[1] % 3, -r[1]))
+    assert rows == expected
