@@ -10,8 +10,10 @@
    the ratio to idle, and how long DDL on B takes meanwhile.
 4. Python-evaluated queries (``--section python``, alone): ``SELECT 1`` p50/p99 on another
    connection while one client runs an oversized constant or catalog query again and
-   again (stopped by ``max_query_heap_size``), next to the idle p50/p99 of the same run,
-   and environmentd's memory growth meanwhile (VmRSS/VmHWM from /proc).
+   again (stopped by ``max_query_heap_size``), next to the idle p50/p99 of the same run
+   and to the p50/p99 while a separate process merely spins on a CPU (what CPU contention
+   alone costs on this machine), and environmentd's memory growth meanwhile (VmRSS/VmHWM
+   from /proc).
 
     .venv/bin/python bench/coordinator.py [--section all|peeks|python] [--clients 16]
         [--seconds 60] [--iso-seconds 15] [--probes 3000]
@@ -23,6 +25,7 @@ import argparse
 import os
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -116,6 +119,17 @@ def python_section(srv, probes: int) -> None:
         i50, i99 = pct(idle, .5) * 1000, pct(idle, .99) * 1000
         print(f"python-evaluated queries: SELECT 1 idle p50 {i50:.3f} ms   p99 {i99:.3f} ms   "
               f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+        # The floor on this machine: a process that only spins takes a CPU from the server
+        # without touching its GIL, memory or sockets.
+        hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            time.sleep(0.5)
+            spun = probe(c, probes)
+        finally:
+            hog.kill()
+            hog.wait()
+        print(f"  while another process spins on a CPU: SELECT 1 p50 {pct(spun, .5) * 1000:.3f} ms   "
+              f"p99 {pct(spun, .99) * 1000:.3f} ms (ratio {pct(spun, .99) * 1000 / i99:.2f})")
         for name, sql in OVERSIZED.items():
             reset_peak_rss(pid)
             before = vm_mib(pid)

@@ -191,8 +191,6 @@ def run(plan, builtin_rows: Callable[[BuiltinTable], Rows], limits: Limits | Non
         return rows
     finally:
         NESTED_EVALUATOR.reset(token)
-        ctx.memo.clear()
-        ctx.indexes.clear()
         limits.release(rows)
 
 
