@@ -10,7 +10,8 @@
    the ratio to idle, and how long DDL on B takes meanwhile.
 4. Python-evaluated queries (``--section python``, alone): ``SELECT 1`` p50/p99 on another
    connection while one client runs an oversized constant or catalog query again and
-   again (stopped by ``max_query_heap_size``), next to the idle p50/p99 of the same run
+   again (moved to a worker process past ``sqlfront.pyworker.INLINE_HEAP_BYTES``, stopped
+   there by ``max_query_heap_size``), next to the idle p50/p99 of the same run
    and to the p50/p99 while a separate process merely spins on a CPU (what CPU contention
    alone costs on this machine), and environmentd's memory growth meanwhile (VmRSS/VmHWM
    from /proc).

@@ -46,6 +46,24 @@ def is_fast_path(plan) -> bool:
     return not any(isinstance(r, Table) for r in relations_read(plan)) and not _long_series(plan)
 
 
+def builtins_read(plan) -> list[BuiltinTable]:
+    """Every system table ``plan`` reads, its subqueries' included, each once."""
+    found: dict[str, BuiltinTable] = {}
+
+    def visit_plan(p):
+        for r in relations_read(p):
+            found.setdefault(r.id, r)
+        map_plan_exprs(p, visit_expr)
+
+    def visit_expr(e):
+        if isinstance(e, Subquery):
+            visit_plan(e.plan)
+        return e
+
+    visit_plan(plan)
+    return [r for r in found.values() if isinstance(r, BuiltinTable)]
+
+
 def _long_series(p) -> bool:
     if isinstance(p, Series):
         return (p.stop - p.start) // p.step >= MAX_FAST_PATH_SERIES
@@ -64,6 +82,11 @@ RELEASE_SLICE = 4096
 _SLOT_BYTES = 8
 
 
+class Outgrown(Exception):
+    """The evaluation built more than ``Limits.outgrow_bytes`` of rows (and no more than
+    ``max_heap_bytes``): the caller may run it again where big work is cheaper."""
+
+
 class Limits:
     """What stops one Python evaluation: a deadline, a cancel flag and a heap budget.
 
@@ -71,6 +94,7 @@ class Limits:
         deadline: ``time.monotonic()`` value after which the evaluation stops, or None.
         cancelled: returns True once the statement is cancelled (a CancelRequest), or None.
         max_heap_bytes: budget, in bytes, for the rows the evaluation builds, or None.
+        outgrow_bytes: past this many bytes (within the budget), raise ``Outgrown``; None: never.
 
     ``held`` is an upper estimate, in bytes, of every row the evaluation has built: each
     operator's output, charged while it is built and kept (``keep``) until the statement
@@ -80,20 +104,21 @@ class Limits:
     amortized: loops call ``tick`` with the rows of work they did, or ``grow`` with the
     list they build, and every ``CHECK_EVERY`` rows of work ``check`` runs.
 
-    Raises (from ``tick``, ``check``, ``grow``, ``keep``):
+    Raises (from ``tick``, ``check``, ``grow``, ``keep``; also ``Outgrown``):
         SqlError 57014 "canceling statement due to statement timeout" / "... due to user
         request" (PostgreSQL's); 53200 out_of_memory once ``held`` exceeds
         ``max_heap_bytes`` (the code Materialize gives a query result over
         ``max_query_result_size``, and PostgreSQL a failed allocation).
     """
 
-    __slots__ = ("deadline", "cancelled", "max_heap_bytes", "held", "_countdown", "_kept")
+    __slots__ = ("deadline", "cancelled", "max_heap_bytes", "outgrow_bytes", "held", "_countdown", "_kept")
 
     def __init__(self, deadline: float | None = None, cancelled: Callable[[], bool] | None = None,
-                 max_heap_bytes: int | None = None):
+                 max_heap_bytes: int | None = None, outgrow_bytes: int | None = None):
         self.deadline = deadline
         self.cancelled = cancelled
         self.max_heap_bytes = max_heap_bytes
+        self.outgrow_bytes = outgrow_bytes
         self.held = 0
         self._countdown = CHECK_EVERY
         #: every list of rows built so far, freed by ``release``
@@ -134,6 +159,8 @@ class Limits:
             raise SqlError(OUT_OF_MEMORY,
                            f"query needs more than max_query_heap_size ({self.max_heap_bytes} bytes) of server memory",
                            hint="Narrow the query, or raise max_query_heap_size (SET max_query_heap_size = '1GB').")
+        if self.outgrow_bytes is not None and total > self.outgrow_bytes:
+            raise Outgrown()
 
     def release(self, result: list | None = None) -> None:
         """Free every kept list but ``result``, ``RELEASE_SLICE`` rows at a time.

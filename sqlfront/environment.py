@@ -19,7 +19,6 @@ from pathlib import Path
 
 from catalog import durable
 from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE, builtin_rows
-from sqlfront.vars import server_defaults
 from catalog.durable import CatalogStore
 from catalog.oracle import TimestampOracle
 from catalog.sizes import ReplicaSize, default_sizes
@@ -29,6 +28,8 @@ from spark_exec.cluster_coordinator import ClusterCoordinator
 from spark_exec.orchestrator import Orchestrator
 from sqlfront.coordinator import Coordinator
 from sqlfront.metrics import Metrics
+from sqlfront.pyworker import PythonWorkers
+from sqlfront.vars import server_defaults
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,8 @@ class Environment:
         self.coordinator: Coordinator | None = None
         self.metrics = Metrics()
         self.metrics.track_replicas(self._all_statuses)
+        #: processes for fast-path queries too big for a session's thread
+        self.python_workers = PythonWorkers()
 
     # -- boot and shutdown ------------------------------------------------------------
 
@@ -109,6 +112,7 @@ class Environment:
         """Stop the Coordinator and every replica process (waits for them to exit)."""
         if self.coordinator is not None:
             self.coordinator.stop()
+        self.python_workers.shutdown()
         with self._clusters_lock:
             ccs = list(self.clusters.values())
             self.clusters.clear()

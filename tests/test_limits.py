@@ -80,6 +80,24 @@ def test_heap_budget_stops_oversized_query_and_session_goes_on(conn):
     assert conn.execute("SELECT count(*) FROM mz_catalog.mz_clusters WHERE name = 'quickstart'").fetchone() == (1,)
 
 
+def test_query_too_big_for_the_session_thread_is_answered_by_a_worker_process(conn):
+    # 1 million rows: past sqlfront.pyworker.INLINE_HEAP_BYTES, within max_query_heap_size
+    big = "SELECT count(*), sum(a * b) FROM generate_series(1, 1000) a, generate_series(1, 1000) b"
+    assert conn.execute(big).fetchone() == (1000000, 250500250000)
+    # a cancel kills the worker mid-query; the next big query gets a new one
+    conn.execute("SET statement_timeout = '200ms'")
+    e, _ = run_failing(conn, CROSS_JOIN)
+    assert e.sqlstate == "57014"
+    conn.execute("RESET statement_timeout")
+    assert conn.execute(big).fetchone() == (1000000, 250500250000)
+    # system tables reach the worker too, the ones subqueries read included
+    n = conn.execute("SELECT count(*) FROM pg_catalog.pg_attribute").fetchone()[0]
+    assert conn.execute(
+        "SELECT count(*) FROM (SELECT attrelid FROM pg_catalog.pg_attribute) a,"
+        " (SELECT attnum FROM pg_catalog.pg_attribute) b"
+        " WHERE b.attnum >= (SELECT min(attnum) FROM pg_catalog.pg_attribute)").fetchone() == (n * n,)
+
+
 def test_heap_budget_stops_oversized_system_table_join(conn):
     conn.execute("SET max_query_heap_size = '4MB'")
     e, _ = run_failing(conn, "SELECT count(*) FROM pg_catalog.pg_attribute a, pg_catalog.pg_attribute b")
