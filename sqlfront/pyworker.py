@@ -42,6 +42,10 @@ MAX_WORKERS = 2
 #: how often (seconds) a session waiting on a worker looks at its cancel flag and deadline
 _POLL_S = 0.05
 
+#: a worker whose query built more than this (bytes) exits after answering: CPython keeps
+#: freed memory for reuse, and an idle worker should not sit on hundreds of megabytes
+RETIRE_AFTER_BYTES = 64 << 20
+
 #: workers run at a lower CPU priority than environmentd's sessions (nice(2) increment)
 _NICE = 10
 
@@ -104,18 +108,18 @@ class PythonWorkers:
         """
         stopped = Limits(deadline=deadline, cancelled=cancel.is_set)  # its check() raises the 57014s
         worker = self._acquire(stopped)
-        ok = False
+        keep = False  # the worker for the next query: not if it is mid-query or retiring
         try:
             _send(worker.proc.stdin, (plan, tables, max_heap_bytes, deadline))
             fd = worker.proc.stdout.fileno()
             while not select.select([fd], [], [], _POLL_S)[0]:
                 stopped.check()
-            reply = _recv(worker.proc.stdout)
-            ok = True
+            reply, retire = _recv(worker.proc.stdout)
+            keep = not retire
         except (EOFError, BrokenPipeError, OSError) as e:
             raise SqlError(INTERNAL_ERROR, f"the process evaluating the query exited ({e!r})") from None
         finally:
-            self._release(worker, keep=ok)
+            self._release(worker, keep)
         if reply[0] == "error":
             _, sqlstate, message, detail, hint = reply
             raise SqlError(sqlstate, message, detail=detail, hint=hint)
@@ -139,7 +143,9 @@ class PythonWorkers:
 
     def _release(self, worker: _Worker, keep: bool) -> None:
         if not keep:
-            worker.kill()  # mid-query: killing it is what stops the work and frees its memory
+            # Mid-query, killing it is what stops the work and frees its memory; a retiring
+            # worker is exiting anyway.
+            worker.kill()
         with self._cond:
             self._busy -= 1
             if keep and not self._closed:
@@ -166,15 +172,18 @@ def _serve() -> None:
             plan, tables, max_heap_bytes, deadline = _recv(stdin)
         except EOFError:
             return
+        # The deadline is on the machine's monotonic clock, the same in every process.
+        limits = Limits(deadline=deadline, max_heap_bytes=max_heap_bytes)
         try:
-            # The deadline is on the machine's monotonic clock, the same in every process.
-            limits = Limits(deadline=deadline, max_heap_bytes=max_heap_bytes)
             reply = ("rows", run(plan, lambda t: tables[t.id], limits))
         except SqlError as e:
             reply = ("error", e.sqlstate, e.message, e.detail, e.hint)
         except Exception as e:  # a bug: report it like the session would, keep serving
             reply = ("error", INTERNAL_ERROR, f"{type(e).__name__}: {e}", None, None)
-        _send(stdout, reply)
+        retire = limits.held > RETIRE_AFTER_BYTES
+        _send(stdout, (reply, retire))
+        if retire:
+            return
 
 
 if __name__ == "__main__":
