@@ -6,8 +6,9 @@ code-point string order, aggregates over empty input giving one row without GROU
 
 Every evaluation runs under ``Limits`` (deadline, cancel flag, heap budget), checked every
 ``CHECK_EVERY`` rows of work in the loops that can grow (joins, series, unnest,
-recursion, per-row expressions, window frames), so a constant query cannot outlive its
-``statement_timeout`` or a cancel, nor grow the server without bound.
+recursion, per-row expressions, window frames, sorts), so a constant query cannot outlive
+its ``statement_timeout`` or a cancel, nor grow the server without bound. ``Outgrown``
+lets the caller move an evaluation that gets big elsewhere (``sqlfront.pyworker``).
 """
 
 from __future__ import annotations
