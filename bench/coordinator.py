@@ -8,8 +8,16 @@
 3. Isolation: cluster B's p99 while idle, then while cluster A's only replica is frozen
    (SIGSTOP) with 8 clients waiting on it, then while A is saturated by long scans;
    the ratio to idle, and how long DDL on B takes meanwhile.
+4. Python-evaluated queries (``--section python``, alone): ``SELECT 1`` p50/p99 on another
+   connection while one client runs an oversized constant or catalog query again and
+   again (moved to a worker process past ``sqlfront.pyworker.INLINE_HEAP_BYTES``, stopped
+   there by ``max_query_heap_size``), next to the idle p50/p99 of the same run
+   and to the p50/p99 while a separate process merely spins on a CPU (what CPU contention
+   alone costs on this machine), and environmentd's memory growth meanwhile (VmRSS/VmHWM
+   from /proc).
 
-    .venv/bin/python bench/coordinator.py [--clients 16] [--seconds 60] [--iso-seconds 15]
+    .venv/bin/python bench/coordinator.py [--section all|peeks|python] [--clients 16]
+        [--seconds 60] [--iso-seconds 15] [--probes 3000]
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ import argparse
 import os
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -29,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
+import psycopg  # noqa: E402
 from server import Server, free_port, wait_for  # noqa: E402
 
 
@@ -68,6 +78,90 @@ def load(srv, cluster: str, sql: str, clients: int, seconds: float) -> list[floa
     return lat
 
 
+def vm_mib(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (peak RSS) of process ``pid``, in MiB."""
+    out = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key = line.split(":")[0]
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = int(line.split()[1]) / 1024
+    return out
+
+
+def reset_peak_rss(pid: int) -> None:
+    """Start VmHWM over from the current RSS (proc(5), /proc/PID/clear_refs "5")."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def probe(c, n: int) -> list[float]:
+    """``n`` round trips of ``SELECT 1`` on connection ``c``, in seconds each."""
+    lat = []
+    for _ in range(n):
+        t = time.perf_counter()
+        c.execute("SELECT 1").fetchone()
+        lat.append(time.perf_counter() - t)
+    return lat
+
+
+#: queries answered in Python that the default max_query_heap_size stops (53200)
+OVERSIZED = {
+    "generate_series cross join": "SELECT count(*) FROM generate_series(1, 3000) a, generate_series(1, 3000) b",
+    "system tables cross join": "SELECT count(*) FROM pg_catalog.pg_attribute a, pg_catalog.pg_attribute b,"
+                                " mz_catalog.mz_clusters c",
+}
+
+
+def python_section(srv, probes: int) -> None:
+    """Figure 4: other sessions' SELECT 1 while one session runs oversized Python queries."""
+    pid = srv.proc.pid
+    with srv.connect() as c:
+        probe(c, 300)  # warm-up
+        idle = probe(c, probes)
+        i50, i99 = pct(idle, .5) * 1000, pct(idle, .99) * 1000
+        print(f"python-evaluated queries: SELECT 1 idle p50 {i50:.3f} ms   p99 {i99:.3f} ms   "
+              f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
+        # The floor on this machine: a process that only spins takes a CPU from the server
+        # without touching its GIL, memory or sockets.
+        hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        try:
+            time.sleep(0.5)
+            spun = probe(c, probes)
+        finally:
+            hog.kill()
+            hog.wait()
+        print(f"  while another process spins on a CPU: SELECT 1 p50 {pct(spun, .5) * 1000:.3f} ms   "
+              f"p99 {pct(spun, .99) * 1000:.3f} ms (ratio {pct(spun, .99) * 1000 / i99:.2f})")
+        for name, sql in OVERSIZED.items():
+            reset_peak_rss(pid)
+            before = vm_mib(pid)
+            stop = threading.Event()
+            outcomes: dict[str, int] = {}
+
+            def heavy():
+                with srv.connect() as h:
+                    while not stop.is_set():
+                        try:
+                            h.execute(sql).fetchall()
+                            key = "ok"
+                        except psycopg.Error as e:
+                            key = e.sqlstate or type(e).__name__
+                        outcomes[key] = outcomes.get(key, 0) + 1
+
+            t = threading.Thread(target=heavy)
+            t.start()
+            time.sleep(0.5)
+            busy = probe(c, probes)
+            stop.set()
+            t.join()
+            after = vm_mib(pid)
+            b50, b99 = pct(busy, .5) * 1000, pct(busy, .99) * 1000
+            print(f"  while another client runs the {name} ({', '.join(f'{k} x{v}' for k, v in outcomes.items())}):")
+            print(f"    SELECT 1 p50 {b50:.3f} ms (ratio {b50 / i50:.2f})   p99 {b99:.3f} ms (ratio {b99 / i99:.2f})")
+            print(f"    environmentd RSS {before['VmRSS']:.0f} -> {after['VmRSS']:.0f} MiB, peak (VmHWM) "
+                  f"{after['VmHWM']:.0f} MiB: grew {after['VmHWM'] - before['VmRSS']:.0f} MiB at most   "
+                  f"(load average {os.getloadavg()[0]:.1f})")
+
+
 def healthy(c, cluster: str) -> bool:
     rows = c.execute("SELECT r.status FROM mz_cluster_replicas r JOIN mz_clusters c ON c.id = r.cluster_id"
                      " WHERE c.name = %s", (cluster,)).fetchall()
@@ -79,6 +173,9 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--iso-seconds", type=float, default=15)
+    ap.add_argument("--section", choices=("all", "peeks", "python"), default="all",
+                    help="peeks: figures 1-3; python: figure 4 (no replica work)")
+    ap.add_argument("--probes", type=int, default=3000, help="SELECT 1 samples per phase of figure 4")
     args = ap.parse_args()
 
     mport = free_port()
@@ -86,6 +183,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         srv = Server(Path(tmp) / "mzdata", "--metrics-listen", f"127.0.0.1:{mport}").start()
         try:
+            if args.section in ("all", "python"):
+                python_section(srv, args.probes)
+            if args.section == "python":
+                return
             with srv.connect() as c:
                 c.execute("CREATE CLUSTER bench REPLICAS (r1 (SIZE '2'))")
                 c.execute("CREATE TABLE small (a int, b text)")

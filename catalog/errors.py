@@ -82,3 +82,11 @@ SYNTAX_ERROR_OR_ACCESS_RULE = "42000"
 WRONG_OBJECT_TYPE = "42809"
 DEPENDENT_OBJECTS_STILL_EXIST = "2BP01"
 INVALID_ROW_COUNT = "2201W"
+OUT_OF_MEMORY = "53200"
+
+
+def query_canceled(timeout: bool) -> SqlError:
+    """The 57014 a statement stops with: PostgreSQL's messages for ``statement_timeout``
+    (``timeout``) and for a CancelRequest (``postgres.c``, ProcessInterrupts)."""
+    reason = "statement timeout" if timeout else "user request"
+    return SqlError(QUERY_CANCELED, f"canceling statement due to {reason}")

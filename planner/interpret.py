@@ -3,17 +3,26 @@ path: constant queries and peeks on system tables need no Spark job).
 
 Semantics match ``spark_exec.lower``: SQL three-valued logic, NULLs last ascending,
 code-point string order, aggregates over empty input giving one row without GROUP BY.
+
+Every evaluation runs under ``Limits`` (deadline, cancel flag, heap budget), checked every
+``CHECK_EVERY`` rows of work in the loops that can grow (joins, series, unnest,
+recursion, per-row expressions, window frames, sorts), so a constant query cannot outlive
+its ``statement_timeout`` or a cancel, nor grow the server without bound. ``Outgrown``
+lets the caller move an evaluation that gets big elsewhere (``sqlfront.pyworker``).
 """
 
 from __future__ import annotations
 
+import heapq
+import sys
+import time
 from decimal import Decimal
-from typing import Callable
+from typing import Callable, Iterable, Iterator
 
 from catalog.snapshot import BuiltinTable, Table
 from collections import Counter
 
-from catalog.errors import SqlError
+from catalog.errors import SqlError, OUT_OF_MEMORY, query_canceled
 from planner.consteval import NESTED_EVALUATOR, any_all, evaluate
 
 from planner.plan import (
@@ -38,16 +47,161 @@ def is_fast_path(plan) -> bool:
     return not any(isinstance(r, Table) for r in relations_read(plan)) and not _long_series(plan)
 
 
+def builtins_read(plan) -> list[BuiltinTable]:
+    """Every system table ``plan`` reads, its subqueries' included, each once."""
+    found: dict[str, BuiltinTable] = {}
+
+    def visit_plan(p):
+        for r in relations_read(p):
+            found.setdefault(r.id, r)
+        map_plan_exprs(p, visit_expr)
+
+    def visit_expr(e):
+        if isinstance(e, Subquery):
+            visit_plan(e.plan)
+        return e
+
+    visit_plan(plan)
+    return [r for r in found.values() if isinstance(r, BuiltinTable)]
+
+
 def _long_series(p) -> bool:
     if isinstance(p, Series):
         return (p.stop - p.start) // p.step >= MAX_FAST_PATH_SERIES
     return any(_long_series(i) for i in inputs(p))
 
 
-def run(plan, builtin_rows: Callable[[BuiltinTable], Rows]) -> Rows:
+#: rows of work between two checks of ``Limits``: about a millisecond of interpreting, so
+#: a timeout or cancel lands within milliseconds while the checks cost well under 1 %
+CHECK_EVERY = 1024
+
+#: rows freed per step when a statement's intermediate rows are released: ~0.1 ms of
+#: deallocation, so other threads get the GIL between steps (see ``Limits.release``)
+RELEASE_SLICE = 4096
+
+#: bytes of a list slot holding a row (a pointer), added to each row's own size
+_SLOT_BYTES = 8
+
+
+class Outgrown(Exception):
+    """The evaluation built more than ``Limits.outgrow_bytes`` of rows (and no more than
+    ``max_heap_bytes``): the caller may run it again where big work is cheaper."""
+
+
+class Limits:
+    """What stops one Python evaluation: a deadline, a cancel flag and a heap budget.
+
+    Args:
+        deadline: ``time.monotonic()`` value after which the evaluation stops, or None.
+        cancelled: returns True once the statement is cancelled (a CancelRequest), or None.
+        max_heap_bytes: budget, in bytes, for the rows the evaluation builds, or None.
+        outgrow_bytes: past this many bytes (within the budget), raise ``Outgrown``; None: never.
+
+    ``held`` is an upper estimate, in bytes, of every row the evaluation has built: each
+    operator's output, charged while it is built and kept (``keep``) until the statement
+    ends, when ``release`` frees it in slices. A row costs its tuple plus every value in
+    it (``sys.getsizeof`` of a sample row every ``CHECK_EVERY`` rows); values shared
+    between rows (a join's) count once per row, so the estimate errs high. Checks are
+    amortized: loops call ``tick`` with the rows of work they did, or ``grow`` with the
+    list they build, and every ``CHECK_EVERY`` rows of work ``check`` runs.
+
+    Raises (from ``tick``, ``check``, ``grow``, ``keep``; also ``Outgrown``):
+        SqlError 57014 "canceling statement due to statement timeout" / "... due to user
+        request" (PostgreSQL's); 53200 out_of_memory once ``held`` exceeds
+        ``max_heap_bytes`` (the code Materialize gives a query result over
+        ``max_query_result_size``, and PostgreSQL a failed allocation).
+    """
+
+    __slots__ = ("deadline", "cancelled", "max_heap_bytes", "outgrow_bytes", "held", "_countdown", "_kept")
+
+    def __init__(self, deadline: float | None = None, cancelled: Callable[[], bool] | None = None,
+                 max_heap_bytes: int | None = None, outgrow_bytes: int | None = None):
+        self.deadline = deadline
+        self.cancelled = cancelled
+        self.max_heap_bytes = max_heap_bytes
+        self.outgrow_bytes = outgrow_bytes
+        self.held = 0
+        self._countdown = CHECK_EVERY
+        #: every list of rows built so far, freed by ``release``
+        self._kept: list[list] = []
+
+    def tick(self, work: int = 1) -> None:
+        """Count ``work`` rows of work; check once every ``CHECK_EVERY`` of them."""
+        self._countdown -= work
+        if self._countdown <= 0:
+            self._countdown = CHECK_EVERY
+            self.check()
+
+    def check(self) -> None:
+        """Raise 57014 if the statement was cancelled or its deadline has passed."""
+        if self.cancelled is not None and self.cancelled():
+            raise query_canceled(timeout=False)
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise query_canceled(timeout=True)
+
+    def grow(self, out: list) -> None:
+        """A loop building ``out`` did about ``CHECK_EVERY`` rows of work: check, and
+        check the budget with ``out`` as it is now."""
+        self.check()
+        if not self._kept or self._kept[-1] is not out:
+            self._kept.append(out)  # so that an error part-way still releases it in slices
+        self._over(self.held + _rows_bytes(out))
+
+    def keep(self, rows: list) -> None:
+        """Charge an operator's finished output ``rows`` and keep it until ``release``."""
+        self.held += _rows_bytes(rows)
+        if not self._kept or self._kept[-1] is not rows:
+            self._kept.append(rows)
+        self._over(self.held)
+        self.tick(1 + len(rows))
+
+    def _over(self, total: int) -> None:
+        if self.max_heap_bytes is not None and total > self.max_heap_bytes:
+            raise SqlError(OUT_OF_MEMORY,
+                           f"query needs more than max_query_heap_size ({self.max_heap_bytes} bytes) of server memory",
+                           hint="Narrow the query, or raise max_query_heap_size (SET max_query_heap_size = '1GB').")
+        if self.outgrow_bytes is not None and total > self.outgrow_bytes:
+            raise Outgrown()
+
+    def release(self, result: list | None = None) -> None:
+        """Free every kept list but ``result``, ``RELEASE_SLICE`` rows at a time.
+
+        Freeing a list of millions of rows is one C call that holds the GIL for tens of
+        milliseconds, stalling every other session; in slices, the interpreter can hand the
+        GIL over between them (``sys.setswitchinterval``)."""
+        kept, self._kept = self._kept, []
+        for rows in kept:
+            if rows is not result:
+                while rows:
+                    del rows[-RELEASE_SLICE:]
+
+
+def _rows_bytes(rows: list) -> int:
+    return len(rows) * _row_bytes(rows[-1]) if rows else 0
+
+
+def _row_bytes(row: tuple) -> int:
+    return sys.getsizeof(row) + _SLOT_BYTES + sum(map(sys.getsizeof, row))
+
+
+def _checked(rows: Iterable, limits: Limits) -> Iterator:
+    """``rows``, with ``limits.check()`` every ``CHECK_EVERY`` rows (for per-row loops
+    whose output is no bigger than their input: Filter, Project, Reduce, ...)."""
+    rows = rows if isinstance(rows, list) else list(rows)
+    for i in range(0, len(rows), CHECK_EVERY):
+        if i:
+            limits.check()
+        yield from rows[i : i + CHECK_EVERY]
+
+
+def run(plan, builtin_rows: Callable[[BuiltinTable], Rows], limits: Limits | None = None) -> Rows:
     """The rows of ``plan``; ``builtin_rows`` supplies system tables. Subqueries the
     planner kept (``QueryPlanner.nested``) are evaluated per row, correlated ones with
-    the enclosing rows bound to their OuterRefs."""
+    the enclosing rows bound to their OuterRefs.
+
+    Raises:
+        SqlError 57014 / 53200 from ``limits`` (see ``Limits``), and the query's own errors.
+    """
     cache: dict[str, Rows] = {}
 
     def cached_rows(table: BuiltinTable) -> Rows:
@@ -56,17 +210,22 @@ def run(plan, builtin_rows: Callable[[BuiltinTable], Rows]) -> Rows:
             cache[table.id] = list(builtin_rows(table))
         return cache[table.id]
 
-    ctx = _Nested(cached_rows)
+    limits = limits or Limits()
+    ctx = _Nested(cached_rows, limits)
     token = NESTED_EVALUATOR.set(ctx.evaluate)
+    rows = None
     try:
-        return _run(plan, cached_rows, ctx)
+        rows = _run(plan, cached_rows, ctx)
+        return rows
     finally:
         NESTED_EVALUATOR.reset(token)
+        limits.release(rows)
 
 
 class _Nested:
-    def __init__(self, builtin_rows):
+    def __init__(self, builtin_rows, limits: Limits):
         self.builtin_rows = builtin_rows
+        self.limits = limits
         #: rows of the enclosing queries, innermost first (OuterRef depth 1 = [0])
         self.outer: list[tuple] = []
         #: Recursive id -> the previous iteration's rows
@@ -122,7 +281,14 @@ def _reads_work_table(p) -> bool:
 
 
 def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
+    rows = _run_node(plan, builtin_rows, ctx)
+    ctx.limits.keep(rows)
+    return rows
+
+
+def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
     run = lambda p, b: _run(p, b, ctx)  # noqa: E731
+    limits = ctx.limits
     if isinstance(plan, WorkTable):
         return list(ctx.work[plan.cte])
     if isinstance(plan, Recursive):
@@ -141,12 +307,18 @@ def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
                 seen.update(new)
             result = result + new
             work = new
+            limits.check()  # each iteration's rows were kept as the step returned them
         raise SqlError("54001", f"WITH RECURSIVE did not finish within {MAX_RECURSION} iterations")
     if isinstance(plan, Get):
         return list(builtin_rows(plan.relation))
     if isinstance(plan, Series):
         stop = plan.stop + (1 if plan.step > 0 else -1)
-        return [(v,) for v in range(plan.start, stop, plan.step)]
+        values = range(plan.start, stop, plan.step)
+        out = []
+        for i in range(0, len(values), CHECK_EVERY):
+            out.extend([(v,) for v in values[i : i + CHECK_EVERY]])
+            limits.grow(out)
+        return out
     if isinstance(plan, Constant):
         return list(plan.rows)
     if isinstance(plan, Filter):
@@ -163,15 +335,15 @@ def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
                 ctx.indexes[key] = index
             value = evaluate(value_expr, ())
             candidates = ctx.indexes[key].get(value, []) if value is not None else []
-            return [r for r in candidates if evaluate(plan.predicate, r) is True]
-        return [r for r in run(plan.input, builtin_rows) if evaluate(plan.predicate, r) is True]
+            return [r for r in _checked(candidates, limits) if evaluate(plan.predicate, r) is True]
+        return [r for r in _checked(run(plan.input, builtin_rows), limits) if evaluate(plan.predicate, r) is True]
     if isinstance(plan, Project):
-        return [tuple(evaluate(e, r) for e in plan.exprs) for r in run(plan.input, builtin_rows)]
+        return [tuple(evaluate(e, r) for e in plan.exprs) for r in _checked(run(plan.input, builtin_rows), limits)]
     if isinstance(plan, Join):
         left, right = run(plan.left, builtin_rows), run(plan.right, builtin_rows)
-        return _join(plan, left, right)
+        return _join(plan, left, right, limits)
     if isinstance(plan, Reduce):
-        return _reduce(plan, run(plan.input, builtin_rows))
+        return _reduce(plan, run(plan.input, builtin_rows), limits)
     if isinstance(plan, OrderBy):
         keys = []
         for k in plan.keys:
@@ -179,7 +351,7 @@ def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
             key = (lambda r, i=k.index: r[i] if r[i] is None else r[i].rstrip(" ")) if bpchar else \
                 (lambda r, i=k.index: r[i])
             keys.append((key, k.descending, k.nulls_first))
-        return _sort_by(run(plan.input, builtin_rows), keys)
+        return _sort_by(run(plan.input, builtin_rows), keys, limits)
     if isinstance(plan, Limit):
         rows = run(plan.input, builtin_rows)[plan.offset :]
         return rows if plan.limit is None else rows[: plan.limit]
@@ -187,19 +359,24 @@ def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
         return _setop(plan, run(plan.left, builtin_rows), run(plan.right, builtin_rows))
     if isinstance(plan, Window):
         rows = run(plan.input, builtin_rows)
-        columns = [_window(c, rows) for c in plan.calls]
+        columns = [_window(c, rows, limits) for c in plan.calls]
         return [r + tuple(col[i] for col in columns) for i, r in enumerate(rows)]
     if isinstance(plan, Unnest):
-        out = []
+        out, work = [], 0
         for r in run(plan.input, builtin_rows):
             arrays = [r[i] or [] for i in plan.arrays]
-            for k in range(max((len(a) for a in arrays), default=0)):
+            n = max((len(a) for a in arrays), default=0)
+            for k in range(n):
                 out.append(r + tuple((a[k] if kind == "unnest" else k + 1) if k < len(a) else None
                                      for a, kind in zip(arrays, plan.kinds)))
+            work += 1 + n
+            if work >= CHECK_EVERY:
+                work = 0
+                limits.grow(out)
         return out
     if isinstance(plan, Distinct):
         seen, out = set(), []
-        for r in run(plan.input, builtin_rows):
+        for r in _checked(run(plan.input, builtin_rows), limits):
             if r not in seen:
                 seen.add(r)
                 out.append(r)
@@ -207,15 +384,41 @@ def _run(plan, builtin_rows, ctx: "_Nested") -> Rows:
     raise TypeError(plan)
 
 
-def _sort_by(items: list, keys) -> list:
+def _sort_by(items: list, keys, limits: Limits | None = None) -> list:
     """``items`` sorted by ``keys``, each (key function, descending, nulls_first), first
-    key most significant; stable, with PostgreSQL's NULL placement."""
+    key most significant; stable, with PostgreSQL's NULL placement. With ``limits``, the
+    passes over ``items`` check them (the sort itself is one C call, n log n)."""
     for key, desc, nulls_first in reversed(keys):
-        vals = [x for x in items if key(x) is not None]
-        nulls = [x for x in items if key(x) is None]
-        vals.sort(key=key, reverse=desc)
+        scan = items if limits is None else _checked(items, limits)
+        vals, nulls = [], []
+        for x in scan:
+            (vals if key(x) is not None else nulls).append(x)
+        if limits is None or len(vals) <= SORT_RUN:
+            vals.sort(key=key, reverse=desc)
+        else:
+            vals = _merge_sort(vals, key, desc, limits)
         items = nulls + vals if nulls_first else vals + nulls
     return items
+
+
+#: rows list.sort sorts in one go, holding the GIL (~5 ms); longer inputs are sorted in
+#: runs of this length and merged in Python, where other threads get their turn
+SORT_RUN = 16384
+
+
+def _merge_sort(vals: list, key, desc: bool, limits: Limits) -> list:
+    """``vals`` sorted by ``key`` (stable, descending if ``desc``), in runs of ``SORT_RUN``
+    merged by ``heapq.merge`` (which keeps stability: ties come from the earlier run)."""
+    runs = []
+    for lo in range(0, len(vals), SORT_RUN):
+        limits.check()
+        runs.append(sorted(vals[lo : lo + SORT_RUN], key=key, reverse=desc))
+    out = []
+    for i, x in enumerate(heapq.merge(*runs, key=key, reverse=desc)):
+        if i % CHECK_EVERY == 0:
+            limits.check()
+        out.append(x)
+    return out
 
 
 def _order_keys(order, rows: Rows) -> list:
@@ -227,15 +430,15 @@ def _order_keys(order, rows: Rows) -> list:
     return out
 
 
-def _window(c: WindowCall, rows: Rows) -> list:
+def _window(c: WindowCall, rows: Rows, limits: Limits) -> list:
     """The value of window function ``c`` for each of ``rows`` (in their order)."""
     out = [None] * len(rows)
     parts: dict[tuple, list[int]] = {}
-    for i, r in enumerate(rows):
+    for i, r in enumerate(_checked(rows, limits)):
         parts.setdefault(tuple(evaluate(k, r) for k in c.partition), []).append(i)
     keys = _order_keys(c.order, rows)
     for members in parts.values():
-        ordered = _sort_by(members, keys)
+        ordered = _sort_by(members, keys, limits)
         peer = [tuple(key(p) for key, _, _ in keys) for p in ordered]
         if c.func in ("lag", "lead"):
             vals = [evaluate(c.args[0], rows[p]) for p in ordered]
@@ -268,6 +471,7 @@ def _window(c: WindowCall, rows: Rows) -> list:
                 end += 1
             if not c.order:
                 end = len(ordered)
+            limits.tick(end)  # a running aggregate re-reads its frame: quadratic work
             value = _aggregate(agg, [rows[p] for p in ordered[:end]])
             for p in ordered[j:end]:
                 out[p] = value
@@ -312,11 +516,12 @@ def _equi_keys(on, nl: int):
     return lk, rk
 
 
-def _join(plan: Join, left: Rows, right: Rows) -> Rows:
+def _join(plan: Join, left: Rows, right: Rows, limits: Limits) -> Rows:
     nl, nr = len(plan.left.columns), len(plan.right.columns)
     out = []
     matched_right = set()
     lk, rk = _equi_keys(plan.on, nl)
+    work = 0  # candidate pairs looked at since the last check
     buckets = None
     if lk:  # hash join on the equality conjuncts; the whole condition is still checked
         buckets = {}
@@ -331,23 +536,31 @@ def _join(plan: Join, left: Rows, right: Rows) -> Rows:
             candidates = buckets.get(key, ()) if None not in key else ()
         else:
             candidates = range(len(right))
-        for j in candidates:
-            rr = right[j]
-            row = lr + rr
-            if plan.on is None or evaluate(plan.on, row) is True:
-                out.append(row)
-                hit = True
-                matched_right.add(j)
+        # In slices of CHECK_EVERY candidates: one left row may meet millions of right rows.
+        for lo in range(0, len(candidates), CHECK_EVERY):
+            chunk = candidates[lo : lo + CHECK_EVERY]
+            for j in chunk:
+                rr = right[j]
+                row = lr + rr
+                if plan.on is None or evaluate(plan.on, row) is True:
+                    out.append(row)
+                    hit = True
+                    matched_right.add(j)
+            work += len(chunk)
+            if work >= CHECK_EVERY:
+                work = 0
+                limits.grow(out)
         if not hit and plan.kind in ("left", "full"):
             out.append(lr + (None,) * nr)
+        limits.tick()
     if plan.kind in ("right", "full"):
         out += [(None,) * nl + rr for j, rr in enumerate(right) if j not in matched_right]
     return out
 
 
-def _reduce(plan: Reduce, rows: Rows) -> Rows:
+def _reduce(plan: Reduce, rows: Rows, limits: Limits) -> Rows:
     groups: dict[tuple, list[tuple]] = {}
-    for r in rows:
+    for r in _checked(rows, limits):
         groups.setdefault(tuple(evaluate(k, r) for k in plan.keys), []).append(r)
     if not plan.keys and not groups:
         groups[()] = []

@@ -18,7 +18,7 @@ from typing import Callable
 
 import pyarrow as pa
 
-from catalog.errors import SqlError, QUERY_CANCELED
+from catalog.errors import SqlError, query_canceled
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import Replica
 from spark_exec.arrangements import ArrangementMaintainer, WantedFn
@@ -160,9 +160,9 @@ class ClusterCoordinator:
                     raise err
                 now = time.monotonic()
                 if cancel is not None and cancel.is_set():
-                    raise SqlError(QUERY_CANCELED, "canceling statement due to user request")
+                    raise query_canceled(timeout=False)
                 if deadline is not None and now >= deadline:
-                    raise SqlError(QUERY_CANCELED, "canceling statement due to statement timeout")
+                    raise query_canceled(timeout=True)
                 live = [h for h, f in attempts.values() if not f.done() and h.status == HEALTHY]
                 if live or healthy:
                     no_healthy_since = None

@@ -22,7 +22,6 @@ import pglast
 
 from catalog import durable
 from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE, builtin_rows
-from sqlfront.vars import DEFAULTS
 from catalog.durable import CatalogStore
 from catalog.oracle import TimestampOracle
 from catalog.sizes import ReplicaSize, default_sizes
@@ -34,6 +33,8 @@ from spark_exec.cluster_coordinator import ClusterCoordinator
 from spark_exec.orchestrator import Orchestrator
 from sqlfront.coordinator import Coordinator
 from sqlfront.metrics import Metrics
+from sqlfront.pyworker import PythonWorkers
+from sqlfront.vars import server_defaults
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +62,14 @@ class Config:
     max_message_size: int = 64 << 20
     #: most bytes one COPY FROM STDIN may send (Materialize's max_copy_from_size)
     max_copy_from_size: int = 256 << 20
+    #: session variables' defaults on this server, over ``sqlfront.vars.DEFAULTS``
+    session_defaults: dict[str, str] = field(default_factory=dict)
 
     def server_vars(self) -> dict[str, str]:
-        """The read-only session variables that show these settings (``SHOW max_connections``)."""
-        return {"max_connections": str(self.max_connections), "max_copy_from_size": str(self.max_copy_from_size)}
+        """Session variables' defaults on this server: the operator's ``session_defaults``
+        and the read-only variables that show server settings (``SHOW max_connections``)."""
+        return {**self.session_defaults, "max_connections": str(self.max_connections),
+                "max_copy_from_size": str(self.max_copy_from_size)}
 
 
 class Environment:
@@ -86,6 +91,8 @@ class Environment:
         self._view_tables: dict[tuple[int, str], tuple[Table, ...]] = {}
         self.metrics = Metrics()
         self.metrics.track_replicas(self._all_statuses)
+        #: processes for fast-path queries too big for a session's thread
+        self.python_workers = PythonWorkers()
 
     # -- boot and shutdown ------------------------------------------------------------
 
@@ -128,6 +135,7 @@ class Environment:
         """Stop the Coordinator and every replica process (waits for them to exit)."""
         if self.coordinator is not None:
             self.coordinator.stop()
+        self.python_workers.shutdown()
         with self._clusters_lock:
             ccs = list(self.clusters.values())
             self.clusters.clear()
@@ -162,7 +170,7 @@ class Environment:
             return [(t.id, sum(p.bytes for p in self.persist.state(t.shard_id).parts))
                     for t in self.snapshot.tables.values()]
         return builtin_rows(table, self.snapshot, self.replica_status, self.config.sizes,
-                            {**{k: v for k, (v, _) in DEFAULTS.items()}, **self.config.server_vars()})
+                            server_defaults(self.config.server_vars()))
 
     def _all_statuses(self) -> list[str]:
         return [self.replica_status(r) for r in list(self.snapshot.replicas)] if self.coordinator else []

@@ -39,6 +39,7 @@ from sqlfront import mzparse as mz
 from sqlfront import sequence_ddl as ddl
 from sqlfront.copy import allowed_copy_from_path
 from sqlfront.environment import Environment
+from sqlfront.pyworker import INLINE_HEAP_BYTES
 from sqlfront.vars import SessionVars, display_name
 
 log = logging.getLogger(__name__)
@@ -361,7 +362,7 @@ class Session:
 
     def _peek(self, plan, pinned: dict | None) -> list[tuple]:
         if interpret.is_fast_path(plan):
-            return interpret.run(plan, self.env.builtin_rows)
+            return self._evaluate(plan)
         snap = self.env.snapshot
         cluster = snap.resolve_cluster(self.vars.get("cluster"))
         cc = self.env.cluster_coordinator(cluster.id)
@@ -384,6 +385,23 @@ class Session:
             rows = [tuple(parse_jsonb(v) if i in jsonb and v is not None else v for i, v in enumerate(r))
                     for r in rows]
         return rows
+
+    def _evaluate(self, plan) -> list[tuple]:
+        """Evaluate a fast-path plan in Python, under the session's statement_timeout,
+        cancel flag and max_query_heap_size: here while it stays small, else again in a
+        worker process (``sqlfront.pyworker``) so that big work does not stall the
+        other sessions."""
+        timeout = self.vars.statement_timeout_s()
+        deadline = time.monotonic() + timeout if timeout else None
+        budget = self.vars.max_query_heap_bytes()
+        limits = interpret.Limits(deadline=deadline, cancelled=self.cancel_event.is_set, max_heap_bytes=budget,
+                                  outgrow_bytes=INLINE_HEAP_BYTES)
+        try:
+            return interpret.run(plan, self.env.builtin_rows, limits)
+        except interpret.Outgrown:
+            pass
+        tables = {t.id: list(self.env.builtin_rows(t)) for t in interpret.builtins_read(plan)}
+        return self.env.python_workers.run(plan, tables, budget, deadline, self.cancel_event)
 
     def _show_query(self, stmt) -> str:
         if isinstance(stmt, mz.ShowObjects):

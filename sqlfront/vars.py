@@ -28,6 +28,10 @@ DEFAULTS: dict[str, tuple[str, bool]] = {
     "max_copy_from_size": (str(256 << 20), False),
     "max_identifier_length": ("255", False),
     "max_index_keys": ("32", False),
+    # Materialize's proposed per-query heap limit (design doc "Guard rails for cluster
+    # reliability"); here it bounds the rows a query evaluated in Python (planner.interpret)
+    # holds in environmentd. 256MB: a few million rows, far above any catalog query.
+    "max_query_heap_size": ("256MB", True),
     "search_path": ("public", True),
     "server_encoding": ("UTF8", False),
     "server_version": (SERVER_VERSION, False),
@@ -50,14 +54,34 @@ def display_name(name: str) -> str:
     return _DISPLAY.get(name, name)
 
 
-class SessionVars:
-    """One session's variables. ``startup``: the startup packet's parameters (settable
-    ones only are taken); ``server``: the values of read-only server settings
-    (``Config.server_vars()``), which replace their defaults."""
+def server_defaults(overrides: dict[str, str] | None = None) -> dict[str, str]:
+    """Every variable's default on this server: ``DEFAULTS`` with the operator's
+    ``overrides`` (``sqlfront serve --max-query-heap-size``, ...) applied."""
+    return {k: v for k, (v, _) in DEFAULTS.items()} | dict(overrides or {})
 
-    def __init__(self, startup: dict[str, str] | None = None, server: dict[str, str] | None = None):
-        self.defaults = {k: v for k, (v, _) in DEFAULTS.items()}
-        self.defaults.update({k: v for k, v in (server or {}).items() if k in DEFAULTS})
+
+def validate(name: str, value: str) -> None:
+    """Check ``value`` for variable ``name`` (already lower-case, known, settable).
+
+    Raises:
+        SqlError 22023 for a bad value.
+    """
+    if name == "client_encoding" and value.upper().replace("-", "") not in ("UTF8", "UNICODE"):
+        raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "client_encoding": "{value}"',
+                       detail="Only UTF8 is supported.")
+    if name == "statement_timeout":
+        parse_duration_ms(value)
+    if name == "max_query_heap_size":
+        parse_byte_size(name, value)
+
+
+class SessionVars:
+    """One session's variables. ``overrides`` (from ``sqlfront serve`` options) replace
+    entries of ``DEFAULTS`` for this server: what a session starts with and RESET
+    returns to (see ``server_defaults``)."""
+
+    def __init__(self, startup: dict[str, str] | None = None, overrides: dict[str, str] | None = None):
+        self.defaults = server_defaults(overrides)
         self.values = dict(self.defaults)
         for k, v in (startup or {}).items():
             k = k.lower()
@@ -79,7 +103,8 @@ class SessionVars:
         name = name.lower()
         if name not in DEFAULTS:
             raise SqlError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{name}"')
-        default, settable = self.defaults[name], DEFAULTS[name][1]
+        settable = DEFAULTS[name][1]
+        default = self.defaults[name]
         if value is None:
             self.values[name] = default
             return
@@ -87,16 +112,37 @@ class SessionVars:
             if value.lower() == default.lower():
                 return
             raise SqlError("55P02", f'parameter "{name}" cannot be changed')
-        if name == "client_encoding" and value.upper().replace("-", "") not in ("UTF8", "UNICODE"):
-            raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "client_encoding": "{value}"',
-                           detail="Only UTF8 is supported.")
-        if name == "statement_timeout":
-            parse_duration_ms(value)
+        validate(name, value)
         self.values[name] = value
 
     def statement_timeout_s(self) -> float | None:
         ms = parse_duration_ms(self.values["statement_timeout"])
         return ms / 1000 if ms else None
+
+    def max_query_heap_bytes(self) -> int | None:
+        """``max_query_heap_size`` in bytes; None when it is 0 (no limit)."""
+        return parse_byte_size("max_query_heap_size", self.values["max_query_heap_size"]) or None
+
+
+#: PostgreSQL's memory units (section 19.1.1 "Parameter Names and Values"): powers of 1024
+_BYTE_UNITS = {"b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40}
+
+
+def parse_byte_size(name: str, v: str) -> int:
+    """``'256MB'``, ``'1GB'``, ``'512kB'``, ``'1000000'`` (bytes, as Materialize's byte-size
+    variables take them) -> bytes; 0 means no limit. Units are PostgreSQL's memory units
+    (kB = 1024 B), case-insensitive.
+
+    Raises:
+        SqlError 22023 for anything else (negative, fractional bytes, unknown unit).
+    """
+    s = v.strip().lower().replace(" ", "")
+    digits = s.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = s[len(digits):] or "b"
+    if not digits.isdigit() or unit not in _BYTE_UNITS:
+        raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "{name}": "{v}"',
+                       hint='Valid units for this parameter are "B", "kB", "MB", "GB", and "TB".')
+    return int(digits) * _BYTE_UNITS[unit]
 
 
 def parse_duration_ms(v: str) -> int:
