@@ -92,7 +92,7 @@ class ReplicaHandle:
     #: a canceled task that checks its interrupt flag stops within this many seconds
     CANCEL_GRACE_S = 3.0
     #: CPU (cores) above which a replica with no peek of ours running is doing orphaned work
-    BUSY_CORES = 0.5
+    BUSY_CORES = 0.25
     #: how long orphaned work may go on before the replica is restarted (seconds)
     BUSY_FOR_S = 3.0
     #: how long after a cancel the replica's CPU is watched (seconds)
