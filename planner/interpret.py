@@ -234,6 +234,17 @@ class _Nested:
         self.memo: dict[int, Rows] = {}
         #: (plan identity, column) -> {value: rows}, for Filters on col = outer value
         self.indexes: dict[tuple, dict] = {}
+        #: plan identity -> whether its rows change from one evaluation to the next
+        self._varies: dict[int, bool] = {}
+
+    def varies(self, plan) -> bool:
+        """True if ``plan``'s rows can differ between evaluations in one statement: it
+        reads an enclosing query's row or a WITH RECURSIVE work table. Only plans that
+        do not vary may be indexed once per statement."""
+        key = id(plan)
+        if key not in self._varies:
+            self._varies[key] = _correlated(plan)
+        return self._varies[key]
 
     def evaluate(self, e, row: tuple):
         if isinstance(e, OuterRef):
@@ -323,7 +334,7 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
         return list(plan.rows)
     if isinstance(plan, Filter):
         probe = _index_probe(plan)
-        if probe is not None and not _reads_work_table(plan.input):
+        if probe is not None and not ctx.varies(plan.input):
             # col = (value fixed for this evaluation): look the rows up in a hash index
             # kept for the statement, instead of scanning (subqueries run once per row).
             col, value_expr = probe

@@ -100,3 +100,15 @@ def test_runtime_errors_have_sqlstates(snap):
 def test_aggregates_over_empty_input_give_one_row(snap):
     q = plan(snap, "SELECT count(*), sum(a), max(b) FROM (SELECT 1 AS a, 'x' AS b) s WHERE a > 5")
     assert interpret.run(q.plan, lambda t: []) == [(0, None, None)]
+
+
+def test_correlated_join_under_an_indexed_filter_is_evaluated_per_outer_row(snap):
+    """A Filter on ``col = outer value`` over an input that itself reads the outer row
+    (here a LEFT JOIN whose ON names it) must not be indexed once per statement."""
+    from catalog.builtins import builtin_rows
+
+    sql = ("SELECT t.name, ARRAY(SELECT coalesce(col.name, 'none') FROM mz_columns c1"
+           " LEFT JOIN mz_columns col ON col.id = t.id AND col.position = c1.position"
+           " WHERE c1.id = t.id ORDER BY c1.position) FROM mz_tables t ORDER BY 1")
+    rows = interpret.run(plan(snap, sql).plan, lambda tb: builtin_rows(tb, snap, lambda r: "healthy"))
+    assert rows == [("t", ["a", "b", "c", "d", "e"]), ("u", ["a", "x"])]
