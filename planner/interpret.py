@@ -298,10 +298,12 @@ def _index_probe(plan: Filter):
 
 
 def _equi_keys(on, nl: int):
-    """Left and right column positions of ``l.x = r.y`` conjuncts of a join condition."""
+    """Left and right column positions of ``l.x = r.y`` conjuncts of a join condition
+    (and of ``l.x IS NOT DISTINCT FROM r.y``, which decorrelation joins on: NULL keys
+    then match, as the condition is still checked on every candidate)."""
     lk, rk = [], []
     for c in _conjuncts(on) if on is not None else ():
-        if isinstance(c, Call) and c.func == "eq" and all(_hashable_col(a) for a in c.args):
+        if isinstance(c, Call) and c.func in ("eq", "is_not_distinct") and all(_hashable_col(a) for a in c.args):
             a, b = c.args
             if a.index < nl <= b.index:
                 lk.append(a.index)
@@ -321,23 +323,24 @@ def _join(plan: Join, left: Rows, right: Rows) -> Rows:
     if lk:  # hash join on the equality conjuncts; the whole condition is still checked
         buckets = {}
         for j, rr in enumerate(right):
-            key = tuple(rr[i] for i in rk)
-            if None not in key:
-                buckets.setdefault(key, []).append(j)
+            buckets.setdefault(tuple(rr[i] for i in rk), []).append(j)
     for lr in left:
         hit = False
         if buckets is not None:
-            key = tuple(lr[i] for i in lk)
-            candidates = buckets.get(key, ()) if None not in key else ()
+            candidates = buckets.get(tuple(lr[i] for i in lk), ())
         else:
             candidates = range(len(right))
         for j in candidates:
             rr = right[j]
             row = lr + rr
             if plan.on is None or evaluate(plan.on, row) is True:
-                out.append(row)
                 hit = True
+                if plan.kind in ("semi", "anti"):
+                    break
+                out.append(row)
                 matched_right.add(j)
+        if plan.kind == "semi" and hit or plan.kind == "anti" and not hit:
+            out.append(lr)
         if not hit and plan.kind in ("left", "full"):
             out.append(lr + (None,) * nr)
     if plan.kind in ("right", "full"):

@@ -23,7 +23,7 @@ from sqlfront.vars import DEFAULTS
 from catalog.durable import CatalogStore
 from catalog.oracle import TimestampOracle
 from catalog.sizes import ReplicaSize, default_sizes
-from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica
+from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica, Table
 from persist import FileBlob, PersistClient, SqliteConsensus
 from spark_exec.cluster_coordinator import ClusterCoordinator
 from spark_exec.orchestrator import Orchestrator
@@ -130,6 +130,14 @@ class Environment:
         r = self.snapshot.replicas.get(replica_id)
         cc = self.clusters.get(r.cluster_id) if r else None
         return cc.status(replica_id) if cc else "unhealthy"
+
+    def row_count(self, relation) -> int | None:
+        """Rows of a user table now, from its shard's part metadata (persist keeps each
+        part's row count); None for other relations. The optimizer's join ordering
+        statistics (``planner.optimize.RowCount``)."""
+        if not isinstance(relation, Table):
+            return None
+        return sum(p.rows for p in self.persist.state(relation.shard_id).parts)
 
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
         if table.id == MZ_COORDINATOR_LOOP.id:

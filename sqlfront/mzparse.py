@@ -94,7 +94,16 @@ class ShowObjects:
     where: str | None = None
 
 
-MzStatement = (ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+@dataclass(frozen=True)
+class ExplainPlan:
+    """``EXPLAIN [RAW | DECORRELATED | OPTIMIZED] PLAN [AS TEXT] FOR query`` (Materialize):
+    ``stage`` is raw, decorrelated or optimized; ``query`` the text of the SELECT."""
+
+    stage: str
+    query: str
+
+
+MzStatement = (ExplainPlan | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
                | ShowClusters | ShowClusterReplicas)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
@@ -218,6 +227,16 @@ class _Parser:
         return tuple(opts)
 
     def parse(self):
+        if self.accept("EXPLAIN"):
+            stage = "optimized"
+            for w in ("RAW", "DECORRELATED", "OPTIMIZED"):
+                if self.accept(w):
+                    stage = w.lower()
+            self.expect("PLAN")
+            if self.accept("AS"):
+                self.expect("TEXT")
+            self.expect("FOR")
+            return ExplainPlan(stage, self.rest_text())
         if self.accept("CREATE", "CLUSTER", "REPLICA"):
             cluster = self.ident()
             self.expect_punct(".")
@@ -308,6 +327,7 @@ class _Parser:
 
 
 _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER"),
+           ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PLAN"),
            ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS")}
 
 
