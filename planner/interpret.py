@@ -46,7 +46,7 @@ def _long_series(p) -> bool:
 
 def run(plan, builtin_rows: Callable[[BuiltinTable], Rows]) -> Rows:
     """The rows of ``plan``; ``builtin_rows`` supplies system tables. Subqueries the
-    planner kept (``QueryPlanner.nested``) are evaluated per row, correlated ones with
+    optimizer kept (``planner.optimize.decorrelate``) are evaluated per row, correlated ones with
     the enclosing rows bound to their OuterRefs."""
     cache: dict[str, Rows] = {}
 

@@ -101,7 +101,7 @@ class OuterRef:
 
 @dataclass(frozen=True)
 class Subquery:
-    """A subquery in an expression, before decorrelation (``planner.decorrelate``).
+    """A subquery in an expression, before decorrelation (``planner.optimize.decorrelate``).
 
     kind: ``scalar`` (value of its only column), ``array`` (``ARRAY(subquery)``: its
     column's values as an array), ``exists``, ``any`` or ``all`` (``test

@@ -269,7 +269,7 @@ class Session:
         if isinstance(stmt, ast.ExplainStmt):
             return self._explain(stmt.query, "optimized", params)
         if isinstance(stmt, mz.ExplainPlan):
-            return self._explain(pglast.parse_sql(stmt.query)[0].stmt, stmt.stage, params)
+            return self._explain(parse_one(stmt.query), stmt.stage, params)
         if isinstance(stmt, ast.DropStmt):
             return self._drop(stmt)
         if isinstance(stmt, ast.CopyStmt):

@@ -277,3 +277,13 @@ def test_tpch_optimized_plans_have_no_cross_join_or_subquery(tpch_snap, q):
     assert "Join cross" not in text and not has_subquery(p), text
     if q in (4, 21, 22):
         assert "Join anti" in text or "Join semi" in text
+
+
+def test_or_branches_share_their_common_conjuncts_and_imply_side_filters(snap):
+    sql = "SELECT * FROM t, u WHERE (t.a = u.a AND t.b > 1 AND u.c > 1) OR (t.a = u.a AND t.b < 0 AND u.c < 0)"
+    p = pushdown_predicates(raw(snap, sql))
+    (j,) = [n for n in nodes(p) if isinstance(n, Join)]
+    assert j.kind == "inner" and j.on.args[0].func == "eq"  # t.a = u.a factored out: an equi-join key
+    assert isinstance(j.left, Filter) and j.left.predicate.func == "or"  # t.b > 1 OR t.b < 0
+    assert isinstance(j.right, Filter) and j.right.predicate.func == "or"
+    assert rows(p) == rows(raw(snap, sql))

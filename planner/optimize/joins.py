@@ -4,16 +4,18 @@ every join has the predicates that connect its sides, ordered by estimated sizes
 ``FROM a, b, c WHERE a.x = c.y AND c.z = b.w`` reaches this pass (after predicate
 pushdown) as joins whose conditions sit wherever pushdown left them. The rule collects
 the leaves of a maximal inner/cross join tree and all their conjuncts, then orders the
-leaves greedily: first the largest (by ``estimate_rows``), then, at each step, the
-smallest leaf that some conjunct connects to those already placed. It falls back to a
-cross join only when nothing connects. Each conjunct goes to the lowest join that has all
+leaves greedily: first the largest (by ``estimate_rows``: the fact table of a star
+join), then, at each step, the first leaf in FROM order that some conjunct connects to
+those already placed. It falls back to a cross join only when nothing connects. Each conjunct goes to the lowest join that has all
 its columns, single-leaf conjuncts onto their leaf; a final projection restores the
 original column order. The result is the same relation: inner joins and filters commute.
 
-Starting from the largest input and adding the smallest connected one keeps a left-deep
-tree whose build sides are small (Spark broadcasts them), the shape of a star or
-snowflake join; it is the greedy heuristic of many systems (e.g. Materialize's
-``JoinImplementation`` before it has arrangements).
+Starting from the largest input keeps a left-deep tree whose build sides are the
+smaller inputs (Spark's adaptive execution broadcasts the small ones), the shape of a
+star or snowflake join. After it, row counts alone cannot tell a join on a dimension's
+key from one on a non-key column that multiplies rows (supplier joined to nation before
+lineitem, in TPC-H Q7), so the query's own order of the connected leaves decides, as in
+Spark without its cost-based optimizer.
 """
 
 from __future__ import annotations
@@ -97,15 +99,13 @@ def _plan_tree(plan: Join, row_count):
     refs = [frozenset(leaf_of(i) for i in column_refs(c)) for c in conjs]
     sizes = [estimate_rows(p, row_count) for p, _ in leaves]
 
-    # Greedy order: the largest first, then the smallest connected to those placed
-    # (ties: FROM order).
+    # Greedy order: the largest first (ties: FROM order), then the first leaf in FROM
+    # order connected to those placed.
     first = max(range(len(leaves)), key=lambda k: (sizes[k], -k))
     order, placed = [first], {first}
     while len(order) < len(leaves):
-        connected = [j for j in range(len(leaves)) if j not in placed
-                     and any(j in r and len(r) > 1 and r <= placed | {j} for r in refs)]
-        pool = connected or [j for j in range(len(leaves)) if j not in placed]
-        nxt = min(pool, key=lambda j: (sizes[j], j)) if connected else pool[0]
+        rest = [j for j in range(len(leaves)) if j not in placed]
+        nxt = next((j for j in rest if any(j in r and len(r) > 1 and r <= placed | {j} for r in refs)), rest[0])
         order.append(nxt)
         placed.add(nxt)
 

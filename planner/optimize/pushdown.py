@@ -20,8 +20,9 @@ and of PostgreSQL's ``distribute_qual_to_rels``.
 from __future__ import annotations
 
 from planner.plan import Distinct, Filter, Join, OrderBy, Project, Reduce, SetOp, Unnest, map_inputs
+from catalog.types import BOOL
 from planner.scalar import (
-    ColRef, Literal, column_refs, conjoin, conjuncts, has_subquery, map_expr, remap_columns, walk,
+    Call, ColRef, Literal, column_refs, conjoin, conjuncts, has_subquery, map_expr, remap_columns, walk,
 )
 from planner.scalar import OuterRef
 
@@ -51,7 +52,7 @@ def _substitute(c, exprs):
 def _push(p, preds: list):
     """``p`` with ``preds`` (conjuncts over its columns) applied, as low as they go."""
     if isinstance(p, Filter):
-        conds = conjuncts(p.predicate)
+        conds = [f for c in conjuncts(p.predicate) for f in factor_or(c)]
         stay = [c for c in conds if not _movable(c)]
         return _filter(_push(p.input, preds + [c for c in conds if _movable(c)]), stay)
     if isinstance(p, Project):
@@ -84,7 +85,7 @@ def _push(p, preds: list):
 def _push_join(p: Join, preds: list):
     nl = len(p.left.columns)
     kind = p.kind
-    on = conjuncts(p.on) if p.on is not None and p.on != Literal(True, p.on.type) else []
+    on = [f for c in conjuncts(p.on) for f in factor_or(c)] if p.on is not None and p.on != Literal(True, p.on.type) else []
     if kind == "left" and any(_rejects_nulls(c, nl) for c in preds):
         kind = "inner"
     left, right, stay = [], [], []
@@ -101,6 +102,12 @@ def _push_join(p: Join, preds: list):
             right.append(c)
         else:
             stay.append(c)
+    if kind in ("inner", "cross"):
+        # (l1 AND r1) OR (l2 AND r2) implies (l1 OR l2) on the left and (r1 OR r2) on the
+        # right: filters each side can apply before the join (Spark's
+        # PushExtraPredicateThroughJoin)
+        on += [d for c in on if sides(c) == {True, False} and _movable(c)
+               for d in (_implied(c, lambda i: i < nl), _implied(c, lambda i: i >= nl)) if d is not None]
     keep_on = []
     for c in on:
         s = sides(c) if _movable(c) else None
@@ -113,8 +120,8 @@ def _push_join(p: Join, preds: list):
     new_on = conjoin(keep_on)
     if kind in ("inner", "cross"):
         kind = "inner" if new_on is not None else "cross"
-    elif new_on is None and p.on is not None:
-        new_on = p.on  # outer joins keep an explicit (TRUE) condition
+    elif new_on is None:
+        new_on = Literal(True, BOOL)  # outer, semi and anti joins keep an explicit condition
     joined = Join(_push(p.left, left), _push(p.right, [remap_columns(c, lambda i: i - nl) for c in right]), kind, new_on)
     return _filter(joined, stay)
 
@@ -123,3 +130,42 @@ def _rejects_nulls(c, nl: int) -> bool:
     """True when ``c`` is NULL (so not true) where the right side's columns are all NULL."""
     return (_movable(c) and hasattr(c, "func") and c.func in _STRICT
             and any(isinstance(a, ColRef) and a.index >= nl for a in c.args))
+
+
+def _disjuncts(e) -> list:
+    if isinstance(e, Call) and e.func == "or":
+        return [d for a in e.args for d in _disjuncts(a)]
+    return [e]
+
+
+def _disjoin(ds: list):
+    return ds[0] if len(ds) == 1 else Call("or", tuple(ds), BOOL)
+
+
+def factor_or(c) -> list:
+    """``c`` as conjuncts, with the conjuncts common to every branch of an OR taken out:
+    ``(a AND b) OR (a AND c)`` is ``a AND (b OR c)`` (``a`` alone when a branch is just
+    ``a``). The factored ``a`` can then be a join key or move down on its own."""
+    ds = _disjuncts(c)
+    if len(ds) < 2:
+        return [c]
+    branches = [conjuncts(d) for d in ds]
+    common = [x for x in branches[0] if all(x in b for b in branches[1:])]
+    if not common:
+        return [c]
+    rests = [[x for x in b if x not in common] for b in branches]
+    if any(not r for r in rests):
+        return common  # one branch is exactly the common part: the OR adds nothing
+    return common + [_disjoin([conjoin(r) for r in rests])]
+
+
+def _implied(c, on_side):
+    """The OR, over ``c``'s branches, of each branch's conjuncts that read only columns
+    ``on_side`` accepts; None when some branch has none (then nothing is implied)."""
+    parts = []
+    for d in _disjuncts(c):
+        mine = [x for x in conjuncts(d) if column_refs(x) and all(on_side(i) for i in column_refs(x))]
+        if not mine:
+            return None
+        parts.append(conjoin(mine))
+    return _disjoin(parts) if len(parts) > 1 else None
