@@ -1,18 +1,23 @@
-"""TPC-H Q1 and Q6: our time through the wire vs. plain Spark SQL on the same Parquet files.
+"""TPC-H: our time through the wire vs. plain Spark SQL on the same Parquet files.
 
 Starts a server on a temporary data directory with one replica of ``--size`` (default 2),
-loads TPC-H at ``--scale`` (default 1), then times each query ``--runs`` times through
-psycopg and through psql, and the same query as Spark SQL over temp views of the raw
-Parquet files in one Spark Connect session on the same replica. Prints medians and ratios.
+loads TPC-H at ``--scale`` (default 1) with COPY, then runs each of the 22 queries of
+``../shared/tpch/queries`` (or ``--queries 2,17``) through psycopg with a statement timeout
+of ``--timeout`` seconds, and the same text as Spark SQL over temp views of the raw
+Parquet files in one Spark Connect session on the same replica. Each query runs once
+untimed (warm: JIT, file cache), then ``--runs`` times; medians are printed with the ratio
+ours / Spark's, totals over the queries both finished, and the geometric mean of the ratios.
+At scale 1 our answers are also checked against PostgreSQL's (``../shared/tpch/answers``:
+numbers within 1e-6 relative, text without trailing blanks): column ``ok``.
 
-    .venv/bin/python bench/tpch.py [--scale 1] [--runs 5] [--size 2]
+    .venv/bin/python bench/tpch.py [--scale 1] [--size 2] [--runs 1] [--timeout 60]
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,23 +31,58 @@ from server import Server  # noqa: E402
 from spark_exec.replica import connect_session  # noqa: E402
 from sqlfront import tpch  # noqa: E402
 
+QUERY_DIR = ROOT.parent / "shared" / "tpch" / "queries"
+ANSWER_DIR = ROOT.parent / "shared" / "tpch" / "answers"
 
-def timed(fn, runs: int) -> list[float]:
-    out = []
-    for _ in range(runs):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return out
+
+def _same_value(ours, text: str) -> bool:
+    mine = "" if ours is None else str(ours)
+    try:
+        a, b = float(mine), float(text)
+        return abs(a - b) <= 1e-6 * max(1.0, abs(b))
+    except ValueError:
+        return mine.rstrip(" ") == text.rstrip(" ")
+
+
+def matches_answer(q: int, rows: list) -> str:
+    """"yes", "NO" or "-" (no answer file): ``rows`` against PostgreSQL's answer to ``q``."""
+    path = ANSWER_DIR / f"q{q:02d}.csv"
+    if not path.exists():
+        return "-"
+    expected = [line.split("|") for line in path.read_text().splitlines()[1:] if line]
+    ok = len(rows) == len(expected) and all(
+        len(r) == len(e) and all(_same_value(a, b) for a, b in zip(r, e)) for r, e in zip(rows, expected))
+    return "yes" if ok else "NO"
+
+
+def timed(fn, runs: int, first: list | None = None) -> float | None:
+    """Median seconds of ``runs`` calls of ``fn`` after one untimed call (its result is
+    appended to ``first``); None if it fails."""
+    try:
+        result = fn()
+        if first is not None:
+            first.append(result)
+        out = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t)
+        return statistics.median(out)
+    except Exception as e:  # noqa: BLE001 a timeout or an error is a result here
+        print(f"    ({type(e).__name__}: {str(e).splitlines()[0][:100]})")
+        return None
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0)
-    ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--size", default="2")
+    ap.add_argument("--runs", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=60.0, help="statement timeout, seconds")
+    ap.add_argument("--queries", default=",".join(str(i) for i in range(1, 23)))
     ap.add_argument("--data", default=str(ROOT / "tpch-data"))
     args = ap.parse_args()
+    queries = [int(q) for q in args.queries.split(",")]
 
     data = tpch.generate(args.scale, Path(args.data))
     with tempfile.TemporaryDirectory() as tmp:
@@ -53,18 +93,32 @@ def main() -> None:
             tpch.load(srv.url, data)
             print(f"loaded scale {args.scale:g} in {time.perf_counter() - t:.1f}s")
             spark = connect_session(srv.replica_url("u1"))
-            spark.read.parquet(str(data / "lineitem.parquet")).createOrReplaceTempView("lineitem")
-            print(f"{'query':<6}{'psycopg s':>11}{'psql s':>9}{'spark s':>9}{'ratio':>8}   (medians of {args.runs})")
+            for name in tpch.TABLES:
+                spark.read.parquet(str(data / f"{name}.parquet")).createOrReplaceTempView(name)
+            check = args.scale == 1 and ANSWER_DIR.exists()
+            print(f"{'query':<6}{'ours s':>9}{'spark s':>9}{'ratio':>8}{'ok':>5}   (medians of {args.runs}, warm)")
+            ours_total = spark_total = 0.0
+            ratios = []
             with srv.connect() as conn:
-                for name, ours, theirs in (("Q1", tpch.Q1, tpch.SPARK_Q1), ("Q6", tpch.Q6, tpch.SPARK_Q6)):
-                    conn.execute(ours).fetchall()  # warm-up: JIT, file cache
-                    spark.sql(theirs).collect()
-                    ps = statistics.median(timed(lambda: conn.execute(ours).fetchall(), args.runs))
-                    psql = statistics.median(timed(lambda: subprocess.run(
-                        ["psql", "-X", "-q", "-h", "127.0.0.1", "-p", str(srv.port), "-U", "materialize",
-                         "materialize", "-c", ours], check=True, capture_output=True), args.runs))
-                    sp = statistics.median(timed(lambda: spark.sql(theirs).collect(), args.runs))
-                    print(f"{name:<6}{ps:>11.3f}{psql:>9.3f}{sp:>9.3f}{ps / sp:>8.2f}")
+                conn.execute(f"SET statement_timeout = '{int(args.timeout * 1000)}ms'")
+                for q in queries:
+                    sql = (QUERY_DIR / f"q{q:02d}.sql").read_text()
+                    answer: list = []
+                    ours = timed(lambda: conn.execute(sql).fetchall(), args.runs, answer)
+                    ok = matches_answer(q, answer[0]) if check and answer else "-"
+                    theirs = timed(lambda: spark.sql(sql).collect(), args.runs)
+                    show = lambda s: f"{s:>9.2f}" if s is not None else f"{'-':>9}"  # noqa: E731
+                    ratio = ours / theirs if ours is not None and theirs else None
+                    print(f"Q{q:<5}{show(ours)}{show(theirs)}{f'{ratio:>8.2f}' if ratio else f'{chr(45):>8}'}"
+                          f"{ok:>5}", flush=True)
+                    if ratio is not None:
+                        ours_total += ours
+                        spark_total += theirs
+                        ratios.append(ratio)
+            print(f"{'total':<6}{ours_total:>9.2f}{spark_total:>9.2f}"
+                  f"{(ours_total / spark_total if spark_total else 0):>8.2f}   ({len(ratios)} queries both finished)")
+            if ratios:
+                print(f"geo-mean ratio {math.exp(sum(math.log(r) for r in ratios) / len(ratios)):.2f}")
             spark.client.close()
         finally:
             srv.stop()

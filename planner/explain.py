@@ -1,7 +1,10 @@
-"""EXPLAIN: the logical plan after decorrelation, one operator per line, indented.
+"""EXPLAIN: a logical plan (raw, decorrelated or optimized), one operator per line,
+indented.
 
 Columns print as ``#i`` (position in the operator's input), as Materialize's EXPLAIN
-does for MIR plans.
+does for MIR plans. A subquery still in an expression (raw plans) prints as ``$n`` (with
+``exists``, ``array``, ``ANY`` or ``ALL`` around it), and its plan follows the operator
+that uses it under ``$n:``, its outer references as ``outer(depth)#i``.
 """
 
 from __future__ import annotations
@@ -10,14 +13,27 @@ from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Series, Unnest, Window,
     WorkTable, inputs,
 )
-from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef
+from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Subquery
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%", "eq": "=", "ne": "<>", "lt": "<",
           "le": "<=", "gt": ">", "ge": ">=", "and": "AND", "or": "OR", "concat": "||", "like": "LIKE",
           "ilike": "ILIKE", "is_distinct": "IS DISTINCT FROM", "is_not_distinct": "IS NOT DISTINCT FROM"}
 
 
-def expr_text(e) -> str:
+def expr_text(e, subqueries: list | None = None) -> str:
+    """``e`` as text; subqueries in it are appended to ``subqueries`` and print as ``$n``."""
+    if isinstance(e, Subquery):
+        if subqueries is None:
+            subqueries = []
+        subqueries.append(e.plan)
+        ref = f"${len(subqueries)}"
+        if e.kind in ("any", "all"):
+            return f"({expr_text(e.test, subqueries)} {_INFIX.get(e.func, e.func)} {e.kind.upper()}({ref}))"
+        return f"{e.kind}({ref})" if e.kind in ("exists", "array") else ref
+    return _expr_text(e, lambda x: expr_text(x, subqueries))
+
+
+def _expr_text(e, expr_text) -> str:
     if isinstance(e, ColRef):
         return f"#{e.index}"
     if isinstance(e, OuterRef):
@@ -57,9 +73,14 @@ def expr_text(e) -> str:
 def explain(plan) -> list[str]:
     """The lines of the EXPLAIN output for ``plan``."""
     lines: list[str] = []
+    subqueries: list = []
+
+    def text(e) -> str:
+        return expr_text(e, subqueries)
 
     def emit(p, depth: int):
         pad = "  " * depth
+        first_subquery = len(subqueries)
         if isinstance(p, Get):
             lines.append(f"{pad}Get {p.relation.schema}.{p.relation.name}")
             return
@@ -73,15 +94,15 @@ def explain(plan) -> list[str]:
             lines.append(f"{pad}Series {p.start} to {p.stop} step {p.step}")
             return
         if isinstance(p, Filter):
-            lines.append(f"{pad}Filter {expr_text(p.predicate)}")
+            lines.append(f"{pad}Filter {text(p.predicate)}")
         elif isinstance(p, Project):
-            lines.append(f"{pad}Project {', '.join(expr_text(e) for e in p.exprs)}")
+            lines.append(f"{pad}Project {', '.join(text(e) for e in p.exprs)}")
         elif isinstance(p, Reduce):
-            keys = ", ".join(expr_text(k) for k in p.keys)
-            aggs = ", ".join(expr_text(a) for a in p.aggregates)
+            keys = ", ".join(text(k) for k in p.keys)
+            aggs = ", ".join(text(a) for a in p.aggregates)
             lines.append(f"{pad}Reduce group_by=[{keys}] aggregates=[{aggs}]")
         elif isinstance(p, Join):
-            on = f" on={expr_text(p.on)}" if p.on is not None else ""
+            on = f" on={text(p.on)}" if p.on is not None else ""
             lines.append(f"{pad}Join {p.kind}{on}")
         elif isinstance(p, OrderBy):
             keys = ", ".join(f"#{k.index}{' desc' if k.descending else ''}{' nulls_first' if k.nulls_first else ''}"
@@ -97,13 +118,17 @@ def explain(plan) -> list[str]:
             lines.append(f"{pad}{p.op.capitalize()}{' all' if p.all else ''}")
         elif isinstance(p, Window):
             lines.append(f"{pad}Window " + ", ".join(
-                f"{c.func}({', '.join(expr_text(a) for a in c.args)}) over (partition by "
-                f"{', '.join(expr_text(k) for k in c.partition)} order by "
-                f"{', '.join(expr_text(e) + (' desc' if d else '') for e, d, _ in c.order)})" for c in p.calls))
+                f"{c.func}({', '.join(text(a) for a in c.args)}) over (partition by "
+                f"{', '.join(text(k) for k in c.partition)} order by "
+                f"{', '.join(text(e) + (' desc' if d else '') for e, d, _ in c.order)})" for c in p.calls))
         elif isinstance(p, Recursive):
             lines.append(f"{pad}Recursive #{p.cte}{' all' if p.all else ''}")
         elif isinstance(p, WorkTable):
             lines.append(f"{pad}WorkTable #{p.cte}")
+        mine = subqueries[first_subquery:]
+        for k, sq in enumerate(mine, start=first_subquery + 1):
+            lines.append(f"{pad}  ${k}:")
+            emit(sq, depth + 2)
         for i in inputs(p):
             emit(i, depth + 1)
 

@@ -712,19 +712,26 @@ class Grouping:
     def remap_outer(self, plan):
         """A subquery planned against the FROM scope may only use grouped columns of it:
         point its OuterRefs at the Reduce's key columns (42803 otherwise)."""
+        from dataclasses import replace
+
         from planner.plan import map_plan_exprs
 
-        def f(n):
-            if isinstance(n, OuterRef) and n.depth == 1:
-                ref = ColRef(n.index, n.type)
-                if ref not in self.keys:
-                    item = next((i for i in self.from_planner.scope.items if i.index == n.index), None)
-                    shown = f"{item.qualifier}.{item.name}" if item and item.qualifier else (item.name if item else "?")
-                    raise SqlError(GROUPING_ERROR, f'subquery uses ungrouped column "{shown}" from outer query')
-                return OuterRef(1, self.keys.index(ref), n.type)
-            return n
+        def at(depth: int):
+            # OuterRefs of the grouped query: depth 1 here, one deeper per nested subquery
+            def f(n):
+                if isinstance(n, Subquery):
+                    return replace(n, plan=map_plan_exprs(n.plan, at(depth + 1)))
+                if isinstance(n, OuterRef) and n.depth == depth:
+                    ref = ColRef(n.index, n.type)
+                    if ref not in self.keys:
+                        item = next((i for i in self.from_planner.scope.items if i.index == n.index), None)
+                        shown = f"{item.qualifier}.{item.name}" if item and item.qualifier else (item.name if item else "?")
+                        raise SqlError(GROUPING_ERROR, f'subquery uses ungrouped column "{shown}" from outer query')
+                    return OuterRef(depth, self.keys.index(ref), n.type)
+                return n
+            return f
 
-        return map_plan_exprs(plan, f)
+        return map_plan_exprs(plan, at(1))
 
     def plan(self, node, outer: ExprPlanner):
         if isinstance(node, ast.SubLink):

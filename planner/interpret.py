@@ -196,7 +196,7 @@ def _checked(rows: Iterable, limits: Limits) -> Iterator:
 
 def run(plan, builtin_rows: Callable[[BuiltinTable], Rows], limits: Limits | None = None) -> Rows:
     """The rows of ``plan``; ``builtin_rows`` supplies system tables. Subqueries the
-    planner kept (``QueryPlanner.nested``) are evaluated per row, correlated ones with
+    optimizer kept (``planner.optimize.decorrelate``) are evaluated per row, correlated ones with
     the enclosing rows bound to their OuterRefs.
 
     Raises:
@@ -513,10 +513,12 @@ def _index_probe(plan: Filter):
 
 
 def _equi_keys(on, nl: int):
-    """Left and right column positions of ``l.x = r.y`` conjuncts of a join condition."""
+    """Left and right column positions of ``l.x = r.y`` conjuncts of a join condition
+    (and of ``l.x IS NOT DISTINCT FROM r.y``, which decorrelation joins on: NULL keys
+    then match, as the condition is still checked on every candidate)."""
     lk, rk = [], []
     for c in _conjuncts(on) if on is not None else ():
-        if isinstance(c, Call) and c.func == "eq" and all(_hashable_col(a) for a in c.args):
+        if isinstance(c, Call) and c.func in ("eq", "is_not_distinct") and all(_hashable_col(a) for a in c.args):
             a, b = c.args
             if a.index < nl <= b.index:
                 lk.append(a.index)
@@ -537,14 +539,11 @@ def _join(plan: Join, left: Rows, right: Rows, limits: Limits) -> Rows:
     if lk:  # hash join on the equality conjuncts; the whole condition is still checked
         buckets = {}
         for j, rr in enumerate(right):
-            key = tuple(rr[i] for i in rk)
-            if None not in key:
-                buckets.setdefault(key, []).append(j)
+            buckets.setdefault(tuple(rr[i] for i in rk), []).append(j)
     for lr in left:
         hit = False
         if buckets is not None:
-            key = tuple(lr[i] for i in lk)
-            candidates = buckets.get(key, ()) if None not in key else ()
+            candidates = buckets.get(tuple(lr[i] for i in lk), ())
         else:
             candidates = range(len(right))
         # In slices of CHECK_EVERY candidates: one left row may meet millions of right rows.
@@ -554,13 +553,19 @@ def _join(plan: Join, left: Rows, right: Rows, limits: Limits) -> Rows:
                 rr = right[j]
                 row = lr + rr
                 if plan.on is None or evaluate(plan.on, row) is True:
-                    out.append(row)
                     hit = True
+                    if plan.kind in ("semi", "anti"):
+                        break
+                    out.append(row)
                     matched_right.add(j)
             work += len(chunk)
             if work >= CHECK_EVERY:
                 work = 0
                 limits.grow(out)
+            if hit and plan.kind in ("semi", "anti"):
+                break
+        if plan.kind == "semi" and hit or plan.kind == "anti" and not hit:
+            out.append(lr)
         if not hit and plan.kind in ("left", "full"):
             out.append(lr + (None,) * nr)
         limits.tick()

@@ -75,8 +75,10 @@ class Reduce:
 
 @dataclass(frozen=True)
 class Join:
-    """``kind`` is inner, left, right, full or cross. ``on`` refers to the concatenated
-    columns (left's first)."""
+    """``kind`` is inner, left, right, full, cross, semi or anti. ``on`` refers to the
+    concatenated columns (left's first). A semi join keeps each left row for which some
+    right row makes ``on`` true, once; an anti join keeps the others (Spark's left_semi
+    and left_anti); both output the left's columns only."""
 
     left: "Plan"
     right: "Plan"
@@ -85,6 +87,8 @@ class Join:
 
     @property
     def columns(self) -> Columns:
+        if self.kind in ("semi", "anti"):
+            return self.left.columns
         return self.left.columns + self.right.columns
 
 
@@ -249,6 +253,23 @@ def inputs(p) -> tuple:
     return (p.input,)
 
 
+def with_inputs(p, new: tuple):
+    """``p`` with its inputs (as ``inputs(p)`` lists them) replaced by ``new``."""
+    if isinstance(p, (Join, SetOp)):
+        return replace(p, left=new[0], right=new[1])
+    if isinstance(p, Recursive):
+        return replace(p, base=new[0], step=new[1])
+    if isinstance(p, (Get, Constant, WorkTable, Series)):
+        return p
+    return replace(p, input=new[0])
+
+
+def map_inputs(p, f):
+    """``p`` with ``f`` applied to each of its inputs."""
+    ins = inputs(p)
+    return with_inputs(p, tuple(f(i) for i in ins)) if ins else p
+
+
 def relations_read(p) -> list:
     """Every catalog relation a plan reads, in plan order."""
     if isinstance(p, Get):
@@ -259,36 +280,25 @@ def relations_read(p) -> list:
     return out
 
 
+def map_node_exprs(p, g):
+    """``p`` with ``g`` applied to each of its own top-level scalar expressions (its
+    inputs untouched): predicates, projections, keys, aggregate arguments, join
+    conditions, window calls."""
+    if isinstance(p, Filter):
+        return Filter(p.input, g(p.predicate))
+    if isinstance(p, Project):
+        return Project(p.input, tuple(g(e) for e in p.exprs), p.names)
+    if isinstance(p, Reduce):
+        return Reduce(p.input, tuple(g(k) for k in p.keys), tuple(a.map_exprs(g) for a in p.aggregates))
+    if isinstance(p, Join):
+        return Join(p.left, p.right, p.kind, g(p.on) if p.on is not None else None)
+    if isinstance(p, Window):
+        return Window(p.input, tuple(c.map_exprs(g) for c in p.calls))
+    return p
+
+
 def map_plan_exprs(p, f):
     """``p`` with ``f`` applied to every scalar expression of every node (bottom-up)."""
-    from planner.scalar import AggCall, map_expr
+    from planner.scalar import map_expr
 
-    def m(e):
-        return map_expr(e, f) if e is not None else None
-
-    if isinstance(p, (Get, Constant, WorkTable, Series)):
-        return p
-    if isinstance(p, Recursive):
-        return Recursive(p.cte, map_plan_exprs(p.base, f), map_plan_exprs(p.step, f), p.all)
-    if isinstance(p, Filter):
-        return Filter(map_plan_exprs(p.input, f), m(p.predicate))
-    if isinstance(p, Project):
-        return Project(map_plan_exprs(p.input, f), tuple(m(e) for e in p.exprs), p.names)
-    if isinstance(p, Reduce):
-        return Reduce(map_plan_exprs(p.input, f), tuple(m(k) for k in p.keys),
-                      tuple(a.map_exprs(m) for a in p.aggregates))
-    if isinstance(p, Join):
-        return Join(map_plan_exprs(p.left, f), map_plan_exprs(p.right, f), p.kind, m(p.on))
-    if isinstance(p, SetOp):
-        return SetOp(p.op, map_plan_exprs(p.left, f), map_plan_exprs(p.right, f), p.all)
-    if isinstance(p, OrderBy):
-        return OrderBy(map_plan_exprs(p.input, f), p.keys)
-    if isinstance(p, Limit):
-        return Limit(map_plan_exprs(p.input, f), p.limit, p.offset)
-    if isinstance(p, Distinct):
-        return Distinct(map_plan_exprs(p.input, f))
-    if isinstance(p, Unnest):
-        return Unnest(map_plan_exprs(p.input, f), p.arrays, p.kinds)
-    if isinstance(p, Window):
-        return Window(map_plan_exprs(p.input, f), tuple(c.map_exprs(m) for c in p.calls))
-    raise TypeError(p)
+    return map_node_exprs(map_inputs(p, lambda i: map_plan_exprs(i, f)), lambda e: map_expr(e, f))

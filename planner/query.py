@@ -25,8 +25,7 @@ from planner.consteval import evaluate, fold
 from planner.expr import (
     ExprPlanner, Grouping, ast_nodes, coerce, contains_aggregate, figure_colname, sort_direction, window_calls,
 )
-from planner.decorrelate import lower_subqueries
-from planner.joins import reorder_joins
+from planner.optimize import optimize
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Plan, Project, Recursive, Reduce, SetOp, SortKey, Unnest,
     Series, Window, WindowCall, WorkTable,
@@ -47,15 +46,18 @@ class QueryPlanner:
     """Plans queries against one catalog snapshot. ``params``: values of $1..$n."""
 
     def __init__(self, snap: CatalogSnapshot, params: list | None = None,
-                 outer_scopes: list[Scope] | None = None, ctes: dict | None = None, nested: bool | None = None):
+                 outer_scopes: list[Scope] | None = None, ctes: dict | None = None,
+                 catalog_only: bool | None = None, row_count=None):
         self.snap = snap
         self.params = params or []
         self.outer_scopes = outer_scopes or []
         self.ctes: dict[str, PlannedQuery] = dict(ctes or {})
-        #: keep subqueries in expressions instead of decorrelating them: for queries that
-        #: read only system tables, which run in Python (planner.interpret) row by row.
-        #: None: decide from the statement (``reads_only_catalog``).
-        self.nested = nested
+        #: the statement reads only system tables, so it runs in Python (planner.interpret),
+        #: which can do what Spark cannot (WITH RECURSIVE). None: decide from the statement.
+        self.catalog_only = catalog_only
+        #: estimated rows of a catalog relation (or None), for join ordering: see
+        #: ``planner.optimize.optimize``
+        self.row_count = row_count
 
     def expr_planner(self, scope: Scope, agg_context: str | None = None) -> ExprPlanner:
         ep = ExprPlanner(scope, self.params, agg_context, self.outer_scopes, self.plan_subquery)
@@ -90,28 +92,32 @@ class QueryPlanner:
         """Plan a subquery whose correlated names resolve in ``scope`` (depth 1) and then in
         this query's own enclosing scopes."""
         return QueryPlanner(self.snap, self.params, [scope] + self.outer_scopes, self.ctes,
-                            self.nested).plan_select(stmt)
+                            self.catalog_only).plan_raw(stmt)
 
     def _child(self) -> "QueryPlanner":
-        return QueryPlanner(self.snap, self.params, self.outer_scopes, self.ctes, self.nested)
-
-    def _lower(self, plan, exprs: list):
-        """Decorrelate the subqueries of ``exprs`` over ``plan`` (planner.decorrelate),
-        unless they are kept for row-by-row evaluation."""
-        if self.nested:
-            return plan, exprs
-        return lower_subqueries(plan, exprs)
+        return QueryPlanner(self.snap, self.params, self.outer_scopes, self.ctes, self.catalog_only)
 
     # -- entry ------------------------------------------------------------------------
 
     def plan_select(self, stmt: ast.SelectStmt) -> PlannedQuery:
-        if self.nested is None:
-            self.nested = reads_only_catalog(self.snap, stmt)
+        """The optimized plan of ``stmt`` (``planner.optimize``), ready to run.
+
+        Raises:
+            SqlError: PostgreSQL's errors of name resolution and typing; 0A000 for what
+            cannot be planned yet."""
+        pq = self.plan_raw(stmt)
+        return PlannedQuery(optimize(pq.plan, self.row_count), pq.names)
+
+    def plan_raw(self, stmt: ast.SelectStmt) -> PlannedQuery:
+        """The plan of ``stmt`` as written (Materialize's raw plan): subqueries stay in the
+        expressions that use them, joins in the order of the FROM clause."""
+        if self.catalog_only is None:
+            self.catalog_only = reads_only_catalog(self.snap, stmt)
         if stmt.withClause is not None:
             planner = self._child()
             planner._plan_ctes(stmt.withClause)
             inner = ast.SelectStmt(**{k: getattr(stmt, k) for k in stmt if k != "withClause"})
-            return planner.plan_select(inner)
+            return planner.plan_raw(inner)
         if stmt.op != SetOperation.SETOP_NONE:
             return self._plan_setop(stmt)
         if stmt.valuesLists:
@@ -135,7 +141,7 @@ class QueryPlanner:
             if with_clause.recursive and q.op == SetOperation.SETOP_UNION and _references(q.rarg, cte.ctename):
                 self.ctes[cte.ctename] = self._plan_recursive(cte)
                 continue
-            pq = self._child().plan_select(cte.ctequery)
+            pq = self._child().plan_raw(cte.ctequery)
             names = list(pq.names)
             if cte.aliascolnames:
                 aliases = [c.sval for c in cte.aliascolnames]
@@ -151,12 +157,12 @@ class QueryPlanner:
             SqlError 0A000 unless the query reads only system tables (it then runs in
             Python; Spark has no fixpoint iteration); 42804 when a step column's type
             differs from the base's."""
-        if not self.nested:
+        if not self.catalog_only:
             raise SqlError(FEATURE_NOT_SUPPORTED, "WITH RECURSIVE is supported over system catalogs only")
         q = cte.ctequery
         if q.sortClause or q.limitCount is not None or q.limitOffset is not None:
             raise SqlError(FEATURE_NOT_SUPPORTED, "ORDER BY/LIMIT in a recursive query is not implemented")
-        base = self._child().plan_select(q.larg)
+        base = self._child().plan_raw(q.larg)
         names = list(base.names)
         if cte.aliascolnames:
             names = [c.sval for c in cte.aliascolnames] + names[len(cte.aliascolnames):]
@@ -168,7 +174,7 @@ class QueryPlanner:
         cte_id = next(_CTE_IDS)
         child = self._child()
         child.ctes[cte.ctename] = PlannedQuery(WorkTable(cte_id, tuple(zip(names, types))), tuple(names))
-        step = child.plan_select(q.rarg)
+        step = child.plan_raw(q.rarg)
         if len(step.plan.columns) != len(types):
             raise SqlError(SYNTAX_ERROR, "each UNION query must have the same number of columns")
         exprs = []
@@ -183,8 +189,8 @@ class QueryPlanner:
     def _plan_setop(self, stmt: ast.SelectStmt) -> PlannedQuery:
         op = {SetOperation.SETOP_UNION: "union", SetOperation.SETOP_INTERSECT: "intersect",
               SetOperation.SETOP_EXCEPT: "except"}[stmt.op]
-        left = self._child().plan_select(stmt.larg)
-        right = self._child().plan_select(stmt.rarg)
+        left = self._child().plan_raw(stmt.larg)
+        right = self._child().plan_raw(stmt.rarg)
         if len(left.plan.columns) != len(right.plan.columns):
             raise SqlError(SYNTAX_ERROR, f"each {op.upper()} query must have the same number of columns")
         types = [ty.common_type([lt, rt], op.upper()) for (_, lt), (_, rt) in zip(left.plan.columns, right.plan.columns)]
@@ -250,7 +256,7 @@ class QueryPlanner:
                 import pglast
 
                 view_stmt = pglast.parse_sql(rel.sql)[0].stmt
-                pq = QueryPlanner(self.snap, nested=False).plan_select(view_stmt)
+                pq = QueryPlanner(self.snap, catalog_only=False).plan_raw(view_stmt)
                 pq = PlannedQuery(pq.plan, tuple(c.name for c in rel.columns))
                 return self._derived(pq, item.alias, item.relname)
             qualifier = item.alias.aliasname if item.alias else item.relname
@@ -272,7 +278,7 @@ class QueryPlanner:
                 raise SqlError(FEATURE_NOT_SUPPORTED, "LATERAL is not supported yet")
             if item.alias is None:
                 raise SqlError(SYNTAX_ERROR, "subquery in FROM must have an alias")
-            sub = self._child().plan_select(item.subquery)
+            sub = self._child().plan_raw(item.subquery)
             return self._derived(sub, item.alias, None)
         if isinstance(item, ast.RangeFunction):
             pq = self._plan_function(item)
@@ -366,12 +372,6 @@ class QueryPlanner:
         if j.quals is None:
             return Join(lp, rp, "cross" if kind == "inner" else kind, None if kind == "inner" else Literal(True, BOOL)), scope
         on = fold(self.expr_planner(scope, agg_context="JOIN conditions").plan_bool(j.quals, "JOIN/ON"))
-        joined = Join(lp, rp, "cross", None)
-        widened, (on2,) = self._lower(joined, [on])
-        if widened is not joined:
-            if kind != "inner":
-                raise SqlError(FEATURE_NOT_SUPPORTED, "subqueries in the ON clause of an outer join are not supported")
-            return _narrow(Filter(widened, on2), len(joined.columns)), scope
         return Join(lp, rp, kind, on), scope
 
     # -- SELECT -----------------------------------------------------------------------
@@ -382,12 +382,7 @@ class QueryPlanner:
         if stmt.whereClause is not None:
             where_planner = self.expr_planner(scope, agg_context="WHERE")
             pred = fold(where_planner.plan_bool(stmt.whereClause, "WHERE"))
-            width = len(plan.columns)
-            if self.nested and _has_subquery(pred):
-                plan = Filter(plan, pred)  # the subqueries' OuterRefs index this input's row
-            else:
-                plan, (pred,) = lower_subqueries(plan, [pred])
-                plan = _narrow(reorder_joins(Filter(plan, pred)), width)
+            plan = Filter(plan, pred)  # the subqueries' OuterRefs index this input's row
 
         targets = self._expand_targets(stmt.targetList, scope)
         grouped = bool(stmt.groupClause) or stmt.havingClause is not None or any(
@@ -412,9 +407,7 @@ class QueryPlanner:
             sort_exprs = self._sort_exprs(stmt, targets, exprs, order_planner)
             plan = Reduce(plan, tuple(keys), tuple(grouping.aggregates))
             if having is not None:
-                width = len(plan.columns)
-                plan, (having,) = self._lower(plan, [having])
-                plan = _narrow(Filter(plan, having), width)
+                plan = Filter(plan, having)
         else:
             plan = self._plan_windows(plan, stmt, targets, from_planner)
             plan, srf_refs = self._plan_srfs(plan, targets, from_planner)
@@ -603,7 +596,6 @@ class QueryPlanner:
                     idx = len(all_exprs) - 1
             keys.append(SortKey(idx, desc, nf))
         all_names = list(names) + [f"?order{i}?" for i in range(len(all_exprs) - len(exprs))]
-        plan, all_exprs = self._lower(plan, all_exprs)
         plan = Project(plan, tuple(all_exprs), tuple(all_names))
         if distinct:
             plan = Distinct(plan)
@@ -652,14 +644,6 @@ class QueryPlanner:
         return v
 
 
-def _narrow(plan, width: int):
-    """``plan`` restricted to its first ``width`` columns (drops columns added for subqueries)."""
-    if len(plan.columns) == width:
-        return plan
-    return Project(plan, tuple(ColRef(i, t) for i, (_, t) in enumerate(plan.columns[:width])),
-                   tuple(n for n, _ in plan.columns[:width]))
-
-
 class _SyntheticRef(ast.ColumnRef):
     """A ColumnRef that names one scope item exactly (from ``*`` expansion)."""
 
@@ -673,19 +657,13 @@ _CTE_IDS = itertools.count(1)
 _DEFAULT_FRAME = 1058
 
 
-def _has_subquery(e) -> bool:
-    from planner.scalar import Subquery, walk
-
-    return any(isinstance(n, Subquery) for n in walk(e))
-
-
 def _references(node, name: str) -> bool:
     return any(isinstance(n, ast.RangeVar) and n.schemaname is None and n.relname == name for n in ast_nodes(node))
 
 
 def reads_only_catalog(snap: CatalogSnapshot, stmt) -> bool:
     """True when every relation ``stmt`` names is a system table or one of its own WITH
-    queries, so that it can run in Python (and keep its subqueries nested)."""
+    queries, so that it can run in Python."""
     nodes = list(ast_nodes(stmt))
     ctes = {n.ctename for n in nodes if isinstance(n, ast.CommonTableExpr)}
     for n in nodes:

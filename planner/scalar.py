@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Iterator, Union
 
-from catalog.types import SqlType
+from catalog.types import BOOL, SqlType
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class OuterRef:
 
 @dataclass(frozen=True)
 class Subquery:
-    """A subquery in an expression, before decorrelation (``planner.decorrelate``).
+    """A subquery in an expression, before decorrelation (``planner.optimize.decorrelate``).
 
     kind: ``scalar`` (value of its only column), ``array`` (``ARRAY(subquery)``: its
     column's values as an array), ``exists``, ``any`` or ``all`` (``test
@@ -182,3 +182,35 @@ def shift_columns(e, offset: int):
             e.type,
         )
     raise TypeError(e)
+
+
+TRUE = Literal(True, BOOL)
+
+
+def conjuncts(e) -> list:
+    """The operands of a (nested) AND, in order; ``[e]`` for anything else."""
+    if isinstance(e, Call) and e.func == "and":
+        return [c for a in e.args for c in conjuncts(a)]
+    return [e]
+
+
+def conjoin(conds: list):
+    """The AND of ``conds`` (TRUE literals dropped); None when nothing is left."""
+    conds = [c for c in conds if c != TRUE]
+    if not conds:
+        return None
+    return conds[0] if len(conds) == 1 else Call("and", tuple(conds), BOOL)
+
+
+def column_refs(e) -> set[int]:
+    """Indexes of the input columns ``e`` reads (subquery plans not entered)."""
+    return {n.index for n in walk(e) if isinstance(n, ColRef)}
+
+
+def remap_columns(e, move):
+    """``e`` with every ColRef i at ``move(i)`` (subquery plans not entered)."""
+    return map_expr(e, lambda n: ColRef(move(n.index), n.type) if isinstance(n, ColRef) else n)
+
+
+def has_subquery(e) -> bool:
+    return any(isinstance(n, Subquery) for n in walk(e))

@@ -180,7 +180,7 @@ def _target_scope(snap: CatalogSnapshot, rv: ast.RangeVar):
 def plan_delete(snap: CatalogSnapshot, stmt: ast.DeleteStmt, params: list | None = None) -> PlannedRewrite:
     """``DELETE FROM t [WHERE cond]``: keep the rows where ``cond`` is not true."""
     from planner.consteval import fold
-    from planner.decorrelate import lower_subqueries
+    from planner.optimize import optimize
     from catalog.types import BOOL
     from planner.scalar import Call
 
@@ -194,18 +194,15 @@ def plan_delete(snap: CatalogSnapshot, stmt: ast.DeleteStmt, params: list | None
         cond = Literal(True, BOOL)
     else:
         cond = fold(qp.expr_planner(scope, agg_context="WHERE").plan_bool(stmt.whereClause, "WHERE"))
-    plan, (cond,) = lower_subqueries(get, [Call("is_true", (cond,), BOOL)])
-    from planner.plan import Filter, Project as P
-
     # Deleted rows are not written back; the flag column marks them for the count.
-    plan = P(plan, cols + (cond,), tuple(c.name for c in table.columns) + ("?affected?",))
-    return PlannedRewrite(table, plan)
+    plan = Project(get, cols + (Call("is_true", (cond,), BOOL),), tuple(c.name for c in table.columns) + ("?affected?",))
+    return PlannedRewrite(table, optimize(plan))
 
 
 def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None = None) -> PlannedRewrite:
     """``UPDATE t SET c = e, ... [WHERE cond]`` with assignment casts to the columns' types."""
     from planner.consteval import fold
-    from planner.decorrelate import lower_subqueries
+    from planner.optimize import optimize
     from catalog.types import BOOL
     from planner.scalar import Call, Case
 
@@ -236,5 +233,4 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
     for j, c in enumerate(table.columns):
         old = ColRef(j, c.type)
         exprs.append(Case(((hit, sets[j]),), old, c.type) if j in sets else old)
-    plan, exprs = lower_subqueries(get, exprs + [hit])
-    return PlannedRewrite(table, Project(plan, tuple(exprs), tuple(names) + ("?affected?",)))
+    return PlannedRewrite(table, optimize(Project(get, tuple(exprs) + (hit,), tuple(names) + ("?affected?",))))

@@ -204,7 +204,8 @@ class Lowerer:
         right = right.select(*[col(j).alias(f"c{n + j}") for j in range(len(p.right.columns))])
         if p.kind == "cross":
             return left.crossJoin(right)
-        how = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer"}[p.kind]
+        how = {"inner": "inner", "left": "left_outer", "right": "right_outer", "full": "full_outer",
+               "semi": "left_semi", "anti": "left_anti"}[p.kind]
         on = self.scalar(p.on) if p.on is not None else F.lit(True)
         return left.join(right, on=on, how=how)
 
@@ -469,7 +470,8 @@ class Lowerer:
         if f == "is_not_true":
             return ~args[0].eqNullSafe(F.lit(True))
         if f == "is_not_false":
-            return ~args[0].eqNullSafe(F.lit(False))
+            # x OR x IS NULL: for x = (a = b) in an anti join, Spark's null-aware anti join
+            return args[0] | args[0].isNull()
         if f == "is_distinct":
             return ~args[0].eqNullSafe(args[1])
         if f == "is_not_distinct":

@@ -160,6 +160,14 @@ class Environment:
         cc = self.clusters.get(r.cluster_id) if r else None
         return cc.status(replica_id) if cc else "unhealthy"
 
+    def row_count(self, relation) -> int | None:
+        """Rows of a user table now, from its shard's part metadata (persist keeps each
+        part's row count); None for other relations. The optimizer's join ordering
+        statistics (``planner.optimize.RowCount``)."""
+        if not isinstance(relation, Table):
+            return None
+        return sum(p.rows for p in self.persist.state(relation.shard_id).parts)
+
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
         if table.id == MZ_COORDINATOR_LOOP.id:
             return self.metrics.coordinator_loop_rows()

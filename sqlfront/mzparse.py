@@ -123,7 +123,16 @@ class ShowIndexes:
     where: str | None = None
 
 
-MzStatement = (CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+@dataclass(frozen=True)
+class ExplainPlan:
+    """``EXPLAIN [RAW | DECORRELATED | OPTIMIZED] PLAN [AS TEXT] FOR query`` (Materialize):
+    ``stage`` is raw, decorrelated or optimized; ``query`` the text of the SELECT."""
+
+    stage: str
+    query: str
+
+
+MzStatement = (ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
                | ShowClusters | ShowClusterReplicas)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
@@ -303,6 +312,16 @@ class _Parser:
             self.i += 1
 
     def parse(self):
+        if self.accept("EXPLAIN"):
+            stage = "optimized"
+            for w in ("RAW", "DECORRELATED", "OPTIMIZED"):
+                if self.accept(w):
+                    stage = w.lower()
+            self.expect("PLAN")
+            if self.accept("AS"):
+                self.expect("TEXT")
+            self.expect("FOR")
+            return ExplainPlan(stage, self.rest_text())
         if self.word(0) == "CREATE" and self.word(1) in ("DEFAULT", "INDEX"):
             return self.create_index()
         if self.accept("SHOW", "INDEXES") or self.accept("SHOW", "INDEX"):
@@ -405,6 +424,7 @@ class _Parser:
 
 
 _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER"),
+           ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PLAN"),
            ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS"),
            ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT")}
 

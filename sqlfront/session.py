@@ -223,10 +223,10 @@ class Session:
         cols = None
         with describing(params):
             if isinstance(stmt, ast.SelectStmt):
-                cols = self._columns(QueryPlanner(self.env.snapshot, params).plan_select(stmt))
+                cols = self._columns(QueryPlanner(self.env.snapshot, params).plan_raw(stmt))
             elif isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas, mz.ShowObjects, mz.ShowIndexes)):
                 q = self._show_query(stmt)
-                cols = self._columns(QueryPlanner(self.env.snapshot).plan_select(_parse_generated(q)))
+                cols = self._columns(QueryPlanner(self.env.snapshot).plan_raw(_parse_generated(q)))
             elif isinstance(stmt, ast.VariableShowStmt):
                 cols = [("name", TEXT), ("setting", TEXT)] if stmt.name.lower() == "all" else [(stmt.name.lower(), TEXT)]
             elif isinstance(stmt, ast.InsertStmt):
@@ -237,6 +237,8 @@ class Session:
                 plan_delete(self.env.snapshot, stmt, params)
             elif isinstance(stmt, ast.ExplainStmt):
                 cols = [("Optimized Plan", TEXT)]
+            elif isinstance(stmt, mz.ExplainPlan):
+                cols = [(f"{stmt.stage.capitalize()} Plan", TEXT)]
         types = [params.types.get(i + 1, TEXT) for i in range(len(params))]
         return cols, types
 
@@ -246,7 +248,7 @@ class Session:
         stmt = parse_one(sql)
         if isinstance(stmt, ast.SelectStmt):
             snap = self.env.snapshot
-            pq = QueryPlanner(snap, params).plan_select(stmt)
+            pq = QueryPlanner(snap, params, row_count=self.env.row_count).plan_select(stmt)
             self._described = (stmt, tuple(params or ()), snap, pq)
             return self._columns(pq)
         return self.describe(sql, len(params))[0]
@@ -256,7 +258,7 @@ class Session:
         snap = self.env.snapshot
         if d is not None and d[0] is stmt and d[1] == tuple(params or ()) and d[2] is snap:
             return d[3]
-        return QueryPlanner(snap, params).plan_select(stmt)
+        return QueryPlanner(snap, params, row_count=self.env.row_count).plan_select(stmt)
 
     # -- dispatch ---------------------------------------------------------------------
 
@@ -291,7 +293,9 @@ class Session:
         if isinstance(stmt, (ast.UpdateStmt, ast.DeleteStmt)):
             return self._rewrite(stmt, params)
         if isinstance(stmt, ast.ExplainStmt):
-            return self._explain(stmt, params)
+            return self._explain(stmt.query, "optimized", params)
+        if isinstance(stmt, mz.ExplainPlan):
+            return self._explain(parse_one(stmt.query), stmt.stage, params)
         if isinstance(stmt, ast.DropStmt):
             return self._drop(stmt)
         if isinstance(stmt, ast.CopyStmt):
@@ -594,7 +598,7 @@ class Session:
         rv = stmt.view
         if rv.relpersistence == "t":
             raise SqlError(FEATURE_NOT_SUPPORTED, "temporary views are not supported")
-        pq = QueryPlanner(self.env.snapshot).plan_select(stmt.query)
+        pq = QueryPlanner(self.env.snapshot).plan_raw(stmt.query)
         names = list(pq.names)
         if stmt.aliases:
             aliases = [a.sval for a in stmt.aliases]
@@ -664,14 +668,22 @@ class Session:
                 return Result(("DELETE " if is_delete else "UPDATE ") + str(affected))
         raise SqlError("40001", "could not serialize access due to concurrent update")
 
-    def _explain(self, stmt: ast.ExplainStmt, params) -> Result:
+    def _explain(self, q, stage: str, params) -> Result:
+        """EXPLAIN of a SELECT at ``stage`` (raw, decorrelated or optimized): one row per
+        line of the plan (Materialize's ``EXPLAIN ... PLAN FOR``; plain EXPLAIN is the
+        optimized plan)."""
         from planner.explain import explain
+        from planner.optimize import DECORRELATION, optimize
 
-        q = stmt.query
         if not isinstance(q, ast.SelectStmt):
             raise SqlError(FEATURE_NOT_SUPPORTED, "EXPLAIN supports SELECT only")
-        pq = QueryPlanner(self.env.snapshot, params).plan_select(q)
-        return Result("EXPLAIN", [("Optimized Plan", TEXT)], [(line,) for line in explain(pq.plan)])
+        planner = QueryPlanner(self.env.snapshot, params, row_count=self.env.row_count)
+        plan = planner.plan_raw(q).plan
+        if stage == "decorrelated":
+            plan = optimize(plan, rules=DECORRELATION)
+        elif stage == "optimized":
+            plan = optimize(plan, self.env.row_count)
+        return Result("EXPLAIN", [(f"{stage.capitalize()} Plan", TEXT)], [(line,) for line in explain(plan)])
 
     # -- variables and transactions ----------------------------------------------------
 

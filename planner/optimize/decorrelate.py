@@ -1,5 +1,11 @@
-"""Decorrelate subqueries: rewrite Subquery expressions into joins and aggregates, so the
-plan Spark sees is plain relational algebra.
+"""Decorrelation (the first optimizer pass): rewrite Subquery expressions into joins and
+aggregates, so the plan Spark sees is plain relational algebra.
+
+The planner leaves every subquery in the expression that uses it (Materialize's HIR);
+``decorrelate`` lowers them, innermost first, at the Filter, Project, Reduce or inner
+Join that holds them. A Filter's conjuncts without subqueries are applied first, so the
+outer-key relation ``D`` below is taken from the already filtered input (after join
+planning: the already joined one), never from a raw product.
 
 For an operator over input ``R`` whose expressions contain a subquery ``S``:
 
@@ -23,20 +29,19 @@ from __future__ import annotations
 from dataclasses import replace
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
+from catalog.snapshot import Table
 from catalog.types import BOOL, INT8
 from planner.plan import (
-    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest, Window, inputs,
+    Distinct, Filter, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest, Window, inputs, map_inputs, map_plan_exprs,
+    relations_read,
 )
-from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, map_expr, walk
-
-TRUE = Literal(True, BOOL)
+from planner.scalar import (
+    TRUE, AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, conjoin, conjuncts, has_subquery, map_expr, walk,
+)
 
 
 def _and(conds: list):
-    conds = [c for c in conds if c != TRUE]
-    if not conds:
-        return TRUE
-    return conds[0] if len(conds) == 1 else Call("and", tuple(conds), BOOL)
+    return conjoin(conds) or TRUE
 
 
 # -- finding outer references -----------------------------------------------------------
@@ -76,8 +81,11 @@ def has_outer(p) -> bool:
 class _Apply:
     """Rewrites a subquery plan to compute it for every row of ``D`` (columns prepended)."""
 
-    def __init__(self, d_plan, mapping: dict[int, int]):
+    def __init__(self, d_plan, mapping: dict[int, int], pad_global: bool = True):
         self.d = d_plan
+        #: give a global aggregate its row for D rows with no input (False: the caller
+        #: knows a missing row means the same as that row)
+        self.pad_global = pad_global
         self.width = len(d_plan.columns)
         self.mapping = mapping  # outer column index -> D column index
 
@@ -131,7 +139,7 @@ class _Apply:
             keys = tuple(self.d_refs()) + tuple(self.expr(k, d) for k in p.keys)
             aggs = tuple(a.map_exprs(lambda e: self.expr(e, d)) for a in p.aggregates)
             red = Reduce(inner, keys, aggs)
-            if p.keys:
+            if p.keys or not self.pad_global:
                 return red
             # One row per D row even where the input is empty (count = 0, others NULL).
             joined = Join(self.d, red, "left", self.d_match(0, d))
@@ -142,13 +150,15 @@ class _Apply:
             return Project(joined, tuple(exprs), tuple(n for n, _ in red.columns))
         if isinstance(p, Join):
             nl = len(p.left.columns)
-            if p.kind in ("inner", "cross", "left") and not has_outer(p.right):
+            if p.kind in ("inner", "cross", "left", "semi", "anti") and not has_outer(p.right):
                 left = self.apply(p.left)
                 on = self.expr(p.on, d) if p.on is not None else None
                 return Join(left, p.right, p.kind, on)
             left, right = self.apply(p.left), self.apply(p.right)
             # left: D ++ L, right: D ++ R; join on D, then drop the right copy of D.
             on = _and([self.d_match(0, d + nl), self._join_on(p.on, d, nl)])
+            if p.kind in ("semi", "anti"):
+                return Join(left, right, p.kind, on)  # D ++ L already
             kind = "inner" if p.kind == "cross" else p.kind
             j = Join(left, right, kind, on)
             nr = len(p.right.columns)
@@ -168,6 +178,38 @@ class _Apply:
             return TRUE
         # left columns move past D; right columns past both copies of D
         return self._rewrite(on, lambda i: i + d if i < nl else i + 2 * d)
+
+
+#: functions that return NULL when any argument is NULL
+_STRICT = frozenset(("add", "sub", "mul", "div", "mod", "neg", "eq", "ne", "lt", "le", "gt", "ge"))
+
+
+def _one_row_strict(plan) -> bool:
+    """True when ``plan`` is Projects and Filters over a global Reduce without count, and
+    its first column is NULL whenever the aggregates are: then, per D row, the subquery
+    has at most one row, and a D row whose input is empty may simply have none (its value
+    is NULL either way), so neither the count-bug padding nor the cardinality check is
+    needed. This is the common ``x < (SELECT agg(...) WHERE inner = outer)``."""
+    body, value = plan, ColRef(0, plan.columns[0][1]) if plan.columns else None
+    while isinstance(body, (Project, Filter)):
+        if isinstance(body, Project):
+            exprs = body.exprs
+            value = map_expr(value, lambda n: exprs[n.index] if isinstance(n, ColRef) else n)
+        body = body.input
+    if not (isinstance(body, Reduce) and not body.keys and value is not None):
+        return False
+    if any(a.func in ("count", "count_star") for a in body.aggregates):
+        return False
+
+    def strict(e) -> bool:  # NULL when every aggregate column is NULL
+        if isinstance(e, ColRef):
+            return True
+        if isinstance(e, Cast):
+            return strict(e.expr)
+        return isinstance(e, Call) and e.func in _STRICT and any(strict(a) for a in e.args) and all(
+            strict(a) or isinstance(a, Literal) for a in e.args)
+
+    return strict(value)
 
 
 # -- the rewrite over one operator -------------------------------------------------------
@@ -206,10 +248,14 @@ def _lower_one(state, sq: Subquery):
     d_plan = Distinct(Project(input_plan, tuple(cols), tuple(f"?d{i}?" for i in range(len(cols)))))
     d = len(cols)
     mapping = {c: i for i, c in enumerate(corr)}
-    applied = _Apply(d_plan, mapping).apply(sq.plan) if d else sq.plan  # D ++ S
+    single = bool(d) and sq.kind == "scalar" and _one_row_strict(sq.plan)
+    applied = _Apply(d_plan, mapping, pad_global=not single).apply(sq.plan) if d else sq.plan  # D ++ S
     s0 = ColRef(d, sq.plan.columns[0][1]) if sq.plan.columns else None
     d_refs = [ColRef(i, t) for i, (_, t) in enumerate(d_plan.columns)]
-    if sq.kind == "scalar":
+    if single:  # at most one row per D row: no cardinality check
+        result = Project(applied, tuple(d_refs) + (s0,), tuple(f"?d{i}?" for i in range(d)) + ("?v?",))
+        pick = lambda c: c  # noqa: E731
+    elif sq.kind == "scalar":
         red = Reduce(applied, tuple(d_refs), (AggCall("count_star", None, False, INT8), AggCall("min", s0, False, s0.type)))
         value = Call("cardinality_check", (ColRef(d, INT8), ColRef(d + 1, s0.type)), s0.type)
         result = Project(red, tuple(d_refs) + (value,), tuple(f"?d{i}?" for i in range(d)) + ("?v?",))
@@ -247,3 +293,96 @@ def _lower_one(state, sq: Subquery):
     state["plan"] = joined
     value_type = result.columns[-1][1]
     return pick(ColRef(w + d, value_type))
+
+
+# -- the pass ---------------------------------------------------------------------------
+
+
+def decorrelate(plan):
+    """The plan with every Subquery expression lowered to joins (``lower_subqueries``),
+    innermost subqueries first.
+
+    A plan that reads only system tables (it runs in ``planner.interpret``) keeps its
+    subqueries nested when one of them cannot be decorrelated (LIMIT in a correlated
+    subquery, ...): the interpreter evaluates them row by row.
+
+    Raises:
+        SqlError 0A000 for a subquery that cannot be decorrelated in a plan that reads
+        user tables, or a subquery in the ON clause of an outer join."""
+    if not _any_subquery(plan):
+        return plan
+    try:
+        return _decorrelate(plan)
+    except SqlError as e:
+        if e.sqlstate == FEATURE_NOT_SUPPORTED and not _reads_user_table(plan):
+            return plan
+        raise
+
+
+def _any_subquery(plan) -> bool:
+    found = []
+    map_plan_exprs(plan, lambda n: found.append(n) or n if isinstance(n, Subquery) else n)
+    return bool(found)
+
+
+def _reads_user_table(plan) -> bool:
+    """True when ``plan`` or a subquery of it reads a user table's shard."""
+    if any(isinstance(r, Table) for r in relations_read(plan)):
+        return True
+    found = []
+    map_plan_exprs(plan, lambda n: found.append(n) or n if isinstance(n, Subquery) and _reads_user_table(n.plan)
+                   else n)
+    return bool(found)
+
+
+def _inner_first(e):
+    """``e`` with the plan of each of its subqueries decorrelated."""
+    return map_expr(e, lambda n: replace(n, plan=_decorrelate(n.plan)) if isinstance(n, Subquery) else n)
+
+
+def _narrow(plan, width: int):
+    if len(plan.columns) == width:
+        return plan
+    return Project(plan, tuple(ColRef(i, t) for i, (_, t) in enumerate(plan.columns[:width])),
+                   tuple(n for n, _ in plan.columns[:width]))
+
+
+def _decorrelate(p):
+    p = map_inputs(p, _decorrelate)
+    if isinstance(p, Filter) and has_subquery(p.predicate):
+        conds = conjuncts(p.predicate)
+        plain = [c for c in conds if not has_subquery(c)]
+        rest = [_inner_first(c) for c in conds if has_subquery(c)]
+        base = Filter(p.input, conjoin(plain)) if plain else p.input
+        plan, (pred,) = lower_subqueries(base, [conjoin(rest)])
+        return _narrow(Filter(plan, pred), len(p.columns))
+    if isinstance(p, Project) and any(has_subquery(e) for e in p.exprs):
+        plan, exprs = lower_subqueries(p.input, [_inner_first(e) for e in p.exprs])
+        return Project(plan, tuple(exprs), p.names)
+    if isinstance(p, Reduce) and any(has_subquery(e) for e in _reduce_exprs(p)):
+        exprs = [_inner_first(e) for e in _reduce_exprs(p)]
+        plan, exprs = lower_subqueries(p.input, exprs)
+        keys, args = exprs[:len(p.keys)], iter(exprs[len(p.keys):])
+        aggs = tuple(replace(a, arg=next(args)) if a.arg is not None else a for a in p.aggregates)
+        return Reduce(plan, tuple(keys), aggs)
+    if isinstance(p, Join) and p.on is not None and has_subquery(p.on):
+        if p.kind not in ("inner", "cross"):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "subqueries in the ON clause of an outer join are not supported")
+        product = Join(p.left, p.right, "cross", None)
+        plan, (on,) = lower_subqueries(product, [_inner_first(p.on)])
+        return _narrow(Filter(plan, on), len(p.columns))
+    for e in _other_exprs(p):
+        if has_subquery(e):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"subqueries in {type(p).__name__} are not supported")
+    return p
+
+
+def _reduce_exprs(p: Reduce) -> list:
+    # only an aggregate's argument may hold a subquery (ORDER BY inside aggregates may not)
+    return list(p.keys) + [a.arg for a in p.aggregates if a.arg is not None]
+
+
+def _other_exprs(p) -> list:
+    if isinstance(p, Window):
+        return [e for c in p.calls for e in (*c.args, *c.partition, *(o for o, _, _ in c.order))]
+    return []

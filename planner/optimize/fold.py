@@ -1,0 +1,26 @@
+"""Constant folding over the whole plan.
+
+The planner folds each expression it plans; the rewrites after it (decorrelation,
+predicate pushdown substituting projections) build new ones, so this pass folds again
+(``planner.consteval.fold``, PostgreSQL's ``eval_const_expressions``) and drops what folding
+decides: a Filter whose predicate is TRUE goes; one whose predicate is FALSE or NULL
+becomes the empty relation.
+"""
+
+from __future__ import annotations
+
+from planner.consteval import fold
+from planner.plan import Constant, Filter, map_inputs, map_node_exprs
+from planner.scalar import Literal
+
+
+def fold_constants(plan):
+    """``plan`` with every scalar expression folded and constant Filters resolved.
+
+    Raises:
+        SqlError: an error of a constant subexpression (``1/0``), as PostgreSQL's
+        planner does."""
+    p = map_node_exprs(map_inputs(plan, fold_constants), fold)
+    if isinstance(p, Filter) and isinstance(p.predicate, Literal):
+        return p.input if p.predicate.value is True else Constant((), p.columns)
+    return p
