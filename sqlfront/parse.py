@@ -1,0 +1,114 @@
+"""Statement text to ASTs: splitting a query string, counting its parameters, parsing
+one statement (a Materialize statement from ``mzparse`` or a PostgreSQL one from
+pglast), and the quoting helpers generated queries need.
+
+Owns no session state and never plans or runs anything.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pglast
+
+from catalog.errors import SqlError, SYNTAX_ERROR, UNDEFINED_PARAMETER
+from sqlfront import mzparse as mz
+
+#: the most parameters a statement can have: Parse and Bind count them in an Int16
+#: (PostgreSQL 55.7 "Message Formats")
+MAX_PARAMS = 65535
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a query string into statements at top-level semicolons, using PostgreSQL's
+    scanner so that semicolons in strings, identifiers and comments do not count.
+
+    Raises:
+        SqlError 42601 for text the scanner rejects (an unterminated quote, say).
+    """
+    try:
+        tokens = pglast.parser.scan(sql)
+    except pglast.parser.ParseError as e:
+        raise syntax_error(e) from None
+    out, start, depth = [], 0, 0
+    for t in tokens:
+        if t.name == "ASCII_40":
+            depth += 1
+        elif t.name == "ASCII_41":
+            depth = max(0, depth - 1)
+        elif t.name == "ASCII_59" and depth == 0:
+            out.append(sql[start : t.start])
+            start = t.end + 1
+    out.append(sql[start:])
+    return [p for p in out if _has_tokens(p)]
+
+
+def param_count(sql: str) -> int:
+    """The highest ``$n`` parameter number in ``sql`` (0 if none), from PostgreSQL's
+    scanner: ``$1`` inside a string literal, a quoted identifier or a comment is text,
+    not a parameter.
+
+    Raises:
+        SqlError 42601 for text the scanner rejects; 42P02 for a parameter number above
+        ``MAX_PARAMS`` (one no client could bind).
+    """
+    try:
+        tokens = pglast.parser.scan(sql)
+    except pglast.parser.ParseError as e:
+        raise syntax_error(e) from None
+    n = max((int(sql[t.start + 1 : t.end + 1]) for t in tokens if t.name == "PARAM"), default=0)
+    if n > MAX_PARAMS:
+        raise SqlError(UNDEFINED_PARAMETER, f"there is no parameter ${n}")
+    return n
+
+
+def _has_tokens(text: str) -> bool:
+    return any(t.name not in ("SQL_COMMENT", "C_COMMENT") for t in pglast.parser.scan(text))
+
+
+def syntax_error(e: pglast.parser.ParseError) -> SqlError:
+    """pglast's ParseError as SqlError 42601, with its 1-based position when known."""
+    msg, pos = (e.args + (None,))[:2] if e.args else (str(e), None)
+    return SqlError(SYNTAX_ERROR, str(msg), position=(pos + 1) if isinstance(pos, int) else None)
+
+
+@functools.lru_cache(maxsize=512)
+def parse_one(sql: str):
+    """Parse one statement: a Materialize statement (``mzparse``) or a PostgreSQL one.
+
+    Cached: drivers send the same text again and again (and Describe, then Execute, of
+    each); the planner never changes an AST.
+
+    Raises:
+        SqlError 42601 for a syntax error or for several statements."""
+    stmt = mz.parse_mz(sql)
+    if stmt is not None:
+        return stmt
+    try:
+        parsed = pglast.parse_sql(sql)
+    except pglast.parser.ParseError as e:
+        raise syntax_error(e) from None
+    if len(parsed) != 1:
+        raise SqlError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
+    return parsed[0].stmt
+
+
+def parse_generated(sql: str):
+    """Parse a query built from a SHOW statement (whose LIKE/WHERE text is the user's).
+
+    Raises:
+        SqlError 42601 for a syntax error in the user's part."""
+    try:
+        return pglast.parse_sql(sql)[0].stmt
+    except pglast.parser.ParseError as e:
+        raise SqlError(SYNTAX_ERROR, f"syntax error in SHOW filter: {e.args[0] if e.args else e}") from None
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a double-quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def quote_literal(s: str) -> str:
+    """``s`` as a single-quoted SQL string literal."""
+    return "'" + s.replace("'", "''") + "'"

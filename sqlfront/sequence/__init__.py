@@ -1,0 +1,16 @@
+"""Statement sequencing, one module per statement family (Materialize's adapter splits
+its Coordinator's sequencing the same way):
+
+- ``peek``: SELECT and EXPLAIN (fast path in Python, else a peek on the cluster)
+- ``writes``: INSERT, UPDATE, DELETE and appending to persist
+- ``copy``: COPY TO STDOUT / FROM STDIN / FROM a file
+- ``show``: Materialize's SHOW statements over the catalog
+- ``txn``: BEGIN, COMMIT, ROLLBACK, SAVEPOINT
+- ``vars``: SET, RESET, SHOW of session variables
+- ``ddl``: CREATE/DROP/ALTER of clusters, replicas, tables, views, indexes
+- ``result``: what a statement returns to the wire layer
+
+Every handler has the shape ``handler(session, stmt, sql, params) -> Result`` and is
+registered in ``sqlfront.session.HANDLERS``. Session state lives on the Session; the
+modules here hold none.
+"""

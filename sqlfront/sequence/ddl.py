@@ -1,0 +1,145 @@
+"""DDL sequencing: CREATE/DROP of clusters, replicas, tables, views and indexes, and
+ALTER CLUSTER ... RENAME. Each statement is checked against the session's transaction,
+turned into a catalog transaction by ``sqlfront.sequence_ddl`` and applied by the
+Coordinator main loop (the only catalog writer)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pglast
+from pglast import ast
+from pglast.enums import ObjectType
+
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION
+from planner.ddl import plan_columns
+from planner.query import QueryPlanner
+from sqlfront import mzparse as mz
+from sqlfront import sequence_ddl as build
+from sqlfront.parse import quote_ident, syntax_error
+from sqlfront.sequence.result import Result
+
+if TYPE_CHECKING:
+    from sqlfront.session import Session
+
+
+def run(s: Session, txn) -> None:
+    """Run a catalog transaction. In a transaction block, DDL takes effect at once (it is
+    not undone by ROLLBACK) and may not follow reads or writes (Materialize's
+    transactions are read-only, insert-only or DDL-only).
+
+    Raises:
+        SqlError 25000 after writes or reads in the transaction; 25006 in a READ ONLY one."""
+    if s._pending_writes:
+        raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow writes in a transaction")
+    if s._txn_read:
+        raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow reads in a transaction")
+    if s._txn_read_only:
+        raise SqlError(READ_ONLY_SQL_TRANSACTION, "cannot execute DDL in a read-only transaction")
+    s.env.coordinator.transact(txn)
+
+
+def create_cluster(s: Session, stmt: mz.CreateCluster, sql: str, params) -> Result:
+    """Materialize's CREATE CLUSTER."""
+    run(s, build.create_cluster(stmt, s.env.config.sizes, s.env.config.availability_zones))
+    return Result("CREATE CLUSTER")
+
+
+def create_replica(s: Session, stmt: mz.CreateClusterReplica, sql: str, params) -> Result:
+    """Materialize's CREATE CLUSTER REPLICA."""
+    run(s, build.create_replica(stmt, s.env.config.sizes, s.env.config.availability_zones))
+    return Result("CREATE CLUSTER REPLICA")
+
+
+def drop_clusters(s: Session, stmt: mz.DropClusters, sql: str, params) -> Result:
+    """Materialize's DROP CLUSTER."""
+    run(s, build.drop_clusters(stmt))
+    return Result("DROP CLUSTER")
+
+
+def drop_replicas(s: Session, stmt: mz.DropClusterReplicas, sql: str, params) -> Result:
+    """Materialize's DROP CLUSTER REPLICA."""
+    run(s, build.drop_replicas(stmt))
+    return Result("DROP CLUSTER REPLICA")
+
+
+def rename_cluster(s: Session, stmt: mz.AlterClusterRename, sql: str, params) -> Result:
+    """Materialize's ALTER CLUSTER ... RENAME TO."""
+    run(s, build.rename_cluster(stmt))
+    return Result("ALTER CLUSTER")
+
+
+def create_table(s: Session, stmt: ast.CreateStmt, sql: str, params) -> Result:
+    """CREATE TABLE. Raises SqlError 0A000 for a temporary table."""
+    rv = stmt.relation
+    if rv.relpersistence == "t":
+        raise SqlError(FEATURE_NOT_SUPPORTED, "temporary tables are not supported")
+    cols = plan_columns(stmt)
+    run(s, build.create_table(rv.schemaname, rv.relname, cols, bool(stmt.if_not_exists)))
+    return Result("CREATE TABLE")
+
+
+def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
+    """DROP TABLE / VIEW / INDEX [IF EXISTS]. Raises SqlError 0A000 for other objects."""
+    names = []
+    for obj in stmt.objects:
+        parts = [p.sval for p in obj]
+        names.append((parts[-2] if len(parts) > 1 else None, parts[-1]))
+    kinds = {ObjectType.OBJECT_TABLE: (build.drop_tables, "DROP TABLE"),
+             ObjectType.OBJECT_VIEW: (build.drop_views, "DROP VIEW"),
+             ObjectType.OBJECT_INDEX: (build.drop_indexes, "DROP INDEX")}
+    if stmt.removeType not in kinds:
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"DROP {stmt.removeType.name.removeprefix('OBJECT_')} is not supported")
+    txn, tag = kinds[stmt.removeType]
+    run(s, txn(names, bool(stmt.missing_ok)))
+    return Result(tag)
+
+
+def create_view(s: Session, stmt: ast.ViewStmt, sql: str, params) -> Result:
+    """CREATE [OR REPLACE] VIEW [(aliases)] AS query.
+
+    Raises:
+        SqlError 0A000 for a temporary view; 42601 for more aliases than columns; 42701
+        for a duplicate column name."""
+    from pglast.stream import RawStream
+
+    rv = stmt.view
+    if rv.relpersistence == "t":
+        raise SqlError(FEATURE_NOT_SUPPORTED, "temporary views are not supported")
+    pq = QueryPlanner(s.env.snapshot).plan_raw(stmt.query)
+    names = list(pq.names)
+    if stmt.aliases:
+        aliases = [a.sval for a in stmt.aliases]
+        if len(aliases) > len(names):
+            raise SqlError("42601", "CREATE VIEW specifies more column names than columns")
+        names = aliases + names[len(aliases):]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise SqlError("42701", f'column "{dup}" specified more than once')
+    from catalog.snapshot import Column
+
+    cols = tuple(Column(n, t) for n, (_, t) in zip(names, pq.plan.columns))
+    run(s, build.create_view(rv.schemaname, rv.relname, RawStream()(stmt.query), cols, bool(stmt.replace)))
+    return Result("CREATE VIEW")
+
+
+def create_index(s: Session, stmt: ast.IndexStmt | mz.CreateIndex, sql: str, params) -> Result:
+    """CREATE INDEX, Materialize's form or PostgreSQL's (whose UNIQUE, USING, INCLUDE
+    and WHERE are accepted and ignored: the index is an in-memory arrangement). Key
+    expressions are checked by planning them against the object."""
+    from pglast.stream import RawStream
+
+    if isinstance(stmt, ast.IndexStmt):
+        rv = stmt.relation
+        keys = tuple(e.name if e.name is not None else RawStream()(e.expr) for e in stmt.indexParams)
+        stmt = mz.CreateIndex(stmt.idxname, rv.schemaname, rv.relname, keys, None, bool(stmt.if_not_exists),
+                              sql.strip().rstrip(";").strip())
+    if stmt.keys:
+        target = (quote_ident(stmt.schema) + "." if stmt.schema else "") + quote_ident(stmt.on)
+        probe = f"SELECT {', '.join(stmt.keys)} FROM {target}"
+        try:
+            QueryPlanner(s.env.snapshot).plan_select(pglast.parse_sql(probe)[0].stmt)
+        except pglast.parser.ParseError as e:
+            raise syntax_error(e) from None
+    run(s, build.create_index(stmt, s.vars.get("cluster")))
+    return Result("CREATE INDEX")

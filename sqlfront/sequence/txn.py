@@ -1,0 +1,95 @@
+"""Transaction control: BEGIN/START TRANSACTION, COMMIT, ROLLBACK, SAVEPOINT, RELEASE,
+ROLLBACK TO.
+
+Materialize's rules: a transaction that has written may not read (25000), writes are
+buffered on the session and appended at COMMIT, ROLLBACK discards them, and a failed
+statement leaves the transaction aborted (25P02) until it ends.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pglast import ast
+from pglast.enums import TransactionStmtKind
+
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
+from sqlfront.sequence.result import Result
+from sqlfront.sequence.writes import append
+
+if TYPE_CHECKING:
+    from sqlfront.session import Session
+
+K = TransactionStmtKind
+
+
+def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Result:
+    """Sequence one transaction-control statement (PostgreSQL's BEGIN, COMMIT, ROLLBACK
+    and SAVEPOINT reference pages).
+
+    Raises:
+        SqlError 0A000 for PREPARE TRANSACTION and the like; see ``savepoint``."""
+    k = stmt.kind
+    if k in (K.TRANS_STMT_BEGIN, K.TRANS_STMT_START):
+        if s.in_transaction:
+            # PostgreSQL warns and stays in the transaction (WARNING 25001).
+            return Result("BEGIN")
+        s.in_transaction = True
+        for o in stmt.options or ():
+            if o.defname == "transaction_read_only":
+                s._txn_read_only = bool(o.arg.val.ival)
+        return Result("BEGIN")
+    if k in (K.TRANS_STMT_SAVEPOINT, K.TRANS_STMT_RELEASE, K.TRANS_STMT_ROLLBACK_TO):
+        return savepoint(s, k, stmt.savepoint_name)
+    if k == K.TRANS_STMT_COMMIT:
+        tag = "ROLLBACK" if s.failed else "COMMIT"
+        writes, s._pending_writes = s._pending_writes, []
+        failed = s.failed
+        end_transaction(s)
+        if not failed:
+            for table, data in writes:
+                append(s, table, data)
+        return Result(tag)
+    if k == K.TRANS_STMT_ROLLBACK:
+        s._pending_writes = []
+        end_transaction(s)
+        return Result("ROLLBACK")
+    raise SqlError(FEATURE_NOT_SUPPORTED, f"{k.name} is not supported")
+
+
+def end_transaction(s: Session) -> None:
+    """Leave the transaction block (its buffered writes are the caller's business)."""
+    s.in_transaction = s.failed = s._txn_read = s._txn_read_only = False
+    s._savepoints = []
+
+
+def savepoint(s: Session, k, name: str) -> Result:
+    """SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK TO [SAVEPOINT] (PostgreSQL's SAVEPOINT
+    reference page): writes are buffered until COMMIT, so a savepoint is a position in
+    the buffer. Raises 25P01 outside a transaction block, 3B001 for an unknown name."""
+    if not s.in_transaction:
+        raise SqlError("25P01", f"{'SAVEPOINT' if k == K.TRANS_STMT_SAVEPOINT else 'ROLLBACK TO SAVEPOINT' if k == K.TRANS_STMT_ROLLBACK_TO else 'RELEASE SAVEPOINT'} can only be used in transaction blocks")
+    if k == K.TRANS_STMT_SAVEPOINT:
+        s._savepoints.append((name, len(s._pending_writes)))
+        return Result("SAVEPOINT")
+    idx = next((i for i in range(len(s._savepoints) - 1, -1, -1) if s._savepoints[i][0] == name), None)
+    if idx is None:
+        s.failed = True
+        raise SqlError("3B001", f'savepoint "{name}" does not exist')
+    if k == K.TRANS_STMT_RELEASE:
+        del s._savepoints[idx:]
+        return Result("RELEASE")
+    del s._savepoints[idx + 1 :]
+    del s._pending_writes[s._savepoints[idx][1] :]
+    s.failed = False
+    return Result("ROLLBACK")
+
+
+def is_rollback_to(stmt) -> bool:
+    """Whether ``stmt`` is ROLLBACK TO [SAVEPOINT] (allowed in an aborted transaction)."""
+    return isinstance(stmt, ast.TransactionStmt) and stmt.kind == K.TRANS_STMT_ROLLBACK_TO
+
+
+def ends_transaction(stmt) -> bool:
+    """Whether ``stmt`` is COMMIT or ROLLBACK (allowed in an aborted transaction)."""
+    return isinstance(stmt, ast.TransactionStmt) and stmt.kind in (K.TRANS_STMT_COMMIT, K.TRANS_STMT_ROLLBACK)

@@ -1,0 +1,66 @@
+"""Session variables: SET, RESET, SET ... TO DEFAULT, SHOW var, SHOW ALL. The variables
+themselves (names, defaults, validation) are ``sqlfront.vars``'s."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pglast import ast
+from pglast.enums import VariableSetKind
+
+from catalog.errors import SqlError, SYNTAX_ERROR
+from catalog.types import TEXT
+from sqlfront.sequence.result import Result
+from sqlfront.vars import display_name
+
+if TYPE_CHECKING:
+    from sqlfront.session import Session
+
+
+def set_var(s: Session, stmt: ast.VariableSetStmt, sql: str, params) -> Result:
+    """SET / RESET / RESET ALL / SET ... TO DEFAULT (PostgreSQL's SET reference page).
+    ``SET TRANSACTION ...`` and multi-setting forms are accepted and ignored.
+
+    Raises:
+        SqlError 42601 for a value that is not a literal; ``SessionVars.set``'s errors."""
+    k = stmt.kind
+    if k == VariableSetKind.VAR_SET_MULTI or (stmt.name or "").startswith("transaction"):
+        return Result("SET")
+    if k == VariableSetKind.VAR_RESET_ALL:
+        for name in list(s.vars.values):
+            try:
+                s.vars.set(name, None)
+            except SqlError:
+                pass
+        return Result("RESET")
+    name = stmt.name.lower()
+    if k in (VariableSetKind.VAR_RESET, VariableSetKind.VAR_SET_DEFAULT):
+        s.vars.set(name, None)
+        return Result("RESET" if k == VariableSetKind.VAR_RESET else "SET")
+    values = []
+    for a in stmt.args or ():
+        if isinstance(a, ast.A_Const):
+            v = a.val
+            values.append(v.sval if isinstance(v, ast.String) else str(getattr(v, "ival", None) if isinstance(v, ast.Integer) else v.fval if isinstance(v, ast.Float) else v.boolval))
+        elif isinstance(a, ast.TypeCast) and isinstance(a.arg, ast.A_Const):
+            values.append(a.arg.val.sval)
+        else:
+            raise SqlError(SYNTAX_ERROR, f"invalid value for parameter \"{name}\"")
+    if stmt.is_local:
+        pass  # SET LOCAL lasts for the transaction; treated like SET
+    s.vars.set(name, ", ".join(values))
+    return Result("SET")
+
+
+def show_var(s: Session, stmt: ast.VariableShowStmt, sql: str, params) -> Result:
+    """SHOW name (one text column named after the variable) or SHOW ALL (name, setting)."""
+    name = stmt.name.lower()
+    if name == "all":
+        rows = [(display_name(k), v) for k, v in sorted(s.vars.values.items())]
+        return Result("SHOW", [("name", TEXT), ("setting", TEXT)], rows)
+    return Result("SHOW", [(name, TEXT)], [(s.vars.get(name),)])
+
+
+def show_var_columns(stmt: ast.VariableShowStmt) -> list:
+    """The columns SHOW returns, for Describe."""
+    return [("name", TEXT), ("setting", TEXT)] if stmt.name.lower() == "all" else [(stmt.name.lower(), TEXT)]
