@@ -1,7 +1,8 @@
 """The timestamp oracle: hands out write timestamps and the read timestamp.
 
 Timestamps are milliseconds since the Unix epoch, kept strictly increasing across
-restarts (the high-water mark is durable in sqlite). A write takes ``write_ts()``,
+restarts: the oracle durably allocates a window of ``WINDOW_MS`` ahead in sqlite and hands
+out timestamps inside it without touching disk (a restart resumes above the window). A write takes ``write_ts()``,
 makes its data durable, then calls ``apply_write(ts)``; reads use ``read_ts()``,
 which never passes a write that has not been applied, so a read sees every write
 that completed before it started (Materialize's "strict serializable" reads).
@@ -15,6 +16,9 @@ import time
 
 
 class TimestampOracle:
+    #: how far ahead of the timestamps handed out the durable high-water mark runs
+    WINDOW_MS = 1000
+
     def __init__(self, path: str):
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -22,13 +26,18 @@ class TimestampOracle:
         row = self._conn.execute("SELECT ts FROM timestamp_oracle WHERE id = 0").fetchone()
         self._write = row[0] if row else 0
         self._read = self._write
+        #: durable: no timestamp up to here was handed out by an earlier run... or this one
+        self._allocated = self._write
         self._pending: set[int] = set()
 
     def write_ts(self) -> int:
         """Allocate a new write timestamp, durably greater than any handed out before."""
         with self._lock:
             ts = max(int(time.time() * 1000), self._write + 1)
-            self._conn.execute("INSERT OR REPLACE INTO timestamp_oracle (id, ts) VALUES (0, ?)", (ts,))
+            if ts > self._allocated:
+                self._allocated = ts + self.WINDOW_MS
+                self._conn.execute("INSERT OR REPLACE INTO timestamp_oracle (id, ts) VALUES (0, ?)",
+                                   (self._allocated,))
             self._write = ts
             self._pending.add(ts)
             return ts

@@ -1,23 +1,35 @@
-"""persist: durable shards of updates, in the style of Materialize's persist.
+"""persist: durable shards of updates ``(row, time, diff)``, in the style of Materialize's persist.
 
-A shard's data are immutable Parquet *parts* in a :class:`~persist.blob.Blob`; its
-*state* (seqno, parts with their timestamps, since, upper) lives in
-:class:`~persist.consensus.Consensus`, advanced only by compare-and-set on seqno.
-This package imports nothing else of the project.
+A shard's updates are immutable Parquet *parts* in a :class:`~persist.blob.Blob`; its
+*state* (seqno, parts with their time ranges, since, upper, leased readers, retired parts)
+lives in :class:`~persist.consensus.Consensus`, advanced only by compare-and-set on seqno.
+Modules by concern: ``state``, ``write`` (compare-and-append), ``read`` (snapshots,
+consolidation), ``lease`` (leased readers, read holds), ``compact``, ``gc``; ``client`` ties
+them together. This package imports nothing else of the project.
 """
 
 from persist.blob import Blob, FileBlob
 from persist.consensus import Consensus, SqliteConsensus
-from persist.state import Part, ShardState
-from persist.client import PersistClient, ShardSnapshot
+from persist.state import DIFF_COLUMN, TIME_COLUMN, Part, ShardState
+from persist.read import PartRead, ShardSnapshot, SinceError
+from persist.write import Batch, UpperMismatch
+from persist.lease import ReadHold
+from persist.client import PersistClient
 
 __all__ = [
     "Blob",
     "FileBlob",
     "Consensus",
     "SqliteConsensus",
+    "DIFF_COLUMN",
+    "TIME_COLUMN",
     "Part",
     "ShardState",
-    "PersistClient",
+    "PartRead",
     "ShardSnapshot",
+    "SinceError",
+    "Batch",
+    "UpperMismatch",
+    "ReadHold",
+    "PersistClient",
 ]

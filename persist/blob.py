@@ -7,7 +7,9 @@ store can stand in for the directory implementation.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+import uuid
 from abc import ABC, abstractmethod
 from pathlib import Path
 
@@ -35,6 +37,20 @@ class Blob(ABC):
     def url(self, key: str) -> str:
         """A URL for ``key`` that both Spark and pyarrow can read (``file:///...``)."""
 
+    @abstractmethod
+    def size(self, key: str) -> int:
+        """Bytes stored under ``key`` (a directory written by Spark: its files together)."""
+
+    @abstractmethod
+    def sync(self, key: str) -> None:
+        """Make an object someone else wrote under ``key`` (a replica's Spark job)
+        durable before the part is published."""
+
+    @staticmethod
+    def new_part_key(shard_id: str) -> str:
+        """A fresh key for a part of ``shard_id`` (never reused: parts are immutable)."""
+        return f"{shard_id}/{uuid.uuid4().hex}.parquet"
+
 
 class FileBlob(Blob):
     """A Blob in a local directory. Writes go to a temp file first, then rename (atomic)."""
@@ -59,6 +75,7 @@ class FileBlob(Blob):
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, path)
+            fsync_dir(path.parent)
         except BaseException:
             try:
                 os.unlink(tmp)
@@ -73,19 +90,56 @@ class FileBlob(Blob):
             return None
 
     def delete(self, key: str) -> None:
+        p = self._path(key)
+        if p.is_dir():
+            shutil.rmtree(p, ignore_errors=True)
+            return
         try:
-            self._path(key).unlink()
+            p.unlink()
         except FileNotFoundError:
             pass
 
+    def sync(self, key: str) -> None:
+        p = self._path(key)
+        files = [f for f in p.rglob("*") if f.is_file()] if p.is_dir() else [p]
+        for f in files:
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        if p.is_dir():
+            fsync_dir(p)
+        fsync_dir(p.parent)
+
+    def size(self, key: str) -> int:
+        p = self._path(key)
+        if p.is_dir():
+            return sum(f.stat().st_size for f in p.rglob("*.parquet"))
+        return p.stat().st_size
+
     def list_keys(self, prefix: str = "") -> list[str]:
+        # Keys are "<shard>/<part>": a part is a file or a directory Spark wrote.
         out = []
-        for p in self.root.rglob("*"):
-            if p.is_file() and not p.name.startswith(".tmp-"):
-                key = p.relative_to(self.root).as_posix()
-                if key.startswith(prefix):
-                    out.append(key)
+        for shard in self.root.iterdir():
+            if not shard.is_dir():
+                continue
+            for p in shard.iterdir():
+                if not p.name.startswith(".tmp-"):
+                    key = p.relative_to(self.root).as_posix()
+                    if key.startswith(prefix):
+                        out.append(key)
         return sorted(out)
 
     def url(self, key: str) -> str:
         return self._path(key).as_uri()
+
+
+def fsync_dir(path: Path) -> None:
+    """Make a rename or a new file in ``path`` durable (POSIX: the directory entry is only
+    durable once the directory itself is fsynced)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,112 +1,174 @@
-"""PersistClient: appends to shards and takes snapshots of them.
+"""PersistClient: one process's handle on every shard in a Blob and a Consensus.
 
-Writers add a Parquet part to Blob first and then publish it with a compare-and-set
-on the shard's state; a writer that loses the race re-reads the state and retries, so
-concurrent appends never lose one another. A part that never got published is garbage
-and is never read.
+It ties the pieces together: writes (:mod:`persist.write`), reads with read holds and
+leased readers (:mod:`persist.read`, :mod:`persist.lease`), the periodic maintenance of a
+shard (heartbeat, since, GC: :mod:`persist.gc`) and compaction (:mod:`persist.compact`).
 """
 
 from __future__ import annotations
 
-import io
 import logging
-import threading
 import uuid
-from dataclasses import dataclass, replace
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from persist import compact as compaction
+from persist import gc
 from persist.blob import Blob
 from persist.consensus import Consensus
-from persist.state import Part, ShardState
+from persist.lease import DEFAULT_LEASE_MS, Leases, ReadHold
+from persist.read import ShardSnapshot, SinceError, read_arrow, snapshot_of
+from persist.state import ShardState
+from persist.write import Batch, UpperMismatch, compare_and_append, write_batch, written_batch
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class ShardSnapshot:
-    """The parts of a shard visible at ``as_of``, with the seqno they were read at.
-
-    ``urls`` are what a reader (Spark, pyarrow) opens, one per part; an empty list
-    means the shard holds no rows at ``as_of``.
-    """
-
-    shard_id: str
-    seqno: int
-    as_of: int
-    urls: tuple[str, ...]
-    rows: int
-
-
 class PersistClient:
-    """Read and write shards stored in ``blob`` + ``consensus``."""
+    """Read and write shards stored in ``blob`` + ``consensus``.
 
-    def __init__(self, blob: Blob, consensus: Consensus):
+    ``reader_id`` names this process's leased readers; ids that share its prefix up to
+    the first ``:`` belong to earlier runs of the same environment and are dropped at
+    startup (:meth:`expire_previous_readers`)."""
+
+    def __init__(self, blob: Blob, consensus: Consensus, reader_id: str | None = None,
+                 lease_ms: int = DEFAULT_LEASE_MS):
         self.blob = blob
         self.consensus = consensus
+        self.leases = Leases(consensus, reader_id or f"local:{uuid.uuid4().hex[:12]}", lease_ms)
+
+    # -- state --------------------------------------------------------------------------
 
     def state(self, shard_id: str) -> ShardState:
         head = self.consensus.head(shard_id)
         return ShardState.decode(head[1]) if head else ShardState()
 
+    # -- writes -------------------------------------------------------------------------
+
+    def write_batch(self, shard_id: str, table: pa.Table) -> Batch:
+        return write_batch(self.blob, shard_id, table)
+
+    def written_batch(self, key: str, diffs: bool) -> Batch:
+        return written_batch(self.blob, key, diffs)
+
+    def new_part_url(self, shard_id: str) -> tuple[str, str]:
+        """(key, url) for a part another process (a replica) is about to write."""
+        key = self.blob.new_part_key(shard_id)
+        return key, self.blob.url(key)
+
+    def compare_and_append(self, shard_id: str, batches: list[Batch], expected_upper: int,
+                           ts: int) -> ShardState | UpperMismatch:
+        return compare_and_append(self.consensus, shard_id, batches, expected_upper, ts)
+
     def append(self, shard_id: str, table: pa.Table, ts: int) -> ShardState:
-        """Append ``table``'s rows to the shard at timestamp ``ts`` (ms).
+        """Append ``table``'s rows at ``ts`` (tests, tools): the shard's upper must be <= ts.
 
-        If the shard's upper is already past ``ts`` (a later write won the race), the
-        rows are written at the upper instead, so the upper only moves forward.
-
-        Returns the new state. An empty ``table`` still advances the upper.
-        """
-        part_key = None
-        nbytes = 0
-        if table.num_rows > 0:
-            buf = io.BytesIO()
-            pq.write_table(table, buf, compression="zstd")
-            data = buf.getvalue()
-            nbytes = len(data)
-            part_key = f"{shard_id}/{uuid.uuid4().hex}.parquet"
-            self.blob.put(part_key, data)
+        Raises:
+            ValueError: the shard's upper is already past ``ts``."""
+        b = self.write_batch(shard_id, table) if table.num_rows else None
         while True:
-            head = self.consensus.head(shard_id)
-            cur = ShardState.decode(head[1]) if head else ShardState()
-            write_ts = max(ts, cur.upper)
-            parts = cur.parts
-            if part_key is not None:
-                parts = parts + (Part(part_key, write_ts, table.num_rows, nbytes),)
-            new = replace(cur, seqno=cur.seqno + 1, upper=write_ts + 1, parts=parts)
-            if self.consensus.compare_and_set(shard_id, head[0] if head else None, new.seqno, new.encode()):
-                return new
-            log.debug("compare-and-set lost on shard %s, retrying", shard_id)
+            upper = self.state(shard_id).upper
+            if ts < upper:
+                if b is not None:
+                    self.blob.delete(b.key)
+                raise ValueError(f"shard {shard_id}: upper {upper} is past {ts}")
+            r = self.compare_and_append(shard_id, [b] if b else [], upper, ts)
+            if not isinstance(r, UpperMismatch):
+                return r
 
-    def snapshot(self, shard_id: str, as_of: int | None = None) -> ShardSnapshot:
-        """The parts visible at ``as_of`` (default: everything written so far)."""
-        return self.snapshot_of(shard_id, self.state(shard_id), as_of)
+    def delete_batch(self, b: Batch) -> None:
+        """Delete a batch that was never appended."""
+        self.blob.delete(b.key)
 
-    def snapshot_of(self, shard_id: str, st: ShardState, as_of: int | None = None) -> ShardSnapshot:
-        """The snapshot of a state the caller already read (so it can compare-and-set
-        against the same seqno later)."""
-        as_of = st.upper if as_of is None else max(as_of, st.since)
-        parts = st.parts_as_of(as_of)
-        return ShardSnapshot(
-            shard_id=shard_id,
-            seqno=st.seqno,
-            as_of=as_of,
-            urls=tuple(self.blob.url(p.key) for p in parts),
-            rows=sum(p.rows for p in parts),
-        )
+    # -- reads --------------------------------------------------------------------------
+
+    def read(self, shard_id: str, as_of: int) -> tuple[ShardSnapshot, ReadHold]:
+        """The snapshot of ``shard_id`` at ``as_of``, with a read hold that keeps its parts
+        until :meth:`release`.
+
+        Raises:
+            SinceError: ``as_of`` is below the shard's since."""
+        st = self.state(shard_id)
+        hold = self.leases.acquire(shard_id, st, as_of)
+        try:
+            return snapshot_of(st, shard_id, as_of, self.blob.url), hold
+        except BaseException:
+            self.leases.release(hold)
+            raise
+
+    def release(self, hold: ReadHold) -> None:
+        self.leases.release(hold)
 
     def read_table(self, shard_id: str, schema: pa.Schema, as_of: int | None = None) -> pa.Table:
-        """All rows visible at ``as_of`` as one Arrow table (for small reads and tests)."""
+        """All rows visible at ``as_of`` (default: the shard's upper - 1) as one Arrow
+        table (small reads, tests)."""
         st = self.state(shard_id)
-        as_of = st.upper if as_of is None else max(as_of, st.since)
-        tables = []
-        for p in st.parts_as_of(as_of):
-            data = self.blob.get(p.key)
-            tables.append(pq.read_table(io.BytesIO(data)).cast(schema))
-        if not tables:
-            return schema.empty_table()
-        return pa.concat_tables(tables)
+        as_of = max(st.upper - 1, st.since) if as_of is None else as_of
+        snap, hold = self.read(shard_id, as_of)
+        try:
+            return read_arrow(snap, schema)
+        finally:
+            self.release(hold)
+
+    # -- maintenance --------------------------------------------------------------------
+
+    def maintain(self, shard_id: str, desired_since: int) -> ShardState | None:
+        """Heartbeat this process's reader on ``shard_id``, advance the shard's since
+        toward ``desired_since`` (as far as every live reader allows), drop expired
+        readers, then delete the parts no reader can reach and truncate Consensus.
+        Returns the new state (None: the shard has no state)."""
+        while True:
+            head = self.consensus.head(shard_id)
+            if head is None:
+                return None
+            cur = ShardState.decode(head[1])
+            changes = self.leases.heartbeat(cur, shard_id, desired_since)
+            readers = changes.get("readers", cur.readers)
+            probe = cur.next(readers=readers)
+            keys, keep = gc.collectable(probe)
+            live = [r.since for r in readers]
+            since = max(cur.since, min(live) if live else desired_since)
+            since = min(since, max(cur.upper - 1, cur.since))
+            new = cur.next(readers=readers, retired=keep, since=since)
+            if new.readers == cur.readers and new.since == cur.since and not keys:
+                return cur
+            if self.consensus.compare_and_set(shard_id, head[0], new.seqno, new.encode()):
+                gc.delete_and_truncate(self.consensus, self.blob, shard_id, keys,
+                                       new.oldest_reader_seqno(gc.now_ms()))
+                return new
+
+    def compact(self, shard_id: str, merge: compaction.MergeFn | None = None,
+                max_parts: int = compaction.MAX_PARTS) -> ShardState | None:
+        return compaction.compact(self.consensus, self.blob, shard_id, merge, max_parts)
+
+    def expire_previous_readers(self) -> None:
+        """Remove readers of an earlier run of this environment from every shard (that
+        process is gone: its holds need not wait for the lease to run out)."""
+        prefix = self.leases.reader_id.split(":", 1)[0] + ":"
+        for shard_id in self.consensus.keys():
+            while True:
+                head = self.consensus.head(shard_id)
+                cur = ShardState.decode(head[1])
+                readers = tuple(r for r in cur.readers if not r.reader_id.startswith(prefix)
+                                or r.reader_id == self.leases.reader_id)
+                if readers == cur.readers:
+                    break
+                new = cur.next(readers=readers)
+                if self.consensus.compare_and_set(shard_id, head[0], new.seqno, new.encode()):
+                    break
+
+    def gc_orphans(self, live_shards: set[str] | None = None) -> int:
+        """Delete parts no state refers to, and the state and parts of shards not in
+        ``live_shards`` (a DROP TABLE a crash interrupted). Only at startup. Returns how
+        many parts were deleted."""
+        keys = gc.orphans(self.consensus, self.blob, live_shards)
+        for k in keys:
+            self.blob.delete(k)
+        if live_shards is not None:
+            for shard in self.consensus.keys():
+                if shard not in live_shards:
+                    self.consensus.delete_shard(shard)
+        return len(keys)
 
     def drop_shard(self, shard_id: str) -> None:
         """Delete a shard's parts and state. Only for shards no catalog object refers to."""
@@ -114,71 +176,10 @@ class PersistClient:
         self.consensus.delete_shard(shard_id)
         for p in st.parts:
             self.blob.delete(p.key)
+        for r in st.retired:
+            for k in r.keys:
+                self.blob.delete(k)
+        self.leases.forget(shard_id)
 
-    def replace(self, shard_id: str, table: pa.Table, ts: int, expected_seqno: int) -> ShardState | None:
-        """Replace the shard's whole contents with ``table`` at ``ts``, if its state is
-        still at ``expected_seqno`` (the state the caller read). Returns the new state, or
-        None if another writer got there first (the caller re-reads and retries).
 
-        Used by UPDATE and DELETE; the replaced parts are deleted once unreferenced."""
-        head = self.consensus.head(shard_id)
-        cur = ShardState.decode(head[1]) if head else ShardState()
-        if cur.seqno != expected_seqno:
-            return None
-        parts: tuple[Part, ...] = ()
-        write_ts = max(ts, cur.upper)
-        if table.num_rows:
-            buf = io.BytesIO()
-            pq.write_table(table, buf, compression="zstd")
-            data = buf.getvalue()
-            key = f"{shard_id}/{uuid.uuid4().hex}.parquet"
-            self.blob.put(key, data)
-            parts = (Part(key, write_ts, table.num_rows, len(data)),)
-        new = replace(cur, seqno=cur.seqno + 1, since=write_ts, upper=write_ts + 1, parts=parts)
-        if not self.consensus.compare_and_set(shard_id, head[0] if head else None, new.seqno, new.encode()):
-            for p in parts:
-                self.blob.delete(p.key)
-            return None
-        self.retire([p.key for p in cur.parts])
-        return new
-
-    #: seconds a replaced part stays readable, for reads that listed it just before
-    RETIRE_DELAY_S = 120.0
-
-    def retire(self, keys: list[str]) -> None:
-        """Delete parts no state refers to any more, after ``RETIRE_DELAY_S`` (a read
-        that took its snapshot before the replacement may still be reading them)."""
-        if not keys:
-            return
-        t = threading.Timer(self.RETIRE_DELAY_S, lambda: [self.blob.delete(k) for k in keys])
-        t.daemon = True
-        t.start()
-
-    def gc(self) -> int:
-        """Delete every part in Blob that its shard's current state does not reference
-        (parts retired by an earlier process, or written by a writer that lost its
-        compare-and-set and died). Returns how many were deleted."""
-        deleted = 0
-        by_shard: dict[str, list[str]] = {}
-        for key in self.blob.list_keys():
-            by_shard.setdefault(key.split("/", 1)[0], []).append(key)
-        for shard, keys in by_shard.items():
-            live = {p.key for p in self.state(shard).parts}
-            for k in keys:
-                if k not in live:
-                    self.blob.delete(k)
-                    deleted += 1
-        return deleted
-
-    def compact(self, shard_id: str, max_parts: int = 8) -> ShardState | None:
-        """Merge a shard's parts into one when it has more than ``max_parts``: fewer,
-        larger files make every later read cheaper. The merged part's timestamp is the
-        newest merged one, which becomes the shard's ``since`` (reads at an earlier
-        as_of are served at the since). Returns the new state, or None if nothing was
-        done (few parts, or a concurrent writer won the race)."""
-        st = self.state(shard_id)
-        if len(st.parts) <= max_parts:
-            return None
-        tables = [pq.read_table(io.BytesIO(self.blob.get(p.key))) for p in st.parts]
-        merged = pa.concat_tables(tables, promote_options="default")
-        return self.replace(shard_id, merged, max(p.ts for p in st.parts), st.seqno)
+__all__ = ["PersistClient", "SinceError", "UpperMismatch"]

@@ -33,6 +33,10 @@ class Consensus(ABC):
     def delete_shard(self, key: str) -> None:
         """Remove every version of ``key``."""
 
+    @abstractmethod
+    def keys(self) -> list[str]:
+        """Every key that has a version, sorted."""
+
 
 class SqliteConsensus(Consensus):
     """Consensus in a sqlite3 database file; safe across threads of one process."""
@@ -42,7 +46,9 @@ class SqliteConsensus(Consensus):
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
+        # FULL: a compare-and-set that returned True survives power loss (NORMAL in WAL
+        # mode may lose the last commits; an acknowledged write must not be among them).
+        self._conn.execute("PRAGMA synchronous=FULL")
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS consensus ("
             " shard TEXT NOT NULL, seqno INTEGER NOT NULL, data BLOB NOT NULL,"
@@ -83,6 +89,10 @@ class SqliteConsensus(Consensus):
     def delete_shard(self, key: str) -> None:
         with self._lock:
             self._conn.execute("DELETE FROM consensus WHERE shard = ?", (key,))
+
+    def keys(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._conn.execute("SELECT DISTINCT shard FROM consensus ORDER BY 1")]
 
     def close(self) -> None:
         with self._lock:

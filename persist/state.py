@@ -1,31 +1,87 @@
 """Shard state: what Consensus stores for a shard at each seqno.
 
-A state lists the shard's parts with the timestamp each was written at, its ``since``
-(reads below it are not guaranteed) and ``upper`` (every write is at a time below it).
-States are immutable values, serialized as JSON.
+A shard is a collection of updates ``(row, time, diff)`` (Materialize's persist). Its
+state lists the *parts* holding those updates, its frontiers ``since`` (reads at a time
+below it are no longer answerable: updates there may have been advanced by compaction)
+and ``upper`` (every update is at a time below it), the *leased readers* that hold back
+``since`` and garbage collection, and the parts removed at each seqno that GC deletes once
+no reader can still see them. States are immutable values, serialized as JSON; each
+version is the full state (a rollup), so Consensus can be truncated below any seqno.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, field, asdict, replace
+
+#: columns a part with explicit updates carries after the row's own columns
+TIME_COLUMN = "_mz_time"
+DIFF_COLUMN = "_mz_diff"
 
 
 @dataclass(frozen=True)
 class Part:
-    """One immutable Parquet part in Blob.
+    """One immutable Parquet part in Blob, holding updates at times in ``[lower, upper)``.
 
     Attributes:
-        key: Blob key of the Parquet file.
-        ts: timestamp (ms) of the write that created it; its rows are visible at as_of >= ts.
-        rows: number of rows.
-        bytes: size of the Parquet file in bytes.
+        key: Blob key of the Parquet file (or of a directory of Parquet files, when a
+            replica wrote the part).
+        lower, upper: the part's description: every update in it has lower <= time < upper
+            (times are milliseconds; see ``catalog.oracle``).
+        updates: number of updates (rows of the file).
+        bytes: size in Blob.
+        ts: when every update is at one time (an append), that time; else None.
+        diffs: True when the file has ``_mz_time`` and ``_mz_diff`` columns; False when
+            each row is one update ``(row, ts, +1)`` (what INSERT and COPY write).
+        retractions: True when some update has a negative diff (reads must consolidate).
+        net: the sum of the diffs (how many rows the part adds to the shard; negative for
+            a DELETE's part).
     """
 
     key: str
-    ts: int
-    rows: int
+    lower: int
+    upper: int
+    updates: int
     bytes: int
+    ts: int | None = None
+    diffs: bool = False
+    retractions: bool = False
+    net: int = 0
+
+    def max_time(self) -> int:
+        return self.ts if self.ts is not None else self.upper - 1
+
+    def min_time(self) -> int:
+        return self.ts if self.ts is not None else self.lower
+
+
+@dataclass(frozen=True)
+class LeasedReader:
+    """A reader registered in the state (Materialize's leased reader).
+
+    It holds back the shard's ``since`` to its own ``since`` and keeps GC from deleting
+    any part referenced by a state at or after its ``seqno``. A reader whose last
+    heartbeat is older than ``lease_ms`` is expired: its process is gone, and the next
+    writer of the state removes it.
+    """
+
+    reader_id: str
+    seqno: int
+    since: int
+    heartbeat_ms: int
+    lease_ms: int
+
+    def expired(self, now_ms: int) -> bool:
+        return now_ms - self.heartbeat_ms > self.lease_ms
+
+
+@dataclass(frozen=True)
+class Retired:
+    """Blob keys that stopped being referenced at ``seqno`` (compaction replaced them).
+    GC deletes them once every reader has moved to ``seqno`` or later."""
+
+    seqno: int
+    keys: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -36,10 +92,11 @@ class ShardState:
     since: int = 0
     upper: int = 0
     parts: tuple[Part, ...] = field(default_factory=tuple)
+    readers: tuple[LeasedReader, ...] = field(default_factory=tuple)
+    retired: tuple[Retired, ...] = field(default_factory=tuple)
 
     def encode(self) -> bytes:
-        d = asdict(self)
-        return json.dumps(d, separators=(",", ":")).encode()
+        return json.dumps(asdict(self), separators=(",", ":")).encode()
 
     @staticmethod
     def decode(data: bytes) -> "ShardState":
@@ -48,9 +105,37 @@ class ShardState:
             seqno=d["seqno"],
             since=d["since"],
             upper=d["upper"],
-            parts=tuple(Part(**p) for p in d["parts"]),
+            parts=tuple(_decode_part(p) for p in d["parts"]),
+            readers=tuple(LeasedReader(**r) for r in d.get("readers", ())),
+            retired=tuple(Retired(r["seqno"], tuple(r["keys"])) for r in d.get("retired", ())),
         )
 
-    def parts_as_of(self, as_of: int) -> tuple[Part, ...]:
-        """The parts whose rows are visible to a read at ``as_of``."""
-        return tuple(p for p in self.parts if p.ts <= as_of)
+    def next(self, **changes) -> "ShardState":
+        """The state one seqno later, with ``changes``."""
+        return replace(self, seqno=self.seqno + 1, **changes)
+
+    def visible_parts(self, as_of: int) -> tuple[Part, ...]:
+        """The parts with an update at a time <= ``as_of``."""
+        return tuple(p for p in self.parts if p.min_time() <= as_of)
+
+    def retractions_visible(self, as_of: int) -> bool:
+        """True when a read at ``as_of`` must consolidate (sum diffs per row)."""
+        return any(p.retractions for p in self.visible_parts(as_of))
+
+    def reader(self, reader_id: str) -> LeasedReader | None:
+        return next((r for r in self.readers if r.reader_id == reader_id), None)
+
+    def oldest_reader_seqno(self, now_ms: int) -> int:
+        """The oldest seqno a live reader may still read (this state's seqno if none)."""
+        return min((r.seqno for r in self.readers if not r.expired(now_ms)), default=self.seqno)
+
+    def row_count(self) -> int:
+        """Rows of the shard at its upper: the sum of every update's diff."""
+        return sum(p.net for p in self.parts)
+
+
+def _decode_part(p: dict) -> Part:
+    if "lower" not in p:
+        # A part written before updates had times and diffs: its rows are all at ``ts``.
+        return Part(p["key"], p["ts"], p["ts"] + 1, p["rows"], p["bytes"], ts=p["ts"], net=p["rows"])
+    return Part(**p)

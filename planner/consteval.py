@@ -277,6 +277,10 @@ def evaluate(e, row: tuple = ()):
                 return v
         return None
     args = [evaluate(a, row) for a in e.args]
+    if f == "not_null_or_raise":
+        if args[0] is None:
+            raise SqlError("23502", args[1])
+        return args[0]
     if f == "is_null":
         return args[0] is None
     if f == "is_not_null":
@@ -584,7 +588,8 @@ def fold(e):
     PostgreSQL's planner (``eval_const_expressions``)."""
     if isinstance(e, (Literal, ColRef)):
         return e
-    if is_constant(e):
+    if is_constant(e) and not (isinstance(e, Call) and e.func == "not_null_or_raise"):
+        # not_null_or_raise raises per row, only for the rows a write affects.
         return Literal(evaluate(e), e.type)
     if isinstance(e, Call):
         return _date_comparison(Call(e.func, tuple(fold(a) for a in e.args), e.type))

@@ -16,7 +16,8 @@ from catalog.snapshot import CatalogSnapshot, Table
 from catalog.types import SqlType
 from planner.consteval import cast_value, evaluate
 from planner.expr import coerce
-from planner.plan import Plan, Project
+from planner.plan import Plan, Project, SetOp
+from catalog.types import INT8, TEXT
 from planner.query import QueryPlanner
 from planner.scalar import Cast, ColRef, Literal
 
@@ -159,12 +160,18 @@ def check_not_null(table: Table, row) -> None:
 
 @dataclass(frozen=True)
 class PlannedRewrite:
-    """UPDATE or DELETE as a rewrite of the whole table: ``plan`` yields the table's new
-    rows (in its column order) plus a last boolean column that is true for the rows the
-    statement affected (they count in the command tag)."""
+    """UPDATE or DELETE as updates: ``plan`` yields, for each affected row, the row as it
+    was with diff -1 and (UPDATE) the row as it becomes with diff +1 — the table's columns
+    in order, then an ``int8`` diff column (Materialize plans read-then-write the same
+    way). ``updated`` is True for UPDATE (each affected row yields two updates)."""
 
     table: Table
     plan: Plan
+    updated: bool
+
+    def affected(self, updates: int) -> int:
+        """Rows the statement affected (the command tag), from the updates written."""
+        return updates // 2 if self.updated else updates
 
 
 def _target_scope(snap: CatalogSnapshot, rv: ast.RangeVar):
@@ -188,15 +195,10 @@ def plan_delete(snap: CatalogSnapshot, stmt: ast.DeleteStmt, params: list | None
         raise SqlError(FEATURE_NOT_SUPPORTED, "DELETE with USING/RETURNING/WITH is not supported yet")
     table, get, scope = _target_scope(snap, stmt.relation)
     qp = QueryPlanner(snap, params)
-    width = len(table.columns)
     cols = tuple(ColRef(i, c.type) for i, c in enumerate(table.columns))
-    if stmt.whereClause is None:
-        cond = Literal(True, BOOL)
-    else:
-        cond = fold(qp.expr_planner(scope, agg_context="WHERE").plan_bool(stmt.whereClause, "WHERE"))
-    # Deleted rows are not written back; the flag column marks them for the count.
-    plan = Project(get, cols + (Call("is_true", (cond,), BOOL),), tuple(c.name for c in table.columns) + ("?affected?",))
-    return PlannedRewrite(table, optimize(plan))
+    hit = _affected(get, qp, scope, stmt.whereClause)
+    plan = Project(hit, cols + (Literal(-1, INT8),), tuple(c.name for c in table.columns) + (DIFF,))
+    return PlannedRewrite(table, optimize(plan), False)
 
 
 def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None = None) -> PlannedRewrite:
@@ -224,13 +226,35 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
         col = table.columns[j]
         e = ep.plan(rt.val) if not isinstance(rt.val, ast.SetToDefault) else Literal(None, col.type)
         sets[j] = fold(_assign_expr(coerce(e, col.type) if isinstance(e, Literal) else e, col.type, col.name))
-    if stmt.whereClause is None:
-        cond = Literal(True, BOOL)
-    else:
-        cond = fold(qp.expr_planner(scope, agg_context="WHERE").plan_bool(stmt.whereClause, "WHERE"))
-    hit = Call("is_true", (cond,), BOOL)
-    exprs = []
-    for j, c in enumerate(table.columns):
-        old = ColRef(j, c.type)
-        exprs.append(Case(((hit, sets[j]),), old, c.type) if j in sets else old)
-    return PlannedRewrite(table, optimize(Project(get, tuple(exprs) + (hit,), tuple(names) + ("?affected?",))))
+    hit = _affected(get, qp, scope, stmt.whereClause)
+    old = tuple(ColRef(j, c.type) for j, c in enumerate(table.columns))
+    new = tuple(_not_null(sets[j], table, c) if j in sets else ColRef(j, c.type) for j, c in enumerate(table.columns))
+    out = tuple(names) + (DIFF,)
+    plan = SetOp("union", Project(hit, old + (Literal(-1, INT8),), out), Project(hit, new + (Literal(1, INT8),), out), True)
+    return PlannedRewrite(table, optimize(plan), True)
+
+
+#: name of the diff column of a rewrite's plan
+DIFF = "_mz_diff"
+
+
+def _affected(get, qp, scope, where):
+    """The rows of ``get`` where ``where`` is true (all rows without one)."""
+    from planner.consteval import fold
+    from planner.plan import Filter
+
+    if where is None:
+        return get
+    return Filter(get, fold(qp.expr_planner(scope, agg_context="WHERE").plan_bool(where, "WHERE")))
+
+
+def _not_null(e, table: Table, c):
+    """``e``, raising 23502 where it is NULL and column ``c`` is NOT NULL (checked where
+    the new rows are computed: on the replica)."""
+    from catalog.types import BOOL
+    from planner.scalar import Call
+
+    if c.nullable:
+        return e
+    msg = f'null value in column "{c.name}" of relation "{table.name}" violates not-null constraint'
+    return Call("not_null_or_raise", (e, Literal(msg, TEXT)), c.type)

@@ -17,6 +17,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from typing import Callable
 
 import pyarrow as pa
+from pyspark.sql.connect.dataframe import DataFrame
 
 from catalog.errors import SqlError, query_canceled
 from catalog.sizes import ReplicaSize
@@ -114,9 +115,12 @@ class ClusterCoordinator:
         return [h for h in self._replicas.values() if h.status == HEALTHY and h.session is not None]
 
     def peek(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
-             statement_timeout_s: float | None = None, cancel: threading.Event | None = None) -> pa.Table:
+             statement_timeout_s: float | None = None, cancel: threading.Event | None = None,
+             job: Job | None = None):
         """Run ``plan`` on every healthy replica (active replication) and return the first
         answer as Arrow; the other replicas' runs are interrupted (Spark Connect tags).
+        ``job(df, replica_id)`` does something else with the lowered DataFrame (a write to
+        Blob) and returns what the peek returns.
 
         A replica that crashes or hangs mid-peek does not fail the peek while another
         replica answers; replicas that become healthy later join in. Each replica runs
@@ -143,7 +147,8 @@ class ClusterCoordinator:
                     healthy = self._healthy()
                 for h in healthy:
                     if h.id not in attempts:
-                        fut = h.submit_peek(functools.partial(self._run_on, h, plan, scan, builtin_rows, tag, over))
+                        fut = h.submit_peek(functools.partial(self._run_on, h, plan, scan, builtin_rows, tag, over,
+                                                                  job or _collect))
                         if fut is not None:
                             attempts[h.id] = (h, fut)
                 for rid, (h, fut) in list(attempts.items()):
@@ -187,7 +192,7 @@ class ClusterCoordinator:
                     h.interrupt(tag)
 
     def _run_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
-                over: threading.Event) -> pa.Table:
+                over: threading.Event, job: "Job"):
         session = h.session
         if over.is_set():
             raise _ReplicaUnreachable("the peek is over")
@@ -197,7 +202,7 @@ class ClusterCoordinator:
             session.addTag(tag)  # tags apply to operations started by this thread
             try:
                 arranged = self.arrangements.arranged() if self.arrangements is not None else frozenset()
-                return Lowerer(session, scan, builtin_rows, arranged).lower_result(plan).toArrow()
+                return job(Lowerer(session, scan, builtin_rows, arranged).lower_result(plan), h.id)
             finally:
                 session.removeTag(tag)
         except SqlError:
@@ -206,6 +211,14 @@ class ClusterCoordinator:
             if is_connection_error(e) or h.status != HEALTHY:
                 raise _ReplicaUnreachable(type(e).__name__) from e
             raise to_sql_error(e) from None
+
+
+#: ``job(df, replica_id)``: what a peek does with its lowered DataFrame on one replica
+Job = Callable[[DataFrame, str], object]
+
+
+def _collect(df: DataFrame, replica_id: str) -> pa.Table:
+    return df.toArrow()
 
 
 class _ReplicaUnreachable(Exception):

@@ -47,6 +47,9 @@ def to_sql_error(e: BaseException) -> SqlError:
     except Exception:
         state = None
     first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    if "23502:" in str(e):  # lower.NOT_NULL_PREFIX: a NOT NULL violation of an UPDATE
+        msg = str(e).split("23502:", 1)[1]
+        return SqlError("23502", _not_null_message(msg))
     if "more than one row returned by a subquery" in str(e):
         return SqlError("21000", "more than one row returned by a subquery used as an expression")
     if cls in _BY_CLASS:
@@ -62,3 +65,9 @@ def _strip_class(msg: str) -> str:
     if msg.startswith("[") and "]" in msg:
         msg = msg[msg.index("]") + 1 :].strip()
     return msg.split(" SQLSTATE:")[0].strip()
+
+
+def _not_null_message(msg: str) -> str:
+    # raise_error's text comes back followed by Spark's own context; keep our sentence.
+    end = msg.find("violates not-null constraint")
+    return msg[: end + len("violates not-null constraint")].strip() if end >= 0 else msg.strip()

@@ -22,15 +22,18 @@ from pyspark.sql import types as T
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import BuiltinTable, Table
 from catalog.types import SqlType, Interval
+from persist import DIFF_COLUMN, TIME_COLUMN, PartRead, ShardSnapshot
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Series, Unnest, Window, WindowCall,
 )
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal
 
 CARDINALITY_MESSAGE = "more than one row returned by a subquery used as an expression"
+#: marks a raise_error message as a NOT NULL violation (23502), for spark_exec.errors
+NOT_NULL_PREFIX = "23502:"
 
-#: table -> URLs of the Parquet parts to read
-ScanFn = Callable[[Table], list[str]]
+#: table -> the snapshot of its shard at the peek's as_of
+ScanFn = Callable[[Table], ShardSnapshot]
 #: builtin table -> its current rows
 BuiltinFn = Callable[[BuiltinTable], list[tuple]]
 
@@ -108,10 +111,52 @@ def col(i: int) -> SparkColumn:
 
 
 def read_parts(spark: SparkSession, table: Table, urls: list[str]) -> DataFrame:
-    """The Parquet parts ``urls`` of ``table``'s shard, in its storage schema. One
-    definition for peeks and arrangements: Spark's cache matches plans exactly."""
-    file_schema = T.StructType([T.StructField(c.name, _storage_type(c.type), True) for c in table.columns])
-    return spark.read.schema(file_schema).parquet(*urls)
+    """The Parquet parts ``urls`` of ``table``'s shard (plain parts: rows only), in its
+    storage schema. One definition for peeks and arrangements: Spark's cache matches plans
+    exactly."""
+    return spark.read.schema(_file_schema(table)).parquet(*urls)
+
+
+def read_part(spark: SparkSession, table: Table, part: PartRead) -> DataFrame:
+    """One part as it is stored: the table's columns, then ``_mz_time`` and ``_mz_diff``
+    when the part has them."""
+    if not part.diffs:
+        return read_parts(spark, table, [part.url])
+    fields = _file_schema(table).fields
+    if part.timed:
+        fields.append(T.StructField(TIME_COLUMN, T.LongType(), False))
+    fields.append(T.StructField(DIFF_COLUMN, T.LongType(), False))
+    return spark.read.schema(T.StructType(fields)).parquet(part.url)
+
+
+def _file_schema(table: Table) -> T.StructType:
+    return T.StructType([T.StructField(c.name, _storage_type(c.type), True) for c in table.columns])
+
+
+def read_snapshot(spark: SparkSession, table: Table, snap: ShardSnapshot, arranged: bool) -> DataFrame:
+    """The rows of ``table`` at the snapshot's as_of, in its storage schema
+    (persist.read's rule): updates after as_of dropped, and diffs summed per row when a
+    retraction is visible (each row then repeated its count times). Arranged tables are
+    read part by part, each exactly as the arrangement cached it."""
+    names = [f"`{c.name}`" for c in table.columns]
+    if snap.plain:
+        if arranged:
+            return reduce(DataFrame.unionAll, [read_parts(spark, table, [u]) for u in snap.urls])
+        return read_parts(spark, table, list(snap.urls))
+    frames = []
+    for p in snap.parts:
+        df = read_part(spark, table, p)
+        if p.filter_time:
+            df = df.filter(F.col(TIME_COLUMN) <= F.lit(snap.as_of))
+        diff = F.col(DIFF_COLUMN) if p.diffs else F.lit(1).cast("long")
+        frames.append(df.select(*names, diff.alias(DIFF_COLUMN)))
+    df = reduce(DataFrame.unionAll, frames)
+    if not snap.consolidate:
+        return df.select(*names)
+    # Materialize's consolidation: sum the diffs of equal rows (NULLs group together).
+    summed = df.groupBy(*names).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN)).filter(F.col(DIFF_COLUMN) > 0)
+    return summed.select(*names, F.explode(F.array_repeat(F.lit(0), F.col(DIFF_COLUMN).cast("int"))).alias("_n")
+                         ).select(*names)
 
 
 class Lowerer:
@@ -157,16 +202,12 @@ class Lowerer:
         if isinstance(rel, BuiltinTable):
             rows = self.builtin_rows(rel)
             return self.spark.createDataFrame(rows, self._schema(p.columns))
-        urls = self.scan(rel)
+        snap = self.scan(rel)
         names = [c.name for c in rel.columns]
-        if not urls:
+        if not snap.parts:
             return self.spark.createDataFrame([], self._schema(p.columns))
-        if rel.id in self.arranged:
-            # Part by part, each exactly as the arrangement cached it, so Spark's cache
-            # manager answers each from memory (a part not cached yet is read from Blob).
-            df = reduce(DataFrame.unionAll, [read_parts(self.spark, rel, [u]) for u in urls])
-        else:
-            df = read_parts(self.spark, rel, urls)
+        # Arranged tables part by part, so Spark's cache manager answers each from memory.
+        df = read_snapshot(self.spark, rel, snap, rel.id in self.arranged)
         return df.select(*[_from_storage(F.col(f"`{n}`"), c.type).alias(f"c{i}")
                            for i, (n, c) in enumerate(zip(names, rel.columns))])
 
@@ -423,6 +464,9 @@ class Lowerer:
             return self._array_call(f, e, args)
         if f == "bytea_concat":
             return F.concat(args[0], args[1])
+        if f == "not_null_or_raise":
+            return F.when(args[0].isNull(), F.raise_error(F.concat(F.lit(NOT_NULL_PREFIX), args[1]))
+                          ).otherwise(args[0])
         if f.startswith("jsonb_"):
             return self._jsonb_call(f, e, args)
         if f in ("add", "sub"):

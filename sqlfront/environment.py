@@ -6,11 +6,13 @@ Data directory layout::
     catalog.db        durable catalog and timestamp oracle (sqlite)
     consensus.db      persist Consensus (sqlite)
     blob/             persist Blob: Parquet parts, one folder per shard
+    environment_id    this environment's id (names its persist readers across restarts)
     replicas/<id>/    each local replica's log, pid file and Spark scratch space
 """
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import threading
@@ -29,6 +31,8 @@ from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica, Ta
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from persist import FileBlob, PersistClient, SqliteConsensus
+from sqlfront import group_commit
+from sqlfront.group_commit import GroupCommitter
 from spark_exec.cluster_coordinator import ClusterCoordinator
 from spark_exec.orchestrator import Orchestrator
 from sqlfront.coordinator import Coordinator
@@ -82,7 +86,16 @@ class Environment:
         self.data_dir = d
         self.store = CatalogStore(str(d / "catalog.db"))
         self.oracle = TimestampOracle(str(d / "catalog.db"))
-        self.persist = PersistClient(FileBlob(d / "blob"), SqliteConsensus(str(d / "consensus.db")))
+        self.persist = PersistClient(FileBlob(d / "blob"), SqliteConsensus(str(d / "consensus.db")),
+                                     reader_id=f"{_environment_id(d)}:{uuid.uuid4().hex[:12]}")
+        self.writer: GroupCommitter | None = None
+        #: shards written since the last maintenance round
+        self._dirty: set[str] = set()
+        #: read timestamps transactions hold (since stays at or below the oldest)
+        self._time_holds: collections.Counter = collections.Counter()
+        self._time_lock = threading.Lock()
+        self._table_locks: dict[str, threading.Lock] = {}
+        self._maintenance_stop = threading.Event()
         self.orchestrator = Orchestrator(d, instance=uuid.uuid4().hex[:8])
         self.clusters: dict[str, ClusterCoordinator] = {}
         self._clusters_lock = threading.Lock()
@@ -102,11 +115,9 @@ class Environment:
         reaped = self.orchestrator.reap_orphans()
         if reaped:
             log.warning("killed %d replica process group(s) left by an earlier run", reaped)
-        removed = self.persist.gc()
-        if removed:
-            log.info("persist: deleted %d unreferenced part(s)", removed)
         new = self.store.is_new()
         snap = self.store.load()
+        self._recover_persist(snap)
         self.coordinator = Coordinator(self.store, snap, self._on_commit, self.metrics.observe_command,
                                        self.metrics.coordinator_errors.inc)
         self.coordinator.start()
@@ -117,8 +128,75 @@ class Environment:
                 cc = self._cluster_coordinator(c)
                 for r in snap.replicas_of(c.id):
                     cc.ensure_replica(r, self._size(r))
+        threading.Thread(target=self._maintenance_loop, name="persist-maintenance", daemon=True).start()
         log.info("environment ready: %d cluster(s), %d replica(s), %d table(s)",
                  len(self.snapshot.clusters), len(self.snapshot.replicas), len(self.snapshot.tables))
+
+    def _recover_persist(self, snap: CatalogSnapshot) -> None:
+        """Before any session: drop the leased readers of our earlier run, finish the
+        transactions a crash left half applied, and delete what no state refers to (parts
+        of writers that died, shards of tables whose DROP a crash interrupted)."""
+        self.persist.expire_previous_readers()
+        n = group_commit.recover(self.persist)
+        if n:
+            log.info("persist: finished %d transaction(s) a crash interrupted", n)
+        live = {t.shard_id for t in snap.tables.values()} | {group_commit.TXNS_KEY}
+        removed = self.persist.gc_orphans(live)
+        if removed:
+            log.info("persist: deleted %d unreferenced part(s)", removed)
+        self.writer = GroupCommitter(self.persist, self.oracle, self._applied)
+
+    def _applied(self, shards: set[str]) -> None:
+        self._dirty |= shards
+        tables = [t for t in self.snapshot.tables.values() if t.shard_id in shards]
+        for t in tables:
+            self.note_write(t)
+
+    #: seconds between persist maintenance rounds
+    MAINTENANCE_S = 1.0
+    #: how far since lags the read timestamp (Materialize's default compaction window for
+    #: tables is 1 s); AS OF and transactions may read that far back
+    COMPACTION_WINDOW_MS = 1000
+
+    def _maintenance_loop(self) -> None:
+        """Persist's background work, off every session's thread: heartbeat this process's
+        leased readers, advance each shard's since, collect garbage, compact."""
+        while not self._maintenance_stop.wait(self.MAINTENANCE_S):
+            try:
+                self.maintain_persist()
+            except Exception as e:  # next round tries again
+                log.warning("persist maintenance: %s", e)
+
+    def table_lock(self, shard_id: str) -> threading.Lock:
+        """The lock UPDATE and DELETE of one table take (so they rarely conflict)."""
+        with self._time_lock:
+            return self._table_locks.setdefault(shard_id, threading.Lock())
+
+    def hold_time(self, ts: int) -> int:
+        """Keep every shard's since at or below ``ts`` until :meth:`release_time` (a
+        transaction's read timestamp). Returns ``ts``."""
+        with self._time_lock:
+            self._time_holds[ts] += 1
+        return ts
+
+    def release_time(self, ts: int) -> None:
+        with self._time_lock:
+            self._time_holds[ts] -= 1
+            if self._time_holds[ts] <= 0:
+                del self._time_holds[ts]
+
+    def maintain_persist(self) -> None:
+        """One maintenance round over the shards this process reads or wrote."""
+        dirty, self._dirty = self._dirty, set()
+        shards = set(self.persist.leases.registered()) | dirty
+        live = {t.shard_id for t in self.snapshot.tables.values()}
+        desired = self.oracle.read_ts() - self.COMPACTION_WINDOW_MS
+        with self._time_lock:
+            desired = min([desired] + list(self._time_holds))
+        for shard in sorted(shards & live):
+            self.persist.maintain(shard, desired)
+            if shard in dirty:
+                self.persist.compact(shard)
 
     def _bootstrap(self) -> None:
         size = self.config.bootstrap_replica_size
@@ -133,6 +211,9 @@ class Environment:
 
     def shutdown(self) -> None:
         """Stop the Coordinator and every replica process (waits for them to exit)."""
+        self._maintenance_stop.set()
+        if self.writer is not None:
+            self.writer.stop()
         if self.coordinator is not None:
             self.coordinator.stop()
         self.python_workers.shutdown()
@@ -166,7 +247,7 @@ class Environment:
         statistics (``planner.optimize.RowCount``)."""
         if not isinstance(relation, Table):
             return None
-        return sum(p.rows for p in self.persist.state(relation.shard_id).parts)
+        return self.persist.state(relation.shard_id).row_count()
 
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
         if table.id == MZ_COORDINATOR_LOOP.id:
@@ -205,7 +286,9 @@ class Environment:
         out = {}
         for idx in snap.indexes_in_cluster(cluster_id):
             for t in self._tables_under(snap, idx.on_id):
-                out[t.id] = (t, self.persist.snapshot(t.shard_id).urls)
+                # Plain parts only: the ones a peek reads as they are stored.
+                st = self.persist.state(t.shard_id)
+                out[t.id] = (t, tuple(self.persist.blob.url(p.key) for p in st.parts if not p.diffs))
         return out
 
     def _tables_under(self, snap: CatalogSnapshot, object_id: str) -> tuple[Table, ...]:
@@ -268,3 +351,14 @@ class Environment:
         elif isinstance(op, durable.DropTable):
             shard = old.tables[op.table_id].shard_id
             threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()
+
+
+def _environment_id(d: Path) -> str:
+    """This data directory's environment id, made once and kept in ``environment_id``."""
+    f = d / "environment_id"
+    try:
+        return f.read_text().strip()
+    except FileNotFoundError:
+        eid = uuid.uuid4().hex[:12]
+        f.write_text(eid + "\n")
+        return eid

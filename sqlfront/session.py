@@ -60,6 +60,11 @@ class Session:
         self.cancel_event = threading.Event()
         #: the last described SELECT: (AST, params, snapshot, PlannedQuery)
         self._described = None
+        #: the read timestamp of the transaction, fixed at its first read (held in
+        #: ``env.time_holds`` so since cannot pass it while the transaction lasts)
+        self._txn_ts: int | None = None
+        #: the transaction is the implicit one of a multi-statement simple query
+        self._implicit = False
 
     # -- entry points -----------------------------------------------------------------
 
@@ -67,8 +72,33 @@ class Session:
         """Run every statement of ``sql`` in order, yielding each Result; stops at the
         first error, which propagates as SqlError."""
         self._described = None  # a plan kept from a Describe belongs to its portal only
-        for text in split_statements(sql):
-            yield self.execute_one(text, params)
+        texts = split_statements(sql)
+        if len(texts) < 2 or self.in_transaction:
+            for text in texts:
+                yield self.execute_one(text, params)
+            return
+        # PostgreSQL 55.2.2.1: the statements of one simple Query are one implicit
+        # transaction, unless they hold transaction control themselves.
+        self.in_transaction = self._implicit = True
+        try:
+            for text in texts:
+                yield self.execute_one(text, params)
+        except BaseException:
+            if self._implicit:
+                txn.rollback(self)
+            raise
+        if self._implicit:
+            txn.commit(self)
+
+    def read_ts(self) -> int:
+        """The timestamp a read of user data runs at: the oracle's read timestamp, or in a
+        transaction the one its first read took (Materialize: every read of a transaction
+        is at one timestamp)."""
+        if not self.in_transaction:
+            return self.env.oracle.read_ts()
+        if self._txn_ts is None:
+            self._txn_ts = self.env.hold_time(self.env.oracle.read_ts())
+        return self._txn_ts
 
     def cancel(self) -> None:
         """Cancel the statement running now, if any (PostgreSQL 55.2.7 "Canceling Requests
@@ -164,6 +194,7 @@ class Session:
     def close(self) -> None:
         """The connection ended: drop what the session holds."""
         self._pending_writes = []
+        txn.release_read_ts(self)
 
 
 def _deallocate(s: Session, stmt: ast.DeallocateStmt, sql: str, params) -> Result:

@@ -1,16 +1,31 @@
-"""persist alone: parts in Blob, state in Consensus, compare-and-set."""
+"""persist alone: updates with times and diffs, compare-and-append, consolidating reads,
+since, leased readers, compaction and GC by seqno."""
 
 from __future__ import annotations
 
 import threading
 
 import pyarrow as pa
+import pytest
 
-from persist import FileBlob, PersistClient, SqliteConsensus
+from persist import FileBlob, PersistClient, SinceError, SqliteConsensus, UpperMismatch
+from persist.state import DIFF_COLUMN
+from persist.write import write_updates
+
+SCHEMA = pa.schema([("a", pa.int32())])
 
 
-def client(tmp_path) -> PersistClient:
-    return PersistClient(FileBlob(tmp_path / "blob"), SqliteConsensus(str(tmp_path / "consensus.db")))
+def client(tmp_path, reader="env:1") -> PersistClient:
+    return PersistClient(FileBlob(tmp_path / "blob"), SqliteConsensus(str(tmp_path / "consensus.db")), reader)
+
+
+def rows(p, shard, as_of=None):
+    return sorted(p.read_table(shard, SCHEMA, as_of).column("a").to_pylist())
+
+
+def updates(p, shard, pairs):
+    t = pa.table({"a": pa.array([a for a, _ in pairs], pa.int32()), DIFF_COLUMN: pa.array([d for _, d in pairs], pa.int64())})
+    return write_updates(p.blob, shard, t)
 
 
 def test_compare_and_set_refuses_a_stale_seqno(tmp_path):
@@ -22,40 +37,135 @@ def test_compare_and_set_refuses_a_stale_seqno(tmp_path):
     assert c.head("s") == (2, b"two")
 
 
-def test_append_and_snapshot_as_of(tmp_path):
+def test_append_and_read_as_of(tmp_path):
     p = client(tmp_path)
-    schema = pa.schema([("a", pa.int32())])
-    p.append("s1", pa.table({"a": [1, 2]}, schema=schema), ts=10)
-    p.append("s1", pa.table({"a": [3]}, schema=schema), ts=20)
-    assert p.snapshot("s1", as_of=15).rows == 2
-    assert p.snapshot("s1").rows == 3
-    assert sorted(p.read_table("s1", schema).column("a").to_pylist()) == [1, 2, 3]
+    p.append("s1", pa.table({"a": [1, 2]}, schema=SCHEMA), ts=10)
+    p.append("s1", pa.table({"a": [3]}, schema=SCHEMA), ts=20)
+    assert rows(p, "s1", 15) == [1, 2]
+    assert rows(p, "s1") == [1, 2, 3]
     assert p.state("s1").upper == 21
+
+
+def test_compare_and_append_refuses_a_stale_upper(tmp_path):
+    p = client(tmp_path)
+    b = p.write_batch("s", pa.table({"a": [1]}, schema=SCHEMA))
+    assert not isinstance(p.compare_and_append("s", [b], 0, 5), UpperMismatch)
+    b2 = p.write_batch("s", pa.table({"a": [2]}, schema=SCHEMA))
+    r = p.compare_and_append("s", [b2], 0, 7)
+    assert isinstance(r, UpperMismatch) and r.current == 6
+    assert rows(p, "s") == [1]
+
+
+def test_retractions_consolidate(tmp_path):
+    p = client(tmp_path)
+    p.append("s", pa.table({"a": [1, 2, 2, 3]}, schema=SCHEMA), ts=1)
+    b = updates(p, "s", [(2, -1), (3, -1), (4, 1)])
+    st = p.compare_and_append("s", [b], 2, 5)
+    assert st.parts[-1].retractions and st.row_count() == 3
+    assert rows(p, "s", 1) == [1, 2, 2, 3]
+    assert rows(p, "s", 5) == [1, 2, 4]
 
 
 def test_concurrent_appends_lose_nothing(tmp_path):
     p = client(tmp_path)
-    schema = pa.schema([("a", pa.int32())])
+    lock = threading.Lock()
+    clock = [0]
 
     def writer(k):
         for i in range(10):
-            p.append("s", pa.table({"a": [k * 100 + i]}, schema=schema), ts=1)
+            b = p.write_batch("s", pa.table({"a": [k * 100 + i]}, schema=SCHEMA))
+            while True:
+                with lock:
+                    clock[0] += 1
+                    ts = clock[0]
+                upper = p.state("s").upper
+                if ts >= upper and not isinstance(p.compare_and_append("s", [b], upper, ts), UpperMismatch):
+                    break
 
     threads = [threading.Thread(target=writer, args=(k,)) for k in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    st = p.state("s")
-    assert st.seqno == 40 and len(st.parts) == 40
-    assert p.read_table("s", schema).num_rows == 40
+    assert len(rows(p, "s")) == 40
 
 
-def test_drop_shard_deletes_parts(tmp_path):
+def test_read_below_since_fails(tmp_path):
     p = client(tmp_path)
-    schema = pa.schema([("a", pa.int32())])
-    p.append("s", pa.table({"a": [1]}, schema=schema), ts=1)
-    assert p.blob.list_keys("s/")
-    p.drop_shard("s")
-    assert p.blob.list_keys("s/") == []
-    assert p.snapshot("s").rows == 0
+    for ts in (1, 2, 3):
+        p.append("s", pa.table({"a": [ts]}, schema=SCHEMA), ts=ts)
+    p.read_table("s", SCHEMA)  # registers this process's reader
+    p.maintain("s", desired_since=3)
+    assert p.state("s").since == 3
+    with pytest.raises(SinceError):
+        p.read("s", 2)
+    assert rows(p, "s", 3) == [1, 2, 3]
+
+
+def test_a_read_hold_keeps_since_and_parts_through_compaction_and_gc(tmp_path):
+    p = client(tmp_path)
+    for ts in range(1, 12):
+        p.append("s", pa.table({"a": [ts]}, schema=SCHEMA), ts=ts)
+    snap, hold = p.read("s", 5)
+    p.maintain("s", desired_since=11)
+    assert p.state("s").since == 5  # held back by the read at 5
+    st = p.compact("s", max_parts=2)
+    assert st is not None and len(st.parts) < 11 and st.retired
+    p.maintain("s", desired_since=11)
+    # The retired parts are still in Blob: the hold's seqno is older than their retirement.
+    import pyarrow.dataset as ds
+
+    t = pa.concat_tables([ds.dataset(u.removeprefix("file://"), format="parquet").to_table() for u in snap.urls])
+    assert sorted(t.column("a").to_pylist()) == [1, 2, 3, 4, 5]
+    p.release(hold)
+    st = p.maintain("s", desired_since=11)
+    assert not st.retired
+    assert p.gc_orphans() == 0
+    assert rows(p, "s") == list(range(1, 12))
+    assert p.consensus.head("s")[0] == st.seqno
+
+
+def test_another_process_reader_expires(tmp_path):
+    a = client(tmp_path, "envA:1")
+    a.append("s", pa.table({"a": [1]}, schema=SCHEMA), ts=1)
+    a.read_table("s", SCHEMA)
+    b = PersistClient(a.blob, a.consensus, "envB:1", lease_ms=0)
+    b.read_table("s", SCHEMA)
+    assert len(a.state("s").readers) == 2
+    import time
+
+    time.sleep(0.01)
+    a.maintain("s", desired_since=1)
+    assert [r.reader_id for r in a.state("s").readers] == ["envA:1"]
+
+
+def test_compaction_consolidates_retractions(tmp_path):
+    p = client(tmp_path)
+    p.append("s", pa.table({"a": [1, 2, 3]}, schema=SCHEMA), ts=1)
+    for ts in range(2, 12):
+        b = updates(p, "s", [(ts % 3 + 1, -1), (ts % 3 + 1, 1)])
+        p.compare_and_append("s", [b], p.state("s").upper, ts)
+    p.read_table("s", SCHEMA)
+    p.maintain("s", desired_since=11)
+    st = p.compact("s", max_parts=1)
+    assert len(st.parts) == 1 and not st.parts[0].retractions
+    assert rows(p, "s") == [1, 2, 3]
+
+
+def test_orphans_and_dropped_shards_are_collected(tmp_path):
+    p = client(tmp_path)
+    p.append("s", pa.table({"a": [1]}, schema=SCHEMA), ts=1)
+    p.append("gone", pa.table({"a": [1]}, schema=SCHEMA), ts=1)
+    p.write_batch("s", pa.table({"a": [2]}, schema=SCHEMA))  # never appended
+    assert p.gc_orphans({"s"}) == 2
+    assert p.blob.list_keys("gone/") == [] and p.consensus.keys() == ["s"]
+    assert rows(p, "s") == [1]
+
+
+def test_expire_previous_readers_of_this_environment(tmp_path):
+    old = client(tmp_path, "env:old")
+    old.append("s", pa.table({"a": [1]}, schema=SCHEMA), ts=1)
+    old.read_table("s", SCHEMA)
+    new = client(tmp_path, "env:new")
+    new.expire_previous_readers()
+    assert new.state("s").readers == ()

@@ -17,6 +17,7 @@ from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_
 from catalog.snapshot import Table
 from catalog.textio import parse_jsonb
 from catalog.types import SqlType, TEXT
+from persist import ShardSnapshot, SinceError
 from planner import interpret
 from planner.query import QueryPlanner
 from sqlfront.parse import parse_one
@@ -38,10 +39,14 @@ def select(s: Session, stmt: ast.SelectStmt, sql: str | None, params, tag: str =
     Raises:
         SqlError 25000 in a transaction that has written (Materialize's write-only
         transactions); the planner's and the peek's errors."""
-    if s._pending_writes:
-        raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
     t = time.perf_counter()
     pq = s._plan_select(stmt, params)
+    if s._pending_writes and not interpret.is_fast_path(pq.plan):
+        if not s._implicit:
+            raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
+        from sqlfront.sequence.txn import commit
+
+        commit(s)  # an implicit transaction shows a script its own writes (see txn)
     t1 = time.perf_counter()
     s.env.metrics.phase("plan", t1 - t)
     if s.in_transaction and not interpret.is_fast_path(pq.plan):
@@ -53,15 +58,20 @@ def select(s: Session, stmt: ast.SelectStmt, sql: str | None, params, tag: str =
     return Result(f"SELECT {len(rows)}", columns(pq), rows)
 
 
-def peek(s: Session, plan, pinned: dict | None = None) -> list[tuple]:
+def peek(s: Session, plan, as_of: int | None = None, job=None):
     """Run a plan: in Python when it reads no user table (fast path), else on a
-    replica of the session's cluster at the oracle's read timestamp. ``pinned`` maps
-    shard ids to a ShardState to read instead of the current one."""
+    replica of the session's cluster at ``as_of`` (default: the session's read
+    timestamp), each table read under a persist read hold released when the job ends.
+    ``job`` (see ``ClusterCoordinator.peek``) replaces collecting the rows.
+
+    Raises:
+        SqlError 40001-like "could not find a valid timestamp" when ``as_of`` is below a
+        table's since; the replica's errors."""
     start = time.perf_counter()
     cluster_name = s.vars.get("cluster")
     outcome = "error"
     try:
-        rows = _peek(s, plan, pinned)
+        rows = _peek(s, plan, as_of, job)
         outcome = "success"
         return rows
     except SqlError as e:
@@ -71,24 +81,36 @@ def peek(s: Session, plan, pinned: dict | None = None) -> list[tuple]:
         s.env.metrics.observe_peek(cluster_name, outcome, time.perf_counter() - start)
 
 
-def _peek(s: Session, plan, pinned: dict | None) -> list[tuple]:
-    if interpret.is_fast_path(plan):
+def _peek(s: Session, plan, as_of: int | None, job):
+    if interpret.is_fast_path(plan) and job is None:
         return evaluate(s, plan)
     snap = s.env.snapshot
     cluster = snap.resolve_cluster(s.vars.get("cluster"))
     cc = s.env.cluster_coordinator(cluster.id)
     if cc is None:
         raise SqlError("55000", f"cluster '{cluster.name}' is not running")
-    as_of = s.env.oracle.read_ts()
+    as_of = s.read_ts() if as_of is None else as_of
     persist = s.env.persist
+    holds = []
 
-    def scan(table: Table) -> list[str]:
-        if pinned and table.shard_id in pinned:
-            return list(persist.snapshot_of(table.shard_id, pinned[table.shard_id]).urls)
-        return list(persist.snapshot(table.shard_id, as_of).urls)
+    def scan(table: Table) -> ShardSnapshot:
+        try:
+            snapshot, hold = persist.read(table.shard_id, as_of)
+        except SinceError as e:
+            raise SqlError("22000", "could not find a valid timestamp for the query",
+                           detail=f"Timestamp ({as_of}) is not valid for all inputs: "
+                                  f"[{table.name}] has since {e.since}") from None
+        holds.append(hold)
+        return snapshot
 
-    result = cc.peek(plan, scan, s.env.builtin_rows, s.env.config.replica_wait_s,
-                     s.vars.statement_timeout_s(), s.cancel_event)
+    try:
+        result = cc.peek(plan, scan, s.env.builtin_rows, s.env.config.replica_wait_s,
+                         s.vars.statement_timeout_s(), s.cancel_event, job)
+    finally:
+        for h in holds:
+            persist.release(h)
+    if job is not None:
+        return result
     rows = arrow_rows(result)
     jsonb = [i for i, (_, t) in enumerate(plan.columns) if t.name == "jsonb"]
     if jsonb and rows:

@@ -2,8 +2,15 @@
 ROLLBACK TO.
 
 Materialize's rules: a transaction that has written may not read (25000), writes are
-buffered on the session and appended at COMMIT, ROLLBACK discards them, and a failed
-statement leaves the transaction aborted (25P02) until it ends.
+buffered on the session and appended at COMMIT, all at one timestamp (the group commit),
+ROLLBACK discards them, and a failed statement leaves the transaction aborted (25P02)
+until it ends. Every read of a transaction is at one timestamp.
+
+The statements of a multi-statement simple query form an *implicit* transaction
+(PostgreSQL 55.2.2.1): it commits after the last statement and rolls back at the first
+error. Decided: in an implicit transaction a read of user data after writes commits the
+writes first (PostgreSQL shows a script its own writes; Materialize's write-only rule is
+for explicit blocks); from there on each statement commits by itself.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from pglast.enums import TransactionStmtKind
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from sqlfront.sequence.result import Result
-from sqlfront.sequence.writes import append
+from sqlfront.sequence.writes import append_all
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -31,6 +38,9 @@ def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Resu
         SqlError 0A000 for PREPARE TRANSACTION and the like; see ``savepoint``."""
     k = stmt.kind
     if k in (K.TRANS_STMT_BEGIN, K.TRANS_STMT_START):
+        if s._implicit:
+            s._implicit = False  # BEGIN inside a multi-statement query: an explicit block
+            return Result("BEGIN")
         if s.in_transaction:
             # PostgreSQL warns and stays in the transaction (WARNING 25001).
             return Result("BEGIN")
@@ -43,24 +53,43 @@ def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Resu
         return savepoint(s, k, stmt.savepoint_name)
     if k == K.TRANS_STMT_COMMIT:
         tag = "ROLLBACK" if s.failed else "COMMIT"
-        writes, s._pending_writes = s._pending_writes, []
-        failed = s.failed
-        end_transaction(s)
-        if not failed:
-            for table, data in writes:
-                append(s, table, data)
+        if s.failed:
+            rollback(s)
+        else:
+            commit(s)
         return Result(tag)
     if k == K.TRANS_STMT_ROLLBACK:
-        s._pending_writes = []
-        end_transaction(s)
+        rollback(s)
         return Result("ROLLBACK")
     raise SqlError(FEATURE_NOT_SUPPORTED, f"{k.name} is not supported")
 
 
+def commit(s: Session) -> None:
+    """End the transaction, making its buffered writes visible together at one timestamp
+    (or none of them, if the commit fails)."""
+    writes, s._pending_writes = s._pending_writes, []
+    end_transaction(s)
+    append_all(s, writes)
+
+
+def rollback(s: Session) -> None:
+    """End the transaction, discarding its buffered writes."""
+    s._pending_writes = []
+    end_transaction(s)
+
+
 def end_transaction(s: Session) -> None:
     """Leave the transaction block (its buffered writes are the caller's business)."""
-    s.in_transaction = s.failed = s._txn_read = s._txn_read_only = False
+    s.in_transaction = s.failed = s._txn_read = s._txn_read_only = s._implicit = False
     s._savepoints = []
+    release_read_ts(s)
+
+
+def release_read_ts(s: Session) -> None:
+    """Let since move past the transaction's read timestamp again."""
+    if s._txn_ts is not None:
+        s.env.release_time(s._txn_ts)
+        s._txn_ts = None
 
 
 def savepoint(s: Session, k, name: str) -> Result:

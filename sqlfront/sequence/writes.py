@@ -1,12 +1,17 @@
-"""INSERT, UPDATE and DELETE, and appending to persist.
+"""INSERT, UPDATE and DELETE: writes to persist through the group commit.
 
-Writes go straight to the table's persist shard at a write timestamp from the oracle
-(the Coordinator main loop is not involved). In a transaction block they are buffered
-on the session and appended at COMMIT (``sqlfront.sequence.txn``).
+INSERT ... VALUES builds its rows here and appends them as +1 updates. UPDATE and DELETE
+are plans that yield ``(old row, -1)`` and ``(new row, +1)`` for the rows they touch; a
+replica of the session's cluster runs the plan and writes the updates straight to Blob,
+and this module only publishes the part, by compare-and-append at the upper the plan read
+(a concurrent write to the table makes it plan again). Their cost grows with the rows
+changed, not with the table. In a transaction block INSERTs are buffered on the session
+and committed together at COMMIT (``sqlfront.sequence.txn``).
 """
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -15,14 +20,15 @@ from pglast import ast
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION
 from catalog.snapshot import Table
 from planner.writes import check_not_null, plan_insert
+from sqlfront.group_commit import Conflict, Write
 from sqlfront.sequence.peek import peek
 from sqlfront.sequence.result import Result, rows_to_arrow
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
 
-#: a shard with more parts than this is compacted into one after a write
-COMPACT_AFTER_PARTS = 8
+#: how often an UPDATE/DELETE plans again after a concurrent write before giving up
+MAX_CONFLICTS = 10
 
 
 def insert(s: Session, stmt: ast.InsertStmt, sql: str, params) -> Result:
@@ -50,59 +56,70 @@ def write(s: Session, table: Table, data: pa.Table) -> None:
     if s._txn_read_only:
         raise SqlError(READ_ONLY_SQL_TRANSACTION, "cannot execute INSERT in a read-only transaction")
     if s.in_transaction:
-        if s._txn_read:
+        if s._txn_read and not s._implicit:
             raise SqlError(INVALID_TRANSACTION_STATE, "transaction in read-only mode")
         s._pending_writes.append((table, data))
         return
-    append(s, table, data)
+    append_all(s, [(table, data)])
 
 
-def append(s: Session, table: Table, data: pa.Table) -> None:
-    """Append ``data`` to ``table``'s shard at a fresh write timestamp, then mark the
-    timestamp applied (even on failure, so reads never wait on it)."""
-    oracle = s.env.oracle
-    ts = oracle.write_ts()
-    try:
-        state = s.env.persist.append(table.shard_id, data, ts)
-    finally:
-        oracle.apply_write(ts)
-    s.env.note_write(table)
-    if len(state.parts) > COMPACT_AFTER_PARTS:
-        s.env.persist.compact(table.shard_id, COMPACT_AFTER_PARTS)
+def append_all(s: Session, writes: list[tuple[Table, pa.Table]]) -> None:
+    """Append every ``(table, rows)`` at one timestamp, visible together (group commit)."""
+    if writes:
+        s.env.writer.commit([Write(t.shard_id, rows=d) for t, d in writes])
 
 
 def rewrite(s: Session, stmt, sql: str, params) -> Result:
-    """UPDATE/DELETE: compute the table's new contents on the cluster, then replace the
-    shard's parts by compare-and-set against the state that was read (retrying if a
-    concurrent write got in between).
+    """UPDATE/DELETE: the updates are computed and written by a replica at a snapshot of
+    the table, then published only if the table's upper is still the snapshot's
+    (compare-and-append); else planned again.
 
     Raises:
-        SqlError 0A000 inside a transaction block; 40001 after 10 lost races."""
+        SqlError 0A000 inside a transaction block; 40001 after ``MAX_CONFLICTS``
+        concurrent writes in a row; 23502 for a NULL into a NOT NULL column."""
     from planner.writes import plan_delete, plan_update
 
-    if s.in_transaction:
+    if s.in_transaction and not s._implicit:
         raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE and DELETE are not supported inside a transaction yet")
+    if s._pending_writes:  # an implicit transaction's earlier INSERTs come first
+        from sqlfront.sequence.txn import commit
+
+        commit(s)
     is_delete = isinstance(stmt, ast.DeleteStmt)
-    for _ in range(10):
+    verb = "DELETE" if is_delete else "UPDATE"
+    persist = s.env.persist
+    for _ in range(MAX_CONFLICTS):
         snap = s.env.snapshot
         pr = plan_delete(snap, stmt, params) if is_delete else plan_update(snap, stmt, params)
-        state = s.env.persist.state(pr.table.shard_id)
-        rows = peek(s, pr.plan, pinned={pr.table.shard_id: state})
-        affected = sum(1 for r in rows if r[-1])
-        if is_delete:
-            kept = [r[:-1] for r in rows if not r[-1]]
-        else:
-            kept = [r[:-1] for r in rows]
-            for r in kept:
-                check_not_null(pr.table, r)
-        if affected == 0:
-            return Result(("DELETE " if is_delete else "UPDATE ") + "0")
-        oracle = s.env.oracle
-        ts = oracle.write_ts()
-        try:
-            done = s.env.persist.replace(pr.table.shard_id, rows_to_arrow(pr.table, kept), ts, state.seqno)
-        finally:
-            oracle.apply_write(ts)
-        if done is not None:
-            return Result(("DELETE " if is_delete else "UPDATE ") + str(affected))
+        shard = pr.table.shard_id
+        with s.env.table_lock(shard):  # writers of one table take turns (Materialize's write lock)
+            upper = persist.state(shard).upper
+            as_of = max(upper - 1, s.env.oracle.read_ts())
+            urls: dict[str, tuple[str, str]] = {}
+            lock = threading.Lock()
+
+            def url_for(replica_id: str) -> str:
+                with lock:
+                    urls.setdefault(replica_id, persist.new_part_url(shard))
+                    return urls[replica_id][1]
+
+            from spark_exec.writes import write_job
+
+            winner = peek(s, pr.plan, as_of=as_of, job=write_job(pr.table, url_for, diffs=True))
+            for rid, (key, _) in urls.items():
+                if rid != winner:
+                    persist.blob.delete(key)  # a replica that lost the race
+            batch = persist.written_batch(urls[winner][0], diffs=True)
+            if batch.updates == 0:
+                persist.delete_batch(batch)
+                return Result(f"{verb} 0")
+            try:
+                s.env.writer.commit([Write(shard, batch=batch, expected_upper=upper)])
+            except Conflict:
+                persist.delete_batch(batch)
+                continue
+            except BaseException:
+                persist.delete_batch(batch)
+                raise
+        return Result(f"{verb} {pr.affected(batch.updates)}")
     raise SqlError("40001", "could not serialize access due to concurrent update")

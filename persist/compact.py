@@ -1,0 +1,159 @@
+"""Compaction: fewer, larger parts, their updates consolidated and advanced to ``since``.
+
+Size-tiered (Materialize persist's Spine merges batches of similar size): when a shard has
+more than ``max_parts`` parts, the smallest parts of similar size are merged into one. The
+merge advances every update's time to at least the shard's ``since`` (reads at or after
+since cannot tell the difference) and, when a merged part holds retractions, sums diffs
+per row. The merged part replaces its inputs in one compare-and-set; the inputs are
+*retired* at that seqno and deleted by GC once no reader can still read them.
+
+Merging append-only parts is streamed here batch by batch (bounded memory). Merging
+parts with retractions needs consolidation, which the caller provides (environmentd runs
+it as a Spark job on a replica); without one, the merge is done in memory only for small
+inputs.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from persist.blob import Blob
+from persist.consensus import Consensus
+from persist.read import PartRead, ShardSnapshot, read_arrow
+from persist.state import DIFF_COLUMN, Part, Retired, ShardState, TIME_COLUMN
+from persist.write import COMPRESSION, Batch, write_batch
+
+log = logging.getLogger(__name__)
+
+#: merge when a shard has more parts than this
+MAX_PARTS = 8
+#: parts within this factor of the smallest one's size are merged together
+SIZE_RATIO = 8
+#: in-memory consolidation only up to this many updates (else wait for a replica)
+IN_MEMORY_UPDATES = 200_000
+
+#: ``merge(parts, since, out_key) -> Batch``: consolidates parts at ``since`` into out_key
+MergeFn = Callable[[list[PartRead], int, str], Batch]
+
+
+def choose(state: ShardState, max_parts: int = MAX_PARTS) -> list[Part]:
+    """The parts to merge now: the smallest ones within ``SIZE_RATIO`` of each other (at
+    least two), when the shard has more than ``max_parts``; else none."""
+    if len(state.parts) <= max_parts:
+        return []
+    by_size = sorted(state.parts, key=lambda p: p.updates)
+    floor = max(by_size[0].updates, 1)
+    chosen = [p for p in by_size if p.updates <= floor * SIZE_RATIO]
+    if len(chosen) < 2:
+        chosen = by_size[: len(by_size) - max_parts + 1]
+    return chosen
+
+
+def merge_append_only(blob: Blob, shard_id: str, parts: list[Part], since: int) -> Part | None:
+    """Stream ``parts`` (no retractions) into one new part, batch by batch. Every update
+    at or below ``since`` moves to ``since``: when all do, the output is a plain part of
+    rows at ``since``; otherwise it keeps a ``_mz_time`` column (and ``_mz_diff`` of 1s)."""
+    all_settled = all(p.max_time() <= since for p in parts)
+    key = blob.new_part_key(shard_id)
+    path = blob.url(key).removeprefix("file://")
+    writer = None
+    updates = 0
+    lo, hi = None, None
+    try:
+        for p in parts:
+            for rb in ds.dataset(blob.url(p.key).removeprefix("file://"), format="parquet").to_batches():
+                t = pa.Table.from_batches([rb])
+                if p.ts is None:
+                    times = pa.compute.max_element_wise(t.column(TIME_COLUMN), pa.scalar(since, pa.int64()))
+                else:
+                    times = pa.repeat(pa.scalar(max(p.ts, since), pa.int64()), t.num_rows)
+                # Parts without retractions hold only +1s: the rows alone say it all.
+                t = t.drop_columns([c for c in (TIME_COLUMN, DIFF_COLUMN) if c in t.column_names])
+                if not all_settled:
+                    t = t.append_column(TIME_COLUMN, times).append_column(
+                        DIFF_COLUMN, pa.repeat(pa.scalar(1, pa.int64()), t.num_rows))
+                    if t.num_rows:
+                        mn, mx = pa.compute.min(times).as_py(), pa.compute.max(times).as_py()
+                        lo = mn if lo is None else min(lo, mn)
+                        hi = mx if hi is None else max(hi, mx)
+                if writer is None:
+                    os.makedirs(os.path.dirname(path), exist_ok=True)
+                    writer = pq.ParquetWriter(path, t.schema, compression=COMPRESSION)
+                writer.write_table(t.cast(writer.schema))
+                updates += t.num_rows
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        blob.delete(key)
+        raise
+    if writer is None:
+        return None
+    writer.close()
+    blob.sync(key)
+    size = blob.size(key)
+    if all_settled:
+        return Part(key, since, since + 1, updates, size, ts=since, net=updates)
+    return Part(key, lo, hi + 1, updates, size, diffs=True, net=updates)
+
+
+def merge_in_memory(blob: Blob, shard_id: str, parts: list[Part], since: int) -> Part:
+    """Consolidate ``parts`` (with retractions) in memory at ``since``: for small shards."""
+    snap = ShardSnapshot(shard_id, 0, 1 << 62, tuple(_part_read(blob, p) for p in parts), True, 0)
+    schema = _data_schema(blob, parts)
+    # Consolidated, every time at since: a plain part of rows.
+    b = write_batch(blob, shard_id, read_arrow(snap, schema))
+    return Part(b.key, since, since + 1, b.updates, b.bytes, ts=since, net=b.net)
+
+
+def _part_read(blob: Blob, p: Part) -> PartRead:
+    return PartRead(blob.url(p.key), p.diffs, p.diffs and p.ts is None)
+
+
+def _data_schema(blob: Blob, parts: list[Part]) -> pa.Schema:
+    s = ds.dataset(blob.url(parts[0].key).removeprefix("file://"), format="parquet").schema
+    return pa.schema([f for f in s if f.name not in (TIME_COLUMN, DIFF_COLUMN)])
+
+
+def compact(consensus: Consensus, blob: Blob, shard_id: str, merge: MergeFn | None = None,
+            max_parts: int = MAX_PARTS) -> ShardState | None:
+    """Merge some parts of ``shard_id`` if it has too many. Returns the new state, or None
+    when there was nothing to do or a concurrent change removed one of the chosen parts
+    (the merged output is then deleted)."""
+    head = consensus.head(shard_id)
+    if head is None:
+        return None
+    st = ShardState.decode(head[1])
+    chosen = choose(st, max_parts)
+    if not chosen:
+        return None
+    since = st.since
+    if not any(p.retractions for p in chosen):
+        out = merge_append_only(blob, shard_id, chosen, since)
+    elif merge is not None:
+        key = blob.new_part_key(shard_id)
+        b = merge([_part_read(blob, p) for p in chosen], since, key)
+        out = Part(b.key, since, since + 1, b.updates, b.bytes, ts=since, diffs=True,
+                   retractions=b.retractions, net=b.net)
+    elif sum(p.updates for p in chosen) <= IN_MEMORY_UPDATES:
+        out = merge_in_memory(blob, shard_id, chosen, since)
+    else:
+        return None
+    keys = {p.key for p in chosen}
+    while True:
+        head = consensus.head(shard_id)
+        cur = ShardState.decode(head[1])
+        if not keys <= {p.key for p in cur.parts}:
+            if out is not None:
+                blob.delete(out.key)
+            return None
+        parts = tuple(p for p in cur.parts if p.key not in keys) + ((out,) if out is not None else ())
+        new = cur.next(parts=parts, retired=cur.retired + (Retired(cur.seqno + 1, tuple(sorted(keys))),))
+        if consensus.compare_and_set(shard_id, head[0], new.seqno, new.encode()):
+            log.info("compacted %d part(s) of shard %s into one", len(keys), shard_id)
+            return new

@@ -1,0 +1,125 @@
+"""Reads: the updates of a shard visible at ``as_of``, consolidated.
+
+A read at ``as_of`` sees every update at a time <= ``as_of``; the rows of the shard are
+those updates consolidated (diffs summed per row, rows with a positive sum repeated that
+many times). When no visible part holds a retraction, every update is a ``+1`` and the
+parts are read as they are (append-only tables read as fast as plain Parquet files).
+Materialize: a read below the shard's ``since`` is not answerable.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
+from persist.state import DIFF_COLUMN, ShardState, TIME_COLUMN
+
+
+class SinceError(Exception):
+    """A read at a time below the shard's since (the updates there were compacted)."""
+
+    def __init__(self, shard_id: str, as_of: int, since: int):
+        super().__init__(f"shard {shard_id}: as_of {as_of} is below since {since}")
+        self.shard_id, self.as_of, self.since = shard_id, as_of, since
+
+
+@dataclass(frozen=True)
+class PartRead:
+    """How to read one part at the snapshot's as_of.
+
+    ``url`` is what Spark and pyarrow open. ``diffs``: the file has a ``_mz_diff`` column
+    (else every row is a ``+1``). ``timed``: it also has a ``_mz_time`` column.
+    ``filter_time``: some of its updates are after as_of (keep ``_mz_time <= as_of``)."""
+
+    url: str
+    diffs: bool
+    timed: bool = False
+    filter_time: bool = False
+
+
+@dataclass(frozen=True)
+class ShardSnapshot:
+    """The parts of a shard to read at ``as_of``, as of state ``seqno``.
+
+    ``consolidate``: some visible update is a retraction, so the reader must sum diffs
+    per row. ``rows``: the rows at the shard's upper (an estimate for planning)."""
+
+    shard_id: str
+    seqno: int
+    as_of: int
+    parts: tuple[PartRead, ...]
+    consolidate: bool
+    rows: int
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        return tuple(p.url for p in self.parts)
+
+    @property
+    def plain(self) -> bool:
+        """Every part is a plain file of rows to take whole (no diffs, no time filter)."""
+        return not any(p.diffs or p.filter_time for p in self.parts)
+
+
+def snapshot_of(state: ShardState, shard_id: str, as_of: int, url) -> ShardSnapshot:
+    """The snapshot of ``state`` at ``as_of``; ``url(key)`` is Blob's URL of a part.
+
+    Raises:
+        SinceError: ``as_of`` is below the state's since.
+    """
+    if as_of < state.since:
+        raise SinceError(shard_id, as_of, state.since)
+    parts = []
+    for p in state.visible_parts(as_of):
+        timed = p.diffs and p.ts is None
+        parts.append(PartRead(url(p.key), p.diffs, timed, timed and p.max_time() > as_of))
+    return ShardSnapshot(shard_id, state.seqno, as_of, tuple(parts), state.retractions_visible(as_of),
+                         state.row_count())
+
+
+def read_arrow(snap: ShardSnapshot, schema: pa.Schema) -> pa.Table:
+    """The rows of ``snap`` as one Arrow table in ``schema`` (small reads, tests, the
+    consolidation of compaction when no replica runs it). Memory: the whole shard."""
+    tables = []
+    for p in snap.parts:
+        t = ds.dataset(p.url.removeprefix("file://"), format="parquet").to_table()
+        if p.filter_time:
+            t = t.filter(pc.less_equal(t.column(TIME_COLUMN), snap.as_of))
+        diff = t.column(DIFF_COLUMN) if p.diffs else pa.repeat(pa.scalar(1, pa.int64()), t.num_rows)
+        data = t.select(schema.names).cast(schema)
+        tables.append(data.append_column(DIFF_COLUMN, diff))
+    if not tables:
+        return schema.empty_table()
+    t = pa.concat_tables(tables)
+    if not snap.consolidate:
+        return t.drop_columns([DIFF_COLUMN])
+    return consolidate_arrow(t, schema)
+
+
+def consolidate_arrow(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Sum ``_mz_diff`` per row of ``t`` and repeat each row its sum times (rows whose sum
+    is <= 0 vanish). Values are compared as Python values (NULL equals NULL)."""
+    counts: Counter = Counter()
+    first: dict = {}
+    rows = t.select(schema.names).to_pylist()
+    for r, d in zip(rows, t.column(DIFF_COLUMN).to_pylist()):
+        k = _freeze(r)
+        counts[k] += d
+        first.setdefault(k, r)
+    out = []
+    for k, n in counts.items():
+        if n > 0:
+            out.extend([first[k]] * n)
+    return pa.Table.from_pylist(out, schema=schema) if out else schema.empty_table()
+
+
+def _freeze(v):
+    if isinstance(v, dict):
+        return tuple((k, _freeze(x)) for k, x in v.items())
+    if isinstance(v, list):
+        return ("__list__",) + tuple(_freeze(x) for x in v)
+    return v

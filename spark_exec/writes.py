@@ -1,0 +1,33 @@
+"""Writes computed on a replica: a plan's rows written by Spark straight to Blob.
+
+UPDATE and DELETE plans yield updates (the table's columns, then ``_mz_diff``); INSERT ...
+SELECT yields rows. The replica writes them as a Parquet part (a directory of files) at a
+URL persist handed out; environmentd then only publishes the part's metadata
+(``persist.write.written_batch``). Data never passes through environmentd, so the cost
+grows with the rows changed, not with the table.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from pyspark.sql.connect.dataframe import DataFrame
+
+from catalog.snapshot import Table
+from persist import DIFF_COLUMN
+
+
+def write_job(table: Table, url_for: Callable[[str], str], diffs: bool):
+    """A ClusterCoordinator job that writes the lowered plan's rows (``diffs``: plus a
+    last ``_mz_diff`` column) as a part at ``url_for(replica_id)``; returns the replica id.
+    Each replica racing the job writes its own URL, so the loser's files never mix in."""
+    names = [c.name for c in table.columns] + ([DIFF_COLUMN] if diffs else [])
+
+    def job(df: DataFrame, replica_id: str) -> str:
+        spark = df.sparkSession
+        # Timestamps as Parquet's INT64 micros (Spark's default INT96 is deprecated).
+        spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        df.toDF(*names).write.mode("overwrite").option("compression", "zstd").parquet(url_for(replica_id))
+        return replica_id
+
+    return job

@@ -1,0 +1,231 @@
+"""Group commit: every table write of this environmentd goes through one committer.
+
+Sessions hand in their writes (rows to append, or batches a replica already wrote) and
+wait. The committer takes everything queued, makes one Parquet part per table of the
+small appends, takes ONE write timestamp from the oracle and publishes every part by
+compare-and-append at that timestamp; then it tells the oracle the write is applied, so
+reads that start afterwards see all of it, and wakes the writers. (Materialize's
+coordinator commits table writes the same way: group commit at one timestamp.)
+
+A group that writes several shards is first recorded in the ``txns`` key of Consensus
+(Materialize's txn-wal idea): if the process dies after applying some shards, startup
+(:func:`recover`) applies the rest at the same timestamp, so a transaction's tables become
+visible together or not at all. A write conditional on the shard's upper (UPDATE and
+DELETE computed the diffs from a snapshot) that finds the upper moved fails with
+:class:`Conflict`; the caller recomputes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from catalog.oracle import TimestampOracle
+from persist import Batch, PersistClient, ShardState, UpperMismatch
+from persist.state import Part
+
+log = logging.getLogger(__name__)
+
+#: Consensus key of the multi-shard transaction record
+TXNS_KEY = "txns"
+#: appends of fewer rows than this are merged with others of the same group into one part
+SMALL_ROWS = 50_000
+
+
+class Conflict(Exception):
+    """A conditional write found the shard's upper moved since its snapshot."""
+
+
+@dataclass
+class Write:
+    """One shard's share of a transaction: ``rows`` to append as +1s, or a ``batch``
+    already in Blob. ``expected_upper``: commit only if the shard's upper is still this."""
+
+    shard_id: str
+    rows: pa.Table | None = None
+    batch: Batch | None = None
+    expected_upper: int | None = None
+
+
+@dataclass
+class _Pending:
+    writes: list[Write]
+    done: Future = field(default_factory=Future)
+
+
+class GroupCommitter:
+    """The committer thread of one environmentd. ``on_applied(shards)`` runs after each
+    group is visible (arrangements catch up)."""
+
+    def __init__(self, persist: PersistClient, oracle: TimestampOracle, on_applied=None):
+        self.persist = persist
+        self.oracle = oracle
+        self.on_applied = on_applied or (lambda shards: None)
+        self._queue: list[_Pending] = []
+        self._cv = threading.Condition()
+        self._stop = False
+        self.groups = 0
+        self._thread = threading.Thread(target=self._loop, name="group-commit", daemon=True)
+        self._thread.start()
+
+    def commit(self, writes: list[Write]) -> int:
+        """Make ``writes`` durable and visible together; returns their timestamp.
+
+        Raises:
+            Conflict: a conditional write's shard moved on.
+            Exception: what persist raised (nothing of the group is visible then)."""
+        writes = [w for w in writes if w.batch is not None or (w.rows is not None and w.rows.num_rows)
+                  or w.expected_upper is not None]
+        if not writes:
+            return self.oracle.read_ts()
+        p = _Pending(writes)
+        with self._cv:
+            self._queue.append(p)
+            self._cv.notify()
+        return p.done.result()
+
+    def stop(self) -> None:
+        with self._cv:
+            self._stop = True
+            self._cv.notify()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cv:
+                while not self._queue and not self._stop:
+                    self._cv.wait()
+                if self._stop and not self._queue:
+                    return
+                group, self._queue = self._queue, []
+            # Conditional writes go alone: their conflict must not fail anyone else.
+            plain = [p for p in group if not any(w.expected_upper is not None for w in p.writes)]
+            for g in ([plain] if plain else []) + [[p] for p in group if p not in plain]:
+                try:
+                    ts = self._commit_group(g)
+                except BaseException as e:  # every waiter learns; the loop goes on
+                    for p in g:
+                        p.done.set_exception(e)
+                    continue
+                for p in g:
+                    p.done.set_result(ts)
+
+    def _commit_group(self, group: list[_Pending]) -> int:
+        by_shard: dict[str, list[Write]] = {}
+        for p in group:
+            for w in p.writes:
+                by_shard.setdefault(w.shard_id, []).append(w)
+        batches: dict[str, list[Batch]] = {}
+        expected: dict[str, int | None] = {}
+        written: list[Batch] = []
+        try:
+            for shard, ws in by_shard.items():
+                bs = [w.batch for w in ws if w.batch is not None]
+                small = [w.rows for w in ws if w.rows is not None and w.rows.num_rows]
+                if small:
+                    b = self.persist.write_batch(shard, pa.concat_tables(small))
+                    written.append(b)
+                    bs.append(b)
+                batches[shard] = bs
+                expected[shard] = next((w.expected_upper for w in ws if w.expected_upper is not None), None)
+            ts = self._apply(batches, expected)
+        except BaseException:
+            for b in written:
+                self.persist.delete_batch(b)
+            raise
+        self.groups += 1
+        try:
+            self.on_applied(set(batches))
+        except Exception as e:
+            log.warning("after a group commit: %s", e)
+        return ts
+
+    def _apply(self, batches: dict[str, list[Batch]], expected: dict[str, int | None]) -> int:
+        while True:
+            uppers = {s: self.persist.state(s).upper for s in batches}
+            for s, e in expected.items():
+                if e is not None and uppers[s] != e:
+                    raise Conflict(f"shard {s} moved from {e} to {uppers[s]}")
+            ts = self.oracle.write_ts()
+            try:
+                if any(u > ts for u in uppers.values()):
+                    continue  # another process wrote past our timestamp: take a newer one
+                if len(batches) > 1:
+                    _record(self.persist, ts, batches, uppers)
+                mismatch = False
+                for s, bs in batches.items():
+                    r = self.persist.compare_and_append(s, bs, uppers[s], ts)
+                    if isinstance(r, UpperMismatch):
+                        if len(batches) > 1:
+                            # Recorded: the startup recovery (or the retry below) finishes it.
+                            _apply_recorded(self.persist, ts, s, bs)
+                        elif expected[s] is not None:
+                            raise Conflict(f"shard {s} moved to {r.current}")
+                        else:
+                            mismatch = True
+                if mismatch:
+                    continue
+                if len(batches) > 1:
+                    _clear(self.persist, ts)
+                return ts
+            finally:
+                self.oracle.apply_write(ts)
+
+
+def _txns(persist: PersistClient) -> tuple[int | None, list]:
+    head = persist.consensus.head(TXNS_KEY)
+    return (head[0], json.loads(head[1])) if head else (None, [])
+
+
+def _record(persist: PersistClient, ts: int, batches: dict[str, list[Batch]], uppers: dict[str, int]) -> None:
+    entry = {"ts": ts, "writes": {s: [_part_dict(b.part(uppers[s], ts + 1, ts)) for b in bs]
+                                  for s, bs in batches.items()}}
+    while True:
+        seqno, pending = _txns(persist)
+        if persist.consensus.compare_and_set(TXNS_KEY, seqno, (seqno or 0) + 1, json.dumps(pending + [entry]).encode()):
+            return
+
+
+def _clear(persist: PersistClient, ts: int) -> None:
+    while True:
+        seqno, pending = _txns(persist)
+        rest = [e for e in pending if e["ts"] != ts]
+        if persist.consensus.compare_and_set(TXNS_KEY, seqno, (seqno or 0) + 1, json.dumps(rest).encode()):
+            return
+
+
+def _part_dict(p: Part) -> dict:
+    return {k: getattr(p, k) for k in Part.__dataclass_fields__}
+
+
+def _apply_recorded(persist: PersistClient, ts: int, shard: str, parts) -> None:
+    """Apply a recorded transaction's parts to ``shard`` if they are not there yet: at
+    ``ts`` when the upper allows, else at the shard's upper (only possible when another
+    process wrote the shard meanwhile)."""
+    keys = {p.key if isinstance(p, Batch) else p["key"] for p in parts}
+    batches = [p if isinstance(p, Batch) else Batch(p["key"], p["updates"], p["bytes"], p["diffs"],
+                                                      p["retractions"], p["net"]) for p in parts]
+    while True:
+        st: ShardState = persist.state(shard)
+        if keys <= {p.key for p in st.parts}:
+            return
+        at = max(ts, st.upper)
+        if at != ts:
+            log.warning("txn at %d applied to shard %s at %d: its upper moved on", ts, shard, at)
+        if not isinstance(persist.compare_and_append(shard, batches, st.upper, at), UpperMismatch):
+            return
+
+
+def recover(persist: PersistClient) -> int:
+    """Finish the transactions recorded in ``txns`` whose shards a crash left half
+    applied (at startup, before any write). Returns how many there were."""
+    _, pending = _txns(persist)
+    for e in pending:
+        for shard, parts in e["writes"].items():
+            _apply_recorded(persist, e["ts"], shard, parts)
+        _clear(persist, e["ts"])
+    return len(pending)

@@ -1,0 +1,103 @@
+"""persist through the wire: acknowledged writes are visible, UPDATE/DELETE as updates
+computed on the replica, transactions at one timestamp, implicit transactions."""
+
+from __future__ import annotations
+
+import threading
+
+import psycopg
+import pytest
+
+
+def test_every_acknowledged_insert_is_visible_to_the_next_read(server):
+    with server.connect() as c:
+        c.execute("CREATE TABLE acked (client int, i int)")
+    missing = []
+
+    def client(k):
+        with server.connect() as c:
+            for i in range(15):
+                c.execute("INSERT INTO acked VALUES (%s, %s)", (k, i))
+                n = c.execute("SELECT count(*) FROM acked WHERE client = %s AND i = %s", (k, i)).fetchone()[0]
+                if n != 1:
+                    missing.append((k, i, n))
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert missing == []
+    with server.connect() as c:
+        assert c.execute("SELECT count(*) FROM acked").fetchone()[0] == 90
+
+
+def test_update_and_delete_write_updates(conn):
+    conn.execute("CREATE TABLE upd (k int NOT NULL, v text)")
+    conn.execute("INSERT INTO upd VALUES (1, 'a'), (2, 'b'), (3, 'c'), (3, 'c')")
+    cur = conn.execute("UPDATE upd SET v = v || '!' WHERE k >= 2")
+    assert cur.rowcount == 3
+    assert conn.execute("SELECT k, v FROM upd ORDER BY k, v").fetchall() == [(1, "a"), (2, "b!"), (3, "c!"), (3, "c!")]
+    assert conn.execute("DELETE FROM upd WHERE k = 3").rowcount == 2
+    assert conn.execute("DELETE FROM upd WHERE k = 42").rowcount == 0
+    assert conn.execute("SELECT k, v FROM upd ORDER BY k").fetchall() == [(1, "a"), (2, "b!")]
+    with pytest.raises(psycopg.errors.NotNullViolation):
+        conn.execute("UPDATE upd SET k = NULL WHERE k = 1")
+    assert conn.execute("UPDATE upd SET k = NULL WHERE false").rowcount == 0
+    assert conn.execute("SELECT count(*) FROM upd").fetchone()[0] == 2
+    conn.execute("INSERT INTO upd VALUES (4, NULL)")
+    assert conn.execute("UPDATE upd SET v = 'x' WHERE v IS NULL").rowcount == 1
+    assert conn.execute("SELECT k, v FROM upd ORDER BY k").fetchall() == [(1, "a"), (2, "b!"), (4, "x")]
+
+
+def test_concurrent_updates_of_one_row_serialize(server):
+    with server.connect() as c:
+        c.execute("CREATE TABLE counter (n int)")
+        c.execute("INSERT INTO counter VALUES (0)")
+
+    def bump():
+        with server.connect() as c:
+            for _ in range(3):
+                c.execute("UPDATE counter SET n = n + 1")
+
+    threads = [threading.Thread(target=bump) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    with server.connect() as c:
+        assert c.execute("SELECT n FROM counter").fetchall() == [(9,)]
+
+
+def test_commit_of_two_tables_is_one_timestamp(conn):
+    conn.execute("CREATE TABLE ta (a int)")
+    conn.execute("CREATE TABLE tb (b int)")
+    conn.autocommit = False
+    conn.execute("INSERT INTO ta VALUES (1)")
+    conn.execute("INSERT INTO tb VALUES (2)")
+    conn.commit()
+    conn.autocommit = True
+    assert conn.execute("SELECT (SELECT count(*) FROM ta), (SELECT count(*) FROM tb)").fetchone() == (1, 1)
+
+
+def test_reads_in_a_transaction_share_one_timestamp(server, conn):
+    conn.execute("CREATE TABLE snap (a int)")
+    conn.execute("INSERT INTO snap VALUES (1)")
+    conn.autocommit = False
+    assert conn.execute("SELECT count(*) FROM snap").fetchone()[0] == 1
+    with server.connect() as other:
+        other.execute("INSERT INTO snap VALUES (2)")
+    assert conn.execute("SELECT count(*) FROM snap").fetchone()[0] == 1
+    conn.commit()
+    assert conn.execute("SELECT count(*) FROM snap").fetchone()[0] == 2
+    conn.commit()
+
+
+def test_a_simple_query_is_one_implicit_transaction(conn):
+    conn.execute("CREATE TABLE implicit (a int)")
+    r = conn.pgconn.exec_(b"INSERT INTO implicit VALUES (1); SELECT 1/0")
+    assert r.error_field(psycopg.pq.DiagnosticField.SQLSTATE) == b"22012"
+    assert conn.execute("SELECT count(*) FROM implicit").fetchone()[0] == 0
+    # A script sees its own writes.
+    r = conn.pgconn.exec_(b"INSERT INTO implicit VALUES (1); SELECT count(*) FROM implicit")
+    assert r.get_value(0, 0) == b"1"
