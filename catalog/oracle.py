@@ -33,11 +33,9 @@ class TimestampOracle:
     def write_ts(self) -> int:
         """Allocate a new write timestamp, durably greater than any handed out before."""
         with self._lock:
-            ts = max(int(time.time() * 1000), self._write + 1)
-            if ts > self._allocated:
-                self._allocated = ts + self.WINDOW_MS
-                self._conn.execute("INSERT OR REPLACE INTO timestamp_oracle (id, ts) VALUES (0, ?)",
-                                   (self._allocated,))
+            # Above every read timestamp handed out: a read at T never misses a write at T.
+            ts = max(int(time.time() * 1000), self._write + 1, self._read + 1)
+            self._allocate(ts)
             self._write = ts
             self._pending.add(ts)
             return ts
@@ -51,9 +49,22 @@ class TimestampOracle:
             self._read = max(self._read, frontier)
 
     def read_ts(self) -> int:
-        """The timestamp a read should use: every applied write is at or below it."""
+        """The timestamp a read should use: every applied write is at or below it, and
+        no write in flight. With none in flight it follows the wall clock, as
+        Materialize's table uppers advance every second."""
         with self._lock:
+            if not self._pending:
+                now = int(time.time() * 1000)
+                if now > self._read:
+                    self._allocate(now)
+                    self._read = now
             return self._read
+
+    def _allocate(self, ts: int) -> None:
+        # Durable before handed out: a restart resumes above every timestamp used.
+        if ts > self._allocated:
+            self._allocated = ts + self.WINDOW_MS
+            self._conn.execute("INSERT OR REPLACE INTO timestamp_oracle (id, ts) VALUES (0, ?)", (self._allocated,))
 
     def close(self) -> None:
         with self._lock:

@@ -184,7 +184,7 @@ class CatalogSnapshot:
         """Find a table by optional schema and name, searching SEARCH_PATH when unqualified.
 
         Raises:
-            SqlError 42P01 ``relation "x" does not exist``.
+            SqlError 42P01 ``unknown catalog item 'x'`` (Materialize's wording).
         """
         schemas = (schema,) if schema else SEARCH_PATH
         for s in schemas:
@@ -192,7 +192,7 @@ class CatalogSnapshot:
             if r is not None:
                 return r
         shown = f"{schema}.{name}" if schema else name
-        raise SqlError(UNDEFINED_TABLE, f'relation "{shown}" does not exist')
+        raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{shown}'")
 
     def indexes_in_cluster(self, cluster_id: str) -> list[Index]:
         """The indexes cluster ``cluster_id`` maintains, in id order."""

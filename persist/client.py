@@ -112,10 +112,16 @@ class PersistClient:
 
     # -- maintenance --------------------------------------------------------------------
 
-    def maintain(self, shard_id: str, desired_since: int) -> ShardState | None:
+    #: since moves in steps of at least this (ms), heartbeats come every lease / 4: an
+    #: idle shard costs a compare-and-set now and then, not every round
+    SINCE_STEP_MS = 5000
+
+    def maintain(self, shard_id: str, desired_since: int, force: bool = False) -> ShardState | None:
         """Heartbeat this process's reader on ``shard_id``, advance the shard's since
         toward ``desired_since`` (as far as every live reader allows), drop expired
         readers, then delete the parts no reader can reach and truncate Consensus.
+        Without ``force``, nothing is written while the change would be small (since
+        moving less than ``SINCE_STEP_MS``, a fresh heartbeat, nothing to collect).
         Returns the new state (None: the shard has no state)."""
         while True:
             head = self.consensus.head(shard_id)
@@ -131,6 +137,12 @@ class PersistClient:
             since = min(since, max(cur.upper - 1, cur.since))
             new = cur.next(readers=readers, retired=keep, since=since)
             if new.readers == cur.readers and new.since == cur.since and not keys:
+                return cur
+            me, was = new.reader(self.leases.reader_id), cur.reader(self.leases.reader_id)
+            small = (since - cur.since < self.SINCE_STEP_MS and not keys and not cur.retired
+                     and len(new.readers) == len(cur.readers)
+                     and (me is None or was is None or me.heartbeat_ms - was.heartbeat_ms < self.leases.lease_ms // 4))
+            if small and not force:
                 return cur
             if self.consensus.compare_and_set(shard_id, head[0], new.seqno, new.encode()):
                 gc.delete_and_truncate(self.consensus, self.blob, shard_id, keys,

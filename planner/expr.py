@@ -96,6 +96,31 @@ def statement_time():
 def begin_statement() -> None:
     """Start a new statement: now() moves on."""
     _STATEMENT_TIME.set(None)
+    _QUERY_TIMESTAMP.set(None)
+
+
+#: () -> the timestamp the statement reads at (Materialize's ``mz_now()``), set by the
+#: session; None where there is none (a view's definition, say)
+_QUERY_TIMESTAMP: contextvars.ContextVar = contextvars.ContextVar("query_timestamp", default=None)
+
+#: the type mz_now() has here: Materialize's mz_timestamp is an unsigned 64-bit number
+MZ_TIMESTAMP = SqlType("numeric", 20, 0)
+
+
+def set_query_timestamp(fn) -> None:
+    """Let ``mz_now()`` in this statement be ``fn()`` (called at most once, when planned)."""
+    _QUERY_TIMESTAMP.set(fn)
+
+
+def query_timestamp() -> int:
+    """The statement's timestamp for ``mz_now()``.
+
+    Raises:
+        SqlError 0A000 where the statement has none."""
+    fn = _QUERY_TIMESTAMP.get()
+    if fn is None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "mz_now() is not supported here")
+    return fn()
 
 
 def type_from_ast(tn: ast.TypeName) -> tuple[SqlType, int | None]:
@@ -570,6 +595,10 @@ class ExprPlanner:
         args = [self.plan(a) for a in node.args or ()]
         if name in ("now", "transaction_timestamp", "statement_timestamp") and not args:
             return Literal(statement_time(), TIMESTAMPTZ)
+        if name == "mz_now" and not args:
+            from decimal import Decimal
+
+            return Literal(Decimal(query_timestamp()), MZ_TIMESTAMP)
         if name == "version" and not args:
             return Literal(f"PostgreSQL 9.5.0 on sqlfront (Materialize-compatible SQL front end on Spark)", TEXT)
         if name == "current_schemas" and len(args) == 1:

@@ -149,12 +149,18 @@ def _fill(table: Table, positions, vals, _):
     return tuple(row)
 
 
+def not_null_message(column: str) -> str:
+    """Materialize's NOT NULL violation message (23502); PostgreSQL's also names the
+    relation."""
+    return f'null value in column "{column}" violates not-null constraint'
+
+
 def check_not_null(table: Table, row) -> None:
     for c, v in zip(table.columns, row):
         if v is None and not c.nullable:
             raise SqlError(
                 NOT_NULL_VIOLATION,
-                f'null value in column "{c.name}" of relation "{table.name}" violates not-null constraint',
+                not_null_message(c.name),
             )
 
 
@@ -217,7 +223,8 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
     sets: dict[int, object] = {}
     for rt in stmt.targetList:
         if rt.name not in names:
-            raise SqlError(UNDEFINED_COLUMN, f'column "{rt.name}" of relation "{table.name}" does not exist')
+            # Materialize's wording (update.slt); PostgreSQL's names the relation.
+            raise SqlError(UNDEFINED_COLUMN, f"unknown column {rt.name}")
         if rt.indirection:
             raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE of subfields is not supported")
         j = names.index(rt.name)
@@ -256,5 +263,5 @@ def _not_null(e, table: Table, c):
 
     if c.nullable:
         return e
-    msg = f'null value in column "{c.name}" of relation "{table.name}" violates not-null constraint'
+    msg = not_null_message(c.name)
     return Call("not_null_or_raise", (e, Literal(msg, TEXT)), c.type)

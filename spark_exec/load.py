@@ -20,6 +20,7 @@ from catalog.errors import (
 )
 from catalog.snapshot import Table
 from catalog.types import arrow_schema
+from planner.writes import not_null_message
 
 
 def read_file(table: Table, path: str, fmt: str, *, header: bool = False, delimiter: str = ",",
@@ -79,7 +80,7 @@ def conform(table: Table, raw: pa.Table, schema: pa.Schema) -> pa.Table:
         if not col.nullable and arr.null_count:
             raise SqlError(
                 NOT_NULL_VIOLATION,
-                f'null value in column "{col.name}" of relation "{table.name}" violates not-null constraint',
+                not_null_message(col.name),
             )
         cols.append(arr)
     return pa.Table.from_arrays(cols, schema=schema)

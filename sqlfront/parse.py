@@ -8,6 +8,7 @@ Owns no session state and never plans or runs anything.
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 
 import pglast
 
@@ -60,6 +61,45 @@ def param_count(sql: str) -> int:
     if n > MAX_PARAMS:
         raise SqlError(UNDEFINED_PARAMETER, f"there is no parameter ${n}")
     return n
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """Materialize's ``AS OF [AT LEAST] <expr>`` after a SELECT or SUBSCRIBE: the
+    expression's text, and whether any later valid timestamp will do."""
+
+    expr: str
+    at_least: bool
+
+
+def split_as_of(sql: str) -> tuple[str, AsOf | None]:
+    """Split a trailing top-level ``AS OF [AT LEAST] expr`` off a statement (Materialize's
+    SELECT and SUBSCRIBE syntax, which PostgreSQL's grammar does not have).
+
+    Raises:
+        SqlError 42601 "Expected a timestamp value after 'AS OF', found EOF"."""
+    try:
+        tokens = [t for t in pglast.parser.scan(sql) if t.name not in ("SQL_COMMENT", "C_COMMENT")]
+    except pglast.parser.ParseError:
+        return sql, None
+    depth = 0
+    at = None
+    for i, t in enumerate(tokens):
+        if t.name == "ASCII_40":
+            depth += 1
+        elif t.name == "ASCII_41":
+            depth = max(0, depth - 1)
+        elif depth == 0 and t.name == "AS" and i + 1 < len(tokens) and tokens[i + 1].name == "OF":
+            at = i
+    if at is None:
+        return sql, None
+    rest = [t for t in tokens[at + 2:] if t.name != "ASCII_59"]
+    at_least = len(rest) >= 2 and rest[0].name == "AT" and sql[rest[1].start:rest[1].end + 1].lower() == "least"
+    if at_least:
+        rest = rest[2:]
+    if not rest:
+        raise SqlError(SYNTAX_ERROR, "Expected a timestamp value after 'AS OF', found EOF")
+    return sql[: tokens[at].start], AsOf(sql[rest[0].start: rest[-1].end + 1], at_least)
 
 
 def _has_tokens(text: str) -> bool:

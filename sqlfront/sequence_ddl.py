@@ -247,9 +247,67 @@ def drop_indexes(names: list[tuple[str | None, str]], if_exists: bool):
     return build
 
 
-def drop_views(names: list[tuple[str | None, str]], if_exists: bool):
+def _reads(view: View) -> list[tuple[str | None, str]]:
+    """The relation names a view's query mentions (CTE names too: harmless here)."""
+    import pglast
+    from pglast.visitors import Visitor
+
+    class Names(Visitor):
+        def __init__(self):
+            self.names = []
+
+        def visit_RangeVar(self, ancestors, node):
+            self.names.append((node.schemaname, node.relname))
+
+    v = Names()
+    v(pglast.parse_sql(view.sql))
+    return v.names
+
+
+def dependents(snap: CatalogSnapshot, ids: set[str]) -> list[View]:
+    """The views that read any of ``ids``, directly or through other views, dependents
+    after what they depend on."""
+    out: list[View] = []
+    found = set(ids)
+    changed = True
+    while changed:
+        changed = False
+        for v in snap.views.values():
+            if v.id in found:
+                continue
+            for schema, name in _reads(v):
+                rel = snap.relation_by_name(schema or USER_SCHEMA, name)
+                if rel is not None and rel.id in found:
+                    out.append(v)
+                    found.add(v.id)
+                    changed = True
+                    break
+    return out
+
+
+def _drop_dependents(snap: CatalogSnapshot, objs: list, cascade: bool, kind: str) -> list:
+    """Ops dropping the views over ``objs`` (with CASCADE), or SqlError 2BP01
+    (Materialize: "cannot drop table "t": still depended upon by view "v"")."""
+    deps = [v for v in dependents(snap, {o.id for o in objs}) if v.id not in {o.id for o in objs}]
+    if not deps:
+        return []
+    if not cascade:
+        reads = {r for v in deps for r in _reads(v)}
+        on = next((o for o in objs if (None, o.name) in reads or (USER_SCHEMA, o.name) in reads), objs[0])
+        raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                       f'cannot drop {kind} "{on.name}": still depended upon by view "{deps[0].name}"',
+                       hint="Use DROP ... CASCADE to drop the dependent objects too.")
+    ops = []
+    for v in reversed(deps):
+        ops.append(durable.DropView(v.id))
+        ops += [durable.DropIndex(i.id) for i in snap.indexes.values() if i.on_id == v.id]
+    return ops
+
+
+def drop_views(names: list[tuple[str | None, str]], if_exists: bool, cascade: bool = False):
     def build(snap: CatalogSnapshot, ids) -> list:
         ops = []
+        dropped = []
         for schema, name in names:
             rel = snap.relation_by_name(schema or USER_SCHEMA, name)
             if rel is None:
@@ -258,6 +316,9 @@ def drop_views(names: list[tuple[str | None, str]], if_exists: bool):
                 raise SqlError(UNDEFINED_TABLE, f'view "{name}" does not exist')
             if not isinstance(rel, View):
                 raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a view')
+            dropped.append(rel)
+        ops += _drop_dependents(snap, dropped, cascade, "view")
+        for rel in dropped:
             ops.append(durable.DropView(rel.id))
             ops += [durable.DropIndex(i.id) for i in snap.indexes.values() if i.on_id == rel.id]
         return ops
@@ -265,9 +326,12 @@ def drop_views(names: list[tuple[str | None, str]], if_exists: bool):
     return build
 
 
-def drop_tables(names: list[tuple[str | None, str]], if_exists: bool):
+def drop_tables(names: list[tuple[str | None, str]], if_exists: bool, cascade: bool = False):
+    """DROP TABLE: fails with 2BP01 while views read a table, unless CASCADE (which drops
+    them, Materialize's and PostgreSQL's rule)."""
     def build(snap: CatalogSnapshot, ids) -> list:
         ops = []
+        dropped = []
         for schema, name in names:
             rel = None
             for s in ((schema,) if schema else (USER_SCHEMA, "mz_catalog")):
@@ -282,6 +346,9 @@ def drop_tables(names: list[tuple[str | None, str]], if_exists: bool):
                 raise SqlError(WRONG_OBJECT_TYPE, f'cannot drop system table "{name}"')
             if isinstance(rel, View):
                 raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a table', hint="Use DROP VIEW to remove a view.")
+            dropped.append(rel)
+        ops += _drop_dependents(snap, dropped, cascade, "table")
+        for rel in dropped:
             ops.append(durable.DropTable(rel.id))
             ops += [durable.DropIndex(i.id) for i in snap.indexes.values() if i.on_id == rel.id]
         return ops

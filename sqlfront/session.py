@@ -20,14 +20,14 @@ from typing import Callable, Iterator
 import pyarrow as pa
 from pglast import ast
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, SYNTAX_ERROR
 from catalog.snapshot import Table
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
 from planner.writes import plan_insert
 from sqlfront import mzparse as mz
 from sqlfront.environment import Environment
-from sqlfront.parse import param_count, parse_generated, parse_one, split_statements
+from sqlfront.parse import param_count, parse_generated, parse_one, split_as_of, split_statements
 from sqlfront.sequence import copy, ddl, peek, show, txn, vars as var_stmts, writes
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
 from sqlfront.vars import SessionVars
@@ -65,6 +65,8 @@ class Session:
         self._txn_ts: int | None = None
         #: the transaction is the implicit one of a multi-statement simple query
         self._implicit = False
+        #: the running statement's ``AS OF`` clause, if any
+        self._as_of = None
 
     # -- entry points -----------------------------------------------------------------
 
@@ -116,10 +118,14 @@ class Session:
             self.env.metrics.phase("server", time.perf_counter() - t0)
 
     def _execute_one(self, sql: str, params, t0: float) -> Result:
-        from planner.expr import begin_statement
+        from planner.expr import begin_statement, set_query_timestamp
 
         begin_statement()
-        stmt = parse_one(sql)
+        body, self._as_of = split_as_of(sql)
+        stmt = parse_one(body)
+        if self._as_of is not None and not isinstance(stmt, ast.SelectStmt):
+            raise SqlError(SYNTAX_ERROR, "AS OF is only allowed after SELECT and SUBSCRIBE")
+        set_query_timestamp(self.read_ts)
         self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not txn.ends_transaction(stmt) and not txn.is_rollback_to(stmt):
             raise SqlError(IN_FAILED_SQL_TRANSACTION,

@@ -87,6 +87,11 @@ def parse(path: Path) -> list[Record]:
                 rec.expect_ok = mode in ("ok", "count")
                 if mode == "error" and len(toks) > 2:
                     rec.error_regex = stripped.split(None, 2)[2]
+            elif len(toks) > 1 and toks[1] == "error":
+                # ``query error REGEX``: as ``statement error`` (Materialize's files use both)
+                rec.kind = "statement"
+                rec.expect_ok = False
+                rec.error_regex = stripped.split(None, 2)[2] if len(toks) > 2 else None
             else:
                 rec.types = toks[1] if len(toks) > 1 else ""
                 rec.sort = toks[2] if len(toks) > 2 else "nosort"
@@ -112,6 +117,19 @@ def parse(path: Path) -> list[Record]:
             continue
         i += 1  # an unknown directive: skip the line
     return records
+
+
+def _error_matches(regex: str, err: psycopg.Error) -> bool:
+    """Whether ``err`` matches an expected-error line: cockroach's ``pgcode XXXXX rest``
+    checks the SQLSTATE and then ``rest``; Materialize's ``db error: ERROR: `` prefix
+    (its runner's rendering of the error) is dropped."""
+    m = re.match(r"pgcode (\w{5})\s*(.*)$", regex)
+    if m:
+        if err.sqlstate != m.group(1):
+            return False
+        regex = m.group(2)
+    regex = regex.removeprefix("db error: ERROR: ")
+    return not regex or re.search(regex, str(err)) is not None
 
 
 class _TextLoader(Loader):
@@ -145,6 +163,8 @@ def format_value(v: str | None, t: str) -> str:
             if v in ("t", "f"):
                 return "1" if v == "t" else "0"
             return "0"
+    if t == "B" and v in ("t", "f"):
+        return "true" if v == "t" else "false"  # Materialize's runner prints booleans so
     if t == "R":
         try:
             return f"{float(v):.3f}"
@@ -241,8 +261,9 @@ class Runner:
             if rec.expect_ok and err is None:
                 return True, {}
             if not rec.expect_ok and err is not None:
-                if rec.error_regex and not re.search(rec.error_regex, str(err)):
-                    return False, {"expected": f"error matching {rec.error_regex!r}", "actual": str(err).strip()}
+                if rec.error_regex and not _error_matches(rec.error_regex, err):
+                    return False, {"expected": f"error matching {rec.error_regex!r}",
+                                   "actual": f"{err.sqlstate}: {str(err).strip()}"}
                 return True, {}
             return False, {"expected": "ok" if rec.expect_ok else "error",
                            "actual": f"error {err.sqlstate}: {str(err).strip()}" if err else "ok"}

@@ -22,7 +22,7 @@ def test_error_sqlstates(conn):
     e = expect(conn, "SELEC 1", "42601", 'syntax error at or near "SELEC"')
     assert e.diag.statement_position == "1"
     assert e.diag.severity == "ERROR"
-    expect(conn, "SELECT * FROM nope", "42P01", 'relation "nope" does not exist')
+    expect(conn, "SELECT * FROM nope", "42P01", "unknown catalog item 'nope'")
     expect(conn, "SELECT nope FROM mz_clusters", "42703", 'column "nope" does not exist')
     expect(conn, "SELECT 1/0", "22012", "division by zero")
     expect(conn, "CREATE CLUSTER quickstart REPLICAS ()", "42710", "cluster 'quickstart' already exists")

@@ -95,7 +95,7 @@ def test_read_below_since_fails(tmp_path):
     for ts in (1, 2, 3):
         p.append("s", pa.table({"a": [ts]}, schema=SCHEMA), ts=ts)
     p.read_table("s", SCHEMA)  # registers this process's reader
-    p.maintain("s", desired_since=3)
+    p.maintain("s", desired_since=3, force=True)
     assert p.state("s").since == 3
     with pytest.raises(SinceError):
         p.read("s", 2)
@@ -107,18 +107,18 @@ def test_a_read_hold_keeps_since_and_parts_through_compaction_and_gc(tmp_path):
     for ts in range(1, 12):
         p.append("s", pa.table({"a": [ts]}, schema=SCHEMA), ts=ts)
     snap, hold = p.read("s", 5)
-    p.maintain("s", desired_since=11)
+    p.maintain("s", desired_since=11, force=True)
     assert p.state("s").since == 5  # held back by the read at 5
     st = p.compact("s", max_parts=2)
     assert st is not None and len(st.parts) < 11 and st.retired
-    p.maintain("s", desired_since=11)
+    p.maintain("s", desired_since=11, force=True)
     # The retired parts are still in Blob: the hold's seqno is older than their retirement.
     import pyarrow.dataset as ds
 
     t = pa.concat_tables([ds.dataset(u.removeprefix("file://"), format="parquet").to_table() for u in snap.urls])
     assert sorted(t.column("a").to_pylist()) == [1, 2, 3, 4, 5]
     p.release(hold)
-    st = p.maintain("s", desired_since=11)
+    st = p.maintain("s", desired_since=11, force=True)
     assert not st.retired
     assert p.gc_orphans() == 0
     assert rows(p, "s") == list(range(1, 12))
@@ -135,7 +135,7 @@ def test_another_process_reader_expires(tmp_path):
     import time
 
     time.sleep(0.01)
-    a.maintain("s", desired_since=1)
+    a.maintain("s", desired_since=1, force=True)
     assert [r.reader_id for r in a.state("s").readers] == ["envA:1"]
 
 
@@ -146,7 +146,7 @@ def test_compaction_consolidates_retractions(tmp_path):
         b = updates(p, "s", [(ts % 3 + 1, -1), (ts % 3 + 1, 1)])
         p.compare_and_append("s", [b], p.state("s").upper, ts)
     p.read_table("s", SCHEMA)
-    p.maintain("s", desired_since=11)
+    p.maintain("s", desired_since=11, force=True)
     st = p.compact("s", max_parts=1)
     assert len(st.parts) == 1 and not st.parts[0].retractions
     assert rows(p, "s") == [1, 2, 3]

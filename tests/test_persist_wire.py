@@ -101,3 +101,35 @@ def test_a_simple_query_is_one_implicit_transaction(conn):
     # A script sees its own writes.
     r = conn.pgconn.exec_(b"INSERT INTO implicit VALUES (1); SELECT count(*) FROM implicit")
     assert r.get_value(0, 0) == b"1"
+
+
+def test_drop_table_under_a_view_needs_cascade(conn):
+    conn.execute("CREATE TABLE base (a int)")
+    conn.execute("CREATE VIEW over_base AS SELECT a FROM base")
+    conn.execute("CREATE VIEW over_view AS SELECT a FROM over_base")
+    with pytest.raises(psycopg.errors.DependentObjectsStillExist, match="still depended upon by view"):
+        conn.execute("DROP TABLE base")
+    with pytest.raises(psycopg.errors.DependentObjectsStillExist):
+        conn.execute("DROP VIEW over_base")
+    conn.execute("DROP TABLE base CASCADE")
+    for name in ("base", "over_base", "over_view"):
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute(f"SELECT * FROM {name}")
+
+
+def test_as_of_reads_at_a_timestamp(conn):
+    import time
+
+    conn.execute("CREATE TABLE asof (a int)")
+    conn.execute("INSERT INTO asof VALUES (1)")
+    t1 = int(conn.execute("SELECT mz_now()").fetchone()[0])
+    time.sleep(0.05)
+    conn.execute("INSERT INTO asof VALUES (2)")
+    assert conn.execute(f"SELECT a FROM asof AS OF {t1}").fetchall() == [(1,)]
+    assert conn.execute(f"SELECT mz_now() AS OF {t1}").fetchone()[0] == t1
+    assert sorted(conn.execute(f"SELECT a FROM asof AS OF AT LEAST {t1}").fetchall()) in ([(1,)], [(1,), (2,)])
+    with pytest.raises(psycopg.Error, match="could not find a valid timestamp"):
+        conn.execute("SELECT a FROM asof AS OF 1")
+    with pytest.raises(psycopg.Error, match="castable to a"):
+        conn.execute("SELECT a FROM asof AS OF -1")
+    assert conn.execute("SELECT count(*) FROM asof AS OF AT LEAST 1").fetchone()[0] in (0, 1, 2)

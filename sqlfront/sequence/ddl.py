@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pglast
 from pglast import ast
-from pglast.enums import ObjectType
+from pglast.enums import DropBehavior, ObjectType
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION
 from planner.ddl import plan_columns
@@ -91,7 +91,10 @@ def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
     if stmt.removeType not in kinds:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"DROP {stmt.removeType.name.removeprefix('OBJECT_')} is not supported")
     txn, tag = kinds[stmt.removeType]
-    run(s, txn(names, bool(stmt.missing_ok)))
+    if stmt.removeType == ObjectType.OBJECT_INDEX:
+        run(s, txn(names, bool(stmt.missing_ok)))
+    else:
+        run(s, txn(names, bool(stmt.missing_ok), stmt.behavior == DropBehavior.DROP_CASCADE))
     return Result(tag)
 
 

@@ -40,7 +40,19 @@ def select(s: Session, stmt: ast.SelectStmt, sql: str | None, params, tag: str =
         SqlError 25000 in a transaction that has written (Materialize's write-only
         transactions); the planner's and the peek's errors."""
     t = time.perf_counter()
+    as_of = None
+    if s._as_of is not None:
+        from planner.expr import set_query_timestamp
+        from sqlfront.sequence import as_of as as_of_clause
+
+        from sqlfront.parse import split_as_of
+
+        as_of = as_of_clause.evaluate(s, s._as_of)
+        as_of_clause.check_query(split_as_of(sql or "")[0])
+        set_query_timestamp(lambda: as_of)
     pq = s._plan_select(stmt, params)
+    if as_of is not None:
+        as_of = as_of_clause.choose(s, s._as_of, as_of, pq.plan)
     if s._pending_writes and not interpret.is_fast_path(pq.plan):
         if not s._implicit:
             raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
@@ -53,7 +65,7 @@ def select(s: Session, stmt: ast.SelectStmt, sql: str | None, params, tag: str =
         # Materialize: a transaction that reads user data is read-only. Catalog reads
         # (which drivers and ORMs issue before writing) do not count.
         s._txn_read = True
-    rows = peek(s, pq.plan)
+    rows = peek(s, pq.plan, as_of=as_of)
     s.env.metrics.phase("execute", time.perf_counter() - t1)
     return Result(f"SELECT {len(rows)}", columns(pq), rows)
 
