@@ -235,7 +235,7 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
         sets[j] = fold(_assign_expr(coerce(e, col.type) if isinstance(e, Literal) else e, col.type, col.name))
     hit = _affected(get, qp, scope, stmt.whereClause)
     old = tuple(ColRef(j, c.type) for j, c in enumerate(table.columns))
-    new = tuple(_not_null(sets[j], table, c) if j in sets else ColRef(j, c.type) for j, c in enumerate(table.columns))
+    new = tuple(not_null_guard(sets[j], table, c) if j in sets else ColRef(j, c.type) for j, c in enumerate(table.columns))
     out = tuple(names) + (DIFF,)
     plan = SetOp("union", Project(hit, old + (Literal(-1, INT8),), out), Project(hit, new + (Literal(1, INT8),), out), True)
     return PlannedRewrite(table, optimize(plan), True)
@@ -255,7 +255,7 @@ def _affected(get, qp, scope, where):
     return Filter(get, fold(qp.expr_planner(scope, agg_context="WHERE").plan_bool(where, "WHERE")))
 
 
-def _not_null(e, table: Table, c):
+def not_null_guard(e, table: Table, c):
     """``e``, raising 23502 where it is NULL and column ``c`` is NOT NULL (checked where
     the new rows are computed: on the replica)."""
     from catalog.types import BOOL

@@ -199,6 +199,7 @@ class Session:
 
     def close(self) -> None:
         """The connection ended: drop what the session holds."""
+        txn.discard(self, self._pending_writes)
         self._pending_writes = []
         txn.release_read_ts(self)
 

@@ -133,3 +133,20 @@ def test_as_of_reads_at_a_timestamp(conn):
     with pytest.raises(psycopg.Error, match="castable to a"):
         conn.execute("SELECT a FROM asof AS OF -1")
     assert conn.execute("SELECT count(*) FROM asof AS OF AT LEAST 1").fetchone()[0] in (0, 1, 2)
+
+
+def test_insert_select_is_written_by_the_replica(conn):
+    conn.execute("CREATE TABLE src (a int, b text)")
+    conn.execute("CREATE TABLE dst (a int NOT NULL, b text)")
+    conn.execute("INSERT INTO src VALUES (1, 'x'), (2, NULL), (3, 'z')")
+    assert conn.execute("INSERT INTO dst SELECT a, b FROM src WHERE a > 1").rowcount == 2
+    assert conn.execute("SELECT a, b FROM dst ORDER BY a").fetchall() == [(2, None), (3, "z")]
+    conn.execute("INSERT INTO src VALUES (NULL, 'n')")
+    with pytest.raises(psycopg.errors.NotNullViolation):
+        conn.execute("INSERT INTO dst SELECT a, b FROM src")
+    assert conn.execute("SELECT count(*) FROM dst").fetchone()[0] == 2
+    conn.autocommit = False
+    conn.execute("INSERT INTO dst SELECT a, b FROM src WHERE a = 1")
+    conn.rollback()
+    conn.autocommit = True
+    assert conn.execute("SELECT count(*) FROM dst").fetchone()[0] == 2

@@ -21,6 +21,7 @@ from pglast import ast
 from pglast.enums import TransactionStmtKind
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
+from persist import Batch
 from sqlfront.sequence.result import Result
 from sqlfront.sequence.writes import append_all
 
@@ -74,8 +75,16 @@ def commit(s: Session) -> None:
 
 def rollback(s: Session) -> None:
     """End the transaction, discarding its buffered writes."""
+    discard(s, s._pending_writes)
     s._pending_writes = []
     end_transaction(s)
+
+
+def discard(s: Session, writes: list) -> None:
+    """Delete the parts replicas wrote for buffered writes that will never commit."""
+    for _, data in writes:
+        if isinstance(data, Batch):
+            s.env.persist.delete_batch(data)
 
 
 def end_transaction(s: Session) -> None:
@@ -109,6 +118,7 @@ def savepoint(s: Session, k, name: str) -> Result:
         del s._savepoints[idx:]
         return Result("RELEASE")
     del s._savepoints[idx + 1 :]
+    discard(s, s._pending_writes[s._savepoints[idx][1] :])
     del s._pending_writes[s._savepoints[idx][1] :]
     s.failed = False
     return Result("ROLLBACK")

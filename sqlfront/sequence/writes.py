@@ -19,6 +19,7 @@ from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION
 from catalog.snapshot import Table
+from persist import Batch
 from planner.writes import check_not_null, plan_insert
 from sqlfront.group_commit import Conflict, Write
 from sqlfront.sequence.peek import peek
@@ -36,20 +37,68 @@ def insert(s: Session, stmt: ast.InsertStmt, sql: str, params) -> Result:
 
     Raises:
         SqlError 23502 for a NULL in a NOT NULL column; the planner's errors."""
+    from planner import interpret
+
     snap = s.env.snapshot
     pi = plan_insert(snap, stmt, params)
     if pi.rows is not None:
         rows = list(pi.rows)
-    else:
+    elif interpret.is_fast_path(pi.query):
         rows = peek(s, pi.query)
         for r in rows:
             check_not_null(pi.table, r)
+    else:
+        # INSERT ... SELECT over tables: the replica computes and writes the rows.
+        batch = replica_write(s, pi.table, not_null_checked(pi.table, pi.query), diffs=False)
+        write(s, pi.table, batch)
+        return Result(f"INSERT 0 {batch.updates}")
     write(s, pi.table, rows_to_arrow(pi.table, rows))
     return Result(f"INSERT 0 {len(rows)}")
 
 
-def write(s: Session, table: Table, data: pa.Table) -> None:
-    """Write ``data`` (in ``table``'s storage schema) now, or at COMMIT in a transaction.
+def not_null_checked(table: Table, plan):
+    """``plan`` with each NOT NULL column of ``table`` checked where the rows are made."""
+    from planner.plan import Project
+    from planner.scalar import ColRef
+    from planner.writes import not_null_guard
+
+    if all(c.nullable for c in table.columns):
+        return plan
+    exprs = tuple(not_null_guard(ColRef(i, t), table, c) for i, ((_, t), c) in enumerate(zip(plan.columns, table.columns)))
+    return Project(plan, exprs, tuple(n for n, _ in plan.columns))
+
+
+def replica_write(s: Session, table: Table, plan, diffs: bool, as_of: int | None = None):
+    """Run ``plan`` on the session's cluster with the replica writing its rows (with a
+    last ``_mz_diff`` column when ``diffs``) as a part of ``table``'s shard; returns the
+    Batch, not yet appended. Each replica racing the job writes its own part; the losers'
+    are deleted."""
+    from spark_exec.writes import write_job
+
+    persist = s.env.persist
+    urls: dict[str, tuple[str, str]] = {}
+    lock = threading.Lock()
+
+    def url_for(replica_id: str) -> str:
+        with lock:
+            urls.setdefault(replica_id, persist.new_part_url(table.shard_id))
+            return urls[replica_id][1]
+
+    try:
+        winner = peek(s, plan, as_of=as_of, job=write_job(table, url_for, diffs=diffs))
+    except BaseException:
+        for key, _ in urls.values():
+            persist.blob.delete(key)
+        raise
+    for rid, (key, _) in urls.items():
+        if rid != winner:
+            persist.blob.delete(key)
+    return persist.written_batch(urls[winner][0], diffs=diffs)
+
+
+def write(s: Session, table: Table, data: pa.Table | Batch) -> None:
+    """Write ``data`` (rows in ``table``'s storage schema, or a batch a replica wrote)
+    now, or at COMMIT in a transaction.
 
     Raises:
         SqlError 25006 in a READ ONLY transaction; 25000 in one that has read."""
@@ -63,10 +112,12 @@ def write(s: Session, table: Table, data: pa.Table) -> None:
     append_all(s, [(table, data)])
 
 
-def append_all(s: Session, writes: list[tuple[Table, pa.Table]]) -> None:
-    """Append every ``(table, rows)`` at one timestamp, visible together (group commit)."""
+def append_all(s: Session, writes: list[tuple[Table, pa.Table | Batch]]) -> None:
+    """Append every ``(table, rows or batch)`` at one timestamp, visible together
+    (group commit)."""
     if writes:
-        s.env.writer.commit([Write(t.shard_id, rows=d) for t, d in writes])
+        s.env.writer.commit([Write(t.shard_id, batch=d) if isinstance(d, Batch) else Write(t.shard_id, rows=d)
+                             for t, d in writes])
 
 
 def rewrite(s: Session, stmt, sql: str, params) -> Result:
@@ -95,21 +146,7 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
         with s.env.table_lock(shard):  # writers of one table take turns (Materialize's write lock)
             upper = persist.state(shard).upper
             as_of = max(upper - 1, s.env.oracle.read_ts())
-            urls: dict[str, tuple[str, str]] = {}
-            lock = threading.Lock()
-
-            def url_for(replica_id: str) -> str:
-                with lock:
-                    urls.setdefault(replica_id, persist.new_part_url(shard))
-                    return urls[replica_id][1]
-
-            from spark_exec.writes import write_job
-
-            winner = peek(s, pr.plan, as_of=as_of, job=write_job(pr.table, url_for, diffs=True))
-            for rid, (key, _) in urls.items():
-                if rid != winner:
-                    persist.blob.delete(key)  # a replica that lost the race
-            batch = persist.written_batch(urls[winner][0], diffs=True)
+            batch = replica_write(s, pr.table, pr.plan, diffs=True, as_of=as_of)
             if batch.updates == 0:
                 persist.delete_batch(batch)
                 return Result(f"{verb} 0")
