@@ -38,13 +38,18 @@ SIZE_RATIO = 8
 #: in-memory consolidation only up to this many updates (else wait for a replica)
 IN_MEMORY_UPDATES = 200_000
 
-#: ``merge(parts, since, out_key) -> Batch``: consolidates parts at ``since`` into out_key
-MergeFn = Callable[[list[PartRead], int, str], Batch]
+#: ``merge(parts) -> Batch``: the consolidated rows of ``parts`` written as a new batch
+#: of plain rows (each row once per unit of its summed diff)
+MergeFn = Callable[[list[PartRead]], Batch]
 
 
 def choose(state: ShardState, max_parts: int = MAX_PARTS) -> list[Part]:
-    """The parts to merge now: the smallest ones within ``SIZE_RATIO`` of each other (at
-    least two), when the shard has more than ``max_parts``; else none."""
+    """The parts to merge now: every part when some hold retractions (until they are
+    consolidated away, every read must consolidate the whole shard); else the smallest
+    ones within ``SIZE_RATIO`` of each other (at least two), when the shard has more than
+    ``max_parts``; else none."""
+    if any(p.retractions for p in state.parts):
+        return list(state.parts)
     if len(state.parts) <= max_parts:
         return []
     by_size = sorted(state.parts, key=lambda p: p.updates)
@@ -136,10 +141,11 @@ def compact(consensus: Consensus, blob: Blob, shard_id: str, merge: MergeFn | No
     if not any(p.retractions for p in chosen):
         out = merge_append_only(blob, shard_id, chosen, since)
     elif merge is not None:
-        key = blob.new_part_key(shard_id)
-        b = merge([_part_read(blob, p) for p in chosen], since, key)
-        out = Part(b.key, since, since + 1, b.updates, b.bytes, ts=since, diffs=True,
-                   retractions=b.retractions, net=b.net)
+        b = merge([_part_read(blob, p) for p in chosen])
+        if not b.updates:
+            blob.delete(b.key)
+        out = Part(b.key, since, since + 1, b.updates, b.bytes, ts=since, diffs=b.diffs,
+                   retractions=b.retractions, net=b.net) if b.updates else None
     elif sum(p.updates for p in chosen) <= IN_MEMORY_UPDATES:
         out = merge_in_memory(blob, shard_id, chosen, since)
     else:

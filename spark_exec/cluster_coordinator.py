@@ -111,6 +111,10 @@ class ClusterCoordinator:
 
     # -- peeks ------------------------------------------------------------------------
 
+    def has_healthy_replica(self) -> bool:
+        with self._cond:
+            return bool(self._healthy())
+
     def _healthy(self) -> list[ReplicaHandle]:
         return [h for h in self._replicas.values() if h.status == HEALTHY and h.session is not None]
 

@@ -9,6 +9,7 @@ grows with the rows changed, not with the table.
 
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 from pyspark.sql.connect.dataframe import DataFrame
@@ -31,3 +32,24 @@ def write_job(table: Table, url_for: Callable[[str], str], diffs: bool):
         return replica_id
 
     return job
+
+
+class PartUrls:
+    """One fresh part (key, URL) per replica racing a write job: ``new_part()`` gives a
+    (key, url) pair; ``url_for`` is what :func:`write_job` calls."""
+
+    def __init__(self, new_part: Callable[[], tuple[str, str]]):
+        self._new_part = new_part
+        self._lock = threading.Lock()
+        self.parts: dict[str, tuple[str, str]] = {}
+
+    def url_for(self, replica_id: str) -> str:
+        with self._lock:
+            if replica_id not in self.parts:
+                self.parts[replica_id] = self._new_part()
+            return self.parts[replica_id][1]
+
+    def keys_except(self, winner: str | None) -> list[str]:
+        """Keys of the parts of every replica but ``winner`` (to delete)."""
+        with self._lock:
+            return [k for rid, (k, _) in self.parts.items() if rid != winner]

@@ -30,7 +30,7 @@ from catalog.sizes import ReplicaSize, default_sizes
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica, Table
 from planner.plan import relations_read
 from planner.query import QueryPlanner
-from persist import FileBlob, PersistClient, SqliteConsensus
+from persist import Batch, FileBlob, PersistClient, SqliteConsensus
 from sqlfront import group_commit
 from sqlfront.group_commit import GroupCommitter
 from spark_exec.cluster_coordinator import ClusterCoordinator
@@ -96,6 +96,8 @@ class Environment:
         self._time_lock = threading.Lock()
         self._table_locks: dict[str, threading.Lock] = {}
         self._maintenance_stop = threading.Event()
+        self._to_compact: set[str] = set()
+        self._compact_cv = threading.Condition()
         self.orchestrator = Orchestrator(d, instance=uuid.uuid4().hex[:8])
         self.clusters: dict[str, ClusterCoordinator] = {}
         self._clusters_lock = threading.Lock()
@@ -129,6 +131,7 @@ class Environment:
                 for r in snap.replicas_of(c.id):
                     cc.ensure_replica(r, self._size(r))
         threading.Thread(target=self._maintenance_loop, name="persist-maintenance", daemon=True).start()
+        threading.Thread(target=self._compaction_loop, name="persist-compaction", daemon=True).start()
         log.info("environment ready: %d cluster(s), %d replica(s), %d table(s)",
                  len(self.snapshot.clusters), len(self.snapshot.replicas), len(self.snapshot.tables))
 
@@ -195,8 +198,53 @@ class Environment:
             desired = min([desired] + list(self._time_holds))
         for shard in sorted(shards & live):
             self.persist.maintain(shard, desired)
-            if shard in dirty:
-                self.persist.compact(shard)
+        if dirty & live:
+            with self._compact_cv:
+                self._to_compact |= dirty & live
+                self._compact_cv.notify()
+
+    def _compaction_loop(self) -> None:
+        """Compact the shards written lately, one at a time, on this thread (a merge with
+        retractions runs as a Spark job on a replica)."""
+        while not self._maintenance_stop.is_set():
+            with self._compact_cv:
+                while not self._to_compact and not self._maintenance_stop.is_set():
+                    self._compact_cv.wait(1.0)
+                shards, self._to_compact = self._to_compact, set()
+            for shard in sorted(shards):
+                table = next((t for t in self.snapshot.tables.values() if t.shard_id == shard), None)
+                if table is None:
+                    continue
+                try:
+                    self.persist.compact(shard, functools.partial(self._merge_on_replica, table))
+                except Exception as e:  # a later write brings the shard back here
+                    log.warning("compacting %s: %s", table.name, e)
+
+    def _merge_on_replica(self, table: Table, parts) -> Batch:
+        """Consolidate ``parts`` of ``table`` into plain rows with a Spark job on a
+        healthy replica of any cluster; the replica writes the new part to Blob.
+
+        Raises:
+            RuntimeError when no cluster has a healthy replica (compaction waits)."""
+        from persist import ShardSnapshot
+        from planner.plan import Get
+        from spark_exec.writes import PartUrls, write_job
+
+        snap = ShardSnapshot(table.shard_id, 0, (1 << 63) - 1, tuple(parts), True, 0)
+        plan = Get(table, tuple((c.name, c.type) for c in table.columns))
+        for cc in list(self.clusters.values()):
+            if not cc.has_healthy_replica():
+                continue
+            urls = PartUrls(lambda: self.persist.new_part_url(table.shard_id))
+            winner = None
+            try:
+                winner = cc.peek(plan, lambda t: snap, self.builtin_rows, self.config.replica_wait_s, None, None,
+                                 write_job(table, urls.url_for, diffs=False))
+            finally:
+                for key in urls.keys_except(winner):
+                    self.persist.blob.delete(key)
+            return self.persist.written_batch(urls.parts[winner][0], diffs=False)
+        raise RuntimeError("no healthy replica to compact on")
 
     def _bootstrap(self) -> None:
         size = self.config.bootstrap_replica_size

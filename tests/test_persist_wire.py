@@ -150,3 +150,30 @@ def test_insert_select_is_written_by_the_replica(conn):
     conn.rollback()
     conn.autocommit = True
     assert conn.execute("SELECT count(*) FROM dst").fetchone()[0] == 2
+
+
+def test_compaction_merges_small_parts_and_consolidates_retractions(server, conn):
+    from server import wait_for
+    from persist import ShardState, SqliteConsensus
+
+    conn.execute("CREATE TABLE compacted (a int)")
+    for i in range(12):
+        conn.execute("INSERT INTO compacted VALUES (%s)", (i,))
+    conn.execute("DELETE FROM compacted WHERE a < 6")
+    expected = [(i,) for i in range(6, 12)]
+    assert conn.execute("SELECT a FROM compacted ORDER BY a").fetchall() == expected
+    import sqlite3
+
+    catalog = sqlite3.connect(str(server.data_dir / "catalog.db"))
+    shard = catalog.execute("SELECT shard_id FROM tables WHERE name = 'compacted'").fetchone()[0]
+    catalog.close()
+    c = SqliteConsensus(str(server.data_dir / "consensus.db"))
+
+    def consolidated():
+        # 13 parts (12 INSERTs and a DELETE) become one part of plain rows.
+        st = ShardState.decode(c.head(shard)[1])
+        return st.row_count() == 6 and len(st.parts) == 1 and not st.parts[0].retractions
+
+    wait_for(consolidated, timeout=90)
+    c.close()
+    assert conn.execute("SELECT a FROM compacted ORDER BY a").fetchall() == expected

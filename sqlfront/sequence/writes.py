@@ -73,27 +73,19 @@ def replica_write(s: Session, table: Table, plan, diffs: bool, as_of: int | None
     last ``_mz_diff`` column when ``diffs``) as a part of ``table``'s shard; returns the
     Batch, not yet appended. Each replica racing the job writes its own part; the losers'
     are deleted."""
-    from spark_exec.writes import write_job
+    from spark_exec.writes import PartUrls, write_job
 
     persist = s.env.persist
-    urls: dict[str, tuple[str, str]] = {}
-    lock = threading.Lock()
-
-    def url_for(replica_id: str) -> str:
-        with lock:
-            urls.setdefault(replica_id, persist.new_part_url(table.shard_id))
-            return urls[replica_id][1]
-
+    urls = PartUrls(lambda: persist.new_part_url(table.shard_id))
     try:
-        winner = peek(s, plan, as_of=as_of, job=write_job(table, url_for, diffs=diffs))
+        winner = peek(s, plan, as_of=as_of, job=write_job(table, urls.url_for, diffs=diffs))
     except BaseException:
-        for key, _ in urls.values():
+        for key in urls.keys_except(None):
             persist.blob.delete(key)
         raise
-    for rid, (key, _) in urls.items():
-        if rid != winner:
-            persist.blob.delete(key)
-    return persist.written_batch(urls[winner][0], diffs=diffs)
+    for key in urls.keys_except(winner):
+        persist.blob.delete(key)
+    return persist.written_batch(urls.parts[winner][0], diffs=diffs)
 
 
 def write(s: Session, table: Table, data: pa.Table | Batch) -> None:
