@@ -5,6 +5,7 @@ Data directory layout::
 
     catalog.db        durable catalog and timestamp oracle (sqlite)
     consensus.db      persist Consensus (sqlite)
+    txns.db           the group commit's record of multi-table transactions (sqlite)
     blob/             persist Blob: Parquet parts, one folder per shard
     environment_id    this environment's id (names its persist readers across restarts)
     replicas/<id>/    each local replica's log, pid file and Spark scratch space
@@ -88,6 +89,8 @@ class Environment:
         self.oracle = TimestampOracle(str(d / "catalog.db"))
         self.persist = PersistClient(FileBlob(d / "blob"), SqliteConsensus(str(d / "consensus.db")),
                                      reader_id=f"{_environment_id(d)}:{uuid.uuid4().hex[:12]}")
+        #: the multi-shard transaction record of the group commit
+        self.txns = SqliteConsensus(str(d / "txns.db"))
         self.writer: GroupCommitter | None = None
         #: shards written since the last maintenance round
         self._dirty: set[str] = set()
@@ -140,14 +143,14 @@ class Environment:
         transactions a crash left half applied, and delete what no state refers to (parts
         of writers that died, shards of tables whose DROP a crash interrupted)."""
         self.persist.expire_previous_readers()
-        n = group_commit.recover(self.persist)
+        live = {t.shard_id for t in snap.tables.values()}
+        n = group_commit.recover(self.persist, self.txns, live)
         if n:
             log.info("persist: finished %d transaction(s) a crash interrupted", n)
-        live = {t.shard_id for t in snap.tables.values()} | {group_commit.TXNS_KEY}
         removed = self.persist.gc_orphans(live)
         if removed:
             log.info("persist: deleted %d unreferenced part(s)", removed)
-        self.writer = GroupCommitter(self.persist, self.oracle, self._applied)
+        self.writer = GroupCommitter(self.persist, self.txns, self.oracle, self._applied)
 
     def _applied(self, shards: set[str]) -> None:
         self._dirty |= shards

@@ -7,8 +7,8 @@ compare-and-append at that timestamp; then it tells the oracle the write is appl
 reads that start afterwards see all of it, and wakes the writers. (Materialize's
 coordinator commits table writes the same way: group commit at one timestamp.)
 
-A group that writes several shards is first recorded in the ``txns`` key of Consensus
-(Materialize's txn-wal idea): if the process dies after applying some shards, startup
+A group that writes several shards is first recorded in a Consensus of its own (the
+``txns`` key of ``txns.db``; Materialize's txn-wal idea): if the process dies after applying some shards, startup
 (:func:`recover`) applies the rest at the same timestamp, so a transaction's tables become
 visible together or not at all. A write conditional on the shard's upper (UPDATE and
 DELETE computed the diffs from a snapshot) that finds the upper moved fails with
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from catalog.oracle import TimestampOracle
-from persist import Batch, PersistClient, ShardState, UpperMismatch
+from persist import Batch, Consensus, PersistClient, ShardState, UpperMismatch
 from persist.state import Part
 
 log = logging.getLogger(__name__)
@@ -62,8 +62,9 @@ class GroupCommitter:
     """The committer thread of one environmentd. ``on_applied(shards)`` runs after each
     group is visible (arrangements catch up)."""
 
-    def __init__(self, persist: PersistClient, oracle: TimestampOracle, on_applied=None):
+    def __init__(self, persist: PersistClient, txns: Consensus, oracle: TimestampOracle, on_applied=None):
         self.persist = persist
+        self.txns = txns
         self.oracle = oracle
         self.on_applied = on_applied or (lambda shards: None)
         self._queue: list[_Pending] = []
@@ -155,7 +156,7 @@ class GroupCommitter:
                 if any(u > ts for u in uppers.values()):
                     continue  # another process wrote past our timestamp: take a newer one
                 if len(batches) > 1:
-                    _record(self.persist, ts, batches, uppers)
+                    _record(self.txns, ts, batches, uppers)
                 mismatch = False
                 for s, bs in batches.items():
                     r = self.persist.compare_and_append(s, bs, uppers[s], ts)
@@ -170,31 +171,33 @@ class GroupCommitter:
                 if mismatch:
                     continue
                 if len(batches) > 1:
-                    _clear(self.persist, ts)
+                    _clear(self.txns, ts)
                 return ts
             finally:
                 self.oracle.apply_write(ts)
 
 
-def _txns(persist: PersistClient) -> tuple[int | None, list]:
-    head = persist.consensus.head(TXNS_KEY)
+def _txns(txns: Consensus) -> tuple[int | None, list]:
+    head = txns.head(TXNS_KEY)
     return (head[0], json.loads(head[1])) if head else (None, [])
 
 
-def _record(persist: PersistClient, ts: int, batches: dict[str, list[Batch]], uppers: dict[str, int]) -> None:
+def _record(txns: Consensus, ts: int, batches: dict[str, list[Batch]], uppers: dict[str, int]) -> None:
     entry = {"ts": ts, "writes": {s: [_part_dict(b.part(uppers[s], ts + 1, ts)) for b in bs]
                                   for s, bs in batches.items()}}
     while True:
-        seqno, pending = _txns(persist)
-        if persist.consensus.compare_and_set(TXNS_KEY, seqno, (seqno or 0) + 1, json.dumps(pending + [entry]).encode()):
+        seqno, pending = _txns(txns)
+        if txns.compare_and_set(TXNS_KEY, seqno, (seqno or 0) + 1, json.dumps(pending + [entry]).encode()):
+            txns.truncate(TXNS_KEY, (seqno or 0) + 1)
             return
 
 
-def _clear(persist: PersistClient, ts: int) -> None:
+def _clear(txns: Consensus, ts: int) -> None:
     while True:
-        seqno, pending = _txns(persist)
+        seqno, pending = _txns(txns)
         rest = [e for e in pending if e["ts"] != ts]
-        if persist.consensus.compare_and_set(TXNS_KEY, seqno, (seqno or 0) + 1, json.dumps(rest).encode()):
+        if txns.compare_and_set(TXNS_KEY, seqno, (seqno or 0) + 1, json.dumps(rest).encode()):
+            txns.truncate(TXNS_KEY, (seqno or 0) + 1)
             return
 
 
@@ -220,12 +223,14 @@ def _apply_recorded(persist: PersistClient, ts: int, shard: str, parts) -> None:
             return
 
 
-def recover(persist: PersistClient) -> int:
+def recover(persist: PersistClient, txns: Consensus, live_shards: set[str]) -> int:
     """Finish the transactions recorded in ``txns`` whose shards a crash left half
-    applied (at startup, before any write). Returns how many there were."""
-    _, pending = _txns(persist)
+    applied (at startup, before any write; shards not in ``live_shards`` were dropped).
+    Returns how many there were."""
+    _, pending = _txns(txns)
     for e in pending:
         for shard, parts in e["writes"].items():
-            _apply_recorded(persist, e["ts"], shard, parts)
-        _clear(persist, e["ts"])
+            if shard in live_shards:
+                _apply_recorded(persist, e["ts"], shard, parts)
+        _clear(txns, e["ts"])
     return len(pending)
