@@ -177,3 +177,54 @@ def test_compaction_merges_small_parts_and_consolidates_retractions(server, conn
     wait_for(consolidated, timeout=90)
     c.close()
     assert conn.execute("SELECT a FROM compacted ORDER BY a").fetchall() == expected
+
+
+def test_a_frozen_peek_survives_compaction_and_gc(server, conn):
+    """The sharded-persist-reads seed's bug: a read whose replica is frozen (SIGSTOP) while
+    compaction replaces its parts and GC runs still returns the right rows: its read hold
+    keeps the retired parts until it ends."""
+    import os
+    import signal
+    import sqlite3
+    import time
+
+    from persist import FileBlob, ShardState, SqliteConsensus
+    from server import replica_jvms, wait_for
+
+    conn.execute("CREATE TABLE frozen (a int)")
+    for i in range(8):
+        conn.execute("INSERT INTO frozen VALUES (%s)", (i,))
+    catalog = sqlite3.connect(str(server.data_dir / "catalog.db"))
+    shard = catalog.execute("SELECT shard_id FROM tables WHERE name = 'frozen'").fetchone()[0]
+    catalog.close()
+    consensus = SqliteConsensus(str(server.data_dir / "consensus.db"))
+    blob = FileBlob(server.data_dir / "blob")
+    state = lambda: ShardState.decode(consensus.head(shard)[1])  # noqa: E731
+    before = {p.key for p in state().parts}
+    pids = replica_jvms(server.data_dir)
+    assert pids
+    result = {}
+    for p in pids:
+        os.kill(p, signal.SIGSTOP)
+    try:
+        def read():
+            with server.connect() as c:
+                result["rows"] = c.execute("SELECT a FROM frozen ORDER BY a").fetchall()
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        time.sleep(1.0)  # the peek took its snapshot and waits on the frozen replica
+        for i in range(8, 12):
+            conn.execute("INSERT INTO frozen VALUES (%s)", (i,))
+        assert wait_for(lambda: not before & {p.key for p in state().parts}, timeout=30), "no compaction"
+        time.sleep(3)  # maintenance rounds: GC would delete the retired parts now
+        assert before <= {k for r in state().retired for k in r.keys}
+        assert all(blob.get(k) is not None for k in before), "GC deleted parts a read holds"
+    finally:
+        for p in pids:
+            os.kill(p, signal.SIGCONT)
+    reader.join(120)
+    assert result["rows"] == [(i,) for i in range(8)]
+    assert wait_for(lambda: not state().retired, timeout=30), "retired parts never collected"
+    assert all(blob.get(k) is None for k in before)
+    consensus.close()
