@@ -96,9 +96,11 @@ def main() -> None:
 @click.option("--max-query-heap-size", default=None,
               help="Default of the session variable max_query_heap_size: server memory a query evaluated in "
                    "Python may hold (e.g. 256MB; 0 for no limit).")
+@click.option("--persist-compaction/--no-persist-compaction", default=True, show_default=True,
+              help="Compact persist shards in the background (off: parts accumulate; for benchmarks).")
 def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, metrics_listen,
           max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
-          max_copy_from_size, log_level, max_query_heap_size) -> None:
+          max_copy_from_size, log_level, max_query_heap_size, persist_compaction) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -154,7 +156,8 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                     # resolved now, so a symlink swapped in later cannot widen what is allowed
                     copy_from_dirs=tuple(Path(os.path.realpath(d)) for d in copy_from_dirs),
                     max_connections=max_connections, max_message_size=max_message_size,
-                    max_copy_from_size=max_copy_from_size, session_defaults=session_defaults)
+                    max_copy_from_size=max_copy_from_size, session_defaults=session_defaults,
+                    persist_compaction=persist_compaction)
     env = Environment(config)
     stop = threading.Event()
 

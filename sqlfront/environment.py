@@ -69,6 +69,8 @@ class Config:
     max_copy_from_size: int = 256 << 20
     #: session variables' defaults on this server, over ``sqlfront.vars.DEFAULTS``
     session_defaults: dict[str, str] = field(default_factory=dict)
+    #: compact persist shards in the background
+    persist_compaction: bool = True
 
     def server_vars(self) -> dict[str, str]:
         """Session variables' defaults on this server: the operator's ``session_defaults``
@@ -201,7 +203,7 @@ class Environment:
             desired = min([desired] + list(self._time_holds))
         for shard in sorted(shards & live):
             self.persist.maintain(shard, desired)
-        if dirty & live:
+        if dirty & live and self.config.persist_compaction:
             with self._compact_cv:
                 self._to_compact |= dirty & live
                 self._compact_cv.notify()
