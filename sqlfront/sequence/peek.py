@@ -8,6 +8,8 @@ ClusterCoordinator. The Coordinator main loop is never involved.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import time
 from typing import TYPE_CHECKING
 
@@ -15,13 +17,12 @@ from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, QUERY_CANCELED
 from catalog.snapshot import Table
-from catalog.textio import parse_jsonb
 from catalog.types import SqlType, TEXT
 from planner import interpret
 from planner.query import QueryPlanner
 from sqlfront.parse import parse_one
 from sqlfront.pyworker import INLINE_HEAP_BYTES
-from sqlfront.sequence.result import Result, arrow_rows
+from sqlfront.sequence.result import Result, ResultStream, chunk_rows
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -33,37 +34,78 @@ def columns(pq) -> list[tuple[str, SqlType]]:
 
 
 def select(s: Session, stmt: ast.SelectStmt, sql: str | None, params, tag: str = "SELECT") -> Result:
-    """Plan and run a SELECT.
+    """Plan a SELECT and open its peek; the rows stream to the client as it takes them
+    (``Result.stream``).
 
     Raises:
         SqlError 25000 in a transaction that has written (Materialize's write-only
-        transactions); the planner's and the peek's errors."""
+        transactions); the planner's and the peek's errors (those found before the
+        first rows)."""
+    pq = plan_read(s, stmt, params)
+    t1 = time.perf_counter()
+    cols = columns(pq)
+    stream = peek_stream(s, pq.plan, cols)
+    s.env.metrics.phase("execute", time.perf_counter() - t1)
+    return Result(tag, cols, stream=stream)
+
+
+def plan_read(s: Session, stmt: ast.SelectStmt, params):
+    """Plan a SELECT that the session is about to read (a query or a cursor's), marking
+    the transaction as reading (Materialize: a transaction that reads user data is
+    read-only; catalog reads, which drivers issue before writing, do not count).
+
+    Raises:
+        SqlError 25000 in a transaction that has written; the planner's errors."""
     if s._pending_writes:
         raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
     t = time.perf_counter()
     pq = s._plan_select(stmt, params)
-    t1 = time.perf_counter()
-    s.env.metrics.phase("plan", t1 - t)
+    s.env.metrics.phase("plan", time.perf_counter() - t)
     if s.in_transaction and not interpret.is_fast_path(pq.plan):
-        # Materialize: a transaction that reads user data is read-only. Catalog reads
-        # (which drivers and ORMs issue before writing) do not count.
         s._txn_read = True
-    rows = peek(s, pq.plan)
-    s.env.metrics.phase("execute", time.perf_counter() - t1)
-    return Result(f"SELECT {len(rows)}", columns(pq), rows)
+    return pq
 
 
-def peek(s: Session, plan, pinned: dict | None = None) -> list[tuple]:
-    """Run a plan: in Python when it reads no user table (fast path), else on a
-    replica of the session's cluster at the oracle's read timestamp. ``pinned`` maps
-    shard ids to a ShardState to read instead of the current one."""
+#: rows per chunk of a fast-path result
+FAST_PATH_CHUNK_ROWS = 4096
+
+
+def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]]) -> ResultStream:
+    """Open a peek of ``plan`` as a ResultStream: the fast path's rows in chunks, or a
+    replica's Arrow batches pulled on demand (``ClusterCoordinator.peek_stream``), each
+    pull under the session's statement_timeout and cancel flag. ``peek_finished`` runs
+    when the stream closes, however it does.
+
+    Raises:
+        as ``peek``, for errors before the first rows."""
+    with _observed(s):
+        if interpret.is_fast_path(plan):
+            try:
+                rows = evaluate(s, plan)
+            except BaseException:
+                peek_finished(s, None)
+                raise
+            chunks = iter([rows[i : i + FAST_PATH_CHUNK_ROWS] for i in range(0, len(rows), FAST_PATH_CHUNK_ROWS)])
+            stream = ResultStream(cols, lambda: next(chunks, None), on_close=functools.partial(peek_finished, s, None))
+        else:
+            cc, as_of, scan = _read_at(s, None)
+            ps = cc.peek_stream(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
+                                s.vars.statement_timeout_s(), s.cancel_event,
+                                on_close=functools.partial(peek_finished, s, as_of))
+            stream = ResultStream(cols, lambda: ps.next_batch(s.vars.statement_timeout_s(), s.cancel_event),
+                                  on_close=ps.close)
+        return stream
+
+
+@contextlib.contextmanager
+def _observed(s: Session):
+    """Count the peek run inside in the peek metrics of the session's cluster, by outcome."""
     start = time.perf_counter()
     cluster_name = s.vars.get("cluster")
     outcome = "error"
     try:
-        rows = _peek(s, plan, pinned)
+        yield
         outcome = "success"
-        return rows
     except SqlError as e:
         outcome = "canceled" if e.sqlstate == QUERY_CANCELED else "error"
         raise
@@ -71,9 +113,26 @@ def peek(s: Session, plan, pinned: dict | None = None) -> list[tuple]:
         s.env.metrics.observe_peek(cluster_name, outcome, time.perf_counter() - start)
 
 
-def _peek(s: Session, plan, pinned: dict | None) -> list[tuple]:
-    if interpret.is_fast_path(plan):
-        return evaluate(s, plan)
+def peek_finished(s: Session, as_of: int | None) -> None:
+    """The one place a peek ends: called exactly once per peek, when its stream is
+    exhausted, fails, or is closed by the client (portal Close, CLOSE of a cursor,
+    transaction end, connection end), and after a whole-result ``peek``. ``as_of`` is
+    the read timestamp (None for the fast path). What a peek holds while it runs (persist
+    read leases) is released here."""
+
+
+def peek(s: Session, plan, pinned: dict | None = None) -> list[tuple]:
+    """Run a plan to its whole result: in Python when it reads no user table (fast
+    path), else on a replica of the session's cluster at the oracle's read timestamp.
+    ``pinned`` maps shard ids to a ShardState to read instead of the current one. For
+    writes that need every row (INSERT ... SELECT, UPDATE, DELETE); SELECT streams."""
+    with _observed(s):
+        return _peek(s, plan, pinned)
+
+
+def _read_at(s: Session, pinned: dict | None):
+    """The session's cluster's coordinator, the read timestamp, and the scan function
+    giving each table's part URLs at it. Raises SqlError 55000 for a stopped cluster."""
     snap = s.env.snapshot
     cluster = snap.resolve_cluster(s.vars.get("cluster"))
     cc = s.env.cluster_coordinator(cluster.id)
@@ -87,15 +146,22 @@ def _peek(s: Session, plan, pinned: dict | None) -> list[tuple]:
             return list(persist.snapshot_of(table.shard_id, pinned[table.shard_id]).urls)
         return list(persist.snapshot(table.shard_id, as_of).urls)
 
-    result = cc.peek(plan, scan, s.env.builtin_rows, s.env.config.replica_wait_s,
-                     s.vars.statement_timeout_s(), s.cancel_event)
-    rows = arrow_rows(result)
-    jsonb = [i for i, (_, t) in enumerate(plan.columns) if t.name == "jsonb"]
-    if jsonb and rows:
-        # Spark's JSON text (to_json of a VARIANT) is compact, with its own key order.
-        rows = [tuple(parse_jsonb(v) if i in jsonb and v is not None else v for i, v in enumerate(r))
-                for r in rows]
-    return rows
+    return cc, as_of, scan
+
+
+def _peek(s: Session, plan, pinned: dict | None) -> list[tuple]:
+    if interpret.is_fast_path(plan):
+        try:
+            return evaluate(s, plan)
+        finally:
+            peek_finished(s, None)
+    cc, as_of, scan = _read_at(s, pinned)
+    try:
+        result = cc.peek(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
+                         s.vars.statement_timeout_s(), s.cancel_event)
+    finally:
+        peek_finished(s, as_of)
+    return chunk_rows(result, [t for _, t in plan.columns])
 
 
 def evaluate(s: Session, plan) -> list[tuple]:
@@ -109,10 +175,10 @@ def evaluate(s: Session, plan) -> list[tuple]:
     limits = interpret.Limits(deadline=deadline, cancelled=s.cancel_event.is_set, max_heap_bytes=budget,
                               outgrow_bytes=INLINE_HEAP_BYTES)
     try:
-        return interpret.run(plan, s.env.builtin_rows, limits)
+        return interpret.run(plan, s.builtin_rows, limits)
     except interpret.Outgrown:
         pass
-    tables = {t.id: list(s.env.builtin_rows(t)) for t in interpret.builtins_read(plan)}
+    tables = {t.id: list(s.builtin_rows(t)) for t in interpret.builtins_read(plan)}
     return s.env.python_workers.run(plan, tables, budget, deadline, s.cancel_event)
 
 

@@ -14,6 +14,7 @@ from pglast import ast
 from pglast.enums import TransactionStmtKind
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
+from sqlfront.sequence.cursors import close_all
 from sqlfront.sequence.result import Result
 from sqlfront.sequence.writes import append
 
@@ -58,9 +59,11 @@ def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Resu
 
 
 def end_transaction(s: Session) -> None:
-    """Leave the transaction block (its buffered writes are the caller's business)."""
+    """Leave the transaction block, closing its cursors (its buffered writes are the
+    caller's business)."""
     s.in_transaction = s.failed = s._txn_read = s._txn_read_only = False
     s._savepoints = []
+    close_all(s)
 
 
 def savepoint(s: Session, k, name: str) -> Result:
