@@ -381,6 +381,8 @@ class PgHandler(BuenaVistaHandler):
                 if result.tag in ("SET", "RESET"):
                     self.report_changes(ctx)
         except SqlError as e:
+            if ctx.session.in_transaction:
+                ctx.session.failed = True  # also for an error while rows stream (a FETCH's, say)
             self.send_error(e)
         except Exception as e:  # a bug: report it, keep the session
             log.exception("internal error")
