@@ -5,13 +5,17 @@ Measures, through psycopg, in text and binary result format:
 2. Fetching a 100,000-row result (int4, int8, text, float8, numeric, date columns) from a
    table: median of ``--repeat`` runs. sqlfront's time includes the Spark peek; the
    server-side time of the same statement (its ``server`` phase: parse, plan, peek, result rows) is split
-   out so that what remains (encoding, socket, client decoding) is comparable.
+   out so that what remains (encoding, socket, client decoding) is comparable. Results
+   stream, so that phase now ends at the first batch: "peek" is the time to first rows.
+3. A ``--big-rows`` (10,000,000) row fetch through a psycopg named (server-side) cursor,
+   ``FETCH`` by 50,000: rows per second, and the server's peak RSS growth while it runs
+   (sqlfront's process; PostgreSQL's backend). Issue 12's target: under 200 MB.
 
 PostgreSQL runs from Debian's packages (``/usr/lib/postgresql/*/bin``) in a temporary
 directory on a free loopback port, as the ``postgres`` user when run as root. Without
 it, only sqlfront's figures are printed.
 
-    .venv/bin/python bench/wire.py [--iterations 2000] [--rows 100000] [--repeat 3]
+    .venv/bin/python bench/wire.py [--iterations 2000] [--rows 100000] [--repeat 3] [--big-rows 10000000]
 """
 
 from __future__ import annotations
@@ -104,6 +108,61 @@ def fetch(conn, repeat: int, binary: bool) -> float:
     return statistics.median(times), n
 
 
+#: the big fetch is a self-join of this many integers, limited to --big-rows rows
+BIG_SIDE = 10_000
+
+
+def fill_big(conn) -> None:
+    conn.execute("DROP TABLE IF EXISTS wire_k")
+    conn.execute("CREATE TABLE wire_k (x int8)")
+    with conn.cursor().copy("COPY wire_k FROM STDIN") as cp:
+        for i in range(BIG_SIDE):
+            cp.write(f"{i}\n")
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def big_fetch(conn, pid: int, rows: int) -> tuple[float, int, float]:
+    """Fetch ``rows`` rows (int8, text) through a named cursor, counting them without
+    keeping them. Returns (seconds, rows, peak RSS growth of process ``pid`` in MB)."""
+    import threading
+
+    base = rss_mb(pid)
+    peak = [base]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], rss_mb(pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    outer = -(-rows // BIG_SIDE)
+    n = 0
+    t = time.perf_counter()
+    try:
+        conn.autocommit = False
+        with conn.cursor("wire_big") as cur:
+            cur.itersize = 50_000
+            cur.execute("SELECT a.x * %s + b.x AS v, 'row ' || b.x AS s FROM wire_k a, wire_k b WHERE a.x < %s"
+                        % (BIG_SIDE, outer))
+            while batch := cur.fetchmany(50_000):
+                n += len(batch)
+        conn.commit()
+    finally:
+        conn.autocommit = True
+        done.set()
+        sampler.join()
+    return time.perf_counter() - t, n, peak[0] - base
+
+
 def server_seconds(srv) -> float:
     import re
     import urllib.request
@@ -117,6 +176,7 @@ def main():
     ap.add_argument("--iterations", type=int, default=2000)
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--big-rows", type=int, default=10_000_000, help="rows of the big fetch (0: skip it)")
     args = ap.parse_args()
 
     metrics_port = free_port()
@@ -145,6 +205,10 @@ def main():
                     secs, n = fetch(c, args.repeat, binary)
                     inside = (server_seconds(srv) - before) / args.repeat if name == "sqlfront" else 0.0
                     results[(name, "fetch", fmt)] = (secs, inside, n)
+                if args.big_rows:
+                    fill_big(c)
+                    pid = srv.proc.pid if name == "sqlfront" else c.execute("SELECT pg_backend_pid()").fetchone()[0]
+                    results[(name, "big")] = big_fetch(c, pid, args.big_rows)
     finally:
         srv.stop()
         shutil.rmtree(data, ignore_errors=True)
@@ -168,6 +232,14 @@ def main():
             p = results[("postgres", "fetch", fmt)][0]
             line += f" | postgres {p:.3f} | ratio total {total / p:.2f}, wire+client {wire / p:.2f}"
         print(line)
+
+    if args.big_rows:
+        print(f"{args.big_rows:,}-row fetch through a named cursor (FETCH 50,000 at a time):")
+        for name in ("sqlfront", "postgres"):
+            if (name, "big") in results:
+                secs, n, grew = results[(name, "big")]
+                print(f"  {name:8s} {n:,} rows in {secs:.1f} s = {n / secs:,.0f} rows/s; "
+                      f"server peak RSS growth {grew:.0f} MB")
 
 
 if __name__ == "__main__":

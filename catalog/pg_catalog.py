@@ -111,12 +111,16 @@ PG_OPCLASS = _table("s43", "pg_opclass", "oid:oid opcname:text opcnamespace:oid 
 PG_AUTH_MEMBERS = _table("s44", "pg_auth_members", "roleid:oid member:oid grantor:oid admin_option:bool")
 PG_EXTENSION = _table("s42", "pg_extension", "oid:oid extname:text extowner:oid extnamespace:oid "
                                              "extversion:text")
+#: open cursors (PostgreSQL 54.6 "pg_cursors"): a session's own, so its rows come from the
+#: session (``sqlfront.sequence.cursors``); read from anywhere else it is empty
+PG_CURSORS = _table("s90", "pg_cursors", "name:text statement:text is_holdable:bool is_binary:bool "
+                                         "is_scrollable:bool creation_time:timestamptz")
 
 PG_CATALOG_TABLES = (
     PG_NAMESPACE, PG_CLASS, PG_DATABASE, PG_ATTRIBUTE, PG_TYPE, PG_INDEX, PG_DESCRIPTION, PG_SETTINGS, PG_ROLES,
     PG_COLLATION, PG_ATTRDEF, PG_CONSTRAINT, PG_INHERITS, PG_TRIGGER, PG_REWRITE, PG_POLICY, PG_AM, PG_TABLESPACE,
     PG_USER, PG_PROC, PG_SEQUENCE, PG_STATISTIC_EXT, PG_PUBLICATION, PG_PUBLICATION_REL, PG_DEPEND, PG_ENUM,
-    PG_RANGE, PG_FOREIGN_TABLE, PG_EXTENSION, PG_OPCLASS, PG_AUTH_MEMBERS,
+    PG_RANGE, PG_FOREIGN_TABLE, PG_EXTENSION, PG_OPCLASS, PG_AUTH_MEMBERS, PG_CURSORS,
 )
 
 
@@ -169,6 +173,8 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
     """Rows of a pg_catalog table, or None if ``table`` is not one. ``settings`` are the
     server's default session variables (``pg_settings``)."""
     tid = table.id
+    if tid == PG_CURSORS.id:
+        return []
     if tid == PG_NAMESPACE.id:
         return [(oid, name, OWNER_OID, None) for name, oid in NAMESPACE_OIDS.items()]
     if tid == PG_CLASS.id:

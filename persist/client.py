@@ -43,6 +43,13 @@ class PersistClient:
         head = self.consensus.head(shard_id)
         return ShardState.decode(head[1]) if head else ShardState()
 
+    def create_shard(self, shard_id: str, since: int) -> None:
+        """Start ``shard_id`` empty with since and upper at ``since`` (a new table: reads
+        before its creation are not valid). No-op for a shard that already has a state."""
+        if self.consensus.head(shard_id) is None:
+            st = ShardState(seqno=1, since=since, upper=since)
+            self.consensus.compare_and_set(shard_id, None, 1, st.encode())
+
     # -- writes -------------------------------------------------------------------------
 
     def write_batch(self, shard_id: str, table: pa.Table) -> Batch:

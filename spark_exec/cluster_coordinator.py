@@ -111,10 +111,6 @@ class ClusterCoordinator:
 
     # -- peeks ------------------------------------------------------------------------
 
-    def has_healthy_replica(self) -> bool:
-        with self._cond:
-            return bool(self._healthy())
-
     def _healthy(self) -> list[ReplicaHandle]:
         return [h for h in self._replicas.values() if h.status == HEALTHY and h.session is not None]
 
@@ -122,7 +118,7 @@ class ClusterCoordinator:
              statement_timeout_s: float | None = None, cancel: threading.Event | None = None,
              job: Job | None = None):
         """Run ``plan`` on every healthy replica (active replication) and return the first
-        answer as Arrow; the other replicas' runs are interrupted (Spark Connect tags).
+        whole answer as Arrow; the other replicas' runs are interrupted (Spark Connect tags).
         ``job(df, replica_id)`` does something else with the lowered DataFrame (a write to
         Blob) and returns what the peek returns.
 
@@ -136,12 +132,50 @@ class ClusterCoordinator:
             for ``replica_wait_s``; 57014 when ``statement_timeout_s`` passes; the query's
             own errors (the first replica's) with their SQLSTATE.
         """
+        tag = f"sqlfront-peek-{uuid.uuid4().hex}"
+        run = functools.partial(self._run_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag,
+                                job=job or _collect)
+        _, result = self._race(run, tag, replica_wait_s, statement_timeout_s, cancel)
+        return result
+
+    def peek_stream(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
+                    statement_timeout_s: float | None = None, cancel: threading.Event | None = None,
+                    on_close: Callable[[], None] | None = None) -> PeekStream:
+        """Run ``plan`` as ``peek`` does, but return its answer as a stream of Arrow tables
+        (Spark Connect's result batches, pulled as the caller asks for them, so that
+        environmentd holds one batch at a time whatever the result's size).
+
+        Replicas race until one delivers its first batch (or its whole, empty answer);
+        from then on the stream stays with that replica, and the others are interrupted.
+        A replica failing after that fails the stream (its first rows may already be
+        with the client). ``on_close`` runs once when the stream closes: at its end, on
+        an error, or on ``close()``; it also runs if opening fails.
+
+        Raises:
+            as ``peek``, while opening.
+        """
+        tag = f"sqlfront-peek-{uuid.uuid4().hex}"
+        run = functools.partial(self._open_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag)
+        try:
+            h, (gen, first) = self._race(run, tag, replica_wait_s, statement_timeout_s, cancel,
+                                         discard=lambda opened: _close_quietly(opened[0]))
+        except BaseException:
+            if on_close is not None:
+                on_close()
+            raise
+        return PeekStream(self.name, h, gen, first, tag, on_close)
+
+    def _race(self, run: Callable, tag: str, replica_wait_s: float, statement_timeout_s: float | None,
+              cancel: threading.Event | None, discard: Callable[[object], None] | None = None):
+        """Submit ``run(h, over)`` to every healthy replica ``h`` and return ``(h, result)``
+        of the first that succeeds; the others are canceled or interrupted by ``tag``, and
+        ``discard(result)`` is called on any result they still produce."""
         start = time.monotonic()
         deadline = start + statement_timeout_s if statement_timeout_s else None
-        tag = f"sqlfront-peek-{uuid.uuid4().hex}"
         attempts: dict[str, tuple[ReplicaHandle, Future]] = {}
+        winner: str | None = None
         no_healthy_since: float | None = None
-        # Set when the peek is over: an attempt still queued then never starts its job.
+        # Set when the race is over: an attempt still queued then never starts its job.
         over = threading.Event()
         try:
             while True:
@@ -151,8 +185,7 @@ class ClusterCoordinator:
                     healthy = self._healthy()
                 for h in healthy:
                     if h.id not in attempts:
-                        fut = h.submit_peek(functools.partial(self._run_on, h, plan, scan, builtin_rows, tag, over,
-                                                                  job or _collect))
+                        fut = h.submit_peek(functools.partial(run, h, over=over))
                         if fut is not None:
                             attempts[h.id] = (h, fut)
                 for rid, (h, fut) in list(attempts.items()):
@@ -160,7 +193,8 @@ class ClusterCoordinator:
                         continue
                     err = fut.exception()
                     if err is None:
-                        return fut.result()
+                        winner = rid
+                        return h, fut.result()
                     if isinstance(err, _ReplicaUnreachable):
                         log.warning("peek could not reach replica %s (%s); other replicas carry on", h.label, err)
                         h.mark_suspect()
@@ -191,30 +225,57 @@ class ClusterCoordinator:
                         self._cond.wait(0.1)
         finally:
             over.set()
-            for h, fut in attempts.values():
+            for rid, (h, fut) in attempts.items():
+                if rid == winner:
+                    continue
                 if not fut.cancel() and not fut.done():
                     h.interrupt(tag)
+                if discard is not None:
+                    fut.add_done_callback(lambda f: discard(f.result()) if not f.cancelled() and f.exception() is None
+                                          else None)
 
-    def _run_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
-                over: threading.Event, job: "Job"):
+    def _session(self, h: ReplicaHandle, over: threading.Event):
         session = h.session
         if over.is_set():
             raise _ReplicaUnreachable("the peek is over")
         if session is None:
             raise _ReplicaUnreachable("no session")
-        try:
+        return session
+
+    def _lower(self, session, plan, scan: ScanFn, builtin_rows: BuiltinFn):
+        arranged = self.arrangements.arranged() if self.arrangements is not None else frozenset()
+        return Lowerer(session, scan, builtin_rows, arranged).lower_result(plan)
+
+    def has_healthy_replica(self) -> bool:
+        with self._cond:
+            return bool(self._healthy())
+
+    def _run_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
+                over: threading.Event, job: "Job"):
+        with _replica_errors(h):
+            session = self._session(h, over)
             session.addTag(tag)  # tags apply to operations started by this thread
             try:
-                arranged = self.arrangements.arranged() if self.arrangements is not None else frozenset()
-                return job(Lowerer(session, scan, builtin_rows, arranged).lower_result(plan), h.id)
+                return job(self._lower(session, plan, scan, builtin_rows), h.id)
             finally:
                 session.removeTag(tag)
-        except SqlError:
-            raise
-        except Exception as e:
-            if is_connection_error(e) or h.status != HEALTHY:
-                raise _ReplicaUnreachable(type(e).__name__) from e
-            raise to_sql_error(e) from None
+
+    def _open_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
+                 over: threading.Event):
+        """Start ``plan`` on ``h`` and wait for its first batch: ``(batches, first)``,
+        ``first`` None for an empty answer."""
+        with _replica_errors(h):
+            session = self._session(h, over)
+            session.addTag(tag)  # the request, made by the first next(), carries the tag
+            try:
+                gen = _arrow_tables(session, self._lower(session, plan, scan, builtin_rows))
+                try:
+                    return gen, next(gen, None)
+                except BaseException:
+                    _close_quietly(gen)
+                    raise
+            finally:
+                session.removeTag(tag)
 
 
 #: ``job(df, replica_id)``: what a peek does with its lowered DataFrame on one replica
@@ -223,6 +284,141 @@ Job = Callable[[DataFrame, str], object]
 
 def _collect(df: DataFrame, replica_id: str) -> pa.Table:
     return df.toArrow()
+
+
+class PeekStream:
+    """The answer of a peek as Arrow tables, pulled from the one replica that won the race
+    (``ClusterCoordinator.peek_stream``). Not thread-safe: one session drives it."""
+
+    def __init__(self, cluster: str, h: ReplicaHandle, gen, first: pa.Table | None, tag: str,
+                 on_close: Callable[[], None] | None):
+        self.cluster = cluster
+        self._h = h
+        self._gen = gen
+        self._first = first
+        self._tag = tag
+        self._on_close = on_close
+        #: the pull running on a replica thread, if any
+        self._pull: Future | None = None
+        self.done = first is None
+        self.closed = False
+        if self.done:
+            self.close()
+
+    def next_batch(self, timeout_s: float | None = None, cancel: threading.Event | None = None) -> pa.Table | None:
+        """The next batch, or None at the end (the stream is then closed).
+
+        Raises:
+            SqlError 57014 when ``cancel`` is set or ``timeout_s`` passes; 58000 when the
+            replica fails mid-stream; the query's own errors. The stream is closed then.
+        """
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        if self.done or self.closed:
+            return None
+        try:
+            table = self._next(timeout_s, cancel)
+        except BaseException:
+            self.close()
+            raise
+        if table is None:
+            self.done = True
+            self.close()
+        return table
+
+    def _next(self, timeout_s: float | None, cancel: threading.Event | None) -> pa.Table | None:
+        h = self._h
+        deadline = time.monotonic() + timeout_s if timeout_s else None
+        while self._pull is None:
+            self._pull = h.submit_peek(functools.partial(_pull_on, h, self._gen))
+            if self._pull is None:  # the replica's queue is full: its own share, wait for it
+                time.sleep(0.05)
+            self._check(cancel, deadline)
+        while not self._pull.done():
+            wait([self._pull], timeout=0.1)
+            if not self._pull.done():
+                self._check(cancel, deadline)
+        pull, self._pull = self._pull, None
+        return pull.result()
+
+    def _check(self, cancel: threading.Event | None, deadline: float | None) -> None:
+        if cancel is not None and cancel.is_set():
+            raise query_canceled(timeout=False)
+        if deadline is not None and time.monotonic() >= deadline:
+            raise query_canceled(timeout=True)
+        if self._h.status != HEALTHY:
+            raise SqlError("58000", f'replica {self._h.label} of cluster "{self.cluster}" failed while sending '
+                                    "the query's results", hint="Run the query again: another replica will answer.")
+
+    def close(self) -> None:
+        """Stop the replica's work if it is still producing (interrupt by tag), release
+        the result, and run ``on_close``. Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        self._first = None
+        gen, pull = self._gen, self._pull
+        if not self.done:
+            self._h.interrupt(self._tag)
+        if pull is not None and not pull.done():
+            # next() runs on the replica's thread: close the generator once it returns.
+            pull.add_done_callback(lambda _: _close_quietly(gen))
+        else:
+            _close_quietly(gen)
+        if self._on_close is not None:
+            self._on_close()
+
+
+def _arrow_tables(session, df):
+    """``df``'s result as Arrow tables, batch by batch, each cast to the schema Spark
+    reports (as ``DataFrame.toArrow`` casts the whole table). pyspark's public
+    ``toLocalIterator`` turns batches into Rows; this uses the same client call
+    (``to_table_as_iterator``) and keeps them Arrow."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    client = session.client
+    schema = None
+    for item in client.to_table_as_iterator(df._plan.to_proto(client), df._plan.observations):
+        if isinstance(item, StructType):
+            schema = to_arrow_schema(item, error_on_duplicated_field_names_in_struct=True, timezone="UTC")
+        elif item.num_rows:
+            yield item.cast(schema) if schema is not None else item
+
+
+def _pull_on(h: ReplicaHandle, gen) -> pa.Table | None:
+    with _replica_errors(h, failover=False):
+        return next(gen, None)
+
+
+class _replica_errors:
+    """Context manager: a replica's failure as ``_ReplicaUnreachable`` (another replica
+    may answer) or, with ``failover=False``, as SqlError 58000; the query's own errors as
+    SqlError with their SQLSTATE."""
+
+    def __init__(self, h: ReplicaHandle, failover: bool = True):
+        self.h, self.failover = h, failover
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, e, tb):
+        if e is None or isinstance(e, (SqlError, _ReplicaUnreachable)) or not isinstance(e, Exception):
+            return False
+        if is_connection_error(e) or self.h.status != HEALTHY:
+            if self.failover:
+                raise _ReplicaUnreachable(type(e).__name__) from e
+            raise SqlError("58000", f"replica {self.h.label} failed while sending the query's results: "
+                                    f"{type(e).__name__}") from None
+        raise to_sql_error(e) from None
+
+
+def _close_quietly(gen) -> None:
+    try:
+        gen.close()
+    except Exception as e:  # a generator running on another thread, or a gone replica
+        log.debug("closing a result stream: %s", e)
 
 
 class _ReplicaUnreachable(Exception):

@@ -178,19 +178,22 @@ def format_copy_row(row: tuple, types) -> bytes:
     return ("\t".join("\\N" if v is None else _escape(format_text(v, t)) for v, t in zip(row, types)) + "\n").encode()
 
 
-def copy_out_chunks(columns, rows, fmt: str, delimiter: str | None, null: str | None, header: bool):
+def copy_out_chunks(columns, row_chunks, fmt: str, delimiter: str | None, null: str | None, header: bool):
     """The CopyData payloads of ``COPY ... TO STDOUT`` in ``fmt`` (text, csv, binary):
-    one per row, plus the header line or the binary signature and trailer."""
+    one per row, plus the header line or the binary signature and trailer. ``row_chunks``
+    is an iterable of lists of rows, consumed once (a streamed result's chunks)."""
     types = [t for _, t in columns]
+    rows = (r for chunk in row_chunks for r in chunk)
     if fmt == "binary":
         from sqlfront.pgtypes import row_bodies
 
         # The header (signature, flags, extension length) travels with the first row, as
         # PostgreSQL sends it; clients parse it from the first CopyData.
         header_bytes = _SIGNATURE + b"\x00\x00\x00\x00\x00\x00\x00\x00"
-        for body in row_bodies(rows, types, [True] * len(types)):
-            yield header_bytes + body
-            header_bytes = b""
+        for chunk in row_chunks:
+            for body in row_bodies(chunk, types, [True] * len(types)):
+                yield header_bytes + body
+                header_bytes = b""
         yield header_bytes + b"\xff\xff"  # the trailer (with the header if there were no rows)
         return
     if fmt == "csv":

@@ -401,6 +401,8 @@ class Environment:
             for cc in list(self.clusters.values()):
                 if cc.arrangements is not None:
                     cc.arrangements.poke()
+        elif isinstance(op, durable.CreateTable):
+            self.persist.create_shard(op.table.shard_id, self.oracle.read_ts())
         elif isinstance(op, durable.DropTable):
             shard = old.tables[op.table_id].shard_id
             threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()

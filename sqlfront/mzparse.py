@@ -132,7 +132,26 @@ class ExplainPlan:
     query: str
 
 
-MzStatement = (ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+@dataclass(frozen=True)
+class FetchWith:
+    """``FETCH ... WITH (name = value, ...)`` (Materialize's FETCH options, such as
+    ``TIMEOUT``): ``fetch`` is the text before WITH (PostgreSQL's FETCH), ``options`` the
+    upper-cased names with their values' text (string literals unquoted)."""
+
+    fetch: str
+    options: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class DeclareSubscribe:
+    """``DECLARE name ... CURSOR FOR SUBSCRIBE ...`` (Materialize): the cursor's name
+    and the text of the SUBSCRIBE statement."""
+
+    name: str
+    subscribe: str
+
+
+MzStatement = (FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
                | ShowClusters | ShowClusterReplicas)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
@@ -436,6 +455,10 @@ def parse_mz(sql: str) -> MzStatement | None:
         SqlError 42601 with a 1-based position for a malformed Materialize statement.
     """
     p = _Parser(sql)
+    if p.word(0) == "FETCH":
+        return _fetch_with(p)
+    if p.word(0) == "DECLARE":
+        return _declare_subscribe(p)
     if _is_mz_create_index(p):
         return p.parse()
     if (p.word(0), p.word(1)) not in _STARTS:
@@ -455,3 +478,38 @@ def _is_mz_create_index(p: _Parser) -> bool:
         if p.word(k) == "IN" and p.word(k + 1) == "CLUSTER":
             return True
     return False
+
+
+def _fetch_with(p: _Parser) -> FetchWith | None:
+    """FETCH with a WITH (...) option list, else None (PostgreSQL's FETCH)."""
+    at = next((k for k in range(1, len(p.toks)) if p.word(k) == "WITH"), None)
+    if at is None:
+        return None
+    fetch = p.sql[: p.toks[at].start]
+    p.i = at + 1
+    p.expect_punct("(")
+    options = []
+    while True:
+        name = p.ident().upper()
+        p.accept_punct("=")
+        t = p.peek()
+        if t is None or t.name.startswith("ASCII_"):
+            raise p.error("an option value")
+        p.i += 1
+        raw = p.text(t)
+        options.append((name, raw[1:-1].replace("''", "'") if t.name == "SCONST" else raw))
+        if not p.accept_punct(","):
+            break
+    p.expect_punct(")")
+    if p.peek() is not None:
+        raise p.error("end of statement")
+    return FetchWith(fetch, tuple(options))
+
+
+def _declare_subscribe(p: _Parser) -> DeclareSubscribe | None:
+    """DECLARE name ... CURSOR ... FOR SUBSCRIBE ..., else None (PostgreSQL's DECLARE)."""
+    for k in range(2, len(p.toks) - 1):
+        if p.word(k) == "FOR" and p.word(k + 1) == "SUBSCRIBE":
+            p.i = 1
+            return DeclareSubscribe(p.ident(), p.sql[p.toks[k + 1].start :])
+    return None

@@ -36,7 +36,8 @@ from catalog.types import UNKNOWN, type_from_oid
 from planner.scalar import Literal
 from sqlfront.auth import MECHANISM, ScramVerifier
 from sqlfront.environment import Environment
-from sqlfront.pgtypes import binary_param_text, data_rows, length_prefixed
+from sqlfront.pgtypes import binary_param_text, chunk_data_rows, length_prefixed
+from sqlfront.sequence.result import ResultStream, chunk_len, chunk_rows
 from sqlfront.session import CopyIn, CopyOut, Result, Session, param_count, parse_one, split_statements
 from sqlfront.vars import REPORTED, display_name
 
@@ -84,7 +85,18 @@ class PgContext(BVContext):
         super().__init__(session, None, params)
         self.stmts = session.prepared
         self.reported: dict[str, str] = {}
-        self.suspended: dict[str, tuple[Result, int]] = {}
+        #: portals whose Execute stopped at its row limit (PortalSuspended), by name
+        self.suspended: dict[str, Result] = {}
+
+    def drop_suspended(self, name: str | None = None) -> None:
+        """Close the stream of suspended portal ``name`` (every one when None), which
+        ends its peek (PostgreSQL drops portals at Close, at a new Bind of their name and
+        at the end of their transaction)."""
+        names = list(self.suspended) if name is None else [name]
+        for n in names:
+            r = self.suspended.pop(n, None)
+            if r is not None and r.stream is not None:
+                r.stream.close()
 
     def transaction_status(self):
         s = self.session
@@ -258,6 +270,7 @@ class PgHandler(BuenaVistaHandler):
             try:
                 if self.ctx:
                     self.server.unregister(self.ctx)
+                    self.ctx.drop_suspended()
                     self.ctx.session.close()
             finally:
                 if self.holds_slot:  # however the connection ends: error, EOF, Terminate, a bug
@@ -295,6 +308,8 @@ class PgHandler(BuenaVistaHandler):
         elif kind == b"C":
             self.handle_close(ctx, payload)
         elif kind == b"S":
+            if not ctx.session.in_transaction:
+                ctx.drop_suspended()  # the implicit transaction ends at Sync, and its portals
             ctx.sync()
             self.send_ready_for_query(ctx)
         elif kind == b"H":
@@ -354,16 +369,26 @@ class PgHandler(BuenaVistaHandler):
                 elif isinstance(result, CopyOut):
                     result = self.copy_out(result)
                 elif result.columns is not None:
-                    self.send_columns(result.columns, None)
-                    self.send_rows(result, None, 0, 0)
+                    formats = [1] if result.binary else None
+                    self.send_columns(result.columns, formats)
+                    try:
+                        sent = self.send_rows(result, formats, 0)
+                    finally:
+                        if result.stream is not None:
+                            result.stream.close()
+                    result = Result(_complete_tag(result, sent))
                 self.send_command_complete(result.tag + "\x00")
                 if result.tag in ("SET", "RESET"):
                     self.report_changes(ctx)
         except SqlError as e:
+            if ctx.session.in_transaction:
+                ctx.session.failed = True  # also for an error while rows stream (a FETCH's, say)
             self.send_error(e)
         except Exception as e:  # a bug: report it, keep the session
             log.exception("internal error")
             self.send_error(SqlError(INTERNAL_ERROR, f"internal error: {e}"))
+        if not ctx.session.in_transaction:
+            ctx.drop_suspended()  # portals end with their transaction
         self.send_ready_for_query(ctx)
 
     # -- COPY -----------------------------------------------------------------------------
@@ -414,15 +439,28 @@ class PgHandler(BuenaVistaHandler):
         from sqlfront.copy import copy_out_chunks
 
         self._copy_response(b"H", c.fmt, len(c.columns))
+        types = [t for _, t in c.columns]
+        count = 0
+
+        def chunks():
+            nonlocal count
+            for chunk in (c.stream.take() if c.stream is not None else [c.rows]):
+                count += chunk_len(chunk)
+                yield chunk_rows(chunk, types)
+
         out = []
-        for data in copy_out_chunks(c.columns, c.rows, c.fmt, c.delimiter, c.null, c.header):
-            out.append(b"d" + struct.pack("!i", len(data) + 4) + data)
-            if len(out) >= 512:
-                self.wfile.write(b"".join(out))
-                out = []
+        try:
+            for data in copy_out_chunks(c.columns, chunks(), c.fmt, c.delimiter, c.null, c.header):
+                out.append(b"d" + struct.pack("!i", len(data) + 4) + data)
+                if len(out) >= 512:
+                    self.wfile.write(b"".join(out))
+                    out = []
+        finally:
+            if c.stream is not None:
+                c.stream.close()
         out.append(b"c" + struct.pack("!i", 4))
         self.wfile.write(b"".join(out))
-        return Result(f"COPY {len(c.rows)}")
+        return Result(f"COPY {count}")
 
     # -- extended query -----------------------------------------------------------------
 
@@ -439,6 +477,11 @@ class PgHandler(BuenaVistaHandler):
                 ctx.stmts[name] = (sql, resolved)  # Bind decodes binary parameters with these
                 self.send_paramter_description(resolved)
                 formats = None
+            elif name not in ctx.portals and name in ctx.session.cursors:
+                # a cursor is a portal too (PostgreSQL's DECLARE; psycopg describes its
+                # named cursors this way)
+                c = ctx.session.cursors[name]
+                cols, formats = c.columns, [1] if c.binary else None
             else:
                 stmt, _, formats = ctx.portals[name]
                 sql, _ = ctx.stmts[stmt]
@@ -461,27 +504,32 @@ class PgHandler(BuenaVistaHandler):
         if portal not in ctx.portals and portal not in ctx.suspended:
             self.send_error(SqlError("34000", f'portal "{portal}" does not exist'), ctx)
             return
+        result = None
         try:
             if portal in ctx.suspended:
-                result, offset = ctx.suspended.pop(portal)
+                result = ctx.suspended.pop(portal)
+                ctx.session.cancel_event.clear()  # a new Execute: an old cancel is spent
             else:
                 stmt, _, _ = ctx.portals[portal]
                 sql, _ = ctx.stmts[stmt]
                 result = ctx.session.execute_one(sql, ctx.bound_params(portal)) if sql.strip() else None
-                offset = 0
             if result is None:
                 self.wfile.write(struct.pack("!ci", ServerResponse.EMPTY_QUERY_RESPONSE, 4))
                 return
             _, _, formats = ctx.portals[portal]
             if result.columns is not None:
-                sent = self.send_rows(result, formats, offset, limit)
-                if limit > 0 and offset + sent < len(result.rows):
-                    ctx.suspended[portal] = (result, offset + sent)
+                if result.binary:
+                    formats = [1]
+                if result.stream is None:
+                    result.stream = _rows_stream(result)
+                self.send_rows(result, formats, limit)
+                if limit > 0 and not result.stream.done:
+                    ctx.suspended[portal], result = result, None
                     self.send_portal_suspend()
                     return
-                if result.tag.startswith("SELECT"):
-                    self.send_command_complete(f"SELECT {len(result.rows)}\x00")
-                    return
+                result.stream.close()
+                self.send_command_complete(_complete_tag(result, result.stream.rows_taken) + "\x00")
+                return
             self.send_command_complete(result.tag + "\x00")
             if result.tag in ("SET", "RESET"):
                 self.report_changes(ctx)
@@ -490,6 +538,9 @@ class PgHandler(BuenaVistaHandler):
         except Exception as e:
             log.exception("internal error")
             self.send_error(SqlError(INTERNAL_ERROR, f"internal error: {e}"), ctx)
+        finally:
+            if result is not None and result.stream is not None:
+                result.stream.close()  # ended, failed: the peek is over (a no-op if closed)
 
     def handle_bind(self, ctx: PgContext, payload: bytes):
         try:
@@ -524,7 +575,7 @@ class PgHandler(BuenaVistaHandler):
             self.send_error(SqlError("08P01", f"invalid Bind message: {e}"), ctx)
             return
         ctx.portals[portal] = (stmt, params, result_formats)
-        ctx.suspended.pop(portal, None)
+        ctx.drop_suspended(portal)
         self.send_bind_complete()
 
     def handle_close(self, ctx: PgContext, payload: bytes):
@@ -533,7 +584,7 @@ class PgHandler(BuenaVistaHandler):
             ctx.stmts.pop(name, None)
         else:
             ctx.portals.pop(name, None)
-            ctx.suspended.pop(name, None)
+            ctx.drop_suspended(name)
         self.send_close_complete()
 
     # -- messages ---------------------------------------------------------------------
@@ -547,13 +598,18 @@ class PgHandler(BuenaVistaHandler):
         out = buf.get_value()
         self.wfile.write(struct.pack("!cih", ServerResponse.ROW_DESCRIPTION, len(out) + 6, len(cols)) + out)
 
-    def send_rows(self, result: Result, formats, offset: int, limit: int) -> int:
+    def send_rows(self, result: Result, formats, limit: int) -> int:
+        """DataRows for the next ``limit`` rows of ``result`` (all when ``limit`` <= 0),
+        chunk by chunk as its stream yields them; returns how many were sent."""
         types = [t for _, t in result.columns]
         binary = [_format_for(formats, i) == 1 for i in range(len(types))]
-        rows = result.rows[offset:] if limit <= 0 else result.rows[offset : offset + limit]
-        for start in range(0, len(rows), 4096):  # bounded memory for large results
-            self.wfile.write(b"".join(data_rows(rows[start : start + 4096], types, binary)))
-        return len(rows)
+        stream = result.stream if result.stream is not None else _rows_stream(result)
+        sent = 0
+        for chunk in stream.take(limit if limit > 0 else None):
+            for start in range(0, chunk_len(chunk), 4096):  # bounded memory for big chunks
+                self.wfile.write(chunk_data_rows(chunk[start : start + 4096], types, binary))
+            sent += chunk_len(chunk)
+        return sent
 
     def send_error(self, exception, ctx=None):
         e = exception if isinstance(exception, SqlError) else SqlError(INTERNAL_ERROR, str(exception))
@@ -572,6 +628,20 @@ class PgHandler(BuenaVistaHandler):
             ctx.mark_error()
             if ctx.session.in_transaction:
                 ctx.session.failed = True
+
+
+def _rows_stream(result: Result) -> ResultStream:
+    """A stream over a Result's rows (SHOW, EXPLAIN: small, already in memory)."""
+    chunks = iter([result.rows])
+    return ResultStream(result.columns, lambda: next(chunks, None))
+
+
+def _complete_tag(result: Result, rows: int) -> str:
+    """The CommandComplete tag of a row-returning result that sent ``rows`` rows:
+    ``SELECT n`` and ``FETCH n`` count them; other tags (SHOW, EXPLAIN) stand as they are."""
+    if result.tag.startswith("SELECT"):
+        return f"SELECT {rows}"
+    return f"{result.tag} {rows}" if result.tag == "FETCH" else result.tag
 
 
 def _format_for(formats, i: int) -> int:

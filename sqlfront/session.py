@@ -28,7 +28,9 @@ from planner.writes import plan_insert
 from sqlfront import mzparse as mz
 from sqlfront.environment import Environment
 from sqlfront.parse import param_count, parse_generated, parse_one, split_as_of, split_statements
-from sqlfront.sequence import copy, ddl, peek, show, txn, vars as var_stmts, writes
+from catalog.pg_catalog import PG_CURSORS
+from catalog.snapshot import BuiltinTable
+from sqlfront.sequence import copy, cursors, ddl, peek, show, txn, vars as var_stmts, writes
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
 from sqlfront.vars import SessionVars
 
@@ -67,6 +69,8 @@ class Session:
         self._implicit = False
         #: the running statement's ``AS OF`` clause, if any
         self._as_of = None
+        #: open cursors by name (DECLARE); they end with the transaction
+        self.cursors: dict[str, cursors.Cursor] = {}
 
     # -- entry points -----------------------------------------------------------------
 
@@ -174,6 +178,12 @@ class Session:
                 cols = [("Optimized Plan", TEXT)]
             elif isinstance(stmt, mz.ExplainPlan):
                 cols = [(f"{stmt.stage.capitalize()} Plan", TEXT)]
+            elif isinstance(stmt, ast.DeclareCursorStmt) and isinstance(stmt.query, ast.SelectStmt):
+                QueryPlanner(self.env.snapshot, params).plan_raw(stmt.query)  # the types of its $n
+            elif isinstance(stmt, (ast.FetchStmt, mz.FetchWith)):
+                fetch = parse_one(stmt.fetch) if isinstance(stmt, mz.FetchWith) else stmt
+                c = self.cursors.get(fetch.portalname) if isinstance(fetch, ast.FetchStmt) else None
+                cols = c.columns if c is not None and not fetch.ismove else None
         types = [params.types.get(i + 1, TEXT) for i in range(len(params))]
         return cols, types
 
@@ -197,10 +207,19 @@ class Session:
             return d[3]
         return QueryPlanner(snap, params, row_count=self.env.row_count).plan_select(stmt)
 
+    def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
+        """The rows of a builtin table as this session sees them: its own cursors in
+        ``pg_cursors``, the environment's rows for the rest."""
+        if table.id == PG_CURSORS.id:
+            return cursors.pg_cursors_rows(self)
+        return self.env.builtin_rows(table)
+
     def close(self) -> None:
-        """The connection ended: drop what the session holds."""
+        """The connection ended: drop what the session holds (buffered writes, cursors
+        and their peeks, the transaction's read timestamp)."""
         txn.discard(self, self._pending_writes)
         self._pending_writes = []
+        cursors.close_all(self)
         txn.release_read_ts(self)
 
 
@@ -246,4 +265,10 @@ HANDLERS: dict[type, Callable] = {
     ast.VariableShowStmt: var_stmts.show_var,
     ast.TransactionStmt: txn.transaction,
     ast.DeallocateStmt: _deallocate,
+    # cursors
+    ast.DeclareCursorStmt: cursors.declare,
+    mz.DeclareSubscribe: cursors.declare_subscribe,
+    ast.FetchStmt: cursors.fetch,
+    mz.FetchWith: cursors.fetch,
+    ast.ClosePortalStmt: cursors.close,
 }

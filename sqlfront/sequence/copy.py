@@ -41,8 +41,8 @@ def copy(s: Session, stmt: ast.CopyStmt, sql: str, params):
         else:
             query = pglast.parse_sql(f"SELECT * FROM {quote_ident(stmt.relation.relname)}")[0].stmt
         r = select(s, query, None, None)
-        return CopyOut(r.columns, r.rows, opts.get("format", "text"), opts.get("delimiter"), opts.get("null"),
-                       opts.get("header", "false") in ("true", "on", "1"))
+        return CopyOut(r.columns, [], opts.get("format", "text"), opts.get("delimiter"), opts.get("null"),
+                       opts.get("header", "false") in ("true", "on", "1"), stream=r.stream)
     snap = s.env.snapshot
     rel = snap.resolve_relation(stmt.relation.schemaname, stmt.relation.relname)
     if rel.builtin:

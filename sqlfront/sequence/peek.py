@@ -8,6 +8,8 @@ ClusterCoordinator. The Coordinator main loop is never involved.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import time
 from typing import TYPE_CHECKING
 
@@ -15,14 +17,13 @@ from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, QUERY_CANCELED
 from catalog.snapshot import Table
-from catalog.textio import parse_jsonb
 from catalog.types import SqlType, TEXT
 from persist import ShardSnapshot, SinceError
 from planner import interpret
 from planner.query import QueryPlanner
 from sqlfront.parse import parse_one
 from sqlfront.pyworker import INLINE_HEAP_BYTES
-from sqlfront.sequence.result import Result, arrow_rows
+from sqlfront.sequence.result import Result, ResultStream, chunk_rows
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -34,23 +35,43 @@ def columns(pq) -> list[tuple[str, SqlType]]:
 
 
 def select(s: Session, stmt: ast.SelectStmt, sql: str | None, params, tag: str = "SELECT") -> Result:
-    """Plan and run a SELECT.
+    """Plan a SELECT and open its peek; the rows stream to the client as it takes them
+    (``Result.stream``).
 
     Raises:
         SqlError 25000 in a transaction that has written (Materialize's write-only
-        transactions); the planner's and the peek's errors."""
-    t = time.perf_counter()
+        transactions); the planner's and the peek's errors (those found before the
+        first rows)."""
+    pq, as_of = plan_read(s, stmt, sql, params)
+    t1 = time.perf_counter()
+    cols = columns(pq)
+    stream = peek_stream(s, pq.plan, cols, as_of)
+    s.env.metrics.phase("execute", time.perf_counter() - t1)
+    return Result(tag, cols, stream=stream)
+
+
+def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params):
+    """Plan a SELECT that the session is about to read (a query or a cursor's), marking
+    the transaction as reading (Materialize: a transaction that reads user data is
+    read-only; catalog reads, which drivers issue before writing, do not count).
+    Returns ``(planned query, as_of)``: the timestamp of its ``AS OF`` clause (None:
+    the session's read timestamp).
+
+    Raises:
+        SqlError 25000 in a transaction that has written; the planner's errors; the
+        AS OF clause's (``sqlfront.sequence.as_of``)."""
     as_of = None
     if s._as_of is not None:
         from planner.expr import set_query_timestamp
-        from sqlfront.sequence import as_of as as_of_clause
-
         from sqlfront.parse import split_as_of
+        from sqlfront.sequence import as_of as as_of_clause
 
         as_of = as_of_clause.evaluate(s, s._as_of)
         as_of_clause.check_query(split_as_of(sql or "")[0])
         set_query_timestamp(lambda: as_of)
+    t = time.perf_counter()
     pq = s._plan_select(stmt, params)
+    s.env.metrics.phase("plan", time.perf_counter() - t)
     if as_of is not None:
         as_of = as_of_clause.choose(s, s._as_of, as_of, pq.plan)
     if s._pending_writes and not interpret.is_fast_path(pq.plan):
@@ -59,33 +80,51 @@ def select(s: Session, stmt: ast.SelectStmt, sql: str | None, params, tag: str =
         from sqlfront.sequence.txn import commit
 
         commit(s)  # an implicit transaction shows a script its own writes (see txn)
-    t1 = time.perf_counter()
-    s.env.metrics.phase("plan", t1 - t)
     if s.in_transaction and not interpret.is_fast_path(pq.plan):
-        # Materialize: a transaction that reads user data is read-only. Catalog reads
-        # (which drivers and ORMs issue before writing) do not count.
         s._txn_read = True
-    rows = peek(s, pq.plan, as_of=as_of)
-    s.env.metrics.phase("execute", time.perf_counter() - t1)
-    return Result(f"SELECT {len(rows)}", columns(pq), rows)
+    return pq, as_of
 
 
-def peek(s: Session, plan, as_of: int | None = None, job=None):
-    """Run a plan: in Python when it reads no user table (fast path), else on a
-    replica of the session's cluster at ``as_of`` (default: the session's read
-    timestamp), each table read under a persist read hold released when the job ends.
-    ``job`` (see ``ClusterCoordinator.peek``) replaces collecting the rows.
+#: rows per chunk of a fast-path result
+FAST_PATH_CHUNK_ROWS = 4096
+
+
+def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | None = None) -> ResultStream:
+    """Open a peek of ``plan`` as a ResultStream: the fast path's rows in chunks, or a
+    replica's Arrow batches pulled on demand (``ClusterCoordinator.peek_stream``), each
+    pull under the session's statement_timeout and cancel flag. ``peek_finished`` runs
+    when the stream closes, however it does.
 
     Raises:
-        SqlError 40001-like "could not find a valid timestamp" when ``as_of`` is below a
-        table's since; the replica's errors."""
+        as ``peek``, for errors before the first rows."""
+    with _observed(s):
+        if interpret.is_fast_path(plan):
+            try:
+                rows = evaluate(s, plan)
+            except BaseException:
+                peek_finished(s, None)
+                raise
+            chunks = iter([rows[i : i + FAST_PATH_CHUNK_ROWS] for i in range(0, len(rows), FAST_PATH_CHUNK_ROWS)])
+            stream = ResultStream(cols, lambda: next(chunks, None), on_close=functools.partial(peek_finished, s, None))
+        else:
+            cc, as_of, scan, holds = _read_at(s, as_of)
+            ps = cc.peek_stream(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
+                                s.vars.statement_timeout_s(), s.cancel_event,
+                                on_close=functools.partial(peek_finished, s, as_of, holds))
+            stream = ResultStream(cols, lambda: ps.next_batch(s.vars.statement_timeout_s(), s.cancel_event),
+                                  on_close=ps.close)
+        return stream
+
+
+@contextlib.contextmanager
+def _observed(s: Session):
+    """Count the peek run inside in the peek metrics of the session's cluster, by outcome."""
     start = time.perf_counter()
     cluster_name = s.vars.get("cluster")
     outcome = "error"
     try:
-        rows = _peek(s, plan, as_of, job)
+        yield
         outcome = "success"
-        return rows
     except SqlError as e:
         outcome = "canceled" if e.sqlstate == QUERY_CANCELED else "error"
         raise
@@ -93,9 +132,34 @@ def peek(s: Session, plan, as_of: int | None = None, job=None):
         s.env.metrics.observe_peek(cluster_name, outcome, time.perf_counter() - start)
 
 
-def _peek(s: Session, plan, as_of: int | None, job):
-    if interpret.is_fast_path(plan) and job is None:
-        return evaluate(s, plan)
+def peek_finished(s: Session, as_of: int | None, holds: list | None = None) -> None:
+    """The one place a peek ends: called exactly once per peek, when its stream is
+    exhausted, fails, or is closed by the client (portal Close, CLOSE of a cursor,
+    transaction end, connection end), and after a whole-result ``peek``. ``as_of`` is
+    the read timestamp (None for the fast path). What a peek holds while it runs (its
+    persist read holds, ``holds``) is released here."""
+    for h in holds or ():
+        s.env.persist.release(h)
+
+
+def peek(s: Session, plan, as_of: int | None = None, job=None):
+    """Run a plan to its whole result: in Python when it reads no user table (fast
+    path), else on a replica of the session's cluster at ``as_of`` (default: the
+    session's read timestamp). ``job`` (``ClusterCoordinator.peek``) replaces collecting
+    the rows (a replica writing them to Blob). For writes that need every row (INSERT ...
+    SELECT, UPDATE, DELETE); SELECT streams.
+
+    Raises:
+        SqlError "could not find a valid timestamp" when ``as_of`` is below a table's
+        since; the replica's errors."""
+    with _observed(s):
+        return _peek(s, plan, as_of, job)
+
+
+def _read_at(s: Session, as_of: int | None):
+    """The session's cluster's coordinator, the read timestamp, the scan function giving
+    each table's snapshot at it under a persist read hold, and the list those holds go
+    to (``peek_finished`` releases them). Raises SqlError 55000 for a stopped cluster."""
     snap = s.env.snapshot
     cluster = snap.resolve_cluster(s.vars.get("cluster"))
     cc = s.env.cluster_coordinator(cluster.id)
@@ -103,7 +167,7 @@ def _peek(s: Session, plan, as_of: int | None, job):
         raise SqlError("55000", f"cluster '{cluster.name}' is not running")
     as_of = s.read_ts() if as_of is None else as_of
     persist = s.env.persist
-    holds = []
+    holds: list = []
 
     def scan(table: Table) -> ShardSnapshot:
         try:
@@ -115,21 +179,24 @@ def _peek(s: Session, plan, as_of: int | None, job):
         holds.append(hold)
         return snapshot
 
+    return cc, as_of, scan, holds
+
+
+def _peek(s: Session, plan, as_of: int | None, job):
+    if interpret.is_fast_path(plan) and job is None:
+        try:
+            return evaluate(s, plan)
+        finally:
+            peek_finished(s, None)
+    cc, as_of, scan, holds = _read_at(s, as_of)
     try:
-        result = cc.peek(plan, scan, s.env.builtin_rows, s.env.config.replica_wait_s,
+        result = cc.peek(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
                          s.vars.statement_timeout_s(), s.cancel_event, job)
     finally:
-        for h in holds:
-            persist.release(h)
+        peek_finished(s, as_of, holds)
     if job is not None:
         return result
-    rows = arrow_rows(result)
-    jsonb = [i for i, (_, t) in enumerate(plan.columns) if t.name == "jsonb"]
-    if jsonb and rows:
-        # Spark's JSON text (to_json of a VARIANT) is compact, with its own key order.
-        rows = [tuple(parse_jsonb(v) if i in jsonb and v is not None else v for i, v in enumerate(r))
-                for r in rows]
-    return rows
+    return chunk_rows(result, [t for _, t in plan.columns])
 
 
 def evaluate(s: Session, plan) -> list[tuple]:
@@ -143,10 +210,10 @@ def evaluate(s: Session, plan) -> list[tuple]:
     limits = interpret.Limits(deadline=deadline, cancelled=s.cancel_event.is_set, max_heap_bytes=budget,
                               outgrow_bytes=INLINE_HEAP_BYTES)
     try:
-        return interpret.run(plan, s.env.builtin_rows, limits)
+        return interpret.run(plan, s.builtin_rows, limits)
     except interpret.Outgrown:
         pass
-    tables = {t.id: list(s.env.builtin_rows(t)) for t in interpret.builtins_read(plan)}
+    tables = {t.id: list(s.builtin_rows(t)) for t in interpret.builtins_read(plan)}
     return s.env.python_workers.run(plan, tables, budget, deadline, s.cancel_event)
 
 

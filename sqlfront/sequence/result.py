@@ -1,24 +1,106 @@
-"""What sequencing a statement returns to the wire layer (Result, CopyIn, CopyOut) and
-the conversions between Arrow tables and rows of Python values."""
+"""What sequencing a statement returns to the wire layer (Result, ResultStream, CopyIn,
+CopyOut) and the conversions between Arrow tables and rows of Python values."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable, Union
 
 import pyarrow as pa
 
 from catalog.snapshot import Table
+from catalog.textio import parse_jsonb
 from catalog.types import Interval, SqlType, arrow_schema
+
+#: a piece of a result: an Arrow table (from a replica) or rows of Python values
+Chunk = Union[pa.Table, list]
+
+
+class ResultStream:
+    """The rows of one result, pulled chunk by chunk as the client takes them, so the
+    server holds at most one chunk (a replica's Arrow batch, ~10,000 rows) of it.
+
+    ``pull()`` returns the next chunk or None at the end; ``on_close`` runs exactly once,
+    when the stream ends, fails or is closed (a portal or cursor closed, a transaction
+    ended, a connection dropped). Not thread-safe: one session drives it."""
+
+    def __init__(self, columns: list[tuple[str, SqlType]], pull: Callable[[], Chunk | None],
+                 on_close: Callable[[], None] | None = None):
+        self.columns = columns
+        self._pull = pull
+        self._on_close = on_close
+        self._buf: Chunk | None = None
+        #: no rows are left
+        self.done = False
+        self.closed = False
+        #: rows handed out so far
+        self.rows_taken = 0
+
+    def take(self, limit: int | None = None):
+        """Yield chunks holding the next ``limit`` rows (all that are left when None or
+        when fewer are left). Errors of the pull propagate; the stream is closed then."""
+        remaining = limit
+        while remaining is None or remaining > 0:
+            chunk = self._buf
+            self._buf = None
+            if chunk is None:
+                if self.done:
+                    return
+                try:
+                    chunk = self._pull()
+                except BaseException:
+                    self.close()
+                    raise
+                if chunk is None:
+                    self.done = True
+                    self.close()
+                    return
+            n = chunk_len(chunk)
+            if remaining is not None and n > remaining:
+                chunk, self._buf = chunk[:remaining], chunk[remaining:]
+                n = remaining
+            if remaining is not None:
+                remaining -= n
+            self.rows_taken += n
+            if n:
+                yield chunk
+
+    def close(self) -> None:
+        """Release the stream and run ``on_close`` (once)."""
+        if self.closed:
+            return
+        self.closed = True
+        self._buf = None
+        if self._on_close is not None:
+            self._on_close()
+
+
+def chunk_len(chunk: Chunk) -> int:
+    """Rows in a chunk."""
+    return chunk.num_rows if isinstance(chunk, pa.Table) else len(chunk)
+
+
+def chunk_rows(chunk: Chunk, types: list[SqlType]) -> list[tuple]:
+    """A chunk as rows of Python values (``types``: the result's column types)."""
+    if not isinstance(chunk, pa.Table):
+        return chunk
+    if chunk.num_columns == 0:
+        return [()] * chunk.num_rows
+    return list(zip(*[column_values(c, t) for c, t in zip(chunk.columns, types)]))
 
 
 @dataclass
 class Result:
     """One statement's outcome: a command tag and, for row-returning statements, the
-    columns (name, SqlType) and rows (tuples of Python values)."""
+    columns (name, SqlType) and either rows (tuples of Python values) or a stream. With
+    a stream, ``tag`` is the command's name and the wire layer appends the row count
+    (``SELECT 3``, ``FETCH 2``). ``binary``: a BINARY cursor's rows, sent in binary."""
 
     tag: str
     columns: list[tuple[str, SqlType]] | None = None
     rows: list[tuple] = field(default_factory=list)
+    stream: ResultStream | None = None
+    binary: bool = False
 
 
 @dataclass
@@ -38,7 +120,8 @@ class CopyIn:
 
 @dataclass
 class CopyOut:
-    """``COPY (query) TO STDOUT``: rows the wire layer sends as CopyData."""
+    """``COPY (query) TO STDOUT``: rows (or a stream of them) the wire layer sends as
+    CopyData."""
 
     columns: list
     rows: list
@@ -48,6 +131,7 @@ class CopyOut:
     null: str | None = None
     header: bool = False
     tag: str = "COPY"
+    stream: ResultStream | None = None
 
 
 def arrow_rows(t: pa.Table) -> list[tuple]:
@@ -61,6 +145,15 @@ def arrow_rows(t: pa.Table) -> list[tuple]:
 def _to_storage(v: Interval | None):
     # An interval is stored as a (months, days, micros) struct (catalog.types).
     return None if v is None else {"months": v.months, "days": v.days, "micros": v.micros}
+
+
+def column_values(c: pa.Array | pa.ChunkedArray, t: SqlType) -> list:
+    """An Arrow column of SqlType ``t`` as Python values: intervals as Interval, jsonb
+    normalized (Spark's JSON text is compact, with its own key order)."""
+    values = _from_arrow(c)
+    if t.name == "jsonb":
+        return [None if v is None else parse_jsonb(v) for v in values]
+    return values
 
 
 def _from_arrow(c: pa.ChunkedArray) -> list:

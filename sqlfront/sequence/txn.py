@@ -22,6 +22,7 @@ from pglast.enums import TransactionStmtKind
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from persist import Batch
+from sqlfront.sequence.cursors import close_all
 from sqlfront.sequence.result import Result
 from sqlfront.sequence.writes import append_all
 
@@ -88,10 +89,12 @@ def discard(s: Session, writes: list) -> None:
 
 
 def end_transaction(s: Session) -> None:
-    """Leave the transaction block (its buffered writes are the caller's business)."""
+    """Leave the transaction block, closing its cursors (its buffered writes are the
+    caller's business)."""
     s.in_transaction = s.failed = s._txn_read = s._txn_read_only = s._implicit = False
     s._savepoints = []
     release_read_ts(s)
+    close_all(s)
 
 
 def release_read_ts(s: Session) -> None:
