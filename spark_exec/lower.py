@@ -314,6 +314,8 @@ class Lowerer:
             return F.lower(F.trim(c)).cast(T.BooleanType())
         if d == "numeric" and dst.precision is None and s == "numeric":
             return c
+        if d == "numeric" and dst.precision is None and src.is_integer:
+            return c.cast(T.DecimalType(38, 0))  # an integer's numeric has scale 0, as in PostgreSQL
         return c.cast(spark_type(dst))
 
     def _cast_special(self, c: SparkColumn, src: SqlType, dst: SqlType) -> SparkColumn | None:

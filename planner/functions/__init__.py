@@ -120,10 +120,14 @@ def cast_cost(src: SqlType, dst: str) -> float | None:
         return 0.1
     if s == "oid" and dst in ("int8", "numeric", "float8"):
         return 1
+    if s in ("int2", "int4", "int8") and dst == "oid":
+        return 1.5
     rs, rd = _rank(s), _rank(dst)
     if rs is not None and rd is not None and rs < rd:
         return 1 + (rd - rs) * 0.01
-    if (s, dst) in (("date", "timestamp"), ("date", "timestamptz"), ("timestamp", "timestamptz")):
+    if (s, dst) in (("date", "timestamptz"), ("timestamp", "timestamptz")):
+        return 0.9  # timestamptz is the preferred type of the datetime category (10.3 step 4d)
+    if (s, dst) == ("date", "timestamp"):
         return 1
     return None
 

@@ -141,7 +141,7 @@ def json_text_spark(S, c, t):
     elif n in ("int2", "int4", "int8", "numeric", "float4", "float8"):
         r = c.cast("string")
     elif n == "bool":
-        r = F.when(c, F.lit("true")).otherwise(F.lit("false"))
+        r = F.when(c, F.lit("true")).when(~c, F.lit("false"))
     elif n == "timestamp":
         r = F.date_format(c, "yyyy-MM-dd'T'HH:mm:ss.SSSSSS")
         r = F.regexp_replace(r, r"\.?0+$", "")
@@ -181,6 +181,8 @@ def _build_object_spark(S, a, e):
 
 
 def _variant_step(step) -> str:
+    if isinstance(step, str) and step.lstrip("-").isdigit():
+        step = int(step)  # a path step of digits reads an array element (object keys of digits do not work)
     if isinstance(step, int) and not isinstance(step, bool):
         if step < 0:
             raise SqlError(FEATURE_NOT_SUPPORTED, "negative jsonb array indexes are not supported on table data")
@@ -234,7 +236,8 @@ register(
     Function("jsonb_get", (), lambda a, e: _out(_step(doc(a[0]), a[1]), False), _get_spark, doc="9.16",
              samples=("j -> 'a'", "j -> 1")),
     Function("jsonb_get_text", (), lambda a, e: _out(_step(doc(a[0]), a[1]), True), _get_spark, doc="9.16",
-             samples=("j ->> 'a'", "j ->> 1")),
+             samples=("j ->> 'a'", "j ->> 1"),
+             differs="on Spark, ->> and #>> of an object or array give compact JSON text ({\"c\":null})"),
     Function("jsonb_path", (), _path, _get_spark, doc="9.16", samples=("j #> '{a,c}'",)),
     Function("jsonb_path_text", (), _path, _get_spark, doc="9.16", samples=("j #>> '{b,1}'",)),
     Function("jsonb_contains", (), lambda a, e: contains(doc(a[0]), doc(a[1])), _unsupported("jsonb @>"),

@@ -159,9 +159,12 @@ def _trunc_spark(S, a, e):
     if e.args[0].type.name in FLOATS:
         return F.when(a[0] < 0, F.ceil(a[0])).otherwise(F.floor(a[0])).cast(S.T.DoubleType())
     d = e.args[1] if len(a) > 1 else None
-    scale = d.value if d is not None and d.__class__.__name__ == "Literal" and d.value is not None else 0
-    r = F.call_function("truncate", a[0], a[1] if len(a) > 1 else F.lit(0))
-    return r.cast(S.T.DecimalType(38, min(max(scale, 0), 37)))
+    if d is not None and (d.__class__.__name__ != "Literal" or d.value is None or d.value < 0):
+        raise SqlError("0A000", "trunc(numeric, n) needs a constant n >= 0 on table data")
+    scale = min(d.value if d is not None else 0, 37)
+    # x - x % 10^-scale: the remainder keeps x's sign, so this cuts toward zero.
+    step = F.lit(Decimal(1).scaleb(-scale))
+    return (a[0] - a[0] % step).cast(S.T.DecimalType(38, scale))
 
 
 def _floor_py(func):
@@ -235,6 +238,9 @@ def _float_fn(spark_name):
         if spark_name in ("ln", "log10"):
             r = S.F.when(a[0] == 0, S.fail("2201E", "cannot take logarithm of zero")).when(
                 a[0] < 0, S.fail("2201E", "cannot take logarithm of a negative number")).otherwise(r)
+        if spark_name == "exp":
+            r = S.F.when(S.F.isnan(r) | (r != float("inf")) | (a[0] == float("inf")), r).otherwise(
+                S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow"))
         return r.cast(S.spark_type(e.type)) if e.type.name != "numeric" else r
     return spark
 
@@ -271,8 +277,8 @@ def _mod_py(a, e):
 NUMS = ("int2", "int4", "int8", "numeric")
 
 
-def _same_type(kinds):
-    return tuple(sig(k, ret=k) for k in kinds)
+def _same_type(kinds, n: int = 1):
+    return tuple(sig(*([k] * n), ret=k) for k in kinds)
 
 
 register(
@@ -284,7 +290,7 @@ register(
              doc="9.3", samples=("i * k", "n * 2", "f * 2")),
     Function("div", (), lambda a, e: arith("div", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("div"),
              doc="9.3", samples=("i / k", "7 / k", "f / 4", "i / 0")),
-    Function("mod", _same_type(("int2", "int4", "int8", "numeric")), _mod_py, _arith_spark("mod"),
+    Function("mod", _same_type(("int2", "int4", "int8", "numeric"), 2), _mod_py, _arith_spark("mod"),
              sql_names=("mod",), doc="9.3", samples=("mod(i, 3)", "i % k", "mod(k, 0)")),
     Function("neg", (), lambda a, e: check_int(-a[0], e.type) if e.type.is_integer else -a[0],
              lambda S, a, e: -a[0], doc="9.3", samples=("-i", "-n")),
@@ -293,10 +299,12 @@ register(
              lambda S, a, e: S.F.abs(a[0]), sql_names=("abs",), doc="9.3", samples=("abs(i)", "abs(n)", "abs(f)")),
     Function("round", (sig("float8", ret="float8"), sig("numeric", ret="numeric"), sig("numeric", "int4", ret="numeric")),
              _round_py("round"), _round_spark, sql_names=("round",), doc="9.3",
-             samples=("round(n)", "round(n, 1)", "round(f)", "round(i)")),
+             samples=("round(n)", "round(n, 1)", "round(f)", "round(i)"),
+             differs="a negative zero result prints as 0 (PostgreSQL: -0)"),
     Function("trunc", (sig("float8", ret="float8"), sig("numeric", ret="numeric"), sig("numeric", "int4", ret="numeric")),
              _round_py("trunc"), _trunc_spark, sql_names=("trunc",), doc="9.3",
-             samples=("trunc(n)", "trunc(n, 1)", "trunc(f)")),
+             samples=("trunc(n)", "trunc(n, 1)", "trunc(f)"),
+             differs="a negative zero result prints as 0 (PostgreSQL: -0)"),
     Function("floor", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _floor_py("floor"),
              lambda S, a, e: S.F.floor(a[0]).cast(S.spark_type(e.type) if e.type.name == "float8"
                                                   else S.T.DecimalType(38, 0)),
@@ -304,7 +312,8 @@ register(
     Function("ceil", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _floor_py("ceil"),
              lambda S, a, e: S.F.ceil(a[0]).cast(S.spark_type(e.type) if e.type.name == "float8"
                                                  else S.T.DecimalType(38, 0)),
-             sql_names=("ceil", "ceiling"), doc="9.3", samples=("ceil(n)", "ceiling(f)")),
+             sql_names=("ceil", "ceiling"), doc="9.3", samples=("ceil(n)", "ceiling(f)"),
+             differs="a negative zero result prints as 0 (PostgreSQL: -0)"),
     Function("sign", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _sign_py,
              lambda S, a, e: S.F.signum(a[0]).cast(S.T.DoubleType() if e.type.name == "float8"
                                                    else S.T.DecimalType(38, 0)),
@@ -313,13 +322,15 @@ register(
              _float_fn("sqrt"), sql_names=("sqrt",), doc="9.3", samples=("sqrt(f)", "sqrt(abs(f))"),
              differs="numeric results are computed in double precision on Spark, so digits past the 15th may differ"),
     Function("cbrt", (sig("float8", ret="float8"),), _transcendental("cbrt"), _float_fn("cbrt"),
-             sql_names=("cbrt",), doc="9.3", samples=("cbrt(f)",)),
+             sql_names=("cbrt",), doc="9.3", samples=("cbrt(f)",),
+             differs="Spark's cbrt (Java) and PostgreSQL's (C library) can differ in the last digit"),
     Function("ln", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _transcendental("ln"),
              _float_fn("ln"), sql_names=("ln",), doc="9.3", samples=("ln(f)",)),
     Function("log10", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _transcendental("log10"),
              _float_fn("log10"), sql_names=("log", "log10"), doc="9.3", samples=("log(f)",)),
     Function("exp", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _transcendental("exp"),
-             _float_fn("exp"), sql_names=("exp",), doc="9.3", samples=("exp(f)", "exp(i::float8)")),
+             _float_fn("exp"), sql_names=("exp",), doc="9.3", samples=("exp(f)", "exp(i::float8)"),
+             differs="Spark's exp (Java) and PostgreSQL's (C library) can differ in the last digit"),
     Function("power", (sig("float8", "float8", ret="float8"), sig("numeric", "numeric", ret="numeric")), _power_py,
              lambda S, a, e: S.F.pow(a[0], a[1]) if e.type.name == "float8" else S.F.pow(a[0], a[1]),
              sql_names=("power", "pow"), doc="9.3", samples=("power(f, 2)", "power(i::float8, 2)")),

@@ -95,7 +95,7 @@ def _right_spark(S, a, e):
     F = S.F
     s, n = a
     tail = F.greatest(F.char_length(s) - n + 1, F.lit(1))
-    return F.when(n >= 0, F.when(n == 0, F.lit("")).otherwise(s.substr(tail, F.lit(2**31 - 1)))).otherwise(
+    return F.when(n >= 0, s.substr(tail, F.lit(2**31 - 1))).otherwise(
         s.substr(1 - n, F.lit(2**31 - 1)))
 
 
@@ -210,13 +210,15 @@ def _regexp_replace_py(a, e):
     return _pg_regex(p, flags).sub(_replacement_py(r), s, count=0 if "g" in flags else 1)
 
 
-def _java_replacement(repl: str, shift: int) -> str:
+def _java_replacement(repl: str, whole: int, shift: int) -> str:
+    """A PostgreSQL replacement (``\\1``, ``\\&``) for Java's regex: group ``whole`` is the
+    match, the pattern's groups are ``shift`` further on."""
     out, i = [], 0
     while i < len(repl):
         c = repl[i]
         if c == "\\" and i + 1 < len(repl):
             n = repl[i + 1]
-            out.append(f"${int(n) + shift}" if n.isdigit() else f"${shift}" if n == "&" else
+            out.append(f"${int(n) + shift}" if n.isdigit() else f"${whole}" if n == "&" else
                        ("\\" + n if n in "\\$" else n))
             i += 2
             continue
@@ -236,10 +238,10 @@ def _regexp_replace_spark(S, a, e):
     _pg_regex(pattern, flags)  # PostgreSQL's errors for a bad pattern or flag
     prefix = "(?i)" if "i" in flags else ""
     if "g" in flags:
-        return F.regexp_replace(a[0], F.lit(prefix + pattern), F.lit(_java_replacement(repl, 0)))
-    # First match only: a lazy prefix finds the leftmost match; it is group 1.
-    return F.regexp_replace(a[0], F.lit(prefix + "^(?s:(.*?))(?:" + pattern + ")"),
-                            F.lit("$1" + _java_replacement(repl, 1)))
+        return F.regexp_replace(a[0], F.lit(prefix + pattern), F.lit(_java_replacement(repl, 0, 0)))
+    # First match only: a lazy prefix (group 1) finds the leftmost match (group 2).
+    return F.regexp_replace(a[0], F.lit(prefix + "^(?s:(.*?))(" + pattern + ")"),
+                            F.lit("$1" + _java_replacement(repl, 2, 2)))
 
 
 def _regex_py(kind):

@@ -82,7 +82,8 @@ def _typeof_spark(S, a, e):
 
 register(
     Function("pg_size_pretty", (sig("numeric", ret="text"),), lambda a, e: pg_size_pretty(a[0]), None,
-             sql_names=("pg_size_pretty",), doc="9.28.7", samples=("pg_size_pretty(k * 100000)",)),
+             sql_names=("pg_size_pretty",), doc="9.28.7", samples=("pg_size_pretty((k * 100000)::numeric)",),
+             differs="computed in Python only: 0A000 on table data"),
     Function("format_type", (sig("oid", "int4", ret="text"),), lambda a, e: None if a[0] is None else
              format_type(a[0], a[1]), None, sql_names=("format_type",), strict=False, doc="9.26",
              samples=("format_type(23, null)",)),
