@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import contextvars
 import datetime as dt
-import json
 import math
-from decimal import Decimal, localcontext, ROUND_HALF_UP, ROUND_HALF_EVEN, ROUND_FLOOR, ROUND_CEILING, ROUND_DOWN
+from decimal import Decimal, ROUND_HALF_UP
 
 from catalog.errors import (
-    SqlError, DIVISION_BY_ZERO, NUMERIC_VALUE_OUT_OF_RANGE, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE,
+    SqlError, NUMERIC_VALUE_OUT_OF_RANGE, FEATURE_NOT_SUPPORTED,
 )
-from catalog.textio import check_int, fit_numeric, fit_string, format_text, jsonb_text, parse_text, INT_RANGES
-from catalog.types import Interval, SqlType, type_from_oid
+from catalog.textio import check_int, fit_numeric, fit_string, format_text, parse_text, INT_RANGES
+from catalog.types import SqlType
 from planner.functions import FUNCTIONS
 from planner.functions.array import any_all
 from planner.functions.datetime import add_interval

@@ -16,7 +16,6 @@ from __future__ import annotations
 import heapq
 import sys
 import time
-from decimal import Decimal
 from typing import Callable, Iterable, Iterator
 
 from catalog.snapshot import BuiltinTable, Table
