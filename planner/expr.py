@@ -25,7 +25,9 @@ from catalog.textio import parse_interval, parse_text, INTERVAL_FIELD_UNITS
 from catalog.types import (
     SqlType, BOOL, DATE, INT4, INT8, INTERVAL, NUMERIC, OID, TEXT, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, array_of, make_type,
 )
+from planner import functions as fn
 from planner import typing as ty
+from planner.functions.aggregate import resolve_aggregate
 from planner.consteval import cast_value
 from planner.plan import Project
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Param, Subquery, is_constant
@@ -194,7 +196,7 @@ def sort_direction(sb: ast.SortBy) -> tuple[bool, bool]:
 
 def contains_aggregate(node) -> bool:
     """True if the AST ``node`` calls an aggregate (outside of nested subqueries)."""
-    return _ast_contains(node, lambda n: isinstance(n, ast.FuncCall) and _func_name(n) in ty.AGGREGATES
+    return _ast_contains(node, lambda n: isinstance(n, ast.FuncCall) and _func_name(n) in fn.AGGREGATES
                          and n.over is None, stop=(ast.SelectStmt,))
 
 
@@ -586,7 +588,7 @@ class ExprPlanner:
             if id(node) in self.window_refs:
                 return self.window_refs[id(node)]
             raise SqlError("42P20", f"window functions are not allowed in {self.agg_context or 'this context'}")
-        if name in ty.AGGREGATES:
+        if name in fn.AGGREGATES:
             if self.agg_context:
                 raise SqlError(GROUPING_ERROR, f"aggregate functions are not allowed in {self.agg_context}")
             raise SqlError(GROUPING_ERROR, "aggregate function calls cannot be nested")
@@ -641,13 +643,14 @@ class ExprPlanner:
             if name == "pg_type_is_visible":
                 return Literal(True, BOOL)
             return self.binary(">=", args[0], Literal(FIRST_USER_OID, INT8))
-        func, casts, result = ty.resolve_function(name, [a.type for a in args])
-        if func.startswith("const_"):
-            # Catalog functions whose answer does not depend on the argument here.
-            if func == "const_null":
-                return Literal(None, result)
-            return Literal(True, BOOL) if func == "const_true" else Literal(func.split(":", 1)[1], TEXT)
-        return Call(func, tuple(coerce(a, t) for a, t in zip(args, casts)), result)
+        if name in fn.WINDOW_FUNCTIONS:
+            raise SqlError("42809", f"window function {name} requires an OVER clause")
+        types = [a.type for a in args]
+        resolved = fn.resolve_scalar(name, types)
+        if resolved is None:
+            raise fn.undefined_function(name, types)
+        f, casts, result = resolved
+        return Call(f.name, tuple(coerce(a, t) for a, t in zip(args, casts)), result)
 
     def _SQLValueFunction(self, node):
         """current_timestamp, current_date, ...: the statement's start time (PostgreSQL:
@@ -707,26 +710,55 @@ class ExprPlanner:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{kind.name} subqueries are not supported")
 
     def plan_aggregate(self, node: ast.FuncCall, arg_planner: "ExprPlanner") -> AggCall:
+        """An aggregate call with its DISTINCT, ORDER BY, FILTER and WITHIN GROUP
+        (PostgreSQL 4.2.7); its function comes from the registry (``planner.functions``)."""
         name = _func_name(node)
         if node.over is not None:
             raise SqlError(FEATURE_NOT_SUPPORTED, "window functions are not supported yet")
+        entry = fn.AGGREGATES[name]
+        nested = [node.args, node.agg_order, node.agg_filter]
+        if any(contains_aggregate(n) for n in nested if n):
+            raise SqlError(GROUPING_ERROR, "aggregate function calls cannot be nested")
+        filt = arg_planner.plan_bool(node.agg_filter, "FILTER") if node.agg_filter is not None else None
         if node.agg_star:
             if name != "count":
                 raise SqlError(SYNTAX_ERROR, f"{name}(*) must be used to call a parameterless aggregate function")
-            return AggCall("count_star", None, False, INT8)
-        args = node.args or ()
-        if len(args) != 1:
-            raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
-        if contains_aggregate(args[0]):
-            raise SqlError(GROUPING_ERROR, "aggregate function calls cannot be nested")
-        arg = arg_planner.plan(args[0])
-        func, cast_to, result = ty.resolve_aggregate(name, arg.type)
-        order = ()
-        if node.agg_order:
-            if func != "array_agg":
-                raise SqlError(FEATURE_NOT_SUPPORTED, f"ORDER BY inside {name}() is not supported")
-            order = tuple((arg_planner.plan(sb.node), *sort_direction(sb)) for sb in node.agg_order)
-        return AggCall(func, coerce(arg, cast_to) if cast_to else arg, bool(node.agg_distinct), result, order)
+            return AggCall("count_star", None, False, INT8, filter=filt)
+        args = list(node.args or ())
+        if entry.ordered_set != bool(node.agg_within_group):
+            if entry.ordered_set:
+                raise SqlError("42809", f"WITHIN GROUP is required for ordered-set aggregate {name}")
+            raise SqlError("42809", f"{name} is not an ordered-set aggregate, so it cannot have WITHIN GROUP")
+        if entry.ordered_set:
+            # percentile_cont(0.5) WITHIN GROUP (ORDER BY x): the direct arguments are
+            # parameters; the aggregated value is the ORDER BY expression.
+            sorts = node.agg_order or ()
+            if len(sorts) != 1:
+                raise SqlError("42883", f"function {name} with {len(sorts)} ordering expressions does not exist")
+            value, direct = sorts[0].node, args
+        else:
+            if not args:
+                raise SqlError("42883", f"function {name}() does not exist")
+            value, direct = args[0], args[1:]
+        want = entry.extra.get("params", ())
+        if len(direct) != len(want):
+            shown = len(args) + (1 if entry.ordered_set else 0)
+            raise SqlError("42883", f"function {name} with {shown} arguments does not exist",
+                           hint="No function matches the given name and argument types. "
+                                "You might need to add explicit type casts.")
+        params = tuple(coerce(arg_planner.plan(d), t) for d, t in zip(direct, want))
+        for p, t in zip(params, want):
+            if p.type != t:
+                raise fn.undefined_function(name, [p.type])
+        arg = arg_planner.plan(value)
+        f, cast_to, result = resolve_aggregate(name, arg.type)
+        order = tuple((arg_planner.plan(sb.node), *sort_direction(sb)) for sb in node.agg_order or ())
+        if node.agg_distinct and order and any(o[0] != arg for o in order):
+            raise SqlError("42P10", "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list")
+        arg = coerce(arg, cast_to) if cast_to else arg
+        if entry.ordered_set:
+            order = ((arg, *order[0][1:]),)
+        return AggCall(f.name, arg, bool(node.agg_distinct), result, order, params, filt)
 
 
 class Grouping:
@@ -765,7 +797,7 @@ class Grouping:
     def plan(self, node, outer: ExprPlanner):
         if isinstance(node, ast.SubLink):
             return outer.plan_node(node)
-        if isinstance(node, ast.FuncCall) and _func_name(node) in ty.AGGREGATES:
+        if isinstance(node, ast.FuncCall) and _func_name(node) in fn.AGGREGATES:
             agg = outer.plan_aggregate(node, self.from_planner)
             if agg not in self.aggregates:
                 self.aggregates.append(agg)

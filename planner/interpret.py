@@ -16,7 +16,6 @@ from __future__ import annotations
 import heapq
 import sys
 import time
-from decimal import Decimal
 from typing import Callable, Iterable, Iterator
 
 from catalog.snapshot import BuiltinTable, Table
@@ -24,6 +23,7 @@ from collections import Counter
 
 from catalog.errors import SqlError, OUT_OF_MEMORY, query_canceled
 from planner.consteval import NESTED_EVALUATOR, any_all, evaluate
+from planner.functions import FUNCTIONS
 
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Unnest, Window,
@@ -584,36 +584,22 @@ def _reduce(plan: Reduce, rows: Rows, limits: Limits) -> Rows:
 
 
 def _aggregate(a: AggCall, rows: Rows):
+    """Aggregate ``a`` over ``rows``: FILTER, then its ORDER BY, then NULLs dropped for a
+    strict aggregate, then DISTINCT; the registry entry computes the value."""
+    entry = FUNCTIONS[a.func]
+    if a.filter is not None:
+        rows = [r for r in rows if evaluate(a.filter, r) is True]
+    params = [evaluate(p, rows[0] if rows else ()) for p in a.params]
     if a.func == "count_star":
         return len(rows)
-    if a.func == "array_agg":  # keeps NULLs and input order (or its ORDER BY); NULL for no rows
-        if a.order:
-            rows = [rows[p] for p in _sort_by(list(range(len(rows))), _order_keys(a.order, rows))]
-        vals = [evaluate(a.arg, r) for r in rows]
-        return (list(dict.fromkeys(vals)) if a.distinct else vals) or None
-    vals = [v for r in rows if (v := evaluate(a.arg, r)) is not None]
+    if a.order:
+        rows = [rows[p] for p in _sort_by(list(range(len(rows))), _order_keys(a.order, rows))]
+    vals = [evaluate(a.arg, r) for r in rows]
+    if entry.strict:
+        vals = [v for v in vals if v is not None]
     if a.distinct:
         vals = list(dict.fromkeys(vals))
-    if a.func == "count":
-        return len(vals)
-    if not vals:
-        return None
-    if a.func == "sum":
-        s = sum(vals)
-        return Decimal(s) if a.type.name == "numeric" else s
-    if a.func == "avg":
-        if a.type.name == "float8":
-            return float(sum(vals)) / len(vals)
-        return Decimal(sum(vals)) / len(vals)
-    if a.func == "min":
-        return min(vals)
-    if a.func == "max":
-        return max(vals)
-    if a.func == "bool_and":
-        return all(vals)
-    if a.func == "bool_or":
-        return any(vals)
-    raise ValueError(a.func)
+    return entry.py(vals, a, params)
 
 
 def _setop(p: SetOp, left: Rows, right: Rows) -> Rows:

@@ -21,7 +21,9 @@ from catalog.errors import (
 from catalog.snapshot import CatalogSnapshot, View
 from catalog.types import BOOL, INT4, INT8, UNKNOWN, TEXT
 from planner import typing as ty
+from planner import functions
 from planner.consteval import evaluate, fold
+from planner.functions.aggregate import resolve_aggregate
 from planner.expr import (
     ExprPlanner, Grouping, ast_nodes, coerce, contains_aggregate, figure_colname, sort_direction, window_calls,
 )
@@ -32,6 +34,11 @@ from planner.plan import (
 )
 from planner.scalar import ColRef, Literal, is_constant
 from planner.scope import Scope, ScopeItem
+
+
+#: aggregates that also run as window functions over the default frame
+_WINDOW_AGGREGATES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or", "stddev_samp", "stddev_pop",
+                      "var_samp", "var_pop")
 
 
 @dataclass(frozen=True)
@@ -464,13 +471,14 @@ class QueryPlanner:
                 t = ty.common_type([t, args[2].type], name.upper())
                 rest.append(coerce(args[2], t))
             return WindowCall(name, (coerce(args[0], t), *rest), partition, order, t)
-        if name in ty.AGGREGATES and name != "array_agg":
+        entry = functions.AGGREGATES.get(name)
+        if entry is not None and entry.name in _WINDOW_AGGREGATES:
             if fc.agg_star:
                 return WindowCall("count_star", (), partition, order, INT8)
             if len(args) != 1:
                 raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
-            func, cast_to, result = ty.resolve_aggregate(name, args[0].type)
-            return WindowCall(func, (coerce(args[0], cast_to),), partition, order, result)
+            f, cast_to, result = resolve_aggregate(name, args[0].type)
+            return WindowCall(f.name, (coerce(args[0], cast_to),), partition, order, result)
         raise SqlError("42883", f"window function {name} with {len(args)} arguments does not exist")
 
     def _plan_srfs(self, plan, targets, planner: ExprPlanner):

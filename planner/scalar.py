@@ -4,16 +4,8 @@ Every expression carries its SqlType. Column references are positional
 (``ColRef(i)`` is the i-th column of the input relation), as in Materialize's MIR, so
 plans need no names after planning.
 
-``Call.func`` names, grouped (each is implemented in ``planner.consteval`` and
-``spark_exec.lower``):
-
-- arithmetic: add, sub, mul, div, mod, neg
-- comparison: eq, ne, lt, le, gt, ge, is_distinct, is_not_distinct
-- logic: and, or, not, is_null, is_not_null, is_true, is_false, is_not_true, is_not_false
-- pattern and lists: like, ilike, in
-- strings: concat, upper, lower, length, substr, trim, ltrim, rtrim, replace, position
-- numbers: abs, round, trunc, floor, ceil, sqrt, power, ln, exp, sign
-- misc: coalesce, nullif, greatest, least, date_part, date_trunc
+``Call.func`` names an entry of the function registry (``planner.functions``), which
+declares its signatures, strictness, Python implementation and Spark lowering.
 """
 
 from __future__ import annotations
@@ -65,20 +57,28 @@ class Case:
 class AggCall:
     """An aggregate, only valid as an aggregate of a ``Reduce``.
 
-    ``func`` is count, count_star, sum, avg, min, max, bool_and, bool_or, array_agg;
-    ``arg`` is None for count_star. ``order`` is an aggregate's own ORDER BY
-    (``array_agg(x ORDER BY y DESC)``): (expr, descending, nulls_first) triples."""
+    ``func`` names an aggregate entry of ``planner.functions`` (count, count_star, sum,
+    avg, string_agg, ...); ``arg`` is None for count_star. ``order`` is an aggregate's own
+    ORDER BY or WITHIN GROUP (``array_agg(x ORDER BY y DESC)``): (expr, descending,
+    nulls_first) triples. ``params`` are the further arguments (string_agg's delimiter,
+    a percentile's fraction); ``filter`` is the FILTER (WHERE ...) condition or None
+    (PostgreSQL 4.2.7)."""
 
     func: str
     arg: Union["ScalarExpr", None]
     distinct: bool
     type: SqlType
     order: tuple = ()
+    params: tuple = ()
+    filter: Union["ScalarExpr", None] = None
 
     def map_exprs(self, f) -> "AggCall":
-        """This aggregate with ``f`` applied to its argument and ORDER BY expressions."""
+        """This aggregate with ``f`` applied to its argument, ORDER BY, parameter and
+        FILTER expressions."""
         return replace(self, arg=None if self.arg is None else f(self.arg),
-                       order=tuple((f(e), d, n) for e, d, n in self.order))
+                       order=tuple((f(e), d, n) for e, d, n in self.order),
+                       params=tuple(f(p) for p in self.params),
+                       filter=None if self.filter is None else f(self.filter))
 
 
 @dataclass(frozen=True)
@@ -128,8 +128,12 @@ def children(e) -> Iterator:
             yield c
             yield r
         yield e.else_
-    elif isinstance(e, AggCall) and e.arg is not None:
-        yield e.arg
+    elif isinstance(e, AggCall):
+        if e.arg is not None:
+            yield e.arg
+        yield from e.params
+        if e.filter is not None:
+            yield e.filter
     elif isinstance(e, Subquery) and e.test is not None:
         yield e.test
 
@@ -142,7 +146,7 @@ def map_expr(e, f):
         e = Cast(map_expr(e.expr, f), e.type)
     elif isinstance(e, Case):
         e = Case(tuple((map_expr(c, f), map_expr(r, f)) for c, r in e.whens), map_expr(e.else_, f), e.type)
-    elif isinstance(e, AggCall) and e.arg is not None:
+    elif isinstance(e, AggCall):
         e = e.map_exprs(lambda x: map_expr(x, f))
     elif isinstance(e, Subquery) and e.test is not None:
         e = Subquery(e.kind, e.plan, e.type, map_expr(e.test, f), e.func)

@@ -88,9 +88,9 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
     if op in JSONB_OPS and (l.name == "jsonb" or (l.name == "unknown" and r.name != "jsonb")):
         return _jsonb_op(op, JSONB if l.name == "unknown" else l, r)
     if l.name == "unknown" and r.name != "unknown":
-        l = r if op not in ("||",) else TEXT
+        l = r if op not in ("||",) or r.name == "jsonb" else TEXT
     elif r.name == "unknown" and l.name != "unknown":
-        r = l if op not in ("||",) else TEXT
+        r = l if op not in ("||",) or l.name == "jsonb" else TEXT
     elif l.name == "unknown" and r.name == "unknown":
         l = r = TEXT
     if op in COMPARE:
@@ -101,6 +101,8 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
             return REGEX[op], TEXT, TEXT, BOOL
         raise _undefined_op(op, l, r)
     if op == "||":
+        if {l.name, r.name} <= {"jsonb", "unknown"} and "jsonb" in (l.name, r.name):
+            return "jsonb_concat", JSONB, JSONB, JSONB  # PostgreSQL 9.16, table 9.46
         if l.is_array or r.is_array:
             return _array_concat(l, r)
         if l.name == r.name == "bytea":
@@ -195,138 +197,3 @@ def resolve_unary(op: str, t: SqlType) -> tuple[str, SqlType, SqlType]:
     if op == "+" and (t.is_numeric or t.name == "interval"):
         return "pos", t, t
     raise _undefined_op(op, t, None)
-
-
-# -- aggregates -----------------------------------------------------------------------
-
-AGGREGATES = {"count", "sum", "avg", "min", "max", "bool_and", "bool_or", "every", "array_agg"}
-
-
-def resolve_aggregate(name: str, arg: SqlType | None) -> tuple[str, SqlType | None, SqlType]:
-    """Resolve aggregate ``name(arg)``: returns (func, cast arg to, result type).
-
-    Result types are PostgreSQL's (section 9.21): sum(int4) is bigint, sum(int8) and
-    avg of integers are numeric, count is bigint."""
-    if name == "count":
-        return ("count_star" if arg is None else "count"), arg, INT8
-    if arg is None:
-        raise SqlError(UNDEFINED_FUNCTION, f"function {name}() does not exist")
-    a = TEXT if arg.name == "unknown" else arg
-    if name == "array_agg" and not a.is_array:
-        return "array_agg", a, array_of(a)
-    if name == "sum":
-        if a.name in ("int2", "int4"):
-            return "sum", a, INT8
-        if a.name in ("int8", "numeric"):
-            return "sum", a, NUMERIC
-        if a.name in ("float4", "float8", "interval"):
-            return "sum", a, a
-    elif name == "avg":
-        if a.name in ("int2", "int4", "int8", "numeric"):
-            return "avg", a, NUMERIC
-        if a.name in ("float4", "float8"):
-            return "avg", a, FLOAT8
-        if a.name == "interval":
-            return "avg", a, INTERVAL
-    elif name in ("min", "max"):
-        if a.name != "bool":
-            return name, a, a.unconstrained() if a.name in ("varchar", "bpchar") else a
-    elif name in ("bool_and", "bool_or", "every"):
-        if a.name == "bool":
-            return ("bool_and" if name == "every" else name), BOOL, BOOL
-    raise SqlError(
-        UNDEFINED_FUNCTION,
-        f"function {name}({a.sql()}) does not exist",
-        hint="No function matches the given name and argument types. You might need to add explicit type casts.",
-    )
-
-
-# -- scalar functions -----------------------------------------------------------------
-
-
-def _undefined_fn(name: str, args: list[SqlType]) -> SqlError:
-    return SqlError(
-        UNDEFINED_FUNCTION,
-        f"function {name}({', '.join(a.sql() for a in args)}) does not exist",
-        hint="No function matches the given name and argument types. You might need to add explicit type casts.",
-    )
-
-
-_NULL_CATALOG_FUNCTIONS = (
-    "obj_description", "col_description", "shobj_description", "pg_get_expr", "pg_get_constraintdef",
-    "pg_get_function_result", "pg_get_function_arguments", "pg_get_function_identity_arguments",
-    "pg_get_indexdef", "pg_get_serial_sequence", "pg_get_triggerdef", "pg_get_ruledef", "pg_get_partkeydef",
-    "pg_get_statisticsobjdef_columns",
-)
-
-
-def resolve_function(name: str, args: list[SqlType]) -> tuple[str, list[SqlType], SqlType]:
-    """Resolve scalar function ``name(args)``: returns (func, casts for args, result type).
-
-    Raises:
-        SqlError 42883 ``function f(...) does not exist``.
-    """
-    n = len(args)
-    a = [TEXT if t.name == "unknown" else t for t in args]
-    if name == "abs" and n == 1 and a[0].is_numeric:
-        return "abs", a, a[0].unconstrained()
-    if name in ("upper", "lower", "ltrim", "rtrim", "btrim", "trim") and n in (1, 2) and all(t.is_string for t in a):
-        return ("trim" if name == "btrim" else name), [TEXT] * n, TEXT
-    if name in ("length", "char_length", "character_length") and n == 1 and a[0].is_string:
-        return "length", [TEXT], INT4
-    if name in ("substr", "substring") and n in (2, 3) and a[0].is_string and all(t.is_integer or t.name == "unknown" for t in args[1:]):
-        return "substr", [TEXT] + [INT4] * (n - 1), TEXT
-    if name == "replace" and n == 3 and all(t.is_string for t in a):
-        return "replace", [TEXT] * 3, TEXT
-    if name == "concat" and n >= 1:
-        return "concat_ws_null", [TEXT] * n, TEXT
-    if name in ("round", "trunc") and n in (1, 2) and a[0].is_numeric:
-        if a[0].name in ("float4", "float8") and n == 1:
-            return name, [FLOAT8], FLOAT8
-        return name, [NUMERIC] + [INT4] * (n - 1), NUMERIC
-    if name in ("floor", "ceil", "ceiling") and n == 1 and a[0].is_numeric:
-        t = FLOAT8 if a[0].name in ("float4", "float8") else NUMERIC
-        return ("ceil" if name == "ceiling" else name), [t], t
-    if name in ("sqrt", "ln", "exp") and n == 1 and a[0].is_numeric:
-        t = FLOAT8 if a[0].name in ("float4", "float8") else NUMERIC
-        return name, [t], t
-    if name in ("power", "pow") and n == 2 and all(t.is_numeric for t in a):
-        t = FLOAT8 if any(x.name in ("float4", "float8") for x in a) else NUMERIC
-        return "power", [t, t], t
-    if name == "sign" and n == 1 and a[0].is_numeric:
-        return "sign", a, a[0].unconstrained()
-    if name == "mod" and n == 2 and all(t.is_numeric for t in a):
-        t = numeric_common(a[0], a[1])
-        return "mod", [t, t], t
-    if name in ("greatest", "least") and n >= 1:
-        t = common_type(list(args), name.upper())
-        return name, [t] * n, t
-    if name in ("date_part", "extract") and n == 2 and a[1].name in ("date", "timestamp", "interval"):
-        # date_part returns double precision, EXTRACT numeric (PostgreSQL 14+).
-        src = TIMESTAMP if a[1].name == "date" else a[1]
-        return "date_part", [TEXT, src], FLOAT8 if name == "date_part" else NUMERIC
-    if name in ("pg_get_userbyid",) and n == 1:
-        return "const_text:materialize", [a[0]], TEXT
-    if name in ("pg_table_is_visible", "pg_type_is_visible", "pg_function_is_visible") and n == 1:
-        return "const_true", [a[0]], BOOL
-    if name == "pg_encoding_to_char" and n == 1:
-        return "const_text:UTF8", [a[0]], TEXT
-    if name in ("array_length", "array_upper", "array_lower") and n == 2 and a[0].is_array and args[1].name in ("int4", "int2", "int8", "unknown"):
-        return name, [a[0], INT4], INT4
-    if name == "cardinality" and n == 1 and a[0].is_array:
-        return name, [a[0]], INT4
-    if name == "array_to_string" and n in (2, 3) and a[0].is_array:
-        return name, [a[0]] + [TEXT] * (n - 1), TEXT
-    if name == "pg_size_pretty" and n == 1 and a[0].is_numeric:
-        return name, [NUMERIC], TEXT
-    if name in ("jsonb_typeof", "jsonb_array_length") and n == 1 and args[0].name in ("jsonb", "unknown"):
-        return name, [JSONB], TEXT if name == "jsonb_typeof" else INT4
-    if name == "format_type" and n == 2:
-        return name, [INT8, INT4], TEXT
-    if name in _NULL_CATALOG_FUNCTIONS and n in (1, 2, 3):
-        # No comments, defaults, constraints or sequences exist here: PostgreSQL answers
-        # NULL for objects without one.
-        return "const_null", list(a), TEXT
-    if name == "date_trunc" and n == 2 and a[1].name in ("date", "timestamp"):
-        return "date_trunc", [TEXT, TIMESTAMP], TIMESTAMP
-    raise _undefined_fn(name, list(args))

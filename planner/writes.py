@@ -138,7 +138,15 @@ def _check_assignable(src: SqlType, dst: SqlType, column: str):
 
 def _assign_expr(e, t: SqlType, column: str):
     _check_assignable(e.type, t, column)
-    return e if e.type == t else Cast(e, t)
+    if e.type == t:
+        return e
+    if t.name in ("varchar", "bpchar") and t.precision is not None:
+        # An assignment cast: too long is 22001, unlike an explicit cast, which cuts.
+        from catalog.types import TEXT
+        from planner.scalar import Call
+
+        return Call("assign_string", (e if e.type.is_string else Cast(e, TEXT),), t)
+    return Cast(e, t)
 
 
 def _fill(table: Table, positions, vals, _):

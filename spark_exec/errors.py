@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from catalog.errors import SqlError, INTERNAL_ERROR, DIVISION_BY_ZERO, NUMERIC_VALUE_OUT_OF_RANGE, INVALID_TEXT_REPRESENTATION
 
 # Spark error class -> (SQLSTATE, PostgreSQL's message)
@@ -15,6 +17,10 @@ _BY_CLASS = {
     "CAST_OVERFLOW": (NUMERIC_VALUE_OUT_OF_RANGE, None),
     "CAST_INVALID_INPUT": (INVALID_TEXT_REPRESENTATION, None),
 }
+
+#: prefix of the messages of ``Lowerer.fail`` columns: ``pgerror:SQLSTATE: message``
+PG_ERROR_PREFIX = "pgerror:"
+_PG_ERROR = re.compile(re.escape(PG_ERROR_PREFIX) + r"([0-9A-Z]{5}): (.*?)(?:\s+SQLSTATE:|$)", re.M)
 
 # Spark's own SQLSTATEs that differ from PostgreSQL's.
 _STATE_MAP = {"22018": INVALID_TEXT_REPRESENTATION}
@@ -47,9 +53,9 @@ def to_sql_error(e: BaseException) -> SqlError:
     except Exception:
         state = None
     first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    if "23502:" in str(e):  # lower.NOT_NULL_PREFIX: a NOT NULL violation of an UPDATE
-        msg = str(e).split("23502:", 1)[1]
-        return SqlError("23502", _not_null_message(msg))
+    m = _PG_ERROR.search(str(e))
+    if m:
+        return SqlError(m.group(1), m.group(2).rstrip("."))
     if "more than one row returned by a subquery" in str(e):
         return SqlError("21000", "more than one row returned by a subquery used as an expression")
     if cls in _BY_CLASS:
@@ -65,9 +71,3 @@ def _strip_class(msg: str) -> str:
     if msg.startswith("[") and "]" in msg:
         msg = msg[msg.index("]") + 1 :].strip()
     return msg.split(" SQLSTATE:")[0].strip()
-
-
-def _not_null_message(msg: str) -> str:
-    # raise_error's text comes back followed by Spark's own context; keep our sentence.
-    end = msg.find("violates not-null constraint")
-    return msg[: end + len("violates not-null constraint")].strip() if end >= 0 else msg.strip()

@@ -1,5 +1,9 @@
 """Lower a logical plan to a Spark DataFrame: the only module that knows DataFrames.
 
+Function calls and aggregates are lowered by their entries in the function registry
+(``planner.functions``), which call back into the toolkit ``Lowerer`` offers them
+(``F``, ``T``, ``cast``, ``spark_type``, ``fail``, ``ordered_values``).
+
 Every lowered relation has columns named ``c0 .. cN-1`` (positional, like the plan), so
 joins never meet duplicate names. PostgreSQL semantics are kept where Spark differs:
 integer division truncates (``div``), ``char(n)`` compares without trailing spaces,
@@ -26,11 +30,9 @@ from persist import DIFF_COLUMN, TIME_COLUMN, PartRead, ShardSnapshot
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Series, Unnest, Window, WindowCall,
 )
+from planner.functions import FUNCTIONS
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal
-
-CARDINALITY_MESSAGE = "more than one row returned by a subquery used as an expression"
-#: marks a raise_error message as a NOT NULL violation (23502), for spark_exec.errors
-NOT_NULL_PREFIX = "23502:"
+from spark_exec.errors import PG_ERROR_PREFIX
 
 #: table -> the snapshot of its shard at the peek's as_of
 ScanFn = Callable[[Table], ShardSnapshot]
@@ -82,16 +84,6 @@ def _interval_struct(c: SparkColumn) -> SparkColumn:
               + (part("SECOND") * 1_000_000).cast(T.LongType()))
     return F.when(c.isNotNull(), F.struct(months.alias("months"), part("DAY").cast(T.IntegerType()).alias("days"),
                                           micros.alias("micros")))
-
-
-def _variant_step(step) -> str:
-    if isinstance(step, int) and not isinstance(step, bool):
-        if step < 0:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "negative jsonb array indexes are not supported on table data")
-        return f"[{step}]"
-    if "'" in step or "\\" in step:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "jsonb keys with quotes or backslashes are not supported on table data")
-    return f"['{step}']"
 
 
 def _sort_col(c: SparkColumn, t: SqlType, descending: bool, nulls_first: bool) -> SparkColumn:
@@ -355,10 +347,14 @@ class Lowerer:
             return F.rpad(c.cast(T.StringType()), dst.precision, " ")
         if d == "varchar" and dst.precision is not None:
             return F.substring(c.cast(T.StringType()), 1, dst.precision)
+        if s == "bool" and d in ("text", "varchar", "bpchar"):
+            return F.when(c.isNotNull(), F.when(c, F.lit("t")).otherwise(F.lit("f")))  # boolout
         if d == "bool" and s in ("text", "varchar", "bpchar", "unknown"):
             return F.lower(F.trim(c)).cast(T.BooleanType())
         if d == "numeric" and dst.precision is None and s == "numeric":
             return c
+        if d == "numeric" and dst.precision is None and src.is_integer:
+            return c.cast(T.DecimalType(38, 0))  # an integer's numeric has scale 0, as in PostgreSQL
         return c.cast(spark_type(dst))
 
     def _cast_special(self, c: SparkColumn, src: SqlType, dst: SqlType) -> SparkColumn | None:
@@ -394,250 +390,69 @@ class Lowerer:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"cast from {src.sql()} to {dst.sql()} is not supported on table data")
         return None
 
-    def _array_call(self, f: str, e: Call, args: list[SparkColumn]) -> SparkColumn:
-        t = e.type
-        if f == "array":
-            return F.array(*args)
-        if f == "subscript":
-            return F.when(args[1] >= 1, F.try_element_at(args[0], args[1]))
-        if f == "cardinality":
-            return F.size(args[0])
-        if f in ("array_length", "array_upper"):
-            return F.when((args[1] == 1) & (F.size(args[0]) > 0), F.size(args[0]))
-        if f == "array_lower":
-            return F.when((args[1] == 1) & (F.size(args[0]) > 0), F.lit(1))
-        if f == "array_to_string":
-            elem_t = e.args[0].type.element
-            as_text = F.transform(args[0], lambda x: self.cast(x, elem_t, SqlType("text")))
-            return F.array_join(as_text, args[1], *(args[2:] and [args[2]]))
-        if f == "array_cat":
-            a, b = args
-            return F.when(a.isNull() & b.isNull(), F.lit(None)).otherwise(
-                F.concat(F.coalesce(a, _empty_array(t)), F.coalesce(b, _empty_array(t))))
-        if f == "array_append":
-            return F.concat(F.coalesce(args[0], _empty_array(t)), F.array(args[1]))
-        if f == "array_prepend":
-            return F.concat(F.array(args[0]), F.coalesce(args[1], _empty_array(t)))
-        kind, op = f.split(":")
-        x = args[0]
-        pred = {"eq": lambda v: x == v, "ne": lambda v: x != v, "lt": lambda v: x < v, "le": lambda v: x <= v,
-                "gt": lambda v: x > v, "ge": lambda v: x >= v}[op]
-        return F.exists(args[1], pred) if kind == "array_any" else F.forall(args[1], pred)
+    # -- the function registry's toolkit (planner.functions: ``spark(S, args, call)``) --
 
-    def _jsonb_call(self, f: str, e: Call, args: list[SparkColumn]) -> SparkColumn:
-        """jsonb operators over Spark's VARIANT (parse_json, try_variant_get): the path must
-        be constant; jsonb results are re-normalized to jsonb's text form after collection,
-        but ``->>``/``#>>`` of an object or array give Spark's compact JSON text."""
-        v = F.parse_json(args[0])
-        if f == "jsonb_typeof":
-            sch = F.schema_of_variant(v)
-            return (F.when(args[0].isNull(), F.lit(None).cast(T.StringType()))
-                    .when(sch.startswith("OBJECT"), F.lit("object")).when(sch.startswith("ARRAY"), F.lit("array"))
-                    .when(sch == "STRING", F.lit("string")).when(sch == "BOOLEAN", F.lit("boolean"))
-                    .when(sch == "VOID", F.lit("null")).otherwise(F.lit("number")))
-        if f == "jsonb_array_length":
-            arr = F.try_variant_get(v, "$", "array<variant>")
-            return F.when(args[0].isNull(), F.lit(None).cast(T.IntegerType())).when(arr.isNotNull(), F.size(arr)).otherwise(
-                F.raise_error(F.lit("cannot get array length of a non-array")))
-        if f in ("jsonb_contains", "jsonb_contained", "jsonb_exists"):
-            raise SqlError(FEATURE_NOT_SUPPORTED, "jsonb @>, <@ and ? are not supported on table data yet")
-        step = e.args[1]
-        if not isinstance(step, Literal):
-            raise SqlError(FEATURE_NOT_SUPPORTED, "jsonb paths must be constants on table data")
-        if step.value is None:
-            return F.lit(None).cast(T.StringType())
-        steps = step.value if isinstance(step.value, list) else [step.value]
-        if any(x is None for x in steps):
-            return F.lit(None).cast(T.StringType())
-        path = "$" + "".join(_variant_step(x) for x in steps)
-        if f.endswith("_text"):
-            return F.try_variant_get(v, path, "string")
-        return F.to_json(F.try_variant_get(v, path, "variant"))
+    F = F
+    T = T
+    TEXT = SqlType("text")
+
+    @staticmethod
+    def spark_type(t: SqlType) -> T.DataType:
+        return spark_type(t)
+
+    @staticmethod
+    def empty_array(t: SqlType) -> SparkColumn:
+        return _empty_array(t)
+
+    @staticmethod
+    def fail(sqlstate: str, message: str) -> SparkColumn:
+        """A column that raises ``message`` with ``sqlstate`` when evaluated (mapped back by
+        ``spark_exec.errors``)."""
+        return F.raise_error(F.lit(f"{PG_ERROR_PREFIX}{sqlstate}: {message}"))
 
     def call(self, e: Call) -> SparkColumn:
-        f = e.func
-        args = [self.scalar(a) for a in e.args]
-        types = [a.type for a in e.args]
-        t = e.type
-        if f in ("array", "subscript", "cardinality", "array_length", "array_upper", "array_lower", "array_to_string",
-                 "array_cat", "array_append", "array_prepend") or f.startswith(("array_any:", "array_all:")):
-            return self._array_call(f, e, args)
-        if f == "bytea_concat":
-            return F.concat(args[0], args[1])
-        if f == "not_null_or_raise":
-            return F.when(args[0].isNull(), F.raise_error(F.concat(F.lit(NOT_NULL_PREFIX), args[1]))
-                          ).otherwise(args[0])
-        if f.startswith("jsonb_"):
-            return self._jsonb_call(f, e, args)
-        if f in ("add", "sub"):
-            a, b = args
-            if t.name == "date":
-                if types[0].name == "date":
-                    return F.date_add(a, b) if f == "add" else F.date_sub(a, b)
-                return F.date_add(b, a)
-            if f == "sub" and types[0].name == "date" and types[1].name == "date":
-                return F.datediff(a, b)
-            r = a + b if f == "add" else a - b
-            return r
-        if f == "mul":
-            return args[0] * args[1]
-        if f == "div":
-            a, b = args
-            if t.is_integer:
-                return F.call_function("div", a, b).cast(spark_type(t))
-            return a / b
-        if f == "mod":
-            return args[0] % args[1]
-        if f == "neg":
-            return -args[0]
-        if f == "pos":
-            return args[0]
-        if f in ("eq", "ne", "lt", "le", "gt", "ge"):
-            a, b = args
-            if types[0].name == "bpchar":
-                a, b = F.rtrim(a), F.rtrim(b)
-            return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[f]
-        if f == "and":
-            return reduce(lambda x, y: x & y, args)
-        if f == "or":
-            return reduce(lambda x, y: x | y, args)
-        if f == "not":
-            return ~args[0]
-        if f == "is_null":
-            return args[0].isNull()
-        if f == "is_not_null":
-            return args[0].isNotNull()
-        if f == "is_true":
-            return args[0].eqNullSafe(F.lit(True))
-        if f == "is_false":
-            return args[0].eqNullSafe(F.lit(False))
-        if f == "is_not_true":
-            return ~args[0].eqNullSafe(F.lit(True))
-        if f == "is_not_false":
-            # x OR x IS NULL: for x = (a = b) in an anti join, Spark's null-aware anti join
-            return args[0] | args[0].isNull()
-        if f == "is_distinct":
-            return ~args[0].eqNullSafe(args[1])
-        if f == "is_not_distinct":
-            return args[0].eqNullSafe(args[1])
-        if f == "in":
-            x = args[0]
-            if types[0].name == "bpchar":
-                return reduce(lambda p, q: p | q, [F.rtrim(x) == F.rtrim(v) for v in args[1:]])
-            return reduce(lambda p, q: p | q, [x == v for v in args[1:]])
-        if f in ("regex", "iregex", "not_regex", "not_iregex"):
-            pattern = F.concat(F.lit("(?i)"), args[1]) if "iregex" in f else args[1]
-            hit = args[0].rlike(pattern) if not isinstance(e.args[1], Literal) else \
-                args[0].rlike((("(?i)" if "iregex" in f else "") + e.args[1].value))
-            return ~hit if f.startswith("not_") else hit
-        if f in ("like", "ilike"):
-            return args[0].like(args[1]) if f == "like" else args[0].ilike(args[1])
-        if f == "concat":
-            return F.concat(args[0], args[1])
-        if f == "cardinality_check":
-            return F.when(args[0] > 1, F.raise_error(F.lit(CARDINALITY_MESSAGE))).otherwise(args[1])
-        if f == "concat_ws_null":
-            return F.concat_ws("", *args)
-        if f == "upper":
-            return F.upper(args[0])
-        if f == "lower":
-            return F.lower(args[0])
-        if f == "length":
-            return F.char_length(args[0])
-        if f == "substr":
-            # PostgreSQL: characters before position 1 count against the length.
-            s, start = args[0], args[1]
-            first = F.greatest(start, F.lit(1))
-            if len(args) == 2:
-                return s.substr(first, F.lit(2**31 - 1))
-            return s.substr(first, F.greatest(start + args[2] - first, F.lit(0)))
-        if f == "trim":
-            return F.trim(args[0]) if len(args) == 1 else F.call_function("btrim", args[0], args[1])
-        if f == "ltrim":
-            return F.ltrim(args[0])
-        if f == "rtrim":
-            return F.rtrim(args[0])
-        if f == "replace":
-            return F.replace(args[0], args[1], args[2])
-        if f == "abs":
-            return F.abs(args[0])
-        if f == "round":
-            digits = args[1] if len(args) > 1 else F.lit(0)
-            if types[0].name in ("float4", "float8"):
-                return F.bround(args[0], 0)
-            return F.call_function("round", args[0], digits) if len(args) > 1 else F.round(args[0], 0)
-        if f == "trunc":
-            return F.call_function("trunc", args[0]) if len(args) == 1 and types[0].name == "float8" else \
-                F.call_function("truncate", args[0], args[1] if len(args) > 1 else F.lit(0))
-        if f in ("floor", "ceil"):
-            return (F.floor if f == "floor" else F.ceil)(args[0]).cast(spark_type(t))
-        if f == "sqrt":
-            return F.sqrt(args[0])
-        if f == "ln":
-            return F.ln(args[0])
-        if f == "exp":
-            return F.exp(args[0])
-        if f == "power":
-            return F.pow(args[0], args[1])
-        if f == "sign":
-            return F.signum(args[0]).cast(spark_type(t))
-        if f == "mod":
-            return args[0] % args[1]
-        if f == "coalesce":
-            return F.coalesce(*args)
-        if f == "nullif":
-            return F.nullif(args[0], args[1])
-        if f == "greatest":
-            return F.greatest(*args) if len(args) > 1 else args[0]
-        if f == "least":
-            return F.least(*args) if len(args) > 1 else args[0]
-        if f == "date_part":
-            field = e.args[0]
-            if not isinstance(field, Literal):
-                raise SqlError(FEATURE_NOT_SUPPORTED, "date_part needs a constant field name")
-            return F.date_part(F.lit(str(field.value).upper()), args[1]).cast(spark_type(t))
-        if f == "date_trunc":
-            return F.date_trunc(str(e.args[0].value), args[1]).cast(T.TimestampNTZType())
-        raise SqlError(FEATURE_NOT_SUPPORTED, f"function {f} is not supported on Spark")
+        entry = FUNCTIONS.get(e.func)
+        if entry is None or entry.spark is None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"function {e.func} is not supported on table data")
+        return entry.spark(self, [self.scalar(a) for a in e.args], e)
+
+    def ordered_values(self, a: AggCall) -> SparkColumn:
+        """The group's values of ``a``'s argument as an array: FILTER applied, in ``a``'s
+        ORDER BY (each key with its direction and NULL placement), NULLs kept unless the
+        aggregate is strict, duplicates dropped for DISTINCT."""
+        entry = FUNCTIONS[a.func]
+        x = self.scalar(a.arg)
+        keys = [F.rtrim(self.scalar(e)) if e.type.name == "bpchar" else self.scalar(e) for e, _, _ in a.order]
+        item = F.struct(*[k.alias(f"k{i}") for i, k in enumerate(keys)], x.alias("v"))
+        keep = F.lit(True) if a.filter is None else self.scalar(a.filter).eqNullSafe(F.lit(True))
+        if entry.strict:
+            keep = keep & x.isNotNull()
+        collected = (F.collect_set if a.distinct else F.collect_list)(F.when(keep, item))
+        if a.order:
+            def compare(l, r):
+                out = F.lit(0)
+                for i, (_, desc, nulls_first) in reversed(list(enumerate(a.order))):
+                    lk, rk = l[f"k{i}"], r[f"k{i}"]
+                    c = (F.when(lk.isNull() & rk.isNull(), 0)
+                         .when(lk.isNull(), -1 if nulls_first else 1).when(rk.isNull(), 1 if nulls_first else -1)
+                         .when(lk < rk, 1 if desc else -1).when(lk > rk, -1 if desc else 1).otherwise(0))
+                    out = F.when(c != 0, c).otherwise(out)
+                return out
+            collected = F.array_sort(collected, compare)
+        return F.transform(collected, lambda s_: s_["v"])
 
     def aggregate(self, a: AggCall, over=None) -> SparkColumn:
-        """``a`` as a Spark aggregate; with ``over`` (a window spec) as a window aggregate."""
-        o = (lambda c: c.over(over)) if over is not None else (lambda c: c)  # noqa: E731
+        """``a`` as a Spark aggregate (its registry entry's lowering, FILTER applied to
+        the argument); with ``over`` (a window spec) as a window aggregate."""
+        entry = FUNCTIONS[a.func]
         if a.func == "count_star":
-            return o(F.count(F.lit(1)))
-        x = self.scalar(a.arg)
-        at = a.arg.type
-        if a.func == "count":
-            return o(F.count_distinct(x) if a.distinct else F.count(x))
-        if a.func == "sum":
-            if at.name == "int8":
-                x = x.cast(T.DecimalType(38, 0))  # PostgreSQL: sum(bigint) is numeric
-            r = o(F.sum_distinct(x) if a.distinct else F.sum(x))
-            return r.cast(spark_type(a.type)) if a.type.name in ("float4", "float8", "int8") else r
-        if a.func == "avg":
-            if at.is_integer:
-                x = x.cast(T.DecimalType(38, 0))
-            if a.distinct:
-                raise SqlError(FEATURE_NOT_SUPPORTED, "avg(DISTINCT ...) is not supported yet")
-            r = o(F.avg(x))
-            return r.cast(T.DoubleType()) if a.type.name == "float8" else r
-        if a.func in ("min", "max"):
-            return o((F.min if a.func == "min" else F.max)(x))
-        if a.func == "bool_and":
-            return o(F.bool_and(x))
-        if a.func == "bool_or":
-            return o(F.bool_or(x))
-        if a.func == "array_agg":
-            # collect_list drops NULL elements; an ORDER BY sorts (keys, value) structs.
-            if a.order:
-                if len({d for _, d, _ in a.order}) > 1:
-                    raise SqlError(FEATURE_NOT_SUPPORTED, "array_agg with mixed ORDER BY directions")
-                keyed = F.struct(*[self.scalar(e).alias(f"k{i}") for i, (e, _, _) in enumerate(a.order)], x.alias("v"))
-                agg = F.transform(F.sort_array(F.collect_list(keyed), asc=not a.order[0][1]), lambda s_: s_["v"])
-            else:
-                agg = F.collect_set(x) if a.distinct else F.collect_list(x)
-            return F.when(F.count(F.lit(1)) > 0, agg)
-        raise SqlError(FEATURE_NOT_SUPPORTED, f"aggregate {a.func} is not supported")
+            x = F.lit(1) if a.filter is None else F.when(self.scalar(a.filter).eqNullSafe(F.lit(True)), F.lit(1))
+        else:
+            x = self.scalar(a.arg)
+            if a.filter is not None:
+                x = F.when(self.scalar(a.filter).eqNullSafe(F.lit(True)), x)
+        r = entry.spark(self, x, a)
+        return r.over(over) if over is not None else r
 
 
 def _to_spark_value(v):

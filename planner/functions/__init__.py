@@ -1,0 +1,245 @@
+"""The one registry of SQL functions and operators.
+
+Each function is declared once, as a ``Function`` entry in the module of its family
+(``string``, ``math``, ``datetime``, ``json``, ``array``, ``logic``, ``aggregate``,
+``window``, ``system``), with:
+
+- its signatures (``Sig``): argument types, result type, PostgreSQL's overload
+  resolution with implicit casts (PostgreSQL 10.3, "Functions"), done by ``resolve``;
+- strictness (a strict function is NULL when any argument is NULL, and its
+  implementation never sees a NULL) and volatility (only immutable and stable calls are
+  folded at plan time);
+- its Python implementation, which the constant folder (``planner.consteval``) and the
+  interpreter (``planner.interpret``) run;
+- its Spark lowering: a function ``spark(S, args, call)`` of the lowering toolkit ``S``
+  (``spark_exec.lower.Lowerer``: ``S.F`` is ``pyspark.sql.connect.functions``, ``S.T``
+  the Spark types, ``S.cast``, ``S.spark_type``, ``S.fail``), of the lowered argument
+  columns and of the plan's ``Call``. The planner never imports Spark: it only holds
+  these functions, which ``spark_exec.lower`` calls;
+- ``samples``: SQL expressions over the columns of the differential suite's table
+  (``tests/differential``), from which the suite generates its cases, so a function
+  cannot be added untested.
+
+This module owns the entry type, signature matching and the lookup tables. It must not
+plan SQL syntax (``planner.expr`` does) nor know DataFrames.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from catalog.errors import SqlError, UNDEFINED_FUNCTION
+from catalog.types import SqlType, TEXT, array_of
+
+#: numeric types in promotion order (PostgreSQL's implicit casts between them)
+NUMERIC_ORDER = ("int2", "int4", "int8", "numeric", "float4", "float8")
+
+
+@dataclass(frozen=True)
+class Sig:
+    """One signature: ``args`` are type names, or the pseudo-types ``any`` (anything,
+    PostgreSQL's "any"), ``anyelement`` / ``anyarray`` (polymorphic, PostgreSQL 38.2.5:
+    every use is the same element type) and ``anycompatible`` (common type of the
+    arguments). ``result`` is a type name, a pseudo-type, or ``f(arg types) -> SqlType``.
+    ``variadic``: the last argument repeats (zero or more times more)."""
+
+    args: tuple[str, ...]
+    result: Any
+    variadic: bool = False
+
+
+def sig(*args: str, ret: Any, variadic: bool = False) -> Sig:
+    return Sig(tuple(args), ret, variadic)
+
+
+@dataclass(frozen=True)
+class Function:
+    """A registry entry. ``name`` is the plan's name (``Call.func`` / ``AggCall.func``);
+    ``sql_names`` the names SQL calls it by (empty for operators, reached only through
+    ``planner.typing``). ``kind``: scalar, aggregate or window. ``doc``: the PostgreSQL
+    documentation section of its rules."""
+
+    name: str
+    sigs: tuple[Sig, ...]
+    py: Callable | None
+    spark: Callable | None
+    sql_names: tuple[str, ...] = ()
+    strict: bool = True
+    volatility: str = "immutable"
+    kind: str = "scalar"
+    doc: str = ""
+    samples: tuple[str, ...] = ()
+    #: differences from PostgreSQL, deliberate: a reason each (reported by the suite)
+    differs: str = ""
+    #: True for an aggregate that takes the ORDER BY of WITHIN GROUP (ordered-set)
+    ordered_set: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+#: plan name -> entry
+FUNCTIONS: dict[str, Function] = {}
+#: SQL name -> entries (scalar functions)
+BY_SQL_NAME: dict[str, list[Function]] = {}
+#: SQL name -> entry (aggregates)
+AGGREGATES: dict[str, Function] = {}
+#: SQL name -> entry (window-only functions)
+WINDOW_FUNCTIONS: dict[str, Function] = {}
+
+
+def register(*entries: Function) -> None:
+    """Add entries; a plan name may be declared once only."""
+    for f in entries:
+        if f.name in FUNCTIONS:
+            raise ValueError(f"function {f.name} declared twice")
+        FUNCTIONS[f.name] = f
+        for n in f.sql_names:
+            if f.kind == "aggregate":
+                AGGREGATES[n] = f
+            elif f.kind == "window":
+                WINDOW_FUNCTIONS[n] = f
+            else:
+                BY_SQL_NAME.setdefault(n, []).append(f)
+
+
+def _rank(name: str) -> int | None:
+    return NUMERIC_ORDER.index(name) if name in NUMERIC_ORDER else None
+
+
+def cast_cost(src: SqlType, dst: str) -> float | None:
+    """Cost of PostgreSQL's implicit cast from ``src`` to type name ``dst`` (0: same or
+    binary-coercible), None if there is no implicit cast (PostgreSQL 10.1, pg_cast with
+    castcontext 'i')."""
+    s = src.name
+    if s == dst:
+        return 0
+    if s == "unknown":
+        # An unknown literal can become any type; prefer the string category (10.3 step 4e).
+        return 0.5 if dst == "text" else 1
+    if s in ("varchar", "bpchar") and dst == "text":
+        return 0.1
+    if s == "oid" and dst in ("int8", "numeric", "float8"):
+        return 1
+    if s in ("int2", "int4", "int8") and dst == "oid":
+        return 1.5
+    rs, rd = _rank(s), _rank(dst)
+    if rs is not None and rd is not None and rs < rd:
+        return 1 + (rd - rs) * 0.01
+    if (s, dst) in (("date", "timestamptz"), ("timestamp", "timestamptz")):
+        return 0.9  # timestamptz is the preferred type of the datetime category (10.3 step 4d)
+    if (s, dst) == ("date", "timestamp"):
+        return 1
+    return None
+
+
+def _common(types: list[SqlType]) -> SqlType | None:
+    from planner.typing import common_type
+
+    try:
+        return common_type(types)
+    except SqlError:
+        return None
+
+
+def match(s: Sig, args: list[SqlType]) -> tuple[float, list[SqlType], SqlType] | None:
+    """(cost, casts for args, result type) if ``args`` fit signature ``s``, else None."""
+    want = list(s.args)
+    if s.variadic:
+        if len(args) < len(want) - 1:
+            return None
+        want = want[:-1] + [want[-1]] * (len(args) - len(want) + 1)
+    elif len(args) != len(want):
+        return None
+    poly = [a for a, w in zip(args, want) if w in ("anyelement", "anycompatible")]
+    poly += [a.element for a, w in zip(args, want) if w == "anyarray" and a.is_array]
+    elem = None
+    if poly or "anyarray" in want:
+        known = [t for t in poly if t.name != "unknown"]
+        elem = _common(known) if known else TEXT
+        if elem is None:
+            return None
+        if "anyelement" in want and len({t.unconstrained() for t in known}) > 1:
+            return None  # anyelement admits no casts (PostgreSQL 38.2.5)
+    cost, casts = 0.0, []
+    for a, w in zip(args, want):
+        if w == "any":
+            casts.append(TEXT if a.name == "unknown" else a)
+            continue
+        if w in ("anyelement", "anycompatible"):
+            casts.append(elem)
+            cost += 0 if a == elem else 0.5
+            continue
+        if w == "anyarray":
+            if not a.is_array and a.name != "unknown":
+                return None
+            casts.append(array_of(elem))
+            continue
+        c = cast_cost(a, w)
+        if c is None:
+            return None
+        cost += c
+        casts.append(a if c == 0 and a.name == w else SqlType(w))
+    r = s.result
+    if callable(r):
+        result = r(casts)
+    elif r == "anyelement" or r == "anycompatible":
+        result = elem
+    elif r == "anyarray":
+        result = array_of(elem)
+    else:
+        result = SqlType(r)
+    return cost, casts, result
+
+
+def undefined_function(name: str, args: list[SqlType]) -> SqlError:
+    """PostgreSQL's 42883 for a call no signature accepts."""
+    return SqlError(
+        UNDEFINED_FUNCTION,
+        f"function {name}({', '.join(a.sql() for a in args)}) does not exist",
+        hint="No function matches the given name and argument types. You might need to add explicit type casts.",
+    )
+
+
+def resolve(entries: list[Function], sql_name: str, args: list[SqlType]) -> tuple[Function, list[SqlType], SqlType]:
+    """The entry and signature ``sql_name(args)`` calls: the cheapest implicit casts win
+    (PostgreSQL 10.3: exact match, then fewest and preferred casts).
+
+    Raises:
+        SqlError 42883 when no signature fits; 42725 when two fit equally well.
+    """
+    best = []
+    for f in entries:
+        for s in f.sigs:
+            m = match(s, args)
+            if m is not None:
+                best.append((m[0], f, m[1], m[2]))
+    if not best:
+        raise undefined_function(sql_name, args)
+    best.sort(key=lambda b: b[0])
+    cost, f, casts, result = best[0]
+    if len(best) > 1 and best[1][0] == cost and (best[1][1], best[1][2]) != (f, casts):
+        raise SqlError("42725", f"function {sql_name}({', '.join(a.sql() for a in args)}) is not unique",
+                       hint="Could not choose a best candidate function. You might need to add explicit type casts.")
+    return f, casts, result
+
+
+def resolve_scalar(sql_name: str, args: list[SqlType]) -> tuple[Function, list[SqlType], SqlType] | None:
+    """Resolve a scalar function call by its SQL name; None when no entry has the name."""
+    entries = BY_SQL_NAME.get(sql_name)
+    if not entries:
+        return None
+    return resolve(entries, sql_name, args)
+
+
+def get(name: str) -> Function | None:
+    """The entry with plan name ``name``."""
+    return FUNCTIONS.get(name)
+
+
+def _load() -> None:
+    from planner.functions import (  # noqa: F401  (each module registers its entries)
+        logic, math, string, datetime, json, array, system, aggregate, window,
+    )
+
+
+_load()

@@ -1,0 +1,339 @@
+"""Aggregate functions (PostgreSQL 9.21), with ``FILTER``, ``DISTINCT`` and ``ORDER BY``
+(4.2.7) and the ordered-set aggregates of ``WITHIN GROUP``.
+
+An aggregate's ``py(values, agg, params)`` gets the values of its argument over the
+group, already filtered (FILTER), ordered (its ORDER BY or WITHIN GROUP), without NULLs
+when the aggregate is strict, and de-duplicated (DISTINCT); ``params`` are its extra
+arguments (``string_agg``'s delimiter, a percentile's fraction), evaluated once. Its
+``spark(S, x, agg)`` gets the argument column with FILTER already applied (NULL where the
+filter fails) and uses ``S.ordered_values(agg)`` for an ordered array of the values.
+"""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal, localcontext
+
+from catalog.errors import SqlError
+from catalog.types import SqlType, INT8, NUMERIC, FLOAT8, INTERVAL, BOOL, TEXT, JSONB, array_of
+from planner.functions import Function, register
+from planner.functions.math import numeric_div, numeric_div_scale
+
+#: Spark decimals have one scale per column, PostgreSQL's numerics one per value: numeric
+#: results whose scale PostgreSQL derives from the value get this many decimals on Spark.
+SPARK_DIV_SCALE = 16
+
+
+class AggSig:
+    """Result type of an aggregate from its argument type; None if it does not apply."""
+
+    def __init__(self, f):
+        self.f = f
+
+
+def _sum_type(a: SqlType):
+    if a.name in ("int2", "int4"):
+        return a, INT8
+    if a.name in ("int8", "numeric"):
+        return a, NUMERIC
+    if a.name in ("float4", "float8", "interval"):
+        return a, a
+    return None
+
+
+def _avg_type(a: SqlType):
+    if a.name in ("int2", "int4", "int8", "numeric"):
+        return a, NUMERIC
+    if a.name in ("float4", "float8"):
+        return a, FLOAT8
+    if a.name == "interval":
+        return a, INTERVAL
+    return None
+
+
+def _minmax_type(a: SqlType):
+    if a.name == "bool" or a.name == "jsonb":
+        return None
+    return a, a.unconstrained() if a.name in ("varchar", "bpchar") else a
+
+
+def _stat_type(a: SqlType):
+    if a.name in ("int2", "int4", "int8", "numeric"):
+        return NUMERIC, NUMERIC
+    if a.name in ("float4", "float8"):
+        return FLOAT8, FLOAT8
+    return None
+
+
+def _sum(vals, a, p):
+    if not vals:
+        return None
+    s = sum(vals[1:], vals[0])
+    return Decimal(s) if a.type.name == "numeric" else s
+
+
+def _avg(vals, a, p):
+    if not vals:
+        return None
+    if a.type.name == "float8":
+        return float(sum(vals)) / len(vals)
+    if a.type.name == "interval":
+        from planner.functions.datetime import datetime_arith
+        return datetime_arith("div", sum(vals[1:], vals[0]), len(vals), INTERVAL, INTERVAL)
+    return numeric_div(Decimal(sum(vals)), Decimal(len(vals)))
+
+
+def _variance(sample: bool, root: bool):
+    def py(vals, a, p):
+        n = len(vals)
+        if n == 0 or (sample and n == 1):
+            return None
+        if a.type.name == "float8":
+            xs = [float(v) for v in vals]
+            mean = sum(xs) / n
+            var = sum((x - mean) ** 2 for x in xs) / (n - 1 if sample else n)
+            return math.sqrt(var) if root else var
+        # numeric: PostgreSQL's numeric_stddev_internal: (N*sum(x^2) - sum(x)^2) / (N*(N-1))
+        with localcontext() as ctx:
+            ctx.prec = 1100
+            xs = [Decimal(v) for v in vals]
+            sx, sx2 = sum(xs), sum(x * x for x in xs)
+            num = n * sx2 - sx * sx
+            den = Decimal(n * (n - 1) if sample else n * n)
+            if num <= 0:
+                num = Decimal(0)
+            scale = numeric_div_scale(num, den)
+            var = num / den
+            r = var.sqrt() if root else var
+            return r.quantize(Decimal(1).scaleb(-scale))
+    return py
+
+
+def _variance_spark(fn):
+    def spark(S, x, a):
+        F = S.F
+        r = getattr(F, fn)(x.cast("double"))
+        if a.type.name == "numeric":
+            return r.cast(S.T.DecimalType(38, SPARK_DIV_SCALE))
+        return r
+    return spark
+
+
+def _string_agg_py(vals, a, p):
+    if not vals:
+        return None
+    delim = p[0] if p else None
+    return (delim or "").join(vals)
+
+
+def _percentile_cont_py(vals, a, p):
+    f = p[0]
+    if f is None:
+        return None
+    if not 0 <= f <= 1:
+        raise SqlError("22003", f"percentile value {f} is not between 0 and 1")
+    if not vals:
+        return None
+    xs = [float(v) for v in vals]
+    pos = f * (len(xs) - 1)
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def _percentile_disc_py(vals, a, p):
+    f = p[0]
+    if f is None:
+        return None
+    if not 0 <= f <= 1:
+        raise SqlError("22003", f"percentile value {f} is not between 0 and 1")
+    if not vals:
+        return None
+    return vals[max(math.ceil(f * len(vals)), 1) - 1]
+
+
+def _mode_py(vals, a, p):
+    if not vals:
+        return None
+    best, best_n, run, n = None, 0, object(), 0
+    for v in vals:  # sorted: the first of the most frequent values wins
+        n = n + 1 if v == run else 1
+        run = v
+        if n > best_n:
+            best, best_n = v, n
+    return best
+
+
+def _param_literal(a, i):
+    e = a.params[i] if i < len(a.params) else None
+    if e is None or e.__class__.__name__ != "Literal":
+        raise SqlError("0A000", f"{a.func} needs a constant argument on table data")
+    return e.value
+
+
+def _percentile_cont_spark(S, x, a):
+    f = _param_literal(a, 0)
+    if f is None:
+        return S.F.lit(None).cast("double")
+    if not 0 <= f <= 1:
+        raise SqlError("22003", f"percentile value {f} is not between 0 and 1")
+    desc = a.order and a.order[0][1]
+    return S.F.percentile(x.cast("double"), 1 - f if desc else f)
+
+
+def _percentile_disc_spark(S, x, a):
+    F = S.F
+    f = _param_literal(a, 0)
+    if f is None:
+        return F.lit(None).cast(S.spark_type(a.type))
+    if not 0 <= f <= 1:
+        raise SqlError("22003", f"percentile value {f} is not between 0 and 1")
+    arr = S.ordered_values(a)
+    idx = F.greatest(F.ceil(F.lit(f) * F.size(arr)).cast("int"), F.lit(1))
+    return F.when(F.size(arr) > 0, F.element_at(arr, idx))
+
+
+def _array_agg_spark(S, x, a):
+    F = S.F
+    arr = S.ordered_values(a)
+    return F.when(F.size(arr) > 0, arr)
+
+
+def _string_agg_spark(S, x, a):
+    F = S.F
+    delim = _param_literal(a, 0)
+    arr = S.ordered_values(a)
+    return F.when(F.size(arr) > 0, F.array_join(arr, delim or ""))
+
+
+def _jsonb_agg_py(vals, a, p):
+    from catalog.textio import jsonb_text
+    from planner.functions.json import to_json_value
+
+    if not vals:
+        return None
+    return jsonb_text([to_json_value(v, a.arg.type) for v in vals])
+
+
+def _jsonb_agg_spark(S, x, a):
+    from planner.functions.json import json_text_spark
+
+    F = S.F
+    arr = S.ordered_values(a)
+    texts = F.transform(arr, lambda v: json_text_spark(S, v, a.arg.type))
+    return F.when(F.size(arr) > 0, F.concat(F.lit("["), F.array_join(texts, ", "), F.lit("]")))
+
+
+def _sum_spark(S, x, a):
+    F, T = S.F, S.T
+    if a.arg.type.name == "int8":
+        x = x.cast(T.DecimalType(38, 0))  # PostgreSQL: sum(bigint) is numeric
+    r = F.sum_distinct(x) if a.distinct else F.sum(x)
+    return r.cast(S.spark_type(a.type)) if a.type.name in ("float4", "float8", "int8") else r
+
+
+def _avg_spark(S, x, a):
+    F, T = S.F, S.T
+    if a.arg.type.is_integer:
+        x = x.cast(T.DecimalType(38, 0))
+    elif a.type.name == "float8":
+        x = x.cast(T.DoubleType())
+    total, n = (F.sum_distinct(x), F.count_distinct(x)) if a.distinct else (F.sum(x), F.count(x))
+    if a.type.name == "float8":
+        return (total / n).cast(T.DoubleType())
+    if a.type.name == "interval":
+        raise SqlError("0A000", "avg(interval) is not supported on table data")
+    q = total.cast(T.DecimalType(38, 0 if a.arg.type.is_integer else 10)) / n.cast(T.DecimalType(20, 0))
+    return q.cast(T.DecimalType(38, SPARK_DIV_SCALE))
+
+
+def _bool(fn):
+    return lambda vals, a, p: (all(vals) if fn == "bool_and" else any(vals)) if vals else None
+
+
+SAMPLE_ORDER = "order by k"
+
+register(
+    Function("count", (AggSig(lambda t: (t, INT8)),), lambda vals, a, p: len(vals),
+             lambda S, x, a: S.F.count_distinct(x) if a.distinct else S.F.count(x), sql_names=("count",),
+             kind="aggregate", doc="9.21",
+             samples=("count(i)", "count(distinct b)", "count(*) filter (where i > 0)", "count(s) filter (where b)")),
+    Function("count_star", (), lambda vals, a, p: len(vals), lambda S, x, a: S.F.count(x), kind="aggregate",
+             strict=False, doc="9.21", samples=("count(*)",)),
+    Function("sum", (AggSig(_sum_type),), _sum, _sum_spark, sql_names=("sum",), kind="aggregate", doc="9.21",
+             samples=("sum(i)", "sum(n)", "sum(f)", "sum(i) filter (where b)", "sum(distinct k)")),
+    Function("avg", (AggSig(_avg_type),), _avg, _avg_spark, sql_names=("avg",), kind="aggregate", doc="9.21",
+             samples=("avg(f)", "avg(k)", "avg(i) filter (where k < 3)"),
+             differs="a numeric avg has 16 decimals on Spark; PostgreSQL's scale follows the value "
+                     "(select_div_scale), so avg over integers can show more or fewer"),
+    Function("min", (AggSig(_minmax_type),), lambda vals, a, p: min(vals) if vals else None,
+             lambda S, x, a: S.F.min(x), sql_names=("min",), kind="aggregate", doc="9.21",
+             samples=("min(s)", "min(d)", "min(n)")),
+    Function("max", (AggSig(_minmax_type),), lambda vals, a, p: max(vals) if vals else None,
+             lambda S, x, a: S.F.max(x), sql_names=("max",), kind="aggregate", doc="9.21",
+             samples=("max(s)", "max(ts)", "max(i) filter (where i < 40)")),
+    Function("bool_and", (AggSig(lambda t: (BOOL, BOOL) if t.name == "bool" else None),), _bool("bool_and"),
+             lambda S, x, a: S.F.bool_and(x), sql_names=("bool_and", "every"), kind="aggregate", doc="9.21",
+             samples=("bool_and(b)", "every(i > -5)")),
+    Function("bool_or", (AggSig(lambda t: (BOOL, BOOL) if t.name == "bool" else None),), _bool("bool_or"),
+             lambda S, x, a: S.F.bool_or(x), sql_names=("bool_or",), kind="aggregate", doc="9.21",
+             samples=("bool_or(b)",)),
+    Function("array_agg", (AggSig(lambda t: (t, array_of(t)) if not t.is_array else None),),
+             lambda vals, a, p: vals or None, _array_agg_spark, sql_names=("array_agg",), kind="aggregate",
+             strict=False, doc="9.21",
+             samples=("array_agg(i order by k)", "array_agg(i order by b, i desc)", "array_agg(s order by i nulls first)",
+                      "array_agg(k order by k) filter (where b)", "array_agg(distinct b order by b)")),
+    Function("string_agg", (AggSig(lambda t: (TEXT, TEXT) if t.is_string else None),), _string_agg_py,
+             _string_agg_spark, sql_names=("string_agg",), kind="aggregate", doc="9.21",
+             extra={"params": (TEXT,)},
+             samples=("string_agg(s, ',' order by k)", "string_agg(s, '; ' order by s desc)",
+                      "string_agg(distinct s, '|' order by s)", "string_agg(s, '' order by k) filter (where k > 1)")),
+    Function("jsonb_agg", (AggSig(lambda t: (t, JSONB)),), _jsonb_agg_py, _jsonb_agg_spark,
+             sql_names=("jsonb_agg", "json_agg"), kind="aggregate", strict=False, doc="9.21",
+             samples=("jsonb_agg(i order by k)", "jsonb_agg(s order by k)", "json_agg(b order by k)"),
+             differs="json_agg is jsonb_agg (Materialize: json is jsonb), so its text is jsonb's"),
+    Function("stddev_samp", (AggSig(_stat_type),), _variance(True, True), _variance_spark("stddev_samp"),
+             sql_names=("stddev", "stddev_samp"), kind="aggregate", doc="9.21",
+             samples=("stddev(f)", "stddev_samp(f)"),
+             differs="a numeric result has 16 decimals on Spark (PostgreSQL's scale follows the value)"),
+    Function("stddev_pop", (AggSig(_stat_type),), _variance(False, True), _variance_spark("stddev_pop"),
+             sql_names=("stddev_pop",), kind="aggregate", doc="9.21", samples=("stddev_pop(f)",)),
+    Function("var_samp", (AggSig(_stat_type),), _variance(True, False), _variance_spark("var_samp"),
+             sql_names=("variance", "var_samp"), kind="aggregate", doc="9.21", samples=("variance(f)",)),
+    Function("var_pop", (AggSig(_stat_type),), _variance(False, False), _variance_spark("var_pop"),
+             sql_names=("var_pop",), kind="aggregate", doc="9.21", samples=("var_pop(f)",)),
+    Function("percentile_cont", (AggSig(lambda t: (FLOAT8, FLOAT8) if t.is_numeric else None),),
+             _percentile_cont_py, _percentile_cont_spark, sql_names=("percentile_cont",), kind="aggregate",
+             ordered_set=True, doc="9.21", extra={"params": (FLOAT8,)},
+             samples=("percentile_cont(0.5) within group (order by f)",
+                      "percentile_cont(0.25) within group (order by i)")),
+    Function("percentile_disc", (AggSig(lambda t: (t, t) if not t.is_array else None),), _percentile_disc_py,
+             _percentile_disc_spark, sql_names=("percentile_disc",), kind="aggregate", ordered_set=True, doc="9.21",
+             extra={"params": (FLOAT8,)},
+             samples=("percentile_disc(0.5) within group (order by i)",
+                      "percentile_disc(0.9) within group (order by s)")),
+    Function("mode", (AggSig(lambda t: (t, t) if not t.is_array else None),), _mode_py,
+             lambda S, x, a: S.F.mode(x, True), sql_names=("mode",), kind="aggregate", ordered_set=True,
+             doc="9.21", samples=("mode() within group (order by b)",)),
+)
+
+
+def resolve_aggregate(name: str, arg: SqlType | None) -> tuple[Function, SqlType | None, SqlType]:
+    """(entry, cast arg to, result type) for aggregate ``name(arg)`` (PostgreSQL 9.21's
+    result types: sum(int4) is bigint, sum(int8) and avg of integers numeric).
+
+    Raises:
+        SqlError 42883 when no signature applies."""
+    from planner.functions import AGGREGATES, FUNCTIONS, undefined_function
+
+    f = AGGREGATES[name]
+    if arg is None:
+        if name == "count":
+            return FUNCTIONS["count_star"], None, INT8
+        raise undefined_function(name, [])
+    a = TEXT if arg.name == "unknown" else arg
+    for s in f.sigs:
+        r = s.f(a)
+        if r is not None:
+            return f, r[0], r[1]
+    raise undefined_function(name, [a])
+

@@ -1,0 +1,111 @@
+"""Array functions and operators (PostgreSQL 9.19) and ``op ANY/ALL (array)`` (9.24.3).
+Arrays are one-dimensional with lower bound 1."""
+
+from __future__ import annotations
+
+from catalog.textio import format_text
+from catalog.types import TEXT
+from planner.functions import Function, register, sig
+from planner.functions.logic import CMP
+
+
+def any_all(kind: str, op: str, x, values: list):
+    """``x op ANY (values)`` (``kind`` any) or ``ALL``, in three-valued logic (PostgreSQL
+    9.24.3, 9.23.4): a NULL comparison that decides nothing makes the answer NULL."""
+    hits = [None if x is None or v is None else CMP[op](x, v) for v in values]
+    if kind == "any":
+        return True if True in hits else (None if None in hits else False)
+    return False if False in hits else (None if None in hits else True)
+
+
+def _any_all_py(a, e):
+    kind, op = e.func.split(":")
+    return None if a[1] is None else any_all(kind.removeprefix("array_"), op, a[0], a[1])
+
+
+def _any_all_spark(S, a, e):
+    kind, op = e.func.split(":")
+    x = a[0]
+    pred = lambda v: CMP[op](x, v)  # noqa: E731
+    return S.F.exists(a[1], pred) if kind == "array_any" else S.F.forall(a[1], pred)
+
+
+def _to_string_py(a, e):
+    arr, sep = a[0], a[1]
+    if arr is None or sep is None:
+        return None
+    null = a[2] if len(a) > 2 else None
+    t = e.args[0].type.element
+    return sep.join(format_text(v, t) if v is not None else null for v in arr if v is not None or null is not None)
+
+
+def _to_string_spark(S, a, e):
+    elem_t = e.args[0].type.element
+    as_text = S.F.transform(a[0], lambda x: S.cast(x, elem_t, TEXT))
+    return S.F.array_join(as_text, a[1], *(a[2:] and [a[2]]))
+
+
+def _cat_spark(S, a, e):
+    F = S.F
+    x, y = a
+    return F.when(x.isNull() & y.isNull(), F.lit(None)).otherwise(
+        F.concat(F.coalesce(x, S.empty_array(e.type)), F.coalesce(y, S.empty_array(e.type))))
+
+
+def _position_py(a, e):
+    arr, x = a[0], a[1]
+    if arr is None:
+        return None
+    return next((i + 1 for i, v in enumerate(arr) if v is not None and x is not None and v == x), None) \
+        if x is not None else next((i + 1 for i, v in enumerate(arr) if v is None), None)
+
+
+def _position_spark(S, a, e):
+    F = S.F
+    p = F.array_position(a[0], a[1]).cast("int")
+    return F.when(a[1].isNull(), F.lit(None).cast("int")).otherwise(F.when(p > 0, p))
+
+
+def _dims(f):
+    def py(a, e):
+        if a[1] != 1 or not a[0]:
+            return None
+        return 1 if f == "array_lower" else len(a[0])
+    return py
+
+
+register(
+    Function("array", (), lambda a, e: list(a), lambda S, a, e: S.F.array(*a), strict=False, doc="4.2.12",
+             samples=("array[i, k]",)),
+    Function("subscript", (), lambda a, e: a[0][a[1] - 1] if 1 <= a[1] <= len(a[0]) else None,
+             lambda S, a, e: S.F.when(a[1] >= 1, S.F.try_element_at(a[0], a[1])), doc="8.15.3",
+             samples=("a[1]", "a[k]", "a[0]")),
+    Function("cardinality", (sig("anyarray", ret="int4"),), lambda a, e: len(a[0]), lambda S, a, e: S.F.size(a[0]),
+             sql_names=("cardinality",), doc="9.19", samples=("cardinality(a)",)),
+    Function("array_length", (sig("anyarray", "int4", ret="int4"),), _dims("array_length"),
+             lambda S, a, e: S.F.when((a[1] == 1) & (S.F.size(a[0]) > 0), S.F.size(a[0])),
+             sql_names=("array_length",), doc="9.19", samples=("array_length(a, 1)", "array_length(a, 2)")),
+    Function("array_upper", (sig("anyarray", "int4", ret="int4"),), _dims("array_upper"),
+             lambda S, a, e: S.F.when((a[1] == 1) & (S.F.size(a[0]) > 0), S.F.size(a[0])),
+             sql_names=("array_upper",), doc="9.19", samples=("array_upper(a, 1)",)),
+    Function("array_lower", (sig("anyarray", "int4", ret="int4"),), _dims("array_lower"),
+             lambda S, a, e: S.F.when((a[1] == 1) & (S.F.size(a[0]) > 0), S.F.lit(1)),
+             sql_names=("array_lower",), doc="9.19", samples=("array_lower(a, 1)",)),
+    Function("array_to_string", (sig("anyarray", "text", ret="text"), sig("anyarray", "text", "text", ret="text")),
+             _to_string_py, _to_string_spark, sql_names=("array_to_string",), strict=False, doc="9.19",
+             samples=("array_to_string(a, ',')", "array_to_string(a, ',', '*')")),
+    Function("array_cat", (), lambda a, e: None if a[0] is None and a[1] is None else (a[0] or []) + (a[1] or []),
+             _cat_spark, strict=False, doc="9.19", samples=("a || a", "a || array[k]")),
+    Function("array_append", (), lambda a, e: (a[0] or []) + [a[1]],
+             lambda S, a, e: S.F.concat(S.F.coalesce(a[0], S.empty_array(e.type)), S.F.array(a[1])),
+             strict=False, doc="9.19", samples=("a || k",)),
+    Function("array_prepend", (), lambda a, e: [a[0]] + (a[1] or []),
+             lambda S, a, e: S.F.concat(S.F.array(a[0]), S.F.coalesce(a[1], S.empty_array(e.type))),
+             strict=False, doc="9.19", samples=("k || a",)),
+    Function("array_position", (sig("anyarray", "anyelement", ret="int4"),), _position_py,
+             _position_spark, sql_names=("array_position",), strict=False, doc="9.19",
+             samples=("array_position(a, 2)", "array_position(a, k)")),
+    *[Function(f"array_{kind}:{op}", (), _any_all_py, _any_all_spark, strict=False, doc="9.24.3",
+               samples=(f"k {o} {kind[0:3].upper()} (a)",))
+      for kind in ("any", "all") for op, o in zip(CMP, ("=", "<>", "<", "<=", ">", ">="))],
+)

@@ -1,0 +1,432 @@
+"""Date/time functions and operators (PostgreSQL 9.9) and date/time formatting (9.8).
+
+The session time zone is UTC, so ``timestamptz`` values are UTC instants.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from decimal import Decimal
+
+from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED, INVALID_DATETIME_FORMAT
+from catalog.types import Interval, SqlType
+from planner.functions import Function, register, sig
+
+DATETIME_FIELD_OVERFLOW = "22008"
+
+
+def add_interval(ts: dt.datetime, iv: Interval) -> dt.datetime:
+    """``timestamp + interval``: months first (clamping the day to the month's end), then
+    days, then microseconds, as PostgreSQL's timestamp_pl_interval."""
+    if iv.months:
+        total = ts.year * 12 + (ts.month - 1) + iv.months
+        y, m = divmod(total, 12)
+        m += 1
+        last = (dt.date(y + (m == 12), m % 12 + 1, 1) - dt.timedelta(days=1)).day
+        ts = ts.replace(year=y, month=m, day=min(ts.day, last))
+    return ts + dt.timedelta(days=iv.days, microseconds=iv.micros)
+
+
+def datetime_arith(func: str, a, b, t: SqlType, ta: SqlType):
+    """Date, timestamp and interval arithmetic (PostgreSQL 9.9, table 9.33)."""
+    n = t.name
+    if n == "date":  # date +/- integer
+        if ta.name == "date":
+            return a + dt.timedelta(days=b if func == "add" else -b)
+        return b + dt.timedelta(days=a)
+    if n in ("timestamp", "timestamptz"):
+        ts, iv = (a, b) if ta.name == n else (b, a)
+        return add_interval(ts, -iv if func == "sub" else iv)
+    if n == "interval":
+        if ta.name == "timestamp":  # timestamp - timestamp
+            delta = a - b
+            return Interval(0, delta.days, delta.seconds * 1_000_000 + delta.microseconds)
+        if func == "add":
+            return a + b
+        if func == "sub":
+            return a - b
+        if func in ("mul", "div"):
+            iv, f = (a, b) if ta.name == "interval" else (b, a)
+            if func == "div":
+                if f == 0:
+                    from planner.functions.math import div0
+                    raise div0()
+                f = 1 / f
+            months = iv.months * f
+            days = iv.days * f + (months - int(months)) * 30
+            micros = iv.micros * f + (days - int(days)) * 86_400_000_000
+            return Interval(int(months), int(days), int(round(micros)))
+    raise SqlError(FEATURE_NOT_SUPPORTED, f"cannot evaluate {func} on {t.sql()}")
+
+
+#: extract's numeric scale by field (PostgreSQL 14+: seconds carry microseconds)
+_SCALE = {"second": 6, "milliseconds": 3, "epoch": 6}
+_ALIASES = {"years": "year", "months": "month", "mon": "month", "mons": "month", "days": "day", "hours": "hour",
+            "minutes": "minute", "min": "minute", "mins": "minute", "seconds": "second", "sec": "second",
+            "secs": "second", "millisecond": "milliseconds", "ms": "milliseconds", "microsecond": "microseconds",
+            "us": "microseconds", "y": "year", "d": "day", "h": "hour", "m": "minute", "s": "second",
+            "quarters": "quarter", "weeks": "week", "decades": "decade", "centuries": "century",
+            "millenniums": "millennium", "millennia": "millennium"}
+_TIME_FIELDS = ("hour", "minute", "second", "milliseconds", "microseconds")
+
+
+def _field(name: str) -> str:
+    f = name.lower()
+    return _ALIASES.get(f, f)
+
+
+def _unit_error(field: str, t: SqlType) -> SqlError:
+    return SqlError(INVALID_PARAMETER_VALUE, f'unit "{field}" not recognized for type {t.sql()}')
+
+
+def date_part_value(field: str, v, t: SqlType) -> Decimal:
+    """``EXTRACT(field FROM v)`` as an exact numeric (PostgreSQL 9.9.1).
+
+    Raises:
+        SqlError 22023 for a unit the type does not have; 0A000 for a time unit of a date."""
+    f = _field(field)
+    if isinstance(v, Interval):
+        secs = Decimal(v.micros % 60_000_000) / 1_000_000
+        vals = {"year": v.months // 12, "month": v.months % 12, "day": v.days,
+                "hour": v.micros // 3_600_000_000, "minute": v.micros // 60_000_000 % 60, "second": secs,
+                "milliseconds": secs * 1000, "microseconds": v.micros % 60_000_000,
+                "epoch": Decimal(v.micros) / 1_000_000 + v.days * 86400 + (v.months // 12) * 31557600
+                + (v.months % 12) * 2592000, "quarter": (v.months % 12) // 3 + 1,
+                "decade": v.months // 120, "century": v.months // 1200, "millennium": v.months // 12000}
+    else:
+        is_date = isinstance(v, dt.date) and not isinstance(v, dt.datetime)
+        if is_date and f in _TIME_FIELDS:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f'unit "{field}" not supported for type date')
+        ts = dt.datetime(v.year, v.month, v.day) if is_date else v
+        secs = ts.second + Decimal(ts.microsecond) / 1_000_000
+        naive = ts.astimezone(dt.timezone.utc).replace(tzinfo=None) if ts.tzinfo else ts
+        epoch = Decimal((naive - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)) / 1_000_000
+        y = ts.year
+        iso = ts.isocalendar()
+        vals = {"year": y, "month": ts.month, "day": ts.day, "hour": ts.hour, "minute": ts.minute, "second": secs,
+                "milliseconds": secs * 1000, "microseconds": ts.second * 1_000_000 + ts.microsecond,
+                "quarter": (ts.month - 1) // 3 + 1, "dow": (ts.weekday() + 1) % 7, "isodow": ts.isoweekday(),
+                "doy": ts.timetuple().tm_yday, "week": iso[1], "isoyear": iso[0],
+                "decade": y // 10, "century": (y + 99) // 100 if y > 0 else -((99 - (y - 1)) // 100),
+                "millennium": (y + 999) // 1000 if y > 0 else -((999 - (y - 1)) // 1000), "epoch": epoch}
+        if is_date:
+            vals["epoch"] = int(epoch)
+    if f not in vals:
+        raise _unit_error(field, t)
+    r = Decimal(vals[f])
+    scale = 0 if (isinstance(v, dt.date) and not isinstance(v, dt.datetime)) else _SCALE.get(f, 0)
+    return r.quantize(Decimal(1).scaleb(-scale))
+
+
+def _extract_py(a, e):
+    r = date_part_value(a[0], a[1], e.args[1].type)
+    return float(r) if e.type.name == "float8" else r
+
+
+def _extract_spark(S, a, e):
+    F, T = S.F, S.T
+    fl = e.args[0]
+    if fl.__class__.__name__ != "Literal" or fl.value is None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "extract and date_part need a constant field name on table data")
+    f = _field(fl.value)
+    src = e.args[1].type
+    x = a[1]
+    is_date = src.name == "date"
+    if is_date and f in _TIME_FIELDS:
+        raise SqlError(FEATURE_NOT_SUPPORTED, f'unit "{fl.value}" not supported for type date')
+    if src.name == "interval":
+        known = {"year": "YEAR", "month": "MONTH", "day": "DAY", "hour": "HOUR", "minute": "MINUTE",
+                 "second": "SECOND"}
+        if f not in known:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f'unit "{fl.value}" of an interval is not supported on table data')
+        r = F.date_part(F.lit(known[f]), x)
+    else:
+        part = lambda name: F.date_part(F.lit(name), x)  # noqa: E731
+        year = part("YEAR")
+        r = {
+            "year": year, "month": lambda: part("MONTH"), "day": lambda: part("DAY"),
+            "hour": lambda: part("HOUR"), "minute": lambda: part("MINUTE"), "second": lambda: part("SECOND"),
+            "milliseconds": lambda: part("SECOND") * 1000, "microseconds": lambda: part("SECOND") * 1_000_000,
+            "quarter": lambda: part("QUARTER"), "dow": lambda: part("DAYOFWEEK") - 1,
+            "isodow": lambda: part("DAYOFWEEK_ISO"), "doy": lambda: part("DOY"), "week": lambda: part("WEEK"),
+            "decade": lambda: F.floor(year / 10), "century": lambda: F.floor((year + 99) / 100),
+            "millennium": lambda: F.floor((year + 999) / 1000),
+            "epoch": lambda: F.unix_micros(x.cast(T.TimestampType())) / 1_000_000 if not is_date
+            else F.unix_date(x).cast(T.LongType()) * 86400,
+        }.get(f)
+        if callable(r):
+            r = r()
+        if r is None:
+            if f in ("isoyear", "julian", "timezone"):
+                raise SqlError(FEATURE_NOT_SUPPORTED, f'unit "{fl.value}" is not supported on table data')
+            raise _unit_error(fl.value, src)
+    if e.type.name == "float8":
+        return r.cast(T.DoubleType())
+    scale = 0 if is_date else _SCALE.get(f, 0)
+    return r.cast(T.DecimalType(38 if scale == 0 else 24, scale))
+
+
+_TRUNC = {"microseconds": "MICROSECOND", "milliseconds": "MILLISECOND", "second": "SECOND", "minute": "MINUTE",
+          "hour": "HOUR", "day": "DAY", "week": "WEEK", "month": "MONTH", "quarter": "QUARTER", "year": "YEAR"}
+
+
+def _date_trunc_py(a, e):
+    f, v = _field(a[0]), a[1]
+    if f == "microseconds":
+        return v
+    if f == "milliseconds":
+        return v.replace(microsecond=v.microsecond // 1000 * 1000)
+    if f == "second":
+        return v.replace(microsecond=0)
+    if f == "minute":
+        return v.replace(second=0, microsecond=0)
+    if f == "hour":
+        return v.replace(minute=0, second=0, microsecond=0)
+    day = v.replace(hour=0, minute=0, second=0, microsecond=0)
+    if f == "day":
+        return day
+    if f == "week":
+        return day - dt.timedelta(days=day.weekday())
+    if f == "month":
+        return day.replace(day=1)
+    if f == "quarter":
+        return day.replace(month=(day.month - 1) // 3 * 3 + 1, day=1)
+    if f == "year":
+        return day.replace(month=1, day=1)
+    if f in ("decade", "century", "millennium"):
+        span = {"decade": 10, "century": 100, "millennium": 1000}[f]
+        y = day.year // span * span if f == "decade" else (day.year - 1) // span * span + 1
+        return day.replace(year=y, month=1, day=1)
+    raise SqlError(INVALID_PARAMETER_VALUE, f'unit "{a[0]}" not recognized for type {e.args[1].type.sql()}')
+
+
+def _date_trunc_spark(S, a, e):
+    fl = e.args[0]
+    if fl.__class__.__name__ != "Literal" or fl.value is None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "date_trunc needs a constant unit on table data")
+    f = _field(fl.value)
+    if f not in _TRUNC:
+        raise SqlError(INVALID_PARAMETER_VALUE, f'unit "{fl.value}" not recognized for type {e.args[1].type.sql()}')
+    return S.F.date_trunc(_TRUNC[f], a[1]).cast(S.spark_type(e.type))
+
+
+# -- to_char / to_date / to_timestamp (PostgreSQL 9.8, table 9.30) ------------------
+
+_TOKENS = ("HH24", "HH12", "HH", "MI", "SS", "MS", "US", "YYYY", "YY", "MONTH", "Month", "month", "MON", "Mon",
+           "mon", "MM", "DAY", "Day", "day", "DY", "Dy", "dy", "DDD", "DD", "D", "AM", "PM", "am", "pm", "Q", "IW")
+_TOKEN_RE = re.compile(r'"((?:[^"\\]|\\.)*)"|(FM)?(' + "|".join(_TOKENS) + r")|(.)", re.S)
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December"]
+_DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+
+
+def _tokens(fmt: str):
+    for m in _TOKEN_RE.finditer(fmt):
+        quoted, fm, tok, lit = m.groups()
+        if quoted is not None:
+            yield "lit", re.sub(r"\\(.)", r"\1", quoted), False
+        elif tok is not None:
+            yield "tok", tok, bool(fm)
+        else:
+            yield "lit", lit, False
+
+
+def _case(word: str, tok: str) -> str:
+    return word.upper() if tok.isupper() else word.lower() if tok.islower() else word
+
+
+def to_char_py(v, fmt: str) -> str:
+    """``to_char(timestamp, fmt)`` for the date/time patterns of PostgreSQL table 9.30."""
+    out = []
+    for kind, tok, fm in _tokens(fmt):
+        if kind == "lit":
+            out.append(tok)
+            continue
+        num = lambda x, w: str(x) if fm else str(x).zfill(w)  # noqa: E731
+        dow = (v.weekday() + 1) % 7
+        h12 = (v.hour + 11) % 12 + 1
+        val = {
+            "HH24": lambda: num(v.hour, 2), "HH12": lambda: num(h12, 2), "HH": lambda: num(h12, 2),
+            "MI": lambda: num(v.minute, 2), "SS": lambda: num(v.second, 2),
+            "MS": lambda: num(v.microsecond // 1000, 3), "US": lambda: num(v.microsecond, 6),
+            "YYYY": lambda: num(v.year, 4), "YY": lambda: num(v.year % 100, 2), "MM": lambda: num(v.month, 2),
+            "DDD": lambda: num(v.timetuple().tm_yday, 3), "DD": lambda: num(v.day, 2), "D": lambda: str(dow + 1),
+            "Q": lambda: str((v.month - 1) // 3 + 1), "IW": lambda: num(v.isocalendar()[1], 2),
+            "AM": lambda: "AM" if v.hour < 12 else "PM", "PM": lambda: "AM" if v.hour < 12 else "PM",
+            "am": lambda: "am" if v.hour < 12 else "pm", "pm": lambda: "am" if v.hour < 12 else "pm",
+        }.get(tok)
+        if val is not None:
+            out.append(val())
+        elif tok.lower() == "month":
+            w = _case(_MONTHS[v.month - 1], tok)
+            out.append(w if fm else w.ljust(9))
+        elif tok.lower() == "mon":
+            out.append(_case(_MONTHS[v.month - 1][:3], tok))
+        elif tok.lower() == "day":
+            w = _case(_DAYS[dow], tok)
+            out.append(w if fm else w.ljust(9))
+        else:  # dy
+            out.append(_case(_DAYS[dow][:3], tok))
+    return "".join(out)
+
+
+def _to_char_py(a, e):
+    v = a[0]
+    if not isinstance(v, dt.datetime):
+        v = dt.datetime(v.year, v.month, v.day)
+    return to_char_py(v, a[1])
+
+
+def _to_char_spark(S, a, e):
+    F = S.F
+    fmt = e.args[1]
+    if fmt.__class__.__name__ != "Literal" or fmt.value is None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "to_char needs a constant format on table data")
+    x = a[0]
+    part = lambda name: F.date_part(F.lit(name), x).cast(S.T.IntegerType())  # noqa: E731
+    pieces = []
+    for kind, tok, fm in _tokens(fmt.value):
+        if kind == "lit":
+            pieces.append(F.lit(tok))
+            continue
+        num = lambda c, w: c.cast("string") if fm else F.lpad(c.cast("string"), w, "0")  # noqa: E731
+        hour = part("HOUR")
+        h12 = (hour + 11) % 12 + 1
+        micros = (F.date_part(F.lit("SECOND"), x) * 1_000_000).cast("long") % 1_000_000
+        simple = {
+            "HH24": lambda: num(hour, 2), "HH12": lambda: num(h12, 2), "HH": lambda: num(h12, 2),
+            "MI": lambda: num(part("MINUTE"), 2), "SS": lambda: num(F.floor(F.date_part(F.lit("SECOND"), x)), 2),
+            "MS": lambda: num(F.floor(micros / 1000), 3), "US": lambda: num(micros, 6),
+            "YYYY": lambda: num(part("YEAR"), 4), "YY": lambda: num(part("YEAR") % 100, 2),
+            "MM": lambda: num(part("MONTH"), 2), "DDD": lambda: num(part("DOY"), 3), "DD": lambda: num(part("DAY"), 2),
+            "D": lambda: part("DAYOFWEEK").cast("string"), "Q": lambda: part("QUARTER").cast("string"),
+            "IW": lambda: num(part("WEEK"), 2),
+            "AM": lambda: F.when(hour < 12, "AM").otherwise("PM"), "PM": lambda: F.when(hour < 12, "AM").otherwise("PM"),
+            "am": lambda: F.when(hour < 12, "am").otherwise("pm"), "pm": lambda: F.when(hour < 12, "am").otherwise("pm"),
+        }.get(tok)
+        if simple is not None:
+            pieces.append(simple())
+            continue
+        java = {"month": "MMMM", "mon": "MMM", "day": "EEEE", "dy": "EEE"}[tok.lower()]
+        w = F.date_format(x, java)
+        w = F.upper(w) if tok.isupper() else F.lower(w) if tok.islower() else w
+        if tok.lower() in ("month", "day") and not fm:
+            w = F.rpad(w, 9, " ")
+        pieces.append(w)
+    return F.concat(*pieces) if pieces else F.lit("")
+
+
+def _parse_py(a, e):
+    s, fmt = a
+    fields = {"year": 1, "month": 1, "day": 1, "hour": 0, "minute": 0, "second": 0, "micro": 0}
+    pos = 0
+    pm = None
+    for kind, tok, _fm in _tokens(fmt):
+        while pos < len(s) and s[pos] == " " and (kind != "lit" or tok != " "):
+            pos += 1
+        if kind == "lit":
+            pos += 1 if pos < len(s) else 0
+            continue
+        if tok.lower() in ("mon", "month"):
+            m = re.match(r"[A-Za-z]+", s[pos:])
+            word = m.group(0).lower() if m else ""
+            hit = [i for i, name in enumerate(_MONTHS) if name.lower().startswith(word[:3]) and word]
+            if not hit:
+                raise SqlError(INVALID_DATETIME_FORMAT, f'invalid value "{s[pos:pos + 3]}" for "{tok}"')
+            fields["month"] = hit[0] + 1
+            pos += len(word)
+            continue
+        width = {"YYYY": 4, "YY": 2, "MM": 2, "DD": 2, "HH24": 2, "HH12": 2, "HH": 2, "MI": 2, "SS": 2, "MS": 3,
+                 "US": 6, "DDD": 3}.get(tok)
+        if tok in ("AM", "PM", "am", "pm"):
+            pm = s[pos:pos + 2].upper() == "PM"
+            pos += 2
+            continue
+        if width is None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f'format pattern "{tok}" is not supported for input')
+        m = re.match(r"\d{1,%d}" % width, s[pos:]) if tok != "YYYY" else re.match(r"\d+", s[pos:])
+        if not m:
+            raise SqlError(INVALID_DATETIME_FORMAT, f'invalid value "{s[pos:pos + width]}" for "{tok}"')
+        n = int(m.group(0))
+        pos += len(m.group(0))
+        key = {"YYYY": "year", "YY": "year", "MM": "month", "DD": "day", "HH24": "hour", "HH12": "hour",
+               "HH": "hour", "MI": "minute", "SS": "second", "MS": "micro", "US": "micro"}[tok]
+        fields[key] = n + (2000 if tok == "YY" and n < 70 else 1900 if tok == "YY" else 0) if key == "year" else \
+            n * 1000 if tok == "MS" else n
+    if pm is not None:
+        fields["hour"] = fields["hour"] % 12 + (12 if pm else 0)
+    try:
+        r = dt.datetime(fields["year"], fields["month"], fields["day"], fields["hour"], fields["minute"],
+                        fields["second"], fields["micro"])
+    except ValueError:
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
+    if e.type.name == "date":
+        return r.date()
+    return r.replace(tzinfo=dt.timezone.utc)
+
+
+_JAVA = {"YYYY": "yyyy", "YY": "yy", "MM": "MM", "DD": "dd", "HH24": "HH", "HH12": "hh", "HH": "hh", "MI": "mm",
+         "SS": "ss", "MS": "SSS", "US": "SSSSSS", "Mon": "MMM", "MON": "MMM", "mon": "MMM", "Month": "MMMM",
+         "AM": "a", "PM": "a", "DDD": "DDD"}
+
+
+def _parse_spark(S, a, e):
+    F = S.F
+    fmt = e.args[1]
+    if fmt.__class__.__name__ != "Literal" or fmt.value is None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{e.func} needs a constant format on table data")
+    java = []
+    for kind, tok, _fm in _tokens(fmt.value):
+        if kind == "lit":
+            java.append("'" + tok.replace("'", "''") + "'" if tok.isalpha() else tok)
+        elif tok in _JAVA:
+            java.append(_JAVA[tok])
+        else:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f'format pattern "{tok}" is not supported on table data')
+    pattern = "".join(java)
+    if e.type.name == "date":
+        return F.to_date(a[0], pattern)
+    return F.to_timestamp(a[0], pattern)
+
+
+def _make_date_py(a, e):
+    try:
+        return dt.date(*a)
+    except ValueError:
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f"date field value out of range: {a[0]}-{a[1]:02d}-{a[2]:02d}") \
+            from None
+
+
+register(
+    Function("date_part", (sig("text", "timestamp", ret="float8"), sig("text", "timestamptz", ret="float8"),
+                           sig("text", "interval", ret="float8")),
+             _extract_py, _extract_spark, sql_names=("date_part",), doc="9.9.1",
+             samples=("date_part('dow', d)", "date_part('second', ts)", "date_part('year', ts)",
+                      "date_part('epoch', ts)")),
+    Function("extract", (sig("text", "date", ret="numeric"), sig("text", "timestamp", ret="numeric"),
+                         sig("text", "timestamptz", ret="numeric"), sig("text", "interval", ret="numeric")),
+             _extract_py, _extract_spark, sql_names=("extract",), doc="9.9.1",
+             samples=("extract(dow from d)", "extract(year from d)", "extract(epoch from d)",
+                      "extract(second from ts)", "extract(epoch from ts)", "extract(doy from ts)",
+                      "extract(isodow from ts)", "extract(quarter from d)", "extract(week from d)",
+                      "extract(century from d)", "extract(milliseconds from ts)", "extract(hour from ts)",
+                      "extract(hour from d)")),
+    Function("date_trunc", (sig("text", "timestamp", ret="timestamp"), sig("text", "timestamptz", ret="timestamptz")),
+             _date_trunc_py, _date_trunc_spark, sql_names=("date_trunc",), doc="9.9.2",
+             samples=("date_trunc('month', ts)", "date_trunc('week', ts)", "date_trunc('hour', ts)",
+                      "date_trunc('quarter', ts)", "date_trunc('year', d)", "date_trunc('day', ts)")),
+    Function("make_date", (sig("int4", "int4", "int4", ret="date"),), _make_date_py,
+             lambda S, a, e: S.F.make_date(a[0], a[1], a[2]), sql_names=("make_date",), doc="9.9",
+             samples=("make_date(2000 + k, k, 10 + k)",)),
+    Function("to_char", (sig("timestamp", "text", ret="text"), sig("timestamptz", "text", ret="text")),
+             _to_char_py, _to_char_spark, sql_names=("to_char",), doc="9.8",
+             samples=("to_char(ts, 'YYYY-MM-DD HH24:MI:SS')", "to_char(d, 'Mon DD, YYYY')",
+                      "to_char(ts, 'FMMonth FMDD Day HH12 AM')", "to_char(ts, 'DY dy D DDD Q \"q\" MS US')")),
+    Function("to_date", (sig("text", "text", ret="date"),), _parse_py, _parse_spark, sql_names=("to_date",),
+             doc="9.8", samples=("to_date(to_char(d, 'YYYY-MM-DD'), 'YYYY-MM-DD')",
+                                 "to_date(to_char(d, 'DD Mon YYYY'), 'DD Mon YYYY')")),
+    Function("to_timestamp", (sig("text", "text", ret="timestamptz"),), _parse_py, _parse_spark,
+             sql_names=("to_timestamp",), doc="9.8",
+             samples=("to_timestamp(to_char(ts, 'YYYY-MM-DD HH24:MI:SS'), 'YYYY-MM-DD HH24:MI:SS')",)),
+)

@@ -1,0 +1,259 @@
+"""JSON functions and operators (PostgreSQL 9.16). As in Materialize, ``json`` is
+``jsonb``. Values are jsonb's text form; on Spark, operators read them with VARIANT
+(``parse_json``, ``try_variant_get``) and jsonb results are normalized to jsonb's text
+form when the rows reach the session."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED
+from catalog.textio import jsonb_text, format_text
+from planner.functions import Function, register, sig
+
+_MISSING = object()
+
+
+def doc(text: str):
+    return json.loads(text, parse_float=Decimal)
+
+
+def _step(d, step):
+    """d -> step: an object's field, or an array's element (negative counts from the end)."""
+    if isinstance(d, dict) and isinstance(step, str):
+        return d.get(step, _MISSING)
+    if isinstance(d, list):
+        try:
+            i = int(step)
+        except (TypeError, ValueError):
+            return _MISSING
+        if -len(d) <= i < len(d):
+            return d[i]
+    return _MISSING
+
+
+def _out(value, as_text: bool):
+    if value is _MISSING:
+        return None
+    if as_text:  # ->> and #>>: strings without quotes, JSON null as SQL NULL
+        return None if value is None else value if isinstance(value, str) else jsonb_text(value)
+    return jsonb_text(value)
+
+
+def _path(a, e):
+    d = doc(a[0])
+    for step in a[1]:
+        if step is None:
+            return None
+        d = _step(d, step)
+        if d is _MISSING:
+            return None
+    return _out(d, e.func.endswith("_text"))
+
+
+def contains(a, b) -> bool:
+    """jsonb @> (PostgreSQL 8.14.3): objects by subset of pairs, arrays by elements, a
+    scalar array contains a scalar."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return all(k in a and contains(a[k], v) for k, v in b.items())
+    if isinstance(a, list):
+        if isinstance(b, list):
+            return all(any(contains(x, y) for x in a) for y in b)
+        return not isinstance(b, (dict, list)) and any(contains(x, b) for x in a if not isinstance(x, (dict, list)))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, Decimal)) and isinstance(b, (int, Decimal)):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _typeof(v) -> str:
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, bool):
+        return "boolean"
+    if v is None:
+        return "null"
+    return "string" if isinstance(v, str) else "number"
+
+
+def _array_length(v):
+    if not isinstance(v, list):
+        raise SqlError(INVALID_PARAMETER_VALUE, "cannot get array length of a " +
+                       ("scalar" if not isinstance(v, dict) else "non-array"))
+    return len(v)
+
+
+def _exists(a, e):
+    d = doc(a[0])
+    if isinstance(d, dict):
+        return a[1] in d
+    if isinstance(d, list):
+        return a[1] in [x for x in d if isinstance(x, str)]
+    return d == a[1]
+
+
+def concat_py(a, b):
+    """jsonb || jsonb (table 9.46): objects merge (right wins), arrays concatenate, and a
+    non-array operand is a one-element array."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return {**a, **b}
+    return (a if isinstance(a, list) else [a]) + (b if isinstance(b, list) else [b])
+
+
+def _concat_spark(S, a, e):
+    F = S.F
+    x, y = a
+    xo, yo = x.startswith("{"), y.startswith("{")
+    xa, ya = x.startswith("["), y.startswith("[")
+    inner = lambda c: c.substr(F.lit(2), F.length(c) - 2)  # noqa: E731
+    join = lambda p, q: F.when(p == "", q).when(q == "", p).otherwise(F.concat(p, F.lit(", "), q))  # noqa: E731
+    as_items = lambda c, arr: F.when(arr, inner(c)).otherwise(c)  # noqa: E731
+    return (F.when(xo & yo, F.concat(F.lit("{"), join(inner(x), inner(y)), F.lit("}")))
+            .otherwise(F.concat(F.lit("["), join(as_items(x, xa), as_items(y, ya)), F.lit("]"))))
+
+
+def to_json_value(v, t):
+    """A SQL value as a JSON value (PostgreSQL's to_jsonb for scalars)."""
+    if v is None:
+        return None
+    n = t.name
+    if n == "jsonb":
+        return doc(v)
+    if n in ("int2", "int4", "int8", "numeric", "float4", "float8", "bool"):
+        return v if not isinstance(v, float) else Decimal(format_text(v, t))
+    if t.is_array:
+        return [to_json_value(x, t.element) for x in v]
+    if n == "timestamp":
+        return v.isoformat()
+    return v if isinstance(v, str) else format_text(v, t)
+
+
+def json_text_spark(S, c, t):
+    """Spark: the JSON text of a column of type ``t`` (to_jsonb of a scalar)."""
+    F = S.F
+    n = t.name
+    if n == "jsonb":
+        r = c
+    elif n in ("int2", "int4", "int8", "numeric", "float4", "float8"):
+        r = c.cast("string")
+    elif n == "bool":
+        r = F.when(c, F.lit("true")).when(~c, F.lit("false"))
+    elif n == "timestamp":
+        r = F.date_format(c, "yyyy-MM-dd'T'HH:mm:ss.SSSSSS")
+        r = F.regexp_replace(r, r"\.?0+$", "")
+        r = F.to_json(F.array(r)).substr(F.lit(2), F.length(F.to_json(F.array(r))) - 2)
+    elif t.is_array:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "arrays in jsonb_build_object are not supported on table data")
+    else:
+        s = c if t.is_string else S.cast(c, t, S.TEXT)
+        js = F.to_json(F.array(s))
+        r = js.substr(F.lit(2), F.length(js) - 2)
+    return F.coalesce(r, F.lit("null"))
+
+
+def _build_object_py(a, e):
+    if len(a) % 2:
+        raise SqlError(INVALID_PARAMETER_VALUE, "argument list must have even number of elements",
+                       hint="The arguments of jsonb_build_object() must consist of alternating keys and values.")
+    out = {}
+    for i in range(0, len(a), 2):
+        if a[i] is None:
+            raise SqlError("22004", f"argument {i + 1}: key must not be null")
+        out[a[i] if isinstance(a[i], str) else format_text(a[i], e.args[i].type)] = to_json_value(
+            a[i + 1], e.args[i + 1].type)
+    return jsonb_text(out)
+
+
+def _build_object_spark(S, a, e):
+    F = S.F
+    if len(a) % 2:
+        raise SqlError(INVALID_PARAMETER_VALUE, "argument list must have even number of elements")
+    parts = []
+    for i in range(0, len(a), 2):
+        key = json_text_spark(S, a[i], e.args[i].type if e.args[i].type.is_string else S.TEXT) \
+            if e.args[i].type.is_string else json_text_spark(S, S.cast(a[i], e.args[i].type, S.TEXT), S.TEXT)
+        parts += [F.lit(", ") if i else F.lit(""), key, F.lit(": "), json_text_spark(S, a[i + 1], e.args[i + 1].type)]
+    return F.concat(F.lit("{"), *parts, F.lit("}"))
+
+
+def _variant_step(step) -> str:
+    if isinstance(step, str) and step.lstrip("-").isdigit():
+        step = int(step)  # a path step of digits reads an array element (object keys of digits do not work)
+    if isinstance(step, int) and not isinstance(step, bool):
+        if step < 0:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "negative jsonb array indexes are not supported on table data")
+        return f"[{step}]"
+    if "'" in step or "\\" in step:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "jsonb keys with quotes or backslashes are not supported on table data")
+    return f"['{step}']"
+
+
+def _get_spark(S, a, e):
+    """-> ->> #> #>> over VARIANT: the path must be constant."""
+    F, T = S.F, S.T
+    step = e.args[1]
+    if step.__class__.__name__ != "Literal":
+        raise SqlError(FEATURE_NOT_SUPPORTED, "jsonb paths must be constants on table data")
+    if step.value is None:
+        return F.lit(None).cast(T.StringType())
+    steps = step.value if isinstance(step.value, list) else [step.value]
+    if any(x is None for x in steps):
+        return F.lit(None).cast(T.StringType())
+    path = "$" + "".join(_variant_step(x) for x in steps)
+    v = F.parse_json(a[0])
+    if e.func.endswith("_text"):
+        return F.try_variant_get(v, path, "string")
+    return F.to_json(F.try_variant_get(v, path, "variant"))
+
+
+def _typeof_spark(S, a, e):
+    F, T = S.F, S.T
+    sch = F.schema_of_variant(F.parse_json(a[0]))
+    return (F.when(a[0].isNull(), F.lit(None).cast(T.StringType()))
+            .when(sch.startswith("OBJECT"), F.lit("object")).when(sch.startswith("ARRAY"), F.lit("array"))
+            .when(sch == "STRING", F.lit("string")).when(sch == "BOOLEAN", F.lit("boolean"))
+            .when(sch == "VOID", F.lit("null")).otherwise(F.lit("number")))
+
+
+def _array_length_spark(S, a, e):
+    F, T = S.F, S.T
+    arr = F.try_variant_get(F.parse_json(a[0]), "$", "array<variant>")
+    return F.when(a[0].isNull(), F.lit(None).cast(T.IntegerType())).when(arr.isNotNull(), F.size(arr)).otherwise(
+        S.fail(INVALID_PARAMETER_VALUE, "cannot get array length of a non-array"))
+
+
+def _unsupported(what):
+    def spark(S, a, e):
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{what} is not supported on table data yet")
+    return spark
+
+
+register(
+    Function("jsonb_get", (), lambda a, e: _out(_step(doc(a[0]), a[1]), False), _get_spark, doc="9.16",
+             samples=("j -> 'a'", "j -> 1")),
+    Function("jsonb_get_text", (), lambda a, e: _out(_step(doc(a[0]), a[1]), True), _get_spark, doc="9.16",
+             samples=("j ->> 'a'", "j ->> 1"),
+             differs="on Spark, ->> and #>> of an object or array give compact JSON text ({\"c\":null})"),
+    Function("jsonb_path", (), _path, _get_spark, doc="9.16", samples=("j #> '{a,c}'",)),
+    Function("jsonb_path_text", (), _path, _get_spark, doc="9.16", samples=("j #>> '{b,1}'",)),
+    Function("jsonb_contains", (), lambda a, e: contains(doc(a[0]), doc(a[1])), _unsupported("jsonb @>"),
+             doc="9.16", differs="not supported on table data yet (0A000)"),
+    Function("jsonb_contained", (), lambda a, e: contains(doc(a[1]), doc(a[0])), _unsupported("jsonb <@"),
+             doc="9.16", differs="not supported on table data yet (0A000)"),
+    Function("jsonb_exists", (), _exists, _unsupported("jsonb ?"), doc="9.16",
+             differs="not supported on table data yet (0A000)"),
+    Function("jsonb_concat", (), lambda a, e: jsonb_text(concat_py(doc(a[0]), doc(a[1]))), _concat_spark,
+             doc="9.16", samples=("j || '{\"z\": 1}'", "j || '[9]'", "'{\"a\": 0, \"y\": 2}' || j")),
+    Function("jsonb_typeof", (sig("jsonb", ret="text"),), lambda a, e: _typeof(doc(a[0])), _typeof_spark,
+             sql_names=("jsonb_typeof", "json_typeof"), doc="9.16", samples=("jsonb_typeof(j)",)),
+    Function("jsonb_array_length", (sig("jsonb", ret="int4"),), lambda a, e: _array_length(doc(a[0])),
+             _array_length_spark, sql_names=("jsonb_array_length", "json_array_length"), doc="9.16",
+             samples=("jsonb_array_length(j -> 'b')",)),
+    Function("jsonb_build_object", (sig("any", ret="jsonb", variadic=True),), _build_object_py,
+             _build_object_spark, sql_names=("jsonb_build_object", "json_build_object"), strict=False, doc="9.16",
+             samples=("jsonb_build_object('k', k, 's', s, 'b', b, 'n', n)", "jsonb_build_object('j', j, 'd', d)")),
+)

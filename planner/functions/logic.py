@@ -1,0 +1,136 @@
+"""Comparison, logical and conditional operators and functions (PostgreSQL 9.1, 9.2,
+9.18). Operator resolution is ``planner.typing``'s; these are the implementations.
+``coalesce`` is evaluated lazily by ``planner.consteval`` (PostgreSQL 9.18.2: arguments
+after the first non-NULL one are not evaluated)."""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from catalog.errors import SqlError, CARDINALITY_VIOLATION, NOT_NULL_VIOLATION
+from planner.functions import Function, register
+
+CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+       "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+
+CARDINALITY_MESSAGE = "more than one row returned by a subquery used as an expression"
+
+
+def _bpchar_pair(e, a, b):
+    if e.args[0].type.name == "bpchar":
+        return a.rstrip(" "), b.rstrip(" ")
+    return a, b
+
+
+def _cmp_py(op):
+    def py(a, e):
+        x, y = _bpchar_pair(e, a[0], a[1])
+        return CMP[op](x, y)
+    return py
+
+
+def _cmp_spark(op):
+    def spark(S, a, e):
+        x, y = a
+        if e.args[0].type.name == "bpchar":
+            x, y = S.F.rtrim(x), S.F.rtrim(y)
+        return CMP[op](x, y)
+    return spark
+
+
+def _and(a, e):
+    if any(v is False for v in a):
+        return False
+    return None if any(v is None for v in a) else True
+
+
+def _or(a, e):
+    if any(v is True for v in a):
+        return True
+    return None if any(v is None for v in a) else False
+
+
+def _in(a, e):
+    x, *lst = a
+    if x is None:
+        return None
+    if any(v is not None and v == x for v in lst):
+        return True
+    return None if any(v is None for v in lst) else False
+
+
+def _in_spark(S, a, e):
+    x = a[0]
+    if e.args[0].type.name == "bpchar":
+        return reduce(lambda p, q: p | q, [S.F.rtrim(x) == S.F.rtrim(v) for v in a[1:]])
+    return reduce(lambda p, q: p | q, [x == v for v in a[1:]])
+
+
+def _same(a, b) -> bool:
+    return (a is None and b is None) or (a is not None and b is not None and a == b)
+
+
+def _cardinality_check(a, e):
+    if a[0] is not None and a[0] > 1:
+        raise SqlError(CARDINALITY_VIOLATION, CARDINALITY_MESSAGE)
+    return a[1]
+
+
+def _not_null_or_raise(a, e):
+    if a[0] is None:
+        raise SqlError(NOT_NULL_VIOLATION, a[1])
+    return a[0]
+
+
+def _greatest(f):
+    def py(a, e):
+        vals = [v for v in a if v is not None]
+        return (max(vals) if f == "greatest" else min(vals)) if vals else None
+    return py
+
+
+register(
+    *[Function(op, (), _cmp_py(op), _cmp_spark(op), doc="9.2",
+               samples=(f"i {o} 0", f"s {o} 'a'", f"d {o} date '2020-01-01'"))
+      for op, o in zip(CMP, ("=", "<>", "<", "<=", ">", ">="))],
+    Function("and", (), _and, lambda S, a, e: reduce(lambda x, y: x & y, a), strict=False, doc="9.1",
+             samples=("b and i > 0",)),
+    Function("or", (), _or, lambda S, a, e: reduce(lambda x, y: x | y, a), strict=False, doc="9.1",
+             samples=("b or i > 0",)),
+    Function("not", (), lambda a, e: not a[0], lambda S, a, e: ~a[0], doc="9.1"),
+    Function("is_null", (), lambda a, e: a[0] is None, lambda S, a, e: a[0].isNull(), strict=False, doc="9.2"),
+    Function("is_not_null", (), lambda a, e: a[0] is not None, lambda S, a, e: a[0].isNotNull(), strict=False,
+             doc="9.2"),
+    Function("is_true", (), lambda a, e: a[0] is True, lambda S, a, e: a[0].eqNullSafe(S.F.lit(True)),
+             strict=False, doc="9.2"),
+    Function("is_false", (), lambda a, e: a[0] is False, lambda S, a, e: a[0].eqNullSafe(S.F.lit(False)),
+             strict=False, doc="9.2"),
+    Function("is_not_true", (), lambda a, e: a[0] is not True, lambda S, a, e: ~a[0].eqNullSafe(S.F.lit(True)),
+             strict=False, doc="9.2"),
+    # x OR x IS NULL: for x = (a = b) in an anti join, Spark plans a null-aware anti join
+    Function("is_not_false", (), lambda a, e: a[0] is not False, lambda S, a, e: a[0] | a[0].isNull(),
+             strict=False, doc="9.2"),
+    Function("is_distinct", (), lambda a, e: not _same(*a), lambda S, a, e: ~a[0].eqNullSafe(a[1]),
+             strict=False, doc="9.2"),
+    Function("is_not_distinct", (), lambda a, e: _same(*a), lambda S, a, e: a[0].eqNullSafe(a[1]),
+             strict=False, doc="9.2"),
+    Function("in", (), _in, _in_spark, strict=False, doc="9.24.1", samples=("i in (1, 42, null)", "s in ('Hello')")),
+    Function("coalesce", (), None, lambda S, a, e: S.F.coalesce(*a), strict=False, doc="9.18.2",
+             samples=("coalesce(s, 'none')", "coalesce(i, k)")),
+    Function("nullif", (), lambda a, e: None if (a[0] is not None and a[1] is not None and a[0] == a[1]) else a[0],
+             lambda S, a, e: S.F.nullif(a[0], a[1]), strict=False, doc="9.18.3", samples=("nullif(i, 1)",)),
+    Function("greatest", (), _greatest("greatest"),
+             lambda S, a, e: S.F.greatest(*a) if len(a) > 1 else a[0], strict=False, doc="9.18.4",
+             samples=("greatest(i, k)", "greatest(s, 'm')")),
+    Function("least", (), _greatest("least"), lambda S, a, e: S.F.least(*a) if len(a) > 1 else a[0],
+             strict=False, doc="9.18.4", samples=("least(i, k, 2)", "least(n, 2.5)"),
+             differs="Spark decimals have one scale per column: 2.5 among numeric(10,3) values prints 2.500"),
+    # A write's NOT NULL check, evaluated per row where the rows are made (volatile: never
+    # folded, so an UPDATE that touches no row raises nothing). Not callable from SQL.
+    Function("not_null_or_raise", (), _not_null_or_raise,
+             lambda S, a, e: S.F.when(a[0].isNull(), S.fail(NOT_NULL_VIOLATION, e.args[1].value)).otherwise(a[0]),
+             strict=False, volatility="volatile", doc="5.4.2"),
+    Function("cardinality_check", (), _cardinality_check,
+             lambda S, a, e: S.F.when(a[0] > 1, S.fail(CARDINALITY_VIOLATION, CARDINALITY_MESSAGE)).otherwise(a[1]),
+             strict=False, doc="9.23.1"),
+)

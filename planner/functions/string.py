@@ -1,0 +1,389 @@
+"""String functions and operators (PostgreSQL 9.4) and pattern matching (9.7).
+
+Characters are Unicode code points (the database encoding is UTF8); case mapping is
+Unicode's, as PostgreSQL's builtin ``C.UTF-8`` locale and Materialize do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED
+from catalog.textio import fit_string, format_text
+from catalog.types import TEXT
+from planner.functions import Function, register, sig
+
+INVALID_REGEX = "2201B"
+
+
+def _text(v, t) -> str:
+    return v if isinstance(v, str) else format_text(v, t)
+
+
+def _substr(a, e):
+    s, start = a[0], a[1]
+    if len(a) == 3:
+        if a[2] < 0:
+            raise SqlError("22011", "negative substring length not allowed")
+        end = start + a[2]
+    else:
+        end = len(s) + 1
+    return s[max(start, 1) - 1 : max(end - 1, 0)]
+
+
+def _substr_spark(S, a, e):
+    # PostgreSQL: characters before position 1 count against the length.
+    F = S.F
+    s, start = a[0], a[1]
+    first = F.greatest(start, F.lit(1))
+    if len(a) == 2:
+        return s.substr(first, F.lit(2**31 - 1))
+    n = a[2]
+    body = s.substr(first, F.greatest(start + n - first, F.lit(0)))
+    return F.when(n < 0, S.fail("22011", "negative substring length not allowed")).otherwise(body)
+
+
+def _trim_py(kind):
+    strip = {"btrim": str.strip, "ltrim": str.lstrip, "rtrim": str.rstrip}[kind]
+    return lambda a, e: strip(a[0], a[1] if len(a) > 1 else " ")
+
+
+def _trim_spark(kind):
+    def spark(S, a, e):
+        F = S.F
+        if kind == "btrim":
+            return F.trim(a[0]) if len(a) == 1 else F.call_function("btrim", a[0], a[1])
+        f = F.ltrim if kind == "ltrim" else F.rtrim
+        return f(a[0]) if len(a) == 1 else f(a[0], a[1])
+    return spark
+
+
+def _concat_py(a, e):
+    return "".join(_text(v, x.type) for v, x in zip(a, e.args) if v is not None)
+
+
+def _as_text(S, cols, exprs):
+    """Spark columns ``cols`` (of plan expressions ``exprs``) in their text form."""
+    return [c if x.type.is_string else S.cast(c, x.type, TEXT) for c, x in zip(cols, exprs)]
+
+
+def _concat_ws_py(a, e):
+    if a[0] is None:
+        return None
+    return a[0].join(_text(v, x.type) for v, x in zip(a[1:], e.args[1:]) if v is not None)
+
+
+def _left_py(a, e):
+    s, n = a
+    return s[:n] if n >= 0 else s[: max(len(s) + n, 0)]
+
+
+def _right_py(a, e):
+    s, n = a
+    return (s[-n:] if n > 0 else "") if n >= 0 else s[-n:]
+
+
+def _left_spark(S, a, e):
+    F = S.F
+    s, n = a
+    return F.when(n >= 0, s.substr(F.lit(1), n)).otherwise(
+        s.substr(F.lit(1), F.greatest(F.char_length(s) + n, F.lit(0))))
+
+
+def _right_spark(S, a, e):
+    F = S.F
+    s, n = a
+    tail = F.greatest(F.char_length(s) - n + 1, F.lit(1))
+    return F.when(n >= 0, s.substr(tail, F.lit(2**31 - 1))).otherwise(
+        s.substr(1 - n, F.lit(2**31 - 1)))
+
+
+def _pad_py(left: bool):
+    def py(a, e):
+        s, n = a[0], a[1]
+        fill = a[2] if len(a) > 2 else " "
+        if n <= 0:
+            return ""
+        if len(s) >= n or not fill:
+            return s[:n]
+        pad = (fill * (n // len(fill) + 1))[: n - len(s)]
+        return pad + s if left else s + pad
+    return py
+
+
+def _pad_spark(left: bool):
+    def spark(S, a, e):
+        F = S.F
+        fill = a[2] if len(a) > 2 else F.lit(" ")
+        f = F.lpad if left else F.rpad
+        # An empty fill leaves the string (cut to n) as it is, as PostgreSQL does.
+        return F.when(a[1] <= 0, F.lit("")).when(fill == "", a[0].substr(F.lit(1), a[1])).otherwise(
+            f(a[0], a[1], fill))
+    return spark
+
+
+def _split_part_py(a, e):
+    s, d, n = a
+    if n == 0:
+        raise SqlError(INVALID_PARAMETER_VALUE, "field position must not be zero")
+    parts = s.split(d) if d else [s]
+    if s == "":
+        parts = []
+    i = n - 1 if n > 0 else len(parts) + n
+    return parts[i] if 0 <= i < len(parts) else ""
+
+
+def _split_part_spark(S, a, e):
+    F = S.F
+    return F.when(a[2] == 0, S.fail(INVALID_PARAMETER_VALUE, "field position must not be zero")).otherwise(
+        F.split_part(a[0], a[1], a[2]))
+
+
+def _initcap_py(a, e):
+    out, prev_alnum = [], False
+    for c in a[0]:
+        out.append(c.lower() if prev_alnum else c.upper())
+        prev_alnum = c.isalnum()
+    return "".join(out)
+
+
+def _initcap_spark(S, a, e):
+    # Words are runs of letters and digits (PostgreSQL's initcap), not Spark's
+    # whitespace-separated ones.
+    F = S.F
+    chars = F.split(a[0], "(?!^)|^$")
+    alnum = r"[\p{L}\p{N}]"
+    fixed = F.transform(chars, lambda c, i: F.when((i > 0) & F.element_at(chars, i).rlike(alnum), F.lower(c))
+                        .otherwise(F.upper(c)))
+    return F.when(a[0] == "", F.lit("")).otherwise(F.array_join(fixed, ""))
+
+
+def _translate_py(a, e):
+    s, frm, to = a
+    table = {}
+    for i, c in enumerate(frm):
+        if c not in table:
+            table[c] = to[i] if i < len(to) else None
+    return "".join(table.get(c, c) or "" if c in table else c for c in s)
+
+
+def _pg_regex(pattern: str, flags: str = "") -> re.Pattern:
+    """A POSIX advanced regular expression (PostgreSQL 9.7.3) as a Python pattern; the
+    common subset (classes, quantifiers, groups, anchors) is written alike."""
+    f = 0
+    for c in flags:
+        if c == "i":
+            f |= re.I
+        elif c not in "gc":
+            raise SqlError(INVALID_PARAMETER_VALUE, f'invalid regular expression option: "{c}"')
+    try:
+        return re.compile(pattern, f)
+    except re.error as err:
+        raise SqlError(INVALID_REGEX, f"invalid regular expression: {err}") from None
+
+
+def _replacement_py(repl: str):
+    def expand(m: re.Match) -> str:
+        out, i = [], 0
+        while i < len(repl):
+            c = repl[i]
+            if c == "\\" and i + 1 < len(repl):
+                n = repl[i + 1]
+                if n.isdigit():
+                    out.append(m.group(int(n)) or "" if int(n) <= (m.re.groups or 0) else "")
+                elif n == "&":
+                    out.append(m.group(0))
+                else:
+                    out.append(n)
+                i += 2
+                continue
+            out.append(c)
+            i += 1
+        return "".join(out)
+    return expand
+
+
+def _regexp_replace_py(a, e):
+    s, p, r = a[0], a[1], a[2]
+    flags = a[3] if len(a) > 3 else ""
+    return _pg_regex(p, flags).sub(_replacement_py(r), s, count=0 if "g" in flags else 1)
+
+
+def _java_replacement(repl: str, whole: int, shift: int) -> str:
+    """A PostgreSQL replacement (``\\1``, ``\\&``) for Java's regex: group ``whole`` is the
+    match, the pattern's groups are ``shift`` further on."""
+    out, i = [], 0
+    while i < len(repl):
+        c = repl[i]
+        if c == "\\" and i + 1 < len(repl):
+            n = repl[i + 1]
+            out.append(f"${int(n) + shift}" if n.isdigit() else f"${whole}" if n == "&" else
+                       ("\\" + n if n in "\\$" else n))
+            i += 2
+            continue
+        out.append("\\$" if c == "$" else "\\\\" if c == "\\" else c)
+        i += 1
+    return "".join(out)
+
+
+def _regexp_replace_spark(S, a, e):
+    F = S.F
+    consts = [x.value if x.__class__.__name__ == "Literal" else None for x in e.args[1:]]
+    if any(v is None for v in consts):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "regexp_replace needs a constant pattern, replacement and flags "
+                       "on table data")
+    pattern, repl = consts[0], consts[1]
+    flags = consts[2] if len(consts) > 2 else ""
+    _pg_regex(pattern, flags)  # PostgreSQL's errors for a bad pattern or flag
+    prefix = "(?i)" if "i" in flags else ""
+    if "g" in flags:
+        return F.regexp_replace(a[0], F.lit(prefix + pattern), F.lit(_java_replacement(repl, 0, 0)))
+    # First match only: a lazy prefix (group 1) finds the leftmost match (group 2).
+    return F.regexp_replace(a[0], F.lit(prefix + "^(?s:(.*?))(" + pattern + ")"),
+                            F.lit("$1" + _java_replacement(repl, 2, 2)))
+
+
+def _regex_py(kind):
+    def py(a, e):
+        hit = _pg_regex(a[1], "i" if "iregex" in kind else "").search(a[0]) is not None
+        return (not hit) if kind.startswith("not_") else hit
+    return py
+
+
+def _regex_spark(kind):
+    def spark(S, a, e):
+        F = S.F
+        ci = "(?i)" if "iregex" in kind else ""
+        p = e.args[1]
+        hit = a[0].rlike(ci + p.value) if p.__class__.__name__ == "Literal" and p.value is not None else \
+            a[0].rlike(F.concat(F.lit(ci), a[1]))
+        return ~hit if kind.startswith("not_") else hit
+    return spark
+
+
+def like_py(s: str, pattern: str, ci: bool) -> bool:
+    """``s LIKE pattern`` (PostgreSQL 9.7.1): ``%`` any string, ``_`` one character,
+    backslash escapes."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
+        i += 1
+    return re.fullmatch("".join(out), s, re.S | (re.I if ci else 0)) is not None
+
+
+def _to_hex_py(a, e):
+    v = a[0]
+    bits = 64 if e.args[0].type.name == "int8" else 32
+    return format(v & ((1 << bits) - 1), "x")
+
+
+def _to_hex_spark(S, a, e):
+    F = S.F
+    x = a[0]
+    if e.args[0].type.name != "int8":
+        x = F.when(x < 0, x.cast(S.T.LongType()) + 2**32).otherwise(x)
+    return F.lower(F.hex(x))
+
+
+def _assign_string_spark(S, a, e):
+    F = S.F
+    t = e.type
+    x = a[0] if e.args[0].type.name != "bpchar" else F.rtrim(a[0])
+    n = t.precision
+    too_long = (F.char_length(x) > n) & (F.char_length(F.rtrim(x)) > n)
+    cut = x.substr(F.lit(1), F.lit(n))
+    fitted = F.rpad(cut, n, " ") if t.name == "bpchar" else cut
+    return F.when(too_long, S.fail("22001", f"value too long for type {t.sql()}")).otherwise(fitted)
+
+
+T1 = (sig("text", ret="text"),)
+
+register(
+    Function("assign_string", (), lambda a, e: fit_string(a[0], e.type, False), _assign_string_spark, doc="8.3",
+             samples=()),
+    Function("concat", (), lambda a, e: a[0] + a[1], lambda S, a, e: S.F.concat(a[0], a[1]), doc="9.4",
+             samples=("s || 'x'", "s || i", "i || s")),
+    Function("concat_fn", (sig("any", ret="text", variadic=True),), _concat_py,
+             lambda S, a, e: S.F.call_function("concat_ws", S.F.lit(""), *_as_text(S, a, e.args)), sql_names=("concat",), strict=False, doc="9.4",
+             samples=("concat(s, '-', i, b, n)", "concat(d, ts)")),
+    Function("concat_ws", (sig("text", "any", ret="text", variadic=True),), _concat_ws_py,
+             lambda S, a, e: S.F.when(a[0].isNotNull(), S.F.call_function("concat_ws", a[0], *_as_text(S, a[1:], e.args[1:]))),
+             sql_names=("concat_ws",), strict=False, doc="9.4", samples=("concat_ws(',', s, i, b)",)),
+    Function("upper", T1, lambda a, e: a[0].upper(), lambda S, a, e: S.F.upper(a[0]), sql_names=("upper",),
+             doc="9.4", samples=("upper(s)",)),
+    Function("lower", T1, lambda a, e: a[0].lower(), lambda S, a, e: S.F.lower(a[0]), sql_names=("lower",),
+             doc="9.4", samples=("lower(s)",)),
+    Function("length", (sig("text", ret="int4"),), lambda a, e: len(a[0]), lambda S, a, e: S.F.char_length(a[0]),
+             sql_names=("length", "char_length", "character_length"), doc="9.4",
+             samples=("length(s)", "char_length(s)")),
+    Function("octet_length", (sig("text", ret="int4"),), lambda a, e: len(a[0].encode()),
+             lambda S, a, e: S.F.octet_length(a[0]), sql_names=("octet_length",), doc="9.4",
+             samples=("octet_length(s)",)),
+    Function("substr", (sig("text", "int4", ret="text"), sig("text", "int4", "int4", ret="text")), _substr,
+             _substr_spark, sql_names=("substr", "substring"), doc="9.4",
+             samples=("substr(s, 2)", "substr(s, 2, 3)", "substring(s from 0 for 3)", "substr(s, 2, -1)",
+                      "substr(s, k, i)")),
+    Function("replace", (sig("text", "text", "text", ret="text"),), lambda a, e: a[0].replace(a[1], a[2]),
+             lambda S, a, e: S.F.replace(a[0], a[1], a[2]), sql_names=("replace",), doc="9.4",
+             samples=("replace(s, 'l', 'L')",)),
+    Function("btrim", (sig("text", ret="text"), sig("text", "text", ret="text")), _trim_py("btrim"),
+             _trim_spark("btrim"), sql_names=("btrim", "trim"), doc="9.4",
+             samples=("btrim(s)", "btrim(s, 'Hd')", "trim(both 'a' from s)")),
+    Function("ltrim", (sig("text", ret="text"), sig("text", "text", ret="text")), _trim_py("ltrim"),
+             _trim_spark("ltrim"), sql_names=("ltrim",), doc="9.4", samples=("ltrim(s)", "ltrim(s, 'He')")),
+    Function("rtrim", (sig("text", ret="text"), sig("text", "text", ret="text")), _trim_py("rtrim"),
+             _trim_spark("rtrim"), sql_names=("rtrim",), doc="9.4", samples=("rtrim(s)", "rtrim(s, 'dlo')")),
+    Function("left", (sig("text", "int4", ret="text"),), _left_py, _left_spark, sql_names=("left",), doc="9.4",
+             samples=("left(s, 2)", "left(s, -2)", "left(s, i)")),
+    Function("right", (sig("text", "int4", ret="text"),), _right_py, _right_spark, sql_names=("right",), doc="9.4",
+             samples=("right(s, 2)", "right(s, -2)", "right(s, 0)")),
+    Function("lpad", (sig("text", "int4", ret="text"), sig("text", "int4", "text", ret="text")), _pad_py(True),
+             _pad_spark(True), sql_names=("lpad",), doc="9.4",
+             samples=("lpad(s, 8)", "lpad(s, 8, 'xy')", "lpad(s, 2)", "lpad(s, 8, '')")),
+    Function("rpad", (sig("text", "int4", ret="text"), sig("text", "int4", "text", ret="text")), _pad_py(False),
+             _pad_spark(False), sql_names=("rpad",), doc="9.4", samples=("rpad(s, 8, '*')", "rpad(s, 1)")),
+    Function("repeat", (sig("text", "int4", ret="text"),), lambda a, e: a[0] * max(a[1], 0),
+             lambda S, a, e: S.F.repeat(a[0], S.F.greatest(a[1], S.F.lit(0))), sql_names=("repeat",), doc="9.4",
+             samples=("repeat(s, 2)", "repeat(s, -1)")),
+    Function("reverse", T1, lambda a, e: a[0][::-1], lambda S, a, e: S.F.reverse(a[0]), sql_names=("reverse",),
+             doc="9.4", samples=("reverse(s)",)),
+    Function("split_part", (sig("text", "text", "int4", ret="text"),), _split_part_py, _split_part_spark,
+             sql_names=("split_part",), doc="9.4",
+             samples=("split_part(s, ',', 2)", "split_part(s, ',', -1)", "split_part(s, ',', 0)",
+                      "split_part(s, '', 1)")),
+    Function("strpos", (sig("text", "text", ret="int4"),), lambda a, e: a[0].find(a[1]) + 1,
+             lambda S, a, e: S.F.call_function("locate", a[1], a[0]),
+             sql_names=("strpos", "position"), doc="9.4",
+             samples=("strpos(s, 'l')", "position('b' in s)", "strpos(s, '')")),
+    Function("starts_with", (sig("text", "text", ret="bool"),), lambda a, e: a[0].startswith(a[1]),
+             lambda S, a, e: S.F.startswith(a[0], a[1]), sql_names=("starts_with",), doc="9.4",
+             samples=("starts_with(s, 'He')",)),
+    Function("initcap", T1, _initcap_py, _initcap_spark, sql_names=("initcap",), doc="9.4",
+             samples=("initcap(s)", "initcap('hello wORLD-foo bar_baz')", "initcap(s || ' x-y')")),
+    Function("md5", T1, lambda a, e: hashlib.md5(a[0].encode()).hexdigest(), lambda S, a, e: S.F.md5(a[0]),
+             sql_names=("md5",), doc="9.4", samples=("md5(s)",)),
+    Function("translate", (sig("text", "text", "text", ret="text"),), _translate_py,
+             lambda S, a, e: S.F.call_function("translate", a[0], a[1], a[2]), sql_names=("translate",), doc="9.4",
+             samples=("translate(s, 'lo', 'L')",)),
+    Function("ascii", (sig("text", ret="int4"),), lambda a, e: ord(a[0][0]) if a[0] else 0,
+             lambda S, a, e: S.F.ascii(a[0]), sql_names=("ascii",), doc="9.4", samples=("ascii(s)",),
+             differs="Spark's ascii gives the first byte's value for non-ASCII characters"),
+    Function("to_hex", (sig("int4", ret="text"), sig("int8", ret="text")), _to_hex_py, _to_hex_spark,
+             sql_names=("to_hex",), doc="9.4", samples=("to_hex(i)", "to_hex(k * 255)")),
+    Function("regexp_replace", (sig("text", "text", "text", ret="text"), sig("text", "text", "text", "text", ret="text")),
+             _regexp_replace_py, _regexp_replace_spark, sql_names=("regexp_replace",), doc="9.7.3",
+             samples=("regexp_replace(s, 'l+', '<\\&>')", "regexp_replace(s, '([a-z])', '[\\1]', 'g')",
+                      "regexp_replace(s, 'L', 'x', 'gi')")),
+    Function("like", (), lambda a, e: like_py(a[0], a[1], False), lambda S, a, e: a[0].like(a[1]), doc="9.7.1",
+             samples=("s like 'H%'", "s not like '%,%'")),
+    Function("ilike", (), lambda a, e: like_py(a[0], a[1], True), lambda S, a, e: a[0].ilike(a[1]), doc="9.7.1",
+             samples=("s ilike 'h%'",)),
+    *[Function(k, (), _regex_py(k), _regex_spark(k), doc="9.7.3", samples=(f"s {op} '^[A-Z]'",))
+      for k, op in (("regex", "~"), ("iregex", "~*"), ("not_regex", "!~"), ("not_iregex", "!~*"))],
+)

