@@ -151,7 +151,22 @@ class DeclareSubscribe:
     subscribe: str
 
 
-MzStatement = (FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+@dataclass(frozen=True)
+class Subscribe:
+    """Materialize's ``SUBSCRIBE [TO] obj | (query) [ENVELOPE UPSERT|DEBEZIUM (KEY (cols))]
+    [WITH (SNAPSHOT [= bool], PROGRESS [= bool])] [WITHIN TIMESTAMP ORDER BY ...]
+    [UP TO expr]`` (its AS OF is split off with ``sqlfront.parse.split_as_of``).
+    ``query``: the SQL of the subscribed query (``SELECT * FROM obj`` for an object)."""
+
+    query: str
+    envelope: str | None = None
+    keys: tuple[str, ...] = ()
+    snapshot: bool = True
+    progress: bool = False
+    up_to: str | None = None
+
+
+MzStatement = (Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
                | ShowClusters | ShowClusterReplicas)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
@@ -455,6 +470,8 @@ def parse_mz(sql: str) -> MzStatement | None:
         SqlError 42601 with a 1-based position for a malformed Materialize statement.
     """
     p = _Parser(sql)
+    if p.word(0) == "SUBSCRIBE":
+        return _subscribe(p)
     if p.word(0) == "FETCH":
         return _fetch_with(p)
     if p.word(0) == "DECLARE":
@@ -504,6 +521,80 @@ def _fetch_with(p: _Parser) -> FetchWith | None:
     if p.peek() is not None:
         raise p.error("end of statement")
     return FetchWith(fetch, tuple(options))
+
+
+def _subscribe(p: _Parser) -> Subscribe:
+    """SUBSCRIBE (Materialize's SQL reference, "SUBSCRIBE")."""
+    p.i = 1
+    p.accept("TO")
+    if p.accept_punct("("):
+        start, depth = p.i, 1
+        while p.peek() is not None and depth:
+            t = p.peek()
+            depth += (t.name == "ASCII_40") - (t.name == "ASCII_41")
+            p.i += 1
+        if depth:
+            raise p.error("')'")
+        inner = p.sql[p.toks[start].start: p.toks[p.i - 1].start].strip()
+        if inner.upper().startswith("SHOW"):
+            query = inner  # sequenced as the SHOW's own query
+        else:
+            query = inner
+    else:
+        parts = [p.ident()]
+        while p.accept_punct("."):
+            parts.append(p.ident())
+        query = "SELECT * FROM " + ".".join('"' + x.replace('"', '""') + '"' for x in parts)
+    envelope, keys, snapshot, progress, up_to = None, (), True, False, None
+    while p.peek() is not None:
+        if p.accept("ENVELOPE"):
+            envelope = p.word()
+            if envelope not in ("UPSERT", "DEBEZIUM"):
+                raise p.error("UPSERT or DEBEZIUM")
+            p.i += 1
+            p.expect_punct("(")
+            p.expect("KEY")
+            p.expect_punct("(")
+            keys = [p.ident()]
+            while p.accept_punct(","):
+                keys.append(p.ident())
+            p.expect_punct(")")
+            p.expect_punct(")")
+            keys = tuple(keys)
+        elif p.accept("WITH"):
+            p.expect_punct("(")
+            while True:
+                name = p.word()
+                if name not in ("SNAPSHOT", "PROGRESS"):
+                    raise p.error("SNAPSHOT or PROGRESS")
+                p.i += 1
+                value = True
+                if p.accept_punct("="):
+                    w = p.word()
+                    if w not in ("TRUE", "FALSE", "ON", "OFF"):
+                        raise p.error("a boolean")
+                    p.i += 1
+                    value = w in ("TRUE", "ON")
+                if name == "SNAPSHOT":
+                    snapshot = value
+                else:
+                    progress = value
+                if not p.accept_punct(","):
+                    break
+            p.expect_punct(")")
+        elif p.accept("WITHIN"):
+            # WITHIN TIMESTAMP ORDER BY ...: accepted; updates of one timestamp come sorted.
+            while p.peek() is not None and p.word() not in ("UP", "WITH", "ENVELOPE"):
+                p.i += 1
+        elif p.word() == "UP" and p.word(1) == "TO":
+            p.i += 2
+            start = p.i
+            while p.peek() is not None and p.word() not in ("WITH", "ENVELOPE", "WITHIN"):
+                p.i += 1
+            up_to = p.sql[p.toks[start].start: p.toks[p.i - 1].end + 1]
+        else:
+            raise p.error("ENVELOPE, WITH, WITHIN TIMESTAMP ORDER BY, AS OF or UP TO")
+    return Subscribe(query, envelope and envelope.lower(), keys, snapshot, progress, up_to)
 
 
 def _declare_subscribe(p: _Parser) -> DeclareSubscribe | None:

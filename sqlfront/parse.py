@@ -97,9 +97,16 @@ def split_as_of(sql: str) -> tuple[str, AsOf | None]:
     at_least = len(rest) >= 2 and rest[0].name == "AT" and sql[rest[1].start:rest[1].end + 1].lower() == "least"
     if at_least:
         rest = rest[2:]
+    # SUBSCRIBE's UP TO may follow: it stays with the statement.
+    up_to = next((k for k in range(len(rest) - 1) if sql[rest[k].start:rest[k].end + 1].lower() == "up"
+                  and rest[k + 1].name == "TO"), None)
+    tail = ""
+    if up_to is not None:
+        tail = " " + sql[rest[up_to].start:]
+        rest = rest[:up_to]
     if not rest:
         raise SqlError(SYNTAX_ERROR, "Expected a timestamp value after 'AS OF', found EOF")
-    return sql[: tokens[at].start], AsOf(sql[rest[0].start: rest[-1].end + 1], at_least)
+    return sql[: tokens[at].start] + tail, AsOf(sql[rest[0].start: rest[-1].end + 1], at_least)
 
 
 def _has_tokens(text: str) -> bool:

@@ -30,7 +30,7 @@ from sqlfront.environment import Environment
 from sqlfront.parse import param_count, parse_generated, parse_one, split_as_of, split_statements
 from catalog.pg_catalog import PG_CURSORS
 from catalog.snapshot import BuiltinTable
-from sqlfront.sequence import copy, cursors, ddl, peek, show, txn, vars as var_stmts, writes
+from sqlfront.sequence import copy, cursors, ddl, peek, show, subscribe, txn, vars as var_stmts, writes
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
 from sqlfront.vars import SessionVars
 
@@ -127,7 +127,7 @@ class Session:
         begin_statement()
         body, self._as_of = split_as_of(sql)
         stmt = parse_one(body)
-        if self._as_of is not None and not isinstance(stmt, ast.SelectStmt):
+        if self._as_of is not None and not isinstance(stmt, (ast.SelectStmt, mz.Subscribe, mz.DeclareSubscribe)):
             raise SqlError(SYNTAX_ERROR, "AS OF is only allowed after SELECT and SUBSCRIBE")
         set_query_timestamp(self.read_ts)
         self.env.metrics.phase("parse", time.perf_counter() - t0)
@@ -268,6 +268,7 @@ HANDLERS: dict[type, Callable] = {
     # cursors
     ast.DeclareCursorStmt: cursors.declare,
     mz.DeclareSubscribe: cursors.declare_subscribe,
+    mz.Subscribe: subscribe.subscribe,
     ast.FetchStmt: cursors.fetch,
     mz.FetchWith: cursors.fetch,
     ast.ClosePortalStmt: cursors.close,

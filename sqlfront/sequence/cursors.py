@@ -60,11 +60,15 @@ class Cursor:
     plan: object
     created: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.timezone.utc))
     stream: ResultStream | None = None
+    #: the SUBSCRIBE this cursor follows (``DECLARE ... FOR SUBSCRIBE``), if any
+    subscription: object = None
 
     def close(self) -> None:
-        """Close the cursor's peek, if it was opened (its close hook runs)."""
+        """Close the cursor's peek or subscription, if it was opened (its close hook runs)."""
         if self.stream is not None:
             self.stream.close()
+        if self.subscription is not None:
+            self.subscription.close()
 
 
 def declare(s: Session, stmt: ast.DeclareCursorStmt, sql: str, params) -> Result:
@@ -92,11 +96,23 @@ def declare(s: Session, stmt: ast.DeclareCursorStmt, sql: str, params) -> Result
 
 
 def declare_subscribe(s: Session, stmt: mz.DeclareSubscribe, sql: str, params) -> Result:
-    """DECLARE ... CURSOR FOR SUBSCRIBE: not yet (SUBSCRIBE arrives with persist listen).
+    """DECLARE name CURSOR FOR SUBSCRIBE ... (``sqlfront.sequence.subscribe``); FETCH
+    then waits for updates up to its TIMEOUT.
 
     Raises:
-        SqlError 0A000."""
-    raise SqlError(FEATURE_NOT_SUPPORTED, "SUBSCRIBE is not supported yet")
+        SqlError 25P01 outside a transaction block; 42P03 for a name in use; the
+        SUBSCRIBE's errors."""
+    from sqlfront.sequence.subscribe import Subscription
+
+    if not s.in_transaction:
+        raise SqlError(NO_ACTIVE_SQL_TRANSACTION, "DECLARE CURSOR can only be used in transaction blocks")
+    if stmt.name in s.cursors:
+        raise SqlError(DUPLICATE_CURSOR, f'cursor "{stmt.name}" already exists')
+    sub_stmt = mz.parse_mz(stmt.subscribe)
+    sub = Subscription(s, sub_stmt, s._as_of)
+    s.cursors[stmt.name] = Cursor(stmt.name, sql.strip().rstrip(";").strip(), sub.columns, False, None,
+                                  subscription=sub)
+    return Result("DECLARE CURSOR")
 
 
 def fetch(s: Session, stmt: ast.FetchStmt | mz.FetchWith, sql: str, params) -> Result:
@@ -108,8 +124,9 @@ def fetch(s: Session, stmt: ast.FetchStmt | mz.FetchWith, sql: str, params) -> R
         SqlError 34000 for an unknown cursor; 55000 for a backward fetch (the cursor is
         NO SCROLL); 22023 for a TIMEOUT below zero or above 24 hours; 0A000 for another
         option; the query's errors (at the first FETCH, which starts the peek)."""
+    timeout = None
     if isinstance(stmt, mz.FetchWith):
-        _check_options(stmt.options)
+        timeout = _check_options(stmt.options)
         stmt = parse_one(stmt.fetch)
         if not isinstance(stmt, ast.FetchStmt) or stmt.ismove:
             raise SqlError(SYNTAX_ERROR, "WITH options are only allowed on FETCH")
@@ -118,9 +135,15 @@ def fetch(s: Session, stmt: ast.FetchStmt | mz.FetchWith, sql: str, params) -> R
     if stmt.direction != FetchDirection.FETCH_FORWARD or n < 0:
         raise SqlError("55000", "cursor can only scan forward",
                        hint="Declare it with SCROLL option to enable backward scan.")
+    limit = None if n == FETCH_ALL else n
+    if cursor.subscription is not None:
+        rows = cursor.subscription.fetch(limit, timeout)
+        if stmt.ismove:
+            return Result(f"MOVE {len(rows)}")
+        chunks = iter([rows])
+        return Result("FETCH", cursor.columns, stream=ResultStream(cursor.columns, lambda: next(chunks, None)))
     if cursor.stream is None:
         cursor.stream = peek_stream(s, cursor.plan, cursor.columns)
-    limit = None if n == FETCH_ALL else n
     if stmt.ismove:
         moved = sum(len(c) if isinstance(c, list) else c.num_rows for c in cursor.stream.take(limit))
         return Result(f"MOVE {moved}")

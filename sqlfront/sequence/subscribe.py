@@ -1,0 +1,251 @@
+"""SUBSCRIBE: follow a table, view or query as it changes (Materialize's SQL reference,
+"SUBSCRIBE").
+
+Output columns: ``mz_timestamp``, ``mz_progressed`` (WITH (PROGRESS)), ``mz_diff``, then
+the query's columns; ``ENVELOPE UPSERT (KEY (k))`` gives ``mz_timestamp, mz_state, k...,
+rest...`` and ``ENVELOPE DEBEZIUM (KEY (k))`` gives ``mz_timestamp, mz_state, k...,
+before_*, after_*``. The snapshot (unless ``WITH (SNAPSHOT = false)``) comes at the
+subscription's as_of; then, each time an input shard's upper moves, the query runs again on
+the session's cluster at the new timestamp and the difference from the last answer is
+emitted at that timestamp. A query that reads no table is complete at once: its rows come
+at the greatest timestamp, as in Materialize, and the subscription ends.
+
+Delivered through ``DECLARE c CURSOR FOR SUBSCRIBE ...`` + ``FETCH`` (a FETCH waits for at
+least one row, up to its ``TIMEOUT``) and as a bare statement (rows stream until it ends,
+is canceled, or the connection drops). While it runs, the subscription holds its frontier
+(``Environment.hold_time``) so since cannot pass it; closing releases it.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+import pglast
+
+from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, query_canceled
+from catalog.snapshot import Table
+from catalog.types import BOOL, INT8, TEXT, SqlType
+from planner.expr import MZ_TIMESTAMP, set_query_timestamp
+from planner.plan import relations_read
+from sqlfront import mzparse as mz
+from sqlfront.sequence.result import Result, ResultStream
+
+if TYPE_CHECKING:
+    from sqlfront.session import Session
+
+#: Materialize's greatest timestamp: the time of a constant collection's updates
+MAX_TIMESTAMP = (1 << 64) - 1
+#: how often a subscription looks at its inputs' uppers
+POLL_S = 0.1
+
+
+class Subscription:
+    """One running SUBSCRIBE of a session. Not thread-safe: its session drives it."""
+
+    def __init__(self, s: Session, stmt: mz.Subscribe, as_of):
+        from sqlfront.sequence import as_of as as_of_clause
+        from sqlfront.sequence.peek import plan_read
+
+        self.s = s
+        self.stmt = stmt
+        query = pglast.parse_sql(_show_query(s, stmt.query))[0].stmt
+        ts = as_of_clause.evaluate(s, as_of) if as_of is not None else None
+        up_to = as_of_clause.evaluate(s, mz_as_of(stmt.up_to)) if stmt.up_to else None
+        saved, s._as_of = s._as_of, None
+        try:
+            set_query_timestamp(lambda: ts if ts is not None else s.env.oracle.read_ts())
+            pq, _ = plan_read(s, query, None, None)
+        finally:
+            s._as_of = saved
+        self.plan = pq.plan
+        self.data_columns = [(n, t) for n, (_, t) in zip(pq.names, pq.plan.columns)]
+        self.tables = [r for r in relations_read(self.plan) if isinstance(r, Table)]
+        if ts is not None and up_to is not None:
+            lower = ts if self.tables else MAX_TIMESTAMP  # a constant query is complete at the greatest time
+            if lower > up_to:
+                raise SqlError(INVALID_PARAMETER_VALUE, "subscription lower bound (`AS OF`) is greater than its "
+                                                        f"upper bound (`UP TO`): {lower} > {up_to}")
+        self.up_to = up_to
+        self.columns = self._columns()
+        self.frontier = ts if ts is not None else s.env.oracle.read_ts()
+        if as_of is not None and as_of.at_least and self.tables:
+            self.frontier = max([self.frontier] + [s.env.persist.state(t.shard_id).since for t in self.tables])
+        self._held = s.env.hold_time(self.frontier) if self.tables else None
+        self._last: collections.Counter | None = None
+        self._uppers: dict[str, int] = {}
+        self._buffer: collections.deque = collections.deque()
+        self.done = False
+        self._started = False
+
+    def _columns(self) -> list[tuple[str, SqlType]]:
+        cols = [("mz_timestamp", MZ_TIMESTAMP)]
+        if self.stmt.progress:
+            cols.append(("mz_progressed", BOOL))
+        names = [n for n, _ in self.data_columns]
+        if self.stmt.envelope is None:
+            return cols + [("mz_diff", INT8)] + self.data_columns
+        for k in self.stmt.keys:
+            if k not in names:
+                raise SqlError("42703", f'column "{k}" does not exist')
+        keys = [c for k in self.stmt.keys for c in self.data_columns if c[0] == k]
+        rest = [c for c in self.data_columns if c[0] not in self.stmt.keys]
+        cols.append(("mz_state", TEXT))
+        if self.stmt.envelope == "upsert":
+            return cols + keys + rest
+        return cols + keys + [(f"before_{n}", t) for n, t in rest] + [(f"after_{n}", t) for n, t in rest]
+
+    # -- producing updates --------------------------------------------------------------
+
+    def _run(self, ts: int) -> collections.Counter:
+        from sqlfront.sequence.peek import peek
+
+        set_query_timestamp(lambda: ts)
+        rows = peek(self.s, self.plan, as_of=ts if self.tables else None)
+        return collections.Counter(tuple(r) for r in rows)
+
+    def _emit(self, ts: int, diffs: collections.Counter) -> None:
+        if self.up_to is not None and ts > self.up_to:
+            self.done = True
+            return
+        out = []
+        if self.stmt.envelope is None:
+            for row, d in sorted(diffs.items(), key=lambda kv: (kv[1] > 0, _sort_key(kv[0]))):
+                if d:
+                    out.append(self._row(ts, [d], row))
+        else:
+            out = self._enveloped(ts, diffs)
+        self._buffer.extend(out)
+
+    def _row(self, ts: int, middle: list, data) -> tuple:
+        head = [Decimal(ts)] + ([False] if self.stmt.progress else [])
+        return tuple(head + middle + list(data))
+
+    def _enveloped(self, ts: int, diffs: collections.Counter) -> list[tuple]:
+        names = [n for n, _ in self.data_columns]
+        kpos = [names.index(k) for k in self.stmt.keys]
+        rpos = [i for i in range(len(names)) if i not in kpos]
+        by_key: dict[tuple, dict[str, list]] = {}
+        for row, d in diffs.items():
+            k = tuple(row[i] for i in kpos)
+            slot = by_key.setdefault(k, {"old": [], "new": []})
+            (slot["new"] if d > 0 else slot["old"]).extend([row] * abs(d))
+        out = []
+        for k, slot in sorted(by_key.items(), key=lambda kv: _sort_key(kv[0])):
+            new = slot["new"][-1] if slot["new"] else None
+            old = slot["old"][-1] if slot["old"] else None
+            rest = lambda r: [r[i] if r is not None else None for i in rpos]  # noqa: E731
+            if self.stmt.envelope == "upsert":
+                out.append(self._row(ts, ["upsert" if new is not None else "delete"], list(k) + rest(new)))
+            else:
+                state = "upsert" if new is not None and old is not None else "insert" if new is not None else "delete"
+                out.append(self._row(ts, [state], list(k) + rest(old) + rest(new)))
+        return out
+
+    def _progress(self, ts: int) -> None:
+        if self.stmt.progress:
+            width = len(self.columns) - 2
+            self._buffer.append(tuple([Decimal(ts), True] + [None] * width))
+
+    def _start(self) -> None:
+        self._started = True
+        if not self.tables:
+            # A constant collection: complete at once, at the greatest timestamp.
+            if self.stmt.snapshot:
+                self._emit(MAX_TIMESTAMP, self._run(self.frontier))
+            self.done = True
+            return
+        self._uppers = self._read_uppers()
+        self._last = self._run(self.frontier)
+        if self.stmt.snapshot:
+            self._emit(self.frontier, self._last)
+        self._progress(self.frontier + 1)
+
+    def _read_uppers(self) -> dict[str, int]:
+        return {t.shard_id: self.s.env.persist.state(t.shard_id).upper for t in self.tables}
+
+    def _step(self) -> bool:
+        """Look at the inputs once; emit what changed. Returns whether anything did."""
+        uppers = self._read_uppers()
+        if uppers == self._uppers:
+            return False
+        ts = max([self.s.env.oracle.read_ts()] + [u - 1 for u in uppers.values()])
+        self._uppers = uppers
+        now = self._run(ts)
+        diffs = collections.Counter(now)
+        diffs.subtract(self._last)
+        self._last = now
+        self._emit(ts, collections.Counter({k: v for k, v in diffs.items() if v}))
+        self._advance(ts)
+        self._progress(ts + 1)
+        return True
+
+    def _advance(self, ts: int) -> None:
+        if self._held is not None:
+            self.s.env.release_time(self._held)
+        self._held = self.s.env.hold_time(ts)
+        self.frontier = ts
+
+    # -- consuming ----------------------------------------------------------------------
+
+    def fetch(self, limit: int | None, timeout_s: float | None) -> list[tuple]:
+        """Up to ``limit`` rows (all available when None): at once if some are ready, else
+        waiting up to ``timeout_s`` (forever when None) for at least one.
+
+        Raises:
+            SqlError 57014 when the session's cancel flag is set."""
+        if not self._started:
+            self._start()
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while not self._buffer and not self.done and limit != 0:
+            if self.s.cancel_event.is_set():
+                raise query_canceled(timeout=False)
+            if self._step():
+                continue
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            time.sleep(POLL_S)
+        n = len(self._buffer) if limit is None else min(limit, len(self._buffer))
+        return [self._buffer.popleft() for _ in range(n)]
+
+    def close(self) -> None:
+        if self._held is not None:
+            self.s.env.release_time(self._held)
+            self._held = None
+        self.done = True
+
+
+def mz_as_of(text: str):
+    from sqlfront.parse import AsOf
+
+    return AsOf(text, False)
+
+
+def _show_query(s: Session, query: str) -> str:
+    """The SQL a subscribed query runs: a SHOW statement becomes its catalog query."""
+    if query.upper().startswith("SHOW"):
+        from sqlfront.parse import parse_one
+        from sqlfront.sequence.show import show_query
+
+        return show_query(s, parse_one(query))
+    return query
+
+
+def _sort_key(row) -> tuple:
+    return tuple((v is None, str(v)) for v in row)
+
+
+def subscribe(s: Session, stmt: mz.Subscribe, sql: str, params) -> Result:
+    """A bare SUBSCRIBE: its rows stream to the client until it completes, is canceled
+    (57014) or the connection drops."""
+    sub = Subscription(s, stmt, s._as_of)
+
+    def pull():
+        if sub.done and not sub._buffer and sub._started:
+            return None
+        rows = sub.fetch(None, None)
+        return rows if rows else (None if sub.done else [])
+
+    return Result("SUBSCRIBE", sub.columns, stream=ResultStream(sub.columns, pull, on_close=sub.close))

@@ -1,0 +1,49 @@
+"""SUBSCRIBE through the wire: a cursor over a table's changes as other sessions write."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import psycopg
+import pytest
+
+
+def test_subscribe_follows_a_table(server, conn):
+    conn.execute("CREATE TABLE followed (a int, b text)")
+    conn.execute("INSERT INTO followed VALUES (1, 'x')")
+    conn.autocommit = False
+    conn.execute("DECLARE c CURSOR FOR SUBSCRIBE followed WITH (PROGRESS)")
+    cur = conn.execute("FETCH ALL c WITH (TIMEOUT = '2s')")
+    assert [d.name for d in cur.description] == ["mz_timestamp", "mz_progressed", "mz_diff", "a", "b"]
+    rows = cur.fetchall()
+    snapshot = [r for r in rows if not r[1]]
+    assert [(r[2], r[3], r[4]) for r in snapshot] == [(1, 1, "x")]
+    t0 = snapshot[0][0]
+    assert any(r[1] for r in rows)  # a progress message follows the snapshot
+    with server.connect() as other:
+        other.execute("INSERT INTO followed VALUES (2, 'y')")
+        other.execute("UPDATE followed SET b = 'z' WHERE a = 1")
+    seen = []
+    for _ in range(20):
+        seen += [r for r in conn.execute("FETCH ALL c WITH (TIMEOUT = '1s')").fetchall() if not r[1]]
+        if len(seen) >= 3:
+            break
+    changes = sorted((r[2], r[3], r[4]) for r in seen)
+    assert changes == [(-1, 1, "x"), (1, 1, "z"), (1, 2, "y")]
+    assert all(isinstance(r[0], Decimal) and r[0] > t0 for r in seen)
+    conn.rollback()
+
+
+def test_fetch_waits_no_longer_than_its_timeout(conn):
+    import time
+
+    conn.execute("CREATE TABLE quiet (a int)")
+    conn.autocommit = False
+    conn.execute("DECLARE q CURSOR FOR SUBSCRIBE quiet WITH (SNAPSHOT = false)")
+    t = time.monotonic()
+    assert conn.execute("FETCH 1 q WITH (TIMEOUT = '0.5s')").fetchall() == []
+    assert time.monotonic() - t < 5
+    conn.rollback()
+    with pytest.raises(psycopg.errors.InvalidCursorName):
+        conn.execute("FETCH q")
+    conn.rollback()
