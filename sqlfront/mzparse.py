@@ -166,7 +166,16 @@ class Subscribe:
     up_to: str | None = None
 
 
-MzStatement = (Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+@dataclass(frozen=True)
+class CopySubscribe:
+    """``COPY (SUBSCRIBE ...) TO STDOUT [options]``: the SUBSCRIBE's text and the rest of
+    the COPY after ``TO``."""
+
+    subscribe: str
+    rest: str
+
+
+MzStatement = (CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
                | ShowClusters | ShowClusterReplicas)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
@@ -472,6 +481,13 @@ def parse_mz(sql: str) -> MzStatement | None:
     p = _Parser(sql)
     if p.word(0) == "SUBSCRIBE":
         return _subscribe(p)
+    if p.word(0) == "COPY" and p.peek(1) is not None and p.peek(1).name == "ASCII_40" and p.word(2) == "SUBSCRIBE":
+        depth = 0
+        for k in range(1, len(p.toks)):
+            depth += (p.toks[k].name == "ASCII_40") - (p.toks[k].name == "ASCII_41")
+            if depth == 0:
+                return CopySubscribe(sql[p.toks[2].start: p.toks[k].start].strip(), sql[p.toks[k].end + 1:].strip())
+        raise p.error("')'")
     if p.word(0) == "FETCH":
         return _fetch_with(p)
     if p.word(0) == "DECLARE":

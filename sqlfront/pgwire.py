@@ -164,6 +164,7 @@ class PgHandler(BuenaVistaHandler):
         if self.server.scram is not None and not self._authenticate(user):
             return None
         session = Session(self.env, {k: v for k, v in params.items() if k not in ("user", "database")})
+        session.client_gone = self._client_gone
         ctx = PgContext(session, params)
         self.server.register(ctx)
         self.ctx = ctx  # from here on, handle()'s cleanup closes it even if startup fails
@@ -434,6 +435,17 @@ class PgHandler(BuenaVistaHandler):
         code = 1 if fmt == "binary" else 0
         self.wfile.write(kind + struct.pack("!ibh", 4 + 1 + 2 + 2 * n, code, n) + struct.pack(f"!{n}h", *([code] * n)))
 
+    def _client_gone(self) -> bool:
+        """Whether the client closed the connection (a peek of 0 bytes is EOF), asked
+        without blocking while a long statement (SUBSCRIBE) runs."""
+        import select
+
+        try:
+            readable, _, _ = select.select([self.request], [], [], 0)
+            return bool(readable) and self.request.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
     def copy_out(self, c: CopyOut) -> Result:
         """CopyOutResponse, CopyData per row, CopyDone (PostgreSQL 55.2.6)."""
         from sqlfront.copy import copy_out_chunks
@@ -452,9 +464,11 @@ class PgHandler(BuenaVistaHandler):
         try:
             for data in copy_out_chunks(c.columns, chunks(), c.fmt, c.delimiter, c.null, c.header):
                 out.append(b"d" + struct.pack("!i", len(data) + 4) + data)
-                if len(out) >= 512:
+                if len(out) >= 512 or c.live:  # a SUBSCRIBE's rows go out as they come
                     self.wfile.write(b"".join(out))
                     out = []
+                    if c.live:
+                        self.wfile.flush()
         finally:
             if c.stream is not None:
                 c.stream.close()

@@ -69,6 +69,8 @@ class Session:
         self._implicit = False
         #: the running statement's ``AS OF`` clause, if any
         self._as_of = None
+        #: () -> whether the client has closed its connection (set by the wire layer)
+        self.client_gone = lambda: False
         #: open cursors by name (DECLARE); they end with the transaction
         self.cursors: dict[str, cursors.Cursor] = {}
 
@@ -127,7 +129,7 @@ class Session:
         begin_statement()
         body, self._as_of = split_as_of(sql)
         stmt = parse_one(body)
-        if self._as_of is not None and not isinstance(stmt, (ast.SelectStmt, mz.Subscribe, mz.DeclareSubscribe)):
+        if self._as_of is not None and not isinstance(stmt, (ast.SelectStmt, mz.Subscribe, mz.DeclareSubscribe, mz.CopySubscribe)):
             raise SqlError(SYNTAX_ERROR, "AS OF is only allowed after SELECT and SUBSCRIBE")
         set_query_timestamp(self.read_ts)
         self.env.metrics.phase("parse", time.perf_counter() - t0)
@@ -269,6 +271,7 @@ HANDLERS: dict[type, Callable] = {
     ast.DeclareCursorStmt: cursors.declare,
     mz.DeclareSubscribe: cursors.declare_subscribe,
     mz.Subscribe: subscribe.subscribe,
+    mz.CopySubscribe: subscribe.copy_subscribe,
     ast.FetchStmt: cursors.fetch,
     mz.FetchWith: cursors.fetch,
     ast.ClosePortalStmt: cursors.close,

@@ -47,3 +47,27 @@ def test_fetch_waits_no_longer_than_its_timeout(conn):
     with pytest.raises(psycopg.errors.InvalidCursorName):
         conn.execute("FETCH q")
     conn.rollback()
+
+
+def test_psql_copy_subscribe_shows_rows_as_they_land(server, conn):
+    import shutil
+    import subprocess
+
+    if shutil.which("psql") is None or shutil.which("stdbuf") is None:
+        pytest.skip("psql is not installed")
+    conn.execute("CREATE TABLE watched (a int)")
+    conn.execute("INSERT INTO watched VALUES (1)")
+    # psql writes COPY data through stdio: line-buffer it (stdbuf) to read rows as they come.
+    p = subprocess.Popen(["stdbuf", "-oL", "psql", server.url, "-c", "COPY (SUBSCRIBE watched) TO STDOUT"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = p.stdout.readline().split("\t")
+        assert first[1:] == ["1", "1\n"]
+        conn.execute("INSERT INTO watched VALUES (2)")
+        second = p.stdout.readline().split("\t")
+        assert second[1:] == ["1", "2\n"] and int(second[0]) > int(first[0])
+    finally:
+        p.kill()
+        p.wait()
+    # The server dropped the subscription with the connection: the session still works.
+    assert conn.execute("SELECT count(*) FROM watched").fetchone()[0] == 2

@@ -132,6 +132,8 @@ class CopyOut:
     header: bool = False
     tag: str = "COPY"
     stream: ResultStream | None = None
+    #: rows come over time (SUBSCRIBE): each is sent and flushed as it comes
+    live: bool = False
 
 
 def arrow_rows(t: pa.Table) -> list[tuple]:

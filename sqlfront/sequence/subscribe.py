@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import pglast
 
-from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, query_canceled
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, query_canceled
 from catalog.snapshot import Table
 from catalog.types import BOOL, INT8, TEXT, SqlType
 from planner.expr import MZ_TIMESTAMP, set_query_timestamp
@@ -202,6 +202,9 @@ class Subscription:
         while not self._buffer and not self.done and limit != 0:
             if self.s.cancel_event.is_set():
                 raise query_canceled(timeout=False)
+            if self.s.client_gone():  # nobody is listening: free what the subscription holds
+                self.close()
+                raise query_canceled(timeout=False)
             if self._step():
                 continue
             if deadline is not None and time.monotonic() >= deadline:
@@ -237,15 +240,42 @@ def _sort_key(row) -> tuple:
     return tuple((v is None, str(v)) for v in row)
 
 
-def subscribe(s: Session, stmt: mz.Subscribe, sql: str, params) -> Result:
-    """A bare SUBSCRIBE: its rows stream to the client until it completes, is canceled
-    (57014) or the connection drops."""
-    sub = Subscription(s, stmt, s._as_of)
-
+def _stream(sub: Subscription) -> ResultStream:
     def pull():
         if sub.done and not sub._buffer and sub._started:
             return None
         rows = sub.fetch(None, None)
         return rows if rows else (None if sub.done else [])
 
-    return Result("SUBSCRIBE", sub.columns, stream=ResultStream(sub.columns, pull, on_close=sub.close))
+    return ResultStream(sub.columns, pull, on_close=sub.close)
+
+
+def subscribe(s: Session, stmt: mz.Subscribe, sql: str, params) -> Result:
+    """A bare SUBSCRIBE: its rows stream to the client until it completes, is canceled
+    (57014) or the connection drops."""
+    sub = Subscription(s, stmt, s._as_of)
+    return Result("SUBSCRIBE", sub.columns, stream=_stream(sub))
+
+
+def copy_subscribe(s: Session, stmt: mz.CopySubscribe, sql: str, params):
+    """``COPY (SUBSCRIBE ...) TO STDOUT [WITH (FORMAT ...)]``: what psql uses to follow a
+    subscription; each row goes out as CopyData as soon as it comes.
+
+    Raises:
+        SqlError 42601 for a malformed COPY; 0A000 for COPY ... TO a file or FROM."""
+    from sqlfront.sequence.copy import _copy_options
+    from sqlfront.sequence.result import CopyOut
+
+    try:
+        copy_stmt = pglast.parse_sql(f"COPY (SELECT 1) {stmt.rest}")[0].stmt
+    except pglast.parser.ParseError as e:
+        raise SqlError("42601", str(e.args[0] if e.args else e)) from None
+    if copy_stmt.is_from or copy_stmt.filename is not None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY (SUBSCRIBE ...) supports only TO STDOUT")
+    from sqlfront.parse import split_as_of
+
+    opts = _copy_options(copy_stmt)
+    body, as_of = split_as_of(stmt.subscribe)
+    sub = Subscription(s, mz.parse_mz(body), as_of or s._as_of)
+    return CopyOut(sub.columns, [], opts.get("format", "text"), opts.get("delimiter"), opts.get("null"),
+                   opts.get("header", "false") in ("true", "on", "1"), stream=_stream(sub), live=True)
