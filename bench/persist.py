@@ -160,6 +160,7 @@ def section_inserts(srv: Server, clients: int, seconds: float) -> None:
 
 def section_compaction(tmp: Path) -> None:
     print("\n== read latency of a shard of 1,000 small parts, before and after compaction")
+    (tmp / "compaction").mkdir()
     d = tmp / "compaction" / "mzdata"
     srv = Server(d, "--no-persist-compaction").start()
     q = "SELECT count(*) FROM small"
@@ -225,6 +226,7 @@ def main() -> None:
             finally:
                 srv.stop()
         if args.section in ("all", "inserts"):
+            (tmp / "ins").mkdir()
             srv = Server(tmp / "ins" / "mzdata").start()
             try:
                 section_inserts(srv, args.clients, args.seconds)

@@ -117,7 +117,7 @@ def merge_in_memory(blob: Blob, shard_id: str, parts: list[Part], since: int) ->
 
 
 def _part_read(blob: Blob, p: Part) -> PartRead:
-    return PartRead(blob.url(p.key), p.diffs, p.diffs and p.ts is None)
+    return PartRead(blob.url(p.key), p.diffs, p.diffs and p.ts is None, False, p.updates)
 
 
 def _data_schema(blob: Blob, parts: list[Part]) -> pa.Schema:

@@ -39,6 +39,8 @@ class PartRead:
     diffs: bool
     timed: bool = False
     filter_time: bool = False
+    #: updates in the file (its row count)
+    updates: int = 0
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ def snapshot_of(state: ShardState, shard_id: str, as_of: int, url) -> ShardSnaps
     parts = []
     for p in state.visible_parts(as_of):
         timed = p.diffs and p.ts is None
-        parts.append(PartRead(url(p.key), p.diffs, timed, timed and p.max_time() > as_of))
+        parts.append(PartRead(url(p.key), p.diffs, timed, timed and p.max_time() > as_of, p.updates))
     return ShardSnapshot(shard_id, state.seqno, as_of, tuple(parts), state.retractions_visible(as_of),
                          state.row_count())
 

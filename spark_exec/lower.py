@@ -135,17 +135,39 @@ def read_snapshot(spark: SparkSession, table: Table, snap: ShardSnapshot, arrang
         if arranged:
             return reduce(DataFrame.unionAll, [read_parts(spark, table, [u]) for u in snap.urls])
         return read_parts(spark, table, list(snap.urls))
-    frames = []
-    for p in snap.parts:
+
+    def frame(p: PartRead) -> DataFrame:
         df = read_part(spark, table, p)
         if p.filter_time:
             df = df.filter(F.col(TIME_COLUMN) <= F.lit(snap.as_of))
         diff = F.col(DIFF_COLUMN) if p.diffs else F.lit(1).cast("long")
-        frames.append(df.select(*names, diff.alias(DIFF_COLUMN)))
-    df = reduce(DataFrame.unionAll, frames)
+        return df.select(*names, diff.alias(DIFF_COLUMN))
+
     if not snap.consolidate:
-        return df.select(*names)
-    # Materialize's consolidation: sum the diffs of equal rows (NULLs group together).
+        return reduce(DataFrame.unionAll, [frame(p) for p in snap.parts]).select(*names)
+    plain = [p for p in snap.parts if not p.diffs]
+    updates = [p for p in snap.parts if p.diffs]
+    if plain and sum(p.updates for p in updates) <= BROADCAST_UPDATES:
+        # Few updates against many plain rows (an UPDATE or DELETE of some rows of a big
+        # table): only the plain rows equal to an updated row need consolidating; the
+        # others pass through (a broadcast anti join on every column, NULLs equal).
+        changed = reduce(DataFrame.unionAll, [frame(p) for p in updates])
+        keys = F.broadcast(changed.select(*[F.col(n).alias(f"_k{i}") for i, n in enumerate(names)]).distinct())
+        rows = read_parts(spark, table, [p.url for p in plain]).select(*names)
+        on = reduce(lambda a, b: a & b, [rows[n].eqNullSafe(keys[f"_k{i}"]) for i, n in enumerate(names)])
+        untouched = rows.join(keys, on, "left_anti")
+        touched = rows.join(keys, on, "left_semi").select(*names, F.lit(1).cast("long").alias(DIFF_COLUMN))
+        return untouched.unionAll(_consolidate(touched.unionAll(changed), names))
+    return _consolidate(reduce(DataFrame.unionAll, [frame(p) for p in snap.parts]), names)
+
+
+#: at most this many updates in parts with diffs are broadcast against the plain rows
+BROADCAST_UPDATES = 200_000
+
+
+def _consolidate(df: DataFrame, names: list[str]) -> DataFrame:
+    """Materialize's consolidation: sum the diffs of equal rows (NULLs group together) and
+    repeat each row its count times (rows summing to <= 0 vanish)."""
     summed = df.groupBy(*names).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN)).filter(F.col(DIFF_COLUMN) > 0)
     return summed.select(*names, F.explode(F.array_repeat(F.lit(0), F.col(DIFF_COLUMN).cast("int"))).alias("_n")
                          ).select(*names)

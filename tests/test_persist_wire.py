@@ -228,3 +228,16 @@ def test_a_frozen_peek_survives_compaction_and_gc(server, conn):
     assert wait_for(lambda: not state().retired, timeout=30), "retired parts never collected"
     assert all(blob.get(k) is None for k in before)
     consensus.close()
+
+
+def test_reads_consolidate_retractions_of_every_type(conn):
+    """A retraction cancels its row whatever the column types (NULLs equal NULLs)."""
+    conn.execute("CREATE TABLE typed (i int, n numeric(10,2), t text, d date, ts timestamp, iv interval, "
+                 "b bool, arr int[])")
+    conn.execute("INSERT INTO typed VALUES (1, 1.50, 'x', '2024-01-02', '2024-01-02 03:04:05', '1 day', true, "
+                 "ARRAY[1,2]), (2, NULL, NULL, NULL, NULL, NULL, NULL, NULL), (2, NULL, NULL, NULL, NULL, NULL, "
+                 "NULL, NULL), (3, 3.00, 'z', '2024-03-04', '2024-03-04 00:00:00', '2 hours', false, ARRAY[3])")
+    assert conn.execute("DELETE FROM typed WHERE i = 2").rowcount == 2
+    assert conn.execute("UPDATE typed SET t = 'y' WHERE i = 1").rowcount == 1
+    rows = conn.execute("SELECT i, t, arr FROM typed ORDER BY i").fetchall()
+    assert rows == [(1, "y", [1, 2]), (3, "z", [3])]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -132,14 +133,14 @@ def _observed(s: Session):
         s.env.metrics.observe_peek(cluster_name, outcome, time.perf_counter() - start)
 
 
-def peek_finished(s: Session, as_of: int | None, holds: list | None = None) -> None:
+def peek_finished(s: Session, as_of: int | None, holds: "_Holds | None" = None) -> None:
     """The one place a peek ends: called exactly once per peek, when its stream is
     exhausted, fails, or is closed by the client (portal Close, CLOSE of a cursor,
     transaction end, connection end), and after a whole-result ``peek``. ``as_of`` is
     the read timestamp (None for the fast path). What a peek holds while it runs (its
     persist read holds, ``holds``) is released here."""
-    for h in holds or ():
-        s.env.persist.release(h)
+    if holds is not None:
+        holds.release()
 
 
 def peek(s: Session, plan, as_of: int | None = None, job=None):
@@ -167,7 +168,7 @@ def _read_at(s: Session, as_of: int | None):
         raise SqlError("55000", f"cluster '{cluster.name}' is not running")
     as_of = s.read_ts() if as_of is None else as_of
     persist = s.env.persist
-    holds: list = []
+    holds = _Holds(persist)
 
     def scan(table: Table) -> ShardSnapshot:
         try:
@@ -176,10 +177,34 @@ def _read_at(s: Session, as_of: int | None):
             raise SqlError("22000", "could not find a valid timestamp for the query",
                            detail=f"Timestamp ({as_of}) is not valid for all inputs: "
                                   f"[{table.name}] has since {e.since}") from None
-        holds.append(hold)
+        holds.add(hold)
         return snapshot
 
     return cc, as_of, scan, holds
+
+
+class _Holds:
+    """The persist read holds of one peek. Replicas racing the peek lower it on their own
+    threads, so a hold may arrive after the peek ended: it is released at once then."""
+
+    def __init__(self, persist):
+        self._persist = persist
+        self._lock = threading.Lock()
+        self._holds: list = []
+        self._released = False
+
+    def add(self, hold) -> None:
+        with self._lock:
+            if not self._released:
+                self._holds.append(hold)
+                return
+        self._persist.release(hold)
+
+    def release(self) -> None:
+        with self._lock:
+            holds, self._holds, self._released = self._holds, [], True
+        for h in holds:
+            self._persist.release(h)
 
 
 def _peek(s: Session, plan, as_of: int | None, job):
