@@ -17,6 +17,7 @@ import collections
 import functools
 import logging
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -102,6 +103,8 @@ class Environment:
         self._table_locks: dict[str, threading.Lock] = {}
         self._maintenance_stop = threading.Event()
         self._to_compact: set[str] = set()
+        #: shard -> when a write last landed (monotonic seconds)
+        self._last_write: dict[str, float] = {}
         self._compact_cv = threading.Condition()
         self.orchestrator = Orchestrator(d, instance=uuid.uuid4().hex[:8])
         self.clusters: dict[str, ClusterCoordinator] = {}
@@ -155,6 +158,9 @@ class Environment:
         self.writer = GroupCommitter(self.persist, self.txns, self.oracle, self._applied)
 
     def _applied(self, shards: set[str]) -> None:
+        now = time.monotonic()
+        for shard in shards:
+            self._last_write[shard] = now
         self._dirty |= shards
         tables = [t for t in self.snapshot.tables.values() if t.shard_id in shards]
         for t in tables:
@@ -208,6 +214,9 @@ class Environment:
                 self._to_compact |= dirty & live
                 self._compact_cv.notify()
 
+    #: a shard with retractions is consolidated once it has had no write for this long
+    RETRACTION_QUIET_S = 3.0
+
     def _compaction_loop(self) -> None:
         """Compact the shards written lately, one at a time, on this thread (a merge with
         retractions runs as a Spark job on a replica)."""
@@ -216,14 +225,25 @@ class Environment:
                 while not self._to_compact and not self._maintenance_stop.is_set():
                     self._compact_cv.wait(1.0)
                 shards, self._to_compact = self._to_compact, set()
+            waiting = False
             for shard in sorted(shards):
                 table = next((t for t in self.snapshot.tables.values() if t.shard_id == shard), None)
                 if table is None:
+                    continue
+                if (time.monotonic() - self._last_write.get(shard, 0) < self.RETRACTION_QUIET_S
+                        and any(p.retractions for p in self.persist.state(shard).parts)):
+                    # Rewriting a shard to consolidate retractions is a whole-table job:
+                    # wait until its writes pause, so one rewrite covers them all.
+                    with self._compact_cv:
+                        self._to_compact.add(shard)
+                    waiting = True
                     continue
                 try:
                     self.persist.compact(shard, functools.partial(self._merge_on_replica, table))
                 except Exception as e:  # a later write brings the shard back here
                     log.warning("compacting %s: %s", table.name, e)
+            if waiting:
+                self._maintenance_stop.wait(0.5)
 
     def _merge_on_replica(self, table: Table, parts) -> Batch:
         """Consolidate ``parts`` of ``table`` into plain rows with a Spark job on a
