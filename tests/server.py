@@ -45,7 +45,8 @@ class Server:
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}; see {self.log_path}")
+                tail = self.log_path.read_text(errors="replace")[-3000:] if self.log_path.exists() else ""
+                raise RuntimeError(f"server exited with {self.proc.returncode}; see {self.log_path}:\n{tail}")
             try:
                 with psycopg.connect(self.url, autocommit=True, connect_timeout=2) as c:
                     if not wait_replicas:
