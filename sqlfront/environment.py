@@ -14,6 +14,7 @@ Data directory layout::
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import functools
 import logging
 import threading
@@ -105,6 +106,9 @@ class Environment:
         self._to_compact: set[str] = set()
         #: shard -> when a write last landed (monotonic seconds)
         self._last_write: dict[str, float] = {}
+        #: consolidations of retractions, one at a time, as Spark jobs on a replica
+        self._replica_merges = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="replica-merge")
+        self._replica_merging: set[str] = set()
         self._compact_cv = threading.Condition()
         self.orchestrator = Orchestrator(d, instance=uuid.uuid4().hex[:8])
         self.clusters: dict[str, ClusterCoordinator] = {}
@@ -238,12 +242,30 @@ class Environment:
                         self._to_compact.add(shard)
                     waiting = True
                     continue
+                if any(p.retractions for p in self.persist.state(shard).parts):
+                    # A Spark job on a replica, off this thread: a replica that is slow or
+                    # frozen must not hold up the other shards' merges.
+                    with self._compact_cv:
+                        if shard in self._replica_merging:
+                            continue
+                        self._replica_merging.add(shard)
+                    self._replica_merges.submit(self._compact_on_replica, shard, table)
+                    continue
                 try:
-                    self.persist.compact(shard, functools.partial(self._merge_on_replica, table))
+                    self.persist.compact(shard)
                 except Exception as e:  # a later write brings the shard back here
                     log.warning("compacting %s: %s", table.name, e)
             if waiting:
                 self._maintenance_stop.wait(0.5)
+
+    def _compact_on_replica(self, shard: str, table: Table) -> None:
+        try:
+            self.persist.compact(shard, functools.partial(self._merge_on_replica, table))
+        except Exception as e:  # a later write brings the shard back here
+            log.warning("compacting %s: %s", table.name, e)
+        finally:
+            with self._compact_cv:
+                self._replica_merging.discard(shard)
 
     def _merge_on_replica(self, table: Table, parts) -> Batch:
         """Consolidate ``parts`` of ``table`` into plain rows with a Spark job on a
@@ -285,6 +307,7 @@ class Environment:
     def shutdown(self) -> None:
         """Stop the Coordinator and every replica process (waits for them to exit)."""
         self._maintenance_stop.set()
+        self._replica_merges.shutdown(wait=False, cancel_futures=True)
         if self.writer is not None:
             self.writer.stop()
         if self.coordinator is not None:

@@ -110,7 +110,9 @@ register(
     *[Function(n, (sig("oid", ret="text"), sig("oid", "text", ret="text"), sig("oid", "int4", ret="text"),
                    sig("text", ret="text"), sig("oid", "bool", ret="text"), sig("oid", "oid", ret="text"),
                    sig("oid", "oid", "bool", ret="text"), sig("oid", "int4", "bool", ret="text"),
-                   sig("text", "text", ret="text"), sig("oid", "text", "bool", ret="text")),
+                   sig("text", "text", ret="text"), sig("oid", "text", "bool", ret="text"),
+                   # pg_get_expr(pg_node_tree, relation [, pretty]): adbin and friends are text here
+                   sig("text", "oid", ret="text"), sig("text", "oid", "bool", ret="text")),
                lambda a, e: None, None, sql_names=(n,), strict=False, volatility="stable", doc="9.27")
       for n in _NULL_CATALOG_FUNCTIONS],
 )
