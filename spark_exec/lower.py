@@ -473,8 +473,43 @@ class Lowerer:
             x = self.scalar(a.arg)
             if a.filter is not None:
                 x = F.when(self.scalar(a.filter).eqNullSafe(F.lit(True)), x)
-        r = entry.spark(self, x, a)
-        return r.over(over) if over is not None else r
+        if over is None:
+            return entry.spark(self, x, a)
+        # The window goes on the aggregate itself, not on the casts around it.
+        return entry.spark(_WindowToolkit(self, over), x, a)
+
+
+#: Spark's aggregate functions (what ``_OverF`` puts a window on)
+_SPARK_AGGREGATES = frozenset({
+    "sum", "sum_distinct", "count", "count_distinct", "avg", "mean", "min", "max", "stddev", "stddev_samp",
+    "stddev_pop", "variance", "var_samp", "var_pop", "collect_list", "collect_set", "first", "last", "first_value",
+    "last_value", "bool_or", "bool_and", "every", "some", "any_value", "percentile", "percentile_approx", "mode",
+    "median", "max_by", "min_by", "corr", "covar_pop", "covar_samp", "array_agg", "listagg", "string_agg",
+})
+
+
+class _OverF:
+    """``pyspark...functions`` whose aggregates come out as window functions over ``spec``."""
+
+    def __init__(self, spec):
+        self._spec = spec
+
+    def __getattr__(self, name):
+        fn = getattr(F, name)
+        if name in _SPARK_AGGREGATES:
+            return lambda *a, **k: fn(*a, **k).over(self._spec)
+        return fn
+
+
+class _WindowToolkit:
+    """The Lowerer as a registry entry sees it, with ``F`` making window aggregates."""
+
+    def __init__(self, lowerer: "Lowerer", spec):
+        self._lowerer = lowerer
+        self.F = _OverF(spec)
+
+    def __getattr__(self, name):
+        return getattr(self._lowerer, name)
 
 
 def _to_spark_value(v):
