@@ -213,11 +213,14 @@ def test_a_frozen_peek_survives_compaction_and_gc(server, conn):
 
         reader = threading.Thread(target=read)
         reader.start()
-        time.sleep(1.0)  # the peek took its snapshot and waits on the frozen replica
+        # Frozen for a few seconds only: longer than the replica's ping timeout (5 s), a
+        # streaming peek whose replica recovers mid-stream fails with 58000 (not failed
+        # over yet; see the persist issue's note).
+        time.sleep(0.5)  # the peek took its snapshot and waits on the frozen replica
         for i in range(8, 12):
             conn.execute("INSERT INTO frozen VALUES (%s)", (i,))
         assert wait_for(lambda: not before & {p.key for p in state().parts}, timeout=30), "no compaction"
-        time.sleep(3)  # maintenance rounds: GC would delete the retired parts now
+        time.sleep(1.5)  # a maintenance round (every 1 s): GC would delete the retired parts now
         assert before <= {k for r in state().retired for k in r.keys}
         assert all(blob.get(k) is not None for k in before), "GC deleted parts a read holds"
     finally:
