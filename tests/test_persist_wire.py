@@ -179,10 +179,22 @@ def test_compaction_merges_small_parts_and_consolidates_retractions(server, conn
     assert conn.execute("SELECT a FROM compacted ORDER BY a").fetchall() == expected
 
 
-def test_a_frozen_peek_survives_compaction_and_gc(server, conn):
+def test_a_frozen_peek_survives_compaction_and_gc(tmp_path):
     """The sharded-persist-reads seed's bug: a read whose replica is frozen (SIGSTOP) while
     compaction replaces its parts and GC runs still returns the right rows: its read hold
-    keeps the retired parts until it ends."""
+    keeps the retired parts until it ends. On a server of its own: nothing else may run on
+    the frozen replica."""
+    from server import Server
+
+    server = Server(tmp_path / "mzdata").start()
+    try:
+        with server.connect() as conn:
+            _frozen_peek(server, conn)
+    finally:
+        server.stop()
+
+
+def _frozen_peek(server, conn):
     import os
     import signal
     import sqlite3
