@@ -126,13 +126,20 @@ def _string_agg_py(vals, a, p):
     return (delim or "").join(vals)
 
 
-def _percentile_cont_py(vals, a, p):
+def _percentile_fraction(vals, p):
+    """The fraction of an ordered-set percentile, or None when the answer is NULL (a NULL
+    fraction, no values). Raises SqlError 22003 outside [0, 1] (PostgreSQL 9.21)."""
     f = p[0]
     if f is None:
         return None
     if not 0 <= f <= 1:
         raise SqlError("22003", f"percentile value {f} is not between 0 and 1")
-    if not vals:
+    return f if vals else None
+
+
+def _percentile_cont_py(vals, a, p):
+    f = _percentile_fraction(vals, p)
+    if f is None:
         return None
     xs = [float(v) for v in vals]
     pos = f * (len(xs) - 1)
@@ -141,12 +148,8 @@ def _percentile_cont_py(vals, a, p):
 
 
 def _percentile_disc_py(vals, a, p):
-    f = p[0]
+    f = _percentile_fraction(vals, p)
     if f is None:
-        return None
-    if not 0 <= f <= 1:
-        raise SqlError("22003", f"percentile value {f} is not between 0 and 1")
-    if not vals:
         return None
     return vals[max(math.ceil(f * len(vals)), 1) - 1]
 
