@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import signal
-import statistics
 import sys
 import tempfile
 import threading

@@ -111,7 +111,7 @@ def section_scan(srv: Server, rows: int) -> None:
             name = "scan_" + size.replace("-", "_")
             c.execute(f"CREATE CLUSTER {name} REPLICAS (r1 (SIZE '{size}'))")
             c.execute(f"SET cluster = {name}")
-            wait_for(lambda: c.execute(f"SELECT 1 FROM lineitem LIMIT 1").fetchall(), timeout=300)
+            wait_for(lambda: c.execute("SELECT 1 FROM lineitem LIMIT 1").fetchall(), timeout=300)
             c.execute(q).fetchall()  # warm
             t = timed(lambda: c.execute(q).fetchall(), 3)
             base = base or t

@@ -11,13 +11,18 @@ At scale 1 our answers are also checked against PostgreSQL's (``../shared/tpch/a
 numbers within 1e-6 relative, text without trailing blanks): column ``ok``.
 With ``--indexes``, a second pass runs the 22 again after ``CREATE DEFAULT INDEX`` on every
 table, once the replica holds every part in memory (Materialize's indexes: arrangements).
+When Debian's PostgreSQL is installed (``/usr/lib/postgresql``; ``--no-postgres`` skips it), a
+last pass loads the same files into a throwaway PostgreSQL cluster with the keys, indexes and
+settings of ``../shared/tpch/TIMES.md`` and times the queries there the same way: column ``pg s``
+and the ratio ours / PostgreSQL's.
 
-    .venv/bin/python bench/tpch.py [--scale 1] [--size 2] [--runs 1] [--timeout 60] [--indexes]
+    .venv/bin/python bench/tpch.py [--scale 1] [--size 2] [--runs 1] [--timeout 60] [--indexes] [--no-postgres]
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import math
 import statistics
 import sys
@@ -25,11 +30,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from server import Server  # noqa: E402
+sys.path.insert(0, str(ROOT / "bench"))
+from pgserver import Postgres  # noqa: E402
 from spark_exec.replica import connect_session  # noqa: E402
 from sqlfront import tpch  # noqa: E402
 
@@ -75,6 +86,61 @@ def timed(fn, runs: int, first: list | None = None) -> float | None:
         return None
 
 
+#: ../shared/tpch/TIMES.md: the keys and indexes PostgreSQL's reference times were taken with
+PG_KEYS = {
+    "region": ["r_regionkey"], "nation": ["n_nationkey"], "part": ["p_partkey"], "supplier": ["s_suppkey"],
+    "partsupp": ["ps_partkey", "ps_suppkey"], "customer": ["c_custkey"], "orders": ["o_orderkey"],
+    "lineitem": ["l_orderkey", "l_linenumber"],
+}
+PG_INDEXES = [("lineitem", "l_orderkey"), ("lineitem", "l_partkey, l_suppkey"), ("lineitem", "l_suppkey"),
+              ("partsupp", "ps_suppkey"), ("orders", "o_custkey"), ("supplier", "s_nationkey"),
+              ("customer", "c_nationkey"), ("nation", "n_regionkey")]
+PG_SETTINGS = {"shared_buffers": "4GB", "work_mem": "512MB", "maintenance_work_mem": "2GB",
+               "effective_cache_size": "16GB", "max_parallel_workers_per_gather": "2",
+               "max_wal_size": "8GB", "synchronous_commit": "off", "full_page_writes": "off"}
+
+
+def _csv_batches(path: Path):
+    """``path``'s rows as CSV text in 200,000-row batches (string_view read as string)."""
+    for batch in pq.ParquetFile(path).iter_batches(200_000):
+        schema = pa.schema([f.with_type(pa.string()) if pa.types.is_string_view(f.type) else f
+                            for f in batch.schema])
+        buf = io.BytesIO()
+        pacsv.write_csv(batch.cast(schema), buf, pacsv.WriteOptions(include_header=False))
+        yield buf.getvalue()
+
+
+def postgres_times(data: Path, queries: list[int], args) -> dict[int, float | None] | None:
+    """Seconds per query on a throwaway PostgreSQL loaded as TIMES.md describes (one untimed
+    run first, as ours); None when PostgreSQL is not installed or does not start."""
+    try:
+        pg = Postgres(PG_SETTINGS).start()
+    except Exception as e:  # noqa: BLE001 no usable PostgreSQL is a result here
+        print(f"PostgreSQL did not start: {e}")
+        return None
+    if pg is None:
+        print("PostgreSQL is not installed: no PostgreSQL column")
+        return None
+    try:
+        with pg.connect() as conn:
+            t = time.perf_counter()
+            for name in tpch.TABLES:
+                conn.execute(f"CREATE TABLE {name} ({tpch.DDL[name]})")
+                with conn.cursor().copy(f"COPY {name} FROM STDIN (FORMAT csv)") as cp:
+                    for chunk in _csv_batches(data / f"{name}.parquet"):
+                        cp.write(chunk)
+                conn.execute(f"ALTER TABLE {name} ADD PRIMARY KEY ({', '.join(PG_KEYS[name])})")
+            for name, cols in PG_INDEXES:
+                conn.execute(f"CREATE INDEX ON {name} ({cols})")
+            conn.execute("VACUUM ANALYZE")
+            print(f"PostgreSQL {pg.version}: loaded, keyed, indexed and analyzed in {time.perf_counter() - t:.1f}s")
+            conn.execute(f"SET statement_timeout = '{int(args.timeout * 1000)}ms'")
+            return {q: timed(lambda: conn.execute((QUERY_DIR / f"q{q:02d}.sql").read_text()).fetchall(), args.runs)
+                    for q in queries}
+    finally:
+        pg.stop()
+
+
 def with_indexes(srv, spark, queries: list[int], args, spark_times: dict) -> None:
     """Default indexes on the eight tables (cluster quickstart), then the queries again once
     the replica's cache holds every part; seconds next to the first pass's Spark times."""
@@ -115,6 +181,23 @@ def with_indexes(srv, spark, queries: list[int], args, spark_times: dict) -> Non
                   f"geo-mean ratio {math.exp(sum(math.log(r) for r in ratios) / len(ratios)):.2f}")
 
 
+def print_next_to_postgres(ours: dict, pg: dict) -> None:
+    """Per-query seconds and ratio ours / PostgreSQL's, totals over the queries both finished."""
+    print(f"{'query':<6}{'ours s':>9}{'pg s':>9}{'ratio':>8}")
+    total = pg_total = 0.0
+    for q, theirs in pg.items():
+        mine = ours.get(q)
+        both = mine is not None and theirs
+        print(f"Q{q:<5}{mine if mine is not None else float('nan'):>9.2f}"
+              f"{theirs if theirs is not None else float('nan'):>9.2f}"
+              f"{mine / theirs if both else float('nan'):>8.2f}", flush=True)
+        if both:
+            total += mine
+            pg_total += theirs
+    if pg_total:
+        print(f"{'total':<6}{total:>9.2f}{pg_total:>9.2f}{total / pg_total:>8.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0)
@@ -124,6 +207,7 @@ def main() -> None:
     ap.add_argument("--queries", default=",".join(str(i) for i in range(1, 23)))
     ap.add_argument("--data", default=str(ROOT / "tpch-data"))
     ap.add_argument("--indexes", action="store_true", help="a second pass with default indexes on every table")
+    ap.add_argument("--no-postgres", action="store_true", help="skip the PostgreSQL pass")
     args = ap.parse_args()
     queries = [int(q) for q in args.queries.split(",")]
 
@@ -143,6 +227,7 @@ def main() -> None:
             ours_total = spark_total = 0.0
             ratios = []
             spark_times: dict[int, float | None] = {}
+            ours_times: dict[int, float | None] = {}
             with srv.connect() as conn:
                 conn.execute(f"SET statement_timeout = '{int(args.timeout * 1000)}ms'")
                 for q in queries:
@@ -156,6 +241,7 @@ def main() -> None:
                     print(f"Q{q:<5}{show(ours)}{show(theirs)}{f'{ratio:>8.2f}' if ratio else f'{chr(45):>8}'}"
                           f"{ok:>5}", flush=True)
                     spark_times[q] = theirs
+                    ours_times[q] = ours
                     if ratio is not None:
                         ours_total += ours
                         spark_total += theirs
@@ -169,6 +255,10 @@ def main() -> None:
             spark.client.close()
         finally:
             srv.stop()
+    if not args.no_postgres:
+        pg_times = postgres_times(data, queries, args)
+        if pg_times:
+            print_next_to_postgres(ours_times, pg_times)
 
 
 if __name__ == "__main__":

@@ -21,8 +21,6 @@ it, only sqlfront's figures are printed.
 from __future__ import annotations
 
 import argparse
-import glob
-import os
 import shutil
 import statistics
 import subprocess
@@ -31,12 +29,13 @@ import tempfile
 import time
 from pathlib import Path
 
-import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from server import Server, free_port, wait_for  # noqa: E402
+from server import Server, free_port  # noqa: E402
+sys.path.insert(0, str(ROOT / "bench"))
+from pgserver import Postgres  # noqa: E402
 
 TABLE = "CREATE TABLE wire_rows (a int4, b int8, c text, d float8, e numeric(12,2), f date)"
 
@@ -44,41 +43,6 @@ TABLE = "CREATE TABLE wire_rows (a int4, b int8, c text, d float8, e numeric(12,
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p * len(xs)))]
-
-
-class Postgres:
-    """A throwaway PostgreSQL cluster (initdb + pg_ctl) on 127.0.0.1."""
-
-    def __init__(self):
-        bins = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
-        self.bin = Path(bins[-1]).parent if bins else None
-        self.dir = Path(tempfile.mkdtemp(prefix="wire-pg-"))
-        self.port = free_port()
-
-    def _run(self, *args):
-        cmd = [str(self.bin / args[0]), *args[1:]]
-        if os.geteuid() == 0:  # initdb refuses to run as root
-            shutil.chown(self.dir, "postgres")
-            cmd = ["setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", *cmd]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-    def start(self) -> "Postgres | None":
-        if self.bin is None:
-            return None
-        data = self.dir / "data"
-        self._run("initdb", "-D", str(data), "-U", "postgres", "-A", "trust", "--no-sync")
-        self._run("pg_ctl", "-D", str(data), "-l", str(self.dir / "log"), "-w", "-o",
-                  f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off", "start")
-        return self
-
-    def connect(self):
-        return psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres", autocommit=True)
-
-    def stop(self):
-        try:
-            self._run("pg_ctl", "-D", str(self.dir / "data"), "-m", "immediate", "stop")
-        finally:
-            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def select1(conn, n: int, binary: bool) -> list[float]:

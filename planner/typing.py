@@ -178,6 +178,10 @@ def _comparison_type(op: str, l: SqlType, r: SqlType) -> SqlType:
     if l.category == "S" and r.category == "S":
         if l.name == r.name:
             return l.unconstrained()
+        if {l.name, r.name} == {"bpchar", "varchar"}:
+            # varchar casts implicitly to bpchar and bpchar's operator matches one side
+            # exactly; against text, text is the preferred type (PostgreSQL 10.2, step 3.c-d)
+            return (l if l.name == "bpchar" else r).unconstrained()
         return TEXT
     if {l.name, r.name} <= {"date", "timestamp"}:
         return TIMESTAMP if l != r else l

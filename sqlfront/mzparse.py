@@ -125,8 +125,9 @@ class ShowIndexes:
 
 @dataclass(frozen=True)
 class ExplainPlan:
-    """``EXPLAIN [RAW | DECORRELATED | OPTIMIZED] PLAN [AS TEXT] FOR query`` (Materialize):
-    ``stage`` is raw, decorrelated or optimized; ``query`` the text of the SELECT."""
+    """``EXPLAIN [RAW | DECORRELATED | OPTIMIZED | PHYSICAL] PLAN [AS TEXT] FOR query``
+    (Materialize): ``stage`` is raw, decorrelated, optimized or physical; ``query`` the text
+    of the SELECT."""
 
     stage: str
     query: str
@@ -357,7 +358,7 @@ class _Parser:
     def parse(self):
         if self.accept("EXPLAIN"):
             stage = "optimized"
-            for w in ("RAW", "DECORRELATED", "OPTIMIZED"):
+            for w in ("RAW", "DECORRELATED", "OPTIMIZED", "PHYSICAL"):
                 if self.accept(w):
                     stage = w.lower()
             self.expect("PLAN")
@@ -467,7 +468,7 @@ class _Parser:
 
 
 _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER"),
-           ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PLAN"),
+           ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PHYSICAL"), ("EXPLAIN", "PLAN"),
            ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS"),
            ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT")}
 

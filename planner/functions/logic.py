@@ -9,6 +9,7 @@ from functools import reduce
 
 from catalog.errors import SqlError, CARDINALITY_VIOLATION, NOT_NULL_VIOLATION
 from planner.functions import Function, register
+from planner.scalar import Cast, Literal
 
 CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
        "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
@@ -29,8 +30,56 @@ def _cmp_py(op):
     return py
 
 
+def _padded_char(arg):
+    """``(expr, n)`` when ``arg`` is a char(n) expression (or one cast to unbounded text or
+    varchar, which strips its trailing blanks) other than a constant, else None. A char(n)
+    value is always exactly n characters long: every cast and assignment to char(n) pads
+    with blanks (``catalog.textio.fit_string`` and its Spark twins), and so does COPY."""
+    inner = arg
+    if isinstance(arg, Cast) and arg.type.name in ("text", "varchar") and arg.type.precision is None:
+        inner = arg.expr
+    t = inner.type
+    if t.name == "bpchar" and t.precision is not None and not isinstance(inner, Literal):
+        return inner, t.precision
+    return None
+
+
+def _char_key(arg, lit, n: int) -> str | None:
+    """The stored (padded) form a char(n) value has when it equals the constant ``lit``
+    under ``arg``'s comparison (blank-insensitive for char, exact for text after the
+    cast's blank stripping), or None when no char(n) value equals it."""
+    v = lit.value
+    if arg.type.name == "bpchar":
+        v = v.rstrip(" ")
+    elif v != v.rstrip(" "):
+        return None  # the cast to text strips trailing blanks: such a constant never matches
+    return v.ljust(n) if len(v) <= n else None
+
+
+def _char_equality(S, op, e):
+    """``char_col = 'const'`` (and ``<>``) as a comparison of the stored, padded values
+    rather than of blank-stripped ones, so that Spark can push it into the Parquet scan
+    and skip a trim per row; None when the operands are not a char(n) column and a string
+    constant. Same result as PostgreSQL's blank-insensitive bpchar equality (9.2, 8.3)."""
+    if op not in ("eq", "ne"):
+        return None
+    for col_arg, other in ((e.args[0], e.args[1]), (e.args[1], e.args[0])):
+        found = _padded_char(col_arg)
+        if found is not None and isinstance(other, Literal) and isinstance(other.value, str):
+            inner, n = found
+            key = _char_key(col_arg, other, n)
+            x = S.scalar(inner)
+            if key is None:  # never equal: NULL stays NULL
+                return S.F.when(x.isNull(), S.F.lit(None)).otherwise(S.F.lit(op == "ne"))
+            return CMP[op](x, S.F.lit(key))
+    return None
+
+
 def _cmp_spark(op):
     def spark(S, a, e):
+        fast = _char_equality(S, op, e)
+        if fast is not None:
+            return fast
         x, y = a
         if e.args[0].type.name == "bpchar":
             x, y = S.F.rtrim(x), S.F.rtrim(y)
@@ -60,6 +109,13 @@ def _in(a, e):
 
 
 def _in_spark(S, a, e):
+    found = _padded_char(e.args[0])
+    if found is not None and all(isinstance(v, Literal) and isinstance(v.value, str) for v in e.args[1:]):
+        # as _char_equality: one IN over the stored, padded values, pushed into the scan
+        inner, n = found
+        keys = [k for k in (_char_key(e.args[0], v, n) for v in e.args[1:]) if k is not None]
+        x = S.scalar(inner)
+        return x.isin(keys) if keys else S.F.when(x.isNull(), S.F.lit(None)).otherwise(S.F.lit(False))
     x = a[0]
     if e.args[0].type.name == "bpchar":
         return reduce(lambda p, q: p | q, [S.F.rtrim(x) == S.F.rtrim(v) for v in a[1:]])

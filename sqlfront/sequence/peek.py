@@ -248,17 +248,20 @@ def explain_stmt(s: Session, stmt, sql: str, params) -> Result:
 
 
 def explain_plan(s: Session, stmt, sql: str, params) -> Result:
-    """Materialize's ``EXPLAIN [RAW | DECORRELATED | OPTIMIZED] PLAN FOR query``."""
+    """Materialize's ``EXPLAIN [RAW | DECORRELATED | OPTIMIZED | PHYSICAL] PLAN FOR query``."""
     return explain(s, parse_one(stmt.query), stmt.stage, params)
 
 
 def explain(s: Session, q, stage: str, params) -> Result:
-    """EXPLAIN of a SELECT at ``stage`` (raw, decorrelated or optimized): one row per
-    line of the plan (Materialize's ``EXPLAIN ... PLAN FOR``; plain EXPLAIN is the
-    optimized plan).
+    """EXPLAIN of a SELECT at ``stage`` (raw, decorrelated, optimized or physical): one row
+    per line of the plan (Materialize's ``EXPLAIN ... PLAN FOR``; plain EXPLAIN is the
+    optimized plan). The physical plan is Spark's, of the optimized plan as lowered on a
+    replica of the session's cluster (Materialize's physical plan is its LIR; ours is the
+    Spark job a peek runs); the query itself does not run.
 
     Raises:
-        SqlError 0A000 for anything but a SELECT."""
+        SqlError 0A000 for anything but a SELECT; for the physical plan, what a peek raises
+        when the cluster has no healthy replica."""
     from planner.explain import explain as explain_lines
     from planner.optimize import DECORRELATION, optimize
 
@@ -268,6 +271,11 @@ def explain(s: Session, q, stage: str, params) -> Result:
     plan = planner.plan_raw(q).plan
     if stage == "decorrelated":
         plan = optimize(plan, rules=DECORRELATION)
-    elif stage == "optimized":
+    elif stage in ("optimized", "physical"):
         plan = optimize(plan, s.env.row_count)
+    if stage == "physical" and interpret.is_fast_path(plan):
+        return Result("EXPLAIN", [("Physical Plan", TEXT)], [("Evaluated in environmentd: the query reads no table",)])
+    if stage == "physical":
+        text = peek(s, plan, job=lambda df, replica_id: df._explain_string(extended=False))
+        return Result("EXPLAIN", [("Physical Plan", TEXT)], [(line,) for line in text.splitlines() if line])
     return Result("EXPLAIN", [(f"{stage.capitalize()} Plan", TEXT)], [(line,) for line in explain_lines(plan)])
