@@ -181,16 +181,18 @@ class Series:
 
 @dataclass(frozen=True)
 class WindowCall:
-    """One window function: ``func`` (row_number, rank, dense_rank, lag, lead, or an
-    aggregate) over ``args``, within ``partition`` and in ``order`` ((expr, descending,
-    nulls_first) triples). PostgreSQL's default frame applies (section 4.2.8): with an
-    ORDER BY, the partition's rows up to the current row and its peers; without, all."""
+    """One window function: ``func`` (a window entry of ``planner.functions.window``, or
+    an aggregate) over ``args``, within ``partition`` and in ``order`` ((expr, descending,
+    nulls_first) triples). ``frame``: a ``planner.functions.window.Frame``, or None for
+    PostgreSQL's default (section 4.2.8): with an ORDER BY, the partition's rows up to the
+    current row and its peers; without, all."""
 
     func: str
     args: tuple
     partition: tuple
     order: tuple
     type: SqlType
+    frame: object = None
 
     def map_exprs(self, f) -> "WindowCall":
         """This call with ``f`` applied to its arguments, partition and order expressions."""

@@ -136,8 +136,6 @@ class QueryPlanner:
             raise SqlError(FEATURE_NOT_SUPPORTED, "SELECT INTO is not supported")
         if stmt.lockingClause:
             raise SqlError(FEATURE_NOT_SUPPORTED, "SELECT ... FOR UPDATE is not supported")
-        if stmt.windowClause:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "window functions are not supported yet")
         return self._plan_simple(stmt)
 
     def _plan_ctes(self, with_clause) -> None:
@@ -429,56 +427,118 @@ class QueryPlanner:
     def _plan_windows(self, plan, stmt, targets, planner: ExprPlanner):
         """A Window over ``plan`` for the window functions of the select list and ORDER BY
         (PostgreSQL 3.5, 4.2.8); ``planner`` then plans each call as a ref to its column.
+        Named windows (``WINDOW w AS (...)``, ``OVER w``, ``OVER (w ...)``) are resolved
+        here (PostgreSQL 7.2.5, "Window Function Processing").
 
         Raises:
-            SqlError 0A000 for named windows and explicit frames; 42883 for unknown functions."""
+            SqlError 42704 for an undefined window name; 42P20 for a window that overrides
+            the PARTITION BY or ORDER BY of the one it names or copies one with a frame,
+            and for nested window functions; 0A000 for GROUPS frames and EXCLUDE; 42883
+            for unknown functions."""
         calls = [c for node, _ in targets for c in window_calls(node)]
         calls += [c for sb in stmt.sortClause or () for c in window_calls(sb.node)]
+        named = {}
+        for wd in stmt.windowClause or ():
+            if wd.name in named:
+                raise SqlError("42P20", f'window "{wd.name}" is already defined')
+            named[wd.name] = _resolve_window(wd, named, over=False)
         if not calls:
             return plan
-        if stmt.windowClause:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "named windows (WINDOW w AS ...) are not supported yet")
         width = len(plan.columns)
         planned = []
         for fc in calls:
-            w = fc.over
-            if w.refname or w.name:
-                raise SqlError(FEATURE_NOT_SUPPORTED, "named windows (OVER w) are not supported yet")
-            if w.frameOptions != _DEFAULT_FRAME:
-                raise SqlError(FEATURE_NOT_SUPPORTED, "window frames (ROWS/RANGE/GROUPS ...) are not supported yet")
+            w = _resolve_window(fc.over, named, over=True)
             if window_calls(fc.args) or contains_aggregate(fc.args):
                 raise SqlError("42P20", "window function calls cannot be nested")
             partition = tuple(fold(planner.plan(x)) for x in w.partitionClause or ())
-            order = [(fold(planner.plan(sb.node)), *sort_direction(sb)) for sb in w.orderClause or ()]
-            planned.append(self._window_call(fc, planner, partition, tuple(order)))
+            order = tuple((fold(planner.plan(sb.node)), *sort_direction(sb)) for sb in w.orderClause or ())
+            frame = self._frame(w, order)
+            planned.append(self._window_call(fc, planner, partition, order, frame))
         plan = Window(plan, tuple(planned))
         for i, (fc, c) in enumerate(zip(calls, planned)):
             planner.window_refs[id(fc)] = ColRef(width + i, c.type)
         return plan
 
+    def _frame(self, w, order):
+        """The ``Frame`` of window definition ``w`` (None: the default), PostgreSQL 4.2.8.
+
+        Raises:
+            SqlError 0A000 for GROUPS, EXCLUDE and RANGE offsets over non-numeric keys;
+            42P20 for RANGE offsets without exactly one ORDER BY column; 22004/22013 for
+            a NULL or negative offset."""
+        from pglast import enums as en
+
+        from planner.functions.window import Frame
+
+        o = w.frameOptions
+        if not o & en.FRAMEOPTION_NONDEFAULT:
+            return None
+        if o & en.FRAMEOPTION_GROUPS:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "GROUPS frames are not supported")
+        if o & (en.FRAMEOPTION_EXCLUDE_CURRENT_ROW | en.FRAMEOPTION_EXCLUDE_GROUP | en.FRAMEOPTION_EXCLUDE_TIES):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "frame exclusion (EXCLUDE ...) is not supported")
+        mode = "rows" if o & en.FRAMEOPTION_ROWS else "range"
+
+        def bound(which: str):
+            up = which.upper()
+            for kind, bit in (("unbounded_preceding", f"{up}_UNBOUNDED_PRECEDING"), ("current", f"{up}_CURRENT_ROW"),
+                              ("unbounded_following", f"{up}_UNBOUNDED_FOLLOWING")):
+                if o & getattr(en, f"FRAMEOPTION_{bit}"):
+                    return kind, None
+            kind = "preceding" if o & getattr(en, f"FRAMEOPTION_{up}_OFFSET_PRECEDING") else "following"
+            node = w.startOffset if which == "start" else w.endOffset
+            e = self.expr_planner(Scope(), agg_context="window frame offsets").plan(node)
+            if mode == "rows":
+                e = coerce(e, INT8)
+                if not e.type.is_integer:
+                    raise SqlError(DATATYPE_MISMATCH, f"argument of ROWS must be type bigint, not type {e.type.sql()}")
+            else:
+                if len(order) != 1:
+                    raise SqlError("42P20", "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
+                key_t = order[0][0].type
+                if not key_t.is_numeric:
+                    raise SqlError(FEATURE_NOT_SUPPORTED, f"RANGE offsets over {key_t.sql()} are not supported")
+                e = coerce(e, key_t)
+            if not is_constant(e):
+                raise SqlError("42P10", f"argument of {mode.upper()} must not contain variables")
+            v = evaluate(e)
+            if v is None:
+                raise SqlError("22004", f"frame {which}ing offset must not be null")
+            if v < 0:
+                raise SqlError("22013", f"frame {which}ing offset must not be negative" if mode == "rows"
+                               else "invalid preceding or following size in window function")
+            return kind, v
+
+        return Frame(mode, bound("start"), bound("end"))
+
     @staticmethod
-    def _window_call(fc, planner: ExprPlanner, partition, order) -> WindowCall:
+    def _window_call(fc, planner: ExprPlanner, partition, order, frame) -> WindowCall:
+        """A window function call: a window entry of the registry (its signature decides
+        the argument casts), or an aggregate over the window."""
         name = fc.funcname[-1].sval.lower()
         args = [planner.plan(a) for a in fc.args or ()]
         if fc.agg_distinct or fc.agg_order:
             raise SqlError(FEATURE_NOT_SUPPORTED, "DISTINCT or ORDER BY inside a window function is not supported")
-        if name in ("row_number", "rank", "dense_rank") and not args:
-            return WindowCall(name, (), partition, order, INT8)
-        if name in ("lag", "lead") and 1 <= len(args) <= 3:
-            t = TEXT if args[0].type.name == "unknown" else args[0].type
-            rest = [coerce(args[1], INT4)] if len(args) > 1 else [Literal(1, INT4)]
-            if len(args) > 2:
-                t = ty.common_type([t, args[2].type], name.upper())
-                rest.append(coerce(args[2], t))
-            return WindowCall(name, (coerce(args[0], t), *rest), partition, order, t)
+        if fc.agg_filter is not None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "FILTER in a window function is not supported")
+        entry = functions.WINDOW_FUNCTIONS.get(name)
+        if entry is not None:
+            if name in ("lag", "lead") and len(args) == 1:
+                args.append(Literal(1, INT4))
+            f, casts, result = functions.resolve([entry], name, [a.type for a in args])
+            if result.name == "unknown":
+                result = TEXT
+                casts = [TEXT if t.name == "unknown" else t for t in casts]
+            return WindowCall(f.name, tuple(coerce(a, t) for a, t in zip(args, casts)), partition, order, result,
+                              frame if f.extra.get("framed") else None)
         entry = functions.AGGREGATES.get(name)
         if entry is not None and entry.name in _WINDOW_AGGREGATES:
             if fc.agg_star:
-                return WindowCall("count_star", (), partition, order, INT8)
+                return WindowCall("count_star", (), partition, order, INT8, frame)
             if len(args) != 1:
                 raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
             f, cast_to, result = resolve_aggregate(name, args[0].type)
-            return WindowCall(f.name, (coerce(args[0], cast_to),), partition, order, result)
+            return WindowCall(f.name, (coerce(args[0], cast_to),), partition, order, result, frame)
         raise SqlError("42883", f"window function {name} with {len(args)} arguments does not exist")
 
     def _plan_srfs(self, plan, targets, planner: ExprPlanner):
@@ -663,6 +723,33 @@ class _SyntheticRef(ast.ColumnRef):
 _CTE_IDS = itertools.count(1)
 #: frameOptions of OVER (...) without a frame clause (PostgreSQL's FRAMEOPTION_DEFAULTS)
 _DEFAULT_FRAME = 1058
+
+
+def _resolve_window(w, named: dict, over: bool):
+    """Window definition ``w`` with the named window it refers to merged in (PostgreSQL
+    7.2.5: ``OVER w`` is window w itself; ``OVER (w ORDER BY ...)`` and ``WINDOW x AS
+    (w ...)`` extend w, without overriding its PARTITION BY or ORDER BY nor copying its
+    frame). ``over``: ``w`` is an OVER clause (else a WINDOW clause entry, named itself).
+
+    Raises:
+        SqlError 42704 for an undefined name; 42P20 for an override."""
+    ref = w.name if over and w.name else w.refname
+    if ref is None:
+        return w
+    base = named.get(ref)
+    if base is None:
+        raise SqlError("42704", f'window "{ref}" does not exist')
+    if over and w.name:
+        return base
+    if w.partitionClause:
+        raise SqlError("42P20", f'cannot override PARTITION BY clause of window "{ref}"')
+    if w.orderClause and base.orderClause:
+        raise SqlError("42P20", f'cannot override ORDER BY clause of window "{ref}"')
+    if base.frameOptions != _DEFAULT_FRAME:
+        raise SqlError("42P20", f'cannot copy window "{ref}" because it has a frame clause')
+    return ast.WindowDef(name=w.name, partitionClause=base.partitionClause,
+                         orderClause=w.orderClause or base.orderClause, frameOptions=w.frameOptions,
+                         startOffset=w.startOffset, endOffset=w.endOffset)
 
 
 def _references(node, name: str) -> bool:
