@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from pglast import ast
-from pglast.enums import JoinType, SetOperation
+from pglast.enums import JoinType, SetOperation, SortByDir, SortByNulls
 
 from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, INVALID_COLUMN_REFERENCE, SYNTAX_ERROR, DATATYPE_MISMATCH, INVALID_ROW_COUNT,
@@ -32,7 +33,7 @@ from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Plan, Project, Recursive, Reduce, SetOp, SortKey, Unnest,
     Series, Window, WindowCall, WorkTable,
 )
-from planner.scalar import ColRef, Literal, is_constant
+from planner.scalar import Call, ColRef, Literal, is_constant
 from planner.scope import Scope, ScopeItem
 
 
@@ -410,6 +411,7 @@ class QueryPlanner:
             order_planner = sel_planner
             # Sort expressions may add aggregates, so plan them before building the Reduce.
             sort_exprs = self._sort_exprs(stmt, targets, exprs, order_planner)
+            on_exprs = self._distinct_on(stmt, targets, exprs, order_planner)
             plan = Reduce(plan, tuple(keys), tuple(grouping.aggregates))
             if having is not None:
                 plan = Filter(plan, having)
@@ -419,10 +421,21 @@ class QueryPlanner:
             exprs = [srf_refs[i] if i in srf_refs else fold(from_planner.plan(node))
                      for i, (node, _) in enumerate(targets)]
             sort_exprs = self._sort_exprs(stmt, targets, exprs, from_planner)
+            on_exprs = self._distinct_on(stmt, targets, exprs, from_planner)
 
         names = [name for _, name in targets]
         exprs = [coerce(e, TEXT) if e.type.name == "unknown" else e for e in exprs]
-        return self._finish(plan, exprs, names, sort_exprs, stmt)
+        return self._finish(plan, exprs, names, sort_exprs, stmt, on_exprs)
+
+    def _distinct_on(self, stmt, targets, exprs, planner: ExprPlanner) -> list | None:
+        """The expressions of ``DISTINCT ON (...)`` as ``_sort_exprs`` gives ORDER BY items
+        (an output column by ordinal or name, or any expression); None without ON."""
+        if not stmt.distinctClause or stmt.distinctClause[0] is None:
+            return None
+        items = SimpleNamespace(sortClause=[ast.SortBy(node=n, sortby_dir=SortByDir.SORTBY_DEFAULT,
+                                                       sortby_nulls=SortByNulls.SORTBY_NULLS_DEFAULT)
+                                            for n in stmt.distinctClause])
+        return self._sort_exprs(items, targets, exprs, planner)
 
     def _plan_windows(self, plan, stmt, targets, planner: ExprPlanner):
         """A Window over ``plan`` for the window functions of the select list and ORDER BY
@@ -644,29 +657,49 @@ class QueryPlanner:
             out.append((target, desc, nulls_first))
         return out
 
-    def _finish(self, plan, exprs, names, sort_exprs, stmt) -> PlannedQuery:
+    def _finish(self, plan, exprs, names, sort_exprs, stmt, on_exprs=None) -> PlannedQuery:
+        """Select list, DISTINCT [ON], ORDER BY and LIMIT over ``plan``. Sort and DISTINCT ON
+        items are output indexes or expressions (hidden columns, projected away at the end).
+
+        ``DISTINCT ON (e, ...)`` keeps the first row of each group of equal ``e`` in ORDER BY
+        order (PostgreSQL, SELECT "DISTINCT Clause"): a row_number() window partitioned by
+        ``e`` and ordered like the query, filtered to 1.
+
+        Raises:
+            SqlError 42P10 when ORDER BY of a DISTINCT query is not in the select list, or
+            DISTINCT ON does not match the leftmost ORDER BY items."""
         hidden = [t for t, _, _ in sort_exprs if not isinstance(t, int)]
-        distinct = stmt.distinctClause is not None
-        if distinct and stmt.distinctClause and stmt.distinctClause[0] is not None:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "DISTINCT ON is not supported yet")
+        distinct = stmt.distinctClause is not None and on_exprs is None
         if distinct and hidden:
             raise SqlError(INVALID_COLUMN_REFERENCE, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
         all_exprs = list(exprs)
-        keys = []
-        for t, desc, nf in sort_exprs:
+
+        def index_of(t):
             if isinstance(t, int):
-                idx = t
-            else:
-                if t in all_exprs[len(exprs):]:
-                    idx = all_exprs.index(t, len(exprs))
-                else:
-                    all_exprs.append(t)
-                    idx = len(all_exprs) - 1
-            keys.append(SortKey(idx, desc, nf))
+                return t
+            if t not in all_exprs[len(exprs):]:
+                all_exprs.append(t)
+            return all_exprs.index(t, len(exprs))
+
+        keys = [SortKey(index_of(t), desc, nf) for t, desc, nf in sort_exprs]
+        on = list(dict.fromkeys(index_of(t) for t, _, _ in on_exprs or ()))
+        if on and keys:
+            lead = list(dict.fromkeys(k.index for k in keys))[: len(on)]
+            if set(lead) != set(on) and not set(k.index for k in keys) <= set(on):
+                raise SqlError(INVALID_COLUMN_REFERENCE,
+                               "SELECT DISTINCT ON expressions must match initial ORDER BY expressions")
         all_names = list(names) + [f"?order{i}?" for i in range(len(all_exprs) - len(exprs))]
         plan = Project(plan, tuple(all_exprs), tuple(all_names))
         if distinct:
             plan = Distinct(plan)
+        if on:
+            cols = plan.columns
+            width = len(cols)
+            order = tuple((ColRef(k.index, cols[k.index][1]), k.descending, k.nulls_first) for k in keys)
+            rn = WindowCall("row_number", (), tuple(ColRef(i, cols[i][1]) for i in on), order, INT8)
+            plan = Window(plan, (rn,))
+            plan = Filter(plan, Call("eq", (ColRef(width, INT8), Literal(1, INT8)), BOOL))
+            plan = Project(plan, tuple(ColRef(i, t) for i, (_, t) in enumerate(cols)), tuple(n for n, _ in cols))
         if keys:
             plan = OrderBy(plan, tuple(keys))
         plan = self._limit(plan, stmt)
