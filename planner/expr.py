@@ -28,7 +28,7 @@ from catalog.types import (
 from planner import functions as fn
 from planner import typing as ty
 from planner.functions.aggregate import resolve_aggregate
-from planner.consteval import cast_value
+from planner.consteval import cast_value, fold
 from planner.plan import Project
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Param, Subquery, is_constant
 
@@ -652,6 +652,10 @@ class ExprPlanner:
         f, casts, result = resolved
         return Call(f.name, tuple(coerce(a, t) for a, t in zip(args, casts)), result)
 
+    def _GroupingFunc(self, node):
+        raise SqlError(GROUPING_ERROR, "arguments to GROUPING must be grouping expressions of the associated query level"
+                       if self.agg_context is None else f"grouping operations are not allowed in {self.agg_context}")
+
     def _SQLValueFunction(self, node):
         """current_timestamp, current_date, ...: the statement's start time (PostgreSQL:
         stable within a statement), as a constant, so both execution paths agree."""
@@ -761,14 +765,47 @@ class ExprPlanner:
         return AggCall(f.name, arg, bool(node.agg_distinct), result, order, params, filt)
 
 
+#: the key that stands for the grouping set number (matches no expression of a query)
+_SET_NUMBER = ColRef(-1, INT4)
+
+
 class Grouping:
     """Plans expressions above a ``Reduce``: group keys and aggregates become ColRefs to
     the Reduce's output; other column references are a grouping error (42803)."""
 
-    def __init__(self, from_planner: ExprPlanner, keys: list):
+    def __init__(self, from_planner: ExprPlanner, keys: list, sets: list | None = None):
         self.from_planner = from_planner
-        self.keys = list(keys)
+        #: with grouping sets (tuples of key indexes), the Reduce's output has one more
+        #: key column, the number of the row's set (``QueryPlanner._reduce``)
+        self.sets = sets
+        self.group_keys = list(keys)
+        self.keys = list(keys) + ([_SET_NUMBER] if sets is not None else [])
         self.aggregates: list[AggCall] = []
+
+    def grouping_func(self, node: ast.GroupingFunc):
+        """``GROUPING(a, b, ...)``: a bit per argument, most significant first, set when
+        the argument is not grouped in the row's grouping set (PostgreSQL 9.21, Table
+        9.64); 0 without grouping sets.
+
+        Raises:
+            SqlError 42803 for an argument that is not a GROUP BY expression."""
+        idx = []
+        for a in node.args:
+            e = fold(self.from_planner.plan(a))
+            if e not in self.group_keys:
+                raise SqlError(GROUPING_ERROR, "arguments to GROUPING must be grouping expressions of the associated query level")
+            idx.append(self.group_keys.index(e))
+        if len(idx) > 31:
+            raise SqlError("54023", "GROUPING must have fewer than 32 arguments")
+
+        def mask(members) -> int:
+            return sum(1 << (len(idx) - 1 - j) for j, i in enumerate(idx) if i not in members)
+
+        if self.sets is None:
+            return Literal(0, INT4)
+        set_no = ColRef(len(self.group_keys), INT4)
+        return Case(tuple((Call("eq", (set_no, Literal(n, INT4)), BOOL), Literal(mask(m), INT4))
+                          for n, m in enumerate(self.sets)), Literal(None, INT4), INT4)
 
     def remap_outer(self, plan):
         """A subquery planned against the FROM scope may only use grouped columns of it:
@@ -797,6 +834,8 @@ class Grouping:
     def plan(self, node, outer: ExprPlanner):
         if isinstance(node, ast.SubLink):
             return outer.plan_node(node)
+        if isinstance(node, ast.GroupingFunc):
+            return self.grouping_func(node)
         if isinstance(node, ast.FuncCall) and _func_name(node) in fn.AGGREGATES:
             agg = outer.plan_aggregate(node, self.from_planner)
             if agg not in self.aggregates:

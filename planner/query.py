@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 from pglast import ast
-from pglast.enums import JoinType, SetOperation, SortByDir, SortByNulls
+from pglast.enums import GroupingSetKind, JoinType, SetOperation, SortByDir, SortByNulls
 
 from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, INVALID_COLUMN_REFERENCE, SYNTAX_ERROR, DATATYPE_MISMATCH, INVALID_ROW_COUNT,
@@ -398,8 +398,8 @@ class QueryPlanner:
         if grouped:
             if any(window_calls(t) for t, _ in targets) or any(window_calls(s.node) for s in stmt.sortClause or ()):
                 raise SqlError(FEATURE_NOT_SUPPORTED, "window functions in queries with GROUP BY or aggregates are not supported yet")
-            keys = self._group_keys(stmt, targets, from_planner)
-            grouping = Grouping(from_planner, keys)
+            keys, sets = self._group_keys(stmt, targets, from_planner)
+            grouping = Grouping(from_planner, keys, sets)
             sel_planner = self.expr_planner(Scope())
             sel_planner.grouping = grouping
             sel_planner.subquery_scope = scope
@@ -412,7 +412,7 @@ class QueryPlanner:
             # Sort expressions may add aggregates, so plan them before building the Reduce.
             sort_exprs = self._sort_exprs(stmt, targets, exprs, order_planner)
             on_exprs = self._distinct_on(stmt, targets, exprs, order_planner)
-            plan = Reduce(plan, tuple(keys), tuple(grouping.aggregates))
+            plan = self._reduce(plan, keys, sets, grouping.aggregates)
             if having is not None:
                 plan = Filter(plan, having)
         else:
@@ -599,35 +599,96 @@ class QueryPlanner:
             out.append((v, rt.name or figure_colname(v)))
         return out
 
-    def _group_keys(self, stmt, targets, from_planner: ExprPlanner) -> list:
-        keys = []
-        for g in stmt.groupClause or ():
-            if isinstance(g, ast.A_Const) and isinstance(g.val, ast.Integer):
-                n = g.val.ival
-                if not 1 <= n <= len(targets):
-                    raise SqlError(INVALID_COLUMN_REFERENCE, f"GROUP BY position {n} is not in select list")
-                node = targets[n - 1][0]
-                if contains_aggregate(node):
-                    raise SqlError("42803", "aggregate functions are not allowed in GROUP BY")
-                e = from_planner.plan(node)
-            elif isinstance(g, (ast.GroupingSet,)):
-                raise SqlError(FEATURE_NOT_SUPPORTED, "GROUPING SETS are not supported")
-            else:
-                if contains_aggregate(g):
-                    raise SqlError("42803", "aggregate functions are not allowed in GROUP BY")
-                try:
-                    e = from_planner.plan(g)
-                except SqlError as err:
-                    # An output column alias may be grouped by name (PostgreSQL extension).
-                    alias = _bare_name(g)
-                    match = [t for t, name in targets if name == alias] if alias else []
-                    if err.sqlstate != UNDEFINED_COLUMN or len(match) != 1:
-                        raise
-                    e = from_planner.plan(match[0])
-            e = fold(e)
-            if e not in keys:
-                keys.append(e)
-        return keys
+    def _group_keys(self, stmt, targets, from_planner: ExprPlanner) -> tuple[list, list | None]:
+        """The GROUP BY keys (distinct expressions), and with GROUPING SETS, ROLLUP or CUBE
+        the grouping sets as tuples of key indexes (None for a plain GROUP BY): the
+        product of the items' sets, a plain expression being a set of its own
+        (PostgreSQL 7.2.4); ``GROUP BY DISTINCT`` drops repeated sets."""
+        keys: list = []
+        if not any(isinstance(g, ast.GroupingSet) for g in stmt.groupClause or ()):
+            for g in stmt.groupClause or ():
+                self._group_key(g, targets, from_planner, keys)
+            return keys, None
+
+        def elems(node) -> tuple:
+            nodes = node.args if isinstance(node, ast.RowExpr) else (node,)
+            return tuple(self._group_key(n, targets, from_planner, keys) for n in nodes)
+
+        def sets_of(node) -> list[tuple]:
+            if not isinstance(node, ast.GroupingSet):
+                return [elems(node)]
+            kind = node.kind
+            parts = list(node.content or ())
+            if kind == GroupingSetKind.GROUPING_SET_EMPTY:
+                return [()]
+            if kind == GroupingSetKind.GROUPING_SET_SIMPLE:
+                return [tuple(i for p_ in parts for i in elems(p_))]
+            if kind == GroupingSetKind.GROUPING_SET_ROLLUP:
+                cols = [elems(p_) for p_ in parts]
+                return [tuple(i for c in cols[:n] for i in c) for n in range(len(cols), -1, -1)]
+            if kind == GroupingSetKind.GROUPING_SET_CUBE:
+                cols = [elems(p_) for p_ in parts]
+                if len(cols) > 12:
+                    raise SqlError("54001", "CUBE is limited to 12 elements")
+                return [tuple(i for j, c in enumerate(cols) if mask >> (len(cols) - 1 - j) & 1 for i in c)
+                        for mask in range(2 ** len(cols) - 1, -1, -1)]
+            return [s_ for p_ in parts for s_ in sets_of(p_)]
+
+        sets = [()]
+        for g in stmt.groupClause:
+            sets = [a + b for a in sets for b in sets_of(g)]
+        if len(sets) > 4096:
+            raise SqlError("54001", "too many grouping sets present (maximum 4096)")
+        sets = [tuple(dict.fromkeys(s_)) for s_ in sets]
+        if stmt.groupDistinct:
+            sets = list(dict.fromkeys(tuple(sorted(s_)) for s_ in sets))
+        return keys, sets
+
+    def _group_key(self, g, targets, from_planner: ExprPlanner, keys: list) -> int:
+        """Plan GROUP BY item ``g`` (an expression, an output ordinal or alias) into
+        ``keys``; its index there."""
+        if isinstance(g, ast.A_Const) and isinstance(g.val, ast.Integer):
+            n = g.val.ival
+            if not 1 <= n <= len(targets):
+                raise SqlError(INVALID_COLUMN_REFERENCE, f"GROUP BY position {n} is not in select list")
+            node = targets[n - 1][0]
+            if contains_aggregate(node):
+                raise SqlError("42803", "aggregate functions are not allowed in GROUP BY")
+            e = from_planner.plan(node)
+        else:
+            if contains_aggregate(g):
+                raise SqlError("42803", "aggregate functions are not allowed in GROUP BY")
+            try:
+                e = from_planner.plan(g)
+            except SqlError as err:
+                # An output column alias may be grouped by name (PostgreSQL extension).
+                alias = _bare_name(g)
+                match = [t for t, name in targets if name == alias] if alias else []
+                if err.sqlstate != UNDEFINED_COLUMN or len(match) != 1:
+                    raise
+                e = from_planner.plan(match[0])
+        e = fold(e)
+        if e not in keys:
+            keys.append(e)
+        return keys.index(e)
+
+    @staticmethod
+    def _reduce(plan, keys: list, sets: list | None, aggregates: list):
+        """The Reduce of a GROUP BY; with grouping sets, the union of one Reduce per set,
+        each with NULL for the keys not in its set and, after the keys, the set's number
+        (which ``GROUPING()`` reads; see ``planner.expr.Grouping``)."""
+        if sets is None:
+            return Reduce(plan, tuple(keys), tuple(aggregates))
+        out = None
+        for n, members in enumerate(sets):
+            r = Reduce(plan, tuple(keys[i] for i in members), tuple(aggregates))
+            exprs = [ColRef(members.index(i), k.type) if i in members else Literal(None, k.type)
+                     for i, k in enumerate(keys)]
+            exprs.append(Literal(n, INT4))
+            exprs += [ColRef(len(members) + j, a.type) for j, a in enumerate(aggregates)]
+            branch = Project(r, tuple(exprs), tuple(f"?column{i}?" for i in range(len(exprs))))
+            out = branch if out is None else SetOp("union", out, branch, True)
+        return out
 
     def _sort_exprs(self, stmt, targets, exprs, planner: ExprPlanner) -> list[tuple]:
         """ORDER BY items as (output index or expression, descending, nulls_first)."""
