@@ -388,8 +388,9 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
     if isinstance(plan, Distinct):
         seen, out = set(), []
         for r in _checked(run(plan.input, builtin_rows), limits):
-            if r not in seen:
-                seen.add(r)
+            key = _hashable(r)
+            if key not in seen:
+                seen.add(key)
                 out.append(r)
         return out
     raise TypeError(plan)
@@ -581,11 +582,21 @@ def _join(plan: Join, left: Rows, right: Rows, limits: Limits) -> Rows:
 
 def _reduce(plan: Reduce, rows: Rows, limits: Limits) -> Rows:
     groups: dict[tuple, list[tuple]] = {}
+    first: dict[tuple, tuple] = {}
     for r in _checked(rows, limits):
-        groups.setdefault(tuple(evaluate(k, r) for k in plan.keys), []).append(r)
+        key = tuple(evaluate(k, r) for k in plan.keys)
+        h = _hashable(key)
+        first.setdefault(h, key)
+        groups.setdefault(h, []).append(r)
     if not plan.keys and not groups:
         groups[()] = []
-    return [key + tuple(_aggregate(a, members) for a in plan.aggregates) for key, members in groups.items()]
+        first[()] = ()
+    return [first[h] + tuple(_aggregate(a, members) for a in plan.aggregates) for h, members in groups.items()]
+
+
+def _hashable(row: tuple) -> tuple:
+    """``row`` with its arrays (lists) as tuples, to serve as a dict key."""
+    return tuple(tuple(v) if isinstance(v, list) else v for v in row)
 
 
 def _aggregate(a: AggCall, rows: Rows):

@@ -30,7 +30,7 @@ from planner.expr import (
 )
 from planner.optimize import optimize
 from planner.plan import (
-    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Plan, Project, Recursive, Reduce, SetOp, SortKey, Unnest,
+    Constant, Distinct, Filter, Get, Join, LateralJoin, Limit, OrderBy, Plan, Project, Recursive, Reduce, SetOp, SortKey, Unnest,
     Series, Window, WindowCall, WorkTable,
 )
 from planner.scalar import Call, ColRef, Literal, is_constant
@@ -243,17 +243,35 @@ class QueryPlanner:
             return Constant(((),), ()), Scope()
         plan, scope = self.plan_from_item(from_clause[0])
         for item in from_clause[1:]:
-            p2, s2 = self.plan_from_item(item)
+            p2, s2 = self.plan_from_item(item, scope)
             self._check_duplicate_aliases(scope, s2)
-            plan, scope = Join(plan, p2, "cross", None), scope.concat(s2)
+            plan, scope = self._join_lateral(item, plan, p2, "cross", None), scope.concat(s2)
         return plan, scope
+
+    @staticmethod
+    def _join_lateral(item, left, right, kind, on):
+        """A Join, or a LateralJoin when ``item`` was planned against the FROM items before
+        it (``LATERAL (subquery)``, and every function call, implicitly lateral)."""
+        if _is_lateral(item):
+            return LateralJoin(left, right, kind, on)
+        return Join(left, right, kind, on)
+
+    def _lateral_child(self, scope: Scope | None) -> "QueryPlanner":
+        """A planner for a LATERAL item: the FROM items before it are its nearest outer
+        scope (depth 1); this planner when there are none."""
+        if scope is None:
+            return self
+        return QueryPlanner(self.snap, self.params, [scope or Scope()] + self.outer_scopes, self.ctes,
+                            self.catalog_only)
 
     def _check_duplicate_aliases(self, a: Scope, b: Scope):
         dup = a.qualifiers() & b.qualifiers()
         if dup:
             raise SqlError("42712", f'table name "{sorted(dup)[0]}" specified more than once')
 
-    def plan_from_item(self, item) -> tuple[Plan, Scope]:
+    def plan_from_item(self, item, left: Scope | None = None) -> tuple[Plan, Scope]:
+        """Plan one FROM item; ``left``: the scope of the items before it, which a LATERAL
+        item (and a function call) may read."""
         if isinstance(item, ast.RangeVar):
             if item.schemaname is None and item.relname in self.ctes:
                 return self._derived(self.ctes[item.relname], item.alias, item.relname)
@@ -280,43 +298,44 @@ class QueryPlanner:
         if isinstance(item, ast.JoinExpr):
             return self.plan_join(item)
         if isinstance(item, ast.RangeSubselect):
-            if item.lateral:
-                raise SqlError(FEATURE_NOT_SUPPORTED, "LATERAL is not supported yet")
             if item.alias is None:
                 raise SqlError(SYNTAX_ERROR, "subquery in FROM must have an alias")
-            sub = self._child().plan_raw(item.subquery)
+            planner = self._lateral_child(left) if item.lateral else self._child()
+            sub = planner.plan_raw(item.subquery)
             return self._derived(sub, item.alias, None)
         if isinstance(item, ast.RangeFunction):
-            pq = self._plan_function(item)
-            if item.alias is not None and not item.alias.colnames:
-                pq = PlannedQuery(pq.plan, (item.alias.aliasname,))  # f(...) AS x: the column is x too
-            return self._derived(pq, item.alias, pq.names[0])
+            pq = self._plan_function(item, self._lateral_child(left))
+            scalar = len(pq.names) - bool(item.ordinality) == 1
+            if item.alias is not None and not item.alias.colnames and scalar:
+                pq = PlannedQuery(pq.plan, (item.alias.aliasname,) + pq.names[1:])  # f(...) AS x: the column is x too
+            return self._derived(pq, item.alias, item.functions[0][0].funcname[-1].sval.lower())
         raise SqlError(FEATURE_NOT_SUPPORTED, f"FROM item {type(item).__name__} is not supported")
 
-    def _plan_function(self, item: ast.RangeFunction) -> PlannedQuery:
-        """``FROM generate_series(a, b [, step])`` with constant arguments and ``FROM
-        unnest(array)`` (PostgreSQL 7.2.1.4); the column is named after the function.
+    def _plan_function(self, item: ast.RangeFunction, lateral: "QueryPlanner") -> PlannedQuery:
+        """A function in FROM (PostgreSQL 7.2.1.4): ``generate_series`` with constant
+        arguments is a Series; ``unnest(array)`` and the registry's set-returning functions
+        (``planner.functions.SET_RETURNING``) unnest arrays computed from their arguments,
+        which may name columns of the FROM items before it (``lateral`` plans them) or of
+        an enclosing query. ``WITH ORDINALITY`` adds the row's 1-based position. A
+        one-column function's column is named after the function.
 
         Raises:
-            SqlError 0A000 for LATERAL, ROWS FROM, WITH ORDINALITY, other functions;
-            22023 for a zero step."""
-        if item.lateral or item.ordinality or item.is_rowsfrom or len(item.functions) != 1:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "only FROM generate_series(...) and FROM unnest(...) are supported")
+            SqlError 0A000 for ROWS FROM, other functions; 22023 for a zero step."""
+        if item.is_rowsfrom or len(item.functions) != 1:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "ROWS FROM (...) is not supported")
         fc = item.functions[0][0]
         if not isinstance(fc, ast.FuncCall):
             raise SqlError(FEATURE_NOT_SUPPORTED, "only function calls are supported in FROM")
         name = fc.funcname[-1].sval.lower()
-        planner = self.expr_planner(Scope())
+        planner = lateral.expr_planner(Scope(), agg_context="functions in FROM")
         args = [fold(planner.plan(a)) for a in fc.args or ()]
         if name == "unnest" and len(args) == 1 and args[0].type.is_array:
-            # One row holding the array, unnested; the argument may come from an enclosing
-            # query (a correlated subquery's FROM unnest(outer.col)).
-            t = args[0].type.element
-            one = Project(Constant(((),), ()), (args[0],), ("?array?",))
-            plan = Project(Unnest(one, (0,), ("unnest",)), (ColRef(1, t),), (name,))
-            return PlannedQuery(plan, (name,))
+            return self._unnest_rows([(name, args[0])], item.ordinality)
+        series = name == "generate_series" and all(isinstance(a, Literal) for a in args) and not item.ordinality
+        if name in functions.SET_RETURNING and not series:
+            return self._unnest_rows(_srf_columns(name, args), item.ordinality)
         if not all(isinstance(a, Literal) for a in args):
-            raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} in FROM needs constant arguments (no LATERAL yet)")
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
         if name == "generate_series" and len(args) in (2, 3) and all(a.type.is_integer or a.type.name == "unknown"
                                                                        for a in args):
             t = INT8 if any(a.type.name in ("int8", "oid") for a in args) else INT4
@@ -328,6 +347,22 @@ class QueryPlanner:
                 raise SqlError("22023", "step size cannot equal zero")
             return PlannedQuery(Series(vals[0], vals[1], step, ((name, t),)), (name,))
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
+
+    @staticmethod
+    def _unnest_rows(columns: list, ordinality: bool) -> PlannedQuery:
+        """The rows of arrays ``columns`` ((name, array expression) pairs) side by side,
+        from one row holding them; with ``ordinality`` an ``ordinality`` column."""
+        names = tuple(n for n, _ in columns)
+        one = Project(Constant(((),), ()), tuple(a for _, a in columns), tuple(f"?array{i}?" for i in range(len(columns))))
+        kinds = ("unnest",) * len(columns) + (("subscripts",) if ordinality else ())
+        k = len(columns)
+        plan = Unnest(one, tuple(range(k)) + ((0,) if ordinality else ()), kinds)
+        cols = plan.columns
+        out = tuple(ColRef(k + i, cols[k + i][1]) for i in range(len(kinds)))
+        if ordinality:
+            out = out[:-1] + (coerce(out[-1], INT8),)
+            names += ("ordinality",)
+        return PlannedQuery(Project(plan, out, names), names)
 
     def _derived(self, sub: PlannedQuery, alias, default_name: str | None) -> tuple[Plan, Scope]:
         names = list(sub.names)
@@ -342,7 +377,19 @@ class QueryPlanner:
 
     def plan_join(self, j: ast.JoinExpr) -> tuple[Plan, Scope]:
         lp, ls = self.plan_from_item(j.larg)
-        rp, rs = self.plan_from_item(j.rarg)
+        rp, rs = self.plan_from_item(j.rarg, ls)  # a JOIN's LATERAL item sees its left side only
+        if _is_lateral(j.rarg):
+            if j.jointype not in (JoinType.JOIN_INNER, JoinType.JOIN_LEFT) or j.isNatural or j.usingClause:
+                raise SqlError(FEATURE_NOT_SUPPORTED if j.jointype in (JoinType.JOIN_INNER, JoinType.JOIN_LEFT)
+                               else "42P10", "the LATERAL item of a RIGHT or FULL JOIN cannot refer to the left side"
+                               if j.jointype not in (JoinType.JOIN_INNER, JoinType.JOIN_LEFT)
+                               else "NATURAL or USING joins with LATERAL are not supported")
+            self._check_duplicate_aliases(ls, rs)
+            scope = ls.concat(rs)
+            kind = "left" if j.jointype == JoinType.JOIN_LEFT else ("inner" if j.quals is not None else "cross")
+            on = fold(self.expr_planner(scope, agg_context="JOIN conditions").plan_bool(j.quals, "JOIN/ON")) \
+                if j.quals is not None else (Literal(True, BOOL) if kind == "left" else None)
+            return LateralJoin(lp, rp, kind, on), scope
         self._check_duplicate_aliases(ls, rs)
         kind = {JoinType.JOIN_INNER: "inner", JoinType.JOIN_LEFT: "left", JoinType.JOIN_RIGHT: "right",
                 JoinType.JOIN_FULL: "full"}.get(j.jointype)
@@ -565,6 +612,14 @@ class QueryPlanner:
         for _, node in srfs:
             name = _srf_name(node)
             args = node.args or ()
+            if name in functions.SET_RETURNING:
+                cols = _srf_columns(name, [fold(planner.plan(a)) for a in args])
+                if len(cols) != 1:
+                    raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} in the select list (a record) is not supported; "
+                                                          f"call it in FROM")
+                arrays.append(cols[0][1])
+                kinds.append("unnest")
+                continue
             if len(args) != (1 if name == "unnest" else 2):
                 raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
             arr = fold(planner.plan(args[0]))
@@ -870,9 +925,32 @@ def reads_only_catalog(snap: CatalogSnapshot, stmt) -> bool:
 def _srf_name(node) -> str | None:
     if isinstance(node, ast.FuncCall):
         name = node.funcname[-1].sval.lower()
-        if name in ("unnest", "generate_subscripts") and node.over is None:
+        if (name in ("unnest", "generate_subscripts") or name in functions.SET_RETURNING) and node.over is None:
             return name
     return None
+
+
+def _is_lateral(item) -> bool:
+    """True for a FROM item planned against the items before it: LATERAL (subquery) and
+    function calls (implicitly LATERAL, PostgreSQL 7.2.1.5)."""
+    return isinstance(item, ast.RangeFunction) or (isinstance(item, ast.RangeSubselect) and bool(item.lateral))
+
+
+def _srf_columns(name: str, args: list) -> list:
+    """(column name, array expression) of each output column of the registry's
+    set-returning function ``name`` over planned ``args``.
+
+    Raises:
+        SqlError 42883 when no signature fits."""
+    entry = functions.SET_RETURNING[name]
+    _, casts, result = functions.resolve([entry], name, [a.type for a in args])
+    args = tuple(coerce(a, t) for a, t in zip(args, casts))
+    out = []
+    for col_name, col_entry in entry.extra["columns"]:
+        f = functions.FUNCTIONS[col_entry.format(type=result.name)]
+        _, _, t = functions.resolve([f], name, list(casts))
+        out.append((col_name, Call(f.name, args, t)))
+    return out
 
 
 def _bare_name(node) -> str | None:

@@ -3,6 +3,7 @@ Arrays are one-dimensional with lower bound 1."""
 
 from __future__ import annotations
 
+from catalog.errors import SqlError
 from catalog.textio import format_text
 from catalog.types import TEXT
 from planner.functions import Function, register, sig
@@ -108,4 +109,38 @@ register(
     *[Function(f"array_{kind}:{op}", (), _any_all_py, _any_all_spark, strict=False, doc="9.24.3",
                samples=(f"k {o} {kind[0:3].upper()} (a)",))
       for kind in ("any", "all") for op, o in zip(CMP, ("=", "<>", "<", "<=", ">", ">="))],
+)
+
+
+# -- generate_series over integers with column arguments (9.25) --------------------------
+
+
+def _series_py(a, e):
+    """start, start + step, ... while not past stop (PostgreSQL 9.25).
+
+    Raises:
+        SqlError 22023 for a zero step."""
+    step = a[2] if len(a) > 2 else 1
+    if step == 0:
+        raise SqlError("22023", "step size cannot equal zero")
+    return list(range(a[0], a[1] + (1 if step > 0 else -1), step))
+
+
+def _series_spark(S, a, e):
+    F = S.F
+    start, stop = a[0], a[1]
+    step = a[2] if len(a) > 2 else F.lit(1).cast(S.spark_type(e.type.element))
+    empty = ((step > 0) & (start > stop)) | ((step < 0) & (start < stop))
+    return (F.when(step == 0, S.fail("22023", "step size cannot equal zero"))
+            .when(empty, S.empty_array(e.type)).otherwise(F.sequence(start, stop, step)))
+
+
+register(
+    *[Function(f"generate_series:{t}", (sig(t, t, ret=f"_{t}"), sig(t, t, t, ret=f"_{t}")), _series_py,
+               _series_spark, doc="9.25") for t in ("int4", "int8")],
+    Function("generate_series", (sig("int4", "int4", ret="int4"), sig("int4", "int4", "int4", ret="int4"),
+                                 sig("int8", "int8", ret="int8"), sig("int8", "int8", "int8", ret="int8")),
+             None, None, sql_names=("generate_series",), kind="srf", doc="9.25",
+             samples=("generate_series(1, k)", "generate_series(k, 1, -2)", "generate_series(i, 2)"),
+             extra={"columns": (("generate_series", "generate_series:{type}"),)}),
 )
