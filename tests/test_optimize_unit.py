@@ -169,9 +169,10 @@ def test_catalog_only_plan_keeps_subqueries_it_cannot_decorrelate():
 
 
 def test_limit_in_a_correlated_subquery_keeps_the_first_rows_per_outer_row(snap):
-    p = optimize(raw(snap, "SELECT a, (SELECT x FROM u WHERE u.a = t.a ORDER BY x DESC LIMIT 1) FROM t"))
+    p = optimize(raw(snap, "SELECT a, (SELECT c FROM u WHERE u.a = t.a ORDER BY c DESC LIMIT 1) FROM t"))
     assert not has_subquery(p)
     assert any(isinstance(n, Window) for n in nodes(p))
+    assert rows(p) == Counter([(1, 100), (2, 201), (2, 201), (3, None), (None, None)])
 
 
 # -- fold_constants ---------------------------------------------------------------------
