@@ -19,6 +19,7 @@ from pglast.enums import (
 
 from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_COLUMN,
+    UNDEFINED_FUNCTION,
 )
 from catalog.pg_catalog import FIRST_USER_OID
 from catalog.textio import parse_interval, parse_text, INTERVAL_FIELD_UNITS
@@ -519,10 +520,22 @@ class ExprPlanner:
     def _A_Indirection(self, node: ast.A_Indirection):
         e = self.plan(node.arg)
         for ind in node.indirection:
-            if not isinstance(ind, ast.A_Indices) or ind.is_slice:
-                raise SqlError(FEATURE_NOT_SUPPORTED, "only array subscripts a[i] are supported")
+            if not isinstance(ind, ast.A_Indices):
+                raise SqlError(FEATURE_NOT_SUPPORTED, "only array subscripts a[i] and slices a[i:j] are supported")
             if not e.type.is_array:
                 raise SqlError(DATATYPE_MISMATCH, f"cannot subscript type {e.type.sql()} because it does not support subscripting")
+            if ind.is_slice:
+                # a[lo:hi], a[lo:], a[:hi] (PostgreSQL 8.15.3): an array of the same type
+                from planner.functions.array import SLICE_END
+
+                bounds = []
+                for b, default in ((ind.lidx, 1), (ind.uidx, SLICE_END)):
+                    x = coerce(self.plan(b), INT4) if b is not None else Literal(default, INT4)
+                    if not x.type.is_integer:
+                        raise SqlError(DATATYPE_MISMATCH, "array subscript must have type integer")
+                    bounds.append(coerce(x, INT4))
+                e = Call("array_slice", (e, *bounds), e.type)
+                continue
             idx = coerce(self.plan(ind.uidx), INT4)
             if not idx.type.is_integer:
                 raise SqlError(DATATYPE_MISMATCH, "array subscript must have type integer")
@@ -594,7 +607,7 @@ class ExprPlanner:
             raise SqlError(GROUPING_ERROR, "aggregate function calls cannot be nested")
         if node.agg_star or node.agg_distinct or node.over is not None:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{name}(...) with * / DISTINCT / OVER is not supported")
-        args = [self.plan(a) for a in node.args or ()]
+        args = self._call_args(name, node.args or ())
         if name in ("now", "transaction_timestamp", "statement_timestamp") and not args:
             return Literal(statement_time(), TIMESTAMPTZ)
         if name == "mz_now" and not args:
@@ -655,6 +668,46 @@ class ExprPlanner:
     def _GroupingFunc(self, node):
         raise SqlError(GROUPING_ERROR, "arguments to GROUPING must be grouping expressions of the associated query level"
                        if self.agg_context is None else f"grouping operations are not allowed in {self.agg_context}")
+
+    def _call_args(self, name: str, nodes) -> list:
+        """The planned arguments of a call, named ones (``f(days => 3)``, PostgreSQL 4.3)
+        put in their places by the entry's ``extra["arg_names"]``, omitted ones given
+        their ``extra["defaults"]``.
+
+        Raises:
+            SqlError 42883 for a name the function does not have or a missing argument
+            without a default; 42601 for an argument named twice."""
+        named = any(isinstance(n, ast.NamedArgExpr) for n in nodes)
+        entry = next((f for f in fn.BY_SQL_NAME.get(name, ()) if "arg_names" in f.extra), None) \
+            if named or name in fn.BY_SQL_NAME and len(nodes) < 7 else None
+        if not named and (entry is None or len(nodes) >= len(entry.extra["arg_names"])
+                          or len(nodes) < len(entry.extra["arg_names"]) - len(entry.extra.get("defaults", ()))):
+            return [self.plan(a) for a in nodes]
+        if entry is None:
+            raise SqlError(UNDEFINED_FUNCTION, f"function {name} with named arguments does not exist",
+                           hint="No function matches the given name and argument types. "
+                                "You might need to add explicit type casts.")
+        names, defaults = entry.extra["arg_names"], entry.extra.get("defaults", ())
+        slots: list = [None] * len(names)
+        for i, n in enumerate(nodes):
+            if not isinstance(n, ast.NamedArgExpr):
+                slots[i] = self.plan(n)
+                continue
+            if n.name not in names:
+                raise SqlError(UNDEFINED_FUNCTION, f"function {name} has no argument named \"{n.name}\"",
+                               hint="No function matches the given name and argument types.")
+            j = names.index(n.name)
+            if slots[j] is not None:
+                raise SqlError(SYNTAX_ERROR, f'argument name "{n.name}" used more than once')
+            slots[j] = self.plan(n.arg)
+        first_default = len(names) - len(defaults)
+        for j, s_ in enumerate(slots):
+            if s_ is None:
+                if j < first_default:
+                    raise SqlError(UNDEFINED_FUNCTION, f"function {name} requires argument \"{names[j]}\"",
+                                   hint="No function matches the given name and argument types.")
+                slots[j] = Literal(defaults[j - first_default], SqlType(entry.sigs[0].args[j]))
+        return slots
 
     def _SQLValueFunction(self, node):
         """current_timestamp, current_date, ...: the statement's start time (PostgreSQL:

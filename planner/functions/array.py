@@ -144,3 +144,31 @@ register(
              samples=("generate_series(1, k)", "generate_series(k, 1, -2)", "generate_series(i, 2)"),
              extra={"columns": (("generate_series", "generate_series:{type}"),)}),
 )
+
+
+# -- slices (8.15.3) ---------------------------------------------------------------------
+
+#: the upper bound of ``a[lo:]`` (PostgreSQL: the array's own upper bound)
+SLICE_END = 2147483647
+
+
+def _slice_py(a, e):
+    """``a[lo:hi]`` of a one-dimensional array with lower bound 1: the elements from
+    max(lo, 1) to min(hi, length), ``{}`` when none (PostgreSQL 8.15.3)."""
+    arr, lo, hi = a
+    lo, hi = max(lo, 1), min(hi, len(arr))
+    return arr[lo - 1:hi] if lo <= hi else []
+
+
+def _slice_spark(S, a, e):
+    F = S.F
+    arr, lo, hi = a
+    lo = F.greatest(lo, F.lit(1))
+    hi = F.least(hi, F.size(arr))
+    return F.when(lo <= hi, F.slice(arr, lo, hi - lo + 1)).otherwise(S.empty_array(e.type))
+
+
+register(
+    Function("array_slice", (), _slice_py, _slice_spark, doc="8.15.3",
+             samples=("a[1:2]", "a[2:]", "a[:1]", "a[k:k + 1]", "a[0:10]", "a[3:1]")),
+)
