@@ -472,6 +472,15 @@ class ExprPlanner:
             func = "ilike" if k == A_Expr_Kind.AEXPR_ILIKE else "like"
             e = Call(func, (coerce(s, TEXT), coerce(p, TEXT)), BOOL)
             return Call("not", (e,), BOOL) if op.startswith("!") else e
+        if k == A_Expr_Kind.AEXPR_SIMILAR:
+            # s [NOT] SIMILAR TO p [ESCAPE e] (PostgreSQL 9.7.2); the parser wraps p and e
+            # in similar_to_escape(...)
+            s_ = coerce(self.plan(node.lexpr), TEXT)
+            parts = [coerce(self.plan(x), TEXT) for x in node.rexpr.args]
+            if not all(x.type.is_string for x in [s_, *parts]):
+                raise ty._undefined_op("~", s_.type, parts[0].type)
+            e = Call("similar_to", tuple(coerce(x, TEXT) for x in [s_, *parts]), BOOL)
+            return Call("not", (e,), BOOL) if op.startswith("!") else e
         if k in (A_Expr_Kind.AEXPR_BETWEEN, A_Expr_Kind.AEXPR_NOT_BETWEEN,
                  A_Expr_Kind.AEXPR_BETWEEN_SYM, A_Expr_Kind.AEXPR_NOT_BETWEEN_SYM):
             x = self.plan(node.lexpr)

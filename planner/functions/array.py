@@ -95,8 +95,9 @@ register(
     Function("array_to_string", (sig("anyarray", "text", ret="text"), sig("anyarray", "text", "text", ret="text")),
              _to_string_py, _to_string_spark, sql_names=("array_to_string",), strict=False, doc="9.19",
              samples=("array_to_string(a, ',')", "array_to_string(a, ',', '*')")),
-    Function("array_cat", (), lambda a, e: None if a[0] is None and a[1] is None else (a[0] or []) + (a[1] or []),
-             _cat_spark, strict=False, doc="9.19", samples=("a || a", "a || array[k]")),
+    Function("array_cat", (sig("anyarray", "anyarray", ret="anyarray"),), lambda a, e: None if a[0] is None and a[1] is None else (a[0] or []) + (a[1] or []),
+             _cat_spark, sql_names=("array_cat",), strict=False, doc="9.19",
+             samples=("a || a", "a || array[k]", "array_cat(a, array[k, 9])")),
     Function("array_append", (), lambda a, e: (a[0] or []) + [a[1]],
              lambda S, a, e: S.F.concat(S.F.coalesce(a[0], S.empty_array(e.type)), S.F.array(a[1])),
              strict=False, doc="9.19", samples=("a || k",)),
@@ -171,4 +172,33 @@ def _slice_spark(S, a, e):
 register(
     Function("array_slice", (), _slice_py, _slice_spark, doc="8.15.3",
              samples=("a[1:2]", "a[2:]", "a[:1]", "a[k:k + 1]", "a[0:10]", "a[3:1]")),
+)
+
+
+# -- array_remove, array_replace (9.19) -------------------------------------------------
+
+
+def _remove_py(a, e):
+    """Elements not equal to x (NULLs removed by NULL: IS NOT DISTINCT FROM)."""
+    arr, x = a
+    return None if arr is None else [v for v in arr if not (v == x if x is not None else v is None)]
+
+
+def _replace_py(a, e):
+    arr, x, y = a
+    return None if arr is None else [y if (v == x if x is not None else v is None) else v for v in arr]
+
+
+def _same(F, v, x):
+    return F.when(x.isNull(), v.isNull()).otherwise(F.coalesce(v == x, F.lit(False)))
+
+
+register(
+    Function("array_remove", (sig("anyarray", "anyelement", ret="anyarray"),), _remove_py,
+             lambda S, a, e: S.F.filter(a[0], lambda v: ~_same(S.F, v, a[1])), sql_names=("array_remove",),
+             strict=False, doc="9.19", samples=("array_remove(a, 2)", "array_remove(a, NULL)", "array_remove(a, k)")),
+    Function("array_replace", (sig("anyarray", "anyelement", "anyelement", ret="anyarray"),), _replace_py,
+             lambda S, a, e: S.F.transform(a[0], lambda v: S.F.when(_same(S.F, v, a[1]), a[2]).otherwise(v)),
+             sql_names=("array_replace",), strict=False, doc="9.19",
+             samples=("array_replace(a, 2, 20)", "array_replace(a, NULL, k)", "array_replace(a, k, NULL)")),
 )
