@@ -105,6 +105,13 @@ QUERIES = {
 }
 
 
+#: (query, engine) -> why sqlfront deliberately answers differently from PostgreSQL
+QUERY_DIFFERENCES = {
+    ("SELECT k, key, value FROM {t}, jsonb_each_text(j) WHERE jsonb_typeof(j) = 'object' ORDER BY 1, 2", "spark"):
+        fn.FUNCTIONS["jsonb_each_text"].differs.split("; ", 1)[1],
+}
+
+
 def _values_table() -> str:
     """The table's rows as a VALUES list, typed like the table: a query over it (a WITH
     query named like the table) runs in the interpreter."""
@@ -186,9 +193,12 @@ def test_query_matches_postgres(both, sql, engine):
     """A whole query over the table, on PostgreSQL and on sqlfront: on Spark over the
     table, or in the Python interpreter over the same rows as VALUES."""
     ours, theirs = both
+    reason = QUERY_DIFFERENCES.get((sql, engine))
     sql = sql.format(t=TABLE)
     expected = _run(theirs, sql)
     got = _run(ours, sql if engine == "spark" else f"WITH {TABLE} AS {_values_table()} {sql}")
+    if got != expected and reason:
+        pytest.xfail(f"deliberate difference: {reason}")
     assert got == expected, sql
 
 

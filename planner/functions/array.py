@@ -166,7 +166,8 @@ def _slice_spark(S, a, e):
     arr, lo, hi = a
     lo = F.greatest(lo, F.lit(1))
     hi = F.least(hi, F.size(arr))
-    return F.when(lo <= hi, F.slice(arr, lo, hi - lo + 1)).otherwise(S.empty_array(e.type))
+    return F.when(arr.isNull() | lo.isNull() | hi.isNull(), F.lit(None)).when(
+        lo <= hi, F.slice(arr, lo, hi - lo + 1)).otherwise(S.empty_array(e.type))
 
 
 register(

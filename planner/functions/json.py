@@ -332,9 +332,16 @@ _SRF_SAMPLES = {
     "jsonb_object_keys": ("jsonb_object_keys(j)",), "jsonb_array_elements": ("jsonb_array_elements(j)",),
     "jsonb_array_elements_text": ("jsonb_array_elements_text(j)",),
 }
+_RECORD = ("a function of two columns in the select list would be a record, which is not supported (0A000): "
+           "call it in FROM")
+_SRF_DIFFERS = {
+    "jsonb_each": _RECORD,
+    "jsonb_each_text": _RECORD + "; on table data, a nested object or array value is Spark's compact JSON text "
+                                 "([1,2], not [1, 2]), as jsonb::text is there",
+}
 for _srf, _cols in _JSON_SRFS.items():
     register(*[Function(f"{_srf}:{part}", (sig("jsonb", ret=f"_{t}"),), _json_items_py(_srf, part),
                         _json_items_spark(_srf, part), doc="9.16") for _, part, t in _cols])
     register(Function(_srf, (sig("jsonb", ret="record"),), None, None, sql_names=(_srf, _srf.replace("jsonb", "json")),
-                      kind="srf", doc="9.16", samples=_SRF_SAMPLES[_srf],
+                      kind="srf", doc="9.16", samples=_SRF_SAMPLES[_srf], differs=_SRF_DIFFERS.get(_srf, ""),
                       extra={"columns": tuple((name, f"{_srf}:{part}") for name, part, _ in _cols)}))
