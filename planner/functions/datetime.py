@@ -480,7 +480,7 @@ register(
              _make_interval_py, _make_interval_spark, sql_names=("make_interval",), doc="9.9",
              extra={"arg_names": ("years", "months", "weeks", "days", "hours", "mins", "secs"),
                     "defaults": (0, 0, 0, 0, 0, 0, 0.0)},
-             samples=("make_interval(days => k)", "make_interval(k, 2, 1)", "make_interval(hours => i, secs => n)",
+             samples=("make_interval(days => k)", "make_interval(k, 2, 1)", "make_interval(mins => i, secs => n)",
                       "make_interval(years => k, mins => 90)")),
     Function("make_timestamp", (sig("int4", "int4", "int4", "int4", "int4", "float8", ret="timestamp"),),
              _make_timestamp_py, _make_timestamp_spark, sql_names=("make_timestamp",), doc="9.9",
