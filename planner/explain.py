@@ -120,7 +120,8 @@ def explain(plan) -> list[str]:
             lines.append(f"{pad}Window " + ", ".join(
                 f"{c.func}({', '.join(text(a) for a in c.args)}) over (partition by "
                 f"{', '.join(text(k) for k in c.partition)} order by "
-                f"{', '.join(text(e) + (' desc' if d else '') for e, d, _ in c.order)})" for c in p.calls))
+                f"{', '.join(text(e) + (' desc' if d else '') for e, d, _ in c.order)}"
+                f"{_frame_text(c.frame)})" for c in p.calls))
         elif isinstance(p, Recursive):
             lines.append(f"{pad}Recursive #{p.cte}{' all' if p.all else ''}")
         elif isinstance(p, WorkTable):
@@ -134,3 +135,15 @@ def explain(plan) -> list[str]:
 
     emit(plan, 0)
     return lines
+
+
+def _frame_text(frame) -> str:
+    """`` rows between ...`` of a window frame, empty for the default frame."""
+    if frame is None:
+        return ""
+
+    def bound(kind, off):
+        kind = kind.replace("_", " ")
+        return "current row" if kind == "current" else (f"{off} {kind}" if off is not None else kind)
+
+    return f" {frame.mode} between {bound(*frame.start)} and {bound(*frame.end)}"

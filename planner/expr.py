@@ -19,6 +19,7 @@ from pglast.enums import (
 
 from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_COLUMN,
+    UNDEFINED_FUNCTION,
 )
 from catalog.pg_catalog import FIRST_USER_OID
 from catalog.textio import parse_interval, parse_text, INTERVAL_FIELD_UNITS
@@ -28,7 +29,7 @@ from catalog.types import (
 from planner import functions as fn
 from planner import typing as ty
 from planner.functions.aggregate import resolve_aggregate
-from planner.consteval import cast_value
+from planner.consteval import cast_value, fold
 from planner.plan import Project
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Param, Subquery, is_constant
 
@@ -471,6 +472,15 @@ class ExprPlanner:
             func = "ilike" if k == A_Expr_Kind.AEXPR_ILIKE else "like"
             e = Call(func, (coerce(s, TEXT), coerce(p, TEXT)), BOOL)
             return Call("not", (e,), BOOL) if op.startswith("!") else e
+        if k == A_Expr_Kind.AEXPR_SIMILAR:
+            # s [NOT] SIMILAR TO p [ESCAPE e] (PostgreSQL 9.7.2); the parser wraps p and e
+            # in similar_to_escape(...)
+            s_ = coerce(self.plan(node.lexpr), TEXT)
+            parts = [coerce(self.plan(x), TEXT) for x in node.rexpr.args]
+            if not all(x.type.is_string for x in [s_, *parts]):
+                raise ty._undefined_op("~", s_.type, parts[0].type)
+            e = Call("similar_to", tuple(coerce(x, TEXT) for x in [s_, *parts]), BOOL)
+            return Call("not", (e,), BOOL) if op.startswith("!") else e
         if k in (A_Expr_Kind.AEXPR_BETWEEN, A_Expr_Kind.AEXPR_NOT_BETWEEN,
                  A_Expr_Kind.AEXPR_BETWEEN_SYM, A_Expr_Kind.AEXPR_NOT_BETWEEN_SYM):
             x = self.plan(node.lexpr)
@@ -519,10 +529,22 @@ class ExprPlanner:
     def _A_Indirection(self, node: ast.A_Indirection):
         e = self.plan(node.arg)
         for ind in node.indirection:
-            if not isinstance(ind, ast.A_Indices) or ind.is_slice:
-                raise SqlError(FEATURE_NOT_SUPPORTED, "only array subscripts a[i] are supported")
+            if not isinstance(ind, ast.A_Indices):
+                raise SqlError(FEATURE_NOT_SUPPORTED, "only array subscripts a[i] and slices a[i:j] are supported")
             if not e.type.is_array:
                 raise SqlError(DATATYPE_MISMATCH, f"cannot subscript type {e.type.sql()} because it does not support subscripting")
+            if ind.is_slice:
+                # a[lo:hi], a[lo:], a[:hi] (PostgreSQL 8.15.3): an array of the same type
+                from planner.functions.array import SLICE_END
+
+                bounds = []
+                for b, default in ((ind.lidx, 1), (ind.uidx, SLICE_END)):
+                    x = coerce(self.plan(b), INT4) if b is not None else Literal(default, INT4)
+                    if not x.type.is_integer:
+                        raise SqlError(DATATYPE_MISMATCH, "array subscript must have type integer")
+                    bounds.append(coerce(x, INT4))
+                e = Call("array_slice", (e, *bounds), e.type)
+                continue
             idx = coerce(self.plan(ind.uidx), INT4)
             if not idx.type.is_integer:
                 raise SqlError(DATATYPE_MISMATCH, "array subscript must have type integer")
@@ -594,7 +616,7 @@ class ExprPlanner:
             raise SqlError(GROUPING_ERROR, "aggregate function calls cannot be nested")
         if node.agg_star or node.agg_distinct or node.over is not None:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{name}(...) with * / DISTINCT / OVER is not supported")
-        args = [self.plan(a) for a in node.args or ()]
+        args = self._call_args(name, node.args or ())
         if name in ("now", "transaction_timestamp", "statement_timestamp") and not args:
             return Literal(statement_time(), TIMESTAMPTZ)
         if name == "mz_now" and not args:
@@ -651,6 +673,50 @@ class ExprPlanner:
             raise fn.undefined_function(name, types)
         f, casts, result = resolved
         return Call(f.name, tuple(coerce(a, t) for a, t in zip(args, casts)), result)
+
+    def _GroupingFunc(self, node):
+        raise SqlError(GROUPING_ERROR, "arguments to GROUPING must be grouping expressions of the associated query level"
+                       if self.agg_context is None else f"grouping operations are not allowed in {self.agg_context}")
+
+    def _call_args(self, name: str, nodes) -> list:
+        """The planned arguments of a call, named ones (``f(days => 3)``, PostgreSQL 4.3)
+        put in their places by the entry's ``extra["arg_names"]``, omitted ones given
+        their ``extra["defaults"]``.
+
+        Raises:
+            SqlError 42883 for a name the function does not have or a missing argument
+            without a default; 42601 for an argument named twice."""
+        named = any(isinstance(n, ast.NamedArgExpr) for n in nodes)
+        entry = next((f for f in fn.BY_SQL_NAME.get(name, ()) if "arg_names" in f.extra), None) \
+            if named or name in fn.BY_SQL_NAME and len(nodes) < 7 else None
+        if not named and (entry is None or len(nodes) >= len(entry.extra["arg_names"])
+                          or len(nodes) < len(entry.extra["arg_names"]) - len(entry.extra.get("defaults", ()))):
+            return [self.plan(a) for a in nodes]
+        if entry is None:
+            raise SqlError(UNDEFINED_FUNCTION, f"function {name} with named arguments does not exist",
+                           hint="No function matches the given name and argument types. "
+                                "You might need to add explicit type casts.")
+        names, defaults = entry.extra["arg_names"], entry.extra.get("defaults", ())
+        slots: list = [None] * len(names)
+        for i, n in enumerate(nodes):
+            if not isinstance(n, ast.NamedArgExpr):
+                slots[i] = self.plan(n)
+                continue
+            if n.name not in names:
+                raise SqlError(UNDEFINED_FUNCTION, f"function {name} has no argument named \"{n.name}\"",
+                               hint="No function matches the given name and argument types.")
+            j = names.index(n.name)
+            if slots[j] is not None:
+                raise SqlError(SYNTAX_ERROR, f'argument name "{n.name}" used more than once')
+            slots[j] = self.plan(n.arg)
+        first_default = len(names) - len(defaults)
+        for j, s_ in enumerate(slots):
+            if s_ is None:
+                if j < first_default:
+                    raise SqlError(UNDEFINED_FUNCTION, f"function {name} requires argument \"{names[j]}\"",
+                                   hint="No function matches the given name and argument types.")
+                slots[j] = Literal(defaults[j - first_default], SqlType(entry.sigs[0].args[j]))
+        return slots
 
     def _SQLValueFunction(self, node):
         """current_timestamp, current_date, ...: the statement's start time (PostgreSQL:
@@ -761,14 +827,47 @@ class ExprPlanner:
         return AggCall(f.name, arg, bool(node.agg_distinct), result, order, params, filt)
 
 
+#: the key that stands for the grouping set number (matches no expression of a query)
+_SET_NUMBER = ColRef(-1, INT4)
+
+
 class Grouping:
     """Plans expressions above a ``Reduce``: group keys and aggregates become ColRefs to
     the Reduce's output; other column references are a grouping error (42803)."""
 
-    def __init__(self, from_planner: ExprPlanner, keys: list):
+    def __init__(self, from_planner: ExprPlanner, keys: list, sets: list | None = None):
         self.from_planner = from_planner
-        self.keys = list(keys)
+        #: with grouping sets (tuples of key indexes), the Reduce's output has one more
+        #: key column, the number of the row's set (``QueryPlanner._reduce``)
+        self.sets = sets
+        self.group_keys = list(keys)
+        self.keys = list(keys) + ([_SET_NUMBER] if sets is not None else [])
         self.aggregates: list[AggCall] = []
+
+    def grouping_func(self, node: ast.GroupingFunc):
+        """``GROUPING(a, b, ...)``: a bit per argument, most significant first, set when
+        the argument is not grouped in the row's grouping set (PostgreSQL 9.21, Table
+        9.64); 0 without grouping sets.
+
+        Raises:
+            SqlError 42803 for an argument that is not a GROUP BY expression."""
+        idx = []
+        for a in node.args:
+            e = fold(self.from_planner.plan(a))
+            if e not in self.group_keys:
+                raise SqlError(GROUPING_ERROR, "arguments to GROUPING must be grouping expressions of the associated query level")
+            idx.append(self.group_keys.index(e))
+        if len(idx) > 31:
+            raise SqlError("54023", "GROUPING must have fewer than 32 arguments")
+
+        def mask(members) -> int:
+            return sum(1 << (len(idx) - 1 - j) for j, i in enumerate(idx) if i not in members)
+
+        if self.sets is None:
+            return Literal(0, INT4)
+        set_no = ColRef(len(self.group_keys), INT4)
+        return Case(tuple((Call("eq", (set_no, Literal(n, INT4)), BOOL), Literal(mask(m), INT4))
+                          for n, m in enumerate(self.sets)), Literal(None, INT4), INT4)
 
     def remap_outer(self, plan):
         """A subquery planned against the FROM scope may only use grouped columns of it:
@@ -797,6 +896,8 @@ class Grouping:
     def plan(self, node, outer: ExprPlanner):
         if isinstance(node, ast.SubLink):
             return outer.plan_node(node)
+        if isinstance(node, ast.GroupingFunc):
+            return self.grouping_func(node)
         if isinstance(node, ast.FuncCall) and _func_name(node) in fn.AGGREGATES:
             agg = outer.plan_aggregate(node, self.from_planner)
             if agg not in self.aggregates:

@@ -388,8 +388,9 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
     if isinstance(plan, Distinct):
         seen, out = set(), []
         for r in _checked(run(plan.input, builtin_rows), limits):
-            if r not in seen:
-                seen.add(r)
+            key = _hashable(r)
+            if key not in seen:
+                seen.add(key)
                 out.append(r)
         return out
     raise TypeError(plan)
@@ -442,51 +443,56 @@ def _order_keys(order, rows: Rows) -> list:
 
 
 def _window(c: WindowCall, rows: Rows, limits: Limits) -> list:
-    """The value of window function ``c`` for each of ``rows`` (in their order)."""
+    """The value of window function ``c`` for each of ``rows`` (in their order): rows are
+    partitioned and ordered here; a window entry's ``py`` computes its values over each
+    partition (``planner.functions.window.Partition``), an aggregate is computed over each
+    row's frame."""
+    from planner.functions.window import Partition, frame_rows
+
     out = [None] * len(rows)
     parts: dict[tuple, list[int]] = {}
     for i, r in enumerate(_checked(rows, limits)):
         parts.setdefault(tuple(evaluate(k, r) for k in c.partition), []).append(i)
     keys = _order_keys(c.order, rows)
+    entry = FUNCTIONS[c.func]
     for members in parts.values():
         ordered = _sort_by(members, keys, limits)
+        n = len(ordered)
         peer = [tuple(key(p) for key, _, _ in keys) for p in ordered]
-        if c.func in ("lag", "lead"):
-            vals = [evaluate(c.args[0], rows[p]) for p in ordered]
-            for j, p in enumerate(ordered):
-                off = evaluate(c.args[1], rows[p])
-                t = j - off if c.func == "lag" else j + off
-                default = evaluate(c.args[2], rows[p]) if len(c.args) > 2 else None
-                out[p] = vals[t] if off is not None and 0 <= t < len(vals) else (None if off is None else default)
-            continue
-        rank = dense = 0
-        for j, p in enumerate(ordered):
-            new_peer = j == 0 or peer[j] != peer[j - 1]
-            if new_peer:
-                rank, dense = j + 1, dense + 1
-            if c.func == "row_number":
-                out[p] = j + 1
-            elif c.func == "rank":
-                out[p] = rank
-            elif c.func == "dense_rank":
-                out[p] = dense
-        if c.func in ("row_number", "rank", "dense_rank"):
-            continue
-        # Aggregates over the default frame: all rows up to the current row's last peer
-        # (the whole partition without ORDER BY).
-        agg = c.as_aggregate()
-        j = 0
-        while j < len(ordered):
+        peers, j = [], 0
+        while j < n:
             end = j + 1
-            while c.order and end < len(ordered) and peer[end] == peer[j]:
+            while end < n and peer[end] == peer[j]:
                 end += 1
-            if not c.order:
-                end = len(ordered)
-            limits.tick(end)  # a running aggregate re-reads its frame: quadratic work
-            value = _aggregate(agg, [rows[p] for p in ordered[:end]])
-            for p in ordered[j:end]:
-                out[p] = value
+            peers += [(j, end)] * (end - j)
             j = end
+        range_keys = [k[0] for k in peer] if len(keys) == 1 else None
+        desc = bool(c.order) and c.order[0][1]
+
+        def frame(j, ordered=ordered, peers=peers, range_keys=range_keys, n=n):
+            return frame_rows(c.frame, j, peers, range_keys, desc, n)
+
+        if entry.kind == "window":
+            cache: dict[tuple, object] = {}
+
+            def arg(i, j, ordered=ordered, cache=cache):
+                if (i, j) not in cache:
+                    cache[(i, j)] = evaluate(c.args[i], rows[ordered[j]])
+                return cache[(i, j)]
+
+            limits.tick(n)
+            values = entry.py(Partition(n, len(c.args), arg, peers, frame))
+        else:
+            agg = c.as_aggregate()
+            values, memo = [], {}
+            for j in range(n):
+                f = frame(j)
+                if (f.start, f.stop) not in memo:
+                    limits.tick(len(f))  # each frame is re-read: quadratic work at worst
+                    memo[(f.start, f.stop)] = _aggregate(agg, [rows[ordered[p]] for p in f])
+                values.append(memo[(f.start, f.stop)])
+        for p, v in zip(ordered, values):
+            out[p] = v
     return out
 
 
@@ -576,11 +582,21 @@ def _join(plan: Join, left: Rows, right: Rows, limits: Limits) -> Rows:
 
 def _reduce(plan: Reduce, rows: Rows, limits: Limits) -> Rows:
     groups: dict[tuple, list[tuple]] = {}
+    first: dict[tuple, tuple] = {}
     for r in _checked(rows, limits):
-        groups.setdefault(tuple(evaluate(k, r) for k in plan.keys), []).append(r)
+        key = tuple(evaluate(k, r) for k in plan.keys)
+        h = _hashable(key)
+        first.setdefault(h, key)
+        groups.setdefault(h, []).append(r)
     if not plan.keys and not groups:
         groups[()] = []
-    return [key + tuple(_aggregate(a, members) for a in plan.aggregates) for key, members in groups.items()]
+        first[()] = ()
+    return [first[h] + tuple(_aggregate(a, members) for a in plan.aggregates) for h, members in groups.items()]
+
+
+def _hashable(row: tuple) -> tuple:
+    """``row`` with its arrays (lists) as tuples, to serve as a dict key."""
+    return tuple(tuple(v) if isinstance(v, list) else v for v in row)
 
 
 def _aggregate(a: AggCall, rows: Rows):

@@ -93,6 +93,23 @@ class Join:
 
 
 @dataclass(frozen=True)
+class LateralJoin:
+    """``left [LEFT] JOIN LATERAL right ON on`` (``kind`` inner, cross or left; PostgreSQL
+    7.2.1.5): ``right`` is evaluated for each row of ``left``, its depth-1 OuterRefs
+    naming ``left``'s columns (deeper ones: the enclosing queries'). Only raw plans have
+    it: decorrelation (``planner.optimize.decorrelate``) makes it a join."""
+
+    left: "Plan"
+    right: "Plan"
+    kind: str
+    on: ScalarExpr | None
+
+    @property
+    def columns(self) -> Columns:
+        return self.left.columns + self.right.columns
+
+
+@dataclass(frozen=True)
 class SortKey:
     """Sort by input column ``index``; PostgreSQL's defaults: NULLs last ascending,
     first descending."""
@@ -181,16 +198,18 @@ class Series:
 
 @dataclass(frozen=True)
 class WindowCall:
-    """One window function: ``func`` (row_number, rank, dense_rank, lag, lead, or an
-    aggregate) over ``args``, within ``partition`` and in ``order`` ((expr, descending,
-    nulls_first) triples). PostgreSQL's default frame applies (section 4.2.8): with an
-    ORDER BY, the partition's rows up to the current row and its peers; without, all."""
+    """One window function: ``func`` (a window entry of ``planner.functions.window``, or
+    an aggregate) over ``args``, within ``partition`` and in ``order`` ((expr, descending,
+    nulls_first) triples). ``frame``: a ``planner.functions.window.Frame``, or None for
+    PostgreSQL's default (section 4.2.8): with an ORDER BY, the partition's rows up to the
+    current row and its peers; without, all."""
 
     func: str
     args: tuple
     partition: tuple
     order: tuple
     type: SqlType
+    frame: object = None
 
     def map_exprs(self, f) -> "WindowCall":
         """This call with ``f`` applied to its arguments, partition and order expressions."""
@@ -239,12 +258,12 @@ class Recursive:
         return self.base.columns
 
 
-Plan = Union[Get, Constant, Filter, Project, Reduce, Join, OrderBy, Limit, Distinct, SetOp, Unnest, WorkTable,
+Plan = Union[Get, Constant, Filter, Project, Reduce, Join, LateralJoin, OrderBy, Limit, Distinct, SetOp, Unnest, WorkTable,
              Recursive, Window, Series]
 
 
 def inputs(p) -> tuple:
-    if isinstance(p, (Join, SetOp)):
+    if isinstance(p, (Join, SetOp, LateralJoin)):
         return (p.left, p.right)
     if isinstance(p, Recursive):
         return (p.base, p.step)
@@ -255,7 +274,7 @@ def inputs(p) -> tuple:
 
 def with_inputs(p, new: tuple):
     """``p`` with its inputs (as ``inputs(p)`` lists them) replaced by ``new``."""
-    if isinstance(p, (Join, SetOp)):
+    if isinstance(p, (Join, SetOp, LateralJoin)):
         return replace(p, left=new[0], right=new[1])
     if isinstance(p, Recursive):
         return replace(p, base=new[0], step=new[1])
@@ -292,6 +311,8 @@ def map_node_exprs(p, g):
         return Reduce(p.input, tuple(g(k) for k in p.keys), tuple(a.map_exprs(g) for a in p.aggregates))
     if isinstance(p, Join):
         return Join(p.left, p.right, p.kind, g(p.on) if p.on is not None else None)
+    if isinstance(p, LateralJoin):
+        return replace(p, on=g(p.on) if p.on is not None else None)
     if isinstance(p, Window):
         return Window(p.input, tuple(c.map_exprs(g) for c in p.calls))
     return p

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 from pglast import ast
-from pglast.enums import JoinType, SetOperation
+from pglast.enums import GroupingSetKind, JoinType, SetOperation, SortByDir, SortByNulls
 
 from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, INVALID_COLUMN_REFERENCE, SYNTAX_ERROR, DATATYPE_MISMATCH, INVALID_ROW_COUNT,
@@ -29,10 +30,10 @@ from planner.expr import (
 )
 from planner.optimize import optimize
 from planner.plan import (
-    Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Plan, Project, Recursive, Reduce, SetOp, SortKey, Unnest,
+    Constant, Distinct, Filter, Get, Join, LateralJoin, Limit, OrderBy, Plan, Project, Recursive, Reduce, SetOp, SortKey, Unnest,
     Series, Window, WindowCall, WorkTable,
 )
-from planner.scalar import ColRef, Literal, is_constant
+from planner.scalar import Call, ColRef, Literal, is_constant
 from planner.scope import Scope, ScopeItem
 
 
@@ -136,8 +137,6 @@ class QueryPlanner:
             raise SqlError(FEATURE_NOT_SUPPORTED, "SELECT INTO is not supported")
         if stmt.lockingClause:
             raise SqlError(FEATURE_NOT_SUPPORTED, "SELECT ... FOR UPDATE is not supported")
-        if stmt.windowClause:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "window functions are not supported yet")
         return self._plan_simple(stmt)
 
     def _plan_ctes(self, with_clause) -> None:
@@ -244,17 +243,35 @@ class QueryPlanner:
             return Constant(((),), ()), Scope()
         plan, scope = self.plan_from_item(from_clause[0])
         for item in from_clause[1:]:
-            p2, s2 = self.plan_from_item(item)
+            p2, s2 = self.plan_from_item(item, scope)
             self._check_duplicate_aliases(scope, s2)
-            plan, scope = Join(plan, p2, "cross", None), scope.concat(s2)
+            plan, scope = self._join_lateral(item, plan, p2, "cross", None), scope.concat(s2)
         return plan, scope
+
+    @staticmethod
+    def _join_lateral(item, left, right, kind, on):
+        """A Join, or a LateralJoin when ``item`` was planned against the FROM items before
+        it (``LATERAL (subquery)``, and every function call, implicitly lateral)."""
+        if _is_lateral(item):
+            return LateralJoin(left, right, kind, on)
+        return Join(left, right, kind, on)
+
+    def _lateral_child(self, scope: Scope | None) -> "QueryPlanner":
+        """A planner for a LATERAL item: the FROM items before it are its nearest outer
+        scope (depth 1); this planner when there are none."""
+        if scope is None:
+            return self
+        return QueryPlanner(self.snap, self.params, [scope or Scope()] + self.outer_scopes, self.ctes,
+                            self.catalog_only)
 
     def _check_duplicate_aliases(self, a: Scope, b: Scope):
         dup = a.qualifiers() & b.qualifiers()
         if dup:
             raise SqlError("42712", f'table name "{sorted(dup)[0]}" specified more than once')
 
-    def plan_from_item(self, item) -> tuple[Plan, Scope]:
+    def plan_from_item(self, item, left: Scope | None = None) -> tuple[Plan, Scope]:
+        """Plan one FROM item; ``left``: the scope of the items before it, which a LATERAL
+        item (and a function call) may read."""
         if isinstance(item, ast.RangeVar):
             if item.schemaname is None and item.relname in self.ctes:
                 return self._derived(self.ctes[item.relname], item.alias, item.relname)
@@ -281,43 +298,44 @@ class QueryPlanner:
         if isinstance(item, ast.JoinExpr):
             return self.plan_join(item)
         if isinstance(item, ast.RangeSubselect):
-            if item.lateral:
-                raise SqlError(FEATURE_NOT_SUPPORTED, "LATERAL is not supported yet")
             if item.alias is None:
                 raise SqlError(SYNTAX_ERROR, "subquery in FROM must have an alias")
-            sub = self._child().plan_raw(item.subquery)
+            planner = self._lateral_child(left) if item.lateral else self._child()
+            sub = planner.plan_raw(item.subquery)
             return self._derived(sub, item.alias, None)
         if isinstance(item, ast.RangeFunction):
-            pq = self._plan_function(item)
-            if item.alias is not None and not item.alias.colnames:
-                pq = PlannedQuery(pq.plan, (item.alias.aliasname,))  # f(...) AS x: the column is x too
-            return self._derived(pq, item.alias, pq.names[0])
+            pq = self._plan_function(item, self._lateral_child(left))
+            scalar = len(pq.names) - bool(item.ordinality) == 1
+            if item.alias is not None and not item.alias.colnames and scalar:
+                pq = PlannedQuery(pq.plan, (item.alias.aliasname,) + pq.names[1:])  # f(...) AS x: the column is x too
+            return self._derived(pq, item.alias, item.functions[0][0].funcname[-1].sval.lower())
         raise SqlError(FEATURE_NOT_SUPPORTED, f"FROM item {type(item).__name__} is not supported")
 
-    def _plan_function(self, item: ast.RangeFunction) -> PlannedQuery:
-        """``FROM generate_series(a, b [, step])`` with constant arguments and ``FROM
-        unnest(array)`` (PostgreSQL 7.2.1.4); the column is named after the function.
+    def _plan_function(self, item: ast.RangeFunction, lateral: "QueryPlanner") -> PlannedQuery:
+        """A function in FROM (PostgreSQL 7.2.1.4): ``generate_series`` with constant
+        arguments is a Series; ``unnest(array)`` and the registry's set-returning functions
+        (``planner.functions.SET_RETURNING``) unnest arrays computed from their arguments,
+        which may name columns of the FROM items before it (``lateral`` plans them) or of
+        an enclosing query. ``WITH ORDINALITY`` adds the row's 1-based position. A
+        one-column function's column is named after the function.
 
         Raises:
-            SqlError 0A000 for LATERAL, ROWS FROM, WITH ORDINALITY, other functions;
-            22023 for a zero step."""
-        if item.lateral or item.ordinality or item.is_rowsfrom or len(item.functions) != 1:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "only FROM generate_series(...) and FROM unnest(...) are supported")
+            SqlError 0A000 for ROWS FROM, other functions; 22023 for a zero step."""
+        if item.is_rowsfrom or len(item.functions) != 1:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "ROWS FROM (...) is not supported")
         fc = item.functions[0][0]
         if not isinstance(fc, ast.FuncCall):
             raise SqlError(FEATURE_NOT_SUPPORTED, "only function calls are supported in FROM")
         name = fc.funcname[-1].sval.lower()
-        planner = self.expr_planner(Scope())
+        planner = lateral.expr_planner(Scope(), agg_context="functions in FROM")
         args = [fold(planner.plan(a)) for a in fc.args or ()]
         if name == "unnest" and len(args) == 1 and args[0].type.is_array:
-            # One row holding the array, unnested; the argument may come from an enclosing
-            # query (a correlated subquery's FROM unnest(outer.col)).
-            t = args[0].type.element
-            one = Project(Constant(((),), ()), (args[0],), ("?array?",))
-            plan = Project(Unnest(one, (0,), ("unnest",)), (ColRef(1, t),), (name,))
-            return PlannedQuery(plan, (name,))
+            return self._unnest_rows([(name, args[0])], item.ordinality)
+        series = name == "generate_series" and all(isinstance(a, Literal) for a in args) and not item.ordinality
+        if name in functions.SET_RETURNING and not series:
+            return self._unnest_rows(_srf_columns(name, args), item.ordinality)
         if not all(isinstance(a, Literal) for a in args):
-            raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} in FROM needs constant arguments (no LATERAL yet)")
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
         if name == "generate_series" and len(args) in (2, 3) and all(a.type.is_integer or a.type.name == "unknown"
                                                                        for a in args):
             t = INT8 if any(a.type.name in ("int8", "oid") for a in args) else INT4
@@ -329,6 +347,22 @@ class QueryPlanner:
                 raise SqlError("22023", "step size cannot equal zero")
             return PlannedQuery(Series(vals[0], vals[1], step, ((name, t),)), (name,))
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
+
+    @staticmethod
+    def _unnest_rows(columns: list, ordinality: bool) -> PlannedQuery:
+        """The rows of arrays ``columns`` ((name, array expression) pairs) side by side,
+        from one row holding them; with ``ordinality`` an ``ordinality`` column."""
+        names = tuple(n for n, _ in columns)
+        one = Project(Constant(((),), ()), tuple(a for _, a in columns), tuple(f"?array{i}?" for i in range(len(columns))))
+        kinds = ("unnest",) * len(columns) + (("subscripts",) if ordinality else ())
+        k = len(columns)
+        plan = Unnest(one, tuple(range(k)) + ((0,) if ordinality else ()), kinds)
+        cols = plan.columns
+        out = tuple(ColRef(k + i, cols[k + i][1]) for i in range(len(kinds)))
+        if ordinality:
+            out = out[:-1] + (coerce(out[-1], INT8),)
+            names += ("ordinality",)
+        return PlannedQuery(Project(plan, out, names), names)
 
     def _derived(self, sub: PlannedQuery, alias, default_name: str | None) -> tuple[Plan, Scope]:
         names = list(sub.names)
@@ -343,7 +377,19 @@ class QueryPlanner:
 
     def plan_join(self, j: ast.JoinExpr) -> tuple[Plan, Scope]:
         lp, ls = self.plan_from_item(j.larg)
-        rp, rs = self.plan_from_item(j.rarg)
+        rp, rs = self.plan_from_item(j.rarg, ls)  # a JOIN's LATERAL item sees its left side only
+        if _is_lateral(j.rarg):
+            if j.jointype not in (JoinType.JOIN_INNER, JoinType.JOIN_LEFT) or j.isNatural or j.usingClause:
+                raise SqlError(FEATURE_NOT_SUPPORTED if j.jointype in (JoinType.JOIN_INNER, JoinType.JOIN_LEFT)
+                               else "42P10", "the LATERAL item of a RIGHT or FULL JOIN cannot refer to the left side"
+                               if j.jointype not in (JoinType.JOIN_INNER, JoinType.JOIN_LEFT)
+                               else "NATURAL or USING joins with LATERAL are not supported")
+            self._check_duplicate_aliases(ls, rs)
+            scope = ls.concat(rs)
+            kind = "left" if j.jointype == JoinType.JOIN_LEFT else ("inner" if j.quals is not None else "cross")
+            on = fold(self.expr_planner(scope, agg_context="JOIN conditions").plan_bool(j.quals, "JOIN/ON")) \
+                if j.quals is not None else (Literal(True, BOOL) if kind == "left" else None)
+            return LateralJoin(lp, rp, kind, on), scope
         self._check_duplicate_aliases(ls, rs)
         kind = {JoinType.JOIN_INNER: "inner", JoinType.JOIN_LEFT: "left", JoinType.JOIN_RIGHT: "right",
                 JoinType.JOIN_FULL: "full"}.get(j.jointype)
@@ -399,8 +445,8 @@ class QueryPlanner:
         if grouped:
             if any(window_calls(t) for t, _ in targets) or any(window_calls(s.node) for s in stmt.sortClause or ()):
                 raise SqlError(FEATURE_NOT_SUPPORTED, "window functions in queries with GROUP BY or aggregates are not supported yet")
-            keys = self._group_keys(stmt, targets, from_planner)
-            grouping = Grouping(from_planner, keys)
+            keys, sets = self._group_keys(stmt, targets, from_planner)
+            grouping = Grouping(from_planner, keys, sets)
             sel_planner = self.expr_planner(Scope())
             sel_planner.grouping = grouping
             sel_planner.subquery_scope = scope
@@ -412,7 +458,8 @@ class QueryPlanner:
             order_planner = sel_planner
             # Sort expressions may add aggregates, so plan them before building the Reduce.
             sort_exprs = self._sort_exprs(stmt, targets, exprs, order_planner)
-            plan = Reduce(plan, tuple(keys), tuple(grouping.aggregates))
+            on_exprs = self._distinct_on(stmt, targets, exprs, order_planner)
+            plan = self._reduce(plan, keys, sets, grouping.aggregates)
             if having is not None:
                 plan = Filter(plan, having)
         else:
@@ -421,64 +468,137 @@ class QueryPlanner:
             exprs = [srf_refs[i] if i in srf_refs else fold(from_planner.plan(node))
                      for i, (node, _) in enumerate(targets)]
             sort_exprs = self._sort_exprs(stmt, targets, exprs, from_planner)
+            on_exprs = self._distinct_on(stmt, targets, exprs, from_planner)
 
         names = [name for _, name in targets]
         exprs = [coerce(e, TEXT) if e.type.name == "unknown" else e for e in exprs]
-        return self._finish(plan, exprs, names, sort_exprs, stmt)
+        return self._finish(plan, exprs, names, sort_exprs, stmt, on_exprs)
+
+    def _distinct_on(self, stmt, targets, exprs, planner: ExprPlanner) -> list | None:
+        """The expressions of ``DISTINCT ON (...)`` as ``_sort_exprs`` gives ORDER BY items
+        (an output column by ordinal or name, or any expression); None without ON."""
+        if not stmt.distinctClause or stmt.distinctClause[0] is None:
+            return None
+        items = SimpleNamespace(sortClause=[ast.SortBy(node=n, sortby_dir=SortByDir.SORTBY_DEFAULT,
+                                                       sortby_nulls=SortByNulls.SORTBY_NULLS_DEFAULT)
+                                            for n in stmt.distinctClause])
+        return self._sort_exprs(items, targets, exprs, planner)
 
     def _plan_windows(self, plan, stmt, targets, planner: ExprPlanner):
         """A Window over ``plan`` for the window functions of the select list and ORDER BY
         (PostgreSQL 3.5, 4.2.8); ``planner`` then plans each call as a ref to its column.
+        Named windows (``WINDOW w AS (...)``, ``OVER w``, ``OVER (w ...)``) are resolved
+        here (PostgreSQL 7.2.5, "Window Function Processing").
 
         Raises:
-            SqlError 0A000 for named windows and explicit frames; 42883 for unknown functions."""
+            SqlError 42704 for an undefined window name; 42P20 for a window that overrides
+            the PARTITION BY or ORDER BY of the one it names or copies one with a frame,
+            and for nested window functions; 0A000 for GROUPS frames and EXCLUDE; 42883
+            for unknown functions."""
         calls = [c for node, _ in targets for c in window_calls(node)]
         calls += [c for sb in stmt.sortClause or () for c in window_calls(sb.node)]
+        named = {}
+        for wd in stmt.windowClause or ():
+            if wd.name in named:
+                raise SqlError("42P20", f'window "{wd.name}" is already defined')
+            named[wd.name] = _resolve_window(wd, named, over=False)
         if not calls:
             return plan
-        if stmt.windowClause:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "named windows (WINDOW w AS ...) are not supported yet")
         width = len(plan.columns)
         planned = []
         for fc in calls:
-            w = fc.over
-            if w.refname or w.name:
-                raise SqlError(FEATURE_NOT_SUPPORTED, "named windows (OVER w) are not supported yet")
-            if w.frameOptions != _DEFAULT_FRAME:
-                raise SqlError(FEATURE_NOT_SUPPORTED, "window frames (ROWS/RANGE/GROUPS ...) are not supported yet")
+            w = _resolve_window(fc.over, named, over=True)
             if window_calls(fc.args) or contains_aggregate(fc.args):
                 raise SqlError("42P20", "window function calls cannot be nested")
             partition = tuple(fold(planner.plan(x)) for x in w.partitionClause or ())
-            order = [(fold(planner.plan(sb.node)), *sort_direction(sb)) for sb in w.orderClause or ()]
-            planned.append(self._window_call(fc, planner, partition, tuple(order)))
+            order = tuple((fold(planner.plan(sb.node)), *sort_direction(sb)) for sb in w.orderClause or ())
+            frame = self._frame(w, order)
+            planned.append(self._window_call(fc, planner, partition, order, frame))
         plan = Window(plan, tuple(planned))
         for i, (fc, c) in enumerate(zip(calls, planned)):
             planner.window_refs[id(fc)] = ColRef(width + i, c.type)
         return plan
 
+    def _frame(self, w, order):
+        """The ``Frame`` of window definition ``w`` (None: the default), PostgreSQL 4.2.8.
+
+        Raises:
+            SqlError 0A000 for GROUPS, EXCLUDE and RANGE offsets over non-numeric keys;
+            42P20 for RANGE offsets without exactly one ORDER BY column; 22004/22013 for
+            a NULL or negative offset."""
+        from pglast import enums as en
+
+        from planner.functions.window import Frame
+
+        o = w.frameOptions
+        if not o & en.FRAMEOPTION_NONDEFAULT:
+            return None
+        if o & en.FRAMEOPTION_GROUPS:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "GROUPS frames are not supported")
+        if o & (en.FRAMEOPTION_EXCLUDE_CURRENT_ROW | en.FRAMEOPTION_EXCLUDE_GROUP | en.FRAMEOPTION_EXCLUDE_TIES):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "frame exclusion (EXCLUDE ...) is not supported")
+        mode = "rows" if o & en.FRAMEOPTION_ROWS else "range"
+
+        def bound(which: str):
+            up = which.upper()
+            for kind, bit in (("unbounded_preceding", f"{up}_UNBOUNDED_PRECEDING"), ("current", f"{up}_CURRENT_ROW"),
+                              ("unbounded_following", f"{up}_UNBOUNDED_FOLLOWING")):
+                if o & getattr(en, f"FRAMEOPTION_{bit}"):
+                    return kind, None
+            kind = "preceding" if o & getattr(en, f"FRAMEOPTION_{up}_OFFSET_PRECEDING") else "following"
+            node = w.startOffset if which == "start" else w.endOffset
+            e = self.expr_planner(Scope(), agg_context="window frame offsets").plan(node)
+            if mode == "rows":
+                e = coerce(e, INT8)
+                if not e.type.is_integer:
+                    raise SqlError(DATATYPE_MISMATCH, f"argument of ROWS must be type bigint, not type {e.type.sql()}")
+            else:
+                if len(order) != 1:
+                    raise SqlError("42P20", "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
+                key_t = order[0][0].type
+                if not key_t.is_numeric:
+                    raise SqlError(FEATURE_NOT_SUPPORTED, f"RANGE offsets over {key_t.sql()} are not supported")
+                e = coerce(e, key_t)
+            if not is_constant(e):
+                raise SqlError("42P10", f"argument of {mode.upper()} must not contain variables")
+            v = evaluate(e)
+            if v is None:
+                raise SqlError("22004", f"frame {which}ing offset must not be null")
+            if v < 0:
+                raise SqlError("22013", f"frame {which}ing offset must not be negative" if mode == "rows"
+                               else "invalid preceding or following size in window function")
+            return kind, v
+
+        return Frame(mode, bound("start"), bound("end"))
+
     @staticmethod
-    def _window_call(fc, planner: ExprPlanner, partition, order) -> WindowCall:
+    def _window_call(fc, planner: ExprPlanner, partition, order, frame) -> WindowCall:
+        """A window function call: a window entry of the registry (its signature decides
+        the argument casts), or an aggregate over the window."""
         name = fc.funcname[-1].sval.lower()
         args = [planner.plan(a) for a in fc.args or ()]
         if fc.agg_distinct or fc.agg_order:
             raise SqlError(FEATURE_NOT_SUPPORTED, "DISTINCT or ORDER BY inside a window function is not supported")
-        if name in ("row_number", "rank", "dense_rank") and not args:
-            return WindowCall(name, (), partition, order, INT8)
-        if name in ("lag", "lead") and 1 <= len(args) <= 3:
-            t = TEXT if args[0].type.name == "unknown" else args[0].type
-            rest = [coerce(args[1], INT4)] if len(args) > 1 else [Literal(1, INT4)]
-            if len(args) > 2:
-                t = ty.common_type([t, args[2].type], name.upper())
-                rest.append(coerce(args[2], t))
-            return WindowCall(name, (coerce(args[0], t), *rest), partition, order, t)
+        if fc.agg_filter is not None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "FILTER in a window function is not supported")
+        entry = functions.WINDOW_FUNCTIONS.get(name)
+        if entry is not None:
+            if name in ("lag", "lead") and len(args) == 1:
+                args.append(Literal(1, INT4))
+            f, casts, result = functions.resolve([entry], name, [a.type for a in args])
+            if result.name == "unknown":
+                result = TEXT
+                casts = [TEXT if t.name == "unknown" else t for t in casts]
+            return WindowCall(f.name, tuple(coerce(a, t) for a, t in zip(args, casts)), partition, order, result,
+                              frame if f.extra.get("framed") else None)
         entry = functions.AGGREGATES.get(name)
         if entry is not None and entry.name in _WINDOW_AGGREGATES:
             if fc.agg_star:
-                return WindowCall("count_star", (), partition, order, INT8)
+                return WindowCall("count_star", (), partition, order, INT8, frame)
             if len(args) != 1:
                 raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
             f, cast_to, result = resolve_aggregate(name, args[0].type)
-            return WindowCall(f.name, (coerce(args[0], cast_to),), partition, order, result)
+            return WindowCall(f.name, (coerce(args[0], cast_to),), partition, order, result, frame)
         raise SqlError("42883", f"window function {name} with {len(args)} arguments does not exist")
 
     def _plan_srfs(self, plan, targets, planner: ExprPlanner):
@@ -492,6 +612,14 @@ class QueryPlanner:
         for _, node in srfs:
             name = _srf_name(node)
             args = node.args or ()
+            if name in functions.SET_RETURNING:
+                cols = _srf_columns(name, [fold(planner.plan(a)) for a in args])
+                if len(cols) != 1:
+                    raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} in the select list (a record) is not supported; "
+                                                          f"call it in FROM")
+                arrays.append(cols[0][1])
+                kinds.append("unnest")
+                continue
             if len(args) != (1 if name == "unnest" else 2):
                 raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
             arr = fold(planner.plan(args[0]))
@@ -526,35 +654,96 @@ class QueryPlanner:
             out.append((v, rt.name or figure_colname(v)))
         return out
 
-    def _group_keys(self, stmt, targets, from_planner: ExprPlanner) -> list:
-        keys = []
-        for g in stmt.groupClause or ():
-            if isinstance(g, ast.A_Const) and isinstance(g.val, ast.Integer):
-                n = g.val.ival
-                if not 1 <= n <= len(targets):
-                    raise SqlError(INVALID_COLUMN_REFERENCE, f"GROUP BY position {n} is not in select list")
-                node = targets[n - 1][0]
-                if contains_aggregate(node):
-                    raise SqlError("42803", "aggregate functions are not allowed in GROUP BY")
-                e = from_planner.plan(node)
-            elif isinstance(g, (ast.GroupingSet,)):
-                raise SqlError(FEATURE_NOT_SUPPORTED, "GROUPING SETS are not supported")
-            else:
-                if contains_aggregate(g):
-                    raise SqlError("42803", "aggregate functions are not allowed in GROUP BY")
-                try:
-                    e = from_planner.plan(g)
-                except SqlError as err:
-                    # An output column alias may be grouped by name (PostgreSQL extension).
-                    alias = _bare_name(g)
-                    match = [t for t, name in targets if name == alias] if alias else []
-                    if err.sqlstate != UNDEFINED_COLUMN or len(match) != 1:
-                        raise
-                    e = from_planner.plan(match[0])
-            e = fold(e)
-            if e not in keys:
-                keys.append(e)
-        return keys
+    def _group_keys(self, stmt, targets, from_planner: ExprPlanner) -> tuple[list, list | None]:
+        """The GROUP BY keys (distinct expressions), and with GROUPING SETS, ROLLUP or CUBE
+        the grouping sets as tuples of key indexes (None for a plain GROUP BY): the
+        product of the items' sets, a plain expression being a set of its own
+        (PostgreSQL 7.2.4); ``GROUP BY DISTINCT`` drops repeated sets."""
+        keys: list = []
+        if not any(isinstance(g, ast.GroupingSet) for g in stmt.groupClause or ()):
+            for g in stmt.groupClause or ():
+                self._group_key(g, targets, from_planner, keys)
+            return keys, None
+
+        def elems(node) -> tuple:
+            nodes = node.args if isinstance(node, ast.RowExpr) else (node,)
+            return tuple(self._group_key(n, targets, from_planner, keys) for n in nodes)
+
+        def sets_of(node) -> list[tuple]:
+            if not isinstance(node, ast.GroupingSet):
+                return [elems(node)]
+            kind = node.kind
+            parts = list(node.content or ())
+            if kind == GroupingSetKind.GROUPING_SET_EMPTY:
+                return [()]
+            if kind == GroupingSetKind.GROUPING_SET_SIMPLE:
+                return [tuple(i for p_ in parts for i in elems(p_))]
+            if kind == GroupingSetKind.GROUPING_SET_ROLLUP:
+                cols = [elems(p_) for p_ in parts]
+                return [tuple(i for c in cols[:n] for i in c) for n in range(len(cols), -1, -1)]
+            if kind == GroupingSetKind.GROUPING_SET_CUBE:
+                cols = [elems(p_) for p_ in parts]
+                if len(cols) > 12:
+                    raise SqlError("54001", "CUBE is limited to 12 elements")
+                return [tuple(i for j, c in enumerate(cols) if mask >> (len(cols) - 1 - j) & 1 for i in c)
+                        for mask in range(2 ** len(cols) - 1, -1, -1)]
+            return [s_ for p_ in parts for s_ in sets_of(p_)]
+
+        sets = [()]
+        for g in stmt.groupClause:
+            sets = [a + b for a in sets for b in sets_of(g)]
+        if len(sets) > 4096:
+            raise SqlError("54001", "too many grouping sets present (maximum 4096)")
+        sets = [tuple(dict.fromkeys(s_)) for s_ in sets]
+        if stmt.groupDistinct:
+            sets = list(dict.fromkeys(tuple(sorted(s_)) for s_ in sets))
+        return keys, sets
+
+    def _group_key(self, g, targets, from_planner: ExprPlanner, keys: list) -> int:
+        """Plan GROUP BY item ``g`` (an expression, an output ordinal or alias) into
+        ``keys``; its index there."""
+        if isinstance(g, ast.A_Const) and isinstance(g.val, ast.Integer):
+            n = g.val.ival
+            if not 1 <= n <= len(targets):
+                raise SqlError(INVALID_COLUMN_REFERENCE, f"GROUP BY position {n} is not in select list")
+            node = targets[n - 1][0]
+            if contains_aggregate(node):
+                raise SqlError("42803", "aggregate functions are not allowed in GROUP BY")
+            e = from_planner.plan(node)
+        else:
+            if contains_aggregate(g):
+                raise SqlError("42803", "aggregate functions are not allowed in GROUP BY")
+            try:
+                e = from_planner.plan(g)
+            except SqlError as err:
+                # An output column alias may be grouped by name (PostgreSQL extension).
+                alias = _bare_name(g)
+                match = [t for t, name in targets if name == alias] if alias else []
+                if err.sqlstate != UNDEFINED_COLUMN or len(match) != 1:
+                    raise
+                e = from_planner.plan(match[0])
+        e = fold(e)
+        if e not in keys:
+            keys.append(e)
+        return keys.index(e)
+
+    @staticmethod
+    def _reduce(plan, keys: list, sets: list | None, aggregates: list):
+        """The Reduce of a GROUP BY; with grouping sets, the union of one Reduce per set,
+        each with NULL for the keys not in its set and, after the keys, the set's number
+        (which ``GROUPING()`` reads; see ``planner.expr.Grouping``)."""
+        if sets is None:
+            return Reduce(plan, tuple(keys), tuple(aggregates))
+        out = None
+        for n, members in enumerate(sets):
+            r = Reduce(plan, tuple(keys[i] for i in members), tuple(aggregates))
+            exprs = [ColRef(members.index(i), k.type) if i in members else Literal(None, k.type)
+                     for i, k in enumerate(keys)]
+            exprs.append(Literal(n, INT4))
+            exprs += [ColRef(len(members) + j, a.type) for j, a in enumerate(aggregates)]
+            branch = Project(r, tuple(exprs), tuple(f"?column{i}?" for i in range(len(exprs))))
+            out = branch if out is None else SetOp("union", out, branch, True)
+        return out
 
     def _sort_exprs(self, stmt, targets, exprs, planner: ExprPlanner) -> list[tuple]:
         """ORDER BY items as (output index or expression, descending, nulls_first)."""
@@ -584,29 +773,49 @@ class QueryPlanner:
             out.append((target, desc, nulls_first))
         return out
 
-    def _finish(self, plan, exprs, names, sort_exprs, stmt) -> PlannedQuery:
+    def _finish(self, plan, exprs, names, sort_exprs, stmt, on_exprs=None) -> PlannedQuery:
+        """Select list, DISTINCT [ON], ORDER BY and LIMIT over ``plan``. Sort and DISTINCT ON
+        items are output indexes or expressions (hidden columns, projected away at the end).
+
+        ``DISTINCT ON (e, ...)`` keeps the first row of each group of equal ``e`` in ORDER BY
+        order (PostgreSQL, SELECT "DISTINCT Clause"): a row_number() window partitioned by
+        ``e`` and ordered like the query, filtered to 1.
+
+        Raises:
+            SqlError 42P10 when ORDER BY of a DISTINCT query is not in the select list, or
+            DISTINCT ON does not match the leftmost ORDER BY items."""
         hidden = [t for t, _, _ in sort_exprs if not isinstance(t, int)]
-        distinct = stmt.distinctClause is not None
-        if distinct and stmt.distinctClause and stmt.distinctClause[0] is not None:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "DISTINCT ON is not supported yet")
+        distinct = stmt.distinctClause is not None and on_exprs is None
         if distinct and hidden:
             raise SqlError(INVALID_COLUMN_REFERENCE, "for SELECT DISTINCT, ORDER BY expressions must appear in select list")
         all_exprs = list(exprs)
-        keys = []
-        for t, desc, nf in sort_exprs:
+
+        def index_of(t):
             if isinstance(t, int):
-                idx = t
-            else:
-                if t in all_exprs[len(exprs):]:
-                    idx = all_exprs.index(t, len(exprs))
-                else:
-                    all_exprs.append(t)
-                    idx = len(all_exprs) - 1
-            keys.append(SortKey(idx, desc, nf))
+                return t
+            if t not in all_exprs[len(exprs):]:
+                all_exprs.append(t)
+            return all_exprs.index(t, len(exprs))
+
+        keys = [SortKey(index_of(t), desc, nf) for t, desc, nf in sort_exprs]
+        on = list(dict.fromkeys(index_of(t) for t, _, _ in on_exprs or ()))
+        if on and keys:
+            lead = list(dict.fromkeys(k.index for k in keys))[: len(on)]
+            if set(lead) != set(on) and not set(k.index for k in keys) <= set(on):
+                raise SqlError(INVALID_COLUMN_REFERENCE,
+                               "SELECT DISTINCT ON expressions must match initial ORDER BY expressions")
         all_names = list(names) + [f"?order{i}?" for i in range(len(all_exprs) - len(exprs))]
         plan = Project(plan, tuple(all_exprs), tuple(all_names))
         if distinct:
             plan = Distinct(plan)
+        if on:
+            cols = plan.columns
+            width = len(cols)
+            order = tuple((ColRef(k.index, cols[k.index][1]), k.descending, k.nulls_first) for k in keys)
+            rn = WindowCall("row_number", (), tuple(ColRef(i, cols[i][1]) for i in on), order, INT8)
+            plan = Window(plan, (rn,))
+            plan = Filter(plan, Call("eq", (ColRef(width, INT8), Literal(1, INT8)), BOOL))
+            plan = Project(plan, tuple(ColRef(i, t) for i, (_, t) in enumerate(cols)), tuple(n for n, _ in cols))
         if keys:
             plan = OrderBy(plan, tuple(keys))
         plan = self._limit(plan, stmt)
@@ -665,6 +874,33 @@ _CTE_IDS = itertools.count(1)
 _DEFAULT_FRAME = 1058
 
 
+def _resolve_window(w, named: dict, over: bool):
+    """Window definition ``w`` with the named window it refers to merged in (PostgreSQL
+    7.2.5: ``OVER w`` is window w itself; ``OVER (w ORDER BY ...)`` and ``WINDOW x AS
+    (w ...)`` extend w, without overriding its PARTITION BY or ORDER BY nor copying its
+    frame). ``over``: ``w`` is an OVER clause (else a WINDOW clause entry, named itself).
+
+    Raises:
+        SqlError 42704 for an undefined name; 42P20 for an override."""
+    ref = w.name if over and w.name else w.refname
+    if ref is None:
+        return w
+    base = named.get(ref)
+    if base is None:
+        raise SqlError("42704", f'window "{ref}" does not exist')
+    if over and w.name:
+        return base
+    if w.partitionClause:
+        raise SqlError("42P20", f'cannot override PARTITION BY clause of window "{ref}"')
+    if w.orderClause and base.orderClause:
+        raise SqlError("42P20", f'cannot override ORDER BY clause of window "{ref}"')
+    if base.frameOptions != _DEFAULT_FRAME:
+        raise SqlError("42P20", f'cannot copy window "{ref}" because it has a frame clause')
+    return ast.WindowDef(name=w.name, partitionClause=base.partitionClause,
+                         orderClause=w.orderClause or base.orderClause, frameOptions=w.frameOptions,
+                         startOffset=w.startOffset, endOffset=w.endOffset)
+
+
 def _references(node, name: str) -> bool:
     return any(isinstance(n, ast.RangeVar) and n.schemaname is None and n.relname == name for n in ast_nodes(node))
 
@@ -689,9 +925,32 @@ def reads_only_catalog(snap: CatalogSnapshot, stmt) -> bool:
 def _srf_name(node) -> str | None:
     if isinstance(node, ast.FuncCall):
         name = node.funcname[-1].sval.lower()
-        if name in ("unnest", "generate_subscripts") and node.over is None:
+        if (name in ("unnest", "generate_subscripts") or name in functions.SET_RETURNING) and node.over is None:
             return name
     return None
+
+
+def _is_lateral(item) -> bool:
+    """True for a FROM item planned against the items before it: LATERAL (subquery) and
+    function calls (implicitly LATERAL, PostgreSQL 7.2.1.5)."""
+    return isinstance(item, ast.RangeFunction) or (isinstance(item, ast.RangeSubselect) and bool(item.lateral))
+
+
+def _srf_columns(name: str, args: list) -> list:
+    """(column name, array expression) of each output column of the registry's
+    set-returning function ``name`` over planned ``args``.
+
+    Raises:
+        SqlError 42883 when no signature fits."""
+    entry = functions.SET_RETURNING[name]
+    _, casts, result = functions.resolve([entry], name, [a.type for a in args])
+    args = tuple(coerce(a, t) for a, t in zip(args, casts))
+    out = []
+    for col_name, col_entry in entry.extra["columns"]:
+        f = functions.FUNCTIONS[col_entry.format(type=result.name)]
+        _, _, t = functions.resolve([f], name, list(casts))
+        out.append((col_name, Call(f.name, args, t)))
+    return out
 
 
 def _bare_name(node) -> str | None:

@@ -309,23 +309,17 @@ class Lowerer:
             spec = W.partitionBy(*[self.scalar(k) for k in c.partition]) if c.partition else W.partitionBy()
             if c.order:
                 spec = spec.orderBy(*[_sort_col(self.scalar(e), e.type, d, nf) for e, d, nf in c.order])
+            if c.frame is not None:
+                spec = _frame_spec(spec, c.frame, W)
             extra.append(self._window_fn(c, spec).alias(f"c{n + j}"))
         return df.select(*[col(i) for i in range(n)], *extra)
 
     def _window_fn(self, c: WindowCall, spec) -> SparkColumn:
-        if c.func == "row_number":
-            return F.row_number().over(spec).cast(T.LongType())
-        if c.func == "rank":
-            return F.rank().over(spec).cast(T.LongType())
-        if c.func == "dense_rank":
-            return F.dense_rank().over(spec).cast(T.LongType())
-        if c.func in ("lag", "lead"):
-            off = c.args[1]
-            if not isinstance(off, Literal):
-                raise SqlError(FEATURE_NOT_SUPPORTED, f"{c.func} needs a constant offset on table data")
-            default = self.scalar(c.args[2]) if len(c.args) > 2 else None
-            f = F.lag if c.func == "lag" else F.lead
-            return f(self.scalar(c.args[0]), off.value, default).over(spec)
+        """Window call ``c`` over ``spec``: a window entry's lowering with the window
+        applied, or an aggregate over the window."""
+        entry = FUNCTIONS[c.func]
+        if entry.kind == "window":
+            return entry.spark(_WindowToolkit(self, spec, aggregates=False), [self.scalar(a) for a in c.args], c).cast(spark_type(c.type))
         if c.func == "array_agg":
             raise SqlError(FEATURE_NOT_SUPPORTED, "array_agg as a window function is not supported")
         return self.aggregate(c.as_aggregate(), over=spec)
@@ -502,14 +496,32 @@ class _OverF:
 
 
 class _WindowToolkit:
-    """The Lowerer as a registry entry sees it, with ``F`` making window aggregates."""
+    """The Lowerer as a registry entry sees it: for an aggregate entry (``aggregates``),
+    ``F`` makes window aggregates; for a window entry, ``over(column)`` puts the window on
+    a window function."""
 
-    def __init__(self, lowerer: "Lowerer", spec):
+    def __init__(self, lowerer: "Lowerer", spec, aggregates: bool = True):
         self._lowerer = lowerer
-        self.F = _OverF(spec)
+        self.F = _OverF(spec) if aggregates else F
+        self.over = lambda c: c.over(spec)
 
     def __getattr__(self, name):
         return getattr(self._lowerer, name)
+
+
+def _frame_spec(spec, frame, W):
+    """``spec`` with window frame ``frame`` (``planner.functions.window.Frame``): Spark's
+    rowsBetween / rangeBetween, whose offsets count from the current row."""
+    def bound(kind, off):
+        return {"unbounded_preceding": W.unboundedPreceding, "unbounded_following": W.unboundedFollowing,
+                "current": W.currentRow}.get(kind, -off if kind == "preceding" else off)
+
+    lo, hi = bound(*frame.start), bound(*frame.end)
+    if frame.mode == "rows":
+        return spec.rowsBetween(lo, hi)
+    if any(k in ("preceding", "following") and int(o) != o for k, o in (frame.start, frame.end)):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "RANGE offsets with fractions are not supported on table data")
+    return spec.rangeBetween(int(lo), int(hi)) if isinstance(lo, (int, float)) else spec.rangeBetween(lo, hi)
 
 
 def _to_spark_value(v):

@@ -20,7 +20,7 @@ from planner.optimize import (
     semijoins,
 )
 from planner.optimize.joins import estimate_rows
-from planner.plan import Constant, Distinct, Filter, Get, Join, Project, Reduce, inputs
+from planner.plan import Constant, Distinct, Filter, Get, Join, Project, Reduce, Window, inputs
 from planner.query import QueryPlanner
 from planner.scalar import Subquery, walk
 from sqlfront import tpch
@@ -162,10 +162,17 @@ def test_count_subquery_keeps_zero_for_outer_rows_without_matches(snap):
 
 def test_catalog_only_plan_keeps_subqueries_it_cannot_decorrelate():
     snap = CatalogStore(":memory:").load()
-    sql = ("SELECT name FROM mz_catalog.mz_clusters c WHERE id = "
-           "(SELECT cluster_id FROM mz_catalog.mz_cluster_replicas r WHERE r.cluster_id = c.id LIMIT 1)")
+    sql = ("SELECT c.name FROM mz_catalog.mz_clusters c LEFT JOIN mz_catalog.mz_cluster_replicas r "
+           "ON r.cluster_id = (SELECT min(id) FROM mz_catalog.mz_clusters c2 WHERE c2.id = c.id)")
     p = optimize(QueryPlanner(snap).plan_raw(pglast.parse_sql(sql)[0].stmt).plan)
     assert has_subquery(p)
+
+
+def test_limit_in_a_correlated_subquery_keeps_the_first_rows_per_outer_row(snap):
+    p = optimize(raw(snap, "SELECT a, (SELECT c FROM u WHERE u.a = t.a ORDER BY c DESC LIMIT 1) FROM t"))
+    assert not has_subquery(p)
+    assert any(isinstance(n, Window) for n in nodes(p))
+    assert rows(p) == Counter([(1, 100), (2, 201), (2, 201), (3, None), (None, None)])
 
 
 # -- fold_constants ---------------------------------------------------------------------

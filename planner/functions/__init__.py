@@ -57,8 +57,14 @@ def sig(*args: str, ret: Any, variadic: bool = False) -> Sig:
 class Function:
     """A registry entry. ``name`` is the plan's name (``Call.func`` / ``AggCall.func``);
     ``sql_names`` the names SQL calls it by (empty for operators, reached only through
-    ``planner.typing``). ``kind``: scalar, aggregate or window. ``doc``: the PostgreSQL
-    documentation section of its rules."""
+    ``planner.typing``). ``kind``: scalar, aggregate, window or srf. ``doc``: the
+    PostgreSQL documentation section of its rules.
+
+    A set-returning function (``srf``) is its output columns, each an array-valued scalar
+    entry over the same arguments (``extra["columns"]``: (column name, entry name) pairs):
+    the rows are the arrays' elements side by side (``planner.plan.Unnest``), in the
+    select list or in FROM, where its arguments may name columns of the FROM items
+    before it (PostgreSQL 7.2.1.4, 9.25)."""
 
     name: str
     sigs: tuple[Sig, ...]
@@ -85,6 +91,8 @@ BY_SQL_NAME: dict[str, list[Function]] = {}
 AGGREGATES: dict[str, Function] = {}
 #: SQL name -> entry (window-only functions)
 WINDOW_FUNCTIONS: dict[str, Function] = {}
+#: SQL name -> entry (set-returning functions: ``kind`` srf)
+SET_RETURNING: dict[str, Function] = {}
 
 
 def register(*entries: Function) -> None:
@@ -98,6 +106,8 @@ def register(*entries: Function) -> None:
                 AGGREGATES[n] = f
             elif f.kind == "window":
                 WINDOW_FUNCTIONS[n] = f
+            elif f.kind == "srf":
+                SET_RETURNING[n] = f
             else:
                 BY_SQL_NAME.setdefault(n, []).append(f)
 

@@ -3,6 +3,7 @@ Arrays are one-dimensional with lower bound 1."""
 
 from __future__ import annotations
 
+from catalog.errors import SqlError
 from catalog.textio import format_text
 from catalog.types import TEXT
 from planner.functions import Function, register, sig
@@ -94,8 +95,9 @@ register(
     Function("array_to_string", (sig("anyarray", "text", ret="text"), sig("anyarray", "text", "text", ret="text")),
              _to_string_py, _to_string_spark, sql_names=("array_to_string",), strict=False, doc="9.19",
              samples=("array_to_string(a, ',')", "array_to_string(a, ',', '*')")),
-    Function("array_cat", (), lambda a, e: None if a[0] is None and a[1] is None else (a[0] or []) + (a[1] or []),
-             _cat_spark, strict=False, doc="9.19", samples=("a || a", "a || array[k]")),
+    Function("array_cat", (sig("anyarray", "anyarray", ret="anyarray"),), lambda a, e: None if a[0] is None and a[1] is None else (a[0] or []) + (a[1] or []),
+             _cat_spark, sql_names=("array_cat",), strict=False, doc="9.19",
+             samples=("a || a", "a || array[k]", "array_cat(a, array[k, 9])")),
     Function("array_append", (), lambda a, e: (a[0] or []) + [a[1]],
              lambda S, a, e: S.F.concat(S.F.coalesce(a[0], S.empty_array(e.type)), S.F.array(a[1])),
              strict=False, doc="9.19", samples=("a || k",)),
@@ -108,4 +110,96 @@ register(
     *[Function(f"array_{kind}:{op}", (), _any_all_py, _any_all_spark, strict=False, doc="9.24.3",
                samples=(f"k {o} {kind[0:3].upper()} (a)",))
       for kind in ("any", "all") for op, o in zip(CMP, ("=", "<>", "<", "<=", ">", ">="))],
+)
+
+
+# -- generate_series over integers with column arguments (9.25) --------------------------
+
+
+def _series_py(a, e):
+    """start, start + step, ... while not past stop (PostgreSQL 9.25).
+
+    Raises:
+        SqlError 22023 for a zero step."""
+    step = a[2] if len(a) > 2 else 1
+    if step == 0:
+        raise SqlError("22023", "step size cannot equal zero")
+    return list(range(a[0], a[1] + (1 if step > 0 else -1), step))
+
+
+def _series_spark(S, a, e):
+    F = S.F
+    start, stop = a[0], a[1]
+    step = a[2] if len(a) > 2 else F.lit(1).cast(S.spark_type(e.type.element))
+    empty = ((step > 0) & (start > stop)) | ((step < 0) & (start < stop))
+    return (F.when(step == 0, S.fail("22023", "step size cannot equal zero"))
+            .when(empty, S.empty_array(e.type)).otherwise(F.sequence(start, stop, step)))
+
+
+register(
+    *[Function(f"generate_series:{t}", (sig(t, t, ret=f"_{t}"), sig(t, t, t, ret=f"_{t}")), _series_py,
+               _series_spark, doc="9.25") for t in ("int4", "int8")],
+    Function("generate_series", (sig("int4", "int4", ret="int4"), sig("int4", "int4", "int4", ret="int4"),
+                                 sig("int8", "int8", ret="int8"), sig("int8", "int8", "int8", ret="int8")),
+             None, None, sql_names=("generate_series",), kind="srf", doc="9.25",
+             samples=("generate_series(1, k)", "generate_series(k, 1, -2)", "generate_series(i, 2)"),
+             extra={"columns": (("generate_series", "generate_series:{type}"),)}),
+)
+
+
+# -- slices (8.15.3) ---------------------------------------------------------------------
+
+#: the upper bound of ``a[lo:]`` (PostgreSQL: the array's own upper bound)
+SLICE_END = 2147483647
+
+
+def _slice_py(a, e):
+    """``a[lo:hi]`` of a one-dimensional array with lower bound 1: the elements from
+    max(lo, 1) to min(hi, length), ``{}`` when none (PostgreSQL 8.15.3)."""
+    arr, lo, hi = a
+    lo, hi = max(lo, 1), min(hi, len(arr))
+    return arr[lo - 1:hi] if lo <= hi else []
+
+
+def _slice_spark(S, a, e):
+    F = S.F
+    arr, lo, hi = a
+    lo = F.greatest(lo, F.lit(1))
+    hi = F.least(hi, F.size(arr))
+    return F.when(arr.isNull() | lo.isNull() | hi.isNull(), F.lit(None)).when(
+        lo <= hi, F.slice(arr, lo, hi - lo + 1)).otherwise(S.empty_array(e.type))
+
+
+register(
+    Function("array_slice", (), _slice_py, _slice_spark, doc="8.15.3",
+             samples=("a[1:2]", "a[2:]", "a[:1]", "a[k:k + 1]", "a[0:10]", "a[3:1]")),
+)
+
+
+# -- array_remove, array_replace (9.19) -------------------------------------------------
+
+
+def _remove_py(a, e):
+    """Elements not equal to x (NULLs removed by NULL: IS NOT DISTINCT FROM)."""
+    arr, x = a
+    return None if arr is None else [v for v in arr if not (v == x if x is not None else v is None)]
+
+
+def _replace_py(a, e):
+    arr, x, y = a
+    return None if arr is None else [y if (v == x if x is not None else v is None) else v for v in arr]
+
+
+def _same(F, v, x):
+    return F.when(x.isNull(), v.isNull()).otherwise(F.coalesce(v == x, F.lit(False)))
+
+
+register(
+    Function("array_remove", (sig("anyarray", "anyelement", ret="anyarray"),), _remove_py,
+             lambda S, a, e: S.F.filter(a[0], lambda v: ~_same(S.F, v, a[1])), sql_names=("array_remove",),
+             strict=False, doc="9.19", samples=("array_remove(a, 2)", "array_remove(a, NULL)", "array_remove(a, k)")),
+    Function("array_replace", (sig("anyarray", "anyelement", "anyelement", ret="anyarray"),), _replace_py,
+             lambda S, a, e: S.F.transform(a[0], lambda v: S.F.when(_same(S.F, v, a[1]), a[2]).otherwise(v)),
+             sql_names=("array_replace",), strict=False, doc="9.19",
+             samples=("array_replace(a, 2, 20)", "array_replace(a, NULL, k)", "array_replace(a, k, NULL)")),
 )

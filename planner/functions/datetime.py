@@ -430,3 +430,61 @@ register(
              sql_names=("to_timestamp",), doc="9.8",
              samples=("to_timestamp(to_char(ts, 'YYYY-MM-DD HH24:MI:SS'), 'YYYY-MM-DD HH24:MI:SS')",)),
 )
+
+
+# -- make_interval, make_timestamp (9.9, table 9.33): named arguments with defaults ---------
+
+
+def _make_interval_py(a, e):
+    years, months, weeks, days, hours, mins, secs = a
+    return Interval(years * 12 + months, weeks * 7 + days,
+                    (hours * 3600 + mins * 60) * 1_000_000 + round(Decimal(repr(secs)) * 1_000_000))
+
+
+def _make_interval_spark(S, a, e):
+    F = S.F
+    years, months, weeks, days, hours, mins, secs = a
+    return F.make_interval(years, months, weeks, days, hours, mins, secs.cast("decimal(18,6)"))
+
+
+def _make_timestamp_py(a, e):
+    y, mo, d, h, mi, sec = a
+    try:
+        whole = int(sec)
+        if not 0 <= sec < 61:
+            raise ValueError
+        return dt.datetime(y, mo, d, h, mi, min(whole, 59)) + dt.timedelta(
+            seconds=whole - min(whole, 59), microseconds=round((Decimal(repr(sec)) - whole) * 1_000_000))
+    except ValueError:
+        raise SqlError(DATETIME_FIELD_OVERFLOW,
+                       f"date field value out of range: {y}-{mo:02d}-{d:02d}" if not _valid_date(y, mo, d)
+                       else f'time field value out of range: {h}:{mi:02d}:{sec:02}') from None
+
+
+def _valid_date(y, m, d) -> bool:
+    try:
+        dt.date(y, m, d)
+        return True
+    except ValueError:
+        return False
+
+
+def _make_timestamp_spark(S, a, e):
+    F = S.F
+    ts = F.try_make_timestamp_ntz(a[0], a[1], a[2], a[3], a[4], a[5].cast("decimal(16,6)"))
+    return F.when(ts.isNull(), S.fail(DATETIME_FIELD_OVERFLOW, "date/time field value out of range")).otherwise(ts)
+
+
+register(
+    Function("make_interval", (sig("int4", "int4", "int4", "int4", "int4", "int4", "float8", ret="interval"),),
+             _make_interval_py, _make_interval_spark, sql_names=("make_interval",), doc="9.9",
+             extra={"arg_names": ("years", "months", "weeks", "days", "hours", "mins", "secs"),
+                    "defaults": (0, 0, 0, 0, 0, 0, 0.0)},
+             samples=("make_interval(days => k)", "make_interval(k, 2, 1)", "make_interval(mins => i, secs => n)",
+                      "make_interval(years => k, mins => 90)")),
+    Function("make_timestamp", (sig("int4", "int4", "int4", "int4", "int4", "float8", ret="timestamp"),),
+             _make_timestamp_py, _make_timestamp_spark, sql_names=("make_timestamp",), doc="9.9",
+             extra={"arg_names": ("year", "month", "mday", "hour", "min", "sec")},
+             samples=("make_timestamp(2000 + k, k, 10 + k, k, 30, 1.5)",
+                      "make_timestamp(year => 2024, month => 2, mday => 28 + k, hour => 0, min => 0, sec => 0)")),
+)

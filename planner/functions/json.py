@@ -257,3 +257,91 @@ register(
              _build_object_spark, sql_names=("jsonb_build_object", "json_build_object"), strict=False, doc="9.16",
              samples=("jsonb_build_object('k', k, 's', s, 'b', b, 'n', n)", "jsonb_build_object('j', j, 'd', d)")),
 )
+
+
+# -- set-returning functions (9.16, table 9.49): each output column an array-valued entry --
+
+
+def _object_of(srf: str, text, empty_ok: bool = False):
+    d = doc(text)
+    if not isinstance(d, dict):
+        what = "an array" if isinstance(d, list) else "a scalar"
+        raise SqlError(INVALID_PARAMETER_VALUE, f"cannot call {srf} on {what}" if srf == "jsonb_object_keys"
+                       else f"cannot call {srf} on a non-object")
+    return d
+
+
+def _elements_of(text):
+    d = doc(text)
+    if not isinstance(d, list):
+        raise SqlError(INVALID_PARAMETER_VALUE, "cannot extract elements from " +
+                       ("an object" if isinstance(d, dict) else "a scalar"))
+    return d
+
+
+def _json_items_py(srf: str, part: str):
+    """The column ``part`` (key, value, value_text, elem, elem_text) of ``srf``'s rows,
+    in jsonb's key order."""
+    def py(a, e):
+        if part.startswith("elem"):
+            items = _elements_of(a[0])
+        else:
+            obj = _object_of(srf, a[0])
+            if part == "key":
+                return list(obj)
+            items = list(obj.values())
+        return [_out(v, part.endswith("_text")) for v in items]
+    return py
+
+
+def _json_items_spark(srf: str, part: str):
+    def spark(S, a, e):
+        F = S.F
+        v = F.parse_json(a[0])
+        if part.startswith("elem"):
+            arr = F.try_variant_get(v, "$", "array<variant>")
+            bad = "cannot extract elements from a non-array"
+        else:
+            m = F.try_variant_get(v, "$", "map<string,variant>")
+            if part == "key":
+                arr = F.map_keys(m)
+            else:
+                arr = F.map_values(m)
+            bad = f"cannot call {srf} on a non-object"
+            if srf == "jsonb_object_keys":
+                bad = "cannot call jsonb_object_keys on a non-object"
+        if part in ("value", "elem"):
+            arr = F.transform(arr, lambda x: F.to_json(x))
+        elif part in ("value_text", "elem_text"):
+            arr = F.transform(arr, lambda x: F.when(F.is_variant_null(x), F.lit(None).cast("string"))
+                              .otherwise(F.coalesce(F.try_variant_get(x, "$", "string"), F.to_json(x))))
+        return F.when(a[0].isNull(), F.lit(None)).when(arr.isNotNull(), arr).otherwise(
+            S.fail(INVALID_PARAMETER_VALUE, bad))
+    return spark
+
+
+_JSON_SRFS = {
+    "jsonb_each": (("key", "key", "text"), ("value", "value", "jsonb")),
+    "jsonb_each_text": (("key", "key", "text"), ("value", "value_text", "text")),
+    "jsonb_object_keys": (("jsonb_object_keys", "key", "text"),),
+    "jsonb_array_elements": (("value", "elem", "jsonb"),),
+    "jsonb_array_elements_text": (("value", "elem_text", "text"),),
+}
+_SRF_SAMPLES = {
+    "jsonb_each": ("jsonb_each(j)",), "jsonb_each_text": ("jsonb_each_text(j)",),
+    "jsonb_object_keys": ("jsonb_object_keys(j)",), "jsonb_array_elements": ("jsonb_array_elements(j)",),
+    "jsonb_array_elements_text": ("jsonb_array_elements_text(j)",),
+}
+_RECORD = ("a function of two columns in the select list would be a record, which is not supported (0A000): "
+           "call it in FROM")
+_SRF_DIFFERS = {
+    "jsonb_each": _RECORD,
+    "jsonb_each_text": _RECORD + "; on table data, a nested object or array value is Spark's compact JSON text "
+                                 "([1,2], not [1, 2]), as jsonb::text is there",
+}
+for _srf, _cols in _JSON_SRFS.items():
+    register(*[Function(f"{_srf}:{part}", (sig("jsonb", ret=f"_{t}"),), _json_items_py(_srf, part),
+                        _json_items_spark(_srf, part), doc="9.16") for _, part, t in _cols])
+    register(Function(_srf, (sig("jsonb", ret="record"),), None, None, sql_names=(_srf, _srf.replace("jsonb", "json")),
+                      kind="srf", doc="9.16", samples=_SRF_SAMPLES[_srf], differs=_SRF_DIFFERS.get(_srf, ""),
+                      extra={"columns": tuple((name, f"{_srf}:{part}") for name, part, _ in _cols)}))

@@ -387,3 +387,145 @@ register(
     *[Function(k, (), _regex_py(k), _regex_spark(k), doc="9.7.3", samples=(f"s {op} '^[A-Z]'",))
       for k, op in (("regex", "~"), ("iregex", "~*"), ("not_regex", "!~"), ("not_iregex", "!~*"))],
 )
+
+
+# -- regexp_match, regexp_split_to_array (9.7.3), SIMILAR TO (9.7.2) -----------------------
+
+
+def _const_args(e, what: str) -> list:
+    """The values of a call's arguments after the first, which Spark needs constant."""
+    vals = [x.value if x.__class__.__name__ == "Literal" else _NOT_CONST for x in e.args[1:]]
+    if any(v is _NOT_CONST for v in vals):
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{what} needs a constant pattern and flags on table data")
+    return vals
+
+
+_NOT_CONST = object()
+
+
+def _regexp_match_py(a, e):
+    """The first match's capture groups (the whole match without groups), NULL when
+    none matches (PostgreSQL 9.7.3)."""
+    flags = a[2] if len(a) > 2 else ""
+    if "g" in flags:
+        raise SqlError(INVALID_PARAMETER_VALUE, "regexp_match() does not support the \"global\" option",
+                       hint="Use the regexp_matches function instead.")
+    m = _pg_regex(a[1], flags).search(a[0])
+    if m is None:
+        return None
+    return list(m.groups()) if m.re.groups else [m.group(0)]
+
+
+def _regexp_match_spark(S, a, e):
+    F = S.F
+    vals = _const_args(e, "regexp_match")
+    if any(v is None for v in vals):
+        return F.lit(None).cast(S.spark_type(e.type))
+    pattern, flags = vals[0], vals[1] if len(vals) > 1 else ""
+    rx = _pg_regex(pattern, flags)
+    _regexp_match_py(["", pattern, flags], e)  # the option check
+    java = ("(?i)" if "i" in flags else "") + pattern
+    groups = rx.groups
+    hit = a[0].rlike(java)
+    parts = [F.regexp_extract(a[0], java, g) for g in (range(1, groups + 1) if groups else [0])]
+    if groups:  # a group that took part in no match is NULL in PostgreSQL, '' in Spark
+        parts = [F.when(p == "", F.lit(None)).otherwise(p) for p in parts]
+    return F.when(hit, F.array(*parts))
+
+
+def _split_py(a, e):
+    """regexp_split_to_array: the text between matches; an empty match splits between
+    characters (PostgreSQL 9.7.3)."""
+    flags = a[2] if len(a) > 2 else ""
+    if "g" in flags:
+        raise SqlError(INVALID_PARAMETER_VALUE, "regexp_split_to_array() does not support the \"global\" option")
+    rx = _pg_regex(a[1], flags)
+    text = a[0]
+    out, start, pos = [], 0, 0
+    while pos < len(text):
+        m = rx.search(text, pos)
+        if m is None:
+            break
+        if m.end() == m.start() and m.start() == start:  # an empty match right after the last piece
+            pos = m.start() + 1
+            continue
+        out.append(text[start:m.start()])
+        start = pos = m.end()
+    out.append(text[start:])
+    return out
+
+
+def _split_spark(S, a, e):
+    vals = _const_args(e, "regexp_split_to_array")
+    if any(v is None for v in vals):
+        return S.F.lit(None).cast(S.spark_type(e.type))
+    pattern, flags = vals[0], vals[1] if len(vals) > 1 else ""
+    _pg_regex(pattern, flags)
+    if not pattern or _pg_regex(pattern, flags).fullmatch(""):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "regexp_split_to_array with a pattern matching '' is not supported on "
+                                              "table data")
+    return S.F.split(a[0], ("(?i)" if "i" in flags else "") + pattern, -1)
+
+
+def similar_to_regex(pattern: str, escape: str | None = "\\") -> str:
+    """A SIMILAR TO pattern as an anchored regular expression (PostgreSQL 9.7.2,
+    similar_escape): ``%`` is ``.*``, ``_`` is ``.``, ``|``, ``*``, ``+``, ``?``,
+    ``{m,n}``, ``()`` and ``[...]`` as in regular expressions; other characters literal.
+
+    Raises:
+        SqlError 22025 for an escape that is not one character or ends the pattern."""
+    if escape is not None and len(escape) > 1:
+        raise SqlError("22025", "invalid escape string", hint="Escape string must be empty or one character.")
+    out, i, in_class = ["^(?:"], 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if escape and c == escape:
+            if i + 1 >= len(pattern):
+                raise SqlError("22025", "invalid escape string")
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        if in_class:
+            out.append(c if c != "\\" else "\\\\")
+            in_class = c != "]"
+        elif c == "[":
+            out.append(c)
+            in_class = True
+        elif c == "%":
+            out.append(".*")
+        elif c == "_":
+            out.append(".")
+        elif c in "|*+?{}()":
+            out.append(c)
+        else:
+            out.append(re.escape(c))
+        i += 1
+    out.append(")$")
+    return "".join(out)
+
+
+def _similar_py(a, e):
+    escape = a[2] if len(a) > 2 else "\\"
+    return re.compile(similar_to_regex(a[1], escape), re.S).search(a[0]) is not None
+
+
+def _similar_spark(S, a, e):
+    vals = _const_args(e, "SIMILAR TO")
+    if any(v is None for v in vals):
+        return S.F.lit(None).cast("boolean")
+    return a[0].rlike("(?s)" + similar_to_regex(vals[0], vals[1] if len(vals) > 1 else "\\"))
+
+
+register(
+    Function("regexp_match", (sig("text", "text", ret="_text"), sig("text", "text", "text", ret="_text")),
+             _regexp_match_py, _regexp_match_spark, sql_names=("regexp_match",), doc="9.7.3",
+             samples=("regexp_match(s, 'l+')", "regexp_match(s, '([a-z])([a-z])')", "regexp_match(s, 'P(f)', 'i')",
+                      "regexp_match(s, 'x', 'g')")),
+    Function("regexp_split_to_array", (sig("text", "text", ret="_text"), sig("text", "text", "text", ret="_text")),
+             _split_py, _split_spark, sql_names=("regexp_split_to_array",), doc="9.7.3",
+             samples=("regexp_split_to_array(s, ',')", "regexp_split_to_array(s, '\\s+')",
+                      "regexp_split_to_array(s, 'L', 'i')")),
+    Function("similar_to", (), _similar_py, _similar_spark, doc="9.7.2",
+             samples=("s SIMILAR TO 'H%'", "s SIMILAR TO '%(b|l)%'", "s NOT SIMILAR TO '[a-z ,]*'",
+                      "s SIMILAR TO '%#%%' ESCAPE '#'", "s SIMILAR TO 'a_b%'")),
+)

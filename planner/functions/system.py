@@ -4,6 +4,8 @@ sequences, so several answers are constants."""
 
 from __future__ import annotations
 
+import uuid as _uuid
+
 import os
 
 from catalog.errors import SqlError, UNDEFINED_OBJECT
@@ -115,4 +117,11 @@ register(
                    sig("text", "oid", ret="text"), sig("text", "oid", "bool", ret="text")),
                lambda a, e: None, None, sql_names=(n,), strict=False, volatility="stable", doc="9.27")
       for n in _NULL_CATALOG_FUNCTIONS],
+)
+
+
+register(
+    Function("gen_random_uuid", (sig(ret="uuid"),), lambda a, e: str(_uuid.uuid4()), lambda S, a, e: S.F.uuid(),
+             sql_names=("gen_random_uuid",), volatility="volatile", doc="9.14",
+             samples=("length(gen_random_uuid()::text) + k", "gen_random_uuid() <> gen_random_uuid()")),
 )

@@ -32,8 +32,8 @@ from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import Table
 from catalog.types import BOOL, INT8
 from planner.plan import (
-    Distinct, Filter, Join, Limit, OrderBy, Project, Reduce, SetOp, Unnest, Window, inputs, map_inputs, map_plan_exprs,
-    relations_read,
+    Distinct, Filter, Join, LateralJoin, Limit, OrderBy, Project, Reduce, SetOp, Unnest, Window, WindowCall, inputs,
+    map_inputs, map_plan_exprs, relations_read,
 )
 from planner.scalar import (
     TRUE, AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, conjoin, conjuncts, has_subquery, map_expr, walk,
@@ -170,7 +170,20 @@ class _Apply:
         if isinstance(p, SetOp):
             return SetOp(p.op, self.apply(p.left), self.apply(p.right), p.all)
         if isinstance(p, Limit):
-            raise SqlError(FEATURE_NOT_SUPPORTED, "LIMIT/OFFSET in a correlated subquery is not supported yet")
+            # Per D row: number the rows in the input's order, keep offset < n <= offset + limit.
+            inner = self.apply(p.input)
+            order = ()
+            if isinstance(inner, OrderBy):
+                cols = inner.columns
+                order = tuple((ColRef(k.index, cols[k.index][1]), k.descending, k.nulls_first) for k in inner.keys)
+                inner = inner.input
+            w = len(inner.columns)
+            rn = ColRef(w, INT8)
+            numbered = Window(inner, (WindowCall("row_number", (), tuple(self.d_refs()), order, INT8),))
+            conds = [Call("gt", (rn, Literal(p.offset, INT8)), BOOL)]
+            if p.limit is not None:
+                conds.append(Call("le", (rn, Literal(p.offset + p.limit, INT8)), BOOL))
+            return _narrow(Filter(numbered, _and(conds)), w)
         raise SqlError(FEATURE_NOT_SUPPORTED, f"cannot decorrelate {type(p).__name__}")
 
     def _join_on(self, on, d, nl):
@@ -309,14 +322,18 @@ def decorrelate(plan):
     Raises:
         SqlError 0A000 for a subquery that cannot be decorrelated in a plan that reads
         user tables, or a subquery in the ON clause of an outer join."""
-    if not _any_subquery(plan):
+    if not _any_subquery(plan) and not _has_lateral(plan):
         return plan
     try:
         return _decorrelate(plan)
     except SqlError as e:
-        if e.sqlstate == FEATURE_NOT_SUPPORTED and not _reads_user_table(plan):
+        if e.sqlstate == FEATURE_NOT_SUPPORTED and not _reads_user_table(plan) and not _has_lateral(plan):
             return plan
         raise
+
+
+def _has_lateral(plan) -> bool:
+    return isinstance(plan, LateralJoin) or any(_has_lateral(i) for i in inputs(plan))
 
 
 def _any_subquery(plan) -> bool:
@@ -348,7 +365,11 @@ def _narrow(plan, width: int):
 
 
 def _decorrelate(p):
+    if isinstance(p, Filter) and isinstance(p.input, LateralJoin):
+        p = _filter_before_lateral(p)
     p = map_inputs(p, _decorrelate)
+    if isinstance(p, LateralJoin):
+        p = _lateral(p)
     if isinstance(p, Filter) and has_subquery(p.predicate):
         conds = conjuncts(p.predicate)
         plain = [c for c in conds if not has_subquery(c)]
@@ -375,6 +396,47 @@ def _decorrelate(p):
         if has_subquery(e):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"subqueries in {type(p).__name__} are not supported")
     return p
+
+
+def _filter_before_lateral(p: Filter):
+    """A WHERE over ``left JOIN LATERAL right``: its conjuncts over ``left`` alone filter
+    ``left`` first, so ``right`` runs only for the rows that stay (as PostgreSQL's
+    planner does; the functions of ``right`` never see rows the WHERE drops)."""
+    j = p.input
+    w = len(j.left.columns)
+    early, late = [], []
+    for c in conjuncts(p.predicate):
+        refs = [n.index for n in walk(c) if isinstance(n, ColRef)]
+        (early if not has_subquery(c) and all(i < w for i in refs) else late).append(c)
+    if not early:
+        return p
+    j = replace(j, left=Filter(j.left, conjoin(early)))
+    return Filter(j, conjoin(late)) if late else j
+
+
+def _lateral(p: LateralJoin):
+    """``left JOIN LATERAL right``: ``right`` applied to the distinct values D of the
+    columns of ``left`` it reads (``_Apply``), joined back to ``left`` on D (NULLs equal)."""
+    left, right = p.left, p.right
+    w = len(left.columns)
+    corr = sorted(outer_columns(right))
+    kind = "inner" if p.kind == "cross" else p.kind
+    if not corr:
+        right = map_plan_exprs(right, lambda n: OuterRef(n.depth - 1, n.index, n.type)
+                               if isinstance(n, OuterRef) and n.depth > 1 else n)
+        return Join(left, right, p.kind if p.on is not None or p.kind == "cross" else kind,
+                    p.on if p.on is not None or p.kind == "cross" else TRUE)
+    cols = [ColRef(c, left.columns[c][1]) for c in corr]
+    d_plan = Distinct(Project(left, tuple(cols), tuple(f"?d{i}?" for i in range(len(cols)))))
+    d = len(cols)
+    applied = _Apply(d_plan, {c: i for i, c in enumerate(corr)}).apply(right)  # D ++ right
+    on = [Call("is_not_distinct", (c, ColRef(w + i, c.type)), BOOL) for i, c in enumerate(cols)]
+    if p.on is not None:
+        on.append(map_expr(p.on, lambda n: ColRef(n.index + d, n.type) if isinstance(n, ColRef) and n.index >= w else n))
+    joined = Join(left, applied, kind, _and(on))
+    keep = [ColRef(i, t) for i, (_, t) in enumerate(left.columns)] + \
+           [ColRef(w + d + i, t) for i, (_, t) in enumerate(right.columns)]
+    return Project(joined, tuple(keep), tuple(n for n, _ in left.columns + right.columns))
 
 
 def _reduce_exprs(p: Reduce) -> list:
