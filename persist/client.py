@@ -260,12 +260,21 @@ class PersistClient:
         readers, then delete the parts no reader can reach and truncate Consensus.
         Without ``force``, nothing is written while the change would be small (since
         moving less than ``SINCE_STEP_MS``, a fresh heartbeat, nothing to collect).
-        Returns the new state (None: the shard has no state)."""
+        Returns the new state (None: the shard has no state). While PubSub brings the
+        shard's states, the first attempt starts from the latest known state instead of
+        reading Consensus (a stale one only loses the compare-and-set, and the retry reads
+        Consensus)."""
+        cached = self.pubsub is not None and self.pubsub.subscribed(shard_id)
         while True:
-            head = self.consensus.head(shard_id)
-            if head is None:
-                return None
-            cur = ShardState.decode(head[1])
+            with self._states_cv:
+                cur = self._states.get(shard_id) if cached else None
+            cached = False
+            if cur is None:
+                head = self.consensus.head(shard_id)
+                if head is None:
+                    return None
+                cur = ShardState.decode(head[1])
+                self._learn(shard_id, cur)
             changes = self.leases.heartbeat(cur, shard_id, desired_since)
             readers = changes.get("readers", cur.readers)
             probe = cur.next(readers=readers)
@@ -282,7 +291,7 @@ class PersistClient:
                      and (me is None or was is None or me.heartbeat_ms - was.heartbeat_ms < self.leases.lease_ms // 4))
             if small and not force:
                 return cur
-            if self.consensus.compare_and_set(shard_id, head[0], new.seqno, new.encode()):
+            if self.consensus.compare_and_set(shard_id, cur.seqno, new.seqno, new.encode()):
                 gc.delete_and_truncate(self.consensus, self.blob, shard_id, keys,
                                        new.oldest_reader_seqno(gc.now_ms()))
                 return new
