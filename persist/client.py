@@ -43,7 +43,7 @@ class PersistClient:
 
     def __init__(self, blob: Blob, consensus: Consensus, reader_id: str | None = None,
                  lease_ms: int = DEFAULT_LEASE_MS, pubsub_address: str | None = None,
-                 metrics: PubSubMetrics | None = None):
+                 metrics: PubSubMetrics | None = None, pubsub_token: str | None = None):
         self.blob = blob
         self.metrics = metrics or PubSubMetrics()
         self.consensus = ObservedConsensus(consensus, self._won, self.metrics.consensus_reads.inc)
@@ -52,8 +52,8 @@ class PersistClient:
         self._states: dict[str, ShardState] = {}
         self._states_cv = threading.Condition()
         #: the PubSub connection (None: pubsub off; polling only)
-        self.pubsub = (PubSubClient(pubsub_address, self._pushed, self.metrics, on_disconnect=self._pubsub_down)
-                       if pubsub_address else None)
+        self.pubsub = (PubSubClient(pubsub_address, self._pushed, self.metrics, on_disconnect=self._pubsub_down,
+                                    token=pubsub_token) if pubsub_address else None)
 
     def close(self) -> None:
         """Disconnect from PubSub (the Blob and Consensus stay open)."""

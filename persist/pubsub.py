@@ -21,6 +21,7 @@ This module imports nothing of the project but persist's own metrics hooks.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import queue
 import threading
@@ -148,14 +149,17 @@ class PubSubServer:
 
     ``listen`` is ``(host, port)``; port 0 picks a free one. ``fallback_free_port``: when
     the port is taken, serve on a free port instead (``address`` says which) rather than
-    fail. Security: serve on a loopback address (``sqlfront serve`` refuses others).
+    fail. Security: serve on a loopback address (``sqlfront serve`` refuses others), and
+    with a ``token``, streams without ``authorization: Bearer <token>`` metadata are
+    refused (UNAUTHENTICATED): a pushed state is trusted by its subscribers.
 
     Raises:
         OSError when the address cannot be bound (and no fallback is allowed)."""
 
     def __init__(self, host: str, port: int, metrics: PubSubMetrics | None = None,
-                 fallback_free_port: bool = True, max_connections: int = 256):
+                 fallback_free_port: bool = True, max_connections: int = 256, token: str | None = None):
         self.metrics = metrics or PubSubMetrics()
+        self._auth = f"Bearer {token}" if token else None
         self._lock = threading.Lock()
         self._conns: set[_Conn] = set()
         self._server = grpc.server(ThreadPoolExecutor(max_connections, thread_name_prefix="pubsub-server"),
@@ -194,6 +198,10 @@ class PubSubServer:
             return len(self._conns)
 
     def _pubsub(self, requests, context):
+        if self._auth is not None:
+            given = dict(context.invocation_metadata()).get("authorization", "")
+            if not hmac.compare_digest(given.encode(), self._auth.encode()):
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, "persist pubsub: missing or wrong token")
         conn = _Conn()
         with self._lock:
             self._conns.add(conn)
@@ -245,7 +253,8 @@ class PubSubServer:
 
 
 class PubSubClient:
-    """A process's connection to the PubSub service at ``address`` (``host:port``).
+    """A process's connection to the PubSub service at ``address`` (``host:port``),
+    presenting ``token`` when the service wants one.
 
     Runs on a thread of its own and reconnects with backoff (up to ``MAX_BACKOFF_S``)
     whenever the connection fails; subscriptions are sent again on each connection.
@@ -257,8 +266,10 @@ class PubSubClient:
     MAX_BACKOFF_S = 2.0
 
     def __init__(self, address: str, on_push: Callable[[str, int, bytes, int], None],
-                 metrics: PubSubMetrics | None = None, on_disconnect: Callable[[], None] | None = None):
+                 metrics: PubSubMetrics | None = None, on_disconnect: Callable[[], None] | None = None,
+                 token: str | None = None):
         self.address = address
+        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
         self._on_disconnect = on_disconnect or (lambda: None)
         self.metrics = metrics or PubSubMetrics()
         self._on_push = on_push
@@ -354,7 +365,7 @@ class PubSubClient:
 
         try:
             stub = channel.stream_stream(METHOD, request_serializer=encode, response_deserializer=decode)
-            responses = stub(requests())
+            responses = stub(requests(), metadata=self._metadata)
             # The stream is up once the server has its headers out; until then pushes wait in box.
             grpc.channel_ready_future(channel).result(timeout=2.0)
             self.connected.set()
@@ -381,5 +392,8 @@ class PubSubClient:
             with self._lock:
                 if self._outbox is box:
                     self._outbox = None
-            box.put(None) if not box.full() else None
+            try:
+                box.put_nowait(None)  # ends the request iterator
+            except queue.Full:
+                pass
             channel.close()

@@ -8,8 +8,9 @@ Data directory layout::
     txns.db           the group commit's record of multi-table transactions (sqlite)
     blob/             persist Blob: Parquet parts, one folder per shard
     environment_id    this environment's id (names its persist readers across restarts)
-    persist_pubsub    HOST:PORT of the persist PubSub service while it runs (for other
-                      processes of this data directory: ``sqlfront persist-write``)
+    persist_pubsub    HOST:PORT of the persist PubSub service while it runs and, on the
+                      next line, its token (mode 0600; for other processes of this data
+                      directory: ``sqlfront persist-write``)
     replicas/<id>/    each local replica's log, pid file and Spark scratch space
 """
 
@@ -19,6 +20,7 @@ import collections
 import concurrent.futures
 import functools
 import logging
+import secrets
 import threading
 import time
 import uuid
@@ -40,7 +42,7 @@ from persist.pubsub import PubSubServer
 from sqlfront import group_commit
 from sqlfront.group_commit import GroupCommitter
 from spark_exec.cluster_coordinator import ClusterCoordinator
-from spark_exec.orchestrator import Orchestrator
+from spark_exec.orchestrator import Orchestrator, write_private
 from sqlfront.coordinator import Coordinator
 from sqlfront.metrics import Metrics
 from sqlfront.pyworker import PythonWorkers
@@ -106,13 +108,15 @@ class Environment:
         #: the persist PubSub service (None when off)
         self.pubsub_server: PubSubServer | None = None
         (d / PUBSUB_ADDRESS_FILE).unlink(missing_ok=True)
+        token = secrets.token_hex(16)
         if config.persist_pubsub:
-            self.pubsub_server = PubSubServer(*config.persist_pubsub_listen, metrics=pubsub_metrics).start()
-            (d / PUBSUB_ADDRESS_FILE).write_text(self.pubsub_server.address + "\n")
+            self.pubsub_server = PubSubServer(*config.persist_pubsub_listen, metrics=pubsub_metrics,
+                                              token=token).start()
+            write_private(d / PUBSUB_ADDRESS_FILE, f"{self.pubsub_server.address}\n{token}")
         self.persist = PersistClient(FileBlob(d / "blob"), SqliteConsensus(str(d / "consensus.db")),
                                      reader_id=f"{_environment_id(d)}:{uuid.uuid4().hex[:12]}",
                                      pubsub_address=self.pubsub_server.address if self.pubsub_server else None,
-                                     metrics=pubsub_metrics)
+                                     metrics=pubsub_metrics, pubsub_token=token)
         #: the multi-shard transaction record of the group commit
         self.txns = SqliteConsensus(str(d / "txns.db"))
         self.writer: GroupCommitter | None = None

@@ -43,8 +43,9 @@ class StandaloneWriter:
     """Appends rows to tables of the data directory ``data_dir``.
 
     ``pubsub``: the PubSub address (``HOST:PORT``) to push to; ``"auto"`` reads it from the
-    data directory (``persist_pubsub``, written by a running server); ``"off"`` or None:
-    no pushes (followers then find the writes by polling).
+    data directory (``persist_pubsub``, written by a running server, with the token the
+    service wants); ``"off"`` or None: no pushes (followers then find the writes by
+    polling).
 
     Raises:
         FileNotFoundError when ``data_dir`` has no catalog."""
@@ -55,13 +56,16 @@ class StandaloneWriter:
             raise FileNotFoundError(f"{d} has no catalog.db: not a data directory")
         self.data_dir = d
         self._catalog = CatalogStore(str(d / "catalog.db"))
+        f = d / PUBSUB_ADDRESS_FILE
+        served = f.read_text().split() if f.exists() else []
+        token = served[1] if len(served) > 1 else None
         if pubsub == "auto":
-            f = d / PUBSUB_ADDRESS_FILE
-            pubsub = f.read_text().strip() if f.exists() else None
+            pubsub = served[0] if served else None
         if pubsub == "off":
             pubsub = None
         self.persist = PersistClient(FileBlob(d / "blob"), SqliteConsensus(str(d / "consensus.db")),
-                                     reader_id=f"writer-{uuid.uuid4().hex[:8]}:1", pubsub_address=pubsub)
+                                     reader_id=f"writer-{uuid.uuid4().hex[:8]}:1", pubsub_address=pubsub,
+                                     pubsub_token=token)
         if self.persist.pubsub is not None:
             self.persist.pubsub.connected.wait(connect_timeout_s)  # else the first pushes are lost
 

@@ -157,3 +157,25 @@ def test_pubsub_server_falls_back_to_a_free_port_when_its_port_is_taken(pubsub_s
         assert other.address != pubsub_server.address
     finally:
         other.stop()
+
+
+def test_a_server_with_a_token_refuses_clients_without_it():
+    from persist.pubsub import PubSubClient
+
+    server = PubSubServer("127.0.0.1", 0, token="s3cret").start()
+    try:
+        ok = PubSubClient(server.address, lambda *a: None, token="s3cret")
+        bad = PubSubClient(server.address, lambda *a: None, token="guess")
+        none = PubSubClient(server.address, lambda *a: None)
+        assert ok.connected.wait(5)
+        time.sleep(0.5)
+        ok.subscribe("s")
+        deadline = time.monotonic() + 5
+        while server.connections() < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)
+        assert server.connections() == 1  # only the client with the token holds a stream
+        for c in (ok, bad, none):
+            c.close()
+    finally:
+        server.stop()
