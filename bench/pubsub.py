@@ -20,29 +20,19 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from server import Server, free_port  # noqa: E402
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else float("nan")
-
-
-def metric(url: str, name: str) -> float:
-    text = urllib.request.urlopen(url, timeout=10).read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+from server import Server, free_port, metric_value as metric  # noqa: E402
 
 
 def run_mode(mode: str, workdir: Path, commits: int, idle_s: float) -> dict:
@@ -88,7 +78,8 @@ def run_mode(mode: str, workdir: Path, commits: int, idle_s: float) -> dict:
         stop.set()
         t.join(5)
         follower.close()
-        return {"p50": pct(lat, 0.5), "p99": pct(lat, 0.99), "n": len(lat), "lost": commits - len(lat),
+        p99 = statistics.quantiles(lat, n=100, method="inclusive")[98] if len(lat) > 1 else float("nan")
+        return {"p50": statistics.median(lat) if lat else float("nan"), "p99": p99, "n": len(lat),
                 "reads_per_s": reads}
     finally:
         srv.stop()

@@ -9,11 +9,10 @@ import sqlite3
 import subprocess
 import sys
 import time
-import urllib.request
 
 import pytest
 
-from server import ROOT, Server, wait_for
+from server import ROOT, Server, metric_value, wait_for
 
 
 def write_rows(server, table: str, lines: list[str], *args: str) -> list[dict]:
@@ -43,9 +42,7 @@ def since_of(server, shard: str) -> int:
 
 
 def metric(server, name: str) -> float:
-    text = urllib.request.urlopen(server.metrics_url, timeout=10).read().decode()
-    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith(name) and not line.startswith("#"))
+    return metric_value(server.metrics_url, name)
 
 
 def fetch_until(conn, cursor: str, n: int, timeout: float = 20) -> list[tuple]:
