@@ -15,6 +15,43 @@ import threading
 import time
 
 
+#: raise the durable high-water mark to ? (never lower it)
+_RAISE_MARK = ("INSERT INTO timestamp_oracle (id, ts) VALUES (0, ?) "
+               "ON CONFLICT (id) DO UPDATE SET ts = max(ts, excluded.ts)")
+
+
+def fenced_write_ts(path: str, not_below: int = 0) -> int:
+    """A write timestamp for a process that writes a shard without environmentd's oracle
+    (``sqlfront persist-write``), from the oracle's durable high-water mark in the
+    catalog database at ``path``: above the mark (so above every timestamp any oracle of
+    this data directory handed out, reads included: the write never lands below a read
+    already taken), above the wall clock and ``not_below`` (the shard's upper); the mark
+    is raised to it in the same sqlite transaction (a restarted environmentd resumes
+    above it).
+
+    The timestamp may run up to ``TimestampOracle.WINDOW_MS`` ahead of the wall clock; the
+    caller waits until the clock passes it before acknowledging (``commit_wait``), so a
+    read that starts after the acknowledgement (at environmentd's read timestamp, which
+    follows the clock) sees the write."""
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS timestamp_oracle (id INTEGER PRIMARY KEY, ts INTEGER NOT NULL)")
+        conn.execute("BEGIN IMMEDIATE")
+        row = conn.execute("SELECT ts FROM timestamp_oracle WHERE id = 0").fetchone()
+        ts = max(int(time.time() * 1000), (row[0] if row else 0) + 1, not_below)
+        conn.execute(_RAISE_MARK, (ts,))
+        conn.execute("COMMIT")
+        return ts
+    finally:
+        conn.close()
+
+
+def commit_wait(ts: int) -> None:
+    """Sleep until the wall clock (ms) has reached ``ts``."""
+    while (wait := ts - time.time() * 1000) > 0:
+        time.sleep(wait / 1000)
+
+
 class TimestampOracle:
     #: how far ahead of the timestamps handed out the durable high-water mark runs
     WINDOW_MS = 1000
@@ -60,11 +97,21 @@ class TimestampOracle:
                     self._read = now
             return self._read
 
+    def observe(self, ts: int) -> None:
+        """A write at ``ts`` was applied by another process (a shard's upper passed it):
+        later write timestamps go above it, so this process never writes below a write
+        that is already visible."""
+        with self._lock:
+            if ts > self._write:
+                self._allocate(ts)
+                self._write = ts
+
     def _allocate(self, ts: int) -> None:
-        # Durable before handed out: a restart resumes above every timestamp used.
+        # Durable before handed out: a restart resumes above every timestamp used. The
+        # mark only rises: another process (``fenced_write_ts``) may have raised it.
         if ts > self._allocated:
             self._allocated = ts + self.WINDOW_MS
-            self._conn.execute("INSERT OR REPLACE INTO timestamp_oracle (id, ts) VALUES (0, ?)", (self._allocated,))
+            self._conn.execute(_RAISE_MARK, (self._allocated,))
 
     def close(self) -> None:
         with self._lock:

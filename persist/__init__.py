@@ -4,17 +4,17 @@ A shard's updates are immutable Parquet *parts* in a :class:`~persist.blob.Blob`
 *state* (seqno, parts with their time ranges, since, upper, leased readers, retired parts)
 lives in :class:`~persist.consensus.Consensus`, advanced only by compare-and-set on seqno.
 Modules by concern: ``state``, ``write`` (compare-and-append), ``read`` (snapshots,
-consolidation), ``lease`` (leased readers, read holds), ``compact``, ``gc``; ``client`` ties
-them together. This package imports nothing else of the project.
+consolidation), ``lease`` (leased readers, read holds), ``compact``, ``gc``, ``pubsub`` (state pushed
+between processes); ``client`` ties them together (and listens). This package imports nothing else of the project.
 """
 
 from persist.blob import Blob, FileBlob
 from persist.consensus import Consensus, SqliteConsensus
 from persist.state import DIFF_COLUMN, TIME_COLUMN, Part, ShardState
-from persist.read import PartRead, ShardSnapshot, SinceError
+from persist.read import ListenBatch, PartRead, ShardSnapshot, SinceError
 from persist.write import Batch, UpperMismatch
 from persist.lease import ReadHold
-from persist.client import PersistClient
+from persist.client import Backoff, Listen, PersistClient
 
 __all__ = [
     "Blob",
@@ -32,4 +32,7 @@ __all__ = [
     "UpperMismatch",
     "ReadHold",
     "PersistClient",
+    "Backoff",
+    "Listen",
+    "ListenBatch",
 ]

@@ -1,23 +1,33 @@
 """PersistClient: one process's handle on every shard in a Blob and a Consensus.
 
 It ties the pieces together: writes (:mod:`persist.write`), reads with read holds and
-leased readers (:mod:`persist.read`, :mod:`persist.lease`), the periodic maintenance of a
-shard (heartbeat, since, GC: :mod:`persist.gc`) and compaction (:mod:`persist.compact`).
+leased readers (:mod:`persist.read`, :mod:`persist.lease`), listens, the periodic
+maintenance of a shard (heartbeat, since, GC: :mod:`persist.gc`) and compaction
+(:mod:`persist.compact`).
+
+It also keeps the process's one shared copy of each shard's latest known state
+(Materialize's ``StateCache``): every compare-and-set this process wins, every state it
+reads from Consensus and every state pushed to it through PubSub (:mod:`persist.pubsub`)
+lands there, and waiters (:meth:`PersistClient.wait_for_change`, listens) wake on it.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
 import uuid
+from dataclasses import dataclass
 
 import pyarrow as pa
 
 from persist import compact as compaction
 from persist import gc
 from persist.blob import Blob
-from persist.consensus import Consensus
+from persist.consensus import Consensus, ObservedConsensus
+from persist.pubsub import PubSubClient, PubSubMetrics
 from persist.lease import DEFAULT_LEASE_MS, Leases, ReadHold
-from persist.read import ShardSnapshot, SinceError, read_arrow, snapshot_of
+from persist.read import ListenBatch, ShardSnapshot, SinceError, listen_updates, read_arrow, snapshot_of
 from persist.state import ShardState
 from persist.write import Batch, UpperMismatch, compare_and_append, write_batch, written_batch
 
@@ -32,16 +42,130 @@ class PersistClient:
     startup (:meth:`expire_previous_readers`)."""
 
     def __init__(self, blob: Blob, consensus: Consensus, reader_id: str | None = None,
-                 lease_ms: int = DEFAULT_LEASE_MS):
+                 lease_ms: int = DEFAULT_LEASE_MS, pubsub_address: str | None = None,
+                 metrics: PubSubMetrics | None = None, pubsub_token: str | None = None):
         self.blob = blob
-        self.consensus = consensus
-        self.leases = Leases(consensus, reader_id or f"local:{uuid.uuid4().hex[:12]}", lease_ms)
+        self.metrics = metrics or PubSubMetrics()
+        self.consensus = ObservedConsensus(consensus, self._won, self.metrics.consensus_reads.inc)
+        self.leases = Leases(self.consensus, reader_id or f"local:{uuid.uuid4().hex[:12]}", lease_ms)
+        #: shard -> the latest state this process knows of
+        self._states: dict[str, ShardState] = {}
+        self._states_cv = threading.Condition()
+        #: the PubSub connection (None: pubsub off; polling only)
+        self.pubsub = (PubSubClient(pubsub_address, self._pushed, self.metrics, on_disconnect=self._pubsub_down,
+                                    token=pubsub_token) if pubsub_address else None)
+
+    def close(self) -> None:
+        """Disconnect from PubSub (the Blob and Consensus stay open)."""
+        if self.pubsub is not None:
+            self.pubsub.close()
 
     # -- state --------------------------------------------------------------------------
 
     def state(self, shard_id: str) -> ShardState:
+        """The shard's latest state, read from Consensus (linearizable)."""
         head = self.consensus.head(shard_id)
-        return ShardState.decode(head[1]) if head else ShardState()
+        if head is None:
+            return ShardState()
+        st = ShardState.decode(head[1])
+        self._learn(shard_id, st)
+        return st
+
+    def latest(self, shard_id: str) -> ShardState:
+        """The latest state this process knows of (no Consensus read when it knows one):
+        at most as old as the last push, poll or compare-and-set. For followers (listen,
+        SUBSCRIBE), not for writers, which must read Consensus."""
+        with self._states_cv:
+            st = self._states.get(shard_id)
+        return st if st is not None else self.state(shard_id)
+
+    def _learn(self, shard_id: str, st: ShardState) -> bool:
+        """Keep ``st`` if it is newer than what we know; wake waiters. True if it was."""
+        with self._states_cv:
+            cur = self._states.get(shard_id)
+            if cur is not None and cur.seqno >= st.seqno:
+                return False
+            self._states[shard_id] = st
+            self._states_cv.notify_all()
+        return True
+
+    def _won(self, shard_id: str, seqno: int, data: bytes) -> None:
+        """After each compare-and-set this process won: learn the state, push it."""
+        try:
+            self._learn(shard_id, ShardState.decode(data))
+            if self.pubsub is not None:
+                self.pubsub.push(shard_id, seqno, data)
+        except Exception as e:  # the write is durable; pubsub is best-effort
+            log.warning("persist: publishing seqno %d of %s: %s", seqno, shard_id, e)
+
+    def _pushed(self, shard_id: str, seqno: int, diff: bytes, append_us: int) -> None:
+        """A push from PubSub: applied when it is the next seqno of the state we know
+        (clean); otherwise (a gap, a stale or undecodable push) Consensus is read."""
+        with self._states_cv:
+            cur = self._states.get(shard_id)
+        st = None
+        if cur is not None and seqno == cur.seqno + 1:
+            try:
+                st = ShardState.decode(diff)
+                if st.seqno != seqno:
+                    st = None
+            except Exception:
+                st = None
+        if st is not None and self._learn(shard_id, st):
+            self.metrics.received.labels("clean").inc()
+            if append_us:
+                self.metrics.latency.observe(max(0.0, time.time() - append_us / 1e6))
+            return
+        self.metrics.received.labels("unclean").inc()
+        if cur is None or seqno > cur.seqno:
+            self.state(shard_id)
+
+    def watch(self, shard_id: str) -> None:
+        """Follow ``shard_id``: subscribe to its pushes (see :meth:`unwatch`)."""
+        if self.pubsub is not None:
+            self.pubsub.subscribe(shard_id)
+
+    def unwatch(self, shard_id: str) -> None:
+        if self.pubsub is not None:
+            self.pubsub.unsubscribe(shard_id)
+
+    def wait_for_change(self, seen: dict[str, int], timeout_s: float, poll: "Backoff") -> bool:
+        """Wait up to ``timeout_s`` seconds until some shard of ``seen`` (shard -> the
+        seqno the caller last saw) has a newer state in :meth:`latest`. Pushes (and this
+        process's own compare-and-sets) wake it at once; otherwise it reads Consensus
+        when ``poll`` (kept by the caller across calls) says so: often without PubSub,
+        rarely while PubSub is connected and subscribed. Returns whether a change came.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            with self._states_cv:
+                while True:
+                    if any(self._seqno(s) > n for s, n in seen.items()):
+                        poll.reset()
+                        return True
+                    now = time.monotonic()
+                    if now >= deadline:
+                        return False
+                    if now >= poll.next_at or (poll.pushed and not self._pubsub_up()):
+                        break
+                    self._states_cv.wait(min(deadline, poll.next_at) - now)
+            pushed = self.pubsub is not None and all(self.pubsub.subscribed(s) for s in seen)
+            poll.advance(pushed)
+            self.metrics.fallback_polls.inc()
+            for s in seen:
+                self.state(s)
+
+    def _pubsub_up(self) -> bool:
+        return self.pubsub is not None and self.pubsub.connected.is_set()
+
+    def _pubsub_down(self) -> None:
+        """The PubSub connection dropped: waiters go back to polling often."""
+        with self._states_cv:
+            self._states_cv.notify_all()
+
+    def _seqno(self, shard_id: str) -> int:
+        st = self._states.get(shard_id)
+        return st.seqno if st is not None else -1
 
     def create_shard(self, shard_id: str, since: int) -> None:
         """Start ``shard_id`` empty with since and upper at ``since`` (a new table: reads
@@ -103,6 +227,13 @@ class PersistClient:
             self.leases.release(hold)
             raise
 
+    def listen(self, shard_id: str, as_of: int) -> "Listen":
+        """Follow ``shard_id``'s updates after ``as_of`` (see :class:`Listen`).
+
+        Raises:
+            SinceError: ``as_of`` is below the shard's since."""
+        return Listen(self, shard_id, as_of)
+
     def release(self, hold: ReadHold) -> None:
         self.leases.release(hold)
 
@@ -129,12 +260,21 @@ class PersistClient:
         readers, then delete the parts no reader can reach and truncate Consensus.
         Without ``force``, nothing is written while the change would be small (since
         moving less than ``SINCE_STEP_MS``, a fresh heartbeat, nothing to collect).
-        Returns the new state (None: the shard has no state)."""
+        Returns the new state (None: the shard has no state). While PubSub brings the
+        shard's states, the first attempt starts from the latest known state instead of
+        reading Consensus (a stale one only loses the compare-and-set, and the retry reads
+        Consensus)."""
+        cached = self.pubsub is not None and self.pubsub.subscribed(shard_id)
         while True:
-            head = self.consensus.head(shard_id)
-            if head is None:
-                return None
-            cur = ShardState.decode(head[1])
+            with self._states_cv:
+                cur = self._states.get(shard_id) if cached else None
+            cached = False
+            if cur is None:
+                head = self.consensus.head(shard_id)
+                if head is None:
+                    return None
+                cur = ShardState.decode(head[1])
+                self._learn(shard_id, cur)
             changes = self.leases.heartbeat(cur, shard_id, desired_since)
             readers = changes.get("readers", cur.readers)
             probe = cur.next(readers=readers)
@@ -151,7 +291,7 @@ class PersistClient:
                      and (me is None or was is None or me.heartbeat_ms - was.heartbeat_ms < self.leases.lease_ms // 4))
             if small and not force:
                 return cur
-            if self.consensus.compare_and_set(shard_id, head[0], new.seqno, new.encode()):
+            if self.consensus.compare_and_set(shard_id, cur.seqno, new.seqno, new.encode()):
                 gc.delete_and_truncate(self.consensus, self.blob, shard_id, keys,
                                        new.oldest_reader_seqno(gc.now_ms()))
                 return new
@@ -201,4 +341,87 @@ class PersistClient:
         self.leases.forget(shard_id)
 
 
-__all__ = ["PersistClient", "SinceError", "UpperMismatch"]
+@dataclass
+class Backoff:
+    """When a follower reads Consensus next, without a push (polling with backoff, the
+    fallback of the pubsub seed). Without PubSub it starts at ``POLL_S`` and doubles up
+    to ``MAX_POLL_S`` while nothing changes (Materialize's old ~300 ms of latency);
+    with PubSub connected it waits ``PUBSUB_POLL_S`` doubling to ``PUBSUB_MAX_POLL_S``."""
+
+    POLL_S = 0.01
+    MAX_POLL_S = 0.25
+    PUBSUB_POLL_S = 1.0
+    PUBSUB_MAX_POLL_S = 8.0
+
+    interval: float = 0.0
+    next_at: float = 0.0
+    #: the current interval assumes pushes arrive
+    pushed: bool = False
+
+    def reset(self) -> None:
+        self.interval, self.pushed = 0.0, False
+        self.next_at = time.monotonic() + self.POLL_S
+
+    def advance(self, pushed: bool) -> None:
+        lo, hi = (self.PUBSUB_POLL_S, self.PUBSUB_MAX_POLL_S) if pushed else (self.POLL_S, self.MAX_POLL_S)
+        if pushed != self.pushed:
+            self.interval, self.pushed = 0.0, pushed
+        self.interval = min(max(self.interval * 2, lo), hi)
+        self.next_at = time.monotonic() + self.interval
+
+
+__all__ = ["Backoff", "Listen", "PersistClient", "SinceError", "UpperMismatch"]
+
+
+class Listen:
+    """A shard's updates after ``as_of``, as its upper advances (Materialize persist's
+    ``Listen``): :meth:`next` yields a :class:`~persist.read.ListenBatch` with the updates at
+    times in ``[frontier, upper)`` each time the upper passes the frontier. It follows
+    the shard through PubSub pushes when connected, else by polling Consensus with
+    backoff. It holds a read hold at ``frontier - 1`` (so since and GC stay behind it)
+    until :meth:`close`. Not thread-safe: one consumer drives it.
+
+    Raises (at creation):
+        SinceError: ``as_of`` is below the shard's since."""
+
+    def __init__(self, client: "PersistClient", shard_id: str, as_of: int):
+        self.client = client
+        self.shard_id = shard_id
+        st = client.state(shard_id)
+        if as_of < st.since:
+            raise SinceError(shard_id, as_of, st.since)
+        self._hold = client.leases.acquire(shard_id, st, as_of)
+        #: every update below this was yielded (or was in the snapshot at as_of)
+        self.frontier = as_of + 1
+        self._seqno = st.seqno
+        self._poll = Backoff()
+        self.closed = False
+        client.watch(shard_id)
+
+    def next(self, timeout_s: float) -> ListenBatch | None:
+        """The updates since the last batch, waiting up to ``timeout_s`` seconds for the
+        upper to pass the frontier; None when it did not. Part files are read here."""
+        st = self.client.latest(self.shard_id)
+        if st.upper <= self.frontier:
+            self._seqno = max(self._seqno, st.seqno)
+            if not self.client.wait_for_change({self.shard_id: self._seqno}, timeout_s, self._poll):
+                return None
+            st = self.client.latest(self.shard_id)
+            self._seqno = st.seqno
+            if st.upper <= self.frontier:
+                return None
+        # Hold the new state before reading its parts; the old hold keeps them until then.
+        hold = self.client.leases.acquire(self.shard_id, st, st.upper - 1)
+        tables = listen_updates(st, self.frontier, st.upper, self.client.blob.url)
+        self.client.release(self._hold)
+        self._hold = hold
+        lower, self.frontier, self._seqno = self.frontier, st.upper, st.seqno
+        return ListenBatch(lower, st.upper, pa.concat_tables(tables, promote_options="permissive") if tables else None)
+
+    def close(self) -> None:
+        """Release the read hold and stop following the shard. Idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        self.client.release(self._hold)
+        self.client.unwatch(self.shard_id)

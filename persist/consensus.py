@@ -97,3 +97,40 @@ class SqliteConsensus(Consensus):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+class ObservedConsensus(Consensus):
+    """A Consensus that reports what goes through it: ``on_read()`` after every
+    :meth:`head` (the Consensus read load the pubsub seed wants to cut), and
+    ``on_set(key, seqno, data)`` after every compare-and-set that won (what a process
+    pushes to PubSub). Callback errors are the callbacks' own business: they must not
+    raise (a won compare-and-set is durable whatever they do)."""
+
+    def __init__(self, inner: Consensus, on_set, on_read):
+        self.inner = inner
+        self._on_set = on_set
+        self._on_read = on_read
+
+    def head(self, key: str) -> tuple[int, bytes] | None:
+        self._on_read()
+        return self.inner.head(key)
+
+    def compare_and_set(self, key: str, expected: int | None, new_seqno: int, data: bytes) -> bool:
+        won = self.inner.compare_and_set(key, expected, new_seqno, data)
+        if won:
+            self._on_set(key, new_seqno, data)
+        return won
+
+    def truncate(self, key: str, seqno: int) -> int:
+        return self.inner.truncate(key, seqno)
+
+    def delete_shard(self, key: str) -> None:
+        self.inner.delete_shard(key)
+
+    def keys(self) -> list[str]:
+        return self.inner.keys()
+
+    def close(self) -> None:
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()

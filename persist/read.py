@@ -125,3 +125,39 @@ def _freeze(v):
     if isinstance(v, list):
         return ("__list__",) + tuple(_freeze(x) for x in v)
     return v
+
+
+@dataclass(frozen=True)
+class ListenBatch:
+    """What a listen yields: every update of the shard at a time in ``[lower, upper)``
+    as an Arrow table (the part files' columns, then ``_mz_time`` and ``_mz_diff``; rows
+    in no particular order, not consolidated), and the new frontier ``upper``: the shard
+    will get no more updates below it (Materialize's progress)."""
+
+    lower: int
+    upper: int
+    updates: pa.Table | None
+
+
+def listen_updates(state: ShardState, lower: int, upper: int, url) -> list[pa.Table]:
+    """The updates of ``state``'s parts at times in ``[lower, upper)``, one Arrow table
+    per part that has some, each with ``_mz_time`` and ``_mz_diff`` appended (or kept, for
+    parts that carry them). ``url(key)`` is Blob's URL of a part."""
+    out = []
+    for p in state.parts:
+        if p.max_time() < lower or p.min_time() >= upper:
+            continue
+        t = ds.dataset(url(p.key).removeprefix("file://"), format="parquet").to_table()
+        if TIME_COLUMN not in t.column_names:
+            t = t.append_column(TIME_COLUMN, pa.repeat(pa.scalar(p.ts if p.ts is not None else p.lower, pa.int64()),
+                                                       t.num_rows))
+        else:
+            times = t.column(TIME_COLUMN)
+            t = t.filter(pc.and_(pc.greater_equal(times, lower), pc.less(times, upper)))
+        if DIFF_COLUMN not in t.column_names:
+            t = t.append_column(DIFF_COLUMN, pa.repeat(pa.scalar(1, pa.int64()), t.num_rows))
+        else:  # keep the two at the end, in this order
+            t = t.select([c for c in t.column_names if c not in (TIME_COLUMN, DIFF_COLUMN)] + [TIME_COLUMN, DIFF_COLUMN])
+        if t.num_rows:
+            out.append(t)
+    return out

@@ -146,9 +146,12 @@ class ClusterCoordinator:
         environmentd holds one batch at a time whatever the result's size).
 
         Replicas race until one delivers its first batch (or its whole, empty answer);
-        from then on the stream stays with that replica, and the others are interrupted.
-        A replica failing after that fails the stream (its first rows may already be
-        with the client). ``on_close`` runs once when the stream closes: at its end, on
+        from then on the stream stays with that replica, and the others are interrupted
+        (its first rows may already be with the client, so no other replica can take
+        over). A replica that dies after that fails the stream (58000); one that only
+        stops answering pings (frozen by SIGSTOP, overloaded) is waited for while its
+        pull is in flight, up to ``replica_wait_s`` (as a peek waits for a healthy
+        replica), and the stream goes on when it recovers. ``on_close`` runs once when the stream closes: at its end, on
         an error, or on ``close()``; it also runs if opening fails.
 
         Raises:
@@ -163,7 +166,7 @@ class ClusterCoordinator:
             if on_close is not None:
                 on_close()
             raise
-        return PeekStream(self.name, h, gen, first, tag, on_close)
+        return PeekStream(self.name, h, gen, first, tag, on_close, grace_s=replica_wait_s)
 
     def _race(self, run: Callable, tag: str, replica_wait_s: float, statement_timeout_s: float | None,
               cancel: threading.Event | None, discard: Callable[[object], None] | None = None):
@@ -291,8 +294,11 @@ class PeekStream:
     (``ClusterCoordinator.peek_stream``). Not thread-safe: one session drives it."""
 
     def __init__(self, cluster: str, h: ReplicaHandle, gen, first: pa.Table | None, tag: str,
-                 on_close: Callable[[], None] | None):
+                 on_close: Callable[[], None] | None, grace_s: float = 120.0):
         self.cluster = cluster
+        #: how long (seconds) the replica may stay unhealthy while a pull waits on it
+        self.grace_s = grace_s
+        self._unhealthy_since: float | None = None
         self._h = h
         self._gen = gen
         self._first = first
@@ -310,7 +316,8 @@ class PeekStream:
 
         Raises:
             SqlError 57014 when ``cancel`` is set or ``timeout_s`` passes; 58000 when the
-            replica fails mid-stream; the query's own errors. The stream is closed then.
+            replica fails mid-stream (dies, is dropped, or stays unhealthy ``grace_s``);
+            the query's own errors. The stream is closed then.
         """
         if self._first is not None:
             first, self._first = self._first, None
@@ -347,7 +354,14 @@ class PeekStream:
             raise query_canceled(timeout=False)
         if deadline is not None and time.monotonic() >= deadline:
             raise query_canceled(timeout=True)
-        if self._h.status != HEALTHY:
+        if self._h.status == HEALTHY:
+            self._unhealthy_since = None
+            return
+        # Unhealthy by its pings: a dead replica fails the pull itself (connection error);
+        # a frozen one may come back, with the pull intact. Wait for it, within bounds.
+        now = time.monotonic()
+        self._unhealthy_since = self._unhealthy_since or now
+        if self._h.stopping or now - self._unhealthy_since >= self.grace_s:
             raise SqlError("58000", f'replica {self._h.label} of cluster "{self.cluster}" failed while sending '
                                     "the query's results", hint="Run the query again: another replica will answer.")
 

@@ -197,7 +197,7 @@ class Orchestrator:
         logf.close()
         (workdir / "pid").write_text(f"{popen.pid}\n")
         (workdir / "port").write_text(f"{port}\n")  # for operators and tests: sc://127.0.0.1:<port>
-        _write_private(workdir / "token", token)
+        write_private(workdir / "token", token)
         log.info("replica %s (%s) starting: pid %d, port %d, log %s", spec.label, spec.replica_id, popen.pid, port, log_path)
         return ReplicaProcess(spec, popen, port, log_path, token)
 
@@ -237,7 +237,7 @@ class Orchestrator:
         return killed
 
 
-def _write_private(path: Path, text: str) -> None:
+def write_private(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` readable by this user only (mode 0600 from the start)."""
     path.unlink(missing_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

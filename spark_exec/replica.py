@@ -271,6 +271,11 @@ class ReplicaHandle:
             self.orchestrator.stop(self.process)
         log.info("replica %s dropped", self.label)
 
+    @property
+    def stopping(self) -> bool:
+        """The replica was dropped (or its cluster shut down): it will not come back."""
+        return self._stopping.is_set()
+
     def mark_suspect(self) -> None:
         """A peek could not reach the replica: treat it as unhealthy until it answers again."""
         if self.status == HEALTHY:

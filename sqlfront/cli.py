@@ -14,6 +14,8 @@ import click
 from catalog.sizes import default_sizes, parse_sizes
 
 DEFAULT_LISTEN = "127.0.0.1:6875"
+#: the seed's persist PubSub port
+DEFAULT_PUBSUB_LISTEN = "127.0.0.1:6879"
 
 #: How long (seconds) a thread running Python may keep the GIL while another waits for it.
 #: CPython's 5 ms default means a session whose query is evaluated in Python (the fast
@@ -98,9 +100,15 @@ def main() -> None:
                    "Python may hold (e.g. 256MB; 0 for no limit).")
 @click.option("--persist-compaction/--no-persist-compaction", default=True, show_default=True,
               help="Compact persist shards in the background (off: parts accumulate; for benchmarks).")
+@click.option("--persist-pubsub", "persist_pubsub", default="on", show_default=True, type=click.Choice(["on", "off"]),
+              help="Serve persist PubSub and follow shards through it (off: followers poll Consensus).")
+@click.option("--persist-pubsub-listen", default=DEFAULT_PUBSUB_LISTEN, show_default=True,
+              help="Persist PubSub address (HOST:PORT, loopback only); a taken port falls back to a free one, "
+                   "written to DATA_DIR/persist_pubsub.")
 def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, metrics_listen,
           max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
-          max_copy_from_size, log_level, max_query_heap_size, persist_compaction) -> None:
+          max_copy_from_size, log_level, max_query_heap_size, persist_compaction, persist_pubsub,
+          persist_pubsub_listen) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -127,6 +135,11 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
             f"refusing to serve metrics on {metrics_listen}: the metrics endpoint has no authentication, "
             "so anyone who can reach it could read it. Listen on 127.0.0.1 (--metrics-listen 127.0.0.1:PORT) "
             "and let the scraper reach it through a tunnel or an authenticating proxy.")
+    pubsub_address = parse_listen(persist_pubsub_listen)
+    if not is_loopback(pubsub_address[0]):
+        raise click.ClickException(
+            f"refusing to serve persist pubsub on {persist_pubsub_listen}: it has no authentication. "
+            "Listen on 127.0.0.1.")
     scram = None
     if password is not None:
         from sqlfront.auth import ScramVerifier
@@ -157,7 +170,8 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                     copy_from_dirs=tuple(Path(os.path.realpath(d)) for d in copy_from_dirs),
                     max_connections=max_connections, max_message_size=max_message_size,
                     max_copy_from_size=max_copy_from_size, session_defaults=session_defaults,
-                    persist_compaction=persist_compaction)
+                    persist_compaction=persist_compaction, persist_pubsub=persist_pubsub == "on",
+                    persist_pubsub_listen=pubsub_address)
     env = Environment(config)
     stop = threading.Event()
 
@@ -206,6 +220,56 @@ def load_tpch(scale, url, data_root) -> None:
         raise click.ClickException(
             f"the server may not read {d.resolve()}: start it with --copy-from-dir {Path(data_root).resolve()} "
             "(make serve does)")
+
+
+@main.command("persist-write")
+@click.option("--data-dir", default="mzdata", show_default=True, type=click.Path(file_okay=False, exists=True),
+              help="The data directory of the server whose table to write.")
+@click.option("--table", "table_name", required=True, help="The table to append to (NAME or SCHEMA.NAME).")
+@click.option("--format", "fmt", default="text", show_default=True, type=click.Choice(["text", "csv"]),
+              help="Input format, as COPY FROM STDIN takes it.")
+@click.option("--rows-per-commit", default=0, show_default=True, type=click.IntRange(0),
+              help="Commit every N input rows as they arrive (0: one commit at the end of the input).")
+@click.option("--pubsub", default="auto", show_default=True,
+              help="Persist PubSub address to push commits to: HOST:PORT, 'auto' (the running server's, from "
+                   "DATA_DIR/persist_pubsub) or 'off'.")
+@click.argument("source", type=click.File("rb"), default="-")
+def persist_write(data_dir, table_name, fmt, rows_per_commit, pubsub, source) -> None:
+    """Append rows from SOURCE (default: stdin) to a table's persist shard from this
+    process, by compare-and-append, while the server runs (see sqlfront.persist_write for
+    the timestamps). Prints one JSON line per commit: {"ts", "rows", "committed_at"}."""
+    import json
+
+    from catalog.errors import SqlError
+    from sqlfront.copy import parse_copy
+    from sqlfront.persist_write import StandaloneWriter
+
+    try:
+        writer = StandaloneWriter(Path(data_dir), pubsub)
+        table = writer.table(table_name)
+    except (FileNotFoundError, SqlError) as e:
+        raise click.ClickException(str(e))
+    pending: list[bytes] = []
+
+    def commit() -> None:
+        try:
+            rows = parse_copy(table, b"".join(pending), fmt, None, None, False)
+        except SqlError as e:
+            raise click.ClickException(e.message)
+        pending.clear()
+        c = writer.append(table, rows)
+        click.echo(json.dumps({"ts": c.ts, "rows": c.rows, "committed_at": c.committed_at}))
+        sys.stdout.flush()
+
+    try:
+        while line := source.readline():
+            pending.append(line)
+            if rows_per_commit and len(pending) >= rows_per_commit:
+                commit()
+        if pending or not rows_per_commit:
+            commit()
+    finally:
+        writer.close()
 
 
 if __name__ == "__main__":

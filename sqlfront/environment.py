@@ -8,6 +8,9 @@ Data directory layout::
     txns.db           the group commit's record of multi-table transactions (sqlite)
     blob/             persist Blob: Parquet parts, one folder per shard
     environment_id    this environment's id (names its persist readers across restarts)
+    persist_pubsub    HOST:PORT of the persist PubSub service while it runs and, on the
+                      next line, its token (mode 0600; for other processes of this data
+                      directory: ``sqlfront persist-write``)
     replicas/<id>/    each local replica's log, pid file and Spark scratch space
 """
 
@@ -17,6 +20,7 @@ import collections
 import concurrent.futures
 import functools
 import logging
+import secrets
 import threading
 import time
 import uuid
@@ -34,16 +38,20 @@ from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica, Ta
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from persist import Batch, FileBlob, PersistClient, SqliteConsensus
+from persist.pubsub import PubSubServer
 from sqlfront import group_commit
 from sqlfront.group_commit import GroupCommitter
 from spark_exec.cluster_coordinator import ClusterCoordinator
-from spark_exec.orchestrator import Orchestrator
+from spark_exec.orchestrator import Orchestrator, write_private
 from sqlfront.coordinator import Coordinator
 from sqlfront.metrics import Metrics
 from sqlfront.pyworker import PythonWorkers
 from sqlfront.vars import server_defaults
 
 log = logging.getLogger(__name__)
+
+#: the data directory's file naming where persist PubSub listens (while it runs)
+PUBSUB_ADDRESS_FILE = "persist_pubsub"
 
 
 @dataclass
@@ -73,6 +81,10 @@ class Config:
     session_defaults: dict[str, str] = field(default_factory=dict)
     #: compact persist shards in the background
     persist_compaction: bool = True
+    #: serve persist PubSub and connect persist to it (False: followers poll Consensus)
+    persist_pubsub: bool = True
+    #: where PubSub listens; a taken port falls back to a free one (see ``persist_pubsub``)
+    persist_pubsub_listen: tuple[str, int] = ("127.0.0.1", 6879)
 
     def server_vars(self) -> dict[str, str]:
         """Session variables' defaults on this server: the operator's ``session_defaults``
@@ -91,8 +103,20 @@ class Environment:
         self.data_dir = d
         self.store = CatalogStore(str(d / "catalog.db"))
         self.oracle = TimestampOracle(str(d / "catalog.db"))
+        self.metrics = Metrics()
+        pubsub_metrics = self.metrics.persist_pubsub()
+        #: the persist PubSub service (None when off)
+        self.pubsub_server: PubSubServer | None = None
+        (d / PUBSUB_ADDRESS_FILE).unlink(missing_ok=True)
+        token = secrets.token_hex(16)
+        if config.persist_pubsub:
+            self.pubsub_server = PubSubServer(*config.persist_pubsub_listen, metrics=pubsub_metrics,
+                                              token=token).start()
+            write_private(d / PUBSUB_ADDRESS_FILE, f"{self.pubsub_server.address}\n{token}")
         self.persist = PersistClient(FileBlob(d / "blob"), SqliteConsensus(str(d / "consensus.db")),
-                                     reader_id=f"{_environment_id(d)}:{uuid.uuid4().hex[:12]}")
+                                     reader_id=f"{_environment_id(d)}:{uuid.uuid4().hex[:12]}",
+                                     pubsub_address=self.pubsub_server.address if self.pubsub_server else None,
+                                     metrics=pubsub_metrics, pubsub_token=token)
         #: the multi-shard transaction record of the group commit
         self.txns = SqliteConsensus(str(d / "txns.db"))
         self.writer: GroupCommitter | None = None
@@ -116,7 +140,6 @@ class Environment:
         self.coordinator: Coordinator | None = None
         #: (catalog version, view id) -> the tables the view reads (for arrangements)
         self._view_tables: dict[tuple[int, str], tuple[Table, ...]] = {}
-        self.metrics = Metrics()
         self.metrics.track_replicas(self._all_statuses)
         #: processes for fast-path queries too big for a session's thread
         self.python_workers = PythonWorkers()
@@ -313,6 +336,10 @@ class Environment:
         if self.coordinator is not None:
             self.coordinator.stop()
         self.python_workers.shutdown()
+        self.persist.close()
+        if self.pubsub_server is not None:
+            self.pubsub_server.stop()
+            (self.data_dir / PUBSUB_ADDRESS_FILE).unlink(missing_ok=True)
         with self._clusters_lock:
             ccs = list(self.clusters.values())
             self.clusters.clear()

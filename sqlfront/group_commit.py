@@ -154,7 +154,9 @@ class GroupCommitter:
             ts = self.oracle.write_ts()
             try:
                 if any(u > ts for u in uppers.values()):
-                    continue  # another process wrote past our timestamp: take a newer one
+                    # Another process wrote past our timestamp: take one above its write.
+                    self.oracle.observe(max(uppers.values()) - 1)
+                    continue
                 if len(batches) > 1:
                     _record(self.txns, ts, batches, uppers)
                 mismatch = False

@@ -36,6 +36,31 @@ class Metrics:
         self.phases = Counter("statement_phase_seconds", "Seconds spent per phase of statement processing",
                               ["phase"], registry=self.registry)
 
+    def persist_pubsub(self):
+        """The persist PubSub seed's metrics, registered here, as ``persist.PubSubMetrics``:
+        ``persist_pubsub_pushed_total`` (updates pushed), ``persist_pubsub_received_total
+        {applied="clean"|"unclean"}`` (received; applied as the next seqno or not),
+        ``persist_fallback_polls_total`` (Consensus reads of followers no push woke),
+        ``persist_pubsub_latency_seconds`` (from a compare-and-set in one process to its
+        state applied in another), ``persist_pubsub_broadcast_seconds_total`` (the server's
+        time spent broadcasting), ``persist_consensus_reads_total`` (every Consensus head
+        read of this process)."""
+        from persist.pubsub import PubSubMetrics
+
+        r = self.registry
+        return PubSubMetrics(
+            pushed=Counter("persist_pubsub_pushed", "State updates this process pushed to PubSub", registry=r),
+            received=Counter("persist_pubsub_received", "State updates received from PubSub, by whether they "
+                             "applied cleanly (the next seqno)", ["applied"], registry=r),
+            fallback_polls=Counter("persist_fallback_polls", "Consensus reads of waiting followers (listen, "
+                                   "SUBSCRIBE) that no push woke", registry=r),
+            latency=Histogram("persist_pubsub_latency_seconds", "From a compare-and-set winning in one process to "
+                              "its state applied in another", buckets=PEEK_BUCKETS, registry=r),
+            broadcast=Counter("persist_pubsub_broadcast_seconds", "Seconds the PubSub server spent broadcasting",
+                              registry=r),
+            consensus_reads=Counter("persist_consensus_reads", "Consensus head reads of this process", registry=r),
+        )
+
     def phase(self, name: str, seconds: float) -> None:
         """Time spent in a phase of statement processing (parse, plan, execute, server)."""
         self.phases.labels(name).inc(seconds)

@@ -88,6 +88,16 @@ class Server:
         return connection_url(f"sc://127.0.0.1:{port}", (d / "token").read_text().strip())
 
 
+def metric_value(url: str, name: str) -> float:
+    """The sum of the samples of Prometheus metric ``name`` (with its labels, if given:
+    ``name{label="v"}``) that ``url`` (a ``/metrics`` endpoint) serves now."""
+    import urllib.request
+
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(name) and line[len(name):len(name) + 1] in (" ", "{"))
+
+
 def replica_jvms(data_dir: Path) -> list[int]:
     """PIDs of live Java processes that belong to replicas of ``data_dir``."""
     marker = str(Path(data_dir).resolve() / "replicas").encode()

@@ -179,19 +179,55 @@ def test_compaction_merges_small_parts_and_consolidates_retractions(server, conn
     assert conn.execute("SELECT a FROM compacted ORDER BY a").fetchall() == expected
 
 
-def test_a_frozen_peek_survives_compaction_and_gc(tmp_path):
-    """The sharded-persist-reads seed's bug: a read whose replica is frozen (SIGSTOP) while
-    compaction replaces its parts and GC runs still returns the right rows: its read hold
-    keeps the retired parts until it ends. On a server of its own: nothing else may run on
-    the frozen replica."""
+@pytest.fixture(scope="module")
+def frozen_server(tmp_path_factory):
+    """A server of its own for the SIGSTOP tests: nothing else may run on the replica
+    they freeze."""
     from server import Server
 
-    server = Server(tmp_path / "mzdata").start()
-    try:
-        with server.connect() as conn:
-            _frozen_peek(server, conn)
-    finally:
-        server.stop()
+    server = Server(tmp_path_factory.mktemp("frozen") / "mzdata").start()
+    yield server
+    server.stop()
+
+
+def test_a_frozen_peek_survives_compaction_and_gc(frozen_server):
+    """The sharded-persist-reads seed's bug: a read whose replica is frozen (SIGSTOP) while
+    compaction replaces its parts and GC runs still returns the right rows: its read hold
+    keeps the retired parts until it ends."""
+    with frozen_server.connect() as conn:
+        _frozen_peek(frozen_server, conn)
+
+
+def test_a_streaming_peek_survives_its_replica_frozen_mid_stream(frozen_server):
+    """A replica frozen (SIGSTOP) for longer than its ping timeout while a client is
+    half-way through a streamed result: the stream waits for it and goes on after SIGCONT
+    (it used to fail with 58000 as soon as the replica looked unhealthy)."""
+    import os
+    import signal
+
+    import psycopg
+
+    from server import replica_jvms
+
+    server = frozen_server
+    with server.connect() as conn:
+        conn.execute("CREATE TABLE streamed (x int)")
+        conn.execute("INSERT INTO streamed SELECT * FROM generate_series(1, 300000)")
+    pids = replica_jvms(server.data_dir)
+    with psycopg.connect(server.url) as c:
+        cur = c.cursor(name="frozen_stream")
+        cur.execute("SELECT x FROM streamed")
+        n = len(cur.fetchmany(1000))
+        for p in pids:
+            os.kill(p, signal.SIGSTOP)
+        timer = threading.Timer(7, lambda: [os.kill(p, signal.SIGCONT) for p in pids])
+        timer.start()
+        try:
+            while rows := cur.fetchmany(50_000):
+                n += len(rows)
+        finally:
+            timer.join()
+    assert n == 300_000
 
 
 def _frozen_peek(server, conn):
@@ -225,14 +261,11 @@ def _frozen_peek(server, conn):
 
         reader = threading.Thread(target=read)
         reader.start()
-        # Frozen for a few seconds only: longer than the replica's ping timeout (5 s), a
-        # streaming peek whose replica recovers mid-stream fails with 58000 (not failed
-        # over yet; see the persist issue's note).
-        time.sleep(0.5)  # the peek took its snapshot and waits on the frozen replica
+        time.sleep(1.0)  # the peek took its snapshot and waits on the frozen replica
         for i in range(8, 12):
             conn.execute("INSERT INTO frozen VALUES (%s)", (i,))
         assert wait_for(lambda: not before & {p.key for p in state().parts}, timeout=30), "no compaction"
-        time.sleep(1.5)  # a maintenance round (every 1 s): GC would delete the retired parts now
+        time.sleep(3)  # maintenance rounds: GC would delete the retired parts now
         assert before <= {k for r in state().retired for k in r.keys}
         assert all(blob.get(k) is not None for k in before), "GC deleted parts a read holds"
     finally:

@@ -5,9 +5,17 @@ Output columns: ``mz_timestamp``, ``mz_progressed`` (WITH (PROGRESS)), ``mz_diff
 the query's columns; ``ENVELOPE UPSERT (KEY (k))`` gives ``mz_timestamp, mz_state, k...,
 rest...`` and ``ENVELOPE DEBEZIUM (KEY (k))`` gives ``mz_timestamp, mz_state, k...,
 before_*, after_*``. The snapshot (unless ``WITH (SNAPSHOT = false)``) comes at the
-subscription's as_of; then, each time an input shard's upper moves, the query runs again on
-the session's cluster at the new timestamp and the difference from the last answer is
-emitted at that timestamp. A query that reads no table is complete at once: its rows come
+subscription's as_of (a peek on the session's cluster). After it:
+
+- a subscription to a table, or to a query that only filters and projects one table
+  (``listen_input``), follows the table's shard with persist's ``listen``: each new
+  part's updates are emitted at their own times as they land, the filter and projection
+  evaluated here on those rows (they are linear: a row's diff carries over);
+- any other query runs again on the session's cluster each time an input shard's upper
+  moves, and the difference from the last answer is emitted at that timestamp.
+
+Either way, new data is learned through persist (``PersistClient.wait_for_change``):
+pushed through PubSub in milliseconds, else by polling Consensus with backoff. A query that reads no table is complete at once: its rows come
 at the greatest timestamp, as in Materialize, and the subscription ends.
 
 Delivered through ``DECLARE c CURSOR FOR SUBSCRIBE ...`` + ``FETCH`` (a FETCH waits for at
@@ -28,18 +36,19 @@ import pglast
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, query_canceled
 from catalog.snapshot import Table
 from catalog.types import BOOL, INT8, TEXT, SqlType
+from persist import DIFF_COLUMN, TIME_COLUMN, Backoff, SinceError
 from planner.expr import MZ_TIMESTAMP, set_query_timestamp
-from planner.plan import relations_read
+from planner.plan import Filter, Get, Project, relations_read
 from sqlfront import mzparse as mz
-from sqlfront.sequence.result import Result, ResultStream
+from sqlfront.sequence.result import Result, ResultStream, chunk_rows
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
 
 #: Materialize's greatest timestamp: the time of a constant collection's updates
 MAX_TIMESTAMP = (1 << 64) - 1
-#: how often a subscription looks at its inputs' uppers
-POLL_S = 0.1
+#: longest a FETCH waits for data between checks of its cancel flag and connection
+WAIT_S = 0.25
 
 
 class Subscription:
@@ -76,6 +85,13 @@ class Subscription:
         self._held = s.env.hold_time(self.frontier) if self.tables else None
         self._last: collections.Counter | None = None
         self._uppers: dict[str, int] = {}
+        #: the one table read, when the query follows it incrementally (see the module doc)
+        self.listen_input: Get | None = listen_input(self.plan)
+        self._listen = None
+        #: shard -> the seqno of its state last looked at (re-running subscriptions)
+        self._seqnos: dict[str, int] = {}
+        self._poll = Backoff()
+        self._watched: list[str] = []
         self._buffer: collections.deque = collections.deque()
         self.done = False
         self._started = False
@@ -157,18 +173,41 @@ class Subscription:
                 self._emit(MAX_TIMESTAMP, self._run(self.frontier))
             self.done = True
             return
-        self._uppers = self._read_uppers()
-        self._last = self._run(self.frontier)
+        persist = self.s.env.persist
+        if self.listen_input is not None:
+            table = self.listen_input.relation
+            try:  # before the snapshot: its read hold keeps since at or below as_of
+                self._listen = persist.listen(table.shard_id, self.frontier)
+            except SinceError as e:
+                raise SqlError("22000", "could not find a valid timestamp for the query",
+                               detail=f"Timestamp ({self.frontier}) is not valid for all inputs: "
+                                      f"[{table.name}] has since {e.since}") from None
+        else:
+            for t in self.tables:
+                persist.watch(t.shard_id)
+                self._watched.append(t.shard_id)
+            self._seqnos = {t.shard_id: persist.state(t.shard_id).seqno for t in self.tables}
+            self._uppers = self._read_uppers()
+        snapshot = self._run(self.frontier) if self.stmt.snapshot or self._listen is None else None
+        self._last = snapshot if self._listen is None else None
         if self.stmt.snapshot:
-            self._emit(self.frontier, self._last)
+            self._emit(self.frontier, snapshot)
         self._progress(self.frontier + 1)
 
     def _read_uppers(self) -> dict[str, int]:
-        return {t.shard_id: self.s.env.persist.state(t.shard_id).upper for t in self.tables}
+        return {t.shard_id: self.s.env.persist.latest(t.shard_id).upper for t in self.tables}
 
-    def _step(self) -> bool:
-        """Look at the inputs once; emit what changed. Returns whether anything did."""
-        uppers = self._read_uppers()
+    def _step(self, wait_s: float) -> bool:
+        """Wait up to ``wait_s`` seconds for the inputs to change; emit what changed.
+        Returns whether anything did."""
+        if self._listen is not None:
+            return self._step_listen(wait_s)
+        persist = self.s.env.persist
+        if not persist.wait_for_change(self._seqnos, wait_s, self._poll):
+            return False
+        states = {shard: persist.latest(shard) for shard in self._seqnos}
+        self._seqnos = {shard: st.seqno for shard, st in states.items()}
+        uppers = {shard: st.upper for shard, st in states.items()}
         if uppers == self._uppers:
             return False
         ts = max([self.s.env.oracle.read_ts()] + [u - 1 for u in uppers.values()])
@@ -181,6 +220,39 @@ class Subscription:
         self._advance(ts)
         self._progress(ts + 1)
         return True
+
+    def _step_listen(self, wait_s: float) -> bool:
+        batch = self._listen.next(wait_s)
+        if batch is None:
+            return False
+        if batch.updates is not None:
+            get = self.listen_input
+            names, types = [n for n, _ in get.columns], [t for _, t in get.columns]
+            rows = chunk_rows(batch.updates.select(names), types)
+            by_time: dict[int, list] = {}
+            for row, t, d in zip(rows, batch.updates.column(TIME_COLUMN).to_pylist(),
+                                 batch.updates.column(DIFF_COLUMN).to_pylist()):
+                by_time.setdefault(t, []).append((row, d))
+            for t in sorted(by_time):
+                self._emit(t, self._evaluate(by_time[t]))
+                if self.done:
+                    return True
+        self._advance(batch.upper - 1)
+        self._progress(batch.upper)
+        return True
+
+    def _evaluate(self, updates: list[tuple[tuple, int]]) -> collections.Counter:
+        """The query's output updates for input ``updates`` (row, diff) at one time: the
+        plan (filters and projections) runs over the rows added and over those removed."""
+        from planner import interpret
+
+        out: collections.Counter = collections.Counter()
+        for sign in (1, -1):
+            rows = [row for row, d in updates if d * sign > 0 for _ in range(abs(d))]
+            if rows:
+                for r in interpret.run(self.plan, lambda relation: rows):
+                    out[tuple(r)] += sign
+        return collections.Counter({k: v for k, v in out.items() if v})
 
     def _advance(self, ts: int) -> None:
         if self._held is not None:
@@ -205,19 +277,48 @@ class Subscription:
             if self.s.client_gone():  # nobody is listening: free what the subscription holds
                 self.close()
                 raise query_canceled(timeout=False)
-            if self._step():
+            wait = WAIT_S if deadline is None else max(0.0, min(WAIT_S, deadline - time.monotonic()))
+            if self._step(wait):
                 continue
             if deadline is not None and time.monotonic() >= deadline:
                 break
-            time.sleep(POLL_S)
         n = len(self._buffer) if limit is None else min(limit, len(self._buffer))
         return [self._buffer.popleft() for _ in range(n)]
 
     def close(self) -> None:
+        """Release what the subscription holds (its time hold, its listen's read hold,
+        its PubSub subscriptions). Idempotent."""
         if self._held is not None:
             self.s.env.release_time(self._held)
             self._held = None
+        if self._listen is not None:
+            self._listen.close()
+        for shard in self._watched:
+            self.s.env.persist.unwatch(shard)
+        self._watched = []
         self.done = True
+
+
+def listen_input(plan) -> Get | None:
+    """The Get of the one user table ``plan`` reads, when the plan is only filters and
+    projections over it with no subquery and no volatile or stable function (so each
+    input row maps to output rows on its own, whatever the time); else None."""
+    from planner.consteval import is_volatile
+    from planner.functions import FUNCTIONS
+    from planner.scalar import Call, has_subquery, walk
+
+    def pure(e) -> bool:
+        if has_subquery(e) or is_volatile(e):
+            return False
+        return all(not isinstance(n, Call) or getattr(FUNCTIONS.get(n.func), "volatility", "immutable") == "immutable"
+                   for n in walk(e))
+
+    p = plan
+    while isinstance(p, (Filter, Project)):
+        if not all(pure(e) for e in ((p.predicate,) if isinstance(p, Filter) else p.exprs)):
+            return None
+        p = p.input
+    return p if isinstance(p, Get) and isinstance(p.relation, Table) else None
 
 
 def mz_as_of(text: str):

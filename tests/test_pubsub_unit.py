@@ -1,0 +1,181 @@
+"""persist listen and PubSub in one process: two PersistClients over one Blob and
+Consensus, as two processes would have them, with a real gRPC PubSub server between."""
+
+from __future__ import annotations
+
+import collections
+import time
+
+import grpc
+import pyarrow as pa
+import pytest
+
+from persist import FileBlob, PersistClient, SqliteConsensus
+from persist.pubsub import METHOD, PubSubMetrics, PubSubServer, push_message
+
+
+class _Count:
+    """A Prometheus-like counter/histogram that remembers, by label."""
+
+    def __init__(self, store, key=()):
+        self.store, self.key = store, key
+
+    def labels(self, *values):
+        return _Count(self.store, self.key + values)
+
+    def inc(self, n=1):
+        self.store[self.key] += n
+
+    def observe(self, v):
+        self.store[self.key] += 1
+
+
+def counting_metrics():
+    stores = {n: collections.Counter() for n in ("pushed", "received", "fallback_polls", "latency", "broadcast",
+                                                 "consensus_reads")}
+    return PubSubMetrics(**{n: _Count(s) for n, s in stores.items()}), stores
+
+
+@pytest.fixture
+def pubsub_server():
+    s = PubSubServer("127.0.0.1", 0).start()
+    yield s
+    s.stop()
+
+
+def client(tmp_path, address=None, metrics=None) -> PersistClient:
+    return PersistClient(FileBlob(tmp_path / "blob"), SqliteConsensus(str(tmp_path / "consensus.db")),
+                         pubsub_address=address, metrics=metrics)
+
+
+def test_listen_yields_updates_after_as_of_with_times_and_diffs(tmp_path):
+    p = client(tmp_path)
+    p.create_shard("s", 10)
+    p.append("s", pa.table({"x": [1, 2]}), 10)
+    listen = p.listen("s", 10)
+    assert listen.next(0.05) is None  # nothing after as_of yet
+    p.append("s", pa.table({"x": [3]}), 12)
+    p.append("s", pa.table({"x": [4]}), 15)
+    b = listen.next(2)
+    assert (b.lower, b.upper) == (11, 16)
+    assert sorted(b.updates.to_pylist(), key=lambda r: r["x"]) == [
+        {"x": 3, "_mz_time": 12, "_mz_diff": 1}, {"x": 4, "_mz_time": 15, "_mz_diff": 1}]
+    assert p.leases.holds("s") and listen.frontier == 16
+    listen.close()
+    assert p.leases.holds("s") == []
+
+
+def test_a_push_is_applied_as_the_next_seqno_without_polling(tmp_path, pubsub_server):
+    mw, writer_counts = counting_metrics()
+    mr, reader_counts = counting_metrics()
+    w = client(tmp_path, pubsub_server.address, mw)
+    r = client(tmp_path, pubsub_server.address, mr)
+    assert w.pubsub.connected.wait(5) and r.pubsub.connected.wait(5)
+    w.create_shard("s", 10)
+    listen = r.listen("s", 10)
+    assert listen.next(0.3) is None
+    time.sleep(0.2)  # the subscribe reached the server
+    polls = reader_counts["fallback_polls"][()]
+    t = time.monotonic()
+    w.append("s", pa.table({"x": [7]}), 20)
+    b = listen.next(5)
+    assert b is not None and b.updates.column("x").to_pylist() == [7]
+    assert time.monotonic() - t < 0.9  # a fallback poll comes after 1 s at the earliest
+    assert reader_counts["fallback_polls"][()] == polls
+    assert reader_counts["received"][("clean",)] >= 1 and reader_counts["latency"][()] >= 1
+    assert writer_counts["pushed"][()] >= 2  # the create and the append
+    listen.close()
+    w.close()
+    r.close()
+
+
+def test_a_push_that_is_not_the_next_seqno_reads_consensus(tmp_path):
+    m, counts = counting_metrics()
+    p = client(tmp_path, None, m)
+    p.create_shard("s", 10)
+    other = client(tmp_path)
+    st = other.append("s", pa.table({"x": [1]}), 11)
+    other.append("s", pa.table({"x": [2]}), 12)
+    p._pushed("s", st.seqno + 1, b"not a state", 0)  # a gap: p knows seqno 1 only
+    assert counts["received"][("unclean",)] == 1
+    assert p.latest("s").upper == 13  # read from Consensus instead
+    p._pushed("s", p.latest("s").seqno + 1, b"garbage", 0)  # the next seqno, but no state
+    assert counts["received"][("unclean",)] == 2
+
+
+def test_garbage_on_the_wire_does_not_break_the_server(tmp_path, pubsub_server):
+    ch = grpc.insecure_channel(pubsub_server.address)
+    raw = ch.stream_stream(METHOD, request_serializer=lambda b: b, response_deserializer=lambda b: b)
+    try:
+        for _ in raw(iter([b"\xff\xfe garbage", b"\x0a\x03abc", push_message("s", 1, b"x", 0).SerializeToString()])):
+            pass
+    except grpc.RpcError:
+        pass
+    ch.close()
+    # The server still serves: a push goes from one client to the other.
+    w, r = client(tmp_path, pubsub_server.address), client(tmp_path, pubsub_server.address)
+    got = []
+    r.pubsub._on_push = lambda *a: got.append(a)
+    assert w.pubsub.connected.wait(5) and r.pubsub.connected.wait(5)
+    r.pubsub.subscribe("s")
+    time.sleep(0.2)
+    w.pubsub.push("s", 5, b"state")
+    deadline = time.monotonic() + 5
+    while not got and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert got and got[0][:3] == ("s", 5, b"state")
+    w.close()
+    r.close()
+
+
+def test_when_the_server_goes_polling_still_delivers(tmp_path):
+    server = PubSubServer("127.0.0.1", 0).start()
+    w = client(tmp_path, server.address)
+    r = client(tmp_path, server.address)
+    assert w.pubsub.connected.wait(5) and r.pubsub.connected.wait(5)
+    w.create_shard("s", 10)
+    listen = r.listen("s", 10)
+    listen.next(0.2)
+    server.stop()
+    deadline = time.monotonic() + 5
+    while r.pubsub.connected.is_set() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    t = time.monotonic()
+    w.append("s", pa.table({"x": [1]}), 20)
+    b = listen.next(5)
+    assert b is not None and b.updates.column("x").to_pylist() == [1]
+    assert time.monotonic() - t < 1.0  # polling without PubSub backs off to 250 ms at most
+    listen.close()
+    w.close()
+    r.close()
+
+
+def test_pubsub_server_falls_back_to_a_free_port_when_its_port_is_taken(pubsub_server):
+    port = int(pubsub_server.address.rsplit(":", 1)[1])
+    other = PubSubServer("127.0.0.1", port).start()
+    try:
+        assert other.address != pubsub_server.address
+    finally:
+        other.stop()
+
+
+def test_a_server_with_a_token_refuses_clients_without_it():
+    from persist.pubsub import PubSubClient
+
+    server = PubSubServer("127.0.0.1", 0, token="s3cret").start()
+    try:
+        ok = PubSubClient(server.address, lambda *a: None, token="s3cret")
+        bad = PubSubClient(server.address, lambda *a: None, token="guess")
+        none = PubSubClient(server.address, lambda *a: None)
+        assert ok.connected.wait(5)
+        time.sleep(0.5)
+        ok.subscribe("s")
+        deadline = time.monotonic() + 5
+        while server.connections() < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.5)
+        assert server.connections() == 1  # only the client with the token holds a stream
+        for c in (ok, bad, none):
+            c.close()
+    finally:
+        server.stop()
