@@ -6,7 +6,7 @@ for the columns those tools query; rows are derived from a catalog snapshot on e
 read. User objects get OID 20000 + their id number, system objects 10000 + theirs
 (``object_oid``); type OIDs are PostgreSQL's.
 Catalogs for features this product does not have (constraints, triggers, rules,
-inheritance, policies, comments, column defaults) exist and are empty, so the
+inheritance, policies, comments) exist and are empty, so the
 queries that join them answer as PostgreSQL does for objects without any.
 """
 
@@ -18,6 +18,8 @@ from catalog.types import ARRAY_OIDS, BOOL, FLOAT4, INT2, INT4, INT8, OID, TEXT,
 NAMESPACE_OIDS = {"pg_catalog": 11, "public": 2200, "mz_catalog": 16001, "mz_internal": 16002,
                   "information_schema": 16003}
 OWNER_OID = 10
+#: pg_class's own OID (PostgreSQL's RelationRelationId): pg_depend's classid of relations
+PG_CLASS_OID = 1259
 DATABASE_OID = 16384
 #: pg_collation's "default" collation: what string columns report as attcollation
 DEFAULT_COLLATION_OID = 100
@@ -98,7 +100,8 @@ PG_TABLESPACE = _table("s31", "pg_tablespace", "oid:oid spcname:text spcowner:oi
 PG_USER = _table("s32", "pg_user", "usename:text usesysid:oid usecreatedb:bool usesuper:bool")
 PG_PROC = _table("s33", "pg_proc", "oid:oid proname:text pronamespace:oid prorettype:oid proisagg:bool "
                                    "proiswindow:bool prokind:text proretset:bool pronargs:int2")
-PG_SEQUENCE = _table("s34", "pg_sequence", "seqrelid:oid seqtypid:oid")
+PG_SEQUENCE = _table("s34", "pg_sequence", "seqrelid:oid seqtypid:oid seqstart:int8 seqincrement:int8 "
+                                           "seqmax:int8 seqmin:int8 seqcache:int8 seqcycle:bool")
 PG_STATISTIC_EXT = _table("s35", "pg_statistic_ext", "oid:oid stxrelid:oid stxname:text stxnamespace:oid")
 PG_PUBLICATION = _table("s36", "pg_publication", "oid:oid pubname:text puballtables:bool")
 PG_PUBLICATION_REL = _table("s37", "pg_publication_rel", "oid:oid prpubid:oid prrelid:oid")
@@ -184,12 +187,35 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
                for r, kind in _relations(snap)]
         out += [_class_row(object_oid(i.id), i.name, NAMESPACE_OIDS.get(i.schema, 2200), "i", 1, False)
                 for i in snap.indexes.values()]
+        out += [_class_row(object_oid(q.id), q.name, NAMESPACE_OIDS.get(q.schema, 2200), "S", 3, False)
+                for q in snap.sequences.values()]
+        return out
+    if tid == PG_SEQUENCE.id:
+        return [(object_oid(q.id), SqlType(q.type).oid, q.start, q.increment, q.maxvalue, q.minvalue, q.cache,
+                 q.cycle) for q in snap.sequences.values()]
+    if tid == PG_ATTRDEF.id:
+        # identity columns have no pg_attrdef row in PostgreSQL: attidentity says it all
+        return [(object_oid(r.id) * 1000 + i + 1, object_oid(r.id), i + 1, c.default)
+                for r in snap.tables.values() for i, c in enumerate(r.columns)
+                if c.default is not None and c.identity is None]
+    if tid == PG_DEPEND.id:
+        # a serial/identity sequence depends on its column ('a' auto, 'i' internal for identity)
+        out = []
+        for q in snap.sequences.values():
+            t = snap.tables.get(q.owned_by[0]) if q.owned_by else None
+            if t is None:
+                continue
+            attnum = next((i + 1 for i, c in enumerate(t.columns) if c.name == q.owned_by[1]), 0)
+            ident = any(c.identity for c in t.columns if c.name == q.owned_by[1])
+            out.append((PG_CLASS_OID, object_oid(q.id), 0, PG_CLASS_OID, object_oid(t.id), attnum,
+                        "i" if ident else "a"))
         return out
     if tid == PG_DATABASE.id:
         return [(DATABASE_OID, "materialize", OWNER_OID, 6, "C", "C", False, True, -1, 0, None)]
     if tid == PG_ATTRIBUTE.id:
         return [(object_oid(r.id), c.name, c.type.oid, c.type.typlen, i + 1, int(c.type.is_array), c.type.typmod,
-                 not c.nullable, False, "", "", False, True, _collation(c.type), -1,
+                 not c.nullable, c.default is not None and c.identity is None, c.identity or "", "", False, True,
+                 _collation(c.type), -1,
                  "p" if c.type.typlen > 0 else "x", "", None, None)
                 for r, _ in _relations(snap) for i, c in enumerate(r.columns)]
     if tid == PG_TYPE.id:

@@ -49,9 +49,17 @@ class Replica:
 
 @dataclass(frozen=True)
 class Column:
+    """A column. ``default`` is its DEFAULT expression as SQL text (PostgreSQL's
+    ``pg_get_expr(adbin)`` form, e.g. ``nextval('t_id_seq'::regclass)``), applied by
+    INSERT when the column is omitted or ``DEFAULT`` is written. ``identity`` is
+    ``'a'`` (GENERATED ALWAYS AS IDENTITY), ``'d'`` (BY DEFAULT) or None, as
+    ``pg_attribute.attidentity``; an identity column's default is its sequence's nextval."""
+
     name: str
     type: SqlType
     nullable: bool = True
+    default: str | None = None
+    identity: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,33 @@ class Index:
     keys: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Sequence:
+    """A sequence (``u1``, PostgreSQL's "CREATE SEQUENCE"): a definition in the catalog;
+    its current value lives in ``catalog.sequences.SequenceStore`` (nextval is not a
+    catalog change and is never rolled back, as in PostgreSQL).
+
+    ``type`` is ``int2``/``int4``/``int8`` (``AS``); ``owned_by`` is ``(table id, column
+    name)`` for a sequence a ``serial`` or identity column (or ``OWNED BY``) owns: it is
+    dropped with its table."""
+
+    id: str
+    schema: str
+    name: str
+    type: str = "int8"
+    increment: int = 1
+    minvalue: int = 1
+    maxvalue: int = 9223372036854775807
+    start: int = 1
+    cache: int = 1
+    cycle: bool = False
+    owned_by: tuple[str, str] | None = None
+
+    @property
+    def builtin(self) -> bool:
+        return False
+
+
 Relation = Table | BuiltinTable | View
 
 
@@ -136,6 +171,7 @@ class CatalogSnapshot:
     builtins: Mapping[str, BuiltinTable] = field(default_factory=lambda: MappingProxyType({}))
     views: Mapping[str, View] = field(default_factory=lambda: MappingProxyType({}))
     indexes: Mapping[str, Index] = field(default_factory=lambda: MappingProxyType({}))
+    sequences: Mapping[str, Sequence] = field(default_factory=lambda: MappingProxyType({}))
     next_ids: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     # -- clusters and replicas -------------------------------------------------------
@@ -179,6 +215,34 @@ class CatalogSnapshot:
             if b.schema == schema and b.name == name:
                 return b
         return None
+
+    def sequence_by_name(self, schema: str, name: str) -> Sequence | None:
+        for q in self.sequences.values():
+            if q.schema == schema and q.name == name:
+                return q
+        return None
+
+    def name_taken(self, schema: str, name: str) -> bool:
+        """True if a table, view, sequence or index in ``schema`` is named ``name``
+        (PostgreSQL: they share one namespace, pg_class)."""
+        return (self.relation_by_name(schema, name) is not None or self.sequence_by_name(schema, name) is not None
+                or self.index_by_name(schema, name) is not None)
+
+    def resolve_sequence(self, schema: str | None, name: str) -> Sequence:
+        """The sequence ``[schema.]name``; unqualified, searched along SEARCH_PATH.
+
+        Raises:
+            SqlError 42P01 ``unknown catalog item 'x'``; 42809 ``"x" is not a sequence``
+            when the name is another relation's (PostgreSQL's wording)."""
+        schemas = (schema,) if schema else SEARCH_PATH
+        for s in schemas:
+            q = self.sequence_by_name(s, name)
+            if q is not None:
+                return q
+            if self.relation_by_name(s, name) is not None:
+                raise SqlError("42809", f'"{name}" is not a sequence')
+        shown = f"{schema}.{name}" if schema else name
+        raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{shown}'")
 
     def resolve_relation(self, schema: str | None, name: str) -> Relation:
         """Find a table by optional schema and name, searching SEARCH_PATH when unqualified.

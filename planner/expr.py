@@ -71,6 +71,12 @@ def describing(params: DescribeParams):
     return cm()
 
 
+def is_describing() -> bool:
+    """True while a statement is planned only to be described (nothing may be run:
+    no nextval, say)."""
+    return _DESCRIBING.get() is not None
+
+
 def infer_param(e, target: SqlType):
     """If ``e`` is a parameter of still unknown type, infer ``target`` for it."""
     if isinstance(e, Param) and e.type.name == "unknown":
@@ -407,6 +413,18 @@ class ExprPlanner:
                 n.rexpr = cast  # a fresh parse tree of our own, so editing it is safe
         return self.plan(ast.SubLink(subLinkType=SubLinkType.EXPR_SUBLINK, subselect=select))
 
+    def sequence_oid(self, arg):
+        """The first argument of nextval/currval/setval (a ``regclass``): a name literal
+        (``'s'``, ``'public.s'``) is looked up at plan time; an OID passes as it is.
+
+        Raises:
+            SqlError 42P01 for a name that names nothing; 0A000 for a name computed per row."""
+        if isinstance(arg, Literal) and arg.type.name in ("unknown", "text", "varchar") and arg.value is not None:
+            return self.oid_cast("regclass", Literal(arg.value, UNKNOWN))
+        if arg.type.name == "unknown" or arg.type.is_string:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "a sequence name must be a constant here")
+        return coerce(arg, OID)
+
     def oid_cast(self, reg: str, arg):
         """Casts to ``oid`` and the ``reg*`` OID alias types (PostgreSQL 8.19), which are
         ``oid`` here; a ``regclass``/``regtype`` name literal is looked up at plan time,
@@ -597,6 +615,8 @@ class ExprPlanner:
         args = [self.plan(a) for a in node.args or ()]
         if name in ("now", "transaction_timestamp", "statement_timestamp") and not args:
             return Literal(statement_time(), TIMESTAMPTZ)
+        if name in fn.sequence.SEQUENCE_ARG_FUNCTIONS and args:
+            args[0] = self.sequence_oid(args[0])
         if name == "mz_now" and not args:
             from decimal import Decimal
 

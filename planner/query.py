@@ -76,7 +76,8 @@ class QueryPlanner:
         """regclassout: the name of the relation with ``oid``, or its digits if none."""
         from catalog.pg_catalog import object_oid
 
-        for rel in [*self.snap.tables.values(), *self.snap.views.values(), *self.snap.builtins.values()]:
+        for rel in [*self.snap.tables.values(), *self.snap.views.values(), *self.snap.builtins.values(),
+                    *self.snap.sequences.values()]:
             if object_oid(rel.id) == oid:
                 return rel.name
         return str(oid)
@@ -93,7 +94,13 @@ class QueryPlanner:
             rv = parse_sql(f"SELECT * FROM {name}")[0].stmt.fromClause[0]
         except Exception:
             raise SqlError("42602", f'invalid name syntax: "{name}"') from None
-        return object_oid(self.snap.resolve_relation(rv.schemaname, rv.relname).id)
+        try:
+            return object_oid(self.snap.resolve_relation(rv.schemaname, rv.relname).id)
+        except SqlError as e:
+            try:
+                return object_oid(self.snap.resolve_sequence(rv.schemaname, rv.relname).id)
+            except SqlError:
+                raise e from None
 
     def plan_subquery(self, stmt, scope: Scope) -> "PlannedQuery":
         """Plan a subquery whose correlated names resolve in ``scope`` (depth 1) and then in

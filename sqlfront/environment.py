@@ -28,6 +28,7 @@ import pglast
 from catalog import durable
 from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE, builtin_rows
 from catalog.durable import CatalogStore
+from catalog.sequences import SequenceStore
 from catalog.oracle import TimestampOracle
 from catalog.sizes import ReplicaSize, default_sizes
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica, Table
@@ -91,6 +92,8 @@ class Environment:
         self.data_dir = d
         self.store = CatalogStore(str(d / "catalog.db"))
         self.oracle = TimestampOracle(str(d / "catalog.db"))
+        #: sequences' current values (nextval/setval write them, not the Coordinator)
+        self.sequences = SequenceStore(str(d / "catalog.db"))
         self.persist = PersistClient(FileBlob(d / "blob"), SqliteConsensus(str(d / "consensus.db")),
                                      reader_id=f"{_environment_id(d)}:{uuid.uuid4().hex[:12]}")
         #: the multi-shard transaction record of the group commit

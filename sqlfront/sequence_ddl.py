@@ -8,14 +8,18 @@ are pure: no I/O, no waiting. Messages follow Materialize's where it has one
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from catalog import durable
 from catalog.errors import (
     SqlError, DUPLICATE_OBJECT, UNDEFINED_OBJECT, SYNTAX_ERROR, INVALID_PARAMETER_VALUE, DUPLICATE_TABLE,
-    UNDEFINED_TABLE, WRONG_OBJECT_TYPE, DEPENDENT_OBJECTS_STILL_EXIST,
+    UNDEFINED_TABLE, WRONG_OBJECT_TYPE, DEPENDENT_OBJECTS_STILL_EXIST, UNDEFINED_COLUMN,
 )
 from catalog.sizes import ReplicaSize, validate_size
-from catalog.snapshot import USER_SCHEMA, CatalogSnapshot, Cluster, Column, Index, Replica, Table, View
+from catalog.snapshot import USER_SCHEMA, CatalogSnapshot, Cluster, Column, Index, Replica, Sequence, Table, View
+from planner.ddl import TableDef
 from sqlfront import mzparse as mz
+from sqlfront.parse import quote_literal
 
 
 def _replica_config(
@@ -167,19 +171,173 @@ def _check_schema(schema: str | None) -> str:
     return USER_SCHEMA
 
 
-def create_table(schema: str | None, name: str, columns: tuple[Column, ...], if_not_exists: bool):
+def _free_name(snap: CatalogSnapshot, schema: str, base: str, taken: set[str] = frozenset()) -> str:
+    """``base``, or ``base1``, ``base2``, ... : the first not taken in ``schema``
+    (PostgreSQL's ChooseRelationName)."""
+    name, n = base, 0
+    while snap.name_taken(schema, name) or name in taken:
+        n += 1
+        name = f"{base}{n}"
+    return name
+
+
+def create_table(schema: str | None, name: str, tdef: TableDef, if_not_exists: bool):
+    """CREATE TABLE, with a sequence for each serial/identity column, named
+    ``<table>_<column>_seq`` (PostgreSQL's naming; 1, 2, ... appended while taken),
+    owned by its column (dropped with the table) and used by its default
+    ``nextval('<name>'::regclass)`` (PostgreSQL 8.1.4 "Serial Types").
+
+    Raises (from ``build``): 42P07 for a taken name (a notice-free no-op with IF NOT
+    EXISTS); 3F000 for an unknown schema."""
     def build(snap: CatalogSnapshot, ids) -> list:
         s = _check_schema(schema)
-        existing = snap.relation_by_name(s, name)
-        if existing is not None:
+        if snap.name_taken(s, name):
             if if_not_exists:
                 return []
             raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
         tid = ids.allocate("item")
         shard = "s" + ids.allocate("shard")[1:]
-        return [durable.CreateTable(Table(tid, s, name, columns, f"shard-{shard}"))]
+        columns = list(tdef.columns)
+        ops: list = []
+        chosen: set[str] = set()
+        for o in tdef.owned:
+            col = columns[o.column]
+            seq_name = _free_name(snap, s, f"{name}_{col.name}_seq", chosen | {name})
+            chosen.add(seq_name)
+            opts = {k: v for k, v in o.options.items() if k not in ("owned_by", "restart")}
+            ops.append(durable.CreateSequence(Sequence(ids.allocate("item"), s, seq_name, **opts,
+                                                       owned_by=(tid, col.name))))
+            columns[o.column] = replace(col, default=f"nextval({quote_literal(seq_name)}::regclass)")
+        return [durable.CreateTable(Table(tid, s, name, tuple(columns), f"shard-{shard}"))] + ops
 
     return build
+
+
+def create_sequence(schema: str | None, name: str, options: dict, if_not_exists: bool):
+    """CREATE SEQUENCE (PostgreSQL's; Materialize has no sequences). ``options`` come
+    from ``planner.ddl.sequence_options``.
+
+    Raises (from ``build``): 42P07 for a taken name; 42P01/42703 for an OWNED BY
+    column that does not exist; 3F000 for an unknown schema."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        s = _check_schema(schema)
+        if snap.name_taken(s, name):
+            if if_not_exists:
+                return []
+            raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
+        opts = {k: v for k, v in options.items() if k not in ("owned_by", "restart")}
+        owned = _owned_by(snap, options.get("owned_by"))
+        return [durable.CreateSequence(Sequence(ids.allocate("item"), s, name, **opts, owned_by=owned))]
+
+    return build
+
+
+def _owned_by(snap: CatalogSnapshot, names) -> tuple[str, str] | None:
+    """``(table id, column)`` of ``OWNED BY [schema.]table.column``; None for NONE."""
+    if not names:
+        return None
+    if len(names) < 2:
+        raise SqlError(INVALID_PARAMETER_VALUE, "invalid OWNED BY option",
+                       hint="Specify OWNED BY table.column or OWNED BY NONE.")
+    rel = snap.resolve_relation(names[-3] if len(names) > 2 else None, names[-2])
+    if not isinstance(rel, Table):
+        raise SqlError(WRONG_OBJECT_TYPE, f'sequence cannot be owned by relation "{rel.name}"')
+    if names[-1] not in [c.name for c in rel.columns]:
+        raise SqlError(UNDEFINED_COLUMN, f'column "{names[-1]}" of relation "{rel.name}" does not exist')
+    return rel.id, names[-1]
+
+
+def alter_sequence(schema: str | None, name: str, options, if_exists: bool):
+    """ALTER SEQUENCE: changes the definition. Returns ``(build, restart)``; once
+    ``build`` has committed, ``restart`` holds the ``(sequence, value)`` a RESTART asks
+    for, which the caller sets in the value store (the value is data, not catalog).
+
+    Raises (from ``build``): 42P01 for an unknown sequence (nothing with IF EXISTS);
+    ``planner.ddl.sequence_options``' errors."""
+    from planner.ddl import sequence_options
+
+    restart: list = []
+
+    def build(snap: CatalogSnapshot, ids) -> list:
+        restart.clear()
+        try:
+            q = snap.resolve_sequence(schema, name)
+        except SqlError:
+            if if_exists:
+                return []
+            raise
+        cur = {f: getattr(q, f) for f in ("type", "increment", "minvalue", "maxvalue", "start", "cache", "cycle")}
+        opts = sequence_options(options, q.type, cur)
+        value = opts.pop("restart", None)
+        owned = q.owned_by
+        if "owned_by" in opts:
+            owned = _owned_by(snap, opts.pop("owned_by"))
+        new = replace(q, **opts, owned_by=owned)
+        if value is not None:
+            restart.append((new, value))
+        return [durable.UpdateSequence(new)] if new != q else []
+
+    return build, restart
+
+
+def drop_sequences(names: list[tuple[str | None, str]], if_exists: bool, cascade: bool = False):
+    """DROP SEQUENCE. A sequence a column's default uses needs CASCADE, which removes
+    those defaults (PostgreSQL: 2BP01 "cannot drop sequence s because other objects
+    depend on it")."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        ops = []
+        dropped = []
+        for schema, name in names:
+            q = None
+            for s in ((schema,) if schema else (USER_SCHEMA,)):
+                q = snap.sequence_by_name(s, name)
+            if q is None:
+                if if_exists:
+                    continue
+                if snap.relation_by_name(schema or USER_SCHEMA, name) is not None:
+                    raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a sequence',
+                                   hint="Use DROP TABLE to remove a table.")
+                raise SqlError(UNDEFINED_TABLE, f'sequence "{name}" does not exist')
+            dropped.append(q)
+        tables: dict[str, Table] = {}
+        for q in dropped:
+            for t in snap.tables.values():
+                t = tables.get(t.id, t)
+                users = [c for c in t.columns if c.default is not None and _uses_sequence(c.default, q)]
+                if not users:
+                    continue
+                if not cascade:
+                    raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                                   f"cannot drop sequence {q.name} because other objects depend on it",
+                                   detail=f"default value for column {users[0].name} of table {t.name} depends on "
+                                          f"sequence {q.name}",
+                                   hint="Use DROP ... CASCADE to drop the dependent objects too.")
+                tables[t.id] = replace(t, columns=tuple(
+                    replace(c, default=None, identity=None) if c in users else c for c in t.columns))
+        ops += [durable.UpdateTable(t) for t in tables.values()]
+        ops += [durable.DropSequence(q.id) for q in dropped]
+        return ops
+
+    return build
+
+
+def _uses_sequence(default: str, q: Sequence) -> bool:
+    """True if DEFAULT text ``default`` calls a sequence function on ``q``."""
+    import pglast
+    from planner.expr import ast_nodes
+    from pglast import ast
+
+    node = pglast.parse_sql(f"SELECT {default}")[0].stmt
+    for n in ast_nodes(node):
+        if isinstance(n, ast.FuncCall) and n.funcname[-1].sval in ("nextval", "currval", "setval") and n.args:
+            a = n.args[0]
+            while isinstance(a, ast.TypeCast):
+                a = a.arg
+            if isinstance(a, ast.A_Const) and isinstance(a.val, ast.String):
+                parts = a.val.sval.split(".")
+                if parts[-1].strip('"') == q.name and (len(parts) == 1 or parts[-2].strip('"') == q.schema):
+                    return True
+    return False
 
 
 def create_view(schema: str | None, name: str, sql: str, columns: tuple[Column, ...], or_replace: bool):
@@ -351,6 +509,9 @@ def drop_tables(names: list[tuple[str | None, str]], if_exists: bool, cascade: b
         for rel in dropped:
             ops.append(durable.DropTable(rel.id))
             ops += [durable.DropIndex(i.id) for i in snap.indexes.values() if i.on_id == rel.id]
+            # its serial/identity sequences go with it (PostgreSQL: OWNED BY)
+            ops += [durable.DropSequence(q.id) for q in snap.sequences.values()
+                    if q.owned_by and q.owned_by[0] == rel.id]
         return ops
 
     return build

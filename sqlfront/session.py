@@ -32,6 +32,8 @@ from catalog.pg_catalog import PG_CURSORS
 from catalog.snapshot import BuiltinTable
 from sqlfront.sequence import copy, cursors, ddl, peek, show, subscribe, txn, vars as var_stmts, writes
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
+from sqlfront.sequence.sequences import SessionSequences
+from planner.functions.sequence import set_sequence_access
 from sqlfront.vars import SessionVars
 
 __all__ = ["Session", "Result", "CopyIn", "CopyOut", "HANDLERS", "split_statements", "param_count", "parse_one",
@@ -73,6 +75,8 @@ class Session:
         self.client_gone = lambda: False
         #: open cursors by name (DECLARE); they end with the transaction
         self.cursors: dict[str, cursors.Cursor] = {}
+        #: nextval/setval and this session's currval/lastval
+        self.sequences = SessionSequences(self)
 
     # -- entry points -----------------------------------------------------------------
 
@@ -132,6 +136,7 @@ class Session:
         if self._as_of is not None and not isinstance(stmt, (ast.SelectStmt, mz.Subscribe, mz.DeclareSubscribe, mz.CopySubscribe)):
             raise SqlError(SYNTAX_ERROR, "AS OF is only allowed after SELECT and SUBSCRIBE")
         set_query_timestamp(self.read_ts)
+        set_sequence_access(self.sequences)
         self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not txn.ends_transaction(stmt) and not txn.is_rollback_to(stmt):
             raise SqlError(IN_FAILED_SQL_TRANSACTION,
@@ -170,12 +175,10 @@ class Session:
                 cols = peek.columns(QueryPlanner(self.env.snapshot).plan_raw(parse_generated(q)))
             elif isinstance(stmt, ast.VariableShowStmt):
                 cols = var_stmts.show_var_columns(stmt)
-            elif isinstance(stmt, ast.InsertStmt):
-                plan_insert(self.env.snapshot, stmt, params)
-            elif isinstance(stmt, ast.UpdateStmt):
-                plan_update(self.env.snapshot, stmt, params)
-            elif isinstance(stmt, ast.DeleteStmt):
-                plan_delete(self.env.snapshot, stmt, params)
+            elif isinstance(stmt, (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)):
+                plan = {ast.InsertStmt: plan_insert, ast.UpdateStmt: plan_update, ast.DeleteStmt: plan_delete}
+                planned = plan[type(stmt)](self.env.snapshot, stmt, params)
+                cols = list(planned.returning.columns) if planned.returning is not None else None
             elif isinstance(stmt, ast.ExplainStmt):
                 cols = [("Optimized Plan", TEXT)]
             elif isinstance(stmt, mz.ExplainPlan):
@@ -262,6 +265,8 @@ HANDLERS: dict[type, Callable] = {
     ast.IndexStmt: ddl.create_index,
     mz.CreateIndex: ddl.create_index,
     ast.DropStmt: ddl.drop,
+    ast.CreateSeqStmt: ddl.create_sequence,
+    ast.AlterSeqStmt: ddl.alter_sequence,
     # variables, transactions, prepared statements
     ast.VariableSetStmt: var_stmts.set_var,
     ast.VariableShowStmt: var_stmts.show_var,

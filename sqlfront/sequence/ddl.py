@@ -12,7 +12,7 @@ from pglast import ast
 from pglast.enums import DropBehavior, ObjectType
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION
-from planner.ddl import plan_columns
+from planner.ddl import plan_table, sequence_options
 from planner.query import QueryPlanner
 from sqlfront import mzparse as mz
 from sqlfront import sequence_ddl as build
@@ -74,9 +74,32 @@ def create_table(s: Session, stmt: ast.CreateStmt, sql: str, params) -> Result:
     rv = stmt.relation
     if rv.relpersistence == "t":
         raise SqlError(FEATURE_NOT_SUPPORTED, "temporary tables are not supported")
-    cols = plan_columns(stmt)
-    run(s, build.create_table(rv.schemaname, rv.relname, cols, bool(stmt.if_not_exists)))
+    tdef = plan_table(stmt, s.env.snapshot)
+    run(s, build.create_table(rv.schemaname, rv.relname, tdef, bool(stmt.if_not_exists)))
     return Result("CREATE TABLE")
+
+
+def create_sequence(s: Session, stmt: ast.CreateSeqStmt, sql: str, params) -> Result:
+    """CREATE [TEMP] SEQUENCE [IF NOT EXISTS] name [options] (PostgreSQL's; Materialize
+    has no sequences). Raises SqlError 0A000 for a temporary sequence;
+    ``planner.ddl.sequence_options``' errors."""
+    rv = stmt.sequence
+    if rv.relpersistence == "t":
+        raise SqlError(FEATURE_NOT_SUPPORTED, "temporary sequences are not supported")
+    opts = sequence_options(stmt.options or ())
+    run(s, build.create_sequence(rv.schemaname, rv.relname, opts, bool(stmt.if_not_exists)))
+    return Result("CREATE SEQUENCE")
+
+
+def alter_sequence(s: Session, stmt: ast.AlterSeqStmt, sql: str, params) -> Result:
+    """ALTER SEQUENCE [IF EXISTS] name options: INCREMENT, MINVALUE, MAXVALUE, START,
+    RESTART [WITH], CACHE, [NO] CYCLE, OWNED BY."""
+    rv = stmt.sequence
+    txn, restart = build.alter_sequence(rv.schemaname, rv.relname, stmt.options or (), bool(stmt.missing_ok))
+    run(s, txn)
+    for q, value in restart:
+        s.env.sequences.setval(q, value, False)
+    return Result("ALTER SEQUENCE")
 
 
 def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
@@ -87,7 +110,8 @@ def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
         names.append((parts[-2] if len(parts) > 1 else None, parts[-1]))
     kinds = {ObjectType.OBJECT_TABLE: (build.drop_tables, "DROP TABLE"),
              ObjectType.OBJECT_VIEW: (build.drop_views, "DROP VIEW"),
-             ObjectType.OBJECT_INDEX: (build.drop_indexes, "DROP INDEX")}
+             ObjectType.OBJECT_INDEX: (build.drop_indexes, "DROP INDEX"),
+             ObjectType.OBJECT_SEQUENCE: (build.drop_sequences, "DROP SEQUENCE")}
     if stmt.removeType not in kinds:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"DROP {stmt.removeType.name.removeprefix('OBJECT_')} is not supported")
     txn, tag = kinds[stmt.removeType]

@@ -1,0 +1,50 @@
+"""Sequence manipulation functions (PostgreSQL 9.17): ``nextval``, ``currval``,
+``setval``, ``lastval``.
+
+The planner turns the sequence argument (``'s'``, ``'s'::regclass``) into the
+sequence's OID at plan time (``planner.expr``); the calls here take that OID. They
+change or read state outside the plan, so they are volatile (never folded) and run in
+Python only: the session sets, per statement, the object that does the work
+(``set_sequence_access``), one with methods ``nextval(oid) -> int``, ``currval(oid) ->
+int``, ``setval(oid, value, is_called) -> int`` and ``lastval() -> int``
+(``sqlfront.sequence.sequences.SessionSequences``). This module holds no state of its own.
+"""
+
+from __future__ import annotations
+
+import contextvars
+
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
+from planner.functions import Function, register, sig
+
+_ACCESS: contextvars.ContextVar = contextvars.ContextVar("sequence_access", default=None)
+
+#: SQL names of the functions whose first argument names a sequence (a regclass)
+SEQUENCE_ARG_FUNCTIONS = ("nextval", "currval", "setval")
+
+
+def set_sequence_access(access) -> None:
+    """Let the sequence functions of this statement (and thread) use ``access``."""
+    _ACCESS.set(access)
+
+
+def _access():
+    a = _ACCESS.get()
+    if a is None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "sequence functions are not supported here")
+    return a
+
+
+_PY_ONLY = "runs in Python only (it changes state outside the query): 0A000 over table data"
+
+register(
+    Function("nextval", (sig("oid", ret="int8"),), lambda a, e: _access().nextval(a[0]), None,
+             sql_names=("nextval",), volatility="volatile", doc="9.17", differs=_PY_ONLY),
+    Function("currval", (sig("oid", ret="int8"),), lambda a, e: _access().currval(a[0]), None,
+             sql_names=("currval",), volatility="volatile", doc="9.17", differs=_PY_ONLY),
+    Function("lastval", (sig(ret="int8"),), lambda a, e: _access().lastval(), None,
+             sql_names=("lastval",), volatility="volatile", doc="9.17", differs=_PY_ONLY),
+    Function("setval", (sig("oid", "int8", ret="int8"), sig("oid", "int8", "bool", ret="int8")),
+             lambda a, e: _access().setval(a[0], a[1], True if len(a) < 3 else a[2]), None,
+             sql_names=("setval",), volatility="volatile", doc="9.17", differs=_PY_ONLY),
+)
