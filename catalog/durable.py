@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from catalog.builtins import BUILTIN_TABLES
-from catalog.snapshot import CatalogSnapshot, Cluster, Column, Index, Replica, Sequence, Table, View
+from catalog.snapshot import CatalogSnapshot, Cluster, Column, Index, Replica, Schema, Sequence, Table, View
 from catalog.types import SqlType
 
 SCHEMA_SQL = """
@@ -60,6 +60,11 @@ CREATE TABLE IF NOT EXISTS sequences (
     name TEXT NOT NULL,
     spec TEXT NOT NULL,
     UNIQUE (schema_name, name)
+);
+CREATE TABLE IF NOT EXISTS schemas (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    temp INTEGER NOT NULL DEFAULT 0
 );
 -- a sequence's value: data, not catalog (catalog.sequences.SequenceStore writes it)
 CREATE TABLE IF NOT EXISTS sequence_values (
@@ -151,7 +156,27 @@ class UpdateSequence:
     sequence: Sequence
 
 
-Op = UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
+@dataclass(frozen=True)
+class CreateSchema:
+    schema: Schema
+
+
+@dataclass(frozen=True)
+class DropSchema:
+    """Drop an empty schema (its objects are dropped by ops before this one)."""
+
+    schema_id: str
+
+
+@dataclass(frozen=True)
+class RenameSchema:
+    """Rename a schema and move every object in it along (objects name their schema)."""
+
+    schema_id: str
+    new_name: str
+
+
+Op = CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
 
 _ID_KINDS = ("cluster", "replica", "item", "shard")
 
@@ -210,6 +235,7 @@ class CatalogStore:
                 r[0]: _decode_sequence(r[0], r[1], r[2], r[3])
                 for r in c.execute("SELECT id, schema_name, name, spec FROM sequences")
             }
+            schemas = {r[0]: Schema(r[0], r[1], bool(r[2])) for r in c.execute("SELECT id, name, temp FROM schemas")}
         return CatalogSnapshot(
             version=int(meta.get("version", 0)),
             next_ids={k: int(meta.get(f"next_id.{k}", 1)) for k in _ID_KINDS},
@@ -220,6 +246,7 @@ class CatalogStore:
             views=views,
             indexes=indexes,
             sequences=sequences,
+            schemas=schemas,
             builtins={b.id: b for b in BUILTIN_TABLES},
         )
 
@@ -235,6 +262,7 @@ class CatalogStore:
         views = dict(snap.views)
         indexes = dict(snap.indexes)
         sequences = dict(snap.sequences)
+        schemas = dict(snap.schemas)
         version = snap.version + 1
         with self._lock:
             c = self._conn
@@ -272,6 +300,23 @@ class CatalogStore:
                             (t.id, t.schema, t.name, _encode_columns(t.columns), t.shard_id),
                         )
                         tables[t.id] = t
+                    elif isinstance(op, CreateSchema):
+                        c.execute("INSERT INTO schemas (id, name, temp) VALUES (?, ?, ?)",
+                                  (op.schema.id, op.schema.name, int(op.schema.temp)))
+                        schemas[op.schema.id] = op.schema
+                    elif isinstance(op, DropSchema):
+                        c.execute("DELETE FROM schemas WHERE id = ?", (op.schema_id,))
+                        schemas.pop(op.schema_id, None)
+                    elif isinstance(op, RenameSchema):
+                        old = schemas[op.schema_id]
+                        c.execute("UPDATE schemas SET name = ? WHERE id = ?", (op.new_name, op.schema_id))
+                        for t in ("tables", "views", "indexes", "sequences"):
+                            c.execute(f"UPDATE {t} SET schema_name = ? WHERE schema_name = ?", (op.new_name, old.name))
+                        schemas[op.schema_id] = Schema(old.id, op.new_name, old.temp)
+                        for objs in (tables, views, indexes, sequences):
+                            for k, o in list(objs.items()):
+                                if o.schema == old.name:
+                                    objs[k] = replace(o, schema=op.new_name)
                     elif isinstance(op, UpdateTable):
                         t = op.table
                         c.execute("UPDATE tables SET schema_name = ?, name = ?, columns = ?, shard_id = ? WHERE id = ?",
@@ -324,7 +369,7 @@ class CatalogStore:
                 raise
         return snap.with_changes(
             version=version, clusters=clusters, replicas=replicas, tables=tables, views=views, indexes=indexes,
-            sequences=sequences, next_ids=dict(next_ids)
+            sequences=sequences, schemas=schemas, next_ids=dict(next_ids)
         )
 
     def close(self) -> None:

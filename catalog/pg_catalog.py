@@ -31,6 +31,14 @@ INT2_ARRAY = array_of(INT2)
 OID_ARRAY = array_of(OID)
 
 
+def namespace_oid(snap: CatalogSnapshot, schema: str) -> int:
+    """pg_namespace's OID of ``schema``: a system schema's fixed one, else its object's."""
+    if schema in NAMESPACE_OIDS:
+        return NAMESPACE_OIDS[schema]
+    sc = snap.schema_by_name(schema)
+    return object_oid(sc.id) if sc is not None else NAMESPACE_OIDS["public"]
+
+
 def object_oid(object_id: str) -> int:
     """A stable OID for a catalog id (``u5`` -> 20005, ``s3`` -> 10003)."""
     return (FIRST_USER_OID if object_id[0] == "u" else 10000) + int(object_id[1:])
@@ -133,8 +141,8 @@ def _relations(snap: CatalogSnapshot):
         [(r, "r") for r in snap.builtins.values()]
 
 
-def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: bool) -> tuple:
-    return (oid, name, nsp, 0, 0, OWNER_OID, 0, 0, 0, 0, 0.0, 0, has_index, False, "p", kind, natts, 0, False,
+def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: bool, persistence: str = "p") -> tuple:
+    return (oid, name, nsp, 0, 0, OWNER_OID, 0, 0, 0, 0, 0.0, 0, has_index, False, persistence, kind, natts, 0, False,
             False, False, False, False, False, True, "d", False, None, None)
 
 
@@ -179,15 +187,18 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
     if tid == PG_CURSORS.id:
         return []
     if tid == PG_NAMESPACE.id:
-        return [(oid, name, OWNER_OID, None) for name, oid in NAMESPACE_OIDS.items()]
+        return [(oid, name, OWNER_OID, None) for name, oid in NAMESPACE_OIDS.items()] + \
+            [(object_oid(sc.id), sc.name, OWNER_OID, None) for sc in snap.schemas.values()]
     if tid == PG_CLASS.id:
         # Indexes are listed as relations, but pg_index stays empty: Materialize's indexes
         # are maintained arrangements, not PostgreSQL index structures (relhasindex is false).
-        out = [_class_row(object_oid(r.id), r.name, NAMESPACE_OIDS[r.schema], kind, len(r.columns), False)
+        temps = {sc.name for sc in snap.schemas.values() if sc.temp}
+        out = [_class_row(object_oid(r.id), r.name, namespace_oid(snap, r.schema), kind, len(r.columns), False,
+                          "t" if r.schema in temps else "p")
                for r, kind in _relations(snap)]
-        out += [_class_row(object_oid(i.id), i.name, NAMESPACE_OIDS.get(i.schema, 2200), "i", 1, False)
+        out += [_class_row(object_oid(i.id), i.name, namespace_oid(snap, i.schema), "i", 1, False)
                 for i in snap.indexes.values()]
-        out += [_class_row(object_oid(q.id), q.name, NAMESPACE_OIDS.get(q.schema, 2200), "S", 3, False)
+        out += [_class_row(object_oid(q.id), q.name, namespace_oid(snap, q.schema), "S", 3, False)
                 for q in snap.sequences.values()]
         return out
     if tid == PG_SEQUENCE.id:

@@ -283,6 +283,10 @@ class ExprPlanner:
         self.resolve_relation_oid: Callable[[str], int] | None = None
         #: the name of the relation with an OID (or the OID's digits), for ``::regclass::text``
         self.relation_name: Callable[[int], str] = str
+        #: whether a schema exists (the catalog's answer), for current_schema()
+        self.schema_exists: Callable[[str], bool] | None = None
+        #: pg_namespace OID of a schema name, or None, for ``::regnamespace``
+        self.namespace_oid: Callable[[str], int | None] | None = None
         #: the scope a subquery here correlates with, and how to remap its OuterRefs
         self.subquery_scope: Scope | None = None
         self.remap_outer: Callable | None = None
@@ -413,6 +417,15 @@ class ExprPlanner:
                 n.rexpr = cast  # a fresh parse tree of our own, so editing it is safe
         return self.plan(ast.SubLink(subLinkType=SubLinkType.EXPR_SUBLINK, subselect=select))
 
+    def search_path(self) -> tuple[str, ...]:
+        """The existing schemas of the session's search_path (PostgreSQL's
+        current_schemas(false)); the first is current_schema."""
+        from catalog.snapshot import current_search_path
+
+        path = current_search_path()[0]
+        exists = self.schema_exists or (lambda name: name == "public")
+        return tuple(p for p in path if exists(p))
+
     def sequence_oid(self, arg):
         """The first argument of nextval/currval/setval (a ``regclass``): a name literal
         (``'s'``, ``'public.s'``) is looked up at plan time; an OID passes as it is.
@@ -452,9 +465,10 @@ class ExprPlanner:
                 return Literal(oid, OID)
             if reg == "regnamespace":
                 from catalog.pg_catalog import NAMESPACE_OIDS
-                if text not in NAMESPACE_OIDS:
+                oid = self.namespace_oid(text) if self.namespace_oid else NAMESPACE_OIDS.get(text)
+                if oid is None:
                     raise SqlError("3F000", f'schema "{text}" does not exist')
-                return Literal(NAMESPACE_OIDS[text], OID)
+                return Literal(oid, OID)
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{reg} names are not supported")
         if not (arg.type.is_integer or arg.type.name == "unknown"):
             raise SqlError("42846", f"cannot cast type {arg.type.sql()} to {reg}")
@@ -628,10 +642,12 @@ class ExprPlanner:
             implicit = coerce(args[0], BOOL)
             if not isinstance(implicit, Literal):
                 raise SqlError(FEATURE_NOT_SUPPORTED, "current_schemas needs a constant argument")
-            path = (["mz_catalog", "pg_catalog"] if implicit.value else []) + ["public"]
+            path = (["mz_catalog", "pg_catalog"] if implicit.value else []) + list(self.search_path())
             return Literal(None if implicit.value is None else path, array_of(TEXT))
         if name in ("current_schema", "current_database") and not args:
-            return Literal("public" if name == "current_schema" else "materialize", TEXT)
+            if name == "current_database":
+                return Literal("materialize", TEXT)
+            return Literal(next(iter(self.search_path()), None), TEXT)
         if name == "nullif" and len(args) == 2:
             _, lt, rt, _ = ty.resolve_binary("=", args[0].type, args[1].type)
             return Call("nullif", (coerce(args[0], lt), coerce(args[1], rt)), lt)
@@ -690,7 +706,7 @@ class ExprPlanner:
         if op == Op.SVFOP_CURRENT_CATALOG:
             return Literal("materialize", TEXT)
         if op == Op.SVFOP_CURRENT_SCHEMA:
-            return Literal("public", TEXT)
+            return Literal(next(iter(self.search_path()), None), TEXT)
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{op.name} is not supported")
 
     def _SubLink(self, node: ast.SubLink):

@@ -70,7 +70,15 @@ class QueryPlanner:
         ep = ExprPlanner(scope, self.params, agg_context, self.outer_scopes, self.plan_subquery)
         ep.resolve_relation_oid = self.relation_oid
         ep.relation_name = self.relation_name
+        ep.schema_exists = self.snap.schema_exists
+        ep.namespace_oid = self.namespace_oid
         return ep
+
+    def namespace_oid(self, name: str) -> int | None:
+        """pg_namespace's OID of schema ``name``, None if there is none."""
+        from catalog.pg_catalog import namespace_oid
+
+        return namespace_oid(self.snap, name) if self.snap.schema_exists(name) else None
 
     def relation_name(self, oid: int) -> str:
         """regclassout: the name of the relation with ``oid``, or its digits if none."""

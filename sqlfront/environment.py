@@ -141,6 +141,7 @@ class Environment:
         if new:
             self._bootstrap()
         else:
+            self._drop_leftover_temp_schemas(snap)
             for c in snap.clusters.values():
                 cc = self._cluster_coordinator(c)
                 for r in snap.replicas_of(c.id):
@@ -149,6 +150,16 @@ class Environment:
         threading.Thread(target=self._compaction_loop, name="persist-compaction", daemon=True).start()
         log.info("environment ready: %d cluster(s), %d replica(s), %d table(s)",
                  len(self.snapshot.clusters), len(self.snapshot.replicas), len(self.snapshot.tables))
+
+    def _drop_leftover_temp_schemas(self, snap: CatalogSnapshot) -> None:
+        """Temporary schemas of sessions an earlier run did not see end (a crash): drop
+        them and their tables, as PostgreSQL cleans its pg_temp schemas."""
+        from sqlfront import sequence_ddl
+
+        left = [sc.name for sc in snap.schemas.values() if sc.temp]
+        if left:
+            log.info("dropping %d temporary schema(s) left by an earlier run", len(left))
+            self.coordinator.transact(sequence_ddl.drop_schemas(left, True, True))
 
     def _recover_persist(self, snap: CatalogSnapshot) -> None:
         """Before any session: drop the leased readers of our earlier run, finish the

@@ -16,7 +16,10 @@ from catalog.errors import (
     UNDEFINED_TABLE, WRONG_OBJECT_TYPE, DEPENDENT_OBJECTS_STILL_EXIST, UNDEFINED_COLUMN,
 )
 from catalog.sizes import ReplicaSize, validate_size
-from catalog.snapshot import USER_SCHEMA, CatalogSnapshot, Cluster, Column, Index, Replica, Sequence, Table, View
+from catalog.snapshot import (
+    DATABASE, SYSTEM_SCHEMAS, TEMP_SCHEMA_ALIASES, USER_SCHEMA, CatalogSnapshot, Cluster, Column, Index, Replica,
+    Schema, Sequence, Table, View, current_search_path,
+)
 from planner.ddl import TableDef
 from sqlfront import mzparse as mz
 from sqlfront.parse import quote_literal
@@ -165,10 +168,119 @@ def rename_cluster(stmt: mz.AlterClusterRename):
     return build
 
 
-def _check_schema(schema: str | None) -> str:
-    if schema not in (None, USER_SCHEMA):
-        raise SqlError("3F000", f"unknown schema '{schema}'")
-    return USER_SCHEMA
+def _creation_schema(snap: CatalogSnapshot, ids, schema: str | None, temp: bool = False) -> tuple[str, list]:
+    """The schema a new object goes into (``CatalogSnapshot.creation_schema``) and the
+    ops creating it first when it is the session's temporary schema, not made yet."""
+    s = snap.creation_schema(schema, temp)
+    _, tempname = current_search_path()
+    if s == tempname and snap.schema_by_name(s) is None:
+        return s, [durable.CreateSchema(Schema(ids.allocate("item"), s, temp=True))]
+    return s, []
+
+
+def _lookup(snap: CatalogSnapshot, schema: str | None, name: str, find) -> object | None:
+    """``find(schema, name)`` in ``schema``, or along the search path when unqualified."""
+    for sc in ((snap.schema_name(schema),) if schema else snap.search_path()):
+        o = find(sc, name)
+        if o is not None:
+            return o
+    return None
+
+
+def create_schema(name: str, if_not_exists: bool):
+    """CREATE SCHEMA [IF NOT EXISTS] (Materialize's "CREATE SCHEMA").
+
+    Raises (from ``build``): 42P06 ``schema 'x' already exists``; 42939 for a name
+    starting ``mz_`` or ``pg_`` (reserved: Materialize's "unacceptable schema name")."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        if snap.schema_exists(name) or name in TEMP_SCHEMA_ALIASES:
+            if if_not_exists:
+                return []
+            raise SqlError("42P06", f"schema '{name}' already exists")
+        if name.startswith(("mz_", "pg_")):
+            raise SqlError("42939", f'unacceptable schema name "{name}"',
+                           detail='The prefixes "mz_" and "pg_" are reserved for system schemas.')
+        return [durable.CreateSchema(Schema(ids.allocate("item"), name))]
+
+    return build
+
+
+def _objects_in(snap: CatalogSnapshot, schema: str) -> list:
+    return [o for objs in (snap.tables, snap.views, snap.sequences, snap.indexes) for o in objs.values()
+            if o.schema == schema]
+
+
+def drop_schemas(names: list[str], if_exists: bool, cascade: bool):
+    """DROP SCHEMA [IF EXISTS] ... [CASCADE]: with CASCADE, everything in it goes too
+    (and the views elsewhere that read it).
+
+    Raises (from ``build``): 3F000 ``unknown schema 'x'``; 2BP01 for a schema with
+    objects without CASCADE (Materialize: "schema 'materialize.x' cannot be dropped
+    without CASCADE while it contains objects"); 42501 for a system schema."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        ops: list = []
+        for name in names:
+            sc = snap.schema_by_name(snap.schema_name(name))
+            if sc is None:
+                if name in SYSTEM_SCHEMAS:
+                    raise SqlError("42501", f"system schema '{name}' cannot be modified")
+                if if_exists:
+                    continue
+                raise SqlError("3F000", f"unknown schema '{name}'")
+            objs = _objects_in(snap, sc.name)
+            if objs and not cascade:
+                raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                               f"schema '{DATABASE}.{name}' cannot be dropped without CASCADE while it contains "
+                               "objects")
+            ops += drop_contents(snap, sc.name)
+            ops.append(durable.DropSchema(sc.id))
+        return _unique(ops)
+
+    return build
+
+
+def drop_contents(snap: CatalogSnapshot, schema: str) -> list:
+    """Ops dropping every object in ``schema`` and the views elsewhere that read them."""
+    tables = [t for t in snap.tables.values() if t.schema == schema]
+    views = [v for v in snap.views.values() if v.schema == schema]
+    ops = _drop_dependents(snap, tables + views, True, "table")
+    for v in views:
+        ops.append(durable.DropView(v.id))
+    for t in tables:
+        ops.append(durable.DropTable(t.id))
+    ops += [durable.DropIndex(i.id) for i in snap.indexes.values()
+            if i.schema == schema or i.on_id in {o.id for o in tables + views}]
+    ops += [durable.DropSequence(q.id) for q in snap.sequences.values()
+            if q.schema == schema or (q.owned_by and q.owned_by[0] in {t.id for t in tables})]
+    return ops
+
+
+def _unique(ops: list) -> list:
+    """``ops`` without repeats (two paths may drop one object), in order."""
+    seen, out = set(), []
+    for op in ops:
+        if op not in seen:
+            seen.add(op)
+            out.append(op)
+    return out
+
+
+def rename_schema(name: str, new_name: str):
+    """ALTER SCHEMA name RENAME TO new_name (Materialize's "ALTER SCHEMA ... RENAME").
+
+    Raises (from ``build``): 3F000 unknown schema; 42P06 for a taken name; 42501 for a
+    system schema."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        sc = snap.schema_by_name(name)
+        if sc is None or sc.temp:
+            if name in SYSTEM_SCHEMAS:
+                raise SqlError("42501", f"system schema '{name}' cannot be modified")
+            raise SqlError("3F000", f"unknown schema '{name}'")
+        if snap.schema_exists(new_name):
+            raise SqlError("42P06", f"schema '{new_name}' already exists")
+        return [durable.RenameSchema(sc.id, new_name)]
+
+    return build
 
 
 def _free_name(snap: CatalogSnapshot, schema: str, base: str, taken: set[str] = frozenset()) -> str:
@@ -181,7 +293,7 @@ def _free_name(snap: CatalogSnapshot, schema: str, base: str, taken: set[str] = 
     return name
 
 
-def create_table(schema: str | None, name: str, tdef: TableDef, if_not_exists: bool):
+def create_table(schema: str | None, name: str, tdef: TableDef, if_not_exists: bool, temp: bool = False):
     """CREATE TABLE, with a sequence for each serial/identity column, named
     ``<table>_<column>_seq`` (PostgreSQL's naming; 1, 2, ... appended while taken),
     owned by its column (dropped with the table) and used by its default
@@ -190,7 +302,7 @@ def create_table(schema: str | None, name: str, tdef: TableDef, if_not_exists: b
     Raises (from ``build``): 42P07 for a taken name (a notice-free no-op with IF NOT
     EXISTS); 3F000 for an unknown schema."""
     def build(snap: CatalogSnapshot, ids) -> list:
-        s = _check_schema(schema)
+        s, ops = _creation_schema(snap, ids, schema, temp)
         if snap.name_taken(s, name):
             if if_not_exists:
                 return []
@@ -198,7 +310,6 @@ def create_table(schema: str | None, name: str, tdef: TableDef, if_not_exists: b
         tid = ids.allocate("item")
         shard = "s" + ids.allocate("shard")[1:]
         columns = list(tdef.columns)
-        ops: list = []
         chosen: set[str] = set()
         for o in tdef.owned:
             col = columns[o.column]
@@ -208,7 +319,7 @@ def create_table(schema: str | None, name: str, tdef: TableDef, if_not_exists: b
             ops.append(durable.CreateSequence(Sequence(ids.allocate("item"), s, seq_name, **opts,
                                                        owned_by=(tid, col.name))))
             columns[o.column] = replace(col, default=f"nextval({quote_literal(seq_name)}::regclass)")
-        return [durable.CreateTable(Table(tid, s, name, tuple(columns), f"shard-{shard}"))] + ops
+        return ops + [durable.CreateTable(Table(tid, s, name, tuple(columns), f"shard-{shard}"))]
 
     return build
 
@@ -220,14 +331,14 @@ def create_sequence(schema: str | None, name: str, options: dict, if_not_exists:
     Raises (from ``build``): 42P07 for a taken name; 42P01/42703 for an OWNED BY
     column that does not exist; 3F000 for an unknown schema."""
     def build(snap: CatalogSnapshot, ids) -> list:
-        s = _check_schema(schema)
+        s, ops = _creation_schema(snap, ids, schema)
         if snap.name_taken(s, name):
             if if_not_exists:
                 return []
             raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
         opts = {k: v for k, v in options.items() if k not in ("owned_by", "restart")}
         owned = _owned_by(snap, options.get("owned_by"))
-        return [durable.CreateSequence(Sequence(ids.allocate("item"), s, name, **opts, owned_by=owned))]
+        return ops + [durable.CreateSequence(Sequence(ids.allocate("item"), s, name, **opts, owned_by=owned))]
 
     return build
 
@@ -288,13 +399,11 @@ def drop_sequences(names: list[tuple[str | None, str]], if_exists: bool, cascade
         ops = []
         dropped = []
         for schema, name in names:
-            q = None
-            for s in ((schema,) if schema else (USER_SCHEMA,)):
-                q = snap.sequence_by_name(s, name)
+            q = _lookup(snap, schema, name, snap.sequence_by_name)
             if q is None:
                 if if_exists:
                     continue
-                if snap.relation_by_name(schema or USER_SCHEMA, name) is not None:
+                if _lookup(snap, schema, name, snap.relation_by_name) is not None:
                     raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a sequence',
                                    hint="Use DROP TABLE to remove a table.")
                 raise SqlError(UNDEFINED_TABLE, f'sequence "{name}" does not exist')
@@ -342,9 +451,10 @@ def _uses_sequence(default: str, q: Sequence) -> bool:
 
 def create_view(schema: str | None, name: str, sql: str, columns: tuple[Column, ...], or_replace: bool):
     def build(snap: CatalogSnapshot, ids) -> list:
-        s = _check_schema(schema)
+        s, ops = _creation_schema(snap, ids, schema)
         existing = snap.relation_by_name(s, name)
-        ops = []
+        if existing is None and snap.name_taken(s, name):
+            raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
         if existing is not None:
             if not (or_replace and isinstance(existing, View)):
                 raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
@@ -394,7 +504,7 @@ def drop_indexes(names: list[tuple[str | None, str]], if_exists: bool):
     def build(snap: CatalogSnapshot, ids) -> list:
         ops = []
         for schema, name in names:
-            idx = snap.index_by_name(schema or USER_SCHEMA, name)
+            idx = _lookup(snap, schema, name, snap.index_by_name)
             if idx is None:
                 if if_exists:
                     continue
@@ -434,7 +544,7 @@ def dependents(snap: CatalogSnapshot, ids: set[str]) -> list[View]:
             if v.id in found:
                 continue
             for schema, name in _reads(v):
-                rel = snap.relation_by_name(schema or USER_SCHEMA, name)
+                rel = _lookup(snap, schema, name, snap.relation_by_name)
                 if rel is not None and rel.id in found:
                     out.append(v)
                     found.add(v.id)
@@ -467,7 +577,7 @@ def drop_views(names: list[tuple[str | None, str]], if_exists: bool, cascade: bo
         ops = []
         dropped = []
         for schema, name in names:
-            rel = snap.relation_by_name(schema or USER_SCHEMA, name)
+            rel = _lookup(snap, schema, name, snap.relation_by_name)
             if rel is None:
                 if if_exists:
                     continue
@@ -491,11 +601,7 @@ def drop_tables(names: list[tuple[str | None, str]], if_exists: bool, cascade: b
         ops = []
         dropped = []
         for schema, name in names:
-            rel = None
-            for s in ((schema,) if schema else (USER_SCHEMA, "mz_catalog")):
-                rel = snap.relation_by_name(s, name)
-                if rel is not None:
-                    break
+            rel = _lookup(snap, schema, name, snap.relation_by_name)
             if rel is None:
                 if if_exists:
                     continue

@@ -15,13 +15,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from typing import Callable, Iterator
 
 import pyarrow as pa
 from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, SYNTAX_ERROR
-from catalog.snapshot import Table
+from catalog.snapshot import Table, set_search_path
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
 from planner.writes import plan_insert
@@ -77,6 +78,9 @@ class Session:
         self.cursors: dict[str, cursors.Cursor] = {}
         #: nextval/setval and this session's currval/lastval
         self.sequences = SessionSequences(self)
+        #: this session's temporary schema (``mz_temp``), made by its first CREATE TEMP
+        #: TABLE and dropped with everything in it when the session ends
+        self.temp_schema = f"mz_temp_{uuid.uuid4().hex[:12]}"
 
     # -- entry points -----------------------------------------------------------------
 
@@ -137,6 +141,7 @@ class Session:
             raise SqlError(SYNTAX_ERROR, "AS OF is only allowed after SELECT and SUBSCRIBE")
         set_query_timestamp(self.read_ts)
         set_sequence_access(self.sequences)
+        set_search_path(self.vars.search_path(), self.temp_schema)
         self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not txn.ends_transaction(stmt) and not txn.is_rollback_to(stmt):
             raise SqlError(IN_FAILED_SQL_TRANSACTION,
@@ -226,6 +231,7 @@ class Session:
         self._pending_writes = []
         cursors.close_all(self)
         txn.release_read_ts(self)
+        ddl.drop_temp_schema(self)
 
 
 def _deallocate(s: Session, stmt: ast.DeallocateStmt, sql: str, params) -> Result:
@@ -266,6 +272,8 @@ HANDLERS: dict[type, Callable] = {
     mz.CreateIndex: ddl.create_index,
     ast.DropStmt: ddl.drop,
     ast.CreateSeqStmt: ddl.create_sequence,
+    ast.CreateSchemaStmt: ddl.create_schema,
+    ast.RenameStmt: ddl.rename,
     ast.AlterSeqStmt: ddl.alter_sequence,
     # variables, transactions, prepared statements
     ast.VariableSetStmt: var_stmts.set_var,

@@ -115,6 +115,18 @@ class SessionVars:
         validate(name, value)
         self.values[name] = value
 
+    def search_path(self) -> tuple[str, ...]:
+        """``search_path`` as schema names (``a, "B"`` -> ``('a', 'B')``; PostgreSQL's
+        ``$user`` names no schema here: there are no per-user schemas)."""
+        out = []
+        for part in self.values["search_path"].split(","):
+            part = part.strip()
+            if part.startswith('"') and part.endswith('"') and len(part) > 1:
+                part = part[1:-1].replace('""', '"')
+            if part and part != "$user":
+                out.append(part)
+        return tuple(out)
+
     def statement_timeout_s(self) -> float | None:
         ms = parse_duration_ms(self.values["statement_timeout"])
         return ms / 1000 if ms else None

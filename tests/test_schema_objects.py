@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import psycopg
 import pytest
@@ -218,3 +219,58 @@ def test_sequence_store_values_are_durable(tmp_path):
     with pytest.raises(SqlError) as e:
         SequenceStore(path).setval(q, 0)
     assert e.value.sqlstate == "22003"
+
+
+def test_schemas_create_qualify_search_path_rename_drop(c):
+    c.execute("CREATE SCHEMA sc1")
+    _err(c, "CREATE SCHEMA sc1", "42P06")
+    c.execute("CREATE SCHEMA IF NOT EXISTS sc1")
+    c.execute("CREATE TABLE sc1.t (a int)")
+    c.execute("CREATE TABLE t_in_public (a int)")
+    c.execute("INSERT INTO sc1.t VALUES (1)")
+    _err(c, "SELECT * FROM t", "42P01")
+    c.execute("SET search_path TO sc1, public")
+    assert c.execute("SELECT a FROM t").fetchall() == [(1,)]
+    assert c.execute("SELECT current_schema(), current_schemas(false)").fetchone() == ("sc1", ["sc1", "public"])
+    c.execute("CREATE TABLE u (b int)")  # goes into sc1, the first schema of the path
+    c.execute("CREATE SEQUENCE sq_in_sc1")
+    c.execute("SELECT nextval('sq_in_sc1')")
+    assert c.execute("SELECT count(*) FROM t_in_public").fetchone() == (0,)
+    assert c.execute("SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                     "WHERE c.relname = 'u'").fetchone() == ("sc1",)
+    c.execute("RESET search_path")
+    assert c.execute("SELECT b FROM sc1.u").fetchall() == []
+    _err(c, "DROP SCHEMA sc1", "2BP01")
+    c.execute("ALTER SCHEMA sc1 RENAME TO sc2")
+    assert c.execute("SELECT a FROM sc2.t").fetchall() == [(1,)]
+    assert c.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'sc%'").fetchall() == [("sc2",)]
+    c.execute("CREATE VIEW v_on_sc2 AS SELECT a FROM sc2.t")
+    c.execute("DROP SCHEMA sc2 CASCADE")
+    assert c.execute("SELECT count(*) FROM pg_class WHERE relname IN ('t', 'u', 'sq_in_sc1', 'v_on_sc2')"
+                     ).fetchone() == (0,)
+    _err(c, "DROP SCHEMA sc2", "3F000")
+    c.execute("DROP SCHEMA IF EXISTS sc2")
+    _err(c, "CREATE TABLE nope.t (a int)", "3F000")
+    _err(c, "CREATE SCHEMA mz_mine", "42939")
+    _err(c, "DROP SCHEMA pg_catalog", "42501")
+
+
+def test_temp_tables_are_per_session_and_dropped_at_its_end(server):
+    with server.connect() as a, server.connect() as b:
+        a.autocommit = b.autocommit = True
+        a.execute("CREATE TEMP TABLE tt (x int)")
+        a.execute("INSERT INTO tt VALUES (1)")
+        assert a.execute("SELECT x FROM tt").fetchall() == [(1,)]
+        assert a.execute("SELECT x FROM mz_temp.tt").fetchall() == [(1,)]
+        _err(b, "SELECT * FROM tt", "42P01")
+        b.execute("CREATE TEMPORARY TABLE tt (y text)")  # its own, same name
+        b.execute("INSERT INTO tt VALUES ('b')")
+        assert b.execute("SELECT * FROM tt").fetchall() == [("b",)]
+        assert a.execute("SELECT relpersistence FROM pg_class WHERE relname = 'tt'").fetchall() == [("t",), ("t",)]
+        _err(a, "CREATE TEMP TABLE public.t2 (a int)", "42P16")
+    with server.connect() as c:
+        deadline = time.monotonic() + 10  # the server sees the connections end a little later
+        while c.execute("SELECT count(*) FROM pg_class WHERE relname = 'tt'").fetchone() != (0,):
+            assert time.monotonic() < deadline, "temporary tables outlived their sessions"
+            time.sleep(0.1)
+        assert c.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'mz_temp%'").fetchone() == (0,)

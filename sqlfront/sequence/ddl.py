@@ -70,13 +70,46 @@ def rename_cluster(s: Session, stmt: mz.AlterClusterRename, sql: str, params) ->
 
 
 def create_table(s: Session, stmt: ast.CreateStmt, sql: str, params) -> Result:
-    """CREATE TABLE. Raises SqlError 0A000 for a temporary table."""
+    """CREATE [TEMP | TEMPORARY] TABLE. A temporary table goes into the session's
+    temporary schema (Materialize's ``mz_temp``), seen by this session only and dropped
+    when it ends; ``ON COMMIT`` other than PRESERVE ROWS is refused (0A000)."""
+    from pglast.enums import OnCommitAction
+
     rv = stmt.relation
-    if rv.relpersistence == "t":
-        raise SqlError(FEATURE_NOT_SUPPORTED, "temporary tables are not supported")
+    temp = rv.relpersistence == "t"
+    if stmt.oncommit not in (OnCommitAction.ONCOMMIT_NOOP, OnCommitAction.ONCOMMIT_PRESERVE_ROWS):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "ON COMMIT DELETE ROWS / DROP is not supported")
     tdef = plan_table(stmt, s.env.snapshot)
-    run(s, build.create_table(rv.schemaname, rv.relname, tdef, bool(stmt.if_not_exists)))
+    run(s, build.create_table(rv.schemaname, rv.relname, tdef, bool(stmt.if_not_exists), temp))
     return Result("CREATE TABLE")
+
+
+def create_schema(s: Session, stmt: ast.CreateSchemaStmt, sql: str, params) -> Result:
+    """CREATE SCHEMA [IF NOT EXISTS] name. Raises SqlError 0A000 for AUTHORIZATION and
+    for schema elements (CREATE SCHEMA s CREATE TABLE ...)."""
+    if stmt.schemaElts or stmt.authrole is not None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE SCHEMA with AUTHORIZATION or schema elements is not supported")
+    run(s, build.create_schema(stmt.schemaname, bool(stmt.if_not_exists)))
+    return Result("CREATE SCHEMA")
+
+
+def rename(s: Session, stmt: ast.RenameStmt, sql: str, params) -> Result:
+    """ALTER SCHEMA ... RENAME TO. Raises SqlError 0A000 for other renames."""
+    t = stmt.renameType
+    if t == ObjectType.OBJECT_SCHEMA:
+        run(s, build.rename_schema(stmt.subname, stmt.newname))
+        return Result("ALTER SCHEMA")
+    raise SqlError(FEATURE_NOT_SUPPORTED, f"ALTER {t.name.removeprefix('OBJECT_')} ... RENAME is not supported")
+
+
+def drop_temp_schema(s: Session) -> None:
+    """The session ended: drop its temporary schema and everything in it, if it made one."""
+    if s.env.snapshot.schema_by_name(s.temp_schema) is None:
+        return
+    from catalog.snapshot import set_search_path
+
+    set_search_path((), s.temp_schema)
+    s.env.coordinator.transact(build.drop_schemas([s.temp_schema], True, True))
 
 
 def create_sequence(s: Session, stmt: ast.CreateSeqStmt, sql: str, params) -> Result:
@@ -104,6 +137,10 @@ def alter_sequence(s: Session, stmt: ast.AlterSeqStmt, sql: str, params) -> Resu
 
 def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
     """DROP TABLE / VIEW / INDEX [IF EXISTS]. Raises SqlError 0A000 for other objects."""
+    if stmt.removeType == ObjectType.OBJECT_SCHEMA:
+        run(s, build.drop_schemas([o.sval for o in stmt.objects], bool(stmt.missing_ok),
+                                  stmt.behavior == DropBehavior.DROP_CASCADE))
+        return Result("DROP SCHEMA")
     names = []
     for obj in stmt.objects:
         parts = [p.sval for p in obj]
