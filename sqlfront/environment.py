@@ -460,6 +460,11 @@ class Environment:
                     cc.arrangements.poke()
         elif isinstance(op, durable.CreateTable):
             self.persist.create_shard(op.table.shard_id, self.oracle.read_ts())
+        elif isinstance(op, durable.UpdateTable):
+            was = old.tables.get(op.table.id)
+            if was is not None and was.shard_id != op.table.shard_id:  # rewritten into a new shard
+                threading.Thread(target=self.persist.drop_shard, args=(was.shard_id,), name="drop-shard",
+                                 daemon=True).start()
         elif isinstance(op, durable.DropTable):
             shard = old.tables[op.table_id].shard_id
             threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()

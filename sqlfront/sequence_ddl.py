@@ -621,3 +621,66 @@ def drop_tables(names: list[tuple[str | None, str]], if_exists: bool, cascade: b
         return ops
 
     return build
+
+
+class Overtaken(Exception):
+    """A write landed in a table after its rows were copied for a rewrite: copy again."""
+
+
+def update_table(old: Table, new: Table, shard: str | None = None, expected_upper: int | None = None,
+                 upper_of=None):
+    """Replace table ``old``'s definition with ``new`` (same id). With ``expected_upper``,
+    only while ``upper_of(shard)`` (the old shard's upper; a read of persist state) is
+    still it: no write landed since ``new``'s rows were copied.
+
+    Raises (from ``build``): 42P01 when the table is gone; 40001 when its definition
+    changed meanwhile; ``Overtaken`` when a write landed."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        cur = snap.tables.get(old.id)
+        if cur is None:
+            raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{old.name}'")
+        if cur != old:
+            raise SqlError("40001", f'table "{old.name}" was changed by a concurrent statement')
+        if expected_upper is not None and upper_of is not None and upper_of(shard) != expected_upper:
+            raise Overtaken()
+        return [durable.UpdateTable(new)] if new != old else []
+
+    return build
+
+
+def rename_item(schema: str | None, name: str, new_name: str, if_exists: bool):
+    """ALTER TABLE/VIEW/SEQUENCE/INDEX [IF EXISTS] name RENAME TO new_name (any of the
+    four, as PostgreSQL allows). A renamed sequence's serial defaults follow it.
+
+    Raises (from ``build``): 42P01 unknown object (nothing with IF EXISTS); 42P07 for
+    a taken name; 42809 for a system object."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        obj = (_lookup(snap, schema, name, snap.relation_by_name) or _lookup(snap, schema, name, snap.sequence_by_name)
+               or _lookup(snap, schema, name, snap.index_by_name))
+        if obj is None:
+            if if_exists:
+                return []
+            raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{name}'")
+        if getattr(obj, "builtin", False):
+            raise SqlError(WRONG_OBJECT_TYPE, f'cannot rename system object "{name}"')
+        if new_name == obj.name:
+            return []
+        if snap.name_taken(obj.schema, new_name):
+            raise SqlError(DUPLICATE_TABLE, f'relation "{new_name}" already exists')
+        new = replace(obj, name=new_name)
+        if isinstance(obj, Table):
+            return [durable.UpdateTable(new)]
+        if isinstance(obj, View):
+            return [durable.DropView(obj.id), durable.CreateView(new)]
+        if isinstance(obj, Index):
+            return [durable.DropIndex(obj.id), durable.CreateIndex(new)]
+        ops: list = [durable.UpdateSequence(new)]
+        serial = f"nextval({quote_literal(obj.name)}::regclass)"
+        for t in snap.tables.values():
+            if any(c.default == serial for c in t.columns):
+                ops.append(durable.UpdateTable(replace(t, columns=tuple(
+                    replace(c, default=f"nextval({quote_literal(new_name)}::regclass)") if c.default == serial else c
+                    for c in t.columns))))
+        return ops
+
+    return build

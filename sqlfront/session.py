@@ -31,7 +31,7 @@ from sqlfront.environment import Environment
 from sqlfront.parse import param_count, parse_generated, parse_one, split_as_of, split_statements
 from catalog.pg_catalog import PG_CURSORS
 from catalog.snapshot import BuiltinTable
-from sqlfront.sequence import copy, cursors, ddl, peek, show, subscribe, txn, vars as var_stmts, writes
+from sqlfront.sequence import alter, copy, cursors, ddl, peek, show, subscribe, txn, vars as var_stmts, writes
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
 from sqlfront.sequence.sequences import SessionSequences
 from planner.functions.sequence import set_sequence_access
@@ -273,7 +273,10 @@ HANDLERS: dict[type, Callable] = {
     ast.DropStmt: ddl.drop,
     ast.CreateSeqStmt: ddl.create_sequence,
     ast.CreateSchemaStmt: ddl.create_schema,
-    ast.RenameStmt: ddl.rename,
+    ast.RenameStmt: alter.rename,
+    ast.AlterTableStmt: alter.alter_table,
+    ast.TruncateStmt: alter.truncate,
+    ast.CreateTableAsStmt: alter.create_table_as,
     ast.AlterSeqStmt: ddl.alter_sequence,
     # variables, transactions, prepared statements
     ast.VariableSetStmt: var_stmts.set_var,

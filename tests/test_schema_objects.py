@@ -274,3 +274,65 @@ def test_temp_tables_are_per_session_and_dropped_at_its_end(server):
             assert time.monotonic() < deadline, "temporary tables outlived their sessions"
             time.sleep(0.1)
         assert c.execute("SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'mz_temp%'").fetchone() == (0,)
+
+
+def test_create_table_as_and_select_into(c):
+    c.execute("CREATE TABLE src (a int, b text)")
+    c.execute("INSERT INTO src VALUES (1, 'x'), (2, 'y')")
+    cur = c.execute("CREATE TABLE ctas AS SELECT a * 10 AS a10, b, 'lit' AS l FROM src")
+    assert cur.statusmessage == "SELECT 2"
+    assert sorted(c.execute("SELECT * FROM ctas").fetchall()) == [(10, "x", "lit"), (20, "y", "lit")]
+    assert c.execute("SELECT pg_typeof(l) FROM ctas LIMIT 1").fetchone() == ("text",)
+    c.execute("CREATE TABLE ctas2 (p, q) AS SELECT a, b FROM src WITH NO DATA")
+    assert c.execute("SELECT count(*) FROM ctas2").fetchone() == (0,)
+    assert c.execute("SELECT p FROM ctas2").fetchall() == []
+    c.execute("CREATE TABLE IF NOT EXISTS ctas AS SELECT 1")
+    _err(c, "CREATE TABLE ctas AS SELECT 1", "42P07")
+    _err(c, "CREATE TABLE ctas3 AS SELECT 1/0 AS z FROM src", "22012")
+    assert c.execute("SELECT count(*) FROM pg_class WHERE relname = 'ctas3'").fetchone() == (0,)
+    c.execute("CREATE TEMP TABLE ctas_t AS SELECT 5 AS v")
+    assert c.execute("SELECT v FROM ctas_t").fetchall() == [(5,)]
+
+
+def test_truncate(c):
+    c.execute("CREATE TABLE tr (id serial, v int)")
+    c.execute("INSERT INTO tr (v) VALUES (1), (2)")
+    c.execute("TRUNCATE tr")
+    assert c.execute("SELECT count(*) FROM tr").fetchone() == (0,)
+    c.execute("INSERT INTO tr (v) VALUES (3)")
+    assert c.execute("SELECT id FROM tr").fetchall() == [(3,)]
+    c.execute("TRUNCATE TABLE tr RESTART IDENTITY")
+    c.execute("INSERT INTO tr (v) VALUES (4)")
+    assert c.execute("SELECT id, v FROM tr").fetchall() == [(1, 4)]
+    _err(c, "TRUNCATE no_such_table", "42P01")
+
+
+def test_alter_table_rename_and_columns(c):
+    c.execute("CREATE TABLE al (a int, b text)")
+    c.execute("INSERT INTO al VALUES (1, 'x'), (2, NULL)")
+    c.execute("ALTER TABLE al RENAME TO al2")
+    _err(c, "SELECT * FROM al", "42P01")
+    c.execute("ALTER TABLE al2 RENAME COLUMN b TO bb")
+    assert sorted(c.execute("SELECT a, bb FROM al2").fetchall(), key=str) == [(1, "x"), (2, None)]
+    c.execute("ALTER TABLE al2 ADD COLUMN c int DEFAULT 7")
+    c.execute("ALTER TABLE al2 ADD COLUMN IF NOT EXISTS c int")
+    c.execute("INSERT INTO al2 (a) VALUES (3)")
+    assert sorted(c.execute("SELECT a, c FROM al2").fetchall()) == [(1, 7), (2, 7), (3, 7)]
+    c.execute("ALTER TABLE al2 DROP COLUMN bb")
+    assert [d.name for d in c.execute("SELECT * FROM al2").description] == ["a", "c"]
+    c.execute("ALTER TABLE al2 ADD COLUMN bb text")  # a new column: the dropped one's values stay gone
+    assert c.execute("SELECT count(bb) FROM al2").fetchone() == (0,)
+    _err(c, "ALTER TABLE al2 ADD COLUMN a int", "42701")
+    _err(c, "ALTER TABLE al2 DROP COLUMN nope", "42703")
+    _err(c, "ALTER TABLE al2 ALTER COLUMN bb SET NOT NULL", "23502")
+    assert [d.name for d in c.execute("SELECT * FROM al2").description] == ["a", "c", "bb"]
+    c.execute("ALTER TABLE al2 ALTER COLUMN c DROP DEFAULT")
+    c.execute("INSERT INTO al2 (a) VALUES (4)")
+    assert c.execute("SELECT c FROM al2 WHERE a = 4").fetchone() == (None,)
+    c.execute("ALTER TABLE IF EXISTS nope RENAME TO nope2")
+    c.execute("ALTER TABLE al2 OWNER TO materialize")
+    c.execute("CREATE TABLE al3 (a int)")
+    _err(c, "ALTER TABLE al2 RENAME TO al3", "42P07")
+    c.execute("CREATE VIEW alv AS SELECT 1 AS one")
+    c.execute("ALTER VIEW alv RENAME TO alv2")
+    assert c.execute("SELECT one FROM alv2").fetchone() == (1,)

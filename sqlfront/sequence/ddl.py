@@ -93,15 +93,6 @@ def create_schema(s: Session, stmt: ast.CreateSchemaStmt, sql: str, params) -> R
     return Result("CREATE SCHEMA")
 
 
-def rename(s: Session, stmt: ast.RenameStmt, sql: str, params) -> Result:
-    """ALTER SCHEMA ... RENAME TO. Raises SqlError 0A000 for other renames."""
-    t = stmt.renameType
-    if t == ObjectType.OBJECT_SCHEMA:
-        run(s, build.rename_schema(stmt.subname, stmt.newname))
-        return Result("ALTER SCHEMA")
-    raise SqlError(FEATURE_NOT_SUPPORTED, f"ALTER {t.name.removeprefix('OBJECT_')} ... RENAME is not supported")
-
-
 def drop_temp_schema(s: Session) -> None:
     """The session ended: drop its temporary schema and everything in it, if it made one."""
     if s.env.snapshot.schema_by_name(s.temp_schema) is None:
