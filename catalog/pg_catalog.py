@@ -127,11 +127,17 @@ PG_EXTENSION = _table("s42", "pg_extension", "oid:oid extname:text extowner:oid 
 PG_CURSORS = _table("s90", "pg_cursors", "name:text statement:text is_holdable:bool is_binary:bool "
                                          "is_scrollable:bool creation_time:timestamptz")
 
+#: the session's prepared statements (PostgreSQL 54.16): rows from the session
+#: (``sqlfront.sequence.prepared``), as pg_cursors
+PG_PREPARED_STATEMENTS = _table("s91", "pg_prepared_statements",
+                                "name:text statement:text prepare_time:timestamptz parameter_types:text[] "
+                                "from_sql:bool generic_plans:int8 custom_plans:int8")
+
 PG_CATALOG_TABLES = (
     PG_NAMESPACE, PG_CLASS, PG_DATABASE, PG_ATTRIBUTE, PG_TYPE, PG_INDEX, PG_DESCRIPTION, PG_SETTINGS, PG_ROLES,
     PG_COLLATION, PG_ATTRDEF, PG_CONSTRAINT, PG_INHERITS, PG_TRIGGER, PG_REWRITE, PG_POLICY, PG_AM, PG_TABLESPACE,
     PG_USER, PG_PROC, PG_SEQUENCE, PG_STATISTIC_EXT, PG_PUBLICATION, PG_PUBLICATION_REL, PG_DEPEND, PG_ENUM,
-    PG_RANGE, PG_FOREIGN_TABLE, PG_EXTENSION, PG_OPCLASS, PG_AUTH_MEMBERS, PG_CURSORS,
+    PG_RANGE, PG_FOREIGN_TABLE, PG_EXTENSION, PG_OPCLASS, PG_AUTH_MEMBERS, PG_CURSORS, PG_PREPARED_STATEMENTS,
 )
 
 
@@ -184,8 +190,8 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
     """Rows of a pg_catalog table, or None if ``table`` is not one. ``settings`` are the
     server's default session variables (``pg_settings``)."""
     tid = table.id
-    if tid == PG_CURSORS.id:
-        return []
+    if tid in (PG_CURSORS.id, PG_PREPARED_STATEMENTS.id):
+        return []  # a session's own rows (Session.builtin_rows)
     if tid == PG_NAMESPACE.id:
         return [(oid, name, OWNER_OID, None) for name, oid in NAMESPACE_OIDS.items()] + \
             [(object_oid(sc.id), sc.name, OWNER_OID, None) for sc in snap.schemas.values()]

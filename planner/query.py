@@ -19,7 +19,7 @@ from catalog.errors import (
     UNDEFINED_COLUMN, DUPLICATE_OBJECT,
 )
 from catalog.snapshot import CatalogSnapshot, View
-from catalog.types import BOOL, INT4, INT8, UNKNOWN, TEXT
+from catalog.types import BOOL, INT4, INT8, UNKNOWN, TEXT, array_of
 from planner import typing as ty
 from planner import functions
 from planner.consteval import evaluate, fold
@@ -497,8 +497,10 @@ class QueryPlanner:
         raise SqlError("42883", f"window function {name} with {len(args)} arguments does not exist")
 
     def _plan_srfs(self, plan, targets, planner: ExprPlanner):
-        """Plan ``unnest(array)`` and ``generate_subscripts(array, 1)`` select items as an
-        Unnest over ``plan``. Returns the new plan and {target index: ColRef of its value}."""
+        """Plan ``unnest(array)``, ``generate_subscripts(array, 1)`` and integer
+        ``generate_series(a, b [, step])`` select items as an Unnest over ``plan`` (the
+        series as the unnest of ``generate_series_array``). Returns the new plan and
+        {target index: ColRef of its value}."""
         srfs = [(i, node) for i, (node, _) in enumerate(targets) if _srf_name(node)]
         if not srfs:
             return plan, {}
@@ -507,6 +509,10 @@ class QueryPlanner:
         for _, node in srfs:
             name = _srf_name(node)
             args = node.args or ()
+            if name == "generate_series":
+                arrays.append(self._series_array(planner, node))
+                kinds.append("unnest")
+                continue
             if len(args) != (1 if name == "unnest" else 2):
                 raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
             arr = fold(planner.plan(args[0]))
@@ -524,6 +530,23 @@ class QueryPlanner:
         cols = plan.columns
         base = width + len(arrays)
         return plan, {i: ColRef(base + j, cols[base + j][1]) for j, (i, _) in enumerate(srfs)}
+
+    @staticmethod
+    def _series_array(planner: ExprPlanner, node: ast.FuncCall):
+        """``generate_series(a, b [, step])`` of a select list as the array of its values.
+
+        Raises:
+            SqlError 42883 unless 2 or 3 integer arguments; 22023 for a zero step."""
+        from planner.scalar import Call
+
+        args = [planner.plan(a) for a in node.args or ()]
+        if len(args) not in (2, 3) or not all(a.type.is_integer or a.type.name == "unknown" for a in args):
+            raise SqlError("42883", f"function generate_series({', '.join(a.type.sql() for a in args)}) does not "
+                                    "exist in a select list here (integers only)")
+        if len(args) == 2:
+            args.append(Literal(1, INT4))
+        t = INT8 if any(a.type.name == "int8" for a in args) else INT4
+        return fold(Call("generate_series_array", tuple(coerce(a, t) for a in args), array_of(t)))
 
     def _expand_targets(self, target_list, scope: Scope) -> list[tuple]:
         """Select items as (AST node, output name), with ``*`` and ``t.*`` expanded."""
@@ -704,7 +727,7 @@ def reads_only_catalog(snap: CatalogSnapshot, stmt) -> bool:
 def _srf_name(node) -> str | None:
     if isinstance(node, ast.FuncCall):
         name = node.funcname[-1].sval.lower()
-        if name in ("unnest", "generate_subscripts") and node.over is None:
+        if name in ("unnest", "generate_subscripts", "generate_series") and node.over is None:
             return name
     return None
 

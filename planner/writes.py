@@ -20,7 +20,7 @@ from planner.expr import coerce
 from planner.plan import Plan, Project, SetOp
 from catalog.types import INT8, TEXT
 from planner.query import QueryPlanner
-from planner.scalar import Cast, ColRef, Literal
+from planner.scalar import Cast, ColRef, Literal, Param
 
 
 @dataclass(frozen=True)
@@ -214,6 +214,9 @@ def assign_value(e, t: SqlType, column: str):
 
     if infer_param(e, t) is not None:
         return None  # describing a prepared INSERT: the parameter takes the column's type
+    if isinstance(e, Param):  # describing, the parameter's type given: it must fit the column
+        _check_assignable(e.type, t, column)
+        return None
     if not is_constant(e):
         raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... VALUES may only contain constant expressions")
     v = evaluate(e)

@@ -29,9 +29,9 @@ from planner.writes import plan_insert
 from sqlfront import mzparse as mz
 from sqlfront.environment import Environment
 from sqlfront.parse import param_count, parse_generated, parse_one, split_as_of, split_statements
-from catalog.pg_catalog import PG_CURSORS
+from catalog.pg_catalog import PG_CURSORS, PG_PREPARED_STATEMENTS
 from catalog.snapshot import BuiltinTable
-from sqlfront.sequence import alter, copy, cursors, ddl, peek, show, subscribe, txn, vars as var_stmts, writes
+from sqlfront.sequence import alter, copy, cursors, ddl, prepared, peek, show, subscribe, txn, vars as var_stmts, writes
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
 from sqlfront.sequence.sequences import SessionSequences
 from planner.functions.sequence import set_sequence_access
@@ -61,6 +61,8 @@ class Session:
         #: prepared statements of the extended protocol, name -> (sql, param OIDs);
         #: shared with the pgwire layer so DEALLOCATE can drop them.
         self.prepared: dict[str, tuple[str, list[int]]] = {}
+        #: name -> (statement text, from SQL PREPARE, prepare time), for pg_prepared_statements
+        self.prepared_meta: dict[str, tuple] = {}
         #: set by a CancelRequest: the running peek stops with 57014
         self.cancel_event = threading.Event()
         #: the last described SELECT: (AST, params, snapshot, PlannedQuery)
@@ -222,6 +224,8 @@ class Session:
         ``pg_cursors``, the environment's rows for the rest."""
         if table.id == PG_CURSORS.id:
             return cursors.pg_cursors_rows(self)
+        if table.id == PG_PREPARED_STATEMENTS.id:
+            return prepared.pg_prepared_statements_rows(self)
         return self.env.builtin_rows(table)
 
     def close(self) -> None:
@@ -232,15 +236,6 @@ class Session:
         cursors.close_all(self)
         txn.release_read_ts(self)
         ddl.drop_temp_schema(self)
-
-
-def _deallocate(s: Session, stmt: ast.DeallocateStmt, sql: str, params) -> Result:
-    """DEALLOCATE name | ALL. Raises SqlError 26000 for an unknown name."""
-    if stmt.name is None:
-        s.prepared.clear()
-    elif s.prepared.pop(stmt.name, None) is None:
-        raise SqlError("26000", f'prepared statement "{stmt.name}" does not exist')
-    return Result("DEALLOCATE ALL" if stmt.name is None else "DEALLOCATE")
 
 
 #: statement type -> handler(session, stmt, sql, params) -> Result (or CopyIn/CopyOut).
@@ -282,7 +277,10 @@ HANDLERS: dict[type, Callable] = {
     ast.VariableSetStmt: var_stmts.set_var,
     ast.VariableShowStmt: var_stmts.show_var,
     ast.TransactionStmt: txn.transaction,
-    ast.DeallocateStmt: _deallocate,
+    ast.DeallocateStmt: prepared.deallocate,
+    ast.PrepareStmt: prepared.prepare,
+    ast.ExecuteStmt: prepared.execute,
+    ast.DiscardStmt: prepared.discard,
     # cursors
     ast.DeclareCursorStmt: cursors.declare,
     mz.DeclareSubscribe: cursors.declare_subscribe,

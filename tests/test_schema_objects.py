@@ -336,3 +336,48 @@ def test_alter_table_rename_and_columns(c):
     c.execute("CREATE VIEW alv AS SELECT 1 AS one")
     c.execute("ALTER VIEW alv RENAME TO alv2")
     assert c.execute("SELECT one FROM alv2").fetchone() == (1,)
+
+
+def test_generate_series_in_the_select_list(c):
+    assert c.execute("SELECT generate_series(1, 3)").fetchall() == [(1,), (2,), (3,)]
+    assert c.execute("SELECT generate_series(5, 1, -2) AS g").fetchall() == [(5,), (3,), (1,)]
+    c.execute("CREATE TABLE srf (n int)")
+    c.execute("INSERT INTO srf VALUES (1), (2)")
+    assert sorted(c.execute("SELECT n, generate_series(1, n) FROM srf").fetchall()) == [(1, 1), (2, 1), (2, 2)]
+    _err(c, "SELECT generate_series(1, 3, 0)", "22023")
+
+
+def test_sql_prepare_execute_deallocate(c):
+    c.execute("CREATE TABLE prep (a int, b text)")
+    c.execute("PREPARE ins (int, text) AS INSERT INTO prep VALUES ($1, $2)")
+    c.execute("EXECUTE ins(1, 'x')")
+    c.execute("EXECUTE ins (2 + 1, 'y' || 'z')")
+    c.execute("PREPARE sel AS SELECT b FROM prep WHERE a = $1")
+    assert c.execute("EXECUTE sel(3)").fetchall() == [("yz",)]
+    rows = c.execute("SELECT name, statement, parameter_types, from_sql FROM pg_prepared_statements "
+                     "WHERE from_sql ORDER BY name").fetchall()
+    assert rows == [("ins", "PREPARE ins (int, text) AS INSERT INTO prep VALUES ($1, $2)", ["integer", "text"], True),
+                    ("sel", "PREPARE sel AS SELECT b FROM prep WHERE a = $1", ["unknown"], True)]
+    _err(c, "PREPARE sel AS SELECT 1", "42P05")
+    _err(c, "EXECUTE ins(1)", "42601")
+    _err(c, "EXECUTE nope", "26000")
+    _err(c, "PREPARE bad AS SELECT * FROM no_such_table", "42P01")
+    c.execute("DEALLOCATE ins")
+    _err(c, "EXECUTE ins(1, 'a')", "26000")
+    c.execute("DEALLOCATE ALL")
+    assert c.execute("SELECT count(*) FROM pg_prepared_statements WHERE from_sql").fetchone() == (0,)
+
+
+def test_discard_all_resets_the_session(c):
+    c.execute("SET search_path TO nowhere")
+    c.execute("PREPARE d1 AS SELECT 1")
+    c.execute("CREATE TEMP TABLE dtemp (a int)")
+    c.execute("CREATE SEQUENCE public.dseq")
+    c.execute("SELECT nextval('public.dseq')")
+    c.execute("DISCARD ALL")
+    assert c.execute("SHOW search_path").fetchone() == ("public",)
+    _err(c, "EXECUTE d1", "26000")
+    _err(c, "SELECT * FROM dtemp", "42P01")
+    _err(c, "SELECT currval('dseq')", "55000")
+    with c.transaction():
+        _err(c, "DISCARD ALL", "25001")
