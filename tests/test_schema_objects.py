@@ -381,3 +381,43 @@ def test_discard_all_resets_the_session(c):
     _err(c, "SELECT currval('dseq')", "55000")
     with c.transaction():
         _err(c, "DISCARD ALL", "25001")
+
+
+@pytest.mark.parametrize("encoding", ["LATIN1", "WIN1252", "SQL_ASCII"])
+def test_client_encoding_converts_text_on_the_wire(server, encoding):
+    name = f"enc_{encoding.lower()}"
+    with server.connect() as u:
+        u.autocommit = True
+        u.execute(f"CREATE TABLE {name} (s text)")
+        u.execute(f"INSERT INTO {name} VALUES ('café')")
+    with server.connect() as c:
+        c.autocommit = True
+        c.execute(f"SET client_encoding TO '{'latin-1' if encoding == 'LATIN1' else encoding}'")
+
+        def text(v):  # psycopg hands SQL_ASCII text over as bytes, as libpq does
+            return v.decode("utf-8") if isinstance(v, bytes) else v
+
+        assert text(c.execute("SHOW client_encoding").fetchone()[0]) == encoding
+        assert [text(r[0]) for r in c.execute(f"SELECT s FROM {name}")] == ["café"]
+        if encoding != "SQL_ASCII":  # psycopg itself cannot send non-ASCII text in SQL_ASCII
+            c.execute(f"INSERT INTO {name} VALUES (%s), ('Äpfel')", ["naïve"])
+            assert sorted(r[0] for r in c.execute(f"SELECT s FROM {name}")) == ["café", "naïve", "Äpfel"]
+    with server.connect() as u:  # stored as UTF-8 whatever the client's encoding was
+        u.autocommit = True
+        assert u.execute(f"SELECT count(*) FROM {name} WHERE s IN ('café', 'naïve', 'Äpfel')").fetchone()[0] \
+            == (1 if encoding == "SQL_ASCII" else 3)
+        u.execute(f"INSERT INTO {name} VALUES ('€')")
+    with server.connect() as c:
+        c.autocommit = True
+        c.execute(f"SET client_encoding TO '{encoding}'")
+        if encoding == "LATIN1":
+            e = _err(c, f"SELECT s FROM {name}", "22P05")  # the euro sign is not in LATIN1
+            assert 'encoding "LATIN1"' in str(e)
+            assert c.execute("SELECT 1").fetchone() == (1,)
+        elif encoding == "WIN1252":
+            assert "€" in [r[0] for r in c.execute(f"SELECT s FROM {name}")]
+
+
+def test_unknown_client_encoding_is_refused(c):
+    _err(c, "SET client_encoding TO 'KLINGON'", "22023")
+    assert c.execute("SHOW client_encoding").fetchone() == ("UTF8",)
