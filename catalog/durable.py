@@ -66,6 +66,12 @@ CREATE TABLE IF NOT EXISTS schemas (
     name TEXT NOT NULL UNIQUE,
     temp INTEGER NOT NULL DEFAULT 0
 );
+CREATE TABLE IF NOT EXISTS comments (
+    object_id TEXT NOT NULL,
+    subid INTEGER NOT NULL,
+    comment TEXT NOT NULL,
+    PRIMARY KEY (object_id, subid)
+);
 -- a sequence's value: data, not catalog (catalog.sequences.SequenceStore writes it)
 CREATE TABLE IF NOT EXISTS sequence_values (
     id TEXT PRIMARY KEY,
@@ -176,7 +182,17 @@ class RenameSchema:
     new_name: str
 
 
-Op = CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
+@dataclass(frozen=True)
+class SetComment:
+    """COMMENT ON: ``text`` for object ``object_id`` (``subid``: a column's number, 0
+    for the object itself); None removes it."""
+
+    object_id: str
+    subid: int
+    text: str | None
+
+
+Op = SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
 
 _ID_KINDS = ("cluster", "replica", "item", "shard")
 
@@ -236,6 +252,7 @@ class CatalogStore:
                 for r in c.execute("SELECT id, schema_name, name, spec FROM sequences")
             }
             schemas = {r[0]: Schema(r[0], r[1], bool(r[2])) for r in c.execute("SELECT id, name, temp FROM schemas")}
+            comments = {(r[0], r[1]): r[2] for r in c.execute("SELECT object_id, subid, comment FROM comments")}
         return CatalogSnapshot(
             version=int(meta.get("version", 0)),
             next_ids={k: int(meta.get(f"next_id.{k}", 1)) for k in _ID_KINDS},
@@ -247,6 +264,7 @@ class CatalogStore:
             indexes=indexes,
             sequences=sequences,
             schemas=schemas,
+            comments=comments,
             builtins={b.id: b for b in BUILTIN_TABLES},
         )
 
@@ -263,6 +281,7 @@ class CatalogStore:
         indexes = dict(snap.indexes)
         sequences = dict(snap.sequences)
         schemas = dict(snap.schemas)
+        comments = dict(snap.comments)
         version = snap.version + 1
         with self._lock:
             c = self._conn
@@ -300,6 +319,14 @@ class CatalogStore:
                             (t.id, t.schema, t.name, _encode_columns(t.columns), t.shard_id),
                         )
                         tables[t.id] = t
+                    elif isinstance(op, SetComment):
+                        if op.text is None:
+                            c.execute("DELETE FROM comments WHERE object_id = ? AND subid = ?", (op.object_id, op.subid))
+                            comments.pop((op.object_id, op.subid), None)
+                        else:
+                            c.execute("INSERT OR REPLACE INTO comments (object_id, subid, comment) VALUES (?, ?, ?)",
+                                      (op.object_id, op.subid, op.text))
+                            comments[(op.object_id, op.subid)] = op.text
                     elif isinstance(op, CreateSchema):
                         c.execute("INSERT INTO schemas (id, name, temp) VALUES (?, ?, ?)",
                                   (op.schema.id, op.schema.name, int(op.schema.temp)))
@@ -360,6 +387,12 @@ class CatalogStore:
                         indexes.pop(op.index_id, None)
                     else:  # pragma: no cover - a programming error
                         raise TypeError(f"unknown catalog op {op!r}")
+                # comments go with their objects (not with one dropped and made again: a rename)
+                live = set(tables) | set(views) | set(indexes) | set(sequences) | set(schemas)
+                for gone in {k[0] for k in comments} - live:
+                    c.execute("DELETE FROM comments WHERE object_id = ?", (gone,))
+                    for k in [k for k in comments if k[0] == gone]:
+                        del comments[k]
                 c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('version', ?)", (str(version),))
                 for k, v in next_ids.items():
                     c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (f"next_id.{k}", str(v)))
@@ -369,7 +402,7 @@ class CatalogStore:
                 raise
         return snap.with_changes(
             version=version, clusters=clusters, replicas=replicas, tables=tables, views=views, indexes=indexes,
-            sequences=sequences, schemas=schemas, next_ids=dict(next_ids)
+            sequences=sequences, schemas=schemas, comments=comments, next_ids=dict(next_ids)
         )
 
     def close(self) -> None:

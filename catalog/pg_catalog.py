@@ -6,7 +6,7 @@ for the columns those tools query; rows are derived from a catalog snapshot on e
 read. User objects get OID 20000 + their id number, system objects 10000 + theirs
 (``object_oid``); type OIDs are PostgreSQL's.
 Catalogs for features this product does not have (constraints, triggers, rules,
-inheritance, policies, comments) exist and are empty, so the
+inheritance, policies) exist and are empty, so the
 queries that join them answer as PostgreSQL does for objects without any.
 """
 
@@ -20,6 +20,8 @@ NAMESPACE_OIDS = {"pg_catalog": 11, "public": 2200, "mz_catalog": 16001, "mz_int
 OWNER_OID = 10
 #: pg_class's own OID (PostgreSQL's RelationRelationId): pg_depend's classid of relations
 PG_CLASS_OID = 1259
+#: pg_namespace's own OID (NamespaceRelationId): pg_description's classoid of schemas
+PG_NAMESPACE_OID = 2615
 DATABASE_OID = 16384
 #: pg_collation's "default" collation: what string columns report as attcollation
 DEFAULT_COLLATION_OID = 100
@@ -207,6 +209,10 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
         out += [_class_row(object_oid(q.id), q.name, namespace_oid(snap, q.schema), "S", 3, False)
                 for q in snap.sequences.values()]
         return out
+    if tid == PG_DESCRIPTION.id:
+        schema_ids = {sc.id for sc in snap.schemas.values()}
+        return [(object_oid(oid), PG_NAMESPACE_OID if oid in schema_ids else PG_CLASS_OID, sub, text)
+                for (oid, sub), text in snap.comments.items()]
     if tid == PG_SEQUENCE.id:
         return [(object_oid(q.id), SqlType(q.type).oid, q.start, q.increment, q.maxvalue, q.minvalue, q.cache,
                  q.cycle) for q in snap.sequences.values()]

@@ -208,6 +208,8 @@ class CatalogSnapshot:
     indexes: Mapping[str, Index] = field(default_factory=lambda: MappingProxyType({}))
     sequences: Mapping[str, Sequence] = field(default_factory=lambda: MappingProxyType({}))
     schemas: Mapping[str, Schema] = field(default_factory=lambda: MappingProxyType({}))
+    #: COMMENT ON texts: (object id, column number or 0) -> text
+    comments: Mapping[tuple[str, int], str] = field(default_factory=lambda: MappingProxyType({}))
     next_ids: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     # -- clusters and replicas -------------------------------------------------------

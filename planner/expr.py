@@ -406,15 +406,17 @@ class ExprPlanner:
             return arg
         return Cast(arg, target)
 
-    def catalog_lookup(self, query: str, arg: ast.Node):
-        """``(query)`` as a scalar subquery, with ``$1`` standing for the OID expression
-        ``arg`` (an AST of the enclosing query, so the lookup correlates with it)."""
+    def catalog_lookup(self, query: str, *args: ast.Node, types: tuple[str, ...] = ("oid",)):
+        """``(query)`` as a scalar subquery, with ``$n`` (the right side of a comparison)
+        standing for ``args[n-1]`` cast to ``types[n-1]`` (ASTs of the enclosing query, so
+        the lookup correlates with it)."""
         select = pglast.parse_sql(query)[0].stmt
-        param = next(n for n in ast_nodes(select.whereClause) if isinstance(n, ast.ParamRef))
-        cast = ast.TypeCast(arg=arg, typeName=ast.TypeName(names=(ast.String(sval="oid"),), typemod=-1))
         for n in ast_nodes(select.whereClause):
-            if isinstance(n, ast.A_Expr) and n.rexpr is param:
-                n.rexpr = cast  # a fresh parse tree of our own, so editing it is safe
+            if isinstance(n, ast.A_Expr) and isinstance(n.rexpr, ast.ParamRef):
+                k = n.rexpr.number
+                # a fresh parse tree of our own, so editing it is safe
+                n.rexpr = ast.TypeCast(arg=args[k - 1], typeName=ast.TypeName(
+                    names=(ast.String(sval=types[k - 1]),), typemod=-1))
         return self.plan(ast.SubLink(subLinkType=SubLinkType.EXPR_SUBLINK, subselect=select))
 
     def search_path(self) -> tuple[str, ...]:
@@ -663,6 +665,27 @@ class ExprPlanner:
                 'LEFT JOIN mz_catalog.mz_tables AS "?t?" ON "?t?".oid = "?c?".oid '
                 'LEFT JOIN mz_catalog.mz_recent_storage_usage AS s ON s.object_id = "?t?".id '
                 'WHERE "?c?".oid = $1', node.args[0])
+        if name in ("obj_description", "col_description") and len(args) in (1, 2) \
+                and self.plan_subquery is not None:
+            # COMMENT ON's text (pg_description): obj_description(oid [, catalog]) for the
+            # object itself (objsubid 0), col_description(table oid, column number)
+            if name == "col_description":
+                return self.catalog_lookup(
+                    'SELECT description FROM pg_catalog.pg_description AS "?d?" WHERE "?d?".objoid = $1 '
+                    'AND "?d?".objsubid = $2 AND "?d?".classoid = 1259', *node.args, types=("oid", "int4"))
+            # the catalog argument is not needed: an OID names one object here
+            return self.catalog_lookup(
+                'SELECT description FROM pg_catalog.pg_description AS "?d?" WHERE "?d?".objoid = $1 '
+                'AND "?d?".objsubid = 0', node.args[0])
+        if name == "pg_get_serial_sequence" and len(args) == 2 and self.plan_subquery is not None:
+            # the sequence a serial/identity column owns (pg_depend), schema-qualified
+            return self.catalog_lookup(
+                'SELECT "?n?".nspname || \'.\' || "?s?".relname FROM pg_catalog.pg_depend AS "?d?" '
+                'JOIN pg_catalog.pg_class AS "?s?" ON "?s?".oid = "?d?".objid '
+                'JOIN pg_catalog.pg_namespace AS "?n?" ON "?n?".oid = "?s?".relnamespace '
+                'JOIN pg_catalog.pg_attribute AS "?a?" ON "?a?".attrelid = "?d?".refobjid '
+                'AND "?a?".attnum = "?d?".refobjsubid '
+                'WHERE "?d?".refobjid = $1 AND "?a?".attname = $2', *node.args, types=("regclass", "text"))
         if name in ("to_regtype", "to_regclass", "to_regnamespace") and len(args) == 1:
             # Like ::regtype etc., but NULL instead of an error for a name that names nothing.
             a = args[0]

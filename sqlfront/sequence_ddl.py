@@ -13,7 +13,7 @@ from dataclasses import replace
 from catalog import durable
 from catalog.errors import (
     SqlError, DUPLICATE_OBJECT, UNDEFINED_OBJECT, SYNTAX_ERROR, INVALID_PARAMETER_VALUE, DUPLICATE_TABLE,
-    UNDEFINED_TABLE, WRONG_OBJECT_TYPE, DEPENDENT_OBJECTS_STILL_EXIST, UNDEFINED_COLUMN,
+    UNDEFINED_TABLE, WRONG_OBJECT_TYPE, DEPENDENT_OBJECTS_STILL_EXIST, UNDEFINED_COLUMN, FEATURE_NOT_SUPPORTED,
 )
 from catalog.sizes import ReplicaSize, validate_size
 from catalog.snapshot import (
@@ -682,5 +682,49 @@ def rename_item(schema: str | None, name: str, new_name: str, if_exists: bool):
                     replace(c, default=f"nextval({quote_literal(new_name)}::regclass)") if c.default == serial else c
                     for c in t.columns))))
         return ops
+
+    return build
+
+
+def comment_on(kind: str, names: list[str], text: str | None):
+    """COMMENT ON TABLE | VIEW | SEQUENCE | INDEX | COLUMN | SCHEMA name IS 'text' | NULL
+    (PostgreSQL's "COMMENT"; Materialize's too). ``kind`` is the object type's name
+    (``TABLE``, ``COLUMN``, ...); ``names`` its qualified name's parts (a column's last).
+
+    Raises (from ``build``): 42P01 / 42703 / 3F000 for what does not exist; 42809 for
+    an object of another kind; 0A000 for other kinds and system schemas."""
+    kinds = {"TABLE": (Table,), "VIEW": (View,), "SEQUENCE": (Sequence,), "INDEX": (Index,)}
+
+    def build(snap: CatalogSnapshot, ids) -> list:
+        if kind == "SCHEMA":
+            sc = snap.schema_by_name(names[-1])
+            if sc is None:
+                if names[-1] in SYSTEM_SCHEMAS:
+                    raise SqlError(FEATURE_NOT_SUPPORTED, f"cannot comment on system schema '{names[-1]}'")
+                raise SqlError("3F000", f"unknown schema '{names[-1]}'")
+            return [durable.SetComment(sc.id, 0, text)]
+        if kind == "COLUMN":
+            if len(names) < 2:
+                raise SqlError(SYNTAX_ERROR, "column name must be qualified")
+            schema, rel_name, col = (names[-3] if len(names) > 2 else None), names[-2], names[-1]
+        elif kind in kinds:
+            schema, rel_name, col = (names[-2] if len(names) > 1 else None), names[-1], None
+        else:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"COMMENT ON {kind} is not supported")
+        obj = (_lookup(snap, schema, rel_name, snap.relation_by_name) or
+               _lookup(snap, schema, rel_name, snap.sequence_by_name) or
+               _lookup(snap, schema, rel_name, snap.index_by_name))
+        if obj is None:
+            raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{rel_name}'")
+        if getattr(obj, "builtin", False):
+            raise SqlError(WRONG_OBJECT_TYPE, f'cannot comment on system object "{rel_name}"')
+        if col is None:
+            if not isinstance(obj, kinds[kind]):
+                raise SqlError(WRONG_OBJECT_TYPE, f'"{rel_name}" is not a {kind.lower()}')
+            return [durable.SetComment(obj.id, 0, text)]
+        names_ = [c.name for c in getattr(obj, "columns", ())]
+        if col not in names_:
+            raise SqlError(UNDEFINED_COLUMN, f'column "{col}" of relation "{rel_name}" does not exist')
+        return [durable.SetComment(obj.id, names_.index(col) + 1, text)]
 
     return build

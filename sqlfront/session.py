@@ -268,6 +268,7 @@ HANDLERS: dict[type, Callable] = {
     ast.DropStmt: ddl.drop,
     ast.CreateSeqStmt: ddl.create_sequence,
     ast.CreateSchemaStmt: ddl.create_schema,
+    ast.CommentStmt: ddl.comment,
     ast.RenameStmt: alter.rename,
     ast.AlterTableStmt: alter.alter_table,
     ast.TruncateStmt: alter.truncate,

@@ -421,3 +421,29 @@ def test_client_encoding_converts_text_on_the_wire(server, encoding):
 def test_unknown_client_encoding_is_refused(c):
     _err(c, "SET client_encoding TO 'KLINGON'", "22023")
     assert c.execute("SHOW client_encoding").fetchone() == ("UTF8",)
+
+
+def test_comment_on_shows_in_obj_and_col_description(c):
+    c.execute("CREATE SCHEMA cmt_s")
+    c.execute("CREATE TABLE cmt (a int, b text)")
+    c.execute("COMMENT ON TABLE cmt IS 'the table'")
+    c.execute("COMMENT ON COLUMN cmt.b IS 'the b'")
+    c.execute("COMMENT ON SCHEMA cmt_s IS 'a schema'")
+    assert c.execute("SELECT obj_description('cmt'::regclass, 'pg_class'), col_description('cmt'::regclass, 2), "
+                     "col_description('cmt'::regclass, 1)").fetchone() == ("the table", "the b", None)
+    assert c.execute("SELECT d.description FROM pg_description d JOIN pg_namespace n ON n.oid = d.objoid "
+                     "WHERE n.nspname = 'cmt_s'").fetchone() == ("a schema",)
+    c.execute("ALTER TABLE cmt RENAME TO cmt2")
+    assert c.execute("SELECT obj_description('cmt2'::regclass)").fetchone() == ("the table",)
+    c.execute("COMMENT ON TABLE cmt2 IS NULL")
+    assert c.execute("SELECT obj_description('cmt2'::regclass)").fetchone() == (None,)
+    _err(c, "COMMENT ON COLUMN cmt2.nope IS 'x'", "42703")
+    _err(c, "COMMENT ON TABLE nope IS 'x'", "42P01")
+    c.execute("DROP TABLE cmt2")
+    assert c.execute("SELECT count(*) FROM pg_description WHERE description = 'the b'").fetchone() == (0,)
+
+
+def test_pg_get_serial_sequence(c):
+    c.execute("CREATE TABLE gss (id serial, v int)")
+    assert c.execute("SELECT pg_get_serial_sequence('gss', 'id'), pg_get_serial_sequence('gss', 'v')"
+                     ).fetchone() == ("public.gss_id_seq", None)

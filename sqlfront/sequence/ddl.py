@@ -93,6 +93,16 @@ def create_schema(s: Session, stmt: ast.CreateSchemaStmt, sql: str, params) -> R
     return Result("CREATE SCHEMA")
 
 
+def comment(s: Session, stmt: ast.CommentStmt, sql: str, params) -> Result:
+    """COMMENT ON TABLE | VIEW | SEQUENCE | INDEX | COLUMN | SCHEMA ... IS 'text' | NULL,
+    shown by obj_description/col_description and psql's ``\\d+``."""
+    obj = stmt.object
+    names = [obj.sval] if isinstance(obj, ast.String) else [p.sval for p in obj]
+    kind = stmt.objtype.name.removeprefix("OBJECT_")
+    run(s, build.comment_on(kind, names, stmt.comment))
+    return Result("COMMENT")
+
+
 def drop_temp_schema(s: Session) -> None:
     """The session ended: drop its temporary schema and everything in it, if it made one."""
     if s.env.snapshot.schema_by_name(s.temp_schema) is None:
