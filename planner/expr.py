@@ -283,6 +283,8 @@ class ExprPlanner:
         self.resolve_relation_oid: Callable[[str], int] | None = None
         #: the name of the relation with an OID (or the OID's digits), for ``::regclass::text``
         self.relation_name: Callable[[int], str] = str
+        #: OIDs of the user objects in the search path's schemas, for pg_table_is_visible
+        self.visible_oids: Callable[[], set[int]] | None = None
         #: whether a schema exists (the catalog's answer), for current_schema()
         self.schema_exists: Callable[[str], bool] | None = None
         #: pg_namespace OID of a schema name, or None, for ``::regnamespace``
@@ -701,6 +703,15 @@ class ExprPlanner:
             # Visible: user objects (catalog.pg_catalog.object_oid) and types.
             if name == "pg_type_is_visible":
                 return Literal(True, BOOL)
+            if self.visible_oids is not None:
+                # user objects in a schema of the search path (PostgreSQL 9.26: "visible in
+                # the search path"); system tables are not shown as visible
+                oids = sorted(self.visible_oids())
+                if not oids:
+                    return Literal(False, BOOL)
+                return self.plan(ast.A_Expr(kind=A_Expr_Kind.AEXPR_IN, name=(ast.String(sval="="),),
+                                            lexpr=node.args[0], rexpr=tuple(
+                                                ast.A_Const(val=ast.Integer(ival=o)) for o in oids)))
             return self.binary(">=", args[0], Literal(FIRST_USER_OID, INT8))
         if name in fn.WINDOW_FUNCTIONS:
             raise SqlError("42809", f"window function {name} requires an OVER clause")

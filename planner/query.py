@@ -72,7 +72,16 @@ class QueryPlanner:
         ep.relation_name = self.relation_name
         ep.schema_exists = self.snap.schema_exists
         ep.namespace_oid = self.namespace_oid
+        ep.visible_oids = self.visible_oids
         return ep
+
+    def visible_oids(self) -> set[int]:
+        """OIDs of the user tables, views, sequences and indexes in the search path."""
+        from catalog.pg_catalog import object_oid
+
+        path = set(self.snap.search_path())
+        return {object_oid(o.id) for objs in (self.snap.tables, self.snap.views, self.snap.sequences,
+                                              self.snap.indexes) for o in objs.values() if o.schema in path}
 
     def namespace_oid(self, name: str) -> int | None:
         """pg_namespace's OID of schema ``name``, None if there is none."""
@@ -273,7 +282,18 @@ class QueryPlanner:
         if isinstance(item, ast.RangeVar):
             if item.schemaname is None and item.relname in self.ctes:
                 return self._derived(self.ctes[item.relname], item.alias, item.relname)
-            rel = self.snap.resolve_relation(item.schemaname, item.relname)
+            try:
+                rel = self.snap.resolve_relation(item.schemaname, item.relname)
+            except SqlError as e:
+                try:
+                    q = self.snap.resolve_sequence(item.schemaname, item.relname)
+                except SqlError:
+                    raise e from None
+                from planner.functions.sequence import sequence_relation
+
+                cols, row = sequence_relation(q)
+                return self._derived(PlannedQuery(Constant((row,), cols), tuple(n for n, _ in cols)), item.alias,
+                                     item.relname)
             if isinstance(rel, View):
                 import pglast
 

@@ -447,3 +447,14 @@ def test_pg_get_serial_sequence(c):
     c.execute("CREATE TABLE gss (id serial, v int)")
     assert c.execute("SELECT pg_get_serial_sequence('gss', 'id'), pg_get_serial_sequence('gss', 'v')"
                      ).fetchone() == ("public.gss_id_seq", None)
+
+
+def test_select_from_a_sequence_and_visibility(c):
+    c.execute("CREATE SEQUENCE vis_seq START 3")
+    assert c.execute("SELECT last_value, is_called FROM vis_seq").fetchone() == (3, False)
+    c.execute("SELECT nextval('vis_seq'), nextval('vis_seq')")
+    assert c.execute("SELECT sequence_name, last_value, is_called FROM vis_seq").fetchone() == ("vis_seq", 4, True)
+    c.execute("CREATE SCHEMA vis_s")
+    c.execute("CREATE TABLE vis_s.hidden (a int)")
+    assert c.execute("SELECT pg_table_is_visible('vis_s.hidden'::regclass), "
+                     "pg_table_is_visible('vis_seq'::regclass)").fetchone() == (False, True)

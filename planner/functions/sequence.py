@@ -6,7 +6,8 @@ sequence's OID at plan time (``planner.expr``); the calls here take that OID. Th
 change or read state outside the plan, so they are volatile (never folded) and run in
 Python only: the session sets, per statement, the object that does the work
 (``set_sequence_access``), one with methods ``nextval(oid) -> int``, ``currval(oid) ->
-int``, ``setval(oid, value, is_called) -> int`` and ``lastval() -> int``
+int``, ``setval(oid, value, is_called) -> int``, ``lastval() -> int`` and ``state(oid) ->
+(last_value, is_called)``
 (``sqlfront.sequence.sequences.SessionSequences``). This module holds no state of its own.
 """
 
@@ -33,6 +34,21 @@ def _access():
     if a is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, "sequence functions are not supported here")
     return a
+
+
+def sequence_relation(q) -> tuple[tuple, tuple]:
+    """``SELECT * FROM seq``: its columns and its one row, as PostgreSQL 9.5 (the version
+    reported to clients, so psql's ``\\d seq`` reads them) shows a sequence relation:
+    sequence_name, last_value, start_value, increment_by, max_value, min_value,
+    cache_value, log_cnt, is_cycled, is_called. ``q`` is a ``catalog.snapshot.Sequence``."""
+    from catalog.pg_catalog import object_oid
+    from catalog.types import BOOL, INT8, TEXT
+
+    last, called = _access().state(object_oid(q.id))
+    cols = (("sequence_name", TEXT), ("last_value", INT8), ("start_value", INT8), ("increment_by", INT8),
+            ("max_value", INT8), ("min_value", INT8), ("cache_value", INT8), ("log_cnt", INT8),
+            ("is_cycled", BOOL), ("is_called", BOOL))
+    return cols, (q.name, last, q.start, q.increment, q.maxvalue, q.minvalue, q.cache, 0, q.cycle, called)
 
 
 _PY_ONLY = "runs in Python only (it changes state outside the query): 0A000 over table data"

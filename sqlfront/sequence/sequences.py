@@ -64,6 +64,10 @@ class SessionSequences:
             self._current[q.id] = self._last = value
         return value
 
+    def state(self, oid: int) -> tuple[int, bool]:
+        """``(last_value, is_called)`` of the sequence now (``SELECT * FROM seq``)."""
+        return self._s.env.sequences.state(self._sequence(oid))
+
     def discard(self) -> None:
         """Forget currval/lastval (``DISCARD SEQUENCES``, ``DISCARD ALL``)."""
         self._current.clear()
