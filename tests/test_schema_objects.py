@@ -458,3 +458,12 @@ def test_select_from_a_sequence_and_visibility(c):
     c.execute("CREATE TABLE vis_s.hidden (a int)")
     assert c.execute("SELECT pg_table_is_visible('vis_s.hidden'::regclass), "
                      "pg_table_is_visible('vis_seq'::regclass)").fetchone() == (False, True)
+
+
+def test_copy_from_stdin_fills_defaults_of_missing_columns(c):
+    c.execute("CREATE TABLE cpy (id serial PRIMARY KEY, data text, n int DEFAULT 5)")
+    with c.cursor().copy("COPY cpy (data) FROM STDIN") as cp:
+        for v in ("a", "b", "c"):
+            cp.write_row((v,))
+    assert c.execute("SELECT id, data, n FROM cpy ORDER BY id").fetchall() == [(1, "a", 5), (2, "b", 5), (3, "c", 5)]
+    assert c.execute("SELECT currval('cpy_id_seq')").fetchone() == (3,)

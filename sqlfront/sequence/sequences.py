@@ -37,10 +37,14 @@ class SessionSequences:
 
     def nextval(self, oid: int) -> int:
         """Raises SqlError 2200H at a bound of a sequence without CYCLE; 42P01."""
+        return self.nextval_many(oid, 1)[0]
+
+    def nextval_many(self, oid: int, n: int) -> list[int]:
+        """``n`` nextvals at once (a serial column of many rows): one durable step."""
         q = self._sequence(oid)
-        v = self._s.env.sequences.nextval(q)[0]
-        self._current[q.id] = self._last = v
-        return v
+        values = self._s.env.sequences.nextval(q, n)
+        self._current[q.id] = self._last = values[-1]
+        return values
 
     def currval(self, oid: int) -> int:
         """Raises SqlError 55000 before this session's first nextval of the sequence."""

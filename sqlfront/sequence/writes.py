@@ -50,12 +50,7 @@ def insert(s: Session, stmt: ast.InsertStmt, sql: str, params) -> Result:
         # the rows come back here: volatile defaults (nextval) and RETURNING need them
         rows = peek(s, pi.query)
         if pi.fill:
-            rows = [tuple(r) for r in rows]
-            for i, r in enumerate(rows):
-                row = list(r)
-                for j, e in pi.fill:
-                    row[j] = evaluate(e)
-                rows[i] = tuple(row)
+            rows = fill_defaults(s, rows, pi.fill)
         for r in rows:
             check_not_null(pi.table, r)
     else:
@@ -65,6 +60,25 @@ def insert(s: Session, stmt: ast.InsertStmt, sql: str, params) -> Result:
         return Result(f"INSERT 0 {batch.updates}")
     write(s, pi.table, rows_to_arrow(pi.table, rows))
     return returning_result(pi.returning, f"INSERT 0 {len(rows)}", rows)
+
+
+def fill_defaults(s: Session, rows, fill) -> list[tuple]:
+    """``rows`` with each ``(column index, DEFAULT expression)`` of ``fill`` evaluated per
+    row; a serial default (a sequence's nextval) takes all its values in one step."""
+    from planner.consteval import cast_value, evaluate
+    from planner.scalar import Call, Cast, Literal
+
+    rows = [list(r) for r in rows]
+    for j, e in fill:
+        inner = e.expr if isinstance(e, Cast) else e
+        if isinstance(inner, Call) and inner.func == "nextval" and isinstance(inner.args[0], Literal) and rows:
+            values = s.sequences.nextval_many(inner.args[0].value, len(rows))
+            for r, v in zip(rows, values):
+                r[j] = cast_value(v, inner.type, e.type) if e is not inner else v
+        else:
+            for r in rows:
+                r[j] = evaluate(e)
+    return [tuple(r) for r in rows]
 
 
 def returning_result(returning, tag: str, rows: list[tuple]) -> Result:
