@@ -225,28 +225,28 @@ def test_schemas_create_qualify_search_path_rename_drop(c):
     c.execute("CREATE SCHEMA sc1")
     _err(c, "CREATE SCHEMA sc1", "42P06")
     c.execute("CREATE SCHEMA IF NOT EXISTS sc1")
-    c.execute("CREATE TABLE sc1.t (a int)")
+    c.execute("CREATE TABLE sc1.sct (a int)")
     c.execute("CREATE TABLE t_in_public (a int)")
-    c.execute("INSERT INTO sc1.t VALUES (1)")
-    _err(c, "SELECT * FROM t", "42P01")
+    c.execute("INSERT INTO sc1.sct VALUES (1)")
+    _err(c, "SELECT * FROM sct", "42P01")
     c.execute("SET search_path TO sc1, public")
-    assert c.execute("SELECT a FROM t").fetchall() == [(1,)]
+    assert c.execute("SELECT a FROM sct").fetchall() == [(1,)]
     assert c.execute("SELECT current_schema(), current_schemas(false)").fetchone() == ("sc1", ["sc1", "public"])
-    c.execute("CREATE TABLE u (b int)")  # goes into sc1, the first schema of the path
+    c.execute("CREATE TABLE sc_u (b int)")  # goes into sc1, the first schema of the path
     c.execute("CREATE SEQUENCE sq_in_sc1")
     c.execute("SELECT nextval('sq_in_sc1')")
     assert c.execute("SELECT count(*) FROM t_in_public").fetchone() == (0,)
     assert c.execute("SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                     "WHERE c.relname = 'u'").fetchone() == ("sc1",)
+                     "WHERE c.relname = 'sc_u'").fetchone() == ("sc1",)
     c.execute("RESET search_path")
-    assert c.execute("SELECT b FROM sc1.u").fetchall() == []
+    assert c.execute("SELECT b FROM sc1.sc_u").fetchall() == []
     _err(c, "DROP SCHEMA sc1", "2BP01")
     c.execute("ALTER SCHEMA sc1 RENAME TO sc2")
-    assert c.execute("SELECT a FROM sc2.t").fetchall() == [(1,)]
+    assert c.execute("SELECT a FROM sc2.sct").fetchall() == [(1,)]
     assert c.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'sc%'").fetchall() == [("sc2",)]
-    c.execute("CREATE VIEW v_on_sc2 AS SELECT a FROM sc2.t")
+    c.execute("CREATE VIEW v_on_sc2 AS SELECT a FROM sc2.sct")
     c.execute("DROP SCHEMA sc2 CASCADE")
-    assert c.execute("SELECT count(*) FROM pg_class WHERE relname IN ('t', 'u', 'sq_in_sc1', 'v_on_sc2')"
+    assert c.execute("SELECT count(*) FROM pg_class WHERE relname IN ('sct', 'sc_u', 'sq_in_sc1', 'v_on_sc2')"
                      ).fetchone() == (0,)
     _err(c, "DROP SCHEMA sc2", "3F000")
     c.execute("DROP SCHEMA IF EXISTS sc2")
@@ -277,18 +277,18 @@ def test_temp_tables_are_per_session_and_dropped_at_its_end(server):
 
 
 def test_create_table_as_and_select_into(c):
-    c.execute("CREATE TABLE src (a int, b text)")
-    c.execute("INSERT INTO src VALUES (1, 'x'), (2, 'y')")
-    cur = c.execute("CREATE TABLE ctas AS SELECT a * 10 AS a10, b, 'lit' AS l FROM src")
+    c.execute("CREATE TABLE ctas_src (a int, b text)")
+    c.execute("INSERT INTO ctas_src VALUES (1, 'x'), (2, 'y')")
+    cur = c.execute("CREATE TABLE ctas AS SELECT a * 10 AS a10, b, 'lit' AS l FROM ctas_src")
     assert cur.statusmessage == "SELECT 2"
     assert sorted(c.execute("SELECT * FROM ctas").fetchall()) == [(10, "x", "lit"), (20, "y", "lit")]
     assert c.execute("SELECT pg_typeof(l) FROM ctas LIMIT 1").fetchone() == ("text",)
-    c.execute("CREATE TABLE ctas2 (p, q) AS SELECT a, b FROM src WITH NO DATA")
+    c.execute("CREATE TABLE ctas2 (p, q) AS SELECT a, b FROM ctas_src WITH NO DATA")
     assert c.execute("SELECT count(*) FROM ctas2").fetchone() == (0,)
     assert c.execute("SELECT p FROM ctas2").fetchall() == []
     c.execute("CREATE TABLE IF NOT EXISTS ctas AS SELECT 1")
     _err(c, "CREATE TABLE ctas AS SELECT 1", "42P07")
-    _err(c, "CREATE TABLE ctas3 AS SELECT 1/0 AS z FROM src", "22012")
+    _err(c, "CREATE TABLE ctas3 AS SELECT 1/0 AS z FROM ctas_src", "22012")
     assert c.execute("SELECT count(*) FROM pg_class WHERE relname = 'ctas3'").fetchone() == (0,)
     c.execute("CREATE TEMP TABLE ctas_t AS SELECT 5 AS v")
     assert c.execute("SELECT v FROM ctas_t").fetchall() == [(5,)]
@@ -348,16 +348,16 @@ def test_generate_series_in_the_select_list(c):
 
 
 def test_sql_prepare_execute_deallocate(c):
-    c.execute("CREATE TABLE prep (a int, b text)")
-    c.execute("PREPARE ins (int, text) AS INSERT INTO prep VALUES ($1, $2)")
+    c.execute("CREATE TABLE sqlprep (a int, b text)")
+    c.execute("PREPARE ins (int, text) AS INSERT INTO sqlprep VALUES ($1, $2)")
     c.execute("EXECUTE ins(1, 'x')")
     c.execute("EXECUTE ins (2 + 1, 'y' || 'z')")
-    c.execute("PREPARE sel AS SELECT b FROM prep WHERE a = $1")
+    c.execute("PREPARE sel AS SELECT b FROM sqlprep WHERE a = $1")
     assert c.execute("EXECUTE sel(3)").fetchall() == [("yz",)]
     rows = c.execute("SELECT name, statement, parameter_types, from_sql FROM pg_prepared_statements "
                      "WHERE from_sql ORDER BY name").fetchall()
-    assert rows == [("ins", "PREPARE ins (int, text) AS INSERT INTO prep VALUES ($1, $2)", ["integer", "text"], True),
-                    ("sel", "PREPARE sel AS SELECT b FROM prep WHERE a = $1", ["unknown"], True)]
+    assert rows == [("ins", "PREPARE ins (int, text) AS INSERT INTO sqlprep VALUES ($1, $2)", ["integer", "text"], True),
+                    ("sel", "PREPARE sel AS SELECT b FROM sqlprep WHERE a = $1", ["unknown"], True)]
     _err(c, "PREPARE sel AS SELECT 1", "42P05")
     _err(c, "EXECUTE ins(1)", "42601")
     _err(c, "EXECUTE nope", "26000")
@@ -441,6 +441,7 @@ def test_comment_on_shows_in_obj_and_col_description(c):
     _err(c, "COMMENT ON TABLE nope IS 'x'", "42P01")
     c.execute("DROP TABLE cmt2")
     assert c.execute("SELECT count(*) FROM pg_description WHERE description = 'the b'").fetchone() == (0,)
+    c.execute("DROP SCHEMA cmt_s")  # other suites list the schemas
 
 
 def test_pg_get_serial_sequence(c):
@@ -458,6 +459,7 @@ def test_select_from_a_sequence_and_visibility(c):
     c.execute("CREATE TABLE vis_s.hidden (a int)")
     assert c.execute("SELECT pg_table_is_visible('vis_s.hidden'::regclass), "
                      "pg_table_is_visible('vis_seq'::regclass)").fetchone() == (False, True)
+    c.execute("DROP SCHEMA vis_s CASCADE")  # other suites list the schemas
 
 
 def test_copy_from_stdin_fills_defaults_of_missing_columns(c):
@@ -467,3 +469,16 @@ def test_copy_from_stdin_fills_defaults_of_missing_columns(c):
             cp.write_row((v,))
     assert c.execute("SELECT id, data, n FROM cpy ORDER BY id").fetchall() == [(1, "a", 5), (2, "b", 5), (3, "c", 5)]
     assert c.execute("SELECT currval('cpy_id_seq')").fetchone() == (3,)
+
+
+def test_dbt_table_swap_in_a_transaction(c):
+    """dbt-postgres's table materialization: CTAS, renames and a DROP ... CASCADE in one
+    transaction block."""
+    c.execute("CREATE TABLE model AS SELECT 1 AS v")
+    c.execute("CREATE VIEW model_v AS SELECT v FROM model")
+    with c.transaction():
+        c.execute('CREATE TABLE "model__dbt_tmp" AS (SELECT 2 AS v)')
+        c.execute('ALTER TABLE "model" RENAME TO "model__dbt_backup"')
+        c.execute('ALTER TABLE "model__dbt_tmp" RENAME TO "model"')
+        c.execute('DROP TABLE IF EXISTS "model__dbt_backup" CASCADE')
+    assert c.execute("SELECT v FROM model").fetchall() == [(2,)]

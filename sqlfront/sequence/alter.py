@@ -258,8 +258,9 @@ def truncate(s: Session, stmt: ast.TruncateStmt, sql: str, params) -> Result:
 
 def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -> Result:
     """CREATE [TEMP] TABLE [IF NOT EXISTS] t [(names)] AS query [WITH [NO] DATA], and
-    SELECT ... INTO t: a table with the query's columns, filled by INSERT ... SELECT.
-    The command tag is PostgreSQL's (``SELECT n``).
+    SELECT ... INTO t: a table with the query's columns, filled by INSERT ... SELECT
+    at once, in a transaction block too (as the DDL itself: dbt creates tables this way
+    inside transactions, then renames them). The command tag is PostgreSQL's (``SELECT n``).
 
     Raises:
         SqlError 42P07 for a taken name; 42601 for more names than columns; 42701 for
@@ -293,7 +294,7 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
     target = ast.RangeVar(schemaname=schema, relname=rv.relname, inh=True, relpersistence="p")
     try:
         r = insert(s, ast.InsertStmt(relation=target, selectStmt=stmt.query,
-                                     cols=tuple(ast.ResTarget(name=n) for n in names)), sql, params)
+                                     cols=tuple(ast.ResTarget(name=n) for n in names)), sql, params, now=True)
     except BaseException:
         run(s, build.drop_tables([(schema, rv.relname)], True))
         raise

@@ -33,8 +33,10 @@ if TYPE_CHECKING:
 MAX_CONFLICTS = 10
 
 
-def insert(s: Session, stmt: ast.InsertStmt, sql: str, params) -> Result:
-    """INSERT ... VALUES (rows planned in Python) or INSERT ... SELECT (a peek).
+def insert(s: Session, stmt: ast.InsertStmt, sql: str, params, now: bool = False) -> Result:
+    """INSERT ... VALUES (rows planned in Python) or INSERT ... SELECT (a peek). With
+    ``now``, the rows are appended at once even in a transaction block (CREATE TABLE AS
+    fills its table as part of the DDL, which takes effect at once).
 
     Raises:
         SqlError 23502 for a NULL in a NOT NULL column; the planner's errors."""
@@ -56,9 +58,10 @@ def insert(s: Session, stmt: ast.InsertStmt, sql: str, params) -> Result:
     else:
         # INSERT ... SELECT over tables: the replica computes and writes the rows.
         batch = replica_write(s, pi.table, not_null_checked(pi.table, pi.query), diffs=False)
-        write(s, pi.table, batch)
+        append_all(s, [(pi.table, batch)]) if now else write(s, pi.table, batch)
         return Result(f"INSERT 0 {batch.updates}")
-    write(s, pi.table, rows_to_arrow(pi.table, rows))
+    data = rows_to_arrow(pi.table, rows)
+    append_all(s, [(pi.table, data)]) if now else write(s, pi.table, data)
     return returning_result(pi.returning, f"INSERT 0 {len(rows)}", rows)
 
 
