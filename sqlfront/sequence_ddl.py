@@ -324,14 +324,14 @@ def create_table(schema: str | None, name: str, tdef: TableDef, if_not_exists: b
     return build
 
 
-def create_sequence(schema: str | None, name: str, options: dict, if_not_exists: bool):
+def create_sequence(schema: str | None, name: str, options: dict, if_not_exists: bool, temp: bool = False):
     """CREATE SEQUENCE (PostgreSQL's; Materialize has no sequences). ``options`` come
     from ``planner.ddl.sequence_options``.
 
     Raises (from ``build``): 42P07 for a taken name; 42P01/42703 for an OWNED BY
     column that does not exist; 3F000 for an unknown schema."""
     def build(snap: CatalogSnapshot, ids) -> list:
-        s, ops = _creation_schema(snap, ids, schema)
+        s, ops = _creation_schema(snap, ids, schema, temp)
         if snap.name_taken(s, name):
             if if_not_exists:
                 return []

@@ -268,6 +268,9 @@ def test_temp_tables_are_per_session_and_dropped_at_its_end(server):
         assert b.execute("SELECT * FROM tt").fetchall() == [("b",)]
         assert a.execute("SELECT relpersistence FROM pg_class WHERE relname = 'tt'").fetchall() == [("t",), ("t",)]
         _err(a, "CREATE TEMP TABLE public.t2 (a int)", "42P16")
+        a.execute("CREATE TEMP SEQUENCE tseq")
+        assert a.execute("SELECT nextval('tseq')").fetchone() == (1,)
+        _err(b, "SELECT nextval('tseq')", "42P01")
     with server.connect() as c:
         deadline = time.monotonic() + 10  # the server sees the connections end a little later
         while c.execute("SELECT count(*) FROM pg_class WHERE relname = 'tt'").fetchone() != (0,):

@@ -115,13 +115,11 @@ def drop_temp_schema(s: Session) -> None:
 
 def create_sequence(s: Session, stmt: ast.CreateSeqStmt, sql: str, params) -> Result:
     """CREATE [TEMP] SEQUENCE [IF NOT EXISTS] name [options] (PostgreSQL's; Materialize
-    has no sequences). Raises SqlError 0A000 for a temporary sequence;
-    ``planner.ddl.sequence_options``' errors."""
+    has no sequences); a temporary one goes into the session's temporary schema.
+    Raises ``planner.ddl.sequence_options``' errors."""
     rv = stmt.sequence
-    if rv.relpersistence == "t":
-        raise SqlError(FEATURE_NOT_SUPPORTED, "temporary sequences are not supported")
     opts = sequence_options(stmt.options or ())
-    run(s, build.create_sequence(rv.schemaname, rv.relname, opts, bool(stmt.if_not_exists)))
+    run(s, build.create_sequence(rv.schemaname, rv.relname, opts, bool(stmt.if_not_exists), rv.relpersistence == "t"))
     return Result("CREATE SEQUENCE")
 
 
