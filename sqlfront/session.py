@@ -60,9 +60,9 @@ class Session:
         self._savepoints: list[tuple[str, int]] = []
         #: prepared statements of the extended protocol, name -> (sql, param OIDs);
         #: shared with the pgwire layer so DEALLOCATE can drop them.
-        self.prepared: dict[str, tuple[str, list[int]]] = {}
-        #: name -> (statement text, from SQL PREPARE, prepare time), for pg_prepared_statements
-        self.prepared_meta: dict[str, tuple] = {}
+        self.prepared: dict[str, tuple[str, list[int]]] = prepared.PreparedStatements()
+        #: name -> the PREPARE statement's text, for pg_prepared_statements (from_sql)
+        self.prepared_meta: dict[str, str] = {}
         #: set by a CancelRequest: the running peek stops with 57014
         self.cancel_event = threading.Event()
         #: the last described SELECT: (AST, params, snapshot, PlannedQuery)

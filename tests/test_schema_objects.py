@@ -360,7 +360,7 @@ def test_sql_prepare_execute_deallocate(c):
     rows = c.execute("SELECT name, statement, parameter_types, from_sql FROM pg_prepared_statements "
                      "WHERE from_sql ORDER BY name").fetchall()
     assert rows == [("ins", "PREPARE ins (int, text) AS INSERT INTO sqlprep VALUES ($1, $2)", ["integer", "text"], True),
-                    ("sel", "PREPARE sel AS SELECT b FROM sqlprep WHERE a = $1", ["unknown"], True)]
+                    ("sel", "PREPARE sel AS SELECT b FROM sqlprep WHERE a = $1", ["integer"], True)]
     _err(c, "PREPARE sel AS SELECT 1", "42P05")
     _err(c, "EXECUTE ins(1)", "42601")
     _err(c, "EXECUTE nope", "26000")

@@ -22,6 +22,19 @@ if TYPE_CHECKING:
     from sqlfront.session import Session
 
 
+class PreparedStatements(dict):
+    """A session's prepared statements, ``name -> (sql, parameter type OIDs)``, noting
+    when each was prepared (``prepare_time``) however it was (Parse or PREPARE)."""
+
+    def __init__(self):
+        super().__init__()
+        self.times: dict[str, datetime.datetime] = {}
+
+    def __setitem__(self, name, value) -> None:
+        self.times[name] = datetime.datetime.now(datetime.timezone.utc)
+        super().__setitem__(name, value)
+
+
 def prepare(s: Session, stmt: ast.PrepareStmt, sql: str, params) -> Result:
     """PREPARE name [(type, ...)] AS statement: the statement is parsed and analysed now
     (its errors are PREPARE's), run by EXECUTE.
@@ -42,7 +55,7 @@ def prepare(s: Session, stmt: ast.PrepareStmt, sql: str, params) -> Result:
     n = max(len(types), param_count(text))
     s.describe(text, n, {i + 1: t for i, t in enumerate(types)})
     s.prepared[stmt.name] = (text, [t.oid for t in types] + [0] * (n - len(types)))
-    s.prepared_meta[stmt.name] = (sql.strip().rstrip(";").strip(), True, datetime.datetime.now(datetime.timezone.utc))
+    s.prepared_meta[stmt.name] = sql.strip().rstrip(";").strip()
     return Result("PREPARE")
 
 
@@ -122,15 +135,24 @@ def discard(s: Session, stmt: ast.DiscardStmt, sql: str, params) -> Result:
 
 
 def pg_prepared_statements_rows(s: Session) -> list[tuple]:
-    """The session's named prepared statements, SQL-level (``from_sql``) and protocol-level."""
+    """The session's named prepared statements, SQL-level (``from_sql``) and protocol-level.
+    ``parameter_types`` are the types the statement's parameters were given or, where
+    the client left them open, inferred from their use (as PostgreSQL reports them)."""
     from catalog.types import type_from_oid
 
     now = datetime.datetime.now(datetime.timezone.utc)
+    times = getattr(s.prepared, "times", {})
     out = []
-    for name, (text, oids) in sorted(s.prepared.items()):
+    for name, (text, oids) in s.prepared.items():
         if name == "":
             continue
-        statement, from_sql, at = s.prepared_meta.get(name, (text, False, now))
-        types = [(type_from_oid(o).sql() if o and type_from_oid(o) is not None else "unknown") for o in oids]
-        out.append((name, statement, at, types, from_sql, 0, 0))
-    return out
+        given = {i + 1: type_from_oid(o) for i, o in enumerate(oids) if o and type_from_oid(o) is not None}
+        types = [given[i + 1].sql() if i + 1 in given else "unknown" for i in range(len(oids))]
+        if len(given) < len(oids):
+            try:
+                types = [t.sql() for t in s.describe(text, len(oids), given)[1]]
+            except SqlError:
+                pass  # the catalog changed under it: its types as given
+        statement = s.prepared_meta.get(name)
+        out.append((name, statement or text, times.get(name, now), types, statement is not None, 0, 0))
+    return sorted(out, key=lambda r: (r[2], r[0]))
