@@ -34,6 +34,14 @@ class PreparedStatements(dict):
         self.times[name] = datetime.datetime.now(datetime.timezone.utc)
         super().__setitem__(name, value)
 
+    def pop(self, name, *default):
+        self.times.pop(name, None)
+        return super().pop(name, *default)
+
+    def clear(self) -> None:
+        self.times.clear()
+        super().clear()
+
 
 def prepare(s: Session, stmt: ast.PrepareStmt, sql: str, params) -> Result:
     """PREPARE name [(type, ...)] AS statement: the statement is parsed and analysed now
