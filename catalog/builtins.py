@@ -177,12 +177,14 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
         return out
     if table.id == IS_SCHEMATA.id:
         return [("materialize", n, "materialize") for n in ("public", "mz_catalog", "mz_internal", "pg_catalog",
-                                                            "information_schema")]
+                                                            "information_schema")] + \
+            [("materialize", sc.name, "materialize") for sc in snap.schemas.values()]
     if table.id == MZ_COLUMNS.id:
         rels = list(snap.tables.values()) + list(snap.views.values()) + list(snap.builtins.values())
         return [(r.id, c.name, i + 1, c.nullable, c.type.sql()) for r in rels for i, c in enumerate(r.columns)]
     if table.id == MZ_SCHEMAS.id:
-        return [(i, n) for n, i in sorted(SCHEMA_IDS.items(), key=lambda kv: kv[0] != "public")]
+        return [(i, n) for n, i in sorted(SCHEMA_IDS.items(), key=lambda kv: kv[0] != "public")] + \
+            [(sc.id, sc.name) for sc in sorted(snap.schemas.values(), key=_id_order)]
     if table.id == MZ_INDEXES.id:
         return [(i.id, object_oid(i.id), i.name, i.on_id, i.cluster_id, OWNER_ID, i.definition)
                 for i in sorted(snap.indexes.values(), key=_id_order)]
@@ -192,7 +194,8 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
         objs = [(t, "table", None) for t in snap.tables.values()] + [(v, "view", None) for v in snap.views.values()] \
             + [(i, "index", i.cluster_id) for i in snap.indexes.values()] \
             + [(b, "table", None) for b in snap.builtins.values()]
-        return [(o.id, object_oid(o.id), SCHEMA_IDS.get(o.schema, "u3"), o.name, kind, OWNER_ID, cluster)
+        schema_ids = SCHEMA_IDS | {sc.name: sc.id for sc in snap.schemas.values()}
+        return [(o.id, object_oid(o.id), schema_ids.get(o.schema, "u3"), o.name, kind, OWNER_ID, cluster)
                 for o, kind, cluster in sorted(objs, key=lambda x: _id_order(x[0]))]
     if table.id == MZ_DATABASES.id:
         return [("u1", "materialize")]

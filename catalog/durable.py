@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from catalog.builtins import BUILTIN_TABLES
-from catalog.snapshot import CatalogSnapshot, Cluster, Column, Index, Replica, Table, View
+from catalog.snapshot import CatalogSnapshot, Cluster, Column, Index, Replica, Schema, Sequence, Table, View
 from catalog.types import SqlType
 
 SCHEMA_SQL = """
@@ -53,6 +53,30 @@ CREATE TABLE IF NOT EXISTS indexes (
     definition TEXT NOT NULL,
     cluster_id TEXT,
     keys TEXT NOT NULL DEFAULT '[]'
+);
+CREATE TABLE IF NOT EXISTS sequences (
+    id TEXT PRIMARY KEY,
+    schema_name TEXT NOT NULL,
+    name TEXT NOT NULL,
+    spec TEXT NOT NULL,
+    UNIQUE (schema_name, name)
+);
+CREATE TABLE IF NOT EXISTS schemas (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    temp INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS comments (
+    object_id TEXT NOT NULL,
+    subid INTEGER NOT NULL,
+    comment TEXT NOT NULL,
+    PRIMARY KEY (object_id, subid)
+);
+-- a sequence's value: data, not catalog (catalog.sequences.SequenceStore writes it)
+CREATE TABLE IF NOT EXISTS sequence_values (
+    id TEXT PRIMARY KEY,
+    last_value INTEGER NOT NULL,
+    is_called INTEGER NOT NULL
 );
 """
 
@@ -113,7 +137,62 @@ class DropIndex:
     index_id: str
 
 
-Op = CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
+@dataclass(frozen=True)
+class UpdateTable:
+    """Replace a table's definition (same id): its name, schema, columns or shard (ALTER
+    TABLE, TRUNCATE, DROP SEQUENCE ... CASCADE removing a default)."""
+
+    table: Table
+
+
+@dataclass(frozen=True)
+class CreateSequence:
+    sequence: Sequence
+
+
+@dataclass(frozen=True)
+class DropSequence:
+    sequence_id: str
+
+
+@dataclass(frozen=True)
+class UpdateSequence:
+    """Replace a sequence's definition (same id): ALTER SEQUENCE, a rename, OWNED BY."""
+
+    sequence: Sequence
+
+
+@dataclass(frozen=True)
+class CreateSchema:
+    schema: Schema
+
+
+@dataclass(frozen=True)
+class DropSchema:
+    """Drop an empty schema (its objects are dropped by ops before this one)."""
+
+    schema_id: str
+
+
+@dataclass(frozen=True)
+class RenameSchema:
+    """Rename a schema and move every object in it along (objects name their schema)."""
+
+    schema_id: str
+    new_name: str
+
+
+@dataclass(frozen=True)
+class SetComment:
+    """COMMENT ON: ``text`` for object ``object_id`` (``subid``: a column's number, 0
+    for the object itself); None removes it."""
+
+    object_id: str
+    subid: int
+    text: str | None
+
+
+Op = SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
 
 _ID_KINDS = ("cluster", "replica", "item", "shard")
 
@@ -131,7 +210,9 @@ class CatalogStore:
         self._migrate()
 
     def _migrate(self) -> None:
-        """Bring a catalog written by an earlier version up to SCHEMA_SQL."""
+        """Bring a catalog written by an earlier version up to SCHEMA_SQL. (New tables,
+        such as ``sequences`` and ``sequence_values``, come from SCHEMA_SQL's ``IF NOT
+        EXISTS``; columns' ``default``/``identity`` are optional keys of their JSON.)"""
         cols = {r[1] for r in self._conn.execute("PRAGMA table_info(replicas)")}
         if "token" not in cols:  # REMOTE replicas' bearer tokens
             self._conn.execute("ALTER TABLE replicas ADD COLUMN token TEXT")
@@ -166,6 +247,12 @@ class CatalogStore:
                 r[0]: Index(*r[:6], tuple(json.loads(r[6])))
                 for r in c.execute("SELECT id, schema_name, name, on_id, definition, cluster_id, keys FROM indexes")
             }
+            sequences = {
+                r[0]: _decode_sequence(r[0], r[1], r[2], r[3])
+                for r in c.execute("SELECT id, schema_name, name, spec FROM sequences")
+            }
+            schemas = {r[0]: Schema(r[0], r[1], bool(r[2])) for r in c.execute("SELECT id, name, temp FROM schemas")}
+            comments = {(r[0], r[1]): r[2] for r in c.execute("SELECT object_id, subid, comment FROM comments")}
         return CatalogSnapshot(
             version=int(meta.get("version", 0)),
             next_ids={k: int(meta.get(f"next_id.{k}", 1)) for k in _ID_KINDS},
@@ -175,6 +262,9 @@ class CatalogStore:
             tables=tables,
             views=views,
             indexes=indexes,
+            sequences=sequences,
+            schemas=schemas,
+            comments=comments,
             builtins={b.id: b for b in BUILTIN_TABLES},
         )
 
@@ -189,6 +279,9 @@ class CatalogStore:
         tables = dict(snap.tables)
         views = dict(snap.views)
         indexes = dict(snap.indexes)
+        sequences = dict(snap.sequences)
+        schemas = dict(snap.schemas)
+        comments = dict(snap.comments)
         version = snap.version + 1
         with self._lock:
             c = self._conn
@@ -226,6 +319,52 @@ class CatalogStore:
                             (t.id, t.schema, t.name, _encode_columns(t.columns), t.shard_id),
                         )
                         tables[t.id] = t
+                    elif isinstance(op, SetComment):
+                        if op.text is None:
+                            c.execute("DELETE FROM comments WHERE object_id = ? AND subid = ?", (op.object_id, op.subid))
+                            comments.pop((op.object_id, op.subid), None)
+                        else:
+                            c.execute("INSERT OR REPLACE INTO comments (object_id, subid, comment) VALUES (?, ?, ?)",
+                                      (op.object_id, op.subid, op.text))
+                            comments[(op.object_id, op.subid)] = op.text
+                    elif isinstance(op, CreateSchema):
+                        c.execute("INSERT INTO schemas (id, name, temp) VALUES (?, ?, ?)",
+                                  (op.schema.id, op.schema.name, int(op.schema.temp)))
+                        schemas[op.schema.id] = op.schema
+                    elif isinstance(op, DropSchema):
+                        c.execute("DELETE FROM schemas WHERE id = ?", (op.schema_id,))
+                        schemas.pop(op.schema_id, None)
+                    elif isinstance(op, RenameSchema):
+                        old = schemas[op.schema_id]
+                        c.execute("UPDATE schemas SET name = ? WHERE id = ?", (op.new_name, op.schema_id))
+                        for t in ("tables", "views", "indexes", "sequences"):
+                            c.execute(f"UPDATE {t} SET schema_name = ? WHERE schema_name = ?", (op.new_name, old.name))
+                        schemas[op.schema_id] = Schema(old.id, op.new_name, old.temp)
+                        for objs in (tables, views, indexes, sequences):
+                            for k, o in list(objs.items()):
+                                if o.schema == old.name:
+                                    objs[k] = replace(o, schema=op.new_name)
+                    elif isinstance(op, UpdateTable):
+                        t = op.table
+                        c.execute("UPDATE tables SET schema_name = ?, name = ?, columns = ?, shard_id = ? WHERE id = ?",
+                                  (t.schema, t.name, _encode_columns(t.columns), t.shard_id, t.id))
+                        tables[t.id] = t
+                    elif isinstance(op, CreateSequence):
+                        q = op.sequence
+                        c.execute("INSERT INTO sequences (id, schema_name, name, spec) VALUES (?, ?, ?, ?)",
+                                  (q.id, q.schema, q.name, _encode_sequence(q)))
+                        c.execute("INSERT OR REPLACE INTO sequence_values (id, last_value, is_called) VALUES (?, ?, 0)",
+                                  (q.id, q.start))
+                        sequences[q.id] = q
+                    elif isinstance(op, UpdateSequence):
+                        q = op.sequence
+                        c.execute("UPDATE sequences SET schema_name = ?, name = ?, spec = ? WHERE id = ?",
+                                  (q.schema, q.name, _encode_sequence(q), q.id))
+                        sequences[q.id] = q
+                    elif isinstance(op, DropSequence):
+                        c.execute("DELETE FROM sequences WHERE id = ?", (op.sequence_id,))
+                        c.execute("DELETE FROM sequence_values WHERE id = ?", (op.sequence_id,))
+                        sequences.pop(op.sequence_id, None)
                     elif isinstance(op, DropTable):
                         c.execute("DELETE FROM tables WHERE id = ?", (op.table_id,))
                         tables.pop(op.table_id, None)
@@ -248,6 +387,12 @@ class CatalogStore:
                         indexes.pop(op.index_id, None)
                     else:  # pragma: no cover - a programming error
                         raise TypeError(f"unknown catalog op {op!r}")
+                # comments go with their objects (not with one dropped and made again: a rename)
+                live = set(tables) | set(views) | set(indexes) | set(sequences) | set(schemas)
+                for gone in {k[0] for k in comments} - live:
+                    c.execute("DELETE FROM comments WHERE object_id = ?", (gone,))
+                    for k in [k for k in comments if k[0] == gone]:
+                        del comments[k]
                 c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('version', ?)", (str(version),))
                 for k, v in next_ids.items():
                     c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (f"next_id.{k}", str(v)))
@@ -257,7 +402,7 @@ class CatalogStore:
                 raise
         return snap.with_changes(
             version=version, clusters=clusters, replicas=replicas, tables=tables, views=views, indexes=indexes,
-            next_ids=dict(next_ids)
+            sequences=sequences, schemas=schemas, comments=comments, next_ids=dict(next_ids)
         )
 
     def close(self) -> None:
@@ -266,10 +411,33 @@ class CatalogStore:
 
 
 def _encode_columns(cols: tuple[Column, ...]) -> str:
-    return json.dumps(
-        [{"name": c.name, "type": c.type.name, "p": c.type.precision, "s": c.type.scale, "null": c.nullable} for c in cols]
-    )
+    out = []
+    for c in cols:
+        d = {"name": c.name, "type": c.type.name, "p": c.type.precision, "s": c.type.scale, "null": c.nullable}
+        if c.default is not None:
+            d["default"] = c.default
+        if c.identity is not None:
+            d["identity"] = c.identity
+        out.append(d)
+    return json.dumps(out)
 
 
 def _decode_columns(text: str) -> tuple[Column, ...]:
-    return tuple(Column(d["name"], SqlType(d["type"], d["p"], d["s"]), d["null"]) for d in json.loads(text))
+    # "default" and "identity" are absent from catalogs written before column defaults
+    return tuple(Column(d["name"], SqlType(d["type"], d["p"], d["s"]), d["null"], d.get("default"), d.get("identity"))
+                 for d in json.loads(text))
+
+
+_SEQUENCE_FIELDS = ("type", "increment", "minvalue", "maxvalue", "start", "cache", "cycle")
+
+
+def _encode_sequence(q: Sequence) -> str:
+    d = {f: getattr(q, f) for f in _SEQUENCE_FIELDS}
+    d["owned_by"] = list(q.owned_by) if q.owned_by else None
+    return json.dumps(d)
+
+
+def _decode_sequence(id_: str, schema: str, name: str, spec: str) -> Sequence:
+    d = json.loads(spec)
+    return Sequence(id_, schema, name, **{f: d[f] for f in _SEQUENCE_FIELDS},
+                    owned_by=tuple(d["owned_by"]) if d.get("owned_by") else None)

@@ -6,7 +6,7 @@ for the columns those tools query; rows are derived from a catalog snapshot on e
 read. User objects get OID 20000 + their id number, system objects 10000 + theirs
 (``object_oid``); type OIDs are PostgreSQL's.
 Catalogs for features this product does not have (constraints, triggers, rules,
-inheritance, policies, comments, column defaults) exist and are empty, so the
+inheritance, policies) exist and are empty, so the
 queries that join them answer as PostgreSQL does for objects without any.
 """
 
@@ -18,6 +18,10 @@ from catalog.types import ARRAY_OIDS, BOOL, FLOAT4, INT2, INT4, INT8, OID, TEXT,
 NAMESPACE_OIDS = {"pg_catalog": 11, "public": 2200, "mz_catalog": 16001, "mz_internal": 16002,
                   "information_schema": 16003}
 OWNER_OID = 10
+#: pg_class's own OID (PostgreSQL's RelationRelationId): pg_depend's classid of relations
+PG_CLASS_OID = 1259
+#: pg_namespace's own OID (NamespaceRelationId): pg_description's classoid of schemas
+PG_NAMESPACE_OID = 2615
 DATABASE_OID = 16384
 #: pg_collation's "default" collation: what string columns report as attcollation
 DEFAULT_COLLATION_OID = 100
@@ -27,6 +31,14 @@ FIRST_USER_OID = 20000
 TEXT_ARRAY = array_of(TEXT)
 INT2_ARRAY = array_of(INT2)
 OID_ARRAY = array_of(OID)
+
+
+def namespace_oid(snap: CatalogSnapshot, schema: str) -> int:
+    """pg_namespace's OID of ``schema``: a system schema's fixed one, else its object's."""
+    if schema in NAMESPACE_OIDS:
+        return NAMESPACE_OIDS[schema]
+    sc = snap.schema_by_name(schema)
+    return object_oid(sc.id) if sc is not None else NAMESPACE_OIDS["public"]
 
 
 def object_oid(object_id: str) -> int:
@@ -98,7 +110,8 @@ PG_TABLESPACE = _table("s31", "pg_tablespace", "oid:oid spcname:text spcowner:oi
 PG_USER = _table("s32", "pg_user", "usename:text usesysid:oid usecreatedb:bool usesuper:bool")
 PG_PROC = _table("s33", "pg_proc", "oid:oid proname:text pronamespace:oid prorettype:oid proisagg:bool "
                                    "proiswindow:bool prokind:text proretset:bool pronargs:int2")
-PG_SEQUENCE = _table("s34", "pg_sequence", "seqrelid:oid seqtypid:oid")
+PG_SEQUENCE = _table("s34", "pg_sequence", "seqrelid:oid seqtypid:oid seqstart:int8 seqincrement:int8 "
+                                           "seqmax:int8 seqmin:int8 seqcache:int8 seqcycle:bool")
 PG_STATISTIC_EXT = _table("s35", "pg_statistic_ext", "oid:oid stxrelid:oid stxname:text stxnamespace:oid")
 PG_PUBLICATION = _table("s36", "pg_publication", "oid:oid pubname:text puballtables:bool")
 PG_PUBLICATION_REL = _table("s37", "pg_publication_rel", "oid:oid prpubid:oid prrelid:oid")
@@ -116,11 +129,17 @@ PG_EXTENSION = _table("s42", "pg_extension", "oid:oid extname:text extowner:oid 
 PG_CURSORS = _table("s90", "pg_cursors", "name:text statement:text is_holdable:bool is_binary:bool "
                                          "is_scrollable:bool creation_time:timestamptz")
 
+#: the session's prepared statements (PostgreSQL 54.16): rows from the session
+#: (``sqlfront.sequence.prepared``), as pg_cursors
+PG_PREPARED_STATEMENTS = _table("s91", "pg_prepared_statements",
+                                "name:text statement:text prepare_time:timestamptz parameter_types:text[] "
+                                "from_sql:bool generic_plans:int8 custom_plans:int8")
+
 PG_CATALOG_TABLES = (
     PG_NAMESPACE, PG_CLASS, PG_DATABASE, PG_ATTRIBUTE, PG_TYPE, PG_INDEX, PG_DESCRIPTION, PG_SETTINGS, PG_ROLES,
     PG_COLLATION, PG_ATTRDEF, PG_CONSTRAINT, PG_INHERITS, PG_TRIGGER, PG_REWRITE, PG_POLICY, PG_AM, PG_TABLESPACE,
     PG_USER, PG_PROC, PG_SEQUENCE, PG_STATISTIC_EXT, PG_PUBLICATION, PG_PUBLICATION_REL, PG_DEPEND, PG_ENUM,
-    PG_RANGE, PG_FOREIGN_TABLE, PG_EXTENSION, PG_OPCLASS, PG_AUTH_MEMBERS, PG_CURSORS,
+    PG_RANGE, PG_FOREIGN_TABLE, PG_EXTENSION, PG_OPCLASS, PG_AUTH_MEMBERS, PG_CURSORS, PG_PREPARED_STATEMENTS,
 )
 
 
@@ -130,8 +149,8 @@ def _relations(snap: CatalogSnapshot):
         [(r, "r") for r in snap.builtins.values()]
 
 
-def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: bool) -> tuple:
-    return (oid, name, nsp, 0, 0, OWNER_OID, 0, 0, 0, 0, 0.0, 0, has_index, False, "p", kind, natts, 0, False,
+def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: bool, persistence: str = "p") -> tuple:
+    return (oid, name, nsp, 0, 0, OWNER_OID, 0, 0, 0, 0, 0.0, 0, has_index, False, persistence, kind, natts, 0, False,
             False, False, False, False, False, True, "d", False, None, None)
 
 
@@ -173,23 +192,53 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
     """Rows of a pg_catalog table, or None if ``table`` is not one. ``settings`` are the
     server's default session variables (``pg_settings``)."""
     tid = table.id
-    if tid == PG_CURSORS.id:
-        return []
+    if tid in (PG_CURSORS.id, PG_PREPARED_STATEMENTS.id):
+        return []  # a session's own rows (Session.builtin_rows)
     if tid == PG_NAMESPACE.id:
-        return [(oid, name, OWNER_OID, None) for name, oid in NAMESPACE_OIDS.items()]
+        return [(oid, name, OWNER_OID, None) for name, oid in NAMESPACE_OIDS.items()] + \
+            [(object_oid(sc.id), sc.name, OWNER_OID, None) for sc in snap.schemas.values()]
     if tid == PG_CLASS.id:
         # Indexes are listed as relations, but pg_index stays empty: Materialize's indexes
         # are maintained arrangements, not PostgreSQL index structures (relhasindex is false).
-        out = [_class_row(object_oid(r.id), r.name, NAMESPACE_OIDS[r.schema], kind, len(r.columns), False)
+        temps = {sc.name for sc in snap.schemas.values() if sc.temp}
+        out = [_class_row(object_oid(r.id), r.name, namespace_oid(snap, r.schema), kind, len(r.columns), False,
+                          "t" if r.schema in temps else "p")
                for r, kind in _relations(snap)]
-        out += [_class_row(object_oid(i.id), i.name, NAMESPACE_OIDS.get(i.schema, 2200), "i", 1, False)
+        out += [_class_row(object_oid(i.id), i.name, namespace_oid(snap, i.schema), "i", 1, False)
                 for i in snap.indexes.values()]
+        out += [_class_row(object_oid(q.id), q.name, namespace_oid(snap, q.schema), "S", 3, False)
+                for q in snap.sequences.values()]
+        return out
+    if tid == PG_DESCRIPTION.id:
+        schema_ids = {sc.id for sc in snap.schemas.values()}
+        return [(object_oid(oid), PG_NAMESPACE_OID if oid in schema_ids else PG_CLASS_OID, sub, text)
+                for (oid, sub), text in snap.comments.items()]
+    if tid == PG_SEQUENCE.id:
+        return [(object_oid(q.id), SqlType(q.type).oid, q.start, q.increment, q.maxvalue, q.minvalue, q.cache,
+                 q.cycle) for q in snap.sequences.values()]
+    if tid == PG_ATTRDEF.id:
+        # identity columns have no pg_attrdef row in PostgreSQL: attidentity says it all
+        return [(object_oid(r.id) * 1000 + i + 1, object_oid(r.id), i + 1, c.default)
+                for r in snap.tables.values() for i, c in enumerate(r.columns)
+                if c.default is not None and c.identity is None]
+    if tid == PG_DEPEND.id:
+        # a serial/identity sequence depends on its column ('a' auto, 'i' internal for identity)
+        out = []
+        for q in snap.sequences.values():
+            t = snap.tables.get(q.owned_by[0]) if q.owned_by else None
+            if t is None:
+                continue
+            attnum = next((i + 1 for i, c in enumerate(t.columns) if c.name == q.owned_by[1]), 0)
+            ident = any(c.identity for c in t.columns if c.name == q.owned_by[1])
+            out.append((PG_CLASS_OID, object_oid(q.id), 0, PG_CLASS_OID, object_oid(t.id), attnum,
+                        "i" if ident else "a"))
         return out
     if tid == PG_DATABASE.id:
         return [(DATABASE_OID, "materialize", OWNER_OID, 6, "C", "C", False, True, -1, 0, None)]
     if tid == PG_ATTRIBUTE.id:
         return [(object_oid(r.id), c.name, c.type.oid, c.type.typlen, i + 1, int(c.type.is_array), c.type.typmod,
-                 not c.nullable, False, "", "", False, True, _collation(c.type), -1,
+                 not c.nullable, c.default is not None and c.identity is None, c.identity or "", "", False, True,
+                 _collation(c.type), -1,
                  "p" if c.type.typlen > 0 else "x", "", None, None)
                 for r, _ in _relations(snap) for i, c in enumerate(r.columns)]
     if tid == PG_TYPE.id:

@@ -7,6 +7,7 @@ locks, because snapshots are never mutated.
 
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
@@ -19,6 +20,40 @@ from catalog.types import SqlType
 SEARCH_PATH = ("public", "mz_catalog", "mz_internal", "pg_catalog")
 USER_SCHEMA = "public"
 DATABASE = "materialize"
+#: schemas that always exist and are not in the catalog's ``schemas`` table
+SYSTEM_SCHEMAS = ("public", "mz_catalog", "mz_internal", "pg_catalog", "information_schema")
+#: what a session calls its own temporary schema (Materialize's ``mz_temp``; PostgreSQL's
+#: ``pg_temp`` is accepted too)
+TEMP_SCHEMA_ALIASES = ("mz_temp", "pg_temp")
+
+#: the running statement's (search_path schemas, the session's temporary schema name or
+#: None): set per statement by the session (``set_search_path``), read by name resolution
+_SEARCH_PATH: contextvars.ContextVar = contextvars.ContextVar("search_path", default=((USER_SCHEMA,), None))
+
+
+def set_search_path(schemas: tuple[str, ...], temp_schema: str | None = None) -> None:
+    """Let unqualified names in this statement (and thread, and the catalog transactions
+    it submits: the Coordinator runs them in the submitter's context) resolve along
+    ``schemas`` (the session's ``search_path``), after the session's temporary schema
+    ``temp_schema`` (PostgreSQL 5.10.3 "The Schema Search Path": the temporary schema
+    is searched first)."""
+    _SEARCH_PATH.set((tuple(schemas), temp_schema))
+
+
+def current_search_path() -> tuple[tuple[str, ...], str | None]:
+    """``(search_path schemas, temporary schema or None)`` of the running statement."""
+    return _SEARCH_PATH.get()
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A user schema (``u1``; ``CREATE SCHEMA``), or a session's temporary schema
+    (``temp``: holds its ``CREATE TEMP TABLE``s; dropped, with them, when the session
+    ends). The system schemas (``SYSTEM_SCHEMAS``) are not catalog objects."""
+
+    id: str
+    name: str
+    temp: bool = False
 
 
 @dataclass(frozen=True)
@@ -49,9 +84,17 @@ class Replica:
 
 @dataclass(frozen=True)
 class Column:
+    """A column. ``default`` is its DEFAULT expression as SQL text (PostgreSQL's
+    ``pg_get_expr(adbin)`` form, e.g. ``nextval('t_id_seq'::regclass)``), applied by
+    INSERT when the column is omitted or ``DEFAULT`` is written. ``identity`` is
+    ``'a'`` (GENERATED ALWAYS AS IDENTITY), ``'d'`` (BY DEFAULT) or None, as
+    ``pg_attribute.attidentity``; an identity column's default is its sequence's nextval."""
+
     name: str
     type: SqlType
     nullable: bool = True
+    default: str | None = None
+    identity: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +161,33 @@ class Index:
     keys: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class Sequence:
+    """A sequence (``u1``, PostgreSQL's "CREATE SEQUENCE"): a definition in the catalog;
+    its current value lives in ``catalog.sequences.SequenceStore`` (nextval is not a
+    catalog change and is never rolled back, as in PostgreSQL).
+
+    ``type`` is ``int2``/``int4``/``int8`` (``AS``); ``owned_by`` is ``(table id, column
+    name)`` for a sequence a ``serial`` or identity column (or ``OWNED BY``) owns: it is
+    dropped with its table."""
+
+    id: str
+    schema: str
+    name: str
+    type: str = "int8"
+    increment: int = 1
+    minvalue: int = 1
+    maxvalue: int = 9223372036854775807
+    start: int = 1
+    cache: int = 1
+    cycle: bool = False
+    owned_by: tuple[str, str] | None = None
+
+    @property
+    def builtin(self) -> bool:
+        return False
+
+
 Relation = Table | BuiltinTable | View
 
 
@@ -136,6 +206,10 @@ class CatalogSnapshot:
     builtins: Mapping[str, BuiltinTable] = field(default_factory=lambda: MappingProxyType({}))
     views: Mapping[str, View] = field(default_factory=lambda: MappingProxyType({}))
     indexes: Mapping[str, Index] = field(default_factory=lambda: MappingProxyType({}))
+    sequences: Mapping[str, Sequence] = field(default_factory=lambda: MappingProxyType({}))
+    schemas: Mapping[str, Schema] = field(default_factory=lambda: MappingProxyType({}))
+    #: COMMENT ON texts: (object id, column number or 0) -> text
+    comments: Mapping[tuple[str, int], str] = field(default_factory=lambda: MappingProxyType({}))
     next_ids: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     # -- clusters and replicas -------------------------------------------------------
@@ -166,6 +240,63 @@ class CatalogSnapshot:
                 return r
         return None
 
+    # -- schemas ---------------------------------------------------------------------
+
+    def schema_by_name(self, name: str) -> Schema | None:
+        for sc in self.schemas.values():
+            if sc.name == name:
+                return sc
+        return None
+
+    def schema_exists(self, name: str) -> bool:
+        return name in SYSTEM_SCHEMAS or self.schema_by_name(name) is not None
+
+    def search_path(self) -> tuple[str, ...]:
+        """The schemas unqualified names resolve in, in order: the session's temporary
+        schema (if it has one), its search_path's existing schemas, then the system
+        schemas it does not list."""
+        path, temp = current_search_path()
+        out = [temp] if temp and self.schema_by_name(temp) is not None else []
+        out += [p for p in path if self.schema_exists(p) and p not in out]
+        out += [p for p in SEARCH_PATH[1:] if p not in out]
+        return tuple(out)
+
+    def schema_name(self, schema: str) -> str:
+        """``schema`` as stored: ``mz_temp``/``pg_temp`` name the session's temporary schema."""
+        if schema in TEMP_SCHEMA_ALIASES:
+            temp = current_search_path()[1]
+            return temp or schema
+        return schema
+
+    def creation_schema(self, schema: str | None, temp: bool = False) -> str:
+        """The schema a new object named ``[schema.]name`` goes into: the given one,
+        else the session's temporary schema for a TEMP object, else the first existing
+        schema of the search_path (PostgreSQL 5.10.3).
+
+        Raises:
+            SqlError 3F000 ``unknown schema 'x'`` (Materialize's wording) or "no schema
+            has been selected to create in"; 42P16 for TEMP in a non-temporary schema."""
+        tempname = current_search_path()[1]
+        if temp:
+            if schema is not None and schema not in TEMP_SCHEMA_ALIASES and schema != tempname:
+                raise SqlError("42P16", "cannot create temporary relation in non-temporary schema")
+            if tempname is None:
+                raise SqlError("0A000", "temporary objects are not supported here")
+            return tempname
+        if schema is not None:
+            name = self.schema_name(schema)
+            if name == tempname:
+                return name
+            if not self.schema_exists(name):
+                raise SqlError("3F000", f"unknown schema '{schema}'")
+            if name in SYSTEM_SCHEMAS and name != USER_SCHEMA:
+                raise SqlError("42501", f"system schema '{name}' cannot be modified")
+            return name
+        for p in current_search_path()[0]:
+            if self.schema_exists(p) and p not in SYSTEM_SCHEMAS[1:]:
+                return p
+        raise SqlError("3F000", "no schema has been selected to create in")
+
     # -- relations -------------------------------------------------------------------
 
     def relation_by_name(self, schema: str, name: str) -> Relation | None:
@@ -180,13 +311,42 @@ class CatalogSnapshot:
                 return b
         return None
 
+    def sequence_by_name(self, schema: str, name: str) -> Sequence | None:
+        for q in self.sequences.values():
+            if q.schema == schema and q.name == name:
+                return q
+        return None
+
+    def name_taken(self, schema: str, name: str) -> bool:
+        """True if a table, view, sequence or index in ``schema`` is named ``name``
+        (PostgreSQL: they share one namespace, pg_class)."""
+        return (self.relation_by_name(schema, name) is not None or self.sequence_by_name(schema, name) is not None
+                or self.index_by_name(schema, name) is not None)
+
+    def resolve_sequence(self, schema: str | None, name: str) -> Sequence:
+        """The sequence ``[schema.]name``; unqualified, searched along the search path.
+
+        Raises:
+            SqlError 42P01 ``unknown catalog item 'x'``; 42809 ``"x" is not a sequence``
+            when the name is another relation's (PostgreSQL's wording)."""
+        schemas = (self.schema_name(schema),) if schema else self.search_path()
+        for s in schemas:
+            q = self.sequence_by_name(s, name)
+            if q is not None:
+                return q
+            if self.relation_by_name(s, name) is not None:
+                raise SqlError("42809", f'"{name}" is not a sequence')
+        shown = f"{schema}.{name}" if schema else name
+        raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{shown}'")
+
     def resolve_relation(self, schema: str | None, name: str) -> Relation:
-        """Find a table by optional schema and name, searching SEARCH_PATH when unqualified.
+        """Find a table by optional schema and name, searching the search path
+        (``search_path``) when unqualified.
 
         Raises:
             SqlError 42P01 ``unknown catalog item 'x'`` (Materialize's wording).
         """
-        schemas = (schema,) if schema else SEARCH_PATH
+        schemas = (self.schema_name(schema),) if schema else self.search_path()
         for s in schemas:
             r = self.relation_by_name(s, name)
             if r is not None:

@@ -72,6 +72,12 @@ def describing(params: DescribeParams):
     return cm()
 
 
+def is_describing() -> bool:
+    """True while a statement is planned only to be described (nothing may be run:
+    no nextval, say)."""
+    return _DESCRIBING.get() is not None
+
+
 def infer_param(e, target: SqlType):
     """If ``e`` is a parameter of still unknown type, infer ``target`` for it."""
     if isinstance(e, Param) and e.type.name == "unknown":
@@ -278,6 +284,12 @@ class ExprPlanner:
         self.resolve_relation_oid: Callable[[str], int] | None = None
         #: the name of the relation with an OID (or the OID's digits), for ``::regclass::text``
         self.relation_name: Callable[[int], str] = str
+        #: OIDs of the user objects in the search path's schemas, for pg_table_is_visible
+        self.visible_oids: Callable[[], set[int]] | None = None
+        #: whether a schema exists (the catalog's answer), for current_schema()
+        self.schema_exists: Callable[[str], bool] | None = None
+        #: pg_namespace OID of a schema name, or None, for ``::regnamespace``
+        self.namespace_oid: Callable[[str], int | None] | None = None
         #: the scope a subquery here correlates with, and how to remap its OuterRefs
         self.subquery_scope: Scope | None = None
         self.remap_outer: Callable | None = None
@@ -397,16 +409,39 @@ class ExprPlanner:
             return arg
         return Cast(arg, target)
 
-    def catalog_lookup(self, query: str, arg: ast.Node):
-        """``(query)`` as a scalar subquery, with ``$1`` standing for the OID expression
-        ``arg`` (an AST of the enclosing query, so the lookup correlates with it)."""
+    def catalog_lookup(self, query: str, *args: ast.Node, types: tuple[str, ...] = ("oid",)):
+        """``(query)`` as a scalar subquery, with ``$n`` (the right side of a comparison)
+        standing for ``args[n-1]`` cast to ``types[n-1]`` (ASTs of the enclosing query, so
+        the lookup correlates with it)."""
         select = pglast.parse_sql(query)[0].stmt
-        param = next(n for n in ast_nodes(select.whereClause) if isinstance(n, ast.ParamRef))
-        cast = ast.TypeCast(arg=arg, typeName=ast.TypeName(names=(ast.String(sval="oid"),), typemod=-1))
         for n in ast_nodes(select.whereClause):
-            if isinstance(n, ast.A_Expr) and n.rexpr is param:
-                n.rexpr = cast  # a fresh parse tree of our own, so editing it is safe
+            if isinstance(n, ast.A_Expr) and isinstance(n.rexpr, ast.ParamRef):
+                k = n.rexpr.number
+                # a fresh parse tree of our own, so editing it is safe
+                n.rexpr = ast.TypeCast(arg=args[k - 1], typeName=ast.TypeName(
+                    names=(ast.String(sval=types[k - 1]),), typemod=-1))
         return self.plan(ast.SubLink(subLinkType=SubLinkType.EXPR_SUBLINK, subselect=select))
+
+    def search_path(self) -> tuple[str, ...]:
+        """The existing schemas of the session's search_path (PostgreSQL's
+        current_schemas(false)); the first is current_schema."""
+        from catalog.snapshot import current_search_path
+
+        path = current_search_path()[0]
+        exists = self.schema_exists or (lambda name: name == "public")
+        return tuple(p for p in path if exists(p))
+
+    def sequence_oid(self, arg):
+        """The first argument of nextval/currval/setval (a ``regclass``): a name literal
+        (``'s'``, ``'public.s'``) is looked up at plan time; an OID passes as it is.
+
+        Raises:
+            SqlError 42P01 for a name that names nothing; 0A000 for a name computed per row."""
+        if isinstance(arg, Literal) and arg.type.name in ("unknown", "text", "varchar") and arg.value is not None:
+            return self.oid_cast("regclass", Literal(arg.value, UNKNOWN))
+        if arg.type.name == "unknown" or arg.type.is_string:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "a sequence name must be a constant here")
+        return coerce(arg, OID)
 
     def oid_cast(self, reg: str, arg):
         """Casts to ``oid`` and the ``reg*`` OID alias types (PostgreSQL 8.19), which are
@@ -435,9 +470,10 @@ class ExprPlanner:
                 return Literal(oid, OID)
             if reg == "regnamespace":
                 from catalog.pg_catalog import NAMESPACE_OIDS
-                if text not in NAMESPACE_OIDS:
+                oid = self.namespace_oid(text) if self.namespace_oid else NAMESPACE_OIDS.get(text)
+                if oid is None:
                     raise SqlError("3F000", f'schema "{text}" does not exist')
-                return Literal(NAMESPACE_OIDS[text], OID)
+                return Literal(oid, OID)
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{reg} names are not supported")
         if not (arg.type.is_integer or arg.type.name == "unknown"):
             raise SqlError("42846", f"cannot cast type {arg.type.sql()} to {reg}")
@@ -619,6 +655,8 @@ class ExprPlanner:
         args = self._call_args(name, node.args or ())
         if name in ("now", "transaction_timestamp", "statement_timestamp") and not args:
             return Literal(statement_time(), TIMESTAMPTZ)
+        if name in fn.sequence.SEQUENCE_ARG_FUNCTIONS and args:
+            args[0] = self.sequence_oid(args[0])
         if name == "mz_now" and not args:
             from decimal import Decimal
 
@@ -630,10 +668,12 @@ class ExprPlanner:
             implicit = coerce(args[0], BOOL)
             if not isinstance(implicit, Literal):
                 raise SqlError(FEATURE_NOT_SUPPORTED, "current_schemas needs a constant argument")
-            path = (["mz_catalog", "pg_catalog"] if implicit.value else []) + ["public"]
+            path = (["mz_catalog", "pg_catalog"] if implicit.value else []) + list(self.search_path())
             return Literal(None if implicit.value is None else path, array_of(TEXT))
         if name in ("current_schema", "current_database") and not args:
-            return Literal("public" if name == "current_schema" else "materialize", TEXT)
+            if name == "current_database":
+                return Literal("materialize", TEXT)
+            return Literal(next(iter(self.search_path()), None), TEXT)
         if name == "nullif" and len(args) == 2:
             _, lt, rt, _ = ty.resolve_binary("=", args[0].type, args[1].type)
             return Call("nullif", (coerce(args[0], lt), coerce(args[1], rt)), lt)
@@ -649,6 +689,27 @@ class ExprPlanner:
                 'LEFT JOIN mz_catalog.mz_tables AS "?t?" ON "?t?".oid = "?c?".oid '
                 'LEFT JOIN mz_catalog.mz_recent_storage_usage AS s ON s.object_id = "?t?".id '
                 'WHERE "?c?".oid = $1', node.args[0])
+        if name in ("obj_description", "col_description") and len(args) in (1, 2) \
+                and self.plan_subquery is not None:
+            # COMMENT ON's text (pg_description): obj_description(oid [, catalog]) for the
+            # object itself (objsubid 0), col_description(table oid, column number)
+            if name == "col_description":
+                return self.catalog_lookup(
+                    'SELECT description FROM pg_catalog.pg_description AS "?d?" WHERE "?d?".objoid = $1 '
+                    'AND "?d?".objsubid = $2 AND "?d?".classoid = 1259', *node.args, types=("oid", "int4"))
+            # the catalog argument is not needed: an OID names one object here
+            return self.catalog_lookup(
+                'SELECT description FROM pg_catalog.pg_description AS "?d?" WHERE "?d?".objoid = $1 '
+                'AND "?d?".objsubid = 0', node.args[0])
+        if name == "pg_get_serial_sequence" and len(args) == 2 and self.plan_subquery is not None:
+            # the sequence a serial/identity column owns (pg_depend), schema-qualified
+            return self.catalog_lookup(
+                'SELECT "?n?".nspname || \'.\' || "?s?".relname FROM pg_catalog.pg_depend AS "?d?" '
+                'JOIN pg_catalog.pg_class AS "?s?" ON "?s?".oid = "?d?".objid '
+                'JOIN pg_catalog.pg_namespace AS "?n?" ON "?n?".oid = "?s?".relnamespace '
+                'JOIN pg_catalog.pg_attribute AS "?a?" ON "?a?".attrelid = "?d?".refobjid '
+                'AND "?a?".attnum = "?d?".refobjsubid '
+                'WHERE "?d?".refobjid = $1 AND "?a?".attname = $2', *node.args, types=("regclass", "text"))
         if name in ("to_regtype", "to_regclass", "to_regnamespace") and len(args) == 1:
             # Like ::regtype etc., but NULL instead of an error for a name that names nothing.
             a = args[0]
@@ -664,6 +725,15 @@ class ExprPlanner:
             # Visible: user objects (catalog.pg_catalog.object_oid) and types.
             if name == "pg_type_is_visible":
                 return Literal(True, BOOL)
+            if self.visible_oids is not None:
+                # user objects in a schema of the search path (PostgreSQL 9.26: "visible in
+                # the search path"); system tables are not shown as visible
+                oids = sorted(self.visible_oids())
+                if not oids:
+                    return Literal(False, BOOL)
+                return self.plan(ast.A_Expr(kind=A_Expr_Kind.AEXPR_IN, name=(ast.String(sval="="),),
+                                            lexpr=node.args[0], rexpr=tuple(
+                                                ast.A_Const(val=ast.Integer(ival=o)) for o in oids)))
             return self.binary(">=", args[0], Literal(FIRST_USER_OID, INT8))
         if name in fn.WINDOW_FUNCTIONS:
             raise SqlError("42809", f"window function {name} requires an OVER clause")
@@ -736,7 +806,7 @@ class ExprPlanner:
         if op == Op.SVFOP_CURRENT_CATALOG:
             return Literal("materialize", TEXT)
         if op == Op.SVFOP_CURRENT_SCHEMA:
-            return Literal("public", TEXT)
+            return Literal(next(iter(self.search_path()), None), TEXT)
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{op.name} is not supported")
 
     def _SubLink(self, node: ast.SubLink):

@@ -17,10 +17,10 @@ from pglast.enums import GroupingSetKind, JoinType, SetOperation, SortByDir, Sor
 
 from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, INVALID_COLUMN_REFERENCE, SYNTAX_ERROR, DATATYPE_MISMATCH, INVALID_ROW_COUNT,
-    UNDEFINED_COLUMN, DUPLICATE_OBJECT,
+    UNDEFINED_COLUMN,
 )
 from catalog.snapshot import CatalogSnapshot, View
-from catalog.types import BOOL, INT4, INT8, UNKNOWN, TEXT
+from catalog.types import BOOL, INT4, INT8, TEXT
 from planner import typing as ty
 from planner import functions
 from planner.consteval import evaluate, fold
@@ -71,13 +71,31 @@ class QueryPlanner:
         ep = ExprPlanner(scope, self.params, agg_context, self.outer_scopes, self.plan_subquery)
         ep.resolve_relation_oid = self.relation_oid
         ep.relation_name = self.relation_name
+        ep.schema_exists = self.snap.schema_exists
+        ep.namespace_oid = self.namespace_oid
+        ep.visible_oids = self.visible_oids
         return ep
+
+    def visible_oids(self) -> set[int]:
+        """OIDs of the user tables, views, sequences and indexes in the search path."""
+        from catalog.pg_catalog import object_oid
+
+        path = set(self.snap.search_path())
+        return {object_oid(o.id) for objs in (self.snap.tables, self.snap.views, self.snap.sequences,
+                                              self.snap.indexes) for o in objs.values() if o.schema in path}
+
+    def namespace_oid(self, name: str) -> int | None:
+        """pg_namespace's OID of schema ``name``, None if there is none."""
+        from catalog.pg_catalog import namespace_oid
+
+        return namespace_oid(self.snap, name) if self.snap.schema_exists(name) else None
 
     def relation_name(self, oid: int) -> str:
         """regclassout: the name of the relation with ``oid``, or its digits if none."""
         from catalog.pg_catalog import object_oid
 
-        for rel in [*self.snap.tables.values(), *self.snap.views.values(), *self.snap.builtins.values()]:
+        for rel in [*self.snap.tables.values(), *self.snap.views.values(), *self.snap.builtins.values(),
+                    *self.snap.sequences.values()]:
             if object_oid(rel.id) == oid:
                 return rel.name
         return str(oid)
@@ -94,7 +112,13 @@ class QueryPlanner:
             rv = parse_sql(f"SELECT * FROM {name}")[0].stmt.fromClause[0]
         except Exception:
             raise SqlError("42602", f'invalid name syntax: "{name}"') from None
-        return object_oid(self.snap.resolve_relation(rv.schemaname, rv.relname).id)
+        try:
+            return object_oid(self.snap.resolve_relation(rv.schemaname, rv.relname).id)
+        except SqlError as e:
+            try:
+                return object_oid(self.snap.resolve_sequence(rv.schemaname, rv.relname).id)
+            except SqlError:
+                raise e from None
 
     def plan_subquery(self, stmt, scope: Scope) -> "PlannedQuery":
         """Plan a subquery whose correlated names resolve in ``scope`` (depth 1) and then in
@@ -275,7 +299,18 @@ class QueryPlanner:
         if isinstance(item, ast.RangeVar):
             if item.schemaname is None and item.relname in self.ctes:
                 return self._derived(self.ctes[item.relname], item.alias, item.relname)
-            rel = self.snap.resolve_relation(item.schemaname, item.relname)
+            try:
+                rel = self.snap.resolve_relation(item.schemaname, item.relname)
+            except SqlError as e:
+                try:
+                    q = self.snap.resolve_sequence(item.schemaname, item.relname)
+                except SqlError:
+                    raise e from None
+                from planner.functions.sequence import sequence_relation
+
+                cols, row = sequence_relation(q)
+                return self._derived(PlannedQuery(Constant((row,), cols), tuple(n for n, _ in cols)), item.alias,
+                                     item.relname)
             if isinstance(rel, View):
                 import pglast
 
@@ -602,8 +637,10 @@ class QueryPlanner:
         raise SqlError("42883", f"window function {name} with {len(args)} arguments does not exist")
 
     def _plan_srfs(self, plan, targets, planner: ExprPlanner):
-        """Plan ``unnest(array)`` and ``generate_subscripts(array, 1)`` select items as an
-        Unnest over ``plan``. Returns the new plan and {target index: ColRef of its value}."""
+        """Plan ``unnest(array)``, ``generate_subscripts(array, 1)`` and integer
+        ``generate_series(a, b [, step])`` select items as an Unnest over ``plan`` (the
+        series as the unnest of its ``generate_series:{type}`` array). Returns the new plan and
+        {target index: ColRef of its value}."""
         srfs = [(i, node) for i, (node, _) in enumerate(targets) if _srf_name(node)]
         if not srfs:
             return plan, {}

@@ -14,22 +14,96 @@ from pglast import ast
 from catalog.errors import SqlError, DUPLICATE_COLUMN, UNDEFINED_COLUMN, SYNTAX_ERROR, FEATURE_NOT_SUPPORTED, NOT_NULL_VIOLATION, DATATYPE_MISMATCH
 from catalog.snapshot import CatalogSnapshot, Table
 from catalog.types import SqlType
-from planner.consteval import cast_value, evaluate
+from planner.consteval import cast_value, evaluate, is_volatile
+from planner.expr import ast_nodes
 from planner.expr import coerce
 from planner.plan import Plan, Project, SetOp
 from catalog.types import INT8, TEXT
 from planner.query import QueryPlanner
-from planner.scalar import Cast, ColRef, Literal
+from planner.scalar import Cast, ColRef, Literal, Param
+
+
+@dataclass(frozen=True)
+class Returning:
+    """A ``RETURNING`` list (PostgreSQL "INSERT", "UPDATE", "DELETE"): output ``columns``
+    as ``(name, type)`` and ``exprs`` over a row of the target table (``ColRef(i)`` is
+    its column ``i``), evaluated in Python for each row written (``rows``)."""
+
+    columns: tuple[tuple[str, SqlType], ...]
+    exprs: tuple
+
+    def rows(self, rows) -> list[tuple]:
+        return [tuple(evaluate(e, r) for e in self.exprs) for r in rows]
 
 
 @dataclass(frozen=True)
 class PlannedInsert:
     """Rows to append to ``table``: either constant ``rows`` (full width, table column
-    order) or a ``query`` plan whose output already has the table's columns and types."""
+    order) or a ``query`` plan whose output already has the table's columns and types.
+    ``fill``: ``(column index, expression)`` pairs evaluated in Python for each row the
+    query yields (volatile defaults such as ``nextval``), so the query's rows must come
+    back to Python first. ``returning``: the RETURNING list, if any."""
 
     table: Table
     rows: tuple[tuple, ...] | None
     query: Plan | None
+    fill: tuple = ()
+    returning: Returning | None = None
+
+
+def plan_returning(qp: QueryPlanner, table: Table, rv: ast.RangeVar, returning_list) -> Returning | None:
+    """Plan ``RETURNING`` items over the columns of ``table`` (named by its alias, if
+    any). None when there is no RETURNING clause.
+
+    Raises:
+        SqlError 42703 for unknown columns; 0A000 for subqueries or aggregates in it."""
+    from planner.expr import contains_aggregate
+    from planner.scope import Scope, ScopeItem
+
+    if returning_list is None:
+        return None
+    if isinstance(returning_list, ast.ReturningClause):  # PostgreSQL 18's grammar
+        if returning_list.options:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "RETURNING WITH (OLD/NEW) is not supported")
+        returning_list = returning_list.exprs
+    if not returning_list:
+        return None
+    for rt in returning_list:
+        if any(isinstance(n, ast.SubLink) for n in ast_nodes(rt.val)):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "subqueries in RETURNING are not supported")
+        if contains_aggregate(rt.val):
+            raise SqlError("42803", "aggregate functions are not allowed in RETURNING")
+    q = rv.alias.aliasname if rv.alias else rv.relname
+    scope = Scope([ScopeItem(q, c.name, c.type, i) for i, c in enumerate(table.columns)])
+    ep = qp.expr_planner(scope, agg_context="RETURNING")
+    cols, exprs = [], []
+    for node, name in qp._expand_targets(returning_list, scope):
+        e = ep.plan(node)
+        cols.append((name, e.type if e.type.name != "unknown" else TEXT))
+        exprs.append(e if e.type.name != "unknown" else coerce(e, TEXT))
+    return Returning(tuple(cols), tuple(exprs))
+
+
+def default_exprs(snap: CatalogSnapshot, table: Table) -> list:
+    """The planned DEFAULT expression of each column of ``table`` (None where it has
+    none: the default is NULL), cast to the column's type."""
+    from planner.ddl import check_default
+
+    return [check_default(snap, c.default, c) if c.default is not None else None for c in table.columns]
+
+
+def check_identity_insert(table: Table, target: list[str], override) -> None:
+    """Raises SqlError 428C9 for a value given to a GENERATED ALWAYS identity column
+    without ``OVERRIDING SYSTEM VALUE`` (PostgreSQL "INSERT")."""
+    from pglast.enums import OverridingKind
+
+    if override in (OverridingKind.OVERRIDING_SYSTEM_VALUE, OverridingKind.OVERRIDING_USER_VALUE):
+        return  # USER VALUE: the values given are ignored (plan_insert)
+    for c in table.columns:
+        if c.identity == "a" and c.name in target:
+            raise SqlError("428C9", f'cannot insert a non-DEFAULT value into column "{c.name}"',
+                           detail=f'Column "{c.name}" is an identity column defined as GENERATED ALWAYS.',
+                           hint="Use OVERRIDING SYSTEM VALUE to override.")
 
 
 def resolve_target(snap: CatalogSnapshot, rv: ast.RangeVar) -> Table:
@@ -46,8 +120,11 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
         SqlError 42P01 unknown table, 42703 unknown column, 42701 column given twice,
         42601 more expressions than columns, 23502 NULL into NOT NULL, 22xxx casts.
     """
-    if stmt.withClause or stmt.onConflictClause or stmt.returningClause:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT with WITH/ON CONFLICT/RETURNING is not supported yet")
+    from pglast.enums import OverridingKind
+    from planner.expr import is_describing
+
+    if stmt.withClause or stmt.onConflictClause:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT with WITH/ON CONFLICT is not supported yet")
     table = resolve_target(snap, stmt.relation)
     names = [c.name for c in table.columns]
     if stmt.cols:
@@ -63,8 +140,23 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
     positions = [names.index(n) for n in target]
     sel = stmt.selectStmt
     qp = QueryPlanner(snap, params)
+    returning = plan_returning(qp, table, stmt.relation, stmt.returningClause)
+    defaults = default_exprs(snap, table)
+    if stmt.override == OverridingKind.OVERRIDING_USER_VALUE:
+        # the values given for identity columns are ignored: their defaults apply
+        user = {j for j, c in enumerate(table.columns) if c.identity}
+    else:
+        user = set()
+    describing = is_describing()
+
+    def default(j):
+        e = defaults[j]
+        return None if e is None or describing else evaluate(e)
+
     if sel is None:  # DEFAULT VALUES
-        return PlannedInsert(table, (_fill(table, [], [], ()),), None)
+        row = tuple(default(j) for j in range(len(names)))
+        row = row if describing else _fill(table, range(len(names)), row, ())
+        return PlannedInsert(table, (row,), None, returning=returning)
     if sel.valuesLists and not sel.sortClause and sel.limitCount is None:
         rows = []
         planner_rows = sel.valuesLists
@@ -76,30 +168,43 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
         from planner.scope import Scope
 
         ep = qp.expr_planner(Scope(), agg_context="VALUES")
+        given = [[pos for node, pos in zip(r, positions) if not isinstance(node, ast.SetToDefault)]
+                 for r in planner_rows]
+        check_identity_insert(table, [names[p] for g in given for p in g], stmt.override)
         for r in planner_rows:
-            vals = []
+            vals = [None] * len(names)
+            set_ = set()
             for node, pos in zip(r, positions):
-                if isinstance(node, ast.SetToDefault):
-                    vals.append(None)
+                if isinstance(node, ast.SetToDefault) or pos in user:
                     continue
                 e = ep.plan(node)
-                vals.append(assign_value(e, table.columns[pos].type, table.columns[pos].name))
-            rows.append(_fill(table, positions[: len(vals)], vals, ()))
-        return PlannedInsert(table, tuple(rows), None)
+                vals[pos] = assign_value(e, table.columns[pos].type, table.columns[pos].name)
+                set_.add(pos)
+            for j in range(len(names)):
+                if j not in set_:
+                    vals[j] = default(j)
+            # describing: nothing was evaluated, so there is nothing to check
+            rows.append(tuple(vals) if describing else _fill(table, range(len(names)), vals, ()))
+        return PlannedInsert(table, tuple(rows), None, returning=returning)
     pq = qp.plan_select(sel)
     cols = pq.plan.columns
     if len(cols) > len(target):
         raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
+    check_identity_insert(table, target[: len(cols)], stmt.override)
     exprs = []
+    fill = []
     for j, col in enumerate(table.columns):
-        if j in positions[: len(cols)]:
+        if j in positions[: len(cols)] and j not in user:
             k = positions.index(j)
             src = ColRef(k, cols[k][1])
-            exprs.append(_assign_expr(src, col.type, col.name))
-        else:
+            exprs.append(assign_expr(src, col.type, col.name))
+        elif defaults[j] is not None and is_volatile(defaults[j]):
             exprs.append(Literal(None, col.type))
+            fill.append((j, defaults[j]))
+        else:
+            exprs.append(defaults[j] if defaults[j] is not None else Literal(None, col.type))
     plan = Project(pq.plan, tuple(exprs), tuple(names))
-    return PlannedInsert(table, None, plan)
+    return PlannedInsert(table, None, plan, tuple(fill), returning)
 
 
 def assign_value(e, t: SqlType, column: str):
@@ -109,6 +214,9 @@ def assign_value(e, t: SqlType, column: str):
 
     if infer_param(e, t) is not None:
         return None  # describing a prepared INSERT: the parameter takes the column's type
+    if isinstance(e, Param):  # describing, the parameter's type given: it must fit the column
+        _check_assignable(e.type, t, column)
+        return None
     if not is_constant(e):
         raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... VALUES may only contain constant expressions")
     v = evaluate(e)
@@ -118,7 +226,7 @@ def assign_value(e, t: SqlType, column: str):
     return cast_value(v, e.type, t, explicit=False)
 
 
-def _check_assignable(src: SqlType, dst: SqlType, column: str):
+def _check_assignable(src: SqlType, dst: SqlType, column: str, what: str = "expression"):
     # Assignment casts exist between numbers, between strings, from anything to text,
     # between date and timestamp; not e.g. from boolean to integer (PostgreSQL's pg_cast).
     ok = (
@@ -131,13 +239,24 @@ def _check_assignable(src: SqlType, dst: SqlType, column: str):
     if not ok:
         raise SqlError(
             DATATYPE_MISMATCH,
-            f'column "{column}" is of type {dst.sql()} but expression is of type {src.sql()}',
+            f'column "{column}" is of type {dst.sql()} but {what} is of type {src.sql()}',
             hint="You will need to rewrite or cast the expression.",
         )
 
 
-def _assign_expr(e, t: SqlType, column: str):
-    _check_assignable(e.type, t, column)
+def assign_expr(e, t: SqlType, column: str, what: str = "expression"):
+    """``e`` assigned to a column of type ``t`` (PostgreSQL's assignment cast).
+
+    Raises:
+        SqlError 42804 when there is no assignment cast from ``e``'s type."""
+    from planner.expr import infer_param
+
+    p = infer_param(e, t)
+    if p is not None:
+        return p
+    if isinstance(e, Literal) and (e.type.name == "unknown" or e.value is None):
+        return coerce(e, t)
+    _check_assignable(e.type, t, column, what)
     if e.type == t:
         return e
     if t.name in ("varchar", "bpchar") and t.precision is not None:
@@ -182,6 +301,8 @@ class PlannedRewrite:
     table: Table
     plan: Plan
     updated: bool
+    #: the RETURNING list, over the new rows (UPDATE) or the deleted ones (DELETE)
+    returning: Returning | None = None
 
     def affected(self, updates: int) -> int:
         """Rows the statement affected (the command tag), from the updates written."""
@@ -205,14 +326,15 @@ def plan_delete(snap: CatalogSnapshot, stmt: ast.DeleteStmt, params: list | None
     from catalog.types import BOOL
     from planner.scalar import Call
 
-    if stmt.usingClause or stmt.returningClause or stmt.withClause:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "DELETE with USING/RETURNING/WITH is not supported yet")
+    if stmt.usingClause or stmt.withClause:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "DELETE with USING/WITH is not supported yet")
     table, get, scope = _target_scope(snap, stmt.relation)
     qp = QueryPlanner(snap, params)
+    returning = plan_returning(qp, table, stmt.relation, stmt.returningClause)
     cols = tuple(ColRef(i, c.type) for i, c in enumerate(table.columns))
     hit = _affected(get, qp, scope, stmt.whereClause)
     plan = Project(hit, cols + (Literal(-1, INT8),), tuple(c.name for c in table.columns) + (DIFF,))
-    return PlannedRewrite(table, optimize(plan), False)
+    return PlannedRewrite(table, optimize(plan), False, returning)
 
 
 def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None = None) -> PlannedRewrite:
@@ -222,10 +344,12 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
     from catalog.types import BOOL
     from planner.scalar import Call, Case
 
-    if stmt.fromClause or stmt.returningClause or stmt.withClause:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE with FROM/RETURNING/WITH is not supported yet")
+    if stmt.fromClause or stmt.withClause:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE with FROM/WITH is not supported yet")
     table, get, scope = _target_scope(snap, stmt.relation)
     qp = QueryPlanner(snap, params)
+    returning = plan_returning(qp, table, stmt.relation, stmt.returningClause)
+    defaults = None
     ep = qp.expr_planner(scope, agg_context="UPDATE")
     names = [c.name for c in table.columns]
     sets: dict[int, object] = {}
@@ -239,14 +363,24 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
         if j in sets:
             raise SqlError(SYNTAX_ERROR, f'multiple assignments to same column "{rt.name}"')
         col = table.columns[j]
-        e = ep.plan(rt.val) if not isinstance(rt.val, ast.SetToDefault) else Literal(None, col.type)
-        sets[j] = fold(_assign_expr(coerce(e, col.type) if isinstance(e, Literal) else e, col.type, col.name))
+        if isinstance(rt.val, ast.SetToDefault):
+            defaults = defaults or default_exprs(snap, table)
+            e = defaults[j] if defaults[j] is not None else Literal(None, col.type)
+            if is_volatile(e):
+                raise SqlError(FEATURE_NOT_SUPPORTED, f'UPDATE to a volatile DEFAULT (column "{col.name}") is not '
+                                                      "supported")
+        else:
+            if col.identity == "a":
+                raise SqlError("428C9", f'column "{col.name}" can only be updated to DEFAULT',
+                               detail=f'Column "{col.name}" is an identity column defined as GENERATED ALWAYS.')
+            e = ep.plan(rt.val)
+        sets[j] = fold(assign_expr(coerce(e, col.type) if isinstance(e, Literal) else e, col.type, col.name))
     hit = _affected(get, qp, scope, stmt.whereClause)
     old = tuple(ColRef(j, c.type) for j, c in enumerate(table.columns))
     new = tuple(not_null_guard(sets[j], table, c) if j in sets else ColRef(j, c.type) for j, c in enumerate(table.columns))
     out = tuple(names) + (DIFF,)
     plan = SetOp("union", Project(hit, old + (Literal(-1, INT8),), out), Project(hit, new + (Literal(1, INT8),), out), True)
-    return PlannedRewrite(table, optimize(plan), True)
+    return PlannedRewrite(table, optimize(plan), True, returning)
 
 
 #: name of the diff column of a rewrite's plan

@@ -18,6 +18,7 @@ ClusterCoordinators and persist directly (seeds/small-coordinator.md).
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import queue
 import threading
@@ -52,6 +53,9 @@ BuildFn = Callable[[CatalogSnapshot, IdAllocator], list]
 class Transact:
     build: BuildFn
     reply: Future
+    #: the submitter's context: ``build`` resolves names as the submitting statement
+    #: does (its search_path, ``catalog.snapshot.set_search_path``)
+    context: contextvars.Context | None = None
 
 
 class Coordinator:
@@ -97,7 +101,7 @@ class Coordinator:
         Raises whatever ``build`` raises (a SqlError for invalid DDL); nothing is
         written then."""
         fut: Future = Future()
-        self._queue.put(Transact(build, fut))
+        self._queue.put(Transact(build, fut, contextvars.copy_context()))
         return fut.result()
 
     def _loop(self) -> None:
@@ -135,7 +139,7 @@ class Coordinator:
         old = self._snapshot
         try:
             ids = IdAllocator(old.next_ids)
-            ops = cmd.build(old, ids)
+            ops = cmd.context.run(cmd.build, old, ids) if cmd.context is not None else cmd.build(old, ids)
             if not ops:
                 cmd.reply.set_result(old)
                 return

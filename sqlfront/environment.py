@@ -32,6 +32,7 @@ import pglast
 from catalog import durable
 from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE, builtin_rows
 from catalog.durable import CatalogStore
+from catalog.sequences import SequenceStore
 from catalog.oracle import TimestampOracle
 from catalog.sizes import ReplicaSize, default_sizes
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica, Table
@@ -103,6 +104,8 @@ class Environment:
         self.data_dir = d
         self.store = CatalogStore(str(d / "catalog.db"))
         self.oracle = TimestampOracle(str(d / "catalog.db"))
+        #: sequences' current values (nextval/setval write them, not the Coordinator)
+        self.sequences = SequenceStore(str(d / "catalog.db"))
         self.metrics = Metrics()
         pubsub_metrics = self.metrics.persist_pubsub()
         #: the persist PubSub service (None when off)
@@ -161,6 +164,7 @@ class Environment:
         if new:
             self._bootstrap()
         else:
+            self._drop_leftover_temp_schemas(snap)
             for c in snap.clusters.values():
                 cc = self._cluster_coordinator(c)
                 for r in snap.replicas_of(c.id):
@@ -169,6 +173,16 @@ class Environment:
         threading.Thread(target=self._compaction_loop, name="persist-compaction", daemon=True).start()
         log.info("environment ready: %d cluster(s), %d replica(s), %d table(s)",
                  len(self.snapshot.clusters), len(self.snapshot.replicas), len(self.snapshot.tables))
+
+    def _drop_leftover_temp_schemas(self, snap: CatalogSnapshot) -> None:
+        """Temporary schemas of sessions an earlier run did not see end (a crash): drop
+        them and their tables, as PostgreSQL cleans its pg_temp schemas."""
+        from sqlfront import sequence_ddl
+
+        left = [sc.name for sc in snap.schemas.values() if sc.temp]
+        if left:
+            log.info("dropping %d temporary schema(s) left by an earlier run", len(left))
+            self.coordinator.transact(sequence_ddl.drop_schemas(left, True, True))
 
     def _recover_persist(self, snap: CatalogSnapshot) -> None:
         """Before any session: drop the leased readers of our earlier run, finish the
@@ -473,6 +487,11 @@ class Environment:
                     cc.arrangements.poke()
         elif isinstance(op, durable.CreateTable):
             self.persist.create_shard(op.table.shard_id, self.oracle.read_ts())
+        elif isinstance(op, durable.UpdateTable):
+            was = old.tables.get(op.table.id)
+            if was is not None and was.shard_id != op.table.shard_id:  # rewritten into a new shard
+                threading.Thread(target=self.persist.drop_shard, args=(was.shard_id,), name="drop-shard",
+                                 daemon=True).start()
         elif isinstance(op, durable.DropTable):
             shard = old.tables[op.table_id].shard_id
             threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()

@@ -34,6 +34,7 @@ from catalog.errors import (
 )
 from catalog.types import UNKNOWN, type_from_oid
 from planner.scalar import Literal
+from sqlfront import encoding as wire_encoding
 from sqlfront.auth import MECHANISM, ScramVerifier
 from sqlfront.environment import Environment
 from sqlfront.pgtypes import binary_param_text, chunk_data_rows, length_prefixed
@@ -87,6 +88,15 @@ class PgContext(BVContext):
         self.reported: dict[str, str] = {}
         #: portals whose Execute stopped at its row limit (PortalSuspended), by name
         self.suspended: dict[str, Result] = {}
+
+    @property
+    def client_encoding(self) -> str:
+        """The session's client_encoding (``sqlfront.encoding`` converts text to it)."""
+        return self.session.vars.get("client_encoding")
+
+    def decode(self, data: bytes) -> str:
+        """Text from the client, in its encoding. Raises SqlError 22021."""
+        return wire_encoding.decode(data, self.client_encoding)
 
     def drop_suspended(self, name: str | None = None) -> None:
         """Close the stream of suspended portal ``name`` (every one when None), which
@@ -325,11 +335,14 @@ class PgHandler(BuenaVistaHandler):
             a = payload.index(b"\x00")
             name = payload[:a].decode("utf-8")
             b = payload.index(b"\x00", a + 1)
-            sql = payload[a + 1 : b].decode("utf-8")
+            sql = ctx.decode(payload[a + 1 : b])
             (n,) = struct.unpack_from("!h", payload, b + 1)
             oids = list(struct.unpack_from(f"!{n}I", payload, b + 3)) if n > 0 else []
         except (ValueError, struct.error, UnicodeDecodeError) as e:
             self.send_error(SqlError("08P01", f"invalid Parse message: {e}"), ctx)
+            return
+        except SqlError as e:
+            self.send_error(e, ctx)
             return
         if sql.strip():
             try:
@@ -358,7 +371,12 @@ class PgHandler(BuenaVistaHandler):
             self.send_parameter_status(changed)
 
     def handle_query(self, ctx: PgContext, payload: bytes):
-        sql = payload.decode("utf-8").rstrip("\x00")
+        try:
+            sql = ctx.decode(payload).rstrip("\x00")
+        except SqlError as e:
+            self.send_error(e, ctx)
+            self.send_ready_for_query(ctx)
+            return
         if not sql.strip().strip(";").strip():
             self.wfile.write(struct.pack("!ci", ServerResponse.EMPTY_QUERY_RESPONSE, 4))
             self.send_ready_for_query(ctx)
@@ -427,7 +445,10 @@ class PgHandler(BuenaVistaHandler):
                 continue
             else:
                 raise SqlError("08P01", f"unexpected message type 0x{kind.hex()} during COPY from stdin")
-        return ctx.session.finish_copy(c, b"".join(chunks))
+        data = b"".join(chunks)
+        if c.fmt != "binary" and wire_encoding.codec(ctx.client_encoding) is not None:
+            data = ctx.decode(data).encode("utf-8")
+        return ctx.session.finish_copy(c, data)
 
     def _copy_response(self, kind: bytes, fmt: str, n: int) -> None:
         """CopyInResponse (``G``) or CopyOutResponse (``H``): the overall format and each
@@ -462,7 +483,11 @@ class PgHandler(BuenaVistaHandler):
 
         out = []
         try:
+            enc = self._client_encoding()
+            recode = c.fmt != "binary" and wire_encoding.codec(enc) is not None
             for data in copy_out_chunks(c.columns, chunks(), c.fmt, c.delimiter, c.null, c.header):
+                if recode:
+                    data = wire_encoding.encode(data.decode("utf-8"), enc)
                 out.append(b"d" + struct.pack("!i", len(data) + 4) + data)
                 if len(out) >= 512 or c.live:  # a SUBSCRIBE's rows go out as they come
                     self.wfile.write(b"".join(out))
@@ -577,7 +602,7 @@ class PgHandler(BuenaVistaHandler):
                 if raw is None:
                     params.append(None)
                 elif _format_for(formats, i) == 0:
-                    params.append(raw.decode("utf-8"))
+                    params.append(ctx.decode(raw))
                 else:
                     params.append(binary_param_text(oids[i] if i < len(oids) else 0, raw))
             (nr,) = struct.unpack_from("!h", payload, pos)
@@ -603,10 +628,15 @@ class PgHandler(BuenaVistaHandler):
 
     # -- messages ---------------------------------------------------------------------
 
+    def _client_encoding(self) -> str:
+        ctx = getattr(self, "ctx", None)  # None before startup completes
+        return ctx.client_encoding if ctx is not None else "UTF8"
+
     def send_columns(self, cols, formats):
         buf = BVBuffer()
+        enc = self._client_encoding()
         for i, (name, t) in enumerate(cols):
-            buf.write_string(name)
+            buf.write_bytes(wire_encoding.encode(name, enc) + b"\x00")
             fmt = _format_for(formats, i)
             buf.write_bytes(struct.pack("!ihihih", 0, 0, t.oid, t.typlen, t.typmod, fmt))
         out = buf.get_value()
@@ -618,10 +648,17 @@ class PgHandler(BuenaVistaHandler):
         types = [t for _, t in result.columns]
         binary = [_format_for(formats, i) == 1 for i in range(len(types))]
         stream = result.stream if result.stream is not None else _rows_stream(result)
+        enc = self._client_encoding()
+        # text in the client's encoding: every text-format value, and binary text values
+        convert = [(not b or t.is_string) for b, t in zip(binary, types)] \
+            if wire_encoding.codec(enc) is not None else None
         sent = 0
         for chunk in stream.take(limit if limit > 0 else None):
             for start in range(0, chunk_len(chunk), 4096):  # bounded memory for big chunks
-                self.wfile.write(chunk_data_rows(chunk[start : start + 4096], types, binary))
+                data = chunk_data_rows(chunk[start : start + 4096], types, binary)
+                if convert is not None:
+                    data = wire_encoding.transcode_data_rows(data, enc, convert)
+                self.wfile.write(data)
             sent += chunk_len(chunk)
         return sent
 
@@ -636,7 +673,8 @@ class PgHandler(BuenaVistaHandler):
             fields.append((b"H", e.hint))
         if e.position:
             fields.append((b"P", str(e.position)))
-        body = b"".join(k + v.encode("utf-8") + b"\x00" for k, v in fields) + b"\x00"
+        enc = self._client_encoding()
+        body = b"".join(k + wire_encoding.encode(v, enc, strict=False) + b"\x00" for k, v in fields) + b"\x00"
         self.wfile.write(ServerResponse.ERROR_RESPONSE + struct.pack("!i", len(body) + 4) + body)
         if ctx is not None:
             ctx.mark_error()

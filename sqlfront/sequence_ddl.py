@@ -8,14 +8,21 @@ are pure: no I/O, no waiting. Messages follow Materialize's where it has one
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from catalog import durable
 from catalog.errors import (
     SqlError, DUPLICATE_OBJECT, UNDEFINED_OBJECT, SYNTAX_ERROR, INVALID_PARAMETER_VALUE, DUPLICATE_TABLE,
-    UNDEFINED_TABLE, WRONG_OBJECT_TYPE, DEPENDENT_OBJECTS_STILL_EXIST,
+    UNDEFINED_TABLE, WRONG_OBJECT_TYPE, DEPENDENT_OBJECTS_STILL_EXIST, UNDEFINED_COLUMN, FEATURE_NOT_SUPPORTED,
 )
 from catalog.sizes import ReplicaSize, validate_size
-from catalog.snapshot import USER_SCHEMA, CatalogSnapshot, Cluster, Column, Index, Replica, Table, View
+from catalog.snapshot import (
+    DATABASE, SYSTEM_SCHEMAS, TEMP_SCHEMA_ALIASES, USER_SCHEMA, CatalogSnapshot, Cluster, Column, Index, Replica,
+    Schema, Sequence, Table, View, current_search_path,
+)
+from planner.ddl import TableDef
 from sqlfront import mzparse as mz
+from sqlfront.parse import quote_literal
 
 
 def _replica_config(
@@ -161,32 +168,293 @@ def rename_cluster(stmt: mz.AlterClusterRename):
     return build
 
 
-def _check_schema(schema: str | None) -> str:
-    if schema not in (None, USER_SCHEMA):
-        raise SqlError("3F000", f"unknown schema '{schema}'")
-    return USER_SCHEMA
+def _creation_schema(snap: CatalogSnapshot, ids, schema: str | None, temp: bool = False) -> tuple[str, list]:
+    """The schema a new object goes into (``CatalogSnapshot.creation_schema``) and the
+    ops creating it first when it is the session's temporary schema, not made yet."""
+    s = snap.creation_schema(schema, temp)
+    _, tempname = current_search_path()
+    if s == tempname and snap.schema_by_name(s) is None:
+        return s, [durable.CreateSchema(Schema(ids.allocate("item"), s, temp=True))]
+    return s, []
 
 
-def create_table(schema: str | None, name: str, columns: tuple[Column, ...], if_not_exists: bool):
+def _lookup(snap: CatalogSnapshot, schema: str | None, name: str, find) -> object | None:
+    """``find(schema, name)`` in ``schema``, or along the search path when unqualified."""
+    for sc in ((snap.schema_name(schema),) if schema else snap.search_path()):
+        o = find(sc, name)
+        if o is not None:
+            return o
+    return None
+
+
+def create_schema(name: str, if_not_exists: bool):
+    """CREATE SCHEMA [IF NOT EXISTS] (Materialize's "CREATE SCHEMA").
+
+    Raises (from ``build``): 42P06 ``schema 'x' already exists``; 42939 for a name
+    starting ``mz_`` or ``pg_`` (reserved: Materialize's "unacceptable schema name")."""
     def build(snap: CatalogSnapshot, ids) -> list:
-        s = _check_schema(schema)
-        existing = snap.relation_by_name(s, name)
-        if existing is not None:
+        if snap.schema_exists(name) or name in TEMP_SCHEMA_ALIASES:
+            if if_not_exists:
+                return []
+            raise SqlError("42P06", f"schema '{name}' already exists")
+        if name.startswith(("mz_", "pg_")):
+            raise SqlError("42939", f'unacceptable schema name "{name}"',
+                           detail='The prefixes "mz_" and "pg_" are reserved for system schemas.')
+        return [durable.CreateSchema(Schema(ids.allocate("item"), name))]
+
+    return build
+
+
+def _objects_in(snap: CatalogSnapshot, schema: str) -> list:
+    return [o for objs in (snap.tables, snap.views, snap.sequences, snap.indexes) for o in objs.values()
+            if o.schema == schema]
+
+
+def drop_schemas(names: list[str], if_exists: bool, cascade: bool):
+    """DROP SCHEMA [IF EXISTS] ... [CASCADE]: with CASCADE, everything in it goes too
+    (and the views elsewhere that read it).
+
+    Raises (from ``build``): 3F000 ``unknown schema 'x'``; 2BP01 for a schema with
+    objects without CASCADE (Materialize: "schema 'materialize.x' cannot be dropped
+    without CASCADE while it contains objects"); 42501 for a system schema."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        ops: list = []
+        for name in names:
+            sc = snap.schema_by_name(snap.schema_name(name))
+            if sc is None:
+                if name in SYSTEM_SCHEMAS:
+                    raise SqlError("42501", f"system schema '{name}' cannot be modified")
+                if if_exists:
+                    continue
+                raise SqlError("3F000", f"unknown schema '{name}'")
+            objs = _objects_in(snap, sc.name)
+            if objs and not cascade:
+                raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                               f"schema '{DATABASE}.{name}' cannot be dropped without CASCADE while it contains "
+                               "objects")
+            ops += drop_contents(snap, sc.name)
+            ops.append(durable.DropSchema(sc.id))
+        return _unique(ops)
+
+    return build
+
+
+def drop_contents(snap: CatalogSnapshot, schema: str) -> list:
+    """Ops dropping every object in ``schema`` and the views elsewhere that read them."""
+    tables = [t for t in snap.tables.values() if t.schema == schema]
+    views = [v for v in snap.views.values() if v.schema == schema]
+    ops = _drop_dependents(snap, tables + views, True, "table")
+    for v in views:
+        ops.append(durable.DropView(v.id))
+    for t in tables:
+        ops.append(durable.DropTable(t.id))
+    ops += [durable.DropIndex(i.id) for i in snap.indexes.values()
+            if i.schema == schema or i.on_id in {o.id for o in tables + views}]
+    ops += [durable.DropSequence(q.id) for q in snap.sequences.values()
+            if q.schema == schema or (q.owned_by and q.owned_by[0] in {t.id for t in tables})]
+    return ops
+
+
+def _unique(ops: list) -> list:
+    """``ops`` without repeats (two paths may drop one object), in order."""
+    seen, out = set(), []
+    for op in ops:
+        if op not in seen:
+            seen.add(op)
+            out.append(op)
+    return out
+
+
+def rename_schema(name: str, new_name: str):
+    """ALTER SCHEMA name RENAME TO new_name (Materialize's "ALTER SCHEMA ... RENAME").
+
+    Raises (from ``build``): 3F000 unknown schema; 42P06 for a taken name; 42501 for a
+    system schema."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        sc = snap.schema_by_name(name)
+        if sc is None or sc.temp:
+            if name in SYSTEM_SCHEMAS:
+                raise SqlError("42501", f"system schema '{name}' cannot be modified")
+            raise SqlError("3F000", f"unknown schema '{name}'")
+        if snap.schema_exists(new_name):
+            raise SqlError("42P06", f"schema '{new_name}' already exists")
+        return [durable.RenameSchema(sc.id, new_name)]
+
+    return build
+
+
+def _free_name(snap: CatalogSnapshot, schema: str, base: str, taken: set[str] = frozenset()) -> str:
+    """``base``, or ``base1``, ``base2``, ... : the first not taken in ``schema``
+    (PostgreSQL's ChooseRelationName)."""
+    name, n = base, 0
+    while snap.name_taken(schema, name) or name in taken:
+        n += 1
+        name = f"{base}{n}"
+    return name
+
+
+def create_table(schema: str | None, name: str, tdef: TableDef, if_not_exists: bool, temp: bool = False):
+    """CREATE TABLE, with a sequence for each serial/identity column, named
+    ``<table>_<column>_seq`` (PostgreSQL's naming; 1, 2, ... appended while taken),
+    owned by its column (dropped with the table) and used by its default
+    ``nextval('<name>'::regclass)`` (PostgreSQL 8.1.4 "Serial Types").
+
+    Raises (from ``build``): 42P07 for a taken name (a notice-free no-op with IF NOT
+    EXISTS); 3F000 for an unknown schema."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        s, ops = _creation_schema(snap, ids, schema, temp)
+        if snap.name_taken(s, name):
             if if_not_exists:
                 return []
             raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
         tid = ids.allocate("item")
         shard = "s" + ids.allocate("shard")[1:]
-        return [durable.CreateTable(Table(tid, s, name, columns, f"shard-{shard}"))]
+        columns = list(tdef.columns)
+        chosen: set[str] = set()
+        for o in tdef.owned:
+            col = columns[o.column]
+            seq_name = _free_name(snap, s, f"{name}_{col.name}_seq", chosen | {name})
+            chosen.add(seq_name)
+            opts = {k: v for k, v in o.options.items() if k not in ("owned_by", "restart")}
+            ops.append(durable.CreateSequence(Sequence(ids.allocate("item"), s, seq_name, **opts,
+                                                       owned_by=(tid, col.name))))
+            columns[o.column] = replace(col, default=f"nextval({quote_literal(seq_name)}::regclass)")
+        return ops + [durable.CreateTable(Table(tid, s, name, tuple(columns), f"shard-{shard}"))]
 
     return build
 
 
+def create_sequence(schema: str | None, name: str, options: dict, if_not_exists: bool, temp: bool = False):
+    """CREATE SEQUENCE (PostgreSQL's; Materialize has no sequences). ``options`` come
+    from ``planner.ddl.sequence_options``.
+
+    Raises (from ``build``): 42P07 for a taken name; 42P01/42703 for an OWNED BY
+    column that does not exist; 3F000 for an unknown schema."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        s, ops = _creation_schema(snap, ids, schema, temp)
+        if snap.name_taken(s, name):
+            if if_not_exists:
+                return []
+            raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
+        opts = {k: v for k, v in options.items() if k not in ("owned_by", "restart")}
+        owned = _owned_by(snap, options.get("owned_by"))
+        return ops + [durable.CreateSequence(Sequence(ids.allocate("item"), s, name, **opts, owned_by=owned))]
+
+    return build
+
+
+def _owned_by(snap: CatalogSnapshot, names) -> tuple[str, str] | None:
+    """``(table id, column)`` of ``OWNED BY [schema.]table.column``; None for NONE."""
+    if not names:
+        return None
+    if len(names) < 2:
+        raise SqlError(INVALID_PARAMETER_VALUE, "invalid OWNED BY option",
+                       hint="Specify OWNED BY table.column or OWNED BY NONE.")
+    rel = snap.resolve_relation(names[-3] if len(names) > 2 else None, names[-2])
+    if not isinstance(rel, Table):
+        raise SqlError(WRONG_OBJECT_TYPE, f'sequence cannot be owned by relation "{rel.name}"')
+    if names[-1] not in [c.name for c in rel.columns]:
+        raise SqlError(UNDEFINED_COLUMN, f'column "{names[-1]}" of relation "{rel.name}" does not exist')
+    return rel.id, names[-1]
+
+
+def alter_sequence(schema: str | None, name: str, options, if_exists: bool):
+    """ALTER SEQUENCE: changes the definition. Returns ``(build, restart)``; once
+    ``build`` has committed, ``restart`` holds the ``(sequence, value)`` a RESTART asks
+    for, which the caller sets in the value store (the value is data, not catalog).
+
+    Raises (from ``build``): 42P01 for an unknown sequence (nothing with IF EXISTS);
+    ``planner.ddl.sequence_options``' errors."""
+    from planner.ddl import sequence_options
+
+    restart: list = []
+
+    def build(snap: CatalogSnapshot, ids) -> list:
+        restart.clear()
+        try:
+            q = snap.resolve_sequence(schema, name)
+        except SqlError:
+            if if_exists:
+                return []
+            raise
+        cur = {f: getattr(q, f) for f in ("type", "increment", "minvalue", "maxvalue", "start", "cache", "cycle")}
+        opts = sequence_options(options, q.type, cur)
+        value = opts.pop("restart", None)
+        owned = q.owned_by
+        if "owned_by" in opts:
+            owned = _owned_by(snap, opts.pop("owned_by"))
+        new = replace(q, **opts, owned_by=owned)
+        if value is not None:
+            restart.append((new, value))
+        return [durable.UpdateSequence(new)] if new != q else []
+
+    return build, restart
+
+
+def drop_sequences(names: list[tuple[str | None, str]], if_exists: bool, cascade: bool = False):
+    """DROP SEQUENCE. A sequence a column's default uses needs CASCADE, which removes
+    those defaults (PostgreSQL: 2BP01 "cannot drop sequence s because other objects
+    depend on it")."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        ops = []
+        dropped = []
+        for schema, name in names:
+            q = _lookup(snap, schema, name, snap.sequence_by_name)
+            if q is None:
+                if if_exists:
+                    continue
+                if _lookup(snap, schema, name, snap.relation_by_name) is not None:
+                    raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a sequence',
+                                   hint="Use DROP TABLE to remove a table.")
+                raise SqlError(UNDEFINED_TABLE, f'sequence "{name}" does not exist')
+            dropped.append(q)
+        tables: dict[str, Table] = {}
+        for q in dropped:
+            for t in snap.tables.values():
+                t = tables.get(t.id, t)
+                users = [c for c in t.columns if c.default is not None and _uses_sequence(c.default, q)]
+                if not users:
+                    continue
+                if not cascade:
+                    raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                                   f"cannot drop sequence {q.name} because other objects depend on it",
+                                   detail=f"default value for column {users[0].name} of table {t.name} depends on "
+                                          f"sequence {q.name}",
+                                   hint="Use DROP ... CASCADE to drop the dependent objects too.")
+                tables[t.id] = replace(t, columns=tuple(
+                    replace(c, default=None, identity=None) if c in users else c for c in t.columns))
+        ops += [durable.UpdateTable(t) for t in tables.values()]
+        ops += [durable.DropSequence(q.id) for q in dropped]
+        return ops
+
+    return build
+
+
+def _uses_sequence(default: str, q: Sequence) -> bool:
+    """True if DEFAULT text ``default`` calls a sequence function on ``q``."""
+    import pglast
+    from planner.expr import ast_nodes
+    from pglast import ast
+
+    node = pglast.parse_sql(f"SELECT {default}")[0].stmt
+    for n in ast_nodes(node):
+        if isinstance(n, ast.FuncCall) and n.funcname[-1].sval in ("nextval", "currval", "setval") and n.args:
+            a = n.args[0]
+            while isinstance(a, ast.TypeCast):
+                a = a.arg
+            if isinstance(a, ast.A_Const) and isinstance(a.val, ast.String):
+                parts = a.val.sval.split(".")
+                if parts[-1].strip('"') == q.name and (len(parts) == 1 or parts[-2].strip('"') == q.schema):
+                    return True
+    return False
+
+
 def create_view(schema: str | None, name: str, sql: str, columns: tuple[Column, ...], or_replace: bool):
     def build(snap: CatalogSnapshot, ids) -> list:
-        s = _check_schema(schema)
+        s, ops = _creation_schema(snap, ids, schema)
         existing = snap.relation_by_name(s, name)
-        ops = []
+        if existing is None and snap.name_taken(s, name):
+            raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
         if existing is not None:
             if not (or_replace and isinstance(existing, View)):
                 raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
@@ -236,7 +504,7 @@ def drop_indexes(names: list[tuple[str | None, str]], if_exists: bool):
     def build(snap: CatalogSnapshot, ids) -> list:
         ops = []
         for schema, name in names:
-            idx = snap.index_by_name(schema or USER_SCHEMA, name)
+            idx = _lookup(snap, schema, name, snap.index_by_name)
             if idx is None:
                 if if_exists:
                     continue
@@ -276,7 +544,7 @@ def dependents(snap: CatalogSnapshot, ids: set[str]) -> list[View]:
             if v.id in found:
                 continue
             for schema, name in _reads(v):
-                rel = snap.relation_by_name(schema or USER_SCHEMA, name)
+                rel = _lookup(snap, schema, name, snap.relation_by_name)
                 if rel is not None and rel.id in found:
                     out.append(v)
                     found.add(v.id)
@@ -309,7 +577,7 @@ def drop_views(names: list[tuple[str | None, str]], if_exists: bool, cascade: bo
         ops = []
         dropped = []
         for schema, name in names:
-            rel = snap.relation_by_name(schema or USER_SCHEMA, name)
+            rel = _lookup(snap, schema, name, snap.relation_by_name)
             if rel is None:
                 if if_exists:
                     continue
@@ -333,11 +601,7 @@ def drop_tables(names: list[tuple[str | None, str]], if_exists: bool, cascade: b
         ops = []
         dropped = []
         for schema, name in names:
-            rel = None
-            for s in ((schema,) if schema else (USER_SCHEMA, "mz_catalog")):
-                rel = snap.relation_by_name(s, name)
-                if rel is not None:
-                    break
+            rel = _lookup(snap, schema, name, snap.relation_by_name)
             if rel is None:
                 if if_exists:
                     continue
@@ -351,6 +615,116 @@ def drop_tables(names: list[tuple[str | None, str]], if_exists: bool, cascade: b
         for rel in dropped:
             ops.append(durable.DropTable(rel.id))
             ops += [durable.DropIndex(i.id) for i in snap.indexes.values() if i.on_id == rel.id]
+            # its serial/identity sequences go with it (PostgreSQL: OWNED BY)
+            ops += [durable.DropSequence(q.id) for q in snap.sequences.values()
+                    if q.owned_by and q.owned_by[0] == rel.id]
         return ops
+
+    return build
+
+
+class Overtaken(Exception):
+    """A write landed in a table after its rows were copied for a rewrite: copy again."""
+
+
+def update_table(old: Table, new: Table, shard: str | None = None, expected_upper: int | None = None,
+                 upper_of=None):
+    """Replace table ``old``'s definition with ``new`` (same id). With ``expected_upper``,
+    only while ``upper_of(shard)`` (the old shard's upper; a read of persist state) is
+    still it: no write landed since ``new``'s rows were copied.
+
+    Raises (from ``build``): 42P01 when the table is gone; 40001 when its definition
+    changed meanwhile; ``Overtaken`` when a write landed."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        cur = snap.tables.get(old.id)
+        if cur is None:
+            raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{old.name}'")
+        if cur != old:
+            raise SqlError("40001", f'table "{old.name}" was changed by a concurrent statement')
+        if expected_upper is not None and upper_of is not None and upper_of(shard) != expected_upper:
+            raise Overtaken()
+        return [durable.UpdateTable(new)] if new != old else []
+
+    return build
+
+
+def rename_item(schema: str | None, name: str, new_name: str, if_exists: bool):
+    """ALTER TABLE/VIEW/SEQUENCE/INDEX [IF EXISTS] name RENAME TO new_name (any of the
+    four, as PostgreSQL allows). A renamed sequence's serial defaults follow it.
+
+    Raises (from ``build``): 42P01 unknown object (nothing with IF EXISTS); 42P07 for
+    a taken name; 42809 for a system object."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        obj = (_lookup(snap, schema, name, snap.relation_by_name) or _lookup(snap, schema, name, snap.sequence_by_name)
+               or _lookup(snap, schema, name, snap.index_by_name))
+        if obj is None:
+            if if_exists:
+                return []
+            raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{name}'")
+        if getattr(obj, "builtin", False):
+            raise SqlError(WRONG_OBJECT_TYPE, f'cannot rename system object "{name}"')
+        if new_name == obj.name:
+            return []
+        if snap.name_taken(obj.schema, new_name):
+            raise SqlError(DUPLICATE_TABLE, f'relation "{new_name}" already exists')
+        new = replace(obj, name=new_name)
+        if isinstance(obj, Table):
+            return [durable.UpdateTable(new)]
+        if isinstance(obj, View):
+            return [durable.DropView(obj.id), durable.CreateView(new)]
+        if isinstance(obj, Index):
+            return [durable.DropIndex(obj.id), durable.CreateIndex(new)]
+        ops: list = [durable.UpdateSequence(new)]
+        serial = f"nextval({quote_literal(obj.name)}::regclass)"
+        for t in snap.tables.values():
+            if any(c.default == serial for c in t.columns):
+                ops.append(durable.UpdateTable(replace(t, columns=tuple(
+                    replace(c, default=f"nextval({quote_literal(new_name)}::regclass)") if c.default == serial else c
+                    for c in t.columns))))
+        return ops
+
+    return build
+
+
+def comment_on(kind: str, names: list[str], text: str | None):
+    """COMMENT ON TABLE | VIEW | SEQUENCE | INDEX | COLUMN | SCHEMA name IS 'text' | NULL
+    (PostgreSQL's "COMMENT"; Materialize's too). ``kind`` is the object type's name
+    (``TABLE``, ``COLUMN``, ...); ``names`` its qualified name's parts (a column's last).
+
+    Raises (from ``build``): 42P01 / 42703 / 3F000 for what does not exist; 42809 for
+    an object of another kind; 0A000 for other kinds and system schemas."""
+    kinds = {"TABLE": (Table,), "VIEW": (View,), "SEQUENCE": (Sequence,), "INDEX": (Index,)}
+
+    def build(snap: CatalogSnapshot, ids) -> list:
+        if kind == "SCHEMA":
+            sc = snap.schema_by_name(names[-1])
+            if sc is None:
+                if names[-1] in SYSTEM_SCHEMAS:
+                    raise SqlError(FEATURE_NOT_SUPPORTED, f"cannot comment on system schema '{names[-1]}'")
+                raise SqlError("3F000", f"unknown schema '{names[-1]}'")
+            return [durable.SetComment(sc.id, 0, text)]
+        if kind == "COLUMN":
+            if len(names) < 2:
+                raise SqlError(SYNTAX_ERROR, "column name must be qualified")
+            schema, rel_name, col = (names[-3] if len(names) > 2 else None), names[-2], names[-1]
+        elif kind in kinds:
+            schema, rel_name, col = (names[-2] if len(names) > 1 else None), names[-1], None
+        else:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"COMMENT ON {kind} is not supported")
+        obj = (_lookup(snap, schema, rel_name, snap.relation_by_name) or
+               _lookup(snap, schema, rel_name, snap.sequence_by_name) or
+               _lookup(snap, schema, rel_name, snap.index_by_name))
+        if obj is None:
+            raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{rel_name}'")
+        if getattr(obj, "builtin", False):
+            raise SqlError(WRONG_OBJECT_TYPE, f'cannot comment on system object "{rel_name}"')
+        if col is None:
+            if not isinstance(obj, kinds[kind]):
+                raise SqlError(WRONG_OBJECT_TYPE, f'"{rel_name}" is not a {kind.lower()}')
+            return [durable.SetComment(obj.id, 0, text)]
+        names_ = [c.name for c in getattr(obj, "columns", ())]
+        if col not in names_:
+            raise SqlError(UNDEFINED_COLUMN, f'column "{col}" of relation "{rel_name}" does not exist')
+        return [durable.SetComment(obj.id, names_.index(col) + 1, text)]
 
     return build

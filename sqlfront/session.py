@@ -15,23 +15,26 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from typing import Callable, Iterator
 
 import pyarrow as pa
 from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, SYNTAX_ERROR
-from catalog.snapshot import Table
+from catalog.snapshot import Table, set_search_path
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
 from planner.writes import plan_insert
 from sqlfront import mzparse as mz
 from sqlfront.environment import Environment
 from sqlfront.parse import param_count, parse_generated, parse_one, split_as_of, split_statements
-from catalog.pg_catalog import PG_CURSORS
+from catalog.pg_catalog import PG_CURSORS, PG_PREPARED_STATEMENTS
 from catalog.snapshot import BuiltinTable
-from sqlfront.sequence import copy, cursors, ddl, peek, show, subscribe, txn, vars as var_stmts, writes
+from sqlfront.sequence import alter, copy, cursors, ddl, prepared, peek, show, subscribe, txn, vars as var_stmts, writes
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
+from sqlfront.sequence.sequences import SessionSequences
+from planner.functions.sequence import set_sequence_access
 from sqlfront.vars import SessionVars
 
 __all__ = ["Session", "Result", "CopyIn", "CopyOut", "HANDLERS", "split_statements", "param_count", "parse_one",
@@ -57,7 +60,9 @@ class Session:
         self._savepoints: list[tuple[str, int]] = []
         #: prepared statements of the extended protocol, name -> (sql, param OIDs);
         #: shared with the pgwire layer so DEALLOCATE can drop them.
-        self.prepared: dict[str, tuple[str, list[int]]] = {}
+        self.prepared: dict[str, tuple[str, list[int]]] = prepared.PreparedStatements()
+        #: name -> the PREPARE statement's text, for pg_prepared_statements (from_sql)
+        self.prepared_meta: dict[str, str] = {}
         #: set by a CancelRequest: the running peek stops with 57014
         self.cancel_event = threading.Event()
         #: the last described SELECT: (AST, params, snapshot, PlannedQuery)
@@ -73,6 +78,11 @@ class Session:
         self.client_gone = lambda: False
         #: open cursors by name (DECLARE); they end with the transaction
         self.cursors: dict[str, cursors.Cursor] = {}
+        #: nextval/setval and this session's currval/lastval
+        self.sequences = SessionSequences(self)
+        #: this session's temporary schema (``mz_temp``), made by its first CREATE TEMP
+        #: TABLE and dropped with everything in it when the session ends
+        self.temp_schema = f"mz_temp_{uuid.uuid4().hex[:12]}"
 
     # -- entry points -----------------------------------------------------------------
 
@@ -132,6 +142,8 @@ class Session:
         if self._as_of is not None and not isinstance(stmt, (ast.SelectStmt, mz.Subscribe, mz.DeclareSubscribe, mz.CopySubscribe)):
             raise SqlError(SYNTAX_ERROR, "AS OF is only allowed after SELECT and SUBSCRIBE")
         set_query_timestamp(self.read_ts)
+        set_sequence_access(self.sequences)
+        set_search_path(self.vars.search_path(), self.temp_schema)
         self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not txn.ends_transaction(stmt) and not txn.is_rollback_to(stmt):
             raise SqlError(IN_FAILED_SQL_TRANSACTION,
@@ -170,12 +182,10 @@ class Session:
                 cols = peek.columns(QueryPlanner(self.env.snapshot).plan_raw(parse_generated(q)))
             elif isinstance(stmt, ast.VariableShowStmt):
                 cols = var_stmts.show_var_columns(stmt)
-            elif isinstance(stmt, ast.InsertStmt):
-                plan_insert(self.env.snapshot, stmt, params)
-            elif isinstance(stmt, ast.UpdateStmt):
-                plan_update(self.env.snapshot, stmt, params)
-            elif isinstance(stmt, ast.DeleteStmt):
-                plan_delete(self.env.snapshot, stmt, params)
+            elif isinstance(stmt, (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)):
+                plan = {ast.InsertStmt: plan_insert, ast.UpdateStmt: plan_update, ast.DeleteStmt: plan_delete}
+                planned = plan[type(stmt)](self.env.snapshot, stmt, params)
+                cols = list(planned.returning.columns) if planned.returning is not None else None
             elif isinstance(stmt, ast.ExplainStmt):
                 cols = [("Optimized Plan", TEXT)]
             elif isinstance(stmt, mz.ExplainPlan):
@@ -214,6 +224,8 @@ class Session:
         ``pg_cursors``, the environment's rows for the rest."""
         if table.id == PG_CURSORS.id:
             return cursors.pg_cursors_rows(self)
+        if table.id == PG_PREPARED_STATEMENTS.id:
+            return prepared.pg_prepared_statements_rows(self)
         return self.env.builtin_rows(table)
 
     def close(self) -> None:
@@ -223,15 +235,7 @@ class Session:
         self._pending_writes = []
         cursors.close_all(self)
         txn.release_read_ts(self)
-
-
-def _deallocate(s: Session, stmt: ast.DeallocateStmt, sql: str, params) -> Result:
-    """DEALLOCATE name | ALL. Raises SqlError 26000 for an unknown name."""
-    if stmt.name is None:
-        s.prepared.clear()
-    elif s.prepared.pop(stmt.name, None) is None:
-        raise SqlError("26000", f'prepared statement "{stmt.name}" does not exist')
-    return Result("DEALLOCATE ALL" if stmt.name is None else "DEALLOCATE")
+        ddl.drop_temp_schema(self)
 
 
 #: statement type -> handler(session, stmt, sql, params) -> Result (or CopyIn/CopyOut).
@@ -262,11 +266,22 @@ HANDLERS: dict[type, Callable] = {
     ast.IndexStmt: ddl.create_index,
     mz.CreateIndex: ddl.create_index,
     ast.DropStmt: ddl.drop,
+    ast.CreateSeqStmt: ddl.create_sequence,
+    ast.CreateSchemaStmt: ddl.create_schema,
+    ast.CommentStmt: ddl.comment,
+    ast.RenameStmt: alter.rename,
+    ast.AlterTableStmt: alter.alter_table,
+    ast.TruncateStmt: alter.truncate,
+    ast.CreateTableAsStmt: alter.create_table_as,
+    ast.AlterSeqStmt: ddl.alter_sequence,
     # variables, transactions, prepared statements
     ast.VariableSetStmt: var_stmts.set_var,
     ast.VariableShowStmt: var_stmts.show_var,
     ast.TransactionStmt: txn.transaction,
-    ast.DeallocateStmt: _deallocate,
+    ast.DeallocateStmt: prepared.deallocate,
+    ast.PrepareStmt: prepared.prepare,
+    ast.ExecuteStmt: prepared.execute,
+    ast.DiscardStmt: prepared.discard,
     # cursors
     ast.DeclareCursorStmt: cursors.declare,
     mz.DeclareSubscribe: cursors.declare_subscribe,

@@ -66,9 +66,10 @@ def validate(name: str, value: str) -> None:
     Raises:
         SqlError 22023 for a bad value.
     """
-    if name == "client_encoding" and value.upper().replace("-", "") not in ("UTF8", "UNICODE"):
-        raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "client_encoding": "{value}"',
-                       detail="Only UTF8 is supported.")
+    if name == "client_encoding":
+        from sqlfront.encoding import canonical
+
+        canonical(value)
     if name == "statement_timeout":
         parse_duration_ms(value)
     if name == "max_query_heap_size":
@@ -86,7 +87,10 @@ class SessionVars:
         for k, v in (startup or {}).items():
             k = k.lower()
             if k in DEFAULTS and DEFAULTS[k][1]:
-                self.values[k] = v
+                try:
+                    self.set(k, v)
+                except SqlError:
+                    self.values[k] = v  # as before: a startup value is taken as given
 
     def get(self, name: str) -> str:
         name = name.lower()
@@ -113,7 +117,23 @@ class SessionVars:
                 return
             raise SqlError("55P02", f'parameter "{name}" cannot be changed')
         validate(name, value)
+        if name == "client_encoding":
+            from sqlfront.encoding import canonical
+
+            value = canonical(value)  # PostgreSQL reports its own spelling: LATIN1
         self.values[name] = value
+
+    def search_path(self) -> tuple[str, ...]:
+        """``search_path`` as schema names (``a, "B"`` -> ``('a', 'B')``; PostgreSQL's
+        ``$user`` names no schema here: there are no per-user schemas)."""
+        out = []
+        for part in self.values["search_path"].split(","):
+            part = part.strip()
+            if part.startswith('"') and part.endswith('"') and len(part) > 1:
+                part = part[1:-1].replace('""', '"')
+            if part and part != "$user":
+                out.append(part)
+        return tuple(out)
 
     def statement_timeout_s(self) -> float | None:
         ms = parse_duration_ms(self.values["statement_timeout"])

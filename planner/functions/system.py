@@ -1,6 +1,6 @@
 """System information and catalog functions (PostgreSQL 9.26, 9.27) that drivers and
-tools call. sqlfront has one user (``materialize``) and no comments, defaults or
-sequences, so several answers are constants."""
+tools call. sqlfront has one user (``materialize``) and no comments, so several
+answers are constants."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def _current_setting(a, e):
 
 
 _NULL_CATALOG_FUNCTIONS = (
-    "obj_description", "col_description", "shobj_description", "pg_get_expr", "pg_get_constraintdef",
+    "obj_description", "col_description", "shobj_description", "pg_get_constraintdef",
     "pg_get_function_result", "pg_get_function_arguments", "pg_get_function_identity_arguments",
     "pg_get_indexdef", "pg_get_serial_sequence", "pg_get_triggerdef", "pg_get_ruledef", "pg_get_partkeydef",
     "pg_get_statisticsobjdef_columns",
@@ -109,6 +109,10 @@ register(
              sql_names=("pg_function_is_visible",), strict=False, volatility="stable", doc="9.26"),
     Function("pg_encoding_to_char", (sig("int4", ret="text"),), lambda a, e: "UTF8", None,
              sql_names=("pg_encoding_to_char",), strict=False, volatility="stable", doc="9.27"),
+    # adbin (pg_attrdef) holds the expression's text here, so decompiling it is the identity
+    Function("pg_get_expr", (sig("text", "oid", ret="text"), sig("text", "oid", "bool", ret="text")),
+             lambda a, e: a[0], None, sql_names=("pg_get_expr",), volatility="stable", doc="9.27",
+             differs="computed in Python only: 0A000 on table data"),
     *[Function(n, (sig("oid", ret="text"), sig("oid", "text", ret="text"), sig("oid", "int4", ret="text"),
                    sig("text", ret="text"), sig("oid", "bool", ret="text"), sig("oid", "oid", ret="text"),
                    sig("oid", "oid", "bool", ret="text"), sig("oid", "int4", "bool", ret="text"),

@@ -7,7 +7,12 @@ its Coordinator's sequencing the same way):
 - ``show``: Materialize's SHOW statements over the catalog
 - ``txn``: BEGIN, COMMIT, ROLLBACK, SAVEPOINT
 - ``vars``: SET, RESET, SHOW of session variables
-- ``ddl``: CREATE/DROP/ALTER of clusters, replicas, tables, views, indexes
+- ``ddl``: CREATE/DROP/ALTER of clusters, replicas, schemas, tables, views, indexes,
+  sequences; COMMENT ON
+- ``alter``: ALTER TABLE (column changes rewrite a table's rows), renames, CREATE TABLE
+  AS, TRUNCATE
+- ``prepared``: PREPARE, EXECUTE, DEALLOCATE, DISCARD, pg_prepared_statements
+- ``sequences``: nextval/setval and a session's currval/lastval (SQL sequences)
 - ``result``: what a statement returns to the wire layer
 
 Every handler has the shape ``handler(session, stmt, sql, params) -> Result`` and is

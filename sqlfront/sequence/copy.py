@@ -83,6 +83,14 @@ def finish_copy(s: Session, c: CopyIn, data: bytes) -> Result:
     from sqlfront.copy import parse_copy
 
     rows = parse_copy(c.table, data, c.fmt, c.delimiter, c.null, c.header, c.positions)
+    if c.positions is not None:  # the columns the data lacks get their defaults
+        from planner.writes import default_exprs
+        from sqlfront.sequence.writes import fill_defaults
+
+        defaults = default_exprs(s.env.snapshot, c.table)
+        fill = [(j, e) for j, e in enumerate(defaults) if e is not None and j not in c.positions]
+        if fill:
+            rows = fill_defaults(s, rows, fill)
     for r in rows:
         check_not_null(c.table, r)
     write(s, c.table, rows_to_arrow(c.table, rows))

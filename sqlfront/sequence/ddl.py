@@ -12,7 +12,7 @@ from pglast import ast
 from pglast.enums import DropBehavior, ObjectType
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION
-from planner.ddl import plan_columns
+from planner.ddl import plan_table, sequence_options
 from planner.query import QueryPlanner
 from sqlfront import mzparse as mz
 from sqlfront import sequence_ddl as build
@@ -70,24 +70,84 @@ def rename_cluster(s: Session, stmt: mz.AlterClusterRename, sql: str, params) ->
 
 
 def create_table(s: Session, stmt: ast.CreateStmt, sql: str, params) -> Result:
-    """CREATE TABLE. Raises SqlError 0A000 for a temporary table."""
+    """CREATE [TEMP | TEMPORARY] TABLE. A temporary table goes into the session's
+    temporary schema (Materialize's ``mz_temp``), seen by this session only and dropped
+    when it ends; ``ON COMMIT`` other than PRESERVE ROWS is refused (0A000)."""
+    from pglast.enums import OnCommitAction
+
     rv = stmt.relation
-    if rv.relpersistence == "t":
-        raise SqlError(FEATURE_NOT_SUPPORTED, "temporary tables are not supported")
-    cols = plan_columns(stmt)
-    run(s, build.create_table(rv.schemaname, rv.relname, cols, bool(stmt.if_not_exists)))
+    temp = rv.relpersistence == "t"
+    if stmt.oncommit not in (OnCommitAction.ONCOMMIT_NOOP, OnCommitAction.ONCOMMIT_PRESERVE_ROWS):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "ON COMMIT DELETE ROWS / DROP is not supported")
+    tdef = plan_table(stmt, s.env.snapshot)
+    run(s, build.create_table(rv.schemaname, rv.relname, tdef, bool(stmt.if_not_exists), temp))
     return Result("CREATE TABLE")
+
+
+def create_schema(s: Session, stmt: ast.CreateSchemaStmt, sql: str, params) -> Result:
+    """CREATE SCHEMA [IF NOT EXISTS] name. Raises SqlError 0A000 for AUTHORIZATION and
+    for schema elements (CREATE SCHEMA s CREATE TABLE ...)."""
+    if stmt.schemaElts or stmt.authrole is not None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE SCHEMA with AUTHORIZATION or schema elements is not supported")
+    run(s, build.create_schema(stmt.schemaname, bool(stmt.if_not_exists)))
+    return Result("CREATE SCHEMA")
+
+
+def comment(s: Session, stmt: ast.CommentStmt, sql: str, params) -> Result:
+    """COMMENT ON TABLE | VIEW | SEQUENCE | INDEX | COLUMN | SCHEMA ... IS 'text' | NULL,
+    shown by obj_description/col_description and psql's ``\\d+``."""
+    obj = stmt.object
+    names = [obj.sval] if isinstance(obj, ast.String) else [p.sval for p in obj]
+    kind = stmt.objtype.name.removeprefix("OBJECT_")
+    run(s, build.comment_on(kind, names, stmt.comment))
+    return Result("COMMENT")
+
+
+def drop_temp_schema(s: Session) -> None:
+    """The session ended: drop its temporary schema and everything in it, if it made one."""
+    if s.env.snapshot.schema_by_name(s.temp_schema) is None:
+        return
+    from catalog.snapshot import set_search_path
+
+    set_search_path((), s.temp_schema)
+    s.env.coordinator.transact(build.drop_schemas([s.temp_schema], True, True))
+
+
+def create_sequence(s: Session, stmt: ast.CreateSeqStmt, sql: str, params) -> Result:
+    """CREATE [TEMP] SEQUENCE [IF NOT EXISTS] name [options] (PostgreSQL's; Materialize
+    has no sequences); a temporary one goes into the session's temporary schema.
+    Raises ``planner.ddl.sequence_options``' errors."""
+    rv = stmt.sequence
+    opts = sequence_options(stmt.options or ())
+    run(s, build.create_sequence(rv.schemaname, rv.relname, opts, bool(stmt.if_not_exists), rv.relpersistence == "t"))
+    return Result("CREATE SEQUENCE")
+
+
+def alter_sequence(s: Session, stmt: ast.AlterSeqStmt, sql: str, params) -> Result:
+    """ALTER SEQUENCE [IF EXISTS] name options: INCREMENT, MINVALUE, MAXVALUE, START,
+    RESTART [WITH], CACHE, [NO] CYCLE, OWNED BY."""
+    rv = stmt.sequence
+    txn, restart = build.alter_sequence(rv.schemaname, rv.relname, stmt.options or (), bool(stmt.missing_ok))
+    run(s, txn)
+    for q, value in restart:
+        s.env.sequences.setval(q, value, False)
+    return Result("ALTER SEQUENCE")
 
 
 def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
     """DROP TABLE / VIEW / INDEX [IF EXISTS]. Raises SqlError 0A000 for other objects."""
+    if stmt.removeType == ObjectType.OBJECT_SCHEMA:
+        run(s, build.drop_schemas([o.sval for o in stmt.objects], bool(stmt.missing_ok),
+                                  stmt.behavior == DropBehavior.DROP_CASCADE))
+        return Result("DROP SCHEMA")
     names = []
     for obj in stmt.objects:
         parts = [p.sval for p in obj]
         names.append((parts[-2] if len(parts) > 1 else None, parts[-1]))
     kinds = {ObjectType.OBJECT_TABLE: (build.drop_tables, "DROP TABLE"),
              ObjectType.OBJECT_VIEW: (build.drop_views, "DROP VIEW"),
-             ObjectType.OBJECT_INDEX: (build.drop_indexes, "DROP INDEX")}
+             ObjectType.OBJECT_INDEX: (build.drop_indexes, "DROP INDEX"),
+             ObjectType.OBJECT_SEQUENCE: (build.drop_sequences, "DROP SEQUENCE")}
     if stmt.removeType not in kinds:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"DROP {stmt.removeType.name.removeprefix('OBJECT_')} is not supported")
     txn, tag = kinds[stmt.removeType]

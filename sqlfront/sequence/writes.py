@@ -20,6 +20,7 @@ from pglast import ast
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION
 from catalog.snapshot import Table
 from persist import Batch
+from persist.write import write_updates
 from planner.writes import check_not_null, plan_insert
 from sqlfront.group_commit import Conflict, Write
 from sqlfront.sequence.peek import peek
@@ -32,28 +33,63 @@ if TYPE_CHECKING:
 MAX_CONFLICTS = 10
 
 
-def insert(s: Session, stmt: ast.InsertStmt, sql: str, params) -> Result:
-    """INSERT ... VALUES (rows planned in Python) or INSERT ... SELECT (a peek).
+def insert(s: Session, stmt: ast.InsertStmt, sql: str, params, now: bool = False) -> Result:
+    """INSERT ... VALUES (rows planned in Python) or INSERT ... SELECT (a peek). With
+    ``now``, the rows are appended at once even in a transaction block (CREATE TABLE AS
+    fills its table as part of the DDL, which takes effect at once).
 
     Raises:
         SqlError 23502 for a NULL in a NOT NULL column; the planner's errors."""
     from planner import interpret
 
+    from planner.consteval import evaluate
+
     snap = s.env.snapshot
     pi = plan_insert(snap, stmt, params)
     if pi.rows is not None:
         rows = list(pi.rows)
-    elif interpret.is_fast_path(pi.query):
+    elif pi.fill or pi.returning is not None or interpret.is_fast_path(pi.query):
+        # the rows come back here: volatile defaults (nextval) and RETURNING need them
         rows = peek(s, pi.query)
+        if pi.fill:
+            rows = fill_defaults(s, rows, pi.fill)
         for r in rows:
             check_not_null(pi.table, r)
     else:
         # INSERT ... SELECT over tables: the replica computes and writes the rows.
         batch = replica_write(s, pi.table, not_null_checked(pi.table, pi.query), diffs=False)
-        write(s, pi.table, batch)
+        append_all(s, [(pi.table, batch)]) if now else write(s, pi.table, batch)
         return Result(f"INSERT 0 {batch.updates}")
-    write(s, pi.table, rows_to_arrow(pi.table, rows))
-    return Result(f"INSERT 0 {len(rows)}")
+    data = rows_to_arrow(pi.table, rows)
+    append_all(s, [(pi.table, data)]) if now else write(s, pi.table, data)
+    return returning_result(pi.returning, f"INSERT 0 {len(rows)}", rows)
+
+
+def fill_defaults(s: Session, rows, fill) -> list[tuple]:
+    """``rows`` with each ``(column index, DEFAULT expression)`` of ``fill`` evaluated per
+    row; a serial default (a sequence's nextval) takes all its values in one step."""
+    from planner.consteval import cast_value, evaluate
+    from planner.scalar import Call, Cast, Literal
+
+    rows = [list(r) for r in rows]
+    for j, e in fill:
+        inner = e.expr if isinstance(e, Cast) else e
+        if isinstance(inner, Call) and inner.func == "nextval" and isinstance(inner.args[0], Literal) and rows:
+            values = s.sequences.nextval_many(inner.args[0].value, len(rows))
+            for r, v in zip(rows, values):
+                r[j] = cast_value(v, inner.type, e.type) if e is not inner else v
+        else:
+            for r in rows:
+                r[j] = evaluate(e)
+    return [tuple(r) for r in rows]
+
+
+def returning_result(returning, tag: str, rows: list[tuple]) -> Result:
+    """The Result of a write: its command tag, and with RETURNING the returned rows
+    (PostgreSQL: the tag counts the rows written, as without RETURNING)."""
+    if returning is None:
+        return Result(tag)
+    return Result(tag, list(returning.columns), returning.rows(rows))
 
 
 def not_null_checked(table: Table, plan):
@@ -138,7 +174,17 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
         with s.env.table_lock(shard):  # writers of one table take turns (Materialize's write lock)
             upper = persist.state(shard).upper
             as_of = max(upper - 1, s.env.oracle.read_ts())
-            batch = replica_write(s, pr.table, pr.plan, diffs=True, as_of=as_of)
+            returned: list[tuple] = []
+            if pr.returning is not None:
+                # RETURNING needs the rows here: the updates come back, and are written from here
+                updates = peek(s, pr.plan, as_of=as_of)
+                if not updates:
+                    return returning_result(pr.returning, f"{verb} 0", [])
+                want = -1 if is_delete else 1
+                returned = [tuple(u[:-1]) for u in updates if u[-1] == want]
+                batch = write_updates(persist.blob, shard, rows_to_arrow_with_diffs(pr.table, updates))
+            else:
+                batch = replica_write(s, pr.table, pr.plan, diffs=True, as_of=as_of)
             if batch.updates == 0:
                 persist.delete_batch(batch)
                 return Result(f"{verb} 0")
@@ -150,5 +196,14 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
             except BaseException:
                 persist.delete_batch(batch)
                 raise
-        return Result(f"{verb} {pr.affected(batch.updates)}")
+        return returning_result(pr.returning, f"{verb} {pr.affected(batch.updates)}", returned)
     raise SqlError("40001", "could not serialize access due to concurrent update")
+
+
+def rows_to_arrow_with_diffs(table: Table, updates: list[tuple]) -> pa.Table:
+    """Rows of ``table`` each followed by an int8 diff, as an update batch's Arrow table
+    (the table's storage schema, then ``_mz_diff``)."""
+    from persist.state import DIFF_COLUMN
+
+    data = rows_to_arrow(table, [u[:-1] for u in updates])
+    return data.append_column(pa.field(DIFF_COLUMN, pa.int64()), pa.array([u[-1] for u in updates], pa.int64()))

@@ -1,0 +1,301 @@
+"""Statements that change a table that may hold rows: ``ALTER TABLE`` (ADD/DROP/RENAME
+COLUMN, SET/DROP DEFAULT, SET/DROP NOT NULL, RENAME TO, OWNER TO), ``ALTER ... RENAME``
+of views, sequences and indexes, ``CREATE TABLE ... AS``, ``TRUNCATE`` and ``COMMENT ON``.
+
+Catalog changes go through the Coordinator (``sqlfront.sequence_ddl`` builds them).
+A change to a table's columns that its stored parts cannot follow (parts name their
+columns) rewrites the rows into a new shard on a replica of the session's cluster, as
+PostgreSQL rewrites a table for such an ALTER, then swaps the shard in one catalog
+transaction that checks no write landed in between (else it copies again). An error
+leaves the table as it was.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from pglast import ast
+from pglast.enums import AlterTableType, ObjectType
+
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, DUPLICATE_COLUMN, UNDEFINED_TABLE
+from catalog.snapshot import Column, Table
+from catalog.types import TEXT
+from sqlfront import sequence_ddl as build
+from sqlfront.sequence.ddl import run
+from sqlfront.sequence.result import Result
+
+if TYPE_CHECKING:
+    from sqlfront.session import Session
+
+#: copies of a table's rows tried while concurrent writes keep landing
+MAX_REWRITES = 5
+
+
+def alter_table(s: Session, stmt: ast.AlterTableStmt, sql: str, params) -> Result:
+    """ALTER TABLE [IF EXISTS] t cmd, ... (also ALTER VIEW/SEQUENCE ... OWNER TO, a no-op:
+    there is one role). Commands apply in order, all or none.
+
+    Raises:
+        SqlError 42P01 unknown table (nothing with IF EXISTS); 42701 ADD of an existing
+        column; 42703 DROP/ALTER of a missing one; 23502 SET NOT NULL or ADD ... NOT NULL
+        over NULLs; 0A000 for other commands; DEFAULT's errors (``planner.ddl``)."""
+    from planner.ddl import check_default, plan_table
+
+    tag = {ObjectType.OBJECT_VIEW: "ALTER VIEW", ObjectType.OBJECT_SEQUENCE: "ALTER SEQUENCE",
+           ObjectType.OBJECT_INDEX: "ALTER INDEX", ObjectType.OBJECT_MATVIEW: "ALTER MATERIALIZED VIEW"}.get(
+        stmt.objtype, "ALTER TABLE")
+    if all(c.subtype == AlterTableType.AT_ChangeOwner for c in stmt.cmds):
+        return Result(tag)  # one role owns everything (Materialize's ALTER ... OWNER TO)
+    snap = s.env.snapshot
+    rv = stmt.relation
+    try:
+        table = _table(snap, rv)
+    except SqlError:
+        if stmt.missing_ok:
+            return Result(tag)
+        raise
+    cols = list(table.columns)
+    #: new column -> index of its old column, or None for an added one
+    source: list[int | None] = list(range(len(cols)))
+    check_not_null = False
+    for cmd in stmt.cmds:
+        t = cmd.subtype
+        names = [c.name for c in cols]
+        if t == AlterTableType.AT_ChangeOwner:
+            continue
+        if t == AlterTableType.AT_AddColumn:
+            if cmd.def_.colname in names:
+                if cmd.missing_ok:
+                    continue
+                raise SqlError(DUPLICATE_COLUMN, f'column "{cmd.def_.colname}" of relation "{table.name}" already exists')
+            tdef = plan_table(ast.CreateStmt(relation=rv, tableElts=(cmd.def_,)), snap)
+            if tdef.owned:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "ADD COLUMN of a serial or identity column is not supported")
+            cols.append(tdef.columns[0])
+            source.append(None)
+            check_not_null |= not tdef.columns[0].nullable
+        elif t == AlterTableType.AT_DropColumn:
+            if cmd.name not in names:
+                if cmd.missing_ok:
+                    continue
+                raise SqlError(UNDEFINED_COLUMN, f'column "{cmd.name}" of relation "{table.name}" does not exist')
+            if len(cols) == 1:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "cannot drop the only column of a table")
+            i = names.index(cmd.name)
+            del cols[i], source[i]
+        elif t == AlterTableType.AT_ColumnDefault:
+            i = _column(table, names, cmd.name)
+            default = None
+            if cmd.def_ is not None:
+                from pglast.stream import RawStream
+
+                default = RawStream()(cmd.def_)
+                check_default(snap, default, cols[i])
+            cols[i] = replace(cols[i], default=default)
+        elif t == AlterTableType.AT_SetNotNull:
+            i = _column(table, names, cmd.name)
+            cols[i] = replace(cols[i], nullable=False)
+            check_not_null = True
+        elif t == AlterTableType.AT_DropNotNull:
+            i = _column(table, names, cmd.name)
+            cols[i] = replace(cols[i], nullable=True)
+        else:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"ALTER TABLE {t.name.removeprefix('AT_')} is not supported")
+    if [c.name for c in cols] == [c.name for c in table.columns] and source == list(range(len(cols))) \
+            and not check_not_null:
+        run(s, build.update_table(table, replace(table, columns=tuple(cols))))
+    else:
+        rewrite_table(s, table, tuple(cols), source)
+    return Result(tag)
+
+
+def _table(snap, rv) -> Table:
+    rel = snap.resolve_relation(rv.schemaname, rv.relname)
+    if not isinstance(rel, Table):
+        raise SqlError("42809", f'"{rv.relname}" is not a table')
+    return rel
+
+
+def _column(table: Table, names: list[str], name: str) -> int:
+    if name not in names:
+        raise SqlError(UNDEFINED_COLUMN, f'column "{name}" of relation "{table.name}" does not exist')
+    return names.index(name)
+
+
+def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source: list[int | None]) -> None:
+    """Give ``table`` the ``columns``, each new column ``j`` holding old column
+    ``source[j]``'s values (assigned to its type), or its DEFAULT where ``source[j]`` is
+    None. An empty table changes in the catalog only; else its rows are copied into a
+    new shard and the shard swapped in when no write landed since the copy.
+
+    Raises:
+        SqlError 23502 when a NOT NULL column would hold NULL (PostgreSQL: 'column "c"
+        of relation "t" contains null values'); 40001 after ``MAX_REWRITES`` copies
+        overtaken by writes; replica errors. The table is unchanged then."""
+    from planner.consteval import evaluate, is_volatile
+    from planner.plan import Get, Project
+    from planner.scalar import ColRef, Literal
+    from planner.writes import assign_expr, default_exprs
+    from sqlfront.group_commit import Write
+    from sqlfront.sequence.peek import peek
+    from sqlfront.sequence.result import rows_to_arrow
+    from sqlfront.sequence.writes import replica_write
+
+    env = s.env
+    persist = env.persist
+    new_table = replace(table, columns=columns)
+
+    def upper_of(shard: str) -> int:
+        return persist.state(shard).upper
+
+    defaults = default_exprs(env.snapshot, new_table)
+    for _ in range(MAX_REWRITES):
+        state = persist.state(table.shard_id)
+        if state.row_count() == 0:
+            run(s, build.update_table(table, new_table, table.shard_id, state.upper, upper_of))
+            return
+        get = Get(table, tuple((c.name, c.type) for c in table.columns))
+        exprs, fill = [], []
+        for j, (c, src) in enumerate(zip(columns, source)):
+            if src is not None:
+                exprs.append(assign_expr(ColRef(src, table.columns[src].type), c.type, c.name))
+            elif defaults[j] is not None and is_volatile(defaults[j]):
+                exprs.append(Literal(None, c.type))
+                fill.append((j, defaults[j]))
+            else:
+                exprs.append(defaults[j] if defaults[j] is not None else Literal(None, c.type))
+        plan = Project(get, tuple(exprs), tuple(c.name for c in columns))
+        shard = f"shard-r{uuid.uuid4().hex[:16]}"
+        as_of = max(state.upper - 1, env.oracle.read_ts())
+        persist.create_shard(shard, env.oracle.read_ts())
+        target = replace(new_table, shard_id=shard)
+        try:
+            with env.table_lock(table.shard_id):
+                if fill or not all(c.nullable for c in columns):
+                    rows = [list(r) for r in peek(s, plan, as_of=as_of)]
+                    for r in rows:
+                        for j, e in fill:
+                            r[j] = evaluate(e)
+                        for c, v in zip(columns, r):
+                            if v is None and not c.nullable:
+                                raise SqlError("23502", f'column "{c.name}" of relation "{table.name}" contains '
+                                                        "null values")
+                    writes = [Write(shard, rows=rows_to_arrow(target, [tuple(r) for r in rows]))]
+                else:
+                    writes = [Write(shard, batch=replica_write(s, target, plan, diffs=False, as_of=as_of))]
+                env.writer.commit(writes)
+            run(s, build.update_table(table, target, table.shard_id, state.upper, upper_of))
+            return
+        except build.Overtaken:
+            persist.drop_shard(shard)
+            continue
+        except BaseException:
+            persist.drop_shard(shard)
+            raise
+    raise SqlError("40001", "could not serialize access due to concurrent update")
+
+
+def rename(s: Session, stmt: ast.RenameStmt, sql: str, params) -> Result:
+    """ALTER SCHEMA/TABLE/VIEW/SEQUENCE/INDEX ... RENAME TO, ALTER TABLE ... RENAME
+    [COLUMN] a TO b. Views that read a renamed object by name keep reading that name
+    (they are bound by name, not by OID as in PostgreSQL).
+
+    Raises:
+        SqlError 42P07 for a taken name; 42701 for a taken column name; 42703/42P01
+        for what does not exist (nothing with IF EXISTS); 0A000 for other renames."""
+    t = stmt.renameType
+    if t == ObjectType.OBJECT_SCHEMA:
+        run(s, build.rename_schema(stmt.subname, stmt.newname))
+        return Result("ALTER SCHEMA")
+    kinds = {ObjectType.OBJECT_TABLE: "TABLE", ObjectType.OBJECT_VIEW: "VIEW", ObjectType.OBJECT_SEQUENCE: "SEQUENCE",
+             ObjectType.OBJECT_INDEX: "INDEX"}
+    if t in kinds:
+        rv = stmt.relation
+        run(s, build.rename_item(rv.schemaname, rv.relname, stmt.newname, bool(stmt.missing_ok)))
+        return Result(f"ALTER {kinds[t]}")
+    if t == ObjectType.OBJECT_COLUMN and stmt.relationType == ObjectType.OBJECT_TABLE:
+        snap = s.env.snapshot
+        try:
+            table = _table(snap, stmt.relation)
+        except SqlError:
+            if stmt.missing_ok:
+                return Result("ALTER TABLE")
+            raise
+        names = [c.name for c in table.columns]
+        i = _column(table, names, stmt.subname)
+        if stmt.newname in names and stmt.newname != stmt.subname:
+            raise SqlError(DUPLICATE_COLUMN, f'column "{stmt.newname}" of relation "{table.name}" already exists')
+        if stmt.newname != stmt.subname:
+            cols = list(table.columns)
+            cols[i] = replace(cols[i], name=stmt.newname)
+            rewrite_table(s, table, tuple(cols), list(range(len(cols))))
+        return Result("ALTER TABLE")
+    raise SqlError(FEATURE_NOT_SUPPORTED, f"ALTER {t.name.removeprefix('OBJECT_')} ... RENAME is not supported")
+
+
+def truncate(s: Session, stmt: ast.TruncateStmt, sql: str, params) -> Result:
+    """TRUNCATE [TABLE] t, ... [RESTART IDENTITY | CONTINUE IDENTITY] [CASCADE |
+    RESTRICT]: deletes every row (as DELETE does: retractions written by a replica);
+    RESTART IDENTITY restarts the sequences the tables' columns own.
+
+    Raises:
+        SqlError 42P01 unknown table; 42809 for a view or system table; 0A000 in a
+        transaction block (as DELETE)."""
+    from sqlfront.sequence.writes import rewrite
+
+    snap = s.env.snapshot
+    tables = [_table(snap, rv) for rv in stmt.relations]
+    for rv in stmt.relations:
+        rewrite(s, ast.DeleteStmt(relation=rv), sql, params)
+    if stmt.restart_seqs:
+        for q in snap.sequences.values():
+            if q.owned_by and q.owned_by[0] in {t.id for t in tables}:
+                s.env.sequences.setval(q, q.start, False)
+    return Result("TRUNCATE TABLE")
+
+
+def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -> Result:
+    """CREATE [TEMP] TABLE [IF NOT EXISTS] t [(names)] AS query [WITH [NO] DATA], and
+    SELECT ... INTO t: a table with the query's columns, filled by INSERT ... SELECT
+    at once, in a transaction block too (as the DDL itself: dbt creates tables this way
+    inside transactions, then renames them). The command tag is PostgreSQL's (``SELECT n``).
+
+    Raises:
+        SqlError 42P07 for a taken name; 42601 for more names than columns; 42701 for
+        a duplicate column; the query's errors. A failed fill drops the new table."""
+    from planner.ddl import TableDef
+    from planner.query import QueryPlanner
+    from sqlfront.sequence.writes import insert
+
+    if stmt.objtype != ObjectType.OBJECT_TABLE:
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"CREATE {stmt.objtype.name.removeprefix('OBJECT_')} AS is not supported")
+    into = stmt.into
+    rv = into.rel
+    temp = rv.relpersistence == "t"
+    snap = s.env.snapshot
+    pq = QueryPlanner(snap, params).plan_raw(stmt.query)
+    names = list(pq.names)
+    if into.colNames:
+        given = [c.sval for c in into.colNames]
+        if len(given) > len(names):
+            raise SqlError("42601", "too many column names were specified")
+        names = given + names[len(given):]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise SqlError(DUPLICATE_COLUMN, f'column "{dup}" specified more than once')
+    cols = tuple(Column(n, TEXT if t.name == "unknown" else t) for n, (_, t) in zip(names, pq.plan.columns))
+    schema = snap.creation_schema(rv.schemaname, temp)
+    existed = snap.name_taken(schema, rv.relname)
+    run(s, build.create_table(rv.schemaname, rv.relname, TableDef(cols), bool(stmt.if_not_exists), temp))
+    if existed or into.skipData:
+        return Result("CREATE TABLE AS")
+    target = ast.RangeVar(schemaname=schema, relname=rv.relname, inh=True, relpersistence="p")
+    try:
+        r = insert(s, ast.InsertStmt(relation=target, selectStmt=stmt.query,
+                                     cols=tuple(ast.ResTarget(name=n) for n in names)), sql, params, now=True)
+    except BaseException:
+        run(s, build.drop_tables([(schema, rv.relname)], True))
+        raise
+    return Result(f"SELECT {r.tag.split()[-1]}")
