@@ -307,12 +307,13 @@ class Interval:
         parts = []
         y, m = divmod(abs(self.months), 12)
         sign = "-" if self.months < 0 else ""
+        # A unit is singular only for exactly 1: "-1 mons", "-1 days" (datetime.c AddPostgresIntervalPart).
         if y:
-            parts.append(f"{sign}{y} year{'s' if y != 1 else ''}")
+            parts.append(f"{sign}{y} year{'s' if sign or y != 1 else ''}")
         if m:
-            parts.append(f"{sign}{m} mon{'s' if m != 1 else ''}")
+            parts.append(f"{sign}{m} mon{'s' if sign or m != 1 else ''}")
         if self.days:
-            parts.append(f"{self.days} day{'s' if abs(self.days) != 1 else ''}")
+            parts.append(f"{self.days} day{'s' if self.days != 1 else ''}")
         if self.micros or not parts:
             us = abs(self.micros)
             h, rem = divmod(us, 3_600_000_000)

@@ -378,8 +378,8 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
             arrays = [r[i] or [] for i in plan.arrays]
             n = max((len(a) for a in arrays), default=0)
             for k in range(n):
-                out.append(r + tuple((a[k] if kind == "unnest" else k + 1) if k < len(a) else None
-                                     for a, kind in zip(arrays, plan.kinds)))
+                out.append(r + tuple(k + 1 if kind == "ordinality" else (a[k] if kind == "unnest" else k + 1)
+                                     if k < len(a) else None for a, kind in zip(arrays, plan.kinds)))
             work += 1 + n
             if work >= CHECK_EVERY:
                 work = 0

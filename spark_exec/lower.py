@@ -78,12 +78,27 @@ def _from_storage(c: SparkColumn, t: SqlType) -> SparkColumn:
 
 
 def _interval_struct(c: SparkColumn) -> SparkColumn:
-    part = lambda f: F.call_function("date_part", F.lit(f), c)  # noqa: E731
-    months = (part("YEAR") * 12 + part("MONTH")).cast(T.IntegerType())
-    micros = (part("HOUR").cast(T.LongType()) * 3_600_000_000 + part("MINUTE").cast(T.LongType()) * 60_000_000
-              + (part("SECOND") * 1_000_000).cast(T.LongType()))
-    return F.when(c.isNotNull(), F.struct(months.alias("months"), part("DAY").cast(T.IntegerType()).alias("days"),
-                                          micros.alias("micros")))
+    """A CalendarInterval column as the struct (months, days, micros) the result reader
+    turns into ``Interval``, keeping PostgreSQL's three fields apart (PostgreSQL 8.5.4:
+    ``'45 hours'`` stays 45 hours, not ``1 day 21:00:00``).
+
+    Spark's ``date_part`` on an interval moves whole days of microseconds into the day
+    field (``IntervalUtils.getDays``), so the fields are read from the interval's text
+    instead (``CalendarInterval.toString``: ``[Y years] [M months] [D days] [H hours]
+    [M minutes] [S seconds]``, each part signed, ``0 seconds`` when zero)."""
+    text = c.cast(T.StringType())
+
+    def unit(name: str, typ: T.DataType = T.LongType()) -> SparkColumn:
+        v = F.regexp_extract(text, r"(-?[0-9.]+) " + name, 1)
+        return F.coalesce(F.nullif(v, F.lit("")).cast(typ), F.lit(0).cast(typ))
+
+    months = (unit("years") * 12 + unit("months")).cast(T.IntegerType())
+    micros = (unit("hours") * 3_600_000_000 + unit("minutes") * 60_000_000
+              + (unit("seconds", T.DecimalType(18, 6)) * 1_000_000).cast(T.LongType()))
+    # Each field nullable like the struct (Arrow cannot view a NULL struct's non-nullable children).
+    field = lambda v, name: F.when(c.isNotNull(), v).alias(name)  # noqa: E731
+    return F.when(c.isNotNull(), F.struct(field(months, "months"), field(unit("days").cast(T.IntegerType()), "days"),
+                                          field(micros, "micros")))
 
 
 def _sort_col(c: SparkColumn, t: SqlType, descending: bool, nulls_first: bool) -> SparkColumn:
@@ -295,7 +310,7 @@ class Lowerer:
         df = df.withColumn("__k", F.explode(steps))  # no rows when every array is empty
         k = F.col("__k")
         extra = [(F.when(k < F.size(a), F.try_element_at(a, k + 1)) if kind == "unnest"
-                  else F.when(k < F.size(a), k + 1)).alias(f"c{n + j}")
+                  else k + 1 if kind == "ordinality" else F.when(k < F.size(a), k + 1)).alias(f"c{n + j}")
                  for j, (a, kind) in enumerate(zip(arrays, p.kinds))]
         return df.select(*[col(i) for i in range(n)], *extra)
 

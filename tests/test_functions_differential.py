@@ -93,6 +93,30 @@ QUERIES = {
         "SELECT k, (SELECT sum(g) FROM generate_series(1, {t}.k) g) FROM {t} ORDER BY 1",
         "SELECT k, g FROM {t}, generate_series(1, {t}.k, 0) g",
         "SELECT k, e FROM {t}, jsonb_array_elements_text(j) e",
+        "SELECT a.k, b.k, s.x FROM {t} a, {t} b JOIN LATERAL (SELECT a.k * 10 + b.k AS x) s ON true "
+        "WHERE a.k < 3 AND b.k < 3 ORDER BY 1, 2",
+        "SELECT a.k, b.k, g FROM {t} a, {t} b CROSS JOIN LATERAL generate_series(a.k, b.k) g "
+        "WHERE a.k < 3 AND b.k < 4 ORDER BY 1, 2, 3",
+        "SELECT a.k, b.k, s.c FROM {t} a, {t} b LEFT JOIN LATERAL (SELECT count(*) AS c FROM {t} c "
+        "WHERE c.k BETWEEN a.k AND b.k) s ON true WHERE a.k <= 2 AND b.k <= 3 ORDER BY 1, 2",
+        "SELECT a.k, b.k FROM {t} a, {t} b JOIN LATERAL (SELECT 1 AS one) s ON b.k = a.k + s.one",
+    ],
+    "9.25 set-returning functions": [
+        "SELECT * FROM generate_series(timestamp '2024-01-30', timestamp '2024-05-01', interval '1 month')",
+        "SELECT * FROM generate_series(date '2024-01-30', date '2024-02-02', interval '1 day') AS g",
+        "SELECT * FROM generate_series(timestamp '2024-01-02', timestamp '2024-01-01', interval '-7 hours') "
+        "WITH ORDINALITY AS s(t, n)",
+        "SELECT generate_series(timestamp '2024-01-01', timestamp '2024-01-01 02:00', interval '1 hour')",
+        "SELECT * FROM generate_series(timestamp '2024-01-01', timestamp '2024-01-02', interval '0 hours')",
+        "SELECT k, t FROM {t}, generate_series(ts, ts + interval '1 day', interval '12 hours') t ORDER BY 1, 2",
+        "SELECT g, o FROM generate_series(1, 3) WITH ORDINALITY AS x(g, o)",
+        "SELECT * FROM generate_series(10, 4, -3) WITH ORDINALITY",
+        "SELECT * FROM ROWS FROM (generate_series(1, 3), unnest(array['a', 'b'])) AS r(a, b)",
+        "SELECT * FROM ROWS FROM (generate_series(1, 2), generate_series(5, 7)) WITH ORDINALITY",
+        "SELECT k, r.* FROM {t}, ROWS FROM (generate_series(1, k), unnest(a)) r ORDER BY 1, 2, 3",
+        "SELECT k, r.* FROM {t}, ROWS FROM (jsonb_each(j), generate_series(1, 1)) WITH ORDINALITY r "
+        "WHERE jsonb_typeof(j) = 'object' ORDER BY 1, 2",
+        "SELECT k, m FROM {t}, regexp_matches(s, '([a-z])l', 'g') WITH ORDINALITY m ORDER BY 1, 2",
     ],
     "8.15.3 array slices": [
         "SELECT k, a[1:2], a[2:], a[:1], a[k:k+1], a[0:10], a[3:1] FROM {t} ORDER BY k",

@@ -80,6 +80,10 @@ class Function:
     differs: str = ""
     #: True for an aggregate that takes the ORDER BY of WITHIN GROUP (ordered-set)
     ordered_set: bool = False
+    #: ``extra`` keys: ``arg_names``/``defaults`` (named arguments, PostgreSQL 4.3),
+    #: ``columns`` (a set-returning function's output columns), ``plan_args``
+    #: (``list[Expr] -> list[Expr]``: the planner completes the arguments before resolving,
+    #: e.g. ``age(ts)`` gets the statement's current_date first)
     extra: dict = field(default_factory=dict)
 
 
