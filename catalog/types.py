@@ -138,6 +138,8 @@ _INFO = {
     "bytea": (17, -1, "U", "bytea"),
     "uuid": (2950, 16, "U", "uuid"),
     "jsonb": (3802, -1, "U", "jsonb"),
+    # An anonymous composite (a whole-row reference); its value is record_out's text.
+    "record": (2249, -1, "P", "record"),
     "unknown": (705, -2, "X", "unknown"),
 }
 
@@ -169,6 +171,7 @@ _ARROW = {
     "bytea": pa.binary(),
     "uuid": pa.string(),  # canonical lowercase text; Spark has no uuid type
     "jsonb": pa.string(),  # normalized text (keys ordered, as jsonb_out prints them)
+    "record": pa.string(),  # record_out's text
 }
 
 BOOL = SqlType("bool")

@@ -320,6 +320,11 @@ class ExprPlanner:
         except SqlError as first:
             if first.sqlstate not in ("42703", "42P01"):
                 raise
+            if qual is None and name in self.scope.qualifiers() and not any(
+                    i.name == name for o in self.outer_scopes for i in o.items):
+                # A whole-row reference: FROM item ``name`` as one record value (8.16.5).
+                items = self.scope.star(name)
+                return Call("record", tuple(ColRef(i.index, i.type) for i in items), SqlType("record"))
             for depth, outer in enumerate(self.outer_scopes, start=1):
                 try:
                     item = outer.resolve(qual, name)

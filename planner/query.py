@@ -20,7 +20,7 @@ from catalog.errors import (
     UNDEFINED_COLUMN, DUPLICATE_OBJECT,
 )
 from catalog.snapshot import CatalogSnapshot, View
-from catalog.types import BOOL, INT4, INT8, UNKNOWN, TEXT
+from catalog.types import BOOL, INT4, INT8, UNKNOWN, TEXT, SqlType
 from planner import typing as ty
 from planner import functions
 from planner.consteval import evaluate, fold
@@ -646,23 +646,24 @@ class QueryPlanner:
         raise SqlError("42883", f"window function {name} with {len(args)} arguments does not exist")
 
     def _plan_srfs(self, plan, targets, planner: ExprPlanner):
-        """Plan ``unnest(array)`` and ``generate_subscripts(array, 1)`` select items as an
-        Unnest over ``plan``. Returns the new plan and {target index: ColRef of its value}."""
+        """Plan ``unnest(array)``, ``generate_subscripts(array, 1)`` and the registry's
+        set-returning select items as an Unnest over ``plan``. Returns the new plan and
+        {target index: its value}: a ColRef, or a record of the columns of a function of
+        several (``jsonb_each(j)``)."""
         srfs = [(i, node) for i, (node, _) in enumerate(targets) if _srf_name(node)]
         if not srfs:
             return plan, {}
         width = len(plan.columns)
-        arrays, kinds = [], []
+        arrays, kinds, counts = [], [], []
         for _, node in srfs:
             name = _srf_name(node)
             args = node.args or ()
+            counts.append(1)
             if name in functions.SET_RETURNING:
                 cols = _srf_columns(name, [fold(planner.plan(a)) for a in args])
-                if len(cols) != 1:
-                    raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} in the select list (a record) is not supported; "
-                                                          f"call it in FROM")
-                arrays.append(cols[0][1])
-                kinds.append("unnest")
+                arrays += [c for _, c in cols]
+                kinds += ["unnest"] * len(cols)
+                counts[-1] = len(cols)
                 continue
             if len(args) != (1 if name == "unnest" else 2):
                 raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
@@ -679,8 +680,13 @@ class QueryPlanner:
         plan = Project(plan, keep + tuple(arrays), tuple(n for n, _ in plan.columns) + ("?array?",) * len(arrays))
         plan = Unnest(plan, tuple(range(width, width + len(arrays))), tuple(kinds))
         cols = plan.columns
-        base = width + len(arrays)
-        return plan, {i: ColRef(base + j, cols[base + j][1]) for j, (i, _) in enumerate(srfs)}
+        out, at = {}, width + len(arrays)
+        for (i, _), n in zip(srfs, counts):
+            refs = tuple(ColRef(at + j, cols[at + j][1]) for j in range(n))
+            # a function of several columns is one record value here (PostgreSQL 9.25)
+            out[i] = refs[0] if n == 1 else Call("record", refs, SqlType("record"))
+            at += n
+        return plan, out
 
     def _expand_targets(self, target_list, scope: Scope) -> list[tuple]:
         """Select items as (AST node, output name), with ``*`` and ``t.*`` expanded."""

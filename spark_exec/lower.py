@@ -53,6 +53,7 @@ def spark_type(t: SqlType) -> T.DataType:
         "bpchar": T.StringType(), "unknown": T.StringType(), "date": T.DateType(),
         "timestamp": T.TimestampNTZType(), "timestamptz": T.TimestampType(), "interval": T.CalendarIntervalType(),
         "time": T.TimeType(6), "bytea": T.BinaryType(), "uuid": T.StringType(), "jsonb": T.StringType(),
+        "record": T.StringType(),
     }[n]
 
 
@@ -101,9 +102,40 @@ def _interval_struct(c: SparkColumn) -> SparkColumn:
                                           field(micros, "micros")))
 
 
+def _float8_text(c: SparkColumn) -> SparkColumn:
+    """float8out on Spark, as ``catalog.textio.format_float`` (PostgreSQL 8.1.3 with
+    extra_float_digits >= 1): the shortest digits (Java's Double.toString's), fixed
+    notation when the decimal exponent is in [-4, 15), else ``d.ddde+XX``."""
+    java = c.cast(T.StringType())
+    body = F.regexp_replace(java, "^-", "")
+    mant = F.regexp_extract(body, r"^([0-9.]+)", 1)
+    exp10 = F.coalesce(F.nullif(F.regexp_extract(body, r"E(-?[0-9]+)$", 1), F.lit("")).cast("int"), F.lit(0))
+    whole, frac = F.substring_index(mant, ".", 1), F.substring_index(mant, ".", -1)
+    raw = F.concat(whole, frac)
+    lead = F.length(raw) - F.length(F.ltrim(raw, F.lit("0")))
+    digits = F.rtrim(F.ltrim(raw, F.lit("0")), F.lit("0"))
+    exp_i = exp10 + F.length(whole) - 1 - lead
+    n = F.length(digits)
+    sci = F.concat(F.substring(digits, 1, 1), F.when(n > 1, F.concat(F.lit("."), F.substring(digits, 2, 400)))
+                   .otherwise(F.lit("")), F.lit("e"), F.when(exp_i < 0, F.lit("-")).otherwise(F.lit("+")),
+                   F.lpad(F.abs(exp_i).cast("string"), 2, "0"))
+    big = F.when(n <= exp_i + 1, F.concat(digits, F.repeat(F.lit("0"), exp_i + 1 - n))).otherwise(
+        F.concat(F.substring(digits, F.lit(1), exp_i + 1), F.lit("."), F.substring(digits, exp_i + 2, F.lit(400))))
+    small = F.concat(F.lit("0."), F.repeat(F.lit("0"), -exp_i - 1), digits)
+    text = F.when((exp_i < -4) | (exp_i >= 15), sci).when(exp_i >= 0, big).otherwise(small)
+    sign = F.when(java.startswith("-"), F.lit("-")).otherwise(F.lit(""))
+    return (F.when(c.isNull(), F.lit(None).cast("string")).when(F.isnan(c), F.lit("NaN"))
+            .when(c == float("inf"), F.lit("Infinity")).when(c == float("-inf"), F.lit("-Infinity"))
+            .when(c == 0, F.concat(sign, F.lit("0"))).otherwise(F.concat(sign, text)))
+
+
 def _sort_col(c: SparkColumn, t: SqlType, descending: bool, nulls_first: bool) -> SparkColumn:
+    """``c`` as a sort key of ORDER BY: char(n) without its padding, jsonb in jsonb's
+    btree order (the registry's ``jsonb_sort_key``), NULLs placed as told."""
     if t.name == "bpchar":
         c = F.rtrim(c)
+    elif t.name == "jsonb":
+        c = FUNCTIONS["jsonb_sort_key"].spark(Lowerer, [c], None)
     if descending:
         return c.desc_nulls_first() if nulls_first else c.desc_nulls_last()
     return c.asc_nulls_first() if nulls_first else c.asc_nulls_last()
@@ -380,6 +412,8 @@ class Lowerer:
             return F.substring(c.cast(T.StringType()), 1, dst.precision)
         if s == "bool" and d in ("text", "varchar", "bpchar"):
             return F.when(c.isNotNull(), F.when(c, F.lit("t")).otherwise(F.lit("f")))  # boolout
+        if s == "float8" and d == "text":
+            return _float8_text(c)
         if d == "bool" and s in ("text", "varchar", "bpchar", "unknown"):
             return F.lower(F.trim(c)).cast(T.BooleanType())
         if d == "numeric" and dst.precision is None and s == "numeric":

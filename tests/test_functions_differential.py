@@ -118,6 +118,24 @@ QUERIES = {
         "WHERE jsonb_typeof(j) = 'object' ORDER BY 1, 2",
         "SELECT k, m FROM {t}, regexp_matches(s, '([a-z])l', 'g') WITH ORDINALITY m ORDER BY 1, 2",
     ],
+    "8.14.4 jsonb ordering": [
+        "SELECT k, j FROM {t} ORDER BY j, k",
+        "SELECT k, j FROM {t} ORDER BY j DESC NULLS LAST, k",
+        "SELECT k, e FROM {t}, jsonb_array_elements(j) e WHERE jsonb_typeof(j) = 'array' ORDER BY e DESC",
+        "SELECT k, v FROM {t}, jsonb_each(j) x(key, v) WHERE jsonb_typeof(j) = 'object' ORDER BY v, k",
+        "SELECT k, row_number() OVER (ORDER BY j, k) FROM {t} ORDER BY k",
+        "SELECT e FROM {t}, jsonb_array_elements('[1, \"a\", null, true, false, [], [1], [1, 2], [0, 5], {{}}, "
+        "{{\"a\": 1}}, {{\"b\": 0}}, {{\"aa\": 0}}, {{\"a\": 2}}, 10, 2.5, \"B\", [[1]], [\"x\"], [null], "
+        "{{\"a\": 1, \"b\": 1}}, {{\"a\": \"x\"}}, 123456789012345678901234567890, -0.5]'::jsonb) e "
+        "WHERE k = 1 ORDER BY e",
+    ],
+    "8.16.5 whole-row references": [
+        "SELECT k, x FROM {t}, jsonb_each(j) x(key, v) WHERE jsonb_typeof(j) = 'object' ORDER BY k, key",
+        "SELECT k, x FROM {t} JOIN (SELECT k AS kk, s || '\"(' AS s, NULL::int AS n, '' AS e FROM {t}) x "
+        "ON x.kk = {t}.k ORDER BY 1",
+        "SELECT s FROM (SELECT k, b, d, ts, f FROM {t}) s ORDER BY s.k",
+        "SELECT k, {t} FROM {t} ORDER BY k",
+    ],
     "8.15.3 array slices": [
         "SELECT k, a[1:2], a[2:], a[:1], a[k:k+1], a[0:10], a[3:1] FROM {t} ORDER BY k",
     ],
@@ -132,7 +150,9 @@ QUERIES = {
 #: (query, engine) -> why sqlfront deliberately answers differently from PostgreSQL
 QUERY_DIFFERENCES = {
     ("SELECT k, key, value FROM {t}, jsonb_each_text(j) WHERE jsonb_typeof(j) = 'object' ORDER BY 1, 2", "spark"):
-        fn.FUNCTIONS["jsonb_each_text"].differs.split("; ", 1)[1],
+        fn.FUNCTIONS["jsonb_each_text"].differs,
+    ("SELECT k, x FROM {t}, jsonb_each(j) x(key, v) WHERE jsonb_typeof(j) = 'object' ORDER BY k, key", "spark"):
+        fn.FUNCTIONS["record"].differs.rsplit("; ", 1)[1],
 }
 
 
