@@ -245,6 +245,20 @@ def resolve_scalar(sql_name: str, args: list[SqlType]) -> tuple[Function, list[S
     return resolve(entries, sql_name, args)
 
 
+def constant_arg(call, i: int, what: str):
+    """The value of argument ``i`` of plan ``Call`` ``call``, which a Spark lowering
+    needs constant (a format, a pattern, a step).
+
+    Raises:
+        SqlError 0A000 ("``what`` needs a constant ... on table data") when it is not."""
+    x = call.args[i]
+    if x.__class__.__name__ != "Literal":
+        from catalog.errors import FEATURE_NOT_SUPPORTED
+
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{what} on table data")
+    return x.value
+
+
 def get(name: str) -> Function | None:
     """The entry with plan name ``name``."""
     return FUNCTIONS.get(name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.textio import format_text
 from catalog.types import TEXT
-from planner.functions import Function, register, sig
+from planner.functions import Function, constant_arg, register, sig
 from planner.functions.logic import CMP
 
 
@@ -164,12 +164,10 @@ def _time_series_py(a, e):
 
 def _time_series_spark(S, a, e):
     F = S.F
-    step = e.args[2]
-    if step.__class__.__name__ != "Literal":
-        raise SqlError(FEATURE_NOT_SUPPORTED, "generate_series needs a constant step interval on table data")
-    if step.value is None:
+    step = constant_arg(e, 2, "generate_series needs a constant step interval")
+    if step is None:
         return F.lit(None).cast(S.spark_type(e.type))
-    sign = interval_sign(step.value)
+    sign = interval_sign(step)
     if sign == 0:
         raise SqlError("22023", "step size cannot equal zero")
     start, stop = a[0], a[1]

@@ -333,9 +333,12 @@ _SRF_SAMPLES = {
     "jsonb_object_keys": ("jsonb_object_keys(j)",), "jsonb_array_elements": ("jsonb_array_elements(j)",),
     "jsonb_array_elements_text": ("jsonb_array_elements_text(j)",),
 }
+#: jsonb's text of a value computed on Spark (to_json of a VARIANT)
+_COMPACT = "on table data, a nested object or array value is Spark's compact JSON text ([1,2], not [1, 2]), " \
+           "as jsonb::text is there"
 _SRF_DIFFERS = {
-    "jsonb_each_text": "on table data, a nested object or array value is Spark's compact JSON text "
-                       "([1,2], not [1, 2]), as jsonb::text is there",
+    "jsonb_each_text": _COMPACT,
+    "jsonb_each": _COMPACT + " (in the select list, where jsonb_each's row is a record's text)",
 }
 for _srf, _cols in _JSON_SRFS.items():
     register(*[Function(f"{_srf}:{part}", (sig("jsonb", ret=f"_{t}"),), _json_items_py(_srf, part),

@@ -12,7 +12,7 @@ import re
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED
 from catalog.textio import fit_string, format_text
 from catalog.types import TEXT
-from planner.functions import Function, register, sig
+from planner.functions import Function, constant_arg, register, sig
 
 INVALID_REGEX = "2201B"
 
@@ -416,20 +416,37 @@ def _regexp_match_py(a, e):
     return list(m.groups()) if m.re.groups else [m.group(0)]
 
 
+def _spark_regex(e, what: str):
+    """(flags, compiled pattern, Java pattern) of a regex call's constant pattern and
+    flags, or None when one is NULL.
+
+    Raises:
+        SqlError 0A000 when they are not constant; 22023/2201B as ``_pg_regex``."""
+    vals = _const_args(e, what)
+    if any(v is None for v in vals):
+        return None
+    pattern, flags = vals[0], vals[1] if len(vals) > 1 else ""
+    return flags, _pg_regex(pattern, flags), ("(?i)" if "i" in flags else "") + pattern
+
+
+def _group_or_null(F, c):
+    """A capture group's text: a group that took part in no match is NULL in
+    PostgreSQL, '' in Spark."""
+    return F.when(c == "", F.lit(None)).otherwise(c)
+
+
 def _regexp_match_spark(S, a, e):
     F = S.F
-    vals = _const_args(e, "regexp_match")
-    if any(v is None for v in vals):
+    regex = _spark_regex(e, "regexp_match")
+    if regex is None:
         return F.lit(None).cast(S.spark_type(e.type))
-    pattern, flags = vals[0], vals[1] if len(vals) > 1 else ""
-    rx = _pg_regex(pattern, flags)
-    _regexp_match_py(["", pattern, flags], e)  # the option check
-    java = ("(?i)" if "i" in flags else "") + pattern
+    flags, rx, java = regex
+    _regexp_match_py(["", rx.pattern, flags], e)  # the option check
     groups = rx.groups
     hit = a[0].rlike(java)
     parts = [F.regexp_extract(a[0], java, g) for g in (range(1, groups + 1) if groups else [0])]
-    if groups:  # a group that took part in no match is NULL in PostgreSQL, '' in Spark
-        parts = [F.when(p == "", F.lit(None)).otherwise(p) for p in parts]
+    if groups:
+        parts = [_group_or_null(F, p) for p in parts]
     return F.when(hit, F.array(*parts))
 
 
@@ -624,14 +641,14 @@ def format_pieces(fmt: str, nargs: int) -> list:
 def quote_ident(s: str) -> str:
     """PostgreSQL's quote_ident: double-quoted unless a lower-case identifier that is not
     a reserved keyword (PostgreSQL 9.4, ruleutils.c quote_identifier)."""
-    from pglast.keywords import UNRESERVED_KEYWORDS
-
-    if re.fullmatch(r"[a-z_][a-z0-9_]*", s) and (s in UNRESERVED_KEYWORDS or s not in _KEYWORDS()):
+    if re.fullmatch(r"[a-z_][a-z0-9_]*", s) and s not in _quoted_keywords():
         return s
     return '"' + s.replace('"', '""') + '"'
 
 
-def _KEYWORDS() -> frozenset:
+def _quoted_keywords() -> frozenset:
+    """The keywords quote_ident quotes: all but the unreserved ones (pglast's lists are
+    PostgreSQL's kwlist.h)."""
     from pglast.keywords import COL_NAME_KEYWORDS, RESERVED_KEYWORDS, TYPE_FUNC_NAME_KEYWORDS
 
     return frozenset(COL_NAME_KEYWORDS) | frozenset(RESERVED_KEYWORDS) | frozenset(TYPE_FUNC_NAME_KEYWORDS)
@@ -680,16 +697,14 @@ def _format_py(a, e):
 
 def _format_spark(S, a, e):
     F = S.F
-    fmt = e.args[0]
-    if fmt.__class__.__name__ != "Literal":
-        raise SqlError(FEATURE_NOT_SUPPORTED, "format needs a constant format string on table data")
-    if fmt.value is None:
+    fmt = constant_arg(e, 0, "format needs a constant format string")
+    if fmt is None:
         return F.lit(None).cast("string")
     vals = _as_text(S, a[1:], e.args[1:])
     pieces, checks = [], []
     safe = "^[a-z_][a-z0-9_]*$"
-    keywords = sorted(_KEYWORDS() - __import__("pglast.keywords", fromlist=["x"]).UNRESERVED_KEYWORDS)
-    for p in format_pieces(fmt.value, len(vals)):
+    keywords = sorted(_quoted_keywords())
+    for p in format_pieces(fmt, len(vals)):
         if isinstance(p, str):
             pieces.append(F.lit(p))
             continue
@@ -729,18 +744,16 @@ def _regexp_matches_py(a, e):
 
 def _regexp_matches_spark(S, a, e):
     F = S.F
-    vals = _const_args(e, "regexp_matches")
-    if any(v is None for v in vals):
+    regex = _spark_regex(e, "regexp_matches")
+    if regex is None:
         return F.lit(None).cast(S.spark_type(e.type))
-    pattern, flags = vals[0], vals[1] if len(vals) > 1 else ""
-    groups = _pg_regex(pattern, flags).groups
-    java = F.lit(("(?i)" if "i" in flags else "") + pattern)
+    flags, rx, pattern = regex
+    groups, java = rx.groups, F.lit(pattern)
     if not groups:
         rows = F.transform(F.regexp_extract_all(a[0], java, 0), lambda m: F.array(m))
-    else:  # a group that took part in no match is NULL in PostgreSQL, '' in Spark
+    else:
         cols = [F.regexp_extract_all(a[0], java, g) for g in range(1, groups + 1)]
-        rows = F.transform(cols[0], lambda _, i: F.array(*[
-            F.when(c[i] == "", F.lit(None)).otherwise(c[i]) for c in cols]))
+        rows = F.transform(cols[0], lambda _, i: F.array(*[_group_or_null(F, c[i]) for c in cols]))
     return rows if "g" in flags else F.slice(rows, 1, 1)
 
 
@@ -751,7 +764,8 @@ register(
                       "format('%2$s %1$s %s', s, k)", "format('|%10s|%-6s|', s, i)", "format('%*s|%-*s|', k, i, 3, k)",
                       "format('%s %s %s %%', b, d, a)", "format('%I', s)", "format('%x', s)", "format('%s %s', s)",
                       "format('%1$s %3$s', s, k)", "format('%0$s', s)", "format('abc%', s)",
-                      "format('%I', lower(left(s, 3)))", "format('%*2$s|', k, i)")),
+                      "format('%I', lower(left(s, 3)))", "format('%*2$s|', k, i)",
+                      "format('%I.%I', 'select', coalesce(s, 'user'))")),
     Function("regexp_matches:rows", (sig("text", "text", ret="__text"), sig("text", "text", "text", ret="__text")),
              _regexp_matches_py, _regexp_matches_spark, doc="9.7.3"),
     Function("regexp_matches", (sig("text", "text", ret="_text"), sig("text", "text", "text", ret="_text")),
