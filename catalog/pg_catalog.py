@@ -167,6 +167,7 @@ TYPE_IO_PROCS = {
     "interval": ((1160, "interval_in"), (1161, "interval_out")), "bytea": ((1244, "byteain"), (31, "byteaout")),
     "uuid": ((2952, "uuid_in"), (2953, "uuid_out")), "jsonb": ((3806, "jsonb_in"), (3804, "jsonb_out")),
     "unknown": ((109, "unknownin"), (110, "unknownout")), "array": ((750, "array_in"), (751, "array_out")),
+    "record": ((2290, "record_in"), (2291, "record_out")),
 }
 #: pg_proc's rows here: OID -> name of those functions (for ``'array_in'::regproc``)
 PROC_NAMES = {oid: name for procs in TYPE_IO_PROCS.values() for oid, name in procs}
@@ -184,7 +185,8 @@ def _type_row(name: str) -> tuple:
     elem = t.element.oid if t.is_array else 0
     array = 0 if t.is_array else ARRAY_OIDS.get(name, 0)
     (typin, _), (typout, _) = TYPE_IO_PROCS["array" if t.is_array else name]
-    return (t.oid, name, NAMESPACE_OIDS["pg_catalog"], OWNER_OID, t.typlen, 0 < t.typlen <= 8, "b",
+    return (t.oid, name, NAMESPACE_OIDS["pg_catalog"], OWNER_OID, t.typlen, 0 < t.typlen <= 8,
+            "p" if t.category == "P" else "b",
             t.category, False, True, ",", 0, elem, array, typin, typout, 0, -1, False, 0, _collation(t), None)
 
 

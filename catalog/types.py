@@ -138,6 +138,8 @@ _INFO = {
     "bytea": (17, -1, "U", "bytea"),
     "uuid": (2950, 16, "U", "uuid"),
     "jsonb": (3802, -1, "U", "jsonb"),
+    # An anonymous composite (a whole-row reference); its value is record_out's text.
+    "record": (2249, -1, "P", "record"),
     "unknown": (705, -2, "X", "unknown"),
 }
 
@@ -169,6 +171,7 @@ _ARROW = {
     "bytea": pa.binary(),
     "uuid": pa.string(),  # canonical lowercase text; Spark has no uuid type
     "jsonb": pa.string(),  # normalized text (keys ordered, as jsonb_out prints them)
+    "record": pa.string(),  # record_out's text
 }
 
 BOOL = SqlType("bool")
@@ -307,12 +310,13 @@ class Interval:
         parts = []
         y, m = divmod(abs(self.months), 12)
         sign = "-" if self.months < 0 else ""
+        # A unit is singular only for exactly 1: "-1 mons", "-1 days" (datetime.c AddPostgresIntervalPart).
         if y:
-            parts.append(f"{sign}{y} year{'s' if y != 1 else ''}")
+            parts.append(f"{sign}{y} year{'s' if sign or y != 1 else ''}")
         if m:
-            parts.append(f"{sign}{m} mon{'s' if m != 1 else ''}")
+            parts.append(f"{sign}{m} mon{'s' if sign or m != 1 else ''}")
         if self.days:
-            parts.append(f"{self.days} day{'s' if abs(self.days) != 1 else ''}")
+            parts.append(f"{self.days} day{'s' if self.days != 1 else ''}")
         if self.micros or not parts:
             us = abs(self.micros)
             h, rem = divmod(us, 3_600_000_000)

@@ -323,12 +323,20 @@ class ExprPlanner:
         if len(names) > 3:
             raise SqlError(SYNTAX_ERROR, f"improper qualified name (too many dotted names): {'.'.join(names)}")
         qual, name = (None, names[0]) if len(names) == 1 else (names[-2], names[-1])
+        exact = getattr(node, "scope_item", None)
+        if exact is not None and any(i is exact for i in self.scope.items):
+            return ColRef(exact.index, exact.type)
         try:
             item = self.scope.resolve(qual, name)
             return ColRef(item.index, item.type)
         except SqlError as first:
             if first.sqlstate not in ("42703", "42P01"):
                 raise
+            if qual is None and name in self.scope.qualifiers() and not any(
+                    i.name == name for o in self.outer_scopes for i in o.items):
+                # A whole-row reference: FROM item ``name`` as one record value (8.16.5).
+                items = self.scope.star(name)
+                return Call("record", tuple(ColRef(i.index, i.type) for i in items), SqlType("record"))
             for depth, outer in enumerate(self.outer_scopes, start=1):
                 try:
                     item = outer.resolve(qual, name)
@@ -737,6 +745,9 @@ class ExprPlanner:
             return self.binary(">=", args[0], Literal(FIRST_USER_OID, INT8))
         if name in fn.WINDOW_FUNCTIONS:
             raise SqlError("42809", f"window function {name} requires an OVER clause")
+        for entry in fn.BY_SQL_NAME.get(name, ()):
+            if "plan_args" in entry.extra:  # arguments completed at plan time, e.g. age(ts)
+                args = entry.extra["plan_args"](args)
         types = [a.type for a in args]
         resolved = fn.resolve_scalar(name, types)
         if resolved is None:

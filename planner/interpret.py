@@ -24,6 +24,7 @@ from collections import Counter
 from catalog.errors import SqlError, OUT_OF_MEMORY, query_canceled
 from planner.consteval import NESTED_EVALUATOR, any_all, evaluate
 from planner.functions import FUNCTIONS
+from planner.functions.json import jsonb_sort_key
 
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Unnest, Window,
@@ -359,7 +360,9 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
         keys = []
         for k in plan.keys:
             bpchar = plan.input.columns[k.index][1].name == "bpchar"
+            jsonb = plan.input.columns[k.index][1].name == "jsonb"
             key = (lambda r, i=k.index: r[i] if r[i] is None else r[i].rstrip(" ")) if bpchar else \
+                (lambda r, i=k.index: r[i] if r[i] is None else jsonb_sort_key(r[i])) if jsonb else \
                 (lambda r, i=k.index: r[i])
             keys.append((key, k.descending, k.nulls_first))
         return _sort_by(run(plan.input, builtin_rows), keys, limits)
@@ -378,8 +381,8 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
             arrays = [r[i] or [] for i in plan.arrays]
             n = max((len(a) for a in arrays), default=0)
             for k in range(n):
-                out.append(r + tuple((a[k] if kind == "unnest" else k + 1) if k < len(a) else None
-                                     for a, kind in zip(arrays, plan.kinds)))
+                out.append(r + tuple(k + 1 if kind == "ordinality" else (a[k] if kind == "unnest" else k + 1)
+                                     if k < len(a) else None for a, kind in zip(arrays, plan.kinds)))
             work += 1 + n
             if work >= CHECK_EVERY:
                 work = 0
@@ -438,6 +441,8 @@ def _order_keys(order, rows: Rows) -> list:
     out = []
     for e, desc, nulls_first in order:
         values = [evaluate(e, r) for r in rows]
+        if e.type.name == "jsonb":  # jsonb's btree order, not its text's
+            values = [v if v is None else jsonb_sort_key(v) for v in values]
         out.append((values.__getitem__, desc, nulls_first))
     return out
 

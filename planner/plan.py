@@ -170,7 +170,9 @@ class Unnest:
     is repeated once per element of the longest of the arrays in columns ``arrays``
     (zero times when all are empty or NULL), with one more column per function: the
     element (``unnest``, NULL past a shorter array's end) or its 1-based position
-    (``subscripts``, NULL past the end likewise). PostgreSQL 9.25 / 10+ SRF rules."""
+    (``subscripts``, NULL past the end likewise) or the output row's 1-based position
+    (``ordinality``: WITH ORDINALITY, over the longest array). PostgreSQL 9.25 / 10+ SRF
+    rules."""
 
     input: "Plan"
     arrays: tuple[int, ...]

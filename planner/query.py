@@ -20,7 +20,7 @@ from catalog.errors import (
     UNDEFINED_COLUMN,
 )
 from catalog.snapshot import CatalogSnapshot, View
-from catalog.types import BOOL, INT4, INT8, TEXT
+from catalog.types import BOOL, INT4, INT8, UNKNOWN, TEXT, SqlType
 from planner import typing as ty
 from planner import functions
 from planner.consteval import evaluate, fold
@@ -125,6 +125,17 @@ class QueryPlanner:
         this query's own enclosing scopes."""
         return QueryPlanner(self.snap, self.params, [scope] + self.outer_scopes, self.ctes,
                             self.catalog_only).plan_raw(stmt)
+
+    #: True for the planner of a JOIN after comma-separated FROM items, which are its
+    #: nearest outer scope: its LATERAL items see them, its ON conditions do not (42P01)
+    conditions_hide_lateral = False
+
+    def _join_condition_planner(self, scope: Scope) -> ExprPlanner:
+        """The planner of a JOIN's ON or USING condition over ``scope``."""
+        if not self.conditions_hide_lateral:
+            return self.expr_planner(scope, agg_context="JOIN conditions")
+        hidden = QueryPlanner(self.snap, self.params, [Scope()] + self.outer_scopes[1:], self.ctes, self.catalog_only)
+        return hidden.expr_planner(scope, agg_context="JOIN conditions")
 
     def _child(self) -> "QueryPlanner":
         return QueryPlanner(self.snap, self.params, self.outer_scopes, self.ctes, self.catalog_only)
@@ -267,6 +278,15 @@ class QueryPlanner:
             return Constant(((),), ()), Scope()
         plan, scope = self.plan_from_item(from_clause[0])
         for item in from_clause[1:]:
+            if isinstance(item, ast.JoinExpr) and _contains_lateral(item):
+                # A LATERAL item inside a JOIN also sees the FROM items before the join
+                # (PostgreSQL 7.2.1.5): the join is planned against them, as a lateral item.
+                joins = self._lateral_child(scope)
+                joins.conditions_hide_lateral = True
+                p2, s2 = joins.plan_join(item)
+                self._check_duplicate_aliases(scope, s2)
+                plan, scope = LateralJoin(plan, p2, "cross", None), scope.concat(s2)
+                continue
             p2, s2 = self.plan_from_item(item, scope)
             self._check_duplicate_aliases(scope, s2)
             plan, scope = self._join_lateral(item, plan, p2, "cross", None), scope.concat(s2)
@@ -351,24 +371,34 @@ class QueryPlanner:
         arguments is a Series; ``unnest(array)`` and the registry's set-returning functions
         (``planner.functions.SET_RETURNING``) unnest arrays computed from their arguments,
         which may name columns of the FROM items before it (``lateral`` plans them) or of
-        an enclosing query. ``WITH ORDINALITY`` adds the row's 1-based position. A
-        one-column function's column is named after the function.
+        an enclosing query. ``ROWS FROM (f(...), g(...))`` puts the functions' columns side
+        by side, padding the shorter with NULLs. ``WITH ORDINALITY`` adds the row's 1-based
+        position. A one-column function's column is named after the function.
 
         Raises:
-            SqlError 0A000 for ROWS FROM, other functions; 22023 for a zero step."""
+            SqlError 0A000 for other functions; 22023 for a zero step."""
+        planner = lateral.expr_planner(Scope(), agg_context="functions in FROM")
         if item.is_rowsfrom or len(item.functions) != 1:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "ROWS FROM (...) is not supported")
+            # ROWS FROM (f(...), g(...)): the functions' columns side by side, the shorter
+            # ones padded with NULLs (PostgreSQL 7.2.1.4).
+            columns = []
+            for entry in item.functions:
+                fc = entry[0]
+                if not isinstance(fc, ast.FuncCall) or entry[1]:
+                    raise SqlError(FEATURE_NOT_SUPPORTED, "ROWS FROM takes function calls without column definitions")
+                columns += self._function_columns(fc.funcname[-1].sval.lower(),
+                                                  [fold(planner.plan(a)) for a in fc.args or ()])
+            return self._unnest_rows(columns, item.ordinality)
         fc = item.functions[0][0]
         if not isinstance(fc, ast.FuncCall):
             raise SqlError(FEATURE_NOT_SUPPORTED, "only function calls are supported in FROM")
         name = fc.funcname[-1].sval.lower()
-        planner = lateral.expr_planner(Scope(), agg_context="functions in FROM")
         args = [fold(planner.plan(a)) for a in fc.args or ()]
-        if name == "unnest" and len(args) == 1 and args[0].type.is_array:
-            return self._unnest_rows([(name, args[0])], item.ordinality)
-        series = name == "generate_series" and all(isinstance(a, Literal) for a in args) and not item.ordinality
-        if name in functions.SET_RETURNING and not series:
-            return self._unnest_rows(_srf_columns(name, args), item.ordinality)
+        series = name == "generate_series" and all(isinstance(a, Literal) and (a.type.is_integer or a.type.name == "unknown")
+                                                   for a in args) and not item.ordinality
+        if (name == "unnest" and len(args) == 1 and args[0].type.is_array) or (name in functions.SET_RETURNING
+                                                                               and not series):
+            return self._unnest_rows(self._function_columns(name, args), item.ordinality)
         if not all(isinstance(a, Literal) for a in args):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
         if name == "generate_series" and len(args) in (2, 3) and all(a.type.is_integer or a.type.name == "unknown"
@@ -384,12 +414,26 @@ class QueryPlanner:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
 
     @staticmethod
+    def _function_columns(name: str, args: list) -> list:
+        """(column name, array expression) of each output column of function ``name`` in
+        FROM over planned ``args``: ``unnest(array)`` or a set-returning function of the
+        registry.
+
+        Raises:
+            SqlError 0A000 for other functions; 42883 when no signature fits."""
+        if name == "unnest" and len(args) == 1 and args[0].type.is_array:
+            return [(name, args[0])]
+        if name in functions.SET_RETURNING:
+            return _srf_columns(name, args)
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in ROWS FROM is not supported")
+
+    @staticmethod
     def _unnest_rows(columns: list, ordinality: bool) -> PlannedQuery:
         """The rows of arrays ``columns`` ((name, array expression) pairs) side by side,
         from one row holding them; with ``ordinality`` an ``ordinality`` column."""
         names = tuple(n for n, _ in columns)
         one = Project(Constant(((),), ()), tuple(a for _, a in columns), tuple(f"?array{i}?" for i in range(len(columns))))
-        kinds = ("unnest",) * len(columns) + (("subscripts",) if ordinality else ())
+        kinds = ("unnest",) * len(columns) + (("ordinality",) if ordinality else ())
         k = len(columns)
         plan = Unnest(one, tuple(range(k)) + ((0,) if ordinality else ()), kinds)
         cols = plan.columns
@@ -422,7 +466,7 @@ class QueryPlanner:
             self._check_duplicate_aliases(ls, rs)
             scope = ls.concat(rs)
             kind = "left" if j.jointype == JoinType.JOIN_LEFT else ("inner" if j.quals is not None else "cross")
-            on = fold(self.expr_planner(scope, agg_context="JOIN conditions").plan_bool(j.quals, "JOIN/ON")) \
+            on = fold(self._join_condition_planner(scope).plan_bool(j.quals, "JOIN/ON")) \
                 if j.quals is not None else (Literal(True, BOOL) if kind == "left" else None)
             return LateralJoin(lp, rp, kind, on), scope
         self._check_duplicate_aliases(ls, rs)
@@ -440,7 +484,7 @@ class QueryPlanner:
                 using = [u.sval for u in j.usingClause]
             if kind in ("right", "full"):
                 raise SqlError(FEATURE_NOT_SUPPORTED, "RIGHT/FULL JOIN with USING is not supported yet")
-            planner = self.expr_planner(scope, agg_context="JOIN conditions")
+            planner = self._join_condition_planner(scope)
             conds = []
             hidden = set()
             for name in using:
@@ -459,7 +503,7 @@ class QueryPlanner:
             return Join(lp, rp, kind, on), scope
         if j.quals is None:
             return Join(lp, rp, "cross" if kind == "inner" else kind, None if kind == "inner" else Literal(True, BOOL)), scope
-        on = fold(self.expr_planner(scope, agg_context="JOIN conditions").plan_bool(j.quals, "JOIN/ON"))
+        on = fold(self._join_condition_planner(scope).plan_bool(j.quals, "JOIN/ON"))
         return Join(lp, rp, kind, on), scope
 
     # -- SELECT -----------------------------------------------------------------------
@@ -637,25 +681,24 @@ class QueryPlanner:
         raise SqlError("42883", f"window function {name} with {len(args)} arguments does not exist")
 
     def _plan_srfs(self, plan, targets, planner: ExprPlanner):
-        """Plan ``unnest(array)``, ``generate_subscripts(array, 1)`` and integer
-        ``generate_series(a, b [, step])`` select items as an Unnest over ``plan`` (the
-        series as the unnest of its ``generate_series:{type}`` array). Returns the new plan and
-        {target index: ColRef of its value}."""
+        """Plan ``unnest(array)``, ``generate_subscripts(array, 1)`` and the registry's
+        set-returning select items as an Unnest over ``plan``. Returns the new plan and
+        {target index: its value}: a ColRef, or a record of the columns of a function of
+        several (``jsonb_each(j)``)."""
         srfs = [(i, node) for i, (node, _) in enumerate(targets) if _srf_name(node)]
         if not srfs:
             return plan, {}
         width = len(plan.columns)
-        arrays, kinds = [], []
+        arrays, kinds, counts = [], [], []
         for _, node in srfs:
             name = _srf_name(node)
             args = node.args or ()
+            counts.append(1)
             if name in functions.SET_RETURNING:
                 cols = _srf_columns(name, [fold(planner.plan(a)) for a in args])
-                if len(cols) != 1:
-                    raise SqlError(FEATURE_NOT_SUPPORTED, f"{name} in the select list (a record) is not supported; "
-                                                          f"call it in FROM")
-                arrays.append(cols[0][1])
-                kinds.append("unnest")
+                arrays += [c for _, c in cols]
+                kinds += ["unnest"] * len(cols)
+                counts[-1] = len(cols)
                 continue
             if len(args) != (1 if name == "unnest" else 2):
                 raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
@@ -672,8 +715,13 @@ class QueryPlanner:
         plan = Project(plan, keep + tuple(arrays), tuple(n for n, _ in plan.columns) + ("?array?",) * len(arrays))
         plan = Unnest(plan, tuple(range(width, width + len(arrays))), tuple(kinds))
         cols = plan.columns
-        base = width + len(arrays)
-        return plan, {i: ColRef(base + j, cols[base + j][1]) for j, (i, _) in enumerate(srfs)}
+        out, at = {}, width + len(arrays)
+        for (i, _), n in zip(srfs, counts):
+            refs = tuple(ColRef(at + j, cols[at + j][1]) for j in range(n))
+            # a function of several columns is one record value here (PostgreSQL 9.25)
+            out[i] = refs[0] if n == 1 else Call("record", refs, SqlType("record"))
+            at += n
+        return plan, out
 
     def _expand_targets(self, target_list, scope: Scope) -> list[tuple]:
         """Select items as (AST node, output name), with ``*`` and ``t.*`` expanded."""
@@ -904,6 +952,9 @@ class _SyntheticRef(ast.ColumnRef):
     def __init__(self, item: ScopeItem):
         fields = (ast.String(item.qualifier), ast.String(item.name)) if item.qualifier else (ast.String(item.name),)
         super().__init__(fields=fields)
+        #: the item itself: resolved by position where its scope is the one planned against,
+        #: so ``*`` over columns of equal names (ROWS FROM, joins) takes each once
+        self.scope_item = item
 
 
 _CTE_IDS = itertools.count(1)
@@ -971,6 +1022,13 @@ def _is_lateral(item) -> bool:
     """True for a FROM item planned against the items before it: LATERAL (subquery) and
     function calls (implicitly LATERAL, PostgreSQL 7.2.1.5)."""
     return isinstance(item, ast.RangeFunction) or (isinstance(item, ast.RangeSubselect) and bool(item.lateral))
+
+
+def _contains_lateral(item) -> bool:
+    """True for a FROM item that is, or is a join containing, a lateral item."""
+    if isinstance(item, ast.JoinExpr):
+        return _contains_lateral(item.larg) or _contains_lateral(item.rarg)
+    return _is_lateral(item)
 
 
 def _srf_columns(name: str, args: list) -> list:

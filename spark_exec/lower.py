@@ -53,6 +53,7 @@ def spark_type(t: SqlType) -> T.DataType:
         "bpchar": T.StringType(), "unknown": T.StringType(), "date": T.DateType(),
         "timestamp": T.TimestampNTZType(), "timestamptz": T.TimestampType(), "interval": T.CalendarIntervalType(),
         "time": T.TimeType(6), "bytea": T.BinaryType(), "uuid": T.StringType(), "jsonb": T.StringType(),
+        "record": T.StringType(),
     }[n]
 
 
@@ -78,17 +79,63 @@ def _from_storage(c: SparkColumn, t: SqlType) -> SparkColumn:
 
 
 def _interval_struct(c: SparkColumn) -> SparkColumn:
-    part = lambda f: F.call_function("date_part", F.lit(f), c)  # noqa: E731
-    months = (part("YEAR") * 12 + part("MONTH")).cast(T.IntegerType())
-    micros = (part("HOUR").cast(T.LongType()) * 3_600_000_000 + part("MINUTE").cast(T.LongType()) * 60_000_000
-              + (part("SECOND") * 1_000_000).cast(T.LongType()))
-    return F.when(c.isNotNull(), F.struct(months.alias("months"), part("DAY").cast(T.IntegerType()).alias("days"),
-                                          micros.alias("micros")))
+    """A CalendarInterval column as the struct (months, days, micros) the result reader
+    turns into ``Interval``, keeping PostgreSQL's three fields apart (PostgreSQL 8.5.4:
+    ``'45 hours'`` stays 45 hours, not ``1 day 21:00:00``).
+
+    Spark's ``date_part`` on an interval moves whole days of microseconds into the day
+    field (``IntervalUtils.getDays``), so the fields are read from the interval's text
+    instead (``CalendarInterval.toString``: ``[Y years] [M months] [D days] [H hours]
+    [M minutes] [S seconds]``, each part signed, ``0 seconds`` when zero)."""
+    text = c.cast(T.StringType())
+
+    def unit(name: str, typ: T.DataType = T.LongType()) -> SparkColumn:
+        v = F.regexp_extract(text, r"(-?[0-9.]+) " + name, 1)
+        return F.coalesce(F.nullif(v, F.lit("")).cast(typ), F.lit(0).cast(typ))
+
+    months = (unit("years") * 12 + unit("months")).cast(T.IntegerType())
+    micros = (unit("hours") * 3_600_000_000 + unit("minutes") * 60_000_000
+              + (unit("seconds", T.DecimalType(18, 6)) * 1_000_000).cast(T.LongType()))
+    # Each field nullable like the struct (Arrow cannot view a NULL struct's non-nullable children).
+    field = lambda v, name: F.when(c.isNotNull(), v).alias(name)  # noqa: E731
+    return F.when(c.isNotNull(), F.struct(field(months, "months"), field(unit("days").cast(T.IntegerType()), "days"),
+                                          field(micros, "micros")))
+
+
+def _float8_text(c: SparkColumn) -> SparkColumn:
+    """float8out on Spark, as ``catalog.textio.format_float`` (PostgreSQL 8.1.3 with
+    extra_float_digits >= 1): the shortest digits (Java's Double.toString's), fixed
+    notation when the decimal exponent is in [-4, 15), else ``d.ddde+XX``."""
+    java = c.cast(T.StringType())
+    body = F.regexp_replace(java, "^-", "")
+    mant = F.regexp_extract(body, r"^([0-9.]+)", 1)
+    exp10 = F.coalesce(F.nullif(F.regexp_extract(body, r"E(-?[0-9]+)$", 1), F.lit("")).cast("int"), F.lit(0))
+    whole, frac = F.substring_index(mant, ".", 1), F.substring_index(mant, ".", -1)
+    raw = F.concat(whole, frac)
+    lead = F.length(raw) - F.length(F.ltrim(raw, F.lit("0")))
+    digits = F.rtrim(F.ltrim(raw, F.lit("0")), F.lit("0"))
+    exp_i = exp10 + F.length(whole) - 1 - lead
+    n = F.length(digits)
+    sci = F.concat(F.substring(digits, 1, 1), F.when(n > 1, F.concat(F.lit("."), F.substring(digits, 2, 400)))
+                   .otherwise(F.lit("")), F.lit("e"), F.when(exp_i < 0, F.lit("-")).otherwise(F.lit("+")),
+                   F.lpad(F.abs(exp_i).cast("string"), 2, "0"))
+    big = F.when(n <= exp_i + 1, F.concat(digits, F.repeat(F.lit("0"), exp_i + 1 - n))).otherwise(
+        F.concat(F.substring(digits, F.lit(1), exp_i + 1), F.lit("."), F.substring(digits, exp_i + 2, F.lit(400))))
+    small = F.concat(F.lit("0."), F.repeat(F.lit("0"), -exp_i - 1), digits)
+    text = F.when((exp_i < -4) | (exp_i >= 15), sci).when(exp_i >= 0, big).otherwise(small)
+    sign = F.when(java.startswith("-"), F.lit("-")).otherwise(F.lit(""))
+    return (F.when(c.isNull(), F.lit(None).cast("string")).when(F.isnan(c), F.lit("NaN"))
+            .when(c == float("inf"), F.lit("Infinity")).when(c == float("-inf"), F.lit("-Infinity"))
+            .when(c == 0, F.concat(sign, F.lit("0"))).otherwise(F.concat(sign, text)))
 
 
 def _sort_col(c: SparkColumn, t: SqlType, descending: bool, nulls_first: bool) -> SparkColumn:
+    """``c`` as a sort key of ORDER BY: char(n) without its padding, jsonb in jsonb's
+    btree order (the registry's ``jsonb_sort_key``), NULLs placed as told."""
     if t.name == "bpchar":
         c = F.rtrim(c)
+    elif t.name == "jsonb":
+        c = FUNCTIONS["jsonb_sort_key"].spark(Lowerer, [c], None)
     if descending:
         return c.desc_nulls_first() if nulls_first else c.desc_nulls_last()
     return c.asc_nulls_first() if nulls_first else c.asc_nulls_last()
@@ -295,7 +342,7 @@ class Lowerer:
         df = df.withColumn("__k", F.explode(steps))  # no rows when every array is empty
         k = F.col("__k")
         extra = [(F.when(k < F.size(a), F.try_element_at(a, k + 1)) if kind == "unnest"
-                  else F.when(k < F.size(a), k + 1)).alias(f"c{n + j}")
+                  else k + 1 if kind == "ordinality" else F.when(k < F.size(a), k + 1)).alias(f"c{n + j}")
                  for j, (a, kind) in enumerate(zip(arrays, p.kinds))]
         return df.select(*[col(i) for i in range(n)], *extra)
 
@@ -365,6 +412,8 @@ class Lowerer:
             return F.substring(c.cast(T.StringType()), 1, dst.precision)
         if s == "bool" and d in ("text", "varchar", "bpchar"):
             return F.when(c.isNotNull(), F.when(c, F.lit("t")).otherwise(F.lit("f")))  # boolout
+        if s == "float8" and d == "text":
+            return _float8_text(c)
         if d == "bool" and s in ("text", "varchar", "bpchar", "unknown"):
             return F.lower(F.trim(c)).cast(T.BooleanType())
         if d == "numeric" and dst.precision is None and s == "numeric":

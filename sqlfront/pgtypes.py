@@ -123,6 +123,8 @@ def encoder(t: SqlType, binary: bool) -> Encoder:
         return lambda v: uuid.UUID(v).bytes
     if n == "jsonb":
         return lambda v: b"\x01" + v.encode()  # jsonb_send: version 1, then the text
+    if n == "record":
+        raise SqlError(FEATURE_NOT_SUPPORTED, "record values are sent in text format only")
     dumper = adapters.get_dumper_by_oid(t.oid, Format.BINARY)(_PY_TYPE[n])
     if n == "timestamptz":
         return lambda v: bytes(dumper.dump(v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)))

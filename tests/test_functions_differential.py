@@ -93,6 +93,48 @@ QUERIES = {
         "SELECT k, (SELECT sum(g) FROM generate_series(1, {t}.k) g) FROM {t} ORDER BY 1",
         "SELECT k, g FROM {t}, generate_series(1, {t}.k, 0) g",
         "SELECT k, e FROM {t}, jsonb_array_elements_text(j) e",
+        "SELECT a.k, b.k, s.x FROM {t} a, {t} b JOIN LATERAL (SELECT a.k * 10 + b.k AS x) s ON true "
+        "WHERE a.k < 3 AND b.k < 3 ORDER BY 1, 2",
+        "SELECT a.k, b.k, g FROM {t} a, {t} b CROSS JOIN LATERAL generate_series(a.k, b.k) g "
+        "WHERE a.k < 3 AND b.k < 4 ORDER BY 1, 2, 3",
+        "SELECT a.k, b.k, s.c FROM {t} a, {t} b LEFT JOIN LATERAL (SELECT count(*) AS c FROM {t} c "
+        "WHERE c.k BETWEEN a.k AND b.k) s ON true WHERE a.k <= 2 AND b.k <= 3 ORDER BY 1, 2",
+        "SELECT a.k, b.k FROM {t} a, {t} b JOIN LATERAL (SELECT 1 AS one) s ON b.k = a.k + s.one",
+    ],
+    "9.25 set-returning functions": [
+        "SELECT * FROM generate_series(timestamp '2024-01-30', timestamp '2024-05-01', interval '1 month')",
+        "SELECT * FROM generate_series(date '2024-01-30', date '2024-02-02', interval '1 day') AS g",
+        "SELECT * FROM generate_series(timestamp '2024-01-02', timestamp '2024-01-01', interval '-7 hours') "
+        "WITH ORDINALITY AS s(t, n)",
+        "SELECT generate_series(timestamp '2024-01-01', timestamp '2024-01-01 02:00', interval '1 hour')",
+        "SELECT * FROM generate_series(timestamp '2024-01-01', timestamp '2024-01-02', interval '0 hours')",
+        "SELECT k, t FROM {t}, generate_series(ts, ts + interval '1 day', interval '12 hours') t ORDER BY 1, 2",
+        "SELECT g, o FROM generate_series(1, 3) WITH ORDINALITY AS x(g, o)",
+        "SELECT * FROM generate_series(10, 4, -3) WITH ORDINALITY",
+        "SELECT * FROM ROWS FROM (generate_series(1, 3), unnest(array['a', 'b'])) AS r(a, b)",
+        "SELECT * FROM ROWS FROM (generate_series(1, 2), generate_series(5, 7)) WITH ORDINALITY",
+        "SELECT k, r.* FROM {t}, ROWS FROM (generate_series(1, k), unnest(a)) r ORDER BY 1, 2, 3",
+        "SELECT k, r.* FROM {t}, ROWS FROM (jsonb_each(j), generate_series(1, 1)) WITH ORDINALITY r "
+        "WHERE jsonb_typeof(j) = 'object' ORDER BY 1, 2",
+        "SELECT k, m FROM {t}, regexp_matches(s, '([a-z])l', 'g') WITH ORDINALITY m ORDER BY 1, 2",
+    ],
+    "8.14.4 jsonb ordering": [
+        "SELECT k, j FROM {t} ORDER BY j, k",
+        "SELECT k, j FROM {t} ORDER BY j DESC NULLS LAST, k",
+        "SELECT k, e FROM {t}, jsonb_array_elements(j) e WHERE jsonb_typeof(j) = 'array' ORDER BY e DESC",
+        "SELECT k, v FROM {t}, jsonb_each(j) x(key, v) WHERE jsonb_typeof(j) = 'object' ORDER BY v, k",
+        "SELECT k, row_number() OVER (ORDER BY j, k) FROM {t} ORDER BY k",
+        "SELECT e FROM {t}, jsonb_array_elements('[1, \"a\", null, true, false, [], [1], [1, 2], [0, 5], {{}}, "
+        "{{\"a\": 1}}, {{\"b\": 0}}, {{\"aa\": 0}}, {{\"a\": 2}}, 10, 2.5, \"B\", [[1]], [\"x\"], [null], "
+        "{{\"a\": 1, \"b\": 1}}, {{\"a\": \"x\"}}, 123456789012345678901234567890, -0.5]'::jsonb) e "
+        "WHERE k = 1 ORDER BY e",
+    ],
+    "8.16.5 whole-row references": [
+        "SELECT k, x FROM {t}, jsonb_each(j) x(key, v) WHERE jsonb_typeof(j) = 'object' ORDER BY k, key",
+        "SELECT k, x FROM {t} JOIN (SELECT k AS kk, s || '\"(' AS s, NULL::int AS n, '' AS e FROM {t}) x "
+        "ON x.kk = {t}.k ORDER BY 1",
+        "SELECT s FROM (SELECT k, b, d, ts, f FROM {t}) s ORDER BY s.k",
+        "SELECT k, {t} FROM {t} ORDER BY k",
     ],
     "8.15.3 array slices": [
         "SELECT k, a[1:2], a[2:], a[:1], a[k:k+1], a[0:10], a[3:1] FROM {t} ORDER BY k",
@@ -108,7 +150,9 @@ QUERIES = {
 #: (query, engine) -> why sqlfront deliberately answers differently from PostgreSQL
 QUERY_DIFFERENCES = {
     ("SELECT k, key, value FROM {t}, jsonb_each_text(j) WHERE jsonb_typeof(j) = 'object' ORDER BY 1, 2", "spark"):
-        fn.FUNCTIONS["jsonb_each_text"].differs.split("; ", 1)[1],
+        fn.FUNCTIONS["jsonb_each_text"].differs,
+    ("SELECT k, x FROM {t}, jsonb_each(j) x(key, v) WHERE jsonb_typeof(j) = 'object' ORDER BY k, key", "spark"):
+        fn.FUNCTIONS["record"].differs.rsplit("; ", 1)[1],
 }
 
 

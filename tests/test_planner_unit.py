@@ -112,3 +112,23 @@ def test_correlated_join_under_an_indexed_filter_is_evaluated_per_outer_row(snap
            " WHERE c1.id = t.id ORDER BY c1.position) FROM mz_tables t ORDER BY 1")
     rows = interpret.run(plan(snap, sql).plan, lambda tb: builtin_rows(tb, snap, lambda r: "healthy"))
     assert rows == [("t", ["a", "b", "c", "d", "e"]), ("u", ["a", "x"])]
+
+
+def test_lateral_item_in_a_join_sees_earlier_from_items_but_the_on_condition_does_not(snap):
+    """PostgreSQL 7.2.1.5: the LATERAL item of ``a, b JOIN LATERAL (...)`` may name a;
+    the join's ON condition may not (42P01)."""
+    q = plan(snap, "SELECT x.a, s.y FROM t x, u y JOIN LATERAL (SELECT x.a + y.a AS y) s ON true")
+    assert [n for n, _ in q.plan.columns][:2] == ["a", "y"]
+    assert err(snap, "SELECT 1 FROM t x, u y JOIN u z ON z.a = x.a").sqlstate == "42P01"
+
+
+def test_rows_from_pads_shorter_functions_and_numbers_rows_over_the_longest(snap):
+    q = plan(snap, "SELECT * FROM ROWS FROM (generate_series(1, 2), unnest(array['a', 'b', 'c'])) WITH ORDINALITY")
+    assert interpret.run(q.plan, lambda t: []) == [(1, "a", 1), (2, "b", 2), (None, "c", 3)]
+
+
+def test_jsonb_sorts_in_jsonb_order_not_text_order(snap):
+    """PostgreSQL 8.14.4: [] (top level) < null < string < number < boolean < array < object."""
+    q = plan(snap, "SELECT v FROM (VALUES ('{}'::jsonb), ('true'), ('10'), ('9'), ('\"z\"'), ('null'), ('[]'), ('[0]')) "
+                   "x(v) ORDER BY v")
+    assert [r[0] for r in interpret.run(q.plan, lambda t: [])] == ["[]", "null", '"z"', "9", "10", "true", "[0]", "{}"]

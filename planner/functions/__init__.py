@@ -80,6 +80,10 @@ class Function:
     differs: str = ""
     #: True for an aggregate that takes the ORDER BY of WITHIN GROUP (ordered-set)
     ordered_set: bool = False
+    #: ``extra`` keys: ``arg_names``/``defaults`` (named arguments, PostgreSQL 4.3),
+    #: ``columns`` (a set-returning function's output columns), ``plan_args``
+    #: (``list[Expr] -> list[Expr]``: the planner completes the arguments before resolving,
+    #: e.g. ``age(ts)`` gets the statement's current_date first)
     extra: dict = field(default_factory=dict)
 
 
@@ -239,6 +243,20 @@ def resolve_scalar(sql_name: str, args: list[SqlType]) -> tuple[Function, list[S
     if not entries:
         return None
     return resolve(entries, sql_name, args)
+
+
+def constant_arg(call, i: int, what: str):
+    """The value of argument ``i`` of plan ``Call`` ``call``, which a Spark lowering
+    needs constant (a format, a pattern, a step).
+
+    Raises:
+        SqlError 0A000 ("``what`` needs a constant ... on table data") when it is not."""
+    x = call.args[i]
+    if x.__class__.__name__ != "Literal":
+        from catalog.errors import FEATURE_NOT_SUPPORTED
+
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{what} on table data")
+    return x.value
 
 
 def get(name: str) -> Function | None:

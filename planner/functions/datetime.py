@@ -481,10 +481,88 @@ register(
              extra={"arg_names": ("years", "months", "weeks", "days", "hours", "mins", "secs"),
                     "defaults": (0, 0, 0, 0, 0, 0, 0.0)},
              samples=("make_interval(days => k)", "make_interval(k, 2, 1)", "make_interval(mins => i, secs => n)",
-                      "make_interval(years => k, mins => 90)")),
+                      "make_interval(years => k, mins => 90)",
+                      "make_interval(hours => 10 * k, secs => n)", "make_interval(secs => f)",
+                      "make_interval(days => k, hours => -30 * k)")),
     Function("make_timestamp", (sig("int4", "int4", "int4", "int4", "int4", "float8", ret="timestamp"),),
              _make_timestamp_py, _make_timestamp_spark, sql_names=("make_timestamp",), doc="9.9",
              extra={"arg_names": ("year", "month", "mday", "hour", "min", "sec")},
              samples=("make_timestamp(2000 + k, k, 10 + k, k, 30, 1.5)",
                       "make_timestamp(year => 2024, month => 2, mday => 28 + k, hour => 0, min => 0, sec => 0)")),
+)
+
+
+# -- age (9.9, table 9.33) ----------------------------------------------------------------
+
+
+def age_fields(y1, m1, d1, t1, dim1, y2, m2, d2, t2, dim2, earlier, where):
+    """``age(ts1, ts2)``'s (months, days, micros): the field-wise difference of the two
+    timestamps (years, months, days, time of day in microseconds; ``dim`` the days of
+    each one's month), negative fields borrowing from the next larger one, a day borrowed
+    being the days of the earlier timestamp's month, the whole negated when ``ts1`` is
+    ``earlier`` (PostgreSQL 9.9, timestamp.c timestamp_age). Written once over values
+    that are Python ints or Spark columns: ``where(cond, a, b)`` chooses."""
+    sign = where(earlier, -1, 1)
+    tod = (t1 - t2) * sign
+    borrow = where(tod < 0, 1, 0)
+    tod = tod + borrow * 86_400_000_000
+    day = (d1 - d2) * sign - borrow
+    borrow = where(day < 0, 1, 0)
+    day = day + borrow * where(earlier, dim1, dim2)
+    month = (m1 - m2) * sign - borrow
+    borrow = where(month < 0, 1, 0)
+    month = month + borrow * 12
+    year = (y1 - y2) * sign - borrow
+    return (year * 12 + month) * sign, day * sign, tod * sign
+
+
+def _days_in_month(v) -> int:
+    return ((v.replace(day=28) + dt.timedelta(days=4)).replace(day=1) - dt.timedelta(days=1)).day
+
+
+def _age_py(a, e):
+    def parts(v):
+        if not isinstance(v, dt.datetime):
+            v = dt.datetime(v.year, v.month, v.day)
+        tod = ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
+        return v.year, v.month, v.day, tod, _days_in_month(v)
+
+    return Interval(*age_fields(*parts(a[0]), *parts(a[1]), a[0] < a[1], lambda c, x, y: x if c else y))
+
+
+def _age_spark(S, a, e):
+    F, T = S.F, S.T
+
+    def parts(c):
+        tod = (F.hour(c).cast(T.LongType()) * 3_600_000_000 + F.minute(c).cast(T.LongType()) * 60_000_000
+               + (F.date_part(F.lit("SECOND"), c) * 1_000_000).cast(T.LongType()))
+        return F.year(c), F.month(c), F.dayofmonth(c), tod, F.dayofmonth(F.last_day(c))
+
+    months, days, micros = age_fields(*parts(a[0]), *parts(a[1]), a[0] < a[1],
+                                      lambda c, x, y: F.when(c, x).otherwise(y))
+    secs = (micros.cast(T.DecimalType(20, 0)) / 1_000_000).cast(T.DecimalType(18, 6))
+    return F.make_interval(F.lit(0), months.cast("int"), F.lit(0), days.cast("int"), F.lit(0), F.lit(0), secs)
+
+
+def _age_args(args: list) -> list:
+    """``age(ts)`` is ``age(current_date, ts)``, midnight of the statement's date
+    (PostgreSQL 9.9, table 9.33), fixed at plan time like current_date."""
+    if len(args) != 1:
+        return args
+    from planner.expr import statement_time
+    from planner.scalar import Literal
+    from catalog.types import TIMESTAMP
+
+    day = statement_time().date()
+    return [Literal(dt.datetime(day.year, day.month, day.day), TIMESTAMP), *args]
+
+
+register(
+    Function("age", (sig("timestamp", "timestamp", ret="interval"), sig("timestamptz", "timestamptz", ret="interval")),
+             _age_py, _age_spark, sql_names=("age",), volatility="stable", doc="9.9",
+             extra={"plan_args": _age_args},
+             samples=("age(ts, timestamp '2000-01-31 12:00')", "age(timestamp '2000-01-31 12:00', ts)",
+                      "age(ts, ts - make_interval(hours => 30 * k))", "age(d, date '1999-12-31')",
+                      "age(ts::date, ts)", "age(timestamp '2024-03-01', ts)", "extract(year from age(ts))",
+                      "age(ts::timestamptz, timestamptz '2024-02-29 10:00+00')")),
 )

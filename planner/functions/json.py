@@ -328,16 +328,17 @@ _JSON_SRFS = {
     "jsonb_array_elements_text": (("value", "elem_text", "text"),),
 }
 _SRF_SAMPLES = {
-    "jsonb_each": ("jsonb_each(j)",), "jsonb_each_text": ("jsonb_each_text(j)",),
+    "jsonb_each": ("jsonb_each(j)", "jsonb_each(CASE WHEN jsonb_typeof(j) = 'object' THEN j END)"),
+    "jsonb_each_text": ("jsonb_each_text(j)", "jsonb_each_text(CASE WHEN jsonb_typeof(j) = 'object' THEN j END)"),
     "jsonb_object_keys": ("jsonb_object_keys(j)",), "jsonb_array_elements": ("jsonb_array_elements(j)",),
     "jsonb_array_elements_text": ("jsonb_array_elements_text(j)",),
 }
-_RECORD = ("a function of two columns in the select list would be a record, which is not supported (0A000): "
-           "call it in FROM")
+#: jsonb's text of a value computed on Spark (to_json of a VARIANT)
+_COMPACT = "on table data, a nested object or array value is Spark's compact JSON text ([1,2], not [1, 2]), " \
+           "as jsonb::text is there"
 _SRF_DIFFERS = {
-    "jsonb_each": _RECORD,
-    "jsonb_each_text": _RECORD + "; on table data, a nested object or array value is Spark's compact JSON text "
-                                 "([1,2], not [1, 2]), as jsonb::text is there",
+    "jsonb_each_text": _COMPACT,
+    "jsonb_each": _COMPACT + " (in the select list, where jsonb_each's row is a record's text)",
 }
 for _srf, _cols in _JSON_SRFS.items():
     register(*[Function(f"{_srf}:{part}", (sig("jsonb", ret=f"_{t}"),), _json_items_py(_srf, part),
@@ -345,3 +346,75 @@ for _srf, _cols in _JSON_SRFS.items():
     register(Function(_srf, (sig("jsonb", ret="record"),), None, None, sql_names=(_srf, _srf.replace("jsonb", "json")),
                       kind="srf", doc="9.16", samples=_SRF_SAMPLES[_srf], differs=_SRF_DIFFERS.get(_srf, ""),
                       extra={"columns": tuple((name, f"{_srf}:{part}") for name, part, _ in _cols)}))
+
+
+# -- jsonb ordering (8.14.4, btree operator class) -----------------------------------------
+
+
+def jsonb_sort_key(text: str) -> tuple:
+    """A Python sort key giving jsonb's btree order (PostgreSQL 8.14.4 "jsonb Indexing"):
+    an empty top-level array < null < string < number < boolean < array < object (the
+    empty top-level array first, PostgreSQL's historical exception); arrays by length
+    then elements, objects by number of pairs then key, value, key, ... in storage order
+    (keys shorter first, then bytewise); strings in code-point order (the C.UTF-8
+    collation), numbers as numerics (jsonb_util.c compareJsonbContainers)."""
+    d = doc(text)
+    return (0,) if d == [] else _value_key(d)
+
+
+def _value_key(d) -> tuple:
+    if d is None:
+        return (1,)
+    if isinstance(d, bool):
+        return (4, d)
+    if isinstance(d, str):
+        return (2, d)
+    if isinstance(d, (int, Decimal)):
+        return (3, Decimal(d))
+    if isinstance(d, list):
+        return (5, len(d), tuple(_value_key(e) for e in d))
+    keys = sorted(d, key=lambda k: (len(k.encode()), k.encode()))
+    return (6, len(d), tuple(x for k in keys for x in ((2, k), _value_key(d[k]))))
+
+
+def _variant_key(S, v):
+    """(rank, size, string, number, text) of a VARIANT value: jsonb_sort_key's first
+    level on Spark (a nested array or object within compares by size, then text). A
+    number is (double, decimal(38,18)): the double orders numbers too large for the
+    decimal, the decimal breaks the double's ties."""
+    F = S.F
+    kind = F.schema_of_variant(v)
+    rank = (F.when(v.isNull() | (kind == "VOID"), 1).when(kind == "STRING", 2).when(kind == "BOOLEAN", 4)
+            .when(kind.startswith("ARRAY"), 5).when(kind.startswith("OBJECT"), 6).otherwise(3))
+    size = (F.when(rank == 5, F.size(F.try_variant_get(v, "$", "array<variant>")))
+            .when(rank == 6, F.size(F.try_variant_get(v, "$", "map<string,variant>"))))
+    string = F.when(rank == 2, F.try_variant_get(v, "$", "string")).when(rank == 4, F.to_json(v))
+    number = F.when(rank == 3, F.struct(F.try_variant_get(v, "$", "double").alias("d"),
+                                        F.try_variant_get(v, "$", "decimal(38,18)").alias("n")))
+    text = F.when(rank >= 5, F.to_json(v))
+    return rank, size, string, number, text
+
+
+def _sort_key_spark(S, a, e):
+    """jsonb_sort_key as a Spark struct column (ordered field by field)."""
+    F = S.F
+    v = F.try_parse_json(a[0])
+    rank, size, string, number, _ = _variant_key(S, v)
+    rank = F.when((rank == 5) & (size == 0), 0).otherwise(rank)
+    elem = lambda x: F.struct(*[c.alias(f"f{i}") for i, c in enumerate(_variant_key(S, x))])  # noqa: E731
+    elems = F.when(rank == 5, F.transform(F.try_variant_get(v, "$", "array<variant>"), elem))
+    entries = F.map_entries(F.try_variant_get(v, "$", "map<string,variant>"))
+    ordered = F.array_sort(entries, lambda p, q: F.when(F.octet_length(p.key) != F.octet_length(q.key),
+                                                        F.octet_length(p.key) - F.octet_length(q.key))
+                           .when(p.key < q.key, -1).when(p.key > q.key, 1).otherwise(0))
+    pairs = F.when(rank == 6, F.transform(ordered, lambda p: F.struct(p.key.alias("k"), elem(p.value).alias("v"))))
+    return F.when(a[0].isNotNull(), F.struct(rank.alias("rank"), size.alias("size"), string.alias("string"),
+                                             number.alias("number"), elems.alias("elems"), pairs.alias("pairs")))
+
+
+register(
+    Function("jsonb_sort_key", (sig("jsonb", ret="jsonb"),), lambda a, e: jsonb_sort_key(a[0]), _sort_key_spark,
+             doc="8.14.4",
+             differs="on Spark, arrays and objects nested inside an array or object compare by size, then by "
+                     "their text, not element by element"),
+)

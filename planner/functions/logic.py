@@ -8,7 +8,8 @@ from __future__ import annotations
 from functools import reduce
 
 from catalog.errors import SqlError, CARDINALITY_VIOLATION, NOT_NULL_VIOLATION
-from planner.functions import Function, register
+from catalog.types import TEXT
+from planner.functions import Function, register, sig
 from planner.scalar import Cast, Literal
 
 CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
@@ -189,4 +190,48 @@ register(
     Function("cardinality_check", (), _cardinality_check,
              lambda S, a, e: S.F.when(a[0] > 1, S.fail(CARDINALITY_VIOLATION, CARDINALITY_MESSAGE)).otherwise(a[1]),
              strict=False, doc="9.23.1"),
+)
+
+
+# -- whole-row references (8.16.5, 4.2.13) --------------------------------------------------
+
+#: characters that make record_out quote a field (rowtypes.c: quotes, backslash,
+#: parentheses, comma, and C isspace)
+_RECORD_SPECIAL = '"\\(), \t\n\r\v\f'
+
+
+def record_field(text: str | None) -> str:
+    """One field of record_out's text: empty for NULL; quoted (``"`` and ``\\`` doubled)
+    when empty or holding a special character (PostgreSQL 8.16.6, rowtypes.c record_out)."""
+    if text is None:
+        return ""
+    if text == "" or any(c in _RECORD_SPECIAL for c in text):
+        return '"' + text.replace("\\", "\\\\").replace('"', '""') + '"'
+    return text
+
+
+def _record_py(a, e):
+    from catalog.textio import format_text
+
+    return "(" + ",".join(record_field(None if v is None else v if isinstance(v, str) else format_text(v, x.type))
+                          for v, x in zip(a, e.args)) + ")"
+
+
+def _record_spark(S, a, e):
+    F = S.F
+    fields = []
+    for c, x in zip(a, e.args):
+        t = c if x.type.is_string else S.cast(c, x.type, TEXT)
+        quoted = F.concat(F.lit('"'), F.replace(F.replace(t, F.lit("\\"), F.lit("\\\\")), F.lit('"'), F.lit('""')),
+                          F.lit('"'))
+        fields.append(F.when(t.isNull(), F.lit("")).when((t == "") | t.rlike('["\\\\(),\\s]'), quoted).otherwise(t))
+    return F.concat(F.lit("("), F.concat_ws(",", *fields), F.lit(")"))
+
+
+register(
+    Function("record", (sig("any", ret="record", variadic=True),), _record_py, _record_spark, strict=False,
+             doc="8.16.5",
+             differs="a whole-row value is record_out's text: ORDER BY and comparisons use that text, not the "
+                     "fields in turn; it is sent in text format only; on table data, a jsonb field computed by a "
+                     "function is Spark's compact JSON text ([1,2], not [1, 2]), as jsonb::text is there"),
 )

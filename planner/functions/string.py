@@ -12,7 +12,7 @@ import re
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED
 from catalog.textio import fit_string, format_text
 from catalog.types import TEXT
-from planner.functions import Function, register, sig
+from planner.functions import Function, constant_arg, register, sig
 
 INVALID_REGEX = "2201B"
 
@@ -416,20 +416,37 @@ def _regexp_match_py(a, e):
     return list(m.groups()) if m.re.groups else [m.group(0)]
 
 
+def _spark_regex(e, what: str):
+    """(flags, compiled pattern, Java pattern) of a regex call's constant pattern and
+    flags, or None when one is NULL.
+
+    Raises:
+        SqlError 0A000 when they are not constant; 22023/2201B as ``_pg_regex``."""
+    vals = _const_args(e, what)
+    if any(v is None for v in vals):
+        return None
+    pattern, flags = vals[0], vals[1] if len(vals) > 1 else ""
+    return flags, _pg_regex(pattern, flags), ("(?i)" if "i" in flags else "") + pattern
+
+
+def _group_or_null(F, c):
+    """A capture group's text: a group that took part in no match is NULL in
+    PostgreSQL, '' in Spark."""
+    return F.when(c == "", F.lit(None)).otherwise(c)
+
+
 def _regexp_match_spark(S, a, e):
     F = S.F
-    vals = _const_args(e, "regexp_match")
-    if any(v is None for v in vals):
+    regex = _spark_regex(e, "regexp_match")
+    if regex is None:
         return F.lit(None).cast(S.spark_type(e.type))
-    pattern, flags = vals[0], vals[1] if len(vals) > 1 else ""
-    rx = _pg_regex(pattern, flags)
-    _regexp_match_py(["", pattern, flags], e)  # the option check
-    java = ("(?i)" if "i" in flags else "") + pattern
+    flags, rx, java = regex
+    _regexp_match_py(["", rx.pattern, flags], e)  # the option check
     groups = rx.groups
     hit = a[0].rlike(java)
     parts = [F.regexp_extract(a[0], java, g) for g in (range(1, groups + 1) if groups else [0])]
-    if groups:  # a group that took part in no match is NULL in PostgreSQL, '' in Spark
-        parts = [F.when(p == "", F.lit(None)).otherwise(p) for p in parts]
+    if groups:
+        parts = [_group_or_null(F, p) for p in parts]
     return F.when(hit, F.array(*parts))
 
 
@@ -528,4 +545,232 @@ register(
     Function("similar_to", (), _similar_py, _similar_spark, doc="9.7.2",
              samples=("s SIMILAR TO 'H%'", "s SIMILAR TO '%(b|l)%'", "s NOT SIMILAR TO '[a-z ,]*'",
                       "s SIMILAR TO '%#%%' ESCAPE '#'", "s SIMILAR TO 'a_b%'")),
+)
+
+
+# -- format (9.4.1), regexp_matches (9.7.3) ---------------------------------------------
+
+_FORMAT_HINT = 'For a single "%" use "%%".'
+
+
+def format_pieces(fmt: str, nargs: int) -> list:
+    """``format``'s format string parsed (PostgreSQL 9.4.1.1, varlena.c text_format):
+    literal strings and specs ``(argument, width, width argument, left, type)``, where
+    arguments are 0-based indexes into the values after the format, ``width`` an int or
+    None, ``width argument`` the index whose value is the width (``*`` / ``*n$``) or None,
+    ``left`` the ``-`` flag and ``type`` one of ``s``, ``I``, ``L``. Shared by the Python
+    implementation and the Spark lowering, which needs the format constant.
+
+    Raises:
+        SqlError 22023 for an unterminated or unrecognized specifier, argument 0, or too
+        few arguments for the specs."""
+    out, i, arg = [], 0, -1  # ``arg``: the last argument used
+    lit = []
+
+    def number(j):
+        k = j
+        while k < len(fmt) and fmt[k].isdigit():
+            k += 1
+        return (int(fmt[j:k]), k) if k > j else (None, j)
+
+    def unterminated():
+        return SqlError(INVALID_PARAMETER_VALUE, "unterminated format() type specifier", hint=_FORMAT_HINT)
+
+    def position(n):
+        if n == 0:
+            raise SqlError(INVALID_PARAMETER_VALUE, "format specifies argument 0, but arguments are numbered from 1")
+        return n - 1
+
+    while i < len(fmt):
+        c = fmt[i]
+        if c != "%":
+            lit.append(c)
+            i += 1
+            continue
+        i += 1
+        if i >= len(fmt):
+            raise unterminated()
+        if fmt[i] == "%":
+            lit.append("%")
+            i += 1
+            continue
+        argpos = width = widthpos = None
+        left = False
+        n, j = number(i)
+        if n is not None:
+            if j < len(fmt) and fmt[j] == "$":
+                argpos, i = position(n), j + 1
+            else:
+                width, i = n, j
+        if width is None:
+            while i < len(fmt) and fmt[i] == "-":
+                left, i = True, i + 1
+            if i < len(fmt) and fmt[i] == "*":
+                n, j = number(i + 1)
+                if n is not None:
+                    if j >= len(fmt) or fmt[j] != "$":
+                        raise unterminated() if j >= len(fmt) else SqlError(
+                            INVALID_PARAMETER_VALUE, f'unrecognized format() type specifier "{fmt[j]}"',
+                            hint=_FORMAT_HINT)
+                    widthpos, i = position(n), j + 1
+                else:
+                    widthpos, i = "next", i + 1
+            else:
+                width, i = number(i)
+        if i >= len(fmt):
+            raise unterminated()
+        kind = fmt[i]
+        i += 1
+        if kind not in "sIL":
+            raise SqlError(INVALID_PARAMETER_VALUE, f'unrecognized format() type specifier "{kind}"', hint=_FORMAT_HINT)
+        if widthpos is not None:
+            arg = arg + 1 if widthpos == "next" else widthpos
+            widthpos = arg
+        arg = argpos if argpos is not None else arg + 1
+        if arg >= nargs or (widthpos is not None and widthpos >= nargs):
+            raise SqlError(INVALID_PARAMETER_VALUE, "too few arguments for format()")
+        if lit:
+            out.append("".join(lit))
+            lit = []
+        out.append((arg, width, widthpos, left, kind))
+    if lit:
+        out.append("".join(lit))
+    return out
+
+
+def quote_ident(s: str) -> str:
+    """PostgreSQL's quote_ident: double-quoted unless a lower-case identifier that is not
+    a reserved keyword (PostgreSQL 9.4, ruleutils.c quote_identifier)."""
+    if re.fullmatch(r"[a-z_][a-z0-9_]*", s) and s not in _quoted_keywords():
+        return s
+    return '"' + s.replace('"', '""') + '"'
+
+
+def _quoted_keywords() -> frozenset:
+    """The keywords quote_ident quotes: all but the unreserved ones (pglast's lists are
+    PostgreSQL's kwlist.h)."""
+    from pglast.keywords import COL_NAME_KEYWORDS, RESERVED_KEYWORDS, TYPE_FUNC_NAME_KEYWORDS
+
+    return frozenset(COL_NAME_KEYWORDS) | frozenset(RESERVED_KEYWORDS) | frozenset(TYPE_FUNC_NAME_KEYWORDS)
+
+
+def quote_literal(s: str | None) -> str:
+    """PostgreSQL's quote_nullable: ``NULL`` for NULL, else the string quoted, with an
+    ``E`` prefix and doubled backslashes when it has a backslash (9.4)."""
+    if s is None:
+        return "NULL"
+    q = "'" + s.replace("'", "''").replace("\\", "\\\\") + "'"
+    return "E" + q if "\\" in s else q
+
+
+def _null_ident():
+    return SqlError("22004", "null values cannot be formatted as an SQL identifier")
+
+
+def _format_py(a, e):
+    if a[0] is None:
+        return None
+    vals = a[1:]
+    out = []
+    for p in format_pieces(a[0], len(vals)):
+        if isinstance(p, str):
+            out.append(p)
+            continue
+        arg, width, widthpos, left, kind = p
+        if widthpos is not None:
+            width = int(vals[widthpos] or 0)
+            left, width = left or width < 0, abs(width)
+        v = vals[arg]
+        text = None if v is None else _text(v, e.args[arg + 1].type)
+        if kind == "I":
+            if text is None:
+                raise _null_ident()
+            text = quote_ident(text)
+        elif kind == "L":
+            text = quote_literal(text)
+        text = text or ""
+        if width:
+            text = text.ljust(width) if left else text.rjust(width)
+        out.append(text)
+    return "".join(out)
+
+
+def _format_spark(S, a, e):
+    F = S.F
+    fmt = constant_arg(e, 0, "format needs a constant format string")
+    if fmt is None:
+        return F.lit(None).cast("string")
+    vals = _as_text(S, a[1:], e.args[1:])
+    pieces, checks = [], []
+    safe = "^[a-z_][a-z0-9_]*$"
+    keywords = sorted(_quoted_keywords())
+    for p in format_pieces(fmt, len(vals)):
+        if isinstance(p, str):
+            pieces.append(F.lit(p))
+            continue
+        arg, width, widthpos, left, kind = p
+        v = vals[arg]
+        if kind == "I":
+            checks.append(v.isNull())
+            v = F.when(v.rlike(safe) & ~v.isin(*keywords), v).otherwise(
+                F.concat(F.lit('"'), F.replace(v, F.lit('"'), F.lit('""')), F.lit('"')))
+        elif kind == "L":
+            body = F.concat(F.lit("'"), F.replace(F.replace(v, F.lit("'"), F.lit("''")), F.lit("\\"), F.lit("\\\\")),
+                            F.lit("'"))
+            v = F.when(v.isNull(), F.lit("NULL")).when(v.contains("\\"), F.concat(F.lit("E"), body)).otherwise(body)
+        v = F.coalesce(v, F.lit(""))
+        if widthpos is not None:
+            w = F.coalesce(a[widthpos + 1].cast("int"), F.lit(0))
+            fill = F.greatest(F.abs(w), F.char_length(v))
+            v = F.when((w < 0) | F.lit(left), F.rpad(v, fill, F.lit(" "))).otherwise(F.lpad(v, fill, F.lit(" ")))
+        elif width:
+            fill = F.greatest(F.lit(width), F.char_length(v))
+            v = F.rpad(v, fill, F.lit(" ")) if left else F.lpad(v, fill, F.lit(" "))
+        pieces.append(v)
+    out = F.concat(*pieces) if pieces else F.lit("")
+    for null in checks:
+        out = F.when(null, S.fail("22004", "null values cannot be formatted as an SQL identifier")).otherwise(out)
+    return out
+
+
+def _regexp_matches_py(a, e):
+    """The capture groups (the whole match without groups) of the first match, or with
+    flag ``g`` of every match: one row each (PostgreSQL 9.7.3)."""
+    flags = a[2] if len(a) > 2 else ""
+    rx = _pg_regex(a[1], flags)
+    found = rx.finditer(a[0]) if "g" in flags else [m for m in [rx.search(a[0])] if m]
+    return [list(m.groups()) if rx.groups else [m.group(0)] for m in found]
+
+
+def _regexp_matches_spark(S, a, e):
+    F = S.F
+    regex = _spark_regex(e, "regexp_matches")
+    if regex is None:
+        return F.lit(None).cast(S.spark_type(e.type))
+    flags, rx, pattern = regex
+    groups, java = rx.groups, F.lit(pattern)
+    if not groups:
+        rows = F.transform(F.regexp_extract_all(a[0], java, 0), lambda m: F.array(m))
+    else:
+        cols = [F.regexp_extract_all(a[0], java, g) for g in range(1, groups + 1)]
+        rows = F.transform(cols[0], lambda _, i: F.array(*[_group_or_null(F, c[i]) for c in cols]))
+    return rows if "g" in flags else F.slice(rows, 1, 1)
+
+
+register(
+    Function("format", (sig("text", ret="text"), sig("text", "any", ret="text", variadic=True)), _format_py,
+             _format_spark, sql_names=("format",), strict=False, doc="9.4.1",
+             samples=("format('%s-%s|', s, i)", "format('%I', coalesce(s, 'x'))", "format('%L, %L', s, n)",
+                      "format('%2$s %1$s %s', s, k)", "format('|%10s|%-6s|', s, i)", "format('%*s|%-*s|', k, i, 3, k)",
+                      "format('%s %s %s %%', b, d, a)", "format('%I', s)", "format('%x', s)", "format('%s %s', s)",
+                      "format('%1$s %3$s', s, k)", "format('%0$s', s)", "format('abc%', s)",
+                      "format('%I', lower(left(s, 3)))", "format('%*2$s|', k, i)",
+                      "format('%I.%I', 'select', coalesce(s, 'user'))")),
+    Function("regexp_matches:rows", (sig("text", "text", ret="__text"), sig("text", "text", "text", ret="__text")),
+             _regexp_matches_py, _regexp_matches_spark, doc="9.7.3"),
+    Function("regexp_matches", (sig("text", "text", ret="_text"), sig("text", "text", "text", ret="_text")),
+             None, None, sql_names=("regexp_matches",), kind="srf", doc="9.7.3",
+             samples=("regexp_matches(s, 'l', 'g')", "regexp_matches(s, '([a-z])(x)?', 'g')",
+                      "regexp_matches(s, '(.)(,)')", "regexp_matches(s, 'P(F)', 'gi')", "regexp_matches(s, '[aeiou]+')"),
+             extra={"columns": (("regexp_matches", "regexp_matches:rows"),)}),
 )
