@@ -61,11 +61,6 @@ class ShardSnapshot:
     def urls(self) -> tuple[str, ...]:
         return tuple(p.url for p in self.parts)
 
-    @property
-    def plain(self) -> bool:
-        """Every part is a plain file of rows to take whole (no diffs, no time filter)."""
-        return not any(p.diffs or p.filter_time for p in self.parts)
-
 
 def snapshot_of(state: ShardState, shard_id: str, as_of: int, url) -> ShardSnapshot:
     """The snapshot of ``state`` at ``as_of``; ``url(key)`` is Blob's URL of a part.

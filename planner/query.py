@@ -20,7 +20,7 @@ from catalog.errors import (
     UNDEFINED_COLUMN,
 )
 from catalog.snapshot import CatalogSnapshot, View
-from catalog.types import BOOL, INT4, INT8, UNKNOWN, TEXT, SqlType
+from catalog.types import BOOL, INT4, INT8, TEXT, SqlType
 from planner import typing as ty
 from planner import functions
 from planner.consteval import evaluate, fold

@@ -26,7 +26,7 @@ from pyspark.sql import types as T
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import BuiltinTable, Table
 from catalog.types import SqlType, Interval
-from persist import DIFF_COLUMN, TIME_COLUMN, PartRead, ShardSnapshot
+from persist import DIFF_COLUMN, TIME_COLUMN, ShardSnapshot
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Series, Unnest, Window, WindowCall,
 )
@@ -156,16 +156,34 @@ def read_parts(spark: SparkSession, table: Table, urls: list[str]) -> DataFrame:
     return spark.read.schema(_file_schema(table)).parquet(*urls)
 
 
-def read_part(spark: SparkSession, table: Table, part: PartRead) -> DataFrame:
-    """One part as it is stored: the table's columns, then ``_mz_time`` and ``_mz_diff``
-    when the part has them."""
-    if not part.diffs:
-        return read_parts(spark, table, [part.url])
+def read_layout(spark: SparkSession, table: Table, urls: list[str], diffs: bool, timed: bool) -> DataFrame:
+    """Parts that share one file layout, as stored: the table's columns, then
+    ``_mz_time`` (``timed``) and ``_mz_diff`` (``diffs``) when the parts have them."""
+    if not diffs:
+        return read_parts(spark, table, urls)
     fields = _file_schema(table).fields
-    if part.timed:
+    if timed:
         fields.append(T.StructField(TIME_COLUMN, T.LongType(), False))
     fields.append(T.StructField(DIFF_COLUMN, T.LongType(), False))
-    return spark.read.schema(T.StructType(fields)).parquet(part.url)
+    return spark.read.schema(T.StructType(fields)).parquet(*urls)
+
+
+def _updates(spark: SparkSession, table: Table, parts, as_of: int, names: list[str]) -> DataFrame:
+    """The updates of ``parts`` visible at ``as_of`` as the table's columns plus
+    ``_mz_diff``: one scan per file layout (a union of one scan per part costs Spark a
+    plan node and a job stage per part, which small tables written row by row have many
+    of)."""
+    groups: dict[tuple[bool, bool, bool], list[str]] = {}
+    for p in parts:
+        groups.setdefault((p.diffs, p.timed, p.filter_time), []).append(p.url)
+    frames = []
+    for (diffs, timed, filter_time), urls in groups.items():
+        df = read_layout(spark, table, urls, diffs, timed)
+        if filter_time:
+            df = df.filter(F.col(TIME_COLUMN) <= F.lit(as_of))
+        diff = F.col(DIFF_COLUMN) if diffs else F.lit(1).cast("long")
+        frames.append(df.select(*names, diff.alias(DIFF_COLUMN)))
+    return reduce(DataFrame.unionAll, frames)
 
 
 def _file_schema(table: Table) -> T.StructType:
@@ -178,35 +196,43 @@ def read_snapshot(spark: SparkSession, table: Table, snap: ShardSnapshot, arrang
     retraction is visible (each row then repeated its count times). Arranged tables are
     read part by part, each exactly as the arrangement cached it."""
     names = [f"`{c.name}`" for c in table.columns]
-    if snap.plain:
-        if arranged:
-            return reduce(DataFrame.unionAll, [read_parts(spark, table, [u]) for u in snap.urls])
-        return read_parts(spark, table, list(snap.urls))
-
-    def frame(p: PartRead) -> DataFrame:
-        df = read_part(spark, table, p)
-        if p.filter_time:
-            df = df.filter(F.col(TIME_COLUMN) <= F.lit(snap.as_of))
-        diff = F.col(DIFF_COLUMN) if p.diffs else F.lit(1).cast("long")
-        return df.select(*names, diff.alias(DIFF_COLUMN))
-
     if not snap.consolidate:
-        return reduce(DataFrame.unionAll, [frame(p) for p in snap.parts]).select(*names)
+        # Every visible update is a +1, so a part's rows are the table's rows whatever
+        # other columns it has (Parquet reads only the columns asked for): one scan of
+        # every part but those with updates after as_of.
+        whole = [p.url for p in snap.parts if not p.filter_time]
+        later = [p for p in snap.parts if p.filter_time]
+        if arranged:  # each part exactly as the arrangement cached it
+            frames = [read_parts(spark, table, [u]) for u in whole]
+            rows = sum(p.updates for p in snap.parts if not p.filter_time)
+            tasks = max(1, -(-rows // ARRANGED_ROWS_PER_TASK))
+            if 1 < len(frames) and tasks < len(frames):
+                # a table written in many small parts: a task per cached part would cost
+                # more than the rows (SQLite's corpus indexes tables of 100 one-row parts)
+                frames = [reduce(DataFrame.unionAll, frames).coalesce(tasks)]
+        else:
+            frames = [read_parts(spark, table, whole)] if whole or not later else []
+        if later:
+            frames.append(_updates(spark, table, later, snap.as_of, names).select(*names))
+        return reduce(DataFrame.unionAll, frames) if frames else read_parts(spark, table, [])
     plain = [p for p in snap.parts if not p.diffs]
     updates = [p for p in snap.parts if p.diffs]
     if plain and sum(p.updates for p in updates) <= BROADCAST_UPDATES:
         # Few updates against many plain rows (an UPDATE or DELETE of some rows of a big
         # table): only the plain rows equal to an updated row need consolidating; the
         # others pass through (a broadcast anti join on every column, NULLs equal).
-        changed = reduce(DataFrame.unionAll, [frame(p) for p in updates])
+        changed = _updates(spark, table, updates, snap.as_of, names)
         keys = F.broadcast(changed.select(*[F.col(n).alias(f"_k{i}") for i, n in enumerate(names)]).distinct())
         rows = read_parts(spark, table, [p.url for p in plain]).select(*names)
         on = reduce(lambda a, b: a & b, [rows[n].eqNullSafe(keys[f"_k{i}"]) for i, n in enumerate(names)])
         untouched = rows.join(keys, on, "left_anti")
         touched = rows.join(keys, on, "left_semi").select(*names, F.lit(1).cast("long").alias(DIFF_COLUMN))
         return untouched.unionAll(_consolidate(touched.unionAll(changed), names))
-    return _consolidate(reduce(DataFrame.unionAll, [frame(p) for p in snap.parts]), names)
+    return _consolidate(_updates(spark, table, snap.parts, snap.as_of, names), names)
 
+
+#: an arranged table's cached parts are read in tasks of about this many rows
+ARRANGED_ROWS_PER_TASK = 1_000_000
 
 #: at most this many updates in parts with diffs are broadcast against the plain rows
 BROADCAST_UPDATES = 200_000
