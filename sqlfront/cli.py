@@ -224,6 +224,41 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
         os._exit(0)
 
 
+@main.command()
+@click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
+              help="pgwire address of the balancer (HOST:PORT, loopback only).")
+@click.option("--route", "routes", multiple=True, metavar="CLUSTER=HOST:PORT",
+              help="Send connections whose options set cluster CLUSTER (-c cluster=CLUSTER) to the "
+                   "environmentd at HOST:PORT (repeatable).")
+@click.option("--default", "default", required=True, metavar="HOST:PORT",
+              help="The environmentd of every other connection (no cluster in the options, or no route).")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["debug", "info", "warning", "error"]))
+def balancer(listen, routes, default, log_level) -> None:
+    """Run the pgwire balancer: route each connection to the environmentd of its cluster,
+    forward CancelRequests to it, answer FATAL 08006 when it cannot be reached."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from sqlfront.balancer import Routes, serve as serve_balancer
+
+    host, port = parse_listen(listen)
+    if not is_loopback(host):
+        raise click.ClickException(f"refusing to listen on {listen}: the balancer has no authentication of "
+                                   "its own. Listen on 127.0.0.1.")
+    clusters = {}
+    for r in routes:
+        name, eq, address = r.partition("=")
+        if not eq or not name:
+            raise click.BadParameter(f"expected CLUSTER=HOST:PORT, got {r!r}", param_hint="--route")
+        clusters[name] = parse_listen(address)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        serve_balancer((host, port), Routes(parse_listen(default), clusters))
+    except OSError as e:
+        raise click.ClickException(f"cannot listen on {listen}: {e}")
+    except KeyboardInterrupt:
+        pass
+
+
 @main.command("load-tpch")
 @click.option("--scale", default=0.1, show_default=True, type=float, help="TPC-H scale factor.")
 @click.option("--url", default="postgresql://materialize@127.0.0.1:6875/materialize", show_default=True,
