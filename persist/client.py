@@ -232,7 +232,7 @@ class PersistClient:
             SinceError: ``as_of`` is below the shard's since."""
         st = self.state(shard_id)
         if self.fence_reads and st.seqno and st.upper <= as_of:
-            st = self._advance_upper(shard_id, st, as_of)
+            st = self.advance_upper(shard_id, as_of, st)
         hold = self.leases.acquire(shard_id, st, as_of)
         try:
             return snapshot_of(st, shard_id, as_of, self.blob.url), hold
@@ -240,9 +240,10 @@ class PersistClient:
             self.leases.release(hold)
             raise
 
-    def _advance_upper(self, shard_id: str, st: ShardState, ts: int) -> ShardState:
-        """The shard's state once its upper is past ``ts`` (appending nothing at ``ts``
-        unless a writer passed it first)."""
+    def advance_upper(self, shard_id: str, ts: int, st: ShardState | None = None) -> ShardState:
+        """The shard's state once its upper is past ``ts``: an empty compare-and-append at
+        ``ts`` unless a writer passed it first (``st``: the state already read, if any)."""
+        st = st if st is not None else self.state(shard_id)
         while st.upper <= ts:
             r = self.compare_and_append(shard_id, [], st.upper, ts)
             st = self.state(shard_id) if isinstance(r, UpperMismatch) else r

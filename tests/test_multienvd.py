@@ -69,3 +69,9 @@ def test_concurrent_inserts_through_two_envds_are_all_visible_through_the_other(
         with s.connect() as c:
             rows = c.execute("SELECT writer, i FROM shared ORDER BY 1, 2").fetchall()
         assert rows == [(k, i) for k in range(4) for i in range(per_writer)]
+    # UPDATE and DELETE (compare-and-append on the upper they read) through each process
+    with a.connect() as ca, b.connect() as cb:
+        assert ca.execute("UPDATE shared SET i = i + 100 WHERE writer = 1").rowcount == per_writer
+        assert cb.execute("SELECT count(*) FROM shared WHERE i >= 100").fetchone() == (per_writer,)
+        assert cb.execute("DELETE FROM shared WHERE writer = 0").rowcount == per_writer
+        assert ca.execute("SELECT count(*) FROM shared").fetchone() == (3 * per_writer,)

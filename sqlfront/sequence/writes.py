@@ -138,6 +138,9 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
         with s.env.table_lock(shard):  # writers of one table take turns (Materialize's write lock)
             upper = persist.state(shard).upper
             as_of = max(upper - 1, s.env.oracle.read_ts())
+            if persist.fence_reads:
+                # the replica's read fences the upper past as_of: expect the fenced upper
+                upper = persist.advance_upper(shard, as_of).upper
             batch = replica_write(s, pr.table, pr.plan, diffs=True, as_of=as_of)
             if batch.updates == 0:
                 persist.delete_batch(batch)
