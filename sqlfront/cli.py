@@ -105,12 +105,13 @@ def main() -> None:
 @click.option("--persist-pubsub-listen", default=DEFAULT_PUBSUB_LISTEN, show_default=True,
               help="Persist PubSub address (HOST:PORT, loopback only); a taken port falls back to a free one, "
                    "written to DATA_DIR/persist_pubsub.")
-@click.option("--persist-consensus-url", default=None,
+@click.option("--persist-consensus-url", default=None, envvar="SQLFRONT_PERSIST_CONSENSUS_URL",
               help="persist Consensus: postgres://USER[:PASSWORD]@HOST:PORT/DB, shared by several environmentd "
-                   "processes (default: DATA_DIR/consensus.db, sqlite).")
-@click.option("--timestamp-oracle-url", default=None,
+                   "processes (default: DATA_DIR/consensus.db, sqlite). Also $SQLFRONT_PERSIST_CONSENSUS_URL, "
+                   "which keeps a password out of the process list.")
+@click.option("--timestamp-oracle-url", default=None, envvar="SQLFRONT_TIMESTAMP_ORACLE_URL",
               help="Timestamp oracle: postgres://... shared by several environmentd processes "
-                   "(default: in DATA_DIR/catalog.db, sqlite).")
+                   "(default: in DATA_DIR/catalog.db, sqlite). Also $SQLFRONT_TIMESTAMP_ORACLE_URL.")
 @click.option("--persist-blob-url", default=None,
               help="persist Blob directory (path or file:// URL), shared by the processes that share Consensus "
                    "(default: DATA_DIR/blob).")

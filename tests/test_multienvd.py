@@ -23,7 +23,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def two_envds(tmp_path, postgres):
-    url = new_database(postgres)
+    # the test server trusts every local connection: the password is only there to be
+    # kept out of the logs
+    url = new_database(postgres).replace("postgresql://postgres@", "postgresql://postgres:pw-not-logged@")
     shared = ("--persist-consensus-url", url, "--timestamp-oracle-url", url,
               "--persist-blob-url", str(tmp_path / "blob"))
     a = Server(tmp_path / "a" / "mzdata", *shared)
@@ -37,6 +39,9 @@ def two_envds(tmp_path, postgres):
     finally:
         a.stop()
         b.stop()
+    for s in (a, b):
+        log = s.log_path.read_text(errors="replace")
+        assert "persist consensus: postgresql://postgres:****@" in log and "pw-not-logged" not in log
 
 
 def test_concurrent_inserts_through_two_envds_are_all_visible_through_the_other(two_envds):
