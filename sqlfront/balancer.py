@@ -112,16 +112,20 @@ class _Backend:
 
 
 class Balancer:
-    """The proxy. ``start()`` binds (port 0: a free one, see ``address``); ``close()`` stops
-    accepting and closes every proxied connection."""
+    """The proxy. ``start()`` binds (port 0: a free one, see ``address``); ``close()``
+    stops accepting.
+
+    Bytes are spliced in asyncio protocol callbacks (``data_received`` writes straight to
+    the other transport): no task switch per message, which is most of a proxy's cost
+    on small round trips. Each side's write buffer pauses the other side's reading."""
 
     def __init__(self, listen: tuple[str, int], routes: Routes):
         self.listen = listen
         self.routes = routes
         #: balancer process id -> (balancer secret, the environmentd session behind it)
-        self._cancel: dict[int, tuple[bytes, _Backend]] = {}
+        self.cancel_keys: dict[int, tuple[bytes, _Backend]] = {}
         self._server: asyncio.AbstractServer | None = None
-        self._tasks: set[asyncio.Task] = set()
+        #: client connections open now
         self.connections = 0
 
     @property
@@ -129,7 +133,8 @@ class Balancer:
         return self._server.sockets[0].getsockname()[:2]
 
     async def start(self) -> "Balancer":
-        self._server = await asyncio.start_server(self._client, *self.listen)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Client(self), *self.listen)
         return self
 
     async def serve_forever(self) -> None:
@@ -138,74 +143,21 @@ class Balancer:
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
-        for t in list(self._tasks):
-            t.cancel()
 
-    # -- one client ---------------------------------------------------------------------
-
-    async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        self._tasks.add(task)
-        self.connections += 1
-        pid = None
-        try:
-            packet = await self._startup_packet(reader, writer)
-            if packet is None:
-                return
-            code = struct.unpack("!I", packet[4:8])[0]
-            if code == CANCEL_REQUEST:
-                await self._forward_cancel(packet[8:])
-                return
-            params = parse_startup(packet[8:])
-            cluster = cluster_of(params.get("options", ""))
-            address = self.routes.address_for(cluster)
-            try:
-                up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(*address), CONNECT_TIMEOUT_S)
-            except (OSError, asyncio.TimeoutError) as e:
-                log.warning("cannot reach environmentd %s:%d for cluster %s: %s", *address, cluster, e)
-                writer.write(self._unreachable(cluster, address))
-                await writer.drain()
-                return
-            up_writer.write(packet)
-            pid = self._new_pid()
-            await self._splice(reader, writer, up_reader, up_writer, pid, cluster, address)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            if pid is not None:
-                self._cancel.pop(pid, None)
-            self.connections -= 1
-            self._tasks.discard(task)
-            writer.close()
-
-    async def _startup_packet(self, reader, writer) -> bytes | None:
-        """The client's StartupMessage or CancelRequest (with its length word), after
-        answering SSL/GSS requests with ``N``; None for a packet that breaks the rules."""
-        while True:
-            head = await reader.readexactly(8)
-            length, code = struct.unpack("!II", head)
-            if not 8 <= length <= MAX_STARTUP:
-                writer.write(error_response(SqlError("08P01", "invalid startup packet length", severity="FATAL")))
-                await writer.drain()
-                return None
-            if code in (SSL_REQUEST, GSSENC_REQUEST):
-                writer.write(b"N")
-                continue
-            return head + await reader.readexactly(length - 8)
-
-    def _new_pid(self) -> int:
+    def new_pid(self) -> int:
+        """A balancer process id for a new session's cancel key, unused among live ones."""
         pid = secrets.randbelow(2**31 - 1) + 1
-        while pid in self._cancel:
+        while pid in self.cancel_keys:
             pid = secrets.randbelow(2**31 - 1) + 1
         return pid
 
-    async def _forward_cancel(self, body: bytes) -> None:
+    async def forward_cancel(self, body: bytes) -> None:
+        """Forward a CancelRequest (``body``: process id and secret) to the environmentd of
+        the session it names, with that environmentd's key; a wrong key does nothing."""
         if len(body) < 8:
             return
-        pid = struct.unpack("!I", body[:4])[0]
-        entry = self._cancel.get(pid)
-        # a wrong key does nothing; compared in constant time
-        if entry is None or not hmac.compare_digest(entry[0], body[4:]):
+        entry = self.cancel_keys.get(struct.unpack("!I", body[:4])[0])
+        if entry is None or not hmac.compare_digest(entry[0], body[4:]):  # constant time
             return
         backend = entry[1]
         try:
@@ -216,68 +168,153 @@ class Balancer:
         await w.drain()
         w.close()
 
-    def _unreachable(self, cluster: str | None, address: tuple[str, int]) -> bytes:
-        name = f"cluster '{cluster}'" if cluster is not None else "the default cluster"
-        return error_response(SqlError(
-            CONNECTION_FAILURE, f"the environmentd of {name} at {address[0]}:{address[1]} cannot be reached",
-            hint="It may be restarting: reconnect in a moment.", severity="FATAL"))
 
-    async def _splice(self, reader, writer, up_reader, up_writer, pid: int, cluster, address) -> None:
-        up = asyncio.ensure_future(self._pump_up(reader, up_writer))
+def _unreachable(cluster: str | None, address: tuple[str, int]) -> bytes:
+    """FATAL 08006 naming the cluster and the environmentd's address."""
+    name = f"cluster '{cluster}'" if cluster is not None else "the default cluster"
+    return error_response(SqlError(
+        CONNECTION_FAILURE, f"the environmentd of {name} at {address[0]}:{address[1]} cannot be reached",
+        hint="It may be restarting: reconnect in a moment.", severity="FATAL"))
+
+
+class _Client(asyncio.Protocol):
+    """One client connection: reads the startup packet, connects to the environmentd of
+    its cluster, then forwards the client's bytes as they come."""
+
+    def __init__(self, balancer: Balancer):
+        self.balancer = balancer
+        self.transport: asyncio.Transport | None = None
+        self.buf = bytearray()  # startup bytes, then what came while connecting
+        self.backend: _Upstream | None = None
+        self.pid: int | None = None
+        self.closed = False
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        self.balancer.connections += 1
+
+    def data_received(self, data: bytes) -> None:
+        if self.backend is not None and self.backend.transport is not None:
+            self.backend.transport.write(data)
+            return
+        self.buf += data
+        if self.pid is None:
+            self._startup()
+
+    def _startup(self) -> None:
+        while len(self.buf) >= 8:
+            length, code = struct.unpack_from("!II", self.buf)
+            if not 8 <= length <= MAX_STARTUP:
+                self.transport.write(error_response(SqlError("08P01", "invalid startup packet length",
+                                                             severity="FATAL")))
+                self.transport.close()
+                return
+            if len(self.buf) < length:
+                return
+            packet, self.buf = bytes(self.buf[:length]), self.buf[length:]
+            if code in (SSL_REQUEST, GSSENC_REQUEST):
+                self.transport.write(b"N")  # plain text, as environmentd answers
+                continue
+            if code == CANCEL_REQUEST:
+                asyncio.ensure_future(self.balancer.forward_cancel(packet[8:]))
+                self.transport.close()
+                return
+            cluster = cluster_of(parse_startup(packet[8:]).get("options", ""))
+            address = self.balancer.routes.address_for(cluster)
+            self.pid = self.balancer.new_pid()
+            self.transport.pause_reading()
+            asyncio.ensure_future(self._connect(packet, cluster, address))
+            return
+
+    async def _connect(self, packet: bytes, cluster: str | None, address: tuple[str, int]) -> None:
+        loop = asyncio.get_running_loop()
         try:
-            ended_cleanly = await self._pump_down(up_reader, writer, pid, address)
-            if not ended_cleanly and not up.done():
-                writer.write(self._unreachable(cluster, address))
-                await writer.drain()
-        finally:
-            up.cancel()
-            up_writer.close()
+            upstream = _Upstream(self, cluster, address)
+            await asyncio.wait_for(loop.create_connection(lambda: upstream, *address), CONNECT_TIMEOUT_S)
+        except (OSError, asyncio.TimeoutError) as e:
+            log.warning("cannot reach environmentd %s:%d for cluster %s: %s", *address, cluster, e)
+            if not self.closed:
+                self.transport.write(_unreachable(cluster, address))
+                self.transport.close()
+            return
+        if self.closed:
+            upstream.transport.close()
+            return
+        self.backend = upstream
+        upstream.transport.write(packet + bytes(self.buf))
+        self.buf = bytearray()
+        self.transport.resume_reading()
 
-    async def _pump_up(self, reader: asyncio.StreamReader, up_writer: asyncio.StreamWriter) -> None:
-        """Client -> environmentd, bytes as they come."""
-        try:
-            while data := await reader.read(1 << 16):
-                up_writer.write(data)
-                if up_writer.transport.get_write_buffer_size() > 1 << 20:
-                    await up_writer.drain()
-        except ConnectionError:
-            pass
-        finally:
-            up_writer.close()
+    def pause_writing(self) -> None:  # the client reads slowly: stop reading environmentd
+        if self.backend is not None and self.backend.transport is not None:
+            self.backend.transport.pause_reading()
 
-    async def _pump_down(self, up_reader, writer, pid: int, address) -> bool:
-        """environmentd -> client, message by message: BackendKeyData is swapped for the
-        balancer's key. Returns when the environmentd closed the connection: False when
-        the client should be told it went away (at a message boundary, and not after a
-        FATAL it sent itself), True otherwise."""
-        buf = b""
-        last_kind = b""
-        while True:
-            data = await up_reader.read(1 << 16)
-            if not data:
-                # mid-message: adding a message would garble the stream; just close
-                return bool(buf) or last_kind == b"E"
-            buf += data
-            out = []
-            pos = 0
-            while len(buf) - pos >= 5:
-                kind = buf[pos:pos + 1]
-                (n,) = struct.unpack_from("!I", buf, pos + 1)
-                if len(buf) - pos < 1 + n:
-                    break
-                if kind == b"K":
-                    secret = secrets.token_bytes(4)
-                    self._cancel[pid] = (secret, _Backend(address, bytes(buf[pos + 5:pos + 1 + n])))
-                    out.append(b"K" + struct.pack("!II", 12, pid) + secret)
-                else:
-                    out.append(buf[pos:pos + 1 + n])
-                last_kind = kind
-                pos += 1 + n
-            buf = buf[pos:]
-            if out:
-                writer.write(b"".join(out) if len(out) > 1 else out[0])
-                if writer.transport.get_write_buffer_size() > 1 << 20:
-                    await writer.drain()
+    def resume_writing(self) -> None:
+        if self.backend is not None and self.backend.transport is not None:
+            self.backend.transport.resume_reading()
+
+    def connection_lost(self, exc) -> None:
+        self.closed = True
+        self.balancer.connections -= 1
+        if self.pid is not None:
+            self.balancer.cancel_keys.pop(self.pid, None)
+        if self.backend is not None and self.backend.transport is not None:
+            self.backend.transport.close()
+
+
+class _Upstream(asyncio.Protocol):
+    """The environmentd side of one session: forwards its messages to the client,
+    following their length headers (to swap BackendKeyData for the balancer's key, and
+    to know whether the stream stands at a message boundary when environmentd goes)."""
+
+    def __init__(self, client: _Client, cluster: str | None, address: tuple[str, int]):
+        self.client = client
+        self.cluster = cluster
+        self.address = address
+        self.transport: asyncio.Transport | None = None
+        self.partial = b""  # an incomplete message at the end of what came so far
+        self.last_kind = b""
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        if self.partial:
+            data = self.partial + data
+        pos, n, key_at = 0, len(data), -1
+        while n - pos >= 5:
+            (length,) = struct.unpack_from("!I", data, pos + 1)
+            if n - pos < 1 + length:
+                break
+            if data[pos] == 0x4B:  # 'K' BackendKeyData
+                key_at = pos
+            self.last_kind = data[pos:pos + 1]
+            pos += 1 + length
+        self.partial = data[pos:]
+        out = data[:pos] if self.partial else data
+        if key_at >= 0:
+            (length,) = struct.unpack_from("!I", out, key_at + 1)
+            secret = secrets.token_bytes(4)
+            b = self.client.balancer
+            b.cancel_keys[self.client.pid] = (secret, _Backend(self.address, bytes(out[key_at + 5:key_at + 1 + length])))
+            out = out[:key_at] + b"K" + struct.pack("!II", 12, self.client.pid) + secret + out[key_at + 1 + length:]
+        if out:
+            self.client.transport.write(out)
+
+    def pause_writing(self) -> None:  # environmentd reads slowly: stop reading the client
+        self.client.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.client.transport.resume_reading()
+
+    def connection_lost(self, exc) -> None:
+        if self.client.closed:
+            return
+        # At a message boundary, and not after a FATAL environmentd sent itself: say why.
+        # Mid-message, another message would garble the stream: just close.
+        if not self.partial and self.last_kind != b"E":
+            self.client.transport.write(_unreachable(self.cluster, self.address))
+        self.client.transport.close()
 
 
 def serve(listen: tuple[str, int], routes: Routes, ready=None) -> None:
