@@ -28,6 +28,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from server import Balancer, Server  # noqa: E402
+sys.path.insert(0, str(ROOT / "bench"))
+from wire import select1  # noqa: E402
 
 
 def percentiles(lat: list[float]) -> tuple[float, float]:
@@ -36,28 +38,18 @@ def percentiles(lat: list[float]) -> tuple[float, float]:
     return q[49] * 1000, q[98] * 1000
 
 
-def select1(conn, n: int) -> list[float]:
-    cur = conn.cursor()
-    lat = []
-    for _ in range(n):
-        t = time.perf_counter()
-        cur.execute("SELECT 1").fetchall()
-        lat.append(time.perf_counter() - t)
-    return lat
-
-
 def balancer_overhead(workdir: Path, iterations: int) -> None:
     srv = Server(workdir / "mzdata").start(wait_replicas=False)
     bal = Balancer(workdir / "balancer.log", srv.port)
     try:
         with srv.connect() as direct, bal.connect() as via:
-            select1(direct, 200)
-            select1(via, 200)  # warm up both paths
+            select1(direct, 200, False)
+            select1(via, 200, False)  # warm up both paths
             d, v = [], []
             block = 100
             for _ in range(max(1, iterations // block)):
-                d += select1(direct, block)
-                v += select1(via, block)
+                d += select1(direct, block, False)
+                v += select1(via, block, False)
         (d50, d99), (v50, v99) = percentiles(d), percentiles(v)
         print(f"SELECT 1, {len(d)} each    p50 ms   p99 ms")
         print(f"  direct               {d50:7.3f}  {d99:7.3f}")
