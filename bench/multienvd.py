@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from server import Balancer, Server  # noqa: E402
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.append(str(ROOT / "bench"))  # last: bench/persist.py must not shadow the persist package
 from wire import select1  # noqa: E402
 
 
