@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from server import Balancer, Server  # noqa: E402
-sys.path.append(str(ROOT / "bench"))  # last: bench/persist.py must not shadow the persist package
+import persist  # noqa: E402,F401  first: importing bench/wire.py puts bench/ (and its persist.py) first on sys.path
 from wire import select1  # noqa: E402
 
 
@@ -39,7 +39,7 @@ def percentiles(lat: list[float]) -> tuple[float, float]:
 
 
 def balancer_overhead(workdir: Path, iterations: int) -> None:
-    srv = Server(workdir / "mzdata").start(wait_replicas=False)
+    srv = Server(workdir / "mzdata").start()  # replica JVM up: its start-up CPU would skew the first blocks
     bal = Balancer(workdir / "balancer.log", srv.port)
     try:
         with srv.connect() as direct, bal.connect() as via:
