@@ -112,13 +112,17 @@ def main() -> None:
 @click.option("--timestamp-oracle-url", default=None, envvar="SQLFRONT_TIMESTAMP_ORACLE_URL",
               help="Timestamp oracle: postgres://... shared by several environmentd processes "
                    "(default: in DATA_DIR/catalog.db, sqlite). Also $SQLFRONT_TIMESTAMP_ORACLE_URL.")
+@click.option("--catalog-url", default=None, envvar="SQLFRONT_CATALOG_URL",
+              help="Catalog: postgres://... shared by several environmentd processes, as a versioned log each "
+                   "follows (default: DATA_DIR/catalog.db, sqlite). Also $SQLFRONT_CATALOG_URL.")
 @click.option("--persist-blob-url", default=None,
               help="persist Blob directory (path or file:// URL), shared by the processes that share Consensus "
                    "(default: DATA_DIR/blob).")
 def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, metrics_listen,
           max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
           max_copy_from_size, log_level, max_query_heap_size, persist_compaction, persist_pubsub,
-          persist_pubsub_listen, persist_consensus_url, timestamp_oracle_url, persist_blob_url) -> None:
+          persist_pubsub_listen, persist_consensus_url, timestamp_oracle_url, persist_blob_url,
+          catalog_url) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -175,7 +179,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
             raise click.BadParameter(e.message, param_hint="--max-query-heap-size")
         session_defaults["max_query_heap_size"] = max_query_heap_size
     for flag, url in (("--persist-consensus-url", persist_consensus_url),
-                      ("--timestamp-oracle-url", timestamp_oracle_url)):
+                      ("--timestamp-oracle-url", timestamp_oracle_url), ("--catalog-url", catalog_url)):
         if url and not is_postgres_url(url):
             raise click.BadParameter(f"expected a postgres:// URL, got {redact_url(url)!r}", param_hint=flag)
     config = Config(Path(data_dir), sizes=sizes, availability_zones=list(availability_zones),
@@ -187,7 +191,8 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                     max_copy_from_size=max_copy_from_size, session_defaults=session_defaults,
                     persist_compaction=persist_compaction, persist_pubsub=persist_pubsub == "on",
                     persist_pubsub_listen=pubsub_address, persist_consensus_url=persist_consensus_url,
-                    timestamp_oracle_url=timestamp_oracle_url, persist_blob_url=persist_blob_url)
+                    timestamp_oracle_url=timestamp_oracle_url, persist_blob_url=persist_blob_url,
+                    catalog_url=catalog_url)
     try:
         env = Environment(config)
     except Exception as e:
@@ -196,7 +201,8 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
         if not isinstance(e, psycopg.OperationalError):
             raise
         # libpq's message names host and port, never the password
-        raise click.ClickException(f"cannot reach the PostgreSQL of --persist-consensus-url/--timestamp-oracle-url: {e}")
+        raise click.ClickException(f"cannot reach the PostgreSQL of --catalog-url, --persist-consensus-url or "
+                                   f"--timestamp-oracle-url: {e}")
     stop = threading.Event()
 
     def on_signal(signum, frame):

@@ -16,7 +16,8 @@ Data directory layout::
 Several environmentd processes share persist and the timestamp oracle when they are
 started with ``persist_consensus_url`` and ``timestamp_oracle_url`` naming one PostgreSQL
 database and ``persist_blob_url`` naming one directory; consensus.db and the oracle's
-row in catalog.db are then unused.
+row in catalog.db are then unused. With ``catalog_url`` they share the catalog too (a
+versioned log in PostgreSQL that each process follows).
 """
 
 from __future__ import annotations
@@ -99,6 +100,9 @@ class Config:
     #: persist Blob directory (a path or ``file://`` URL; shared by processes that share
     #: Consensus) or None for DATA_DIR/blob
     persist_blob_url: str | None = None
+    #: the catalog: ``postgres://...`` (a versioned log shared by several processes) or
+    #: None for DATA_DIR/catalog.db
+    catalog_url: str | None = None
 
     @property
     def shared_persist(self) -> bool:
@@ -120,7 +124,13 @@ class Environment:
         d = Path(config.data_dir).resolve()
         d.mkdir(parents=True, exist_ok=True)
         self.data_dir = d
-        self.store = CatalogStore(str(d / "catalog.db"))
+        if is_postgres_url(config.catalog_url):
+            from catalog.durable_postgres import PostgresCatalogStore
+
+            log.info("catalog: %s", redact_url(config.catalog_url))
+            self.store = PostgresCatalogStore(config.catalog_url)
+        else:
+            self.store = CatalogStore(str(d / "catalog.db"))
         self.oracle = open_oracle(config.timestamp_oracle_url, str(d / "catalog.db"))
         if config.timestamp_oracle_url:
             log.info("timestamp oracle: %s", redact_url(config.timestamp_oracle_url))
@@ -352,6 +362,8 @@ class Environment:
         zones = self.config.availability_zones
 
         def build(snap, ids):
+            if snap.clusters:  # a shared catalog another environmentd bootstrapped first
+                return []
             c = Cluster(ids.allocate("cluster"), "quickstart")
             r = Replica(ids.allocate("replica"), c.id, "r1", size, zones[0] if zones else None)
             return [durable.CreateCluster(c), durable.CreateReplica(r)]
