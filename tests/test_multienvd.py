@@ -2,11 +2,12 @@
 real PostgreSQL (and one Blob directory): concurrent writes to one table through both,
 none lost, each acknowledged write visible through the other process's next read.
 
-The catalog is still per process (``--catalog-url`` is not built yet): each process has
-its own data directory and catalog.db, and the test creates the table in both with the
-same DDL, in the same order, so both catalogs give it the same id and persist shard
-(ids and shard ids are allocated in sequence). The second CREATE finds the shard already
-in Consensus and keeps it (``PersistClient.create_shard`` is a no-op then).
+The first test keeps the catalog per process: each process has its own data directory
+and catalog.db, and the test creates the table in both with the same DDL, in the same
+order, so both catalogs give it the same id and persist shard (ids and shard ids are
+allocated in sequence). The second CREATE finds the shard already in Consensus and keeps
+it (``PersistClient.create_shard`` is a no-op then). The second test shares the catalog
+too (``--catalog-url``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import threading
 import pytest
 
 from conftest import new_database
-from server import Server
+from server import Server, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -80,3 +81,49 @@ def test_concurrent_inserts_through_two_envds_are_all_visible_through_the_other(
         assert cb.execute("SELECT count(*) FROM shared WHERE i >= 100").fetchone() == (per_writer,)
         assert cb.execute("DELETE FROM shared WHERE writer = 0").rowcount == per_writer
         assert ca.execute("SELECT count(*) FROM shared").fetchone() == (3 * per_writer,)
+
+
+def test_a_shared_catalog_is_followed_by_the_other_envd(tmp_path, postgres):
+    """With --catalog-url too: both processes boot at once on an empty catalog (one
+    bootstraps quickstart, the other's bootstrap conflicts, follows and finds it there),
+    DDL through one is seen by the other, and writes through either reach both."""
+    url = new_database(postgres)
+    shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
+              "--persist-blob-url", str(tmp_path / "blob"))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a, b = Server(tmp_path / "a" / "mzdata", *shared), Server(tmp_path / "b" / "mzdata", *shared)
+    errors = []
+
+    def start(s):
+        try:
+            s.start()
+        except Exception as e:
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=start, args=(s,)) for s in (a, b)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert errors == []
+        with a.connect() as ca, b.connect() as cb:
+            for c in (ca, cb):
+                assert c.execute("SELECT name FROM mz_clusters").fetchall() == [("quickstart",)]
+            ca.execute("CREATE TABLE from_a (x int)")
+            assert wait_for(lambda: cb.execute("SELECT count(*) FROM mz_tables WHERE name = 'from_a'").fetchone()[0],
+                            10, 0.05)
+            cb.execute("INSERT INTO from_a VALUES (1), (2)")
+            assert ca.execute("SELECT sum(x) FROM from_a").fetchone() == (3,)
+            cb.execute("CREATE TABLE from_b (y int)")
+            assert wait_for(lambda: ca.execute("SELECT count(*) FROM mz_tables WHERE name = 'from_b'").fetchone()[0],
+                            10, 0.05)
+            ca.execute("INSERT INTO from_b VALUES (5)")
+            assert cb.execute("SELECT y FROM from_b").fetchall() == [(5,)]
+            # ids come from the one log: no table id was handed out twice
+            ids = ca.execute("SELECT id FROM mz_tables WHERE name IN ('from_a', 'from_b')").fetchall()
+            assert len(set(ids)) == 2
+    finally:
+        a.stop()
+        b.stop()
