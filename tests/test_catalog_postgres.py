@@ -81,3 +81,22 @@ def test_the_coordinator_plans_again_after_another_process_committed(postgres):
         assert [type(op).__name__ for op in seen] == ["CreateTable", "CreateTable"]
     finally:
         coord.stop()
+
+
+def test_a_follower_wakes_on_the_other_process_s_commit(postgres):
+    """LISTEN/NOTIFY: wait_for_change returns at a commit elsewhere, long before its
+    polling timeout."""
+    import threading
+    import time
+
+    url = new_database(postgres)
+    a, b = PostgresCatalogStore(url), PostgresCatalogStore(url)
+    b.load()
+    b.wait_for_change(0.01)  # LISTEN is in place from here on
+    timer = threading.Timer(0.3, lambda: a.transact(a.load(), [durable.CreateTable(_table("u1", "t"))], {"item": 2}))
+    timer.start()
+    started = time.monotonic()
+    b.wait_for_change(30)
+    assert time.monotonic() - started < 10
+    assert [new.version for _, new, _ in b.changes_since(0)] == [1]
+    timer.join()
