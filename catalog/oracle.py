@@ -6,6 +6,9 @@ out timestamps inside it without touching disk (a restart resumes above the wind
 makes its data durable, then calls ``apply_write(ts)``; reads use ``read_ts()``,
 which never passes a write that has not been applied, so a read sees every write
 that completed before it started (Materialize's "strict serializable" reads).
+
+This oracle serves one process; several processes share
+:class:`catalog.oracle_postgres.PostgresTimestampOracle` (:func:`open_oracle`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,19 @@ def fenced_write_ts(path: str, not_below: int = 0) -> int:
         return ts
     finally:
         conn.close()
+
+
+def open_oracle(url: str | None, path: str):
+    """The timestamp oracle: in PostgreSQL when ``url`` is ``postgres://...`` (shared by
+    several processes), else this process's own, durable in the sqlite file ``path``.
+    Raises psycopg.OperationalError when the PostgreSQL server is unreachable."""
+    from persist.postgres import is_postgres_url
+
+    if is_postgres_url(url):
+        from catalog.oracle_postgres import PostgresTimestampOracle
+
+        return PostgresTimestampOracle(url)
+    return TimestampOracle(path)
 
 
 def commit_wait(ts: int) -> None:

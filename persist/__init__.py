@@ -9,7 +9,7 @@ between processes); ``client`` ties them together (and listens). This package im
 """
 
 from persist.blob import Blob, FileBlob
-from persist.consensus import Consensus, SqliteConsensus
+from persist.consensus import Consensus, SqliteConsensus, open_consensus
 from persist.state import DIFF_COLUMN, TIME_COLUMN, Part, ShardState
 from persist.read import ListenBatch, PartRead, ShardSnapshot, SinceError
 from persist.write import Batch, UpperMismatch
@@ -21,6 +21,7 @@ __all__ = [
     "FileBlob",
     "Consensus",
     "SqliteConsensus",
+    "open_consensus",
     "DIFF_COLUMN",
     "TIME_COLUMN",
     "Part",

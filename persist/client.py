@@ -43,8 +43,11 @@ class PersistClient:
 
     def __init__(self, blob: Blob, consensus: Consensus, reader_id: str | None = None,
                  lease_ms: int = DEFAULT_LEASE_MS, pubsub_address: str | None = None,
-                 metrics: PubSubMetrics | None = None, pubsub_token: str | None = None):
+                 metrics: PubSubMetrics | None = None, pubsub_token: str | None = None,
+                 fence_reads: bool = False):
         self.blob = blob
+        #: reads advance a shard's upper past their as_of (see :meth:`read`)
+        self.fence_reads = fence_reads
         self.metrics = metrics or PubSubMetrics()
         self.consensus = ObservedConsensus(consensus, self._won, self.metrics.consensus_reads.inc)
         self.leases = Leases(self.consensus, reader_id or f"local:{uuid.uuid4().hex[:12]}", lease_ms)
@@ -217,15 +220,34 @@ class PersistClient:
         """The snapshot of ``shard_id`` at ``as_of``, with a read hold that keeps its parts
         until :meth:`release`.
 
+        With ``fence_reads`` (several processes write the shard, timestamps from a shared
+        oracle), a shard whose upper is still at or below ``as_of`` first gets its upper
+        advanced to ``as_of + 1`` by an empty compare-and-append, so a write in flight in
+        another process at a time <= ``as_of`` fails its compare-and-append and goes above:
+        the snapshot at ``as_of`` never changes once read (Materialize reads wait until
+        the upper passes the as_of; the coordinator advances table uppers. Here the
+        reader advances it).
+
         Raises:
             SinceError: ``as_of`` is below the shard's since."""
         st = self.state(shard_id)
+        if self.fence_reads and st.seqno and st.upper <= as_of:
+            st = self.advance_upper(shard_id, as_of, st)
         hold = self.leases.acquire(shard_id, st, as_of)
         try:
             return snapshot_of(st, shard_id, as_of, self.blob.url), hold
         except BaseException:
             self.leases.release(hold)
             raise
+
+    def advance_upper(self, shard_id: str, ts: int, st: ShardState | None = None) -> ShardState:
+        """The shard's state once its upper is past ``ts``: an empty compare-and-append at
+        ``ts`` unless a writer passed it first (``st``: the state already read, if any)."""
+        st = st if st is not None else self.state(shard_id)
+        while st.upper <= ts:
+            r = self.compare_and_append(shard_id, [], st.upper, ts)
+            st = self.state(shard_id) if isinstance(r, UpperMismatch) else r
+        return st
 
     def listen(self, shard_id: str, as_of: int) -> "Listen":
         """Follow ``shard_id``'s updates after ``as_of`` (see :class:`Listen`).

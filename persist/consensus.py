@@ -2,7 +2,8 @@
 
 Each shard key maps to a sequence of (seqno, data) versions; ``compare_and_set``
 writes version ``new_seqno`` only if the current head is ``expected``. This is
-Materialize persist's Consensus interface, in sqlite by default.
+Materialize persist's Consensus interface, in sqlite by default; in PostgreSQL
+(:mod:`persist.postgres`) when several processes share it (:func:`open_consensus`).
 """
 
 from __future__ import annotations
@@ -97,6 +98,15 @@ class SqliteConsensus(Consensus):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def open_consensus(target: str) -> Consensus:
+    """The Consensus at ``target``: a ``postgres://`` URL (:class:`persist.postgres.PostgresConsensus`,
+    shared by several processes) or else a sqlite file path (:class:`SqliteConsensus`, one
+    process). Raises psycopg.OperationalError when the PostgreSQL server is unreachable."""
+    from persist.postgres import PostgresConsensus, is_postgres_url
+
+    return PostgresConsensus(target) if is_postgres_url(target) else SqliteConsensus(target)
 
 
 class ObservedConsensus(Consensus):

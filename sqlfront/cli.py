@@ -105,16 +105,31 @@ def main() -> None:
 @click.option("--persist-pubsub-listen", default=DEFAULT_PUBSUB_LISTEN, show_default=True,
               help="Persist PubSub address (HOST:PORT, loopback only); a taken port falls back to a free one, "
                    "written to DATA_DIR/persist_pubsub.")
+@click.option("--persist-consensus-url", default=None, envvar="SQLFRONT_PERSIST_CONSENSUS_URL",
+              help="persist Consensus: postgres://USER[:PASSWORD]@HOST:PORT/DB, shared by several environmentd "
+                   "processes (default: DATA_DIR/consensus.db, sqlite). Also $SQLFRONT_PERSIST_CONSENSUS_URL, "
+                   "which keeps a password out of the process list.")
+@click.option("--timestamp-oracle-url", default=None, envvar="SQLFRONT_TIMESTAMP_ORACLE_URL",
+              help="Timestamp oracle: postgres://... shared by several environmentd processes "
+                   "(default: in DATA_DIR/catalog.db, sqlite). Also $SQLFRONT_TIMESTAMP_ORACLE_URL.")
+@click.option("--catalog-url", default=None, envvar="SQLFRONT_CATALOG_URL",
+              help="Catalog: postgres://... shared by several environmentd processes, as a versioned log each "
+                   "follows (default: DATA_DIR/catalog.db, sqlite). Also $SQLFRONT_CATALOG_URL.")
+@click.option("--persist-blob-url", default=None,
+              help="persist Blob directory (path or file:// URL), shared by the processes that share Consensus "
+                   "(default: DATA_DIR/blob).")
 def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, metrics_listen,
           max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
           max_copy_from_size, log_level, max_query_heap_size, persist_compaction, persist_pubsub,
-          persist_pubsub_listen) -> None:
+          persist_pubsub_listen, persist_consensus_url, timestamp_oracle_url, persist_blob_url,
+          catalog_url) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("py4j", "pyspark", "grpc"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from catalog.errors import SqlError
+    from persist.postgres import is_postgres_url, redact_url
     from sqlfront.environment import Config, Environment
     from sqlfront.pgwire import PgServer
     from sqlfront.vars import validate
@@ -163,6 +178,10 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
         except SqlError as e:
             raise click.BadParameter(e.message, param_hint="--max-query-heap-size")
         session_defaults["max_query_heap_size"] = max_query_heap_size
+    for flag, url in (("--persist-consensus-url", persist_consensus_url),
+                      ("--timestamp-oracle-url", timestamp_oracle_url), ("--catalog-url", catalog_url)):
+        if url and not is_postgres_url(url):
+            raise click.BadParameter(f"expected a postgres:// URL, got {redact_url(url)!r}", param_hint=flag)
     config = Config(Path(data_dir), sizes=sizes, availability_zones=list(availability_zones),
                     bootstrap_replica_size=bootstrap_replica_size,
                     metrics_listen=metrics_address, max_peeks_per_replica=max_peeks_per_replica,
@@ -171,8 +190,19 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                     max_connections=max_connections, max_message_size=max_message_size,
                     max_copy_from_size=max_copy_from_size, session_defaults=session_defaults,
                     persist_compaction=persist_compaction, persist_pubsub=persist_pubsub == "on",
-                    persist_pubsub_listen=pubsub_address)
-    env = Environment(config)
+                    persist_pubsub_listen=pubsub_address, persist_consensus_url=persist_consensus_url,
+                    timestamp_oracle_url=timestamp_oracle_url, persist_blob_url=persist_blob_url,
+                    catalog_url=catalog_url)
+    try:
+        env = Environment(config)
+    except Exception as e:
+        import psycopg
+
+        if not isinstance(e, psycopg.OperationalError):
+            raise
+        # libpq's message names host and port, never the password
+        raise click.ClickException(f"cannot reach the PostgreSQL of --catalog-url, --persist-consensus-url or "
+                                   f"--timestamp-oracle-url: {e}")
     stop = threading.Event()
 
     def on_signal(signum, frame):
@@ -199,6 +229,41 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
         logging.shutdown()
         # Spark Connect client threads are not daemons; the replicas are already stopped.
         os._exit(0)
+
+
+@main.command()
+@click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
+              help="pgwire address of the balancer (HOST:PORT, loopback only).")
+@click.option("--route", "routes", multiple=True, metavar="CLUSTER=HOST:PORT",
+              help="Send connections whose options set cluster CLUSTER (-c cluster=CLUSTER) to the "
+                   "environmentd at HOST:PORT (repeatable).")
+@click.option("--default", "default", required=True, metavar="HOST:PORT",
+              help="The environmentd of every other connection (no cluster in the options, or no route).")
+@click.option("--log-level", default="info", show_default=True,
+              type=click.Choice(["debug", "info", "warning", "error"]))
+def balancer(listen, routes, default, log_level) -> None:
+    """Run the pgwire balancer: route each connection to the environmentd of its cluster,
+    forward CancelRequests to it, answer FATAL 08006 when it cannot be reached."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from sqlfront.balancer import Routes, serve as serve_balancer
+
+    host, port = parse_listen(listen)
+    if not is_loopback(host):
+        raise click.ClickException(f"refusing to listen on {listen}: the balancer has no authentication of "
+                                   "its own. Listen on 127.0.0.1.")
+    clusters = {}
+    for r in routes:
+        name, eq, address = r.partition("=")
+        if not eq or not name:
+            raise click.BadParameter(f"expected CLUSTER=HOST:PORT, got {r!r}", param_hint="--route")
+        clusters[name] = parse_listen(address)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        serve_balancer((host, port), Routes(parse_listen(default), clusters))
+    except OSError as e:
+        raise click.ClickException(f"cannot listen on {listen}: {e}")
+    except KeyboardInterrupt:
+        pass
 
 
 @main.command("load-tpch")

@@ -1,8 +1,8 @@
-"""The Coordinator main loop: the only writer of the catalog.
+"""The Coordinator main loop: this process's only writer of the catalog.
 
 It runs on one thread and accepts a closed set of commands:
 
-``Transact(build)`` — the only command kind
+``Transact(build)``
 
     Run ``build(snapshot, ids)`` — a pure function that validates a DDL statement
     against the current snapshot and returns catalog ops (bounded: linear in the
@@ -10,6 +10,13 @@ It runs on one thread and accepts a closed set of commands:
     snapshot, and hand replica changes to the ClusterCoordinators (``ensure_replica`` /
     ``drop_replica`` return at once: processes start and stop on other threads).
     Dropped shards are deleted on a background thread.
+
+follow (shared catalog only)
+
+    Publish the transactions other environmentd processes committed to the shared
+    catalog (``catalog.durable_postgres``) since our snapshot, with the same side
+    effects as our own commits. A follower thread asks for it when the log's version
+    moved (LISTEN/NOTIFY, polling as the fallback).
 
 Nothing on the loop waits on Spark, a replica, a client socket or a timer. SELECTs
 and writes never enter it: sessions plan against ``snapshot`` and talk to the
@@ -32,6 +39,12 @@ from catalog.errors import SqlError, INTERNAL_ERROR
 from catalog.snapshot import CatalogSnapshot
 
 log = logging.getLogger(__name__)
+
+
+#: how often a DDL statement is planned again after another environmentd committed first
+MAX_CATALOG_CONFLICTS = 10
+#: the loop's command to follow a shared catalog
+_FOLLOW = object()
 
 
 class IdAllocator:
@@ -59,12 +72,19 @@ class Transact:
 
 
 class Coordinator:
-    """Owns the catalog store and the current snapshot. ``on_commit(old, new, ops)`` is
+    """Owns the catalog store and the current snapshot. With a shared catalog
+    (``catalog.durable_postgres``; a store with ``changes_since``), a commit that another
+    environmentd beat (40001) is planned again after following its changes, and a
+    follower thread (woken by the store's notifications, else every
+    ``FOLLOW_INTERVAL_S``) makes the loop follow changes between commits. ``on_commit(old, new, ops)`` is
     called on the loop after each commit (it must not block).
 
     The loop survives any exception: one from ``build`` or the store fails its own
     statement only; one from a side effect (``on_commit``) or from bookkeeping is logged
     and counted (``errors``, ``on_error``), and the loop takes the next command."""
+
+    #: seconds between polls of a shared catalog's latest version (without notifications)
+    FOLLOW_INTERVAL_S = 0.5
 
     def __init__(self, store: durable.CatalogStore, snapshot: CatalogSnapshot,
                  on_commit: Callable[[CatalogSnapshot, CatalogSnapshot, list], None],
@@ -82,6 +102,7 @@ class Coordinator:
         self._thread = threading.Thread(target=self._loop, name="coordinator", daemon=True)
         self.busy_seconds = 0.0
         self.commands = 0
+        self._stopped = threading.Event()
 
     @property
     def snapshot(self) -> CatalogSnapshot:
@@ -90,8 +111,11 @@ class Coordinator:
 
     def start(self) -> None:
         self._thread.start()
+        if hasattr(self.store, "latest_version"):
+            threading.Thread(target=self._poll, name="catalog-follow", daemon=True).start()
 
     def stop(self) -> None:
+        self._stopped.set()
         self._queue.put(None)
         self._thread.join(5)
 
@@ -104,11 +128,43 @@ class Coordinator:
         self._queue.put(Transact(build, fut, contextvars.copy_context()))
         return fut.result()
 
+    def follow(self) -> None:
+        """Ask the loop to apply the catalog changes other processes committed (a shared
+        catalog); returns at once."""
+        self._queue.put(_FOLLOW)
+
+    def _follow(self) -> None:
+        """On the loop: publish each transaction another process committed since our
+        snapshot, with its side effects (``on_commit``), as if it were ours."""
+        for old, new, ops in self.store.changes_since(self._snapshot.version):
+            self._snapshot = new
+            try:
+                self.on_commit(old, new, ops)
+            except BaseException as e:
+                self._report(e)
+
+    def _poll(self) -> None:
+        """Follow a shared catalog: wake on its change notifications (or every
+        ``FOLLOW_INTERVAL_S``, the polling fallback) and follow when its version moved."""
+        while not self._stopped.is_set():
+            self.store.wait_for_change(self.FOLLOW_INTERVAL_S)
+            try:
+                if self.store.latest_version() > self._snapshot.version:
+                    self.follow()
+            except Exception as e:  # the next round tries again
+                log.warning("following the catalog: %s", e)
+
     def _loop(self) -> None:
         while True:
             cmd = self._queue.get()
             if cmd is None:
                 return
+            if cmd is _FOLLOW:
+                try:
+                    self._follow()
+                except BaseException as e:
+                    self._report(e)
+                continue
             start = time.perf_counter()
             try:
                 self._transact(cmd)
@@ -136,17 +192,24 @@ class Coordinator:
                 pass
 
     def _transact(self, cmd: Transact) -> None:
-        old = self._snapshot
-        try:
-            ids = IdAllocator(old.next_ids)
-            ops = cmd.context.run(cmd.build, old, ids) if cmd.context is not None else cmd.build(old, ids)
-            if not ops:
-                cmd.reply.set_result(old)
+        for attempt in range(MAX_CATALOG_CONFLICTS):
+            old = self._snapshot
+            try:
+                ids = IdAllocator(old.next_ids)
+                ops = cmd.context.run(cmd.build, old, ids) if cmd.context is not None else cmd.build(old, ids)
+                if not ops:
+                    cmd.reply.set_result(old)
+                    return
+                new = self.store.transact(old, ops, ids.next)
+            except BaseException as e:
+                if getattr(e, "sqlstate", None) == "40001" and attempt + 1 < MAX_CATALOG_CONFLICTS \
+                        and hasattr(self.store, "changes_since"):
+                    # another environmentd committed first: follow, then plan again
+                    self._follow()
+                    continue
+                cmd.reply.set_exception(e)
                 return
-            new = self.store.transact(old, ops, ids.next)
-        except BaseException as e:
-            cmd.reply.set_exception(e)
-            return
+            break
         self._snapshot = new
         try:
             self.on_commit(old, new, ops)

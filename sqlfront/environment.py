@@ -12,6 +12,12 @@ Data directory layout::
                       next line, its token (mode 0600; for other processes of this data
                       directory: ``sqlfront persist-write``)
     replicas/<id>/    each local replica's log, pid file and Spark scratch space
+
+Several environmentd processes share persist and the timestamp oracle when they are
+started with ``persist_consensus_url`` and ``timestamp_oracle_url`` naming one PostgreSQL
+database and ``persist_blob_url`` naming one directory; consensus.db and the oracle's
+row in catalog.db are then unused. With ``catalog_url`` they share the catalog too (a
+versioned log in PostgreSQL that each process follows).
 """
 
 from __future__ import annotations
@@ -32,13 +38,14 @@ import pglast
 from catalog import durable
 from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE, builtin_rows
 from catalog.durable import CatalogStore
+from catalog.oracle import open_oracle
 from catalog.sequences import SequenceStore
-from catalog.oracle import TimestampOracle
 from catalog.sizes import ReplicaSize, default_sizes
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica, Table
 from planner.plan import relations_read
 from planner.query import QueryPlanner
-from persist import Batch, FileBlob, PersistClient, SqliteConsensus
+from persist import Batch, FileBlob, PersistClient, SqliteConsensus, open_consensus
+from persist.postgres import is_postgres_url, redact_url
 from persist.pubsub import PubSubServer
 from sqlfront import group_commit
 from sqlfront.group_commit import GroupCommitter
@@ -86,6 +93,22 @@ class Config:
     persist_pubsub: bool = True
     #: where PubSub listens; a taken port falls back to a free one (see ``persist_pubsub``)
     persist_pubsub_listen: tuple[str, int] = ("127.0.0.1", 6879)
+    #: persist Consensus: ``postgres://...`` (shared by several processes) or None for
+    #: DATA_DIR/consensus.db
+    persist_consensus_url: str | None = None
+    #: timestamp oracle: ``postgres://...`` (shared) or None for the one in catalog.db
+    timestamp_oracle_url: str | None = None
+    #: persist Blob directory (a path or ``file://`` URL; shared by processes that share
+    #: Consensus) or None for DATA_DIR/blob
+    persist_blob_url: str | None = None
+    #: the catalog: ``postgres://...`` (a versioned log shared by several processes) or
+    #: None for DATA_DIR/catalog.db
+    catalog_url: str | None = None
+
+    @property
+    def shared_persist(self) -> bool:
+        """Other processes may write this persist (its Consensus is in PostgreSQL)."""
+        return is_postgres_url(self.persist_consensus_url)
 
     def server_vars(self) -> dict[str, str]:
         """Session variables' defaults on this server: the operator's ``session_defaults``
@@ -102,9 +125,18 @@ class Environment:
         d = Path(config.data_dir).resolve()
         d.mkdir(parents=True, exist_ok=True)
         self.data_dir = d
-        self.store = CatalogStore(str(d / "catalog.db"))
-        self.oracle = TimestampOracle(str(d / "catalog.db"))
-        #: sequences' current values (nextval/setval write them, not the Coordinator)
+        if is_postgres_url(config.catalog_url):
+            from catalog.durable_postgres import PostgresCatalogStore
+
+            log.info("catalog: %s", redact_url(config.catalog_url))
+            self.store = PostgresCatalogStore(config.catalog_url)
+        else:
+            self.store = CatalogStore(str(d / "catalog.db"))
+        self.oracle = open_oracle(config.timestamp_oracle_url, str(d / "catalog.db"))
+        if config.timestamp_oracle_url:
+            log.info("timestamp oracle: %s", redact_url(config.timestamp_oracle_url))
+        #: sequences' current values (nextval/setval write them, not the Coordinator); local
+        #: to this environmentd even with a shared catalog
         self.sequences = SequenceStore(str(d / "catalog.db"))
         self.metrics = Metrics()
         pubsub_metrics = self.metrics.persist_pubsub()
@@ -116,10 +148,15 @@ class Environment:
             self.pubsub_server = PubSubServer(*config.persist_pubsub_listen, metrics=pubsub_metrics,
                                               token=token).start()
             write_private(d / PUBSUB_ADDRESS_FILE, f"{self.pubsub_server.address}\n{token}")
-        self.persist = PersistClient(FileBlob(d / "blob"), SqliteConsensus(str(d / "consensus.db")),
+        blob = config.persist_blob_url.removeprefix("file://") if config.persist_blob_url else d / "blob"
+        if config.persist_consensus_url:
+            log.info("persist consensus: %s, blob: %s", redact_url(config.persist_consensus_url), blob)
+        self.persist = PersistClient(FileBlob(blob), open_consensus(config.persist_consensus_url or str(d / "consensus.db")),
                                      reader_id=f"{_environment_id(d)}:{uuid.uuid4().hex[:12]}",
                                      pubsub_address=self.pubsub_server.address if self.pubsub_server else None,
-                                     metrics=pubsub_metrics, pubsub_token=token)
+                                     metrics=pubsub_metrics, pubsub_token=token,
+                                     # a shared oracle's read_ts may pass another process's write in flight
+                                     fence_reads=is_postgres_url(config.timestamp_oracle_url))
         #: the multi-shard transaction record of the group commit
         self.txns = SqliteConsensus(str(d / "txns.db"))
         self.writer: GroupCommitter | None = None
@@ -193,9 +230,14 @@ class Environment:
         n = group_commit.recover(self.persist, self.txns, live)
         if n:
             log.info("persist: finished %d transaction(s) a crash interrupted", n)
-        removed = self.persist.gc_orphans(live)
-        if removed:
-            log.info("persist: deleted %d unreferenced part(s)", removed)
+        if self.config.shared_persist:
+            # Other processes' tables and parts in flight are not in this catalog: what
+            # looks orphaned from here may be theirs (GC by seqno still runs).
+            log.info("persist: shared Consensus; startup GC of unreferenced parts and shards skipped")
+        else:
+            removed = self.persist.gc_orphans(live)
+            if removed:
+                log.info("persist: deleted %d unreferenced part(s)", removed)
         self.writer = GroupCommitter(self.persist, self.txns, self.oracle, self._applied)
 
     def _applied(self, shards: set[str]) -> None:
@@ -335,6 +377,8 @@ class Environment:
         zones = self.config.availability_zones
 
         def build(snap, ids):
+            if snap.clusters:  # a shared catalog another environmentd bootstrapped first
+                return []
             c = Cluster(ids.allocate("cluster"), "quickstart")
             r = Replica(ids.allocate("replica"), c.id, "r1", size, zones[0] if zones else None)
             return [durable.CreateCluster(c), durable.CreateReplica(r)]

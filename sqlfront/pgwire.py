@@ -37,6 +37,7 @@ from planner.scalar import Literal
 from sqlfront import encoding as wire_encoding
 from sqlfront.auth import MECHANISM, ScramVerifier
 from sqlfront.environment import Environment
+from sqlfront.messages import error_response
 from sqlfront.pgtypes import binary_param_text, chunk_data_rows, length_prefixed
 from sqlfront.sequence.result import ResultStream, chunk_len, chunk_rows
 from sqlfront.session import CopyIn, CopyOut, Result, Session, param_count, parse_one, split_statements
@@ -666,16 +667,8 @@ class PgHandler(BuenaVistaHandler):
         e = exception if isinstance(exception, SqlError) else SqlError(INTERNAL_ERROR, str(exception))
         if e.sqlstate == INTERNAL_ERROR:
             log.error("error sent to client: %s", e.message)
-        fields = [(b"S", e.severity), (b"V", e.severity), (b"C", e.sqlstate), (b"M", e.message)]
-        if e.detail:
-            fields.append((b"D", e.detail))
-        if e.hint:
-            fields.append((b"H", e.hint))
-        if e.position:
-            fields.append((b"P", str(e.position)))
         enc = self._client_encoding()
-        body = b"".join(k + wire_encoding.encode(v, enc, strict=False) + b"\x00" for k, v in fields) + b"\x00"
-        self.wfile.write(ServerResponse.ERROR_RESPONSE + struct.pack("!i", len(body) + 4) + body)
+        self.wfile.write(error_response(e, lambda v: wire_encoding.encode(v, enc, strict=False)))
         if ctx is not None:
             ctx.mark_error()
             if ctx.session.in_transaction:

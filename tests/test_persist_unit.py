@@ -8,15 +8,15 @@ import threading
 import pyarrow as pa
 import pytest
 
-from persist import FileBlob, PersistClient, SinceError, SqliteConsensus, UpperMismatch
+from persist import FileBlob, PersistClient, SinceError, UpperMismatch, open_consensus
 from persist.state import DIFF_COLUMN
 from persist.write import write_updates
 
 SCHEMA = pa.schema([("a", pa.int32())])
 
 
-def client(tmp_path, reader="env:1") -> PersistClient:
-    return PersistClient(FileBlob(tmp_path / "blob"), SqliteConsensus(str(tmp_path / "consensus.db")), reader)
+def client(tmp_path, consensus_url, reader="env:1") -> PersistClient:
+    return PersistClient(FileBlob(tmp_path / "blob"), open_consensus(consensus_url), reader)
 
 
 def rows(p, shard, as_of=None):
@@ -28,8 +28,8 @@ def updates(p, shard, pairs):
     return write_updates(p.blob, shard, t)
 
 
-def test_compare_and_set_refuses_a_stale_seqno(tmp_path):
-    c = SqliteConsensus(str(tmp_path / "c.db"))
+def test_compare_and_set_refuses_a_stale_seqno(tmp_path, consensus_url):
+    c = open_consensus(consensus_url)
     assert c.compare_and_set("s", None, 1, b"one")
     assert not c.compare_and_set("s", None, 1, b"again")
     assert c.compare_and_set("s", 1, 2, b"two")
@@ -37,8 +37,38 @@ def test_compare_and_set_refuses_a_stale_seqno(tmp_path):
     assert c.head("s") == (2, b"two")
 
 
-def test_append_and_read_as_of(tmp_path):
-    p = client(tmp_path)
+def test_racing_compare_and_sets_from_two_consensus_handles_have_one_winner_per_seqno(consensus_url):
+    """Two handles (as two processes would have: separate connections) race 8 threads
+    that each try to advance the head by 1 or 2: every win extends the chain the loser
+    saw, so the number of wins equals the number of versions written."""
+    handles = [open_consensus(consensus_url), open_consensus(consensus_url)]
+    handles[0].compare_and_set("s", None, 1, b"0")
+    wins: list[int] = []
+    lock = threading.Lock()
+
+    def race(i):
+        c = handles[i % 2]
+        for n in range(25):
+            seqno, data = c.head("s")
+            new = seqno + 1 + (i + n) % 2
+            if c.compare_and_set("s", seqno, new, data + b"," + str(new).encode()):
+                with lock:
+                    wins.append(new)
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    seqno, data = handles[1].head("s")
+    # the head's data lists every winning seqno in order: no win was lost or forked
+    assert [int(x) for x in data.split(b",")[1:]] == sorted(wins) and seqno == max(wins)
+    for h in handles:
+        h.close()
+
+
+def test_append_and_read_as_of(tmp_path, consensus_url):
+    p = client(tmp_path, consensus_url)
     p.append("s1", pa.table({"a": [1, 2]}, schema=SCHEMA), ts=10)
     p.append("s1", pa.table({"a": [3]}, schema=SCHEMA), ts=20)
     assert rows(p, "s1", 15) == [1, 2]
@@ -46,8 +76,8 @@ def test_append_and_read_as_of(tmp_path):
     assert p.state("s1").upper == 21
 
 
-def test_compare_and_append_refuses_a_stale_upper(tmp_path):
-    p = client(tmp_path)
+def test_compare_and_append_refuses_a_stale_upper(tmp_path, consensus_url):
+    p = client(tmp_path, consensus_url)
     b = p.write_batch("s", pa.table({"a": [1]}, schema=SCHEMA))
     assert not isinstance(p.compare_and_append("s", [b], 0, 5), UpperMismatch)
     b2 = p.write_batch("s", pa.table({"a": [2]}, schema=SCHEMA))
@@ -56,8 +86,8 @@ def test_compare_and_append_refuses_a_stale_upper(tmp_path):
     assert rows(p, "s") == [1]
 
 
-def test_retractions_consolidate(tmp_path):
-    p = client(tmp_path)
+def test_retractions_consolidate(tmp_path, consensus_url):
+    p = client(tmp_path, consensus_url)
     p.append("s", pa.table({"a": [1, 2, 2, 3]}, schema=SCHEMA), ts=1)
     b = updates(p, "s", [(2, -1), (3, -1), (4, 1)])
     st = p.compare_and_append("s", [b], 2, 5)
@@ -66,8 +96,8 @@ def test_retractions_consolidate(tmp_path):
     assert rows(p, "s", 5) == [1, 2, 4]
 
 
-def test_concurrent_appends_lose_nothing(tmp_path):
-    p = client(tmp_path)
+def test_concurrent_appends_lose_nothing(tmp_path, consensus_url):
+    p = client(tmp_path, consensus_url)
     lock = threading.Lock()
     clock = [0]
 
@@ -90,8 +120,8 @@ def test_concurrent_appends_lose_nothing(tmp_path):
     assert len(rows(p, "s")) == 40
 
 
-def test_read_below_since_fails(tmp_path):
-    p = client(tmp_path)
+def test_read_below_since_fails(tmp_path, consensus_url):
+    p = client(tmp_path, consensus_url)
     for ts in (1, 2, 3):
         p.append("s", pa.table({"a": [ts]}, schema=SCHEMA), ts=ts)
     p.read_table("s", SCHEMA)  # registers this process's reader
@@ -102,8 +132,8 @@ def test_read_below_since_fails(tmp_path):
     assert rows(p, "s", 3) == [1, 2, 3]
 
 
-def test_a_read_hold_keeps_since_and_parts_through_compaction_and_gc(tmp_path):
-    p = client(tmp_path)
+def test_a_read_hold_keeps_since_and_parts_through_compaction_and_gc(tmp_path, consensus_url):
+    p = client(tmp_path, consensus_url)
     for ts in range(1, 12):
         p.append("s", pa.table({"a": [ts]}, schema=SCHEMA), ts=ts)
     snap, hold = p.read("s", 5)
@@ -125,8 +155,8 @@ def test_a_read_hold_keeps_since_and_parts_through_compaction_and_gc(tmp_path):
     assert p.consensus.head("s")[0] == st.seqno
 
 
-def test_another_process_reader_expires(tmp_path):
-    a = client(tmp_path, "envA:1")
+def test_another_process_reader_expires(tmp_path, consensus_url):
+    a = client(tmp_path, consensus_url, "envA:1")
     a.append("s", pa.table({"a": [1]}, schema=SCHEMA), ts=1)
     a.read_table("s", SCHEMA)
     b = PersistClient(a.blob, a.consensus, "envB:1", lease_ms=0)
@@ -139,8 +169,8 @@ def test_another_process_reader_expires(tmp_path):
     assert [r.reader_id for r in a.state("s").readers] == ["envA:1"]
 
 
-def test_compaction_consolidates_retractions(tmp_path):
-    p = client(tmp_path)
+def test_compaction_consolidates_retractions(tmp_path, consensus_url):
+    p = client(tmp_path, consensus_url)
     p.append("s", pa.table({"a": [1, 2, 3]}, schema=SCHEMA), ts=1)
     for ts in range(2, 12):
         b = updates(p, "s", [(ts % 3 + 1, -1), (ts % 3 + 1, 1)])
@@ -152,8 +182,8 @@ def test_compaction_consolidates_retractions(tmp_path):
     assert rows(p, "s") == [1, 2, 3]
 
 
-def test_orphans_and_dropped_shards_are_collected(tmp_path):
-    p = client(tmp_path)
+def test_orphans_and_dropped_shards_are_collected(tmp_path, consensus_url):
+    p = client(tmp_path, consensus_url)
     p.append("s", pa.table({"a": [1]}, schema=SCHEMA), ts=1)
     p.append("gone", pa.table({"a": [1]}, schema=SCHEMA), ts=1)
     p.write_batch("s", pa.table({"a": [2]}, schema=SCHEMA))  # never appended
@@ -162,10 +192,10 @@ def test_orphans_and_dropped_shards_are_collected(tmp_path):
     assert rows(p, "s") == [1]
 
 
-def test_expire_previous_readers_of_this_environment(tmp_path):
-    old = client(tmp_path, "env:old")
+def test_expire_previous_readers_of_this_environment(tmp_path, consensus_url):
+    old = client(tmp_path, consensus_url, "env:old")
     old.append("s", pa.table({"a": [1]}, schema=SCHEMA), ts=1)
     old.read_table("s", SCHEMA)
-    new = client(tmp_path, "env:new")
+    new = client(tmp_path, consensus_url, "env:new")
     new.expire_previous_readers()
     assert new.state("s").readers == ()

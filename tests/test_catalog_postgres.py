@@ -1,0 +1,102 @@
+"""The catalog as a versioned log on a real PostgreSQL: two stores (as two processes
+would have them) commit by compare-and-append on the version, follow each other, and a
+restart replays the log to the same snapshot."""
+
+from __future__ import annotations
+
+import pytest
+
+from catalog import durable
+from catalog.durable_postgres import CatalogConflict, PostgresCatalogStore, decode_op, encode_op
+from catalog.snapshot import Cluster, Column, Replica, Table
+from catalog.types import SqlType
+from conftest import new_database
+from sqlfront.coordinator import Coordinator, IdAllocator
+
+
+def _table(tid: str, name: str) -> Table:
+    return Table(tid, "public", name, (Column("a", SqlType("numeric", 10, 2), False), Column("b", SqlType("text"))),
+                 f"shard-s{tid[1:]}")
+
+
+def test_ops_round_trip_through_json():
+    ops = [durable.CreateCluster(Cluster("u1", "c")),
+           durable.CreateReplica(Replica("u1", "u1", "r1", None, None, ("sc://h:1",), "secret")),
+           durable.CreateTable(_table("u2", "t")), durable.DropTable("u2")]
+    assert [decode_op(encode_op(op)) for op in ops] == ops
+
+
+def test_two_stores_commit_by_compare_and_append_on_the_version(postgres):
+    url = new_database(postgres)
+    a, b = PostgresCatalogStore(url), PostgresCatalogStore(url)
+    assert a.is_new()
+    sa, sb = a.load(), b.load()
+    sa = a.transact(sa, [durable.CreateTable(_table("u1", "t1"))], {"item": 2, "shard": 2})
+    assert sa.version == 1 and not b.is_new()
+    # b plans against version 0: refused, nothing written
+    with pytest.raises(CatalogConflict) as e:
+        b.transact(sb, [durable.CreateTable(_table("u1", "other"))], {"item": 2, "shard": 2})
+    assert e.value.sqlstate == "40001"
+    # b follows a's change, then commits on top of it
+    [(old, new, ops)] = b.changes_since(sb.version)
+    assert old.version == 0 and new.version == 1 and ops == [durable.CreateTable(_table("u1", "t1"))]
+    sb = b.transact(new, [durable.CreateTable(_table("u2", "t2"))], {"item": 3, "shard": 3})
+    assert sorted(t.name for t in sb.tables.values()) == ["t1", "t2"]
+    assert a.latest_version() == 2
+    # a restart (a new store) replays the log to the same catalog
+    c = PostgresCatalogStore(url)
+    sc = c.load()
+    assert sc.version == 2 and sc.tables == sb.tables and dict(sc.next_ids)["item"] == 3
+    for s in (a, b, c):
+        s.close()
+
+
+def test_a_constraint_violation_commits_nothing(postgres):
+    url = new_database(postgres)
+    a = PostgresCatalogStore(url)
+    s = a.transact(a.load(), [durable.CreateTable(_table("u1", "t"))], {"item": 2})
+    with pytest.raises(Exception):
+        a.transact(s, [durable.CreateTable(_table("u2", "t"))], {"item": 3})  # same name
+    assert a.latest_version() == 1
+    assert a.transact(s, [durable.CreateTable(_table("u2", "t2"))], {"item": 3}).version == 2
+
+
+def test_the_coordinator_plans_again_after_another_process_committed(postgres):
+    """DDL whose version another environmentd took is planned again against the newer
+    catalog (fresh ids), and the other's change reaches on_commit as if it were ours."""
+    url = new_database(postgres)
+    a, b = PostgresCatalogStore(url), PostgresCatalogStore(url)
+    seen = []
+    coord = Coordinator(b, b.load(), lambda old, new, ops: seen.extend(ops))
+    coord.start()
+    try:
+        a.transact(a.load(), [durable.CreateTable(_table("u1", "from_a"))], {"item": 2, "shard": 2})
+
+        def build(snap, ids: IdAllocator):
+            tid = ids.allocate("item")
+            return [durable.CreateTable(_table(tid, "from_b"))]
+
+        snap = coord.transact(build)
+        assert {t.name: t.id for t in snap.tables.values()} == {"from_a": "u1", "from_b": "u2"}
+        assert [type(op).__name__ for op in seen] == ["CreateTable", "CreateTable"]
+    finally:
+        coord.stop()
+
+
+def test_a_follower_wakes_on_the_other_process_s_commit(postgres):
+    """LISTEN/NOTIFY: wait_for_change returns at a commit elsewhere, long before its
+    polling timeout."""
+    import threading
+    import time
+
+    url = new_database(postgres)
+    a, b = PostgresCatalogStore(url), PostgresCatalogStore(url)
+    b.load()
+    b.wait_for_change(0.01)  # LISTEN is in place from here on
+    timer = threading.Timer(0.3, lambda: a.transact(a.load(), [durable.CreateTable(_table("u1", "t"))], {"item": 2}))
+    timer.start()
+    started = time.monotonic()
+    b.wait_for_change(30)
+    assert time.monotonic() - started < 10
+    assert [new.version for _, new, _ in b.changes_since(0)] == [1]
+    timer.join()

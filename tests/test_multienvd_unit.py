@@ -1,0 +1,41 @@
+"""Pieces of the multi-process setup that need no server: the balancer's reading of
+startup options, and URL redaction (no password in logs)."""
+
+from __future__ import annotations
+
+import pytest
+
+from persist.postgres import is_postgres_url, redact_url
+from sqlfront.balancer import Routes, cluster_of, parse_startup
+
+
+@pytest.mark.parametrize("options, cluster", [
+    ("-c cluster=analytics", "analytics"),
+    ("-ccluster=analytics", "analytics"),
+    ("--cluster=analytics", "analytics"),
+    ("-c search_path=public -c cluster=b", "b"),
+    ("-c cluster=a -c cluster=b", "b"),  # applied in order: the last wins
+    (r"-c cluster=with\ space", "with space"),
+    ("-c statement_timeout=5s", None),
+    ("", None),
+])
+def test_cluster_of_reads_the_options_as_libpq_passes_them(options, cluster):
+    assert cluster_of(options) == cluster
+
+
+def test_startup_parameters_and_routes():
+    body = b"user\x00materialize\x00options\x00-c cluster=x\x00\x00"
+    assert parse_startup(body) == {"user": "materialize", "options": "-c cluster=x"}
+    r = Routes(("127.0.0.1", 1), {"x": ("127.0.0.1", 2)})
+    assert r.address_for("x") == ("127.0.0.1", 2)
+    assert r.address_for("y") == r.address_for(None) == ("127.0.0.1", 1)
+
+
+def test_passwords_are_redacted_from_urls():
+    assert redact_url("postgres://u:s3cret@h:5432/db") == "postgres://u:****@h:5432/db"
+    assert redact_url("postgresql://u@h/db?password=s3cret&sslmode=disable") == \
+        "postgresql://u@h/db?password=****&sslmode=disable"
+    assert redact_url("postgres://h/db") == "postgres://h/db"
+    assert "s3cret" not in redact_url("postgres://u:s3:cret@h/db")
+    assert is_postgres_url("postgres://h/db") and is_postgres_url("postgresql://h/db")
+    assert not is_postgres_url("/tmp/consensus.db") and not is_postgres_url(None)
