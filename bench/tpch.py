@@ -146,21 +146,22 @@ def with_indexes(srv, spark, queries: list[int], args, spark_times: dict) -> Non
     the replica's cache holds every part; seconds next to the first pass's Spark times."""
     from catalog.durable import CatalogStore
     from server import wait_for
-    from spark_exec.lower import read_parts
+    from spark_exec.lower import arranged_units, read_parts
 
     with srv.connect() as conn:
         t = time.perf_counter()
         for name in tpch.TABLES:
             conn.execute(f"CREATE DEFAULT INDEX ON {name}")
         snap = CatalogStore(str(srv.data_dir / "catalog.db")).load()
-        parts = [(tb, p.resolve().as_uri()) for tb in snap.tables.values()
-                 for p in (srv.data_dir / "blob" / tb.shard_id).glob("*.parquet")]
-        cached = lambda: all("InMemoryRelation" in read_parts(spark, tb, [u])._explain_string()  # noqa: E731
-                             for tb, u in parts)
+        units = [(tb, list(unit)) for tb in snap.tables.values()
+                 for unit in arranged_units([(p.resolve().as_uri(), pq.ParquetFile(p).metadata.num_rows)
+                                             for p in (srv.data_dir / "blob" / tb.shard_id).glob("*.parquet")])]
+        cached = lambda: all("InMemoryRelation" in read_parts(spark, tb, u)._explain_string()  # noqa: E731
+                             for tb, u in units)
         if not wait_for(cached, 1800, 2.0):
             print("the arrangements were not filled within 30 min")
             return
-        print(f"indexes: {len(parts)} parts in memory after {time.perf_counter() - t:.1f}s")
+        print(f"indexes: {len(units)} units of parts in memory after {time.perf_counter() - t:.1f}s")
         conn.execute(f"SET statement_timeout = '{int(args.timeout * 1000)}ms'")
         print(f"{'query':<6}{'idx s':>9}{'spark s':>9}{'ratio':>8}")
         total = spark_total = 0.0

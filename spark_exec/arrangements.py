@@ -3,15 +3,17 @@
 In Materialize an index is an arrangement a cluster maintains: the indexed object's
 current rows, kept in memory on every replica of that cluster, so that peeks read
 memory instead of storage (Materialize's docs, "Indexes"). Here each replica caches,
-with Spark's cache, every Parquet part of every table an index of its cluster covers
-(for an index on a view: the tables the view reads). Parts are immutable, so caching
-is part by part: a write costs the caching of its own new part, and a part that
-compaction replaced is dropped from memory.
+with Spark's cache, the Parquet parts of every table an index of its cluster covers
+(for an index on a view: the tables the view reads), in the units of
+``lower.arranged_units``: each big part alone (parts are immutable, so a write into a
+big table costs the caching of its own new part), the small parts together. A unit
+that no longer matches the shard (compaction replaced a part, a write added a small
+one) is dropped from memory.
 
 Correctness never depends on the cache: a peek reads exactly the parts of its as_of,
-each through ``lower.read_parts`` of that one part, which Spark's cache manager
-answers from memory when it holds that part and from Blob otherwise. A restarted
-replica starts with an empty cache and is filled again (its session is new).
+in the same units through ``lower.read_parts``, which Spark's cache manager answers
+from memory when it holds that unit and from Blob otherwise. A restarted replica
+starts with an empty cache and is filled again (its session is new).
 """
 
 from __future__ import annotations
@@ -27,16 +29,16 @@ from spark_exec.replica import HEALTHY, ReplicaHandle
 
 log = logging.getLogger(__name__)
 
-#: table id -> (table, the part URLs of its shard now)
-WantedFn = Callable[[], dict[str, tuple[Table, tuple[str, ...]]]]
+#: table id -> (table, the units of part URLs of its shard now: ``lower.arranged_units``)
+WantedFn = Callable[[], dict[str, tuple[Table, list[tuple[str, ...]]]]]
 
 
 class _Cached:
-    """What one replica's current Spark session holds: part URL -> its table."""
+    """What one replica's current Spark session holds: unit of part URLs -> its table."""
 
     def __init__(self, session):
         self.session = session
-        self.parts: dict[str, Table] = {}
+        self.parts: dict[tuple[str, ...], Table] = {}
         #: the fill running on the replica now, if any
         self.fill: Future | None = None
 
@@ -78,7 +80,7 @@ class ArrangementMaintainer:
         return self._arranged
 
     def cached_parts(self, replica_id: str) -> int:
-        """How many parts replica ``replica_id`` holds in memory now."""
+        """How many units of parts replica ``replica_id`` holds in memory now."""
         c = self._cached.get(replica_id)
         return len(c.parts) if c else 0
 
@@ -94,7 +96,7 @@ class ArrangementMaintainer:
     def _round(self) -> None:
         wanted = self.wanted()
         self._arranged = frozenset(wanted)
-        parts = {u: table for table, urls in wanted.values() for u in urls}
+        parts = {unit: table for table, units in wanted.values() for unit in units}
         live = set()
         for h in self.replicas():
             live.add(h.id)
@@ -114,13 +116,14 @@ class ArrangementMaintainer:
             del self._cached[rid]
 
     @staticmethod
-    def _fill(c: _Cached, add: dict[str, Table], drop: dict[str, Table], label: str) -> None:
-        for url, table in drop.items():
-            read_parts(c.session, table, [url]).unpersist()
-            c.parts.pop(url, None)
-        for url, table in add.items():
-            df = read_parts(c.session, table, [url])
+    def _fill(c: _Cached, add: dict[tuple[str, ...], Table], drop: dict[tuple[str, ...], Table],
+              label: str) -> None:
+        for unit, table in drop.items():
+            read_parts(c.session, table, list(unit)).unpersist()
+            c.parts.pop(unit, None)
+        for unit, table in add.items():
+            df = read_parts(c.session, table, list(unit))
             df.cache()
             df.count()  # fills the cache now, not at the first peek
-            c.parts[url] = table
-        log.debug("replica %s: arranged %d part(s), dropped %d", label, len(add), len(drop))
+            c.parts[unit] = table
+        log.debug("replica %s: arranged %d unit(s) of parts, dropped %d", label, len(add), len(drop))

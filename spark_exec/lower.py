@@ -156,6 +156,22 @@ def read_parts(spark: SparkSession, table: Table, urls: list[str]) -> DataFrame:
     return spark.read.schema(_file_schema(table)).parquet(*urls)
 
 
+#: parts of an arranged table with at least this many rows are cached, and read back, one
+#: by one; the smaller parts together as one unit
+ARRANGED_PART_ROWS = 100_000
+
+
+def arranged_units(parts: list[tuple[str, int]]) -> list[tuple[str, ...]]:
+    """How an arrangement caches a table's plain parts, given as ``(url, rows)``, and how
+    peeks read them back (Spark's cache matches plans exactly, so both use this rule): a
+    big part alone, so a write into a big table caches only its own new part; all small
+    parts together, so a table written in many small parts is one cached scan instead
+    of a union of many (which costs Spark more planning and tasks than the rows)."""
+    big = [(u,) for u, n in parts if n >= ARRANGED_PART_ROWS]
+    small = tuple(sorted(u for u, n in parts if n < ARRANGED_PART_ROWS))
+    return big + ([small] if small else [])
+
+
 def read_layout(spark: SparkSession, table: Table, urls: list[str], diffs: bool, timed: bool) -> DataFrame:
     """Parts that share one file layout, as stored: the table's columns, then
     ``_mz_time`` (``timed``) and ``_mz_diff`` (``diffs``) when the parts have them."""
@@ -193,24 +209,21 @@ def _file_schema(table: Table) -> T.StructType:
 def read_snapshot(spark: SparkSession, table: Table, snap: ShardSnapshot, arranged: bool) -> DataFrame:
     """The rows of ``table`` at the snapshot's as_of, in its storage schema
     (persist.read's rule): updates after as_of dropped, and diffs summed per row when a
-    retraction is visible (each row then repeated its count times). Arranged tables are
-    read part by part, each exactly as the arrangement cached it."""
+    retraction is visible (each row then repeated its count times). Arranged tables'
+    plain parts are read in the units the arrangement cached (``arranged_units``)."""
     names = [f"`{c.name}`" for c in table.columns]
     if not snap.consolidate:
         # Every visible update is a +1, so a part's rows are the table's rows whatever
         # other columns it has (Parquet reads only the columns asked for): one scan of
         # every part but those with updates after as_of.
-        whole = [p.url for p in snap.parts if not p.filter_time]
         later = [p for p in snap.parts if p.filter_time]
-        if arranged:  # each part exactly as the arrangement cached it
-            frames = [read_parts(spark, table, [u]) for u in whole]
-            rows = sum(p.updates for p in snap.parts if not p.filter_time)
-            tasks = max(1, -(-rows // ARRANGED_ROWS_PER_TASK))
-            if 1 < len(frames) and tasks < len(frames):
-                # a table written in many small parts: a task per cached part would cost
-                # more than the rows (SQLite's corpus indexes tables of 100 one-row parts)
-                frames = [reduce(DataFrame.unionAll, frames).coalesce(tasks)]
+        if arranged:  # the plain parts exactly as the arrangement cached them
+            frames = [read_parts(spark, table, list(unit))
+                      for unit in arranged_units([(p.url, p.updates) for p in snap.parts if not p.diffs])]
+            whole = [p.url for p in snap.parts if p.diffs and not p.filter_time]
+            frames += [read_parts(spark, table, whole)] if whole else []
         else:
+            whole = [p.url for p in snap.parts if not p.filter_time]
             frames = [read_parts(spark, table, whole)] if whole or not later else []
         if later:
             frames.append(_updates(spark, table, later, snap.as_of, names).select(*names))
@@ -230,9 +243,6 @@ def read_snapshot(spark: SparkSession, table: Table, snap: ShardSnapshot, arrang
         return untouched.unionAll(_consolidate(touched.unionAll(changed), names))
     return _consolidate(_updates(spark, table, snap.parts, snap.as_of, names), names)
 
-
-#: an arranged table's cached parts are read in tasks of about this many rows
-ARRANGED_ROWS_PER_TASK = 1_000_000
 
 #: at most this many updates in parts with diffs are broadcast against the plain rows
 BROADCAST_UPDATES = 200_000

@@ -50,6 +50,7 @@ from persist.pubsub import PubSubServer
 from sqlfront import group_commit
 from sqlfront.group_commit import GroupCommitter
 from spark_exec.cluster_coordinator import ClusterCoordinator
+from spark_exec.lower import arranged_units
 from spark_exec.orchestrator import Orchestrator, write_private
 from sqlfront.coordinator import Coordinator
 from sqlfront.metrics import Metrics
@@ -460,16 +461,18 @@ class Environment:
                 self.clusters[c.id] = cc
             return cc
 
-    def _arranged_tables(self, cluster_id: str) -> dict[str, tuple[Table, tuple[str, ...]]]:
+    def _arranged_tables(self, cluster_id: str) -> dict[str, tuple[Table, list[tuple[str, ...]]]]:
         """The tables the indexes of cluster ``cluster_id`` cover (an index on a view
-        covers the tables the view reads), each with the part URLs of its shard now."""
+        covers the tables the view reads), each with the units its shard's parts are
+        cached in now (``lower.arranged_units``)."""
         snap = self.snapshot
         out = {}
         for idx in snap.indexes_in_cluster(cluster_id):
             for t in self._tables_under(snap, idx.on_id):
                 # Plain parts only: the ones a peek reads as they are stored.
                 st = self.persist.state(t.shard_id)
-                out[t.id] = (t, tuple(self.persist.blob.url(p.key) for p in st.parts if not p.diffs))
+                out[t.id] = (t, arranged_units([(self.persist.blob.url(p.key), p.updates)
+                                                for p in st.parts if not p.diffs]))
         return out
 
     def _tables_under(self, snap: CatalogSnapshot, object_id: str) -> tuple[Table, ...]:
