@@ -8,6 +8,7 @@ the OIDs are those of ``pg_type`` (``src/include/catalog/pg_type.dat``).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -287,14 +288,31 @@ def arrow_schema(names: list[str], types: list[SqlType]) -> pa.Schema:
     return pa.schema([pa.field(n, t.arrow()) for n, t in zip(names, types)])
 
 
-@dataclass(frozen=True, order=True)
+@functools.total_ordering
+@dataclass(frozen=True, eq=False)
 class Interval:
     """A PostgreSQL ``interval`` value: months, days and microseconds kept apart, as
-    PostgreSQL (and Spark's CalendarInterval) do, so ``1 month`` is not ``30 days``."""
+    PostgreSQL (and Spark's CalendarInterval) do, so ``1 month`` prints as itself, not as
+    ``30 days``. Equality, order and hash are PostgreSQL's (``interval_cmp_value``): a
+    month counts as 30 days and a day as 24 hours, so ``'1 month' = '30 days'``."""
 
     months: int = 0
     days: int = 0
     micros: int = 0
+
+    def _key(self) -> int:
+        return (self.months * 30 + self.days) * 86_400_000_000 + self.micros
+
+    def __eq__(self, o: object) -> bool:
+        return isinstance(o, Interval) and self._key() == o._key()
+
+    def __lt__(self, o: "Interval") -> bool:
+        if not isinstance(o, Interval):
+            return NotImplemented
+        return self._key() < o._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def __add__(self, o: "Interval") -> "Interval":
         return Interval(self.months + o.months, self.days + o.days, self.micros + o.micros)

@@ -102,6 +102,16 @@ def _interval_struct(c: SparkColumn) -> SparkColumn:
                                           field(micros, "micros")))
 
 
+def interval_key(c: SparkColumn) -> SparkColumn:
+    """An interval as the number PostgreSQL compares and sorts intervals by
+    (``interval_cmp_value`` in PostgreSQL's timestamp.c: a month is 30 days, a day
+    86,400,000,000 microseconds), exact as decimal(38, 0); Spark cannot compare its
+    CalendarInterval values."""
+    f = _interval_struct(c)
+    days = f["months"].cast(T.DecimalType(38, 0)) * 30 + f["days"].cast(T.DecimalType(38, 0))
+    return (days * 86_400_000_000 + f["micros"].cast(T.DecimalType(38, 0))).cast(T.DecimalType(38, 0))
+
+
 def _float8_text(c: SparkColumn) -> SparkColumn:
     """float8out on Spark, as ``catalog.textio.format_float`` (PostgreSQL 8.1.3 with
     extra_float_digits >= 1): the shortest digits (Java's Double.toString's), fixed
@@ -130,10 +140,13 @@ def _float8_text(c: SparkColumn) -> SparkColumn:
 
 
 def _sort_col(c: SparkColumn, t: SqlType, descending: bool, nulls_first: bool) -> SparkColumn:
-    """``c`` as a sort key of ORDER BY: char(n) without its padding, jsonb in jsonb's
-    btree order (the registry's ``jsonb_sort_key``), NULLs placed as told."""
+    """``c`` as a sort key of ORDER BY: char(n) without its padding, intervals by
+    ``interval_key``, jsonb in jsonb's btree order (the registry's ``jsonb_sort_key``),
+    NULLs placed as told."""
     if t.name == "bpchar":
         c = F.rtrim(c)
+    elif t.name == "interval":
+        c = interval_key(c)
     elif t.name == "jsonb":
         c = FUNCTIONS["jsonb_sort_key"].spark(Lowerer, [c], None)
     if descending:
@@ -504,6 +517,10 @@ class Lowerer:
     @staticmethod
     def empty_array(t: SqlType) -> SparkColumn:
         return _empty_array(t)
+
+    @staticmethod
+    def interval_key(c: SparkColumn) -> SparkColumn:
+        return interval_key(c)
 
     @staticmethod
     def fail(sqlstate: str, message: str) -> SparkColumn:

@@ -136,6 +136,14 @@ QUERIES = {
         "SELECT s FROM (SELECT k, b, d, ts, f FROM {t}) s ORDER BY s.k",
         "SELECT k, {t} FROM {t} ORDER BY k",
     ],
+    "9.9 interval comparison": [
+        "SELECT k FROM {t} WHERE make_interval(days => k) > interval '2 days' ORDER BY k",
+        "SELECT k, make_interval(months => k) = make_interval(days => 30 * k) FROM {t} ORDER BY k",
+        "SELECT k, make_interval(hours => 24 * k) <= make_interval(days => k) FROM {t} ORDER BY k",
+        "SELECT k, iv FROM (SELECT k, make_interval(months => 5 - k, days => 10 * k) AS iv FROM {t}) x "
+        "ORDER BY iv, k",
+        "SELECT k FROM {t} WHERE age(ts, timestamp '2000-01-01') < interval '1 year' ORDER BY k",
+    ],
     "8.15.3 array slices": [
         "SELECT k, a[1:2], a[2:], a[:1], a[k:k+1], a[0:10], a[3:1] FROM {t} ORDER BY k",
     ],

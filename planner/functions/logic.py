@@ -84,6 +84,8 @@ def _cmp_spark(op):
         x, y = a
         if e.args[0].type.name == "bpchar":
             x, y = S.F.rtrim(x), S.F.rtrim(y)
+        elif e.args[0].type.name == "interval":
+            x, y = S.interval_key(x), S.interval_key(y)
         return CMP[op](x, y)
     return spark
 
