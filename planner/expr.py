@@ -464,10 +464,9 @@ class ExprPlanner:
                     raise SqlError(FEATURE_NOT_SUPPORTED, "regclass names are not supported here")
                 return Literal(self.resolve_relation_oid(text), OID)
             if reg == "regtype":
-                from catalog.pg_catalog import PSEUDO_TYPE_OIDS
+                from planner.functions.system import regtype_in
 
-                name = text.removeprefix("pg_catalog.")
-                return Literal(PSEUDO_TYPE_OIDS[name] if name in PSEUDO_TYPE_OIDS else make_type(name).oid, OID)
+                return Literal(regtype_in(text), OID)
             if reg in ("regproc", "regprocedure"):
                 from catalog.pg_catalog import PROC_NAMES
 
@@ -483,6 +482,8 @@ class ExprPlanner:
                     raise SqlError("3F000", f'schema "{text}" does not exist')
                 return Literal(oid, OID)
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{reg} names are not supported")
+        if reg == "regtype" and arg.type.is_string:
+            return Call("regtypein", (coerce(arg, TEXT),), OID)  # text::regtype (an I/O conversion cast)
         if not (arg.type.is_integer or arg.type.name == "unknown"):
             raise SqlError("42846", f"cannot cast type {arg.type.sql()} to {reg}")
         return coerce(arg, OID, explicit=True)

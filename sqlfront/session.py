@@ -35,6 +35,7 @@ from sqlfront.sequence import alter, copy, cursors, ddl, prepared, peek, show, s
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
 from sqlfront.sequence.sequences import SessionSequences
 from planner.functions.sequence import set_sequence_access
+from planner.functions.system import set_session_vars
 from sqlfront.vars import SessionVars
 
 __all__ = ["Session", "Result", "CopyIn", "CopyOut", "HANDLERS", "split_statements", "param_count", "parse_one",
@@ -143,6 +144,7 @@ class Session:
             raise SqlError(SYNTAX_ERROR, "AS OF is only allowed after SELECT and SUBSCRIBE")
         set_query_timestamp(self.read_ts)
         set_sequence_access(self.sequences)
+        set_session_vars(self.vars)
         set_search_path(self.vars.search_path(), self.temp_schema)
         self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not txn.ends_transaction(stmt) and not txn.is_rollback_to(stmt):

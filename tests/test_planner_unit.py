@@ -132,3 +132,26 @@ def test_jsonb_sorts_in_jsonb_order_not_text_order(snap):
     q = plan(snap, "SELECT v FROM (VALUES ('{}'::jsonb), ('true'), ('10'), ('9'), ('\"z\"'), ('null'), ('[]'), ('[0]')) "
                    "x(v) ORDER BY v")
     assert [r[0] for r in interpret.run(q.plan, lambda t: [])] == ["[]", "null", '"z"', "9", "10", "true", "[0]", "{}"]
+
+
+def test_set_config_sets_the_session_variable_current_setting_reads(snap):
+    import contextvars
+
+    from planner.functions.system import set_session_vars
+    from sqlfront.vars import SessionVars
+
+    session = SessionVars()
+
+    def run():
+        set_session_vars(session)
+        q = plan(snap, "SELECT set_config('application_name', 'psql', false)")
+        assert interpret.run(q.plan, lambda t: []) == [("psql",)]
+        assert session.get("application_name") == "psql"
+        q = plan(snap, "SELECT current_setting('application_name'), set_config('application_name', NULL, false)")
+        assert interpret.run(q.plan, lambda t: []) == [("psql", "")]  # a NULL value resets
+        q = plan(snap, "SELECT set_config('no_such_setting', 'x', false)")  # volatile: not run at plan time
+        with pytest.raises(SqlError) as ei:
+            interpret.run(q.plan, lambda t: [])
+        assert ei.value.sqlstate == "42704"
+
+    contextvars.copy_context().run(run)

@@ -663,6 +663,19 @@ def quote_literal(s: str | None) -> str:
     return "E" + q if "\\" in s else q
 
 
+def _quote_ident_spark(F, v):
+    """``quote_ident`` of Spark string column ``v`` (NULL stays NULL)."""
+    return F.when(v.rlike("^[a-z_][a-z0-9_]*$") & ~v.isin(*sorted(_quoted_keywords())), v).otherwise(
+        F.concat(F.lit('"'), F.replace(v, F.lit('"'), F.lit('""')), F.lit('"')))
+
+
+def _quote_nullable_spark(F, v):
+    """``quote_nullable`` of Spark string column ``v``: ``NULL`` for NULL."""
+    body = F.concat(F.lit("'"), F.replace(F.replace(v, F.lit("'"), F.lit("''")), F.lit("\\"), F.lit("\\\\")),
+                    F.lit("'"))
+    return F.when(v.isNull(), F.lit("NULL")).when(v.contains("\\"), F.concat(F.lit("E"), body)).otherwise(body)
+
+
 def _null_ident():
     return SqlError("22004", "null values cannot be formatted as an SQL identifier")
 
@@ -702,8 +715,6 @@ def _format_spark(S, a, e):
         return F.lit(None).cast("string")
     vals = _as_text(S, a[1:], e.args[1:])
     pieces, checks = [], []
-    safe = "^[a-z_][a-z0-9_]*$"
-    keywords = sorted(_quoted_keywords())
     for p in format_pieces(fmt, len(vals)):
         if isinstance(p, str):
             pieces.append(F.lit(p))
@@ -712,12 +723,9 @@ def _format_spark(S, a, e):
         v = vals[arg]
         if kind == "I":
             checks.append(v.isNull())
-            v = F.when(v.rlike(safe) & ~v.isin(*keywords), v).otherwise(
-                F.concat(F.lit('"'), F.replace(v, F.lit('"'), F.lit('""')), F.lit('"')))
+            v = _quote_ident_spark(F, v)
         elif kind == "L":
-            body = F.concat(F.lit("'"), F.replace(F.replace(v, F.lit("'"), F.lit("''")), F.lit("\\"), F.lit("\\\\")),
-                            F.lit("'"))
-            v = F.when(v.isNull(), F.lit("NULL")).when(v.contains("\\"), F.concat(F.lit("E"), body)).otherwise(body)
+            v = _quote_nullable_spark(F, v)
         v = F.coalesce(v, F.lit(""))
         if widthpos is not None:
             w = F.coalesce(a[widthpos + 1].cast("int"), F.lit(0))
@@ -773,4 +781,138 @@ register(
              samples=("regexp_matches(s, 'l', 'g')", "regexp_matches(s, '([a-z])(x)?', 'g')",
                       "regexp_matches(s, '(.)(,)')", "regexp_matches(s, 'P(F)', 'gi')", "regexp_matches(s, '[aeiou]+')"),
              extra={"columns": (("regexp_matches", "regexp_matches:rows"),)}),
+)
+
+
+# -- quote_ident, quote_literal, quote_nullable, chr (9.4); get_byte, set_byte (9.5) -------
+
+
+def _cast_text(v, t) -> str:
+    """``v::text`` (quote_literal(anyelement) casts): the output function's text, but a
+    bool casts to ``true``/``false`` (PostgreSQL's booltext), not ``t``/``f``."""
+    return ("true" if v else "false") if t.name == "bool" else _text(v, t)
+
+
+def _quote_literal_py(a, e):
+    return quote_literal(_cast_text(a[0], e.args[0].type))
+
+
+def _quote_nullable_py(a, e):
+    return "NULL" if a[0] is None else _quote_literal_py(a, e)
+
+
+def _cast_text_spark(S, a, e):
+    if e.args[0].type.name == "bool":
+        return S.F.when(a[0], S.F.lit("true")).when(~a[0], S.F.lit("false"))
+    return _as_text(S, a, e.args)[0]
+
+
+def _quote_literal_spark(S, a, e):
+    return _quote_nullable_spark(S.F, _cast_text_spark(S, a, e))
+
+
+def _quote_strict_spark(S, a, e):
+    v = _cast_text_spark(S, a, e)
+    return S.F.when(v.isNull(), S.F.lit(None).cast("string")).otherwise(_quote_nullable_spark(S.F, v))
+
+
+PROGRAM_LIMIT_EXCEEDED = "54000"
+
+
+def _chr_py(a, e):
+    """PostgreSQL's chr in a UTF8 database: the code point ``a[0]`` (oracle_compat.c)."""
+    n = a[0]
+    if n < 0:
+        raise SqlError(INVALID_PARAMETER_VALUE, "character number must be positive")
+    if n == 0:
+        raise SqlError(PROGRAM_LIMIT_EXCEEDED, "null character not permitted")
+    if n > 0x10FFFF:
+        raise SqlError(PROGRAM_LIMIT_EXCEEDED, f"requested character too large for encoding: {n}")
+    if 0xD800 <= n <= 0xDFFF:
+        raise SqlError(PROGRAM_LIMIT_EXCEEDED, f"requested character not valid for encoding: {n}")
+    return chr(n)
+
+
+def _chr_spark(S, a, e):
+    # Spark's chr is n mod 256: build the code point's UTF-8 bytes and decode them.
+    F = S.F
+    n = a[0]
+
+    def byte(x):
+        return F.lpad(F.hex(x), 2, "0")
+
+    def cont(shift):
+        return byte(F.shiftright(n, shift).bitwiseAND(0x3F).bitwiseOR(0x80))
+
+    utf8 = (F.when(n < 0x80, byte(n))
+            .when(n < 0x800, F.concat(byte(F.shiftright(n, 6).bitwiseOR(0xC0)), cont(0)))
+            .when(n < 0x10000, F.concat(byte(F.shiftright(n, 12).bitwiseOR(0xE0)), cont(6), cont(0)))
+            .otherwise(F.concat(byte(F.shiftright(n, 18).bitwiseOR(0xF0)), cont(12), cont(6), cont(0))))
+    return (F.when(n < 0, S.fail(INVALID_PARAMETER_VALUE, "character number must be positive"))
+            .when(n == 0, S.fail(PROGRAM_LIMIT_EXCEEDED, "null character not permitted"))
+            .when(n > 0x10FFFF, S.fail(PROGRAM_LIMIT_EXCEEDED, "requested character too large for encoding"))
+            .when((n >= 0xD800) & (n <= 0xDFFF),
+                  S.fail(PROGRAM_LIMIT_EXCEEDED, "requested character not valid for encoding"))
+            .otherwise(F.decode(F.unhex(utf8), "UTF-8")))
+
+
+ARRAY_SUBSCRIPT_ERROR = "2202E"
+
+
+def _byte_index(b: bytes, n: int) -> int:
+    if not 0 <= n < len(b):
+        raise SqlError(ARRAY_SUBSCRIPT_ERROR, f"index {n} out of valid range, 0..{len(b) - 1}")
+    return n
+
+
+def _set_byte_py(a, e):
+    b, n, v = a
+    n = _byte_index(b, n)
+    return bytes(b[:n]) + bytes([v & 0xFF]) + bytes(b[n + 1:])
+
+
+def _byte_index_spark(S, b, n, value):
+    F = S.F
+    return F.when((n < 0) | (n >= F.octet_length(b)),
+                  S.fail(ARRAY_SUBSCRIPT_ERROR, "index out of valid range")).otherwise(value)
+
+
+def _get_byte_spark(S, a, e):
+    F = S.F
+    b, n = a
+    return _byte_index_spark(S, b, n, F.conv(F.hex(F.substring(b, n + 1, 1)), 16, 10).cast("int"))
+
+
+def _set_byte_spark(S, a, e):
+    F = S.F
+    b, n, v = a
+    new = F.unhex(F.lpad(F.hex(v.bitwiseAND(0xFF)), 2, "0"))
+    return _byte_index_spark(S, b, n, F.concat(F.substring(b, 1, n), new, F.substring(b, n + 2, 2**31 - 1)))
+
+
+register(
+    Function("quote_ident", T1, lambda a, e: quote_ident(a[0]),
+             lambda S, a, e: _quote_ident_spark(S.F, a[0]), sql_names=("quote_ident",), doc="9.4",
+             samples=("quote_ident(s)", "quote_ident(lower(s))", "quote_ident('select')", "quote_ident('a\"b')",
+                      "quote_ident('abc_1')", "quote_ident('')", "quote_ident(k::text)")),
+    # quote_literal(anyelement) is quote_literal(value::text); "any" keeps one entry for both
+    Function("quote_literal", (sig("text", ret="text"), sig("any", ret="text")), _quote_literal_py,
+             _quote_strict_spark, sql_names=("quote_literal",), doc="9.4",
+             samples=("quote_literal(s)", "quote_literal(s || '''x\\y')", "quote_literal(n)", "quote_literal(d)",
+                      "quote_literal(a)", "quote_literal(b)")),
+    Function("quote_nullable", (sig("text", ret="text"), sig("any", ret="text")), _quote_nullable_py,
+             _quote_literal_spark, sql_names=("quote_nullable",), strict=False, doc="9.4",
+             samples=("quote_nullable(s)", "quote_nullable(i)", "quote_nullable(s || '\\')", "quote_nullable(null)",
+                      "quote_nullable(ts)", "quote_nullable(b)", "quote_nullable(j)")),
+    Function("chr", (sig("int4", ret="text"),), _chr_py, _chr_spark, sql_names=("chr",), doc="9.4",
+             samples=("chr(k + 64)", "chr(k * 100 + 100)", "chr(k * 1000 + 1000)", "chr(128512 + k)", "chr(i)",
+                      "chr(1114111 + k)", "chr(55295 + k)", "chr(k - 1)", "chr(-k)")),
+    Function("get_byte", (sig("bytea", "int4", ret="int4"),), lambda a, e: a[0][_byte_index(a[0], a[1])],
+             _get_byte_spark, sql_names=("get_byte",), doc="9.5",
+             samples=("get_byte(s::bytea, 0)", "get_byte(s::bytea, k)", "get_byte(s::bytea, 4)",
+                      "get_byte(s::bytea, -1)", "get_byte('\\x00ff'::bytea, k % 2)")),
+    Function("set_byte", (sig("bytea", "int4", "int4", ret="bytea"),), _set_byte_py, _set_byte_spark,
+             sql_names=("set_byte",), doc="9.5",
+             samples=("set_byte(s::bytea, 0, 64 + k)", "set_byte(s::bytea, k, 255)", "set_byte(s::bytea, 1, 256 + k)",
+                      "set_byte(s::bytea, 4, i)", "set_byte(s::bytea, 10, 1)")),
 )

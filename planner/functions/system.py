@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid as _uuid
 
+import contextvars
 import os
 
 from catalog.errors import SqlError, UNDEFINED_OBJECT
@@ -51,6 +52,22 @@ def format_type(oid: int, typmod: int | None) -> str | None:
     return t.sql()
 
 
+def regtype_in(text: str) -> int:
+    """The OID a type name (``int4``, ``integer``, ``pg_catalog.text``, ``void``) names:
+    the ``regtype`` input function (PostgreSQL 8.19).
+
+    Raises:
+        SqlError 42704 for a name that names no type."""
+    from catalog.pg_catalog import PSEUDO_TYPE_OIDS
+    from catalog.types import make_type
+
+    text = text.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    name = text.removeprefix("pg_catalog.")
+    return PSEUDO_TYPE_OIDS[name] if name in PSEUDO_TYPE_OIDS else make_type(name).oid
+
+
 #: settings current_setting reports (their defaults here; SET is the session's business)
 SETTINGS = {
     "server_version": "9.5.0", "server_version_num": "90500", "server_encoding": "UTF8",
@@ -61,8 +78,23 @@ SETTINGS = {
 }
 
 
+#: the running statement's session variables (``sqlfront.vars.SessionVars``), set by the
+#: session per statement (``set_session_vars``); None outside a session (plans, tests)
+_SESSION_VARS: contextvars.ContextVar = contextvars.ContextVar("session_vars", default=None)
+
+
+def set_session_vars(session_vars) -> None:
+    """Let current_setting and set_config of this statement (and thread) use
+    ``session_vars``: an object with ``get(name) -> str``, ``set(name, value | None)``
+    and a ``values`` dict (``sqlfront.vars.SessionVars``)."""
+    _SESSION_VARS.set(session_vars)
+
+
 def _current_setting(a, e):
     name = a[0].lower()
+    session = _SESSION_VARS.get()
+    if session is not None and name in session.values:
+        return session.get(name)
     if name not in SETTINGS:
         if len(a) > 1 and a[1]:
             return None
@@ -76,6 +108,20 @@ _NULL_CATALOG_FUNCTIONS = (
     "pg_get_indexdef", "pg_get_serial_sequence", "pg_get_triggerdef", "pg_get_ruledef", "pg_get_partkeydef",
     "pg_get_statisticsobjdef_columns",
 )
+
+
+def _set_config(a, e):
+    """set_config(name, value, is_local): SET name = value (a NULL value: RESET), then
+    the variable's new value (PostgreSQL 9.27.1). ``is_local`` is taken like SET LOCAL,
+    which sqlfront treats as SET (``sqlfront.sequence.vars``)."""
+    name, value = a[0], a[1]
+    if name is None:
+        raise SqlError("22023", "SET requires parameter name")
+    session = _SESSION_VARS.get()
+    if session is None:
+        raise SqlError("0A000", "set_config is not supported here")
+    session.set(name, value)
+    return session.get(name)
 
 
 def _typeof_spark(S, a, e):
@@ -96,6 +142,17 @@ register(
     Function("current_setting", (sig("text", ret="text"), sig("text", "bool", ret="text")), _current_setting,
              None, sql_names=("current_setting",), volatility="stable", doc="9.27.1",
              samples=("current_setting('standard_conforming_strings')",)),
+    Function("set_config", (sig("text", "text", "bool", ret="text"),), _set_config, None,
+             sql_names=("set_config",), strict=False, volatility="volatile", doc="9.27.1",
+             samples=("set_config('application_name', 'fx', false)",
+                      "set_config('standard_conforming_strings', 'on', true)"),
+             differs="changes the session: runs in Python only (0A000 on table data); is_local is taken as SET "
+                     "LOCAL, which lasts for the session here"),
+    # text::regtype of a computed string (a literal's is looked up at plan time, planner.expr)
+    Function("regtypein", (sig("text", ret="oid"),), lambda a, e: regtype_in(a[0]), None, volatility="stable",
+             doc="8.19", samples=("('int' || 'eger')::regtype::oid", "lower('INT8')::regtype::oid",
+                                  "(s || '')::regtype::oid"),
+             differs="computed in Python only: 0A000 on table data"),
     Function("pg_backend_pid", (sig(ret="int4"),), lambda a, e: os.getpid(), None, sql_names=("pg_backend_pid",),
              volatility="stable", doc="9.26", samples=("pg_backend_pid() > 0",),
              differs="the server process id, the same for every connection"),
