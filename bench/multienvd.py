@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from server import Balancer, Server  # noqa: E402
-import persist  # noqa: E402,F401  first: importing bench/wire.py puts bench/ (and its persist.py) first on sys.path
+import persist  # noqa: E402,F401  the package, imported before bench/ is on sys.path (bench/persist.py)
 from wire import select1  # noqa: E402
 
 

@@ -39,7 +39,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from server import Server  # noqa: E402
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.append(str(ROOT / "bench"))  # last: bench/persist.py must not shadow the persist package
 from pgserver import Postgres  # noqa: E402
 from spark_exec.replica import connect_session  # noqa: E402
 from sqlfront import tpch  # noqa: E402

@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from server import Server, free_port  # noqa: E402
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.append(str(ROOT / "bench"))  # last: bench/persist.py must not shadow the persist package
 from pgserver import Postgres  # noqa: E402
 
 TABLE = "CREATE TABLE wire_rows (a int4, b int8, c text, d float8, e numeric(12,2), f date)"

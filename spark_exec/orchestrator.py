@@ -143,6 +143,10 @@ class Orchestrator:
             # PostgreSQL's time type is stored as Parquet TIME(MICROS); Spark 4 reads it only with this.
             "spark.sql.timeType.enabled": "true",
             "spark.sql.shuffle.partitions": str(total_cores),
+            # Our lowering names every projection's outputs c0, c1, ... like its inputs: a
+            # reference to input c1 inside a lambda (initcap's transform) must never resolve
+            # to the same SELECT list's output c1 (Spark's lateral column alias).
+            "spark.sql.lateralColumnAlias.enableImplicitResolution": "false",
             # Cancel: tasks that ignore the interrupt are reported and, in executor JVMs
             # (local-cluster sizes), killed with their executor after the timeout. In
             # local[N] mode Spark never kills its own JVM: ReplicaHandle's watchdog

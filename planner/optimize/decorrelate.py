@@ -31,6 +31,7 @@ from dataclasses import replace
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import Table
 from catalog.types import BOOL, INT8
+from planner.consteval import is_volatile
 from planner.plan import (
     Distinct, Filter, Join, LateralJoin, Limit, OrderBy, Project, Reduce, SetOp, Unnest, Window, WindowCall, inputs,
     map_inputs, map_plan_exprs, relations_read,
@@ -161,7 +162,6 @@ class _Apply:
                 return Join(left, right, p.kind, on)  # D ++ L already
             kind = "inner" if p.kind == "cross" else p.kind
             j = Join(left, right, kind, on)
-            nr = len(p.right.columns)
             d_cols = [Call("coalesce", (ColRef(i, t), ColRef(d + nl + i, t)), t) if p.kind in ("right", "full")
                       else ColRef(i, t) for i, (_, t) in enumerate(self.d.columns)]
             rest = [ColRef(d + i, t) for i, (_, t) in enumerate(p.left.columns)] + \
@@ -258,7 +258,7 @@ def _lower_one(state, sq: Subquery):
                              tuple(n for n, _ in input_plan.columns) + ("?x?",))
         cols.append(ColRef(w, x.type))
         w += 1
-    d_plan = Distinct(Project(input_plan, tuple(cols), tuple(f"?d{i}?" for i in range(len(cols)))))
+    d_plan = Distinct(_key_source(input_plan, cols))
     d = len(cols)
     mapping = {c: i for i, c in enumerate(corr)}
     single = bool(d) and sq.kind == "scalar" and _one_row_strict(sq.plan)
@@ -306,6 +306,68 @@ def _lower_one(state, sq: Subquery):
     state["plan"] = joined
     value_type = result.columns[-1][1]
     return pick(ColRef(w + d, value_type))
+
+
+def _key_source(input_plan, cols: list):
+    """The projection onto ``cols`` (named ``?d0?``, ...) of which ``D`` is the distinct
+    rows: over ``input_plan`` itself, or, when ``input_plan`` is a filtered tree of inner
+    joins and every column of ``cols`` comes from one restricted input of that tree, over
+    that input with the conjuncts that read only it.
+
+    The second is a superset of ``D`` (dropping join partners and conjuncts can only add
+    key values), which is enough: each row of ``D`` is computed on its own, and the left
+    join back to ``R`` picks the rows of the keys ``R`` has. It saves running the whole
+    outer join a second time for the keys (TPC-H Q2 and Q17: the keys are the filtered
+    ``part`` rows, not ``part`` joined with ``partsupp``, ``supplier``, ``nation`` and
+    ``region``). An input counts as restricted when a conjunct reads only it or it is not
+    a plain scan; an unrestricted one (all of ``lineitem``) keeps the exact ``D``."""
+    names = tuple(f"?d{i}?" for i in range(len(cols)))
+    exact = Project(input_plan, tuple(cols), names)
+    conds, node = [], input_plan
+    if isinstance(node, Filter):
+        conds, node = list(conjuncts(node.predicate)), node.input
+    leaves: list = []  # (offset of its first column in input_plan, plan)
+
+    def flatten(n, off: int):
+        if isinstance(n, Join) and n.kind in ("inner", "cross"):
+            if n.on is not None:
+                conds.extend(_shift(c, off) for c in conjuncts(n.on))
+            flatten(n.left, off)
+            flatten(n.right, off + len(n.left.columns))
+        else:
+            leaves.append((off, n))
+
+    flatten(node, 0)
+    if len(leaves) < 2:
+        return exact
+    wanted = {c.index for c in cols}
+    for off, leaf in leaves:
+        width = len(leaf.columns)
+        if not all(off <= i < off + width for i in wanted):
+            continue
+        own = [c for c in conds
+               if all(off <= n.index < off + width for n in walk(c) if isinstance(n, ColRef))
+               and not any(isinstance(n, (Subquery, OuterRef)) for n in walk(c)) and not is_volatile(c)]
+        if not own and _plain_scan(leaf):
+            return exact
+        source = Filter(leaf, _shift(conjoin(own), -off)) if own else leaf
+        return Project(source, tuple(ColRef(c.index - off, c.type) for c in cols), names)
+    return exact
+
+
+def _shift(e, by: int):
+    """``e`` with its column references moved by ``by`` (a child's columns inside its
+    parent's, or back)."""
+    if by == 0:
+        return e
+    return map_expr(e, lambda n: ColRef(n.index + by, n.type) if isinstance(n, ColRef) else n)
+
+
+def _plain_scan(p) -> bool:
+    """True for a scan of a relation, possibly under projections: it restricts nothing."""
+    while isinstance(p, Project):
+        p = p.input
+    return not inputs(p)
 
 
 # -- the pass ---------------------------------------------------------------------------
