@@ -176,7 +176,62 @@ class CopySubscribe:
     rest: str
 
 
-MzStatement = (CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+@dataclass(frozen=True)
+class CreateRole:
+    """``CREATE ROLE name [[WITH] option ...]`` (Materialize's "CREATE ROLE"): ``options``
+    are ``(NAME, value)`` in order: ``INHERIT``/``NOINHERIT``/``LOGIN``/``NOLOGIN``/
+    ``SUPERUSER``/``NOSUPERUSER``/``CREATE...``/``NOCREATE...`` (value None) and
+    ``PASSWORD`` (a string, or None for ``PASSWORD NULL``)."""
+
+    name: str
+    options: tuple[tuple[str, str | None], ...]
+
+
+@dataclass(frozen=True)
+class AlterRole:
+    """``ALTER ROLE name [[WITH] option ...]`` or ``ALTER ROLE name RENAME TO new``."""
+
+    name: str
+    options: tuple[tuple[str, str | None], ...]
+    rename_to: str | None = None
+
+
+@dataclass(frozen=True)
+class GrantPrivileges:
+    """``GRANT privilege [, ...] | ALL [PRIVILEGES] ON target TO grantee [, ...]`` and
+    ``REVOKE ... FROM`` (Materialize's "GRANT PRIVILEGE"/"REVOKE PRIVILEGE").
+    ``privileges``: upper-case names (``["ALL"]`` for ALL); ``kind``: ``TABLE``
+    (tables, views, sequences), ``ALL TABLES`` (``targets`` are schemas), ``SCHEMA``,
+    ``DATABASE``, ``CLUSTER`` or ``SYSTEM``; ``targets``: qualified names as tuples;
+    ``grantees``: role names, ``PUBLIC`` for PUBLIC."""
+
+    revoke: bool
+    privileges: tuple[str, ...]
+    kind: str
+    targets: tuple[tuple[str, ...], ...]
+    grantees: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GrantRoles:
+    """``GRANT role [, ...] TO member [, ...]`` / ``REVOKE role [, ...] FROM member [, ...]``."""
+
+    revoke: bool
+    roles: tuple[str, ...]
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AlterOwner:
+    """``ALTER CLUSTER name OWNER TO role`` (Materialize's ALTER OWNER for clusters; other
+    objects' OWNER TO is PostgreSQL's syntax)."""
+
+    kind: str
+    name: tuple[str, ...]
+    owner: str
+
+
+MzStatement = (CreateRole | AlterRole | GrantPrivileges | GrantRoles | AlterOwner | CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
                | ShowClusters | ShowClusterReplicas)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
@@ -430,6 +485,10 @@ class _Parser:
             return DropClusters(tuple(names), if_exists, cascade)
         if self.accept("ALTER", "CLUSTER"):
             name = self.ident()
+            if self.accept("OWNER", "TO"):
+                owner = self.ident()
+                self.done()
+                return AlterOwner("CLUSTER", (name,), owner)
             self.expect("RENAME", "TO")
             new = self.ident()
             self.done()
@@ -455,6 +514,109 @@ class _Parser:
             like, where = self.show_filter()
             return ShowClusterReplicas(cluster, like, where)
         return None
+
+    # -- roles and privileges --------------------------------------------------------
+
+    _ROLE_FLAGS = ("SUPERUSER", "NOSUPERUSER", "LOGIN", "NOLOGIN", "INHERIT", "NOINHERIT", "CREATEROLE",
+                   "NOCREATEROLE", "CREATEDB", "NOCREATEDB", "CREATECLUSTER", "NOCREATECLUSTER")
+
+    def role_options(self) -> tuple[tuple[str, str | None], ...]:
+        self.accept("WITH")
+        opts = []
+        while self.peek() is not None:
+            w = self.word()
+            if w in self._ROLE_FLAGS:
+                self.i += 1
+                opts.append((w, None))
+            elif w == "PASSWORD":
+                self.i += 1
+                opts.append(("PASSWORD", None if self.accept("NULL") else self.string()))
+            else:
+                raise self.error("a role attribute")
+            self.accept_punct(",")
+        return tuple(opts)
+
+    def qualified_name(self) -> tuple[str, ...]:
+        parts = [self.ident()]
+        while self.accept_punct("."):
+            parts.append(self.ident())
+        return tuple(parts)
+
+    def name_list(self) -> tuple[tuple[str, ...], ...]:
+        names = [self.qualified_name()]
+        while self.accept_punct(","):
+            names.append(self.qualified_name())
+        return tuple(names)
+
+    def role_list(self) -> tuple[str, ...]:
+        names = []
+        while True:
+            self.accept("GROUP")
+            names.append("PUBLIC" if self.accept("PUBLIC") else self.ident())
+            if not self.accept_punct(","):
+                return tuple(names)
+
+    def grant(self):
+        revoke = self.word() == "REVOKE"
+        self.i += 1
+        if revoke and self.accept("GRANT", "OPTION", "FOR") or revoke and self.accept("ADMIN", "OPTION", "FOR"):
+            raise SqlError("0A000", "GRANT OPTION and ADMIN OPTION are not supported")
+        # a privilege grant has ON before TO/FROM; a role grant has none
+        on_at = next((k for k in range(len(self.toks) - self.i) if self.word(k) == "ON"), None)
+        if on_at is None:
+            roles = tuple(n for n in self.role_list())
+            self.expect("FROM" if revoke else "TO")
+            members = self.role_list()
+            self.accept("CASCADE") or self.accept("RESTRICT")
+            if self.accept("WITH"):
+                raise SqlError("0A000", "GRANT OPTION and ADMIN OPTION are not supported")
+            self.done()
+            return GrantRoles(revoke, roles, members)
+        if self.accept("ALL"):
+            self.accept("PRIVILEGES")
+            privs = ["ALL"]
+        else:
+            privs = []
+            while True:
+                w = self.word()
+                if w is None:
+                    raise self.error("a privilege")
+                self.i += 1
+                privs.append(w)
+                if not self.accept_punct(","):
+                    break
+        self.expect("ON")
+        targets: tuple = ()
+        if self.accept("SYSTEM"):
+            kind = "SYSTEM"
+        elif self.accept("ALL", "TABLES"):
+            kind = "ALL TABLES"
+            self.expect("IN", "SCHEMA")
+            targets = self.name_list()
+        elif self.accept("ALL"):
+            raise SqlError("0A000", f"GRANT ON ALL {self.word() or ''} is not supported")
+        else:
+            kind = "TABLE"
+            for k in ("SCHEMA", "DATABASE", "CLUSTER"):
+                if self.accept(k):
+                    kind = k
+                    break
+            else:
+                if self.word() in ("TYPE", "SECRET", "CONNECTION", "FUNCTION", "LANGUAGE", "DOMAIN", "TABLESPACE",
+                                   "FOREIGN", "LARGE", "ROUTINE", "PROCEDURE", "NETWORK"):
+                    raise SqlError("0A000", f"GRANT ON {self.word()} is not supported")
+                self.accept("TABLE") or self.accept("VIEW") or self.accept("SEQUENCE") or \
+                    self.accept("MATERIALIZED", "VIEW")
+            targets = self.name_list()
+        self.expect("FROM" if revoke else "TO")
+        grantees = self.role_list()
+        if self.accept("WITH", "GRANT", "OPTION"):
+            raise SqlError("0A000", "GRANT OPTION is not supported")
+        if self.accept("GRANTED", "BY"):
+            self.ident()
+        self.accept("CASCADE") or self.accept("RESTRICT")
+        self.done()
+        return GrantPrivileges(revoke, tuple(privs), kind, targets, grantees)
 
     def show_filter(self) -> tuple[str | None, str | None]:
         if self.accept("LIKE"):
@@ -495,6 +657,20 @@ def parse_mz(sql: str) -> MzStatement | None:
         return _declare_subscribe(p)
     if _is_mz_create_index(p):
         return p.parse()
+    if p.word(0) in ("GRANT", "REVOKE"):
+        return p.grant()
+    if p.accept("CREATE", "ROLE"):
+        name = p.ident()
+        return CreateRole(name, p.role_options())
+    if p.accept("ALTER", "ROLE"):
+        name = p.ident()
+        if p.accept("RENAME", "TO"):
+            new = p.ident()
+            p.done()
+            return AlterRole(name, (), new)
+        if p.word() in ("SET", "RESET"):
+            raise SqlError("0A000", "ALTER ROLE ... SET is not supported")
+        return AlterRole(name, p.role_options())
     if (p.word(0), p.word(1)) not in _STARTS:
         return None
     if p.word(0) == "SHOW" and p.word(1) == "CLUSTER" and p.word(2) != "REPLICAS":
