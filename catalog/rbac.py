@@ -311,3 +311,33 @@ def ref_for_key(snap: CatalogSnapshot, key: str) -> ObjectRef | None:
         if sc is not None:  # COMMENT ON SCHEMA names a schema by its id
             return ObjectRef("SCHEMA", f"schema:{rest}", f"{DATABASE}.{sc.name}")
     return None
+
+
+def role_oid(role_id: str) -> int:
+    """pg_roles' OID of a role: 10 for the bootstrap role (PostgreSQL's bootstrap
+    superuser's OID, which every object's owner column showed before roles existed),
+    0 for PUBLIC, 19000 + n for system role ``sn``, 30000 + n for user role ``un``."""
+    if role_id == BOOTSTRAP_ROLE_ID:
+        return 10
+    if role_id == PUBLIC:
+        return 0
+    return (19000 if role_id[0] == "s" else 30000) + int(role_id[1:])
+
+
+def all_roles(snap: CatalogSnapshot) -> list[Role]:
+    """The system roles, then the catalog's, in id order."""
+    return list(SYSTEM_ROLES) + sorted(snap.roles.values(), key=lambda r: int(r.id[1:]))
+
+
+#: () -> the catalog snapshot the running statement sees, for the privilege functions
+#: (has_table_privilege, ...); set by the session per statement
+_CATALOG: contextvars.ContextVar = contextvars.ContextVar("rbac_catalog", default=None)
+
+
+def set_statement_catalog(snapshot_fn) -> None:
+    _CATALOG.set(snapshot_fn)
+
+
+def statement_catalog() -> CatalogSnapshot | None:
+    fn = _CATALOG.get()
+    return fn() if fn is not None else None

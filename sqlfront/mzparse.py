@@ -17,6 +17,20 @@ tokens. Grammar, from Materialize's SQL reference and seeds/cluster-replicas.md:
     CREATE DEFAULT INDEX [IF NOT EXISTS] [name] [IN CLUSTER c] ON obj [USING ARRANGEMENT]
     CREATE INDEX [IF NOT EXISTS] [name] IN CLUSTER c ON obj [USING ARRANGEMENT] (key [, ...])
     SHOW INDEXES [ON obj] [IN CLUSTER c] [LIKE 'pattern' | WHERE expr]
+    SHOW ROLES [LIKE 'pattern' | WHERE expr]
+    CREATE ROLE name [[WITH] role_option ...]        (Materialize's options, below)
+    ALTER ROLE name [[WITH] role_option ...] | ALTER ROLE name RENAME TO new_name
+    role_option ::= [NO]SUPERUSER | [NO]LOGIN | [NO]INHERIT | [NO]CREATEROLE | [NO]CREATEDB
+                  | [NO]CREATECLUSTER | PASSWORD 'text' | PASSWORD NULL
+    GRANT priv [, ...] | ALL [PRIVILEGES] ON target TO grantee [, ...]
+    REVOKE priv [, ...] | ALL [PRIVILEGES] ON target FROM grantee [, ...] [CASCADE | RESTRICT]
+    target ::= [TABLE | VIEW | SEQUENCE] name [, ...] | ALL TABLES IN SCHEMA s [, ...]
+             | SCHEMA s [, ...] | DATABASE d [, ...] | CLUSTER c [, ...] | SYSTEM
+    GRANT role [, ...] TO role [, ...]  /  REVOKE role [, ...] FROM role [, ...]
+    ALTER CLUSTER name OWNER TO role
+
+(PostgreSQL's grammar has no CLUSTER or SYSTEM target nor Materialize's system privileges,
+so every GRANT and REVOKE is parsed here.)
 
 (``CREATE INDEX`` without ``IN CLUSTER`` is PostgreSQL's and parsed by pglast.)
 
@@ -92,9 +106,9 @@ class ShowClusterReplicas:
 
 @dataclass(frozen=True)
 class ShowObjects:
-    """SHOW TABLES [FROM schema] | SHOW COLUMNS FROM t | SHOW SCHEMAS | SHOW DATABASES."""
+    """SHOW TABLES [FROM schema] | SHOW COLUMNS FROM t | SHOW SCHEMAS | SHOW DATABASES | SHOW ROLES."""
 
-    kind: str  # tables, columns, schemas, databases
+    kind: str  # tables, columns, schemas, databases, roles
     target: str | None = None
     like: str | None = None
     where: str | None = None
@@ -493,7 +507,7 @@ class _Parser:
             new = self.ident()
             self.done()
             return AlterClusterRename(name, new)
-        for kind in ("TABLES", "SCHEMAS", "DATABASES", "VIEWS"):
+        for kind in ("TABLES", "SCHEMAS", "DATABASES", "VIEWS", "ROLES"):
             if self.accept("SHOW", kind):
                 target = self.ident() if self.accept("FROM") else None
                 like, where = self.show_filter()
@@ -632,7 +646,7 @@ class _Parser:
 _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER"),
            ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PHYSICAL"), ("EXPLAIN", "PLAN"),
            ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS"),
-           ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT")}
+           ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT"), ("SHOW", "ROLES")}
 
 
 def parse_mz(sql: str) -> MzStatement | None:

@@ -22,7 +22,7 @@ import pyarrow as pa
 from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, SYNTAX_ERROR
-from catalog.rbac import BOOTSTRAP_ROLE_ID, set_session_roles
+from catalog.rbac import BOOTSTRAP_ROLE_ID, set_session_roles, set_statement_catalog
 from catalog.snapshot import Table, set_search_path
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
@@ -154,6 +154,7 @@ class Session:
         set_session_vars(self.vars)
         set_search_path(self.vars.search_path(), self.temp_schema)
         set_session_roles(self.session_role_id, self.current_role_id)
+        set_statement_catalog(lambda: self.env.snapshot)
         self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not txn.ends_transaction(stmt) and not txn.is_rollback_to(stmt):
             raise SqlError(IN_FAILED_SQL_TRANSACTION,
