@@ -22,7 +22,7 @@ import pyarrow as pa
 from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, SYNTAX_ERROR
-from catalog.rbac import BOOTSTRAP_ROLE_ID, set_session_roles, set_statement_catalog
+from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, set_session_roles, set_statement_catalog
 from catalog.snapshot import Table, set_search_path
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
@@ -56,6 +56,7 @@ class Session:
         self.session_role_id = role_id
         #: the role privileges are checked against (``current_user``; SET ROLE changes it)
         self.current_role_id = role_id
+        self.vars.values["is_superuser"] = "on" if is_superuser(env.snapshot, role_id) else "off"
         self.vars = SessionVars(startup, env.config.server_vars())
         self.in_transaction = False
         self.failed = False

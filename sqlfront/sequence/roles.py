@@ -395,8 +395,9 @@ def set_role(s: Session, value: str | None) -> None:
     snap = s.env.snapshot
     if value is None or value.lower() == "none":
         s.current_role_id = s.session_role_id
-        return
-    r = resolve_role(snap, value)
-    if not (rbac.is_superuser(snap, s.session_role_id) or r.id in rbac.memberships(snap, s.session_role_id)):
-        raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, f'permission denied to set role "{value}"')
-    s.current_role_id = r.id
+    else:
+        r = resolve_role(snap, value)
+        if not (rbac.is_superuser(snap, s.session_role_id) or r.id in rbac.memberships(snap, s.session_role_id)):
+            raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, f'permission denied to set role "{value}"')
+        s.current_role_id = r.id
+    s.vars.values["is_superuser"] = "on" if rbac.is_superuser(snap, s.current_role_id) else "off"
