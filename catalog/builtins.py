@@ -106,6 +106,13 @@ MZ_ROLES = BuiltinTable(
     (Column("id", TEXT, False), Column("oid", OID, False), Column("name", TEXT, False), Column("inherit", BOOL, False),
      Column("rolcanlogin", BOOL, False), Column("rolsuper", BOOL, False)),
 )
+#: ALTER DEFAULT PRIVILEGES (Materialize's mz_default_privileges: ``role_id`` ``p`` is ALL
+#: ROLES, NULL schema_id any schema)
+MZ_DEFAULT_PRIVILEGES = BuiltinTable(
+    "s72", "mz_catalog", "mz_default_privileges",
+    (Column("role_id", TEXT, False), Column("database_id", TEXT, True), Column("schema_id", TEXT, True),
+     Column("object_type", TEXT, False), Column("grantee", TEXT, False), Column("privileges", TEXT, False)),
+)
 MZ_ROLE_MEMBERS = BuiltinTable(
     "s71", "mz_catalog", "mz_role_members",
     (Column("role_id", TEXT, False), Column("member", TEXT, False), Column("grantor", TEXT, False)),
@@ -163,7 +170,7 @@ def _owned(snap: CatalogSnapshot, obj: rbac.ObjectRef) -> tuple[str, list[str]]:
 #: builtin tables whose rows come from environmentd's state (metrics, persist), not the catalog
 METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE)
 
-BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS)
+BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
@@ -212,6 +219,16 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
              for sc in sorted(snap.schemas.values(), key=_id_order)]
     if table.id == MZ_ROLES.id:
         return [(r.id, rbac.role_oid(r.id), r.name, r.inherit, r.login, r.superuser) for r in rbac.all_roles(snap)]
+    if table.id == MZ_DEFAULT_PRIVILEGES.id:
+        out = []
+        for key, acl in sorted(snap.default_privileges.items()):
+            role, schema_key, kind = rbac.split_default_privileges_key(key)
+            schema_id = None
+            if schema_key is not None:
+                name = schema_key.split(":")[1]
+                schema_id = SCHEMA_IDS.get(name, name)
+            out += [(role, rbac.DATABASE_ID, schema_id, kind.lower(), a.grantee, a.privileges) for a in acl]
+        return out
     if table.id == MZ_ROLE_MEMBERS.id:
         return [(role, member, grantor) for (role, member), grantor in sorted(snap.role_members.items())]
     if table.id == MZ_INDEXES.id:

@@ -82,6 +82,7 @@ CREATE TABLE IF NOT EXISTS role_members (
 -- owners and ACLs of objects, by catalog.rbac object key ('item:u5', 'cluster:u1', 'system')
 CREATE TABLE IF NOT EXISTS owners (object TEXT PRIMARY KEY, role_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS privileges (object TEXT PRIMARY KEY, acl TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS default_privileges (key TEXT PRIMARY KEY, acl TEXT NOT NULL);
 -- a sequence's value: data, not catalog (catalog.sequences.SequenceStore writes it)
 CREATE TABLE IF NOT EXISTS sequence_values (
     id TEXT PRIMARY KEY,
@@ -252,7 +253,16 @@ class SetPrivileges:
     acl: tuple[AclItem, ...]
 
 
-Op = CreateRole | UpdateRole | DropRole | GrantRole | RevokeRole | SetOwner | SetPrivileges | SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
+@dataclass(frozen=True)
+class SetDefaultPrivileges:
+    """ALTER DEFAULT PRIVILEGES: the grants objects matching ``key`` get when they are
+    made (``catalog.rbac.default_privileges_key``); an empty ``acl`` removes the entry."""
+
+    key: str
+    acl: tuple[AclItem, ...]
+
+
+Op = SetDefaultPrivileges | CreateRole | UpdateRole | DropRole | GrantRole | RevokeRole | SetOwner | SetPrivileges | SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
 
 _ID_KINDS = ("cluster", "replica", "item", "shard", "role")
 
@@ -317,6 +327,7 @@ class CatalogStore:
             members = {(r[0], r[1]): r[2] for r in c.execute("SELECT role_id, member_id, grantor_id FROM role_members")}
             owners = dict(c.execute("SELECT object, role_id FROM owners").fetchall())
             privileges = {r[0]: _decode_acl(r[1]) for r in c.execute("SELECT object, acl FROM privileges")}
+            defaults = {r[0]: _decode_acl(r[1]) for r in c.execute("SELECT key, acl FROM default_privileges")}
         return CatalogSnapshot(
             version=int(meta.get("version", 0)),
             next_ids={k: int(meta.get(f"next_id.{k}", 1)) for k in _ID_KINDS},
@@ -333,6 +344,7 @@ class CatalogStore:
             role_members=members,
             owners=owners,
             privileges=privileges,
+            default_privileges=defaults,
             builtins={b.id: b for b in BUILTIN_TABLES},
         )
 
@@ -354,6 +366,7 @@ class CatalogStore:
         members = dict(snap.role_members)
         owners = dict(snap.owners)
         privileges = dict(snap.privileges)
+        defaults = dict(snap.default_privileges)
         version = snap.version + 1
         with self._lock:
             c = self._conn
@@ -475,6 +488,15 @@ class CatalogStore:
                             if kept != acl:
                                 c.execute("UPDATE privileges SET acl = ? WHERE object = ?", (_encode_acl(kept), key))
                                 privileges[key] = kept
+                        for key, acl in list(defaults.items()):
+                            kept = tuple(a for a in acl if a.grantee != op.role_id)
+                            if key.split("|")[0] == op.role_id or not kept:
+                                c.execute("DELETE FROM default_privileges WHERE key = ?", (key,))
+                                del defaults[key]
+                            elif kept != acl:
+                                c.execute("UPDATE default_privileges SET acl = ? WHERE key = ?",
+                                          (_encode_acl(kept), key))
+                                defaults[key] = kept
                     elif isinstance(op, GrantRole):
                         c.execute("INSERT OR REPLACE INTO role_members (role_id, member_id, grantor_id) VALUES (?, ?, ?)",
                                   (op.role_id, op.member_id, op.grantor_id))
@@ -490,6 +512,14 @@ class CatalogStore:
                         c.execute("INSERT OR REPLACE INTO privileges (object, acl) VALUES (?, ?)",
                                   (op.object, _encode_acl(op.acl)))
                         privileges[op.object] = tuple(op.acl)
+                    elif isinstance(op, SetDefaultPrivileges):
+                        if op.acl:
+                            c.execute("INSERT OR REPLACE INTO default_privileges (key, acl) VALUES (?, ?)",
+                                      (op.key, _encode_acl(op.acl)))
+                            defaults[op.key] = tuple(op.acl)
+                        else:
+                            c.execute("DELETE FROM default_privileges WHERE key = ?", (op.key,))
+                            defaults.pop(op.key, None)
                     else:  # pragma: no cover - a programming error
                         raise TypeError(f"unknown catalog op {op!r}")
                 # comments go with their objects (not with one dropped and made again: a rename)
@@ -518,7 +548,7 @@ class CatalogStore:
         return snap.with_changes(
             version=version, clusters=clusters, replicas=replicas, tables=tables, views=views, indexes=indexes,
             sequences=sequences, schemas=schemas, comments=comments, roles=roles, role_members=members,
-            owners=owners, privileges=privileges, next_ids=dict(next_ids)
+            owners=owners, privileges=privileges, default_privileges=defaults, next_ids=dict(next_ids)
         )
 
     def close(self) -> None:

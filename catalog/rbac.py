@@ -341,3 +341,37 @@ def set_statement_catalog(snapshot_fn) -> None:
 def statement_catalog() -> CatalogSnapshot | None:
     fn = _CATALOG.get()
     return fn() if fn is not None else None
+
+
+# -- default privileges (ALTER DEFAULT PRIVILEGES) ----------------------------------------------
+
+#: ALTER DEFAULT PRIVILEGES ... ON <plural> -> the object type it applies to (Materialize:
+#: TABLES covers tables and views)
+DEFAULT_PRIVILEGE_TYPES = {"TABLES": "TABLE", "SCHEMAS": "SCHEMA", "CLUSTERS": "CLUSTER", "DATABASES": "DATABASE"}
+
+
+def default_privileges_key(role_id: str, schema_key: str | None, object_type: str) -> str:
+    """The key of default privileges for objects of ``object_type`` (``TABLE``,
+    ``SCHEMA``, ``CLUSTER``, ``DATABASE``) made by ``role_id`` (PUBLIC: by any role, FOR
+    ALL ROLES) in schema ``schema_key`` (None: anywhere)."""
+    return f"{role_id}|{schema_key or ''}|{object_type}"
+
+
+def split_default_privileges_key(key: str) -> tuple[str, str | None, str]:
+    role, schema, kind = key.split("|")
+    return role, schema or None, kind
+
+
+def initial_acl(snap: CatalogSnapshot, obj: ObjectRef, owner: str, schema_key: str | None) -> tuple[AclItem, ...]:
+    """The ACL of an object ``owner`` makes now: the owner's privileges, then what the
+    default privileges of ``owner`` (and of the roles it is a member of, and of ALL
+    ROLES) for its type and schema grant, as Materialize applies them at creation."""
+    acl = (AclItem(owner, owner, full_privileges(obj.kind)),)
+    dtype = "TABLE" if obj.kind in ("TABLE", "VIEW", "SEQUENCE") else obj.kind
+    for role in sorted(memberships(snap, owner)):
+        for sk in (None, schema_key) if schema_key else (None,):
+            for a in snap.default_privileges.get(default_privileges_key(role, sk, dtype), ()):
+                letters = "".join(ch for ch in a.privileges if ch in full_privileges(obj.kind))
+                if letters:
+                    acl = grant(acl, a.grantee, owner, letters)
+    return acl

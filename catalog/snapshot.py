@@ -245,6 +245,9 @@ class CatalogSnapshot:
     owners: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: object key -> its ACL; an object without an entry has ``catalog.rbac.default_acl``
     privileges: Mapping[str, tuple[AclItem, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    #: ALTER DEFAULT PRIVILEGES: ``catalog.rbac.default_privileges_key`` (creator role, schema,
+    #: object type) -> the grants new objects get (AclItems whose grantor is unused)
+    default_privileges: Mapping[str, tuple[AclItem, ...]] = field(default_factory=lambda: MappingProxyType({}))
     next_ids: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     # -- clusters and replicas -------------------------------------------------------

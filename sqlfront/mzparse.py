@@ -28,6 +28,8 @@ tokens. Grammar, from Materialize's SQL reference and seeds/cluster-replicas.md:
              | SCHEMA s [, ...] | DATABASE d [, ...] | CLUSTER c [, ...] | SYSTEM
     GRANT role [, ...] TO role [, ...]  /  REVOKE role [, ...] FROM role [, ...]
     ALTER CLUSTER name OWNER TO role
+    ALTER DEFAULT PRIVILEGES [FOR ROLE r [, ...] | FOR ALL ROLES] [IN SCHEMA s [, ...]]
+        {GRANT priv ... ON {TABLES|SCHEMAS|CLUSTERS|DATABASES} TO ... | REVOKE ... FROM ...}
 
 (PostgreSQL's grammar has no CLUSTER or SYSTEM target nor Materialize's system privileges,
 so every GRANT and REVOKE is parsed here.)
@@ -245,7 +247,20 @@ class AlterOwner:
     owner: str
 
 
-MzStatement = (CreateRole | AlterRole | GrantPrivileges | GrantRoles | AlterOwner | CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+@dataclass(frozen=True)
+class AlterDefaultPrivileges:
+    """``ALTER DEFAULT PRIVILEGES [FOR ROLE r [, ...] | FOR ALL ROLES] [IN SCHEMA s [, ...] |
+    IN DATABASE d] {GRANT | REVOKE} ... ON {TABLES | SCHEMAS | CLUSTERS | DATABASES}
+    {TO | FROM} grantee [, ...]`` (Materialize's). ``roles``: names, None for ALL ROLES,
+    () for the current role; ``grant`` holds the GRANT/REVOKE part (its ``kind`` is the
+    plural object type, its ``targets`` empty)."""
+
+    roles: tuple[str, ...] | None
+    schemas: tuple[tuple[str, ...], ...]
+    grant: "GrantPrivileges"
+
+
+MzStatement = (AlterDefaultPrivileges | CreateRole | AlterRole | GrantPrivileges | GrantRoles | AlterOwner | CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
                | ShowClusters | ShowClusterReplicas)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
@@ -570,6 +585,44 @@ class _Parser:
             if not self.accept_punct(","):
                 return tuple(names)
 
+    def alter_default_privileges(self) -> AlterDefaultPrivileges:
+        self.expect("ALTER", "DEFAULT", "PRIVILEGES")
+        roles: tuple[str, ...] | None = ()
+        schemas: tuple = ()
+        if self.accept("FOR", "ALL", "ROLES"):
+            roles = None
+        elif self.accept("FOR", "ROLE") or self.accept("FOR", "USER"):
+            roles = self.role_list()
+        if self.accept("IN", "SCHEMA"):
+            schemas = self.name_list()
+        elif self.accept("IN", "DATABASE"):
+            for (d, *_) in self.name_list():
+                if d != "materialize":
+                    raise SqlError("3D000", f"unknown database '{d}'")
+        if self.word() not in ("GRANT", "REVOKE"):
+            raise self.error("GRANT or REVOKE")
+        revoke = self.word() == "REVOKE"
+        self.i += 1
+        if self.accept("ALL"):
+            self.accept("PRIVILEGES")
+            privs = ["ALL"]
+        else:
+            privs = [self.word() or ""]
+            self.i += 1
+            while self.accept_punct(","):
+                privs.append(self.word() or "")
+                self.i += 1
+        self.expect("ON")
+        kind = self.word()
+        if kind not in ("TABLES", "SCHEMAS", "CLUSTERS", "DATABASES"):
+            raise SqlError("0A000", f"ALTER DEFAULT PRIVILEGES ON {kind} is not supported")
+        self.i += 1
+        self.expect("FROM" if revoke else "TO")
+        grantees = self.role_list()
+        self.accept("CASCADE") or self.accept("RESTRICT")
+        self.done()
+        return AlterDefaultPrivileges(roles, schemas, GrantPrivileges(revoke, tuple(privs), kind, (), grantees))
+
     def grant(self):
         revoke = self.word() == "REVOKE"
         self.i += 1
@@ -673,6 +726,8 @@ def parse_mz(sql: str) -> MzStatement | None:
         return p.parse()
     if p.word(0) in ("GRANT", "REVOKE"):
         return p.grant()
+    if (p.word(0), p.word(1)) == ("ALTER", "DEFAULT"):
+        return p.alter_default_privileges()
     if p.accept("CREATE", "ROLE"):
         name = p.ident()
         return CreateRole(name, p.role_options())

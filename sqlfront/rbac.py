@@ -27,7 +27,7 @@ from pglast import ast
 from catalog import durable
 from catalog import rbac
 from catalog.errors import SqlError
-from catalog.snapshot import AclItem, CatalogSnapshot, View
+from catalog.snapshot import DATABASE, CatalogSnapshot, View
 from sqlfront import mzparse as mz
 
 if TYPE_CHECKING:
@@ -178,12 +178,18 @@ def check_ops(snap: CatalogSnapshot, ops: list, role: str | None) -> list:
     created: set[str] = set()
     extra: list = []
 
-    def new_item(obj_id: str, schema: str, key_kind: str = "item") -> None:
-        key = f"{key_kind}:{obj_id}"
-        created.add(key)
-        if schema not in temps and not superuser:
-            rbac.require(snap, rbac.schema_ref(snap, schema), "C", role)
-        extra.append(durable.SetOwner(key, role))
+    def owned(obj: rbac.ObjectRef, schema_key: str | None = None, always_acl: bool = False) -> None:
+        """The new object is the role's, with the default privileges that apply to it."""
+        created.add(obj.key)
+        extra.append(durable.SetOwner(obj.key, role))
+        acl = rbac.initial_acl(snap, obj, role, schema_key)
+        if always_acl or len(acl) > 1:
+            extra.append(durable.SetPrivileges(obj.key, acl))
+
+    def new_item(obj) -> None:
+        if obj.schema not in temps and not superuser:
+            rbac.require(snap, rbac.schema_ref(snap, obj.schema), "C", role)
+        owned(rbac.relation_ref(obj), rbac.schema_ref(snap, obj.schema).key)
 
     for op in ops:
         if isinstance(op, durable.CreateSchema):
@@ -193,24 +199,23 @@ def check_ops(snap: CatalogSnapshot, ops: list, role: str | None) -> list:
                 temps.add(op.schema.name)
                 continue
             rbac.require(snap, rbac.DATABASE_OBJ, "C", role)
-            extra.append(durable.SetOwner(f"schema:{op.schema.id}", role))
+            owned(rbac.ObjectRef("SCHEMA", f"schema:{op.schema.id}", f"{DATABASE}.{op.schema.name}"))
         elif isinstance(op, durable.CreateTable):
-            new_item(op.table.id, op.table.schema)
+            new_item(op.table)
         elif isinstance(op, durable.CreateView):
-            new_item(op.view.id, op.view.schema)
+            new_item(op.view)
         elif isinstance(op, durable.CreateSequence):
-            new_item(op.sequence.id, op.sequence.schema)
+            new_item(op.sequence)
         elif isinstance(op, durable.CreateIndex):
-            new_item(op.index.id, op.index.schema)
+            new_item(op.index)
             c = snap.clusters.get(op.index.cluster_id) if op.index.cluster_id else None
             if c is not None:
                 rbac.require(snap, rbac.cluster_ref(c), "C", role)
         elif isinstance(op, durable.CreateCluster):
             rbac.require(snap, rbac.SYSTEM, "N", role)
-            key = f"cluster:{op.cluster.id}"
-            created.add(key)
-            extra += [durable.SetOwner(key, role),
-                      durable.SetPrivileges(key, (AclItem(role, role, rbac.full_privileges("CLUSTER")),))]
+            # always an ACL of its own: a cluster without one is one made before roles
+            # existed, which PUBLIC may use (catalog.rbac.default_acl)
+            owned(rbac.cluster_ref(op.cluster), always_acl=True)
         elif isinstance(op, (durable.CreateReplica, durable.DropReplica)):
             r = op.replica if isinstance(op, durable.CreateReplica) else snap.replicas.get(op.replica_id)
             if r is not None:
@@ -236,6 +241,13 @@ def check_ops(snap: CatalogSnapshot, ops: list, role: str | None) -> list:
             rbac.require(snap, rbac.SYSTEM, "R", role)
         elif isinstance(op, durable.SetPrivileges):
             _require_owner_of(snap, op.object, role, created)
+        elif isinstance(op, durable.SetDefaultPrivileges):
+            target, _, _ = rbac.split_default_privileges_key(op.key)
+            if target == rbac.PUBLIC and not superuser:
+                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, "permission denied for SYSTEM")
+            if not superuser and target not in rbac.memberships(snap, role):
+                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE,
+                               f'must be a member of role "{rbac.role_name(snap, target)}"')
         elif isinstance(op, durable.SetOwner):
             _require_owner_of(snap, op.object, role, created)
             # PostgreSQL's rule (ALTER TABLE ... OWNER TO): one may give an object only to

@@ -229,3 +229,29 @@ def test_pg_catalog_shows_roles_and_acls(server, admin, names):
     assert du.returncode == 0 and joe in du.stdout, du.stderr
     dp = subprocess.run(cmd + ["-c", rf"\dp {t}"], capture_output=True, text=True, timeout=60)
     assert dp.returncode == 0 and f"{joe}=r/materialize" in dp.stdout, dp.stderr
+
+
+def test_default_privileges_apply_to_new_objects(server, admin, names):
+    joe, ann = f"rb_joe_{names}", f"rb_ann_{names}"
+    admin.execute(f"CREATE ROLE {joe} LOGIN")
+    admin.execute(f"CREATE ROLE {ann} LOGIN")
+    admin.execute(f"ALTER DEFAULT PRIVILEGES FOR ROLE materialize IN SCHEMA public GRANT SELECT ON TABLES TO {joe}")
+    try:
+        admin.execute(f"CREATE TABLE rb_d_{names} (a int)")
+        admin.execute(f"CREATE VIEW rb_dv_{names} AS SELECT 1 AS x")
+        joe_id = admin.execute("SELECT id FROM mz_roles WHERE name = %s", (joe,)).fetchone()[0]
+        assert admin.execute("SELECT role_id, schema_id, object_type, grantee, privileges FROM mz_default_privileges "
+                             "WHERE grantee = %s", (joe_id,)).fetchall() == [("u1", "u3", "table", joe_id, "r")]
+        with _login(server, joe) as c:
+            assert c.execute(f"SELECT count(*) FROM rb_d_{names}").fetchone() == (0,)
+            assert c.execute(f"SELECT x FROM rb_dv_{names}").fetchall() == [(1,)]
+            _err(c, f"ALTER DEFAULT PRIVILEGES FOR ROLE materialize GRANT SELECT ON TABLES TO {joe}", "42501")
+            _err(c, f"ALTER DEFAULT PRIVILEGES FOR ALL ROLES GRANT SELECT ON TABLES TO {joe}", "42501")
+        with _login(server, ann) as c:
+            _err(c, f"SELECT * FROM rb_d_{names}", "42501")
+    finally:
+        admin.execute(f"ALTER DEFAULT PRIVILEGES FOR ROLE materialize IN SCHEMA public REVOKE SELECT ON TABLES "
+                      f"FROM {joe}")
+    admin.execute(f"CREATE TABLE rb_e_{names} (a int)")
+    assert admin.execute("SELECT privileges FROM mz_tables WHERE name = %s", (f"rb_e_{names}",)).fetchone() == \
+        (["u1=arwd/u1"],)

@@ -401,3 +401,41 @@ def set_role(s: Session, value: str | None) -> None:
             raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, f'permission denied to set role "{value}"')
         s.current_role_id = r.id
     s.vars.values["is_superuser"] = "on" if rbac.is_superuser(snap, s.current_role_id) else "off"
+
+
+def alter_default_privileges(s: Session, stmt: mz.AlterDefaultPrivileges, sql: str, params) -> Result:
+    """ALTER DEFAULT PRIVILEGES (Materialize's): the privileges objects get when the
+    target roles (FOR ROLE; the current role if none is named; FOR ALL ROLES: any role)
+    make them, in the schemas named (IN SCHEMA) or anywhere. Needs membership in the
+    target roles; FOR ALL ROLES, a superuser (``sqlfront.rbac.check_ops``).
+
+    Raises:
+        SqlError 42704 unknown role; 3F000 unknown schema; 0A000 IN SCHEMA with ON
+        SCHEMAS, CLUSTERS or DATABASES; 0LP01 for privileges the type does not have."""
+    g = stmt.grant
+    kind = rbac.DEFAULT_PRIVILEGE_TYPES[g.kind]
+    if stmt.schemas and kind != "TABLE":
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"cannot use IN SCHEMA clause when using GRANT/REVOKE ON {g.kind}")
+
+    def build(snap: CatalogSnapshot, ids) -> list:
+        if stmt.roles is None:
+            targets = [rbac.PUBLIC]
+        elif not stmt.roles:
+            targets = [rbac.current_role() or rbac.BOOTSTRAP_ROLE_ID]
+        else:
+            targets = [resolve_role(snap, r).id for r in stmt.roles]
+        grantees = [rbac.PUBLIC if n == "PUBLIC" else resolve_role(snap, n).id for n in g.grantees]
+        letters = rbac.parse_privileges(list(g.privileges), kind)
+        schema_keys = [_schema_obj(snap, sc).key for sc in stmt.schemas] or [None]
+        ops = []
+        for target in targets:
+            for sk in schema_keys:
+                key = rbac.default_privileges_key(target, sk, kind)
+                acl = snap.default_privileges.get(key, ())
+                for grantee in grantees:
+                    acl = rbac.revoke(acl, grantee, letters) if g.revoke else rbac.grant(acl, grantee, "", letters)
+                ops.append(durable.SetDefaultPrivileges(key, acl))
+        return ops
+
+    run(s, build)
+    return Result("ALTER DEFAULT PRIVILEGES")
