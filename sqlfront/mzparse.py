@@ -41,7 +41,7 @@ so every GRANT and REVOKE is parsed here.)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pglast.parser import scan
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from pglast import ast
 from pglast.enums import AlterTableType, ObjectType
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, DUPLICATE_COLUMN, UNDEFINED_TABLE
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, DUPLICATE_COLUMN
 from catalog.snapshot import Column, Table
 from catalog.types import TEXT
 from sqlfront import sequence_ddl as build
