@@ -117,21 +117,20 @@ def test_drop_role_refused_while_it_owns_objects(server, admin, names):
     joe = f"rb_joe_{names}"
     admin.execute(f"CREATE ROLE {joe} LOGIN")
     admin.execute(f"GRANT CREATE ON SCHEMA public TO {joe}")
-    try:
-        with _login(server, joe) as c:
-            c.execute(f"CREATE TABLE rb_own_{names} (a int)")
-            c.execute(f"INSERT INTO rb_own_{names} VALUES (1)")  # the owner holds every privilege
-            assert c.execute(f"SELECT a FROM rb_own_{names}").fetchall() == [(1,)]
-        owner = admin.execute("SELECT r.name FROM mz_tables t JOIN mz_roles r ON r.id = t.owner_id "
-                              "WHERE t.name = %s", (f"rb_own_{names}",)).fetchone()
-        assert owner == (joe,)
-        e = _err(admin, f"DROP ROLE {joe}", "2BP01", f'role "{joe}" cannot be dropped because some objects depend on it')
-        assert f"owner of table materialize.public.rb_own_{names}" in e.diag.message_detail
-        # ALTER ... OWNER TO hands the table over; then the role can go
-        admin.execute(f"ALTER TABLE rb_own_{names} OWNER TO materialize")
-        admin.execute(f"DROP ROLE {joe}")
-    finally:
-        admin.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")  # (no-op: PUBLIC never had it)
+    with _login(server, joe) as c:
+        c.execute(f"CREATE TABLE rb_own_{names} (a int)")
+        c.execute(f"INSERT INTO rb_own_{names} VALUES (1)")  # the owner holds every privilege
+        assert c.execute(f"SELECT a FROM rb_own_{names}").fetchall() == [(1,)]
+        _err(c, f"ALTER TABLE rb_own_{names} OWNER TO materialize", "42501",
+             'must be a member of role "materialize"')
+    owner = admin.execute("SELECT r.name FROM mz_tables t JOIN mz_roles r ON r.id = t.owner_id "
+                          "WHERE t.name = %s", (f"rb_own_{names}",)).fetchone()
+    assert owner == (joe,)
+    e = _err(admin, f"DROP ROLE {joe}", "2BP01", f'role "{joe}" cannot be dropped because some objects depend on it')
+    assert f"owner of table materialize.public.rb_own_{names}" in e.diag.message_detail
+    # ALTER ... OWNER TO hands the table over; then the role can go
+    admin.execute(f"ALTER TABLE rb_own_{names} OWNER TO materialize")
+    admin.execute(f"DROP ROLE {joe}")
     admin.execute(f"DROP ROLE IF EXISTS {joe}")
     _err(admin, f"DROP ROLE {joe}", "42704", f"unknown role '{joe}'")
     assert admin.execute("SELECT privileges FROM mz_schemas WHERE name = 'public'").fetchone()[0] == \
