@@ -166,6 +166,10 @@ def default_acl(snap: CatalogSnapshot, obj: ObjectRef) -> tuple[AclItem, ...]:
         acl.append(AclItem(PUBLIC, MZ_SYSTEM.id, "r"))
     elif obj.kind in ("DATABASE", "CLUSTER") or (obj.kind == "SCHEMA" and obj.key.split(":")[1] in SYSTEM_SCHEMAS):
         acl.append(AclItem(PUBLIC, MZ_SYSTEM.id, "U"))
+    elif obj.kind == "SCHEMA":
+        sc = snap.schemas.get(obj.key.split(":")[1])
+        if sc is not None and sc.temp:  # a session's temporary schema: only it can name it
+            acl.append(AclItem(PUBLIC, MZ_SYSTEM.id, "UC"))
     return tuple(acl)
 
 
@@ -267,12 +271,13 @@ def owned_objects(snap: CatalogSnapshot, role_id: str) -> list[str]:
     return sorted(k for k, r in snap.owners.items() if r == role_id)
 
 
-def parse_privileges(words: list[str], kind: str) -> str:
+def parse_privileges(words: list[str], kind: str, name: str | None = None) -> str:
     """ACL letters of privilege names (``ALL`` is every privilege of ``kind``).
 
     Raises:
-        SqlError 0LP01 ``invalid privilege types INSERT for VIEW`` for a privilege the
-        object type does not have (Materialize's wording); 42601 for an unknown name."""
+        SqlError 0LP01 ``invalid privilege types INSERT for VIEW "materialize.public.v"``
+        for a privilege the object type does not have (Materialize's wording, ``name``
+        the object's); 42601 for an unknown name."""
     if words == ["ALL"]:
         return full_privileges(kind)
     letters, bad = "", []
@@ -284,7 +289,8 @@ def parse_privileges(words: list[str], kind: str) -> str:
             bad.append(w)
         letters += ch
     if bad:
-        raise SqlError("0LP01", f"invalid privilege types {', '.join(bad)} for {kind}")
+        shown = f'{kind} "{name}"' if name else kind
+        raise SqlError("0LP01", f"invalid privilege types {', '.join(bad)} for {shown}")
     return sort_letters(letters)
 
 

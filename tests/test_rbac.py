@@ -168,7 +168,8 @@ def test_view_reads_are_checked_against_the_view_owner(server, admin, names):
         admin.execute(f"GRANT SELECT ON {v} TO {joe}")
         assert c.execute(f"SELECT a FROM {v}").fetchall() == [(7,)]  # the owner may read t
         _err(c, f"SELECT * FROM {t}", "42501")
-        _err(admin, f"GRANT INSERT ON {v} TO {joe}", "0LP01", "invalid privilege types INSERT for VIEW")
+        _err(admin, f"GRANT INSERT ON {v} TO {joe}", "0LP01",
+             f'invalid privilege types INSERT for VIEW "materialize.public.{v}"')
 
 
 def test_role_attributes_and_system_privileges(server, admin, names):
@@ -254,3 +255,10 @@ def test_default_privileges_apply_to_new_objects(server, admin, names):
     admin.execute(f"CREATE TABLE rb_e_{names} (a int)")
     assert admin.execute("SELECT privileges FROM mz_tables WHERE name = %s", (f"rb_e_{names}",)).fetchone() == \
         (["u1=arwd/u1"],)
+
+
+def test_temporary_tables_need_no_grant(server, names):
+    with _login(server, f"rb_tmp_{names}") as c:
+        c.execute("CREATE TEMP TABLE rb_tt (a int)")
+        c.execute("INSERT INTO rb_tt VALUES (1)")
+        assert c.execute("SELECT a FROM rb_tt").fetchall() == [(1,)]

@@ -291,7 +291,8 @@ def grant_privileges(s: Session, stmt: mz.GrantPrivileges, sql: str, params) -> 
                 wanted = rbac.parse_privileges(list(stmt.privileges), "TABLE")
                 letters = "".join(ch for ch in wanted if ch in rbac.full_privileges(obj.kind))
             else:
-                letters = rbac.parse_privileges(list(stmt.privileges), obj.kind)
+                letters = rbac.parse_privileges(list(stmt.privileges), obj.kind,
+                                                None if obj.kind == "SYSTEM" else obj.name)
             acl = acls.get(obj.key, rbac.acl_of(snap, obj))
             owner = rbac.owner_of(snap, obj)
             for g in grantees:
