@@ -139,8 +139,10 @@ def alter_role(s: Session, stmt: mz.AlterRole, sql: str, params) -> Result:
 
 
 def _user_objects(snap: CatalogSnapshot) -> list[rbac.ObjectRef]:
+    """The objects a role can own, but temporary ones (they end with their session)."""
+    temps = {sc.name for sc in snap.schemas.values() if sc.temp}
     out = [rbac.relation_ref(o) for objs in (snap.tables, snap.views, snap.sequences, snap.indexes)
-           for o in objs.values()]
+           for o in objs.values() if o.schema not in temps]
     out += [rbac.ObjectRef("SCHEMA", f"schema:{sc.id}", f"{DATABASE}.{sc.name}") for sc in snap.schemas.values()
             if not sc.temp]
     out += [rbac.cluster_ref(c) for c in snap.clusters.values()]
