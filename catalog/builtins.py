@@ -113,6 +113,14 @@ MZ_DEFAULT_PRIVILEGES = BuiltinTable(
     (Column("role_id", TEXT, False), Column("database_id", TEXT, True), Column("schema_id", TEXT, True),
      Column("object_type", TEXT, False), Column("grantee", TEXT, False), Column("privileges", TEXT, False)),
 )
+_GRANT_COLUMNS = (Column("grantor", TEXT, False), Column("grantee", TEXT, False), Column("table_catalog", TEXT, False),
+                  Column("table_schema", TEXT, False), Column("table_name", TEXT, False),
+                  Column("privilege_type", TEXT, False), Column("is_grantable", TEXT, False),
+                  Column("with_hierarchy", TEXT, False))
+#: PostgreSQL's information_schema.table_privileges and role_table_grants (37.56, 37.41):
+#: one row per privilege in a table's or view's ACL (what dbt-postgres reads for grants)
+IS_TABLE_PRIVILEGES = BuiltinTable("s73", "information_schema", "table_privileges", _GRANT_COLUMNS)
+IS_ROLE_TABLE_GRANTS = BuiltinTable("s74", "information_schema", "role_table_grants", _GRANT_COLUMNS)
 MZ_ROLE_MEMBERS = BuiltinTable(
     "s71", "mz_catalog", "mz_role_members",
     (Column("role_id", TEXT, False), Column("member", TEXT, False), Column("grantor", TEXT, False)),
@@ -170,7 +178,7 @@ def _owned(snap: CatalogSnapshot, obj: rbac.ObjectRef) -> tuple[str, list[str]]:
 #: builtin tables whose rows come from environmentd's state (metrics, persist), not the catalog
 METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE)
 
-BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES)
+BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES, IS_TABLE_PRIVILEGES, IS_ROLE_TABLE_GRANTS)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
@@ -219,6 +227,15 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
              for sc in sorted(snap.schemas.values(), key=_id_order)]
     if table.id == MZ_ROLES.id:
         return [(r.id, rbac.role_oid(r.id), r.name, r.inherit, r.login, r.superuser) for r in rbac.all_roles(snap)]
+    if table.id in (IS_TABLE_PRIVILEGES.id, IS_ROLE_TABLE_GRANTS.id):
+        names = {v: k for k, v in rbac.PRIVILEGE_LETTERS.items()}
+        out = []
+        for r in sorted([*snap.tables.values(), *snap.views.values()], key=_id_order):
+            for a in rbac.acl_of(snap, rbac.relation_ref(r)):
+                for ch in a.privileges:
+                    out.append((rbac.role_name(snap, a.grantor), rbac.role_name(snap, a.grantee), "materialize",
+                                r.schema, r.name, names[ch], "NO", "YES" if ch == "r" else "NO"))
+        return out
     if table.id == MZ_DEFAULT_PRIVILEGES.id:
         out = []
         for key, acl in sorted(snap.default_privileges.items()):
