@@ -147,10 +147,6 @@ def authorize_statement(s: Session, stmt) -> None:
 
 # -- DDL --------------------------------------------------------------------------------------
 
-def _item_ref(snap: CatalogSnapshot, item_id: str):
-    return rbac.ref_for_key(snap, f"item:{item_id}")
-
-
 def _require_owner_of(snap: CatalogSnapshot, key: str, role, created: set[str]) -> None:
     if key in created:
         return
