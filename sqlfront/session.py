@@ -296,6 +296,7 @@ HANDLERS: dict[type, Callable] = {
     mz.AlterOwner: roles.alter_cluster_owner,
     ast.AlterOwnerStmt: roles.alter_owner,
     mz.AlterDefaultPrivileges: roles.alter_default_privileges,
+    ast.ReassignOwnedStmt: roles.reassign_owned,
     # variables, transactions, prepared statements
     ast.VariableSetStmt: var_stmts.set_var,
     ast.VariableShowStmt: var_stmts.show_var,

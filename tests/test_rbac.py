@@ -128,8 +128,11 @@ def test_drop_role_refused_while_it_owns_objects(server, admin, names):
     assert owner == (joe,)
     e = _err(admin, f"DROP ROLE {joe}", "2BP01", f'role "{joe}" cannot be dropped because some objects depend on it')
     assert f"owner of table materialize.public.rb_own_{names}" in e.diag.message_detail
-    # ALTER ... OWNER TO hands the table over; then the role can go
+    # ALTER ... OWNER TO (or REASSIGN OWNED) hands the table over; then the role can go
     admin.execute(f"ALTER TABLE rb_own_{names} OWNER TO materialize")
+    admin.execute(f"ALTER TABLE rb_own_{names} OWNER TO {joe}")
+    admin.execute(f"REASSIGN OWNED BY {joe} TO materialize")
+    assert admin.execute("SELECT owner_id FROM mz_tables WHERE name = %s", (f"rb_own_{names}",)).fetchone() == ("u1",)
     admin.execute(f"DROP ROLE {joe}")
     admin.execute(f"DROP ROLE IF EXISTS {joe}")
     _err(admin, f"DROP ROLE {joe}", "42704", f"unknown role '{joe}'")

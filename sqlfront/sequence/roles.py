@@ -442,3 +442,31 @@ def alter_default_privileges(s: Session, stmt: mz.AlterDefaultPrivileges, sql: s
 
     run(s, build)
     return Result("ALTER DEFAULT PRIVILEGES")
+
+
+def reassign_owned(s: Session, stmt: ast.ReassignOwnedStmt, sql: str, params) -> Result:
+    """REASSIGN OWNED BY old [, ...] TO new (Materialize's and PostgreSQL's): every
+    object the old roles own passes to the new one, with the old owners' grants in its
+    ACL. Needs membership in the old roles and in the new one (``check_ops``: ownership of
+    each object, membership in the new owner).
+
+    Raises:
+        SqlError 42704 unknown role; 42501."""
+
+    def build(snap: CatalogSnapshot, ids) -> list:
+        old = {_role_spec(snap, r).id for r in stmt.roles}
+        new = _role_spec(snap, stmt.newrole).id
+        ops = []
+        for obj in _user_objects(snap):
+            was = rbac.owner_of(snap, obj)
+            if was not in old or was == new:
+                continue
+            ops.append(durable.SetOwner(obj.key, new))
+            if obj.key in snap.privileges:
+                ops.append(durable.SetPrivileges(obj.key, tuple(
+                    type(a)(new if a.grantee == was else a.grantee, new if a.grantor == was else a.grantor,
+                            a.privileges) for a in snap.privileges[obj.key])))
+        return ops
+
+    run(s, build)
+    return Result("REASSIGN OWNED")
