@@ -223,6 +223,14 @@ class DropRole:
 
 
 @dataclass(frozen=True)
+class RevokeAll:
+    """DROP OWNED's revocation: every privilege granted to or by role ``role_id``, and its
+    default privileges, go."""
+
+    role_id: str
+
+
+@dataclass(frozen=True)
 class GrantRole:
     """GRANT role TO member: ``member_id`` becomes a member of ``role_id``."""
 
@@ -262,7 +270,7 @@ class SetDefaultPrivileges:
     acl: tuple[AclItem, ...]
 
 
-Op = SetDefaultPrivileges | CreateRole | UpdateRole | DropRole | GrantRole | RevokeRole | SetOwner | SetPrivileges | SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
+Op = RevokeAll | SetDefaultPrivileges | CreateRole | UpdateRole | DropRole | GrantRole | RevokeRole | SetOwner | SetPrivileges | SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
 
 _ID_KINDS = ("cluster", "replica", "item", "shard", "role")
 
@@ -482,21 +490,9 @@ class CatalogStore:
                         roles.pop(op.role_id, None)
                         for k in [k for k in members if op.role_id in k]:
                             del members[k]
-                        # what was granted to or by the role goes with it
-                        for key, acl in list(privileges.items()):
-                            kept = tuple(a for a in acl if op.role_id not in (a.grantee, a.grantor))
-                            if kept != acl:
-                                c.execute("UPDATE privileges SET acl = ? WHERE object = ?", (_encode_acl(kept), key))
-                                privileges[key] = kept
-                        for key, acl in list(defaults.items()):
-                            kept = tuple(a for a in acl if a.grantee != op.role_id)
-                            if key.split("|")[0] == op.role_id or not kept:
-                                c.execute("DELETE FROM default_privileges WHERE key = ?", (key,))
-                                del defaults[key]
-                            elif kept != acl:
-                                c.execute("UPDATE default_privileges SET acl = ? WHERE key = ?",
-                                          (_encode_acl(kept), key))
-                                defaults[key] = kept
+                        _revoke_all(c, op.role_id, privileges, defaults)  # its grants go with it
+                    elif isinstance(op, RevokeAll):
+                        _revoke_all(c, op.role_id, privileges, defaults)
                     elif isinstance(op, GrantRole):
                         c.execute("INSERT OR REPLACE INTO role_members (role_id, member_id, grantor_id) VALUES (?, ?, ?)",
                                   (op.role_id, op.member_id, op.grantor_id))
@@ -554,6 +550,24 @@ class CatalogStore:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _revoke_all(c, role_id: str, privileges: dict, defaults: dict) -> None:
+    """Take every grant to or by ``role_id`` out of the ACLs, and its default privileges
+    (both those it set and those naming it)."""
+    for key, acl in list(privileges.items()):
+        kept = tuple(a for a in acl if role_id not in (a.grantee, a.grantor))
+        if kept != acl:
+            c.execute("UPDATE privileges SET acl = ? WHERE object = ?", (_encode_acl(kept), key))
+            privileges[key] = kept
+    for key, acl in list(defaults.items()):
+        kept = tuple(a for a in acl if a.grantee != role_id)
+        if key.split("|")[0] == role_id or not kept:
+            c.execute("DELETE FROM default_privileges WHERE key = ?", (key,))
+            del defaults[key]
+        elif kept != acl:
+            c.execute("UPDATE default_privileges SET acl = ? WHERE key = ?", (_encode_acl(kept), key))
+            defaults[key] = kept
 
 
 def _encode_role(r: Role) -> str:

@@ -237,6 +237,11 @@ def check_ops(snap: CatalogSnapshot, ops: list, role: str | None) -> list:
             rbac.require(snap, rbac.SYSTEM, "R", role)
         elif isinstance(op, durable.SetPrivileges):
             _require_owner_of(snap, op.object, role, created)
+        elif isinstance(op, durable.RevokeAll):
+            if not superuser and op.role_id not in rbac.memberships(snap, role):
+                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE,
+                               f'permission denied to drop objects: must be a member of role '
+                               f'"{rbac.role_name(snap, op.role_id)}"')
         elif isinstance(op, durable.SetDefaultPrivileges):
             target, _, _ = rbac.split_default_privileges_key(op.key)
             if target == rbac.PUBLIC and not superuser:

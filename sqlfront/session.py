@@ -297,6 +297,7 @@ HANDLERS: dict[type, Callable] = {
     ast.AlterOwnerStmt: roles.alter_owner,
     mz.AlterDefaultPrivileges: roles.alter_default_privileges,
     ast.ReassignOwnedStmt: roles.reassign_owned,
+    ast.DropOwnedStmt: roles.drop_owned,
     # variables, transactions, prepared statements
     ast.VariableSetStmt: var_stmts.set_var,
     ast.VariableShowStmt: var_stmts.show_var,

@@ -265,3 +265,20 @@ def test_temporary_tables_need_no_grant(server, names):
         c.execute("CREATE TEMP TABLE rb_tt (a int)")
         c.execute("INSERT INTO rb_tt VALUES (1)")
         assert c.execute("SELECT a FROM rb_tt").fetchall() == [(1,)]
+
+
+def test_drop_owned_drops_objects_and_revokes_grants(server, admin, names):
+    t, joe = f"rb_t_{names}", f"rb_joe_{names}"
+    admin.execute(f"CREATE TABLE {t} (a int)")
+    admin.execute(f"CREATE ROLE {joe} LOGIN")
+    admin.execute(f"GRANT CREATE ON SCHEMA public TO {joe}")
+    admin.execute(f"GRANT SELECT ON {t} TO {joe}")
+    with _login(server, joe) as c:
+        c.execute(f"CREATE TABLE rb_o_{names} (a int)")
+        c.execute(f"CREATE VIEW rb_ov_{names} AS SELECT a FROM rb_o_{names}")
+        _err(c, f"DROP OWNED BY materialize", "42501")
+        c.execute(f"DROP OWNED BY {joe}")
+        assert c.execute("SELECT count(*) FROM mz_objects WHERE name LIKE %s", (f"rb_o%{names}",)).fetchone() == (0,)
+        _err(c, f"SELECT * FROM {t}", "42501")
+        _err(c, f"CREATE TABLE rb_p_{names} (a int)", "42501")
+    admin.execute(f"DROP ROLE {joe}")

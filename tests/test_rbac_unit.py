@@ -47,7 +47,7 @@ def test_rbac_state_survives_a_reload(tmp_path):
 
 
 def test_rbac_ops_round_trip_through_the_catalog_log_encoding():
-    for op in RBAC_OPS + [durable.DropRole("u2"), durable.RevokeRole("u3", "u2")]:
+    for op in RBAC_OPS + [durable.DropRole("u2"), durable.RevokeRole("u3", "u2"), durable.RevokeAll("u2")]:
         assert decode_op(json.loads(json.dumps(encode_op(op)))) == op
 
 

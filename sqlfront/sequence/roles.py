@@ -470,3 +470,43 @@ def reassign_owned(s: Session, stmt: ast.ReassignOwnedStmt, sql: str, params) ->
 
     run(s, build)
     return Result("REASSIGN OWNED")
+
+
+def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
+    """DROP OWNED BY role [, ...] [RESTRICT | CASCADE] (Materialize's and PostgreSQL's):
+    drop every object the roles own (as the DROP statements of their kinds do: CASCADE
+    drops what depends on them) and revoke every privilege granted to them. Needs
+    membership in the roles (``check_ops``).
+
+    Raises:
+        SqlError 42704 unknown role; 2BP01 for objects others' objects depend on,
+        without CASCADE; 42501."""
+    from pglast.enums import DropBehavior
+
+    from sqlfront import sequence_ddl as b
+
+    cascade = stmt.behavior == DropBehavior.DROP_CASCADE
+
+    def build(snap: CatalogSnapshot, ids) -> list:
+        targets = [_role_spec(snap, r).id for r in stmt.roles]
+        owned = [o for o in _user_objects(snap) if rbac.owner_of(snap, o) in targets]
+        by_kind: dict[str, list] = {}
+        for o in owned:
+            by_kind.setdefault(o.kind, []).append(o)
+
+        def names(kind):
+            return [tuple(o.name.split(".")[1:]) for o in by_kind.get(kind, [])]
+
+        ops: list = []
+        if "SCHEMA" in by_kind:
+            ops += b.drop_schemas([n[-1] for n in names("SCHEMA")], True, cascade)(snap, ids)
+        if "CLUSTER" in by_kind:
+            ops += b.drop_clusters(mz.DropClusters(tuple(o.name for o in by_kind["CLUSTER"]), True, cascade))(snap, ids)
+        ops += b.drop_views(names("VIEW"), True, cascade)(snap, ids)
+        ops += b.drop_tables(names("TABLE"), True, cascade)(snap, ids)
+        ops += b.drop_sequences(names("SEQUENCE"), True, cascade)(snap, ids)
+        ops += b.drop_indexes(names("INDEX"), True)(snap, ids)
+        return b._unique(ops) + [durable.RevokeAll(r) for r in targets]
+
+    run(s, build)
+    return Result("DROP OWNED")
