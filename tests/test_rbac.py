@@ -276,7 +276,7 @@ def test_drop_owned_drops_objects_and_revokes_grants(server, admin, names):
     with _login(server, joe) as c:
         c.execute(f"CREATE TABLE rb_o_{names} (a int)")
         c.execute(f"CREATE VIEW rb_ov_{names} AS SELECT a FROM rb_o_{names}")
-        _err(c, f"DROP OWNED BY materialize", "42501")
+        _err(c, "DROP OWNED BY materialize", "42501")
         c.execute(f"DROP OWNED BY {joe}")
         assert c.execute("SELECT count(*) FROM mz_objects WHERE name LIKE %s", (f"rb_o%{names}",)).fetchone() == (0,)
         _err(c, f"SELECT * FROM {t}", "42501")
