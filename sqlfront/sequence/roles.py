@@ -489,6 +489,12 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
 
     def build(snap: CatalogSnapshot, ids) -> list:
         targets = [_role_spec(snap, r).id for r in stmt.roles]
+        me = rbac.current_role()
+        for r in targets:  # before the drops' own errors (PostgreSQL checks this first)
+            if not rbac.is_superuser(snap, me) and r not in rbac.memberships(snap, me):
+                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, "permission denied to drop objects",
+                               detail=f'Only roles with privileges of role "{rbac.role_name(snap, r)}" may drop '
+                                      "objects owned by it.")
         owned = [o for o in _user_objects(snap) if rbac.owner_of(snap, o) in targets]
         by_kind: dict[str, list] = {}
         for o in owned:
