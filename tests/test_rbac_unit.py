@@ -95,3 +95,22 @@ def test_default_acl_of_objects_made_before_roles():
     assert rbac.parse_privileges(["ALL"], "VIEW") == "r"
     with pytest.raises(SqlError, match="invalid privilege types INSERT for VIEW"):
         rbac.parse_privileges(["INSERT"], "VIEW")
+
+
+def test_grant_and_role_statements_parse():
+    from sqlfront import mzparse as mz
+
+    assert mz.parse_mz('GRANT SELECT, INSERT ON TABLE t, "S".u TO joe, PUBLIC') == mz.GrantPrivileges(
+        False, ("SELECT", "INSERT"), "TABLE", (("t",), ("S", "u")), ("joe", "PUBLIC"))
+    assert mz.parse_mz("REVOKE ALL PRIVILEGES ON SCHEMA materialize.public FROM joe CASCADE") == mz.GrantPrivileges(
+        True, ("ALL",), "SCHEMA", (("materialize", "public"),), ("joe",))
+    assert mz.parse_mz("GRANT CREATECLUSTER ON SYSTEM TO joe").kind == "SYSTEM"
+    assert mz.parse_mz("GRANT a, b TO c") == mz.GrantRoles(False, ("a", "b"), ("c",))
+    assert mz.parse_mz("CREATE ROLE joe WITH LOGIN, SUPERUSER PASSWORD 'x'") == mz.CreateRole(
+        "joe", (("LOGIN", None), ("SUPERUSER", None), ("PASSWORD", "x")))
+    assert mz.parse_mz("ALTER CLUSTER c OWNER TO joe") == mz.AlterOwner("CLUSTER", ("c",), "joe")
+    for bad, state in (("GRANT USAGE ON TYPE t TO joe", "0A000"), ("CREATE ROLE r WITH NOPE", "42601"),
+                       ("GRANT SELECT ON t TO joe WITH GRANT OPTION", "0A000")):
+        with pytest.raises(SqlError) as e:
+            mz.parse_mz(bad)
+        assert e.value.sqlstate == state, bad
