@@ -56,8 +56,8 @@ class Session:
         self.session_role_id = role_id
         #: the role privileges are checked against (``current_user``; SET ROLE changes it)
         self.current_role_id = role_id
-        self.vars.values["is_superuser"] = "on" if is_superuser(env.snapshot, role_id) else "off"
         self.vars = SessionVars(startup, env.config.server_vars())
+        self.vars.values["is_superuser"] = "on" if is_superuser(env.snapshot, role_id) else "off"
         self.in_transaction = False
         self.failed = False
         self._pending_writes: list[tuple[Table, pa.Table]] = []
