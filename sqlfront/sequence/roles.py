@@ -503,16 +503,29 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
         def names(kind):
             return [tuple(o.name.split(".")[1:]) for o in by_kind.get(kind, [])]
 
+        # dropped together, so one owned object may depend on another: build with CASCADE,
+        # then refuse (without CASCADE) if that reached an object of another owner
         ops: list = []
         if "SCHEMA" in by_kind:
-            ops += b.drop_schemas([n[-1] for n in names("SCHEMA")], True, cascade)(snap, ids)
+            ops += b.drop_schemas([n[-1] for n in names("SCHEMA")], True, True)(snap, ids)
         if "CLUSTER" in by_kind:
-            ops += b.drop_clusters(mz.DropClusters(tuple(o.name for o in by_kind["CLUSTER"]), True, cascade))(snap, ids)
-        ops += b.drop_views(names("VIEW"), True, cascade)(snap, ids)
-        ops += b.drop_tables(names("TABLE"), True, cascade)(snap, ids)
-        ops += b.drop_sequences(names("SEQUENCE"), True, cascade)(snap, ids)
+            ops += b.drop_clusters(mz.DropClusters(tuple(o.name for o in by_kind["CLUSTER"]), True, True))(snap, ids)
+        ops += b.drop_views(names("VIEW"), True, True)(snap, ids)
+        ops += b.drop_tables(names("TABLE"), True, True)(snap, ids)
+        ops += b.drop_sequences(names("SEQUENCE"), True, True)(snap, ids)
         ops += b.drop_indexes(names("INDEX"), True)(snap, ids)
-        return b._unique(ops) + [durable.RevokeAll(r) for r in targets]
+        ops = b._unique(ops)
+        if not cascade:
+            mine = {o.key for o in owned}
+            others = [rbac.ref_for_key(snap, f"item:{op.table_id if isinstance(op, durable.DropTable) else op.view_id}")
+                      for op in ops if isinstance(op, (durable.DropTable, durable.DropView))]
+            others = [o for o in others if o is not None and o.key not in mine]
+            if others:
+                raise SqlError("2BP01", "cannot drop desired object(s) because other objects depend on them",
+                               detail="\n".join(f"{o.kind.lower()} {o.name} depends on an object owned by the role"
+                                                for o in others),
+                               hint="Use DROP ... CASCADE to drop the dependent objects too.")
+        return ops + [durable.RevokeAll(r) for r in targets]
 
     run(s, build)
     return Result("DROP OWNED")
