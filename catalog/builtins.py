@@ -216,7 +216,10 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
     if table.id == IS_SCHEMATA.id:
         names = ["public", "mz_catalog", "mz_internal", "pg_catalog", "information_schema"] + \
             [sc.name for sc in snap.schemas.values()]
-        return [("materialize", n, rbac.role_name(snap, rbac.owner_of(snap, rbac.schema_ref(snap, n)))) for n in names]
+        # system schemas belong to the bootstrap superuser, as in pg_namespace
+        refs = [rbac.schema_ref(snap, n) for n in names]
+        return [("materialize", n, rbac.role_name(snap, rbac.BOOTSTRAP_ROLE_ID if r.builtin else rbac.owner_of(snap, r)))
+                for n, r in zip(names, refs)]
     if table.id == MZ_COLUMNS.id:
         rels = list(snap.tables.values()) + list(snap.views.values()) + list(snap.builtins.values())
         return [(r.id, c.name, i + 1, c.nullable, c.type.sql()) for r in rels for i, c in enumerate(r.columns)]

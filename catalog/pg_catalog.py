@@ -158,10 +158,12 @@ def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: 
 
 
 def _ownership(snap: CatalogSnapshot, obj: rbac.ObjectRef) -> tuple[int, list[str] | None]:
-    """(owner's OID, ACL as aclitem texts) of an object; a system object's ACL is NULL
-    (PostgreSQL's "default privileges", which psql's \\dp shows as empty)."""
-    acl = None if obj.builtin else [rbac.aclitem_text(snap, a) for a in rbac.acl_of(snap, obj)]
-    return rbac.role_oid(rbac.owner_of(snap, obj)), acl
+    """(owner's OID, ACL as aclitem texts) of an object, as PostgreSQL shows them: system
+    objects belong to the bootstrap superuser (OID 10); an ACL nobody granted or revoked
+    on is NULL ("default privileges", which psql's \\dp and \\l show empty)."""
+    owner = OWNER_OID if obj.builtin else rbac.role_oid(rbac.owner_of(snap, obj))
+    stored = snap.privileges.get(obj.key)
+    return owner, None if stored is None else [rbac.aclitem_text(snap, a) for a in stored]
 
 
 #: type name -> its input and output functions in PostgreSQL's pg_proc, as (OID, name)
