@@ -13,13 +13,19 @@ from typing import Callable
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column
 from catalog.pg_catalog import PG_CATALOG_TABLES, object_oid, pg_catalog_rows
-from catalog.types import BOOL, FLOAT8, INT8, OID, TEXT
+from catalog import rbac
+from catalog.types import BOOL, FLOAT8, INT8, OID, TEXT, array_of
+
+#: ``mz_aclitem[]`` columns, shown as their text form (``u1=arwd/u1``)
+ACL_ARRAY = array_of(TEXT)
+#: the ownership columns Materialize's catalog tables end with
+_OWNED = (Column("owner_id", TEXT, False), Column("privileges", ACL_ARRAY, False))
 
 MZ_CLUSTERS = BuiltinTable(
     "s1",
     "mz_catalog",
     "mz_clusters",
-    (Column("id", TEXT, False), Column("name", TEXT, False)),
+    (Column("id", TEXT, False), Column("name", TEXT, False), *_OWNED),
 )
 
 MZ_CLUSTER_REPLICAS = BuiltinTable(
@@ -53,7 +59,8 @@ MZ_TABLES = BuiltinTable(
     "s4",
     "mz_catalog",
     "mz_tables",
-    (Column("id", TEXT, False), Column("oid", OID, False), Column("schema", TEXT, False), Column("name", TEXT, False)),
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("schema", TEXT, False), Column("name", TEXT, False),
+     *_OWNED),
 )
 
 MZ_VIEWS = BuiltinTable(
@@ -61,7 +68,7 @@ MZ_VIEWS = BuiltinTable(
     "mz_catalog",
     "mz_views",
     (Column("id", TEXT, False), Column("schema", TEXT, False), Column("name", TEXT, False),
-     Column("definition", TEXT, False)),
+     Column("definition", TEXT, False), *_OWNED),
 )
 
 MZ_COORDINATOR_LOOP = BuiltinTable(
@@ -88,8 +95,36 @@ MZ_COLUMNS = BuiltinTable(
      Column("nullable", BOOL, False), Column("type", TEXT, False)),
 )
 
-MZ_SCHEMAS = BuiltinTable("s9", "mz_catalog", "mz_schemas", (Column("id", TEXT, False), Column("name", TEXT, False)))
-MZ_DATABASES = BuiltinTable("s10", "mz_catalog", "mz_databases", (Column("id", TEXT, False), Column("name", TEXT, False)))
+MZ_SCHEMAS = BuiltinTable("s9", "mz_catalog", "mz_schemas", (Column("id", TEXT, False), Column("name", TEXT, False),
+                                                             *_OWNED))
+MZ_DATABASES = BuiltinTable("s10", "mz_catalog", "mz_databases", (Column("id", TEXT, False), Column("name", TEXT, False),
+                                                                 *_OWNED))
+#: roles (Materialize's mz_roles; ``rolcanlogin`` and ``rolsuper`` as self-managed
+#: Materialize shows them)
+MZ_ROLES = BuiltinTable(
+    "s70", "mz_catalog", "mz_roles",
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("name", TEXT, False), Column("inherit", BOOL, False),
+     Column("rolcanlogin", BOOL, False), Column("rolsuper", BOOL, False)),
+)
+#: ALTER DEFAULT PRIVILEGES (Materialize's mz_default_privileges: ``role_id`` ``p`` is ALL
+#: ROLES, NULL schema_id any schema)
+MZ_DEFAULT_PRIVILEGES = BuiltinTable(
+    "s72", "mz_catalog", "mz_default_privileges",
+    (Column("role_id", TEXT, False), Column("database_id", TEXT, True), Column("schema_id", TEXT, True),
+     Column("object_type", TEXT, False), Column("grantee", TEXT, False), Column("privileges", TEXT, False)),
+)
+_GRANT_COLUMNS = (Column("grantor", TEXT, False), Column("grantee", TEXT, False), Column("table_catalog", TEXT, False),
+                  Column("table_schema", TEXT, False), Column("table_name", TEXT, False),
+                  Column("privilege_type", TEXT, False), Column("is_grantable", TEXT, False),
+                  Column("with_hierarchy", TEXT, False))
+#: PostgreSQL's information_schema.table_privileges and role_table_grants (37.56, 37.41):
+#: one row per privilege in a table's or view's ACL (what dbt-postgres reads for grants)
+IS_TABLE_PRIVILEGES = BuiltinTable("s73", "information_schema", "table_privileges", _GRANT_COLUMNS)
+IS_ROLE_TABLE_GRANTS = BuiltinTable("s74", "information_schema", "role_table_grants", _GRANT_COLUMNS)
+MZ_ROLE_MEMBERS = BuiltinTable(
+    "s71", "mz_catalog", "mz_role_members",
+    (Column("role_id", TEXT, False), Column("member", TEXT, False), Column("grantor", TEXT, False)),
+)
 
 IS_TABLES = BuiltinTable(
     "s11", "information_schema", "tables",
@@ -134,13 +169,16 @@ MZ_OBJECTS = BuiltinTable(
 
 #: Materialize's ids of the schemas (mz_schemas)
 SCHEMA_IDS = {"public": "u3", "mz_catalog": "s1", "pg_catalog": "s2", "mz_internal": "s4", "information_schema": "s5"}
-#: the owner of every object: the default role (Materialize's ``materialize`` user)
-OWNER_ID = "u1"
+
+
+def _owned(snap: CatalogSnapshot, obj: rbac.ObjectRef) -> tuple[str, list[str]]:
+    """(owner_id, privileges) of an object, as Materialize's catalog tables show them."""
+    return rbac.owner_of(snap, obj), [rbac.mz_aclitem_text(a) for a in rbac.acl_of(snap, obj)]
 
 #: builtin tables whose rows come from environmentd's state (metrics, persist), not the catalog
 METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE)
 
-BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS)
+BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES, IS_TABLE_PRIVILEGES, IS_ROLE_TABLE_GRANTS)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
@@ -176,17 +214,46 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
                             t.unconstrained().sql(), charlen, prec, scale))
         return out
     if table.id == IS_SCHEMATA.id:
-        return [("materialize", n, "materialize") for n in ("public", "mz_catalog", "mz_internal", "pg_catalog",
-                                                            "information_schema")] + \
-            [("materialize", sc.name, "materialize") for sc in snap.schemas.values()]
+        names = ["public", "mz_catalog", "mz_internal", "pg_catalog", "information_schema"] + \
+            [sc.name for sc in snap.schemas.values()]
+        # system schemas belong to the bootstrap superuser, as in pg_namespace
+        refs = [rbac.schema_ref(snap, n) for n in names]
+        return [("materialize", n, rbac.role_name(snap, rbac.BOOTSTRAP_ROLE_ID if r.builtin else rbac.owner_of(snap, r)))
+                for n, r in zip(names, refs)]
     if table.id == MZ_COLUMNS.id:
         rels = list(snap.tables.values()) + list(snap.views.values()) + list(snap.builtins.values())
         return [(r.id, c.name, i + 1, c.nullable, c.type.sql()) for r in rels for i, c in enumerate(r.columns)]
     if table.id == MZ_SCHEMAS.id:
-        return [(i, n) for n, i in sorted(SCHEMA_IDS.items(), key=lambda kv: kv[0] != "public")] + \
-            [(sc.id, sc.name) for sc in sorted(snap.schemas.values(), key=_id_order)]
+        return [(i, n, *_owned(snap, rbac.schema_ref(snap, n)))
+                for n, i in sorted(SCHEMA_IDS.items(), key=lambda kv: kv[0] != "public")] + \
+            [(sc.id, sc.name, *_owned(snap, rbac.schema_ref(snap, sc.name)))
+             for sc in sorted(snap.schemas.values(), key=_id_order)]
+    if table.id == MZ_ROLES.id:
+        return [(r.id, rbac.role_oid(r.id), r.name, r.inherit, r.login, r.superuser) for r in rbac.all_roles(snap)]
+    if table.id in (IS_TABLE_PRIVILEGES.id, IS_ROLE_TABLE_GRANTS.id):
+        names = {v: k for k, v in rbac.PRIVILEGE_LETTERS.items()}
+        out = []
+        for r in sorted([*snap.tables.values(), *snap.views.values()], key=_id_order):
+            for a in rbac.acl_of(snap, rbac.relation_ref(r)):
+                for ch in a.privileges:
+                    out.append((rbac.role_name(snap, a.grantor), rbac.role_name(snap, a.grantee), "materialize",
+                                r.schema, r.name, names[ch], "NO", "YES" if ch == "r" else "NO"))
+        return out
+    if table.id == MZ_DEFAULT_PRIVILEGES.id:
+        out = []
+        for key, acl in sorted(snap.default_privileges.items()):
+            role, schema_key, kind = rbac.split_default_privileges_key(key)
+            schema_id = None
+            if schema_key is not None:
+                name = schema_key.split(":")[1]
+                schema_id = SCHEMA_IDS.get(name, name)
+            out += [(role, rbac.DATABASE_ID, schema_id, kind.lower(), a.grantee, a.privileges) for a in acl]
+        return out
+    if table.id == MZ_ROLE_MEMBERS.id:
+        return [(role, member, grantor) for (role, member), grantor in sorted(snap.role_members.items())]
     if table.id == MZ_INDEXES.id:
-        return [(i.id, object_oid(i.id), i.name, i.on_id, i.cluster_id, OWNER_ID, i.definition)
+        return [(i.id, object_oid(i.id), i.name, i.on_id, i.cluster_id, rbac.owner_of(snap, rbac.relation_ref(i)),
+                 i.definition)
                 for i in sorted(snap.indexes.values(), key=_id_order)]
     if table.id == MZ_INDEX_COLUMNS.id:
         return _index_columns(snap)
@@ -195,16 +262,19 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
             + [(i, "index", i.cluster_id) for i in snap.indexes.values()] \
             + [(b, "table", None) for b in snap.builtins.values()]
         schema_ids = SCHEMA_IDS | {sc.name: sc.id for sc in snap.schemas.values()}
-        return [(o.id, object_oid(o.id), schema_ids.get(o.schema, "u3"), o.name, kind, OWNER_ID, cluster)
+        return [(o.id, object_oid(o.id), schema_ids.get(o.schema, "u3"), o.name, kind,
+                 rbac.owner_of(snap, rbac.relation_ref(o)), cluster)
                 for o, kind, cluster in sorted(objs, key=lambda x: _id_order(x[0]))]
     if table.id == MZ_DATABASES.id:
-        return [("u1", "materialize")]
+        return [(rbac.DATABASE_ID, "materialize", *_owned(snap, rbac.DATABASE_OBJ))]
     if table.id == MZ_TABLES.id:
-        return [(t.id, object_oid(t.id), t.schema, t.name) for t in sorted(snap.tables.values(), key=_id_order)]
+        return [(t.id, object_oid(t.id), t.schema, t.name, *_owned(snap, rbac.relation_ref(t)))
+                for t in sorted(snap.tables.values(), key=_id_order)]
     if table.id == MZ_VIEWS.id:
-        return [(v.id, v.schema, v.name, v.sql) for v in sorted(snap.views.values(), key=_id_order)]
+        return [(v.id, v.schema, v.name, v.sql, *_owned(snap, rbac.relation_ref(v)))
+                for v in sorted(snap.views.values(), key=_id_order)]
     if table.id == MZ_CLUSTERS.id:
-        return [(c.id, c.name) for c in sorted(snap.clusters.values(), key=_id_order)]
+        return [(c.id, c.name, *_owned(snap, rbac.cluster_ref(c))) for c in sorted(snap.clusters.values(), key=_id_order)]
     if table.id == MZ_CLUSTER_REPLICAS.id:
         return [
             (r.id, r.name, r.cluster_id, r.size, r.availability_zone, status(r.id))

@@ -14,7 +14,7 @@ import threading
 from dataclasses import dataclass, replace
 
 from catalog.builtins import BUILTIN_TABLES
-from catalog.snapshot import CatalogSnapshot, Cluster, Column, Index, Replica, Schema, Sequence, Table, View
+from catalog.snapshot import AclItem, CatalogSnapshot, Cluster, Role, Column, Index, Replica, Schema, Sequence, Table, View
 from catalog.types import SqlType
 
 SCHEMA_SQL = """
@@ -72,6 +72,17 @@ CREATE TABLE IF NOT EXISTS comments (
     comment TEXT NOT NULL,
     PRIMARY KEY (object_id, subid)
 );
+CREATE TABLE IF NOT EXISTS roles (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, spec TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS role_members (
+    role_id TEXT NOT NULL,
+    member_id TEXT NOT NULL,
+    grantor_id TEXT NOT NULL,
+    PRIMARY KEY (role_id, member_id)
+);
+-- owners and ACLs of objects, by catalog.rbac object key ('item:u5', 'cluster:u1', 'system')
+CREATE TABLE IF NOT EXISTS owners (object TEXT PRIMARY KEY, role_id TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS privileges (object TEXT PRIMARY KEY, acl TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS default_privileges (key TEXT PRIMARY KEY, acl TEXT NOT NULL);
 -- a sequence's value: data, not catalog (catalog.sequences.SequenceStore writes it)
 CREATE TABLE IF NOT EXISTS sequence_values (
     id TEXT PRIMARY KEY,
@@ -192,9 +203,76 @@ class SetComment:
     text: str | None
 
 
-Op = SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
+@dataclass(frozen=True)
+class CreateRole:
+    role: Role
 
-_ID_KINDS = ("cluster", "replica", "item", "shard")
+
+@dataclass(frozen=True)
+class UpdateRole:
+    """Replace a role's attributes (same id): ALTER ROLE, ALTER ROLE ... RENAME TO."""
+
+    role: Role
+
+
+@dataclass(frozen=True)
+class DropRole:
+    """Drop a role with its memberships, both ways (it owns nothing: checked before)."""
+
+    role_id: str
+
+
+@dataclass(frozen=True)
+class RevokeAll:
+    """DROP OWNED's revocation: every privilege granted to or by role ``role_id``, and its
+    default privileges, go."""
+
+    role_id: str
+
+
+@dataclass(frozen=True)
+class GrantRole:
+    """GRANT role TO member: ``member_id`` becomes a member of ``role_id``."""
+
+    role_id: str
+    member_id: str
+    grantor_id: str
+
+
+@dataclass(frozen=True)
+class RevokeRole:
+    role_id: str
+    member_id: str
+
+
+@dataclass(frozen=True)
+class SetOwner:
+    """The owner of object ``object`` (a ``catalog.rbac`` object key) becomes ``role_id``."""
+
+    object: str
+    role_id: str
+
+
+@dataclass(frozen=True)
+class SetPrivileges:
+    """Object ``object``'s ACL becomes ``acl`` (GRANT, REVOKE, a new object's owner grant)."""
+
+    object: str
+    acl: tuple[AclItem, ...]
+
+
+@dataclass(frozen=True)
+class SetDefaultPrivileges:
+    """ALTER DEFAULT PRIVILEGES: the grants objects matching ``key`` get when they are
+    made (``catalog.rbac.default_privileges_key``); an empty ``acl`` removes the entry."""
+
+    key: str
+    acl: tuple[AclItem, ...]
+
+
+Op = RevokeAll | SetDefaultPrivileges | CreateRole | UpdateRole | DropRole | GrantRole | RevokeRole | SetOwner | SetPrivileges | SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
+
+_ID_KINDS = ("cluster", "replica", "item", "shard", "role")
 
 
 class CatalogStore:
@@ -253,6 +331,11 @@ class CatalogStore:
             }
             schemas = {r[0]: Schema(r[0], r[1], bool(r[2])) for r in c.execute("SELECT id, name, temp FROM schemas")}
             comments = {(r[0], r[1]): r[2] for r in c.execute("SELECT object_id, subid, comment FROM comments")}
+            roles = {r[0]: Role(r[0], r[1], **json.loads(r[2])) for r in c.execute("SELECT id, name, spec FROM roles")}
+            members = {(r[0], r[1]): r[2] for r in c.execute("SELECT role_id, member_id, grantor_id FROM role_members")}
+            owners = dict(c.execute("SELECT object, role_id FROM owners").fetchall())
+            privileges = {r[0]: _decode_acl(r[1]) for r in c.execute("SELECT object, acl FROM privileges")}
+            defaults = {r[0]: _decode_acl(r[1]) for r in c.execute("SELECT key, acl FROM default_privileges")}
         return CatalogSnapshot(
             version=int(meta.get("version", 0)),
             next_ids={k: int(meta.get(f"next_id.{k}", 1)) for k in _ID_KINDS},
@@ -265,6 +348,11 @@ class CatalogStore:
             sequences=sequences,
             schemas=schemas,
             comments=comments,
+            roles=roles,
+            role_members=members,
+            owners=owners,
+            privileges=privileges,
+            default_privileges=defaults,
             builtins={b.id: b for b in BUILTIN_TABLES},
         )
 
@@ -282,6 +370,11 @@ class CatalogStore:
         sequences = dict(snap.sequences)
         schemas = dict(snap.schemas)
         comments = dict(snap.comments)
+        roles = dict(snap.roles)
+        members = dict(snap.role_members)
+        owners = dict(snap.owners)
+        privileges = dict(snap.privileges)
+        defaults = dict(snap.default_privileges)
         version = snap.version + 1
         with self._lock:
             c = self._conn
@@ -385,6 +478,44 @@ class CatalogStore:
                     elif isinstance(op, DropIndex):
                         c.execute("DELETE FROM indexes WHERE id = ?", (op.index_id,))
                         indexes.pop(op.index_id, None)
+                    elif isinstance(op, (CreateRole, UpdateRole)):
+                        r = op.role
+                        c.execute("INSERT OR REPLACE INTO roles (id, name, spec) VALUES (?, ?, ?)",
+                                  (r.id, r.name, _encode_role(r)))
+                        roles[r.id] = r
+                    elif isinstance(op, DropRole):
+                        c.execute("DELETE FROM roles WHERE id = ?", (op.role_id,))
+                        c.execute("DELETE FROM role_members WHERE role_id = ? OR member_id = ?",
+                                  (op.role_id, op.role_id))
+                        roles.pop(op.role_id, None)
+                        for k in [k for k in members if op.role_id in k]:
+                            del members[k]
+                        _revoke_all(c, op.role_id, privileges, defaults)  # its grants go with it
+                    elif isinstance(op, RevokeAll):
+                        _revoke_all(c, op.role_id, privileges, defaults)
+                    elif isinstance(op, GrantRole):
+                        c.execute("INSERT OR REPLACE INTO role_members (role_id, member_id, grantor_id) VALUES (?, ?, ?)",
+                                  (op.role_id, op.member_id, op.grantor_id))
+                        members[(op.role_id, op.member_id)] = op.grantor_id
+                    elif isinstance(op, RevokeRole):
+                        c.execute("DELETE FROM role_members WHERE role_id = ? AND member_id = ?",
+                                  (op.role_id, op.member_id))
+                        members.pop((op.role_id, op.member_id), None)
+                    elif isinstance(op, SetOwner):
+                        c.execute("INSERT OR REPLACE INTO owners (object, role_id) VALUES (?, ?)", (op.object, op.role_id))
+                        owners[op.object] = op.role_id
+                    elif isinstance(op, SetPrivileges):
+                        c.execute("INSERT OR REPLACE INTO privileges (object, acl) VALUES (?, ?)",
+                                  (op.object, _encode_acl(op.acl)))
+                        privileges[op.object] = tuple(op.acl)
+                    elif isinstance(op, SetDefaultPrivileges):
+                        if op.acl:
+                            c.execute("INSERT OR REPLACE INTO default_privileges (key, acl) VALUES (?, ?)",
+                                      (op.key, _encode_acl(op.acl)))
+                            defaults[op.key] = tuple(op.acl)
+                        else:
+                            c.execute("DELETE FROM default_privileges WHERE key = ?", (op.key,))
+                            defaults.pop(op.key, None)
                     else:  # pragma: no cover - a programming error
                         raise TypeError(f"unknown catalog op {op!r}")
                 # comments go with their objects (not with one dropped and made again: a rename)
@@ -393,6 +524,16 @@ class CatalogStore:
                     c.execute("DELETE FROM comments WHERE object_id = ?", (gone,))
                     for k in [k for k in comments if k[0] == gone]:
                         del comments[k]
+                # owners and ACLs go with their objects, and a dropped role's grants with it
+                live_keys = {f"item:{k}" for k in (*tables, *views, *indexes, *sequences, *schemas)} \
+                    | {f"schema:{k}" for k in schemas} | {f"cluster:{k}" for k in clusters}
+                # (system schemas' keys name them, "schema:public"; builtin items are "item:s5")
+                for gone in {k for k in (*owners, *privileges) if k.split(":")[0] in ("item", "schema", "cluster")
+                             and k.split(":")[1][:1] == "u" and k not in live_keys}:
+                    c.execute("DELETE FROM owners WHERE object = ?", (gone,))
+                    c.execute("DELETE FROM privileges WHERE object = ?", (gone,))
+                    owners.pop(gone, None)
+                    privileges.pop(gone, None)
                 c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('version', ?)", (str(version),))
                 for k, v in next_ids.items():
                     c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (f"next_id.{k}", str(v)))
@@ -402,12 +543,43 @@ class CatalogStore:
                 raise
         return snap.with_changes(
             version=version, clusters=clusters, replicas=replicas, tables=tables, views=views, indexes=indexes,
-            sequences=sequences, schemas=schemas, comments=comments, next_ids=dict(next_ids)
+            sequences=sequences, schemas=schemas, comments=comments, roles=roles, role_members=members,
+            owners=owners, privileges=privileges, default_privileges=defaults, next_ids=dict(next_ids)
         )
 
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _revoke_all(c, role_id: str, privileges: dict, defaults: dict) -> None:
+    """Take every grant to or by ``role_id`` out of the ACLs, and its default privileges
+    (both those it set and those naming it)."""
+    for key, acl in list(privileges.items()):
+        kept = tuple(a for a in acl if role_id not in (a.grantee, a.grantor))
+        if kept != acl:
+            c.execute("UPDATE privileges SET acl = ? WHERE object = ?", (_encode_acl(kept), key))
+            privileges[key] = kept
+    for key, acl in list(defaults.items()):
+        kept = tuple(a for a in acl if a.grantee != role_id)
+        if key.split("|")[0] == role_id or not kept:
+            c.execute("DELETE FROM default_privileges WHERE key = ?", (key,))
+            del defaults[key]
+        elif kept != acl:
+            c.execute("UPDATE default_privileges SET acl = ? WHERE key = ?", (_encode_acl(kept), key))
+            defaults[key] = kept
+
+
+def _encode_role(r: Role) -> str:
+    return json.dumps({"inherit": r.inherit, "login": r.login, "superuser": r.superuser, "password": r.password})
+
+
+def _encode_acl(acl) -> str:
+    return json.dumps([[a.grantee, a.grantor, a.privileges] for a in acl])
+
+
+def _decode_acl(text: str) -> tuple[AclItem, ...]:
+    return tuple(AclItem(*a) for a in json.loads(text))
 
 
 def _encode_columns(cols: tuple[Column, ...]) -> str:

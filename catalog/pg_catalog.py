@@ -12,6 +12,7 @@ queries that join them answer as PostgreSQL does for objects without any.
 
 from __future__ import annotations
 
+from catalog import rbac
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column
 from catalog.types import ARRAY_OIDS, BOOL, FLOAT4, INT2, INT4, INT8, OID, TEXT, TIMESTAMPTZ, SqlType, all_type_names, array_of
 
@@ -71,7 +72,8 @@ PG_ATTRIBUTE = _table(
     "s17", "pg_attribute",
     "attrelid:oid attname:text atttypid:oid attlen:int2 attnum:int2 attndims:int4 atttypmod:int4 "
     "attnotnull:bool atthasdef:bool attidentity:text attgenerated:text attisdropped:bool attislocal:bool "
-    "attcollation:oid attstattarget:int4 attstorage:text attcompression:text attoptions:text[] attfdwoptions:text[]")
+    "attcollation:oid attstattarget:int4 attstorage:text attcompression:text attacl:text[] attoptions:text[] "
+    "attfdwoptions:text[]")
 PG_TYPE = _table(
     "s18", "pg_type",
     "oid:oid typname:text typnamespace:oid typowner:oid typlen:int2 typbyval:bool typtype:text "
@@ -149,9 +151,19 @@ def _relations(snap: CatalogSnapshot):
         [(r, "r") for r in snap.builtins.values()]
 
 
-def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: bool, persistence: str = "p") -> tuple:
-    return (oid, name, nsp, 0, 0, OWNER_OID, 0, 0, 0, 0, 0.0, 0, has_index, False, persistence, kind, natts, 0, False,
-            False, False, False, False, False, True, "d", False, None, None)
+def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: bool, persistence: str = "p",
+               owner: int = OWNER_OID, acl: list[str] | None = None) -> tuple:
+    return (oid, name, nsp, 0, 0, owner, 0, 0, 0, 0, 0.0, 0, has_index, False, persistence, kind, natts, 0, False,
+            False, False, False, False, False, True, "d", False, acl, None)
+
+
+def _ownership(snap: CatalogSnapshot, obj: rbac.ObjectRef) -> tuple[int, list[str] | None]:
+    """(owner's OID, ACL as aclitem texts) of an object, as PostgreSQL shows them: system
+    objects belong to the bootstrap superuser (OID 10); an ACL nobody granted or revoked
+    on is NULL ("default privileges", which psql's \\dp and \\l show empty)."""
+    owner = OWNER_OID if obj.builtin else rbac.role_oid(rbac.owner_of(snap, obj))
+    stored = snap.privileges.get(obj.key)
+    return owner, None if stored is None else [rbac.aclitem_text(snap, a) for a in stored]
 
 
 #: type name -> its input and output functions in PostgreSQL's pg_proc, as (OID, name)
@@ -197,18 +209,21 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
     if tid in (PG_CURSORS.id, PG_PREPARED_STATEMENTS.id):
         return []  # a session's own rows (Session.builtin_rows)
     if tid == PG_NAMESPACE.id:
-        return [(oid, name, OWNER_OID, None) for name, oid in NAMESPACE_OIDS.items()] + \
-            [(object_oid(sc.id), sc.name, OWNER_OID, None) for sc in snap.schemas.values()]
+        return [(oid, name, *_ownership(snap, rbac.schema_ref(snap, name))) for name, oid in NAMESPACE_OIDS.items()] + \
+            [(object_oid(sc.id), sc.name, *_ownership(snap, rbac.schema_ref(snap, sc.name)))
+             for sc in snap.schemas.values()]
     if tid == PG_CLASS.id:
         # Indexes are listed as relations, but pg_index stays empty: Materialize's indexes
         # are maintained arrangements, not PostgreSQL index structures (relhasindex is false).
         temps = {sc.name for sc in snap.schemas.values() if sc.temp}
         out = [_class_row(object_oid(r.id), r.name, namespace_oid(snap, r.schema), kind, len(r.columns), False,
-                          "t" if r.schema in temps else "p")
+                          "t" if r.schema in temps else "p", *_ownership(snap, rbac.relation_ref(r)))
                for r, kind in _relations(snap)]
-        out += [_class_row(object_oid(i.id), i.name, namespace_oid(snap, i.schema), "i", 1, False)
+        out += [_class_row(object_oid(i.id), i.name, namespace_oid(snap, i.schema), "i", 1, False,
+                           owner=_ownership(snap, rbac.relation_ref(i))[0])
                 for i in snap.indexes.values()]
-        out += [_class_row(object_oid(q.id), q.name, namespace_oid(snap, q.schema), "S", 3, False)
+        out += [_class_row(object_oid(q.id), q.name, namespace_oid(snap, q.schema), "S", 3, False, "p",
+                           *_ownership(snap, rbac.relation_ref(q)))
                 for q in snap.sequences.values()]
         return out
     if tid == PG_DESCRIPTION.id:
@@ -236,12 +251,13 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
                         "i" if ident else "a"))
         return out
     if tid == PG_DATABASE.id:
-        return [(DATABASE_OID, "materialize", OWNER_OID, 6, "C", "C", False, True, -1, 0, None)]
+        owner, acl = _ownership(snap, rbac.DATABASE_OBJ)
+        return [(DATABASE_OID, "materialize", owner, 6, "C", "C", False, True, -1, 0, acl)]
     if tid == PG_ATTRIBUTE.id:
         return [(object_oid(r.id), c.name, c.type.oid, c.type.typlen, i + 1, int(c.type.is_array), c.type.typmod,
                  not c.nullable, c.default is not None and c.identity is None, c.identity or "", "", False, True,
                  _collation(c.type), -1,
-                 "p" if c.type.typlen > 0 else "x", "", None, None)
+                 "p" if c.type.typlen > 0 else "x", "", None, None, None)
                 for r, _ in _relations(snap) for i, c in enumerate(r.columns)]
     if tid == PG_TYPE.id:
         return [_type_row(n) for n in all_type_names()]
@@ -249,9 +265,18 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
         return [(name, value, None, "Client Connection Defaults", "", "user", "string", "default")
                 for name, value in sorted(settings.items())]
     if tid == PG_ROLES.id:
-        return [(OWNER_OID, "materialize", True, True, True, True, True, False, -1, "********", None, True, None)]
+        out = []
+        for r in rbac.all_roles(snap):
+            sys_priv = lambda ch: rbac.has_privilege(snap, r.id, rbac.SYSTEM, ch)  # noqa: E731
+            out.append((rbac.role_oid(r.id), r.name, r.superuser, r.inherit, sys_priv("R"), sys_priv("B"), r.login,
+                        False, -1, "********", None, r.superuser, None))
+        return out
     if tid == PG_USER.id:
-        return [("materialize", OWNER_OID, True, True)]
+        return [(r.name, rbac.role_oid(r.id), rbac.has_privilege(snap, r.id, rbac.SYSTEM, "B"), r.superuser)
+                for r in rbac.all_roles(snap) if r.login]
+    if tid == PG_AUTH_MEMBERS.id:
+        return [(rbac.role_oid(role), rbac.role_oid(member), rbac.role_oid(grantor), False)
+                for (role, member), grantor in sorted(snap.role_members.items())]
     if tid == PG_COLLATION.id:
         return [(DEFAULT_COLLATION_OID, "default", NAMESPACE_OIDS["pg_catalog"], "d", "", ""),
                 (950, "C", NAMESPACE_OIDS["pg_catalog"], "c", "C", "C")]

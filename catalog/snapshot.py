@@ -192,6 +192,32 @@ Relation = Table | BuiltinTable | View
 
 
 @dataclass(frozen=True)
+class Role:
+    """A role (``u1``; Materialize's "CREATE ROLE"): a user when it can log in. Roles are
+    always INHERIT (Materialize has no NOINHERIT roles). ``password`` is a SCRAM-SHA-256
+    secret in pg_authid's text form (``SCRAM-SHA-256$iterations:salt$stored:server``),
+    never the password itself; None: no password of its own."""
+
+    id: str
+    name: str
+    inherit: bool = True
+    login: bool = False
+    superuser: bool = False
+    password: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class AclItem:
+    """One grant (PostgreSQL's ``aclitem``, Materialize's ``mz_aclitem``): ``grantee`` (a
+    role id, or ``p`` for PUBLIC) holds ``privileges`` (letters, ``arwdUC...``: see
+    ``catalog.rbac.PRIVILEGE_LETTERS``) granted by role ``grantor``."""
+
+    grantee: str
+    grantor: str
+    privileges: str
+
+
+@dataclass(frozen=True)
 class CatalogSnapshot:
     """An immutable view of the catalog at one version.
 
@@ -210,6 +236,18 @@ class CatalogSnapshot:
     schemas: Mapping[str, Schema] = field(default_factory=lambda: MappingProxyType({}))
     #: COMMENT ON texts: (object id, column number or 0) -> text
     comments: Mapping[tuple[str, int], str] = field(default_factory=lambda: MappingProxyType({}))
+    #: roles by id (the system roles are ``catalog.rbac.SYSTEM_ROLES``, not stored)
+    roles: Mapping[str, Role] = field(default_factory=lambda: MappingProxyType({}))
+    #: role membership: (role id, member role id) -> grantor role id (GRANT role TO member)
+    role_members: Mapping[tuple[str, str], str] = field(default_factory=lambda: MappingProxyType({}))
+    #: object key (``catalog.rbac.ObjectRef.key``: ``item:u5``, ``cluster:u1``, ...) -> owner role
+    #: id; an object without an entry is owned by the bootstrap role (or mz_system if builtin)
+    owners: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: object key -> its ACL; an object without an entry has ``catalog.rbac.default_acl``
+    privileges: Mapping[str, tuple[AclItem, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    #: ALTER DEFAULT PRIVILEGES: ``catalog.rbac.default_privileges_key`` (creator role, schema,
+    #: object type) -> the grants new objects get (AclItems whose grantor is unused)
+    default_privileges: Mapping[str, tuple[AclItem, ...]] = field(default_factory=lambda: MappingProxyType({}))
     next_ids: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     # -- clusters and replicas -------------------------------------------------------
@@ -239,6 +277,23 @@ class CatalogSnapshot:
             if r.cluster_id == cluster_id and r.name == name:
                 return r
         return None
+
+    # -- roles -----------------------------------------------------------------------
+
+    def role_by_name(self, name: str) -> Role | None:
+        """The stored or system role named ``name`` (case-sensitive, as identifiers are
+        after folding)."""
+        from catalog.rbac import SYSTEM_ROLES
+
+        for r in (*self.roles.values(), *SYSTEM_ROLES):
+            if r.name == name:
+                return r
+        return None
+
+    def role(self, role_id: str) -> Role | None:
+        from catalog.rbac import SYSTEM_ROLES
+
+        return self.roles.get(role_id) or next((r for r in SYSTEM_ROLES if r.id == role_id), None)
 
     # -- schemas ---------------------------------------------------------------------
 

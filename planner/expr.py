@@ -18,8 +18,7 @@ from pglast.enums import (
 )
 
 from catalog.errors import (
-    SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_COLUMN,
-    UNDEFINED_FUNCTION,
+    SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_FUNCTION,
 )
 from catalog.pg_catalog import FIRST_USER_OID
 from catalog.textio import parse_interval, parse_text, INTERVAL_FIELD_UNITS
@@ -671,7 +670,7 @@ class ExprPlanner:
 
             return Literal(Decimal(query_timestamp()), MZ_TIMESTAMP)
         if name == "version" and not args:
-            return Literal(f"PostgreSQL 9.5.0 on sqlfront (Materialize-compatible SQL front end on Spark)", TEXT)
+            return Literal("PostgreSQL 9.5.0 on sqlfront (Materialize-compatible SQL front end on Spark)", TEXT)
         if name == "current_schemas" and len(args) == 1:
             # The search path; with true, the implicitly searched schemas first (PostgreSQL 9.26).
             implicit = coerce(args[0], BOOL)
@@ -814,7 +813,9 @@ class ExprPlanner:
         if op == Op.SVFOP_CURRENT_DATE:
             return Literal(now.date(), DATE)
         if op in (Op.SVFOP_CURRENT_USER, Op.SVFOP_SESSION_USER, Op.SVFOP_USER, Op.SVFOP_CURRENT_ROLE):
-            return Literal("materialize", TEXT)
+            from planner.functions.privileges import current_role_name
+
+            return Literal(current_role_name(session=op == Op.SVFOP_SESSION_USER), TEXT)
         if op == Op.SVFOP_CURRENT_CATALOG:
             return Literal("materialize", TEXT)
         if op == Op.SVFOP_CURRENT_SCHEMA:

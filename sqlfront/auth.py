@@ -9,6 +9,8 @@ make the server burn 4096 SHA-256 rounds per attempt, and the plaintext password
 
 from __future__ import annotations
 
+import base64
+
 from scramp import ScramException, ScramMechanism
 
 MECHANISM = "SCRAM-SHA-256"
@@ -32,11 +34,47 @@ class ScramVerifier:
         except ScramException as e:
             raise ValueError(f"the password cannot be used for SCRAM: {e}") from None
 
+    @classmethod
+    def from_secret(cls, secret: str) -> "ScramVerifier":
+        """The verifier of a stored secret (:func:`scram_secret`'s text form).
+
+        Raises:
+            ValueError for text that is not such a secret."""
+        try:
+            mech, rest = secret.split("$", 1)
+            iters_salt, keys = rest.split("$")
+            iters, salt = iters_salt.split(":")
+            stored, server = keys.split(":")
+            if mech != MECHANISM:
+                raise ValueError(mech)
+            info = (base64.b64decode(salt), base64.b64decode(stored), base64.b64decode(server), int(iters))
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"not a SCRAM-SHA-256 secret: {e}") from None
+        self = cls.__new__(cls)
+        self._mechanism = ScramMechanism(MECHANISM)
+        self._auth_info = info
+        return self
+
+    def secret(self) -> str:
+        """pg_authid's text form: ``SCRAM-SHA-256$iterations:salt$storedkey:serverkey``."""
+        salt, stored, server, iters = self._auth_info
+        b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
+        return f"{MECHANISM}${iters}:{b64(salt)}${b64(stored)}:{b64(server)}"
+
     def exchange(self) -> "ScramExchange":
         """A new exchange for one connection attempt (a fresh server nonce)."""
         # The user name in the client-first message is ignored, as PostgreSQL does: the
         # startup packet's user is the one that counts, and there is one password.
         return ScramExchange(self._mechanism.make_server(lambda _user: self._auth_info))
+
+
+def scram_secret(password: str) -> str:
+    """The SCRAM-SHA-256 secret of ``password`` in pg_authid's text form (what CREATE
+    ROLE ... PASSWORD stores: PostgreSQL never keeps the password itself).
+
+    Raises:
+        ValueError if SASLprep rejects the password."""
+    return ScramVerifier(password).secret()
 
 
 class ScramExchange:

@@ -79,6 +79,9 @@ def main() -> None:
               help="An availability zone replicas may be placed in (repeatable).")
 @click.option("--bootstrap-replica-size", default="1", show_default=True,
               help="Size of quickstart's replica r1 in a new data directory.")
+@click.option("--bootstrap-role", default="materialize", show_default=True,
+              help="The superuser role a new catalog makes; it owns what was made before roles existed. Other "
+                   "users get a role without privileges on their first login (Materialize's RBAC).")
 @click.option("--metrics-listen", default=None, help="Serve Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:6878).")
 @click.option("--max-peeks-per-replica", default=8, show_default=True, type=click.IntRange(1),
               help="Peeks running at once on one replica; more wait in line.")
@@ -118,7 +121,8 @@ def main() -> None:
 @click.option("--persist-blob-url", default=None,
               help="persist Blob directory (path or file:// URL), shared by the processes that share Consensus "
                    "(default: DATA_DIR/blob).")
-def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, metrics_listen,
+def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, bootstrap_role,
+          metrics_listen,
           max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
           max_copy_from_size, log_level, max_query_heap_size, persist_compaction, persist_pubsub,
           persist_pubsub_listen, persist_consensus_url, timestamp_oracle_url, persist_blob_url,
@@ -183,7 +187,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
         if url and not is_postgres_url(url):
             raise click.BadParameter(f"expected a postgres:// URL, got {redact_url(url)!r}", param_hint=flag)
     config = Config(Path(data_dir), sizes=sizes, availability_zones=list(availability_zones),
-                    bootstrap_replica_size=bootstrap_replica_size,
+                    bootstrap_replica_size=bootstrap_replica_size, bootstrap_role=bootstrap_role,
                     metrics_listen=metrics_address, max_peeks_per_replica=max_peeks_per_replica,
                     # resolved now, so a symlink swapped in later cannot widen what is allowed
                     copy_from_dirs=tuple(Path(os.path.realpath(d)) for d in copy_from_dirs),

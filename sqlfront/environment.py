@@ -71,6 +71,9 @@ class Config:
     sizes: dict[str, ReplicaSize] = field(default_factory=default_sizes)
     availability_zones: list[str] = field(default_factory=list)
     bootstrap_replica_size: str = "1"
+    #: the superuser role a catalog without roles gets (id ``u1``: it owns every object
+    #: made before roles existed); other users get a plain role on their first login
+    bootstrap_role: str = "materialize"
     #: how long a peek waits for a healthy replica before failing (seconds)
     replica_wait_s: float = 120.0
     #: peeks running at once on one replica; more wait in line
@@ -201,7 +204,8 @@ class Environment:
         self.coordinator.start()
         if new:
             self._bootstrap()
-        else:
+        self._bootstrap_role()
+        if not new:
             self._drop_leftover_temp_schemas(snap)
             for c in snap.clusters.values():
                 cc = self._cluster_coordinator(c)
@@ -385,6 +389,50 @@ class Environment:
             return [durable.CreateCluster(c), durable.CreateReplica(r)]
 
         self.coordinator.transact(build)
+
+    def _bootstrap_role(self) -> None:
+        """A catalog without roles (new, or written before roles existed) gets the
+        bootstrap role: a superuser that can log in, id ``u1``, which ``catalog.rbac``
+        takes as the owner of every object without a recorded one."""
+        from catalog import rbac
+        from catalog.snapshot import Role
+
+        def build(snap, ids):
+            if snap.roles:  # done already (or by another environmentd on a shared catalog)
+                return []
+            role_id = ids.allocate("role")
+            assert role_id == rbac.BOOTSTRAP_ROLE_ID, role_id
+            return [durable.CreateRole(Role(role_id, self.config.bootstrap_role, login=True, superuser=True))]
+
+        if not self.snapshot.roles:
+            self.coordinator.transact(build)
+
+    def login_role(self, user: str) -> str:
+        """The id of the role user ``user`` logs in as; a user without one gets a role
+        (LOGIN, no other attribute, PUBLIC's privileges only) on first login, as
+        Materialize creates roles for new users.
+
+        Raises:
+            SqlError FATAL 28000 ``role "x" is not permitted to log in`` for a NOLOGIN role;
+            FATAL 28000 for a name Materialize reserves (``mz_``/``pg_``, PUBLIC)."""
+        from catalog.errors import SqlError
+        from catalog.snapshot import Role
+
+        name = user or self.config.bootstrap_role
+        r = self.snapshot.role_by_name(name)
+        if r is None:
+            if name.lower() == "public" or name.startswith(("mz_", "pg_")):
+                raise SqlError("28000", f'role "{name}" does not exist', severity="FATAL")
+
+            def build(snap, ids):
+                if snap.role_by_name(name) is not None:
+                    return []
+                return [durable.CreateRole(Role(ids.allocate("role"), name, login=True))]
+
+            r = self.coordinator.transact(build).role_by_name(name)
+        if not r.login:
+            raise SqlError("28000", f'role "{name}" is not permitted to log in', severity="FATAL")
+        return r.id
 
     def shutdown(self) -> None:
         """Stop the Coordinator and every replica process (waits for them to exit)."""

@@ -17,6 +17,22 @@ tokens. Grammar, from Materialize's SQL reference and seeds/cluster-replicas.md:
     CREATE DEFAULT INDEX [IF NOT EXISTS] [name] [IN CLUSTER c] ON obj [USING ARRANGEMENT]
     CREATE INDEX [IF NOT EXISTS] [name] IN CLUSTER c ON obj [USING ARRANGEMENT] (key [, ...])
     SHOW INDEXES [ON obj] [IN CLUSTER c] [LIKE 'pattern' | WHERE expr]
+    SHOW ROLES [LIKE 'pattern' | WHERE expr]
+    CREATE ROLE name [[WITH] role_option ...]        (Materialize's options, below)
+    ALTER ROLE name [[WITH] role_option ...] | ALTER ROLE name RENAME TO new_name
+    role_option ::= [NO]SUPERUSER | [NO]LOGIN | [NO]INHERIT | [NO]CREATEROLE | [NO]CREATEDB
+                  | [NO]CREATECLUSTER | PASSWORD 'text' | PASSWORD NULL
+    GRANT priv [, ...] | ALL [PRIVILEGES] ON target TO grantee [, ...]
+    REVOKE priv [, ...] | ALL [PRIVILEGES] ON target FROM grantee [, ...] [CASCADE | RESTRICT]
+    target ::= [TABLE | VIEW | SEQUENCE] name [, ...] | ALL TABLES IN SCHEMA s [, ...]
+             | SCHEMA s [, ...] | DATABASE d [, ...] | CLUSTER c [, ...] | SYSTEM
+    GRANT role [, ...] TO role [, ...]  /  REVOKE role [, ...] FROM role [, ...]
+    ALTER CLUSTER name OWNER TO role
+    ALTER DEFAULT PRIVILEGES [FOR ROLE r [, ...] | FOR ALL ROLES] [IN SCHEMA s [, ...]]
+        {GRANT priv ... ON {TABLES|SCHEMAS|CLUSTERS|DATABASES} TO ... | REVOKE ... FROM ...}
+
+(PostgreSQL's grammar has no CLUSTER or SYSTEM target nor Materialize's system privileges,
+so every GRANT and REVOKE is parsed here.)
 
 (``CREATE INDEX`` without ``IN CLUSTER`` is PostgreSQL's and parsed by pglast.)
 
@@ -25,7 +41,7 @@ tokens. Grammar, from Materialize's SQL reference and seeds/cluster-replicas.md:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from pglast.parser import scan
 
@@ -92,9 +108,9 @@ class ShowClusterReplicas:
 
 @dataclass(frozen=True)
 class ShowObjects:
-    """SHOW TABLES [FROM schema] | SHOW COLUMNS FROM t | SHOW SCHEMAS | SHOW DATABASES."""
+    """SHOW TABLES [FROM schema] | SHOW COLUMNS FROM t | SHOW SCHEMAS | SHOW DATABASES | SHOW ROLES."""
 
-    kind: str  # tables, columns, schemas, databases
+    kind: str  # tables, columns, schemas, databases, roles
     target: str | None = None
     like: str | None = None
     where: str | None = None
@@ -176,7 +192,75 @@ class CopySubscribe:
     rest: str
 
 
-MzStatement = (CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+@dataclass(frozen=True)
+class CreateRole:
+    """``CREATE ROLE name [[WITH] option ...]`` (Materialize's "CREATE ROLE"): ``options``
+    are ``(NAME, value)`` in order: ``INHERIT``/``NOINHERIT``/``LOGIN``/``NOLOGIN``/
+    ``SUPERUSER``/``NOSUPERUSER``/``CREATE...``/``NOCREATE...`` (value None) and
+    ``PASSWORD`` (a string, or None for ``PASSWORD NULL``)."""
+
+    name: str
+    options: tuple[tuple[str, str | None], ...]
+
+
+@dataclass(frozen=True)
+class AlterRole:
+    """``ALTER ROLE name [[WITH] option ...]`` or ``ALTER ROLE name RENAME TO new``."""
+
+    name: str
+    options: tuple[tuple[str, str | None], ...]
+    rename_to: str | None = None
+
+
+@dataclass(frozen=True)
+class GrantPrivileges:
+    """``GRANT privilege [, ...] | ALL [PRIVILEGES] ON target TO grantee [, ...]`` and
+    ``REVOKE ... FROM`` (Materialize's "GRANT PRIVILEGE"/"REVOKE PRIVILEGE").
+    ``privileges``: upper-case names (``["ALL"]`` for ALL); ``kind``: ``TABLE``
+    (tables, views, sequences), ``ALL TABLES`` (``targets`` are schemas), ``SCHEMA``,
+    ``DATABASE``, ``CLUSTER`` or ``SYSTEM``; ``targets``: qualified names as tuples;
+    ``grantees``: role names, ``PUBLIC`` for PUBLIC."""
+
+    revoke: bool
+    privileges: tuple[str, ...]
+    kind: str
+    targets: tuple[tuple[str, ...], ...]
+    grantees: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GrantRoles:
+    """``GRANT role [, ...] TO member [, ...]`` / ``REVOKE role [, ...] FROM member [, ...]``."""
+
+    revoke: bool
+    roles: tuple[str, ...]
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AlterOwner:
+    """``ALTER CLUSTER name OWNER TO role`` (Materialize's ALTER OWNER for clusters; other
+    objects' OWNER TO is PostgreSQL's syntax)."""
+
+    kind: str
+    name: tuple[str, ...]
+    owner: str
+
+
+@dataclass(frozen=True)
+class AlterDefaultPrivileges:
+    """``ALTER DEFAULT PRIVILEGES [FOR ROLE r [, ...] | FOR ALL ROLES] [IN SCHEMA s [, ...] |
+    IN DATABASE d] {GRANT | REVOKE} ... ON {TABLES | SCHEMAS | CLUSTERS | DATABASES}
+    {TO | FROM} grantee [, ...]`` (Materialize's). ``roles``: names, None for ALL ROLES,
+    () for the current role; ``grant`` holds the GRANT/REVOKE part (its ``kind`` is the
+    plural object type, its ``targets`` empty)."""
+
+    roles: tuple[str, ...] | None
+    schemas: tuple[tuple[str, ...], ...]
+    grant: "GrantPrivileges"
+
+
+MzStatement = (AlterDefaultPrivileges | CreateRole | AlterRole | GrantPrivileges | GrantRoles | AlterOwner | CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
                | ShowClusters | ShowClusterReplicas)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
@@ -430,11 +514,15 @@ class _Parser:
             return DropClusters(tuple(names), if_exists, cascade)
         if self.accept("ALTER", "CLUSTER"):
             name = self.ident()
+            if self.accept("OWNER", "TO"):
+                owner = self.ident()
+                self.done()
+                return AlterOwner("CLUSTER", (name,), owner)
             self.expect("RENAME", "TO")
             new = self.ident()
             self.done()
             return AlterClusterRename(name, new)
-        for kind in ("TABLES", "SCHEMAS", "DATABASES", "VIEWS"):
+        for kind in ("TABLES", "SCHEMAS", "DATABASES", "VIEWS", "ROLES"):
             if self.accept("SHOW", kind):
                 target = self.ident() if self.accept("FROM") else None
                 like, where = self.show_filter()
@@ -456,6 +544,147 @@ class _Parser:
             return ShowClusterReplicas(cluster, like, where)
         return None
 
+    # -- roles and privileges --------------------------------------------------------
+
+    _ROLE_FLAGS = ("SUPERUSER", "NOSUPERUSER", "LOGIN", "NOLOGIN", "INHERIT", "NOINHERIT", "CREATEROLE",
+                   "NOCREATEROLE", "CREATEDB", "NOCREATEDB", "CREATECLUSTER", "NOCREATECLUSTER")
+
+    def role_options(self) -> tuple[tuple[str, str | None], ...]:
+        self.accept("WITH")
+        opts = []
+        while self.peek() is not None:
+            w = self.word()
+            if w in self._ROLE_FLAGS:
+                self.i += 1
+                opts.append((w, None))
+            elif w == "PASSWORD":
+                self.i += 1
+                opts.append(("PASSWORD", None if self.accept("NULL") else self.string()))
+            else:
+                raise self.error("a role attribute")
+            self.accept_punct(",")
+        return tuple(opts)
+
+    def qualified_name(self) -> tuple[str, ...]:
+        parts = [self.ident()]
+        while self.accept_punct("."):
+            parts.append(self.ident())
+        return tuple(parts)
+
+    def name_list(self) -> tuple[tuple[str, ...], ...]:
+        names = [self.qualified_name()]
+        while self.accept_punct(","):
+            names.append(self.qualified_name())
+        return tuple(names)
+
+    def role_list(self) -> tuple[str, ...]:
+        names = []
+        while True:
+            self.accept("GROUP")
+            names.append("PUBLIC" if self.accept("PUBLIC") else self.ident())
+            if not self.accept_punct(","):
+                return tuple(names)
+
+    def alter_default_privileges(self) -> AlterDefaultPrivileges:
+        self.expect("ALTER", "DEFAULT", "PRIVILEGES")
+        roles: tuple[str, ...] | None = ()
+        schemas: tuple = ()
+        if self.accept("FOR", "ALL", "ROLES"):
+            roles = None
+        elif self.accept("FOR", "ROLE") or self.accept("FOR", "USER"):
+            roles = self.role_list()
+        if self.accept("IN", "SCHEMA"):
+            schemas = self.name_list()
+        elif self.accept("IN", "DATABASE"):
+            for (d, *_) in self.name_list():
+                if d != "materialize":
+                    raise SqlError("3D000", f"unknown database '{d}'")
+        if self.word() not in ("GRANT", "REVOKE"):
+            raise self.error("GRANT or REVOKE")
+        revoke = self.word() == "REVOKE"
+        self.i += 1
+        if self.accept("ALL"):
+            self.accept("PRIVILEGES")
+            privs = ["ALL"]
+        else:
+            privs = [self.word() or ""]
+            self.i += 1
+            while self.accept_punct(","):
+                privs.append(self.word() or "")
+                self.i += 1
+        self.expect("ON")
+        kind = self.word()
+        if kind not in ("TABLES", "SCHEMAS", "CLUSTERS", "DATABASES"):
+            raise SqlError("0A000", f"ALTER DEFAULT PRIVILEGES ON {kind} is not supported")
+        self.i += 1
+        self.expect("FROM" if revoke else "TO")
+        grantees = self.role_list()
+        self.accept("CASCADE") or self.accept("RESTRICT")
+        self.done()
+        return AlterDefaultPrivileges(roles, schemas, GrantPrivileges(revoke, tuple(privs), kind, (), grantees))
+
+    def grant(self):
+        revoke = self.word() == "REVOKE"
+        self.i += 1
+        if revoke and self.accept("GRANT", "OPTION", "FOR") or revoke and self.accept("ADMIN", "OPTION", "FOR"):
+            raise SqlError("0A000", "GRANT OPTION and ADMIN OPTION are not supported")
+        # a privilege grant has ON before TO/FROM; a role grant has none
+        on_at = next((k for k in range(len(self.toks) - self.i) if self.word(k) == "ON"), None)
+        if on_at is None:
+            roles = tuple(n for n in self.role_list())
+            self.expect("FROM" if revoke else "TO")
+            members = self.role_list()
+            self.accept("CASCADE") or self.accept("RESTRICT")
+            if self.accept("WITH"):
+                raise SqlError("0A000", "GRANT OPTION and ADMIN OPTION are not supported")
+            self.done()
+            return GrantRoles(revoke, roles, members)
+        if self.accept("ALL"):
+            self.accept("PRIVILEGES")
+            privs = ["ALL"]
+        else:
+            privs = []
+            while True:
+                w = self.word()
+                if w is None:
+                    raise self.error("a privilege")
+                self.i += 1
+                privs.append(w)
+                if not self.accept_punct(","):
+                    break
+        self.expect("ON")
+        targets: tuple = ()
+        if self.accept("SYSTEM"):
+            kind = "SYSTEM"
+        elif self.accept("ALL", "TABLES"):
+            kind = "ALL TABLES"
+            self.expect("IN", "SCHEMA")
+            targets = self.name_list()
+        elif self.accept("ALL"):
+            raise SqlError("0A000", f"GRANT ON ALL {self.word() or ''} is not supported")
+        else:
+            kind = "TABLE"
+            for k in ("SCHEMA", "DATABASE", "CLUSTER"):
+                if self.accept(k):
+                    kind = k
+                    break
+            else:
+                if self.word() in ("TYPE", "SECRET", "CONNECTION", "FUNCTION", "LANGUAGE", "DOMAIN", "TABLESPACE",
+                                   "FOREIGN", "LARGE", "ROUTINE", "PROCEDURE", "NETWORK"):
+                    raise SqlError("0A000", f"GRANT ON {self.word()} is not supported")
+                self.accept("TABLE") or self.accept("VIEW") or self.accept("SEQUENCE") or \
+                    self.accept("MATERIALIZED", "VIEW")
+            targets = self.name_list()
+        self.expect("FROM" if revoke else "TO")
+        grantees = self.role_list()
+        if self.accept("WITH", "GRANT", "OPTION"):
+            raise SqlError("0A000", "GRANT OPTION is not supported")
+        if self.accept("GRANTED", "BY"):
+            self.ident()
+        self.accept("CASCADE") or self.accept("RESTRICT")
+        self.done()
+        return GrantPrivileges(revoke, tuple(privs), kind, targets, grantees)
+
     def show_filter(self) -> tuple[str | None, str | None]:
         if self.accept("LIKE"):
             s = self.string()
@@ -470,7 +699,7 @@ class _Parser:
 _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER"),
            ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PHYSICAL"), ("EXPLAIN", "PLAN"),
            ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS"),
-           ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT")}
+           ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT"), ("SHOW", "ROLES")}
 
 
 def parse_mz(sql: str) -> MzStatement | None:
@@ -495,6 +724,22 @@ def parse_mz(sql: str) -> MzStatement | None:
         return _declare_subscribe(p)
     if _is_mz_create_index(p):
         return p.parse()
+    if p.word(0) in ("GRANT", "REVOKE"):
+        return p.grant()
+    if (p.word(0), p.word(1)) == ("ALTER", "DEFAULT"):
+        return p.alter_default_privileges()
+    if p.accept("CREATE", "ROLE"):
+        name = p.ident()
+        return CreateRole(name, p.role_options())
+    if p.accept("ALTER", "ROLE"):
+        name = p.ident()
+        if p.accept("RENAME", "TO"):
+            new = p.ident()
+            p.done()
+            return AlterRole(name, (), new)
+        if p.word() in ("SET", "RESET"):
+            raise SqlError("0A000", "ALTER ROLE ... SET is not supported")
+        return AlterRole(name, p.role_options())
     if (p.word(0), p.word(1)) not in _STARTS:
         return None
     if p.word(0) == "SHOW" and p.word(1) == "CLUSTER" and p.word(2) != "REPLICAS":

@@ -174,7 +174,12 @@ class PgHandler(BuenaVistaHandler):
             return None
         if self.server.scram is not None and not self._authenticate(user):
             return None
-        session = Session(self.env, {k: v for k, v in params.items() if k not in ("user", "database")})
+        try:
+            role_id = self.env.login_role(user)
+        except SqlError as e:
+            self.send_error(e)
+            return None
+        session = Session(self.env, {k: v for k, v in params.items() if k not in ("user", "database")}, role_id)
         session.client_gone = self._client_gone
         ctx = PgContext(session, params)
         self.server.register(ctx)
@@ -200,7 +205,15 @@ class PgHandler(BuenaVistaHandler):
         auth_msg(10, MECHANISM.encode() + b"\x00\x00")
         body = read_password_message()
         mech, _, rest = body.partition(b"\x00")
-        scram = self.server.scram.exchange()
+        # a role with a password of its own (CREATE ROLE ... PASSWORD) logs in with it
+        role = self.env.snapshot.role_by_name(user)
+        verifier = self.server.scram
+        if role is not None and role.password is not None:
+            try:
+                verifier = ScramVerifier.from_secret(role.password)
+            except ValueError:
+                pass
+        scram = verifier.exchange()
         try:
             if mech.decode() != MECHANISM or len(rest) < 4:
                 raise ValueError("unsupported SASL mechanism")

@@ -22,15 +22,18 @@ import pyarrow as pa
 from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, SYNTAX_ERROR
+from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, set_session_roles, set_statement_catalog
 from catalog.snapshot import Table, set_search_path
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
 from planner.writes import plan_insert
 from sqlfront import mzparse as mz
 from sqlfront.environment import Environment
+from sqlfront.rbac import authorize_statement
 from sqlfront.parse import param_count, parse_generated, parse_one, split_as_of, split_statements
 from catalog.pg_catalog import PG_CURSORS, PG_PREPARED_STATEMENTS
 from catalog.snapshot import BuiltinTable
+from sqlfront.sequence import roles
 from sqlfront.sequence import alter, copy, cursors, ddl, prepared, peek, show, subscribe, txn, vars as var_stmts, writes
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
 from sqlfront.sequence.sequences import SessionSequences
@@ -47,9 +50,14 @@ log = logging.getLogger(__name__)
 class Session:
     """Per-connection state. Not thread-safe: one connection drives it."""
 
-    def __init__(self, env: Environment, startup: dict[str, str] | None = None):
+    def __init__(self, env: Environment, startup: dict[str, str] | None = None, role_id: str = BOOTSTRAP_ROLE_ID):
         self.env = env
+        #: the role the session logged in as (``session_user``; ``Environment.login_role``)
+        self.session_role_id = role_id
+        #: the role privileges are checked against (``current_user``; SET ROLE changes it)
+        self.current_role_id = role_id
         self.vars = SessionVars(startup, env.config.server_vars())
+        self.vars.values["is_superuser"] = "on" if is_superuser(env.snapshot, role_id) else "off"
         self.in_transaction = False
         self.failed = False
         self._pending_writes: list[tuple[Table, pa.Table]] = []
@@ -146,6 +154,8 @@ class Session:
         set_sequence_access(self.sequences)
         set_session_vars(self.vars)
         set_search_path(self.vars.search_path(), self.temp_schema)
+        set_session_roles(self.session_role_id, self.current_role_id)
+        set_statement_catalog(lambda: self.env.snapshot)
         self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not txn.ends_transaction(stmt) and not txn.is_rollback_to(stmt):
             raise SqlError(IN_FAILED_SQL_TRANSACTION,
@@ -154,6 +164,7 @@ class Session:
             handler = HANDLERS.get(type(stmt))
             if handler is None:
                 raise SqlError(FEATURE_NOT_SUPPORTED, f"{type(stmt).__name__} is not supported")
+            authorize_statement(self, stmt)
             return handler(self, stmt, sql, params)
         except SqlError:
             if self.in_transaction:
@@ -276,6 +287,17 @@ HANDLERS: dict[type, Callable] = {
     ast.TruncateStmt: alter.truncate,
     ast.CreateTableAsStmt: alter.create_table_as,
     ast.AlterSeqStmt: ddl.alter_sequence,
+    # roles and privileges
+    mz.CreateRole: roles.create_role,
+    mz.AlterRole: roles.alter_role,
+    ast.DropRoleStmt: roles.drop_role,
+    mz.GrantRoles: roles.grant_roles,
+    mz.GrantPrivileges: roles.grant_privileges,
+    mz.AlterOwner: roles.alter_cluster_owner,
+    ast.AlterOwnerStmt: roles.alter_owner,
+    mz.AlterDefaultPrivileges: roles.alter_default_privileges,
+    ast.ReassignOwnedStmt: roles.reassign_owned,
+    ast.DropOwnedStmt: roles.drop_owned,
     # variables, transactions, prepared statements
     ast.VariableSetStmt: var_stmts.set_var,
     ast.VariableShowStmt: var_stmts.show_var,

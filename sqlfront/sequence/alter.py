@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from pglast import ast
 from pglast.enums import AlterTableType, ObjectType
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, DUPLICATE_COLUMN, UNDEFINED_TABLE
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, DUPLICATE_COLUMN
 from catalog.snapshot import Column, Table
 from catalog.types import TEXT
 from sqlfront import sequence_ddl as build
@@ -34,8 +34,8 @@ MAX_REWRITES = 5
 
 
 def alter_table(s: Session, stmt: ast.AlterTableStmt, sql: str, params) -> Result:
-    """ALTER TABLE [IF EXISTS] t cmd, ... (also ALTER VIEW/SEQUENCE ... OWNER TO, a no-op:
-    there is one role). Commands apply in order, all or none.
+    """ALTER TABLE [IF EXISTS] t cmd, ... (also ALTER VIEW/SEQUENCE/INDEX ... OWNER TO).
+    Commands apply in order, all or none (an OWNER TO among others applies first).
 
     Raises:
         SqlError 42P01 unknown table (nothing with IF EXISTS); 42701 ADD of an existing
@@ -46,8 +46,13 @@ def alter_table(s: Session, stmt: ast.AlterTableStmt, sql: str, params) -> Resul
     tag = {ObjectType.OBJECT_VIEW: "ALTER VIEW", ObjectType.OBJECT_SEQUENCE: "ALTER SEQUENCE",
            ObjectType.OBJECT_INDEX: "ALTER INDEX", ObjectType.OBJECT_MATVIEW: "ALTER MATERIALIZED VIEW"}.get(
         stmt.objtype, "ALTER TABLE")
+    for c in stmt.cmds:
+        if c.subtype == AlterTableType.AT_ChangeOwner:  # ALTER ... OWNER TO (sqlfront.sequence.roles)
+            from sqlfront.sequence.roles import alter_relation_owner
+
+            alter_relation_owner(s, stmt.relation, bool(stmt.missing_ok), c.newowner)
     if all(c.subtype == AlterTableType.AT_ChangeOwner for c in stmt.cmds):
-        return Result(tag)  # one role owns everything (Materialize's ALTER ... OWNER TO)
+        return Result(tag)
     snap = s.env.snapshot
     rv = stmt.relation
     try:

@@ -24,7 +24,8 @@ if TYPE_CHECKING:
 
 
 def run(s: Session, txn) -> None:
-    """Run a catalog transaction. In a transaction block, DDL takes effect at once (it is
+    """Run a catalog transaction, checked as the session's current role (privileges and
+    ownership, ``sqlfront.rbac.authorize_ddl``; what it creates, that role owns). In a transaction block, DDL takes effect at once (it is
     not undone by ROLLBACK) and may not follow reads or writes (Materialize's
     transactions are read-only, insert-only or DDL-only).
 
@@ -36,7 +37,9 @@ def run(s: Session, txn) -> None:
         raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow reads in a transaction")
     if s._txn_read_only:
         raise SqlError(READ_ONLY_SQL_TRANSACTION, "cannot execute DDL in a read-only transaction")
-    s.env.coordinator.transact(txn)
+    from sqlfront.rbac import authorize_ddl
+
+    s.env.coordinator.transact(authorize_ddl(txn))
 
 
 def create_cluster(s: Session, stmt: mz.CreateCluster, sql: str, params) -> Result:

@@ -115,7 +115,7 @@ def deallocate(s: Session, stmt: ast.DeallocateStmt, sql: str, params) -> Result
 
 
 def discard(s: Session, stmt: ast.DiscardStmt, sql: str, params) -> Result:
-    """DISCARD ALL (close cursors, reset variables, deallocate prepared statements, drop
+    """DISCARD ALL (close cursors, reset variables and the role, deallocate prepared statements, drop
     temporary tables, forget sequence values), PLANS (nothing is cached across
     statements here), SEQUENCES, TEMP.
 
@@ -134,6 +134,9 @@ def discard(s: Session, stmt: ast.DiscardStmt, sql: str, params) -> Result:
             except SqlError:
                 pass
         deallocate(s, ast.DeallocateStmt(name=None, isall=True), sql, params)
+        from sqlfront.sequence.roles import set_role
+
+        set_role(s, None)  # RESET ROLE, as PostgreSQL's DISCARD ALL does
     if m in (DiscardMode.DISCARD_ALL, DiscardMode.DISCARD_TEMP):
         ddl.drop_temp_schema(s)
     if m in (DiscardMode.DISCARD_ALL, DiscardMode.DISCARD_SEQUENCES):

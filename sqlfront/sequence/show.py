@@ -74,7 +74,7 @@ def _show_indexes_query(s: Session, stmt: mz.ShowIndexes) -> str:
 
 
 def _show_objects_query(s: Session, stmt: mz.ShowObjects) -> str:
-    """SHOW TABLES/VIEWS/COLUMNS/SCHEMAS/DATABASES as queries over mz_catalog (their
+    """SHOW TABLES/VIEWS/COLUMNS/SCHEMAS/DATABASES/ROLES as queries over mz_catalog (their
     columns as in Materialize's SQL reference)."""
     k = stmt.kind
     if k in ("tables", "views"):
@@ -91,6 +91,9 @@ def _show_objects_query(s: Session, stmt: mz.ShowObjects) -> str:
         return _show_filtered("name, nullable, type, comment", base, "name", stmt, "position")
     elif k == "schemas":
         base = "SELECT name, '' AS comment FROM mz_catalog.mz_schemas"
+        col = "name"
+    elif k == "roles":  # the catalog's roles, not the system ones (Materialize's SHOW ROLES)
+        base = "SELECT name, '' AS comment FROM mz_catalog.mz_roles WHERE id LIKE 'u%'"
         col = "name"
     else:
         base = "SELECT name, '' AS comment FROM mz_catalog.mz_databases"

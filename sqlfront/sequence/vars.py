@@ -34,6 +34,12 @@ def set_var(s: Session, stmt: ast.VariableSetStmt, sql: str, params) -> Result:
                 pass
         return Result("RESET")
     name = stmt.name.lower()
+    if name == "role":  # SET ROLE, RESET ROLE: not a variable but the current role
+        from sqlfront.sequence.roles import set_role
+
+        arg = stmt.args[0].val.sval if stmt.args and isinstance(stmt.args[0], ast.A_Const) else None
+        set_role(s, arg)
+        return Result("RESET" if k == VariableSetKind.VAR_RESET else "SET")
     if k in (VariableSetKind.VAR_RESET, VariableSetKind.VAR_SET_DEFAULT):
         s.vars.set(name, None)
         return Result("RESET" if k == VariableSetKind.VAR_RESET else "SET")

@@ -1,0 +1,271 @@
+"""Which privileges a statement needs, checked with ``catalog.rbac.require`` (the rules).
+
+Two entry points, so that no statement path can skip or drift from the checks:
+
+- :func:`authorize_statement` — called by the session for every statement before its
+  handler runs: reads (SELECT, EXPLAIN, SUBSCRIBE, DECLARE, COPY TO, CREATE TABLE AS)
+  and writes (INSERT, UPDATE, DELETE, COPY FROM).
+- :func:`authorize_ddl` — wraps every catalog transaction a session submits
+  (``sqlfront.sequence.ddl.run``): the checks are derived from the catalog *ops* the
+  statement produced (a created table needs CREATE on its schema, a dropped one
+  ownership, ...), so every DDL statement, present or future, is checked the same way;
+  new objects get the current role as their owner.
+
+Requirements and their order follow Materialize's privilege table ("Access control",
+"Privileges"): USAGE on each object's schema, then the object's privilege (SELECT on what
+a query reads; INSERT, UPDATE or DELETE on a write's target, whose UPDATE and DELETE also
+read it), then USAGE on the cluster that runs the query. A view's own reads are checked
+against the view's owner. Superusers pass every check.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pglast import ast
+
+from catalog import durable
+from catalog import rbac
+from catalog.errors import SqlError
+from catalog.snapshot import DATABASE, CatalogSnapshot, View
+from sqlfront import mzparse as mz
+
+if TYPE_CHECKING:
+    from sqlfront.session import Session
+
+#: how deep views over views are followed (a cycle cannot exist; this bounds the work)
+_MAX_VIEW_DEPTH = 32
+
+
+# -- reads and writes -------------------------------------------------------------------------
+
+def _relations(snap: CatalogSnapshot, node, skip=None) -> list:
+    """The relations (tables, views, system tables, sequences) ``node`` names, in order,
+    once each; names of its WITH queries and names that resolve to nothing (planning
+    reports those) are left out, and so is the RangeVar ``skip`` (an INSERT's target)."""
+    from planner.expr import ast_nodes
+
+    nodes = list(ast_nodes(node))
+    ctes = {n.ctename for n in nodes if isinstance(n, ast.CommonTableExpr)}
+    out, seen = [], set()
+    for n in nodes:
+        if not isinstance(n, ast.RangeVar) or n is skip or (n.schemaname is None and n.relname in ctes):
+            continue
+        try:
+            rel = snap.resolve_relation(n.schemaname, n.relname)
+        except SqlError:
+            try:
+                rel = snap.resolve_sequence(n.schemaname, n.relname)
+            except SqlError:
+                continue
+        if rel.id not in seen:
+            seen.add(rel.id)
+            out.append(rel)
+    return out
+
+
+def check_reads(snap: CatalogSnapshot, node, role: str | None, skip=None, depth: int = 0) -> bool:
+    """Check that ``role`` may read every relation ``node`` names: USAGE on its schema,
+    SELECT on it; a view's own reads are checked against the view's owner. Returns
+    whether a user relation is read (the query then runs on a cluster).
+
+    Raises:
+        SqlError 42501."""
+    from sqlfront.parse import parse_one
+
+    user_data = False
+    for rel in _relations(snap, node, skip):
+        if rel.builtin:
+            continue  # system tables: PUBLIC may read them (and they run in environmentd)
+        user_data = True
+        rbac.require(snap, rbac.schema_ref(snap, rel.schema), "U", role)
+        rbac.require(snap, rbac.relation_ref(rel), "r", role)
+        if isinstance(rel, View) and depth < _MAX_VIEW_DEPTH:
+            owner = rbac.owner_of(snap, rbac.relation_ref(rel))
+            check_reads(snap, parse_one(rel.sql), owner, depth=depth + 1)
+    return user_data
+
+
+def _check_cluster(s: Session, snap: CatalogSnapshot, role: str | None) -> None:
+    c = snap.cluster_by_name(s.vars.get("cluster"))
+    if c is not None:  # an unknown cluster is the peek's error to report
+        rbac.require(snap, rbac.cluster_ref(c), "U", role)
+
+
+def _query_reads(s: Session, snap: CatalogSnapshot, node, role, skip=None) -> None:
+    if check_reads(snap, node, role, skip):
+        _check_cluster(s, snap, role)
+
+
+def _check_write(snap: CatalogSnapshot, rv: ast.RangeVar, letter: str, role) -> None:
+    try:
+        rel = snap.resolve_relation(rv.schemaname, rv.relname)
+    except SqlError:
+        return  # planning reports it
+    rbac.require(snap, rbac.schema_ref(snap, rel.schema), "U", role)
+    rbac.require(snap, rbac.relation_ref(rel), letter, role)
+
+
+def authorize_statement(s: Session, stmt) -> None:
+    """Check the privileges ``stmt`` needs before it runs, as the session's current role.
+    DDL is checked by :func:`authorize_ddl` instead.
+
+    Raises:
+        SqlError 42501 ``permission denied for KIND "name"``."""
+    from sqlfront.parse import parse_one
+
+    role = rbac.current_role()
+    snap = s.env.snapshot
+    if rbac.is_superuser(snap, role):
+        return
+    if isinstance(stmt, (ast.SelectStmt, ast.DeclareCursorStmt, ast.ExplainStmt)):
+        _query_reads(s, snap, stmt, role)
+    elif isinstance(stmt, ast.CreateTableAsStmt):
+        _query_reads(s, snap, stmt.query, role)
+    elif isinstance(stmt, mz.ExplainPlan):
+        _query_reads(s, snap, parse_one(stmt.query), role)
+    elif isinstance(stmt, mz.Subscribe):
+        _query_reads(s, snap, parse_one(stmt.query), role)
+    elif isinstance(stmt, (mz.DeclareSubscribe, mz.CopySubscribe)):
+        sub = parse_one(stmt.subscribe)
+        if isinstance(sub, mz.Subscribe):
+            _query_reads(s, snap, parse_one(sub.query), role)
+    elif isinstance(stmt, ast.InsertStmt):
+        _check_write(snap, stmt.relation, "a", role)
+        _query_reads(s, snap, stmt, role, skip=stmt.relation)
+    elif isinstance(stmt, (ast.UpdateStmt, ast.DeleteStmt)):
+        _check_write(snap, stmt.relation, "w" if isinstance(stmt, ast.UpdateStmt) else "d", role)
+        _query_reads(s, snap, stmt, role)  # the target too: UPDATE and DELETE read it
+    elif isinstance(stmt, ast.CopyStmt):
+        if stmt.query is not None:
+            _query_reads(s, snap, stmt.query, role)
+        elif stmt.is_from:
+            _check_write(snap, stmt.relation, "a", role)
+        else:
+            _query_reads(s, snap, stmt.relation, role)
+
+
+# -- DDL --------------------------------------------------------------------------------------
+
+def _require_owner_of(snap: CatalogSnapshot, key: str, role, created: set[str]) -> None:
+    if key in created:
+        return
+    obj = rbac.ref_for_key(snap, key)
+    if obj is not None:
+        rbac.require_owner(snap, obj, role)
+
+
+def check_ops(snap: CatalogSnapshot, ops: list, role: str | None) -> list:
+    """Check that ``role`` may apply catalog ``ops`` to ``snap``, and return the ops to
+    append: the owner of each object they create.
+
+    Requirements (Materialize's privilege table): CREATE on the schema for a new table,
+    view, sequence or index (and CREATE on the index's cluster); CREATE on the database
+    for a schema; CREATECLUSTER on SYSTEM for a cluster; CREATEROLE on SYSTEM for role
+    changes; ownership to alter, drop, comment on or grant on an object (replicas: their
+    cluster's owner). Objects in a temporary schema need nothing.
+
+    Raises:
+        SqlError 42501."""
+    if role is None:
+        return []
+    superuser = rbac.is_superuser(snap, role)
+    temps = {sc.name for sc in snap.schemas.values() if sc.temp}
+    created: set[str] = set()
+    extra: list = []
+
+    def owned(obj: rbac.ObjectRef, schema_key: str | None = None, always_acl: bool = False) -> None:
+        """The new object is the role's, with the default privileges that apply to it."""
+        created.add(obj.key)
+        extra.append(durable.SetOwner(obj.key, role))
+        acl = rbac.initial_acl(snap, obj, role, schema_key)
+        if always_acl or len(acl) > 1:
+            extra.append(durable.SetPrivileges(obj.key, acl))
+
+    def new_item(obj) -> None:
+        if obj.schema not in temps and not superuser:
+            rbac.require(snap, rbac.schema_ref(snap, obj.schema), "C", role)
+        owned(rbac.relation_ref(obj), rbac.schema_ref(snap, obj.schema).key)
+
+    for op in ops:
+        if isinstance(op, durable.CreateSchema):
+            created.add(f"schema:{op.schema.id}")
+            created.add(f"item:{op.schema.id}")
+            if op.schema.temp:
+                temps.add(op.schema.name)
+                continue
+            rbac.require(snap, rbac.DATABASE_OBJ, "C", role)
+            owned(rbac.ObjectRef("SCHEMA", f"schema:{op.schema.id}", f"{DATABASE}.{op.schema.name}"))
+        elif isinstance(op, durable.CreateTable):
+            new_item(op.table)
+        elif isinstance(op, durable.CreateView):
+            new_item(op.view)
+        elif isinstance(op, durable.CreateSequence):
+            new_item(op.sequence)
+        elif isinstance(op, durable.CreateIndex):
+            new_item(op.index)
+            c = snap.clusters.get(op.index.cluster_id) if op.index.cluster_id else None
+            if c is not None:
+                rbac.require(snap, rbac.cluster_ref(c), "C", role)
+        elif isinstance(op, durable.CreateCluster):
+            rbac.require(snap, rbac.SYSTEM, "N", role)
+            # always an ACL of its own: a cluster without one is one made before roles
+            # existed, which PUBLIC may use (catalog.rbac.default_acl)
+            owned(rbac.cluster_ref(op.cluster), always_acl=True)
+        elif isinstance(op, (durable.CreateReplica, durable.DropReplica)):
+            r = op.replica if isinstance(op, durable.CreateReplica) else snap.replicas.get(op.replica_id)
+            if r is not None:
+                _require_owner_of(snap, f"cluster:{r.cluster_id}", role, created)
+        elif isinstance(op, (durable.DropCluster, durable.RenameCluster)):
+            _require_owner_of(snap, f"cluster:{op.cluster_id}", role, created)
+        elif isinstance(op, (durable.DropTable, durable.DropView, durable.DropIndex, durable.DropSequence)):
+            item = getattr(op, "table_id", None) or getattr(op, "view_id", None) or \
+                getattr(op, "index_id", None) or op.sequence_id
+            _require_owner_of(snap, f"item:{item}", role, created)
+        elif isinstance(op, (durable.UpdateTable, durable.UpdateSequence)):
+            obj = op.table if isinstance(op, durable.UpdateTable) else op.sequence
+            if obj.schema not in temps:
+                _require_owner_of(snap, f"item:{obj.id}", role, created)
+        elif isinstance(op, (durable.DropSchema, durable.RenameSchema)):
+            sc = snap.schemas.get(op.schema_id)
+            if sc is not None and not sc.temp:
+                _require_owner_of(snap, f"schema:{op.schema_id}", role, created)
+        elif isinstance(op, durable.SetComment):
+            _require_owner_of(snap, f"item:{op.object_id}", role, created)
+        elif isinstance(op, (durable.CreateRole, durable.UpdateRole, durable.DropRole, durable.GrantRole,
+                             durable.RevokeRole)):
+            rbac.require(snap, rbac.SYSTEM, "R", role)
+        elif isinstance(op, durable.SetPrivileges):
+            _require_owner_of(snap, op.object, role, created)
+        elif isinstance(op, durable.RevokeAll):
+            if not superuser and op.role_id not in rbac.memberships(snap, role):
+                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE,
+                               f'permission denied to drop objects: must be a member of role '
+                               f'"{rbac.role_name(snap, op.role_id)}"')
+        elif isinstance(op, durable.SetDefaultPrivileges):
+            target, _, _ = rbac.split_default_privileges_key(op.key)
+            if target == rbac.PUBLIC and not superuser:
+                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, "permission denied for SYSTEM")
+            if not superuser and target not in rbac.memberships(snap, role):
+                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE,
+                               f'must be a member of role "{rbac.role_name(snap, target)}"')
+        elif isinstance(op, durable.SetOwner):
+            _require_owner_of(snap, op.object, role, created)
+            # PostgreSQL's rule (ALTER TABLE ... OWNER TO): one may give an object only to
+            # a role one is a member of
+            if not superuser and op.role_id not in rbac.memberships(snap, role):
+                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE,
+                               f'must be a member of role "{rbac.role_name(snap, op.role_id)}"')
+    return extra
+
+
+def authorize_ddl(build):
+    """Wrap a catalog transaction's ``build(snapshot, ids) -> ops`` so that its ops are
+    checked (:func:`check_ops`) as the submitting statement's current role, and the
+    objects it creates are owned by that role."""
+
+    def checked(snap: CatalogSnapshot, ids) -> list:
+        ops = build(snap, ids)
+        return ops + check_ops(snap, ops, rbac.current_role())
+
+    return checked
