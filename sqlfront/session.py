@@ -5,9 +5,10 @@ DDL goes to the Coordinator; SELECTs are peeks sequenced in the session's own th
 against the latest catalog snapshot and the cluster's ClusterCoordinator (Materialize's
 frontend peek sequencing); writes go straight to persist.
 
-Transactions follow Materialize's rules: a transaction that has written may not
-read (25000), writes are buffered and applied at COMMIT, ROLLBACK discards them, and
-a failed statement leaves the transaction aborted (25P02) until it ends.
+Transactions follow Materialize's rules: a transaction that has read may not write
+(25000), writes are buffered and applied at COMMIT, ROLLBACK discards them, and a
+failed statement leaves the transaction aborted (25P02) until it ends. A transaction
+that wrote first reads its own buffered writes, as PostgreSQL's do.
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ class Session:
         self._pending_writes: list[tuple[Table, pa.Table]] = []
         #: a transaction that read a user table is read-only (Materialize's rule)
         self._txn_read = False
+        #: the transaction block wrote before it read: its reads see its buffered writes
+        #: (``sqlfront.sequence.peek.pending_parts``) and it may go on writing
+        self._txn_wrote = False
         #: BEGIN READ ONLY
         self._txn_read_only = False
         #: savepoint name -> how many buffered writes it keeps on ROLLBACK TO

@@ -1,10 +1,13 @@
 """Transaction control: BEGIN/START TRANSACTION, COMMIT, ROLLBACK, SAVEPOINT, RELEASE,
 ROLLBACK TO.
 
-Materialize's rules: a transaction that has written may not read (25000), writes are
+Materialize's rules: a transaction that has read may not write (25000), writes are
 buffered on the session and appended at COMMIT, all at one timestamp (the group commit),
 ROLLBACK discards them, and a failed statement leaves the transaction aborted (25P02)
-until it ends. Every read of a transaction is at one timestamp.
+until it ends. Every read of a transaction is at one timestamp. Decided (issue 16): a
+block that wrote before it read may read, and sees its own buffered writes once each, as
+in PostgreSQL (Materialize refuses the read with 25000); see
+``sqlfront.sequence.peek.plan_read``.
 
 The statements of a multi-statement simple query form an *implicit* transaction
 (PostgreSQL 55.2.2.1): it commits after the last statement and rolls back at the first
@@ -91,7 +94,7 @@ def discard(s: Session, writes: list) -> None:
 def end_transaction(s: Session) -> None:
     """Leave the transaction block, closing its cursors (its buffered writes are the
     caller's business)."""
-    s.in_transaction = s.failed = s._txn_read = s._txn_read_only = s._implicit = False
+    s.in_transaction = s.failed = s._txn_read = s._txn_wrote = s._txn_read_only = s._implicit = False
     s._savepoints = []
     release_read_ts(s)
     close_all(s)
