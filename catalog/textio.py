@@ -11,6 +11,7 @@ import datetime as dt
 import json
 import math
 import re
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation, ROUND_HALF_UP
 
 import numpy as np
@@ -445,8 +446,104 @@ def format_float(v: float, t: SqlType) -> str:
     return ("-" if neg else "") + out
 
 
-def format_text(v, t: SqlType) -> str:
-    """The text form of a non-NULL value of type ``t`` in a DataRow."""
+@dataclass(frozen=True)
+class DateStyle:
+    """PostgreSQL's ``DateStyle`` (sections 8.5.2 "Date/Time Output" and 19.11.2): the
+    output ``style`` of dates and timestamps (ISO, SQL, Postgres or German) and the
+    ``order`` of day, month and year (YMD, DMY or MDY) for the styles that depend on it.
+    ``str()`` is the setting as PostgreSQL reports it: ``"ISO, MDY"``."""
+
+    style: str = "ISO"
+    order: str = "MDY"
+
+    def __str__(self) -> str:
+        return f"{self.style}, {self.order}"
+
+
+#: the default, and the form every path but the wire's text output uses
+ISO_DATESTYLE = DateStyle()
+
+_DATESTYLE_WORDS = {"iso": ("style", "ISO"), "sql": ("style", "SQL"), "postgres": ("style", "Postgres"),
+                    "german": ("style", "German"), "ymd": ("order", "YMD"), "dmy": ("order", "DMY"),
+                    "euro": ("order", "DMY"), "european": ("order", "DMY"), "mdy": ("order", "MDY"),
+                    "us": ("order", "MDY"), "noneuro": ("order", "MDY"), "noneuropean": ("order", "MDY")}
+
+
+def parse_datestyle(value: str, current: DateStyle = ISO_DATESTYLE) -> DateStyle:
+    """``SET datestyle = value``: comma-separated keywords, each a style or an order
+    (PostgreSQL's ``check_datestyle``: ``Euro``/``European`` mean DMY, ``US``/``NonEuro``
+    MDY, ``German`` also sets DMY unless an order is given, ``DEFAULT`` is ISO, MDY);
+    what is not given stays as in ``current``.
+
+    Raises:
+        SqlError 22023 for an unknown keyword or two different styles or orders."""
+    style = order = None
+    german_order = None
+    for word in (w.strip().strip('"').lower() for w in value.split(",")):
+        if word == "default":
+            found = [("style", "ISO"), ("order", "MDY")]
+        elif word in _DATESTYLE_WORDS:
+            found = [_DATESTYLE_WORDS[word]]
+        else:
+            raise SqlError("22023", f'invalid value for parameter "DateStyle": "{value}"',
+                           detail=f'Unrecognized key word: "{word}".')
+        for kind, v in found:
+            if kind == "style":
+                if style is not None and style != v:
+                    raise SqlError("22023", f'invalid value for parameter "DateStyle": "{value}"',
+                                   detail='Conflicting "datestyle" specifications.')
+                style = v
+                if v == "German" and order is None:
+                    german_order = "DMY"
+            else:
+                if order is not None and order != v:
+                    raise SqlError("22023", f'invalid value for parameter "DateStyle": "{value}"',
+                                   detail='Conflicting "datestyle" specifications.')
+                order = v
+    return DateStyle(style or current.style, order or german_order or current.order)
+
+
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def format_date(d: dt.date, ds: DateStyle = ISO_DATESTYLE) -> str:
+    """A date as PostgreSQL's ``EncodeDateOnly`` writes it in DateStyle ``ds``: ISO
+    ``1997-12-17``, SQL ``12/17/1997`` (DMY: ``17/12/1997``), German ``17.12.1997``,
+    Postgres ``12-17-1997`` (DMY: ``17-12-1997``)."""
+    y, m, day = d.year, d.month, d.day
+    if ds.style == "ISO":
+        return f"{y:04d}-{m:02d}-{day:02d}"
+    if ds.style == "German":
+        return f"{day:02d}.{m:02d}.{y:04d}"
+    sep = "/" if ds.style == "SQL" else "-"
+    first, second = (day, m) if ds.order == "DMY" else (m, day)
+    return f"{first:02d}{sep}{second:02d}{sep}{y:04d}"
+
+
+def format_timestamp(v: dt.datetime, ds: DateStyle = ISO_DATESTYLE, zone: str | None = None) -> str:
+    """A timestamp as PostgreSQL's ``EncodeDateTime`` writes it in DateStyle ``ds``, with
+    ``zone`` (a timestamptz's zone: ISO writes its offset, ``+00``; the other styles its
+    abbreviation, ``UTC``): ISO ``1997-12-17 07:37:16.5``, SQL ``12/17/1997 07:37:16.5``,
+    German ``17.12.1997 07:37:16.5``, Postgres ``Wed Dec 17 07:37:16.5 1997``. Fractional
+    seconds lose their trailing zeros."""
+    hms = f"{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+    if v.microsecond:
+        hms += f".{v.microsecond:06d}".rstrip("0")
+    if ds.style == "ISO":
+        return f"{format_date(v, ds)} {hms}" + ("+00" if zone is not None else "")
+    if ds.style == "Postgres":
+        day, mon = f"{v.day:02d}", _MONTHS[v.month - 1]
+        md = f"{day} {mon}" if ds.order == "DMY" else f"{mon} {day}"
+        out = f"{_WEEKDAYS[v.weekday()]} {md} {hms} {v.year:04d}"
+    else:
+        out = f"{format_date(v, ds)} {hms}"
+    return out + (f" {zone}" if zone is not None else "")
+
+
+def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
+    """The text form of a non-NULL value of type ``t`` in a DataRow; dates and timestamps
+    in DateStyle ``ds``."""
     n = t.name
     if n == "bool":
         return "t" if v else "f"
@@ -459,18 +556,12 @@ def format_text(v, t: SqlType) -> str:
             return format(v, "f")
         return str(v)
     if n == "date":
-        return v.isoformat()
+        return format_date(v, ds)
     if n == "timestamp":
-        s = v.strftime("%Y-%m-%d %H:%M:%S")
-        if v.microsecond:
-            s += f".{v.microsecond:06d}".rstrip("0")
-        return s
+        return format_timestamp(v, ds)
     if n == "timestamptz":
         v = v.astimezone(dt.timezone.utc) if v.tzinfo else v
-        s = v.strftime("%Y-%m-%d %H:%M:%S")
-        if v.microsecond:
-            s += f".{v.microsecond:06d}".rstrip("0")
-        return s + "+00"
+        return format_timestamp(v, ds, "UTC")
     if n == "interval":
         return v.pg_text()
     if n == "time":
@@ -479,7 +570,7 @@ def format_text(v, t: SqlType) -> str:
     if n == "bytea":
         return "\\x" + bytes(v).hex()
     if t.is_array:
-        return "{" + ",".join("NULL" if e is None else _array_element(format_text(e, t.element)) for e in v) + "}"
+        return "{" + ",".join("NULL" if e is None else _array_element(format_text(e, t.element, ds)) for e in v) + "}"
     return str(v)
 
 

@@ -18,7 +18,7 @@ from psycopg import adapters
 from psycopg.pq import Format
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_BINARY_REPRESENTATION
-from catalog.textio import format_text, parse_jsonb
+from catalog.textio import ISO_DATESTYLE, DateStyle, format_text, parse_jsonb
 from catalog.types import FLOAT8 as _FLOAT8, Interval, SqlType, type_from_oid
 
 Encoder = Callable[[object], bytes]
@@ -33,24 +33,25 @@ _NULL = b"\xff\xff\xff\xff"
 _PG_EPOCH_ORDINAL = dt.date(2000, 1, 1).toordinal()
 
 
-def row_bodies(rows, types: list[SqlType], binary: list[bool]) -> list[bytes]:
+def row_bodies(rows, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> list[bytes]:
     """Each row as a field count and length-prefixed fields (-1 for NULL): the body of a
-    DataRow (PostgreSQL 55.7) and a tuple of COPY BINARY. Encoded column by column, since
-    one encoder per column beats a type dispatch per value."""
+    DataRow (PostgreSQL 55.7) and a tuple of COPY BINARY; text dates and timestamps in
+    DateStyle ``ds``. Encoded column by column, since one encoder per column beats a type
+    dispatch per value."""
     count = _I2(len(types))
     columns = []
     for i, (t, b) in enumerate(zip(types, binary)):
-        enc = encoder(t, b)
+        enc = encoder(t, b, ds)
         columns.append([_NULL if (v := r[i]) is None else _LEN(len(x := enc(v))) + x for r in rows])
     if not columns:
         return [count] * len(rows)
     return [count + b"".join(parts) for parts in zip(*columns)]
 
 
-def data_rows(rows, types: list[SqlType], binary: list[bool]) -> list[bytes]:
+def data_rows(rows, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> list[bytes]:
     """DataRow messages for ``rows``."""
     head = struct.Struct("!ci").pack
-    return [head(b"D", len(body) + 4) + body for body in row_bodies(rows, types, binary)]
+    return [head(b"D", len(body) + 4) + body for body in row_bodies(rows, types, binary, ds)]
 
 
 def length_prefixed(data: bytes, pos: int, count: int) -> tuple[list[bytes | None], int]:
@@ -83,7 +84,7 @@ def _float8_text(v: float) -> bytes:
     return format_text(v, _FLOAT8).encode()
 
 
-def _text_encoder(t: SqlType) -> Encoder:
+def _text_encoder(t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
     n = t.name
     if n in ("int2", "int4", "int8", "oid"):
         return lambda v: str(v).encode()
@@ -93,15 +94,16 @@ def _text_encoder(t: SqlType) -> Encoder:
         return lambda v: b"t" if v else b"f"
     if n == "float8":
         return _float8_text
-    if n == "date":
+    if n == "date" and ds.style == "ISO":
         return lambda v: v.isoformat().encode()
-    return lambda v: format_text(v, t).encode()
+    return lambda v: format_text(v, t, ds).encode()
 
 
-def encoder(t: SqlType, binary: bool) -> Encoder:
-    """A function turning a non-NULL value of ``t`` into DataRow bytes."""
+def encoder(t: SqlType, binary: bool, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
+    """A function turning a non-NULL value of ``t`` into DataRow bytes (text dates and
+    timestamps in DateStyle ``ds``)."""
     if not binary or t.category in ("S", "X"):
-        return _text_encoder(t)
+        return _text_encoder(t, ds)
     if t.is_array:
         return _array_encoder(t)
     n = t.name
@@ -220,7 +222,7 @@ _ARROW_FIXED = {"int2": ">i2", "int4": ">i4", "int8": ">i8", "oid": ">u4", "floa
                 "bool": "u1"}
 
 
-def arrow_data_rows(table, types: list[SqlType], binary: list[bool]) -> bytes:
+def arrow_data_rows(table, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> bytes:
     """DataRow messages (PostgreSQL 55.7) for every row of the Arrow ``table``, as one
     buffer. Integer, boolean and string columns (and binary floats) are encoded with
     pyarrow compute and numpy, without a Python object per value; other columns go
@@ -230,7 +232,7 @@ def arrow_data_rows(table, types: list[SqlType], binary: list[bool]) -> bytes:
     n = table.num_rows
     if n == 0:
         return b""
-    cols = [_arrow_column(table.column(i), t, b) for i, (t, b) in enumerate(zip(types, binary))]
+    cols = [_arrow_column(table.column(i), t, b, ds) for i, (t, b) in enumerate(zip(types, binary))]
     # size of each field: a 4-byte length, then the value (nothing for NULL)
     sizes = [4 + np.maximum(lens, 0) for lens, _ in cols]
     row_size = 7 + (np.sum(sizes, axis=0) if sizes else np.zeros(n, dtype=np.int64))
@@ -256,7 +258,7 @@ def _put_be(out, at, values) -> None:
     out[(at[:, None] + np.arange(w)).ravel()] = values.view(np.uint8)
 
 
-def _arrow_column(col, t: SqlType, binary: bool):
+def _arrow_column(col, t: SqlType, binary: bool, ds: DateStyle = ISO_DATESTYLE):
     """``(lengths, fill)`` for one column: each value's wire length (-1 for NULL) and a
     function writing the values into the output at given offsets."""
     import numpy as np
@@ -284,7 +286,7 @@ def _arrow_column(col, t: SqlType, binary: bool):
     elif n in _ARROW_STRINGS and pa.types.is_string(arr.type):
         pass
     else:
-        enc = encoder(t, binary)
+        enc = encoder(t, binary, ds)
         from sqlfront.sequence.result import column_values
 
         arr = pa.array([None if v is None else enc(v) for v in column_values(arr, t)], type=pa.binary())
@@ -313,9 +315,9 @@ def _variable(arr, nulls):
     return np.where(nulls, -1, lens), fill_variable
 
 
-def chunk_data_rows(chunk, types: list[SqlType], binary: list[bool]) -> bytes:
+def chunk_data_rows(chunk, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> bytes:
     """DataRow messages for a result chunk: an Arrow table (``arrow_data_rows``) or a
-    list of rows of Python values."""
+    list of rows of Python values; text dates and timestamps in DateStyle ``ds``."""
     if isinstance(chunk, list):
-        return b"".join(data_rows(chunk, types, binary))
-    return arrow_data_rows(chunk, types, binary)
+        return b"".join(data_rows(chunk, types, binary, ds))
+    return arrow_data_rows(chunk, types, binary, ds)

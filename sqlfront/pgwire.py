@@ -650,13 +650,14 @@ class PgHandler(BuenaVistaHandler):
         binary = [_format_for(formats, i) == 1 for i in range(len(types))]
         stream = result.stream if result.stream is not None else _rows_stream(result)
         enc = self._client_encoding()
+        ds = self.ctx.session.vars.date_style()
         # text in the client's encoding: every text-format value, and binary text values
         convert = [(not b or t.is_string) for b, t in zip(binary, types)] \
             if wire_encoding.codec(enc) is not None else None
         sent = 0
         for chunk in stream.take(limit if limit > 0 else None):
             for start in range(0, chunk_len(chunk), 4096):  # bounded memory for big chunks
-                data = chunk_data_rows(chunk[start : start + 4096], types, binary)
+                data = chunk_data_rows(chunk[start : start + 4096], types, binary, ds)
                 if convert is not None:
                     data = wire_encoding.transcode_data_rows(data, enc, convert)
                 self.wfile.write(data)

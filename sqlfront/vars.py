@@ -7,6 +7,7 @@ Materialize's ``cluster`` (which cluster runs this session's peeks).
 from __future__ import annotations
 
 from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE
+from catalog.textio import DateStyle, parse_datestyle
 
 SERVER_VERSION = "9.5.0"  # what Materialize reports; clients branch on it
 
@@ -72,6 +73,8 @@ def validate(name: str, value: str) -> None:
         canonical(value)
     if name == "statement_timeout":
         parse_duration_ms(value)
+    if name == "datestyle":
+        parse_datestyle(value)
     if name == "max_query_heap_size":
         parse_byte_size(name, value)
 
@@ -121,7 +124,18 @@ class SessionVars:
             from sqlfront.encoding import canonical
 
             value = canonical(value)  # PostgreSQL reports its own spelling: LATIN1
+        if name == "datestyle":
+            # what is not given keeps its current value; reported as PostgreSQL spells it
+            value = str(parse_datestyle(value, self.date_style()))
         self.values[name] = value
+
+    def date_style(self) -> DateStyle:
+        """``DateStyle`` as the output functions take it (``catalog.textio``); a bad
+        value a client gave at startup reads as the default."""
+        try:
+            return parse_datestyle(self.values["datestyle"])
+        except SqlError:
+            return DateStyle()
 
     def search_path(self) -> tuple[str, ...]:
         """``search_path`` as schema names (``a, "B"`` -> ``('a', 'B')``; PostgreSQL's
