@@ -23,7 +23,6 @@ from catalog.errors import (
     DATETIME_FIELD_OVERFLOW,
     NUMERIC_VALUE_OUT_OF_RANGE,
     STRING_DATA_RIGHT_TRUNCATION,
-    FEATURE_NOT_SUPPORTED,
 )
 from catalog.types import Interval, SqlType
 
@@ -147,7 +146,7 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
     if n == "jsonb":
         return parse_jsonb(s)
     if t.is_array:
-        return [None if e is None else parse_text(e, t.element, explicit) for e in split_array(s, t)]
+        return map_elements(split_array(s, t), lambda e: parse_text(e, t.element, explicit))
     raise SqlError(INVALID_TEXT_REPRESENTATION, f"cannot parse text as {t.sql()}")
 
 
@@ -240,57 +239,119 @@ def jsonb_text(doc) -> str:
     return json.dumps(doc, ensure_ascii=False)
 
 
-def split_array(s: str, t: SqlType) -> list[str | None]:
-    """The element texts of a one-dimensional array literal ``{a,"b c",NULL}``
-    (PostgreSQL 8.15.2, array_in); unquoted NULL is a NULL element.
+_BOUNDS = re.compile(r"^\s*((?:\[\s*[+-]?\d+\s*(?::\s*[+-]?\d+\s*)?\])+)\s*=\s*")
+
+
+def split_array(s: str, t: SqlType) -> list:
+    """The element texts of an array literal ``{a,"b c",NULL}`` (PostgreSQL 8.15.2,
+    array_in); unquoted NULL is a NULL element. A literal of several dimensions,
+    ``{{1,2},{3,4}}``, gives nested lists, which must be rectangular. Explicit bounds
+    (``[0:1]={a,b}``) are checked against the elements and then dropped: arrays here
+    start at 1.
 
     Raises:
-        SqlError 22P02 for malformed literals; 0A000 for more than one dimension.
-    """
+        SqlError 22P02 for malformed literals (and sub-arrays of unequal sizes)."""
     bad = SqlError(INVALID_TEXT_REPRESENTATION, f'malformed array literal: "{s}"')
-    txt = s.strip()
-    if not (txt.startswith("{") and txt.endswith("}")):
+    txt = s
+    dims_given = None
+    m = _BOUNDS.match(txt)
+    if m:
+        dims_given = []
+        for lo_hi in re.findall(r"\[([^\]]*)\]", m.group(1)):
+            lo, _, hi = lo_hi.partition(":")
+            lo, hi = (int(lo), int(hi)) if hi else (1, int(lo))
+            if hi < lo:
+                raise SqlError("2202E", "upper bound cannot be less than lower bound")
+            dims_given.append(hi - lo + 1)
+        txt = txt[m.end():]
+    txt = txt.strip()
+    if not txt.startswith("{"):
         raise bad
-    inner = txt[1:-1]
-    if not inner.strip():
+    pos = 0
+
+    def parse_level():
+        nonlocal pos
+        pos += 1  # the opening brace
+        out: list = []
+        while True:
+            while pos < len(txt) and txt[pos].isspace():
+                pos += 1
+            if pos >= len(txt):
+                raise bad
+            c = txt[pos]
+            if c == "}" and not out:
+                pos += 1
+                return out
+            if c == "{":
+                out.append(parse_level())
+            elif c == '"':
+                pos += 1
+                buf = []
+                while pos < len(txt) and txt[pos] != '"':
+                    if txt[pos] == "\\" and pos + 1 < len(txt):
+                        pos += 1
+                    buf.append(txt[pos])
+                    pos += 1
+                if pos >= len(txt):
+                    raise bad
+                pos += 1
+                out.append("".join(buf))
+            else:
+                buf = []
+                quoted_escape = False
+                while pos < len(txt) and txt[pos] not in ",{}\"":
+                    if txt[pos] == "\\" and pos + 1 < len(txt):
+                        pos += 1
+                        quoted_escape = True
+                    buf.append(txt[pos])
+                    pos += 1
+                word = "".join(buf).strip()
+                if not word:
+                    raise bad
+                out.append(None if word.upper() == "NULL" and not quoted_escape else word)
+            while pos < len(txt) and txt[pos].isspace():
+                pos += 1
+            if pos >= len(txt):
+                raise bad
+            if txt[pos] == "}":
+                pos += 1
+                return out
+            if txt[pos] != ",":
+                raise bad
+            pos += 1
+
+    out = parse_level()
+    if txt[pos:].strip():
+        raise bad
+    dims = array_dims(out, bad)
+    if dims_given is not None and dims and dims_given != dims:
+        raise SqlError(INVALID_TEXT_REPRESENTATION, f'malformed array literal: "{s}"',
+                       detail="Specified array dimensions do not match array contents.")
+    return out
+
+
+def array_dims(v: list, error: SqlError | None = None) -> list[int]:
+    """The size of each dimension of an array value (nested lists, rectangular; ``[]``
+    for an empty array). Raises ``error`` (default 2202E, as ARRAY[...] does) when the
+    sub-arrays differ in size or depth."""
+    if not v:
         return []
-    out: list[str | None] = []
-    i, n = 0, len(inner)
-    while True:
-        while i < n and inner[i].isspace():
-            i += 1
-        if i < n and inner[i] == "{":
-            raise SqlError(FEATURE_NOT_SUPPORTED, "multi-dimensional arrays are not supported")
-        if i < n and inner[i] == '"':
-            i += 1
-            buf = []
-            while i < n and inner[i] != '"':
-                if inner[i] == "\\" and i + 1 < n:
-                    i += 1
-                buf.append(inner[i])
-                i += 1
-            if i >= n:
-                raise bad
-            i += 1
-            out.append("".join(buf))
-            while i < n and inner[i].isspace():
-                i += 1
-        else:
-            buf = []
-            while i < n and inner[i] not in ",{}\"":
-                if inner[i] == "\\" and i + 1 < n:
-                    i += 1
-                buf.append(inner[i])
-                i += 1
-            word = "".join(buf).strip()
-            if not word:
-                raise bad
-            out.append(None if word.upper() == "NULL" else word)
-        if i >= n:
-            return out
-        if inner[i] != ",":
-            raise bad
-        i += 1
+    err = error or SqlError("2202E", "multidimensional arrays must have array expressions with matching dimensions")
+    nested = [isinstance(e, list) for e in v]
+    if not any(nested):
+        return [len(v)]
+    if not all(nested):
+        raise err
+    inner = [array_dims(e, error) for e in v]
+    if any(d != inner[0] for d in inner) or not inner[0]:
+        raise err
+    return [len(v)] + inner[0]
+
+
+def map_elements(v: list, f) -> list:
+    """``v`` (an array value, nested lists for several dimensions) with ``f`` applied to
+    each non-NULL element."""
+    return [map_elements(e, f) if isinstance(e, list) else None if e is None else f(e) for e in v]
 
 
 _DATE = re.compile(r"^\s*(\d{1,5})-(\d{1,2})-(\d{1,2})\s*$")
@@ -570,7 +631,8 @@ def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
     if n == "bytea":
         return "\\x" + bytes(v).hex()
     if t.is_array:
-        return "{" + ",".join("NULL" if e is None else _array_element(format_text(e, t.element, ds)) for e in v) + "}"
+        return "{" + ",".join("NULL" if e is None else format_text(e, t, ds) if isinstance(e, list)
+                              else _array_element(format_text(e, t.element, ds)) for e in v) + "}"
     return str(v)
 
 

@@ -18,8 +18,7 @@ from pglast.enums import (
 )
 
 from catalog.errors import (
-    SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_COLUMN,
-    UNDEFINED_FUNCTION,
+    SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_FUNCTION,
 )
 from catalog.pg_catalog import FIRST_USER_OID
 from catalog.textio import parse_interval, parse_text, INTERVAL_FIELD_UNITS
@@ -136,14 +135,13 @@ def type_from_ast(tn: ast.TypeName) -> tuple[SqlType, int | None]:
     """The SqlType a pglast TypeName names, and the interval field mask if any.
 
     Raises:
-        SqlError 42704 for unknown types; 0A000 for arrays.
+        SqlError 42704 for unknown types. ``int[][]`` is ``int[]``: PostgreSQL ignores
+        declared dimensions (8.15.1).
     """
     names = [n.sval for n in tn.names]
     if names[0] == "pg_catalog" and len(names) > 1:
         names = names[1:]
     name = " ".join(names) if len(names) == 1 else names[-1]
-    if tn.arrayBounds and len(tn.arrayBounds) > 1:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "multi-dimensional arrays are not supported")
     mods = []
     for m in tn.typmods or ():
         if isinstance(m, ast.A_Const) and isinstance(m.val, ast.Integer):
@@ -569,6 +567,8 @@ class ExprPlanner:
             raise SqlError("42P18", "cannot determine type of empty array",
                            hint="Explicitly cast to the desired type, for example ARRAY[]::integer[].")
         t = ty.common_type([e.type for e in elems], "ARRAY")
+        if t.is_array:  # ARRAY[ARRAY[1, 2], ARRAY[3, 4]]: one more dimension, the same type
+            return Call("array_nested", tuple(coerce(e, t) for e in elems), t)
         return Call("array", tuple(coerce(e, t) for e in elems), array_of(t))
 
     def _A_Indirection(self, node: ast.A_Indirection):
@@ -671,7 +671,7 @@ class ExprPlanner:
 
             return Literal(Decimal(query_timestamp()), MZ_TIMESTAMP)
         if name == "version" and not args:
-            return Literal(f"PostgreSQL 9.5.0 on sqlfront (Materialize-compatible SQL front end on Spark)", TEXT)
+            return Literal("PostgreSQL 9.5.0 on sqlfront (Materialize-compatible SQL front end on Spark)", TEXT)
         if name == "current_schemas" and len(args) == 1:
             # The search path; with true, the implicitly searched schemas first (PostgreSQL 9.26).
             implicit = coerce(args[0], BOOL)

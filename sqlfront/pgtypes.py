@@ -18,7 +18,7 @@ from psycopg import adapters
 from psycopg.pq import Format
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_BINARY_REPRESENTATION
-from catalog.textio import ISO_DATESTYLE, DateStyle, format_text, parse_jsonb
+from catalog.textio import ISO_DATESTYLE, DateStyle, array_dims, format_text, parse_jsonb
 from catalog.types import FLOAT8 as _FLOAT8, Interval, SqlType, type_from_oid
 
 Encoder = Callable[[object], bytes]
@@ -144,10 +144,13 @@ def _array_encoder(t: SqlType) -> Encoder:
     elem_oid = t.element.oid
 
     def enc(v: list) -> bytes:
-        if not v:
+        dims = array_dims(v)
+        if not dims:
             return struct.pack("!iii", 0, 0, elem_oid)
-        parts = [struct.pack("!iiiii", 1, int(None in v), elem_oid, len(v), 1)]
-        for x in v:
+        flat = flatten_array(v) if len(dims) > 1 else v
+        parts = [struct.pack("!iii", len(dims), int(None in flat), elem_oid)]
+        parts.extend(struct.pack("!ii", d, 1) for d in dims)
+        for x in flat:
             if x is None:
                 parts.append(b"\xff\xff\xff\xff")
             else:
@@ -156,6 +159,19 @@ def _array_encoder(t: SqlType) -> Encoder:
         return b"".join(parts)
 
     return enc
+
+
+def flatten_array(v: list) -> list:
+    """The elements of an array value (nested lists) in storage order (row-major)."""
+    return [x for e in v for x in (flatten_array(e) if isinstance(e, list) else (e,))]
+
+
+def _nest(flat: list, dims: list[int]) -> list:
+    """Nested lists of the sizes ``dims`` over ``flat`` (row-major)."""
+    if len(dims) == 1:
+        return flat
+    step = len(flat) // dims[0]
+    return [_nest(flat[i * step : (i + 1) * step], dims[1:]) for i in range(dims[0])]
 
 
 def binary_param_text(oid: int, raw: bytes) -> str:
@@ -199,14 +215,20 @@ def decode_binary(t: SqlType, raw: bytes):
 
 
 def _array_decode(t: SqlType, raw: bytes) -> list:
+    """``array_recv``: ndim, has-null flag, element OID, (size, lower bound) per
+    dimension, then the elements; several dimensions give nested lists (lower bounds
+    are dropped: arrays here start at 1)."""
     ndim, _, _ = struct.unpack_from("!iii", raw, 0)
     if ndim == 0:
         return []
-    if ndim != 1:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "multi-dimensional arrays are not supported")
-    (size, _) = struct.unpack_from("!ii", raw, 12)
-    values, _ = length_prefixed(raw, 20, size)
-    return [None if v is None else decode_binary(t.element, v) for v in values]
+    if not 0 < ndim <= 6:  # PostgreSQL's MAXDIM
+        raise ValueError(f"invalid number of dimensions: {ndim}")
+    dims = [struct.unpack_from("!ii", raw, 12 + 8 * i)[0] for i in range(ndim)]
+    total = 1
+    for d in dims:
+        total *= d
+    values, _ = length_prefixed(raw, 12 + 8 * ndim, total)
+    return _nest([None if v is None else decode_binary(t.element, v) for v in values], dims)
 
 
 

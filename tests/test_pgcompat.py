@@ -45,3 +45,74 @@ def test_block_reads_its_own_writes_once(server):
             c.rollback()
         finally:
             admin.execute("DROP TABLE own_w")
+
+
+def test_datestyle_output_and_report(server):
+    """PostgreSQL 8.5.2: ``SET datestyle`` changes how text dates and timestamps look,
+    is reported to the client (ParameterStatus DateStyle, which psycopg's loaders read),
+    and keeps what a partial setting leaves out."""
+    import datetime as dt
+
+    with server.connect() as c:
+        q = "SELECT '1997-12-17'::date, '1997-12-17 07:37:16.5'::timestamp, '1997-12-17 07:37:16'::timestamptz"
+        expected = {
+            "ISO, MDY": ("1997-12-17", "1997-12-17 07:37:16.5", "1997-12-17 07:37:16+00"),
+            "SQL, DMY": ("17/12/1997", "17/12/1997 07:37:16.5", "17/12/1997 07:37:16 UTC"),
+            "SQL, MDY": ("12/17/1997", "12/17/1997 07:37:16.5", "12/17/1997 07:37:16 UTC"),
+            "Postgres, DMY": ("17-12-1997", "Wed 17 Dec 07:37:16.5 1997", "Wed 17 Dec 07:37:16 1997 UTC"),
+            "German, DMY": ("17.12.1997", "17.12.1997 07:37:16.5", "17.12.1997 07:37:16 UTC"),
+        }
+        for setting, want in expected.items():
+            c.execute(f"SET datestyle = {setting}")
+            assert c.info.parameter_status("DateStyle") == setting
+            raw = c.pgconn.exec_(q.encode())
+            assert tuple(raw.get_value(0, i).decode() for i in range(3)) == want
+            # psycopg reads them back through the reported style
+            assert c.execute(q).fetchone()[:2] == (dt.date(1997, 12, 17), dt.datetime(1997, 12, 17, 7, 37, 16, 500000))
+        c.execute("SET datestyle = Postgres")  # the order stays DMY
+        assert c.execute("SHOW datestyle").fetchone() == ("Postgres, DMY",)
+        c.execute("SET datestyle = German, MDY")
+        assert c.execute("SHOW datestyle").fetchone() == ("German, MDY",)
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("SET datestyle = ISO, SQL")
+        assert e.value.sqlstate == "22023"
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("SET datestyle = nope")
+        assert e.value.sqlstate == "22023"
+        c.execute("RESET datestyle")
+        assert c.info.parameter_status("DateStyle") == "ISO, MDY"
+
+
+def test_multidimensional_arrays(conn):
+    """PostgreSQL 8.15: arrays of several dimensions in text and binary, both ways;
+    ARRAY[[...]], array_dims/array_ndims/array_length per dimension; explicit bounds
+    read (and dropped: arrays here start at 1); ragged ones refused with PostgreSQL's
+    errors; a table refuses to store them (0A000) and the session goes on."""
+    a = [[1, 2, 3], [4, None, 6]]
+    for binary in (False, True):
+        cur = conn.cursor(binary=binary)
+        assert cur.execute("SELECT %s::int[]", (a,)).fetchone() == (a,)  # parameter and result
+        assert cur.execute("SELECT %b::int[] = '{{1,2,3},{4,NULL,6}}'", (a,)).fetchone() == (None,)
+        assert cur.execute("SELECT ARRAY[[1,2],[3,4]], ARRAY[ARRAY['a'], ARRAY['b']]").fetchone() \
+            == ([[1, 2], [3, 4]], [["a"], ["b"]])
+        assert cur.execute("SELECT '[1:1][-2:-1][3:5]={{{1,2,3},{4,5,6}}}'::int[]").fetchone() \
+            == ([[[1, 2, 3], [4, 5, 6]]],)
+    assert conn.execute("SELECT array_dims(ARRAY[[1,2,3],[4,5,6]]), array_ndims('{{1},{2}}'::int[]), "
+                        "array_length('{{1,2,3},{4,5,6}}'::int[], 1), array_length('{{1,2,3},{4,5,6}}'::int[], 2), "
+                        "array_length('{{1,2,3},{4,5,6}}'::int[], 3), cardinality('{{1,2},{3,4}}'::int[])").fetchone() \
+        == ("[1:2][1:3]", 2, 2, 3, None, 4)
+    raw = conn.pgconn.exec_(b"SELECT '{{a,\"b c\"},{NULL,d}}'::text[]")
+    assert raw.get_value(0, 0) == b'{{a,"b c"},{NULL,d}}'
+    for bad, state in (("SELECT '{{1,2},{3}}'::int[]", "22P02"), ("SELECT ARRAY[ARRAY[1], ARRAY[2,3]]", "2202E")):
+        with pytest.raises(psycopg.Error) as e:
+            conn.execute(bad)
+        assert e.value.sqlstate == state
+    conn.execute("CREATE TABLE md_arr (a int[])")
+    try:
+        with pytest.raises(psycopg.Error) as e:
+            conn.execute("INSERT INTO md_arr VALUES ('{{1,2},{3,4}}')")
+        assert e.value.sqlstate == "0A000"
+        conn.execute("INSERT INTO md_arr VALUES ('{1,2}')")
+        assert conn.execute("SELECT a, array_dims(a) FROM md_arr").fetchone() == ([1, 2], "[1:2]")
+    finally:
+        conn.execute("DROP TABLE md_arr")

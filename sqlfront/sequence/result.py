@@ -8,6 +8,7 @@ from typing import Callable, Union
 
 import pyarrow as pa
 
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import Table
 from catalog.textio import parse_jsonb
 from catalog.types import Interval, SqlType, arrow_schema
@@ -168,8 +169,15 @@ def _from_arrow(c: pa.ChunkedArray) -> list:
 
 
 def rows_to_arrow(table: Table, rows: list[tuple]) -> pa.Table:
-    """Rows in ``table``'s column order as an Arrow table in its storage schema."""
+    """Rows in ``table``'s column order as an Arrow table in its storage schema.
+
+    Raises:
+        SqlError 0A000 for an array of several dimensions (tables store one-dimensional
+        arrays: Parquet and Spark have no multi-dimensional array type)."""
     schema = arrow_schema([c.name for c in table.columns], [c.type for c in table.columns])
+    for i, c in enumerate(table.columns):
+        if c.type.is_array and any(v is not None and any(isinstance(e, list) for e in v) for v in (r[i] for r in rows)):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f'column "{c.name}": multi-dimensional arrays cannot be stored in tables')
     arrays = [pa.array([_to_storage(r[i]) for r in rows] if c.type.name == "interval" else [r[i] for r in rows],
                        type=f.type) for i, (f, c) in enumerate(zip(schema, table.columns))]
     return pa.Table.from_arrays(arrays, schema=schema)
