@@ -162,7 +162,7 @@ TYPE_IO_PROCS = {
     "float4": ((200, "float4in"), (201, "float4out")), "float8": ((214, "float8in"), (215, "float8out")),
     "text": ((46, "textin"), (47, "textout")), "varchar": ((1046, "varcharin"), (1047, "varcharout")),
     "bpchar": ((1044, "bpcharin"), (1045, "bpcharout")), "date": ((1084, "date_in"), (1085, "date_out")),
-    "time": ((1143, "time_in"), (1144, "time_out")), "timestamp": ((1312, "timestamp_in"), (1313, "timestamp_out")),
+    "time": ((1143, "time_in"), (1144, "time_out")), "timetz": ((1350, "timetz_in"), (1351, "timetz_out")), "timestamp": ((1312, "timestamp_in"), (1313, "timestamp_out")),
     "timestamptz": ((1150, "timestamptz_in"), (1151, "timestamptz_out")),
     "interval": ((1160, "interval_in"), (1161, "interval_out")), "bytea": ((1244, "byteain"), (31, "byteaout")),
     "uuid": ((2952, "uuid_in"), (2953, "uuid_out")), "jsonb": ((3806, "jsonb_in"), (3804, "jsonb_out")),

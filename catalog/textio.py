@@ -139,6 +139,8 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
         return parse_interval(s)
     if n == "time":
         return parse_time(s)
+    if n == "timetz":
+        return parse_timetz(s)
     if n == "bytea":
         return parse_bytea(s)
     if n == "uuid":
@@ -163,6 +165,37 @@ def parse_time(s: str) -> dt.time:
         return dt.time(int(h), int(mi), int(sec or 0), int((frac or "0").ljust(6, "0")[:6]))
     except ValueError:
         raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
+
+
+_TIMETZ = re.compile(r"^\s*(\d{1,2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)\s*(?:(Z|UTC|GMT)|([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?)?\s*$",
+                     re.I)
+
+
+def parse_timetz(s: str) -> dt.time:
+    """``time with time zone`` input (PostgreSQL 8.5.1.3): a time, then a UTC offset
+    (``+02``, ``-05:30``, ``+01:02:03``, ``Z``); without one, the session's time zone
+    (UTC here). Returns an aware ``datetime.time`` with a fixed offset; PostgreSQL allows
+    offsets up to 15:59:59 (22009 past it)."""
+    m = _TIMETZ.match(s)
+    if not m:
+        raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type time with time zone: "{s}"')
+    t = parse_time(m.group(1))
+    offset = 0
+    if m.group(3):
+        offset = int(m.group(4)) * 3600 + int(m.group(5) or 0) * 60 + int(m.group(6) or 0)
+        if int(m.group(4)) > 15 or int(m.group(5) or 0) > 59 or int(m.group(6) or 0) > 59:
+            raise SqlError("22009", f'time zone displacement out of range: "{s}"')
+        offset = -offset if m.group(3) == "-" else offset
+    return t.replace(tzinfo=dt.timezone(dt.timedelta(seconds=offset)))
+
+
+def format_utc_offset(seconds: int) -> str:
+    """A UTC offset as PostgreSQL's ``EncodeTimezone`` writes it: ``+02``, ``-05:30``,
+    ``+01:02:03`` (seconds east of UTC)."""
+    sign = "-" if seconds < 0 else "+"
+    h, rem = divmod(abs(seconds), 3600)
+    m, sec = divmod(rem, 60)
+    return f"{sign}{h:02d}" + (f":{m:02d}" if m or sec else "") + (f":{sec:02d}" if sec else "")
 
 
 def parse_bytea(s: str) -> bytes:
@@ -625,9 +658,12 @@ def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
         return format_timestamp(v, ds, "UTC")
     if n == "interval":
         return v.pg_text()
-    if n == "time":
-        out = v.strftime("%H:%M:%S")
-        return out + (f".{v.microsecond:06d}".rstrip("0") if v.microsecond else "")
+    if n in ("time", "timetz"):
+        out = v.strftime("%H:%M:%S") + (f".{v.microsecond:06d}".rstrip("0") if v.microsecond else "")
+        if n == "timetz":
+            off = v.utcoffset()
+            out += format_utc_offset(int(off.total_seconds()) if off is not None else 0)
+        return out
     if n == "bytea":
         return "\\x" + bytes(v).hex()
     if t.is_array:

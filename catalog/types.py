@@ -136,6 +136,7 @@ _INFO = {
     "timestamptz": (1184, 8, "D", "timestamp with time zone"),
     "interval": (1186, 16, "T", "interval"),
     "time": (1083, 8, "D", "time without time zone"),
+    "timetz": (1266, 12, "D", "time with time zone"),
     "bytea": (17, -1, "U", "bytea"),
     "uuid": (2950, 16, "U", "uuid"),
     "jsonb": (3802, -1, "U", "jsonb"),
@@ -148,7 +149,7 @@ _INFO = {
 ARRAY_OIDS = {
     "bool": 1000, "oid": 1028, "int2": 1005, "int4": 1007, "int8": 1016, "numeric": 1231, "float4": 1021,
     "float8": 1022, "text": 1009, "varchar": 1015, "bpchar": 1014, "date": 1182, "timestamp": 1115,
-    "timestamptz": 1185, "interval": 1187, "time": 1183, "bytea": 1001, "uuid": 2951, "jsonb": 3807,
+    "timestamptz": 1185, "interval": 1187, "time": 1183, "timetz": 1270, "bytea": 1001, "uuid": 2951, "jsonb": 3807,
 }
 
 _ARROW = {
@@ -169,6 +170,9 @@ _ARROW = {
     # Parquet has no interval type with months, days and microseconds apart: a struct.
     "interval": pa.struct([("months", pa.int32()), ("days", pa.int32()), ("micros", pa.int64())]),
     "time": pa.time64("us"),
+    # Parquet and Spark have no time with time zone: timetz_out's text, which the result
+    # reader parses back (catalog.textio.parse_timetz)
+    "timetz": pa.string(),
     "bytea": pa.binary(),
     "uuid": pa.string(),  # canonical lowercase text; Spark has no uuid type
     "jsonb": pa.string(),  # normalized text (keys ordered, as jsonb_out prints them)
@@ -189,6 +193,7 @@ TIMESTAMP = SqlType("timestamp")
 TIMESTAMPTZ = SqlType("timestamptz")
 INTERVAL = SqlType("interval")
 TIME = SqlType("time")
+TIMETZ = SqlType("timetz")
 BYTEA = SqlType("bytea")
 UUID = SqlType("uuid")
 JSONB = SqlType("jsonb")
@@ -212,6 +217,7 @@ _ALIASES = {
     "timestamptz": "timestamptz", "timestamp with time zone": "timestamptz",
     "interval": "interval",
     "time": "time", "time without time zone": "time",
+    "timetz": "timetz", "time with time zone": "timetz",
     "bytea": "bytea", "uuid": "uuid",
     "jsonb": "jsonb", "json": "jsonb",  # Materialize: json is an alias of jsonb
 }

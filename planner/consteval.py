@@ -100,8 +100,13 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
         return v
     if src.is_array and dst.is_array:
         return [cast_value(x, src.element, dst.element, explicit) for x in v]
-    if d == "time" and s in ("time", "timestamp"):
-        return v if s == "time" else v.time()
+    if d == "time" and s in ("time", "timestamp", "timetz"):
+        return v.replace(tzinfo=None) if s == "timetz" else v if s == "time" else v.time()
+    if d == "timetz" and s in ("time", "timetz", "timestamptz"):
+        # PostgreSQL: time -> timetz takes the session's time zone (UTC here)
+        if s == "timestamptz":
+            return v.astimezone(dt.timezone.utc).timetz()
+        return v if s == "timetz" else v.replace(tzinfo=dt.timezone.utc)
     if d == s:
         return v  # bytea, uuid, jsonb to themselves
     raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")

@@ -24,7 +24,8 @@ from catalog.types import FLOAT8 as _FLOAT8, Interval, SqlType, type_from_oid
 Encoder = Callable[[object], bytes]
 
 #: Python type of the values psycopg's binary dumpers encode for us
-_PY_TYPE = {"numeric": Decimal, "timestamp": dt.datetime, "timestamptz": dt.datetime, "time": dt.time}
+_PY_TYPE = {"numeric": Decimal, "timestamp": dt.datetime, "timestamptz": dt.datetime, "time": dt.time,
+            "timetz": dt.time}
 
 
 _I2, _I4, _I8, _U4, _F4, _F8 = (struct.Struct(f).pack for f in ("!h", "!i", "!q", "!I", "!f", "!d"))

@@ -116,3 +116,29 @@ def test_multidimensional_arrays(conn):
         assert conn.execute("SELECT a, array_dims(a) FROM md_arr").fetchone() == ([1, 2], "[1:2]")
     finally:
         conn.execute("DROP TABLE md_arr")
+
+
+def test_timetz(conn):
+    """``time with time zone`` (PostgreSQL 8.5.1.3, OID 1266): text and binary, as a
+    parameter and a result, offsets written as timetz_out does, casts to and from time,
+    arrays of it, a table column; an offset past 15:59 is 22009."""
+    import datetime as dt
+
+    tz = dt.timezone(dt.timedelta(hours=-5, minutes=-30))
+    v = dt.time(10, 20, 30, 500000, tzinfo=tz)
+    for binary in (False, True):
+        cur = conn.cursor(binary=binary)
+        assert cur.execute("SELECT %s, %s::timetz::time", (v, v)).fetchone() == (v, dt.time(10, 20, 30, 500000))
+        assert cur.execute("SELECT '10:20:30.5-05:30'::time with time zone").fetchone() == (v,)
+    raw = conn.pgconn.exec_(b"SELECT '01:02:03+01:02:03'::timetz, '01:02'::time::timetz, '{10:20+01}'::timetz[]")
+    assert [raw.get_value(0, i) for i in range(3)] == [b"01:02:03+01:02:03", b"01:02:00+00", b'{"10:20:00+01"}']
+    assert raw.ftype(0) == 1266 and raw.ftype(2) == 1270
+    with pytest.raises(psycopg.Error) as e:
+        conn.execute("SELECT '10:20+16'::timetz")
+    assert e.value.sqlstate == "22009"
+    conn.execute("CREATE TABLE ttz (t timetz)")
+    try:
+        conn.execute("INSERT INTO ttz VALUES (%s), (NULL)", (v,))
+        assert conn.execute("SELECT t FROM ttz WHERE t IS NOT NULL").fetchall() == [(v,)]
+    finally:
+        conn.execute("DROP TABLE ttz")
