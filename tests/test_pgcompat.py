@@ -131,7 +131,7 @@ def test_timetz(conn):
         assert cur.execute("SELECT %s, %s::timetz::time", (v, v)).fetchone() == (v, dt.time(10, 20, 30, 500000))
         assert cur.execute("SELECT '10:20:30.5-05:30'::time with time zone").fetchone() == (v,)
     raw = conn.pgconn.exec_(b"SELECT '01:02:03+01:02:03'::timetz, '01:02'::time::timetz, '{10:20+01}'::timetz[]")
-    assert [raw.get_value(0, i) for i in range(3)] == [b"01:02:03+01:02:03", b"01:02:00+00", b'{"10:20:00+01"}']
+    assert [raw.get_value(0, i) for i in range(3)] == [b"01:02:03+01:02:03", b"01:02:00+00", b"{10:20:00+01}"]
     assert raw.ftype(0) == 1266 and raw.ftype(2) == 1270
     with pytest.raises(psycopg.Error) as e:
         conn.execute("SELECT '10:20+16'::timetz")
