@@ -7,7 +7,9 @@ a value looks like in a text-format DataRow. Rules and messages follow PostgreSQ
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
+import functools
 import json
 import math
 import re
@@ -418,21 +420,96 @@ def parse_timestamp(s: str) -> dt.datetime:
         raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
 
 
-_TZ = re.compile(r"^(.*?)(?:\s*(Z|UTC|[+-]\d{1,2}(?::?\d{2})?))?\s*$", re.I)
+_TZ = re.compile(r"^(.*?)(?:\s*(Z|UTC|[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?))?\s*$", re.I)
+
+#: the session's TimeZone, as a tzinfo (``set_session_time_zone``): what timestamptz input
+#: without an offset means and what timestamptz output shows
+_SESSION_TIME_ZONE: contextvars.ContextVar = contextvars.ContextVar("session_time_zone", default=dt.timezone.utc)
+
+
+def set_session_time_zone(zone: dt.tzinfo) -> None:
+    """Make ``zone`` the session time zone of this statement (and thread)."""
+    _SESSION_TIME_ZONE.set(zone)
+
+
+def session_time_zone() -> dt.tzinfo:
+    return _SESSION_TIME_ZONE.get()
+
+
+_POSIX_TZ = re.compile(r"^(?:[A-Za-z]{3,}|<[^>]+>)?([+-]?)(\d{1,2})(?::(\d{2})(?::(\d{2}))?)?$")
+
+
+def parse_time_zone(value: str) -> dt.tzinfo:
+    """A ``TimeZone`` setting as a tzinfo (PostgreSQL 8.5.3 "Time Zones"): a name of the
+    IANA database (``Europe/Rome``, ``UTC``), a number of hours east of UTC (``-7``,
+    ``5.5``), or a POSIX-style specification, whose offset is hours *west* of UTC
+    (``'-02:00'`` and ``'XYZ-2'`` are two hours east; ``'NOSUCH0'`` is UTC).
+
+    Raises:
+        SqlError 22023 for anything else."""
+    import zoneinfo
+
+    v = value.strip()
+    try:
+        hours = float(v)
+    except ValueError:
+        hours = None
+    if hours is not None and math.isfinite(hours) and abs(hours) < 168:
+        return dt.timezone(dt.timedelta(hours=hours))
+    m = _POSIX_TZ.match(v)
+    if m:
+        secs = int(m.group(2)) * 3600 + int(m.group(3) or 0) * 60 + int(m.group(4) or 0)
+        if secs < 168 * 3600:
+            return dt.timezone(dt.timedelta(seconds=secs if m.group(1) == "-" else -secs))
+    if v.upper() in ("UTC", "GMT", "Z", "ZULU", "UCT"):
+        return dt.timezone.utc
+    try:
+        if v and not v.startswith(("/", ".")) and ".." not in v:
+            return zoneinfo.ZoneInfo(v)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        pass
+    lower = {z.lower(): z for z in _zone_names()}  # PostgreSQL matches names case-insensitively
+    if v.lower() in lower:
+        return zoneinfo.ZoneInfo(lower[v.lower()])
+    raise SqlError("22023", f'invalid value for parameter "TimeZone": "{value}"')
+
+
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    import zoneinfo
+
+    return frozenset(zoneinfo.available_timezones())
 
 
 def parse_timestamptz(s: str) -> dt.datetime:
-    """``timestamp with time zone`` input: an offset (``+02``, ``-05:30``, ``Z``, ``UTC``)
-    or, with none, the session time zone (always UTC here). Returns an aware UTC datetime."""
-    m = _TZ.match(s)
-    base, off = m.group(1), m.group(2)
+    """``timestamp with time zone`` input: an offset (``+02``, ``-05:30``, ``+01:02:03``,
+    ``Z``, ``UTC``) or, with none, the session time zone (``set_session_time_zone``).
+    Returns an aware UTC datetime."""
+    if _TS.match(s):  # no offset ('2000-01-01' is not 2000-01 at -01)
+        base, off = s, None
+    else:
+        m = _TZ.match(s)
+        base, off = m.group(1), m.group(2)
     ts = parse_timestamp(base)
+    if not off:
+        zone = session_time_zone()
+        if zone is dt.timezone.utc:
+            return ts.replace(tzinfo=dt.timezone.utc)
+        try:
+            return ts.replace(tzinfo=zone).astimezone(dt.timezone.utc)
+        except OverflowError:
+            raise SqlError(DATETIME_FIELD_OVERFLOW, f'timestamp out of range: "{s}"') from None
     delta = dt.timedelta(0)
-    if off and off.upper() not in ("Z", "UTC"):
+    if off.upper() not in ("Z", "UTC"):
         sign = -1 if off.startswith("-") else 1
         digits = off[1:].replace(":", "")
-        delta = sign * dt.timedelta(hours=int(digits[:2] if len(digits) > 2 else digits), minutes=int(digits[2:] or 0) if len(digits) > 2 else 0)
-    return (ts - delta).replace(tzinfo=dt.timezone.utc)
+        if len(digits) <= 2:
+            digits = digits.zfill(2)
+        delta = sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0), seconds=int(digits[4:6] or 0))
+    try:
+        return (ts - delta).replace(tzinfo=dt.timezone.utc)
+    except OverflowError:
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f'timestamp out of range: "{s}"') from None
 
 
 _UNITS = {
@@ -617,15 +694,15 @@ def format_date(d: dt.date, ds: DateStyle = ISO_DATESTYLE) -> str:
 
 def format_timestamp(v: dt.datetime, ds: DateStyle = ISO_DATESTYLE, zone: str | None = None) -> str:
     """A timestamp as PostgreSQL's ``EncodeDateTime`` writes it in DateStyle ``ds``, with
-    ``zone`` (a timestamptz's zone: ISO writes its offset, ``+00``; the other styles its
-    abbreviation, ``UTC``): ISO ``1997-12-17 07:37:16.5``, SQL ``12/17/1997 07:37:16.5``,
+    ``zone`` after it in the styles other than ISO (a timestamptz's zone abbreviation,
+    see ``format_timestamptz``): ISO ``1997-12-17 07:37:16.5``, SQL ``12/17/1997 07:37:16.5``,
     German ``17.12.1997 07:37:16.5``, Postgres ``Wed Dec 17 07:37:16.5 1997``. Fractional
     seconds lose their trailing zeros."""
     hms = f"{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
     if v.microsecond:
         hms += f".{v.microsecond:06d}".rstrip("0")
     if ds.style == "ISO":
-        return f"{format_date(v, ds)} {hms}" + ("+00" if zone is not None else "")
+        return f"{format_date(v, ds)} {hms}"
     if ds.style == "Postgres":
         day, mon = f"{v.day:02d}", _MONTHS[v.month - 1]
         md = f"{day} {mon}" if ds.order == "DMY" else f"{mon} {day}"
@@ -633,6 +710,25 @@ def format_timestamp(v: dt.datetime, ds: DateStyle = ISO_DATESTYLE, zone: str | 
     else:
         out = f"{format_date(v, ds)} {hms}"
     return out + (f" {zone}" if zone is not None else "")
+
+
+def format_timestamptz(v: dt.datetime, ds: DateStyle = ISO_DATESTYLE) -> str:
+    """A timestamptz in the session time zone: ISO writes the offset (``+02``,
+    ``+05:30``), the other styles the zone's abbreviation (``CET``; the offset when the
+    zone has none)."""
+    zone = session_time_zone()
+    v = v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)
+    try:
+        local = v.astimezone(zone)
+    except OverflowError:  # past year 9999 in that zone: shown in UTC
+        local = v.astimezone(dt.timezone.utc)
+    offset = int(local.utcoffset().total_seconds())
+    if ds.style == "ISO":
+        return format_timestamp(local.replace(tzinfo=None), ds) + format_utc_offset(offset)
+    name = local.tzname()
+    if not name or name.startswith(("UTC+", "UTC-")):
+        name = format_utc_offset(offset)
+    return format_timestamp(local.replace(tzinfo=None), ds, name)
 
 
 def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
@@ -654,8 +750,7 @@ def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
     if n == "timestamp":
         return format_timestamp(v, ds)
     if n == "timestamptz":
-        v = v.astimezone(dt.timezone.utc) if v.tzinfo else v
-        return format_timestamp(v, ds, "UTC")
+        return format_timestamptz(v, ds)
     if n == "interval":
         return v.pg_text()
     if n in ("time", "timetz"):

@@ -17,7 +17,7 @@ from decimal import Decimal, ROUND_HALF_UP
 from catalog.errors import (
     SqlError, NUMERIC_VALUE_OUT_OF_RANGE, FEATURE_NOT_SUPPORTED,
 )
-from catalog.textio import check_int, fit_numeric, fit_string, format_text, parse_text, INT_RANGES
+from catalog.textio import check_int, fit_numeric, fit_string, format_text, parse_text, session_time_zone, INT_RANGES
 from catalog.types import SqlType
 from planner.functions import FUNCTIONS
 from planner.functions.array import any_all
@@ -86,15 +86,21 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
             return v
         if s == "date":
             return dt.datetime(v.year, v.month, v.day)
+    # timestamp and date <-> timestamptz: in the session's time zone (PostgreSQL 8.5.1.3)
     if d == "timestamptz":
         if s == "timestamptz":
             return v
-        if s == "timestamp":
-            return v.replace(tzinfo=dt.timezone.utc)
-        if s == "date":
-            return dt.datetime(v.year, v.month, v.day, tzinfo=dt.timezone.utc)
+        if s in ("timestamp", "date"):
+            local = v if s == "timestamp" else dt.datetime(v.year, v.month, v.day)
+            try:
+                return local.replace(tzinfo=session_time_zone()).astimezone(dt.timezone.utc)
+            except OverflowError:
+                raise SqlError("22008", "timestamp out of range") from None
     if s == "timestamptz" and d in ("timestamp", "date"):
-        naive = v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        try:
+            naive = v.astimezone(session_time_zone()).replace(tzinfo=None)
+        except OverflowError:
+            raise SqlError("22008", "timestamp out of range") from None
         return naive if d == "timestamp" else naive.date()
     if d == "interval" and s == "interval":
         return v

@@ -24,6 +24,7 @@ from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, SYNTAX_ERROR
 from catalog.snapshot import Table, set_search_path
+from catalog.textio import set_session_time_zone
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
 from planner.writes import plan_insert
@@ -149,6 +150,7 @@ class Session:
         set_query_timestamp(self.read_ts)
         set_sequence_access(self.sequences)
         set_session_vars(self.vars)
+        set_session_time_zone(self.vars.time_zone())
         set_search_path(self.vars.search_path(), self.temp_schema)
         self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not txn.ends_transaction(stmt) and not txn.is_rollback_to(stmt):

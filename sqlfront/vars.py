@@ -6,8 +6,10 @@ Materialize's ``cluster`` (which cluster runs this session's peeks).
 
 from __future__ import annotations
 
+import datetime as dt
+
 from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE
-from catalog.textio import DateStyle, parse_datestyle
+from catalog.textio import DateStyle, parse_datestyle, parse_time_zone
 
 SERVER_VERSION = "9.5.0"  # what Materialize reports; clients branch on it
 
@@ -75,6 +77,8 @@ def validate(name: str, value: str) -> None:
         parse_duration_ms(value)
     if name == "datestyle":
         parse_datestyle(value)
+    if name == "timezone":
+        parse_time_zone(value)
     if name == "max_query_heap_size":
         parse_byte_size(name, value)
 
@@ -128,6 +132,14 @@ class SessionVars:
             # what is not given keeps its current value; reported as PostgreSQL spells it
             value = str(parse_datestyle(value, self.date_style()))
         self.values[name] = value
+
+    def time_zone(self) -> dt.tzinfo:
+        """``TimeZone`` as a tzinfo (``catalog.textio.parse_time_zone``); a bad value a
+        client gave at startup reads as UTC."""
+        try:
+            return parse_time_zone(self.values["timezone"])
+        except SqlError:
+            return dt.timezone.utc
 
     def date_style(self) -> DateStyle:
         """``DateStyle`` as the output functions take it (``catalog.textio``); a bad

@@ -142,3 +142,38 @@ def test_timetz(conn):
         assert conn.execute("SELECT t FROM ttz WHERE t IS NOT NULL").fetchall() == [(v,)]
     finally:
         conn.execute("DROP TABLE ttz")
+
+
+def test_time_zone(conn):
+    """PostgreSQL 8.5.3: the session's TimeZone (an IANA name, hours east of UTC, or a
+    POSIX-style offset, which counts hours *west*) sets what a timestamptz without an
+    offset means and how timestamptz text looks; it is reported to the client; casts
+    between timestamp and timestamptz use it; a bad zone is 22023."""
+    import datetime as dt
+
+    q = "SELECT '2000-07-01 12:00'::timestamptz, '2000-07-01 12:00+00'::timestamptz::text, " \
+        "'2000-07-01 12:00+00'::timestamptz::timestamp"
+    cases = {
+        "Europe/Rome": ("2000-07-01 12:00:00+02", "2000-07-01 12:00:00+00", "2000-07-01 14:00:00+02", "14:00"),
+        "-02:00": ("2000-07-01 12:00:00+02", "2000-07-01 12:00:00+00", "2000-07-01 14:00:00+02", "14:00"),
+        "+05:30": ("2000-07-01 12:00:00-05:30", "2000-07-01 12:00:00+00", "2000-07-01 06:30:00-05:30", "06:30"),
+        "UTC": ("2000-07-01 12:00:00+00", "2000-07-01 12:00:00+00", "2000-07-01 12:00:00+00", "12:00"),
+    }
+    try:
+        for zone, (local, _, utc_noon, hm) in cases.items():
+            conn.execute(f"SET timezone = '{zone}'")
+            assert conn.info.parameter_status("TimeZone") == zone
+            raw = conn.pgconn.exec_(q.encode())
+            assert raw.get_value(0, 0).decode() == local
+            assert raw.get_value(0, 1).decode() == utc_noon
+            assert raw.get_value(0, 2).decode() == f"2000-07-01 {hm}:00"
+            for binary in (False, True):
+                got = conn.cursor(binary=binary).execute("SELECT '2000-07-01 12:00+00'::timestamptz").fetchone()[0]
+                assert got == dt.datetime(2000, 7, 1, 12, tzinfo=dt.timezone.utc)
+        conn.execute("SELECT set_config('TimeZone', 'Asia/Kolkata', false)")
+        assert conn.execute("SELECT '1900-01-01'::timestamptz::text").fetchone() == ("1900-01-01 00:00:00+05:21:10",)
+        with pytest.raises(psycopg.Error) as e:
+            conn.execute("SET timezone = 'Nowhere/Atall'")
+        assert e.value.sqlstate == "22023"
+    finally:
+        conn.execute("RESET timezone")
