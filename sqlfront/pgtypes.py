@@ -175,6 +175,12 @@ def _nest(flat: list, dims: list[int]) -> list:
     return [_nest(flat[i * step : (i + 1) * step], dims[1:]) for i in range(dims[0])]
 
 
+#: types whose binary form (``*send``) is their text, which the planner reads as an
+#: untyped literal: json (114; Materialize's json is jsonb, whose binary form differs),
+#: name (19), "char" (18), xml (142)
+TEXT_SEND_OIDS = frozenset((114, 19, 18, 142))
+
+
 def binary_param_text(oid: int, raw: bytes) -> str:
     """The text form of a binary Bind parameter of type ``oid``, which the planner then
     reads as a literal of the parameter's type (one path for both formats).
@@ -182,6 +188,11 @@ def binary_param_text(oid: int, raw: bytes) -> str:
     Raises:
         SqlError 0A000 for a type without binary input here; 22P03 for bad data.
     """
+    if oid in TEXT_SEND_OIDS:
+        try:
+            return bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SqlError(INVALID_BINARY_REPRESENTATION, f"invalid byte sequence: {e}") from None
     t = type_from_oid(oid)
     if t is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"binary parameters of type OID {oid} are not supported")
