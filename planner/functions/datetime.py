@@ -1,6 +1,8 @@
 """Date/time functions and operators (PostgreSQL 9.9) and date/time formatting (9.8).
 
-The session time zone is UTC, so ``timestamptz`` values are UTC instants.
+``timestamptz`` values are UTC instants, and the functions here work in UTC: the
+session's TimeZone shapes timestamptz input, output and casts only
+(``catalog.textio.session_time_zone``).
 """
 
 from __future__ import annotations
