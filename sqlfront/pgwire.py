@@ -32,6 +32,7 @@ from buenavista.postgres import (
 from catalog.errors import (
     SqlError, INSUFFICIENT_RESOURCES, INTERNAL_ERROR, PROTOCOL_VIOLATION, QUERY_CANCELED, TOO_MANY_CONNECTIONS,
 )
+from catalog.textio import parse_text
 from catalog.types import UNKNOWN, type_from_oid
 from planner.scalar import Literal
 from sqlfront import encoding as wire_encoding
@@ -118,15 +119,27 @@ class PgContext(BVContext):
         return TransactionStatus.IDLE
 
     def bound_params(self, portal: str) -> list:
+        """The portal's parameters as literals. A parameter whose type the client gave in
+        Parse has that type (PostgreSQL 55.2.3: ``$1`` of an int2 parameter is int2, so
+        ``SELECT $1`` returns int2), its text read by the type's input function (22P02
+        and the like for bad text, as PostgreSQL's Bind); one without a type is an
+        untyped literal that the query's context types.
+
+        Raises:
+            SqlError from the input functions."""
         stmt, params, _ = self.portals[portal]
         _, oids = self.stmts[stmt]
         out = []
         for i, p in enumerate(params):
             t = type_from_oid(oids[i]) if i < len(oids) and oids[i] else None
+            if t is not None and t.name in ("unknown", "record"):
+                t = None
             if p is None:
                 out.append(Literal(None, t or UNKNOWN))
-            elif isinstance(p, str) or t is None:
+            elif t is None:
                 out.append(Literal(str(p), UNKNOWN))
+            elif isinstance(p, str):
+                out.append(Literal(parse_text(p, t), t))
             else:
                 out.append(Literal(p, t))
         return out

@@ -177,3 +177,27 @@ def test_time_zone(conn):
         assert e.value.sqlstate == "22023"
     finally:
         conn.execute("RESET timezone")
+
+
+def test_parameters_have_their_declared_types(conn):
+    """PostgreSQL 55.2.3: a parameter whose type the client gave in Parse has that type,
+    text or binary (psycopg declares int2/int4/int8/numeric for ints by size, numeric
+    for Decimal): ``SELECT $1`` returns it as such; bad text for the type fails the Bind
+    with 22P02 and the session goes on; json, name and "char" arrive binary as text."""
+    from decimal import Decimal
+
+    from psycopg.types.json import Json
+
+    for fmt in ("s", "t", "b"):
+        cur = conn.cursor()
+        for v, typ in ((1, "smallint"), (2**20, "integer"), (2**40, "bigint"), (2**70, "numeric"),
+                       (Decimal("1.50"), "numeric")):
+            assert cur.execute(f"SELECT %{fmt}, pg_typeof(%{fmt})", (v, v)).fetchone() == (v, typ)
+        assert cur.execute(f"SELECT %{fmt}::text, %{fmt} || 'x'", (Json({"a": 1}), "y")).fetchone() \
+            == ('{"a": 1}', "yx")
+    with pytest.raises(psycopg.Error) as e:
+        conn.execute("SELECT $1::int + 1", ("nope",), prepare=False)  # an untyped one: 22P02 from the cast
+    assert e.value.sqlstate == "22P02"
+    res = conn.pgconn.exec_params(b"SELECT $1", [b"12x"], [21])
+    assert res.error_field(psycopg.pq.DiagnosticField.SQLSTATE) == b"22P02"
+    assert conn.execute("SELECT 1").fetchone() == (1,)
