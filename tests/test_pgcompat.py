@@ -196,7 +196,7 @@ def test_parameters_have_their_declared_types(conn):
         assert cur.execute(f"SELECT %{fmt}::text, %{fmt} || 'x'", (Json({"a": 1}), "y")).fetchone() \
             == ('{"a": 1}', "yx")
     with pytest.raises(psycopg.Error) as e:
-        conn.execute("SELECT $1::int + 1", ("nope",), prepare=False)  # an untyped one: 22P02 from the cast
+        conn.execute("SELECT %s::int + 1", ("nope",))  # an untyped one: 22P02 from the cast
     assert e.value.sqlstate == "22P02"
     res = conn.pgconn.exec_params(b"SELECT $1", [b"12x"], [21])
     assert res.error_field(psycopg.pq.DiagnosticField.SQLSTATE) == b"22P02"
