@@ -480,6 +480,9 @@ class ExprPlanner:
                     raise SqlError("3F000", f'schema "{text}" does not exist')
                 return Literal(oid, OID)
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{reg} names are not supported")
+        if isinstance(arg, Call) and arg.func == "pg_typeof" and reg in ("oid", "regtype"):
+            # pg_typeof returns regtype in PostgreSQL (its name here): its OID is known now
+            return Literal(arg.args[0].type.oid, OID)
         if reg == "regtype" and arg.type.is_string:
             return Call("regtypein", (coerce(arg, TEXT),), OID)  # text::regtype (an I/O conversion cast)
         if not (arg.type.is_integer or arg.type.name == "unknown"):
