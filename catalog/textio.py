@@ -274,6 +274,9 @@ def jsonb_text(doc) -> str:
     return json.dumps(doc, ensure_ascii=False)
 
 
+#: what array_in skips around elements (PostgreSQL's scanner_isspace; not Python's
+#: isspace, which also takes control characters such as \x1c and \x85)
+_ARRAY_SPACE = " \t\n\r\v\f"
 _BOUNDS = re.compile(r"^\s*((?:\[\s*[+-]?\d+\s*(?::\s*[+-]?\d+\s*)?\])+)\s*=\s*")
 
 
@@ -299,7 +302,7 @@ def split_array(s: str, t: SqlType) -> list:
                 raise SqlError("2202E", "upper bound cannot be less than lower bound")
             dims_given.append(hi - lo + 1)
         txt = txt[m.end():]
-    txt = txt.strip()
+    txt = txt.strip(_ARRAY_SPACE)
     if not txt.startswith("{"):
         raise bad
     pos = 0
@@ -309,7 +312,7 @@ def split_array(s: str, t: SqlType) -> list:
         pos += 1  # the opening brace
         out: list = []
         while True:
-            while pos < len(txt) and txt[pos].isspace():
+            while pos < len(txt) and txt[pos] in _ARRAY_SPACE:
                 pos += 1
             if pos >= len(txt):
                 raise bad
@@ -340,11 +343,11 @@ def split_array(s: str, t: SqlType) -> list:
                         quoted_escape = True
                     buf.append(txt[pos])
                     pos += 1
-                word = "".join(buf).strip()
+                word = "".join(buf).strip(_ARRAY_SPACE)
                 if not word:
                     raise bad
                 out.append(None if word.upper() == "NULL" and not quoted_escape else word)
-            while pos < len(txt) and txt[pos].isspace():
+            while pos < len(txt) and txt[pos] in _ARRAY_SPACE:
                 pos += 1
             if pos >= len(txt):
                 raise bad
@@ -356,7 +359,7 @@ def split_array(s: str, t: SqlType) -> list:
             pos += 1
 
     out = parse_level()
-    if txt[pos:].strip():
+    if txt[pos:].strip(_ARRAY_SPACE):
         raise bad
     dims = array_dims(out, bad)
     if dims_given is not None and dims and dims_given != dims:
@@ -769,6 +772,6 @@ def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
 
 def _array_element(s: str) -> str:
     # array_out quotes empty strings, NULL look-alikes and text with delimiters or spaces.
-    if s == "" or s.upper() == "NULL" or any(c in s for c in '{},"\\ \t\n'):
+    if s == "" or s.upper() == "NULL" or any(c in s for c in '{},"\\' + _ARRAY_SPACE):
         return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return s
