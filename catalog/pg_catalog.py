@@ -160,7 +160,7 @@ TYPE_IO_PROCS = {
     "int4": ((42, "int4in"), (43, "int4out")), "int8": ((460, "int8in"), (461, "int8out")),
     "oid": ((1798, "oidin"), (1799, "oidout")), "numeric": ((1701, "numeric_in"), (1702, "numeric_out")),
     "float4": ((200, "float4in"), (201, "float4out")), "float8": ((214, "float8in"), (215, "float8out")),
-    "text": ((46, "textin"), (47, "textout")), "varchar": ((1046, "varcharin"), (1047, "varcharout")),
+    "text": ((46, "textin"), (47, "textout")), "name": ((34, "namein"), (35, "nameout")), "varchar": ((1046, "varcharin"), (1047, "varcharout")),
     "bpchar": ((1044, "bpcharin"), (1045, "bpcharout")), "date": ((1084, "date_in"), (1085, "date_out")),
     "time": ((1143, "time_in"), (1144, "time_out")), "timetz": ((1350, "timetz_in"), (1351, "timetz_out")), "timestamp": ((1312, "timestamp_in"), (1313, "timestamp_out")),
     "timestamptz": ((1150, "timestamptz_in"), (1151, "timestamptz_out")),

@@ -129,6 +129,8 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
         raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type boolean: "{s}"')
     if n in ("text", "unknown"):
         return s
+    if n == "name":  # namein truncates to NAMEDATALEN - 1 bytes, on a character boundary
+        return s.encode()[:63].decode("utf-8", "ignore")
     if n in ("varchar", "bpchar"):
         return fit_string(s, t, explicit)
     if n == "date":

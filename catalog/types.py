@@ -131,6 +131,8 @@ _INFO = {
     "text": (25, -1, "S", "text"),
     "varchar": (1043, -1, "S", "character varying"),
     "bpchar": (1042, -1, "S", "character"),
+    # identifiers in catalogs: text of at most 63 bytes (NAMEDATALEN - 1)
+    "name": (19, 64, "S", "name"),
     "date": (1082, 4, "D", "date"),
     "timestamp": (1114, 8, "D", "timestamp without time zone"),
     "timestamptz": (1184, 8, "D", "timestamp with time zone"),
@@ -148,7 +150,7 @@ _INFO = {
 #: element type name -> OID of its one-dimensional array type (pg_type.dat ``typarray``)
 ARRAY_OIDS = {
     "bool": 1000, "oid": 1028, "int2": 1005, "int4": 1007, "int8": 1016, "numeric": 1231, "float4": 1021,
-    "float8": 1022, "text": 1009, "varchar": 1015, "bpchar": 1014, "date": 1182, "timestamp": 1115,
+    "float8": 1022, "text": 1009, "name": 1003, "varchar": 1015, "bpchar": 1014, "date": 1182, "timestamp": 1115,
     "timestamptz": 1185, "interval": 1187, "time": 1183, "timetz": 1270, "bytea": 1001, "uuid": 2951, "jsonb": 3807,
 }
 
@@ -163,6 +165,7 @@ _ARROW = {
     "text": pa.string(),
     "varchar": pa.string(),
     "bpchar": pa.string(),
+    "name": pa.string(),
     "unknown": pa.string(),
     "date": pa.date32(),
     "timestamp": pa.timestamp("us"),
@@ -209,7 +212,7 @@ _ALIASES = {
     "numeric": "numeric", "decimal": "numeric",
     "float4": "float4", "real": "float4",
     "float8": "float8", "double precision": "float8", "float": "float8",
-    "text": "text", "string": "text",
+    "text": "text", "string": "text", "name": "name",
     "varchar": "varchar", "character varying": "varchar",
     "bpchar": "bpchar", "char": "bpchar", "character": "bpchar",
     "date": "date",

@@ -41,10 +41,12 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
     if v is None:
         return None
     s, d = src.name, dst.name
-    if s in ("unknown", "text", "varchar", "bpchar") and d not in ("text", "varchar", "bpchar", "unknown"):
+    if s in ("unknown", "text", "varchar", "bpchar", "name") and d not in ("text", "varchar", "bpchar", "unknown"):
         text = v.rstrip(" ") if s == "bpchar" else v
         return parse_text(text, dst, explicit)
-    if d in ("text", "varchar", "bpchar", "unknown"):
+    if d in ("text", "varchar", "bpchar", "unknown", "name"):
+        if d == "name":
+            return parse_text(v if isinstance(v, str) else format_text(v, src), dst)
         text = v.rstrip(" ") if s == "bpchar" and d != "bpchar" else (v if isinstance(v, str) else format_text(v, src))
         return fit_string(text, dst, explicit) if d in ("varchar", "bpchar") else text
     if d in INT_RANGES:

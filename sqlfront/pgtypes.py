@@ -89,7 +89,7 @@ def _text_encoder(t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
     n = t.name
     if n in ("int2", "int4", "int8", "oid"):
         return lambda v: str(v).encode()
-    if n in ("text", "varchar", "bpchar", "unknown", "uuid", "jsonb"):
+    if n in ("text", "varchar", "bpchar", "name", "unknown", "uuid", "jsonb"):
         return str.encode
     if n == "bool":
         return lambda v: b"t" if v else b"f"
@@ -177,8 +177,8 @@ def _nest(flat: list, dims: list[int]) -> list:
 
 #: types whose binary form (``*send``) is their text, which the planner reads as an
 #: untyped literal: json (114; Materialize's json is jsonb, whose binary form differs),
-#: name (19), "char" (18), xml (142)
-TEXT_SEND_OIDS = frozenset((114, 19, 18, 142))
+#: "char" (18), xml (142)
+TEXT_SEND_OIDS = frozenset((114, 18, 142))
 
 
 def binary_param_text(oid: int, raw: bytes) -> str:
@@ -250,7 +250,7 @@ def _array_decode(t: SqlType, raw: bytes) -> list:
 #: int8out print plain decimal digits, as Arrow's cast to string does)
 _ARROW_TEXT_INTS = ("int2", "int4", "int8", "oid")
 #: text-like types whose Arrow string is already their wire form, text or binary
-_ARROW_STRINGS = ("text", "varchar", "bpchar", "unknown")
+_ARROW_STRINGS = ("text", "varchar", "bpchar", "name", "unknown")
 #: binary fixed-width types: big-endian numpy dtype of the wire form
 _ARROW_FIXED = {"int2": ">i2", "int4": ">i4", "int8": ">i8", "oid": ">u4", "float4": ">f4", "float8": ">f8",
                 "bool": "u1"}
