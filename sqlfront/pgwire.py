@@ -374,7 +374,8 @@ class PgHandler(BuenaVistaHandler):
     # -- simple query -------------------------------------------------------------------
 
     def report_changes(self, ctx: PgContext) -> None:
-        """ParameterStatus for reported variables a SET/RESET changed (PostgreSQL 55.2.7)."""
+        """ParameterStatus for reported variables a statement changed (SET, RESET,
+        set_config; PostgreSQL 55.2.7), sent after its CommandComplete."""
         changed = {}
         for k in REPORTED:
             v = ctx.session.vars.get(k)
@@ -411,8 +412,7 @@ class PgHandler(BuenaVistaHandler):
                             result.stream.close()
                     result = Result(_complete_tag(result, sent))
                 self.send_command_complete(result.tag + "\x00")
-                if result.tag in ("SET", "RESET"):
-                    self.report_changes(ctx)
+                self.report_changes(ctx)  # SET, RESET, set_config(), ...
         except SqlError as e:
             if ctx.session.in_transaction:
                 ctx.session.failed = True  # also for an error while rows stream (a FETCH's, say)
@@ -569,6 +569,11 @@ class PgHandler(BuenaVistaHandler):
             if result is None:
                 self.wfile.write(struct.pack("!ci", ServerResponse.EMPTY_QUERY_RESPONSE, 4))
                 return
+            if isinstance(result, (CopyIn, CopyOut)):  # COPY works in the extended protocol too
+                done = self.copy_in(ctx, result) if isinstance(result, CopyIn) else self.copy_out(result)
+                result = None
+                self.send_command_complete(done.tag + "\x00")
+                return
             _, _, formats = ctx.portals[portal]
             if result.columns is not None:
                 if result.binary:
@@ -584,8 +589,6 @@ class PgHandler(BuenaVistaHandler):
                 self.send_command_complete(_complete_tag(result, result.stream.rows_taken) + "\x00")
                 return
             self.send_command_complete(result.tag + "\x00")
-            if result.tag in ("SET", "RESET"):
-                self.report_changes(ctx)
         except SqlError as e:
             self.send_error(e, ctx)
         except Exception as e:
@@ -594,6 +597,7 @@ class PgHandler(BuenaVistaHandler):
         finally:
             if result is not None and result.stream is not None:
                 result.stream.close()  # ended, failed: the peek is over (a no-op if closed)
+            self.report_changes(ctx)  # SET, RESET, set_config(), ...
 
     def handle_bind(self, ctx: PgContext, payload: bytes):
         try:

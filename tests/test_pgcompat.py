@@ -201,3 +201,21 @@ def test_parameters_have_their_declared_types(conn):
     res = conn.pgconn.exec_params(b"SELECT $1", [b"12x"], [21])
     assert res.error_field(psycopg.pq.DiagnosticField.SQLSTATE) == b"22P02"
     assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_set_config_is_reported_and_copy_runs_in_the_extended_protocol(conn):
+    """ParameterStatus follows every change of a reported variable, set_config()'s too
+    (psycopg reads TimeZone from it for binary timestamptz); COPY TO STDOUT answers an
+    Execute with CopyOutResponse, as PostgreSQL does (psycopg's stream() then refuses it
+    with ProgrammingError, and the session goes on)."""
+    try:
+        conn.execute("SELECT set_config('TimeZone', 'Europe/Rome', false)")
+        assert conn.info.parameter_status("TimeZone") == "Europe/Rome"
+        got = conn.cursor(binary=True).execute("SELECT '2000-07-01 12:00+00'::timestamptz").fetchone()[0]
+        assert got.utcoffset().total_seconds() == 7200
+    finally:
+        conn.execute("RESET timezone")
+    with pytest.raises(psycopg.ProgrammingError):
+        for _ in conn.cursor().stream("COPY (SELECT 1) TO STDOUT"):
+            pass
+    assert conn.execute("SELECT 2").fetchone() == (2,)
