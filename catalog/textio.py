@@ -26,7 +26,8 @@ from catalog.errors import (
     NUMERIC_VALUE_OUT_OF_RANGE,
     STRING_DATA_RIGHT_TRUNCATION,
 )
-from catalog.types import Interval, SqlType
+from catalog.types import (FarDate, FarTimestamp, Interval, SqlType, date2j, date_from_days, j2date,
+                           timestamp_from_micros, timestamp_micros)
 
 INT_RANGES = {
     "int2": (-(2**15), 2**15 - 1, "smallint"),
@@ -394,35 +395,76 @@ def map_elements(v: list, f) -> list:
     return [map_elements(e, f) if isinstance(e, list) else None if e is None else f(e) for e in v]
 
 
-_DATE = re.compile(r"^\s*(\d{1,5})-(\d{1,2})-(\d{1,2})\s*$")
+_DATE = re.compile(r"^\s*(\d{1,7})-(\d{1,2})-(\d{1,2})\s*$")
 _TS = re.compile(
-    r"^\s*(\d{1,5})-(\d{1,2})-(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*$"
+    r"^\s*(\d{1,7})-(\d{1,2})-(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*$"
 )
+_ERA = re.compile(r"\s+(BC|AD)\s*$", re.I)
+#: date_in's and timestamp_in's special words (PostgreSQL 8.5.1.4) with fixed values
+_SPECIAL = {"infinity": "infinity", "+infinity": "infinity", "-infinity": "-infinity", "epoch": "epoch"}
 
 
-def parse_date(s: str) -> dt.date:
-    m = _DATE.match(s)
+def _era(s: str) -> tuple[str, bool]:
+    """``s`` without a trailing ``BC``/``AD``, and whether it was BC."""
+    m = _ERA.search(s)
+    return (s[: m.start()], m.group(1).upper() == "BC") if m else (s, False)
+
+
+def _days(y: int, mo: int, d: int, bc: bool, s: str) -> int:
+    """Days since 2000-01-01 of a date as written (year 1 BC is year 0).
+
+    Raises:
+        SqlError 22008 for a month or day that does not exist, or a year past the range."""
+    if bc:
+        y = 1 - y
+    if y == 0 and not bc or not 1 <= mo <= 12 or not 1 <= d <= 31:
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"')
+    j = date2j(y, mo, d)
+    if j2date(j) != (y, mo, d):
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"')
+    if not 0 <= j <= 2147483494:
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date out of range: "{s}"')
+    return j - 2451545
+
+
+def parse_date(s: str):
+    """``date`` input (PostgreSQL 8.5.1.1): ``YYYY-MM-DD`` (a timestamp's date part is
+    taken), ``BC``, years past 9999, ``infinity``, ``-infinity``, ``epoch``. A
+    ``datetime.date`` where Python has one, else a FarDate.
+
+    Raises:
+        SqlError 22007 for bad syntax; 22008 for dates that do not exist or are out of range."""
+    word = _SPECIAL.get(s.strip().lower())
+    if word == "epoch":
+        return dt.date(1970, 1, 1)
+    if word is not None:
+        return FarDate(FarDate.INFINITY if word == "infinity" else FarDate.NEG_INFINITY)
+    body, bc = _era(s)
+    m = _DATE.match(body) or _TS.match(body)
     if not m:
-        ts = _TS.match(s)
-        if not ts:
-            raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type date: "{s}"')
-        m = ts
-    try:
-        return dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-    except ValueError:
-        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
+        raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type date: "{s}"')
+    return date_from_days(_days(int(m.group(1)), int(m.group(2)), int(m.group(3)), bc, s))
 
 
-def parse_timestamp(s: str) -> dt.datetime:
-    m = _TS.match(s)
+def parse_timestamp(s: str):
+    """``timestamp`` input: ``YYYY-MM-DD[ HH:MM[:SS[.ffffff]]]`` and what ``parse_date``
+    takes besides. A ``datetime.datetime`` where Python has one, else a FarTimestamp."""
+    word = _SPECIAL.get(s.strip().lower())
+    if word == "epoch":
+        return dt.datetime(1970, 1, 1)
+    if word is not None:
+        return FarTimestamp(FarTimestamp.INFINITY if word == "infinity" else FarTimestamp.NEG_INFINITY)
+    body, bc = _era(s)
+    m = _TS.match(body)
     if not m:
         raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type timestamp: "{s}"')
     y, mo, d, h, mi, sec, frac = m.groups()
-    try:
-        micro = int((frac or "0").ljust(6, "0")[:6]) if frac else 0
-        return dt.datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(sec or 0), micro)
-    except ValueError:
-        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
+    micro = int((frac or "0").ljust(6, "0")[:6]) if frac else 0
+    h, mi, sec = int(h or 0), int(mi or 0), int(sec or 0)
+    if h > 24 or mi > 59 or sec > 60 or (h == 24 and (mi or sec or micro)):
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"')
+    days = _days(int(y), int(mo), int(d), bc, s)
+    return timestamp_from_micros(days * 86_400_000_000 + ((h * 60 + mi) * 60 + sec) * 1_000_000 + micro, False)
 
 
 _TZ = re.compile(r"^(.*?)(?:\s*(Z|UTC|[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?))?\s*$", re.I)
@@ -490,31 +532,36 @@ def parse_timestamptz(s: str) -> dt.datetime:
     """``timestamp with time zone`` input: an offset (``+02``, ``-05:30``, ``+01:02:03``,
     ``Z``, ``UTC``) or, with none, the session time zone (``set_session_time_zone``).
     Returns an aware UTC datetime."""
-    if _TS.match(s):  # no offset ('2000-01-01' is not 2000-01 at -01)
-        base, off = s, None
+    if _SPECIAL.get(s.strip().lower()) in ("infinity", "-infinity"):
+        return FarTimestamp(parse_timestamp(s).micros, True)
+    body, bc = _era(s)
+    era = " BC" if bc else ""
+    if _TS.match(body):  # no offset ('2000-01-01' is not 2000-01 at -01)
+        base, off = body, None
     else:
-        m = _TZ.match(s)
+        m = _TZ.match(body)
         base, off = m.group(1), m.group(2)
-    ts = parse_timestamp(base)
+    ts = parse_timestamp(base + era)
     if not off:
         zone = session_time_zone()
+        if isinstance(ts, FarTimestamp):
+            offset = 0 if zone is dt.timezone.utc else int(dt.datetime(2000, 1, 1, tzinfo=zone).utcoffset().total_seconds())
+            return timestamp_from_micros(ts.micros - offset * 1_000_000, True)
         if zone is dt.timezone.utc:
             return ts.replace(tzinfo=dt.timezone.utc)
         try:
             return ts.replace(tzinfo=zone).astimezone(dt.timezone.utc)
         except OverflowError:
-            raise SqlError(DATETIME_FIELD_OVERFLOW, f'timestamp out of range: "{s}"') from None
-    delta = dt.timedelta(0)
+            return timestamp_from_micros(timestamp_micros(ts) - int(ts.replace(tzinfo=zone).utcoffset().total_seconds())
+                                         * 1_000_000, True)
+    offset = 0
     if off.upper() not in ("Z", "UTC"):
         sign = -1 if off.startswith("-") else 1
         digits = off[1:].replace(":", "")
         if len(digits) <= 2:
             digits = digits.zfill(2)
-        delta = sign * dt.timedelta(hours=int(digits[:2]), minutes=int(digits[2:4] or 0), seconds=int(digits[4:6] or 0))
-    try:
-        return (ts - delta).replace(tzinfo=dt.timezone.utc)
-    except OverflowError:
-        raise SqlError(DATETIME_FIELD_OVERFLOW, f'timestamp out of range: "{s}"') from None
+        offset = sign * (int(digits[:2]) * 3600 + int(digits[2:4] or 0) * 60 + int(digits[4:6] or 0))
+    return timestamp_from_micros(timestamp_micros(ts) - offset * 1_000_000, True)
 
 
 _UNITS = {
@@ -683,53 +730,86 @@ _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
-def format_date(d: dt.date, ds: DateStyle = ISO_DATESTYLE) -> str:
+def format_date(d, ds: DateStyle = ISO_DATESTYLE) -> str:
     """A date as PostgreSQL's ``EncodeDateOnly`` writes it in DateStyle ``ds``: ISO
     ``1997-12-17``, SQL ``12/17/1997`` (DMY: ``17/12/1997``), German ``17.12.1997``,
-    Postgres ``12-17-1997`` (DMY: ``17-12-1997``)."""
-    y, m, day = d.year, d.month, d.day
+    Postgres ``12-17-1997`` (DMY: ``17-12-1997``); ``infinity``, and `` BC`` after
+    dates before year 1 (a FarDate)."""
+    if isinstance(d, FarDate):
+        if d.infinite:
+            return "infinity" if d.days > 0 else "-infinity"
+        y, m, day = j2date(d.days + 2451545)
+    else:
+        y, m, day = d.year, d.month, d.day
+    return _format_ymd(y, m, day, ds)
+
+
+def _format_ymd(y: int, m: int, day: int, ds: DateStyle) -> str:
+    bc = y <= 0
+    y = 1 - y if bc else y
     if ds.style == "ISO":
-        return f"{y:04d}-{m:02d}-{day:02d}"
-    if ds.style == "German":
-        return f"{day:02d}.{m:02d}.{y:04d}"
-    sep = "/" if ds.style == "SQL" else "-"
-    first, second = (day, m) if ds.order == "DMY" else (m, day)
-    return f"{first:02d}{sep}{second:02d}{sep}{y:04d}"
+        out = f"{y:04d}-{m:02d}-{day:02d}"
+    elif ds.style == "German":
+        out = f"{day:02d}.{m:02d}.{y:04d}"
+    else:
+        sep = "/" if ds.style == "SQL" else "-"
+        first, second = (day, m) if ds.order == "DMY" else (m, day)
+        out = f"{first:02d}{sep}{second:02d}{sep}{y:04d}"
+    return out + (" BC" if bc else "")
 
 
-def format_timestamp(v: dt.datetime, ds: DateStyle = ISO_DATESTYLE, zone: str | None = None) -> str:
+def format_timestamp(v, ds: DateStyle = ISO_DATESTYLE, zone: str | None = None) -> str:
     """A timestamp as PostgreSQL's ``EncodeDateTime`` writes it in DateStyle ``ds``, with
     ``zone`` after it in the styles other than ISO (a timestamptz's zone abbreviation,
     see ``format_timestamptz``): ISO ``1997-12-17 07:37:16.5``, SQL ``12/17/1997 07:37:16.5``,
     German ``17.12.1997 07:37:16.5``, Postgres ``Wed Dec 17 07:37:16.5 1997``. Fractional
-    seconds lose their trailing zeros."""
-    hms = f"{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
-    if v.microsecond:
-        hms += f".{v.microsecond:06d}".rstrip("0")
-    if ds.style == "ISO":
-        return f"{format_date(v, ds)} {hms}"
-    if ds.style == "Postgres":
-        day, mon = f"{v.day:02d}", _MONTHS[v.month - 1]
-        md = f"{day} {mon}" if ds.order == "DMY" else f"{mon} {day}"
-        out = f"{_WEEKDAYS[v.weekday()]} {md} {hms} {v.year:04d}"
+    seconds lose their trailing zeros; `` BC`` ends times before year 1 (a FarTimestamp),
+    and ``infinity`` is itself."""
+    if isinstance(v, FarTimestamp):
+        if v.infinite:
+            return "infinity" if v.micros > 0 else "-infinity"
+        y, m, d, h, mi, sec, us = v.fields()
     else:
-        out = f"{format_date(v, ds)} {hms}"
-    return out + (f" {zone}" if zone is not None else "")
+        y, m, d, h, mi, sec, us = v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond
+    hms = f"{h:02d}:{mi:02d}:{sec:02d}"
+    if us:
+        hms += f".{us:06d}".rstrip("0")
+    bc = " BC" if y <= 0 else ""
+    if ds.style == "ISO":
+        return f"{_format_ymd(y, m, d, ds).removesuffix(' BC')} {hms}" + (f"{zone}" if zone else "") + bc
+    if ds.style == "Postgres":
+        day, mon = f"{d:02d}", _MONTHS[m - 1]
+        md = f"{day} {mon}" if ds.order == "DMY" else f"{mon} {day}"
+        weekday = _WEEKDAYS[(date2j(y, m, d) + 1) % 7 - 1]  # j2day: 0 is Sunday
+        out = f"{weekday} {md} {hms} {1 - y if bc else y:04d}"
+    else:
+        out = f"{_format_ymd(y, m, d, ds).removesuffix(' BC')} {hms}"
+    return out + (f" {zone}" if zone is not None else "") + bc
 
 
-def format_timestamptz(v: dt.datetime, ds: DateStyle = ISO_DATESTYLE) -> str:
+def format_timestamptz(v, ds: DateStyle = ISO_DATESTYLE) -> str:
     """A timestamptz in the session time zone: ISO writes the offset (``+02``,
     ``+05:30``), the other styles the zone's abbreviation (``CET``; the offset when the
     zone has none)."""
     zone = session_time_zone()
+    if isinstance(v, FarTimestamp):
+        if v.infinite:
+            return format_timestamp(v, ds)
+        # outside datetime's years: the zone's offset of 2000 (exact for fixed offsets)
+        offset = int(dt.datetime(2000, 1, 1, tzinfo=zone).utcoffset().total_seconds())
+        local = FarTimestamp(v.micros + offset * 1_000_000)
+        name = format_utc_offset(offset)
+        return format_timestamp(local, ds, name)
     v = v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)
     try:
         local = v.astimezone(zone)
-    except OverflowError:  # past year 9999 in that zone: shown in UTC
-        local = v.astimezone(dt.timezone.utc)
+    except OverflowError:  # past year 9999 in that zone
+        offset = int(v.replace(tzinfo=None).replace(tzinfo=zone).utcoffset().total_seconds())
+        local_far = timestamp_from_micros(timestamp_micros(v) + offset * 1_000_000, False)
+        return format_timestamp(local_far, ds, format_utc_offset(offset))
     offset = int(local.utcoffset().total_seconds())
     if ds.style == "ISO":
-        return format_timestamp(local.replace(tzinfo=None), ds) + format_utc_offset(offset)
+        return format_timestamp(local.replace(tzinfo=None), ds, format_utc_offset(offset))
     name = local.tzname()
     if not name or name.startswith(("UTC+", "UTC-")):
         name = format_utc_offset(offset)

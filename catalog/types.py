@@ -8,6 +8,7 @@ the OIDs are those of ``pg_type`` (``src/include/catalog/pg_type.dat``).
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import functools
 from dataclasses import dataclass
 
@@ -352,3 +353,174 @@ class Interval:
             t = f"{h:02d}:{mi:02d}:{s:02d}" + (f".{frac:06d}".rstrip("0") if frac else "")
             parts.append(("-" if self.micros < 0 else "") + t)
         return " ".join(parts)
+
+
+# -- dates and timestamps that datetime cannot hold -------------------------------------
+
+#: PostgreSQL's day count of 2000-01-01 (POSTGRES_EPOCH_JDATE, a Julian day number)
+_PG_EPOCH_JDATE = 2451545
+_PG_EPOCH_ORDINAL = 730120  # datetime.date(2000, 1, 1).toordinal()
+_US_PER_DAY = 86_400_000_000
+
+
+def date2j(y: int, m: int, d: int) -> int:
+    """The Julian day number of a proleptic Gregorian date (PostgreSQL's ``date2j``;
+    year 0 is 1 BC)."""
+    if m > 2:
+        m, y = m + 1, y + 4800
+    else:
+        m, y = m + 13, y + 4799
+    century = y // 100
+    return y * 365 - 32167 + y // 4 - century + century // 4 + 7834 * m // 256 + d
+
+
+def j2date(jd: int) -> tuple[int, int, int]:
+    """(year, month, day) of a Julian day number (PostgreSQL's ``j2date``)."""
+    julian = jd + 32044
+    quad = julian // 146097
+    extra = (julian - quad * 146097) * 4 + 3
+    julian += 60 + quad * 3 + extra // 146097
+    quad = julian // 1461
+    julian -= quad * 1461
+    y = julian * 4 // 1461
+    julian = ((julian + 305) % 365 if y != 0 else (julian + 306) % 366) + 123
+    y += quad * 4
+    quad = julian * 2141 // 65536
+    return y - 4800, (quad + 10) % 12 + 1, julian - 7834 * quad // 256
+
+
+@functools.total_ordering
+@dataclass(frozen=True, eq=False)
+class FarDate:
+    """A ``date`` that ``datetime.date`` cannot hold (PostgreSQL 8.5: 4713 BC to
+    5874897 AD, and ``infinity``/``-infinity``): ``days`` since 2000-01-01, PostgreSQL's
+    own count (``DATEVAL_NOBEGIN``/``NOEND`` for the infinities). Compares with dates.
+    Evaluated in environmentd only: tables refuse them (Parquet and Spark dates stop at
+    year 9999)."""
+
+    days: int
+
+    INFINITY = 2**31 - 1
+    NEG_INFINITY = -(2**31)
+
+    @property
+    def infinite(self) -> bool:
+        return self.days in (self.INFINITY, self.NEG_INFINITY)
+
+    def isoformat(self) -> str:
+        """date_out in ISO style: ``infinity``, ``10000-01-01``, ``0001-12-31 BC``."""
+        if self.infinite:
+            return "infinity" if self.days > 0 else "-infinity"
+        y, m, d = j2date(self.days + _PG_EPOCH_JDATE)
+        return f"{y:04d}-{m:02d}-{d:02d}" if y > 0 else f"{1 - y:04d}-{m:02d}-{d:02d} BC"
+
+    def __str__(self) -> str:
+        return self.isoformat()
+
+    def __eq__(self, o) -> bool:
+        k = date_days(o)
+        return k is not None and self.days == k
+
+    def __lt__(self, o) -> bool:
+        k = date_days(o)
+        if k is None:
+            return NotImplemented
+        return self.days < k
+
+    def __hash__(self) -> int:
+        return hash(("date", self.days))
+
+
+def date_days(v) -> int | None:
+    """Days since 2000-01-01 of a date value (``datetime.date`` or FarDate)."""
+    if isinstance(v, FarDate):
+        return v.days
+    if isinstance(v, dt.date) and not isinstance(v, dt.datetime):
+        return v.toordinal() - _PG_EPOCH_ORDINAL
+    return None
+
+
+def date_from_days(days: int):
+    """The date ``days`` after 2000-01-01: a ``datetime.date`` where it can be one, else
+    a FarDate. Raises SqlError 22008 past PostgreSQL's range."""
+    if FarDate.NEG_INFINITY < days < FarDate.INFINITY:
+        ordinal = days + _PG_EPOCH_ORDINAL
+        if 1 <= ordinal <= dt.date.max.toordinal():
+            return dt.date.fromordinal(ordinal)
+        if 0 <= days + _PG_EPOCH_JDATE <= 2147483494:  # JULIAN_MIN (4714-11-24 BC) .. END_JDATE
+            return FarDate(days)
+    elif days in (FarDate.INFINITY, FarDate.NEG_INFINITY):
+        return FarDate(days)
+    raise SqlError("22008", "date out of range")
+
+
+@functools.total_ordering
+@dataclass(frozen=True, eq=False)
+class FarTimestamp:
+    """A ``timestamp`` (``tz`` False) or ``timestamptz`` (``tz`` True, a UTC instant)
+    that ``datetime.datetime`` cannot hold: ``micros`` since 2000-01-01 00:00, PostgreSQL's
+    own count, ``DT_NOBEGIN``/``DT_NOEND`` for ``-infinity``/``infinity``. Evaluated in
+    environmentd only, as FarDate."""
+
+    micros: int
+    tz: bool = False
+
+    INFINITY = 2**63 - 1
+    NEG_INFINITY = -(2**63)
+
+    @property
+    def infinite(self) -> bool:
+        return self.micros in (self.INFINITY, self.NEG_INFINITY)
+
+    def fields(self) -> tuple[int, int, int, int, int, int, int]:
+        """(year, month, day, hour, minute, second, microsecond); year 0 is 1 BC."""
+        days, us = divmod(self.micros, _US_PER_DAY)
+        y, m, d = j2date(days + _PG_EPOCH_JDATE)
+        h, us = divmod(us, 3_600_000_000)
+        mi, us = divmod(us, 60_000_000)
+        s, us = divmod(us, 1_000_000)
+        return y, m, d, h, mi, s, us
+
+    def __eq__(self, o) -> bool:
+        k = timestamp_micros(o)
+        return k is not None and self.micros == k
+
+    def __lt__(self, o) -> bool:
+        k = timestamp_micros(o)
+        if k is None:
+            return NotImplemented
+        return self.micros < k
+
+    def __hash__(self) -> int:
+        return hash(("timestamp", self.micros))
+
+
+_PG_EPOCH = dt.datetime(2000, 1, 1)
+
+
+def timestamp_micros(v) -> int | None:
+    """Microseconds since 2000-01-01 00:00 (UTC for aware values) of a timestamp value."""
+    if isinstance(v, FarTimestamp):
+        return v.micros
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        delta = v - _PG_EPOCH
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return None
+
+
+def timestamp_from_micros(micros: int, tz: bool):
+    """The timestamp ``micros`` after 2000-01-01 00:00: a ``datetime`` (aware UTC when
+    ``tz``) where it can be one, else a FarTimestamp. Raises SqlError 22008 past
+    PostgreSQL's range (4714 BC to 294276 AD)."""
+    if micros in (FarTimestamp.INFINITY, FarTimestamp.NEG_INFINITY):
+        return FarTimestamp(micros, tz)
+    try:
+        v = _PG_EPOCH + dt.timedelta(microseconds=micros)
+        return v.replace(tzinfo=dt.timezone.utc) if tz else v
+    except OverflowError:
+        pass
+    if -211813488000000000 <= micros < 9224318016000000000:  # MIN_TIMESTAMP .. END_TIMESTAMP
+        return FarTimestamp(micros, tz)
+    raise SqlError("22008", "timestamp out of range")

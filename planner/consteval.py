@@ -18,7 +18,7 @@ from catalog.errors import (
     SqlError, NUMERIC_VALUE_OUT_OF_RANGE, FEATURE_NOT_SUPPORTED,
 )
 from catalog.textio import check_int, fit_numeric, fit_string, format_text, parse_text, session_time_zone, INT_RANGES
-from catalog.types import SqlType
+from catalog.types import FarDate, FarTimestamp, SqlType, date_from_days, timestamp_from_micros
 from planner.functions import FUNCTIONS
 from planner.functions.array import any_all
 from planner.functions.datetime import add_interval
@@ -78,6 +78,9 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
             return v
         if s == "int4":
             return v != 0
+    if (s, d) in (("date", "timestamp"), ("date", "timestamptz"), ("timestamp", "date"), ("timestamptz", "date"),
+                  ("timestamp", "timestamptz"), ("timestamptz", "timestamp")) and isinstance(v, (FarDate, FarTimestamp)):
+        return _far_cast(v, d)
     if d == "date":
         if s == "date":
             return v
@@ -118,6 +121,23 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
     if d == s:
         return v  # bytea, uuid, jsonb to themselves
     raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")
+
+
+def _far_cast(v, d: str):
+    """Casts among date, timestamp and timestamptz of values outside datetime's years
+    (FarDate, FarTimestamp): infinities stay infinite; others move by whole days
+    (in UTC: the session's zone is not applied out there)."""
+    if isinstance(v, FarDate):
+        if v.infinite:
+            return FarTimestamp(FarTimestamp.INFINITY if v.days > 0 else FarTimestamp.NEG_INFINITY, d == "timestamptz")
+        return timestamp_from_micros(v.days * 86_400_000_000, d == "timestamptz")
+    if v.infinite:
+        if d == "date":
+            return FarDate(FarDate.INFINITY if v.micros > 0 else FarDate.NEG_INFINITY)
+        return FarTimestamp(v.micros, d == "timestamptz")
+    if d == "date":
+        return date_from_days(v.micros // 86_400_000_000)
+    return timestamp_from_micros(v.micros, d == "timestamptz")
 
 
 def evaluate(e, row: tuple = ()):

@@ -19,7 +19,8 @@ from psycopg.pq import Format
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_BINARY_REPRESENTATION
 from catalog.textio import ISO_DATESTYLE, DateStyle, array_dims, format_text, parse_jsonb
-from catalog.types import FLOAT8 as _FLOAT8, Interval, SqlType, type_from_oid
+from catalog.types import (FLOAT8 as _FLOAT8, FarTimestamp, Interval, SqlType, date_days, date_from_days,
+                           timestamp_from_micros, timestamp_micros, type_from_oid)
 
 Encoder = Callable[[object], bytes]
 
@@ -31,7 +32,6 @@ _PY_TYPE = {"numeric": Decimal, "timestamp": dt.datetime, "timestamptz": dt.date
 _I2, _I4, _I8, _U4, _F4, _F8 = (struct.Struct(f).pack for f in ("!h", "!i", "!q", "!I", "!f", "!d"))
 _LEN = struct.Struct("!i").pack
 _NULL = b"\xff\xff\xff\xff"
-_PG_EPOCH_ORDINAL = dt.date(2000, 1, 1).toordinal()
 
 
 def row_bodies(rows, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> list[bytes]:
@@ -117,7 +117,7 @@ def encoder(t: SqlType, binary: bool, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
     if n == "bool":
         return lambda v: b"\x01" if v else b"\x00"
     if n == "date":
-        return lambda v: _I4(v.toordinal() - _PG_EPOCH_ORDINAL)
+        return lambda v: _I4(date_days(v))  # days since 2000-01-01, FarDates too
     if n == "interval":
         return _interval_binary
     if n == "bytea":
@@ -128,9 +128,10 @@ def encoder(t: SqlType, binary: bool, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
         return lambda v: b"\x01" + v.encode()  # jsonb_send: version 1, then the text
     if n == "record":
         raise SqlError(FEATURE_NOT_SUPPORTED, "record values are sent in text format only")
+    if n in ("timestamp", "timestamptz"):
+        return lambda v: _I8(timestamp_micros(v if n == "timestamp" or isinstance(v, FarTimestamp) or v.tzinfo
+                                              else v.replace(tzinfo=dt.timezone.utc)))
     dumper = adapters.get_dumper_by_oid(t.oid, Format.BINARY)(_PY_TYPE[n])
-    if n == "timestamptz":
-        return lambda v: bytes(dumper.dump(v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)))
     if n == "numeric":
         return lambda v: bytes(dumper.dump(v if isinstance(v, Decimal) else Decimal(str(v))))
     return lambda v: bytes(dumper.dump(v))
@@ -220,6 +221,10 @@ def decode_binary(t: SqlType, raw: bytes):
     if n == "interval":
         micros, days, months = struct.unpack("!qii", raw)
         return Interval(months, days, micros)
+    if n == "date":
+        return date_from_days(struct.unpack("!i", raw)[0])
+    if n in ("timestamp", "timestamptz"):
+        return timestamp_from_micros(struct.unpack("!q", raw)[0], n == "timestamptz")
     v = adapters.get_loader(t.oid, Format.BINARY)(t.oid).load(raw)
     if n == "timestamptz":
         v = v.astimezone(dt.timezone.utc)

@@ -219,3 +219,32 @@ def test_set_config_is_reported_and_copy_runs_in_the_extended_protocol(conn):
         for _ in conn.cursor().stream("COPY (SELECT 1) TO STDOUT"):
             pass
     assert conn.execute("SELECT 2").fetchone() == (2,)
+
+
+def test_dates_outside_python_years(conn):
+    """PostgreSQL 8.5.1: dates and timestamps before year 1 (BC), after 9999 and
+    ``infinity`` are values: read, written in text (DateStyle's form, `` BC``) and binary
+    (PostgreSQL's day and microsecond counts; psycopg then raises DataError, as against
+    PostgreSQL), compared, and reached by arithmetic; tables refuse them (0A000)."""
+    raw = conn.pgconn.exec_(b"SELECT 'infinity'::date, '1000-01-01 BC'::date, '9999-12-31'::date + 1, "
+                            b"'-infinity'::timestamp, '9999-12-31 23:59:59'::timestamp + '1s'::interval, "
+                            b"'1000-01-01 12:00+00 BC'::timestamptz, 'infinity'::date > '2000-01-01'::date")
+    assert [raw.get_value(0, i).decode() for i in range(7)] == [
+        "infinity", "1000-01-01 BC", "10000-01-01", "-infinity", "10000-01-01 00:00:00",
+        "1000-01-01 12:00:00+00 BC", "t"]
+    for binary in (False, True):
+        cur = conn.cursor(binary=binary)
+        cur.execute("SELECT %s::date + 1", ("9999-12-31",))
+        with pytest.raises(psycopg.DataError, match="date too large"):
+            cur.fetchone()
+        cur.execute("SELECT '-infinity'::timestamptz")
+        with pytest.raises(psycopg.DataError, match="timestamp too small"):
+            cur.fetchone()
+    assert conn.execute("SELECT 'epoch'::timestamp + '1d 3h'::interval").fetchone()[0].isoformat() == "1970-01-02T03:00:00"
+    conn.execute("CREATE TABLE far_d (d date)")
+    try:
+        with pytest.raises(psycopg.Error) as e:
+            conn.execute("INSERT INTO far_d VALUES ('infinity')")
+        assert e.value.sqlstate == "0A000"
+    finally:
+        conn.execute("DROP TABLE far_d")

@@ -11,7 +11,7 @@ import pyarrow as pa
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import Table
 from catalog.textio import format_text, parse_jsonb, parse_timetz
-from catalog.types import Interval, SqlType, arrow_schema
+from catalog.types import FarDate, FarTimestamp, Interval, SqlType, arrow_schema
 
 #: a piece of a result: an Arrow table (from a replica) or rows of Python values
 Chunk = Union[pa.Table, list]
@@ -175,11 +175,16 @@ def rows_to_arrow(table: Table, rows: list[tuple]) -> pa.Table:
 
     Raises:
         SqlError 0A000 for an array of several dimensions (tables store one-dimensional
-        arrays: Parquet and Spark have no multi-dimensional array type)."""
+        arrays: Parquet and Spark have no multi-dimensional array type) and for dates and
+        timestamps outside years 1 to 9999 (FarDate, FarTimestamp)."""
     schema = arrow_schema([c.name for c in table.columns], [c.type for c in table.columns])
     for i, c in enumerate(table.columns):
         if c.type.is_array and any(v is not None and any(isinstance(e, list) for e in v) for v in (r[i] for r in rows)):
             raise SqlError(FEATURE_NOT_SUPPORTED, f'column "{c.name}": multi-dimensional arrays cannot be stored in tables')
+        if c.type.name in ("date", "timestamp", "timestamptz") and any(isinstance(r[i], (FarDate, FarTimestamp))
+                                                                        for r in rows):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f'column "{c.name}": infinity and dates before year 1 or after '
+                                                  "9999 cannot be stored in tables (Parquet and Spark dates stop there)")
     def values(i: int, t: SqlType) -> list:
         if t.name == "interval":
             return [_to_storage(r[i]) for r in rows]
