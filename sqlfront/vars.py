@@ -43,6 +43,13 @@ DEFAULTS: dict[str, tuple[str, bool]] = {
     "statement_timeout": ("0", True),
     "timezone": ("UTC", True),
     "transaction_isolation": ("strict serializable", True),
+    # PostgreSQL's read-only and deferrable transaction modes (19.11.1): the default_*
+    # variables are what BEGIN starts with; transaction_* show the running transaction's
+    # (and the defaults outside one). DEFERRABLE changes nothing here.
+    "default_transaction_read_only": ("off", True),
+    "default_transaction_deferrable": ("off", True),
+    "transaction_read_only": ("off", True),
+    "transaction_deferrable": ("off", True),
 }
 
 #: Sent as ParameterStatus at startup (PostgreSQL 55.2.2 "Start-up")
@@ -51,6 +58,22 @@ REPORTED = ("server_version", "server_encoding", "client_encoding", "datestyle",
             "intervalstyle")
 
 _DISPLAY = {"datestyle": "DateStyle", "timezone": "TimeZone", "intervalstyle": "IntervalStyle"}
+
+
+#: variables whose values are booleans, shown as on/off
+BOOLEAN_VARS = ("default_transaction_read_only", "default_transaction_deferrable", "transaction_read_only",
+                "transaction_deferrable")
+
+
+def parse_bool_setting(name: str, value: str) -> bool:
+    """A boolean setting's value (PostgreSQL 19.1.1: on/off, true/false, yes/no, 1/0 and
+    their unique prefixes). Raises SqlError 22023 for anything else."""
+    v = value.strip().lower()
+    if v in ("on", "1") or (v and ("true".startswith(v) or "yes".startswith(v))):
+        return True
+    if v in ("off", "of", "0") or (v and ("false".startswith(v) or "no".startswith(v))):
+        return False
+    raise SqlError(INVALID_PARAMETER_VALUE, f'parameter "{name}" requires a Boolean value')
 
 
 def display_name(name: str) -> str:
@@ -77,6 +100,8 @@ def validate(name: str, value: str) -> None:
         parse_duration_ms(value)
     if name == "datestyle":
         parse_datestyle(value)
+    if name in BOOLEAN_VARS:
+        parse_bool_setting(name, value)
     if name == "timezone":
         parse_time_zone(value)
     if name == "max_query_heap_size":
@@ -131,6 +156,10 @@ class SessionVars:
         if name == "datestyle":
             # what is not given keeps its current value; reported as PostgreSQL spells it
             value = str(parse_datestyle(value, self.date_style()))
+        if name in BOOLEAN_VARS:
+            value = "on" if parse_bool_setting(name, value) else "off"
+            if name.startswith("default_"):  # the next transaction's mode; shown until then
+                self.values[name.removeprefix("default_")] = value
         self.values[name] = value
 
     def time_zone(self) -> dt.tzinfo:

@@ -248,3 +248,27 @@ def test_dates_outside_python_years(conn):
         assert e.value.sqlstate == "0A000"
     finally:
         conn.execute("DROP TABLE far_d")
+
+
+def test_transaction_modes(server):
+    """PostgreSQL 19.11.1: default_transaction_read_only/deferrable are what BEGIN starts
+    with; transaction_read_only/deferrable show the running block's modes (and the
+    defaults outside one); a read-only block refuses writes (25006)."""
+    with server.connect(autocommit=False) as c:
+        c.read_only = True
+        assert c.execute("SELECT current_setting('transaction_read_only')").fetchone() == ("on",)
+        c.rollback()
+        c.read_only = None
+        c.execute("SELECT set_config('default_transaction_read_only', 'on', false)")
+        c.commit()
+        assert c.execute("SELECT current_setting('transaction_read_only'), "
+                         "current_setting('default_transaction_read_only')").fetchone() == ("on", "on")
+        with pytest.raises(psycopg.Error) as e:
+            c.execute("CREATE TABLE never_made (a int)")
+        assert e.value.sqlstate == "25006"
+        c.rollback()
+        c.execute("SET default_transaction_read_only = off")
+        c.deferrable = True
+        assert c.execute("SELECT current_setting('transaction_deferrable'), current_setting('transaction_read_only')"
+                         ).fetchone() == ("on", "off")
+        c.rollback()
