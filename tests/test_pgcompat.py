@@ -268,6 +268,7 @@ def test_transaction_modes(server):
         assert e.value.sqlstate == "25006"
         c.rollback()
         c.execute("SET default_transaction_read_only = off")
+        c.commit()
         c.deferrable = True
         assert c.execute("SELECT current_setting('transaction_deferrable'), current_setting('transaction_read_only')"
                          ).fetchone() == ("on", "off")
