@@ -22,6 +22,7 @@ DEFAULTS: dict[str, tuple[str, bool]] = {
     "client_min_messages": ("notice", True),
     "database": ("materialize", True),
     "datestyle": ("ISO, MDY", True),
+    "escape_string_warning": ("on", True),
     "extra_float_digits": ("3", True),
     "integer_datetimes": ("on", False),
     "intervalstyle": ("postgres", True),
@@ -61,7 +62,7 @@ _DISPLAY = {"datestyle": "DateStyle", "timezone": "TimeZone", "intervalstyle": "
 
 
 #: variables whose values are booleans, shown as on/off
-BOOLEAN_VARS = ("default_transaction_read_only", "default_transaction_deferrable", "transaction_read_only",
+BOOLEAN_VARS = ("escape_string_warning", "default_transaction_read_only", "default_transaction_deferrable", "transaction_read_only",
                 "transaction_deferrable")
 
 
