@@ -226,7 +226,8 @@ _ALIASES = {
     "jsonb": "jsonb", "json": "jsonb",  # Materialize: json is an alias of jsonb
 }
 
-_BY_OID = {info[0]: name for name, info in _INFO.items()} | {oid: "_" + e for e, oid in ARRAY_OIDS.items()}
+_BY_OID = {info[0]: name for name, info in _INFO.items()} | {oid: "_" + e for e, oid in ARRAY_OIDS.items()} \
+    | {114: "jsonb", 199: "_jsonb"}  # json and json[] arrive as jsonb: Materialize's json is jsonb
 
 
 def type_from_oid(oid: int) -> SqlType | None:

@@ -176,9 +176,9 @@ def _nest(flat: list, dims: list[int]) -> list:
     return [_nest(flat[i * step : (i + 1) * step], dims[1:]) for i in range(dims[0])]
 
 
-#: types whose binary form (``*send``) is their text, which the planner reads as an
-#: untyped literal: json (114; Materialize's json is jsonb, whose binary form differs),
-#: "char" (18), xml (142)
+#: types whose binary form (``*send``) is their text: json (114, then read as jsonb,
+#: which Materialize's json is; jsonb's own binary form has a version byte first),
+#: "char" (18) and xml (142) (untyped literals)
 TEXT_SEND_OIDS = frozenset((114, 18, 142))
 
 
