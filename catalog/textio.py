@@ -486,6 +486,7 @@ def session_time_zone() -> dt.tzinfo:
 _POSIX_TZ = re.compile(r"^(?:[A-Za-z]{3,}|<[^>]+>)?([+-]?)(\d{1,2})(?::(\d{2})(?::(\d{2}))?)?$")
 
 
+@functools.lru_cache(maxsize=256)
 def parse_time_zone(value: str) -> dt.tzinfo:
     """A ``TimeZone`` setting as a tzinfo (PostgreSQL 8.5.3 "Time Zones"): a name of the
     IANA database (``Europe/Rome``, ``UTC``), a number of hours east of UTC (``-7``,
