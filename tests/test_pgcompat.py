@@ -68,7 +68,8 @@ def test_datestyle_output_and_report(server):
             raw = c.pgconn.exec_(q.encode())
             assert tuple(raw.get_value(0, i).decode() for i in range(3)) == want
             # psycopg reads them back through the reported style
-            assert c.execute(q).fetchone()[:2] == (dt.date(1997, 12, 17), dt.datetime(1997, 12, 17, 7, 37, 16, 500000))
+            assert c.execute(q.rsplit(",", 1)[0]).fetchone() == (dt.date(1997, 12, 17),
+                                                                 dt.datetime(1997, 12, 17, 7, 37, 16, 500000))
         c.execute("SET datestyle = Postgres")  # the order stays DMY
         assert c.execute("SHOW datestyle").fetchone() == ("Postgres, DMY",)
         c.execute("SET datestyle = German, MDY")
