@@ -134,6 +134,8 @@ def main(argv=None) -> int:
     p.add_argument("--dsn", help="run against this server instead of starting one")
     p.add_argument("--failures", type=Path, help="write every failed or errored test, with its message, here (TSV)")
     p.add_argument("--timeout", type=float, default=120, help="seconds one test may take (pytest-timeout)")
+    p.add_argument("--start-timeout", type=float, default=600,
+                   help="seconds the server may take to start with a healthy replica")
     args, extra = p.parse_known_args(argv)
     extra = [a for a in extra if a != "--"]
 
@@ -144,7 +146,7 @@ def main(argv=None) -> int:
         dsn = args.dsn
         if dsn is None:
             print("starting a server (one replica) ...", flush=True)
-            server = Server(tmp / "data").start()
+            server = Server(tmp / "data").start(timeout=args.start_timeout)
             dsn = server.url
         junit = tmp / "junit.xml"
         cmd = [sys.executable, "-m", "pytest", *(args.modules or MODULES), f"--test-dsn={dsn}", "-q",
