@@ -151,7 +151,7 @@ def main(argv=None) -> int:
         junit = tmp / "junit.xml"
         cmd = [sys.executable, "-m", "pytest", *(args.modules or MODULES), f"--test-dsn={dsn}", "-q",
                "-m", "not slow and not timing and not flakey",
-               "-p", "no:randomly", "-p", "no:cacheprovider", f"--junitxml={junit}", "-o", "junit_family=xunit1",
+               "-p", "no:randomly", f"--junitxml={junit}", "-o", "junit_family=xunit1",
                "--tb=no", "-rN", *extra]
         if importlib.util.find_spec("pytest_timeout"):
             cmd.append(f"--timeout={args.timeout}")
