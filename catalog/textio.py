@@ -178,14 +178,14 @@ _TIMETZ = re.compile(r"^\s*(\d{1,2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)\s*(?:(Z|UTC|
 
 def parse_timetz(s: str) -> dt.time:
     """``time with time zone`` input (PostgreSQL 8.5.1.3): a time, then a UTC offset
-    (``+02``, ``-05:30``, ``+01:02:03``, ``Z``); without one, the session's time zone
-    (UTC here). Returns an aware ``datetime.time`` with a fixed offset; PostgreSQL allows
-    offsets up to 15:59:59 (22009 past it)."""
+    (``+02``, ``-05:30``, ``+01:02:03``, ``Z``); without one, the session's time zone's
+    offset today. Returns an aware ``datetime.time`` with a fixed offset; PostgreSQL
+    allows offsets up to 15:59:59 (22009 past it)."""
     m = _TIMETZ.match(s)
     if not m:
         raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type time with time zone: "{s}"')
     t = parse_time(m.group(1))
-    offset = 0
+    offset = 0 if m.group(2) else int(dt.datetime.now(session_time_zone()).utcoffset().total_seconds())
     if m.group(3):
         offset = int(m.group(4)) * 3600 + int(m.group(5) or 0) * 60 + int(m.group(6) or 0)
         if int(m.group(4)) > 15 or int(m.group(5) or 0) > 59 or int(m.group(6) or 0) > 59:

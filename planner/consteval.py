@@ -109,8 +109,9 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
         return naive if d == "timestamp" else naive.date()
     if d == "interval" and s == "interval":
         return v
-    if src.is_array and dst.is_array:
-        return [cast_value(x, src.element, dst.element, explicit) for x in v]
+    if src.is_array and dst.is_array:  # nested lists for several dimensions
+        return [cast_value(x, src, dst, explicit) if isinstance(x, list) else cast_value(x, src.element, dst.element, explicit)
+                for x in v]
     if d == "time" and s in ("time", "timestamp", "timetz"):
         return v.replace(tzinfo=None) if s == "timetz" else v if s == "time" else v.time()
     if d == "timetz" and s in ("time", "timetz", "timestamptz"):

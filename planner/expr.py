@@ -163,7 +163,9 @@ def coerce(e, target: SqlType, explicit: bool = False):
     p = infer_param(e, target)
     if p is not None:
         return p
-    if isinstance(e, Literal) and (e.type.name == "unknown" or e.value is None):
+    if isinstance(e, Literal):
+        # a constant is converted now, as PostgreSQL folds it (an untyped literal, and a
+        # typed one such as a parameter of a type the client gave: int2 where int4 is wanted)
         if e.value is None:
             return Literal(None, target)
         return Literal(cast_value(e.value, e.type, target, explicit), target)

@@ -18,7 +18,7 @@ from psycopg import adapters
 from psycopg.pq import Format
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_BINARY_REPRESENTATION
-from catalog.textio import ISO_DATESTYLE, DateStyle, array_dims, format_text, parse_jsonb
+from catalog.textio import ISO_DATESTYLE, DateStyle, array_dims, format_text, map_elements, parse_jsonb
 from catalog.types import (FLOAT8 as _FLOAT8, FarTimestamp, Interval, SqlType, date_days, date_from_days,
                            timestamp_from_micros, timestamp_micros, type_from_oid)
 
@@ -198,6 +198,8 @@ def binary_param_text(oid: int, raw: bytes) -> str:
     if t is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"binary parameters of type OID {oid} are not supported")
     try:
+        if oid == 199:  # json[]: its elements' binary form is their text (no jsonb version byte)
+            return format_text(map_elements(_array_decode(SqlType("_text"), raw), parse_jsonb), t)
         return format_text(decode_binary(t, raw), t)
     except (struct.error, ValueError, IndexError) as e:
         raise SqlError(INVALID_BINARY_REPRESENTATION, f"incorrect binary data format for type {t.sql()}: {e}") from None

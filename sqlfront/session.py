@@ -180,6 +180,7 @@ class Session:
         from planner.writes import plan_delete, plan_update
 
         stmt = parse_one(sql)
+        set_session_time_zone(self.vars.time_zone())  # literals are read while planning
         params = DescribeParams(n_params, given)
         cols = None
         with describing(params):
@@ -211,6 +212,7 @@ class Session:
         """The columns of ``sql`` with its parameters bound (Describe of a portal). A
         SELECT's plan is kept for the Execute that follows, if the catalog stays put."""
         stmt = parse_one(sql)
+        set_session_time_zone(self.vars.time_zone())  # literals are read while planning
         if isinstance(stmt, ast.SelectStmt):
             snap = self.env.snapshot
             pq = QueryPlanner(snap, params, row_count=self.env.row_count).plan_select(stmt)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 
 from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE
-from catalog.textio import DateStyle, parse_datestyle, parse_time_zone
+from catalog.textio import DateStyle, parse_datestyle, parse_time_zone, set_session_time_zone
 
 SERVER_VERSION = "9.5.0"  # what Materialize reports; clients branch on it
 
@@ -157,6 +157,9 @@ class SessionVars:
         if name == "datestyle":
             # what is not given keeps its current value; reported as PostgreSQL spells it
             value = str(parse_datestyle(value, self.date_style()))
+        if name == "timezone":
+            # what the rest of this statement (set_config) and the next Describe read
+            set_session_time_zone(parse_time_zone(value))
         if name in BOOLEAN_VARS:
             value = "on" if parse_bool_setting(name, value) else "off"
             if name.startswith("default_"):  # the next transaction's mode; shown until then
