@@ -148,10 +148,7 @@ class Session:
         if self._as_of is not None and not isinstance(stmt, (ast.SelectStmt, mz.Subscribe, mz.DeclareSubscribe, mz.CopySubscribe)):
             raise SqlError(SYNTAX_ERROR, "AS OF is only allowed after SELECT and SUBSCRIBE")
         set_query_timestamp(self.read_ts)
-        set_sequence_access(self.sequences)
-        set_session_vars(self.vars)
-        set_session_time_zone(self.vars.time_zone())
-        set_search_path(self.vars.search_path(), self.temp_schema)
+        self._statement_context()
         self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not txn.ends_transaction(stmt) and not txn.is_rollback_to(stmt):
             raise SqlError(IN_FAILED_SQL_TRANSACTION,
@@ -165,6 +162,15 @@ class Session:
             if self.in_transaction:
                 self.failed = True
             raise
+
+    def _statement_context(self) -> None:
+        """What planning and evaluating a statement of this session reads from context
+        variables: its sequences, variables (current_setting), time zone and search_path.
+        Set for each statement, and for a Describe, which plans before any Execute."""
+        set_sequence_access(self.sequences)
+        set_session_vars(self.vars)
+        set_session_time_zone(self.vars.time_zone())
+        set_search_path(self.vars.search_path(), self.temp_schema)
 
     def finish_copy(self, c: CopyIn, data: bytes) -> Result:
         """Parse the data of ``COPY ... FROM STDIN`` and write it: all rows or none."""
@@ -180,7 +186,7 @@ class Session:
         from planner.writes import plan_delete, plan_update
 
         stmt = parse_one(sql)
-        set_session_time_zone(self.vars.time_zone())  # literals are read while planning
+        self._statement_context()  # planning reads it (literals, current_setting, names)
         params = DescribeParams(n_params, given)
         cols = None
         with describing(params):
@@ -212,7 +218,7 @@ class Session:
         """The columns of ``sql`` with its parameters bound (Describe of a portal). A
         SELECT's plan is kept for the Execute that follows, if the catalog stays put."""
         stmt = parse_one(sql)
-        set_session_time_zone(self.vars.time_zone())  # literals are read while planning
+        self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
             snap = self.env.snapshot
             pq = QueryPlanner(snap, params, row_count=self.env.row_count).plan_select(stmt)
