@@ -533,8 +533,11 @@ def parse_timestamptz(s: str) -> dt.datetime:
     """``timestamp with time zone`` input: an offset (``+02``, ``-05:30``, ``+01:02:03``,
     ``Z``, ``UTC``) or, with none, the session time zone (``set_session_time_zone``).
     Returns an aware UTC datetime."""
-    if _SPECIAL.get(s.strip().lower()) in ("infinity", "-infinity"):
+    word = _SPECIAL.get(s.strip().lower())
+    if word in ("infinity", "-infinity"):
         return FarTimestamp(parse_timestamp(s).micros, True)
+    if word == "epoch":  # an instant: 1970-01-01 00:00:00+00 in every zone
+        return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
     body, bc = _era(s)
     era = " BC" if bc else ""
     if _TS.match(body):  # no offset ('2000-01-01' is not 2000-01 at -01)
