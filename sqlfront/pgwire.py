@@ -617,12 +617,18 @@ class PgHandler(BuenaVistaHandler):
             values, pos = length_prefixed(payload, pos, np_)
             params = []
             for i, raw in enumerate(values):
+                oid = oids[i] if i < len(oids) else 0
                 if raw is None:
                     params.append(None)
-                elif _format_for(formats, i) == 0:
-                    params.append(ctx.decode(raw))
+                elif _format_for(formats, i) == 0 or ((t := type_from_oid(oid)) is not None and t.is_string):
+                    # text, and the binary form of string types (textrecv), are in the
+                    # client's encoding; PostgreSQL's text cannot hold NUL (22021)
+                    v = ctx.decode(raw)
+                    if "\x00" in v:
+                        raise SqlError("22021", 'invalid byte sequence for encoding "UTF8": 0x00')
+                    params.append(v)
                 else:
-                    params.append(binary_param_text(oids[i] if i < len(oids) else 0, raw))
+                    params.append(binary_param_text(oid, raw))
             (nr,) = struct.unpack_from("!h", payload, pos)
             result_formats = list(struct.unpack_from(f"!{nr}h", payload, pos + 2))
         except SqlError as e:
