@@ -171,6 +171,7 @@ def test_time_zone(conn):
             for binary in (False, True):
                 got = conn.cursor(binary=binary).execute("SELECT '2000-07-01 12:00+00'::timestamptz").fetchone()[0]
                 assert got == dt.datetime(2000, 7, 1, 12, tzinfo=dt.timezone.utc)
+        assert conn.execute("SELECT 'epoch'::timestamptz::text").fetchone() == ("1970-01-01 00:00:00+00",)
         conn.execute("SELECT set_config('TimeZone', 'Asia/Kolkata', false)")
         assert conn.execute("SELECT '1900-01-01'::timestamptz::text").fetchone() == ("1900-01-01 00:00:00+05:21:10",)
         with pytest.raises(psycopg.Error) as e:
@@ -199,6 +200,13 @@ def test_parameters_have_their_declared_types(conn):
     with pytest.raises(psycopg.Error) as e:
         conn.execute("SELECT %s::int + 1", ("nope",))  # an untyped one: 22P02 from the cast
     assert e.value.sqlstate == "22P02"
+    # a typed constant folds where another type is wanted; arrays of several dimensions cast
+    assert conn.execute("SELECT i FROM generate_series(1, %s) AS i", (2,)).fetchall() == [(1,), (2,)]
+    assert conn.execute("SELECT %s::int[], 'NaN'::float8 = %s", ([[1, 2], [3, 4]], float("nan"))).fetchone() \
+        == ([[1, 2], [3, 4]], True)  # NaN equals NaN among floats (PostgreSQL's float order)
+    with pytest.raises(psycopg.Error) as e:
+        conn.execute("SELECT %s", ("a\x00b",))
+    assert e.value.sqlstate == "22021"
     res = conn.pgconn.exec_params(b"SELECT $1", [b"12x"], [21])
     assert res.error_field(psycopg.pq.DiagnosticField.SQLSTATE) == b"22P02"
     assert conn.execute("SELECT 1").fetchone() == (1,)
