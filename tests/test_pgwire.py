@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import subprocess
 from decimal import Decimal
 
 import asyncpg
