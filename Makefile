@@ -7,10 +7,15 @@ LISTEN ?= 127.0.0.1:6875
 METRICS_LISTEN ?= 127.0.0.1:6878
 DATA_DIR ?= mzdata
 SCALE ?= 0.1
+# a psycopg checkout for `make psycopg-suite` (empty: clone the installed version's tag)
+PSYCOPG_SRC ?=
+# what psycopg's test suite needs beyond our test extra (its `test` extra, less mypy,
+# pytest-cov and pytest-randomly); pytest-timeout stops a hung test
+PSYCOPG_SUITE_DEPS := anyio==4.16.0 pproxy==2.7.9 pytest-timeout==2.4.0
 # where `make tpch` keeps the generated Parquet files; `make serve` lets COPY read them
 TPCH_DATA ?= tpch-data
 
-.PHONY: serve test tpch bench-tpch setup clean
+.PHONY: serve test tpch bench-tpch psycopg-suite setup clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -34,6 +39,11 @@ tpch: $(STAMP)
 
 bench-tpch: $(STAMP)
 	$(BIN)/python bench/tpch.py
+
+# psycopg's own test suite (15 modules) against a fresh server: counts per module, pass rate
+psycopg-suite: $(STAMP)
+	$(BIN)/pip install --quiet $(PSYCOPG_SUITE_DEPS)
+	$(BIN)/python bench/psycopg_suite.py $(if $(PSYCOPG_SRC),--src $(PSYCOPG_SRC))
 
 clean:
 	rm -rf $(VENV) $(DATA_DIR)

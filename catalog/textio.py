@@ -7,10 +7,13 @@ a value looks like in a text-format DataRow. Rules and messages follow PostgreSQ
 
 from __future__ import annotations
 
+import contextvars
 import datetime as dt
+import functools
 import json
 import math
 import re
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation, ROUND_HALF_UP
 
 import numpy as np
@@ -22,9 +25,9 @@ from catalog.errors import (
     DATETIME_FIELD_OVERFLOW,
     NUMERIC_VALUE_OUT_OF_RANGE,
     STRING_DATA_RIGHT_TRUNCATION,
-    FEATURE_NOT_SUPPORTED,
 )
-from catalog.types import Interval, SqlType
+from catalog.types import (FarDate, FarTimestamp, Interval, SqlType, date2j, date_from_days, j2date,
+                           timestamp_from_micros, timestamp_micros)
 
 INT_RANGES = {
     "int2": (-(2**15), 2**15 - 1, "smallint"),
@@ -127,6 +130,8 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
         raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type boolean: "{s}"')
     if n in ("text", "unknown"):
         return s
+    if n == "name":  # namein truncates to NAMEDATALEN - 1 bytes, on a character boundary
+        return s.encode()[:63].decode("utf-8", "ignore")
     if n in ("varchar", "bpchar"):
         return fit_string(s, t, explicit)
     if n == "date":
@@ -139,6 +144,8 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
         return parse_interval(s)
     if n == "time":
         return parse_time(s)
+    if n == "timetz":
+        return parse_timetz(s)
     if n == "bytea":
         return parse_bytea(s)
     if n == "uuid":
@@ -146,7 +153,7 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
     if n == "jsonb":
         return parse_jsonb(s)
     if t.is_array:
-        return [None if e is None else parse_text(e, t.element, explicit) for e in split_array(s, t)]
+        return map_elements(split_array(s, t), lambda e: parse_text(e, t.element, explicit))
     raise SqlError(INVALID_TEXT_REPRESENTATION, f"cannot parse text as {t.sql()}")
 
 
@@ -163,6 +170,37 @@ def parse_time(s: str) -> dt.time:
         return dt.time(int(h), int(mi), int(sec or 0), int((frac or "0").ljust(6, "0")[:6]))
     except ValueError:
         raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
+
+
+_TIMETZ = re.compile(r"^\s*(\d{1,2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)\s*(?:(Z|UTC|GMT)|([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?)?\s*$",
+                     re.I)
+
+
+def parse_timetz(s: str) -> dt.time:
+    """``time with time zone`` input (PostgreSQL 8.5.1.3): a time, then a UTC offset
+    (``+02``, ``-05:30``, ``+01:02:03``, ``Z``); without one, the session's time zone's
+    offset today. Returns an aware ``datetime.time`` with a fixed offset; PostgreSQL
+    allows offsets up to 15:59:59 (22009 past it)."""
+    m = _TIMETZ.match(s)
+    if not m:
+        raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type time with time zone: "{s}"')
+    t = parse_time(m.group(1))
+    offset = 0 if m.group(2) else int(dt.datetime.now(session_time_zone()).utcoffset().total_seconds())
+    if m.group(3):
+        offset = int(m.group(4)) * 3600 + int(m.group(5) or 0) * 60 + int(m.group(6) or 0)
+        if int(m.group(4)) > 15 or int(m.group(5) or 0) > 59 or int(m.group(6) or 0) > 59:
+            raise SqlError("22009", f'time zone displacement out of range: "{s}"')
+        offset = -offset if m.group(3) == "-" else offset
+    return t.replace(tzinfo=dt.timezone(dt.timedelta(seconds=offset)))
+
+
+def format_utc_offset(seconds: int) -> str:
+    """A UTC offset as PostgreSQL's ``EncodeTimezone`` writes it: ``+02``, ``-05:30``,
+    ``+01:02:03`` (seconds east of UTC)."""
+    sign = "-" if seconds < 0 else "+"
+    h, rem = divmod(abs(seconds), 3600)
+    m, sec = divmod(rem, 60)
+    return f"{sign}{h:02d}" + (f":{m:02d}" if m or sec else "") + (f":{sec:02d}" if sec else "")
 
 
 def parse_bytea(s: str) -> bytes:
@@ -239,105 +277,295 @@ def jsonb_text(doc) -> str:
     return json.dumps(doc, ensure_ascii=False)
 
 
-def split_array(s: str, t: SqlType) -> list[str | None]:
-    """The element texts of a one-dimensional array literal ``{a,"b c",NULL}``
-    (PostgreSQL 8.15.2, array_in); unquoted NULL is a NULL element.
+#: what array_in skips around elements (PostgreSQL's scanner_isspace; not Python's
+#: isspace, which also takes control characters such as \x1c and \x85)
+_ARRAY_SPACE = " \t\n\r\v\f"
+_BOUNDS = re.compile(r"^\s*((?:\[\s*[+-]?\d+\s*(?::\s*[+-]?\d+\s*)?\])+)\s*=\s*")
+
+
+def split_array(s: str, t: SqlType) -> list:
+    """The element texts of an array literal ``{a,"b c",NULL}`` (PostgreSQL 8.15.2,
+    array_in); unquoted NULL is a NULL element. A literal of several dimensions,
+    ``{{1,2},{3,4}}``, gives nested lists, which must be rectangular. Explicit bounds
+    (``[0:1]={a,b}``) are checked against the elements and then dropped: arrays here
+    start at 1.
 
     Raises:
-        SqlError 22P02 for malformed literals; 0A000 for more than one dimension.
-    """
+        SqlError 22P02 for malformed literals (and sub-arrays of unequal sizes)."""
     bad = SqlError(INVALID_TEXT_REPRESENTATION, f'malformed array literal: "{s}"')
-    txt = s.strip()
-    if not (txt.startswith("{") and txt.endswith("}")):
+    txt = s
+    dims_given = None
+    m = _BOUNDS.match(txt)
+    if m:
+        dims_given = []
+        for lo_hi in re.findall(r"\[([^\]]*)\]", m.group(1)):
+            lo, _, hi = lo_hi.partition(":")
+            lo, hi = (int(lo), int(hi)) if hi else (1, int(lo))
+            if hi < lo:
+                raise SqlError("2202E", "upper bound cannot be less than lower bound")
+            dims_given.append(hi - lo + 1)
+        txt = txt[m.end():]
+    txt = txt.strip(_ARRAY_SPACE)
+    if not txt.startswith("{"):
         raise bad
-    inner = txt[1:-1]
-    if not inner.strip():
+    pos = 0
+
+    def parse_level():
+        nonlocal pos
+        pos += 1  # the opening brace
+        out: list = []
+        while True:
+            while pos < len(txt) and txt[pos] in _ARRAY_SPACE:
+                pos += 1
+            if pos >= len(txt):
+                raise bad
+            c = txt[pos]
+            if c == "}" and not out:
+                pos += 1
+                return out
+            if c == "{":
+                out.append(parse_level())
+            elif c == '"':
+                pos += 1
+                buf = []
+                while pos < len(txt) and txt[pos] != '"':
+                    if txt[pos] == "\\" and pos + 1 < len(txt):
+                        pos += 1
+                    buf.append(txt[pos])
+                    pos += 1
+                if pos >= len(txt):
+                    raise bad
+                pos += 1
+                out.append("".join(buf))
+            else:
+                buf = []
+                quoted_escape = False
+                while pos < len(txt) and txt[pos] not in ",{}\"":
+                    if txt[pos] == "\\" and pos + 1 < len(txt):
+                        pos += 1
+                        quoted_escape = True
+                    buf.append(txt[pos])
+                    pos += 1
+                word = "".join(buf).strip(_ARRAY_SPACE)
+                if not word:
+                    raise bad
+                out.append(None if word.upper() == "NULL" and not quoted_escape else word)
+            while pos < len(txt) and txt[pos] in _ARRAY_SPACE:
+                pos += 1
+            if pos >= len(txt):
+                raise bad
+            if txt[pos] == "}":
+                pos += 1
+                return out
+            if txt[pos] != ",":
+                raise bad
+            pos += 1
+
+    out = parse_level()
+    if txt[pos:].strip(_ARRAY_SPACE):
+        raise bad
+    dims = array_dims(out, bad)
+    if dims_given is not None and dims and dims_given != dims:
+        raise SqlError(INVALID_TEXT_REPRESENTATION, f'malformed array literal: "{s}"',
+                       detail="Specified array dimensions do not match array contents.")
+    return out
+
+
+def array_dims(v: list, error: SqlError | None = None) -> list[int]:
+    """The size of each dimension of an array value (nested lists, rectangular; ``[]``
+    for an empty array). Raises ``error`` (default 2202E, as ARRAY[...] does) when the
+    sub-arrays differ in size or depth."""
+    if not v:
         return []
-    out: list[str | None] = []
-    i, n = 0, len(inner)
-    while True:
-        while i < n and inner[i].isspace():
-            i += 1
-        if i < n and inner[i] == "{":
-            raise SqlError(FEATURE_NOT_SUPPORTED, "multi-dimensional arrays are not supported")
-        if i < n and inner[i] == '"':
-            i += 1
-            buf = []
-            while i < n and inner[i] != '"':
-                if inner[i] == "\\" and i + 1 < n:
-                    i += 1
-                buf.append(inner[i])
-                i += 1
-            if i >= n:
-                raise bad
-            i += 1
-            out.append("".join(buf))
-            while i < n and inner[i].isspace():
-                i += 1
-        else:
-            buf = []
-            while i < n and inner[i] not in ",{}\"":
-                if inner[i] == "\\" and i + 1 < n:
-                    i += 1
-                buf.append(inner[i])
-                i += 1
-            word = "".join(buf).strip()
-            if not word:
-                raise bad
-            out.append(None if word.upper() == "NULL" else word)
-        if i >= n:
-            return out
-        if inner[i] != ",":
-            raise bad
-        i += 1
+    err = error or SqlError("2202E", "multidimensional arrays must have array expressions with matching dimensions")
+    nested = [isinstance(e, list) for e in v]
+    if not any(nested):
+        return [len(v)]
+    if not all(nested):
+        raise err
+    inner = [array_dims(e, error) for e in v]
+    if any(d != inner[0] for d in inner) or not inner[0]:
+        raise err
+    return [len(v)] + inner[0]
 
 
-_DATE = re.compile(r"^\s*(\d{1,5})-(\d{1,2})-(\d{1,2})\s*$")
+def map_elements(v: list, f) -> list:
+    """``v`` (an array value, nested lists for several dimensions) with ``f`` applied to
+    each non-NULL element."""
+    return [map_elements(e, f) if isinstance(e, list) else None if e is None else f(e) for e in v]
+
+
+_DATE = re.compile(r"^\s*(\d{1,7})-(\d{1,2})-(\d{1,2})\s*$")
 _TS = re.compile(
-    r"^\s*(\d{1,5})-(\d{1,2})-(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*$"
+    r"^\s*(\d{1,7})-(\d{1,2})-(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*$"
 )
+_ERA = re.compile(r"\s+(BC|AD)\s*$", re.I)
+#: date_in's and timestamp_in's special words (PostgreSQL 8.5.1.4) with fixed values
+_SPECIAL = {"infinity": "infinity", "+infinity": "infinity", "-infinity": "-infinity", "epoch": "epoch"}
 
 
-def parse_date(s: str) -> dt.date:
-    m = _DATE.match(s)
+def _era(s: str) -> tuple[str, bool]:
+    """``s`` without a trailing ``BC``/``AD``, and whether it was BC."""
+    m = _ERA.search(s)
+    return (s[: m.start()], m.group(1).upper() == "BC") if m else (s, False)
+
+
+def _days(y: int, mo: int, d: int, bc: bool, s: str) -> int:
+    """Days since 2000-01-01 of a date as written (year 1 BC is year 0).
+
+    Raises:
+        SqlError 22008 for a month or day that does not exist, or a year past the range."""
+    if bc:
+        y = 1 - y
+    if y == 0 and not bc or not 1 <= mo <= 12 or not 1 <= d <= 31:
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"')
+    j = date2j(y, mo, d)
+    if j2date(j) != (y, mo, d):
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"')
+    if not 0 <= j <= 2147483494:
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date out of range: "{s}"')
+    return j - 2451545
+
+
+def parse_date(s: str):
+    """``date`` input (PostgreSQL 8.5.1.1): ``YYYY-MM-DD`` (a timestamp's date part is
+    taken), ``BC``, years past 9999, ``infinity``, ``-infinity``, ``epoch``. A
+    ``datetime.date`` where Python has one, else a FarDate.
+
+    Raises:
+        SqlError 22007 for bad syntax; 22008 for dates that do not exist or are out of range."""
+    word = _SPECIAL.get(s.strip().lower())
+    if word == "epoch":
+        return dt.date(1970, 1, 1)
+    if word is not None:
+        return FarDate(FarDate.INFINITY if word == "infinity" else FarDate.NEG_INFINITY)
+    body, bc = _era(s)
+    m = _DATE.match(body) or _TS.match(body)
     if not m:
-        ts = _TS.match(s)
-        if not ts:
-            raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type date: "{s}"')
-        m = ts
-    try:
-        return dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-    except ValueError:
-        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
+        raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type date: "{s}"')
+    return date_from_days(_days(int(m.group(1)), int(m.group(2)), int(m.group(3)), bc, s))
 
 
-def parse_timestamp(s: str) -> dt.datetime:
-    m = _TS.match(s)
+def parse_timestamp(s: str):
+    """``timestamp`` input: ``YYYY-MM-DD[ HH:MM[:SS[.ffffff]]]`` and what ``parse_date``
+    takes besides. A ``datetime.datetime`` where Python has one, else a FarTimestamp."""
+    word = _SPECIAL.get(s.strip().lower())
+    if word == "epoch":
+        return dt.datetime(1970, 1, 1)
+    if word is not None:
+        return FarTimestamp(FarTimestamp.INFINITY if word == "infinity" else FarTimestamp.NEG_INFINITY)
+    body, bc = _era(s)
+    m = _TS.match(body)
     if not m:
         raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type timestamp: "{s}"')
     y, mo, d, h, mi, sec, frac = m.groups()
+    micro = int((frac or "0").ljust(6, "0")[:6]) if frac else 0
+    h, mi, sec = int(h or 0), int(mi or 0), int(sec or 0)
+    if h > 24 or mi > 59 or sec > 60 or (h == 24 and (mi or sec or micro)):
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"')
+    days = _days(int(y), int(mo), int(d), bc, s)
+    return timestamp_from_micros(days * 86_400_000_000 + ((h * 60 + mi) * 60 + sec) * 1_000_000 + micro, False)
+
+
+_TZ = re.compile(r"^(.*?)(?:\s*(Z|UTC|[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?))?\s*$", re.I)
+
+#: the session's TimeZone, as a tzinfo (``set_session_time_zone``): what timestamptz input
+#: without an offset means and what timestamptz output shows
+_SESSION_TIME_ZONE: contextvars.ContextVar = contextvars.ContextVar("session_time_zone", default=dt.timezone.utc)
+
+
+def set_session_time_zone(zone: dt.tzinfo) -> None:
+    """Make ``zone`` the session time zone of this statement (and thread)."""
+    _SESSION_TIME_ZONE.set(zone)
+
+
+def session_time_zone() -> dt.tzinfo:
+    return _SESSION_TIME_ZONE.get()
+
+
+_POSIX_TZ = re.compile(r"^(?:[A-Za-z]{3,}|<[^>]+>)?([+-]?)(\d{1,2})(?::(\d{2})(?::(\d{2}))?)?$")
+
+
+@functools.lru_cache(maxsize=256)
+def parse_time_zone(value: str) -> dt.tzinfo:
+    """A ``TimeZone`` setting as a tzinfo (PostgreSQL 8.5.3 "Time Zones"): a name of the
+    IANA database (``Europe/Rome``, ``UTC``), a number of hours east of UTC (``-7``,
+    ``5.5``), or a POSIX-style specification, whose offset is hours *west* of UTC
+    (``'-02:00'`` and ``'XYZ-2'`` are two hours east; ``'NOSUCH0'`` is UTC).
+
+    Raises:
+        SqlError 22023 for anything else."""
+    import zoneinfo
+
+    v = value.strip()
     try:
-        micro = int((frac or "0").ljust(6, "0")[:6]) if frac else 0
-        return dt.datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(sec or 0), micro)
+        hours = float(v)
     except ValueError:
-        raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
+        hours = None
+    if hours is not None and math.isfinite(hours) and abs(hours) < 168:
+        return dt.timezone(dt.timedelta(hours=hours))
+    m = _POSIX_TZ.match(v)
+    if m:
+        secs = int(m.group(2)) * 3600 + int(m.group(3) or 0) * 60 + int(m.group(4) or 0)
+        if secs < 168 * 3600:
+            return dt.timezone(dt.timedelta(seconds=secs if m.group(1) == "-" else -secs))
+    if v.upper() in ("UTC", "GMT", "Z", "ZULU", "UCT"):
+        return dt.timezone.utc
+    try:
+        if v and not v.startswith(("/", ".")) and ".." not in v:
+            return zoneinfo.ZoneInfo(v)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        pass
+    lower = {z.lower(): z for z in _zone_names()}  # PostgreSQL matches names case-insensitively
+    if v.lower() in lower:
+        return zoneinfo.ZoneInfo(lower[v.lower()])
+    raise SqlError("22023", f'invalid value for parameter "TimeZone": "{value}"')
 
 
-_TZ = re.compile(r"^(.*?)(?:\s*(Z|UTC|[+-]\d{1,2}(?::?\d{2})?))?\s*$", re.I)
+@functools.cache
+def _zone_names() -> frozenset[str]:
+    import zoneinfo
+
+    return frozenset(zoneinfo.available_timezones())
 
 
 def parse_timestamptz(s: str) -> dt.datetime:
-    """``timestamp with time zone`` input: an offset (``+02``, ``-05:30``, ``Z``, ``UTC``)
-    or, with none, the session time zone (always UTC here). Returns an aware UTC datetime."""
-    m = _TZ.match(s)
-    base, off = m.group(1), m.group(2)
-    ts = parse_timestamp(base)
-    delta = dt.timedelta(0)
-    if off and off.upper() not in ("Z", "UTC"):
+    """``timestamp with time zone`` input: an offset (``+02``, ``-05:30``, ``+01:02:03``,
+    ``Z``, ``UTC``) or, with none, the session time zone (``set_session_time_zone``).
+    Returns an aware UTC datetime."""
+    word = _SPECIAL.get(s.strip().lower())
+    if word in ("infinity", "-infinity"):
+        return FarTimestamp(parse_timestamp(s).micros, True)
+    if word == "epoch":  # an instant: 1970-01-01 00:00:00+00 in every zone
+        return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+    body, bc = _era(s)
+    era = " BC" if bc else ""
+    if _TS.match(body):  # no offset ('2000-01-01' is not 2000-01 at -01)
+        base, off = body, None
+    else:
+        m = _TZ.match(body)
+        base, off = m.group(1), m.group(2)
+    ts = parse_timestamp(base + era)
+    if not off:
+        zone = session_time_zone()
+        if isinstance(ts, FarTimestamp):
+            offset = 0 if zone is dt.timezone.utc else int(dt.datetime(2000, 1, 1, tzinfo=zone).utcoffset().total_seconds())
+            return timestamp_from_micros(ts.micros - offset * 1_000_000, True)
+        if zone is dt.timezone.utc:
+            return ts.replace(tzinfo=dt.timezone.utc)
+        try:
+            return ts.replace(tzinfo=zone).astimezone(dt.timezone.utc)
+        except OverflowError:
+            return timestamp_from_micros(timestamp_micros(ts) - int(ts.replace(tzinfo=zone).utcoffset().total_seconds())
+                                         * 1_000_000, True)
+    offset = 0
+    if off.upper() not in ("Z", "UTC"):
         sign = -1 if off.startswith("-") else 1
         digits = off[1:].replace(":", "")
-        delta = sign * dt.timedelta(hours=int(digits[:2] if len(digits) > 2 else digits), minutes=int(digits[2:] or 0) if len(digits) > 2 else 0)
-    return (ts - delta).replace(tzinfo=dt.timezone.utc)
+        if len(digits) <= 2:
+            digits = digits.zfill(2)
+        offset = sign * (int(digits[:2]) * 3600 + int(digits[2:4] or 0) * 60 + int(digits[4:6] or 0))
+    return timestamp_from_micros(timestamp_micros(ts) - offset * 1_000_000, True)
 
 
 _UNITS = {
@@ -445,8 +673,156 @@ def format_float(v: float, t: SqlType) -> str:
     return ("-" if neg else "") + out
 
 
-def format_text(v, t: SqlType) -> str:
-    """The text form of a non-NULL value of type ``t`` in a DataRow."""
+@dataclass(frozen=True)
+class DateStyle:
+    """PostgreSQL's ``DateStyle`` (sections 8.5.2 "Date/Time Output" and 19.11.2): the
+    output ``style`` of dates and timestamps (ISO, SQL, Postgres or German) and the
+    ``order`` of day, month and year (YMD, DMY or MDY) for the styles that depend on it.
+    ``str()`` is the setting as PostgreSQL reports it: ``"ISO, MDY"``."""
+
+    style: str = "ISO"
+    order: str = "MDY"
+
+    def __str__(self) -> str:
+        return f"{self.style}, {self.order}"
+
+
+#: the default, and the form every path but the wire's text output uses
+ISO_DATESTYLE = DateStyle()
+
+_DATESTYLE_WORDS = {"iso": ("style", "ISO"), "sql": ("style", "SQL"), "postgres": ("style", "Postgres"),
+                    "german": ("style", "German"), "ymd": ("order", "YMD"), "dmy": ("order", "DMY"),
+                    "euro": ("order", "DMY"), "european": ("order", "DMY"), "mdy": ("order", "MDY"),
+                    "us": ("order", "MDY"), "noneuro": ("order", "MDY"), "noneuropean": ("order", "MDY")}
+
+
+def parse_datestyle(value: str, current: DateStyle = ISO_DATESTYLE) -> DateStyle:
+    """``SET datestyle = value``: comma-separated keywords, each a style or an order
+    (PostgreSQL's ``check_datestyle``: ``Euro``/``European`` mean DMY, ``US``/``NonEuro``
+    MDY, ``German`` also sets DMY unless an order is given, ``DEFAULT`` is ISO, MDY);
+    what is not given stays as in ``current``.
+
+    Raises:
+        SqlError 22023 for an unknown keyword or two different styles or orders."""
+    style = order = None
+    german_order = None
+    for word in (w.strip().strip('"').lower() for w in value.split(",")):
+        if word == "default":
+            found = [("style", "ISO"), ("order", "MDY")]
+        elif word in _DATESTYLE_WORDS:
+            found = [_DATESTYLE_WORDS[word]]
+        else:
+            raise SqlError("22023", f'invalid value for parameter "DateStyle": "{value}"',
+                           detail=f'Unrecognized key word: "{word}".')
+        for kind, v in found:
+            if kind == "style":
+                if style is not None and style != v:
+                    raise SqlError("22023", f'invalid value for parameter "DateStyle": "{value}"',
+                                   detail='Conflicting "datestyle" specifications.')
+                style = v
+                if v == "German" and order is None:
+                    german_order = "DMY"
+            else:
+                if order is not None and order != v:
+                    raise SqlError("22023", f'invalid value for parameter "DateStyle": "{value}"',
+                                   detail='Conflicting "datestyle" specifications.')
+                order = v
+    return DateStyle(style or current.style, order or german_order or current.order)
+
+
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def format_date(d, ds: DateStyle = ISO_DATESTYLE) -> str:
+    """A date as PostgreSQL's ``EncodeDateOnly`` writes it in DateStyle ``ds``: ISO
+    ``1997-12-17``, SQL ``12/17/1997`` (DMY: ``17/12/1997``), German ``17.12.1997``,
+    Postgres ``12-17-1997`` (DMY: ``17-12-1997``); ``infinity``, and `` BC`` after
+    dates before year 1 (a FarDate)."""
+    if isinstance(d, FarDate):
+        if d.infinite:
+            return "infinity" if d.days > 0 else "-infinity"
+        y, m, day = j2date(d.days + 2451545)
+    else:
+        y, m, day = d.year, d.month, d.day
+    return _format_ymd(y, m, day, ds)
+
+
+def _format_ymd(y: int, m: int, day: int, ds: DateStyle) -> str:
+    bc = y <= 0
+    y = 1 - y if bc else y
+    if ds.style == "ISO":
+        out = f"{y:04d}-{m:02d}-{day:02d}"
+    elif ds.style == "German":
+        out = f"{day:02d}.{m:02d}.{y:04d}"
+    else:
+        sep = "/" if ds.style == "SQL" else "-"
+        first, second = (day, m) if ds.order == "DMY" else (m, day)
+        out = f"{first:02d}{sep}{second:02d}{sep}{y:04d}"
+    return out + (" BC" if bc else "")
+
+
+def format_timestamp(v, ds: DateStyle = ISO_DATESTYLE, zone: str | None = None) -> str:
+    """A timestamp as PostgreSQL's ``EncodeDateTime`` writes it in DateStyle ``ds``, with
+    ``zone`` after it in the styles other than ISO (a timestamptz's zone abbreviation,
+    see ``format_timestamptz``): ISO ``1997-12-17 07:37:16.5``, SQL ``12/17/1997 07:37:16.5``,
+    German ``17.12.1997 07:37:16.5``, Postgres ``Wed Dec 17 07:37:16.5 1997``. Fractional
+    seconds lose their trailing zeros; `` BC`` ends times before year 1 (a FarTimestamp),
+    and ``infinity`` is itself."""
+    if isinstance(v, FarTimestamp):
+        if v.infinite:
+            return "infinity" if v.micros > 0 else "-infinity"
+        y, m, d, h, mi, sec, us = v.fields()
+    else:
+        y, m, d, h, mi, sec, us = v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond
+    hms = f"{h:02d}:{mi:02d}:{sec:02d}"
+    if us:
+        hms += f".{us:06d}".rstrip("0")
+    bc = " BC" if y <= 0 else ""
+    if ds.style == "ISO":
+        return f"{_format_ymd(y, m, d, ds).removesuffix(' BC')} {hms}" + (f"{zone}" if zone else "") + bc
+    if ds.style == "Postgres":
+        day, mon = f"{d:02d}", _MONTHS[m - 1]
+        md = f"{day} {mon}" if ds.order == "DMY" else f"{mon} {day}"
+        weekday = _WEEKDAYS[(date2j(y, m, d) + 1) % 7 - 1]  # j2day: 0 is Sunday
+        out = f"{weekday} {md} {hms} {1 - y if bc else y:04d}"
+    else:
+        out = f"{_format_ymd(y, m, d, ds).removesuffix(' BC')} {hms}"
+    return out + (f" {zone}" if zone is not None else "") + bc
+
+
+def format_timestamptz(v, ds: DateStyle = ISO_DATESTYLE) -> str:
+    """A timestamptz in the session time zone: ISO writes the offset (``+02``,
+    ``+05:30``), the other styles the zone's abbreviation (``CET``; the offset when the
+    zone has none)."""
+    zone = session_time_zone()
+    if isinstance(v, FarTimestamp):
+        if v.infinite:
+            return format_timestamp(v, ds)
+        # outside datetime's years: the zone's offset of 2000 (exact for fixed offsets)
+        offset = int(dt.datetime(2000, 1, 1, tzinfo=zone).utcoffset().total_seconds())
+        local = FarTimestamp(v.micros + offset * 1_000_000)
+        name = format_utc_offset(offset)
+        return format_timestamp(local, ds, name)
+    v = v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)
+    try:
+        local = v.astimezone(zone)
+    except OverflowError:  # past year 9999 in that zone
+        offset = int(v.replace(tzinfo=None).replace(tzinfo=zone).utcoffset().total_seconds())
+        local_far = timestamp_from_micros(timestamp_micros(v) + offset * 1_000_000, False)
+        return format_timestamp(local_far, ds, format_utc_offset(offset))
+    offset = int(local.utcoffset().total_seconds())
+    if ds.style == "ISO":
+        return format_timestamp(local.replace(tzinfo=None), ds, format_utc_offset(offset))
+    name = local.tzname()
+    if not name or name.startswith(("UTC+", "UTC-")):
+        name = format_utc_offset(offset)
+    return format_timestamp(local.replace(tzinfo=None), ds, name)
+
+
+def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
+    """The text form of a non-NULL value of type ``t`` in a DataRow; dates and timestamps
+    in DateStyle ``ds``."""
     n = t.name
     if n == "bool":
         return "t" if v else "f"
@@ -459,32 +835,29 @@ def format_text(v, t: SqlType) -> str:
             return format(v, "f")
         return str(v)
     if n == "date":
-        return v.isoformat()
+        return format_date(v, ds)
     if n == "timestamp":
-        s = v.strftime("%Y-%m-%d %H:%M:%S")
-        if v.microsecond:
-            s += f".{v.microsecond:06d}".rstrip("0")
-        return s
+        return format_timestamp(v, ds)
     if n == "timestamptz":
-        v = v.astimezone(dt.timezone.utc) if v.tzinfo else v
-        s = v.strftime("%Y-%m-%d %H:%M:%S")
-        if v.microsecond:
-            s += f".{v.microsecond:06d}".rstrip("0")
-        return s + "+00"
+        return format_timestamptz(v, ds)
     if n == "interval":
         return v.pg_text()
-    if n == "time":
-        out = v.strftime("%H:%M:%S")
-        return out + (f".{v.microsecond:06d}".rstrip("0") if v.microsecond else "")
+    if n in ("time", "timetz"):
+        out = v.strftime("%H:%M:%S") + (f".{v.microsecond:06d}".rstrip("0") if v.microsecond else "")
+        if n == "timetz":
+            off = v.utcoffset()
+            out += format_utc_offset(int(off.total_seconds()) if off is not None else 0)
+        return out
     if n == "bytea":
         return "\\x" + bytes(v).hex()
     if t.is_array:
-        return "{" + ",".join("NULL" if e is None else _array_element(format_text(e, t.element)) for e in v) + "}"
+        return "{" + ",".join("NULL" if e is None else format_text(e, t, ds) if isinstance(e, list)
+                              else _array_element(format_text(e, t.element, ds)) for e in v) + "}"
     return str(v)
 
 
 def _array_element(s: str) -> str:
     # array_out quotes empty strings, NULL look-alikes and text with delimiters or spaces.
-    if s == "" or s.upper() == "NULL" or any(c in s for c in '{},"\\ \t\n'):
+    if s == "" or s.upper() == "NULL" or any(c in s for c in '{},"\\' + _ARRAY_SPACE):
         return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return s

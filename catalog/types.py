@@ -8,6 +8,7 @@ the OIDs are those of ``pg_type`` (``src/include/catalog/pg_type.dat``).
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import functools
 from dataclasses import dataclass
 
@@ -131,11 +132,14 @@ _INFO = {
     "text": (25, -1, "S", "text"),
     "varchar": (1043, -1, "S", "character varying"),
     "bpchar": (1042, -1, "S", "character"),
+    # identifiers in catalogs: text of at most 63 bytes (NAMEDATALEN - 1)
+    "name": (19, 64, "S", "name"),
     "date": (1082, 4, "D", "date"),
     "timestamp": (1114, 8, "D", "timestamp without time zone"),
     "timestamptz": (1184, 8, "D", "timestamp with time zone"),
     "interval": (1186, 16, "T", "interval"),
     "time": (1083, 8, "D", "time without time zone"),
+    "timetz": (1266, 12, "D", "time with time zone"),
     "bytea": (17, -1, "U", "bytea"),
     "uuid": (2950, 16, "U", "uuid"),
     "jsonb": (3802, -1, "U", "jsonb"),
@@ -147,8 +151,8 @@ _INFO = {
 #: element type name -> OID of its one-dimensional array type (pg_type.dat ``typarray``)
 ARRAY_OIDS = {
     "bool": 1000, "oid": 1028, "int2": 1005, "int4": 1007, "int8": 1016, "numeric": 1231, "float4": 1021,
-    "float8": 1022, "text": 1009, "varchar": 1015, "bpchar": 1014, "date": 1182, "timestamp": 1115,
-    "timestamptz": 1185, "interval": 1187, "time": 1183, "bytea": 1001, "uuid": 2951, "jsonb": 3807,
+    "float8": 1022, "text": 1009, "name": 1003, "varchar": 1015, "bpchar": 1014, "date": 1182, "timestamp": 1115,
+    "timestamptz": 1185, "interval": 1187, "time": 1183, "timetz": 1270, "bytea": 1001, "uuid": 2951, "jsonb": 3807,
 }
 
 _ARROW = {
@@ -162,6 +166,7 @@ _ARROW = {
     "text": pa.string(),
     "varchar": pa.string(),
     "bpchar": pa.string(),
+    "name": pa.string(),
     "unknown": pa.string(),
     "date": pa.date32(),
     "timestamp": pa.timestamp("us"),
@@ -169,6 +174,9 @@ _ARROW = {
     # Parquet has no interval type with months, days and microseconds apart: a struct.
     "interval": pa.struct([("months", pa.int32()), ("days", pa.int32()), ("micros", pa.int64())]),
     "time": pa.time64("us"),
+    # Parquet and Spark have no time with time zone: timetz_out's text, which the result
+    # reader parses back (catalog.textio.parse_timetz)
+    "timetz": pa.string(),
     "bytea": pa.binary(),
     "uuid": pa.string(),  # canonical lowercase text; Spark has no uuid type
     "jsonb": pa.string(),  # normalized text (keys ordered, as jsonb_out prints them)
@@ -189,6 +197,7 @@ TIMESTAMP = SqlType("timestamp")
 TIMESTAMPTZ = SqlType("timestamptz")
 INTERVAL = SqlType("interval")
 TIME = SqlType("time")
+TIMETZ = SqlType("timetz")
 BYTEA = SqlType("bytea")
 UUID = SqlType("uuid")
 JSONB = SqlType("jsonb")
@@ -204,7 +213,7 @@ _ALIASES = {
     "numeric": "numeric", "decimal": "numeric",
     "float4": "float4", "real": "float4",
     "float8": "float8", "double precision": "float8", "float": "float8",
-    "text": "text", "string": "text",
+    "text": "text", "string": "text", "name": "name",
     "varchar": "varchar", "character varying": "varchar",
     "bpchar": "bpchar", "char": "bpchar", "character": "bpchar",
     "date": "date",
@@ -212,11 +221,13 @@ _ALIASES = {
     "timestamptz": "timestamptz", "timestamp with time zone": "timestamptz",
     "interval": "interval",
     "time": "time", "time without time zone": "time",
+    "timetz": "timetz", "time with time zone": "timetz",
     "bytea": "bytea", "uuid": "uuid",
     "jsonb": "jsonb", "json": "jsonb",  # Materialize: json is an alias of jsonb
 }
 
-_BY_OID = {info[0]: name for name, info in _INFO.items()} | {oid: "_" + e for e, oid in ARRAY_OIDS.items()}
+_BY_OID = {info[0]: name for name, info in _INFO.items()} | {oid: "_" + e for e, oid in ARRAY_OIDS.items()} \
+    | {114: "jsonb", 199: "_jsonb"}  # json and json[] arrive as jsonb: Materialize's json is jsonb
 
 
 def type_from_oid(oid: int) -> SqlType | None:
@@ -343,3 +354,174 @@ class Interval:
             t = f"{h:02d}:{mi:02d}:{s:02d}" + (f".{frac:06d}".rstrip("0") if frac else "")
             parts.append(("-" if self.micros < 0 else "") + t)
         return " ".join(parts)
+
+
+# -- dates and timestamps that datetime cannot hold -------------------------------------
+
+#: PostgreSQL's day count of 2000-01-01 (POSTGRES_EPOCH_JDATE, a Julian day number)
+_PG_EPOCH_JDATE = 2451545
+_PG_EPOCH_ORDINAL = 730120  # datetime.date(2000, 1, 1).toordinal()
+_US_PER_DAY = 86_400_000_000
+
+
+def date2j(y: int, m: int, d: int) -> int:
+    """The Julian day number of a proleptic Gregorian date (PostgreSQL's ``date2j``;
+    year 0 is 1 BC)."""
+    if m > 2:
+        m, y = m + 1, y + 4800
+    else:
+        m, y = m + 13, y + 4799
+    century = y // 100
+    return y * 365 - 32167 + y // 4 - century + century // 4 + 7834 * m // 256 + d
+
+
+def j2date(jd: int) -> tuple[int, int, int]:
+    """(year, month, day) of a Julian day number (PostgreSQL's ``j2date``)."""
+    julian = jd + 32044
+    quad = julian // 146097
+    extra = (julian - quad * 146097) * 4 + 3
+    julian += 60 + quad * 3 + extra // 146097
+    quad = julian // 1461
+    julian -= quad * 1461
+    y = julian * 4 // 1461
+    julian = ((julian + 305) % 365 if y != 0 else (julian + 306) % 366) + 123
+    y += quad * 4
+    quad = julian * 2141 // 65536
+    return y - 4800, (quad + 10) % 12 + 1, julian - 7834 * quad // 256
+
+
+@functools.total_ordering
+@dataclass(frozen=True, eq=False)
+class FarDate:
+    """A ``date`` that ``datetime.date`` cannot hold (PostgreSQL 8.5: 4713 BC to
+    5874897 AD, and ``infinity``/``-infinity``): ``days`` since 2000-01-01, PostgreSQL's
+    own count (``DATEVAL_NOBEGIN``/``NOEND`` for the infinities). Compares with dates.
+    Evaluated in environmentd only: tables refuse them (Parquet and Spark dates stop at
+    year 9999)."""
+
+    days: int
+
+    INFINITY = 2**31 - 1
+    NEG_INFINITY = -(2**31)
+
+    @property
+    def infinite(self) -> bool:
+        return self.days in (self.INFINITY, self.NEG_INFINITY)
+
+    def isoformat(self) -> str:
+        """date_out in ISO style: ``infinity``, ``10000-01-01``, ``0001-12-31 BC``."""
+        if self.infinite:
+            return "infinity" if self.days > 0 else "-infinity"
+        y, m, d = j2date(self.days + _PG_EPOCH_JDATE)
+        return f"{y:04d}-{m:02d}-{d:02d}" if y > 0 else f"{1 - y:04d}-{m:02d}-{d:02d} BC"
+
+    def __str__(self) -> str:
+        return self.isoformat()
+
+    def __eq__(self, o) -> bool:
+        k = date_days(o)
+        return k is not None and self.days == k
+
+    def __lt__(self, o) -> bool:
+        k = date_days(o)
+        if k is None:
+            return NotImplemented
+        return self.days < k
+
+    def __hash__(self) -> int:
+        return hash(("date", self.days))
+
+
+def date_days(v) -> int | None:
+    """Days since 2000-01-01 of a date value (``datetime.date`` or FarDate)."""
+    if isinstance(v, FarDate):
+        return v.days
+    if isinstance(v, dt.date) and not isinstance(v, dt.datetime):
+        return v.toordinal() - _PG_EPOCH_ORDINAL
+    return None
+
+
+def date_from_days(days: int):
+    """The date ``days`` after 2000-01-01: a ``datetime.date`` where it can be one, else
+    a FarDate. Raises SqlError 22008 past PostgreSQL's range."""
+    if FarDate.NEG_INFINITY < days < FarDate.INFINITY:
+        ordinal = days + _PG_EPOCH_ORDINAL
+        if 1 <= ordinal <= dt.date.max.toordinal():
+            return dt.date.fromordinal(ordinal)
+        if 0 <= days + _PG_EPOCH_JDATE <= 2147483494:  # JULIAN_MIN (4714-11-24 BC) .. END_JDATE
+            return FarDate(days)
+    elif days in (FarDate.INFINITY, FarDate.NEG_INFINITY):
+        return FarDate(days)
+    raise SqlError("22008", "date out of range")
+
+
+@functools.total_ordering
+@dataclass(frozen=True, eq=False)
+class FarTimestamp:
+    """A ``timestamp`` (``tz`` False) or ``timestamptz`` (``tz`` True, a UTC instant)
+    that ``datetime.datetime`` cannot hold: ``micros`` since 2000-01-01 00:00, PostgreSQL's
+    own count, ``DT_NOBEGIN``/``DT_NOEND`` for ``-infinity``/``infinity``. Evaluated in
+    environmentd only, as FarDate."""
+
+    micros: int
+    tz: bool = False
+
+    INFINITY = 2**63 - 1
+    NEG_INFINITY = -(2**63)
+
+    @property
+    def infinite(self) -> bool:
+        return self.micros in (self.INFINITY, self.NEG_INFINITY)
+
+    def fields(self) -> tuple[int, int, int, int, int, int, int]:
+        """(year, month, day, hour, minute, second, microsecond); year 0 is 1 BC."""
+        days, us = divmod(self.micros, _US_PER_DAY)
+        y, m, d = j2date(days + _PG_EPOCH_JDATE)
+        h, us = divmod(us, 3_600_000_000)
+        mi, us = divmod(us, 60_000_000)
+        s, us = divmod(us, 1_000_000)
+        return y, m, d, h, mi, s, us
+
+    def __eq__(self, o) -> bool:
+        k = timestamp_micros(o)
+        return k is not None and self.micros == k
+
+    def __lt__(self, o) -> bool:
+        k = timestamp_micros(o)
+        if k is None:
+            return NotImplemented
+        return self.micros < k
+
+    def __hash__(self) -> int:
+        return hash(("timestamp", self.micros))
+
+
+_PG_EPOCH = dt.datetime(2000, 1, 1)
+
+
+def timestamp_micros(v) -> int | None:
+    """Microseconds since 2000-01-01 00:00 (UTC for aware values) of a timestamp value."""
+    if isinstance(v, FarTimestamp):
+        return v.micros
+    if isinstance(v, dt.datetime):
+        if v.tzinfo is not None:
+            v = v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        delta = v - _PG_EPOCH
+        return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+    return None
+
+
+def timestamp_from_micros(micros: int, tz: bool):
+    """The timestamp ``micros`` after 2000-01-01 00:00: a ``datetime`` (aware UTC when
+    ``tz``) where it can be one, else a FarTimestamp. Raises SqlError 22008 past
+    PostgreSQL's range (4714 BC to 294276 AD)."""
+    if micros in (FarTimestamp.INFINITY, FarTimestamp.NEG_INFINITY):
+        return FarTimestamp(micros, tz)
+    try:
+        v = _PG_EPOCH + dt.timedelta(microseconds=micros)
+        return v.replace(tzinfo=dt.timezone.utc) if tz else v
+    except OverflowError:
+        pass
+    if -211813488000000000 <= micros < 9224318016000000000:  # MIN_TIMESTAMP .. END_TIMESTAMP
+        return FarTimestamp(micros, tz)
+    raise SqlError("22008", "timestamp out of range")

@@ -17,8 +17,8 @@ from decimal import Decimal, ROUND_HALF_UP
 from catalog.errors import (
     SqlError, NUMERIC_VALUE_OUT_OF_RANGE, FEATURE_NOT_SUPPORTED,
 )
-from catalog.textio import check_int, fit_numeric, fit_string, format_text, parse_text, INT_RANGES
-from catalog.types import SqlType
+from catalog.textio import check_int, fit_numeric, fit_string, format_text, parse_text, session_time_zone, INT_RANGES
+from catalog.types import FarDate, FarTimestamp, SqlType, date_from_days, timestamp_from_micros
 from planner.functions import FUNCTIONS
 from planner.functions.array import any_all
 from planner.functions.datetime import add_interval
@@ -41,10 +41,12 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
     if v is None:
         return None
     s, d = src.name, dst.name
-    if s in ("unknown", "text", "varchar", "bpchar") and d not in ("text", "varchar", "bpchar", "unknown"):
+    if s in ("unknown", "text", "varchar", "bpchar", "name") and d not in ("text", "varchar", "bpchar", "unknown"):
         text = v.rstrip(" ") if s == "bpchar" else v
         return parse_text(text, dst, explicit)
-    if d in ("text", "varchar", "bpchar", "unknown"):
+    if d in ("text", "varchar", "bpchar", "unknown", "name"):
+        if d == "name":
+            return parse_text(v if isinstance(v, str) else format_text(v, src), dst)
         text = v.rstrip(" ") if s == "bpchar" and d != "bpchar" else (v if isinstance(v, str) else format_text(v, src))
         return fit_string(text, dst, explicit) if d in ("varchar", "bpchar") else text
     if d in INT_RANGES:
@@ -76,6 +78,9 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
             return v
         if s == "int4":
             return v != 0
+    if (s, d) in (("date", "timestamp"), ("date", "timestamptz"), ("timestamp", "date"), ("timestamptz", "date"),
+                  ("timestamp", "timestamptz"), ("timestamptz", "timestamp")) and isinstance(v, (FarDate, FarTimestamp)):
+        return _far_cast(v, d)
     if d == "date":
         if s == "date":
             return v
@@ -86,25 +91,54 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
             return v
         if s == "date":
             return dt.datetime(v.year, v.month, v.day)
+    # timestamp and date <-> timestamptz: in the session's time zone (PostgreSQL 8.5.1.3)
     if d == "timestamptz":
         if s == "timestamptz":
             return v
-        if s == "timestamp":
-            return v.replace(tzinfo=dt.timezone.utc)
-        if s == "date":
-            return dt.datetime(v.year, v.month, v.day, tzinfo=dt.timezone.utc)
+        if s in ("timestamp", "date"):
+            local = v if s == "timestamp" else dt.datetime(v.year, v.month, v.day)
+            try:
+                return local.replace(tzinfo=session_time_zone()).astimezone(dt.timezone.utc)
+            except OverflowError:
+                raise SqlError("22008", "timestamp out of range") from None
     if s == "timestamptz" and d in ("timestamp", "date"):
-        naive = v.astimezone(dt.timezone.utc).replace(tzinfo=None)
+        try:
+            naive = v.astimezone(session_time_zone()).replace(tzinfo=None)
+        except OverflowError:
+            raise SqlError("22008", "timestamp out of range") from None
         return naive if d == "timestamp" else naive.date()
     if d == "interval" and s == "interval":
         return v
-    if src.is_array and dst.is_array:
-        return [cast_value(x, src.element, dst.element, explicit) for x in v]
-    if d == "time" and s in ("time", "timestamp"):
-        return v if s == "time" else v.time()
+    if src.is_array and dst.is_array:  # nested lists for several dimensions
+        return [cast_value(x, src, dst, explicit) if isinstance(x, list) else cast_value(x, src.element, dst.element, explicit)
+                for x in v]
+    if d == "time" and s in ("time", "timestamp", "timetz"):
+        return v.replace(tzinfo=None) if s == "timetz" else v if s == "time" else v.time()
+    if d == "timetz" and s in ("time", "timetz", "timestamptz"):
+        # PostgreSQL: time -> timetz takes the session's time zone (UTC here)
+        if s == "timestamptz":
+            return v.astimezone(dt.timezone.utc).timetz()
+        return v if s == "timetz" else v.replace(tzinfo=dt.timezone.utc)
     if d == s:
         return v  # bytea, uuid, jsonb to themselves
     raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")
+
+
+def _far_cast(v, d: str):
+    """Casts among date, timestamp and timestamptz of values outside datetime's years
+    (FarDate, FarTimestamp): infinities stay infinite; others move by whole days
+    (in UTC: the session's zone is not applied out there)."""
+    if isinstance(v, FarDate):
+        if v.infinite:
+            return FarTimestamp(FarTimestamp.INFINITY if v.days > 0 else FarTimestamp.NEG_INFINITY, d == "timestamptz")
+        return timestamp_from_micros(v.days * 86_400_000_000, d == "timestamptz")
+    if v.infinite:
+        if d == "date":
+            return FarDate(FarDate.INFINITY if v.micros > 0 else FarDate.NEG_INFINITY)
+        return FarTimestamp(v.micros, d == "timestamptz")
+    if d == "date":
+        return date_from_days(v.micros // 86_400_000_000)
+    return timestamp_from_micros(v.micros, d == "timestamptz")
 
 
 def evaluate(e, row: tuple = ()):

@@ -135,14 +135,13 @@ def type_from_ast(tn: ast.TypeName) -> tuple[SqlType, int | None]:
     """The SqlType a pglast TypeName names, and the interval field mask if any.
 
     Raises:
-        SqlError 42704 for unknown types; 0A000 for arrays.
+        SqlError 42704 for unknown types. ``int[][]`` is ``int[]``: PostgreSQL ignores
+        declared dimensions (8.15.1).
     """
     names = [n.sval for n in tn.names]
     if names[0] == "pg_catalog" and len(names) > 1:
         names = names[1:]
     name = " ".join(names) if len(names) == 1 else names[-1]
-    if tn.arrayBounds and len(tn.arrayBounds) > 1:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "multi-dimensional arrays are not supported")
     mods = []
     for m in tn.typmods or ():
         if isinstance(m, ast.A_Const) and isinstance(m.val, ast.Integer):
@@ -164,7 +163,9 @@ def coerce(e, target: SqlType, explicit: bool = False):
     p = infer_param(e, target)
     if p is not None:
         return p
-    if isinstance(e, Literal) and (e.type.name == "unknown" or e.value is None):
+    if isinstance(e, Literal):
+        # a constant is converted now, as PostgreSQL folds it (an untyped literal, and a
+        # typed one such as a parameter of a type the client gave: int2 where int4 is wanted)
         if e.value is None:
             return Literal(None, target)
         return Literal(cast_value(e.value, e.type, target, explicit), target)
@@ -481,6 +482,9 @@ class ExprPlanner:
                     raise SqlError("3F000", f'schema "{text}" does not exist')
                 return Literal(oid, OID)
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{reg} names are not supported")
+        if isinstance(arg, Call) and arg.func == "pg_typeof" and reg in ("oid", "regtype"):
+            # pg_typeof returns regtype in PostgreSQL (its name here): its OID is known now
+            return Literal(arg.args[0].type.oid, OID)
         if reg == "regtype" and arg.type.is_string:
             return Call("regtypein", (coerce(arg, TEXT),), OID)  # text::regtype (an I/O conversion cast)
         if not (arg.type.is_integer or arg.type.name == "unknown"):
@@ -568,6 +572,8 @@ class ExprPlanner:
             raise SqlError("42P18", "cannot determine type of empty array",
                            hint="Explicitly cast to the desired type, for example ARRAY[]::integer[].")
         t = ty.common_type([e.type for e in elems], "ARRAY")
+        if t.is_array:  # ARRAY[ARRAY[1, 2], ARRAY[3, 4]]: one more dimension, the same type
+            return Call("array_nested", tuple(coerce(e, t) for e in elems), t)
         return Call("array", tuple(coerce(e, t) for e in elems), array_of(t))
 
     def _A_Indirection(self, node: ast.A_Indirection):

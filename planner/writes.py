@@ -164,7 +164,6 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
             if len(r) > len(target):
                 raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
         # Plan each row on its own: every value is assigned straight to its column's type.
-        from planner.expr import ExprPlanner
         from planner.scope import Scope
 
         ep = qp.expr_planner(Scope(), agg_context="VALUES")
@@ -229,12 +228,14 @@ def assign_value(e, t: SqlType, column: str):
 def _check_assignable(src: SqlType, dst: SqlType, column: str, what: str = "expression"):
     # Assignment casts exist between numbers, between strings, from anything to text,
     # between date and timestamp; not e.g. from boolean to integer (PostgreSQL's pg_cast).
+    if src.is_array and dst.is_array:  # arrays assign element by element (array_coerce)
+        return _check_assignable(src.element, dst.element, column, what)
     ok = (
         src.name == "unknown"
         or src.name == dst.name
         or (src.is_numeric and dst.is_numeric)
         or dst.is_string
-        or {src.name, dst.name} <= {"date", "timestamp"}
+        or {src.name, dst.name} <= {"date", "timestamp", "timestamptz"}
     )
     if not ok:
         raise SqlError(
@@ -321,10 +322,7 @@ def _target_scope(snap: CatalogSnapshot, rv: ast.RangeVar):
 
 def plan_delete(snap: CatalogSnapshot, stmt: ast.DeleteStmt, params: list | None = None) -> PlannedRewrite:
     """``DELETE FROM t [WHERE cond]``: keep the rows where ``cond`` is not true."""
-    from planner.consteval import fold
     from planner.optimize import optimize
-    from catalog.types import BOOL
-    from planner.scalar import Call
 
     if stmt.usingClause or stmt.withClause:
         raise SqlError(FEATURE_NOT_SUPPORTED, "DELETE with USING/WITH is not supported yet")
@@ -341,8 +339,6 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
     """``UPDATE t SET c = e, ... [WHERE cond]`` with assignment casts to the columns' types."""
     from planner.consteval import fold
     from planner.optimize import optimize
-    from catalog.types import BOOL
-    from planner.scalar import Call, Case
 
     if stmt.fromClause or stmt.withClause:
         raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE with FROM/WITH is not supported yet")
@@ -400,7 +396,6 @@ def _affected(get, qp, scope, where):
 def not_null_guard(e, table: Table, c):
     """``e``, raising 23502 where it is NULL and column ``c`` is NOT NULL (checked where
     the new rows are computed: on the replica)."""
-    from catalog.types import BOOL
     from planner.scalar import Call
 
     if c.nullable:

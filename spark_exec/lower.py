@@ -49,10 +49,10 @@ def spark_type(t: SqlType) -> T.DataType:
         return T.DecimalType(p, s)
     return {
         "bool": T.BooleanType(), "int2": T.ShortType(), "int4": T.IntegerType(), "int8": T.LongType(), "oid": T.LongType(),
-        "float4": T.FloatType(), "float8": T.DoubleType(), "text": T.StringType(), "varchar": T.StringType(),
+        "float4": T.FloatType(), "float8": T.DoubleType(), "text": T.StringType(), "varchar": T.StringType(), "name": T.StringType(),
         "bpchar": T.StringType(), "unknown": T.StringType(), "date": T.DateType(),
         "timestamp": T.TimestampNTZType(), "timestamptz": T.TimestampType(), "interval": T.CalendarIntervalType(),
-        "time": T.TimeType(6), "bytea": T.BinaryType(), "uuid": T.StringType(), "jsonb": T.StringType(),
+        "time": T.TimeType(6), "timetz": T.StringType(), "bytea": T.BinaryType(), "uuid": T.StringType(), "jsonb": T.StringType(),
         "record": T.StringType(),
     }[n]
 

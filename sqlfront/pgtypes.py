@@ -18,39 +18,41 @@ from psycopg import adapters
 from psycopg.pq import Format
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_BINARY_REPRESENTATION
-from catalog.textio import format_text, parse_jsonb
-from catalog.types import FLOAT8 as _FLOAT8, Interval, SqlType, type_from_oid
+from catalog.textio import ISO_DATESTYLE, DateStyle, array_dims, format_text, map_elements, parse_jsonb
+from catalog.types import (FLOAT8 as _FLOAT8, FarTimestamp, Interval, SqlType, date_days, date_from_days,
+                           timestamp_from_micros, timestamp_micros, type_from_oid)
 
 Encoder = Callable[[object], bytes]
 
 #: Python type of the values psycopg's binary dumpers encode for us
-_PY_TYPE = {"numeric": Decimal, "timestamp": dt.datetime, "timestamptz": dt.datetime, "time": dt.time}
+_PY_TYPE = {"numeric": Decimal, "timestamp": dt.datetime, "timestamptz": dt.datetime, "time": dt.time,
+            "timetz": dt.time}
 
 
 _I2, _I4, _I8, _U4, _F4, _F8 = (struct.Struct(f).pack for f in ("!h", "!i", "!q", "!I", "!f", "!d"))
 _LEN = struct.Struct("!i").pack
 _NULL = b"\xff\xff\xff\xff"
-_PG_EPOCH_ORDINAL = dt.date(2000, 1, 1).toordinal()
 
 
-def row_bodies(rows, types: list[SqlType], binary: list[bool]) -> list[bytes]:
+def row_bodies(rows, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> list[bytes]:
     """Each row as a field count and length-prefixed fields (-1 for NULL): the body of a
-    DataRow (PostgreSQL 55.7) and a tuple of COPY BINARY. Encoded column by column, since
-    one encoder per column beats a type dispatch per value."""
+    DataRow (PostgreSQL 55.7) and a tuple of COPY BINARY; text dates and timestamps in
+    DateStyle ``ds``. Encoded column by column, since one encoder per column beats a type
+    dispatch per value."""
     count = _I2(len(types))
     columns = []
     for i, (t, b) in enumerate(zip(types, binary)):
-        enc = encoder(t, b)
+        enc = encoder(t, b, ds)
         columns.append([_NULL if (v := r[i]) is None else _LEN(len(x := enc(v))) + x for r in rows])
     if not columns:
         return [count] * len(rows)
     return [count + b"".join(parts) for parts in zip(*columns)]
 
 
-def data_rows(rows, types: list[SqlType], binary: list[bool]) -> list[bytes]:
+def data_rows(rows, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> list[bytes]:
     """DataRow messages for ``rows``."""
     head = struct.Struct("!ci").pack
-    return [head(b"D", len(body) + 4) + body for body in row_bodies(rows, types, binary)]
+    return [head(b"D", len(body) + 4) + body for body in row_bodies(rows, types, binary, ds)]
 
 
 def length_prefixed(data: bytes, pos: int, count: int) -> tuple[list[bytes | None], int]:
@@ -83,25 +85,26 @@ def _float8_text(v: float) -> bytes:
     return format_text(v, _FLOAT8).encode()
 
 
-def _text_encoder(t: SqlType) -> Encoder:
+def _text_encoder(t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
     n = t.name
     if n in ("int2", "int4", "int8", "oid"):
         return lambda v: str(v).encode()
-    if n in ("text", "varchar", "bpchar", "unknown", "uuid", "jsonb"):
+    if n in ("text", "varchar", "bpchar", "name", "unknown", "uuid", "jsonb"):
         return str.encode
     if n == "bool":
         return lambda v: b"t" if v else b"f"
     if n == "float8":
         return _float8_text
-    if n == "date":
+    if n == "date" and ds.style == "ISO":
         return lambda v: v.isoformat().encode()
-    return lambda v: format_text(v, t).encode()
+    return lambda v: format_text(v, t, ds).encode()
 
 
-def encoder(t: SqlType, binary: bool) -> Encoder:
-    """A function turning a non-NULL value of ``t`` into DataRow bytes."""
+def encoder(t: SqlType, binary: bool, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
+    """A function turning a non-NULL value of ``t`` into DataRow bytes (text dates and
+    timestamps in DateStyle ``ds``)."""
     if not binary or t.category in ("S", "X"):
-        return _text_encoder(t)
+        return _text_encoder(t, ds)
     if t.is_array:
         return _array_encoder(t)
     n = t.name
@@ -114,7 +117,7 @@ def encoder(t: SqlType, binary: bool) -> Encoder:
     if n == "bool":
         return lambda v: b"\x01" if v else b"\x00"
     if n == "date":
-        return lambda v: _I4(v.toordinal() - _PG_EPOCH_ORDINAL)
+        return lambda v: _I4(date_days(v))  # days since 2000-01-01, FarDates too
     if n == "interval":
         return _interval_binary
     if n == "bytea":
@@ -125,9 +128,10 @@ def encoder(t: SqlType, binary: bool) -> Encoder:
         return lambda v: b"\x01" + v.encode()  # jsonb_send: version 1, then the text
     if n == "record":
         raise SqlError(FEATURE_NOT_SUPPORTED, "record values are sent in text format only")
+    if n in ("timestamp", "timestamptz"):
+        return lambda v: _I8(timestamp_micros(v if n == "timestamp" or isinstance(v, FarTimestamp) or v.tzinfo
+                                              else v.replace(tzinfo=dt.timezone.utc)))
     dumper = adapters.get_dumper_by_oid(t.oid, Format.BINARY)(_PY_TYPE[n])
-    if n == "timestamptz":
-        return lambda v: bytes(dumper.dump(v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)))
     if n == "numeric":
         return lambda v: bytes(dumper.dump(v if isinstance(v, Decimal) else Decimal(str(v))))
     return lambda v: bytes(dumper.dump(v))
@@ -142,10 +146,13 @@ def _array_encoder(t: SqlType) -> Encoder:
     elem_oid = t.element.oid
 
     def enc(v: list) -> bytes:
-        if not v:
+        dims = array_dims(v)
+        if not dims:
             return struct.pack("!iii", 0, 0, elem_oid)
-        parts = [struct.pack("!iiiii", 1, int(None in v), elem_oid, len(v), 1)]
-        for x in v:
+        flat = flatten_array(v) if len(dims) > 1 else v
+        parts = [struct.pack("!iii", len(dims), int(None in flat), elem_oid)]
+        parts.extend(struct.pack("!ii", d, 1) for d in dims)
+        for x in flat:
             if x is None:
                 parts.append(b"\xff\xff\xff\xff")
             else:
@@ -156,6 +163,25 @@ def _array_encoder(t: SqlType) -> Encoder:
     return enc
 
 
+def flatten_array(v: list) -> list:
+    """The elements of an array value (nested lists) in storage order (row-major)."""
+    return [x for e in v for x in (flatten_array(e) if isinstance(e, list) else (e,))]
+
+
+def _nest(flat: list, dims: list[int]) -> list:
+    """Nested lists of the sizes ``dims`` over ``flat`` (row-major)."""
+    if len(dims) == 1:
+        return flat
+    step = len(flat) // dims[0]
+    return [_nest(flat[i * step : (i + 1) * step], dims[1:]) for i in range(dims[0])]
+
+
+#: types whose binary form (``*send``) is their text: json (114, then read as jsonb,
+#: which Materialize's json is; jsonb's own binary form has a version byte first),
+#: "char" (18) and xml (142) (untyped literals)
+TEXT_SEND_OIDS = frozenset((114, 18, 142))
+
+
 def binary_param_text(oid: int, raw: bytes) -> str:
     """The text form of a binary Bind parameter of type ``oid``, which the planner then
     reads as a literal of the parameter's type (one path for both formats).
@@ -163,10 +189,17 @@ def binary_param_text(oid: int, raw: bytes) -> str:
     Raises:
         SqlError 0A000 for a type without binary input here; 22P03 for bad data.
     """
+    if oid in TEXT_SEND_OIDS:
+        try:
+            return bytes(raw).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise SqlError(INVALID_BINARY_REPRESENTATION, f"invalid byte sequence: {e}") from None
     t = type_from_oid(oid)
     if t is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"binary parameters of type OID {oid} are not supported")
     try:
+        if oid == 199:  # json[]: its elements' binary form is their text (no jsonb version byte)
+            return format_text(map_elements(_array_decode(SqlType("_text"), raw), parse_jsonb), t)
         return format_text(decode_binary(t, raw), t)
     except (struct.error, ValueError, IndexError) as e:
         raise SqlError(INVALID_BINARY_REPRESENTATION, f"incorrect binary data format for type {t.sql()}: {e}") from None
@@ -190,6 +223,10 @@ def decode_binary(t: SqlType, raw: bytes):
     if n == "interval":
         micros, days, months = struct.unpack("!qii", raw)
         return Interval(months, days, micros)
+    if n == "date":
+        return date_from_days(struct.unpack("!i", raw)[0])
+    if n in ("timestamp", "timestamptz"):
+        return timestamp_from_micros(struct.unpack("!q", raw)[0], n == "timestamptz")
     v = adapters.get_loader(t.oid, Format.BINARY)(t.oid).load(raw)
     if n == "timestamptz":
         v = v.astimezone(dt.timezone.utc)
@@ -197,14 +234,20 @@ def decode_binary(t: SqlType, raw: bytes):
 
 
 def _array_decode(t: SqlType, raw: bytes) -> list:
+    """``array_recv``: ndim, has-null flag, element OID, (size, lower bound) per
+    dimension, then the elements; several dimensions give nested lists (lower bounds
+    are dropped: arrays here start at 1)."""
     ndim, _, _ = struct.unpack_from("!iii", raw, 0)
     if ndim == 0:
         return []
-    if ndim != 1:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "multi-dimensional arrays are not supported")
-    (size, _) = struct.unpack_from("!ii", raw, 12)
-    values, _ = length_prefixed(raw, 20, size)
-    return [None if v is None else decode_binary(t.element, v) for v in values]
+    if not 0 < ndim <= 6:  # PostgreSQL's MAXDIM
+        raise ValueError(f"invalid number of dimensions: {ndim}")
+    dims = [struct.unpack_from("!ii", raw, 12 + 8 * i)[0] for i in range(ndim)]
+    total = 1
+    for d in dims:
+        total *= d
+    values, _ = length_prefixed(raw, 12 + 8 * ndim, total)
+    return _nest([None if v is None else decode_binary(t.element, v) for v in values], dims)
 
 
 
@@ -214,13 +257,13 @@ def _array_decode(t: SqlType, raw: bytes) -> list:
 #: int8out print plain decimal digits, as Arrow's cast to string does)
 _ARROW_TEXT_INTS = ("int2", "int4", "int8", "oid")
 #: text-like types whose Arrow string is already their wire form, text or binary
-_ARROW_STRINGS = ("text", "varchar", "bpchar", "unknown")
+_ARROW_STRINGS = ("text", "varchar", "bpchar", "name", "unknown")
 #: binary fixed-width types: big-endian numpy dtype of the wire form
 _ARROW_FIXED = {"int2": ">i2", "int4": ">i4", "int8": ">i8", "oid": ">u4", "float4": ">f4", "float8": ">f8",
                 "bool": "u1"}
 
 
-def arrow_data_rows(table, types: list[SqlType], binary: list[bool]) -> bytes:
+def arrow_data_rows(table, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> bytes:
     """DataRow messages (PostgreSQL 55.7) for every row of the Arrow ``table``, as one
     buffer. Integer, boolean and string columns (and binary floats) are encoded with
     pyarrow compute and numpy, without a Python object per value; other columns go
@@ -230,7 +273,7 @@ def arrow_data_rows(table, types: list[SqlType], binary: list[bool]) -> bytes:
     n = table.num_rows
     if n == 0:
         return b""
-    cols = [_arrow_column(table.column(i), t, b) for i, (t, b) in enumerate(zip(types, binary))]
+    cols = [_arrow_column(table.column(i), t, b, ds) for i, (t, b) in enumerate(zip(types, binary))]
     # size of each field: a 4-byte length, then the value (nothing for NULL)
     sizes = [4 + np.maximum(lens, 0) for lens, _ in cols]
     row_size = 7 + (np.sum(sizes, axis=0) if sizes else np.zeros(n, dtype=np.int64))
@@ -256,7 +299,7 @@ def _put_be(out, at, values) -> None:
     out[(at[:, None] + np.arange(w)).ravel()] = values.view(np.uint8)
 
 
-def _arrow_column(col, t: SqlType, binary: bool):
+def _arrow_column(col, t: SqlType, binary: bool, ds: DateStyle = ISO_DATESTYLE):
     """``(lengths, fill)`` for one column: each value's wire length (-1 for NULL) and a
     function writing the values into the output at given offsets."""
     import numpy as np
@@ -284,7 +327,7 @@ def _arrow_column(col, t: SqlType, binary: bool):
     elif n in _ARROW_STRINGS and pa.types.is_string(arr.type):
         pass
     else:
-        enc = encoder(t, binary)
+        enc = encoder(t, binary, ds)
         from sqlfront.sequence.result import column_values
 
         arr = pa.array([None if v is None else enc(v) for v in column_values(arr, t)], type=pa.binary())
@@ -313,9 +356,9 @@ def _variable(arr, nulls):
     return np.where(nulls, -1, lens), fill_variable
 
 
-def chunk_data_rows(chunk, types: list[SqlType], binary: list[bool]) -> bytes:
+def chunk_data_rows(chunk, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> bytes:
     """DataRow messages for a result chunk: an Arrow table (``arrow_data_rows``) or a
-    list of rows of Python values."""
+    list of rows of Python values; text dates and timestamps in DateStyle ``ds``."""
     if isinstance(chunk, list):
-        return b"".join(data_rows(chunk, types, binary))
-    return arrow_data_rows(chunk, types, binary)
+        return b"".join(data_rows(chunk, types, binary, ds))
+    return arrow_data_rows(chunk, types, binary, ds)

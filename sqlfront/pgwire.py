@@ -32,6 +32,7 @@ from buenavista.postgres import (
 from catalog.errors import (
     SqlError, INSUFFICIENT_RESOURCES, INTERNAL_ERROR, PROTOCOL_VIOLATION, QUERY_CANCELED, TOO_MANY_CONNECTIONS,
 )
+from catalog.textio import parse_text
 from catalog.types import UNKNOWN, type_from_oid
 from planner.scalar import Literal
 from sqlfront import encoding as wire_encoding
@@ -118,15 +119,27 @@ class PgContext(BVContext):
         return TransactionStatus.IDLE
 
     def bound_params(self, portal: str) -> list:
+        """The portal's parameters as literals. A parameter whose type the client gave in
+        Parse has that type (PostgreSQL 55.2.3: ``$1`` of an int2 parameter is int2, so
+        ``SELECT $1`` returns int2), its text read by the type's input function (22P02
+        and the like for bad text, as PostgreSQL's Bind); one without a type is an
+        untyped literal that the query's context types.
+
+        Raises:
+            SqlError from the input functions."""
         stmt, params, _ = self.portals[portal]
         _, oids = self.stmts[stmt]
         out = []
         for i, p in enumerate(params):
             t = type_from_oid(oids[i]) if i < len(oids) and oids[i] else None
+            if t is not None and t.name in ("unknown", "record"):
+                t = None
             if p is None:
                 out.append(Literal(None, t or UNKNOWN))
-            elif isinstance(p, str) or t is None:
+            elif t is None:
                 out.append(Literal(str(p), UNKNOWN))
+            elif isinstance(p, str):
+                out.append(Literal(parse_text(p, t), t))
             else:
                 out.append(Literal(p, t))
         return out
@@ -374,7 +387,8 @@ class PgHandler(BuenaVistaHandler):
     # -- simple query -------------------------------------------------------------------
 
     def report_changes(self, ctx: PgContext) -> None:
-        """ParameterStatus for reported variables a SET/RESET changed (PostgreSQL 55.2.7)."""
+        """ParameterStatus for reported variables a statement changed (SET, RESET,
+        set_config; PostgreSQL 55.2.7), sent after its CommandComplete."""
         changed = {}
         for k in REPORTED:
             v = ctx.session.vars.get(k)
@@ -411,8 +425,7 @@ class PgHandler(BuenaVistaHandler):
                             result.stream.close()
                     result = Result(_complete_tag(result, sent))
                 self.send_command_complete(result.tag + "\x00")
-                if result.tag in ("SET", "RESET"):
-                    self.report_changes(ctx)
+                self.report_changes(ctx)  # SET, RESET, set_config(), ...
         except SqlError as e:
             if ctx.session.in_transaction:
                 ctx.session.failed = True  # also for an error while rows stream (a FETCH's, say)
@@ -569,6 +582,11 @@ class PgHandler(BuenaVistaHandler):
             if result is None:
                 self.wfile.write(struct.pack("!ci", ServerResponse.EMPTY_QUERY_RESPONSE, 4))
                 return
+            if isinstance(result, (CopyIn, CopyOut)):  # COPY works in the extended protocol too
+                done = self.copy_in(ctx, result) if isinstance(result, CopyIn) else self.copy_out(result)
+                result = None
+                self.send_command_complete(done.tag + "\x00")
+                return
             _, _, formats = ctx.portals[portal]
             if result.columns is not None:
                 if result.binary:
@@ -584,8 +602,6 @@ class PgHandler(BuenaVistaHandler):
                 self.send_command_complete(_complete_tag(result, result.stream.rows_taken) + "\x00")
                 return
             self.send_command_complete(result.tag + "\x00")
-            if result.tag in ("SET", "RESET"):
-                self.report_changes(ctx)
         except SqlError as e:
             self.send_error(e, ctx)
         except Exception as e:
@@ -594,6 +610,7 @@ class PgHandler(BuenaVistaHandler):
         finally:
             if result is not None and result.stream is not None:
                 result.stream.close()  # ended, failed: the peek is over (a no-op if closed)
+            self.report_changes(ctx)  # SET, RESET, set_config(), ...
 
     def handle_bind(self, ctx: PgContext, payload: bytes):
         try:
@@ -613,12 +630,18 @@ class PgHandler(BuenaVistaHandler):
             values, pos = length_prefixed(payload, pos, np_)
             params = []
             for i, raw in enumerate(values):
+                oid = oids[i] if i < len(oids) else 0
                 if raw is None:
                     params.append(None)
-                elif _format_for(formats, i) == 0:
-                    params.append(ctx.decode(raw))
+                elif _format_for(formats, i) == 0 or ((t := type_from_oid(oid)) is not None and t.is_string):
+                    # text, and the binary form of string types (textrecv), are in the
+                    # client's encoding; PostgreSQL's text cannot hold NUL (22021)
+                    v = ctx.decode(raw)
+                    if "\x00" in v:
+                        raise SqlError("22021", 'invalid byte sequence for encoding "UTF8": 0x00')
+                    params.append(v)
                 else:
-                    params.append(binary_param_text(oids[i] if i < len(oids) else 0, raw))
+                    params.append(binary_param_text(oid, raw))
             (nr,) = struct.unpack_from("!h", payload, pos)
             result_formats = list(struct.unpack_from(f"!{nr}h", payload, pos + 2))
         except SqlError as e:
@@ -663,13 +686,14 @@ class PgHandler(BuenaVistaHandler):
         binary = [_format_for(formats, i) == 1 for i in range(len(types))]
         stream = result.stream if result.stream is not None else _rows_stream(result)
         enc = self._client_encoding()
+        ds = self.ctx.session.vars.date_style()
         # text in the client's encoding: every text-format value, and binary text values
         convert = [(not b or t.is_string) for b, t in zip(binary, types)] \
             if wire_encoding.codec(enc) is not None else None
         sent = 0
         for chunk in stream.take(limit if limit > 0 else None):
             for start in range(0, chunk_len(chunk), 4096):  # bounded memory for big chunks
-                data = chunk_data_rows(chunk[start : start + 4096], types, binary)
+                data = chunk_data_rows(chunk[start : start + 4096], types, binary, ds)
                 if convert is not None:
                     data = wire_encoding.transcode_data_rows(data, enc, convert)
                 self.wfile.write(data)

@@ -5,9 +5,10 @@ DDL goes to the Coordinator; SELECTs are peeks sequenced in the session's own th
 against the latest catalog snapshot and the cluster's ClusterCoordinator (Materialize's
 frontend peek sequencing); writes go straight to persist.
 
-Transactions follow Materialize's rules: a transaction that has written may not
-read (25000), writes are buffered and applied at COMMIT, ROLLBACK discards them, and
-a failed statement leaves the transaction aborted (25P02) until it ends.
+Transactions follow Materialize's rules: a transaction that has read may not write
+(25000), writes are buffered and applied at COMMIT, ROLLBACK discards them, and a
+failed statement leaves the transaction aborted (25P02) until it ends. A transaction
+that wrote first reads its own buffered writes, as PostgreSQL's do.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pglast import ast
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, SYNTAX_ERROR
 from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, set_session_roles, set_statement_catalog
 from catalog.snapshot import Table, set_search_path
+from catalog.textio import set_session_time_zone
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
 from planner.writes import plan_insert
@@ -63,6 +65,9 @@ class Session:
         self._pending_writes: list[tuple[Table, pa.Table]] = []
         #: a transaction that read a user table is read-only (Materialize's rule)
         self._txn_read = False
+        #: the transaction block wrote before it read: its reads see its buffered writes
+        #: (``sqlfront.sequence.peek.pending_parts``) and it may go on writing
+        self._txn_wrote = False
         #: BEGIN READ ONLY
         self._txn_read_only = False
         #: savepoint name -> how many buffered writes it keeps on ROLLBACK TO
@@ -151,11 +156,7 @@ class Session:
         if self._as_of is not None and not isinstance(stmt, (ast.SelectStmt, mz.Subscribe, mz.DeclareSubscribe, mz.CopySubscribe)):
             raise SqlError(SYNTAX_ERROR, "AS OF is only allowed after SELECT and SUBSCRIBE")
         set_query_timestamp(self.read_ts)
-        set_sequence_access(self.sequences)
-        set_session_vars(self.vars)
-        set_search_path(self.vars.search_path(), self.temp_schema)
-        set_session_roles(self.session_role_id, self.current_role_id)
-        set_statement_catalog(lambda: self.env.snapshot)
+        self._statement_context()
         self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not txn.ends_transaction(stmt) and not txn.is_rollback_to(stmt):
             raise SqlError(IN_FAILED_SQL_TRANSACTION,
@@ -171,6 +172,17 @@ class Session:
                 self.failed = True
             raise
 
+    def _statement_context(self) -> None:
+        """What planning and evaluating a statement of this session reads from context
+        variables: its sequences, variables (current_setting), time zone, search_path and roles.
+        Set for each statement, and for a Describe, which plans before any Execute."""
+        set_sequence_access(self.sequences)
+        set_session_vars(self.vars)
+        set_session_time_zone(self.vars.time_zone())
+        set_search_path(self.vars.search_path(), self.temp_schema)
+        set_session_roles(self.session_role_id, self.current_role_id)
+        set_statement_catalog(lambda: self.env.snapshot)
+
     def finish_copy(self, c: CopyIn, data: bytes) -> Result:
         """Parse the data of ``COPY ... FROM STDIN`` and write it: all rows or none."""
         return copy.finish_copy(self, c, data)
@@ -185,6 +197,7 @@ class Session:
         from planner.writes import plan_delete, plan_update
 
         stmt = parse_one(sql)
+        self._statement_context()  # planning reads it (literals, current_setting, names)
         params = DescribeParams(n_params, given)
         cols = None
         with describing(params):
@@ -216,6 +229,7 @@ class Session:
         """The columns of ``sql`` with its parameters bound (Describe of a portal). A
         SELECT's plan is kept for the Execute that follows, if the catalog stays put."""
         stmt = parse_one(sql)
+        self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
             snap = self.env.snapshot
             pq = QueryPlanner(snap, params, row_count=self.env.row_count).plan_select(stmt)

@@ -6,7 +6,10 @@ Materialize's ``cluster`` (which cluster runs this session's peeks).
 
 from __future__ import annotations
 
+import datetime as dt
+
 from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE
+from catalog.textio import DateStyle, parse_datestyle, parse_time_zone, set_session_time_zone
 
 SERVER_VERSION = "9.5.0"  # what Materialize reports; clients branch on it
 
@@ -19,6 +22,7 @@ DEFAULTS: dict[str, tuple[str, bool]] = {
     "client_min_messages": ("notice", True),
     "database": ("materialize", True),
     "datestyle": ("ISO, MDY", True),
+    "escape_string_warning": ("on", True),
     "extra_float_digits": ("3", True),
     "integer_datetimes": ("on", False),
     "intervalstyle": ("postgres", True),
@@ -40,6 +44,13 @@ DEFAULTS: dict[str, tuple[str, bool]] = {
     "statement_timeout": ("0", True),
     "timezone": ("UTC", True),
     "transaction_isolation": ("strict serializable", True),
+    # PostgreSQL's read-only and deferrable transaction modes (19.11.1): the default_*
+    # variables are what BEGIN starts with; transaction_* show the running transaction's
+    # (and the defaults outside one). DEFERRABLE changes nothing here.
+    "default_transaction_read_only": ("off", True),
+    "default_transaction_deferrable": ("off", True),
+    "transaction_read_only": ("off", True),
+    "transaction_deferrable": ("off", True),
 }
 
 #: Sent as ParameterStatus at startup (PostgreSQL 55.2.2 "Start-up")
@@ -48,6 +59,22 @@ REPORTED = ("server_version", "server_encoding", "client_encoding", "datestyle",
             "intervalstyle")
 
 _DISPLAY = {"datestyle": "DateStyle", "timezone": "TimeZone", "intervalstyle": "IntervalStyle"}
+
+
+#: variables whose values are booleans, shown as on/off
+BOOLEAN_VARS = ("escape_string_warning", "default_transaction_read_only", "default_transaction_deferrable", "transaction_read_only",
+                "transaction_deferrable")
+
+
+def parse_bool_setting(name: str, value: str) -> bool:
+    """A boolean setting's value (PostgreSQL 19.1.1: on/off, true/false, yes/no, 1/0 and
+    their unique prefixes). Raises SqlError 22023 for anything else."""
+    v = value.strip().lower()
+    if v in ("on", "1") or (v and ("true".startswith(v) or "yes".startswith(v))):
+        return True
+    if v in ("off", "of", "0") or (v and ("false".startswith(v) or "no".startswith(v))):
+        return False
+    raise SqlError(INVALID_PARAMETER_VALUE, f'parameter "{name}" requires a Boolean value')
 
 
 def display_name(name: str) -> str:
@@ -72,6 +99,12 @@ def validate(name: str, value: str) -> None:
         canonical(value)
     if name == "statement_timeout":
         parse_duration_ms(value)
+    if name == "datestyle":
+        parse_datestyle(value)
+    if name in BOOLEAN_VARS:
+        parse_bool_setting(name, value)
+    if name == "timezone":
+        parse_time_zone(value)
     if name == "max_query_heap_size":
         parse_byte_size(name, value)
 
@@ -121,7 +154,33 @@ class SessionVars:
             from sqlfront.encoding import canonical
 
             value = canonical(value)  # PostgreSQL reports its own spelling: LATIN1
+        if name == "datestyle":
+            # what is not given keeps its current value; reported as PostgreSQL spells it
+            value = str(parse_datestyle(value, self.date_style()))
+        if name == "timezone":
+            # what the rest of this statement (set_config) and the next Describe read
+            set_session_time_zone(parse_time_zone(value))
+        if name in BOOLEAN_VARS:
+            value = "on" if parse_bool_setting(name, value) else "off"
+            if name.startswith("default_"):  # the next transaction's mode; shown until then
+                self.values[name.removeprefix("default_")] = value
         self.values[name] = value
+
+    def time_zone(self) -> dt.tzinfo:
+        """``TimeZone`` as a tzinfo (``catalog.textio.parse_time_zone``); a bad value a
+        client gave at startup reads as UTC."""
+        try:
+            return parse_time_zone(self.values["timezone"])
+        except SqlError:
+            return dt.timezone.utc
+
+    def date_style(self) -> DateStyle:
+        """``DateStyle`` as the output functions take it (``catalog.textio``); a bad
+        value a client gave at startup reads as the default."""
+        try:
+            return parse_datestyle(self.values["datestyle"])
+        except SqlError:
+            return DateStyle()
 
     def search_path(self) -> tuple[str, ...]:
         """``search_path`` as schema names (``a, "B"`` -> ``('a', 'B')``; PostgreSQL's

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import subprocess
 from decimal import Decimal
 
 import asyncpg
@@ -254,7 +255,8 @@ def test_savepoints_and_transaction_modes(server):
             c.commit()
             c.autocommit = True
             assert c.execute("SELECT a FROM sp ORDER BY a").fetchall() == [(1,), (3,)]
-            # Materialize: a transaction that read a table is read-only; one that wrote is write-only.
+            # Materialize: a transaction that read a table is read-only; one that wrote
+            # first reads its own writes (PostgreSQL), and they go at ROLLBACK.
             c.autocommit = False
             c.execute("SELECT * FROM sp")
             with pytest.raises(psycopg.Error) as e:
@@ -262,9 +264,7 @@ def test_savepoints_and_transaction_modes(server):
             assert e.value.sqlstate == "25000" and "read-only" in str(e.value)
             c.rollback()
             c.execute("INSERT INTO sp VALUES (4)")
-            with pytest.raises(psycopg.Error) as e:
-                c.execute("SELECT * FROM sp")
-            assert e.value.sqlstate == "25000" and "write-only" in str(e.value)
+            assert c.execute("SELECT a FROM sp ORDER BY a").fetchall() == [(1,), (3,), (4,)]
             c.rollback()
             with pytest.raises(psycopg.Error) as e:
                 c.execute("RELEASE SAVEPOINT nope")

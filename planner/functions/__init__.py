@@ -130,7 +130,7 @@ def cast_cost(src: SqlType, dst: str) -> float | None:
     if s == "unknown":
         # An unknown literal can become any type; prefer the string category (10.3 step 4e).
         return 0.5 if dst == "text" else 1
-    if s in ("varchar", "bpchar") and dst == "text":
+    if s in ("varchar", "bpchar", "name") and dst == "text":
         return 0.1
     if s == "oid" and dst in ("int8", "numeric", "float8"):
         return 1

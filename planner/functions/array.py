@@ -1,10 +1,11 @@
 """Array functions and operators (PostgreSQL 9.19) and ``op ANY/ALL (array)`` (9.24.3).
-Arrays are one-dimensional with lower bound 1."""
+Arrays have lower bound 1. Values of several dimensions (nested lists) are evaluated in
+Python only; on Spark, and in tables, arrays are one-dimensional."""
 
 from __future__ import annotations
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
-from catalog.textio import format_text
+from catalog.errors import SqlError
+from catalog.textio import array_dims, format_text
 from catalog.types import TEXT
 from planner.functions import Function, constant_arg, register, sig
 from planner.functions.logic import CMP
@@ -68,11 +69,39 @@ def _position_spark(S, a, e):
 
 
 def _dims(f):
+    """array_length/array_upper/array_lower of dimension ``a[1]``: NULL past the array's
+    dimensions (and for an empty array); lower bounds are 1."""
     def py(a, e):
-        if a[1] != 1 or not a[0]:
+        dims = array_dims(a[0])
+        if not 1 <= a[1] <= len(dims):
             return None
-        return 1 if f == "array_lower" else len(a[0])
+        return 1 if f == "array_lower" else dims[a[1] - 1]
     return py
+
+
+def _cardinality(v) -> int:
+    n = 1
+    for d in array_dims(v):
+        n *= d
+    return n if v else 0
+
+
+def _dims_text(v) -> str | None:
+    """``array_dims``: ``[1:2][1:3]``, NULL for an empty array."""
+    return "".join(f"[1:{d}]" for d in array_dims(v)) or None
+
+
+def _nested_array(a, e):
+    """ARRAY[ARRAY[...], ...] (and ARRAY[[...], ...]): the sub-arrays as one more
+    dimension; they must all have the same dimensions (2202E), as in PostgreSQL 4.2.12.
+    NULL sub-arrays are not allowed here (PostgreSQL skips them only when all are NULL)."""
+    v = list(a)
+    if any(x is None for x in v):
+        raise SqlError("2202E", "multidimensional arrays must have array expressions with matching dimensions")
+    if all(not x for x in v):
+        return []
+    array_dims(v)
+    return v
 
 
 register(
@@ -81,8 +110,16 @@ register(
     Function("subscript", (), lambda a, e: a[0][a[1] - 1] if 1 <= a[1] <= len(a[0]) else None,
              lambda S, a, e: S.F.when(a[1] >= 1, S.F.try_element_at(a[0], a[1])), doc="8.15.3",
              samples=("a[1]", "a[k]", "a[0]")),
-    Function("cardinality", (sig("anyarray", ret="int4"),), lambda a, e: len(a[0]), lambda S, a, e: S.F.size(a[0]),
-             sql_names=("cardinality",), doc="9.19", samples=("cardinality(a)",)),
+    Function("array_nested", (), _nested_array, lambda S, a, e: S.F.array(*a), strict=False, doc="4.2.12"),
+    Function("cardinality", (sig("anyarray", ret="int4"),), lambda a, e: _cardinality(a[0]),
+             lambda S, a, e: S.F.size(a[0]), sql_names=("cardinality",), doc="9.19", samples=("cardinality(a)",)),
+    Function("array_ndims", (sig("anyarray", ret="int4"),), lambda a, e: len(array_dims(a[0])) or None,
+             lambda S, a, e: S.F.when(S.F.size(a[0]) > 0, S.F.lit(1)), sql_names=("array_ndims",), doc="9.19",
+             samples=("array_ndims(a)",)),
+    Function("array_dims", (sig("anyarray", ret="text"),), lambda a, e: _dims_text(a[0]),
+             lambda S, a, e: S.F.when(S.F.size(a[0]) > 0, S.F.concat(S.F.lit("[1:"), S.F.size(a[0]).cast("string"),
+                                                                     S.F.lit("]"))),
+             sql_names=("array_dims",), doc="9.19", samples=("array_dims(a)",)),
     Function("array_length", (sig("anyarray", "int4", ret="int4"),), _dims("array_length"),
              lambda S, a, e: S.F.when((a[1] == 1) & (S.F.size(a[0]) > 0), S.F.size(a[0])),
              sql_names=("array_length",), doc="9.19", samples=("array_length(a, 1)", "array_length(a, 2)")),

@@ -1,6 +1,8 @@
 """Date/time functions and operators (PostgreSQL 9.9) and date/time formatting (9.8).
 
-The session time zone is UTC, so ``timestamptz`` values are UTC instants.
+``timestamptz`` values are UTC instants, and the functions here work in UTC: the
+session's TimeZone shapes timestamptz input, output and casts only
+(``catalog.textio.session_time_zone``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ import re
 from decimal import Decimal
 
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED, INVALID_DATETIME_FORMAT
-from catalog.types import Interval, SqlType
+from catalog.types import (FarDate, FarTimestamp, Interval, SqlType, date_days, date_from_days,
+                           timestamp_from_micros, timestamp_micros)
 from planner.functions import Function, register, sig
 
 DATETIME_FIELD_OVERFLOW = "22008"
@@ -31,13 +34,25 @@ def add_interval(ts: dt.datetime, iv: Interval) -> dt.datetime:
 def datetime_arith(func: str, a, b, t: SqlType, ta: SqlType):
     """Date, timestamp and interval arithmetic (PostgreSQL 9.9, table 9.33)."""
     n = t.name
-    if n == "date":  # date +/- integer
-        if ta.name == "date":
-            return a + dt.timedelta(days=b if func == "add" else -b)
-        return b + dt.timedelta(days=a)
+    if n == "date":  # date +/- integer: past year 9999 or before year 1 a FarDate
+        d, k = (a, b if func == "add" else -b) if ta.name == "date" else (b, a)
+        if isinstance(d, FarDate) and d.infinite:
+            return d
+        return date_from_days(date_days(d) + k)
     if n in ("timestamp", "timestamptz"):
         ts, iv = (a, b) if ta.name == n else (b, a)
-        return add_interval(ts, -iv if func == "sub" else iv)
+        iv = -iv if func == "sub" else iv
+        if isinstance(ts, FarTimestamp) and ts.infinite:
+            return ts
+        try:
+            if isinstance(ts, FarTimestamp):
+                raise OverflowError
+            return add_interval(ts, iv)
+        except (OverflowError, ValueError):
+            if iv.months:  # a month's length depends on the calendar past datetime's years
+                raise SqlError(DATETIME_FIELD_OVERFLOW, "timestamp out of range") from None
+            return timestamp_from_micros(timestamp_micros(ts) + iv.days * 86_400_000_000 + iv.micros,
+                                         n == "timestamptz")
     if n == "interval":
         if ta.name == "timestamp":  # timestamp - timestamp
             delta = a - b

@@ -27,6 +27,9 @@ def _bpchar_pair(e, a, b):
 def _cmp_py(op):
     def py(a, e):
         x, y = _bpchar_pair(e, a[0], a[1])
+        if isinstance(x, float) and isinstance(y, float) and (x != x or y != y):
+            # PostgreSQL's float order: NaN equals NaN and is above every other value
+            x, y = (x != x, 0.0 if x != x else x), (y != y, 0.0 if y != y else y)
         return CMP[op](x, y)
     return py
 

@@ -9,6 +9,7 @@ ClusterCoordinator. The Coordinator main loop is never involved.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import threading
 import time
@@ -19,7 +20,7 @@ from pglast import ast
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, QUERY_CANCELED
 from catalog.snapshot import Table
 from catalog.types import SqlType, TEXT
-from persist import ShardSnapshot, SinceError
+from persist import Batch, PartRead, ShardSnapshot, SinceError
 from planner import interpret
 from planner.query import QueryPlanner
 from sqlfront.parse import parse_one
@@ -51,16 +52,22 @@ def select(s: Session, stmt: ast.SelectStmt, sql: str | None, params, tag: str =
     return Result(tag, cols, stream=stream)
 
 
-def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params):
+def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_writes: bool = True):
     """Plan a SELECT that the session is about to read (a query or a cursor's), marking
     the transaction as reading (Materialize: a transaction that reads user data is
     read-only; catalog reads, which drivers issue before writing, do not count).
     Returns ``(planned query, as_of)``: the timestamp of its ``AS OF`` clause (None:
     the session's read timestamp).
 
+    A transaction block that wrote before it read sees its own buffered writes, as in
+    PostgreSQL (``pending_parts``); Materialize refuses that read (25000). Its reads
+    stay at the block's one read timestamp, so such a block reads as PostgreSQL's
+    REPEATABLE READ does, and its writes land at COMMIT. A read that cannot include
+    them (``own_writes`` False: SUBSCRIBE; an ``AS OF`` read) is still 25000.
+
     Raises:
-        SqlError 25000 in a transaction that has written; the planner's errors; the
-        AS OF clause's (``sqlfront.sequence.as_of``)."""
+        SqlError 25000 as above; the planner's errors; the AS OF clause's
+        (``sqlfront.sequence.as_of``)."""
     as_of = None
     if s._as_of is not None:
         from planner.expr import set_query_timestamp
@@ -75,13 +82,15 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params):
     s.env.metrics.phase("plan", time.perf_counter() - t)
     if as_of is not None:
         as_of = as_of_clause.choose(s, s._as_of, as_of, pq.plan)
-    if s._pending_writes and not interpret.is_fast_path(pq.plan):
-        if not s._implicit:
-            raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
-        from sqlfront.sequence.txn import commit
+    fast = interpret.is_fast_path(pq.plan)
+    if s._pending_writes and not fast:
+        if s._implicit:
+            from sqlfront.sequence.txn import commit
 
-        commit(s)  # an implicit transaction shows a script its own writes (see txn)
-    if s.in_transaction and not interpret.is_fast_path(pq.plan):
+            commit(s)  # an implicit transaction shows a script its own writes (see txn)
+        elif not own_writes or as_of is not None:
+            raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
+    if s.in_transaction and not fast and not s._txn_wrote:
         s._txn_read = True
     return pq, as_of
 
@@ -166,6 +175,7 @@ def _read_at(s: Session, as_of: int | None):
     cc = s.env.cluster_coordinator(cluster.id)
     if cc is None:
         raise SqlError("55000", f"cluster '{cluster.name}' is not running")
+    pending = pending_parts(s) if as_of is None else {}
     as_of = s.read_ts() if as_of is None else as_of
     persist = s.env.persist
     holds = _Holds(persist)
@@ -178,9 +188,33 @@ def _read_at(s: Session, as_of: int | None):
                            detail=f"Timestamp ({as_of}) is not valid for all inputs: "
                                   f"[{table.name}] has since {e.since}") from None
         holds.add(hold)
+        own = pending.get(table.shard_id)
+        if own:
+            snapshot = dataclasses.replace(snapshot, parts=snapshot.parts + tuple(own),
+                                           rows=snapshot.rows + sum(p.updates for p in own))
         return snapshot
 
     return cc, as_of, scan, holds
+
+
+def pending_parts(s: Session) -> dict[str, list[PartRead]]:
+    """The writes a transaction block buffered (``Session._pending_writes``), as parts to
+    read along with each shard's snapshot: shard id -> parts. Rows buffered as Arrow are
+    written to Blob first, once, and the buffer keeps the Batch instead (COMMIT appends
+    it as it is; ROLLBACK and ROLLBACK TO delete it), so a read sees each buffered row
+    exactly once. The parts are inserts (``+1`` updates, no retractions): the snapshot's
+    consolidation needs no change."""
+    if not s._pending_writes or s._implicit:
+        return {}
+    persist = s.env.persist
+    out: dict[str, list[PartRead]] = {}
+    for i, (table, data) in enumerate(s._pending_writes):
+        if not isinstance(data, Batch):
+            data = persist.write_batch(table.shard_id, data)
+            s._pending_writes[i] = (table, data)
+        out.setdefault(table.shard_id, []).append(PartRead(persist.blob.url(data.key), data.diffs,
+                                                           updates=data.updates))
+    return out
 
 
 class _Holds:

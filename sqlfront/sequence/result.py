@@ -8,9 +8,10 @@ from typing import Callable, Union
 
 import pyarrow as pa
 
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import Table
-from catalog.textio import parse_jsonb
-from catalog.types import Interval, SqlType, arrow_schema
+from catalog.textio import format_text, parse_jsonb, parse_timetz
+from catalog.types import FarDate, FarTimestamp, Interval, SqlType, arrow_schema
 
 #: a piece of a result: an Arrow table (from a replica) or rows of Python values
 Chunk = Union[pa.Table, list]
@@ -155,6 +156,8 @@ def column_values(c: pa.Array | pa.ChunkedArray, t: SqlType) -> list:
     values = _from_arrow(c)
     if t.name == "jsonb":
         return [None if v is None else parse_jsonb(v) for v in values]
+    if t.name == "timetz":  # stored as its text (catalog.types)
+        return [None if v is None else parse_timetz(v) for v in values]
     return values
 
 
@@ -168,8 +171,26 @@ def _from_arrow(c: pa.ChunkedArray) -> list:
 
 
 def rows_to_arrow(table: Table, rows: list[tuple]) -> pa.Table:
-    """Rows in ``table``'s column order as an Arrow table in its storage schema."""
+    """Rows in ``table``'s column order as an Arrow table in its storage schema.
+
+    Raises:
+        SqlError 0A000 for an array of several dimensions (tables store one-dimensional
+        arrays: Parquet and Spark have no multi-dimensional array type) and for dates and
+        timestamps outside years 1 to 9999 (FarDate, FarTimestamp)."""
     schema = arrow_schema([c.name for c in table.columns], [c.type for c in table.columns])
-    arrays = [pa.array([_to_storage(r[i]) for r in rows] if c.type.name == "interval" else [r[i] for r in rows],
-                       type=f.type) for i, (f, c) in enumerate(zip(schema, table.columns))]
+    for i, c in enumerate(table.columns):
+        if c.type.is_array and any(v is not None and any(isinstance(e, list) for e in v) for v in (r[i] for r in rows)):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f'column "{c.name}": multi-dimensional arrays cannot be stored in tables')
+        if c.type.name in ("date", "timestamp", "timestamptz") and any(isinstance(r[i], (FarDate, FarTimestamp))
+                                                                        for r in rows):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f'column "{c.name}": infinity and dates before year 1 or after '
+                                                  "9999 cannot be stored in tables (Parquet and Spark dates stop there)")
+    def values(i: int, t: SqlType) -> list:
+        if t.name == "interval":
+            return [_to_storage(r[i]) for r in rows]
+        if t.name == "timetz":
+            return [None if r[i] is None else format_text(r[i], t) for r in rows]
+        return [r[i] for r in rows]
+
+    arrays = [pa.array(values(i, c.type), type=f.type) for i, (f, c) in enumerate(zip(schema, table.columns))]
     return pa.Table.from_arrays(arrays, schema=schema)

@@ -66,7 +66,7 @@ class Subscription:
         saved, s._as_of = s._as_of, None
         try:
             set_query_timestamp(lambda: ts if ts is not None else s.env.oracle.read_ts())
-            pq, _ = plan_read(s, query, None, None)
+            pq, _ = plan_read(s, query, None, None, own_writes=False)
         finally:
             s._as_of = saved
         self.plan = pq.plan

@@ -1,10 +1,13 @@
 """Transaction control: BEGIN/START TRANSACTION, COMMIT, ROLLBACK, SAVEPOINT, RELEASE,
 ROLLBACK TO.
 
-Materialize's rules: a transaction that has written may not read (25000), writes are
+Materialize's rules: a transaction that has read may not write (25000), writes are
 buffered on the session and appended at COMMIT, all at one timestamp (the group commit),
 ROLLBACK discards them, and a failed statement leaves the transaction aborted (25P02)
-until it ends. Every read of a transaction is at one timestamp.
+until it ends. Every read of a transaction is at one timestamp. Decided (issue 16): a
+block that wrote before it read may read, and sees its own buffered writes once each, as
+in PostgreSQL (Materialize refuses the read with 25000); see
+``sqlfront.sequence.peek.plan_read``.
 
 The statements of a multi-statement simple query form an *implicit* transaction
 (PostgreSQL 55.2.2.1): it commits after the last statement and rolls back at the first
@@ -47,9 +50,16 @@ def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Resu
             # PostgreSQL warns and stays in the transaction (WARNING 25001).
             return Result("BEGIN")
         s.in_transaction = True
+        s._txn_read_only = s.vars.get("default_transaction_read_only") == "on"
+        deferrable = s.vars.get("default_transaction_deferrable") == "on"
         for o in stmt.options or ():
             if o.defname == "transaction_read_only":
                 s._txn_read_only = bool(o.arg.val.ival)
+            elif o.defname == "transaction_deferrable":
+                deferrable = bool(o.arg.val.ival)
+        # what current_setting('transaction_read_only') shows while the block lasts
+        s.vars.values["transaction_read_only"] = "on" if s._txn_read_only else "off"
+        s.vars.values["transaction_deferrable"] = "on" if deferrable else "off"
         return Result("BEGIN")
     if k in (K.TRANS_STMT_SAVEPOINT, K.TRANS_STMT_RELEASE, K.TRANS_STMT_ROLLBACK_TO):
         return savepoint(s, k, stmt.savepoint_name)
@@ -91,7 +101,9 @@ def discard(s: Session, writes: list) -> None:
 def end_transaction(s: Session) -> None:
     """Leave the transaction block, closing its cursors (its buffered writes are the
     caller's business)."""
-    s.in_transaction = s.failed = s._txn_read = s._txn_read_only = s._implicit = False
+    s.in_transaction = s.failed = s._txn_read = s._txn_wrote = s._txn_read_only = s._implicit = False
+    for mode in ("read_only", "deferrable"):  # outside a transaction: the defaults
+        s.vars.values[f"transaction_{mode}"] = s.vars.get(f"default_transaction_{mode}")
     s._savepoints = []
     release_read_ts(s)
     close_all(s)

@@ -127,13 +127,15 @@ def write(s: Session, table: Table, data: pa.Table | Batch) -> None:
     now, or at COMMIT in a transaction.
 
     Raises:
-        SqlError 25006 in a READ ONLY transaction; 25000 in one that has read."""
+        SqlError 25006 in a READ ONLY transaction; 25000 in one that read before it
+        wrote (Materialize's read-only transactions)."""
     if s._txn_read_only:
         raise SqlError(READ_ONLY_SQL_TRANSACTION, "cannot execute INSERT in a read-only transaction")
     if s.in_transaction:
         if s._txn_read and not s._implicit:
             raise SqlError(INVALID_TRANSACTION_STATE, "transaction in read-only mode")
         s._pending_writes.append((table, data))
+        s._txn_wrote = True
         return
     append_all(s, [(table, data)])
 
