@@ -10,7 +10,11 @@ SCALE ?= 0.1
 # where `make tpch` keeps the generated Parquet files; `make serve` lets COPY read them
 TPCH_DATA ?= tpch-data
 
-.PHONY: serve test tpch bench-tpch setup clean
+# `make serve-multi`: PostgreSQL, two environmentd processes (clusters quickstart and
+# analytics) and the balancer on $(LISTEN); data under $(MULTI_DIR)
+MULTI_DIR ?= mzdata-multi
+
+.PHONY: serve serve-multi test tpch bench-tpch setup clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -26,6 +30,9 @@ serve: $(STAMP)
 	$(BIN)/sqlfront serve --listen $(LISTEN) --data-dir $(DATA_DIR) --metrics-listen $(METRICS_LISTEN) \
 		--copy-from-dir $(TPCH_DATA)
 
+serve-multi: $(STAMP)
+	$(BIN)/python tests/serve_multi.py --dir $(MULTI_DIR) --balancer-port $(lastword $(subst :, ,$(LISTEN)))
+
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
@@ -36,4 +43,4 @@ bench-tpch: $(STAMP)
 	$(BIN)/python bench/tpch.py
 
 clean:
-	rm -rf $(VENV) $(DATA_DIR)
+	rm -rf $(VENV) $(DATA_DIR) $(MULTI_DIR)

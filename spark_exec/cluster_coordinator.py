@@ -74,6 +74,11 @@ class ClusterCoordinator:
             self._replicas[replica.id] = h
         h.start()
 
+    def replica_ids(self) -> list[str]:
+        """The replicas this coordinator runs (started or starting)."""
+        with self._cond:
+            return list(self._replicas)
+
     def drop_replica(self, replica_id: str) -> None:
         with self._cond:
             h = self._replicas.pop(replica_id, None)
