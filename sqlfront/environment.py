@@ -469,7 +469,12 @@ class Environment:
         Class 08 would tell drivers the connection broke, which it did not; the peek is not
         forwarded, because running it through another process's pgwire would cost a
         second round trip and a second plan for every row batch."""
+        if self.ownership.local:
+            return SqlError("55000", f"cluster '{cluster.name}' is not running")
         owner = self.ownership.owner_of(cluster.id)
+        if owner == self.config.address:  # taken a moment ago: its coordinator is starting
+            return SqlError("55000", f"cluster '{cluster.name}' is not running yet",
+                            hint="This environmentd took its lease a moment ago.")
         if owner is None:
             return SqlError("55000", f"cluster '{cluster.name}' is not running: no environmentd owns it now",
                             hint="Its environmentd may be restarting, or a process started with --takeover "
@@ -549,6 +554,8 @@ class Environment:
             cc = self.clusters.get(c.id)
             if cc is None:
                 cc = ClusterCoordinator(c.id, c.name, self.orchestrator,
+                                        # other processes read statuses from the lease: publish now
+                                        on_status=lambda _rid, _status: self.ownership.poke(),
                                         max_peeks_per_replica=self.config.max_peeks_per_replica)
                 cc.maintain_arrangements(functools.partial(self._arranged_tables, c.id))
                 self.clusters[c.id] = cc

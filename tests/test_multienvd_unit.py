@@ -31,6 +31,19 @@ def test_startup_parameters_and_routes():
     assert r.address_for("y") == r.address_for(None) == ("127.0.0.1", 1)
 
 
+def test_routes_pins_then_owners_then_the_default():
+    """--route pins a cluster; else its owner (the leases); else --default; without a
+    default, a connection naming no cluster goes to quickstart's owner."""
+    r = Routes(None, {"x": ("127.0.0.1", 2)}, owners={"x": ("127.0.0.1", 9), "y": ("127.0.0.1", 3),
+                                                      "quickstart": ("127.0.0.1", 4)})
+    assert r.address_for("x") == ("127.0.0.1", 2)
+    assert r.address_for("y") == ("127.0.0.1", 3)
+    assert r.address_for(None) == ("127.0.0.1", 4)
+    assert r.address_for("nowhere") is None
+    r.default = ("127.0.0.1", 1)
+    assert r.address_for("nowhere") == r.address_for(None) == ("127.0.0.1", 1)
+
+
 def test_passwords_are_redacted_from_urls():
     assert redact_url("postgres://u:s3cret@h:5432/db") == "postgres://u:****@h:5432/db"
     assert redact_url("postgresql://u@h/db?password=s3cret&sslmode=disable") == \
