@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from persist.postgres import ConnectionPool, create_once
+from pgconn import ConnectionPool, create_once
 
 #: the NOTIFY channel of lease changes of hands
 CHANNEL = "cluster_leases"

@@ -137,7 +137,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     for noisy in ("py4j", "pyspark", "grpc"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from catalog.errors import SqlError
-    from persist.postgres import is_postgres_url, redact_url
+    from pgconn import is_postgres_url, redact_url
     from sqlfront.environment import Config, Environment
     from sqlfront.pgwire import PgServer
     from sqlfront.vars import validate
@@ -278,7 +278,7 @@ def balancer(listen, routes, default, catalog_url, log_level) -> None:
         if not eq or not name:
             raise click.BadParameter(f"expected CLUSTER=HOST:PORT, got {r!r}", param_hint="--route")
         clusters[name] = parse_listen(address)
-    from persist.postgres import is_postgres_url, redact_url
+    from pgconn import is_postgres_url, redact_url
 
     if catalog_url and not is_postgres_url(catalog_url):
         raise click.BadParameter(f"expected a postgres:// URL, got {redact_url(catalog_url)!r}",

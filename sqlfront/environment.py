@@ -48,7 +48,7 @@ from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica, Ta
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from persist import Batch, FileBlob, PersistClient, SqliteConsensus, open_consensus
-from persist.postgres import is_postgres_url, redact_url
+from pgconn import is_postgres_url, redact_url
 from persist.pubsub import PubSubServer
 from sqlfront import group_commit
 from sqlfront.group_commit import GroupCommitter

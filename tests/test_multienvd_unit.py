@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from persist.postgres import is_postgres_url, redact_url
+from pgconn import is_postgres_url, redact_url
 from sqlfront.balancer import Routes, cluster_of, parse_startup
 
 
