@@ -17,7 +17,10 @@ Several environmentd processes share persist and the timestamp oracle when they 
 started with ``persist_consensus_url`` and ``timestamp_oracle_url`` naming one PostgreSQL
 database and ``persist_blob_url`` naming one directory; consensus.db and the oracle's
 row in catalog.db are then unused. With ``catalog_url`` they share the catalog too (a
-versioned log in PostgreSQL that each process follows).
+versioned log in PostgreSQL that each process follows), and each cluster's
+ClusterCoordinator and replicas run in the one process that holds the cluster's lease
+(``sqlfront.ownership``; ``clusters`` and ``takeover`` say which it takes). Without a
+shared catalog this process runs every cluster.
 """
 
 from __future__ import annotations
