@@ -73,6 +73,13 @@ def addr(s: Server) -> str:
     return f"127.0.0.1:{s.port}"
 
 
+def seen_by(s: Server, table: str) -> None:
+    """Wait until ``s`` followed the catalog past the creation of ``table``."""
+    with s.connect() as c:
+        assert wait_for(lambda: c.execute("SELECT count(*) FROM mz_tables WHERE name = %s", (table,)).fetchone()[0],
+                        10, 0.05)
+
+
 def test_each_process_runs_its_own_clusters_and_names_the_owner_of_the_others(envds):
     a, b, bal = envds
     for s in (a, b):
@@ -90,6 +97,7 @@ def test_each_process_runs_its_own_clusters_and_names_the_owner_of_the_others(en
         assert f"cluster 'cb' is owned by the environmentd at {addr(b)}" in str(e.value)
         assert "-c cluster=cb" in e.value.diag.message_hint
         assert c.execute("SHOW cluster").fetchone() == ("quickstart",)  # unchanged, session usable
+    seen_by(b, "owned")
     with psycopg.connect(a.url, autocommit=True, options="-c cluster=cb") as c:
         with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState) as e:
             c.execute("SELECT sum(x) FROM owned")
@@ -122,6 +130,7 @@ def test_concurrent_inserts_through_both_none_lost_each_visible_through_the_othe
     a, b, bal = envds
     with a.connect() as c:
         c.execute("CREATE TABLE hist (w int, i int, j int)")
+    seen_by(b, "hist")
     # writers 0, 2 write through A (quickstart) and read through B (cb); 1, 3 the reverse
     writes, reads, errors = [], [], []
 
@@ -160,6 +169,7 @@ def test_sigkill_of_one_envd_fails_no_query_on_the_other_and_its_clusters_are_ta
     a, b, bal = envds
     with a.connect() as c:
         c.execute("CREATE TABLE IF NOT EXISTS owned (x int)")
+    seen_by(b, "owned")
     results, errors = [], []
     done = threading.Semaphore(0)
 
