@@ -203,11 +203,12 @@ class LeasedOwnership:
             free = lease is None or not lease.live
             if not (mine_before or (listed and free) or (self.takeover and lease is not None and not lease.live)):
                 continue
+            sent = time.monotonic()  # the lease runs from some moment after this
             epoch = self.leases.acquire(c.id, c.name, reclaim=mine_before)
             if epoch is None:
                 continue
             with self._lock:
-                self._held[c.id] = (epoch, time.monotonic())
+                self._held[c.id] = (epoch, sent)
             log.info("cluster %s: lease taken (epoch %d)%s", c.name, epoch,
                      "" if lease is None or mine_before else f", was {lease.owner}'s")
             self._on_gain(c.id)
