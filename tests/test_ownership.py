@@ -59,7 +59,7 @@ def envds(tmp_path_factory, postgres):
             with s.connect() as c:
                 assert wait_for(lambda: {r[0] for r in c.execute("SELECT status FROM mz_cluster_replicas")}
                                 == {"healthy"}, 180, 0.3)
-        yield a, b, bal
+        yield a, b, bal, url
     finally:
         if bal is not None:
             bal.stop()
@@ -81,7 +81,7 @@ def seen_by(s: Server, table: str) -> None:
 
 
 def test_each_process_runs_its_own_clusters_and_names_the_owner_of_the_others(envds):
-    a, b, bal = envds
+    a, b, bal, url = envds
     for s in (a, b):
         with s.connect() as c:
             assert dict(c.execute("SELECT name, environmentd FROM mz_clusters").fetchall()) == \
@@ -127,7 +127,7 @@ def check_history(writes: list[tuple], reads: list[tuple]) -> None:
 
 
 def test_concurrent_inserts_through_both_none_lost_each_visible_through_the_other(envds):
-    a, b, bal = envds
+    a, b, bal, url = envds
     with a.connect() as c:
         c.execute("CREATE TABLE hist (w int, i int, j int)")
     seen_by(b, "hist")
@@ -166,7 +166,7 @@ def test_concurrent_inserts_through_both_none_lost_each_visible_through_the_othe
 @pytest.mark.slow
 def test_sigkill_of_one_envd_fails_no_query_on_the_other_and_its_clusters_are_taken_over(envds):
     """Last in this module: it kills A."""
-    a, b, bal = envds
+    a, b, bal, url = envds
     with a.connect() as c:
         c.execute("CREATE TABLE IF NOT EXISTS owned (x int)")
     seen_by(b, "owned")
@@ -206,6 +206,9 @@ def test_sigkill_of_one_envd_fails_no_query_on_the_other_and_its_clusters_are_ta
 
     assert wait_for(quickstart_on_b, 120, 0.5)
     assert time.monotonic() - killed_at >= float(LEASE_S) - 1  # not before the lease expired
+    with psycopg.connect(url) as c:  # one change of hands: epoch 2
+        assert c.execute("SELECT owner, epoch FROM cluster_leases WHERE cluster_name = 'quickstart'").fetchone() \
+            == (addr(b), 2)
     with b.connect() as c:
         assert dict(c.execute("SELECT name, environmentd FROM mz_clusters").fetchall()) == \
             {"quickstart": addr(b), "cb": addr(b)}
