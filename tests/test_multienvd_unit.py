@@ -7,6 +7,7 @@ import pytest
 
 from pgconn import is_postgres_url, redact_url
 from sqlfront.balancer import Routes, cluster_of, parse_startup
+from sqlfront.vars import SessionVars
 
 
 @pytest.mark.parametrize("options, cluster", [
@@ -21,6 +22,15 @@ from sqlfront.balancer import Routes, cluster_of, parse_startup
 ])
 def test_cluster_of_reads_the_options_as_libpq_passes_them(options, cluster):
     assert cluster_of(options) == cluster
+
+
+def test_a_session_takes_its_variables_from_the_startup_options():
+    """environmentd reads ``options`` as the balancer does (PostgreSQL's -c name=value), so
+    the cluster the balancer routed by is the session's cluster; a parameter given on its
+    own wins over the same one in options."""
+    v = SessionVars({"options": "-c cluster=cb --statement-timeout=5s -c search_path=x"})
+    assert (v.get("cluster"), v.get("statement_timeout"), v.get("search_path")) == ("cb", "5s", "x")
+    assert SessionVars({"options": "-c search_path=x", "search_path": "y"}).get("search_path") == "y"
 
 
 def test_startup_parameters_and_routes():
