@@ -30,9 +30,9 @@ from server import Balancer, Server, replica_jvms, wait_for
 
 #: short leases, so the takeover test waits seconds, not the default 10 s
 LEASE_S = "5"
-ROWS_PER_INSERT = 100
-INSERTS_PER_WRITER = 25
-WRITERS = 4  # 2 through each process: 4 * 25 * 100 = 10,000 rows
+ROWS_PER_INSERT = 250
+INSERTS_PER_WRITER = 10
+WRITERS = 4  # 2 through each process: 4 * 10 * 250 = 10,000 rows
 
 
 @pytest.fixture(scope="module")
