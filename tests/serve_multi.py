@@ -63,7 +63,9 @@ def main() -> None:
     pg = PostgresReference(d / "pg", args.pg_port).start()
     procs: list[tuple[str, subprocess.Popen]] = []
     stop = threading.Event()
+    # explicit handlers: a shell that starts this in the background ignores SIGINT for it
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
     try:
         url = pg.url
         shared = ["--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
