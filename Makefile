@@ -15,7 +15,11 @@ PSYCOPG_SUITE_DEPS := anyio==4.16.0 pproxy==2.7.9 pytest-timeout==2.4.0
 # where `make tpch` keeps the generated Parquet files; `make serve` lets COPY read them
 TPCH_DATA ?= tpch-data
 
-.PHONY: serve test tpch bench-tpch psycopg-suite setup clean
+# `make serve-multi`: PostgreSQL, two environmentd processes (clusters quickstart and
+# analytics) and the balancer on $(LISTEN); data under $(MULTI_DIR)
+MULTI_DIR ?= mzdata-multi
+
+.PHONY: serve serve-multi test tpch bench-tpch psycopg-suite setup clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -30,6 +34,9 @@ setup: $(STAMP)
 serve: $(STAMP)
 	$(BIN)/sqlfront serve --listen $(LISTEN) --data-dir $(DATA_DIR) --metrics-listen $(METRICS_LISTEN) \
 		--copy-from-dir $(TPCH_DATA)
+
+serve-multi: $(STAMP)
+	$(BIN)/python tests/serve_multi.py --dir $(MULTI_DIR) --balancer-port $(lastword $(subst :, ,$(LISTEN)))
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -46,4 +53,4 @@ psycopg-suite: $(STAMP)
 	$(BIN)/python bench/psycopg_suite.py $(if $(PSYCOPG_SRC),--src $(PSYCOPG_SRC))
 
 clean:
-	rm -rf $(VENV) $(DATA_DIR)
+	rm -rf $(VENV) $(DATA_DIR) $(MULTI_DIR)

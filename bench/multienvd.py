@@ -11,9 +11,15 @@
    ``CREATE TABLE`` returning through one until the other's ``mz_tables`` shows it
    (polled as fast as the wire allows): p50/p99 (target: p50 < 50 ms with NOTIFY).
 
-Not yet here: environmentd CPU per peek with one and with two processes.
+4. **environmentd CPU per peek**: ``SELECT count(*), sum(x) FROM t`` (1,000 rows; a
+   Spark job on the replica) N times, and the CPU time the environmentd process(es)
+   spent meanwhile (user + system of the process itself, from ``/proc/PID/stat``; the
+   replica JVMs are other processes): one process on sqlite (the default), one process
+   on the PostgreSQL store, and two processes on it (A owns ``quickstart``, B ``cb``; N
+   peeks through each, in alternating blocks; both processes' CPU over 2N). CPU time,
+   not wall time: it stays meaningful on a shared machine.
 
-    .venv/bin/python bench/multienvd.py [--iterations 3000] [--ops 1000] [--ddl 40]
+    .venv/bin/python bench/multienvd.py [--iterations 3000] [--ops 1000] [--ddl 40] [--peeks 300]
 """
 
 from __future__ import annotations
@@ -128,17 +134,105 @@ def catalog_propagation(workdir: Path, n: int) -> None:
         pg.stop()
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (all its threads, not its
+    children), from ``/proc/PID/stat`` (fields 14 and 15, in clock ticks)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+PEEK = "SELECT count(*), sum(x) FROM peeked"
+
+
+def _peek_table(conn) -> None:
+    conn.execute("CREATE TABLE IF NOT EXISTS peeked (x int)")
+    if not conn.execute(PEEK).fetchone()[0]:
+        conn.execute("INSERT INTO peeked SELECT g FROM generate_series(1, 1000) AS g")
+
+
+def _cpu_per_peek(servers: list, clusters: list[str], peeks: int) -> float:
+    """Milliseconds of environmentd CPU (all of ``servers``) per peek, N peeks through
+    each server on its own cluster, in alternating blocks of 20."""
+    import psycopg
+
+    conns = [psycopg.connect(s.url, autocommit=True, options=f"-c cluster={c}") for s, c in zip(servers, clusters)]
+    try:
+        for c in conns:
+            for _ in range(20):  # warm up: plans, Spark sessions, JIT
+                c.execute(PEEK).fetchall()
+        before = sum(process_cpu_s(s.proc.pid) for s in servers)
+        for _ in range(max(1, peeks // 20)):
+            for c in conns:
+                for _ in range(20):
+                    c.execute(PEEK).fetchall()
+        spent = sum(process_cpu_s(s.proc.pid) for s in servers) - before
+        return spent * 1000 / (max(1, peeks // 20) * 20 * len(conns))
+    finally:
+        for c in conns:
+            c.close()
+
+
+def cpu_per_peek(workdir: Path, peeks: int) -> None:
+    from conftest import new_database
+    from pg_reference import PostgresReference
+
+    print(f"\nenvironmentd CPU per peek ({PEEK!r}, {peeks} per process)   ms")
+    d = workdir / "cpu-one"
+    d.mkdir()
+    srv = Server(d / "mzdata").start()
+    try:
+        with srv.connect() as c:
+            _peek_table(c)
+        print(f"  one environmentd, sqlite                           {_cpu_per_peek([srv], ['quickstart'], peeks):7.2f}")
+    finally:
+        srv.stop()
+    pg = PostgresReference().start()
+    servers = []
+    try:
+        url = new_database(pg)
+        shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
+                  "--persist-blob-url", str(workdir / "cpu-blob"))
+        for name, cluster in (("a", "quickstart"), ("b", "cb")):
+            (workdir / f"cpu-{name}").mkdir()
+            servers.append(Server(workdir / f"cpu-{name}" / "mzdata", *shared, "--clusters", cluster))
+        servers[0].start()
+        with servers[0].connect() as c:
+            _peek_table(c)
+        one = _cpu_per_peek(servers[:1], ["quickstart"], peeks)
+        print(f"  one environmentd, PostgreSQL store                 {one:7.2f}")
+        servers[1].start(wait_replicas=False)
+        with servers[0].connect() as c:
+            c.execute("CREATE CLUSTER cb REPLICAS (r1 (SIZE '1'))")
+            while {r[0] for r in c.execute("SELECT status FROM mz_cluster_replicas")} != {"healthy"}:
+                time.sleep(0.5)
+        two = _cpu_per_peek(servers, ["quickstart", "cb"], peeks)
+        print(f"  two environmentd, PostgreSQL store (both, per peek) {two:7.2f}   ({two / one:.2f}x one)")
+    finally:
+        for s in servers:
+            s.stop()
+        pg.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--iterations", type=int, default=3000, help="SELECT 1 round trips per path")
     ap.add_argument("--ops", type=int, default=1000, help="oracle and Consensus operations")
     ap.add_argument("--ddl", type=int, default=40, help="CREATE TABLEs for catalog propagation (0: skip)")
+    ap.add_argument("--peeks", type=int, default=300, help="peeks per process for CPU per peek (0: skip)")
+    ap.add_argument("--only", choices=["balancer", "store", "catalog", "cpu"], default=None,
+                    help="run one part only")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-multienvd-") as d:
-        balancer_overhead(Path(d), args.iterations)
-        shared_store(Path(d), args.ops)
-        if args.ddl:
+        if args.only in (None, "balancer"):
+            balancer_overhead(Path(d), args.iterations)
+        if args.only in (None, "store"):
+            shared_store(Path(d), args.ops)
+        if args.ddl and args.only in (None, "catalog"):
             catalog_propagation(Path(d), args.ddl)
+        if args.peeks and args.only in (None, "cpu"):
+            cpu_per_peek(Path(d), args.peeks)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,10 @@ MZ_CLUSTERS = BuiltinTable(
     "s1",
     "mz_catalog",
     "mz_clusters",
-    (Column("id", TEXT, False), Column("name", TEXT, False), *_OWNED),
+    # ``environmentd`` is ours (Materialize has no such column): the pgwire address
+    # (HOST:PORT) of the environmentd that runs the cluster now, NULL when no process
+    # holds a live lease on it (issue 13; sqlfront.ownership).
+    (Column("id", TEXT, False), Column("name", TEXT, False), *_OWNED, Column("environmentd", TEXT, True)),
 )
 
 MZ_CLUSTER_REPLICAS = BuiltinTable(
@@ -185,9 +188,11 @@ StatusFn = Callable[[str], str]
 
 
 def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
-                 sizes: dict[str, ReplicaSize] | None = None, settings: dict[str, str] | None = None) -> list[tuple]:
+                 sizes: dict[str, ReplicaSize] | None = None, settings: dict[str, str] | None = None,
+                 owner: Callable[[str], str | None] | None = None) -> list[tuple]:
     """The current rows of ``table`` as tuples in column order; ``settings`` are the
-    default session variables, for ``pg_settings``."""
+    default session variables, for ``pg_settings``; ``owner(cluster_id)`` is the pgwire
+    address of the environmentd that runs a cluster (``mz_clusters.environmentd``)."""
     pg = pg_catalog_rows(table, snap, settings or {})
     if pg is not None:
         return pg
@@ -274,7 +279,8 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
         return [(v.id, v.schema, v.name, v.sql, *_owned(snap, rbac.relation_ref(v)))
                 for v in sorted(snap.views.values(), key=_id_order)]
     if table.id == MZ_CLUSTERS.id:
-        return [(c.id, c.name, *_owned(snap, rbac.cluster_ref(c))) for c in sorted(snap.clusters.values(), key=_id_order)]
+        return [(c.id, c.name, *_owned(snap, rbac.cluster_ref(c)), owner(c.id) if owner else None)
+                for c in sorted(snap.clusters.values(), key=_id_order)]
     if table.id == MZ_CLUSTER_REPLICAS.id:
         return [
             (r.id, r.name, r.cluster_id, r.size, r.availability_zone, status(r.id))

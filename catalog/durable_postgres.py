@@ -88,7 +88,7 @@ class PostgresCatalogStore:
     Raises psycopg.OperationalError when the server is unreachable (nothing committed)."""
 
     def __init__(self, url: str):
-        from persist.postgres import ConnectionPool, create_once
+        from pgconn import ConnectionPool, create_once
 
         self.url = url
         self._pool = ConnectionPool(url, setup=lambda c: create_once(c, _DDL))

@@ -53,7 +53,7 @@ def open_oracle(url: str | None, path: str):
     """The timestamp oracle: in PostgreSQL when ``url`` is ``postgres://...`` (shared by
     several processes), else this process's own, durable in the sqlite file ``path``.
     Raises psycopg.OperationalError when the PostgreSQL server is unreachable."""
-    from persist.postgres import is_postgres_url
+    from pgconn import is_postgres_url
 
     if is_postgres_url(url):
         from catalog.oracle_postgres import PostgresTimestampOracle

@@ -31,8 +31,6 @@ from __future__ import annotations
 import threading
 import time
 
-import psycopg
-
 #: Materialize's name of the one timeline of tables
 TIMELINE = "EpochMilliseconds"
 
@@ -57,7 +55,7 @@ class PostgresTimestampOracle:
     not get a timestamp fails; nothing was written)."""
 
     def __init__(self, url: str, timeline: str = TIMELINE):
-        from persist.postgres import ConnectionPool, create_once
+        from pgconn import ConnectionPool, create_once
 
         self.url = url
         self.timeline = timeline

@@ -104,7 +104,8 @@ def open_consensus(target: str) -> Consensus:
     """The Consensus at ``target``: a ``postgres://`` URL (:class:`persist.postgres.PostgresConsensus`,
     shared by several processes) or else a sqlite file path (:class:`SqliteConsensus`, one
     process). Raises psycopg.OperationalError when the PostgreSQL server is unreachable."""
-    from persist.postgres import PostgresConsensus, is_postgres_url
+    from persist.postgres import PostgresConsensus
+    from pgconn import is_postgres_url
 
     return PostgresConsensus(target) if is_postgres_url(target) else SqliteConsensus(target)
 

@@ -42,6 +42,8 @@ class ClusterCoordinator:
         self.on_status = on_status
         self._replicas: dict[str, ReplicaHandle] = {}
         self._cond = threading.Condition()
+        #: shut down: starts no replica any more (a late ensure_replica is a no-op)
+        self._shut_down = False
         #: peeks running at once on one replica (each replica has its own threads)
         self.max_peeks_per_replica = max_peeks_per_replica
         #: the arrangements of this cluster's indexes (set by ``maintain_arrangements``)
@@ -57,7 +59,7 @@ class ClusterCoordinator:
 
     def ensure_replica(self, replica: Replica, size: ReplicaSize | None) -> None:
         with self._cond:
-            if replica.id in self._replicas:
+            if replica.id in self._replicas or self._shut_down:
                 return
             spec = None
             if not replica.remote:
@@ -74,6 +76,11 @@ class ClusterCoordinator:
             self._replicas[replica.id] = h
         h.start()
 
+    def replica_ids(self) -> list[str]:
+        """The replicas this coordinator runs (started or starting)."""
+        with self._cond:
+            return list(self._replicas)
+
     def drop_replica(self, replica_id: str) -> None:
         with self._cond:
             h = self._replicas.pop(replica_id, None)
@@ -87,6 +94,7 @@ class ClusterCoordinator:
     def shutdown(self) -> None:
         """Stop every replica and wait for their processes to exit."""
         with self._cond:
+            self._shut_down = True
             handles = list(self._replicas.values())
             self._replicas.clear()
         if self.arrangements is not None:

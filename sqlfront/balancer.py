@@ -6,8 +6,11 @@ Per client connection:
 1. SSLRequest / GSSENCRequest are answered ``N`` (plain text, as environmentd does).
 2. The startup packet's ``options`` parameter names the cluster (``-c cluster=NAME``,
    ``--cluster=NAME``, as libpq passes ``PGOPTIONS``); a route for that name picks the
-   environmentd (``--route NAME=HOST:PORT``), anything else goes to ``--default``. The
-   startup packet is forwarded unchanged (so the session's ``cluster`` is set there).
+   environmentd (``--route NAME=HOST:PORT``), else, with ``--catalog-url``, the process
+   that owns the cluster now (its lease in the shared catalog, followed by LISTEN/NOTIFY:
+   a takeover moves new connections within milliseconds), anything else goes to
+   ``--default``. The startup packet is forwarded unchanged (so the session's
+   ``cluster`` is set there).
 3. From then on bytes are spliced both ways. Authentication passes through: SCRAM runs
    between the client and environmentd (the balancer holds no password). Backend
    messages are followed by their length headers only, to find BackendKeyData and to
@@ -34,12 +37,14 @@ import asyncio
 import hmac
 import logging
 import secrets
-import shlex
 import struct
+import threading
 from dataclasses import dataclass, field
 
+from catalog.cluster_leases import read_routes
 from catalog.errors import SqlError
 from sqlfront.messages import error_response
+from sqlfront.vars import parse_options
 
 log = logging.getLogger(__name__)
 
@@ -55,33 +60,9 @@ CONNECT_TIMEOUT_S = 5.0
 
 
 def cluster_of(options: str) -> str | None:
-    """The ``cluster`` a startup packet's ``options`` value sets, or None.
-
-    ``options`` is split as libpq's PGOPTIONS (spaces separate, backslash escapes):
-    ``-c cluster=a``, ``-ccluster=a`` and ``--cluster=a`` all give ``"a"``; the last one
-    wins, as PostgreSQL applies them in order."""
-    try:
-        words = shlex.split(options.replace("\\ ", "\x00"), posix=True)
-    except ValueError:
-        return None
-    words = [w.replace("\x00", " ") for w in words]
-    found = None
-    i = 0
-    while i < len(words):
-        w = words[i]
-        setting = None
-        if w == "-c" and i + 1 < len(words):
-            setting, i = words[i + 1], i + 1
-        elif w.startswith("-c"):
-            setting = w[2:]
-        elif w.startswith("--"):
-            setting = w[2:]
-        if setting is not None:
-            name, eq, value = setting.partition("=")
-            if eq and name.strip().lower().replace("-", "_") == "cluster":
-                found = value
-        i += 1
-    return found
+    """The ``cluster`` a startup packet's ``options`` value sets, or None (read as
+    environmentd reads it: :func:`sqlfront.vars.parse_options`)."""
+    return parse_options(options).get("cluster")
 
 
 def parse_startup(body: bytes) -> dict[str, str]:
@@ -94,13 +75,89 @@ def parse_startup(body: bytes) -> dict[str, str]:
 @dataclass
 class Routes:
     """Where each cluster's connections go: ``clusters`` maps a cluster name to
-    ``(host, port)``; everything else goes to ``default``."""
+    ``(host, port)`` (``--route``, the operator's pins); then the owners the shared
+    catalog's cluster leases name (``owners``, with ``--catalog-url``: kept current by
+    :class:`OwnerFollower`); everything else goes to ``default``. Without a default, a
+    connection that names no cluster goes to the owner of ``quickstart`` (the session
+    variable ``cluster``'s default)."""
 
-    default: tuple[str, int]
+    default: tuple[str, int] | None
     clusters: dict[str, tuple[str, int]] = field(default_factory=dict)
+    #: cluster name -> its owner's pgwire address (replaced whole, never mutated)
+    owners: dict[str, tuple[str, int]] = field(default_factory=dict)
 
-    def address_for(self, cluster: str | None) -> tuple[str, int]:
-        return self.clusters.get(cluster, self.default) if cluster is not None else self.default
+    def address_for(self, cluster: str | None) -> tuple[str, int] | None:
+        """Where to send a connection whose options set ``cluster`` (None: not set);
+        None when nothing says (no default, and no owner known)."""
+        if cluster is None:
+            return self.default or self.owners.get(DEFAULT_CLUSTER)
+        return self.clusters.get(cluster) or self.owners.get(cluster) or self.default
+
+
+#: the session variable ``cluster``'s default (sqlfront.vars)
+DEFAULT_CLUSTER = "quickstart"
+#: seconds between reads of the cluster leases when no NOTIFY comes (the fallback)
+OWNERS_POLL_S = 1.0
+
+
+class OwnerFollower:
+    """Keeps ``routes.owners`` equal to the cluster leases in the shared catalog at
+    ``url`` (``catalog.cluster_leases``): read at start, again at each ``NOTIFY
+    cluster_leases`` (a lease changed hands: a takeover or a restart) and every
+    ``OWNERS_POLL_S`` seconds. Runs on its own thread with its own connection; while
+    PostgreSQL is unreachable the last routes stay."""
+
+    def __init__(self, url: str, routes: Routes):
+        self.url = url
+        self.routes = routes
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="balancer-owners", daemon=True)
+
+    def start(self) -> "OwnerFollower":
+        try:
+            self._refresh_once()  # routes are right from the first connection on
+        except Exception as e:
+            log.warning("reading cluster owners: %s", e)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _refresh_once(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True, connect_timeout=10,
+                             application_name="sqlfront-balancer") as c:
+            self._apply(read_routes(c))
+
+    def _apply(self, owners: dict[str, str]) -> None:
+        new = {}
+        for name, address in owners.items():
+            host, _, port = address.rpartition(":")
+            if host and port.isdigit():
+                new[name] = (host.strip("[]"), int(port))
+        if new != self.routes.owners:
+            log.info("cluster owners: %s", ", ".join(f"{c}={h}:{p}" for c, (h, p) in sorted(new.items())) or "none")
+        self.routes.owners = new
+
+    def _run(self) -> None:
+        import psycopg
+
+        from catalog.cluster_leases import CHANNEL
+
+        while not self._stop.is_set():
+            try:
+                with psycopg.connect(self.url, autocommit=True, connect_timeout=10,
+                                     application_name="sqlfront-balancer") as c:
+                    c.execute(f"LISTEN {CHANNEL}")
+                    while not self._stop.is_set():
+                        self._apply(read_routes(c))
+                        for _ in c.notifies(timeout=OWNERS_POLL_S, stop_after=1):
+                            pass
+            except psycopg.Error as e:
+                log.warning("following cluster owners: %s", e)
+                self._stop.wait(OWNERS_POLL_S)
 
 
 @dataclass
@@ -221,6 +278,13 @@ class _Client(asyncio.Protocol):
                 return
             cluster = cluster_of(parse_startup(packet[8:]).get("options", ""))
             address = self.balancer.routes.address_for(cluster)
+            if address is None:
+                self.transport.write(error_response(SqlError(
+                    CONNECTION_FAILURE, f"no environmentd owns cluster '{cluster or DEFAULT_CLUSTER}'",
+                    hint="Name a cluster with options '-c cluster=NAME', or start the balancer with --default.",
+                    severity="FATAL")))
+                self.transport.close()
+                return
             self.pid = self.balancer.new_pid()
             self.transport.pause_reading()
             asyncio.ensure_future(self._connect(packet, cluster, address))
@@ -317,13 +381,17 @@ class _Upstream(asyncio.Protocol):
         self.client.transport.close()
 
 
-def serve(listen: tuple[str, int], routes: Routes, ready=None) -> None:
+def serve(listen: tuple[str, int], routes: Routes, ready=None, catalog_url: str | None = None) -> None:
     """Run the balancer until cancelled (SIGINT/SIGTERM end the process). ``ready(address)``
-    is called once it listens."""
+    is called once it listens. With ``catalog_url``, clusters go to their owners
+    (:class:`OwnerFollower`)."""
 
     async def main():
+        if catalog_url:
+            OwnerFollower(catalog_url, routes).start()
         b = await Balancer(listen, routes).start()
-        log.info("balancer listening on %s:%d; default %s:%d; routes %s", *b.address, *routes.default,
+        default = "%s:%d" % routes.default if routes.default else "the owner of quickstart"
+        log.info("balancer listening on %s:%d; default %s; routes %s", *b.address, default,
                  ", ".join(f"{c}={h}:{p}" for c, (h, p) in sorted(routes.clusters.items())) or "none")
         if ready is not None:
             ready(b.address)

@@ -121,19 +121,27 @@ def main() -> None:
 @click.option("--persist-blob-url", default=None,
               help="persist Blob directory (path or file:// URL), shared by the processes that share Consensus "
                    "(default: DATA_DIR/blob).")
+@click.option("--clusters", default=None, metavar="NAME[,NAME...]",
+              help="Run the replicas of these clusters only (needs --catalog-url postgres://...): this process "
+                   "takes their leases when no live process holds them (default: every cluster).")
+@click.option("--takeover", is_flag=True, default=False,
+              help="Also run clusters not in --clusters whose owner's lease expired (it died).")
+@click.option("--cluster-lease-duration", default=10.0, show_default=True, type=click.FloatRange(1, 3600),
+              help="Seconds a cluster lease lasts without renewal: how long a dead owner's clusters wait for "
+                   "a takeover (renewed every fifth of it).")
 def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, bootstrap_role,
           metrics_listen,
           max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
           max_copy_from_size, log_level, max_query_heap_size, persist_compaction, persist_pubsub,
           persist_pubsub_listen, persist_consensus_url, timestamp_oracle_url, persist_blob_url,
-          catalog_url) -> None:
+          catalog_url, clusters, takeover, cluster_lease_duration) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     for noisy in ("py4j", "pyspark", "grpc"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from catalog.errors import SqlError
-    from persist.postgres import is_postgres_url, redact_url
+    from pgconn import is_postgres_url, redact_url
     from sqlfront.environment import Config, Environment
     from sqlfront.pgwire import PgServer
     from sqlfront.vars import validate
@@ -186,6 +194,14 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                       ("--timestamp-oracle-url", timestamp_oracle_url), ("--catalog-url", catalog_url)):
         if url and not is_postgres_url(url):
             raise click.BadParameter(f"expected a postgres:// URL, got {redact_url(url)!r}", param_hint=flag)
+    cluster_names = None
+    if clusters is not None:
+        cluster_names = tuple(dict.fromkeys(n.strip() for n in clusters.split(",") if n.strip()))
+        if not cluster_names:
+            raise click.BadParameter("expected cluster names separated by commas", param_hint="--clusters")
+    if (cluster_names is not None or takeover) and not is_postgres_url(catalog_url):
+        raise click.BadParameter("cluster ownership lives in the shared catalog: give --catalog-url postgres://...",
+                                 param_hint="--clusters" if cluster_names is not None else "--takeover")
     config = Config(Path(data_dir), sizes=sizes, availability_zones=list(availability_zones),
                     bootstrap_replica_size=bootstrap_replica_size, bootstrap_role=bootstrap_role,
                     metrics_listen=metrics_address, max_peeks_per_replica=max_peeks_per_replica,
@@ -196,7 +212,8 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                     persist_compaction=persist_compaction, persist_pubsub=persist_pubsub == "on",
                     persist_pubsub_listen=pubsub_address, persist_consensus_url=persist_consensus_url,
                     timestamp_oracle_url=timestamp_oracle_url, persist_blob_url=persist_blob_url,
-                    catalog_url=catalog_url)
+                    catalog_url=catalog_url, address=f"{host}:{port}", clusters=cluster_names,
+                    takeover=takeover, cluster_lease_s=cluster_lease_duration)
     try:
         env = Environment(config)
     except Exception as e:
@@ -241,11 +258,15 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
 @click.option("--route", "routes", multiple=True, metavar="CLUSTER=HOST:PORT",
               help="Send connections whose options set cluster CLUSTER (-c cluster=CLUSTER) to the "
                    "environmentd at HOST:PORT (repeatable).")
-@click.option("--default", "default", required=True, metavar="HOST:PORT",
-              help="The environmentd of every other connection (no cluster in the options, or no route).")
+@click.option("--default", "default", default=None, metavar="HOST:PORT",
+              help="The environmentd of every other connection (no cluster in the options, or no route). "
+                   "Required without --catalog-url; with it, the default is the owner of quickstart.")
+@click.option("--catalog-url", default=None, envvar="SQLFRONT_CATALOG_URL",
+              help="The environmentd processes' shared catalog (postgres://...): route each cluster to the "
+                   "process that owns it now (its lease), including after a takeover. Also $SQLFRONT_CATALOG_URL.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
-def balancer(listen, routes, default, log_level) -> None:
+def balancer(listen, routes, default, catalog_url, log_level) -> None:
     """Run the pgwire balancer: route each connection to the environmentd of its cluster,
     forward CancelRequests to it, answer FATAL 08006 when it cannot be reached."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -261,9 +282,18 @@ def balancer(listen, routes, default, log_level) -> None:
         if not eq or not name:
             raise click.BadParameter(f"expected CLUSTER=HOST:PORT, got {r!r}", param_hint="--route")
         clusters[name] = parse_listen(address)
+    from pgconn import is_postgres_url, redact_url
+
+    if catalog_url and not is_postgres_url(catalog_url):
+        raise click.BadParameter(f"expected a postgres:// URL, got {redact_url(catalog_url)!r}",
+                                 param_hint="--catalog-url")
+    if default is None and not catalog_url:
+        raise click.BadParameter("give --default HOST:PORT (or --catalog-url to route by cluster owner)",
+                                 param_hint="--default")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
-        serve_balancer((host, port), Routes(parse_listen(default), clusters))
+        serve_balancer((host, port), Routes(parse_listen(default) if default else None, clusters),
+                       catalog_url=catalog_url)
     except OSError as e:
         raise click.ClickException(f"cannot listen on {listen}: {e}")
     except KeyboardInterrupt:

@@ -17,7 +17,10 @@ Several environmentd processes share persist and the timestamp oracle when they 
 started with ``persist_consensus_url`` and ``timestamp_oracle_url`` naming one PostgreSQL
 database and ``persist_blob_url`` naming one directory; consensus.db and the oracle's
 row in catalog.db are then unused. With ``catalog_url`` they share the catalog too (a
-versioned log in PostgreSQL that each process follows).
+versioned log in PostgreSQL that each process follows), and each cluster's
+ClusterCoordinator and replicas run in the one process that holds the cluster's lease
+(``sqlfront.ownership``; ``clusters`` and ``takeover`` say which it takes). Without a
+shared catalog this process runs every cluster.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import collections
 import concurrent.futures
 import functools
 import logging
+import os
 import secrets
 import threading
 import time
@@ -37,7 +41,9 @@ import pglast
 
 from catalog import durable
 from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE, builtin_rows
+from catalog.cluster_leases import PostgresClusterLeases
 from catalog.durable import CatalogStore
+from catalog.errors import SqlError
 from catalog.oracle import open_oracle
 from catalog.sequences import SequenceStore
 from catalog.sizes import ReplicaSize, default_sizes
@@ -45,7 +51,7 @@ from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica, Ta
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from persist import Batch, FileBlob, PersistClient, SqliteConsensus, open_consensus
-from persist.postgres import is_postgres_url, redact_url
+from pgconn import is_postgres_url, redact_url
 from persist.pubsub import PubSubServer
 from sqlfront import group_commit
 from sqlfront.group_commit import GroupCommitter
@@ -54,6 +60,7 @@ from spark_exec.lower import arranged_units
 from spark_exec.orchestrator import Orchestrator, write_private
 from sqlfront.coordinator import Coordinator
 from sqlfront.metrics import Metrics
+from sqlfront.ownership import LeasedOwnership, LocalOwnership
 from sqlfront.pyworker import PythonWorkers
 from sqlfront.vars import server_defaults
 
@@ -108,6 +115,15 @@ class Config:
     #: the catalog: ``postgres://...`` (a versioned log shared by several processes) or
     #: None for DATA_DIR/catalog.db
     catalog_url: str | None = None
+    #: this environmentd's pgwire address, ``HOST:PORT``: how other processes and the
+    #: balancer name it as a cluster's owner (``mz_clusters.environmentd``)
+    address: str | None = None
+    #: names of the clusters to run (``--clusters``; needs a shared catalog), None for all
+    clusters: tuple[str, ...] | None = None
+    #: also run clusters whose owner's lease expired (``--takeover``)
+    takeover: bool = False
+    #: seconds a cluster lease lasts without renewal (``sqlfront.ownership``)
+    cluster_lease_s: float = 10.0
 
     @property
     def shared_persist(self) -> bool:
@@ -182,6 +198,14 @@ class Environment:
         self.clusters: dict[str, ClusterCoordinator] = {}
         self._clusters_lock = threading.Lock()
         self.coordinator: Coordinator | None = None
+        #: which clusters this process runs (every one without a shared catalog)
+        self.ownership = LocalOwnership(config.address)
+        if is_postgres_url(config.catalog_url):
+            self.ownership = LeasedOwnership(
+                PostgresClusterLeases(config.catalog_url, config.address or f"pid:{os.getpid()}",
+                                      config.cluster_lease_s),
+                config.clusters, config.takeover, lambda: self.snapshot, self._gain_cluster,
+                self._lose_cluster, self._replica_statuses)
         #: (catalog version, view id) -> the tables the view reads (for arrangements)
         self._view_tables: dict[tuple[int, str], tuple[Table, ...]] = {}
         self.metrics.track_replicas(self._all_statuses)
@@ -207,10 +231,10 @@ class Environment:
         self._bootstrap_role()
         if not new:
             self._drop_leftover_temp_schemas(snap)
-            for c in snap.clusters.values():
-                cc = self._cluster_coordinator(c)
-                for r in snap.replicas_of(c.id):
-                    cc.ensure_replica(r, self._size(r))
+            if self.ownership.local:
+                for c in snap.clusters.values():
+                    self._gain_cluster(c.id)
+        self.ownership.start()  # takes the leases of the clusters this process runs
         threading.Thread(target=self._maintenance_loop, name="persist-maintenance", daemon=True).start()
         threading.Thread(target=self._compaction_loop, name="persist-compaction", daemon=True).start()
         log.info("environment ready: %d cluster(s), %d replica(s), %d table(s)",
@@ -268,6 +292,10 @@ class Environment:
                 self.maintain_persist()
             except Exception as e:  # next round tries again
                 log.warning("persist maintenance: %s", e)
+            if not self.ownership.local:
+                # a cluster taken while its replicas changed: converge on the catalog
+                for cid, cc in list(self.clusters.items()):
+                    self.reconcile_replicas(cid, cc)
 
     def table_lock(self, shard_id: str) -> threading.Lock:
         """The lock UPDATE and DELETE of one table take (so they rarely conflict)."""
@@ -437,6 +465,7 @@ class Environment:
     def shutdown(self) -> None:
         """Stop the Coordinator and every replica process (waits for them to exit)."""
         self._maintenance_stop.set()
+        self.ownership.stop()
         self._replica_merges.shutdown(wait=False, cancel_futures=True)
         if self.writer is not None:
             self.writer.stop()
@@ -455,6 +484,7 @@ class Environment:
             t.start()
         for t in threads:
             t.join(30)
+        self.ownership.release()  # the replicas are gone: another process may take over now
         log.info("environment stopped")
 
     # -- state --------------------------------------------------------------------------
@@ -467,9 +497,49 @@ class Environment:
         return self.clusters.get(cluster_id)
 
     def replica_status(self, replica_id: str) -> str:
+        """``healthy`` or ``unhealthy``: from the replica's process when this environmentd
+        runs its cluster, else as the cluster's owner published it in its lease (at most
+        one renewal old; ``unhealthy`` when no live process owns the cluster)."""
         r = self.snapshot.replicas.get(replica_id)
         cc = self.clusters.get(r.cluster_id) if r else None
-        return cc.status(replica_id) if cc else "unhealthy"
+        if cc is not None:
+            return cc.status(replica_id)
+        lease = self.ownership.lease(r.cluster_id) if r else None
+        if lease is not None and lease.live:
+            return lease.replica_statuses.get(replica_id, "unhealthy")
+        return "unhealthy"
+
+    def _replica_statuses(self, cluster_id: str) -> dict[str, str]:
+        cc = self.clusters.get(cluster_id)
+        return {r.id: cc.status(r.id) for r in self.snapshot.replicas_of(cluster_id)} if cc else {}
+
+    def not_owned_error(self, cluster: Cluster) -> SqlError:
+        """The error of a peek on a cluster this environmentd does not run: 55000
+        (object_not_in_prerequisite_state, as for a cluster that is not running: the
+        session stays usable and the statement may succeed elsewhere), naming the owner.
+        Class 08 would tell drivers the connection broke, which it did not; the peek is not
+        forwarded, because running it through another process's pgwire would cost a
+        second round trip and a second plan for every row batch."""
+        if self.ownership.local:
+            return SqlError("55000", f"cluster '{cluster.name}' is not running")
+        owner = self.ownership.owner_of(cluster.id)
+        if owner == self.config.address:  # taken a moment ago: its coordinator is starting
+            return SqlError("55000", f"cluster '{cluster.name}' is not running yet",
+                            hint="This environmentd took its lease a moment ago.")
+        if owner is None:
+            return SqlError("55000", f"cluster '{cluster.name}' is not running: no environmentd owns it now",
+                            hint="Its environmentd may be restarting, or a process started with --takeover "
+                                 "takes it over once its lease expires.")
+        return SqlError("55000", f"cluster '{cluster.name}' is owned by the environmentd at {owner}",
+                        detail=f"This environmentd ({self.config.address}) does not run it.",
+                        hint=f"Connect through the balancer with options '-c cluster={cluster.name}', "
+                             f"or to {owner}.")
+
+    def cluster_owner(self, cluster_id: str) -> str | None:
+        """``mz_clusters.environmentd``: the pgwire address of the cluster's owner now."""
+        if cluster_id in self.clusters:
+            return self.config.address
+        return self.ownership.owner_of(cluster_id)
 
     def row_count(self, relation) -> int | None:
         """Rows of a user table now, from its shard's part metadata (persist keeps each
@@ -489,21 +559,54 @@ class Environment:
             return [(t.id, sum(p.bytes for p in self.persist.state(t.shard_id).parts))
                     for t in self.snapshot.tables.values()]
         return builtin_rows(table, self.snapshot, self.replica_status, self.config.sizes,
-                            server_defaults(self.config.server_vars()))
+                            server_defaults(self.config.server_vars()), self.cluster_owner)
 
     def _all_statuses(self) -> list[str]:
-        return [self.replica_status(r) for r in list(self.snapshot.replicas)] if self.coordinator else []
+        """Statuses of the replicas this environmentd runs (its replica metrics)."""
+        if not self.coordinator:
+            return []
+        return [self.replica_status(r.id) for r in list(self.snapshot.replicas.values()) if r.cluster_id in self.clusters]
 
     def _size(self, r: Replica) -> ReplicaSize | None:
         if r.size is None:
             return None
         return self.config.sizes.get(r.size) or ReplicaSize(r.size, workers=1)
 
+    def _gain_cluster(self, cluster_id: str) -> None:
+        """This process now owns the cluster: start its ClusterCoordinator and replicas.
+        Registered before the snapshot is read, so a replica the Coordinator loop adds
+        meanwhile is started by one of the two (``ensure_replica`` is idempotent)."""
+        c = self.snapshot.clusters.get(cluster_id)
+        if c is None:
+            return
+        cc = self._cluster_coordinator(c)
+        self.reconcile_replicas(cluster_id, cc)
+
+    def _lose_cluster(self, cluster_id: str) -> None:
+        """This process no longer owns the cluster (lease taken, not renewed, or the
+        cluster dropped): stop its replicas."""
+        with self._clusters_lock:
+            cc = self.clusters.pop(cluster_id, None)
+        if cc is not None:
+            log.info("stopping the replicas of cluster %s", cc.name)
+            threading.Thread(target=cc.shutdown, name="lose-cluster", daemon=True).start()
+
+    def reconcile_replicas(self, cluster_id: str, cc: ClusterCoordinator) -> None:
+        """Make ``cc`` run exactly the replicas the current catalog gives its cluster."""
+        snap = self.snapshot
+        want = {r.id: r for r in snap.replicas_of(cluster_id)}
+        for rid in set(cc.replica_ids()) - set(want):
+            cc.drop_replica(rid)
+        for r in want.values():
+            cc.ensure_replica(r, self._size(r))
+
     def _cluster_coordinator(self, c: Cluster) -> ClusterCoordinator:
         with self._clusters_lock:
             cc = self.clusters.get(c.id)
             if cc is None:
                 cc = ClusterCoordinator(c.id, c.name, self.orchestrator,
+                                        # other processes read statuses from the lease: publish now
+                                        on_status=lambda _rid, _status: self.ownership.poke(),
                                         max_peeks_per_replica=self.config.max_peeks_per_replica)
                 cc.maintain_arrangements(functools.partial(self._arranged_tables, c.id))
                 self.clusters[c.id] = cc
@@ -558,10 +661,14 @@ class Environment:
     def _apply(self, old: CatalogSnapshot, new: CatalogSnapshot, op) -> None:
         """The side effect of one committed op (must not block: it runs on the loop)."""
         if isinstance(op, durable.CreateCluster):
-            self._cluster_coordinator(op.cluster)
+            if self.ownership.local:
+                self._cluster_coordinator(op.cluster)
+            else:
+                self.ownership.poke()  # the lease loop decides who runs it
         elif isinstance(op, durable.CreateReplica):
-            c = new.clusters[op.replica.cluster_id]
-            self._cluster_coordinator(c).ensure_replica(op.replica, self._size(op.replica))
+            cc = self.clusters.get(op.replica.cluster_id)  # only a cluster this process runs
+            if cc is not None:
+                cc.ensure_replica(op.replica, self._size(op.replica))
         elif isinstance(op, durable.DropReplica):
             r = old.replicas[op.replica_id]
             cc = self.clusters.get(r.cluster_id)
@@ -572,6 +679,7 @@ class Environment:
                 cc = self.clusters.pop(op.cluster_id, None)
             if cc:
                 threading.Thread(target=cc.shutdown, name="drop-cluster", daemon=True).start()
+            self.ownership.poke()  # gives up its lease
         elif isinstance(op, durable.RenameCluster):
             cc = self.clusters.get(op.cluster_id)
             if cc:

@@ -109,6 +109,40 @@ def validate(name: str, value: str) -> None:
         parse_byte_size(name, value)
 
 
+def parse_options(options: str) -> dict[str, str]:
+    """The settings of a startup packet's ``options`` parameter (PostgreSQL 55.2.2
+    "Start-up": command-line arguments for the backend; libpq sends ``PGOPTIONS`` there),
+    ``{name: value}``, the last one of a name winning, as PostgreSQL applies them in order.
+
+    Split as libpq's PGOPTIONS (spaces separate, backslash escapes): ``-c cluster=a``,
+    ``-ccluster=a`` and ``--cluster=a`` all set ``cluster``; names are lowercased, with
+    ``-`` read as ``_``. Anything else (a malformed word) is ignored."""
+    import shlex
+
+    try:
+        words = shlex.split(options.replace("\\ ", "\x00"), posix=True)
+    except ValueError:
+        return {}
+    words = [w.replace("\x00", " ") for w in words]
+    found: dict[str, str] = {}
+    i = 0
+    while i < len(words):
+        w = words[i]
+        setting = None
+        if w == "-c" and i + 1 < len(words):
+            setting, i = words[i + 1], i + 1
+        elif w.startswith("-c"):
+            setting = w[2:]
+        elif w.startswith("--"):
+            setting = w[2:]
+        if setting is not None:
+            name, eq, value = setting.partition("=")
+            if eq and name.strip():
+                found[name.strip().lower().replace("-", "_")] = value
+        i += 1
+    return found
+
+
 class SessionVars:
     """One session's variables. ``overrides`` (from ``sqlfront serve`` options) replace
     entries of ``DEFAULTS`` for this server: what a session starts with and RESET
@@ -117,7 +151,11 @@ class SessionVars:
     def __init__(self, startup: dict[str, str] | None = None, overrides: dict[str, str] | None = None):
         self.defaults = server_defaults(overrides)
         self.values = dict(self.defaults)
-        for k, v in (startup or {}).items():
+        startup = dict(startup or {})
+        # ``options`` (-c name=value ...) first, so a parameter given on its own wins,
+        # as PostgreSQL applies them
+        settings = {**parse_options(startup.pop("options", "")), **startup}
+        for k, v in settings.items():
             k = k.lower()
             if k in DEFAULTS and DEFAULTS[k][1]:
                 try:

@@ -26,8 +26,14 @@ from server import free_port
 class PostgresReference:
     """One PostgreSQL server. ``url`` is its libpq URL once ``start`` returned."""
 
-    def __init__(self):
-        self.dir = Path(tempfile.mkdtemp(prefix="pgref-"))
+    def __init__(self, directory: Path | None = None, port: int | None = None):
+        """``directory``: where the server keeps its data, kept after ``stop`` (a
+        temporary directory, removed by ``stop``, when None); ``port``: a fixed port
+        (a free one when None)."""
+        self.keep = directory is not None
+        self.dir = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="pgref-"))
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.port = port
         self.proc: subprocess.Popen | None = None
         self.url = ""
 
@@ -48,11 +54,12 @@ class PostgresReference:
             pw = pwd.getpwnam(user)
             os.chown(self.dir, pw.pw_uid, pw.pw_gid)
         data = self.dir / "data"
-        # The builtin C.UTF-8 locale: code-point order and Unicode case mapping, as here.
-        subprocess.run([str(POSTGRES_BIN_PATH / "initdb"), "-D", str(data), "--auth=trust", "--encoding=UTF8",
-                        "-U", "postgres", "--no-sync", "--locale-provider=builtin", "--locale=C.UTF-8"],
-                       check=True, user=user, capture_output=True)
-        port = free_port()
+        if not (data / "PG_VERSION").exists():
+            # The builtin C.UTF-8 locale: code-point order and Unicode case mapping, as here.
+            subprocess.run([str(POSTGRES_BIN_PATH / "initdb"), "-D", str(data), "--auth=trust", "--encoding=UTF8",
+                            "-U", "postgres", "--no-sync", "--locale-provider=builtin", "--locale=C.UTF-8"],
+                           check=True, user=user, capture_output=True)
+        port = self.port or free_port()
         self.proc = subprocess.Popen(
             [str(POSTGRES_BIN_PATH / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port), "-k", "",
              "-c", "fsync=off", "-c", "TimeZone=UTC", "-c", "DateStyle=ISO, MDY", "-c", "extra_float_digits=1"],
@@ -79,4 +86,5 @@ class PostgresReference:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -90,14 +89,17 @@ class Server:
 
 class Balancer:
     """``sqlfront balancer`` as a subprocess on a free port, sending connections to
-    environmentd ports: ``default``, and ``routes`` (cluster name -> port)."""
+    environmentd ports: ``default`` (None: none), and ``routes`` (cluster name -> port);
+    ``extra_args`` go to the command line (``--catalog-url URL``)."""
 
-    def __init__(self, log_path, default: int, **routes: int):
+    def __init__(self, log_path, default: int | None, *extra_args: str, **routes: int):
         self.port = free_port()
         args = [f"--route={c}=127.0.0.1:{p}" for c, p in routes.items()]
+        if default is not None:
+            args += ["--default", f"127.0.0.1:{default}"]
         self.log = open(log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "sqlfront.cli", "balancer", "--listen",
-                                      f"127.0.0.1:{self.port}", "--default", f"127.0.0.1:{default}", *args],
+                                      f"127.0.0.1:{self.port}", *args, *extra_args],
                                      cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while True:

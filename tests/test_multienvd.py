@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 
+import psycopg
 import pytest
 
 from conftest import new_database
@@ -86,7 +87,9 @@ def test_concurrent_inserts_through_two_envds_are_all_visible_through_the_other(
 def test_a_shared_catalog_is_followed_by_the_other_envd(tmp_path, postgres):
     """With --catalog-url too: both processes boot at once on an empty catalog (one
     bootstraps quickstart, the other's bootstrap conflicts, follows and finds it there),
-    DDL through one is seen by the other, and writes through either reach both."""
+    DDL through one is seen by the other, and writes through either reach both. Neither
+    lists clusters (--clusters): one of them takes quickstart's lease and runs it, the
+    other names it as the owner."""
     url = new_database(postgres)
     shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
               "--persist-blob-url", str(tmp_path / "blob"))
@@ -108,9 +111,14 @@ def test_a_shared_catalog_is_followed_by_the_other_envd(tmp_path, postgres):
         for t in threads:
             t.join()
         assert errors == []
-        with a.connect() as ca, b.connect() as cb:
+        owners = {f"127.0.0.1:{s.port}": s for s in (a, b)}
+        with a.connect() as c:
+            owner = owners[c.execute("SELECT environmentd FROM mz_clusters WHERE name = 'quickstart'").fetchone()[0]]
+        other = b if owner is a else a
+        with owner.connect() as ca, other.connect() as cb:
             for c in (ca, cb):
-                assert c.execute("SELECT name FROM mz_clusters").fetchall() == [("quickstart",)]
+                assert c.execute("SELECT name, environmentd FROM mz_clusters").fetchall() == \
+                    [("quickstart", f"127.0.0.1:{owner.port}")]
             ca.execute("CREATE TABLE from_a (x int)")
             assert wait_for(lambda: cb.execute("SELECT count(*) FROM mz_tables WHERE name = 'from_a'").fetchone()[0],
                             10, 0.05)
@@ -120,7 +128,10 @@ def test_a_shared_catalog_is_followed_by_the_other_envd(tmp_path, postgres):
             assert wait_for(lambda: ca.execute("SELECT count(*) FROM mz_tables WHERE name = 'from_b'").fetchone()[0],
                             10, 0.05)
             ca.execute("INSERT INTO from_b VALUES (5)")
-            assert cb.execute("SELECT y FROM from_b").fetchall() == [(5,)]
+            assert ca.execute("SELECT y FROM from_b").fetchall() == [(5,)]
+            with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState) as e:
+                cb.execute("SELECT y FROM from_b")  # quickstart runs in the owner only
+            assert f"owned by the environmentd at 127.0.0.1:{owner.port}" in str(e.value)
             # ids come from the one log: no table id was handed out twice
             ids = ca.execute("SELECT id FROM mz_tables WHERE name IN ('from_a', 'from_b')").fetchall()
             assert len(set(ids)) == 2

@@ -174,7 +174,7 @@ def _read_at(s: Session, as_of: int | None):
     cluster = snap.resolve_cluster(s.vars.get("cluster"))
     cc = s.env.cluster_coordinator(cluster.id)
     if cc is None:
-        raise SqlError("55000", f"cluster '{cluster.name}' is not running")
+        raise s.env.not_owned_error(cluster)
     pending = pending_parts(s) if as_of is None else {}
     as_of = s.read_ts() if as_of is None else as_of
     persist = s.env.persist

@@ -54,6 +54,8 @@ def set_var(s: Session, stmt: ast.VariableSetStmt, sql: str, params) -> Result:
             raise SqlError(SYNTAX_ERROR, f"invalid value for parameter \"{name}\"")
     if stmt.is_local:
         pass  # SET LOCAL lasts for the transaction; treated like SET
+    if name == "cluster":
+        _check_cluster_here(s, ", ".join(values))
     s.vars.set(name, ", ".join(values))
     return Result("SET")
 
@@ -70,3 +72,15 @@ def show_var(s: Session, stmt: ast.VariableShowStmt, sql: str, params) -> Result
 def show_var_columns(stmt: ast.VariableShowStmt) -> list:
     """The columns SHOW returns, for Describe."""
     return [("name", TEXT), ("setting", TEXT)] if stmt.name.lower() == "all" else [(stmt.name.lower(), TEXT)]
+
+
+def _check_cluster_here(s: Session, name: str) -> None:
+    """SET cluster to a cluster another live environmentd runs fails at once (issue 13),
+    with the owner and a hint to reconnect with that cluster: a peek could not run here.
+    A cluster that does not exist, or that no process owns now, may be set (Materialize
+    checks the cluster when a query needs it)."""
+    cluster = s.env.snapshot.cluster_by_name(name)
+    if cluster is None or s.env.cluster_coordinator(cluster.id) is not None:
+        return
+    if s.env.ownership.owner_of(cluster.id) is not None:
+        raise s.env.not_owned_error(cluster)
