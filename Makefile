@@ -10,7 +10,12 @@ SCALE ?= 0.1
 # where `make tpch` keeps the generated Parquet files; `make serve` lets COPY read them
 TPCH_DATA ?= tpch-data
 
-.PHONY: serve test tpch bench-tpch setup clean
+# dbt (tests/test_dbt.py) has a venv of its own: it pins protobuf<7, Spark Connect needs 7
+DBT_VENV := .venv-dbt
+DBT_STAMP := $(DBT_VENV)/.installed
+DBT_REQUIREMENTS := tests/dbt_project/requirements.txt
+
+.PHONY: serve test tpch bench-tpch setup clean dbt-venv
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -22,11 +27,21 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# RELEASE_BUILD=1: dbt-materialize's sdist then leaves out its `dev` extra, a git URL that
+# pip refuses in a distribution from PyPI.
+$(DBT_STAMP): $(DBT_REQUIREMENTS)
+	$(PYTHON) -m venv $(DBT_VENV)
+	$(DBT_VENV)/bin/pip install --quiet --upgrade pip
+	RELEASE_BUILD=1 $(DBT_VENV)/bin/pip install --quiet -r $(DBT_REQUIREMENTS)
+	touch $(DBT_STAMP)
+
+dbt-venv: $(DBT_STAMP)
+
 serve: $(STAMP)
 	$(BIN)/sqlfront serve --listen $(LISTEN) --data-dir $(DATA_DIR) --metrics-listen $(METRICS_LISTEN) \
 		--copy-from-dir $(TPCH_DATA)
 
-test: $(STAMP)
+test: $(STAMP) $(DBT_STAMP)
 	$(BIN)/python -m pytest
 
 tpch: $(STAMP)
@@ -36,4 +51,4 @@ bench-tpch: $(STAMP)
 	$(BIN)/python bench/tpch.py
 
 clean:
-	rm -rf $(VENV) $(DATA_DIR)
+	rm -rf $(VENV) $(DBT_VENV) $(DATA_DIR)
