@@ -12,8 +12,8 @@ from typing import Callable
 
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column
-from catalog.pg_catalog import PG_CATALOG_TABLES, object_oid, pg_catalog_rows
-from catalog.types import BOOL, FLOAT8, INT8, OID, TEXT
+from catalog.pg_catalog import DATABASE_OID, PG_CATALOG_TABLES, namespace_oid, object_oid, pg_catalog_rows
+from catalog.types import BOOL, FLOAT8, INT4, INT8, OID, TEXT
 
 MZ_CLUSTERS = BuiltinTable(
     "s1",
@@ -85,11 +85,16 @@ MZ_COLUMNS = BuiltinTable(
     "mz_catalog",
     "mz_columns",
     (Column("id", TEXT, False), Column("name", TEXT, False), Column("position", INT8, False),
-     Column("nullable", BOOL, False), Column("type", TEXT, False)),
+     Column("nullable", BOOL, False), Column("type", TEXT, False), Column("default", TEXT, True),
+     Column("type_oid", OID, False), Column("type_mod", INT4, False)),
 )
 
-MZ_SCHEMAS = BuiltinTable("s9", "mz_catalog", "mz_schemas", (Column("id", TEXT, False), Column("name", TEXT, False)))
-MZ_DATABASES = BuiltinTable("s10", "mz_catalog", "mz_databases", (Column("id", TEXT, False), Column("name", TEXT, False)))
+MZ_SCHEMAS = BuiltinTable("s9", "mz_catalog", "mz_schemas",
+                          (Column("id", TEXT, False), Column("oid", OID, False), Column("database_id", TEXT, True),
+                           Column("name", TEXT, False), Column("owner_id", TEXT, False)))
+MZ_DATABASES = BuiltinTable("s10", "mz_catalog", "mz_databases",
+                            (Column("id", TEXT, False), Column("oid", OID, False), Column("name", TEXT, False),
+                             Column("owner_id", TEXT, False)))
 
 IS_TABLES = BuiltinTable(
     "s11", "information_schema", "tables",
@@ -132,15 +137,46 @@ MZ_OBJECTS = BuiltinTable(
      Column("cluster_id", TEXT, True)),
 )
 
+#: Every relation of any kind (Materialize's mz_relations: tables, sources, views, materialized
+#: views), with its schema's id: what clients join their catalog queries through
+#: (dbt-materialize's column lookup joins mz_columns to it).
+MZ_RELATIONS = BuiltinTable(
+    "s49", "mz_catalog", "mz_relations",
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("schema_id", TEXT, False),
+     Column("name", TEXT, False), Column("type", TEXT, False), Column("owner_id", TEXT, False),
+     Column("cluster_id", TEXT, True)),
+)
+#: Sources and sinks (Materialize's mz_sources, mz_sinks): this server has neither, so they
+#: are empty, with Materialize's columns for the queries that join them (dbt-materialize
+#: leaves subsources out of its relation list through mz_sources).
+MZ_SOURCES = BuiltinTable(
+    "s50", "mz_catalog", "mz_sources",
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("schema_id", TEXT, False),
+     Column("name", TEXT, False), Column("type", TEXT, False), Column("connection_id", TEXT, True),
+     Column("size", TEXT, True), Column("envelope_type", TEXT, True), Column("key_format", TEXT, True),
+     Column("value_format", TEXT, True), Column("cluster_id", TEXT, True), Column("owner_id", TEXT, False),
+     Column("create_sql", TEXT, True), Column("redacted_create_sql", TEXT, True)),
+)
+MZ_SINKS = BuiltinTable(
+    "s51", "mz_catalog", "mz_sinks",
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("schema_id", TEXT, False),
+     Column("name", TEXT, False), Column("type", TEXT, False), Column("connection_id", TEXT, True),
+     Column("size", TEXT, True), Column("envelope_type", TEXT, True), Column("format", TEXT, True),
+     Column("key_format", TEXT, True), Column("value_format", TEXT, True), Column("cluster_id", TEXT, True),
+     Column("owner_id", TEXT, False), Column("create_sql", TEXT, True), Column("redacted_create_sql", TEXT, True)),
+)
+
 #: Materialize's ids of the schemas (mz_schemas)
 SCHEMA_IDS = {"public": "u3", "mz_catalog": "s1", "pg_catalog": "s2", "mz_internal": "s4", "information_schema": "s5"}
 #: the owner of every object: the default role (Materialize's ``materialize`` user)
 OWNER_ID = "u1"
+#: the one database, ``materialize`` (mz_databases)
+DATABASE_ID = "u1"
 
 #: builtin tables whose rows come from environmentd's state (metrics, persist), not the catalog
 METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE)
 
-BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS)
+BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_RELATIONS, MZ_SOURCES, MZ_SINKS)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
@@ -181,24 +217,27 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
             [("materialize", sc.name, "materialize") for sc in snap.schemas.values()]
     if table.id == MZ_COLUMNS.id:
         rels = list(snap.tables.values()) + list(snap.views.values()) + list(snap.builtins.values())
-        return [(r.id, c.name, i + 1, c.nullable, c.type.sql()) for r in rels for i, c in enumerate(r.columns)]
+        return [(r.id, c.name, i + 1, c.nullable, c.type.sql(), c.default, c.type.oid, c.type.typmod)
+                for r in rels for i, c in enumerate(r.columns)]
     if table.id == MZ_SCHEMAS.id:
-        return [(i, n) for n, i in sorted(SCHEMA_IDS.items(), key=lambda kv: kv[0] != "public")] + \
-            [(sc.id, sc.name) for sc in sorted(snap.schemas.values(), key=_id_order)]
+        # the system schemas belong to no database (Materialize's ambient schemas)
+        return [(i, namespace_oid(snap, n), None if i.startswith("s") else DATABASE_ID, n, OWNER_ID)
+                for n, i in sorted(SCHEMA_IDS.items(), key=lambda kv: kv[0] != "public")] + \
+            [(sc.id, object_oid(sc.id), DATABASE_ID, sc.name, OWNER_ID)
+             for sc in sorted(snap.schemas.values(), key=_id_order)]
+    if table.id == MZ_RELATIONS.id:
+        return [row[:5] + (OWNER_ID, None) for row in _objects(snap) if row[4] in ("table", "view")]
+    if table.id in (MZ_SOURCES.id, MZ_SINKS.id):
+        return []
     if table.id == MZ_INDEXES.id:
         return [(i.id, object_oid(i.id), i.name, i.on_id, i.cluster_id, OWNER_ID, i.definition)
                 for i in sorted(snap.indexes.values(), key=_id_order)]
     if table.id == MZ_INDEX_COLUMNS.id:
         return _index_columns(snap)
     if table.id == MZ_OBJECTS.id:
-        objs = [(t, "table", None) for t in snap.tables.values()] + [(v, "view", None) for v in snap.views.values()] \
-            + [(i, "index", i.cluster_id) for i in snap.indexes.values()] \
-            + [(b, "table", None) for b in snap.builtins.values()]
-        schema_ids = SCHEMA_IDS | {sc.name: sc.id for sc in snap.schemas.values()}
-        return [(o.id, object_oid(o.id), schema_ids.get(o.schema, "u3"), o.name, kind, OWNER_ID, cluster)
-                for o, kind, cluster in sorted(objs, key=lambda x: _id_order(x[0]))]
+        return _objects(snap)
     if table.id == MZ_DATABASES.id:
-        return [("u1", "materialize")]
+        return [(DATABASE_ID, DATABASE_OID, "materialize", OWNER_ID)]
     if table.id == MZ_TABLES.id:
         return [(t.id, object_oid(t.id), t.schema, t.name) for t in sorted(snap.tables.values(), key=_id_order)]
     if table.id == MZ_VIEWS.id:
@@ -211,6 +250,16 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
             for r in sorted(snap.replicas.values(), key=_id_order)
         ]
     raise KeyError(table.id)
+
+
+def _objects(snap: CatalogSnapshot) -> list[tuple]:
+    """mz_objects' rows: (id, oid, schema_id, name, type, owner_id, cluster_id), by id."""
+    objs = [(t, "table", None) for t in snap.tables.values()] + [(v, "view", None) for v in snap.views.values()] \
+        + [(i, "index", i.cluster_id) for i in snap.indexes.values()] \
+        + [(b, "table", None) for b in snap.builtins.values()]
+    schema_ids = SCHEMA_IDS | {sc.name: sc.id for sc in snap.schemas.values()}
+    return [(o.id, object_oid(o.id), schema_ids.get(o.schema, "u3"), o.name, kind, OWNER_ID, cluster)
+            for o, kind, cluster in sorted(objs, key=lambda x: _id_order(x[0]))]
 
 
 def _index_columns(snap: CatalogSnapshot) -> list[tuple]:

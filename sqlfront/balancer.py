@@ -34,12 +34,12 @@ import asyncio
 import hmac
 import logging
 import secrets
-import shlex
 import struct
 from dataclasses import dataclass, field
 
 from catalog.errors import SqlError
 from sqlfront.messages import error_response
+from sqlfront.vars import parse_options
 
 log = logging.getLogger(__name__)
 
@@ -55,33 +55,9 @@ CONNECT_TIMEOUT_S = 5.0
 
 
 def cluster_of(options: str) -> str | None:
-    """The ``cluster`` a startup packet's ``options`` value sets, or None.
-
-    ``options`` is split as libpq's PGOPTIONS (spaces separate, backslash escapes):
-    ``-c cluster=a``, ``-ccluster=a`` and ``--cluster=a`` all give ``"a"``; the last one
-    wins, as PostgreSQL applies them in order."""
-    try:
-        words = shlex.split(options.replace("\\ ", "\x00"), posix=True)
-    except ValueError:
-        return None
-    words = [w.replace("\x00", " ") for w in words]
-    found = None
-    i = 0
-    while i < len(words):
-        w = words[i]
-        setting = None
-        if w == "-c" and i + 1 < len(words):
-            setting, i = words[i + 1], i + 1
-        elif w.startswith("-c"):
-            setting = w[2:]
-        elif w.startswith("--"):
-            setting = w[2:]
-        if setting is not None:
-            name, eq, value = setting.partition("=")
-            if eq and name.strip().lower().replace("-", "_") == "cluster":
-                found = value
-        i += 1
-    return found
+    """The ``cluster`` a startup packet's ``options`` value sets, or None (read as the
+    server reads it: ``sqlfront.vars.parse_options``)."""
+    return parse_options(options).get("cluster")
 
 
 def parse_startup(body: bytes) -> dict[str, str]:
