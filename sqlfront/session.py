@@ -18,11 +18,10 @@ import time
 import uuid
 from typing import Callable, Iterator
 
-import pyarrow as pa
 from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, SYNTAX_ERROR
-from catalog.snapshot import Table, set_search_path
+from catalog.snapshot import set_search_path
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
 from planner.writes import plan_insert
@@ -52,7 +51,8 @@ class Session:
         self.vars = SessionVars(startup, env.config.server_vars())
         self.in_transaction = False
         self.failed = False
-        self._pending_writes: list[tuple[Table, pa.Table]] = []
+        #: writes buffered until COMMIT (``sequence.writes.Pending``)
+        self._pending_writes: list[writes.Pending] = []
         #: a transaction that read a user table is read-only (Materialize's rule)
         self._txn_read = False
         #: BEGIN READ ONLY
