@@ -5,8 +5,9 @@ materialized view model, schema and singular tests) through dbt-materialize (tar
 psycopg.
 
 dbt lives in its own venv (``make dbt-venv``: dbt pins protobuf<7, Spark Connect needs 7)
-and runs as one long-lived process (tests/dbt_project/run_dbt.py) that takes its commands
-one by one, so the seconds of dbt's start-up and parsing are paid once.
+and runs as one long-lived process per target (tests/dbt_project/run_dbt.py) that takes its
+commands one by one, so the seconds of dbt's start-up and parsing are paid once per target
+(dbt parses the project again whenever the target changes).
 """
 
 from __future__ import annotations
@@ -28,11 +29,13 @@ SCHEMA = {"materialize": "dbt_mz", "postgres": "dbt_pg"}
 
 
 class Dbt:
-    """One dbt process; ``invoke(args)`` runs one dbt command in it and returns its answer
-    (run_dbt.py's JSON). Raises AssertionError with the failing nodes and the tail of dbt's
-    debug log (which has every statement dbt sent) when ``check`` and the command failed."""
+    """One dbt process for ``target``; ``invoke(args)`` runs one dbt command in it and
+    returns its answer (run_dbt.py's JSON). Raises AssertionError with the failing nodes and
+    the tail of dbt's debug log (which has every statement dbt sent) when ``check`` and the
+    command failed."""
 
-    def __init__(self, port: int, workdir: Path):
+    def __init__(self, target: str, port: int, workdir: Path):
+        self.target = target
         self.log_dir = workdir / "logs"
         env = {**os.environ, "DBT_HOST": "127.0.0.1", "DBT_PORT": str(port),
                "DBT_PROFILES_DIR": str(PROJECT), "DBT_PROJECT_DIR": str(PROJECT),
@@ -44,7 +47,7 @@ class Dbt:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
 
     def invoke(self, *args: str, check: bool = True) -> dict:
-        self.proc.stdin.write(json.dumps([*args, "--threads", "1"]) + "\n")
+        self.proc.stdin.write(json.dumps([*args, "--target", self.target, "--threads", "1"]) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
@@ -68,10 +71,12 @@ class Dbt:
 
 @pytest.fixture(scope="module")
 def dbt(server, tmp_path_factory):
+    """A dbt process per target: ``{target: Dbt}``."""
     subprocess.run(["make", "-s", "dbt-venv"], cwd=ROOT, check=True)
-    d = Dbt(server.port, tmp_path_factory.mktemp("dbt"))
-    yield d
-    d.close()
+    procs = {t: Dbt(t, server.port, tmp_path_factory.mktemp(f"dbt-{t}")) for t in TARGETS}
+    yield procs
+    for d in procs.values():
+        d.close()
 
 
 @pytest.fixture(scope="module")
@@ -85,15 +90,15 @@ def built(dbt, server):
                   " (3, 2, 'buy', '2024-01-02 09:00'), (4, 3, 'view', '2024-01-02 10:00')")
     answers: dict[str, list] = {t: [] for t in TARGETS}
     for t in TARGETS:
-        answers[t].append(dbt.invoke("seed", "--target", t))
-        answers[t].append(dbt.invoke("run", "--target", t))
+        answers[t].append(dbt[t].invoke("seed"))
+        answers[t].append(dbt[t].invoke("run"))
     with server.connect() as c:
         # event 3 is refunded later (so it is newer than what the model holds) and two arrive
         c.execute("UPDATE raw.events SET kind = 'refund', occurred_at = '2024-01-03 08:00' WHERE id = 3")
         c.execute("INSERT INTO raw.events VALUES (5, 4, 'buy', '2024-01-03 09:00'), (6, 2, 'view', '2024-01-04 12:00')")
     for t in TARGETS:
-        answers[t].append(dbt.invoke("run", "--target", t, "--select", "events_incremental"))
-        answers[t].append(dbt.invoke("test", "--target", t))
+        answers[t].append(dbt[t].invoke("run", "--select", "events_incremental"))
+        answers[t].append(dbt[t].invoke("test"))
     return answers
 
 
@@ -154,7 +159,7 @@ def test_dbt_test_reports_a_failing_test(built, dbt, server):
     with server.connect() as c:
         c.execute("INSERT INTO dbt_pg.orders VALUES (16, 3, 'lost', 1.00, '2024-01-07 10:00')")
         try:
-            answer = dbt.invoke("test", "--target", "postgres", "--select", "stg_orders", check=False)
+            answer = dbt["postgres"].invoke("test", "--select", "stg_orders", check=False)
         finally:
             c.execute("DELETE FROM dbt_pg.orders WHERE id = 16")
     assert not answer["success"]
