@@ -86,3 +86,114 @@ def test_mz_catalog_joins_as_materialize_documents_them(c):
         assert c.execute("SELECT database_id FROM mz_schemas WHERE name = 'mz_catalog'").fetchone() == (None,)
     finally:
         c.execute("DROP SCHEMA mzc CASCADE")
+
+
+def _err(conn, sql, sqlstate):
+    with pytest.raises(psycopg.Error) as e:
+        conn.execute(sql)
+    assert e.value.sqlstate == sqlstate, (e.value.sqlstate, str(e.value))
+    return e.value
+
+
+def test_delete_and_insert_in_a_transaction_block_commit_together(c, server):
+    """dbt-postgres's incremental merge (delete+insert strategy): a temp table made by
+    CREATE TABLE AS, then DELETE and INSERT ... SELECT from it, in one block."""
+    c.execute("CREATE TABLE inc (id int, v text)")
+    try:
+        c.execute("INSERT INTO inc VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+        with server.connect() as other:
+            with c.transaction():
+                c.execute("CREATE TEMPORARY TABLE inc_tmp AS (SELECT * FROM (VALUES (2, 'B'), (4, 'D')) x(id, v))")
+                # catalog reads (dbt reads the columns) do not make the block read-only
+                assert c.execute("SELECT column_name FROM information_schema.columns"
+                                 " WHERE table_name = 'inc_tmp' ORDER BY ordinal_position").fetchall() == [("id",), ("v",)]
+                assert c.execute("DELETE FROM inc WHERE id IN (SELECT id FROM inc_tmp)").rowcount == 1
+                # the block's own CREATE TABLE AS rows are read back within the block
+                assert c.execute("INSERT INTO inc (id, v) (SELECT id, v FROM inc_tmp)").rowcount == 2
+                # nothing is visible outside the block before COMMIT
+                assert other.execute("SELECT id, v FROM inc ORDER BY id").fetchall() == [(1, "a"), (2, "b"), (3, "c")]
+        assert c.execute("SELECT id, v FROM inc ORDER BY id").fetchall() == [(1, "a"), (2, "B"), (3, "c"), (4, "D")]
+    finally:
+        c.execute("DROP TABLE inc")
+
+
+def test_update_and_delete_in_a_block_are_undone_by_rollback(c):
+    c.execute("CREATE TABLE inc_rb (id int, v text)")
+    c.execute("CREATE TABLE inc_rb2 (id int)")
+    try:
+        c.execute("INSERT INTO inc_rb VALUES (1, 'a'), (2, 'b')")
+        c.execute("INSERT INTO inc_rb2 VALUES (1), (2)")
+        c.execute("BEGIN")
+        assert c.execute("UPDATE inc_rb SET v = 'z' WHERE id = 1 RETURNING id, v").fetchall() == [(1, "z")]
+        c.execute("DELETE FROM inc_rb2 WHERE id = 2")
+        c.execute("ROLLBACK")
+        assert c.execute("SELECT id, v FROM inc_rb ORDER BY id").fetchall() == [(1, "a"), (2, "b")]
+        assert c.execute("SELECT id FROM inc_rb2 ORDER BY id").fetchall() == [(1,), (2,)]
+        # a savepoint drops what came after it
+        c.execute("BEGIN")
+        c.execute("UPDATE inc_rb SET v = 'y' WHERE id = 1")
+        c.execute("SAVEPOINT s")
+        c.execute("DELETE FROM inc_rb2 WHERE id = 2")
+        c.execute("ROLLBACK TO SAVEPOINT s")
+        c.execute("COMMIT")
+        assert c.execute("SELECT id, v FROM inc_rb ORDER BY id").fetchall() == [(1, "y"), (2, "b")]
+        assert c.execute("SELECT id FROM inc_rb2 ORDER BY id").fetchall() == [(1,), (2,)]
+    finally:
+        c.execute("DROP TABLE inc_rb, inc_rb2")
+
+
+def test_a_block_whose_delete_was_overtaken_fails_at_commit_and_writes_nothing(c, server):
+    c.execute("CREATE TABLE inc_cf (id int)")
+    c.execute("CREATE TABLE inc_cf2 (id int)")
+    try:
+        c.execute("INSERT INTO inc_cf VALUES (1), (2)")
+        c.execute("BEGIN")
+        c.execute("DELETE FROM inc_cf WHERE id = 1")
+        c.execute("INSERT INTO inc_cf2 VALUES (9)")
+        with server.connect() as other:
+            other.execute("DELETE FROM inc_cf WHERE id = 1")  # would be retracted twice
+        e = _err(c, "COMMIT", "40001")
+        assert "could not serialize" in str(e)
+        assert c.execute("SELECT id FROM inc_cf ORDER BY id").fetchall() == [(2,)]
+        assert c.execute("SELECT count(*) FROM inc_cf2").fetchone() == (0,)
+    finally:
+        c.execute("DROP TABLE inc_cf, inc_cf2")
+
+
+def test_update_or_delete_of_a_table_the_block_wrote_is_refused(c):
+    """Its buffered rows are not read back before COMMIT, so the DELETE could not see them:
+    refused (0A000) rather than answered wrong; the block stays usable after ROLLBACK."""
+    c.execute("CREATE TABLE inc_tw (id int)")
+    try:
+        c.execute("BEGIN")
+        c.execute("INSERT INTO inc_tw VALUES (1)")
+        _err(c, "DELETE FROM inc_tw", "0A000")
+        c.execute("ROLLBACK")
+        c.execute("BEGIN")
+        c.execute("DELETE FROM inc_tw")
+        _err(c, "UPDATE inc_tw SET id = 2", "0A000")
+        c.execute("ROLLBACK")
+        # Materialize's rule stays: a block that has read may not write; READ ONLY neither
+        c.execute("BEGIN")
+        c.execute("SELECT * FROM inc_tw")
+        _err(c, "DELETE FROM inc_tw", "25000")
+        c.execute("ROLLBACK")
+        c.execute("BEGIN READ ONLY")
+        _err(c, "UPDATE inc_tw SET id = 2", "25006")
+        c.execute("ROLLBACK")
+        assert c.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        c.execute("DROP TABLE inc_tw")
+
+
+def test_create_index_in_cluster_on_a_database_qualified_name(c):
+    """dbt-materialize's index DDL: ``create index in cluster c on "db"."schema"."obj" (cols)``."""
+    c.execute("CREATE TABLE ix_q (a int, b text)")
+    try:
+        c.execute('CREATE INDEX IN CLUSTER quickstart ON "materialize"."public"."ix_q" (a)')
+        assert c.execute("SELECT count(*) FROM mz_indexes i JOIN mz_tables t ON t.id = i.on_id"
+                         " WHERE t.name = 'ix_q'").fetchone() == (1,)
+        _err(c, "CREATE INDEX IN CLUSTER quickstart ON nodb.public.ix_q (b)", "3D000")
+        assert c.execute("SELECT a FROM ix_q").fetchall() == []
+    finally:
+        c.execute("DROP TABLE ix_q")
