@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+#: dbt's start-up, parsing and a peek per model and data test: over a minute on 2 cores
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "tests" / "dbt_project"
 DBT_PYTHON = ROOT / ".venv-dbt" / "bin" / "python"
@@ -82,7 +85,7 @@ def dbt(server, tmp_path_factory):
 @pytest.fixture(scope="module")
 def built(dbt, server):
     """Both targets built: seed and run, new and changed source rows, the incremental model
-    run again, the tests. Returns ``{target: [answers]}``."""
+    run again, the tests. Gives ``{target: [answers]}``; drops what it made at the end."""
     with server.connect() as c:
         c.execute("CREATE SCHEMA IF NOT EXISTS raw")
         c.execute("CREATE TABLE raw.events (id int NOT NULL, customer_id int, kind text, occurred_at timestamp)")
@@ -99,7 +102,9 @@ def built(dbt, server):
     for t in TARGETS:
         answers[t].append(dbt[t].invoke("run", "--select", "events_incremental"))
         answers[t].append(dbt[t].invoke("test"))
-    return answers
+    yield answers
+    with server.connect() as c:  # the shared server goes on to other suites
+        c.execute("DROP SCHEMA IF EXISTS raw, dbt_mz, dbt_pg CASCADE")
 
 
 @pytest.mark.parametrize("target", TARGETS)

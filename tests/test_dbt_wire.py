@@ -169,8 +169,9 @@ def test_update_or_delete_of_a_table_the_block_wrote_is_refused(c):
         c.execute("INSERT INTO inc_tw VALUES (1)")
         _err(c, "DELETE FROM inc_tw", "0A000")
         c.execute("ROLLBACK")
+        c.execute("INSERT INTO inc_tw VALUES (1)")
         c.execute("BEGIN")
-        c.execute("DELETE FROM inc_tw")
+        assert c.execute("DELETE FROM inc_tw").rowcount == 1
         _err(c, "UPDATE inc_tw SET id = 2", "0A000")
         c.execute("ROLLBACK")
         # Materialize's rule stays: a block that has read may not write; READ ONLY neither
