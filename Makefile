@@ -18,8 +18,12 @@ TPCH_DATA ?= tpch-data
 # `make serve-multi`: PostgreSQL, two environmentd processes (clusters quickstart and
 # analytics) and the balancer on $(LISTEN); data under $(MULTI_DIR)
 MULTI_DIR ?= mzdata-multi
+# dbt (tests/test_dbt.py) has a venv of its own: it pins protobuf<7, Spark Connect needs 7
+DBT_VENV := .venv-dbt
+DBT_STAMP := $(DBT_VENV)/.installed
+DBT_REQUIREMENTS := tests/dbt_project/requirements.txt
 
-.PHONY: serve serve-multi test tpch bench-tpch psycopg-suite setup clean
+.PHONY: serve serve-multi test tpch bench-tpch psycopg-suite setup clean dbt-venv
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -31,6 +35,16 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# RELEASE_BUILD=1: dbt-materialize's sdist then leaves out its `dev` extra, a git URL that
+# pip refuses in a distribution from PyPI.
+$(DBT_STAMP): $(DBT_REQUIREMENTS)
+	$(PYTHON) -m venv $(DBT_VENV)
+	$(DBT_VENV)/bin/pip install --quiet --upgrade pip
+	RELEASE_BUILD=1 $(DBT_VENV)/bin/pip install --quiet -r $(DBT_REQUIREMENTS)
+	touch $(DBT_STAMP)
+
+dbt-venv: $(DBT_STAMP)
+
 serve: $(STAMP)
 	$(BIN)/sqlfront serve --listen $(LISTEN) --data-dir $(DATA_DIR) --metrics-listen $(METRICS_LISTEN) \
 		--copy-from-dir $(TPCH_DATA)
@@ -38,7 +52,7 @@ serve: $(STAMP)
 serve-multi: $(STAMP)
 	$(BIN)/python tests/serve_multi.py --dir $(MULTI_DIR) --balancer-port $(lastword $(subst :, ,$(LISTEN)))
 
-test: $(STAMP)
+test: $(STAMP) $(DBT_STAMP)
 	$(BIN)/python -m pytest
 
 tpch: $(STAMP)
@@ -53,4 +67,4 @@ psycopg-suite: $(STAMP)
 	$(BIN)/python bench/psycopg_suite.py $(if $(PSYCOPG_SRC),--src $(PSYCOPG_SRC))
 
 clean:
-	rm -rf $(VENV) $(DATA_DIR) $(MULTI_DIR)
+	rm -rf $(VENV) $(DBT_VENV) $(DATA_DIR) $(MULTI_DIR)

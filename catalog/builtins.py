@@ -12,9 +12,9 @@ from typing import Callable
 
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column
-from catalog.pg_catalog import PG_CATALOG_TABLES, object_oid, pg_catalog_rows
+from catalog.pg_catalog import DATABASE_OID, PG_CATALOG_TABLES, namespace_oid, object_oid, pg_catalog_rows
 from catalog import rbac
-from catalog.types import BOOL, FLOAT8, INT8, OID, TEXT, array_of
+from catalog.types import BOOL, FLOAT8, INT4, INT8, OID, TEXT, array_of
 
 #: ``mz_aclitem[]`` columns, shown as their text form (``u1=arwd/u1``)
 ACL_ARRAY = array_of(TEXT)
@@ -95,13 +95,16 @@ MZ_COLUMNS = BuiltinTable(
     "mz_catalog",
     "mz_columns",
     (Column("id", TEXT, False), Column("name", TEXT, False), Column("position", INT8, False),
-     Column("nullable", BOOL, False), Column("type", TEXT, False)),
+     Column("nullable", BOOL, False), Column("type", TEXT, False), Column("default", TEXT, True),
+     Column("type_oid", OID, False), Column("type_mod", INT4, False)),
 )
 
-MZ_SCHEMAS = BuiltinTable("s9", "mz_catalog", "mz_schemas", (Column("id", TEXT, False), Column("name", TEXT, False),
-                                                             *_OWNED))
-MZ_DATABASES = BuiltinTable("s10", "mz_catalog", "mz_databases", (Column("id", TEXT, False), Column("name", TEXT, False),
-                                                                 *_OWNED))
+MZ_SCHEMAS = BuiltinTable("s9", "mz_catalog", "mz_schemas",
+                          (Column("id", TEXT, False), Column("oid", OID, False), Column("database_id", TEXT, True),
+                           Column("name", TEXT, False), *_OWNED))
+MZ_DATABASES = BuiltinTable("s10", "mz_catalog", "mz_databases",
+                            (Column("id", TEXT, False), Column("oid", OID, False), Column("name", TEXT, False),
+                             *_OWNED))
 #: roles (Materialize's mz_roles; ``rolcanlogin`` and ``rolsuper`` as self-managed
 #: Materialize shows them)
 MZ_ROLES = BuiltinTable(
@@ -170,6 +173,35 @@ MZ_OBJECTS = BuiltinTable(
      Column("cluster_id", TEXT, True)),
 )
 
+#: Every relation of any kind (Materialize's mz_relations: tables, sources, views, materialized
+#: views), with its schema's id: what clients join their catalog queries through
+#: (dbt-materialize's column lookup joins mz_columns to it).
+MZ_RELATIONS = BuiltinTable(
+    "s49", "mz_catalog", "mz_relations",
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("schema_id", TEXT, False),
+     Column("name", TEXT, False), Column("type", TEXT, False), Column("owner_id", TEXT, False),
+     Column("cluster_id", TEXT, True)),
+)
+#: Sources and sinks (Materialize's mz_sources, mz_sinks): this server has neither, so they
+#: are empty, with Materialize's columns for the queries that join them (dbt-materialize
+#: leaves subsources out of its relation list through mz_sources).
+MZ_SOURCES = BuiltinTable(
+    "s50", "mz_catalog", "mz_sources",
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("schema_id", TEXT, False),
+     Column("name", TEXT, False), Column("type", TEXT, False), Column("connection_id", TEXT, True),
+     Column("size", TEXT, True), Column("envelope_type", TEXT, True), Column("key_format", TEXT, True),
+     Column("value_format", TEXT, True), Column("cluster_id", TEXT, True), Column("owner_id", TEXT, False),
+     Column("create_sql", TEXT, True), Column("redacted_create_sql", TEXT, True)),
+)
+MZ_SINKS = BuiltinTable(
+    "s51", "mz_catalog", "mz_sinks",
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("schema_id", TEXT, False),
+     Column("name", TEXT, False), Column("type", TEXT, False), Column("connection_id", TEXT, True),
+     Column("size", TEXT, True), Column("envelope_type", TEXT, True), Column("format", TEXT, True),
+     Column("key_format", TEXT, True), Column("value_format", TEXT, True), Column("cluster_id", TEXT, True),
+     Column("owner_id", TEXT, False), Column("create_sql", TEXT, True), Column("redacted_create_sql", TEXT, True)),
+)
+
 #: Materialize's ids of the schemas (mz_schemas)
 SCHEMA_IDS = {"public": "u3", "mz_catalog": "s1", "pg_catalog": "s2", "mz_internal": "s4", "information_schema": "s5"}
 
@@ -181,7 +213,7 @@ def _owned(snap: CatalogSnapshot, obj: rbac.ObjectRef) -> tuple[str, list[str]]:
 #: builtin tables whose rows come from environmentd's state (metrics, persist), not the catalog
 METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE)
 
-BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES, IS_TABLE_PRIVILEGES, IS_ROLE_TABLE_GRANTS)
+BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES, IS_TABLE_PRIVILEGES, IS_ROLE_TABLE_GRANTS, MZ_RELATIONS, MZ_SOURCES, MZ_SINKS)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
@@ -227,12 +259,19 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
                 for n, r in zip(names, refs)]
     if table.id == MZ_COLUMNS.id:
         rels = list(snap.tables.values()) + list(snap.views.values()) + list(snap.builtins.values())
-        return [(r.id, c.name, i + 1, c.nullable, c.type.sql()) for r in rels for i, c in enumerate(r.columns)]
+        return [(r.id, c.name, i + 1, c.nullable, c.type.sql(), c.default, c.type.oid, c.type.typmod)
+                for r in rels for i, c in enumerate(r.columns)]
     if table.id == MZ_SCHEMAS.id:
-        return [(i, n, *_owned(snap, rbac.schema_ref(snap, n)))
+        # the system schemas belong to no database (Materialize's ambient schemas)
+        return [(i, namespace_oid(snap, n), None if i.startswith("s") else rbac.DATABASE_ID, n,
+                 *_owned(snap, rbac.schema_ref(snap, n)))
                 for n, i in sorted(SCHEMA_IDS.items(), key=lambda kv: kv[0] != "public")] + \
-            [(sc.id, sc.name, *_owned(snap, rbac.schema_ref(snap, sc.name)))
+            [(sc.id, object_oid(sc.id), rbac.DATABASE_ID, sc.name, *_owned(snap, rbac.schema_ref(snap, sc.name)))
              for sc in sorted(snap.schemas.values(), key=_id_order)]
+    if table.id == MZ_RELATIONS.id:
+        return [row for row in _objects(snap) if row[4] in ("table", "view")]
+    if table.id in (MZ_SOURCES.id, MZ_SINKS.id):
+        return []
     if table.id == MZ_ROLES.id:
         return [(r.id, rbac.role_oid(r.id), r.name, r.inherit, r.login, r.superuser) for r in rbac.all_roles(snap)]
     if table.id in (IS_TABLE_PRIVILEGES.id, IS_ROLE_TABLE_GRANTS.id):
@@ -263,15 +302,9 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
     if table.id == MZ_INDEX_COLUMNS.id:
         return _index_columns(snap)
     if table.id == MZ_OBJECTS.id:
-        objs = [(t, "table", None) for t in snap.tables.values()] + [(v, "view", None) for v in snap.views.values()] \
-            + [(i, "index", i.cluster_id) for i in snap.indexes.values()] \
-            + [(b, "table", None) for b in snap.builtins.values()]
-        schema_ids = SCHEMA_IDS | {sc.name: sc.id for sc in snap.schemas.values()}
-        return [(o.id, object_oid(o.id), schema_ids.get(o.schema, "u3"), o.name, kind,
-                 rbac.owner_of(snap, rbac.relation_ref(o)), cluster)
-                for o, kind, cluster in sorted(objs, key=lambda x: _id_order(x[0]))]
+        return _objects(snap)
     if table.id == MZ_DATABASES.id:
-        return [(rbac.DATABASE_ID, "materialize", *_owned(snap, rbac.DATABASE_OBJ))]
+        return [(rbac.DATABASE_ID, DATABASE_OID, "materialize", *_owned(snap, rbac.DATABASE_OBJ))]
     if table.id == MZ_TABLES.id:
         return [(t.id, object_oid(t.id), t.schema, t.name, *_owned(snap, rbac.relation_ref(t)))
                 for t in sorted(snap.tables.values(), key=_id_order)]
@@ -287,6 +320,17 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
             for r in sorted(snap.replicas.values(), key=_id_order)
         ]
     raise KeyError(table.id)
+
+
+def _objects(snap: CatalogSnapshot) -> list[tuple]:
+    """mz_objects' rows: (id, oid, schema_id, name, type, owner_id, cluster_id), by id."""
+    objs = [(t, "table", None) for t in snap.tables.values()] + [(v, "view", None) for v in snap.views.values()] \
+        + [(i, "index", i.cluster_id) for i in snap.indexes.values()] \
+        + [(b, "table", None) for b in snap.builtins.values()]
+    schema_ids = SCHEMA_IDS | {sc.name: sc.id for sc in snap.schemas.values()}
+    return [(o.id, object_oid(o.id), schema_ids.get(o.schema, "u3"), o.name, kind,
+             rbac.owner_of(snap, rbac.relation_ref(o)), cluster)
+            for o, kind, cluster in sorted(objs, key=lambda x: _id_order(x[0]))]
 
 
 def _index_columns(snap: CatalogSnapshot) -> list[tuple]:

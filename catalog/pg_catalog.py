@@ -137,11 +137,22 @@ PG_PREPARED_STATEMENTS = _table("s91", "pg_prepared_statements",
                                 "name:text statement:text prepare_time:timestamptz parameter_types:text[] "
                                 "from_sql:bool generic_plans:int8 custom_plans:int8")
 
+#: PostgreSQL's views over pg_class (54.31 pg_tables, 54.34 pg_views, 54.13 pg_matviews), which
+#: Materialize also has: tools list a schema's relations by kind with them (dbt-postgres's
+#: ``list_relations_without_caching``).
+PG_TABLES = _table("s92", "pg_tables", "schemaname:text tablename:text tableowner:text tablespace:text "
+                                       "hasindexes:bool hasrules:bool hastriggers:bool rowsecurity:bool")
+PG_VIEWS = _table("s93", "pg_views", "schemaname:text viewname:text viewowner:text definition:text")
+#: empty until materialized views exist (issue 16 item 5 fills it)
+PG_MATVIEWS = _table("s94", "pg_matviews", "schemaname:text matviewname:text matviewowner:text tablespace:text "
+                                           "hasindexes:bool ispopulated:bool definition:text")
+
 PG_CATALOG_TABLES = (
     PG_NAMESPACE, PG_CLASS, PG_DATABASE, PG_ATTRIBUTE, PG_TYPE, PG_INDEX, PG_DESCRIPTION, PG_SETTINGS, PG_ROLES,
     PG_COLLATION, PG_ATTRDEF, PG_CONSTRAINT, PG_INHERITS, PG_TRIGGER, PG_REWRITE, PG_POLICY, PG_AM, PG_TABLESPACE,
     PG_USER, PG_PROC, PG_SEQUENCE, PG_STATISTIC_EXT, PG_PUBLICATION, PG_PUBLICATION_REL, PG_DEPEND, PG_ENUM,
     PG_RANGE, PG_FOREIGN_TABLE, PG_EXTENSION, PG_OPCLASS, PG_AUTH_MEMBERS, PG_CURSORS, PG_PREPARED_STATEMENTS,
+    PG_TABLES, PG_VIEWS, PG_MATVIEWS,
 )
 
 
@@ -226,6 +237,12 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
                            *_ownership(snap, rbac.relation_ref(q)))
                 for q in snap.sequences.values()]
         return out
+    if tid == PG_TABLES.id:
+        indexed = {i.on_id for i in snap.indexes.values()}
+        return [(r.schema, r.name, "materialize", None, r.id in indexed, False, False, False)
+                for r, kind in _relations(snap) if kind == "r"]
+    if tid == PG_VIEWS.id:
+        return [(v.schema, v.name, "materialize", v.sql) for v in snap.views.values()]
     if tid == PG_DESCRIPTION.id:
         schema_ids = {sc.id for sc in snap.schemas.values()}
         return [(object_oid(oid), PG_NAMESPACE_OID if oid in schema_ids else PG_CLASS_OID, sub, text)

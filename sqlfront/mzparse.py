@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from pglast.parser import scan
 
 from catalog.errors import SqlError, SYNTAX_ERROR
+from catalog.snapshot import DATABASE
 
 
 @dataclass(frozen=True)
@@ -400,9 +401,7 @@ class _Parser:
         if self.accept("IN", "CLUSTER"):
             cluster = self.ident()
         self.expect("ON")
-        schema, on = None, self.ident()
-        if self.accept_punct("."):
-            schema, on = on, self.ident()
+        schema, on = self.object_name()
         if self.accept("USING"):
             self.expect("ARRANGEMENT")
         keys = None
@@ -411,6 +410,16 @@ class _Parser:
             keys = tuple(self.key_texts())
         self.done()
         return CreateIndex(name, schema, on, keys, cluster, if_not_exists, self.sql.strip().rstrip(";").strip())
+
+    def object_name(self) -> tuple[str | None, str]:
+        """``[[database.]schema.]name`` as (schema or None, name). The database, if named,
+        must be the one database (Materialize: 3D000 "unknown database")."""
+        parts = [self.ident()]
+        while len(parts) < 3 and self.accept_punct("."):
+            parts.append(self.ident())
+        if len(parts) == 3 and parts[0] != DATABASE:
+            raise SqlError("3D000", f"unknown database '{parts[0]}'")
+        return (parts[-2] if len(parts) > 1 else None), parts[-1]
 
     def key_texts(self) -> list[str]:
         """The comma-separated expressions up to the closing parenthesis, as SQL text (a

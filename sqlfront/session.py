@@ -19,12 +19,11 @@ import time
 import uuid
 from typing import Callable, Iterator
 
-import pyarrow as pa
 from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, SYNTAX_ERROR
 from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, set_session_roles, set_statement_catalog
-from catalog.snapshot import Table, set_search_path
+from catalog.snapshot import set_search_path
 from catalog.textio import set_session_time_zone
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
@@ -62,7 +61,8 @@ class Session:
         self.vars.values["is_superuser"] = "on" if is_superuser(env.snapshot, role_id) else "off"
         self.in_transaction = False
         self.failed = False
-        self._pending_writes: list[tuple[Table, pa.Table]] = []
+        #: writes buffered until COMMIT (``sequence.writes.Pending``)
+        self._pending_writes: list[writes.Pending] = []
         #: a transaction that read a user table is read-only (Materialize's rule)
         self._txn_read = False
         #: the transaction block wrote before it read: its reads see its buffered writes

@@ -12,14 +12,22 @@ from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE
 from catalog.textio import DateStyle, parse_datestyle, parse_time_zone, set_session_time_zone
 
 SERVER_VERSION = "9.5.0"  # what Materialize reports; clients branch on it
+#: Materialize's ``mz_version`` (reported at startup, as Materialize does): the release whose
+#: SQL this server follows. dbt-materialize reads it and refuses anything below v0.68.0.
+MZ_VERSION = "v0.130.0 (sqlfront)"
 
 # name -> (default, settable)
 DEFAULTS: dict[str, tuple[str, bool]] = {
     "cluster": ("quickstart", True),
     "cluster_replica": ("", True),
     "application_name": ("", True),
+    # Materialize's: route catalog-only queries to mz_catalog_server. Accepted so clients
+    # (dbt-materialize) can set it; here every catalog query is answered by environmentd.
+    "auto_route_catalog_queries": ("on", True),
     "client_encoding": ("UTF8", True),
     "client_min_messages": ("notice", True),
+    # Materialize's: notices when the session's cluster or database does not exist
+    "current_object_missing_warnings": ("on", True),
     "database": ("materialize", True),
     "datestyle": ("ISO, MDY", True),
     "escape_string_warning": ("on", True),
@@ -36,6 +44,7 @@ DEFAULTS: dict[str, tuple[str, bool]] = {
     # reliability"); here it bounds the rows a query evaluated in Python (planner.interpret)
     # holds in environmentd. 256MB: a few million rows, far above any catalog query.
     "max_query_heap_size": ("256MB", True),
+    "mz_version": (MZ_VERSION, False),
     "search_path": ("public", True),
     "server_encoding": ("UTF8", False),
     "server_version": (SERVER_VERSION, False),
@@ -51,12 +60,14 @@ DEFAULTS: dict[str, tuple[str, bool]] = {
     "default_transaction_deferrable": ("off", True),
     "transaction_read_only": ("off", True),
     "transaction_deferrable": ("off", True),
+    # Materialize's: whether a new session gets its welcome NOTICE (none is sent here)
+    "welcome_message": ("on", True),
 }
 
 #: Sent as ParameterStatus at startup (PostgreSQL 55.2.2 "Start-up")
 REPORTED = ("server_version", "server_encoding", "client_encoding", "datestyle", "timezone",
             "integer_datetimes", "standard_conforming_strings", "application_name", "is_superuser",
-            "intervalstyle")
+            "intervalstyle", "mz_version")
 
 _DISPLAY = {"datestyle": "DateStyle", "timezone": "TimeZone", "intervalstyle": "IntervalStyle"}
 
@@ -107,40 +118,6 @@ def validate(name: str, value: str) -> None:
         parse_time_zone(value)
     if name == "max_query_heap_size":
         parse_byte_size(name, value)
-
-
-def parse_options(options: str) -> dict[str, str]:
-    """The settings of a startup packet's ``options`` parameter (PostgreSQL 55.2.2
-    "Start-up": command-line arguments for the backend; libpq sends ``PGOPTIONS`` there),
-    ``{name: value}``, the last one of a name winning, as PostgreSQL applies them in order.
-
-    Split as libpq's PGOPTIONS (spaces separate, backslash escapes): ``-c cluster=a``,
-    ``-ccluster=a`` and ``--cluster=a`` all set ``cluster``; names are lowercased, with
-    ``-`` read as ``_``. Anything else (a malformed word) is ignored."""
-    import shlex
-
-    try:
-        words = shlex.split(options.replace("\\ ", "\x00"), posix=True)
-    except ValueError:
-        return {}
-    words = [w.replace("\x00", " ") for w in words]
-    found: dict[str, str] = {}
-    i = 0
-    while i < len(words):
-        w = words[i]
-        setting = None
-        if w == "-c" and i + 1 < len(words):
-            setting, i = words[i + 1], i + 1
-        elif w.startswith("-c"):
-            setting = w[2:]
-        elif w.startswith("--"):
-            setting = w[2:]
-        if setting is not None:
-            name, eq, value = setting.partition("=")
-            if eq and name.strip():
-                found[name.strip().lower().replace("-", "_")] = value
-        i += 1
-    return found
 
 
 class SessionVars:
@@ -239,6 +216,57 @@ class SessionVars:
     def max_query_heap_bytes(self) -> int | None:
         """``max_query_heap_size`` in bytes; None when it is 0 (no limit)."""
         return parse_byte_size("max_query_heap_size", self.values["max_query_heap_size"]) or None
+
+
+def split_options(options: str) -> list[str]:
+    """The words of a startup packet's ``options`` value, split as PostgreSQL's
+    ``pg_split_opts`` does (postinit.c): white space separates, a backslash takes the next
+    character literally (``-c search_path=a,\\ b``); no quoting."""
+    words: list[str] = []
+    cur: list[str] = []
+    in_word = escaped = False
+    for ch in options:
+        if escaped:
+            cur.append(ch)
+            escaped = False
+        elif ch == "\\":
+            escaped = in_word = True
+        elif ch.isspace():
+            if in_word:
+                words.append("".join(cur))
+                cur, in_word = [], False
+        else:
+            cur.append(ch)
+            in_word = True
+    if in_word:
+        words.append("".join(cur))
+    return words
+
+
+def parse_options(options: str) -> dict[str, str]:
+    """The settings of a startup packet's ``options`` value (libpq's ``PGOPTIONS``):
+    ``-c name=value``, ``-cname=value`` and ``--name=value``, dashes in a name read as
+    underscores and names lower-cased (PostgreSQL's ``ParseLongOption``); a later setting
+    of a name wins, as PostgreSQL applies them in order. Words that set nothing are
+    ignored. Materialize takes the same form (``options='--cluster=c'``)."""
+    words = split_options(options)
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(words):
+        w = words[i]
+        setting = None
+        if w == "-c" and i + 1 < len(words):
+            setting, i = words[i + 1], i + 1
+        elif w.startswith("--"):
+            setting = w[2:]
+        elif w.startswith("-c"):
+            setting = w[2:]
+        if setting is not None:
+            name, eq, value = setting.partition("=")
+            if eq and name.strip():
+                out[name.strip().lower().replace("-", "_")] = value
+        i += 1
+    return out
 
 
 #: PostgreSQL's memory units (section 19.1.1 "Parameter Names and Values"): powers of 1024

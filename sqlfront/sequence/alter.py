@@ -303,4 +303,12 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
     except BaseException:
         run(s, build.drop_tables([(schema, rv.relname)], True))
         raise
+    # The fill took effect at once, after the timestamp the block's reads were pinned to
+    # (by this statement's own query): later reads of the block start afresh, so they see
+    # the new table's rows (dbt-postgres's incremental models read them back in the block).
+    # No read of user data came before in the block (DDL may not follow one), so nothing
+    # the block read earlier is contradicted.
+    from sqlfront.sequence.txn import release_read_ts
+
+    release_read_ts(s)
     return Result(f"SELECT {r.tag.split()[-1]}")

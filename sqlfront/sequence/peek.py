@@ -88,7 +88,8 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_wri
             from sqlfront.sequence.txn import commit
 
             commit(s)  # an implicit transaction shows a script its own writes (see txn)
-        elif not own_writes or as_of is not None:
+        elif not own_writes or as_of is not None or any(p.expected_upper is not None for p in s._pending_writes):
+            # a buffered UPDATE/DELETE holds retractions that pending_parts does not read
             raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
     if s.in_transaction and not fast and not s._txn_wrote:
         s._txn_read = True
@@ -208,12 +209,13 @@ def pending_parts(s: Session) -> dict[str, list[PartRead]]:
         return {}
     persist = s.env.persist
     out: dict[str, list[PartRead]] = {}
-    for i, (table, data) in enumerate(s._pending_writes):
+    for i, p in enumerate(s._pending_writes):
+        data = p.data
         if not isinstance(data, Batch):
-            data = persist.write_batch(table.shard_id, data)
-            s._pending_writes[i] = (table, data)
-        out.setdefault(table.shard_id, []).append(PartRead(persist.blob.url(data.key), data.diffs,
-                                                           updates=data.updates))
+            data = persist.write_batch(p.table.shard_id, data)
+            s._pending_writes[i] = p._replace(data=data)
+        out.setdefault(p.table.shard_id, []).append(PartRead(persist.blob.url(data.key), data.diffs,
+                                                             updates=data.updates))
     return out
 
 

@@ -25,6 +25,7 @@ from pglast.enums import TransactionStmtKind
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from persist import Batch
+from sqlfront.group_commit import Conflict
 from sqlfront.sequence.cursors import close_all
 from sqlfront.sequence.result import Result
 from sqlfront.sequence.writes import append_all
@@ -78,10 +79,19 @@ def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Resu
 
 def commit(s: Session) -> None:
     """End the transaction, making its buffered writes visible together at one timestamp
-    (or none of them, if the commit fails)."""
+    (or none of them, if the commit fails).
+
+    Raises:
+        SqlError 40001 when a table an UPDATE/DELETE of the block changed was written
+        by someone else since (PostgreSQL's serialization failure; the block's writes
+        are discarded)."""
     writes, s._pending_writes = s._pending_writes, []
     end_transaction(s)
-    append_all(s, writes)
+    try:
+        append_all(s, writes)
+    except Conflict:
+        discard(s, writes)
+        raise SqlError("40001", "could not serialize access due to concurrent update") from None
 
 
 def rollback(s: Session) -> None:
@@ -92,10 +102,11 @@ def rollback(s: Session) -> None:
 
 
 def discard(s: Session, writes: list) -> None:
-    """Delete the parts replicas wrote for buffered writes that will never commit."""
-    for _, data in writes:
-        if isinstance(data, Batch):
-            s.env.persist.delete_batch(data)
+    """Delete the parts replicas wrote for buffered writes (``writes.Pending``) that will
+    never commit."""
+    for p in writes:
+        if isinstance(p.data, Batch):
+            s.env.persist.delete_batch(p.data)
 
 
 def end_transaction(s: Session) -> None:

@@ -5,13 +5,20 @@ are plans that yield ``(old row, -1)`` and ``(new row, +1)`` for the rows they t
 replica of the session's cluster runs the plan and writes the updates straight to Blob,
 and this module only publishes the part, by compare-and-append at the upper the plan read
 (a concurrent write to the table makes it plan again). Their cost grows with the rows
-changed, not with the table. In a transaction block INSERTs are buffered on the session
-and committed together at COMMIT (``sqlfront.sequence.txn``).
+changed, not with the table. In a transaction block writes are buffered on the session
+(``Pending``) and committed together at COMMIT (``sqlfront.sequence.txn``).
+
+UPDATE and DELETE in a transaction block are PostgreSQL's, not Materialize's (which
+refuses them there): dbt-postgres's incremental models DELETE and INSERT in one block. Their
+updates are computed at once, from the table as committed, and buffered with the upper
+they were computed at; COMMIT publishes them only if the table is still there (else
+40001, nothing of the block is written). Since the block's own buffered writes are not
+read back, an UPDATE or DELETE of a table the block has already written is refused.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import pyarrow as pa
 from pglast import ast
@@ -30,6 +37,16 @@ if TYPE_CHECKING:
 
 #: how often an UPDATE/DELETE plans again after a concurrent write before giving up
 MAX_CONFLICTS = 10
+
+
+class Pending(NamedTuple):
+    """One write of a transaction, until it is appended: ``data`` for ``table`` (rows in
+    its storage schema, or a batch a replica wrote). ``expected_upper``: the table's upper
+    an UPDATE/DELETE computed its diffs at; they may be appended only while it holds."""
+
+    table: Table
+    data: pa.Table | Batch
+    expected_upper: int | None = None
 
 
 def insert(s: Session, stmt: ast.InsertStmt, sql: str, params, now: bool = False) -> Result:
@@ -56,10 +73,10 @@ def insert(s: Session, stmt: ast.InsertStmt, sql: str, params, now: bool = False
     else:
         # INSERT ... SELECT over tables: the replica computes and writes the rows.
         batch = replica_write(s, pi.table, not_null_checked(pi.table, pi.query), diffs=False)
-        append_all(s, [(pi.table, batch)]) if now else write(s, pi.table, batch)
+        append_all(s, [Pending(pi.table, batch)]) if now else write(s, pi.table, batch)
         return Result(f"INSERT 0 {batch.updates}")
     data = rows_to_arrow(pi.table, rows)
-    append_all(s, [(pi.table, data)]) if now else write(s, pi.table, data)
+    append_all(s, [Pending(pi.table, data)]) if now else write(s, pi.table, data)
     return returning_result(pi.returning, f"INSERT 0 {len(rows)}", rows)
 
 
@@ -129,23 +146,37 @@ def write(s: Session, table: Table, data: pa.Table | Batch) -> None:
     Raises:
         SqlError 25006 in a READ ONLY transaction; 25000 in one that read before it
         wrote (Materialize's read-only transactions)."""
-    if s._txn_read_only:
-        raise SqlError(READ_ONLY_SQL_TRANSACTION, "cannot execute INSERT in a read-only transaction")
+    check_writable(s, "INSERT")
     if s.in_transaction:
-        if s._txn_read and not s._implicit:
-            raise SqlError(INVALID_TRANSACTION_STATE, "transaction in read-only mode")
-        s._pending_writes.append((table, data))
+        s._pending_writes.append(Pending(table, data))
         s._txn_wrote = True
         return
-    append_all(s, [(table, data)])
+    append_all(s, [Pending(table, data)])
 
 
-def append_all(s: Session, writes: list[tuple[Table, pa.Table | Batch]]) -> None:
-    """Append every ``(table, rows or batch)`` at one timestamp, visible together
-    (group commit)."""
+def check_writable(s: Session, verb: str) -> None:
+    """Whether the session's transaction may write (any write: INSERT, UPDATE, DELETE).
+
+    Raises:
+        SqlError 25006 in a READ ONLY transaction (PostgreSQL's); 25000 in a block that
+        has read user data (Materialize's: such a transaction is read-only)."""
+    if s._txn_read_only:
+        raise SqlError(READ_ONLY_SQL_TRANSACTION, f"cannot execute {verb} in a read-only transaction")
+    if s.in_transaction and s._txn_read and not s._implicit:
+        raise SqlError(INVALID_TRANSACTION_STATE, "transaction in read-only mode")
+
+
+def append_all(s: Session, writes: list[Pending]) -> None:
+    """Append every write at one timestamp, visible together (group commit).
+
+    Raises:
+        group_commit.Conflict: an UPDATE/DELETE's table moved past its expected upper
+        (nothing of ``writes`` is visible then)."""
     if writes:
-        s.env.writer.commit([Write(t.shard_id, batch=d) if isinstance(d, Batch) else Write(t.shard_id, rows=d)
-                             for t, d in writes])
+        s.env.writer.commit([Write(p.table.shard_id, batch=p.data, expected_upper=p.expected_upper)
+                             if isinstance(p.data, Batch) else
+                             Write(p.table.shard_id, rows=p.data, expected_upper=p.expected_upper)
+                             for p in writes])
 
 
 def rewrite(s: Session, stmt, sql: str, params) -> Result:
@@ -153,24 +184,31 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
     the table, then published only if the table's upper is still the snapshot's
     (compare-and-append); else planned again.
 
+    In a transaction block the updates are buffered until COMMIT (see the module
+    docstring).
+
     Raises:
-        SqlError 0A000 inside a transaction block; 40001 after ``MAX_CONFLICTS``
-        concurrent writes in a row; 23502 for a NULL into a NOT NULL column."""
+        SqlError 40001 after ``MAX_CONFLICTS`` concurrent writes in a row; 23502 for a
+        NULL into a NOT NULL column; ``check_writable``'s errors; in a transaction block,
+        0A000 for a table the block has already written."""
     from planner.writes import plan_delete, plan_update
 
-    if s.in_transaction and not s._implicit:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE and DELETE are not supported inside a transaction yet")
-    if s._pending_writes:  # an implicit transaction's earlier INSERTs come first
+    is_delete = isinstance(stmt, ast.DeleteStmt)
+    verb = "DELETE" if is_delete else "UPDATE"
+    in_block = s.in_transaction and not s._implicit
+    check_writable(s, verb)
+    if s._pending_writes and not in_block:  # an implicit transaction's earlier INSERTs come first
         from sqlfront.sequence.txn import commit
 
         commit(s)
-    is_delete = isinstance(stmt, ast.DeleteStmt)
-    verb = "DELETE" if is_delete else "UPDATE"
     persist = s.env.persist
     for _ in range(MAX_CONFLICTS):
         snap = s.env.snapshot
         pr = plan_delete(snap, stmt, params) if is_delete else plan_update(snap, stmt, params)
         shard = pr.table.shard_id
+        if in_block and any(p.table.shard_id == shard for p in s._pending_writes):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{verb} of a table this transaction has already written is "
+                           "not supported (its buffered writes are not read back before COMMIT)")
         with s.env.table_lock(shard):  # writers of one table take turns (Materialize's write lock)
             upper = persist.state(shard).upper
             as_of = max(upper - 1, s.env.oracle.read_ts())
@@ -191,6 +229,10 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
             if batch.updates == 0:
                 persist.delete_batch(batch)
                 return Result(f"{verb} 0")
+            if in_block:
+                s._pending_writes.append(Pending(pr.table, batch, upper))
+                s._txn_wrote = True
+                return returning_result(pr.returning, f"{verb} {pr.affected(batch.updates)}", returned)
             try:
                 s.env.writer.commit([Write(shard, batch=batch, expected_upper=upper)])
             except Conflict:
