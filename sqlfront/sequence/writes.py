@@ -19,7 +19,7 @@ from pglast import ast
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION
 from catalog.snapshot import Table
 from persist import Batch
-from persist.write import write_updates
+from persist.write import inline_room, write_updates
 from planner.writes import check_not_null, plan_insert
 from sqlfront.group_commit import Conflict, Write
 from sqlfront.sequence.peek import peek
@@ -183,7 +183,8 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
                     return returning_result(pr.returning, f"{verb} 0", [])
                 want = -1 if is_delete else 1
                 returned = [tuple(u[:-1]) for u in updates if u[-1] == want]
-                batch = write_updates(persist.blob, shard, rows_to_arrow_with_diffs(pr.table, updates))
+                batch = write_updates(persist.blob, shard, rows_to_arrow_with_diffs(pr.table, updates),
+                                      inline_room(persist.latest(shard)))
             else:
                 batch = replica_write(s, pr.table, pr.plan, diffs=True, as_of=as_of)
             if batch.updates == 0:
