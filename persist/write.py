@@ -48,7 +48,7 @@ INLINE_SINGLE_MAX_BYTES = 4096
 #: ``persist_inline_writes_total_max_bytes`` is 1 MiB; ours is smaller because every
 #: Consensus version here is a full state, written and decoded whole at each
 #: compare-and-set, where Materialize's versions are diffs)
-INLINE_TOTAL_MAX_BYTES = 128 * 1024
+INLINE_TOTAL_MAX_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -100,7 +100,8 @@ def inline_room(state: ShardState) -> int:
 
 def _store(blob: Blob, shard_id: str, table: pa.Table, inline_budget: int) -> tuple[str, int, str | None]:
     """(key, bytes, inline) of ``table`` stored inline or as a Parquet file in Blob."""
-    if inline_budget > 0 and table.num_rows:
+    # The IPC stream holds at least the table's buffers: a big table is not encoded twice.
+    if inline_budget > 0 and table.num_rows and table.nbytes < INLINE_SINGLE_MAX_BYTES:
         data = encode_inline(table)
         if len(data) < INLINE_SINGLE_MAX_BYTES and len(data) <= inline_budget:
             return f"inline/{uuid.uuid4().hex}", len(data), base64.b64encode(data).decode()

@@ -88,3 +88,15 @@ def test_an_indexed_table_reads_its_inline_parts(conn):
         assert conn.execute("SELECT count(*), max(a) FROM inl_indexed").fetchone() == (5002, 5002)
     finally:
         conn.execute("DROP INDEX inl_indexed_a")
+
+
+def test_a_small_rewrite_is_inline_and_a_big_one_is_written_by_the_replica(conn, server):
+    conn.execute("CREATE TABLE inl_big (k int)")
+    conn.execute("INSERT INTO inl_big SELECT generate_series(1, 3000)")
+    assert conn.execute("UPDATE inl_big SET k = -k WHERE k = 7").rowcount == 1  # 2 updates: back here, inline
+    st, _ = shard_state(server, "inl_big")
+    assert st.parts[-1].inline is not None and st.parts[-1].retractions and st.parts[-1].updates == 2
+    assert conn.execute("UPDATE inl_big SET k = k + 1 WHERE k BETWEEN 1 AND 1500").rowcount == 1499  # 2998 updates
+    st, _ = shard_state(server, "inl_big")
+    assert st.parts[-1].inline is None and st.parts[-1].retractions and st.parts[-1].updates == 2998
+    assert conn.execute("SELECT count(*), sum(k) FROM inl_big").fetchone() == (3000, 4501500 - 14 + 1499)

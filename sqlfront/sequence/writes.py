@@ -4,8 +4,10 @@ INSERT ... VALUES builds its rows here and appends them as +1 updates. UPDATE an
 are plans that yield ``(old row, -1)`` and ``(new row, +1)`` for the rows they touch; a
 replica of the session's cluster runs the plan and writes the updates straight to Blob,
 and this module only publishes the part, by compare-and-append at the upper the plan read
-(a concurrent write to the table makes it plan again). Their cost grows with the rows
-changed, not with the table. In a transaction block INSERTs are buffered on the session
+(a concurrent write to the table makes it plan again). A rewrite of few rows
+(``SMALL_REWRITE_UPDATES``) brings its updates back instead and writes them from here,
+inline in the shard's state when they fit. Their cost grows with the rows changed, not
+with the table. In a transaction block INSERTs are buffered on the session
 and committed together at COMMIT (``sqlfront.sequence.txn``).
 """
 
@@ -185,6 +187,11 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
                 returned = [tuple(u[:-1]) for u in updates if u[-1] == want]
                 batch = write_updates(persist.blob, shard, rows_to_arrow_with_diffs(pr.table, updates),
                                       inline_room(persist.latest(shard)))
+            elif (updates := small_updates(s, pr.plan, as_of)) is not None:
+                if not updates:
+                    return Result(f"{verb} 0")
+                batch = write_updates(persist.blob, shard, rows_to_arrow_with_diffs(pr.table, updates),
+                                      inline_room(persist.latest(shard)))
             else:
                 batch = replica_write(s, pr.table, pr.plan, diffs=True, as_of=as_of)
             if batch.updates == 0:
@@ -200,6 +207,23 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
                 raise
         return returning_result(pr.returning, f"{verb} {pr.affected(batch.updates)}", returned)
     raise SqlError("40001", "could not serialize access due to concurrent update")
+
+
+#: an UPDATE or DELETE of at most this many updates brings them back from the replica and
+#: writes them from here (inline in the shard's state when small: no Spark write job, no
+#: files to fsync); a bigger one is written by the replica straight to Blob
+SMALL_REWRITE_UPDATES = 1000
+
+
+def small_updates(s: Session, plan, as_of: int) -> list[tuple] | None:
+    """The updates of a rewrite ``plan`` at ``as_of`` when there are at most
+    ``SMALL_REWRITE_UPDATES`` of them (one peek, its rows limited to one more than that:
+    memory stays bounded whatever the statement touches); None when there are more (the
+    caller has the replica write them)."""
+    from planner.plan import Limit
+
+    updates = peek(s, Limit(plan, SMALL_REWRITE_UPDATES + 1, 0), as_of=as_of)
+    return updates if len(updates) <= SMALL_REWRITE_UPDATES else None
 
 
 def rows_to_arrow_with_diffs(table: Table, updates: list[tuple]) -> pa.Table:
