@@ -250,6 +250,16 @@ def read_snapshot(spark: SparkSession, table: Table, snap: ShardSnapshot, arrang
         return reduce(DataFrame.unionAll, frames) if frames else spark.createDataFrame([], _file_schema(table))
     plain = [p for p in parts if not p.diffs]
     updates = [p for p in parts if p.diffs]
+    if plain and not updates and inline is not None:
+        hit = _split_on_inline_values(table, snap)
+        if hit is not None:
+            # Every update is inline (small UPDATEs and DELETEs): the plain rows whose
+            # value in one column is none of the updates' values cannot be equal to an
+            # updated row and pass through; the few others are consolidated with the
+            # updates. A filter Parquet statistics can prune, no broadcast job.
+            rows = read_parts(spark, table, [p.url for p in plain]).select(*names)
+            touched = rows.filter(hit).select(*names, F.lit(1).cast("long").alias(DIFF_COLUMN))
+            return rows.filter(~hit).unionAll(_consolidate(touched.unionAll(inline), names))
     changed = ([_updates(spark, table, updates, snap.as_of, names)] if updates else []) + (
         [inline] if inline is not None else [])
     if plain and changed and sum(p.updates for p in updates) + _inline_rows(snap) <= BROADCAST_UPDATES:
@@ -279,6 +289,33 @@ def inline_frame(spark: SparkSession, table: Table, snap: ShardSnapshot) -> Data
         return None
     fields = _file_schema(table).fields + [T.StructField(DIFF_COLUMN, T.LongType(), True)]
     return spark.createDataFrame(t, schema=T.StructType(fields))
+
+
+#: column types whose stored values compare exactly as Spark literals (``isin``)
+_SPLIT_TYPES = frozenset({"bool", "int2", "int4", "int8", "oid", "numeric", "text", "varchar", "bpchar", "date",
+                          "uuid", "jsonb"})
+#: at most this many distinct values in an ``isin`` split of the plain rows
+SPLIT_VALUES = 1000
+
+
+def _split_on_inline_values(table: Table, snap: ShardSnapshot) -> SparkColumn | None:
+    """A predicate true for the stored rows whose value in the table's first column of a
+    type in ``_SPLIT_TYPES`` is one of the values the snapshot's inline updates have
+    there (NULL among them when an update has NULL; never NULL itself); None when no
+    column fits or the updates have more than ``SPLIT_VALUES`` values there."""
+    col = next((c for c in table.columns if c.type.name in _SPLIT_TYPES and not c.type.is_array), None)
+    if col is None:
+        return None
+    t = inline_updates(snap.parts, snap.as_of, [col.name])
+    values = set(t.column(col.name).to_pylist())
+    if len(values) > SPLIT_VALUES:
+        return None
+    c = F.col(f"`{col.name}`")
+    known = [v for v in values if v is not None]
+    hit = c.isin(*known) if known else F.lit(False)
+    if None in values:
+        hit = hit | c.isNull()
+    return F.coalesce(hit, F.lit(False))
 
 
 def _inline_rows(snap: ShardSnapshot) -> int:

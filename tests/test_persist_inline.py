@@ -54,8 +54,9 @@ def test_update_and_delete_consolidate_against_inline_parts(conn, server):
     conn.execute("CREATE TABLE inl_upd (k int, v text)")
     for k in range(5):
         conn.execute("INSERT INTO inl_upd VALUES (%s, 'v')", (k,))
-    conn.execute("INSERT INTO inl_upd SELECT k + 10, 'w' FROM inl_upd")  # a part in Blob
+    conn.execute("INSERT INTO inl_upd SELECT k + 10, 'w' FROM inl_upd UNION ALL SELECT NULL, 'n'")  # a part in Blob
     assert conn.execute("UPDATE inl_upd SET v = 'u' WHERE k IN (1, 11)").rowcount == 2
+    assert conn.execute("UPDATE inl_upd SET v = 'nn' WHERE k IS NULL").rowcount == 1  # NULL among the split values
     assert conn.execute("DELETE FROM inl_upd WHERE k IN (2, 12)").rowcount == 2
     # RETURNING computes the updates here: a small retraction batch, inline (compaction
     # waits for a shard's writes to pause before consolidating retractions)
@@ -63,7 +64,7 @@ def test_update_and_delete_consolidate_against_inline_parts(conn, server):
     st, _ = shard_state(server, "inl_upd")
     assert any(p.inline is not None and p.retractions for p in st.parts)
     assert conn.execute("SELECT k, v FROM inl_upd ORDER BY k").fetchall() == [
-        (0, "v"), (1, "u"), (4, "v"), (10, "w"), (11, "u"), (13, "w"), (14, "w")]
+        (0, "v"), (1, "u"), (4, "v"), (10, "w"), (11, "u"), (13, "w"), (14, "w"), (None, "nn")]
 
 
 def test_compaction_moves_inline_parts_into_blob(conn, server):
