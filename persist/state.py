@@ -2,12 +2,13 @@
 
 A shard is a collection of updates ``(row, time, diff)`` (Materialize's persist). Its
 state lists the *parts* holding those updates (Parquet files in Blob, or, for small
-batches, *inline* in the state itself: Materialize's inline writes), its frontiers ``since`` (reads at a time
-below it are no longer answerable: updates there may have been advanced by compaction)
-and ``upper`` (every update is at a time below it), the *leased readers* that hold back
-``since`` and garbage collection, and the parts removed at each seqno that GC deletes once
-no reader can still see them. States are immutable values, serialized as JSON; each
-version is the full state (a rollup), so Consensus can be truncated below any seqno.
+batches, *inline* in the state itself: Materialize's inline writes), its frontiers
+``since`` (reads at a time below it are no longer answerable: updates there may have
+been advanced by compaction) and ``upper`` (every update is at a time below it), the
+*leased readers* that hold back ``since`` and garbage collection, and the parts removed
+at each seqno that GC deletes once no reader can still see them. States are immutable
+values, serialized as JSON; each version is the full state (a rollup), so Consensus can
+be truncated below any seqno.
 """
 
 from __future__ import annotations

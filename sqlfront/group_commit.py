@@ -3,10 +3,11 @@
 Sessions hand in their writes (rows to append, or batches a replica already wrote) and
 wait. The committer takes everything queued, makes one batch per table of the small
 appends (inline in the shard's state when small enough: one Consensus compare-and-set
-then publishes it, with no Blob write; ``persist.write``), takes ONE write timestamp from the oracle and publishes every part by
-compare-and-append at that timestamp; then it tells the oracle the write is applied, so
-reads that start afterwards see all of it, and wakes the writers. (Materialize's
-coordinator commits table writes the same way: group commit at one timestamp.)
+then publishes it, with no Blob write; ``persist.write``), takes ONE write timestamp
+from the oracle and publishes every part by compare-and-append at that timestamp; then
+it tells the oracle the write is applied, so reads that start afterwards see all of it,
+and wakes the writers. (Materialize's coordinator commits table writes the same way:
+group commit at one timestamp.)
 
 A group that writes several shards is first recorded in a Consensus of its own (the
 ``txns`` key of ``txns.db``; Materialize's txn-wal idea): if the process dies after applying some shards, startup
