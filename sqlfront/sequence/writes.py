@@ -124,6 +124,10 @@ def replica_write(s: Session, table: Table, plan, diffs: bool, as_of: int | None
     return persist.written_batch(urls.parts[winner][0], diffs=diffs)
 
 
+#: appends of at least this many bytes (Arrow) become a part in Blob before the group commit
+BIG_APPEND_BYTES = 1 << 20
+
+
 def write(s: Session, table: Table, data: pa.Table | Batch) -> None:
     """Write ``data`` (rows in ``table``'s storage schema, or a batch a replica wrote)
     now, or at COMMIT in a transaction.
@@ -132,6 +136,12 @@ def write(s: Session, table: Table, data: pa.Table | Batch) -> None:
         SqlError 25006 in a READ ONLY transaction; 25000 in one that has read."""
     if s._txn_read_only:
         raise SqlError(READ_ONLY_SQL_TRANSACTION, "cannot execute INSERT in a read-only transaction")
+    if isinstance(data, pa.Table) and data.nbytes >= BIG_APPEND_BYTES:
+        # Encoded and written to Blob here, in the session's thread: the group commit's
+        # one thread then only publishes it, and other sessions' small writes do not
+        # wait behind the encoding of a big COPY. (A ROLLBACK deletes it; a crash leaves
+        # it to the startup GC.)
+        data = s.env.persist.write_batch(table.shard_id, data)
     if s.in_transaction:
         if s._txn_read and not s._implicit:
             raise SqlError(INVALID_TRANSACTION_STATE, "transaction in read-only mode")
