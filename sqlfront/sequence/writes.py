@@ -136,6 +136,8 @@ def write(s: Session, table: Table, data: pa.Table | Batch) -> None:
         SqlError 25006 in a READ ONLY transaction; 25000 in one that has read."""
     if s._txn_read_only:
         raise SqlError(READ_ONLY_SQL_TRANSACTION, "cannot execute INSERT in a read-only transaction")
+    if s.in_transaction and s._txn_read and not s._implicit:
+        raise SqlError(INVALID_TRANSACTION_STATE, "transaction in read-only mode")
     if isinstance(data, pa.Table) and data.nbytes >= BIG_APPEND_BYTES:
         # Encoded and written to Blob here, in the session's thread: the group commit's
         # one thread then only publishes it, and other sessions' small writes do not
@@ -143,8 +145,6 @@ def write(s: Session, table: Table, data: pa.Table | Batch) -> None:
         # it to the startup GC.)
         data = s.env.persist.write_batch(table.shard_id, data)
     if s.in_transaction:
-        if s._txn_read and not s._implicit:
-            raise SqlError(INVALID_TRANSACTION_STATE, "transaction in read-only mode")
         s._pending_writes.append((table, data))
         return
     append_all(s, [(table, data)])
