@@ -54,7 +54,7 @@ def test_update_and_delete_consolidate_against_inline_parts(conn, server):
     conn.execute("CREATE TABLE inl_upd (k int, v text)")
     for k in range(5):
         conn.execute("INSERT INTO inl_upd VALUES (%s, 'v')", (k,))
-    conn.execute("INSERT INTO inl_upd SELECT k + 10, 'w' FROM inl_upd UNION ALL SELECT NULL, 'n'")  # a part in Blob
+    conn.execute("INSERT INTO inl_upd SELECT k + 10, 'w'::text FROM inl_upd UNION ALL SELECT NULL::int, 'n'::text")  # a part in Blob
     assert conn.execute("UPDATE inl_upd SET v = 'u' WHERE k IN (1, 11)").rowcount == 2
     assert conn.execute("UPDATE inl_upd SET v = 'nn' WHERE k IS NULL").rowcount == 1  # NULL among the split values
     assert conn.execute("DELETE FROM inl_upd WHERE k IN (2, 12)").rowcount == 2
