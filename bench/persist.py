@@ -11,7 +11,9 @@ Every figure comes with a baseline measured in the same run:
 3. ``inserts``: single-row INSERT latency p50/p99 from one client, and rows/s from
    ``--clients`` (16) clients (group commit), next to ``SELECT 1`` round trips.
 4. ``compaction``: a table of 1,000 single-row parts (compaction off), read latency p50;
-   then compaction on, and the same read again.
+   then compaction on, and the same read again. (Small writes are inline parts, kept in
+   the shard's state, until the state holds ``persist.write.INLINE_TOTAL_MAX_BYTES`` of
+   them; the rest are files in Blob.)
 
     .venv/bin/python bench/persist.py [--section all|writes|scan|inserts|compaction] [--scale 1]
 """

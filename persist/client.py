@@ -29,7 +29,7 @@ from persist.pubsub import PubSubClient, PubSubMetrics
 from persist.lease import DEFAULT_LEASE_MS, Leases, ReadHold
 from persist.read import ListenBatch, ShardSnapshot, SinceError, listen_updates, read_arrow, snapshot_of
 from persist.state import ShardState
-from persist.write import Batch, UpperMismatch, compare_and_append, write_batch, written_batch
+from persist.write import Batch, UpperMismatch, compare_and_append, inline_room, write_batch, written_batch
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +180,15 @@ class PersistClient:
     # -- writes -------------------------------------------------------------------------
 
     def write_batch(self, shard_id: str, table: pa.Table) -> Batch:
+        """``table``'s rows as a batch of +1 updates in Blob."""
         return write_batch(self.blob, shard_id, table)
+
+    def batch(self, shard_id: str, table: pa.Table) -> Batch:
+        """``table``'s rows as a batch of +1 updates: inline when small and the shard's
+        latest known state has room for it (:mod:`persist.write`'s limits; the check is
+        against this process's latest state, so concurrent writers may pass the total
+        limit by a few batches, as Materialize's may), else in Blob."""
+        return write_batch(self.blob, shard_id, table, inline_room(self.latest(shard_id)))
 
     def written_batch(self, key: str, diffs: bool) -> Batch:
         return written_batch(self.blob, key, diffs)
@@ -191,8 +199,8 @@ class PersistClient:
         return key, self.blob.url(key)
 
     def compare_and_append(self, shard_id: str, batches: list[Batch], expected_upper: int,
-                           ts: int) -> ShardState | UpperMismatch:
-        return compare_and_append(self.consensus, shard_id, batches, expected_upper, ts)
+                           ts: int, known: ShardState | None = None) -> ShardState | UpperMismatch:
+        return compare_and_append(self.consensus, shard_id, batches, expected_upper, ts, known)
 
     def append(self, shard_id: str, table: pa.Table, ts: int) -> ShardState:
         """Append ``table``'s rows at ``ts`` (tests, tools): the shard's upper must be <= ts.
@@ -211,8 +219,9 @@ class PersistClient:
                 return r
 
     def delete_batch(self, b: Batch) -> None:
-        """Delete a batch that was never appended."""
-        self.blob.delete(b.key)
+        """Delete a batch that was never appended (an inline one has nothing in Blob)."""
+        if b.inline is None:
+            self.blob.delete(b.key)
 
     # -- reads --------------------------------------------------------------------------
 
@@ -355,11 +364,8 @@ class PersistClient:
         """Delete a shard's parts and state. Only for shards no catalog object refers to."""
         st = self.state(shard_id)
         self.consensus.delete_shard(shard_id)
-        for p in st.parts:
-            self.blob.delete(p.key)
-        for r in st.retired:
-            for k in r.keys:
-                self.blob.delete(k)
+        for k in st.blob_keys():
+            self.blob.delete(k)
         self.leases.forget(shard_id)
 
 

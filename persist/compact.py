@@ -7,6 +7,11 @@ since cannot tell the difference) and, when a merged part holds retractions, sum
 per row. The merged part replaces its inputs in one compare-and-set; the inputs are
 *retired* at that seqno and deleted by GC once no reader can still read them.
 
+Inline parts (small batches kept in the state, :mod:`persist.write`) are always among the
+inputs of a merge, whose output always goes to Blob: compaction is how inline data leaves
+the state (Materialize's compaction flushes inline parts the same way). A shard whose
+inline parts reach ``INLINE_FLUSH_BYTES`` is merged even with few parts.
+
 Merging append-only parts is streamed here batch by batch (bounded memory). Merging
 parts with retractions needs consolidation, which the caller provides (environmentd runs
 it as a Spark job on a replica); without one, the merge is done in memory only for small
@@ -27,7 +32,7 @@ from persist.blob import Blob
 from persist.consensus import Consensus
 from persist.read import PartRead, ShardSnapshot, read_arrow
 from persist.state import DIFF_COLUMN, Part, Retired, ShardState, TIME_COLUMN
-from persist.write import COMPRESSION, Batch, write_batch
+from persist.write import COMPRESSION, INLINE_TOTAL_MAX_BYTES, ROW_GROUP_ROWS, Batch, decode_inline, write_batch
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +42,9 @@ MAX_PARTS = 8
 SIZE_RATIO = 8
 #: in-memory consolidation only up to this many updates (else wait for a replica)
 IN_MEMORY_UPDATES = 200_000
+#: a shard holding this many bytes of inline parts is merged whatever its part count
+#: (half the inline limit: writes keep going inline while the merge runs)
+INLINE_FLUSH_BYTES = INLINE_TOTAL_MAX_BYTES // 2
 
 #: ``merge(parts) -> Batch``: the consolidated rows of ``parts`` written as a new batch
 #: of plain rows (each row once per unit of its summed diff)
@@ -45,17 +53,19 @@ MergeFn = Callable[[list[PartRead]], Batch]
 
 def choose(state: ShardState, max_parts: int = MAX_PARTS) -> list[Part]:
     """The parts to merge now: every part when some hold retractions (until they are
-    consolidated away, every read must consolidate the whole shard); else the smallest
-    ones within ``SIZE_RATIO`` of each other (at least two), when the shard has more than
-    ``max_parts``; else none."""
+    consolidated away, every read must consolidate the whole shard); else, when the
+    shard has more than ``max_parts`` or ``INLINE_FLUSH_BYTES`` of inline parts, the
+    smallest ones within ``SIZE_RATIO`` of each other (at least two) and every inline
+    part; else none."""
     if any(p.retractions for p in state.parts):
         return list(state.parts)
-    if len(state.parts) <= max_parts:
+    inline = [p for p in state.parts if p.inline is not None]
+    if len(state.parts) <= max_parts and sum(p.bytes for p in inline) < INLINE_FLUSH_BYTES:
         return []
     by_size = sorted(state.parts, key=lambda p: p.updates)
     floor = max(by_size[0].updates, 1)
-    chosen = [p for p in by_size if p.updates <= floor * SIZE_RATIO]
-    if len(chosen) < 2:
+    chosen = [p for p in by_size if p.updates <= floor * SIZE_RATIO or p.inline is not None]
+    if len(chosen) < 2 and not inline:
         chosen = by_size[: len(by_size) - max_parts + 1]
     return chosen
 
@@ -70,9 +80,22 @@ def merge_append_only(blob: Blob, shard_id: str, parts: list[Part], since: int) 
     writer = None
     updates = 0
     lo, hi = None, None
+    #: small batches (inline parts) wait here until they fill a row group together
+    pending: list[pa.Table] = []
+    pending_rows = 0
+
+    def flush():
+        nonlocal pending_rows
+        if pending:
+            writer.write_table(pa.concat_tables(pending), row_group_size=ROW_GROUP_ROWS)
+            pending.clear()
+            pending_rows = 0
+
     try:
         for p in parts:
-            for rb in ds.dataset(blob.url(p.key).removeprefix("file://"), format="parquet").to_batches():
+            batches = (decode_inline(p.inline).to_batches() if p.inline is not None else
+                       ds.dataset(blob.url(p.key).removeprefix("file://"), format="parquet").to_batches())
+            for rb in batches:
                 t = pa.Table.from_batches([rb])
                 if p.ts is None:
                     times = pa.compute.max_element_wise(t.column(TIME_COLUMN), pa.scalar(since, pa.int64()))
@@ -90,8 +113,13 @@ def merge_append_only(blob: Blob, shard_id: str, parts: list[Part], since: int) 
                 if writer is None:
                     os.makedirs(os.path.dirname(path), exist_ok=True)
                     writer = pq.ParquetWriter(path, t.schema, compression=COMPRESSION)
-                writer.write_table(t.cast(writer.schema))
+                pending.append(t.cast(writer.schema))
+                pending_rows += t.num_rows
+                if pending_rows >= ROW_GROUP_ROWS:
+                    flush()
                 updates += t.num_rows
+        if writer is not None:
+            flush()
     except BaseException:
         if writer is not None:
             writer.close()
@@ -117,11 +145,14 @@ def merge_in_memory(blob: Blob, shard_id: str, parts: list[Part], since: int) ->
 
 
 def _part_read(blob: Blob, p: Part) -> PartRead:
-    return PartRead(blob.url(p.key), p.diffs, p.diffs and p.ts is None, False, p.updates)
+    return PartRead(p.key if p.inline is not None else blob.url(p.key), p.diffs, p.diffs and p.ts is None, False,
+                    p.updates, p.inline)
 
 
 def _data_schema(blob: Blob, parts: list[Part]) -> pa.Schema:
-    s = ds.dataset(blob.url(parts[0].key).removeprefix("file://"), format="parquet").schema
+    p = parts[0]
+    s = (decode_inline(p.inline).schema if p.inline is not None else
+         ds.dataset(blob.url(p.key).removeprefix("file://"), format="parquet").schema)
     return pa.schema([f for f in s if f.name not in (TIME_COLUMN, DIFF_COLUMN)])
 
 
@@ -159,7 +190,9 @@ def compact(consensus: Consensus, blob: Blob, shard_id: str, merge: MergeFn | No
                 blob.delete(out.key)
             return None
         parts = tuple(p for p in cur.parts if p.key not in keys) + ((out,) if out is not None else ())
-        new = cur.next(parts=parts, retired=cur.retired + (Retired(cur.seqno + 1, tuple(sorted(keys))),))
+        # Inline parts leave with the state; only parts in Blob wait for GC.
+        in_blob = tuple(sorted(p.key for p in chosen if p.inline is None))
+        new = cur.next(parts=parts, retired=cur.retired + ((Retired(cur.seqno + 1, in_blob),) if in_blob else ()))
         if consensus.compare_and_set(shard_id, head[0], new.seqno, new.encode()):
             log.info("compacted %d part(s) of shard %s into one", len(keys), shard_id)
             return new

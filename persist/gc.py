@@ -51,6 +51,6 @@ def orphans(consensus: Consensus, blob: Blob, live_shards: set[str] | None = Non
             continue
         head = consensus.head(shard)
         st = ShardState.decode(head[1]) if head else ShardState()
-        referenced = {p.key for p in st.parts} | {k for r in st.retired for k in r.keys}
+        referenced = st.blob_keys()
         out.extend(k for k in keys if k not in referenced)
     return out

@@ -5,6 +5,11 @@ those updates consolidated (diffs summed per row, rows with a positive sum repea
 many times). When no visible part holds a retraction, every update is a ``+1`` and the
 parts are read as they are (append-only tables read as fast as plain Parquet files).
 Materialize: a read below the shard's ``since`` is not answerable.
+
+Inline parts (:mod:`persist.write`) are read here like parts in Blob: :func:`part_table`
+is the one place that opens a part, and :func:`inline_updates` gives a snapshot's inline
+updates as one Arrow table, which Spark reads as a local relation next to its scan of the
+Parquet parts (``spark_exec.lower.read_snapshot``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from persist.state import DIFF_COLUMN, ShardState, TIME_COLUMN
+from persist.state import DIFF_COLUMN, Part, ShardState, TIME_COLUMN
+from persist.write import decode_inline
 
 
 class SinceError(Exception):
@@ -33,7 +39,9 @@ class PartRead:
 
     ``url`` is what Spark and pyarrow open. ``diffs``: the file has a ``_mz_diff`` column
     (else every row is a ``+1``). ``timed``: it also has a ``_mz_time`` column.
-    ``filter_time``: some of its updates are after as_of (keep ``_mz_time <= as_of``)."""
+    ``filter_time``: some of its updates are after as_of (keep ``_mz_time <= as_of``).
+    ``inline``: an inline part's updates (``Part.inline``; ``url`` is then its name,
+    nothing to open)."""
 
     url: str
     diffs: bool
@@ -41,6 +49,7 @@ class PartRead:
     filter_time: bool = False
     #: updates in the file (its row count)
     updates: int = 0
+    inline: str | None = None
 
 
 @dataclass(frozen=True)
@@ -59,7 +68,8 @@ class ShardSnapshot:
 
     @property
     def urls(self) -> tuple[str, ...]:
-        return tuple(p.url for p in self.parts)
+        """URLs of the parts in Blob (inline parts have none)."""
+        return tuple(p.url for p in self.parts if p.inline is None)
 
 
 def snapshot_of(state: ShardState, shard_id: str, as_of: int, url) -> ShardSnapshot:
@@ -70,12 +80,43 @@ def snapshot_of(state: ShardState, shard_id: str, as_of: int, url) -> ShardSnaps
     """
     if as_of < state.since:
         raise SinceError(shard_id, as_of, state.since)
-    parts = []
-    for p in state.visible_parts(as_of):
-        timed = p.diffs and p.ts is None
-        parts.append(PartRead(url(p.key), p.diffs, timed, timed and p.max_time() > as_of, p.updates))
+    parts = [part_read(p, url, as_of) for p in state.visible_parts(as_of)]
     return ShardSnapshot(shard_id, state.seqno, as_of, tuple(parts), state.retractions_visible(as_of),
                          state.row_count())
+
+
+def part_read(p: Part, url, as_of: int) -> PartRead:
+    """How to read part ``p`` at ``as_of``; ``url(key)`` is Blob's URL of a part."""
+    timed = p.diffs and p.ts is None
+    return PartRead(p.key if p.inline is not None else url(p.key), p.diffs, timed, timed and p.max_time() > as_of,
+                    p.updates, p.inline)
+
+
+def part_table(p: PartRead | Part, url=None) -> pa.Table:
+    """Every update stored in part ``p`` (the file's columns, as stored), from Blob or
+    from the state (inline). For a :class:`Part`, ``url(key)`` gives Blob's URL."""
+    if p.inline is not None:
+        return decode_inline(p.inline)
+    u = p.url if isinstance(p, PartRead) else url(p.key)
+    return ds.dataset(u.removeprefix("file://"), format="parquet").to_table()
+
+
+def inline_updates(parts, as_of: int, names: list[str]) -> pa.Table | None:
+    """The updates of the inline parts among ``parts`` (PartReads) visible at ``as_of``:
+    columns ``names``, then ``_mz_diff`` (1 for parts of plain rows); None when there
+    are none. Their size is bounded by ``persist.write.INLINE_TOTAL_MAX_BYTES``."""
+    tables = []
+    for p in parts:
+        if p.inline is None:
+            continue
+        t = part_table(p)
+        if p.filter_time:
+            t = t.filter(pc.less_equal(t.column(TIME_COLUMN), as_of))
+        diff = t.column(DIFF_COLUMN) if p.diffs else pa.repeat(pa.scalar(1, pa.int64()), t.num_rows)
+        tables.append(t.select(names).append_column(DIFF_COLUMN, diff))
+    if not tables:
+        return None
+    return pa.concat_tables(tables, promote_options="permissive")
 
 
 def read_arrow(snap: ShardSnapshot, schema: pa.Schema) -> pa.Table:
@@ -83,7 +124,7 @@ def read_arrow(snap: ShardSnapshot, schema: pa.Schema) -> pa.Table:
     consolidation of compaction when no replica runs it). Memory: the whole shard."""
     tables = []
     for p in snap.parts:
-        t = ds.dataset(p.url.removeprefix("file://"), format="parquet").to_table()
+        t = part_table(p)
         if p.filter_time:
             t = t.filter(pc.less_equal(t.column(TIME_COLUMN), snap.as_of))
         diff = t.column(DIFF_COLUMN) if p.diffs else pa.repeat(pa.scalar(1, pa.int64()), t.num_rows)
@@ -142,7 +183,7 @@ def listen_updates(state: ShardState, lower: int, upper: int, url) -> list[pa.Ta
     for p in state.parts:
         if p.max_time() < lower or p.min_time() >= upper:
             continue
-        t = ds.dataset(url(p.key).removeprefix("file://"), format="parquet").to_table()
+        t = part_table(p, url)
         if TIME_COLUMN not in t.column_names:
             t = t.append_column(TIME_COLUMN, pa.repeat(pa.scalar(p.ts if p.ts is not None else p.lower, pa.int64()),
                                                        t.num_rows))

@@ -1,12 +1,14 @@
 """Shard state: what Consensus stores for a shard at each seqno.
 
 A shard is a collection of updates ``(row, time, diff)`` (Materialize's persist). Its
-state lists the *parts* holding those updates, its frontiers ``since`` (reads at a time
-below it are no longer answerable: updates there may have been advanced by compaction)
-and ``upper`` (every update is at a time below it), the *leased readers* that hold back
-``since`` and garbage collection, and the parts removed at each seqno that GC deletes once
-no reader can still see them. States are immutable values, serialized as JSON; each
-version is the full state (a rollup), so Consensus can be truncated below any seqno.
+state lists the *parts* holding those updates (Parquet files in Blob, or, for small
+batches, *inline* in the state itself: Materialize's inline writes), its frontiers
+``since`` (reads at a time below it are no longer answerable: updates there may have
+been advanced by compaction) and ``upper`` (every update is at a time below it), the
+*leased readers* that hold back ``since`` and garbage collection, and the parts removed
+at each seqno that GC deletes once no reader can still see them. States are immutable
+values, serialized as JSON; each version is the full state (a rollup), so Consensus can
+be truncated below any seqno.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ DIFF_COLUMN = "_mz_diff"
 
 @dataclass(frozen=True)
 class Part:
-    """One immutable Parquet part in Blob, holding updates at times in ``[lower, upper)``.
+    """One immutable part holding updates at times in ``[lower, upper)``: a Parquet file
+    in Blob, or an *inline* part kept in the state itself.
 
     Attributes:
         key: Blob key of the Parquet file (or of a directory of Parquet files, when a
-            replica wrote the part).
+            replica wrote the part); for an inline part a unique name that is no Blob
+            key (``inline/<uuid>``).
         lower, upper: the part's description: every update in it has lower <= time < upper
             (times are milliseconds; see ``catalog.oracle``).
         updates: number of updates (rows of the file).
@@ -36,6 +40,10 @@ class Part:
         retractions: True when some update has a negative diff (reads must consolidate).
         net: the sum of the diffs (how many rows the part adds to the shard; negative for
             a DELETE's part).
+        inline: for an inline part, its updates as an Arrow IPC stream, base64 (the
+            same columns a Parquet part would have; ``bytes`` is the stream's length);
+            None for a part in Blob. Materialize persist's ``ProtoInlineBatchPart``:
+            opaque bytes, decoded only where the data is read.
     """
 
     key: str
@@ -47,6 +55,7 @@ class Part:
     diffs: bool = False
     retractions: bool = False
     net: int = 0
+    inline: str | None = None
 
     def max_time(self) -> int:
         return self.ts if self.ts is not None else self.upper - 1
@@ -96,7 +105,13 @@ class ShardState:
     retired: tuple[Retired, ...] = field(default_factory=tuple)
 
     def encode(self) -> bytes:
-        return json.dumps(asdict(self), separators=(",", ":")).encode()
+        # By hand, not ``asdict``: asdict deep-copies every field, and a state with many
+        # inline parts is encoded at every compare-and-set.
+        d = {"seqno": self.seqno, "since": self.since, "upper": self.upper,
+             "parts": [_part_dict(p) for p in self.parts],
+             "readers": [asdict(r) for r in self.readers],
+             "retired": [{"seqno": r.seqno, "keys": list(r.keys)} for r in self.retired]}
+        return json.dumps(d, separators=(",", ":")).encode()
 
     @staticmethod
     def decode(data: bytes) -> "ShardState":
@@ -129,9 +144,27 @@ class ShardState:
         """The oldest seqno a live reader may still read (this state's seqno if none)."""
         return min((r.seqno for r in self.readers if not r.expired(now_ms)), default=self.seqno)
 
+    def inline_bytes(self) -> int:
+        """Bytes of updates held inline in this state (``persist.write``'s inline limits)."""
+        return sum(p.bytes for p in self.parts if p.inline is not None)
+
+    def blob_keys(self) -> set[str]:
+        """Blob keys this state refers to: its parts in Blob and the retired ones."""
+        return {p.key for p in self.parts if p.inline is None} | {k for r in self.retired for k in r.keys}
+
     def row_count(self) -> int:
         """Rows of the shard at its upper: the sum of every update's diff."""
         return sum(p.net for p in self.parts)
+
+
+_PART_FIELDS = tuple(Part.__dataclass_fields__)
+
+
+def _part_dict(p: Part) -> dict:
+    d = {k: getattr(p, k) for k in _PART_FIELDS}
+    if d["inline"] is None:
+        del d["inline"]  # states of parts in Blob stay as they were
+    return d
 
 
 def _decode_part(p: dict) -> Part:

@@ -1,5 +1,13 @@
 """Writes: updates become a *batch* in Blob, then a part of the shard by compare-and-append.
 
+A small batch (its Arrow IPC encoding under ``INLINE_SINGLE_MAX_BYTES``) is not written to
+Blob at all: it travels *inline* in the shard's state, so publishing it costs one Consensus
+compare-and-set and no Blob write (Materialize persist's inline writes,
+``persist_inline_writes_single_max_bytes``). The state of a shard holds at most
+``INLINE_TOTAL_MAX_BYTES`` inline (``persist_inline_writes_total_max_bytes``): a batch
+beyond that goes to Blob, and compaction moves inline parts into Blob parts
+(:mod:`persist.compact`), never the other way.
+
 A batch is written first (any number of writers at once; nothing refers to it yet), then
 published with :func:`compare_and_append` (Materialize persist's ``compare_and_append``):
 the shard's state takes the batch's part at time ``ts`` only if its ``upper`` is still
@@ -11,8 +19,10 @@ garbage, deleted by the GC at the next start.
 
 from __future__ import annotations
 
+import base64
 import io
 import logging
+import uuid
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -26,6 +36,19 @@ log = logging.getLogger(__name__)
 
 #: Parquet compression of every part
 COMPRESSION = "zstd"
+#: rows per Parquet row group: a point read skips the row groups whose column statistics
+#: exclude it, and Spark splits a part's file between workers at row group boundaries,
+#: so a big COPY's part is read by every worker (pyarrow's default is 1 Mi rows)
+ROW_GROUP_ROWS = 128 * 1024
+
+#: a batch whose encoding is shorter than this is written inline in the state
+#: (Materialize's ``persist_inline_writes_single_max_bytes`` default: 4 KiB, exclusive)
+INLINE_SINGLE_MAX_BYTES = 4096
+#: at most this many bytes of inline parts per shard state (Materialize's
+#: ``persist_inline_writes_total_max_bytes`` is 1 MiB; ours is smaller because every
+#: Consensus version here is a full state, written and decoded whole at each
+#: compare-and-set, where Materialize's versions are diffs)
+INLINE_TOTAL_MAX_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -43,12 +66,14 @@ class Batch:
     net: int = 0
     #: (lower, upper) of the times in the file, when it has a ``_mz_time`` column
     timed: tuple[int, int] | None = None
+    #: an inline batch: its updates as base64 Arrow IPC (``Part.inline``); nothing in Blob
+    inline: str | None = None
 
     def part(self, lower: int, upper: int, ts: int | None) -> Part:
         if self.timed is not None:
             lower, upper = self.timed
         return Part(self.key, lower, upper, self.updates, self.bytes, ts=None if self.timed else ts,
-                    diffs=self.diffs, retractions=self.retractions, net=self.net)
+                    diffs=self.diffs, retractions=self.retractions, net=self.net, inline=self.inline)
 
 
 @dataclass(frozen=True)
@@ -58,19 +83,53 @@ class UpperMismatch:
     current: int
 
 
-def write_batch(blob: Blob, shard_id: str, table: pa.Table) -> Batch:
-    """Write ``table``'s rows as a batch of ``+1`` updates (INSERT, COPY).
+def write_batch(blob: Blob, shard_id: str, table: pa.Table, inline_budget: int = 0) -> Batch:
+    """Write ``table``'s rows as a batch of ``+1`` updates (INSERT, COPY): inline when its
+    encoding is shorter than both ``INLINE_SINGLE_MAX_BYTES`` and ``inline_budget`` + 1
+    (the bytes the shard's state may still take inline; 0: always to Blob).
 
     Raises whatever Blob raises (the batch is then simply absent)."""
+    key, size, inline = _store(blob, shard_id, table, inline_budget)
+    return Batch(key, table.num_rows, size, net=table.num_rows, inline=inline)
+
+
+def inline_room(state: ShardState) -> int:
+    """How many bytes of inline parts ``state`` may still take."""
+    return max(0, INLINE_TOTAL_MAX_BYTES - state.inline_bytes())
+
+
+def _store(blob: Blob, shard_id: str, table: pa.Table, inline_budget: int) -> tuple[str, int, str | None]:
+    """(key, bytes, inline) of ``table`` stored inline or as a Parquet file in Blob."""
+    # The IPC stream holds at least the table's buffers: a big table is not encoded twice.
+    if inline_budget > 0 and table.num_rows and table.nbytes < INLINE_SINGLE_MAX_BYTES:
+        data = encode_inline(table)
+        if len(data) < INLINE_SINGLE_MAX_BYTES and len(data) <= inline_budget:
+            return f"inline/{uuid.uuid4().hex}", len(data), base64.b64encode(data).decode()
     data = encode(table)
     key = blob.new_part_key(shard_id)
     blob.put(key, data)
-    return Batch(key, table.num_rows, len(data), net=table.num_rows)
+    return key, len(data), None
 
 
-def write_updates(blob: Blob, shard_id: str, table: pa.Table) -> Batch:
+def encode_inline(table: pa.Table) -> bytes:
+    """``table`` as an Arrow IPC stream (an inline part's bytes: cheap to encode and to
+    hand to Spark as a local relation; Parquet costs ~15x the time for a few rows)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        # one record batch: a group commit's concatenation of single-row appends would
+        # otherwise cost a batch header (~200 bytes) per row
+        w.write_table(table.combine_chunks())
+    return sink.getvalue().to_pybytes()
+
+
+def decode_inline(inline: str) -> pa.Table:
+    """The updates of an inline part (``Part.inline``) as an Arrow table."""
+    return pa.ipc.open_stream(base64.b64decode(inline)).read_all()
+
+
+def write_updates(blob: Blob, shard_id: str, table: pa.Table, inline_budget: int = 0) -> Batch:
     """Write a batch whose last column is ``_mz_diff`` (and, for compaction output,
-    ``_mz_time`` before it)."""
+    ``_mz_time`` before it); inline as in :func:`write_batch`."""
     names = table.column_names
     if names[-1] != DIFF_COLUMN:
         raise ValueError(f"an update batch ends with {DIFF_COLUMN}")
@@ -79,11 +138,10 @@ def write_updates(blob: Blob, shard_id: str, table: pa.Table) -> Batch:
     if TIME_COLUMN in names:
         times = table.column(TIME_COLUMN)
         timed = (pa.compute.min(times).as_py(), pa.compute.max(times).as_py() + 1) if table.num_rows else None
-    data = encode(table)
-    key = blob.new_part_key(shard_id)
-    blob.put(key, data)
-    return Batch(key, table.num_rows, len(data), diffs=True, retractions=bool(table.num_rows) and
-                 pa.compute.min(diffs).as_py() < 0, net=int(pa.compute.sum(diffs).as_py() or 0), timed=timed)
+    key, size, inline = _store(blob, shard_id, table, inline_budget)
+    return Batch(key, table.num_rows, size, diffs=True, retractions=bool(table.num_rows) and
+                 pa.compute.min(diffs).as_py() < 0, net=int(pa.compute.sum(diffs).as_py() or 0), timed=timed,
+                 inline=inline)
 
 
 def written_batch(blob: Blob, key: str, diffs: bool) -> Batch:
@@ -107,28 +165,39 @@ def _dataset(blob: Blob, key: str):
 
 
 def encode(table: pa.Table) -> bytes:
+    """``table`` as a part's Parquet file: zstd, ``ROW_GROUP_ROWS`` rows per row group,
+    with column statistics (min, max, nulls) in every row group's metadata."""
     buf = io.BytesIO()
-    pq.write_table(table, buf, compression=COMPRESSION)
+    pq.write_table(table, buf, compression=COMPRESSION, row_group_size=ROW_GROUP_ROWS, write_statistics=True)
     return buf.getvalue()
 
 
 def compare_and_append(consensus: Consensus, shard_id: str, batches: list[Batch], expected_upper: int,
-                       ts: int) -> ShardState | UpperMismatch:
+                       ts: int, known: ShardState | None = None) -> ShardState | UpperMismatch:
     """Publish ``batches`` at time ``ts`` if the shard's upper is ``expected_upper``.
 
     The new upper is ``ts + 1``; ``ts`` must be >= ``expected_upper``. Returns the new state,
     or :class:`UpperMismatch` with the current upper (the caller picks a new ``ts``). A lost
     compare-and-set against a change that left the upper alone (a reader's heartbeat,
-    compaction) is retried here."""
+    compaction) is retried here. ``known``: a state of the shard the caller already has
+    (the first attempt builds on it instead of reading Consensus; a stale one only loses
+    the compare-and-set)."""
     if ts < expected_upper:
         raise ValueError(f"cannot append at {ts} below the expected upper {expected_upper}")
+    cur, fresh = known, False
     while True:
-        head = consensus.head(shard_id)
-        cur = ShardState.decode(head[1]) if head else ShardState()
+        if cur is None:
+            head = consensus.head(shard_id)
+            cur, fresh = (ShardState.decode(head[1]) if head else ShardState()), True
         if cur.upper != expected_upper:
-            return UpperMismatch(cur.upper)
+            if fresh:
+                return UpperMismatch(cur.upper)
+            cur = None  # the known state was stale: read Consensus
+            continue
         parts = cur.parts + tuple(b.part(expected_upper, ts + 1, ts) for b in batches)
         new = cur.next(upper=ts + 1, parts=parts)
-        if consensus.compare_and_set(shard_id, head[0] if head else None, new.seqno, new.encode()):
+        # A state's seqno is its Consensus version (0: the shard has none yet).
+        if consensus.compare_and_set(shard_id, cur.seqno or None, new.seqno, new.encode()):
             return new
+        cur = None
         log.debug("compare-and-set lost on shard %s, retrying", shard_id)

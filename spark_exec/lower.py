@@ -27,6 +27,7 @@ from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import BuiltinTable, Table
 from catalog.types import SqlType, Interval
 from persist import DIFF_COLUMN, TIME_COLUMN, ShardSnapshot
+from persist.read import inline_updates
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Series, Unnest, Window, WindowCall,
 )
@@ -223,38 +224,102 @@ def read_snapshot(spark: SparkSession, table: Table, snap: ShardSnapshot, arrang
     """The rows of ``table`` at the snapshot's as_of, in its storage schema
     (persist.read's rule): updates after as_of dropped, and diffs summed per row when a
     retraction is visible (each row then repeated its count times). Arranged tables'
-    plain parts are read in the units the arrangement cached (``arranged_units``)."""
+    plain parts are read in the units the arrangement cached (``arranged_units``).
+    Inline parts (kept in the shard's state, not in Blob) come as one local relation
+    (``inline_frame``) unioned with the scans of the Parquet parts."""
     names = [f"`{c.name}`" for c in table.columns]
+    inline = inline_frame(spark, table, snap)
+    parts = [p for p in snap.parts if p.inline is None]
     if not snap.consolidate:
         # Every visible update is a +1, so a part's rows are the table's rows whatever
         # other columns it has (Parquet reads only the columns asked for): one scan of
         # every part but those with updates after as_of.
-        later = [p for p in snap.parts if p.filter_time]
+        later = [p for p in parts if p.filter_time]
         if arranged:  # the plain parts exactly as the arrangement cached them
             frames = [read_parts(spark, table, list(unit))
-                      for unit in arranged_units([(p.url, p.updates) for p in snap.parts if not p.diffs])]
-            whole = [p.url for p in snap.parts if p.diffs and not p.filter_time]
+                      for unit in arranged_units([(p.url, p.updates) for p in parts if not p.diffs])]
+            whole = [p.url for p in parts if p.diffs and not p.filter_time]
             frames += [read_parts(spark, table, whole)] if whole else []
         else:
-            whole = [p.url for p in snap.parts if not p.filter_time]
-            frames = [read_parts(spark, table, whole)] if whole or not later else []
+            whole = [p.url for p in parts if not p.filter_time]
+            frames = [read_parts(spark, table, whole)] if whole else []
         if later:
             frames.append(_updates(spark, table, later, snap.as_of, names).select(*names))
-        return reduce(DataFrame.unionAll, frames) if frames else read_parts(spark, table, [])
-    plain = [p for p in snap.parts if not p.diffs]
-    updates = [p for p in snap.parts if p.diffs]
-    if plain and sum(p.updates for p in updates) <= BROADCAST_UPDATES:
+        if inline is not None:
+            frames.append(inline.select(*names))
+        return reduce(DataFrame.unionAll, frames) if frames else spark.createDataFrame([], _file_schema(table))
+    plain = [p for p in parts if not p.diffs]
+    updates = [p for p in parts if p.diffs]
+    if plain and not updates and inline is not None:
+        hit = _split_on_inline_values(table, snap)
+        if hit is not None:
+            # Every update is inline (small UPDATEs and DELETEs): the plain rows whose
+            # value in one column is none of the updates' values cannot be equal to an
+            # updated row and pass through; the few others are consolidated with the
+            # updates. A filter Parquet statistics can prune, no broadcast job.
+            rows = read_parts(spark, table, [p.url for p in plain]).select(*names)
+            touched = rows.filter(hit).select(*names, F.lit(1).cast("long").alias(DIFF_COLUMN))
+            return rows.filter(~hit).unionAll(_consolidate(touched.unionAll(inline), names))
+    changed = ([_updates(spark, table, updates, snap.as_of, names)] if updates else []) + (
+        [inline] if inline is not None else [])
+    if plain and changed and sum(p.updates for p in updates) + _inline_rows(snap) <= BROADCAST_UPDATES:
         # Few updates against many plain rows (an UPDATE or DELETE of some rows of a big
         # table): only the plain rows equal to an updated row need consolidating; the
         # others pass through (a broadcast anti join on every column, NULLs equal).
-        changed = _updates(spark, table, updates, snap.as_of, names)
+        # Inline parts count as updates here, whatever their diffs: they are few.
+        changed = reduce(DataFrame.unionAll, changed)
         keys = F.broadcast(changed.select(*[F.col(n).alias(f"_k{i}") for i, n in enumerate(names)]).distinct())
         rows = read_parts(spark, table, [p.url for p in plain]).select(*names)
         on = reduce(lambda a, b: a & b, [rows[n].eqNullSafe(keys[f"_k{i}"]) for i, n in enumerate(names)])
         untouched = rows.join(keys, on, "left_anti")
         touched = rows.join(keys, on, "left_semi").select(*names, F.lit(1).cast("long").alias(DIFF_COLUMN))
         return untouched.unionAll(_consolidate(touched.unionAll(changed), names))
-    return _consolidate(_updates(spark, table, snap.parts, snap.as_of, names), names)
+    frames = ([_updates(spark, table, parts, snap.as_of, names)] if parts else []) + (
+        [inline] if inline is not None else [])
+    return _consolidate(reduce(DataFrame.unionAll, frames), names)
+
+
+def inline_frame(spark: SparkSession, table: Table, snap: ShardSnapshot) -> DataFrame | None:
+    """The updates of ``snap``'s inline parts visible at its as_of (``persist.read
+    .inline_updates``: the table's columns, then ``_mz_diff``) as a Spark local relation
+    (Spark Connect sends the Arrow batches inside the plan); None when it has none.
+    Bounded by persist's inline limit (``persist.write.INLINE_TOTAL_MAX_BYTES``)."""
+    t = inline_updates(snap.parts, snap.as_of, [c.name for c in table.columns])
+    if t is None:
+        return None
+    fields = _file_schema(table).fields + [T.StructField(DIFF_COLUMN, T.LongType(), True)]
+    return spark.createDataFrame(t, schema=T.StructType(fields))
+
+
+#: column types whose stored values compare exactly as Spark literals (``isin``)
+_SPLIT_TYPES = frozenset({"bool", "int2", "int4", "int8", "oid", "numeric", "text", "varchar", "bpchar", "date",
+                          "uuid", "jsonb"})
+#: at most this many distinct values in an ``isin`` split of the plain rows
+SPLIT_VALUES = 1000
+
+
+def _split_on_inline_values(table: Table, snap: ShardSnapshot) -> SparkColumn | None:
+    """A predicate true for the stored rows whose value in the table's first column of a
+    type in ``_SPLIT_TYPES`` is one of the values the snapshot's inline updates have
+    there (NULL among them when an update has NULL; never NULL itself); None when no
+    column fits or the updates have more than ``SPLIT_VALUES`` values there."""
+    col = next((c for c in table.columns if c.type.name in _SPLIT_TYPES and not c.type.is_array), None)
+    if col is None:
+        return None
+    t = inline_updates(snap.parts, snap.as_of, [col.name])
+    values = set(t.column(col.name).to_pylist())
+    if len(values) > SPLIT_VALUES:
+        return None
+    c = F.col(f"`{col.name}`")
+    known = [v for v in values if v is not None]
+    hit = c.isin(*known) if known else F.lit(False)
+    if None in values:
+        hit = hit | c.isNull()
+    return F.coalesce(hit, F.lit(False))
+
+
+def _inline_rows(snap: ShardSnapshot) -> int:
+    return sum(p.updates for p in snap.parts if p.inline is not None)
 
 
 #: at most this many updates in parts with diffs are broadcast against the plain rows

@@ -17,6 +17,9 @@ from pyspark.sql.connect.dataframe import DataFrame
 from catalog.snapshot import Table
 from persist import DIFF_COLUMN
 
+#: Parquet row group size of the parts a replica writes (bytes, before compression)
+PARQUET_BLOCK_BYTES = 16 << 20
+
 
 def write_job(table: Table, url_for: Callable[[str], str], diffs: bool):
     """A ClusterCoordinator job that writes the lowered plan's rows (``diffs``: plus a
@@ -28,7 +31,10 @@ def write_job(table: Table, url_for: Callable[[str], str], diffs: bool):
         spark = df.sparkSession
         # Timestamps as Parquet's INT64 micros (Spark's default INT96 is deprecated).
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-        df.toDF(*names).write.mode("overwrite").option("compression", "zstd").parquet(url_for(replica_id))
+        # Row groups of ~16 MiB (Parquet's default is 128 MiB): finer column statistics for
+        # point reads to skip by, and as persist.write.ROW_GROUP_ROWS for parts written here.
+        (df.toDF(*names).write.mode("overwrite").option("compression", "zstd")
+         .option("parquet.block.size", PARQUET_BLOCK_BYTES).parquet(url_for(replica_id)))
         return replica_id
 
     return job

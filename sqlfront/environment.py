@@ -51,6 +51,7 @@ from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica, Ta
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from persist import Batch, FileBlob, PersistClient, SqliteConsensus, open_consensus
+from persist import compact as compaction
 from pgconn import is_postgres_url, redact_url
 from persist.pubsub import PubSubServer
 from sqlfront import group_commit
@@ -274,6 +275,13 @@ class Environment:
         for shard in shards:
             self._last_write[shard] = now
         self._dirty |= shards
+        full = {s for s in shards if self.persist.latest(s).inline_bytes() >= compaction.INLINE_FLUSH_BYTES}
+        if full and self.config.persist_compaction:
+            # Move the inline parts to Blob now, not at the next maintenance round: the
+            # state stays small and writes keep going inline.
+            with self._compact_cv:
+                self._to_compact |= full
+                self._compact_cv.notify()
         tables = [t for t in self.snapshot.tables.values() if t.shard_id in shards]
         for t in tables:
             self.note_write(t)
@@ -622,8 +630,9 @@ class Environment:
             for t in self._tables_under(snap, idx.on_id):
                 # Plain parts only: the ones a peek reads as they are stored.
                 st = self.persist.state(t.shard_id)
+                # Inline parts are no files: peeks send them along as local relations.
                 out[t.id] = (t, arranged_units([(self.persist.blob.url(p.key), p.updates)
-                                                for p in st.parts if not p.diffs]))
+                                                for p in st.parts if not p.diffs and p.inline is None]))
         return out
 
     def _tables_under(self, snap: CatalogSnapshot, object_id: str) -> tuple[Table, ...]:

@@ -1,11 +1,13 @@
 """Group commit: every table write of this environmentd goes through one committer.
 
 Sessions hand in their writes (rows to append, or batches a replica already wrote) and
-wait. The committer takes everything queued, makes one Parquet part per table of the
-small appends, takes ONE write timestamp from the oracle and publishes every part by
-compare-and-append at that timestamp; then it tells the oracle the write is applied, so
-reads that start afterwards see all of it, and wakes the writers. (Materialize's
-coordinator commits table writes the same way: group commit at one timestamp.)
+wait. The committer takes everything queued, makes one batch per table of the small
+appends (inline in the shard's state when small enough: one Consensus compare-and-set
+then publishes it, with no Blob write; ``persist.write``), takes ONE write timestamp
+from the oracle and publishes every part by compare-and-append at that timestamp; then
+it tells the oracle the write is applied, so reads that start afterwards see all of it,
+and wakes the writers. (Materialize's coordinator commits table writes the same way:
+group commit at one timestamp.)
 
 A group that writes several shards is first recorded in a Consensus of its own (the
 ``txns`` key of ``txns.db``; Materialize's txn-wal idea): if the process dies after applying some shards, startup
@@ -33,8 +35,6 @@ log = logging.getLogger(__name__)
 
 #: Consensus key of the multi-shard transaction record
 TXNS_KEY = "txns"
-#: appends of fewer rows than this are merged with others of the same group into one part
-SMALL_ROWS = 50_000
 
 
 class Conflict(Exception):
@@ -128,7 +128,7 @@ class GroupCommitter:
                 bs = [w.batch for w in ws if w.batch is not None]
                 small = [w.rows for w in ws if w.rows is not None and w.rows.num_rows]
                 if small:
-                    b = self.persist.write_batch(shard, pa.concat_tables(small))
+                    b = self.persist.batch(shard, pa.concat_tables(small))
                     written.append(b)
                     bs.append(b)
                 batches[shard] = bs
@@ -146,8 +146,16 @@ class GroupCommitter:
         return ts
 
     def _apply(self, batches: dict[str, list[Batch]], expected: dict[str, int | None]) -> int:
+        # A plain append to one shard starts from the latest state this process knows
+        # (its own last compare-and-set, usually): a stale one costs a lost
+        # compare-and-set and a retry from Consensus. Conditional writes (their Conflict
+        # must be real) and multi-shard groups (their record names the uppers) read
+        # Consensus first.
+        fresh = len(batches) > 1 or any(e is not None for e in expected.values())
         while True:
-            uppers = {s: self.persist.state(s).upper for s in batches}
+            states = {s: self.persist.state(s) if fresh else self.persist.latest(s) for s in batches}
+            fresh = True
+            uppers = {s: st.upper for s, st in states.items()}
             for s, e in expected.items():
                 if e is not None and uppers[s] != e:
                     raise Conflict(f"shard {s} moved from {e} to {uppers[s]}")
@@ -161,7 +169,7 @@ class GroupCommitter:
                     _record(self.txns, ts, batches, uppers)
                 mismatch = False
                 for s, bs in batches.items():
-                    r = self.persist.compare_and_append(s, bs, uppers[s], ts)
+                    r = self.persist.compare_and_append(s, bs, uppers[s], ts, known=states[s])
                     if isinstance(r, UpperMismatch):
                         if len(batches) > 1:
                             # Recorded: the startup recovery (or the retry below) finishes it.
@@ -213,7 +221,8 @@ def _apply_recorded(persist: PersistClient, ts: int, shard: str, parts) -> None:
     process wrote the shard meanwhile)."""
     keys = {p.key if isinstance(p, Batch) else p["key"] for p in parts}
     batches = [p if isinstance(p, Batch) else Batch(p["key"], p["updates"], p["bytes"], p["diffs"],
-                                                      p["retractions"], p["net"]) for p in parts]
+                                                      p["retractions"], p["net"], inline=p.get("inline"))
+               for p in parts]
     while True:
         st: ShardState = persist.state(shard)
         if keys <= {p.key for p in st.parts}:

@@ -199,3 +199,79 @@ def test_expire_previous_readers_of_this_environment(tmp_path, consensus_url):
     new = client(tmp_path, consensus_url, "env:new")
     new.expire_previous_readers()
     assert new.state("s").readers == ()
+
+
+# -- inline parts (Materialize's inline writes) -------------------------------------------
+
+
+def test_a_small_batch_is_inline_in_the_state_and_reads_like_a_part_in_blob(tmp_path, consensus_url):
+    p = client(tmp_path, consensus_url)
+    b = p.batch("s", pa.table({"a": [1, 2]}, schema=SCHEMA))
+    assert b.inline is not None and p.blob.list_keys() == []
+    st = p.compare_and_append("s", [b], 0, 5)
+    assert [q.inline is not None for q in st.parts] == [True] and st.inline_bytes() == b.bytes
+    p.append("s", pa.table({"a": [3]}, schema=SCHEMA), ts=7)  # a part in Blob next to it
+    assert rows(p, "s", 5) == [1, 2] and rows(p, "s") == [1, 2, 3]
+    # Another client of the same Consensus (a restarted process) reads it from the state.
+    other = client(tmp_path, consensus_url, "env:2")
+    assert rows(other, "s") == [1, 2, 3]
+    listen = other.listen("s", 5)
+    b2 = other.batch("s", pa.table({"a": [4]}, schema=SCHEMA))
+    other.compare_and_append("s", [b2], 8, 9)
+    got = listen.next(5)
+    assert sorted(got.updates.column("a").to_pylist()) == [3, 4]
+    listen.close()
+
+
+def test_inline_limits_send_big_batches_and_full_states_to_blob(tmp_path, consensus_url, monkeypatch):
+    from persist import write
+
+    p = client(tmp_path, consensus_url)
+    big = p.batch("s", pa.table({"a": list(range(2000))}, schema=SCHEMA))  # 8 KB of int32
+    assert big.inline is None and p.blob.list_keys() == [big.key]
+    one = len(write.encode_inline(pa.table({"a": [0]}, schema=SCHEMA)))
+    monkeypatch.setattr(write, "INLINE_TOTAL_MAX_BYTES", 3 * one + 1)
+    ts = 1
+    kinds = []
+    for i in range(6):
+        b = p.batch("s", pa.table({"a": [i]}, schema=SCHEMA))
+        kinds.append(b.inline is not None)
+        p.compare_and_append("s", [b], p.state("s").upper, ts := ts + 1)
+    # three fit in the state, the rest go to Blob
+    assert kinds == [True] * 3 + [False] * 3 and p.state("s").inline_bytes() == 3 * one
+    assert rows(p, "s") == list(range(6))
+
+
+def test_compaction_moves_inline_parts_to_blob_and_gc_leaves_nothing(tmp_path, consensus_url):
+    p = client(tmp_path, consensus_url)
+    p.append("s", pa.table({"a": [100]}, schema=SCHEMA), ts=1)
+    for ts in range(2, 12):
+        b = p.batch("s", pa.table({"a": [ts]}, schema=SCHEMA))
+        p.compare_and_append("s", [b], p.state("s").upper, ts)
+    first = p.state("s").parts[0].key
+    assert sum(q.inline is not None for q in p.state("s").parts) == 10
+    p.read_table("s", SCHEMA)
+    p.maintain("s", desired_since=11, force=True)
+    st = p.compact("s")
+    assert st is not None and all(q.inline is None for q in st.parts) and st.inline_bytes() == 0
+    # only the part in Blob waits for GC; the inline ones left with the state
+    assert len(st.parts) == 1 and st.retired[-1].keys == (first,)
+    p.maintain("s", desired_since=11, force=True)
+    assert p.gc_orphans() == 0 and p.blob.list_keys() == [st.parts[0].key]
+    assert rows(p, "s") == list(range(2, 12)) + [100]
+
+
+def test_inline_retractions_consolidate_on_read_and_in_compaction(tmp_path, consensus_url):
+    p = client(tmp_path, consensus_url)
+    p.append("s", pa.table({"a": [1, 2, 2, 3]}, schema=SCHEMA), ts=1)
+    t = pa.table({"a": pa.array([2, 3, 4], pa.int32()), DIFF_COLUMN: pa.array([-1, -1, 1], pa.int64())})
+    b = write_updates(p.blob, "s", t, inline_budget=4096)
+    assert b.inline is not None and b.retractions and b.net == -1
+    st = p.compare_and_append("s", [b], 2, 5)
+    assert st.retractions_visible(5) and not st.retractions_visible(4)
+    assert rows(p, "s", 4) == [1, 2, 2, 3] and rows(p, "s") == [1, 2, 4]
+    p.read_table("s", SCHEMA)
+    p.maintain("s", desired_since=5, force=True)
+    st = p.compact("s")  # small enough to consolidate in memory
+    assert len(st.parts) == 1 and st.parts[0].inline is None and not st.parts[0].retractions
+    assert rows(p, "s") == [1, 2, 4]

@@ -239,9 +239,10 @@ def _frozen_peek(server, conn):
     from persist import FileBlob, ShardState, SqliteConsensus
     from server import replica_jvms, wait_for
 
-    conn.execute("CREATE TABLE frozen (a int)")
+    # Rows too big to be inline: the parts are files in Blob, which GC must keep for the read.
+    conn.execute("CREATE TABLE frozen (a int, pad text)")
     for i in range(8):
-        conn.execute("INSERT INTO frozen VALUES (%s)", (i,))
+        conn.execute("INSERT INTO frozen VALUES (%s, repeat('x', 5000))", (i,))
     catalog = sqlite3.connect(str(server.data_dir / "catalog.db"))
     shard = catalog.execute("SELECT shard_id FROM tables WHERE name = 'frozen'").fetchone()[0]
     catalog.close()
@@ -263,7 +264,7 @@ def _frozen_peek(server, conn):
         reader.start()
         time.sleep(1.0)  # the peek took its snapshot and waits on the frozen replica
         for i in range(8, 12):
-            conn.execute("INSERT INTO frozen VALUES (%s)", (i,))
+            conn.execute("INSERT INTO frozen VALUES (%s, repeat('x', 5000))", (i,))
         assert wait_for(lambda: not before & {p.key for p in state().parts}, timeout=30), "no compaction"
         time.sleep(3)  # maintenance rounds: GC would delete the retired parts now
         assert before <= {k for r in state().retired for k in r.keys}

@@ -4,16 +4,18 @@ INSERT ... VALUES builds its rows here and appends them as +1 updates. UPDATE an
 are plans that yield ``(old row, -1)`` and ``(new row, +1)`` for the rows they touch; a
 replica of the session's cluster runs the plan and writes the updates straight to Blob,
 and this module only publishes the part, by compare-and-append at the upper the plan read
-(a concurrent write to the table makes it plan again). Their cost grows with the rows
-changed, not with the table. In a transaction block writes are buffered on the session
-(``Pending``) and committed together at COMMIT (``sqlfront.sequence.txn``).
+(a concurrent write to the table makes it plan again). A rewrite of few rows
+(``SMALL_REWRITE_UPDATES``) brings its updates back instead and writes them from here,
+inline in the shard's state when they fit. Their cost grows with the rows changed, not
+with the table. In a transaction block writes are buffered on the session (``Pending``)
+and committed together at COMMIT (``sqlfront.sequence.txn``).
 
 UPDATE and DELETE in a transaction block are PostgreSQL's, not Materialize's (which
 refuses them there): dbt-postgres's incremental models DELETE and INSERT in one block. Their
 updates are computed at once, from the table as committed, and buffered with the upper
 they were computed at; COMMIT publishes them only if the table is still there (else
-40001, nothing of the block is written). Since the block's own buffered writes are not
-read back, an UPDATE or DELETE of a table the block has already written is refused.
+40001, nothing of the block is written). Since an UPDATE or DELETE does not read the
+block's own buffered writes, one of a table the block has already written is refused.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pglast import ast
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION
 from catalog.snapshot import Table
 from persist import Batch
-from persist.write import write_updates
+from persist.write import inline_room, write_updates
 from planner.writes import check_not_null, plan_insert
 from sqlfront.group_commit import Conflict, Write
 from sqlfront.sequence.peek import peek
@@ -139,6 +141,10 @@ def replica_write(s: Session, table: Table, plan, diffs: bool, as_of: int | None
     return persist.written_batch(urls.parts[winner][0], diffs=diffs)
 
 
+#: appends of at least this many bytes (Arrow) become a part in Blob before the group commit
+BIG_APPEND_BYTES = 1 << 20
+
+
 def write(s: Session, table: Table, data: pa.Table | Batch) -> None:
     """Write ``data`` (rows in ``table``'s storage schema, or a batch a replica wrote)
     now, or at COMMIT in a transaction.
@@ -147,6 +153,12 @@ def write(s: Session, table: Table, data: pa.Table | Batch) -> None:
         SqlError 25006 in a READ ONLY transaction; 25000 in one that read before it
         wrote (Materialize's read-only transactions)."""
     check_writable(s, "INSERT")
+    if isinstance(data, pa.Table) and data.nbytes >= BIG_APPEND_BYTES:
+        # Encoded and written to Blob here, in the session's thread: the group commit's
+        # one thread then only publishes it, and other sessions' small writes do not
+        # wait behind the encoding of a big COPY. (A ROLLBACK deletes it; a crash leaves
+        # it to the startup GC.)
+        data = s.env.persist.write_batch(table.shard_id, data)
     if s.in_transaction:
         s._pending_writes.append(Pending(table, data))
         s._txn_wrote = True
@@ -223,7 +235,13 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
                     return returning_result(pr.returning, f"{verb} 0", [])
                 want = -1 if is_delete else 1
                 returned = [tuple(u[:-1]) for u in updates if u[-1] == want]
-                batch = write_updates(persist.blob, shard, rows_to_arrow_with_diffs(pr.table, updates))
+                batch = write_updates(persist.blob, shard, rows_to_arrow_with_diffs(pr.table, updates),
+                                      inline_room(persist.latest(shard)))
+            elif (updates := small_updates(s, pr.plan, as_of)) is not None:
+                if not updates:
+                    return Result(f"{verb} 0")
+                batch = write_updates(persist.blob, shard, rows_to_arrow_with_diffs(pr.table, updates),
+                                      inline_room(persist.latest(shard)))
             else:
                 batch = replica_write(s, pr.table, pr.plan, diffs=True, as_of=as_of)
             if batch.updates == 0:
@@ -243,6 +261,23 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
                 raise
         return returning_result(pr.returning, f"{verb} {pr.affected(batch.updates)}", returned)
     raise SqlError("40001", "could not serialize access due to concurrent update")
+
+
+#: an UPDATE or DELETE of at most this many updates brings them back from the replica and
+#: writes them from here (inline in the shard's state when small: no Spark write job, no
+#: files to fsync); a bigger one is written by the replica straight to Blob
+SMALL_REWRITE_UPDATES = 1000
+
+
+def small_updates(s: Session, plan, as_of: int) -> list[tuple] | None:
+    """The updates of a rewrite ``plan`` at ``as_of`` when there are at most
+    ``SMALL_REWRITE_UPDATES`` of them (one peek, its rows limited to one more than that:
+    memory stays bounded whatever the statement touches); None when there are more (the
+    caller has the replica write them)."""
+    from planner.plan import Limit
+
+    updates = peek(s, Limit(plan, SMALL_REWRITE_UPDATES + 1, 0), as_of=as_of)
+    return updates if len(updates) <= SMALL_REWRITE_UPDATES else None
 
 
 def rows_to_arrow_with_diffs(table: Table, updates: list[tuple]) -> pa.Table:
