@@ -124,6 +124,9 @@ PG_OPCLASS = _table("s43", "pg_opclass", "oid:oid opcname:text opcnamespace:oid 
 PG_AUTH_MEMBERS = _table("s44", "pg_auth_members", "roleid:oid member:oid grantor:oid admin_option:bool")
 PG_EXTENSION = _table("s42", "pg_extension", "oid:oid extname:text extowner:oid extnamespace:oid "
                                              "extversion:text")
+#: materialized views (PostgreSQL 54.13 "pg_matviews")
+PG_MATVIEWS = _table("s61", "pg_matviews", "schemaname:text matviewname:text matviewowner:text tablespace:text "
+                                           "hasindexes:bool ispopulated:bool definition:text")
 #: open cursors (PostgreSQL 54.6 "pg_cursors"): a session's own, so its rows come from the
 #: session (``sqlfront.sequence.cursors``); read from anywhere else it is empty
 PG_CURSORS = _table("s90", "pg_cursors", "name:text statement:text is_holdable:bool is_binary:bool "
@@ -140,13 +143,14 @@ PG_CATALOG_TABLES = (
     PG_COLLATION, PG_ATTRDEF, PG_CONSTRAINT, PG_INHERITS, PG_TRIGGER, PG_REWRITE, PG_POLICY, PG_AM, PG_TABLESPACE,
     PG_USER, PG_PROC, PG_SEQUENCE, PG_STATISTIC_EXT, PG_PUBLICATION, PG_PUBLICATION_REL, PG_DEPEND, PG_ENUM,
     PG_RANGE, PG_FOREIGN_TABLE, PG_EXTENSION, PG_OPCLASS, PG_AUTH_MEMBERS, PG_CURSORS, PG_PREPARED_STATEMENTS,
+    PG_MATVIEWS,
 )
 
 
 def _relations(snap: CatalogSnapshot):
-    """(relation, relkind) for every table, view and system table."""
+    """(relation, relkind) for every table, view, materialized view and system table."""
     return [(r, "r") for r in snap.tables.values()] + [(r, "v") for r in snap.views.values()] + \
-        [(r, "r") for r in snap.builtins.values()]
+        [(r, "m") for r in snap.materialized_views.values()] + [(r, "r") for r in snap.builtins.values()]
 
 
 def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: bool, persistence: str = "p") -> tuple:
@@ -211,6 +215,10 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
         out += [_class_row(object_oid(q.id), q.name, namespace_oid(snap, q.schema), "S", 3, False)
                 for q in snap.sequences.values()]
         return out
+    if tid == PG_MATVIEWS.id:
+        indexed = {i.on_id for i in snap.indexes.values()}
+        return [(m.schema, m.name, "materialize", None, m.id in indexed, True, m.sql)
+                for m in snap.materialized_views.values()]
     if tid == PG_DESCRIPTION.id:
         schema_ids = {sc.id for sc in snap.schemas.values()}
         return [(object_oid(oid), PG_NAMESPACE_OID if oid in schema_ids else PG_CLASS_OID, sub, text)

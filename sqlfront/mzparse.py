@@ -17,7 +17,13 @@ tokens. Grammar, from Materialize's SQL reference and seeds/cluster-replicas.md:
     CREATE DEFAULT INDEX [IF NOT EXISTS] [name] [IN CLUSTER c] ON obj [USING ARRANGEMENT]
     CREATE INDEX [IF NOT EXISTS] [name] IN CLUSTER c ON obj [USING ARRANGEMENT] (key [, ...])
     SHOW INDEXES [ON obj] [IN CLUSTER c] [LIKE 'pattern' | WHERE expr]
+    CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] [schema.]name [(col [, ...])]
+        [IN CLUSTER c] AS query
+    SHOW MATERIALIZED VIEWS [FROM schema] [IN CLUSTER c] [LIKE 'pattern' | WHERE expr]
+    SHOW CREATE MATERIALIZED VIEW [schema.]name
 
+(``DROP MATERIALIZED VIEW`` and ``ALTER MATERIALIZED VIEW ... RENAME TO`` are
+PostgreSQL's and parsed by pglast.)
 (``CREATE INDEX`` without ``IN CLUSTER`` is PostgreSQL's and parsed by pglast.)
 
 ``parse_mz`` returns None for any other statement, which then goes to ``pglast.parse_sql``.
@@ -124,6 +130,38 @@ class ShowIndexes:
 
 
 @dataclass(frozen=True)
+class CreateMaterializedView:
+    """Materialize's CREATE MATERIALIZED VIEW: ``query`` is the text of its SELECT,
+    ``columns`` the column names given (may be fewer than the query's), ``cluster`` None
+    for the session's cluster."""
+
+    schema: str | None
+    name: str
+    query: str
+    columns: tuple[str, ...] = ()
+    cluster: str | None = None
+    or_replace: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class ShowMaterializedViews:
+    schema: str | None = None
+    cluster: str | None = None
+    like: str | None = None
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class ShowCreate:
+    """``SHOW CREATE MATERIALIZED VIEW name``: ``kind`` is ``materialized view``."""
+
+    kind: str
+    schema: str | None
+    name: str
+
+
+@dataclass(frozen=True)
 class ExplainPlan:
     """``EXPLAIN [RAW | DECORRELATED | OPTIMIZED | PHYSICAL] PLAN [AS TEXT] FOR query``
     (Materialize): ``stage`` is raw, decorrelated, optimized or physical; ``query`` the text
@@ -176,7 +214,7 @@ class CopySubscribe:
     rest: str
 
 
-MzStatement = (CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+MzStatement = (CreateMaterializedView | ShowMaterializedViews | ShowCreate | CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
                | ShowClusters | ShowClusterReplicas)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
@@ -328,6 +366,41 @@ class _Parser:
         self.done()
         return CreateIndex(name, schema, on, keys, cluster, if_not_exists, self.sql.strip().rstrip(";").strip())
 
+    def qualified_name(self) -> tuple[str | None, str]:
+        """``[database.][schema.]name`` as (schema or None, name); the database must be
+        ``materialize``, the only one."""
+        parts = [self.ident()]
+        while self.accept_punct("."):
+            parts.append(self.ident())
+        if len(parts) > 3:
+            raise self.error("a name")
+        if len(parts) == 3 and parts[0] != "materialize":
+            raise SqlError("3D000", f"unknown database '{parts[0]}'")
+        return (parts[-2] if len(parts) > 1 else None), parts[-1]
+
+    def create_materialized_view(self) -> CreateMaterializedView:
+        """CREATE [OR REPLACE] MATERIALIZED VIEW (Materialize's SQL reference)."""
+        self.expect("CREATE")
+        or_replace = self.accept("OR", "REPLACE")
+        self.expect("MATERIALIZED", "VIEW")
+        if_not_exists = self.accept("IF", "NOT", "EXISTS")
+        schema, name = self.qualified_name()
+        columns: list[str] = []
+        if self.accept_punct("("):
+            columns.append(self.ident())
+            while self.accept_punct(","):
+                columns.append(self.ident())
+            self.expect_punct(")")
+        cluster = None
+        if self.accept("IN", "CLUSTER"):
+            cluster = self.ident()
+        if self.word() == "WITH":
+            raise SqlError("0A000", "CREATE MATERIALIZED VIEW ... WITH (...) options are not supported",
+                           position=self.peek().start + 1)
+        self.expect("AS")
+        return CreateMaterializedView(schema, name, self.rest_text(), tuple(columns), cluster, or_replace,
+                                      if_not_exists)
+
     def key_texts(self) -> list[str]:
         """The comma-separated expressions up to the closing parenthesis, as SQL text (a
         bare identifier as the column name it names)."""
@@ -368,6 +441,19 @@ class _Parser:
             return ExplainPlan(stage, self.rest_text())
         if self.word(0) == "CREATE" and self.word(1) in ("DEFAULT", "INDEX"):
             return self.create_index()
+        if self.word(0) == "CREATE" and self.word(1) in ("MATERIALIZED", "OR"):
+            return self.create_materialized_view()
+        if self.accept("SHOW", "MATERIALIZED", "VIEWS"):
+            schema = None
+            if self.accept("FROM") or (self.word() == "IN" and self.word(1) != "CLUSTER" and self.accept("IN")):
+                schema = self.ident()
+            cluster = self.ident() if self.accept("IN", "CLUSTER") else None
+            like, where = self.show_filter()
+            return ShowMaterializedViews(schema, cluster, like, where)
+        if self.accept("SHOW", "CREATE", "MATERIALIZED", "VIEW"):
+            schema, name = self.qualified_name()
+            self.done()
+            return ShowCreate("materialized view", schema, name)
         if self.accept("SHOW", "INDEXES") or self.accept("SHOW", "INDEX"):
             on = cluster = None
             if self.accept("ON") or self.accept("FROM"):
@@ -470,7 +556,8 @@ class _Parser:
 _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER"),
            ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PHYSICAL"), ("EXPLAIN", "PLAN"),
            ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS"),
-           ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT")}
+           ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT"), ("CREATE", "MATERIALIZED"),
+           ("SHOW", "MATERIALIZED"), ("SHOW", "CREATE")}
 
 
 def parse_mz(sql: str) -> MzStatement | None:
@@ -495,6 +582,10 @@ def parse_mz(sql: str) -> MzStatement | None:
         return _declare_subscribe(p)
     if _is_mz_create_index(p):
         return p.parse()
+    if (p.word(0), p.word(1), p.word(2), p.word(3)) == ("CREATE", "OR", "REPLACE", "MATERIALIZED"):
+        return p.parse()
+    if (p.word(0), p.word(1)) == ("SHOW", "CREATE") and p.word(2) != "MATERIALIZED":
+        return None
     if (p.word(0), p.word(1)) not in _STARTS:
         return None
     if p.word(0) == "SHOW" and p.word(1) == "CLUSTER" and p.word(2) != "REPLICAS":
