@@ -184,6 +184,7 @@ class Environment:
         self._view_tables: dict[tuple[int, str], tuple[Table, ...]] = {}
         #: (catalog version, materialized view id) -> its planned query (None: does not plan)
         self._mv_plans: dict[tuple[int, str], Materialization | None] = {}
+        self._mv_plans_lock = threading.Lock()
         self.metrics.track_replicas(self._all_statuses)
         #: processes for fast-path queries too big for a session's thread
         self.python_workers = PythonWorkers()
@@ -505,17 +506,20 @@ class Environment:
         out = []
         for m in snap.materialized_views_in_cluster(cluster_id):
             key = (snap.version, m.id)
-            if key not in self._mv_plans:
-                try:
-                    plan = QueryPlanner(snap).plan_select(pglast.parse_sql(m.sql)[0].stmt).plan
-                    inputs = tuple(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)))
-                    self._mv_plans[key] = Materialization(m, plan, inputs)
-                except Exception as e:
-                    log.warning("materialized view %s: planning its query: %s", m.name, e)
-                    self._mv_plans[key] = None
-                self._mv_plans = {k: v for k, v in self._mv_plans.items() if k[0] == snap.version}
-            if self._mv_plans[key] is not None:
-                out.append(self._mv_plans[key])
+            with self._mv_plans_lock:  # each cluster's maintainer asks from its own thread
+                if key not in self._mv_plans:
+                    try:
+                        plan = QueryPlanner(snap).plan_select(pglast.parse_sql(m.sql)[0].stmt).plan
+                        inputs = tuple(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)))
+                        planned = Materialization(m, plan, inputs)
+                    except Exception as e:
+                        log.warning("materialized view %s: planning its query: %s", m.name, e)
+                        planned = None
+                    self._mv_plans = {k: v for k, v in self._mv_plans.items() if k[0] == snap.version}
+                    self._mv_plans[key] = planned
+                planned = self._mv_plans[key]
+            if planned is not None:
+                out.append(planned)
         return out
 
     def request_materialization(self, view: MaterializedView, ts: int) -> None:

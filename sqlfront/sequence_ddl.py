@@ -356,7 +356,7 @@ def _owned_by(snap: CatalogSnapshot, names) -> tuple[str, str] | None:
         raise SqlError(INVALID_PARAMETER_VALUE, "invalid OWNED BY option",
                        hint="Specify OWNED BY table.column or OWNED BY NONE.")
     rel = snap.resolve_relation(names[-3] if len(names) > 2 else None, names[-2])
-    if not isinstance(rel, Table):
+    if not isinstance(rel, Table) or isinstance(rel, MaterializedView):
         raise SqlError(WRONG_OBJECT_TYPE, f'sequence cannot be owned by relation "{rel.name}"')
     if names[-1] not in [c.name for c in rel.columns]:
         raise SqlError(UNDEFINED_COLUMN, f'column "{names[-1]}" of relation "{rel.name}" does not exist')
