@@ -249,7 +249,9 @@ class MaterializationMaintainer:
         def signed(plan, diff: int):
             return Project(plan, tuple(ColRef(i, t) for i, (_, t) in enumerate(cols)) + (Literal(diff, INT8),), names)
 
-        plan = SetOp("union", signed(m.plan, 1), signed(Get(view, cols), -1), True)
+        plan = signed(m.plan, 1)
+        if upper > 0:  # the view has contents to retract (a never computed one has none)
+            plan = SetOp("union", plan, signed(Get(view, cols), -1), True)
         own_as_of = max(upper - 1, since)
         holds = []
         hold_lock = threading.Lock()

@@ -482,6 +482,8 @@ def create_materialized_view(schema: str | None, name: str, sql: str, columns: t
     def build(snap: CatalogSnapshot, ids) -> list:
         c = snap.resolve_cluster(cluster)
         s, ops = _creation_schema(snap, ids, schema)
+        if ops or s == current_search_path()[1]:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "materialized views cannot be temporary")
         existing = snap.relation_by_name(s, name)
         if existing is None and snap.name_taken(s, name) or existing is not None and not or_replace:
             if if_not_exists:

@@ -46,6 +46,7 @@ def test_mv_follows_inserts_updates_and_deletes_of_its_table(server, conn):
     finally:
         conn.execute("DROP CLUSTER mv_reader")
     assert conn.execute("SELECT count(*) FROM mv_upper").fetchone() == (3,)
+    conn.execute("DROP TABLE mv_base CASCADE")  # its view's cluster stops maintaining it
 
 
 def test_mv_over_join_and_aggregate_and_over_views_and_mvs(conn):
@@ -71,6 +72,11 @@ def test_mv_over_join_and_aggregate_and_over_views_and_mvs(conn):
     conn.execute("CREATE MATERIALIZED VIEW mv_dups AS SELECT cust FROM mv_orders")
     assert rows(conn, "SELECT * FROM mv_dups") == [(2,), (2,), (3,)]
     conn.execute("DROP MATERIALIZED VIEW mv_dups")
+    with pytest.raises(psycopg.errors.DependentObjectsStillExist):
+        conn.execute("DROP MATERIALIZED VIEW mv_totals")
+    conn.execute("DROP TABLE mv_orders, mv_custs CASCADE")
+    assert conn.execute("SELECT count(*) FROM mz_materialized_views WHERE name IN ('mv_totals', 'mv_grand')"
+                        ).fetchone() == (0,)
 
 
 def test_subscribe_to_mv_sees_its_changes(server, conn):
@@ -92,6 +98,8 @@ def test_subscribe_to_mv_sees_its_changes(server, conn):
     assert sorted((r[1], r[2]) for r in seen) == [(-1, 10), (1, 30)]
     assert all(r[0] > snapshot[0][0] for r in seen)
     conn.rollback()
+    conn.autocommit = True
+    conn.execute("DROP TABLE mv_sub_t CASCADE")
 
 
 def test_mv_ddl_catalog_and_errors_leave_the_session_usable(server, conn):

@@ -9,6 +9,7 @@ ClusterCoordinator. The Coordinator main loop is never involved.
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
 import threading
 import time
@@ -214,7 +215,7 @@ def await_materialized(s: Session, plan, as_of: int) -> None:
             env.request_materialization(view, as_of)
             err = env.materialization_error(view)
             if err is not None:
-                raise err
+                raise copy.copy(err)  # the maintainer's, shared: each reader raises its own
             if s.cancel_event.is_set() or s.client_gone():
                 raise query_canceled(timeout=False)
             wait = 0.25 if deadline is None else min(0.25, deadline - time.monotonic())
