@@ -38,7 +38,7 @@ from catalog.snapshot import MaterializedView, Table
 from catalog.types import INT8
 from persist import DIFF_COLUMN, Backoff, PersistClient, UpperMismatch
 from planner.plan import Get, Plan, Project, SetOp
-from planner.scalar import ColRef, Literal
+from planner.scalar import Cast, ColRef, Literal
 from spark_exec.lower import BuiltinFn
 from spark_exec.writes import PartUrls, write_job
 
@@ -138,6 +138,8 @@ class MaterializationMaintainer:
                 log.warning("materialized views of cluster %s: %s", self.cc.name, e)
                 mats = []
             self._follow({i.shard_id for m in mats for i in m.inputs})
+            # Before looking at the inputs: a change during the round wakes the next one.
+            seen = {s: self.persist.latest(s).seqno for s in self._watched}
             self._wake.clear()
             with self._lock:
                 requests, self._requests = self._requests, {}
@@ -159,7 +161,7 @@ class MaterializationMaintainer:
                 for vid, ts in requests.items():
                     if vid in live and self.persist.latest(live[vid].shard_id).upper <= ts:
                         self._requests[vid] = max(ts, self._requests.get(vid, -1))
-            self._wait({s: self.persist.latest(s).seqno for s in self._watched}, poll)
+            self._wait(seen, poll)
 
     def _wait(self, seen: dict[str, int], poll: Backoff) -> None:
         """Until an input shard changes (``seen``: its seqnos now), a reader asks, the
@@ -241,13 +243,16 @@ class MaterializationMaintainer:
             cluster has no healthy replica."""
         view = m.view
         cols = tuple((c.name, c.type) for c in view.columns)
-        if tuple(t for _, t in m.plan.columns) != tuple(t for _, t in cols):
-            raise SqlError("XX000", f'the query of materialized view "{view.name}" no longer has its columns\' types')
+        if len(m.plan.columns) != len(cols):
+            raise SqlError("XX000", f'the query of materialized view "{view.name}" no longer has its columns')
         n = len(cols)
         names = tuple(c for c, _ in cols) + (DIFF_COLUMN,)
 
         def signed(plan, diff: int):
-            return Project(plan, tuple(ColRef(i, t) for i, (_, t) in enumerate(cols)) + (Literal(diff, INT8),), names)
+            # the view's column types, as created (a plan may type a column more precisely)
+            refs = tuple(ColRef(i, pt) if pt == t else Cast(ColRef(i, pt), t)
+                         for i, ((_, pt), (_, t)) in enumerate(zip(plan.columns, cols)))
+            return Project(plan, refs + (Literal(diff, INT8),), names)
 
         plan = signed(m.plan, 1)
         if upper > 0:  # the view has contents to retract (a never computed one has none)

@@ -218,6 +218,8 @@ def await_materialized(s: Session, plan, as_of: int) -> None:
                 raise copy.copy(err)  # the maintainer's, shared: each reader raises its own
             if s.cancel_event.is_set() or s.client_gone():
                 raise query_canceled(timeout=False)
+            if view.id not in env.snapshot.materialized_views:  # dropped while we waited
+                raise SqlError("42P01", f"unknown catalog item '{view.name}'")
             wait = 0.25 if deadline is None else min(0.25, deadline - time.monotonic())
             if wait <= 0:
                 raise query_canceled(timeout=True)
