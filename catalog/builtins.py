@@ -136,7 +136,7 @@ MZ_MATERIALIZED_VIEWS = BuiltinTable(
     "s60", "mz_catalog", "mz_materialized_views",
     (Column("id", TEXT, False), Column("oid", OID, False), Column("schema_id", TEXT, False),
      Column("name", TEXT, False), Column("cluster_id", TEXT, False), Column("definition", TEXT, False),
-     Column("owner_id", TEXT, False), Column("create_sql", TEXT, False)),
+     Column("owner_id", TEXT, False), Column("create_sql", TEXT, False), Column("redacted_create_sql", TEXT, False)),
 )
 
 #: Materialize's ids of the schemas (mz_schemas)
@@ -214,9 +214,11 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
         return [(v.id, v.schema, v.name, v.sql) for v in sorted(snap.views.values(), key=_id_order)]
     if table.id == MZ_MATERIALIZED_VIEWS.id:
         schema_ids = SCHEMA_IDS | {sc.name: sc.id for sc in snap.schemas.values()}
+        # (literals are not redacted: the column is there for tools that read it)
         return [(m.id, object_oid(m.id), schema_ids.get(m.schema, "u3"), m.name, m.cluster_id, m.sql, OWNER_ID,
-                 materialized_view_create_sql(snap, m))
-                for m in sorted(snap.materialized_views.values(), key=_id_order)]
+                 create, create)
+                for m in sorted(snap.materialized_views.values(), key=_id_order)
+                for create in (materialized_view_create_sql(snap, m),)]
     if table.id == MZ_CLUSTERS.id:
         return [(c.id, c.name) for c in sorted(snap.clusters.values(), key=_id_order)]
     if table.id == MZ_CLUSTER_REPLICAS.id:
