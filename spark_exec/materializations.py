@@ -98,6 +98,8 @@ class MaterializationMaintainer:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._watched: set[str] = set()
+        #: view id -> the input shards it was last computed from
+        self._inputs: dict[str, frozenset[str]] = {}
         self._thread: threading.Thread | None = None
         #: rounds that ran the query on a replica (for tests and metrics)
         self.computations = 0
@@ -216,8 +218,11 @@ class MaterializationMaintainer:
         if target < upper:
             return  # an input view is behind this one's upper
         changed_at = changed_time(states.values(), upper, target)
-        if changed_at is None and upper == 0:
-            changed_at = target  # never computed: its first contents
+        shards = frozenset(states)
+        if changed_at is None and (upper == 0 or self._inputs.get(view.id, shards) != shards):
+            # never computed (its first contents), or an input moved to a new shard (ALTER
+            # TABLE rewrote it): its parts' times say nothing about what changed
+            changed_at = target
         if changed_at is None:
             if periodic or (requested is not None and upper <= requested):
                 persist.compare_and_append(view.shard_id, [], upper, target)
@@ -228,6 +233,7 @@ class MaterializationMaintainer:
             if batch is not None:
                 persist.delete_batch(batch)
             return
+        self._inputs[view.id] = shards
         if batch is not None and self.on_append is not None:
             self.on_append({view.shard_id})
         if target > changed_at:
