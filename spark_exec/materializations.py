@@ -224,6 +224,7 @@ class MaterializationMaintainer:
             # TABLE rewrote it): its parts' times say nothing about what changed
             changed_at = target
         if changed_at is None:
+            self._inputs[view.id] = shards
             if periodic or (requested is not None and upper <= requested):
                 persist.compare_and_append(view.shard_id, [], upper, target)
             return
