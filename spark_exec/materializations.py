@@ -39,7 +39,7 @@ from catalog.types import INT8
 from persist import DIFF_COLUMN, Backoff, PersistClient, UpperMismatch
 from planner.plan import Get, Plan, Project, SetOp
 from planner.scalar import Cast, ColRef, Literal
-from spark_exec.lower import BuiltinFn
+from spark_exec.lower import BuiltinFn, spark_type
 from spark_exec.writes import PartUrls, write_job
 
 if TYPE_CHECKING:
@@ -282,6 +282,10 @@ class MaterializationMaintainer:
 
             keys = [f"c{i}" for i in range(n)]
             df = df.toDF(*keys, DIFF_COLUMN)
+            # Each column in the storage type of the view's column (what its parts are read
+            # as: an unconstrained numeric's scale, say), before rows are compared.
+            df = df.select(*[F.col(k) if "interval" in (t.name, getattr(t.element, "name", None) if t.is_array else None) else F.col(k).cast(spark_type(t)).alias(k)
+                             for k, (_, t) in zip(keys, cols)], DIFF_COLUMN)
             df = df.groupBy(*keys).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN)).where(F.col(DIFF_COLUMN) != 0)
             return write(df, replica_id)
 
