@@ -14,8 +14,9 @@ is the fallback) and, for each view in dependency order, in rounds:
    view was never computed, the query runs again on a replica of the cluster at
    ``target``, next to the view's current contents (its shard at ``upper - 1``) with
    diff -1; the replica consolidates the two (``(row, sum(diff))`` where the sum is not
-   0) and writes the difference as a part straight to Blob (``spark_exec.writes``). It is
-   appended by compare-and-append at the newest input update's timestamp, then the upper
+   0; an addition of n copies as n updates of +1, what persist's readers expect of a
+   part without retractions) and writes the difference as a part straight to Blob
+   (``spark_exec.writes``). It is appended by compare-and-append at the newest input update's timestamp, then the upper
    is advanced to ``target + 1``. Updates of several input timestamps that arrive
    together are folded into the newest one (as SUBSCRIBE's re-run path does).
 3. Otherwise the upper moves to ``target + 1`` by an empty compare-and-append, when a
@@ -286,8 +287,13 @@ class MaterializationMaintainer:
             # as: an unconstrained numeric's scale, say), before rows are compared.
             df = df.select(*[F.col(k) if "interval" in (t.name, getattr(t.element, "name", None) if t.is_array else None) else F.col(k).cast(spark_type(t)).alias(k)
                              for k, (_, t) in zip(keys, cols)], DIFF_COLUMN)
-            df = df.groupBy(*keys).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN)).where(F.col(DIFF_COLUMN) != 0)
-            return write(df, replica_id)
+            df = df.groupBy(*keys).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN))
+            # persist reads a part without retractions as one row per update: an addition
+            # of n copies is n updates of +1 (retractions make readers sum the diffs)
+            d = F.col(DIFF_COLUMN)
+            added = df.where(d > 0).select(*keys, F.explode(F.array_repeat(F.lit(1).cast("long"), d.cast("int")))
+                                           .alias(DIFF_COLUMN))
+            return write(added.unionAll(df.where(d < 0)), replica_id)
 
         winner = None
         try:
