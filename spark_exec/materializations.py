@@ -10,8 +10,9 @@ is the fallback) and, for each view in dependency order, in rounds:
 1. picks ``target``: the newest timestamp every input is complete for. A table is
    complete for the oracle's read timestamp (``read_ts`` never passes an unapplied
    write); a materialized view for its upper - 1.
-2. If an input has updates in ``[upper, target]`` (its parts' time bounds say so) or the
-   view was never computed, the query runs again on a replica of the cluster at
+2. If an input has updates the view has not accounted for (a part it has not seen:
+   compaction moves times back to since, so times alone cannot tell; after a restart,
+   parts' time bounds in ``[upper, target]``) or the view was never computed, the query runs again on a replica of the cluster at
    ``target``, next to the view's current contents (its shard at ``upper - 1``) with
    diff -1; the replica consolidates the two (``(row, sum(diff))`` where the sum is not
    0; an addition of n copies as n updates of +1, what persist's readers expect of a
@@ -99,8 +100,8 @@ class MaterializationMaintainer:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._watched: set[str] = set()
-        #: view id -> the input shards it was last computed from
-        self._inputs: dict[str, frozenset[str]] = {}
+        #: view id -> the keys of the input parts its contents account for
+        self._seen: dict[str, frozenset[str]] = {}
         self._thread: threading.Thread | None = None
         #: rounds that ran the query on a replica (for tests and metrics)
         self.computations = 0
@@ -218,14 +219,11 @@ class MaterializationMaintainer:
             states[inp.shard_id] = ist
         if target < upper:
             return  # an input view is behind this one's upper
-        changed_at = changed_time(states.values(), upper, target)
-        shards = frozenset(states)
-        if changed_at is None and (upper == 0 or self._inputs.get(view.id, shards) != shards):
-            # never computed (its first contents), or an input moved to a new shard (ALTER
-            # TABLE rewrote it): its parts' times say nothing about what changed
-            changed_at = target
+        changed_at, considered = changed_time(states.values(), upper, target, self._seen.get(view.id))
+        if changed_at is None and upper == 0:
+            changed_at = target  # never computed: its first contents
         if changed_at is None:
-            self._inputs[view.id] = shards
+            self._seen[view.id] = considered
             if periodic or (requested is not None and upper <= requested):
                 persist.compare_and_append(view.shard_id, [], upper, target)
             return
@@ -235,7 +233,7 @@ class MaterializationMaintainer:
             if batch is not None:
                 persist.delete_batch(batch)
             return
-        self._inputs[view.id] = shards
+        self._seen[view.id] = considered
         if batch is not None and self.on_append is not None:
             self.on_append({view.shard_id})
         if target > changed_at:
@@ -322,20 +320,28 @@ class MaterializationMaintainer:
             self._errors[view_id] = (e, time.monotonic() + pause, pause)
 
 
-def changed_time(states, upper: int, target: int) -> int | None:
-    """The newest time in ``[upper, target]`` at which some shard of ``states`` has
-    updates, from its parts' time bounds (a part whose bounds straddle ``target`` counts
-    as ``target``); None when none has any there."""
+def changed_time(states, upper: int, target: int, seen: frozenset[str] | None = None
+                 ) -> tuple[int | None, frozenset[str]]:
+    """When the inputs (their shard ``states``) changed after a view computed up to
+    ``upper - 1``: the newest time in ``[upper, target]`` to put the difference at, or None
+    when nothing changed; and the keys of the parts that answer accounts for (those with
+    updates at or before ``target``).
+
+    A part whose key is not in ``seen`` (the keys accounted for last time) is a change:
+    compaction rewrites parts with their times moved to the shard's since, so a new part
+    may hold updates the view has not seen at times below ``upper``. Without ``seen`` (a
+    restarted process), parts' time bounds decide: an append's time, else a part whose
+    bounds reach ``upper``. A part straddling ``target`` counts as ``target``."""
     out = None
+    considered = set()
     for st in states:
         for p in st.parts:
-            if p.ts is not None:  # an append: all its updates at one time
-                if not upper <= p.ts <= target:
-                    continue
-                t = p.ts
-            elif p.upper > upper and p.lower <= target:
-                t = min(p.upper - 1, target)
-            else:
+            first, last = (p.ts, p.ts) if p.ts is not None else (p.lower, p.upper - 1)
+            if first > target:
+                continue  # lands after target: the next round's
+            considered.add(p.key)
+            if (p.key in seen) if seen is not None else last < upper:
                 continue
+            t = min(max(last, upper), target)
             out = t if out is None else max(out, t)
-    return out
+    return out, frozenset(considered)

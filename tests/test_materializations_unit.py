@@ -17,17 +17,30 @@ def _part(lower: int, upper: int, ts: int | None) -> Part:
 
 def test_changed_time_is_the_newest_update_the_view_has_not_covered():
     appended = ShardState(parts=(_part(0, 11, 10), _part(11, 21, 20), _part(21, 31, 30)))
-    assert changed_time([appended], 0, 100) == 30
-    assert changed_time([appended], 21, 100) == 30
-    assert changed_time([appended], 31, 100) is None          # all covered
-    assert changed_time([appended], 15, 25) == 20             # 30 is past the target
-    assert changed_time([appended], 25, 29) is None
+
+    def at(states, upper, target, seen=None):
+        return changed_time(states, upper, target, seen)[0]
+
+    # Without memory (a restarted process): parts' times decide.
+    assert at([appended], 0, 100) == 30
+    assert at([appended], 21, 100) == 30
+    assert at([appended], 31, 100) is None          # all covered
+    assert at([appended], 15, 25) == 20             # 30 is past the target
+    assert at([appended], 25, 29) is None
     # A compacted part knows only its bounds: straddling the target counts as the target.
     compacted = ShardState(parts=(_part(5, 50, None),))
-    assert changed_time([compacted], 10, 30) == 30
-    assert changed_time([compacted], 10, 60) == 49
-    assert changed_time([compacted], 50, 60) is None
-    assert changed_time([appended, compacted], 31, 60) == 49
+    assert at([compacted], 10, 30) == 30
+    assert at([compacted], 10, 60) == 49
+    assert at([compacted], 50, 60) is None
+    assert at([appended, compacted], 31, 60) == 49
+    # With memory: a part not seen before is a change even at times below upper (compaction
+    # moves times back to since), put at upper; parts past the target stay unseen.
+    _, seen = changed_time([appended], 0, 25)
+    assert seen == {"k0-11", "k11-21"}
+    assert at([appended], 26, 40, seen) == 30
+    relabeled = ShardState(parts=(_part(3, 4, 3),))  # compaction's output, at since 3
+    assert at([relabeled], 26, 40, seen) == 26
+    assert at([relabeled], 26, 40, frozenset({"k3-4"})) is None
 
 
 def test_parse_materialized_view_statements():
