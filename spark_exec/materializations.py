@@ -324,8 +324,8 @@ def changed_time(states, upper: int, target: int, seen: frozenset[str] | None = 
                  ) -> tuple[int | None, frozenset[str]]:
     """When the inputs (their shard ``states``) changed after a view computed up to
     ``upper - 1``: the newest time in ``[upper, target]`` to put the difference at, or None
-    when nothing changed; and the keys of the parts that answer accounts for (those with
-    updates at or before ``target``).
+    when nothing changed; and the keys of the parts that answer accounts for (those whose
+    updates are all at or before ``target``).
 
     A part whose key is not in ``seen`` (the keys accounted for last time) is a change:
     compaction rewrites parts with their times moved to the shard's since, so a new part
@@ -339,7 +339,8 @@ def changed_time(states, upper: int, target: int, seen: frozenset[str] | None = 
             first, last = (p.ts, p.ts) if p.ts is not None else (p.lower, p.upper - 1)
             if first > target:
                 continue  # lands after target: the next round's
-            considered.add(p.key)
+            if last <= target:  # a part straddling target still has news for the next round
+                considered.add(p.key)
             if (p.key in seen) if seen is not None else last < upper:
                 continue
             t = min(max(last, upper), target)
