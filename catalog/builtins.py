@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from catalog.sizes import ReplicaSize
-from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column
+from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column, MaterializedView
 from catalog.pg_catalog import DATABASE_OID, PG_CATALOG_TABLES, namespace_oid, object_oid, pg_catalog_rows
 from catalog import rbac
 from catalog.types import BOOL, FLOAT8, INT4, INT8, OID, TEXT, array_of
@@ -201,6 +201,12 @@ MZ_SINKS = BuiltinTable(
      Column("key_format", TEXT, True), Column("value_format", TEXT, True), Column("cluster_id", TEXT, True),
      Column("owner_id", TEXT, False), Column("create_sql", TEXT, True), Column("redacted_create_sql", TEXT, True)),
 )
+MZ_MATERIALIZED_VIEWS = BuiltinTable(
+    "s60", "mz_catalog", "mz_materialized_views",
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("schema_id", TEXT, False),
+     Column("name", TEXT, False), Column("cluster_id", TEXT, False), Column("definition", TEXT, False),
+     Column("owner_id", TEXT, False), Column("create_sql", TEXT, False), Column("redacted_create_sql", TEXT, False)),
+)
 
 #: Materialize's ids of the schemas (mz_schemas)
 SCHEMA_IDS = {"public": "u3", "mz_catalog": "s1", "pg_catalog": "s2", "mz_internal": "s4", "information_schema": "s5"}
@@ -213,7 +219,7 @@ def _owned(snap: CatalogSnapshot, obj: rbac.ObjectRef) -> tuple[str, list[str]]:
 #: builtin tables whose rows come from environmentd's state (metrics, persist), not the catalog
 METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE)
 
-BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES, IS_TABLE_PRIVILEGES, IS_ROLE_TABLE_GRANTS, MZ_RELATIONS, MZ_SOURCES, MZ_SINKS)
+BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES, IS_TABLE_PRIVILEGES, IS_ROLE_TABLE_GRANTS, MZ_RELATIONS, MZ_SOURCES, MZ_SINKS, MZ_MATERIALIZED_VIEWS)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
@@ -235,10 +241,11 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
         ]
     if table.id == IS_TABLES.id:
         rels = [(r, "BASE TABLE") for r in snap.tables.values()] + [(r, "VIEW") for r in snap.views.values()] + \
+               [(r, "MATERIALIZED VIEW") for r in snap.materialized_views.values()] + \
                [(r, "SYSTEM TABLE") for r in snap.builtins.values()]
         return sorted(("materialize", r.schema, r.name, kind) for r, kind in rels)
     if table.id == IS_COLUMNS.id:
-        rels = list(snap.tables.values()) + list(snap.views.values()) + list(snap.builtins.values())
+        rels = _relations(snap)
         out = []
         for r in rels:
             for i, c in enumerate(r.columns):
@@ -258,7 +265,7 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
         return [("materialize", n, rbac.role_name(snap, rbac.BOOTSTRAP_ROLE_ID if r.builtin else rbac.owner_of(snap, r)))
                 for n, r in zip(names, refs)]
     if table.id == MZ_COLUMNS.id:
-        rels = list(snap.tables.values()) + list(snap.views.values()) + list(snap.builtins.values())
+        rels = _relations(snap)
         return [(r.id, c.name, i + 1, c.nullable, c.type.sql(), c.default, c.type.oid, c.type.typmod)
                 for r in rels for i, c in enumerate(r.columns)]
     if table.id == MZ_SCHEMAS.id:
@@ -269,7 +276,7 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
             [(sc.id, object_oid(sc.id), rbac.DATABASE_ID, sc.name, *_owned(snap, rbac.schema_ref(snap, sc.name)))
              for sc in sorted(snap.schemas.values(), key=_id_order)]
     if table.id == MZ_RELATIONS.id:
-        return [row for row in _objects(snap) if row[4] in ("table", "view")]
+        return [row for row in _objects(snap) if row[4] in ("table", "view", "materialized-view")]
     if table.id in (MZ_SOURCES.id, MZ_SINKS.id):
         return []
     if table.id == MZ_ROLES.id:
@@ -311,6 +318,14 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
     if table.id == MZ_VIEWS.id:
         return [(v.id, v.schema, v.name, v.sql, *_owned(snap, rbac.relation_ref(v)))
                 for v in sorted(snap.views.values(), key=_id_order)]
+    if table.id == MZ_MATERIALIZED_VIEWS.id:
+        schema_ids = SCHEMA_IDS | {sc.name: sc.id for sc in snap.schemas.values()}
+        # (literals are not redacted: the column is there for tools that read it)
+        return [(m.id, object_oid(m.id), schema_ids.get(m.schema, "u3"), m.name, m.cluster_id, m.sql,
+                 rbac.owner_of(snap, rbac.relation_ref(m)),
+                 create, create)
+                for m in sorted(snap.materialized_views.values(), key=_id_order)
+                for create in (materialized_view_create_sql(snap, m),)]
     if table.id == MZ_CLUSTERS.id:
         return [(c.id, c.name, *_owned(snap, rbac.cluster_ref(c)), owner(c.id) if owner else None)
                 for c in sorted(snap.clusters.values(), key=_id_order)]
@@ -326,6 +341,7 @@ def _objects(snap: CatalogSnapshot) -> list[tuple]:
     """mz_objects' rows: (id, oid, schema_id, name, type, owner_id, cluster_id), by id."""
     objs = [(t, "table", None) for t in snap.tables.values()] + [(v, "view", None) for v in snap.views.values()] \
         + [(i, "index", i.cluster_id) for i in snap.indexes.values()] \
+        + [(m, "materialized-view", m.cluster_id) for m in snap.materialized_views.values()] \
         + [(b, "table", None) for b in snap.builtins.values()]
     schema_ids = SCHEMA_IDS | {sc.name: sc.id for sc in snap.schemas.values()}
     return [(o.id, object_oid(o.id), schema_ids.get(o.schema, "u3"), o.name, kind,
@@ -338,7 +354,7 @@ def _index_columns(snap: CatalogSnapshot) -> list[tuple]:
     ``on_position`` (and that column's nullability); any other key is an ``on_expression``."""
     out = []
     for i in sorted(snap.indexes.values(), key=_id_order):
-        rel = snap.tables.get(i.on_id) or snap.views.get(i.on_id)
+        rel = snap.tables.get(i.on_id) or snap.views.get(i.on_id) or snap.materialized_views.get(i.on_id)
         cols = [c.name for c in rel.columns] if rel else []
         for pos, key in enumerate(i.keys, 1):
             if key in cols:
@@ -346,6 +362,27 @@ def _index_columns(snap: CatalogSnapshot) -> list[tuple]:
             else:
                 out.append((i.id, pos, None, key, True))
     return out
+
+
+def _relations(snap: CatalogSnapshot) -> list:
+    """Every relation with columns: tables, views, materialized views, system tables."""
+    return [*snap.tables.values(), *snap.views.values(), *snap.materialized_views.values(), *snap.builtins.values()]
+
+
+def materialized_view_create_sql(snap: CatalogSnapshot, m: MaterializedView) -> str:
+    """The statement that makes ``m`` as it is now, fully qualified (Materialize's
+    ``mz_materialized_views.create_sql`` and ``SHOW CREATE MATERIALIZED VIEW``)."""
+    cluster = snap.clusters.get(m.cluster_id)
+    name = ".".join(_quoted(p) for p in ("materialize", m.schema, m.name))
+    return (f"CREATE MATERIALIZED VIEW {name} IN CLUSTER {_quoted(cluster.name if cluster else m.cluster_id)}"
+            f" AS {m.sql}")
+
+
+def _quoted(ident: str) -> str:
+    """``ident`` as SQL names it: bare when it is a plain lower-case name, else quoted."""
+    import re
+
+    return ident if re.fullmatch(r"[a-z_][a-z0-9_$]*", ident) else '"' + ident.replace('"', '""') + '"'
 
 
 def _id_order(obj) -> tuple[str, int]:

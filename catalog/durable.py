@@ -14,7 +14,9 @@ import threading
 from dataclasses import dataclass, replace
 
 from catalog.builtins import BUILTIN_TABLES
-from catalog.snapshot import AclItem, CatalogSnapshot, Cluster, Role, Column, Index, Replica, Schema, Sequence, Table, View
+from catalog.snapshot import (
+    AclItem, CatalogSnapshot, Cluster, Column, Index, MaterializedView, Replica, Role, Schema, Sequence, Table, View,
+)
 from catalog.types import SqlType
 
 SCHEMA_SQL = """
@@ -44,6 +46,16 @@ CREATE TABLE IF NOT EXISTS views (
     name TEXT NOT NULL,
     sql TEXT NOT NULL,
     columns TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS materialized_views (
+    id TEXT PRIMARY KEY,
+    schema_name TEXT NOT NULL,
+    name TEXT NOT NULL,
+    sql TEXT NOT NULL,
+    columns TEXT NOT NULL,
+    shard_id TEXT NOT NULL,
+    cluster_id TEXT NOT NULL,
+    UNIQUE (schema_name, name)
 );
 CREATE TABLE IF NOT EXISTS indexes (
     id TEXT PRIMARY KEY,
@@ -135,6 +147,27 @@ class CreateView:
 
 @dataclass(frozen=True)
 class DropView:
+    view_id: str
+
+
+@dataclass(frozen=True)
+class CreateMaterializedView:
+    """A new materialized view (its shard is created when this commits)."""
+
+    view: MaterializedView
+
+
+@dataclass(frozen=True)
+class UpdateMaterializedView:
+    """Replace a materialized view's definition, same id and shard (a rename)."""
+
+    view: MaterializedView
+
+
+@dataclass(frozen=True)
+class DropMaterializedView:
+    """Drop a materialized view (its shard is dropped when this commits)."""
+
     view_id: str
 
 
@@ -270,7 +303,7 @@ class SetDefaultPrivileges:
     acl: tuple[AclItem, ...]
 
 
-Op = RevokeAll | SetDefaultPrivileges | CreateRole | UpdateRole | DropRole | GrantRole | RevokeRole | SetOwner | SetPrivileges | SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
+Op = CreateMaterializedView | UpdateMaterializedView | DropMaterializedView | RevokeAll | SetDefaultPrivileges | CreateRole | UpdateRole | DropRole | GrantRole | RevokeRole | SetOwner | SetPrivileges | SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
 
 _ID_KINDS = ("cluster", "replica", "item", "shard", "role")
 
@@ -330,6 +363,11 @@ class CatalogStore:
                 for r in c.execute("SELECT id, schema_name, name, spec FROM sequences")
             }
             schemas = {r[0]: Schema(r[0], r[1], bool(r[2])) for r in c.execute("SELECT id, name, temp FROM schemas")}
+            mvs = {
+                r[0]: MaterializedView(r[0], r[1], r[2], _decode_columns(r[4]), r[5], r[3], r[6])
+                for r in c.execute("SELECT id, schema_name, name, sql, columns, shard_id, cluster_id"
+                                   " FROM materialized_views")
+            }
             comments = {(r[0], r[1]): r[2] for r in c.execute("SELECT object_id, subid, comment FROM comments")}
             roles = {r[0]: Role(r[0], r[1], **json.loads(r[2])) for r in c.execute("SELECT id, name, spec FROM roles")}
             members = {(r[0], r[1]): r[2] for r in c.execute("SELECT role_id, member_id, grantor_id FROM role_members")}
@@ -347,6 +385,7 @@ class CatalogStore:
             indexes=indexes,
             sequences=sequences,
             schemas=schemas,
+            materialized_views=mvs,
             comments=comments,
             roles=roles,
             role_members=members,
@@ -369,6 +408,7 @@ class CatalogStore:
         indexes = dict(snap.indexes)
         sequences = dict(snap.sequences)
         schemas = dict(snap.schemas)
+        mvs = dict(snap.materialized_views)
         comments = dict(snap.comments)
         roles = dict(snap.roles)
         members = dict(snap.role_members)
@@ -430,10 +470,10 @@ class CatalogStore:
                     elif isinstance(op, RenameSchema):
                         old = schemas[op.schema_id]
                         c.execute("UPDATE schemas SET name = ? WHERE id = ?", (op.new_name, op.schema_id))
-                        for t in ("tables", "views", "indexes", "sequences"):
+                        for t in ("tables", "views", "indexes", "sequences", "materialized_views"):
                             c.execute(f"UPDATE {t} SET schema_name = ? WHERE schema_name = ?", (op.new_name, old.name))
                         schemas[op.schema_id] = Schema(old.id, op.new_name, old.temp)
-                        for objs in (tables, views, indexes, sequences):
+                        for objs in (tables, views, indexes, sequences, mvs):
                             for k, o in list(objs.items()):
                                 if o.schema == old.name:
                                     objs[k] = replace(o, schema=op.new_name)
@@ -469,6 +509,17 @@ class CatalogStore:
                     elif isinstance(op, DropView):
                         c.execute("DELETE FROM views WHERE id = ?", (op.view_id,))
                         views.pop(op.view_id, None)
+                    elif isinstance(op, (CreateMaterializedView, UpdateMaterializedView)):
+                        m = op.view
+                        c.execute("INSERT OR REPLACE INTO materialized_views"
+                                  " (id, schema_name, name, sql, columns, shard_id, cluster_id)"
+                                  " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                  (m.id, m.schema, m.name, m.sql, _encode_columns(m.columns), m.shard_id,
+                                   m.cluster_id))
+                        mvs[m.id] = m
+                    elif isinstance(op, DropMaterializedView):
+                        c.execute("DELETE FROM materialized_views WHERE id = ?", (op.view_id,))
+                        mvs.pop(op.view_id, None)
                     elif isinstance(op, CreateIndex):
                         i = op.index
                         c.execute("INSERT INTO indexes (id, schema_name, name, on_id, definition, cluster_id, keys)"
@@ -519,7 +570,7 @@ class CatalogStore:
                     else:  # pragma: no cover - a programming error
                         raise TypeError(f"unknown catalog op {op!r}")
                 # comments go with their objects (not with one dropped and made again: a rename)
-                live = set(tables) | set(views) | set(indexes) | set(sequences) | set(schemas)
+                live = set(tables) | set(views) | set(indexes) | set(sequences) | set(schemas) | set(mvs)
                 for gone in {k[0] for k in comments} - live:
                     c.execute("DELETE FROM comments WHERE object_id = ?", (gone,))
                     for k in [k for k in comments if k[0] == gone]:
@@ -543,8 +594,9 @@ class CatalogStore:
                 raise
         return snap.with_changes(
             version=version, clusters=clusters, replicas=replicas, tables=tables, views=views, indexes=indexes,
-            sequences=sequences, schemas=schemas, comments=comments, roles=roles, role_members=members,
-            owners=owners, privileges=privileges, default_privileges=defaults, next_ids=dict(next_ids)
+            sequences=sequences, schemas=schemas, materialized_views=mvs, comments=comments, roles=roles,
+            role_members=members, owners=owners, privileges=privileges, default_privileges=defaults,
+            next_ids=dict(next_ids)
         )
 
     def close(self) -> None:

@@ -126,6 +126,9 @@ PG_OPCLASS = _table("s43", "pg_opclass", "oid:oid opcname:text opcnamespace:oid 
 PG_AUTH_MEMBERS = _table("s44", "pg_auth_members", "roleid:oid member:oid grantor:oid admin_option:bool")
 PG_EXTENSION = _table("s42", "pg_extension", "oid:oid extname:text extowner:oid extnamespace:oid "
                                              "extversion:text")
+#: materialized views (PostgreSQL 54.13 "pg_matviews")
+PG_MATVIEWS = _table("s61", "pg_matviews", "schemaname:text matviewname:text matviewowner:text tablespace:text "
+                                           "hasindexes:bool ispopulated:bool definition:text")
 #: open cursors (PostgreSQL 54.6 "pg_cursors"): a session's own, so its rows come from the
 #: session (``sqlfront.sequence.cursors``); read from anywhere else it is empty
 PG_CURSORS = _table("s90", "pg_cursors", "name:text statement:text is_holdable:bool is_binary:bool "
@@ -137,15 +140,12 @@ PG_PREPARED_STATEMENTS = _table("s91", "pg_prepared_statements",
                                 "name:text statement:text prepare_time:timestamptz parameter_types:text[] "
                                 "from_sql:bool generic_plans:int8 custom_plans:int8")
 
-#: PostgreSQL's views over pg_class (54.31 pg_tables, 54.34 pg_views, 54.13 pg_matviews), which
+#: PostgreSQL's views over pg_class (54.31 pg_tables, 54.34 pg_views; pg_matviews above), which
 #: Materialize also has: tools list a schema's relations by kind with them (dbt-postgres's
 #: ``list_relations_without_caching``).
 PG_TABLES = _table("s92", "pg_tables", "schemaname:text tablename:text tableowner:text tablespace:text "
                                        "hasindexes:bool hasrules:bool hastriggers:bool rowsecurity:bool")
 PG_VIEWS = _table("s93", "pg_views", "schemaname:text viewname:text viewowner:text definition:text")
-#: empty until materialized views exist (issue 16 item 5 fills it)
-PG_MATVIEWS = _table("s94", "pg_matviews", "schemaname:text matviewname:text matviewowner:text tablespace:text "
-                                           "hasindexes:bool ispopulated:bool definition:text")
 
 PG_CATALOG_TABLES = (
     PG_NAMESPACE, PG_CLASS, PG_DATABASE, PG_ATTRIBUTE, PG_TYPE, PG_INDEX, PG_DESCRIPTION, PG_SETTINGS, PG_ROLES,
@@ -157,9 +157,9 @@ PG_CATALOG_TABLES = (
 
 
 def _relations(snap: CatalogSnapshot):
-    """(relation, relkind) for every table, view and system table."""
+    """(relation, relkind) for every table, view, materialized view and system table."""
     return [(r, "r") for r in snap.tables.values()] + [(r, "v") for r in snap.views.values()] + \
-        [(r, "r") for r in snap.builtins.values()]
+        [(r, "m") for r in snap.materialized_views.values()] + [(r, "r") for r in snap.builtins.values()]
 
 
 def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: bool, persistence: str = "p",
@@ -243,6 +243,10 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
                 for r, kind in _relations(snap) if kind == "r"]
     if tid == PG_VIEWS.id:
         return [(v.schema, v.name, "materialize", v.sql) for v in snap.views.values()]
+    if tid == PG_MATVIEWS.id:
+        indexed = {i.on_id for i in snap.indexes.values()}
+        return [(m.schema, m.name, "materialize", None, m.id in indexed, True, m.sql)
+                for m in snap.materialized_views.values()]
     if tid == PG_DESCRIPTION.id:
         schema_ids = {sc.id for sc in snap.schemas.values()}
         return [(object_oid(oid), PG_NAMESPACE_OID if oid in schema_ids else PG_CLASS_OID, sub, text)

@@ -113,6 +113,19 @@ class Table:
 
 
 @dataclass(frozen=True)
+class MaterializedView(Table):
+    """A materialized view (``u1``, Materialize's "CREATE MATERIALIZED VIEW"): the result
+    of its query ``sql``, kept in persist shard ``shard_id`` by cluster ``cluster_id``,
+    which re-runs the query as its inputs change (``spark_exec.materializations``).
+
+    It is a Table to everything that reads: plans ``Get`` it and peeks scan its shard
+    (consolidated as a table's). Writes refuse it (``planner.writes.resolve_target``)."""
+
+    sql: str = ""
+    cluster_id: str = ""
+
+
+@dataclass(frozen=True)
 class BuiltinTable:
     """A system table (``s1``) whose rows are computed from the catalog and replica status."""
 
@@ -188,7 +201,7 @@ class Sequence:
         return False
 
 
-Relation = Table | BuiltinTable | View
+Relation = Table | MaterializedView | BuiltinTable | View
 
 
 @dataclass(frozen=True)
@@ -234,6 +247,7 @@ class CatalogSnapshot:
     indexes: Mapping[str, Index] = field(default_factory=lambda: MappingProxyType({}))
     sequences: Mapping[str, Sequence] = field(default_factory=lambda: MappingProxyType({}))
     schemas: Mapping[str, Schema] = field(default_factory=lambda: MappingProxyType({}))
+    materialized_views: Mapping[str, MaterializedView] = field(default_factory=lambda: MappingProxyType({}))
     #: COMMENT ON texts: (object id, column number or 0) -> text
     comments: Mapping[tuple[str, int], str] = field(default_factory=lambda: MappingProxyType({}))
     #: roles by id (the system roles are ``catalog.rbac.SYSTEM_ROLES``, not stored)
@@ -361,6 +375,9 @@ class CatalogSnapshot:
         for v in self.views.values():
             if v.schema == schema and v.name == name:
                 return v
+        for m in self.materialized_views.values():
+            if m.schema == schema and m.name == name:
+                return m
         for b in self.builtins.values():
             if b.schema == schema and b.name == name:
                 return b
@@ -413,6 +430,16 @@ class CatalogSnapshot:
         """The indexes cluster ``cluster_id`` maintains, in id order."""
         return sorted((i for i in self.indexes.values() if i.cluster_id == cluster_id),
                       key=lambda i: (i.id[0], int(i.id[1:])))
+
+    def materialized_views_in_cluster(self, cluster_id: str) -> list[MaterializedView]:
+        """The materialized views cluster ``cluster_id`` maintains, in id order (an
+        object only reads objects made before it, so this is dependency order)."""
+        return sorted((m for m in self.materialized_views.values() if m.cluster_id == cluster_id),
+                      key=lambda m: (m.id[0], int(m.id[1:])))
+
+    def storage_relations(self) -> list[Table]:
+        """Every relation stored in a persist shard: user tables and materialized views."""
+        return [*self.tables.values(), *self.materialized_views.values()]
 
     def index_by_name(self, schema: str, name: str) -> Index | None:
         for i in self.indexes.values():

@@ -715,6 +715,13 @@ class ExprPlanner:
             return self.catalog_lookup(
                 'SELECT description FROM pg_catalog.pg_description AS "?d?" WHERE "?d?".objoid = $1 '
                 'AND "?d?".objsubid = 0', node.args[0])
+        if name == "pg_get_viewdef" and len(args) in (1, 2) and self.plan_subquery is not None:
+            # the query of a view or materialized view (PostgreSQL 9.27 decompiles it; here
+            # it is the stored text), as psql's \d+ shows it; NULL for other OIDs
+            return self.catalog_lookup(
+                'SELECT \' \' || "?v?".definition || \';\' FROM (SELECT id, definition FROM mz_catalog.mz_views '
+                'UNION ALL SELECT id, definition FROM mz_catalog.mz_materialized_views) AS "?v?" '
+                'JOIN mz_catalog.mz_objects AS "?o?" ON "?o?".id = "?v?".id WHERE "?o?".oid = $1', node.args[0])
         if name == "pg_get_serial_sequence" and len(args) == 2 and self.plan_subquery is not None:
             # the sequence a serial/identity column owns (pg_depend), schema-qualified
             return self.catalog_lookup(

@@ -77,12 +77,14 @@ class QueryPlanner:
         return ep
 
     def visible_oids(self) -> set[int]:
-        """OIDs of the user tables, views, sequences and indexes in the search path."""
+        """OIDs of the user tables, views, materialized views, sequences and indexes in the
+        search path."""
         from catalog.pg_catalog import object_oid
 
         path = set(self.snap.search_path())
-        return {object_oid(o.id) for objs in (self.snap.tables, self.snap.views, self.snap.sequences,
-                                              self.snap.indexes) for o in objs.values() if o.schema in path}
+        return {object_oid(o.id) for objs in (self.snap.tables, self.snap.views, self.snap.materialized_views,
+                                              self.snap.sequences, self.snap.indexes)
+                for o in objs.values() if o.schema in path}
 
     def namespace_oid(self, name: str) -> int | None:
         """pg_namespace's OID of schema ``name``, None if there is none."""
@@ -94,8 +96,8 @@ class QueryPlanner:
         """regclassout: the name of the relation with ``oid``, or its digits if none."""
         from catalog.pg_catalog import object_oid
 
-        for rel in [*self.snap.tables.values(), *self.snap.views.values(), *self.snap.builtins.values(),
-                    *self.snap.sequences.values()]:
+        for rel in [*self.snap.tables.values(), *self.snap.views.values(), *self.snap.materialized_views.values(),
+                    *self.snap.builtins.values(), *self.snap.sequences.values()]:
             if object_oid(rel.id) == oid:
                 return rel.name
         return str(oid)

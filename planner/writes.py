@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pglast import ast
 
 from catalog.errors import SqlError, DUPLICATE_COLUMN, UNDEFINED_COLUMN, SYNTAX_ERROR, FEATURE_NOT_SUPPORTED, NOT_NULL_VIOLATION, DATATYPE_MISMATCH
-from catalog.snapshot import CatalogSnapshot, Table
+from catalog.snapshot import CatalogSnapshot, MaterializedView, Table
 from catalog.types import SqlType
 from planner.consteval import cast_value, evaluate, is_volatile
 from planner.expr import ast_nodes
@@ -110,6 +110,8 @@ def resolve_target(snap: CatalogSnapshot, rv: ast.RangeVar) -> Table:
     rel = snap.resolve_relation(rv.schemaname, rv.relname)
     if rel.builtin:
         raise SqlError("42809", f'cannot insert into system table "{rel.name}"')
+    if isinstance(rel, MaterializedView):  # its rows come from its query (Materialize: tables take writes)
+        raise SqlError("42809", f'cannot insert into materialized view "{rel.name}"')
     return rel
 
 

@@ -48,12 +48,23 @@ class ClusterCoordinator:
         self.max_peeks_per_replica = max_peeks_per_replica
         #: the arrangements of this cluster's indexes (set by ``maintain_arrangements``)
         self.arrangements: ArrangementMaintainer | None = None
+        #: keeps this cluster's materialized views current (set by ``maintain_materializations``)
+        self.materializations = None
 
     def maintain_arrangements(self, wanted: WantedFn) -> None:
         """Keep what ``wanted()`` lists (the tables this cluster's indexes cover, with
         their parts) in memory on every replica; see spark_exec.arrangements."""
         self.arrangements = ArrangementMaintainer(self.name, lambda: list(self._replicas.values()), wanted)
         self.arrangements.start()
+
+    def maintain_materializations(self, persist, read_ts, wanted, builtin_rows, request_input, on_append) -> None:
+        """Keep the materialized views ``wanted()`` lists current, on this cluster's
+        replicas, from a thread of its own (see ``spark_exec.materializations``)."""
+        from spark_exec.materializations import MaterializationMaintainer
+
+        self.materializations = MaterializationMaintainer(self, persist, read_ts, wanted, builtin_rows, request_input,
+                                                          on_append)
+        self.materializations.start()
 
     # -- replica lifecycle (called by the Coordinator; never blocks) -----------------
 
@@ -99,6 +110,8 @@ class ClusterCoordinator:
             self._replicas.clear()
         if self.arrangements is not None:
             self.arrangements.stop()
+        if self.materializations is not None:
+            self.materializations.stop()
         threads = [threading.Thread(target=h.stop, daemon=True) for h in handles]
         for t in threads:
             t.start()

@@ -47,7 +47,7 @@ from catalog.errors import SqlError
 from catalog.oracle import open_oracle
 from catalog.sequences import SequenceStore
 from catalog.sizes import ReplicaSize, default_sizes
-from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, Replica, Table
+from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, MaterializedView, Replica, Table
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from persist import Batch, FileBlob, PersistClient, SqliteConsensus, open_consensus
@@ -58,6 +58,7 @@ from sqlfront import group_commit
 from sqlfront.group_commit import GroupCommitter
 from spark_exec.cluster_coordinator import ClusterCoordinator
 from spark_exec.lower import arranged_units
+from spark_exec.materializations import Materialization
 from spark_exec.orchestrator import Orchestrator, write_private
 from sqlfront.coordinator import Coordinator
 from sqlfront.metrics import Metrics
@@ -209,6 +210,9 @@ class Environment:
                 self._lose_cluster, self._replica_statuses)
         #: (catalog version, view id) -> the tables the view reads (for arrangements)
         self._view_tables: dict[tuple[int, str], tuple[Table, ...]] = {}
+        #: (catalog version, materialized view id) -> its planned query (None: does not plan)
+        self._mv_plans: dict[tuple[int, str], Materialization | None] = {}
+        self._mv_plans_lock = threading.Lock()
         self.metrics.track_replicas(self._all_statuses)
         #: processes for fast-path queries too big for a session's thread
         self.python_workers = PythonWorkers()
@@ -256,7 +260,7 @@ class Environment:
         transactions a crash left half applied, and delete what no state refers to (parts
         of writers that died, shards of tables whose DROP a crash interrupted)."""
         self.persist.expire_previous_readers()
-        live = {t.shard_id for t in snap.tables.values()}
+        live = {t.shard_id for t in snap.storage_relations()}
         n = group_commit.recover(self.persist, self.txns, live)
         if n:
             log.info("persist: finished %d transaction(s) a crash interrupted", n)
@@ -282,7 +286,7 @@ class Environment:
             with self._compact_cv:
                 self._to_compact |= full
                 self._compact_cv.notify()
-        tables = [t for t in self.snapshot.tables.values() if t.shard_id in shards]
+        tables = [t for t in self.snapshot.storage_relations() if t.shard_id in shards]
         for t in tables:
             self.note_write(t)
 
@@ -327,7 +331,7 @@ class Environment:
         """One maintenance round over the shards this process reads or wrote."""
         dirty, self._dirty = self._dirty, set()
         shards = set(self.persist.leases.registered()) | dirty
-        live = {t.shard_id for t in self.snapshot.tables.values()}
+        live = {t.shard_id for t in self.snapshot.storage_relations()}
         desired = self.oracle.read_ts() - self.COMPACTION_WINDOW_MS
         with self._time_lock:
             desired = min([desired] + list(self._time_holds))
@@ -351,7 +355,7 @@ class Environment:
                 shards, self._to_compact = self._to_compact, set()
             waiting = False
             for shard in sorted(shards):
-                table = next((t for t in self.snapshot.tables.values() if t.shard_id == shard), None)
+                table = next((t for t in self.snapshot.storage_relations() if t.shard_id == shard), None)
                 if table is None:
                     continue
                 if (time.monotonic() - self._last_write.get(shard, 0) < self.RETRACTION_QUIET_S
@@ -565,7 +569,7 @@ class Environment:
         if table.id == MZ_RECENT_STORAGE_USAGE.id:
             # Bytes of the Parquet parts in each table's shard now (before compaction frees any).
             return [(t.id, sum(p.bytes for p in self.persist.state(t.shard_id).parts))
-                    for t in self.snapshot.tables.values()]
+                    for t in self.snapshot.storage_relations()]
         return builtin_rows(table, self.snapshot, self.replica_status, self.config.sizes,
                             server_defaults(self.config.server_vars()), self.cluster_owner)
 
@@ -617,6 +621,9 @@ class Environment:
                                         on_status=lambda _rid, _status: self.ownership.poke(),
                                         max_peeks_per_replica=self.config.max_peeks_per_replica)
                 cc.maintain_arrangements(functools.partial(self._arranged_tables, c.id))
+                cc.maintain_materializations(self.persist, self.oracle.read_ts,
+                                             functools.partial(self._materializations, c.id), self.builtin_rows,
+                                             self.request_materialization, self._applied)
                 self.clusters[c.id] = cc
             return cc
 
@@ -638,6 +645,8 @@ class Environment:
     def _tables_under(self, snap: CatalogSnapshot, object_id: str) -> tuple[Table, ...]:
         if object_id in snap.tables:
             return (snap.tables[object_id],)
+        if object_id in snap.materialized_views:
+            return (snap.materialized_views[object_id],)
         key = (snap.version, object_id)
         if key not in self._view_tables:
             view = snap.views.get(object_id)
@@ -648,6 +657,42 @@ class Environment:
             self._view_tables = {k: v for k, v in self._view_tables.items() if k[0] == snap.version}
             self._view_tables[key] = tables
         return self._view_tables[key]
+
+    def _materializations(self, cluster_id: str) -> list[Materialization]:
+        """The materialized views cluster ``cluster_id`` hosts, with their queries planned
+        against the current catalog (once per catalog version), in dependency order. A
+        view whose query no longer plans is left out (logged)."""
+        snap = self.snapshot
+        out = []
+        for m in snap.materialized_views_in_cluster(cluster_id):
+            key = (snap.version, m.id)
+            with self._mv_plans_lock:  # each cluster's maintainer asks from its own thread
+                if key not in self._mv_plans:
+                    try:
+                        plan = QueryPlanner(snap).plan_select(pglast.parse_sql(m.sql)[0].stmt).plan
+                        inputs = tuple(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)))
+                        planned = Materialization(m, plan, inputs)
+                    except Exception as e:
+                        log.warning("materialized view %s: planning its query: %s", m.name, e)
+                        planned = None
+                    self._mv_plans = {k: v for k, v in self._mv_plans.items() if k[0] == snap.version}
+                    self._mv_plans[key] = planned
+                planned = self._mv_plans[key]
+            if planned is not None:
+                out.append(planned)
+        return out
+
+    def request_materialization(self, view: MaterializedView, ts: int) -> None:
+        """A reader waits for ``view``'s upper to pass ``ts``: tell the cluster hosting it."""
+        cc = self.clusters.get(view.cluster_id)
+        if cc is not None and cc.materializations is not None:
+            cc.materializations.request(view.id, ts)
+
+    def materialization_error(self, view: MaterializedView):
+        """The SqlError ``view``'s query raised the last time its cluster ran it, while
+        that is its latest outcome; else None."""
+        cc = self.clusters.get(view.cluster_id)
+        return cc.materializations.error(view.id) if cc is not None and cc.materializations is not None else None
 
     def note_write(self, table: Table) -> None:
         """New parts landed in ``table``'s shard: arrangements that cover it catch up now."""
@@ -706,6 +751,16 @@ class Environment:
                                  daemon=True).start()
         elif isinstance(op, durable.DropTable):
             shard = old.tables[op.table_id].shard_id
+            threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()
+        elif isinstance(op, durable.CreateMaterializedView):
+            # Empty, with since and upper at 0: no time is readable until its cluster
+            # computes its first contents (reads wait for that, as in Materialize).
+            self.persist.create_shard(op.view.shard_id, 0)
+            cc = self.clusters.get(op.view.cluster_id)
+            if cc is not None and cc.materializations is not None:
+                cc.materializations.request(op.view.id, 0)
+        elif isinstance(op, durable.DropMaterializedView):
+            shard = old.materialized_views[op.view_id].shard_id
             threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()
 
 

@@ -30,10 +30,16 @@ tokens. Grammar, from Materialize's SQL reference and seeds/cluster-replicas.md:
     ALTER CLUSTER name OWNER TO role
     ALTER DEFAULT PRIVILEGES [FOR ROLE r [, ...] | FOR ALL ROLES] [IN SCHEMA s [, ...]]
         {GRANT priv ... ON {TABLES|SCHEMAS|CLUSTERS|DATABASES} TO ... | REVOKE ... FROM ...}
+    CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] [schema.]name [(col [, ...])]
+        [IN CLUSTER c] AS query
+    SHOW MATERIALIZED VIEWS [FROM schema] [IN CLUSTER c] [LIKE 'pattern' | WHERE expr]
+    SHOW CREATE MATERIALIZED VIEW [schema.]name
 
 (PostgreSQL's grammar has no CLUSTER or SYSTEM target nor Materialize's system privileges,
 so every GRANT and REVOKE is parsed here.)
 
+(``DROP MATERIALIZED VIEW`` and ``ALTER MATERIALIZED VIEW ... RENAME TO`` are
+PostgreSQL's and parsed by pglast.)
 (``CREATE INDEX`` without ``IN CLUSTER`` is PostgreSQL's and parsed by pglast.)
 
 ``parse_mz`` returns None for any other statement, which then goes to ``pglast.parse_sql``.
@@ -138,6 +144,38 @@ class ShowIndexes:
     cluster: str | None = None
     like: str | None = None
     where: str | None = None
+
+
+@dataclass(frozen=True)
+class CreateMaterializedView:
+    """Materialize's CREATE MATERIALIZED VIEW: ``query`` is the text of its SELECT,
+    ``columns`` the column names given (may be fewer than the query's), ``cluster`` None
+    for the session's cluster."""
+
+    schema: str | None
+    name: str
+    query: str
+    columns: tuple[str, ...] = ()
+    cluster: str | None = None
+    or_replace: bool = False
+    if_not_exists: bool = False
+
+
+@dataclass(frozen=True)
+class ShowMaterializedViews:
+    schema: str | None = None
+    cluster: str | None = None
+    like: str | None = None
+    where: str | None = None
+
+
+@dataclass(frozen=True)
+class ShowCreate:
+    """``SHOW CREATE MATERIALIZED VIEW name``: ``kind`` is ``materialized view``."""
+
+    kind: str
+    schema: str | None
+    name: str
 
 
 @dataclass(frozen=True)
@@ -261,7 +299,7 @@ class AlterDefaultPrivileges:
     grant: "GrantPrivileges"
 
 
-MzStatement = (AlterDefaultPrivileges | CreateRole | AlterRole | GrantPrivileges | GrantRoles | AlterOwner | CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+MzStatement = (CreateMaterializedView | ShowMaterializedViews | ShowCreate | AlterDefaultPrivileges | CreateRole | AlterRole | GrantPrivileges | GrantRoles | AlterOwner | CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
                | ShowClusters | ShowClusterReplicas)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
@@ -421,6 +459,29 @@ class _Parser:
             raise SqlError("3D000", f"unknown database '{parts[0]}'")
         return (parts[-2] if len(parts) > 1 else None), parts[-1]
 
+    def create_materialized_view(self) -> CreateMaterializedView:
+        """CREATE [OR REPLACE] MATERIALIZED VIEW (Materialize's SQL reference)."""
+        self.expect("CREATE")
+        or_replace = self.accept("OR", "REPLACE")
+        self.expect("MATERIALIZED", "VIEW")
+        if_not_exists = self.accept("IF", "NOT", "EXISTS")
+        schema, name = self.object_name()
+        columns: list[str] = []
+        if self.accept_punct("("):
+            columns.append(self.ident())
+            while self.accept_punct(","):
+                columns.append(self.ident())
+            self.expect_punct(")")
+        cluster = None
+        if self.accept("IN", "CLUSTER"):
+            cluster = self.ident()
+        if self.word() == "WITH":
+            raise SqlError("0A000", "CREATE MATERIALIZED VIEW ... WITH (...) options are not supported",
+                           position=self.peek().start + 1)
+        self.expect("AS")
+        return CreateMaterializedView(schema, name, self.rest_text(), tuple(columns), cluster, or_replace,
+                                      if_not_exists)
+
     def key_texts(self) -> list[str]:
         """The comma-separated expressions up to the closing parenthesis, as SQL text (a
         bare identifier as the column name it names)."""
@@ -461,6 +522,19 @@ class _Parser:
             return ExplainPlan(stage, self.rest_text())
         if self.word(0) == "CREATE" and self.word(1) in ("DEFAULT", "INDEX"):
             return self.create_index()
+        if self.word(0) == "CREATE" and self.word(1) in ("MATERIALIZED", "OR"):
+            return self.create_materialized_view()
+        if self.accept("SHOW", "MATERIALIZED", "VIEWS"):
+            schema = None
+            if self.accept("FROM") or (self.word() == "IN" and self.word(1) != "CLUSTER" and self.accept("IN")):
+                schema = self.ident()
+            cluster = self.ident() if self.accept("IN", "CLUSTER") else None
+            like, where = self.show_filter()
+            return ShowMaterializedViews(schema, cluster, like, where)
+        if self.accept("SHOW", "CREATE", "MATERIALIZED", "VIEW"):
+            schema, name = self.object_name()
+            self.done()
+            return ShowCreate("materialized view", schema, name)
         if self.accept("SHOW", "INDEXES") or self.accept("SHOW", "INDEX"):
             on = cluster = None
             if self.accept("ON") or self.accept("FROM"):
@@ -708,7 +782,8 @@ class _Parser:
 _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER"),
            ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PHYSICAL"), ("EXPLAIN", "PLAN"),
            ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS"),
-           ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT"), ("SHOW", "ROLES")}
+           ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT"), ("SHOW", "ROLES"),
+           ("CREATE", "MATERIALIZED"), ("SHOW", "MATERIALIZED"), ("SHOW", "CREATE")}
 
 
 def parse_mz(sql: str) -> MzStatement | None:
@@ -733,6 +808,10 @@ def parse_mz(sql: str) -> MzStatement | None:
         return _declare_subscribe(p)
     if _is_mz_create_index(p):
         return p.parse()
+    if (p.word(0), p.word(1), p.word(2), p.word(3)) == ("CREATE", "OR", "REPLACE", "MATERIALIZED"):
+        return p.parse()
+    if (p.word(0), p.word(1)) == ("SHOW", "CREATE") and p.word(2) != "MATERIALIZED":
+        return None
     if p.word(0) in ("GRANT", "REVOKE"):
         return p.grant()
     if (p.word(0), p.word(1)) == ("ALTER", "DEFAULT"):

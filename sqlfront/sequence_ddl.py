@@ -17,8 +17,8 @@ from catalog.errors import (
 )
 from catalog.sizes import ReplicaSize, validate_size
 from catalog.snapshot import (
-    DATABASE, SYSTEM_SCHEMAS, TEMP_SCHEMA_ALIASES, USER_SCHEMA, CatalogSnapshot, Cluster, Column, Index, Replica,
-    Schema, Sequence, Table, View, current_search_path,
+    DATABASE, SYSTEM_SCHEMAS, TEMP_SCHEMA_ALIASES, USER_SCHEMA, CatalogSnapshot, Cluster, Column, Index,
+    MaterializedView, Replica, Schema, Sequence, Table, View, current_search_path,
 )
 from planner.ddl import TableDef
 from sqlfront import mzparse as mz
@@ -112,7 +112,8 @@ def create_replica(stmt: mz.CreateClusterReplica, sizes, zones):
 
 
 def drop_clusters(stmt: mz.DropClusters):
-    """DROP CLUSTER; a cluster that hosts indexes needs CASCADE, which drops them too
+    """DROP CLUSTER; a cluster that hosts indexes or materialized views needs CASCADE,
+    which drops them too (and what depends on the materialized views)
     (Materialize: "cannot drop cluster with active indexes or materialized views",
     2BP01)."""
 
@@ -125,13 +126,16 @@ def drop_clusters(stmt: mz.DropClusters):
                     continue
                 raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{name}'")
             hosted = snap.indexes_in_cluster(c.id)
-            if hosted and not stmt.cascade:
+            mvs = snap.materialized_views_in_cluster(c.id)
+            if (hosted or mvs) and not stmt.cascade:
                 raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
                                "cannot drop cluster with active indexes or materialized views",
                                hint="Use DROP ... CASCADE to drop the dependent objects too.")
+            ops += _drop_dependents(snap, mvs, True, "materialized view")
+            ops += [op for m in mvs for op in _drop_relation(snap, m)]
             ops += [durable.DropIndex(i.id) for i in hosted]
             ops.append(durable.DropCluster(c.id))
-        return ops
+        return _unique(ops)
 
     return build
 
@@ -206,8 +210,8 @@ def create_schema(name: str, if_not_exists: bool):
 
 
 def _objects_in(snap: CatalogSnapshot, schema: str) -> list:
-    return [o for objs in (snap.tables, snap.views, snap.sequences, snap.indexes) for o in objs.values()
-            if o.schema == schema]
+    return [o for objs in (snap.tables, snap.views, snap.materialized_views, snap.sequences, snap.indexes)
+            for o in objs.values() if o.schema == schema]
 
 
 def drop_schemas(names: list[str], if_exists: bool, cascade: bool):
@@ -243,9 +247,10 @@ def drop_contents(snap: CatalogSnapshot, schema: str) -> list:
     """Ops dropping every object in ``schema`` and the views elsewhere that read them."""
     tables = [t for t in snap.tables.values() if t.schema == schema]
     views = [v for v in snap.views.values() if v.schema == schema]
-    ops = _drop_dependents(snap, tables + views, True, "table")
-    for v in views:
-        ops.append(durable.DropView(v.id))
+    mvs = [m for m in snap.materialized_views.values() if m.schema == schema]
+    ops = _drop_dependents(snap, tables + views + mvs, True, "table")
+    for v in reversed(sorted(views + mvs, key=_id_order)):
+        ops += _drop_relation(snap, v)
     for t in tables:
         ops.append(durable.DropTable(t.id))
     ops += [durable.DropIndex(i.id) for i in snap.indexes.values()
@@ -351,7 +356,7 @@ def _owned_by(snap: CatalogSnapshot, names) -> tuple[str, str] | None:
         raise SqlError(INVALID_PARAMETER_VALUE, "invalid OWNED BY option",
                        hint="Specify OWNED BY table.column or OWNED BY NONE.")
     rel = snap.resolve_relation(names[-3] if len(names) > 2 else None, names[-2])
-    if not isinstance(rel, Table):
+    if not isinstance(rel, Table) or isinstance(rel, MaterializedView):
         raise SqlError(WRONG_OBJECT_TYPE, f'sequence cannot be owned by relation "{rel.name}"')
     if names[-1] not in [c.name for c in rel.columns]:
         raise SqlError(UNDEFINED_COLUMN, f'column "{names[-1]}" of relation "{rel.name}" does not exist')
@@ -464,6 +469,45 @@ def create_view(schema: str | None, name: str, sql: str, columns: tuple[Column, 
     return build
 
 
+def create_materialized_view(schema: str | None, name: str, sql: str, columns: tuple[Column, ...], cluster: str,
+                             reads: frozenset[str], or_replace: bool, if_not_exists: bool):
+    """CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] (Materialize's "CREATE
+    MATERIALIZED VIEW"): a new object with a new shard, maintained by ``cluster``.
+    ``reads`` are the ids of the relations its query reads (planned by the caller); OR
+    REPLACE drops the one it replaces (and its indexes), which nothing may depend on.
+
+    Raises (from ``build``): 42704 ``unknown cluster 'c'``; 42P07 for a taken name (a
+    no-op with IF NOT EXISTS); 2BP01 when the replaced view has dependents or the new
+    query reads it; 40001 when an input was dropped since the query was planned."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        c = snap.resolve_cluster(cluster)
+        s, ops = _creation_schema(snap, ids, schema)
+        if ops or s == current_search_path()[1]:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "materialized views cannot be temporary")
+        existing = snap.relation_by_name(s, name)
+        if existing is None and snap.name_taken(s, name) or existing is not None and not or_replace:
+            if if_not_exists:
+                return []
+            raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
+        if existing is not None:
+            if not isinstance(existing, MaterializedView):
+                raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
+            if existing.id in reads:
+                raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                               f'cannot replace materialized view "{name}": the new definition reads it')
+            ops += _drop_dependents(snap, [existing], False, "materialized view")
+            ops += _drop_relation(snap, existing)
+        live = set(snap.tables) | set(snap.materialized_views)
+        gone = [r for r in reads if r not in live]
+        if gone:
+            raise SqlError("40001", f"an input of materialized view \"{name}\" was dropped concurrently")
+        mid = ids.allocate("item")
+        shard = "shard-s" + ids.allocate("shard")[1:]
+        return ops + [durable.CreateMaterializedView(MaterializedView(mid, s, name, columns, shard, sql, c.id))]
+
+    return build
+
+
 def create_index(stmt: mz.CreateIndex, session_cluster: str):
     """CREATE [DEFAULT] INDEX (Materialize's "CREATE INDEX"): the index lives in
     ``stmt.cluster``, else the session's cluster. A DEFAULT index keys on every column.
@@ -515,8 +559,9 @@ def drop_indexes(names: list[tuple[str | None, str]], if_exists: bool):
     return build
 
 
-def _reads(view: View) -> list[tuple[str | None, str]]:
-    """The relation names a view's query mentions (CTE names too: harmless here)."""
+def _reads(view: View | MaterializedView) -> list[tuple[str | None, str]]:
+    """The relation names a view's (or materialized view's) query mentions (CTE names
+    too: harmless here)."""
     import pglast
     from pglast.visitors import Visitor
 
@@ -532,15 +577,16 @@ def _reads(view: View) -> list[tuple[str | None, str]]:
     return v.names
 
 
-def dependents(snap: CatalogSnapshot, ids: set[str]) -> list[View]:
-    """The views that read any of ``ids``, directly or through other views, dependents
-    after what they depend on."""
-    out: list[View] = []
+def dependents(snap: CatalogSnapshot, ids: set[str]) -> list[View | MaterializedView]:
+    """The views and materialized views that read any of ``ids``, directly or through
+    others, dependents after what they depend on."""
+    out: list[View | MaterializedView] = []
     found = set(ids)
     changed = True
+    readers = sorted([*snap.views.values(), *snap.materialized_views.values()], key=_id_order)
     while changed:
         changed = False
-        for v in snap.views.values():
+        for v in readers:
             if v.id in found:
                 continue
             for schema, name in _reads(v):
@@ -553,9 +599,27 @@ def dependents(snap: CatalogSnapshot, ids: set[str]) -> list[View]:
     return out
 
 
+def _id_order(obj) -> tuple[str, int]:
+    return obj.id[0], int(obj.id[1:])
+
+
+def _kind(obj) -> str:
+    """What an object is called in messages: table, view, materialized view, ..."""
+    if isinstance(obj, MaterializedView):
+        return "materialized view"
+    return "view" if isinstance(obj, View) else "table"
+
+
+def _drop_relation(snap: CatalogSnapshot, rel) -> list:
+    """Ops dropping a view or materialized view and the indexes on it."""
+    op = durable.DropMaterializedView(rel.id) if isinstance(rel, MaterializedView) else durable.DropView(rel.id)
+    return [op] + [durable.DropIndex(i.id) for i in snap.indexes.values() if i.on_id == rel.id]
+
+
 def _drop_dependents(snap: CatalogSnapshot, objs: list, cascade: bool, kind: str) -> list:
-    """Ops dropping the views over ``objs`` (with CASCADE), or SqlError 2BP01
-    (Materialize: "cannot drop table "t": still depended upon by view "v"")."""
+    """Ops dropping the views and materialized views over ``objs`` (with CASCADE), or
+    SqlError 2BP01 (Materialize: "cannot drop table "t": still depended upon by view
+    "v"")."""
     deps = [v for v in dependents(snap, {o.id for o in objs}) if v.id not in {o.id for o in objs}]
     if not deps:
         return []
@@ -563,16 +627,23 @@ def _drop_dependents(snap: CatalogSnapshot, objs: list, cascade: bool, kind: str
         reads = {r for v in deps for r in _reads(v)}
         on = next((o for o in objs if (None, o.name) in reads or (USER_SCHEMA, o.name) in reads), objs[0])
         raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
-                       f'cannot drop {kind} "{on.name}": still depended upon by view "{deps[0].name}"',
+                       f'cannot drop {kind} "{on.name}": still depended upon by {_kind(deps[0])} "{deps[0].name}"',
                        hint="Use DROP ... CASCADE to drop the dependent objects too.")
     ops = []
     for v in reversed(deps):
-        ops.append(durable.DropView(v.id))
-        ops += [durable.DropIndex(i.id) for i in snap.indexes.values() if i.on_id == v.id]
+        ops += _drop_relation(snap, v)
     return ops
 
 
-def drop_views(names: list[tuple[str | None, str]], if_exists: bool, cascade: bool = False):
+def drop_views(names: list[tuple[str | None, str]], if_exists: bool, cascade: bool = False,
+               materialized: bool = False):
+    """DROP VIEW, or with ``materialized`` DROP MATERIALIZED VIEW (Materialize's "DROP
+    MATERIALIZED VIEW": its shard goes with it). What reads it needs CASCADE.
+
+    Raises (from ``build``): 42P01 for an unknown name (nothing with IF EXISTS); 42809
+    for an object of the other kind; 2BP01 for dependents without CASCADE."""
+    cls, kind = (MaterializedView, "materialized view") if materialized else (View, "view")
+
     def build(snap: CatalogSnapshot, ids) -> list:
         ops = []
         dropped = []
@@ -581,15 +652,16 @@ def drop_views(names: list[tuple[str | None, str]], if_exists: bool, cascade: bo
             if rel is None:
                 if if_exists:
                     continue
-                raise SqlError(UNDEFINED_TABLE, f'view "{name}" does not exist')
-            if not isinstance(rel, View):
-                raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a view')
+                raise SqlError(UNDEFINED_TABLE, f'{kind} "{name}" does not exist')
+            if not isinstance(rel, cls):
+                hint = (f"Use DROP {_kind(rel).upper()} to remove a {_kind(rel)}."
+                        if not rel.builtin else None)
+                raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a {kind}', hint=hint)
             dropped.append(rel)
-        ops += _drop_dependents(snap, dropped, cascade, "view")
+        ops += _drop_dependents(snap, dropped, cascade, kind)
         for rel in dropped:
-            ops.append(durable.DropView(rel.id))
-            ops += [durable.DropIndex(i.id) for i in snap.indexes.values() if i.on_id == rel.id]
-        return ops
+            ops += _drop_relation(snap, rel)
+        return _unique(ops)
 
     return build
 
@@ -608,8 +680,9 @@ def drop_tables(names: list[tuple[str | None, str]], if_exists: bool, cascade: b
                 raise SqlError(UNDEFINED_TABLE, f'table "{name}" does not exist')
             if rel.builtin:
                 raise SqlError(WRONG_OBJECT_TYPE, f'cannot drop system table "{name}"')
-            if isinstance(rel, View):
-                raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a table', hint="Use DROP VIEW to remove a view.")
+            if isinstance(rel, (View, MaterializedView)):
+                raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a table',
+                               hint=f"Use DROP {_kind(rel).upper()} to remove a {_kind(rel)}.")
             dropped.append(rel)
         ops += _drop_dependents(snap, dropped, cascade, "table")
         for rel in dropped:
@@ -668,6 +741,8 @@ def rename_item(schema: str | None, name: str, new_name: str, if_exists: bool):
         if snap.name_taken(obj.schema, new_name):
             raise SqlError(DUPLICATE_TABLE, f'relation "{new_name}" already exists')
         new = replace(obj, name=new_name)
+        if isinstance(obj, MaterializedView):  # same id, same shard: its cluster keeps maintaining it
+            return [durable.UpdateMaterializedView(new)]
         if isinstance(obj, Table):
             return [durable.UpdateTable(new)]
         if isinstance(obj, View):
@@ -693,7 +768,8 @@ def comment_on(kind: str, names: list[str], text: str | None):
 
     Raises (from ``build``): 42P01 / 42703 / 3F000 for what does not exist; 42809 for
     an object of another kind; 0A000 for other kinds and system schemas."""
-    kinds = {"TABLE": (Table,), "VIEW": (View,), "SEQUENCE": (Sequence,), "INDEX": (Index,)}
+    kinds = {"TABLE": (Table,), "VIEW": (View,), "SEQUENCE": (Sequence,), "INDEX": (Index,),
+             "MATVIEW": (MaterializedView,)}
 
     def build(snap: CatalogSnapshot, ids) -> list:
         if kind == "SCHEMA":

@@ -203,7 +203,8 @@ class Session:
         with describing(params):
             if isinstance(stmt, ast.SelectStmt):
                 cols = peek.columns(QueryPlanner(self.env.snapshot, params).plan_raw(stmt))
-            elif isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas, mz.ShowObjects, mz.ShowIndexes)):
+            elif isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas, mz.ShowObjects, mz.ShowIndexes,
+                                   mz.ShowMaterializedViews, mz.ShowCreate)):
                 q = show.show_query(self, stmt)
                 cols = peek.columns(QueryPlanner(self.env.snapshot).plan_raw(parse_generated(q)))
             elif isinstance(stmt, ast.VariableShowStmt):
@@ -277,6 +278,8 @@ HANDLERS: dict[type, Callable] = {
     mz.ShowClusterReplicas: show.show,
     mz.ShowObjects: show.show,
     mz.ShowIndexes: show.show,
+    mz.ShowMaterializedViews: show.show,
+    mz.ShowCreate: show.show,
     # writes
     ast.InsertStmt: writes.insert,
     ast.UpdateStmt: writes.rewrite,
@@ -292,6 +295,7 @@ HANDLERS: dict[type, Callable] = {
     ast.ViewStmt: ddl.create_view,
     ast.IndexStmt: ddl.create_index,
     mz.CreateIndex: ddl.create_index,
+    mz.CreateMaterializedView: ddl.create_materialized_view,
     ast.DropStmt: ddl.drop,
     ast.CreateSeqStmt: ddl.create_sequence,
     ast.CreateSchemaStmt: ddl.create_schema,

@@ -20,7 +20,7 @@ from pglast import ast
 from pglast.enums import AlterTableType, ObjectType
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, DUPLICATE_COLUMN
-from catalog.snapshot import Column, Table
+from catalog.snapshot import Column, MaterializedView, Table
 from catalog.types import TEXT
 from sqlfront import sequence_ddl as build
 from sqlfront.sequence.ddl import run
@@ -118,7 +118,7 @@ def alter_table(s: Session, stmt: ast.AlterTableStmt, sql: str, params) -> Resul
 
 def _table(snap, rv) -> Table:
     rel = snap.resolve_relation(rv.schemaname, rv.relname)
-    if not isinstance(rel, Table):
+    if not isinstance(rel, Table) or isinstance(rel, MaterializedView):
         raise SqlError("42809", f'"{rv.relname}" is not a table')
     return rel
 
@@ -203,7 +203,7 @@ def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source:
 
 
 def rename(s: Session, stmt: ast.RenameStmt, sql: str, params) -> Result:
-    """ALTER SCHEMA/TABLE/VIEW/SEQUENCE/INDEX ... RENAME TO, ALTER TABLE ... RENAME
+    """ALTER SCHEMA/TABLE/VIEW/MATERIALIZED VIEW/SEQUENCE/INDEX ... RENAME TO, ALTER TABLE ... RENAME
     [COLUMN] a TO b. Views that read a renamed object by name keep reading that name
     (they are bound by name, not by OID as in PostgreSQL).
 
@@ -215,7 +215,7 @@ def rename(s: Session, stmt: ast.RenameStmt, sql: str, params) -> Result:
         run(s, build.rename_schema(stmt.subname, stmt.newname))
         return Result("ALTER SCHEMA")
     kinds = {ObjectType.OBJECT_TABLE: "TABLE", ObjectType.OBJECT_VIEW: "VIEW", ObjectType.OBJECT_SEQUENCE: "SEQUENCE",
-             ObjectType.OBJECT_INDEX: "INDEX"}
+             ObjectType.OBJECT_INDEX: "INDEX", ObjectType.OBJECT_MATVIEW: "MATERIALIZED VIEW"}
     if t in kinds:
         rv = stmt.relation
         run(s, build.rename_item(rv.schemaname, rv.relname, stmt.newname, bool(stmt.missing_ok)))

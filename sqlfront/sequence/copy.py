@@ -11,6 +11,7 @@ import pglast
 from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN
+from catalog.snapshot import MaterializedView
 from planner.writes import check_not_null
 from spark_exec.load import read_file
 from sqlfront.copy import allowed_copy_from_path
@@ -47,6 +48,8 @@ def copy(s: Session, stmt: ast.CopyStmt, sql: str, params):
     rel = snap.resolve_relation(stmt.relation.schemaname, stmt.relation.relname)
     if rel.builtin:
         raise SqlError("42809", f'cannot copy to system table "{rel.name}"')
+    if isinstance(rel, MaterializedView):
+        raise SqlError("42809", f'cannot copy to materialized view "{rel.name}"')
     fmt = opts.get("format", "text").lower()
     positions = None
     if stmt.attlist:

@@ -5,6 +5,7 @@ Coordinator main loop (the only catalog writer)."""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 import pglast
@@ -138,7 +139,8 @@ def alter_sequence(s: Session, stmt: ast.AlterSeqStmt, sql: str, params) -> Resu
 
 
 def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
-    """DROP TABLE / VIEW / INDEX [IF EXISTS]. Raises SqlError 0A000 for other objects."""
+    """DROP TABLE / VIEW / MATERIALIZED VIEW / INDEX / SEQUENCE / SCHEMA [IF EXISTS] ...
+    [CASCADE]. Raises SqlError 0A000 for other objects."""
     if stmt.removeType == ObjectType.OBJECT_SCHEMA:
         run(s, build.drop_schemas([o.sval for o in stmt.objects], bool(stmt.missing_ok),
                                   stmt.behavior == DropBehavior.DROP_CASCADE))
@@ -149,6 +151,8 @@ def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
         names.append((parts[-2] if len(parts) > 1 else None, parts[-1]))
     kinds = {ObjectType.OBJECT_TABLE: (build.drop_tables, "DROP TABLE"),
              ObjectType.OBJECT_VIEW: (build.drop_views, "DROP VIEW"),
+             ObjectType.OBJECT_MATVIEW: (functools.partial(build.drop_views, materialized=True),
+                                         "DROP MATERIALIZED VIEW"),
              ObjectType.OBJECT_INDEX: (build.drop_indexes, "DROP INDEX"),
              ObjectType.OBJECT_SEQUENCE: (build.drop_sequences, "DROP SEQUENCE")}
     if stmt.removeType not in kinds:
@@ -209,3 +213,76 @@ def create_index(s: Session, stmt: ast.IndexStmt | mz.CreateIndex, sql: str, par
             raise syntax_error(e) from None
     run(s, build.create_index(stmt, s.vars.get("cluster")))
     return Result("CREATE INDEX")
+
+
+#: functions whose value depends on when or by whom a query runs: a materialized view
+#: cannot keep them current (Materialize: "cannot materialize call to now")
+UNMATERIALIZABLE = frozenset({
+    "now", "current_timestamp", "localtimestamp", "current_date", "current_time", "localtime", "mz_now",
+    "random", "gen_random_uuid", "nextval", "currval", "lastval", "setval", "set_config", "current_setting",
+    "current_user", "session_user", "user", "current_role", "pg_backend_pid", "clock_timestamp",
+    "statement_timestamp", "transaction_timestamp", "timeofday", "current_schema", "current_schemas",
+    "current_database", "current_catalog",
+})
+
+
+def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: str, params) -> Result:
+    """CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name [(cols)] [IN CLUSTER c]
+    AS query (Materialize's "CREATE MATERIALIZED VIEW"): the query is planned here (its
+    columns, its inputs); the cluster (default: the session's) computes its contents
+    into the view's shard and keeps them current (``spark_exec.materializations``).
+
+    Raises:
+        SqlError 42601 for a query that is not one SELECT; the planner's errors; 0A000
+        for a query that reads system tables or temporary tables, or calls a function
+        whose value changes with the time or the session (``UNMATERIALIZABLE``); 42601
+        for more column names than columns; 42701 for a duplicate column name; the
+        catalog's (``sequence_ddl.create_materialized_view``)."""
+    from pglast.enums import SQLValueFunctionOp
+    from pglast.stream import RawStream
+
+    from catalog.snapshot import Column, Table
+    from planner.expr import ast_nodes
+    from planner.plan import relations_read
+
+    try:
+        parsed = pglast.parse_sql(stmt.query)
+    except pglast.parser.ParseError as e:
+        raise syntax_error(e) from None
+    if len(parsed) != 1 or not isinstance(parsed[0].stmt, ast.SelectStmt):
+        raise SqlError("42601", "CREATE MATERIALIZED VIEW needs one SELECT")
+    query = parsed[0].stmt
+    for n in ast_nodes(query):
+        fname = None
+        if isinstance(n, ast.FuncCall):
+            fname = n.funcname[-1].sval.lower()
+        elif isinstance(n, ast.SQLValueFunction):
+            fname = SQLValueFunctionOp(n.op).name.removeprefix("SVFOP_").lower().removesuffix("_n")
+        if fname in UNMATERIALIZABLE:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"cannot materialize call to {fname}")
+    snap = s.env.snapshot
+    planner = QueryPlanner(snap)
+    pq = planner.plan_raw(query)
+    names = list(pq.names)
+    if stmt.columns:
+        if len(stmt.columns) > len(names):
+            raise SqlError("42601", "CREATE MATERIALIZED VIEW specifies more column names than columns")
+        names = list(stmt.columns) + names[len(stmt.columns):]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise SqlError("42701", f'column "{dup}" specified more than once')
+    reads = relations_read(QueryPlanner(snap).plan_select(query).plan)
+    temps = {sc.name for sc in snap.schemas.values() if sc.temp}
+    for r in reads:
+        if r.builtin:
+            raise SqlError(FEATURE_NOT_SUPPORTED,
+                           f'materialized views over system tables are not supported: "{r.name}"')
+        if r.schema in temps:
+            raise SqlError(FEATURE_NOT_SUPPORTED,
+                           f'materialized view "{stmt.name}" cannot depend on temporary table "{r.name}"')
+    cols = tuple(Column(n, t) for n, (_, t) in zip(names, pq.plan.columns))
+    ids = frozenset(r.id for r in reads if isinstance(r, Table))
+    run(s, build.create_materialized_view(stmt.schema, stmt.name, RawStream()(query), cols,
+                                          stmt.cluster or s.vars.get("cluster"), ids, stmt.or_replace,
+                                          stmt.if_not_exists))
+    return Result("CREATE MATERIALIZED VIEW")

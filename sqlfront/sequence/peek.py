@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import copy
 import functools
 import threading
 import time
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from pglast import ast
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, QUERY_CANCELED
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, QUERY_CANCELED, query_canceled
 from catalog.snapshot import Table
 from catalog.types import SqlType, TEXT
 from persist import Batch, PartRead, ShardSnapshot, SinceError
@@ -119,6 +120,11 @@ def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | 
             stream = ResultStream(cols, lambda: next(chunks, None), on_close=functools.partial(peek_finished, s, None))
         else:
             cc, as_of, scan, holds = _read_at(s, as_of)
+            try:
+                await_materialized(s, plan, as_of)
+            except BaseException:
+                peek_finished(s, as_of, holds)
+                raise
             ps = cc.peek_stream(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
                                 s.vars.statement_timeout_s(), s.cancel_event,
                                 on_close=functools.partial(peek_finished, s, as_of, holds))
@@ -219,6 +225,44 @@ def pending_parts(s: Session) -> dict[str, list[PartRead]]:
     return out
 
 
+def await_materialized(s: Session, plan, as_of: int) -> None:
+    """Wait until every materialized view ``plan`` reads is complete for ``as_of`` (its
+    shard's upper is past it), asking the clusters that host them to get there: a read
+    after a write into a view's input sees the write (Materialize's reads wait for their
+    inputs' uppers). A view whose cluster has no healthy replica makes the read wait.
+
+    Raises:
+        SqlError 57014 when the statement timeout passes or the statement is canceled;
+        the error the view's query raised, while its cluster cannot compute it."""
+    from catalog.snapshot import MaterializedView
+    from persist import Backoff
+    from planner.plan import relations_read
+
+    views = list(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, MaterializedView)))
+    if not views:
+        return
+    env, persist = s.env, s.env.persist
+    timeout = s.vars.statement_timeout_s()
+    deadline = time.monotonic() + timeout if timeout else None
+    for view in views:
+        poll = Backoff()
+        st = persist.state(view.shard_id)
+        while st.upper <= as_of:
+            env.request_materialization(view, as_of)
+            err = env.materialization_error(view)
+            if err is not None:
+                raise copy.copy(err)  # the maintainer's, shared: each reader raises its own
+            if s.cancel_event.is_set() or s.client_gone():
+                raise query_canceled(timeout=False)
+            if view.id not in env.snapshot.materialized_views:  # dropped while we waited
+                raise SqlError("42P01", f"unknown catalog item '{view.name}'")
+            wait = 0.25 if deadline is None else min(0.25, deadline - time.monotonic())
+            if wait <= 0:
+                raise query_canceled(timeout=True)
+            persist.wait_for_change({view.shard_id: st.seqno}, wait, poll)
+            st = persist.latest(view.shard_id)
+
+
 class _Holds:
     """The persist read holds of one peek. Replicas racing the peek lower it on their own
     threads, so a hold may arrive after the peek ended: it is released at once then."""
@@ -251,6 +295,7 @@ def _peek(s: Session, plan, as_of: int | None, job):
             peek_finished(s, None)
     cc, as_of, scan, holds = _read_at(s, as_of)
     try:
+        await_materialized(s, plan, as_of)
         result = cc.peek(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
                          s.vars.statement_timeout_s(), s.cancel_event, job)
     finally:

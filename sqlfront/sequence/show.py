@@ -1,5 +1,5 @@
 """Materialize's SHOW statements (SHOW CLUSTERS, CLUSTER REPLICAS, TABLES, VIEWS,
-COLUMNS, SCHEMAS, DATABASES, INDEXES) as queries over the system catalog, run as
+MATERIALIZED VIEWS, CREATE MATERIALIZED VIEW, COLUMNS, SCHEMAS, DATABASES, INDEXES) as queries over the system catalog, run as
 peeks. SHOW of a session variable is ``sqlfront.sequence.vars``'s."""
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ def show_query(s: Session, stmt) -> str:
         return _show_objects_query(s, stmt)
     if isinstance(stmt, mz.ShowIndexes):
         return _show_indexes_query(s, stmt)
+    if isinstance(stmt, mz.ShowMaterializedViews):
+        return _show_materialized_views_query(s, stmt)
+    if isinstance(stmt, mz.ShowCreate):
+        return _show_create_query(s, stmt)
     if isinstance(stmt, mz.ShowClusters):
         base = "SELECT name FROM mz_catalog.mz_clusters"
         col = "name"
@@ -71,6 +75,41 @@ def _show_indexes_query(s: Session, stmt: mz.ShowIndexes) -> str:
                         for t in pglast.parser.scan(stmt.where))
         stmt = mz.ShowIndexes(stmt.on, stmt.cluster, stmt.like, where)
     return _show_filtered("*", base, "name", stmt, "1")
+
+
+def _show_materialized_views_query(s: Session, stmt: mz.ShowMaterializedViews) -> str:
+    """SHOW MATERIALIZED VIEWS [FROM schema] [IN CLUSTER c]: name, cluster, comment (as
+    in Materialize's SQL reference).
+
+    Raises:
+        SqlError 3F000 for an unknown schema; 42704 for an unknown cluster."""
+    snap = s.env.snapshot
+    schema = stmt.schema or snap.search_path()[0]
+    if not snap.schema_exists(snap.schema_name(schema)):
+        raise SqlError("3F000", f"unknown schema '{schema}'")
+    base = ("SELECT m.name, c.name AS cluster, '' AS comment"
+            " FROM mz_catalog.mz_materialized_views m JOIN mz_catalog.mz_clusters c ON c.id = m.cluster_id"
+            " JOIN mz_catalog.mz_schemas sc ON sc.id = m.schema_id"
+            f" WHERE sc.name = {quote_literal(snap.schema_name(schema))}")
+    if stmt.cluster is not None:
+        base += f" AND c.id = {quote_literal(snap.resolve_cluster(stmt.cluster).id)}"
+    return _show_filtered("*", base, "name", stmt, "1")
+
+
+def _show_create_query(s: Session, stmt: mz.ShowCreate) -> str:
+    """SHOW CREATE MATERIALIZED VIEW name: its qualified name and the statement that
+    makes it (Materialize's ``name``, ``create_sql`` columns).
+
+    Raises:
+        SqlError 42P01 for an unknown name; 42809 for another kind of object."""
+    from catalog.snapshot import MaterializedView
+
+    rel = s.env.snapshot.resolve_relation(stmt.schema, stmt.name)
+    if not isinstance(rel, MaterializedView):
+        raise SqlError("42809", f"{stmt.name} is not a {stmt.kind}")
+    return ("SELECT 'materialize.' || sc.name || '.' || m.name AS name, m.create_sql"
+            " FROM mz_catalog.mz_materialized_views m JOIN mz_catalog.mz_schemas sc ON sc.id = m.schema_id"
+            f" WHERE m.id = {quote_literal(rel.id)}")
 
 
 def _show_objects_query(s: Session, stmt: mz.ShowObjects) -> str:

@@ -1,0 +1,348 @@
+"""Materialized views: the cluster that hosts one keeps its shard current (Materialize's
+"CREATE MATERIALIZED VIEW": the view's results persisted in durable storage, "incrementally
+updated as new data arrives" by the cluster it was created in).
+
+One thread per cluster (``MaterializationMaintainer``, owned by its ClusterCoordinator;
+never the Coordinator main loop) follows the shards its views read (persist's
+``wait_for_change``: PubSub pushes and this process's own compare-and-sets wake it, polling
+is the fallback) and, for each view in dependency order, in rounds:
+
+1. picks ``target``: the newest timestamp every input is complete for. A table is
+   complete for the oracle's read timestamp (``read_ts`` never passes an unapplied
+   write); a materialized view for its upper - 1.
+2. If an input has updates the view has not accounted for (a part it has not seen:
+   compaction moves times back to since, so times alone cannot tell; after a restart,
+   parts' time bounds in ``[upper, target]``) or the view was never computed, the query runs again on a replica of the cluster at
+   ``target``, next to the view's current contents (its shard at ``upper - 1``) with
+   diff -1; the replica consolidates the two (``(row, sum(diff))`` where the sum is not
+   0; an addition of n copies as n updates of +1, what persist's readers expect of a
+   part without retractions) and writes the difference as a part straight to Blob
+   (``spark_exec.writes``). It is appended by compare-and-append at the newest input update's timestamp, then the upper
+   is advanced to ``target + 1``. Updates of several input timestamps that arrive
+   together are folded into the newest one (as SUBSCRIBE's re-run path does).
+3. Otherwise the upper moves to ``target + 1`` by an empty compare-and-append, when a
+   reader asks for it (``request``) or every ``ADVANCE_S`` seconds.
+
+All state is the shard's: a restarted process resumes from the upper it finds. A cluster
+without a healthy replica advances nothing (reads wait, as in Materialize).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+from catalog.errors import SqlError
+from catalog.snapshot import MaterializedView, Table
+from catalog.types import INT8
+from persist import DIFF_COLUMN, Backoff, PersistClient, UpperMismatch
+from planner.plan import Get, Plan, Project, SetOp
+from planner.scalar import Cast, ColRef, Literal
+from spark_exec.lower import BuiltinFn, spark_type
+from spark_exec.writes import PartUrls, write_job
+
+if TYPE_CHECKING:
+    from spark_exec.cluster_coordinator import ClusterCoordinator
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Materialization:
+    """One materialized view as its cluster maintains it: the view (shard, columns), the
+    optimized plan of its query, and the stored relations the plan reads (tables and
+    materialized views; views are already expanded into the plan)."""
+
+    view: MaterializedView
+    plan: Plan
+    inputs: tuple[Table, ...]
+
+
+#: () -> the materialized views the cluster hosts now, in dependency order
+WantedFn = Callable[[], list[Materialization]]
+
+
+class MaterializationMaintainer:
+    """Keeps the materialized views of one cluster current (see the module doc).
+
+    ``wanted()`` lists them; ``read_ts()`` is the timestamp oracle's read timestamp;
+    ``request_input(view, ts)`` asks the cluster hosting ``view`` (maybe another one) to
+    advance it past ``ts`` (a view over a view); ``on_append({shard})`` hears of each
+    append of data. Thread-safe: ``request`` and ``error`` are called from sessions."""
+
+    #: seconds between advancing idle views' uppers to the read timestamp
+    ADVANCE_S = 1.0
+    #: longest wait for input changes between looks at requests (seconds)
+    WAIT_S = 0.05
+    #: longest pause before computing a view again after its query failed (seconds)
+    MAX_RETRY_S = 10.0
+
+    def __init__(self, cc: "ClusterCoordinator", persist: PersistClient, read_ts: Callable[[], int],
+                 wanted: WantedFn, builtin_rows: BuiltinFn, request_input: Callable[[MaterializedView, int], None],
+                 on_append: Callable[[set[str]], None] | None = None, replica_wait_s: float = 5.0):
+        self.cc = cc
+        self.persist = persist
+        self.read_ts = read_ts
+        self.wanted = wanted
+        self.builtin_rows = builtin_rows
+        self.request_input = request_input
+        self.replica_wait_s = replica_wait_s
+        #: called with {shard} after new data was appended to a view's shard (compaction follows)
+        self.on_append = on_append
+        self._lock = threading.Lock()
+        #: view id -> the greatest timestamp a reader waits for the view to pass
+        self._requests: dict[str, int] = {}
+        #: view id -> (the error its query raised last, when to try again (monotonic s), pause)
+        self._errors: dict[str, tuple[SqlError, float, float]] = {}
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._watched: set[str] = set()
+        #: view id -> the keys of the input parts its contents account for
+        self._seen: dict[str, frozenset[str]] = {}
+        self._thread: threading.Thread | None = None
+        #: rounds that ran the query on a replica (for tests and metrics)
+        self.computations = 0
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name=f"materialize-{self.cc.name}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        for shard in list(self._watched):
+            self.persist.unwatch(shard)
+        self._watched.clear()
+
+    def request(self, view_id: str, ts: int) -> None:
+        """A reader waits for view ``view_id``'s upper to pass ``ts``: advance it soon."""
+        with self._lock:
+            if self._requests.get(view_id, -1) < ts:
+                self._requests[view_id] = ts
+        self._wake.set()
+
+    def error(self, view_id: str) -> SqlError | None:
+        """The error the view's query raised the last time it ran, if that failed."""
+        with self._lock:
+            e = self._errors.get(view_id)
+        return e[0] if e is not None else None
+
+    # -- the loop ---------------------------------------------------------------------
+
+    def _loop(self) -> None:
+        last_advance = 0.0
+        poll = Backoff()
+        while not self._stop.is_set():
+            try:
+                mats = self.wanted()
+            except Exception as e:  # the catalog is changing under us: next round
+                log.warning("materialized views of cluster %s: %s", self.cc.name, e)
+                mats = []
+            self._follow({i.shard_id for m in mats for i in m.inputs})
+            # Before looking at the inputs: a change during the round wakes the next one.
+            seen = {s: self.persist.latest(s).seqno for s in self._watched}
+            self._wake.clear()
+            with self._lock:
+                requests, self._requests = self._requests, {}
+            periodic = time.monotonic() - last_advance >= self.ADVANCE_S
+            if periodic:
+                last_advance = time.monotonic()
+            if mats and self.cc.has_healthy_replica():
+                for m in mats:
+                    if self._stop.is_set():
+                        return
+                    try:
+                        self._step(m, requests.get(m.view.id), periodic)
+                    except Exception as e:
+                        log.warning("maintaining materialized view %s: %s", m.view.name, e)
+            # What readers asked for and did not get yet (an input view of another
+            # cluster is behind, no healthy replica) is asked again next round.
+            live = {m.view.id: m.view for m in mats}
+            with self._lock:
+                for vid, ts in requests.items():
+                    if vid in live and self.persist.latest(live[vid].shard_id).upper <= ts:
+                        self._requests[vid] = max(ts, self._requests.get(vid, -1))
+            self._wait(seen, poll)
+
+    def _wait(self, seen: dict[str, int], poll: Backoff) -> None:
+        """Until an input shard changes (``seen``: its seqnos now), a reader asks, the
+        next periodic advance is due, or the maintainer stops."""
+        deadline = time.monotonic() + self.ADVANCE_S
+        while not self._stop.is_set() and not self._wake.is_set() and time.monotonic() < deadline:
+            with self._lock:
+                pending = bool(self._requests)
+            if pending:
+                self._stop.wait(self.WAIT_S)
+                return
+            if seen:
+                if self.persist.wait_for_change(seen, self.WAIT_S, poll):
+                    return
+            else:
+                self._wake.wait(self.WAIT_S)
+
+    def _follow(self, shards: set[str]) -> None:
+        """Subscribe to the pushes of ``shards`` (and only those)."""
+        for s in shards - self._watched:
+            self.persist.watch(s)
+        for s in self._watched - shards:
+            self.persist.unwatch(s)
+        self._watched = set(shards)
+
+    def _step(self, m: Materialization, requested: int | None, periodic: bool) -> None:
+        """Bring view ``m`` up to what its inputs are complete for (see the module doc)."""
+        persist, view = self.persist, m.view
+        with self._lock:
+            failed = self._errors.get(view.id)
+        if failed is not None and time.monotonic() < failed[1]:
+            return
+        ts = self.read_ts()
+        st = persist.state(view.shard_id)
+        if not st.seqno:  # dropped (or not created yet)
+            return
+        upper = st.upper
+        target = ts
+        states = {}
+        for inp in m.inputs:
+            if isinstance(inp, MaterializedView):
+                ist = persist.state(inp.shard_id)
+                if ist.upper - 1 < target:
+                    target = ist.upper - 1
+                    if requested is not None and ist.upper <= requested:
+                        self.request_input(inp, requested)
+            elif persist.fence_reads:  # other processes write it: nothing may land at or below ts later
+                ist = persist.advance_upper(inp.shard_id, ts)
+            else:
+                ist = persist.state(inp.shard_id)
+            states[inp.shard_id] = ist
+        if target < upper:
+            return  # an input view is behind this one's upper
+        changed_at, considered = changed_time(states.values(), upper, target, self._seen.get(view.id))
+        if changed_at is None and upper == 0:
+            changed_at = target  # never computed: its first contents
+        if changed_at is None:
+            self._seen[view.id] = considered
+            if periodic or (requested is not None and upper <= requested):
+                persist.compare_and_append(view.shard_id, [], upper, target)
+            return
+        batch = self._compute(m, upper, st.since, target)
+        r = persist.compare_and_append(view.shard_id, [batch] if batch is not None else [], upper, changed_at)
+        if isinstance(r, UpperMismatch):  # someone else advanced it (a dropped and re-made cluster?)
+            if batch is not None:
+                persist.delete_batch(batch)
+            return
+        self._seen[view.id] = considered
+        if batch is not None and self.on_append is not None:
+            self.on_append({view.shard_id})
+        if target > changed_at:
+            persist.compare_and_append(view.shard_id, [], changed_at + 1, target)
+
+    def _compute(self, m: Materialization, upper: int, since: int, target: int):
+        """The difference between the query's rows at ``target`` and the view's contents
+        (its shard at ``upper - 1``), written by a replica as a batch of updates; None
+        when there is none.
+
+        Raises:
+            SqlError: the query's errors (recorded for readers: ``error``); 55000 when the
+            cluster has no healthy replica."""
+        view = m.view
+        cols = tuple((c.name, c.type) for c in view.columns)
+        if len(m.plan.columns) != len(cols):
+            raise SqlError("XX000", f'the query of materialized view "{view.name}" no longer has its columns')
+        n = len(cols)
+        names = tuple(c for c, _ in cols) + (DIFF_COLUMN,)
+
+        def signed(plan, diff: int):
+            # the view's column types, as created (a plan may type a column more precisely)
+            refs = tuple(ColRef(i, pt) if pt == t else Cast(ColRef(i, pt), t)
+                         for i, ((_, pt), (_, t)) in enumerate(zip(plan.columns, cols)))
+            return Project(plan, refs + (Literal(diff, INT8),), names)
+
+        plan = signed(m.plan, 1)
+        if upper > 0:  # the view has contents to retract (a never computed one has none)
+            plan = SetOp("union", plan, signed(Get(view, cols), -1), True)
+        own_as_of = max(upper - 1, since)
+        holds = []
+        hold_lock = threading.Lock()
+
+        def scan(rel: Table):
+            snap, hold = self.persist.read(rel.shard_id, own_as_of if rel.id == view.id else target)
+            with hold_lock:
+                holds.append(hold)
+            return snap
+
+        urls = PartUrls(lambda: self.persist.new_part_url(view.shard_id))
+        write = write_job(view, urls.url_for, diffs=True)
+
+        def job(df, replica_id: str):
+            from pyspark.sql.connect import functions as F
+
+            keys = [f"c{i}" for i in range(n)]
+            df = df.toDF(*keys, DIFF_COLUMN)
+            # Each column in the storage type of the view's column (what its parts are read
+            # as: an unconstrained numeric's scale, say), before rows are compared.
+            df = df.select(*[F.col(k) if "interval" in (t.name, getattr(t.element, "name", None) if t.is_array else None) else F.col(k).cast(spark_type(t)).alias(k)
+                             for k, (_, t) in zip(keys, cols)], DIFF_COLUMN)
+            df = df.groupBy(*keys).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN))
+            # persist reads a part without retractions as one row per update: an addition
+            # of n copies is n updates of +1 (retractions make readers sum the diffs)
+            d = F.col(DIFF_COLUMN)
+            added = df.where(d > 0).select(*keys, F.explode(F.array_repeat(F.lit(1).cast("long"), d.cast("int")))
+                                           .alias(DIFF_COLUMN))
+            return write(added.unionAll(df.where(d < 0)), replica_id)
+
+        winner = None
+        try:
+            winner = self.cc.peek(plan, scan, self.builtin_rows, self.replica_wait_s, None, self._stop, job)
+        except SqlError as e:
+            if e.sqlstate != "55000":
+                self._failed(view.id, e)
+            raise
+        finally:
+            for key in urls.keys_except(winner):
+                self.persist.blob.delete(key)
+            for h in holds:
+                self.persist.release(h)
+        with self._lock:
+            self._errors.pop(view.id, None)
+        self.computations += 1
+        batch = self.persist.written_batch(urls.parts[winner][0], diffs=True)
+        if batch.updates == 0:
+            self.persist.delete_batch(batch)
+            return None
+        return batch
+
+    def _failed(self, view_id: str, e: SqlError) -> None:
+        with self._lock:
+            pause = min(self.MAX_RETRY_S, 2 * self._errors[view_id][2]) if view_id in self._errors else 0.5
+            self._errors[view_id] = (e, time.monotonic() + pause, pause)
+
+
+def changed_time(states, upper: int, target: int, seen: frozenset[str] | None = None
+                 ) -> tuple[int | None, frozenset[str]]:
+    """When the inputs (their shard ``states``) changed after a view computed up to
+    ``upper - 1``: the newest time in ``[upper, target]`` to put the difference at, or None
+    when nothing changed; and the keys of the parts that answer accounts for (those whose
+    updates are all at or before ``target``).
+
+    A part whose key is not in ``seen`` (the keys accounted for last time) is a change:
+    compaction rewrites parts with their times moved to the shard's since, so a new part
+    may hold updates the view has not seen at times below ``upper``. Without ``seen`` (a
+    restarted process), parts' time bounds decide: an append's time, else a part whose
+    bounds reach ``upper``. A part straddling ``target`` counts as ``target``."""
+    out = None
+    considered = set()
+    for st in states:
+        for p in st.parts:
+            first, last = (p.ts, p.ts) if p.ts is not None else (p.lower, p.upper - 1)
+            if first > target:
+                continue  # lands after target: the next round's
+            if last <= target:  # a part straddling target still has news for the next round
+                considered.add(p.key)
+            if (p.key in seen) if seen is not None else last < upper:
+                continue
+            t = min(max(last, upper), target)
+            out = t if out is None else max(out, t)
+    return out, frozenset(considered)

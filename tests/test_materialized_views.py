@@ -1,0 +1,203 @@
+"""Materialized views through the wire (Materialize's "CREATE MATERIALIZED VIEW"): kept
+current by their cluster as their inputs change, stored in a shard of their own, readable
+from any cluster right after a write into an input, SUBSCRIBE-able, and still maintained
+after a restart."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import psycopg
+import pytest
+
+from server import Server
+
+
+def rows(conn, sql: str) -> list[tuple]:
+    return sorted(conn.execute(sql).fetchall())
+
+
+def test_mv_follows_inserts_updates_and_deletes_of_its_table(server, conn):
+    conn.execute("CREATE TABLE mv_base (k int, v text)")
+    conn.execute("INSERT INTO mv_base VALUES (1, 'a'), (2, 'b')")
+    conn.execute("CREATE MATERIALIZED VIEW mv_upper AS SELECT k, upper(v) AS u FROM mv_base WHERE k > 0")
+    assert rows(conn, "SELECT * FROM mv_upper") == [(1, "A"), (2, "B")]
+    # Each read comes right after the write: reads wait for the view to cover it.
+    conn.execute("INSERT INTO mv_base VALUES (3, 'c'), (3, 'c'), (-1, 'hidden')")
+    assert rows(conn, "SELECT * FROM mv_upper") == [(1, "A"), (2, "B"), (3, "C"), (3, "C")]  # a bag
+    conn.execute("UPDATE mv_base SET v = 'z' WHERE k = 1")
+    assert rows(conn, "SELECT * FROM mv_upper") == [(1, "Z"), (2, "B"), (3, "C"), (3, "C")]
+    conn.execute("DELETE FROM mv_base WHERE k = 2 OR (k = 3 AND v = 'c')")
+    conn.execute("INSERT INTO mv_base VALUES (3, 'c')")
+    assert rows(conn, "SELECT u FROM mv_upper WHERE k < 3") == [("Z",)]
+    # Another cluster reads the same shard (its replica here is the quickstart's Spark
+    # Connect server again, as REMOTE: no second JVM for the test).
+    rid = conn.execute("SELECT r.id FROM mz_cluster_replicas r JOIN mz_clusters c ON c.id = r.cluster_id"
+                       " WHERE c.name = 'quickstart' AND r.name = 'r1'").fetchone()[0]
+    d = server.data_dir / "replicas" / rid
+    port, token = (d / "port").read_text().strip(), (d / "token").read_text().strip()
+    conn.execute(f"CREATE CLUSTER mv_reader REPLICAS (r (REMOTE ('127.0.0.1:{port}'), TOKEN '{token}'))")
+    try:
+        with server.connect(options="-c cluster=mv_reader") as other:
+            other.execute("SET statement_timeout = '60s'")
+            assert rows(other, "SELECT * FROM mv_upper") == [(1, "Z"), (3, "C")]
+            other.execute("INSERT INTO mv_base VALUES (4, 'd')")
+            assert rows(other, "SELECT k FROM mv_upper") == [(1,), (3,), (4,)]
+    finally:
+        conn.execute("DROP CLUSTER mv_reader")
+    assert conn.execute("SELECT count(*) FROM mv_upper").fetchone() == (3,)
+    conn.execute("DROP TABLE mv_base CASCADE")  # its view's cluster stops maintaining it
+
+
+def test_mv_over_join_and_aggregate_and_over_views_and_mvs(conn):
+    conn.execute("CREATE TABLE mv_orders (id int, cust int, amount int)")
+    conn.execute("CREATE TABLE mv_custs (id int, name text)")
+    conn.execute("INSERT INTO mv_custs VALUES (1, 'ann'), (2, 'bob')")
+    conn.execute("INSERT INTO mv_orders VALUES (1, 1, 10), (2, 1, 5), (3, 2, 7)")
+    conn.execute("CREATE VIEW mv_joined AS SELECT c.name, o.amount FROM mv_orders o JOIN mv_custs c ON c.id = o.cust")
+    conn.execute("CREATE MATERIALIZED VIEW mv_totals AS SELECT name, count(*) AS n, sum(amount) AS total"
+                 " FROM mv_joined GROUP BY name")
+    conn.execute("CREATE MATERIALIZED VIEW mv_grand AS SELECT sum(total) AS s, max(n) AS most FROM mv_totals")
+    assert rows(conn, "SELECT * FROM mv_totals") == [("ann", 2, 15), ("bob", 1, 7)]
+    assert rows(conn, "SELECT * FROM mv_grand") == [(22, 2)]
+    conn.execute("INSERT INTO mv_orders VALUES (4, 2, 100), (5, 3, 1)")
+    conn.execute("INSERT INTO mv_custs VALUES (3, 'cy')")
+    assert rows(conn, "SELECT * FROM mv_totals") == [("ann", 2, 15), ("bob", 2, 107), ("cy", 1, 1)]
+    assert rows(conn, "SELECT * FROM mv_grand") == [(123, 2)]
+    conn.execute("DELETE FROM mv_orders WHERE cust = 1")
+    assert rows(conn, "SELECT * FROM mv_grand") == [(108, 2)]
+    # An MV joined with a table in a plain query.
+    assert rows(conn, "SELECT t.name, c.id FROM mv_totals t JOIN mv_custs c ON c.name = t.name") == \
+        [("bob", 2), ("cy", 3)]
+    with pytest.raises(psycopg.errors.DependentObjectsStillExist):
+        conn.execute("DROP MATERIALIZED VIEW mv_totals")
+    conn.execute("DROP TABLE mv_orders, mv_custs CASCADE")
+    assert conn.execute("SELECT count(*) FROM mz_materialized_views WHERE name IN ('mv_totals', 'mv_grand')"
+                        ).fetchone() == (0,)
+
+
+def test_subscribe_to_mv_sees_its_changes(server, conn):
+    conn.execute("CREATE TABLE mv_sub_t (a int)")
+    conn.execute("INSERT INTO mv_sub_t VALUES (1), (2)")
+    conn.execute("CREATE MATERIALIZED VIEW mv_sub AS SELECT a * 10 AS a10 FROM mv_sub_t")
+    conn.autocommit = False
+    conn.execute("DECLARE c CURSOR FOR SUBSCRIBE mv_sub")
+    snapshot = conn.execute("FETCH ALL c WITH (TIMEOUT = '10s')").fetchall()
+    assert sorted((r[1], r[2]) for r in snapshot) == [(1, 10), (1, 20)]
+    with server.connect() as other:
+        other.execute("INSERT INTO mv_sub_t VALUES (3)")
+        other.execute("DELETE FROM mv_sub_t WHERE a = 1")
+    seen = []
+    for _ in range(30):
+        seen += conn.execute("FETCH ALL c WITH (TIMEOUT = '1s')").fetchall()
+        if len(seen) >= 2:
+            break
+    assert sorted((r[1], r[2]) for r in seen) == [(-1, 10), (1, 30)]
+    assert all(r[0] > snapshot[0][0] for r in seen)
+    conn.rollback()
+    conn.autocommit = True
+    conn.execute("DROP TABLE mv_sub_t CASCADE")
+
+
+def test_mv_ddl_catalog_and_errors_leave_the_session_usable(server, conn):
+    conn.execute("CREATE TABLE mv_ddl_t (a int, b text)")
+    conn.execute("INSERT INTO mv_ddl_t VALUES (1, 'x')")
+    conn.execute("CREATE MATERIALIZED VIEW mv_ddl (x, y) AS SELECT a, b FROM mv_ddl_t")
+    with pytest.raises(psycopg.errors.DuplicateTable):
+        conn.execute("CREATE MATERIALIZED VIEW mv_ddl AS SELECT 1")
+    conn.execute("CREATE MATERIALIZED VIEW IF NOT EXISTS mv_ddl AS SELECT 1")
+    with pytest.raises(psycopg.errors.UndefinedObject, match="unknown cluster 'nosuch'"):
+        conn.execute("CREATE MATERIALIZED VIEW mv_nowhere IN CLUSTER nosuch AS SELECT a FROM mv_ddl_t")
+    with pytest.raises(psycopg.errors.FeatureNotSupported, match="cannot materialize call to now"):
+        conn.execute("CREATE MATERIALIZED VIEW mv_now AS SELECT a, now() FROM mv_ddl_t")
+    with pytest.raises(psycopg.errors.WrongObjectType):
+        conn.execute("INSERT INTO mv_ddl VALUES (2, 'y')")
+    with pytest.raises(psycopg.errors.WrongObjectType):
+        conn.execute("DROP VIEW mv_ddl")
+    with pytest.raises(psycopg.errors.WrongObjectType):
+        conn.execute("DROP TABLE mv_ddl")
+    with pytest.raises(psycopg.errors.DependentObjectsStillExist, match="materialized view"):
+        conn.execute("DROP TABLE mv_ddl_t")
+    assert rows(conn, "SELECT x, y FROM mv_ddl") == [(1, "x")]
+
+    conn.execute("ALTER MATERIALIZED VIEW mv_ddl RENAME TO mv_ddl2")
+    conn.execute("INSERT INTO mv_ddl_t VALUES (2, 'y')")
+    assert rows(conn, "SELECT x FROM mv_ddl2") == [(1,), (2,)]  # same shard, still maintained
+    conn.execute("CREATE OR REPLACE MATERIALIZED VIEW mv_ddl2 AS SELECT count(*) AS n FROM mv_ddl_t")
+    assert rows(conn, "SELECT n FROM mv_ddl2") == [(2,)]
+
+    assert rows(conn, "SHOW MATERIALIZED VIEWS LIKE 'mv_ddl%'") == [("mv_ddl2", "quickstart", "")]
+    name, create = conn.execute("SHOW CREATE MATERIALIZED VIEW mv_ddl2").fetchone()
+    assert name == "materialize.public.mv_ddl2"
+    assert create.startswith("CREATE MATERIALIZED VIEW materialize.public.mv_ddl2 IN CLUSTER quickstart AS SELECT")
+    row = conn.execute("SELECT m.name, c.name, m.owner_id, m.oid = cl.oid FROM mz_materialized_views m"
+                       " JOIN mz_clusters c ON c.id = m.cluster_id JOIN pg_class cl ON cl.relname = m.name"
+                       " WHERE m.name = 'mv_ddl2'").fetchone()
+    assert row == ("mv_ddl2", "quickstart", "u1", True)
+    assert conn.execute("SELECT relkind FROM pg_class WHERE relname = 'mv_ddl2'").fetchone() == ("m",)
+    assert conn.execute("SELECT matviewname, ispopulated FROM pg_matviews WHERE matviewname = 'mv_ddl2'"
+                        ).fetchone() == ("mv_ddl2", True)
+    assert conn.execute("SELECT type FROM mz_objects WHERE name = 'mv_ddl2'").fetchone() == ("materialized-view",)
+
+    # A cluster without replicas does not advance its views: reads wait, up to the timeout.
+    conn.execute("CREATE CLUSTER mv_idle REPLICAS ()")
+    conn.execute("CREATE MATERIALIZED VIEW mv_stalled IN CLUSTER mv_idle AS SELECT a FROM mv_ddl_t")
+    conn.execute("SET statement_timeout = '1s'")
+    with pytest.raises(psycopg.errors.QueryCanceled):
+        conn.execute("SELECT * FROM mv_stalled")
+    conn.execute("RESET statement_timeout")
+    assert rows(conn, "SHOW MATERIALIZED VIEWS IN CLUSTER mv_idle") == [("mv_stalled", "mv_idle", "")]
+    with pytest.raises(psycopg.errors.DependentObjectsStillExist,
+                       match="cannot drop cluster with active indexes or materialized views"):
+        conn.execute("DROP CLUSTER mv_idle")
+    conn.execute("DROP CLUSTER mv_idle CASCADE")
+    assert conn.execute("SELECT count(*) FROM mz_materialized_views WHERE name = 'mv_stalled'").fetchone() == (0,)
+
+    conn.execute("DROP TABLE mv_ddl_t CASCADE")
+    assert conn.execute("SELECT count(*) FROM mz_materialized_views WHERE name LIKE 'mv_ddl%'").fetchone() == (0,)
+    assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_psql_lists_and_describes_materialized_views(server, conn):
+    if shutil.which("psql") is None:
+        pytest.skip("psql (PostgreSQL's client) is not installed")
+    conn.execute("CREATE TABLE mv_psql_t (a int)")
+    conn.execute("CREATE MATERIALIZED VIEW mv_psql AS SELECT a FROM mv_psql_t")
+
+    def psql(command: str) -> str:
+        cmd = ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "materialize", "materialize",
+               "-c", command]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and not out.stderr, out.stderr
+        return out.stdout
+
+    listed = psql(r"\dm")
+    assert "mv_psql" in listed and "materialized view" in listed
+    described = psql(r"\d+ mv_psql")
+    assert 'Materialized view "public.mv_psql"' in described
+    assert "View definition:" in described and "mv_psql_t" in described
+    conn.execute("DROP MATERIALIZED VIEW mv_psql")
+    conn.execute("DROP TABLE mv_psql_t")
+
+
+@pytest.mark.slow
+def test_restart_keeps_the_mv_and_keeps_maintaining_it(tmp_path):
+    data = tmp_path / "mzdata"
+    s = Server(data).start()
+    try:
+        with s.connect() as c:
+            c.execute("CREATE TABLE kept_t (a int)")
+            c.execute("INSERT INTO kept_t VALUES (1), (2)")
+            c.execute("CREATE MATERIALIZED VIEW kept_mv AS SELECT sum(a) AS s FROM kept_t")
+            assert c.execute("SELECT s FROM kept_mv").fetchone() == (3,)
+    finally:
+        s.stop()
+    s = Server(data).start()
+    try:
+        with s.connect() as c:
+            assert c.execute("SELECT s FROM kept_mv").fetchone() == (3,)
+            c.execute("INSERT INTO kept_t VALUES (10)")
+            assert c.execute("SELECT s FROM kept_mv").fetchone() == (13,)
+    finally:
+        s.stop()
