@@ -207,6 +207,16 @@ def check_ops(snap: CatalogSnapshot, ops: list, role: str | None) -> list:
             c = snap.clusters.get(op.index.cluster_id) if op.index.cluster_id else None
             if c is not None:
                 rbac.require(snap, rbac.cluster_ref(c), "C", role)
+        elif isinstance(op, durable.CreateMaterializedView):
+            # Materialize: CREATE on the schema and on the cluster that maintains it
+            new_item(op.view)
+            c = snap.clusters.get(op.view.cluster_id)
+            if c is not None:
+                rbac.require(snap, rbac.cluster_ref(c), "C", role)
+        elif isinstance(op, durable.UpdateMaterializedView):
+            _require_owner_of(snap, f"item:{op.view.id}", role, created)
+        elif isinstance(op, durable.DropMaterializedView):
+            _require_owner_of(snap, f"item:{op.view_id}", role, created)
         elif isinstance(op, durable.CreateCluster):
             rbac.require(snap, rbac.SYSTEM, "N", role)
             # always an ACL of its own: a cluster without one is one made before roles
