@@ -52,13 +52,19 @@ MergeFn = Callable[[list[PartRead]], Batch]
 
 
 def choose(state: ShardState, max_parts: int = MAX_PARTS) -> list[Part]:
-    """The parts to merge now: every part when some hold retractions (until they are
-    consolidated away, every read must consolidate the whole shard); else, when the
-    shard has more than ``max_parts`` or ``INLINE_FLUSH_BYTES`` of inline parts, the
-    smallest ones within ``SIZE_RATIO`` of each other (at least two) and every inline
-    part; else none."""
+    """The parts to merge now: when some hold retractions (until they are consolidated
+    away, every read must consolidate the whole shard), every part whose updates are all
+    at or below ``since``, if there are two or more; else, when the shard has more than
+    ``max_parts`` or ``INLINE_FLUSH_BYTES`` of inline parts, the smallest ones within
+    ``SIZE_RATIO`` of each other (at least two) and every inline part; else none.
+
+    Consolidation writes every update at ``since``, so a part with updates after
+    ``since`` waits until ``since`` passes them: relabelled, they would be seen early by
+    reads ``AS OF`` a time before them and missed by a listener already past ``since``
+    (Materialize's compaction advances times to since, never beyond what they were)."""
     if any(p.retractions for p in state.parts):
-        return list(state.parts)
+        settled = [p for p in state.parts if p.max_time() <= state.since]
+        return settled if len(settled) >= 2 else []
     inline = [p for p in state.parts if p.inline is not None]
     if len(state.parts) <= max_parts and sum(p.bytes for p in inline) < INLINE_FLUSH_BYTES:
         return []

@@ -275,3 +275,19 @@ def test_inline_retractions_consolidate_on_read_and_in_compaction(tmp_path, cons
     st = p.compact("s")  # small enough to consolidate in memory
     assert len(st.parts) == 1 and st.parts[0].inline is None and not st.parts[0].retractions
     assert rows(p, "s") == [1, 2, 4]
+
+
+def test_consolidation_waits_for_since_to_pass_a_parts_updates():
+    """Consolidating writes every update at since: a part with updates after since stays
+    out until since passes them, so AS OF reads and listeners see them when they happened."""
+    from persist.compact import choose
+    from persist.state import Part, ShardState
+
+    old = Part("a", 0, 5, 3, 100, ts=4, net=3)
+    update = Part("b", 5, 9, 2, 100, ts=8, diffs=True, retractions=True, net=0)
+    newer = Part("c", 9, 12, 1, 100, ts=11, net=1)
+    state = ShardState(seqno=3, since=9, upper=12, parts=(old, update, newer))
+    assert [p.key for p in choose(state)] == ["a", "b"]
+    assert choose(ShardState(seqno=3, since=6, upper=12, parts=(old, update, newer))) == []
+    assert [p.key for p in choose(ShardState(seqno=3, since=11, upper=12, parts=(old, update, newer)))] == \
+        ["a", "b", "c"]
