@@ -243,6 +243,17 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
                 for r, kind in _relations(snap) if kind == "r"]
     if tid == PG_VIEWS.id:
         return [(v.schema, v.name, "materialize", v.sql) for v in snap.views.values()]
+    if tid == PG_INDEX.id:
+        # Materialize's indexes are arrangements, not btrees: never unique or primary;
+        # indkey holds the 1-based column numbers of plain column keys, 0 for an expression
+        out = []
+        for i in snap.indexes.values():
+            rel = snap.tables.get(i.on_id) or snap.views.get(i.on_id) or snap.materialized_views.get(i.on_id)
+            cols = [c.name for c in rel.columns] if rel is not None else []
+            keys = [cols.index(k) + 1 if k in cols else 0 for k in i.keys]
+            out.append((object_oid(i.id), object_oid(i.on_id), len(keys), False, False, False, True, False, True,
+                        True, True, False, keys, [0] * len(keys), [0] * len(keys), None, None))
+        return out
     if tid == PG_MATVIEWS.id:
         indexed = {i.on_id for i in snap.indexes.values()}
         return [(m.schema, m.name, "materialize", None, m.id in indexed, True, m.sql)

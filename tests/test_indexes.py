@@ -80,7 +80,9 @@ def _cached(spark, table, urls) -> bool:
 def test_index_keeps_table_in_replica_memory_and_rebuilds_after_restart(server, conn):
     conn.execute("CREATE CLUSTER arr REPLICAS (r1 (SIZE '1'))")
     conn.execute("CREATE TABLE arrt (a int, b text)")
-    conn.execute("INSERT INTO arrt VALUES (1, 'x'), (2, 'y')")
+    # rows too big for an inline part (persist.write's 4 KiB): the parts are in Blob, which
+    # is what an arrangement caches (inline rows come with every peek's plan)
+    conn.execute("INSERT INTO arrt VALUES (1, repeat('x', 5000)), (2, repeat('y', 5000))")
     try:
         rid = conn.execute("SELECT r.id FROM mz_cluster_replicas r JOIN mz_clusters c ON c.id = r.cluster_id"
                            " WHERE c.name = 'arr'").fetchone()[0]
@@ -93,7 +95,7 @@ def test_index_keeps_table_in_replica_memory_and_rebuilds_after_restart(server, 
             assert wait_for(lambda: _cached(spark, table, urls), 60)
             # A write's new part is arranged too (with the other small part); peeks on the
             # cluster see every row.
-            conn.execute("INSERT INTO arrt VALUES (3, 'z')")
+            conn.execute("INSERT INTO arrt VALUES (3, repeat('z', 5000))")
             table, urls = _parts(server, "arrt")
             assert len(urls) == 2
             assert wait_for(lambda: _cached(spark, table, urls), 60)

@@ -205,6 +205,27 @@ def test_psql_dt_and_dn_golden(server, conn):
         conn.execute("DROP TABLE golden_a")
 
 
+def test_psql_lists_views_indexes_sequences_and_schemas(server, conn):
+    """psql's \\dv, \\di, \\ds and \\dn list the objects made here as PostgreSQL's psql
+    shows them (name, type, owner; an index with its table)."""
+    conn.execute("CREATE SCHEMA golden_s")
+    conn.execute("CREATE TABLE golden_s.t (x int)")
+    conn.execute("CREATE VIEW golden_s.v AS SELECT x FROM golden_s.t")
+    conn.execute("CREATE INDEX golden_i ON golden_s.t (x)")
+    conn.execute("CREATE SEQUENCE golden_s.q")
+    try:
+        for command, row in ((r"\dv golden_s.*", ["golden_s", "v", "view", "materialize"]),
+                             (r"\di golden_s.*", ["golden_s", "golden_i", "index", "materialize", "t"]),
+                             (r"\ds golden_s.*", ["golden_s", "q", "sequence", "materialize"]),
+                             (r"\dn golden*", ["golden_s", "materialize"])):
+            out = psql(server, command)
+            assert out.returncode == 0, out.stderr
+            rows = [[c.strip() for c in line.split("|")] for line in out.stdout.splitlines() if "|" in line]
+            assert row in rows, (command, out.stdout)
+    finally:
+        conn.execute("DROP SCHEMA golden_s CASCADE")
+
+
 def test_psql_describe_table_and_list_databases_golden(server, conn):
     conn.execute("CREATE TABLE golden_d (a int NOT NULL, b text, c numeric(10,2), d varchar(5), e int[], f jsonb)")
     try:
