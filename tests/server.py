@@ -150,6 +150,23 @@ def replica_jvms(data_dir: Path) -> list[int]:
     return pids
 
 
+def require_psql() -> None:
+    """Skip the calling test when psql (PostgreSQL's client) is not installed."""
+    import shutil
+
+    import pytest
+
+    if shutil.which("psql") is None:
+        pytest.skip("psql (PostgreSQL's client) is not installed")
+
+
+def psql(server, command: str) -> subprocess.CompletedProcess:
+    """Run one psql command (``-c``) against ``server``; skips the test without psql."""
+    require_psql()
+    cmd = ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "materialize", "materialize", "-c", command]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
 def wait_for(pred, timeout: float = 30, interval: float = 0.2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

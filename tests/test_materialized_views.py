@@ -5,13 +5,12 @@ after a restart."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 
 import psycopg
 import pytest
 
-from server import Server
+from server import Server, require_psql
+from server import psql as run_psql
 
 
 def rows(conn, sql: str) -> list[tuple]:
@@ -160,15 +159,12 @@ def test_mv_ddl_catalog_and_errors_leave_the_session_usable(server, conn):
 
 
 def test_psql_lists_and_describes_materialized_views(server, conn):
-    if shutil.which("psql") is None:
-        pytest.skip("psql (PostgreSQL's client) is not installed")
+    require_psql()
     conn.execute("CREATE TABLE mv_psql_t (a int)")
     conn.execute("CREATE MATERIALIZED VIEW mv_psql AS SELECT a FROM mv_psql_t")
 
     def psql(command: str) -> str:
-        cmd = ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "materialize", "materialize",
-               "-c", command]
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        out = run_psql(server, command)
         assert out.returncode == 0 and not out.stderr, out.stderr
         return out.stdout
 

@@ -4,23 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import subprocess
 from decimal import Decimal
 
 import asyncpg
 import psycopg
 import pytest
 
-
-def psql(server, command: str) -> "subprocess.CompletedProcess":
-    """Run one psql command (``-c``) against the server; skips the test without psql."""
-    import shutil
-    import subprocess
-
-    if shutil.which("psql") is None:
-        pytest.skip("psql (PostgreSQL's client) is not installed")
-    cmd = ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "materialize", "materialize", "-c", command]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+from server import psql, require_psql
 
 
 def test_prepared_insert_runs_exactly_n_times(conn):
@@ -114,11 +104,9 @@ def test_copy_from_stdin_and_to_stdout(conn):
 
 
 def test_psql_copy_meta_command(server, tmp_path):
-    import shutil
     import subprocess
 
-    if shutil.which("psql") is None:
-        pytest.skip("psql (PostgreSQL's client) is not installed")
+    require_psql()
     src = tmp_path / "rows.csv"
     src.write_text("1,a\n2,b\n")
     cmd = ["psql", "-X", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(server.port),

@@ -54,7 +54,7 @@ def test_psql_copy_subscribe_shows_rows_as_they_land(server, conn):
     import subprocess
 
     if shutil.which("psql") is None or shutil.which("stdbuf") is None:
-        pytest.skip("psql is not installed")
+        pytest.skip("psql (PostgreSQL's client) or stdbuf (coreutils) is not installed")
     conn.execute("CREATE TABLE watched (a int)")
     conn.execute("INSERT INTO watched VALUES (1)")
     # psql writes COPY data through stdio: line-buffer it (stdbuf) to read rows as they come.

@@ -37,7 +37,8 @@ from planner.plan import (
     map_inputs, map_plan_exprs, relations_read,
 )
 from planner.scalar import (
-    TRUE, AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, conjoin, conjuncts, has_subquery, map_expr, walk,
+    TRUE, AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, conjoin, conjuncts, has_subquery, map_expr,
+    shift_columns, walk,
 )
 
 
@@ -331,7 +332,7 @@ def _key_source(input_plan, cols: list):
     def flatten(n, off: int):
         if isinstance(n, Join) and n.kind in ("inner", "cross"):
             if n.on is not None:
-                conds.extend(_shift(c, off) for c in conjuncts(n.on))
+                conds.extend(shift_columns(c, off) for c in conjuncts(n.on))
             flatten(n.left, off)
             flatten(n.right, off + len(n.left.columns))
         else:
@@ -350,17 +351,9 @@ def _key_source(input_plan, cols: list):
                and not any(isinstance(n, (Subquery, OuterRef)) for n in walk(c)) and not is_volatile(c)]
         if not own and _plain_scan(leaf):
             return exact
-        source = Filter(leaf, _shift(conjoin(own), -off)) if own else leaf
+        source = Filter(leaf, shift_columns(conjoin(own), -off)) if own else leaf
         return Project(source, tuple(ColRef(c.index - off, c.type) for c in cols), names)
     return exact
-
-
-def _shift(e, by: int):
-    """``e`` with its column references moved by ``by`` (a child's columns inside its
-    parent's, or back)."""
-    if by == 0:
-        return e
-    return map_expr(e, lambda n: ColRef(n.index + by, n.type) if isinstance(n, ColRef) else n)
 
 
 def _plain_scan(p) -> bool:
