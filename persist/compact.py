@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from persist.blob import Blob
 from persist.consensus import Consensus
-from persist.read import PartRead, ShardSnapshot, read_arrow
+from persist.read import PartRead, ShardSnapshot, part_read, read_arrow
 from persist.state import DIFF_COLUMN, Part, Retired, ShardState, TIME_COLUMN
 from persist.write import COMPRESSION, INLINE_TOTAL_MAX_BYTES, ROW_GROUP_ROWS, Batch, decode_inline, write_batch
 
@@ -141,9 +141,13 @@ def merge_append_only(blob: Blob, shard_id: str, parts: list[Part], since: int) 
     return Part(key, lo, hi + 1, updates, size, diffs=True, net=updates)
 
 
+#: an as_of past every update: a read at it keeps all of them
+_EVERY_TIME = 1 << 62
+
+
 def merge_in_memory(blob: Blob, shard_id: str, parts: list[Part], since: int) -> Part:
     """Consolidate ``parts`` (with retractions) in memory at ``since``: for small shards."""
-    snap = ShardSnapshot(shard_id, 0, 1 << 62, tuple(_part_read(blob, p) for p in parts), True, 0)
+    snap = ShardSnapshot(shard_id, 0, _EVERY_TIME, tuple(_part_read(blob, p) for p in parts), True, 0)
     schema = _data_schema(blob, parts)
     # Consolidated, every time at since: a plain part of rows.
     b = write_batch(blob, shard_id, read_arrow(snap, schema))
@@ -151,8 +155,8 @@ def merge_in_memory(blob: Blob, shard_id: str, parts: list[Part], since: int) ->
 
 
 def _part_read(blob: Blob, p: Part) -> PartRead:
-    return PartRead(p.key if p.inline is not None else blob.url(p.key), p.diffs, p.diffs and p.ts is None, False,
-                    p.updates, p.inline)
+    """How compaction reads part ``p``: every update, whatever its time."""
+    return part_read(p, blob.url, _EVERY_TIME)
 
 
 def _data_schema(blob: Blob, parts: list[Part]) -> pa.Schema:
