@@ -32,7 +32,7 @@ from persist.blob import Blob
 from persist.consensus import Consensus
 from persist.read import PartRead, ShardSnapshot, part_read, read_arrow
 from persist.state import DIFF_COLUMN, Part, Retired, ShardState, TIME_COLUMN
-from persist.write import COMPRESSION, INLINE_TOTAL_MAX_BYTES, ROW_GROUP_ROWS, Batch, decode_inline, write_batch
+from persist.write import INLINE_TOTAL_MAX_BYTES, PARQUET_OPTIONS, ROW_GROUP_ROWS, Batch, decode_inline, write_batch
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,7 @@ def merge_append_only(blob: Blob, shard_id: str, parts: list[Part], since: int) 
                         hi = mx if hi is None else max(hi, mx)
                 if writer is None:
                     os.makedirs(os.path.dirname(path), exist_ok=True)
-                    writer = pq.ParquetWriter(path, t.schema, compression=COMPRESSION)
+                    writer = pq.ParquetWriter(path, t.schema, **PARQUET_OPTIONS)
                 pending.append(t.cast(writer.schema))
                 pending_rows += t.num_rows
                 if pending_rows >= ROW_GROUP_ROWS:

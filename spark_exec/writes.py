@@ -16,6 +16,7 @@ from pyspark.sql.connect.dataframe import DataFrame
 
 from catalog.snapshot import Table
 from persist import DIFF_COLUMN
+from persist.write import COMPRESSION
 
 #: Parquet row group size of the parts a replica writes (bytes, before compression)
 PARQUET_BLOCK_BYTES = 16 << 20
@@ -33,7 +34,7 @@ def write_job(table: Table, url_for: Callable[[str], str], diffs: bool):
         spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         # Row groups of ~16 MiB (Parquet's default is 128 MiB): finer column statistics for
         # point reads to skip by, and as persist.write.ROW_GROUP_ROWS for parts written here.
-        (df.toDF(*names).write.mode("overwrite").option("compression", "zstd")
+        (df.toDF(*names).write.mode("overwrite").option("compression", COMPRESSION)
          .option("parquet.block.size", PARQUET_BLOCK_BYTES).parquet(url_for(replica_id)))
         return replica_id
 

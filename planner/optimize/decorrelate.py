@@ -226,6 +226,17 @@ def _one_row_strict(plan) -> bool:
     return strict(value)
 
 
+def _at_most_one_row(plan) -> bool:
+    """True when ``plan`` is Projects and Filters over a global Reduce (or a LIMIT of at
+    most 1, any OFFSET): it has at most one row, so an uncorrelated scalar subquery over it needs no
+    cardinality check (21000 can never be raised), and Spark is spared an aggregate."""
+    while isinstance(plan, (Project, Filter)):
+        plan = plan.input
+    if isinstance(plan, Limit):
+        return plan.limit is not None and plan.limit <= 1
+    return isinstance(plan, Reduce) and not plan.keys
+
+
 # -- the rewrite over one operator -------------------------------------------------------
 
 
@@ -266,7 +277,10 @@ def _lower_one(state, sq: Subquery):
     applied = _Apply(d_plan, mapping, pad_global=not single).apply(sq.plan) if d else sq.plan  # D ++ S
     s0 = ColRef(d, sq.plan.columns[0][1]) if sq.plan.columns else None
     d_refs = [ColRef(i, t) for i, (_, t) in enumerate(d_plan.columns)]
-    if single:  # at most one row per D row: no cardinality check
+    if not d and sq.kind == "scalar" and _at_most_one_row(sq.plan):
+        result = Project(applied, (s0,), ("?v?",))
+        pick = lambda c: c  # noqa: E731
+    elif single:  # at most one row per D row: no cardinality check
         result = Project(applied, tuple(d_refs) + (s0,), tuple(f"?d{i}?" for i in range(d)) + ("?v?",))
         pick = lambda c: c  # noqa: E731
     elif sq.kind == "scalar":
