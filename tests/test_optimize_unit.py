@@ -258,6 +258,23 @@ def test_connected_inputs_never_cross_join_and_largest_goes_first(snap):
     assert rows(p) == rows(raw(snap, sql))
 
 
+def test_a_large_leaf_joins_its_filtered_neighbours_first(snap):
+    # Q3's shape: t (fact) ⋈ u ⋈ σ v, where v is tied to u alone: u ⋈ σ v is a subtree
+    # of its own, so the fact meets u already filtered (Spark's order; a smaller shuffle).
+    sql = "SELECT * FROM v, u, t WHERE t.a = u.a AND u.c = v.a AND v.a > 0"
+    big = {"t": 10_000_000, "u": 1_000_000, "v": 10_000}
+    p = plan_joins(pushdown_predicates(raw(snap, sql)), row_count=lambda rel: big[rel.name])
+    top = next(n for n in nodes(p) if isinstance(n, Join))
+    assert [n.relation.name for n in nodes(top.left) if isinstance(n, Get)] == ["t"]
+    assert [n.relation.name for n in nodes(top.right) if isinstance(n, Get)] == ["u", "v"]
+    assert p.columns == raw(snap, sql).columns and rows(p) == rows(raw(snap, sql))
+    # a small u is broadcast as it is: no subtree under it
+    small = {"t": 10_000_000, "u": 10_000, "v": 1_000}
+    p = plan_joins(pushdown_predicates(raw(snap, sql)), row_count=lambda rel: small[rel.name])
+    top = next(n for n in nodes(p) if isinstance(n, Join))
+    assert [n.relation.name for n in nodes(top.right) if isinstance(n, Get)] == ["v"]
+
+
 def test_estimates_use_the_row_counts(snap):
     g = raw(snap, "SELECT * FROM t")
     assert estimate_rows(g, lambda rel: 123) == 123
