@@ -327,3 +327,22 @@ def test_or_branches_share_their_common_conjuncts_and_imply_side_filters(snap):
     assert isinstance(j.left, Filter) and j.left.predicate.func == "or"  # t.b > 1 OR t.b < 0
     assert isinstance(j.right, Filter) and j.right.predicate.func == "or"
     assert rows(p) == rows(raw(snap, sql))
+
+
+def _optimized_text(tpch_snap, sql: str) -> str:
+    p = QueryPlanner(tpch_snap, row_count=lambda rel: SF1.get(rel.name)).plan_select(pglast.parse_sql(sql)[0].stmt).plan
+    return "\n".join(explain(p))
+
+
+def test_not_null_columns_give_plain_equality(tpch_snap, snap):
+    # NOT IN over NOT NULL columns (Q16's shape): a plain anti join, not a null-aware one
+    text = _optimized_text(tpch_snap, "SELECT ps_partkey FROM partsupp WHERE ps_suppkey NOT IN "
+                                      "(SELECT s_suppkey FROM supplier WHERE s_comment LIKE '%x%')")
+    assert "Join anti on=(#1 = #" in text and "IS NOT FALSE" not in text, text
+    # decorrelated keys (Q20's shape) join back on =
+    text = _optimized_text(tpch_snap, "SELECT ps_partkey FROM partsupp WHERE ps_availqty > "
+                                      "(SELECT sum(l_quantity) FROM lineitem WHERE l_partkey = ps_partkey)")
+    assert "IS NOT DISTINCT FROM" not in text, text
+    # a nullable column keeps SQL's NULL semantics
+    p = optimize(raw(snap, "SELECT * FROM t WHERE a NOT IN (SELECT a FROM u)"))
+    assert "IS NOT FALSE" in "\n".join(explain(p))

@@ -32,6 +32,7 @@ from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import Table
 from catalog.types import BOOL, INT8
 from planner.consteval import is_volatile
+from planner.optimize.nullability import non_null_columns
 from planner.plan import (
     Distinct, Filter, Join, LateralJoin, Limit, OrderBy, Project, Reduce, SetOp, Unnest, Window, WindowCall, inputs,
     map_inputs, map_plan_exprs, relations_read,
@@ -315,8 +316,10 @@ def _lower_one(state, sq: Subquery):
     if d == 0:
         joined = Join(input_plan, result, "left", TRUE)
     else:
-        on = _and([Call("is_not_distinct", (ColRef(c.index, c.type), ColRef(w + i, c.type)), BOOL)
-                   for i, c in enumerate(cols)])
+        # NOT NULL keys match on plain equality: hash keys Spark can use as they are
+        nn = non_null_columns(input_plan)
+        on = _and([Call("eq" if c.index in nn else "is_not_distinct", (ColRef(c.index, c.type), ColRef(w + i, c.type)),
+                        BOOL) for i, c in enumerate(cols)])
         joined = Join(input_plan, result, "left", on)
     state["plan"] = joined
     value_type = result.columns[-1][1]

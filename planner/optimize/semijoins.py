@@ -15,7 +15,7 @@ ANY/ALL, the comparison of ``x`` with ``S``'s column:
 
 The IS NOT FALSE / IS NOT TRUE forms keep SQL's NULL semantics: a NULL ``x``, or a NULL in
 ``S``, makes ``x NOT IN (S)`` NULL (the row is dropped) unless ``S`` has no rows (it is
-kept). Spark runs ``(x = s) OR (x = s) IS NULL`` as its null-aware anti join. This is the
+kept); over NOT NULL columns on both sides the test is plain ``x = s``. Spark runs ``(x = s) OR (x = s) IS NULL`` as its null-aware anti join. This is the
 rewrite of PostgreSQL's ``pull_up_sublinks`` and of Spark's ``RewritePredicateSubquery``.
 Subqueries of other shapes are left for ``decorrelate``.
 """
@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from catalog.types import BOOL
+from planner.optimize.nullability import expr_non_null, non_null_columns
 from planner.plan import Distinct, Filter, Join, OrderBy, Project, map_inputs, map_plan_exprs
 from planner.scalar import (
     Call, ColRef, OuterRef, Subquery, conjoin, conjuncts, has_subquery, map_expr, remap_columns, walk,
@@ -44,7 +45,7 @@ def _visit(p):
         return p
     rest, joins = [], []
     for c in conjuncts(p.predicate):
-        j = _as_join(c, len(p.columns))
+        j = _as_join(c, p.input)
         if j is None:
             rest.append(c)
         else:
@@ -61,8 +62,10 @@ def _visit(p):
     return Filter(plan, conjoin(others)) if others else plan
 
 
-def _as_join(c, width: int):
-    """``(kind, right, on)`` for a conjunct that is a semi or anti join, else None."""
+def _as_join(c, outer):
+    """``(kind, right, on)`` for a conjunct over ``outer`` that is a semi or anti join,
+    else None."""
+    width = len(outer.columns)
     negated = isinstance(c, Call) and c.func == "not"
     sq = c.args[0] if negated else c
     if not isinstance(sq, Subquery) or sq.kind not in ("exists", "any", "all"):
@@ -80,13 +83,19 @@ def _as_join(c, width: int):
         if sq.test is None or has_subquery(sq.test) or _has_outer(sq.test, 1):
             return None
         cmp = Call(sq.func, (sq.test, remap_columns(value, lambda i: i + width)), BOOL)
-        if sq.kind == "any" and negated:
+        if sq.kind == "any" and negated and not _never_null(sq.test, outer, value, right):
             cmp = Call("is_not_false", (cmp,), BOOL)
         elif sq.kind == "all":
             cmp = Call("is_not_true", (cmp,), BOOL)
         on.append(cmp)
     kind = "anti" if negated or sq.kind == "all" else "semi"
     return kind, right, conjoin(on)
+
+
+def _never_null(test, outer, value, right) -> bool:
+    """True when neither side of ``test op value`` can be NULL (NOT NULL columns): then
+    ``NOT IN`` is a plain anti join, with no null-aware semantics to keep."""
+    return expr_non_null(test, non_null_columns(outer)) and expr_non_null(value, non_null_columns(right))
 
 
 def _split(plan, wants_value: bool):
