@@ -22,7 +22,7 @@ from planner.optimize import (
 from planner.optimize.joins import estimate_rows
 from planner.plan import Constant, Distinct, Filter, Get, Join, Project, Reduce, Window, inputs
 from planner.query import QueryPlanner
-from planner.scalar import Subquery, walk
+from planner.scalar import Subquery
 from sqlfront import tpch
 
 ROWS = {
