@@ -125,7 +125,10 @@ def _in_spark(S, a, e):
     x = a[0]
     if e.args[0].type.name == "bpchar":
         return reduce(lambda p, q: p | q, [S.F.rtrim(x) == S.F.rtrim(v) for v in a[1:]])
-    return reduce(lambda p, q: p | q, [x == v for v in a[1:]])
+    if e.args[0].type.name == "interval":  # compared by interval_cmp_value, as _cmp_spark
+        return reduce(lambda p, q: p | q, [S.interval_key(x) == S.interval_key(v) for v in a[1:]])
+    # Spark's In: x is computed once (an OR chain computes it per item), same NULL logic
+    return x.isin(*a[1:])
 
 
 def _same(a, b) -> bool:
