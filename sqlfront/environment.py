@@ -47,12 +47,14 @@ from catalog.errors import SqlError
 from catalog.oracle import open_oracle
 from catalog.sequences import SequenceStore
 from catalog.sizes import ReplicaSize, default_sizes
-from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, MaterializedView, Replica, Table
+from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, MaterializedView, Replica, Table, \
+    temp_schema_process
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from persist import Batch, FileBlob, PersistClient, SqliteConsensus, open_consensus
 from persist import compact as compaction
 from pgconn import is_postgres_url, redact_url
+from pgconn.registry import ProcessRegistry
 from persist.pubsub import PubSubServer
 from sqlfront import group_commit
 from sqlfront.group_commit import GroupCommitter
@@ -147,6 +149,8 @@ class Environment:
         d = Path(config.data_dir).resolve()
         d.mkdir(parents=True, exist_ok=True)
         self.data_dir = d
+        #: names this environmentd across restarts (its data directory's environment id)
+        self.process_id = _environment_id(d)
         if is_postgres_url(config.catalog_url):
             from catalog.durable_postgres import PostgresCatalogStore
 
@@ -157,15 +161,24 @@ class Environment:
         self.oracle = open_oracle(config.timestamp_oracle_url, str(d / "catalog.db"))
         if config.timestamp_oracle_url:
             log.info("timestamp oracle: %s", redact_url(config.timestamp_oracle_url))
-        #: sequences' current values (nextval/setval write them, not the Coordinator); local
-        #: to this environmentd even with a shared catalog
-        self.sequences = SequenceStore(str(d / "catalog.db"))
+        #: sequences' current values (nextval/setval write them, not the Coordinator): in the
+        #: shared catalog's database when there is one, so nextval is unique across processes
+        if is_postgres_url(config.catalog_url):
+            from catalog.sequences_postgres import PostgresSequenceStore
+
+            self.sequences = PostgresSequenceStore(config.catalog_url)
+        else:
+            self.sequences = SequenceStore(str(d / "catalog.db"))
+        #: the live environmentd processes of the shared store (None with sqlite only): in
+        #: the catalog's database, else in Consensus's (PubSub peers)
+        shared_url = next((u for u in (config.catalog_url, config.persist_consensus_url) if is_postgres_url(u)), None)
+        self.registry = ProcessRegistry(shared_url, self.process_id) if shared_url else None
         self.metrics = Metrics()
         pubsub_metrics = self.metrics.persist_pubsub()
         #: the persist PubSub service (None when off)
         self.pubsub_server: PubSubServer | None = None
         (d / PUBSUB_ADDRESS_FILE).unlink(missing_ok=True)
-        token = secrets.token_hex(16)
+        token = self._pubsub_token = secrets.token_hex(16)
         if config.persist_pubsub:
             self.pubsub_server = PubSubServer(*config.persist_pubsub_listen, metrics=pubsub_metrics,
                                               token=token).start()
@@ -174,7 +187,7 @@ class Environment:
         if config.persist_consensus_url:
             log.info("persist consensus: %s, blob: %s", redact_url(config.persist_consensus_url), blob)
         self.persist = PersistClient(FileBlob(blob), open_consensus(config.persist_consensus_url or str(d / "consensus.db")),
-                                     reader_id=f"{_environment_id(d)}:{uuid.uuid4().hex[:12]}",
+                                     reader_id=f"{self.process_id}:{uuid.uuid4().hex[:12]}",
                                      pubsub_address=self.pubsub_server.address if self.pubsub_server else None,
                                      metrics=pubsub_metrics, pubsub_token=token,
                                      # a shared oracle's read_ts may pass another process's write in flight
@@ -225,6 +238,10 @@ class Environment:
         reaped = self.orchestrator.reap_orphans()
         if reaped:
             log.warning("killed %d replica process group(s) left by an earlier run", reaped)
+        if self.registry is not None:
+            # before any session: other processes now know this one is alive
+            self.registry.register(self._registry_info())
+            self._heartbeat()
         new = self.store.is_new()
         snap = self.store.load()
         self._recover_persist(snap)
@@ -245,12 +262,31 @@ class Environment:
         log.info("environment ready: %d cluster(s), %d replica(s), %d table(s)",
                  len(self.snapshot.clusters), len(self.snapshot.replicas), len(self.snapshot.tables))
 
+    def _registry_info(self) -> dict:
+        """What this process tells its peers: its PubSub address and token, when it shares
+        Consensus with them (they forward their compare-and-sets' pushes to it)."""
+        if self.pubsub_server is None or not self.config.shared_persist:
+            return {}
+        return {"pubsub": self.pubsub_server.address, "pubsub_token": self._pubsub_token}
+
+    def _heartbeat(self) -> None:
+        """Renew this process's registry row and follow its peers' PubSub addresses."""
+        self.registry.heartbeat()
+        if self.pubsub_server is not None and self.config.shared_persist:
+            self.pubsub_server.set_peers({i["pubsub"]: i.get("pubsub_token")
+                                          for i in self.registry.live_peers().values() if i.get("pubsub")})
+
     def _drop_leftover_temp_schemas(self, snap: CatalogSnapshot) -> None:
         """Temporary schemas of sessions an earlier run did not see end (a crash): drop
-        them and their tables, as PostgreSQL cleans its pg_temp schemas."""
+        them and their tables, as PostgreSQL cleans its pg_temp schemas. With a shared
+        catalog, only those of this process's earlier runs and of processes the registry
+        says are dead (``temp_schema_process``): a live process's sessions keep theirs."""
         from sqlfront import sequence_ddl
 
         left = [sc.name for sc in snap.schemas.values() if sc.temp]
+        if is_postgres_url(self.config.catalog_url):
+            live = self.registry.live() - {self.process_id}
+            left = [n for n in left if (p := temp_schema_process(n)) is not None and p not in live]
         if left:
             log.info("dropping %d temporary schema(s) left by an earlier run", len(left))
             self.coordinator.transact(sequence_ddl.drop_schemas(left, True, True))
@@ -304,6 +340,11 @@ class Environment:
                 self.maintain_persist()
             except Exception as e:  # next round tries again
                 log.warning("persist maintenance: %s", e)
+            if self.registry is not None:
+                try:
+                    self._heartbeat()
+                except Exception as e:  # next round tries again; peers' lists age out
+                    log.warning("environmentd registry: %s", e)
             if not self.ownership.local:
                 # a cluster taken while its replicas changed: converge on the catalog
                 for cid, cc in list(self.clusters.items()):
@@ -497,6 +538,12 @@ class Environment:
         for t in threads:
             t.join(30)
         self.ownership.release()  # the replicas are gone: another process may take over now
+        if self.registry is not None:
+            try:
+                self.registry.deregister()
+            except Exception as e:  # its heartbeat ages out instead
+                log.warning("environmentd registry: %s", e)
+            self.registry.close()
         log.info("environment stopped")
 
     # -- state --------------------------------------------------------------------------
@@ -749,6 +796,8 @@ class Environment:
             if was is not None and was.shard_id != op.table.shard_id:  # rewritten into a new shard
                 threading.Thread(target=self.persist.drop_shard, args=(was.shard_id,), name="drop-shard",
                                  daemon=True).start()
+        elif isinstance(op, durable.DropSequence):
+            self.sequences.forget([op.sequence_id])
         elif isinstance(op, durable.DropTable):
             shard = old.tables[op.table_id].shard_id
             threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()
