@@ -53,6 +53,7 @@ from planner.plan import relations_read
 from planner.query import QueryPlanner
 from persist import Batch, FileBlob, PersistClient, SqliteConsensus, open_consensus
 from persist import compact as compaction
+from persist.blob import part_writer
 from pgconn import is_postgres_url, redact_url
 from pgconn.registry import ProcessRegistry
 from persist.pubsub import PubSubServer
@@ -186,7 +187,9 @@ class Environment:
         blob = config.persist_blob_url.removeprefix("file://") if config.persist_blob_url else d / "blob"
         if config.persist_consensus_url:
             log.info("persist consensus: %s, blob: %s", redact_url(config.persist_consensus_url), blob)
-        self.persist = PersistClient(FileBlob(blob), open_consensus(config.persist_consensus_url or str(d / "consensus.db")),
+        # with a shared Blob, part keys name their writer (leaked-part clean-up, _leaked_part)
+        self.persist = PersistClient(FileBlob(blob, self.process_id if config.shared_persist else None),
+                                     open_consensus(config.persist_consensus_url or str(d / "consensus.db")),
                                      reader_id=f"{self.process_id}:{uuid.uuid4().hex[:12]}",
                                      pubsub_address=self.pubsub_server.address if self.pubsub_server else None,
                                      metrics=pubsub_metrics, pubsub_token=token,
@@ -301,14 +304,34 @@ class Environment:
         if n:
             log.info("persist: finished %d transaction(s) a crash interrupted", n)
         if self.config.shared_persist:
-            # Other processes' tables and parts in flight are not in this catalog: what
-            # looks orphaned from here may be theirs (GC by seqno still runs).
-            log.info("persist: shared Consensus; startup GC of unreferenced parts and shards skipped")
+            # Other processes' parts in flight are in no state yet, and shards of tables
+            # another process is creating in no catalog we have read: only parts whose
+            # writer is known gone are deleted (``_leaked_part``); whole shards never.
+            live_processes = self.registry.live() - {self.process_id}
+            removed = self.persist.gc_orphans(None, functools.partial(self._leaked_part, live_processes, time.time()))
         else:
             removed = self.persist.gc_orphans(live)
-            if removed:
-                log.info("persist: deleted %d unreferenced part(s)", removed)
+        if removed:
+            log.info("persist: deleted %d unreferenced part(s)", removed)
         self.writer = GroupCommitter(self.persist, self.txns, self.oracle, self._applied)
+
+    #: seconds an unreferenced part of a dead process stays in a shared Blob (well above
+    #: the time from writing a part to its compare-and-append, and the registry's 30 s)
+    LEAKED_PART_GRACE_S = 600.0
+
+    def _leaked_part(self, live_processes: set[str], now: float, key: str) -> bool:
+        """Whether an unreferenced part in a Blob shared with other processes is leaked
+        (deleted at boot): one written by an earlier run of this process (nothing of this
+        run is in flight yet), or by a process the registry says is dead, written more than
+        ``LEAKED_PART_GRACE_S`` ago (a stalled writer's heartbeat resumes with it). A part
+        of a live process, or whose key names no writer, is never deleted here."""
+        writer = part_writer(key)
+        if writer is None or writer in live_processes:
+            return False
+        if writer == self.process_id:
+            return True
+        written = self.persist.blob.modified_at(key)
+        return written is not None and now - written > self.LEAKED_PART_GRACE_S
 
     def _applied(self, shards: set[str]) -> None:
         now = time.monotonic()
