@@ -820,7 +820,8 @@ class Environment:
                 threading.Thread(target=self.persist.drop_shard, args=(was.shard_id,), name="drop-shard",
                                  daemon=True).start()
         elif isinstance(op, durable.DropSequence):
-            self.sequences.forget([op.sequence_id])
+            threading.Thread(target=self.sequences.forget, args=([op.sequence_id],), name="drop-sequence",
+                             daemon=True).start()
         elif isinstance(op, durable.DropTable):
             shard = old.tables[op.table_id].shard_id
             threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()
