@@ -288,8 +288,7 @@ class Environment:
 
         left = [sc.name for sc in snap.schemas.values() if sc.temp]
         if is_postgres_url(self.config.catalog_url):
-            live = self.registry.live() - {self.process_id}
-            left = [n for n in left if (p := temp_schema_process(n)) is not None and p not in live]
+            left = leftover_temp_schemas(left, self.registry.live() - {self.process_id})
         if left:
             log.info("dropping %d temporary schema(s) left by an earlier run", len(left))
             self.coordinator.transact(sequence_ddl.drop_schemas(left, True, True))
@@ -835,6 +834,14 @@ class Environment:
         elif isinstance(op, durable.DropMaterializedView):
             shard = old.materialized_views[op.view_id].shard_id
             threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()
+
+
+def leftover_temp_schemas(names: list[str], live_processes: set[str]) -> list[str]:
+    """Of the temporary schemas ``names`` in a catalog shared by several processes, those
+    a booting process drops: every one whose process (``temp_schema_process``) is not in
+    ``live_processes`` (the others alive now; this process's earlier run is not one of
+    them). A name that carries no process is kept: it cannot be told whose it is."""
+    return [n for n in names if (p := temp_schema_process(n)) is not None and p not in live_processes]
 
 
 def _environment_id(d: Path) -> str:
