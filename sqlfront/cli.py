@@ -141,7 +141,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     for noisy in ("py4j", "pyspark", "grpc"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from catalog.errors import SqlError
-    from pgconn import is_postgres_url, redact_url
+    from pgconn import is_postgres_url
     from sqlfront.environment import Config, Environment
     from sqlfront.pgwire import PgServer
     from sqlfront.vars import validate
