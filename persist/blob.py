@@ -46,18 +46,40 @@ class Blob(ABC):
         """Make an object someone else wrote under ``key`` (a replica's Spark job)
         durable before the part is published."""
 
-    @staticmethod
-    def new_part_key(shard_id: str) -> str:
-        """A fresh key for a part of ``shard_id`` (never reused: parts are immutable)."""
-        return f"{shard_id}/{uuid.uuid4().hex}.parquet"
+    #: the process whose parts this Blob writes, named in their keys (None: not named)
+    writer: str | None = None
+
+    def new_part_key(self, shard_id: str) -> str:
+        """A fresh key for a part of ``shard_id`` (never reused: parts are immutable):
+        ``<shard>/<writer>-<uuid>.parquet``, or ``<shard>/<uuid>.parquet`` without a
+        ``writer`` (see :func:`part_writer`)."""
+        part = uuid.uuid4().hex
+        return f"{shard_id}/{self.writer}-{part}.parquet" if self.writer else f"{shard_id}/{part}.parquet"
+
+    def modified_at(self, key: str) -> float | None:
+        """When ``key`` was last written (seconds since the epoch; for a directory part,
+        its newest file), or None when absent. Leaked-part clean-up uses it as the part's age."""
+        return None
+
+
+def part_writer(key: str) -> str | None:
+    """The writer a part's key names (:meth:`Blob.new_part_key`), or None when it names
+    none (keys of a Blob without ``writer``, and keys made before keys named writers)."""
+    name = key.rpartition("/")[2]
+    writer, sep, _ = name.partition("-")
+    return writer if sep and writer else None
 
 
 class FileBlob(Blob):
     """A Blob in a local directory. Writes go to a temp file first, then rename (atomic)."""
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, writer: str | None = None):
         self.root = Path(root).resolve()
         self.root.mkdir(parents=True, exist_ok=True)
+        if writer is not None:
+            if "-" in writer or "/" in writer:
+                raise ValueError(f"a blob writer id cannot contain '-' or '/': {writer!r}")
+            self.writer = writer
 
     def _path(self, key: str) -> Path:
         p = (self.root / key).resolve()
@@ -117,6 +139,14 @@ class FileBlob(Blob):
         if p.is_dir():
             return sum(f.stat().st_size for f in p.rglob("*.parquet"))
         return p.stat().st_size
+
+    def modified_at(self, key: str) -> float | None:
+        p = self._path(key)
+        try:
+            stamps = [p.stat().st_mtime] + ([f.stat().st_mtime for f in p.rglob("*")] if p.is_dir() else [])
+        except FileNotFoundError:
+            return None
+        return max(stamps)
 
     def list_keys(self, prefix: str = "") -> list[str]:
         # Keys are "<shard>/<part>": a part is a file or a directory Spark wrote.

@@ -347,11 +347,12 @@ class PersistClient:
                 if self.consensus.compare_and_set(shard_id, head[0], new.seqno, new.encode()):
                     break
 
-    def gc_orphans(self, live_shards: set[str] | None = None) -> int:
+    def gc_orphans(self, live_shards: set[str] | None = None, deletable=None) -> int:
         """Delete parts no state refers to, and the state and parts of shards not in
-        ``live_shards`` (a DROP TABLE a crash interrupted). Only at startup. Returns how
-        many parts were deleted."""
-        keys = gc.orphans(self.consensus, self.blob, live_shards)
+        ``live_shards`` (a DROP TABLE a crash interrupted). Only at startup, or with
+        ``deletable(key)`` saying which unreferenced parts may go (``gc.orphans``).
+        Returns how many parts were deleted."""
+        keys = gc.orphans(self.consensus, self.blob, live_shards, deletable)
         for k in keys:
             self.blob.delete(k)
         if live_shards is not None:

@@ -10,6 +10,7 @@ works the same way; the sharded-persist-reads seed is the bug this avoids.
 from __future__ import annotations
 
 import logging
+from typing import Callable
 
 from persist.blob import Blob
 from persist.consensus import Consensus
@@ -36,11 +37,14 @@ def delete_and_truncate(consensus: Consensus, blob: Blob, shard_id: str, keys: l
     consensus.truncate(shard_id, oldest_seqno)
 
 
-def orphans(consensus: Consensus, blob: Blob, live_shards: set[str] | None = None) -> list[str]:
+def orphans(consensus: Consensus, blob: Blob, live_shards: set[str] | None = None,
+            deletable: Callable[[str], bool] | None = None) -> list[str]:
     """Keys in Blob that no current state refers to (written by a writer that died
     before its compare-and-append, retired parts whose deletion a crash interrupted),
     plus every key of a shard not in ``live_shards`` (when given). Call it only when no
-    writer of these shards runs (at startup)."""
+    writer of these shards runs (at startup), or pass ``deletable(key)``: only the
+    unreferenced keys it accepts are returned (with several processes writing: parts of
+    writers known to be gone, see ``sqlfront.environment``)."""
     out = []
     by_shard: dict[str, list[str]] = {}
     for key in blob.list_keys():
@@ -52,5 +56,5 @@ def orphans(consensus: Consensus, blob: Blob, live_shards: set[str] | None = Non
         head = consensus.head(shard)
         st = ShardState.decode(head[1]) if head else ShardState()
         referenced = st.blob_keys()
-        out.extend(k for k in keys if k not in referenced)
+        out.extend(k for k in keys if k not in referenced and (deletable is None or deletable(k)))
     return out

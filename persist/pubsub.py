@@ -39,6 +39,8 @@ SERVICE = f"{PACKAGE}.ProtoPersistPubSub"
 METHOD = f"/{SERVICE}/PubSub"
 #: messages a connection may have queued before more are dropped (best-effort delivery)
 MAX_QUEUED = 10_000
+#: metadata a server sets on its connections to peer servers (:meth:`PubSubServer.set_peers`)
+PEER_METADATA = ("x-persist-pubsub-peer", "1")
 
 
 def _build_messages():
@@ -130,10 +132,12 @@ class PubSubMetrics:
 class _Conn:
     """One client connection to the server: the shards it subscribes to and its outbox."""
 
-    def __init__(self):
+    def __init__(self, peer: bool = False):
         self.shards: set[str] = set()
         self.outbox: queue.Queue = queue.Queue(MAX_QUEUED)
         self.closed = False
+        #: another environmentd's server forwarding its local pushes (not forwarded again)
+        self.peer = peer
 
     def close(self) -> None:
         if not self.closed:
@@ -153,6 +157,12 @@ class PubSubServer:
     with a ``token``, streams without ``authorization: Bearer <token>`` metadata are
     refused (UNAUTHENTICATED): a pushed state is trusted by its subscribers.
 
+    Several environmentd processes sharing Consensus are peers (:meth:`set_peers`): each
+    server forwards the pushes of its own connections to every peer server, which
+    broadcasts them to its own subscribers and forwards them no further (one hop, so no
+    loops), so a compare-and-set in one process reaches every process that reads the
+    shard. Peer connections subscribe to nothing; they only push.
+
     Raises:
         OSError when the address cannot be bound (and no fallback is allowed)."""
 
@@ -162,6 +172,8 @@ class PubSubServer:
         self._auth = f"Bearer {token}" if token else None
         self._lock = threading.Lock()
         self._conns: set[_Conn] = set()
+        #: peer server address -> the client that forwards pushes to it
+        self._peers: dict[str, "PubSubClient"] = {}
         self._server = grpc.server(ThreadPoolExecutor(max_connections, thread_name_prefix="pubsub-server"),
                                    options=[("grpc.so_reuseport", 0)], maximum_concurrent_rpcs=max_connections)
         handler = grpc.stream_stream_rpc_method_handler(self._pubsub, request_deserializer=decode,
@@ -186,7 +198,30 @@ class PubSubServer:
         log.info("persist pubsub listening on %s", self.address)
         return self
 
+    def set_peers(self, peers: dict[str, str | None]) -> None:
+        """Forward local pushes to exactly the servers ``{address: token}`` (the other
+        environmentd processes of the shared Consensus; this server's own address is
+        ignored). Connects to new ones, closes those no longer listed."""
+        peers = {a: t for a, t in peers.items() if a != self.address}
+        with self._lock:
+            gone = [c for a, c in self._peers.items() if a not in peers or c.token != peers[a]]
+            for c in gone:
+                del self._peers[c.address]
+            new = {a: t for a, t in peers.items() if a not in self._peers}
+            for a, t in new.items():
+                self._peers[a] = PubSubClient(a, lambda *_: None, token=t, metadata=(PEER_METADATA,))
+        for c in gone:
+            c.close()
+        if new or gone:
+            log.info("persist pubsub: peers %s", sorted(peers) or "none")
+
+    def peers(self) -> list[str]:
+        """Addresses of the peer servers local pushes are forwarded to."""
+        with self._lock:
+            return sorted(self._peers)
+
     def stop(self) -> None:
+        self.set_peers({})
         with self._lock:
             conns = list(self._conns)
         for c in conns:
@@ -198,11 +233,12 @@ class PubSubServer:
             return len(self._conns)
 
     def _pubsub(self, requests, context):
+        metadata = dict(context.invocation_metadata())
         if self._auth is not None:
-            given = dict(context.invocation_metadata()).get("authorization", "")
+            given = metadata.get("authorization", "")
             if not hmac.compare_digest(given.encode(), self._auth.encode()):
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "persist pubsub: missing or wrong token")
-        conn = _Conn()
+        conn = _Conn(peer=metadata.get(PEER_METADATA[0]) == PEER_METADATA[1])
         with self._lock:
             self._conns.add(conn)
         context.add_callback(conn.close)
@@ -249,6 +285,11 @@ class PubSubServer:
                 c.outbox.put_nowait(msg)
             except queue.Full:  # a subscriber that does not read: it polls instead
                 pass
+        if not sender.peer:
+            with self._lock:
+                peers = list(self._peers.values())
+            for p in peers:
+                p.forward(msg)
         self.metrics.broadcast.inc(time.perf_counter() - start)
 
 
@@ -267,9 +308,10 @@ class PubSubClient:
 
     def __init__(self, address: str, on_push: Callable[[str, int, bytes, int], None],
                  metrics: PubSubMetrics | None = None, on_disconnect: Callable[[], None] | None = None,
-                 token: str | None = None):
+                 token: str | None = None, metadata: tuple[tuple[str, str], ...] = ()):
         self.address = address
-        self._metadata = (("authorization", f"Bearer {token}"),) if token else None
+        self.token = token
+        self._metadata = ((("authorization", f"Bearer {token}"),) if token else ()) + tuple(metadata) or None
         self._on_disconnect = on_disconnect or (lambda: None)
         self.metrics = metrics or PubSubMetrics()
         self._on_push = on_push
@@ -287,6 +329,10 @@ class PubSubClient:
     def push(self, shard_id: str, seqno: int, diff: bytes) -> None:
         self._send(push_message(shard_id, seqno, diff, int(time.time() * 1e6)))
         self.metrics.pushed.inc()
+
+    def forward(self, msg) -> None:
+        """Send a push received from elsewhere as it is (a server to its peers)."""
+        self._send(msg)
 
     def subscribe(self, shard_id: str) -> None:
         """Receive the pushes of ``shard_id`` (counted: as many unsubscribes end it)."""

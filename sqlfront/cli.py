@@ -141,7 +141,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     for noisy in ("py4j", "pyspark", "grpc"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from catalog.errors import SqlError
-    from pgconn import is_postgres_url, redact_url
+    from pgconn import is_postgres_url
     from sqlfront.environment import Config, Environment
     from sqlfront.pgwire import PgServer
     from sqlfront.vars import validate
@@ -190,10 +190,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
         except SqlError as e:
             raise click.BadParameter(e.message, param_hint="--max-query-heap-size")
         session_defaults["max_query_heap_size"] = max_query_heap_size
-    for flag, url in (("--persist-consensus-url", persist_consensus_url),
-                      ("--timestamp-oracle-url", timestamp_oracle_url), ("--catalog-url", catalog_url)):
-        if url and not is_postgres_url(url):
-            raise click.BadParameter(f"expected a postgres:// URL, got {redact_url(url)!r}", param_hint=flag)
+    _check_postgres_urls(persist_consensus_url, timestamp_oracle_url, catalog_url)
     cluster_names = None
     if clusters is not None:
         cluster_names = tuple(dict.fromkeys(n.strip() for n in clusters.split(",") if n.strip()))
@@ -217,13 +214,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     try:
         env = Environment(config)
     except Exception as e:
-        import psycopg
-
-        if not isinstance(e, psycopg.OperationalError):
-            raise
-        # libpq's message names host and port, never the password
-        raise click.ClickException(f"cannot reach the PostgreSQL of --catalog-url, --persist-consensus-url or "
-                                   f"--timestamp-oracle-url: {e}")
+        _unreachable_postgres(e)
     stop = threading.Event()
 
     def on_signal(signum, frame):
@@ -321,9 +312,31 @@ def load_tpch(scale, url, data_root) -> None:
             "(make serve does)")
 
 
+def _check_postgres_urls(consensus_url: str | None, oracle_url: str | None, catalog_url: str | None) -> None:
+    """Raises click.BadParameter naming the flag whose URL is not ``postgres://``."""
+    from pgconn import is_postgres_url, redact_url
+
+    for flag, url in (("--persist-consensus-url", consensus_url), ("--timestamp-oracle-url", oracle_url),
+                      ("--catalog-url", catalog_url)):
+        if url and not is_postgres_url(url):
+            raise click.BadParameter(f"expected a postgres:// URL, got {redact_url(url)!r}", param_hint=flag)
+
+
+def _unreachable_postgres(e: Exception):
+    """Re-raise ``e``, as a click error when it says a shared store's PostgreSQL is unreachable."""
+    import psycopg
+
+    if not isinstance(e, psycopg.OperationalError):
+        raise e
+    # libpq's message names host and port, never the password
+    raise click.ClickException(f"cannot reach the PostgreSQL of --catalog-url, --persist-consensus-url or "
+                               f"--timestamp-oracle-url: {e}")
+
+
 @main.command("persist-write")
-@click.option("--data-dir", default="mzdata", show_default=True, type=click.Path(file_okay=False, exists=True),
-              help="The data directory of the server whose table to write.")
+@click.option("--data-dir", default="mzdata", show_default=True, type=click.Path(file_okay=False),
+              help="The data directory of the server whose table to write (with --catalog-url: only where a "
+                   "running server's PubSub address is looked for first).")
 @click.option("--table", "table_name", required=True, help="The table to append to (NAME or SCHEMA.NAME).")
 @click.option("--format", "fmt", default="text", show_default=True, type=click.Choice(["text", "csv"]),
               help="Input format, as COPY FROM STDIN takes it.")
@@ -331,9 +344,18 @@ def load_tpch(scale, url, data_root) -> None:
               help="Commit every N input rows as they arrive (0: one commit at the end of the input).")
 @click.option("--pubsub", default="auto", show_default=True,
               help="Persist PubSub address to push commits to: HOST:PORT, 'auto' (the running server's, from "
-                   "DATA_DIR/persist_pubsub) or 'off'.")
+                   "DATA_DIR/persist_pubsub, else a live environmentd's from the shared store) or 'off'.")
+@click.option("--catalog-url", default=None, envvar="SQLFRONT_CATALOG_URL",
+              help="The shared catalog, as serve's (postgres://...; default: DATA_DIR/catalog.db).")
+@click.option("--persist-consensus-url", default=None, envvar="SQLFRONT_PERSIST_CONSENSUS_URL",
+              help="The shared persist Consensus, as serve's (postgres://...; default: DATA_DIR/consensus.db).")
+@click.option("--timestamp-oracle-url", default=None, envvar="SQLFRONT_TIMESTAMP_ORACLE_URL",
+              help="The shared timestamp oracle, as serve's (postgres://...; default: in DATA_DIR/catalog.db).")
+@click.option("--persist-blob-url", default=None,
+              help="The shared persist Blob directory, as serve's (default: DATA_DIR/blob).")
 @click.argument("source", type=click.File("rb"), default="-")
-def persist_write(data_dir, table_name, fmt, rows_per_commit, pubsub, source) -> None:
+def persist_write(data_dir, table_name, fmt, rows_per_commit, pubsub, catalog_url, persist_consensus_url,
+                  timestamp_oracle_url, persist_blob_url, source) -> None:
     """Append rows from SOURCE (default: stdin) to a table's persist shard from this
     process, by compare-and-append, while the server runs (see sqlfront.persist_write for
     the timestamps). Prints one JSON line per commit: {"ts", "rows", "committed_at"}."""
@@ -343,11 +365,16 @@ def persist_write(data_dir, table_name, fmt, rows_per_commit, pubsub, source) ->
     from sqlfront.copy import parse_copy
     from sqlfront.persist_write import StandaloneWriter
 
+    _check_postgres_urls(persist_consensus_url, timestamp_oracle_url, catalog_url)
     try:
-        writer = StandaloneWriter(Path(data_dir), pubsub)
+        writer = StandaloneWriter(Path(data_dir), pubsub, catalog_url=catalog_url,
+                                  consensus_url=persist_consensus_url, oracle_url=timestamp_oracle_url,
+                                  blob_url=persist_blob_url)
         table = writer.table(table_name)
     except (FileNotFoundError, SqlError) as e:
         raise click.ClickException(str(e))
+    except Exception as e:
+        _unreachable_postgres(e)
     pending: list[bytes] = []
 
     def commit() -> None:

@@ -47,12 +47,15 @@ from catalog.errors import SqlError
 from catalog.oracle import open_oracle
 from catalog.sequences import SequenceStore
 from catalog.sizes import ReplicaSize, default_sizes
-from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, MaterializedView, Replica, Table
+from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, MaterializedView, Replica, Table, \
+    temp_schema_process
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from persist import Batch, FileBlob, PersistClient, SqliteConsensus, open_consensus
 from persist import compact as compaction
+from persist.blob import part_writer
 from pgconn import is_postgres_url, redact_url
+from pgconn.registry import ProcessRegistry
 from persist.pubsub import PubSubServer
 from sqlfront import group_commit
 from sqlfront.group_commit import GroupCommitter
@@ -147,6 +150,8 @@ class Environment:
         d = Path(config.data_dir).resolve()
         d.mkdir(parents=True, exist_ok=True)
         self.data_dir = d
+        #: names this environmentd across restarts (its data directory's environment id)
+        self.process_id = _environment_id(d)
         if is_postgres_url(config.catalog_url):
             from catalog.durable_postgres import PostgresCatalogStore
 
@@ -157,15 +162,24 @@ class Environment:
         self.oracle = open_oracle(config.timestamp_oracle_url, str(d / "catalog.db"))
         if config.timestamp_oracle_url:
             log.info("timestamp oracle: %s", redact_url(config.timestamp_oracle_url))
-        #: sequences' current values (nextval/setval write them, not the Coordinator); local
-        #: to this environmentd even with a shared catalog
-        self.sequences = SequenceStore(str(d / "catalog.db"))
+        #: sequences' current values (nextval/setval write them, not the Coordinator): in the
+        #: shared catalog's database when there is one, so nextval is unique across processes
+        if is_postgres_url(config.catalog_url):
+            from catalog.sequences_postgres import PostgresSequenceStore
+
+            self.sequences = PostgresSequenceStore(config.catalog_url)
+        else:
+            self.sequences = SequenceStore(str(d / "catalog.db"))
+        #: the live environmentd processes of the shared store (None with sqlite only): in
+        #: the catalog's database, else in Consensus's (PubSub peers)
+        shared_url = next((u for u in (config.catalog_url, config.persist_consensus_url) if is_postgres_url(u)), None)
+        self.registry = ProcessRegistry(shared_url, self.process_id) if shared_url else None
         self.metrics = Metrics()
         pubsub_metrics = self.metrics.persist_pubsub()
         #: the persist PubSub service (None when off)
         self.pubsub_server: PubSubServer | None = None
         (d / PUBSUB_ADDRESS_FILE).unlink(missing_ok=True)
-        token = secrets.token_hex(16)
+        token = self._pubsub_token = secrets.token_hex(16)
         if config.persist_pubsub:
             self.pubsub_server = PubSubServer(*config.persist_pubsub_listen, metrics=pubsub_metrics,
                                               token=token).start()
@@ -173,8 +187,10 @@ class Environment:
         blob = config.persist_blob_url.removeprefix("file://") if config.persist_blob_url else d / "blob"
         if config.persist_consensus_url:
             log.info("persist consensus: %s, blob: %s", redact_url(config.persist_consensus_url), blob)
-        self.persist = PersistClient(FileBlob(blob), open_consensus(config.persist_consensus_url or str(d / "consensus.db")),
-                                     reader_id=f"{_environment_id(d)}:{uuid.uuid4().hex[:12]}",
+        # with a shared Blob, part keys name their writer (leaked-part clean-up, _leaked_part)
+        self.persist = PersistClient(FileBlob(blob, self.process_id if config.shared_persist else None),
+                                     open_consensus(config.persist_consensus_url or str(d / "consensus.db")),
+                                     reader_id=f"{self.process_id}:{uuid.uuid4().hex[:12]}",
                                      pubsub_address=self.pubsub_server.address if self.pubsub_server else None,
                                      metrics=pubsub_metrics, pubsub_token=token,
                                      # a shared oracle's read_ts may pass another process's write in flight
@@ -225,6 +241,10 @@ class Environment:
         reaped = self.orchestrator.reap_orphans()
         if reaped:
             log.warning("killed %d replica process group(s) left by an earlier run", reaped)
+        if self.registry is not None:
+            # before any session: other processes now know this one is alive
+            self.registry.register(self._registry_info())
+            self._heartbeat()
         new = self.store.is_new()
         snap = self.store.load()
         self._recover_persist(snap)
@@ -245,12 +265,30 @@ class Environment:
         log.info("environment ready: %d cluster(s), %d replica(s), %d table(s)",
                  len(self.snapshot.clusters), len(self.snapshot.replicas), len(self.snapshot.tables))
 
+    def _registry_info(self) -> dict:
+        """What this process tells its peers: its PubSub address and token, when it shares
+        Consensus with them (they forward their compare-and-sets' pushes to it)."""
+        if self.pubsub_server is None or not self.config.shared_persist:
+            return {}
+        return {"pubsub": self.pubsub_server.address, "pubsub_token": self._pubsub_token}
+
+    def _heartbeat(self) -> None:
+        """Renew this process's registry row and follow its peers' PubSub addresses."""
+        self.registry.heartbeat()
+        if self.pubsub_server is not None and self.config.shared_persist:
+            self.pubsub_server.set_peers({i["pubsub"]: i.get("pubsub_token")
+                                          for i in self.registry.live_peers().values() if i.get("pubsub")})
+
     def _drop_leftover_temp_schemas(self, snap: CatalogSnapshot) -> None:
         """Temporary schemas of sessions an earlier run did not see end (a crash): drop
-        them and their tables, as PostgreSQL cleans its pg_temp schemas."""
+        them and their tables, as PostgreSQL cleans its pg_temp schemas. With a shared
+        catalog, only those of this process's earlier runs and of processes the registry
+        says are dead (``temp_schema_process``): a live process's sessions keep theirs."""
         from sqlfront import sequence_ddl
 
         left = [sc.name for sc in snap.schemas.values() if sc.temp]
+        if is_postgres_url(self.config.catalog_url):
+            left = leftover_temp_schemas(left, self.registry.live() - {self.process_id})
         if left:
             log.info("dropping %d temporary schema(s) left by an earlier run", len(left))
             self.coordinator.transact(sequence_ddl.drop_schemas(left, True, True))
@@ -265,14 +303,34 @@ class Environment:
         if n:
             log.info("persist: finished %d transaction(s) a crash interrupted", n)
         if self.config.shared_persist:
-            # Other processes' tables and parts in flight are not in this catalog: what
-            # looks orphaned from here may be theirs (GC by seqno still runs).
-            log.info("persist: shared Consensus; startup GC of unreferenced parts and shards skipped")
+            # Other processes' parts in flight are in no state yet, and shards of tables
+            # another process is creating in no catalog we have read: only parts whose
+            # writer is known gone are deleted (``_leaked_part``); whole shards never.
+            live_processes = self.registry.live() - {self.process_id}
+            removed = self.persist.gc_orphans(None, functools.partial(self._leaked_part, live_processes, time.time()))
         else:
             removed = self.persist.gc_orphans(live)
-            if removed:
-                log.info("persist: deleted %d unreferenced part(s)", removed)
+        if removed:
+            log.info("persist: deleted %d unreferenced part(s)", removed)
         self.writer = GroupCommitter(self.persist, self.txns, self.oracle, self._applied)
+
+    #: seconds an unreferenced part of a dead process stays in a shared Blob (well above
+    #: the time from writing a part to its compare-and-append, and the registry's 30 s)
+    LEAKED_PART_GRACE_S = 600.0
+
+    def _leaked_part(self, live_processes: set[str], now: float, key: str) -> bool:
+        """Whether an unreferenced part in a Blob shared with other processes is leaked
+        (deleted at boot): one written by an earlier run of this process (nothing of this
+        run is in flight yet), or by a process the registry says is dead, written more than
+        ``LEAKED_PART_GRACE_S`` ago (a stalled writer's heartbeat resumes with it). A part
+        of a live process, or whose key names no writer, is never deleted here."""
+        writer = part_writer(key)
+        if writer is None or writer in live_processes:
+            return False
+        if writer == self.process_id:
+            return True
+        written = self.persist.blob.modified_at(key)
+        return written is not None and now - written > self.LEAKED_PART_GRACE_S
 
     def _applied(self, shards: set[str]) -> None:
         now = time.monotonic()
@@ -304,6 +362,11 @@ class Environment:
                 self.maintain_persist()
             except Exception as e:  # next round tries again
                 log.warning("persist maintenance: %s", e)
+            if self.registry is not None:
+                try:
+                    self._heartbeat()
+                except Exception as e:  # next round tries again; peers' lists age out
+                    log.warning("environmentd registry: %s", e)
             if not self.ownership.local:
                 # a cluster taken while its replicas changed: converge on the catalog
                 for cid, cc in list(self.clusters.items()):
@@ -497,6 +560,12 @@ class Environment:
         for t in threads:
             t.join(30)
         self.ownership.release()  # the replicas are gone: another process may take over now
+        if self.registry is not None:
+            try:
+                self.registry.deregister()
+            except Exception as e:  # its heartbeat ages out instead
+                log.warning("environmentd registry: %s", e)
+            self.registry.close()
         log.info("environment stopped")
 
     # -- state --------------------------------------------------------------------------
@@ -749,6 +818,9 @@ class Environment:
             if was is not None and was.shard_id != op.table.shard_id:  # rewritten into a new shard
                 threading.Thread(target=self.persist.drop_shard, args=(was.shard_id,), name="drop-shard",
                                  daemon=True).start()
+        elif isinstance(op, durable.DropSequence):
+            threading.Thread(target=self.sequences.forget, args=([op.sequence_id],), name="drop-sequence",
+                             daemon=True).start()
         elif isinstance(op, durable.DropTable):
             shard = old.tables[op.table_id].shard_id
             threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()
@@ -762,6 +834,14 @@ class Environment:
         elif isinstance(op, durable.DropMaterializedView):
             shard = old.materialized_views[op.view_id].shard_id
             threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()
+
+
+def leftover_temp_schemas(names: list[str], live_processes: set[str]) -> list[str]:
+    """Of the temporary schemas ``names`` in a catalog shared by several processes, those
+    a booting process drops: every one whose process (``temp_schema_process``) is not in
+    ``live_processes`` (the others alive now; this process's earlier run is not one of
+    them). A name that carries no process is kept: it cannot be told whose it is."""
+    return [n for n in names if (p := temp_schema_process(n)) is not None and p not in live_processes]
 
 
 def _environment_id(d: Path) -> str:

@@ -23,7 +23,7 @@ from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, SYNTAX_ERROR
 from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, set_session_roles, set_statement_catalog
-from catalog.snapshot import set_search_path
+from catalog.snapshot import set_search_path, temp_schema_name
 from catalog.textio import set_session_time_zone
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
@@ -96,7 +96,7 @@ class Session:
         self.sequences = SessionSequences(self)
         #: this session's temporary schema (``mz_temp``), made by its first CREATE TEMP
         #: TABLE and dropped with everything in it when the session ends
-        self.temp_schema = f"mz_temp_{uuid.uuid4().hex[:12]}"
+        self.temp_schema = temp_schema_name(env.process_id, uuid.uuid4().hex[:12])
 
     # -- entry points -----------------------------------------------------------------
 

@@ -291,3 +291,23 @@ def test_consolidation_waits_for_since_to_pass_a_parts_updates():
     assert choose(ShardState(seqno=3, since=6, upper=12, parts=(old, update, newer))) == []
     assert [p.key for p in choose(ShardState(seqno=3, since=11, upper=12, parts=(old, update, newer)))] == \
         ["a", "b", "c"]
+
+
+def test_blob_keys_name_their_writer_and_orphans_take_a_filter(tmp_path, consensus_url):
+    from persist.blob import part_writer
+
+    p = PersistClient(FileBlob(tmp_path / "blob", "envA"), open_consensus(consensus_url), "envA:1")
+    p.append("s", pa.table({"a": [1]}, schema=SCHEMA), ts=1)
+    mine = p.write_batch("s", pa.table({"a": [2]}, schema=SCHEMA))  # never appended
+    other = FileBlob(tmp_path / "blob", "envB")
+    theirs = other.new_part_key("s")
+    other.put(theirs, b"in flight")
+    assert part_writer(mine.key) == "envA" and part_writer(theirs) == "envB"
+    assert part_writer("s/0123abcd.parquet") is None and part_writer("inline/0123") is None
+    assert p.blob.modified_at(theirs) is not None and p.blob.modified_at("s/absent.parquet") is None
+    with pytest.raises(ValueError):
+        FileBlob(tmp_path / "blob", "a-b")
+    # only what the filter accepts goes; shards are kept without live_shards
+    assert p.gc_orphans(None, lambda k: part_writer(k) == "envA") == 1
+    assert p.blob.list_keys() == sorted([p.state("s").parts[0].key, theirs])
+    assert rows(p, "s") == [1]

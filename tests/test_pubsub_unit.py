@@ -179,3 +179,44 @@ def test_a_server_with_a_token_refuses_clients_without_it():
             c.close()
     finally:
         server.stop()
+
+
+def test_peer_servers_forward_local_pushes_one_hop():
+    """Three environmentd's servers, A peered with B and B with C: a push to A reaches
+    B's subscribers (with B's token), and B does not forward it on to C (one hop: every
+    process peers with every other one itself, so there are no loops)."""
+    from persist.pubsub import PubSubClient
+
+    servers = {n: PubSubServer("127.0.0.1", 0, token=f"tok-{n}").start() for n in "abc"}
+    got = {n: [] for n in "abc"}
+    clients = []
+    try:
+        servers["a"].set_peers({servers["b"].address: "tok-b", servers["a"].address: "tok-a"})
+        servers["b"].set_peers({servers["c"].address: "tok-c"})
+        assert servers["a"].peers() == [servers["b"].address]  # its own address is ignored
+        for n in "abc":
+            c = PubSubClient(servers[n].address, lambda *a, n=n: got[n].append(a[:2]), token=f"tok-{n}")
+            c.subscribe("s")
+            clients.append(c)
+        pusher = PubSubClient(servers["a"].address, lambda *a: None, token="tok-a")
+        clients.append(pusher)
+        for c in clients:
+            assert c.connected.wait(5)
+        # pushes before the peer stream and the subscriptions are up are dropped
+        # (best-effort): push until one came through
+        deadline = time.monotonic() + 20
+        seqno = 0
+        while not (got["a"] and got["b"]) and time.monotonic() < deadline:
+            seqno += 1
+            pusher.push("s", seqno, b"state")
+            time.sleep(0.2)
+        time.sleep(0.5)
+        assert got["a"] and got["b"] and got["c"] == []
+        assert {s for s, _ in got["b"]} == {"s"} and len(got["b"]) == len(set(got["b"]))  # each once
+        servers["a"].set_peers({})
+        assert servers["a"].peers() == []
+    finally:
+        for c in clients:
+            c.close()
+        for s in servers.values():
+            s.stop()

@@ -1,0 +1,204 @@
+"""What two environmentd processes share beyond tables (issue 13's remaining gaps), on a
+real PostgreSQL, through the wire:
+
+- sequences: concurrent ``nextval`` and serial INSERTs through both processes never hand
+  out one value twice (the values live in the shared catalog's database);
+- PubSub: a SUBSCRIBE in B sees a write through A by a push (B's
+  ``persist_pubsub_received_total{applied="clean"}`` grows), A's server forwarding its
+  pushes to B's; and ``sqlfront persist-write`` on the shared store reaches both;
+- a restart of A (after SIGKILL) drops the temporary schemas of A's earlier run, never
+  those of B's live sessions, and deletes only the leaked parts its rule allows.
+
+A runs ``--clusters quickstart``, B ``--clusters cb``: one replica JVM each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psycopg
+import pytest
+
+from conftest import new_database
+from server import ROOT, Server, free_port, metric_value, replica_jvms, wait_for
+
+pytestmark = pytest.mark.slow
+
+CLEAN = 'persist_pubsub_received_total{applied="clean"}'
+
+
+@pytest.fixture(scope="module")
+def envds(tmp_path_factory, postgres):
+    d = tmp_path_factory.mktemp("shared")
+    url = new_database(postgres)
+    shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
+              "--persist-blob-url", str(d / "blob"), "--cluster-lease-duration", "5")
+    (d / "a").mkdir()
+    (d / "b").mkdir()
+    ports = {"a": free_port(), "b": free_port()}
+    a = Server(d / "a" / "mzdata", *shared, "--clusters", "quickstart", "--metrics-listen", f"127.0.0.1:{ports['a']}")
+    b = Server(d / "b" / "mzdata", *shared, "--clusters", "cb", "--takeover",
+               "--metrics-listen", f"127.0.0.1:{ports['b']}")
+    for s, p in ((a, ports["a"]), (b, ports["b"])):
+        s.metrics_url = f"http://127.0.0.1:{p}/metrics"
+    try:
+        a.start(wait_replicas=False)
+        starting = threading.Thread(target=b.start, kwargs={"wait_replicas": False})
+        starting.start()
+        with a.connect() as c:
+            c.execute("CREATE CLUSTER cb REPLICAS (r1 (SIZE '1'))")
+        starting.join()
+        assert b.proc is not None and b.proc.poll() is None
+        for s in (a, b):
+            with s.connect() as c:
+                assert wait_for(lambda: {r[0] for r in c.execute("SELECT status FROM mz_cluster_replicas")}
+                                == {"healthy"}, 180, 0.3)
+        yield a, b, url, d
+    finally:
+        for s in (a, b):
+            s.stop()
+            for pid in replica_jvms(s.data_dir):
+                os.kill(pid, signal.SIGKILL)
+
+
+def on_b(b: Server, **kw) -> psycopg.Connection:
+    return psycopg.connect(b.url, autocommit=True, options="-c cluster=cb", **kw)
+
+
+def seen_by(s: Server, table: str) -> None:
+    with s.connect() as c:
+        assert wait_for(lambda: c.execute("SELECT count(*) FROM pg_class WHERE relname = %s", (table,)).fetchone()[0],
+                        10, 0.05)
+
+
+def test_nextval_and_serial_through_both_processes_never_repeat(envds):
+    a, b, url, _ = envds
+    with a.connect() as c:
+        c.execute("CREATE SEQUENCE shared_seq")
+        c.execute("CREATE TABLE ser (id serial, w int)")
+    seen_by(b, "ser")
+    seen_by(b, "shared_seq")
+    values, errors = [], []
+
+    def run(k: int, s: Server) -> None:
+        try:
+            with (s.connect() if s is a else on_b(s)) as c:
+                for _ in range(25):
+                    values.append(c.execute("SELECT nextval('shared_seq')").fetchone()[0])
+                    c.execute("INSERT INTO ser (w) VALUES (%s), (%s)", (k, k))
+        except Exception as e:  # reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=run, args=(k, a if k % 2 else b)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(values) == list(range(1, 101))  # 100 values, none twice
+    with a.connect() as c:
+        ids = [r[0] for r in c.execute("SELECT id FROM ser").fetchall()]
+        assert sorted(ids) == list(range(1, 201))
+        # setval through one process is what the other's next nextval continues from
+        c.execute("SELECT setval('shared_seq', 1000)")
+    with on_b(b) as c:
+        assert c.execute("SELECT nextval('shared_seq')").fetchone() == (1001,)
+        c.execute("DROP SEQUENCE shared_seq")
+    with psycopg.connect(url, autocommit=True) as c:  # the dropped sequence's value goes with it
+        assert wait_for(lambda: c.execute("SELECT count(*) FROM sequence_values").fetchone() == (1,), 10, 0.05)
+
+
+def test_a_write_through_a_reaches_a_subscription_in_b_by_pubsub(envds):
+    a, b, url, d = envds
+    with a.connect() as c:
+        c.execute("CREATE TABLE pushed (x int, src text)")
+    seen_by(b, "pushed")
+    with on_b(b) as cb:
+        cb.execute("SELECT count(*) FROM pushed")
+    with psycopg.connect(b.url, options="-c cluster=cb") as follower:
+        follower.execute("DECLARE c CURSOR FOR SUBSCRIBE (SELECT x, src FROM pushed) WITH (PROGRESS)")
+        assert fetch_until(follower, "c", 0) == []
+        before = metric_value(b.metrics_url, CLEAN)
+        # B's own reads race the push (a push of a state B already read counts as
+        # unclean): a few writes, and at least one must arrive by push
+        with a.connect() as c:
+            for i in range(5):
+                c.execute("INSERT INTO pushed VALUES (%s, 'a')", (i,))
+                rows = fetch_until(follower, "c", 1)
+                assert [(r[3], r[4]) for r in rows] == [(i, "a")]
+                if wait_for(lambda: metric_value(b.metrics_url, CLEAN) > before, 1, 0.05):
+                    break
+        assert metric_value(b.metrics_url, CLEAN) > before
+        # sqlfront persist-write on the shared store, no data directory: found from the
+        # shared catalog, timestamped by the shared oracle, pushed to a live process
+        before = metric_value(b.metrics_url, CLEAN)
+        p = subprocess.run([sys.executable, "-m", "sqlfront.cli", "persist-write", "--data-dir", str(d / "none"),
+                            "--table", "pushed", "--catalog-url", url, "--persist-consensus-url", url,
+                            "--timestamp-oracle-url", url, "--persist-blob-url", str(d / "blob")],
+                           input="100\twriter\n", cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        commit = json.loads(p.stdout.splitlines()[0])
+        assert commit["rows"] == 1
+        # acknowledged: a read that starts now, through either process, sees it
+        with a.connect() as c:
+            assert (100, "writer") in c.execute("SELECT x, src FROM pushed").fetchall()
+        rows = fetch_until(follower, "c", 1)
+        assert [(int(r[0]), r[3], r[4]) for r in rows] == [(commit["ts"], 100, "writer")]
+        assert wait_for(lambda: metric_value(b.metrics_url, CLEAN) > before, 10, 0.1)
+
+
+def fetch_until(conn, cursor: str, n: int, timeout: float = 20) -> list[tuple]:
+    rows: list[tuple] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        rows += [r for r in conn.execute(f"FETCH ALL {cursor} WITH (TIMEOUT = '1s')").fetchall() if not r[1]]
+        if len(rows) >= n or time.monotonic() >= deadline:
+            return rows
+
+
+def test_a_restart_drops_only_its_own_temp_schemas_and_leaked_parts(envds):
+    """Last in this module: it kills and restarts A."""
+    a, b, url, d = envds
+    with a.connect() as c:
+        c.execute("CREATE TABLE parts_here (x int)")
+        c.execute("INSERT INTO parts_here SELECT * FROM generate_series(1, 20000)")  # a part in Blob
+    blob = d / "blob"
+    shard = "sleaked"  # no state refers to anything in it
+    (blob / shard).mkdir()
+    a_id = (a.data_dir / "environment_id").read_text().strip()
+    b_id = (b.data_dir / "environment_id").read_text().strip()
+    leaked = {name: blob / shard / f"{writer}-{'0' * 31}{i}.parquet"
+              for i, (name, writer) in enumerate([("a_earlier", a_id), ("b_live", b_id), ("dead_old", "deadbeef0000"),
+                                                  ("dead_new", "deadbeef0001"), ("unnamed", None)])}
+    leaked["unnamed"] = blob / shard / f"{'1' * 32}.parquet"
+    for f in leaked.values():
+        f.write_bytes(b"not referenced by any state")
+    hour_ago = time.time() - 3600
+    os.utime(leaked["dead_old"], (hour_ago, hour_ago))
+    os.utime(leaked["unnamed"], (hour_ago, hour_ago))
+    with a.connect() as ca:
+        ca.execute("CREATE TEMP TABLE a_tmp (x int)")
+        ca.execute("INSERT INTO a_tmp VALUES (1)")
+        with on_b(b) as cb:
+            cb.execute("CREATE TEMP TABLE b_tmp (x int)")
+            cb.execute("INSERT INTO b_tmp VALUES (7)")
+            b_schema = cb.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'mz_temp%%'"
+                                  " AND nspname LIKE %s", (f"mz_temp_{b_id}_%",)).fetchone()[0]
+            a.proc.send_signal(signal.SIGKILL)  # A's session never ends: its temp schema is left
+            a.proc.wait(30)
+            a.stop()
+            a.start(wait_replicas=False)
+            with a.connect() as c:
+                temp = [r[0] for r in c.execute("SELECT nspname FROM pg_namespace WHERE nspname LIKE 'mz_temp%'")]
+            assert temp == [b_schema]  # A's earlier run's is gone, B's live session's kept
+            assert cb.execute("SELECT x FROM b_tmp").fetchall() == [(7,)]
+    gone = {name for name, f in leaked.items() if not f.exists()}
+    assert gone == {"a_earlier", "dead_old"}
+    with a.connect() as c:
+        assert c.execute("SELECT count(*) FROM parts_here").fetchone() == (20000,)
