@@ -261,6 +261,14 @@ class Environment:
         of writers that died, shards of tables whose DROP a crash interrupted)."""
         self.persist.expire_previous_readers()
         live = {t.shard_id for t in snap.storage_relations()}
+        if not self.config.shared_persist:
+            # A table's shard sealed by an ALTER TABLE that a crash cut short: the
+            # catalog still names it, so writes must land there again. (With shared
+            # persist another process's ALTER may be under way: left alone.)
+            for shard in live:
+                if self.persist.state(shard).sealed:
+                    log.info("persist: unsealing shard %s (an ALTER TABLE a crash interrupted)", shard)
+                    self.persist.unseal(shard)
         n = group_commit.recover(self.persist, self.txns, live)
         if n:
             log.info("persist: finished %d transaction(s) a crash interrupted", n)

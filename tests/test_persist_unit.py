@@ -291,3 +291,39 @@ def test_consolidation_waits_for_since_to_pass_a_parts_updates():
     assert choose(ShardState(seqno=3, since=6, upper=12, parts=(old, update, newer))) == []
     assert [p.key for p in choose(ShardState(seqno=3, since=11, upper=12, parts=(old, update, newer)))] == \
         ["a", "b", "c"]
+
+
+def test_a_sealed_shard_refuses_appends_until_unsealed(tmp_path):
+    from persist import ShardSealed
+
+    p = client(tmp_path, str(tmp_path / "consensus.db"))
+    p.create_shard("s", 0)
+    p.append("s", pa.table({"a": pa.array([1], pa.int32())}), 1)
+    assert isinstance(p.seal("s", expected_upper=1), UpperMismatch)  # a write landed: not sealed
+    st = p.seal("s", expected_upper=2)
+    assert st.sealed and st.upper == 2
+    with pytest.raises(ShardSealed):  # even from a stale known state
+        p.compare_and_append("s", [], 2, 5)
+    with pytest.raises(ShardSealed):
+        p.append("s", pa.table({"a": pa.array([2], pa.int32())}), 5)
+    assert rows(p, "s") == [1]  # still readable
+    p.unseal("s")
+    p.append("s", pa.table({"a": pa.array([3], pa.int32())}), 5)
+    assert rows(p, "s") == [1, 3]
+
+
+def test_a_dropped_shard_leaves_a_sealed_tombstone(tmp_path):
+    from persist import ShardSealed
+
+    p = client(tmp_path, str(tmp_path / "consensus.db"))
+    p.create_shard("s", 0)
+    p.append("s", pa.table({"a": pa.array(range(3000), pa.int32())}), 1)  # a part in Blob
+    keys = p.state("s").blob_keys()
+    assert keys
+    p.drop_shard("s")
+    st = p.state("s")
+    assert st.sealed and st.parts == ()
+    assert not set(p.blob.list_keys()) & keys
+    with pytest.raises(ShardSealed):  # a writer that planned before the drop does not revive it
+        p.append("s", pa.table({"a": pa.array([2], pa.int32())}), 5)
+    assert p.gc_orphans(live_shards=set()) >= 0 and p.consensus.head("s") is None  # gone at the next start

@@ -24,7 +24,7 @@ from pglast import ast
 from pglast.enums import TransactionStmtKind
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
-from persist import Batch
+from persist import Batch, ShardSealed
 from sqlfront.group_commit import Conflict
 from sqlfront.sequence.cursors import close_all
 from sqlfront.sequence.result import Result
@@ -83,8 +83,9 @@ def commit(s: Session) -> None:
 
     Raises:
         SqlError 40001 when a table an UPDATE/DELETE of the block changed was written
-        by someone else since (PostgreSQL's serialization failure; the block's writes
-        are discarded)."""
+        by someone else since, or when an ALTER TABLE or DROP moved a written table's rows
+        since the block planned its writes (PostgreSQL's serialization failure; the
+        block's writes are discarded: the client runs the block again)."""
     writes, s._pending_writes = s._pending_writes, []
     end_transaction(s)
     try:
@@ -92,6 +93,8 @@ def commit(s: Session) -> None:
     except Conflict:
         discard(s, writes)
         raise SqlError("40001", "could not serialize access due to concurrent update") from None
+    except ShardSealed:  # append_all deleted the batches
+        raise SqlError("40001", "could not serialize access due to a concurrent ALTER TABLE or DROP") from None
 
 
 def rollback(s: Session) -> None:
