@@ -107,6 +107,18 @@ class SequenceStore:
         with self._lock:
             return self._state(q)
 
+    def create(self, q: Sequence) -> None:
+        """Give ``q`` its value row now, at its start (a sequence made in a transaction
+        block, before its catalog entry is committed); no-op if it has one."""
+        with self._lock:
+            self._conn.execute("INSERT OR IGNORE INTO sequence_values (id, last_value, is_called) VALUES (?, ?, 0)",
+                               (q.id, q.start))
+
+    def forget(self, q: Sequence) -> None:
+        """Remove ``q``'s value row (a sequence of a transaction block that did not commit)."""
+        with self._lock:
+            self._conn.execute("DELETE FROM sequence_values WHERE id = ?", (q.id,))
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()

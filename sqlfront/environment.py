@@ -26,6 +26,7 @@ shared catalog this process runs every cluster.
 from __future__ import annotations
 
 import collections
+import contextvars
 import concurrent.futures
 import functools
 import logging
@@ -67,6 +68,11 @@ from sqlfront.pyworker import PythonWorkers
 from sqlfront.vars import server_defaults
 
 log = logging.getLogger(__name__)
+
+#: the pending catalog of the running statement's transaction block, if it holds
+#: uncommitted DDL (``sqlfront.sequence.block_ddl``); set per statement by the session
+BLOCK_CATALOG: contextvars.ContextVar[CatalogSnapshot | None] = contextvars.ContextVar("block_catalog",
+                                                                                      default=None)
 
 #: the data directory's file naming where persist PubSub listens (while it runs)
 PUBSUB_ADDRESS_FILE = "persist_pubsub"
@@ -511,7 +517,10 @@ class Environment:
 
     @property
     def snapshot(self) -> CatalogSnapshot:
-        return self.coordinator.snapshot
+        """The latest committed catalog; in a session's thread while its transaction
+        block holds uncommitted DDL, that block's pending catalog (:data:`BLOCK_CATALOG`)."""
+        pending = BLOCK_CATALOG.get()
+        return pending if pending is not None else self.coordinator.snapshot
 
     def cluster_coordinator(self, cluster_id: str) -> ClusterCoordinator | None:
         return self.clusters.get(cluster_id)

@@ -547,3 +547,67 @@ def test_alter_table_loses_no_concurrent_write(server):
         assert len(acked) > 20  # the writers really ran during the ALTERs
         assert c.execute("SELECT count(*) FROM cw WHERE id <= 50").fetchone() == (50,)
         assert c.execute("SELECT v FROM cw WHERE id = 1").fetchone() == ("u",)
+
+
+def test_ddl_in_a_block_takes_effect_at_commit_and_vanishes_on_rollback(server):
+    """PostgreSQL's transactional DDL (chosen over Materialize's refusal, for tools):
+    the block sees its own DDL, nobody else does until COMMIT, ROLLBACK undoes it."""
+    with server.connect(autocommit=False) as a, server.connect() as b:
+        b.execute("CREATE TABLE tx_keep (v int)")
+        b.execute("INSERT INTO tx_keep VALUES (1), (2)")
+        for _ in range(2):  # psycopg's fixtures: the same table, made and rolled back again
+            a.execute("CREATE TABLE tx_t (id serial PRIMARY KEY, v text)")
+            a.execute("INSERT INTO tx_t (v) VALUES ('a'), ('b')")
+            with a.cursor().copy("COPY tx_t (v) FROM STDIN") as cp:
+                cp.write_row(("c",))
+            assert a.execute("SELECT id, v FROM tx_t ORDER BY id").fetchall() == [(1, "a"), (2, "b"), (3, "c")]
+            a.execute("CREATE INDEX tx_t_v ON tx_t (v)")
+            a.execute("CREATE VIEW tx_v AS SELECT v FROM tx_t")
+            a.execute("DROP TABLE tx_keep")
+            _err(b, "SELECT * FROM tx_t", "42P01")  # not yet committed
+            assert b.execute("SELECT count(*) FROM tx_keep").fetchone() == (2,)
+            a.rollback()
+            for rel in ("tx_t", "tx_v"):
+                _err(b, f"SELECT * FROM {rel}", "42P01")
+            assert b.execute("SELECT count(*) FROM pg_class WHERE relname = 'tx_t_v'").fetchone() == (0,)
+            assert b.execute("SELECT count(*) FROM tx_keep").fetchone() == (2,)
+        a.execute("CREATE TABLE tx_t (id serial PRIMARY KEY, v text)")
+        a.execute("INSERT INTO tx_t (v) VALUES ('a')")
+        a.execute("ALTER TABLE tx_keep RENAME TO tx_kept")
+        a.commit()
+        assert b.execute("SELECT id, v FROM tx_t").fetchall() == [(1, "a")]
+        b.execute("INSERT INTO tx_t (v) VALUES ('b')")  # the serial goes on from the block's values
+        assert b.execute("SELECT id FROM tx_t ORDER BY id").fetchall() == [(1,), (2,)]
+        assert b.execute("SELECT count(*) FROM tx_kept").fetchone() == (2,)
+        # a block's DROP and its writes to the dropped table commit together
+        a.execute("INSERT INTO tx_kept VALUES (3)")
+        a.execute("DROP TABLE tx_kept")
+        a.commit()
+        _err(b, "SELECT * FROM tx_kept", "42P01")
+
+
+def test_ddl_in_a_block_conflicts_and_refusals(server):
+    with server.connect(autocommit=False) as a, server.connect() as b:
+        b.execute("CREATE TABLE txc (v int)")
+        # another session's DDL between the block's first DDL and its COMMIT: 40001
+        a.execute("CREATE TABLE txc_a (v int)")
+        b.execute("CREATE TABLE txc_b (v int)")
+        with pytest.raises(psycopg.errors.SerializationFailure):
+            a.commit()
+        _err(b, "SELECT * FROM txc_a", "42P01")
+        # statements whose effect cannot wait for COMMIT: 25001, the block is aborted
+        e = _err(a, "ALTER TABLE txc ADD COLUMN w int", "25001")
+        assert "transaction block" in str(e)
+        a.rollback()
+        _err(a, "CREATE CLUSTER txc_cl REPLICAS ()", "25001")
+        a.rollback()
+        # ROLLBACK TO a savepoint undoes the DDL made after it
+        a.execute("CREATE TABLE txc_s1 (v int)")
+        a.execute("SAVEPOINT sp")
+        a.execute("CREATE TABLE txc_s2 (v int)")
+        a.execute("ROLLBACK TO SAVEPOINT sp")
+        assert a.execute("SELECT count(*) FROM pg_class WHERE relname = 'txc_s2'").fetchone() == (0,)
+        a.execute("CREATE TABLE txc_s2 (w text)")
+        a.commit()
+        assert [d.name for d in b.execute("SELECT * FROM txc_s2").description] == ["w"]
+        b.execute("SELECT * FROM txc_s1")

@@ -143,7 +143,13 @@ def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source:
     Raises:
         SqlError 23502 when a NOT NULL column would hold NULL (PostgreSQL: 'column "c"
         of relation "t" contains null values'); 40001 when the table changed or was
-        dropped by a concurrent statement; replica errors. The table is unchanged then."""
+        dropped by a concurrent statement; 25001 in a transaction block (the rewrite and
+        the seal cannot wait for COMMIT); replica errors. The table is unchanged then."""
+    from sqlfront.sequence import block_ddl
+
+    if block_ddl.in_block(s):
+        raise SqlError(block_ddl.ACTIVE_SQL_TRANSACTION, "ALTER TABLE that changes a table's columns cannot run "
+                       "inside a transaction block")
     env = s.env
     persist = env.persist
     for optimistic in (True, False):
@@ -291,15 +297,17 @@ def truncate(s: Session, stmt: ast.TruncateStmt, sql: str, params) -> Result:
 
 def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -> Result:
     """CREATE [TEMP] TABLE [IF NOT EXISTS] t [(names)] AS query [WITH [NO] DATA], and
-    SELECT ... INTO t: a table with the query's columns, filled by INSERT ... SELECT
-    at once, in a transaction block too (as the DDL itself: dbt creates tables this way
-    inside transactions, then renames them). The command tag is PostgreSQL's (``SELECT n``).
+    SELECT ... INTO t: a table with the query's columns, filled by INSERT ... SELECT. In
+    a transaction block the table and its rows are the block's until COMMIT (dbt creates
+    tables this way inside transactions, then renames them). The command tag is
+    PostgreSQL's (``SELECT n``).
 
     Raises:
         SqlError 42P07 for a taken name; 42601 for more names than columns; 42701 for
         a duplicate column; the query's errors. A failed fill drops the new table."""
     from planner.ddl import TableDef
     from planner.query import QueryPlanner
+    from sqlfront.sequence import block_ddl
     from sqlfront.sequence.writes import insert
 
     if stmt.objtype != ObjectType.OBJECT_TABLE:
@@ -325,9 +333,14 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
     if existed or into.skipData:
         return Result("CREATE TABLE AS")
     target = ast.RangeVar(schemaname=schema, relname=rv.relname, inh=True, relpersistence="p")
+    fill = ast.InsertStmt(relation=target, selectStmt=stmt.query, cols=tuple(ast.ResTarget(name=n) for n in names))
+    if block_ddl.in_block(s):
+        # the table exists in the block's pending catalog only: its rows are buffered
+        # with the block's writes and committed with it
+        r = insert(s, fill, sql, params)
+        return Result(f"SELECT {r.tag.split()[-1]}")
     try:
-        r = insert(s, ast.InsertStmt(relation=target, selectStmt=stmt.query,
-                                     cols=tuple(ast.ResTarget(name=n) for n in names)), sql, params, now=True)
+        r = insert(s, fill, sql, params, now=True)
     except BaseException:
         run(s, build.drop_tables([(schema, rv.relname)], True))
         raise
