@@ -722,6 +722,12 @@ class Environment:
     def _on_commit(self, old: CatalogSnapshot, new: CatalogSnapshot, ops: list) -> None:
         """Apply the side effects of committed ``ops``, each on its own: one that fails is
         logged and counted (``coordinator_errors_total``) and the others still happen."""
+        made = {op.table.id: op.table for op in ops if isinstance(op, durable.CreateTable)}
+        made_mvs = {op.view.id: op.view for op in ops if isinstance(op, durable.CreateMaterializedView)}
+        if made or made_mvs:
+            # a transaction block's ops may drop what they made: its drop finds it in ``old``
+            old = old.with_changes(tables={**old.tables, **made},
+                                   materialized_views={**old.materialized_views, **made_mvs})
         for op in ops:
             try:
                 self._apply(old, new, op)

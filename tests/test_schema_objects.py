@@ -582,8 +582,12 @@ def test_ddl_in_a_block_takes_effect_at_commit_and_vanishes_on_rollback(server):
         # a block's DROP and its writes to the dropped table commit together
         a.execute("INSERT INTO tx_kept VALUES (3)")
         a.execute("DROP TABLE tx_kept")
+        a.execute("CREATE TABLE tx_gone (v int)")  # made and dropped in one block
+        a.execute("INSERT INTO tx_gone VALUES (1)")
+        a.execute("DROP TABLE tx_gone")
         a.commit()
         _err(b, "SELECT * FROM tx_kept", "42P01")
+        _err(b, "SELECT * FROM tx_gone", "42P01")
 
 
 def test_ddl_in_a_block_conflicts_and_refusals(server):
