@@ -270,6 +270,9 @@ def recover(persist: PersistClient, txns: Consensus, live_shards: set[str]) -> i
     for e in pending:
         for shard, parts in e["writes"].items():
             if shard in live_shards:
-                _apply_recorded(persist, e["ts"], shard, parts)
+                try:
+                    _apply_recorded(persist, e["ts"], shard, parts)
+                except ShardSealed:  # another process's ALTER TABLE sealed it meanwhile
+                    log.error("txn at %d: shard %s is sealed; its part of the transaction is lost", e["ts"], shard)
         _clear(txns, e["ts"])
     return len(pending)
