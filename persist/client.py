@@ -374,6 +374,17 @@ class PersistClient:
                     self.consensus.delete_shard(shard)
         return len(keys)
 
+    def forget_shard(self, shard_id: str) -> None:
+        """Delete a shard's parts and state outright, leaving no tombstone: only for a
+        shard no writer but its creator ever knew of (its id may be handed out again)."""
+        st = self.state(shard_id)
+        self.consensus.delete_shard(shard_id)
+        for k in st.blob_keys():
+            self.blob.delete(k)
+        self.leases.forget(shard_id)
+        with self._states_cv:
+            self._states.pop(shard_id, None)
+
     def drop_shard(self, shard_id: str) -> None:
         """Delete a shard's parts; its state becomes a *tombstone*: sealed, with no parts,
         so a writer that planned against the catalog of before the drop gets

@@ -297,10 +297,10 @@ def truncate(s: Session, stmt: ast.TruncateStmt, sql: str, params) -> Result:
 
 def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -> Result:
     """CREATE [TEMP] TABLE [IF NOT EXISTS] t [(names)] AS query [WITH [NO] DATA], and
-    SELECT ... INTO t: a table with the query's columns, filled by INSERT ... SELECT. In
-    a transaction block the table and its rows are the block's until COMMIT (dbt creates
-    tables this way inside transactions, then renames them). The command tag is
-    PostgreSQL's (``SELECT n``).
+    SELECT ... INTO t: a table with the query's columns, filled by INSERT ... SELECT at
+    once. In a transaction block the table is the block's until COMMIT, its rows in a
+    shard only the block knows (dbt creates tables this way inside transactions, then
+    renames them). The command tag is PostgreSQL's (``SELECT n``).
 
     Raises:
         SqlError 42P07 for a taken name; 42601 for more names than columns; 42701 for
@@ -335,15 +335,18 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
     target = ast.RangeVar(schemaname=schema, relname=rv.relname, inh=True, relpersistence="p")
     fill = ast.InsertStmt(relation=target, selectStmt=stmt.query, cols=tuple(ast.ResTarget(name=n) for n in names))
     if block_ddl.in_block(s):
-        # the table exists in the block's pending catalog only: its rows are buffered
-        # with the block's writes and committed with it
-        r = insert(s, fill, sql, params)
-        return Result(f"SELECT {r.tag.split()[-1]}")
-    try:
+        # The table is the block's until COMMIT, but its rows go to its shard at once
+        # (nobody else knows the shard): the block's UPDATE and DELETE read them as
+        # committed rows (dbt's incremental models DELETE ... USING such a table).
+        # A failed fill aborts the block, whose ROLLBACK deletes the shard.
+        block_ddl.create_shard_now(s, s.env.snapshot.resolve_relation(schema, rv.relname).shard_id)
         r = insert(s, fill, sql, params, now=True)
-    except BaseException:
-        run(s, build.drop_tables([(schema, rv.relname)], True))
-        raise
+    else:
+        try:
+            r = insert(s, fill, sql, params, now=True)
+        except BaseException:
+            run(s, build.drop_tables([(schema, rv.relname)], True))
+            raise
     # The fill took effect at once, after the timestamp the block's reads were pinned to
     # (by this statement's own query): later reads of the block start afresh, so they see
     # the new table's rows (dbt-postgres's incremental models read them back in the block).

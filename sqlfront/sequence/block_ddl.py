@@ -62,6 +62,8 @@ class BlockCatalog:
     scratch: durable.CatalogStore | None = None
     #: sequences made in the block (their value rows exist already)
     sequences: list[Sequence] = field(default_factory=list)
+    #: shards of the block's tables that exist already (CREATE TABLE AS fills at once)
+    shards: list[str] = field(default_factory=list)
 
 
 def in_block(s: Session) -> bool:
@@ -128,7 +130,7 @@ def commit(s: Session) -> CatalogSnapshot | None:
     try:
         new = s.env.coordinator.transact(build)
     except BaseException:
-        _drop_sequence_values(s, b)
+        _drop_made(s, b)
         raise
     for q in b.sequences:  # the commit made their value rows afresh: keep what the block took
         if q.id in new.sequences and values.get(q.id) is not None:
@@ -142,13 +144,13 @@ def rollback(s: Session) -> None:
     b: BlockCatalog | None = s._block_catalog
     if b is not None:
         forget(s)
-        _drop_sequence_values(s, b)
+        _drop_made(s, b)
 
 
 def mark(s: Session):
     """The block's catalog changes so far (a SAVEPOINT's), for :func:`rollback_to`."""
     b: BlockCatalog | None = s._block_catalog
-    return None if b is None else (b.catalog, len(b.ops), len(b.sequences))
+    return None if b is None else (b.catalog, len(b.ops), len(b.sequences), len(b.shards))
 
 
 def rollback_to(s: Session, mark) -> None:
@@ -159,8 +161,11 @@ def rollback_to(s: Session, mark) -> None:
     if mark is None:
         rollback(s)
         return
-    b.catalog, n_ops, n_seq = mark
+    b.catalog, n_ops, n_seq, n_shards = mark
     del b.ops[n_ops:]
+    for shard in b.shards[n_shards:]:
+        s.env.persist.forget_shard(shard)
+    del b.shards[n_shards:]
     # a fresh scratch store holding only the ops kept (its rows constrain later ops)
     b.scratch.close()
     b.scratch = durable.CatalogStore(":memory:")
@@ -179,6 +184,19 @@ def forget(s: Session) -> None:
         b.scratch.close()
 
 
-def _drop_sequence_values(s: Session, b: BlockCatalog) -> None:
+def create_shard_now(s: Session, shard_id: str) -> None:
+    """Create the shard of a table the block made, before COMMIT (CREATE TABLE AS fills
+    it at once, so the block's UPDATE and DELETE read its rows as committed ones). Only
+    the block knows the shard until COMMIT; ROLLBACK deletes it."""
+    b: BlockCatalog | None = s._block_catalog
+    s.env.persist.create_shard(shard_id, s.env.oracle.read_ts())
+    if b is not None:
+        b.shards.append(shard_id)
+
+
+def _drop_made(s: Session, b: BlockCatalog) -> None:
+    """Undo what a block that did not commit made outside the catalog."""
     for q in b.sequences:
         s.env.sequences.forget(q)
+    for shard in b.shards:  # nobody else knew it: no tombstone (its id is handed out again)
+        s.env.persist.forget_shard(shard)
