@@ -47,6 +47,22 @@ def object_oid(object_id: str) -> int:
     return (FIRST_USER_OID if object_id[0] == "u" else 10000) + int(object_id[1:])
 
 
+def index_definition(snap, oid: int | None, column: int = 0) -> str | None:
+    """``pg_get_indexdef(oid [, column])`` as Materialize answers it: ``CREATE INDEX i ON t
+    USING arrangement (k1,k2)`` (its indexes are arrangements, where PostgreSQL names
+    an access method such as btree; psql's ``\\d`` shows what follows ``USING``); with
+    ``column`` > 0, that key's text alone (PostgreSQL's rule). None for an OID that
+    names no index, or a column past the keys."""
+    index = next((i for i in snap.indexes.values() if object_oid(i.id) == oid), None)
+    if index is None:
+        return None
+    if column:
+        return index.keys[column - 1] if 0 < column <= len(index.keys) else None
+    rel = snap.tables.get(index.on_id) or snap.views.get(index.on_id) or snap.materialized_views.get(index.on_id)
+    on = rel.name if rel is not None else index.on_id
+    return f"CREATE INDEX {index.name} ON {on} USING arrangement ({','.join(index.keys)})"
+
+
 def _table(id_: str, name: str, spec: str) -> BuiltinTable:
     """A pg_catalog table from ``"col:type col:type ..."`` (types: oid, text, bool, int2,
     int4, int8, float4, text[], int2[], oid[]); every column may be NULL, as in PostgreSQL."""
@@ -162,9 +178,13 @@ def _relations(snap: CatalogSnapshot):
         [(r, "m") for r in snap.materialized_views.values()] + [(r, "r") for r in snap.builtins.values()]
 
 
+#: pg_am's OID of "arrangement", the access method of every index (Materialize's indexes)
+ARRANGEMENT_AM_OID = 9999
+
+
 def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: bool, persistence: str = "p",
-               owner: int = OWNER_OID, acl: list[str] | None = None) -> tuple:
-    return (oid, name, nsp, 0, 0, owner, 0, 0, 0, 0, 0.0, 0, has_index, False, persistence, kind, natts, 0, False,
+               owner: int = OWNER_OID, acl: list[str] | None = None, am: int = 0) -> tuple:
+    return (oid, name, nsp, 0, 0, owner, am, 0, 0, 0, 0.0, 0, has_index, False, persistence, kind, natts, 0, False,
             False, False, False, False, False, True, "d", False, acl, None)
 
 
@@ -224,14 +244,16 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
             [(object_oid(sc.id), sc.name, *_ownership(snap, rbac.schema_ref(snap, sc.name)))
              for sc in snap.schemas.values()]
     if tid == PG_CLASS.id:
-        # Indexes are listed as relations, but pg_index stays empty: Materialize's indexes
-        # are maintained arrangements, not PostgreSQL index structures (relhasindex is false).
+        # Indexes are relations whose access method is "arrangement" (Materialize's indexes
+        # are maintained arrangements, not btrees); relhasindex marks the indexed relations,
+        # so psql's \d lists their indexes with pg_get_indexdef's text.
         temps = {sc.name for sc in snap.schemas.values() if sc.temp}
-        out = [_class_row(object_oid(r.id), r.name, namespace_oid(snap, r.schema), kind, len(r.columns), False,
-                          "t" if r.schema in temps else "p", *_ownership(snap, rbac.relation_ref(r)))
+        indexed = {i.on_id for i in snap.indexes.values()}
+        out = [_class_row(object_oid(r.id), r.name, namespace_oid(snap, r.schema), kind, len(r.columns),
+                          r.id in indexed, "t" if r.schema in temps else "p", *_ownership(snap, rbac.relation_ref(r)))
                for r, kind in _relations(snap)]
-        out += [_class_row(object_oid(i.id), i.name, namespace_oid(snap, i.schema), "i", 1, False,
-                           owner=_ownership(snap, rbac.relation_ref(i))[0])
+        out += [_class_row(object_oid(i.id), i.name, namespace_oid(snap, i.schema), "i", len(i.keys), False,
+                           owner=_ownership(snap, rbac.relation_ref(i))[0], am=ARRANGEMENT_AM_OID)
                 for i in snap.indexes.values()]
         out += [_class_row(object_oid(q.id), q.name, namespace_oid(snap, q.schema), "S", 3, False, "p",
                            *_ownership(snap, rbac.relation_ref(q)))
@@ -313,7 +335,7 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
         return [(DEFAULT_COLLATION_OID, "default", NAMESPACE_OIDS["pg_catalog"], "d", "", ""),
                 (950, "C", NAMESPACE_OIDS["pg_catalog"], "c", "C", "C")]
     if tid == PG_AM.id:
-        return [(2, "heap", "t"), (403, "btree", "i")]
+        return [(2, "heap", "t"), (403, "btree", "i"), (ARRANGEMENT_AM_OID, "arrangement", "i")]
     if tid == PG_PROC.id:
         return [(oid, name, NAMESPACE_OIDS["pg_catalog"], 2275 if name.endswith("out") else 0, False, False, "f",
                  False, 1) for oid, name in sorted(PROC_NAMES.items())]

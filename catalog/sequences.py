@@ -107,8 +107,19 @@ class SequenceStore:
         with self._lock:
             return self._state(q)
 
+    def create(self, q: Sequence) -> None:
+        """Give ``q`` its value row now, at its start (a sequence made in a transaction
+        block, before its catalog entry is committed); no-op if it has one."""
+        with self._lock:
+            self._conn.execute("INSERT OR IGNORE INTO sequence_values (id, last_value, is_called) VALUES (?, ?, 0)",
+                               (q.id, q.start))
+
     def forget(self, sequence_ids: list[str]) -> None:
-        """Nothing: here the catalog transaction that drops a sequence deletes its value."""
+        """Remove the value rows of ``sequence_ids`` (dropped sequences, whose catalog
+        transaction may have deleted them already, or a transaction block's sequences
+        that did not commit)."""
+        with self._lock:
+            self._conn.executemany("DELETE FROM sequence_values WHERE id = ?", [(i,) for i in sequence_ids])
 
     def close(self) -> None:
         with self._lock:

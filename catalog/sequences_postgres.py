@@ -77,8 +77,13 @@ class PostgresSequenceStore:
             row = c.execute("SELECT last_value, is_called FROM sequence_values WHERE id = %s", (q.id,)).fetchone()
         return (row[0], bool(row[1])) if row else (q.start, False)
 
+    def create(self, q: Sequence) -> None:
+        """Give ``q`` its value row now, at its start (see ``SequenceStore.create``)."""
+        with self._pool.connection() as c:
+            c.execute(_CREATE, (q.id, q.start))
+
     def forget(self, sequence_ids: list[str]) -> None:
-        """Delete the values of dropped sequences."""
+        """Delete the values of dropped sequences (or of a block's uncommitted ones)."""
         if sequence_ids:
             with self._pool.connection() as c:
                 c.execute("DELETE FROM sequence_values WHERE id = ANY(%s)", (list(sequence_ids),))

@@ -12,7 +12,7 @@ from persist.blob import Blob, FileBlob
 from persist.consensus import Consensus, SqliteConsensus, open_consensus
 from persist.state import DIFF_COLUMN, TIME_COLUMN, Part, ShardState
 from persist.read import ListenBatch, PartRead, ShardSnapshot, SinceError
-from persist.write import Batch, UpperMismatch
+from persist.write import Batch, ShardSealed, UpperMismatch
 from persist.lease import ReadHold
 from persist.client import Backoff, Listen, PersistClient
 
@@ -31,6 +31,7 @@ __all__ = [
     "SinceError",
     "Batch",
     "UpperMismatch",
+    "ShardSealed",
     "ReadHold",
     "PersistClient",
     "Backoff",

@@ -29,7 +29,8 @@ from persist.pubsub import PubSubClient, PubSubMetrics
 from persist.lease import DEFAULT_LEASE_MS, Leases, ReadHold
 from persist.read import ListenBatch, ShardSnapshot, SinceError, listen_updates, read_arrow, snapshot_of
 from persist.state import ShardState
-from persist.write import Batch, UpperMismatch, compare_and_append, inline_room, write_batch, written_batch
+from persist.write import (Batch, UpperMismatch, compare_and_append, inline_room, seal, unseal, write_batch,
+                           written_batch)
 
 log = logging.getLogger(__name__)
 
@@ -202,6 +203,19 @@ class PersistClient:
                            ts: int, known: ShardState | None = None) -> ShardState | UpperMismatch:
         return compare_and_append(self.consensus, shard_id, batches, expected_upper, ts, known)
 
+    def seal(self, shard_id: str, expected_upper: int | None = None) -> ShardState | UpperMismatch:
+        """Seal ``shard_id`` if its upper is ``expected_upper`` (:func:`persist.write.seal`)."""
+        r = seal(self.consensus, shard_id, expected_upper)
+        if isinstance(r, ShardState):
+            self._won(shard_id, r.seqno, r.encode())
+        return r
+
+    def unseal(self, shard_id: str) -> None:
+        """Let writes land on ``shard_id`` again (:func:`persist.write.unseal`)."""
+        r = unseal(self.consensus, shard_id)
+        if r is not None:
+            self._won(shard_id, r.seqno, r.encode())
+
     def append(self, shard_id: str, table: pa.Table, ts: int) -> ShardState:
         """Append ``table``'s rows at ``ts`` (tests, tools): the shard's upper must be <= ts.
 
@@ -361,12 +375,36 @@ class PersistClient:
                     self.consensus.delete_shard(shard)
         return len(keys)
 
-    def drop_shard(self, shard_id: str) -> None:
-        """Delete a shard's parts and state. Only for shards no catalog object refers to."""
+    def forget_shard(self, shard_id: str) -> None:
+        """Delete a shard's parts and state outright, leaving no tombstone: only for a
+        shard no writer but its creator ever knew of (its id may be handed out again)."""
         st = self.state(shard_id)
         self.consensus.delete_shard(shard_id)
         for k in st.blob_keys():
             self.blob.delete(k)
+        self.leases.forget(shard_id)
+        with self._states_cv:
+            self._states.pop(shard_id, None)
+
+    def drop_shard(self, shard_id: str) -> None:
+        """Delete a shard's parts; its state becomes a *tombstone*: sealed, with no parts,
+        so a writer that planned against the catalog of before the drop gets
+        :class:`~persist.write.ShardSealed` instead of reviving the shard (Materialize
+        keeps finalized shards' tombstones the same way). Tombstones of shards no catalog
+        refers to are removed at the next start (:meth:`gc_orphans`). Only for shards no
+        catalog object refers to."""
+        while True:
+            head = self.consensus.head(shard_id)
+            if head is None:
+                break
+            st = ShardState.decode(head[1])
+            tomb = st.next(sealed=True, parts=(), readers=(), retired=())
+            if self.consensus.compare_and_set(shard_id, st.seqno, tomb.seqno, tomb.encode()):
+                self._learn(shard_id, tomb)
+                self.consensus.truncate(shard_id, tomb.seqno)
+                for k in st.blob_keys():
+                    self.blob.delete(k)
+                break
         self.leases.forget(shard_id)
 
 

@@ -103,6 +103,11 @@ class ShardState:
     parts: tuple[Part, ...] = field(default_factory=tuple)
     readers: tuple[LeasedReader, ...] = field(default_factory=tuple)
     retired: tuple[Retired, ...] = field(default_factory=tuple)
+    #: no write may follow: the upper is the empty antichain (Materialize persist's
+    #: finalized shard). Set when a table's rows move to a new shard (ALTER TABLE) or the
+    #: table is dropped, so a write planned against the old catalog fails instead of
+    #: landing where nobody reads (``persist.write.ShardSealed``).
+    sealed: bool = False
 
     def encode(self) -> bytes:
         # By hand, not ``asdict``: asdict deep-copies every field, and a state with many
@@ -111,6 +116,8 @@ class ShardState:
              "parts": [_part_dict(p) for p in self.parts],
              "readers": [asdict(r) for r in self.readers],
              "retired": [{"seqno": r.seqno, "keys": list(r.keys)} for r in self.retired]}
+        if self.sealed:
+            d["sealed"] = True  # states of open shards stay as they were
         return json.dumps(d, separators=(",", ":")).encode()
 
     @staticmethod
@@ -123,6 +130,7 @@ class ShardState:
             parts=tuple(_decode_part(p) for p in d["parts"]),
             readers=tuple(LeasedReader(**r) for r in d.get("readers", ())),
             retired=tuple(Retired(r["seqno"], tuple(r["keys"])) for r in d.get("retired", ())),
+            sealed=d.get("sealed", False),
         )
 
     def next(self, **changes) -> "ShardState":

@@ -90,6 +90,16 @@ class UpperMismatch:
     current: int
 
 
+class ShardSealed(Exception):
+    """The shard is sealed (``ShardState.sealed``): nothing may be appended to it any more.
+    The writer planned against a catalog in which the shard was still its table's; it
+    must plan again against the current one (the table has a new shard, or is gone)."""
+
+    def __init__(self, shard_id: str):
+        super().__init__(f"shard {shard_id} is sealed")
+        self.shard_id = shard_id
+
+
 def write_batch(blob: Blob, shard_id: str, table: pa.Table, inline_budget: int = 0) -> Batch:
     """Write ``table``'s rows as a batch of ``+1`` updates (INSERT, COPY): inline when its
     encoding is shorter than both ``INLINE_SINGLE_MAX_BYTES`` and ``inline_budget`` + 1
@@ -188,7 +198,11 @@ def compare_and_append(consensus: Consensus, shard_id: str, batches: list[Batch]
     compare-and-set against a change that left the upper alone (a reader's heartbeat,
     compaction) is retried here. ``known``: a state of the shard the caller already has
     (the first attempt builds on it instead of reading Consensus; a stale one only loses
-    the compare-and-set)."""
+    the compare-and-set).
+
+    Raises:
+        ShardSealed: the shard is sealed (as read from Consensus: a stale ``known``
+        state neither hides a seal nor invents one)."""
     if ts < expected_upper:
         raise ValueError(f"cannot append at {ts} below the expected upper {expected_upper}")
     cur, fresh = known, False
@@ -196,6 +210,11 @@ def compare_and_append(consensus: Consensus, shard_id: str, batches: list[Batch]
         if cur is None:
             head = consensus.head(shard_id)
             cur, fresh = (ShardState.decode(head[1]) if head else ShardState()), True
+        if cur.sealed:
+            if fresh:
+                raise ShardSealed(shard_id)
+            cur = None
+            continue
         if cur.upper != expected_upper:
             if fresh:
                 return UpperMismatch(cur.upper)
@@ -208,3 +227,39 @@ def compare_and_append(consensus: Consensus, shard_id: str, batches: list[Batch]
             return new
         cur = None
         log.debug("compare-and-set lost on shard %s, retrying", shard_id)
+
+
+def seal(consensus: Consensus, shard_id: str, expected_upper: int | None) -> ShardState | UpperMismatch:
+    """Seal the shard if its upper is ``expected_upper`` (None: whatever it is): from the
+    returned state on, every :func:`compare_and_append` raises :class:`ShardSealed`
+    (Materialize persist finalizes a shard by advancing its upper to the empty
+    antichain; the rows stay readable here until the shard is dropped). A seal is the
+    point after which a copy of the shard's rows is complete. Idempotent.
+
+    Returns the sealed state, or :class:`UpperMismatch` when a write landed first."""
+    while True:
+        head = consensus.head(shard_id)
+        cur = ShardState.decode(head[1]) if head else ShardState()
+        if cur.sealed:
+            return cur
+        if expected_upper is not None and cur.upper != expected_upper:
+            return UpperMismatch(cur.upper)
+        new = cur.next(sealed=True)
+        if consensus.compare_and_set(shard_id, cur.seqno or None, new.seqno, new.encode()):
+            return new
+
+
+def unseal(consensus: Consensus, shard_id: str) -> ShardState | None:
+    """Undo :func:`seal` when what the seal was for did not happen (the catalog change
+    that would have replaced the shard failed): writes may land again. Returns the new
+    state (None: the shard has none)."""
+    while True:
+        head = consensus.head(shard_id)
+        if head is None:
+            return None
+        cur = ShardState.decode(head[1])
+        if not cur.sealed:
+            return cur
+        new = cur.next(sealed=False)
+        if consensus.compare_and_set(shard_id, cur.seqno, new.seqno, new.encode()):
+            return new

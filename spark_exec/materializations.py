@@ -200,7 +200,7 @@ class MaterializationMaintainer:
             return
         ts = self.read_ts()
         st = persist.state(view.shard_id)
-        if not st.seqno:  # dropped (or not created yet)
+        if not st.seqno or st.sealed:  # dropped (or not created yet)
             return
         upper = st.upper
         target = ts

@@ -26,6 +26,7 @@ shared catalog this process runs every cluster.
 from __future__ import annotations
 
 import collections
+import contextvars
 import concurrent.futures
 import functools
 import logging
@@ -70,6 +71,11 @@ from sqlfront.pyworker import PythonWorkers
 from sqlfront.vars import server_defaults
 
 log = logging.getLogger(__name__)
+
+#: the pending catalog of the running statement's transaction block, if it holds
+#: uncommitted DDL (``sqlfront.sequence.block_ddl``); set per statement by the session
+BLOCK_CATALOG: contextvars.ContextVar[CatalogSnapshot | None] = contextvars.ContextVar("block_catalog",
+                                                                                      default=None)
 
 #: the data directory's file naming where persist PubSub listens (while it runs)
 PUBSUB_ADDRESS_FILE = "persist_pubsub"
@@ -299,6 +305,14 @@ class Environment:
         of writers that died, shards of tables whose DROP a crash interrupted)."""
         self.persist.expire_previous_readers()
         live = {t.shard_id for t in snap.storage_relations()}
+        if not self.config.shared_persist:
+            # A table's shard sealed by an ALTER TABLE that a crash cut short: the
+            # catalog still names it, so writes must land there again. (With shared
+            # persist another process's ALTER may be under way: left alone.)
+            for shard in live:
+                if self.persist.state(shard).sealed:
+                    log.info("persist: unsealing shard %s (an ALTER TABLE a crash interrupted)", shard)
+                    self.persist.unseal(shard)
         n = group_commit.recover(self.persist, self.txns, live)
         if n:
             log.info("persist: finished %d transaction(s) a crash interrupted", n)
@@ -572,7 +586,10 @@ class Environment:
 
     @property
     def snapshot(self) -> CatalogSnapshot:
-        return self.coordinator.snapshot
+        """The latest committed catalog; in a session's thread while its transaction
+        block holds uncommitted DDL, that block's pending catalog (:data:`BLOCK_CATALOG`)."""
+        pending = BLOCK_CATALOG.get()
+        return pending if pending is not None else self.coordinator.snapshot
 
     def cluster_coordinator(self, cluster_id: str) -> ClusterCoordinator | None:
         return self.clusters.get(cluster_id)
@@ -774,6 +791,12 @@ class Environment:
     def _on_commit(self, old: CatalogSnapshot, new: CatalogSnapshot, ops: list) -> None:
         """Apply the side effects of committed ``ops``, each on its own: one that fails is
         logged and counted (``coordinator_errors_total``) and the others still happen."""
+        made = {op.table.id: op.table for op in ops if isinstance(op, durable.CreateTable)}
+        made_mvs = {op.view.id: op.view for op in ops if isinstance(op, durable.CreateMaterializedView)}
+        if made or made_mvs:
+            # a transaction block's ops may drop what they made: its drop finds it in ``old``
+            old = old.with_changes(tables={**old.tables, **made},
+                                   materialized_views={**old.materialized_views, **made_mvs})
         for op in ops:
             try:
                 self._apply(old, new, op)

@@ -14,7 +14,11 @@ A group that writes several shards is first recorded in a Consensus of its own (
 (:func:`recover`) applies the rest at the same timestamp, so a transaction's tables become
 visible together or not at all. A write conditional on the shard's upper (UPDATE and
 DELETE computed the diffs from a snapshot) that finds the upper moved fails with
-:class:`Conflict`; the caller recomputes.
+:class:`Conflict`; the caller recomputes. A write to a sealed shard (its table's rows
+moved to a new shard, or the table was dropped) fails with
+:class:`~persist.write.ShardSealed`, alone: the rest of its group still commits. Seals
+(:meth:`GroupCommitter.seal`) take turns with the groups, so a group never finds one of
+its shards sealed halfway through.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from catalog.oracle import TimestampOracle
-from persist import Batch, Consensus, PersistClient, ShardState, UpperMismatch
+from persist import Batch, Consensus, PersistClient, ShardSealed, ShardState, UpperMismatch
 from persist.state import Part
 
 log = logging.getLogger(__name__)
@@ -71,6 +75,8 @@ class GroupCommitter:
         self._cv = threading.Condition()
         self._stop = False
         self.groups = 0
+        #: held while a group or a seal is applied (they take turns)
+        self._apply_lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name="group-commit", daemon=True)
         self._thread.start()
 
@@ -90,6 +96,13 @@ class GroupCommitter:
             self._cv.notify()
         return p.done.result()
 
+    def seal(self, shard_id: str, expected_upper: int | None = None) -> ShardState | UpperMismatch:
+        """Seal ``shard_id`` between two groups (``PersistClient.seal``): a group of
+        this process either commits entirely before the seal or finds the shard sealed
+        before it records or applies anything."""
+        with self._apply_lock:
+            return self.persist.seal(shard_id, expected_upper)
+
     def stop(self) -> None:
         with self._cv:
             self._stop = True
@@ -105,9 +118,21 @@ class GroupCommitter:
                 group, self._queue = self._queue, []
             # Conditional writes go alone: their conflict must not fail anyone else.
             plain = [p for p in group if not any(w.expected_upper is not None for w in p.writes)]
-            for g in ([plain] if plain else []) + [[p] for p in group if p not in plain]:
+            todo = ([plain] if plain else []) + [[p] for p in group if p not in plain]
+            while todo:
+                g = todo.pop(0)
                 try:
-                    ts = self._commit_group(g)
+                    with self._apply_lock:
+                        ts = self._commit_group(g)
+                except ShardSealed as e:
+                    # only the writers of the sealed shard plan again; the others commit
+                    hit = [p for p in g if any(w.shard_id == e.shard_id for w in p.writes)]
+                    for p in hit:
+                        p.done.set_exception(e)
+                    rest = [p for p in g if p not in hit]
+                    if rest:
+                        todo.insert(0, rest)
+                    continue
                 except BaseException as e:  # every waiter learns; the loop goes on
                     for p in g:
                         p.done.set_exception(e)
@@ -155,6 +180,9 @@ class GroupCommitter:
         while True:
             states = {s: self.persist.state(s) if fresh else self.persist.latest(s) for s in batches}
             fresh = True
+            for s, st in states.items():
+                if st.sealed:  # before anything is recorded or applied
+                    raise ShardSealed(s)
             uppers = {s: st.upper for s, st in states.items()}
             for s, e in expected.items():
                 if e is not None and uppers[s] != e:
@@ -242,6 +270,9 @@ def recover(persist: PersistClient, txns: Consensus, live_shards: set[str]) -> i
     for e in pending:
         for shard, parts in e["writes"].items():
             if shard in live_shards:
-                _apply_recorded(persist, e["ts"], shard, parts)
+                try:
+                    _apply_recorded(persist, e["ts"], shard, parts)
+                except ShardSealed:  # another process's ALTER TABLE sealed it meanwhile
+                    log.error("txn at %d: shard %s is sealed; its part of the transaction is lost", e["ts"], shard)
         _clear(txns, e["ts"])
     return len(pending)

@@ -696,26 +696,18 @@ def drop_tables(names: list[tuple[str | None, str]], if_exists: bool, cascade: b
     return build
 
 
-class Overtaken(Exception):
-    """A write landed in a table after its rows were copied for a rewrite: copy again."""
-
-
-def update_table(old: Table, new: Table, shard: str | None = None, expected_upper: int | None = None,
-                 upper_of=None):
-    """Replace table ``old``'s definition with ``new`` (same id). With ``expected_upper``,
-    only while ``upper_of(shard)`` (the old shard's upper; a read of persist state) is
-    still it: no write landed since ``new``'s rows were copied.
+def update_table(old: Table, new: Table):
+    """Replace table ``old``'s definition with ``new`` (same id; a new shard when its rows
+    were rewritten: the caller sealed the old one).
 
     Raises (from ``build``): 42P01 when the table is gone; 40001 when its definition
-    changed meanwhile; ``Overtaken`` when a write landed."""
+    changed meanwhile."""
     def build(snap: CatalogSnapshot, ids) -> list:
         cur = snap.tables.get(old.id)
         if cur is None:
             raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{old.name}'")
         if cur != old:
             raise SqlError("40001", f'table "{old.name}" was changed by a concurrent statement')
-        if expected_upper is not None and upper_of is not None and upper_of(shard) != expected_upper:
-            raise Overtaken()
         return [durable.UpdateTable(new)] if new != old else []
 
     return build

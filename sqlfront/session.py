@@ -29,12 +29,13 @@ from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
 from planner.writes import plan_insert
 from sqlfront import mzparse as mz
-from sqlfront.environment import Environment
+from sqlfront.environment import BLOCK_CATALOG, Environment
 from sqlfront.rbac import authorize_statement
 from sqlfront.parse import param_count, parse_generated, parse_one, split_as_of, split_statements
 from catalog.pg_catalog import PG_CURSORS, PG_PREPARED_STATEMENTS
 from catalog.snapshot import BuiltinTable
 from sqlfront.sequence import roles
+from sqlfront.sequence import block_ddl
 from sqlfront.sequence import alter, copy, cursors, ddl, prepared, peek, show, subscribe, txn, vars as var_stmts, writes
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
 from sqlfront.sequence.sequences import SessionSequences
@@ -70,8 +71,11 @@ class Session:
         self._txn_wrote = False
         #: BEGIN READ ONLY
         self._txn_read_only = False
-        #: savepoint name -> how many buffered writes it keeps on ROLLBACK TO
-        self._savepoints: list[tuple[str, int]] = []
+        #: savepoint name -> how many buffered writes it keeps on ROLLBACK TO, and the
+        #: block's catalog changes then
+        self._savepoints: list[tuple[str, int, object]] = []
+        #: the transaction block's uncommitted DDL (``sequence.block_ddl.BlockCatalog``)
+        self._block_catalog = None
         #: prepared statements of the extended protocol, name -> (sql, param OIDs);
         #: shared with the pgwire layer so DEALLOCATE can drop them.
         self.prepared: dict[str, tuple[str, list[int]]] = prepared.PreparedStatements()
@@ -182,9 +186,11 @@ class Session:
         set_search_path(self.vars.search_path(), self.temp_schema)
         set_session_roles(self.session_role_id, self.current_role_id)
         set_statement_catalog(lambda: self.env.snapshot)
+        BLOCK_CATALOG.set(self._block_catalog.catalog if self._block_catalog is not None else None)
 
     def finish_copy(self, c: CopyIn, data: bytes) -> Result:
         """Parse the data of ``COPY ... FROM STDIN`` and write it: all rows or none."""
+        self._statement_context()
         return copy.finish_copy(self, c, data)
 
     def describe(self, sql: str, n_params: int = 0, given: dict[int, SqlType] | None = None):
@@ -261,6 +267,7 @@ class Session:
         and their peeks, the transaction's read timestamp)."""
         txn.discard(self, self._pending_writes)
         self._pending_writes = []
+        block_ddl.rollback(self)
         cursors.close_all(self)
         txn.release_read_ts(self)
         ddl.drop_temp_schema(self)

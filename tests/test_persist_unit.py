@@ -311,3 +311,66 @@ def test_blob_keys_name_their_writer_and_orphans_take_a_filter(tmp_path, consens
     assert p.gc_orphans(None, lambda k: part_writer(k) == "envA") == 1
     assert p.blob.list_keys() == sorted([p.state("s").parts[0].key, theirs])
     assert rows(p, "s") == [1]
+
+
+def test_a_sealed_shard_refuses_appends_until_unsealed(tmp_path):
+    from persist import ShardSealed
+
+    p = client(tmp_path, str(tmp_path / "consensus.db"))
+    p.create_shard("s", 0)
+    p.append("s", pa.table({"a": pa.array([1], pa.int32())}), 1)
+    assert isinstance(p.seal("s", expected_upper=1), UpperMismatch)  # a write landed: not sealed
+    st = p.seal("s", expected_upper=2)
+    assert st.sealed and st.upper == 2
+    with pytest.raises(ShardSealed):  # even from a stale known state
+        p.compare_and_append("s", [], 2, 5)
+    with pytest.raises(ShardSealed):
+        p.append("s", pa.table({"a": pa.array([2], pa.int32())}), 5)
+    assert rows(p, "s") == [1]  # still readable
+    p.unseal("s")
+    p.append("s", pa.table({"a": pa.array([3], pa.int32())}), 5)
+    assert rows(p, "s") == [1, 3]
+
+
+def test_a_dropped_shard_leaves_a_sealed_tombstone(tmp_path):
+    from persist import ShardSealed
+
+    p = client(tmp_path, str(tmp_path / "consensus.db"))
+    p.create_shard("s", 0)
+    p.append("s", pa.table({"a": pa.array(range(3000), pa.int32())}), 1)  # a part in Blob
+    keys = p.state("s").blob_keys()
+    assert keys
+    p.drop_shard("s")
+    st = p.state("s")
+    assert st.sealed and st.parts == ()
+    assert not set(p.blob.list_keys()) & keys
+    with pytest.raises(ShardSealed):  # a writer that planned before the drop does not revive it
+        p.append("s", pa.table({"a": pa.array([2], pa.int32())}), 5)
+    assert p.gc_orphans(live_shards=set()) >= 0 and p.consensus.head("s") is None  # gone at the next start
+
+
+def test_group_commit_fails_only_the_writers_of_a_sealed_shard(tmp_path):
+    """A write to a sealed shard fails with ShardSealed; the rest of its group commits."""
+    import concurrent.futures
+
+    from catalog.oracle import TimestampOracle
+    from persist import ShardSealed, SqliteConsensus
+    from sqlfront.group_commit import GroupCommitter, Write
+
+    p = client(tmp_path, str(tmp_path / "consensus.db"))
+    for s in ("open", "sealed"):
+        p.create_shard(s, 0)
+    w = GroupCommitter(p, SqliteConsensus(str(tmp_path / "txns.db")), TimestampOracle(str(tmp_path / "oracle.db")))
+    try:
+        assert w.seal("sealed").sealed
+        one = pa.table({"a": pa.array([1], pa.int32())})
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            futs = [pool.submit(w.commit, [Write(s, rows=one)]) for s in ("open", "sealed", "open")]
+            futs.append(pool.submit(w.commit, [Write("open", rows=one), Write("sealed", rows=one)]))
+        outcomes = [f.exception() for f in futs]
+        assert outcomes[0] is None and outcomes[2] is None
+        assert isinstance(outcomes[1], ShardSealed) and isinstance(outcomes[3], ShardSealed)
+        assert rows(p, "open") == [1, 1]  # the two-shard write left nothing behind
+        assert rows(p, "sealed") == []
+    finally:
+        w.stop()

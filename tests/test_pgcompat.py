@@ -285,3 +285,25 @@ def test_transaction_modes(server):
         assert c.execute("SELECT current_setting('transaction_deferrable'), current_setting('transaction_read_only')"
                          ).fetchone() == ("on", "off")
         c.rollback()
+
+
+def test_pg_get_indexdef_and_psql_shows_it(server):
+    """pg_get_indexdef as Materialize answers it (USING arrangement); psql's \\d of the
+    index shows its definition."""
+    from server import psql
+
+    with server.connect() as c:
+        c.execute("CREATE TABLE gid (a int, b text)")
+        c.execute("CREATE INDEX gid_ab ON gid (a, b)")
+        oid = c.execute("SELECT oid FROM pg_class WHERE relname = 'gid_ab'").fetchone()[0]
+        assert c.execute("SELECT pg_get_indexdef(%s::oid)", (oid,)).fetchone() == (
+            "CREATE INDEX gid_ab ON gid USING arrangement (a,b)",)
+        assert c.execute("SELECT pg_get_indexdef(%s::oid, 2, true), pg_get_indexdef(%s::oid, 0, true)",
+                         (oid, oid)).fetchone() == ("b", "CREATE INDEX gid_ab ON gid USING arrangement (a,b)")
+        assert c.execute("SELECT pg_get_indexdef(c.oid) FROM pg_class c WHERE relname = 'gid'").fetchone() == (None,)
+    out = psql(server, r"\d gid")  # the table lists its index with the text after USING
+    assert out.returncode == 0, out.stderr
+    assert 'Indexes:\n    "gid_ab" arrangement (a,b)' in out.stdout, out.stdout
+    out = psql(server, r"\d gid_ab")
+    assert out.returncode == 0, out.stderr
+    assert 'Index "public.gid_ab"' in out.stdout and 'arrangement, for table "public.gid"' in out.stdout, out.stdout

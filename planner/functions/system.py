@@ -105,9 +105,20 @@ def _current_setting(a, e):
 _NULL_CATALOG_FUNCTIONS = (
     "obj_description", "col_description", "shobj_description", "pg_get_constraintdef",
     "pg_get_function_result", "pg_get_function_arguments", "pg_get_function_identity_arguments",
-    "pg_get_indexdef", "pg_get_serial_sequence", "pg_get_triggerdef", "pg_get_ruledef", "pg_get_partkeydef",
+    "pg_get_serial_sequence", "pg_get_triggerdef", "pg_get_ruledef", "pg_get_partkeydef",
     "pg_get_statisticsobjdef_columns",
 )
+
+
+def _indexdef(a, e):
+    """pg_get_indexdef(oid [, column, pretty]) (``catalog.pg_catalog.index_definition``)."""
+    from catalog import rbac
+    from catalog.pg_catalog import index_definition
+
+    snap = rbac.statement_catalog()
+    if snap is None or a[0] is None:
+        return None
+    return index_definition(snap, a[0], a[1] if len(a) > 1 and a[1] is not None else 0)
 
 
 def _set_config(a, e):
@@ -142,6 +153,10 @@ register(
     Function("current_setting", (sig("text", ret="text"), sig("text", "bool", ret="text")), _current_setting,
              None, sql_names=("current_setting",), volatility="stable", doc="9.27.1",
              samples=("current_setting('standard_conforming_strings')",)),
+    Function("pg_get_indexdef", (sig("oid", ret="text"), sig("oid", "int4", "bool", ret="text")), _indexdef, None,
+             sql_names=("pg_get_indexdef",), strict=False, volatility="stable", doc="9.27",
+             differs="Materialize's text: USING arrangement, the relation's name unqualified; computed in "
+                     "Python only (it reads the catalog)"),
     Function("set_config", (sig("text", "text", "bool", ret="text"),), _set_config, None,
              sql_names=("set_config",), strict=False, volatility="volatile", doc="9.27.1",
              samples=("set_config('application_name', 'fx', false)",

@@ -5,9 +5,9 @@ of views, sequences and indexes, ``CREATE TABLE ... AS``, ``TRUNCATE`` and ``COM
 Catalog changes go through the Coordinator (``sqlfront.sequence_ddl`` builds them).
 A change to a table's columns that its stored parts cannot follow (parts name their
 columns) rewrites the rows into a new shard on a replica of the session's cluster, as
-PostgreSQL rewrites a table for such an ALTER, then swaps the shard in one catalog
-transaction that checks no write landed in between (else it copies again). An error
-leaves the table as it was.
+PostgreSQL rewrites a table for such an ALTER, seals the old shard and swaps the new
+one in by one catalog transaction (``rewrite_table``). An error leaves the table as it
+was.
 """
 
 from __future__ import annotations
@@ -22,16 +22,13 @@ from pglast.enums import AlterTableType, ObjectType
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, DUPLICATE_COLUMN
 from catalog.snapshot import Column, MaterializedView, Table
 from catalog.types import TEXT
+from persist import UpperMismatch
 from sqlfront import sequence_ddl as build
 from sqlfront.sequence.ddl import run
 from sqlfront.sequence.result import Result
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
-
-#: copies of a table's rows tried while concurrent writes keep landing
-MAX_REWRITES = 5
-
 
 def alter_table(s: Session, stmt: ast.AlterTableStmt, sql: str, params) -> Result:
     """ALTER TABLE [IF EXISTS] t cmd, ... (also ALTER VIEW/SEQUENCE/INDEX ... OWNER TO).
@@ -132,13 +129,71 @@ def _column(table: Table, names: list[str], name: str) -> int:
 def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source: list[int | None]) -> None:
     """Give ``table`` the ``columns``, each new column ``j`` holding old column
     ``source[j]``'s values (assigned to its type), or its DEFAULT where ``source[j]`` is
-    None. An empty table changes in the catalog only; else its rows are copied into a
-    new shard and the shard swapped in when no write landed since the copy.
+    None: the rows are copied into a new shard, the old shard is sealed and the new one
+    swapped in by one catalog transaction.
+
+    The seal is what makes the swap safe: from it on, a write planned against the old
+    table fails its append and is planned again against the new one
+    (``sqlfront.sequence.writes.replanned``), so no acknowledged write is left behind in
+    the old shard. The first copy runs while writes go on and seals only if none landed
+    since (its snapshot's upper); if one did, the shard is sealed first and copied
+    again, with the table's writers waiting (as behind PostgreSQL's ACCESS EXCLUSIVE
+    lock of a table rewrite). An error unseals the old shard and drops the new one.
 
     Raises:
         SqlError 23502 when a NOT NULL column would hold NULL (PostgreSQL: 'column "c"
-        of relation "t" contains null values'); 40001 after ``MAX_REWRITES`` copies
-        overtaken by writes; replica errors. The table is unchanged then."""
+        of relation "t" contains null values'); 40001 when the table changed or was
+        dropped by a concurrent statement; 25001 in a transaction block (the rewrite and
+        the seal cannot wait for COMMIT); replica errors. The table is unchanged then."""
+    from sqlfront.sequence import block_ddl
+
+    if block_ddl.in_block(s):
+        raise SqlError(block_ddl.ACTIVE_SQL_TRANSACTION, "ALTER TABLE that changes a table's columns cannot run "
+                       "inside a transaction block")
+    env = s.env
+    persist = env.persist
+    for optimistic in (True, False):
+        state = persist.state(table.shard_id)
+        if state.sealed:  # another ALTER TABLE or a DROP got there first
+            raise SqlError("40001", f'table "{table.name}" was changed by a concurrent statement')
+        if not optimistic:
+            state = env.writer.seal(table.shard_id)
+        shard = f"shard-r{uuid.uuid4().hex[:16]}"
+        try:
+            with env.table_lock(table.shard_id):  # UPDATE and DELETE wait for the copy
+                target = _copy_rows(s, table, columns, source, shard, state)
+            if optimistic and isinstance(env.writer.seal(table.shard_id, state.upper), UpperMismatch):
+                persist.drop_shard(shard)  # a write landed after the copy's snapshot
+                continue
+        except BaseException:
+            if not optimistic:
+                _reopen(s, table)
+            persist.drop_shard(shard)
+            raise
+        try:
+            run(s, build.update_table(table, target))
+        except BaseException:
+            _reopen(s, table)
+            persist.drop_shard(shard)
+            raise
+        return
+
+
+def _reopen(s: Session, table: Table) -> None:
+    """Unseal ``table``'s shard after a failed rewrite, unless the table is gone (a
+    dropped table's shard stays sealed)."""
+    cur = s.env.snapshot.tables.get(table.id)
+    if cur is not None and cur.shard_id == table.shard_id:
+        s.env.persist.unseal(table.shard_id)
+
+
+def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: list[int | None], shard: str,
+               state) -> Table:
+    """Create ``shard`` and fill it with ``table``'s rows at ``state`` (the old shard's),
+    made into ``columns`` (see ``rewrite_table``); returns the table with them and it.
+
+    Raises:
+        SqlError 23502 for a NULL in a NOT NULL column; replica errors."""
     from planner.consteval import evaluate, is_volatile
     from planner.plan import Get, Project
     from planner.scalar import ColRef, Literal
@@ -149,57 +204,36 @@ def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source:
     from sqlfront.sequence.writes import replica_write
 
     env = s.env
-    persist = env.persist
-    new_table = replace(table, columns=columns)
-
-    def upper_of(shard: str) -> int:
-        return persist.state(shard).upper
-
-    defaults = default_exprs(env.snapshot, new_table)
-    for _ in range(MAX_REWRITES):
-        state = persist.state(table.shard_id)
-        if state.row_count() == 0:
-            run(s, build.update_table(table, new_table, table.shard_id, state.upper, upper_of))
-            return
-        get = Get(table, tuple((c.name, c.type) for c in table.columns))
-        exprs, fill = [], []
-        for j, (c, src) in enumerate(zip(columns, source)):
-            if src is not None:
-                exprs.append(assign_expr(ColRef(src, table.columns[src].type), c.type, c.name))
-            elif defaults[j] is not None and is_volatile(defaults[j]):
-                exprs.append(Literal(None, c.type))
-                fill.append((j, defaults[j]))
-            else:
-                exprs.append(defaults[j] if defaults[j] is not None else Literal(None, c.type))
-        plan = Project(get, tuple(exprs), tuple(c.name for c in columns))
-        shard = f"shard-r{uuid.uuid4().hex[:16]}"
-        as_of = max(state.upper - 1, env.oracle.read_ts())
-        persist.create_shard(shard, env.oracle.read_ts())
-        target = replace(new_table, shard_id=shard)
-        try:
-            with env.table_lock(table.shard_id):
-                if fill or not all(c.nullable for c in columns):
-                    rows = [list(r) for r in peek(s, plan, as_of=as_of)]
-                    for r in rows:
-                        for j, e in fill:
-                            r[j] = evaluate(e)
-                        for c, v in zip(columns, r):
-                            if v is None and not c.nullable:
-                                raise SqlError("23502", f'column "{c.name}" of relation "{table.name}" contains '
-                                                        "null values")
-                    writes = [Write(shard, rows=rows_to_arrow(target, [tuple(r) for r in rows]))]
-                else:
-                    writes = [Write(shard, batch=replica_write(s, target, plan, diffs=False, as_of=as_of))]
-                env.writer.commit(writes)
-            run(s, build.update_table(table, target, table.shard_id, state.upper, upper_of))
-            return
-        except build.Overtaken:
-            persist.drop_shard(shard)
-            continue
-        except BaseException:
-            persist.drop_shard(shard)
-            raise
-    raise SqlError("40001", "could not serialize access due to concurrent update")
+    target = replace(table, columns=columns, shard_id=shard)
+    env.persist.create_shard(shard, env.oracle.read_ts())
+    if state.row_count() == 0:
+        return target
+    defaults = default_exprs(env.snapshot, target)
+    get = Get(table, tuple((c.name, c.type) for c in table.columns))
+    exprs, fill = [], []
+    for j, (c, src) in enumerate(zip(columns, source)):
+        if src is not None:
+            exprs.append(assign_expr(ColRef(src, table.columns[src].type), c.type, c.name))
+        elif defaults[j] is not None and is_volatile(defaults[j]):
+            exprs.append(Literal(None, c.type))
+            fill.append((j, defaults[j]))
+        else:
+            exprs.append(defaults[j] if defaults[j] is not None else Literal(None, c.type))
+    plan = Project(get, tuple(exprs), tuple(c.name for c in columns))
+    as_of = max(state.upper - 1, env.oracle.read_ts())
+    if fill or not all(c.nullable for c in columns):
+        rows = [list(r) for r in peek(s, plan, as_of=as_of)]
+        for r in rows:
+            for j, e in fill:
+                r[j] = evaluate(e)
+            for c, v in zip(columns, r):
+                if v is None and not c.nullable:
+                    raise SqlError("23502", f'column "{c.name}" of relation "{table.name}" contains null values')
+        writes = [Write(shard, rows=rows_to_arrow(target, [tuple(r) for r in rows]))]
+    else:
+        writes = [Write(shard, batch=replica_write(s, target, plan, diffs=False, as_of=as_of))]
+    env.writer.commit(writes)
+    return target
 
 
 def rename(s: Session, stmt: ast.RenameStmt, sql: str, params) -> Result:
@@ -263,15 +297,17 @@ def truncate(s: Session, stmt: ast.TruncateStmt, sql: str, params) -> Result:
 
 def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -> Result:
     """CREATE [TEMP] TABLE [IF NOT EXISTS] t [(names)] AS query [WITH [NO] DATA], and
-    SELECT ... INTO t: a table with the query's columns, filled by INSERT ... SELECT
-    at once, in a transaction block too (as the DDL itself: dbt creates tables this way
-    inside transactions, then renames them). The command tag is PostgreSQL's (``SELECT n``).
+    SELECT ... INTO t: a table with the query's columns, filled by INSERT ... SELECT at
+    once. In a transaction block the table is the block's until COMMIT, its rows in a
+    shard only the block knows (dbt creates tables this way inside transactions, then
+    renames them). The command tag is PostgreSQL's (``SELECT n``).
 
     Raises:
         SqlError 42P07 for a taken name; 42601 for more names than columns; 42701 for
         a duplicate column; the query's errors. A failed fill drops the new table."""
     from planner.ddl import TableDef
     from planner.query import QueryPlanner
+    from sqlfront.sequence import block_ddl
     from sqlfront.sequence.writes import insert
 
     if stmt.objtype != ObjectType.OBJECT_TABLE:
@@ -297,12 +333,20 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
     if existed or into.skipData:
         return Result("CREATE TABLE AS")
     target = ast.RangeVar(schemaname=schema, relname=rv.relname, inh=True, relpersistence="p")
-    try:
-        r = insert(s, ast.InsertStmt(relation=target, selectStmt=stmt.query,
-                                     cols=tuple(ast.ResTarget(name=n) for n in names)), sql, params, now=True)
-    except BaseException:
-        run(s, build.drop_tables([(schema, rv.relname)], True))
-        raise
+    fill = ast.InsertStmt(relation=target, selectStmt=stmt.query, cols=tuple(ast.ResTarget(name=n) for n in names))
+    if block_ddl.in_block(s):
+        # The table is the block's until COMMIT, but its rows go to its shard at once
+        # (nobody else knows the shard): the block's UPDATE and DELETE read them as
+        # committed rows (dbt's incremental models DELETE ... USING such a table).
+        # A failed fill aborts the block, whose ROLLBACK deletes the shard.
+        block_ddl.create_shard_now(s, s.env.snapshot.resolve_relation(schema, rv.relname).shard_id)
+        r = insert(s, fill, sql, params, now=True)
+    else:
+        try:
+            r = insert(s, fill, sql, params, now=True)
+        except BaseException:
+            run(s, build.drop_tables([(schema, rv.relname)], True))
+            raise
     # The fill took effect at once, after the timestamp the block's reads were pinned to
     # (by this statement's own query): later reads of the block start afresh, so they see
     # the new table's rows (dbt-postgres's incremental models read them back in the block).

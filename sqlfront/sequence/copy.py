@@ -18,12 +18,13 @@ from sqlfront.copy import allowed_copy_from_path
 from sqlfront.parse import quote_ident
 from sqlfront.sequence.peek import select
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, rows_to_arrow
-from sqlfront.sequence.writes import write
+from sqlfront.sequence.writes import replanned, write
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
 
 
+@replanned
 def copy(s: Session, stmt: ast.CopyStmt, sql: str, params):
     """A COPY statement: CopyOut (TO STDOUT), CopyIn (FROM STDIN) or, for FROM a file
     under ``--copy-from-dir``, the Result of the write (PostgreSQL's COPY reference).
@@ -68,7 +69,7 @@ def copy(s: Session, stmt: ast.CopyStmt, sql: str, params):
         if fmt not in ("text", "csv", "binary"):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"COPY FROM STDIN supports text, csv and binary, not {fmt}")
         return CopyIn(rel, fmt, opts.get("delimiter"), opts.get("null"),
-                      opts.get("header", "false").lower() in ("true", "on", "1"), positions)
+                      opts.get("header", "false").lower() in ("true", "on", "1"), positions, stmt=stmt)
     if fmt == "text":
         fmt, delimiter = "csv", opts.get("delimiter", "\t")
         null = opts.get("null", "\\N")
@@ -82,8 +83,17 @@ def copy(s: Session, stmt: ast.CopyStmt, sql: str, params):
 
 
 def finish_copy(s: Session, c: CopyIn, data: bytes) -> Result:
-    """Parse the data of ``COPY ... FROM STDIN`` and write it: all rows or none."""
+    """Parse the data of ``COPY ... FROM STDIN`` and write it: all rows or none. When
+    the table's shard was sealed since the COPY was planned (an ALTER TABLE), the COPY
+    is planned again and the data parsed for the table as it is now (``replanned``)."""
+    return replanned(_finish_copy)(s, c, data)
+
+
+def _finish_copy(s: Session, c: CopyIn, data: bytes) -> Result:
     from sqlfront.copy import parse_copy
+
+    if c.stmt is not None and s.env.snapshot.tables.get(c.table.id) != c.table:
+        c = copy(s, c.stmt, "", None)  # the table changed since the COPY was planned
 
     rows = parse_copy(c.table, data, c.fmt, c.delimiter, c.null, c.header, c.positions)
     if c.positions is not None:  # the columns the data lacks get their defaults

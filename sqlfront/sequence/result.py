@@ -116,6 +116,8 @@ class CopyIn:
     #: positions of the columns the data carries (a COPY column list), None for all
     positions: tuple[int, ...] | None = None
     tag: str = "COPY"
+    #: the COPY statement (planned again when the table's shard is sealed meanwhile)
+    stmt: object = None
     columns: None = None
 
 

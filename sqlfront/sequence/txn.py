@@ -24,8 +24,9 @@ from pglast import ast
 from pglast.enums import TransactionStmtKind
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
-from persist import Batch
+from persist import Batch, ShardSealed
 from sqlfront.group_commit import Conflict
+from sqlfront.sequence import block_ddl
 from sqlfront.sequence.cursors import close_all
 from sqlfront.sequence.result import Result
 from sqlfront.sequence.writes import append_all
@@ -78,26 +79,40 @@ def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Resu
 
 
 def commit(s: Session) -> None:
-    """End the transaction, making its buffered writes visible together at one timestamp
-    (or none of them, if the commit fails).
+    """End the transaction: commit its DDL (``block_ddl``), then make its buffered writes
+    visible together at one timestamp (or none of them, if the commit fails). Known gap:
+    a block with DDL whose writes then fail to commit (40001) keeps its DDL.
 
     Raises:
         SqlError 40001 when a table an UPDATE/DELETE of the block changed was written
-        by someone else since (PostgreSQL's serialization failure; the block's writes
-        are discarded)."""
+        by someone else since, or when an ALTER TABLE or DROP moved a written table's rows
+        since the block planned its writes (PostgreSQL's serialization failure; the
+        block's writes are discarded: the client runs the block again)."""
     writes, s._pending_writes = s._pending_writes, []
     end_transaction(s)
+    try:
+        catalog = block_ddl.commit(s)
+    except BaseException:
+        discard(s, writes)
+        raise
+    if catalog is not None:  # writes to tables the block dropped go with them
+        live = {t.shard_id for t in catalog.storage_relations()}
+        discard(s, [p for p in writes if p.table.shard_id not in live])
+        writes = [p for p in writes if p.table.shard_id in live]
     try:
         append_all(s, writes)
     except Conflict:
         discard(s, writes)
         raise SqlError("40001", "could not serialize access due to concurrent update") from None
+    except ShardSealed:  # append_all deleted the batches
+        raise SqlError("40001", "could not serialize access due to a concurrent ALTER TABLE or DROP") from None
 
 
 def rollback(s: Session) -> None:
-    """End the transaction, discarding its buffered writes."""
+    """End the transaction, discarding its buffered writes and its DDL."""
     discard(s, s._pending_writes)
     s._pending_writes = []
+    block_ddl.rollback(s)
     end_transaction(s)
 
 
@@ -134,7 +149,7 @@ def savepoint(s: Session, k, name: str) -> Result:
     if not s.in_transaction:
         raise SqlError("25P01", f"{'SAVEPOINT' if k == K.TRANS_STMT_SAVEPOINT else 'ROLLBACK TO SAVEPOINT' if k == K.TRANS_STMT_ROLLBACK_TO else 'RELEASE SAVEPOINT'} can only be used in transaction blocks")
     if k == K.TRANS_STMT_SAVEPOINT:
-        s._savepoints.append((name, len(s._pending_writes)))
+        s._savepoints.append((name, len(s._pending_writes), block_ddl.mark(s)))
         return Result("SAVEPOINT")
     idx = next((i for i in range(len(s._savepoints) - 1, -1, -1) if s._savepoints[i][0] == name), None)
     if idx is None:
@@ -146,6 +161,7 @@ def savepoint(s: Session, k, name: str) -> Result:
     del s._savepoints[idx + 1 :]
     discard(s, s._pending_writes[s._savepoints[idx][1] :])
     del s._pending_writes[s._savepoints[idx][1] :]
+    block_ddl.rollback_to(s, s._savepoints[idx][2])
     s.failed = False
     return Result("ROLLBACK")
 

@@ -16,18 +16,27 @@ updates are computed at once, from the table as committed, and buffered with the
 they were computed at; COMMIT publishes them only if the table is still there (else
 40001, nothing of the block is written). Since an UPDATE or DELETE does not read the
 block's own buffered writes, one of a table the block has already written is refused.
+
+A write planned against a table whose shard an ALTER TABLE has since sealed (its rows
+moved to a new shard) or a DROP TABLE has dropped fails with ``ShardSealed`` when it is
+appended, never landing where nobody reads: a statement outside a block is planned again
+against the catalog that replaced the shard (``replanned``); buffered writes of a block
+fail its COMMIT with 40001.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+import functools
+import time
+from typing import TYPE_CHECKING, Callable, NamedTuple, TypeVar
 
 import pyarrow as pa
 from pglast import ast
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION
+from catalog.errors import (SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION,
+                            query_canceled)
 from catalog.snapshot import Table
-from persist import Batch
+from persist import Batch, ShardSealed
 from persist.write import inline_room, write_updates
 from planner.writes import check_not_null, plan_insert
 from sqlfront.group_commit import Conflict, Write
@@ -39,6 +48,51 @@ if TYPE_CHECKING:
 
 #: how often an UPDATE/DELETE plans again after a concurrent write before giving up
 MAX_CONFLICTS = 10
+#: how long (seconds) a write waits for the catalog to replace a sealed shard (an ALTER
+#: TABLE copying the table's rows holds its writers back as PostgreSQL's table lock does)
+SEALED_WAIT_S = 120.0
+
+R = TypeVar("R")
+
+
+def replanned(handler: Callable[..., R]) -> Callable[..., R]:
+    """``handler(s, stmt, sql, params)`` of a write statement, run again against the
+    current catalog while the shard it planned for turns out sealed. Nothing of a failed
+    attempt is visible (the append is all or nothing) or kept (its batches are deleted).
+
+    Raises:
+        SqlError 40001 when the catalog still names the sealed shard after
+        ``SEALED_WAIT_S``; 57014 when the statement is canceled meanwhile."""
+    @functools.wraps(handler)
+    def run(s: Session, *args, **kwargs) -> R:
+        deadline = time.monotonic() + SEALED_WAIT_S
+        while True:
+            try:
+                return handler(s, *args, **kwargs)
+            except ShardSealed as e:
+                wait_replaced(s, e.shard_id, deadline)
+
+    return run
+
+
+def wait_replaced(s: Session, shard_id: str, deadline: float) -> None:
+    """Return once the catalog no longer names sealed ``shard_id`` (the ALTER TABLE that
+    sealed it committed, or a DROP did) or the shard is open again (the ALTER failed).
+
+    Raises:
+        SqlError 40001 after ``deadline`` (time.monotonic); 57014 when canceled."""
+    pause = 0.002
+    while True:
+        if all(t.shard_id != shard_id for t in s.env.snapshot.storage_relations()):
+            return
+        if not s.env.persist.state(shard_id).sealed:
+            return
+        if s.cancel_event.is_set() or s.client_gone():
+            raise query_canceled(timeout=False)
+        if time.monotonic() >= deadline:
+            raise SqlError("40001", "could not serialize access due to a concurrent ALTER TABLE")
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 class Pending(NamedTuple):
@@ -51,6 +105,7 @@ class Pending(NamedTuple):
     expected_upper: int | None = None
 
 
+@replanned
 def insert(s: Session, stmt: ast.InsertStmt, sql: str, params, now: bool = False) -> Result:
     """INSERT ... VALUES (rows planned in Python) or INSERT ... SELECT (a peek). With
     ``now``, the rows are appended at once even in a transaction block (CREATE TABLE AS
@@ -183,14 +238,23 @@ def append_all(s: Session, writes: list[Pending]) -> None:
 
     Raises:
         group_commit.Conflict: an UPDATE/DELETE's table moved past its expected upper
-        (nothing of ``writes`` is visible then)."""
+        (nothing of ``writes`` is visible then).
+        persist.ShardSealed: a table's shard was sealed (nothing of ``writes`` is
+        visible; their batches are deleted)."""
     if writes:
-        s.env.writer.commit([Write(p.table.shard_id, batch=p.data, expected_upper=p.expected_upper)
-                             if isinstance(p.data, Batch) else
-                             Write(p.table.shard_id, rows=p.data, expected_upper=p.expected_upper)
-                             for p in writes])
+        try:
+            s.env.writer.commit([Write(p.table.shard_id, batch=p.data, expected_upper=p.expected_upper)
+                                 if isinstance(p.data, Batch) else
+                                 Write(p.table.shard_id, rows=p.data, expected_upper=p.expected_upper)
+                                 for p in writes])
+        except ShardSealed:
+            for p in writes:
+                if isinstance(p.data, Batch):
+                    s.env.persist.delete_batch(p.data)
+            raise
 
 
+@replanned
 def rewrite(s: Session, stmt, sql: str, params) -> Result:
     """UPDATE/DELETE: the updates are computed and written by a replica at a snapshot of
     the table, then published only if the table's upper is still the snapshot's
@@ -222,7 +286,10 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{verb} of a table this transaction has already written is "
                            "not supported (its buffered writes are not read back before COMMIT)")
         with s.env.table_lock(shard):  # writers of one table take turns (Materialize's write lock)
-            upper = persist.state(shard).upper
+            st = persist.state(shard)
+            if st.sealed:  # its rows moved (ALTER TABLE) or the table is gone: plan again
+                raise ShardSealed(shard)
+            upper = st.upper
             as_of = max(upper - 1, s.env.oracle.read_ts())
             if persist.fence_reads:
                 # the replica's read fences the upper past as_of: expect the fenced upper
