@@ -52,7 +52,7 @@ class Write:
     expected_upper: int | None = None
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: == would compare the rows
 class _Pending:
     writes: list[Write]
     done: Future = field(default_factory=Future)
@@ -104,8 +104,9 @@ class GroupCommitter:
                     return
                 group, self._queue = self._queue, []
             # Conditional writes go alone: their conflict must not fail anyone else.
-            plain = [p for p in group if not any(w.expected_upper is not None for w in p.writes)]
-            for g in ([plain] if plain else []) + [[p] for p in group if p not in plain]:
+            conditional = [any(w.expected_upper is not None for w in p.writes) for p in group]
+            plain = [p for p, c in zip(group, conditional) if not c]
+            for g in ([plain] if plain else []) + [[p] for p, c in zip(group, conditional) if c]:
                 try:
                     ts = self._commit_group(g)
                 except BaseException as e:  # every waiter learns; the loop goes on
