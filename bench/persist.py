@@ -139,12 +139,15 @@ def section_inserts(srv: Server, clients: int, seconds: float) -> None:
     print(f"one client: p50 {pct(lat, .5) * 1000:.1f} ms, p99 {pct(lat, .99) * 1000:.1f} ms "
           f"(SELECT 1: p50 {pct(ping, .5) * 1000:.2f} ms; {pct(lat, .5) / pct(ping, .5):.0f}x)")
     counts = [0] * clients
+    lats: list[list[float]] = [[] for _ in range(clients)]
     stop = threading.Event()
 
     def run(k):
         with srv.connect() as c:
             while not stop.is_set():
+                t = time.perf_counter()
                 c.execute("INSERT INTO ins VALUES (%s, %s)", (k + 1, counts[k]))
+                lats[k].append(time.perf_counter() - t)
                 counts[k] += 1
 
     threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
@@ -156,8 +159,10 @@ def section_inserts(srv: Server, clients: int, seconds: float) -> None:
     for t in threads:
         t.join()
     el = time.perf_counter() - t0
+    every = [x for xs in lats for x in xs]
     print(f"{clients} clients: {sum(counts) / el:,.0f} rows/s over {el:.0f}s "
-          f"({sum(counts) / el * pct(lat, .5):.1f}x one client's rate)")
+          f"({sum(counts) / el * pct(lat, .5):.1f}x one client's rate); latency p50 {pct(every, .5) * 1000:.1f} ms, "
+          f"p99 {pct(every, .99) * 1000:.1f} ms")
 
 
 def section_compaction(tmp: Path) -> None:

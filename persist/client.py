@@ -52,8 +52,8 @@ class PersistClient:
         self.metrics = metrics or PubSubMetrics()
         self.consensus = ObservedConsensus(consensus, self._won, self.metrics.consensus_reads.inc)
         self.leases = Leases(self.consensus, reader_id or f"local:{uuid.uuid4().hex[:12]}", lease_ms)
-        #: shard -> the latest state this process knows of
-        self._states: dict[str, ShardState] = {}
+        #: shard -> the latest state this process knows of (its bytes, until first needed)
+        self._states: dict[str, ShardState | _Encoded] = {}
         self._states_cv = threading.Condition()
         #: the PubSub connection (None: pubsub off; polling only)
         self.pubsub = (PubSubClient(pubsub_address, self._pushed, self.metrics, on_disconnect=self._pubsub_down,
@@ -79,24 +79,37 @@ class PersistClient:
         """The latest state this process knows of (no Consensus read when it knows one):
         at most as old as the last push, poll or compare-and-set. For followers (listen,
         SUBSCRIBE), not for writers, which must read Consensus."""
-        with self._states_cv:
-            st = self._states.get(shard_id)
+        st = self._known(shard_id)
         return st if st is not None else self.state(shard_id)
 
-    def _learn(self, shard_id: str, st: ShardState) -> bool:
-        """Keep ``st`` if it is newer than what we know; wake waiters. True if it was."""
+    def _known(self, shard_id: str) -> ShardState | None:
+        """The latest state this process knows of, decoded (None: it knows none)."""
+        with self._states_cv:
+            st = self._states.get(shard_id)
+        if isinstance(st, _Encoded):
+            st = ShardState.decode(st.data)
+            self._learn(shard_id, st)
+        return st
+
+    def _learn(self, shard_id: str, st: "ShardState | _Encoded") -> bool:
+        """Keep ``st`` if it is newer than what we know (or the decoded form of the same
+        seqno); wake waiters. True if it was newer."""
         with self._states_cv:
             cur = self._states.get(shard_id)
             if cur is not None and cur.seqno >= st.seqno:
+                if cur.seqno == st.seqno and isinstance(cur, _Encoded) and isinstance(st, ShardState):
+                    self._states[shard_id] = st
                 return False
             self._states[shard_id] = st
             self._states_cv.notify_all()
         return True
 
     def _won(self, shard_id: str, seqno: int, data: bytes) -> None:
-        """After each compare-and-set this process won: learn the state, push it."""
+        """After each compare-and-set this process won: learn the state (as its bytes: the
+        writer hands the decoded state to :meth:`_learn` itself, and decoding a state full
+        of inline parts at every group commit would cost as much as encoding it), push it."""
         try:
-            self._learn(shard_id, ShardState.decode(data))
+            self._learn(shard_id, _Encoded(seqno, data))
             if self.pubsub is not None:
                 self.pubsub.push(shard_id, seqno, data)
         except Exception as e:  # the write is durable; pubsub is best-effort
@@ -201,7 +214,10 @@ class PersistClient:
 
     def compare_and_append(self, shard_id: str, batches: list[Batch], expected_upper: int,
                            ts: int, known: ShardState | None = None) -> ShardState | UpperMismatch:
-        return compare_and_append(self.consensus, shard_id, batches, expected_upper, ts, known)
+        r = compare_and_append(self.consensus, shard_id, batches, expected_upper, ts, known)
+        if isinstance(r, ShardState):
+            self._learn(shard_id, r)
+        return r
 
     def seal(self, shard_id: str, expected_upper: int | None = None) -> ShardState | UpperMismatch:
         """Seal ``shard_id`` if its upper is ``expected_upper`` (:func:`persist.write.seal`)."""
@@ -311,8 +327,7 @@ class PersistClient:
         Consensus)."""
         cached = self.pubsub is not None and self.pubsub.subscribed(shard_id)
         while True:
-            with self._states_cv:
-                cur = self._states.get(shard_id) if cached else None
+            cur = self._known(shard_id) if cached else None
             cached = False
             if cur is None:
                 head = self.consensus.head(shard_id)
@@ -406,6 +421,14 @@ class PersistClient:
                     self.blob.delete(k)
                 break
         self.leases.forget(shard_id)
+
+
+@dataclass(frozen=True)
+class _Encoded:
+    """A state known by its bytes only (one this process wrote), decoded when needed."""
+
+    seqno: int
+    data: bytes
 
 
 @dataclass

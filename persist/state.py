@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, asdict, replace
+from functools import cached_property
 
 #: columns a part with explicit updates carries after the row's own columns
 TIME_COLUMN = "_mz_time"
@@ -62,6 +63,12 @@ class Part:
 
     def min_time(self) -> int:
         return self.ts if self.ts is not None else self.lower
+
+    @cached_property
+    def json_text(self) -> str:
+        """This part's JSON in an encoded state. Kept: a state is encoded whole at every
+        compare-and-set, and all but the newest of its parts were encoded before."""
+        return json.dumps(_part_dict(self), separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -113,12 +120,12 @@ class ShardState:
         # By hand, not ``asdict``: asdict deep-copies every field, and a state with many
         # inline parts is encoded at every compare-and-set.
         d = {"seqno": self.seqno, "since": self.since, "upper": self.upper,
-             "parts": [_part_dict(p) for p in self.parts],
              "readers": [asdict(r) for r in self.readers],
              "retired": [{"seqno": r.seqno, "keys": list(r.keys)} for r in self.retired]}
         if self.sealed:
             d["sealed"] = True  # states of open shards stay as they were
-        return json.dumps(d, separators=(",", ":")).encode()
+        head = json.dumps(d, separators=(",", ":"))
+        return f'{head[:-1]},"parts":[{",".join(p.json_text for p in self.parts)}]}}'.encode()
 
     @staticmethod
     def decode(data: bytes) -> "ShardState":

@@ -56,7 +56,7 @@ class Write:
     expected_upper: int | None = None
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: == would compare the rows
 class _Pending:
     writes: list[Write]
     done: Future = field(default_factory=Future)
@@ -117,8 +117,9 @@ class GroupCommitter:
                     return
                 group, self._queue = self._queue, []
             # Conditional writes go alone: their conflict must not fail anyone else.
-            plain = [p for p in group if not any(w.expected_upper is not None for w in p.writes)]
-            todo = ([plain] if plain else []) + [[p] for p in group if p not in plain]
+            conditional = [any(w.expected_upper is not None for w in p.writes) for p in group]
+            plain = [p for p, c in zip(group, conditional) if not c]
+            todo = ([plain] if plain else []) + [[p] for p, c in zip(group, conditional) if c]
             while todo:
                 g = todo.pop(0)
                 try:
@@ -129,7 +130,7 @@ class GroupCommitter:
                     hit = [p for p in g if any(w.shard_id == e.shard_id for w in p.writes)]
                     for p in hit:
                         p.done.set_exception(e)
-                    rest = [p for p in g if p not in hit]
+                    rest = [p for p in g if all(p is not h for h in hit)]  # by identity, as above
                     if rest:
                         todo.insert(0, rest)
                     continue

@@ -72,9 +72,12 @@ class AsOf:
     at_least: bool
 
 
+@functools.lru_cache(maxsize=512)
 def split_as_of(sql: str) -> tuple[str, AsOf | None]:
     """Split a trailing top-level ``AS OF [AT LEAST] expr`` off a statement (Materialize's
     SELECT and SUBSCRIBE syntax, which PostgreSQL's grammar does not have).
+
+    Cached, as :func:`parse_one` is: every execute of a statement scans its text here first.
 
     Raises:
         SqlError 42601 "Expected a timestamp value after 'AS OF', found EOF"."""

@@ -242,6 +242,10 @@ class Session:
             pq = QueryPlanner(snap, params, row_count=self.env.row_count).plan_select(stmt)
             self._described = (stmt, tuple(params or ()), snap, pq)
             return peek.columns(pq)
+        if isinstance(stmt, (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)) and stmt.returningClause is None:
+            # No rows whatever the plan: a driver describes every execute of an INSERT, and
+            # planning it here too would double its cost; Execute raises the planner's errors.
+            return None
         return self.describe(sql, len(params))[0]
 
     def _plan_select(self, stmt, params):

@@ -374,3 +374,38 @@ def test_group_commit_fails_only_the_writers_of_a_sealed_shard(tmp_path):
         assert rows(p, "sealed") == []
     finally:
         w.stop()
+
+
+def test_a_state_encodes_its_parts_once_and_decodes_to_itself(tmp_path, consensus_url):
+    """Each part's JSON is kept on the part (a state is encoded whole at every
+    compare-and-set); the encoding still decodes to an equal state, inline parts too."""
+    p = client(tmp_path, consensus_url)
+    p.create_shard("s", 0)
+    upper = 0
+    for ts in range(1, 4):
+        st = p.compare_and_append("s", [p.batch("s", pa.table({"a": pa.array([ts], pa.int32())}))], upper, ts)
+        upper = st.upper
+    assert all(part.inline is not None for part in st.parts)
+    first = st.parts[0]
+    assert first.json_text is first.json_text  # kept
+    from persist.state import ShardState
+
+    assert ShardState.decode(st.encode()) == st
+    assert ShardState.decode(p.consensus.head("s")[1]) == st
+
+
+def test_latest_state_after_own_and_other_compare_and_sets(tmp_path, consensus_url):
+    """A compare-and-set this process won through its Consensus (compaction, maintenance)
+    is learned as bytes and decoded when first asked for; the writer's own
+    compare-and-append hands over the state it built."""
+    p = client(tmp_path, consensus_url)
+    p.create_shard("s", 0)
+    st = p.compare_and_append("s", [p.batch("s", pa.table({"a": pa.array([1], pa.int32())}))], 0, 1)
+    assert p.latest("s") is st
+    from persist.state import ShardState
+
+    head = p.consensus.head("s")
+    moved = ShardState.decode(head[1]).next(since=1)
+    assert p.consensus.compare_and_set("s", head[0], moved.seqno, moved.encode())
+    assert p.latest("s") == moved
+    assert rows(p, "s") == [1]

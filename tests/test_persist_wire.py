@@ -290,3 +290,23 @@ def test_reads_consolidate_retractions_of_every_type(conn):
     assert conn.execute("UPDATE typed SET t = 'y' WHERE i = 1").rowcount == 1
     rows = conn.execute("SELECT i, t, arr FROM typed ORDER BY i").fetchall()
     assert rows == [(1, "y", [1, 2]), (3, "z", [3])]
+
+
+def test_parameterized_writes_through_the_extended_protocol(conn):
+    """psycopg sends Parse/Bind/Describe/Execute for each execute: a write without
+    RETURNING is described as returning no rows without being planned twice, and its
+    errors still come from Execute with their SQLSTATE; with RETURNING the columns are
+    described."""
+    conn.execute("CREATE TABLE xp (k int NOT NULL, v text)")
+    for i in range(8):  # past psycopg's prepare threshold: prepared statements too
+        conn.execute("INSERT INTO xp VALUES (%s, %s)", (i, f"v{i}"))
+    cur = conn.execute("INSERT INTO xp VALUES (%s, %s) RETURNING k, v", (100, "r"))
+    assert [d.name for d in cur.description] == ["k", "v"] and cur.fetchall() == [(100, "r")]
+    cur = conn.execute("UPDATE xp SET v = %s WHERE k = %s", ("u", 3))
+    assert cur.description is None and cur.rowcount == 1
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        conn.execute("INSERT INTO no_such_table VALUES (%s)", (1,))
+    with pytest.raises(psycopg.errors.NotNullViolation):
+        conn.execute("INSERT INTO xp VALUES (%s, %s)", (None, "x"))
+    assert conn.execute("SELECT count(*), sum(k) FROM xp").fetchone() == (9, 128)
+    assert conn.execute("SELECT v FROM xp WHERE k = 3").fetchone() == ("u",)
