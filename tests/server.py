@@ -175,3 +175,21 @@ def wait_for(pred, timeout: float = 30, interval: float = 0.2):
             return v
         time.sleep(interval)
     return pred()
+
+
+def seen_by(server, table: str) -> None:
+    """Wait until ``server`` followed the catalog past the creation of ``table``."""
+    with server.connect() as c:
+        assert wait_for(lambda: c.execute("SELECT count(*) FROM mz_tables WHERE name = %s", (table,)).fetchone()[0],
+                        10, 0.05)
+
+
+def fetch_until(conn, cursor: str, n: int, timeout: float = 20) -> list[tuple]:
+    """FETCH from ``cursor`` (a SUBSCRIBE WITH (PROGRESS); at least once) until ``n`` data
+    rows came or ``timeout`` passed."""
+    rows: list[tuple] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        rows += [r for r in conn.execute(f"FETCH ALL {cursor} WITH (TIMEOUT = '1s')").fetchall() if not r[1]]
+        if len(rows) >= n or time.monotonic() >= deadline:
+            return rows

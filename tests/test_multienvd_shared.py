@@ -26,7 +26,7 @@ import psycopg
 import pytest
 
 from conftest import new_database
-from server import ROOT, Server, free_port, metric_value, replica_jvms, wait_for
+from server import ROOT, Server, fetch_until, free_port, metric_value, replica_jvms, seen_by, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -70,11 +70,6 @@ def envds(tmp_path_factory, postgres):
 def on_b(b: Server, **kw) -> psycopg.Connection:
     return psycopg.connect(b.url, autocommit=True, options="-c cluster=cb", **kw)
 
-
-def seen_by(s: Server, table: str) -> None:
-    with s.connect() as c:
-        assert wait_for(lambda: c.execute("SELECT count(*) FROM pg_class WHERE relname = %s", (table,)).fetchone()[0],
-                        10, 0.05)
 
 
 def test_nextval_and_serial_through_both_processes_never_repeat(envds):
@@ -152,14 +147,6 @@ def test_a_write_through_a_reaches_a_subscription_in_b_by_pubsub(envds):
         assert [(int(r[0]), r[3], r[4]) for r in rows] == [(commit["ts"], 100, "writer")]
         assert wait_for(lambda: metric_value(b.metrics_url, CLEAN) > before, 10, 0.1)
 
-
-def fetch_until(conn, cursor: str, n: int, timeout: float = 20) -> list[tuple]:
-    rows: list[tuple] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        rows += [r for r in conn.execute(f"FETCH ALL {cursor} WITH (TIMEOUT = '1s')").fetchall() if not r[1]]
-        if len(rows) >= n or time.monotonic() >= deadline:
-            return rows
 
 
 def test_a_restart_drops_only_its_own_temp_schemas_and_leaked_parts(envds):

@@ -26,7 +26,7 @@ import psycopg
 import pytest
 
 from conftest import new_database
-from server import Balancer, Server, replica_jvms, wait_for
+from server import Balancer, Server, replica_jvms, seen_by, wait_for
 
 #: short leases, so the takeover test waits seconds, not the default 10 s
 LEASE_S = "5"
@@ -72,12 +72,6 @@ def envds(tmp_path_factory, postgres):
 def addr(s: Server) -> str:
     return f"127.0.0.1:{s.port}"
 
-
-def seen_by(s: Server, table: str) -> None:
-    """Wait until ``s`` followed the catalog past the creation of ``table``."""
-    with s.connect() as c:
-        assert wait_for(lambda: c.execute("SELECT count(*) FROM mz_tables WHERE name = %s", (table,)).fetchone()[0],
-                        10, 0.05)
 
 
 def test_each_process_runs_its_own_clusters_and_names_the_owner_of_the_others(envds):

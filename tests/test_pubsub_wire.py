@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from server import ROOT, Server, metric_value, wait_for
+from server import ROOT, Server, fetch_until, metric_value, wait_for
 
 
 def write_rows(server, table: str, lines: list[str], *args: str) -> list[dict]:
@@ -44,15 +44,6 @@ def since_of(server, shard: str) -> int:
 def metric(server, name: str) -> float:
     return metric_value(server.metrics_url, name)
 
-
-def fetch_until(conn, cursor: str, n: int, timeout: float = 20) -> list[tuple]:
-    """FETCH from ``cursor`` (a SUBSCRIBE WITH (PROGRESS); at least once) until ``n`` data rows came or ``timeout`` passed."""
-    rows: list[tuple] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        rows += [r for r in conn.execute(f"FETCH ALL {cursor} WITH (TIMEOUT = '1s')").fetchall() if not r[1]]
-        if len(rows) >= n or time.monotonic() >= deadline:
-            return rows
 
 
 def test_a_commit_in_another_process_reaches_a_subscription_through_pubsub(server, conn):
