@@ -180,7 +180,7 @@ def wait_for(pred, timeout: float = 30, interval: float = 0.2):
 def seen_by(server, table: str) -> None:
     """Wait until ``server`` followed the catalog past the creation of ``table``."""
     with server.connect() as c:
-        assert wait_for(lambda: c.execute("SELECT count(*) FROM mz_tables WHERE name = %s", (table,)).fetchone()[0],
+        assert wait_for(lambda: c.execute("SELECT count(*) FROM pg_class WHERE relname = %s", (table,)).fetchone()[0],
                         10, 0.05)
 
 
