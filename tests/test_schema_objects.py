@@ -208,7 +208,7 @@ def test_sequence_store_values_are_durable(tmp_path):
     path = str(tmp_path / "catalog.db")
     store = CatalogStore(path)
     q = Sequence("u1", "public", "s", start=3)
-    snap = store.transact(store.load(), [CreateSequence(q)], {"item": 2})
+    store.transact(store.load(), [CreateSequence(q)], {"item": 2})
     values = SequenceStore(path)
     assert values.nextval(q, 3) == [3, 4, 5]
     values.close()
