@@ -193,3 +193,17 @@ def fetch_until(conn, cursor: str, n: int, timeout: float = 20) -> list[tuple]:
         rows += [r for r in conn.execute(f"FETCH ALL {cursor} WITH (TIMEOUT = '1s')").fetchall() if not r[1]]
         if len(rows) >= n or time.monotonic() >= deadline:
             return rows
+
+
+def start_owner_pair(a: "Server", b: "Server") -> None:
+    """Start ``a`` (it bootstraps quickstart and takes its lease), then ``b`` (``--clusters
+    cb``) while ``a`` creates cluster ``cb``, which ``b`` waits for to boot."""
+    import threading
+
+    a.start(wait_replicas=False)
+    starting = threading.Thread(target=b.start, kwargs={"wait_replicas": False})
+    starting.start()
+    with a.connect() as c:
+        c.execute("CREATE CLUSTER cb REPLICAS (r1 (SIZE '1'))")
+    starting.join()
+    assert b.proc is not None and b.proc.poll() is None

@@ -26,7 +26,8 @@ import psycopg
 import pytest
 
 from conftest import new_database
-from server import ROOT, Server, fetch_until, free_port, metric_value, replica_jvms, seen_by, wait_for
+from server import (ROOT, Server, fetch_until, free_port, metric_value, replica_jvms, seen_by,
+                    start_owner_pair, wait_for)
 
 pytestmark = pytest.mark.slow
 
@@ -48,13 +49,7 @@ def envds(tmp_path_factory, postgres):
     for s, p in ((a, ports["a"]), (b, ports["b"])):
         s.metrics_url = f"http://127.0.0.1:{p}/metrics"
     try:
-        a.start(wait_replicas=False)
-        starting = threading.Thread(target=b.start, kwargs={"wait_replicas": False})
-        starting.start()
-        with a.connect() as c:
-            c.execute("CREATE CLUSTER cb REPLICAS (r1 (SIZE '1'))")
-        starting.join()
-        assert b.proc is not None and b.proc.poll() is None
+        start_owner_pair(a, b)  # a bootstraps quickstart; b waits for cluster cb
         for s in (a, b):
             with s.connect() as c:
                 assert wait_for(lambda: {r[0] for r in c.execute("SELECT status FROM mz_cluster_replicas")}

@@ -26,7 +26,7 @@ import psycopg
 import pytest
 
 from conftest import new_database
-from server import Balancer, Server, replica_jvms, seen_by, wait_for
+from server import Balancer, Server, replica_jvms, seen_by, start_owner_pair, wait_for
 
 #: short leases, so the takeover test waits seconds, not the default 10 s
 LEASE_S = "5"
@@ -47,13 +47,7 @@ def envds(tmp_path_factory, postgres):
     b = Server(d / "b" / "mzdata", *shared, "--clusters", "cb", "--takeover")
     bal = None
     try:
-        a.start(wait_replicas=False)  # bootstraps quickstart and takes its lease
-        starting = threading.Thread(target=b.start, kwargs={"wait_replicas": False})
-        starting.start()
-        with a.connect() as c:
-            c.execute("CREATE CLUSTER cb REPLICAS (r1 (SIZE '1'))")
-        starting.join()
-        assert b.proc is not None and b.proc.poll() is None
+        start_owner_pair(a, b)  # a bootstraps quickstart; b waits for cluster cb
         bal = Balancer(d / "balancer.log", None, "--catalog-url", url)
         for s in (a, b):  # both replicas up, as each process sees them (its own, or its owner's lease)
             with s.connect() as c:
