@@ -7,15 +7,22 @@ since cannot tell the difference) and, when a merged part holds retractions, sum
 per row. The merged part replaces its inputs in one compare-and-set; the inputs are
 *retired* at that seqno and deleted by GC once no reader can still read them.
 
+Retractions (UPDATE and DELETE) merge by size like any part: a merge of some of a
+shard's parts keeps a retraction whose row is in none of them, so an UPDATE of one row of
+a big table leaves a small part of changes, which reads apply cheaply
+(``CHANGES_BROADCAST_UPDATES``), and never rewrites the table. The whole shard is
+consolidated only when the changes become big next to the rest (``SIZE_RATIO``) or too
+many for that cheap read, or when the shard is small (``SMALL_SHARD_UPDATES``): its cost
+is then amortized over the writes that made the changes, as in a Spine.
+
 Inline parts (small batches kept in the state, :mod:`persist.write`) are always among the
 inputs of a merge, whose output always goes to Blob: compaction is how inline data leaves
 the state (Materialize's compaction flushes inline parts the same way). A shard whose
 inline parts reach ``INLINE_FLUSH_BYTES`` is merged even with few parts.
 
 Merging append-only parts is streamed here batch by batch (bounded memory). Merging
-parts with retractions needs consolidation, which the caller provides (environmentd runs
-it as a Spark job on a replica); without one, the merge is done in memory only for small
-inputs.
+parts with retractions needs consolidation: in memory here up to ``IN_MEMORY_UPDATES``,
+else by the caller (environmentd runs it as a Spark job on a replica).
 """
 
 from __future__ import annotations
@@ -30,41 +37,61 @@ import pyarrow.parquet as pq
 
 from persist.blob import Blob
 from persist.consensus import Consensus
-from persist.read import PartRead, ShardSnapshot, part_read, read_arrow
+from persist.read import PartRead, ShardSnapshot, consolidate_updates, part_read, part_table
 from persist.state import DIFF_COLUMN, Part, Retired, ShardState, TIME_COLUMN
-from persist.write import INLINE_TOTAL_MAX_BYTES, PARQUET_OPTIONS, ROW_GROUP_ROWS, Batch, decode_inline, write_batch
+from persist.write import INLINE_TOTAL_MAX_BYTES, PARQUET_OPTIONS, ROW_GROUP_ROWS, Batch, decode_inline, write_updates
 
 log = logging.getLogger(__name__)
 
 #: merge when a shard has more parts than this
 MAX_PARTS = 8
-#: parts within this factor of the smallest one's size are merged together
+#: parts within this factor of the smallest one's size are merged together; changes
+#: (parts with diffs) this big next to the plain parts are consolidated into them
 SIZE_RATIO = 8
-#: in-memory consolidation only up to this many updates (else wait for a replica)
-IN_MEMORY_UPDATES = 200_000
+#: consolidation in memory (in environmentd) only up to this many updates; more go to
+#: the caller's merge (a Spark job on a replica)
+IN_MEMORY_UPDATES = 20_000
 #: a shard holding this many bytes of inline parts is merged whatever its part count
 #: (half the inline limit: writes keep going inline while the merge runs)
 INLINE_FLUSH_BYTES = INLINE_TOTAL_MAX_BYTES // 2
+#: reads apply at most this many updates in parts with diffs to the plain rows by a
+#: broadcast anti join (``spark_exec.lower.read_snapshot``); more are consolidated here
+CHANGES_BROADCAST_UPDATES = 200_000
+#: a shard with retractions and at most this many updates is consolidated whole (cheap,
+#: in memory, and its reads no longer consolidate)
+SMALL_SHARD_UPDATES = 10_000
 
-#: ``merge(parts) -> Batch``: the consolidated rows of ``parts`` written as a new batch
-#: of plain rows (each row once per unit of its summed diff)
+#: ``merge(parts) -> Batch``: the updates of ``parts`` consolidated
+#: (:func:`persist.read.consolidate_updates`'s rule) and written as a new batch of updates
 MergeFn = Callable[[list[PartRead]], Batch]
 
 
 def choose(state: ShardState, max_parts: int = MAX_PARTS) -> list[Part]:
-    """The parts to merge now: when some hold retractions (until they are consolidated
-    away, every read must consolidate the whole shard), every part whose updates are all
-    at or below ``since``, if there are two or more; else, when the shard has more than
-    ``max_parts`` or ``INLINE_FLUSH_BYTES`` of inline parts, the smallest ones within
-    ``SIZE_RATIO`` of each other (at least two) and every inline part; else none.
+    """The parts to merge now, or [].
+
+    With retractions in the shard, every part whose updates are all at or below
+    ``since`` (if two or more) when the shard is small (``SMALL_SHARD_UPDATES``) or its
+    parts with diffs hold more than ``CHANGES_BROADCAST_UPDATES`` updates or more than
+    1/``SIZE_RATIO`` of the plain parts' updates. Otherwise, when the shard has more than
+    ``max_parts`` parts or ``INLINE_FLUSH_BYTES`` of inline parts: the smallest parts
+    within ``SIZE_RATIO`` of each other (at least two) and every inline part, leaving
+    out, when one of them has retractions, the parts with updates after ``since``.
 
     Consolidation writes every update at ``since``, so a part with updates after
     ``since`` waits until ``since`` passes them: relabelled, they would be seen early by
     reads ``AS OF`` a time before them and missed by a listener already past ``since``
     (Materialize's compaction advances times to since, never beyond what they were)."""
+    def settled(ps):
+        return [p for p in ps if p.max_time() <= state.since]
+
     if any(p.retractions for p in state.parts):
-        settled = [p for p in state.parts if p.max_time() <= state.since]
-        return settled if len(settled) >= 2 else []
+        changes = sum(p.updates for p in state.parts if p.diffs or p.retractions)
+        plain = sum(p.updates for p in state.parts) - changes
+        if (changes + plain <= SMALL_SHARD_UPDATES or changes > CHANGES_BROADCAST_UPDATES
+                or changes * SIZE_RATIO >= plain):
+            whole = settled(state.parts)
+            if len(whole) >= 2:
+                return whole
     inline = [p for p in state.parts if p.inline is not None]
     if len(state.parts) <= max_parts and sum(p.bytes for p in inline) < INLINE_FLUSH_BYTES:
         return []
@@ -73,7 +100,20 @@ def choose(state: ShardState, max_parts: int = MAX_PARTS) -> list[Part]:
     chosen = [p for p in by_size if p.updates <= floor * SIZE_RATIO or p.inline is not None]
     if len(chosen) < 2 and not inline:
         chosen = by_size[: len(by_size) - max_parts + 1]
-    return chosen
+    if any(p.retractions for p in chosen):
+        chosen = settled(chosen)
+    return chosen if len(chosen) >= 2 or any(p.inline is not None for p in chosen) else []
+
+
+def needs_consolidation(parts: list[Part]) -> bool:
+    """Whether merging ``parts`` must sum diffs (some hold retractions)."""
+    return any(p.retractions for p in parts)
+
+
+def needs_replica(parts: list[Part]) -> bool:
+    """Whether merging ``parts`` takes the caller's merge (a consolidation too big to
+    run in memory)."""
+    return needs_consolidation(parts) and sum(p.updates for p in parts) > IN_MEMORY_UPDATES
 
 
 def merge_append_only(blob: Blob, shard_id: str, parts: list[Part], since: int) -> Part | None:
@@ -145,13 +185,31 @@ def merge_append_only(blob: Blob, shard_id: str, parts: list[Part], since: int) 
 _EVERY_TIME = 1 << 62
 
 
-def merge_in_memory(blob: Blob, shard_id: str, parts: list[Part], since: int) -> Part:
-    """Consolidate ``parts`` (with retractions) in memory at ``since``: for small shards."""
+def merge_in_memory(blob: Blob, shard_id: str, parts: list[Part], since: int) -> Part | None:
+    """Consolidate ``parts`` (with retractions) in memory at ``since``, for few updates
+    (``IN_MEMORY_UPDATES``); None when every update cancels out."""
     snap = ShardSnapshot(shard_id, 0, _EVERY_TIME, tuple(_part_read(blob, p) for p in parts), True, 0)
     schema = _data_schema(blob, parts)
-    # Consolidated, every time at since: a plain part of rows.
-    b = write_batch(blob, shard_id, read_arrow(snap, schema))
-    return Part(b.key, since, since + 1, b.updates, b.bytes, ts=since, net=b.net)
+    t = consolidate_updates(_all_updates(snap, schema), schema)
+    if not t.num_rows:
+        return None
+    return merged_part(write_updates(blob, shard_id, t), since)
+
+
+def merged_part(b: Batch, since: int) -> Part:
+    """The part of a consolidated batch ``b``: every update at ``since``."""
+    return Part(b.key, since, since + 1, b.updates, b.bytes, ts=since, diffs=b.diffs, retractions=b.retractions,
+                net=b.net)
+
+
+def _all_updates(snap: ShardSnapshot, schema: pa.Schema) -> pa.Table:
+    """Every update of ``snap``'s parts: ``schema``'s columns, then ``_mz_diff``."""
+    tables = []
+    for p in snap.parts:
+        t = part_table(p)
+        diff = t.column(DIFF_COLUMN) if p.diffs else pa.repeat(pa.scalar(1, pa.int64()), t.num_rows)
+        tables.append(t.select(schema.names).cast(schema).append_column(DIFF_COLUMN, diff))
+    return pa.concat_tables(tables)
 
 
 def _part_read(blob: Blob, p: Part) -> PartRead:
@@ -179,16 +237,15 @@ def compact(consensus: Consensus, blob: Blob, shard_id: str, merge: MergeFn | No
     if not chosen:
         return None
     since = st.since
-    if not any(p.retractions for p in chosen):
+    if not needs_consolidation(chosen):
         out = merge_append_only(blob, shard_id, chosen, since)
+    elif sum(p.updates for p in chosen) <= IN_MEMORY_UPDATES:
+        out = merge_in_memory(blob, shard_id, chosen, since)
     elif merge is not None:
         b = merge([_part_read(blob, p) for p in chosen])
         if not b.updates:
             blob.delete(b.key)
-        out = Part(b.key, since, since + 1, b.updates, b.bytes, ts=since, diffs=b.diffs,
-                   retractions=b.retractions, net=b.net) if b.updates else None
-    elif sum(p.updates for p in chosen) <= IN_MEMORY_UPDATES:
-        out = merge_in_memory(blob, shard_id, chosen, since)
+        out = merged_part(b, since) if b.updates else None
     else:
         return None
     keys = {p.key for p in chosen}

@@ -141,6 +141,27 @@ def read_arrow(snap: ShardSnapshot, schema: pa.Schema) -> pa.Table:
 def consolidate_arrow(t: pa.Table, schema: pa.Schema) -> pa.Table:
     """Sum ``_mz_diff`` per row of ``t`` and repeat each row its sum times (rows whose sum
     is <= 0 vanish). Values are compared as Python values (NULL equals NULL)."""
+    out = [r for r, n in _summed(t, schema) if n > 0 for _ in range(n)]
+    return pa.Table.from_pylist(out, schema=schema) if out else schema.empty_table()
+
+
+def consolidate_updates(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``t``'s updates consolidated, as updates: columns ``schema``, then ``_mz_diff``.
+    Each row whose diffs sum to ``n != 0`` comes ``|n|`` times with diff ``sign(n)``;
+    rows summing to 0 vanish. A retraction whose insertion is in no part of ``t`` stays
+    (Materialize's consolidation of a batch: compaction that merges some of a shard's
+    parts cannot know what the others hold)."""
+    rows, diffs = [], []
+    for r, n in _summed(t, schema):
+        rows.extend([r] * abs(n))
+        diffs.extend([1 if n > 0 else -1] * abs(n))
+    data = pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
+    return data.append_column(pa.field(DIFF_COLUMN, pa.int64()), pa.array(diffs, pa.int64()))
+
+
+def _summed(t: pa.Table, schema: pa.Schema) -> list[tuple[dict, int]]:
+    """Each distinct row of ``t`` (``schema``'s columns, as a dict) with the sum of its
+    ``_mz_diff``; NULL equals NULL."""
     counts: Counter = Counter()
     first: dict = {}
     rows = t.select(schema.names).to_pylist()
@@ -148,11 +169,7 @@ def consolidate_arrow(t: pa.Table, schema: pa.Schema) -> pa.Table:
         k = _freeze(r)
         counts[k] += d
         first.setdefault(k, r)
-    out = []
-    for k, n in counts.items():
-        if n > 0:
-            out.extend([first[k]] * n)
-    return pa.Table.from_pylist(out, schema=schema) if out else schema.empty_table()
+    return [(first[k], n) for k, n in counts.items() if n]
 
 
 def _freeze(v):

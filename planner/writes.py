@@ -17,10 +17,10 @@ from catalog.types import SqlType
 from planner.consteval import cast_value, evaluate, is_volatile
 from planner.expr import ast_nodes
 from planner.expr import coerce
-from planner.plan import Plan, Project, SetOp
-from catalog.types import INT8, TEXT
+from planner.plan import Constant, Join, Plan, Project
+from catalog.types import BOOL, INT8, TEXT
 from planner.query import QueryPlanner
-from planner.scalar import Cast, ColRef, Literal, Param
+from planner.scalar import Call, Case, Cast, ColRef, Literal, Param
 
 
 @dataclass(frozen=True)
@@ -376,9 +376,19 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
     hit = _affected(get, qp, scope, stmt.whereClause)
     old = tuple(ColRef(j, c.type) for j, c in enumerate(table.columns))
     new = tuple(not_null_guard(sets[j], table, c) if j in sets else ColRef(j, c.type) for j, c in enumerate(table.columns))
-    out = tuple(names) + (DIFF,)
-    plan = SetOp("union", Project(hit, old + (Literal(-1, INT8),), out), Project(hit, new + (Literal(1, INT8),), out), True)
-    return PlannedRewrite(table, optimize(plan), True, returning)
+    return PlannedRewrite(table, optimize(_retract_and_insert(hit, old, new, names)), True, returning)
+
+
+def _retract_and_insert(hit, old: tuple, new: tuple, names: list[str]):
+    """``(old, -1)`` and ``(new, +1)`` for each row of ``hit``, from one read of it: the
+    rows are paired with a constant of the two diffs and each column picks its old or
+    new value by the diff (a union of two projections would scan the table twice)."""
+    diffs = Constant(((-1,), (1,)), ((DIFF, INT8),))
+    w = len(hit.columns)
+    d = ColRef(w, INT8)
+    retracted = Call("eq", (d, Literal(-1, INT8)), BOOL)
+    cols = tuple(o if o == n else Case(((retracted, o),), n, o.type) for o, n in zip(old, new))
+    return Project(Join(hit, diffs, "cross", None), cols + (d,), tuple(names) + (DIFF,))
 
 
 #: name of the diff column of a rewrite's plan

@@ -27,6 +27,7 @@ from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import BuiltinTable, Table
 from catalog.types import SqlType, Interval
 from persist import DIFF_COLUMN, TIME_COLUMN, ShardSnapshot
+from persist.compact import CHANGES_BROADCAST_UPDATES
 from persist.read import inline_updates
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Series, Unnest, Window, WindowCall,
@@ -323,7 +324,24 @@ def _inline_rows(snap: ShardSnapshot) -> int:
 
 
 #: at most this many updates in parts with diffs are broadcast against the plain rows
-BROADCAST_UPDATES = 200_000
+#: (the size compaction keeps changes under: one rule for both)
+BROADCAST_UPDATES = CHANGES_BROADCAST_UPDATES
+
+
+def consolidated_updates(spark: SparkSession, table: Table, snap: ShardSnapshot) -> DataFrame:
+    """Every update of ``snap``'s parts (whatever its time) consolidated, as updates: the
+    table's columns, then ``_mz_diff`` of +1 or -1, each row ``|sum|`` times, rows
+    summing to 0 left out (``persist.read.consolidate_updates``'s rule; compaction on a
+    replica)."""
+    names = [f"`{c.name}`" for c in table.columns]
+    parts = [p for p in snap.parts if p.inline is None]
+    inline = inline_frame(spark, table, snap)
+    frames = ([_updates(spark, table, parts, snap.as_of, names)] if parts else []) + (
+        [inline] if inline is not None else [])
+    d = F.col(DIFF_COLUMN)
+    summed = reduce(DataFrame.unionAll, frames).groupBy(*names).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN)).filter(d != 0)
+    sign = F.when(d > 0, F.lit(1)).otherwise(F.lit(-1)).cast("long")
+    return summed.select(*names, F.explode(F.array_repeat(sign, F.abs(d).cast("int"))).alias(DIFF_COLUMN))
 
 
 def _consolidate(df: DataFrame, names: list[str]) -> DataFrame:

@@ -217,6 +217,8 @@ class Environment:
         #: consolidations of retractions, one at a time, as Spark jobs on a replica
         self._replica_merges = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="replica-merge")
         self._replica_merging: set[str] = set()
+        #: each shard's since at the last maintenance round (a rise may let a merge run)
+        self._since_seen: dict[str, int] = {}
         self._compact_cv = threading.Condition()
         self.orchestrator = Orchestrator(d, instance=uuid.uuid4().hex[:8])
         self.clusters: dict[str, ClusterCoordinator] = {}
@@ -412,14 +414,20 @@ class Environment:
         desired = self.oracle.read_ts() - self.COMPACTION_WINDOW_MS
         with self._time_lock:
             desired = min([desired] + list(self._time_holds))
+        due = dirty & live
         for shard in sorted(shards & live):
-            self.persist.maintain(shard, desired)
-        if dirty & live and self.config.persist_compaction:
+            st = self.persist.maintain(shard, desired)
+            if st is not None and st.since > self._since_seen.get(shard, st.since) and compaction.choose(st):
+                # a merge that waited for since to pass its parts' updates can run now
+                due.add(shard)
+            if st is not None:
+                self._since_seen[shard] = st.since
+        if due and self.config.persist_compaction:
             with self._compact_cv:
-                self._to_compact |= dirty & live
+                self._to_compact |= due
                 self._compact_cv.notify()
 
-    #: a shard with retractions is consolidated once it has had no write for this long
+    #: a consolidation that runs on a replica waits until the shard had no write this long
     RETRACTION_QUIET_S = 3.0
 
     def _compaction_loop(self) -> None:
@@ -435,15 +443,17 @@ class Environment:
                 table = next((t for t in self.snapshot.storage_relations() if t.shard_id == shard), None)
                 if table is None:
                     continue
-                if (time.monotonic() - self._last_write.get(shard, 0) < self.RETRACTION_QUIET_S
-                        and any(p.retractions for p in self.persist.state(shard).parts)):
-                    # Rewriting a shard to consolidate retractions is a whole-table job:
-                    # wait until its writes pause, so one rewrite covers them all.
-                    with self._compact_cv:
-                        self._to_compact.add(shard)
-                    waiting = True
+                chosen = compaction.choose(self.persist.state(shard))
+                if not chosen:
                     continue
-                if any(p.retractions for p in self.persist.state(shard).parts):
+                if compaction.needs_replica(chosen):
+                    if time.monotonic() - self._last_write.get(shard, 0) < self.RETRACTION_QUIET_S:
+                        # A consolidation too big for memory is a Spark job: wait until
+                        # the shard's writes pause, so one job covers them all.
+                        with self._compact_cv:
+                            self._to_compact.add(shard)
+                        waiting = True
+                        continue
                     # A Spark job on a replica, off this thread: a replica that is slow or
                     # frozen must not hold up the other shards' merges.
                     with self._compact_cv:
@@ -469,29 +479,32 @@ class Environment:
                 self._replica_merging.discard(shard)
 
     def _merge_on_replica(self, table: Table, parts) -> Batch:
-        """Consolidate ``parts`` of ``table`` into plain rows with a Spark job on a
-        healthy replica of any cluster; the replica writes the new part to Blob.
+        """Consolidate ``parts`` of ``table`` (``spark_exec.lower.consolidated_updates``)
+        with a Spark job on a healthy replica of any cluster; the replica writes the new
+        part, updates with diffs, to Blob.
 
         Raises:
             RuntimeError when no cluster has a healthy replica (compaction waits)."""
         from persist import ShardSnapshot
         from planner.plan import Get
+        from spark_exec.lower import consolidated_updates
         from spark_exec.writes import PartUrls, write_job
 
         snap = ShardSnapshot(table.shard_id, 0, (1 << 63) - 1, tuple(parts), True, 0)
-        plan = Get(table, tuple((c.name, c.type) for c in table.columns))
+        plan = Get(table, tuple((c.name, c.type) for c in table.columns))  # unused: the job reads the parts
         for cc in list(self.clusters.values()):
             if not cc.has_healthy_replica():
                 continue
             urls = PartUrls(lambda: self.persist.new_part_url(table.shard_id))
+            write = write_job(table, urls.url_for, diffs=True)
             winner = None
             try:
                 winner = cc.peek(plan, lambda t: snap, self.builtin_rows, self.config.replica_wait_s, None, None,
-                                 write_job(table, urls.url_for, diffs=False))
+                                 lambda df, rid: write(consolidated_updates(df.sparkSession, table, snap), rid))
             finally:
                 for key in urls.keys_except(winner):
                     self.persist.blob.delete(key)
-            return self.persist.written_batch(urls.parts[winner][0], diffs=False)
+            return self.persist.written_batch(urls.parts[winner][0], diffs=True)
         raise RuntimeError("no healthy replica to compact on")
 
     def _bootstrap(self) -> None:

@@ -293,6 +293,59 @@ def test_consolidation_waits_for_since_to_pass_a_parts_updates():
         ["a", "b", "c"]
 
 
+def test_changes_to_a_big_shard_merge_by_size_and_leave_its_plain_part_alone():
+    """Size-tiered with retractions (Materialize's Spine): a few changes to a big shard
+    are merged among themselves, never into the big part; once they reach 1/SIZE_RATIO
+    of it, or too many for a read's broadcast, the whole shard is consolidated."""
+    from persist.compact import CHANGES_BROADCAST_UPDATES, SIZE_RATIO, choose
+    from persist.state import Part, ShardState
+
+    big = Part("big", 0, 2, 1_000_000, 10 << 20, ts=1, net=1_000_000)
+    changes = [Part(f"c{i}", 2 + i, 3 + i, 2, 100, ts=2 + i, diffs=True, retractions=True, net=0) for i in range(9)]
+    state = ShardState(seqno=3, since=20, upper=20, parts=(big, *changes[:2]))
+    assert choose(state) == []  # few parts: reads apply the changes by a broadcast
+    state = ShardState(seqno=3, since=20, upper=20, parts=(big, *changes))
+    assert sorted(p.key for p in choose(state)) == [f"c{i}" for i in range(9)]
+    # changes after since wait for it (consolidation writes them at since)
+    state = ShardState(seqno=3, since=6, upper=20, parts=(big, *changes))
+    assert sorted(p.key for p in choose(state)) == ["c0", "c1", "c2", "c3", "c4"]
+    n = big.updates // SIZE_RATIO
+    grown = Part("g", 2, 3, n, 1 << 20, ts=2, diffs=True, retractions=True, net=0)
+    assert sorted(p.key for p in choose(ShardState(seqno=3, since=20, upper=20, parts=(big, grown)))) == ["big", "g"]
+    many = Part("g", 2, 3, CHANGES_BROADCAST_UPDATES + 1, 1 << 20, ts=2, diffs=True, retractions=True, net=0)
+    huge = Part("big", 0, 2, 100 * many.updates, 10 << 20, ts=1, net=100 * many.updates)
+    assert len(choose(ShardState(seqno=3, since=20, upper=20, parts=(huge, many)))) == 2
+
+
+def test_a_merge_of_some_parts_keeps_retractions_of_rows_in_others(tmp_path, consensus_url):
+    """Consolidating a tier of small parts keeps each retraction whose row is in a part
+    outside the merge (as a -1 of the merged part): the rows read stay the same."""
+    from persist.read import consolidate_updates
+
+    t = pa.table({"a": pa.array([1, 2, 2, 3], pa.int32()), DIFF_COLUMN: pa.array([1, -1, -1, 1], pa.int64())})
+    out = consolidate_updates(t, SCHEMA)
+    assert sorted(zip(out.column("a").to_pylist(), out.column(DIFF_COLUMN).to_pylist())) == \
+        [(1, 1), (2, -1), (2, -1), (3, 1)]
+    p = client(tmp_path, consensus_url)
+    p.append("s", pa.table({"a": pa.array(range(20_000), pa.int32())}), ts=1)
+    big = p.state("s").parts[0].key
+    b1 = write_updates(p.blob, "s", pa.table({"a": pa.array([5], pa.int32()), DIFF_COLUMN: pa.array([-1], pa.int64())}),
+                       inline_budget=4096)
+    p.compare_and_append("s", [b1], 2, 2)
+    b2 = write_updates(p.blob, "s", pa.table({"a": pa.array([7, 70_000], pa.int32()),
+                                              DIFF_COLUMN: pa.array([-1, 1], pa.int64())}), inline_budget=4096)
+    p.compare_and_append("s", [b2], 3, 3)
+    want = sorted(set(range(20_000)) - {5, 7} | {70_000})
+    assert rows(p, "s") == want
+    p.read_table("s", SCHEMA)
+    p.maintain("s", desired_since=3, force=True)
+    st = p.compact("s", max_parts=1)
+    assert st is not None and len(st.parts) == 2 and st.parts[0].key == big
+    merged = st.parts[1]
+    assert merged.inline is None and merged.retractions and merged.updates == 3 and merged.net == -1
+    assert rows(p, "s") == want
+
+
 def test_blob_keys_name_their_writer_and_orphans_take_a_filter(tmp_path, consensus_url):
     from persist.blob import part_writer
 
