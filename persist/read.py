@@ -119,6 +119,26 @@ def inline_updates(parts, as_of: int, names: list[str]) -> pa.Table | None:
     return pa.concat_tables(tables, promote_options="permissive")
 
 
+def change_values(snap: ShardSnapshot, column: str, max_updates: int, max_values: int) -> set | None:
+    """The distinct values (None for NULL) of ``column`` among the updates of ``snap``'s
+    changes: its parts with diffs and its inline parts, whatever their times (a superset
+    of the visible ones). None when those parts hold more than ``max_updates`` updates
+    or the values number more than ``max_values``. Reads only that column."""
+    changes = [p for p in snap.parts if p.diffs or p.inline is not None]
+    if sum(p.updates for p in changes) > max_updates:
+        return None
+    values: set = set()
+    for p in changes:
+        if p.inline is not None:
+            col = decode_inline(p.inline).column(column)
+        else:
+            col = ds.dataset(p.url.removeprefix("file://"), format="parquet").to_table(columns=[column]).column(column)
+        values.update(col.unique().to_pylist())
+        if len(values) > max_values:
+            return None
+    return values
+
+
 def read_arrow(snap: ShardSnapshot, schema: pa.Schema) -> pa.Table:
     """The rows of ``snap`` as one Arrow table in ``schema`` (small reads, tests, the
     consolidation of compaction when no replica runs it). Memory: the whole shard."""

@@ -17,7 +17,7 @@ from catalog.types import SqlType
 from planner.consteval import cast_value, evaluate, is_volatile
 from planner.expr import ast_nodes
 from planner.expr import coerce
-from planner.plan import Constant, Join, Plan, Project
+from planner.plan import Plan, Project, Unnest
 from catalog.types import BOOL, INT8, TEXT
 from planner.query import QueryPlanner
 from planner.scalar import Call, Case, Cast, ColRef, Literal, Param
@@ -380,15 +380,19 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
 
 
 def _retract_and_insert(hit, old: tuple, new: tuple, names: list[str]):
-    """``(old, -1)`` and ``(new, +1)`` for each row of ``hit``, from one read of it: the
-    rows are paired with a constant of the two diffs and each column picks its old or
-    new value by the diff (a union of two projections would scan the table twice)."""
-    diffs = Constant(((-1,), (1,)), ((DIFF, INT8),))
+    """``(old, -1)`` and ``(new, +1)`` for each row of ``hit``, from one read of it: each
+    row is repeated once per element of the array ``[-1, 1]`` (an unnest: Spark's
+    explode, no join) and each column picks its old or new value by the diff (a union
+    of two projections would scan the table twice)."""
+    from catalog.types import array_of
+
     w = len(hit.columns)
-    d = ColRef(w, INT8)
+    both = Project(hit, tuple(ColRef(j, t) for j, (_, t) in enumerate(hit.columns)) + (Literal([-1, 1], array_of(INT8)),),
+                   tuple(n for n, _ in hit.columns) + ("_diffs",))
+    d = ColRef(w + 1, INT8)
     retracted = Call("eq", (d, Literal(-1, INT8)), BOOL)
     cols = tuple(o if o == n else Case(((retracted, o),), n, o.type) for o, n in zip(old, new))
-    return Project(Join(hit, diffs, "cross", None), cols + (d,), tuple(names) + (DIFF,))
+    return Project(Unnest(both, (w,), ("unnest",)), cols + (d,), tuple(names) + (DIFF,))
 
 
 #: name of the diff column of a rewrite's plan

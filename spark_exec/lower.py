@@ -28,7 +28,7 @@ from catalog.snapshot import BuiltinTable, Table
 from catalog.types import SqlType, Interval
 from persist import DIFF_COLUMN, TIME_COLUMN, ShardSnapshot
 from persist.compact import CHANGES_BROADCAST_UPDATES
-from persist.read import inline_updates
+from persist.read import change_values, inline_updates
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Reduce, SetOp, Series, Unnest, Window, WindowCall,
 )
@@ -251,16 +251,20 @@ def read_snapshot(spark: SparkSession, table: Table, snap: ShardSnapshot, arrang
         return reduce(DataFrame.unionAll, frames) if frames else spark.createDataFrame([], _file_schema(table))
     plain = [p for p in parts if not p.diffs]
     updates = [p for p in parts if p.diffs]
-    if plain and not updates and inline is not None:
-        hit = _split_on_inline_values(table, snap)
-        if hit is not None:
-            # Every update is inline (small UPDATEs and DELETEs): the plain rows whose
-            # value in one column is none of the updates' values cannot be equal to an
-            # updated row and pass through; the few others are consolidated with the
-            # updates. A filter Parquet statistics can prune, no broadcast job.
+    if plain and (updates or inline is not None):
+        split = _split_on_change_values(table, snap)
+        if split is not None:
+            # Few changes (UPDATEs and DELETEs of some rows): the plain rows whose value
+            # in one column is none of the changes' values cannot be equal to a changed
+            # row and pass through; the few others are consolidated with the changes.
+            # Filters Parquet statistics can prune (the touched rows' row groups only),
+            # no join.
+            hit, miss = split
             rows = read_parts(spark, table, [p.url for p in plain]).select(*names)
             touched = rows.filter(hit).select(*names, F.lit(1).cast("long").alias(DIFF_COLUMN))
-            return rows.filter(~hit).unionAll(_consolidate(touched.unionAll(inline), names))
+            changes = ([_updates(spark, table, updates, snap.as_of, names)] if updates else []) + (
+                [inline] if inline is not None else [])
+            return rows.filter(miss).unionAll(_consolidate(reduce(DataFrame.unionAll, [touched, *changes]), names))
     changed = ([_updates(spark, table, updates, snap.as_of, names)] if updates else []) + (
         [inline] if inline is not None else [])
     if plain and changed and sum(p.updates for p in updates) + _inline_rows(snap) <= BROADCAST_UPDATES:
@@ -299,24 +303,27 @@ _SPLIT_TYPES = frozenset({"bool", "int2", "int4", "int8", "oid", "numeric", "tex
 SPLIT_VALUES = 1000
 
 
-def _split_on_inline_values(table: Table, snap: ShardSnapshot) -> SparkColumn | None:
-    """A predicate true for the stored rows whose value in the table's first column of a
-    type in ``_SPLIT_TYPES`` is one of the values the snapshot's inline updates have
-    there (NULL among them when an update has NULL; never NULL itself); None when no
-    column fits or the updates have more than ``SPLIT_VALUES`` values there."""
+def _split_on_change_values(table: Table, snap: ShardSnapshot) -> tuple[SparkColumn, SparkColumn] | None:
+    """``(hit, miss)``: predicates true for the stored rows whose value in the table's
+    first column of a type in ``_SPLIT_TYPES`` is (``hit``) or is not (``miss``) one of
+    the values the snapshot's changes (parts with diffs, inline parts) have there, NULL
+    counting as a value; the two never both hold, and no row is dropped by both (a
+    filter drops NULL). Both are plain comparisons Spark pushes into the Parquet scan
+    (a ``coalesce`` around them would not be). None when no column fits or the changes
+    hold more than ``BROADCAST_UPDATES`` updates or ``SPLIT_VALUES`` values there."""
     col = next((c for c in table.columns if c.type.name in _SPLIT_TYPES and not c.type.is_array), None)
     if col is None:
         return None
-    t = inline_updates(snap.parts, snap.as_of, [col.name])
-    values = set(t.column(col.name).to_pylist())
-    if len(values) > SPLIT_VALUES:
+    values = change_values(snap, col.name, BROADCAST_UPDATES, SPLIT_VALUES)
+    if values is None:
         return None
     c = F.col(f"`{col.name}`")
     known = [v for v in values if v is not None]
-    hit = c.isin(*known) if known else F.lit(False)
+    if not known:
+        return (c.isNull(), c.isNotNull()) if None in values else (F.lit(False), F.lit(True))
     if None in values:
-        hit = hit | c.isNull()
-    return F.coalesce(hit, F.lit(False))
+        return c.isin(*known) | c.isNull(), c.isNotNull() & ~c.isin(*known)
+    return c.isin(*known), c.isNull() | ~c.isin(*known)
 
 
 def _inline_rows(snap: ShardSnapshot) -> int:
