@@ -197,9 +197,11 @@ def merge_in_memory(blob: Blob, shard_id: str, parts: list[Part], since: int) ->
 
 
 def merged_part(b: Batch, since: int) -> Part:
-    """The part of a consolidated batch ``b``: every update at ``since``."""
-    return Part(b.key, since, since + 1, b.updates, b.bytes, ts=since, diffs=b.diffs, retractions=b.retractions,
-                net=b.net)
+    """The part of a consolidated batch ``b``: every update at ``since``. Without
+    retractions every diff is +1, so it is a plain part (reads ignore the file's
+    ``_mz_diff`` column then): reads and later merges take it as rows, not changes."""
+    return Part(b.key, since, since + 1, b.updates, b.bytes, ts=since, diffs=b.retractions,
+                retractions=b.retractions, net=b.net)
 
 
 def _all_updates(snap: ShardSnapshot, schema: pa.Schema) -> pa.Table:

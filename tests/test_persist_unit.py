@@ -273,7 +273,8 @@ def test_inline_retractions_consolidate_on_read_and_in_compaction(tmp_path, cons
     p.read_table("s", SCHEMA)
     p.maintain("s", desired_since=5, force=True)
     st = p.compact("s")  # small enough to consolidate in memory
-    assert len(st.parts) == 1 and st.parts[0].inline is None and not st.parts[0].retractions
+    # no retraction left: a plain part (rows), not changes that reads must apply
+    assert len(st.parts) == 1 and st.parts[0].inline is None and not st.parts[0].retractions and not st.parts[0].diffs
     assert rows(p, "s") == [1, 2, 4]
 
 
