@@ -422,6 +422,8 @@ class Environment:
                 due.add(shard)
             if st is not None:
                 self._since_seen[shard] = st.since
+        for gone in self._since_seen.keys() - live:
+            del self._since_seen[gone]
         if due and self.config.persist_compaction:
             with self._compact_cv:
                 self._to_compact |= due

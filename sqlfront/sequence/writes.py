@@ -338,12 +338,22 @@ SMALL_REWRITE_UPDATES = 1000
 
 def small_updates(s: Session, plan, as_of: int) -> list[tuple] | None:
     """The updates of a rewrite ``plan`` at ``as_of`` when there are at most
-    ``SMALL_REWRITE_UPDATES`` of them (one peek, its rows limited to one more than that:
-    memory stays bounded whatever the statement touches); None when there are more (the
-    caller has the replica write them)."""
-    from planner.plan import Limit
+    ``SMALL_REWRITE_UPDATES`` of them; None when there are more (the caller has the
+    replica write them). One streamed peek, closed (the replica's job interrupted) once
+    one update too many has arrived: memory stays bounded whatever the statement
+    touches. (A ``LIMIT`` would make Spark scan the table part by part, a job each.)"""
+    from sqlfront.sequence.peek import peek_stream
+    from sqlfront.sequence.result import chunk_rows
 
-    updates = peek(s, Limit(plan, SMALL_REWRITE_UPDATES + 1, 0), as_of=as_of)
+    cols = list(plan.columns)
+    types = [t for _, t in cols]
+    stream = peek_stream(s, plan, cols, as_of=as_of)
+    updates: list[tuple] = []
+    try:
+        for chunk in stream.take(SMALL_REWRITE_UPDATES + 1):
+            updates.extend(chunk_rows(chunk, types))
+    finally:
+        stream.close()
     return updates if len(updates) <= SMALL_REWRITE_UPDATES else None
 
 
