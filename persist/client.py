@@ -346,7 +346,9 @@ class PersistClient:
             if new.readers == cur.readers and new.since == cur.since and not keys:
                 return cur
             me, was = new.reader(self.leases.reader_id), cur.reader(self.leases.reader_id)
-            small = (since - cur.since < self.SINCE_STEP_MS and not keys and not cur.retired
+            # A step to upper - 1 is never small: an idle shard's since would otherwise
+            # stop short of its last writes, and merges waiting for it never run.
+            small = (since - cur.since < self.SINCE_STEP_MS and since < cur.upper - 1 and not keys and not cur.retired
                      and len(new.readers) == len(cur.readers)
                      and (me is None or was is None or me.heartbeat_ms - was.heartbeat_ms < self.leases.lease_ms // 4))
             if small and not force:

@@ -174,7 +174,7 @@ def test_compaction_merges_small_parts_and_consolidates_retractions(server, conn
         st = ShardState.decode(c.head(shard)[1])
         return st.row_count() == 6 and len(st.parts) == 1 and not st.parts[0].retractions
 
-    wait_for(consolidated, timeout=90)
+    assert wait_for(consolidated, timeout=90)
     c.close()
     assert conn.execute("SELECT a FROM compacted ORDER BY a").fetchall() == expected
 
