@@ -18,7 +18,7 @@ from planner.consteval import cast_value, evaluate, is_volatile
 from planner.expr import ast_nodes
 from planner.expr import coerce
 from planner.plan import Plan, Project, Unnest
-from catalog.types import BOOL, INT8, TEXT
+from catalog.types import BOOL, INT8, TEXT, UNKNOWN
 from planner.query import QueryPlanner
 from planner.scalar import Call, Case, Cast, ColRef, Literal, Param
 
@@ -129,16 +129,7 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
         raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT with WITH/ON CONFLICT is not supported yet")
     table = resolve_target(snap, stmt.relation)
     names = [c.name for c in table.columns]
-    if stmt.cols:
-        target = [rt.name for rt in stmt.cols]
-        for n in target:
-            if n not in names:
-                raise SqlError(UNDEFINED_COLUMN, f'column "{n}" of relation "{table.name}" does not exist')
-        if len(set(target)) != len(target):
-            dup = next(n for n in target if target.count(n) > 1)
-            raise SqlError(DUPLICATE_COLUMN, f'column "{dup}" specified more than once')
-    else:
-        target = names
+    target = _target_columns(table, stmt)
     positions = [names.index(n) for n in target]
     sel = stmt.selectStmt
     qp = QueryPlanner(snap, params)
@@ -206,6 +197,108 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
             exprs.append(defaults[j] if defaults[j] is not None else Literal(None, col.type))
     plan = Project(pq.plan, tuple(exprs), tuple(names))
     return PlannedInsert(table, None, plan, tuple(fill), returning)
+
+
+@dataclass(frozen=True)
+class InsertTemplate:
+    """``INSERT INTO t [(cols)] VALUES (...), ...`` whose values are all parameters
+    (``$n``) or DEFAULT, planned up to its parameters: what a driver's prepared INSERT
+    executes again and again with new ones. Valid for the catalog snapshot (and
+    search_path) it was planned with; :meth:`bind` gives what :func:`plan_insert` would."""
+
+    table: Table
+    #: per VALUES row: ``(table column index, parameter number)`` of each value given
+    rows: tuple[tuple[tuple[int, int], ...], ...]
+    #: the planned DEFAULT of each column (None: NULL), evaluated per row as plan_insert does
+    defaults: tuple
+    returning: Returning | None = None
+
+    def bind(self, params: list) -> PlannedInsert:
+        """The planned INSERT with ``params`` (Bind's: Literals, or None/text for untyped
+        ones) assigned to their columns.
+
+        Raises:
+            SqlError 42P02 for a missing parameter; 23502, 42804 and the casts' 22xxx,
+            as plan_insert."""
+        cols = self.table.columns
+        out = []
+        for given in self.rows:
+            vals = [None] * len(cols)
+            set_ = set()
+            for pos, n in given:
+                if n < 1 or n > len(params):
+                    raise SqlError("42P02", f"there is no parameter ${n}")
+                v = params[n - 1]
+                e = v if isinstance(v, Literal) else Literal(None if v is None else str(v), UNKNOWN)
+                # assign_value of a Literal: its value, assigned (what Bind gives, always)
+                if e.value is not None:
+                    t = cols[pos].type
+                    if (e.type, t) not in _ASSIGNABLE:
+                        _check_assignable(e.type, t, cols[pos].name)
+                        _ASSIGNABLE.add((e.type, t))
+                    vals[pos] = cast_value(e.value, e.type, t, explicit=False)
+                set_.add(pos)
+            for j, d in enumerate(self.defaults):
+                if j not in set_ and d is not None:
+                    vals[j] = evaluate(d)
+            check_not_null(self.table, vals)
+            out.append(tuple(vals))
+        return PlannedInsert(self.table, tuple(out), None, returning=self.returning)
+
+
+#: (source, column type) pairs _check_assignable passed: it depends on the types alone
+_ASSIGNABLE: set = set()
+
+
+def insert_template(snap: CatalogSnapshot, stmt: ast.InsertStmt) -> InsertTemplate | None:
+    """The InsertTemplate of ``stmt``; None when it is not an INSERT of parameters and
+    DEFAULTs only (plan it with :func:`plan_insert`).
+
+    Raises:
+        what plan_insert raises before it looks at parameters (42P01, 42703, 42701,
+        42601, 428C9)."""
+    from pglast.enums import OverridingKind
+
+    sel = stmt.selectStmt
+    if (stmt.withClause or stmt.onConflictClause or stmt.returningClause or sel is None or not sel.valuesLists
+            or sel.sortClause or sel.limitCount is not None):  # RETURNING may name parameters too
+        return None
+    if not all(isinstance(node, (ast.ParamRef, ast.SetToDefault)) for r in sel.valuesLists for node in r):
+        return None
+    table = resolve_target(snap, stmt.relation)
+    names = [c.name for c in table.columns]
+    target = _target_columns(table, stmt)
+    positions = [names.index(n) for n in target]
+    defaults = tuple(default_exprs(snap, table))
+    for r in sel.valuesLists:
+        if len(r) > len(target):
+            raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
+    check_identity_insert(table, [names[pos] for r in sel.valuesLists for node, pos in zip(r, positions)
+                                  if not isinstance(node, ast.SetToDefault)], stmt.override)
+    user = ({j for j, c in enumerate(table.columns) if c.identity}
+            if stmt.override == OverridingKind.OVERRIDING_USER_VALUE else set())
+    rows = tuple(tuple((pos, node.number) for node, pos in zip(r, positions)
+                       if isinstance(node, ast.ParamRef) and pos not in user)
+                 for r in sel.valuesLists)
+    return InsertTemplate(table, rows, defaults, None)
+
+
+def _target_columns(table: Table, stmt: ast.InsertStmt) -> list[str]:
+    """The column names an INSERT gives values for, in its order.
+
+    Raises:
+        SqlError 42703 for an unknown column, 42701 for one named twice."""
+    names = [c.name for c in table.columns]
+    if not stmt.cols:
+        return names
+    target = [rt.name for rt in stmt.cols]
+    for n in target:
+        if n not in names:
+            raise SqlError(UNDEFINED_COLUMN, f'column "{n}" of relation "{table.name}" does not exist')
+    if len(set(target)) != len(target):
+        dup = next(n for n in target if target.count(n) > 1)
+        raise SqlError(DUPLICATE_COLUMN, f'column "{dup}" specified more than once')
+    return target
 
 
 def assign_value(e, t: SqlType, column: str):

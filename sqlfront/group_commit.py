@@ -7,7 +7,8 @@ then publishes it, with no Blob write; ``persist.write``), takes ONE write times
 from the oracle and publishes every part by compare-and-append at that timestamp; then
 it tells the oracle the write is applied, so reads that start afterwards see all of it,
 and wakes the writers. (Materialize's coordinator commits table writes the same way:
-group commit at one timestamp.)
+group commit at one timestamp.) The INSERTs' ``values`` of a group become one Arrow
+table per shard here, not one per INSERT in the sessions.
 
 A group that writes several shards is first recorded in a Consensus of its own (the
 ``txns`` key of ``txns.db``; Materialize's txn-wal idea): if the process dies after applying some shards, startup
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from catalog.oracle import TimestampOracle
+from catalog.snapshot import Table
 from persist import Batch, Consensus, PersistClient, ShardSealed, ShardState, UpperMismatch
 from persist.state import Part
 
@@ -48,12 +50,27 @@ class Conflict(Exception):
 @dataclass
 class Write:
     """One shard's share of a transaction: ``rows`` to append as +1s, or a ``batch``
-    already in Blob. ``expected_upper``: commit only if the shard's upper is still this."""
+    already in Blob, or ``values``: rows of ``table`` as Python tuples (checked by
+    ``result.check_storable``), which the committer converts together with the other
+    such writes of its group to the shard (one Arrow table, not one per INSERT).
+    ``expected_upper``: commit only if the shard's upper is still this."""
 
     shard_id: str
     rows: pa.Table | None = None
     batch: Batch | None = None
     expected_upper: int | None = None
+    values: list[tuple] | None = None
+    table: Table | None = None
+
+
+@dataclass
+class _Prepared:
+    """A group's batches, made and not yet appended: by shard, with each shard's expected
+    upper (conditional writes), and the batches made for it (deleted if it fails)."""
+
+    batches: dict[str, list[Batch]] = field(default_factory=dict)
+    expected: dict[str, int | None] = field(default_factory=dict)
+    written: list[Batch] = field(default_factory=list)
 
 
 @dataclass(eq=False)  # compared by identity: == would compare the rows
@@ -87,7 +104,7 @@ class GroupCommitter:
             Conflict: a conditional write's shard moved on.
             Exception: what persist raised (nothing of the group is visible then)."""
         writes = [w for w in writes if w.batch is not None or (w.rows is not None and w.rows.num_rows)
-                  or w.expected_upper is not None]
+                  or w.values or w.expected_upper is not None]
         if not writes:
             return self.oracle.read_ts()
         p = _Pending(writes)
@@ -125,9 +142,13 @@ class GroupCommitter:
                 try:
                     with self._apply_lock:
                         ts = self._commit_group(g)
-                except ShardSealed as e:
-                    # only the writers of the sealed shard plan again; the others commit
-                    hit = [p for p in g if any(w.shard_id == e.shard_id for w in p.writes)]
+                except (ShardSealed, _BadValues) as e:
+                    # only the writers of the sealed shard plan again (or the writer whose
+                    # values Arrow refused fails); the others commit
+                    if isinstance(e, _BadValues):
+                        hit, e = [e.pending], e.error
+                    else:
+                        hit = [p for p in g if any(w.shard_id == e.shard_id for w in p.writes)]
                     for p in hit:
                         p.done.set_exception(e)
                     rest = [p for p in g if all(p is not h for h in hit)]  # by identity, as above
@@ -142,31 +163,49 @@ class GroupCommitter:
                     p.done.set_result(ts)
 
     def _commit_group(self, group: list[_Pending]) -> int:
+        return self._publish(self._prepare(group))
+
+    def _prepare(self, group: list[_Pending]) -> _Prepared:
+        """The batches of ``group``, by shard (small appends made one batch per shard).
+
+        Raises:
+            _BadValues: a writer's values do not convert (nothing is left written)."""
         by_shard: dict[str, list[Write]] = {}
         for p in group:
             for w in p.writes:
                 by_shard.setdefault(w.shard_id, []).append(w)
-        batches: dict[str, list[Batch]] = {}
-        expected: dict[str, int | None] = {}
-        written: list[Batch] = []
+        prepared = _Prepared()
         try:
             for shard, ws in by_shard.items():
                 bs = [w.batch for w in ws if w.batch is not None]
                 small = [w.rows for w in ws if w.rows is not None and w.rows.num_rows]
+                small += _values_tables(group, [w for w in ws if w.values])
                 if small:
                     b = self.persist.batch(shard, pa.concat_tables(small))
-                    written.append(b)
+                    prepared.written.append(b)
                     bs.append(b)
-                batches[shard] = bs
-                expected[shard] = next((w.expected_upper for w in ws if w.expected_upper is not None), None)
-            ts = self._apply(batches, expected)
+                prepared.batches[shard] = bs
+                prepared.expected[shard] = next((w.expected_upper for w in ws if w.expected_upper is not None), None)
         except BaseException:
-            for b in written:
-                self.persist.delete_batch(b)
+            self._forget(prepared)
+            raise
+        return prepared
+
+    def _forget(self, prepared: _Prepared) -> None:
+        for b in prepared.written:
+            self.persist.delete_batch(b)
+
+    def _publish(self, prepared: _Prepared) -> int:
+        """Append ``prepared`` at one timestamp (:meth:`_apply`); its batches are deleted
+        when that fails. Returns the timestamp."""
+        try:
+            ts = self._apply(prepared.batches, prepared.expected)
+        except BaseException:
+            self._forget(prepared)
             raise
         self.groups += 1
         try:
-            self.on_applied(set(batches))
+            self.on_applied(set(prepared.batches))
         except Exception as e:
             log.warning("after a group commit: %s", e)
         return ts
@@ -214,6 +253,39 @@ class GroupCommitter:
                 return ts
             finally:
                 self.oracle.apply_write(ts)
+
+
+class _BadValues(Exception):
+    """The values of ``pending`` that Arrow could not convert (``error``): it alone fails."""
+
+    def __init__(self, pending: _Pending, error: BaseException):
+        super().__init__(str(error))
+        self.pending, self.error = pending, error
+
+
+def _values_tables(group: list[_Pending], ws: list[Write]) -> list[pa.Table]:
+    """The ``values`` of ``ws`` (writes of one shard) as Arrow tables: one for all the
+    writes with the same columns (all of them, unless a concurrent ALTER renamed some).
+
+    Raises:
+        _BadValues: for the first pending whose values do not convert."""
+    from sqlfront.sequence.result import storable_to_arrow
+
+    out = []
+    while ws:
+        cols = ws[0].table.columns
+        same = [w for w in ws if w.table.columns is cols or w.table.columns == cols]
+        ws = [w for w in ws if not (w.table.columns is cols or w.table.columns == cols)]
+        try:
+            out.append(storable_to_arrow(same[0].table, [r for w in same for r in w.values]))
+        except Exception:
+            for w in same:  # which one? each on its own
+                try:
+                    storable_to_arrow(w.table, w.values)
+                except Exception as e:
+                    raise _BadValues(next(p for p in group if any(x is w for x in p.writes)), e) from e
+            raise
+    return out
 
 
 def _txns(txns: Consensus) -> tuple[int | None, list]:

@@ -35,6 +35,7 @@ class Metrics:
             registry=self.registry)
         self.phases = Counter("statement_phase_seconds", "Seconds spent per phase of statement processing",
                               ["phase"], registry=self.registry)
+        self._phase_children: dict = {}  # phase name -> its labelled child
 
     def persist_pubsub(self):
         """The persist PubSub seed's metrics, registered here, as ``persist.PubSubMetrics``:
@@ -63,7 +64,10 @@ class Metrics:
 
     def phase(self, name: str, seconds: float) -> None:
         """Time spent in a phase of statement processing (parse, plan, execute, server)."""
-        self.phases.labels(name).inc(seconds)
+        child = self._phase_children.get(name)
+        if child is None:  # labels() looks the child up under a lock: kept, twice a statement
+            child = self._phase_children[name] = self.phases.labels(name)
+        child.inc(seconds)
 
     def track_replicas(self, statuses) -> None:
         """Report ``replicas{status}`` from ``statuses()`` (a list of status strings) at

@@ -180,6 +180,8 @@ def _nest(flat: list, dims: list[int]) -> list:
 #: which Materialize's json is; jsonb's own binary form has a version byte first),
 #: "char" (18) and xml (142) (untyped literals)
 TEXT_SEND_OIDS = frozenset((114, 18, 142))
+#: OID -> byte width of the binary integer types
+_INT_SIZES = {21: 2, 23: 4, 20: 8}
 
 
 def binary_param_text(oid: int, raw: bytes) -> str:
@@ -189,6 +191,9 @@ def binary_param_text(oid: int, raw: bytes) -> str:
     Raises:
         SqlError 0A000 for a type without binary input here; 22P03 for bad data.
     """
+    n = _INT_SIZES.get(oid)
+    if n is not None and len(raw) == n:  # int2/int4/int8 (int2recv...): drivers' commonest parameter
+        return str(int.from_bytes(raw, "big", signed=True))
     if oid in TEXT_SEND_OIDS:
         try:
             return bytes(raw).decode("utf-8")

@@ -390,8 +390,9 @@ class PgHandler(BuenaVistaHandler):
         """ParameterStatus for reported variables a statement changed (SET, RESET,
         set_config; PostgreSQL 55.2.7), sent after its CommandComplete."""
         changed = {}
+        values = ctx.session.vars.values  # every REPORTED name is there (after every Execute: kept cheap)
         for k in REPORTED:
-            v = ctx.session.vars.get(k)
+            v = values.get(k)
             if ctx.reported.get(k) != v:
                 ctx.reported[k] = v
                 changed[display_name(k)] = v
@@ -551,7 +552,7 @@ class PgHandler(BuenaVistaHandler):
             else:
                 stmt, _, formats = ctx.portals[name]
                 sql, _ = ctx.stmts[stmt]
-                cols = ctx.session.describe_bound(sql, ctx.bound_params(name))
+                cols = ctx.session.describe_bound(sql, lambda: ctx.bound_params(name))
             if cols is None:
                 self.wfile.write(struct.pack("!ci", ServerResponse.NO_DATA, 4))
             else:

@@ -85,6 +85,8 @@ class Session:
         self.cancel_event = threading.Event()
         #: the last described SELECT: (AST, params, snapshot, PlannedQuery)
         self._described = None
+        #: sql -> ((stmt, snapshot, search_path), InsertTemplate or None) (sequence.writes.planned_insert)
+        self._insert_templates: dict = {}
         #: the read timestamp of the transaction, fixed at its first read (held in
         #: ``env.time_holds`` so since cannot pass it while the transaction lasts)
         self._txn_ts: int | None = None
@@ -232,20 +234,23 @@ class Session:
         types = [params.types.get(i + 1, TEXT) for i in range(len(params))]
         return cols, types
 
-    def describe_bound(self, sql: str, params: list):
-        """The columns of ``sql`` with its parameters bound (Describe of a portal). A
-        SELECT's plan is kept for the Execute that follows, if the catalog stays put."""
+    def describe_bound(self, sql: str, params: Callable[[], list]):
+        """The columns of ``sql`` with its parameters (``params()``) bound (Describe of a
+        portal). A SELECT's plan is kept for the Execute that follows, if the catalog
+        stays put."""
         stmt = parse_one(sql)
+        if isinstance(stmt, (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)) and stmt.returningClause is None:
+            # No rows whatever the plan: a driver describes every execute of an INSERT, and
+            # planning it here too (or reading its parameters) would add to its cost;
+            # Execute raises the planner's errors.
+            return None
+        params = params()
         self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
             snap = self.env.snapshot
             pq = QueryPlanner(snap, params, row_count=self.env.row_count).plan_select(stmt)
             self._described = (stmt, tuple(params or ()), snap, pq)
             return peek.columns(pq)
-        if isinstance(stmt, (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)) and stmt.returningClause is None:
-            # No rows whatever the plan: a driver describes every execute of an INSERT, and
-            # planning it here too would double its cost; Execute raises the planner's errors.
-            return None
         return self.describe(sql, len(params))[0]
 
     def _plan_select(self, stmt, params):

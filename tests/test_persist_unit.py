@@ -463,3 +463,31 @@ def test_latest_state_after_own_and_other_compare_and_sets(tmp_path, consensus_u
     assert p.consensus.compare_and_set("s", head[0], moved.seqno, moved.encode())
     assert p.latest("s") == moved
     assert rows(p, "s") == [1]
+
+
+def test_group_commit_converts_insert_values_together_and_fails_only_a_bad_writer(tmp_path):
+    """INSERTs hand their rows as Python values; the committer makes the Arrow table of a
+    group. A writer whose values Arrow refuses fails alone; the others commit."""
+    import concurrent.futures
+
+    from catalog.oracle import TimestampOracle
+    from catalog.snapshot import Column, Table
+    from catalog.types import INT4
+    from persist import SqliteConsensus
+    from sqlfront.group_commit import GroupCommitter, Write
+
+    p = client(tmp_path, str(tmp_path / "consensus.db"))
+    p.create_shard("s", 0)
+    table = Table("u1", "public", "t", (Column("a", INT4),), "s")
+    w = GroupCommitter(p, SqliteConsensus(str(tmp_path / "txns.db")), TimestampOracle(str(tmp_path / "oracle.db")))
+    try:
+        values = [[(1,)], [(2,), (3,)], [("not a number",)], [(None,)], [(4,)]]
+        with concurrent.futures.ThreadPoolExecutor(5) as pool:
+            futs = [pool.submit(w.commit, [Write("s", values=v, table=table)]) for v in values]
+        outcomes = [f.exception() for f in futs]
+        assert [o is None for o in outcomes] == [True, True, False, True, True]
+        assert isinstance(outcomes[2], (pa.ArrowInvalid, pa.ArrowTypeError))
+        got = p.read_table("s", SCHEMA).column("a").to_pylist()
+        assert sorted(got, key=lambda v: (v is None, v)) == [1, 2, 3, 4, None]
+    finally:
+        w.stop()

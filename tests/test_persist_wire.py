@@ -310,3 +310,23 @@ def test_parameterized_writes_through_the_extended_protocol(conn):
         conn.execute("INSERT INTO xp VALUES (%s, %s)", (None, "x"))
     assert conn.execute("SELECT count(*), sum(k) FROM xp").fetchone() == (9, 128)
     assert conn.execute("SELECT v FROM xp WHERE k = 3").fetchone() == ("u",)
+
+
+def test_a_prepared_insert_follows_search_path_and_catalog_changes(conn):
+    """A session keeps the plan of a prepared INSERT of parameters for its next
+    Executes; a new search_path or catalog makes it plan again."""
+    conn.execute("CREATE SCHEMA sp1")
+    conn.execute("CREATE SCHEMA sp2")
+    conn.execute("CREATE TABLE sp1.t (k int)")
+    conn.execute("CREATE TABLE sp2.t (k int, v text NOT NULL DEFAULT 'd')")
+    conn.execute("SET search_path = sp1")
+    for i in range(6):  # past psycopg's prepare threshold
+        conn.execute("INSERT INTO t VALUES (%s)", (i,))
+    conn.execute("SET search_path = sp2")
+    conn.execute("INSERT INTO t VALUES (%s)", (100,))
+    assert conn.execute("SELECT k, v FROM sp2.t").fetchall() == [(100, "d")]
+    conn.execute("SET search_path = sp1")
+    conn.execute("DROP TABLE sp1.t")
+    conn.execute("CREATE TABLE sp1.t (k text)")
+    conn.execute("INSERT INTO t VALUES (%s)", (7,))
+    assert conn.execute("SELECT k FROM sp1.t").fetchall() == [("7",)]

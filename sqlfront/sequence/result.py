@@ -179,14 +179,28 @@ def rows_to_arrow(table: Table, rows: list[tuple]) -> pa.Table:
         SqlError 0A000 for an array of several dimensions (tables store one-dimensional
         arrays: Parquet and Spark have no multi-dimensional array type) and for dates and
         timestamps outside years 1 to 9999 (FarDate, FarTimestamp)."""
-    schema = arrow_schema([c.name for c in table.columns], [c.type for c in table.columns])
-    for i, c in enumerate(table.columns):
+    check_storable(table, rows)
+    return storable_to_arrow(table, rows)
+
+
+def check_storable(table: Table, rows: list[tuple]) -> None:
+    """Raises what :func:`rows_to_arrow` raises for ``rows``, without converting them."""
+    for i, c in _checked_columns(table):
         if c.type.is_array and any(v is not None and any(isinstance(e, list) for e in v) for v in (r[i] for r in rows)):
             raise SqlError(FEATURE_NOT_SUPPORTED, f'column "{c.name}": multi-dimensional arrays cannot be stored in tables')
         if c.type.name in ("date", "timestamp", "timestamptz") and any(isinstance(r[i], (FarDate, FarTimestamp))
                                                                         for r in rows):
             raise SqlError(FEATURE_NOT_SUPPORTED, f'column "{c.name}": infinity and dates before year 1 or after '
                                                   "9999 cannot be stored in tables (Parquet and Spark dates stop there)")
+
+
+def storable_to_arrow(table: Table, rows: list[tuple]) -> pa.Table:
+    """:func:`rows_to_arrow` of rows :func:`check_storable` passed.
+
+    Raises:
+        pyarrow's errors for a value its column's Arrow type cannot hold."""
+    schema = _storage_schema(table)
+
     def values(i: int, t: SqlType) -> list:
         if t.name == "interval":
             return [_to_storage(r[i]) for r in rows]
@@ -196,3 +210,30 @@ def rows_to_arrow(table: Table, rows: list[tuple]) -> pa.Table:
 
     arrays = [pa.array(values(i, c.type), type=f.type) for i, (f, c) in enumerate(zip(schema, table.columns))]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+#: id(table.columns) -> (columns, storage schema, the columns check_storable looks at):
+#: every single-row INSERT converts its row, and building these costs more than the row
+_SCHEMAS: dict[int, tuple] = {}
+
+
+def _table_info(table: Table) -> tuple:
+    hit = _SCHEMAS.get(id(table.columns))
+    if hit is not None and hit[0] is table.columns:
+        return hit
+    if len(_SCHEMAS) >= 256:
+        _SCHEMAS.clear()
+    cols = table.columns
+    schema = arrow_schema([c.name for c in cols], [c.type for c in cols])
+    checked = tuple((i, c) for i, c in enumerate(cols)
+                    if c.type.is_array or c.type.name in ("date", "timestamp", "timestamptz"))
+    hit = _SCHEMAS[id(cols)] = (cols, schema, checked)
+    return hit
+
+
+def _storage_schema(table: Table) -> pa.Schema:
+    return _table_info(table)[1]
+
+
+def _checked_columns(table: Table) -> tuple:
+    return _table_info(table)[2]

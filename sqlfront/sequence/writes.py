@@ -38,10 +38,10 @@ from catalog.errors import (SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION
 from catalog.snapshot import Table
 from persist import Batch, ShardSealed
 from persist.write import inline_room, write_updates
-from planner.writes import check_not_null, plan_insert
+from planner.writes import PlannedInsert, check_not_null, insert_template, plan_insert
 from sqlfront.group_commit import Conflict, Write
 from sqlfront.sequence.peek import peek
-from sqlfront.sequence.result import Result, rows_to_arrow
+from sqlfront.sequence.result import Result, check_storable, rows_to_arrow
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -117,7 +117,7 @@ def insert(s: Session, stmt: ast.InsertStmt, sql: str, params, now: bool = False
 
 
     snap = s.env.snapshot
-    pi = plan_insert(snap, stmt, params)
+    pi = planned_insert(s, snap, stmt, sql, params)
     if pi.rows is not None:
         rows = list(pi.rows)
     elif pi.fill or pi.returning is not None or interpret.is_fast_path(pi.query):
@@ -132,9 +132,38 @@ def insert(s: Session, stmt: ast.InsertStmt, sql: str, params, now: bool = False
         batch = replica_write(s, pi.table, not_null_checked(pi.table, pi.query), diffs=False)
         append_all(s, [Pending(pi.table, batch)]) if now else write(s, pi.table, batch)
         return Result(f"INSERT 0 {batch.updates}")
-    data = rows_to_arrow(pi.table, rows)
-    append_all(s, [Pending(pi.table, data)]) if now else write(s, pi.table, data)
+    if not now and not s.in_transaction and len(rows) <= COMMITTER_ARROW_ROWS:
+        # the committer makes one Arrow table of every such write of its group to the shard
+        check_writable(s, "INSERT")
+        check_storable(pi.table, rows)
+        s.env.writer.commit([Write(pi.table.shard_id, values=rows, table=pi.table)])
+    else:
+        data = rows_to_arrow(pi.table, rows)
+        append_all(s, [Pending(pi.table, data)]) if now else write(s, pi.table, data)
     return returning_result(pi.returning, f"INSERT 0 {len(rows)}", rows)
+
+
+#: an INSERT of at most this many rows outside a transaction block hands its rows to the
+#: group commit as they are (``Write.values``); a bigger one converts them here, in its own thread
+COMMITTER_ARROW_ROWS = 64
+#: prepared INSERTs whose template (``planner.writes.InsertTemplate``) a session keeps
+TEMPLATES_PER_SESSION = 16
+
+
+def planned_insert(s: Session, snap, stmt: ast.InsertStmt, sql: str, params) -> PlannedInsert:
+    """``plan_insert(snap, stmt, params)``, by way of the session's InsertTemplate of
+    ``sql`` when it is an INSERT of parameters (a driver's prepared INSERT, executed again
+    with new ones: only the parameters are assigned). A template holds while the catalog
+    snapshot and the search_path it was planned with do."""
+    if params is None or s._block_catalog is not None:  # a block's own DDL: names resolve elsewhere too
+        return plan_insert(snap, stmt, params)
+    key = (stmt, snap, s.vars.values.get("search_path"))
+    hit = s._insert_templates.get(sql)
+    if hit is None or any(a is not b for a, b in zip(hit[0], key)):
+        if len(s._insert_templates) >= TEMPLATES_PER_SESSION:
+            s._insert_templates.clear()
+        hit = s._insert_templates[sql] = (key, insert_template(snap, stmt))
+    return hit[1].bind(params) if hit[1] is not None else plan_insert(snap, stmt, params)
 
 
 def fill_defaults(s: Session, rows, fill) -> list[tuple]:
