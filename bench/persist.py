@@ -7,7 +7,9 @@ Every figure comes with a baseline measured in the same run:
    of that one row (the read the write must do anyway); then the full-scan latency while a
    retraction is visible and again once compaction has consolidated it.
 2. ``scan``: ``lineitem`` scan throughput (rows/s) on replicas of size 1 (one worker),
-   2 (two workers) and 2-1 (two processes of one worker), as ratios to size 1.
+   2 (two workers) and 2-1 (two processes of one worker), as ratios to size 1, each with
+   the replica's fixed cost per query; then plain pyspark's on the same Parquet part with
+   ``local[1]``, ``local[2]`` and ``local-cluster[2,1,1024]`` (the machine's ceiling).
 3. ``inserts``: single-row INSERT latency p50/p99 from one client, and rows/s from
    ``--clients`` (16) clients (group commit), next to ``SELECT 1`` round trips.
 4. ``compaction``: a table of 1,000 single-row parts (compaction off), read latency p50;
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -125,23 +128,71 @@ def section_writes(srv: Server) -> None:
               f"{after:.2f}s with 20 rows changed ({after / full:.2f}x)")
 
 
+#: the scan section's query, and its warm-up and timed runs per size: a new replica's JVM
+#: compiles the scan's hot loop during its first queries (the first scans are up to 2x
+#: slower), and two developers' jobs on a 2-core machine make single runs noisy
+SCAN_QUERY = "SELECT count(*), sum(l_quantity), sum(l_extendedprice) FROM lineitem"
+SCAN_WARMUP, SCAN_RUNS = 4, 7
+#: plain pyspark masters of the ceiling baseline, by the replica size they model
+CEILING_MASTERS = {"1": "local[1]", "2": "local[2]", "2-1": "local-cluster[2,1,1024]"}
+
+
 def section_scan(srv: Server, rows: int) -> None:
+    """Scan throughput per replica size, each next to its fixed cost per query (a count of a
+    one-row table on the same replica: planning, Spark Connect, job scheduling, result) and
+    to plain pyspark's time on the same Parquet part (``bench/spark_ceiling.py``): what
+    Spark itself gets out of this machine's cores."""
     print("\n== lineitem scan throughput by replica size")
-    q = "SELECT count(*), sum(l_quantity), sum(l_extendedprice) FROM lineitem"
     base = None
     with srv.connect() as c:
         c.execute("SET statement_timeout = '600s'")
+        c.execute("CREATE TABLE one_row (i int)")
+        c.execute("INSERT INTO one_row VALUES (1)")
         for size in ("1", "2", "2-1"):
             name = "scan_" + size.replace("-", "_")
             c.execute(f"CREATE CLUSTER {name} REPLICAS (r1 (SIZE '{size}'))")
             c.execute(f"SET cluster = {name}")
             wait_for(lambda: c.execute("SELECT 1 FROM lineitem LIMIT 1").fetchall(), timeout=300)
-            c.execute(q).fetchall()  # warm
-            t = timed(lambda: c.execute(q).fetchall(), 3)
+            for _ in range(SCAN_WARMUP):
+                c.execute(SCAN_QUERY).fetchall()
+            fixed = timed(lambda: c.execute("SELECT count(*) FROM one_row").fetchall(), SCAN_RUNS)
+            t = timed(lambda: c.execute(SCAN_QUERY).fetchall(), SCAN_RUNS)
             base = base or t
-            print(f"size {size:<4}: {rows / t:>12,.0f} rows/s ({t:.2f}s; {base / t:.2f}x size 1)")
+            print(f"size {size:<4}: {rows / t:>12,.0f} rows/s ({t:.2f}s median of {SCAN_RUNS}; "
+                  f"{base / t:.2f}x size 1); fixed cost per query {fixed * 1000:.0f} ms", flush=True)
             c.execute("SET cluster = quickstart")
             c.execute(f"DROP CLUSTER {name} CASCADE")
+    scan_ceiling(srv)
+
+
+def scan_ceiling(srv: Server) -> None:
+    """Plain pyspark over lineitem's biggest part, one subprocess per master, while
+    environmentd and its quickstart replica idle as they did above."""
+    from persist import ShardState, SqliteConsensus
+
+    cat = sqlite3.connect(str(srv.data_dir / "catalog.db"))
+    shard = cat.execute("SELECT shard_id FROM tables WHERE name = 'lineitem'").fetchone()[0]
+    cat.close()
+    c = SqliteConsensus(str(srv.data_dir / "consensus.db"))
+    try:
+        st = ShardState.decode(c.head(shard)[1])
+    finally:
+        c.close()
+    part = max((p for p in st.parts if p.inline is None), key=lambda p: p.updates)
+    path = srv.data_dir / "blob" / part.key
+    print(f"plain pyspark over the same part ({part.updates:,} rows), fresh DataFrame per run:")
+    base = None
+    for size, master in CEILING_MASTERS.items():
+        out = subprocess.run([sys.executable, str(ROOT / "bench" / "spark_ceiling.py"), str(path), master,
+                              "--runs", str(SCAN_RUNS), "--warmup", str(SCAN_WARMUP)],
+                             capture_output=True, text=True, timeout=600)
+        line = out.stdout.strip().splitlines()[-1:] or [""]
+        if out.returncode != 0 or not line[0]:
+            print(f"  {master}: failed ({out.stderr.strip()[-300:]})")
+            continue
+        t = float(line[0].split()[1])
+        base = base or t
+        print(f"  {master:<24} (size {size:<3}): {part.updates / t:>12,.0f} rows/s ({t:.2f}s; {base / t:.2f}x local[1])")
 
 
 def section_inserts(srv: Server, clients: int, seconds: float) -> None:

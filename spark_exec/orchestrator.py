@@ -45,6 +45,8 @@ DEFAULT_MEMORY_MB = 2048
 MARKER_PROPERTY = "spark.sqlfront.replica"
 #: the environment variable the Spark Connect server reads its token from (Connect.scala)
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+#: set to 1 in environmentd's environment to give local replicas the Spark UI (profiling)
+PROFILE_UI_ENV = "SQLFRONT_REPLICA_SPARK_UI"
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,10 @@ class Orchestrator:
             "spark.connect.grpc.binding.port": str(port),
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
-            "spark.ui.enabled": "false",
+            # Profiling only (PROFILE_UI_ENV=1): the Spark UI and its REST API (stage and task
+            # times) on a free loopback port, named in replica.log. It has no authentication.
+            "spark.ui.enabled": "true" if os.environ.get(PROFILE_UI_ENV) == "1" else "false",
+            "spark.ui.port": "0",
             "spark.sql.session.timeZone": "UTC",
             "spark.sql.ansi.enabled": "true",
             # PostgreSQL's time type is stored as Parquet TIME(MICROS); Spark 4 reads it only with this.
