@@ -168,16 +168,7 @@ def section_scan(srv: Server, rows: int) -> None:
 def scan_ceiling(srv: Server) -> None:
     """Plain pyspark over lineitem's biggest part, one subprocess per master, while
     environmentd and its quickstart replica idle as they did above."""
-    from persist import ShardState, SqliteConsensus
-
-    cat = sqlite3.connect(str(srv.data_dir / "catalog.db"))
-    shard = cat.execute("SELECT shard_id FROM tables WHERE name = 'lineitem'").fetchone()[0]
-    cat.close()
-    c = SqliteConsensus(str(srv.data_dir / "consensus.db"))
-    try:
-        st = ShardState.decode(c.head(shard)[1])
-    finally:
-        c.close()
+    st = shard_state(srv, "lineitem")
     part = max((p for p in st.parts if p.inline is None), key=lambda p: p.updates)
     path = srv.data_dir / "blob" / part.key
     print(f"plain pyspark over the same part ({part.updates:,} rows), fresh DataFrame per run:")
