@@ -346,9 +346,11 @@ class PersistClient:
             if new.readers == cur.readers and new.since == cur.since and not keys:
                 return cur
             me, was = new.reader(self.leases.reader_id), cur.reader(self.leases.reader_id)
-            # A step to upper - 1 is never small: an idle shard's since would otherwise
-            # stop short of its last writes, and merges waiting for it never run.
-            small = (since - cur.since < self.SINCE_STEP_MS and since < cur.upper - 1 and not keys and not cur.retired
+            # A step that settles a part (all its updates at or below since) is never
+            # small: an idle shard's since would otherwise stop short of its last writes,
+            # and the merges waiting for since to pass them would never run.
+            settles = any(cur.since < p.max_time() <= since for p in cur.parts)
+            small = (since - cur.since < self.SINCE_STEP_MS and not settles and not keys and not cur.retired
                      and len(new.readers) == len(cur.readers)
                      and (me is None or was is None or me.heartbeat_ms - was.heartbeat_ms < self.leases.lease_ms // 4))
             if small and not force:

@@ -317,16 +317,21 @@ def test_a_prepared_insert_follows_search_path_and_catalog_changes(conn):
     Executes; a new search_path or catalog makes it plan again."""
     conn.execute("CREATE SCHEMA sp1")
     conn.execute("CREATE SCHEMA sp2")
-    conn.execute("CREATE TABLE sp1.t (k int)")
-    conn.execute("CREATE TABLE sp2.t (k int, v text NOT NULL DEFAULT 'd')")
-    conn.execute("SET search_path = sp1")
-    for i in range(6):  # past psycopg's prepare threshold
-        conn.execute("INSERT INTO t VALUES (%s)", (i,))
-    conn.execute("SET search_path = sp2")
-    conn.execute("INSERT INTO t VALUES (%s)", (100,))
-    assert conn.execute("SELECT k, v FROM sp2.t").fetchall() == [(100, "d")]
-    conn.execute("SET search_path = sp1")
-    conn.execute("DROP TABLE sp1.t")
-    conn.execute("CREATE TABLE sp1.t (k text)")
-    conn.execute("INSERT INTO t VALUES (%s)", (7,))
-    assert conn.execute("SELECT k FROM sp1.t").fetchall() == [("7",)]
+    try:
+        conn.execute("CREATE TABLE sp1.t (k int)")
+        conn.execute("CREATE TABLE sp2.t (k int, v text NOT NULL DEFAULT 'd')")
+        conn.execute("SET search_path = sp1")
+        for i in range(6):  # past psycopg's prepare threshold
+            conn.execute("INSERT INTO t VALUES (%s)", (i,))
+        conn.execute("SET search_path = sp2")
+        conn.execute("INSERT INTO t VALUES (%s)", (100,))
+        assert conn.execute("SELECT k, v FROM sp2.t").fetchall() == [(100, "d")]
+        conn.execute("SET search_path = sp1")
+        conn.execute("DROP TABLE sp1.t")
+        conn.execute("CREATE TABLE sp1.t (k text)")
+        conn.execute("INSERT INTO t VALUES (%s)", (7,))
+        assert conn.execute("SELECT k FROM sp1.t").fetchall() == [("7",)]
+    finally:  # the server is shared: leave no schema behind (psql's \dn golden test lists them)
+        conn.execute("SET search_path = public")
+        conn.execute("DROP SCHEMA sp1 CASCADE")
+        conn.execute("DROP SCHEMA sp2 CASCADE")
