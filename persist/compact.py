@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from persist.blob import Blob
 from persist.consensus import Consensus
-from persist.read import PartRead, ShardSnapshot, consolidate_updates, part_read, part_table
+from persist.read import PartRead, ShardSnapshot, consolidate_updates, part_read, updates_arrow
 from persist.state import DIFF_COLUMN, Part, Retired, ShardState, TIME_COLUMN
 from persist.write import INLINE_TOTAL_MAX_BYTES, PARQUET_OPTIONS, ROW_GROUP_ROWS, Batch, decode_inline, write_updates
 
@@ -85,7 +85,7 @@ def choose(state: ShardState, max_parts: int = MAX_PARTS) -> list[Part]:
         return [p for p in ps if p.max_time() <= state.since]
 
     if any(p.retractions for p in state.parts):
-        changes = sum(p.updates for p in state.parts if p.diffs or p.retractions)
+        changes = sum(p.updates for p in state.parts if p.diffs)
         plain = sum(p.updates for p in state.parts) - changes
         if (changes + plain <= SMALL_SHARD_UPDATES or changes > CHANGES_BROADCAST_UPDATES
                 or changes * SIZE_RATIO >= plain):
@@ -190,7 +190,7 @@ def merge_in_memory(blob: Blob, shard_id: str, parts: list[Part], since: int) ->
     (``IN_MEMORY_UPDATES``); None when every update cancels out."""
     snap = ShardSnapshot(shard_id, 0, _EVERY_TIME, tuple(_part_read(blob, p) for p in parts), True, 0)
     schema = _data_schema(blob, parts)
-    t = consolidate_updates(_all_updates(snap, schema), schema)
+    t = consolidate_updates(updates_arrow(snap, schema), schema)
     if not t.num_rows:
         return None
     return merged_part(write_updates(blob, shard_id, t), since)
@@ -202,16 +202,6 @@ def merged_part(b: Batch, since: int) -> Part:
     ``_mz_diff`` column then): reads and later merges take it as rows, not changes."""
     return Part(b.key, since, since + 1, b.updates, b.bytes, ts=since, diffs=b.retractions,
                 retractions=b.retractions, net=b.net)
-
-
-def _all_updates(snap: ShardSnapshot, schema: pa.Schema) -> pa.Table:
-    """Every update of ``snap``'s parts: ``schema``'s columns, then ``_mz_diff``."""
-    tables = []
-    for p in snap.parts:
-        t = part_table(p)
-        diff = t.column(DIFF_COLUMN) if p.diffs else pa.repeat(pa.scalar(1, pa.int64()), t.num_rows)
-        tables.append(t.select(schema.names).cast(schema).append_column(DIFF_COLUMN, diff))
-    return pa.concat_tables(tables)
 
 
 def _part_read(blob: Blob, p: Part) -> PartRead:

@@ -140,22 +140,27 @@ def change_values(snap: ShardSnapshot, column: str, max_updates: int, max_values
 
 
 def read_arrow(snap: ShardSnapshot, schema: pa.Schema) -> pa.Table:
-    """The rows of ``snap`` as one Arrow table in ``schema`` (small reads, tests, the
-    consolidation of compaction when no replica runs it). Memory: the whole shard."""
+    """The rows of ``snap`` as one Arrow table in ``schema`` (small reads, tests).
+    Memory: the whole shard."""
+    t = updates_arrow(snap, schema)
+    if not snap.consolidate:
+        return t.drop_columns([DIFF_COLUMN])
+    return consolidate_arrow(t, schema)
+
+
+def updates_arrow(snap: ShardSnapshot, schema: pa.Schema) -> pa.Table:
+    """The updates of ``snap`` visible at its as_of, not consolidated: ``schema``'s
+    columns, then ``_mz_diff`` (1 for parts of plain rows). Memory: every update."""
     tables = []
     for p in snap.parts:
         t = part_table(p)
         if p.filter_time:
             t = t.filter(pc.less_equal(t.column(TIME_COLUMN), snap.as_of))
         diff = t.column(DIFF_COLUMN) if p.diffs else pa.repeat(pa.scalar(1, pa.int64()), t.num_rows)
-        data = t.select(schema.names).cast(schema)
-        tables.append(data.append_column(DIFF_COLUMN, diff))
+        tables.append(t.select(schema.names).cast(schema).append_column(DIFF_COLUMN, diff))
     if not tables:
-        return schema.empty_table()
-    t = pa.concat_tables(tables)
-    if not snap.consolidate:
-        return t.drop_columns([DIFF_COLUMN])
-    return consolidate_arrow(t, schema)
+        return schema.empty_table().append_column(pa.field(DIFF_COLUMN, pa.int64()), pa.array([], pa.int64()))
+    return pa.concat_tables(tables)
 
 
 def consolidate_arrow(t: pa.Table, schema: pa.Schema) -> pa.Table:

@@ -262,11 +262,10 @@ def read_snapshot(spark: SparkSession, table: Table, snap: ShardSnapshot, arrang
             hit, miss = split
             rows = read_parts(spark, table, [p.url for p in plain]).select(*names)
             touched = rows.filter(hit).select(*names, F.lit(1).cast("long").alias(DIFF_COLUMN))
-            changes = ([_updates(spark, table, updates, snap.as_of, names)] if updates else []) + (
-                [inline] if inline is not None else [])
-            return rows.filter(miss).unionAll(_consolidate(reduce(DataFrame.unionAll, [touched, *changes]), names))
-    changed = ([_updates(spark, table, updates, snap.as_of, names)] if updates else []) + (
-        [inline] if inline is not None else [])
+            return rows.filter(miss).unionAll(
+                _consolidate(reduce(DataFrame.unionAll, [touched, *_update_frames(spark, table, snap, updates, inline)]),
+                             names))
+    changed = _update_frames(spark, table, snap, updates, inline)
     if plain and changed and sum(p.updates for p in updates) + _inline_rows(snap) <= BROADCAST_UPDATES:
         # Few updates against many plain rows (an UPDATE or DELETE of some rows of a big
         # table): only the plain rows equal to an updated row need consolidating; the
@@ -279,9 +278,15 @@ def read_snapshot(spark: SparkSession, table: Table, snap: ShardSnapshot, arrang
         untouched = rows.join(keys, on, "left_anti")
         touched = rows.join(keys, on, "left_semi").select(*names, F.lit(1).cast("long").alias(DIFF_COLUMN))
         return untouched.unionAll(_consolidate(touched.unionAll(changed), names))
-    frames = ([_updates(spark, table, parts, snap.as_of, names)] if parts else []) + (
-        [inline] if inline is not None else [])
-    return _consolidate(reduce(DataFrame.unionAll, frames), names)
+    return _consolidate(reduce(DataFrame.unionAll, _update_frames(spark, table, snap, parts, inline)), names)
+
+
+def _update_frames(spark: SparkSession, table: Table, snap: ShardSnapshot, parts, inline: DataFrame | None
+                   ) -> list[DataFrame]:
+    """The updates of ``parts`` (in Blob) visible at the snapshot's as_of and the inline
+    ones (``inline``), as frames of the table's columns plus ``_mz_diff``."""
+    names = [f"`{c.name}`" for c in table.columns]
+    return ([_updates(spark, table, parts, snap.as_of, names)] if parts else []) + ([inline] if inline is not None else [])
 
 
 def inline_frame(spark: SparkSession, table: Table, snap: ShardSnapshot) -> DataFrame | None:
@@ -341,10 +346,7 @@ def consolidated_updates(spark: SparkSession, table: Table, snap: ShardSnapshot)
     summing to 0 left out (``persist.read.consolidate_updates``'s rule; compaction on a
     replica)."""
     names = [f"`{c.name}`" for c in table.columns]
-    parts = [p for p in snap.parts if p.inline is None]
-    inline = inline_frame(spark, table, snap)
-    frames = ([_updates(spark, table, parts, snap.as_of, names)] if parts else []) + (
-        [inline] if inline is not None else [])
+    frames = _update_frames(spark, table, snap, [p for p in snap.parts if p.inline is None], inline_frame(spark, table, snap))
     d = F.col(DIFF_COLUMN)
     summed = reduce(DataFrame.unionAll, frames).groupBy(*names).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN)).filter(d != 0)
     sign = F.when(d > 0, F.lit(1)).otherwise(F.lit(-1)).cast("long")
