@@ -137,12 +137,12 @@ SCAN_WARMUP, SCAN_RUNS = 4, 7
 CEILING_MASTERS = {"1": "local[1]", "2": "local[2]", "2-1": "local-cluster[2,1,1024]"}
 
 
-def section_scan(srv: Server, rows: int) -> None:
+def section_scan(srv: Server, rows: int, warmup: int = SCAN_WARMUP) -> None:
     """Scan throughput per replica size, each next to its fixed cost per query (a count of a
     one-row table on the same replica: planning, Spark Connect, job scheduling, result) and
     to plain pyspark's time on the same Parquet part (``bench/spark_ceiling.py``): what
     Spark itself gets out of this machine's cores."""
-    print("\n== lineitem scan throughput by replica size")
+    print(f"\n== lineitem scan throughput by replica size ({warmup} warm-up scans, median of {SCAN_RUNS})")
     base = None
     with srv.connect() as c:
         c.execute("SET statement_timeout = '600s'")
@@ -153,7 +153,7 @@ def section_scan(srv: Server, rows: int) -> None:
             c.execute(f"CREATE CLUSTER {name} REPLICAS (r1 (SIZE '{size}'))")
             c.execute(f"SET cluster = {name}")
             wait_for(lambda: c.execute("SELECT 1 FROM lineitem LIMIT 1").fetchall(), timeout=300)
-            for _ in range(SCAN_WARMUP):
+            for _ in range(warmup):
                 c.execute(SCAN_QUERY).fetchall()
             fixed = timed(lambda: c.execute("SELECT count(*) FROM one_row").fetchall(), SCAN_RUNS)
             t = timed(lambda: c.execute(SCAN_QUERY).fetchall(), SCAN_RUNS)
@@ -162,10 +162,10 @@ def section_scan(srv: Server, rows: int) -> None:
                   f"{base / t:.2f}x size 1); fixed cost per query {fixed * 1000:.0f} ms", flush=True)
             c.execute("SET cluster = quickstart")
             c.execute(f"DROP CLUSTER {name} CASCADE")
-    scan_ceiling(srv)
+    scan_ceiling(srv, warmup)
 
 
-def scan_ceiling(srv: Server) -> None:
+def scan_ceiling(srv: Server, warmup: int = SCAN_WARMUP) -> None:
     """Plain pyspark over lineitem's biggest part, one subprocess per master, while
     environmentd and its quickstart replica idle as they did above."""
     st = shard_state(srv, "lineitem")
@@ -175,7 +175,7 @@ def scan_ceiling(srv: Server) -> None:
     base = None
     for size, master in CEILING_MASTERS.items():
         out = subprocess.run([sys.executable, str(ROOT / "bench" / "spark_ceiling.py"), str(path), master,
-                              "--runs", str(SCAN_RUNS), "--warmup", str(SCAN_WARMUP)],
+                              "--runs", str(SCAN_RUNS), "--warmup", str(warmup)],
                              capture_output=True, text=True, timeout=600)
         line = out.stdout.strip().splitlines()[-1:] or [""]
         if out.returncode != 0 or not line[0]:
@@ -281,6 +281,8 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--data", default=str(ROOT / "tpch-data"))
     ap.add_argument("--clients", type=int, default=16)
+    ap.add_argument("--scan-warmup", type=int, default=SCAN_WARMUP,
+                    help="warm-up scans per replica size (and per plain pyspark master) before the timed runs")
     ap.add_argument("--seconds", type=float, default=20)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
@@ -291,7 +293,7 @@ def main() -> None:
             try:
                 rows = load_lineitem(srv, data)
                 if args.section in ("all", "scan"):
-                    section_scan(srv, rows)
+                    section_scan(srv, rows, args.scan_warmup)
                 if args.section in ("all", "writes"):
                     section_writes(srv)
             finally:
