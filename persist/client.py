@@ -25,7 +25,7 @@ from persist import compact as compaction
 from persist import gc
 from persist.blob import Blob
 from persist.consensus import Consensus, ObservedConsensus
-from persist.pubsub import PubSubClient, PubSubMetrics
+from persist.pubsub import PubSubClient, PubSubMetrics, PubSubServer
 from persist.lease import DEFAULT_LEASE_MS, Leases, ReadHold
 from persist.read import ListenBatch, ShardSnapshot, SinceError, listen_updates, read_arrow, snapshot_of
 from persist.state import ShardState
@@ -40,12 +40,14 @@ class PersistClient:
 
     ``reader_id`` names this process's leased readers; ids that share its prefix up to
     the first ``:`` belong to earlier runs of the same environment and are dropped at
-    startup (:meth:`expire_previous_readers`)."""
+    startup (:meth:`expire_previous_readers`). PubSub: ``pubsub_server``, a server in this
+    process, connected to without gRPC; else ``pubsub_address`` (``host:port``, with
+    ``pubsub_token``); neither: polling only."""
 
     def __init__(self, blob: Blob, consensus: Consensus, reader_id: str | None = None,
                  lease_ms: int = DEFAULT_LEASE_MS, pubsub_address: str | None = None,
                  metrics: PubSubMetrics | None = None, pubsub_token: str | None = None,
-                 fence_reads: bool = False):
+                 fence_reads: bool = False, pubsub_server: PubSubServer | None = None):
         self.blob = blob
         #: reads advance a shard's upper past their as_of (see :meth:`read`)
         self.fence_reads = fence_reads
@@ -56,7 +58,8 @@ class PersistClient:
         self._states: dict[str, ShardState | _Encoded] = {}
         self._states_cv = threading.Condition()
         #: the PubSub connection (None: pubsub off; polling only)
-        self.pubsub = (PubSubClient(pubsub_address, self._pushed, self.metrics, on_disconnect=self._pubsub_down,
+        self.pubsub = (pubsub_server.same_process_connection(self._pushed, self.metrics) if pubsub_server else
+                       PubSubClient(pubsub_address, self._pushed, self.metrics, on_disconnect=self._pubsub_down,
                                     token=pubsub_token) if pubsub_address else None)
 
     def close(self) -> None:

@@ -138,32 +138,23 @@ def merge_append_only(blob: Blob, shard_id: str, parts: list[Part], since: int) 
             pending_rows = 0
 
     try:
-        for p in parts:
-            batches = (decode_inline(p.inline).to_batches() if p.inline is not None else
-                       ds.dataset(blob.url(p.key).removeprefix("file://"), format="parquet").to_batches())
-            for rb in batches:
-                t = pa.Table.from_batches([rb])
-                if p.ts is None:
-                    times = pa.compute.max_element_wise(t.column(TIME_COLUMN), pa.scalar(since, pa.int64()))
-                else:
-                    times = pa.repeat(pa.scalar(max(p.ts, since), pa.int64()), t.num_rows)
-                # Parts without retractions hold only +1s: the rows alone say it all.
-                t = t.drop_columns([c for c in (TIME_COLUMN, DIFF_COLUMN) if c in t.column_names])
-                if not all_settled:
-                    t = t.append_column(TIME_COLUMN, times).append_column(
-                        DIFF_COLUMN, pa.repeat(pa.scalar(1, pa.int64()), t.num_rows))
-                    if t.num_rows:
-                        mn, mx = pa.compute.min(times).as_py(), pa.compute.max(times).as_py()
-                        lo = mn if lo is None else min(lo, mn)
-                        hi = mx if hi is None else max(hi, mx)
-                if writer is None:
-                    os.makedirs(os.path.dirname(path), exist_ok=True)
-                    writer = pq.ParquetWriter(path, t.schema, **PARQUET_OPTIONS)
-                pending.append(t.cast(writer.schema))
-                pending_rows += t.num_rows
-                if pending_rows >= ROW_GROUP_ROWS:
-                    flush()
-                updates += t.num_rows
+        for t, times in _chunks(blob, parts, since):
+            # Parts without retractions hold only +1s: the rows alone say it all.
+            if not all_settled:
+                t = t.append_column(TIME_COLUMN, times).append_column(
+                    DIFF_COLUMN, pa.repeat(pa.scalar(1, pa.int64()), t.num_rows))
+                if t.num_rows:
+                    mn, mx = pa.compute.min(times).as_py(), pa.compute.max(times).as_py()
+                    lo = mn if lo is None else min(lo, mn)
+                    hi = mx if hi is None else max(hi, mx)
+            if writer is None:
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                writer = pq.ParquetWriter(path, t.schema, **PARQUET_OPTIONS)
+            pending.append(t.cast(writer.schema))
+            pending_rows += t.num_rows
+            if pending_rows >= ROW_GROUP_ROWS:
+                flush()
+            updates += t.num_rows
         if writer is not None:
             flush()
     except BaseException:
@@ -179,6 +170,33 @@ def merge_append_only(blob: Blob, shard_id: str, parts: list[Part], since: int) 
     if all_settled:
         return Part(key, since, since + 1, updates, size, ts=since, net=updates)
     return Part(key, lo, hi + 1, updates, size, diffs=True, net=updates)
+
+
+def _chunks(blob: Blob, parts: list[Part], since: int):
+    """``(rows, times)`` of ``parts`` chunk by chunk, every time advanced to ``since`` (the
+    rows without ``_mz_time``/``_mz_diff``): a record batch at a time from Blob, and all
+    inline parts as one chunk (each costs a handful of Arrow calls, and a merge takes
+    every inline part of the shard)."""
+    inline: list[tuple[pa.Table, pa.ChunkedArray]] = []
+    for p in parts:
+        batches = ((decode_inline(p.inline),) if p.inline is not None else
+                   (pa.Table.from_batches([rb]) for rb in
+                    ds.dataset(blob.url(p.key).removeprefix("file://"), format="parquet").to_batches()))
+        for t in batches:
+            if p.ts is None:
+                times = pa.compute.max_element_wise(t.column(TIME_COLUMN), pa.scalar(since, pa.int64()))
+            else:
+                times = pa.chunked_array([pa.repeat(pa.scalar(max(p.ts, since), pa.int64()), t.num_rows)])
+            t = t.drop_columns([c for c in (TIME_COLUMN, DIFF_COLUMN) if c in t.column_names])
+            if p.inline is None:
+                yield t, times
+            else:
+                inline.append((t, times))
+    if inline and all(t.schema == inline[0][0].schema for t, _ in inline):
+        yield (pa.concat_tables([t for t, _ in inline]),
+               pa.chunked_array([c for _, x in inline for c in x.chunks], pa.int64()))
+    else:  # parts from before and after an ALTER TABLE: each on its own
+        yield from inline
 
 
 #: an as_of past every update: a read at it keeps all of them

@@ -239,8 +239,7 @@ class PubSubServer:
             if not hmac.compare_digest(given.encode(), self._auth.encode()):
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "persist pubsub: missing or wrong token")
         conn = _Conn(peer=metadata.get(PEER_METADATA[0]) == PEER_METADATA[1])
-        with self._lock:
-            self._conns.add(conn)
+        self._attach(conn)
         context.add_callback(conn.close)
         threading.Thread(target=self._receive, args=(conn, requests), name="pubsub-conn", daemon=True).start()
         try:
@@ -253,9 +252,24 @@ class PubSubServer:
                     break
                 yield msg
         finally:
-            conn.close()
-            with self._lock:
-                self._conns.discard(conn)
+            self._detach(conn)
+
+    def same_process_connection(self, on_push: Callable[[str, int, bytes, int], None],
+                                metrics: PubSubMetrics | None = None) -> "LocalConnection":
+        """A connection for a persist client in this server's own process: pushes go
+        straight to :meth:`_broadcast`, with no gRPC encoding, no loopback socket and no
+        stream threads (Materialize's ``PersistGrpcPubSubServer::new_same_process_connection``).
+        It has :class:`PubSubClient`'s interface and is connected until closed."""
+        return LocalConnection(self, on_push, metrics or self.metrics)
+
+    def _attach(self, conn: _Conn) -> None:
+        with self._lock:
+            self._conns.add(conn)
+
+    def _detach(self, conn: _Conn) -> None:
+        conn.close()
+        with self._lock:
+            self._conns.discard(conn)
 
     def _receive(self, conn: _Conn, requests) -> None:
         try:
@@ -291,6 +305,71 @@ class PubSubServer:
             for p in peers:
                 p.forward(msg)
         self.metrics.broadcast.inc(time.perf_counter() - start)
+
+
+class LocalConnection:
+    """A persist client's connection to the :class:`PubSubServer` of its own process
+    (:meth:`PubSubServer.same_process_connection`). Pushes are broadcast in the pusher's
+    thread (enqueued for each subscriber, never blocking); pushes for this connection are
+    delivered to ``on_push`` on a thread of its own, in order. ``push``/``subscribe``/
+    ``unsubscribe`` never block and never raise."""
+
+    def __init__(self, server: PubSubServer, on_push: Callable[[str, int, bytes, int], None],
+                 metrics: PubSubMetrics):
+        self._server = server
+        self._on_push = on_push
+        self.metrics = metrics
+        self._lock = threading.Lock()
+        self._shards: dict[str, int] = {}
+        self._conn = _Conn()
+        server._attach(self._conn)
+        self.connected = threading.Event()
+        self.connected.set()
+        self._thread = threading.Thread(target=self._deliver, name="pubsub-local", daemon=True)
+        self._thread.start()
+
+    def push(self, shard_id: str, seqno: int, diff: bytes) -> None:
+        if self._conn.closed:
+            return
+        try:
+            self._server._broadcast(self._conn, push_message(shard_id, seqno, diff, int(time.time() * 1e6)))
+        except Exception as e:  # best-effort, as over gRPC
+            log.debug("persist pubsub: local push: %s", e)
+        self.metrics.pushed.inc()
+
+    def subscribe(self, shard_id: str) -> None:
+        """Receive the pushes of ``shard_id`` (counted: as many unsubscribes end it)."""
+        with self._lock:
+            self._shards[shard_id] = self._shards.get(shard_id, 0) + 1
+            self._conn.shards.add(shard_id)
+
+    def unsubscribe(self, shard_id: str) -> None:
+        with self._lock:
+            n = self._shards.get(shard_id, 0) - 1
+            if n > 0:
+                self._shards[shard_id] = n
+                return
+            self._shards.pop(shard_id, None)
+            self._conn.shards.discard(shard_id)
+
+    def subscribed(self, shard_id: str) -> bool:
+        with self._lock:
+            return self.connected.is_set() and shard_id in self._shards
+
+    def close(self) -> None:
+        self.connected.clear()
+        self._server._detach(self._conn)
+
+    def _deliver(self) -> None:
+        while True:
+            msg = self._conn.outbox.get()
+            if msg is None:
+                return
+            p = msg.push_diff
+            try:
+                self._on_push(p.shard_id, p.seqno, p.diff, p.append_us)
+            except Exception as e:
+                log.warning("persist pubsub: applying a push of %s failed: %s", p.shard_id, e)
 
 
 class PubSubClient:

@@ -14,7 +14,7 @@ be truncated below any seqno.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, asdict, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 #: columns a part with explicit updates carries after the row's own columns
@@ -120,7 +120,7 @@ class ShardState:
         # By hand, not ``asdict``: asdict deep-copies every field, and a state with many
         # inline parts is encoded at every compare-and-set.
         d = {"seqno": self.seqno, "since": self.since, "upper": self.upper,
-             "readers": [asdict(r) for r in self.readers],
+             "readers": [_reader_dict(r) for r in self.readers],
              "retired": [{"seqno": r.seqno, "keys": list(r.keys)} for r in self.retired]}
         if self.sealed:
             d["sealed"] = True  # states of open shards stay as they were
@@ -182,8 +182,30 @@ def _part_dict(p: Part) -> dict:
     return d
 
 
+_READER_FIELDS = tuple(LeasedReader.__dataclass_fields__)
+
+
+def _reader_dict(r: LeasedReader) -> dict:
+    return {k: getattr(r, k) for k in _READER_FIELDS}
+
+
+#: key -> the part last decoded under that key. A state is decoded whole whenever another
+#: thread or process moved it (a compaction, a heartbeat, a push), and then encoded whole
+#: at the next compare-and-set: the parts it shares with the state before are reused,
+#: with their encoded JSON (``Part.json_text``), instead of built and encoded again.
+_DECODED: dict[str, Part] = {}
+_DECODED_MAX = 4096
+
+
 def _decode_part(p: dict) -> Part:
     if "lower" not in p:
         # A part written before updates had times and diffs: its rows are all at ``ts``.
         return Part(p["key"], p["ts"], p["ts"] + 1, p["rows"], p["bytes"], ts=p["ts"], net=p["rows"])
-    return Part(**p)
+    hit = _DECODED.get(p["key"])
+    if hit is not None and _part_dict(hit) == p:
+        return hit
+    part = Part(**p)
+    if len(_DECODED) >= _DECODED_MAX:
+        _DECODED.clear()
+    _DECODED[part.key] = part
+    return part

@@ -197,8 +197,7 @@ class Environment:
         self.persist = PersistClient(FileBlob(blob, self.process_id if config.shared_persist else None),
                                      open_consensus(config.persist_consensus_url or str(d / "consensus.db")),
                                      reader_id=f"{self.process_id}:{uuid.uuid4().hex[:12]}",
-                                     pubsub_address=self.pubsub_server.address if self.pubsub_server else None,
-                                     metrics=pubsub_metrics, pubsub_token=token,
+                                     pubsub_server=self.pubsub_server, metrics=pubsub_metrics,
                                      # a shared oracle's read_ts may pass another process's write in flight
                                      fence_reads=is_postgres_url(config.timestamp_oracle_url))
         #: the multi-shard transaction record of the group commit

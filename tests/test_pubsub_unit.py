@@ -220,3 +220,34 @@ def test_peer_servers_forward_local_pushes_one_hop():
             c.close()
         for s in servers.values():
             s.stop()
+
+
+def test_same_process_connection_pushes_and_receives_without_grpc(tmp_path, pubsub_server):
+    """environmentd's own persist client (``pubsub_server=``): its compare-and-sets reach a
+    gRPC subscriber, and a gRPC writer's commits are applied by it as the next seqno."""
+    local = PersistClient(FileBlob(tmp_path / "blob"), SqliteConsensus(str(tmp_path / "consensus.db")),
+                          pubsub_server=pubsub_server)
+    remote = client(tmp_path, pubsub_server.address)
+    assert local.pubsub.connected.is_set() and remote.pubsub.connected.wait(5)
+    local.create_shard("s", 1)
+    remote.state("s")
+    local.state("s")
+    local.watch("s")
+    remote.watch("s")
+    time.sleep(0.2)  # the remote's subscribe crosses its stream
+
+    def seqno(c):
+        deadline = time.monotonic() + 5
+        want = c.consensus.head("s")[0]
+        while c._seqno("s") < want and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return c._seqno("s")
+
+    local.append("s", pa.table({"x": [1]}), 2)
+    assert seqno(remote) == local.consensus.head("s")[0]  # pushed to the gRPC subscriber
+    remote.append("s", pa.table({"x": [2]}), 3)
+    assert seqno(local) == remote.consensus.head("s")[0]  # pushed to the local one
+    assert pubsub_server.connections() == 2
+    local.close()
+    assert pubsub_server.connections() == 1 and not local.pubsub.subscribed("s")
+    remote.close()
