@@ -307,7 +307,52 @@ class PubSubServer:
         self.metrics.broadcast.inc(time.perf_counter() - start)
 
 
-class LocalConnection:
+class _Subscriptions:
+    """A connection's subscriptions, counted: as many unsubscribes as subscribes end one.
+    ``_subscription(shard_id, on)`` tells the service when one starts or ends (called
+    under ``_lock``, a reentrant lock the subclass may take again)."""
+
+    _on_push: Callable[[str, int, bytes, int], None]
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._shards: dict[str, int] = {}
+        self.connected = threading.Event()
+
+    def _subscription(self, shard_id: str, on: bool) -> None:
+        raise NotImplementedError
+
+    def subscribe(self, shard_id: str) -> None:
+        """Receive the pushes of ``shard_id``."""
+        with self._lock:
+            self._shards[shard_id] = self._shards.get(shard_id, 0) + 1
+            if self._shards[shard_id] == 1:
+                self._subscription(shard_id, True)
+
+    def unsubscribe(self, shard_id: str) -> None:
+        with self._lock:
+            n = self._shards.get(shard_id, 0) - 1
+            if n > 0:
+                self._shards[shard_id] = n
+                return
+            if self._shards.pop(shard_id, None) is not None:
+                self._subscription(shard_id, False)
+
+    def subscribed(self, shard_id: str) -> bool:
+        """Connected and subscribed to ``shard_id``: its pushes should arrive."""
+        with self._lock:
+            return self.connected.is_set() and shard_id in self._shards
+
+    def _apply(self, msg) -> None:
+        """Hand a received push to ``_on_push`` (its exceptions are logged, never raised)."""
+        p = msg.push_diff
+        try:
+            self._on_push(p.shard_id, p.seqno, p.diff, p.append_us)
+        except Exception as e:
+            log.warning("persist pubsub: applying a push of %s failed: %s", p.shard_id, e)
+
+
+class LocalConnection(_Subscriptions):
     """A persist client's connection to the :class:`PubSubServer` of its own process
     (:meth:`PubSubServer.same_process_connection`). Pushes are broadcast in the pusher's
     thread (enqueued for each subscriber, never blocking); pushes for this connection are
@@ -316,14 +361,12 @@ class LocalConnection:
 
     def __init__(self, server: PubSubServer, on_push: Callable[[str, int, bytes, int], None],
                  metrics: PubSubMetrics):
+        super().__init__()
         self._server = server
         self._on_push = on_push
         self.metrics = metrics
-        self._lock = threading.Lock()
-        self._shards: dict[str, int] = {}
         self._conn = _Conn()
         server._attach(self._conn)
-        self.connected = threading.Event()
         self.connected.set()
         self._thread = threading.Thread(target=self._deliver, name="pubsub-local", daemon=True)
         self._thread.start()
@@ -337,24 +380,8 @@ class LocalConnection:
             log.debug("persist pubsub: local push: %s", e)
         self.metrics.pushed.inc()
 
-    def subscribe(self, shard_id: str) -> None:
-        """Receive the pushes of ``shard_id`` (counted: as many unsubscribes end it)."""
-        with self._lock:
-            self._shards[shard_id] = self._shards.get(shard_id, 0) + 1
-            self._conn.shards.add(shard_id)
-
-    def unsubscribe(self, shard_id: str) -> None:
-        with self._lock:
-            n = self._shards.get(shard_id, 0) - 1
-            if n > 0:
-                self._shards[shard_id] = n
-                return
-            self._shards.pop(shard_id, None)
-            self._conn.shards.discard(shard_id)
-
-    def subscribed(self, shard_id: str) -> bool:
-        with self._lock:
-            return self.connected.is_set() and shard_id in self._shards
+    def _subscription(self, shard_id: str, on: bool) -> None:
+        (self._conn.shards.add if on else self._conn.shards.discard)(shard_id)
 
     def close(self) -> None:
         self.connected.clear()
@@ -365,14 +392,10 @@ class LocalConnection:
             msg = self._conn.outbox.get()
             if msg is None:
                 return
-            p = msg.push_diff
-            try:
-                self._on_push(p.shard_id, p.seqno, p.diff, p.append_us)
-            except Exception as e:
-                log.warning("persist pubsub: applying a push of %s failed: %s", p.shard_id, e)
+            self._apply(msg)
 
 
-class PubSubClient:
+class PubSubClient(_Subscriptions):
     """A process's connection to the PubSub service at ``address`` (``host:port``),
     presenting ``token`` when the service wants one.
 
@@ -388,18 +411,16 @@ class PubSubClient:
     def __init__(self, address: str, on_push: Callable[[str, int, bytes, int], None],
                  metrics: PubSubMetrics | None = None, on_disconnect: Callable[[], None] | None = None,
                  token: str | None = None, metadata: tuple[tuple[str, str], ...] = ()):
+        super().__init__()
         self.address = address
         self.token = token
         self._metadata = ((("authorization", f"Bearer {token}"),) if token else ()) + tuple(metadata) or None
         self._on_disconnect = on_disconnect or (lambda: None)
         self.metrics = metrics or PubSubMetrics()
         self._on_push = on_push
-        self._lock = threading.Lock()
-        self._shards: dict[str, int] = {}
         self._outbox: queue.Queue | None = None
         self._stop = threading.Event()
         self._channel = None
-        self.connected = threading.Event()
         self._thread = threading.Thread(target=self._run, name="pubsub-client", daemon=True)
         self._thread.start()
 
@@ -413,27 +434,8 @@ class PubSubClient:
         """Send a push received from elsewhere as it is (a server to its peers)."""
         self._send(msg)
 
-    def subscribe(self, shard_id: str) -> None:
-        """Receive the pushes of ``shard_id`` (counted: as many unsubscribes end it)."""
-        with self._lock:
-            self._shards[shard_id] = self._shards.get(shard_id, 0) + 1
-            first = self._shards[shard_id] == 1
-        if first:
-            self._send(_shard_message("subscribe", shard_id))
-
-    def unsubscribe(self, shard_id: str) -> None:
-        with self._lock:
-            n = self._shards.get(shard_id, 0) - 1
-            if n > 0:
-                self._shards[shard_id] = n
-                return
-            self._shards.pop(shard_id, None)
-        self._send(_shard_message("unsubscribe", shard_id))
-
-    def subscribed(self, shard_id: str) -> bool:
-        """Connected and subscribed to ``shard_id``: its pushes should arrive."""
-        with self._lock:
-            return self.connected.is_set() and shard_id in self._shards
+    def _subscription(self, shard_id: str, on: bool) -> None:
+        self._send(_shard_message("subscribe" if on else "unsubscribe", shard_id))
 
     def close(self) -> None:
         self._stop.set()
@@ -501,11 +503,7 @@ class PubSubClient:
                 if msg is None or msg.WhichOneof("message") != "push_diff":
                     self.metrics.received.labels("unclean").inc()
                     continue
-                p = msg.push_diff
-                try:
-                    self._on_push(p.shard_id, p.seqno, p.diff, p.append_us)
-                except Exception as e:
-                    log.warning("persist pubsub: applying a push of %s failed: %s", p.shard_id, e)
+                self._apply(msg)
         finally:
             was = self.connected.is_set()
             self.connected.clear()
