@@ -53,12 +53,18 @@ class Ledger:
             return [next(self.ids) for _ in range(n)]
 
 
+def connect_or_none(server: Server) -> psycopg.Connection | None:
+    try:
+        return server.connect(connect_timeout=2)
+    except psycopg.Error:
+        return None
+
+
 def client(server: Server, ledger: Ledger, stop: threading.Event, seed: int) -> None:
     rnd = random.Random(seed)
-    try:
-        conn = server.connect(connect_timeout=2)
-    except psycopg.Error:
-        return
+    conn = connect_or_none(server)
+    if conn is None:
+        return  # the server is already gone
     try:
         while not stop.is_set():
             op = rnd.choice(["one", "many", "copy", "txn", "rollback"])
@@ -123,6 +129,22 @@ def read_back(data_dir, schema: pa.Schema = pa.schema([("id", pa.int32())])) -> 
     return out, orphans
 
 
+def kill_during(server: Server, data, threads: list[threading.Thread], stop: threading.Event, pause_s: float,
+                schema: pa.Schema = pa.schema([("id", pa.int32())])) -> tuple[dict[str, list], list[str]]:
+    """Start the clients' ``threads``, SIGKILL the server after ``pause_s``, restart it
+    (recovery and GC run before sessions), stop it and :func:`read_back` what it holds."""
+    for t in threads:
+        t.start()
+    time.sleep(pause_s)
+    server.stop(signal.SIGKILL)
+    stop.set()
+    for t in threads:
+        t.join(60)
+    server.start(wait_replicas=False)
+    server.stop()
+    return read_back(data, schema)
+
+
 def test_sigkill_at_random_points_loses_no_acknowledged_write(tmp_path):
     data = tmp_path / "mzdata"
     server = Server(data).start(wait_replicas=False)
@@ -136,17 +158,7 @@ def test_sigkill_at_random_points_loses_no_acknowledged_write(tmp_path):
         for trial in range(TRIALS):
             stop = threading.Event()
             threads = [threading.Thread(target=client, args=(server, ledger, stop, trial * 10 + k)) for k in range(3)]
-            for t in threads:
-                t.start()
-            time.sleep(rnd.uniform(0.2, 1.5))
-            server.stop(signal.SIGKILL)
-            stop.set()
-            for t in threads:
-                t.join(30)
-            # Restart: recovery (half-applied transactions) and GC run before sessions.
-            server.start(wait_replicas=False)
-            server.stop()
-            tables, orphans = read_back(data)
+            tables, orphans = kill_during(server, data, threads, stop, rnd.uniform(0.2, 1.5))
             a, b = tables["a"], tables["b"]
             assert len(a) == len(set(a)), f"trial {trial}: a row is there twice"
             missing = ledger.acked - set(a)
@@ -184,10 +196,9 @@ class Owned:
 
 def updater(server: Server, own: Owned, stop: threading.Event, seed: int) -> None:
     rnd = random.Random(seed)
-    try:
-        conn = server.connect(connect_timeout=2)
-    except psycopg.Error:
-        return
+    conn = connect_or_none(server)
+    if conn is None:
+        return  # the server is already gone
     try:
         while not stop.is_set():
             op = rnd.choice(["bump_one", "bump_one", "delete_one", "insert_one", "bump_block"])
@@ -242,17 +253,7 @@ def test_sigkill_during_updates_and_deletes_keeps_exactly_the_acknowledged_chang
             stop = threading.Event()
             threads = [threading.Thread(target=updater, args=(server, o, stop, trial * 10 + k))
                        for k, o in enumerate(owners)]
-            for t in threads:
-                t.start()
-            time.sleep(rnd.uniform(2.0, 8.0))
-            server.stop(signal.SIGKILL)
-            stop.set()
-            for t in threads:
-                t.join(60)
-            # Restart: recovery and GC run before sessions; then read what persist holds.
-            server.start(wait_replicas=False)
-            server.stop()
-            tables, orphans = read_back(data, schema)
+            tables, orphans = kill_during(server, data, threads, stop, rnd.uniform(2.0, 8.0), schema)
             rows = tables["u"]
             ids = [i for i, _ in rows]
             assert len(ids) == len(set(ids)), f"trial {trial}: a row is there twice (a change half applied)"
