@@ -53,57 +53,63 @@ class Ledger:
             return [next(self.ids) for _ in range(n)]
 
 
-def connect_or_none(server: Server) -> psycopg.Connection | None:
-    try:
-        return server.connect(connect_timeout=2)
-    except psycopg.Error:
-        return None
-
-
-def client(server: Server, ledger: Ledger, stop: threading.Event, seed: int) -> None:
+def run_client(server: Server, stop: threading.Event, seed: int, step) -> None:
+    """Run ``step(conn, rnd)`` (one statement or transaction) again and again over one
+    connection until ``stop``, or until a psycopg error escapes ``step``: the server died
+    under us, and whatever was in flight may or may not be there."""
     rnd = random.Random(seed)
-    conn = connect_or_none(server)
-    if conn is None:
+    try:
+        conn = server.connect(connect_timeout=2)
+    except psycopg.Error:
         return  # the server is already gone
     try:
         while not stop.is_set():
-            op = rnd.choice(["one", "many", "copy", "txn", "rollback"])
-            if op == "one":
-                ids = ledger.next()
-                conn.execute("INSERT INTO a VALUES (%s)", ids)
-            elif op == "many":
-                ids = ledger.next(rnd.randint(2, 20))
-                conn.execute("INSERT INTO a VALUES " + ", ".join(f"({i})" for i in ids))
-            elif op == "copy":
-                ids = ledger.next(rnd.randint(50, 500))
-                with conn.cursor().copy("COPY a FROM STDIN") as cp:
-                    for i in ids:
-                        cp.write_row((i,))
-            elif op == "txn":
-                ids = ledger.next()
-                conn.execute("BEGIN")
-                conn.execute("INSERT INTO a VALUES (%s)", ids)
-                conn.execute("INSERT INTO b VALUES (%s)", ids)
-                with ledger.lock:
-                    ledger.pairs.append(ids[0])
-                conn.execute("COMMIT")
-            else:
-                ids = ledger.next()
-                conn.execute("BEGIN")
-                conn.execute("INSERT INTO a VALUES (%s)", ids)
-                conn.execute("ROLLBACK")
-                with ledger.lock:
-                    ledger.never.update(ids)
-                continue
-            with ledger.lock:
-                ledger.acked.update(ids)
+            step(conn, rnd)
     except psycopg.Error:
-        return  # the server died under us: whatever was in flight may or may not be there
+        return
     finally:
         try:
             conn.close()
         except Exception:
             pass
+
+
+def client(server: Server, ledger: Ledger, stop: threading.Event, seed: int) -> None:
+    run_client(server, stop, seed, lambda conn, rnd: append(conn, rnd, ledger))
+
+
+def append(conn: psycopg.Connection, rnd: random.Random, ledger: Ledger) -> None:
+    """One append of a random kind, recorded in ``ledger`` once acknowledged."""
+    op = rnd.choice(["one", "many", "copy", "txn", "rollback"])
+    if op == "one":
+        ids = ledger.next()
+        conn.execute("INSERT INTO a VALUES (%s)", ids)
+    elif op == "many":
+        ids = ledger.next(rnd.randint(2, 20))
+        conn.execute("INSERT INTO a VALUES " + ", ".join(f"({i})" for i in ids))
+    elif op == "copy":
+        ids = ledger.next(rnd.randint(50, 500))
+        with conn.cursor().copy("COPY a FROM STDIN") as cp:
+            for i in ids:
+                cp.write_row((i,))
+    elif op == "txn":
+        ids = ledger.next()
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO a VALUES (%s)", ids)
+        conn.execute("INSERT INTO b VALUES (%s)", ids)
+        with ledger.lock:
+            ledger.pairs.append(ids[0])
+        conn.execute("COMMIT")
+    else:
+        ids = ledger.next()
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO a VALUES (%s)", ids)
+        conn.execute("ROLLBACK")
+        with ledger.lock:
+            ledger.never.update(ids)
+        return
+    with ledger.lock:
+        ledger.acked.update(ids)
 
 
 def read_back(data_dir, schema: pa.Schema = pa.schema([("id", pa.int32())])) -> tuple[dict[str, list], list[str]]:
@@ -195,46 +201,41 @@ class Owned:
 
 
 def updater(server: Server, own: Owned, stop: threading.Event, seed: int) -> None:
-    rnd = random.Random(seed)
-    conn = connect_or_none(server)
-    if conn is None:
-        return  # the server is already gone
+    run_client(server, stop, seed, lambda conn, rnd: change(conn, rnd, own))
+
+
+def change(conn: psycopg.Connection, rnd: random.Random, own: Owned) -> None:
+    """One INSERT, UPDATE or DELETE of ``own``'s rows, recorded in it: as in flight until
+    the server answers, then as acknowledged or refused."""
+    op = rnd.choice(["bump_one", "bump_one", "delete_one", "insert_one", "bump_block"])
+    after = dict(own.rows)
+    if op == "insert_one" or not own.rows:
+        i = own.next_id
+        own.next_id += 1
+        after[i] = 0
+        sql, params = "INSERT INTO u VALUES (%s, 0)", (i,)
+    elif op == "bump_block":
+        after = {i: v + 1 for i, v in own.rows.items()}
+        sql, params = "UPDATE u SET v = v + 1 WHERE id BETWEEN %s AND %s", (own.lo, own.hi)
+    else:
+        i = rnd.choice(sorted(own.rows))
+        if op == "bump_one":
+            after[i] += 1
+            sql, params = "UPDATE u SET v = v + 1 WHERE id = %s", (i,)
+        else:
+            del after[i]
+            sql, params = "DELETE FROM u WHERE id = %s", (i,)
+    own.in_flight = after
     try:
-        while not stop.is_set():
-            op = rnd.choice(["bump_one", "bump_one", "delete_one", "insert_one", "bump_block"])
-            after = dict(own.rows)
-            if op == "insert_one" or not own.rows:
-                i = own.next_id
-                own.next_id += 1
-                after[i] = 0
-                sql, params = "INSERT INTO u VALUES (%s, 0)", (i,)
-            elif op == "bump_block":
-                after = {i: v + 1 for i, v in own.rows.items()}
-                sql, params = "UPDATE u SET v = v + 1 WHERE id BETWEEN %s AND %s", (own.lo, own.hi)
-            else:
-                i = rnd.choice(sorted(own.rows))
-                if op == "bump_one":
-                    after[i] += 1
-                    sql, params = "UPDATE u SET v = v + 1 WHERE id = %s", (i,)
-                else:
-                    del after[i]
-                    sql, params = "DELETE FROM u WHERE id = %s", (i,)
-            own.in_flight = after
-            try:
-                conn.execute(sql, params)
-            except psycopg.Error as e:
-                if e.sqlstate is None:
-                    return  # the server died under us: the statement may or may not be there
-                own.in_flight = None  # refused with an error: nothing of it may be there
-                own.refused.append(e.sqlstate)
-                continue
-            own.rows, own.in_flight = after, None
-            own.acked += 1
-    finally:
-        try:
-            conn.close()
-        except Exception:
-            pass
+        conn.execute(sql, params)
+    except psycopg.Error as e:
+        if e.sqlstate is None:
+            raise  # the server died under us: the statement may or may not be there
+        own.in_flight = None  # refused with an error: nothing of it may be there
+        own.refused.append(e.sqlstate)
+        return
+    own.rows, own.in_flight = after, None
+    own.acked += 1
 
 
 @pytest.mark.slow
