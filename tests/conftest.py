@@ -9,10 +9,39 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from server import Server, free_port  # noqa: E402
+from server import RUNNING, Server, free_port  # noqa: E402
 
 #: Flags of the shared test server: two availability zones for placement tests.
 SERVER_ARGS = ("--availability-zone", "az1", "--availability-zone", "az2")
+
+
+#: each running server's log size when the current test began
+_LOG_START: dict[Path, int] = {}
+
+
+def pytest_runtest_setup(item):
+    _LOG_START.clear()
+    for s in RUNNING:
+        _LOG_START[s.log_path] = s.log_path.stat().st_size if s.log_path.exists() else 0
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failing test's report ends with what the servers it ran against logged at
+    WARNING or above meanwhile (CI shows the report, not the servers' log files)."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    for s in list(RUNNING):
+        if not s.log_path.exists():
+            continue
+        with open(s.log_path, "rb") as f:
+            f.seek(_LOG_START.get(s.log_path, 0))
+            lines = f.read().decode(errors="replace").splitlines()
+        shown = [ln[:400] for ln in lines if any(w in ln for w in (" WARNING ", " ERROR ", " CRITICAL ", "Error"))]
+        if shown:
+            report.sections.append((f"server log {s.log_path} (warnings, last 40)", "\n".join(shown[-40:])))
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: servers started and not stopped: a failing test's report shows what they logged
+RUNNING: set["Server"] = set()
+
+
 class Server:
     """A server process on a free port with its own data directory."""
 
@@ -41,6 +45,7 @@ class Server:
                "--data-dir", str(self.data_dir), *self.extra_args]
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
+        RUNNING.add(self)
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
@@ -63,6 +68,7 @@ class Server:
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 60) -> int:
         if self.proc is None:
             return 0
+        RUNNING.discard(self)
         self.proc.send_signal(sig)
         try:
             code = self.proc.wait(timeout)

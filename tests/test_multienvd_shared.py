@@ -38,14 +38,15 @@ CLEAN = 'persist_pubsub_received_total{applied="clean"}'
 def envds(tmp_path_factory, postgres):
     d = tmp_path_factory.mktemp("shared")
     url = new_database(postgres)
+    # The default lease (10 s), and B takes no expired lease (no --takeover): no test here
+    # moves a cluster, and A's restart must find quickstart still its own.
     shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
-              "--persist-blob-url", str(d / "blob"), "--cluster-lease-duration", "5")
+              "--persist-blob-url", str(d / "blob"))
     (d / "a").mkdir()
     (d / "b").mkdir()
     ports = {"a": free_port(), "b": free_port()}
     a = Server(d / "a" / "mzdata", *shared, "--clusters", "quickstart", "--metrics-listen", f"127.0.0.1:{ports['a']}")
-    b = Server(d / "b" / "mzdata", *shared, "--clusters", "cb", "--takeover",
-               "--metrics-listen", f"127.0.0.1:{ports['b']}")
+    b = Server(d / "b" / "mzdata", *shared, "--clusters", "cb", "--metrics-listen", f"127.0.0.1:{ports['b']}")
     for s, p in ((a, ports["a"]), (b, ports["b"])):
         s.metrics_url = f"http://127.0.0.1:{p}/metrics"
     try:

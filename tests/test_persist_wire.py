@@ -260,9 +260,12 @@ def _frozen_peek(server, conn):
             with server.connect() as c:
                 result["rows"] = c.execute("SELECT a FROM frozen ORDER BY a").fetchall()
 
+        # No read of the new table yet: the server's leased reader appears in the shard's
+        # state when the peek takes its read hold (then it waits on the frozen replica).
+        assert state().readers == ()
         reader = threading.Thread(target=read)
         reader.start()
-        time.sleep(1.0)  # the peek took its snapshot and waits on the frozen replica
+        assert wait_for(lambda: state().readers != (), timeout=60), "the peek took no read hold"
         for i in range(8, 12):
             conn.execute("INSERT INTO frozen VALUES (%s, repeat('x', 5000))", (i,))
         assert wait_for(lambda: not before & {p.key for p in state().parts}, timeout=30), "no compaction"
