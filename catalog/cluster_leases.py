@@ -93,8 +93,9 @@ class PostgresClusterLeases:
     environmentd whose pgwire address is ``owner`` (``HOST:PORT``), with leases of
     ``duration_s`` seconds. Thread-safe.
 
-    Every method raises psycopg.OperationalError when the server is unreachable; nothing
-    is half-done (each call is one statement)."""
+    Every method raises psycopg.OperationalError when the server is unreachable, and
+    psycopg.errors.QueryCanceled when a statement runs past a quarter of the lease
+    (PostgreSQL's ``statement_timeout``); nothing is half-done (each call is one statement)."""
 
     def __init__(self, url: str, owner: str, duration_s: float):
         if duration_s <= 0:
@@ -102,9 +103,15 @@ class PostgresClusterLeases:
         self.url = url
         self.owner = owner
         self.duration_s = duration_s
-        self._pool = ConnectionPool(url, setup=lambda c: create_once(c, _DDL), max_idle=2)
+        self._pool = ConnectionPool(url, setup=self._setup, max_idle=2)
         with self._pool.connection():
             pass  # a wrong URL fails at startup
+
+    def _setup(self, conn) -> None:
+        create_once(conn, _DDL)
+        # A statement stuck on a lock or a stalled server fails within a quarter lease,
+        # so the lease loop goes on and steps down on time instead of hanging in it.
+        conn.execute(f"SET statement_timeout = {max(500, int(self.duration_s * 250))}")
 
     def acquire(self, cluster_id: str, cluster_name: str, reclaim: bool) -> int | None:
         """Take the lease of ``cluster_id`` if no live process holds it (or, with

@@ -172,10 +172,15 @@ class LeasedOwnership:
             self._wake.clear()
             if self._stop.is_set():
                 return
+            t = time.monotonic()
             try:
                 self.round()
             except Exception as e:  # the next round tries again; held leases fence on time
                 log.warning("cluster leases: %s", e)
+            took = time.monotonic() - t
+            if took > self.fence_after_s / 2:  # what precedes a step-down, in the log
+                log.warning("cluster leases: a round took %.1f s (renewed every %.1f s, given up after "
+                            "%.1f s without a renewal)", took, self.interval_s, self.fence_after_s)
 
     def round(self) -> None:
         """One round: renew, step down from what was lost, take what is wanted and free.

@@ -1,8 +1,8 @@
 """Cluster leases on a real PostgreSQL (catalog.cluster_leases, sqlfront.ownership),
 without environmentd or Spark: one holder at a time, takeover only after expiry, a
 higher epoch fences the old holder, a restart reclaims its own lease at once, a clean
-release lets a takeover happen at once, and a holder that cannot renew steps down
-before its lease expires."""
+release lets a takeover happen at once, a renewal stuck on a lock fails in time, and a
+holder that cannot renew steps down before its lease expires."""
 
 from __future__ import annotations
 
@@ -43,6 +43,23 @@ def test_one_holder_until_expiry_then_a_higher_epoch_fences_the_old_one(url):
     finally:
         a.close()
         b.close()
+
+
+def test_a_renewal_stuck_on_a_lock_fails_within_a_quarter_lease(url):
+    """A renewal waiting on a row lock (or a stalled server) must not hang the lease loop
+    past its step-down: PostgreSQL cancels it after a quarter of the lease."""
+    a = PostgresClusterLeases(url, A, 4.0)
+    try:
+        assert a.acquire("u1", "c", reclaim=False) == 1
+        with psycopg.connect(url) as locker:  # a transaction holding the lease row
+            locker.execute("SELECT * FROM cluster_leases WHERE cluster_id = 'u1' FOR UPDATE")
+            t = time.monotonic()
+            with pytest.raises(psycopg.errors.QueryCanceled):
+                a.renew({"u1": (1, "c", {})})
+            assert time.monotonic() - t < 3.0  # 1 s statement timeout, not the lock's holder
+        assert a.renew({"u1": (1, "c", {})}) == {"u1"}  # the lock gone, the next renewal works
+    finally:
+        a.close()
 
 
 def test_a_restart_reclaims_its_own_lease_and_a_release_frees_it_at_once(url):
