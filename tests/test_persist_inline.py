@@ -80,6 +80,28 @@ def test_compaction_moves_inline_parts_into_blob(conn, server):
     assert conn.execute("SELECT a FROM inl_compact ORDER BY a").fetchall() == [(i,) for i in range(12)]
 
 
+def test_a_small_table_is_grouped_and_sorted_without_an_exchange(conn):
+    """A table whose parts are all inline travels inside the plan; when the query groups,
+    sorts or joins it is one partition, so Spark plans no exchange above it (one job, not
+    two). A query that only filters keeps it as it is (Spark answers that in its driver)."""
+    conn.execute("CREATE TABLE inl_tiny (k int, v int)")
+    conn.execute("INSERT INTO inl_tiny VALUES (1, 10), (2, 20), (2, 5)")
+    try:
+        def physical(q: str) -> str:
+            return "\n".join(r[0] for r in conn.execute("EXPLAIN PHYSICAL PLAN FOR " + q).fetchall())
+
+        for q in ("SELECT count(*) FROM inl_tiny", "SELECT k, sum(v) FROM inl_tiny GROUP BY k ORDER BY k"):
+            plan = physical(q)
+            assert "Coalesce 1" in plan and "Exchange" not in plan, plan
+        # a join of small relations broadcasts one side either way (a BroadcastExchange)
+        assert "Coalesce 1" in physical("SELECT a.k, b.v FROM inl_tiny a JOIN inl_tiny b ON a.k = b.k ORDER BY 1, 2")
+        assert "Coalesce" not in physical("SELECT v FROM inl_tiny WHERE k = 2")
+        assert conn.execute("SELECT k, sum(v) FROM inl_tiny GROUP BY k ORDER BY k").fetchall() == [(1, 10), (2, 25)]
+        assert conn.execute("SELECT count(*) FROM inl_tiny a JOIN inl_tiny b ON a.k = b.k").fetchone() == (5,)
+    finally:
+        conn.execute("DROP TABLE inl_tiny")
+
+
 def test_an_indexed_table_reads_its_inline_parts(conn):
     conn.execute("CREATE TABLE inl_indexed (a int)")
     conn.execute("INSERT INTO inl_indexed SELECT generate_series(1, 5000)")  # a part in Blob, arranged
