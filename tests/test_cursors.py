@@ -139,8 +139,8 @@ def test_named_cursor_streams_a_million_rows_in_bounded_server_memory(server, k1
 
 
 def test_pandas_read_sql_chunksize(server, k1000):
-    pd = pytest.importorskip("pandas")
-    sa = pytest.importorskip("sqlalchemy")
+    import pandas as pd  # both declared dependencies (pandas; SQLAlchemy in the test extra): never skipped
+    import sqlalchemy as sa
     engine = sa.create_engine(server.url.replace("postgresql://", "postgresql+psycopg://"))
     query = "SELECT a.x * 1000 + b.x AS v FROM k1000 a, k1000 b WHERE a.x < 25 ORDER BY v"
     try:
