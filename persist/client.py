@@ -282,6 +282,29 @@ class PersistClient:
             self.leases.release(hold)
             raise
 
+    def hold(self, shard_id: str, as_of: int) -> ReadHold:
+        """A read hold at ``as_of`` without a snapshot yet (Materialize: a peek acquires
+        read holds on its inputs when it picks its timestamp, before it waits for their
+        uppers): from now until :meth:`release`, this process keeps the shard's since at
+        or below ``as_of``, and GC keeps every part of the latest state known here. When
+        this process's reader is already registered with a since above ``as_of`` (an
+        ``AS OF`` in the past), its since is lowered to ``as_of`` first. Since is checked
+        against the latest state known here (no Consensus read): a :meth:`read`, which
+        reads Consensus, is the linearizable check.
+
+        Raises:
+            SinceError: ``as_of`` is below the shard's since."""
+        st = self.latest(shard_id)
+        if as_of < st.since:
+            raise SinceError(shard_id, as_of, st.since)
+        h = self.leases.acquire(shard_id, st, as_of)
+        try:
+            self.leases.lower_since(shard_id, st, as_of)
+        except BaseException:
+            self.leases.release(h)
+            raise
+        return h
+
     def advance_upper(self, shard_id: str, ts: int, st: ShardState | None = None) -> ShardState:
         """The shard's state once its upper is past ``ts``: an empty compare-and-append at
         ``ts`` unless a writer passed it first (``st``: the state already read, if any)."""
@@ -484,10 +507,10 @@ class Listen:
     def __init__(self, client: "PersistClient", shard_id: str, as_of: int):
         self.client = client
         self.shard_id = shard_id
-        st = client.state(shard_id)
+        st = client.state(shard_id)  # linearizable: the since checked is the latest
         if as_of < st.since:
             raise SinceError(shard_id, as_of, st.since)
-        self._hold = client.leases.acquire(shard_id, st, as_of)
+        self._hold = client.hold(shard_id, as_of)
         #: every update below this was yielded (or was in the snapshot at as_of)
         self.frontier = as_of + 1
         self._seqno = st.seqno

@@ -18,9 +18,10 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from persist.consensus import Consensus
+from persist.read import SinceError
 from persist.state import LeasedReader, ShardState
 
 #: Materialize's default reader lease (persist's ``reader_lease_duration``)
@@ -91,6 +92,28 @@ class Leases:
                 break
         with self._lock:
             self._registered.add(shard_id)
+
+    def lower_since(self, shard_id: str, state: ShardState, as_of: int) -> None:
+        """Move this process's reader on ``shard_id`` down to ``as_of`` when its since is
+        above it, so the shard's since cannot pass a hold just taken there (heartbeats
+        only ever raise a reader's since). ``state``: the latest state known here (our
+        own compare-and-sets are in it); a compare-and-set only when it shows our reader
+        above ``as_of``.
+
+        Raises:
+            SinceError: the shard's since is already above ``as_of``."""
+        while True:
+            me = state.reader(self.reader_id)
+            if state.since > as_of:
+                raise SinceError(shard_id, as_of, state.since)
+            if me is None or me.since <= as_of:
+                return
+            mine = replace(me, since=as_of)
+            new = state.next(readers=tuple(mine if r is me else r for r in state.readers))
+            if self.consensus.compare_and_set(shard_id, state.seqno, new.seqno, new.encode()):
+                return
+            head = self.consensus.head(shard_id)
+            state = ShardState.decode(head[1]) if head else ShardState()
 
     def registered(self) -> list[str]:
         with self._lock:

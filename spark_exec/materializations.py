@@ -295,6 +295,9 @@ class MaterializationMaintainer:
 
         winner = None
         try:
+            # Held now, scanned when a replica lowers the plan (maybe after waiting for one).
+            for shard, ts in [(r.shard_id, target) for r in m.inputs] + [(view.shard_id, own_as_of)]:
+                holds.append(self.persist.hold(shard, ts))
             winner = self.cc.peek(plan, scan, self.builtin_rows, self.replica_wait_s, None, self._stop, job)
         except SqlError as e:
             if e.sqlstate != "55000":

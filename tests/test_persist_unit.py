@@ -155,6 +155,29 @@ def test_a_read_hold_keeps_since_and_parts_through_compaction_and_gc(tmp_path, c
     assert p.consensus.head("s")[0] == st.seqno
 
 
+def test_a_hold_taken_before_the_upper_reaches_it_keeps_since_there(tmp_path, consensus_url):
+    """A peek holds its inputs when it picks its timestamp and reads them later (after
+    waiting for a view's upper or a replica): writes and maintenance in between must not
+    move since past it, even when this process's reader was already above it."""
+    p = client(tmp_path, consensus_url)
+    p.append("s", pa.table({"a": [1]}, schema=SCHEMA), ts=1)
+    p.read_table("s", SCHEMA)
+    p.maintain("s", desired_since=9, force=True)  # the reader at 9; the shard capped at upper - 1
+    st = p.state("s")
+    assert (st.since, st.reader("env:1").since) == (1, 9)
+    hold = p.hold("s", 5)  # an AS OF between the two
+    assert p.state("s").reader("env:1").since == 5
+    for ts in range(6, 12):
+        p.append("s", pa.table({"a": [ts]}, schema=SCHEMA), ts=ts)
+        p.maintain("s", desired_since=ts, force=True)
+    assert p.state("s").since == 5
+    assert rows(p, "s", 5) == [1]
+    p.release(hold)
+    assert p.maintain("s", desired_since=11, force=True).since == 11
+    with pytest.raises(SinceError):
+        p.hold("s", 10)
+
+
 def test_another_process_reader_expires(tmp_path, consensus_url):
     a = client(tmp_path, consensus_url, "envA:1")
     a.append("s", pa.table({"a": [1]}, schema=SCHEMA), ts=1)

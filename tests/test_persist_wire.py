@@ -233,22 +233,17 @@ def test_a_streaming_peek_survives_its_replica_frozen_mid_stream(frozen_server):
 def _frozen_peek(server, conn):
     import os
     import signal
-    import sqlite3
     import time
 
-    from persist import FileBlob, ShardState, SqliteConsensus
+    from persist import FileBlob
     from server import replica_jvms, wait_for
 
     # Rows too big to be inline: the parts are files in Blob, which GC must keep for the read.
     conn.execute("CREATE TABLE frozen (a int, pad text)")
     for i in range(8):
         conn.execute("INSERT INTO frozen VALUES (%s, repeat('x', 5000))", (i,))
-    catalog = sqlite3.connect(str(server.data_dir / "catalog.db"))
-    shard = catalog.execute("SELECT shard_id FROM tables WHERE name = 'frozen'").fetchone()[0]
-    catalog.close()
-    consensus = SqliteConsensus(str(server.data_dir / "consensus.db"))
+    consensus, state = _shard_state(server, "frozen")
     blob = FileBlob(server.data_dir / "blob")
-    state = lambda: ShardState.decode(consensus.head(shard)[1])  # noqa: E731
     before = {p.key for p in state().parts}
     pids = replica_jvms(server.data_dir)
     assert pids
@@ -280,6 +275,70 @@ def _frozen_peek(server, conn):
     assert wait_for(lambda: not state().retired, timeout=30), "retired parts never collected"
     assert all(blob.get(k) is None for k in before)
     consensus.close()
+
+
+def _shard_state(server, table: str):
+    """The server's Consensus (to close) and a function reading ``table``'s shard state."""
+    import sqlite3
+
+    from persist import ShardState, SqliteConsensus
+
+    catalog = sqlite3.connect(str(server.data_dir / "catalog.db"))
+    shard = catalog.execute("SELECT shard_id FROM tables WHERE name = ?", (table,)).fetchone()[0]
+    catalog.close()
+    consensus = SqliteConsensus(str(server.data_dir / "consensus.db"))
+    return consensus, lambda: ShardState.decode(consensus.head(shard)[1])
+
+
+def test_a_read_waiting_for_a_replica_keeps_its_timestamp(server, conn):
+    """A peek holds its inputs at its timestamp when it picks it (Materialize's timestamp
+    selection), not when a replica scans them: while it waits for a replica (or a
+    materialized view's upper), writes and maintenance rounds move past that timestamp,
+    and the read still answers at it instead of failing with "could not find a valid
+    timestamp" (CI saw that after a restart, waiting for a view)."""
+    import time
+
+    from server import wait_for
+
+    conn.execute("CREATE TABLE waited (a int)")
+    conn.execute("INSERT INTO waited VALUES (1)")
+    # Its one replica is a Spark Connect address nothing listens on: never healthy.
+    conn.execute("CREATE CLUSTER waiting REPLICAS (gone (REMOTE ('127.0.0.1:9'), TOKEN 'x'))")
+    consensus, state = _shard_state(server, "waited")
+    result = {}
+
+    def read():
+        try:
+            with server.connect(options="-c cluster=waiting") as c:
+                result["rows"] = c.execute("SELECT sum(a) FROM waited").fetchall()
+        except psycopg.Error as e:
+            result["error"] = e
+
+    reader = threading.Thread(target=read)
+    try:
+        assert state().readers == ()  # no read of the new table yet
+        reader.start()
+        assert wait_for(lambda: state().readers != (), timeout=60), "the peek took no read hold"
+        later = int(conn.execute("SELECT mz_now()::text").fetchone()[0])  # after the peek's timestamp
+        # Past the compaction window and persist's since step (1 s + 5 s): without the
+        # hold, since would now be above the peek's timestamp.
+        end = time.monotonic() + 8
+        while time.monotonic() < end:
+            conn.execute("INSERT INTO waited VALUES (10)")
+            time.sleep(0.25)
+        assert state().since < later
+        rid = conn.execute("SELECT r.id FROM mz_cluster_replicas r JOIN mz_clusters c ON c.id = r.cluster_id"
+                           " WHERE c.name = 'quickstart' AND r.name = 'r1'").fetchone()[0]
+        d = server.data_dir / "replicas" / rid
+        port, token = (d / "port").read_text().strip(), (d / "token").read_text().strip()
+        conn.execute(f"CREATE CLUSTER REPLICA waiting.r REMOTE ('127.0.0.1:{port}'), TOKEN '{token}'")
+        reader.join(120)
+        assert result == {"rows": [(1,)]}  # its timestamp: before the writes
+    finally:
+        conn.execute("DROP CLUSTER waiting CASCADE")
+        reader.join(120)
+        conn.execute("DROP TABLE waited")
+        consensus.close()
 
 
 def test_reads_consolidate_retractions_of_every_type(conn):

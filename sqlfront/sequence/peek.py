@@ -23,6 +23,7 @@ from catalog.snapshot import Table
 from catalog.types import SqlType, TEXT
 from persist import Batch, PartRead, ShardSnapshot, SinceError
 from planner import interpret
+from planner.plan import relations_read
 from planner.query import QueryPlanner
 from sqlfront.parse import parse_one
 from sqlfront.pyworker import INLINE_HEAP_BYTES
@@ -119,7 +120,7 @@ def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | 
             chunks = iter([rows[i : i + FAST_PATH_CHUNK_ROWS] for i in range(0, len(rows), FAST_PATH_CHUNK_ROWS)])
             stream = ResultStream(cols, lambda: next(chunks, None), on_close=functools.partial(peek_finished, s, None))
         else:
-            cc, as_of, scan, holds = _read_at(s, as_of)
+            cc, as_of, scan, holds = _read_at(s, plan, as_of)
             try:
                 await_materialized(s, plan, as_of)
             except BaseException:
@@ -173,10 +174,23 @@ def peek(s: Session, plan, as_of: int | None = None, job=None):
         return _peek(s, plan, as_of, job)
 
 
-def _read_at(s: Session, as_of: int | None):
+def invalid_timestamp(as_of: int, relation: Table, e: SinceError) -> SqlError:
+    """Materialize's error for a read at ``as_of`` below ``relation``'s since (22000)."""
+    return SqlError("22000", "could not find a valid timestamp for the query",
+                    detail=f"Timestamp ({as_of}) is not valid for all inputs: [{relation.name}] has since {e.since}")
+
+
+def _read_at(s: Session, plan, as_of: int | None):
     """The session's cluster's coordinator, the read timestamp, the scan function giving
-    each table's snapshot at it under a persist read hold, and the list those holds go
-    to (``peek_finished`` releases them). Raises SqlError 55000 for a stopped cluster."""
+    each table's snapshot at it under a persist read hold, and the holds (``_Holds``;
+    ``peek_finished`` releases them). Every stored relation ``plan`` reads is held at
+    the read timestamp here, when it is picked (Materialize's timestamp selection takes
+    read holds on all inputs): waiting for a materialized view's upper or for a healthy
+    replica cannot let a since pass it before the scan.
+
+    Raises:
+        SqlError 55000 for a stopped cluster; 22000 when ``as_of`` is below an input's
+        since."""
     snap = s.env.snapshot
     cluster = snap.resolve_cluster(s.vars.get("cluster"))
     cc = s.env.cluster_coordinator(cluster.id)
@@ -186,14 +200,21 @@ def _read_at(s: Session, as_of: int | None):
     as_of = s.read_ts() if as_of is None else as_of
     persist = s.env.persist
     holds = _Holds(persist)
+    try:
+        for rel in dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)):
+            try:
+                holds.add(persist.hold(rel.shard_id, as_of))
+            except SinceError as e:
+                raise invalid_timestamp(as_of, rel, e) from None
+    except BaseException:
+        holds.release()
+        raise
 
     def scan(table: Table) -> ShardSnapshot:
         try:
             snapshot, hold = persist.read(table.shard_id, as_of)
         except SinceError as e:
-            raise SqlError("22000", "could not find a valid timestamp for the query",
-                           detail=f"Timestamp ({as_of}) is not valid for all inputs: "
-                                  f"[{table.name}] has since {e.since}") from None
+            raise invalid_timestamp(as_of, table, e) from None
         holds.add(hold)
         own = pending.get(table.shard_id)
         if own:
@@ -236,8 +257,6 @@ def await_materialized(s: Session, plan, as_of: int) -> None:
         the error the view's query raised, while its cluster cannot compute it."""
     from catalog.snapshot import MaterializedView
     from persist import Backoff
-    from planner.plan import relations_read
-
     views = list(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, MaterializedView)))
     if not views:
         return
@@ -293,7 +312,7 @@ def _peek(s: Session, plan, as_of: int | None, job):
             return evaluate(s, plan)
         finally:
             peek_finished(s, None)
-    cc, as_of, scan, holds = _read_at(s, as_of)
+    cc, as_of, scan, holds = _read_at(s, plan, as_of)
     try:
         await_materialized(s, plan, as_of)
         result = cc.peek(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,

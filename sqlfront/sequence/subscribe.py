@@ -179,9 +179,9 @@ class Subscription:
             try:  # before the snapshot: its read hold keeps since at or below as_of
                 self._listen = persist.listen(table.shard_id, self.frontier)
             except SinceError as e:
-                raise SqlError("22000", "could not find a valid timestamp for the query",
-                               detail=f"Timestamp ({self.frontier}) is not valid for all inputs: "
-                                      f"[{table.name}] has since {e.since}") from None
+                from sqlfront.sequence.peek import invalid_timestamp
+
+                raise invalid_timestamp(self.frontier, table, e) from None
         else:
             for t in self.tables:
                 persist.watch(t.shard_id)
