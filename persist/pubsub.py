@@ -232,6 +232,11 @@ class PubSubServer:
         with self._lock:
             return len(self._conns)
 
+    def subscribers(self, shard_id: str) -> int:
+        """How many open connections subscribe to ``shard_id`` now."""
+        with self._lock:
+            return sum(1 for c in self._conns if shard_id in c.shards and not c.closed)
+
     def _pubsub(self, requests, context):
         metadata = dict(context.invocation_metadata())
         if self._auth is not None:

@@ -12,6 +12,7 @@ import pytest
 
 from persist import FileBlob, PersistClient, SqliteConsensus
 from persist.pubsub import METHOD, PubSubMetrics, PubSubServer, push_message
+from server import wait_for
 
 
 class _Count:
@@ -74,7 +75,7 @@ def test_a_push_is_applied_as_the_next_seqno_without_polling(tmp_path, pubsub_se
     w.create_shard("s", 10)
     listen = r.listen("s", 10)
     assert listen.next(0.3) is None
-    time.sleep(0.2)  # the subscribe reached the server
+    assert wait_for(lambda: pubsub_server.subscribers("s") == 1, timeout=10), "the subscribe never reached the server"
     polls = reader_counts["fallback_polls"][()]
     t = time.monotonic()
     w.append("s", pa.table({"x": [7]}), 20)
@@ -118,7 +119,7 @@ def test_garbage_on_the_wire_does_not_break_the_server(tmp_path, pubsub_server):
     r.pubsub._on_push = lambda *a: got.append(a)
     assert w.pubsub.connected.wait(5) and r.pubsub.connected.wait(5)
     r.pubsub.subscribe("s")
-    time.sleep(0.2)
+    assert wait_for(lambda: pubsub_server.subscribers("s") == 1, timeout=10), "the subscribe never reached the server"
     w.pubsub.push("s", 5, b"state")
     deadline = time.monotonic() + 5
     while not got and time.monotonic() < deadline:
@@ -234,7 +235,7 @@ def test_same_process_connection_pushes_and_receives_without_grpc(tmp_path, pubs
     local.state("s")
     local.watch("s")
     remote.watch("s")
-    time.sleep(0.2)  # the remote's subscribe crosses its stream
+    assert wait_for(lambda: pubsub_server.subscribers("s") == 2, timeout=10), "a subscribe never reached the server"
 
     def seqno(c):
         deadline = time.monotonic() + 5
