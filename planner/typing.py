@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from catalog.errors import SqlError, UNDEFINED_FUNCTION, DATATYPE_MISMATCH
 from catalog.types import (
-    SqlType, BOOL, INT4, INT8, JSONB, NUMERIC, FLOAT4, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ, INTERVAL, UNKNOWN,
-    array_of,
+    SqlType, BOOL, INT4, INT8, JSONB, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ, INTERVAL, array_of,
 )
 
 NUMERIC_RANK = {"int2": 0, "int4": 1, "int8": 2, "numeric": 3, "float4": 4, "float8": 5}

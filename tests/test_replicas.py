@@ -196,7 +196,7 @@ def test_replica_requires_its_token(server, conn, foreign_spark):
 
 def test_remote_replica(conn, foreign_spark):
     with pytest.raises(psycopg.Error) as ei:
-        conn.execute(f"CREATE CLUSTER nope REPLICAS (r1 (SIZE '1', TOKEN 'x'))")
+        conn.execute("CREATE CLUSTER nope REPLICAS (r1 (SIZE '1', TOKEN 'x'))")
     assert ei.value.sqlstate == "42601"
     conn.execute(f"CREATE CLUSTER remote REPLICAS (r1 (REMOTE ('{foreign_spark.url}'), TOKEN '{foreign_spark.token}'))")
     try:
@@ -287,7 +287,6 @@ def test_failover_on_sigkill_and_sigstop(server, conn):
                 os.kill(pid, signal.SIGSTOP)
                 threading.Timer(10, os.kill, (pid, signal.SIGCONT)).start()
 
-            start = time.monotonic()
             failures = _run_load(server, 200, 4, freeze)
             assert failures == []
             assert wait_for(lambda: replicas(conn, "failover")[0][3] == "healthy", 120)

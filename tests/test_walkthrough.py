@@ -9,7 +9,6 @@ import subprocess
 from decimal import Decimal
 
 import asyncpg
-import psycopg
 import pytest
 
 WALKTHROUGH = """
