@@ -286,15 +286,18 @@ class ClusterCoordinator:
 
     def _open_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
                  over: threading.Event):
-        """Start ``plan`` on ``h`` and wait for its first batch: ``(batches, first)``,
-        ``first`` None for an empty answer."""
+        """Start ``plan`` on ``h`` and wait for its first batch and the one after it (or
+        the end): ``(batches, first)``, ``first`` None for an empty answer. Looking one
+        batch ahead means an answer of one batch (most are) is whole before this replica
+        wins the race: a crash of the winner after that fails no query."""
         with _replica_errors(h):
             session = self._session(h, over)
             session.addTag(tag)  # the request, made by the first next(), carries the tag
             try:
                 gen = _arrow_tables(session, self._lower(session, plan, scan, builtin_rows))
                 try:
-                    return gen, next(gen, None)
+                    first = next(gen, None)
+                    return (_Ahead(next(gen, None), gen) if first is not None else gen), first
                 except BaseException:
                     _close_quietly(gen)
                     raise
@@ -420,6 +423,26 @@ def _arrow_tables(session, df):
             schema = to_arrow_schema(item, error_on_duplicated_field_names_in_struct=True, timezone="UTC")
         elif item.num_rows:
             yield item.cast(schema) if schema is not None else item
+
+
+class _Ahead:
+    """A result stream whose next batch (``ahead``; None: the stream had ended) was
+    already pulled from ``gen``."""
+
+    def __init__(self, ahead: pa.Table | None, gen):
+        self._ahead, self._gen = ahead, gen
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> pa.Table:
+        if self._ahead is not None:
+            t, self._ahead = self._ahead, None
+            return t
+        return next(self._gen)
+
+    def close(self) -> None:
+        self._gen.close()
 
 
 def _pull_on(h: ReplicaHandle, gen) -> pa.Table | None:
