@@ -166,10 +166,11 @@ class ClusterCoordinator:
         (Spark Connect's result batches, pulled as the caller asks for them, so that
         environmentd holds one batch at a time whatever the result's size).
 
-        Replicas race until one delivers its first batch (or its whole, empty answer);
-        from then on the stream stays with that replica, and the others are interrupted
-        (its first rows may already be with the client, so no other replica can take
-        over). A replica that dies after that fails the stream (58000); one that only
+        Replicas race until one delivers its first batch and the next one or the end (a
+        one-batch answer is then whole here); from then on the stream stays with that
+        replica, and the others are interrupted (its first rows may already be with the
+        client, so no other replica can take over). A replica that dies before a
+        longer answer's end fails the stream (58000); one that only
         stops answering pings (frozen by SIGSTOP, overloaded) is waited for while its
         pull is in flight, up to ``replica_wait_s`` (as a peek waits for a healthy
         replica), and the stream goes on when it recovers. ``on_close`` runs once when the stream closes: at its end, on
