@@ -507,9 +507,7 @@ class Listen:
     def __init__(self, client: "PersistClient", shard_id: str, as_of: int):
         self.client = client
         self.shard_id = shard_id
-        st = client.state(shard_id)  # linearizable: the since checked is the latest
-        if as_of < st.since:
-            raise SinceError(shard_id, as_of, st.since)
+        st = client.state(shard_id)  # from Consensus: the since ``hold`` checks is the latest
         self._hold = client.hold(shard_id, as_of)
         #: every update below this was yielded (or was in the snapshot at as_of)
         self.frontier = as_of + 1
