@@ -27,6 +27,7 @@ from spark_exec.errors import is_connection_error, to_sql_error
 from spark_exec.lower import BuiltinFn, Lowerer, ScanFn
 from spark_exec.orchestrator import Orchestrator, ReplicaSpec
 from spark_exec.replica import HEALTHY, ReplicaHandle
+from spark_exec.spill import ResultSpill
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ class ClusterCoordinator:
 
     def peek_stream(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
                     statement_timeout_s: float | None = None, cancel: threading.Event | None = None,
-                    on_close: Callable[[], None] | None = None) -> PeekStream:
+                    on_close: Callable[[], None] | None = None, spill: ResultSpill | None = None) -> PeekStream:
         """Run ``plan`` as ``peek`` does, but return its answer as a stream of Arrow tables
         (Spark Connect's result batches, pulled as the caller asks for them, so that
         environmentd holds one batch at a time whatever the result's size).
@@ -174,13 +175,14 @@ class ClusterCoordinator:
         stops answering pings (frozen by SIGSTOP, overloaded) is waited for while its
         pull is in flight, up to ``replica_wait_s`` (as a peek waits for a healthy
         replica), and the stream goes on when it recovers. ``on_close`` runs once when the stream closes: at its end, on
-        an error, or on ``close()``; it also runs if opening fails.
+        an error, or on ``close()``; it also runs if opening fails. ``spill``: where a
+        result too large for a replica to send goes instead (``spark_exec.spill``).
 
         Raises:
             as ``peek``, while opening.
         """
         tag = f"sqlfront-peek-{uuid.uuid4().hex}"
-        run = functools.partial(self._open_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag)
+        run = functools.partial(self._open_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag, spill=spill)
         try:
             h, (gen, first) = self._race(run, tag, replica_wait_s, statement_timeout_s, cancel,
                                          discard=lambda opened: _close_quietly(opened[0]))
@@ -268,8 +270,11 @@ class ClusterCoordinator:
         return session
 
     def _lower(self, session, plan, scan: ScanFn, builtin_rows: BuiltinFn):
+        return self._lowerer(session, scan, builtin_rows).lower_result(plan)
+
+    def _lowerer(self, session, scan: ScanFn, builtin_rows: BuiltinFn) -> Lowerer:
         arranged = self.arrangements.arranged() if self.arrangements is not None else frozenset()
-        return Lowerer(session, scan, builtin_rows, arranged).lower_result(plan)
+        return Lowerer(session, scan, builtin_rows, arranged)
 
     def has_healthy_replica(self) -> bool:
         with self._cond:
@@ -286,16 +291,23 @@ class ClusterCoordinator:
                 session.removeTag(tag)
 
     def _open_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
-                 over: threading.Event):
+                 over: threading.Event, spill: ResultSpill | None = None):
         """Start ``plan`` on ``h`` and wait for its first batch and the one after it (or
         the end): ``(batches, first)``, ``first`` None for an empty answer. Looking one
         batch ahead means an answer of one batch (most are) is whole before this replica
-        wins the race: a crash of the winner after that fails no query."""
+        wins the race: a crash of the winner after that fails no query. A result the
+        lowering spreads is written to Blob through ``spill`` first, and read from there
+        (``spark_exec.spill``)."""
         with _replica_errors(h):
             session = self._session(h, over)
             session.addTag(tag)  # the request, made by the first next(), carries the tag
             try:
-                gen = _arrow_tables(session, self._lower(session, plan, scan, builtin_rows))
+                lowerer = self._lowerer(session, scan, builtin_rows)
+                df = lowerer.lower_result(plan)
+                if lowerer.spread and spill is not None:
+                    gen = spill.write(df, arrow_schema(df.schema))
+                else:
+                    gen = _arrow_tables(session, df)
                 try:
                     first = next(gen, None)
                     return (_Ahead(next(gen, None), gen) if first is not None else gen), first
@@ -414,16 +426,22 @@ def _arrow_tables(session, df):
     reports (as ``DataFrame.toArrow`` casts the whole table). pyspark's public
     ``toLocalIterator`` turns batches into Rows; this uses the same client call
     (``to_table_as_iterator``) and keeps them Arrow."""
-    from pyspark.sql.pandas.types import to_arrow_schema
     from pyspark.sql.types import StructType
 
     client = session.client
     schema = None
     for item in client.to_table_as_iterator(df._plan.to_proto(client), df._plan.observations):
         if isinstance(item, StructType):
-            schema = to_arrow_schema(item, error_on_duplicated_field_names_in_struct=True, timezone="UTC")
+            schema = arrow_schema(item)
         elif item.num_rows:
             yield item.cast(schema) if schema is not None else item
+
+
+def arrow_schema(struct) -> pa.Schema:
+    """The Arrow schema of a Spark StructType, as Spark Connect's results have it."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(struct, error_on_duplicated_field_names_in_struct=True, timezone="UTC")
 
 
 class _Ahead:

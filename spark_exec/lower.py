@@ -366,6 +366,55 @@ def _consolidate(df: DataFrame, names: list[str]) -> DataFrame:
 _NARROW = (Get, Constant, Filter, Project, Limit, Series, Unnest)
 
 
+#: estimated result rows from which a result that multiplies its inputs' rows is spread
+SPREAD_MIN_ROWS = 1_000_000
+#: estimated rows per partition of a spread result (~25 to 250 MB of Arrow)
+SPREAD_ROWS_PER_PARTITION = 250_000
+#: most partitions a result is spread over
+SPREAD_MAX_PARTITIONS = 512
+
+
+def spread_partitions(plan, row_count) -> int | None:
+    """How many partitions a peek's result is spread over before it is sent, or None to
+    send it as the plan makes it.
+
+    Spark Connect's driver runs the result job with each task turning its whole
+    partition into Arrow batches in memory and then serializing them
+    (``SparkConnectPlanExecution.processAsArrowBatches``): a partition of hundreds of MB
+    exhausts a replica's heap and kills its JVM, and with active replication every
+    replica of the cluster at once. Scans and shuffles keep partitions near their
+    inputs' size, but a plan that multiplies rows (a cross or non-equi join, a series,
+    a many-to-many join) makes one input partition into an arbitrarily large output
+    partition. Such a result (estimated ``SPREAD_MIN_ROWS`` rows or more, and more rows
+    than its largest input) goes through a shuffle, which spills to disk, into
+    partitions of about ``SPREAD_ROWS_PER_PARTITION`` rows (Kyuubi bounds results by
+    plan statistics the same way). ``row_count(relation)``: rows or None."""
+    from planner.optimize.joins import estimate_rows
+    from planner.plan import relations_read
+
+    rows = estimate_rows(plan, row_count)
+    largest = max((row_count(r) or 0 for r in relations_read(plan)), default=0)
+    if rows < SPREAD_MIN_ROWS or rows <= largest:
+        return None
+    return min(SPREAD_MAX_PARTITIONS, max(2, -(-int(rows) // SPREAD_ROWS_PER_PARTITION)))
+
+
+#: ``_result_order`` of a result ordered under a LIMIT
+_LIMITED_ORDER = object()
+
+
+def _result_order(plan):
+    """The OrderBy that orders ``plan``'s result (under projections), None for an
+    unordered result, ``_LIMITED_ORDER`` for one ordered under a Limit."""
+    limited = False
+    while isinstance(plan, (Project, Limit)):
+        limited = limited or isinstance(plan, Limit)
+        plan = plan.input
+    if not isinstance(plan, OrderBy):
+        return None
+    return _LIMITED_ORDER if limited else plan
+
+
 def _exchanges(plan) -> bool:
     """Whether Spark needs a shuffle for ``plan``: some node groups, sorts or joins."""
     return not isinstance(plan, _NARROW) or any(_exchanges(i) for i in inputs(plan))
@@ -393,6 +442,11 @@ class Lowerer:
         self.arranged = arranged
         #: make local relations one partition (see the class docstring)
         self.single_local = False
+        #: partitions the result is spread over (``spread_partitions``), or None
+        self.spread: int | None = None
+        #: the OrderBy that gives the result its order, when the result is spread
+        self._spread_order: OrderBy | None = None
+        self._snapshots: dict[str, ShardSnapshot] = {}
 
     # -- relations --------------------------------------------------------------------
 
@@ -400,11 +454,30 @@ class Lowerer:
         m = getattr(self, "_" + type(plan).__name__)
         return m(plan)
 
+    def _scan(self, rel: Table) -> ShardSnapshot:
+        """``scan(rel)``, once per relation and lowering (a self-join reads one snapshot)."""
+        if rel.id not in self._snapshots:
+            self._snapshots[rel.id] = self.scan(rel)
+        return self._snapshots[rel.id]
+
+    def _rows(self, rel) -> int | None:
+        """Rows of a relation for estimates: a table's at the peek's snapshot; None else."""
+        return self._scan(rel).rows if isinstance(rel, Table) else None
+
     def lower_result(self, plan) -> DataFrame:
         """``plan`` lowered for collecting: interval columns become (months, days, micros)
         structs, since Spark's Arrow conversion has no CalendarInterval."""
         self.single_local = _exchanges(plan)
+        self.spread = spread_partitions(plan, self._rows)
+        if self.spread:
+            order = _result_order(plan)
+            if order is _LIMITED_ORDER:  # a top-k: Spark takes it in the driver, unspread
+                self.spread = None
+            else:
+                self._spread_order = order
         df = self.lower(plan)
+        if self.spread and self._spread_order is None:
+            df = df.repartition(self.spread)
         if not any(t.name == "interval" for _, t in plan.columns):
             return df
         return df.select(*[_interval_struct(col(i)).alias(f"c{i}") if t.name == "interval" else col(i)
@@ -431,7 +504,7 @@ class Lowerer:
         if isinstance(rel, BuiltinTable):
             rows = self.builtin_rows(rel)
             return self._local(self.spark.createDataFrame(rows, self._schema(p.columns)))
-        snap = self.scan(rel)
+        snap = self._scan(rel)
         names = [c.name for c in rel.columns]
         if not snap.parts:
             return self.spark.createDataFrame([], self._schema(p.columns))
@@ -483,8 +556,12 @@ class Lowerer:
 
     def _OrderBy(self, p: OrderBy) -> DataFrame:
         df = self.lower(p.input)
-        return df.orderBy(*[_sort_col(col(k.index), p.input.columns[k.index][1], k.descending, k.nulls_first)
-                             for k in p.keys])
+        keys = [_sort_col(col(k.index), p.input.columns[k.index][1], k.descending, k.nulls_first) for k in p.keys]
+        if p is self._spread_order:
+            # The result's order with the result spread (``spread_partitions``): Spark's
+            # range partitioning into that many partitions, each sorted.
+            return df.repartitionByRange(self.spread, *keys).sortWithinPartitions(*keys)
+        return df.orderBy(*keys)
 
     def _Limit(self, p: Limit) -> DataFrame:
         df = self.lower(p.input)

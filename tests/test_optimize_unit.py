@@ -281,6 +281,23 @@ def test_estimates_use_the_row_counts(snap):
     assert estimate_rows(raw(snap, "SELECT * FROM t WHERE a = 1"), lambda rel: 1000) < 1000
 
 
+def test_a_series_is_estimated_by_its_length(snap):
+    assert estimate_rows(raw(snap, "SELECT * FROM generate_series(1, 10) g, t"), lambda rel: 100) == 1000
+
+
+def test_only_results_that_multiply_their_inputs_into_millions_are_spread(snap):
+    from spark_exec.lower import spread_partitions
+
+    def spread(sql, rows):
+        return spread_partitions(optimize(raw(snap, sql), lambda rel: rows), lambda rel: rows)
+
+    assert spread("SELECT * FROM t a, t b", 1200) == 6  # 1.44M rows, ~250k a partition
+    assert spread("SELECT * FROM t a, t b", 500) is None  # 250k rows: as Spark makes it
+    assert spread("SELECT * FROM t", 50_000_000) is None  # a scan keeps its input's partitions
+    assert spread("SELECT * FROM t JOIN u ON t.a = u.a", 5_000_000) is None
+    assert spread("SELECT * FROM t a, t b", 1_000_000) == 512  # at most 512
+
+
 # -- prune_projections ------------------------------------------------------------------
 
 

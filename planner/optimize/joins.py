@@ -22,7 +22,7 @@ Spark without its cost-based optimizer.
 from __future__ import annotations
 
 from planner.plan import (
-    Constant, Distinct, Filter, Get, Join, Limit, Project, Reduce, SetOp, inputs, map_inputs,
+    Constant, Distinct, Filter, Get, Join, Limit, Project, Reduce, Series, SetOp, inputs, map_inputs,
 )
 from planner.scalar import Call, ColRef, column_refs, conjoin, conjuncts, remap_columns
 
@@ -36,12 +36,14 @@ ABSORB_MIN_ROWS = 100_000
 def estimate_rows(p, row_count=None) -> float:
     """A rough number of rows of ``p``: catalog row counts (``row_count(relation)``, None
     when unknown) at the scans, a selectivity of 1/10 per equality and 1/3 per other
-    conjunct of a Filter, foreign-key joins (the larger side's rows) for equi-joins."""
+    conjunct of a Filter, a series' own length, foreign-key joins (the larger side's rows) for equi-joins."""
     if isinstance(p, Get):
         n = row_count(p.relation) if row_count is not None else None
         return float(n) if n is not None else DEFAULT_ROWS
     if isinstance(p, Constant):
         return float(len(p.rows))
+    if isinstance(p, Series):
+        return float(max(0, (p.stop - p.start) // p.step + 1))
     if isinstance(p, Filter):
         sel = 1.0
         for c in conjuncts(p.predicate):

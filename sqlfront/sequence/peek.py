@@ -28,6 +28,7 @@ from planner.query import QueryPlanner
 from sqlfront.parse import parse_one
 from sqlfront.pyworker import INLINE_HEAP_BYTES
 from sqlfront.sequence.result import Result, ResultStream, chunk_rows
+from spark_exec.spill import ResultSpill
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -104,7 +105,8 @@ FAST_PATH_CHUNK_ROWS = 4096
 
 def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | None = None) -> ResultStream:
     """Open a peek of ``plan`` as a ResultStream: the fast path's rows in chunks, or a
-    replica's Arrow batches pulled on demand (``ClusterCoordinator.peek_stream``), each
+    replica's Arrow batches pulled on demand (``ClusterCoordinator.peek_stream``; an
+    answer too large for a replica to hold comes through Blob: ``spark_exec.spill``), each
     pull under the session's statement_timeout and cancel flag. ``peek_finished`` runs
     when the stream closes, however it does.
 
@@ -128,7 +130,8 @@ def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | 
                 raise
             ps = cc.peek_stream(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
                                 s.vars.statement_timeout_s(), s.cancel_event,
-                                on_close=functools.partial(peek_finished, s, as_of, holds))
+                                on_close=functools.partial(peek_finished, s, as_of, holds),
+                                spill=ResultSpill(s.env.persist.blob))
             stream = ResultStream(cols, lambda: ps.next_batch(s.vars.statement_timeout_s(), s.cancel_event),
                                   on_close=ps.close)
         return stream
