@@ -296,7 +296,7 @@ class ClusterCoordinator:
         the end): ``(batches, first)``, ``first`` None for an empty answer. Looking one
         batch ahead means an answer of one batch (most are) is whole before this replica
         wins the race: a crash of the winner after that fails no query. A result the
-        lowering spreads is written to Blob through ``spill`` first, and read from there
+        lowering finds large (``lower.spills``) is written to Blob through ``spill`` first, and read from there
         (``spark_exec.spill``)."""
         with _replica_errors(h):
             session = self._session(h, over)
@@ -304,7 +304,7 @@ class ClusterCoordinator:
             try:
                 lowerer = self._lowerer(session, scan, builtin_rows)
                 df = lowerer.lower_result(plan)
-                if lowerer.spread and spill is not None:
+                if lowerer.spill and spill is not None:
                     gen = spill.write(df, arrow_schema(df.schema))
                 else:
                     gen = _arrow_tables(session, df)

@@ -372,6 +372,9 @@ SPREAD_MIN_ROWS = 1_000_000
 SPREAD_ROWS_PER_PARTITION = 250_000
 #: most partitions a result is spread over
 SPREAD_MAX_PARTITIONS = 512
+#: estimated result rows from which a peek's result is spilled even when not spread
+#: (``spark_exec.spill``): the replica's driver would hold what the client has not read
+SPILL_MIN_ROWS = 5_000_000
 
 
 def spread_partitions(plan, row_count) -> int | None:
@@ -397,6 +400,16 @@ def spread_partitions(plan, row_count) -> int | None:
     if rows < SPREAD_MIN_ROWS or rows <= largest:
         return None
     return min(SPREAD_MAX_PARTITIONS, max(2, -(-int(rows) // SPREAD_ROWS_PER_PARTITION)))
+
+
+def spills(plan, row_count) -> bool:
+    """Whether a peek's result should come through Blob (``spark_exec.spill``) rather
+    than Spark Connect's result stream: a spread result, or one estimated at
+    ``SPILL_MIN_ROWS`` rows or more (a scan of a large table), since Spark Connect's
+    driver keeps every batch its client has not read yet."""
+    from planner.optimize.joins import estimate_rows
+
+    return spread_partitions(plan, row_count) is not None or estimate_rows(plan, row_count) >= SPILL_MIN_ROWS
 
 
 #: ``_result_order`` of a result ordered under a LIMIT
@@ -444,6 +457,8 @@ class Lowerer:
         self.single_local = False
         #: partitions the result is spread over (``spread_partitions``), or None
         self.spread: int | None = None
+        #: the result is large enough to come through Blob (``spills``)
+        self.spill = False
         #: the OrderBy that gives the result its order, when the result is spread
         self._spread_order: OrderBy | None = None
         self._snapshots: dict[str, ShardSnapshot] = {}
@@ -469,6 +484,7 @@ class Lowerer:
         structs, since Spark's Arrow conversion has no CalendarInterval."""
         self.single_local = _exchanges(plan)
         self.spread = spread_partitions(plan, self._rows)
+        self.spill = spills(plan, self._rows)
         if self.spread:
             order = _result_order(plan)
             if order is _LIMITED_ORDER:  # a top-k: Spark takes it in the driver, unspread

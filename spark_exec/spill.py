@@ -4,8 +4,8 @@ Spark Connect's driver sends a result by turning each partition into Arrow batch
 memory and keeping every batch the client has not read yet: nothing paces the job by
 the client, so an answer of gigabytes exhausts the replica's heap and kills its JVM
 (and, raced by active replication, every replica of the cluster). An answer that the
-lowering spreads (``lower.spread_partitions``: one that multiplies its inputs' rows into
-millions) is therefore not collected: the replica writes it as Parquet into Blob, which
+lowering finds large (``lower.spills``: one that multiplies its inputs' rows into
+millions, or is estimated at millions of rows) is therefore not collected: the replica writes it as Parquet into Blob, which
 executors do row group by row group in bounded memory, and environmentd reads the files
 back one record batch at a time, in partition order, then deletes them. Kyuubi's
 ``kyuubi.operation.result.saveToFile`` takes the same path for large results.

@@ -298,6 +298,19 @@ def test_only_results_that_multiply_their_inputs_into_millions_are_spread(snap):
     assert spread("SELECT * FROM t a, t b", 1_000_000) == 512  # at most 512
 
 
+def test_spread_and_large_results_spill(snap):
+    from spark_exec.lower import spills
+
+    def spill(sql, rows):
+        return spills(optimize(raw(snap, sql), lambda rel: rows), lambda rel: rows)
+
+    assert spill("SELECT * FROM t a, t b", 1200)
+    assert spill("SELECT * FROM t", 6_000_000)
+    assert not spill("SELECT * FROM t LIMIT 100", 6_000_000)
+    assert not spill("SELECT a, count(*) FROM t GROUP BY a", 6_000_000)
+    assert not spill("SELECT * FROM t", 100_000)
+
+
 # -- prune_projections ------------------------------------------------------------------
 
 
