@@ -376,3 +376,15 @@ def test_not_null_columns_give_plain_equality(tpch_snap, snap):
     # a nullable column keeps SQL's NULL semantics
     p = optimize(raw(snap, "SELECT * FROM t WHERE a NOT IN (SELECT a FROM u)"))
     assert "IS NOT FALSE" in "\n".join(explain(p))
+
+
+@pytest.mark.skipif(not QUERY_DIR.exists(), reason="the TPC-H queries live in ../shared/tpch")
+def test_no_tpch_answer_is_spread_or_spilled_at_scale_1(tpch_snap):
+    # their answers are small: spilling them through Blob would only add a write and a read
+    from spark_exec.lower import spills
+
+    count = lambda rel: SF1.get(rel.name)  # noqa: E731
+    for q in range(1, 23):
+        sql = (QUERY_DIR / f"q{q:02d}.sql").read_text()
+        p = QueryPlanner(tpch_snap, row_count=count).plan_select(pglast.parse_sql(sql)[0].stmt).plan
+        assert not spills(p, count), q
