@@ -11,6 +11,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from server import RUNNING, Server, free_port  # noqa: E402
 
+def pytest_addoption(parser):
+    parser.addoption("--fuzz-seed", type=int, default=20261125,
+                     help="seed of the differential fuzzer (tests/test_fuzz_differential.py)")
+    parser.addoption("--fuzz-queries", type=int, default=60,
+                     help="random queries the differential fuzzer runs on each engine")
+
+
 #: Flags of the shared test server: two availability zones for placement tests.
 SERVER_ARGS = ("--availability-zone", "az1", "--availability-zone", "az2")
 
