@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--json", dest="json_path", help="write a JSON summary here")
     args = ap.parse_args(argv)
+    if argv is None:
+        # a SIGTERM unwinds like Ctrl-C, so the file's schema (and a started server) are cleaned up
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     files = collect(args.paths)
     proc = None

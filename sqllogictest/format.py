@@ -12,7 +12,8 @@ the standard mode:
   numeric as it is, never in exponent notation
 - ``B``, and booleans under ``T`` in cockroach mode: ``true``/``false`` (Materialize); under
   ``T`` in standard mode PostgreSQL's ``t``/``f`` (the project's own suites expect them)
-- ``T``: floats with three decimals; bytea as its UTF-8 text when it is valid UTF-8;
+- ``T``: floats with three decimals in cockroach mode (as they come in standard mode, as
+  this runner always printed them for SQLite's corpus); bytea as its UTF-8 text when valid;
   everything else (dates, intervals, arrays, jsonb, records, ranges) as PostgreSQL's text
 - ``O``: an oid's number
 """
@@ -90,7 +91,7 @@ def format_value(v: str | None, letter: str, oid: int = 0, mode: str = "standard
             return "true" if v == "t" else "false"
         return v
     if letter == "T" or letter == "_":
-        if oid in FLOATS:
+        if oid in FLOATS and mode == "cockroach":
             d = _decimal(v)
             return f"{float(d):.3f}" if d is not None and d.is_finite() else v
         if oid == BYTEA:
