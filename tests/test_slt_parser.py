@@ -112,3 +112,81 @@ def test_format_values():
     assert format_value("[1,3)", "T", 3904) == "[1,3)"
     assert format_value("(1,a)", "T", 2249) == "(1,a)"
     assert format_value("12345", "O", 26) == "12345"
+
+
+class _Desc:
+    def __init__(self, name, type_code=25):
+        self.name, self.type_code = name, type_code
+
+
+class _Cursor:
+    """One result set per statement, as psycopg's cursor holds them (text values)."""
+
+    def __init__(self, results):
+        self.results = results  # [(status, [names] or None, rows)]
+        self.i = 0
+
+    @property
+    def statusmessage(self):
+        return self.results[self.i][0]
+
+    @property
+    def description(self):
+        names = self.results[self.i][1]
+        return None if names is None else [_Desc(n) for n in names]
+
+    @property
+    def rowcount(self):
+        return len(self.results[self.i][2])
+
+    def fetchall(self):
+        return self.results[self.i][2]
+
+    def nextset(self):
+        self.i += 1
+        return True if self.i < len(self.results) else None
+
+
+class _Conn:
+    closed = broken = False
+
+    def __init__(self, answers):
+        self.answers = answers  # one list of result sets per execute
+        self.calls = 0
+
+    def execute(self, sql, prepare=None):
+        self.calls += 1
+        return _Cursor(self.answers[min(self.calls, len(self.answers)) - 1])
+
+
+class _State:
+    def __init__(self, conn):
+        self.c = conn
+
+    def conn(self, name=None, user=None):
+        return self.c
+
+    def track(self, sql):
+        pass
+
+
+def test_simple_output_rows_then_complete_per_statement():
+    from sqllogictest.runner import Runner
+
+    rec = one("simple conn=a\nSELECT 1, NULL; CREATE TABLE t (a int)\n----\n1,NULL\nCOMPLETE 1\nCOMPLETE 0\n")
+    conn = _Conn([[("SELECT 1", ["a", "b"], [("1", None)]), ("CREATE TABLE", None, [])]])
+    ok, detail = Runner("postgresql://unused", out=lambda s: None).run_simple(_State(conn), rec)
+    assert ok, detail
+
+
+def test_retry_reruns_until_the_result_matches():
+    from sqllogictest.runner import Runner
+
+    rec = one("query I retry\nSELECT count(*) FROM t\n----\n2\n")
+    conn = _Conn([[("SELECT 1", ["count"], [("0",)])], [("SELECT 1", ["count"], [("1",)])],
+                  [("SELECT 1", ["count"], [("2",)])]])
+    ok, detail = Runner("postgresql://unused", retry_timeout=60)._run_guarded(_State(conn), rec, {})
+    assert ok and conn.calls == 3, detail
+    never = _Conn([[("SELECT 1", ["count"], [("0",)])]])
+    ok, _ = Runner("postgresql://unused", retry_timeout=0.2)._run_guarded(_State(never), rec, {})
+    assert not ok and never.calls >= 2
