@@ -327,21 +327,19 @@ class Runner:
             if rec.kind == "simple":
                 ok, detail = self.run_simple(state, rec)
             else:
-                ok, detail = self.run_record(state.conn(), rec, labels)
+                ok, detail = self.run_record(state.conn(), rec, labels, state.track)
                 deadline = time.monotonic() + self.retry_timeout
                 pause = 0.05
                 while not ok and rec.retry and time.monotonic() < deadline:
                     time.sleep(pause)
                     pause = min(pause * 2, 1.0)
-                    ok, detail = self.run_record(state.conn(), rec, labels)
+                    ok, detail = self.run_record(state.conn(), rec, labels, state.track)
         except psycopg.OperationalError as e:
             ok, detail = False, {"expected": "a connection", "actual": f"connection failed: {e}"}
         except Exception as e:  # noqa: BLE001 -- one record's trouble must not end the run
             ok, detail = False, {"expected": "the record to run", "actual": f"runner error {type(e).__name__}: {e}"}
         finally:
             self.timing["total"] += time.perf_counter() - t
-        if ok and not rec.expect_error:
-            state.track(rec.sql)
         return ok, detail
 
     def run_simple(self, state: _FileState, rec: Record) -> tuple[bool, dict]:
@@ -357,19 +355,24 @@ class Runner:
                 actual.append(f"COMPLETE {m.group(1) if m else 0}")
                 if not cur.nextset():
                     break
+            state.track(rec.sql)
         except psycopg.Error as e:
             actual = error_text(e).splitlines()
         ok = actual == rec.expected
         return ok, {} if ok else {"expected": rec.expected, "actual": actual}
 
-    def run_record(self, conn, rec: Record, labels: dict) -> tuple[bool, dict]:
-        """A ``statement`` or ``query`` record on ``conn``."""
+    def run_record(self, conn, rec: Record, labels: dict, track=None) -> tuple[bool, dict]:
+        """A ``statement`` or ``query`` record on ``conn``. ``track(sql)`` is called when
+        the SQL ran without error, whatever the record expected (a ``statement error``
+        that succeeds still created its object, which the file's cleanup must drop)."""
         try:
             cur = conn.execute(rec.sql, prepare=False)
             rows = cur.fetchall() if cur.description is not None else []
             desc = cur.description or []
             rowcount = cur.rowcount
             err = None
+            if track is not None:
+                track(rec.sql)
         except psycopg.Error as e:
             rows, desc, rowcount, err = [], [], -1, e
         if rec.expect_error:

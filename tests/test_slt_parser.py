@@ -190,3 +190,19 @@ def test_retry_reruns_until_the_result_matches():
     never = _Conn([[("SELECT 1", ["count"], [("0",)])]])
     ok, _ = Runner("postgresql://unused", retry_timeout=0.2)._run_guarded(_State(never), rec, {})
     assert not ok and never.calls >= 2
+
+
+def test_what_a_file_created_outside_its_schema_is_tracked():
+    from sqllogictest.runner import Runner, _FileState
+
+    state = _FileState(Runner("postgresql://unused"))
+    state.schema = "slt_x"
+    state.track("CREATE TABLE t (a int)")  # in the file's schema: dropped with it
+    state.track("CREATE CLUSTER IF NOT EXISTS quickstart SIZE '1'")  # may be the user's
+    state.track("create cluster c1 replicas (); CREATE ROLE joe")
+    state.track('CREATE MATERIALIZED VIEW public."V" AS SELECT 1')
+    state.track("CREATE CLUSTER REPLICA quickstart.r9 SIZE '1'")
+    state.track("ALTER SYSTEM SET max_tables = 10")
+    assert state.created == [("CLUSTER", "c1"), ("ROLE", "joe"), ("MATERIALIZED VIEW", 'public."V"'),
+                             ("CLUSTER REPLICA", "quickstart.r9")]
+    assert state.system_vars == ["max_tables"]
