@@ -27,3 +27,70 @@ def test_sqlite_corpus_select1(server):
     out = Runner(server.url).run_file(CORPUS / "select1.test")
     assert out.failed == 0, out.failures[:5]
     assert out.passed >= 1031
+
+
+MZ_SLT = ROOT.parent / "shared" / "mz-slt"
+# files with simple conn=/user=, reset-server, colnames, halt and cockroach mode
+MZ_FILES = ("show_clusters.slt", "table.slt", "subscribe_outputs.slt", "update.slt")
+
+FILE_THAT_CREATES = """\
+statement ok
+CREATE TABLE keep (a int)
+
+statement ok
+INSERT INTO keep VALUES (10)
+
+statement ok
+CREATE VIEW keep_v AS SELECT a FROM keep
+
+statement ok
+CREATE CLUSTER slt_runner_c REPLICAS ()
+
+reset-server
+
+query I
+SELECT count(*) FROM keep
+----
+9
+"""
+
+
+def test_url_leaves_user_objects_alone(server, tmp_path):
+    """Pointed at a server with --url, the runner leaves a user's table (same name as the
+    file's), its rows and a view on it as they were, and drops what the file created."""
+    import psycopg
+
+    from sqllogictest.__main__ import main
+
+    with psycopg.connect(server.url, autocommit=True) as c:
+        c.execute("CREATE TABLE keep (a int, b text)")
+        c.execute("INSERT INTO keep VALUES (1, 'x'), (2, 'y')")
+        c.execute("CREATE VIEW keep_view AS SELECT a FROM keep")
+        try:
+            slt = tmp_path / "creates.slt"
+            slt.write_text(FILE_THAT_CREATES)
+            # the last record fails: after reset-server the file's own `keep` is gone
+            assert main(["--url", server.url, str(slt)]) == 1
+            assert sorted(c.execute("SELECT a, b FROM keep").fetchall()) == [(1, "x"), (2, "y")]
+            assert c.execute("SELECT * FROM keep_view ORDER BY 1").fetchall() == [(1,), (2,)]
+            assert c.execute("SELECT name FROM mz_schemas WHERE name LIKE 'slt_%'").fetchall() == []
+            assert c.execute("SELECT name FROM mz_clusters WHERE name = 'slt_runner_c'").fetchall() == []
+        finally:
+            c.execute("DROP VIEW IF EXISTS keep_view")
+            c.execute("DROP TABLE IF EXISTS keep")
+
+
+def _records_in(text: str) -> int:
+    """Records counted from the text alone: the lines that start one."""
+    return sum(line.split(" ", 1)[0] in ("statement", "query", "simple") for line in text.splitlines())
+
+
+@pytest.mark.skipif(not (MZ_SLT / MZ_FILES[0]).exists(), reason="Materialize's files live in ../shared/mz-slt")
+@pytest.mark.parametrize("name", MZ_FILES)
+def test_materialize_files_drop_no_record(server, name):
+    """Every record of a Materialize file is passed, failed or skipped with a reason."""
+    path = MZ_SLT / name
+    out = Runner(server.url, out=lambda s: None).run_file(path)
+    assert out.passed + out.failed + out.skipped == _records_in(path.read_text())
+    assert sum(out.skip_reasons.values()) == out.skipped
+    assert out.passed > 0

@@ -117,9 +117,12 @@ def _show_objects_query(s: Session, stmt: mz.ShowObjects) -> str:
     columns as in Materialize's SQL reference)."""
     k = stmt.kind
     if k in ("tables", "views"):
-        schema = stmt.target or "public"
-        if schema not in ("public", "mz_catalog", "mz_internal", "pg_catalog", "information_schema"):
-            raise SqlError("3F000", f"unknown schema '{schema}'")
+        # FROM schema, else the current schema (Materialize: the first schema of the
+        # search_path that exists), so a session in a schema of its own sees its tables
+        snap = s.env.snapshot
+        schema = snap.schema_name(stmt.target) if stmt.target else snap.creation_schema(None)
+        if not snap.schema_exists(schema):
+            raise SqlError("3F000", f"unknown schema '{stmt.target}'")
         table = "mz_tables" if k == "tables" else "mz_views"
         base = f"SELECT name, '' AS comment FROM mz_catalog.{table} WHERE schema = {quote_literal(schema)}"
         col = "name"
