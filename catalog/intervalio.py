@@ -81,6 +81,16 @@ def typmod_suffix(fields: int | None, precision: int | None) -> str:
     return out + (f"({precision})" if precision is not None else "")
 
 
+#: what a field qualifier keeps of an interval (AdjustIntervalForTypmod): months truncated
+#: toward zero to a multiple of the first, days kept or zeroed, microseconds truncated to a
+#: multiple of the third (0: zeroed); the qualifiers not listed keep everything
+FIELD_TRUNCATION: dict[int, tuple[int, bool, int]] = {
+    YEAR: (12, False, 0), MONTH: (1, False, 0), YEAR | MONTH: (1, False, 0), DAY: (1, True, 0),
+    HOUR: (1, True, _US_HOUR), DAY | HOUR: (1, True, _US_HOUR), MINUTE: (1, True, _US_MINUTE),
+    DAY | HOUR | MINUTE: (1, True, _US_MINUTE), HOUR | MINUTE: (1, True, _US_MINUTE),
+}
+
+
 def adjust_interval(iv: Interval, fields: int | None, precision: int | None) -> Interval:
     """``iv`` under an interval typmod (``AdjustIntervalForTypmod``): the fields below the
     last one named are zeroed (YEAR keeps whole years of the months; HOUR and MINUTE
@@ -90,17 +100,10 @@ def adjust_interval(iv: Interval, fields: int | None, precision: int | None) -> 
 
     Raises:
         SqlError 22008 if rounding overflows."""
-    months, days, micros = iv.months, iv.days, iv.micros
-    if fields in (YEAR,):
-        months, days, micros = _trunc_div(months, 12) * 12, 0, 0
-    elif fields in (MONTH, YEAR | MONTH):
-        days, micros = 0, 0
-    elif fields == DAY:
-        micros = 0
-    elif fields in (HOUR, DAY | HOUR):
-        micros = _trunc_div(micros, _US_HOUR) * _US_HOUR
-    elif fields in (MINUTE, DAY | HOUR | MINUTE, HOUR | MINUTE):
-        micros = _trunc_div(micros, _US_MINUTE) * _US_MINUTE
+    month_unit, keep_days, micro_unit = FIELD_TRUNCATION.get(fields, (1, True, 1))
+    months = _trunc_div(iv.months, month_unit) * month_unit
+    days = iv.days if keep_days else 0
+    micros = _trunc_div(iv.micros, micro_unit) * micro_unit if micro_unit else 0
     if precision is not None and precision < MAX_PRECISION:
         micros = round_micros(micros, precision)
         if not _INT64[0] <= micros <= _INT64[1]:
@@ -663,7 +666,7 @@ def parse_interval(s: str, fields: int | None = None, precision: int | None = No
 
 # -- output ------------------------------------------------------------------------------
 
-def _parts(iv: Interval) -> tuple[int, int, int, int, int, int, int]:
+def interval_parts(iv: Interval) -> tuple[int, int, int, int, int, int, int]:
     """interval2itm: (years, months, days, hours, minutes, seconds, microseconds), each
     with the sign of its PostgreSQL field (C division truncates toward zero)."""
     y, mo = _trunc_div(iv.months, 12), iv.months - _trunc_div(iv.months, 12) * 12
@@ -691,7 +694,7 @@ def format_interval(iv: Interval, style: str | None = None) -> str:
     postgres_verbose ``@ 1 year 2 mons 3 days 4 hours 5 mins 6 secs``, sql_standard
     ``+1-2 +3 +4:05:06``, iso_8601 ``P1Y2M3DT4H5M6S`` (EncodeInterval, datetime.c)."""
     style = style or session_interval_style()
-    y, mo, d, h, mi, sec, us = _parts(iv)
+    y, mo, d, h, mi, sec, us = interval_parts(iv)
     if style == "iso_8601":
         if not any((y, mo, d, h, mi, sec, us)):
             return "PT0S"
