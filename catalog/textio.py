@@ -169,9 +169,22 @@ def parse_time(s: str) -> dt.time:
         raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type time: "{s}"')
     h, mi, sec, frac = m.groups()
     try:
-        return dt.time(int(h), int(mi), int(sec or 0), int((frac or "0").ljust(6, "0")[:6]))
+        t = dt.time(int(h), int(mi), int(sec or 0))
     except ValueError:
         raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
+    micro = _fraction_micros(frac)
+    if micro < 1_000_000:
+        return t.replace(microsecond=micro)
+    carried = dt.datetime.combine(dt.date(2000, 1, 1), t) + dt.timedelta(seconds=1)
+    if carried.day != 1:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "time values of 24:00:00 are not supported")
+    return carried.time()
+
+
+def _fraction_micros(frac: str | None) -> int:
+    """Microseconds of the digits after a seconds' point, rounded as PostgreSQL's
+    ``ParseFractionalSecond`` (rint of a double: half to even); 1000000 carries."""
+    return int(round(float("0." + frac) * 1_000_000)) if frac else 0
 
 
 _TIMETZ = re.compile(r"^\s*(\d{1,2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)\s*(?:(Z|UTC|GMT)|([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?)?\s*$",
@@ -461,7 +474,7 @@ def parse_timestamp(s: str):
     if not m:
         raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type timestamp: "{s}"')
     y, mo, d, h, mi, sec, frac = m.groups()
-    micro = int((frac or "0").ljust(6, "0")[:6]) if frac else 0
+    micro = _fraction_micros(frac)
     h, mi, sec = int(h or 0), int(mi or 0), int(sec or 0)
     if h > 24 or mi > 59 or sec > 60 or (h == 24 and (mi or sec or micro)):
         raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"')

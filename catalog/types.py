@@ -548,6 +548,6 @@ def timestamp_from_micros(micros: int, tz: bool):
         return v.replace(tzinfo=dt.timezone.utc) if tz else v
     except OverflowError:
         pass
-    if -211813488000000000 <= micros < 9223367961600000000:  # MIN_TIMESTAMP .. END_TIMESTAMP (294277-01-01)
+    if -211813488000000000 <= micros < (date2j(294277, 1, 1) - _PG_EPOCH_JDATE) * _US_PER_DAY:  # MIN_ .. END_TIMESTAMP
         return FarTimestamp(micros, tz)
     raise SqlError("22008", "timestamp out of range")
