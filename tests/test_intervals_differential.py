@@ -9,10 +9,9 @@ Spark (``spark_exec/lower.py``): typmod casts, EXTRACT, interval to text, timest
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 
-from pg_reference import PostgresReference
+from pg_reference import PostgresReference, text_answer
 
 TABLE = "ivx_t"
 #: (interval, timestamp) rows of the table; k is the row number
@@ -62,23 +61,27 @@ LITERALS = [
 ]
 STYLES = ("postgres", "postgres_verbose", "sql_standard", "iso_8601")
 
-#: queries over the table (run on Spark), ``{t}`` the table
+#: queries over the table, ``{t}`` the table: each runs on Spark (over the table) and in
+#: the interpreter (over the same rows as VALUES)
 TABLE_QUERIES = [
-    "SELECT k, iv FROM {t} ORDER BY k",
-    "SELECT k, iv::text FROM {t} ORDER BY k",
-    "SELECT k, iv::interval minute, iv::interval hour, iv::interval day, iv::interval year FROM {t} ORDER BY k",
-    "SELECT k, iv::interval month, iv::interval day to minute, iv::interval second(1), "
-    "iv::interval day to second(0) FROM {t} ORDER BY k",
-    "SELECT k, extract(year from iv), extract(month from iv), extract(day from iv), extract(hour from iv), "
-    "extract(minute from iv), extract(second from iv) FROM {t} ORDER BY k",
-    "SELECT k, extract(milliseconds from iv), extract(microseconds from iv), extract(epoch from iv), "
-    "extract(quarter from iv), extract(week from iv), extract(decade from iv), extract(century from iv) "
+    "SELECT k, iv, iv::text, iv::interval minute, iv::interval hour, iv::interval day, iv::interval year, "
+    "iv::interval month, iv::interval day to minute, iv::interval second(1), iv::interval day to second(0) "
     "FROM {t} ORDER BY k",
-    "SELECT k, date_part('minute', iv), date_part('second', iv) FROM {t} ORDER BY k",
-    "SELECT k, ts::timestamp(0), ts::timestamp(1), ts::timestamp(5) FROM {t} ORDER BY k",
-    "SELECT k, tz::timestamptz(0), tz::timestamptz(2), ts::timestamptz(0) FROM {t} ORDER BY k",
-    "SELECT k, ts + iv FROM {t} ORDER BY k",
+    "SELECT k, extract(year from iv), extract(month from iv), extract(day from iv), extract(hour from iv), "
+    "extract(minute from iv), extract(second from iv), extract(milliseconds from iv), extract(microseconds from iv), "
+    "extract(epoch from iv), extract(quarter from iv), extract(week from iv), extract(decade from iv), "
+    "extract(century from iv), date_part('minute', iv), date_part('second', iv) FROM {t} ORDER BY k",
+    "SELECT k, ts::timestamp(0), ts::timestamp(1), ts::timestamp(5), tz::timestamptz(0), tz::timestamptz(2), "
+    "ts::timestamptz(0), ts + iv FROM {t} ORDER BY k",
 ]
+
+
+def _values_table() -> str:
+    """The table's rows as VALUES typed like the table: a query over it (a WITH query
+    named like the table) runs in the interpreter."""
+    rows = ", ".join(f"({k}, {_lit(iv)}, {_lit(ts)})" for k, (iv, ts) in enumerate(ROWS, 1))
+    return (f"(SELECT k::int AS k, iv::text AS s, iv::interval AS iv, ts::timestamp AS ts, ts::timestamptz AS tz "
+            f"FROM (VALUES {rows}) AS v(k, iv, ts))")
 
 
 @pytest.fixture(scope="module")
@@ -105,15 +108,7 @@ def both(server, reference):
     theirs.close()
 
 
-def _run(conn, sql: str):
-    """(rows as PostgreSQL's text, or None) and (SQLSTATE or None)."""
-    try:
-        cur = conn.execute(sql)
-    except psycopg.Error as e:
-        return None, e.sqlstate
-    res = cur.pgresult
-    return [tuple(None if (v := res.get_value(r, c)) is None else v.decode() for c in range(res.nfields))
-            for r in range(res.ntuples)], None
+_run = text_answer  # (rows as PostgreSQL's text, or None), (SQLSTATE or None)
 
 
 @pytest.mark.parametrize("style", STYLES)
@@ -135,24 +130,16 @@ def test_interval_literals_match_postgres_in_each_style(both, style):
     assert not mismatches
 
 
+@pytest.mark.parametrize("engine", ("spark", "python"))
 @pytest.mark.parametrize("sql", TABLE_QUERIES)
-def test_table_data_matches_postgres(both, sql):
-    """The same values read from a table: casts, EXTRACT and output on Spark."""
+def test_table_data_matches_postgres(both, sql, engine):
+    """The same values as data: typmod casts, EXTRACT and output on Spark (over the
+    table) and in the interpreter (over VALUES), each equal to PostgreSQL's answer."""
     ours, theirs = both
     sql = sql.format(t=TABLE)
-    assert _run(ours, sql) == _run(theirs, sql), sql
-
-
-def test_table_data_agrees_with_constants(both):
-    """Each row's typmod casts and EXTRACT give on Spark what the same constant gives in
-    environmentd."""
-    ours, _ = both
-    exprs = "iv::text, iv::interval minute, iv::interval second(1), extract(minute from iv), extract(epoch from iv)"
-    spark, _ = _run(ours, f"SELECT k, {exprs} FROM {TABLE} WHERE iv IS NOT NULL ORDER BY k")
-    for row in spark:
-        iv = ROWS[int(row[0]) - 1][0]
-        const, _ = _run(ours, f"SELECT {row[0]}, " + exprs.replace("iv", f"INTERVAL '{iv}'"))
-        assert const == [row], iv
+    expected = _run(theirs, sql)
+    got = _run(ours, sql if engine == "spark" else f"WITH {TABLE} AS {_values_table()} {sql}")
+    assert got == expected, sql
 
 
 def test_text_to_interval_on_table_data_is_refused_not_guessed(both):
@@ -174,3 +161,32 @@ def test_interval_style_is_validated_and_reported(both):
         assert ours.info.parameter_status("IntervalStyle") == "iso_8601"
     finally:
         ours.execute("RESET IntervalStyle")
+
+
+def test_typmod_columns_round_stored_values_and_report_their_typmod(both):
+    """Columns declared ``timestamp(0)``, ``interval day to second(1)`` ...: an INSERT
+    rounds and truncates as PostgreSQL's assignment does, RowDescription and pg_attribute
+    carry the typmod, and the stored values read back (from Spark) as PostgreSQL's."""
+    ours, theirs = both
+    setup = [
+        "CREATE TABLE ivx_mod (k int, a interval day to second(1), b interval hour, c timestamp(0), "
+        "d timestamptz(2), e interval year)",
+        "INSERT INTO ivx_mod VALUES (1, '1 day 02:03:04.56', '1 day 02:03:04', '2024-05-06 07:08:09.5', "
+        "'2024-05-06 07:08:09.555+00', '1 year 13 months'), (2, '-1 day -00:00:00.05', '-90 minutes', "
+        "'1999-12-31 23:59:59.5', '1999-12-31 23:59:59.995+00', '-13 months')",
+    ]
+    queries = ["SELECT * FROM ivx_mod ORDER BY k",
+               "SELECT attname, atttypmod, format_type(atttypid, atttypmod) FROM pg_attribute "
+               "WHERE attrelid = 'ivx_mod'::regclass AND attnum > 1 ORDER BY attnum"]
+    try:
+        for conn in (ours, theirs):
+            for stmt in setup:
+                conn.execute(stmt)
+        for sql in queries:
+            assert _run(ours, sql) == _run(theirs, sql), sql
+        described = [[(d.type_code, d.precision, d.scale) for d in conn.execute("SELECT a, b, c, d, e FROM ivx_mod")
+                      .description] for conn in (ours, theirs)]
+        assert described[0] == described[1]
+    finally:
+        for conn in (ours, theirs):
+            conn.execute("DROP TABLE IF EXISTS ivx_mod")
