@@ -255,7 +255,8 @@ _Y, _MON, _D, _H, _MIN, _S, _MS, _US, _W, _DEC, _CENT, _MIL = (1 << k for k in r
 _TIME_M = _H | _MIN | _S | _MS | _US
 _ALL_SECS_M = _S | _MS | _US
 
-#: PostgreSQL's deltatktbl: unit words (at most 10 characters are compared) -> unit
+#: PostgreSQL's deltatktbl: unit words (at most 10 characters are compared) -> unit; its
+#: other words (``qtr``, ``timezone``) are bad syntax in an interval
 _UNITS = {
     "c": _CENT, "cent": _CENT, "centuries": _CENT, "century": _CENT,
     "d": _D, "day": _D, "days": _D,
@@ -270,8 +271,6 @@ _UNITS = {
     "w": _W, "week": _W, "weeks": _W,
     "y": _Y, "year": _Y, "years": _Y, "yr": _Y, "yrs": _Y,
 }
-#: words PostgreSQL's units table knows that an interval cannot use
-_BAD_UNITS = frozenset(("qtr", "quarter", "timezone", "timezone_h", "timezone_m"))
 #: the unit a bare number takes under a field qualifier (DecodeInterval's ``range`` switch)
 _DEFAULT_UNIT = {YEAR: _Y, MONTH: _MON, YEAR | MONTH: _MON, DAY: _D, HOUR: _H, DAY | HOUR: _H,
                  MINUTE: _MIN, HOUR | MINUTE: _MIN, DAY | HOUR | MINUTE: _MIN}
