@@ -23,10 +23,12 @@ from catalog.errors import (
     INVALID_TEXT_REPRESENTATION,
     INVALID_DATETIME_FORMAT,
     DATETIME_FIELD_OVERFLOW,
+    FEATURE_NOT_SUPPORTED,
     NUMERIC_VALUE_OUT_OF_RANGE,
     STRING_DATA_RIGHT_TRUNCATION,
 )
-from catalog.types import (FarDate, FarTimestamp, Interval, SqlType, date2j, date_from_days, j2date,
+from catalog.intervalio import format_interval, parse_interval, round_micros
+from catalog.types import (FarDate, FarTimestamp, SqlType, date2j, date_from_days, j2date,
                            timestamp_from_micros, timestamp_micros)
 
 INT_RANGES = {
@@ -137,15 +139,15 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
     if n == "date":
         return parse_date(s)
     if n == "timestamp":
-        return parse_timestamp(s)
+        return fit_datetime(parse_timestamp(s), t)
     if n == "timestamptz":
-        return parse_timestamptz(s)
+        return fit_datetime(parse_timestamptz(s), t)
     if n == "interval":
-        return parse_interval(s)
+        return parse_interval(s, t.scale, t.precision)
     if n == "time":
-        return parse_time(s)
+        return fit_datetime(parse_time(s), t)
     if n == "timetz":
-        return parse_timetz(s)
+        return fit_datetime(parse_timetz(s), t)
     if n == "bytea":
         return parse_bytea(s)
     if n == "uuid":
@@ -167,9 +169,22 @@ def parse_time(s: str) -> dt.time:
         raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type time: "{s}"')
     h, mi, sec, frac = m.groups()
     try:
-        return dt.time(int(h), int(mi), int(sec or 0), int((frac or "0").ljust(6, "0")[:6]))
+        t = dt.time(int(h), int(mi), int(sec or 0))
     except ValueError:
         raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"') from None
+    micro = _fraction_micros(frac)
+    if micro < 1_000_000:
+        return t.replace(microsecond=micro)
+    carried = dt.datetime.combine(dt.date(2000, 1, 1), t) + dt.timedelta(seconds=1)
+    if carried.day != 1:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "time values of 24:00:00 are not supported")
+    return carried.time()
+
+
+def _fraction_micros(frac: str | None) -> int:
+    """Microseconds of the digits after a seconds' point, rounded as PostgreSQL's
+    ``ParseFractionalSecond`` (rint of a double: half to even); 1000000 carries."""
+    return int(round(float("0." + frac) * 1_000_000)) if frac else 0
 
 
 _TIMETZ = re.compile(r"^\s*(\d{1,2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)\s*(?:(Z|UTC|GMT)|([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?)?\s*$",
@@ -459,7 +474,7 @@ def parse_timestamp(s: str):
     if not m:
         raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type timestamp: "{s}"')
     y, mo, d, h, mi, sec, frac = m.groups()
-    micro = int((frac or "0").ljust(6, "0")[:6]) if frac else 0
+    micro = _fraction_micros(frac)
     h, mi, sec = int(h or 0), int(mi or 0), int(sec or 0)
     if h > 24 or mi > 59 or sec > 60 or (h == 24 and (mi or sec or micro)):
         raise SqlError(DATETIME_FIELD_OVERFLOW, f'date/time field value out of range: "{s}"')
@@ -568,77 +583,27 @@ def parse_timestamptz(s: str) -> dt.datetime:
     return timestamp_from_micros(timestamp_micros(ts) - offset * 1_000_000, True)
 
 
-_UNITS = {
-    "microsecond": ("micros", 1), "microseconds": ("micros", 1), "us": ("micros", 1),
-    "millisecond": ("micros", 1000), "milliseconds": ("micros", 1000), "ms": ("micros", 1000),
-    "second": ("micros", 1_000_000), "seconds": ("micros", 1_000_000), "sec": ("micros", 1_000_000),
-    "secs": ("micros", 1_000_000), "s": ("micros", 1_000_000),
-    "minute": ("micros", 60_000_000), "minutes": ("micros", 60_000_000), "min": ("micros", 60_000_000),
-    "mins": ("micros", 60_000_000), "m": ("micros", 60_000_000),
-    "hour": ("micros", 3_600_000_000), "hours": ("micros", 3_600_000_000), "h": ("micros", 3_600_000_000),
-    "hr": ("micros", 3_600_000_000), "hrs": ("micros", 3_600_000_000),
-    "day": ("days", 1), "days": ("days", 1), "d": ("days", 1),
-    "week": ("days", 7), "weeks": ("days", 7), "w": ("days", 7),
-    "month": ("months", 1), "months": ("months", 1), "mon": ("months", 1), "mons": ("months", 1),
-    "year": ("months", 12), "years": ("months", 12), "y": ("months", 12), "yr": ("months", 12),
-    "yrs": ("months", 12),
-    "decade": ("months", 120), "decades": ("months", 120),
-    "century": ("months", 1200), "centuries": ("months", 1200),
-}
+def fit_datetime(v, t: SqlType):
+    """``v`` (a timestamp, timestamptz, time or timetz value) rounded to ``t``'s
+    fractional-second precision as PostgreSQL's ``AdjustTimestampForTypmod`` and
+    ``AdjustTimeForTypmod`` do: half away from zero, timestamps counted from 2000-01-01
+    (so ``'1999-12-31 23:59:59.5'::timestamp(0)`` is ``23:59:59``).
 
-# The typmod masks of ``interval '1' day`` etc. (PostgreSQL's datetime.h INTERVAL_MASK).
-INTERVAL_FIELD_UNITS = {
-    1 << 1: "month", 1 << 2: "year", 1 << 3: "day", 1 << 10: "hour", 1 << 11: "minute", 1 << 12: "second",
-    (1 << 2) | (1 << 1): "month", (1 << 3) | (1 << 10): "hour", (1 << 3) | (1 << 10) | (1 << 11): "minute",
-    (1 << 3) | (1 << 10) | (1 << 11) | (1 << 12): "second", (1 << 10) | (1 << 11): "minute",
-    (1 << 10) | (1 << 11) | (1 << 12): "second", (1 << 11) | (1 << 12): "second",
-}
-
-_TOKEN = re.compile(r"(?P<hms>[+-]?\d+:\d{1,2}(?::\d{1,2}(?:\.\d+)?)?)|(?P<num>[+-]?\d+(?:\.\d*)?|[+-]?\.\d+)\s*(?P<unit>[a-z]+)?|(?P<ago>ago)")
-
-
-def parse_interval(s: str, default_unit: str | None = None) -> Interval:
-    """Parse PostgreSQL interval input (``'1 year 2 days'``, ``'03:00:00'``, ``'90'`` with
-    a default unit as in ``interval '90' day``)."""
-    txt = s.strip().lower()
-    if txt.startswith("@"):
-        txt = txt[1:]
-    acc = {"months": Decimal(0), "days": Decimal(0), "micros": Decimal(0)}
-    pos = 0
-    any_token = False
-    negate = False
-    while pos < len(txt):
-        if txt[pos].isspace() or txt[pos] == ",":
-            pos += 1
-            continue
-        m = _TOKEN.match(txt, pos)
-        if not m:
-            raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type interval: "{s}"')
-        pos = m.end()
-        any_token = True
-        if m.group("ago"):
-            negate = True
-        elif m.group("hms"):
-            sign = -1 if m.group("hms").startswith("-") else 1
-            hms = m.group("hms").lstrip("+-").split(":")
-            secs = Decimal(hms[2]) if len(hms) > 2 else Decimal(0)
-            acc["micros"] += sign * (int(hms[0]) * 3_600_000_000 + int(hms[1]) * 60_000_000 + secs * 1_000_000)
-        else:
-            num = Decimal(m.group("num"))
-            unit = m.group("unit") or default_unit or "second"
-            if unit not in _UNITS:
-                raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type interval: "{s}"')
-            field, mult = _UNITS[unit]
-            acc[field] += num * mult
-    if not any_token:
-        raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type interval: "{s}"')
-    # Fractional months and days spill into the smaller fields, as in PostgreSQL.
-    months = int(acc["months"])
-    frac_days = (acc["months"] - months) * 30 + acc["days"]
-    days = int(frac_days)
-    micros = int((frac_days - days) * 86_400_000_000 + acc["micros"])
-    iv = Interval(months, days, micros)
-    return -iv if negate else iv
+    Raises:
+        SqlError 22008 past the timestamp range; 0A000 for a time that rounds up to
+        ``24:00:00`` (PostgreSQL's answer, which ``datetime.time`` cannot hold)."""
+    if t.precision is None or t.precision >= 6 or v is None:
+        return v
+    if isinstance(v, dt.time):
+        micros = ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
+        r = round_micros(micros, t.precision)
+        if r >= 86_400_000_000:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "time values of 24:00:00 are not supported")
+        s, us = divmod(r, 1_000_000)
+        return v.replace(hour=s // 3600, minute=s // 60 % 60, second=s % 60, microsecond=us)
+    if isinstance(v, FarTimestamp) and v.infinite:
+        return v
+    return timestamp_from_micros(round_micros(timestamp_micros(v), t.precision), t.name == "timestamptz")
 
 
 # -- output -------------------------------------------------------------------------
@@ -841,7 +806,7 @@ def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
     if n == "timestamptz":
         return format_timestamptz(v, ds)
     if n == "interval":
-        return v.pg_text()
+        return format_interval(v)
     if n in ("time", "timetz"):
         out = v.strftime("%H:%M:%S") + (f".{v.microsecond:06d}".rstrip("0") if v.microsecond else "")
         if n == "timetz":

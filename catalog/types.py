@@ -27,8 +27,11 @@ class SqlType:
 
     Attributes:
         name: canonical internal name (``int4``, ``numeric``, ``varchar``, ...).
-        precision: numeric precision, or length of ``varchar(n)`` / ``char(n)``; None if absent.
-        scale: numeric scale; None if absent.
+        precision: numeric precision, or length of ``varchar(n)`` / ``char(n)``, or the
+            fractional-second digits (0..6) of ``timestamp(p)``, ``timestamptz(p)``,
+            ``time(p)``, ``timetz(p)`` and ``interval second(p)``; None if absent.
+        scale: numeric scale; for ``interval``, the field qualifier's mask
+            (``catalog.intervalio.FIELD_NAMES``: ``interval day to second``); None if absent.
     """
 
     name: str
@@ -64,6 +67,12 @@ class SqlType:
             return ((self.precision << 16) | (self.scale or 0)) + 4
         if self.name in ("varchar", "bpchar") and self.precision is not None:
             return self.precision + 4
+        if self.name in _DATETIME_PRECISION and self.precision is not None:
+            return self.precision
+        if self.name == "interval":
+            from catalog.intervalio import interval_typmod
+
+            return interval_typmod(self.scale, self.precision)
         return -1
 
     @property
@@ -97,6 +106,13 @@ class SqlType:
             return f"{display}({self.precision},{self.scale or 0})"
         if self.name in ("varchar", "bpchar") and self.precision is not None:
             return f"{display}({self.precision})"
+        if self.name in _DATETIME_PRECISION and self.precision is not None:
+            base, _, zone = display.partition(" ")  # timestamp(3) without time zone
+            return f"{base}({self.precision}) {zone}"
+        if self.name == "interval":
+            from catalog.intervalio import typmod_suffix
+
+            return display + typmod_suffix(self.scale, self.precision)
         return display
 
     def __str__(self) -> str:
@@ -284,10 +300,34 @@ def make_type(name: str, modifiers: list[int] | tuple[int, ...] = ()) -> SqlType
         if len(mods) > 1 or n < 1:
             raise SqlError(INVALID_PARAMETER_VALUE, f"length for type {key} must be at least 1")
         return SqlType(key, n)
+    if key in _DATETIME_PRECISION and mods:
+        return SqlType(key, _datetime_precision(name, mods))
+    if key == "interval" and mods:
+        from catalog.intervalio import check_typmod
+
+        fields, precision = check_typmod(mods)
+        return SqlType(key, precision, fields)
     if key == "float8" and mods and name.lower() == "float":
         # float(p): p <= 24 is real (PostgreSQL 8.1.4).
         return FLOAT4 if mods[0] <= 24 else FLOAT8
     return SqlType(key)
+
+
+#: types whose modifier is a number of fractional-second digits (PostgreSQL 8.5: 0..6)
+_DATETIME_PRECISION = ("timestamp", "timestamptz", "time", "timetz")
+
+
+def _datetime_precision(name: str, mods: list[int]) -> int:
+    """``p`` of ``timestamp(p)`` etc., as ``anytime_typmod_check``: above 6 is reduced to 6.
+
+    Raises:
+        SqlError 22023 for a negative ``p``; 42601 for more than one modifier."""
+    if len(mods) > 1:
+        raise SqlError(SYNTAX_ERROR, f"invalid type modifier for type {name}")
+    p = mods[0]
+    if p < 0:  # the grammar takes no sign here; kept for modifiers from elsewhere
+        raise SqlError(INVALID_PARAMETER_VALUE, f"{name.upper()}({p}) precision must not be negative")
+    return min(p, 6)
 
 
 def with_modifier(t: SqlType, precision: int | None, scale: int | None = None) -> SqlType:
@@ -335,25 +375,11 @@ class Interval:
         return self + (-o)
 
     def pg_text(self) -> str:
-        """PostgreSQL's ``IntervalStyle = postgres`` output, e.g. ``1 year 2 mons 3 days 04:05:06``."""
-        parts = []
-        y, m = divmod(abs(self.months), 12)
-        sign = "-" if self.months < 0 else ""
-        # A unit is singular only for exactly 1: "-1 mons", "-1 days" (datetime.c AddPostgresIntervalPart).
-        if y:
-            parts.append(f"{sign}{y} year{'s' if sign or y != 1 else ''}")
-        if m:
-            parts.append(f"{sign}{m} mon{'s' if sign or m != 1 else ''}")
-        if self.days:
-            parts.append(f"{self.days} day{'s' if self.days != 1 else ''}")
-        if self.micros or not parts:
-            us = abs(self.micros)
-            h, rem = divmod(us, 3_600_000_000)
-            mi, rem = divmod(rem, 60_000_000)
-            s, frac = divmod(rem, 1_000_000)
-            t = f"{h:02d}:{mi:02d}:{s:02d}" + (f".{frac:06d}".rstrip("0") if frac else "")
-            parts.append(("-" if self.micros < 0 else "") + t)
-        return " ".join(parts)
+        """PostgreSQL's ``IntervalStyle = postgres`` output, e.g. ``1 year 2 mons 3 days 04:05:06``
+        (``catalog.intervalio.format_interval``)."""
+        from catalog.intervalio import format_interval
+
+        return format_interval(self, "postgres")
 
 
 # -- dates and timestamps that datetime cannot hold -------------------------------------
@@ -522,6 +548,6 @@ def timestamp_from_micros(micros: int, tz: bool):
         return v.replace(tzinfo=dt.timezone.utc) if tz else v
     except OverflowError:
         pass
-    if -211813488000000000 <= micros < 9224318016000000000:  # MIN_TIMESTAMP .. END_TIMESTAMP
+    if -211813488000000000 <= micros < (date2j(294277, 1, 1) - _PG_EPOCH_JDATE) * _US_PER_DAY:  # MIN_ .. END_TIMESTAMP
         return FarTimestamp(micros, tz)
     raise SqlError("22008", "timestamp out of range")

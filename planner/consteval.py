@@ -17,7 +17,9 @@ from decimal import Decimal, ROUND_HALF_UP
 from catalog.errors import (
     SqlError, NUMERIC_VALUE_OUT_OF_RANGE, FEATURE_NOT_SUPPORTED,
 )
-from catalog.textio import check_int, fit_numeric, fit_string, format_text, parse_text, session_time_zone, INT_RANGES
+from catalog.intervalio import adjust_interval, parse_interval
+from catalog.textio import (check_int, fit_datetime, fit_numeric, fit_string, format_text, parse_text, session_time_zone,
+                            INT_RANGES)
 from catalog.types import FarDate, FarTimestamp, SqlType, date_from_days, timestamp_from_micros
 from planner.functions import FUNCTIONS
 from planner.functions.array import any_all
@@ -32,15 +34,27 @@ NESTED_EVALUATOR: contextvars.ContextVar = contextvars.ContextVar("nested_evalua
 
 
 def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
-    """Convert a non-NULL value of ``src`` to ``dst`` as PostgreSQL's cast does.
+    """Convert a non-NULL value of ``src`` to ``dst`` as PostgreSQL's cast does, then
+    apply ``dst``'s typmod (PostgreSQL's length coercion: ``timestamp(0)`` rounds,
+    ``interval minute`` truncates; a text value's bare number is seconds before that, as
+    only an untyped literal reads it in the qualifier's unit).
 
     Raises:
-        SqlError 22P02/22003/22001/22007 as the target type's input function would;
+        SqlError 22P02/22003/22001/22007/22015 as the target type's input function would;
         42846 when no cast exists.
     """
     if v is None:
         return None
+    out = _convert(v, src, dst, explicit)
+    if dst.name == "interval" and (dst.scale is not None or dst.precision is not None):
+        return adjust_interval(out, dst.scale, dst.precision)
+    return fit_datetime(out, dst)
+
+
+def _convert(v, src: SqlType, dst: SqlType, explicit: bool):
     s, d = src.name, dst.name
+    if d == "interval" and s in ("text", "varchar", "bpchar", "name"):
+        return parse_interval(v.rstrip(" ") if s == "bpchar" else v)
     if s in ("unknown", "text", "varchar", "bpchar", "name") and d not in ("text", "varchar", "bpchar", "unknown"):
         text = v.rstrip(" ") if s == "bpchar" else v
         return parse_text(text, dst, explicit)

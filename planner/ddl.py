@@ -76,7 +76,7 @@ def plan_table(stmt: ast.CreateStmt, snap: CatalogSnapshot | None = None) -> Tab
             raise SqlError(FEATURE_NOT_SUPPORTED, f"table element {type(elt).__name__} is not supported")
         tname = elt.typeName.names[-1].sval if len(elt.typeName.names) == 1 else None
         serial = tname in SERIAL_TYPES and not elt.typeName.arrayBounds
-        t = SERIAL_TYPES[tname] if serial else type_from_ast(elt.typeName)[0]
+        t = SERIAL_TYPES[tname] if serial else type_from_ast(elt.typeName)
         nullable = not serial
         default = None
         identity = None
@@ -178,7 +178,7 @@ def sequence_options(options, type_name: str = "int8", current: dict | None = No
     cur = dict(current or {})
     out: dict = {}
     if "as" in seen:
-        type_name = type_from_ast(seen["as"].arg)[0].name
+        type_name = type_from_ast(seen["as"].arg).name
         if type_name not in TYPE_BOUNDS:
             raise SqlError(INVALID_PARAMETER_VALUE, "sequence type must be smallint, integer, or bigint")
     elif "type" in cur:

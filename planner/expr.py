@@ -21,9 +21,9 @@ from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_FUNCTION,
 )
 from catalog.pg_catalog import FIRST_USER_OID
-from catalog.textio import parse_interval, parse_text, INTERVAL_FIELD_UNITS
+from catalog.textio import parse_text
 from catalog.types import (
-    SqlType, BOOL, DATE, INT4, INT8, INTERVAL, NUMERIC, OID, TEXT, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, array_of, make_type,
+    SqlType, BOOL, DATE, INT4, INT8, NUMERIC, OID, TEXT, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, array_of, make_type,
 )
 from planner import functions as fn
 from planner import typing as ty
@@ -131,8 +131,9 @@ def query_timestamp() -> int:
     return fn()
 
 
-def type_from_ast(tn: ast.TypeName) -> tuple[SqlType, int | None]:
-    """The SqlType a pglast TypeName names, and the interval field mask if any.
+def type_from_ast(tn: ast.TypeName) -> SqlType:
+    """The SqlType a pglast TypeName names, with its modifiers (``numeric(10,2)``,
+    ``timestamp(3)``, ``interval day to second(2)``: ``make_type``).
 
     Raises:
         SqlError 42704 for unknown types. ``int[][]`` is ``int[]``: PostgreSQL ignores
@@ -148,11 +149,8 @@ def type_from_ast(tn: ast.TypeName) -> tuple[SqlType, int | None]:
             mods.append(m.val.ival)
         else:
             raise SqlError(SYNTAX_ERROR, f"invalid type modifier for type {name}")
-    if name == "interval":
-        field = mods[0] if mods else None
-        return (array_of(INTERVAL) if tn.arrayBounds else INTERVAL), field
     t = make_type(name, mods)
-    return (array_of(t) if tn.arrayBounds else t), None
+    return array_of(t) if tn.arrayBounds else t
 
 
 def coerce(e, target: SqlType, explicit: bool = False):
@@ -169,7 +167,7 @@ def coerce(e, target: SqlType, explicit: bool = False):
         if e.value is None:
             return Literal(None, target)
         return Literal(cast_value(e.value, e.type, target, explicit), target)
-    if e.type.name == target.name and target.precision is None:
+    if e.type.name == target.name and target.precision is None and target.scale is None:
         return e  # e.g. numeric(10,2) where numeric is wanted: no work to do
     return Cast(e, target)
 
@@ -401,14 +399,11 @@ class ExprPlanner:
             name = self.catalog_lookup('SELECT "?c?".relname FROM pg_catalog.pg_class AS "?c?" WHERE "?c?".oid = $1',
                                        inner)
             return Call("coalesce", (name, coerce(oid, TEXT, explicit=True)), TEXT)
-        target, field = type_from_ast(node.typeName)
+        target = type_from_ast(node.typeName)
         arg = self.plan(node.arg)
         inferred = infer_param(arg, target)
         if inferred is not None:
             return inferred
-        if target.name == "interval" and isinstance(arg, Literal) and arg.type.name == "unknown" and arg.value is not None:
-            unit = INTERVAL_FIELD_UNITS.get(field) if field is not None else None
-            return Literal(parse_interval(arg.value, unit), target)
         if isinstance(arg, Literal) and arg.type.name == "unknown":
             if arg.value is None:
                 return Literal(None, target)

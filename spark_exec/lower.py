@@ -25,6 +25,7 @@ from pyspark.sql import types as T
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import BuiltinTable, Table
+from catalog.intervalio import FIELD_TRUNCATION, session_interval_style
 from catalog.types import SqlType, Interval
 from persist import DIFF_COLUMN, TIME_COLUMN, ShardSnapshot
 from persist.compact import CHANGES_BROADCAST_UPDATES
@@ -75,10 +76,89 @@ def _storage_type(t: SqlType) -> T.DataType:
 
 def _from_storage(c: SparkColumn, t: SqlType) -> SparkColumn:
     if t.name == "interval":
-        secs = (c["micros"].cast(T.DecimalType(20, 0)) / 1_000_000).cast(T.DecimalType(18, 6))
-        iv = F.make_interval(F.lit(0), c["months"], F.lit(0), c["days"], F.lit(0), F.lit(0), secs)
+        iv = _make_interval(c["months"], c["days"], c["micros"])
         return F.when(c.isNull(), F.lit(None).cast(T.CalendarIntervalType())).otherwise(iv)
     return c
+
+
+def _make_interval(months: SparkColumn, days: SparkColumn, micros: SparkColumn) -> SparkColumn:
+    """A CalendarInterval of PostgreSQL's three fields."""
+    secs = (micros.cast(T.DecimalType(20, 0)) / 1_000_000).cast(T.DecimalType(18, 6))
+    return F.make_interval(F.lit(0), months, F.lit(0), days, F.lit(0), F.lit(0), secs)
+
+
+def _round_micros(m: SparkColumn, precision: int) -> SparkColumn:
+    """``catalog.intervalio.round_micros`` on a bigint column: half away from zero."""
+    scale = 10 ** (6 - precision)
+    half = scale // 2
+    up = m + half
+    down = -m + half
+    return F.when(m >= 0, up - up % scale).otherwise(-(down - down % scale))
+
+
+def _adjust_interval(c: SparkColumn, fields: int | None, precision: int | None) -> SparkColumn:
+    """``catalog.intervalio.adjust_interval`` on an interval column (its
+    ``FIELD_TRUNCATION`` table, then the rounding); Spark's % keeps the dividend's sign,
+    as C's does."""
+    f = _interval_struct(c)
+    month_unit, keep_days, micro_unit = FIELD_TRUNCATION.get(fields, (1, True, 1))
+    months = f["months"] - f["months"] % month_unit if month_unit != 1 else f["months"]
+    days = f["days"] if keep_days else F.lit(0)
+    micros = f["micros"]
+    micros = (micros - micros % micro_unit if micro_unit != 1 else micros) if micro_unit else F.lit(0).cast(T.LongType())
+    if precision is not None and precision < 6:
+        micros = _round_micros(micros, precision)
+    return F.when(c.isNotNull(), _make_interval(months, days, micros))
+
+
+#: PostgreSQL's epoch (2000-01-01) in Unix microseconds: typmod rounding is symmetric about it
+_PG_EPOCH_UNIX_MICROS = 946_684_800_000_000
+
+
+def _round_timestamp(c: SparkColumn, tz: bool, precision: int) -> SparkColumn:
+    """``catalog.textio.fit_datetime`` on a timestamp(tz) column (the replicas' Spark
+    session time zone is UTC, so a timestamp's wall clock is its UTC instant)."""
+    m = F.unix_micros(c if tz else c.cast(T.TimestampType())) - _PG_EPOCH_UNIX_MICROS
+    out = F.timestamp_micros(_round_micros(m, precision) + _PG_EPOCH_UNIX_MICROS)
+    return out if tz else out.cast(T.TimestampNTZType())
+
+
+def trunc_div(a: SparkColumn, n: int) -> SparkColumn:
+    """C's integer division of a bigint column by ``n`` (toward zero), exact: Spark's %
+    keeps the dividend's sign, and the quotient is taken in decimal, not double."""
+    a = a.cast(T.DecimalType(38, 0))
+    return ((a - a % n) / n).cast(T.LongType())
+
+
+def _interval_text(c: SparkColumn) -> SparkColumn:
+    """An interval column as ``catalog.intervalio.format_interval`` writes it in
+    IntervalStyle postgres (``1 year -2 mons +3 days -04:05:06.5``)."""
+    f = _interval_struct(c)
+    L = T.LongType()
+    months, days, micros = f["months"].cast(L), f["days"].cast(L), f["micros"]
+    y, mo = trunc_div(months, 12), months % 12
+    h, rem = trunc_div(micros, 3_600_000_000), micros % 3_600_000_000
+    mi, rem = trunc_div(rem, 60_000_000), rem % 60_000_000
+    sec, us = trunc_div(rem, 1_000_000), rem % 1_000_000
+
+    def part(v, unit, before):  # AddPostgresIntervalPart: "+" after a negative field
+        plus = F.when(before & (v > 0), F.lit("+")).otherwise(F.lit(""))
+        return F.when(v != 0, F.concat(plus, v.cast("string"), F.lit(f" {unit}"),
+                                       F.when(v != 1, F.lit("s")).otherwise(F.lit(""))))
+
+    no = F.lit(False)
+    before_mo = F.when(y != 0, y < 0).otherwise(no)
+    before_d = F.when(mo != 0, mo < 0).otherwise(before_mo)
+    before_t = F.when(days != 0, days < 0).otherwise(before_d)
+    is_zero = (y == 0) & (mo == 0) & (days == 0)
+    minus = (h < 0) | (mi < 0) | (sec < 0) | (us < 0)
+    frac = F.when(us != 0, F.concat(F.lit("."), F.regexp_replace(F.lpad(F.abs(us).cast("string"), 6, "0"), "0+$", "")))
+    hms = F.concat(F.when(minus, F.lit("-")).when(before_t, F.lit("+")).otherwise(F.lit("")),
+                   F.lpad(F.abs(h).cast("string"), 2, "0"), F.lit(":"), F.lpad(F.abs(mi).cast("string"), 2, "0"),
+                   F.lit(":"), F.lpad(F.abs(sec).cast("string"), 2, "0"), F.coalesce(frac, F.lit("")))
+    time = F.when(is_zero | (micros != 0), hms)
+    return F.when(c.isNotNull(), F.concat_ws(" ", part(y, "year", no), part(mo, "mon", before_mo),
+                                             part(days, "day", before_d), time))
 
 
 def _interval_struct(c: SparkColumn) -> SparkColumn:
@@ -660,6 +740,10 @@ class Lowerer:
         special = self._cast_special(c, src, dst)
         if special is not None:
             return special
+        if "interval" in (s, d) or d in ("timestamp", "timestamptz", "time", "timetz"):
+            dated = self._cast_datetime(c, src, dst)
+            if dated is not None:
+                return dated
         if s == "bpchar" and d in ("text", "varchar"):
             c = F.rtrim(c)
         if d in ("int2", "int4", "int8"):
@@ -684,6 +768,31 @@ class Lowerer:
         if d == "numeric" and dst.precision is None and src.is_integer:
             return c.cast(T.DecimalType(38, 0))  # an integer's numeric has scale 0, as in PostgreSQL
         return c.cast(spark_type(dst))
+
+    def _cast_datetime(self, c: SparkColumn, src: SqlType, dst: SqlType) -> SparkColumn | None:
+        """Casts to and from interval and to datetime types with a precision, as
+        ``planner.consteval.cast_value`` does them; None when the generic rules apply.
+
+        Raises:
+            SqlError 0A000 for what Spark cannot do as PostgreSQL does: text to interval
+            (Spark's interval syntax is not PostgreSQL's), interval to text in another
+            IntervalStyle than postgres, time(p) and timetz(p) of table data."""
+        s, d = src.name, dst.name
+        if d == "interval" and s != "interval":
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"casting {src.sql()} to interval is not supported on table data")
+        if s == "interval" and d in ("text", "varchar", "bpchar"):
+            if session_interval_style() != "postgres":
+                raise SqlError(FEATURE_NOT_SUPPORTED, "interval text on table data is IntervalStyle postgres only")
+            text = _interval_text(c)
+            return text if d == "text" else self.cast(text, SqlType("text"), dst)
+        if s == "interval" and d == "interval":
+            return _adjust_interval(c, dst.scale, dst.precision) if (dst.scale, dst.precision) != (None, None) else c
+        if d in ("time", "timetz") and dst.precision is not None and dst.precision < 6:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"casting to {dst.sql()} is not supported on table data")
+        if d in ("timestamp", "timestamptz") and dst.precision is not None and dst.precision < 6:
+            plain = c if s == d else self.cast(c, src, dst.unconstrained())
+            return _round_timestamp(plain, d == "timestamptz", dst.precision)
+        return None
 
     def _cast_special(self, c: SparkColumn, src: SqlType, dst: SqlType) -> SparkColumn | None:
         """Casts from or to arrays, bytea, uuid and jsonb, whose text forms Spark does not
@@ -735,6 +844,15 @@ class Lowerer:
     @staticmethod
     def interval_key(c: SparkColumn) -> SparkColumn:
         return interval_key(c)
+
+    @staticmethod
+    def trunc_div(a: SparkColumn, n: int) -> SparkColumn:
+        return trunc_div(a, n)
+
+    @staticmethod
+    def interval_fields(c: SparkColumn) -> SparkColumn:
+        """An interval column as the struct (months, days, micros) of PostgreSQL's fields."""
+        return _interval_struct(c)
 
     @staticmethod
     def fail(sqlstate: str, message: str) -> SparkColumn:

@@ -17,6 +17,7 @@ from typing import Sequence
 from catalog.errors import SqlError, INSUFFICIENT_PRIVILEGE
 from catalog.snapshot import Table
 from catalog.textio import format_text, parse_text
+from planner.consteval import cast_value
 
 def allowed_copy_from_path(path: str, allowed_dirs: Sequence[Path]) -> str:
     """The real path (symlinks and ``..`` resolved, relative paths taken from the server's
@@ -120,8 +121,10 @@ def _parse_binary(table: Table, cols, data: bytes) -> list[tuple]:
                     continue
                 t = c.type
                 value = decode_binary(t.unconstrained() if not t.is_array else t, raw)
-                # Apply the column's typmod (numeric scale, varchar length) as an assignment does.
-                row.append(parse_text(format_text(value, t), t, explicit=False) if t.precision is not None else value)
+                # Apply the column's typmod (numeric scale, varchar length, timestamp(p),
+                # interval fields) as an assignment does.
+                modified = t.precision is not None or t.scale is not None
+                row.append(cast_value(value, t.unconstrained(), t, explicit=False) if modified else value)
             rows.append(tuple(row))
     except struct.error:
         raise bad("unexpected EOF") from None

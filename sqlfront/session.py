@@ -24,6 +24,7 @@ from pglast import ast
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, SYNTAX_ERROR
 from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, set_session_roles, set_statement_catalog
 from catalog.snapshot import set_search_path, temp_schema_name
+from catalog.intervalio import set_session_interval_style
 from catalog.textio import set_session_time_zone
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
@@ -185,6 +186,7 @@ class Session:
         set_sequence_access(self.sequences)
         set_session_vars(self.vars)
         set_session_time_zone(self.vars.time_zone())
+        set_session_interval_style(self.vars.interval_style())
         set_search_path(self.vars.search_path(), self.temp_schema)
         set_session_roles(self.session_role_id, self.current_role_id)
         set_statement_catalog(lambda: self.env.snapshot)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 
 from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE
+from catalog.intervalio import parse_interval_style, set_session_interval_style
 from catalog.textio import DateStyle, parse_datestyle, parse_time_zone, set_session_time_zone
 
 SERVER_VERSION = "9.5.0"  # what Materialize reports; clients branch on it
@@ -112,6 +113,8 @@ def validate(name: str, value: str) -> None:
         parse_duration_ms(value)
     if name == "datestyle":
         parse_datestyle(value)
+    if name == "intervalstyle":
+        parse_interval_style(value)
     if name in BOOLEAN_VARS:
         parse_bool_setting(name, value)
     if name == "timezone":
@@ -175,6 +178,9 @@ class SessionVars:
         if name == "timezone":
             # what the rest of this statement (set_config) and the next Describe read
             set_session_time_zone(parse_time_zone(value))
+        if name == "intervalstyle":
+            value = parse_interval_style(value)
+            set_session_interval_style(value)
         if name in BOOLEAN_VARS:
             value = "on" if parse_bool_setting(name, value) else "off"
             if name.startswith("default_"):  # the next transaction's mode; shown until then
@@ -188,6 +194,14 @@ class SessionVars:
             return parse_time_zone(self.values["timezone"])
         except SqlError:
             return dt.timezone.utc
+
+    def interval_style(self) -> str:
+        """``IntervalStyle`` (``catalog.intervalio.STYLES``); a bad value a client gave at
+        startup reads as postgres."""
+        try:
+            return parse_interval_style(self.values["intervalstyle"])
+        except SqlError:
+            return "postgres"
 
     def date_style(self) -> DateStyle:
         """``DateStyle`` as the output functions take it (``catalog.textio``); a bad

@@ -88,3 +88,15 @@ class PostgresReference:
                 self.proc.wait()
         if not self.keep:
             shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def text_answer(conn: psycopg.Connection, sql: str) -> tuple[list[tuple] | None, str | None]:
+    """``sql``'s rows as PostgreSQL's text forms (no client-side parsing), or None, and
+    its error's SQLSTATE, or None: what differential tests compare."""
+    try:
+        cur = conn.execute(sql)
+    except psycopg.Error as e:
+        return None, e.sqlstate
+    res = cur.pgresult
+    return [tuple(None if (v := res.get_value(r, c)) is None else v.decode() for c in range(res.nfields))
+            for r in range(res.ntuples)], None

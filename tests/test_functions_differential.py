@@ -12,7 +12,7 @@ import collections
 import psycopg
 import pytest
 
-from pg_reference import PostgresReference
+from pg_reference import PostgresReference, text_answer
 from planner import functions as fn
 
 TABLE = "fx_t"
@@ -269,16 +269,7 @@ def answers(both):
     return mine, pg
 
 
-def _run(conn, sql: str):
-    """(rows as PostgreSQL's text, or None) and (SQLSTATE or None)."""
-    try:
-        cur = conn.execute(sql)
-    except psycopg.Error as e:
-        return None, e.sqlstate
-    res = cur.pgresult
-    rows = [tuple(None if (v := res.get_value(r, c)) is None else v.decode() for c in range(res.nfields))
-            for r in range(res.ntuples)]
-    return rows, None
+_run = text_answer  # (rows as PostgreSQL's text, or None), (SQLSTATE or None)
 
 
 @pytest.mark.parametrize("entry,sample", _cases())

@@ -12,6 +12,7 @@ import re
 from decimal import Decimal
 
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED, INVALID_DATETIME_FORMAT
+from catalog.intervalio import interval_parts
 from catalog.types import (FarDate, FarTimestamp, Interval, SqlType, date_days, date_from_days,
                            timestamp_from_micros, timestamp_micros)
 from planner.functions import Function, register, sig
@@ -95,6 +96,27 @@ def _unit_error(field: str, t: SqlType) -> SqlError:
     return SqlError(INVALID_PARAMETER_VALUE, f'unit "{field}" not recognized for type {t.sql()}')
 
 
+#: units of timestamps that an interval does not have (0A000 rather than 22023)
+_TIMESTAMP_ONLY_UNITS = frozenset(("dow", "isodow", "doy", "isoyear", "julian", "timezone", "timezone_hour",
+                                   "timezone_minute"))
+
+
+def interval_part_values(v: Interval) -> dict[str, Decimal | int]:
+    """``EXTRACT``'s fields of an interval (PostgreSQL's ``interval_part_common``): each
+    from the interval's broken-down fields (``catalog.intervalio.interval_parts``, which
+    truncate toward zero), so a field of a negative interval is the negative of the
+    field of its opposite: ``EXTRACT(MINUTE FROM INTERVAL '-1' MINUTE)`` is -1. EPOCH
+    counts a year as 365.25 days and a month as 30."""
+    y, mo, d, h, mi, sec, us = interval_parts(v)
+    secs_us = sec * 1_000_000 + us
+    quarter = mo // 3 + 1 if v.months >= 0 else -((-v.months % 12) // 3 + 1)
+    return {"year": y, "month": mo, "day": d, "hour": h, "minute": mi, "second": Decimal(secs_us) / 1_000_000,
+            "milliseconds": Decimal(secs_us) / 1000, "microseconds": secs_us, "week": int(d / 7),
+            "quarter": quarter, "decade": int(y / 10), "century": int(y / 100), "millennium": int(y / 1000),
+            "epoch": Decimal(v.micros) / 1_000_000 + 31557600 * int(v.months / 12) + 2592000 * (v.months - int(v.months / 12) * 12)
+            + 86400 * v.days}
+
+
 def date_part_value(field: str, v, t: SqlType) -> Decimal:
     """``EXTRACT(field FROM v)`` as an exact numeric (PostgreSQL 9.9.1).
 
@@ -102,13 +124,11 @@ def date_part_value(field: str, v, t: SqlType) -> Decimal:
         SqlError 22023 for a unit the type does not have; 0A000 for a time unit of a date."""
     f = _field(field)
     if isinstance(v, Interval):
-        secs = Decimal(v.micros % 60_000_000) / 1_000_000
-        vals = {"year": v.months // 12, "month": v.months % 12, "day": v.days,
-                "hour": v.micros // 3_600_000_000, "minute": v.micros // 60_000_000 % 60, "second": secs,
-                "milliseconds": secs * 1000, "microseconds": v.micros % 60_000_000,
-                "epoch": Decimal(v.micros) / 1_000_000 + v.days * 86400 + (v.months // 12) * 31557600
-                + (v.months % 12) * 2592000, "quarter": (v.months % 12) // 3 + 1,
-                "decade": v.months // 120, "century": v.months // 1200, "millennium": v.months // 12000}
+        vals = interval_part_values(v)
+        if f not in vals:
+            if f in _TIMESTAMP_ONLY_UNITS:
+                raise SqlError(FEATURE_NOT_SUPPORTED, f'unit "{field}" not supported for type interval')
+            raise _unit_error(field, t)
     else:
         is_date = isinstance(v, dt.date) and not isinstance(v, dt.datetime)
         if is_date and f in _TIME_FIELDS:
@@ -139,6 +159,33 @@ def _extract_py(a, e):
     return float(r) if e.type.name == "float8" else r
 
 
+def _interval_part_spark(S, f: str, x):
+    """``interval_part_values``'s field ``f`` of an interval column on Spark (None for a
+    unit intervals lack): the same broken-down fields, truncating toward zero, in exact
+    decimal arithmetic."""
+    F, T = S.F, S.T
+    iv = S.interval_fields(x)
+    D, L = T.DecimalType(38, 0), T.LongType()
+    tdiv = S.trunc_div
+
+    months, days, micros = iv["months"].cast(L), iv["days"].cast(L), iv["micros"]
+    y = tdiv(months, 12)
+    mo = months - y * 12
+    h = tdiv(micros, 3_600_000_000)
+    rem = micros - h * 3_600_000_000
+    mi = tdiv(rem, 60_000_000)
+    secs_us = (rem - mi * 60_000_000).cast(D)
+    parts = {
+        "year": lambda: y, "month": lambda: mo, "day": lambda: days, "hour": lambda: h, "minute": lambda: mi,
+        "second": lambda: secs_us / 1_000_000, "milliseconds": lambda: secs_us / 1000, "microseconds": lambda: secs_us,
+        "week": lambda: tdiv(days, 7), "decade": lambda: tdiv(y, 10), "century": lambda: tdiv(y, 100),
+        "millennium": lambda: tdiv(y, 1000),
+        "quarter": lambda: F.when(months >= 0, tdiv(mo, 3) + 1).otherwise(-(tdiv(-months % 12, 3) + 1)),
+        "epoch": lambda: micros.cast(D) / 1_000_000 + y.cast(D) * 31557600 + mo.cast(D) * 2592000 + days.cast(D) * 86400,
+    }
+    return parts[f]() if f in parts else None
+
+
 def _extract_spark(S, a, e):
     F, T = S.F, S.T
     fl = e.args[0]
@@ -151,11 +198,11 @@ def _extract_spark(S, a, e):
     if is_date and f in _TIME_FIELDS:
         raise SqlError(FEATURE_NOT_SUPPORTED, f'unit "{fl.value}" not supported for type date')
     if src.name == "interval":
-        known = {"year": "YEAR", "month": "MONTH", "day": "DAY", "hour": "HOUR", "minute": "MINUTE",
-                 "second": "SECOND"}
-        if f not in known:
-            raise SqlError(FEATURE_NOT_SUPPORTED, f'unit "{fl.value}" of an interval is not supported on table data')
-        r = F.date_part(F.lit(known[f]), x)
+        r = _interval_part_spark(S, f, x)
+        if r is None:
+            if f in _TIMESTAMP_ONLY_UNITS:
+                raise SqlError(FEATURE_NOT_SUPPORTED, f'unit "{fl.value}" not supported for type interval')
+            raise _unit_error(fl.value, src)
     else:
         part = lambda name: F.date_part(F.lit(name), x)  # noqa: E731
         year = part("YEAR")
@@ -418,7 +465,7 @@ register(
                            sig("text", "interval", ret="float8")),
              _extract_py, _extract_spark, sql_names=("date_part",), doc="9.9.1",
              samples=("date_part('dow', d)", "date_part('second', ts)", "date_part('year', ts)",
-                      "date_part('epoch', ts)")),
+                      "date_part('epoch', ts)", "date_part('hour', make_interval(hours => i, mins => -90))")),
     Function("extract", (sig("text", "date", ret="numeric"), sig("text", "timestamp", ret="numeric"),
                          sig("text", "timestamptz", ret="numeric"), sig("text", "interval", ret="numeric")),
              _extract_py, _extract_spark, sql_names=("extract",), doc="9.9.1",
@@ -426,7 +473,8 @@ register(
                       "extract(second from ts)", "extract(epoch from ts)", "extract(doy from ts)",
                       "extract(isodow from ts)", "extract(quarter from d)", "extract(week from d)",
                       "extract(century from d)", "extract(milliseconds from ts)", "extract(hour from ts)",
-                      "extract(hour from d)")),
+                      "extract(hour from d)", "extract(minute from make_interval(mins => -i))",
+                      "extract(epoch from make_interval(months => i, secs => -f))")),
     Function("date_trunc", (sig("text", "timestamp", ret="timestamp"), sig("text", "timestamptz", ret="timestamptz")),
              _date_trunc_py, _date_trunc_spark, sql_names=("date_trunc",), doc="9.9.2",
              samples=("date_trunc('month', ts)", "date_trunc('week', ts)", "date_trunc('hour', ts)",

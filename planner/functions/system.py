@@ -41,8 +41,16 @@ def format_type(oid: int, typmod: int | None) -> str | None:
     t = type_from_oid(oid)
     if t is None:
         return "???"
+    name = t.element.name if t.is_array else t.name
+    if typmod is not None and typmod >= 0 and name in ("timestamp", "timestamptz", "time", "timetz", "interval"):
+        from catalog.intervalio import FULL_PRECISION, FULL_RANGE
+
+        if name != "interval":
+            return SqlType(t.name, typmod).sql()
+        fields, precision = typmod >> 16 & 0x7FFF, typmod & 0xFFFF
+        return SqlType(t.name, None if precision == FULL_PRECISION else precision,
+                       None if fields == FULL_RANGE else fields).sql()
     if typmod is not None and typmod >= 4:
-        name = t.element.name if t.is_array else t.name
         if name == "numeric":
             t = SqlType(t.name, (typmod - 4) >> 16, (typmod - 4) & 0xFFFF)
         elif name in ("varchar", "bpchar"):
@@ -136,7 +144,7 @@ def _set_config(a, e):
 
 
 def _typeof_spark(S, a, e):
-    return S.F.lit(e.args[0].type.sql())
+    return S.F.lit(e.args[0].type.unconstrained().sql())  # regtype shows no typmod
 
 
 register(
@@ -146,7 +154,7 @@ register(
     Function("format_type", (sig("oid", "int4", ret="text"),), lambda a, e: None if a[0] is None else
              format_type(a[0], a[1]), None, sql_names=("format_type",), strict=False, doc="9.26",
              samples=("format_type(23, null)",)),
-    Function("pg_typeof", (sig("any", ret="text"),), lambda a, e: e.args[0].type.sql(), _typeof_spark,
+    Function("pg_typeof", (sig("any", ret="text"),), lambda a, e: e.args[0].type.unconstrained().sql(), _typeof_spark,
              sql_names=("pg_typeof",), strict=False, volatility="stable", doc="9.26",
              samples=("pg_typeof(i)", "pg_typeof(n)", "pg_typeof(s)", "pg_typeof(d)", "pg_typeof(a)"),
              differs="returns text rather than regtype (same text)"),

@@ -56,7 +56,7 @@ def prepare(s: Session, stmt: ast.PrepareStmt, sql: str, params) -> Result:
 
     if stmt.name in s.prepared:
         raise SqlError("42P05", f'prepared statement "{stmt.name}" already exists')
-    types = [type_from_ast(t)[0] for t in stmt.argtypes or ()]
+    types = [type_from_ast(t) for t in stmt.argtypes or ()]
     text = RawStream()(stmt.query)
     from sqlfront.parse import param_count
 
