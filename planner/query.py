@@ -9,7 +9,7 @@ column is added and projected away afterwards).
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 from pglast import ast
@@ -477,36 +477,66 @@ class QueryPlanner:
         if kind is None:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"join type {j.jointype.name} is not supported")
         scope = ls.concat(rs)
-        n_left = len(ls.items)
         if j.isNatural or j.usingClause:
-            if j.isNatural:
-                rnames = {i.name for i in rs.items if i.unqualified}
-                using = [i.name for i in ls.items if i.unqualified and i.name in rnames]
+            plan, scope = self._using_join(j, kind, lp, rp, ls, rs)
+        elif j.quals is None:
+            plan = Join(lp, rp, "cross" if kind == "inner" else kind, None if kind == "inner" else Literal(True, BOOL))
+        else:
+            plan = Join(lp, rp, kind, fold(self._join_condition_planner(scope).plan_bool(j.quals, "JOIN/ON")))
+        return plan, _join_alias(scope, j.alias)
+
+    def _using_join(self, j: ast.JoinExpr, kind: str, lp, rp, ls: Scope, rs: Scope) -> tuple[Plan, Scope]:
+        """``JOIN ... USING (c, ...)`` and ``NATURAL JOIN`` (PostgreSQL 7.2.1.1): the join on
+        ``l.c = r.c`` whose output has one merged column per name, of the two sides' common
+        type: the left one for INNER and LEFT joins, the right one for RIGHT, COALESCE(l, r)
+        for FULL (``transformFromClauseItem``). ``*`` gives the merged columns first, then
+        the left's others, then the right's; ``l.c`` and ``r.c`` stay addressable. With
+        ``USING (...) AS a``, ``a.c`` names a merged column.
+
+        Raises:
+            SqlError 42703 for a name a side lacks; 42702 for a name a side has twice;
+            42701 for a name listed twice; 42804 for types with no common type."""
+        if j.isNatural:
+            rnames = {i.name for i in rs.star()}
+            using = [i.name for i in ls.star() if i.name in rnames]
+        else:
+            using = [u.sval for u in j.usingClause]
+            dup = next((n for k, n in enumerate(using) if n in using[:k]), None)
+            if dup is not None:
+                raise SqlError("42701", f'column name "{dup}" appears more than once in USING clause')
+        scope = ls.concat(rs)
+        n_left = ls.width
+        planner = self._join_condition_planner(scope)
+        conds, merged, taken = [], [], set()
+        for name in using:
+            li, ri = _using_column(ls, name, "left"), _using_column(rs, name, "right")
+            ri = replace(ri, index=ri.index + n_left)
+            taken |= {(li.qualifier, li.index), (ri.qualifier, ri.index)}
+            lref, rref = ColRef(li.index, li.type), ColRef(ri.index, ri.type)
+            conds.append(planner.binary("=", lref, rref))
+            t = ty.common_type([li.type, ri.type], "JOIN/USING")
+            lref, rref = coerce(lref, t), coerce(rref, t)
+            merged.append((name, Call("coalesce", (lref, rref), t) if kind == "full" else
+                           rref if kind == "right" else lref))
+        if not conds:
+            plan = Join(lp, rp, "cross" if kind == "inner" else kind, None if kind == "inner" else Literal(True, BOOL))
+        else:
+            plan = Join(lp, rp, kind, fold(conds[0] if len(conds) == 1 else Call("and", tuple(conds), BOOL)))
+        width = scope.width
+        extra = [e for _, e in merged if not isinstance(e, ColRef)]
+        if extra:
+            plan = Project(plan, tuple(ColRef(i, t) for i, (_, t) in enumerate(plan.columns)) + tuple(extra),
+                           tuple(n for n, _ in plan.columns) + tuple(n for n, e in merged if not isinstance(e, ColRef)))
+        items, at = [], width
+        qualifier = j.join_using_alias.aliasname if j.join_using_alias is not None else None
+        for name, e in merged:
+            if isinstance(e, ColRef):
+                items.append(ScopeItem(qualifier, name, e.type, e.index))
             else:
-                using = [u.sval for u in j.usingClause]
-            if kind in ("right", "full"):
-                raise SqlError(FEATURE_NOT_SUPPORTED, "RIGHT/FULL JOIN with USING is not supported yet")
-            planner = self._join_condition_planner(scope)
-            conds = []
-            hidden = set()
-            for name in using:
-                li = ls.resolve(None, name)
-                ri = rs.resolve(None, name)
-                conds.append(planner.binary("=", ColRef(li.index, li.type), ColRef(ri.index + n_left, ri.type)))
-                hidden.add(ri.index + n_left)
-            on = conds[0] if len(conds) == 1 else None
-            if len(conds) > 1:
-                from planner.scalar import Call
-                on = Call("and", tuple(conds), BOOL)
-            scope = Scope([ScopeItem(i.qualifier, i.name, i.type, i.index, i.index not in hidden) for i in scope.items])
-            if on is None:
-                kind_on = "cross" if kind == "inner" else kind
-                return Join(lp, rp, kind_on, Literal(True, BOOL) if kind_on != "cross" else None), scope
-            return Join(lp, rp, kind, on), scope
-        if j.quals is None:
-            return Join(lp, rp, "cross" if kind == "inner" else kind, None if kind == "inner" else Literal(True, BOOL)), scope
-        on = fold(self._join_condition_planner(scope).plan_bool(j.quals, "JOIN/ON"))
-        return Join(lp, rp, kind, on), scope
+                items.append(ScopeItem(qualifier, name, e.type, at))
+                at += 1
+        items += [replace(i, unqualified=False) if (i.qualifier, i.index) in taken else i for i in scope.items]
+        return plan, Scope(items)
 
     # -- SELECT -----------------------------------------------------------------------
 
@@ -989,6 +1019,40 @@ def _resolve_window(w, named: dict, over: bool):
     return ast.WindowDef(name=w.name, partitionClause=base.partitionClause,
                          orderClause=w.orderClause or base.orderClause, frameOptions=w.frameOptions,
                          startOffset=w.startOffset, endOffset=w.endOffset)
+
+
+def _using_column(scope: Scope, name: str, side: str) -> ScopeItem:
+    """The column ``name`` of one side of a USING join (the one ``*`` shows).
+
+    Raises:
+        SqlError 42703 when the side has none; 42702 when it has several."""
+    hits = [i for i in scope.star() if i.name == name]
+    if not hits:
+        raise SqlError(UNDEFINED_COLUMN, f'column "{name}" specified in USING clause does not exist in {side} table')
+    if len(hits) > 1:
+        raise SqlError("42702", f'common column name "{name}" appears more than once in {side} table')
+    return hits[0]
+
+
+def _join_alias(scope: Scope, alias) -> Scope:
+    """The scope of ``(a JOIN b) AS j [(c, ...)]``: the join's ``*`` columns, named by ``j``
+    alone (PostgreSQL 7.2.1.1: the alias hides the tables inside); others unreachable.
+
+    Raises:
+        SqlError 42P10 for more column aliases than columns."""
+    if alias is None:
+        return scope
+    shown = scope.star()
+    names = [i.name for i in shown]
+    if alias.colnames:
+        aliases = [c.sval for c in alias.colnames]
+        if len(aliases) > len(names):
+            raise SqlError("42P10", f'table "{alias.aliasname}" has {len(names)} columns available but '
+                                    f'{len(aliases)} columns specified')
+        names = aliases + names[len(aliases):]
+    visible = {id(i): n for i, n in zip(shown, names)}
+    return Scope([replace(i, qualifier=alias.aliasname, name=visible[id(i)]) if id(i) in visible
+                  else replace(i, qualifier=None, unqualified=False) for i in scope.items])
 
 
 def _references(node, name: str) -> bool:
