@@ -33,6 +33,7 @@ from planner.plan import (
     Constant, Distinct, Filter, Get, Join, LateralJoin, Limit, OrderBy, Plan, Project, Recursive, Reduce, SetOp, SortKey, Unnest,
     Series, Window, WindowCall, WorkTable,
 )
+from planner.levels import AggregateRef
 from planner.scalar import Call, ColRef, Literal, is_constant
 from planner.scope import Scope, ScopeItem
 
@@ -55,10 +56,13 @@ class QueryPlanner:
 
     def __init__(self, snap: CatalogSnapshot, params: list | None = None,
                  outer_scopes: list[Scope] | None = None, ctes: dict | None = None,
-                 catalog_only: bool | None = None, row_count=None):
+                 catalog_only: bool | None = None, row_count=None, outer_aggregates: list | None = None):
         self.snap = snap
         self.params = params or []
         self.outer_scopes = outer_scopes or []
+        #: per enclosing query (as ``outer_scopes``), the sink of its aggregates found
+        #: here (``ExprPlanner.outer_aggregates``)
+        self.outer_aggregates = outer_aggregates if outer_aggregates is not None else [None] * len(self.outer_scopes)
         self.ctes: dict[str, PlannedQuery] = dict(ctes or {})
         #: the statement reads only system tables, so it runs in Python (planner.interpret),
         #: which can do what Spark cannot (WITH RECURSIVE). None: decide from the statement.
@@ -69,6 +73,7 @@ class QueryPlanner:
 
     def expr_planner(self, scope: Scope, agg_context: str | None = None) -> ExprPlanner:
         ep = ExprPlanner(scope, self.params, agg_context, self.outer_scopes, self.plan_subquery)
+        ep.outer_aggregates = self.outer_aggregates
         ep.resolve_relation_oid = self.relation_oid
         ep.relation_name = self.relation_name
         ep.schema_exists = self.snap.schema_exists
@@ -122,11 +127,12 @@ class QueryPlanner:
             except SqlError:
                 raise e from None
 
-    def plan_subquery(self, stmt, scope: Scope) -> "PlannedQuery":
+    def plan_subquery(self, stmt, scope: Scope, sink=None) -> "PlannedQuery":
         """Plan a subquery whose correlated names resolve in ``scope`` (depth 1) and then in
-        this query's own enclosing scopes."""
+        this query's own enclosing scopes; ``sink`` takes the aggregates in it that
+        belong to this query (``ExprPlanner.outer_aggregates``)."""
         return QueryPlanner(self.snap, self.params, [scope] + self.outer_scopes, self.ctes,
-                            self.catalog_only).plan_raw(stmt)
+                            self.catalog_only, outer_aggregates=[sink] + self.outer_aggregates).plan_raw(stmt)
 
     #: True for the planner of a JOIN after comma-separated FROM items, which are its
     #: nearest outer scope: its LATERAL items see them, its ON conditions do not (42P01)
@@ -136,11 +142,13 @@ class QueryPlanner:
         """The planner of a JOIN's ON or USING condition over ``scope``."""
         if not self.conditions_hide_lateral:
             return self.expr_planner(scope, agg_context="JOIN conditions")
-        hidden = QueryPlanner(self.snap, self.params, [Scope()] + self.outer_scopes[1:], self.ctes, self.catalog_only)
+        hidden = QueryPlanner(self.snap, self.params, [Scope()] + self.outer_scopes[1:], self.ctes, self.catalog_only,
+                              outer_aggregates=[None] + self.outer_aggregates[1:])
         return hidden.expr_planner(scope, agg_context="JOIN conditions")
 
     def _child(self) -> "QueryPlanner":
-        return QueryPlanner(self.snap, self.params, self.outer_scopes, self.ctes, self.catalog_only)
+        return QueryPlanner(self.snap, self.params, self.outer_scopes, self.ctes, self.catalog_only,
+                            outer_aggregates=self.outer_aggregates)
 
     # -- entry ------------------------------------------------------------------------
 
@@ -308,7 +316,7 @@ class QueryPlanner:
         if scope is None:
             return self
         return QueryPlanner(self.snap, self.params, [scope or Scope()] + self.outer_scopes, self.ctes,
-                            self.catalog_only)
+                            self.catalog_only, outer_aggregates=[None] + self.outer_aggregates)
 
     def _check_duplicate_aliases(self, a: Scope, b: Scope):
         dup = a.qualifiers() & b.qualifiers()
@@ -365,7 +373,10 @@ class QueryPlanner:
             scalar = len(pq.names) - bool(item.ordinality) == 1
             if item.alias is not None and not item.alias.colnames and scalar:
                 pq = PlannedQuery(pq.plan, (item.alias.aliasname,) + pq.names[1:])  # f(...) AS x: the column is x too
-            return self._derived(pq, item.alias, item.functions[0][0].funcname[-1].sval.lower())
+            plan, scope = self._derived(pq, item.alias, item.functions[0][0].funcname[-1].sval.lower())
+            if scalar and not item.ordinality:
+                scope = Scope([replace(i, scalar=True) for i in scope.items])
+            return plan, scope
         raise SqlError(FEATURE_NOT_SUPPORTED, f"FROM item {type(item).__name__} is not supported")
 
     def _plan_function(self, item: ast.RangeFunction, lateral: "QueryPlanner") -> PlannedQuery:
@@ -549,9 +560,9 @@ class QueryPlanner:
             plan = Filter(plan, pred)  # the subqueries' OuterRefs index this input's row
 
         targets = self._expand_targets(stmt.targetList, scope)
-        grouped = bool(stmt.groupClause) or stmt.havingClause is not None or any(
-            contains_aggregate(t) for t, _ in targets
-        ) or any(contains_aggregate(s.node) for s in stmt.sortClause or ())
+        nodes = [t for t, _ in targets] + [s.node for s in stmt.sortClause or ()]
+        grouped = bool(stmt.groupClause) or stmt.havingClause is not None or self._own_aggregates(nodes, from_planner) \
+            or self._subquery_aggregates(nodes, from_planner)
 
         if grouped:
             if any(window_calls(t) for t, _ in targets) or any(window_calls(s.node) for s in stmt.sortClause or ()):
@@ -562,6 +573,7 @@ class QueryPlanner:
             sel_planner.grouping = grouping
             sel_planner.subquery_scope = scope
             sel_planner.remap_outer = grouping.remap_outer
+            sel_planner.aggregate_sink = grouping.outer_aggregate
             exprs = [fold(sel_planner.plan(node)) for node, _ in targets]
             having = None
             if stmt.havingClause is not None:
@@ -584,6 +596,40 @@ class QueryPlanner:
         names = [name for _, name in targets]
         exprs = [coerce(e, TEXT) if e.type.name == "unknown" else e for e in exprs]
         return self._finish(plan, exprs, names, sort_exprs, stmt, on_exprs)
+
+    @staticmethod
+    def _own_aggregates(nodes, from_planner: ExprPlanner) -> bool:
+        """True when select list or ORDER BY items ``nodes`` call an aggregate that belongs
+        to this query, not to an enclosing one (``planner.levels``)."""
+        return any(from_planner.aggregate_level(n)[1] == 0 for node in nodes
+                   for n in ast_nodes(node, (ast.SelectStmt,)) if _is_aggregate_call(n))
+
+    @staticmethod
+    def _subquery_aggregates(nodes, from_planner: ExprPlanner) -> bool:
+        """True when a subquery in ``nodes`` has an aggregate that belongs to this query
+        (``SELECT (SELECT count(t.x)) FROM t``: one row, PostgreSQL 4.2.7). The subqueries
+        are planned once to find out (only those with aggregate calls)."""
+        links = [n for node in nodes for n in ast_nodes(node, (ast.SelectStmt,)) if isinstance(n, ast.SubLink)
+                 and any(_is_aggregate_call(c) for c in ast_nodes(n.subselect))]
+        if not links:
+            return False
+        found = []
+
+        def sink(agg, depth):
+            found.append(agg)
+            return AggregateRef(depth, 0, agg.type)
+
+        probe = from_planner
+        saved, probe.aggregate_sink = probe.aggregate_sink, sink
+        try:
+            for link in links:
+                try:
+                    probe.plan(link)
+                except SqlError:
+                    pass  # planned again for real, for its error
+        finally:
+            probe.aggregate_sink = saved
+        return bool(found)
 
     def _distinct_on(self, stmt, targets, exprs, planner: ExprPlanner) -> list | None:
         """The expressions of ``DISTINCT ON (...)`` as ``_sort_exprs`` gives ORDER BY items
@@ -1053,6 +1099,10 @@ def _join_alias(scope: Scope, alias) -> Scope:
     visible = {id(i): n for i, n in zip(shown, names)}
     return Scope([replace(i, qualifier=alias.aliasname, name=visible[id(i)]) if id(i) in visible
                   else replace(i, qualifier=None, unqualified=False) for i in scope.items])
+
+
+def _is_aggregate_call(n) -> bool:
+    return isinstance(n, ast.FuncCall) and n.over is None and n.funcname[-1].sval.lower() in functions.AGGREGATES
 
 
 def _references(node, name: str) -> bool:
