@@ -69,6 +69,9 @@ QUERIES = [
     "SELECT (SELECT (SELECT count(likes.likee))) FROM likes",
     "SELECT x, (SELECT count(*) FROM likes WHERE likee = squares.x) FROM squares",
     "SELECT * FROM likes WHERE (SELECT count(likes.likee)) > 0",
+    "SELECT (SELECT likes.likee FROM squares LIMIT 1) FROM likes",
+    "SELECT x, rank() OVER (), count(*) OVER () FROM squares",
+    "SELECT count(DISTINCT rn) FROM (SELECT row_number() OVER () AS rn FROM squares) s",
     # a whole-row reference to a function in FROM that returns a scalar is the value
     "SELECT g FROM generate_series(1, 2) AS g(a)",
     "SELECT g, g.a FROM unnest(ARRAY[5, 6]) AS g(a)",
