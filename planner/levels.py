@@ -70,3 +70,20 @@ def lift_aggregate(agg: AggCall, level: int) -> AggCall:
         return f
 
     return agg.map_exprs(lambda e: map_expr(e, move(0)))
+
+
+def deepen(plan, levels: int):
+    """``plan`` moved ``levels`` query levels deeper (a WITH query read from a subquery
+    of the query it belongs to): its references to enclosing queries, in it and in its
+    subqueries, reach ``levels`` further out."""
+
+    def move(nest: int):
+        def f(n):
+            if isinstance(n, OuterRef) and n.depth > nest:
+                return OuterRef(n.depth + levels, n.index, n.type)
+            if isinstance(n, Subquery):
+                return Subquery(n.kind, map_plan_exprs(n.plan, move(nest + 1)), n.type, n.test, n.func)
+            return n
+        return f
+
+    return map_plan_exprs(plan, move(0))

@@ -33,7 +33,7 @@ from planner.plan import (
     Constant, Distinct, Filter, Get, Join, LateralJoin, Limit, OrderBy, Plan, Project, Recursive, Reduce, SetOp, SortKey, Unnest,
     Series, Window, WindowCall, WorkTable,
 )
-from planner.levels import AggregateRef
+from planner.levels import AggregateRef, deepen
 from planner.scalar import Call, ColRef, Literal, is_constant
 from planner.scope import Scope, ScopeItem
 
@@ -45,10 +45,13 @@ _WINDOW_AGGREGATES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or"
 
 @dataclass(frozen=True)
 class PlannedQuery:
-    """A planned SELECT: the plan and the names of its output columns."""
+    """A planned SELECT: the plan and the names of its output columns. For a WITH query,
+    ``level`` is the number of queries enclosing the one it belongs to (its OuterRefs
+    count from there: ``QueryPlanner._cte``)."""
 
     plan: Plan
     names: tuple[str, ...]
+    level: int = 0
 
 
 class QueryPlanner:
@@ -184,13 +187,21 @@ class QueryPlanner:
             raise SqlError(FEATURE_NOT_SUPPORTED, "SELECT ... FOR UPDATE is not supported")
         return self._plan_simple(stmt)
 
+    def _cte(self, name: str) -> PlannedQuery:
+        """WITH query ``name`` as read here: a reference from a subquery deeper than the
+        query it belongs to reads that query's enclosing rows through more levels
+        (``WITH s AS (SELECT t.y) ... (SELECT * FROM s)``: ``t`` is one level further)."""
+        pq = self.ctes[name]
+        deeper = len(self.outer_scopes) - pq.level
+        return PlannedQuery(deepen(pq.plan, deeper), pq.names) if deeper else pq
+
     def _plan_ctes(self, with_clause) -> None:
         for cte in with_clause.ctes:
             if cte.ctename in self.ctes and cte.ctename in [c.ctename for c in with_clause.ctes[: with_clause.ctes.index(cte)]]:
                 raise SqlError("42712", f'WITH query name "{cte.ctename}" specified more than once')
             q = cte.ctequery
             if with_clause.recursive and q.op == SetOperation.SETOP_UNION and _references(q.rarg, cte.ctename):
-                self.ctes[cte.ctename] = self._plan_recursive(cte)
+                self.ctes[cte.ctename] = replace(self._plan_recursive(cte), level=len(self.outer_scopes))
                 continue
             pq = self._child().plan_raw(cte.ctequery)
             names = list(pq.names)
@@ -199,7 +210,7 @@ class QueryPlanner:
                 if len(aliases) > len(names):
                     raise SqlError("42P10", f'WITH query "{cte.ctename}" has {len(names)} columns available but {len(aliases)} columns specified')
                 names = aliases + names[len(aliases):]
-            self.ctes[cte.ctename] = PlannedQuery(pq.plan, tuple(names))
+            self.ctes[cte.ctename] = PlannedQuery(pq.plan, tuple(names), len(self.outer_scopes))
 
     def _plan_recursive(self, cte) -> PlannedQuery:
         """``name AS (base UNION [ALL] step)`` where ``step`` reads ``name`` (PostgreSQL 7.8.2).
@@ -224,7 +235,8 @@ class QueryPlanner:
                                                  enumerate(zip(base_plan.columns, types))), tuple(names))
         cte_id = next(_CTE_IDS)
         child = self._child()
-        child.ctes[cte.ctename] = PlannedQuery(WorkTable(cte_id, tuple(zip(names, types))), tuple(names))
+        child.ctes[cte.ctename] = PlannedQuery(WorkTable(cte_id, tuple(zip(names, types))), tuple(names),
+                                               len(self.outer_scopes))
         step = child.plan_raw(q.rarg)
         if len(step.plan.columns) != len(types):
             raise SqlError(SYNTAX_ERROR, "each UNION query must have the same number of columns")
@@ -328,7 +340,7 @@ class QueryPlanner:
         item (and a function call) may read."""
         if isinstance(item, ast.RangeVar):
             if item.schemaname is None and item.relname in self.ctes:
-                return self._derived(self.ctes[item.relname], item.alias, item.relname)
+                return self._derived(self._cte(item.relname), item.alias, item.relname)
             try:
                 rel = self.snap.resolve_relation(item.schemaname, item.relname)
             except SqlError as e:

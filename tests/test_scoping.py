@@ -20,6 +20,8 @@ TABLES = {
     "sc_t3": ("c int, f1 int", "(10, 1), (30, 3), (40, 4)"),
     "squares": ("x int, y int", "(0, 0), (1, 1), (2, 4), (3, 9), (4, 16)"),
     "likes": ("liker int, likee int", "(1, 2), (1, 3), (2, 3), (3, NULL)"),
+    "roots": ("x int, y int", "(1, 1), (4, 2), (9, 3), (16, 4)"),
+    "cubes": ("x int, y int", "(1, 1), (2, 8), (3, 27), (4, 16)"),
 }
 
 QUERIES = [
@@ -56,6 +58,19 @@ QUERIES = [
     "SELECT x, (WITH s AS (SELECT squares.y + 1 AS z) SELECT z FROM s) FROM squares",
     "SELECT x FROM squares WHERE EXISTS (WITH s AS (SELECT y FROM squares q WHERE q.x = squares.x + 1) "
     "SELECT 1 FROM s WHERE y > 5)",
+    # a WITH query read from a subquery deeper than its own query (Materialize's cte.slt)
+    "SELECT * FROM squares WHERE x IN (SELECT y FROM roots WHERE y IN (SELECT squares.y))",
+    "SELECT * FROM squares WHERE x IN (WITH squares_y AS (SELECT squares.y) SELECT y FROM roots WHERE y "
+    "IN (SELECT y FROM squares_y))",
+    "SELECT * FROM squares WHERE x IN (WITH squares_x AS (SELECT squares.x) SELECT t0.x FROM (SELECT "
+    "roots.x FROM roots JOIN (SELECT t2.x FROM (SELECT cubes.x FROM cubes JOIN squares_x ON squares_x.x = "
+    "cubes.x WHERE cubes.x IN (SELECT x FROM squares_x)) t2) AS t1 ON t1.x = roots.x) AS t0)",
+    "WITH squares_y AS (SELECT y FROM squares) SELECT * FROM squares_y WHERE y IN (SELECT y * y FROM "
+    "squares_y)",
+    "SELECT x, (WITH s AS (SELECT squares.y AS v) SELECT (SELECT v FROM s)) FROM squares",
+    "SELECT x, (WITH s AS (SELECT squares.y AS v) SELECT (SELECT (SELECT v FROM s))) FROM squares",
+    "SELECT * FROM squares WHERE x IN (WITH s AS (SELECT (SELECT squares.y) AS v) SELECT v FROM roots "
+    "WHERE roots.x IN (SELECT v FROM s))",
     # a subquery that reads the outermost query only through its own subquery
     "SELECT x, (SELECT (SELECT squares.y)) FROM squares",
     "SELECT x FROM squares WHERE EXISTS (SELECT 1 WHERE EXISTS (SELECT 1 WHERE squares.y = 4))",
@@ -88,6 +103,13 @@ def _values_tables() -> str:
         typed = ", ".join(f"{n}::{t} AS {n}" for n, t in defs)
         parts.append(f"{name} AS (SELECT {typed} FROM (VALUES {rows}) AS v({names}))")
     return "WITH " + ", ".join(parts) + " "
+
+
+def _over_values(sql: str) -> str:
+    """``sql`` over the tables' rows as VALUES (its own WITH queries after theirs)."""
+    if sql.startswith("WITH "):
+        return _values_tables()[:-1] + ", " + sql[len("WITH "):]
+    return _values_tables() + sql
 
 
 @pytest.fixture(scope="module")
@@ -132,7 +154,7 @@ def _run(conn, sql: str):
 def test_query_matches_postgres(both, sql, engine):
     ours, theirs = both
     expected = _run(theirs, sql)
-    got = _run(ours, sql if engine == "spark" else _values_tables() + sql)
+    got = _run(ours, sql if engine == "spark" else _over_values(sql))
     assert got == expected, sql
 
 
@@ -157,3 +179,11 @@ def test_a_new_schema_does_not_take_the_id_of_public(conn):
     conn.execute("DROP SCHEMA sc_ids_s")
     conn.execute("DROP TABLE sc_ids_a")
     conn.execute("DROP TABLE sc_ids_b")
+
+
+def test_the_id_allocator_never_hands_out_public_schemas_id():
+    from sqlfront.coordinator import IdAllocator
+
+    ids = IdAllocator({"item": 1})
+    assert [ids.allocate("item") for _ in range(4)] == ["u1", "u2", "u4", "u5"]
+    assert IdAllocator({"cluster": 3}).allocate("cluster") == "u3"  # other kinds keep theirs
