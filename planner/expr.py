@@ -31,7 +31,9 @@ from planner.functions.aggregate import resolve_aggregate
 from planner.consteval import cast_value, fold
 from planner.plan import Project
 from planner.levels import AggregateRef, aggregate_level, lift_aggregate
-from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Param, Subquery, is_constant
+from planner.scalar import (
+    AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Param, Subquery, column_refs, is_constant,
+)
 
 
 #: OID alias types (PostgreSQL 8.19 "Object Identifier Types"); values are int8 OIDs here
@@ -1062,8 +1064,8 @@ class Grouping:
             e = self.from_planner.plan(node)
             if e in self.keys:
                 return ColRef(self.keys.index(e), e.type)
-            if is_constant(e):
-                return e
+            if is_constant(e) or not column_refs(e):
+                return e  # constant for each group, as is a column of an enclosing query
             if isinstance(node, ast.ColumnRef):
                 names = ".".join(f.sval for f in node.fields if isinstance(f, ast.String))
                 raise SqlError(

@@ -493,7 +493,7 @@ class QueryPlanner:
             kind = "left" if j.jointype == JoinType.JOIN_LEFT else ("inner" if j.quals is not None else "cross")
             on = fold(self._join_condition_planner(scope).plan_bool(j.quals, "JOIN/ON")) \
                 if j.quals is not None else (Literal(True, BOOL) if kind == "left" else None)
-            return LateralJoin(lp, rp, kind, on), scope
+            return LateralJoin(lp, rp, kind, on), _join_alias(scope, j.alias)
         self._check_duplicate_aliases(ls, rs)
         kind = {JoinType.JOIN_INNER: "inner", JoinType.JOIN_LEFT: "left", JoinType.JOIN_RIGHT: "right",
                 JoinType.JOIN_FULL: "full"}.get(j.jointype)
@@ -518,7 +518,8 @@ class QueryPlanner:
 
         Raises:
             SqlError 42703 for a name a side lacks; 42702 for a name a side has twice;
-            42701 for a name listed twice; 42804 for types with no common type."""
+            42701 for a name listed twice; 42804 for types with no common type; 42712
+            for an alias a table inside already has."""
         if j.isNatural:
             rnames = {i.name for i in rs.star()}
             using = [i.name for i in ls.star() if i.name in rnames]
@@ -552,6 +553,8 @@ class QueryPlanner:
                            tuple(n for n, _ in plan.columns) + tuple(n for n, e in merged if not isinstance(e, ColRef)))
         items, at = [], width
         qualifier = j.join_using_alias.aliasname if j.join_using_alias is not None else None
+        if qualifier is not None and qualifier in scope.qualifiers():
+            raise SqlError("42712", f'table name "{qualifier}" specified more than once')
         for name, e in merged:
             if isinstance(e, ColRef):
                 items.append(ScopeItem(qualifier, name, e.type, e.index))
