@@ -111,6 +111,12 @@ QUERIES = [
     "SELECT x, (SELECT (SELECT squares.y)) FROM squares",
     "SELECT x FROM squares WHERE EXISTS (SELECT 1 WHERE EXISTS (SELECT 1 WHERE squares.y = 4))",
     "SELECT x, (SELECT count(*) FROM likes WHERE EXISTS (SELECT 1 WHERE likes.likee = squares.x)) FROM squares",
+    # from Materialize's subquery.slt: a condition over two outer levels, nested LATERAL
+    "SELECT x FROM squares WHERE EXISTS (SELECT 1 FROM roots WHERE EXISTS "
+    "(SELECT 1 FROM cubes WHERE squares.x = cubes.x AND roots.y = cubes.x))",
+    "SELECT * FROM (SELECT 1, 1 AS col2) a, LATERAL (SELECT * FROM (SELECT col2) b "
+    "LEFT JOIN LATERAL (SELECT col2) c ON true) d",
+    "SELECT (SELECT 1 FROM ((SELECT col1) UNION (SELECT 1)) u) FROM (SELECT 1 col1) v",
     # an aggregate of outer columns only belongs to the outer query (PostgreSQL 4.2.7)
     "SELECT (SELECT count(likes.likee)) FROM likes",
     "SELECT (SELECT count(likes.likee) FROM squares LIMIT 1) FROM likes",
