@@ -210,6 +210,9 @@ MZ_MATERIALIZED_VIEWS = BuiltinTable(
 
 #: Materialize's ids of the schemas (mz_schemas)
 SCHEMA_IDS = {"public": "u3", "mz_catalog": "s1", "pg_catalog": "s2", "mz_internal": "s4", "information_schema": "s5"}
+#: ids the id allocator never hands out, per kind: user schemas (CREATE SCHEMA) take
+#: ``item`` ids, so ``public``'s fixed one is never another object's
+RESERVED_IDS = {"item": frozenset(i for i in SCHEMA_IDS.values() if i.startswith("u"))}
 
 
 def _owned(snap: CatalogSnapshot, obj: rbac.ObjectRef) -> tuple[str, list[str]]:

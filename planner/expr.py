@@ -30,7 +30,10 @@ from planner import typing as ty
 from planner.functions.aggregate import resolve_aggregate
 from planner.consteval import cast_value, fold
 from planner.plan import Project
-from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Param, Subquery, is_constant
+from planner.levels import AggregateRef, aggregate_level, lift_aggregate
+from planner.scalar import (
+    AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Param, Subquery, column_refs, is_constant,
+)
 
 
 #: OID alias types (PostgreSQL 8.19 "Object Identifier Types"); values are int8 OIDs here
@@ -274,8 +277,15 @@ class ExprPlanner:
         self.grouping: "Grouping | None" = None
         #: scopes of the enclosing queries, nearest first (for correlated subqueries)
         self.outer_scopes = outer_scopes or []
-        #: plan_subquery(select_stmt, scope) -> PlannedQuery, with ``scope`` as depth 1
+        #: plan_subquery(select_stmt, scope, sink) -> PlannedQuery, with ``scope`` as depth 1
+        #: and ``sink`` taking the aggregates of this level found in it
         self.plan_subquery = plan_subquery
+        #: per enclosing query (as ``outer_scopes``): sink(aggregate, depth) -> the reference
+        #: to an aggregate that belongs to that query (``planner.levels``), or None where
+        #: none may be (its WHERE, its FROM)
+        self.outer_aggregates: list[Callable | None] = []
+        #: the sink of this level's aggregates found in its subqueries (None: an error)
+        self.aggregate_sink: Callable | None = None
         #: id of a window FuncCall node -> the column of the Window plan computing it
         self.window_refs: dict[int, ColRef] = {}
         #: resolves a relation name (``'public.t'``) to its OID, for ``::regclass``
@@ -332,8 +342,11 @@ class ExprPlanner:
                 raise
             if qual is None and name in self.scope.qualifiers() and not any(
                     i.name == name for o in self.outer_scopes for i in o.items):
-                # A whole-row reference: FROM item ``name`` as one record value (8.16.5).
+                # A whole-row reference: FROM item ``name`` as one record value (8.16.5),
+                # or the value itself for a function in FROM that returns a scalar.
                 items = self.scope.star(name)
+                if len(items) == 1 and items[0].scalar:
+                    return ColRef(items[0].index, items[0].type)
                 return Call("record", tuple(ColRef(i.index, i.type) for i in items), SqlType("record"))
             for depth, outer in enumerate(self.outer_scopes, start=1):
                 try:
@@ -656,6 +669,9 @@ class ExprPlanner:
                 return self.window_refs[id(node)]
             raise SqlError("42P20", f"window functions are not allowed in {self.agg_context or 'this context'}")
         if name in fn.AGGREGATES:
+            ref = self.outer_aggregate(node)
+            if ref is not None:
+                return ref
             if self.agg_context:
                 raise SqlError(GROUPING_ERROR, f"aggregate functions are not allowed in {self.agg_context}")
             raise SqlError(GROUPING_ERROR, "aggregate function calls cannot be nested")
@@ -835,7 +851,7 @@ class ExprPlanner:
             raise SqlError(FEATURE_NOT_SUPPORTED, "subqueries are not allowed here")
         kind = node.subLinkType
         scope = self.subquery_scope if self.subquery_scope is not None else self.scope
-        pq = self.plan_subquery(node.subselect, scope)
+        pq = self.plan_subquery(node.subselect, scope, self.aggregate_sink or self._no_aggregates)
         plan = pq.plan
         if self.remap_outer is not None:
             plan = self.remap_outer(plan)
@@ -865,6 +881,37 @@ class ExprPlanner:
                 plan = _cast_single(plan, rt)
             return Subquery("any" if kind == SubLinkType.ANY_SUBLINK else "all", plan, BOOL, coerce(x, lt), func)
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{kind.name} subqueries are not supported")
+
+    def _no_aggregates(self, agg: AggCall, depth: int):
+        raise SqlError(GROUPING_ERROR, f"aggregate functions are not allowed in {self.agg_context}"
+                       if self.agg_context else "aggregate functions are not allowed here")
+
+    def aggregate_level(self, node: ast.FuncCall) -> tuple[AggCall | None, int]:
+        """Aggregate call ``node`` planned over this scope and the level it belongs to
+        (``planner.levels.aggregate_level``: 0 for this query; also 0, without a plan,
+        when there is no enclosing query or the call does not plan here)."""
+        if not self.outer_scopes:
+            return None, 0
+        try:
+            agg = self.plan_aggregate(node, self)
+        except SqlError:
+            return None, 0  # planned again as this query's own aggregate, for its error
+        return agg, aggregate_level(agg)
+
+    def outer_aggregate(self, node: ast.FuncCall):
+        """The reference to aggregate call ``node`` when it belongs to an enclosing query
+        (``planner.levels``: its arguments read only outer columns), which computes it;
+        None when it belongs to this query.
+
+        Raises:
+            SqlError 42803 where that query may not have aggregates."""
+        agg, level = self.aggregate_level(node)
+        if level == 0:
+            return None
+        sink = self.outer_aggregates[level - 1] if level <= len(self.outer_aggregates) else None
+        if sink is None:
+            raise SqlError(GROUPING_ERROR, "aggregate functions are not allowed in FROM clause of their own query level")
+        return sink(lift_aggregate(agg, level), level)
 
     def plan_aggregate(self, node: ast.FuncCall, arg_planner: "ExprPlanner") -> AggCall:
         """An aggregate call with its DISTINCT, ORDER BY, FILTER and WITHIN GROUP
@@ -960,6 +1007,18 @@ class Grouping:
         return Case(tuple((Call("eq", (set_no, Literal(n, INT4)), BOOL), Literal(mask(m), INT4))
                           for n, m in enumerate(self.sets)), Literal(None, INT4), INT4)
 
+    def aggregate_column(self, agg: AggCall) -> ColRef:
+        """The Reduce's output column computing ``agg`` (added to its aggregates)."""
+        if agg not in self.aggregates:
+            self.aggregates.append(agg)
+        return ColRef(len(self.keys) + self.aggregates.index(agg), agg.type)
+
+    def outer_aggregate(self, agg: AggCall, depth: int) -> AggregateRef:
+        """The sink of this query's aggregates found in its subqueries ``depth`` levels
+        down (``planner.levels``): a reference to the Reduce's column computing it."""
+        col = self.aggregate_column(agg)
+        return AggregateRef(depth, col.index, col.type)
+
     def remap_outer(self, plan):
         """A subquery planned against the FROM scope may only use grouped columns of it:
         point its OuterRefs at the Reduce's key columns (42803 otherwise)."""
@@ -972,6 +1031,8 @@ class Grouping:
             def f(n):
                 if isinstance(n, Subquery):
                     return replace(n, plan=map_plan_exprs(n.plan, at(depth + 1)))
+                if isinstance(n, AggregateRef) and n.depth == depth:
+                    return OuterRef(depth, n.index, n.type)  # already the Reduce's column
                 if isinstance(n, OuterRef) and n.depth == depth:
                     ref = ColRef(n.index, n.type)
                     if ref not in self.keys:
@@ -989,17 +1050,17 @@ class Grouping:
             return outer.plan_node(node)
         if isinstance(node, ast.GroupingFunc):
             return self.grouping_func(node)
-        if isinstance(node, ast.FuncCall) and _func_name(node) in fn.AGGREGATES:
-            agg = outer.plan_aggregate(node, self.from_planner)
-            if agg not in self.aggregates:
-                self.aggregates.append(agg)
-            return ColRef(len(self.keys) + self.aggregates.index(agg), agg.type)
+        if isinstance(node, ast.FuncCall) and _func_name(node) in fn.AGGREGATES and node.over is None:
+            ref = self.from_planner.outer_aggregate(node)
+            if ref is not None:
+                return ref
+            return self.aggregate_column(outer.plan_aggregate(node, self.from_planner))
         if not contains_aggregate(node) and not isinstance(node, ast.A_Const) and not _contains_sublink(node):
             e = self.from_planner.plan(node)
             if e in self.keys:
                 return ColRef(self.keys.index(e), e.type)
-            if is_constant(e):
-                return e
+            if is_constant(e) or not column_refs(e):
+                return e  # constant for each group, as is a column of an enclosing query
             if isinstance(node, ast.ColumnRef):
                 names = ".".join(f.sval for f in node.fields if isinstance(f, ast.String))
                 raise SqlError(

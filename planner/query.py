@@ -9,7 +9,7 @@ column is added and projected away afterwards).
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 
 from pglast import ast
@@ -33,6 +33,7 @@ from planner.plan import (
     Constant, Distinct, Filter, Get, Join, LateralJoin, Limit, OrderBy, Plan, Project, Recursive, Reduce, SetOp, SortKey, Unnest,
     Series, Window, WindowCall, WorkTable,
 )
+from planner.levels import AggregateRef, deepen
 from planner.scalar import Call, ColRef, Literal, is_constant
 from planner.scope import Scope, ScopeItem
 
@@ -44,10 +45,13 @@ _WINDOW_AGGREGATES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or"
 
 @dataclass(frozen=True)
 class PlannedQuery:
-    """A planned SELECT: the plan and the names of its output columns."""
+    """A planned SELECT: the plan and the names of its output columns. For a WITH query,
+    ``level`` is the number of queries enclosing the one it belongs to (its OuterRefs
+    count from there: ``QueryPlanner._cte``)."""
 
     plan: Plan
     names: tuple[str, ...]
+    level: int = 0
 
 
 class QueryPlanner:
@@ -55,10 +59,13 @@ class QueryPlanner:
 
     def __init__(self, snap: CatalogSnapshot, params: list | None = None,
                  outer_scopes: list[Scope] | None = None, ctes: dict | None = None,
-                 catalog_only: bool | None = None, row_count=None):
+                 catalog_only: bool | None = None, row_count=None, outer_aggregates: list | None = None):
         self.snap = snap
         self.params = params or []
         self.outer_scopes = outer_scopes or []
+        #: per enclosing query (as ``outer_scopes``), the sink of its aggregates found
+        #: here (``ExprPlanner.outer_aggregates``)
+        self.outer_aggregates = outer_aggregates if outer_aggregates is not None else [None] * len(self.outer_scopes)
         self.ctes: dict[str, PlannedQuery] = dict(ctes or {})
         #: the statement reads only system tables, so it runs in Python (planner.interpret),
         #: which can do what Spark cannot (WITH RECURSIVE). None: decide from the statement.
@@ -69,6 +76,7 @@ class QueryPlanner:
 
     def expr_planner(self, scope: Scope, agg_context: str | None = None) -> ExprPlanner:
         ep = ExprPlanner(scope, self.params, agg_context, self.outer_scopes, self.plan_subquery)
+        ep.outer_aggregates = self.outer_aggregates
         ep.resolve_relation_oid = self.relation_oid
         ep.relation_name = self.relation_name
         ep.schema_exists = self.snap.schema_exists
@@ -122,11 +130,12 @@ class QueryPlanner:
             except SqlError:
                 raise e from None
 
-    def plan_subquery(self, stmt, scope: Scope) -> "PlannedQuery":
+    def plan_subquery(self, stmt, scope: Scope, sink=None) -> "PlannedQuery":
         """Plan a subquery whose correlated names resolve in ``scope`` (depth 1) and then in
-        this query's own enclosing scopes."""
+        this query's own enclosing scopes; ``sink`` takes the aggregates in it that
+        belong to this query (``ExprPlanner.outer_aggregates``)."""
         return QueryPlanner(self.snap, self.params, [scope] + self.outer_scopes, self.ctes,
-                            self.catalog_only).plan_raw(stmt)
+                            self.catalog_only, outer_aggregates=[sink] + self.outer_aggregates).plan_raw(stmt)
 
     #: True for the planner of a JOIN after comma-separated FROM items, which are its
     #: nearest outer scope: its LATERAL items see them, its ON conditions do not (42P01)
@@ -136,11 +145,13 @@ class QueryPlanner:
         """The planner of a JOIN's ON or USING condition over ``scope``."""
         if not self.conditions_hide_lateral:
             return self.expr_planner(scope, agg_context="JOIN conditions")
-        hidden = QueryPlanner(self.snap, self.params, [Scope()] + self.outer_scopes[1:], self.ctes, self.catalog_only)
+        hidden = QueryPlanner(self.snap, self.params, [Scope()] + self.outer_scopes[1:], self.ctes, self.catalog_only,
+                              outer_aggregates=[None] + self.outer_aggregates[1:])
         return hidden.expr_planner(scope, agg_context="JOIN conditions")
 
     def _child(self) -> "QueryPlanner":
-        return QueryPlanner(self.snap, self.params, self.outer_scopes, self.ctes, self.catalog_only)
+        return QueryPlanner(self.snap, self.params, self.outer_scopes, self.ctes, self.catalog_only,
+                            outer_aggregates=self.outer_aggregates)
 
     # -- entry ------------------------------------------------------------------------
 
@@ -176,13 +187,21 @@ class QueryPlanner:
             raise SqlError(FEATURE_NOT_SUPPORTED, "SELECT ... FOR UPDATE is not supported")
         return self._plan_simple(stmt)
 
+    def _cte(self, name: str) -> PlannedQuery:
+        """WITH query ``name`` as read here: a reference from a subquery deeper than the
+        query it belongs to reads that query's enclosing rows through more levels
+        (``WITH s AS (SELECT t.y) ... (SELECT * FROM s)``: ``t`` is one level further)."""
+        pq = self.ctes[name]
+        deeper = len(self.outer_scopes) - pq.level
+        return PlannedQuery(deepen(pq.plan, deeper), pq.names) if deeper else pq
+
     def _plan_ctes(self, with_clause) -> None:
         for cte in with_clause.ctes:
             if cte.ctename in self.ctes and cte.ctename in [c.ctename for c in with_clause.ctes[: with_clause.ctes.index(cte)]]:
                 raise SqlError("42712", f'WITH query name "{cte.ctename}" specified more than once')
             q = cte.ctequery
             if with_clause.recursive and q.op == SetOperation.SETOP_UNION and _references(q.rarg, cte.ctename):
-                self.ctes[cte.ctename] = self._plan_recursive(cte)
+                self.ctes[cte.ctename] = replace(self._plan_recursive(cte), level=len(self.outer_scopes))
                 continue
             pq = self._child().plan_raw(cte.ctequery)
             names = list(pq.names)
@@ -191,7 +210,7 @@ class QueryPlanner:
                 if len(aliases) > len(names):
                     raise SqlError("42P10", f'WITH query "{cte.ctename}" has {len(names)} columns available but {len(aliases)} columns specified')
                 names = aliases + names[len(aliases):]
-            self.ctes[cte.ctename] = PlannedQuery(pq.plan, tuple(names))
+            self.ctes[cte.ctename] = PlannedQuery(pq.plan, tuple(names), len(self.outer_scopes))
 
     def _plan_recursive(self, cte) -> PlannedQuery:
         """``name AS (base UNION [ALL] step)`` where ``step`` reads ``name`` (PostgreSQL 7.8.2).
@@ -216,7 +235,8 @@ class QueryPlanner:
                                                  enumerate(zip(base_plan.columns, types))), tuple(names))
         cte_id = next(_CTE_IDS)
         child = self._child()
-        child.ctes[cte.ctename] = PlannedQuery(WorkTable(cte_id, tuple(zip(names, types))), tuple(names))
+        child.ctes[cte.ctename] = PlannedQuery(WorkTable(cte_id, tuple(zip(names, types))), tuple(names),
+                                               len(self.outer_scopes))
         step = child.plan_raw(q.rarg)
         if len(step.plan.columns) != len(types):
             raise SqlError(SYNTAX_ERROR, "each UNION query must have the same number of columns")
@@ -308,7 +328,7 @@ class QueryPlanner:
         if scope is None:
             return self
         return QueryPlanner(self.snap, self.params, [scope or Scope()] + self.outer_scopes, self.ctes,
-                            self.catalog_only)
+                            self.catalog_only, outer_aggregates=[None] + self.outer_aggregates)
 
     def _check_duplicate_aliases(self, a: Scope, b: Scope):
         dup = a.qualifiers() & b.qualifiers()
@@ -320,7 +340,7 @@ class QueryPlanner:
         item (and a function call) may read."""
         if isinstance(item, ast.RangeVar):
             if item.schemaname is None and item.relname in self.ctes:
-                return self._derived(self.ctes[item.relname], item.alias, item.relname)
+                return self._derived(self._cte(item.relname), item.alias, item.relname)
             try:
                 rel = self.snap.resolve_relation(item.schemaname, item.relname)
             except SqlError as e:
@@ -365,7 +385,10 @@ class QueryPlanner:
             scalar = len(pq.names) - bool(item.ordinality) == 1
             if item.alias is not None and not item.alias.colnames and scalar:
                 pq = PlannedQuery(pq.plan, (item.alias.aliasname,) + pq.names[1:])  # f(...) AS x: the column is x too
-            return self._derived(pq, item.alias, item.functions[0][0].funcname[-1].sval.lower())
+            plan, scope = self._derived(pq, item.alias, item.functions[0][0].funcname[-1].sval.lower())
+            if scalar and not item.ordinality:
+                scope = Scope([replace(i, scalar=True) for i in scope.items])
+            return plan, scope
         raise SqlError(FEATURE_NOT_SUPPORTED, f"FROM item {type(item).__name__} is not supported")
 
     def _plan_function(self, item: ast.RangeFunction, lateral: "QueryPlanner") -> PlannedQuery:
@@ -470,43 +493,76 @@ class QueryPlanner:
             kind = "left" if j.jointype == JoinType.JOIN_LEFT else ("inner" if j.quals is not None else "cross")
             on = fold(self._join_condition_planner(scope).plan_bool(j.quals, "JOIN/ON")) \
                 if j.quals is not None else (Literal(True, BOOL) if kind == "left" else None)
-            return LateralJoin(lp, rp, kind, on), scope
+            return LateralJoin(lp, rp, kind, on), _join_alias(scope, j.alias)
         self._check_duplicate_aliases(ls, rs)
         kind = {JoinType.JOIN_INNER: "inner", JoinType.JOIN_LEFT: "left", JoinType.JOIN_RIGHT: "right",
                 JoinType.JOIN_FULL: "full"}.get(j.jointype)
         if kind is None:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"join type {j.jointype.name} is not supported")
         scope = ls.concat(rs)
-        n_left = len(ls.items)
         if j.isNatural or j.usingClause:
-            if j.isNatural:
-                rnames = {i.name for i in rs.items if i.unqualified}
-                using = [i.name for i in ls.items if i.unqualified and i.name in rnames]
+            plan, scope = self._using_join(j, kind, lp, rp, ls, rs)
+        elif j.quals is None:
+            plan = Join(lp, rp, "cross" if kind == "inner" else kind, None if kind == "inner" else Literal(True, BOOL))
+        else:
+            plan = Join(lp, rp, kind, fold(self._join_condition_planner(scope).plan_bool(j.quals, "JOIN/ON")))
+        return plan, _join_alias(scope, j.alias)
+
+    def _using_join(self, j: ast.JoinExpr, kind: str, lp, rp, ls: Scope, rs: Scope) -> tuple[Plan, Scope]:
+        """``JOIN ... USING (c, ...)`` and ``NATURAL JOIN`` (PostgreSQL 7.2.1.1): the join on
+        ``l.c = r.c`` whose output has one merged column per name, of the two sides' common
+        type: the left one for INNER and LEFT joins, the right one for RIGHT, COALESCE(l, r)
+        for FULL (``transformFromClauseItem``). ``*`` gives the merged columns first, then
+        the left's others, then the right's; ``l.c`` and ``r.c`` stay addressable. With
+        ``USING (...) AS a``, ``a.c`` names a merged column.
+
+        Raises:
+            SqlError 42703 for a name a side lacks; 42702 for a name a side has twice;
+            42701 for a name listed twice; 42804 for types with no common type; 42712
+            for an alias a table inside already has."""
+        if j.isNatural:
+            rnames = {i.name for i in rs.star()}
+            using = [i.name for i in ls.star() if i.name in rnames]
+        else:
+            using = [u.sval for u in j.usingClause]
+            dup = next((n for k, n in enumerate(using) if n in using[:k]), None)
+            if dup is not None:
+                raise SqlError("42701", f'column name "{dup}" appears more than once in USING clause')
+        scope = ls.concat(rs)
+        n_left = ls.width
+        planner = self._join_condition_planner(scope)
+        conds, merged, taken = [], [], set()
+        for name in using:
+            li, ri = _using_column(ls, name, "left"), _using_column(rs, name, "right")
+            ri = replace(ri, index=ri.index + n_left)
+            taken |= {(li.qualifier, li.index), (ri.qualifier, ri.index)}
+            lref, rref = ColRef(li.index, li.type), ColRef(ri.index, ri.type)
+            conds.append(planner.binary("=", lref, rref))
+            t = ty.common_type([li.type, ri.type], "JOIN/USING")
+            lref, rref = coerce(lref, t), coerce(rref, t)
+            merged.append((name, Call("coalesce", (lref, rref), t) if kind == "full" else
+                           rref if kind == "right" else lref))
+        if not conds:
+            plan = Join(lp, rp, "cross" if kind == "inner" else kind, None if kind == "inner" else Literal(True, BOOL))
+        else:
+            plan = Join(lp, rp, kind, fold(conds[0] if len(conds) == 1 else Call("and", tuple(conds), BOOL)))
+        width = scope.width
+        extra = [e for _, e in merged if not isinstance(e, ColRef)]
+        if extra:
+            plan = Project(plan, tuple(ColRef(i, t) for i, (_, t) in enumerate(plan.columns)) + tuple(extra),
+                           tuple(n for n, _ in plan.columns) + tuple(n for n, e in merged if not isinstance(e, ColRef)))
+        items, at = [], width
+        qualifier = j.join_using_alias.aliasname if j.join_using_alias is not None else None
+        if qualifier is not None and qualifier in scope.qualifiers():
+            raise SqlError("42712", f'table name "{qualifier}" specified more than once')
+        for name, e in merged:
+            if isinstance(e, ColRef):
+                items.append(ScopeItem(qualifier, name, e.type, e.index))
             else:
-                using = [u.sval for u in j.usingClause]
-            if kind in ("right", "full"):
-                raise SqlError(FEATURE_NOT_SUPPORTED, "RIGHT/FULL JOIN with USING is not supported yet")
-            planner = self._join_condition_planner(scope)
-            conds = []
-            hidden = set()
-            for name in using:
-                li = ls.resolve(None, name)
-                ri = rs.resolve(None, name)
-                conds.append(planner.binary("=", ColRef(li.index, li.type), ColRef(ri.index + n_left, ri.type)))
-                hidden.add(ri.index + n_left)
-            on = conds[0] if len(conds) == 1 else None
-            if len(conds) > 1:
-                from planner.scalar import Call
-                on = Call("and", tuple(conds), BOOL)
-            scope = Scope([ScopeItem(i.qualifier, i.name, i.type, i.index, i.index not in hidden) for i in scope.items])
-            if on is None:
-                kind_on = "cross" if kind == "inner" else kind
-                return Join(lp, rp, kind_on, Literal(True, BOOL) if kind_on != "cross" else None), scope
-            return Join(lp, rp, kind, on), scope
-        if j.quals is None:
-            return Join(lp, rp, "cross" if kind == "inner" else kind, None if kind == "inner" else Literal(True, BOOL)), scope
-        on = fold(self._join_condition_planner(scope).plan_bool(j.quals, "JOIN/ON"))
-        return Join(lp, rp, kind, on), scope
+                items.append(ScopeItem(qualifier, name, e.type, at))
+                at += 1
+        items += [replace(i, unqualified=False) if (i.qualifier, i.index) in taken else i for i in scope.items]
+        return plan, Scope(items)
 
     # -- SELECT -----------------------------------------------------------------------
 
@@ -519,9 +575,9 @@ class QueryPlanner:
             plan = Filter(plan, pred)  # the subqueries' OuterRefs index this input's row
 
         targets = self._expand_targets(stmt.targetList, scope)
-        grouped = bool(stmt.groupClause) or stmt.havingClause is not None or any(
-            contains_aggregate(t) for t, _ in targets
-        ) or any(contains_aggregate(s.node) for s in stmt.sortClause or ())
+        nodes = [t for t, _ in targets] + [s.node for s in stmt.sortClause or ()]
+        grouped = bool(stmt.groupClause) or stmt.havingClause is not None or self._own_aggregates(nodes, from_planner) \
+            or self._subquery_aggregates(nodes, from_planner)
 
         if grouped:
             if any(window_calls(t) for t, _ in targets) or any(window_calls(s.node) for s in stmt.sortClause or ()):
@@ -532,6 +588,7 @@ class QueryPlanner:
             sel_planner.grouping = grouping
             sel_planner.subquery_scope = scope
             sel_planner.remap_outer = grouping.remap_outer
+            sel_planner.aggregate_sink = grouping.outer_aggregate
             exprs = [fold(sel_planner.plan(node)) for node, _ in targets]
             having = None
             if stmt.havingClause is not None:
@@ -554,6 +611,40 @@ class QueryPlanner:
         names = [name for _, name in targets]
         exprs = [coerce(e, TEXT) if e.type.name == "unknown" else e for e in exprs]
         return self._finish(plan, exprs, names, sort_exprs, stmt, on_exprs)
+
+    @staticmethod
+    def _own_aggregates(nodes, from_planner: ExprPlanner) -> bool:
+        """True when select list or ORDER BY items ``nodes`` call an aggregate that belongs
+        to this query, not to an enclosing one (``planner.levels``)."""
+        return any(from_planner.aggregate_level(n)[1] == 0 for node in nodes
+                   for n in ast_nodes(node, (ast.SelectStmt,)) if _is_aggregate_call(n))
+
+    @staticmethod
+    def _subquery_aggregates(nodes, from_planner: ExprPlanner) -> bool:
+        """True when a subquery in ``nodes`` has an aggregate that belongs to this query
+        (``SELECT (SELECT count(t.x)) FROM t``: one row, PostgreSQL 4.2.7). The subqueries
+        are planned once to find out (only those with aggregate calls)."""
+        links = [n for node in nodes for n in ast_nodes(node, (ast.SelectStmt,)) if isinstance(n, ast.SubLink)
+                 and any(_is_aggregate_call(c) for c in ast_nodes(n.subselect))]
+        if not links:
+            return False
+        found = []
+
+        def sink(agg, depth):
+            found.append(agg)
+            return AggregateRef(depth, 0, agg.type)
+
+        probe = from_planner
+        saved, probe.aggregate_sink = probe.aggregate_sink, sink
+        try:
+            for link in links:
+                try:
+                    probe.plan(link)
+                except SqlError:
+                    pass  # planned again for real, for its error
+        finally:
+            probe.aggregate_sink = saved
+        return bool(found)
 
     def _distinct_on(self, stmt, targets, exprs, planner: ExprPlanner) -> list | None:
         """The expressions of ``DISTINCT ON (...)`` as ``_sort_exprs`` gives ORDER BY items
@@ -989,6 +1080,44 @@ def _resolve_window(w, named: dict, over: bool):
     return ast.WindowDef(name=w.name, partitionClause=base.partitionClause,
                          orderClause=w.orderClause or base.orderClause, frameOptions=w.frameOptions,
                          startOffset=w.startOffset, endOffset=w.endOffset)
+
+
+def _using_column(scope: Scope, name: str, side: str) -> ScopeItem:
+    """The column ``name`` of one side of a USING join (the one ``*`` shows).
+
+    Raises:
+        SqlError 42703 when the side has none; 42702 when it has several."""
+    hits = [i for i in scope.star() if i.name == name]
+    if not hits:
+        raise SqlError(UNDEFINED_COLUMN, f'column "{name}" specified in USING clause does not exist in {side} table')
+    if len(hits) > 1:
+        raise SqlError("42702", f'common column name "{name}" appears more than once in {side} table')
+    return hits[0]
+
+
+def _join_alias(scope: Scope, alias) -> Scope:
+    """The scope of ``(a JOIN b) AS j [(c, ...)]``: the join's ``*`` columns, named by ``j``
+    alone (PostgreSQL 7.2.1.1: the alias hides the tables inside); others unreachable.
+
+    Raises:
+        SqlError 42P10 for more column aliases than columns."""
+    if alias is None:
+        return scope
+    shown = scope.star()
+    names = [i.name for i in shown]
+    if alias.colnames:
+        aliases = [c.sval for c in alias.colnames]
+        if len(aliases) > len(names):
+            raise SqlError("42P10", f'table "{alias.aliasname}" has {len(names)} columns available but '
+                                    f'{len(aliases)} columns specified')
+        names = aliases + names[len(aliases):]
+    visible = {id(i): n for i, n in zip(shown, names)}
+    return Scope([replace(i, qualifier=alias.aliasname, name=visible[id(i)]) if id(i) in visible
+                  else replace(i, qualifier=None, unqualified=False) for i in scope.items])
+
+
+def _is_aggregate_call(n) -> bool:
+    return isinstance(n, ast.FuncCall) and n.over is None and n.funcname[-1].sval.lower() in functions.AGGREGATES
 
 
 def _references(node, name: str) -> bool:

@@ -8,7 +8,7 @@ visible column (42702 otherwise); qualified names need their range-table entry
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from catalog.errors import SqlError, UNDEFINED_COLUMN, AMBIGUOUS_COLUMN, UNDEFINED_TABLE
 from catalog.types import SqlType
@@ -18,14 +18,18 @@ from catalog.types import SqlType
 class ScopeItem:
     """One column: ``qualifier.name`` at position ``index`` of the relation.
 
-    ``unqualified`` is False for the right-hand copy of a ``USING`` column, which only
-    a qualified name reaches and ``*`` skips."""
+    ``unqualified`` is False for the columns a ``USING`` or ``NATURAL`` join merged
+    (PostgreSQL 7.2.1.1): only a qualified name reaches them and ``*`` skips them; the
+    merged column stands for them. ``scalar`` marks the column of a function in FROM
+    that returns a scalar: a whole-row reference to its FROM item is that value, not a
+    one-field record (PostgreSQL 8.16.5, ``makeWholeRowVar``)."""
 
     qualifier: str | None
     name: str
     type: SqlType
     index: int
     unqualified: bool = True
+    scalar: bool = False
 
 
 @dataclass
@@ -64,9 +68,13 @@ class Scope:
             return [i for i in self.items if i.qualifier == qualifier]
         return [i for i in self.items if i.unqualified]
 
+    @property
+    def width(self) -> int:
+        """Columns of the relation: items may share a column (a USING join's merged
+        column is its left one's when their types agree), each column has one."""
+        return max((i.index for i in self.items), default=-1) + 1
+
     def concat(self, other: "Scope") -> "Scope":
         """The scope of a join: this scope's columns, then ``other``'s shifted past them."""
-        n = len(self.items)
-        return Scope(self.items + [
-            ScopeItem(i.qualifier, i.name, i.type, i.index + n, i.unqualified) for i in other.items
-        ])
+        n = self.width
+        return Scope(self.items + [replace(i, index=i.index + n) for i in other.items])

@@ -699,6 +699,10 @@ class Lowerer:
             spec = W.partitionBy(*[self.scalar(k) for k in c.partition]) if c.partition else W.partitionBy()
             if c.order:
                 spec = spec.orderBy(*[_sort_col(self.scalar(e), e.type, d, nf) for e, d, nf in c.order])
+            elif FUNCTIONS[c.func].kind == "window":
+                # Without ORDER BY every row is a peer (PostgreSQL 3.5); Spark wants an
+                # order for ranking functions: one value orders them all as peers.
+                spec = spec.orderBy(F.lit(0))
             if c.frame is not None:
                 spec = _frame_spec(spec, c.frame, W)
             extra.append(self._window_fn(c, spec).alias(f"c{n + j}"))

@@ -13,7 +13,8 @@ is the fallback) and, for each view in dependency order, in rounds:
 2. If an input has updates the view has not accounted for (a part it has not seen:
    compaction moves times back to since, so times alone cannot tell; after a restart,
    parts' time bounds in ``[upper, target]``) or the view was never computed, the query runs again on a replica of the cluster at
-   ``target``, next to the view's current contents (its shard at ``upper - 1``) with
+   ``target`` (a view never computed whose inputs have no updates at all puts its first
+   contents at time 0: they hold from the start), next to the view's current contents (its shard at ``upper - 1``) with
    diff -1; the replica consolidates the two (``(row, sum(diff))`` where the sum is not
    0; an addition of n copies as n updates of +1, what persist's readers expect of a
    part without retractions) and writes the difference as a part straight to Blob
@@ -221,7 +222,10 @@ class MaterializationMaintainer:
             return  # an input view is behind this one's upper
         changed_at, considered = changed_time(states.values(), upper, target, self._seen.get(view.id))
         if changed_at is None and upper == 0:
-            changed_at = target  # never computed: its first contents
+            # Never computed, and no input has anything at any time (a query over no
+            # inputs, ``SELECT 1 + 1``): its first contents hold from the start, so a read
+            # that began waiting before this round (its time below ``target``) sees them.
+            changed_at = upper
         if changed_at is None:
             self._seen[view.id] = considered
             if periodic or (requested is not None and upper <= requested):

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from catalog import durable
+from catalog.builtins import RESERVED_IDS
 from catalog.errors import SqlError, INTERNAL_ERROR
 from catalog.snapshot import CatalogSnapshot
 
@@ -54,9 +55,12 @@ class IdAllocator:
         self.next = dict(next_ids)
 
     def allocate(self, kind: str) -> str:
-        n = self.next.get(kind, 1)
-        self.next[kind] = n + 1
-        return f"u{n}"
+        """The next id of ``kind``, skipping the reserved ones (``catalog.builtins.RESERVED_IDS``)."""
+        while True:
+            n = self.next.get(kind, 1)
+            self.next[kind] = n + 1
+            if f"u{n}" not in RESERVED_IDS.get(kind, ()):
+                return f"u{n}"
 
 
 BuildFn = Callable[[CatalogSnapshot, IdAllocator], list]

@@ -78,6 +78,15 @@ def has_outer(p) -> bool:
     return bool(outer_columns(p))
 
 
+def _closer(p):
+    """Plan ``p`` of a subquery moved into the query it sits in, where it reads no column
+    of that query: its references to queries further out are one level closer (a
+    subquery whose own subquery reads the outermost query's row, as in ``SELECT (SELECT
+    (SELECT t.x)) FROM t``, reads it at depth 1 once inlined)."""
+    return map_plan_exprs(p, lambda n: OuterRef(n.depth - 1, n.index, n.type)
+                          if isinstance(n, OuterRef) and n.depth > 1 else n)
+
+
 # -- applying a subquery to D -----------------------------------------------------------
 
 
@@ -119,7 +128,7 @@ class _Apply:
     def apply(self, p):
         d = self.width
         if not has_outer(p):
-            return Join(self.d, p, "cross", None)
+            return Join(self.d, _closer(p), "cross", None)
         if isinstance(p, Filter):
             return Filter(self.apply(p.input), self.expr(p.predicate, d))
         if isinstance(p, Project):
@@ -156,7 +165,7 @@ class _Apply:
             if p.kind in ("inner", "cross", "left", "semi", "anti") and not has_outer(p.right):
                 left = self.apply(p.left)
                 on = self.expr(p.on, d) if p.on is not None else None
-                return Join(left, p.right, p.kind, on)
+                return Join(left, _closer(p.right), p.kind, on)
             left, right = self.apply(p.left), self.apply(p.right)
             # left: D ++ L, right: D ++ R; join on D, then drop the right copy of D.
             on = _and([self.d_match(0, d + nl), self._join_on(p.on, d, nl)])
@@ -275,7 +284,7 @@ def _lower_one(state, sq: Subquery):
     d = len(cols)
     mapping = {c: i for i, c in enumerate(corr)}
     single = bool(d) and sq.kind == "scalar" and _one_row_strict(sq.plan)
-    applied = _Apply(d_plan, mapping, pad_global=not single).apply(sq.plan) if d else sq.plan  # D ++ S
+    applied = _Apply(d_plan, mapping, pad_global=not single).apply(sq.plan) if d else _closer(sq.plan)  # D ++ S
     s0 = ColRef(d, sq.plan.columns[0][1]) if sq.plan.columns else None
     d_refs = [ColRef(i, t) for i, (_, t) in enumerate(d_plan.columns)]
     if not d and sq.kind == "scalar" and _at_most_one_row(sq.plan):
@@ -494,8 +503,7 @@ def _lateral(p: LateralJoin):
     corr = sorted(outer_columns(right))
     kind = "inner" if p.kind == "cross" else p.kind
     if not corr:
-        right = map_plan_exprs(right, lambda n: OuterRef(n.depth - 1, n.index, n.type)
-                               if isinstance(n, OuterRef) and n.depth > 1 else n)
+        right = _closer(right)
         return Join(left, right, p.kind if p.on is not None or p.kind == "cross" else kind,
                     p.on if p.on is not None or p.kind == "cross" else TRUE)
     cols = [ColRef(c, left.columns[c][1]) for c in corr]
