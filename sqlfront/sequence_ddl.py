@@ -391,7 +391,9 @@ def alter_sequence(schema: str | None, name: str, options, if_exists: bool):
         new = replace(q, **opts, owned_by=owned)
         if value is not None:
             restart.append((new, value))
-        return [durable.UpdateSequence(new)] if new != q else []
+        # even when only RESTART changes (a value, not the definition): the op is what
+        # ownership is checked on (sqlfront.rbac.check_ops)
+        return [durable.UpdateSequence(new)]
 
     return build, restart
 

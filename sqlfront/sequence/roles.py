@@ -141,7 +141,8 @@ def alter_role(s: Session, stmt: mz.AlterRole, sql: str, params) -> Result:
 def _user_objects(snap: CatalogSnapshot) -> list[rbac.ObjectRef]:
     """The objects a role can own, but temporary ones (they end with their session)."""
     temps = {sc.name for sc in snap.schemas.values() if sc.temp}
-    out = [rbac.relation_ref(o) for objs in (snap.tables, snap.views, snap.sequences, snap.indexes)
+    out = [rbac.relation_ref(o) for objs in (snap.tables, snap.views, snap.materialized_views, snap.sequences,
+                                             snap.indexes)
            for o in objs.values() if o.schema not in temps]
     out += [rbac.ObjectRef("SCHEMA", f"schema:{sc.id}", f"{DATABASE}.{sc.name}") for sc in snap.schemas.values()
             if not sc.temp]
@@ -258,8 +259,8 @@ def _targets(snap: CatalogSnapshot, stmt: mz.GrantPrivileges) -> list[rbac.Objec
         elif stmt.kind == "ALL TABLES":
             sc = _schema_obj(snap, parts)
             name = sc.name.split(".")[-1]
-            out += [rbac.relation_ref(r) for objs in (snap.tables, snap.views) for r in objs.values()
-                    if r.schema == name]
+            out += [rbac.relation_ref(r) for objs in (snap.tables, snap.views, snap.materialized_views)
+                    for r in objs.values() if r.schema == name]
         elif stmt.kind == "SCHEMA":
             out.append(_schema_obj(snap, parts))
         elif stmt.kind == "DATABASE":
@@ -511,6 +512,7 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
         if "CLUSTER" in by_kind:
             ops += b.drop_clusters(mz.DropClusters(tuple(o.name for o in by_kind["CLUSTER"]), True, True))(snap, ids)
         ops += b.drop_views(names("VIEW"), True, True)(snap, ids)
+        ops += b.drop_views(names("MATERIALIZED VIEW"), True, True, materialized=True)(snap, ids)
         ops += b.drop_tables(names("TABLE"), True, True)(snap, ids)
         ops += b.drop_sequences(names("SEQUENCE"), True, True)(snap, ids)
         ops += b.drop_indexes(names("INDEX"), True)(snap, ids)
@@ -518,7 +520,8 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
         if not cascade:
             mine = {o.key for o in owned}
             others = [rbac.ref_for_key(snap, f"item:{op.table_id if isinstance(op, durable.DropTable) else op.view_id}")
-                      for op in ops if isinstance(op, (durable.DropTable, durable.DropView))]
+                      for op in ops if isinstance(op, (durable.DropTable, durable.DropView,
+                                                       durable.DropMaterializedView))]
             others = [o for o in others if o is not None and o.key not in mine]
             if others:
                 raise SqlError("2BP01", "cannot drop desired object(s) because other objects depend on them",
