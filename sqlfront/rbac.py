@@ -168,6 +168,44 @@ def _truncate(s: Session, snap, stmt, role) -> None:
     _check_cluster(s, snap, role)
 
 
+def _alter_table(s: Session, snap, stmt, role) -> None:
+    """ALTER TABLE, and RENAME COLUMN: ownership of the table, checked before the
+    statement may copy the table's rows into a new shard (``sqlfront.sequence.alter.
+    rewrite_table``); its catalog ops are checked again by :func:`check_ops`."""
+    from pglast.enums import AlterTableType, ObjectType
+
+    if isinstance(stmt, ast.RenameStmt):
+        if stmt.renameType != ObjectType.OBJECT_COLUMN:
+            return
+    elif all(c.subtype == AlterTableType.AT_ChangeOwner for c in stmt.cmds):
+        return
+    try:
+        rel = snap.resolve_relation(stmt.relation.schemaname, stmt.relation.relname)
+    except SqlError:
+        return  # planning reports it
+    rbac.require_owner(snap, rbac.relation_ref(rel), role)
+
+
+def _drop(s: Session, snap, stmt, role) -> None:
+    """DROP: ownership of each object named, checked before what dropping it would find
+    (its dependents), as PostgreSQL checks it while looking the name up; the catalog ops
+    (what CASCADE adds too) are checked again by :func:`check_ops`."""
+    from pglast.enums import ObjectType
+
+    from sqlfront.sequence_ddl import find_item
+
+    for obj in stmt.objects:
+        if stmt.removeType == ObjectType.OBJECT_SCHEMA:
+            sc = snap.schema_by_name(snap.schema_name(obj.sval))
+            ref = rbac.ref_for_key(snap, f"schema:{sc.id}") if sc is not None and not sc.temp else None
+        else:
+            parts = [p.sval for p in obj]
+            item = find_item(snap, parts[-2] if len(parts) > 1 else None, parts[-1])
+            ref = rbac.relation_ref(item) if item is not None else None
+        if ref is not None:  # else the drop reports it
+            rbac.require_owner(snap, ref, role)
+
+
 def _on_catalog_ops(s: Session, snap, stmt, role) -> None:
     """DDL: nothing to check before it runs; :func:`check_ops` checks the catalog ops it
     submits (every one of them: ``sqlfront.sequence.ddl.run``)."""
@@ -199,11 +237,13 @@ STATEMENT_PRIVILEGES: dict[type, Callable] = {
     ast.DeleteStmt: _update_delete,
     ast.CopyStmt: _copy,
     ast.TruncateStmt: _truncate,
+    ast.AlterTableStmt: _alter_table,
+    ast.RenameStmt: _alter_table,
+    ast.DropStmt: _drop,
     **dict.fromkeys((
         mz.CreateCluster, mz.CreateClusterReplica, mz.DropClusters, mz.DropClusterReplicas, mz.AlterClusterRename,
-        ast.CreateStmt, ast.ViewStmt, ast.IndexStmt, mz.CreateIndex, mz.CreateMaterializedView, ast.DropStmt,
-        ast.CreateSeqStmt, ast.CreateSchemaStmt, ast.CommentStmt, ast.RenameStmt, ast.AlterTableStmt,
-        ast.AlterSeqStmt, mz.CreateRole, mz.AlterRole, ast.DropRoleStmt, mz.GrantRoles, mz.GrantPrivileges,
+        ast.CreateStmt, ast.ViewStmt, ast.IndexStmt, mz.CreateIndex, mz.CreateMaterializedView,
+        ast.CreateSeqStmt, ast.CreateSchemaStmt, ast.CommentStmt, ast.AlterSeqStmt, mz.CreateRole, mz.AlterRole, ast.DropRoleStmt, mz.GrantRoles, mz.GrantPrivileges,
         mz.AlterOwner, ast.AlterOwnerStmt, mz.AlterDefaultPrivileges, ast.ReassignOwnedStmt, ast.DropOwnedStmt,
     ), _on_catalog_ops),
     **dict.fromkeys((

@@ -445,6 +445,22 @@ def alter_default_privileges(s: Session, stmt: mz.AlterDefaultPrivileges, sql: s
     return Result("ALTER DEFAULT PRIVILEGES")
 
 
+def _require_privileges_of(snap: CatalogSnapshot, role_ids, action: str, may: str) -> None:
+    """The current role must have the privileges of each of ``role_ids`` (be a member, or
+    a superuser): PostgreSQL's rule for DROP OWNED and REASSIGN OWNED.
+
+    Raises:
+        SqlError 42501 ``permission denied to <action>``, detail ``Only roles with
+        privileges of role "x" <may>``."""
+    me = rbac.current_role()
+    if rbac.is_superuser(snap, me):
+        return
+    for r in role_ids:
+        if r not in rbac.memberships(snap, me):
+            raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, f"permission denied to {action}",
+                           detail=f'Only roles with privileges of role "{rbac.role_name(snap, r)}" {may}')
+
+
 def reassign_owned(s: Session, stmt: ast.ReassignOwnedStmt, sql: str, params) -> Result:
     """REASSIGN OWNED BY old [, ...] TO new (Materialize's and PostgreSQL's): every
     object the old roles own passes to the new one, with the old owners' grants in its
@@ -455,8 +471,10 @@ def reassign_owned(s: Session, stmt: ast.ReassignOwnedStmt, sql: str, params) ->
         SqlError 42704 unknown role; 42501."""
 
     def build(snap: CatalogSnapshot, ids) -> list:
-        old = {_role_spec(snap, r).id for r in stmt.roles}
+        old = [_role_spec(snap, r).id for r in stmt.roles]
         new = _role_spec(snap, stmt.newrole).id
+        _require_privileges_of(snap, old, "reassign objects", "may reassign objects owned by it.")
+        _require_privileges_of(snap, [new], "reassign objects", "may reassign objects to it.")
         ops = []
         for obj in _user_objects(snap):
             was = rbac.owner_of(snap, obj)
@@ -490,12 +508,8 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
 
     def build(snap: CatalogSnapshot, ids) -> list:
         targets = [_role_spec(snap, r).id for r in stmt.roles]
-        me = rbac.current_role()
-        for r in targets:  # before the drops' own errors (PostgreSQL checks this first)
-            if not rbac.is_superuser(snap, me) and r not in rbac.memberships(snap, me):
-                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, "permission denied to drop objects",
-                               detail=f'Only roles with privileges of role "{rbac.role_name(snap, r)}" may drop '
-                                      "objects owned by it.")
+        # before the drops' own errors (PostgreSQL checks this first)
+        _require_privileges_of(snap, targets, "drop objects", "may drop objects owned by it.")
         owned = [o for o in _user_objects(snap) if rbac.owner_of(snap, o) in targets]
         by_kind: dict[str, list] = {}
         for o in owned:
