@@ -205,7 +205,7 @@ MZ_MATERIALIZED_VIEWS = BuiltinTable(
     "s60", "mz_catalog", "mz_materialized_views",
     (Column("id", TEXT, False), Column("oid", OID, False), Column("schema_id", TEXT, False),
      Column("name", TEXT, False), Column("cluster_id", TEXT, False), Column("definition", TEXT, False),
-     Column("owner_id", TEXT, False), Column("create_sql", TEXT, False), Column("redacted_create_sql", TEXT, False)),
+     *_OWNED, Column("create_sql", TEXT, False), Column("redacted_create_sql", TEXT, False)),
 )
 
 #: Materialize's ids of the schemas (mz_schemas)
@@ -325,8 +325,7 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
         schema_ids = SCHEMA_IDS | {sc.name: sc.id for sc in snap.schemas.values()}
         # (literals are not redacted: the column is there for tools that read it)
         return [(m.id, object_oid(m.id), schema_ids.get(m.schema, "u3"), m.name, m.cluster_id, m.sql,
-                 rbac.owner_of(snap, rbac.relation_ref(m)),
-                 create, create)
+                 *_owned(snap, rbac.relation_ref(m)), create, create)
                 for m in sorted(snap.materialized_views.values(), key=_id_order)
                 for create in (materialized_view_create_sql(snap, m),)]
     if table.id == MZ_CLUSTERS.id:

@@ -576,7 +576,7 @@ class CatalogStore:
                     for k in [k for k in comments if k[0] == gone]:
                         del comments[k]
                 # owners and ACLs go with their objects, and a dropped role's grants with it
-                live_keys = {f"item:{k}" for k in (*tables, *views, *indexes, *sequences, *schemas)} \
+                live_keys = {f"item:{k}" for k in (*tables, *views, *mvs, *indexes, *sequences, *schemas)} \
                     | {f"schema:{k}" for k in schemas} | {f"cluster:{k}" for k in clusters}
                 # (system schemas' keys name them, "schema:public"; builtin items are "item:s5")
                 for gone in {k for k in (*owners, *privileges) if k.split(":")[0] in ("item", "schema", "cluster")

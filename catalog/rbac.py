@@ -43,14 +43,17 @@ PRIVILEGE_LETTERS = {"INSERT": "a", "SELECT": "r", "UPDATE": "w", "DELETE": "d",
 _LETTER_ORDER = "arwdUCRBN"
 #: object type -> the privileges it has ("Privileges" table of Materialize's access
 #: control doc; sequences as PostgreSQL's: SELECT, UPDATE, USAGE)
-KIND_PRIVILEGES = {"TABLE": "arwd", "VIEW": "r", "SEQUENCE": "rwU", "INDEX": "", "SCHEMA": "UC",
-                   "DATABASE": "UC", "CLUSTER": "UC", "SYSTEM": "RBN"}
+KIND_PRIVILEGES = {"TABLE": "arwd", "VIEW": "r", "MATERIALIZED VIEW": "r", "SEQUENCE": "rwU", "INDEX": "",
+                   "SCHEMA": "UC", "DATABASE": "UC", "CLUSTER": "UC", "SYSTEM": "RBN"}
+#: the kinds of object ``ALTER DEFAULT PRIVILEGES ... ON TABLES`` covers (Materialize:
+#: tables, views and materialized views; PostgreSQL: sequences too)
+TABLE_LIKE = ("TABLE", "VIEW", "MATERIALIZED VIEW", "SEQUENCE")
 
 
 @dataclass(frozen=True)
 class ObjectRef:
-    """An object privileges apply to: ``kind`` (``TABLE``, ``VIEW``, ``SEQUENCE``,
-    ``INDEX``, ``SCHEMA``, ``DATABASE``, ``CLUSTER``, ``SYSTEM``), its catalog ``key`` and
+    """An object privileges apply to: ``kind`` (``TABLE``, ``VIEW``, ``MATERIALIZED VIEW``,
+    ``SEQUENCE``, ``INDEX``, ``SCHEMA``, ``DATABASE``, ``CLUSTER``, ``SYSTEM``), its catalog ``key`` and
     the ``name`` error messages show (``materialize.public.t``)."""
 
     kind: str
@@ -65,11 +68,11 @@ DATABASE_OBJ = ObjectRef("DATABASE", f"database:{DATABASE}", DATABASE)
 
 
 def relation_ref(rel) -> ObjectRef:
-    """The ObjectRef of a table, view, system table, sequence or index."""
-    from catalog.snapshot import Index, Sequence, View
+    """The ObjectRef of a table, view, materialized view, system table, sequence or index."""
+    from catalog.snapshot import Index, MaterializedView, Sequence, View
 
     kind = "VIEW" if isinstance(rel, View) else "SEQUENCE" if isinstance(rel, Sequence) else \
-        "INDEX" if isinstance(rel, Index) else "TABLE"
+        "INDEX" if isinstance(rel, Index) else "MATERIALIZED VIEW" if isinstance(rel, MaterializedView) else "TABLE"
     return ObjectRef(kind, f"item:{rel.id}", f"{DATABASE}.{rel.schema}.{rel.name}", rel.id.startswith("s"))
 
 
@@ -310,7 +313,7 @@ def ref_for_key(snap: CatalogSnapshot, key: str) -> ObjectRef | None:
             return ObjectRef("SCHEMA", key, f"{DATABASE}.{sc.name}")
         return schema_ref(snap, rest) if rest in SYSTEM_SCHEMAS else None
     if kind == "item":
-        for objs in (snap.tables, snap.views, snap.sequences, snap.indexes, snap.builtins):
+        for objs in (snap.tables, snap.views, snap.materialized_views, snap.sequences, snap.indexes, snap.builtins):
             if rest in objs:
                 return relation_ref(objs[rest])
         sc = snap.schemas.get(rest)
@@ -373,7 +376,7 @@ def initial_acl(snap: CatalogSnapshot, obj: ObjectRef, owner: str, schema_key: s
     default privileges of ``owner`` (and of the roles it is a member of, and of ALL
     ROLES) for its type and schema grant, as Materialize applies them at creation."""
     acl = (AclItem(owner, owner, full_privileges(obj.kind)),)
-    dtype = "TABLE" if obj.kind in ("TABLE", "VIEW", "SEQUENCE") else obj.kind
+    dtype = "TABLE" if obj.kind in TABLE_LIKE else obj.kind
     for role in sorted(memberships(snap, owner)):
         for sk in (None, schema_key) if schema_key else (None,):
             for a in snap.default_privileges.get(default_privileges_key(role, sk, dtype), ()):

@@ -49,6 +49,18 @@ def temp_schema_process(name: str) -> str | None:
 _SEARCH_PATH: contextvars.ContextVar = contextvars.ContextVar("search_path", default=((USER_SCHEMA,), None))
 
 
+def visible_schema(name: str) -> bool:
+    """False for another session's temporary schema while a session's statement runs:
+    its objects are that session's alone, not even nameable by others (PostgreSQL
+    refuses another session's temporary tables; Materialize's ``mz_temp`` names only the
+    session's own). The environment's own work (no session: no temporary schema set)
+    sees every schema."""
+    if not name.startswith(_TEMP_PREFIX):
+        return True
+    mine = _SEARCH_PATH.get()[1]
+    return mine is None or name == mine
+
+
 def set_search_path(schemas: tuple[str, ...], temp_schema: str | None = None) -> None:
     """Let unqualified names in this statement (and thread, and the catalog transactions
     it submits: the Coordinator runs them in the submitter's context) resolve along
@@ -330,6 +342,10 @@ class CatalogSnapshot:
     # -- schemas ---------------------------------------------------------------------
 
     def schema_by_name(self, name: str) -> Schema | None:
+        """The user schema ``name``; another session's temporary schema is hidden
+        (:func:`visible_schema`)."""
+        if not visible_schema(name):
+            return None
         for sc in self.schemas.values():
             if sc.name == name:
                 return sc
@@ -387,6 +403,8 @@ class CatalogSnapshot:
     # -- relations -------------------------------------------------------------------
 
     def relation_by_name(self, schema: str, name: str) -> Relation | None:
+        if not visible_schema(schema):
+            return None
         for t in self.tables.values():
             if t.schema == schema and t.name == name:
                 return t
@@ -402,6 +420,8 @@ class CatalogSnapshot:
         return None
 
     def sequence_by_name(self, schema: str, name: str) -> Sequence | None:
+        if not visible_schema(schema):
+            return None
         for q in self.sequences.values():
             if q.schema == schema and q.name == name:
                 return q
@@ -460,6 +480,8 @@ class CatalogSnapshot:
         return [*self.tables.values(), *self.materialized_views.values()]
 
     def index_by_name(self, schema: str, name: str) -> Index | None:
+        if not visible_schema(schema):
+            return None
         for i in self.indexes.values():
             if i.schema == schema and i.name == name:
                 return i

@@ -1,15 +1,22 @@
 """Which privileges a statement needs, checked with ``catalog.rbac.require`` (the rules).
 
-Two entry points, so that no statement path can skip or drift from the checks:
+Every statement passes two points, so that no statement path can skip or drift from
+the checks:
 
 - :func:`authorize_statement` — called by the session for every statement before its
-  handler runs: reads (SELECT, EXPLAIN, SUBSCRIBE, DECLARE, COPY TO, CREATE TABLE AS)
-  and writes (INSERT, UPDATE, DELETE, COPY FROM).
+  handler runs. Each statement type declares its check in :data:`STATEMENT_PRIVILEGES`
+  (reads, writes, TRUNCATE; "on its catalog ops" for DDL; "session state only" for SET,
+  transaction control, ...); a type that declares nothing is refused, and a test pins
+  that the table covers the session's dispatch table.
 - :func:`authorize_ddl` — wraps every catalog transaction a session submits
   (``sqlfront.sequence.ddl.run``): the checks are derived from the catalog *ops* the
   statement produced (a created table needs CREATE on its schema, a dropped one
   ownership, ...), so every DDL statement, present or future, is checked the same way;
-  new objects get the current role as their owner.
+  an op kind :func:`check_ops` does not know is refused; new objects get the current
+  role as their owner.
+
+The sequence functions, whose sequence may be computed per row, are checked where they
+run (:func:`check_sequence_use`, from ``sqlfront.sequence.sequences``).
 
 Requirements and their order follow Materialize's privilege table ("Access control",
 "Privileges"): USAGE on each object's schema, then the object's privilege (SELECT on what
@@ -20,13 +27,13 @@ against the view's owner. Superusers pass every check.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from pglast import ast
 
-from catalog import durable
-from catalog import rbac
-from catalog.errors import SqlError
+from catalog import durable, rbac
+from catalog.errors import INTERNAL_ERROR, SqlError
 from catalog.snapshot import DATABASE, CatalogSnapshot, View
 from sqlfront import mzparse as mz
 
@@ -106,43 +113,178 @@ def _check_write(snap: CatalogSnapshot, rv: ast.RangeVar, letter: str, role) -> 
     rbac.require(snap, rbac.relation_ref(rel), letter, role)
 
 
-def authorize_statement(s: Session, stmt) -> None:
-    """Check the privileges ``stmt`` needs before it runs, as the session's current role.
-    DDL is checked by :func:`authorize_ddl` instead.
+def _query_stmt(s: Session, snap, stmt, role) -> None:
+    """SELECT, DECLARE, EXPLAIN: read what they name."""
+    _query_reads(s, snap, stmt, role)
 
-    Raises:
-        SqlError 42501 ``permission denied for KIND "name"``."""
+
+def _create_table_as(s: Session, snap, stmt, role) -> None:
+    """CREATE TABLE AS: read the query (the new table: its catalog ops)."""
+    _query_reads(s, snap, stmt.query, role)
+
+
+def _explain_plan(s: Session, snap, stmt, role) -> None:
     from sqlfront.parse import parse_one
 
+    _query_reads(s, snap, parse_one(stmt.query), role)
+
+
+def _subscribe(s: Session, snap, stmt, role) -> None:
+    """SUBSCRIBE, DECLARE ... FOR SUBSCRIBE, COPY (SUBSCRIBE ...) TO: read the query."""
+    from sqlfront.parse import parse_one
+
+    if isinstance(stmt, (mz.DeclareSubscribe, mz.CopySubscribe)):
+        stmt = parse_one(stmt.subscribe)
+        if not isinstance(stmt, mz.Subscribe):
+            return  # planning reports it
+    _query_reads(s, snap, parse_one(stmt.query), role)
+
+
+def _insert(s: Session, snap, stmt, role) -> None:
+    _check_write(snap, stmt.relation, "a", role)
+    _query_reads(s, snap, stmt, role, skip=stmt.relation)
+
+
+def _update_delete(s: Session, snap, stmt, role) -> None:
+    _check_write(snap, stmt.relation, "w" if isinstance(stmt, ast.UpdateStmt) else "d", role)
+    _query_reads(s, snap, stmt, role)  # the target too: UPDATE and DELETE read it
+
+
+def _copy(s: Session, snap, stmt, role) -> None:
+    if stmt.query is not None:
+        _query_reads(s, snap, stmt.query, role)
+    elif stmt.is_from:
+        _check_write(snap, stmt.relation, "a", role)
+    else:
+        _query_reads(s, snap, stmt.relation, role)
+
+
+def _truncate(s: Session, snap, stmt, role) -> None:
+    """TRUNCATE: DELETE on each table (PostgreSQL's TRUNCATE privilege; Materialize has
+    none, and maps the statement to DELETE), USAGE on its schema, and USAGE on the
+    cluster that writes the retractions. It reads nothing, so needs no SELECT."""
+    for rv in stmt.relations:
+        _check_write(snap, rv, "d", role)
+    _check_cluster(s, snap, role)
+
+
+def _alter_table(s: Session, snap, stmt, role) -> None:
+    """ALTER TABLE, and RENAME COLUMN: ownership of the table, checked before the
+    statement may copy the table's rows into a new shard (``sqlfront.sequence.alter.
+    rewrite_table``); its catalog ops are checked again by :func:`check_ops`."""
+    from pglast.enums import AlterTableType, ObjectType
+
+    if isinstance(stmt, ast.RenameStmt):
+        if stmt.renameType != ObjectType.OBJECT_COLUMN:
+            return
+    elif all(c.subtype == AlterTableType.AT_ChangeOwner for c in stmt.cmds):
+        return
+    try:
+        rel = snap.resolve_relation(stmt.relation.schemaname, stmt.relation.relname)
+    except SqlError:
+        return  # planning reports it
+    rbac.require_owner(snap, rbac.relation_ref(rel), role)
+
+
+def _drop(s: Session, snap, stmt, role) -> None:
+    """DROP: ownership of each object named, checked before what dropping it would find
+    (its dependents), as PostgreSQL checks it while looking the name up; the catalog ops
+    (what CASCADE adds too) are checked again by :func:`check_ops`."""
+    from pglast.enums import ObjectType
+
+    from sqlfront.sequence_ddl import find_item
+
+    for obj in stmt.objects:
+        if stmt.removeType == ObjectType.OBJECT_SCHEMA:
+            sc = snap.schema_by_name(snap.schema_name(obj.sval))
+            ref = rbac.ref_for_key(snap, f"schema:{sc.id}") if sc is not None and not sc.temp else None
+        else:
+            parts = [p.sval for p in obj]
+            item = find_item(snap, parts[-2] if len(parts) > 1 else None, parts[-1])
+            ref = rbac.relation_ref(item) if item is not None else None
+        if ref is not None:  # else the drop reports it
+            rbac.require_owner(snap, ref, role)
+
+
+def _on_catalog_ops(s: Session, snap, stmt, role) -> None:
+    """DDL: nothing to check before it runs; :func:`check_ops` checks the catalog ops it
+    submits (every one of them: ``sqlfront.sequence.ddl.run``)."""
+
+
+def _session_only(s: Session, snap, stmt, role) -> None:
+    """Statements that touch no catalog object: session state (SET, SHOW of a variable,
+    transaction control, cursors already declared, prepared statements: a prepared
+    statement is checked when EXECUTE runs it, a cursor's query when DECLARE does) and
+    the SHOW statements over the system catalog, which PUBLIC may read. SET ROLE checks
+    membership itself (``sqlfront.sequence.roles.set_role``)."""
+
+
+#: statement type -> the check of the privileges it needs before it runs, as
+#: ``check(session, snapshot, stmt, role)`` raising SqlError 42501. Every type of
+#: ``sqlfront.session.HANDLERS`` is here (a test pins it); :func:`authorize_statement`
+#: refuses a type that is not, so a new statement cannot skip its check.
+STATEMENT_PRIVILEGES: dict[type, Callable] = {
+    ast.SelectStmt: _query_stmt,
+    ast.DeclareCursorStmt: _query_stmt,
+    ast.ExplainStmt: _query_stmt,
+    mz.ExplainPlan: _explain_plan,
+    ast.CreateTableAsStmt: _create_table_as,
+    mz.Subscribe: _subscribe,
+    mz.DeclareSubscribe: _subscribe,
+    mz.CopySubscribe: _subscribe,
+    ast.InsertStmt: _insert,
+    ast.UpdateStmt: _update_delete,
+    ast.DeleteStmt: _update_delete,
+    ast.CopyStmt: _copy,
+    ast.TruncateStmt: _truncate,
+    ast.AlterTableStmt: _alter_table,
+    ast.RenameStmt: _alter_table,
+    ast.DropStmt: _drop,
+    **dict.fromkeys((
+        mz.CreateCluster, mz.CreateClusterReplica, mz.DropClusters, mz.DropClusterReplicas, mz.AlterClusterRename,
+        ast.CreateStmt, ast.ViewStmt, ast.IndexStmt, mz.CreateIndex, mz.CreateMaterializedView,
+        ast.CreateSeqStmt, ast.CreateSchemaStmt, ast.CommentStmt, ast.AlterSeqStmt, mz.CreateRole, mz.AlterRole, ast.DropRoleStmt, mz.GrantRoles, mz.GrantPrivileges,
+        mz.AlterOwner, ast.AlterOwnerStmt, mz.AlterDefaultPrivileges, ast.ReassignOwnedStmt, ast.DropOwnedStmt,
+    ), _on_catalog_ops),
+    **dict.fromkeys((
+        mz.ShowClusters, mz.ShowClusterReplicas, mz.ShowObjects, mz.ShowIndexes, mz.ShowMaterializedViews,
+        mz.ShowCreate, ast.VariableSetStmt, ast.VariableShowStmt, ast.TransactionStmt, ast.DeallocateStmt,
+        ast.PrepareStmt, ast.ExecuteStmt, ast.DiscardStmt, ast.FetchStmt, mz.FetchWith, ast.ClosePortalStmt,
+    ), _session_only),
+}
+
+
+def authorize_statement(s: Session, stmt) -> None:
+    """Check the privileges ``stmt`` needs before it runs, as the session's current role
+    (its entry in :data:`STATEMENT_PRIVILEGES`; DDL's are checked on its catalog ops by
+    :func:`check_ops`).
+
+    Raises:
+        SqlError 42501 ``permission denied for KIND "name"``; XX000 for a statement type
+        that declares no privileges (a programming error: it must not run unchecked)."""
+    check = STATEMENT_PRIVILEGES.get(type(stmt))
+    if check is None:
+        raise SqlError(INTERNAL_ERROR, f"{type(stmt).__name__} declares no privileges: refused")
     role = rbac.current_role()
     snap = s.env.snapshot
+    if not rbac.is_superuser(snap, role):
+        check(s, snap, stmt, role)
+
+
+def check_sequence_use(snap: CatalogSnapshot, q, any_of: str, role: str | None) -> None:
+    """The sequence functions' rule (PostgreSQL 9.17, "Sequence Manipulation
+    Functions"): ``role`` must hold one of ``any_of`` on sequence ``q`` (nextval: USAGE
+    or UPDATE, ``"Uw"``; currval and lastval: USAGE or SELECT, ``"Ur"``; setval: UPDATE,
+    ``"w"``), and USAGE on its schema.
+
+    Raises:
+        SqlError 42501 ``permission denied for SEQUENCE "name"``."""
     if rbac.is_superuser(snap, role):
         return
-    if isinstance(stmt, (ast.SelectStmt, ast.DeclareCursorStmt, ast.ExplainStmt)):
-        _query_reads(s, snap, stmt, role)
-    elif isinstance(stmt, ast.CreateTableAsStmt):
-        _query_reads(s, snap, stmt.query, role)
-    elif isinstance(stmt, mz.ExplainPlan):
-        _query_reads(s, snap, parse_one(stmt.query), role)
-    elif isinstance(stmt, mz.Subscribe):
-        _query_reads(s, snap, parse_one(stmt.query), role)
-    elif isinstance(stmt, (mz.DeclareSubscribe, mz.CopySubscribe)):
-        sub = parse_one(stmt.subscribe)
-        if isinstance(sub, mz.Subscribe):
-            _query_reads(s, snap, parse_one(sub.query), role)
-    elif isinstance(stmt, ast.InsertStmt):
-        _check_write(snap, stmt.relation, "a", role)
-        _query_reads(s, snap, stmt, role, skip=stmt.relation)
-    elif isinstance(stmt, (ast.UpdateStmt, ast.DeleteStmt)):
-        _check_write(snap, stmt.relation, "w" if isinstance(stmt, ast.UpdateStmt) else "d", role)
-        _query_reads(s, snap, stmt, role)  # the target too: UPDATE and DELETE read it
-    elif isinstance(stmt, ast.CopyStmt):
-        if stmt.query is not None:
-            _query_reads(s, snap, stmt.query, role)
-        elif stmt.is_from:
-            _check_write(snap, stmt.relation, "a", role)
-        else:
-            _query_reads(s, snap, stmt.relation, role)
+    rbac.require(snap, rbac.schema_ref(snap, q.schema), "U", role)
+    obj = rbac.relation_ref(q)
+    if not any(rbac.has_privilege(snap, role, obj, ch) for ch in any_of):
+        raise rbac.denied(obj)
 
 
 # -- DDL --------------------------------------------------------------------------------------
@@ -266,6 +408,8 @@ def check_ops(snap: CatalogSnapshot, ops: list, role: str | None) -> list:
             if not superuser and op.role_id not in rbac.memberships(snap, role):
                 raise SqlError(rbac.INSUFFICIENT_PRIVILEGE,
                                f'must be a member of role "{rbac.role_name(snap, op.role_id)}"')
+        else:  # a new kind of op must say what it needs before any role may submit it
+            raise SqlError(INTERNAL_ERROR, f"{type(op).__name__} declares no privileges: refused")
     return extra
 
 

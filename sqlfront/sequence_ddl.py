@@ -191,6 +191,14 @@ def _lookup(snap: CatalogSnapshot, schema: str | None, name: str, find) -> objec
     return None
 
 
+def find_item(snap: CatalogSnapshot, schema: str | None, name: str):
+    """The relation, sequence or index ``[schema.]name`` (they share one namespace, as
+    PostgreSQL's pg_class), searched along the search path when unqualified; None if
+    there is none."""
+    return (_lookup(snap, schema, name, snap.relation_by_name) or _lookup(snap, schema, name, snap.sequence_by_name)
+            or _lookup(snap, schema, name, snap.index_by_name))
+
+
 def create_schema(name: str, if_not_exists: bool):
     """CREATE SCHEMA [IF NOT EXISTS] (Materialize's "CREATE SCHEMA").
 
@@ -391,7 +399,9 @@ def alter_sequence(schema: str | None, name: str, options, if_exists: bool):
         new = replace(q, **opts, owned_by=owned)
         if value is not None:
             restart.append((new, value))
-        return [durable.UpdateSequence(new)] if new != q else []
+        # even when only RESTART changes (a value, not the definition): the op is what
+        # ownership is checked on (sqlfront.rbac.check_ops)
+        return [durable.UpdateSequence(new)]
 
     return build, restart
 
@@ -720,8 +730,7 @@ def rename_item(schema: str | None, name: str, new_name: str, if_exists: bool):
     Raises (from ``build``): 42P01 unknown object (nothing with IF EXISTS); 42P07 for
     a taken name; 42809 for a system object."""
     def build(snap: CatalogSnapshot, ids) -> list:
-        obj = (_lookup(snap, schema, name, snap.relation_by_name) or _lookup(snap, schema, name, snap.sequence_by_name)
-               or _lookup(snap, schema, name, snap.index_by_name))
+        obj = find_item(snap, schema, name)
         if obj is None:
             if if_exists:
                 return []
@@ -779,9 +788,7 @@ def comment_on(kind: str, names: list[str], text: str | None):
             schema, rel_name, col = (names[-2] if len(names) > 1 else None), names[-1], None
         else:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"COMMENT ON {kind} is not supported")
-        obj = (_lookup(snap, schema, rel_name, snap.relation_by_name) or
-               _lookup(snap, schema, rel_name, snap.sequence_by_name) or
-               _lookup(snap, schema, rel_name, snap.index_by_name))
+        obj = find_item(snap, schema, rel_name)
         if obj is None:
             raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{rel_name}'")
         if getattr(obj, "builtin", False):

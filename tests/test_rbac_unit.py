@@ -114,3 +114,77 @@ def test_grant_and_role_statements_parse():
         with pytest.raises(SqlError) as e:
             mz.parse_mz(bad)
         assert e.value.sqlstate == state, bad
+
+
+# -- one authorization point (issue 33) ----------------------------------------------------------
+
+def test_every_dispatched_statement_declares_its_privileges():
+    from sqlfront.rbac import STATEMENT_PRIVILEGES
+    from sqlfront.session import HANDLERS
+
+    assert set(HANDLERS) == set(STATEMENT_PRIVILEGES)
+
+
+def test_a_statement_or_op_that_declares_no_privileges_is_refused(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from sqlfront import rbac as stmt_rbac
+
+    _, snap = _catalog(tmp_path)
+
+    class NewStatement:
+        pass
+
+    session = SimpleNamespace(env=SimpleNamespace(snapshot=snap))
+    with pytest.raises(SqlError) as e:
+        stmt_rbac.authorize_statement(session, NewStatement())  # even for a superuser's
+    assert e.value.sqlstate == "XX000"
+
+    class NewOp:
+        pass
+
+    with pytest.raises(SqlError) as e:
+        stmt_rbac.check_ops(snap, [NewOp()], "u1")
+    assert e.value.sqlstate == "XX000"
+
+
+def test_materialized_views_are_objects_of_their_own_kind(tmp_path):
+    from catalog.snapshot import MaterializedView
+
+    store, snap = _catalog(tmp_path)
+    mv = MaterializedView("u2", "public", "mv", (Column("a", SqlType("int4")),), "s2", sql="SELECT 1", cluster_id="u1")
+    snap = store.transact(snap, [durable.CreateMaterializedView(mv), durable.SetOwner("item:u2", "u2"),
+                                 durable.SetPrivileges("item:u2", (AclItem("u2", "u2", "r"), AclItem("u3", "u2", "r")))],
+                          dict(snap.next_ids))
+    ref = rbac.ref_for_key(snap, "item:u2")
+    assert ref == rbac.relation_ref(mv) and ref.kind == "MATERIALIZED VIEW"
+    # the owner and ACL stay (they were dropped as if the object were gone)
+    assert rbac.owner_of(snap, ref) == "u2" and rbac.has_privilege(snap, "u3", ref, "r")
+    assert not rbac.has_privilege(snap, "u3", ref, "a")
+    with pytest.raises(SqlError) as e:
+        rbac.parse_privileges(["INSERT"], ref.kind, ref.name)
+    assert e.value.sqlstate == "0LP01"
+
+
+def test_another_sessions_temporary_schema_is_hidden(tmp_path):
+    import contextvars
+
+    from catalog.snapshot import Schema, set_search_path
+
+    store, snap = _catalog(tmp_path)
+    mine, theirs = "mz_temp_p1_aaaa", "mz_temp_p1_bbbb"
+    snap = store.transact(snap, [
+        durable.CreateSchema(Schema("u5", mine, temp=True)), durable.CreateSchema(Schema("u6", theirs, temp=True)),
+        durable.CreateTable(Table("u7", theirs, "t", (Column("a", SqlType("int4")),), "s7")),
+    ], dict(snap.next_ids))
+
+    def check():
+        set_search_path(("public",), None)  # the environment's own work sees them all
+        assert snap.resolve_relation(theirs, "t").id == "u7"
+        set_search_path(("public",), mine)  # a session: its own only
+        assert snap.schema_by_name(mine) is not None and not snap.schema_exists(theirs)
+        with pytest.raises(SqlError) as e:
+            snap.resolve_relation(theirs, "t")
+        assert e.value.sqlstate == "42P01"
+
+    contextvars.copy_context().run(check)  # the search path stays this test's

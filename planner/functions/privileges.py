@@ -55,7 +55,8 @@ def _role(snap: CatalogSnapshot, arg) -> str:
 def _relation(snap: CatalogSnapshot, arg, kinds=("TABLE", "VIEW", "SEQUENCE")) -> rbac.ObjectRef:
     from catalog.pg_catalog import object_oid
 
-    objs = [o for m in (snap.tables, snap.views, snap.sequences, snap.builtins) for o in m.values()]
+    objs = [o for m in (snap.tables, snap.views, snap.materialized_views, snap.sequences, snap.builtins)
+            for o in m.values()]
     if isinstance(arg, int):
         rel = next((o for o in objs if object_oid(o.id) == arg), None)
         if rel is None:

@@ -141,7 +141,8 @@ def alter_role(s: Session, stmt: mz.AlterRole, sql: str, params) -> Result:
 def _user_objects(snap: CatalogSnapshot) -> list[rbac.ObjectRef]:
     """The objects a role can own, but temporary ones (they end with their session)."""
     temps = {sc.name for sc in snap.schemas.values() if sc.temp}
-    out = [rbac.relation_ref(o) for objs in (snap.tables, snap.views, snap.sequences, snap.indexes)
+    out = [rbac.relation_ref(o) for objs in (snap.tables, snap.views, snap.materialized_views, snap.sequences,
+                                             snap.indexes)
            for o in objs.values() if o.schema not in temps]
     out += [rbac.ObjectRef("SCHEMA", f"schema:{sc.id}", f"{DATABASE}.{sc.name}") for sc in snap.schemas.values()
             if not sc.temp]
@@ -258,8 +259,8 @@ def _targets(snap: CatalogSnapshot, stmt: mz.GrantPrivileges) -> list[rbac.Objec
         elif stmt.kind == "ALL TABLES":
             sc = _schema_obj(snap, parts)
             name = sc.name.split(".")[-1]
-            out += [rbac.relation_ref(r) for objs in (snap.tables, snap.views) for r in objs.values()
-                    if r.schema == name]
+            out += [rbac.relation_ref(r) for objs in (snap.tables, snap.views, snap.materialized_views)
+                    for r in objs.values() if r.schema == name]
         elif stmt.kind == "SCHEMA":
             out.append(_schema_obj(snap, parts))
         elif stmt.kind == "DATABASE":
@@ -444,6 +445,22 @@ def alter_default_privileges(s: Session, stmt: mz.AlterDefaultPrivileges, sql: s
     return Result("ALTER DEFAULT PRIVILEGES")
 
 
+def _require_privileges_of(snap: CatalogSnapshot, role_ids, action: str, may: str) -> None:
+    """The current role must have the privileges of each of ``role_ids`` (be a member, or
+    a superuser): PostgreSQL's rule for DROP OWNED and REASSIGN OWNED.
+
+    Raises:
+        SqlError 42501 ``permission denied to <action>``, detail ``Only roles with
+        privileges of role "x" <may>``."""
+    me = rbac.current_role()
+    if rbac.is_superuser(snap, me):
+        return
+    for r in role_ids:
+        if r not in rbac.memberships(snap, me):
+            raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, f"permission denied to {action}",
+                           detail=f'Only roles with privileges of role "{rbac.role_name(snap, r)}" {may}')
+
+
 def reassign_owned(s: Session, stmt: ast.ReassignOwnedStmt, sql: str, params) -> Result:
     """REASSIGN OWNED BY old [, ...] TO new (Materialize's and PostgreSQL's): every
     object the old roles own passes to the new one, with the old owners' grants in its
@@ -454,8 +471,10 @@ def reassign_owned(s: Session, stmt: ast.ReassignOwnedStmt, sql: str, params) ->
         SqlError 42704 unknown role; 42501."""
 
     def build(snap: CatalogSnapshot, ids) -> list:
-        old = {_role_spec(snap, r).id for r in stmt.roles}
+        old = [_role_spec(snap, r).id for r in stmt.roles]
         new = _role_spec(snap, stmt.newrole).id
+        _require_privileges_of(snap, old, "reassign objects", "may reassign objects owned by it.")
+        _require_privileges_of(snap, [new], "reassign objects", "may reassign objects to it.")
         ops = []
         for obj in _user_objects(snap):
             was = rbac.owner_of(snap, obj)
@@ -489,12 +508,8 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
 
     def build(snap: CatalogSnapshot, ids) -> list:
         targets = [_role_spec(snap, r).id for r in stmt.roles]
-        me = rbac.current_role()
-        for r in targets:  # before the drops' own errors (PostgreSQL checks this first)
-            if not rbac.is_superuser(snap, me) and r not in rbac.memberships(snap, me):
-                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, "permission denied to drop objects",
-                               detail=f'Only roles with privileges of role "{rbac.role_name(snap, r)}" may drop '
-                                      "objects owned by it.")
+        # before the drops' own errors (PostgreSQL checks this first)
+        _require_privileges_of(snap, targets, "drop objects", "may drop objects owned by it.")
         owned = [o for o in _user_objects(snap) if rbac.owner_of(snap, o) in targets]
         by_kind: dict[str, list] = {}
         for o in owned:
@@ -511,6 +526,7 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
         if "CLUSTER" in by_kind:
             ops += b.drop_clusters(mz.DropClusters(tuple(o.name for o in by_kind["CLUSTER"]), True, True))(snap, ids)
         ops += b.drop_views(names("VIEW"), True, True)(snap, ids)
+        ops += b.drop_views(names("MATERIALIZED VIEW"), True, True, materialized=True)(snap, ids)
         ops += b.drop_tables(names("TABLE"), True, True)(snap, ids)
         ops += b.drop_sequences(names("SEQUENCE"), True, True)(snap, ids)
         ops += b.drop_indexes(names("INDEX"), True)(snap, ids)
@@ -518,7 +534,8 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
         if not cascade:
             mine = {o.key for o in owned}
             others = [rbac.ref_for_key(snap, f"item:{op.table_id if isinstance(op, durable.DropTable) else op.view_id}")
-                      for op in ops if isinstance(op, (durable.DropTable, durable.DropView))]
+                      for op in ops if isinstance(op, (durable.DropTable, durable.DropView,
+                                                       durable.DropMaterializedView))]
             others = [o for o in others if o is not None and o.key not in mine]
             if others:
                 raise SqlError("2BP01", "cannot drop desired object(s) because other objects depend on them",
