@@ -34,6 +34,17 @@ SYSTEM_ROLES = (MZ_SYSTEM, MZ_SUPPORT)
 BOOTSTRAP_ROLE_ID = "u1"
 #: Materialize's database id (mz_databases)
 DATABASE_ID = "u1"
+#: names no user role may take or log in as, besides those starting ``mz_`` or ``pg_``
+#: (Materialize's "Reserved role names"; PostgreSQL's role specifiers)
+_RESERVED_ROLE_NAMES = ("none", "current_user", "session_user", "current_role")
+
+
+def is_reserved_role_name(name: str) -> bool:
+    """True for a role name Materialize keeps for itself: ``mz_`` and ``pg_`` prefixes
+    (its system roles ``mz_system``, ``mz_support``), PUBLIC and the role specifiers
+    (Materialize's CREATE ROLE "Restrictions": "reserved")."""
+    return name.startswith(("mz_", "pg_")) or name.lower() == "public" or name in _RESERVED_ROLE_NAMES
+
 
 #: privilege name -> its ACL letter (PostgreSQL 5.8 Table 5.1; Materialize adds R, B, N
 #: for its system privileges CREATEROLE, CREATEDB, CREATECLUSTER)

@@ -13,9 +13,65 @@ import base64
 
 from scramp import ScramException, ScramMechanism
 
+from catalog import rbac
+from catalog.errors import SqlError
+from catalog.snapshot import Role
+
 MECHANISM = "SCRAM-SHA-256"
 #: PostgreSQL's default ``scram_iterations`` (section 20.3.1)
 ITERATIONS = 4096
+#: the longest role name a user may log in as, in bytes: PostgreSQL's NAMEDATALEN - 1
+MAX_NAME_BYTES = 63
+#: PostgreSQL's invalid_authorization_specification
+INVALID_AUTHORIZATION = "28000"
+
+
+def check_login_name(user: str) -> None:
+    """Refuse, before any password is asked for, a startup packet's user name that no one
+    may log in as: none at all (PostgreSQL: "no PostgreSQL user name specified in startup
+    packet"), one longer than ``MAX_NAME_BYTES`` UTF-8 bytes, or one Materialize reserves
+    (``mz_system``, ``mz_support``, any ``mz_``/``pg_`` name, PUBLIC: its system roles
+    are reachable on its internal port only, never with a user's password).
+
+    Raises:
+        SqlError FATAL 28000 for an empty or reserved name, FATAL 42622 for a long one."""
+    if not user:
+        raise SqlError(INVALID_AUTHORIZATION, "no PostgreSQL user name specified in startup packet",
+                       severity="FATAL")
+    if len(user.encode()) > MAX_NAME_BYTES:
+        raise SqlError("42622", f"role name is too long: at most {MAX_NAME_BYTES} bytes", severity="FATAL")
+    if rbac.is_reserved_role_name(user):
+        raise SqlError(INVALID_AUTHORIZATION, f'role "{user}" is reserved for internal use and cannot log in',
+                       severity="FATAL")
+
+
+def login_verifier(role: Role | None, server: ScramVerifier, *, auto_create: bool) -> ScramVerifier | None:
+    """The SCRAM secret a user logging in as ``role`` (None: no such role) must prove,
+    or None when no password logs it in.
+
+    - A role with a password of its own (CREATE/ALTER ROLE ... PASSWORD) needs that one.
+    - The server's password (``--password-file``) logs in a role without one of its own
+      that is not a superuser, and a user without a role when roles are made at login
+      (``--auto-create-roles``). A superuser without a password of its own is refused:
+      the server password is shared by every such user, so it must not make anyone a
+      superuser. The one exception is the bootstrap role (``materialize``, id ``u1``):
+      it keeps the server password until it gets a password of its own, as PostgreSQL's
+      bootstrap superuser is reached before any role has a password (``initdb --pwfile``).
+
+    A None answer is still played out as a full SCRAM exchange that fails with 28P01,
+    as PostgreSQL does for an unknown role, so a client learns nothing about which roles
+    exist or are superusers.
+    """
+    if role is None:
+        return server if auto_create else None
+    if role.password is not None:
+        try:
+            return ScramVerifier.from_secret(role.password)
+        except ValueError:  # a damaged secret logs no one in, and never falls back
+            return None
+    if role.superuser and role.id != rbac.BOOTSTRAP_ROLE_ID:
+        return None
+    return server
 
 
 class ScramVerifier:

@@ -80,8 +80,11 @@ def main() -> None:
 @click.option("--bootstrap-replica-size", default="1", show_default=True,
               help="Size of quickstart's replica r1 in a new data directory.")
 @click.option("--bootstrap-role", default="materialize", show_default=True,
-              help="The superuser role a new catalog makes; it owns what was made before roles existed. Other "
-                   "users get a role without privileges on their first login (Materialize's RBAC).")
+              help="The superuser role a new catalog makes; it owns what was made before roles existed. With "
+                   "--password-file it logs in with the server password until it has a password of its own.")
+@click.option("--auto-create-roles", is_flag=True, default=False,
+              help="Give a user without a role one (LOGIN, no privileges) at its first login, as Materialize "
+                   "Cloud does. Off: only roles made with CREATE ROLE ... LOGIN can log in.")
 @click.option("--metrics-listen", default=None, help="Serve Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:6878).")
 @click.option("--max-peeks-per-replica", default=8, show_default=True, type=click.IntRange(1),
               help="Peeks running at once on one replica; more wait in line.")
@@ -130,7 +133,7 @@ def main() -> None:
               help="Seconds a cluster lease lasts without renewal: how long a dead owner's clusters wait for "
                    "a takeover (renewed every fifth of it).")
 def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, bootstrap_role,
-          metrics_listen,
+          auto_create_roles, metrics_listen,
           max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
           max_copy_from_size, log_level, max_query_heap_size, persist_compaction, persist_pubsub,
           persist_pubsub_listen, persist_consensus_url, timestamp_oracle_url, persist_blob_url,
@@ -201,6 +204,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                                  param_hint="--clusters" if cluster_names is not None else "--takeover")
     config = Config(Path(data_dir), sizes=sizes, availability_zones=list(availability_zones),
                     bootstrap_replica_size=bootstrap_replica_size, bootstrap_role=bootstrap_role,
+                    auto_create_roles=auto_create_roles,
                     metrics_listen=metrics_address, max_peeks_per_replica=max_peeks_per_replica,
                     # resolved now, so a symlink swapped in later cannot widen what is allowed
                     copy_from_dirs=tuple(Path(os.path.realpath(d)) for d in copy_from_dirs),

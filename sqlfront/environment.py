@@ -90,8 +90,12 @@ class Config:
     availability_zones: list[str] = field(default_factory=list)
     bootstrap_replica_size: str = "1"
     #: the superuser role a catalog without roles gets (id ``u1``: it owns every object
-    #: made before roles existed); other users get a plain role on their first login
+    #: made before roles existed)
     bootstrap_role: str = "materialize"
+    #: a user without a role gets one (LOGIN, nothing else) at its first login
+    #: (``--auto-create-roles``, as Materialize Cloud does); off: only roles made with
+    #: CREATE ROLE ... LOGIN may log in
+    auto_create_roles: bool = False
     #: how long a peek waits for a healthy replica before failing (seconds)
     replica_wait_s: float = 120.0
     #: peeks running at once on one replica; more wait in line
@@ -538,21 +542,22 @@ class Environment:
         if not self.snapshot.roles:
             self.coordinator.transact(build)
 
-    def login_role(self, user: str) -> str:
-        """The id of the role user ``user`` logs in as; a user without one gets a role
-        (LOGIN, no other attribute, PUBLIC's privileges only) on first login, as
-        Materialize creates roles for new users.
+    def login_role(self, name: str) -> str:
+        """The id of the role user ``name`` logs in as (a name ``sqlfront.auth.
+        check_login_name`` let through). With ``auto_create_roles`` a user without one
+        gets a role (LOGIN, no other attribute, PUBLIC's privileges only) at its first
+        login, as Materialize Cloud creates roles for new users.
 
         Raises:
-            SqlError FATAL 28000 ``role "x" is not permitted to log in`` for a NOLOGIN role;
-            FATAL 28000 for a name Materialize reserves (``mz_``/``pg_``, PUBLIC)."""
+            SqlError FATAL 28000 ``role "x" does not exist`` (PostgreSQL's message) without
+            ``auto_create_roles``; FATAL 28000 ``role "x" is not permitted to log in`` for
+            a NOLOGIN role."""
         from catalog.errors import SqlError
         from catalog.snapshot import Role
 
-        name = user or self.config.bootstrap_role
         r = self.snapshot.role_by_name(name)
         if r is None:
-            if name.lower() == "public" or name.startswith(("mz_", "pg_")):
+            if not self.config.auto_create_roles:
                 raise SqlError("28000", f'role "{name}" does not exist', severity="FATAL")
 
             def build(snap, ids):

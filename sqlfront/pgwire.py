@@ -36,7 +36,7 @@ from catalog.textio import parse_text
 from catalog.types import UNKNOWN, type_from_oid
 from planner.scalar import Literal
 from sqlfront import encoding as wire_encoding
-from sqlfront.auth import MECHANISM, ScramVerifier
+from sqlfront.auth import MECHANISM, ScramVerifier, check_login_name, login_verifier
 from sqlfront.environment import Environment
 from sqlfront.messages import error_response
 from sqlfront.pgtypes import binary_param_text, chunk_data_rows, length_prefixed
@@ -185,6 +185,11 @@ class PgHandler(BuenaVistaHandler):
         if not self.holds_slot:
             self.send_error(SqlError(TOO_MANY_CONNECTIONS, "sorry, too many clients already", severity="FATAL"))
             return None
+        try:
+            check_login_name(user)
+        except SqlError as e:
+            self.send_error(e)
+            return None
         if self.server.scram is not None and not self._authenticate(user):
             return None
         try:
@@ -203,8 +208,9 @@ class PgHandler(BuenaVistaHandler):
         return ctx
 
     def _authenticate(self, user: str) -> bool:
-        """SCRAM-SHA-256 (PostgreSQL 55.3.1) against the secret derived at startup. On
-        failure sends FATAL 28P01 and returns False."""
+        """SCRAM-SHA-256 (PostgreSQL 55.3.1) against the secret ``login_verifier`` picks
+        for ``user`` (its own password's, or the server password's). On failure sends
+        FATAL 28P01 and returns False."""
 
         def auth_msg(code: int, data: bytes = b"") -> None:
             self.wfile.write(b"R" + struct.pack("!ii", 8 + len(data), code) + data)
@@ -218,15 +224,10 @@ class PgHandler(BuenaVistaHandler):
         auth_msg(10, MECHANISM.encode() + b"\x00\x00")
         body = read_password_message()
         mech, _, rest = body.partition(b"\x00")
-        # a role with a password of its own (CREATE ROLE ... PASSWORD) logs in with it
-        role = self.env.snapshot.role_by_name(user)
-        verifier = self.server.scram
-        if role is not None and role.password is not None:
-            try:
-                verifier = ScramVerifier.from_secret(role.password)
-            except ValueError:
-                pass
-        scram = verifier.exchange()
+        verifier = login_verifier(self.env.snapshot.role_by_name(user), self.server.scram,
+                                  auto_create=self.env.config.auto_create_roles)
+        # no password logs this user in: the exchange runs against a secret nobody knows
+        scram = (verifier or self.server.refuse).exchange()
         try:
             if mech.decode() != MECHANISM or len(rest) < 4:
                 raise ValueError("unsupported SASL mechanism")
@@ -235,7 +236,7 @@ class PgHandler(BuenaVistaHandler):
             final = scram.final(read_password_message().decode())
         except (ValueError, UnicodeDecodeError):
             final = None
-        if final is None:
+        if final is None or verifier is None:
             self.send_error(SqlError("28P01", f'password authentication failed for user "{user}"', severity="FATAL"))
             return False
         auth_msg(12, final.encode())
@@ -750,6 +751,8 @@ class PgServer(BuenaVistaServer):
         super().__init__(address, EnvironmentConnection(env))
         self.RequestHandlerClass = PgHandler
         self.scram = scram
+        #: a secret no one knows, for the exchanges of users no password logs in
+        self.refuse = ScramVerifier(secrets.token_urlsafe(32)) if scram is not None else None
         config = env.config
         self.max_message_size = config.max_message_size
         self.max_copy_from_size = config.max_copy_from_size

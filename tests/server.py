@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -12,6 +13,34 @@ from pathlib import Path
 import psycopg
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def startup_packet(user: str = "materialize") -> bytes:
+    """A protocol 3.0 StartupMessage for ``user`` and database materialize."""
+    params = b"user\x00" + user.encode() + b"\x00database\x00materialize\x00\x00"
+    return struct.pack("!ii", 8 + len(params), 196608) + params
+
+
+def read_message(sock: socket.socket) -> tuple[bytes, bytes]:
+    """One backend message: (type byte, body); (b"", b"") at end of stream."""
+    def exact(n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = sock.recv(n - len(buf))
+            if not chunk:
+                return buf
+            buf += chunk
+        return buf
+
+    header = exact(5)
+    if len(header) < 5:
+        return b"", b""
+    return header[:1], exact(struct.unpack("!I", header[1:])[0] - 4)
+
+
+def error_fields(body: bytes) -> dict[str, str]:
+    """An ErrorResponse body's fields by code letter (``C``: SQLSTATE, ``M``: message)."""
+    return {f[:1]: f[1:] for f in body.decode(errors="replace").split("\x00") if f}
 
 
 def free_port() -> int:

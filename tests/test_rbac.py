@@ -56,7 +56,8 @@ def test_login_user_without_grants_is_refused_until_granted(server, admin, names
     t, joe = f"rb_t_{names}", f"rb_joe_{names}"
     admin.execute(f"CREATE TABLE {t} (a int)")
     admin.execute(f"INSERT INTO {t} VALUES (1)")
-    with _login(server, joe) as c:  # the role is made on first login
+    admin.execute(f"CREATE ROLE {joe} LOGIN")  # no role is made at login (no --auto-create-roles)
+    with _login(server, joe) as c:
         assert c.execute("SELECT current_user, session_user").fetchone() == (joe, joe)
         assert admin.execute("SELECT rolcanlogin, rolsuper, inherit FROM mz_roles WHERE name = %s",
                              (joe,)).fetchone() == (True, False, True)
@@ -145,6 +146,7 @@ def test_role_membership_passes_privileges(server, admin, names):
     admin.execute(f"CREATE TABLE {t} (a int)")
     admin.execute(f"CREATE ROLE {readers}")
     admin.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA public TO {readers}")
+    admin.execute(f"CREATE ROLE {joe} LOGIN")
     with _login(server, joe) as c:
         _err(c, f"SELECT * FROM {t}", "42501")
         admin.execute(f"GRANT {readers} TO {joe}")
@@ -166,6 +168,7 @@ def test_view_reads_are_checked_against_the_view_owner(server, admin, names):
     admin.execute(f"CREATE TABLE {t} (a int)")
     admin.execute(f"INSERT INTO {t} VALUES (7)")
     admin.execute(f"CREATE VIEW {v} AS SELECT a FROM {t}")
+    admin.execute(f"CREATE ROLE {joe} LOGIN")
     with _login(server, joe) as c:
         _err(c, f"SELECT * FROM {v}", "42501", f'permission denied for VIEW "materialize.public.{v}"')
         admin.execute(f"GRANT SELECT ON {v} TO {joe}")
@@ -182,6 +185,7 @@ def test_role_attributes_and_system_privileges(server, admin, names):
     _err(admin, f"CREATE ROLE {joe} NOINHERIT", "0A000", "non inherit roles not yet supported")
     _err(admin, "CREATE ROLE mz_mine", "42939")
     _err(admin, "CREATE ROLE materialize", "42710", "role 'materialize' already exists")
+    admin.execute(f"CREATE ROLE {joe} LOGIN")
     with _login(server, joe) as c:
         _err(c, f"CREATE ROLE rb_x_{names}", "42501", "permission denied for SYSTEM")
         _err(c, f"CREATE CLUSTER rb_c_{names} REPLICAS ()", "42501", "permission denied for SYSTEM")
@@ -260,7 +264,8 @@ def test_default_privileges_apply_to_new_objects(server, admin, names):
         (["u1=arwd/u1"],)
 
 
-def test_temporary_tables_need_no_grant(server, names):
+def test_temporary_tables_need_no_grant(server, admin, names):
+    admin.execute(f"CREATE ROLE rb_tmp_{names} LOGIN")
     with _login(server, f"rb_tmp_{names}") as c:
         c.execute("CREATE TEMP TABLE rb_tt (a int)")
         c.execute("INSERT INTO rb_tt VALUES (1)")

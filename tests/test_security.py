@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from server import ROOT, Server, free_port, wait_for
+from server import ROOT, Server, free_port, read_message, startup_packet, wait_for
 
 
 @pytest.mark.slow
@@ -53,11 +53,11 @@ def test_scram_password(tmp_path):
         # A SASL message's length is checked before it is read: a claim of 1 MiB is refused
         # at once (PostgreSQL's limit for SASL tokens is 64 KiB), without waiting for it.
         with socket.create_connection(("127.0.0.1", s.port), timeout=10) as sock:
-            sock.sendall(_startup())
-            kind, _ = _read_message(sock)
+            sock.sendall(startup_packet())
+            kind, _ = read_message(sock)
             assert kind == b"R"  # AuthenticationSASL
             sock.sendall(b"p" + struct.pack("!I", 1 << 20) + b"SCRAM-SHA-256\x00")
-            kind, body = _read_message(sock)
+            kind, body = read_message(sock)
             assert kind == b"E" and b"SFATAL" in body and b"C08P01" in body
         with s.connect() as c:
             assert c.execute("SELECT 1").fetchone() == (1,)
@@ -69,12 +69,12 @@ def _scram_server_first(port: int) -> tuple[str, str, str]:
     """The (nonce, salt, iterations) of one SCRAM server-first message, read by starting
     an exchange with a raw socket and abandoning it."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(_startup())
-        assert _read_message(sock)[0] == b"R"
+        sock.sendall(startup_packet())
+        assert read_message(sock)[0] == b"R"
         client_first = b"n,,n=,r=" + base64.b64encode(os.urandom(18))
         body = b"SCRAM-SHA-256\x00" + struct.pack("!i", len(client_first)) + client_first
         sock.sendall(b"p" + struct.pack("!I", 4 + len(body)) + body)
-        kind, reply = _read_message(sock)
+        kind, reply = read_message(sock)
         assert kind == b"R" and struct.unpack("!i", reply[:4])[0] == 11  # AuthenticationSASLContinue
         attrs = dict(kv.split("=", 1) for kv in reply[4:].decode().split(","))
         return attrs["r"], attrs["s"], attrs["i"]
@@ -102,30 +102,13 @@ def test_metrics_listener_beyond_loopback_is_refused(tmp_path):
     assert not (tmp_path / "d").exists()
 
 
-def _read_message(sock: socket.socket) -> tuple[bytes, bytes]:
-    """One backend message: (type byte, body); (b"", b"") at end of stream."""
-    def exact(n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = sock.recv(n - len(buf))
-            if not chunk:
-                return buf
-            buf += chunk
-        return buf
-
-    header = exact(5)
-    if len(header) < 5:
-        return b"", b""
-    return header[:1], exact(struct.unpack("!I", header[1:])[0] - 4)
-
-
 def _raw_session(port: int) -> tuple[socket.socket, int, int]:
     """A trusted session on a raw socket, ready for queries: (socket, process id, secret key)."""
     sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-    sock.sendall(_startup())
+    sock.sendall(startup_packet())
     pid = key = None
     while True:
-        kind, body = _read_message(sock)
+        kind, body = read_message(sock)
         assert kind not in (b"", b"E"), body
         if kind == b"K":
             pid, key = struct.unpack("!iI", body)
@@ -246,10 +229,10 @@ def test_message_beyond_max_message_size_is_refused_before_it_is_read(limited):
         start = time.monotonic()
         # Only the header of a 2 MiB query: the server must answer without waiting for it.
         sock.sendall(b"Q" + struct.pack("!I", 2 << 20))
-        kind, body = _read_message(sock)
+        kind, body = read_message(sock)
         assert kind == b"E" and b"SFATAL" in body and b"C08P01" in body and b"exceeds the limit" in body
         assert time.monotonic() - start < 5
-        assert _read_message(sock) == (b"", b"")  # closed
+        assert read_message(sock) == (b"", b"")  # closed
     with limited.connect() as c:
         assert c.execute("SELECT 1").fetchone() == (1,)
 
@@ -274,20 +257,20 @@ def test_connections_beyond_max_connections_get_53300_until_one_ends(limited):
                 limited.connect()
             assert "sorry, too many clients already" in str(ei.value)
             with socket.create_connection(("127.0.0.1", limited.port), timeout=10) as sock:
-                sock.sendall(_startup())  # psycopg hides a failed connection's SQLSTATE
-                kind, body = _read_message(sock)
+                sock.sendall(startup_packet())  # psycopg hides a failed connection's SQLSTATE
+                kind, body = read_message(sock)
                 assert kind == b"E" and b"SFATAL" in body and b"C53300" in body
-                assert _read_message(sock) == (b"", b"")  # and closed
+                assert read_message(sock) == (b"", b"")  # and closed
             # A CancelRequest is no session: it is heard, not refused with 53300.
             with socket.create_connection(("127.0.0.1", limited.port), timeout=10) as sock:
                 sock.sendall(struct.pack("!iiii", 16, 80877102, 1, 2))
-                assert _read_message(sock) == (b"", b"")
+                assert read_message(sock) == (b"", b"")
             victim = held.pop(1)
             if end == "close":
                 victim.sendall(b"X" + struct.pack("!I", 4))
             elif end == "protocol error":
                 victim.sendall(b"Q" + struct.pack("!I", 2))
-                assert b"C08P01" in _read_message(victim)[1]
+                assert b"C08P01" in read_message(victim)[1]
             victim.close()
             again = wait_for(try_connect, timeout=10)
             assert again is not None
@@ -295,11 +278,6 @@ def test_connections_beyond_max_connections_get_53300_until_one_ends(limited):
         finally:
             for h in held:
                 h.close()
-
-
-def _startup() -> bytes:
-    params = b"user\x00materialize\x00database\x00materialize\x00\x00"
-    return struct.pack("!ii", 8 + len(params), 196608) + params
 
 
 KINDS = list(b"QPBDECSHXdcfp") + [0, 255, ord("Z")]
@@ -319,7 +297,7 @@ def messages(draw):
 @given(batch=st.lists(messages(), min_size=10, max_size=10))
 def _fuzz_once(port, batch):
     with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
-        s.sendall(_startup() + b"".join(batch))
+        s.sendall(startup_packet() + b"".join(batch))
         s.shutdown(socket.SHUT_WR)
         s.settimeout(5)
         try:

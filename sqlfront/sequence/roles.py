@@ -30,8 +30,7 @@ _DOC = "https://materialize.com/docs/sql/create-role/#details"
 
 def _reserved(name: str) -> None:
     """Raises 42939 for names Materialize keeps for itself (``mz_``, ``pg_``, PUBLIC)."""
-    if name.lower() == "public" or name.startswith(("mz_", "pg_")) or name in ("none", "current_user",
-                                                                               "session_user", "current_role"):
+    if rbac.is_reserved_role_name(name):
         raise SqlError("42939", f'role name "{name}" is reserved')
 
 

@@ -1,0 +1,133 @@
+"""Who may log in (issue 33, items 2 and 8), over the wire: the server password
+(``--password-file``) is no way to become a superuser, reserved and empty user names are
+refused, and a login never makes a role unless the server runs with
+``--auto-create-roles`` (and then only for names of at most 63 bytes)."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+
+import psycopg
+import pytest
+
+from server import Server, error_fields, read_message, startup_packet
+
+SERVER_PASSWORD = "server-pw"
+
+
+def _startup_error(port: int, user: str) -> dict[str, str] | None:
+    """The ErrorResponse fields a startup as ``user`` gets before any authentication
+    request, or None when the server asks for a password or accepts the user."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(startup_packet(user))
+        kind, body = read_message(sock)
+        return error_fields(body) if kind == b"E" else None
+
+
+def _login(port: int, user: str, password: str | None) -> psycopg.Connection:
+    return psycopg.connect(host="127.0.0.1", port=port, user=user, password=password, dbname="materialize",
+                           autocommit=True, connect_timeout=10)
+
+
+def _refused(port: int, user: str, password: str | None) -> str:
+    with pytest.raises(psycopg.OperationalError) as e:
+        _login(port, user, password).close()
+    return str(e.value)
+
+
+@pytest.fixture(scope="module")
+def pw_server(tmp_path_factory):
+    """A server with a password and its defaults otherwise (no role is made at login);
+    nothing here needs a replica."""
+    d = tmp_path_factory.mktemp("authn")
+    (d / "password").write_text(SERVER_PASSWORD + "\n")
+    s = Server(d / "mzdata", "--password-file", str(d / "password"),
+               password=SERVER_PASSWORD).start(wait_replicas=False)
+    yield s
+    s.stop()
+
+
+def _roles(conn) -> int:
+    return conn.execute("SELECT count(*) FROM mz_roles").fetchone()[0]
+
+
+def test_reserved_and_empty_user_names_are_refused_before_any_password(pw_server):
+    for user in ("", "mz_system", "mz_support", "mz_anything", "pg_monitor", "public", "PUBLIC"):
+        err = _startup_error(pw_server.port, user)
+        assert err is not None and err["S"] == "FATAL" and err["C"] == "28000", (user, err)
+    msg = _refused(pw_server.port, "mz_system", SERVER_PASSWORD)
+    assert "reserved" in msg, msg
+
+
+def test_the_server_password_makes_no_one_a_superuser(pw_server):
+    port, n = pw_server.port, uuid.uuid4().hex[:6]
+    su, plain = f"au_su_{n}", f"au_plain_{n}"
+    with pw_server.connect() as admin:
+        admin.execute(f"CREATE ROLE {su} LOGIN SUPERUSER")
+        admin.execute(f"CREATE ROLE {plain} LOGIN")
+        # a superuser without a password of its own: the shared server password is not it
+        assert "password authentication failed" in _refused(port, su, SERVER_PASSWORD)
+        # a plain role without one logs in with the server password, as no superuser
+        with _login(port, plain, SERVER_PASSWORD) as c:
+            assert c.execute("SELECT current_user, rolsuper FROM pg_roles WHERE rolname = current_user"
+                             ).fetchone() == (plain, False)
+        admin.execute(f"ALTER ROLE {su} PASSWORD 'su-own'")
+        with _login(port, su, "su-own") as c:
+            assert c.execute("SELECT current_user").fetchone() == (su,)
+        assert "password authentication failed" in _refused(port, su, SERVER_PASSWORD)
+        admin.execute(f"DROP ROLE {su}")
+        admin.execute(f"DROP ROLE {plain}")
+
+
+def test_the_bootstrap_role_keeps_the_server_password_until_it_has_its_own(pw_server):
+    port = pw_server.port
+    with pw_server.connect() as admin:
+        assert admin.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user").fetchone() == (True,)
+        admin.execute("ALTER ROLE materialize PASSWORD 'bootstrap-own'")
+    pw_server.password = "bootstrap-own"  # for the module's later connections
+    assert "password authentication failed" in _refused(port, "materialize", SERVER_PASSWORD)
+    for user in ("", "mz_system"):  # and no other name reaches a superuser with it
+        assert _startup_error(port, user)["C"] == "28000"
+    with _login(port, "materialize", "bootstrap-own") as c:
+        assert c.execute("SELECT current_user").fetchone() == ("materialize",)
+
+
+def test_an_unknown_user_is_refused_and_no_role_is_made(pw_server, server):
+    with pw_server.connect() as admin:
+        before = _roles(admin)
+        # with a password: the exchange runs and fails, as for a wrong password
+        assert "password authentication failed" in _refused(pw_server.port, f"au_new_{uuid.uuid4().hex[:6]}",
+                                                            SERVER_PASSWORD)
+        assert _roles(admin) == before
+    with server.connect() as admin:  # trusted: PostgreSQL's "role does not exist"
+        before = _roles(admin)
+        for _ in range(300):
+            err = _startup_error(server.port, f"au_{uuid.uuid4().hex}")
+            assert err is not None and err["C"] == "28000" and "does not exist" in err["M"], err
+        assert _roles(admin) == before
+
+
+def test_a_user_name_beyond_63_bytes_is_refused(server):
+    for user in ("x" * 9000, "é" * 32):  # 9,000 bytes; 64 bytes in 32 characters
+        err = _startup_error(server.port, user)
+        assert err is not None and err["C"] == "42622", err
+    assert _startup_error(server.port, "materialize") is None
+
+
+def test_auto_create_roles_makes_plain_roles_for_names_it_allows(tmp_path):
+    s = Server(tmp_path / "mzdata", "--auto-create-roles").start(wait_replicas=False)
+    try:
+        name = "au_" + "é" * 30  # 63 bytes: the longest allowed
+        with _login(s.port, name, None) as c:
+            assert c.execute("SELECT current_user").fetchone() == (name,)
+        with s.connect() as admin:
+            assert admin.execute("SELECT rolcanlogin, rolsuper FROM pg_roles WHERE rolname = %s",
+                                 (name,)).fetchone() == (True, False)
+            before = _roles(admin)
+            assert _startup_error(s.port, name + "x")["C"] == "42622"
+            assert _startup_error(s.port, "mz_system")["C"] == "28000"
+            assert _startup_error(s.port, "pg_new")["C"] == "28000"
+            assert _roles(admin) == before
+    finally:
+        s.stop()
