@@ -30,7 +30,7 @@ from buenavista.postgres import (
 )
 
 from catalog.errors import (
-    SqlError, INSUFFICIENT_RESOURCES, INTERNAL_ERROR, PROTOCOL_VIOLATION, QUERY_CANCELED, TOO_MANY_CONNECTIONS,
+    SqlError, INSUFFICIENT_RESOURCES, INTERNAL_ERROR, INVALID_BINARY_REPRESENTATION, PROTOCOL_VIOLATION, QUERY_CANCELED, TOO_MANY_CONNECTIONS,
 )
 from catalog.textio import parse_text
 from catalog.types import UNKNOWN, type_from_oid
@@ -637,12 +637,15 @@ class PgHandler(BuenaVistaHandler):
                 elif _format_for(formats, i) == 0 or ((t := type_from_oid(oid)) is not None and t.is_string):
                     # text, and the binary form of string types (textrecv), are in the
                     # client's encoding; PostgreSQL's text cannot hold NUL (22021)
-                    v = ctx.decode(raw)
-                    if "\x00" in v:
-                        raise SqlError("22021", 'invalid byte sequence for encoding "UTF8": 0x00')
-                    params.append(v)
+                    params.append(wire_encoding.no_nul(ctx.decode(raw)))
                 else:
-                    params.append(binary_param_text(oid, raw))
+                    try:
+                        params.append(binary_param_text(oid, raw))
+                    except SqlError as e:
+                        if e.sqlstate == INVALID_BINARY_REPRESENTATION:  # PostgreSQL's exec_bind_message
+                            e.detail = e.detail or e.message
+                            e.message = f"incorrect binary data format in bind parameter {i + 1}"
+                        raise
             (nr,) = struct.unpack_from("!h", payload, pos)
             result_formats = list(struct.unpack_from(f"!{nr}h", payload, pos + 2))
         except SqlError as e:
