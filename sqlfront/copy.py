@@ -108,8 +108,9 @@ class CopyReader:
     call; :meth:`finish` checks that the data ended where a record does. Memory: the
     unfinished record plus the rows of one call.
 
-    Text and CSV data is UTF-8 (the wire layer converts other client encodings); a
-    record ends at a newline (in CSV, one outside quotes).
+    Text and CSV data is in ``encoding`` (the client's), read a record at a time (a
+    record ends at a newline, in CSV one outside quotes; no client encoding has a
+    newline or a quote inside a multibyte character).
 
     Raises (from feed and finish):
         SqlError 22P04 for a row with the wrong number of columns or bad binary framing;
@@ -118,8 +119,8 @@ class CopyReader:
     """
 
     def __init__(self, table: Table, fmt: str, delimiter: str | None, null: str | None, header: bool,
-                 columns: tuple[int, ...] | None = None):
-        self.table, self.fmt = table, fmt
+                 columns: tuple[int, ...] | None = None, encoding: str = "UTF8"):
+        self.table, self.fmt, self.encoding = table, fmt, encoding
         self.columns = columns
         positions = columns if columns is not None else tuple(range(len(table.columns)))
         self.positions = positions
@@ -203,7 +204,7 @@ class CopyReader:
 
     def _text(self, chunk: bytes) -> list[tuple]:
         """Rows of whole records of text or CSV data."""
-        text = no_nul(decode(chunk, "UTF8"))
+        text = no_nul(decode(chunk, self.encoding))
         if self.fmt == "csv":
             raw_rows = []
             for fields in csv.reader(io.StringIO(text), delimiter=self.delimiter, quotechar='"'):
