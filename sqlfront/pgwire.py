@@ -527,11 +527,11 @@ class PgHandler(BuenaVistaHandler):
             cannot hold it; the data's errors. What the client still sends of this COPY
             is then dropped, as PostgreSQL drops CopyData after an error in copy-in mode.
         """
-        self._copy_response(b"G", c.fmt, len(c.positions) if c.positions is not None else len(c.table.columns))
-        self.wfile.flush()
+        load = ctx.session.start_copy(c)  # its first share of the budget, before the client sends
         total, limit = 0, self.server.max_copy_from_size
-        load = ctx.session.start_copy(c)
         try:
+            self._copy_response(b"G", c.fmt, len(c.positions) if c.positions is not None else len(c.table.columns))
+            self.wfile.flush()
             while True:
                 kind = self.r.read_byte()
                 if not kind:
