@@ -508,8 +508,8 @@ class PgHandler(BuenaVistaHandler):
                 self.report_changes(ctx)  # SET, RESET, set_config(), ...
         except Exception as e:
             err = self._statement_error(e)  # re-raises when the client is gone
-            if err.sqlstate != INTERNAL_ERROR and ctx.session.in_transaction:
-                ctx.session.failed = True  # also for an error while rows stream (a FETCH's, say)
+            if ctx.session.in_transaction:
+                ctx.session.failed = True  # any error, also one while rows stream (a FETCH's, say)
             self.send_error(err)
         if not ctx.session.in_transaction:
             ctx.drop_suspended()  # portals end with their transaction
@@ -527,7 +527,7 @@ class PgHandler(BuenaVistaHandler):
             cannot hold it; the data's errors. What the client still sends of this COPY
             is then dropped, as PostgreSQL drops CopyData after an error in copy-in mode.
         """
-        load = ctx.session.start_copy(c)  # its first share of the budget, before the client sends
+        load = ctx.session.start_copy(c)
         total, limit = 0, self.server.max_copy_from_size
         try:
             self._copy_response(b"G", c.fmt, len(c.positions) if c.positions is not None else len(c.table.columns))

@@ -226,10 +226,7 @@ class Session:
 
     def start_copy(self, c: CopyIn) -> copy.CopyLoad:
         """The load of a ``COPY ... FROM STDIN``'s data (``feed``, ``finish``: all rows or
-        none; ``close`` however it ends), with the data in the client's encoding.
-
-        Raises:
-            SqlError 53200 when the server's COPY memory budget has no room for it."""
+        none; ``close`` however it ends), with the data in the client's encoding."""
         self._statement_context()
         return copy.CopyLoad(self, c, self.vars.get("client_encoding"))
 

@@ -121,7 +121,6 @@ class CopyLoad:
         self.rows = 0
         self._defaults = None
         self._budget = s.env.copy_budget.reservation()
-        self._reserve(COPY_BATCH_BYTES * PARSE_BYTES_PER_BYTE)
 
     def _reserve(self, parsing: int) -> None:
         s = self.s
@@ -137,8 +136,9 @@ class CopyLoad:
     def _parse(self, final: bool) -> None:
         chunk = bytes(self._raw)
         self._raw.clear()
-        # a record longer than a batch is held whole: it is charged as it grows
-        self._reserve(max(COPY_BATCH_BYTES, len(chunk) + self.reader.pending) * PARSE_BYTES_PER_BYTE)
+        # what is parsed now: the batch and the unfinished record before it (a record
+        # longer than a batch is held whole, and charged as it grows)
+        self._reserve((len(chunk) + self.reader.pending) * PARSE_BYTES_PER_BYTE)
         rows = self.reader.feed(chunk)
         if final:
             rows += self.reader.finish()
