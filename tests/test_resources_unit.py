@@ -86,3 +86,24 @@ def test_consensus_on_a_full_disk_reports_the_full_disk(tiny_disk):
             seqno = i
     assert c.head("s1")[0] == seqno  # what was committed stays
     c.close()
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT " + "+".join(["1"] * 64_000),  # libpg_query overflowed its C stack on this: a SIGSEGV
+    "SELECT 1" + "::int" * 30_000,
+    "SELECT " + "(1+" * 6_000 + "1" + ")" * 6_000,
+])
+def test_statements_nested_too_deeply_are_54001_before_they_are_parsed(sql):
+    from sqlfront.parse import parse_one
+
+    with pytest.raises(SqlError) as ei:
+        parse_one(sql)
+    assert ei.value.sqlstate == "54001" and ei.value.message == "stack depth limit exceeded"
+
+
+def test_long_flat_statements_are_not_deep():
+    from sqlfront.parse import check_expression_depth
+
+    check_expression_depth("SELECT * FROM t WHERE " + " OR ".join(f"a = -{i}" for i in range(20_000)))
+    check_expression_depth("INSERT INTO t VALUES " + ",".join(f"(-{i}, {i} + 1, 'x')" for i in range(20_000)))
+    check_expression_depth("SELECT " + "+".join(["1"] * 9_000))

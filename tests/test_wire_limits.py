@@ -182,6 +182,8 @@ def test_deep_nesting_is_54001_and_the_session_goes_on(limited):
             c.execute("SELECT ARRAY" + "[" * 3000 + "1" + "]" * 3000)
         with pytest.raises(psycopg.errors.StatementTooComplex):  # extended protocol: Describe, Execute
             c.execute("SELECT ARRAY" + "[" * 3000 + "%s::int" + "]" * 3000, (1,))
+        with pytest.raises(psycopg.errors.StatementTooComplex):  # refused before libpg_query sees it
+            c.execute("SELECT " + "+".join(["1"] * 64_000))
         assert c.execute("SELECT ARRAY[[1, 2], [3, 4]]").fetchone() == ([[1, 2], [3, 4]],)
 
 
