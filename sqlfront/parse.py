@@ -130,7 +130,7 @@ MAX_EXPRESSION_DEPTH = 10_000
 #: infix and postfix operators a grammar reduces as it reads (``1 + 1 + ... + 1``,
 #: ``x::t::t``), so that the parser's own stack limit never sees them
 _CHAINING = frozenset({
-    "Op", "TYPECAST", "LESS_EQUALS", "GREATER_EQUALS", "NOT_EQUALS", "COLLATE", "AT",
+    "Op", "TYPECAST", "LESS_EQUALS", "GREATER_EQUALS", "NOT_EQUALS", "COLLATE", "AT", "OPERATOR",
     "ASCII_43", "ASCII_45", "ASCII_42", "ASCII_47", "ASCII_37", "ASCII_94", "ASCII_60", "ASCII_62", "ASCII_61",
 })
 
@@ -142,7 +142,7 @@ def _operator_chars(sql: str) -> int:
     """At least the number of chaining operators in ``sql`` (it counts characters in
     literals and comments too)."""
     lower = sql.lower()
-    return sum(sql.count(c) for c in _OPERATOR_CHARS) + lower.count("collate") + lower.count("at")
+    return sum(sql.count(c) for c in _OPERATOR_CHARS) + sum(lower.count(w) for w in ("collate", "at", "operator"))
 
 
 def check_expression_depth(sql: str) -> None:

@@ -92,6 +92,7 @@ def test_consensus_on_a_full_disk_reports_the_full_disk(tiny_disk):
     "SELECT " + "+".join(["1"] * 64_000),  # libpg_query overflowed its C stack on this: a SIGSEGV
     "SELECT 1" + "::int" * 30_000,
     "SELECT " + "(1+" * 6_000 + "1" + ")" * 6_000,
+    "SELECT 1" + " OPERATOR(pg_catalog.+) 1" * 30_000,
 ])
 def test_statements_nested_too_deeply_are_54001_before_they_are_parsed(sql):
     from sqlfront.parse import parse_one
