@@ -590,7 +590,10 @@ class CatalogStore:
                     c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (f"next_id.{k}", str(v)))
                 c.execute("COMMIT")
             except BaseException:
-                c.execute("ROLLBACK")
+                # sqlite may have rolled back already (a full disk, SQLITE_FULL): a ROLLBACK then
+                # fails with "no transaction is active" and would hide the real error
+                if c.in_transaction:
+                    c.execute("ROLLBACK")
                 raise
         return snap.with_changes(
             version=version, clusters=clusters, replicas=replicas, tables=tables, views=views, indexes=indexes,

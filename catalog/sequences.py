@@ -84,7 +84,10 @@ class SequenceStore:
                 c.execute("UPDATE sequence_values SET last_value = ?, is_called = 1 WHERE id = ?", (new_last, q.id))
                 c.execute("COMMIT")
             except BaseException:
-                c.execute("ROLLBACK")
+                # sqlite may have rolled back already (a full disk, SQLITE_FULL): a ROLLBACK then
+                # fails with "no transaction is active" and would hide the real error
+                if c.in_transaction:
+                    c.execute("ROLLBACK")
                 raise
         return values
 

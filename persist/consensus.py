@@ -79,7 +79,10 @@ class SqliteConsensus(Consensus):
                 c.execute("COMMIT")
                 return True
             except BaseException:
-                c.execute("ROLLBACK")
+                # sqlite may have rolled back already (a full disk, SQLITE_FULL): a ROLLBACK then
+                # fails with "no transaction is active" and would hide the real error
+                if c.in_transaction:
+                    c.execute("ROLLBACK")
                 raise
 
     def truncate(self, key: str, seqno: int) -> int:

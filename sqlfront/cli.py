@@ -99,6 +99,15 @@ def main() -> None:
               help="Largest protocol message a client may send (bytes, or with kB/MB/GB).")
 @click.option("--max-copy-from-size", default="256MB", show_default=True, type=ByteSize(),
               help="Most data one COPY FROM STDIN may send (SHOW max_copy_from_size).")
+@click.option("--copy-memory-budget", default=None, type=ByteSize(),
+              help="Memory every COPY FROM STDIN together may hold (bytes, or with kB/MB/GB); a COPY that "
+                   "cannot get its share waits, then fails with 53200. Default: a quarter of the machine's memory.")
+@click.option("--authentication-timeout", default=60.0, show_default=True, type=click.FloatRange(0.1, 600),
+              help="Seconds a client has from connecting to the end of startup and authentication "
+                   "(PostgreSQL's authentication_timeout).")
+@click.option("--max-startup-connections", default=None, type=click.IntRange(1),
+              help="Connections still in startup or authentication at once; more are refused with 53300. "
+                   "Default: --max-connections.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
 @click.option("--max-query-heap-size", default=None,
@@ -135,7 +144,8 @@ def main() -> None:
 def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, bootstrap_role,
           auto_create_roles, metrics_listen,
           max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
-          max_copy_from_size, log_level, max_query_heap_size, persist_compaction, persist_pubsub,
+          max_copy_from_size, copy_memory_budget, authentication_timeout, max_startup_connections, log_level,
+          max_query_heap_size, persist_compaction, persist_pubsub,
           persist_pubsub_listen, persist_consensus_url, timestamp_oracle_url, persist_blob_url,
           catalog_url, clusters, takeover, cluster_lease_duration) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
@@ -209,7 +219,10 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                     # resolved now, so a symlink swapped in later cannot widen what is allowed
                     copy_from_dirs=tuple(Path(os.path.realpath(d)) for d in copy_from_dirs),
                     max_connections=max_connections, max_message_size=max_message_size,
-                    max_copy_from_size=max_copy_from_size, session_defaults=session_defaults,
+                    max_copy_from_size=max_copy_from_size, copy_memory_budget=copy_memory_budget,
+                    authentication_timeout_s=authentication_timeout,
+                    max_startup_connections=max_startup_connections or max_connections,
+                    session_defaults=session_defaults,
                     persist_compaction=persist_compaction, persist_pubsub=persist_pubsub == "on",
                     persist_pubsub_listen=pubsub_address, persist_consensus_url=persist_consensus_url,
                     timestamp_oracle_url=timestamp_oracle_url, persist_blob_url=persist_blob_url,

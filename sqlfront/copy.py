@@ -18,6 +18,7 @@ from catalog.errors import SqlError, INSUFFICIENT_PRIVILEGE
 from catalog.snapshot import Table
 from catalog.textio import format_text, parse_text
 from planner.consteval import cast_value
+from sqlfront.encoding import decode, no_nul
 
 def allowed_copy_from_path(path: str, allowed_dirs: Sequence[Path]) -> str:
     """The real path (symlinks and ``..`` resolved, relative paths taken from the server's
@@ -43,77 +44,240 @@ def allowed_copy_from_path(path: str, allowed_dirs: Sequence[Path]) -> str:
                         "The server's operator can allow a directory with sqlfront serve --copy-from-dir DIR.")
 
 
-_UNESCAPE = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "\\": "\\"}
+_UNESCAPE = {ord("b"): 8, ord("f"): 12, ord("n"): 10, ord("r"): 13, ord("t"): 9, ord("v"): 11}
+_OCTAL = b"01234567"
+_HEX = b"0123456789abcdefABCDEF"
 
 
 def _unescape(field: str) -> str:
+    r"""A field of COPY's text format with its backslash escapes decoded (the COPY
+    reference page, "Text Format"): ``\b \f \n \r \t \v``, ``\digits`` (one to three
+    octal digits) and ``\xdigits`` (one or two hex digits) give that byte; a backslash
+    before any other character gives the character. The bytes are then read as UTF-8.
+
+    Raises:
+        SqlError 22021 when the result is not UTF-8 or holds a NUL byte (``\0``)."""
     if "\\" not in field:
         return field
-    out, i = [], 0
-    while i < len(field):
-        ch = field[i]
-        if ch == "\\" and i + 1 < len(field):
-            nxt = field[i + 1]
-            out.append(_UNESCAPE.get(nxt, nxt))
-            i += 2
-        else:
+    raw = field.encode("utf-8")
+    out, i, n = bytearray(), 0, len(raw)
+    while i < n:
+        ch = raw[i]
+        if ch != 0x5C or i + 1 == n:  # not a backslash (or a trailing one, kept)
             out.append(ch)
             i += 1
-    return "".join(out)
+            continue
+        nxt = raw[i + 1]
+        if nxt in _OCTAL:
+            j = i + 1
+            while j < min(i + 4, n) and raw[j] in _OCTAL:
+                j += 1
+            out.append(int(raw[i + 1 : j], 8) & 0xFF)
+            i = j
+        elif nxt == 0x78 and i + 2 < n and raw[i + 2] in _HEX:  # \x
+            j = i + 2
+            while j < min(i + 4, n) and raw[j] in _HEX:
+                j += 1
+            out.append(int(raw[i + 2 : j], 16))
+            i = j
+        else:
+            out.append(_UNESCAPE.get(nxt, nxt))
+            i += 2
+    return no_nul(decode(bytes(out), "UTF8"))
 
 
 def parse_copy(table: Table, data: bytes, fmt: str, delimiter: str | None, null: str | None,
                header: bool, columns: tuple[int, ...] | None = None) -> list[tuple]:
-    """Rows of ``table`` from COPY data in ``fmt`` (text, csv or binary). ``columns``:
-    the positions of the columns the data has (a COPY column list); the others are NULL.
+    """Rows of ``table`` from all the COPY data in ``fmt`` (text, csv or binary) at once;
+    :class:`CopyReader` reads it in pieces. ``columns``: the positions of the columns
+    the data has (a COPY column list); the others are NULL.
 
     Raises:
-        SqlError 22P04 for a row with the wrong number of columns or bad binary framing;
-        the types' input errors (22P02, 22003, ...) for bad values, naming the line.
+        what :meth:`CopyReader.feed` and :meth:`CopyReader.finish` raise.
     """
-    positions = columns if columns is not None else tuple(range(len(table.columns)))
-    cols = [table.columns[i] for i in positions]
-    if fmt == "binary":
-        rows = _parse_binary(table, cols, data)
-    else:
-        rows = _parse_text_rows(table, cols, data, fmt, delimiter, null, header)
-    if columns is None:
-        return rows
-    width = len(table.columns)
-    out = []
-    for r in rows:
-        full = [None] * width
-        for i, v in zip(positions, r):
-            full[i] = v
-        out.append(tuple(full))
-    return out
+    reader = CopyReader(table, fmt, delimiter, null, header, columns)
+    return reader.feed(data) + reader.finish()
 
 
 _SIGNATURE = b"PGCOPY\n\xff\r\n\x00"
 
 
-def _parse_binary(table: Table, cols, data: bytes) -> list[tuple]:
-    """COPY BINARY: signature, flags, header extension, then per tuple an int16 field
-    count and length-prefixed fields in each type's binary (``*send``) form; -1 ends."""
-    from sqlfront.pgtypes import decode_binary, length_prefixed
+class CopyReader:
+    """COPY FROM data (text, csv or binary) read in pieces: :meth:`feed` takes the next
+    bytes and returns the rows of the records it completed (rows of ``table``'s width;
+    the columns not in ``columns`` are NULL), keeping an unfinished record for the next
+    call; :meth:`finish` checks that the data ended where a record does. Memory: the
+    unfinished record plus the rows of one call.
 
-    bad = lambda what: SqlError("22P04", f"invalid COPY file format: {what}",  # noqa: E731
-                                detail=f"COPY {table.name}")
-    if not data.startswith(_SIGNATURE):
-        raise bad("COPY file signature not recognized")
-    try:
-        flags, ext = struct.unpack_from("!ii", data, 11)
-        pos = 19 + ext
-        rows = []
-        while True:
-            (n,) = struct.unpack_from("!h", data, pos)
-            pos += 2
+    Text and CSV data is in ``encoding`` (the client's), read a record at a time (a
+    record ends at a newline, in CSV one outside quotes; no client encoding has a
+    newline or a quote inside a multibyte character).
+
+    Raises (from feed and finish):
+        SqlError 22P04 for a row with the wrong number of columns or bad binary framing;
+        22021 for bytes that are not UTF-8 or a NUL byte; the types' input errors (22P02,
+        22003, ...) for bad values, naming the line.
+    """
+
+    def __init__(self, table: Table, fmt: str, delimiter: str | None, null: str | None, header: bool,
+                 columns: tuple[int, ...] | None = None, encoding: str = "UTF8"):
+        self.table, self.fmt, self.encoding = table, fmt, encoding
+        self.columns = columns
+        positions = columns if columns is not None else tuple(range(len(table.columns)))
+        self.positions = positions
+        self.cols = [table.columns[i] for i in positions]
+        if fmt == "csv":
+            self.delimiter, self.null = delimiter or ",", "" if null is None else null
+        else:
+            self.delimiter, self.null = delimiter or "\t", "\\N" if null is None else null
+        self.skip_header = header and fmt != "binary"
+        #: records read so far (the line number errors name)
+        self.lineno = 0
+        #: the end-of-data marker (``\.``, or the binary trailer) was seen: the rest is ignored
+        self.ended = False
+        self._buf = bytearray()
+        self._binary_started = False
+
+    @property
+    def pending(self) -> int:
+        """Bytes held of an unfinished record."""
+        return len(self._buf)
+
+    def feed(self, data: bytes) -> list[tuple]:
+        """The rows of the records that ``data`` completes."""
+        if self.ended:
+            return []
+        self._buf += data
+        if self.fmt == "binary":
+            rows = self._binary()
+        else:
+            cut = self._record_end()
+            if cut == 0:
+                return []
+            chunk = bytes(self._buf[:cut])
+            del self._buf[:cut]
+            rows = self._text(chunk)
+        return self._widen(rows)
+
+    def finish(self) -> list[tuple]:
+        """The rows of the last record (text and CSV data may end without a newline).
+
+        Raises:
+            SqlError 22P04 if binary data ends inside a tuple or without its trailer."""
+        if self.ended:
+            return []
+        if self.fmt == "binary":
+            if self._buf or not self._binary_started:
+                raise _bad_binary(self.table, "unexpected EOF")
+            return []
+        chunk, self._buf = bytes(self._buf), bytearray()
+        return self._widen(self._text(chunk)) if chunk else []
+
+    def _record_end(self) -> int:
+        """The length of the longest prefix of the buffer made of whole records."""
+        buf = self._buf
+        pos = buf.rfind(b"\n")
+        if self.fmt != "csv" or pos < 0:
+            return pos + 1
+        # In CSV a newline inside quotes belongs to its field: a record ends at a newline
+        # with an even number of quote characters before it.
+        after = buf.count(b'"', pos)
+        odd = (buf.count(b'"') - after) % 2
+        while odd:
+            prev = buf.rfind(b"\n", 0, pos)
+            if prev < 0:
+                return 0
+            odd ^= buf.count(b'"', prev, pos) % 2
+            pos = prev
+        return pos + 1
+
+    def _widen(self, rows: list[tuple]) -> list[tuple]:
+        if self.columns is None:
+            return rows
+        width = len(self.table.columns)
+        out = []
+        for r in rows:
+            full = [None] * width
+            for i, v in zip(self.positions, r):
+                full[i] = v
+            out.append(tuple(full))
+        return out
+
+    def _text(self, chunk: bytes) -> list[tuple]:
+        """Rows of whole records of text or CSV data."""
+        text = no_nul(decode(chunk, self.encoding))
+        if self.fmt == "csv":
+            raw_rows = []
+            for fields in csv.reader(io.StringIO(text), delimiter=self.delimiter, quotechar='"'):
+                if self.skip_header:
+                    self.skip_header = False
+                    continue
+                if fields == ["\\."]:
+                    self.ended = True
+                    break
+                raw_rows.append([None if f == self.null else f for f in fields])
+        else:
+            lines = text.split("\n")
+            if lines and lines[-1] == "":
+                lines.pop()
+            if self.skip_header and lines:
+                self.skip_header = False
+                lines = lines[1:]
+            raw_rows = []
+            for line in lines:
+                if line.rstrip("\r") == "\\.":
+                    self.ended = True
+                    break
+                raw_rows.append([None if f == self.null else _unescape(f)
+                                 for f in line.rstrip("\r").split(self.delimiter)])
+        rows, cols = [], self.cols
+        for fields in raw_rows:
+            self.lineno += 1
+            if len(fields) != len(cols):
+                raise SqlError("22P04", f"{'extra data after last expected column' if len(fields) > len(cols) else 'missing data for column ' + repr(cols[len(fields)].name)}",
+                               detail=f"COPY {self.table.name}, line {self.lineno}")
+            try:
+                rows.append(tuple(None if f is None else parse_text(f, c.type, explicit=False)
+                                  for f, c in zip(fields, cols)))
+            except SqlError as e:
+                e.detail = f"COPY {self.table.name}, line {self.lineno}"
+                raise
+        return rows
+
+    def _binary(self) -> list[tuple]:
+        """COPY BINARY: signature, flags, header extension, then per tuple an int16 field
+        count and length-prefixed fields in each type's binary (``*send``) form; -1 ends.
+        Reads the whole tuples in the buffer and keeps the rest."""
+        from sqlfront.pgtypes import decode_binary, length_prefixed
+
+        buf, pos = self._buf, 0
+        if not self._binary_started:
+            if len(buf) < 19:
+                return []
+            if not buf.startswith(_SIGNATURE):
+                raise _bad_binary(self.table, "COPY file signature not recognized")
+            (ext,) = struct.unpack_from("!i", buf, 15)
+            if len(buf) < 19 + ext:
+                return []
+            pos, self._binary_started = 19 + ext, True
+        rows, cols = [], self.cols
+        view = bytes(buf)
+        while pos + 2 <= len(view):
+            (n,) = struct.unpack_from("!h", view, pos)
             if n == -1:
-                return rows
+                self.ended = True
+                pos = len(view)
+                break
             if n != len(cols):
                 raise SqlError("22P04", f"row field count is {n}, expected {len(cols)}",
-                               detail=f"COPY {table.name}, line {len(rows) + 1}")
-            fields, pos = length_prefixed(data, pos, n)
+                               detail=f"COPY {self.table.name}, line {self.lineno + 1}")
+            try:
+                fields, end = length_prefixed(view, pos + 2, n)
+            except struct.error:
+                break  # the tuple is not all here yet
+            if end > len(view):
+                break
+            self.lineno += 1
             row = []
             for c, raw in zip(cols, fields):
                 if raw is None:
@@ -126,50 +290,13 @@ def _parse_binary(table: Table, cols, data: bytes) -> list[tuple]:
                 modified = t.precision is not None or t.scale is not None
                 row.append(cast_value(value, t.unconstrained(), t, explicit=False) if modified else value)
             rows.append(tuple(row))
-    except struct.error:
-        raise bad("unexpected EOF") from None
+            pos = end
+        del buf[:pos]
+        return rows
 
 
-def _parse_text_rows(table: Table, cols, data: bytes, fmt: str, delimiter: str | None, null: str | None,
-                     header: bool) -> list[tuple]:
-    text = data.decode("utf-8")
-    rows = []
-    if fmt == "csv":
-        delim = delimiter or ","
-        reader = csv.reader(io.StringIO(text), delimiter=delim, quotechar='"')
-        lines = list(reader)
-        if header and lines:
-            lines = lines[1:]
-        null = "" if null is None else null
-        raw_rows = []
-        for fields in lines:
-            if fields == ["\\."]:
-                break
-            raw_rows.append([None if f == null else f for f in fields])
-    else:
-        delim = delimiter or "\t"
-        null = "\\N" if null is None else null
-        raw_rows = []
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        if header and lines:
-            lines = lines[1:]
-        for line in lines:
-            if line == "\\.":
-                break
-            raw_rows.append([None if f == null else _unescape(f) for f in line.rstrip("\r").split(delim)])
-    for lineno, fields in enumerate(raw_rows, start=1):
-        if len(fields) != len(cols):
-            raise SqlError("22P04", f"{'extra data after last expected column' if len(fields) > len(cols) else 'missing data for column ' + repr(cols[len(fields)].name)}",
-                           detail=f"COPY {table.name}, line {lineno}")
-        try:
-            rows.append(tuple(None if f is None else parse_text(f, c.type, explicit=False)
-                              for f, c in zip(fields, cols)))
-        except SqlError as e:
-            e.detail = f"COPY {table.name}, line {lineno}"
-            raise
-    return rows
+def _bad_binary(table: Table, what: str) -> SqlError:
+    return SqlError("22P04", f"invalid COPY file format: {what}", detail=f"COPY {table.name}")
 
 
 def _escape(s: str) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import struct
 
-from catalog.errors import SqlError, INVALID_PARAMETER_VALUE
+from catalog.errors import SqlError, CHARACTER_NOT_IN_REPERTOIRE, INVALID_PARAMETER_VALUE
 
 #: PostgreSQL's encoding name -> Python's codec (PostgreSQL 23.3 Table "Character Sets")
 CODECS = {
@@ -91,7 +91,18 @@ def decode(data: bytes, encoding: str) -> str:
         return data.decode(c)
     except UnicodeDecodeError as e:
         bad = " ".join(f"0x{b:02x}" for b in e.object[e.start:e.end])
-        raise SqlError("22021", f'invalid byte sequence for encoding "{encoding}": {bad}') from None
+        raise SqlError(CHARACTER_NOT_IN_REPERTOIRE, f'invalid byte sequence for encoding "{encoding}": {bad}') from None
+
+
+def no_nul(text: str) -> str:
+    """``text``, which must hold no NUL character: PostgreSQL's text values cannot
+    (PostgreSQL refuses the byte 0x00 in any input as an invalid byte sequence).
+
+    Raises:
+        SqlError 22021 ``invalid byte sequence for encoding "UTF8": 0x00``."""
+    if "\x00" in text:
+        raise SqlError(CHARACTER_NOT_IN_REPERTOIRE, 'invalid byte sequence for encoding "UTF8": 0x00')
+    return text
 
 
 def transcode_data_rows(data: bytes, encoding: str, convert: list[bool]) -> bytes:

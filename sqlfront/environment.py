@@ -66,6 +66,7 @@ from spark_exec.materializations import Materialization
 from spark_exec.orchestrator import Orchestrator, write_private
 from sqlfront.coordinator import Coordinator
 from sqlfront.metrics import Metrics
+from sqlfront.memory_budget import MemoryBudget, default_copy_memory_budget
 from sqlfront.ownership import LeasedOwnership, LocalOwnership
 from sqlfront.pyworker import PythonWorkers
 from sqlfront.vars import server_defaults
@@ -111,6 +112,14 @@ class Config:
     max_message_size: int = 64 << 20
     #: most bytes one COPY FROM STDIN may send (Materialize's max_copy_from_size)
     max_copy_from_size: int = 256 << 20
+    #: bytes every COPY FROM STDIN stream together may hold (``sqlfront.memory_budget``);
+    #: None: a quarter of the machine's memory
+    copy_memory_budget: int | None = None
+    #: seconds a client has from its connection to the end of startup and authentication
+    #: (PostgreSQL's authentication_timeout)
+    authentication_timeout_s: float = 60.0
+    #: connections in startup or authentication at once; more are refused with 53300
+    max_startup_connections: int = 100
     #: session variables' defaults on this server, over ``sqlfront.vars.DEFAULTS``
     session_defaults: dict[str, str] = field(default_factory=dict)
     #: compact persist shards in the background
@@ -185,6 +194,8 @@ class Environment:
         shared_url = next((u for u in (config.catalog_url, config.persist_consensus_url) if is_postgres_url(u)), None)
         self.registry = ProcessRegistry(shared_url, self.process_id) if shared_url else None
         self.metrics = Metrics()
+        #: the memory all COPY FROM STDIN streams together draw from
+        self.copy_budget = MemoryBudget(config.copy_memory_budget or default_copy_memory_budget())
         pubsub_metrics = self.metrics.persist_pubsub()
         #: the persist PubSub service (None when off)
         self.pubsub_server: PubSubServer | None = None

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pglast
 
-from catalog.errors import SqlError, SYNTAX_ERROR, UNDEFINED_PARAMETER
+from catalog.errors import SqlError, STATEMENT_TOO_COMPLEX, SYNTAX_ERROR, UNDEFINED_PARAMETER
 from sqlfront import mzparse as mz
 
 #: the most parameters a statement can have: Parse and Bind count them in an Int16
@@ -122,6 +122,64 @@ def syntax_error(e: pglast.parser.ParseError) -> SqlError:
     return SqlError(SYNTAX_ERROR, str(msg), position=(pos + 1) if isinstance(pos, int) else None)
 
 
+#: the deepest expression tree a statement may give (PostgreSQL's max_stack_depth, in
+#: levels): beyond some 20,000 levels libpg_query, which pglast parses with, overflows
+#: its C stack and the whole server process dies
+MAX_EXPRESSION_DEPTH = 10_000
+#: tokens that make their operand a level deeper when chained without parentheses: the
+#: infix and postfix operators a grammar reduces as it reads (``1 + 1 + ... + 1``,
+#: ``x::t::t``), so that the parser's own stack limit never sees them
+_CHAINING = frozenset({
+    "Op", "TYPECAST", "LESS_EQUALS", "GREATER_EQUALS", "NOT_EQUALS", "COLLATE", "AT", "OPERATOR",
+    "ASCII_43", "ASCII_45", "ASCII_42", "ASCII_47", "ASCII_37", "ASCII_94", "ASCII_60", "ASCII_62", "ASCII_61",
+})
+
+
+_OPERATOR_CHARS = "+-*/%^<>=~!@#&|`?:"
+
+
+def _operator_chars(sql: str) -> int:
+    """At least the number of chaining operators in ``sql`` (it counts characters in
+    literals and comments too)."""
+    lower = sql.lower()
+    return sum(sql.count(c) for c in _OPERATOR_CHARS) + sum(lower.count(w) for w in ("collate", "at", "operator"))
+
+
+def check_expression_depth(sql: str) -> None:
+    """Refuse a statement whose expressions would nest deeper than
+    ``MAX_EXPRESSION_DEPTH``, counted on its tokens before anything parses it: each open
+    parenthesis or bracket, and each chaining operator since the last comma, AND or OR
+    at its level (AND and OR chains are flattened into lists by the parser).
+
+    Raises:
+        SqlError 54001 "stack depth limit exceeded" (PostgreSQL's check_stack_depth)."""
+    if _operator_chars(sql) < MAX_EXPRESSION_DEPTH // 2:
+        # Parentheses alone cannot pass the limit (the grammar's own stack stops at
+        # 10,000: 42601 "memory exhausted"); with fewer chaining operators than half the
+        # limit, the deepest tree stays below the depth that overflows. Most statements
+        # end here, without a second scan.
+        return
+    levels, depth = [0], 0
+    for t in pglast.parser.scan(sql):
+        name = t.name
+        if name in _CHAINING:
+            levels[-1] += 1
+            depth += 1
+        elif name in ("ASCII_40", "ASCII_91"):
+            levels.append(0)
+            depth += 1
+        elif name in ("ASCII_41", "ASCII_93"):
+            if len(levels) > 1:
+                depth -= levels.pop() + 1
+        elif name in ("ASCII_44", "AND", "OR", "ASCII_59"):
+            depth -= levels[-1]
+            levels[-1] = 0
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise SqlError(STATEMENT_TOO_COMPLEX, "stack depth limit exceeded",
+                           detail=f"The statement nests expressions more than {MAX_EXPRESSION_DEPTH} levels deep.",
+                           hint="Write it with less nesting, or split a long chain of operators.")
+
+
 @functools.lru_cache(maxsize=512)
 def parse_one(sql: str):
     """Parse one statement: a Materialize statement (``mzparse``) or a PostgreSQL one.
@@ -130,7 +188,9 @@ def parse_one(sql: str):
     each); the planner never changes an AST.
 
     Raises:
-        SqlError 42601 for a syntax error or for several statements."""
+        SqlError 42601 for a syntax error or for several statements; 54001 for one that
+        nests too deeply (``check_expression_depth``)."""
+    check_expression_depth(sql)
     stmt = mz.parse_mz(sql)
     if stmt is not None:
         return stmt

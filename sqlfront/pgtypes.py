@@ -182,6 +182,11 @@ def _nest(flat: list, dims: list[int]) -> list:
 TEXT_SEND_OIDS = frozenset((114, 18, 142))
 #: OID -> byte width of the binary integer types
 _INT_SIZES = {21: 2, 23: 4, 20: 8}
+#: type OID -> the length of its binary form, for fixed-width types (bool, int2, int4,
+#: int8, oid, float4, float8, date, time, timestamp, timestamptz, interval, uuid): a
+#: parameter of another length is refused, as PostgreSQL's ``*recv`` functions refuse
+#: trailing or missing bytes
+_FIXED_SIZES = {**_INT_SIZES, 16: 1, 26: 4, 700: 4, 701: 8, 1082: 4, 1083: 8, 1114: 8, 1184: 8, 1186: 16, 2950: 16}
 
 
 def binary_param_text(oid: int, raw: bytes) -> str:
@@ -189,10 +194,15 @@ def binary_param_text(oid: int, raw: bytes) -> str:
     reads as a literal of the parameter's type (one path for both formats).
 
     Raises:
-        SqlError 0A000 for a type without binary input here; 22P03 for bad data.
+        SqlError 0A000 for a type without binary input here; 22P03 for bad data,
+        including a fixed-width value of the wrong length (an int4 of 3 or 8 bytes:
+        PostgreSQL's "incorrect binary data format in bind parameter N").
     """
-    n = _INT_SIZES.get(oid)
-    if n is not None and len(raw) == n:  # int2/int4/int8 (int2recv...): drivers' commonest parameter
+    size = _FIXED_SIZES.get(oid)
+    if size is not None and len(raw) != size:
+        raise SqlError(INVALID_BINARY_REPRESENTATION, "incorrect binary data format",
+                       detail=f"A value of type OID {oid} has {size} bytes in binary format, not {len(raw)}.")
+    if oid in _INT_SIZES:  # int2/int4/int8 (int2recv...): drivers' commonest parameter
         return str(int.from_bytes(raw, "big", signed=True))
     if oid in TEXT_SEND_OIDS:
         try:

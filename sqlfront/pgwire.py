@@ -11,8 +11,12 @@ Limits that keep one client from exhausting the server: at most ``max_connection
 sessions (FATAL 53300 beyond); every length a client sends is checked before anything is
 read or allocated (``max_message_size``; 10,000 bytes for the startup packet, 64 KiB for
 SASL messages, PostgreSQL's own limits); one COPY FROM STDIN holds at most
-``max_copy_from_size`` bytes (53000, as Materialize); startup and authentication must end
-within ``STARTUP_TIMEOUT_S``. Cancel keys come from ``secrets``.
+``max_copy_from_size`` bytes (53000, as Materialize), and all COPY streams together hold
+at most the COPY memory budget (53200, ``sqlfront.memory_budget``); startup and
+authentication must end within ``authentication_timeout_s`` of the connection (PostgreSQL's
+authentication_timeout: a deadline, not a per-read timeout, so a byte now and then does
+not keep a connection alive), and at most ``max_startup_connections`` connections may be
+in startup at once (53300 beyond). Cancel keys come from ``secrets``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import secrets
 import socket
 import struct
 import threading
+import time
 
 from buenavista.core import Connection
 from buenavista.postgres import (
@@ -30,7 +35,7 @@ from buenavista.postgres import (
 )
 
 from catalog.errors import (
-    SqlError, INSUFFICIENT_RESOURCES, INTERNAL_ERROR, PROTOCOL_VIOLATION, QUERY_CANCELED, TOO_MANY_CONNECTIONS,
+    SqlError, INSUFFICIENT_RESOURCES, INTERNAL_ERROR, INVALID_BINARY_REPRESENTATION, PROTOCOL_VIOLATION, QUERY_CANCELED, TOO_MANY_CONNECTIONS,
 )
 from catalog.textio import parse_text
 from catalog.types import UNKNOWN, type_from_oid
@@ -41,7 +46,9 @@ from sqlfront.environment import Environment
 from sqlfront.messages import error_response
 from sqlfront.pgtypes import binary_param_text, chunk_data_rows, length_prefixed
 from sqlfront.sequence.result import ResultStream, chunk_len, chunk_rows
-from sqlfront.session import CopyIn, CopyOut, Result, Session, param_count, parse_one, split_statements
+from sqlfront.session import (
+    CopyIn, CopyOut, Result, Session, param_count, parse_one, resource_error, split_statements,
+)
 from sqlfront.vars import REPORTED, display_name
 
 log = logging.getLogger(__name__)
@@ -50,10 +57,56 @@ log = logging.getLogger(__name__)
 MAX_STARTUP = 10_000
 #: PostgreSQL's PG_MAX_AUTH_TOKEN_LENGTH: the largest SASL message
 MAX_SASL_MESSAGE = 65_535
-#: seconds a client has to finish startup and authentication (PostgreSQL's
-#: authentication_timeout): a client that connects and stays silent does not hold a
-#: thread for ever
-STARTUP_TIMEOUT_S = 60.0
+
+
+class StartupDeadlines:
+    """Closes the connections that have not finished startup and authentication
+    ``timeout_s`` seconds after they connected (PostgreSQL's authentication_timeout), from
+    one watchdog thread: a client that connects and stays silent, or sends a byte now and
+    then, does not hold a thread for ever."""
+
+    def __init__(self, timeout_s: float):
+        self.timeout_s = timeout_s
+        self._cond = threading.Condition()
+        self._deadlines: dict[socket.socket, float] = {}
+        self._expired: set[socket.socket] = set()
+        self._thread: threading.Thread | None = None
+
+    def add(self, sock: socket.socket) -> None:
+        """Start ``sock``'s clock."""
+        with self._cond:
+            self._deadlines[sock] = time.monotonic() + self.timeout_s
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._watch, name="startup-deadlines", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def done(self, sock: socket.socket) -> bool:
+        """``sock`` finished startup (or ended): once this returns, it is not closed.
+        Returns whether its deadline had passed (it was closed)."""
+        with self._cond:
+            self._deadlines.pop(sock, None)
+            if sock in self._expired:
+                self._expired.discard(sock)
+                return True
+            return False
+
+    def _watch(self) -> None:
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                for sock, deadline in list(self._deadlines.items()):
+                    if deadline <= now:
+                        del self._deadlines[sock]
+                        self._expired.add(sock)
+                        log.info("closing a connection that did not finish startup within %gs "
+                                 "(sqlfront serve --authentication-timeout)", self.timeout_s)
+                        try:
+                            sock.shutdown(socket.SHUT_RDWR)  # its thread's read returns EOF
+                        except OSError:
+                            pass
+                nearest = min(self._deadlines.values(), default=now + 60)
+                self._cond.wait(max(0.01, nearest - now))
 
 
 class ProtocolViolation(Exception):
@@ -197,7 +250,12 @@ class PgHandler(BuenaVistaHandler):
         except SqlError as e:
             self.send_error(e)
             return None
-        session = Session(self.env, {k: v for k, v in params.items() if k not in ("user", "database")}, role_id)
+        try:
+            session = Session(self.env, {k: v for k, v in params.items() if k not in ("user", "database")}, role_id)
+        except SqlError as e:  # a bad setting in the startup packet ends the connection
+            e.severity = "FATAL"
+            self.send_error(e)
+            return None
         session.client_gone = self._client_gone
         ctx = PgContext(session, params)
         self.server.register(ctx)
@@ -287,9 +345,7 @@ class PgHandler(BuenaVistaHandler):
         self.ctx = None
         ctx = None
         try:
-            self.request.settimeout(STARTUP_TIMEOUT_S)
-            ctx = self.handle_startup(self.server.conn)
-            self.request.settimeout(None)
+            ctx = self._startup()
             while ctx:
                 type_code = self.r.read_byte()
                 if not type_code or type_code == b"X":
@@ -300,7 +356,9 @@ class PgHandler(BuenaVistaHandler):
                     self.wfile.flush()
         except ProtocolViolation as e:
             self._fatal(SqlError(PROTOCOL_VIOLATION, str(e), severity="FATAL"))
-        except (ConnectionError, OSError):
+        except ConnectionError as e:
+            log.info("connection to client lost: %s", e.strerror or e)
+        except OSError:
             pass
         except Exception as e:  # a bug, or garbage a handler choked on: drop this connection only
             log.warning("closing connection after %s: %s", type(e).__name__, e)
@@ -323,6 +381,27 @@ class PgHandler(BuenaVistaHandler):
                 self.request.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    def _startup(self):
+        """``handle_startup`` within the server's startup limits: the connection's
+        deadline (``authentication_timeout_s`` from now) and its place among the
+        ``max_startup_connections`` connections in startup (FATAL 53300 when none is free,
+        before anything is read)."""
+        server = self.server
+        if not server.startup_slots.acquire(blocking=False):
+            self._fatal(SqlError(TOO_MANY_CONNECTIONS, "sorry, too many clients already",
+                                 detail="Too many connections are starting up at once.", severity="FATAL"))
+            return None
+        server.startup_deadlines.add(self.request)
+        try:
+            return self.handle_startup(server.conn)
+        except Exception as e:
+            if server.startup_deadlines.done(self.request):  # what broke is the closed socket
+                raise ConnectionError("startup did not finish in time") from e
+            raise
+        finally:
+            server.startup_deadlines.done(self.request)
+            server.startup_slots.release()
 
     def _fatal(self, e: SqlError) -> None:
         try:
@@ -428,13 +507,11 @@ class PgHandler(BuenaVistaHandler):
                     result = Result(_complete_tag(result, sent))
                 self.send_command_complete(result.tag + "\x00")
                 self.report_changes(ctx)  # SET, RESET, set_config(), ...
-        except SqlError as e:
+        except Exception as e:
+            err = self._statement_error(e)  # re-raises when the client is gone
             if ctx.session.in_transaction:
-                ctx.session.failed = True  # also for an error while rows stream (a FETCH's, say)
-            self.send_error(e)
-        except Exception as e:  # a bug: report it, keep the session
-            log.exception("internal error")
-            self.send_error(SqlError(INTERNAL_ERROR, f"internal error: {e}"))
+                ctx.session.failed = True  # any error, also one while rows stream (a FETCH's, say)
+            self.send_error(err)
         if not ctx.session.in_transaction:
             ctx.drop_suspended()  # portals end with their transaction
         self.send_ready_for_query(ctx)
@@ -442,48 +519,70 @@ class PgHandler(BuenaVistaHandler):
     # -- COPY -----------------------------------------------------------------------------
 
     def copy_in(self, ctx: PgContext, c: CopyIn) -> Result:
-        """CopyInResponse, then CopyData until CopyDone (or CopyFail) (PostgreSQL 55.2.6).
+        """CopyInResponse, then CopyData until CopyDone (or CopyFail) (PostgreSQL 55.2.6),
+        each fed to the session's ``CopyLoad`` (parsed in batches, written at the end).
 
         Raises:
             SqlError 53000 once the data passes ``max_copy_from_size`` bytes (Materialize's
-            "COPY FROM STDIN too large"); what the client still sends of this COPY is then
-            dropped, as PostgreSQL drops CopyData after an error in copy-in mode.
+            "COPY FROM STDIN too large"); 53200 when the server's COPY memory budget
+            cannot hold it; the data's errors. What the client still sends of this COPY
+            is then dropped, as PostgreSQL drops CopyData after an error in copy-in mode.
         """
-        self._copy_response(b"G", c.fmt, len(c.positions) if c.positions is not None else len(c.table.columns))
-        self.wfile.flush()
-        chunks, total, limit = [], 0, self.server.max_copy_from_size
-        while True:
-            kind = self.r.read_byte()
-            if not kind:
-                raise ConnectionError("client closed the connection during COPY")
-            body = self._read_body(self.server.max_message_size)
-            if kind == b"d":
-                total += len(body)
-                if total > limit:
-                    raise SqlError(INSUFFICIENT_RESOURCES, "COPY FROM STDIN too large",
-                                   detail=f"The data exceeds max_copy_from_size ({limit} bytes).",
-                                   hint="Split the data into several COPY statements, or raise the limit with "
-                                        "sqlfront serve --max-copy-from-size.")
-                chunks.append(body)
-            elif kind == b"c":
-                break
-            elif kind == b"f":
-                reason = body.rstrip(b"\x00").decode("utf-8", "replace")
-                raise SqlError(QUERY_CANCELED, f"COPY from stdin failed: {reason}")
-            elif kind in (b"H", b"S"):
-                continue
-            else:
-                raise SqlError("08P01", f"unexpected message type 0x{kind.hex()} during COPY from stdin")
-        data = b"".join(chunks)
-        if c.fmt != "binary" and wire_encoding.codec(ctx.client_encoding) is not None:
-            data = ctx.decode(data).encode("utf-8")
-        return ctx.session.finish_copy(c, data)
+        load = ctx.session.start_copy(c)
+        total, limit = 0, self.server.max_copy_from_size
+        try:
+            self._copy_response(b"G", c.fmt, len(c.positions) if c.positions is not None else len(c.table.columns))
+            self.wfile.flush()
+            while True:
+                kind = self.r.read_byte()
+                if not kind:
+                    raise ConnectionError("client closed the connection during COPY")
+                body = self._read_body(self.server.max_message_size)
+                if kind == b"d":
+                    total += len(body)
+                    if total > limit:
+                        raise SqlError(INSUFFICIENT_RESOURCES, "COPY FROM STDIN too large",
+                                       detail=f"The data exceeds max_copy_from_size ({limit} bytes).",
+                                       hint="Split the data into several COPY statements, or raise the limit with "
+                                            "sqlfront serve --max-copy-from-size.")
+                    load.feed(body)
+                elif kind == b"c":
+                    break
+                elif kind == b"f":
+                    reason = body.rstrip(b"\x00").decode("utf-8", "replace")
+                    raise SqlError(QUERY_CANCELED, f"COPY from stdin failed: {reason}")
+                elif kind in (b"H", b"S"):
+                    continue
+                else:
+                    raise SqlError("08P01", f"unexpected message type 0x{kind.hex()} during COPY from stdin")
+            return load.finish()
+        finally:
+            load.close()
 
     def _copy_response(self, kind: bytes, fmt: str, n: int) -> None:
         """CopyInResponse (``G``) or CopyOutResponse (``H``): the overall format and each
         of the ``n`` columns' (all text, or all binary)."""
         code = 1 if fmt == "binary" else 0
         self.wfile.write(kind + struct.pack("!ibh", 4 + 1 + 2 + 2 * n, code, n) + struct.pack(f"!{n}h", *([code] * n)))
+
+    def _statement_error(self, e: Exception) -> SqlError:
+        """The error to send for what a statement raised: a SqlError as it is; a resource
+        it ran out of as PostgreSQL reports it (``session.resource_error``: 54001, 53100);
+        anything else is a bug, logged with its traceback, sent as XX000.
+
+        Raises:
+            ``e`` again when it is the client's connection that failed (it went away while
+            results were sent): there is no one to tell, so the connection just ends,
+            with an info line as PostgreSQL's "could not send data to client"."""
+        if isinstance(e, SqlError):
+            return e
+        if isinstance(e, ConnectionError) and self._client_gone():
+            raise e
+        err = resource_error(e)
+        if err is None:
+            log.exception("internal error")
+            err = SqlError(INTERNAL_ERROR, f"internal error: {e}")
+        return err
 
     def _client_gone(self) -> bool:
         """Whether the client closed the connection (a peek of 0 bytes is EOF), asked
@@ -560,8 +659,8 @@ class PgHandler(BuenaVistaHandler):
                 self.send_columns(cols, formats)
         except KeyError:
             self.send_error(SqlError("26000", f'prepared statement or portal "{name}" does not exist'), ctx)
-        except SqlError as e:
-            self.send_error(e, ctx)
+        except (SqlError, RecursionError) as e:
+            self.send_error(self._statement_error(e), ctx)
 
     def handle_execute(self, ctx: PgContext, payload: bytes):
         if ctx.has_error:
@@ -604,11 +703,8 @@ class PgHandler(BuenaVistaHandler):
                 self.send_command_complete(_complete_tag(result, result.stream.rows_taken) + "\x00")
                 return
             self.send_command_complete(result.tag + "\x00")
-        except SqlError as e:
-            self.send_error(e, ctx)
         except Exception as e:
-            log.exception("internal error")
-            self.send_error(SqlError(INTERNAL_ERROR, f"internal error: {e}"), ctx)
+            self.send_error(self._statement_error(e), ctx)  # re-raises when the client is gone
         finally:
             if result is not None and result.stream is not None:
                 result.stream.close()  # ended, failed: the peek is over (a no-op if closed)
@@ -638,12 +734,15 @@ class PgHandler(BuenaVistaHandler):
                 elif _format_for(formats, i) == 0 or ((t := type_from_oid(oid)) is not None and t.is_string):
                     # text, and the binary form of string types (textrecv), are in the
                     # client's encoding; PostgreSQL's text cannot hold NUL (22021)
-                    v = ctx.decode(raw)
-                    if "\x00" in v:
-                        raise SqlError("22021", 'invalid byte sequence for encoding "UTF8": 0x00')
-                    params.append(v)
+                    params.append(wire_encoding.no_nul(ctx.decode(raw)))
                 else:
-                    params.append(binary_param_text(oid, raw))
+                    try:
+                        params.append(binary_param_text(oid, raw))
+                    except SqlError as e:
+                        if e.sqlstate == INVALID_BINARY_REPRESENTATION:  # PostgreSQL's exec_bind_message
+                            e.detail = e.detail or e.message
+                            e.message = f"incorrect binary data format in bind parameter {i + 1}"
+                        raise
             (nr,) = struct.unpack_from("!h", payload, pos)
             result_formats = list(struct.unpack_from(f"!{nr}h", payload, pos + 2))
         except SqlError as e:
@@ -743,7 +842,7 @@ class PgServer(BuenaVistaServer):
     """A threaded pgwire server: one thread per connection. ``scram``: the secret of the
     password every user must give (SCRAM-SHA-256), None to trust every local client.
     Limits come from ``env.config`` (``max_connections``, ``max_message_size``,
-    ``max_copy_from_size``)."""
+    ``max_copy_from_size``, ``max_startup_connections``, ``authentication_timeout_s``)."""
 
     daemon_threads = True
 
@@ -758,6 +857,9 @@ class PgServer(BuenaVistaServer):
         self.max_copy_from_size = config.max_copy_from_size
         #: one per session (PostgreSQL's max_connections)
         self.slots = threading.BoundedSemaphore(config.max_connections)
+        #: one per connection in startup or authentication
+        self.startup_slots = threading.BoundedSemaphore(config.max_startup_connections)
+        self.startup_deadlines = StartupDeadlines(config.authentication_timeout_s)
         self._ctxts_lock = threading.Lock()
 
     def register(self, ctx: PgContext) -> None:

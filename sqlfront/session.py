@@ -13,7 +13,9 @@ that wrote first reads its own buffered writes, as PostgreSQL's do.
 
 from __future__ import annotations
 
+import errno
 import logging
+import sqlite3
 import threading
 import time
 import uuid
@@ -21,7 +23,9 @@ from typing import Callable, Iterator
 
 from pglast import ast
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, SYNTAX_ERROR
+from catalog.errors import (
+    SqlError, DISK_FULL, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, STATEMENT_TOO_COMPLEX, SYNTAX_ERROR,
+)
 from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, set_session_roles, set_statement_catalog
 from catalog.snapshot import set_search_path, temp_schema_name
 from catalog.intervalio import set_session_interval_style
@@ -44,10 +48,32 @@ from planner.functions.sequence import set_sequence_access
 from planner.functions.system import set_session_vars
 from sqlfront.vars import SessionVars
 
-__all__ = ["Session", "Result", "CopyIn", "CopyOut", "HANDLERS", "split_statements", "param_count", "parse_one",
+__all__ = ["Session", "Result", "resource_error", "CopyIn", "CopyOut", "HANDLERS", "split_statements", "param_count", "parse_one",
            "arrow_rows", "rows_to_arrow"]
 
 log = logging.getLogger(__name__)
+
+
+def resource_error(e: BaseException) -> SqlError | None:
+    """The error PostgreSQL reports when a statement runs out of a resource, for the
+    Python exception that says so; None for any other exception.
+
+    - RecursionError (a statement, or an array or expression in it, nested deeper than
+      the interpreter's stack allows): 54001 "stack depth limit exceeded", as
+      PostgreSQL's check_stack_depth (max_stack_depth);
+    - OSError ENOSPC/EDQUOT, and sqlite's "database or disk is full": 53100 disk_full.
+    """
+    if isinstance(e, RecursionError):
+        return SqlError(STATEMENT_TOO_COMPLEX, "stack depth limit exceeded",
+                        hint="The statement nests too deeply (expressions, arrays or subqueries); "
+                             "write it with less nesting.")
+    if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return SqlError(DISK_FULL, f"could not write to file \"{e.filename or '?'}\": {e.strerror}",
+                        hint="Free some space on the server's data directory's disk.")
+    if isinstance(e, sqlite3.OperationalError) and "disk is full" in str(e):
+        return SqlError(DISK_FULL, f"could not write to the catalog: {e}",
+                        hint="Free some space on the server's data directory's disk.")
+    return None
 
 
 class Session:
@@ -145,12 +171,20 @@ class Session:
         self.cancel_event.set()
 
     def execute_one(self, sql: str, params: list | None = None) -> Result:
-        """Run one statement. Raises SqlError; in a transaction block an error leaves the
-        transaction aborted (25P02 for what follows, until COMMIT/ROLLBACK)."""
+        """Run one statement. Raises SqlError (including :func:`resource_error`'s for a
+        statement nested too deeply or a full disk); in a transaction block an error
+        leaves the transaction aborted (25P02 for what follows, until COMMIT/ROLLBACK)."""
         self.cancel_event.clear()
         t0 = time.perf_counter()
         try:
             return self._execute_one(sql, params, t0)
+        except (RecursionError, OSError, sqlite3.Error) as e:
+            err = resource_error(e)
+            if err is None:
+                raise
+            if self.in_transaction:
+                self.failed = True
+            raise err from e
         finally:
             self.env.metrics.phase("server", time.perf_counter() - t0)
 
@@ -192,10 +226,11 @@ class Session:
         set_statement_catalog(lambda: self.env.snapshot)
         BLOCK_CATALOG.set(self._block_catalog.catalog if self._block_catalog is not None else None)
 
-    def finish_copy(self, c: CopyIn, data: bytes) -> Result:
-        """Parse the data of ``COPY ... FROM STDIN`` and write it: all rows or none."""
+    def start_copy(self, c: CopyIn) -> copy.CopyLoad:
+        """The load of a ``COPY ... FROM STDIN``'s data (``feed``, ``finish``: all rows or
+        none; ``close`` however it ends), with the data in the client's encoding."""
         self._statement_context()
-        return copy.finish_copy(self, c, data)
+        return copy.CopyLoad(self, c, self.vars.get("client_encoding"))
 
     def describe(self, sql: str, n_params: int = 0, given: dict[int, SqlType] | None = None):
         """Describe ``sql`` without executing it.

@@ -126,7 +126,14 @@ def validate(name: str, value: str) -> None:
 class SessionVars:
     """One session's variables. ``overrides`` (from ``sqlfront serve`` options) replace
     entries of ``DEFAULTS`` for this server: what a session starts with and RESET
-    returns to (see ``server_defaults``)."""
+    returns to (see ``server_defaults``). ``startup``: the startup packet's parameters
+    (``options`` holds ``-c name=value`` settings); names this server does not know
+    are ignored.
+
+    Raises:
+        SqlError 22023 for a startup value its variable refuses (PostgreSQL refuses the
+        connection: "invalid value for parameter").
+    """
 
     def __init__(self, startup: dict[str, str] | None = None, overrides: dict[str, str] | None = None):
         self.defaults = server_defaults(overrides)
@@ -138,10 +145,7 @@ class SessionVars:
         for k, v in settings.items():
             k = k.lower()
             if k in DEFAULTS and DEFAULTS[k][1]:
-                try:
-                    self.set(k, v)
-                except SqlError:
-                    self.values[k] = v  # as before: a startup value is taken as given
+                self.set(k, v)  # a bad value fails the startup, as in PostgreSQL
 
     def get(self, name: str) -> str:
         name = name.lower()

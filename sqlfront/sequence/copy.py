@@ -1,6 +1,6 @@
 """COPY sequencing: ``COPY ... TO STDOUT`` (a peek whose rows the wire layer sends as
-CopyData), ``COPY t FROM STDIN`` (the wire layer collects the data, ``finish_copy``
-writes it) and ``COPY t FROM 'file'`` (read by ``spark_exec.load``). Parsing the data
+CopyData), ``COPY t FROM STDIN`` (the wire layer feeds the data to a ``CopyLoad``,
+which parses it in batches and writes it at the end) and ``COPY t FROM 'file'`` (read by ``spark_exec.load``). Parsing the data
 itself is ``sqlfront.copy``'s."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pglast
+import pyarrow as pa
 from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN
@@ -17,8 +18,8 @@ from spark_exec.load import read_file
 from sqlfront.copy import allowed_copy_from_path
 from sqlfront.parse import quote_ident
 from sqlfront.sequence.peek import select
-from sqlfront.sequence.result import CopyIn, CopyOut, Result, rows_to_arrow
-from sqlfront.sequence.writes import replanned, write
+from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
+from sqlfront.sequence.writes import fill_defaults, replanned, write
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -82,32 +83,120 @@ def copy(s: Session, stmt: ast.CopyStmt, sql: str, params):
     return Result(f"COPY {data.num_rows}")
 
 
-def finish_copy(s: Session, c: CopyIn, data: bytes) -> Result:
-    """Parse the data of ``COPY ... FROM STDIN`` and write it: all rows or none. When
-    the table's shard was sealed since the COPY was planned (an ALTER TABLE), the COPY
-    is planned again and the data parsed for the table as it is now (``replanned``)."""
-    return replanned(_finish_copy)(s, c, data)
+#: bytes of COPY FROM STDIN data parsed at a time: what a stream holds of Python rows is
+#: bounded by this, whatever the COPY's size
+COPY_BATCH_BYTES = 256 << 10
+#: memory that parsing one batch takes at its peak, per byte of data: small rows become
+#: Python tuples of objects (measured 20 to 41 times the text for rows of one to three
+#: short columns)
+PARSE_BYTES_PER_BYTE = 48
 
 
-def _finish_copy(s: Session, c: CopyIn, data: bytes) -> Result:
-    from sqlfront.copy import parse_copy
+class CopyLoad:
+    """One ``COPY t FROM STDIN`` being received (PostgreSQL's COPY reference; Materialize's
+    COPY FROM STDIN). :meth:`feed` takes the CopyData payloads; every ``COPY_BATCH_BYTES``
+    of them are parsed, given their defaults, checked and turned into Arrow columns;
+    :meth:`finish` writes all of them at one timestamp (all rows or none: nothing is
+    visible before). :meth:`close` gives back what the COPY held; call it however the
+    COPY ends.
 
-    if c.stmt is not None and s.env.snapshot.tables.get(c.table.id) != c.table:
-        c = copy(s, c.stmt, "", None)  # the table changed since the COPY was planned
+    Memory: one batch in Python rows plus the Arrow columns of the rows so far (about
+    the size of the data), drawn from the server's COPY budget (``env.copy_budget``;
+    raises 53200 when the budget cannot cover it, see ``sqlfront.memory_budget``).
+    ``encoding``: the client's encoding, which text and CSV data is in.
 
-    rows = parse_copy(c.table, data, c.fmt, c.delimiter, c.null, c.header, c.positions)
-    if c.positions is not None:  # the columns the data lacks get their defaults
-        from planner.writes import default_exprs
-        from sqlfront.sequence.writes import fill_defaults
+    Raises (from feed and finish):
+        what ``sqlfront.copy.CopyReader`` raises; 23502 for a NULL in a NOT NULL column;
+        53200 (out_of_memory) from the budget.
+    """
 
-        defaults = default_exprs(s.env.snapshot, c.table)
-        fill = [(j, e) for j, e in enumerate(defaults) if e is not None and j not in c.positions]
-        if fill:
-            rows = fill_defaults(s, rows, fill)
-    for r in rows:
-        check_not_null(c.table, r)
-    write(s, c.table, rows_to_arrow(c.table, rows))
-    return Result(f"COPY {len(rows)}")
+    def __init__(self, s: Session, c: CopyIn, encoding: str = "UTF8"):
+        from sqlfront.copy import CopyReader
+
+        self.s, self.c, self.encoding = s, c, encoding
+        self.reader = CopyReader(c.table, c.fmt, c.delimiter, c.null, c.header, c.positions, encoding)
+        self._raw = bytearray()
+        self._parts: list[pa.Table] = []
+        self._arrow_bytes = 0
+        self.rows = 0
+        self._defaults = None
+        self._budget = s.env.copy_budget.reservation()
+
+    def _reserve(self, parsing: int) -> None:
+        s = self.s
+        self._budget.resize(parsing + self._arrow_bytes,
+                            cancelled=lambda: s.cancel_event.is_set() or s.client_gone())
+
+    def feed(self, data: bytes) -> None:
+        """Take the next CopyData payload; parse once a batch is here."""
+        self._raw += data
+        if len(self._raw) >= COPY_BATCH_BYTES:
+            self._parse(final=False)
+
+    def _parse(self, final: bool) -> None:
+        chunk = bytes(self._raw)
+        self._raw.clear()
+        # what is parsed now: the batch and the unfinished record before it (a record
+        # longer than a batch is held whole, and charged as it grows)
+        self._reserve((len(chunk) + self.reader.pending) * PARSE_BYTES_PER_BYTE)
+        rows = self.reader.feed(chunk)
+        if final:
+            rows += self.reader.finish()
+        if rows:
+            self._append(rows)
+
+    def _append(self, rows: list[tuple]) -> None:
+        c, s = self.c, self.s
+        if c.positions is not None:  # the columns the data lacks get their defaults
+            if self._defaults is None:
+                from planner.writes import default_exprs
+
+                defaults = default_exprs(s.env.snapshot, c.table)
+                self._defaults = [(j, e) for j, e in enumerate(defaults) if e is not None and j not in c.positions]
+            if self._defaults:
+                rows = fill_defaults(s, rows, self._defaults)
+        for r in rows:
+            check_not_null(c.table, r)
+        part = rows_to_arrow(c.table, rows)
+        self._parts.append(part)
+        self._arrow_bytes += part.nbytes
+        self.rows += len(rows)
+
+    def finish(self) -> Result:
+        """Parse what is left and write every row (at COMMIT in a transaction block).
+        When the table changed since the COPY was planned (an ALTER TABLE), the COPY is
+        planned again and its rows read for the table as it is now (``replanned``)."""
+        self._parse(final=True)
+        # Writing encodes the columns (Parquet) while they are held.
+        self._reserve(self._arrow_bytes)
+        replanned(self._write)(self.s)
+        return Result(f"COPY {self.rows}")
+
+    def _write(self, s: Session) -> None:
+        if self.c.stmt is not None and s.env.snapshot.tables.get(self.c.table.id) != self.c.table:
+            self._replan()
+        data = pa.concat_tables(self._parts) if self._parts else rows_to_arrow(self.c.table, [])
+        write(s, self.c.table, data)
+
+    def _replan(self) -> None:
+        """Plan the COPY again and read its rows so far, as text, for the table as it is."""
+        from sqlfront.copy import CopyReader, format_copy_row
+
+        old = self.c
+        keep = old.positions if old.positions is not None else range(len(old.table.columns))
+        types = [old.table.columns[i].type for i in keep]
+        parts, self._parts, self._arrow_bytes, self.rows, self._defaults = self._parts, [], 0, 0, None
+        self.c = copy(self.s, old.stmt, "", None)
+        for part in parts:
+            reader = CopyReader(self.c.table, "text", None, None, False, self.c.positions)
+            data = b"".join(format_copy_row(tuple(r[i] for i in keep), types) for r in arrow_rows(part))
+            self._append(reader.feed(data) + reader.finish())
+
+    def close(self) -> None:
+        """Drop the rows held and give their memory back to the budget."""
+        self._parts = []
+        self._raw = bytearray()
+        self._budget.release()
 
 
 def _copy_options(stmt: ast.CopyStmt) -> dict[str, str]:
