@@ -22,6 +22,7 @@ from catalog.types import FarDate, FarTimestamp, SqlType, date_from_days, timest
 from planner.functions import FUNCTIONS
 from planner.functions.array import any_all
 from planner.functions.datetime import add_interval
+from planner.guard import Outgrown
 from planner.scalar import Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, children, is_constant, walk
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -192,11 +193,16 @@ def fold(e):
     """Replace every constant subexpression of ``e`` by its value (a Literal).
 
     Errors in constant subexpressions (``1/0``) surface here, as they do in
-    PostgreSQL's planner (``eval_const_expressions``)."""
+    PostgreSQL's planner (``eval_const_expressions``). One too costly to compute in
+    the session's thread (``planner.guard.Outgrown``: a big value, a backtracking regular
+    expression) stays as it is, its cheap parts folded: it is computed where the query runs."""
     if isinstance(e, (Literal, ColRef)):
         return e
     if is_constant(e) and not is_volatile(e):
-        return Literal(evaluate(e), e.type)
+        try:
+            return Literal(evaluate(e), e.type)
+        except Outgrown:
+            pass
     if isinstance(e, Call):
         return _date_comparison(Call(e.func, tuple(fold(a) for a in e.args), e.type))
     if isinstance(e, Cast):
