@@ -116,3 +116,13 @@ def test_only_a_superuser_lifts_max_query_heap_size(server, conn):
         conn.execute("RESET max_query_heap_size")
     finally:
         conn.execute(f"DROP ROLE {role}")
+
+
+def test_insert_values_too_costly_for_the_session_thread_are_computed_in_a_worker(conn):
+    conn.execute("CREATE TABLE evalguard_ins (b bool, s text)")
+    try:
+        # a backreference and a 6 MB value: planned as a query, run in a worker process
+        conn.execute(r"INSERT INTO evalguard_ins VALUES ('xaay' ~ '(a)\1', repeat('ab', 3000000))")
+        assert conn.execute("SELECT b, length(s) FROM evalguard_ins").fetchall() == [(True, 6_000_000)]
+    finally:
+        conn.execute("DROP TABLE evalguard_ins")

@@ -143,3 +143,13 @@ def test_only_a_superuser_raises_or_lifts_max_query_heap_size():
     su.set("max_query_heap_size", "0")
     assert su.max_query_heap_bytes() is None
     assert SessionVars({"options": "-c max_query_heap_size=0"}, superuser=True).max_query_heap_bytes() is None
+
+
+def test_values_too_costly_to_fold_become_rows_computed_where_the_query_runs():
+    snap = CatalogStore(":memory:").load()
+    q = QueryPlanner(snap).plan_select(pglast.parse_sql(
+        r"SELECT * FROM (VALUES (1, 'xaay' ~ '(a)\1'), (2, 'b' ~ 'a')) v ORDER BY 1")[0].stmt)
+    with pytest.raises(guard.Outgrown):
+        interpret.run(q.plan, lambda t: [], interpret.Limits(outgrow_bytes=4 << 20))
+    with guard.guarded(WORKER):
+        assert interpret.run(q.plan, lambda t: []) == [(1, True), (2, False)]
