@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import psycopg  # noqa: E402
+from bench.coordinator import pct, probe  # noqa: E402
 from server import Server  # noqa: E402
 
 BAD = {
@@ -35,20 +36,6 @@ BAD = {
     "lpad to 2e9": "SELECT lpad('x', 2000000000)",
     "repeat to 3 GB": "SELECT repeat('ab', 1500000000)",
 }
-
-
-def pct(xs, p):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else float("nan")
-
-
-def probe(c, n: int) -> list[float]:
-    lat = []
-    for _ in range(n):
-        t = time.perf_counter()
-        c.execute("SELECT 1").fetchone()
-        lat.append(time.perf_counter() - t)
-    return lat
 
 
 def main() -> None:
