@@ -22,7 +22,7 @@ from catalog.types import FarDate, FarTimestamp, SqlType, date_from_days, timest
 from planner.functions import FUNCTIONS
 from planner.functions.array import any_all
 from planner.functions.datetime import add_interval
-from planner.guard import Outgrown
+from planner.guard import INLINE_VALUE_BYTES, Outgrown, check_value_bytes, utf8_bytes
 from planner.scalar import Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, children, is_constant, walk
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -180,7 +180,17 @@ def evaluate(e, row: tuple = ()):
     args = [evaluate(a, row) for a in e.args]
     if entry.strict and any(v is None for v in args):
         return None
-    return entry.py(args, e)
+    v = entry.py(args, e)
+    if isinstance(v, (str, bytes)) and len(v) > _CHECKED_LEN:
+        # What a function builds from values within the limits is at most a few times
+        # their size (a || b): checked here, a chain of them stops at the first step past.
+        check_value_bytes(utf8_bytes(v) if isinstance(v, str) else len(v))
+    return v
+
+
+#: text or bytea results longer than this are checked against ``planner.guard``'s
+#: limits after each call: a quarter of the inline budget, as a character may take 4 bytes
+_CHECKED_LEN = INLINE_VALUE_BYTES // 4
 
 
 def is_volatile(e) -> bool:

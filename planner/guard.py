@@ -102,11 +102,12 @@ def check_value_bytes(n: int) -> None:
         raise Outgrown(f"a value of {n} bytes, more than it may build in environmentd")
 
 
-def check_backtracking() -> None:
-    """Call before work whose time no bound of its inputs' size limits (a backtracking
-    regular expression). Raises ``Outgrown`` in a session's thread."""
+def check_unbounded(what: str = "a backtracking regular expression") -> None:
+    """Call before work whose time no small bound limits (a backtracking regular
+    expression; compiling a very long pattern in Python). Raises ``Outgrown`` in a
+    session's thread."""
     if _GUARD.get().inline_bytes is not None:
-        raise Outgrown("a backtracking regular expression, which environmentd does not run in a session")
+        raise Outgrown(f"{what}, which environmentd does not run in a session")
 
 
 def utf8_bytes(s: str) -> int:

@@ -9,7 +9,7 @@ A backtracking matcher takes exponential time on patterns like ``(a+)+$`` over
 - Regular expressions run on RE2 (Google's automaton engine: linear time, no
   backtracking) when it can express them. What it cannot (backreferences, lookaround,
   ``\\Z``, counted repetitions over 1000) falls back to Python's ``re``, only where a
-  runaway match can be stopped (``guard.check_backtracking``: in a worker process).
+  runaway match can be stopped (``guard.check_unbounded``: in a worker process).
   Python's ``re`` also stays the judge of a pattern's syntax and errors, and runs texts
   where the engines' shorthand classes (``\\w``, ``\\s``, ``\\b``, ``\\d``) disagree (RE2's
   are ASCII's; Python's, like PostgreSQL's in a UTF8 database, Unicode's).
@@ -42,6 +42,16 @@ def _re2_options(flags: int) -> re2.Options:
     return _RE2_OPTIONS[flags]
 
 
+#: characters of a pattern compiled in a session's thread: Python's ``re`` parses in
+#: Python, some 10 ms per thousand characters on a busy machine; a longer one goes to a worker
+INLINE_PATTERN_CHARS = 4096
+
+
+def _check_pattern_length(pattern: str) -> None:
+    if len(pattern) > INLINE_PATTERN_CHARS:
+        guard.check_unbounded(f"a pattern of {len(pattern)} characters")
+
+
 class Regex:
     """A compiled regular expression, with the methods of ``re.Pattern`` this project
     uses (``search``, ``fullmatch``, ``finditer``, ``sub``, ``groups``, ``pattern``);
@@ -54,6 +64,7 @@ class Regex:
     __slots__ = ("pattern", "groups", "_py", "_re2", "_shorthand")
 
     def __init__(self, pattern: str, flags: int = 0):
+        _check_pattern_length(pattern)
         self._py = re.compile(pattern, flags)  # raises re.error: the caller's 2201B
         self.pattern = pattern
         self.groups = self._py.groups
@@ -67,7 +78,7 @@ class Regex:
     def _engine(self, text: str):
         if self._re2 is not None and (not self._shorthand or (text.isascii() and not _ODD_SPACE.search(text))):
             return self._re2
-        guard.check_backtracking()
+        guard.check_unbounded()
         return self._py
 
     def search(self, text: str, pos: int = 0):
@@ -98,6 +109,7 @@ def _like_program(pattern: str, ci: bool) -> tuple[list, bool]:
     """``pattern`` split at its unescaped ``%`` signs: a list of segments (each None for
     one made of ``_`` only, or a compiled fixed-length regex), and whether it had a
     ``%`` at all. A segment's length in characters is its regex's ``width``."""
+    _check_pattern_length(pattern)
     segments, cur, pieces = [], [], []
     i, has_percent = 0, False
 

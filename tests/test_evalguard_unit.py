@@ -153,3 +153,22 @@ def test_values_too_costly_to_fold_become_rows_computed_where_the_query_runs():
         interpret.run(q.plan, lambda t: [], interpret.Limits(outgrow_bytes=4 << 20))
     with guard.guarded(WORKER):
         assert interpret.run(q.plan, lambda t: []) == [(1, True), (2, False)]
+
+
+def test_any_long_text_result_is_checked_and_long_patterns_leave_the_session_thread():
+    # || of values within the limits, again and again: stopped at the first step past them
+    doubling = Literal("ab" * 1_000_000, TEXT)
+    for _ in range(2):
+        doubling = Call("concat", (doubling, doubling), TEXT)
+    with pytest.raises(guard.Outgrown):
+        evaluate(doubling)
+    with guard.guarded(guard.Guard(max_bytes=5 << 20, inline_bytes=None)), pytest.raises(SqlError) as ei:
+        evaluate(doubling)
+    assert ei.value.sqlstate == "53200"
+    with pytest.raises(SqlError) as ei:
+        evaluate(Call("format", (Literal("%*s", TEXT), Literal(2_000_000_000, INT4), Literal("x", TEXT)), TEXT))
+    assert ei.value.sqlstate == "54000"
+    with pytest.raises(guard.Outgrown):
+        compile_regex("(ab|c)" * 1000)
+    with pytest.raises(guard.Outgrown):
+        like("abc", "%a" * 3000)

@@ -708,7 +708,8 @@ def _format_py(a, e):
         elif kind == "L":
             text = quote_literal(text)
         text = text or ""
-        if width:
+        if width and width > len(text):
+            check_value_bytes(utf8_bytes(text) + width - len(text))  # the padding is spaces
             text = text.ljust(width) if left else text.rjust(width)
         out.append(text)
     return "".join(out)
