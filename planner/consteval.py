@@ -24,6 +24,7 @@ from catalog.types import FarDate, FarTimestamp, SqlType, date_from_days, timest
 from planner.functions import FUNCTIONS
 from planner.functions.array import any_all
 from planner.functions.datetime import add_interval
+from planner.guard import INLINE_VALUE_BYTES, Outgrown, check_value_bytes, utf8_bytes
 from planner.scalar import Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, children, is_constant, walk
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -193,7 +194,17 @@ def evaluate(e, row: tuple = ()):
     args = [evaluate(a, row) for a in e.args]
     if entry.strict and any(v is None for v in args):
         return None
-    return entry.py(args, e)
+    v = entry.py(args, e)
+    if isinstance(v, (str, bytes)) and len(v) > _CHECKED_LEN:
+        # What a function builds from values within the limits is at most a few times
+        # their size (a || b): checked here, a chain of them stops at the first step past.
+        check_value_bytes(utf8_bytes(v) if isinstance(v, str) else len(v))
+    return v
+
+
+#: text or bytea results longer than this are checked against ``planner.guard``'s
+#: limits after each call: a quarter of the inline budget, as a character may take 4 bytes
+_CHECKED_LEN = INLINE_VALUE_BYTES // 4
 
 
 def is_volatile(e) -> bool:
@@ -206,11 +217,16 @@ def fold(e):
     """Replace every constant subexpression of ``e`` by its value (a Literal).
 
     Errors in constant subexpressions (``1/0``) surface here, as they do in
-    PostgreSQL's planner (``eval_const_expressions``)."""
+    PostgreSQL's planner (``eval_const_expressions``). One too costly to compute in
+    the session's thread (``planner.guard.Outgrown``: a big value, a backtracking regular
+    expression) stays as it is, its cheap parts folded: it is computed where the query runs."""
     if isinstance(e, (Literal, ColRef)):
         return e
     if is_constant(e) and not is_volatile(e):
-        return Literal(evaluate(e), e.type)
+        try:
+            return Literal(evaluate(e), e.type)
+        except Outgrown:
+            pass
     if isinstance(e, Call):
         return _date_comparison(Call(e.func, tuple(fold(a) for a in e.args), e.type))
     if isinstance(e, Cast):

@@ -8,7 +8,8 @@ Every evaluation runs under ``Limits`` (deadline, cancel flag, heap budget), che
 ``CHECK_EVERY`` rows of work in the loops that can grow (joins, series, unnest,
 recursion, per-row expressions, window frames, sorts), so a constant query cannot outlive
 its ``statement_timeout`` or a cancel, nor grow the server without bound. ``Outgrown``
-lets the caller move an evaluation that gets big elsewhere (``sqlfront.pyworker``).
+(``planner.guard``) lets the caller move an evaluation that gets big, or needs work
+whose time its inputs do not bound, elsewhere (``sqlfront.pyworker``).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from typing import Callable, Iterable, Iterator
 from catalog.snapshot import BuiltinTable, Table
 from collections import Counter
 
-from catalog.errors import SqlError, OUT_OF_MEMORY, query_canceled
+from catalog.errors import SqlError, query_canceled
 from planner.consteval import NESTED_EVALUATOR, any_all, evaluate
 from planner.functions import FUNCTIONS
 from planner.functions.json import jsonb_sort_key
+from planner.guard import Outgrown, heap_exceeded
 
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Unnest, Window,
@@ -84,11 +86,6 @@ RELEASE_SLICE = 4096
 _SLOT_BYTES = 8
 
 
-class Outgrown(Exception):
-    """The evaluation built more than ``Limits.outgrow_bytes`` of rows (and no more than
-    ``max_heap_bytes``): the caller may run it again where big work is cheaper."""
-
-
 class Limits:
     """What stops one Python evaluation: a deadline, a cancel flag and a heap budget.
 
@@ -96,7 +93,8 @@ class Limits:
         deadline: ``time.monotonic()`` value after which the evaluation stops, or None.
         cancelled: returns True once the statement is cancelled (a CancelRequest), or None.
         max_heap_bytes: budget, in bytes, for the rows the evaluation builds, or None.
-        outgrow_bytes: past this many bytes (within the budget), raise ``Outgrown``; None: never.
+        outgrow_bytes: past this many bytes (within the budget), raise ``guard.Outgrown``;
+            None: never.
 
     ``held`` is an upper estimate, in bytes, of every row the evaluation has built: each
     operator's output, charged while it is built and kept (``keep``) until the statement
@@ -158,9 +156,7 @@ class Limits:
 
     def _over(self, total: int) -> None:
         if self.max_heap_bytes is not None and total > self.max_heap_bytes:
-            raise SqlError(OUT_OF_MEMORY,
-                           f"query needs more than max_query_heap_size ({self.max_heap_bytes} bytes) of server memory",
-                           hint="Narrow the query, or raise max_query_heap_size (SET max_query_heap_size = '1GB').")
+            raise heap_exceeded(self.max_heap_bytes)
         if self.outgrow_bytes is not None and total > self.outgrow_bytes:
             raise Outgrown()
 

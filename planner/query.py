@@ -8,6 +8,7 @@ column is added and projected away afterwards).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
@@ -25,6 +26,7 @@ from planner import typing as ty
 from planner import functions
 from planner.consteval import evaluate, fold
 from planner.functions.aggregate import resolve_aggregate
+from planner.guard import Outgrown
 from planner.expr import (
     ExprPlanner, Grouping, ast_nodes, coerce, contains_aggregate, figure_colname, sort_direction, window_calls,
 )
@@ -271,8 +273,10 @@ class QueryPlanner:
         plan, names = self._order_limit_plain(plan, names, stmt)
         return PlannedQuery(plan, tuple(names))
 
-    def plan_values(self, rows) -> Constant:
-        """``VALUES (...), (...)``: constant rows with a common type per column (10.5)."""
+    def plan_values(self, rows) -> Plan:
+        """``VALUES (...), (...)``: constant rows with a common type per column (10.5):
+        a Constant, or (a value too costly to compute in the session's thread,
+        ``planner.guard``) a UNION ALL of one-row Projects, computed where the query runs."""
         width = len(rows[0])
         if any(len(r) != width for r in rows):
             raise SqlError(SYNTAX_ERROR, "VALUES lists must all be the same length")
@@ -282,16 +286,19 @@ class QueryPlanner:
         for j in range(width):
             t = ty.common_type([r[j].type for r in exprs], "VALUES")
             types.append(t)
-        values = []
+        coerced = []
         for r in exprs:
-            vals = []
-            for e, t in zip(r, types):
-                c = coerce(e, t)
-                if not is_constant(c):
-                    raise SqlError(FEATURE_NOT_SUPPORTED, "VALUES may only contain constant expressions")
-                vals.append(evaluate(c))
-            values.append(tuple(vals))
-        return Constant(tuple(values), tuple((f"column{j + 1}", t) for j, t in enumerate(types)))
+            cs = tuple(coerce(e, t) for e, t in zip(r, types))
+            if not all(is_constant(c) for c in cs):
+                raise SqlError(FEATURE_NOT_SUPPORTED, "VALUES may only contain constant expressions")
+            coerced.append(cs)
+        columns = tuple((f"column{j + 1}", t) for j, t in enumerate(types))
+        try:
+            return Constant(tuple(tuple(evaluate(c) for c in cs) for cs in coerced), columns)
+        except Outgrown:
+            names = tuple(n for n, _ in columns)
+            one_row = [Project(Constant(((),), ()), tuple(fold(c) for c in cs), names) for cs in coerced]
+            return functools.reduce(lambda a, b: SetOp("union", a, b, True), one_row)
 
     # -- FROM -------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from catalog.errors import SqlError, DUPLICATE_COLUMN, UNDEFINED_COLUMN, SYNTAX_
 from catalog.snapshot import CatalogSnapshot, MaterializedView, Table
 from catalog.types import SqlType
 from planner.consteval import cast_value, evaluate, is_volatile
+from planner.guard import Outgrown
 from planner.expr import ast_nodes
 from planner.expr import coerce
 from planner.plan import Plan, Project, Unnest
@@ -151,33 +152,38 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
         row = row if describing else _fill(table, range(len(names)), row, ())
         return PlannedInsert(table, (row,), None, returning=returning)
     if sel.valuesLists and not sel.sortClause and sel.limitCount is None:
-        rows = []
-        planner_rows = sel.valuesLists
-        for r in planner_rows:
-            if len(r) > len(target):
-                raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
-        # Plan each row on its own: every value is assigned straight to its column's type.
-        from planner.scope import Scope
+        try:
+            rows = []
+            planner_rows = sel.valuesLists
+            for r in planner_rows:
+                if len(r) > len(target):
+                    raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
+            # Plan each row on its own: every value is assigned straight to its column's type.
+            from planner.scope import Scope
 
-        ep = qp.expr_planner(Scope(), agg_context="VALUES")
-        given = [[pos for node, pos in zip(r, positions) if not isinstance(node, ast.SetToDefault)]
-                 for r in planner_rows]
-        check_identity_insert(table, [names[p] for g in given for p in g], stmt.override)
-        for r in planner_rows:
-            vals = [None] * len(names)
-            set_ = set()
-            for node, pos in zip(r, positions):
-                if isinstance(node, ast.SetToDefault) or pos in user:
-                    continue
-                e = ep.plan(node)
-                vals[pos] = assign_value(e, table.columns[pos].type, table.columns[pos].name)
-                set_.add(pos)
-            for j in range(len(names)):
-                if j not in set_:
-                    vals[j] = default(j)
-            # describing: nothing was evaluated, so there is nothing to check
-            rows.append(tuple(vals) if describing else _fill(table, range(len(names)), vals, ()))
-        return PlannedInsert(table, tuple(rows), None, returning=returning)
+            ep = qp.expr_planner(Scope(), agg_context="VALUES")
+            given = [[pos for node, pos in zip(r, positions) if not isinstance(node, ast.SetToDefault)]
+                     for r in planner_rows]
+            check_identity_insert(table, [names[p] for g in given for p in g], stmt.override)
+            for r in planner_rows:
+                vals = [None] * len(names)
+                set_ = set()
+                for node, pos in zip(r, positions):
+                    if isinstance(node, ast.SetToDefault) or pos in user:
+                        continue
+                    e = ep.plan(node)
+                    vals[pos] = assign_value(e, table.columns[pos].type, table.columns[pos].name)
+                    set_.add(pos)
+                for j in range(len(names)):
+                    if j not in set_:
+                        vals[j] = default(j)
+                # describing: nothing was evaluated, so there is nothing to check
+                rows.append(tuple(vals) if describing else _fill(table, range(len(names)), vals, ()))
+            return PlannedInsert(table, tuple(rows), None, returning=returning)
+        except Outgrown:
+            # a value too costly to compute in the session's thread (planner.guard): the
+            # rows come from a query, which the fast path runs in a worker process
+            pass
     pq = qp.plan_select(sel)
     cols = pq.plan.columns
     if len(cols) > len(target):

@@ -7,7 +7,8 @@ memory are not environmentd's: a thread of environmentd evaluating millions of r
 the GIL and makes the collector walk its lists, and every other session waits (measured
 with bench/coordinator.py --section python). A statement_timeout or cancel kills the
 worker, which stops the work and returns its memory at once; the next query starts a new
-one.
+one. Work too costly for a session's thread whatever its size (a backtracking regular
+expression, ``planner.guard``) comes here too; here it runs under an address-space cap.
 
 This module owns the workers' lifecycle and the pipe protocol (length-prefixed pickles
 over stdin/stdout); the evaluation itself is ``planner.interpret.run``, unchanged.
@@ -18,13 +19,15 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import resource
 import select
 import struct
 import subprocess
 import sys
 import threading
 
-from catalog.errors import SqlError, INTERNAL_ERROR
+from catalog.errors import SqlError, INTERNAL_ERROR, OUT_OF_MEMORY
+from planner.guard import Guard, guarded, heap_exceeded
 from planner.interpret import Limits, run
 
 log = logging.getLogger(__name__)
@@ -45,6 +48,10 @@ _POLL_S = 0.05
 #: a worker whose query built more than this (bytes) exits after answering: CPython keeps
 #: freed memory for reuse, and an idle worker should not sit on hundreds of megabytes
 RETIRE_AFTER_BYTES = 64 << 20
+
+#: bytes of address space a worker may map beyond its own and twice its query's heap
+#: budget (``_limit_address_space``): the interpreter's arenas, lazily imported libraries
+AS_HEADROOM_BYTES = 512 << 20
 
 #: workers run at a lower CPU priority than environmentd's sessions (nice(2) increment)
 _NICE = 10
@@ -72,8 +79,10 @@ def _recv(f):
 
 class _Worker:
     def __init__(self):
+        # one BLAS thread: numpy (imported by casts to float4) would map memory per thread
+        env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
         self.proc = subprocess.Popen([sys.executable, "-m", "sqlfront.pyworker"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, cwd=os.path.dirname(os.path.dirname(__file__)))
+                                     stdout=subprocess.PIPE, cwd=os.path.dirname(os.path.dirname(__file__)), env=env)
         log.info("started Python evaluation worker (pid %d)", self.proc.pid)
 
     def kill(self) -> None:
@@ -163,6 +172,23 @@ class PythonWorkers:
             w.kill()
 
 
+def _limit_address_space(max_heap_bytes: int | None) -> None:
+    """Cap this process's address space (RLIMIT_AS) for the next query: what it maps
+    now, plus twice the query's heap budget (its values, and the pickled reply), plus
+    ``AS_HEADROOM_BYTES``; no cap without a budget (``max_query_heap_size = 0``, which only
+    a superuser sets). What the heap estimates miss then fails as MemoryError (53200)
+    instead of growing the machine's memory."""
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = hard
+    if max_heap_bytes is not None:
+        with open("/proc/self/statm") as f:
+            mapped = int(f.read().split()[0]) * resource.getpagesize()
+        soft = mapped + 2 * max_heap_bytes + AS_HEADROOM_BYTES
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 def _serve() -> None:
     """The worker: evaluate requests from stdin until it closes (environmentd exited)."""
     os.nice(_NICE)
@@ -172,15 +198,24 @@ def _serve() -> None:
             plan, tables, max_heap_bytes, deadline = _recv(stdin)
         except EOFError:
             return
+        _limit_address_space(max_heap_bytes)
         # The deadline is on the machine's monotonic clock, the same in every process.
         limits = Limits(deadline=deadline, max_heap_bytes=max_heap_bytes)
+        out_of_memory = False
         try:
-            reply = ("rows", run(plan, lambda t: tables[t.id], limits))
+            # Here big values and backtracking are allowed: environmentd kills this
+            # process on a timeout or cancel, and the address space is capped.
+            with guarded(Guard(max_bytes=max_heap_bytes, inline_bytes=None)):
+                reply = ("rows", run(plan, lambda t: tables[t.id], limits))
         except SqlError as e:
+            reply = ("error", e.sqlstate, e.message, e.detail, e.hint)
+        except MemoryError:
+            out_of_memory = True
+            e = heap_exceeded(max_heap_bytes) if max_heap_bytes is not None else SqlError(OUT_OF_MEMORY, "out of memory")
             reply = ("error", e.sqlstate, e.message, e.detail, e.hint)
         except Exception as e:  # a bug: report it like the session would, keep serving
             reply = ("error", INTERNAL_ERROR, f"{type(e).__name__}: {e}", None, None)
-        retire = limits.held > RETIRE_AFTER_BYTES
+        retire = out_of_memory or limits.held > RETIRE_AFTER_BYTES
         _send(stdout, (reply, retire))
         if retire:
             return

@@ -46,6 +46,7 @@ from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_t
 from sqlfront.sequence.sequences import SessionSequences
 from planner.functions.sequence import set_sequence_access
 from planner.functions.system import set_session_vars
+from planner.guard import Guard, set_statement_guard
 from sqlfront.vars import SessionVars
 
 __all__ = ["Session", "Result", "resource_error", "CopyIn", "CopyOut", "HANDLERS", "split_statements", "param_count", "parse_one",
@@ -85,8 +86,7 @@ class Session:
         self.session_role_id = role_id
         #: the role privileges are checked against (``current_user``; SET ROLE changes it)
         self.current_role_id = role_id
-        self.vars = SessionVars(startup, env.config.server_vars())
-        self.vars.values["is_superuser"] = "on" if is_superuser(env.snapshot, role_id) else "off"
+        self.vars = SessionVars(startup, env.config.server_vars(), superuser=is_superuser(env.snapshot, role_id))
         self.in_transaction = False
         self.failed = False
         #: writes buffered until COMMIT (``sequence.writes.Pending``)
@@ -215,10 +215,12 @@ class Session:
 
     def _statement_context(self) -> None:
         """What planning and evaluating a statement of this session reads from context
-        variables: its sequences, variables (current_setting), time zone, search_path and roles.
+        variables: its sequences, variables (current_setting), heap budget, time zone,
+        search_path and roles.
         Set for each statement, and for a Describe, which plans before any Execute."""
         set_sequence_access(self.sequences)
         set_session_vars(self.vars)
+        set_statement_guard(Guard(max_bytes=self.vars.max_query_heap_bytes()))
         set_session_time_zone(self.vars.time_zone())
         set_session_interval_style(self.vars.interval_style())
         set_search_path(self.vars.search_path(), self.temp_schema)

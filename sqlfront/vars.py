@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE
+from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE, INSUFFICIENT_PRIVILEGE
 from catalog.intervalio import parse_interval_style, set_session_interval_style
 from catalog.textio import DateStyle, parse_datestyle, parse_time_zone, set_session_time_zone
 
@@ -73,6 +73,10 @@ REPORTED = ("server_version", "server_encoding", "client_encoding", "datestyle",
 _DISPLAY = {"datestyle": "DateStyle", "timezone": "TimeZone", "intervalstyle": "IntervalStyle"}
 
 
+#: limits that guard the server from a session: only a superuser raises or lifts them
+#: (``SessionVars._check_limit``)
+SUPERUSER_LIMITS = ("max_query_heap_size",)
+
 #: variables whose values are booleans, shown as on/off
 BOOLEAN_VARS = ("escape_string_warning", "default_transaction_read_only", "default_transaction_deferrable", "transaction_read_only",
                 "transaction_deferrable")
@@ -135,9 +139,11 @@ class SessionVars:
         connection: "invalid value for parameter").
     """
 
-    def __init__(self, startup: dict[str, str] | None = None, overrides: dict[str, str] | None = None):
+    def __init__(self, startup: dict[str, str] | None = None, overrides: dict[str, str] | None = None,
+                 superuser: bool = False):
         self.defaults = server_defaults(overrides)
         self.values = dict(self.defaults)
+        self.values["is_superuser"] = "on" if superuser else "off"
         startup = dict(startup or {})
         # ``options`` (-c name=value ...) first, so a parameter given on its own wins,
         # as PostgreSQL applies them
@@ -145,7 +151,9 @@ class SessionVars:
         for k, v in settings.items():
             k = k.lower()
             if k in DEFAULTS and DEFAULTS[k][1]:
-                self.set(k, v)  # a bad value fails the startup, as in PostgreSQL
+                # a bad value, or a limit only a superuser may lift, fails the startup,
+                # as in PostgreSQL
+                self.set(k, v)
 
     def get(self, name: str) -> str:
         name = name.lower()
@@ -157,7 +165,8 @@ class SessionVars:
         """Set ``name`` (None resets it to its default).
 
         Raises:
-            SqlError 42704 for unknown names; 55P02 for read-only ones; 22023 bad values.
+            SqlError 42704 for unknown names; 55P02 for read-only ones; 22023 bad values;
+            42501 for a limit of ``SUPERUSER_LIMITS`` raised by a role that is no superuser.
         """
         name = name.lower()
         if name not in DEFAULTS:
@@ -172,6 +181,8 @@ class SessionVars:
                 return
             raise SqlError("55P02", f'parameter "{name}" cannot be changed')
         validate(name, value)
+        if name in SUPERUSER_LIMITS:
+            self._check_limit(name, value)
         if name == "client_encoding":
             from sqlfront.encoding import canonical
 
@@ -190,6 +201,19 @@ class SessionVars:
             if name.startswith("default_"):  # the next transaction's mode; shown until then
                 self.values[name.removeprefix("default_")] = value
         self.values[name] = value
+
+    def _check_limit(self, name: str, value: str) -> None:
+        """Only a superuser may raise a limit above the server's default or lift it (0):
+        the limit protects the server from every session, so a role may only tighten it
+        (as PostgreSQL does for its SUSET parameters)."""
+        if self.values["is_superuser"] == "on":
+            return
+        new = parse_byte_size(name, value)
+        ceiling = parse_byte_size(name, self.defaults[name])
+        if ceiling and not 0 < new <= ceiling:
+            raise SqlError(INSUFFICIENT_PRIVILEGE, f'permission denied to set parameter "{name}"',
+                           detail=f"Only a superuser may set {name} above the server's {self.defaults[name]} "
+                                  "or to 0 (no limit).")
 
     def time_zone(self) -> dt.tzinfo:
         """``TimeZone`` as a tzinfo (``catalog.textio.parse_time_zone``); a bad value a

@@ -148,7 +148,7 @@ def test_catalog_queries_unaffected_by_tight_limits(conn):
 
 
 def test_server_default_of_max_query_heap_size_is_what_reset_restores():
-    v = SessionVars({}, {"max_query_heap_size": "64MB"})
+    v = SessionVars({}, {"max_query_heap_size": "64MB"}, superuser=True)
     assert v.get("max_query_heap_size") == "64MB"
     assert v.max_query_heap_bytes() == 64 << 20
     v.set("max_query_heap_size", "0")

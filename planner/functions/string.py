@@ -9,10 +9,12 @@ from __future__ import annotations
 import hashlib
 import re
 
-from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED
+from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED, PROGRAM_LIMIT_EXCEEDED
 from catalog.textio import fit_string, format_text
 from catalog.types import TEXT
 from planner.functions import Function, constant_arg, register, sig
+from planner.guard import check_value_bytes, utf8_bytes
+from planner.pattern import Regex, compile_regex, like
 
 INVALID_REGEX = "2201B"
 
@@ -107,9 +109,22 @@ def _pad_py(left: bool):
             return ""
         if len(s) >= n or not fill:
             return s[:n]
-        pad = (fill * (n // len(fill) + 1))[: n - len(s)]
+        short = n - len(s)
+        whole, part = divmod(short, len(fill))
+        # the size first: n comes from the query, and building first is what a bad one can't afford
+        check_value_bytes(utf8_bytes(s) + whole * utf8_bytes(fill) + utf8_bytes(fill[:part]))
+        pad = fill * whole + fill[:part]
         return pad + s if left else s + pad
     return py
+
+
+def _repeat_py(a, e):
+    """repeat(s, n): ``s`` n times (none for n <= 0), its size checked before it is built
+    (PostgreSQL's 54000 "requested length too large" past 1 GB; ``planner.guard``)."""
+    s, n = a[0], max(a[1], 0)
+    if s and n:
+        check_value_bytes(utf8_bytes(s) * n)
+    return s * n
 
 
 def _pad_spark(left: bool):
@@ -168,9 +183,10 @@ def _translate_py(a, e):
     return "".join(table.get(c, c) or "" if c in table else c for c in s)
 
 
-def _pg_regex(pattern: str, flags: str = "") -> re.Pattern:
+def _pg_regex(pattern: str, flags: str = "") -> Regex:
     """A POSIX advanced regular expression (PostgreSQL 9.7.3) as a Python pattern; the
-    common subset (classes, quantifiers, groups, anchors) is written alike."""
+    common subset (classes, quantifiers, groups, anchors) is written alike. Matched by
+    RE2 where it can (``planner.pattern``: linear time)."""
     f = 0
     for c in flags:
         if c == "i":
@@ -178,7 +194,7 @@ def _pg_regex(pattern: str, flags: str = "") -> re.Pattern:
         elif c not in "gc":
             raise SqlError(INVALID_PARAMETER_VALUE, f'invalid regular expression option: "{c}"')
     try:
-        return re.compile(pattern, f)
+        return compile_regex(pattern, f)
     except re.error as err:
         raise SqlError(INVALID_REGEX, f"invalid regular expression: {err}") from None
 
@@ -263,18 +279,8 @@ def _regex_spark(kind):
 
 
 def like_py(s: str, pattern: str, ci: bool) -> bool:
-    """``s LIKE pattern`` (PostgreSQL 9.7.1): ``%`` any string, ``_`` one character,
-    backslash escapes."""
-    out, i = [], 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\" and i + 1 < len(pattern):
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        out.append(".*" if c == "%" else "." if c == "_" else re.escape(c))
-        i += 1
-    return re.fullmatch("".join(out), s, re.S | (re.I if ci else 0)) is not None
+    """``s LIKE pattern`` (PostgreSQL 9.7.1), in linear time (``planner.pattern.like``)."""
+    return like(s, pattern, ci)
 
 
 def _to_hex_py(a, e):
@@ -348,7 +354,7 @@ register(
              samples=("lpad(s, 8)", "lpad(s, 8, 'xy')", "lpad(s, 2)", "lpad(s, 8, '')")),
     Function("rpad", (sig("text", "int4", ret="text"), sig("text", "int4", "text", ret="text")), _pad_py(False),
              _pad_spark(False), sql_names=("rpad",), doc="9.4", samples=("rpad(s, 8, '*')", "rpad(s, 1)")),
-    Function("repeat", (sig("text", "int4", ret="text"),), lambda a, e: a[0] * max(a[1], 0),
+    Function("repeat", (sig("text", "int4", ret="text"),), _repeat_py,
              lambda S, a, e: S.F.repeat(a[0], S.F.greatest(a[1], S.F.lit(0))), sql_names=("repeat",), doc="9.4",
              samples=("repeat(s, 2)", "repeat(s, -1)")),
     Function("reverse", T1, lambda a, e: a[0][::-1], lambda S, a, e: S.F.reverse(a[0]), sql_names=("reverse",),
@@ -523,7 +529,7 @@ def similar_to_regex(pattern: str, escape: str | None = "\\") -> str:
 
 def _similar_py(a, e):
     escape = a[2] if len(a) > 2 else "\\"
-    return re.compile(similar_to_regex(a[1], escape), re.S).search(a[0]) is not None
+    return compile_regex(similar_to_regex(a[1], escape), re.S).search(a[0]) is not None
 
 
 def _similar_spark(S, a, e):
@@ -702,7 +708,8 @@ def _format_py(a, e):
         elif kind == "L":
             text = quote_literal(text)
         text = text or ""
-        if width:
+        if width and width > len(text):
+            check_value_bytes(utf8_bytes(text) + width - len(text))  # the padding is spaces
             text = text.ljust(width) if left else text.rjust(width)
         out.append(text)
     return "".join(out)
@@ -815,8 +822,6 @@ def _quote_strict_spark(S, a, e):
     v = _cast_text_spark(S, a, e)
     return S.F.when(v.isNull(), S.F.lit(None).cast("string")).otherwise(_quote_nullable_spark(S.F, v))
 
-
-PROGRAM_LIMIT_EXCEEDED = "54000"
 
 
 def _chr_py(a, e):

@@ -23,6 +23,7 @@ from catalog.snapshot import Table
 from catalog.types import SqlType, TEXT
 from persist import Batch, PartRead, ShardSnapshot, SinceError
 from planner import interpret
+from planner.guard import Guard, Outgrown, guarded
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from sqlfront.parse import parse_one
@@ -329,18 +330,20 @@ def _peek(s: Session, plan, as_of: int | None, job):
 
 def evaluate(s: Session, plan) -> list[tuple]:
     """Evaluate a fast-path plan in Python, under the session's statement_timeout,
-    cancel flag and max_query_heap_size: here while it stays small, else again in a
-    worker process (``sqlfront.pyworker``) so that big work does not stall the
-    other sessions."""
+    cancel flag and max_query_heap_size: here while it stays small and its time is
+    bounded by its size (``planner.guard``), else again in a worker process
+    (``sqlfront.pyworker``) so that big or runaway work does not stall the other
+    sessions and a timeout or cancel stops it at once."""
     timeout = s.vars.statement_timeout_s()
     deadline = time.monotonic() + timeout if timeout else None
     budget = s.vars.max_query_heap_bytes()
     limits = interpret.Limits(deadline=deadline, cancelled=s.cancel_event.is_set, max_heap_bytes=budget,
                               outgrow_bytes=INLINE_HEAP_BYTES)
     try:
-        return interpret.run(plan, s.builtin_rows, limits)
-    except interpret.Outgrown:
-        pass
+        with guarded(Guard(max_bytes=budget)):
+            return interpret.run(plan, s.builtin_rows, limits)
+    except Outgrown:
+        pass  # rows or a value too big here, or a backtracking regex: the worker can be stopped
     tables = {t.id: list(s.builtin_rows(t)) for t in interpret.builtins_read(plan)}
     return s.env.python_workers.run(plan, tables, budget, deadline, s.cancel_event)
 

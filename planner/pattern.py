@@ -1,0 +1,165 @@
+"""Pattern matching whose time is linear in the text: LIKE and regular expressions.
+
+A backtracking matcher takes exponential time on patterns like ``(a+)+$`` over
+``'aaaa...!'``, inside one C call that holds the interpreter (``planner.guard``). So:
+
+- LIKE is matched segment by segment (``like``): the pattern between ``%`` signs is a
+  run of fixed-length pieces, each found leftmost with one bounded search, so
+  ``%a%a%a%b`` over 600 characters costs a few passes, not 600^3 attempts.
+- Regular expressions run on RE2 (Google's automaton engine: linear time, no
+  backtracking) when it can express them. What it cannot (backreferences, lookaround,
+  ``\\Z``, counted repetitions over 1000) falls back to Python's ``re``, only where a
+  runaway match can be stopped (``guard.check_unbounded``: in a worker process).
+  Python's ``re`` also stays the judge of a pattern's syntax and errors, and runs texts
+  where the engines' shorthand classes (``\\w``, ``\\s``, ``\\b``, ``\\d``) disagree (RE2's
+  are ASCII's; Python's, like PostgreSQL's in a UTF8 database, Unicode's).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import re2
+
+from planner import guard
+
+#: shorthand classes whose RE2 meaning (ASCII) differs from Python's (Unicode)
+_SHORTHAND = re.compile(r"\\[wWdDsSbB]")
+#: ASCII characters Python's ``\s`` counts as space and RE2's does not
+_ODD_SPACE = re.compile("[\x0b\x1c-\x1f]")
+
+_RE2_OPTIONS: dict[int, re2.Options] = {}
+
+
+def _re2_options(flags: int) -> re2.Options:
+    if flags not in _RE2_OPTIONS:
+        o = re2.Options()
+        o.log_errors = False  # a pattern RE2 cannot take is an expected fallback, not an error
+        o.case_sensitive = not flags & re.I
+        o.dot_nl = bool(flags & re.S)
+        _RE2_OPTIONS[flags] = o
+    return _RE2_OPTIONS[flags]
+
+
+#: characters of a pattern compiled in a session's thread: Python's ``re`` parses in
+#: Python, some 10 ms per thousand characters on a busy machine; a longer one goes to a worker
+INLINE_PATTERN_CHARS = 4096
+
+
+def _check_pattern_length(pattern: str) -> None:
+    if len(pattern) > INLINE_PATTERN_CHARS:
+        guard.check_unbounded(f"a pattern of {len(pattern)} characters")
+
+
+class Regex:
+    """A compiled regular expression, with the methods of ``re.Pattern`` this project
+    uses (``search``, ``fullmatch``, ``finditer``, ``sub``, ``groups``, ``pattern``);
+    their matches are ``re.Match``-like (``group``, ``groups``, ``start``, ``end``, ``re``).
+
+    Raises (from its methods):
+        ``guard.Outgrown`` when the text needs Python's backtracking engine and the
+        guard forbids it (in a session's thread)."""
+
+    __slots__ = ("pattern", "groups", "_py", "_re2", "_shorthand")
+
+    def __init__(self, pattern: str, flags: int = 0):
+        _check_pattern_length(pattern)
+        self._py = re.compile(pattern, flags)  # raises re.error: the caller's 2201B
+        self.pattern = pattern
+        self.groups = self._py.groups
+        try:
+            fast = re2.compile(pattern, _re2_options(flags & (re.I | re.S)))
+        except re2.error:
+            fast = None
+        self._re2 = fast if fast is not None and fast.groups == self.groups and not flags & ~(re.I | re.S) else None
+        self._shorthand = bool(_SHORTHAND.search(pattern))
+
+    def _engine(self, text: str):
+        if self._re2 is not None and (not self._shorthand or (text.isascii() and not _ODD_SPACE.search(text))):
+            return self._re2
+        guard.check_unbounded()
+        return self._py
+
+    def search(self, text: str, pos: int = 0):
+        return self._engine(text).search(text, pos)
+
+    def fullmatch(self, text: str):
+        return self._engine(text).fullmatch(text)
+
+    def finditer(self, text: str):
+        return self._engine(text).finditer(text)
+
+    def sub(self, repl, text: str, count: int = 0) -> str:
+        return self._engine(text).sub(repl, text, count=count)
+
+
+@functools.lru_cache(maxsize=256)
+def compile_regex(pattern: str, flags: int = 0) -> Regex:
+    """``pattern`` (Python ``re`` syntax and ``flags``: ``re.I``, ``re.S``) compiled once
+    per distinct pattern (a query matches it against every row).
+
+    Raises:
+        re.error for a pattern Python's ``re`` rejects."""
+    return Regex(pattern, flags)
+
+
+@functools.lru_cache(maxsize=256)
+def _like_program(pattern: str, ci: bool) -> tuple[list, bool]:
+    """``pattern`` split at its unescaped ``%`` signs: a list of segments (each None for
+    one made of ``_`` only, or a compiled fixed-length regex), and whether it had a
+    ``%`` at all. A segment's length in characters is its regex's ``width``."""
+    _check_pattern_length(pattern)
+    segments, cur, pieces = [], [], []
+    i, has_percent = 0, False
+
+    def close():
+        segments.append((len(cur), re.compile("".join(pieces), re.S | (re.I if ci else 0)) if cur else None))
+
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\" and i + 1 < len(pattern):
+            cur.append(pattern[i + 1])
+            pieces.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        if c == "%":
+            close()
+            cur, pieces, has_percent = [], [], True
+        else:
+            cur.append(c)
+            pieces.append("." if c == "_" else re.escape(c))
+        i += 1
+    close()
+    return segments, has_percent
+
+
+def like(s: str, pattern: str, ci: bool = False) -> bool:
+    """``s LIKE pattern`` (``ILIKE`` with ``ci``; PostgreSQL 9.7.1): ``%`` any string,
+    ``_`` one character, backslash escapes the next character.
+
+    Between ``%`` signs each segment has a fixed length, so taking every middle one at
+    its leftmost place is right (a later place leaves less room to the others): at most
+    one bounded search per segment, O(len(s) * len(pattern)) in C."""
+    segments, has_percent = _like_program(pattern, ci)
+    if not has_percent:
+        (n, rx), = segments
+        return len(s) == n and (rx is None or rx.fullmatch(s) is not None)
+    (n0, first), middle, (nk, last) = segments[0], segments[1:-1], segments[-1]
+    end = len(s) - nk
+    if end < n0 or (first is not None and first.fullmatch(s, 0, n0) is None):
+        return False
+    if last is not None and last.fullmatch(s, end) is None:
+        return False
+    pos = n0
+    for n, rx in middle:
+        if rx is None:
+            pos += n
+        else:
+            m = rx.search(s, pos, end)
+            if m is None:
+                return False
+            pos = m.end()
+        if pos > end:
+            return False
+    return True
