@@ -338,21 +338,22 @@ class Interval:
         """PostgreSQL's ``IntervalStyle = postgres`` output, e.g. ``1 year 2 mons 3 days 04:05:06``."""
         parts = []
         y, m = divmod(abs(self.months), 12)
-        sign = "-" if self.months < 0 else ""
-        # A unit is singular only for exactly 1: "-1 mons", "-1 days" (datetime.c AddPostgresIntervalPart).
-        if y:
-            parts.append(f"{sign}{y} year{'s' if sign or y != 1 else ''}")
-        if m:
-            parts.append(f"{sign}{m} mon{'s' if sign or m != 1 else ''}")
-        if self.days:
-            parts.append(f"{self.days} day{'s' if self.days != 1 else ''}")
+        sign = -1 if self.months < 0 else 1
+        # datetime.c EncodeInterval / AddPostgresIntervalPart: a unit is singular only for
+        # exactly 1 ("-1 mons"), and a positive part after a negative one has a "+"
+        # ("-1 days +02:00:00").
+        before = False
+        for value, unit in ((sign * y, "year"), (sign * m, "mon"), (self.days, "day")):
+            if value:
+                parts.append(f"{'+' if before and value > 0 else ''}{value} {unit}{'s' if value != 1 else ''}")
+                before = value < 0
         if self.micros or not parts:
             us = abs(self.micros)
             h, rem = divmod(us, 3_600_000_000)
             mi, rem = divmod(rem, 60_000_000)
             s, frac = divmod(rem, 1_000_000)
             t = f"{h:02d}:{mi:02d}:{s:02d}" + (f".{frac:06d}".rstrip("0") if frac else "")
-            parts.append(("-" if self.micros < 0 else "") + t)
+            parts.append(("-" if self.micros < 0 else "+" if before else "") + t)
         return " ".join(parts)
 
 

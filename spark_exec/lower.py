@@ -142,6 +142,43 @@ def _float8_text(c: SparkColumn) -> SparkColumn:
             .when(c == 0, F.concat(sign, F.lit("0"))).otherwise(F.concat(sign, text)))
 
 
+def _interval_text(c: SparkColumn) -> SparkColumn:
+    """interval_out on Spark, as ``catalog.types.Interval.pg_text`` (IntervalStyle
+    postgres: ``-1 years -2 mons +3 days -04:00:00.5``), from ``_interval_struct``'s fields."""
+    f = _interval_struct(c)
+    months = f["months"]
+    fields = [((months / 12).cast(T.IntegerType()), "year"), (months % 12, "mon"), (f["days"], "day")]
+    parts, before = [], F.lit(False)
+    for v, unit in fields:
+        parts.append(F.when(v != 0, F.concat(F.when(before & (v > 0), F.lit("+")).otherwise(F.lit("")), v.cast("string"),
+                                             F.lit(f" {unit}"), F.when(v != 1, F.lit("s")).otherwise(F.lit("")))))
+        before = F.when(v != 0, v < 0).otherwise(before)
+    us = F.abs(f["micros"])
+    two = lambda n: F.lpad(n.cast("string"), 2, "0")  # noqa: E731
+    hours = F.call_function("div", us, F.lit(3_600_000_000))
+    minutes = F.call_function("div", us % 3_600_000_000, F.lit(60_000_000))
+    seconds = F.call_function("div", us % 60_000_000, F.lit(1_000_000))
+    frac = us % 1_000_000
+    clock = F.concat(F.when(f["micros"] < 0, F.lit("-")).when(before, F.lit("+")).otherwise(F.lit("")),
+                     two(hours), F.lit(":"), two(minutes), F.lit(":"), two(seconds),
+                     F.when(frac != 0, F.concat(F.lit("."), F.rtrim(F.lpad(frac.cast("string"), 6, "0"), F.lit("0"))))
+                     .otherwise(F.lit("")))
+    nothing = (months == 0) & (f["days"] == 0)
+    parts.append(F.when((f["micros"] != 0) | nothing, clock))
+    return F.when(c.isNotNull(), F.concat_ws(" ", *parts))
+
+
+#: Spark: the text forms (casts to text) Spark's own string cast does not write as
+#: PostgreSQL does: booltext (``true``, not boolout's ``t``: PostgreSQL 8.6, and the text
+#: ``||`` concatenates, as anytextcat casts), float4out/float8out and interval_out
+_TEXT_FORMS = {
+    "bool": lambda c: F.when(c, F.lit("true")).when(~c, F.lit("false")),
+    "float4": lambda c: _float8_text(c),
+    "float8": lambda c: _float8_text(c),
+    "interval": lambda c: _interval_text(c),
+}
+
+
 def _sort_col(c: SparkColumn, t: SqlType, descending: bool, nulls_first: bool) -> SparkColumn:
     """``c`` as a sort key of ORDER BY: char(n) without its padding, intervals by
     ``interval_key``, jsonb in jsonb's btree order (the registry's ``jsonb_sort_key``),
@@ -567,6 +604,9 @@ class Lowerer:
         special = self._cast_special(c, src, dst)
         if special is not None:
             return special
+        if s in _TEXT_FORMS and d in ("text", "varchar", "bpchar"):
+            text = _TEXT_FORMS[s](c)
+            return text if d == "text" else self.cast(text, SqlType("text"), dst)
         if s == "bpchar" and d in ("text", "varchar"):
             c = F.rtrim(c)
         if d in ("int2", "int4", "int8"):
@@ -580,17 +620,28 @@ class Lowerer:
             return F.rpad(c.cast(T.StringType()), dst.precision, " ")
         if d == "varchar" and dst.precision is not None:
             return F.substring(c.cast(T.StringType()), 1, dst.precision)
-        if s == "bool" and d in ("text", "varchar", "bpchar"):
-            return F.when(c.isNotNull(), F.when(c, F.lit("t")).otherwise(F.lit("f")))  # boolout
-        if s == "float8" and d == "text":
-            return _float8_text(c)
         if d == "bool" and s in ("text", "varchar", "bpchar", "unknown"):
             return F.lower(F.trim(c)).cast(T.BooleanType())
+        if d == "numeric" and s in ("float4", "float8"):
+            # Spark casts NaN and infinities to NULL; PostgreSQL's numeric NaN has no Spark
+            # decimal, and infinity does not convert (as catalog's cast_value)
+            c = (F.when(F.isnan(c), self.fail(FEATURE_NOT_SUPPORTED, "numeric NaN is not supported on table data "
+                                                                      "(Spark decimals have no NaN)"))
+                 .when(F.abs(c) == float("inf"), self.fail(FEATURE_NOT_SUPPORTED, "cannot convert infinity to numeric"))
+                 .otherwise(c))
         if d == "numeric" and dst.precision is None and s == "numeric":
             return c
         if d == "numeric" and dst.precision is None and src.is_integer:
             return c.cast(T.DecimalType(38, 0))  # an integer's numeric has scale 0, as in PostgreSQL
         return c.cast(spark_type(dst))
+
+    def output_text(self, c: SparkColumn, t: SqlType) -> SparkColumn:
+        """``c`` (of type ``t``) as its type's output function writes it (what concat,
+        format, array_out and record_out show): as its cast to text, but a bool is
+        ``t``/``f`` (boolout), not ``true``/``false`` (booltext)."""
+        if t.name == "bool":
+            return F.when(c, F.lit("t")).when(~c, F.lit("f"))
+        return c if t.is_string else self.cast(c, t, SqlType("text"))
 
     def _cast_special(self, c: SparkColumn, src: SqlType, dst: SqlType) -> SparkColumn | None:
         """Casts from or to arrays, bytea, uuid and jsonb, whose text forms Spark does not
@@ -601,7 +652,7 @@ class Lowerer:
             return F.transform(c, lambda x: self.cast(x, src.element, dst.element))
         if src.is_array and text:
             def elem(x):
-                s_ = self.cast(x, src.element, SqlType("text"))
+                s_ = self.output_text(x, src.element)
                 quoted = F.concat(F.lit('"'), F.regexp_replace(s_, r'(["\\])', r'\\$1'), F.lit('"'))
                 return F.when(x.isNull(), F.lit("NULL")).when(s_.rlike(_ARRAY_QUOTE_RE), quoted).otherwise(s_)
             return F.concat(F.lit("{"), F.array_join(F.transform(c, elem), ","), F.lit("}"))
@@ -775,6 +826,9 @@ def literal(v, t: SqlType) -> SparkColumn:
         secs = Decimal(v.micros) / 1_000_000
         return F.make_interval(F.lit(0), F.lit(v.months), F.lit(0), F.lit(v.days), F.lit(0), F.lit(0), F.lit(secs))
     if n == "numeric":
+        if not v.is_finite():
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"numeric {v} is not supported on table data (Spark decimals have no "
+                                                  "NaN)")
         c = F.lit(v)
         return c.cast(spark_type(t)) if t.precision is not None else c
     if n in ("float4", "float8", "int2", "int8"):
