@@ -62,7 +62,10 @@ def _convert(v, src: SqlType, dst: SqlType, explicit: bool):
     if d in ("text", "varchar", "bpchar", "unknown", "name"):
         if d == "name":
             return parse_text(v if isinstance(v, str) else format_text(v, src), dst)
-        text = v.rstrip(" ") if s == "bpchar" and d != "bpchar" else (v if isinstance(v, str) else format_text(v, src))
+        if s == "bool":
+            text = "true" if v else "false"  # booltext, not boolout's t/f (PostgreSQL 8.6)
+        else:
+            text = v.rstrip(" ") if s == "bpchar" and d != "bpchar" else (v if isinstance(v, str) else format_text(v, src))
         return fit_string(text, dst, explicit) if d in ("varchar", "bpchar") else text
     if d in INT_RANGES:
         if s in INT_RANGES:

@@ -27,6 +27,7 @@ from planner.consteval import NESTED_EVALUATOR, any_all, evaluate
 from planner.functions import FUNCTIONS
 from planner.functions.json import jsonb_sort_key
 from planner.guard import Outgrown, heap_exceeded
+from planner.functions.logic import order_key
 
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Unnest, Window,
@@ -302,8 +303,8 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
     if isinstance(plan, Recursive):
         result = run(plan.base, builtin_rows)
         if not plan.all:
-            result = list(dict.fromkeys(result))
-        seen = set(result)
+            result = _distinct(result)
+        seen = {_hashable(r) for r in result}
         work = result
         for _ in range(MAX_RECURSION):
             if not work:
@@ -311,8 +312,8 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
             ctx.work[plan.cte] = work
             new = run(plan.step, builtin_rows)
             if not plan.all:
-                new = [r for r in dict.fromkeys(new) if r not in seen]
-                seen.update(new)
+                new = [r for r in _distinct(new) if _hashable(r) not in seen]
+                seen.update(_hashable(r) for r in new)
             result = result + new
             work = new
             limits.check()  # each iteration's rows were kept as the step returned them
@@ -357,8 +358,10 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
         for k in plan.keys:
             bpchar = plan.input.columns[k.index][1].name == "bpchar"
             jsonb = plan.input.columns[k.index][1].name == "jsonb"
+            nan = plan.input.columns[k.index][1].name in _NAN_TYPES
             key = (lambda r, i=k.index: r[i] if r[i] is None else r[i].rstrip(" ")) if bpchar else \
                 (lambda r, i=k.index: r[i] if r[i] is None else jsonb_sort_key(r[i])) if jsonb else \
+                (lambda r, i=k.index: r[i] if r[i] is None else order_key(r[i])) if nan else \
                 (lambda r, i=k.index: r[i])
             keys.append((key, k.descending, k.nulls_first))
         return _sort_by(run(plan.input, builtin_rows), keys, limits)
@@ -439,6 +442,8 @@ def _order_keys(order, rows: Rows) -> list:
         values = [evaluate(e, r) for r in rows]
         if e.type.name == "jsonb":  # jsonb's btree order, not its text's
             values = [v if v is None else jsonb_sort_key(v) for v in values]
+        elif e.type.name in _NAN_TYPES:
+            values = [v if v is None else order_key(v) for v in values]
         out.append((values.__getitem__, desc, nulls_first))
     return out
 
@@ -595,9 +600,22 @@ def _reduce(plan: Reduce, rows: Rows, limits: Limits) -> Rows:
     return [first[h] + tuple(_aggregate(a, members) for a in plan.aggregates) for h, members in groups.items()]
 
 
-def _hashable(row: tuple) -> tuple:
-    """``row`` with its arrays (lists) as tuples, to serve as a dict key."""
-    return tuple(tuple(v) if isinstance(v, list) else v for v in row)
+#: types whose NaN sorts above every other value (``order_key``)
+_NAN_TYPES = ("float4", "float8", "numeric")
+
+
+def _hashable(row: tuple | list) -> tuple:
+    """``row`` with its arrays (lists, nested for several dimensions) as tuples, to serve
+    as a dict key; a NaN as ``order_key``'s (NaNs are equal in PostgreSQL, not in Python)."""
+    return tuple(_hashable(v) if isinstance(v, list) else order_key(v) if v != v else v for v in row)
+
+
+def _distinct(rows: Rows) -> Rows:
+    """The first of each set of equal rows, in order (rows may hold arrays: lists)."""
+    first: dict = {}
+    for r in rows:
+        first.setdefault(_hashable(r), r)
+    return list(first.values())
 
 
 def _aggregate(a: AggCall, rows: Rows):
@@ -615,30 +633,30 @@ def _aggregate(a: AggCall, rows: Rows):
     if entry.strict:
         vals = [v for v in vals if v is not None]
     if a.distinct:
-        vals = list(dict.fromkeys(vals))
+        vals = [r[0] for r in _distinct([(v,) for v in vals])]
     return entry.py(vals, a, params)
 
 
 def _setop(p: SetOp, left: Rows, right: Rows) -> Rows:
     if p.op == "union":
         rows = left + right
-        return rows if p.all else list(dict.fromkeys(rows))
-    rc = Counter(right)
+        return rows if p.all else _distinct(rows)
+    rc = Counter(_hashable(r) for r in right)
     if p.op == "intersect":
         if not p.all:
-            return [r for r in dict.fromkeys(left) if r in rc]
+            return [r for r in _distinct(left) if _hashable(r) in rc]
         out = []
         for r in left:
-            if rc[r] > 0:
-                rc[r] -= 1
+            if rc[_hashable(r)] > 0:
+                rc[_hashable(r)] -= 1
                 out.append(r)
         return out
     if not p.all:
-        return [r for r in dict.fromkeys(left) if r not in rc]
+        return [r for r in _distinct(left) if _hashable(r) not in rc]
     out = []
     for r in left:
-        if rc[r] > 0:
-            rc[r] -= 1
+        if rc[_hashable(r)] > 0:
+            rc[_hashable(r)] -= 1
         else:
             out.append(r)
     return out

@@ -454,7 +454,7 @@ class QueryPlanner:
         Raises:
             SqlError 0A000 for other functions; 42883 when no signature fits."""
         if name == "unnest" and len(args) == 1 and args[0].type.is_array:
-            return [(name, args[0])]
+            return [(name, _flattened(args[0]))]
         if name in functions.SET_RETURNING:
             return _srf_columns(name, args)
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in ROWS FROM is not supported")
@@ -809,7 +809,7 @@ class QueryPlanner:
                 dim = fold(coerce(planner.plan(args[1]), INT4))
                 if not (isinstance(dim, Literal) and dim.value == 1):
                     raise SqlError(FEATURE_NOT_SUPPORTED, "generate_subscripts supports dimension 1 only")
-            arrays.append(arr)
+            arrays.append(_flattened(arr) if name == "unnest" else arr)
             kinds.append("unnest" if name == "unnest" else "subscripts")
         keep = tuple(ColRef(i, t) for i, (_, t) in enumerate(plan.columns))
         plan = Project(plan, keep + tuple(arrays), tuple(n for n, _ in plan.columns) + ("?array?",) * len(arrays))
@@ -1167,6 +1167,12 @@ def _contains_lateral(item) -> bool:
     if isinstance(item, ast.JoinExpr):
         return _contains_lateral(item.larg) or _contains_lateral(item.rarg)
     return _is_lateral(item)
+
+
+def _flattened(arr):
+    """unnest's array: its elements in storage order, whatever its dimensions
+    (PostgreSQL 9.19: unnest expands an array of several dimensions to a set of rows)."""
+    return fold(Call("array_flatten", (arr,), arr.type))
 
 
 def _srf_columns(name: str, args: list) -> list:

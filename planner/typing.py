@@ -86,10 +86,12 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
     """
     if op in JSONB_OPS and (l.name == "jsonb" or (l.name == "unknown" and r.name != "jsonb")):
         return _jsonb_op(op, JSONB if l.name == "unknown" else l, r)
+    # An unknown literal beside a known type takes that type; for ||, only beside jsonb,
+    # bytea and arrays (their || operators' operand types), else it is text (anytextcat).
     if l.name == "unknown" and r.name != "unknown":
-        l = r if op not in ("||",) or r.name == "jsonb" else TEXT
+        l = r if op not in ("||",) or r.name in ("jsonb", "bytea") or r.is_array else TEXT
     elif r.name == "unknown" and l.name != "unknown":
-        r = l if op not in ("||",) or l.name == "jsonb" else TEXT
+        r = l if op not in ("||",) or l.name in ("jsonb", "bytea") or l.is_array else TEXT
     elif l.name == "unknown" and r.name == "unknown":
         l = r = TEXT
     if op in COMPARE:
@@ -160,15 +162,20 @@ def _jsonb_op(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, S
 
 
 def _array_concat(l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, SqlType]:
-    # anyarray || anyarray, anyarray || anyelement, anyelement || anyarray (PostgreSQL 9.19).
-    if l.is_array and r.is_array:
-        t = array_of(common_type([l.element, r.element], "ARRAY"))
-        return "array_cat", t, t, t
-    if l.is_array:
-        e = common_type([l.element, r], "ARRAY")
-        return "array_append", array_of(e), e, array_of(e)
-    e = common_type([l, r.element], "ARRAY")
-    return "array_prepend", e, array_of(e), array_of(e)
+    # anycompatiblearray || anycompatiblearray, anycompatiblearray || anycompatible,
+    # anycompatible || anycompatiblearray (PostgreSQL 9.19): no common element type, no
+    # operator (42883, as PostgreSQL).
+    try:
+        if l.is_array and r.is_array:
+            t = array_of(common_type([l.element, r.element], "ARRAY"))
+            return "array_cat", t, t, t
+        if l.is_array:
+            e = common_type([l.element, r], "ARRAY")
+            return "array_append", array_of(e), e, array_of(e)
+        e = common_type([l, r.element], "ARRAY")
+        return "array_prepend", e, array_of(e), array_of(e)
+    except SqlError:
+        raise _undefined_op("||", l, r) from None
 
 
 def _comparison_type(op: str, l: SqlType, r: SqlType) -> SqlType:
@@ -199,4 +206,6 @@ def resolve_unary(op: str, t: SqlType) -> tuple[str, SqlType, SqlType]:
         return "neg", t, t
     if op == "+" and (t.is_numeric or t.name == "interval"):
         return "pos", t, t
+    if op == "@" and t.is_numeric:
+        return "abs", t, t  # absolute value (PostgreSQL 9.3, table 9.4)
     raise _undefined_op(op, t, None)

@@ -222,6 +222,17 @@ def _float8_text(c: SparkColumn) -> SparkColumn:
             .when(c == 0, F.concat(sign, F.lit("0"))).otherwise(F.concat(sign, text)))
 
 
+#: Spark: the text forms (casts to text) Spark's own string cast does not write as
+#: PostgreSQL does: booltext (``true``, not boolout's ``t``: PostgreSQL 8.6, and the text
+#: ``||`` concatenates, as anytextcat casts), float4out/float8out and interval_out
+_TEXT_FORMS = {
+    "bool": lambda c: F.when(c, F.lit("true")).when(~c, F.lit("false")),
+    "float4": lambda c: _float8_text(c),
+    "float8": lambda c: _float8_text(c),
+    "interval": lambda c: _interval_text(c),
+}
+
+
 def _sort_col(c: SparkColumn, t: SqlType, descending: bool, nulls_first: bool) -> SparkColumn:
     """``c`` as a sort key of ORDER BY: char(n) without its padding, intervals by
     ``interval_key``, jsonb in jsonb's btree order (the registry's ``jsonb_sort_key``),
@@ -748,6 +759,9 @@ class Lowerer:
             dated = self._cast_datetime(c, src, dst)
             if dated is not None:
                 return dated
+        if s in _TEXT_FORMS and d in ("text", "varchar", "bpchar"):
+            text = _TEXT_FORMS[s](c)
+            return text if d == "text" else self.cast(text, SqlType("text"), dst)
         if s == "bpchar" and d in ("text", "varchar"):
             c = F.rtrim(c)
         if d in ("int2", "int4", "int8"):
@@ -761,12 +775,15 @@ class Lowerer:
             return F.rpad(c.cast(T.StringType()), dst.precision, " ")
         if d == "varchar" and dst.precision is not None:
             return F.substring(c.cast(T.StringType()), 1, dst.precision)
-        if s == "bool" and d in ("text", "varchar", "bpchar"):
-            return F.when(c.isNotNull(), F.when(c, F.lit("t")).otherwise(F.lit("f")))  # boolout
-        if s == "float8" and d == "text":
-            return _float8_text(c)
         if d == "bool" and s in ("text", "varchar", "bpchar", "unknown"):
             return F.lower(F.trim(c)).cast(T.BooleanType())
+        if d == "numeric" and s in ("float4", "float8"):
+            # Spark casts NaN and infinities to NULL; PostgreSQL's numeric NaN has no Spark
+            # decimal, and infinity does not convert (as catalog's cast_value)
+            c = (F.when(F.isnan(c), self.fail(FEATURE_NOT_SUPPORTED, "numeric NaN is not supported on table data "
+                                                                      "(Spark decimals have no NaN)"))
+                 .when(F.abs(c) == float("inf"), self.fail(FEATURE_NOT_SUPPORTED, "cannot convert infinity to numeric"))
+                 .otherwise(c))
         if d == "numeric" and dst.precision is None and s == "numeric":
             return c
         if d == "numeric" and dst.precision is None and src.is_integer:
@@ -798,6 +815,14 @@ class Lowerer:
             return _round_timestamp(plain, d == "timestamptz", dst.precision)
         return None
 
+    def output_text(self, c: SparkColumn, t: SqlType) -> SparkColumn:
+        """``c`` (of type ``t``) as its type's output function writes it (what concat,
+        format, array_out and record_out show): as its cast to text, but a bool is
+        ``t``/``f`` (boolout), not ``true``/``false`` (booltext)."""
+        if t.name == "bool":
+            return F.when(c, F.lit("t")).when(~c, F.lit("f"))
+        return c if t.is_string else self.cast(c, t, SqlType("text"))
+
     def _cast_special(self, c: SparkColumn, src: SqlType, dst: SqlType) -> SparkColumn | None:
         """Casts from or to arrays, bytea, uuid and jsonb, whose text forms Spark does not
         know; None when the generic rules apply."""
@@ -807,7 +832,7 @@ class Lowerer:
             return F.transform(c, lambda x: self.cast(x, src.element, dst.element))
         if src.is_array and text:
             def elem(x):
-                s_ = self.cast(x, src.element, SqlType("text"))
+                s_ = self.output_text(x, src.element)
                 quoted = F.concat(F.lit('"'), F.regexp_replace(s_, r'(["\\])', r'\\$1'), F.lit('"'))
                 return F.when(x.isNull(), F.lit("NULL")).when(s_.rlike(_ARRAY_QUOTE_RE), quoted).otherwise(s_)
             return F.concat(F.lit("{"), F.array_join(F.transform(c, elem), ","), F.lit("}"))
@@ -990,6 +1015,9 @@ def literal(v, t: SqlType) -> SparkColumn:
         secs = Decimal(v.micros) / 1_000_000
         return F.make_interval(F.lit(0), F.lit(v.months), F.lit(0), F.lit(v.days), F.lit(0), F.lit(0), F.lit(secs))
     if n == "numeric":
+        if not v.is_finite():
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"numeric {v} is not supported on table data (Spark decimals have no "
+                                                  "NaN)")
         c = F.lit(v)
         return c.cast(spark_type(t)) if t.precision is not None else c
     if n in ("float4", "float8", "int2", "int8"):

@@ -18,6 +18,7 @@ from catalog.errors import SqlError
 from catalog.types import SqlType, INT8, NUMERIC, FLOAT8, INTERVAL, BOOL, TEXT, JSONB, array_of
 from planner.functions import Function, register
 from planner.functions.math import numeric_div, numeric_div_scale
+from planner.functions.logic import order_key
 
 #: Spark decimals have one scale per column, PostgreSQL's numerics one per value: numeric
 #: results whose scale PostgreSQL derives from the value get this many decimals on Spark.
@@ -268,10 +269,10 @@ register(
              samples=("avg(f)", "avg(k)", "avg(i) filter (where k < 3)"),
              differs="a numeric avg has 16 decimals on Spark; PostgreSQL's scale follows the value "
                      "(select_div_scale), so avg over integers can show more or fewer"),
-    Function("min", (AggSig(_minmax_type),), lambda vals, a, p: min(vals) if vals else None,
+    Function("min", (AggSig(_minmax_type),), lambda vals, a, p: min(vals, key=order_key) if vals else None,
              lambda S, x, a: S.F.min(x), sql_names=("min",), kind="aggregate", doc="9.21",
              samples=("min(s)", "min(d)", "min(n)")),
-    Function("max", (AggSig(_minmax_type),), lambda vals, a, p: max(vals) if vals else None,
+    Function("max", (AggSig(_minmax_type),), lambda vals, a, p: max(vals, key=order_key) if vals else None,
              lambda S, x, a: S.F.max(x), sql_names=("max",), kind="aggregate", doc="9.21",
              samples=("max(s)", "max(ts)", "max(i) filter (where i < 40)")),
     Function("bool_and", (AggSig(lambda t: (BOOL, BOOL) if t.name == "bool" else None),), _bool("bool_and"),

@@ -1,20 +1,71 @@
 """Array functions and operators (PostgreSQL 9.19) and ``op ANY/ALL (array)`` (9.24.3).
-Arrays have lower bound 1. Values of several dimensions (nested lists) are evaluated in
-Python only; on Spark, and in tables, arrays are one-dimensional."""
+Arrays have lower bound 1. Values of several dimensions are nested lists in Python and
+nested Spark arrays; tables hold one-dimensional arrays only, so on Spark an array's
+dimensions are the plan's (``array_depth``: ARRAY[ARRAY[...]] and constants)."""
 
 from __future__ import annotations
 
 from catalog.errors import SqlError
 from catalog.textio import array_dims, format_text
-from catalog.types import TEXT
 from planner.functions import Function, constant_arg, register, sig
-from planner.functions.logic import CMP
+from planner.functions.logic import CMP, order_key
+
+
+INCOMPATIBLE = "2202E"
+DATA_EXCEPTION = "22000"
+
+
+def flatten(v: list) -> list:
+    """The elements of an array value in storage order (row-major), whatever its
+    dimensions: what unnest and ANY/ALL see (PostgreSQL 9.19, 9.24.3)."""
+    out = []
+    for x in v:
+        out.extend(flatten(x) if isinstance(x, list) else (x,))
+    return out
+
+
+def array_depth(x) -> int:
+    """The dimensions of the array that plan expression ``x`` computes, as the plan shows
+    them: a constant's own, one more for ``ARRAY[ARRAY[...]]``, the larger operand's for
+    ``||``; one for anything else (a column: tables hold one-dimensional arrays)."""
+    kind = type(x).__name__
+    if kind == "Literal":
+        v, d = x.value, 1
+        while isinstance(v, list) and v and isinstance(v[0], list):
+            v, d = v[0], d + 1
+        return d
+    if kind == "Cast":
+        return array_depth(x.expr)
+    if kind == "Case":
+        return max(array_depth(r) for r in [*(r for _, r in x.whens), x.else_])
+    if kind == "Call":
+        if x.func == "array_nested":
+            return 1 + max(array_depth(a) for a in x.args)
+        if x.func == "array_cat":
+            return max(array_depth(a) for a in x.args)
+    return 1
+
+
+def _spark_flatten(S, c, depth: int):
+    for _ in range(depth - 1):
+        c = S.F.flatten(c)
+    return c
+
+
+def _spark_dims(S, c, depth: int) -> list:
+    """Spark: the sizes of ``c``'s ``depth`` dimensions (read along its first elements;
+    ``array_nested`` keeps arrays rectangular)."""
+    out = []
+    for _ in range(depth):
+        out.append(S.F.size(c))
+        c = S.F.element_at(c, 1)
+    return out
 
 
 def any_all(kind: str, op: str, x, values: list):
     """``x op ANY (values)`` (``kind`` any) or ``ALL``, in three-valued logic (PostgreSQL
     9.24.3, 9.23.4): a NULL comparison that decides nothing makes the answer NULL."""
-    hits = [None if x is None or v is None else CMP[op](x, v) for v in values]
+    hits = [None if x is None or v is None else CMP[op](order_key(x), order_key(v)) for v in values]
     if kind == "any":
         return True if True in hits else (None if None in hits else False)
     return False if False in hits else (None if None in hits else True)
@@ -22,14 +73,15 @@ def any_all(kind: str, op: str, x, values: list):
 
 def _any_all_py(a, e):
     kind, op = e.func.split(":")
-    return None if a[1] is None else any_all(kind.removeprefix("array_"), op, a[0], a[1])
+    return None if a[1] is None else any_all(kind.removeprefix("array_"), op, a[0], flatten(a[1]))
 
 
 def _any_all_spark(S, a, e):
     kind, op = e.func.split(":")
     x = a[0]
     pred = lambda v: CMP[op](x, v)  # noqa: E731
-    return S.F.exists(a[1], pred) if kind == "array_any" else S.F.forall(a[1], pred)
+    values = _spark_flatten(S, a[1], array_depth(e.args[1]))
+    return S.F.exists(values, pred) if kind == "array_any" else S.F.forall(values, pred)
 
 
 def _to_string_py(a, e):
@@ -43,15 +95,112 @@ def _to_string_py(a, e):
 
 def _to_string_spark(S, a, e):
     elem_t = e.args[0].type.element
-    as_text = S.F.transform(a[0], lambda x: S.cast(x, elem_t, TEXT))
+    as_text = S.F.transform(a[0], lambda x: S.output_text(x, elem_t))
     return S.F.array_join(as_text, a[1], *(a[2:] and [a[2]]))
+
+
+def _cat_py(a, e):
+    """array_cat (``||`` of two arrays), PostgreSQL's rules (array_userfuncs.c): NULL or
+    empty operands give the other; arrays of the same dimensions join along the first,
+    and an array of one dimension fewer is one more element of the other.
+
+    Raises:
+        SqlError 2202E when the element dimensions do not match."""
+    x, y = a
+    if x is None or not x:
+        return y if y is not None or x is None else x
+    if y is None or not y:
+        return x
+    dx, dy = array_dims(x), array_dims(y)
+    if len(dx) == len(dy) and dx[1:] == dy[1:]:
+        return x + y
+    if len(dx) == len(dy) + 1 and dx[1:] == dy:
+        return x + [y]
+    if len(dy) == len(dx) + 1 and dy[1:] == dx:
+        return [x] + y
+    raise SqlError(INCOMPATIBLE, "cannot concatenate incompatible arrays")
 
 
 def _cat_spark(S, a, e):
     F = S.F
     x, y = a
-    return F.when(x.isNull() & y.isNull(), F.lit(None)).otherwise(
-        F.concat(F.coalesce(x, S.empty_array(e.type)), F.coalesce(y, S.empty_array(e.type))))
+    dx, dy = array_depth(e.args[0]), array_depth(e.args[1])
+    fail = S.fail(INCOMPATIBLE, "cannot concatenate incompatible arrays")
+    if dx == dy:
+        sx, sy = _spark_dims(S, x, dx)[1:], _spark_dims(S, y, dy)[1:]
+        joined = F.concat(x, y)
+    elif abs(dx - dy) == 1:
+        sx, sy = (_spark_dims(S, x, dx)[1:], _spark_dims(S, y, dy)) if dx > dy else \
+            (_spark_dims(S, x, dx), _spark_dims(S, y, dy)[1:])
+        joined = F.concat(x, F.array(y)) if dx > dy else F.concat(F.array(x), y)
+    else:
+        return F.when(x.isNull() & y.isNull(), F.lit(None)).otherwise(fail)
+    same = F.lit(True)
+    for p, q in zip(sx, sy):
+        same = same & (p == q)
+    if dx != dy:
+        # the other operand alone has another Spark type (nested one level less)
+        deep, flat = (x, y) if dx > dy else (y, x)
+        gone = S.fail("0A000", "|| of an empty or NULL multidimensional array is not supported on table data")
+        return (F.when(deep.isNull() & flat.isNull(), F.lit(None)).when(flat.isNull() | (F.size(flat) == 0), deep)
+                .when(deep.isNull() | (F.size(deep) == 0), gone).when(same, joined).otherwise(fail))
+    return (F.when(x.isNull() | (F.size(x) == 0), y).when(y.isNull() | (F.size(y) == 0), x)
+            .when(same, joined).otherwise(fail))
+
+
+def _one_dimensional(S, arr, e, i: int):
+    """Spark: ``arr`` (argument ``i`` of ``e``), which array_append/array_prepend need
+    empty or of one dimension (PostgreSQL: 22000 otherwise)."""
+    if array_depth(e.args[i]) == 1:
+        return S.F.coalesce(arr, S.empty_array(e.type))
+    return S.F.when(arr.isNull() | (S.F.size(arr) == 0), S.empty_array(e.type)).otherwise(
+        S.fail(DATA_EXCEPTION, "argument must be empty or one-dimensional array"))
+
+
+def _append_py(arr, x, at_end: bool):
+    """array_append / array_prepend (PostgreSQL 9.19).
+
+    Raises:
+        SqlError 22000 for an array of several dimensions."""
+    arr = arr or []
+    if any(isinstance(v, list) for v in arr):
+        raise SqlError(DATA_EXCEPTION, "argument must be empty or one-dimensional array")
+    return arr + [x] if at_end else [x] + arr
+
+
+def _array_nested_spark(S, a, e):
+    """Spark: ARRAY[ARRAY[...], ...], with ``_nested_array``'s checks: no NULL sub-array,
+    all of the same dimensions."""
+    F = S.F
+    depth = array_depth(e.args[0])
+    first = _spark_dims(S, a[0], depth)
+    ok = F.lit(True)
+    for c in a:
+        ok = ok & c.isNotNull()
+        for p, q in zip(first, _spark_dims(S, c, depth)):
+            ok = ok & (p == q)
+    return F.when(ok, F.array(*a)).otherwise(
+        S.fail(INCOMPATIBLE, "multidimensional arrays must have array expressions with matching dimensions"))
+
+
+def _dims_spark(f):
+    """Spark: array_length/array_upper/array_lower of dimension ``a[1]`` (the plan's
+    dimensions, ``array_depth``)."""
+    def spark(S, a, e):
+        F = S.F
+        sizes = _spark_dims(S, a[0], array_depth(e.args[0]))
+        out = None
+        for k, size in enumerate(sizes, 1):
+            v = F.lit(1) if f == "array_lower" else size
+            out = (F if out is None else out).when(a[1] == k, v)
+        return F.when(F.size(a[0]) > 0, out)
+    return spark
+
+
+def _dims_text_spark(S, a, e):
+    F = S.F
+    sizes = _spark_dims(S, a[0], array_depth(e.args[0]))
+    return F.when(F.size(a[0]) > 0, F.concat(*[F.concat(F.lit("[1:"), s.cast("string"), F.lit("]")) for s in sizes]))
 
 
 def _position_py(a, e):
@@ -110,42 +259,45 @@ register(
     Function("subscript", (), lambda a, e: a[0][a[1] - 1] if 1 <= a[1] <= len(a[0]) else None,
              lambda S, a, e: S.F.when(a[1] >= 1, S.F.try_element_at(a[0], a[1])), doc="8.15.3",
              samples=("a[1]", "a[k]", "a[0]")),
-    Function("array_nested", (), _nested_array, lambda S, a, e: S.F.array(*a), strict=False, doc="4.2.12"),
+    Function("array_nested", (), _nested_array, _array_nested_spark, strict=False, doc="4.2.12"),
+    Function("array_flatten", (), lambda a, e: flatten(a[0]),
+             lambda S, a, e: _spark_flatten(S, a[0], array_depth(e.args[0])), doc="9.19"),
     Function("cardinality", (sig("anyarray", ret="int4"),), lambda a, e: _cardinality(a[0]),
-             lambda S, a, e: S.F.size(a[0]), sql_names=("cardinality",), doc="9.19", samples=("cardinality(a)",)),
+             lambda S, a, e: S.F.size(_spark_flatten(S, a[0], array_depth(e.args[0]))), sql_names=("cardinality",),
+             doc="9.19", samples=("cardinality(a)", "cardinality(array[a, a])")),
     Function("array_ndims", (sig("anyarray", ret="int4"),), lambda a, e: len(array_dims(a[0])) or None,
-             lambda S, a, e: S.F.when(S.F.size(a[0]) > 0, S.F.lit(1)), sql_names=("array_ndims",), doc="9.19",
-             samples=("array_ndims(a)",)),
-    Function("array_dims", (sig("anyarray", ret="text"),), lambda a, e: _dims_text(a[0]),
-             lambda S, a, e: S.F.when(S.F.size(a[0]) > 0, S.F.concat(S.F.lit("[1:"), S.F.size(a[0]).cast("string"),
-                                                                     S.F.lit("]"))),
-             sql_names=("array_dims",), doc="9.19", samples=("array_dims(a)",)),
+             lambda S, a, e: S.F.when(S.F.size(a[0]) > 0, S.F.lit(array_depth(e.args[0]))),
+             sql_names=("array_ndims",), doc="9.19", samples=("array_ndims(a)", "array_ndims(array[a, a])")),
+    Function("array_dims", (sig("anyarray", ret="text"),), lambda a, e: _dims_text(a[0]), _dims_text_spark,
+             sql_names=("array_dims",), doc="9.19", samples=("array_dims(a)", "array_dims(array[a, a, a])")),
     Function("array_length", (sig("anyarray", "int4", ret="int4"),), _dims("array_length"),
-             lambda S, a, e: S.F.when((a[1] == 1) & (S.F.size(a[0]) > 0), S.F.size(a[0])),
-             sql_names=("array_length",), doc="9.19", samples=("array_length(a, 1)", "array_length(a, 2)")),
+             _dims_spark("array_length"), sql_names=("array_length",), doc="9.19",
+             samples=("array_length(a, 1)", "array_length(a, 2)", "array_length(array[a, a, a], 2)",
+                      "array_length(array[a, a, a], k)")),
     Function("array_upper", (sig("anyarray", "int4", ret="int4"),), _dims("array_upper"),
-             lambda S, a, e: S.F.when((a[1] == 1) & (S.F.size(a[0]) > 0), S.F.size(a[0])),
-             sql_names=("array_upper",), doc="9.19", samples=("array_upper(a, 1)",)),
+             _dims_spark("array_upper"), sql_names=("array_upper",), doc="9.19",
+             samples=("array_upper(a, 1)", "array_upper(array[a, a, a], 2)")),
     Function("array_lower", (sig("anyarray", "int4", ret="int4"),), _dims("array_lower"),
-             lambda S, a, e: S.F.when((a[1] == 1) & (S.F.size(a[0]) > 0), S.F.lit(1)),
-             sql_names=("array_lower",), doc="9.19", samples=("array_lower(a, 1)",)),
+             _dims_spark("array_lower"), sql_names=("array_lower",), doc="9.19",
+             samples=("array_lower(a, 1)", "array_lower(array[a, a], k)")),
     Function("array_to_string", (sig("anyarray", "text", ret="text"), sig("anyarray", "text", "text", ret="text")),
              _to_string_py, _to_string_spark, sql_names=("array_to_string",), strict=False, doc="9.19",
              samples=("array_to_string(a, ',')", "array_to_string(a, ',', '*')")),
-    Function("array_cat", (sig("anyarray", "anyarray", ret="anyarray"),), lambda a, e: None if a[0] is None and a[1] is None else (a[0] or []) + (a[1] or []),
+    Function("array_cat", (sig("anyarray", "anyarray", ret="anyarray"),), _cat_py,
              _cat_spark, sql_names=("array_cat",), strict=False, doc="9.19",
-             samples=("a || a", "a || array[k]", "array_cat(a, array[k, 9])")),
-    Function("array_append", (), lambda a, e: (a[0] or []) + [a[1]],
-             lambda S, a, e: S.F.concat(S.F.coalesce(a[0], S.empty_array(e.type)), S.F.array(a[1])),
-             strict=False, doc="9.19", samples=("a || k",)),
-    Function("array_prepend", (), lambda a, e: [a[0]] + (a[1] or []),
-             lambda S, a, e: S.F.concat(S.F.array(a[0]), S.F.coalesce(a[1], S.empty_array(e.type))),
+             samples=("a || a", "a || array[k]", "array_cat(a, array[k, 9])", "array[a, a] || a",
+                      "a || array[a, a]", "array[a, a] || array[a]", "array[a, a] || array[k]")),
+    Function("array_append", (), lambda a, e: _append_py(a[0], a[1], True),
+             lambda S, a, e: S.F.concat(_one_dimensional(S, a[0], e, 0), S.F.array(a[1])),
+             strict=False, doc="9.19", samples=("a || k", "array[a, a] || k")),
+    Function("array_prepend", (), lambda a, e: _append_py(a[1], a[0], False),
+             lambda S, a, e: S.F.concat(S.F.array(a[0]), _one_dimensional(S, a[1], e, 1)),
              strict=False, doc="9.19", samples=("k || a",)),
     Function("array_position", (sig("anyarray", "anyelement", ret="int4"),), _position_py,
              _position_spark, sql_names=("array_position",), strict=False, doc="9.19",
              samples=("array_position(a, 2)", "array_position(a, k)")),
     *[Function(f"array_{kind}:{op}", (), _any_all_py, _any_all_spark, strict=False, doc="9.24.3",
-               samples=(f"k {o} {kind[0:3].upper()} (a)",))
+               samples=(f"k {o} {kind[0:3].upper()} (a)", f"k {o} {kind[0:3].upper()} (array[a, array[3, k]])"))
       for kind in ("any", "all") for op, o in zip(CMP, ("=", "<>", "<", "<=", ">", ">="))],
 )
 

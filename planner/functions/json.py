@@ -19,11 +19,14 @@ def doc(text: str):
     return json.loads(text, parse_float=Decimal)
 
 
-def _step(d, step):
-    """d -> step: an object's field, or an array's element (negative counts from the end)."""
+def _step(d, step, path: bool = True):
+    """One step into ``d``: an object's field, or an array's element (negative counts
+    from the end). A text step reads an array element only as a step of a path (``#>``:
+    PostgreSQL parses it as an integer); ``->`` with a text key reads objects only
+    (PostgreSQL 9.16, table 9.45)."""
     if isinstance(d, dict) and isinstance(step, str):
         return d.get(step, _MISSING)
-    if isinstance(d, list):
+    if isinstance(d, list) and (path or not isinstance(step, str)):
         try:
             i = int(step)
         except (TypeError, ValueError):
@@ -149,10 +152,44 @@ def json_text_spark(S, c, t):
     elif t.is_array:
         raise SqlError(FEATURE_NOT_SUPPORTED, "arrays in jsonb_build_object are not supported on table data")
     else:
-        s = c if t.is_string else S.cast(c, t, S.TEXT)
+        s = S.output_text(c, t)
         js = F.to_json(F.array(s))
         r = js.substr(F.lit(2), F.length(js) - 2)
     return F.coalesce(r, F.lit("null"))
+
+
+def _check_key_type(t) -> None:
+    """A jsonb_build_object key must be a scalar (PostgreSQL's jsonb_build_object).
+
+    Raises:
+        SqlError 22023 for an array, jsonb or record key."""
+    if t.is_array or t.name in ("jsonb", "record"):
+        raise SqlError(INVALID_PARAMETER_VALUE, "key value must be scalar, not array, composite, or json")
+
+
+def _object_key_py(v, t, i: int) -> str:
+    """A jsonb_build_object key: the string of the JSON scalar ``v`` becomes (PostgreSQL's
+    datum_to_jsonb with key_scalar), so true is ``"true"`` and a timestamp is ISO 8601.
+
+    Raises:
+        SqlError 22023 for a NULL key or one that is not a scalar."""
+    _check_key_type(t)
+    if v is None:
+        raise SqlError(INVALID_PARAMETER_VALUE, f"argument {i + 1}: key must not be null")
+    j = to_json_value(v, t)
+    return j if isinstance(j, str) else jsonb_text(j)
+
+
+def _object_key_spark(S, c, t, i: int):
+    """Spark: ``_object_key_py``'s key as a JSON string."""
+    _check_key_type(t)
+    F = S.F
+    if t.name in ("int2", "int4", "int8", "numeric", "float4", "float8", "bool"):
+        # a number's or bool's text needs no escapes
+        j = F.concat(F.lit('"'), json_text_spark(S, c, t) if t.name == "bool" else S.output_text(c, t), F.lit('"'))
+    else:
+        j = json_text_spark(S, c, t)
+    return F.when(c.isNull(), S.fail(INVALID_PARAMETER_VALUE, f"argument {i + 1}: key must not be null")).otherwise(j)
 
 
 def _build_object_py(a, e):
@@ -161,10 +198,7 @@ def _build_object_py(a, e):
                        hint="The arguments of jsonb_build_object() must consist of alternating keys and values.")
     out = {}
     for i in range(0, len(a), 2):
-        if a[i] is None:
-            raise SqlError("22004", f"argument {i + 1}: key must not be null")
-        out[a[i] if isinstance(a[i], str) else format_text(a[i], e.args[i].type)] = to_json_value(
-            a[i + 1], e.args[i + 1].type)
+        out[_object_key_py(a[i], e.args[i].type, i)] = to_json_value(a[i + 1], e.args[i + 1].type)
     return jsonb_text(out)
 
 
@@ -174,15 +208,14 @@ def _build_object_spark(S, a, e):
         raise SqlError(INVALID_PARAMETER_VALUE, "argument list must have even number of elements")
     parts = []
     for i in range(0, len(a), 2):
-        key = json_text_spark(S, a[i], e.args[i].type if e.args[i].type.is_string else S.TEXT) \
-            if e.args[i].type.is_string else json_text_spark(S, S.cast(a[i], e.args[i].type, S.TEXT), S.TEXT)
+        key = _object_key_spark(S, a[i], e.args[i].type, i)
         parts += [F.lit(", ") if i else F.lit(""), key, F.lit(": "), json_text_spark(S, a[i + 1], e.args[i + 1].type)]
     return F.concat(F.lit("{"), *parts, F.lit("}"))
 
 
 def _variant_step(step) -> str:
-    if isinstance(step, str) and step.lstrip("-").isdigit():
-        step = int(step)  # a path step of digits reads an array element (object keys of digits do not work)
+    """A VARIANT path step: ``[i]`` for an integer (an array element), ``['key']`` for
+    text (an object field)."""
     if isinstance(step, int) and not isinstance(step, bool):
         if step < 0:
             raise SqlError(FEATURE_NOT_SUPPORTED, "negative jsonb array indexes are not supported on table data")
@@ -203,11 +236,18 @@ def _get_spark(S, a, e):
     steps = step.value if isinstance(step.value, list) else [step.value]
     if any(x is None for x in steps):
         return F.lit(None).cast(T.StringType())
-    path = "$" + "".join(_variant_step(x) for x in steps)
     v = F.parse_json(a[0])
-    if e.func.endswith("_text"):
-        return F.try_variant_get(v, path, "string")
-    return F.to_json(F.try_variant_get(v, path, "variant"))
+    typ = "string" if e.func.endswith("_text") else "variant"
+    # A path (#>) step of digits reads an array element or an object field, whichever
+    # the document has there; a text key of -> reads an object field only.
+    paths = [""]
+    for x in steps:
+        alts = [x] + ([int(x)] if isinstance(x, str) and isinstance(step.value, list)
+                      and x.lstrip("-").isdigit() else [])
+        paths = [p + _variant_step(y) for p in paths for y in alts]
+    got = F.coalesce(*[F.try_variant_get(v, "$" + p, typ) for p in paths]) if len(paths) > 1 \
+        else F.try_variant_get(v, "$" + paths[0], typ)
+    return got if typ == "string" else F.to_json(got)
 
 
 def _typeof_spark(S, a, e):
@@ -233,10 +273,10 @@ def _unsupported(what):
 
 
 register(
-    Function("jsonb_get", (), lambda a, e: _out(_step(doc(a[0]), a[1]), False), _get_spark, doc="9.16",
-             samples=("j -> 'a'", "j -> 1")),
-    Function("jsonb_get_text", (), lambda a, e: _out(_step(doc(a[0]), a[1]), True), _get_spark, doc="9.16",
-             samples=("j ->> 'a'", "j ->> 1"),
+    Function("jsonb_get", (), lambda a, e: _out(_step(doc(a[0]), a[1], path=False), False), _get_spark, doc="9.16",
+             samples=("j -> 'a'", "j -> 1", "j -> '1'", "j #> '{1}'")),
+    Function("jsonb_get_text", (), lambda a, e: _out(_step(doc(a[0]), a[1], path=False), True), _get_spark,
+             doc="9.16", samples=("j ->> 'a'", "j ->> 1", "j ->> '0'", "j #>> '{0}'"),
              differs="on Spark, ->> and #>> of an object or array give compact JSON text ({\"c\":null})"),
     Function("jsonb_path", (), _path, _get_spark, doc="9.16", samples=("j #> '{a,c}'",)),
     Function("jsonb_path_text", (), _path, _get_spark, doc="9.16", samples=("j #>> '{b,1}'",)),

@@ -5,10 +5,10 @@ after the first non-NULL one are not evaluated)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from functools import reduce
 
 from catalog.errors import SqlError, CARDINALITY_VIOLATION, NOT_NULL_VIOLATION
-from catalog.types import TEXT
 from planner.functions import Function, register, sig
 from planner.scalar import Cast, Literal
 
@@ -24,12 +24,20 @@ def _bpchar_pair(e, a, b):
     return a, b
 
 
+def order_key(v):
+    """``v`` as a sort key in PostgreSQL's order of floats and numerics, where NaN equals
+    NaN and is above every other value (8.1.2); other values as they are. Python's NaNs
+    are unordered (and a Decimal NaN raises when ordered)."""
+    if isinstance(v, (float, Decimal)) and v != v:
+        return (True, 0)
+    return (False, v) if isinstance(v, (float, Decimal)) else v
+
+
 def _cmp_py(op):
     def py(a, e):
         x, y = _bpchar_pair(e, a[0], a[1])
-        if isinstance(x, float) and isinstance(y, float) and (x != x or y != y):
-            # PostgreSQL's float order: NaN equals NaN and is above every other value
-            x, y = (x != x, 0.0 if x != x else x), (y != y, 0.0 if y != y else y)
+        if isinstance(x, (float, Decimal)) and isinstance(y, (float, Decimal)) and (x != x or y != y):
+            x, y = order_key(x), order_key(y)
         return CMP[op](x, y)
     return py
 
@@ -109,7 +117,7 @@ def _in(a, e):
     x, *lst = a
     if x is None:
         return None
-    if any(v is not None and v == x for v in lst):
+    if any(v is not None and order_key(v) == order_key(x) for v in lst):
         return True
     return None if any(v is None for v in lst) else False
 
@@ -132,7 +140,7 @@ def _in_spark(S, a, e):
 
 
 def _same(a, b) -> bool:
-    return (a is None and b is None) or (a is not None and b is not None and a == b)
+    return (a is None and b is None) or (a is not None and b is not None and order_key(a) == order_key(b))
 
 
 def _cardinality_check(a, e):
@@ -150,7 +158,7 @@ def _not_null_or_raise(a, e):
 def _greatest(f):
     def py(a, e):
         vals = [v for v in a if v is not None]
-        return (max(vals) if f == "greatest" else min(vals)) if vals else None
+        return (max(vals, key=order_key) if f == "greatest" else min(vals, key=order_key)) if vals else None
     return py
 
 
@@ -229,7 +237,7 @@ def _record_spark(S, a, e):
     F = S.F
     fields = []
     for c, x in zip(a, e.args):
-        t = c if x.type.is_string else S.cast(c, x.type, TEXT)
+        t = S.output_text(c, x.type)
         quoted = F.concat(F.lit('"'), F.replace(F.replace(t, F.lit("\\"), F.lit("\\\\")), F.lit('"'), F.lit('""')),
                           F.lit('"'))
         fields.append(F.when(t.isNull(), F.lit("")).when((t == "") | t.rlike('["\\\\(),\\s]'), quoted).otherwise(t))

@@ -79,6 +79,8 @@ def arith(func: str, a, b, t: SqlType, ta: SqlType, tb: SqlType):
             r = int(math.fmod(a, b))
         return check_int(r, t)
     if n == "numeric":
+        if a.is_nan() or b.is_nan():
+            return Decimal("NaN")  # NaN with anything, even a zero divisor, is NaN (PostgreSQL 8.1.2)
         with localcontext() as ctx:
             ctx.prec = 1100
             if func == "add":
@@ -263,11 +265,28 @@ def _power_py(a, e):
 
 
 def _div_int(a, e):
+    if a[0].is_nan() or a[1].is_nan():
+        return Decimal("NaN")
     if a[1] == 0:
         raise div0()
     with localcontext() as ctx:
         ctx.prec = 1100
         return (a[0] / a[1]).to_integral_value(rounding=ROUND_DOWN)
+
+
+def _sign_flip_spark(f):
+    """Spark: unary minus or abs of ``a[0]``; of an integer type's minimum that is out of
+    the type's range (PostgreSQL: 22003 ``integer out of range``), which Spark would
+    report in its own words."""
+    def spark(S, a, e):
+        x = a[0]
+        r = f(S, x)
+        if e.type.name in ("int2", "int4", "int8"):
+            lo, _, name = INT_RANGES[e.type.name]
+            return S.F.when(x == S.F.lit(lo).cast(S.spark_type(e.type)),
+                            S.fail(NUMERIC_VALUE_OUT_OF_RANGE, f"{name} out of range")).otherwise(r)
+        return r
+    return spark
 
 
 def _mod_py(a, e):
@@ -293,10 +312,13 @@ register(
     Function("mod", _same_type(("int2", "int4", "int8", "numeric"), 2), _mod_py, _arith_spark("mod"),
              sql_names=("mod",), doc="9.3", samples=("mod(i, 3)", "i % k", "mod(k, 0)")),
     Function("neg", (), lambda a, e: check_int(-a[0], e.type) if e.type.is_integer else -a[0],
-             lambda S, a, e: -a[0], doc="9.3", samples=("-i", "-n")),
+             _sign_flip_spark(lambda S, x: -x), doc="9.3",
+             samples=("-i", "-n")),
     Function("pos", (), lambda a, e: a[0], lambda S, a, e: a[0], doc="9.3", samples=("+i",)),
-    Function("abs", _same_type(("int2", "int4", "int8", "numeric", "float4", "float8")), lambda a, e: abs(a[0]),
-             lambda S, a, e: S.F.abs(a[0]), sql_names=("abs",), doc="9.3", samples=("abs(i)", "abs(n)", "abs(f)")),
+    Function("abs", _same_type(("int2", "int4", "int8", "numeric", "float4", "float8")),
+             lambda a, e: check_int(abs(a[0]), e.type) if e.type.is_integer else abs(a[0]),
+             _sign_flip_spark(lambda S, x: S.F.abs(x)), sql_names=("abs",), doc="9.3",
+             samples=("abs(i)", "abs(n)", "abs(f)", "@ i", "@ f")),
     Function("round", (sig("float8", ret="float8"), sig("numeric", ret="numeric"), sig("numeric", "int4", ret="numeric")),
              _round_py("round"), _round_spark, sql_names=("round",), doc="9.3",
              samples=("round(n)", "round(n, 1)", "round(f)", "round(i)"),

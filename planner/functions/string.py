@@ -23,6 +23,11 @@ def _text(v, t) -> str:
     return v if isinstance(v, str) else format_text(v, t)
 
 
+def _octets(v: str | bytes) -> int:
+    """Bytes of a string (UTF8, the database encoding) or of a bytea."""
+    return len(v.encode() if isinstance(v, str) else v)
+
+
 def _substr(a, e):
     s, start = a[0], a[1]
     if len(a) == 3:
@@ -67,7 +72,7 @@ def _concat_py(a, e):
 
 def _as_text(S, cols, exprs):
     """Spark columns ``cols`` (of plan expressions ``exprs``) in their text form."""
-    return [c if x.type.is_string else S.cast(c, x.type, TEXT) for c, x in zip(cols, exprs)]
+    return [S.output_text(c, x.type) for c, x in zip(cols, exprs)]
 
 
 def _concat_ws_py(a, e):
@@ -328,9 +333,15 @@ register(
     Function("length", (sig("text", ret="int4"),), lambda a, e: len(a[0]), lambda S, a, e: S.F.char_length(a[0]),
              sql_names=("length", "char_length", "character_length"), doc="9.4",
              samples=("length(s)", "char_length(s)")),
-    Function("octet_length", (sig("text", ret="int4"),), lambda a, e: len(a[0].encode()),
-             lambda S, a, e: S.F.octet_length(a[0]), sql_names=("octet_length",), doc="9.4",
-             samples=("octet_length(s)",)),
+    # char(n) counts its padding in bytes (PostgreSQL's bpcharoctetlen) but not in
+    # characters (bpcharlen: length() casts to text, which drops it)
+    Function("octet_length", (sig("text", ret="int4"), sig("bpchar", ret="int4"), sig("bytea", ret="int4")),
+             lambda a, e: _octets(a[0]), lambda S, a, e: S.F.octet_length(a[0]), sql_names=("octet_length",),
+             doc="9.4", samples=("octet_length(s)", "octet_length(s::char(12))", "octet_length(k::char(3))",
+                                 "octet_length(s::bytea)")),
+    Function("bit_length", (sig("text", ret="int4"), sig("bytea", ret="int4")), lambda a, e: 8 * _octets(a[0]),
+             lambda S, a, e: S.F.octet_length(a[0]) * 8, sql_names=("bit_length",), doc="9.4",
+             samples=("bit_length(s)", "bit_length(s::char(12))", "bit_length(s::bytea)")),
     Function("substr", (sig("text", "int4", ret="text"), sig("text", "int4", "int4", ret="text")), _substr,
              _substr_spark, sql_names=("substr", "substring"), doc="9.4",
              samples=("substr(s, 2)", "substr(s, 2, 3)", "substring(s from 0 for 3)", "substr(s, 2, -1)",
@@ -797,7 +808,9 @@ register(
 def _cast_text(v, t) -> str:
     """``v::text`` (quote_literal(anyelement) casts): the output function's text, but a
     bool casts to ``true``/``false`` (PostgreSQL's booltext), not ``t``/``f``."""
-    return ("true" if v else "false") if t.name == "bool" else _text(v, t)
+    from planner.consteval import cast_value
+
+    return cast_value(v, t, TEXT)
 
 
 def _quote_literal_py(a, e):
@@ -809,9 +822,7 @@ def _quote_nullable_py(a, e):
 
 
 def _cast_text_spark(S, a, e):
-    if e.args[0].type.name == "bool":
-        return S.F.when(a[0], S.F.lit("true")).when(~a[0], S.F.lit("false"))
-    return _as_text(S, a, e.args)[0]
+    return a[0] if e.args[0].type.is_string else S.cast(a[0], e.args[0].type, TEXT)
 
 
 def _quote_literal_spark(S, a, e):
@@ -912,6 +923,8 @@ register(
     Function("chr", (sig("int4", ret="text"),), _chr_py, _chr_spark, sql_names=("chr",), doc="9.4",
              samples=("chr(k + 64)", "chr(k * 100 + 100)", "chr(k * 1000 + 1000)", "chr(128512 + k)", "chr(i)",
                       "chr(1114111 + k)", "chr(55295 + k)", "chr(k - 1)", "chr(-k)")),
+    Function("bytea_concat", (), lambda a, e: bytes(a[0]) + bytes(a[1]), lambda S, a, e: S.F.concat(a[0], a[1]),
+             doc="9.5", samples=("s::bytea || '\\x00'", "'x' || s::bytea")),
     Function("get_byte", (sig("bytea", "int4", ret="int4"),), lambda a, e: a[0][_byte_index(a[0], a[1])],
              _get_byte_spark, sql_names=("get_byte",), doc="9.5",
              samples=("get_byte(s::bytea, 0)", "get_byte(s::bytea, k)", "get_byte(s::bytea, 4)",

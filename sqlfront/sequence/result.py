@@ -177,8 +177,9 @@ def rows_to_arrow(table: Table, rows: list[tuple]) -> pa.Table:
 
     Raises:
         SqlError 0A000 for an array of several dimensions (tables store one-dimensional
-        arrays: Parquet and Spark have no multi-dimensional array type) and for dates and
-        timestamps outside years 1 to 9999 (FarDate, FarTimestamp)."""
+        arrays: Parquet and Spark have no multi-dimensional array type), for dates and
+        timestamps outside years 1 to 9999 (FarDate, FarTimestamp) and for numeric NaN
+        (Parquet and Spark decimals have none)."""
     check_storable(table, rows)
     return storable_to_arrow(table, rows)
 
@@ -188,6 +189,10 @@ def check_storable(table: Table, rows: list[tuple]) -> None:
     for i, c in _checked_columns(table):
         if c.type.is_array and any(v is not None and any(isinstance(e, list) for e in v) for v in (r[i] for r in rows)):
             raise SqlError(FEATURE_NOT_SUPPORTED, f'column "{c.name}": multi-dimensional arrays cannot be stored in tables')
+        if (c.type.name == "numeric" or c.type.is_array and c.type.element.name == "numeric") and any(
+                v is not None and not v.is_finite() for r in rows for v in (r[i] if c.type.is_array else [r[i]]) or ()):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f'column "{c.name}": numeric NaN cannot be stored in tables '
+                                                  "(Parquet and Spark decimals have no NaN)")
         if c.type.name in ("date", "timestamp", "timestamptz") and any(isinstance(r[i], (FarDate, FarTimestamp))
                                                                         for r in rows):
             raise SqlError(FEATURE_NOT_SUPPORTED, f'column "{c.name}": infinity and dates before year 1 or after '
@@ -226,7 +231,7 @@ def _table_info(table: Table) -> tuple:
     cols = table.columns
     schema = arrow_schema([c.name for c in cols], [c.type for c in cols])
     checked = tuple((i, c) for i, c in enumerate(cols)
-                    if c.type.is_array or c.type.name in ("date", "timestamp", "timestamptz"))
+                    if c.type.is_array or c.type.name in ("date", "timestamp", "timestamptz", "numeric"))
     hit = _SCHEMAS[id(cols)] = (cols, schema, checked)
     return hit
 
