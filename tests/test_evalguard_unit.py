@@ -138,7 +138,9 @@ def test_only_a_superuser_raises_or_lifts_max_query_heap_size():
     v.set("max_query_heap_size", "1MB")  # tightening is anyone's
     v.set("max_query_heap_size", "256MB")
     v.set("max_query_heap_size", None)
-    assert SessionVars({"options": "-c max_query_heap_size=0"}).get("max_query_heap_size") == "256MB"
+    with pytest.raises(SqlError) as ei:  # at startup too: the login fails, as in PostgreSQL
+        SessionVars({"options": "-c max_query_heap_size=0"})
+    assert ei.value.sqlstate == "42501"
     su = SessionVars(superuser=True)
     su.set("max_query_heap_size", "0")
     assert su.max_query_heap_bytes() is None
