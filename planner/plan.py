@@ -11,7 +11,7 @@ from typing import Union
 
 from catalog.snapshot import Relation as CatalogRelation
 from catalog.types import SqlType
-from planner.scalar import AggCall, ScalarExpr
+from planner.scalar import AggCall, ScalarExpr, conjoin
 
 Columns = tuple[tuple[str, SqlType], ...]
 
@@ -325,3 +325,10 @@ def map_plan_exprs(p, f):
     from planner.scalar import map_expr
 
     return map_node_exprs(map_inputs(p, lambda i: map_plan_exprs(i, f)), lambda e: map_expr(e, f))
+
+
+def filtered(p, conds: list):
+    """``p`` filtered by the AND of ``conds``; ``p`` itself when nothing but TRUE is left
+    (a Filter always has a predicate: ``WHERE true`` folds away)."""
+    pred = conjoin(conds)
+    return p if pred is None else Filter(p, pred)

@@ -96,6 +96,9 @@ QUERIES = [
     "SELECT * FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.a = t.a AND EXISTS (SELECT 1 FROM v WHERE v.a = u.a))",
     "SELECT * FROM t, u WHERE t.a = u.a AND (t.b > 15 OR u.c > 150)",
     "SELECT * FROM t WHERE EXISTS (SELECT 1 FROM e)",
+    # a subquery's WHERE true leaves no predicate: no Filter without one (an internal error)
+    "SELECT * FROM t WHERE a NOT IN (SELECT a FROM u WHERE true) AND b IN (SELECT b FROM u WHERE true AND true)",
+    "SELECT * FROM t, u WHERE true AND t.a = u.a",
 ]
 
 

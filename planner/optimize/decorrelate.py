@@ -35,7 +35,7 @@ from planner.consteval import is_volatile
 from planner.optimize.nullability import non_null_columns
 from planner.plan import (
     Distinct, Filter, Join, LateralJoin, Limit, OrderBy, Project, Reduce, SetOp, Unnest, Window, WindowCall, inputs,
-    map_inputs, map_plan_exprs, relations_read,
+    filtered, map_inputs, map_plan_exprs, relations_read,
 )
 from planner.scalar import (
     TRUE, AggCall, Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, conjoin, conjuncts, has_subquery, map_expr,
@@ -377,7 +377,7 @@ def _key_source(input_plan, cols: list):
                and not any(isinstance(n, (Subquery, OuterRef)) for n in walk(c)) and not is_volatile(c)]
         if not own and _plain_scan(leaf):
             return exact
-        source = Filter(leaf, shift_columns(conjoin(own), -off)) if own else leaf
+        source = filtered(leaf, [shift_columns(c, -off) for c in own])
         return Project(source, tuple(ColRef(c.index - off, c.type) for c in cols), names)
     return exact
 
@@ -455,7 +455,7 @@ def _decorrelate(p):
         conds = conjuncts(p.predicate)
         plain = [c for c in conds if not has_subquery(c)]
         rest = [_inner_first(c) for c in conds if has_subquery(c)]
-        base = Filter(p.input, conjoin(plain)) if plain else p.input
+        base = filtered(p.input, plain)
         plan, (pred,) = lower_subqueries(base, [conjoin(rest)])
         return _narrow(Filter(plan, pred), len(p.columns))
     if isinstance(p, Project) and any(has_subquery(e) for e in p.exprs):
@@ -491,8 +491,8 @@ def _filter_before_lateral(p: Filter):
         (early if not has_subquery(c) and all(i < w for i in refs) else late).append(c)
     if not early:
         return p
-    j = replace(j, left=Filter(j.left, conjoin(early)))
-    return Filter(j, conjoin(late)) if late else j
+    j = replace(j, left=filtered(j.left, early))
+    return filtered(j, late)
 
 
 def _lateral(p: LateralJoin):

@@ -22,7 +22,7 @@ Spark without its cost-based optimizer.
 from __future__ import annotations
 
 from planner.plan import (
-    Constant, Distinct, Filter, Get, Join, Limit, Project, Reduce, Series, SetOp, inputs, map_inputs,
+    Constant, Distinct, Filter, Get, Join, Limit, Project, Reduce, Series, SetOp, filtered, inputs, map_inputs,
 )
 from planner.scalar import Call, ColRef, column_refs, conjoin, conjuncts, remap_columns
 
@@ -158,7 +158,7 @@ def _plan_tree(plan: Join, row_count):
             used[i] = True
         if not local:
             return p
-        return Filter(p, conjoin([remap_columns(conjs[i], lambda c: c - off) for i in local]))
+        return filtered(p, [remap_columns(conjs[i], lambda c: c - off) for i in local])
 
     def join_in(tree, right, have: set, base: int):
         """``tree ⋈ right`` on the unused conjuncts over ``have`` (columns from ``base``)."""
@@ -177,8 +177,7 @@ def _plan_tree(plan: Join, row_count):
         have |= sub_have
         tree = sub if tree is None else join_in(tree, sub, have, 0)
     rest = [remap_columns(conjs[i], new_pos.__getitem__) for i, u in enumerate(used) if not u]
-    if rest:
-        tree = Filter(tree, conjoin(rest))
+    tree = filtered(tree, rest)
     cols = plan.columns
     if all(new_pos[i] == i for i in range(len(cols))):
         return tree

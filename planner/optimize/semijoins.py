@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from catalog.types import BOOL
 from planner.optimize.nullability import expr_non_null, non_null_columns
-from planner.plan import Distinct, Filter, Join, OrderBy, Project, map_inputs, map_plan_exprs
+from planner.plan import Distinct, Filter, Join, OrderBy, Project, filtered, map_inputs, map_plan_exprs
 from planner.scalar import (
     Call, ColRef, OuterRef, Subquery, conjoin, conjuncts, has_subquery, map_expr, remap_columns, walk,
 )
@@ -55,11 +55,11 @@ def _visit(p):
     # plain conjuncts, then the semi and anti joins, then the other subqueries: these
     # are decorrelated over the smallest input
     plain = [c for c in rest if not has_subquery(c)]
-    plan = Filter(p.input, conjoin(plain)) if plain else p.input
+    plan = filtered(p.input, plain)
     for kind, right, on in joins:
         plan = Join(plan, right, kind, on)
     others = [c for c in rest if has_subquery(c)]
-    return Filter(plan, conjoin(others)) if others else plan
+    return filtered(plan, others)
 
 
 def _as_join(c, outer):
@@ -121,7 +121,7 @@ def _split(plan, wants_value: bool):
         return None
     if wants_value and (value is None or has_subquery(value) or _has_outer(value, 1)):
         return None
-    right = Filter(body, conjoin(local)) if local else body
+    right = filtered(body, local)
     return value, corr, right
 
 
