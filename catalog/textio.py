@@ -592,7 +592,8 @@ def fit_datetime(v, t: SqlType):
     Raises:
         SqlError 22008 past the timestamp range; 0A000 for a time that rounds up to
         ``24:00:00`` (PostgreSQL's answer, which ``datetime.time`` cannot hold)."""
-    if t.precision is None or t.precision >= 6 or v is None:
+    if t.name not in ("timestamp", "timestamptz", "time", "timetz") or t.precision is None or t.precision >= 6 \
+            or v is None:
         return v
     if isinstance(v, dt.time):
         micros = ((v.hour * 60 + v.minute) * 60 + v.second) * 1_000_000 + v.microsecond
