@@ -219,6 +219,11 @@ EXPRESSIONS = [
     ("INTERVAL '1 year' > INTERVAL '360 days'", 'f'),
     ("pg_typeof(INTERVAL '1' DAY TO SECOND(2))", 'interval'),
     ("format_type('interval'::regtype, 470286338)", 'interval day to second(2)'),
+    # other types' modifiers are theirs alone (a cast applies only the target's own rule)
+    ("1.255::numeric(5,2)", '1.26'),
+    ("(1.255::numeric)::numeric(5,2)", '1.26'),
+    ("(TIMESTAMP '2024-05-06 07:08:09.5')::text::timestamp(0)", '2024-05-06 07:08:10'),
+    ("'abcd'::varchar(3)", 'abc'),
 ]
 
 
