@@ -62,6 +62,50 @@ QUERIES = [
     "SELECT x, (WITH s AS (SELECT squares.y + 1 AS z) SELECT z FROM s) FROM squares",
     "SELECT x FROM squares WHERE EXISTS (WITH s AS (SELECT y FROM squares q WHERE q.x = squares.x + 1) "
     "SELECT 1 FROM s WHERE y > 5)",
+    # a WITH query read from a subquery deeper than its own query (Materialize's cte.slt)
+    "SELECT * FROM squares WHERE x IN (SELECT y FROM roots WHERE y IN (SELECT squares.y))",
+    "SELECT * FROM squares WHERE x IN (WITH squares_y AS (SELECT squares.y) SELECT y FROM roots WHERE y "
+    "IN (SELECT y FROM squares_y))",
+    "SELECT * FROM squares WHERE x IN (WITH squares_x AS (SELECT squares.x) SELECT t0.x FROM (SELECT "
+    "roots.x FROM roots JOIN (SELECT t2.x FROM (SELECT cubes.x FROM cubes JOIN squares_x ON squares_x.x = "
+    "cubes.x WHERE cubes.x IN (SELECT x FROM squares_x)) t2) AS t1 ON t1.x = roots.x) AS t0)",
+    "WITH squares_y AS (SELECT y FROM squares) SELECT * FROM squares_y WHERE y IN (SELECT y * y FROM "
+    "squares_y)",
+    "SELECT x, (WITH s AS (SELECT squares.y AS v) SELECT (SELECT v FROM s)) FROM squares",
+    "SELECT x, (WITH s AS (SELECT squares.y AS v) SELECT (SELECT (SELECT v FROM s))) FROM squares",
+    "SELECT * FROM squares WHERE x IN (WITH s AS (SELECT (SELECT squares.y) AS v) SELECT v FROM roots "
+    "WHERE roots.x IN (SELECT v FROM s))",
+    # a subquery that reads the outermost query only through its own subquery
+    "SELECT x, (SELECT (SELECT squares.y)) FROM squares",
+    "SELECT x FROM squares WHERE EXISTS (SELECT 1 WHERE EXISTS (SELECT 1 WHERE squares.y = 4))",
+    "SELECT x, (SELECT count(*) FROM likes WHERE EXISTS (SELECT 1 WHERE likes.likee = squares.x)) FROM squares",
+    # an aggregate of outer columns only belongs to the outer query (PostgreSQL 4.2.7)
+    "SELECT (SELECT count(likes.likee)) FROM likes",
+    "SELECT (SELECT count(likes.likee) FROM squares LIMIT 1) FROM likes",
+    "SELECT (SELECT sum(x) + count(likes.likee) FROM squares) FROM likes",
+    "SELECT liker, (SELECT max(likes.likee)) FROM likes GROUP BY liker",
+    "SELECT liker FROM likes GROUP BY liker HAVING (SELECT count(likes.likee)) > 1",
+    "SELECT (SELECT (SELECT count(likes.likee))) FROM likes",
+    "SELECT x, (SELECT count(*) FROM likes WHERE likee = squares.x) FROM squares",
+    "SELECT * FROM likes WHERE (SELECT count(likes.likee)) > 0",
+    "SELECT (SELECT c FROM (SELECT count(likes.likee) AS c) s) FROM likes",
+    "SELECT * FROM likes, LATERAL (SELECT count(likes.likee)) s",
+    "SELECT (SELECT count(*) FILTER (WHERE likes.liker > 1)) FROM likes",
+    "SELECT (SELECT count(likes.likee + squares.x) FROM squares) FROM likes",
+    "SELECT liker, (SELECT sum(x) + likes.liker FROM squares) FROM likes",
+    "SELECT (SELECT x FROM squares GROUP BY y) FROM likes",
+    "SELECT (SELECT likes.likee FROM squares LIMIT 1) FROM likes",
+    "SELECT x, rank() OVER (), count(*) OVER () FROM squares",
+    "SELECT count(DISTINCT rn) FROM (SELECT row_number() OVER () AS rn FROM squares) s",
+    # a whole-row reference to a function in FROM that returns a scalar is the value
+    "SELECT g FROM generate_series(1, 2) AS g(a)",
+    "SELECT g, g.a FROM unnest(ARRAY[5, 6]) AS g(a)",
+    "SELECT g FROM generate_series(1, 2) WITH ORDINALITY AS g(a, n)",
+]
+
+#: more cases of the same kinds (from Materialize's slt files), in the interpreter only:
+#: they plan as the cases above do, and Spark jobs cost seconds each
+MORE = [
     # from Materialize's joins.slt (its t1..t4 as mt1..mt4)
     "SELECT f1 FROM mt1 JOIN mt2 USING (f1)",
     "SELECT f1, f2 FROM mt1 JOIN mt2 USING (f1)",
@@ -94,51 +138,12 @@ QUERIES = [
     "SELECT (SELECT * FROM (SELECT 1 a) s1 JOIN (SELECT 2 b) s2 USING (c)) FROM (SELECT 3 c) s3",
     "SELECT * FROM mt1 NATURAL JOIN mt1 AS a",
     "SELECT * FROM sc_t1 JOIN (SELECT DATE '2020-01-01' AS f1) d USING (f1)",
-    # a WITH query read from a subquery deeper than its own query (Materialize's cte.slt)
-    "SELECT * FROM squares WHERE x IN (SELECT y FROM roots WHERE y IN (SELECT squares.y))",
-    "SELECT * FROM squares WHERE x IN (WITH squares_y AS (SELECT squares.y) SELECT y FROM roots WHERE y "
-    "IN (SELECT y FROM squares_y))",
-    "SELECT * FROM squares WHERE x IN (WITH squares_x AS (SELECT squares.x) SELECT t0.x FROM (SELECT "
-    "roots.x FROM roots JOIN (SELECT t2.x FROM (SELECT cubes.x FROM cubes JOIN squares_x ON squares_x.x = "
-    "cubes.x WHERE cubes.x IN (SELECT x FROM squares_x)) t2) AS t1 ON t1.x = roots.x) AS t0)",
-    "WITH squares_y AS (SELECT y FROM squares) SELECT * FROM squares_y WHERE y IN (SELECT y * y FROM "
-    "squares_y)",
-    "SELECT x, (WITH s AS (SELECT squares.y AS v) SELECT (SELECT v FROM s)) FROM squares",
-    "SELECT x, (WITH s AS (SELECT squares.y AS v) SELECT (SELECT (SELECT v FROM s))) FROM squares",
-    "SELECT * FROM squares WHERE x IN (WITH s AS (SELECT (SELECT squares.y) AS v) SELECT v FROM roots "
-    "WHERE roots.x IN (SELECT v FROM s))",
-    # a subquery that reads the outermost query only through its own subquery
-    "SELECT x, (SELECT (SELECT squares.y)) FROM squares",
-    "SELECT x FROM squares WHERE EXISTS (SELECT 1 WHERE EXISTS (SELECT 1 WHERE squares.y = 4))",
-    "SELECT x, (SELECT count(*) FROM likes WHERE EXISTS (SELECT 1 WHERE likes.likee = squares.x)) FROM squares",
     # from Materialize's subquery.slt: a condition over two outer levels, nested LATERAL
     "SELECT x FROM squares WHERE EXISTS (SELECT 1 FROM roots WHERE EXISTS "
     "(SELECT 1 FROM cubes WHERE squares.x = cubes.x AND roots.y = cubes.x))",
     "SELECT * FROM (SELECT 1, 1 AS col2) a, LATERAL (SELECT * FROM (SELECT col2) b "
     "LEFT JOIN LATERAL (SELECT col2) c ON true) d",
     "SELECT (SELECT 1 FROM ((SELECT col1) UNION (SELECT 1)) u) FROM (SELECT 1 col1) v",
-    # an aggregate of outer columns only belongs to the outer query (PostgreSQL 4.2.7)
-    "SELECT (SELECT count(likes.likee)) FROM likes",
-    "SELECT (SELECT count(likes.likee) FROM squares LIMIT 1) FROM likes",
-    "SELECT (SELECT sum(x) + count(likes.likee) FROM squares) FROM likes",
-    "SELECT liker, (SELECT max(likes.likee)) FROM likes GROUP BY liker",
-    "SELECT liker FROM likes GROUP BY liker HAVING (SELECT count(likes.likee)) > 1",
-    "SELECT (SELECT (SELECT count(likes.likee))) FROM likes",
-    "SELECT x, (SELECT count(*) FROM likes WHERE likee = squares.x) FROM squares",
-    "SELECT * FROM likes WHERE (SELECT count(likes.likee)) > 0",
-    "SELECT (SELECT c FROM (SELECT count(likes.likee) AS c) s) FROM likes",
-    "SELECT * FROM likes, LATERAL (SELECT count(likes.likee)) s",
-    "SELECT (SELECT count(*) FILTER (WHERE likes.liker > 1)) FROM likes",
-    "SELECT (SELECT count(likes.likee + squares.x) FROM squares) FROM likes",
-    "SELECT liker, (SELECT sum(x) + likes.liker FROM squares) FROM likes",
-    "SELECT (SELECT x FROM squares GROUP BY y) FROM likes",
-    "SELECT (SELECT likes.likee FROM squares LIMIT 1) FROM likes",
-    "SELECT x, rank() OVER (), count(*) OVER () FROM squares",
-    "SELECT count(DISTINCT rn) FROM (SELECT row_number() OVER () AS rn FROM squares) s",
-    # a whole-row reference to a function in FROM that returns a scalar is the value
-    "SELECT g FROM generate_series(1, 2) AS g(a)",
-    "SELECT g, g.a FROM unnest(ARRAY[5, 6]) AS g(a)",
-    "SELECT g FROM generate_series(1, 2) WITH ORDINALITY AS g(a, n)",
 ]
 
 
@@ -197,9 +202,11 @@ def _run(conn, sql: str):
     return [d.name for d in cur.description], sorted(rows, key=lambda r: [(v is None, v or "") for v in r])
 
 
-@pytest.mark.parametrize("engine", ["spark", "python"])
-@pytest.mark.parametrize("sql", QUERIES)
+@pytest.mark.parametrize("sql,engine", [(q, e) for q in QUERIES for e in ("spark", "python")]
+                         + [(q, "python") for q in MORE])
 def test_query_matches_postgres(both, sql, engine):
+    """``sql`` on PostgreSQL and on sqlfront: on Spark over the tables, or in the Python
+    interpreter over the same rows as VALUES."""
     ours, theirs = both
     expected = _run(theirs, sql)
     got = _run(ours, sql if engine == "spark" else _over_values(sql))
