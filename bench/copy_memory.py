@@ -13,6 +13,19 @@ The peak is the kernel's (``VmHWM`` of /proc/PID/status, reset before each phase
 writing 5 to /proc/PID/clear_refs), so a short spike between samples is counted too.
 
     .venv/bin/python bench/copy_memory.py [--streams 20] [--mb 40] [--budget 2GB]
+
+Figures (2026-11-25, 2 shared cores, load average ~30; before batching, one 40 MB stream
+peaked at 2.9 GB, about 57 x the data):
+
+    budget  allocator  1 stream          20 streams (800 MB)     peak/budget  peak/1 stream  53200s
+    2 GB    mimalloc   100 MB (2.5 x)    1776 MB, 310 s          0.87         17.7           0
+    1 GB    mimalloc    99 MB (2.5 x)    1671 MB, 226 s          1.63         16.9           0
+    1 GB    system     137 MB (3.4 x)    1392 MB, 242 s          1.36         10.1           1
+
+The budget bounds what COPY counts (Python rows of the batch being parsed, Arrow columns,
+the encoding at the end); the process holds more than that under many streams (the
+allocators keep freed memory, CopyData bodies and buffers are not counted), so set it
+well below the memory the server may use.
 """
 
 from __future__ import annotations
