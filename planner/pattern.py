@@ -54,8 +54,10 @@ def _check_pattern_length(pattern: str) -> None:
 
 class Regex:
     """A compiled regular expression, with the methods of ``re.Pattern`` this project
-    uses (``search``, ``fullmatch``, ``finditer``, ``sub``, ``groups``, ``pattern``);
-    their matches are ``re.Match``-like (``group``, ``groups``, ``start``, ``end``, ``re``).
+    uses (``search``, ``fullmatch``, ``finditer``, ``sub`` with a function, ``groups``,
+    ``pattern``); their matches are ``re.Match``-like (``group``, ``groups``, ``start``,
+    ``end``, ``re``). Past ``INLINE_MATCHES`` matches of one call, the call goes on only
+    where it can be stopped.
 
     Raises (from its methods):
         ``guard.Outgrown`` when the text needs Python's backtracking engine and the
@@ -88,10 +90,29 @@ class Regex:
         return self._engine(text).fullmatch(text)
 
     def finditer(self, text: str):
-        return self._engine(text).finditer(text)
+        for n, m in enumerate(self._engine(text).finditer(text), 1):
+            _count_match(n)
+            yield m
 
     def sub(self, repl, text: str, count: int = 0) -> str:
-        return self._engine(text).sub(repl, text, count=count)
+        n = [0]
+
+        def counted(m):
+            n[0] += 1
+            _count_match(n[0])
+            return repl(m)
+
+        return self._engine(text).sub(counted, text, count=count)
+
+
+#: matches one call (``finditer``, ``sub``) takes in a session's thread: RE2's Python
+#: binding costs ~10 us a match, so ~0.1 s; a call with more goes to a worker process
+INLINE_MATCHES = 10_000
+
+
+def _count_match(n: int) -> None:
+    if n > INLINE_MATCHES and n % INLINE_MATCHES == 1:
+        guard.check_unbounded(f"more than {INLINE_MATCHES} matches of a regular expression")
 
 
 @functools.lru_cache(maxsize=256)

@@ -81,7 +81,10 @@ class _Worker:
     def __init__(self):
         # one BLAS thread: numpy (imported by casts to float4) would map memory per thread
         env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
-        self.proc = subprocess.Popen([sys.executable, "-m", "sqlfront.pyworker"], stdin=subprocess.PIPE,
+        # niced before its imports too (a second of CPU): a worker restarted after each
+        # stopped query must not take the CPU from the sessions
+        launch = f"import os; os.nice({_NICE}); from sqlfront.pyworker import _serve; _serve()"
+        self.proc = subprocess.Popen([sys.executable, "-c", launch], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, cwd=os.path.dirname(os.path.dirname(__file__)), env=env)
         log.info("started Python evaluation worker (pid %d)", self.proc.pid)
 
@@ -190,8 +193,8 @@ def _limit_address_space(max_heap_bytes: int | None) -> None:
 
 
 def _serve() -> None:
-    """The worker: evaluate requests from stdin until it closes (environmentd exited)."""
-    os.nice(_NICE)
+    """The worker (niced by its launcher): evaluate requests from stdin until it closes
+    (environmentd exited)."""
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:
@@ -222,4 +225,5 @@ def _serve() -> None:
 
 
 if __name__ == "__main__":
+    os.nice(_NICE)
     _serve()

@@ -174,3 +174,26 @@ def test_any_long_text_result_is_checked_and_long_patterns_leave_the_session_thr
         compile_regex("(ab|c)" * 1000)
     with pytest.raises(guard.Outgrown):
         like("abc", "%a" * 3000)
+
+
+def test_regexp_replace_checks_its_result_as_it_grows():
+    blowup = Call("regexp_replace", (Literal("a" * 1_000_000, TEXT), Literal("", TEXT), Literal("b" * 1000, TEXT),
+                                     Literal("g", TEXT)), TEXT)
+    with pytest.raises(guard.Outgrown):
+        evaluate(blowup)  # a gigabyte, from a megabyte: stopped after a few megabytes
+    small = Call("regexp_replace", (Literal("aXbX", TEXT), Literal("(X)", TEXT), Literal(r"<\1>", TEXT),
+                                    Literal("g", TEXT)), TEXT)
+    assert evaluate(small) == "a<X>b<X>"
+
+
+def test_many_matches_in_one_call_leave_the_session_thread():
+    many = Call("regexp_replace", (Literal("a" * 20_000, TEXT), Literal("a", TEXT), Literal("b", TEXT),
+                                   Literal("g", TEXT)), TEXT)
+    with pytest.raises(guard.Outgrown):
+        evaluate(many)  # RE2's binding costs ~10 us a match: not 20000 of them here
+    with guard.guarded(WORKER):
+        assert evaluate(many) == "b" * 20_000
+    split = FUNCTIONS["regexp_split_to_array"].py
+    assert split(["a,b,,c", ","], None) == ["a", "b", "", "c"]
+    assert split(["ab", "x*"], None) == ["a", "b"]
+    assert split(["abc", "b*"], None) == ["a", "c"]

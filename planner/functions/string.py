@@ -228,7 +228,24 @@ def _replacement_py(repl: str):
 def _regexp_replace_py(a, e):
     s, p, r = a[0], a[1], a[2]
     flags = a[3] if len(a) > 3 else ""
-    return _pg_regex(p, flags).sub(_replacement_py(r), s, count=0 if "g" in flags else 1)
+    expand = _replacement_py(r)
+    grown = [0, None]  # characters the replacements put in so far; s's UTF-8 bytes
+
+    def counted(m):
+        # the result can grow by a replacement per character of s: checked as it grows
+        text = expand(m)
+        grown[0] += len(text)
+        if grown[0] > _GROWTH_CHECK_CHARS:
+            if grown[1] is None:
+                grown[1] = utf8_bytes(s)
+            check_value_bytes(grown[1] + grown[0])
+        return text
+
+    return _pg_regex(p, flags).sub(counted, s, count=0 if "g" in flags else 1)
+
+
+#: characters of replacements past which regexp_replace checks its result's size as it goes
+_GROWTH_CHECK_CHARS = 1 << 20
 
 
 def _java_replacement(repl: str, whole: int, shift: int) -> str:
@@ -475,16 +492,14 @@ def _split_py(a, e):
         raise SqlError(INVALID_PARAMETER_VALUE, "regexp_split_to_array() does not support the \"global\" option")
     rx = _pg_regex(a[1], flags)
     text = a[0]
-    out, start, pos = [], 0, 0
-    while pos < len(text):
-        m = rx.search(text, pos)
-        if m is None:
-            break
-        if m.end() == m.start() and m.start() == start:  # an empty match right after the last piece
-            pos = m.start() + 1
-            continue
+    out, start = [], 0
+    # One pass (finditer: after an empty match the search goes on a character later); a
+    # search per piece would encode the text again each time for RE2.
+    for m in rx.finditer(text):
+        if m.end() == m.start() and (m.start() == start or m.start() == len(text)):
+            continue  # an empty match right after the last piece, or at the end
         out.append(text[start:m.start()])
-        start = pos = m.end()
+        start = m.end()
     out.append(text[start:])
     return out
 
