@@ -110,3 +110,37 @@ def test_spark_ports_refuse_peers_without_the_secret(server, conn):
             assert b"SaslRpcHandler" in reply, reply[:400]
             assert b"RequestMessage" not in reply and b"NettyBlockRpcServer" not in reply
     assert conn.execute("SELECT count(*) FROM mz_clusters").fetchone()[0] >= 1  # the replica is unharmed
+
+
+def test_a_remote_replicas_token_is_encrypted_in_the_catalog(server, conn):
+    token = f"pd-token-{uuid.uuid4().hex}"
+    conn.execute(f"CREATE CLUSTER pd_remote REPLICAS (r (REMOTE ('127.0.0.1:9'), TOKEN '{token}'))")
+    try:
+        stored = b"".join(p.read_bytes() for p in server.data_dir.glob("catalog.db*"))  # the WAL too
+        assert token.encode() not in stored
+        assert stat.S_IMODE((server.data_dir / "catalog.key").stat().st_mode) == 0o600
+    finally:
+        conn.execute("DROP CLUSTER pd_remote CASCADE")
+
+
+def test_catalog_tokens_round_trip_and_clear_ones_are_encrypted_on_open(tmp_path):
+    from catalog import durable
+    from catalog.secretbox import SecretBox
+    from catalog.snapshot import Cluster, Replica
+
+    path = str(tmp_path / "catalog.db")
+    old = durable.CatalogStore(path)  # as a version before encryption wrote it
+    snap = old.load()
+    old.transact(snap, [durable.CreateCluster(Cluster("u1", "c")),
+                        durable.CreateReplica(Replica("u1", "u1", "r", None, remote=("sc://h:1",), token="clear-tok"))],
+                 dict(snap.next_ids))
+    box = SecretBox.at(tmp_path / "catalog.key")
+    store = durable.CatalogStore(path, box)
+    assert store.load().replicas["u1"].token == "clear-tok"
+    snap = store.load()
+    store.transact(snap, [durable.CreateReplica(Replica("u2", "u1", "r2", None, remote=("sc://h:2",),
+                                                        token="new-tok"))], dict(snap.next_ids))
+    assert {r.id: r.token for r in durable.CatalogStore(path, box).load().replicas.values()} == \
+        {"u1": "clear-tok", "u2": "new-tok"}
+    raw = b"".join(p.read_bytes() for p in tmp_path.glob("catalog.db*"))
+    assert b"clear-tok" not in raw and b"new-tok" not in raw
