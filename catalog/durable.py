@@ -14,6 +14,7 @@ import threading
 from dataclasses import dataclass, replace
 
 from catalog.builtins import BUILTIN_TABLES
+from catalog.secretbox import SecretBox
 from catalog.snapshot import (
     AclItem, CatalogSnapshot, Cluster, Column, Index, MaterializedView, Replica, Role, Schema, Sequence, Table, View,
 )
@@ -311,8 +312,11 @@ _ID_KINDS = ("cluster", "replica", "item", "shard", "role")
 class CatalogStore:
     """The catalog's sqlite database. Thread-safe; meant to have one writer (the Coordinator)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, box: SecretBox | None = None):
+        """``box`` encrypts the secrets stored (REMOTE replicas' tokens); None keeps them
+        in clear (an in-memory store, or a reader that never needs them)."""
         self.path = path
+        self._box = box
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -327,10 +331,23 @@ class CatalogStore:
         cols = {r[1] for r in self._conn.execute("PRAGMA table_info(replicas)")}
         if "token" not in cols:  # REMOTE replicas' bearer tokens
             self._conn.execute("ALTER TABLE replicas ADD COLUMN token TEXT")
+        if self._box is not None:  # tokens an earlier version stored in clear
+            clear = [(rid, token) for rid, token in self._conn.execute(
+                "SELECT id, token FROM replicas WHERE token IS NOT NULL") if not SecretBox.is_sealed(token)]
+            if clear:
+                # the clear bytes are overwritten in the page (secure_delete), and the WAL
+                # frames holding the old page are dropped (a TRUNCATE checkpoint)
+                self._conn.execute("PRAGMA secure_delete=ON")
+                for rid, token in clear:
+                    self._conn.execute("UPDATE replicas SET token = ? WHERE id = ?", (self._box.seal(token), rid))
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         cols = {r[1] for r in self._conn.execute("PRAGMA table_info(indexes)")}
         if "cluster_id" not in cols:  # indexes maintained in a cluster
             self._conn.execute("ALTER TABLE indexes ADD COLUMN cluster_id TEXT")
             self._conn.execute("ALTER TABLE indexes ADD COLUMN keys TEXT NOT NULL DEFAULT '[]'")
+
+    def _unseal(self, stored: str | None) -> str | None:
+        return self._box.unseal(stored) if self._box is not None else stored
 
     def is_new(self) -> bool:
         with self._lock:
@@ -343,7 +360,7 @@ class CatalogStore:
             meta = dict(c.execute("SELECT key, value FROM meta").fetchall())
             clusters = {r[0]: Cluster(r[0], r[1]) for r in c.execute("SELECT id, name FROM clusters")}
             replicas = {
-                r[0]: Replica(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), r[6])
+                r[0]: Replica(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), self._unseal(r[6]))
                 for r in c.execute("SELECT id, cluster_id, name, size, availability_zone, remote, token FROM replicas")
             }
             tables = {
@@ -439,7 +456,7 @@ class CatalogStore:
                             "INSERT INTO replicas (id, cluster_id, name, size, availability_zone, remote, token)"
                             " VALUES (?, ?, ?, ?, ?, ?, ?)",
                             (r.id, r.cluster_id, r.name, r.size, r.availability_zone, json.dumps(list(r.remote)),
-                             r.token),
+                             self._box.seal(r.token) if self._box is not None else r.token),
                         )
                         replicas[r.id] = r
                     elif isinstance(op, DropReplica):

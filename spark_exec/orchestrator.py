@@ -15,6 +15,14 @@ variable ``SPARK_CONNECT_AUTHENTICATE_TOKEN`` so it never appears on a command l
 or in a log). Only environmentd knows it, and the file ``token`` (mode 0600) next to
 the pid file, for the operator of the data directory: other local users cannot run
 work on a replica.
+
+Spark's own ports (the driver's RPC port, the block transfer service, and for
+``local-cluster`` sizes the master's, workers' and executors') answer only peers that
+prove a per-replica secret (Spark's "Authentication": ``spark.authenticate``).
+A ``local[N]`` replica draws its secret itself; a ``local-cluster`` one (scale > 1)
+gets one in ``spark.properties`` (mode 0600), read by spark-submit
+(``--properties-file``), so it is on no command line; executors get it from their
+worker through the environment (``_SPARK_AUTH_SECRET``), as Spark's standalone mode does.
 """
 
 from __future__ import annotations
@@ -45,6 +53,8 @@ DEFAULT_MEMORY_MB = 2048
 MARKER_PROPERTY = "spark.sqlfront.replica"
 #: the environment variable the Spark Connect server reads its token from (Connect.scala)
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+#: the replica's spark-submit properties file (mode 0600): Spark's authentication settings
+PROPERTIES_FILE = "spark.properties"
 #: set to 1 in environmentd's environment to give local replicas the Spark UI (profiling)
 PROFILE_UI_ENV = "SQLFRONT_REPLICA_SPARK_UI"
 
@@ -163,6 +173,10 @@ class Orchestrator:
             "spark.buffer.pageSize": "2m",
             "spark.local.dir": str(workdir / "tmp"),
             "spark.sql.warehouse.dir": str(workdir / "warehouse"),
+            # Files Spark writes through Hadoop (Parquet parts in persist's Blob) are the
+            # owner's alone, as everything else in the data directory (Hadoop's
+            # fs.permissions.umask-mode; its default 022 leaves them readable to all).
+            "spark.hadoop.fs.permissions.umask-mode": "077",
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={workdir / 'tmp'}",
             MARKER_PROPERTY: f"{self.instance}/{spec.replica_id}",
         }
@@ -170,7 +184,8 @@ class Orchestrator:
             conf["spark.sqlfront.availability_zone"] = spec.availability_zone
         if spec.scale > 1 and spec.memory_mb:
             conf["spark.executor.memory"] = f"{spec.memory_mb}m"
-        cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", CONNECT_SERVER_CLASS, "--master", master]
+        cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", CONNECT_SERVER_CLASS, "--master", master,
+               "--properties-file", str(workdir / PROPERTIES_FILE)]
         cmd += ["--driver-memory", f"{spec.memory_mb or DEFAULT_MEMORY_MB}m"]
         for k, v in conf.items():
             cmd += ["--conf", f"{k}={v}"]
@@ -191,6 +206,8 @@ class Orchestrator:
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
         token = secrets.token_urlsafe(32)
         env[TOKEN_ENV] = token
+        write_private(workdir / PROPERTIES_FILE,
+                      spark_auth_properties(secrets.token_hex(32) if spec.scale > 1 else None))
         logf = open(log_path, "ab")
         logf.write(f"\n=== starting {spec.label} on 127.0.0.1:{port} at {time.ctime()} ===\n".encode())
         logf.flush()
@@ -225,7 +242,7 @@ class Orchestrator:
             proc.popen.wait(5)
         except subprocess.TimeoutExpired:
             log.warning("replica %s did not exit after SIGKILL", proc.spec.label)
-        for name in ("pid", "token"):
+        for name in ("pid", "token", PROPERTIES_FILE):
             (self.root / proc.spec.replica_id / name).unlink(missing_ok=True)
 
     def reap_orphans(self) -> int:
@@ -244,6 +261,29 @@ class Orchestrator:
                 killed += 1
             pidfile.unlink(missing_ok=True)
         return killed
+
+
+def spark_auth_properties(secret: str | None) -> str:
+    """A spark-submit properties file (Java properties) that turns on Spark's RPC
+    authentication: Spark's "Security" page, "Authentication" (``spark.authenticate``:
+    a peer proves the shared secret, SASL DIGEST-MD5, before any message of its reaches
+    an RPC handler). ``secret`` (hex, so it needs no escaping) is
+    ``spark.authenticate.secret``: a ``local-cluster`` master requires one
+    (SecurityManager.initializeAuth); None for ``local[N]``, where Spark draws a random
+    secret of its own at startup that never leaves the JVM.
+
+    Not ``spark.network.crypto.enabled`` (AES-based authentication and encryption): with
+    it, a replica under load hung fetching Spark Connect's session classes from its own
+    driver (Executor "Using REPL class URI"), so the first query never finished. The
+    traffic stays on the loopback interface, which other users cannot sniff."""
+    props = {
+        "spark.authenticate": "true",
+        # its "took N ms" line prints a slow job's properties, the secret among them
+        "spark.scheduler.listenerbus.logSlowEvent": "false",
+    }
+    if secret is not None:
+        props["spark.authenticate.secret"] = secret
+    return "\n".join(f"{k}={v}" for k, v in props.items())
 
 
 def write_private(path: Path, text: str) -> None:

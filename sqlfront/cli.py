@@ -155,6 +155,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from catalog.errors import SqlError
     from pgconn import is_postgres_url
+    from sqlfront.datadir import make_private
     from sqlfront.environment import Config, Environment
     from sqlfront.pgwire import PgServer
     from sqlfront.vars import validate
@@ -228,6 +229,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                     timestamp_oracle_url=timestamp_oracle_url, persist_blob_url=persist_blob_url,
                     catalog_url=catalog_url, address=f"{host}:{port}", clusters=cluster_names,
                     takeover=takeover, cluster_lease_s=cluster_lease_duration)
+    make_private(Path(data_dir))
     try:
         env = Environment(config)
     except Exception as e:

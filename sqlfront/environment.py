@@ -44,6 +44,7 @@ from catalog import durable
 from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE, builtin_rows
 from catalog.cluster_leases import PostgresClusterLeases
 from catalog.durable import CatalogStore
+from catalog.secretbox import SecretBox
 from catalog.errors import SqlError
 from catalog.oracle import open_oracle
 from catalog.sequences import SequenceStore
@@ -72,6 +73,9 @@ from sqlfront.pyworker import PythonWorkers
 from sqlfront.vars import server_defaults
 
 log = logging.getLogger(__name__)
+
+#: the key of the catalog's encrypted secrets (``catalog.secretbox``), in the data directory
+CATALOG_KEY_FILE = "catalog.key"
 
 #: the pending catalog of the running statement's transaction block, if it holds
 #: uncommitted DDL (``sqlfront.sequence.block_ddl``); set per statement by the session
@@ -177,7 +181,7 @@ class Environment:
             log.info("catalog: %s", redact_url(config.catalog_url))
             self.store = PostgresCatalogStore(config.catalog_url)
         else:
-            self.store = CatalogStore(str(d / "catalog.db"))
+            self.store = CatalogStore(str(d / "catalog.db"), SecretBox.at(d / CATALOG_KEY_FILE))
         self.oracle = open_oracle(config.timestamp_oracle_url, str(d / "catalog.db"))
         if config.timestamp_oracle_url:
             log.info("timestamp oracle: %s", redact_url(config.timestamp_oracle_url))
