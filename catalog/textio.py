@@ -798,7 +798,8 @@ def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
         if isinstance(v, Decimal):
             if v.is_nan():
                 return "NaN"
-            return format(v, "f")
+            # PostgreSQL's numeric has no negative zero (Python's Decimal does: -2.25 * 0)
+            return format(v.copy_abs() if v.is_zero() else v, "f")
         return str(v)
     if n == "date":
         return format_date(v, ds)

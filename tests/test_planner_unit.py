@@ -206,3 +206,15 @@ def test_issue_31_errors(snap, sql, state):
     with pytest.raises(SqlError) as ei:
         interpret.run(plan(snap, sql).plan, lambda t: [])
     assert ei.value.sqlstate == state
+
+
+def test_numeric_zero_has_no_sign():
+    # PostgreSQL's numeric has no negative zero; Python's Decimal keeps -2.25 * 0 as -0.00
+    # (found by tests/test_fuzz_differential.py)
+    from decimal import Decimal
+
+    from catalog.textio import format_text
+    from catalog.types import SqlType
+
+    assert format_text(Decimal("-2.25") * 0, SqlType("numeric")) == "0.00"
+    assert format_text(Decimal("-0"), SqlType("numeric")) == "0"
