@@ -46,8 +46,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=6, help="probing time per bad query")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        srv = Server(Path(tmp) / "mzdata").start(timeout=600)  # a busy machine starts Spark slowly
+        srv = Server(Path(tmp) / "mzdata")
         try:
+            srv.start(timeout=600)  # a busy machine starts Spark slowly; stopped below even if it fails
             with srv.connect() as c:
                 probe(c, 200)  # warm-up
                 idle = probe(c, args.probes)
