@@ -58,7 +58,7 @@ def _spark_dims(S, c, depth: int) -> list:
     out = []
     for _ in range(depth):
         out.append(S.F.size(c))
-        c = S.F.element_at(c, 1)
+        c = S.F.try_element_at(c, S.F.lit(1))
     return out
 
 
@@ -169,17 +169,19 @@ def _append_py(arr, x, at_end: bool):
 
 
 def _array_nested_spark(S, a, e):
-    """Spark: ARRAY[ARRAY[...], ...], with ``_nested_array``'s checks: no NULL sub-array,
-    all of the same dimensions."""
+    """Spark: ARRAY[ARRAY[...], ...], with ``_nested_array``'s rules: empty when every
+    sub-array is NULL or empty, else all of the same dimensions."""
     F = S.F
-    depth = array_depth(e.args[0])
+    depth = max(array_depth(x) for x in e.args)
     first = _spark_dims(S, a[0], depth)
-    ok = F.lit(True)
+    ok, gone = F.lit(True), F.lit(True)
     for c in a:
         ok = ok & c.isNotNull()
+        gone = gone & (c.isNull() | (F.size(c) == 0))
         for p, q in zip(first, _spark_dims(S, c, depth)):
             ok = ok & (p == q)
-    return F.when(ok, F.array(*a)).otherwise(
+    whole = F.array(*a)
+    return F.when(gone, F.filter(whole, lambda x: F.lit(False))).when(ok, whole).otherwise(
         S.fail(INCOMPATIBLE, "multidimensional arrays must have array expressions with matching dimensions"))
 
 
@@ -243,12 +245,13 @@ def _dims_text(v) -> str | None:
 def _nested_array(a, e):
     """ARRAY[ARRAY[...], ...] (and ARRAY[[...], ...]): the sub-arrays as one more
     dimension; they must all have the same dimensions (2202E), as in PostgreSQL 4.2.12.
-    NULL sub-arrays are not allowed here (PostgreSQL skips them only when all are NULL)."""
+    NULL and empty sub-arrays make an empty array when all are so, else 2202E
+    (PostgreSQL's ExecEvalArrayExpr)."""
     v = list(a)
-    if any(x is None for x in v):
-        raise SqlError("2202E", "multidimensional arrays must have array expressions with matching dimensions")
     if all(not x for x in v):
         return []
+    if any(not x for x in v):
+        raise SqlError(INCOMPATIBLE, "multidimensional arrays must have array expressions with matching dimensions")
     array_dims(v)
     return v
 
