@@ -184,6 +184,9 @@ QUERIES = {
         "WHERE cardinality(a) > 0 ORDER BY 1",
         "SELECT a FROM {t} INTERSECT SELECT a FROM {t} WHERE k < 3 ORDER BY 1",
         "SELECT count(DISTINCT a), count(DISTINCT ARRAY[a, a]) FROM {t}",
+        "SELECT k, array_to_string(ARRAY[a, a], ',', '*') FROM {t} WHERE cardinality(a) > 0 ORDER BY k",
+        "SELECT array_position(ARRAY[a, a], 1) FROM {t} WHERE k = 1",
+        "SELECT array_remove(ARRAY[a, a], 1) FROM {t} WHERE k = 1",
     ],
     "issue 31: jsonb keys": [
         "SELECT k, j -> '0', j ->> '1', j -> 1, j #> '{{1}}', j #>> '{{1}}', j -> 'a', j #> '{{a,c}}' FROM {t} ORDER BY k",
