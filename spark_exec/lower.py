@@ -195,11 +195,26 @@ def interval_key(c: SparkColumn) -> SparkColumn:
     return (days * 86_400_000_000 + f["micros"].cast(T.DecimalType(38, 0))).cast(T.DecimalType(38, 0))
 
 
-def _float8_text(c: SparkColumn) -> SparkColumn:
-    """float8out on Spark, as ``catalog.textio.format_float`` (PostgreSQL 8.1.3 with
-    extra_float_digits >= 1): the shortest digits (Java's Double.toString's), fixed
-    notation when the decimal exponent is in [-4, 15), else ``d.ddde+XX``."""
-    java = c.cast(T.StringType())
+def _float4_digits(c: SparkColumn) -> SparkColumn:
+    """A float4's shortest digits that read back as the same float4, in Java's
+    ``d.dddE[-]x`` form: Float.toString's are not always the shortest before Java 19
+    (JDK-4511638: 3.3333332E9 prints as 3.33333325E9)."""
+    def fixed(p: int) -> SparkColumn:
+        return F.format_string(f"%.{p}e", c)
+
+    out = fixed(8)
+    for p in range(7, -1, -1):
+        out = F.when(fixed(p).cast(T.FloatType()) == c, fixed(p)).otherwise(out)
+    java = F.regexp_replace(F.upper(out), r"E\+?", "E")
+    return F.regexp_replace(java, r"^(-?[0-9]+)E", "$1.0E")  # Java's form always has a point
+
+
+def _float8_text(c: SparkColumn, limit: int = 15) -> SparkColumn:
+    """float8out (float4out with ``limit`` 6) on Spark, as ``catalog.textio.format_float``
+    (PostgreSQL 8.1.3 with extra_float_digits >= 1): the shortest digits (Java's
+    Double.toString's, Float.toString's), fixed notation when the decimal exponent is in
+    [-4, limit), else ``d.ddde+XX``."""
+    java = c.cast(T.StringType()) if limit == 15 else _float4_digits(c)
     body = F.regexp_replace(java, "^-", "")
     mant = F.regexp_extract(body, r"^([0-9.]+)", 1)
     exp10 = F.coalesce(F.nullif(F.regexp_extract(body, r"E(-?[0-9]+)$", 1), F.lit("")).cast("int"), F.lit(0))
@@ -215,7 +230,7 @@ def _float8_text(c: SparkColumn) -> SparkColumn:
     big = F.when(n <= exp_i + 1, F.concat(digits, F.repeat(F.lit("0"), exp_i + 1 - n))).otherwise(
         F.concat(F.substring(digits, F.lit(1), exp_i + 1), F.lit("."), F.substring(digits, exp_i + 2, F.lit(400))))
     small = F.concat(F.lit("0."), F.repeat(F.lit("0"), -exp_i - 1), digits)
-    text = F.when((exp_i < -4) | (exp_i >= 15), sci).when(exp_i >= 0, big).otherwise(small)
+    text = F.when((exp_i < -4) | (exp_i >= limit), sci).when(exp_i >= 0, big).otherwise(small)
     sign = F.when(java.startswith("-"), F.lit("-")).otherwise(F.lit(""))
     return (F.when(c.isNull(), F.lit(None).cast("string")).when(F.isnan(c), F.lit("NaN"))
             .when(c == float("inf"), F.lit("Infinity")).when(c == float("-inf"), F.lit("-Infinity"))
@@ -227,7 +242,7 @@ def _float8_text(c: SparkColumn) -> SparkColumn:
 #: ``||`` concatenates, as anytextcat casts), float4out/float8out and interval_out
 _TEXT_FORMS = {
     "bool": lambda c: F.when(c, F.lit("true")).when(~c, F.lit("false")),
-    "float4": lambda c: _float8_text(c),
+    "float4": lambda c: _float8_text(c, 6),
     "float8": lambda c: _float8_text(c),
     "interval": lambda c: _interval_text(c),
 }

@@ -163,6 +163,8 @@ QUERIES = {
         "SELECT k, substr(s, k, i), left(s, i), right(s, i), left(s, -k), right(s, -k), substr(s, i) FROM {t} "
         "WHERE i >= 0 OR i IS NULL ORDER BY k",
         "SELECT substr(s, 1, i) FROM {t} WHERE k = 2",
+        "SELECT k, substr(s, nullif(k, 1)), substr(s, nullif(k, 1), 2), substr(s, 2, nullif(k, 1)), "
+        "left(s, nullif(k, 1)), right(s, nullif(k, 1)), repeat(s, nullif(k, 1)) FROM {t} ORDER BY k",
     ],
     "issue 31: arrays of several dimensions": [
         "SELECT k, k = ANY(ARRAY[a, a]), 2 = ANY(ARRAY[ARRAY[k, 2], ARRAY[3, 4]]), k <> ALL(ARRAY[[1, 2], [3, k]]) "
@@ -182,9 +184,12 @@ QUERIES = {
         "WHERE cardinality(a) > 0 ORDER BY 1",
         "SELECT a FROM {t} INTERSECT SELECT a FROM {t} WHERE k < 3 ORDER BY 1",
         "SELECT count(DISTINCT a), count(DISTINCT ARRAY[a, a]) FROM {t}",
+        "SELECT k, array_to_string(ARRAY[a, a], ',', '*') FROM {t} WHERE cardinality(a) > 0 ORDER BY k",
+        "SELECT array_position(ARRAY[a, a], 1) FROM {t} WHERE k = 1",
+        "SELECT array_remove(ARRAY[a, a], 1) FROM {t} WHERE k = 1",
     ],
     "issue 31: jsonb keys": [
-        "SELECT k, j -> '0', j ->> '1', j -> 1, j #> '{1}', j #>> '{a}', j -> 'a', j #> '{a,c}' FROM {t} ORDER BY k",
+        "SELECT k, j -> '0', j ->> '1', j -> 1, j #> '{{1}}', j #>> '{{1}}', j -> 'a', j #> '{{a,c}}' FROM {t} ORDER BY k",
         "SELECT k, jsonb_build_object(b, 1, k, 2, d, 3, ts, 4, f * 1e10, 5, n, 6) FROM {t} WHERE b IS NOT NULL "
         "ORDER BY k",
         "SELECT jsonb_build_object(j, 1) FROM {t}",

@@ -218,3 +218,14 @@ def test_numeric_zero_has_no_sign():
 
     assert format_text(Decimal("-2.25") * 0, SqlType("numeric")) == "0.00"
     assert format_text(Decimal("-0"), SqlType("numeric")) == "0"
+
+
+def test_issue_31_array_functions_of_several_dimensions(snap):
+    """array_to_string flattens, array_replace keeps the dimensions, array_position and
+    array_remove refuse (0A000), as PostgreSQL 15."""
+    q = plan(snap, "SELECT array_to_string(ARRAY[[1,2],[3,NULL]], ',', '*'), array_replace(ARRAY[[1,2],[3,1]], 1, 5)")
+    assert interpret.run(q.plan, lambda t: []) == [("1,2,3,*", [[5, 2], [3, 5]])]
+    for sql in ("SELECT array_position(ARRAY[[1,2]], 1)", "SELECT array_remove(ARRAY[[1,2]], 1)"):
+        with pytest.raises(SqlError) as ei:
+            interpret.run(plan(snap, sql).plan, lambda t: [])
+        assert ei.value.sqlstate == "0A000"

@@ -58,7 +58,7 @@ def _spark_dims(S, c, depth: int) -> list:
     out = []
     for _ in range(depth):
         out.append(S.F.size(c))
-        c = S.F.element_at(c, 1)
+        c = S.F.try_element_at(c, S.F.lit(1))
     return out
 
 
@@ -90,12 +90,14 @@ def _to_string_py(a, e):
         return None
     null = a[2] if len(a) > 2 else None
     t = e.args[0].type.element
-    return sep.join(format_text(v, t) if v is not None else null for v in arr if v is not None or null is not None)
+    return sep.join(format_text(v, t) if v is not None else null for v in flatten(arr)
+                    if v is not None or null is not None)
 
 
 def _to_string_spark(S, a, e):
     elem_t = e.args[0].type.element
-    as_text = S.F.transform(a[0], lambda x: S.output_text(x, elem_t))
+    flat = _spark_flatten(S, a[0], array_depth(e.args[0]))
+    as_text = S.F.transform(flat, lambda x: S.output_text(x, elem_t))
     return S.F.array_join(as_text, a[1], *(a[2:] and [a[2]]))
 
 
@@ -169,17 +171,19 @@ def _append_py(arr, x, at_end: bool):
 
 
 def _array_nested_spark(S, a, e):
-    """Spark: ARRAY[ARRAY[...], ...], with ``_nested_array``'s checks: no NULL sub-array,
-    all of the same dimensions."""
+    """Spark: ARRAY[ARRAY[...], ...], with ``_nested_array``'s rules: empty when every
+    sub-array is NULL or empty, else all of the same dimensions."""
     F = S.F
-    depth = array_depth(e.args[0])
+    depth = max(array_depth(x) for x in e.args)
     first = _spark_dims(S, a[0], depth)
-    ok = F.lit(True)
+    ok, gone = F.lit(True), F.lit(True)
     for c in a:
         ok = ok & c.isNotNull()
+        gone = gone & (c.isNull() | (F.size(c) == 0))
         for p, q in zip(first, _spark_dims(S, c, depth)):
             ok = ok & (p == q)
-    return F.when(ok, F.array(*a)).otherwise(
+    whole = F.array(*a)
+    return F.when(gone, F.filter(whole, lambda x: F.lit(False))).when(ok, whole).otherwise(
         S.fail(INCOMPATIBLE, "multidimensional arrays must have array expressions with matching dimensions"))
 
 
@@ -203,16 +207,27 @@ def _dims_text_spark(S, a, e):
     return F.when(F.size(a[0]) > 0, F.concat(*[F.concat(F.lit("[1:"), s.cast("string"), F.lit("]")) for s in sizes]))
 
 
+def _one_dim_only(what: str):
+    """PostgreSQL's 0A000 for array_position and array_remove of an array of several
+    dimensions (array_userfuncs.c)."""
+    return SqlError("0A000", f"{what} elements in multidimensional arrays is not supported"
+                    if what == "searching for" else f"{what} elements from multidimensional arrays is not supported")
+
+
 def _position_py(a, e):
     arr, x = a[0], a[1]
     if arr is None:
         return None
+    if any(isinstance(v, list) for v in arr):
+        raise _one_dim_only("searching for")
     return next((i + 1 for i, v in enumerate(arr) if v is not None and x is not None and v == x), None) \
         if x is not None else next((i + 1 for i, v in enumerate(arr) if v is None), None)
 
 
 def _position_spark(S, a, e):
     F = S.F
+    if array_depth(e.args[0]) > 1:
+        raise _one_dim_only("searching for")
     p = F.array_position(a[0], a[1]).cast("int")
     return F.when(a[1].isNull(), F.lit(None).cast("int")).otherwise(F.when(p > 0, p))
 
@@ -243,12 +258,13 @@ def _dims_text(v) -> str | None:
 def _nested_array(a, e):
     """ARRAY[ARRAY[...], ...] (and ARRAY[[...], ...]): the sub-arrays as one more
     dimension; they must all have the same dimensions (2202E), as in PostgreSQL 4.2.12.
-    NULL sub-arrays are not allowed here (PostgreSQL skips them only when all are NULL)."""
+    NULL and empty sub-arrays make an empty array when all are so, else 2202E
+    (PostgreSQL's ExecEvalArrayExpr)."""
     v = list(a)
-    if any(x is None for x in v):
-        raise SqlError("2202E", "multidimensional arrays must have array expressions with matching dimensions")
     if all(not x for x in v):
         return []
+    if any(not x for x in v):
+        raise SqlError(INCOMPATIBLE, "multidimensional arrays must have array expressions with matching dimensions")
     array_dims(v)
     return v
 
@@ -421,12 +437,28 @@ register(
 def _remove_py(a, e):
     """Elements not equal to x (NULLs removed by NULL: IS NOT DISTINCT FROM)."""
     arr, x = a
+    if arr is not None and any(isinstance(v, list) for v in arr):
+        raise _one_dim_only("removing")
     return None if arr is None else [v for v in arr if not (v == x if x is not None else v is None)]
 
 
 def _replace_py(a, e):
+    """array_replace, element by element at any depth (PostgreSQL keeps the dimensions)."""
     arr, x, y = a
-    return None if arr is None else [y if (v == x if x is not None else v is None) else v for v in arr]
+
+    def swap(v):
+        return [swap(u) for u in v] if isinstance(v, list) else y if (v == x if x is not None else v is None) else v
+    return None if arr is None else swap(arr)
+
+
+def _one_dim_spark(S, e, what: str, f):
+    """Spark: ``f()``, for a one-dimensional array argument; 0A000 for several (the
+    lowering's element lambdas see scalars only)."""
+    if array_depth(e.args[0]) > 1:
+        if what == "replacing":
+            raise SqlError("0A000", "array_replace of a multidimensional array is not supported on table data")
+        raise _one_dim_only(what)
+    return f()
 
 
 def _same(F, v, x):
@@ -435,10 +467,12 @@ def _same(F, v, x):
 
 register(
     Function("array_remove", (sig("anyarray", "anyelement", ret="anyarray"),), _remove_py,
-             lambda S, a, e: S.F.filter(a[0], lambda v: ~_same(S.F, v, a[1])), sql_names=("array_remove",),
+             lambda S, a, e: _one_dim_spark(S, e, "removing", lambda: S.F.filter(a[0], lambda v: ~_same(S.F, v, a[1]))),
+             sql_names=("array_remove",),
              strict=False, doc="9.19", samples=("array_remove(a, 2)", "array_remove(a, NULL)", "array_remove(a, k)")),
     Function("array_replace", (sig("anyarray", "anyelement", "anyelement", ret="anyarray"),), _replace_py,
-             lambda S, a, e: S.F.transform(a[0], lambda v: S.F.when(_same(S.F, v, a[1]), a[2]).otherwise(v)),
+             lambda S, a, e: _one_dim_spark(S, e, "replacing", lambda: S.F.transform(
+                 a[0], lambda v: S.F.when(_same(S.F, v, a[1]), a[2]).otherwise(v))),
              sql_names=("array_replace",), strict=False, doc="9.19",
              samples=("array_replace(a, 2, 20)", "array_replace(a, NULL, k)", "array_replace(a, k, NULL)")),
 )

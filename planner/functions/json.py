@@ -131,7 +131,8 @@ def to_json_value(v, t):
     if t.is_array:
         return [to_json_value(x, t.element) for x in v]
     if n == "timestamp":
-        return v.isoformat()
+        iso = v.isoformat()  # PostgreSQL's JSON form: no trailing zeros in the fraction
+        return iso.rstrip("0").rstrip(".") if "." in iso else iso
     return v if isinstance(v, str) else format_text(v, t)
 
 
@@ -176,8 +177,10 @@ def _object_key_py(v, t, i: int) -> str:
     _check_key_type(t)
     if v is None:
         raise SqlError(INVALID_PARAMETER_VALUE, f"argument {i + 1}: key must not be null")
+    if t.name == "bool":
+        return "true" if v else "false"
     j = to_json_value(v, t)
-    return j if isinstance(j, str) else jsonb_text(j)
+    return j if isinstance(j, str) else format_text(v, t)  # a number: its output text
 
 
 def _object_key_spark(S, c, t, i: int):

@@ -7,6 +7,7 @@ Unicode's, as PostgreSQL's builtin ``C.UTF-8`` locale and Materialize do.
 from __future__ import annotations
 
 import hashlib
+from functools import reduce
 import re
 
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED, PROGRAM_LIMIT_EXCEEDED
@@ -39,16 +40,23 @@ def _substr(a, e):
     return s[max(start, 1) - 1 : max(end - 1, 0)]
 
 
+def _null_if_any_null(S, args, result):
+    """Spark: ``result``, NULL when any of ``args`` is (a strict function's rule, which
+    Spark's greatest and least, that skip NULLs, would break)."""
+    return S.F.when(reduce(lambda x, y: x | y, [c.isNull() for c in args]), S.F.lit(None)).otherwise(result)
+
+
 def _substr_spark(S, a, e):
     # PostgreSQL: characters before position 1 count against the length.
     F = S.F
     s, start = a[0], a[1]
     first = F.greatest(start, F.lit(1))
     if len(a) == 2:
-        return s.substr(first, F.lit(2**31 - 1))
+        return _null_if_any_null(S, a, s.substr(first, F.lit(2**31 - 1)))
     n = a[2]
     body = s.substr(first, F.greatest(start + n - first, F.lit(0)))
-    return F.when(n < 0, S.fail("22011", "negative substring length not allowed")).otherwise(body)
+    return _null_if_any_null(S, a, F.when(n < 0, S.fail("22011", "negative substring length not allowed"))
+                             .otherwise(body))
 
 
 def _trim_py(kind):
@@ -94,16 +102,16 @@ def _right_py(a, e):
 def _left_spark(S, a, e):
     F = S.F
     s, n = a
-    return F.when(n >= 0, s.substr(F.lit(1), n)).otherwise(
-        s.substr(F.lit(1), F.greatest(F.char_length(s) + n, F.lit(0))))
+    return _null_if_any_null(S, a, F.when(n >= 0, s.substr(F.lit(1), n)).otherwise(
+        s.substr(F.lit(1), F.greatest(F.char_length(s) + n, F.lit(0)))))
 
 
 def _right_spark(S, a, e):
     F = S.F
     s, n = a
     tail = F.greatest(F.char_length(s) - n + 1, F.lit(1))
-    return F.when(n >= 0, s.substr(tail, F.lit(2**31 - 1))).otherwise(
-        s.substr(1 - n, F.lit(2**31 - 1)))
+    return _null_if_any_null(S, a, F.when(n >= 0, s.substr(tail, F.lit(2**31 - 1))).otherwise(
+        s.substr(1 - n, F.lit(2**31 - 1))))
 
 
 def _pad_py(left: bool):
@@ -374,17 +382,18 @@ register(
     Function("rtrim", (sig("text", ret="text"), sig("text", "text", ret="text")), _trim_py("rtrim"),
              _trim_spark("rtrim"), sql_names=("rtrim",), doc="9.4", samples=("rtrim(s)", "rtrim(s, 'dlo')")),
     Function("left", (sig("text", "int4", ret="text"),), _left_py, _left_spark, sql_names=("left",), doc="9.4",
-             samples=("left(s, 2)", "left(s, -2)", "left(s, i)")),
+             samples=("left(s, 2)", "left(s, -2)", "left(s, i)", "left(s, nullif(k, 1))")),
     Function("right", (sig("text", "int4", ret="text"),), _right_py, _right_spark, sql_names=("right",), doc="9.4",
-             samples=("right(s, 2)", "right(s, -2)", "right(s, 0)")),
+             samples=("right(s, 2)", "right(s, -2)", "right(s, 0)", "right(s, nullif(k, 1))")),
     Function("lpad", (sig("text", "int4", ret="text"), sig("text", "int4", "text", ret="text")), _pad_py(True),
              _pad_spark(True), sql_names=("lpad",), doc="9.4",
              samples=("lpad(s, 8)", "lpad(s, 8, 'xy')", "lpad(s, 2)", "lpad(s, 8, '')")),
     Function("rpad", (sig("text", "int4", ret="text"), sig("text", "int4", "text", ret="text")), _pad_py(False),
              _pad_spark(False), sql_names=("rpad",), doc="9.4", samples=("rpad(s, 8, '*')", "rpad(s, 1)")),
     Function("repeat", (sig("text", "int4", ret="text"),), _repeat_py,
-             lambda S, a, e: S.F.repeat(a[0], S.F.greatest(a[1], S.F.lit(0))), sql_names=("repeat",), doc="9.4",
-             samples=("repeat(s, 2)", "repeat(s, -1)")),
+             lambda S, a, e: _null_if_any_null(S, a, S.F.repeat(a[0], S.F.greatest(a[1], S.F.lit(0)))),
+             sql_names=("repeat",), doc="9.4",
+             samples=("repeat(s, 2)", "repeat(s, -1)", "repeat(s, nullif(k, 1))")),
     Function("reverse", T1, lambda a, e: a[0][::-1], lambda S, a, e: S.F.reverse(a[0]), sql_names=("reverse",),
              doc="9.4", samples=("reverse(s)",)),
     Function("split_part", (sig("text", "text", "int4", ret="text"),), _split_part_py, _split_part_spark,
