@@ -9,6 +9,7 @@ package creates for that purpose.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -100,3 +101,26 @@ def text_answer(conn: psycopg.Connection, sql: str) -> tuple[list[tuple] | None,
     res = cur.pgresult
     return [tuple(None if (v := res.get_value(r, c)) is None else v.decode() for c in range(res.nfields))
             for r in range(res.ntuples)], None
+
+
+@contextlib.contextmanager
+def differential_pair(server, setup: list[str], tables: list[str]):
+    """(sqlfront connection, reference PostgreSQL connection), both autocommit, after
+    ``setup`` ran on each (``tables`` are dropped on sqlfront first and after: the shared
+    server outlives the module); the reference server stops at the end."""
+    pg = PostgresReference().start()
+    ours, theirs = server.connect(), pg.connect()
+    ours.autocommit = True
+    try:
+        for t in tables:
+            ours.execute(f"DROP TABLE IF EXISTS {t}")
+        for c in (ours, theirs):
+            for stmt in setup:
+                c.execute(stmt)
+        yield ours, theirs
+        for t in tables:
+            ours.execute(f"DROP TABLE IF EXISTS {t}")
+    finally:
+        ours.close()
+        theirs.close()
+        pg.stop()

@@ -12,7 +12,7 @@ import collections
 import psycopg
 import pytest
 
-from pg_reference import PostgresReference, text_answer
+from pg_reference import differential_pair, text_answer
 from planner import functions as fn
 
 TABLE = "fx_t"
@@ -246,26 +246,9 @@ def _cases():
 
 
 @pytest.fixture(scope="module")
-def reference():
-    pg = PostgresReference().start()
-    with pg.connect() as c:
-        for stmt in SETUP:
-            c.execute(stmt)
-    yield pg
-    pg.stop()
-
-
-@pytest.fixture(scope="module")
-def both(server, reference):
-    ours = server.connect()
-    ours.autocommit = True
-    ours.execute(f"DROP TABLE IF EXISTS {TABLE}")
-    for stmt in SETUP:
-        ours.execute(stmt)
-    theirs = reference.connect()
-    yield ours, theirs
-    ours.close()
-    theirs.close()
+def both(server):
+    with differential_pair(server, SETUP, [TABLE]) as pair:
+        yield pair
 
 
 def _query(f, sample: str) -> str:

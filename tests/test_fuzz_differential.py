@@ -17,8 +17,7 @@ from __future__ import annotations
 import pytest
 
 import sqlfuzz
-from pg_reference import PostgresReference
-from test_functions_differential import _run
+from pg_reference import PostgresReference, text_answer
 
 #: substring of a query -> why sqlfront deliberately answers it differently (none yet)
 DIFFERENCES: dict[str, str] = {}
@@ -75,7 +74,7 @@ def _sorted(rows) -> list:
 def _answer(conn, sql: str):
     """(None: the names slot ``test_query_matches_postgres`` fills for ``SELECT *``,
     sorted rows as text, SQLSTATE) of ``sql``."""
-    rows, state = _run(conn, sql)
+    rows, state = text_answer(conn, sql)
     return (None, None, state) if state is not None else (None, _sorted(rows), None)
 
 

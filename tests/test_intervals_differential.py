@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from pg_reference import PostgresReference, text_answer
+from pg_reference import differential_pair, text_answer
 
 TABLE = "ivx_t"
 #: (interval, timestamp) rows of the table; k is the row number
@@ -85,27 +85,9 @@ def _values_table() -> str:
 
 
 @pytest.fixture(scope="module")
-def reference():
-    pg = PostgresReference().start()
-    with pg.connect() as c:
-        for stmt in SETUP:
-            c.execute(stmt)
-    yield pg
-    pg.stop()
-
-
-@pytest.fixture(scope="module")
-def both(server, reference):
-    ours = server.connect()
-    ours.autocommit = True
-    ours.execute(f"DROP TABLE IF EXISTS {TABLE}")
-    for stmt in SETUP:
-        ours.execute(stmt)
-    theirs = reference.connect()
-    yield ours, theirs
-    ours.execute(f"DROP TABLE IF EXISTS {TABLE}")
-    ours.close()
-    theirs.close()
+def both(server):
+    with differential_pair(server, SETUP, [TABLE]) as pair:
+        yield pair
 
 
 _run = text_answer  # (rows as PostgreSQL's text, or None), (SQLSTATE or None)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from pg_reference import PostgresReference
+from pg_reference import differential_pair
 
 #: table -> (column definitions, rows as SQL)
 TABLES = {
@@ -165,29 +165,15 @@ def _over_values(sql: str) -> str:
     return _values_tables() + sql
 
 
-@pytest.fixture(scope="module")
-def reference():
-    pg = PostgresReference().start()
-    with pg.connect() as c:
-        for name, (cols, rows) in TABLES.items():
-            c.execute(f"CREATE TABLE {name} ({cols})")
-            c.execute(f"INSERT INTO {name} VALUES {rows}")
-    yield pg
-    pg.stop()
+#: the tables of TABLES, created and filled
+SETUP = [s for name, (cols, rows) in TABLES.items()
+         for s in (f"CREATE TABLE {name} ({cols})", f"INSERT INTO {name} VALUES {rows}")]
 
 
 @pytest.fixture(scope="module")
-def both(server, reference):
-    ours = server.connect()
-    ours.autocommit = True
-    for name, (cols, rows) in TABLES.items():
-        ours.execute(f"DROP TABLE IF EXISTS {name}")
-        ours.execute(f"CREATE TABLE {name} ({cols})")
-        ours.execute(f"INSERT INTO {name} VALUES {rows}")
-    theirs = reference.connect()
-    yield ours, theirs
-    ours.close()
-    theirs.close()
+def both(server):
+    with differential_pair(server, SETUP, list(TABLES)) as pair:
+        yield pair
 
 
 def _run(conn, sql: str):
