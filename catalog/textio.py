@@ -159,7 +159,8 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
     raise SqlError(INVALID_TEXT_REPRESENTATION, f"cannot parse text as {t.sql()}")
 
 
-_TIME = re.compile(r"^\s*(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?\s*$")
+#: minutes and seconds may have one digit (DecodeTime: ``'1:2:3'`` is 01:02:03)
+_TIME = re.compile(r"^\s*(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?\s*$")
 
 
 def parse_time(s: str) -> dt.time:
@@ -187,7 +188,7 @@ def _fraction_micros(frac: str | None) -> int:
     return int(round(float("0." + frac) * 1_000_000)) if frac else 0
 
 
-_TIMETZ = re.compile(r"^\s*(\d{1,2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)\s*(?:(Z|UTC|GMT)|([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?)?\s*$",
+_TIMETZ = re.compile(r"^\s*(\d{1,2}:\d{1,2}(?::\d{1,2}(?:\.\d{1,9})?)?)\s*(?:(Z|UTC|GMT)|([+-])(\d{1,2})(?::?(\d{2}))?(?::?(\d{2}))?)?\s*$",
                      re.I)
 
 
@@ -412,7 +413,7 @@ def map_elements(v: list, f) -> list:
 
 _DATE = re.compile(r"^\s*(\d{1,7})-(\d{1,2})-(\d{1,2})\s*$")
 _TS = re.compile(
-    r"^\s*(\d{1,7})-(\d{1,2})-(\d{1,2})(?:[ T]+(\d{1,2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?\s*$"
+    r"^\s*(\d{1,7})-(\d{1,2})-(\d{1,2})(?:[ T]+(\d{1,2}):(\d{1,2})(?::(\d{1,2})(?:\.(\d{1,9}))?)?)?\s*$"
 )
 _ERA = re.compile(r"\s+(BC|AD)\s*$", re.I)
 #: date_in's and timestamp_in's special words (PostgreSQL 8.5.1.4) with fixed values

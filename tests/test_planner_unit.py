@@ -229,3 +229,15 @@ def test_issue_31_array_functions_of_several_dimensions(snap):
         with pytest.raises(SqlError) as ei:
             interpret.run(plan(snap, sql).plan, lambda t: [])
         assert ei.value.sqlstate == "0A000"
+
+
+@pytest.mark.parametrize("sql,expected", [
+    # found by Materialize's dates-times.slt; answers from PostgreSQL 18
+    ("SELECT to_char(TIMESTAMPTZ '1997-02-03 11:12:59.7777', 'YYYY-MM-DD HH24:MI:SS.MS TZ tz OF')",
+     [("1997-02-03 11:12:59.777 UTC utc +00",)]),
+    ("SELECT to_char(TIMESTAMP '1997-02-03 11:12:59.7777', 'HH24 TZ|OF|tz')", [("11 |+00|",)]),
+    ("SELECT TIMESTAMP '2020-01-01 1:2:3.789', TIME '1:2:3'",
+     [(dt.datetime(2020, 1, 1, 1, 2, 3, 789000), dt.time(1, 2, 3))]),
+])
+def test_time_zone_patterns_and_one_digit_time_fields(snap, sql, expected):
+    assert interpret.run(plan(snap, sql).plan, lambda t: []) == expected

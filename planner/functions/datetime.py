@@ -276,7 +276,11 @@ def _date_trunc_spark(S, a, e):
 # -- to_char / to_date / to_timestamp (PostgreSQL 9.8, table 9.30) ------------------
 
 _TOKENS = ("HH24", "HH12", "HH", "MI", "SS", "MS", "US", "YYYY", "YY", "MONTH", "Month", "month", "MON", "Mon",
-           "mon", "MM", "DAY", "Day", "day", "DY", "Dy", "dy", "DDD", "DD", "D", "AM", "PM", "am", "pm", "Q", "IW")
+           "mon", "MM", "DAY", "Day", "day", "DY", "Dy", "dy", "DDD", "DD", "D", "AM", "PM", "am", "pm", "Q", "IW",
+           "TZ", "tz", "OF")
+#: the time zone patterns: what they print comes from the value's zone (for a timestamp
+#: without one: no name, offset +00, as PostgreSQL's DCH_TZ / DCH_OF)
+_ZONE_TOKENS = ("TZ", "tz", "OF")
 _TOKEN_RE = re.compile(r'"((?:[^"\\]|\\.)*)"|(FM)?(' + "|".join(_TOKENS) + r")|(.)", re.S)
 _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
            "November", "December"]
@@ -320,6 +324,8 @@ def to_char_py(v, fmt: str) -> str:
         }.get(tok)
         if val is not None:
             out.append(val())
+        elif tok in _ZONE_TOKENS:
+            out.append(_zone_text(v, tok))
         elif tok.lower() == "month":
             w = _case(_MONTHS[v.month - 1], tok)
             out.append(w if fm else w.ljust(9))
@@ -331,6 +337,18 @@ def to_char_py(v, fmt: str) -> str:
         else:  # dy
             out.append(_case(_DAYS[dow][:3], tok))
     return "".join(out)
+
+
+def _zone_text(v, tok: str) -> str:
+    off = v.utcoffset() if isinstance(v, dt.datetime) else None
+    if off is None:  # a timestamp without time zone: no name, offset 0
+        return "+00" if tok == "OF" else ""
+    if tok == "OF":
+        secs = int(off.total_seconds())
+        h, rem = divmod(abs(secs), 3600)
+        return ("-" if secs < 0 else "+") + f"{h:02d}" + (f":{rem // 60:02d}" if rem else "")
+    name = v.tzname() or ""
+    return name.upper() if tok == "TZ" else name.lower()
 
 
 def _to_char_py(a, e):
@@ -370,6 +388,8 @@ def _to_char_spark(S, a, e):
         if simple is not None:
             pieces.append(simple())
             continue
+        if tok in _ZONE_TOKENS:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f'to_char pattern "{tok}" is not supported on table data')
         java = {"month": "MMMM", "mon": "MMM", "day": "EEEE", "dy": "EEE"}[tok.lower()]
         w = F.date_format(x, java)
         w = F.upper(w) if tok.isupper() else F.lower(w) if tok.islower() else w
