@@ -197,7 +197,10 @@ def evaluate(e, row: tuple = ()):
     args = [evaluate(a, row) for a in e.args]
     if entry.strict and any(v is None for v in args):
         return None
-    v = entry.py(args, e)
+    try:
+        v = entry.py(args, e)
+    except OverflowError:  # float arithmetic past the double range (exp(100000)): float.c's error
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow") from None
     if isinstance(v, (str, bytes)) and len(v) > _CHECKED_LEN:
         # What a function builds from values within the limits is at most a few times
         # their size (a || b): checked here, a chain of them stops at the first step past.

@@ -241,3 +241,22 @@ def test_issue_31_array_functions_of_several_dimensions(snap):
 ])
 def test_time_zone_patterns_and_one_digit_time_fields(snap, sql, expected):
     assert interpret.run(plan(snap, sql).plan, lambda t: []) == expected
+
+
+@pytest.mark.parametrize("sql,state", [
+    # Python's ValueError / OverflowError reached clients as internal errors (PostgreSQL 18's codes)
+    ("SELECT '1 day'::interval * 'NaN'::float8", "22008"),
+    ("SELECT exp(100000)", "22003"),
+    ("SELECT exp(100000::float8)", "22003"),
+])
+def test_float_edge_cases_are_clean_errors(snap, sql, state):
+    with pytest.raises(SqlError) as ei:
+        interpret.run(plan(snap, sql).plan, lambda t: [])
+    assert ei.value.sqlstate == state
+
+
+def test_interval_divided_by_infinity_is_zero(snap):
+    from catalog.types import Interval
+
+    assert interpret.run(plan(snap, "SELECT '1 day'::interval / 'Infinity'::float8").plan, lambda t: []) == [
+        (Interval(0, 0, 0),)]

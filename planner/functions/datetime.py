@@ -8,6 +8,7 @@ session's TimeZone shapes timestamptz input, output and casts only
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from decimal import Decimal
 
@@ -64,6 +65,9 @@ def datetime_arith(func: str, a, b, t: SqlType, ta: SqlType):
             return a - b
         if func in ("mul", "div"):
             iv, f = (a, b) if ta.name == "interval" else (b, a)
+            # interval_mul: NaN (and a product with infinity) is out of range; / infinity is 0
+            if isinstance(f, float) and (math.isnan(f) or (func == "mul" and math.isinf(f))):
+                raise SqlError(DATETIME_FIELD_OVERFLOW, "interval out of range")
             if func == "div":
                 if f == 0:
                     from planner.functions.math import div0
