@@ -483,6 +483,20 @@ SPREAD_MAX_PARTITIONS = 512
 SPILL_MIN_ROWS = 5_000_000
 
 
+def result_layout(plan, row_count) -> tuple[int | None, bool]:
+    """``(spread_partitions(...), spills(...))`` of ``plan`` from one size estimate: what
+    ``Lowerer.lower_result`` asks for every peek."""
+    from planner.optimize.joins import estimate_rows
+    from planner.plan import relations_read
+
+    rows = estimate_rows(plan, row_count)
+    largest = max((row_count(r) or 0 for r in relations_read(plan)), default=0)
+    spread = None
+    if rows >= SPREAD_MIN_ROWS and rows > largest:
+        spread = min(SPREAD_MAX_PARTITIONS, max(2, -(-int(rows) // SPREAD_ROWS_PER_PARTITION)))
+    return spread, spread is not None or rows >= SPILL_MIN_ROWS
+
+
 def spread_partitions(plan, row_count) -> int | None:
     """How many partitions a peek's result is spread over before it is sent, or None to
     send it as the plan makes it.
@@ -498,14 +512,7 @@ def spread_partitions(plan, row_count) -> int | None:
     than its largest input) goes through a shuffle, which spills to disk, into
     partitions of about ``SPREAD_ROWS_PER_PARTITION`` rows (Kyuubi bounds results by
     plan statistics the same way). ``row_count(relation)``: rows or None."""
-    from planner.optimize.joins import estimate_rows
-    from planner.plan import relations_read
-
-    rows = estimate_rows(plan, row_count)
-    largest = max((row_count(r) or 0 for r in relations_read(plan)), default=0)
-    if rows < SPREAD_MIN_ROWS or rows <= largest:
-        return None
-    return min(SPREAD_MAX_PARTITIONS, max(2, -(-int(rows) // SPREAD_ROWS_PER_PARTITION)))
+    return result_layout(plan, row_count)[0]
 
 
 def spills(plan, row_count) -> bool:
@@ -513,9 +520,7 @@ def spills(plan, row_count) -> bool:
     than Spark Connect's result stream: a spread result, or one estimated at
     ``SPILL_MIN_ROWS`` rows or more (a scan of a large table), since Spark Connect's
     driver keeps every batch its client has not read yet."""
-    from planner.optimize.joins import estimate_rows
-
-    return spread_partitions(plan, row_count) is not None or estimate_rows(plan, row_count) >= SPILL_MIN_ROWS
+    return result_layout(plan, row_count)[1]
 
 
 #: ``_result_order`` of a result ordered under a LIMIT
@@ -589,8 +594,7 @@ class Lowerer:
         """``plan`` lowered for collecting: interval columns become (months, days, micros)
         structs, since Spark's Arrow conversion has no CalendarInterval."""
         self.single_local = _exchanges(plan)
-        self.spread = spread_partitions(plan, self._rows)
-        self.spill = spills(plan, self._rows)
+        self.spread, self.spill = result_layout(plan, self._rows)
         if self.spread:
             order = _result_order(plan)
             if order is _LIMITED_ORDER:  # a top-k: Spark takes it in the driver, unspread
