@@ -41,6 +41,15 @@ class SqlError(Exception):
     def __repr__(self) -> str:
         return f"SqlError({self.sqlstate!r}, {self.message!r})"
 
+    def __reduce__(self):
+        # copy and pickle rebuild it with its fields (Exception's default passes only args)
+        return _rebuild, (type(self), self.sqlstate, self.message, self.detail, self.hint, self.position,
+                          self.severity)
+
+
+def _rebuild(cls, sqlstate, message, detail, hint, position, severity):
+    return cls(sqlstate, message, detail=detail, hint=hint, position=position, severity=severity)
+
 
 # Frequently used codes, named as in PostgreSQL's errcodes.txt.
 SYNTAX_ERROR = "42601"

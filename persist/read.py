@@ -239,3 +239,29 @@ def listen_updates(state: ShardState, lower: int, upper: int, url) -> list[pa.Ta
         if t.num_rows:
             out.append(t)
     return out
+
+
+def change_parts(state: ShardState, lower: int, upper: int) -> list[Part]:
+    """The parts of ``state`` that may hold updates at times in ``(lower, upper]`` (what
+    an incremental round after ``lower`` up to ``upper`` reads). Exact as long as the
+    shard's since is at most ``lower``: compaction moves only times at or below since."""
+    return [p for p in state.parts if p.max_time() > lower and p.min_time() <= upper]
+
+
+def change_times(state: ShardState, lower: int, upper: int, url) -> list[int]:
+    """The distinct times in ``(lower, upper]`` at which ``state`` has updates, ascending.
+    An append's part has its one time (``Part.ts``) in the state; a part of several
+    times (a materialized view's, compaction's) has its ``_mz_time`` column read (only
+    that column). ``url(key)`` is Blob's URL of a part."""
+    times: set[int] = set()
+    for p in change_parts(state, lower, upper):
+        if p.ts is not None:
+            times.add(p.ts)
+            continue
+        if p.inline is not None:
+            column = decode_inline(p.inline).column(TIME_COLUMN)
+        else:
+            column = ds.dataset(url(p.key).removeprefix("file://"), format="parquet").to_table(
+                columns=[TIME_COLUMN]).column(TIME_COLUMN)
+        times.update(t for t in pc.unique(column).to_pylist() if lower < t <= upper)
+    return sorted(times)

@@ -133,6 +133,11 @@ class ClusterCoordinator:
 
     # -- peeks ------------------------------------------------------------------------
 
+    def healthy_replicas(self) -> list[ReplicaHandle]:
+        """The replicas that are healthy and have a session now."""
+        with self._cond:
+            return self._healthy()
+
     def _healthy(self) -> list[ReplicaHandle]:
         return [h for h in self._replicas.values() if h.status == HEALTHY and h.session is not None]
 

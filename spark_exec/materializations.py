@@ -30,20 +30,25 @@ without a healthy replica advances nothing (reads wait, as in Materialize).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from concurrent.futures import FIRST_COMPLETED, wait
+from dataclasses import dataclass, replace
+from functools import reduce
 from typing import TYPE_CHECKING, Callable
 
 from catalog.errors import SqlError
 from catalog.snapshot import MaterializedView, Table
-from catalog.types import INT8
-from persist import DIFF_COLUMN, Backoff, PersistClient, UpperMismatch
-from planner.plan import Get, Plan, Project, SetOp
-from planner.scalar import Cast, ColRef, Literal
-from spark_exec.lower import BuiltinFn, spark_type
-from spark_exec.writes import PartUrls, write_job
+from persist import Backoff, PersistClient, SinceError, UpperMismatch
+from persist.read import change_parts, change_times
+from planner.incremental import incremental_plan
+from planner.plan import Plan
+from spark_exec.dataflow import Dataflow, timed_frame
+from spark_exec.errors import to_sql_error
+from spark_exec.lower import BuiltinFn
+from spark_exec.writes import PartUrls, stored_updates, write_job
 
 if TYPE_CHECKING:
     from spark_exec.cluster_coordinator import ClusterCoordinator
@@ -101,8 +106,15 @@ class MaterializationMaintainer:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._watched: set[str] = set()
-        #: view id -> the keys of the input parts its contents account for
-        self._seen: dict[str, frozenset[str]] = {}
+        #: (view id, replica id) -> the view's dataflow on that replica
+        self._flows: dict[tuple[str, str], Dataflow] = {}
+        self._flow_locks: dict[tuple[str, str], threading.Lock] = {}
+        #: (view id, id of its plan) -> its incremental plan
+        self._plans: dict = {}
+        #: view id -> [(time, read hold)] on its inputs
+        self._holds: dict[str, list] = {}
+        #: (view id, replica id) -> seconds its last hydration took
+        self.hydrations: dict[tuple[str, str], float] = {}
         self._thread: threading.Thread | None = None
         #: rounds that ran the query on a replica (for tests and metrics)
         self.computations = 0
@@ -202,6 +214,7 @@ class MaterializationMaintainer:
         ts = self.read_ts()
         st = persist.state(view.shard_id)
         if not st.seqno or st.sealed:  # dropped (or not created yet)
+            self._drop(view.id)
             return
         upper = st.upper
         target = ts
@@ -220,89 +233,147 @@ class MaterializationMaintainer:
             states[inp.shard_id] = ist
         if target < upper:
             return  # an input view is behind this one's upper
-        changed_at, considered = changed_time(states.values(), upper, target, self._seen.get(view.id))
-        if changed_at is None and upper == 0:
-            # Never computed, and no input has anything at any time (a query over no
-            # inputs, ``SELECT 1 + 1``): its first contents hold from the start, so a read
-            # that began waiting before this round (its time below ``target``) sees them.
-            changed_at = upper
-        if changed_at is None:
-            self._seen[view.id] = considered
+        if upper == 0:  # never computed: its contents at target
+            changed_at, _ = changed_time(states.values(), 0, target)
+            batch = self._compute(m, states, None, target)
+            self._append(m, batch, upper, changed_at if changed_at is not None else 0, target)
+            return
+        times = self._times(states, upper - 1, target)
+        if not times:
             if periodic or (requested is not None and upper <= requested):
                 persist.compare_and_append(view.shard_id, [], upper, target)
+            self._hold(m, target)
             return
-        batch = self._compute(m, upper, st.since, target)
-        r = persist.compare_and_append(view.shard_id, [batch] if batch is not None else [], upper, changed_at)
+        batch = self._compute(m, states, upper - 1, target)
+        if batch is not None:
+            batch = replace(batch, timed=(upper, target + 1))
+        self._append(m, batch, upper, target, target)
+
+    def _append(self, m: Materialization, batch, upper: int, at: int, target: int) -> None:
+        """Append ``batch`` (or nothing) at ``at`` and move the view's upper past ``target``."""
+        view = m.view
+        r = self.persist.compare_and_append(view.shard_id, [batch] if batch is not None else [], upper, at)
         if isinstance(r, UpperMismatch):  # someone else advanced it (a dropped and re-made cluster?)
             if batch is not None:
-                persist.delete_batch(batch)
+                self.persist.delete_batch(batch)
+            self._drop(view.id)  # the dataflows' state may be ahead of the view now
             return
-        self._seen[view.id] = considered
         if batch is not None and self.on_append is not None:
             self.on_append({view.shard_id})
-        if target > changed_at:
-            persist.compare_and_append(view.shard_id, [], changed_at + 1, target)
+        if target > at:
+            self.persist.compare_and_append(view.shard_id, [], at + 1, target)
+        self._hold(m, target)
 
-    def _compute(self, m: Materialization, upper: int, since: int, target: int):
-        """The difference between the query's rows at ``target`` and the view's contents
-        (its shard at ``upper - 1``), written by a replica as a batch of updates; None
-        when there is none.
+    def _times(self, states: dict, lower: int, upper: int) -> list[int]:
+        """The times in ``(lower, upper]`` at which some input has updates."""
+        url = self.persist.blob.url
+        return sorted(set().union(*[change_times(st, lower, upper, url) for st in states.values()]))
+
+    def _hold(self, m: Materialization, at: int) -> None:
+        """Hold the inputs' since at ``at`` (and no later than any dataflow's frontier), so
+        their updates after ``at`` keep their times (compaction moves only times at or
+        below since) and a replica can hydrate there."""
+        with self._lock:
+            flows = [f for (vid, _), f in self._flows.items() if vid == m.view.id]
+        frontiers = [f.frontier for f in flows if f.frontier is not None]
+        at = min([at] + frontiers)
+        old = self._holds.get(m.view.id, [])
+        if old and old[0][0] == at:
+            return
+        new = []
+        try:
+            for inp in m.inputs:
+                new.append((at, self.persist.hold(inp.shard_id, at)))
+        except SinceError as e:  # an input compacted past the view (after a restart): hydrate later
+            log.info("materialized view %s: %s", m.view.name, e)
+        self._holds[m.view.id] = new
+        for _, h in old:
+            self.persist.release(h)
+
+    def _drop(self, view_id: str) -> None:
+        """Forget the dataflows and holds of ``view_id`` (dropped, or its state is wrong)."""
+        with self._lock:
+            for key in [k for k in self._flows if k[0] == view_id]:
+                del self._flows[key]
+        for _, h in self._holds.pop(view_id, []):
+            self.persist.release(h)
+
+    def _incremental(self, m: Materialization):
+        key = (m.view.id, id(m.plan))
+        if key not in self._plans:
+            self._plans = {k: v for k, v in self._plans.items() if k[0] != m.view.id}
+            self._plans[key] = incremental_plan(m.plan)
+        return self._plans[key]
+
+    def _compute(self, m: Materialization, states: dict, lower: int | None, target: int):
+        """The view's change from ``lower`` to ``target`` (its contents at ``target`` when
+        ``lower`` is None), computed by the view's dataflow on each healthy replica and
+        written by the first to finish as a batch of updates; None when it is empty.
 
         Raises:
             SqlError: the query's errors (recorded for readers: ``error``); 55000 when the
-            cluster has no healthy replica."""
+            cluster has no healthy replica; 0A000 when the query has no incremental plan."""
         view = m.view
         cols = tuple((c.name, c.type) for c in view.columns)
         if len(m.plan.columns) != len(cols):
             raise SqlError("XX000", f'the query of materialized view "{view.name}" no longer has its columns')
-        n = len(cols)
-        names = tuple(c for c, _ in cols) + (DIFF_COLUMN,)
+        try:
+            inc = self._incremental(m)
+        except SqlError as e:
+            self._failed(view.id, e)
+            raise
+        urls = PartUrls(lambda: self.persist.new_part_url(view.shard_id))
+        write = write_job(view, urls.url_for, diffs=True, timed=lower is not None)
+        holds = [self.persist.hold(r.shard_id, target) for r in m.inputs]
 
-        def signed(plan, diff: int):
-            # the view's column types, as created (a plan may type a column more precisely)
-            refs = tuple(ColRef(i, pt) if pt == t else Cast(ColRef(i, pt), t)
-                         for i, ((_, pt), (_, t)) in enumerate(zip(plan.columns, cols)))
-            return Project(plan, refs + (Literal(diff, INT8),), names)
-
-        plan = signed(m.plan, 1)
-        if upper > 0:  # the view has contents to retract (a never computed one has none)
-            plan = SetOp("union", plan, signed(Get(view, cols), -1), True)
-        own_as_of = max(upper - 1, since)
-        holds = []
-        hold_lock = threading.Lock()
-
-        def scan(rel: Table):
-            snap, hold = self.persist.read(rel.shard_id, own_as_of if rel.id == view.id else target)
-            with hold_lock:
-                holds.append(hold)
+        def scan(rel: Table, as_of: int):
+            snap, hold = self.persist.read(rel.shard_id, as_of)
+            holds.append(hold)
             return snap
 
-        urls = PartUrls(lambda: self.persist.new_part_url(view.shard_id))
-        write = write_job(view, urls.url_for, diffs=True)
+        def changes(rel: Table, t: int):
+            return change_parts(states[rel.shard_id], t - 1, t)
 
-        def job(df, replica_id: str):
-            from pyspark.sql.connect import functions as F
-
-            keys = [f"c{i}" for i in range(n)]
-            df = df.toDF(*keys, DIFF_COLUMN)
-            # Each column in the storage type of the view's column (what its parts are read
-            # as: an unconstrained numeric's scale, say), before rows are compared.
-            df = df.select(*[F.col(k) if "interval" in (t.name, getattr(t.element, "name", None) if t.is_array else None) else F.col(k).cast(spark_type(t)).alias(k)
-                             for k, (_, t) in zip(keys, cols)], DIFF_COLUMN)
-            df = df.groupBy(*keys).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN))
-            # persist reads a part without retractions as one row per update: an addition
-            # of n copies is n updates of +1 (retractions make readers sum the diffs)
-            d = F.col(DIFF_COLUMN)
-            added = df.where(d > 0).select(*keys, F.explode(F.array_repeat(F.lit(1).cast("long"), d.cast("int")))
-                                           .alias(DIFF_COLUMN))
-            return write(added.unionAll(df.where(d < 0)), replica_id)
+        def run(h) -> str:
+            key = (view.id, h.id)
+            with self._lock:
+                flow = self._flows.get(key)
+            with self._flow_locks.setdefault(key, threading.Lock()):
+                session = h.session
+                if session is None:
+                    raise SqlError("55000", f"replica {h.label} has no session")
+                if (flow is None or flow.session is not session or flow.inc is not inc or flow.frontier is None
+                        or (lower is not None and flow.frontier > lower) or lower is None):
+                    flow = Dataflow(session, inc, self.persist.blob.url, self.builtin_rows)
+                with self._lock:
+                    self._flows[key] = flow
+                try:
+                    if lower is None:
+                        out = timed_frame(flow.hydrate(target, scan), len(cols), None)
+                    else:
+                        if flow.frontier is None:
+                            started = time.monotonic()
+                            flow.hydrate(lower, scan)
+                            self.hydrations[key] = time.monotonic() - started
+                        outs = []
+                        for t in self._times(states, flow.frontier, target):
+                            d = flow.step(t, changes)
+                            if d is not None and t > lower:
+                                outs.append(timed_frame(d, len(cols), t))
+                        flow.frontier = target
+                        if not outs:
+                            return ""
+                        out = reduce(lambda a, b: a.unionAll(b), outs)
+                    return write(stored_updates(out, cols, timed=lower is not None), h.id)
+                except BaseException:
+                    with self._lock:
+                        if self._flows.get(key) is flow:
+                            del self._flows[key]
+                    raise
 
         winner = None
         try:
-            # Held now, scanned when a replica lowers the plan (maybe after waiting for one).
-            for shard, ts in [(r.shard_id, target) for r in m.inputs] + [(view.shard_id, own_as_of)]:
-                holds.append(self.persist.hold(shard, ts))
-            winner = self.cc.peek(plan, scan, self.builtin_rows, self.replica_wait_s, None, self._stop, job)
+            winner = self._race(run)
         except SqlError as e:
             if e.sqlstate != "55000":
                 self._failed(view.id, e)
@@ -315,11 +386,45 @@ class MaterializationMaintainer:
         with self._lock:
             self._errors.pop(view.id, None)
         self.computations += 1
+        if not winner:
+            return None
         batch = self.persist.written_batch(urls.parts[winner][0], diffs=True)
         if batch.updates == 0:
             self.persist.delete_batch(batch)
             return None
         return batch
+
+    def _race(self, run) -> str | None:
+        """Run ``run(h)`` on every healthy replica (each keeps its own dataflow current);
+        the first to succeed wins. The others finish on their own (their parts are not
+        appended); a replica that fails drops its dataflow and hydrates again later.
+
+        Raises:
+            SqlError: the query's error when every replica that ran it failed; 55000 when
+            no replica was healthy for ``replica_wait_s``."""
+        deadline = time.monotonic() + self.replica_wait_s
+        while True:
+            futures = {}
+            for h in self.cc.healthy_replicas():
+                f = h.submit_peek(functools.partial(_on_replica, h, run))
+                if f is not None:
+                    futures[f] = h
+            if futures:
+                break
+            if time.monotonic() >= deadline or self._stop.is_set():
+                raise SqlError("55000", f'no replica of cluster "{self.cc.name}" is healthy')
+            self._stop.wait(0.1)
+        error = None
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                e = f.exception()
+                if e is None:
+                    return f.result() or None
+                if error is None or (isinstance(e, SqlError) and not isinstance(error, SqlError)):
+                    error = e
+        raise error if isinstance(error, SqlError) else SqlError("55000", f"maintaining the view failed: {error}")
 
     def _failed(self, view_id: str, e: SqlError) -> None:
         with self._lock:
@@ -353,3 +458,14 @@ def changed_time(states, upper: int, target: int, seen: frozenset[str] | None = 
             t = min(max(last, upper), target)
             out = t if out is None else max(out, t)
     return out, frozenset(considered)
+
+
+def _on_replica(h, run):
+    """``run(h)`` with a replica's failures (connection lost, crashed) and Spark's errors
+    as SqlError."""
+    try:
+        return run(h)
+    except SqlError:
+        raise
+    except Exception as e:
+        raise to_sql_error(e) from None

@@ -15,18 +15,19 @@ from typing import Callable
 from pyspark.sql.connect.dataframe import DataFrame
 
 from catalog.snapshot import Table
-from persist import DIFF_COLUMN
+from persist import DIFF_COLUMN, TIME_COLUMN
 from persist.write import COMPRESSION
 
 #: Parquet row group size of the parts a replica writes (bytes, before compression)
 PARQUET_BLOCK_BYTES = 16 << 20
 
 
-def write_job(table: Table, url_for: Callable[[str], str], diffs: bool):
+def write_job(table: Table, url_for: Callable[[str], str], diffs: bool, timed: bool = False):
     """A ClusterCoordinator job that writes the lowered plan's rows (``diffs``: plus a
-    last ``_mz_diff`` column) as a part at ``url_for(replica_id)``; returns the replica id.
-    Each replica racing the job writes its own URL, so the loser's files never mix in."""
-    names = [c.name for c in table.columns] + ([DIFF_COLUMN] if diffs else [])
+    last ``_mz_diff`` column; ``timed``: ``_mz_time`` before it) as a part at
+    ``url_for(replica_id)``; returns the replica id. Each replica racing the job writes
+    its own URL, so the loser's files never mix in."""
+    names = [c.name for c in table.columns] + ([TIME_COLUMN] if timed else []) + ([DIFF_COLUMN] if diffs else [])
 
     def job(df: DataFrame, replica_id: str) -> str:
         spark = df.sparkSession
@@ -60,3 +61,24 @@ class PartUrls:
         """Keys of the parts of every replica but ``winner`` (to delete)."""
         with self._lock:
             return [k for rid, (k, _) in self.parts.items() if rid != winner]
+
+
+def stored_updates(df: DataFrame, cols, timed: bool = False) -> DataFrame:
+    """Updates (``c0 .. cN-1``, then ``_t`` when ``timed``, then ``_d``) as a part stores
+    them for a relation of columns ``cols`` ((name, SqlType) pairs): each column cast to
+    its storage type (a plan may type it more precisely, an unconstrained numeric's
+    scale say), equal rows (at equal times) consolidated, and an addition of n copies
+    written as n updates of +1 (persist reads a part without retractions one row per
+    update; retractions make readers sum the diffs)."""
+    from pyspark.sql.connect import functions as F
+
+    from spark_exec.lower import spark_type
+
+    keys = [f"c{i}" for i in range(len(cols))]
+    stored = [F.col(k) if "interval" in (t.name, getattr(t.element, "name", None) if t.is_array else None)
+              else F.col(k).cast(spark_type(t)).alias(k) for k, (_, t) in zip(keys, cols)]
+    group = keys + (["_t"] if timed else [])
+    df = df.select(*stored, *(["_t"] if timed else []), "_d").groupBy(*group).agg(F.sum("_d").alias("_d"))
+    d = F.col("_d")
+    added = df.where(d > 0).select(*group, F.explode(F.array_repeat(F.lit(1).cast("long"), d.cast("int"))).alias("_d"))
+    return added.unionAll(df.where(d < 0))

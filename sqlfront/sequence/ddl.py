@@ -242,7 +242,8 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
     Raises:
         SqlError 42601 for a query that is not one SELECT; the planner's errors; 0A000
         for a query that reads system tables or temporary tables, or calls a function
-        whose value changes with the time or the session (``UNMATERIALIZABLE``); 42601
+        whose value changes with the time or the session (``UNMATERIALIZABLE``) or a plan
+        with no incremental rule (``planner.incremental``); 42601
         for more column names than columns; 42701 for a duplicate column name; the
         catalog's (``sequence_ddl.create_materialized_view``)."""
     from pglast.enums import SQLValueFunctionOp
@@ -250,6 +251,7 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
 
     from catalog.snapshot import Column, Table
     from planner.expr import ast_nodes
+    from planner.incremental import incremental_plan
     from planner.plan import relations_read
 
     try:
@@ -278,7 +280,8 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise SqlError("42701", f'column "{dup}" specified more than once')
-    reads = relations_read(QueryPlanner(snap).plan_select(query).plan)
+    optimized = QueryPlanner(snap).plan_select(query).plan
+    reads = relations_read(optimized)
     temps = {sc.name for sc in snap.schemas.values() if sc.temp}
     for r in reads:
         if r.builtin:
@@ -287,6 +290,7 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
         if r.schema in temps:
             raise SqlError(FEATURE_NOT_SUPPORTED,
                            f'materialized view "{stmt.name}" cannot depend on temporary table "{r.name}"')
+    incremental_plan(optimized)  # 0A000 for a shape with no incremental rule yet
     cols = tuple(Column(n, t) for n, (_, t) in zip(names, pq.plan.columns))
     ids = frozenset(r.id for r in reads if isinstance(r, Table))
     run(s, build.create_materialized_view(stmt.schema, stmt.name, RawStream()(query), cols,

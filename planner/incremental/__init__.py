@@ -1,0 +1,67 @@
+"""Incremental plans: how a materialized view, an index on a view or a SUBSCRIBE is kept
+current at the cost of its inputs' changes, not of its inputs (issue 25).
+
+``incremental_plan(plan)`` derives the incremental plan (``planner.incremental.nodes``)
+from an optimized plan by rules, each a pure function in its own module (the shape of
+``planner.optimize``), tried in ``RULES``' order on every plan node:
+
+1. ``linear.stored``: stored relations change by their shard's updates; subplans that
+   read nothing stored are constants.
+2. ``linear.linear``: Filter, Project, Unnest and UNION ALL apply to the change as they
+   are; an ORDER BY without LIMIT goes.
+3. ``joins.delta_join``: inner and cross joins are delta joins over arrangements.
+4. ``recompute.recompute``: GROUP BY, DISTINCT, set operations, outer/semi/anti joins,
+   TopK and window functions recompute the groups a change touches.
+
+A plan node no rule takes is refused with 0A000 naming it: a view is never silently
+recomputed whole. The references are DBSP (Budiu et al., VLDB 2023) and Materialize's
+rendering of MIR. Rendering the plan as Spark jobs is ``spark_exec.dataflow``'s; this
+package is pure (no Spark, no persist).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
+from planner.incremental.joins import delta_join
+from planner.incremental.linear import linear, stored
+from planner.incremental.nodes import Arrangement, Inc
+from planner.incremental.recompute import recompute
+from planner.plan import Get, Join, LateralJoin
+
+RULES = (stored, linear, delta_join, recompute)
+
+
+def incremental_plan(plan) -> Inc:
+    """The incremental plan of optimized plan ``plan``.
+
+    Raises:
+        SqlError: 0A000 when some node of ``plan`` has no incremental rule yet (named in
+        the message)."""
+    ids = itertools.count(1)
+
+    def arrange(source, keys) -> Arrangement:
+        return Arrangement(next(ids), tuple(keys), source)
+
+    def rec(p):
+        for rule in RULES:
+            n = rule(p, rec, arrange)
+            if n is not None:
+                return n
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"materialized views cannot maintain {_describe(p)} incrementally yet",
+                       hint="Use a view (not materialized) or SELECT the query directly.")
+
+    return rec(plan)
+
+
+def _describe(p) -> str:
+    if isinstance(p, Get):
+        return f'reads of system relation "{p.relation.name}"'
+    if isinstance(p, (Join, LateralJoin)):
+        return f"{p.kind} joins"
+    name = type(p).__name__
+    return {"Recursive": "WITH RECURSIVE", "WorkTable": "WITH RECURSIVE"}.get(name, name)
+
+
+__all__ = ["RULES", "incremental_plan"]

@@ -1,0 +1,165 @@
+"""Nodes of the incremental plan: how a view's changes are computed from its inputs'.
+
+An incremental plan has the shape of the optimized plan it comes from, and each node says
+how the node's *change* (its updates ``(row, time, diff)`` at one time) follows from its
+inputs' changes and from *arrangements*: the state an operator keeps, the integral of
+an input (every update up to the last time processed, consolidated), keyed for its
+lookups (Materialize's arrangements; DBSP's ``I`` operator).
+
+Every node has ``columns`` (the columns of the plan node it maintains) and ``plan`` (that
+plan node), so an arrangement can always be described, and hydrated, from the plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from planner.plan import Columns
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    """State one operator keeps: the integral of its input ``source`` (an incremental
+    node) up to the last time processed, keyed by ``keys`` (scalar expressions over the
+    source's columns; () for one key, the whole collection). ``id`` names it within its
+    plan (EXPLAIN, metrics)."""
+
+    id: int
+    keys: tuple
+    source: "Inc"
+
+    @property
+    def columns(self) -> Columns:
+        return self.source.columns
+
+
+@dataclass(frozen=True)
+class Input:
+    """A stored relation (a table's or a materialized view's shard): its changes are its
+    shard's updates at the time processed (persist's ``(row, time, diff)``)."""
+
+    plan: object
+
+    @property
+    def columns(self) -> Columns:
+        return self.plan.columns
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A subplan that reads no stored relation (VALUES, generate_series, ``SELECT 1``):
+    all of it arrives when the view is first computed, and it never changes after."""
+
+    plan: object
+
+    @property
+    def columns(self) -> Columns:
+        return self.plan.columns
+
+
+@dataclass(frozen=True)
+class Linear:
+    """A linear operator (Filter, Project, Unnest: one input row gives output rows on its
+    own): applied to its input's change as it is, each output row carrying the diff of
+    the input row it came from (DBSP: a linear operator is its own incremental
+    version). ``plan`` is the operator; its input is ``input``'s plan."""
+
+    plan: object
+    input: "Inc"
+
+    @property
+    def columns(self) -> Columns:
+        return self.plan.columns
+
+
+@dataclass(frozen=True)
+class UnionAll:
+    """``UNION ALL``: the change is the sum of the inputs' changes."""
+
+    plan: object
+    left: "Inc"
+    right: "Inc"
+
+    @property
+    def columns(self) -> Columns:
+        return self.plan.columns
+
+
+@dataclass(frozen=True)
+class DeltaJoin:
+    """An inner (or cross) join, bilinear: with ``A``, ``B`` the inputs' integrals before
+    the change and ``dA``, ``dB`` their changes, the change of ``A join B`` is
+    ``dA join B + A join dB + dA join dB``, diffs multiplied (DBSP, VLDB 2023, section 4;
+    Materialize's delta joins). ``left_state`` and ``right_state`` arrange the inputs by
+    the equi-join keys of ``plan.on``."""
+
+    plan: object
+    left: "Inc"
+    right: "Inc"
+    left_state: Arrangement
+    right_state: Arrangement
+
+    @property
+    def columns(self) -> Columns:
+        return self.plan.columns
+
+
+@dataclass(frozen=True)
+class Hole:
+    """A leaf of a ``Recompute``'s template: the rows of input ``index`` of the groups
+    being recomputed."""
+
+    index: int
+    columns: Columns
+
+
+@dataclass(frozen=True)
+class Recompute:
+    """An operator that is not linear (GROUP BY with any aggregate, DISTINCT, INTERSECT
+    and EXCEPT, outer, semi and anti joins, ORDER BY ... LIMIT, window functions), kept
+    current by recomputing only the groups its change touches: the groups are the
+    values of ``states[i].keys`` over input i (equal keys across inputs are one group;
+    NULL is a key like any other); the operator's output for a group depends only on
+    its inputs' rows of that group. The change is ``template`` over the touched groups'
+    rows after the change, minus ``template`` over their rows before it (DBSP's rule
+    for a non-linear operator, restricted to the changed keys as Materialize's
+    reductions are). ``template`` is ``plan`` with its inputs replaced by ``Hole``s."""
+
+    plan: object
+    inputs: tuple["Inc", ...]
+    states: tuple[Arrangement, ...]
+    template: object
+    #: what the operator is, for EXPLAIN (Reduce, Distinct, TopK, Window, SetOp, Join kind)
+    operator: str
+
+    @property
+    def columns(self) -> Columns:
+        return self.plan.columns
+
+
+Inc = Union[Input, Constant, Linear, UnionAll, DeltaJoin, Recompute]
+
+
+def inc_inputs(n) -> tuple:
+    """The incremental nodes ``n`` reads."""
+    if isinstance(n, (Input, Constant)):
+        return ()
+    if isinstance(n, Linear):
+        return (n.input,)
+    if isinstance(n, (UnionAll, DeltaJoin)):
+        return (n.left, n.right)
+    return n.inputs
+
+
+def arrangements(n) -> list[Arrangement]:
+    """Every arrangement of the plan under ``n``, inputs' first (the order they are
+    brought up to date in)."""
+    out: list[Arrangement] = []
+    for i in inc_inputs(n):
+        out.extend(arrangements(i))
+    if isinstance(n, DeltaJoin):
+        out += [n.left_state, n.right_state]
+    elif isinstance(n, Recompute):
+        out += list(n.states)
+    return out

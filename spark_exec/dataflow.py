@@ -1,0 +1,355 @@
+"""Rendering incremental plans (``planner.incremental``) as Spark jobs on a replica.
+
+A :class:`Dataflow` is one maintained query on one replica: its incremental plan, the
+arrangements its operators keep (:class:`Spine`: Spark-side batches of updates, held in
+the replica's memory), and its *frontier*: the time its arrangements are complete for.
+
+- ``hydrate(as_of)``: the arrangements are built from the inputs' snapshots at ``as_of``
+  (Materialize's hydration), and the query's contents at ``as_of`` come out as updates.
+- ``step(t)``: the inputs' updates at time ``t`` (just after the frontier) go through
+  the plan: each operator's change follows from its inputs' changes and its
+  arrangements (``planner.incremental.nodes``'s rules); each arrangement then takes its
+  input's change as a new batch. The output's change at ``t`` comes out as updates.
+
+Changes are DataFrames of the node's columns ``c0 .. cN-1`` and ``_d`` (the diff; rows
+need not be consolidated). The change of an arrangement's input is checkpointed
+(``localCheckpoint``: computed once, kept in the replica's memory, its lineage cut) and
+is then both used by the operator and kept as the arrangement's new batch. Batches are
+merged, consolidated, when a spine has more than ``Spine.MAX_BATCHES`` of them.
+
+Everything here runs on the thread that owns the replica's Spark session for this
+dataflow; nothing here holds a row in environmentd (inline input parts excepted: they
+are in persist's state already, and go to Spark as local relations).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from functools import reduce
+from typing import Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyspark.sql.connect.functions as F
+from pyspark.sql.connect.dataframe import DataFrame
+
+from catalog.snapshot import Table
+from catalog.types import INT8
+from persist import DIFF_COLUMN, TIME_COLUMN, Part
+from persist.write import decode_inline
+from planner.incremental.nodes import (
+    Arrangement, Constant, DeltaJoin, Hole, Input, Linear, Recompute, UnionAll, arrangements,
+)
+from planner.plan import Project, Unnest
+from planner.scalar import ColRef
+from spark_exec.lower import Lowerer, _file_schema, _from_storage, read_layout
+
+log = logging.getLogger(__name__)
+
+#: the diff column of a change
+D = "_d"
+
+#: (table, time) -> the parts of the table's shard with updates at that time
+ChangesFn = Callable[[Table, int], list[Part]]
+
+
+def _names(n: int) -> list[str]:
+    return [f"c{i}" for i in range(n)]
+
+
+class Spine:
+    """One arrangement's contents on one replica: batches of updates (``c0 .. cN-1``,
+    ``_d``) whose sum is the arrangement's input up to the dataflow's frontier. The first
+    batch (hydration's) is cached as columns (Spark's cache: compressed, columnar); the
+    later ones are checkpoints of each step's change. Immutable: ``with_batch`` gives the
+    next spine, so a change computed against the old one stays valid."""
+
+    #: batches past the first before they are merged into one
+    MAX_BATCHES = 8
+
+    def __init__(self, columns: int, batches: tuple[DataFrame, ...] = ()):
+        self.columns = columns
+        self.batches = batches
+
+    def frame(self) -> DataFrame | None:
+        """Every update of the arrangement (not consolidated), or None when it has none."""
+        return reduce(DataFrame.unionAll, self.batches) if self.batches else None
+
+    def with_batch(self, df: DataFrame) -> "Spine":
+        """This spine with ``df`` (checkpointed already) added; the batches after the
+        first merged into one, consolidated, when there are too many."""
+        batches = self.batches + (df,)
+        if len(batches) > self.MAX_BATCHES + 1:
+            rest = consolidate(reduce(DataFrame.unionAll, batches[1:]), self.columns).localCheckpoint(eager=True)
+            batches = (batches[0], rest)
+        return Spine(self.columns, batches)
+
+
+def consolidate(df: DataFrame, columns: int) -> DataFrame:
+    """``df``'s updates with equal rows summed, those summing to 0 left out
+    (Materialize's consolidation)."""
+    return df.groupBy(*_names(columns)).agg(F.sum(D).alias(D)).filter(F.col(D) != 0)
+
+
+def _expand(df: DataFrame, columns: int) -> DataFrame:
+    """The rows of a collection of updates (``c0 .. cN-1``, ``_d``): consolidated, each
+    row repeated its count times."""
+    summed = consolidate(df, columns).filter(F.col(D) > 0)
+    return summed.select(*_names(columns), F.explode(F.array_repeat(F.lit(0), F.col(D).cast("int"))).alias("_n")
+                         ).select(*_names(columns))
+
+
+def _signed(df: DataFrame, columns: int, diff: int) -> DataFrame:
+    return df.select(*_names(columns), F.lit(diff).cast("long").alias(D))
+
+
+class BoundFrame:
+    """A plan leaf whose lowering is a given DataFrame (a change, an arrangement's rows)."""
+
+    def __init__(self, df: DataFrame, columns):
+        self.df = df
+        self.columns = columns
+
+
+class _DataflowLowerer(Lowerer):
+    """The Lowerer, with ``BoundFrame`` leaves and ``Hole``s bound to DataFrames."""
+
+    holes: dict[int, DataFrame] = {}
+
+    def _BoundFrame(self, p: "BoundFrame") -> DataFrame:
+        return p.df
+
+    def _Hole(self, p: Hole) -> DataFrame:
+        return self.holes[p.index]
+
+
+class Dataflow:
+    """One incremental plan (``inc``) maintained on one replica's Spark session (see the
+    module doc). ``url(key)`` is Blob's URL of a part. Not thread-safe: one thread
+    drives it."""
+
+    def __init__(self, session, inc, url, builtin_rows):
+        self.session = session
+        self.inc = inc
+        self.url = url
+        self.builtin_rows = builtin_rows
+        #: the time the arrangements are complete for (None: not hydrated)
+        self.frontier: int | None = None
+        self.spines: dict[int, Spine] = {}
+        #: rows each arrangement got at hydration (for the state's size)
+        self.hydrated_rows: dict[int, int] = {}
+
+    # -- the two entry points ------------------------------------------------------------
+
+    def hydrate(self, as_of: int, scan) -> DataFrame:
+        """Build every arrangement from the inputs at ``as_of`` (``scan(table, as_of)``
+        gives a table's snapshot); returns the query's contents there as updates (lazy:
+        the caller decides whether to compute them)."""
+        self.scan = scan
+        self.spines = {a.id: Spine(len(a.columns)) for a in arrangements(self.inc)}
+        self._time, self._hydrating = as_of, True
+        self._memo: dict[int, DataFrame | None] = {}
+        self._lowerer = self._make_lowerer(as_of)
+        out = self._delta(self.inc)
+        self.frontier = as_of
+        self._hydrating = False
+        return out if out is not None else self._empty(self.inc.columns)
+
+    def step(self, t: int, changes: ChangesFn) -> DataFrame | None:
+        """Bring the arrangements from the frontier to ``t`` (> frontier, and no input has
+        an update between the two; ``changes(table, t)`` gives the parts with a table's
+        updates at ``t``); returns the output's change at ``t`` (lazy), or None when it
+        is empty for sure."""
+        assert self.frontier is not None and t > self.frontier
+        self.changes = changes
+        self._time, self._hydrating = t, False
+        self._memo = {}
+        self._lowerer = self._make_lowerer(t)
+        out = self._delta(self.inc)
+        self.frontier = t
+        return out
+
+    def state_batches(self) -> int:
+        return sum(len(s.batches) for s in self.spines.values())
+
+    # -- changes of each node ------------------------------------------------------------
+
+    def _make_lowerer(self, as_of: int) -> _DataflowLowerer:
+        lw = _DataflowLowerer(self.session, lambda rel: self.scan(rel, as_of), self.builtin_rows)
+        lw.holes = {}
+        return lw
+
+    def _empty(self, columns) -> DataFrame:
+        """No updates, of ``columns`` ((name, SqlType) pairs)."""
+        from pyspark.sql import types as T
+
+        schema = self._lowerer._schema(columns)
+        return self.session.createDataFrame([], T.StructType(schema.fields + [T.StructField(D, T.LongType())]))
+
+    def _delta(self, n) -> DataFrame | None:
+        key = id(n)
+        if key not in self._memo:
+            self._memo[key] = getattr(self, "_d_" + type(n).__name__)(n)
+        return self._memo[key]
+
+    def _d_Input(self, n: Input) -> DataFrame | None:
+        rel = n.plan.relation
+        k = len(n.columns)
+        if self._hydrating:
+            return _signed(self._lowerer.lower(n.plan), k, 1)
+        parts = self.changes(rel, self._time)
+        if not parts:
+            return None
+        return changes_frame(self.session, rel, parts, self._time, self.url)
+
+    def _d_Constant(self, n: Constant) -> DataFrame | None:
+        return _signed(self._lowerer.lower(n.plan), len(n.columns), 1) if self._hydrating else None
+
+    def _d_Linear(self, n: Linear) -> DataFrame | None:
+        d = self._delta(n.input)
+        if d is None:
+            return None
+        k = len(n.input.columns)
+        # The diff rides along as one more input column: Filter keeps it, Project is
+        # given it as one more output, Unnest keeps it before its new columns.
+        leaf = BoundFrame(d.withColumnRenamed(D, f"c{k}"), n.input.columns + ((D, INT8),))
+        p = replace(n.plan, input=leaf)
+        if isinstance(p, Project):
+            p = Project(leaf, p.exprs + (ColRef(k, INT8),), p.names + (D,))
+        out = self._lowerer.lower(p)
+        m = len(n.columns)
+        if isinstance(p, Unnest):
+            return out.select(*[f"c{i}" for i in range(k)], *[F.col(f"c{k + 1 + j}").alias(f"c{k + j}")
+                                                              for j in range(m - k)], F.col(f"c{k}").alias(D))
+        return out.withColumnRenamed(f"c{m if isinstance(p, Project) else k}", D)
+
+    def _d_UnionAll(self, n: UnionAll) -> DataFrame | None:
+        parts = [d for d in (self._delta(n.left), self._delta(n.right)) if d is not None]
+        return reduce(DataFrame.unionAll, parts) if parts else None
+
+    def _arranged(self, a: Arrangement) -> tuple[DataFrame | None, DataFrame | None]:
+        """``(rows before the change, the change)`` of arrangement ``a``'s input, the
+        change checkpointed and added to ``a``'s spine (from the next step on)."""
+        d = self._delta(a.source)
+        spine = self.spines[a.id]
+        before = spine.frame()
+        if d is not None:
+            if self._hydrating:  # the big first batch: Spark's columnar cache
+                d = d.cache()
+                self.hydrated_rows[a.id] = d.count()
+            else:
+                d = d.localCheckpoint(eager=True)
+            self.spines[a.id] = spine.with_batch(d)
+            self._memo[id(a.source)] = d  # the source's change is computed once
+        return before, d
+
+    def _d_DeltaJoin(self, n: DeltaJoin) -> DataFrame | None:
+        a, da = self._arranged(n.left_state)
+        b, db = self._arranged(n.right_state)
+        terms = [(da, b), (a, db), (da, db)]
+        out = [self._join(n, x, y, broadcast=not self._hydrating and x is da)
+               for x, y in terms if x is not None and y is not None]
+        return reduce(DataFrame.unionAll, out) if out else None
+
+    def _join(self, n: DeltaJoin, left: DataFrame, right: DataFrame, broadcast: bool) -> DataFrame:
+        """``left`` joined with ``right`` by ``n.plan``'s condition, diffs multiplied."""
+        nl, nr = len(n.left.columns), len(n.right.columns)
+        right = right.select(*[F.col(f"c{j}").alias(f"c{nl + j}") for j in range(nr)], F.col(D).alias("_dr"))
+        if broadcast:
+            left = F.broadcast(left)
+        if n.plan.kind == "cross" or n.plan.on is None:
+            joined = left.crossJoin(right)
+        else:
+            joined = left.join(right, on=self._lowerer.scalar(n.plan.on), how="inner")
+        return joined.select(*_names(nl + nr), (F.col(D) * F.col("_dr")).alias(D))
+
+    def _d_Recompute(self, n: Recompute) -> DataFrame | None:
+        got = [self._arranged(a) for a in n.states]
+        if all(d is None for _, d in got):
+            return None
+        m = len(n.columns)
+        if self._hydrating:  # nothing before: the operator over all of its input
+            new = [d if d is not None else self._empty(i.columns) for (_, d), i in zip(got, n.inputs)]
+            return _signed(self._template(n, new), m, 1)
+        touched = self._touched(n, [d for _, d in got])
+        before, after = [], []
+        for (old, d), a, i in zip(got, n.states, n.inputs):
+            old = self._restrict(old, a, touched) if old is not None else None
+            rows = [x for x in (old, d) if x is not None]  # a change is all of touched groups
+            before.append(old if old is not None else self._empty(i.columns))
+            after.append(reduce(DataFrame.unionAll, rows) if rows else self._empty(i.columns))
+        return _signed(self._template(n, after), m, 1).unionAll(_signed(self._template(n, before), m, -1))
+
+    def _template(self, n: Recompute, inputs: list[DataFrame]) -> DataFrame:
+        """``n.template`` over the rows of the updates ``inputs`` (one per input)."""
+        lw = self._lowerer
+        saved = lw.holes
+        # At hydration every update is a +1 (a snapshot's rows, and what operators make of
+        # them): the rows are the updates' rows, no consolidation needed.
+        lw.holes = {i: df.select(*_names(len(inp.columns))) if self._hydrating else _expand(df, len(inp.columns))
+                    for i, (df, inp) in enumerate(zip(inputs, n.inputs))}
+        try:
+            return lw.lower(n.template)
+        finally:
+            lw.holes = saved
+
+    def _keyed(self, df: DataFrame, a: Arrangement) -> DataFrame:
+        return df.select("*", *[self._lowerer.scalar(k).alias(f"_k{j}") for j, k in enumerate(a.keys)])
+
+    def _touched(self, n: Recompute, changes: list[DataFrame | None]) -> DataFrame | None:
+        """The distinct keys (``_k0 ..``) of the changes' rows: the groups to recompute;
+        None for an operator of one group."""
+        if not n.states[0].keys:
+            return None
+        keys = [self._keyed(d, a).select(*[f"_k{j}" for j in range(len(a.keys))])
+                for d, a in zip(changes, n.states) if d is not None]
+        return reduce(DataFrame.unionAll, keys).distinct()
+
+    def _restrict(self, df: DataFrame, a: Arrangement, touched: DataFrame | None) -> DataFrame:
+        """The updates of ``df`` whose keys are among ``touched`` (NULL equal to NULL)."""
+        if touched is None:
+            return df
+        keyed = self._keyed(df, a)
+        t = F.broadcast(touched.select(*[F.col(f"_k{j}").alias(f"_t{j}") for j in range(len(a.keys))]))
+        on = reduce(lambda x, y: x & y, [keyed[f"_k{j}"].eqNullSafe(t[f"_t{j}"]) for j in range(len(a.keys))])
+        return keyed.join(t, on, "left_semi").select(*_names(len(a.columns)), D)
+
+
+def changes_frame(spark, table: Table, parts: list[Part], t: int, url) -> DataFrame:
+    """The updates of ``table``'s ``parts`` at time ``t`` as a change: ``c0 .. cN-1`` (the
+    table's columns, as lowered plans have them) and ``_d``."""
+    names = [c.name for c in table.columns]
+    frames = []
+    inline = []
+    by_layout: dict[tuple[bool, bool], list[str]] = {}
+    for p in parts:
+        if p.inline is not None:
+            tbl = decode_inline(p.inline)
+            if TIME_COLUMN in tbl.column_names:
+                tbl = tbl.filter(pc.equal(tbl.column(TIME_COLUMN), t))
+            diff = tbl.column(DIFF_COLUMN) if DIFF_COLUMN in tbl.column_names else pa.repeat(
+                pa.scalar(1, pa.int64()), tbl.num_rows)
+            inline.append(tbl.select(names).append_column(DIFF_COLUMN, diff))
+        else:
+            by_layout.setdefault((p.diffs, p.diffs and p.ts is None), []).append(url(p.key))
+    for (diffs, timed), urls in by_layout.items():
+        df = read_layout(spark, table, urls, diffs, timed)
+        if timed:
+            df = df.filter(F.col(TIME_COLUMN) == F.lit(t))
+        diff = F.col(DIFF_COLUMN) if diffs else F.lit(1).cast("long")
+        frames.append(df.select(*[f"`{n}`" for n in names], diff.alias(DIFF_COLUMN)))
+    if inline:
+        from pyspark.sql import types as T
+
+        schema = T.StructType(_file_schema(table).fields + [T.StructField(DIFF_COLUMN, T.LongType(), True)])
+        frames.append(spark.createDataFrame(pa.concat_tables(inline, promote_options="permissive"), schema=schema))
+    df = reduce(DataFrame.unionAll, frames)
+    return df.select(*[_from_storage(F.col(f"`{n}`"), c.type).alias(f"c{i}") for i, (n, c) in
+                       enumerate(zip(names, table.columns))], F.col(DIFF_COLUMN).alias(D))
+
+
+def timed_frame(d: DataFrame, columns: int, t: int | None) -> DataFrame:
+    """A change (``c0 .. cN-1``, ``_d``) with its time as ``_t`` before ``_d`` (``t`` None:
+    no time column, for contents appended at one time)."""
+    return d.select(*_names(columns), *([F.lit(t).cast("long").alias("_t")] if t is not None else []), D)
