@@ -39,7 +39,7 @@ from catalog.types import INT8
 from persist import DIFF_COLUMN, TIME_COLUMN, Part
 from persist.write import decode_inline
 from planner.incremental.nodes import (
-    Arrangement, Constant, DeltaJoin, Hole, Input, Linear, Recompute, UnionAll, arrangements,
+    Accumulate, Arrangement, Constant, DeltaJoin, Hole, Input, Linear, Recompute, UnionAll, arrangements, inc_inputs,
 )
 from planner.plan import Project, Unnest
 from planner.scalar import ColRef
@@ -60,17 +60,19 @@ def _names(n: int) -> list[str]:
 
 class Spine:
     """One arrangement's contents on one replica: batches of updates (``c0 .. cN-1``,
-    ``_d``) whose sum is the arrangement's input up to the dataflow's frontier. The first
-    batch (hydration's) is cached as columns (Spark's cache: compressed, columnar); the
-    later ones are checkpoints of each step's change. Immutable: ``with_batch`` gives the
-    next spine, so a change computed against the old one stays valid."""
+    ``_d``) whose sum is the arrangement's input up to the dataflow's frontier: the
+    hydration's checkpoint, then each step's change (checkpointed too, unless it is rows
+    sent inside the plan). Immutable: ``with_batch`` gives the next spine, so a change
+    computed against the old one stays valid."""
 
     #: batches past the first before they are merged into one
     MAX_BATCHES = 8
 
-    def __init__(self, columns: int, batches: tuple[DataFrame, ...] = ()):
+    def __init__(self, columns: int, batches: tuple[DataFrame, ...] = (), merge=None):
         self.columns = columns
         self.batches = batches
+        #: batches -> one batch with the same contents (default: ``consolidate``)
+        self.merge = merge or (lambda df: consolidate(df, columns))
 
     def frame(self) -> DataFrame | None:
         """Every update of the arrangement (not consolidated), or None when it has none."""
@@ -81,9 +83,9 @@ class Spine:
         first merged into one, consolidated, when there are too many."""
         batches = self.batches + (df,)
         if len(batches) > self.MAX_BATCHES + 1:
-            rest = consolidate(reduce(DataFrame.unionAll, batches[1:]), self.columns).localCheckpoint(eager=True)
+            rest = self.merge(reduce(DataFrame.unionAll, batches[1:])).localCheckpoint(eager=True)
             batches = (batches[0], rest)
-        return Spine(self.columns, batches)
+        return Spine(self.columns, batches, self.merge)
 
 
 def consolidate(df: DataFrame, columns: int) -> DataFrame:
@@ -137,8 +139,6 @@ class Dataflow:
         #: the time the arrangements are complete for (None: not hydrated)
         self.frontier: int | None = None
         self.spines: dict[int, Spine] = {}
-        #: rows each arrangement got at hydration (for the state's size)
-        self.hydrated_rows: dict[int, int] = {}
 
     # -- the two entry points ------------------------------------------------------------
 
@@ -148,9 +148,14 @@ class Dataflow:
         the caller decides whether to compute them)."""
         self.scan = scan
         self.spines = {a.id: Spine(len(a.columns)) for a in arrangements(self.inc)}
-        self._time, self._hydrating = as_of, True
         self._memo: dict[int, DataFrame | None] = {}
         self._lowerer = self._make_lowerer(as_of)
+        self._sums = {n.state.id: _Sums(n, self._lowerer) for n in _accumulations(self.inc)}
+        for sid, sums in self._sums.items():
+            self.spines[sid] = Spine(0, merge=sums.merge)
+        self._time, self._hydrating = as_of, True
+        #: ids of nodes whose change is all rows sent inside the plan (no job to read)
+        self._local: set[int] = set()
         out = self._delta(self.inc)
         self.frontier = as_of
         self._hydrating = False
@@ -165,6 +170,7 @@ class Dataflow:
         self.changes = changes
         self._time, self._hydrating = t, False
         self._memo = {}
+        self._local = set()
         self._lowerer = self._make_lowerer(t)
         out = self._delta(self.inc)
         self.frontier = t
@@ -201,6 +207,8 @@ class Dataflow:
         parts = self.changes(rel, self._time)
         if not parts:
             return None
+        if all(p.inline is not None for p in parts):
+            self._local.add(id(n))
         return changes_frame(self.session, rel, parts, self._time, self.url)
 
     def _d_Constant(self, n: Constant) -> DataFrame | None:
@@ -210,6 +218,8 @@ class Dataflow:
         d = self._delta(n.input)
         if d is None:
             return None
+        if id(n.input) in self._local:
+            self._local.add(id(n))
         k = len(n.input.columns)
         # The diff rides along as one more input column: Filter keeps it, Project is
         # given it as one more output, Unnest keeps it before its new columns.
@@ -226,6 +236,8 @@ class Dataflow:
 
     def _d_UnionAll(self, n: UnionAll) -> DataFrame | None:
         parts = [d for d in (self._delta(n.left), self._delta(n.right)) if d is not None]
+        if all(id(i) in self._local or self._delta(i) is None for i in (n.left, n.right)):
+            self._local.add(id(n))
         return reduce(DataFrame.unionAll, parts) if parts else None
 
     def _arranged(self, a: Arrangement) -> tuple[DataFrame | None, DataFrame | None]:
@@ -235,11 +247,13 @@ class Dataflow:
         spine = self.spines[a.id]
         before = spine.frame()
         if d is not None:
-            if self._hydrating:  # the big first batch: Spark's columnar cache
-                d = d.cache()
-                self.hydrated_rows[a.id] = d.count()
-            else:
+            if id(a.source) not in self._local or self._hydrating:
+                # A checkpoint, not Spark's cache: later plans over it have a leaf where
+                # the cache would keep the whole plan that made it, which Spark analyses
+                # and matches against its cache again in every round.
                 d = d.localCheckpoint(eager=True)
+            # else: a change of rows sent inside the plan (persist's inline parts) through
+            # linear operators is as cheap to read again as a checkpoint, and needs no job
             self.spines[a.id] = spine.with_batch(d)
             self._memo[id(a.source)] = d  # the source's change is computed once
         return before, d
@@ -316,6 +330,154 @@ class Dataflow:
         return keyed.join(t, on, "left_semi").select(*_names(len(a.columns)), D)
 
 
+    def _d_Accumulate(self, n: Accumulate) -> DataFrame | None:
+        d = self._delta(n.input)
+        if d is None:
+            return None
+        sums = self._sums[n.state.id]
+        lw = self._lowerer
+        p = n.plan
+        # The change's sums per group: each update's row counted with its diff's sign,
+        # |diff| times.
+        rows = d.select("*", F.explode(F.array_repeat(F.signum(F.col(D)).cast("long"), F.abs(F.col(D)).cast("int")))
+                        .alias("_s"))
+        xs = sums.arguments(lw)
+        keyed = rows.select(*[lw.scalar(k).alias(f"_k{j}") for j, k in enumerate(p.keys)],
+                            *[x.alias(f"_x{j}") for j, (_, x) in enumerate(xs)], "_s")
+        change = keyed.groupBy(*sums.keys).agg(*sums.of_rows(xs))
+        spine = self.spines[n.state.id]
+        before = spine.frame()
+        if id(n.input) not in self._local or self._hydrating:
+            change = change.localCheckpoint(eager=True)
+        self.spines[n.state.id] = spine.with_batch(change)
+        if self._hydrating:
+            return _signed(sums.final(lw, sums.total(change), "new_"), len(n.columns), 1)
+        if before is not None and p.keys:
+            touched = F.broadcast(change.select(*[F.col(k).alias(f"_t{j}") for j, k in enumerate(sums.keys)]))
+            on = reduce(lambda x, y: x & y, [before[k].eqNullSafe(touched[f"_t{j}"]) for j, k in enumerate(sums.keys)])
+            before = before.join(touched, on, "left_semi")
+        # Old and new sums of the touched groups in one aggregation: the state's rows
+        # count for both, the change's for the new ones only.
+        both = change.withColumn("_new", F.lit(True))
+        if before is not None:
+            both = before.withColumn("_new", F.lit(False)).unionAll(both)
+        totals = both.groupBy(*sums.keys).agg(*sums.old_and_new())
+        old = sums.final(lw, totals, "old_")
+        new = sums.final(lw, totals, "new_")
+        m = len(n.columns)
+        return _signed(new, m, 1).unionAll(_signed(old, m, -1))
+
+
+class _Sums:
+    """The sums an accumulating GROUP BY keeps (``planner.incremental.accumulate``):
+    its aggregates' registry lowerings are run with a toolkit whose ``F.sum`` and
+    ``F.count`` are recorded (``arguments``) or read back from the kept sums
+    (``final``), so the value of each aggregate comes from the very expression a query
+    computes it with. Columns: ``_k*`` (the group's keys), ``_v{j}`` (the sum of the
+    j-th recorded argument), ``_n{j}`` (how many of its values are not NULL), ``_rows``
+    (the group's row count)."""
+
+    def __init__(self, n: Accumulate, lw):
+        self.n = n
+        self.keys = [f"_k{j}" for j in range(len(n.plan.keys))]
+        calls = len(self.arguments(lw))
+        self.names = [c for j in range(calls) for c in (f"_v{j}", f"_n{j}")] + ["_rows"]
+
+    def arguments(self, lw) -> list[tuple[str, object]]:
+        """(``sum`` or ``count``, argument column) of each Spark sum and count the
+        aggregates' lowerings take, in order."""
+        kit = _SumsToolkit(lw, record=True)
+        for a in self.n.plan.aggregates:
+            lw.aggregate(a, toolkit=kit)
+        return kit.F.calls
+
+    def of_rows(self, xs) -> list:
+        """The sums of signed rows (``_x{j}``, and ``_s``: +1 or -1)."""
+        s = F.col("_s")
+        out = []
+        for j in range(len(xs)):
+            x = F.col(f"_x{j}")
+            out.append(F.sum(F.when(s > 0, x).otherwise(-x)).alias(f"_v{j}"))
+            out.append(F.coalesce(F.sum(F.when(x.isNotNull(), s).otherwise(F.lit(0).cast("long"))),
+                                  F.lit(0).cast("long")).alias(f"_n{j}"))
+        # coalesce: a GROUP BY without keys over no rows has its one row, counting 0
+        return out + [F.coalesce(F.sum(s), F.lit(0).cast("long")).alias("_rows")]
+
+    def merge(self, df: DataFrame) -> DataFrame:
+        """Batches of sums as one: summed per group."""
+        return df.groupBy(*self.keys).agg(*[F.sum(c).alias(c) for c in self.names])
+
+    def total(self, df: DataFrame) -> DataFrame:
+        """Sums as the ``new_`` columns ``final`` reads."""
+        return df.select(*self.keys, *[F.col(c).alias("new_" + c) for c in self.names])
+
+    def old_and_new(self) -> list:
+        """Aggregates over kept sums (``_new`` false) and the change's (``_new`` true):
+        ``old_*`` the kept ones alone, ``new_*`` both."""
+        out = []
+        for c in self.names:
+            v = F.col(c)
+            old = F.sum(F.when(~F.col("_new"), v))
+            if not c.startswith("_v"):  # counts of nothing are 0 (a sum of nothing stays NULL)
+                old = F.coalesce(old, F.lit(0).cast("long"))
+            out += [old.alias("old_" + c), F.sum(v).alias("new_" + c)]
+        return out
+
+    def final(self, lw, totals: DataFrame, prefix: str) -> DataFrame:
+        """The GROUP BY's rows from sums ``prefix + _v{j}`` etc.: a group with no rows
+        left has none (a GROUP BY without keys always has its one row)."""
+        kit = _SumsToolkit(lw, record=False, prefix=prefix)
+        k = len(self.keys)
+        aggs = [lw.aggregate(a, toolkit=kit).alias(f"c{k + j}") for j, a in enumerate(self.n.plan.aggregates)]
+        out = totals.select(*[F.col(c).alias(f"c{j}") for j, c in enumerate(self.keys)], *aggs,
+                            F.col(prefix + "_rows").alias("_rows"))
+        if self.keys:
+            out = out.filter(F.col("_rows") > 0)
+        return out.drop("_rows")
+
+
+class _SumsF:
+    """``F`` for ``_Sums``: ``sum`` and ``count`` recorded or read back; the rest Spark's."""
+
+    def __init__(self, record: bool, prefix: str):
+        self.record = record
+        self.prefix = prefix
+        self.calls: list[tuple[str, object]] = []
+        self._next = 0
+
+    def __getattr__(self, name):
+        if name in ("sum", "count"):
+            return lambda x: self._take(name, x)
+        return getattr(F, name)
+
+    def _take(self, name: str, x):
+        if self.record:
+            self.calls.append((name, x))
+            return F.lit(0)
+        j = self._next
+        self._next += 1
+        n = F.col(f"{self.prefix}_n{j}")
+        return n if name == "count" else F.when(n > 0, F.col(f"{self.prefix}_v{j}"))
+
+
+class _SumsToolkit:
+    """The Lowerer as an aggregate's registry entry sees it, with ``_SumsF`` as ``F``."""
+
+    def __init__(self, lowerer, record: bool, prefix: str = ""):
+        self._lowerer = lowerer
+        self.F = _SumsF(record, prefix)
+
+    def __getattr__(self, name):
+        return getattr(self._lowerer, name)
+
+
+def _accumulations(n) -> list[Accumulate]:
+    out = [n] if isinstance(n, Accumulate) else []
+    for i in inc_inputs(n):
+        out.extend(_accumulations(i))
+    return out
+
+
 def changes_frame(spark, table: Table, parts: list[Part], t: int, url) -> DataFrame:
     """The updates of ``table``'s ``parts`` at time ``t`` as a change: ``c0 .. cN-1`` (the
     table's columns, as lowered plans have them) and ``_d``."""
@@ -336,7 +498,7 @@ def changes_frame(spark, table: Table, parts: list[Part], t: int, url) -> DataFr
     for (diffs, timed), urls in by_layout.items():
         df = read_layout(spark, table, urls, diffs, timed)
         if timed:
-            df = df.filter(F.col(TIME_COLUMN) == F.lit(t))
+            df = df.crossJoin(time_relation(spark, t)).filter(F.col(TIME_COLUMN) == F.col("_tv"))
         diff = F.col(DIFF_COLUMN) if diffs else F.lit(1).cast("long")
         frames.append(df.select(*[f"`{n}`" for n in names], diff.alias(DIFF_COLUMN)))
     if inline:
@@ -349,7 +511,17 @@ def changes_frame(spark, table: Table, parts: list[Part], t: int, url) -> DataFr
                        enumerate(zip(names, table.columns))], F.col(DIFF_COLUMN).alias(D))
 
 
+def time_relation(spark, t: int) -> DataFrame:
+    """One row, one column ``_tv`` = ``t``: a time given to a plan as data, not as a
+    literal. Spark compiles literals into its generated code, so a plan with a new time
+    in each round would be compiled anew each round (hundreds of ms); with the time as
+    data, each round's plan compiles to the code of the last one and reuses it."""
+    return F.broadcast(spark.createDataFrame([(t,)], "_tv long"))
+
+
 def timed_frame(d: DataFrame, columns: int, t: int | None) -> DataFrame:
     """A change (``c0 .. cN-1``, ``_d``) with its time as ``_t`` before ``_d`` (``t`` None:
     no time column, for contents appended at one time)."""
-    return d.select(*_names(columns), *([F.lit(t).cast("long").alias("_t")] if t is not None else []), D)
+    if t is None:
+        return d.select(*_names(columns), D)
+    return d.crossJoin(time_relation(d.sparkSession, t)).select(*_names(columns), F.col("_tv").alias("_t"), D)

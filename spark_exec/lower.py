@@ -939,9 +939,11 @@ class Lowerer:
             collected = F.array_sort(collected, compare)
         return F.transform(collected, lambda s_: s_["v"])
 
-    def aggregate(self, a: AggCall, over=None) -> SparkColumn:
+    def aggregate(self, a: AggCall, over=None, toolkit=None) -> SparkColumn:
         """``a`` as a Spark aggregate (its registry entry's lowering, FILTER applied to
-        the argument); with ``over`` (a window spec) as a window aggregate."""
+        the argument); with ``over`` (a window spec) as a window aggregate; with
+        ``toolkit``, the entry sees that instead of this Lowerer (its ``F`` decides what
+        Spark's aggregate functions become: ``spark_exec.dataflow``'s accumulators)."""
         entry = FUNCTIONS[a.func]
         if a.func == "count_star":
             x = F.lit(1) if a.filter is None else F.when(self.scalar(a.filter).eqNullSafe(F.lit(True)), F.lit(1))
@@ -949,6 +951,8 @@ class Lowerer:
             x = self.scalar(a.arg)
             if a.filter is not None:
                 x = F.when(self.scalar(a.filter).eqNullSafe(F.lit(True)), x)
+        if toolkit is not None:
+            return entry.spark(toolkit, x, a)
         if over is None:
             return entry.spark(self, x, a)
         # The window goes on the aggregate itself, not on the casts around it.

@@ -10,20 +10,25 @@ is the fallback) and, for each view in dependency order, in rounds:
 1. picks ``target``: the newest timestamp every input is complete for. A table is
    complete for the oracle's read timestamp (``read_ts`` never passes an unapplied
    write); a materialized view for its upper - 1.
-2. If an input has updates the view has not accounted for (a part it has not seen:
-   compaction moves times back to since, so times alone cannot tell; after a restart,
-   parts' time bounds in ``[upper, target]``) or the view was never computed, the query runs again on a replica of the cluster at
-   ``target`` (a view never computed whose inputs have no updates at all puts its first
-   contents at time 0: they hold from the start), next to the view's current contents (its shard at ``upper - 1``) with
-   diff -1; the replica consolidates the two (``(row, sum(diff))`` where the sum is not
-   0; an addition of n copies as n updates of +1, what persist's readers expect of a
-   part without retractions) and writes the difference as a part straight to Blob
-   (``spark_exec.writes``). It is appended by compare-and-append at the newest input update's timestamp, then the upper
-   is advanced to ``target + 1``. Updates of several input timestamps that arrive
-   together are folded into the newest one (as SUBSCRIBE's re-run path does).
-3. Otherwise the upper moves to ``target + 1`` by an empty compare-and-append, when a
-   reader asks for it (``request``) or every ``ADVANCE_S`` seconds.
+2. A view never computed gets its contents at ``target`` from its dataflow's hydration
+   (appended at the newest input update's time, or at 0 when its inputs have none: they
+   hold from the start).
+3. Otherwise the times in ``(upper - 1, target]`` at which some input has updates go,
+   in order, through the view's *dataflow* on every healthy replica
+   (``spark_exec.dataflow``: the incremental plan of ``planner.incremental`` over
+   arrangements held in the replica's memory): each time's change of the view comes
+   out of the inputs' changes at that time, and the first replica to finish writes
+   them all as one part with their times (``_mz_time``) straight to Blob, appended by
+   compare-and-append with the upper moved to ``target + 1``. Waiting writes are one
+   round, but each keeps its own time: a read ``AS OF`` any of them is exact.
+4. With no input update, the upper moves to ``target + 1`` by an empty
+   compare-and-append, when a reader asks for it (``request``) or every ``ADVANCE_S``
+   seconds.
 
+A replica's dataflow is hydrated (its arrangements built from the inputs' snapshots) the
+first time it runs on that replica's session, at the view's upper - 1, and again after
+the replica restarts or a round fails on it; the inputs' since is held at the view's
+frontier so that is always possible and the inputs' updates after it keep their times.
 All state is the shard's: a restarted process resumes from the upper it finds. A cluster
 without a healthy replica advances nothing (reads wait, as in Materialize).
 """
@@ -34,7 +39,7 @@ import functools
 import logging
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from functools import reduce
 from typing import TYPE_CHECKING, Callable
@@ -83,6 +88,8 @@ class MaterializationMaintainer:
     ADVANCE_S = 1.0
     #: longest wait for input changes between looks at requests (seconds)
     WAIT_S = 0.05
+    #: views of one cluster stepped at once
+    CONCURRENT_VIEWS = 4
     #: longest pause before computing a view again after its query failed (seconds)
     MAX_RETRY_S = 10.0
 
@@ -106,6 +113,7 @@ class MaterializationMaintainer:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._watched: set[str] = set()
+        self._pool = ThreadPoolExecutor(self.CONCURRENT_VIEWS, thread_name_prefix=f"materialize-{cc.name}")
         #: (view id, replica id) -> the view's dataflow on that replica
         self._flows: dict[tuple[str, str], Dataflow] = {}
         self._flow_locks: dict[tuple[str, str], threading.Lock] = {}
@@ -129,6 +137,7 @@ class MaterializationMaintainer:
         for shard in list(self._watched):
             self.persist.unwatch(shard)
         self._watched.clear()
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def request(self, view_id: str, ts: int) -> None:
         """A reader waits for view ``view_id``'s upper to pass ``ts``: advance it soon."""
@@ -164,13 +173,12 @@ class MaterializationMaintainer:
             if periodic:
                 last_advance = time.monotonic()
             if mats and self.cc.has_healthy_replica():
-                for m in mats:
+                # Views of one level (none reads another of its level) step at once; a
+                # level after the levels it reads (Materialize runs every dataflow at once).
+                for level in _levels(mats):
                     if self._stop.is_set():
                         return
-                    try:
-                        self._step(m, requests.get(m.view.id), periodic)
-                    except Exception as e:
-                        log.warning("maintaining materialized view %s: %s", m.view.name, e)
+                    list(self._pool.map(lambda m: self._step_logged(m, requests.get(m.view.id), periodic), level))
             # What readers asked for and did not get yet (an input view of another
             # cluster is behind, no healthy replica) is asked again next round.
             live = {m.view.id: m.view for m in mats}
@@ -179,6 +187,12 @@ class MaterializationMaintainer:
                     if vid in live and self.persist.latest(live[vid].shard_id).upper <= ts:
                         self._requests[vid] = max(ts, self._requests.get(vid, -1))
             self._wait(seen, poll)
+
+    def _step_logged(self, m: Materialization, requested: int | None, periodic: bool) -> None:
+        try:
+            self._step(m, requested, periodic)
+        except Exception as e:
+            log.warning("maintaining materialized view %s: %s", m.view.name, e)
 
     def _wait(self, seen: dict[str, int], poll: Backoff) -> None:
         """Until an input shard changes (``seen``: its seqnos now), a reader asks, the
@@ -347,6 +361,7 @@ class MaterializationMaintainer:
                     flow = Dataflow(session, inc, self.persist.blob.url, self.builtin_rows)
                 with self._lock:
                     self._flows[key] = flow
+                started_round = time.monotonic()
                 try:
                     if lower is None:
                         out = timed_frame(flow.hydrate(target, scan), len(cols), None)
@@ -364,7 +379,11 @@ class MaterializationMaintainer:
                         if not outs:
                             return ""
                         out = reduce(lambda a, b: a.unionAll(b), outs)
-                    return write(stored_updates(out, cols, timed=lower is not None), h.id)
+                    t0 = time.monotonic()
+                    written = write(stored_updates(out, cols, timed=lower is not None), h.id)
+                    log.debug("view %s on replica %s: round %.2f s, its write %.2f s", view.name, h.label,
+                              time.monotonic() - started_round, time.monotonic() - t0)
+                    return written
                 except BaseException:
                     with self._lock:
                         if self._flows.get(key) is flow:
@@ -458,6 +477,20 @@ def changed_time(states, upper: int, target: int, seen: frozenset[str] | None = 
             t = min(max(last, upper), target)
             out = t if out is None else max(out, t)
     return out, frozenset(considered)
+
+
+def _levels(mats: list[Materialization]) -> list[list[Materialization]]:
+    """``mats`` (in dependency order) in levels: a view's level is one more than the
+    highest level of the views among ``mats`` it reads."""
+    level: dict[str, int] = {}
+    out: list[list[Materialization]] = []
+    for m in mats:
+        k = 1 + max([level[i.id] for i in m.inputs if i.id in level], default=-1)
+        level[m.view.id] = k
+        while len(out) <= k:
+            out.append([])
+        out[k].append(m)
+    return out
 
 
 def _on_replica(h, run):

@@ -10,7 +10,9 @@ from an optimized plan by rules, each a pure function in its own module (the sha
 2. ``linear.linear``: Filter, Project, Unnest and UNION ALL apply to the change as they
    are; an ORDER BY without LIMIT goes.
 3. ``joins.delta_join``: inner and cross joins are delta joins over arrangements.
-4. ``recompute.recompute``: GROUP BY, DISTINCT, set operations, outer/semi/anti joins,
+4. ``accumulate.accumulate``: GROUP BY whose aggregates are all sums (count, sum, avg of
+   exact numbers) keeps per-group sums and adds the change's.
+5. ``recompute.recompute``: GROUP BY, DISTINCT, set operations, outer/semi/anti joins,
    TopK and window functions recompute the groups a change touches.
 
 A plan node no rule takes is refused with 0A000 naming it: a view is never silently
@@ -24,13 +26,14 @@ from __future__ import annotations
 import itertools
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
+from planner.incremental.accumulate import accumulate
 from planner.incremental.joins import delta_join
 from planner.incremental.linear import linear, stored
 from planner.incremental.nodes import Arrangement, Inc
 from planner.incremental.recompute import recompute
 from planner.plan import Get, Join, LateralJoin
 
-RULES = (stored, linear, delta_join, recompute)
+RULES = (stored, linear, delta_join, accumulate, recompute)
 
 
 def incremental_plan(plan) -> Inc:

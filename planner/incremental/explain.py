@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from planner.explain import explain, expr_text
 from planner.incremental.nodes import (
-    Arrangement, Constant, DeltaJoin, Input, Linear, Recompute, UnionAll, inc_inputs,
+    Accumulate, Arrangement, Constant, DeltaJoin, Input, Linear, Recompute, UnionAll, inc_inputs,
 )
 
 
@@ -40,6 +40,8 @@ def explain_incremental(n) -> list[str]:
         elif isinstance(n, Recompute):
             lines.append(f"{pad}Recompute {n.operator} per group: {_op(n.template)} "
                          f"state=[{'; '.join(_state(a) for a in n.states)}]")
+        elif isinstance(n, Accumulate):
+            lines.append(f"{pad}Accumulate {_op(n.plan)} state=[{_state(n.state)}: sums per group]")
         for i in inc_inputs(n):
             emit(i, depth + 1)
 

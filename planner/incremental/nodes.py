@@ -138,14 +138,29 @@ class Recompute:
         return self.plan.columns
 
 
-Inc = Union[Input, Constant, Linear, UnionAll, DeltaJoin, Recompute]
+@dataclass(frozen=True)
+class Accumulate:
+    """A GROUP BY whose aggregates are all functions of sums over the group's rows
+    (``planner.incremental.accumulate``): ``state`` keeps, per group of ``plan.keys``,
+    those sums and the group's row count, not the input's rows."""
+
+    plan: object
+    input: "Inc"
+    state: Arrangement
+
+    @property
+    def columns(self) -> Columns:
+        return self.plan.columns
+
+
+Inc = Union[Input, Constant, Linear, UnionAll, DeltaJoin, Recompute, Accumulate]
 
 
 def inc_inputs(n) -> tuple:
     """The incremental nodes ``n`` reads."""
     if isinstance(n, (Input, Constant)):
         return ()
-    if isinstance(n, Linear):
+    if isinstance(n, (Linear, Accumulate)):
         return (n.input,)
     if isinstance(n, (UnionAll, DeltaJoin)):
         return (n.left, n.right)
@@ -162,4 +177,6 @@ def arrangements(n) -> list[Arrangement]:
         out += [n.left_state, n.right_state]
     elif isinstance(n, Recompute):
         out += list(n.states)
+    elif isinstance(n, Accumulate):
+        out.append(n.state)
     return out
