@@ -180,12 +180,15 @@ class ShowCreate:
 
 @dataclass(frozen=True)
 class ExplainPlan:
-    """``EXPLAIN [RAW | DECORRELATED | OPTIMIZED | PHYSICAL] PLAN [AS TEXT] FOR query``
-    (Materialize): ``stage`` is raw, decorrelated, optimized or physical; ``query`` the text
-    of the SELECT."""
+    """``EXPLAIN [RAW | DECORRELATED | OPTIMIZED | PHYSICAL | INCREMENTAL] PLAN [AS TEXT]
+    FOR query`` (Materialize), and ``EXPLAIN INCREMENTAL PLAN FOR MATERIALIZED VIEW name``:
+    ``stage`` is raw, decorrelated, optimized, physical or incremental; ``query`` the
+    text of the SELECT (for a materialized view, a SELECT of it, which privileges are
+    checked on); ``view`` the view's (schema or None, name)."""
 
     stage: str
     query: str
+    view: tuple[str | None, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -512,13 +515,19 @@ class _Parser:
     def parse(self):
         if self.accept("EXPLAIN"):
             stage = "optimized"
-            for w in ("RAW", "DECORRELATED", "OPTIMIZED", "PHYSICAL"):
+            for w in ("RAW", "DECORRELATED", "OPTIMIZED", "PHYSICAL", "INCREMENTAL"):
                 if self.accept(w):
                     stage = w.lower()
             self.expect("PLAN")
             if self.accept("AS"):
                 self.expect("TEXT")
             self.expect("FOR")
+            if stage == "incremental" and self.accept("MATERIALIZED", "VIEW"):
+                start = self.i
+                view = self.object_name()
+                name = self.sql[self.toks[start].start:self.toks[self.i - 1].end + 1]
+                self.done()
+                return ExplainPlan(stage, f"SELECT * FROM {name}", view)
             return ExplainPlan(stage, self.rest_text())
         if self.word(0) == "CREATE" and self.word(1) in ("DEFAULT", "INDEX"):
             return self.create_index()
@@ -780,7 +789,7 @@ class _Parser:
 
 
 _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER"),
-           ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PHYSICAL"), ("EXPLAIN", "PLAN"),
+           ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PHYSICAL"), ("EXPLAIN", "INCREMENTAL"), ("EXPLAIN", "PLAN"),
            ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS"),
            ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT"), ("SHOW", "ROLES"),
            ("CREATE", "MATERIALIZED"), ("SHOW", "MATERIALIZED"), ("SHOW", "CREATE")}

@@ -354,7 +354,20 @@ def explain_stmt(s: Session, stmt, sql: str, params) -> Result:
 
 
 def explain_plan(s: Session, stmt, sql: str, params) -> Result:
-    """Materialize's ``EXPLAIN [RAW | DECORRELATED | OPTIMIZED | PHYSICAL] PLAN FOR query``."""
+    """Materialize's ``EXPLAIN [RAW | DECORRELATED | OPTIMIZED | PHYSICAL] PLAN FOR query``,
+    and ``EXPLAIN INCREMENTAL PLAN FOR {query | MATERIALIZED VIEW name}``: how a
+    materialized view (of that query) is kept current (``planner.incremental``).
+
+    Raises:
+        SqlError 42P01 / 42809 for a name that is no materialized view; 0A000 for a
+        query with no incremental plan."""
+    if stmt.view is not None:
+        from catalog.snapshot import MaterializedView
+
+        rel = s.env.snapshot.resolve_relation(*stmt.view)
+        if not isinstance(rel, MaterializedView):
+            raise SqlError("42809", f"{stmt.view[1]} is not a materialized view")
+        return explain(s, parse_one(rel.sql), "incremental", params)
     return explain(s, parse_one(stmt.query), stmt.stage, params)
 
 
@@ -377,8 +390,14 @@ def explain(s: Session, q, stage: str, params) -> Result:
     plan = planner.plan_raw(q).plan
     if stage == "decorrelated":
         plan = optimize(plan, rules=DECORRELATION)
-    elif stage in ("optimized", "physical"):
+    elif stage in ("optimized", "physical", "incremental"):
         plan = optimize(plan, s.env.row_count)
+    if stage == "incremental":
+        from planner.incremental import incremental_plan
+        from planner.incremental.explain import explain_incremental
+
+        lines = explain_incremental(incremental_plan(plan))
+        return Result("EXPLAIN", [("Incremental Plan", TEXT)], [(line,) for line in lines])
     if stage == "physical" and interpret.is_fast_path(plan):
         return Result("EXPLAIN", [("Physical Plan", TEXT)], [("Evaluated in environmentd: the query reads no table",)])
     if stage == "physical":

@@ -1,0 +1,134 @@
+"""The incremental rules (planner.incremental): which rule keeps each plan shape, the
+state and keys each operator gets, refusals with 0A000, and EXPLAIN INCREMENTAL PLAN's
+lines. Pure Python; the rules' answers are checked through the wire by
+tests/test_ivm_differential.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pglast
+import pytest
+
+from catalog.durable import CatalogStore
+from catalog.errors import SqlError
+from catalog.snapshot import Table
+from planner.ddl import plan_columns
+from planner.incremental import incremental_plan
+from planner.incremental.explain import explain_incremental
+from planner.incremental.nodes import (
+    Accumulate, Constant, DeltaJoin, Input, Recompute, UnionAll, arrangements, inc_inputs,
+)
+from planner.query import QueryPlanner
+from planner.scalar import ColRef
+from sqlfront import tpch
+
+
+@pytest.fixture(scope="module")
+def snap():
+    s = CatalogStore(":memory:").load()
+    ddl = {"t": "a int, b int, f float8, n numeric", "u": "a int, c text"}
+    tables = {}
+    for i, (name, cols) in enumerate(ddl.items()):
+        c = plan_columns(pglast.parse_sql(f"CREATE TABLE {name} ({cols})")[0].stmt)
+        tables[f"u{i + 1}"] = Table(f"u{i + 1}", "public", name, c, f"s{i + 1}")
+    return s.with_changes(tables=tables)
+
+
+def inc(snap, sql):
+    return incremental_plan(QueryPlanner(snap).plan_select(pglast.parse_sql(sql)[0].stmt).plan)
+
+
+def kinds(n) -> list[str]:
+    out = [type(n).__name__]
+    for i in inc_inputs(n):
+        out += kinds(i)
+    return out
+
+
+def test_linear_operators_apply_to_the_change_as_they_are(snap):
+    n = inc(snap, "SELECT a + 1, b FROM t WHERE b > 2 UNION ALL SELECT a, 0 FROM u ORDER BY 1")
+    assert isinstance(n, UnionAll)
+    assert set(kinds(n)) == {"UnionAll", "Linear", "Input"} and not arrangements(n)
+
+
+def test_inner_join_is_a_delta_join_keyed_by_its_equi_join_columns(snap):
+    n = inc(snap, "SELECT t.b, u.c FROM t JOIN u ON t.a = u.a AND t.b < 3")
+    (j,) = [x for x in _nodes(n) if isinstance(x, DeltaJoin)]
+    assert j.left_state.keys == (ColRef(0, j.left.columns[0][1]),)
+    assert [k.index for k in j.right_state.keys] == [0]
+
+
+def test_accumulable_group_by_keeps_sums_and_the_rest_recomputes_groups(snap):
+    n = top(inc(snap, "SELECT a, count(*), sum(b), avg(n), count(f) FROM t GROUP BY a"), Accumulate)
+    assert [k.index for k in n.state.keys] == [0]
+    for sql in ("SELECT a, max(b) FROM t GROUP BY a", "SELECT a, sum(f) FROM t GROUP BY a",
+                "SELECT a, count(DISTINCT b) FROM t GROUP BY a", "SELECT DISTINCT a FROM t"):
+        r = inc(snap, sql)
+        assert top(r, Recompute) is not None and top(r, Accumulate) is None, sql
+    assert top(inc(snap, "SELECT count(*) FROM t"), Accumulate).state.keys == ()  # one group
+
+
+def test_outer_semi_anti_joins_recompute_the_groups_of_their_equi_join_keys(snap):
+    for sql, op in [("SELECT * FROM t LEFT JOIN u ON t.a = u.a", "LeftJoin"),
+                    ("SELECT * FROM t FULL JOIN u ON t.a = u.a", "FullJoin"),
+                    ("SELECT * FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.a = t.a)", "SemiJoin"),
+                    ("SELECT * FROM t WHERE NOT EXISTS (SELECT 1 FROM u WHERE u.a = t.a)", "AntiJoin")]:
+        (r,) = [x for x in _nodes(inc(snap, sql)) if isinstance(x, Recompute)]
+        assert r.operator == op, sql
+        assert all(len(a.keys) == 1 for a in r.states), sql
+
+
+def test_topk_breaks_ties_by_every_column(snap):
+    r = inc(snap, "SELECT a, b FROM t ORDER BY a LIMIT 3")
+    assert isinstance(r, Recompute) and r.operator == "TopK"
+    assert [k.index for k in r.template.input.keys] == [0, 1, 2, 3][:len(r.template.input.keys)]
+
+
+def test_constants_arrive_once(snap):
+    assert isinstance(inc(snap, "SELECT 1 AS x"), Constant)
+    n = inc(snap, "SELECT a FROM t UNION ALL VALUES (1)")
+    assert top(n, Constant) is not None and top(n, Input) is not None
+
+
+def test_shapes_without_a_rule_are_refused_with_0a000_naming_them(snap):
+    with pytest.raises(SqlError) as e:
+        inc(snap, "WITH RECURSIVE r(x) AS (SELECT a FROM t UNION ALL SELECT x + 1 FROM r WHERE x < 3) SELECT * FROM r")
+    assert e.value.sqlstate == "0A000" and "WITH RECURSIVE" in e.value.message
+
+
+def test_explain_names_each_operator_its_state_and_keys(snap):
+    lines = explain_incremental(inc(snap, "SELECT t.a, count(*) FROM t JOIN u ON t.a = u.a GROUP BY t.a"))
+    text = "\n".join(lines)
+    assert "Accumulate Reduce group_by=[#0]" in text
+    assert "DeltaJoin inner on=(#0 = #4)" in text and "keys=[#0]" in text
+    assert "Changes of public.t" in text and "Changes of public.u" in text
+
+
+QUERY_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "tpch" / "queries"
+
+
+@pytest.mark.skipif(not QUERY_DIR.exists(), reason="the TPC-H queries live in ../shared/tpch")
+@pytest.mark.parametrize("q", range(1, 23))
+def test_every_tpch_query_has_an_incremental_plan(q):
+    s = CatalogStore(":memory:").load()
+    tables = {}
+    for i, t in enumerate(tpch.TABLES):
+        cols = plan_columns(pglast.parse_sql(f"CREATE TABLE {t} ({tpch.DDL[t]})")[0].stmt)
+        tables[f"u{i + 1}"] = Table(f"u{i + 1}", "public", t, cols, f"s{i + 1}")
+    s = s.with_changes(tables=tables)
+    n = inc(s, (QUERY_DIR / f"q{q:02d}.sql").read_text())
+    assert any(isinstance(x, Input) for x in _nodes(n))
+    if q == 1:
+        assert top(n, Accumulate) is not None and top(n, Recompute) is None  # sums; its ORDER BY goes
+
+
+def top(n, cls):
+    """The first node of class ``cls`` from the top, or None."""
+    return next((x for x in _nodes(n) if isinstance(x, cls)), None)
+
+
+def _nodes(n):
+    yield n
+    for i in inc_inputs(n):
+        yield from _nodes(i)
