@@ -133,6 +133,40 @@ class ClusterCoordinator:
 
     # -- peeks ------------------------------------------------------------------------
 
+    def run_on_replica(self, fn: Callable, prefer: str | None, replica_wait_s: float,
+                       cancel: threading.Event | None = None):
+        """``(h, fn(h, session))`` run on one healthy replica ``h`` (``prefer``'s, when it is
+        healthy) on its peek threads: work that keeps state on one replica (a
+        subscription's dataflow). A replica failure is SqlError 58000 naming it (the caller
+        may go on on another replica); the work's own errors keep their SQLSTATE.
+
+        Raises:
+            SqlError 55000 when no replica is healthy for ``replica_wait_s``; 57014 on
+            ``cancel``."""
+        deadline = time.monotonic() + replica_wait_s
+        tag = f"sqlfront-dataflow-{uuid.uuid4().hex}"
+        while True:
+            healthy = self.healthy_replicas()
+            h = next((x for x in healthy if x.id == prefer), healthy[0] if healthy else None)
+            fut = None
+            if h is not None:
+                fut = h.submit_peek(lambda h=h: _run_with_session(h, fn, tag))
+            if fut is not None:
+                break
+            if cancel is not None and cancel.is_set():
+                raise query_canceled(timeout=False)
+            if time.monotonic() >= deadline:
+                raise SqlError(NO_REPLICAS, f'no replica of cluster "{self.name}" is healthy '
+                                            f"(waited {replica_wait_s:g} s)")
+            time.sleep(0.1)
+        while True:
+            try:
+                return h, fut.result(timeout=0.1)
+            except TimeoutError:
+                if cancel is not None and cancel.is_set():
+                    h.interrupt(tag)
+                    raise query_canceled(timeout=False)
+
     def healthy_replicas(self) -> list[ReplicaHandle]:
         """The replicas that are healthy and have a session now."""
         with self._cond:
@@ -494,6 +528,18 @@ class _replica_errors:
             raise SqlError("58000", f"replica {self.h.label} failed while sending the query's results: "
                                     f"{type(e).__name__}") from None
         raise to_sql_error(e) from None
+
+
+def _run_with_session(h: ReplicaHandle, fn, tag: str):
+    with _replica_errors(h, failover=False):
+        session = h.session
+        if session is None:
+            raise SqlError("58000", f"replica {h.label} has no session")
+        session.addTag(tag)  # tags apply to operations started by this thread
+        try:
+            return fn(h, session)
+        finally:
+            session.removeTag(tag)
 
 
 def _close_quietly(gen) -> None:

@@ -511,6 +511,18 @@ def changes_frame(spark, table: Table, parts: list[Part], t: int, url) -> DataFr
                        enumerate(zip(names, table.columns))], F.col(DIFF_COLUMN).alias(D))
 
 
+def change_result(d: DataFrame, columns) -> DataFrame:
+    """A change (``c0 .. cN-1``, ``_d``) of columns ``columns`` ((name, SqlType) pairs) as
+    it is sent to a client: consolidated (rows whose diffs sum to 0 left out), interval
+    columns as the structs the result reader decodes (``lower.lower_result``'s rule)."""
+    from spark_exec.lower import _interval_struct
+
+    names = _names(len(columns))
+    summed = consolidate(d, len(columns))
+    return summed.select(*[_interval_struct(F.col(c)).alias(c) if t.name == "interval" else F.col(c)
+                           for c, (_, t) in zip(names, columns)], D)
+
+
 def time_relation(spark, t: int) -> DataFrame:
     """One row, one column ``_tv`` = ``t``: a time given to a plan as data, not as a
     literal. Spark compiles literals into its generated code, so a plan with a new time

@@ -11,8 +11,16 @@ subscription's as_of (a peek on the session's cluster). After it:
   (``listen_input``), follows the table's shard with persist's ``listen``: each new
   part's updates are emitted at their own times as they land, the filter and projection
   evaluated here on those rows (they are linear: a row's diff carries over);
-- any other query runs again on the session's cluster each time an input shard's upper
-  moves, and the difference from the last answer is emitted at that timestamp.
+- any other query over tables and materialized views is a dataflow on a replica of the
+  session's cluster (``_QueryDataflow``: the incremental plan of ``planner.incremental``,
+  rendered by ``spark_exec.dataflow`` as materialized views are): each time an input
+  has updates at comes out as the query's change at that time, computed from the
+  inputs' changes; environmentd holds no copy of the answer, only each change on its
+  way to the client. A query with no incremental rule is refused (0A000), as CREATE
+  MATERIALIZED VIEW refuses it;
+- a query that also reads system tables (which are not in persist: their changes
+  cannot be followed) runs again on the session's cluster each time an input shard's
+  upper moves, and the difference from the last answer is emitted at that timestamp.
 
 Either way, new data is learned through persist (``PersistClient.wait_for_change``):
 pushed through PubSub in milliseconds, else by polling Consensus with backoff. A query that reads no table is complete at once: its rows come
@@ -29,6 +37,7 @@ from __future__ import annotations
 import collections
 import time
 from decimal import Decimal
+from functools import reduce
 from typing import TYPE_CHECKING
 
 import pglast
@@ -87,6 +96,9 @@ class Subscription:
         self._uppers: dict[str, int] = {}
         #: the one table read, when the query follows it incrementally (see the module doc)
         self.listen_input: Get | None = listen_input(self.plan)
+        self._dataflow = None
+        if self.listen_input is None and self.tables and not any(r.builtin for r in relations_read(self.plan)):
+            self._dataflow = _QueryDataflow(s, self.plan)  # 0A000 for a shape with no rule
         self._listen = None
         #: shard -> the seqno of its state last looked at (re-running subscriptions)
         self._seqnos: dict[str, int] = {}
@@ -188,6 +200,12 @@ class Subscription:
                 self._watched.append(t.shard_id)
             self._seqnos = {t.shard_id: persist.state(t.shard_id).seqno for t in self.tables}
             self._uppers = self._read_uppers()
+        if self._dataflow is not None:
+            snapshot = self._dataflow.hydrate(self.frontier)
+            if self.stmt.snapshot:
+                self._emit(self.frontier, snapshot)
+            self._progress(self.frontier + 1)
+            return
         snapshot = self._run(self.frontier) if self.stmt.snapshot or self._listen is None else None
         self._last = snapshot if self._listen is None else None
         if self.stmt.snapshot:
@@ -210,6 +228,8 @@ class Subscription:
         uppers = {shard: st.upper for shard, st in states.items()}
         if uppers == self._uppers:
             return False
+        if self._dataflow is not None:
+            return self._step_dataflow(states)
         ts = max([self.s.env.oracle.read_ts()] + [u - 1 for u in uppers.values()])
         self._uppers = uppers
         now = self._run(ts)
@@ -217,6 +237,27 @@ class Subscription:
         diffs.subtract(self._last)
         self._last = now
         self._emit(ts, collections.Counter({k: v for k, v in diffs.items() if v}))
+        self._advance(ts)
+        self._progress(ts + 1)
+        return True
+
+    def _step_dataflow(self, states: dict) -> bool:
+        """The query's changes at each time its inputs have updates at, up to what every
+        input is complete for (a table: the read timestamp; a materialized view: its
+        upper - 1)."""
+        from catalog.snapshot import MaterializedView
+
+        ts = self.s.env.oracle.read_ts()
+        for t in self.tables:
+            if isinstance(t, MaterializedView):
+                ts = min(ts, states[t.shard_id].upper - 1)
+        if ts <= self.frontier:
+            return False
+        self._uppers = {shard: st.upper for shard, st in states.items()}
+        for t, diffs in self._dataflow.step(self.frontier, ts, states):
+            self._emit(t, diffs)
+            if self.done:
+                return True
         self._advance(ts)
         self._progress(ts + 1)
         return True
@@ -297,6 +338,110 @@ class Subscription:
             self.s.env.persist.unwatch(shard)
         self._watched = []
         self.done = True
+
+
+class _QueryDataflow:
+    """A subscription's query as a dataflow (``spark_exec.dataflow``) on one replica of the
+    session's cluster; on another one, hydrated at the subscription's frontier, when that
+    replica fails or restarts. Its changes come back as ``{row: diff}`` per time."""
+
+    def __init__(self, s: Session, plan):
+        from planner.incremental import incremental_plan
+
+        self.s = s
+        self.types = [t for _, t in plan.columns]
+        self.columns = plan.columns
+        self.inc = incremental_plan(plan)
+        self._flow = None
+        self._replica: str | None = None
+
+    def _run(self, fn):
+        s = self.s
+        cluster = s.env.snapshot.resolve_cluster(s.vars.get("cluster"))
+        cc = s.env.cluster_coordinator(cluster.id)
+        if cc is None:
+            raise s.env.not_owned_error(cluster)
+        _, out = cc.run_on_replica(fn, self._replica, s.env.config.replica_wait_s, s.cancel_event)
+        return out
+
+    def _scan(self, holds: list):
+        persist = self.s.env.persist
+
+        def scan(table: Table, as_of: int):
+            snap, hold = persist.read(table.shard_id, as_of)
+            holds.append(hold)
+            return snap
+        return scan
+
+    def _new(self, h, session, as_of: int, scan):
+        from spark_exec.dataflow import Dataflow
+
+        flow = Dataflow(session, self.inc, self.s.env.persist.blob.url, self.s.builtin_rows)
+        out = flow.hydrate(as_of, scan)
+        self._flow, self._replica = flow, h.id
+        return out
+
+    def hydrate(self, as_of: int) -> collections.Counter:
+        """Build the dataflow at ``as_of``; the query's rows there."""
+        from spark_exec.dataflow import change_result
+
+        holds: list = []
+        try:
+            table = self._run(lambda h, session: change_result(self._new(h, session, as_of, self._scan(holds)),
+                                                               self.columns).toArrow())
+        finally:
+            for hold in holds:
+                self.s.env.persist.release(hold)
+        return self._counter(table)
+
+    def step(self, frontier: int, ts: int, states: dict) -> list[tuple[int, collections.Counter]]:
+        """The query's changes at each time in ``(frontier, ts]`` an input (``states``: their
+        shard states) has updates at, in time order."""
+        from persist.read import change_parts, change_times
+        from spark_exec.dataflow import change_result, timed_frame
+
+        url = self.s.env.persist.blob.url
+        holds: list = []
+
+        def changes(table: Table, t: int):
+            return change_parts(states[table.shard_id], t - 1, t)
+
+        def run(h, session):
+            flow = self._flow
+            if flow is None or flow.session is not session:  # another replica, or restarted
+                self._new(h, session, frontier, self._scan(holds))
+                flow = self._flow
+            times = sorted(set().union(*[change_times(st, flow.frontier, ts, url) for st in states.values()]))
+            outs = []
+            for t in times:
+                d = flow.step(t, changes)
+                if d is not None:
+                    outs.append(timed_frame(change_result(d, self.columns), len(self.columns), t))
+            flow.frontier = ts
+            return reduce(lambda a, b: a.unionAll(b), outs).toArrow() if outs else None
+
+        try:
+            table = self._run(run)
+        finally:
+            for hold in holds:
+                self.s.env.persist.release(hold)
+        if table is None:
+            return []
+        out: dict[int, collections.Counter] = {}
+        times = table.column("_t").to_pylist()
+        for t, (row, d) in zip(times, self._pairs(table)):
+            out.setdefault(t, collections.Counter())[row] += d
+        return [(t, collections.Counter({k: v for k, v in c.items() if v})) for t, c in sorted(out.items())]
+
+    def _pairs(self, table):
+        rows = chunk_rows(table.select([f"c{i}" for i in range(len(self.types))]), self.types)
+        return zip(rows, table.column("_d").to_pylist())
+
+    def _counter(self, table) -> collections.Counter:
+        c: collections.Counter = collections.Counter()
+        for row, d in self._pairs(table):
+            c[row] += d
+        return collections.Counter({k: v for k, v in c.items() if v})
 
 
 def listen_input(plan) -> Get | None:
