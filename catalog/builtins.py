@@ -14,7 +14,7 @@ from catalog.sizes import ReplicaSize
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column, MaterializedView
 from catalog.pg_catalog import DATABASE_OID, PG_CATALOG_TABLES, namespace_oid, object_oid, pg_catalog_rows
 from catalog import rbac
-from catalog.types import BOOL, FLOAT8, INT4, INT8, OID, TEXT, array_of
+from catalog.types import BOOL, FLOAT8, INT4, INT8, INTERVAL, OID, TEXT, array_of
 
 #: ``mz_aclitem[]`` columns, shown as their text form (``u1=arwd/u1``)
 ACL_ARRAY = array_of(TEXT)
@@ -208,6 +208,22 @@ MZ_MATERIALIZED_VIEWS = BuiltinTable(
      *_OWNED, Column("create_sql", TEXT, False), Column("redacted_create_sql", TEXT, False)),
 )
 
+#: each materialized view's dataflow on each replica of its cluster: whether its state is
+#: built (Materialize's mz_internal.mz_hydration_statuses), and how long building it took
+MZ_HYDRATION_STATUSES = BuiltinTable(
+    "s75", "mz_internal", "mz_hydration_statuses",
+    (Column("object_id", TEXT, False), Column("replica_id", TEXT, False), Column("hydrated", BOOL, False),
+     Column("hydration_seconds", FLOAT8, True)),
+)
+
+#: how far each materialized view is behind its inputs (``local_lag``) and behind the
+#: present (``global_lag``: the timestamp oracle's read timestamp), Materialize's
+#: mz_internal.mz_materialization_lag
+MZ_MATERIALIZATION_LAG = BuiltinTable(
+    "s76", "mz_internal", "mz_materialization_lag",
+    (Column("object_id", TEXT, False), Column("local_lag", INTERVAL, True), Column("global_lag", INTERVAL, True)),
+)
+
 #: Materialize's ids of the schemas (mz_schemas)
 SCHEMA_IDS = {"public": "u3", "mz_catalog": "s1", "pg_catalog": "s2", "mz_internal": "s4", "information_schema": "s5"}
 #: ids the id allocator never hands out, per kind: user schemas (CREATE SCHEMA) take
@@ -222,7 +238,7 @@ def _owned(snap: CatalogSnapshot, obj: rbac.ObjectRef) -> tuple[str, list[str]]:
 #: builtin tables whose rows come from environmentd's state (metrics, persist), not the catalog
 METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE)
 
-BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES, IS_TABLE_PRIVILEGES, IS_ROLE_TABLE_GRANTS, MZ_RELATIONS, MZ_SOURCES, MZ_SINKS, MZ_MATERIALIZED_VIEWS)
+BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES, IS_TABLE_PRIVILEGES, IS_ROLE_TABLE_GRANTS, MZ_RELATIONS, MZ_SOURCES, MZ_SINKS, MZ_MATERIALIZED_VIEWS, MZ_HYDRATION_STATUSES, MZ_MATERIALIZATION_LAG)
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]

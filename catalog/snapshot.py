@@ -146,7 +146,7 @@ class Table:
 class MaterializedView(Table):
     """A materialized view (``u1``, Materialize's "CREATE MATERIALIZED VIEW"): the result
     of its query ``sql``, kept in persist shard ``shard_id`` by cluster ``cluster_id``,
-    which re-runs the query as its inputs change (``spark_exec.materializations``).
+    which keeps it current from its inputs' changes (``spark_exec.materializations``).
 
     It is a Table to everything that reads: plans ``Get`` it and peeks scan its shard
     (consolidated as a table's). Writes refuse it (``planner.writes.resolve_target``)."""

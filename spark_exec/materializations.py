@@ -146,6 +146,16 @@ class MaterializationMaintainer:
                 self._requests[view_id] = ts
         self._wake.set()
 
+    def hydration_rows(self, replica_ids: list[str]) -> list[tuple]:
+        """``(view id, replica id, hydrated, seconds its last hydration took)`` for each
+        view maintained here and each replica of the cluster (Materialize's
+        mz_internal.mz_hydration_statuses)."""
+        with self._lock:
+            flows = dict(self._flows)
+        views = {vid for vid, _ in flows} | set(self._holds)
+        return [(vid, rid, (vid, rid) in flows and flows[(vid, rid)].frontier is not None,
+                 self.hydrations.get((vid, rid))) for vid in views for rid in replica_ids]
+
     def error(self, view_id: str) -> SqlError | None:
         """The error the view's query raised the last time it ran, if that failed."""
         with self._lock:
@@ -309,6 +319,8 @@ class MaterializationMaintainer:
         with self._lock:
             for key in [k for k in self._flows if k[0] == view_id]:
                 del self._flows[key]
+            for key in [k for k in self.hydrations if k[0] == view_id]:
+                del self.hydrations[key]
         for _, h in self._holds.pop(view_id, []):
             self.persist.release(h)
 
@@ -365,6 +377,7 @@ class MaterializationMaintainer:
                 try:
                     if lower is None:
                         out = timed_frame(flow.hydrate(target, scan), len(cols), None)
+                        self.hydrations[key] = time.monotonic() - started_round
                     else:
                         if flow.frontier is None:
                             started = time.monotonic()

@@ -41,7 +41,10 @@ from pathlib import Path
 import pglast
 
 from catalog import durable
-from catalog.builtins import MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE, builtin_rows
+from catalog.builtins import (
+    MZ_COORDINATOR_LOOP, MZ_HYDRATION_STATUSES, MZ_MATERIALIZATION_LAG, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE,
+    builtin_rows,
+)
 from catalog.cluster_leases import PostgresClusterLeases
 from catalog.durable import CatalogStore
 from catalog.secretbox import SecretBox
@@ -686,12 +689,38 @@ class Environment:
             return self.metrics.coordinator_loop_rows()
         if table.id == MZ_PEEK_DURATIONS.id:
             return self.metrics.peek_duration_rows()
+        if table.id == MZ_HYDRATION_STATUSES.id:
+            return sorted(row for cc in list(self.clusters.values()) if cc.materializations is not None
+                          for row in cc.materializations.hydration_rows(cc.replica_ids()))
+        if table.id == MZ_MATERIALIZATION_LAG.id:
+            return self._materialization_lag()
         if table.id == MZ_RECENT_STORAGE_USAGE.id:
             # Bytes of the Parquet parts in each table's shard now (before compaction frees any).
             return [(t.id, sum(p.bytes for p in self.persist.state(t.shard_id).parts))
                     for t in self.snapshot.storage_relations()]
         return builtin_rows(table, self.snapshot, self.replica_status, self.config.sizes,
                             server_defaults(self.config.server_vars()), self.cluster_owner)
+
+    def _materialization_lag(self) -> list[tuple]:
+        """``(view id, local lag, global lag)``: how far each materialized view's upper - 1
+        is behind what its inputs are complete for (a table: the read timestamp; a
+        materialized view: its upper - 1), and behind the read timestamp."""
+        from catalog.types import Interval
+
+        snap = self.snapshot
+        now = self.oracle.read_ts()
+
+        def frontier(rel) -> int:
+            return self.persist.latest(rel.shard_id).upper - 1
+
+        out = []
+        for cluster_id in {m.cluster_id for m in snap.materialized_views.values()}:
+            for planned in self._materializations(cluster_id):
+                mine = frontier(planned.view)
+                ready = min([now] + [frontier(i) for i in planned.inputs if isinstance(i, MaterializedView)])
+                out.append((planned.view.id, Interval(micros=max(0, ready - mine) * 1000),
+                            Interval(micros=max(0, now - mine) * 1000)))
+        return sorted(out, key=lambda r: r[0])
 
     def _all_statuses(self) -> list[str]:
         """Statuses of the replicas this environmentd runs (its replica metrics)."""

@@ -234,3 +234,20 @@ def test_mv_is_maintained_incrementally_with_each_write_at_its_own_time(server, 
         conn.execute("CREATE MATERIALIZED VIEW ivm_rec AS WITH RECURSIVE r(x) AS "
                      "(SELECT k FROM ivm_t UNION ALL SELECT x + 1 FROM r WHERE x < 3) SELECT * FROM r")
     assert conn.execute("SELECT count(*) FROM mz_materialized_views WHERE name = 'ivm_rec'").fetchone() == (0,)
+
+
+def test_hydration_statuses_and_materialization_lag(conn):
+    """mz_internal.mz_hydration_statuses has each view's dataflow on each replica of its
+    cluster, hydrated once it computed; mz_materialization_lag each view's lag behind
+    its inputs and behind now (Materialize's relations of the same names)."""
+    conn.execute("CREATE TABLE hy_t (a int)")
+    conn.execute("INSERT INTO hy_t VALUES (1)")
+    conn.execute("CREATE MATERIALIZED VIEW hy_v AS SELECT a, count(*) FROM hy_t GROUP BY a")
+    assert rows(conn, "SELECT * FROM hy_v") == [(1, 1)]
+    vid = conn.execute("SELECT id FROM mz_materialized_views WHERE name = 'hy_v'").fetchone()[0]
+    st = conn.execute("SELECT replica_id, hydrated, hydration_seconds FROM mz_internal.mz_hydration_statuses "
+                      "WHERE object_id = %s", (vid,)).fetchall()
+    assert st and all(h and s is not None and s >= 0 for _, h, s in st), st
+    lag = conn.execute("SELECT local_lag, global_lag FROM mz_internal.mz_materialization_lag WHERE object_id = %s",
+                       (vid,)).fetchall()
+    assert len(lag) == 1 and lag[0][0] is not None and lag[0][1] is not None
