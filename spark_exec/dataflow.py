@@ -50,6 +50,12 @@ log = logging.getLogger(__name__)
 #: the diff column of a change
 D = "_d"
 
+#: a step whose inputs' changes hold at most this many updates computes every change in
+#: one partition: one Spark task per operator and no exchange (a single partition is
+#: what every grouping and join needs already), where the default partitioning would
+#: cost a shuffle stage (a job of its own with adaptive execution) per GROUP BY
+NARROW_UPDATES = 100_000
+
 #: (table, time) -> the parts of the table's shard with updates at that time
 ChangesFn = Callable[[Table, int], list[Part]]
 
@@ -153,7 +159,7 @@ class Dataflow:
         self._sums = {n.state.id: _Sums(n, self._lowerer) for n in _accumulations(self.inc)}
         for sid, sums in self._sums.items():
             self.spines[sid] = Spine(0, merge=sums.merge)
-        self._time, self._hydrating = as_of, True
+        self._time, self._hydrating, self.narrow = as_of, True, False
         #: ids of nodes whose change is all rows sent inside the plan (no job to read)
         self._local: set[int] = set()
         out = self._delta(self.inc)
@@ -172,6 +178,10 @@ class Dataflow:
         self._memo = {}
         self._local = set()
         self._lowerer = self._make_lowerer(t)
+        updates = sum(p.updates for n in _nodes(self.inc) if isinstance(n, Input)
+                      for p in changes(n.plan.relation, t))
+        #: this step's changes are small (``NARROW_UPDATES``): computed in one partition
+        self.narrow = updates <= NARROW_UPDATES
         out = self._delta(self.inc)
         self.frontier = t
         return out
@@ -196,7 +206,10 @@ class Dataflow:
     def _delta(self, n) -> DataFrame | None:
         key = id(n)
         if key not in self._memo:
-            self._memo[key] = getattr(self, "_d_" + type(n).__name__)(n)
+            d = getattr(self, "_d_" + type(n).__name__)(n)
+            if d is not None and not self._hydrating and self.narrow:
+                d = d.coalesce(1)
+            self._memo[key] = d
         return self._memo[key]
 
     def _d_Input(self, n: Input) -> DataFrame | None:
@@ -290,6 +303,8 @@ class Dataflow:
         before, after = [], []
         for (old, d), a, i in zip(got, n.states, n.inputs):
             old = self._restrict(old, a, touched) if old is not None else None
+            if old is not None and touched is None:
+                old = self._one(old)
             rows = [x for x in (old, d) if x is not None]  # a change is all of touched groups
             before.append(old if old is not None else self._empty(i.columns))
             after.append(reduce(DataFrame.unionAll, rows) if rows else self._empty(i.columns))
@@ -316,9 +331,10 @@ class Dataflow:
         None for an operator of one group."""
         if not n.states[0].keys:
             return None
+        # (no DISTINCT: duplicate keys only repeat a row of the broadcast side)
         keys = [self._keyed(d, a).select(*[f"_k{j}" for j in range(len(a.keys))])
                 for d, a in zip(changes, n.states) if d is not None]
-        return reduce(DataFrame.unionAll, keys).distinct()
+        return reduce(DataFrame.unionAll, keys)
 
     def _restrict(self, df: DataFrame, a: Arrangement, touched: DataFrame | None) -> DataFrame:
         """The updates of ``df`` whose keys are among ``touched`` (NULL equal to NULL)."""
@@ -327,7 +343,11 @@ class Dataflow:
         keyed = self._keyed(df, a)
         t = F.broadcast(touched.select(*[F.col(f"_k{j}").alias(f"_t{j}") for j in range(len(a.keys))]))
         on = reduce(lambda x, y: x & y, [keyed[f"_k{j}"].eqNullSafe(t[f"_t{j}"]) for j in range(len(a.keys))])
-        return keyed.join(t, on, "left_semi").select(*_names(len(a.columns)), D)
+        return self._one(keyed.join(t, on, "left_semi").select(*_names(len(a.columns)), D))
+
+    def _one(self, df: DataFrame) -> DataFrame:
+        """``df`` in one partition in a narrow step (``NARROW_UPDATES``)."""
+        return df.coalesce(1) if self.narrow and not self._hydrating else df
 
 
     def _d_Accumulate(self, n: Accumulate) -> DataFrame | None:
@@ -352,10 +372,12 @@ class Dataflow:
         self.spines[n.state.id] = spine.with_batch(change)
         if self._hydrating:
             return _signed(sums.final(lw, sums.total(change), "new_"), len(n.columns), 1)
+        if before is not None and not p.keys:
+            before = self._one(before)
         if before is not None and p.keys:
             touched = F.broadcast(change.select(*[F.col(k).alias(f"_t{j}") for j, k in enumerate(sums.keys)]))
             on = reduce(lambda x, y: x & y, [before[k].eqNullSafe(touched[f"_t{j}"]) for j, k in enumerate(sums.keys)])
-            before = before.join(touched, on, "left_semi")
+            before = self._one(before.join(touched, on, "left_semi"))
         # Old and new sums of the touched groups in one aggregation: the state's rows
         # count for both, the change's for the new ones only.
         both = change.withColumn("_new", F.lit(True))
@@ -469,6 +491,12 @@ class _SumsToolkit:
 
     def __getattr__(self, name):
         return getattr(self._lowerer, name)
+
+
+def _nodes(n):
+    yield n
+    for i in inc_inputs(n):
+        yield from _nodes(i)
 
 
 def _accumulations(n) -> list[Accumulate]:

@@ -51,7 +51,8 @@ from persist.read import change_parts, change_times
 from planner.incremental import incremental_plan
 from planner.plan import Plan
 from spark_exec.dataflow import Dataflow, timed_frame
-from spark_exec.errors import to_sql_error
+from spark_exec.errors import is_connection_error, to_sql_error
+from spark_exec.replica import HEALTHY
 from spark_exec.lower import BuiltinFn
 from spark_exec.writes import PartUrls, stored_updates, write_job
 
@@ -384,14 +385,18 @@ class MaterializationMaintainer:
                             flow.hydrate(lower, scan)
                             self.hydrations[key] = time.monotonic() - started
                         outs = []
+                        narrow = True
                         for t in self._times(states, flow.frontier, target):
                             d = flow.step(t, changes)
+                            narrow = narrow and flow.narrow
                             if d is not None and t > lower:
                                 outs.append(timed_frame(d, len(cols), t))
                         flow.frontier = target
                         if not outs:
                             return ""
                         out = reduce(lambda a, b: a.unionAll(b), outs)
+                        if narrow:  # small changes: consolidated in one partition, no exchange
+                            out = out.coalesce(1)
                     t0 = time.monotonic()
                     written = write(stored_updates(out, cols, timed=lower is not None), h.id)
                     log.debug("view %s on replica %s: round %.2f s, its write %.2f s", view.name, h.label,
@@ -454,7 +459,8 @@ class MaterializationMaintainer:
                 e = f.exception()
                 if e is None:
                     return f.result() or None
-                if error is None or (isinstance(e, SqlError) and not isinstance(error, SqlError)):
+                # a query's error wins over a replica's failure (55000)
+                if error is None or (isinstance(e, SqlError) and getattr(error, "sqlstate", None) == "55000"):
                     error = e
         raise error if isinstance(error, SqlError) else SqlError("55000", f"maintaining the view failed: {error}")
 
@@ -507,11 +513,15 @@ def _levels(mats: list[Materialization]) -> list[list[Materialization]]:
 
 
 def _on_replica(h, run):
-    """``run(h)`` with a replica's failures (connection lost, crashed) and Spark's errors
-    as SqlError."""
+    """``run(h)`` with a replica's failure (connection lost, crashed, restarted) as
+    SqlError 55000 (not the view's error: another replica, or this one once restarted
+    and hydrated again, carries on) and Spark's errors as SqlError."""
     try:
         return run(h)
     except SqlError:
         raise
     except Exception as e:
+        if is_connection_error(e) or h.status != HEALTHY:
+            raise SqlError("55000", f"replica {h.label} failed while maintaining the view: {type(e).__name__}") \
+                from None
         raise to_sql_error(e) from None
