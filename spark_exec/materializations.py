@@ -175,6 +175,10 @@ class MaterializationMaintainer:
                 log.warning("materialized views of cluster %s: %s", self.cc.name, e)
                 mats = []
             self._follow({i.shard_id for m in mats for i in m.inputs})
+            live_ids = {m.view.id for m in mats}
+            for gone in {vid for vid, _ in list(self._flows)} | set(self._holds):
+                if gone not in live_ids:  # dropped (or moved to another cluster)
+                    self._drop(gone)
             # Before looking at the inputs: a change during the round wakes the next one.
             seen = {s: self.persist.latest(s).seqno for s in self._watched}
             self._wake.clear()
