@@ -89,9 +89,25 @@ class Spine:
         first merged into one, consolidated, when there are too many."""
         batches = self.batches + (df,)
         if len(batches) > self.MAX_BATCHES + 1:
-            rest = self.merge(reduce(DataFrame.unionAll, batches[1:])).localCheckpoint(eager=True)
+            rest = checkpoint(self.merge(reduce(DataFrame.unionAll, batches[1:])))
             batches = (batches[0], rest)
         return Spine(self.columns, batches, self.merge)
+
+
+def checkpoint(df: DataFrame) -> DataFrame:
+    """``df`` computed now and kept in its replica's memory, its lineage cut
+    (``localCheckpoint``), bound to ``df``'s own session. pyspark's client binds a
+    checkpoint to the thread's *active* session, which on a thread that serves several
+    replicas is any of them (or none, after a restart): made active here for the call."""
+    from pyspark.sql.connect.session import SparkSession
+
+    local = SparkSession._active_session
+    saved = getattr(local, "session", None)
+    local.session = df.sparkSession
+    try:
+        return df.localCheckpoint(eager=True)
+    finally:
+        local.session = saved
 
 
 def consolidate(df: DataFrame, columns: int) -> DataFrame:
@@ -264,7 +280,7 @@ class Dataflow:
                 # A checkpoint, not Spark's cache: later plans over it have a leaf where
                 # the cache would keep the whole plan that made it, which Spark analyses
                 # and matches against its cache again in every round.
-                d = d.localCheckpoint(eager=True)
+                d = checkpoint(d)
             # else: a change of rows sent inside the plan (persist's inline parts) through
             # linear operators is as cheap to read again as a checkpoint, and needs no job
             self.spines[a.id] = spine.with_batch(d)
@@ -368,7 +384,7 @@ class Dataflow:
         spine = self.spines[n.state.id]
         before = spine.frame()
         if id(n.input) not in self._local or self._hydrating:
-            change = change.localCheckpoint(eager=True)
+            change = checkpoint(change)
         self.spines[n.state.id] = spine.with_batch(change)
         if self._hydrating:
             return _signed(sums.final(lw, sums.total(change), "new_"), len(n.columns), 1)

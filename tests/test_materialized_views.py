@@ -178,6 +178,30 @@ def test_psql_lists_and_describes_materialized_views(server, conn):
 
 
 @pytest.mark.slow
+def test_a_replica_killed_during_maintenance_hydrates_again_and_the_view_stays_right(server, conn):
+    """Issue 25: SIGKILL of the replica that keeps a view's dataflow: the orchestrator
+    restarts it, the dataflow is hydrated again from the inputs at the view's frontier
+    (mz_hydration_statuses), and the view goes on matching its query."""
+    import os
+    import signal
+
+    conn.execute("CREATE TABLE kr_t (k int, v int)")
+    conn.execute("INSERT INTO kr_t SELECT g % 5, g FROM generate_series(1, 200) AS g")
+    query = "SELECT k, count(*), sum(v), max(v) FROM kr_t GROUP BY k"
+    conn.execute(f"CREATE MATERIALIZED VIEW kr_v AS {query}")
+    assert rows(conn, "SELECT * FROM kr_v") == rows(conn, query)
+    rid = conn.execute("SELECT r.id FROM mz_cluster_replicas r JOIN mz_clusters c ON c.id = r.cluster_id"
+                       " WHERE c.name = 'quickstart' AND r.name = 'r1'").fetchone()[0]
+    conn.execute("INSERT INTO kr_t VALUES (1, 1000), (7, 7)")
+    os.kill(int((server.data_dir / "replicas" / rid / "pid").read_text()), signal.SIGKILL)
+    conn.execute("DELETE FROM kr_t WHERE v = 200")
+    conn.execute("INSERT INTO kr_t VALUES (2, 2000)")
+    assert rows(conn, "SELECT * FROM kr_v") == rows(conn, query)  # waits for the restart
+    vid = conn.execute("SELECT id FROM mz_materialized_views WHERE name = 'kr_v'").fetchone()[0]
+    assert conn.execute("SELECT hydrated FROM mz_internal.mz_hydration_statuses WHERE object_id = %s AND "
+                        "replica_id = %s", (vid, rid)).fetchone() == (True,)
+
+
 def test_restart_keeps_the_mv_and_keeps_maintaining_it(tmp_path):
     data = tmp_path / "mzdata"
     s = Server(data).start()
