@@ -20,6 +20,10 @@ module stores and replays ops, it does not interpret them. Ops are encoded gener
 (every dataclass of ``catalog.durable``, ``catalog.snapshot`` and ``catalog.types``), so
 a new op kind needs nothing here.
 
+Secrets in ops (a REMOTE replica's TOKEN) are stored encrypted, by the same
+:func:`catalog.durable.seal_op` as the sqlite catalog's, under a key every process of the
+catalog shares (``--catalog-key-file``): a dump of the database does not give them away.
+
 Interface: that of ``CatalogStore`` (``is_new``, ``load``, ``transact``, ``close``).
 """
 
@@ -31,6 +35,7 @@ import threading
 
 from catalog import durable, snapshot, types
 from catalog.errors import SqlError
+from catalog.secretbox import SecretBox
 from catalog.snapshot import CatalogSnapshot
 
 _DDL = ["CREATE TABLE IF NOT EXISTS catalog_log ("
@@ -85,12 +90,16 @@ class PostgresCatalogStore:
     """The catalog log in the PostgreSQL database at ``url``. Thread-safe (the
     Coordinator is its one writer in each process).
 
+    ``box`` encrypts the secrets of the ops it commits and decrypts those it reads; None
+    (a reader that never needs them, such as ``persist-write``) leaves them as stored.
+
     Raises psycopg.OperationalError when the server is unreachable (nothing committed)."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, box: SecretBox | None = None):
         from pgconn import ConnectionPool, create_once
 
         self.url = url
+        self._box = box
         self._pool = ConnectionPool(url, setup=lambda c: create_once(c, _DDL))
         self._lock = threading.Lock()
         self._classes = _dataclasses()
@@ -113,6 +122,7 @@ class PostgresCatalogStore:
                 self._mat.close()
             self._mat = durable.CatalogStore(":memory:")
             self._snap = self._mat.load()
+            self._seal_clear_secrets()
             self._replay(self._entries_after(0))
             return self._snap
 
@@ -141,7 +151,7 @@ class PostgresCatalogStore:
             if self._snap is None or snap.version != self._snap.version:
                 raise CatalogConflict(snap.version + 1)
             version = snap.version + 1
-            entry = json.dumps([encode_op(op) for op in ops])
+            entry = json.dumps([encode_op(self._seal(op)) for op in ops])
             new = self._mat.transact(snap, ops, next_ids)  # validates; in memory only
             try:
                 with self._pool.connection() as c:
@@ -196,7 +206,29 @@ class PostgresCatalogStore:
         with self._pool.connection() as c:
             rows = c.execute("SELECT version, ops, next_ids FROM catalog_log WHERE version > %s ORDER BY version",
                              (version,)).fetchall()
-        return [(v, [decode_op(o, self._classes) for o in ops], nxt) for v, ops, nxt in rows]
+        return [(v, [self._unseal(decode_op(o, self._classes)) for o in ops], nxt) for v, ops, nxt in rows]
+
+    def _seal(self, op):
+        return durable.seal_op(op, self._box) if self._box is not None else op
+
+    def _unseal(self, op):
+        return durable.unseal_op(op, self._box) if self._box is not None else op
+
+    def _seal_clear_secrets(self) -> None:
+        """Encrypt the secrets a version before encryption committed in clear, in place
+        (the ops are otherwise the same, so every follower replays the same catalog)."""
+        if self._box is None:
+            return
+        with self._pool.connection() as c:
+            rows = c.execute("SELECT version, ops FROM catalog_log"
+                             " WHERE jsonb_path_exists(ops, '$[*] ? (@._t == \"CreateReplica\").replica.token ? (@ != null)')"
+                             ).fetchall()
+            for version, ops in rows:
+                decoded = [decode_op(o, self._classes) for o in ops]
+                sealed = [self._seal(op) for op in decoded]
+                if sealed != decoded:
+                    c.execute("UPDATE catalog_log SET ops = %s WHERE version = %s",
+                              (json.dumps([encode_op(op) for op in sealed]), version))
 
     def _replay(self, entries) -> list[tuple[CatalogSnapshot, CatalogSnapshot, list]]:
         out = []

@@ -60,7 +60,8 @@ class SecretBox:
         try:
             return self._fernet.decrypt(stored[len(PREFIX):].encode()).decode()
         except InvalidToken:
-            raise ValueError("a catalog secret cannot be decrypted with this data directory's catalog.key") from None
+            raise ValueError("a catalog secret cannot be decrypted with this catalog key (DATA_DIR/catalog.key or "
+                             "--catalog-key-file: processes that share a catalog must share its key)") from None
 
     @staticmethod
     def is_sealed(stored: str | None) -> bool:

@@ -100,3 +100,36 @@ def test_a_follower_wakes_on_the_other_process_s_commit(postgres):
     assert time.monotonic() - started < 10
     assert [new.version for _, new, _ in b.changes_since(0)] == [1]
     timer.join()
+
+
+def test_a_remote_replicas_token_is_encrypted_in_the_shared_catalog(postgres, tmp_path):
+    """A REMOTE replica's TOKEN is stored sealed (the sqlite catalog's ``seal_op``), a
+    store with the shared key reads it back, a store with another key refuses to, and a
+    token an earlier version committed in clear is sealed in place on load."""
+    import psycopg
+
+    from catalog import secretbox
+    from catalog.secretbox import SecretBox
+
+    url = new_database(postgres)
+    old = PostgresCatalogStore(url)  # as a version before encryption committed it
+    snap = old.transact(old.load(), [durable.CreateCluster(Cluster("u1", "c")),
+                                     durable.CreateReplica(Replica("u1", "u1", "r1", None, None, ("sc://h:1",),
+                                                                   "clear-tok"))], {"cluster": 2, "replica": 2})
+    old.close()
+    box = SecretBox.at(tmp_path / "catalog.key")
+    a = PostgresCatalogStore(url, box)
+    snap = a.load()
+    assert snap.replicas["u1"].token == "clear-tok"
+    snap = a.transact(snap, [durable.CreateReplica(Replica("u2", "u1", "r2", None, None, ("sc://h:2",), "new-tok"))],
+                      {"cluster": 2, "replica": 3})
+    assert snap.replicas["u2"].token == "new-tok"
+    with psycopg.connect(url) as c:
+        stored = "".join(r[0] for r in c.execute("SELECT ops::text FROM catalog_log"))
+    assert "clear-tok" not in stored and "new-tok" not in stored and stored.count(secretbox.PREFIX) == 2
+    b = PostgresCatalogStore(url, SecretBox.at(tmp_path / "catalog.key"))  # another process, the same key file
+    assert {r.id: r.token for r in b.load().replicas.values()} == {"u1": "clear-tok", "u2": "new-tok"}
+    with pytest.raises(ValueError, match="must share its key"):
+        PostgresCatalogStore(url, SecretBox.at(tmp_path / "other.key")).load()
+    for s in (a, b):
+        s.close()

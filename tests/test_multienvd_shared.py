@@ -41,7 +41,7 @@ def envds(tmp_path_factory, postgres):
     # The default lease (10 s), and B takes no expired lease (no --takeover): no test here
     # moves a cluster, and A's restart must find quickstart still its own.
     shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
-              "--persist-blob-url", str(d / "blob"))
+              "--persist-blob-url", str(d / "blob"), "--catalog-key-file", str(d / "catalog.key"))
     (d / "a").mkdir()
     (d / "b").mkdir()
     ports = {"a": free_port(), "b": free_port()}
