@@ -41,7 +41,7 @@ from catalog.textio import parse_text
 from catalog.types import UNKNOWN, type_from_oid
 from planner.scalar import Literal
 from sqlfront import encoding as wire_encoding
-from sqlfront.auth import MECHANISM, ScramVerifier, check_login_name, login_verifier
+from sqlfront.auth import MECHANISM, ScramVerifier, check_login_name, login_verifier, mock_verifier
 from sqlfront.environment import Environment
 from sqlfront.messages import error_response
 from sqlfront.pgtypes import binary_param_text, chunk_data_rows, length_prefixed
@@ -284,8 +284,9 @@ class PgHandler(BuenaVistaHandler):
         mech, _, rest = body.partition(b"\x00")
         verifier = login_verifier(self.env.snapshot.role_by_name(user), self.server.scram,
                                   auto_create=self.env.config.auto_create_roles)
-        # no password logs this user in: the exchange runs against a secret nobody knows
-        scram = (verifier or self.server.refuse).exchange()
+        # no password logs this user in: the exchange runs against a secret nobody knows,
+        # with the salt a role of that name would show
+        scram = (verifier or mock_verifier(user, self.server.mock_nonce)).exchange()
         try:
             if mech.decode() != MECHANISM or len(rest) < 4:
                 raise ValueError("unsupported SASL mechanism")
@@ -850,8 +851,9 @@ class PgServer(BuenaVistaServer):
         super().__init__(address, EnvironmentConnection(env))
         self.RequestHandlerClass = PgHandler
         self.scram = scram
-        #: a secret no one knows, for the exchanges of users no password logs in
-        self.refuse = ScramVerifier(secrets.token_urlsafe(32)) if scram is not None else None
+        #: the server secret of the mock salts of users no password logs in
+        #: (``auth.mock_verifier``; PostgreSQL's mock_auth_nonce)
+        self.mock_nonce = env.secret_box.derive(b"scram mock salt")
         config = env.config
         self.max_message_size = config.max_message_size
         self.max_copy_from_size = config.max_copy_from_size

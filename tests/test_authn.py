@@ -5,7 +5,9 @@ refused, and a login never makes a role unless the server runs with
 
 from __future__ import annotations
 
+import base64
 import socket
+import struct
 import uuid
 
 import psycopg
@@ -106,6 +108,40 @@ def test_an_unknown_user_is_refused_and_no_role_is_made(pw_server, server):
             err = _startup_error(server.port, f"au_{uuid.uuid4().hex}")
             assert err is not None and err["C"] == "28000" and "does not exist" in err["M"], err
         assert _roles(admin) == before
+
+
+def _server_first(port: int, user: str) -> dict[str, str]:
+    """The fields of the SCRAM server-first message (``r``, ``s`` salt, ``i`` iterations)
+    a startup as ``user`` gets: what a client sees before it has to prove anything."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(startup_packet(user))
+        kind, body = read_message(sock)
+        assert kind == b"R" and body[:4] == struct.pack("!i", 10), (kind, body)  # AuthenticationSASL
+        first = b"n,,n=,r=clientnonce"
+        payload = b"SCRAM-SHA-256\x00" + struct.pack("!i", len(first)) + first
+        sock.sendall(b"p" + struct.pack("!i", 4 + len(payload)) + payload)
+        kind, body = read_message(sock)
+        assert kind == b"R" and body[:4] == struct.pack("!i", 11), (kind, body)  # AuthenticationSASLContinue
+        return dict(f.split("=", 1) for f in body[4:].decode().split(","))
+
+
+def test_an_unknown_user_shows_the_salt_and_iterations_a_role_would(pw_server):
+    """PostgreSQL's mock salt (auth-scram.c): fixed per name, different between names,
+    of a real secret's length and iteration count, so the server-first message does not
+    tell a role that exists from one that does not."""
+    port, n = pw_server.port, uuid.uuid4().hex[:6]
+    ghost, other = f"au_ghost_{n}", f"au_other_{n}"
+    with pw_server.connect() as admin:
+        admin.execute(f"CREATE ROLE au_real_{n} LOGIN PASSWORD 'real-pw'")
+        try:
+            real = _server_first(port, f"au_real_{n}")
+        finally:
+            admin.execute(f"DROP ROLE au_real_{n}")
+    g1, g2, o = _server_first(port, ghost), _server_first(port, ghost), _server_first(port, other)
+    assert g1["s"] == g2["s"] != o["s"]
+    assert {len(base64.b64decode(x["s"])) for x in (real, g1, o)} == {16}  # PostgreSQL's SCRAM_DEFAULT_SALT_LEN
+    assert real["i"] == g1["i"] == o["i"] == "4096"
+    assert "password authentication failed" in _refused(port, ghost, SERVER_PASSWORD)
 
 
 def test_a_user_name_beyond_63_bytes_is_refused(server):
