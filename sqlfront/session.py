@@ -47,6 +47,7 @@ from sqlfront.sequence.sequences import SessionSequences
 from planner.functions.sequence import set_sequence_access
 from planner.functions.system import set_session_vars
 from planner.guard import Guard, set_statement_guard
+from planner.interpret import Limits
 from sqlfront.vars import SessionVars
 
 __all__ = ["Session", "Result", "resource_error", "CopyIn", "CopyOut", "HANDLERS", "split_statements", "param_count", "parse_one",
@@ -220,7 +221,11 @@ class Session:
         Set for each statement, and for a Describe, which plans before any Execute."""
         set_sequence_access(self.sequences)
         set_session_vars(self.vars)
-        set_statement_guard(Guard(max_bytes=self.vars.max_query_heap_bytes()))
+        timeout = self.vars.statement_timeout_s()
+        # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
+        # statement's timeout and cancel too, between function calls
+        stop = Limits(deadline=time.monotonic() + timeout if timeout else None, cancelled=self.cancel_event.is_set)
+        set_statement_guard(Guard(max_bytes=self.vars.max_query_heap_bytes(), stop=stop))
         set_session_time_zone(self.vars.time_zone())
         set_session_interval_style(self.vars.interval_style())
         set_search_path(self.vars.search_path(), self.temp_schema)
@@ -244,6 +249,7 @@ class Session:
         from planner.writes import plan_delete, plan_update
 
         stmt = parse_one(sql)
+        self.cancel_event.clear()  # a cancel sent while idle is spent, as for an Execute
         self._statement_context()  # planning reads it (literals, current_setting, names)
         params = DescribeParams(n_params, given)
         cols = None
@@ -284,6 +290,7 @@ class Session:
             # Execute raises the planner's errors.
             return None
         params = params()
+        self.cancel_event.clear()  # a cancel sent while idle is spent, as for an Execute
         self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
             snap = self.env.snapshot

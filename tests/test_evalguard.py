@@ -18,6 +18,10 @@ BACKTRACKING = r"SELECT 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!' ~ '^(a+)+\1$'"
 #: generous bound for what should take milliseconds (the machine may be busy)
 WITHIN_S = 15
 
+#: thousands of calls, each a few milliseconds on a megabyte (within every size limit):
+#: many seconds of constant folding in all
+MANY_CALLS = "SELECT " + ", ".join(f"md5(repeat('x', 1000000) || '{i}')" for i in range(3000))
+
 
 def _failing(conn, sql: str) -> psycopg.Error:
     with pytest.raises(psycopg.Error) as ei:
@@ -72,6 +76,23 @@ def test_cancel_of_backtracking_regex_is_accepted_promptly(server, conn):
     assert (e.sqlstate, e.diag.message_primary) == ("57014", "canceling statement due to user request")
     assert took < WITHIN_S
     assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_constant_folding_stops_on_statement_timeout_and_cancel(server, conn):
+    conn.execute("SET statement_timeout = '1s'")
+    try:
+        e = _answers_while_running(server, conn, MANY_CALLS)
+    finally:
+        conn.execute("RESET statement_timeout")
+    assert (e.sqlstate, e.diag.message_primary) == ("57014", "canceling statement due to statement timeout")
+    timer = threading.Timer(1.0, conn.cancel)
+    timer.start()
+    try:
+        e = _failing(conn, MANY_CALLS)
+    finally:
+        timer.join()
+    assert (e.sqlstate, e.diag.message_primary) == ("57014", "canceling statement due to user request")
+    assert conn.execute("SELECT md5('x')").fetchone() == ("9dd4e461268c8034f5c8564e155c67a6",)
 
 
 def test_issue_cases_end_at_once(conn):

@@ -340,7 +340,7 @@ def evaluate(s: Session, plan) -> list[tuple]:
     limits = interpret.Limits(deadline=deadline, cancelled=s.cancel_event.is_set, max_heap_bytes=budget,
                               outgrow_bytes=INLINE_HEAP_BYTES)
     try:
-        with guarded(Guard(max_bytes=budget)):
+        with guarded(Guard(max_bytes=budget, stop=limits)):  # checked between calls within a row too
             return interpret.run(plan, s.builtin_rows, limits)
     except Outgrown:
         pass  # rows or a value too big here, or a backtracking regex: the worker can be stopped
