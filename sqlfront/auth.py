@@ -18,35 +18,38 @@ from scramp import ScramException, ScramMechanism
 from catalog import rbac
 from catalog.errors import SqlError
 from catalog.snapshot import Role
+from sqlfront.identifiers import truncate_identifier
 
 MECHANISM = "SCRAM-SHA-256"
 #: PostgreSQL's default ``scram_iterations`` (section 20.3.1)
 ITERATIONS = 4096
 #: PostgreSQL's SCRAM_DEFAULT_SALT_LEN, in bytes
 SALT_BYTES = 16
-#: the longest role name a user may log in as, in bytes: PostgreSQL's NAMEDATALEN - 1
-MAX_NAME_BYTES = 63
 #: PostgreSQL's invalid_authorization_specification
 INVALID_AUTHORIZATION = "28000"
 
 
-def check_login_name(user: str) -> None:
-    """Refuse, before any password is asked for, a startup packet's user name that no one
-    may log in as: none at all (PostgreSQL: "no PostgreSQL user name specified in startup
-    packet"), one longer than ``MAX_NAME_BYTES`` UTF-8 bytes, or one Materialize reserves
+def check_login_name(user: str) -> str:
+    """The role name a startup packet's user name logs in as, refusing, before any
+    password is asked for, a name no one may log in as: none at all (PostgreSQL: "no
+    PostgreSQL user name specified in startup packet") or one Materialize reserves
     (``mz_system``, ``mz_support``, any ``mz_``/``pg_`` name, PUBLIC: its system roles
     are reachable on its internal port only, never with a user's password).
 
+    A name longer than 63 bytes is truncated as an identifier in a statement is
+    (``sqlfront.identifiers.truncate_identifier``), as PostgreSQL's ProcessStartupPacket
+    truncates it: ``CREATE ROLE`` with the long name made the truncated one.
+
     Raises:
-        SqlError FATAL 28000 for an empty or reserved name, FATAL 42622 for a long one."""
+        SqlError FATAL 28000 for an empty or reserved name."""
     if not user:
         raise SqlError(INVALID_AUTHORIZATION, "no PostgreSQL user name specified in startup packet",
                        severity="FATAL")
-    if len(user.encode()) > MAX_NAME_BYTES:
-        raise SqlError("42622", f"role name is too long: at most {MAX_NAME_BYTES} bytes", severity="FATAL")
+    user = truncate_identifier(user)
     if rbac.is_reserved_role_name(user):
         raise SqlError(INVALID_AUTHORIZATION, f'role "{user}" is reserved for internal use and cannot log in',
                        severity="FATAL")
+    return user
 
 
 def login_verifier(role: Role | None, server: ScramVerifier, *, auto_create: bool) -> ScramVerifier | None:

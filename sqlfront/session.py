@@ -36,6 +36,7 @@ from planner.writes import plan_insert
 from sqlfront import mzparse as mz
 from sqlfront.environment import BLOCK_CATALOG, Environment
 from sqlfront.rbac import authorize_statement
+from sqlfront.identifiers import truncation_notices
 from sqlfront.parse import param_count, parse_generated, parse_one, split_as_of, split_statements
 from catalog.pg_catalog import PG_CURSORS, PG_PREPARED_STATEMENTS
 from catalog.snapshot import BuiltinTable
@@ -111,6 +112,9 @@ class Session:
         self.prepared_meta: dict[str, str] = {}
         #: set by a CancelRequest: the running peek stops with 57014
         self.cancel_event = threading.Event()
+        #: NOTICEs the running statement raised (SqlErrors of severity NOTICE), for the
+        #: wire layer to send (``take_notices``)
+        self.notices: list[SqlError] = []
         #: the last described SELECT: (AST, params, snapshot, PlannedQuery)
         self._described = None
         #: sql -> ((stmt, snapshot, search_path), InsertTemplate or None) (sequence.writes.planned_insert)
@@ -166,6 +170,13 @@ class Session:
             self._txn_ts = self.env.hold_time(self.env.oracle.read_ts())
         return self._txn_ts
 
+    def take_notices(self) -> list[SqlError]:
+        """The NOTICEs raised since the last call, to send to the client: none when its
+        ``client_min_messages`` is above NOTICE (PostgreSQL 19.11.3)."""
+        out, self.notices = self.notices, []
+        level = self.vars.get("client_min_messages").lower()
+        return out if level.startswith("debug") or level in ("log", "notice") else []
+
     def cancel(self) -> None:
         """Cancel the statement running now, if any (PostgreSQL 55.2.7 "Canceling Requests
         in Progress"); the Spark job is interrupted through its operation tag."""
@@ -195,6 +206,7 @@ class Session:
         begin_statement()
         body, self._as_of = split_as_of(sql)
         stmt = parse_one(body)
+        self.notices.extend(truncation_notices(body))  # the scanner's, as PostgreSQL's raises them
         if self._as_of is not None and not isinstance(stmt, (ast.SelectStmt, mz.Subscribe, mz.DeclareSubscribe, mz.CopySubscribe)):
             raise SqlError(SYNTAX_ERROR, "AS OF is only allowed after SELECT and SUBSCRIBE")
         set_query_timestamp(self.read_ts)
