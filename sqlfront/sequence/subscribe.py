@@ -253,7 +253,8 @@ class Subscription:
         for sign in (1, -1):
             rows = [row for row, d in updates if d * sign > 0 for _ in range(abs(d))]
             if rows:
-                for r in evaluate_over(self.s, self.plan, lambda relation: rows, lambda: {table_id: rows}):
+                for r in evaluate_over(self.s, self.plan, lambda _relation, rows=rows: rows,
+                                       lambda rows=rows: {table_id: rows}):
                     out[tuple(r)] += sign
         return collections.Counter({k: v for k, v in out.items() if v})
 
