@@ -226,14 +226,15 @@ class Session:
                 self.failed = True
             raise
 
-    def _statement_context(self) -> None:
+    def _statement_context(self, timed: bool = True) -> None:
         """What planning and evaluating a statement of this session reads from context
         variables: its sequences, variables (current_setting), heap budget, time zone,
-        search_path and roles.
+        search_path and roles, and what stops its evaluations: a cancel, and with
+        ``timed`` its statement_timeout from now.
         Set for each statement, and for a Describe, which plans before any Execute."""
         set_sequence_access(self.sequences)
         set_session_vars(self.vars)
-        timeout = self.vars.statement_timeout_s()
+        timeout = self.vars.statement_timeout_s() if timed else None
         # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
         # statement's timeout and cancel too, between function calls
         stop = Limits(deadline=time.monotonic() + timeout if timeout else None, cancelled=self.cancel_event.is_set)
@@ -248,7 +249,7 @@ class Session:
     def start_copy(self, c: CopyIn) -> copy.CopyLoad:
         """The load of a ``COPY ... FROM STDIN``'s data (``feed``, ``finish``: all rows or
         none; ``close`` however it ends), with the data in the client's encoding."""
-        self._statement_context()
+        self._statement_context(timed=False)  # a COPY's data streams as long as the client sends it
         return copy.CopyLoad(self, c, self.vars.get("client_encoding"))
 
     def describe(self, sql: str, n_params: int = 0, given: dict[int, SqlType] | None = None):

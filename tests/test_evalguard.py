@@ -150,6 +150,22 @@ def test_a_subscriptions_filter_runs_under_the_guard(server, conn):
         conn.execute("DROP TABLE evalguard_sub")
 
 
+def test_a_copy_streaming_past_statement_timeout_still_evaluates_its_defaults(conn):
+    """The folding guard's timeout is a statement's: COPY FROM STDIN's data streams as long
+    as the client sends it (no timeout applies to it here), defaults evaluated at the end."""
+    conn.execute("CREATE TABLE evalguard_copy (a int, r float8 DEFAULT random())")
+    conn.execute("SET statement_timeout = '1s'")
+    try:
+        with conn.cursor().copy("COPY evalguard_copy (a) FROM STDIN") as cp:
+            cp.write("1\n")
+            time.sleep(1.5)  # past the timeout before the data ends
+            cp.write("2\n")
+        assert conn.execute("SELECT count(r) FROM evalguard_copy").fetchone() == (2,)
+    finally:
+        conn.execute("RESET statement_timeout")
+        conn.execute("DROP TABLE evalguard_copy")
+
+
 def test_issue_cases_end_at_once(conn):
     conn.execute("SET statement_timeout = '2s'")
     # RE2: no backtracking at all, so it answers rather than timing out
