@@ -145,6 +145,26 @@ def test_a_write_through_a_reaches_a_subscription_in_b_by_pubsub(envds):
 
 
 
+def test_a_remote_replicas_token_is_encrypted_in_the_shared_catalog(envds):
+    """The TOKEN is sealed in the catalog's PostgreSQL (issue 33: secrets encrypted at
+    rest), and the other process, sharing --catalog-key-file, still reads the replica."""
+    a, b, url, _ = envds
+    token = f"shared-token-{os.getpid()}-{time.monotonic_ns()}"
+    with a.connect() as c:
+        c.execute(f"CREATE CLUSTER sealed REPLICAS (r (REMOTE ('127.0.0.1:9'), TOKEN '{token}'))")
+    try:
+        with psycopg.connect(url) as pg:
+            stored = "".join(r[0] for r in pg.execute("SELECT ops::text FROM catalog_log"))
+        assert "CreateReplica" in stored and token not in stored
+        with on_b(b) as c:
+            assert wait_for(lambda: c.execute("SELECT count(*) FROM mz_cluster_replicas r JOIN mz_clusters c"
+                                              " ON r.cluster_id = c.id WHERE c.name = 'sealed'").fetchone()[0] == 1,
+                            30, 0.2)
+    finally:
+        with a.connect() as c:
+            c.execute("DROP CLUSTER sealed CASCADE")
+
+
 def test_a_restart_drops_only_its_own_temp_schemas_and_leaked_parts(envds):
     """Last in this module: it kills and restarts A."""
     a, b, url, d = envds
