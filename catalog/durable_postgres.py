@@ -40,7 +40,19 @@ from catalog.snapshot import CatalogSnapshot
 
 _DDL = ["CREATE TABLE IF NOT EXISTS catalog_log ("
         " version bigint PRIMARY KEY, ops jsonb NOT NULL, next_ids jsonb NOT NULL,"
-        " committed_at timestamptz NOT NULL DEFAULT now())"]
+        " committed_at timestamptz NOT NULL DEFAULT now())",
+        # the fingerprint of the key the log's secrets are sealed with (one row)
+        "CREATE TABLE IF NOT EXISTS catalog_key (id int PRIMARY KEY CHECK (id = 1), fingerprint text NOT NULL)"]
+
+
+class CatalogKeyMismatch(SqlError):
+    """This process's catalog key is not the one the shared catalog's secrets are sealed
+    with (XX000: a configuration error; the process refuses to start rather than seal
+    secrets the others cannot read)."""
+
+    def __init__(self):
+        super().__init__("XX000", "the catalog key differs from the one the shared catalog's secrets are sealed with",
+                         hint="Give every process of this catalog the same --catalog-key-file.")
 
 
 class CatalogConflict(SqlError):
@@ -108,8 +120,9 @@ class PostgresCatalogStore:
         self._snap: CatalogSnapshot | None = None
         #: the LISTEN connection of wait_for_change
         self._listener = None
-        with self._pool.connection():
-            pass  # a wrong URL fails at startup
+        with self._pool.connection() as c:  # a wrong URL fails at startup
+            if box is not None:
+                self._check_key(c, box)
 
     def is_new(self) -> bool:
         with self._pool.connection() as c:
@@ -207,6 +220,18 @@ class PostgresCatalogStore:
             rows = c.execute("SELECT version, ops, next_ids FROM catalog_log WHERE version > %s ORDER BY version",
                              (version,)).fetchall()
         return [(v, [self._unseal(decode_op(o, self._classes)) for o in ops], nxt) for v, ops, nxt in rows]
+
+    @staticmethod
+    def _check_key(c, box: SecretBox) -> None:
+        """The first process's key fingerprint (an HMAC under the key: it tells nothing of
+        the key) is the catalog's; a process with another key is refused.
+
+        Raises:
+            CatalogKeyMismatch."""
+        mine = box.derive(b"catalog key fingerprint").hex()
+        c.execute("INSERT INTO catalog_key (id, fingerprint) VALUES (1, %s) ON CONFLICT (id) DO NOTHING", (mine,))
+        if c.execute("SELECT fingerprint FROM catalog_key WHERE id = 1").fetchone()[0] != mine:
+            raise CatalogKeyMismatch()
 
     def _seal(self, op):
         return durable.seal_op(op, self._box) if self._box is not None else op

@@ -237,6 +237,8 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     make_private(Path(data_dir))
     try:
         env = Environment(config)
+    except SqlError as e:  # a shared catalog refusing this process's key, say
+        raise click.ClickException(" ".join(filter(None, (e.message + ".", e.hint)))) from None
     except Exception as e:
         _unreachable_postgres(e)
     stop = threading.Event()

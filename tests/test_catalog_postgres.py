@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from catalog import durable
-from catalog.durable_postgres import CatalogConflict, PostgresCatalogStore, decode_op, encode_op
+from catalog.durable_postgres import CatalogConflict, CatalogKeyMismatch, PostgresCatalogStore, decode_op, encode_op
 from catalog.snapshot import Cluster, Column, Replica, Table
 from catalog.types import SqlType
 from conftest import new_database
@@ -129,7 +129,30 @@ def test_a_remote_replicas_token_is_encrypted_in_the_shared_catalog(postgres, tm
     assert "clear-tok" not in stored and "new-tok" not in stored and stored.count(secretbox.PREFIX) == 2
     b = PostgresCatalogStore(url, SecretBox.at(tmp_path / "catalog.key"))  # another process, the same key file
     assert {r.id: r.token for r in b.load().replicas.values()} == {"u1": "clear-tok", "u2": "new-tok"}
-    with pytest.raises(ValueError, match="must share its key"):
-        PostgresCatalogStore(url, SecretBox.at(tmp_path / "other.key")).load()
+    with pytest.raises(CatalogKeyMismatch) as e:  # refused at once: it would seal what the others cannot read
+        PostgresCatalogStore(url, SecretBox.at(tmp_path / "other.key"))
+    assert "--catalog-key-file" in e.value.hint
+    reader = PostgresCatalogStore(url)  # no key (persist-write): the tokens stay as stored
+    assert all(secretbox.SecretBox.is_sealed(r.token) for r in reader.load().replicas.values())
+    reader.close()
     for s in (a, b):
         s.close()
+
+
+def test_serve_refuses_a_key_other_than_the_shared_catalogs(postgres, tmp_path):
+    """``sqlfront serve`` with a catalog key another process did not seal the shared
+    catalog with stops at startup with the fix in its message, before it writes anything."""
+    import subprocess
+    import sys
+
+    from catalog.secretbox import SecretBox
+    from server import ROOT
+
+    url = new_database(postgres)
+    PostgresCatalogStore(url, SecretBox.at(tmp_path / "first.key")).close()
+    p = subprocess.run([sys.executable, "-m", "sqlfront.cli", "serve", "--listen", "127.0.0.1:0",
+                        "--data-dir", str(tmp_path / "mzdata"), "--catalog-url", url,
+                        "--catalog-key-file", str(tmp_path / "second.key")],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert p.returncode != 0
+    assert "catalog key differs" in p.stderr and "--catalog-key-file" in p.stderr, p.stderr[-2000:]
