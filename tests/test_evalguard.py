@@ -160,6 +160,7 @@ def test_a_copy_streaming_past_statement_timeout_still_evaluates_its_defaults(co
             cp.write("1\n")
             time.sleep(1.5)  # past the timeout before the data ends
             cp.write("2\n")
+        conn.execute("RESET statement_timeout")  # the check below is a peek on a replica: not timed
         assert conn.execute("SELECT count(r) FROM evalguard_copy").fetchone() == (2,)
     finally:
         conn.execute("RESET statement_timeout")
