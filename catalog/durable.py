@@ -126,6 +126,26 @@ class CreateReplica:
     replica: Replica
 
 
+def seal_op(op: Op, box: SecretBox) -> Op:
+    """``op`` as a catalog stores it: the secrets it carries (a REMOTE replica's TOKEN)
+    encrypted by ``box`` (``catalog.secretbox``). Every catalog backend stores ops
+    through this, so it is the one list of what is secret."""
+    if isinstance(op, CreateReplica) and op.replica.token is not None and not SecretBox.is_sealed(op.replica.token):
+        return CreateReplica(replace(op.replica, token=box.seal(op.replica.token)))
+    return op
+
+
+def unseal_op(op: Op, box: SecretBox) -> Op:
+    """The inverse of :func:`seal_op` (a value stored in clear by a version before
+    encryption comes back as it is).
+
+    Raises:
+        ValueError for a secret sealed under another key (``SecretBox.unseal``)."""
+    if isinstance(op, CreateReplica) and SecretBox.is_sealed(op.replica.token):
+        return CreateReplica(replace(op.replica, token=box.unseal(op.replica.token)))
+    return op
+
+
 @dataclass(frozen=True)
 class DropReplica:
     replica_id: str
@@ -452,11 +472,12 @@ class CatalogStore:
                             del replicas[rid]
                     elif isinstance(op, CreateReplica):
                         r = op.replica
+                        stored = seal_op(op, self._box).replica if self._box is not None else r
                         c.execute(
                             "INSERT INTO replicas (id, cluster_id, name, size, availability_zone, remote, token)"
                             " VALUES (?, ?, ?, ?, ?, ?, ?)",
                             (r.id, r.cluster_id, r.name, r.size, r.availability_zone, json.dumps(list(r.remote)),
-                             self._box.seal(r.token) if self._box is not None else r.token),
+                             stored.token),
                         )
                         replicas[r.id] = r
                     elif isinstance(op, DropReplica):

@@ -20,6 +20,10 @@ module stores and replays ops, it does not interpret them. Ops are encoded gener
 (every dataclass of ``catalog.durable``, ``catalog.snapshot`` and ``catalog.types``), so
 a new op kind needs nothing here.
 
+Secrets in ops (a REMOTE replica's TOKEN) are stored encrypted, by the same
+:func:`catalog.durable.seal_op` as the sqlite catalog's, under a key every process of the
+catalog shares (``--catalog-key-file``): a dump of the database does not give them away.
+
 Interface: that of ``CatalogStore`` (``is_new``, ``load``, ``transact``, ``close``).
 """
 
@@ -31,11 +35,24 @@ import threading
 
 from catalog import durable, snapshot, types
 from catalog.errors import SqlError
+from catalog.secretbox import SecretBox
 from catalog.snapshot import CatalogSnapshot
 
 _DDL = ["CREATE TABLE IF NOT EXISTS catalog_log ("
         " version bigint PRIMARY KEY, ops jsonb NOT NULL, next_ids jsonb NOT NULL,"
-        " committed_at timestamptz NOT NULL DEFAULT now())"]
+        " committed_at timestamptz NOT NULL DEFAULT now())",
+        # the fingerprint of the key the log's secrets are sealed with (one row)
+        "CREATE TABLE IF NOT EXISTS catalog_key (id int PRIMARY KEY CHECK (id = 1), fingerprint text NOT NULL)"]
+
+
+class CatalogKeyMismatch(SqlError):
+    """This process's catalog key is not the one the shared catalog's secrets are sealed
+    with (XX000: a configuration error; the process refuses to start rather than seal
+    secrets the others cannot read)."""
+
+    def __init__(self):
+        super().__init__("XX000", "the catalog key differs from the one the shared catalog's secrets are sealed with",
+                         hint="Give every process of this catalog the same --catalog-key-file.")
 
 
 class CatalogConflict(SqlError):
@@ -85,12 +102,16 @@ class PostgresCatalogStore:
     """The catalog log in the PostgreSQL database at ``url``. Thread-safe (the
     Coordinator is its one writer in each process).
 
+    ``box`` encrypts the secrets of the ops it commits and decrypts those it reads; None
+    (a reader that never needs them, such as ``persist-write``) leaves them as stored.
+
     Raises psycopg.OperationalError when the server is unreachable (nothing committed)."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, box: SecretBox | None = None):
         from pgconn import ConnectionPool, create_once
 
         self.url = url
+        self._box = box
         self._pool = ConnectionPool(url, setup=lambda c: create_once(c, _DDL))
         self._lock = threading.Lock()
         self._classes = _dataclasses()
@@ -99,8 +120,9 @@ class PostgresCatalogStore:
         self._snap: CatalogSnapshot | None = None
         #: the LISTEN connection of wait_for_change
         self._listener = None
-        with self._pool.connection():
-            pass  # a wrong URL fails at startup
+        with self._pool.connection() as c:  # a wrong URL fails at startup
+            if box is not None:
+                self._check_key(c, box)
 
     def is_new(self) -> bool:
         with self._pool.connection() as c:
@@ -113,6 +135,7 @@ class PostgresCatalogStore:
                 self._mat.close()
             self._mat = durable.CatalogStore(":memory:")
             self._snap = self._mat.load()
+            self._seal_clear_secrets()
             self._replay(self._entries_after(0))
             return self._snap
 
@@ -141,7 +164,7 @@ class PostgresCatalogStore:
             if self._snap is None or snap.version != self._snap.version:
                 raise CatalogConflict(snap.version + 1)
             version = snap.version + 1
-            entry = json.dumps([encode_op(op) for op in ops])
+            entry = json.dumps([encode_op(self._seal(op)) for op in ops])
             new = self._mat.transact(snap, ops, next_ids)  # validates; in memory only
             try:
                 with self._pool.connection() as c:
@@ -196,7 +219,41 @@ class PostgresCatalogStore:
         with self._pool.connection() as c:
             rows = c.execute("SELECT version, ops, next_ids FROM catalog_log WHERE version > %s ORDER BY version",
                              (version,)).fetchall()
-        return [(v, [decode_op(o, self._classes) for o in ops], nxt) for v, ops, nxt in rows]
+        return [(v, [self._unseal(decode_op(o, self._classes)) for o in ops], nxt) for v, ops, nxt in rows]
+
+    @staticmethod
+    def _check_key(c, box: SecretBox) -> None:
+        """The first process's key fingerprint (an HMAC under the key: it tells nothing of
+        the key) is the catalog's; a process with another key is refused.
+
+        Raises:
+            CatalogKeyMismatch."""
+        mine = box.derive(b"catalog key fingerprint").hex()
+        c.execute("INSERT INTO catalog_key (id, fingerprint) VALUES (1, %s) ON CONFLICT (id) DO NOTHING", (mine,))
+        if c.execute("SELECT fingerprint FROM catalog_key WHERE id = 1").fetchone()[0] != mine:
+            raise CatalogKeyMismatch()
+
+    def _seal(self, op):
+        return durable.seal_op(op, self._box) if self._box is not None else op
+
+    def _unseal(self, op):
+        return durable.unseal_op(op, self._box) if self._box is not None else op
+
+    def _seal_clear_secrets(self) -> None:
+        """Encrypt the secrets a version before encryption committed in clear, in place
+        (the ops are otherwise the same, so every follower replays the same catalog)."""
+        if self._box is None:
+            return
+        with self._pool.connection() as c:
+            rows = c.execute("SELECT version, ops FROM catalog_log"
+                             " WHERE jsonb_path_exists(ops, '$[*] ? (@._t == \"CreateReplica\").replica.token ? (@ != null)')"
+                             ).fetchall()
+            for version, ops in rows:
+                decoded = [decode_op(o, self._classes) for o in ops]
+                sealed = [self._seal(op) for op in decoded]
+                if sealed != decoded:
+                    c.execute("UPDATE catalog_log SET ops = %s WHERE version = %s",
+                              (json.dumps([encode_op(op) for op in sealed]), version))
 
     def _replay(self, entries) -> list[tuple[CatalogSnapshot, CatalogSnapshot, list]]:
         out = []

@@ -8,6 +8,9 @@ SCRAM secrets of role passwords need none of this: they are already one-way hash
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import os
 from pathlib import Path
 
@@ -23,6 +26,13 @@ class SecretBox:
 
     def __init__(self, key: bytes):
         self._fernet = Fernet(key)
+        self._key = base64.urlsafe_b64decode(key)
+
+    def derive(self, purpose: bytes) -> bytes:
+        """A 32-byte secret for ``purpose`` (HMAC-SHA256 of it under this box's key): the
+        server's other secrets come from the one key file, each its own (knowing one
+        gives neither the key nor another), and every process sharing the key agrees."""
+        return hmac.new(self._key, b"sqlfront " + purpose, hashlib.sha256).digest()
 
     @classmethod
     def at(cls, path: Path) -> SecretBox:
@@ -60,7 +70,8 @@ class SecretBox:
         try:
             return self._fernet.decrypt(stored[len(PREFIX):].encode()).decode()
         except InvalidToken:
-            raise ValueError("a catalog secret cannot be decrypted with this data directory's catalog.key") from None
+            raise ValueError("a catalog secret cannot be decrypted with this catalog key (DATA_DIR/catalog.key or "
+                             "--catalog-key-file: processes that share a catalog must share its key)") from None
 
     @staticmethod
     def is_sealed(stored: str | None) -> bool:

@@ -39,6 +39,21 @@ INT_RANGES = {
 }
 
 
+#: the longest name (an identifier, a value of type name), in UTF-8 bytes: PostgreSQL's
+#: NAMEDATALEN - 1
+MAX_NAME_BYTES = 63
+
+
+def truncate_name(s: str) -> str:
+    """``s`` cut to its longest prefix of at most ``MAX_NAME_BYTES`` UTF-8 bytes that ends
+    at a character boundary (PostgreSQL's pg_mbcliplen, as namein and the scanner's
+    truncate_identifier cut); a shorter ``s`` as it is."""
+    encoded = s.encode("utf-8", "surrogatepass")
+    if len(encoded) <= MAX_NAME_BYTES:
+        return s
+    return encoded[:MAX_NAME_BYTES].decode("utf-8", "ignore")
+
+
 def check_int(v: int, t: SqlType) -> int:
     """``v`` if it fits ``t`` (int2/int4/int8), else 22003 ``integer out of range``."""
     lo, hi, name = INT_RANGES[t.name]
@@ -132,8 +147,8 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
         raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type boolean: "{s}"')
     if n in ("text", "unknown"):
         return s
-    if n == "name":  # namein truncates to NAMEDATALEN - 1 bytes, on a character boundary
-        return s.encode()[:63].decode("utf-8", "ignore")
+    if n == "name":  # namein truncates, silently
+        return truncate_name(s)
     if n in ("varchar", "bpchar"):
         return fit_string(s, t, explicit)
     if n == "date":

@@ -24,7 +24,7 @@ from catalog.types import FarDate, FarTimestamp, SqlType, date_from_days, timest
 from planner.functions import FUNCTIONS
 from planner.functions.array import any_all
 from planner.functions.datetime import add_interval
-from planner.guard import INLINE_VALUE_BYTES, Outgrown, check_value_bytes, utf8_bytes
+from planner.guard import INLINE_VALUE_BYTES, Outgrown, check_stop, check_value_bytes, utf8_bytes
 from planner.scalar import Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, children, is_constant, walk
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -163,7 +163,9 @@ def evaluate(e, row: tuple = ()):
     """Evaluate ``e`` over ``row`` (the values ColRefs index). Returns a Python value or None.
 
     Raises:
-        SqlError with PostgreSQL's SQLSTATE for runtime errors (22012, 22003, ...).
+        SqlError with PostgreSQL's SQLSTATE for runtime errors (22012, 22003, ...); 57014
+        before a function call once the statement timed out or was cancelled
+        (``planner.guard.check_stop``).
     """
     if isinstance(e, Literal):
         return e.value
@@ -197,6 +199,7 @@ def evaluate(e, row: tuple = ()):
     args = [evaluate(a, row) for a in e.args]
     if entry.strict and any(v is None for v in args):
         return None
+    check_stop()
     try:
         v = entry.py(args, e)
     except OverflowError:  # float arithmetic past the double range (exp(100000)): float.c's error

@@ -10,9 +10,14 @@ the expression unfolded (``planner.consteval.fold``) or runs the query again in 
 process (``sqlfront.pyworker``), which a timeout or cancel kills. The worker runs under
 ``WORKER`` guards: big values up to the query's heap budget, backtracking allowed.
 
+Work that is bounded step by step can still be long in sum (a statement of thousands
+of calls, each a few milliseconds on megabyte values): each step looks at the guard's
+``stop`` first (``check_stop``), so statement_timeout and cancel end folding and inline
+evaluation within one step's time.
+
 The ``Guard`` in effect is a context variable: a session sets its statement's
 (``set_statement_guard``), ``guarded(g)`` sets one for a block; outside any, evaluation
-is ``INLINE`` (environmentd's rules, no heap budget).
+is ``INLINE`` (environmentd's rules, no heap budget, nothing stops it).
 """
 
 from __future__ import annotations
@@ -52,10 +57,13 @@ class Guard:
         inline_bytes: in a session's thread, the bytes a value may take there: a bigger
             one, and any backtracking regular expression, raise ``Outgrown``. None: in a
             worker process, where both are allowed.
+        stop: the statement's deadline and cancel flag, as an object whose ``check()``
+            raises their 57014 (``planner.interpret.Limits``); None: nothing stops it.
     """
 
     max_bytes: int | None = None
     inline_bytes: int | None = INLINE_VALUE_BYTES
+    stop: object | None = None
 
 
 #: environmentd's rules (the default)
@@ -78,6 +86,17 @@ def set_statement_guard(g: Guard) -> None:
     """Make ``g`` the guard of this thread's evaluations from now on: a session sets its
     statement's (with its heap budget) as it sets the rest of its statement context."""
     _GUARD.set(g)
+
+
+def check_stop() -> None:
+    """Call before each step of an evaluation (a function call).
+
+    Raises:
+        SqlError 57014 once the statement's statement_timeout passed or it was cancelled
+        (the guard's ``stop``)."""
+    stop = _GUARD.get().stop
+    if stop is not None:
+        stop.check()
 
 
 def heap_exceeded(max_bytes: int) -> SqlError:

@@ -10,39 +10,46 @@ make the server burn 4096 SHA-256 rounds per attempt, and the plaintext password
 from __future__ import annotations
 
 import base64
+import hashlib
+import secrets
 
 from scramp import ScramException, ScramMechanism
 
 from catalog import rbac
 from catalog.errors import SqlError
 from catalog.snapshot import Role
+from sqlfront.identifiers import truncate_identifier
 
 MECHANISM = "SCRAM-SHA-256"
 #: PostgreSQL's default ``scram_iterations`` (section 20.3.1)
 ITERATIONS = 4096
-#: the longest role name a user may log in as, in bytes: PostgreSQL's NAMEDATALEN - 1
-MAX_NAME_BYTES = 63
+#: PostgreSQL's SCRAM_DEFAULT_SALT_LEN, in bytes
+SALT_BYTES = 16
 #: PostgreSQL's invalid_authorization_specification
 INVALID_AUTHORIZATION = "28000"
 
 
-def check_login_name(user: str) -> None:
-    """Refuse, before any password is asked for, a startup packet's user name that no one
-    may log in as: none at all (PostgreSQL: "no PostgreSQL user name specified in startup
-    packet"), one longer than ``MAX_NAME_BYTES`` UTF-8 bytes, or one Materialize reserves
+def check_login_name(user: str) -> str:
+    """The role name a startup packet's user name logs in as, refusing, before any
+    password is asked for, a name no one may log in as: none at all (PostgreSQL: "no
+    PostgreSQL user name specified in startup packet") or one Materialize reserves
     (``mz_system``, ``mz_support``, any ``mz_``/``pg_`` name, PUBLIC: its system roles
     are reachable on its internal port only, never with a user's password).
 
+    A name longer than 63 bytes is truncated as an identifier in a statement is
+    (``sqlfront.identifiers.truncate_identifier``), as PostgreSQL's ProcessStartupPacket
+    truncates it: ``CREATE ROLE`` with the long name made the truncated one.
+
     Raises:
-        SqlError FATAL 28000 for an empty or reserved name, FATAL 42622 for a long one."""
+        SqlError FATAL 28000 for an empty or reserved name."""
     if not user:
         raise SqlError(INVALID_AUTHORIZATION, "no PostgreSQL user name specified in startup packet",
                        severity="FATAL")
-    if len(user.encode()) > MAX_NAME_BYTES:
-        raise SqlError("42622", f"role name is too long: at most {MAX_NAME_BYTES} bytes", severity="FATAL")
+    user = truncate_identifier(user)
     if rbac.is_reserved_role_name(user):
         raise SqlError(INVALID_AUTHORIZATION, f'role "{user}" is reserved for internal use and cannot log in',
                        severity="FATAL")
+    return user
 
 
 def login_verifier(role: Role | None, server: ScramVerifier, *, auto_create: bool) -> ScramVerifier | None:
@@ -59,8 +66,8 @@ def login_verifier(role: Role | None, server: ScramVerifier, *, auto_create: boo
       bootstrap superuser is reached before any role has a password (``initdb --pwfile``).
 
     A None answer is still played out as a full SCRAM exchange that fails with 28P01,
-    as PostgreSQL does for an unknown role, so a client learns nothing about which roles
-    exist or are superusers.
+    against :func:`mock_verifier`'s secret, as PostgreSQL does for an unknown role, so a
+    client learns nothing about which roles exist or are superusers.
     """
     if role is None:
         return server if auto_create else None
@@ -86,7 +93,9 @@ class ScramVerifier:
         self._mechanism = ScramMechanism(MECHANISM)
         try:
             # (salt, stored_key, server_key, iteration_count): what pg_authid keeps
-            self._auth_info = self._mechanism.make_auth_info(password, iteration_count=iterations)
+            # a salt of PostgreSQL's length (scramp's own is 32 bytes): mock secrets show the same
+            self._auth_info = self._mechanism.make_auth_info(password, iteration_count=iterations,
+                                                             salt=secrets.token_bytes(SALT_BYTES))
         except ScramException as e:
             raise ValueError(f"the password cannot be used for SCRAM: {e}") from None
 
@@ -106,9 +115,13 @@ class ScramVerifier:
             info = (base64.b64decode(salt), base64.b64decode(stored), base64.b64decode(server), int(iters))
         except (ValueError, TypeError) as e:
             raise ValueError(f"not a SCRAM-SHA-256 secret: {e}") from None
+        return cls._of(info)
+
+    @classmethod
+    def _of(cls, auth_info: tuple[bytes, bytes, bytes, int]) -> "ScramVerifier":
         self = cls.__new__(cls)
         self._mechanism = ScramMechanism(MECHANISM)
-        self._auth_info = info
+        self._auth_info = auth_info
         return self
 
     def secret(self) -> str:
@@ -122,6 +135,21 @@ class ScramVerifier:
         # The user name in the client-first message is ignored, as PostgreSQL does: the
         # startup packet's user is the one that counts, and there is one password.
         return ScramExchange(self._mechanism.make_server(lambda _user: self._auth_info))
+
+
+def mock_verifier(user: str, nonce: bytes) -> ScramVerifier:
+    """The secret the exchange of a user no password logs in runs against (an unknown
+    role, or one with no usable password): its salt is the first ``SALT_BYTES`` of
+    SHA-256(user name, then ``nonce``) and its iteration count ``ITERATIONS``, as
+    PostgreSQL's ``scram_mock_salt`` and ``mock_scram_secret`` (auth-scram.c) make them.
+    The salt is the same on every attempt for one name and differs between names, as a
+    real role's does, so the server-first message tells a client nothing; its keys are
+    random, so no proof matches.
+
+    ``nonce`` is the server's secret (PostgreSQL's per-cluster ``mock_auth_nonce``):
+    32 bytes derived from the catalog key, so every process of one catalog agrees."""
+    salt = hashlib.sha256(user.encode() + nonce).digest()[:SALT_BYTES]
+    return ScramVerifier._of((salt, secrets.token_bytes(32), secrets.token_bytes(32), ITERATIONS))
 
 
 def scram_secret(password: str) -> str:

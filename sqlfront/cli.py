@@ -130,6 +130,10 @@ def main() -> None:
 @click.option("--catalog-url", default=None, envvar="SQLFRONT_CATALOG_URL",
               help="Catalog: postgres://... shared by several environmentd processes, as a versioned log each "
                    "follows (default: DATA_DIR/catalog.db, sqlite). Also $SQLFRONT_CATALOG_URL.")
+@click.option("--catalog-key-file", default=None, envvar="SQLFRONT_CATALOG_KEY_FILE",
+              type=click.Path(dir_okay=False),
+              help="The key the catalog's secrets (REMOTE replicas' tokens) are encrypted under, made 0600 if "
+                   "missing (default: DATA_DIR/catalog.key). Processes sharing --catalog-url must share it.")
 @click.option("--persist-blob-url", default=None,
               help="persist Blob directory (path or file:// URL), shared by the processes that share Consensus "
                    "(default: DATA_DIR/blob).")
@@ -147,7 +151,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
           max_copy_from_size, copy_memory_budget, authentication_timeout, max_startup_connections, log_level,
           max_query_heap_size, persist_compaction, persist_pubsub,
           persist_pubsub_listen, persist_consensus_url, timestamp_oracle_url, persist_blob_url,
-          catalog_url, clusters, takeover, cluster_lease_duration) -> None:
+          catalog_url, catalog_key_file, clusters, takeover, cluster_lease_duration) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -227,11 +231,14 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                     persist_compaction=persist_compaction, persist_pubsub=persist_pubsub == "on",
                     persist_pubsub_listen=pubsub_address, persist_consensus_url=persist_consensus_url,
                     timestamp_oracle_url=timestamp_oracle_url, persist_blob_url=persist_blob_url,
-                    catalog_url=catalog_url, address=f"{host}:{port}", clusters=cluster_names,
+                    catalog_url=catalog_url, catalog_key_file=Path(catalog_key_file) if catalog_key_file else None,
+                    address=f"{host}:{port}", clusters=cluster_names,
                     takeover=takeover, cluster_lease_s=cluster_lease_duration)
     make_private(Path(data_dir))
     try:
         env = Environment(config)
+    except SqlError as e:  # a shared catalog refusing this process's key, say
+        raise click.ClickException(" ".join(filter(None, (e.message + ".", e.hint)))) from None
     except Exception as e:
         _unreachable_postgres(e)
     stop = threading.Event()

@@ -146,6 +146,9 @@ class Config:
     #: the catalog: ``postgres://...`` (a versioned log shared by several processes) or
     #: None for DATA_DIR/catalog.db
     catalog_url: str | None = None
+    #: the key the catalog's secrets are encrypted under (``catalog.secretbox``), None for
+    #: DATA_DIR/catalog.key: processes that share ``catalog_url`` must share it
+    catalog_key_file: Path | None = None
     #: this environmentd's pgwire address, ``HOST:PORT``: how other processes and the
     #: balancer name it as a cluster's owner (``mz_clusters.environmentd``)
     address: str | None = None
@@ -178,13 +181,15 @@ class Environment:
         self.data_dir = d
         #: names this environmentd across restarts (its data directory's environment id)
         self.process_id = _environment_id(d)
+        #: encrypts the catalog's secrets at rest, whichever catalog backend keeps them
+        self.secret_box = SecretBox.at(config.catalog_key_file or d / CATALOG_KEY_FILE)
         if is_postgres_url(config.catalog_url):
             from catalog.durable_postgres import PostgresCatalogStore
 
             log.info("catalog: %s", redact_url(config.catalog_url))
-            self.store = PostgresCatalogStore(config.catalog_url)
+            self.store = PostgresCatalogStore(config.catalog_url, self.secret_box)
         else:
-            self.store = CatalogStore(str(d / "catalog.db"), SecretBox.at(d / CATALOG_KEY_FILE))
+            self.store = CatalogStore(str(d / "catalog.db"), self.secret_box)
         self.oracle = open_oracle(config.timestamp_oracle_url, str(d / "catalog.db"))
         if config.timestamp_oracle_url:
             log.info("timestamp oracle: %s", redact_url(config.timestamp_oracle_url))

@@ -12,6 +12,16 @@ def error_response(e: SqlError, encode=lambda v: v.encode("utf-8")) -> bytes:
     """The ErrorResponse ('E') message of ``e``: severity (S and V), SQLSTATE (C),
     message (M), then detail (D), hint (H) and position (P) when set (PostgreSQL 55.8).
     ``encode(str) -> bytes`` is the session's client encoding (UTF-8 by default)."""
+    return _fields_message(b"E", e, encode)
+
+
+def notice_response(e: SqlError, encode=lambda v: v.encode("utf-8")) -> bytes:
+    """The NoticeResponse ('N') message of ``e`` (a NOTICE or WARNING): the fields of
+    :func:`error_response`."""
+    return _fields_message(b"N", e, encode)
+
+
+def _fields_message(kind: bytes, e: SqlError, encode) -> bytes:
     fields = [(b"S", e.severity), (b"V", e.severity), (b"C", e.sqlstate), (b"M", e.message)]
     if e.detail:
         fields.append((b"D", e.detail))
@@ -20,4 +30,4 @@ def error_response(e: SqlError, encode=lambda v: v.encode("utf-8")) -> bytes:
     if e.position:
         fields.append((b"P", str(e.position)))
     body = b"".join(k + encode(v) + b"\x00" for k, v in fields) + b"\x00"
-    return b"E" + struct.pack("!i", len(body) + 4) + body
+    return kind + struct.pack("!i", len(body) + 4) + body

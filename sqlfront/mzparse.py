@@ -53,6 +53,7 @@ from pglast.parser import scan
 
 from catalog.errors import SqlError, SYNTAX_ERROR
 from catalog.snapshot import DATABASE
+from sqlfront.identifiers import truncate_identifier
 
 
 @dataclass(frozen=True)
@@ -367,11 +368,10 @@ class _Parser:
             raise self.error("an identifier")
         self.i += 1
         raw = self.text(t)
-        if raw.startswith('"'):
-            return raw[1:-1].replace('""', '"')
         if raw.upper().startswith('U&"'):
             raise SqlError(SYNTAX_ERROR, "unicode identifiers are not supported", position=t.start + 1)
-        return raw.lower()
+        # past 63 bytes, cut as PostgreSQL's scanner (and pglast's) cuts them
+        return truncate_identifier(raw[1:-1].replace('""', '"') if raw.startswith('"') else raw.lower())
 
     def string(self) -> str:
         t = self.peek()

@@ -41,9 +41,9 @@ from catalog.textio import parse_text
 from catalog.types import UNKNOWN, type_from_oid
 from planner.scalar import Literal
 from sqlfront import encoding as wire_encoding
-from sqlfront.auth import MECHANISM, ScramVerifier, check_login_name, login_verifier
+from sqlfront.auth import MECHANISM, ScramVerifier, check_login_name, login_verifier, mock_verifier
 from sqlfront.environment import Environment
-from sqlfront.messages import error_response
+from sqlfront.messages import error_response, notice_response
 from sqlfront.pgtypes import binary_param_text, chunk_data_rows, length_prefixed
 from sqlfront.sequence.result import ResultStream, chunk_len, chunk_rows
 from sqlfront.session import (
@@ -239,7 +239,7 @@ class PgHandler(BuenaVistaHandler):
             self.send_error(SqlError(TOO_MANY_CONNECTIONS, "sorry, too many clients already", severity="FATAL"))
             return None
         try:
-            check_login_name(user)
+            user = check_login_name(user)  # a long name truncated, as PostgreSQL's
         except SqlError as e:
             self.send_error(e)
             return None
@@ -284,8 +284,9 @@ class PgHandler(BuenaVistaHandler):
         mech, _, rest = body.partition(b"\x00")
         verifier = login_verifier(self.env.snapshot.role_by_name(user), self.server.scram,
                                   auto_create=self.env.config.auto_create_roles)
-        # no password logs this user in: the exchange runs against a secret nobody knows
-        scram = (verifier or self.server.refuse).exchange()
+        # no password logs this user in: the exchange runs against a secret nobody knows,
+        # with the salt a role of that name would show
+        scram = (verifier or mock_verifier(user, self.server.mock_nonce)).exchange()
         try:
             if mech.decode() != MECHANISM or len(rest) < 4:
                 raise ValueError("unsupported SASL mechanism")
@@ -492,6 +493,7 @@ class PgHandler(BuenaVistaHandler):
             return
         try:
             for result in ctx.session.execute(sql):
+                self.send_notices(ctx)
                 if isinstance(result, CopyIn):
                     result = self.copy_in(ctx, result)
                 elif isinstance(result, CopyOut):
@@ -680,6 +682,7 @@ class PgHandler(BuenaVistaHandler):
                 stmt, _, _ = ctx.portals[portal]
                 sql, _ = ctx.stmts[stmt]
                 result = ctx.session.execute_one(sql, ctx.bound_params(portal)) if sql.strip() else None
+                self.send_notices(ctx)
             if result is None:
                 self.wfile.write(struct.pack("!ci", ServerResponse.EMPTY_QUERY_RESPONSE, 4))
                 return
@@ -801,10 +804,19 @@ class PgHandler(BuenaVistaHandler):
             sent += chunk_len(chunk)
         return sent
 
+    def send_notices(self, ctx: PgContext) -> None:
+        """NoticeResponses for what the session's statement raised (before its results or
+        its error, as PostgreSQL sends them)."""
+        enc = self._client_encoding()
+        for n in ctx.session.take_notices():
+            self.wfile.write(notice_response(n, lambda v: wire_encoding.encode(v, enc, strict=False)))
+
     def send_error(self, exception, ctx=None):
         e = exception if isinstance(exception, SqlError) else SqlError(INTERNAL_ERROR, str(exception))
         if e.sqlstate == INTERNAL_ERROR:
             log.error("error sent to client: %s", e.message)
+        if getattr(self, "ctx", None) is not None:
+            self.send_notices(self.ctx)
         enc = self._client_encoding()
         self.wfile.write(error_response(e, lambda v: wire_encoding.encode(v, enc, strict=False)))
         if ctx is not None:
@@ -850,8 +862,9 @@ class PgServer(BuenaVistaServer):
         super().__init__(address, EnvironmentConnection(env))
         self.RequestHandlerClass = PgHandler
         self.scram = scram
-        #: a secret no one knows, for the exchanges of users no password logs in
-        self.refuse = ScramVerifier(secrets.token_urlsafe(32)) if scram is not None else None
+        #: the server secret of the mock salts of users no password logs in
+        #: (``auth.mock_verifier``; PostgreSQL's mock_auth_nonce)
+        self.mock_nonce = env.secret_box.derive(b"scram mock salt")
         config = env.config
         self.max_message_size = config.max_message_size
         self.max_copy_from_size = config.max_copy_from_size

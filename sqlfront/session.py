@@ -36,6 +36,7 @@ from planner.writes import plan_insert
 from sqlfront import mzparse as mz
 from sqlfront.environment import BLOCK_CATALOG, Environment
 from sqlfront.rbac import authorize_statement
+from sqlfront.identifiers import truncation_notices
 from sqlfront.parse import param_count, parse_generated, parse_one, split_as_of, split_statements
 from catalog.pg_catalog import PG_CURSORS, PG_PREPARED_STATEMENTS
 from catalog.snapshot import BuiltinTable
@@ -47,6 +48,7 @@ from sqlfront.sequence.sequences import SessionSequences
 from planner.functions.sequence import set_sequence_access
 from planner.functions.system import set_session_vars
 from planner.guard import Guard, set_statement_guard
+from planner.interpret import Limits
 from sqlfront.vars import SessionVars
 
 __all__ = ["Session", "Result", "resource_error", "CopyIn", "CopyOut", "HANDLERS", "split_statements", "param_count", "parse_one",
@@ -110,6 +112,9 @@ class Session:
         self.prepared_meta: dict[str, str] = {}
         #: set by a CancelRequest: the running peek stops with 57014
         self.cancel_event = threading.Event()
+        #: NOTICEs the running statement raised (SqlErrors of severity NOTICE), for the
+        #: wire layer to send (``take_notices``)
+        self.notices: list[SqlError] = []
         #: the last described SELECT: (AST, params, snapshot, PlannedQuery)
         self._described = None
         #: sql -> ((stmt, snapshot, search_path), InsertTemplate or None) (sequence.writes.planned_insert)
@@ -165,6 +170,13 @@ class Session:
             self._txn_ts = self.env.hold_time(self.env.oracle.read_ts())
         return self._txn_ts
 
+    def take_notices(self) -> list[SqlError]:
+        """The NOTICEs raised since the last call, to send to the client: none when its
+        ``client_min_messages`` is above NOTICE (PostgreSQL 19.11.3)."""
+        out, self.notices = self.notices, []
+        level = self.vars.get("client_min_messages").lower()
+        return out if level.startswith("debug") or level in ("log", "notice") else []
+
     def cancel(self) -> None:
         """Cancel the statement running now, if any (PostgreSQL 55.2.7 "Canceling Requests
         in Progress"); the Spark job is interrupted through its operation tag."""
@@ -194,6 +206,7 @@ class Session:
         begin_statement()
         body, self._as_of = split_as_of(sql)
         stmt = parse_one(body)
+        self.notices.extend(truncation_notices(body))  # the scanner's, as PostgreSQL's raises them
         if self._as_of is not None and not isinstance(stmt, (ast.SelectStmt, mz.Subscribe, mz.DeclareSubscribe, mz.CopySubscribe)):
             raise SqlError(SYNTAX_ERROR, "AS OF is only allowed after SELECT and SUBSCRIBE")
         set_query_timestamp(self.read_ts)
@@ -213,14 +226,19 @@ class Session:
                 self.failed = True
             raise
 
-    def _statement_context(self) -> None:
+    def _statement_context(self, timed: bool = True) -> None:
         """What planning and evaluating a statement of this session reads from context
         variables: its sequences, variables (current_setting), heap budget, time zone,
-        search_path and roles.
+        search_path and roles, and what stops its evaluations: a cancel, and with
+        ``timed`` its statement_timeout from now.
         Set for each statement, and for a Describe, which plans before any Execute."""
         set_sequence_access(self.sequences)
         set_session_vars(self.vars)
-        set_statement_guard(Guard(max_bytes=self.vars.max_query_heap_bytes()))
+        timeout = self.vars.statement_timeout_s() if timed else None
+        # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
+        # statement's timeout and cancel too, between function calls
+        stop = Limits(deadline=time.monotonic() + timeout if timeout else None, cancelled=self.cancel_event.is_set)
+        set_statement_guard(Guard(max_bytes=self.vars.max_query_heap_bytes(), stop=stop))
         set_session_time_zone(self.vars.time_zone())
         set_session_interval_style(self.vars.interval_style())
         set_search_path(self.vars.search_path(), self.temp_schema)
@@ -231,7 +249,7 @@ class Session:
     def start_copy(self, c: CopyIn) -> copy.CopyLoad:
         """The load of a ``COPY ... FROM STDIN``'s data (``feed``, ``finish``: all rows or
         none; ``close`` however it ends), with the data in the client's encoding."""
-        self._statement_context()
+        self._statement_context(timed=False)  # a COPY's data streams as long as the client sends it
         return copy.CopyLoad(self, c, self.vars.get("client_encoding"))
 
     def describe(self, sql: str, n_params: int = 0, given: dict[int, SqlType] | None = None):
@@ -244,6 +262,7 @@ class Session:
         from planner.writes import plan_delete, plan_update
 
         stmt = parse_one(sql)
+        self.cancel_event.clear()  # a cancel sent while idle is spent, as for an Execute
         self._statement_context()  # planning reads it (literals, current_setting, names)
         params = DescribeParams(n_params, given)
         cols = None
@@ -284,6 +303,7 @@ class Session:
             # Execute raises the planner's errors.
             return None
         params = params()
+        self.cancel_event.clear()  # a cancel sent while idle is spent, as for an Execute
         self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
             snap = self.env.snapshot

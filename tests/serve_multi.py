@@ -69,7 +69,7 @@ def main() -> None:
     try:
         url = pg.url
         shared = ["--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
-                  "--persist-blob-url", str(d / "blob")]
+                  "--persist-blob-url", str(d / "blob"), "--catalog-key-file", str(d / "catalog.key")]
         envds = {"a": (args.port_a, "quickstart"), "b": (args.port_b, "analytics")}
         for name, (port, cluster) in envds.items():
             log = d / f"{name}.log"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from catalog import durable
-from catalog.durable_postgres import CatalogConflict, PostgresCatalogStore, decode_op, encode_op
+from catalog.durable_postgres import CatalogConflict, CatalogKeyMismatch, PostgresCatalogStore, decode_op, encode_op
 from catalog.snapshot import Cluster, Column, Replica, Table
 from catalog.types import SqlType
 from conftest import new_database
@@ -100,3 +100,59 @@ def test_a_follower_wakes_on_the_other_process_s_commit(postgres):
     assert time.monotonic() - started < 10
     assert [new.version for _, new, _ in b.changes_since(0)] == [1]
     timer.join()
+
+
+def test_a_remote_replicas_token_is_encrypted_in_the_shared_catalog(postgres, tmp_path):
+    """A REMOTE replica's TOKEN is stored sealed (the sqlite catalog's ``seal_op``), a
+    store with the shared key reads it back, a store with another key refuses to, and a
+    token an earlier version committed in clear is sealed in place on load."""
+    import psycopg
+
+    from catalog import secretbox
+    from catalog.secretbox import SecretBox
+
+    url = new_database(postgres)
+    old = PostgresCatalogStore(url)  # as a version before encryption committed it
+    snap = old.transact(old.load(), [durable.CreateCluster(Cluster("u1", "c")),
+                                     durable.CreateReplica(Replica("u1", "u1", "r1", None, None, ("sc://h:1",),
+                                                                   "clear-tok"))], {"cluster": 2, "replica": 2})
+    old.close()
+    box = SecretBox.at(tmp_path / "catalog.key")
+    a = PostgresCatalogStore(url, box)
+    snap = a.load()
+    assert snap.replicas["u1"].token == "clear-tok"
+    snap = a.transact(snap, [durable.CreateReplica(Replica("u2", "u1", "r2", None, None, ("sc://h:2",), "new-tok"))],
+                      {"cluster": 2, "replica": 3})
+    assert snap.replicas["u2"].token == "new-tok"
+    with psycopg.connect(url) as c:
+        stored = "".join(r[0] for r in c.execute("SELECT ops::text FROM catalog_log"))
+    assert "clear-tok" not in stored and "new-tok" not in stored and stored.count(secretbox.PREFIX) == 2
+    b = PostgresCatalogStore(url, SecretBox.at(tmp_path / "catalog.key"))  # another process, the same key file
+    assert {r.id: r.token for r in b.load().replicas.values()} == {"u1": "clear-tok", "u2": "new-tok"}
+    with pytest.raises(CatalogKeyMismatch) as e:  # refused at once: it would seal what the others cannot read
+        PostgresCatalogStore(url, SecretBox.at(tmp_path / "other.key"))
+    assert "--catalog-key-file" in e.value.hint
+    reader = PostgresCatalogStore(url)  # no key (persist-write): the tokens stay as stored
+    assert all(secretbox.SecretBox.is_sealed(r.token) for r in reader.load().replicas.values())
+    reader.close()
+    for s in (a, b):
+        s.close()
+
+
+def test_serve_refuses_a_key_other_than_the_shared_catalogs(postgres, tmp_path):
+    """``sqlfront serve`` with a catalog key another process did not seal the shared
+    catalog with stops at startup with the fix in its message, before it writes anything."""
+    import subprocess
+    import sys
+
+    from catalog.secretbox import SecretBox
+    from server import ROOT
+
+    url = new_database(postgres)
+    PostgresCatalogStore(url, SecretBox.at(tmp_path / "first.key")).close()
+    p = subprocess.run([sys.executable, "-m", "sqlfront.cli", "serve", "--listen", "127.0.0.1:0",
+                        "--data-dir", str(tmp_path / "mzdata"), "--catalog-url", url,
+                        "--catalog-key-file", str(tmp_path / "second.key")],
+                       cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert p.returncode != 0
+    assert "catalog key differs" in p.stderr and "--catalog-key-file" in p.stderr, p.stderr[-2000:]

@@ -18,6 +18,10 @@ BACKTRACKING = r"SELECT 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!' ~ '^(a+)+\1$'"
 #: generous bound for what should take milliseconds (the machine may be busy)
 WITHIN_S = 15
 
+#: thousands of calls, each a few milliseconds on a megabyte (within every size limit):
+#: many seconds of constant folding in all
+MANY_CALLS = "SELECT " + ", ".join(f"md5(repeat('x', 1000000) || '{i}')" for i in range(3000))
+
 
 def _failing(conn, sql: str) -> psycopg.Error:
     with pytest.raises(psycopg.Error) as ei:
@@ -72,6 +76,95 @@ def test_cancel_of_backtracking_regex_is_accepted_promptly(server, conn):
     assert (e.sqlstate, e.diag.message_primary) == ("57014", "canceling statement due to user request")
     assert took < WITHIN_S
     assert conn.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_constant_folding_stops_on_statement_timeout_and_cancel(server, conn):
+    conn.execute("SET statement_timeout = '1s'")
+    try:
+        e = _answers_while_running(server, conn, MANY_CALLS)
+    finally:
+        conn.execute("RESET statement_timeout")
+    assert (e.sqlstate, e.diag.message_primary) == ("57014", "canceling statement due to statement timeout")
+    timer = threading.Timer(1.0, conn.cancel)
+    timer.start()
+    try:
+        e = _failing(conn, MANY_CALLS)
+    finally:
+        timer.join()
+    assert (e.sqlstate, e.diag.message_primary) == ("57014", "canceling statement due to user request")
+    assert conn.execute("SELECT md5('x')").fetchone() == ("9dd4e461268c8034f5c8564e155c67a6",)
+
+
+def test_as_of_expressions_run_under_the_guard(server, conn):
+    """An AS OF expression is evaluated as a fast-path SELECT is: a backreference or a big
+    value in a worker process (not refused), PostgreSQL's size errors, and a runaway
+    regex stopped by statement_timeout while other sessions answer."""
+    assert conn.execute(r"SELECT 1 AS OF CASE WHEN 'xaay' ~ '(a)\1' THEN 1 ELSE 2 END").fetchone() == (1,)
+    assert conn.execute("SELECT 2 AS OF length(repeat('ab', 3000000))").fetchone() == (2,)  # 6 MB
+    e = _failing(conn, "SELECT 1 AS OF length(repeat('ab', 1500000000))")
+    assert (e.sqlstate, e.diag.message_primary) == ("54000", "requested length too large")
+    conn.execute("SET statement_timeout = '1s'")
+    try:
+        e = _answers_while_running(server, conn, f"SELECT 1 AS OF CASE WHEN {BACKTRACKING[7:]} THEN 1 ELSE 2 END")
+    finally:
+        conn.execute("RESET statement_timeout")
+    assert (e.sqlstate, e.diag.message_primary) == ("57014", "canceling statement due to statement timeout")
+
+
+def test_a_subscriptions_filter_runs_under_the_guard(server, conn):
+    """The filter a subscription evaluates in environmentd over the rows persist delivers
+    (the listen path): a backreference matches (in a worker process), and a runaway one
+    ends the FETCH with 57014 on statement_timeout while other sessions answer."""
+    runaway = BACKTRACKING.split("'")[1]
+    conn.execute("CREATE TABLE evalguard_sub (s text)")
+    try:
+        conn.autocommit = False
+        conn.execute(r"DECLARE c CURSOR FOR SUBSCRIBE (SELECT s FROM evalguard_sub WHERE s ~ '^(a+)+\1$'"
+                     r" OR s ~ '(x)\1') WITH (SNAPSHOT = false)")
+        with server.connect() as other:
+            other.execute("INSERT INTO evalguard_sub VALUES ('axxb'), ('ab')")
+        seen = []
+        for _ in range(30):
+            seen += [r[1:] for r in conn.execute("FETCH ALL c WITH (TIMEOUT = '1s')").fetchall()]
+            if seen:
+                break
+        assert seen == [(1, "axxb")]
+        with server.connect() as other:
+            other.execute("INSERT INTO evalguard_sub VALUES (%s)", (runaway,))
+        conn.execute("SET statement_timeout = '1s'")
+        e = None
+        for _ in range(30):
+            try:
+                conn.execute("FETCH ALL c WITH (TIMEOUT = '1s')").fetchall()
+            except psycopg.Error as err:
+                e = err
+                break
+        assert e is not None and (e.sqlstate, e.diag.message_primary) == \
+            ("57014", "canceling statement due to statement timeout")
+        with server.connect() as other:
+            assert other.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        conn.rollback()
+        conn.autocommit = True
+        conn.execute("RESET statement_timeout")
+        conn.execute("DROP TABLE evalguard_sub")
+
+
+def test_a_copy_streaming_past_statement_timeout_still_evaluates_its_defaults(conn):
+    """The folding guard's timeout is a statement's: COPY FROM STDIN's data streams as long
+    as the client sends it (no timeout applies to it here), defaults evaluated at the end."""
+    conn.execute("CREATE TABLE evalguard_copy (a int, r float8 DEFAULT random())")
+    conn.execute("SET statement_timeout = '1s'")
+    try:
+        with conn.cursor().copy("COPY evalguard_copy (a) FROM STDIN") as cp:
+            cp.write("1\n")
+            time.sleep(1.5)  # past the timeout before the data ends
+            cp.write("2\n")
+        conn.execute("RESET statement_timeout")  # the check below is a peek on a replica: not timed
+        assert conn.execute("SELECT count(r) FROM evalguard_copy").fetchone() == (2,)
+    finally:
+        conn.execute("RESET statement_timeout")
+        conn.execute("DROP TABLE evalguard_copy")
 
 
 def test_issue_cases_end_at_once(conn):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import re
+import time
 
 import pglast
 import pytest
@@ -119,6 +120,19 @@ def test_fold_leaves_costly_expressions_to_where_the_query_runs():
     assert fold(backref) == backref
     with guard.guarded(WORKER):
         assert evaluate(Call("regex", (Literal("xaay", TEXT), Literal(r"(a)\1", TEXT)), TEXT)) is True
+
+
+def test_folding_stops_between_calls_on_timeout_and_cancel():
+    """Each call is cheap, a statement of thousands is not: the statement's stop (its
+    statement_timeout and cancel flag) is looked at before each call."""
+    call = Call("upper", (Call("md5", (Literal("x", TEXT),), TEXT),), TEXT)
+    for stop, reason in ((interpret.Limits(deadline=time.monotonic() - 1), "statement timeout"),
+                         (interpret.Limits(cancelled=lambda: True), "user request")):
+        with guard.guarded(guard.Guard(stop=stop)), pytest.raises(SqlError) as ei:
+            fold(call)
+        assert (ei.value.sqlstate, ei.value.message) == ("57014", f"canceling statement due to {reason}")
+    with guard.guarded(guard.Guard(stop=interpret.Limits(deadline=time.monotonic() + 3600, cancelled=lambda: False))):
+        assert fold(call) == Literal("9DD4E461268C8034F5C8564E155C67A6", TEXT)
 
 
 def test_planning_never_runs_a_backtracking_match():

@@ -92,7 +92,7 @@ def test_a_shared_catalog_is_followed_by_the_other_envd(tmp_path, postgres):
     other names it as the owner."""
     url = new_database(postgres)
     shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
-              "--persist-blob-url", str(tmp_path / "blob"))
+              "--persist-blob-url", str(tmp_path / "blob"), "--catalog-key-file", str(tmp_path / "catalog.key"))
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     a, b = Server(tmp_path / "a" / "mzdata", *shared), Server(tmp_path / "b" / "mzdata", *shared)

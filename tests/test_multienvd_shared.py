@@ -41,7 +41,7 @@ def envds(tmp_path_factory, postgres):
     # The default lease (10 s), and B takes no expired lease (no --takeover): no test here
     # moves a cluster, and A's restart must find quickstart still its own.
     shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
-              "--persist-blob-url", str(d / "blob"))
+              "--persist-blob-url", str(d / "blob"), "--catalog-key-file", str(d / "catalog.key"))
     (d / "a").mkdir()
     (d / "b").mkdir()
     ports = {"a": free_port(), "b": free_port()}
@@ -143,6 +143,26 @@ def test_a_write_through_a_reaches_a_subscription_in_b_by_pubsub(envds):
         assert [(int(r[0]), r[3], r[4]) for r in rows] == [(commit["ts"], 100, "writer")]
         assert wait_for(lambda: metric_value(b.metrics_url, CLEAN) > before, 10, 0.1)
 
+
+
+def test_a_remote_replicas_token_is_encrypted_in_the_shared_catalog(envds):
+    """The TOKEN is sealed in the catalog's PostgreSQL (issue 33: secrets encrypted at
+    rest), and the other process, sharing --catalog-key-file, still reads the replica."""
+    a, b, url, _ = envds
+    token = f"shared-token-{os.getpid()}-{time.monotonic_ns()}"
+    with a.connect() as c:
+        c.execute(f"CREATE CLUSTER sealed REPLICAS (r (REMOTE ('127.0.0.1:9'), TOKEN '{token}'))")
+    try:
+        with psycopg.connect(url) as pg:
+            stored = "".join(r[0] for r in pg.execute("SELECT ops::text FROM catalog_log"))
+        assert "CreateReplica" in stored and token not in stored
+        with on_b(b) as c:
+            assert wait_for(lambda: c.execute("SELECT count(*) FROM mz_cluster_replicas r JOIN mz_clusters c"
+                                              " ON r.cluster_id = c.id WHERE c.name = 'sealed'").fetchone()[0] == 1,
+                            30, 0.2)
+    finally:
+        with a.connect() as c:
+            c.execute("DROP CLUSTER sealed CASCADE")
 
 
 def test_a_restart_drops_only_its_own_temp_schemas_and_leaked_parts(envds):

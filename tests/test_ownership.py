@@ -40,7 +40,8 @@ def envds(tmp_path_factory, postgres):
     d = tmp_path_factory.mktemp("ownership")
     url = new_database(postgres)
     shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
-              "--persist-blob-url", str(d / "blob"), "--cluster-lease-duration", LEASE_S)
+              "--persist-blob-url", str(d / "blob"), "--catalog-key-file", str(d / "catalog.key"),
+              "--cluster-lease-duration", LEASE_S)
     (d / "a").mkdir()
     (d / "b").mkdir()
     a = Server(d / "a" / "mzdata", *shared, "--clusters", "quickstart")

@@ -20,10 +20,10 @@ import pglast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, query_canceled
 from catalog.snapshot import Table
-from planner import interpret
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from sqlfront.parse import AsOf
+from sqlfront.sequence import peek
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -78,7 +78,8 @@ def evaluate(s: Session, a: AsOf) -> int:
         raise SqlError("42601", f"invalid AS OF expression: {e.args[0] if e.args else e}") from None
     try:
         plan = QueryPlanner(s.env.snapshot).plan_select(stmt).plan
-        v = interpret.run(plan, s.env.builtin_rows)[0][0]
+        # as a fast-path SELECT: its timeout, cancel and heap limit; costly work in a worker
+        v = peek.evaluate(s, plan)[0][0]
     except SqlError as e:
         if e.sqlstate.startswith("22"):
             raise SqlError(INVALID_PARAMETER_VALUE, _CASTABLE) from None

@@ -14,7 +14,7 @@ import copy
 import functools
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from pglast import ast
 
@@ -334,18 +334,29 @@ def evaluate(s: Session, plan) -> list[tuple]:
     bounded by its size (``planner.guard``), else again in a worker process
     (``sqlfront.pyworker``) so that big or runaway work does not stall the other
     sessions and a timeout or cancel stops it at once."""
+    return evaluate_over(s, plan, s.builtin_rows,
+                         lambda: {t.id: list(s.builtin_rows(t)) for t in interpret.builtins_read(plan)})
+
+
+def evaluate_over(s: Session, plan, rows_of: Callable, tables: Callable[[], dict[str, list[tuple]]]) -> list[tuple]:
+    """:func:`evaluate` for a plan whose relations' rows are at hand: ``rows_of(relation)``
+    gives them here, ``tables()`` (relation id -> rows) for a worker process. (A
+    subscription's filter over the rows persist delivered; an AS OF expression.)
+
+    Raises:
+        SqlError 57014 (statement_timeout, from now; a cancel), 53200 (max_query_heap_size),
+        and the plan's own errors."""
     timeout = s.vars.statement_timeout_s()
     deadline = time.monotonic() + timeout if timeout else None
     budget = s.vars.max_query_heap_bytes()
     limits = interpret.Limits(deadline=deadline, cancelled=s.cancel_event.is_set, max_heap_bytes=budget,
                               outgrow_bytes=INLINE_HEAP_BYTES)
     try:
-        with guarded(Guard(max_bytes=budget)):
-            return interpret.run(plan, s.builtin_rows, limits)
+        with guarded(Guard(max_bytes=budget, stop=limits)):  # checked between calls within a row too
+            return interpret.run(plan, rows_of, limits)
     except Outgrown:
         pass  # rows or a value too big here, or a backtracking regex: the worker can be stopped
-    tables = {t.id: list(s.builtin_rows(t)) for t in interpret.builtins_read(plan)}
-    return s.env.python_workers.run(plan, tables, budget, deadline, s.cancel_event)
+    return s.env.python_workers.run(plan, tables(), budget, deadline, s.cancel_event)
 
 
 def explain_stmt(s: Session, stmt, sql: str, params) -> Result:

@@ -284,14 +284,18 @@ class Subscription:
 
     def _evaluate(self, updates: list[tuple[tuple, int]]) -> collections.Counter:
         """The query's output updates for input ``updates`` (row, diff) at one time: the
-        plan (filters and projections) runs over the rows added and over those removed."""
-        from planner import interpret
+        plan (filters and projections) runs over the rows added and over those removed,
+        as a fast-path SELECT's does (``peek.evaluate_over``: statement_timeout, cancel,
+        max_query_heap_size; a backtracking regex or a big value in a worker process)."""
+        from sqlfront.sequence.peek import evaluate_over
 
+        table_id = self.listen_input.relation.id
         out: collections.Counter = collections.Counter()
         for sign in (1, -1):
             rows = [row for row, d in updates if d * sign > 0 for _ in range(abs(d))]
             if rows:
-                for r in interpret.run(self.plan, lambda relation: rows):
+                for r in evaluate_over(self.s, self.plan, lambda _relation, rows=rows: rows,
+                                       lambda rows=rows: {table_id: rows}):
                     out[tuple(r)] += sign
         return collections.Counter({k: v for k, v in out.items() if v})
 
