@@ -197,9 +197,10 @@ class PersistClient:
 
     # -- writes -------------------------------------------------------------------------
 
-    def write_batch(self, shard_id: str, table: pa.Table) -> Batch:
-        """``table``'s rows as a batch of +1 updates in Blob."""
-        return write_batch(self.blob, shard_id, table)
+    def write_batch(self, shard_id: str, table: pa.Table, dictionary: bool = True) -> Batch:
+        """``table``'s rows as a batch of +1 updates in Blob (``dictionary``:
+        :func:`persist.write.encode`'s)."""
+        return write_batch(self.blob, shard_id, table, dictionary=dictionary)
 
     def batch(self, shard_id: str, table: pa.Table) -> Batch:
         """``table``'s rows as a batch of +1 updates: inline when small and the shard's

@@ -1,8 +1,10 @@
 """The server-wide memory budget that COPY FROM STDIN streams draw from together.
 
-Each stream holds a :class:`Reservation` and resizes it to what it holds now (the batch it
-parses, the Arrow columns it has built, the encoding of its write at the end); the sum of
-all reservations never passes the budget. A stream that needs more than is free waits for
+Each stream holds a :class:`Reservation` and resizes it to what it holds now (the data
+not yet parsed, the batch it parses, the Arrow columns not yet written to Blob, their
+encoding, and a measured overhead), never below the most it usually needs
+(``sqlfront.sequence.copy.STREAM_BYTES``, taken at its start); the sum of all
+reservations never passes the budget. A stream that needs more than is free waits for
 others to give some back, for at most ``wait_s`` seconds, then fails with 53200
 (PostgreSQL's out_of_memory); one that needs more than the whole budget fails at once.
 The budget counts what COPY holds, not the process: queries, sessions and the catalog

@@ -230,7 +230,8 @@ class Session:
 
     def start_copy(self, c: CopyIn) -> copy.CopyLoad:
         """The load of a ``COPY ... FROM STDIN``'s data (``feed``, ``finish``: all rows or
-        none; ``close`` however it ends), with the data in the client's encoding."""
+        none; ``close`` however it ends), with the data in the client's encoding. Waits
+        for its share of the COPY memory budget (53200 past the budget's wait time)."""
         self._statement_context()
         return copy.CopyLoad(self, c, self.vars.get("client_encoding"))
 

@@ -1,10 +1,12 @@
 """COPY sequencing: ``COPY ... TO STDOUT`` (a peek whose rows the wire layer sends as
 CopyData), ``COPY t FROM STDIN`` (the wire layer feeds the data to a ``CopyLoad``,
-which parses it in batches and writes it at the end) and ``COPY t FROM 'file'`` (read by ``spark_exec.load``). Parsing the data
+which parses it in batches, writes its columns to Blob every few MB and appends them all
+at the end) and ``COPY t FROM 'file'`` (read by ``spark_exec.load``). Parsing the data
 itself is ``sqlfront.copy``'s."""
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 import pglast
@@ -20,7 +22,7 @@ from sqlfront.copy import allowed_copy_from_path
 from sqlfront.parse import quote_ident
 from sqlfront.sequence.peek import select
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
-from sqlfront.sequence.writes import fill_defaults, replanned, write
+from sqlfront.sequence.writes import BIG_APPEND_BYTES, fill_defaults, replanned, write
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -87,7 +89,7 @@ def copy(s: Session, stmt: ast.CopyStmt, sql: str, params):
 #: bytes of COPY FROM STDIN data parsed at a time (a longer CopyData message is parsed
 #: in pieces): what a stream holds of Python rows is bounded by this, whatever the
 #: COPY's or the message's size
-COPY_BATCH_BYTES = 256 << 10
+COPY_BATCH_BYTES = 64 << 10
 #: memory that parsing one batch takes at its peak, per byte of data: small rows become
 #: Python tuples of objects (measured 20 to 41 times the text for rows of one to three
 #: short columns)
@@ -97,9 +99,17 @@ PARSE_BYTES_PER_BYTE = 48
 #: timestamp, all or none): a stream holds about this much, whatever the COPY's size
 COPY_SPILL_BYTES = 8 << 20
 #: memory a stream takes besides what it counts, in bytes: what the allocators keep of
-#: what its parsing and encoding freed, and its thread (measured with
-#: bench/copy_memory.py: 20 streams' peak RSS growth over the budget they held)
+#: what its parsing and encoding freed, its messages' buffers, its thread (measured with
+#: bench/copy_memory.py: 20 streams' peak RSS growth was 13 MB a stream over what they
+#: counted)
 STREAM_OVERHEAD_BYTES = 16 << 20
+#: bytes a stream holds of the budget from its start to its end, at least: what it takes
+#: at most when its rows are not unusual (its overhead, the columns of a spill and their
+#: encoding, a batch being parsed). Taken before the client is asked for data, it makes
+#: a stream that finds the budget taken wait before it holds anything, instead of
+#: holding part and waiting for more (streams waiting on each other until their wait
+#: times pass).
+STREAM_BYTES = STREAM_OVERHEAD_BYTES + 2 * COPY_SPILL_BYTES + COPY_BATCH_BYTES * PARSE_BYTES_PER_BYTE
 
 
 class CopyLoad:
@@ -114,8 +124,10 @@ class CopyLoad:
     Memory: the data not yet parsed, one batch in Python rows, the Arrow columns not yet
     written (at most about ``COPY_SPILL_BYTES``) and their encoding while they are
     written, plus ``STREAM_OVERHEAD_BYTES``: drawn from the server's COPY budget
-    (``env.copy_budget``). A stream waiting for budget reads no more of its socket (the
-    client's sends block: TCP backpressure); it fails with 53200 only when it alone needs
+    (``env.copy_budget``), ``STREAM_BYTES`` of it (or the whole budget, if smaller) at
+    once when the load is made, before the client sends data, and more only for
+    unusual rows (one longer than a batch). A stream waits for budget others hold
+    (the client's sends block meanwhile); it fails with 53200 only when it alone needs
     more than the whole budget or waits past its wait time (``sqlfront.memory_budget``).
     ``encoding``: the client's encoding, which text and CSV data is in.
 
@@ -137,11 +149,14 @@ class CopyLoad:
         self.rows = 0
         self._defaults = None
         self._budget = s.env.copy_budget.reservation()
+        self._floor = min(STREAM_BYTES, s.env.copy_budget.total)
+        self._reserve(0)
 
     def _reserve(self, working: int) -> None:
-        """Hold what the stream holds now plus ``working`` bytes (of parsing, encoding)."""
+        """Hold what the stream holds now plus ``working`` bytes (of parsing, encoding),
+        and at least its floor."""
         s = self.s
-        self._budget.resize(STREAM_OVERHEAD_BYTES + len(self._raw) + self._arrow_bytes + working,
+        self._budget.resize(max(self._floor, STREAM_OVERHEAD_BYTES + len(self._raw) + self._arrow_bytes + working),
                             cancelled=lambda: s.cancel_event.is_set() or s.client_gone())
 
     def feed(self, data: bytes) -> None:
@@ -190,12 +205,16 @@ class CopyLoad:
         """Write the Arrow columns held to Blob as a batch and drop them."""
         if not self._parts:
             return
-        # Encoding (Parquet, then its bytes) takes up to about the columns' size again.
+        # Encoding (Parquet without dictionaries, then its bytes) takes up to about the
+        # columns' size again.
         self._reserve(self._arrow_bytes)
         data = pa.concat_tables(self._parts)
-        self._batches.append(self.s.env.persist.write_batch(self.c.table.shard_id, data))
+        self._batches.append(self.s.env.persist.write_batch(self.c.table.shard_id, data, dictionary=False))
         del data
         self._parts, self._arrow_bytes = [], 0
+        # pyarrow's allocator (mimalloc) keeps what this thread freed for its next use:
+        # between batches that is most of a stream's memory, uncounted.
+        pa.default_memory_pool().release_unused()
 
     def finish(self) -> Result:
         """Parse what is left and write every row (at COMMIT in a transaction block).
@@ -210,7 +229,7 @@ class CopyLoad:
     def _write(self, s: Session) -> None:
         if self.c.stmt is not None and s.env.snapshot.tables.get(self.c.table.id) != self.c.table:
             self._replan()
-        if not self._batches:
+        if not self._batches and self._arrow_bytes < BIG_APPEND_BYTES:  # appended with others' small writes
             data = pa.concat_tables(self._parts) if self._parts else rows_to_arrow(self.c.table, [])
             write(s, self.c.table, data)
             return
@@ -236,13 +255,16 @@ class CopyLoad:
         self.c = copy(self.s, old.stmt, "", None)
         persist = self.s.env.persist
 
-        def old_parts():
-            for b in batches:  # one at a time: what is held stays bounded
-                yield persist.read_batch(b)
-            yield from parts
+        def old_rows():
+            """The rows so far, about ``COPY_BATCH_BYTES`` of Arrow at a time (a batch
+            read back is ``COPY_SPILL_BYTES``: its text parsed at once would take ~48x)."""
+            for part in itertools.chain((persist.read_batch(b) for b in batches), parts):
+                step = max(1, COPY_BATCH_BYTES * part.num_rows // max(part.nbytes, 1))
+                for at in range(0, part.num_rows, step):
+                    yield part.slice(at, step)
 
         try:
-            for part in old_parts():
+            for part in old_rows():
                 reader = CopyReader(self.c.table, "text", None, None, False, self.c.positions)
                 data = b"".join(format_copy_row(tuple(r[i] for i in keep), types) for r in arrow_rows(part))
                 self._append(reader.feed(data) + reader.finish())
