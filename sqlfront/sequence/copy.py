@@ -100,8 +100,8 @@ PARSE_BYTES_PER_BYTE = 48
 COPY_SPILL_BYTES = 8 << 20
 #: memory a stream takes besides what it counts, in bytes: what the allocators keep of
 #: what its parsing and encoding freed, its messages' buffers, its thread (measured with
-#: bench/copy_memory.py: 20 streams' peak RSS growth was 13 MB a stream over what they
-#: counted)
+#: bench/copy_memory.py, 20 streams of 40 MB: their peak RSS growth was 13 MB a stream
+#: over what they counted while batches had dictionaries; without, 19 MB a stream in all)
 STREAM_OVERHEAD_BYTES = 16 << 20
 #: bytes a stream holds of the budget from its start to its end, at least: what it takes
 #: at most when its rows are not unusual (its overhead, the columns of a spill and their
