@@ -7,6 +7,7 @@ itself is ``sqlfront.copy``'s."""
 from __future__ import annotations
 
 import itertools
+import math
 from typing import TYPE_CHECKING
 
 import pglast
@@ -126,9 +127,10 @@ class CopyLoad:
     written, plus ``STREAM_OVERHEAD_BYTES``: drawn from the server's COPY budget
     (``env.copy_budget``), ``STREAM_BYTES`` of it (or the whole budget, if smaller) at
     once when the load is made, before the client sends data, and more only for
-    unusual rows (one longer than a batch). A stream waits for budget others hold
-    (the client's sends block meanwhile); it fails with 53200 only when it alone needs
-    more than the whole budget or waits past its wait time (``sqlfront.memory_budget``).
+    unusual rows (one longer than a batch). A stream waits for budget others hold: for
+    its first share until its statement_timeout (none by default) or a cancel, for more
+    ``sqlfront.memory_budget.BUDGET_WAIT_S``; it fails with 53200 when it alone needs
+    more than the whole budget or waits past its wait time.
     ``encoding``: the client's encoding, which text and CSV data is in.
 
     Raises (from feed and finish):
@@ -150,14 +152,18 @@ class CopyLoad:
         self._defaults = None
         self._budget = s.env.copy_budget.reservation()
         self._floor = min(STREAM_BYTES, s.env.copy_budget.total)
-        self._reserve(0)
+        # Waiting for its share the stream holds nothing (nobody waits on it): it waits
+        # as a statement waits for a lock, until its statement_timeout or a cancel.
+        timeout = s.vars.statement_timeout_s()
+        self._reserve(0, wait_s=math.inf if timeout is None else timeout)
 
-    def _reserve(self, working: int) -> None:
+    def _reserve(self, working: int, wait_s: float | None = None) -> None:
         """Hold what the stream holds now plus ``working`` bytes (of parsing, encoding),
-        and at least its floor."""
+        and at least its floor, waiting ``wait_s`` seconds at most (None: the budget's
+        wait time)."""
         s = self.s
         self._budget.resize(max(self._floor, STREAM_OVERHEAD_BYTES + len(self._raw) + self._arrow_bytes + working),
-                            cancelled=lambda: s.cancel_event.is_set() or s.client_gone())
+                            cancelled=lambda: s.cancel_event.is_set() or s.client_gone(), wait_s=wait_s)
 
     def feed(self, data: bytes) -> None:
         """Take the next CopyData payload; parse each batch once it is here."""
@@ -212,8 +218,9 @@ class CopyLoad:
         self._batches.append(self.s.env.persist.write_batch(self.c.table.shard_id, data, dictionary=False))
         del data
         self._parts, self._arrow_bytes = [], 0
-        # pyarrow's allocator (mimalloc) keeps what this thread freed for its next use:
-        # between batches that is most of a stream's memory, uncounted.
+        # What the allocator keeps of what was freed goes back to the OS (malloc_trim;
+        # mimalloc's: this thread's heap): between batches that is most of a stream's
+        # memory, uncounted.
         pa.default_memory_pool().release_unused()
 
     def finish(self) -> Result:
