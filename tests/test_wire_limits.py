@@ -168,6 +168,20 @@ def test_copy_waits_for_budget_another_copy_holds_then_succeeds(limited):
         assert a.execute("SELECT (SELECT sum(a) FROM wait_a), (SELECT sum(a) FROM wait_b)").fetchone() == (3, 33)
 
 
+def test_copy_waiting_for_budget_ends_at_its_statement_timeout_with_53200(limited):
+    """The wait for a share is bounded by the waiting COPY's statement_timeout; the COPY
+    holding the budget goes on and succeeds."""
+    with limited.connect() as a, limited.connect(options="-c statement_timeout=1s") as b:
+        a.execute("CREATE TABLE wait_t (a int)")
+        with a.cursor().copy("COPY wait_t FROM STDIN") as cp:
+            cp.write(b"1\n")
+            with pytest.raises(psycopg.errors.OutOfMemory) as ei:
+                b.execute("COPY wait_t FROM STDIN")
+            assert "other COPY statements hold the rest" in ei.value.diag.message_detail
+            cp.write(b"2\n")
+        assert a.execute("SELECT sum(a) FROM wait_t").fetchone() == (3,)
+
+
 def test_copy_text_decodes_octal_and_hex_escapes_and_refuses_nul(limited):
     with limited.connect() as c:
         c.execute("CREATE TABLE esc_t (a text)")
