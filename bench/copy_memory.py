@@ -14,18 +14,42 @@ writing 5 to /proc/PID/clear_refs), so a short spike between samples is counted 
 
     .venv/bin/python bench/copy_memory.py [--streams 20] [--mb 40] [--budget 2GB]
 
-Figures (2026-11-25, 2 shared cores, load average ~30; before batching, one 40 MB stream
-peaked at 2.9 GB, about 57 x the data):
+Figures (2026-11-25, 2 shared cores; before batching, one 40 MB stream peaked at 2.9 GB,
+about 57 x the data):
 
     budget  allocator  1 stream          20 streams (800 MB)     peak/budget  peak/1 stream  53200s
+    COPY held every batch's Arrow columns until its end (load average ~30):
     2 GB    mimalloc   100 MB (2.5 x)    1776 MB, 310 s          0.87         17.7           0
     1 GB    mimalloc    99 MB (2.5 x)    1671 MB, 226 s          1.63         16.9           0
     1 GB    system     137 MB (3.4 x)    1392 MB, 242 s          1.36         10.1           1
+    the same, again (load average from 0.2 to 15):
+    1 GB    mimalloc   106 MB (2.7 x)    1714 MB, 234 s          1.67         16.2           0
+    each stream writes 8 MB of Arrow at a time to Blob and holds 35 MB of the budget from
+    its start (load average 13 to 22; the 512 MB run while a wait for a share still
+    ended after 30 s, since unbounded):
+    1 GB    mimalloc    50 MB (1.3 x)     381 MB, 218 s          0.37          7.6           0
+    512 MB  mimalloc    50 MB (1.3 x)     344 MB, 124 s          0.67          6.8           6
+    4 streams of 40 MB, 80 MB budget (2 streams at a time; load average 13 to 19):
+    80 MB   mimalloc    50 MB (1.3 x)      88 MB, 35 s           1.10          1.7           0
+    80 MB   malloc      37 MB (0.9 x)      43 MB, 32 s           0.53          1.1           0
+    (malloc: sqlfront serve now sets pyarrow's default pool to the system allocator; with
+    ARROW_DEFAULT_MEMORY_POOL=system, which also covers Parquet's internal allocations,
+    17 MB and 37 MB; with MALLOC_ARENA_MAX=2 and mimalloc, 50 MB and 70 MB)
 
-The budget bounds what COPY counts (Python rows of the batch being parsed, Arrow columns,
-the encoding at the end); the process holds more than that under many streams (the
-allocators keep freed memory, CopyData bodies and buffers are not counted), so set it
-well below the memory the server may use.
+How: a stream holds at most one 64 KB batch in Python rows and 8 MB of Arrow columns,
+then writes them to Blob as a batch of its own (appended with the others at the end: all
+or none); its batches are Parquet without dictionaries (the dictionary writer held ~3 x
+the columns until a row group ended) and pyarrow's pool gives back what it freed after
+each. Its budget share (``sqlfront.sequence.copy.STREAM_BYTES``: 16 MB measured
+overhead, a batch's columns and their encoding, a batch's parsing) is taken before the
+client is asked for data, so a stream that finds the budget taken waits without holding
+anything; the 20 streams above (700 MB of shares) all ran at once at 1 GB, 14 at a
+time at 512 MB. A stream waits for its first share until its statement_timeout (none
+by default): it holds nothing meanwhile, so no stream waits on it. Four streams'
+peaks while tuning, 1 GB budget: 8 MB batches with dictionaries 176-188 MB (mimalloc,
+system and jemalloc pools within 10% of each other; ``MALLOC_ARENA_MAX=2`` changed
+nothing), 2 MB batches 71 MB, 4 MB 145 MB; 8 MB without dictionaries and with the
+pool's release 111 MB.
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ from persist.blob import Blob
 from persist.consensus import Consensus, ObservedConsensus
 from persist.pubsub import PubSubClient, PubSubMetrics, PubSubServer
 from persist.lease import DEFAULT_LEASE_MS, Leases, ReadHold
-from persist.read import ListenBatch, ShardSnapshot, SinceError, listen_updates, read_arrow, snapshot_of
+from persist.read import (ListenBatch, PartRead, ShardSnapshot, SinceError, listen_updates, part_table, read_arrow,
+                          snapshot_of)
 from persist.state import ShardState
 from persist.write import (Batch, UpperMismatch, compare_and_append, inline_room, seal, unseal, write_batch,
                            written_batch)
@@ -196,9 +197,10 @@ class PersistClient:
 
     # -- writes -------------------------------------------------------------------------
 
-    def write_batch(self, shard_id: str, table: pa.Table) -> Batch:
-        """``table``'s rows as a batch of +1 updates in Blob."""
-        return write_batch(self.blob, shard_id, table)
+    def write_batch(self, shard_id: str, table: pa.Table, dictionary: bool = True) -> Batch:
+        """``table``'s rows as a batch of +1 updates in Blob (``dictionary``:
+        :func:`persist.write.encode`'s)."""
+        return write_batch(self.blob, shard_id, table, dictionary=dictionary)
 
     def batch(self, shard_id: str, table: pa.Table) -> Batch:
         """``table``'s rows as a batch of +1 updates: inline when small and the shard's
@@ -250,6 +252,10 @@ class PersistClient:
             r = self.compare_and_append(shard_id, [b] if b else [], upper, ts)
             if not isinstance(r, UpperMismatch):
                 return r
+
+    def read_batch(self, b: Batch) -> pa.Table:
+        """The updates of a batch not yet appended, as written (:meth:`write_batch`)."""
+        return part_table(PartRead(self.blob.url(b.key), b.diffs, inline=b.inline))
 
     def delete_batch(self, b: Batch) -> None:
         """Delete a batch that was never appended (an inline one has nothing in Blob)."""

@@ -1,10 +1,15 @@
 """The server-wide memory budget that COPY FROM STDIN streams draw from together.
 
-Each stream holds a :class:`Reservation` and resizes it to what it holds now (the batch it
-parses, the Arrow columns it has built, the encoding of its write at the end); the sum of
-all reservations never passes the budget. A stream that needs more than is free waits for
+Each stream holds a :class:`Reservation` and resizes it to what it holds now (the data
+not yet parsed, the batch it parses, the Arrow columns not yet written to Blob, their
+encoding, and a measured overhead), never below the most it usually needs
+(``sqlfront.sequence.copy.STREAM_BYTES``, taken at its start); the sum of all
+reservations never passes the budget. A stream that needs more than is free waits for
 others to give some back, for at most ``wait_s`` seconds, then fails with 53200
 (PostgreSQL's out_of_memory); one that needs more than the whole budget fails at once.
+A stream waiting for its first share holds nothing, so nobody waits on it: it may wait
+longer (``Reservation.resize``'s ``wait_s``; COPY waits until its statement_timeout, as
+a PostgreSQL statement waits for a lock).
 The budget counts what COPY holds, not the process: queries, sessions and the catalog
 are outside it.
 """
@@ -49,10 +54,10 @@ class MemoryBudget:
         """A new, empty reservation; ``what`` names its user in errors."""
         return Reservation(self, what)
 
-    def _grow(self, n: int, held: int, what: str, cancelled) -> None:
+    def _grow(self, n: int, held: int, what: str, cancelled, wait_s: float | None) -> None:
         if held + n > self.total:
             raise self._error(what, held + n, "more than the whole budget")
-        deadline = time.monotonic() + self.wait_s
+        deadline = time.monotonic() + (self.wait_s if wait_s is None else wait_s)
         with self._cond:
             while self._used + n > self.total:
                 left = deadline - time.monotonic()
@@ -84,16 +89,17 @@ class Reservation:
         #: bytes held now
         self.held = 0
 
-    def resize(self, n: int, cancelled=lambda: False) -> None:
+    def resize(self, n: int, cancelled=lambda: False, wait_s: float | None = None) -> None:
         """Hold ``n`` bytes: more waits for them (while ``cancelled()`` is false), less
-        gives the difference back at once.
+        gives the difference back at once. ``wait_s``: seconds to wait at most
+        (``math.inf``: no limit), instead of ``budget.wait_s``.
 
         Raises:
             SqlError 53200 when ``n`` is more than the whole budget, or when the rest
-            of it stays held by others for ``budget.wait_s`` seconds (what was held
-            before stays held: release it)."""
+            of it stays held by others for ``wait_s`` seconds (what was held before
+            stays held: release it), or when ``cancelled()`` while it waits."""
         if n > self.held:
-            self.budget._grow(n - self.held, self.held, self.what, cancelled)
+            self.budget._grow(n - self.held, self.held, self.what, cancelled, wait_s)
         elif n < self.held:
             self.budget._shrink(self.held - n)
         self.held = n

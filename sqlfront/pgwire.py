@@ -522,12 +522,16 @@ class PgHandler(BuenaVistaHandler):
 
     def copy_in(self, ctx: PgContext, c: CopyIn) -> Result:
         """CopyInResponse, then CopyData until CopyDone (or CopyFail) (PostgreSQL 55.2.6),
-        each fed to the session's ``CopyLoad`` (parsed in batches, written at the end).
+        each fed to the session's ``CopyLoad`` (parsed in batches, its columns written to
+        Blob every few MB, appended at the end). The load takes its share of the COPY
+        memory budget before the CopyInResponse: while other COPYs hold it, the client
+        waits to be asked for data.
 
         Raises:
             SqlError 53000 once the data passes ``max_copy_from_size`` bytes (Materialize's
             "COPY FROM STDIN too large"); 53200 when the server's COPY memory budget
-            cannot hold it; the data's errors. What the client still sends of this COPY
+            stays taken past its wait time, or a row alone needs more than it; the
+            data's errors. What the client still sends of this COPY
             is then dropped, as PostgreSQL drops CopyData after an error in copy-in mode.
         """
         load = ctx.session.start_copy(c)

@@ -248,7 +248,8 @@ class Session:
 
     def start_copy(self, c: CopyIn) -> copy.CopyLoad:
         """The load of a ``COPY ... FROM STDIN``'s data (``feed``, ``finish``: all rows or
-        none; ``close`` however it ends), with the data in the client's encoding."""
+        none; ``close`` however it ends), with the data in the client's encoding. Waits
+        for its share of the COPY memory budget (53200 past the budget's wait time)."""
         self._statement_context(timed=False)  # a COPY's data streams as long as the client sends it
         return copy.CopyLoad(self, c, self.vars.get("client_encoding"))
 

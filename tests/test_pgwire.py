@@ -103,6 +103,46 @@ def test_copy_from_stdin_and_to_stdout(conn):
         conn.execute("DROP TABLE cp")
 
 
+def test_copy_written_in_batches_is_all_or_nothing(server):
+    """A COPY big enough to write a batch to Blob before its end (every 8 MB of Arrow
+    columns): a bad row after it fails the COPY whole and the batch is deleted; in a
+    transaction block the rows are seen by the block, gone after ROLLBACK, there once
+    after COMMIT."""
+    n = 500_000  # ~8.9 MB of Arrow: one batch written before the end
+    data = b"".join(b"%d\trow %d\n" % (i, i) for i in range(n))
+    blob = server.data_dir / "blob"
+
+    def copy(c, tail=b""):
+        with c.cursor().copy("COPY cpb FROM STDIN") as cp:
+            for i in range(0, len(data), 1 << 20):
+                cp.write(data[i : i + (1 << 20)])
+            cp.write(tail)
+
+    def count(c):
+        return c.execute("SELECT count(*), count(DISTINCT a), sum(a) FROM cpb").fetchone()
+
+    with server.connect() as c:
+        c.autocommit = True
+        c.execute("CREATE TABLE cpb (a int, b text)")
+        try:
+            before = set(blob.rglob("*.parquet"))
+            with pytest.raises(psycopg.errors.InvalidTextRepresentation):
+                copy(c, b"bad\trow\n")
+            assert count(c) == (0, 0, None)
+            # what the failed COPY wrote is gone (other shards' compactions may add parts)
+            assert not {p for p in set(blob.rglob("*.parquet")) - before if p.parent not in {q.parent for q in before}}
+            with c.transaction():
+                copy(c)
+                assert count(c) == (n, n, n * (n - 1) // 2)
+                raise psycopg.Rollback
+            assert count(c) == (0, 0, None)
+            with c.transaction():
+                copy(c)
+            assert count(c) == (n, n, n * (n - 1) // 2)
+        finally:
+            c.execute("DROP TABLE cpb")
+
+
 def test_psql_copy_meta_command(server, tmp_path):
     import subprocess
 

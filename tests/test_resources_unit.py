@@ -6,6 +6,7 @@ ROLLBACK after sqlite's own must not hide."""
 from __future__ import annotations
 
 import errno
+import math
 import os
 import sqlite3
 import subprocess
@@ -51,6 +52,21 @@ def test_more_than_the_whole_budget_fails_at_once_and_a_long_wait_fails_with_532
         other.resize(50)  # nobody gives anything back
     assert ei.value.sqlstate == "53200" and "other COPY statements" in ei.value.detail
     assert other.held == 0 and budget.used == 60
+
+
+def test_a_wait_of_its_own_outlasts_the_budgets_wait_time():
+    """A first share (a COPY's start) may wait longer than ``wait_s``: it holds nothing."""
+    budget = MemoryBudget(100, wait_s=0.01)
+    a, b = budget.reservation(), budget.reservation()
+    a.resize(80)
+    got = []
+    t = threading.Thread(target=lambda: got.append(b.resize(50, wait_s=math.inf)))
+    t.start()
+    t.join(0.3)  # many times the budget's wait time
+    assert t.is_alive() and not got
+    a.release()
+    t.join(60)
+    assert got == [None] and b.held == 50 and budget.used == 50
 
 
 def test_resource_errors_are_postgres_errors():

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 from catalog.errors import SqlError
+from server import wait_for
 
 
 def _err(conn, sql, sqlstate, params=None):
@@ -547,6 +548,28 @@ def test_alter_table_loses_no_concurrent_write(server):
         assert len(acked) > 20  # the writers really ran during the ALTERs
         assert c.execute("SELECT count(*) FROM cw WHERE id <= 50").fetchone() == (50,)
         assert c.execute("SELECT v FROM cw WHERE id = 1").fetchone() == ("u",)
+
+
+def test_alter_table_during_a_copy_written_in_batches_loses_and_doubles_nothing(server):
+    """An ALTER TABLE while a big COPY runs: the batches the COPY already wrote to Blob
+    for the old table (every 8 MB of Arrow columns) are read back and written for the
+    new one, the added column getting its default; each row is there once."""
+    n = 600_000  # ~10 MB of text, 10.7 MB of Arrow: one batch in Blob before the ALTER
+    blob = server.data_dir / "blob"
+    with server.connect() as a, server.connect() as b:
+        a.autocommit = b.autocommit = True
+        a.execute("CREATE TABLE alt_cp (a int, b text)")
+        before = set(blob.rglob("*.parquet"))
+        with a.cursor().copy("COPY alt_cp (a, b) FROM STDIN") as cp:
+            data = b"".join(b"%d\trow %d\n" % (i, i) for i in range(n))
+            for i in range(0, len(data), 1 << 20):
+                cp.write(data[i : i + (1 << 20)])
+            assert wait_for(lambda: set(blob.rglob("*.parquet")) - before, timeout=120)  # the COPY's batch
+            b.execute("ALTER TABLE alt_cp ADD COLUMN c int DEFAULT 7")
+            cp.write(b"%d\trow %d\n" % (n, n))
+        assert a.execute("SELECT count(*), count(DISTINCT a), sum(a), count(*) FILTER (WHERE b = 'row ' || a AND c = 7) "
+                         "FROM alt_cp").fetchone() == (n + 1, n + 1, n * (n + 1) // 2, n + 1)
+        a.execute("DROP TABLE alt_cp")
 
 
 def test_ddl_in_a_block_takes_effect_at_commit_and_vanishes_on_rollback(server):

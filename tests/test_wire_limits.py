@@ -1,5 +1,6 @@
 """Limits and errors of the wire layer, through the wire: the startup deadline and the cap
-on connections in startup, the server-wide COPY memory budget, COPY text escapes and NUL
+on connections in startup, the server-wide COPY memory budget (and COPYs waiting for it),
+COPY text escapes and NUL
 bytes, malformed binary parameters, statements nested too deeply, a full disk, bad
 startup options and a client that leaves in the middle of a result."""
 
@@ -10,6 +11,7 @@ import select
 import socket
 import struct
 import subprocess
+import threading
 import time
 
 import psycopg
@@ -24,15 +26,16 @@ BLOB_TMPFS_BYTES = 2 << 20
 
 @pytest.fixture(scope="module")
 def limited(tmp_path_factory):
-    """A server with a 4 s startup deadline, 3 connections in startup at most, a 24 MB
-    COPY memory budget and, when the tests run as root, its Blob on a 2 MB tmpfs."""
+    """A server with a 4 s startup deadline, 3 connections in startup at most, a 40 MB
+    COPY memory budget (one COPY at a time: each holds ``STREAM_BYTES``, 35 MB) and,
+    when the tests run as root, its Blob on a 2 MB tmpfs."""
     base = tmp_path_factory.mktemp("wire_limits")
     blob = base / "blob"
     blob.mkdir()
     mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={BLOB_TMPFS_BYTES}", "tmpfs", str(blob)],
                              capture_output=True).returncode == 0
     s = Server(base / "mzdata", "--authentication-timeout", "4", "--max-startup-connections", "3",
-               "--copy-memory-budget", "24MB", "--persist-blob-url", str(blob)).start(wait_replicas=False)
+               "--copy-memory-budget", "40MB", "--persist-blob-url", str(blob)).start(wait_replicas=False)
     s.blob_is_small = mounted
     yield s
     s.stop()
@@ -116,19 +119,67 @@ def test_bad_startup_option_fails_the_startup_with_22023(limited):
 
 
 def test_copy_beyond_the_memory_budget_is_53200_atomic_and_the_session_goes_on(limited):
+    """A row whose parsing alone needs more than the whole budget (a 2 MB field, parsed
+    at ~48 bytes a byte) fails at once, nothing of the COPY is written."""
     with limited.connect() as c:
         c.execute("CREATE TABLE budget_t (a int, b text)")
-        line = b"".join(b"%d\tsome text of the row %d\n" % (i, i) for i in range(600_000))  # ~19 MB
+        data = b"".join(b"%d\tsome text of the row %d\n" % (i, i) for i in range(1000)) + b"0\t" + b"x" * (2 << 20)
         with pytest.raises(psycopg.errors.OutOfMemory) as ei:
             with c.cursor().copy("COPY budget_t FROM STDIN") as cp:
-                for i in range(0, len(line), 1 << 16):
-                    cp.write(line[i : i + (1 << 16)])
+                for i in range(0, len(data), 1 << 16):
+                    cp.write(data[i : i + (1 << 16)])
         assert ei.value.diag.sqlstate == "53200"
         assert "COPY memory budget" in ei.value.diag.message_detail
+        assert "more than the whole budget" in ei.value.diag.message_detail
         assert c.execute("SELECT count(*) FROM budget_t").fetchone() == (0,)
         with c.cursor().copy("COPY budget_t FROM STDIN") as cp:
             cp.write(b"1\tsmall\n2\tsmall too\n")
         assert c.execute("SELECT count(*) FROM budget_t").fetchone() == (2,)
+
+
+def test_copy_waits_for_budget_another_copy_holds_then_succeeds(limited):
+    """Each COPY holds 35 MB (``STREAM_BYTES``) of the 40 MB budget from its start, before
+    the server asks for its data: a second COPY waits (its ``cursor.copy`` does not
+    return) until the first ends, then runs and succeeds; no 53200."""
+    with limited.connect() as a, limited.connect() as b:
+        a.execute("CREATE TABLE wait_a (a int)")
+        a.execute("CREATE TABLE wait_b (a int)")
+        entered, result = threading.Event(), []
+
+        def second():
+            try:
+                cur = b.cursor()
+                with cur.copy("COPY wait_b FROM STDIN") as cp:
+                    entered.set()
+                    cp.write(b"10\n11\n12\n")
+                result.append(cur.statusmessage)
+            except psycopg.Error as e:  # reported by the assertion below
+                result.append(e)
+
+        with a.cursor().copy("COPY wait_a FROM STDIN") as cp:
+            cp.write(b"1\n")
+            t = threading.Thread(target=second)
+            t.start()
+            # never set while the first holds its budget, however slow the machine
+            assert not entered.wait(1.0)
+            cp.write(b"2\n")
+        t.join(120)
+        assert result == ["COPY 3"]
+        assert a.execute("SELECT (SELECT sum(a) FROM wait_a), (SELECT sum(a) FROM wait_b)").fetchone() == (3, 33)
+
+
+def test_copy_waiting_for_budget_ends_at_its_statement_timeout_with_53200(limited):
+    """The wait for a share is bounded by the waiting COPY's statement_timeout; the COPY
+    holding the budget goes on and succeeds."""
+    with limited.connect() as a, limited.connect(options="-c statement_timeout=1s") as b:
+        a.execute("CREATE TABLE wait_t (a int)")
+        with a.cursor().copy("COPY wait_t FROM STDIN") as cp:
+            cp.write(b"1\n")
+            with pytest.raises(psycopg.errors.OutOfMemory) as ei:
+                b.execute("COPY wait_t FROM STDIN")
+            assert "other COPY statements hold the rest" in ei.value.diag.message_detail
+            cp.write(b"2\n")
+        assert a.execute("SELECT sum(a) FROM wait_t").fetchone() == (3,)
 
 
 def test_copy_text_decodes_octal_and_hex_escapes_and_refuses_nul(limited):

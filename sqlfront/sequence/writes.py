@@ -229,13 +229,14 @@ def replica_write(s: Session, table: Table, plan, diffs: bool, as_of: int | None
 BIG_APPEND_BYTES = 1 << 20
 
 
-def write(s: Session, table: Table, data: pa.Table | Batch) -> None:
-    """Write ``data`` (rows in ``table``'s storage schema, or a batch a replica wrote)
-    now, or at COMMIT in a transaction.
+def write(s: Session, table: Table, data: pa.Table | Batch | list[Batch], keep_batches: bool = False) -> None:
+    """Write ``data`` (rows in ``table``'s storage schema, or a batch a replica wrote, or
+    several batches, appended together) now, or at COMMIT in a transaction.
 
     Raises:
         SqlError 25006 in a READ ONLY transaction; 25000 in one that read before it
-        wrote (Materialize's read-only transactions)."""
+        wrote (Materialize's read-only transactions). ShardSealed (``replanned``): the
+        batches are then deleted, unless ``keep_batches`` (the caller reads them again)."""
     check_writable(s, "INSERT")
     if isinstance(data, pa.Table) and data.nbytes >= BIG_APPEND_BYTES:
         # Encoded and written to Blob here, in the session's thread: the group commit's
@@ -243,11 +244,12 @@ def write(s: Session, table: Table, data: pa.Table | Batch) -> None:
         # wait behind the encoding of a big COPY. (A ROLLBACK deletes it; a crash leaves
         # it to the startup GC.)
         data = s.env.persist.write_batch(table.shard_id, data)
+    writes = [Pending(table, b) for b in data] if isinstance(data, list) else [Pending(table, data)]
     if s.in_transaction:
-        s._pending_writes.append(Pending(table, data))
+        s._pending_writes.extend(writes)
         s._txn_wrote = True
         return
-    append_all(s, [Pending(table, data)])
+    append_all(s, writes, keep_batches)
 
 
 def check_writable(s: Session, verb: str) -> None:
@@ -262,14 +264,14 @@ def check_writable(s: Session, verb: str) -> None:
         raise SqlError(INVALID_TRANSACTION_STATE, "transaction in read-only mode")
 
 
-def append_all(s: Session, writes: list[Pending]) -> None:
+def append_all(s: Session, writes: list[Pending], keep_batches: bool = False) -> None:
     """Append every write at one timestamp, visible together (group commit).
 
     Raises:
         group_commit.Conflict: an UPDATE/DELETE's table moved past its expected upper
         (nothing of ``writes`` is visible then).
         persist.ShardSealed: a table's shard was sealed (nothing of ``writes`` is
-        visible; their batches are deleted)."""
+        visible; their batches are deleted unless ``keep_batches``)."""
     if writes:
         try:
             s.env.writer.commit([Write(p.table.shard_id, batch=p.data, expected_upper=p.expected_upper)
@@ -278,7 +280,7 @@ def append_all(s: Session, writes: list[Pending]) -> None:
                                  for p in writes])
         except ShardSealed:
             for p in writes:
-                if isinstance(p.data, Batch):
+                if isinstance(p.data, Batch) and not keep_batches:
                     s.env.persist.delete_batch(p.data)
             raise
 
