@@ -550,8 +550,11 @@ class _replica_errors:
     def __exit__(self, kind, e, tb):
         if e is None or isinstance(e, (SqlError, _ReplicaUnreachable)) or not isinstance(e, Exception):
             return False
-        if is_connection_error(e) or self.h.status != HEALTHY or any(d in str(e) for d in _DYING):
-            raise _ReplicaUnreachable(type(e).__name__, self._crash()) from e
+        lost = is_connection_error(e) or self.h.status != HEALTHY
+        if lost or any(d in str(e) for d in _DYING):
+            crash = self._crash()
+            if lost or crash is not None:  # else the replica lives on: the query's own error
+                raise _ReplicaUnreachable(type(e).__name__, crash) from e
         raise to_sql_error(e) from None
 
     def _crash(self) -> Crash | None:

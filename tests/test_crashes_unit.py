@@ -162,3 +162,22 @@ def test_a_lone_peek_moves_on_from_a_frozen_replica_and_clears_the_memory(cluste
         release.set()
     assert (h, result, r2.submitted) == (r2, "r2's answer", 1)
     assert cc.crashes.recall(7) is None
+
+
+def test_errors_of_a_dying_replica_are_its_crash_not_the_querys(tmp_path, monkeypatch):
+    from spark_exec import cluster_coordinator
+    from spark_exec.cluster_coordinator import _replica_errors
+
+    monkeypatch.setattr(cluster_coordinator, "CRASH_WAIT_S", 0.2)
+    h = FakeReplica("two.r1")
+    h.process = _process(tmp_path, "exit 52")
+    with pytest.raises(_ReplicaUnreachable) as ei, _replica_errors(h, threading.Event()):
+        raise RuntimeError("Job 3 cancelled because SparkContext was shut down")
+    assert ei.value.crash == Crash("two.r1", "exit code 52", out_of_memory=True)
+    # A task's own memory error on a replica that lives on is the query's error.
+    h.process = _process(tmp_path, "sleep 30")
+    with pytest.raises(SqlError) as ei, _replica_errors(h, threading.Event()):
+        raise RuntimeError("SparkOutOfMemoryError: Unable to acquire 64 MiB of memory")
+    assert ei.value.sqlstate == "XX000"
+    h.process.popen.kill()
+    h._pool.shutdown()
