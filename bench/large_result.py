@@ -15,7 +15,8 @@ and 512 MiB), 9,610,000 rows, 2.00 GB of text:
     before (main 8dd93e3: both replicas race it)   answered in 162 s; environmentd peak
         RSS 359 MiB; both replica JVMs peaked at 865 MiB; no restart; both healthy after;
         the next query answered in 0.4 s.
-    after (it runs on one replica; RPC encrypted)  answered in 217 s; environmentd peak
+    after (it runs on one replica; with Spark RPC encryption on, since turned off again)
+                                                   answered in 217 s; environmentd peak
         RSS 353 MiB; r1 peaked at 863 MiB, r2 (not sent the query) at 449 MiB; no
         restart; both healthy after; the next query answered in 1.2 s.
 

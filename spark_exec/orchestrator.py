@@ -18,8 +18,7 @@ work on a replica.
 
 Spark's own ports (the driver's RPC port, the block transfer service, and for
 ``local-cluster`` sizes the master's, workers' and executors') answer only peers that
-prove a per-replica secret, over encrypted connections (Spark's "Authentication" and
-"Encryption": ``spark.authenticate``, ``spark.network.crypto.enabled``).
+prove a per-replica secret (Spark's "Authentication": ``spark.authenticate``).
 A ``local[N]`` replica draws its secret itself; a ``local-cluster`` one (scale > 1)
 gets one in ``spark.properties`` (mode 0600), read by spark-submit
 (``--properties-file``), so it is on no command line; executors get it from their
@@ -285,32 +284,31 @@ class Orchestrator:
 
 def spark_auth_properties(secret: str | None) -> str:
     """A spark-submit properties file (Java properties) that turns on Spark's RPC
-    authentication and encryption: Spark's "Security" page, "Authentication" and
-    "Encryption". With ``spark.authenticate`` and ``spark.network.crypto.enabled`` a peer
-    proves the shared secret by an AES-based key exchange (AuthEngine) before any message
-    of its reaches an RPC or block-transfer handler, and the connection is then encrypted
-    (AES-CTR); ``spark.network.crypto.saslFallback`` is off, since every peer is ours:
-    a peer speaking only SASL DIGEST-MD5 (unencrypted) is refused. ``secret`` (hex, so it
-    needs no escaping) is ``spark.authenticate.secret``: a ``local-cluster`` master
-    requires one (SecurityManager.initializeAuth), and its executors get it from their
-    worker through the environment (``_SPARK_AUTH_SECRET``) and the crypto settings with
-    their startup configuration (``spark.network.*``, SparkConf.isExecutorStartupConf);
-    None for ``local[N]``, where Spark draws a random secret of its own at startup that
-    never leaves the JVM.
+    authentication: Spark's "Security" page, "Authentication" (``spark.authenticate``:
+    a peer proves the shared secret, SASL DIGEST-MD5, before any message of its reaches
+    an RPC handler). ``secret`` (hex, so it needs no escaping) is
+    ``spark.authenticate.secret``: a ``local-cluster`` master requires one
+    (SecurityManager.initializeAuth); None for ``local[N]``, where Spark draws a random
+    secret of its own at startup that never leaves the JVM.
 
-    An earlier try of encryption saw a replica's first query stall under load while its
-    executor fetched Spark Connect's session classes from its own driver (Executor
-    "Using REPL class URI"). Tried again (Spark 4, load average 14 to 24 on 2 cores): a
-    ``local[1]`` and a ``local-cluster[2,1,1024]`` replica started on their own, and the
-    test server's replicas in tests/test_private_data.py (three runs) and
-    tests/test_replicas.py, all answered their first queries; the first job, that class
-    fetch included, took 5 s and 11 s on the lone replicas (code generation alone 3 s).
-    No stall was seen; should one come back, the replica's log shows where its first
-    job waits."""
+    Not ``spark.network.crypto.enabled`` (AES-based authentication and encryption, tried
+    twice): with it, a replica's first task sometimes never finishes. The executor
+    fetches Spark Connect's session classes from its own driver over the RPC env
+    (Executor "Using REPL class URI: spark://127.0.0.1:PORT/artifacts/..."); the log
+    then shows "TransportClientFactory: Successfully created connection to
+    /127.0.0.1:PORT after 355 ms (305 ms spent in bootstraps)" (the AES key exchange
+    done) and nothing more: the task stayed in "Running task 0.0 in stage 0.0" for over
+    70 s until the replica was dropped, while its sibling started at the same moment
+    finished the same task in 3 s, so the replica never became healthy. Seen on Spark
+    4 with a load average of 14 to 24 on 2 cores in tests/test_result_limits.py (two
+    replicas starting while one runs a large query): 2 of 3 runs, the other failure
+    the same symptom (a replica still unhealthy minutes later); test_private_data (3
+    runs), test_replicas (1 run) and a lone ``local[1]`` and ``local-cluster`` replica
+    passed (these runs had ``spark.network.crypto.saslFallback`` off). Not looked into
+    further: a jstack of the stuck task's thread is the next step. The traffic stays on
+    the loopback interface, which other users cannot sniff."""
     props = {
         "spark.authenticate": "true",
-        "spark.network.crypto.enabled": "true",
-        "spark.network.crypto.saslFallback": "false",  # no unencrypted SASL DIGEST-MD5 peers
         # its "took N ms" line prints a slow job's properties, the secret among them
         "spark.scheduler.listenerbus.logSlowEvent": "false",
     }

