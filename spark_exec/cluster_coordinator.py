@@ -23,8 +23,9 @@ from catalog.errors import SqlError, query_canceled
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import Replica
 from spark_exec.arrangements import ArrangementMaintainer, WantedFn
+from spark_exec.crashes import Crash, CrashMemory, crash_error, fingerprint
 from spark_exec.errors import is_connection_error, to_sql_error
-from spark_exec.lower import BuiltinFn, Lowerer, ScanFn
+from spark_exec.lower import BuiltinFn, Lowerer, ScanFn, memo_scan, result_layout_of
 from spark_exec.orchestrator import Orchestrator, ReplicaSpec
 from spark_exec.replica import HEALTHY, ReplicaHandle
 from spark_exec.spill import ResultSpill
@@ -51,6 +52,8 @@ class ClusterCoordinator:
         self.arrangements: ArrangementMaintainer | None = None
         #: keeps this cluster's materialized views current (set by ``maintain_materializations``)
         self.materializations = None
+        #: plans during which one of this cluster's replicas died (``spark_exec.crashes``)
+        self.crashes = CrashMemory()
 
     def maintain_arrangements(self, wanted: WantedFn) -> None:
         """Keep what ``wanted()`` lists (the tables this cluster's indexes cover, with
@@ -188,16 +191,35 @@ class ClusterCoordinator:
         peeks on its own bounded threads: a replica whose queue is full is tried again
         on the next round, so a hung replica never takes another replica's capacity.
 
+        A risky peek (a large result, or a plan during which a replica died before:
+        ``spark_exec.crashes``) runs on one replica at a time instead: another starts it
+        only when that one stops being healthy without dying, and if that one dies
+        running it the peek fails (53200 or XX000) rather than kill the others too.
+
         Raises:
             SqlError 55000 if the cluster has no replicas, or has had no healthy replica
-            for ``replica_wait_s``; 57014 when ``statement_timeout_s`` passes; the query's
-            own errors (the first replica's) with their SQLSTATE.
+            for ``replica_wait_s``; 57014 when ``statement_timeout_s`` passes; 53200 or
+            XX000 when the replica running a risky peek dies (``crashes.crash_error``);
+            the query's own errors (the first replica's) with their SQLSTATE.
         """
         tag = f"sqlfront-peek-{uuid.uuid4().hex}"
+        scan = memo_scan(scan)
+        layout = result_layout_of(plan, scan)
         run = functools.partial(self._run_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag,
-                                job=job or _collect)
-        _, result = self._race(run, tag, replica_wait_s, statement_timeout_s, cancel)
+                                job=job or _collect, layout=layout)
+        key = fingerprint(plan)
+        _, result = self._race(run, tag, replica_wait_s, statement_timeout_s, cancel, key=key,
+                               alone=self._alone(key, layout))
         return result
+
+    def _alone(self, key: int, layout: tuple[int | None, bool]) -> str | None:
+        """Why a peek runs on one replica at a time (``spark_exec.crashes``), None if it
+        does not: its result is large (``layout``: ``lower.result_layout``'s, it spills),
+        or a replica died during the same plan (``key``) before."""
+        if layout[1]:
+            return "a large result"
+        crash = self.crashes.recall(key)
+        return f"replica {crash.replica} died running it ({crash.reason})" if crash is not None else None
 
     def peek_stream(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
                     statement_timeout_s: float | None = None, cancel: threading.Event | None = None,
@@ -221,21 +243,31 @@ class ClusterCoordinator:
             as ``peek``, while opening.
         """
         tag = f"sqlfront-peek-{uuid.uuid4().hex}"
-        run = functools.partial(self._open_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag, spill=spill)
+        key = fingerprint(plan)
         try:
+            scan = memo_scan(scan)
+            layout = result_layout_of(plan, scan)
+            run = functools.partial(self._open_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag,
+                                    spill=spill, layout=layout)
             h, (gen, first) = self._race(run, tag, replica_wait_s, statement_timeout_s, cancel,
-                                         discard=lambda opened: _close_quietly(opened[0]))
+                                         discard=lambda opened: _close_quietly(opened[0]), key=key,
+                                         alone=self._alone(key, layout))
         except BaseException:
             if on_close is not None:
                 on_close()
             raise
-        return PeekStream(self.name, h, gen, first, tag, on_close, grace_s=replica_wait_s)
+        return PeekStream(self.name, h, gen, first, tag, on_close, grace_s=replica_wait_s,
+                          on_crash=functools.partial(self.crashes.remember, key))
 
     def _race(self, run: Callable, tag: str, replica_wait_s: float, statement_timeout_s: float | None,
-              cancel: threading.Event | None, discard: Callable[[object], None] | None = None):
+              cancel: threading.Event | None, discard: Callable[[object], None] | None = None,
+              key: int | None = None, alone: str | None = None):
         """Submit ``run(h, over)`` to every healthy replica ``h`` and return ``(h, result)``
         of the first that succeeds; the others are canceled or interrupted by ``tag``, and
-        ``discard(result)`` is called on any result they still produce."""
+        ``discard(result)`` is called on any result they still produce. ``alone`` (why, or None):
+        submit to one replica at a time, the next only while none that is healthy runs it.
+        A replica's death during ``run`` is remembered under the plan's ``key``
+        (``self.crashes``); ``alone``, it fails the race."""
         start = time.monotonic()
         deadline = start + statement_timeout_s if statement_timeout_s else None
         attempts: dict[str, tuple[ReplicaHandle, Future]] = {}
@@ -249,24 +281,37 @@ class ClusterCoordinator:
                     if not self._replicas:
                         raise SqlError(NO_REPLICAS, f'CLUSTER "{self.name}" has no replicas available to service request')
                     healthy = self._healthy()
-                for h in healthy:
-                    if h.id not in attempts:
-                        fut = h.submit_peek(functools.partial(run, h, over=over))
-                        if fut is not None:
-                            attempts[h.id] = (h, fut)
                 for rid, (h, fut) in list(attempts.items()):
                     if not fut.done():
                         continue
                     err = fut.exception()
                     if err is None:
                         winner = rid
+                        if alone and key is not None:
+                            self.crashes.forget(key)  # it ran without killing its replica
                         return h, fut.result()
                     if isinstance(err, _ReplicaUnreachable):
+                        if err.crash is not None:
+                            if key is not None:
+                                self.crashes.remember(key, err.crash)
+                            if alone:
+                                log.warning("replica %s died running a peek (%s); not sending it to other replicas",
+                                            h.label, err.crash.reason)
+                                raise crash_error(err.crash, self.name)
                         log.warning("peek could not reach replica %s (%s); other replicas carry on", h.label, err)
                         h.mark_suspect()
                         del attempts[rid]  # may run again once the replica is healthy
                         continue
                     raise err
+                for h in healthy:
+                    if alone and any(a.status == HEALTHY for a, _ in attempts.values()):
+                        break  # (a finished attempt is looked at on the next round)
+                    if h.id not in attempts:
+                        fut = h.submit_peek(functools.partial(run, h, over=over))
+                        if fut is not None:
+                            attempts[h.id] = (h, fut)
+                            if alone:
+                                log.info("peek %s runs alone on replica %s: %s", tag, h.label, alone)
                 now = time.monotonic()
                 if cancel is not None and cancel.is_set():
                     raise query_canceled(timeout=False)
@@ -308,8 +353,8 @@ class ClusterCoordinator:
             raise _ReplicaUnreachable("no session")
         return session
 
-    def _lower(self, session, plan, scan: ScanFn, builtin_rows: BuiltinFn):
-        return self._lowerer(session, scan, builtin_rows).lower_result(plan)
+    def _lower(self, session, plan, scan: ScanFn, builtin_rows: BuiltinFn, layout=None):
+        return self._lowerer(session, scan, builtin_rows).lower_result(plan, layout)
 
     def _lowerer(self, session, scan: ScanFn, builtin_rows: BuiltinFn) -> Lowerer:
         arranged = self.arrangements.arranged() if self.arrangements is not None else frozenset()
@@ -320,29 +365,29 @@ class ClusterCoordinator:
             return bool(self._healthy())
 
     def _run_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
-                over: threading.Event, job: "Job"):
-        with _replica_errors(h):
+                over: threading.Event, job: "Job", layout=None):
+        with _replica_errors(h, over):
             session = self._session(h, over)
             session.addTag(tag)  # tags apply to operations started by this thread
             try:
-                return job(self._lower(session, plan, scan, builtin_rows), h.id)
+                return job(self._lower(session, plan, scan, builtin_rows, layout), h.id)
             finally:
                 session.removeTag(tag)
 
     def _open_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
-                 over: threading.Event, spill: ResultSpill | None = None):
+                 over: threading.Event, spill: ResultSpill | None = None, layout=None):
         """Start ``plan`` on ``h`` and wait for its first batch and the one after it (or
         the end): ``(batches, first)``, ``first`` None for an empty answer. Looking one
         batch ahead means an answer of one batch (most are) is whole before this replica
         wins the race: a crash of the winner after that fails no query. A result the
         lowering finds large (``lower.spills``) is written to Blob through ``spill`` first, and read from there
         (``spark_exec.spill``)."""
-        with _replica_errors(h):
+        with _replica_errors(h, over):
             session = self._session(h, over)
             session.addTag(tag)  # the request, made by the first next(), carries the tag
             try:
                 lowerer = self._lowerer(session, scan, builtin_rows)
-                df = lowerer.lower_result(plan)
+                df = lowerer.lower_result(plan, layout)
                 if lowerer.spill and spill is not None:
                     gen = spill.write(df, arrow_schema(df.schema))
                 else:
@@ -370,8 +415,13 @@ class PeekStream:
     (``ClusterCoordinator.peek_stream``). Not thread-safe: one session drives it."""
 
     def __init__(self, cluster: str, h: ReplicaHandle, gen, first: pa.Table | None, tag: str,
-                 on_close: Callable[[], None] | None, grace_s: float = 120.0):
+                 on_close: Callable[[], None] | None, grace_s: float = 120.0,
+                 on_crash: Callable[[Crash], None] | None = None):
         self.cluster = cluster
+        #: called when the replica dies while sending (the plan is remembered: ``crashes``)
+        self._on_crash = on_crash
+        #: set on close: a pull failing after it is not a crash to investigate
+        self._over = threading.Event()
         #: how long (seconds) the replica may stay unhealthy while a pull waits on it
         self.grace_s = grace_s
         self._unhealthy_since: float | None = None
@@ -414,7 +464,7 @@ class PeekStream:
         h = self._h
         deadline = time.monotonic() + timeout_s if timeout_s else None
         while self._pull is None:
-            self._pull = h.submit_peek(functools.partial(_pull_on, h, self._gen))
+            self._pull = h.submit_peek(functools.partial(_pull_on, h, self._gen, self._over))
             if self._pull is None:  # the replica's queue is full: its own share, wait for it
                 time.sleep(0.05)
             self._check(cancel, deadline)
@@ -423,7 +473,14 @@ class PeekStream:
             if not self._pull.done():
                 self._check(cancel, deadline)
         pull, self._pull = self._pull, None
-        return pull.result()
+        try:
+            return pull.result()
+        except _ReplicaUnreachable as e:
+            if e.crash is not None and self._on_crash is not None:
+                self._on_crash(e.crash)
+            if e.crash is not None and e.crash.out_of_memory:
+                raise crash_error(e.crash, self.cluster, streaming=True) from None
+            raise SqlError("58000", f"replica {h.label} failed while sending the query's results: {e}") from None
 
     def _check(self, cancel: threading.Event | None, deadline: float | None) -> None:
         if cancel is not None and cancel.is_set():
@@ -447,6 +504,7 @@ class PeekStream:
         if self.closed:
             return
         self.closed = True
+        self._over.set()
         self._first = None
         gen, pull = self._gen, self._pull
         if not self.done:
@@ -503,18 +561,27 @@ class _Ahead:
         self._gen.close()
 
 
-def _pull_on(h: ReplicaHandle, gen) -> pa.Table | None:
-    with _replica_errors(h, failover=False):
+def _pull_on(h: ReplicaHandle, gen, over: threading.Event) -> pa.Table | None:
+    with _replica_errors(h, over):
         return next(gen, None)
+
+
+#: how long a replica whose connection failed mid-peek is given to exit (seconds): a JVM
+#: out of memory runs Spark's shutdown hooks first, closing its connections meanwhile
+CRASH_WAIT_S = 10.0
+#: texts of the errors a replica's JVM gives its running queries while it dies
+_DYING = ("SparkContext was shut down", "stopped SparkContext", "OutOfMemoryError")
 
 
 class _replica_errors:
     """Context manager: a replica's failure as ``_ReplicaUnreachable`` (another replica
-    may answer) or, with ``failover=False``, as SqlError 58000; the query's own errors as
-    SqlError with their SQLSTATE."""
+    may answer; with ``crash`` set when its process died meanwhile, ``spark_exec.crashes``);
+    the query's own errors as SqlError with their SQLSTATE. Once ``over`` is set (the
+    peek no longer needs this replica's answer) no crash is looked for."""
 
-    def __init__(self, h: ReplicaHandle, failover: bool = True):
-        self.h, self.failover = h, failover
+    def __init__(self, h: ReplicaHandle, over: threading.Event):
+        self.h, self.over = h, over
+        self.process = h.process  # the one running this peek: the monitor may start another
 
     def __enter__(self):
         return self
@@ -522,12 +589,18 @@ class _replica_errors:
     def __exit__(self, kind, e, tb):
         if e is None or isinstance(e, (SqlError, _ReplicaUnreachable)) or not isinstance(e, Exception):
             return False
-        if is_connection_error(e) or self.h.status != HEALTHY:
-            if self.failover:
-                raise _ReplicaUnreachable(type(e).__name__) from e
-            raise SqlError("58000", f"replica {self.h.label} failed while sending the query's results: "
-                                    f"{type(e).__name__}") from None
+        lost = is_connection_error(e) or self.h.status != HEALTHY
+        if lost or any(d in str(e) for d in _DYING):
+            crash = self._crash()
+            if lost or crash is not None:  # else the replica lives on: the query's own error
+                raise _ReplicaUnreachable(type(e).__name__, crash) from e
         raise to_sql_error(e) from None
+
+    def _crash(self) -> Crash | None:
+        if self.process is None or self.over.is_set():
+            return None
+        ended = self.process.exit_reason(CRASH_WAIT_S)
+        return Crash(self.h.label, *ended) if ended is not None else None
 
 
 def _run_with_session(h: ReplicaHandle, fn, tag: str):
@@ -550,4 +623,9 @@ def _close_quietly(gen) -> None:
 
 
 class _ReplicaUnreachable(Exception):
-    """The replica could not run the peek (crashed, stopped, connection lost)."""
+    """The replica could not run the peek (crashed, stopped, connection lost); ``crash``:
+    its process died meanwhile."""
+
+    def __init__(self, message: str, crash: Crash | None = None):
+        super().__init__(message)
+        self.crash = crash

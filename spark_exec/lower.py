@@ -13,6 +13,7 @@ Spark runs with ANSI mode on, so overflow and division by zero raise as in Postg
 
 from __future__ import annotations
 
+import threading
 from decimal import Decimal
 from functools import reduce
 from typing import Callable
@@ -42,6 +43,21 @@ from spark_exec.errors import PG_ERROR_PREFIX
 ScanFn = Callable[[Table], ShardSnapshot]
 #: builtin table -> its current rows
 BuiltinFn = Callable[[BuiltinTable], list[tuple]]
+
+
+def memo_scan(scan: ScanFn) -> ScanFn:
+    """``scan`` that reads each table once and hands every later caller (the replicas
+    racing a peek, on their threads) the same snapshot. Thread-safe."""
+    lock = threading.Lock()
+    snapshots: dict[str, ShardSnapshot] = {}
+
+    def scan_once(rel: Table) -> ShardSnapshot:
+        with lock:
+            if rel.id not in snapshots:
+                snapshots[rel.id] = scan(rel)
+            return snapshots[rel.id]
+
+    return scan_once
 
 
 def spark_type(t: SqlType) -> T.DataType:
@@ -497,6 +513,11 @@ def result_layout(plan, row_count) -> tuple[int | None, bool]:
     return spread, spread is not None or rows >= SPILL_MIN_ROWS
 
 
+def result_layout_of(plan, scan: ScanFn) -> tuple[int | None, bool]:
+    """``result_layout`` with each table's rows from its snapshot (``scan``)."""
+    return result_layout(plan, lambda rel: scan(rel).rows if isinstance(rel, Table) else None)
+
+
 def spread_partitions(plan, row_count) -> int | None:
     """How many partitions a peek's result is spread over before it is sent, or None to
     send it as the plan makes it.
@@ -586,15 +607,12 @@ class Lowerer:
             self._snapshots[rel.id] = self.scan(rel)
         return self._snapshots[rel.id]
 
-    def _rows(self, rel) -> int | None:
-        """Rows of a relation for estimates: a table's at the peek's snapshot; None else."""
-        return self._scan(rel).rows if isinstance(rel, Table) else None
-
-    def lower_result(self, plan) -> DataFrame:
+    def lower_result(self, plan, layout: tuple[int | None, bool] | None = None) -> DataFrame:
         """``plan`` lowered for collecting: interval columns become (months, days, micros)
-        structs, since Spark's Arrow conversion has no CalendarInterval."""
+        structs, since Spark's Arrow conversion has no CalendarInterval. ``layout``:
+        ``result_layout``'s answer for ``plan`` when the caller has it already."""
         self.single_local = _exchanges(plan)
-        self.spread, self.spill = result_layout(plan, self._rows)
+        self.spread, self.spill = layout or result_layout_of(plan, self._scan)
         if self.spread:
             order = _result_order(plan)
             if order is _LIMITED_ORDER:  # a top-k: Spark takes it in the driver, unspread

@@ -55,6 +55,10 @@ MARKER_PROPERTY = "spark.sqlfront.replica"
 TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 #: the replica's spark-submit properties file (mode 0600): Spark's authentication settings
 PROPERTIES_FILE = "spark.properties"
+#: the exit code of a Spark JVM that ran out of memory (SparkExitCode.OOM)
+SPARK_OOM_EXIT_CODE = 52
+#: how much of a dead replica's log end is searched for its OutOfMemoryError (bytes)
+OOM_LOG_TAIL = 1 << 20
 #: set to 1 in environmentd's environment to give local replicas the Spark UI (profiling)
 PROFILE_UI_ENV = "SQLFRONT_REPLICA_SPARK_UI"
 
@@ -87,6 +91,8 @@ class ReplicaProcess:
     log_path: Path
     #: the bearer token its Spark Connect server requires (never logged: repr=False)
     token: str = field(default="", repr=False)
+    #: where this process's lines begin in ``log_path`` (earlier runs' come before)
+    log_offset: int = 0
 
     @property
     def url(self) -> str:
@@ -94,6 +100,18 @@ class ReplicaProcess:
 
     def alive(self) -> bool:
         return self.popen.poll() is None
+
+    def exit_reason(self, wait_s: float = 0.0) -> tuple[str, bool] | None:
+        """``(reason, out_of_memory)`` once the process has exited, waiting up to
+        ``wait_s`` seconds for it; None while it runs. ``reason``: ``exit code N`` or
+        ``killed by signal N``; ``out_of_memory``: Spark's exit code for an
+        OutOfMemoryError (``SparkExitCode.OOM``, 52) or the error in its log."""
+        try:
+            code = self.popen.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            return None
+        reason = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        return reason, code == SPARK_OOM_EXIT_CODE or _logged_oom(self.log_path, self.log_offset)
 
     def cpu_seconds(self) -> float:
         """CPU time (user + system, seconds) used so far by the live processes of the
@@ -209,6 +227,7 @@ class Orchestrator:
         write_private(workdir / PROPERTIES_FILE,
                       spark_auth_properties(secrets.token_hex(32) if spec.scale > 1 else None))
         logf = open(log_path, "ab")
+        log_offset = logf.tell()
         logf.write(f"\n=== starting {spec.label} on 127.0.0.1:{port} at {time.ctime()} ===\n".encode())
         logf.flush()
         popen = subprocess.Popen(
@@ -225,7 +244,7 @@ class Orchestrator:
         (workdir / "port").write_text(f"{port}\n")  # for operators and tests: sc://127.0.0.1:<port>
         write_private(workdir / "token", token)
         log.info("replica %s (%s) starting: pid %d, port %d, log %s", spec.label, spec.replica_id, popen.pid, port, log_path)
-        return ReplicaProcess(spec, popen, port, log_path, token)
+        return ReplicaProcess(spec, popen, port, log_path, token, log_offset)
 
     # -- stopping ---------------------------------------------------------------------
 
@@ -272,10 +291,22 @@ def spark_auth_properties(secret: str | None) -> str:
     (SecurityManager.initializeAuth); None for ``local[N]``, where Spark draws a random
     secret of its own at startup that never leaves the JVM.
 
-    Not ``spark.network.crypto.enabled`` (AES-based authentication and encryption): with
-    it, a replica under load hung fetching Spark Connect's session classes from its own
-    driver (Executor "Using REPL class URI"), so the first query never finished. The
-    traffic stays on the loopback interface, which other users cannot sniff."""
+    Not ``spark.network.crypto.enabled`` (AES-based authentication and encryption, tried
+    twice): with it, a replica's first task sometimes never finishes. The executor
+    fetches Spark Connect's session classes from its own driver over the RPC env
+    (Executor "Using REPL class URI: spark://127.0.0.1:PORT/artifacts/..."); the log
+    then shows "TransportClientFactory: Successfully created connection to
+    /127.0.0.1:PORT after 355 ms (305 ms spent in bootstraps)" (the AES key exchange
+    done) and nothing more: the task stayed in "Running task 0.0 in stage 0.0" for over
+    70 s until the replica was dropped, while its sibling started at the same moment
+    finished the same task in 3 s, so the replica never became healthy. Seen on Spark
+    4 with a load average of 14 to 24 on 2 cores in tests/test_result_limits.py (two
+    replicas starting while one runs a large query): 2 of 3 runs, the other failure
+    the same symptom (a replica still unhealthy minutes later); test_private_data (3
+    runs), test_replicas (1 run) and a lone ``local[1]`` and ``local-cluster`` replica
+    passed (these runs had ``spark.network.crypto.saslFallback`` off). Not looked into
+    further: a jstack of the stuck task's thread is the next step. The traffic stays on
+    the loopback interface, which other users cannot sniff."""
     props = {
         "spark.authenticate": "true",
         # its "took N ms" line prints a slow job's properties, the secret among them
@@ -284,6 +315,18 @@ def spark_auth_properties(secret: str | None) -> str:
     if secret is not None:
         props["spark.authenticate.secret"] = secret
     return "\n".join(f"{k}={v}" for k, v in props.items())
+
+
+def _logged_oom(log_path: Path, offset: int) -> bool:
+    """Whether a JVM's log from ``offset`` on (its last ``OOM_LOG_TAIL`` bytes) shows a
+    java.lang.OutOfMemoryError."""
+    try:
+        with open(log_path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(offset, size - OOM_LOG_TAIL))
+            return b"java.lang.OutOfMemoryError" in f.read()
+    except OSError:
+        return False
 
 
 def write_private(path: Path, text: str) -> None:

@@ -8,7 +8,8 @@ lowering finds large (``lower.spills``: one that multiplies its inputs' rows int
 millions, or is estimated at millions of rows) is therefore not collected: the replica writes it as Parquet into Blob, which
 executors do row group by row group in bounded memory, and environmentd reads the files
 back one record batch at a time, in partition order, then deletes them. Kyuubi's
-``kyuubi.operation.result.saveToFile`` takes the same path for large results.
+``kyuubi.operation.result.saveToFile`` takes the same path for large results. Such a
+peek also runs on one replica at a time, not raced by all (``spark_exec.crashes``).
 
 Spilled results live under the Blob "shard" ``SPILL_SHARD`` with keys naming their
 writer, so the orphan sweep at start (``persist.gc.orphans``) removes any that a crash

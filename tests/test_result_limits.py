@@ -8,15 +8,24 @@ what Spark would otherwise send as one partition (``lower.spread_partitions``)."
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
+import threading
 
+import psycopg
 import pytest
-
-from server import Server
+from server import Server, wait_for
 
 SIZES = {"small": {"workers": 1, "memory_limit": "512MiB"}}
 
 #: 1,200 x 1,200 rows of ~208 characters from a one-partition table: ~290 MB
 BIG = "SELECT repeat('x', 200) || a.i || '/' || b.i AS s FROM big a, big b"
+
+
+#: a result estimated at over a million rows (spread: it runs alone, ``spark_exec.crashes``)
+#: that takes minutes to find it has no rows
+ENDLESS = "SELECT a.i, b.i, c.i FROM big a, big b, big c WHERE a.i + b.i + c.i < 0"
 
 
 @pytest.fixture(scope="module")
@@ -60,3 +69,59 @@ def test_big_results_stream_and_every_replica_lives(small_server):
                          "ON r.cluster_id = c.id WHERE c.name = 'two' ORDER BY 1").fetchall()
         assert rows == [("r1", "healthy"), ("r2", "healthy")]
     assert replica_starts(small_server) == starts  # no replica died and restarted meanwhile
+
+
+def replica_statuses(c) -> list[tuple[str, str, str]]:
+    return c.execute("SELECT r.name, r.id, r.status FROM mz_cluster_replicas r JOIN mz_clusters c "
+                     "ON r.cluster_id = c.id WHERE c.name = 'two' ORDER BY 1").fetchall()
+
+
+def test_a_query_that_kills_its_replica_fails_and_spares_the_others(small_server):
+    """A risky peek runs on one replica; when that replica dies running it (SIGKILL here,
+    as the kernel would for memory), the query fails naming the replica and is not sent
+    to the other one, which answers the next query at once."""
+    with small_server.connect() as c:
+        c.execute("SET cluster = two")
+        assert wait_for(lambda: all(s == "healthy" for _, _, s in replica_statuses(c)), 180)
+        ids = {name: rid for name, rid, _ in replica_statuses(c)}
+        starts = {rid: replica_log(small_server, rid).count("=== starting") for rid in ids.values()}
+        log_at = small_server.log_path.stat().st_size
+        failed: list[psycopg.Error] = []
+
+        def run():
+            with small_server.connect() as q:
+                q.execute("SET cluster = two")
+                try:
+                    q.execute(ENDLESS)
+                except psycopg.Error as e:
+                    failed.append(e)
+
+        t = threading.Thread(target=run)
+        t.start()
+
+        def alone_on() -> str | None:
+            with open(small_server.log_path, "rb") as f:
+                f.seek(log_at)
+                m = re.search(rb"runs alone on replica two\.(r\d)", f.read())
+            return m and m.group(1).decode()
+
+        victim = wait_for(alone_on, 120, 0.05)
+        assert victim
+        os.kill(int((small_server.data_dir / "replicas" / ids[victim] / "pid").read_text()), signal.SIGKILL)
+        t.join(120)
+        assert not t.is_alive() and len(failed) == 1
+        e = failed[0]
+        assert (e.sqlstate, e.diag.message_primary) == (
+            "XX000", f'replica two.{victim} of cluster "two" crashed running the query (killed by signal 9)')
+        assert "not sent to the cluster's other replicas" in e.diag.message_hint
+        # The other replica never ran it: it answers now, and was never restarted.
+        assert c.execute("SELECT count(*) FROM big").fetchone() == (1200,)
+        other = ids["r2" if victim == "r1" else "r1"]
+        assert replica_log(small_server, other).count("=== starting") == starts[other]
+        # The victim comes back on its own.
+        assert wait_for(lambda: all(s == "healthy" for _, _, s in replica_statuses(c)), 180)
+        assert replica_log(small_server, ids[victim]).count("=== starting") == starts[ids[victim]] + 1
+
+
+def replica_log(server: Server, replica_id: str) -> str:
+    return (server.data_dir / "replicas" / replica_id / "replica.log").read_text(errors="replace")
