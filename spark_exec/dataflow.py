@@ -383,8 +383,10 @@ class Dataflow:
         change = keyed.groupBy(*sums.keys).agg(*sums.of_rows(xs))
         spine = self.spines[n.state.id]
         before = spine.frame()
-        if id(n.input) not in self._local or self._hydrating:
-            change = checkpoint(change)
+        # Checkpointed even when small: the plan below reads it three times, and a leaf
+        # costs Spark's analysis nothing where the plan that made it would be analysed
+        # three times over (seconds, against ~0.1 s for the job).
+        change = checkpoint(change)
         self.spines[n.state.id] = spine.with_batch(change)
         if self._hydrating:
             return _signed(sums.final(lw, sums.total(change), "new_"), len(n.columns), 1)
@@ -400,10 +402,16 @@ class Dataflow:
         if before is not None:
             both = before.withColumn("_new", F.lit(False)).unionAll(both)
         totals = both.groupBy(*sums.keys).agg(*sums.old_and_new())
-        old = sums.final(lw, totals, "old_")
-        new = sums.final(lw, totals, "new_")
+        # Each touched group's old row (retracted) and new row from one pass over the
+        # totals (two selects of them would make Spark plan the totals twice).
         m = len(n.columns)
-        return _signed(new, m, 1).unionAll(_signed(old, m, -1))
+        old, new = sums.final_columns(lw, "old_"), sums.final_columns(lw, "new_")
+        pair = F.array(F.struct(*[c.alias(f"c{i}") for i, c in enumerate(old[0])], F.lit(-1).cast("long").alias(D),
+                                old[1].alias("_e")),
+                       F.struct(*[c.alias(f"c{i}") for i, c in enumerate(new[0])], F.lit(1).cast("long").alias(D),
+                                new[1].alias("_e")))
+        rows = totals.select(F.explode(pair).alias("_r")).select("_r.*")
+        return rows.filter(F.col("_e")).select(*_names(m), D)
 
 
 class _Sums:
@@ -460,6 +468,15 @@ class _Sums:
                 old = F.coalesce(old, F.lit(0).cast("long"))
             out += [old.alias("old_" + c), F.sum(v).alias("new_" + c)]
         return out
+
+    def final_columns(self, lw, prefix: str) -> tuple[list, object]:
+        """``(the GROUP BY's columns, whether the group has a row)`` from sums ``prefix +
+        _v{j}`` etc. of one row (a group with no rows left has none; a GROUP BY without
+        keys always has its one row)."""
+        kit = _SumsToolkit(lw, record=False, prefix=prefix)
+        cols = [F.col(c) for c in self.keys] + [lw.aggregate(a, toolkit=kit) for a in self.n.plan.aggregates]
+        exists = F.col(prefix + "_rows") > 0 if self.keys else F.lit(True)
+        return cols, exists
 
     def final(self, lw, totals: DataFrame, prefix: str) -> DataFrame:
         """The GROUP BY's rows from sums ``prefix + _v{j}`` etc.: a group with no rows

@@ -403,7 +403,7 @@ class MaterializationMaintainer:
                             out = out.coalesce(1)
                     t0 = time.monotonic()
                     written = write(stored_updates(out, cols, timed=lower is not None), h.id)
-                    log.debug("view %s on replica %s: round %.2f s, its write %.2f s", view.name, h.label,
+                    log.info("view %s on replica %s: round %.2f s, its write %.2f s", view.name, h.label,
                               time.monotonic() - started_round, time.monotonic() - t0)
                     return written
                 except BaseException:
