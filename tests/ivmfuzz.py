@@ -58,6 +58,12 @@ class View:
     def check_sql(self) -> str:
         return self.reference or self.sql
 
+    @property
+    def inputs(self) -> frozenset[str]:
+        """The tables of ``TABLES`` the view reads (through plain views too)."""
+        sql = self.check_sql + " ".join(d for v, d in PLAIN_VIEWS.items() if re.search(rf"\b{v}\b", self.check_sql))
+        return frozenset(t for t in TABLES if re.search(rf"\b{t}\b", sql))
+
 
 #: plain (non-materialized) views the materialized ones may read: name -> definition
 PLAIN_VIEWS = {
@@ -103,7 +109,7 @@ VIEWS: list[View] = [
          "GROUP BY bool_and/bool_or"),
     View("iv_agg_var", "SELECT k, stddev(n) AS sd, variance(n) AS va, stddev_pop(a) AS sp, var_samp(a) AS vs "
          "FROM ivr r GROUP BY k", "GROUP BY stddev/variance"),
-    View("iv_agg_join", "SELECT s.c, sum(r.n) AS sn, count(*) AS c FROM ivr r JOIN ivs s ON r.k = s.k GROUP BY s.c",
+    View("iv_agg_join", "SELECT s.c, sum(r.n) AS sn, count(*) AS cnt FROM ivr r JOIN ivs s ON r.k = s.k GROUP BY s.c",
          "join + GROUP BY"),
     # other aggregates
     View("iv_minmax", "SELECT k, min(a) AS mi, max(b) AS mb, min(n) AS mn, max(n) AS mxn FROM ivr r GROUP BY k",
@@ -178,6 +184,16 @@ class Step:
     statements: tuple[str, ...]
     block: bool = False
 
+    @property
+    def tables(self) -> frozenset[str]:
+        """The tables the step writes."""
+        return frozenset(written(s) for s in self.statements)
+
+
+def written(statement: str) -> str:
+    """The table an INSERT, UPDATE or DELETE of ``StepGen`` writes."""
+    return re.match(r"(?:INSERT INTO|UPDATE|DELETE FROM) (\w+)", statement).group(1)
+
 
 class StepGen:
     """Random steps over ``TABLES``; ``step()`` gives the next one."""
@@ -186,6 +202,8 @@ class StepGen:
         self.rnd = random.Random(seed)
         #: tables emptied by the last step: the next step fills them again
         self._emptied: list[str] = []
+        #: the kinds of the next steps (see ``KINDS``)
+        self._kinds: list[str] = []
 
     def _row(self, table: str) -> str:
         return "(" + ", ".join(_literal(t, self.rnd.choice(_domain(t))) for _, t in TABLES[table]) + ")"
@@ -220,30 +238,35 @@ class StepGen:
         k = self.rnd.random()
         return self.insert(table) if k < 0.5 else self.update(table) if k < 0.75 else self.delete(table)
 
+    #: the kinds of step; every run of ``len(KINDS)`` steps (and a refill after each
+    #: "delete all") has each of them once, in a random order
+    KINDS = ("single", "single", "block", "burst", "delete all")
+
     def step(self) -> Step:
         r = self.rnd
         tables = list(TABLES)
         if self._emptied:
             emptied, self._emptied = self._emptied, []
             return Step("refill", tuple(self.insert(t) for t in emptied for _ in range(2)))
-        k = r.random()
-        if k < 0.1:
-            gone = r.sample(tables, r.choice([1, 1, 2]))
+        if not self._kinds:
+            self._kinds = r.sample(self.KINDS, len(self.KINDS))
+        kind = self._kinds.pop()
+        if kind == "delete all":
+            gone = r.sample(tables, len(tables))  # one at a time: each is empty at its own timestamp
             self._emptied = gone
             return Step("delete all", tuple(f"DELETE FROM {t}" for t in gone))
-        if k < 0.3:
-            # a block: per table one UPDATE or DELETE first (the server refuses one after
-            # a write of the same table in the block), then INSERTs
+        if kind == "block":
+            # per table one UPDATE or DELETE first (the server refuses one after a write
+            # of the same table in the block), then INSERTs
             stmts = []
             for t in r.sample(tables, r.choice([2, 3])):
                 if r.random() < 0.6:
                     stmts.append(self.update(t) if r.random() < 0.5 else self.delete(t))
                 stmts += [self.insert(t) for _ in range(r.choice([0, 1, 1, 2]))]
             return Step("block", tuple(stmts), block=True)
-        if k < 0.45:
+        if kind == "burst":
             return Step("burst", tuple(self._single(r.choice(tables)) for _ in range(r.choice([2, 3]))))
-        t = r.choice(tables)
-        stmt = self._single(t)
+        stmt = self._single(r.choice(tables))
         return Step(stmt.split()[0].lower(), (stmt,))
 
 
