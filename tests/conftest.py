@@ -16,6 +16,10 @@ def pytest_addoption(parser):
                      help="seed of the differential fuzzer (tests/test_fuzz_differential.py)")
     parser.addoption("--fuzz-queries", type=int, default=60,
                      help="random queries the differential fuzzer runs on each engine")
+    parser.addoption("--ivm-seed", type=int, default=20261125,
+                     help="seed of the view maintenance differential test (tests/test_ivm_differential.py)")
+    parser.addoption("--ivm-steps", type=int, default=5,
+                     help="random write steps the view maintenance differential test checks every view after")
 
 
 #: Flags of the shared test server: two availability zones for placement tests.
