@@ -52,6 +52,7 @@ from catalog.errors import SqlError
 from catalog.oracle import open_oracle
 from catalog.sequences import SequenceStore
 from catalog.sizes import ReplicaSize, default_sizes
+from catalog.snapshot import SEARCH_PATH, set_search_path
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, MaterializedView, Replica, Table, \
     temp_schema_process
 from planner.plan import relations_read
@@ -823,6 +824,9 @@ class Environment:
             with self._mv_plans_lock:  # each cluster's maintainer asks from its own thread
                 if key not in self._mv_plans:
                     try:
+                        # Its names resolve in its own schema first: the schema it was made
+                        # in, first on the search_path of the session that made it.
+                        set_search_path((m.schema,) + tuple(x for x in SEARCH_PATH if x != m.schema))
                         plan = QueryPlanner(snap).plan_select(pglast.parse_sql(m.sql)[0].stmt).plan
                         inputs = tuple(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)))
                         planned = Materialization(m, plan, inputs)
