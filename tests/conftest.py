@@ -18,7 +18,7 @@ def pytest_addoption(parser):
                      help="random queries the differential fuzzer runs on each engine")
     parser.addoption("--ivm-seed", type=int, default=20261125,
                      help="seed of the view maintenance differential test (tests/test_ivm_differential.py)")
-    parser.addoption("--ivm-steps", type=int, default=5,
+    parser.addoption("--ivm-steps", type=int, default=3,
                      help="random write steps the view maintenance differential test checks every view after")
 
 

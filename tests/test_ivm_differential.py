@@ -52,10 +52,9 @@ NUMERIC_SCALE_REASON = (
 
 #: why a view may show, AS OF a write's timestamp, its query's answer at an earlier
 #: write's timestamp ("": no reason)
-STALE_REASON = (
-    "the maintainer folds updates of several input timestamps that arrive together into the "
-    "newest one (spark_exec/materializations.py module doc), so AS OF the older timestamp the "
-    "view still shows the answer before it")
+#: why views may be stale AS OF a write's timestamp (empty: they may not be; the
+#: incremental maintenance keeps each input update's own time)
+STALE_REASON = ""
 
 #: connections reading views and queries at once
 READERS = 3
