@@ -47,8 +47,21 @@ Scale 0.1, ``--writes 4`` (19:36-19:56 UTC; q1 ran at the run's heaviest load)::
     q22        3.71     1.22      2651/3387       0.5      1387/2436       0.9      1657/1802       0.7      1521/1904       0.8    0.57        2081
     server peak RSS 463 MB; replica peak RSS 2698 MB
 
-Every view refuses the targets: a change reaches the SUBSCRIBE in 1 to 13 s, 1 to 5 times
-slower than recomputing the query (x: 0.2 to 1.3, target >= 10); a 1,000-row COPY costs
+Scale 1, ``--writes 4`` (20:30-20:58 UTC, branch ivmbench at 376ab0c, load average 9-16;
+stopped at the deadline before q22 finished its COPYs; its 1-row changes took 3.5 to 7 s)::
+
+    view   create s recomp s  insert med/p99 ms     x  update med/p99 ms     x  delete med/p99 ms     x    copy med/p99 ms     x  1000/1  replica MB
+    q1        38.14    17.37     15762/20692      1.1     12175/30955      1.4     20870/29359      0.8      8662/14519      2.0    0.55        2442
+    q3         5.90     2.88      6466/12269      0.4      5576/6019       0.5      5315/5881       0.5      7020/12898      0.4    1.09        2530
+    q5        11.35     3.34      9663/14741      0.3     10705/12616      0.3     10502/12069      0.3      8658/26045      0.4    0.90        2020
+    q13        4.67     1.27      4557/5746       0.3      4501/5467       0.3      4121/9764       0.3      3606/5332       0.4    0.79        2031
+    q15        3.65     3.74      3880/5085       1.0      3335/5154       1.1      4738/5622       0.8      2638/5236       1.4    0.68        2448
+    q18       24.85    16.57     19558/30310      0.8     18123/22410      0.9     15211/21906      1.1     16592/27785      1.0    0.85        2416
+    q2         1.55     0.68      1365/1673       0.5      1783/2178       0.4      1518/2926       0.4      2647/3410       0.3    1.94        2684
+    server peak RSS 2245 MB (the load's COPYs); replica peak RSS 2796 MB (read from /proc at the stop)
+
+Every view misses the targets: a change reaches the SUBSCRIBE in 1 to 21 s, up to 5 times
+slower than recomputing the query (x: 0.2 to 2.0, target >= 10); a 1,000-row COPY costs
 about what a 1-row write does (it is the re-run either way). No view was refused at CREATE.
 The replica's RSS is the JVM's (Spark's heap as it grew), not a state the views hold.
 """
