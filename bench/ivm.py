@@ -48,7 +48,7 @@ Scale 0.1, ``--writes 4`` (19:36-19:56 UTC; q1 ran at the run's heaviest load)::
     server peak RSS 463 MB; replica peak RSS 2698 MB
 
 Scale 1, ``--writes 4`` (20:30-20:58 UTC, branch ivmbench at 376ab0c, load average 9-16;
-load 41 s)::
+TPC-H loaded in 41 s)::
 
     view   create s recomp s  insert med/p99 ms     x  update med/p99 ms     x  delete med/p99 ms     x    copy med/p99 ms     x  1000/1  replica MB
     q1        38.14    17.37     15762/20692      1.1     12175/30955      1.4     20870/29359      0.8      8662/14519      2.0    0.55        2442
@@ -59,7 +59,7 @@ load 41 s)::
     q18       24.85    16.57     19558/30310      0.8     18123/22410      0.9     15211/21906      1.1     16592/27785      1.0    0.85        2416
     q2         1.55     0.68      1365/1673       0.5      1783/2178       0.4      1518/2926       0.4      2647/3410       0.3    1.94        2684
     q22        4.47     1.70      6015/7904       0.3      4120/5890       0.4      4849/7221       0.4      3795/4300       0.4    0.63        2553
-    server peak RSS 2245 MB (the load's COPYs); replica peak RSS 2796 MB
+    server peak RSS 2245 MB; replica peak RSS 2796 MB
 
 Every view misses the targets: a change reaches the SUBSCRIBE in 1 to 21 s, up to 5 times
 slower than recomputing the query (x: 0.2 to 2.0, target >= 10); a 1,000-row COPY costs
