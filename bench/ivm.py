@@ -76,6 +76,15 @@ average 4-9)::
     q22        6.41     1.26      1957/2114       0.6      1918/2777       0.7      1655/3333       0.8      2265/3362       0.6    1.16        1998
     server peak RSS 479 MB; replica peak RSS 2769 MB
 
+Incremental, scale 1, ``--writes 4 --views q1,q3,q18`` (21:28-21:37 UTC, load average
+3-4, nothing else running)::
+
+    view   create s recomp s  insert med/p99 ms     x  update med/p99 ms     x  delete med/p99 ms     x    copy med/p99 ms     x  1000/1  replica MB
+    q1         9.94     2.98      1307/2563       2.3      1363/1665       2.2      1401/1734       2.1      1205/1577       2.5    0.92        1959
+    q3        11.66     1.86       685/1102       2.7       997/1020       1.9       653/1088       2.9       823/1373       2.3    1.20        2700
+    q18       49.65     4.64     11623/11880      0.4     11425/12054      0.4     11707/12556      0.4     11601/13244      0.4    1.00        1472
+    server peak RSS 2254 MB; replica peak RSS 2728 MB
+
 A change now costs what its rounds of Spark jobs cost (1-4 s under this load, about the
 same for 1 row and for 1,000: 1000/1 0.84-1.34), no longer what the query costs: q1 2.3 s
 from 10.2 s, q18 3.9 s from 11.8 s. Still far from the targets (< 1 s, >= 10 x): each
