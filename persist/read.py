@@ -265,3 +265,9 @@ def change_times(state: ShardState, lower: int, upper: int, url) -> list[int]:
                 columns=[TIME_COLUMN]).column(TIME_COLUMN)
         times.update(t for t in pc.unique(column).to_pylist() if lower < t <= upper)
     return sorted(times)
+
+
+def shards_change_times(states, lower: int, upper: int, url) -> list[int]:
+    """The distinct times in ``(lower, upper]`` at which any of ``states`` (shard states)
+    has updates, ascending (``change_times`` over several shards)."""
+    return sorted(set().union(*[change_times(st, lower, upper, url) for st in states]))

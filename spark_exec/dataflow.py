@@ -202,9 +202,6 @@ class Dataflow:
         self.frontier = t
         return out
 
-    def state_batches(self) -> int:
-        return sum(len(s.batches) for s in self.spines.values())
-
     # -- changes of each node ------------------------------------------------------------
 
     def _make_lowerer(self, as_of: int) -> _DataflowLowerer:
@@ -479,16 +476,10 @@ class _Sums:
         return cols, exists
 
     def final(self, lw, totals: DataFrame, prefix: str) -> DataFrame:
-        """The GROUP BY's rows from sums ``prefix + _v{j}`` etc.: a group with no rows
-        left has none (a GROUP BY without keys always has its one row)."""
-        kit = _SumsToolkit(lw, record=False, prefix=prefix)
-        k = len(self.keys)
-        aggs = [lw.aggregate(a, toolkit=kit).alias(f"c{k + j}") for j, a in enumerate(self.n.plan.aggregates)]
-        out = totals.select(*[F.col(c).alias(f"c{j}") for j, c in enumerate(self.keys)], *aggs,
-                            F.col(prefix + "_rows").alias("_rows"))
-        if self.keys:
-            out = out.filter(F.col("_rows") > 0)
-        return out.drop("_rows")
+        """The GROUP BY's rows of ``totals`` from sums ``prefix + _v{j}`` etc.
+        (``final_columns``)."""
+        cols, exists = self.final_columns(lw, prefix)
+        return totals.filter(exists).select(*[c.alias(f"c{i}") for i, c in enumerate(cols)])
 
 
 class _SumsF:

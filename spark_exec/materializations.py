@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Callable
 from catalog.errors import SqlError
 from catalog.snapshot import MaterializedView, Table
 from persist import Backoff, PersistClient, SinceError, UpperMismatch
-from persist.read import change_parts, change_times
+from persist.read import change_parts, shards_change_times
 from planner.incremental import incremental_plan
 from planner.plan import Plan
 from spark_exec.dataflow import Dataflow, timed_frame
@@ -295,8 +295,7 @@ class MaterializationMaintainer:
 
     def _times(self, states: dict, lower: int, upper: int) -> list[int]:
         """The times in ``(lower, upper]`` at which some input has updates."""
-        url = self.persist.blob.url
-        return sorted(set().union(*[change_times(st, lower, upper, url) for st in states.values()]))
+        return shards_change_times(states.values(), lower, upper, self.persist.blob.url)
 
     def _hold(self, m: Materialization, at: int) -> None:
         """Hold the inputs' since at ``at`` (and no later than any dataflow's frontier), so

@@ -16,8 +16,8 @@ refused (its test skips), not failed. The run prints its figures (views, steps,
 timestamps, comparisons, refused, mismatches, seconds); ``-s`` also shows its progress.
 
 A view that, AS OF one of a step's write timestamps but its newest, shows its query's
-answer at an earlier one is "stale", reported by a test of its own (today's maintainer
-folds updates that arrive together into the newest timestamp: ``STALE_REASON``).
+answer at an earlier one is "stale", reported by a test of its own (a maintainer that
+folded updates arriving together into the newest timestamp would show it).
 
 ``make test`` runs one seed and a few steps; ``pytest tests/test_ivm_differential.py
 --ivm-seed N --ivm-steps M -s`` a longer or another run. A mismatch is a bug to fix;
@@ -49,12 +49,6 @@ NUMERIC_SCALE_REASON = (
     "a stored relation keeps an unconstrained numeric column as decimal(38, 10) (catalog.types."
     "UNCONSTRAINED_NUMERIC): a view shows n * 2 of a numeric(6,2) as -4.5000000000 where its query "
     "shows -4.50, and avg(n) with 10 places where the query gives 16; values otherwise equal")
-
-#: why a view may show, AS OF a write's timestamp, its query's answer at an earlier
-#: write's timestamp ("": no reason)
-#: why views may be stale AS OF a write's timestamp (empty: they may not be; the
-#: incremental maintenance keeps each input update's own time)
-STALE_REASON = ""
 
 #: connections reading views and queries at once
 READERS = 3
@@ -332,8 +326,6 @@ def test_views_show_numeric_columns_with_their_querys_scale(ivm_run):
 def test_views_are_current_at_every_write_timestamp(ivm_run):
     """A view read AS OF a write's timestamp shows that write, also when the next write
     came right after it (no view shows its query's answer AS OF an earlier write)."""
-    if ivm_run.stale and STALE_REASON:
-        pytest.xfail(STALE_REASON)
     assert not ivm_run.stale, "\n".join(str(ms[0]) for ms in ivm_run.stale.values())
 
 

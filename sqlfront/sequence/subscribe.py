@@ -401,7 +401,7 @@ class _QueryDataflow:
     def step(self, frontier: int, ts: int, states: dict) -> list[tuple[int, collections.Counter]]:
         """The query's changes at each time in ``(frontier, ts]`` an input (``states``: their
         shard states) has updates at, in time order."""
-        from persist.read import change_parts, change_times
+        from persist.read import change_parts, shards_change_times
         from spark_exec.dataflow import change_result, timed_frame
 
         url = self.s.env.persist.blob.url
@@ -415,7 +415,7 @@ class _QueryDataflow:
             if flow is None or flow.session is not session:  # another replica, or restarted
                 self._new(h, session, frontier, self._scan(holds))
                 flow = self._flow
-            times = sorted(set().union(*[change_times(st, flow.frontier, ts, url) for st in states.values()]))
+            times = shards_change_times(states.values(), flow.frontier, ts, url)
             outs = []
             for t in times:
                 d = flow.step(t, changes)
