@@ -211,6 +211,8 @@ TYPE_IO_PROCS = {
     "uuid": ((2952, "uuid_in"), (2953, "uuid_out")), "jsonb": ((3806, "jsonb_in"), (3804, "jsonb_out")),
     "unknown": ((109, "unknownin"), (110, "unknownout")), "array": ((750, "array_in"), (751, "array_out")),
     "record": ((2290, "record_in"), (2291, "record_out")),
+    # Materialize's type: OIDs of its own range, beside the type's 16552
+    "mz_timestamp": ((16555, "mz_timestamp_in"), (16556, "mz_timestamp_out")),
 }
 #: pg_proc's rows here: OID -> name of those functions (for ``'array_in'::regproc``)
 PROC_NAMES = {oid: name for procs in TYPE_IO_PROCS.values() for oid, name in procs}

@@ -169,6 +169,10 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
         return parse_uuid(s)
     if n == "jsonb":
         return parse_jsonb(s)
+    if n == "mz_timestamp":
+        from catalog import mztime
+
+        return mztime.parse(s)
     if t.is_array:
         return map_elements(split_array(s, t), lambda e: parse_text(e, t.element, explicit))
     raise SqlError(INVALID_TEXT_REPRESENTATION, f"cannot parse text as {t.sql()}")
@@ -810,6 +814,8 @@ def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
         return "t" if v else "f"
     if n in ("float4", "float8"):
         return format_float(float(v), t)
+    if n == "mz_timestamp":
+        return str(int(v))
     if n == "numeric":
         if isinstance(v, Decimal):
             if v.is_nan():

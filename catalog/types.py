@@ -161,6 +161,9 @@ _INFO = {
     "jsonb": (3802, -1, "U", "jsonb"),
     # An anonymous composite (a whole-row reference); its value is record_out's text.
     "record": (2249, -1, "P", "record"),
+    # Materialize's logical timestamp: an unsigned 64-bit count of milliseconds since the
+    # Unix epoch (Materialize's SQL reference, "mz_timestamp type"); its OID is Materialize's
+    "mz_timestamp": (16552, 8, "U", "mz_timestamp"),
     "unknown": (705, -2, "X", "unknown"),
 }
 
@@ -197,6 +200,7 @@ _ARROW = {
     "uuid": pa.string(),  # canonical lowercase text; Spark has no uuid type
     "jsonb": pa.string(),  # normalized text (keys ordered, as jsonb_out prints them)
     "record": pa.string(),  # record_out's text
+    "mz_timestamp": pa.decimal128(20, 0),  # Parquet and Spark have no unsigned 64-bit integer
 }
 
 BOOL = SqlType("bool")
@@ -218,6 +222,7 @@ BYTEA = SqlType("bytea")
 UUID = SqlType("uuid")
 JSONB = SqlType("jsonb")
 UNKNOWN = SqlType("unknown")
+MZ_TIMESTAMP = SqlType("mz_timestamp")
 
 # Names a user may write, mapped to the internal name (PostgreSQL's gram.y aliases and
 # the pg_catalog names pglast reports).
@@ -240,6 +245,7 @@ _ALIASES = {
     "timetz": "timetz", "time with time zone": "timetz",
     "bytea": "bytea", "uuid": "uuid",
     "jsonb": "jsonb", "json": "jsonb",  # Materialize: json is an alias of jsonb
+    "mz_timestamp": "mz_timestamp",
 }
 
 _BY_OID = {info[0]: name for name, info in _INFO.items()} | {oid: "_" + e for e, oid in ARRAY_OIDS.items()} \

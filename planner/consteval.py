@@ -17,6 +17,7 @@ from decimal import Decimal, ROUND_HALF_UP
 from catalog.errors import (
     SqlError, NUMERIC_VALUE_OUT_OF_RANGE, FEATURE_NOT_SUPPORTED,
 )
+from catalog import mztime
 from catalog.intervalio import adjust_interval, parse_interval
 from catalog.textio import (check_int, fit_datetime, fit_numeric, fit_string, format_text, parse_text, session_time_zone,
                             INT_RANGES)
@@ -54,6 +55,16 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
 
 def _convert(v, src: SqlType, dst: SqlType, explicit: bool):
     s, d = src.name, dst.name
+    if d == "mz_timestamp" and s != "mz_timestamp":
+        if s in INT_RANGES or s in ("numeric", "float4", "float8", "date", "timestamp", "timestamptz", "text",
+                                    "varchar", "bpchar", "name", "unknown"):
+            return mztime.from_value(v, s)
+        raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")
+    if s == "mz_timestamp" and d != "mz_timestamp":
+        out = mztime.to_value(int(v), d)
+        if out is None:
+            raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")
+        return fit_string(out, dst, explicit) if d == "varchar" else out
     if d == "interval" and s in ("text", "varchar", "bpchar", "name"):
         return parse_interval(v.rstrip(" ") if s == "bpchar" else v)
     if s in ("unknown", "text", "varchar", "bpchar", "name") and d not in ("text", "varchar", "bpchar", "unknown"):

@@ -23,7 +23,7 @@ from catalog.errors import (
 from catalog.pg_catalog import FIRST_USER_OID
 from catalog.textio import parse_text
 from catalog.types import (
-    SqlType, BOOL, DATE, INT4, INT8, NUMERIC, OID, TEXT, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, array_of, make_type,
+    SqlType, BOOL, DATE, INT4, INT8, MZ_TIMESTAMP, NUMERIC, OID, TEXT, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, array_of, make_type,
 )
 from planner import functions as fn
 from planner import typing as ty
@@ -114,12 +114,15 @@ def begin_statement() -> None:
 #: session; None where there is none (a view's definition, say)
 _QUERY_TIMESTAMP: contextvars.ContextVar = contextvars.ContextVar("query_timestamp", default=None)
 
-#: the type mz_now() has here: Materialize's mz_timestamp is an unsigned 64-bit number
-MZ_TIMESTAMP = SqlType("numeric", 20, 0)
+#: ``set_query_timestamp(MAINTAINED)``: the query is kept current (a materialized view, a
+#: SUBSCRIBE), so ``mz_now()`` is each moment's time, not one: it stays a call
+#: (``mz_now``), which only a temporal filter may hold (``planner.incremental.temporal``)
+MAINTAINED = object()
 
 
 def set_query_timestamp(fn) -> None:
-    """Let ``mz_now()`` in this statement be ``fn()`` (called at most once, when planned)."""
+    """Let ``mz_now()`` in this statement be ``fn()`` (called at most once, when planned),
+    or the symbolic call ``mz_now`` when ``fn`` is ``MAINTAINED``."""
     _QUERY_TIMESTAMP.set(fn)
 
 
@@ -131,6 +134,8 @@ def query_timestamp() -> int:
     fn = _QUERY_TIMESTAMP.get()
     if fn is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, "mz_now() is not supported here")
+    if fn is MAINTAINED:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "mz_now() has no single value in a maintained query")
     return fn()
 
 
@@ -683,9 +688,9 @@ class ExprPlanner:
         if name in fn.sequence.SEQUENCE_ARG_FUNCTIONS and args:
             args[0] = self.sequence_oid(args[0])
         if name == "mz_now" and not args:
-            from decimal import Decimal
-
-            return Literal(Decimal(query_timestamp()), MZ_TIMESTAMP)
+            if _QUERY_TIMESTAMP.get() is MAINTAINED:
+                return Call("mz_now", (), MZ_TIMESTAMP)
+            return Literal(query_timestamp(), MZ_TIMESTAMP)
         if name == "version" and not args:
             return Literal("PostgreSQL 9.5.0 on sqlfront (Materialize-compatible SQL front end on Spark)", TEXT)
         if name == "current_schemas" and len(args) == 1:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from catalog.errors import SqlError, UNDEFINED_FUNCTION, DATATYPE_MISMATCH
 from catalog.types import (
-    SqlType, BOOL, INT4, INT8, JSONB, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ, INTERVAL, array_of,
+    SqlType, BOOL, INT4, INT8, JSONB, MZ_TIMESTAMP, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ, INTERVAL,
+    array_of,
 )
 
 NUMERIC_RANK = {"int2": 0, "int4": 1, "int8": 2, "numeric": 3, "float4": 4, "float8": 5}
@@ -57,6 +58,8 @@ def common_type(types: list[SqlType], what: str = "UNION") -> SqlType:
             result = TIMESTAMPTZ
         elif t.name == result.name:
             result = result.unconstrained()
+        elif "mz_timestamp" in (t.name, result.name) and {t.name, result.name} <= TO_MZ_TIMESTAMP:
+            result = MZ_TIMESTAMP
         else:
             raise SqlError(DATATYPE_MISMATCH, f"{what} types {result.sql()} and {t.sql()} cannot be matched")
     return result
@@ -178,7 +181,15 @@ def _array_concat(l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, SqlTyp
         raise _undefined_op("||", l, r) from None
 
 
+#: types that cast implicitly to mz_timestamp (Materialize's SQL reference, "mz_timestamp
+#: type"): a comparison of one with an mz_timestamp compares mz_timestamps
+TO_MZ_TIMESTAMP = frozenset({"int2", "int4", "int8", "numeric", "date", "timestamp", "timestamptz", "text",
+                             "varchar", "bpchar", "unknown", "mz_timestamp"})
+
+
 def _comparison_type(op: str, l: SqlType, r: SqlType) -> SqlType:
+    if "mz_timestamp" in (l.name, r.name) and {l.name, r.name} <= TO_MZ_TIMESTAMP:
+        return MZ_TIMESTAMP
     if l.is_numeric and r.is_numeric:
         return numeric_common(l, r)
     if l.category == "S" and r.category == "S":

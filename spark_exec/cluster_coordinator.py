@@ -604,15 +604,18 @@ class _replica_errors:
 
 
 def _run_with_session(h: ReplicaHandle, fn, tag: str):
-    with _replica_errors(h, failover=False):
-        session = h.session
-        if session is None:
-            raise SqlError("58000", f"replica {h.label} has no session")
-        session.addTag(tag)  # tags apply to operations started by this thread
-        try:
-            return fn(h, session)
-        finally:
-            session.removeTag(tag)
+    try:
+        with _replica_errors(h, threading.Event()):
+            session = h.session
+            if session is None:
+                raise SqlError("58000", f"replica {h.label} has no session")
+            session.addTag(tag)  # tags apply to operations started by this thread
+            try:
+                return fn(h, session)
+            finally:
+                session.removeTag(tag)
+    except _ReplicaUnreachable as e:
+        raise SqlError("58000", f"replica {h.label} failed: {e}") from None
 
 
 def _close_quietly(gen) -> None:

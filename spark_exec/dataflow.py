@@ -39,7 +39,8 @@ from catalog.types import INT8
 from persist import DIFF_COLUMN, TIME_COLUMN, Part
 from persist.write import decode_inline
 from planner.incremental.nodes import (
-    Accumulate, Arrangement, Constant, DeltaJoin, Hole, Input, Linear, Recompute, UnionAll, arrangements, inc_inputs,
+    Accumulate, Arrangement, Constant, DeltaJoin, Hole, Input, Linear, Recompute, Temporal, UnionAll, arrangements,
+    inc_inputs,
 )
 from planner.plan import Project, Unnest
 from planner.scalar import ColRef
@@ -161,6 +162,12 @@ class Dataflow:
         #: the time the arrangements are complete for (None: not hydrated)
         self.frontier: int | None = None
         self.spines: dict[int, Spine] = {}
+        #: id of a temporal filter -> its pending updates (``c0 .. cN-1``, ``cN``: their
+        #: time, ``_d``), kept until the frontier reaches them
+        self.pending: dict[int, Spine] = {}
+        #: the earliest time after the frontier at which a temporal filter has updates
+        #: (None: none): the caller steps there even when no input changes
+        self.next_event: int | None = None
 
     # -- the two entry points ------------------------------------------------------------
 
@@ -175,12 +182,19 @@ class Dataflow:
         self._sums = {n.state.id: _Sums(n, self._lowerer) for n in _accumulations(self.inc)}
         for sid, sums in self._sums.items():
             self.spines[sid] = Spine(0, merge=sums.merge)
+        for n in _nodes(self.inc):
+            if isinstance(n, Temporal):
+                k = len(n.columns)
+                # merged: consolidated by (row, time), the times already passed left out
+                self.pending[id(n)] = Spine(k + 1, merge=lambda df, k=k: consolidate(
+                    df.filter(F.col(f"c{k}") > F.lit(self._time)), k + 1))
         self._time, self._hydrating, self.narrow = as_of, True, False
         #: ids of nodes whose change is all rows sent inside the plan (no job to read)
         self._local: set[int] = set()
         out = self._delta(self.inc)
         self.frontier = as_of
         self._hydrating = False
+        self._next_event()
         return out if out is not None else self._empty(self.inc.columns)
 
     def step(self, t: int, changes: ChangesFn) -> DataFrame | None:
@@ -200,7 +214,36 @@ class Dataflow:
         self.narrow = updates <= NARROW_UPDATES
         out = self._delta(self.inc)
         self.frontier = t
+        self._next_event()
         return out
+
+    def steps(self, times: list[int], target: int, changes: ChangesFn):
+        """Step through ``times`` (the inputs' update times, ascending) and the times the
+        temporal filters have updates at, in order, up to ``target``; yields ``(t,
+        output's change at t or None)`` and leaves the frontier at ``target``."""
+        todo = [t for t in times if self.frontier < t <= target]
+        i = 0
+        while True:
+            due = [x for x in (todo[i] if i < len(todo) else None, self.next_event) if x is not None and x <= target]
+            if not due:
+                break
+            t = min(due)
+            if i < len(todo) and todo[i] == t:
+                i += 1
+            yield t, self.step(t, changes)
+        self.frontier = max(self.frontier, target)
+
+    def _next_event(self) -> None:
+        """``next_event`` after the frontier (one small job per temporal filter)."""
+        found = []
+        for n in _nodes(self.inc):
+            spine = self.pending.get(id(n))
+            if spine is not None and spine.batches:
+                k = len(n.columns)
+                row = spine.frame().filter(F.col(f"c{k}") > F.lit(self.frontier)).agg(F.min(f"c{k}")).collect()
+                if row and row[0][0] is not None:
+                    found.append(int(row[0][0]))
+        self.next_event = min(found) if found else None
 
     # -- changes of each node ------------------------------------------------------------
 
@@ -265,6 +308,46 @@ class Dataflow:
         if all(id(i) in self._local or self._delta(i) is None for i in (n.left, n.right)):
             self._local.add(id(n))
         return reduce(DataFrame.unionAll, parts) if parts else None
+
+    def _d_Temporal(self, n: Temporal) -> DataFrame | None:
+        """The temporal filter's change at this time: its pending updates due now, and
+        of the input's change the rows in the output now; the rest of the input's change
+        (each row's entry and exit times still to come) joins the pending updates."""
+        k, t = len(n.columns), self._time
+        spine = self.pending[id(n)]
+        before = spine.frame()
+        out = []
+        if before is not None and not self._hydrating:
+            out.append(before.filter(F.col(f"c{k}") == F.lit(t)).select(*_names(k), D))
+        d = self._delta(n.input)
+        if d is not None:
+            lo, hi, known = self._bounds(n)
+            b = checkpoint(d.select(*_names(k), D, lo.alias("_lo"), hi.alias("_hi"))
+                           .filter(known & (F.col("_lo") < F.col("_hi"))))
+            lo, hi, now = F.col("_lo"), F.col("_hi"), F.lit(t)
+            out.append(b.filter((lo <= now) & (hi > now)).select(*_names(k), D))
+            future = b.filter(lo > now).select(*_names(k), lo.alias(f"c{k}"), D).unionAll(
+                b.filter(hi > now).select(*_names(k), hi.alias(f"c{k}"), (-F.col(D)).alias(D)))
+            self.pending[id(n)] = spine.with_batch(checkpoint(future))
+        return reduce(DataFrame.unionAll, out) if out else None
+
+    def _bounds(self, n: Temporal):
+        """``(lower, upper, known)``: the time a row enters the output, the time it leaves
+        it (as longs: a bound past the greatest long is never reached), and whether no
+        bound is NULL."""
+        cap = F.lit((1 << 63) - 1).cast("decimal(20,0)")
+
+        raw = {b: self._lowerer.scalar(b[0]) for b in n.lowers + n.uppers}
+
+        def value(b):
+            x = raw[b] + F.lit(b[1]) if b[1] else raw[b]
+            return F.least(x, cap)  # (least and greatest skip NULLs: ``known`` keeps them out)
+
+        lows, highs = [value(b) for b in n.lowers], [value(b) for b in n.uppers]
+        known = reduce(lambda a, b: a & b, [x.isNotNull() for x in raw.values()], F.lit(True))
+        lo = (lows[0] if len(lows) == 1 else F.greatest(*lows)) if lows else F.lit(0)
+        hi = (highs[0] if len(highs) == 1 else F.least(*highs)) if highs else cap
+        return lo.cast("long"), hi.cast("long"), known
 
     def _arranged(self, a: Arrangement) -> tuple[DataFrame | None, DataFrame | None]:
         """``(rows before the change, the change)`` of arrangement ``a``'s input, the

@@ -24,6 +24,7 @@ from pyspark.sql.connect.dataframe import DataFrame
 from pyspark.sql.connect.session import SparkSession
 from pyspark.sql import types as T
 
+from catalog.mztime import MAX as MZ_TIMESTAMP_MAX
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from catalog.snapshot import BuiltinTable, Table
 from catalog.intervalio import FIELD_TRUNCATION, session_interval_style
@@ -73,7 +74,7 @@ def spark_type(t: SqlType) -> T.DataType:
         "bpchar": T.StringType(), "unknown": T.StringType(), "date": T.DateType(),
         "timestamp": T.TimestampNTZType(), "timestamptz": T.TimestampType(), "interval": T.CalendarIntervalType(),
         "time": T.TimeType(6), "timetz": T.StringType(), "bytea": T.BinaryType(), "uuid": T.StringType(), "jsonb": T.StringType(),
-        "record": T.StringType(),
+        "record": T.StringType(), "mz_timestamp": T.DecimalType(20, 0),
     }[n]
 
 
@@ -789,6 +790,8 @@ class Lowerer:
 
     def cast(self, c: SparkColumn, src: SqlType, dst: SqlType) -> SparkColumn:
         s, d = src.name, dst.name
+        if "mz_timestamp" in (s, d) and s != d:
+            return self._cast_mz_timestamp(c, src, dst)
         special = self._cast_special(c, src, dst)
         if special is not None:
             return special
@@ -826,6 +829,40 @@ class Lowerer:
         if d == "numeric" and dst.precision is None and src.is_integer:
             return c.cast(T.DecimalType(38, 0))  # an integer's numeric has scale 0, as in PostgreSQL
         return c.cast(spark_type(dst))
+
+    def _cast_mz_timestamp(self, c: SparkColumn, src: SqlType, dst: SqlType) -> SparkColumn:
+        """Casts to and from mz_timestamp as ``catalog.mztime`` defines them: milliseconds
+        since the epoch in ``[0, 2**64 - 1]``, held as decimal(20,0).
+
+        Raises:
+            SqlError 42846 for a cast that does not exist; 0A000 for text that is not
+            digits (a timestamp literal) on table data."""
+        s, d = src.name, dst.name
+        stored = T.DecimalType(20, 0)
+        if d == "mz_timestamp":
+            if s in ("timestamp", "timestamptz", "date"):
+                ts = c if s == "timestamptz" else c.cast(T.TimestampType())  # the session's zone is UTC
+                n = F.unix_millis(ts)
+            elif s in ("int2", "int4", "int8", "numeric", "float4", "float8"):
+                n = c
+            elif src.is_string:
+                digits = F.trim(c)
+                n = F.when(digits.rlike(r"^[0-9]+$"), digits.cast(T.DecimalType(38, 0))).otherwise(
+                    self.fail(FEATURE_NOT_SUPPORTED, "mz_timestamp input other than digits is not supported "
+                                                     "on table data"))
+            else:
+                raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")
+            bad = (n < 0) | (n > F.lit(Decimal(MZ_TIMESTAMP_MAX))) | (n != F.floor(n))
+            return F.when(c.isNull(), F.lit(None).cast(stored)).when(bad, self.fail("22003", "mz_timestamp out of range")
+                                                                     ).otherwise(n.cast(stored))
+        if d == "numeric":
+            return c.cast(spark_type(dst))
+        if d in ("text", "varchar"):
+            return self.cast(c.cast(T.StringType()), SqlType("text"), dst) if d == "varchar" else c.cast(T.StringType())
+        if d in ("timestamp", "timestamptz"):
+            ts = F.timestamp_millis(c.cast(T.LongType()))
+            return ts if d == "timestamptz" else ts.cast(T.TimestampNTZType())
+        raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")
 
     def _cast_datetime(self, c: SparkColumn, src: SqlType, dst: SqlType) -> SparkColumn | None:
         """Casts to and from interval and to datetime types with a precision, as
@@ -1063,4 +1100,6 @@ def literal(v, t: SqlType) -> SparkColumn:
         return c.cast(spark_type(t)) if t.precision is not None else c
     if n in ("float4", "float8", "int2", "int8"):
         return F.lit(v).cast(spark_type(t))
+    if n == "mz_timestamp":
+        return F.lit(Decimal(int(v))).cast(spark_type(t))
     return F.lit(v)

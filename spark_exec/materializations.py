@@ -49,6 +49,7 @@ from catalog.snapshot import MaterializedView, Table
 from persist import Backoff, PersistClient, SinceError, UpperMismatch
 from persist.read import change_parts, shards_change_times
 from planner.incremental import incremental_plan
+from planner.incremental.temporal import plan_mentions_now
 from planner.plan import Plan
 from spark_exec.dataflow import Dataflow, timed_frame
 from spark_exec.errors import is_connection_error, to_sql_error
@@ -265,10 +266,13 @@ class MaterializationMaintainer:
         if upper == 0:  # never computed: its contents at target
             changed_at, _ = changed_time(states.values(), 0, target)
             batch = self._compute(m, states, None, target)
+            if plan_mentions_now(m.plan):  # its contents change with time: they are target's only
+                changed_at = target
             self._append(m, batch, upper, changed_at if changed_at is not None else 0, target)
             return
         times = self._times(states, upper - 1, target)
-        if not times:
+        due = self._next_event(view.id)
+        if not times and (due is None or due > target):
             if periodic or (requested is not None and upper <= requested):
                 persist.compare_and_append(view.shard_id, [], upper, target)
             self._hold(m, target)
@@ -292,6 +296,12 @@ class MaterializationMaintainer:
         if target > at:
             self.persist.compare_and_append(view.shard_id, [], at + 1, target)
         self._hold(m, target)
+
+    def _next_event(self, view_id: str) -> int | None:
+        """The earliest time a temporal filter of the view's dataflows has updates at."""
+        with self._lock:
+            events = [f.next_event for (vid, _), f in self._flows.items() if vid == view_id]
+        return min([e for e in events if e is not None], default=None)
 
     def _times(self, states: dict, lower: int, upper: int) -> list[int]:
         """The times in ``(lower, upper]`` at which some input has updates."""
@@ -389,12 +399,10 @@ class MaterializationMaintainer:
                             self.hydrations[key] = time.monotonic() - started
                         outs = []
                         narrow = True
-                        for t in self._times(states, flow.frontier, target):
-                            d = flow.step(t, changes)
+                        for t, d in flow.steps(self._times(states, flow.frontier, target), target, changes):
                             narrow = narrow and flow.narrow
                             if d is not None and t > lower:
                                 outs.append(timed_frame(d, len(cols), t))
-                        flow.frontier = target
                         if not outs:
                             return ""
                         out = reduce(lambda a, b: a.unionAll(b), outs)

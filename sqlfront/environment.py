@@ -55,6 +55,7 @@ from catalog.sizes import ReplicaSize, default_sizes
 from catalog.snapshot import SEARCH_PATH, set_search_path
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, MaterializedView, Replica, Table, \
     temp_schema_process
+from planner.expr import MAINTAINED, set_query_timestamp
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from persist import Batch, FileBlob, PersistClient, SqliteConsensus, open_consensus
@@ -827,6 +828,7 @@ class Environment:
                         # Its names resolve in its own schema first: the schema it was made
                         # in, first on the search_path of the session that made it.
                         set_search_path((m.schema,) + tuple(x for x in SEARCH_PATH if x != m.schema))
+                        set_query_timestamp(MAINTAINED)  # mz_now(): its temporal filters'
                         plan = QueryPlanner(snap).plan_select(pglast.parse_sql(m.sql)[0].stmt).plan
                         inputs = tuple(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)))
                         planned = Materialization(m, plan, inputs)

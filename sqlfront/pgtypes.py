@@ -126,6 +126,8 @@ def encoder(t: SqlType, binary: bool, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
         return lambda v: uuid.UUID(v).bytes
     if n == "jsonb":
         return lambda v: b"\x01" + v.encode()  # jsonb_send: version 1, then the text
+    if n == "mz_timestamp":
+        return lambda v: struct.pack("!Q", int(v))  # Materialize's: an unsigned 64-bit integer
     if n == "record":
         raise SqlError(FEATURE_NOT_SUPPORTED, "record values are sent in text format only")
     if n in ("timestamp", "timestamptz"):
@@ -235,6 +237,8 @@ def decode_binary(t: SqlType, raw: bytes):
         if raw[:1] != b"\x01":
             raise ValueError("unsupported jsonb version number")
         return parse_jsonb(bytes(raw[1:]).decode("utf-8"))
+    if n == "mz_timestamp":
+        return struct.unpack("!Q", raw)[0]
     if n == "interval":
         micros, days, months = struct.unpack("!qii", raw)
         return Interval(months, days, micros)

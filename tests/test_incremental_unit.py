@@ -132,3 +132,42 @@ def _nodes(n):
     yield n
     for i in inc_inputs(n):
         yield from _nodes(i)
+
+
+def _maintained(snap, sql):
+    from planner.expr import MAINTAINED, set_query_timestamp
+
+    set_query_timestamp(MAINTAINED)
+    try:
+        return inc(snap, sql)
+    finally:
+        set_query_timestamp(None)
+
+
+def test_temporal_filter_takes_its_bounds_and_leaves_the_rest_linear(snap):
+    from planner.incremental.nodes import Temporal
+
+    n = _maintained(snap, "SELECT a FROM t WHERE mz_now() >= b AND b > 2 AND mz_now() < n + 5 AND a <= mz_now()")
+    (tf,) = [x for x in _nodes(n) if isinstance(x, Temporal)]
+    # >= b and a <= mz_now() are lower bounds (inclusive); < n + 5 an upper (exclusive)
+    assert [off for _, off in tf.lowers] == [0, 0] and [off for _, off in tf.uppers] == [0]
+    assert kinds(tf.input) == ["Linear", "Input"]  # b > 2 stays a plain Filter
+    assert "Temporal from=[" in "\n".join(explain_incremental(n))
+    (eq,) = [x for x in _nodes(_maintained(snap, "SELECT a FROM t WHERE mz_now() = b")) if isinstance(x, Temporal)]
+    assert [off for _, off in eq.lowers] == [0] and [off for _, off in eq.uppers] == [1]
+    (gt,) = [x for x in _nodes(_maintained(snap, "SELECT a FROM t WHERE mz_now() > b AND mz_now() <= a"))
+             if isinstance(x, Temporal)]
+    assert [off for _, off in gt.lowers] == [1] and [off for _, off in gt.uppers] == [1]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT mz_now(), a FROM t",
+    "SELECT a FROM t WHERE mz_now() > b OR a = 1",
+    "SELECT a FROM t WHERE mz_now() <> b",
+    "SELECT a FROM t WHERE mz_now() < mz_now()",
+    "SELECT 1 WHERE mz_now() > 5 OR true",
+])
+def test_mz_now_outside_a_temporal_filter_is_0A000(snap, sql):
+    with pytest.raises(SqlError) as e:
+        _maintained(snap, sql)
+    assert e.value.sqlstate == "0A000"

@@ -71,3 +71,31 @@ def test_psql_copy_subscribe_shows_rows_as_they_land(server, conn):
         p.wait()
     # The server dropped the subscription with the connection: the session still works.
     assert conn.execute("SELECT count(*) FROM watched").fetchone()[0] == 2
+
+
+def test_subscribe_over_a_join_and_aggregate_is_a_dataflow(server, conn):
+    """A query that is more than a filter of one table: its changes come from the
+    dataflow on the session's cluster (``_QueryDataflow``), one per write, at its time."""
+    conn.execute("CREATE TABLE sub_o (id int, c int, amount int)")
+    conn.execute("CREATE TABLE sub_c (id int, name text)")
+    try:
+        conn.execute("INSERT INTO sub_c VALUES (1, 'ann'), (2, 'bob')")
+        conn.execute("INSERT INTO sub_o VALUES (1, 1, 10), (2, 2, 5)")
+        with server.connect() as sub:
+            sub.execute("BEGIN")
+            sub.execute("DECLARE c CURSOR FOR SUBSCRIBE (SELECT name, sum(amount) AS total FROM sub_o "
+                        "JOIN sub_c ON sub_c.id = sub_o.c GROUP BY name)")
+            first = sub.execute("FETCH ALL c WITH (TIMEOUT = '60s')").fetchall()
+            assert sorted((r[1], r[2], r[3]) for r in first) == [(1, "ann", 10), (1, "bob", 5)]
+            conn.execute("INSERT INTO sub_o VALUES (3, 1, 7)")
+            got = []
+            while len(got) < 2:
+                more = sub.execute("FETCH ALL c WITH (TIMEOUT = '60s')").fetchall()
+                assert more, "no change within 60 s"
+                got += more
+            assert sorted((r[1], r[2], r[3]) for r in got) == [(-1, "ann", 10), (1, "ann", 17)]
+            assert len({r[0] for r in got}) == 1  # one write, one time
+            sub.execute("COMMIT")
+    finally:
+        conn.execute("DROP TABLE sub_o")
+        conn.execute("DROP TABLE sub_c")

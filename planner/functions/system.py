@@ -203,3 +203,20 @@ register(
              sql_names=("gen_random_uuid",), volatility="volatile", doc="9.14",
              samples=("length(gen_random_uuid()::text) + k", "gen_random_uuid() <> gen_random_uuid()")),
 )
+
+
+def _mz_now_outside_filter(*_):
+    from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
+
+    raise SqlError(FEATURE_NOT_SUPPORTED, "mz_now() in a materialized view or SUBSCRIBE is only supported in a "
+                   "temporal filter: WHERE mz_now() compared directly to an expression of the row")
+
+
+register(
+    # mz_now() of a maintained query (``planner.expr.MAINTAINED``): a temporal filter's
+    # (``planner.incremental.temporal``) and nowhere else; a query read once has its
+    # timestamp as a literal instead. Reached only through ``planner.expr``.
+    Function("mz_now", (sig(ret="mz_timestamp"),), _mz_now_outside_filter, _mz_now_outside_filter,
+             volatility="volatile", doc="Materialize"),
+)
+

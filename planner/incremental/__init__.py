@@ -5,6 +5,8 @@ current at the cost of its inputs' changes, not of its inputs (issue 25).
 from an optimized plan by rules, each a pure function in its own module (the shape of
 ``planner.optimize``), tried in ``RULES``' order on every plan node:
 
+0. ``temporal.temporal``: a Filter with ``mz_now()`` is a temporal filter over the rest
+   of its predicate; ``mz_now()`` anywhere else is refused.
 1. ``linear.stored``: stored relations change by their shard's updates; subplans that
    read nothing stored are constants.
 2. ``linear.linear``: Filter, Project, Unnest and UNION ALL apply to the change as they
@@ -31,9 +33,10 @@ from planner.incremental.joins import delta_join
 from planner.incremental.linear import linear, stored
 from planner.incremental.nodes import Arrangement, Inc
 from planner.incremental.recompute import recompute
+from planner.incremental.temporal import temporal
 from planner.plan import Get, Join, LateralJoin
 
-RULES = (stored, linear, delta_join, accumulate, recompute)
+RULES = (temporal, stored, linear, delta_join, accumulate, recompute)
 
 
 def incremental_plan(plan) -> Inc:

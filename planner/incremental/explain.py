@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from planner.explain import explain, expr_text
 from planner.incremental.nodes import (
-    Accumulate, Arrangement, Constant, DeltaJoin, Input, Linear, Recompute, UnionAll, inc_inputs,
+    Accumulate, Arrangement, Constant, DeltaJoin, Input, Linear, Recompute, Temporal, UnionAll, inc_inputs,
 )
 
 
@@ -42,6 +42,11 @@ def explain_incremental(n) -> list[str]:
                          f"state=[{'; '.join(_state(a) for a in n.states)}]")
         elif isinstance(n, Accumulate):
             lines.append(f"{pad}Accumulate {_op(n.plan)} state=[{_state(n.state)}: sums per group]")
+        elif isinstance(n, Temporal):
+            def bound(b):
+                return expr_text(b[0]) + (f" + {b[1]}" if b[1] else "")
+            lines.append(f"{pad}Temporal from=[{', '.join(bound(b) for b in n.lowers)}] "
+                         f"until=[{', '.join(bound(b) for b in n.uppers)}] state=[pending updates by time]")
         for i in inc_inputs(n):
             emit(i, depth + 1)
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from catalog.snapshot import Table
 from planner.incremental.nodes import Constant, Input, Linear, UnionAll
+from planner.incremental.temporal import plan_mentions_now
 from planner.plan import Filter, Get, OrderBy, Project, SetOp, Unnest, relations_read
 
 
 def stored(p, rec, arrange):
     if isinstance(p, Get) and isinstance(p.relation, Table):
         return Input(p)
-    if not relations_read(p):
+    if not relations_read(p) and not plan_mentions_now(p):  # a temporal filter of constants changes
         return Constant(p)
     return None
 

@@ -153,14 +153,36 @@ class Accumulate:
         return self.plan.columns
 
 
-Inc = Union[Input, Constant, Linear, UnionAll, DeltaJoin, Recompute, Accumulate]
+@dataclass(frozen=True)
+class Temporal:
+    """A temporal filter (Materialize's SQL reference, "Temporal filters"): ``mz_now()``
+    compared with expressions of the row. A row is in the output from the greatest of
+    ``lowers`` to the least of ``uppers`` (exclusive), each bound an ``(expression of
+    mz_timestamp over the input's columns, offset)`` pair meaning expression + offset
+    (``mz_now() > e`` is the lower bound ``e + 1``); a NULL bound keeps the row out. An
+    input update ``(row, t, d)`` becomes ``(row, max(t, lower), d)`` and ``(row,
+    max(t, upper), -d)`` when lower < upper (nothing otherwise): updates at times still
+    to come, which the operator keeps (its *pending* updates, by time) until the
+    frontier reaches them."""
+
+    plan: object
+    input: "Inc"
+    lowers: tuple
+    uppers: tuple
+
+    @property
+    def columns(self) -> Columns:
+        return self.plan.columns
+
+
+Inc = Union[Input, Constant, Linear, UnionAll, DeltaJoin, Recompute, Accumulate, Temporal]
 
 
 def inc_inputs(n) -> tuple:
     """The incremental nodes ``n`` reads."""
     if isinstance(n, (Input, Constant)):
         return ()
-    if isinstance(n, (Linear, Accumulate)):
+    if isinstance(n, (Linear, Accumulate, Temporal)):
         return (n.input,)
     if isinstance(n, (UnionAll, DeltaJoin)):
         return (n.left, n.right)

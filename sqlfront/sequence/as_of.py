@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import pglast
 
+from catalog import mztime
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, query_canceled
 from catalog.snapshot import Table
 from planner.plan import relations_read
@@ -37,7 +38,6 @@ UNMATERIALIZABLE = frozenset({
     "mz_now", "random",
 })
 
-_MAX = (1 << 64) - 1
 _CASTABLE = "AS OF or UP TO should be castable to a (non-null) mz_timestamp value"
 
 
@@ -88,22 +88,21 @@ def evaluate(s: Session, a: AsOf) -> int:
 
 
 def _to_mz_timestamp(v) -> int:
-    if isinstance(v, bool) or v is None:
+    """The value of an AS OF expression as an mz_timestamp (``catalog.mztime``'s casts).
+
+    Raises:
+        SqlError 22023 when it is not castable to a non-null mz_timestamp."""
+    if isinstance(v, bool) or v is None or isinstance(v, list):
         raise SqlError(INVALID_PARAMETER_VALUE, _CASTABLE)
-    if isinstance(v, dt.datetime):
-        v = int((v if v.tzinfo else v.replace(tzinfo=dt.timezone.utc)).timestamp() * 1000)
-    elif isinstance(v, str):
-        try:
-            v = int(v.strip())
-        except ValueError:
-            raise SqlError(INVALID_PARAMETER_VALUE, _CASTABLE) from None
-    elif isinstance(v, (Decimal, float)):
-        if v != v or v != int(v):
-            raise SqlError(INVALID_PARAMETER_VALUE, _CASTABLE)
-        v = int(v)
-    if not isinstance(v, int) or not 0 <= v <= _MAX:
+    src = ("timestamptz" if isinstance(v, dt.datetime) and v.tzinfo else "timestamp" if isinstance(v, dt.datetime)
+           else "text" if isinstance(v, str) else "numeric" if isinstance(v, Decimal) else "float8"
+           if isinstance(v, float) else "int8" if isinstance(v, int) else None)
+    if src is None:
         raise SqlError(INVALID_PARAMETER_VALUE, _CASTABLE)
-    return v
+    try:
+        return mztime.from_value(v, src)
+    except SqlError:
+        raise SqlError(INVALID_PARAMETER_VALUE, _CASTABLE) from None
 
 
 def choose(s: Session, a: AsOf, ts: int, plan) -> int:

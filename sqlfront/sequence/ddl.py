@@ -250,7 +250,7 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
     from pglast.stream import RawStream
 
     from catalog.snapshot import Column, Table
-    from planner.expr import ast_nodes
+    from planner.expr import MAINTAINED, ast_nodes, set_query_timestamp
     from planner.incremental import incremental_plan
     from planner.plan import relations_read
 
@@ -267,8 +267,9 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
             fname = n.funcname[-1].sval.lower()
         elif isinstance(n, ast.SQLValueFunction):
             fname = SQLValueFunctionOp(n.op).name.removeprefix("SVFOP_").lower().removesuffix("_n")
-        if fname in UNMATERIALIZABLE:
+        if fname in UNMATERIALIZABLE and fname != "mz_now":  # mz_now(): temporal filters
             raise SqlError(FEATURE_NOT_SUPPORTED, f"cannot materialize call to {fname}")
+    set_query_timestamp(MAINTAINED)
     snap = s.env.snapshot
     planner = QueryPlanner(snap)
     pq = planner.plan_raw(query)

@@ -397,6 +397,10 @@ def explain(s: Session, q, stage: str, params) -> Result:
 
     if not isinstance(q, ast.SelectStmt):
         raise SqlError(FEATURE_NOT_SUPPORTED, "EXPLAIN supports SELECT only")
+    if stage == "incremental":  # as a materialized view has it: mz_now() of each moment
+        from planner.expr import MAINTAINED, set_query_timestamp
+
+        set_query_timestamp(MAINTAINED)
     planner = QueryPlanner(s.env.snapshot, params, row_count=s.env.row_count)
     plan = planner.plan_raw(q).plan
     if stage == "decorrelated":

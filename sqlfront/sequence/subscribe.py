@@ -42,11 +42,15 @@ from typing import TYPE_CHECKING
 
 import pglast
 
+from catalog import mztime
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, query_canceled
 from catalog.snapshot import Table
 from catalog.types import BOOL, INT8, TEXT, SqlType
 from persist import DIFF_COLUMN, TIME_COLUMN, Backoff, SinceError
-from planner.expr import MZ_TIMESTAMP, set_query_timestamp
+from planner.expr import MAINTAINED, set_query_timestamp
+from planner.incremental import incremental_plan
+from planner.incremental.nodes import inc_inputs
+from planner.incremental.temporal import plan_mentions_now
 from planner.plan import Filter, Get, Project, relations_read
 from sqlfront import mzparse as mz
 from sqlfront.sequence.result import Result, ResultStream, chunk_rows
@@ -55,7 +59,10 @@ if TYPE_CHECKING:
     from sqlfront.session import Session
 
 #: Materialize's greatest timestamp: the time of a constant collection's updates
-MAX_TIMESTAMP = (1 << 64) - 1
+MAX_TIMESTAMP = mztime.MAX
+#: the type of SUBSCRIBE's mz_timestamp column (Materialize's SQL reference, "SUBSCRIBE":
+#: numeric, not the mz_timestamp type)
+MZ_TIMESTAMP_COLUMN = SqlType("numeric", 20, 0)
 #: longest a FETCH waits for data between checks of its cancel flag and connection
 WAIT_S = 0.25
 
@@ -74,11 +81,15 @@ class Subscription:
         up_to = as_of_clause.evaluate(s, mz_as_of(stmt.up_to)) if stmt.up_to else None
         saved, s._as_of = s._as_of, None
         try:
-            set_query_timestamp(lambda: ts if ts is not None else s.env.oracle.read_ts())
+            # mz_now() is each moment's time, as in a materialized view (temporal filters)
+            set_query_timestamp(MAINTAINED)
             pq, _ = plan_read(s, query, None, None, own_writes=False)
         finally:
             s._as_of = saved
         self.plan = pq.plan
+        #: the query has a temporal filter: only a dataflow follows it (or, over constants,
+        #: ``_temporal_constant``)
+        self.temporal = plan_mentions_now(self.plan)
         self.data_columns = [(n, t) for n, (_, t) in zip(pq.names, pq.plan.columns)]
         self.tables = [r for r in relations_read(self.plan) if isinstance(r, Table)]
         if ts is not None and up_to is not None:
@@ -95,10 +106,14 @@ class Subscription:
         self._last: collections.Counter | None = None
         self._uppers: dict[str, int] = {}
         #: the one table read, when the query follows it incrementally (see the module doc)
-        self.listen_input: Get | None = listen_input(self.plan)
+        self.listen_input: Get | None = None if self.temporal else listen_input(self.plan)
         self._dataflow = None
+        if self.temporal and any(r.builtin for r in relations_read(self.plan)):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "temporal filters over system tables are not supported")
         if self.listen_input is None and self.tables and not any(r.builtin for r in relations_read(self.plan)):
             self._dataflow = _QueryDataflow(s, self.plan)  # 0A000 for a shape with no rule
+        elif self.temporal:
+            incremental_plan(self.plan)  # 0A000 for mz_now() outside a temporal filter
         self._listen = None
         #: shard -> the seqno of its state last looked at (re-running subscriptions)
         self._seqnos: dict[str, int] = {}
@@ -109,7 +124,7 @@ class Subscription:
         self._started = False
 
     def _columns(self) -> list[tuple[str, SqlType]]:
-        cols = [("mz_timestamp", MZ_TIMESTAMP)]
+        cols = [("mz_timestamp", MZ_TIMESTAMP_COLUMN)]
         if self.stmt.progress:
             cols.append(("mz_progressed", BOOL))
         names = [n for n, _ in self.data_columns]
@@ -130,7 +145,6 @@ class Subscription:
     def _run(self, ts: int) -> collections.Counter:
         from sqlfront.sequence.peek import peek
 
-        set_query_timestamp(lambda: ts)
         rows = peek(self.s, self.plan, as_of=ts if self.tables else None)
         return collections.Counter(tuple(r) for r in rows)
 
@@ -180,8 +194,13 @@ class Subscription:
     def _start(self) -> None:
         self._started = True
         if not self.tables:
-            # A constant collection: complete at once, at the greatest timestamp.
-            if self.stmt.snapshot:
+            # A constant collection: complete at once, at the greatest timestamp; with a
+            # temporal filter, each row at the times it enters and leaves.
+            if self.temporal:
+                for t, diffs in temporal_constant(self.s, self.plan, self.frontier):
+                    if t > self.frontier or self.stmt.snapshot:
+                        self._emit(t, diffs)
+            elif self.stmt.snapshot:
                 self._emit(MAX_TIMESTAMP, self._run(self.frontier))
             self.done = True
             return
@@ -221,12 +240,16 @@ class Subscription:
         if self._listen is not None:
             return self._step_listen(wait_s)
         persist = self.s.env.persist
+        event = self._dataflow.next_event if self._dataflow is not None else None
+        if event is not None:  # a temporal filter's update comes due with time, not a write
+            wait_s = min(wait_s, max(0.0, (event - self.s.env.oracle.read_ts()) / 1000))
         if not persist.wait_for_change(self._seqnos, wait_s, self._poll):
-            return False
+            if event is None or self.s.env.oracle.read_ts() < event:
+                return False
         states = {shard: persist.latest(shard) for shard in self._seqnos}
         self._seqnos = {shard: st.seqno for shard, st in states.items()}
         uppers = {shard: st.upper for shard, st in states.items()}
-        if uppers == self._uppers:
+        if uppers == self._uppers and event is None:
             return False
         if self._dataflow is not None:
             return self._step_dataflow(states)
@@ -350,7 +373,6 @@ class _QueryDataflow:
     replica fails or restarts. Its changes come back as ``{row: diff}`` per time."""
 
     def __init__(self, s: Session, plan):
-        from planner.incremental import incremental_plan
 
         self.s = s
         self.types = [t for _, t in plan.columns]
@@ -417,11 +439,9 @@ class _QueryDataflow:
                 flow = self._flow
             times = shards_change_times(states.values(), flow.frontier, ts, url)
             outs = []
-            for t in times:
-                d = flow.step(t, changes)
+            for t, d in flow.steps(times, ts, changes):
                 if d is not None:
                     outs.append(timed_frame(change_result(d, self.columns), len(self.columns), t))
-            flow.frontier = ts
             return reduce(lambda a, b: a.unionAll(b), outs).toArrow() if outs else None
 
         try:
@@ -437,6 +457,11 @@ class _QueryDataflow:
             out.setdefault(t, collections.Counter())[row] += d
         return [(t, collections.Counter({k: v for k, v in c.items() if v})) for t, c in sorted(out.items())]
 
+    @property
+    def next_event(self) -> int | None:
+        """The earliest time after the frontier a temporal filter has updates at."""
+        return self._flow.next_event if self._flow is not None else None
+
     def _pairs(self, table):
         rows = chunk_rows(table.select([f"c{i}" for i in range(len(self.types))]), self.types)
         return zip(rows, table.column("_d").to_pylist())
@@ -446,6 +471,47 @@ class _QueryDataflow:
         for row, d in self._pairs(table):
             c[row] += d
         return collections.Counter({k: v for k, v in c.items() if v})
+
+
+def temporal_constant(s: Session, plan, frontier: int) -> list[tuple[int, collections.Counter]]:
+    """A query over constants with temporal filters, as its updates from ``frontier`` on:
+    its rows at ``frontier``, then its change at each time a row enters or leaves (a
+    bound of a temporal filter over its rows; Materialize's SQL reference, "Temporal
+    filters"). Constants are small: computed here, the query run once per such time
+    with ``mz_now()`` that time."""
+    from planner.consteval import evaluate
+    from planner.incremental.nodes import Temporal
+    from planner.plan import map_plan_exprs
+    from planner.scalar import Call, Literal
+    from sqlfront.sequence.peek import peek
+
+    def nodes(n):
+        yield n
+        for i in inc_inputs(n):
+            yield from nodes(i)
+
+    times = set()
+    for n in nodes(incremental_plan(plan)):
+        if isinstance(n, Temporal):
+            for row in peek(s, n.input.plan, as_of=None):
+                for e, offset in n.lowers + n.uppers:
+                    v = evaluate(e, tuple(row))
+                    if v is not None and int(v) + offset > frontier:
+                        times.add(min(int(v) + offset, MAX_TIMESTAMP))
+
+    def at(ts: int) -> collections.Counter:
+        now = map_plan_exprs(plan, lambda e: Literal(ts, e.type) if isinstance(e, Call) and e.func == "mz_now" else e)
+        return collections.Counter(tuple(r) for r in peek(s, now, as_of=None))
+
+    last = at(frontier)
+    out = [(frontier, collections.Counter({k: v for k, v in last.items() if v}))]
+    for ts in sorted(times):
+        now = at(ts)
+        diffs = collections.Counter(now)
+        diffs.subtract(last)
+        last = now
+        out.append((ts, collections.Counter({k: v for k, v in diffs.items() if v})))
+    return [(t, d) for t, d in out if d]
 
 
 def listen_input(plan) -> Get | None:
