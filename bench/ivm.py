@@ -22,11 +22,14 @@ Prints per view: ``create s`` (CREATE until a SELECT of the view returns), the r
 time, for each write kind the median and p99 (ms) and the ratio recompute / median
 (target: >= 10, with median < 1 s), ``1000/1`` (COPY median / 1-row INSERT median, target
 < 2), and the replicas' resident memory after the view's writes (MB, per replica: the state
-the view holds there plus Spark's own). At the end: the server's peak RSS and each
+the view holds there plus Spark's own), ``hydr s`` (the view's hydration on its replica,
+from ``mz_internal.mz_hydration_statuses``) and, with ``--kill``, ``kill s`` (the replica
+SIGKILLed after the writes, then from a 1-row INSERT's acknowledgement to its change:
+restart, hydration again and the change) and ``rehydr s`` (that second hydration). At the end: the server's peak RSS and each
 replica's peak. The bench talks to the server over the wire only, so it measures whichever
 engine maintains the views.
 
-    .venv/bin/python bench/ivm.py [--scale 1] [--writes 8] [--views q1,q3,...] [--timeout 300]
+    .venv/bin/python bench/ivm.py [--scale 1] [--writes 8] [--views q1,q3,...] [--timeout 300] [--kill]
 
 Baseline: today's materialized views, which run their query again on each change
 (``spark_exec/materializations.py``), and SUBSCRIBE of a view, which re-reads the view each
@@ -102,6 +105,8 @@ from __future__ import annotations
 import argparse
 import datetime
 import math
+import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -497,9 +502,23 @@ class Result:
     recompute_s: float = 0.0
     latencies: dict[str, list[float | None]] | None = None
     replica_mb: list[float] | None = None
+    #: seconds the view's dataflow took to hydrate (mz_internal.mz_hydration_statuses)
+    hydration_s: float | None = None
+    #: with --kill: from a write right after the replica's SIGKILL to its change, and the
+    #: hydration on the restarted replica
+    recovery_s: float | None = None
+    rehydration_s: float | None = None
 
 
-def run_view(srv: Server, conn, v: View, writes: int, timeout: float, verbose: bool = False) -> Result:
+def hydration_s(conn, view: str) -> float | None:
+    """The longest hydration of ``view`` on its cluster's replicas (seconds), or None."""
+    row = conn.execute("SELECT max(h.hydration_seconds) FROM mz_internal.mz_hydration_statuses h "
+                       "JOIN mz_materialized_views v ON v.id = h.object_id WHERE v.name = %s", (view,)).fetchone()
+    return row[0] if row else None
+
+
+def run_view(srv: Server, conn, v: View, writes: int, timeout: float, verbose: bool = False,
+             kill: bool = False) -> Result:
     """Create ``v``, measure it, drop it."""
     res = Result(v.name)
     created: list[str] = []
@@ -516,7 +535,7 @@ def run_view(srv: Server, conn, v: View, writes: int, timeout: float, verbose: b
         res.note = f"CREATE failed ({e.sqlstate}): {str(e).splitlines()[0]}"
     try:
         if not res.note:
-            measure(srv, conn, v, res, writes, timeout, verbose)
+            measure(srv, conn, v, res, writes, timeout, verbose, kill)
     except (psycopg.Error, LookupError) as e:
         res.note = f"failed: {type(e).__name__}: {str(e).splitlines()[0]}"
     finally:
@@ -525,7 +544,8 @@ def run_view(srv: Server, conn, v: View, writes: int, timeout: float, verbose: b
     return res
 
 
-def measure(srv: Server, conn, v: View, res: Result, writes: int, timeout: float, verbose: bool) -> None:
+def measure(srv: Server, conn, v: View, res: Result, writes: int, timeout: float, verbose: bool,
+            kill: bool = False) -> None:
     res.recompute_s = timed_median(conn, v.recompute)
     w = v.writes(conn)
     res.latencies = {k: [] for k in KINDS}
@@ -552,6 +572,16 @@ def measure(srv: Server, conn, v: View, res: Result, writes: int, timeout: float
             res.latencies["copy"].append(step("copy", i))
             step("cleanup", i)
         res.replica_mb = [rss_mb(p) for p in replica_jvms(srv.data_dir)]
+        res.hydration_s = hydration_s(conn, v.name)
+        if kill:
+            # The replica dies (SIGKILL) under maintenance; the next write's change comes
+            # once it is restarted and the view's dataflow hydrated again there.
+            before = replica_jvms(srv.data_dir)
+            for pid in before:
+                os.kill(pid, signal.SIGKILL)
+            res.recovery_s = step("insert", writes)
+            step("delete", writes)
+            res.rehydration_s = hydration_s(conn, v.name)
     finally:
         sub.close()
 
@@ -566,7 +596,11 @@ def fmt_ms(xs: list[float | None]) -> str:
 
 
 HEADER = (f"{'view':<6}{'create s':>9}{'recomp s':>9}" + "".join(f"{k + ' med/p99 ms':>19}{'x':>6}" for k in KINDS)
-          + f"{'1000/1':>8}{'replica MB':>12}")
+          + f"{'1000/1':>8}{'replica MB':>12}{'hydr s':>8}{'kill s':>8}{'rehydr s':>9}")
+
+
+def _secs(x: float | None, width: int) -> str:
+    return f"{x:>{width}.2f}" if x is not None else f"{'-':>{width}}"
 
 
 def print_row(r: Result) -> None:
@@ -583,7 +617,8 @@ def print_row(r: Result) -> None:
         line += f"{fmt_ms(r.latencies[k]):>19}{ratio:>6}"
     big = f"{med['copy'] / med['insert']:.2f}" if med["copy"] and med["insert"] else "-"
     mb = "/".join(f"{m:.0f}" for m in r.replica_mb or [])
-    print(line + f"{big:>8}{mb:>12}", flush=True)
+    print(line + f"{big:>8}{mb:>12}" + _secs(r.hydration_s, 8) + _secs(r.recovery_s, 8) + _secs(r.rehydration_s, 9),
+          flush=True)
 
 
 def main() -> None:
@@ -594,6 +629,8 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one change")
     ap.add_argument("--data", default=str(ROOT / "tpch-data"))
     ap.add_argument("--verbose", action="store_true", help="print each write's latency")
+    ap.add_argument("--kill", action="store_true",
+                    help="after each view's writes, SIGKILL the replica and time the next write's change")
     args = ap.parse_args()
     views = [VIEWS[n.strip().lower()] for n in args.views.split(",")]
 
@@ -609,7 +646,7 @@ def main() -> None:
             print(HEADER, flush=True)
             with srv.connect() as conn:
                 for v in views:
-                    print_row(run_view(srv, conn, v, args.writes, args.timeout, args.verbose))
+                    print_row(run_view(srv, conn, v, args.writes, args.timeout, args.verbose, args.kill))
             jvms = replica_jvms(srv.data_dir)
             print(f"server peak RSS {rss_mb(srv.proc.pid, 'VmHWM'):.0f} MB; replica peak RSS "
                   + ", ".join(f"{rss_mb(p, 'VmHWM'):.0f}" for p in jvms) + " MB "

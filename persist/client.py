@@ -31,7 +31,7 @@ from persist.read import (ListenBatch, PartRead, ShardSnapshot, SinceError, list
                           snapshot_of)
 from persist.state import ShardState
 from persist.write import (Batch, UpperMismatch, compare_and_append, inline_room, seal, unseal, write_batch,
-                           written_batch)
+                           write_updates, written_batch)
 
 log = logging.getLogger(__name__)
 
@@ -208,6 +208,12 @@ class PersistClient:
         against this process's latest state, so concurrent writers may pass the total
         limit by a few batches, as Materialize's may), else in Blob."""
         return write_batch(self.blob, shard_id, table, inline_room(self.latest(shard_id)))
+
+    def updates_batch(self, shard_id: str, table: pa.Table) -> Batch:
+        """``table``'s updates (last column ``_mz_diff``, ``_mz_time`` before it) as a
+        batch: inline when small and the shard's state has room (as :meth:`batch`), else
+        in Blob (:func:`persist.write.write_updates`)."""
+        return write_updates(self.blob, shard_id, table, inline_room(self.latest(shard_id)))
 
     def written_batch(self, key: str, diffs: bool) -> Batch:
         return written_batch(self.blob, key, diffs)

@@ -44,9 +44,12 @@ from dataclasses import dataclass, replace
 from functools import reduce
 from typing import TYPE_CHECKING, Callable
 
+import pyarrow as pa
+
 from catalog.errors import SqlError
 from catalog.snapshot import MaterializedView, Table
-from persist import Backoff, PersistClient, SinceError, UpperMismatch
+from catalog.types import INT8, arrow_schema
+from persist import DIFF_COLUMN, TIME_COLUMN, Backoff, PersistClient, SinceError, UpperMismatch
 from persist.read import change_parts, shards_change_times
 from planner.incremental import incremental_plan
 from planner.incremental.temporal import plan_mentions_now
@@ -61,6 +64,10 @@ if TYPE_CHECKING:
     from spark_exec.cluster_coordinator import ClusterCoordinator
 
 log = logging.getLogger(__name__)
+
+#: a step's change of at most this many updates comes back to environmentd to be appended
+#: (``persist.PersistClient.updates_batch``) instead of being written by a Spark job
+COLLECT_UPDATES = 10_000
 
 
 @dataclass(frozen=True)
@@ -265,9 +272,14 @@ class MaterializationMaintainer:
             return  # an input view is behind this one's upper
         if upper == 0:  # never computed: its contents at target
             changed_at, _ = changed_time(states.values(), 0, target)
+            if plan_mentions_now(m.plan):
+                # Its contents change with time, not only with its inputs: they are computed
+                # at the inputs' last change (or their since, if later), and the next rounds
+                # step from there through the temporal filters' times to target.
+                at = max([changed_at or 0] + [st.since for st in states.values()])
+                self._append(m, self._compute(m, states, None, at), upper, at, at)
+                return
             batch = self._compute(m, states, None, target)
-            if plan_mentions_now(m.plan):  # its contents change with time: they are target's only
-                changed_at = target
             self._append(m, batch, upper, changed_at if changed_at is not None else 0, target)
             return
         times = self._times(states, upper - 1, target)
@@ -363,6 +375,10 @@ class MaterializationMaintainer:
             self._failed(view.id, e)
             raise
         urls = PartUrls(lambda: self.persist.new_part_url(view.shard_id))
+        # interval columns are Spark intervals in a change, which Arrow cannot carry
+        collectable = not any("interval" in (t.name, t.element.name if t.is_array else "") for _, t in cols)
+        schema = arrow_schema([n for n, _ in cols] + [TIME_COLUMN, DIFF_COLUMN],
+                              [t for _, t in cols] + [INT8, INT8])
         write = write_job(view, urls.url_for, diffs=True, timed=lower is not None)
         holds = [self.persist.hold(r.shard_id, target) for r in m.inputs]
 
@@ -408,6 +424,16 @@ class MaterializationMaintainer:
                         out = reduce(lambda a, b: a.unionAll(b), outs)
                         if narrow:  # small changes: consolidated in one partition, no exchange
                             out = out.coalesce(1)
+                            if collectable:
+                                # A small change comes back to be appended from here (inline
+                                # in the shard's state when it is small): a Spark write job
+                                # costs seconds of commit protocol for a few rows.
+                                t0 = time.monotonic()
+                                rows = stored_updates(out, cols, timed=True).limit(COLLECT_UPDATES + 1).toArrow()
+                                log.debug("view %s on replica %s: round %.2f s, its collect %.2f s", view.name,
+                                          h.label, time.monotonic() - started_round, time.monotonic() - t0)
+                                if rows.num_rows <= COLLECT_UPDATES:
+                                    return rows
                     t0 = time.monotonic()
                     written = write(stored_updates(out, cols, timed=lower is not None), h.id)
                     log.info("view %s on replica %s: round %.2f s, its write %.2f s", view.name, h.label,
@@ -427,15 +453,19 @@ class MaterializationMaintainer:
                 self._failed(view.id, e)
             raise
         finally:
-            for key in urls.keys_except(winner):
+            for key in urls.keys_except(winner if isinstance(winner, str) else None):
                 self.persist.blob.delete(key)
             for h in holds:
                 self.persist.release(h)
         with self._lock:
             self._errors.pop(view.id, None)
         self.computations += 1
-        if not winner:
+        if winner is None or isinstance(winner, str) and not winner:
             return None
+        if isinstance(winner, pa.Table):  # a small change, collected
+            if winner.num_rows == 0:
+                return None
+            return self.persist.updates_batch(view.shard_id, winner.rename_columns(schema.names).cast(schema))
         batch = self.persist.written_batch(urls.parts[winner][0], diffs=True)
         if batch.updates == 0:
             self.persist.delete_batch(batch)
@@ -469,7 +499,8 @@ class MaterializationMaintainer:
             for f in done:
                 e = f.exception()
                 if e is None:
-                    return f.result() or None
+                    r = f.result()
+                    return r if isinstance(r, pa.Table) else r or None
                 # a query's error wins over a replica's failure (55000)
                 if error is None or (isinstance(e, SqlError) and getattr(error, "sqlstate", None) == "55000"):
                     error = e

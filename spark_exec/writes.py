@@ -80,5 +80,6 @@ def stored_updates(df: DataFrame, cols, timed: bool = False) -> DataFrame:
     group = keys + (["_t"] if timed else [])
     df = df.select(*stored, *(["_t"] if timed else []), "_d").groupBy(*group).agg(F.sum("_d").alias("_d"))
     d = F.col("_d")
-    added = df.where(d > 0).select(*group, F.explode(F.array_repeat(F.lit(1).cast("long"), d.cast("int"))).alias("_d"))
-    return added.unionAll(df.where(d < 0))
+    # one pass over the sums (a union of two filters of them would compute them twice)
+    each = F.when(d > 0, F.array_repeat(F.lit(1).cast("long"), d.cast("int"))).otherwise(F.array(d))
+    return df.where(d != 0).select(*group, F.explode(each).alias("_d"))

@@ -55,8 +55,13 @@ class View:
     reference: str | None = None
 
     @property
+    def create_sql(self) -> str:
+        """``sql``, with ``{base}`` (a temporal filter's) the run's ``BASE_MS``."""
+        return self.sql.replace("{base}", str(BASE_MS))
+
+    @property
     def check_sql(self) -> str:
-        return self.reference or self.sql
+        return (self.reference or self.sql).replace("{base}", str(BASE_MS))
 
     @property
     def inputs(self) -> frozenset[str]:
@@ -64,6 +69,9 @@ class View:
         sql = self.check_sql + " ".join(d for v, d in PLAIN_VIEWS.items() if re.search(rf"\b{v}\b", self.check_sql))
         return frozenset(t for t in TABLES if re.search(rf"\b{t}\b", sql))
 
+
+#: mz_now() when the views are made (ms): the temporal filters' times are after it
+BASE_MS = 0
 
 #: plain (non-materialized) views the materialized ones may read: name -> definition
 PLAIN_VIEWS = {
@@ -157,6 +165,13 @@ VIEWS: list[View] = [
     View("iv_corr_count", "SELECT k, x FROM ivu u WHERE x = (SELECT count(*) FROM ivr r WHERE r.k = u.k)",
          "scalar count subquery in WHERE"),
     # views over views
+    # temporal filters: rows enter and leave with time, a few seconds after the views are
+    # made ({base}: mz_now() then), whether or not anything is written
+    View("iv_temporal_until", "SELECT k, a, b FROM ivr r WHERE mz_now() < {base} + 4000 * (abs(coalesce(a, 0)) + 1)",
+         "temporal filter (rows leave)"),
+    View("iv_temporal_window", "SELECT k, count(*) AS c, sum(n) AS sn FROM ivs s WHERE mz_now() >= {base} + "
+         "2500 * abs(coalesce(k, 0)) AND mz_now() < {base} + 15000 AND a IS DISTINCT FROM 2 GROUP BY k",
+         "temporal filter (rows enter and leave) under GROUP BY"),
     View("iv_over_mv", "SELECT sum(c) AS total, count(*) AS groups, max(sn) AS msn FROM iv_agg",
          "materialized view over a materialized view",
          reference=f"SELECT sum(c) AS total, count(*) AS groups, max(sn) AS msn FROM ({_AGG}) AS iv_agg"),

@@ -264,9 +264,10 @@ def ivm_run(server, request) -> Run:
     try:
         for sql in ivmfuzz.setup_statements(seed):
             checker.writer.execute(sql)
+        ivmfuzz.BASE_MS = int(checker.writer.execute("SELECT mz_now()::text").fetchone()[0])
         for view in ivmfuzz.VIEWS:
             try:
-                checker.writer.execute(f"CREATE MATERIALIZED VIEW {view.name} AS {view.sql}")
+                checker.writer.execute(f"CREATE MATERIALIZED VIEW {view.name} AS {view.create_sql}")
             except psycopg.Error as e:
                 bucket = run.refused if e.sqlstate == "0A000" else run.create_errors
                 bucket[view.name] = f"{e.sqlstate}: {e}"
