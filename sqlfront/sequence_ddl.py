@@ -23,6 +23,7 @@ from catalog.snapshot import (
 from planner.ddl import TableDef
 from sqlfront import mzparse as mz
 from sqlfront.parse import quote_literal
+from sqlfront.rename_refs import rename_references
 
 
 def _replica_config(
@@ -743,11 +744,11 @@ def rename_item(schema: str | None, name: str, new_name: str, if_exists: bool):
             raise SqlError(DUPLICATE_TABLE, f'relation "{new_name}" already exists')
         new = replace(obj, name=new_name)
         if isinstance(obj, MaterializedView):  # same id, same shard: its cluster keeps maintaining it
-            return [durable.UpdateMaterializedView(new)]
+            return [durable.UpdateMaterializedView(new)] + _rename_in_readers(snap, obj, new_name)
         if isinstance(obj, Table):
-            return [durable.UpdateTable(new)]
+            return [durable.UpdateTable(new)] + _rename_in_readers(snap, obj, new_name)
         if isinstance(obj, View):
-            return [durable.DropView(obj.id), durable.CreateView(new)]
+            return [durable.DropView(obj.id), durable.CreateView(new)] + _rename_in_readers(snap, obj, new_name)
         if isinstance(obj, Index):
             return [durable.DropIndex(obj.id), durable.CreateIndex(new)]
         ops: list = [durable.UpdateSequence(new)]
@@ -760,6 +761,27 @@ def rename_item(schema: str | None, name: str, new_name: str, if_exists: bool):
         return ops
 
     return build
+
+
+def _rename_in_readers(snap: CatalogSnapshot, obj, new_name: str) -> list:
+    """Ops rewriting the views and materialized views that read ``obj`` to read it as
+    ``new_name`` (Materialize's "ALTER ... RENAME": dependents' definitions follow the
+    rename, so they keep working and keep depending on it; same ids, and a materialized
+    view keeps its shard)."""
+    def means_obj(schema: str | None, name: str) -> bool:
+        rel = _lookup(snap, schema, name, snap.relation_by_name)
+        return rel is not None and rel.id == obj.id
+
+    ops: list = []
+    for v in sorted([*snap.views.values(), *snap.materialized_views.values()], key=_id_order):
+        if v.id == obj.id or not any(means_obj(sc, n) for sc, n in _reads(v)):
+            continue
+        new = replace(v, sql=rename_references(v.sql, means_obj, new_name))
+        if isinstance(v, MaterializedView):
+            ops.append(durable.UpdateMaterializedView(new))
+        else:
+            ops += [durable.DropView(v.id), durable.CreateView(new)]
+    return ops
 
 
 def comment_on(kind: str, names: list[str], text: str | None):
