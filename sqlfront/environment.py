@@ -292,6 +292,7 @@ class Environment:
         if not new:
             self._drop_leftover_temp_schemas(snap)
             if self.ownership.local:
+                self._drop_pending_replicas()
                 for c in snap.clusters.values():
                     self._gain_cluster(c.id)
         self.ownership.start()  # takes the leases of the clusters this process runs
@@ -535,6 +536,17 @@ class Environment:
                     self.persist.blob.delete(key)
             return self.persist.written_batch(urls.parts[winner][0], diffs=True)
         raise RuntimeError("no healthy replica to compact on")
+
+    def _drop_pending_replicas(self) -> None:
+        """A graceful reconfiguration this process ran when it stopped did not finish:
+        its pending replicas go (Materialize's rule: the statement failed, the cluster is
+        as it was)."""
+        from sqlfront.cluster_ddl import drop_pending
+
+        pending = [r.id for r in self.snapshot.replicas.values() if r.pending]
+        if pending:
+            log.warning("dropping %d replica(s) of an unfinished ALTER CLUSTER ... WITH (WAIT ...)", len(pending))
+            self.coordinator.transact(drop_pending(pending))
 
     def _bootstrap(self) -> None:
         size = self.config.bootstrap_replica_size
@@ -898,10 +910,10 @@ class Environment:
             if cc:
                 threading.Thread(target=cc.shutdown, name="drop-cluster", daemon=True).start()
             self.ownership.poke()  # gives up its lease
-        elif isinstance(op, durable.RenameCluster):
-            cc = self.clusters.get(op.cluster_id)
+        elif isinstance(op, (durable.RenameCluster, durable.UpdateCluster)):
+            cc = self.clusters.get(op.cluster_id if isinstance(op, durable.RenameCluster) else op.cluster.id)
             if cc:
-                cc.rename(op.new_name)
+                cc.rename(op.new_name if isinstance(op, durable.RenameCluster) else op.cluster.name)
         elif isinstance(op, (durable.CreateIndex, durable.DropIndex)):
             for cc in list(self.clusters.values()):
                 if cc.arrangements is not None:

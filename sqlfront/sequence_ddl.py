@@ -26,15 +26,19 @@ from sqlfront.parse import quote_literal
 from sqlfront.rename_refs import rename_references
 
 
-def _replica_config(
-    snap: CatalogSnapshot,
-    cluster_name: str,
+#: object_not_in_prerequisite_state: a statement for the other kind of cluster (managed
+#: or unmanaged)
+WRONG_CLUSTER_KIND = "55000"
+
+
+def replica_config(
     rdef: mz.ReplicaDef,
     sizes: dict[str, ReplicaSize],
     zones: list[str],
     taken_zones: list[str | None],
 ) -> tuple[str | None, str | None, tuple[str, ...], str | None]:
-    """(size, availability zone, remote addresses, token) of a replica definition.
+    """(size, availability zone, remote addresses, token) of a replica definition; the
+    size as the size map names it.
 
     ``taken_zones`` are the zones of the cluster's other replicas, for the
     fewest-replicas-first assignment (seeds/cluster-replicas.md)."""
@@ -53,8 +57,7 @@ def _replica_config(
     token = seen.get("TOKEN")
     if token and not remote:
         raise SqlError(SYNTAX_ERROR, "TOKEN may only be specified with REMOTE", position=token.position)
-    if size:
-        validate_size(sizes, size.value)
+    size_name = validate_size(sizes, size.value).name if size else None
     addrs: tuple[str, ...] = ()
     if remote:
         # host:port (Materialize's form) means the Spark Connect server there
@@ -75,37 +78,30 @@ def _replica_config(
     elif zones:
         counts = {z: taken_zones.count(z) for z in zones}
         zone = min(zones, key=lambda z: counts[z])  # min() keeps the first listed on ties
-    return (size.value if size else None), zone, addrs, (token.value if token else None)
+    return size_name, zone, addrs, (token.value if token else None)
 
 
-def create_cluster(stmt: mz.CreateCluster, sizes, zones):
-    def build(snap: CatalogSnapshot, ids) -> list:
-        if snap.cluster_by_name(stmt.name) is not None:
-            raise SqlError(DUPLICATE_OBJECT, f"cluster '{stmt.name}' already exists")
-        cluster = Cluster(ids.allocate("cluster"), stmt.name)
-        ops: list = [durable.CreateCluster(cluster)]
-        names = [r.name for r in stmt.replicas]
-        for n in names:
-            if names.count(n) > 1:
-                raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.name}.{n}' specified more than once")
-        taken: list[str | None] = []
-        for rdef in stmt.replicas:
-            size, zone, remote, token = _replica_config(snap, stmt.name, rdef, sizes, zones, taken)
-            taken.append(zone)
-            ops.append(durable.CreateReplica(
-                Replica(ids.allocate("replica"), cluster.id, rdef.name, size, zone, remote, token)))
-        return ops
+def refuse_managed(cluster: Cluster, dropping: bool) -> None:
+    """CREATE / DROP CLUSTER REPLICA on a managed cluster is refused, as in Materialize
+    (its replicas are the system's to make and drop).
 
-    return build
+    Raises:
+        SqlError 55000 when ``cluster`` is managed."""
+    if cluster.managed:
+        msg = "cannot drop replica of managed cluster" if dropping else f"cannot modify managed cluster {cluster.name}"
+        raise SqlError(WRONG_CLUSTER_KIND, msg,
+                       hint=f"Use ALTER CLUSTER to change the cluster's size and replication factor, or convert it "
+                            f"to an unmanaged cluster by running ALTER CLUSTER {cluster.name} SET (MANAGED = false).")
 
 
 def create_replica(stmt: mz.CreateClusterReplica, sizes, zones):
     def build(snap: CatalogSnapshot, ids) -> list:
         cluster = snap.resolve_cluster(stmt.cluster)
+        refuse_managed(cluster, False)
         if snap.replica_by_name(cluster.id, stmt.replica.name) is not None:
             raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.cluster}.{stmt.replica.name}' already exists")
         taken = [r.availability_zone for r in snap.replicas_of(cluster.id)]
-        size, zone, remote, token = _replica_config(snap, cluster.name, stmt.replica, sizes, zones, taken)
+        size, zone, remote, token = replica_config(stmt.replica, sizes, zones, taken)
         return [durable.CreateReplica(
             Replica(ids.allocate("replica"), cluster.id, stmt.replica.name, size, zone, remote, token))]
 
@@ -155,6 +151,7 @@ def drop_replicas(stmt: mz.DropClusterReplicas):
                 if stmt.if_exists:
                     continue
                 raise SqlError(UNDEFINED_OBJECT, f"unknown cluster replica '{cname}.{rname}'")
+            refuse_managed(c, True)
             ops.append(durable.DropReplica(r.id))
         return ops
 

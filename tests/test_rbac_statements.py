@@ -93,6 +93,8 @@ CASES: dict[type, list[tuple[tuple[str, ...], str | None]]] = {
     mz.DropClusters: [(("DROP CLUSTER {c}",), DENIED)],
     mz.DropClusterReplicas: [(("DROP CLUSTER REPLICA quickstart.r1",), DENIED)],
     mz.AlterClusterRename: [(("ALTER CLUSTER {c} RENAME TO rb_renamed",), DENIED)],
+    mz.AlterClusterSet: [(("ALTER CLUSTER {c} SET (MANAGED, SIZE '1')",), DENIED)],
+    mz.AlterClusterSwap: [(("ALTER CLUSTER {c} SWAP WITH quickstart",), DENIED)],
     ast.CreateStmt: [(("CREATE TABLE rb_new (a int)",), DENIED), (("CREATE TABLE {sc}.rb_new (a int)",), DENIED),
                      (("CREATE TABLE {temp_schema}.rb_new (a int)",), "3F000")],
     ast.ViewStmt: [(("CREATE VIEW rb_new AS SELECT 1",), DENIED), (("CREATE OR REPLACE VIEW {v} AS SELECT 1",), DENIED)],

@@ -45,8 +45,8 @@ def test_statement_forms(conn):
     conn.execute("CREATE CLUSTER empty2 REPLICAS ()")
     conn.execute(f"CREATE CLUSTER far REPLICAS (a (REMOTE ('{NOWHERE}')), b (REMOTE = ('{NOWHERE}'), AVAILABILITY ZONE 'az2'))")
     conn.execute(f"CREATE CLUSTER REPLICA far.c REMOTE ('{NOWHERE}')")
-    assert conn.execute("SHOW CLUSTERS LIKE 'empt%'").fetchall() == [("empty",), ("empty2",)]
-    assert conn.execute("SHOW CLUSTERS WHERE name = 'far'").fetchall() == [("far",)]
+    assert conn.execute("SHOW CLUSTERS LIKE 'empt%'").fetchall() == [("empty", None, ""), ("empty2", None, "")]
+    assert conn.execute("SHOW CLUSTERS WHERE name = 'far'").fetchall() == [("far", "a (REMOTE), b (REMOTE), c (REMOTE)", "")]
     rows = conn.execute("SHOW CLUSTER REPLICAS FOR far").fetchall()
     assert rows == [("far", "a", None, False), ("far", "b", None, False), ("far", "c", None, False)]
     assert conn.execute("SHOW CLUSTER REPLICAS LIKE 'b'").fetchall() == [("far", "b", None, False)]
