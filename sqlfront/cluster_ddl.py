@@ -137,7 +137,7 @@ def _create_unmanaged(snap: CatalogSnapshot, ids, stmt: mz.CreateCluster, sizes,
     names = [r.name for r in stmt.replicas]
     for n in names:
         if names.count(n) > 1:
-            raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.name}.{n}' specified more than once")
+            raise SqlError(DUPLICATE_OBJECT, f"cannot create multiple replicas named '{n}' on cluster '{stmt.name}'")
     taken: list[str | None] = []
     for rdef in stmt.replicas:
         size, zone, remote, token = replica_config(rdef, sizes, zones, taken)

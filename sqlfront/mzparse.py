@@ -403,9 +403,12 @@ class _Parser:
         if not self.accept_punct(ch):
             raise self.error(f"'{ch}'")
 
-    def ident(self) -> str:
+    def ident(self, keywords: bool = False) -> str:
+        """An identifier; with ``keywords`` a reserved keyword too (Materialize's parser
+        takes ``default`` as a cluster name: ``CREATE CLUSTER REPLICA default.r``)."""
         t = self.peek()
-        if t is None or (t.kind not in _IDENT_KINDS) or t.name in ("SCONST", "ICONST", "FCONST") or t.name.startswith("ASCII_"):
+        kinds = (*_IDENT_KINDS, "RESERVED_KEYWORD") if keywords else _IDENT_KINDS
+        if t is None or (t.kind not in kinds) or t.name in ("SCONST", "ICONST", "FCONST") or t.name.startswith("ASCII_"):
             raise self.error("an identifier")
         self.i += 1
         raw = self.text(t)
@@ -461,6 +464,8 @@ class _Parser:
                 opts.append(ReplicaOption("TOKEN", self.string(), pos))
             else:
                 raise self.error("SIZE, AVAILABILITY ZONE, REMOTE or TOKEN")
+            if any(o.name == opts[-1].name for o in opts[:-1]):
+                raise SqlError(SYNTAX_ERROR, f"{opts[-1].name} specified more than once", position=pos)
             if not self.accept_punct(","):
                 break
         if parenthesized:
@@ -772,7 +777,7 @@ class _Parser:
             like, where = self.show_filter()
             return ShowIndexes(on, cluster, like, where)
         if self.accept("CREATE", "CLUSTER", "REPLICA"):
-            cluster = self.ident()
+            cluster = self.ident(keywords=True)
             self.expect_punct(".")
             name = self.ident()
             paren = self.accept_punct("(")
@@ -793,7 +798,7 @@ class _Parser:
             if_exists = self.accept("IF", "EXISTS")
             names = []
             while True:
-                c = self.ident()
+                c = self.ident(keywords=True)
                 self.expect_punct(".")
                 names.append((c, self.ident()))
                 if not self.accept_punct(","):

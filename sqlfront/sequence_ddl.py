@@ -42,11 +42,7 @@ def replica_config(
 
     ``taken_zones`` are the zones of the cluster's other replicas, for the
     fewest-replicas-first assignment (seeds/cluster-replicas.md)."""
-    seen: dict[str, mz.ReplicaOption] = {}
-    for o in rdef.options:
-        if o.name in seen:
-            raise SqlError(SYNTAX_ERROR, f"{o.name} specified more than once", position=o.position)
-        seen[o.name] = o
+    seen = {o.name: o for o in rdef.options}  # each once: the parser refuses repeats
     size = seen.get("SIZE")
     remote = seen.get("REMOTE")
     az = seen.get("AVAILABILITY ZONE")

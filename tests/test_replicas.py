@@ -75,7 +75,7 @@ def test_errors_with_materialize_wording(server, conn):
         ("CREATE CLUSTER x REPLICAS (r (SIZE '1', AVAILABILITY ZONE 'az1', AVAILABILITY ZONE 'az2'))", "42601",
          "AVAILABILITY ZONE specified more than once"),
         ("CREATE CLUSTER x REPLICAS (r (SIZE '1'), r (SIZE '1'))", "42710",
-         "cluster replica 'x.r' specified more than once"),
+         "cannot create multiple replicas named 'r' on cluster 'x'"),
         ("CREATE CLUSTER x REPLICAS (r (SIZE '1', AVAILABILITY ZONE 'mars'))", "22023", "unknown availability zone 'mars'"),
         ("CREATE CLUSTER quickstart", "42710", "cluster 'quickstart' already exists"),
         ("CREATE CLUSTER REPLICA quickstart.r1 SIZE '1'", "42710", "cluster replica 'quickstart.r1' already exists"),
