@@ -153,9 +153,13 @@ def altered_cluster(snap: CatalogSnapshot, stmt: mz.AlterClusterSet, sizes, serv
 
     Raises:
         SqlError 42704 unknown cluster; 55000 for an option of the other kind of
-        cluster, or an unmanaged cluster that cannot become managed; 22023 unknown
+        cluster, an unmanaged cluster that cannot become managed, or a cluster a
+        graceful reconfiguration is running on; 22023 unknown
         size or zone, SIZE reset; 54000 past MAX_REPLICAS_PER_CLUSTER."""
     c = snap.resolve_cluster(stmt.name)
+    if any(r.pending for r in snap.replicas_of(c.id)):
+        raise SqlError(WRONG_CLUSTER_KIND, f"cluster '{c.name}' is being reconfigured already",
+                       hint="An ALTER CLUSTER ... WITH (WAIT ...) of it is running.")
     opts = {o.name: o.value for o in stmt.options}
     for name in stmt.reset:
         if name == "MANAGED":
@@ -180,20 +184,23 @@ def altered_cluster(snap: CatalogSnapshot, stmt: mz.AlterClusterSet, sizes, serv
             if name in opts:
                 raise SqlError(WRONG_CLUSTER_KIND, f"{name} not supported for unmanaged clusters")
         return c, replace(c, managed=False, size=None, replication_factor=None, availability_zones=())
-    size = _size_name(sizes, opts["SIZE"]) if "SIZE" in opts else c.size
     zones = _zones(opts, server_zones) if "AVAILABILITY ZONES" in opts else c.availability_zones
     if c.managed:
+        size = _size_name(sizes, opts["SIZE"]) if "SIZE" in opts else c.size
         factor = opts.get("REPLICATION FACTOR", c.replication_factor)
         _check_factor(factor, c.replication_factor)
         return c, replace(c, size=size, replication_factor=factor, availability_zones=zones)
-    return c, _to_managed(snap, c, opts, size, zones)
+    return c, _to_managed(snap, c, opts, sizes, zones)
 
 
-def _to_managed(snap: CatalogSnapshot, c: Cluster, opts: dict, size: str | None, zones) -> Cluster:
+def _to_managed(snap: CatalogSnapshot, c: Cluster, opts: dict, sizes, zones) -> Cluster:
     """Unmanaged ``c`` as a managed cluster (Materialize's "Converting unmanaged to managed
     clusters"): replicas named r1 .. rN, all of one size (SIZE, if given, that one), and
     REPLICATION FACTOR, if given, their number."""
     have = snap.replicas_of(c.id)
+    size = opts.get("SIZE")
+    if size is not None and not have:
+        size = _size_name(sizes, size)  # (with replicas, it must be theirs: checked below)
     bad = [r.name for r in have if not _MANAGED_NAME.fullmatch(r.name)]
     if bad:
         raise SqlError(WRONG_CLUSTER_KIND, "Cannot convert unmanaged cluster to managed, invalid replica names: "
@@ -238,14 +245,12 @@ def begin_reconfiguration(stmt: mz.AlterClusterSet, sizes, server_zones, out: di
     apply at the end) and ``pending`` (the new replicas' ids). A change that needs no new replica makes none.
 
     Raises (from ``build``): ``altered_cluster``'s errors; 55000 for an unmanaged
-    cluster (either side) or one reconfiguring already."""
+    cluster (either side)."""
     def build(snap: CatalogSnapshot, ids) -> list:
         old, new = altered_cluster(snap, stmt, sizes, server_zones)
         if not (old.managed and new.managed):
             raise SqlError(WRONG_CLUSTER_KIND, "WAIT options are supported only for managed clusters"
                            " staying managed")
-        if any(r.pending for r in snap.replicas_of(old.id)):
-            raise SqlError(WRONG_CLUSTER_KIND, f"cluster '{old.name}' is being reconfigured already")
         out["old"], out["cluster"], out["pending"] = old, new, []
         if new.size == old.size and new.availability_zones == old.availability_zones:
             return []  # only the factor changes: finishing makes or drops replicas

@@ -89,6 +89,8 @@ def test_unmanaged_clusters_and_conversion():
     assert err(cat, "ALTER CLUSTER u RESET (SIZE)").message == "Cannot change SIZE of unmanaged clusters"
     assert err(cat, "ALTER CLUSTER u SET (MANAGED, SIZE '2')").message == \
         "Cluster replicas of size 1 do not match expected SIZE 2"
+    assert err(cat, "ALTER CLUSTER u SET (MANAGED, SIZE abc)").message == \
+        "Cluster replicas of size 1 do not match expected SIZE abc"
     assert err(cat, "ALTER CLUSTER u SET (MANAGED, REPLICATION FACTOR 1)").message == \
         "REPLICATION FACTOR 1 does not match number of replicas (2)"
     cat.sql("ALTER CLUSTER u SET (MANAGED)")
@@ -129,6 +131,8 @@ def test_graceful_reconfiguration_promotes_pending_replicas():
     assert cat.snap.cluster_by_name("g").size == "1"  # not until it finishes
     with pytest.raises(SqlError, match="being reconfigured already"):
         cat.run(cluster_ddl.begin_reconfiguration(stmt, SIZES, ZONES, {}))
+    with pytest.raises(SqlError, match="being reconfigured already"):
+        cat.sql("ALTER CLUSTER g SET (REPLICATION FACTOR 1)")
     cat.run(cluster_ddl.finish_reconfiguration(out["old"], out["cluster"], out["pending"], SIZES, ZONES))
     assert cat.replicas("g") == [("r1", "2", "az1"), ("r2", "2", "az2")]
     assert {r.id for r in cat.snap.replicas.values()} == set(out["pending"])
