@@ -5,9 +5,11 @@ A graceful reconfiguration (``WITH (WAIT UNTIL READY (...))`` or ``WITH (WAIT FO
 runs in the session's thread, never on the Coordinator loop: a first transaction starts
 the new replicas (``rK-pending``) next to the old ones, the session waits, and a second
 one promotes them and drops the old ones. A replica is ready when its Spark Connect
-server is up and answers (status ``healthy``): sqlfront's replicas hold no state a
-query needs beyond that. On a timeout with ON TIMEOUT ROLLBACK, a cancel or any error,
-the pending replicas are dropped and the cluster is as it was."""
+server is up and answers (status ``healthy``): a query needs nothing more of it (its
+cache of the cluster's index arrangements fills in afterwards, and queries read persist
+meanwhile), where Materialize waits for its dataflows to hydrate. On a timeout with ON TIMEOUT ROLLBACK, a cancel or any error,
+the pending replicas are dropped and the cluster is as it was; so they are when the
+client goes away meanwhile."""
 
 from __future__ import annotations
 
@@ -62,10 +64,11 @@ def _wait(s: Session, replica_ids: list[str], wait: mz.ClusterWait) -> bool:
     ``wait.timeout_s`` passed; True when they all are (WAIT FOR: always, at the end).
 
     Raises:
-        SqlError 57014 on a cancel of the statement."""
+        SqlError 57014 on a cancel of the statement or when the client went away
+        (Materialize: either rolls the reconfiguration back)."""
     deadline = time.monotonic() + wait.timeout_s
     while True:
-        if s.cancel_event.is_set():
+        if s.cancel_event.is_set() or s.client_gone():
             raise query_canceled(timeout=False)
         if wait.until_ready and all(s.env.replica_status(r) == "healthy" for r in replica_ids):
             return True
