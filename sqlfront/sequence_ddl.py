@@ -47,7 +47,8 @@ def replica_config(
     remote = seen.get("REMOTE")
     az = seen.get("AVAILABILITY ZONE")
     if size and remote:
-        raise SqlError(SYNTAX_ERROR, "only one of SIZE or REMOTE may be specified", position=remote.position)
+        # Materialize's wording (cluster.slt)
+        raise SqlError(SYNTAX_ERROR, "only one of REMOTE or SIZE may be specified", position=remote.position)
     if not size and not remote:
         raise SqlError(SYNTAX_ERROR, f"SIZE or REMOTE option must be specified for replica {rdef.name}")
     token = seen.get("TOKEN")

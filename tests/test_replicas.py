@@ -70,7 +70,7 @@ def test_errors_with_materialize_wording(server, conn):
     cases = [
         ("CREATE CLUSTER x REPLICAS (r (SIZE 'nope'))", "22023", "unknown cluster replica size nope"),
         (f"CREATE CLUSTER x REPLICAS (r (SIZE '1', REMOTE ('{NOWHERE}')))", "42601",
-         "only one of SIZE or REMOTE may be specified"),
+         "only one of REMOTE or SIZE may be specified"),
         ("CREATE CLUSTER x REPLICAS (r (SIZE '1', SIZE '1'))", "42601", "SIZE specified more than once"),
         ("CREATE CLUSTER x REPLICAS (r (SIZE '1', AVAILABILITY ZONE 'az1', AVAILABILITY ZONE 'az2'))", "42601",
          "AVAILABILITY ZONE specified more than once"),
