@@ -161,3 +161,24 @@ def test_size_map_aliases():
     assert sizes["100cc"].workers == 2 and sizes["100cc"].alias_of == "small-ish"
     with pytest.raises(ValueError):
         parse_sizes('{"a": {"aliases": ["b"]}, "b": {}}')
+
+
+def test_a_catalog_from_before_managed_clusters_loads_unmanaged(tmp_path):
+    """A catalog file written before managed clusters (no ``clusters.config``, no
+    ``replicas.pending``) gets the columns and loads its clusters as unmanaged."""
+    import sqlite3
+
+    path = str(tmp_path / "old.db")
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE clusters (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+        CREATE TABLE replicas (id TEXT PRIMARY KEY, cluster_id TEXT NOT NULL REFERENCES clusters(id),
+            name TEXT NOT NULL, size TEXT, availability_zone TEXT, remote TEXT NOT NULL DEFAULT '[]', token TEXT,
+            UNIQUE (cluster_id, name));
+        INSERT INTO clusters VALUES ('u1', 'quickstart');
+        INSERT INTO replicas (id, cluster_id, name, size) VALUES ('u1', 'u1', 'r1', '1');
+    """)
+    db.close()
+    snap = CatalogStore(path).load()
+    assert snap.cluster_by_name("quickstart").managed is False
+    assert [(r.name, r.pending) for r in snap.replicas.values()] == [("r1", False)]
