@@ -1,6 +1,6 @@
-"""Rewrite a stored query's references to a renamed relation (Materialize's "ALTER ...
-RENAME": the definitions of the objects that depend on the renamed one are rewritten to
-its new name, so they keep working and keep depending on it).
+"""Rewrite a stored query's references to a renamed relation or schema (Materialize's
+"ALTER ... RENAME": the definitions of the objects that depend on the renamed one are
+rewritten to its new name, so they keep working and keep depending on it).
 
 The rewrite is textual, at the positions pglast reports for the query's relation
 references, so the rest of the definition keeps its formatting and comments. A
@@ -52,24 +52,49 @@ def rename_references(sql: str, means_target: Callable[[str | None, str], bool],
 
     Raises:
         pglast.parser.ParseError if ``sql`` does not parse."""
+    def edit(rv: ast.RangeVar, refs: _Refs) -> tuple[int, str] | None:
+        if rv.schemaname is None and rv.relname in refs.ctes:
+            return None
+        if not means_target(rv.schemaname, rv.relname):
+            return None
+        text = quote_ident(new_name)
+        if rv.alias is None and rv.relname in refs.qualifiers:
+            text += " AS " + quote_ident(rv.relname)
+        return -1, text
+
+    return _edit(sql, edit)
+
+
+def rename_schema_references(sql: str, schema: str, new_schema: str) -> str:
+    """``sql`` with every relation reference qualified by schema ``schema``
+    (``schema.t``, ``db.schema.t``) qualified by ``new_schema`` instead (ALTER SCHEMA
+    ... RENAME); unqualified references are left alone.
+
+    Raises:
+        pglast.parser.ParseError if ``sql`` does not parse."""
+    def edit(rv: ast.RangeVar, refs: _Refs) -> tuple[int, str] | None:
+        return (-2, quote_ident(new_schema)) if rv.schemaname == schema else None
+
+    return _edit(sql, edit)
+
+
+def _edit(sql: str, edit: Callable[[ast.RangeVar, _Refs], tuple[int, str] | None]) -> str:
+    """``sql`` with, for each relation reference ``edit`` answers ``(part, text)`` for,
+    that part of its dotted name (-1 the relation, -2 its schema) replaced by ``text``."""
     refs = _Refs()
     refs(pglast.parse_sql(sql))
     toks = list(scan(sql))
     by_start = {t.start: k for k, t in enumerate(toks)}
     edits: list[tuple[int, int, str]] = []
     for rv in refs.ranges:
-        if rv.schemaname is None and rv.relname in refs.ctes:
+        got = edit(rv, refs)
+        if got is None or rv.location not in by_start:
             continue
-        if not means_target(rv.schemaname, rv.relname) or rv.location not in by_start:
-            continue
-        k = by_start[rv.location]
-        # the relation's own name is the last part of the dotted name
-        while k + 2 < len(toks) and toks[k + 1].name == "ASCII_46":
-            k += 2
-        text = quote_ident(new_name)
-        if rv.alias is None and rv.relname in refs.qualifiers:
-            text += " AS " + quote_ident(rv.relname)
-        edits.append((toks[k].start, toks[k].end + 1, text))
+        parts = [by_start[rv.location]]
+        while parts[-1] + 2 < len(toks) and toks[parts[-1] + 1].name == "ASCII_46":
+            parts.append(parts[-1] + 2)
+        t = toks[parts[got[0]]]
+        edits.append((t.start, t.end + 1, got[1]))
     for start, end, text in sorted(edits, reverse=True):
         sql = sql[:start] + text + sql[end:]
     return sql

@@ -23,7 +23,7 @@ from catalog.snapshot import (
 from planner.ddl import TableDef
 from sqlfront import mzparse as mz
 from sqlfront.parse import quote_literal
-from sqlfront.rename_refs import rename_references
+from sqlfront.rename_refs import rename_references, rename_schema_references
 
 
 #: object_not_in_prerequisite_state: a statement for the other kind of cluster (managed
@@ -274,7 +274,9 @@ def _unique(ops: list) -> list:
 
 
 def rename_schema(name: str, new_name: str):
-    """ALTER SCHEMA name RENAME TO new_name (Materialize's "ALTER SCHEMA ... RENAME").
+    """ALTER SCHEMA name RENAME TO new_name (Materialize's "ALTER SCHEMA ... RENAME"); the
+    views and materialized views naming the schema in their queries are rewritten to
+    the new name, as for a renamed relation (``_rename_in_readers``).
 
     Raises (from ``build``): 3F000 unknown schema; 42P06 for a taken name; 42501 for a
     system schema."""
@@ -286,7 +288,13 @@ def rename_schema(name: str, new_name: str):
             raise SqlError("3F000", f"unknown schema '{name}'")
         if snap.schema_exists(new_name):
             raise SqlError("42P06", f"schema '{new_name}' already exists")
-        return [durable.RenameSchema(sc.id, new_name)]
+        # the views reading its objects by the schema's name read them by the new one
+        # (their rewritten definitions go first: RenameSchema then moves those in it)
+        ops: list = []
+        for v in sorted([*snap.views.values(), *snap.materialized_views.values()], key=_id_order):
+            if any(sc_ == name for sc_, _ in _reads(v)):
+                ops += _replace_definition(v, rename_schema_references(v.sql, name, new_name))
+        return ops + [durable.RenameSchema(sc.id, new_name)]
 
     return build
 
@@ -770,12 +778,16 @@ def _rename_in_readers(snap: CatalogSnapshot, obj, new_name: str) -> list:
     for v in sorted([*snap.views.values(), *snap.materialized_views.values()], key=_id_order):
         if v.id == obj.id or not any(means_obj(sc, n) for sc, n in _reads(v)):
             continue
-        new = replace(v, sql=rename_references(v.sql, means_obj, new_name))
-        if isinstance(v, MaterializedView):
-            ops.append(durable.UpdateMaterializedView(new))
-        else:
-            ops += [durable.DropView(v.id), durable.CreateView(new)]
+        ops += _replace_definition(v, rename_references(v.sql, means_obj, new_name))
     return ops
+
+
+def _replace_definition(v: View | MaterializedView, sql: str) -> list:
+    """Ops giving view or materialized view ``v`` the query ``sql`` (same id; a
+    materialized view keeps its shard)."""
+    if isinstance(v, MaterializedView):
+        return [durable.UpdateMaterializedView(replace(v, sql=sql))]
+    return [durable.DropView(v.id), durable.CreateView(replace(v, sql=sql))]
 
 
 def comment_on(kind: str, names: list[str], text: str | None):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from sqlfront.rename_refs import rename_references
+from sqlfront.rename_refs import rename_references, rename_schema_references
 
 
 def _is_t(schema, name):
@@ -20,6 +20,8 @@ def test_rename_references_rewrites_only_the_relation():
     assert rename_references("WITH t AS (SELECT 1) SELECT * FROM t", _is_t, "t2") == \
         "WITH t AS (SELECT 1) SELECT * FROM t"
     assert rename_references('SELECT q.a FROM "t" q', _is_t, "Select") == 'SELECT q.a FROM "Select" q'
+    assert rename_schema_references("SELECT * FROM s.t, materialize.s.u, t, x.s", "s", "S2") == \
+        'SELECT * FROM "S2".t, materialize."S2".u, t, x.s'
 
 
 def test_rename_keeps_views_and_materialized_views_reading(conn):
@@ -52,3 +54,20 @@ def test_rename_keeps_views_and_materialized_views_reading(conn):
     finally:
         conn.execute("DROP TABLE IF EXISTS rn_t2 CASCADE")
         conn.execute("DROP TABLE IF EXISTS rn_t CASCADE")
+
+
+def test_schema_rename_keeps_views_reading(conn):
+    conn.autocommit = True
+    conn.execute("CREATE SCHEMA rn_s")
+    conn.execute("CREATE TABLE rn_s.t (a int)")
+    conn.execute("INSERT INTO rn_s.t VALUES (7)")
+    conn.execute("CREATE VIEW rn_sv AS SELECT a FROM rn_s.t")
+    try:
+        conn.execute("ALTER SCHEMA rn_s RENAME TO rn_s2")
+        assert conn.execute("SELECT a FROM rn_sv").fetchall() == [(7,)]
+        with pytest.raises(psycopg.errors.DependentObjectsStillExist):
+            conn.execute("DROP TABLE rn_s2.t")
+    finally:
+        conn.execute("DROP VIEW IF EXISTS rn_sv")
+        conn.execute("DROP SCHEMA IF EXISTS rn_s2 CASCADE")
+        conn.execute("DROP SCHEMA IF EXISTS rn_s CASCADE")
