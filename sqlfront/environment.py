@@ -555,7 +555,8 @@ class Environment:
         def build(snap, ids):
             if snap.clusters:  # a shared catalog another environmentd bootstrapped first
                 return []
-            c = Cluster(ids.allocate("cluster"), "quickstart")
+            # managed, as Materialize's quickstart: ALTER CLUSTER quickstart SET (SIZE ...) works
+            c = Cluster(ids.allocate("cluster"), "quickstart", managed=True, size=size, replication_factor=1)
             r = Replica(ids.allocate("replica"), c.id, "r1", size, zones[0] if zones else None)
             return [durable.CreateCluster(c), durable.CreateReplica(r)]
 
