@@ -98,3 +98,19 @@ def _edit(sql: str, edit: Callable[[ast.RangeVar, _Refs], tuple[int, str] | None
     for start, end, text in sorted(edits, reverse=True):
         sql = sql[:start] + text + sql[end:]
     return sql
+
+
+def rename_index_relation(definition: str, new_name: str) -> str:
+    """An index's CREATE statement (PostgreSQL's ``CREATE INDEX i ON t (...)`` or
+    Materialize's ``CREATE [DEFAULT] INDEX [i] [IN CLUSTER c] ON t ...``) with the
+    relation after its first ``ON`` named ``new_name`` (schema kept); unchanged when it
+    has none."""
+    toks = list(scan(definition))
+    k = next((k for k, t in enumerate(toks) if t.name == "ON"), None)
+    if k is None or k + 1 >= len(toks):
+        return definition
+    k += 1
+    while k + 2 < len(toks) and toks[k + 1].name == "ASCII_46":
+        k += 2
+    t = toks[k]
+    return definition[:t.start] + quote_ident(new_name) + definition[t.end + 1:]

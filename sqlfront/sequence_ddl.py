@@ -23,7 +23,7 @@ from catalog.snapshot import (
 from planner.ddl import TableDef
 from sqlfront import mzparse as mz
 from sqlfront.parse import quote_literal
-from sqlfront.rename_refs import rename_references, rename_schema_references
+from sqlfront.rename_refs import rename_index_relation, rename_references, rename_schema_references
 
 
 #: object_not_in_prerequisite_state: a statement for the other kind of cluster (managed
@@ -779,6 +779,10 @@ def _rename_in_readers(snap: CatalogSnapshot, obj, new_name: str) -> list:
         if v.id == obj.id or not any(means_obj(sc, n) for sc, n in _reads(v)):
             continue
         ops += _replace_definition(v, rename_references(v.sql, means_obj, new_name))
+    for i in sorted(snap.indexes.values(), key=_id_order):  # their CREATE statements name it too
+        if i.on_id == obj.id:
+            ops += [durable.DropIndex(i.id), durable.CreateIndex(replace(i, definition=rename_index_relation(
+                i.definition, new_name)))]
     return ops
 
 

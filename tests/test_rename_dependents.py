@@ -6,7 +6,11 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from sqlfront.rename_refs import rename_references, rename_schema_references
+from sqlfront.rename_refs import (
+    rename_index_relation,
+    rename_references,
+    rename_schema_references,
+)
 
 
 def _is_t(schema, name):
@@ -22,6 +26,8 @@ def test_rename_references_rewrites_only_the_relation():
     assert rename_references('SELECT q.a FROM "t" q', _is_t, "Select") == 'SELECT q.a FROM "Select" q'
     assert rename_schema_references("SELECT * FROM s.t, materialize.s.u, t, x.s", "s", "S2") == \
         'SELECT * FROM "S2".t, materialize."S2".u, t, x.s'
+    assert rename_index_relation("CREATE INDEX i IN CLUSTER c ON public.t (a)", "t2") == \
+        "CREATE INDEX i IN CLUSTER c ON public.t2 (a)"
 
 
 def test_rename_keeps_views_and_materialized_views_reading(conn):
@@ -31,6 +37,7 @@ def test_rename_keeps_views_and_materialized_views_reading(conn):
     conn.execute("CREATE VIEW rn_v AS SELECT rn_t.a FROM rn_t WHERE b <> 'z'")
     conn.execute("CREATE MATERIALIZED VIEW rn_mv AS SELECT count(*) AS n FROM rn_t")
     conn.execute("CREATE VIEW rn_vv AS SELECT a FROM rn_v")
+    conn.execute("CREATE INDEX rn_i ON rn_t (a)")
     try:
         conn.execute("ALTER TABLE rn_t RENAME TO rn_t2")
         conn.execute("INSERT INTO rn_t2 VALUES (3, 'z')")
@@ -38,6 +45,8 @@ def test_rename_keeps_views_and_materialized_views_reading(conn):
         assert conn.execute("SELECT n FROM rn_mv").fetchall() == [(3,)]
         defn = conn.execute("SELECT definition FROM mz_views WHERE name = 'rn_v'").fetchone()[0]
         assert "rn_t2" in defn
+        assert conn.execute("SELECT create_sql FROM mz_indexes WHERE name = 'rn_i'").fetchone() == \
+            ("CREATE INDEX rn_i ON rn_t2 (a)",)
         with pytest.raises(psycopg.errors.DependentObjectsStillExist):
             conn.execute("DROP TABLE rn_t2")
 
