@@ -25,10 +25,15 @@ MZ_CLUSTERS = BuiltinTable(
     "s1",
     "mz_catalog",
     "mz_clusters",
-    # ``environmentd`` is ours (Materialize has no such column): the pgwire address
-    # (HOST:PORT) of the environmentd that runs the cluster now, NULL when no process
-    # holds a live lease on it (issue 13; sqlfront.ownership).
-    (Column("id", TEXT, False), Column("name", TEXT, False), *_OWNED, Column("environmentd", TEXT, True)),
+    # ``managed`` .. ``availability_zones`` as Materialize's (NULL for an unmanaged
+    # cluster; the zones a text[] where Materialize has a text list; its ``disk`` and
+    # introspection columns left out: nothing here has them). ``environmentd`` is ours
+    # (Materialize has no such column): the pgwire address (HOST:PORT) of the
+    # environmentd that runs the cluster now, NULL when no process holds a live lease
+    # on it (issue 13; sqlfront.ownership).
+    (Column("id", TEXT, False), Column("name", TEXT, False), *_OWNED, Column("managed", BOOL, False),
+     Column("size", TEXT, True), Column("replication_factor", INT4, True),
+     Column("availability_zones", array_of(TEXT), True), Column("environmentd", TEXT, True)),
 )
 
 MZ_CLUSTER_REPLICAS = BuiltinTable(
@@ -345,7 +350,8 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
                 for m in sorted(snap.materialized_views.values(), key=_id_order)
                 for create in (materialized_view_create_sql(snap, m),)]
     if table.id == MZ_CLUSTERS.id:
-        return [(c.id, c.name, *_owned(snap, rbac.cluster_ref(c)), owner(c.id) if owner else None)
+        return [(c.id, c.name, *_owned(snap, rbac.cluster_ref(c)), c.managed, c.size, c.replication_factor,
+                 list(c.availability_zones) if c.managed else None, owner(c.id) if owner else None)
                 for c in sorted(snap.clusters.values(), key=_id_order)]
     if table.id == MZ_CLUSTER_REPLICAS.id:
         return [

@@ -22,7 +22,8 @@ from catalog.types import SqlType
 
 SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS clusters (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+-- config: a managed cluster's settings as JSON (catalog.durable._encode_cluster)
+CREATE TABLE IF NOT EXISTS clusters (id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, config TEXT NOT NULL DEFAULT '{}');
 CREATE TABLE IF NOT EXISTS replicas (
     id TEXT PRIMARY KEY,
     cluster_id TEXT NOT NULL REFERENCES clusters(id),
@@ -31,6 +32,7 @@ CREATE TABLE IF NOT EXISTS replicas (
     availability_zone TEXT,
     remote TEXT NOT NULL DEFAULT '[]',
     token TEXT,
+    pending INTEGER NOT NULL DEFAULT 0,
     UNIQUE (cluster_id, name)
 );
 CREATE TABLE IF NOT EXISTS tables (
@@ -119,6 +121,22 @@ class DropCluster:
 class RenameCluster:
     cluster_id: str
     new_name: str
+
+
+@dataclass(frozen=True)
+class UpdateCluster:
+    """Replace a cluster's name and settings (same id): ALTER CLUSTER ... SET/RESET,
+    SWAP WITH. Its replicas change by their own ops."""
+
+    cluster: Cluster
+
+
+@dataclass(frozen=True)
+class UpdateReplica:
+    """Replace a replica's name and ``pending`` flag (same id, same process): a graceful
+    reconfiguration promoting ``r1-pending`` to ``r1``."""
+
+    replica: Replica
 
 
 @dataclass(frozen=True)
@@ -324,7 +342,7 @@ class SetDefaultPrivileges:
     acl: tuple[AclItem, ...]
 
 
-Op = CreateMaterializedView | UpdateMaterializedView | DropMaterializedView | RevokeAll | SetDefaultPrivileges | CreateRole | UpdateRole | DropRole | GrantRole | RevokeRole | SetOwner | SetPrivileges | SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | CreateReplica | DropReplica | CreateTable | DropTable
+Op = CreateMaterializedView | UpdateMaterializedView | DropMaterializedView | RevokeAll | SetDefaultPrivileges | CreateRole | UpdateRole | DropRole | GrantRole | RevokeRole | SetOwner | SetPrivileges | SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | UpdateCluster | UpdateReplica | CreateReplica | DropReplica | CreateTable | DropTable
 
 _ID_KINDS = ("cluster", "replica", "item", "shard", "role")
 
@@ -351,6 +369,10 @@ class CatalogStore:
         cols = {r[1] for r in self._conn.execute("PRAGMA table_info(replicas)")}
         if "token" not in cols:  # REMOTE replicas' bearer tokens
             self._conn.execute("ALTER TABLE replicas ADD COLUMN token TEXT")
+        if "pending" not in cols:  # graceful reconfiguration's replicas
+            self._conn.execute("ALTER TABLE replicas ADD COLUMN pending INTEGER NOT NULL DEFAULT 0")
+        if "config" not in {r[1] for r in self._conn.execute("PRAGMA table_info(clusters)")}:  # managed clusters
+            self._conn.execute("ALTER TABLE clusters ADD COLUMN config TEXT NOT NULL DEFAULT '{}'")
         if self._box is not None:  # tokens an earlier version stored in clear
             clear = [(rid, token) for rid, token in self._conn.execute(
                 "SELECT id, token FROM replicas WHERE token IS NOT NULL") if not SecretBox.is_sealed(token)]
@@ -378,10 +400,12 @@ class CatalogStore:
         with self._lock:
             c = self._conn
             meta = dict(c.execute("SELECT key, value FROM meta").fetchall())
-            clusters = {r[0]: Cluster(r[0], r[1]) for r in c.execute("SELECT id, name FROM clusters")}
+            clusters = {r[0]: _decode_cluster(r[0], r[1], r[2])
+                        for r in c.execute("SELECT id, name, config FROM clusters")}
             replicas = {
-                r[0]: Replica(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), self._unseal(r[6]))
-                for r in c.execute("SELECT id, cluster_id, name, size, availability_zone, remote, token FROM replicas")
+                r[0]: Replica(r[0], r[1], r[2], r[3], r[4], tuple(json.loads(r[5])), self._unseal(r[6]), bool(r[7]))
+                for r in c.execute("SELECT id, cluster_id, name, size, availability_zone, remote, token, pending"
+                                   " FROM replicas")
             }
             tables = {
                 r[0]: Table(r[0], r[1], r[2], _decode_columns(r[3]), r[4])
@@ -459,11 +483,21 @@ class CatalogStore:
             try:
                 for op in ops:
                     if isinstance(op, CreateCluster):
-                        c.execute("INSERT INTO clusters (id, name) VALUES (?, ?)", (op.cluster.id, op.cluster.name))
+                        c.execute("INSERT INTO clusters (id, name, config) VALUES (?, ?, ?)",
+                                  (op.cluster.id, op.cluster.name, _encode_cluster(op.cluster)))
                         clusters[op.cluster.id] = op.cluster
                     elif isinstance(op, RenameCluster):
                         c.execute("UPDATE clusters SET name = ? WHERE id = ?", (op.new_name, op.cluster_id))
-                        clusters[op.cluster_id] = Cluster(op.cluster_id, op.new_name)
+                        clusters[op.cluster_id] = replace(clusters[op.cluster_id], name=op.new_name)
+                    elif isinstance(op, UpdateCluster):
+                        c.execute("UPDATE clusters SET name = ?, config = ? WHERE id = ?",
+                                  (op.cluster.name, _encode_cluster(op.cluster), op.cluster.id))
+                        clusters[op.cluster.id] = op.cluster
+                    elif isinstance(op, UpdateReplica):
+                        r = op.replica
+                        c.execute("UPDATE replicas SET name = ?, pending = ? WHERE id = ?",
+                                  (r.name, int(r.pending), r.id))
+                        replicas[r.id] = replace(replicas[r.id], name=r.name, pending=r.pending)
                     elif isinstance(op, DropCluster):
                         c.execute("DELETE FROM replicas WHERE cluster_id = ?", (op.cluster_id,))
                         c.execute("DELETE FROM clusters WHERE id = ?", (op.cluster_id,))
@@ -474,10 +508,11 @@ class CatalogStore:
                         r = op.replica
                         stored = seal_op(op, self._box).replica if self._box is not None else r
                         c.execute(
-                            "INSERT INTO replicas (id, cluster_id, name, size, availability_zone, remote, token)"
-                            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            "INSERT INTO replicas"
+                            " (id, cluster_id, name, size, availability_zone, remote, token, pending)"
+                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                             (r.id, r.cluster_id, r.name, r.size, r.availability_zone, json.dumps(list(r.remote)),
-                             stored.token),
+                             stored.token, int(r.pending)),
                         )
                         replicas[r.id] = r
                     elif isinstance(op, DropReplica):
@@ -661,6 +696,19 @@ def _revoke_all(c, role_id: str, privileges: dict, defaults: dict) -> None:
         elif kept != acl:
             c.execute("UPDATE default_privileges SET acl = ? WHERE key = ?", (_encode_acl(kept), key))
             defaults[key] = kept
+
+
+def _encode_cluster(c: Cluster) -> str:
+    if not c.managed:
+        return "{}"
+    return json.dumps({"managed": True, "size": c.size, "replication_factor": c.replication_factor,
+                       "availability_zones": list(c.availability_zones)})
+
+
+def _decode_cluster(id_: str, name: str, config: str) -> Cluster:
+    d = json.loads(config or "{}")  # "{}": unmanaged, or written before managed clusters
+    return Cluster(id_, name, bool(d.get("managed")), d.get("size"), d.get("replication_factor"),
+                   tuple(d.get("availability_zones") or ()))
 
 
 def _encode_role(r: Role) -> str:

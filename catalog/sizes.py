@@ -2,7 +2,9 @@
 
 Source: Materialize's cluster replica design (seeds/cluster-replicas.md,
 "Replica size"): ``--cluster-replica-sizes`` is a JSON object of
-``{"name": {"workers": N, "scale": S, "cpu_limit": C, "memory_limit": M}}``.
+``{"name": {"workers": N, "scale": S, "cpu_limit": C, "memory_limit": M}}``; an entry
+may list ``"aliases": ["25cc", ...]``, other names users may give for it (Materialize's
+size names, say).
 For Spark, ``workers`` is the core count (``local[N]``), ``scale > 1`` means
 ``local-cluster[S, N, MB]``, and ``memory_limit`` the JVM memory.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE
 
@@ -27,6 +29,7 @@ class ReplicaSize:
         scale: number of executor processes (>= 1).
         cpu_limit: recorded and shown; not enforced.
         memory_limit: JVM memory in MiB, or None for Spark's default.
+        alias_of: the size this name is another name of, or None.
     """
 
     name: str
@@ -34,13 +37,44 @@ class ReplicaSize:
     scale: int = 1
     cpu_limit: float | None = None
     memory_limit: int | None = None
+    alias_of: str | None = None
+
+
+#: Materialize's size names (its docs' "Appendix: Cluster sizes": the credit sizes
+#: ``25cc`` .. ``3200cc`` and the legacy ``xsmall`` .. ``2xlarge``) that the default map
+#: accepts, by the size of ours each one is an alias of (cores double with each step)
+DEFAULT_ALIASES = {
+    "1": ("25cc", "50cc", "3xsmall", "2xsmall", "xsmall"),
+    "2": ("100cc", "small"),
+    "4": ("200cc", "medium"),
+    "8": ("300cc", "400cc", "large"),
+    "16": ("600cc", "800cc", "xlarge"),
+    "32": ("1200cc", "1600cc", "3200cc", "2xlarge"),
+}
 
 
 def default_sizes() -> dict[str, ReplicaSize]:
+    """The seed's default map ("1" .. "32" cores, "2-1" .. "2-4" two processes), with
+    Materialize's size names as aliases (``DEFAULT_ALIASES``)."""
     sizes = {str(n): ReplicaSize(str(n), workers=n) for n in (1, 2, 4, 8, 16, 32)}
     for w in (1, 2, 4):
         sizes[f"2-{w}"] = ReplicaSize(f"2-{w}", workers=w, scale=2)
-    return sizes
+    return _with_aliases(sizes, DEFAULT_ALIASES)
+
+
+def _with_aliases(sizes: dict[str, ReplicaSize], aliases: dict[str, tuple[str, ...]]) -> dict[str, ReplicaSize]:
+    """``sizes`` plus an entry per alias, with the resources of the size it aliases
+    (and its own name: a replica shows the name its user gave).
+
+    Raises:
+        ValueError for an alias that names a size of the map, or two sizes."""
+    out = dict(sizes)
+    for name, names in aliases.items():
+        for alias in names:
+            if alias in out:
+                raise ValueError(f"size {name!r}: alias {alias!r} is already a size name")
+            out[alias] = replace(sizes[name], name=alias, alias_of=name)
+    return out
 
 
 _MEM = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.I)
@@ -76,7 +110,12 @@ def parse_sizes(spec: str) -> dict[str, ReplicaSize]:
     if not isinstance(raw, dict) or not raw:
         raise ValueError("--cluster-replica-sizes must be a non-empty JSON object")
     sizes = {}
+    aliases: dict[str, tuple[str, ...]] = {}
     for name, cfg in raw.items():
+        names = cfg.get("aliases", ())
+        if isinstance(names, str) or not all(isinstance(a, str) for a in names):
+            raise ValueError(f"size {name!r}: aliases must be a list of size names")
+        aliases[name] = tuple(names)
         workers = int(cfg.get("workers", 1))
         scale = int(cfg.get("scale", 1))
         if workers < 1 or scale < 1:
@@ -89,7 +128,7 @@ def parse_sizes(spec: str) -> dict[str, ReplicaSize]:
             cpu_limit=float(cpu) if cpu is not None else None,
             memory_limit=parse_memory(cfg.get("memory_limit")),
         )
-    return sizes
+    return _with_aliases(sizes, aliases)
 
 
 def validate_size(sizes: dict[str, ReplicaSize], size: str) -> ReplicaSize:
@@ -98,10 +137,12 @@ def validate_size(sizes: dict[str, ReplicaSize], size: str) -> ReplicaSize:
     Raises:
         SqlError 22023 listing the valid sizes (Materialize: "unknown cluster replica size").
     """
+    if size not in sizes:  # Materialize's docs write '100CC' for its size 100cc
+        size = next((k for k in sizes if k.lower() == size.lower()), size)
     try:
         return sizes[size]
     except KeyError:
-        valid = ", ".join(sorted(sizes, key=_size_order))
+        valid = ", ".join(sorted((n for n, s in sizes.items() if s.alias_of is None), key=_size_order))
         raise SqlError(
             INVALID_PARAMETER_VALUE,
             f"unknown cluster replica size {size}",

@@ -88,10 +88,21 @@ class Schema:
 
 @dataclass(frozen=True)
 class Cluster:
-    """A cluster (``u1``): a named set of replicas that run the same work."""
+    """A cluster (``u1``): a named set of replicas that run the same work.
+
+    A ``managed`` cluster (Materialize's "CREATE CLUSTER", managed clusters) declares
+    its replicas' ``size`` and their number, ``replication_factor`` (0: paused, no
+    replica); the system keeps replicas ``r1`` .. ``rN`` of that size, spread over
+    ``availability_zones`` (empty: every zone of the server). An unmanaged one
+    (``REPLICAS (...)``) has the replicas its user made; its ``size`` and
+    ``replication_factor`` are None."""
 
     id: str
     name: str
+    managed: bool = False
+    size: str | None = None
+    replication_factor: int | None = None
+    availability_zones: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,9 @@ class Replica:
     availability_zone: str | None = None
     remote: tuple[str, ...] = ()
     token: str | None = field(default=None, repr=False)
+    #: a replica a graceful reconfiguration (``ALTER CLUSTER ... WITH (WAIT ...)``) made
+    #: and has not promoted yet (named ``rN-pending``); dropped when its environmentd restarts
+    pending: bool = False
 
 
 @dataclass(frozen=True)

@@ -293,6 +293,7 @@ class Environment:
         if not new:
             self._drop_leftover_temp_schemas(snap)
             if self.ownership.local:
+                self._drop_pending_replicas()
                 for c in snap.clusters.values():
                     self._gain_cluster(c.id)
         self.ownership.start()  # takes the leases of the clusters this process runs
@@ -537,6 +538,17 @@ class Environment:
             return self.persist.written_batch(urls.parts[winner][0], diffs=True)
         raise RuntimeError("no healthy replica to compact on")
 
+    def _drop_pending_replicas(self) -> None:
+        """A graceful reconfiguration this process ran when it stopped did not finish:
+        its pending replicas go (Materialize's rule: the statement failed, the cluster is
+        as it was)."""
+        from sqlfront.cluster_ddl import drop_pending
+
+        pending = [r.id for r in self.snapshot.replicas.values() if r.pending]
+        if pending:
+            log.warning("dropping %d replica(s) of an unfinished ALTER CLUSTER ... WITH (WAIT ...)", len(pending))
+            self.coordinator.transact(drop_pending(pending))
+
     def _bootstrap(self) -> None:
         size = self.config.bootstrap_replica_size
         zones = self.config.availability_zones
@@ -544,7 +556,8 @@ class Environment:
         def build(snap, ids):
             if snap.clusters:  # a shared catalog another environmentd bootstrapped first
                 return []
-            c = Cluster(ids.allocate("cluster"), "quickstart")
+            # managed, as Materialize's quickstart: ALTER CLUSTER quickstart SET (SIZE ...) works
+            c = Cluster(ids.allocate("cluster"), "quickstart", managed=True, size=size, replication_factor=1)
             r = Replica(ids.allocate("replica"), c.id, "r1", size, zones[0] if zones else None)
             return [durable.CreateCluster(c), durable.CreateReplica(r)]
 
@@ -900,10 +913,10 @@ class Environment:
             if cc:
                 threading.Thread(target=cc.shutdown, name="drop-cluster", daemon=True).start()
             self.ownership.poke()  # gives up its lease
-        elif isinstance(op, durable.RenameCluster):
-            cc = self.clusters.get(op.cluster_id)
+        elif isinstance(op, (durable.RenameCluster, durable.UpdateCluster)):
+            cc = self.clusters.get(op.cluster_id if isinstance(op, durable.RenameCluster) else op.cluster.id)
             if cc:
-                cc.rename(op.new_name)
+                cc.rename(op.new_name if isinstance(op, durable.RenameCluster) else op.cluster.name)
         elif isinstance(op, (durable.CreateIndex, durable.DropIndex)):
             for cc in list(self.clusters.values()):
                 if cc.arrangements is not None:

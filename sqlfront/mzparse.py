@@ -4,14 +4,18 @@ Lexing (quoting, comments, string escapes) is PostgreSQL's own scanner
 (``pglast.parser.scan``); this module is a small recursive-descent parser over its
 tokens. Grammar, from Materialize's SQL reference and seeds/cluster-replicas.md::
 
-    CREATE CLUSTER name [REPLICAS (inline_replica [, ...])]
+    CREATE CLUSTER name [cluster_option [, ...] | (cluster_option [, ...])]
+    cluster_option ::= SIZE [=] value | REPLICATION FACTOR [=] n | MANAGED [[=] bool]
+                     | AVAILABILITY ZONES [=] ('zone' [, ...]) | REPLICAS (inline_replica [, ...])
     inline_replica ::= name [(replica_option [, ...])]
     replica_option ::= SIZE [=] 'text' | AVAILABILITY ZONE [=] 'text' | REMOTE [=] ('addr' [, ...]) (or ['addr' [, ...]])
                      | TOKEN [=] 'text'   (REMOTE only: the Spark Connect server's bearer token)
     CREATE CLUSTER REPLICA cluster.replica replica_option [, ...]
     DROP CLUSTER [IF EXISTS] name [, ...] [CASCADE | RESTRICT]
     DROP CLUSTER REPLICA [IF EXISTS] cluster.replica [, ...]
-    ALTER CLUSTER name RENAME TO new_name
+    ALTER CLUSTER name RENAME TO new_name | SWAP WITH other
+    ALTER CLUSTER name {SET (cluster_option [, ...]) | RESET (option_name [, ...])}
+        [WITH (WAIT UNTIL READY (TIMEOUT [=] 'interval', ON TIMEOUT [=] COMMIT | ROLLBACK) | WAIT FOR [=] 'interval')]
     SHOW CLUSTERS [LIKE 'pattern' | WHERE expr]
     SHOW CLUSTER REPLICAS [FOR cluster] [LIKE 'pattern' | WHERE expr]
     CREATE DEFAULT INDEX [IF NOT EXISTS] [name] [IN CLUSTER c] ON obj [USING ARRANGEMENT]
@@ -51,15 +55,18 @@ from dataclasses import dataclass
 
 from pglast.parser import scan
 
-from catalog.errors import SqlError, SYNTAX_ERROR
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR
 from catalog.snapshot import DATABASE
 from sqlfront.identifiers import truncate_identifier
 
 
 @dataclass(frozen=True)
 class ReplicaOption:
-    name: str  # SIZE, AVAILABILITY ZONE, REMOTE, TOKEN
-    value: object  # str, or tuple[str, ...] for REMOTE
+    """An option of a replica (SIZE, AVAILABILITY ZONE, REMOTE, TOKEN) or of a cluster
+    (SIZE, REPLICATION FACTOR, MANAGED, AVAILABILITY ZONES)."""
+
+    name: str
+    value: object  # str; int (REPLICATION FACTOR); bool (MANAGED); tuple[str, ...] (REMOTE, AVAILABILITY ZONES)
     position: int
 
 
@@ -71,9 +78,42 @@ class ReplicaDef:
 
 @dataclass(frozen=True)
 class CreateCluster:
+    """CREATE CLUSTER: ``replicas`` of an unmanaged one (its REPLICAS clause), and the
+    cluster ``options`` other than REPLICAS."""
+
     name: str
     replicas: tuple[ReplicaDef, ...]
     has_replicas_clause: bool = True
+    options: tuple[ReplicaOption, ...] = ()
+
+
+@dataclass(frozen=True)
+class ClusterWait:
+    """ALTER CLUSTER ... WITH (WAIT UNTIL READY (TIMEOUT t, ON TIMEOUT COMMIT|ROLLBACK))
+    or WITH (WAIT FOR t): ``timeout_s`` seconds; ``until_ready`` False waits the whole
+    time; ``commit_on_timeout`` says what a timeout does."""
+
+    until_ready: bool
+    timeout_s: float
+    commit_on_timeout: bool
+
+
+@dataclass(frozen=True)
+class AlterClusterSet:
+    """ALTER CLUSTER name SET (option [, ...]) | RESET (name [, ...]) [WITH (wait)]."""
+
+    name: str
+    options: tuple[ReplicaOption, ...] = ()
+    reset: tuple[str, ...] = ()
+    wait: ClusterWait | None = None
+
+
+@dataclass(frozen=True)
+class AlterClusterSwap:
+    """ALTER CLUSTER a SWAP WITH b: the two clusters exchange names."""
+
+    name: str
+    other: str
 
 
 @dataclass(frozen=True)
@@ -304,6 +344,7 @@ class AlterDefaultPrivileges:
 
 
 MzStatement = (CreateMaterializedView | ShowMaterializedViews | ShowCreate | AlterDefaultPrivileges | CreateRole | AlterRole | GrantPrivileges | GrantRoles | AlterOwner | CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+               | AlterClusterSet | AlterClusterSwap
                | ShowClusters | ShowClusterReplicas)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
@@ -362,9 +403,12 @@ class _Parser:
         if not self.accept_punct(ch):
             raise self.error(f"'{ch}'")
 
-    def ident(self) -> str:
+    def ident(self, keywords: bool = False) -> str:
+        """An identifier; with ``keywords`` a reserved keyword too (Materialize's parser
+        takes ``default`` as a cluster name: ``CREATE CLUSTER REPLICA default.r``)."""
         t = self.peek()
-        if t is None or (t.kind not in _IDENT_KINDS) or t.name in ("SCONST", "ICONST", "FCONST") or t.name.startswith("ASCII_"):
+        kinds = (*_IDENT_KINDS, "RESERVED_KEYWORD") if keywords else _IDENT_KINDS
+        if t is None or (t.kind not in kinds) or t.name in ("SCONST", "ICONST", "FCONST") or t.name.startswith("ASCII_"):
             raise self.error("an identifier")
         self.i += 1
         raw = self.text(t)
@@ -405,7 +449,7 @@ class _Parser:
             pos = t.start + 1 if t else len(self.sql)
             if self.accept("SIZE"):
                 self.accept_punct("=")
-                opts.append(ReplicaOption("SIZE", self.string(), pos))
+                opts.append(ReplicaOption("SIZE", self.size_value(), pos))
             elif self.accept("AVAILABILITY", "ZONE"):
                 self.accept_punct("=")
                 opts.append(ReplicaOption("AVAILABILITY ZONE", self.string(), pos))
@@ -414,21 +458,199 @@ class _Parser:
                 close = "]" if self.accept_punct("[") else ")"  # Materialize once wrote ['addr']
                 if close == ")":
                     self.expect_punct("(")
-                addrs = [self.string()]
-                while self.accept_punct(","):
-                    addrs.append(self.string())
-                self.expect_punct(close)
-                opts.append(ReplicaOption("REMOTE", tuple(addrs), pos))
+                opts.append(ReplicaOption("REMOTE", self.strings(close), pos))
             elif self.accept("TOKEN"):
                 self.accept_punct("=")
                 opts.append(ReplicaOption("TOKEN", self.string(), pos))
             else:
                 raise self.error("SIZE, AVAILABILITY ZONE, REMOTE or TOKEN")
+            if any(o.name == opts[-1].name for o in opts[:-1]):
+                raise SqlError(SYNTAX_ERROR, f"{opts[-1].name} specified more than once", position=pos)
             if not self.accept_punct(","):
                 break
         if parenthesized:
             self.expect_punct(")")
         return tuple(opts)
+
+    def strings(self, close: str) -> tuple[str, ...]:
+        """'text' [, 'text' ...] and the ``close`` punctuation after them."""
+        out = [self.string()]
+        while self.accept_punct(","):
+            out.append(self.string())
+        self.expect_punct(close)
+        return tuple(out)
+
+    def size_value(self) -> str:
+        """A SIZE's value: a string, or a bare name (Materialize takes ``SIZE xsmall``)."""
+        t = self.peek()
+        if t is not None and t.name == "SCONST":
+            return self.string()
+        if t is not None and t.name not in ("ICONST", "FCONST", "NULL_P") and t.kind in _IDENT_KINDS \
+                and not t.name.startswith("ASCII_"):
+            return self.ident()
+        raise SqlError(INVALID_PARAMETER_VALUE, "invalid SIZE: must provide a string value",
+                       position=(t.start + 1) if t else len(self.sql) + 1)
+
+    def cluster_options(self, parenthesized: bool) -> tuple[tuple[ReplicaOption, ...], tuple[ReplicaDef, ...] | None]:
+        """CREATE CLUSTER's options (Materialize's "CREATE CLUSTER"): SIZE [=] value,
+        REPLICATION FACTOR [=] n, MANAGED [[=] bool], AVAILABILITY ZONES [=] ('z', ...),
+        REPLICAS (...); the replicas are None without REPLICAS.
+
+        Raises:
+            SqlError 42601 for an option given twice or malformed; 0A000 for
+            Materialize's introspection, disk and schedule options (nothing here does
+            what they ask)."""
+        opts: list[ReplicaOption] = []
+        replicas = None
+        while True:
+            t = self.peek()
+            pos = t.start + 1 if t else len(self.sql) + 1
+            if self.accept("REPLICAS"):
+                if replicas is not None:
+                    raise SqlError(SYNTAX_ERROR, "REPLICAS specified more than once", position=pos)
+                self.accept_punct("=")
+                replicas = self.inline_replicas()
+            else:
+                opt = self.cluster_option(pos)
+                if any(o.name == opt.name for o in opts):
+                    raise SqlError(SYNTAX_ERROR, f"{opt.name} specified more than once", position=pos)
+                opts.append(opt)
+            if not self.accept_punct(","):
+                break
+        if parenthesized:
+            self.expect_punct(")")
+        return tuple(opts), replicas
+
+    def cluster_option(self, pos: int) -> ReplicaOption:
+        """One of ALTER CLUSTER SET's options (``cluster_options`` but REPLICAS)."""
+        if self.accept("SIZE"):
+            self.accept_punct("=")
+            return ReplicaOption("SIZE", self.size_value(), pos)
+        if self.accept("REPLICATION", "FACTOR"):
+            self.accept_punct("=")
+            t = self.peek()
+            if t is None or t.name != "ICONST":
+                raise SqlError(INVALID_PARAMETER_VALUE, "invalid REPLICATION FACTOR: must provide a non-negative integer",
+                               position=(t.start + 1) if t else len(self.sql) + 1)
+            self.i += 1
+            return ReplicaOption("REPLICATION FACTOR", int(self.text(t)), pos)
+        if self.accept("MANAGED"):
+            value = True
+            if self.accept_punct("=") or self.word() in ("TRUE", "FALSE", "ON", "OFF"):
+                w = self.word()
+                if w not in ("TRUE", "FALSE", "ON", "OFF"):
+                    raise self.error("a boolean")
+                self.i += 1
+                value = w in ("TRUE", "ON")
+            return ReplicaOption("MANAGED", value, pos)
+        if self.accept("AVAILABILITY", "ZONES"):
+            self.accept_punct("=")
+            self.expect_punct("(")
+            return ReplicaOption("AVAILABILITY ZONES", self.strings(")"), pos)
+        for words in (("INTROSPECTION", "INTERVAL"), ("INTROSPECTION", "DEBUGGING"), ("DISK",), ("SCHEDULE",),
+                      ("WORKLOAD", "CLASS")):
+            if self.accept(*words):
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"{' '.join(words)} is not supported",
+                               detail="sqlfront keeps no introspection dataflows, disks or schedules.", position=pos)
+        raise self.error("SIZE, REPLICATION FACTOR, MANAGED, AVAILABILITY ZONES or REPLICAS")
+
+    def inline_replicas(self) -> tuple[ReplicaDef, ...]:
+        """REPLICAS (name [(option [, ...])] [, ...])."""
+        replicas = []
+        self.expect_punct("(")
+        if not self.accept_punct(")"):
+            while True:
+                rname = self.ident()
+                opts: tuple = ()
+                if self.accept_punct("("):
+                    opts = self.replica_options(True)
+                replicas.append(ReplicaDef(rname, opts))
+                if not self.accept_punct(","):
+                    break
+            self.expect_punct(")")
+        return tuple(replicas)
+
+    def alter_cluster_set(self, name: str) -> AlterClusterSet:
+        """ALTER CLUSTER name SET (option [, ...]) | RESET (name [, ...]) [WITH (wait)]
+        (Materialize's "ALTER CLUSTER")."""
+        options: tuple = ()
+        reset: list[str] = []
+        if self.accept("SET"):
+            self.expect_punct("(")
+            options, replicas = self.cluster_options(True)
+            if replicas is not None:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "ALTER CLUSTER ... SET (REPLICAS ...) is not supported",
+                               hint="Use CREATE CLUSTER REPLICA and DROP CLUSTER REPLICA.")
+        else:
+            self.expect("RESET")
+            self.expect_punct("(")
+            while True:
+                for words in (("REPLICATION", "FACTOR"), ("SIZE",), ("MANAGED",), ("AVAILABILITY", "ZONES"),
+                              ("REPLICAS",), ("INTROSPECTION", "INTERVAL"), ("INTROSPECTION", "DEBUGGING"),
+                              ("DISK",), ("SCHEDULE",), ("WORKLOAD", "CLASS"), ("IDLE", "ARRANGEMENT", "MERGE", "EFFORT")):
+                    if self.accept(*words):
+                        reset.append(" ".join(words))
+                        break
+                else:
+                    raise self.error("REPLICATION FACTOR, SIZE, MANAGED, AVAILABILITY ZONES or REPLICAS")
+                if not self.accept_punct(","):
+                    break
+            self.expect_punct(")")
+        wait = None
+        if self.accept("WITH"):
+            self.expect_punct("(")
+            wait = self.cluster_wait()
+            self.expect_punct(")")
+        self.done()
+        return AlterClusterSet(name, options, tuple(reset), wait)
+
+    def cluster_wait(self) -> ClusterWait:
+        """WAIT UNTIL READY (TIMEOUT [=] 'interval', ON TIMEOUT [=] COMMIT | ROLLBACK)
+        or WAIT FOR [=] 'interval' (Materialize's graceful reconfiguration)."""
+        self.expect("WAIT")
+        if self.accept("FOR"):
+            self.accept_punct("=")
+            return ClusterWait(False, self.interval_seconds(), True)
+        self.expect("UNTIL", "READY")
+        self.expect_punct("(")
+        timeout, commit = None, None
+        while True:
+            if self.accept("TIMEOUT"):
+                self.accept_punct("=")
+                timeout = self.interval_seconds()
+            elif self.accept("ON", "TIMEOUT"):
+                self.accept_punct("=")
+                t = self.peek()
+                w = self.string().upper() if t is not None and t.name == "SCONST" else self.word()
+                if t is not None and t.name != "SCONST":
+                    self.i += 1
+                if w not in ("COMMIT", "ROLLBACK"):
+                    raise SqlError(SYNTAX_ERROR, "ON TIMEOUT must be COMMIT or ROLLBACK",
+                                   position=(t.start + 1) if t else len(self.sql) + 1)
+                commit = w == "COMMIT"
+            else:
+                raise self.error("TIMEOUT or ON TIMEOUT")
+            if not self.accept_punct(","):
+                break
+        self.expect_punct(")")
+        if timeout is None:
+            raise SqlError(SYNTAX_ERROR, "WAIT UNTIL READY requires a TIMEOUT")
+        return ClusterWait(True, timeout, bool(commit))
+
+    def interval_seconds(self) -> float:
+        """A string holding a PostgreSQL interval ('10m', '1 hour'), in seconds."""
+        from catalog.intervalio import parse_interval
+
+        t = self.peek()
+        text = self.string()
+        try:
+            iv = parse_interval(text)
+        except (SqlError, ValueError):
+            raise SqlError(INVALID_PARAMETER_VALUE, f"invalid interval '{text}'", position=t.start + 1) from None
+        seconds = ((iv.months * 30 + iv.days) * 86_400_000_000 + iv.micros) / 1e6
+        if seconds < 0:
+            raise SqlError(INVALID_PARAMETER_VALUE, f"timeout must not be negative: '{text}'", position=t.start + 1)
+        return seconds
 
     def create_index(self) -> CreateIndex:
         default = self.accept("CREATE", "DEFAULT", "INDEX")
@@ -555,7 +777,7 @@ class _Parser:
             like, where = self.show_filter()
             return ShowIndexes(on, cluster, like, where)
         if self.accept("CREATE", "CLUSTER", "REPLICA"):
-            cluster = self.ident()
+            cluster = self.ident(keywords=True)
             self.expect_punct(".")
             name = self.ident()
             paren = self.accept_punct("(")
@@ -564,28 +786,19 @@ class _Parser:
             return CreateClusterReplica(cluster, ReplicaDef(name, opts))
         if self.accept("CREATE", "CLUSTER"):
             name = self.ident()
-            replicas = []
-            has_clause = False
-            if self.accept("REPLICAS"):
-                has_clause = True
-                self.expect_punct("(")
-                if not self.accept_punct(")"):
-                    while True:
-                        rname = self.ident()
-                        opts: tuple = ()
-                        if self.accept_punct("("):
-                            opts = self.replica_options(True)
-                        replicas.append(ReplicaDef(rname, opts))
-                        if not self.accept_punct(","):
-                            break
-                    self.expect_punct(")")
+            options: tuple = ()
+            replicas = None
+            if self.accept_punct("("):
+                options, replicas = self.cluster_options(True)
+            elif self.peek() is not None:
+                options, replicas = self.cluster_options(False)
             self.done()
-            return CreateCluster(name, tuple(replicas), has_clause)
+            return CreateCluster(name, replicas or (), replicas is not None, options)
         if self.accept("DROP", "CLUSTER", "REPLICA"):
             if_exists = self.accept("IF", "EXISTS")
             names = []
             while True:
-                c = self.ident()
+                c = self.ident(keywords=True)
                 self.expect_punct(".")
                 names.append((c, self.ident()))
                 if not self.accept_punct(","):
@@ -610,6 +823,14 @@ class _Parser:
                 owner = self.ident()
                 self.done()
                 return AlterOwner("CLUSTER", (name,), owner)
+            if self.word() in ("SET", "RESET"):
+                return self.alter_cluster_set(name)
+            if self.accept("SWAP", "WITH"):
+                other = self.ident()
+                self.done()
+                return AlterClusterSwap(name, other)
+            if self.word() != "RENAME":
+                raise self.error("OWNER, RENAME, RESET, SET or SWAP")
             self.expect("RENAME", "TO")
             new = self.ident()
             self.done()

@@ -242,6 +242,7 @@ STATEMENT_PRIVILEGES: dict[type, Callable] = {
     ast.DropStmt: _drop,
     **dict.fromkeys((
         mz.CreateCluster, mz.CreateClusterReplica, mz.DropClusters, mz.DropClusterReplicas, mz.AlterClusterRename,
+        mz.AlterClusterSet, mz.AlterClusterSwap,
         ast.CreateStmt, ast.ViewStmt, ast.IndexStmt, mz.CreateIndex, mz.CreateMaterializedView,
         ast.CreateSeqStmt, ast.CreateSchemaStmt, ast.CommentStmt, ast.AlterSeqStmt, mz.CreateRole, mz.AlterRole, ast.DropRoleStmt, mz.GrantRoles, mz.GrantPrivileges,
         mz.AlterOwner, ast.AlterOwnerStmt, mz.AlterDefaultPrivileges, ast.ReassignOwnedStmt, ast.DropOwnedStmt,
@@ -370,6 +371,10 @@ def check_ops(snap: CatalogSnapshot, ops: list, role: str | None) -> list:
                 _require_owner_of(snap, f"cluster:{r.cluster_id}", role, created)
         elif isinstance(op, (durable.DropCluster, durable.RenameCluster)):
             _require_owner_of(snap, f"cluster:{op.cluster_id}", role, created)
+        elif isinstance(op, durable.UpdateCluster):
+            _require_owner_of(snap, f"cluster:{op.cluster.id}", role, created)
+        elif isinstance(op, durable.UpdateReplica):
+            _require_owner_of(snap, f"cluster:{op.replica.cluster_id}", role, created)
         elif isinstance(op, (durable.DropTable, durable.DropView, durable.DropIndex, durable.DropSequence)):
             item = getattr(op, "table_id", None) or getattr(op, "view_id", None) or \
                 getattr(op, "index_id", None) or op.sequence_id

@@ -23,37 +23,38 @@ from catalog.snapshot import (
 from planner.ddl import TableDef
 from sqlfront import mzparse as mz
 from sqlfront.parse import quote_literal
+from sqlfront.rename_refs import rename_index_relation, rename_references, rename_schema_references
 
 
-def _replica_config(
-    snap: CatalogSnapshot,
-    cluster_name: str,
+#: object_not_in_prerequisite_state: a statement for the other kind of cluster (managed
+#: or unmanaged)
+WRONG_CLUSTER_KIND = "55000"
+
+
+def replica_config(
     rdef: mz.ReplicaDef,
     sizes: dict[str, ReplicaSize],
     zones: list[str],
     taken_zones: list[str | None],
 ) -> tuple[str | None, str | None, tuple[str, ...], str | None]:
-    """(size, availability zone, remote addresses, token) of a replica definition.
+    """(size, availability zone, remote addresses, token) of a replica definition; the
+    size as the size map names it.
 
     ``taken_zones`` are the zones of the cluster's other replicas, for the
     fewest-replicas-first assignment (seeds/cluster-replicas.md)."""
-    seen: dict[str, mz.ReplicaOption] = {}
-    for o in rdef.options:
-        if o.name in seen:
-            raise SqlError(SYNTAX_ERROR, f"{o.name} specified more than once", position=o.position)
-        seen[o.name] = o
+    seen = {o.name: o for o in rdef.options}  # each once: the parser refuses repeats
     size = seen.get("SIZE")
     remote = seen.get("REMOTE")
     az = seen.get("AVAILABILITY ZONE")
     if size and remote:
-        raise SqlError(SYNTAX_ERROR, "only one of SIZE or REMOTE may be specified", position=remote.position)
+        # Materialize's wording (cluster.slt)
+        raise SqlError(SYNTAX_ERROR, "only one of REMOTE or SIZE may be specified", position=remote.position)
     if not size and not remote:
         raise SqlError(SYNTAX_ERROR, f"SIZE or REMOTE option must be specified for replica {rdef.name}")
     token = seen.get("TOKEN")
     if token and not remote:
         raise SqlError(SYNTAX_ERROR, "TOKEN may only be specified with REMOTE", position=token.position)
-    if size:
-        validate_size(sizes, size.value)
+    size_name = validate_size(sizes, size.value).name if size else None
     addrs: tuple[str, ...] = ()
     if remote:
         # host:port (Materialize's form) means the Spark Connect server there
@@ -74,37 +75,30 @@ def _replica_config(
     elif zones:
         counts = {z: taken_zones.count(z) for z in zones}
         zone = min(zones, key=lambda z: counts[z])  # min() keeps the first listed on ties
-    return (size.value if size else None), zone, addrs, (token.value if token else None)
+    return size_name, zone, addrs, (token.value if token else None)
 
 
-def create_cluster(stmt: mz.CreateCluster, sizes, zones):
-    def build(snap: CatalogSnapshot, ids) -> list:
-        if snap.cluster_by_name(stmt.name) is not None:
-            raise SqlError(DUPLICATE_OBJECT, f"cluster '{stmt.name}' already exists")
-        cluster = Cluster(ids.allocate("cluster"), stmt.name)
-        ops: list = [durable.CreateCluster(cluster)]
-        names = [r.name for r in stmt.replicas]
-        for n in names:
-            if names.count(n) > 1:
-                raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.name}.{n}' specified more than once")
-        taken: list[str | None] = []
-        for rdef in stmt.replicas:
-            size, zone, remote, token = _replica_config(snap, stmt.name, rdef, sizes, zones, taken)
-            taken.append(zone)
-            ops.append(durable.CreateReplica(
-                Replica(ids.allocate("replica"), cluster.id, rdef.name, size, zone, remote, token)))
-        return ops
+def refuse_managed(cluster: Cluster, dropping: bool) -> None:
+    """CREATE / DROP CLUSTER REPLICA on a managed cluster is refused, as in Materialize
+    (its replicas are the system's to make and drop).
 
-    return build
+    Raises:
+        SqlError 55000 when ``cluster`` is managed."""
+    if cluster.managed:
+        msg = "cannot drop replica of managed cluster" if dropping else f"cannot modify managed cluster {cluster.name}"
+        raise SqlError(WRONG_CLUSTER_KIND, msg,
+                       hint=f"Use ALTER CLUSTER to change the cluster's size and replication factor, or convert it "
+                            f"to an unmanaged cluster by running ALTER CLUSTER {cluster.name} SET (MANAGED = false).")
 
 
 def create_replica(stmt: mz.CreateClusterReplica, sizes, zones):
     def build(snap: CatalogSnapshot, ids) -> list:
         cluster = snap.resolve_cluster(stmt.cluster)
+        refuse_managed(cluster, False)
         if snap.replica_by_name(cluster.id, stmt.replica.name) is not None:
             raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.cluster}.{stmt.replica.name}' already exists")
         taken = [r.availability_zone for r in snap.replicas_of(cluster.id)]
-        size, zone, remote, token = _replica_config(snap, cluster.name, stmt.replica, sizes, zones, taken)
+        size, zone, remote, token = replica_config(stmt.replica, sizes, zones, taken)
         return [durable.CreateReplica(
             Replica(ids.allocate("replica"), cluster.id, stmt.replica.name, size, zone, remote, token))]
 
@@ -154,6 +148,7 @@ def drop_replicas(stmt: mz.DropClusterReplicas):
                 if stmt.if_exists:
                     continue
                 raise SqlError(UNDEFINED_OBJECT, f"unknown cluster replica '{cname}.{rname}'")
+            refuse_managed(c, True)
             ops.append(durable.DropReplica(r.id))
         return ops
 
@@ -279,7 +274,9 @@ def _unique(ops: list) -> list:
 
 
 def rename_schema(name: str, new_name: str):
-    """ALTER SCHEMA name RENAME TO new_name (Materialize's "ALTER SCHEMA ... RENAME").
+    """ALTER SCHEMA name RENAME TO new_name (Materialize's "ALTER SCHEMA ... RENAME"); the
+    views and materialized views naming the schema in their queries are rewritten to
+    the new name, as for a renamed relation (``_rename_in_readers``).
 
     Raises (from ``build``): 3F000 unknown schema; 42P06 for a taken name; 42501 for a
     system schema."""
@@ -291,7 +288,13 @@ def rename_schema(name: str, new_name: str):
             raise SqlError("3F000", f"unknown schema '{name}'")
         if snap.schema_exists(new_name):
             raise SqlError("42P06", f"schema '{new_name}' already exists")
-        return [durable.RenameSchema(sc.id, new_name)]
+        # the views reading its objects by the schema's name read them by the new one
+        # (their rewritten definitions go first: RenameSchema then moves those in it)
+        ops: list = []
+        for v in sorted([*snap.views.values(), *snap.materialized_views.values()], key=_id_order):
+            if any(sc_ == name for sc_, _ in _reads(v)):
+                ops += _replace_definition(v, rename_schema_references(v.sql, name, new_name))
+        return ops + [durable.RenameSchema(sc.id, new_name)]
 
     return build
 
@@ -743,11 +746,11 @@ def rename_item(schema: str | None, name: str, new_name: str, if_exists: bool):
             raise SqlError(DUPLICATE_TABLE, f'relation "{new_name}" already exists')
         new = replace(obj, name=new_name)
         if isinstance(obj, MaterializedView):  # same id, same shard: its cluster keeps maintaining it
-            return [durable.UpdateMaterializedView(new)]
+            return [durable.UpdateMaterializedView(new)] + _rename_in_readers(snap, obj, new_name)
         if isinstance(obj, Table):
-            return [durable.UpdateTable(new)]
+            return [durable.UpdateTable(new)] + _rename_in_readers(snap, obj, new_name)
         if isinstance(obj, View):
-            return [durable.DropView(obj.id), durable.CreateView(new)]
+            return [durable.DropView(obj.id), durable.CreateView(new)] + _rename_in_readers(snap, obj, new_name)
         if isinstance(obj, Index):
             return [durable.DropIndex(obj.id), durable.CreateIndex(new)]
         ops: list = [durable.UpdateSequence(new)]
@@ -760,6 +763,35 @@ def rename_item(schema: str | None, name: str, new_name: str, if_exists: bool):
         return ops
 
     return build
+
+
+def _rename_in_readers(snap: CatalogSnapshot, obj, new_name: str) -> list:
+    """Ops rewriting the views and materialized views that read ``obj`` to read it as
+    ``new_name`` (Materialize's "ALTER ... RENAME": dependents' definitions follow the
+    rename, so they keep working and keep depending on it; same ids, and a materialized
+    view keeps its shard)."""
+    def means_obj(schema: str | None, name: str) -> bool:
+        rel = _lookup(snap, schema, name, snap.relation_by_name)
+        return rel is not None and rel.id == obj.id
+
+    ops: list = []
+    for v in sorted([*snap.views.values(), *snap.materialized_views.values()], key=_id_order):
+        if v.id == obj.id or not any(means_obj(sc, n) for sc, n in _reads(v)):
+            continue
+        ops += _replace_definition(v, rename_references(v.sql, means_obj, new_name))
+    for i in sorted(snap.indexes.values(), key=_id_order):  # their CREATE statements name it too
+        if i.on_id == obj.id:
+            ops += [durable.DropIndex(i.id), durable.CreateIndex(replace(i, definition=rename_index_relation(
+                i.definition, new_name)))]
+    return ops
+
+
+def _replace_definition(v: View | MaterializedView, sql: str) -> list:
+    """Ops giving view or materialized view ``v`` the query ``sql`` (same id; a
+    materialized view keeps its shard)."""
+    if isinstance(v, MaterializedView):
+        return [durable.UpdateMaterializedView(replace(v, sql=sql))]
+    return [durable.DropView(v.id), durable.CreateView(replace(v, sql=sql))]
 
 
 def comment_on(kind: str, names: list[str], text: str | None):

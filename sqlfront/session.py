@@ -42,7 +42,7 @@ from catalog.pg_catalog import PG_CURSORS, PG_PREPARED_STATEMENTS
 from catalog.snapshot import BuiltinTable
 from sqlfront.sequence import roles
 from sqlfront.sequence import block_ddl
-from sqlfront.sequence import alter, copy, cursors, ddl, prepared, peek, show, subscribe, txn, vars as var_stmts, writes
+from sqlfront.sequence import alter, clusters, copy, cursors, ddl, prepared, peek, show, subscribe, txn, vars as var_stmts, writes
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
 from sqlfront.sequence.sequences import SessionSequences
 from planner.functions.sequence import set_sequence_access
@@ -367,6 +367,8 @@ HANDLERS: dict[type, Callable] = {
     mz.DropClusters: ddl.drop_clusters,
     mz.DropClusterReplicas: ddl.drop_replicas,
     mz.AlterClusterRename: ddl.rename_cluster,
+    mz.AlterClusterSet: clusters.alter_cluster_set,
+    mz.AlterClusterSwap: clusters.swap_clusters,
     ast.CreateStmt: ddl.create_table,
     ast.ViewStmt: ddl.create_view,
     ast.IndexStmt: ddl.create_index,

@@ -84,8 +84,10 @@ def test_frozen_cluster_does_not_stall_others(server, conn):
         for _ in range(5):
             assert conn.execute("SELECT sum(a) FROM iso").fetchone() == (3,)
         conn.execute("CREATE TABLE iso2 (b int)")
+        conn.execute("ALTER CLUSTER quickstart SET (MANAGED = false)")
         conn.execute("CREATE CLUSTER REPLICA quickstart.extra REMOTE ('sc://127.0.0.1:9')")
         conn.execute("DROP CLUSTER REPLICA quickstart.extra")
+        conn.execute("ALTER CLUSTER quickstart SET (MANAGED)")
         conn.execute("DROP TABLE iso2")
         assert waiting_results == []
     finally:

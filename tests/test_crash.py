@@ -158,7 +158,7 @@ def test_sigkill_at_random_points_loses_no_acknowledged_write(tmp_path):
     data = tmp_path / "mzdata"
     server = Server(data).start(wait_replicas=False)
     with server.connect() as c:
-        c.execute("DROP CLUSTER REPLICA quickstart.r1")
+        c.execute("ALTER CLUSTER quickstart SET (REPLICATION FACTOR 0)")
         c.execute("CREATE TABLE a (id int)")
         c.execute("CREATE TABLE b (id int)")
     ledger = Ledger()

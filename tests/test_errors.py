@@ -30,7 +30,7 @@ def test_error_sqlstates(conn):
     expect(conn, "DROP CLUSTER REPLICA quickstart.nope", "42704", "unknown cluster replica 'quickstart.nope'")
     e = expect(conn, "CREATE CLUSTER bad REPLICAS (r1 (SIZE 'huge'))", "22023", "unknown cluster replica size huge")
     assert e.diag.message_detail == "Valid sizes are: 1, 2, 2-1, 2-2, 2-4, 4, 8, 16, 32"
-    expect(conn, "CREATE CLUSTER REPLICA quickstart.r1 SIZE '1'", "42710", "cluster replica 'quickstart.r1' already exists")
+    expect(conn, "CREATE CLUSTER REPLICA quickstart.r1 SIZE '1'", "55000", "cannot modify managed cluster quickstart")
     expect(conn, "CREATE CLUSTER x REPLICAS (r1 (SIZE '1', SIZE '2'))", "42601", "SIZE specified more than once")
     expect(conn, "SELECT 'abc'::int", "22P02", 'invalid input syntax for type integer: "abc"')
     expect(conn, "SELECT 2147483647::int + 1", "22003", "integer out of range")

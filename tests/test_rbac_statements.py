@@ -48,7 +48,8 @@ def world(server):
         admin.execute(f"CREATE SCHEMA {n['sc']}")
         admin.execute(f"CREATE TABLE {n['sc']}.t2 (a int)")
         admin.execute(f"INSERT INTO {n['sc']}.t2 VALUES (1)")
-        admin.execute(f"CREATE CLUSTER {n['c']} REPLICAS ()")
+        # an unmanaged cluster with a replica (REMOTE to nowhere: no process) to drop
+        admin.execute(f"CREATE CLUSTER {n['c']} REPLICAS (rb_r (REMOTE ('sc://127.0.0.1:9')))")
         admin.execute(f"CREATE ROLE {n['other']}")
         admin.execute(f"CREATE ROLE {n['reader']} LOGIN")
         admin.execute(f"CREATE ROLE {n['nobody']} LOGIN")
@@ -91,8 +92,10 @@ CASES: dict[type, list[tuple[tuple[str, ...], str | None]]] = {
     mz.CreateCluster: [(("CREATE CLUSTER rb_nc REPLICAS ()",), DENIED)],
     mz.CreateClusterReplica: [(("CREATE CLUSTER REPLICA {c}.r1 SIZE '1'",), DENIED)],
     mz.DropClusters: [(("DROP CLUSTER {c}",), DENIED)],
-    mz.DropClusterReplicas: [(("DROP CLUSTER REPLICA quickstart.r1",), DENIED)],
+    mz.DropClusterReplicas: [(("DROP CLUSTER REPLICA {c}.rb_r",), DENIED)],
     mz.AlterClusterRename: [(("ALTER CLUSTER {c} RENAME TO rb_renamed",), DENIED)],
+    mz.AlterClusterSet: [(("ALTER CLUSTER quickstart SET (REPLICATION FACTOR 2)",), DENIED)],
+    mz.AlterClusterSwap: [(("ALTER CLUSTER {c} SWAP WITH quickstart",), DENIED)],
     ast.CreateStmt: [(("CREATE TABLE rb_new (a int)",), DENIED), (("CREATE TABLE {sc}.rb_new (a int)",), DENIED),
                      (("CREATE TABLE {temp_schema}.rb_new (a int)",), "3F000")],
     ast.ViewStmt: [(("CREATE VIEW rb_new AS SELECT 1",), DENIED), (("CREATE OR REPLACE VIEW {v} AS SELECT 1",), DENIED)],

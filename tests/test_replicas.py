@@ -45,8 +45,8 @@ def test_statement_forms(conn):
     conn.execute("CREATE CLUSTER empty2 REPLICAS ()")
     conn.execute(f"CREATE CLUSTER far REPLICAS (a (REMOTE ('{NOWHERE}')), b (REMOTE = ('{NOWHERE}'), AVAILABILITY ZONE 'az2'))")
     conn.execute(f"CREATE CLUSTER REPLICA far.c REMOTE ('{NOWHERE}')")
-    assert conn.execute("SHOW CLUSTERS LIKE 'empt%'").fetchall() == [("empty",), ("empty2",)]
-    assert conn.execute("SHOW CLUSTERS WHERE name = 'far'").fetchall() == [("far",)]
+    assert conn.execute("SHOW CLUSTERS LIKE 'empt%'").fetchall() == [("empty", None, ""), ("empty2", None, "")]
+    assert conn.execute("SHOW CLUSTERS WHERE name = 'far'").fetchall() == [("far", "a (REMOTE), b (REMOTE), c (REMOTE)", "")]
     rows = conn.execute("SHOW CLUSTER REPLICAS FOR far").fetchall()
     assert rows == [("far", "a", None, False), ("far", "b", None, False), ("far", "c", None, False)]
     assert conn.execute("SHOW CLUSTER REPLICAS LIKE 'b'").fetchall() == [("far", "b", None, False)]
@@ -70,15 +70,16 @@ def test_errors_with_materialize_wording(server, conn):
     cases = [
         ("CREATE CLUSTER x REPLICAS (r (SIZE 'nope'))", "22023", "unknown cluster replica size nope"),
         (f"CREATE CLUSTER x REPLICAS (r (SIZE '1', REMOTE ('{NOWHERE}')))", "42601",
-         "only one of SIZE or REMOTE may be specified"),
+         "only one of REMOTE or SIZE may be specified"),
         ("CREATE CLUSTER x REPLICAS (r (SIZE '1', SIZE '1'))", "42601", "SIZE specified more than once"),
         ("CREATE CLUSTER x REPLICAS (r (SIZE '1', AVAILABILITY ZONE 'az1', AVAILABILITY ZONE 'az2'))", "42601",
          "AVAILABILITY ZONE specified more than once"),
         ("CREATE CLUSTER x REPLICAS (r (SIZE '1'), r (SIZE '1'))", "42710",
-         "cluster replica 'x.r' specified more than once"),
+         "cannot create multiple replicas named 'r' on cluster 'x'"),
         ("CREATE CLUSTER x REPLICAS (r (SIZE '1', AVAILABILITY ZONE 'mars'))", "22023", "unknown availability zone 'mars'"),
         ("CREATE CLUSTER quickstart", "42710", "cluster 'quickstart' already exists"),
-        ("CREATE CLUSTER REPLICA quickstart.r1 SIZE '1'", "42710", "cluster replica 'quickstart.r1' already exists"),
+        ("CREATE CLUSTER REPLICA quickstart.r1 SIZE '1'", "55000", "cannot modify managed cluster quickstart"),
+        ("DROP CLUSTER REPLICA quickstart.r1", "55000", "cannot drop replica of managed cluster"),
         ("CREATE CLUSTER REPLICA nope.r1 SIZE '1'", "42704", "unknown cluster 'nope'"),
         ("DROP CLUSTER REPLICA quickstart.nope", "42704", "unknown cluster replica 'quickstart.nope'"),
         ("DROP CLUSTER nope", "42704", "unknown cluster 'nope'"),

@@ -9,6 +9,8 @@ its Coordinator's sequencing the same way):
 - ``vars``: SET, RESET, SHOW of session variables
 - ``ddl``: CREATE/DROP/ALTER of clusters, replicas, schemas, tables, views, indexes,
   sequences; COMMENT ON
+- ``clusters``: ALTER CLUSTER ... SET / RESET (managed clusters, graceful
+  reconfiguration) and SWAP WITH
 - ``alter``: ALTER TABLE (column changes rewrite a table's rows), renames, CREATE TABLE
   AS, TRUNCATE
 - ``prepared``: PREPARE, EXECUTE, DEALLOCATE, DISCARD, pg_prepared_statements

@@ -238,8 +238,9 @@ def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: li
 
 def rename(s: Session, stmt: ast.RenameStmt, sql: str, params) -> Result:
     """ALTER SCHEMA/TABLE/VIEW/MATERIALIZED VIEW/SEQUENCE/INDEX ... RENAME TO, ALTER TABLE ... RENAME
-    [COLUMN] a TO b. Views that read a renamed object by name keep reading that name
-    (they are bound by name, not by OID as in PostgreSQL).
+    [COLUMN] a TO b. The views and materialized views that read a renamed table, view or
+    materialized view are rewritten to read its new name, so they keep working and keep
+    depending on it (Materialize's "ALTER ... RENAME"; ``sequence_ddl.rename_item``).
 
     Raises:
         SqlError 42P07 for a taken name; 42701 for a taken column name; 42703/42P01

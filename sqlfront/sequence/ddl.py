@@ -52,7 +52,10 @@ def run(s: Session, txn) -> None:
 
 def create_cluster(s: Session, stmt: mz.CreateCluster, sql: str, params) -> Result:
     """Materialize's CREATE CLUSTER."""
-    run(s, build.create_cluster(stmt, s.env.config.sizes, s.env.config.availability_zones))
+    from sqlfront import cluster_ddl
+
+    cfg = s.env.config
+    run(s, cluster_ddl.create_cluster(stmt, cfg.sizes, cfg.availability_zones, cfg.bootstrap_replica_size))
     return Result("CREATE CLUSTER")
 
 

@@ -37,7 +37,11 @@ def show_query(s: Session, stmt) -> str:
     if isinstance(stmt, mz.ShowCreate):
         return _show_create_query(s, stmt)
     if isinstance(stmt, mz.ShowClusters):
-        base = "SELECT name FROM mz_catalog.mz_clusters"
+        # Materialize's columns: name, replicas ("r1 (size), r2 (size)", NULL for none;
+        # a REMOTE replica's size shows as REMOTE), comment
+        base = ("SELECT c.name, string_agg(r.name || ' (' || coalesce(r.size, 'REMOTE') || ')', ', '"
+                " ORDER BY r.name) AS replicas, '' AS comment FROM mz_catalog.mz_clusters c"
+                " LEFT JOIN mz_catalog.mz_cluster_replicas r ON r.cluster_id = c.id GROUP BY c.name")
         col = "name"
     else:
         base = (
