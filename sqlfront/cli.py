@@ -110,6 +110,12 @@ def main() -> None:
                    "Default: --max-connections.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
+@click.option("--tls-cert", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="PEM certificate (chain) of the server: clients may connect with TLS (sslmode=require).")
+@click.option("--tls-key", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="PEM private key of --tls-cert.")
+@click.option("--tls-mode", default="allow", show_default=True, type=click.Choice(["allow", "require"]),
+              help="With --tls-cert: 'require' refuses clients that do not use TLS (FATAL 28000).")
 @click.option("--max-query-heap-size", default=None,
               help="Default of the session variable max_query_heap_size: server memory a query evaluated in "
                    "Python may hold (e.g. 256MB; 0 for no limit).")
@@ -149,7 +155,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
           auto_create_roles, metrics_listen,
           max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
           max_copy_from_size, copy_memory_budget, authentication_timeout, max_startup_connections, log_level,
-          max_query_heap_size, persist_compaction, persist_pubsub,
+          tls_cert, tls_key, tls_mode, max_query_heap_size, persist_compaction, persist_pubsub,
           persist_pubsub_listen, persist_consensus_url, timestamp_oracle_url, persist_blob_url,
           catalog_url, catalog_key_file, clusters, takeover, cluster_lease_duration) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
@@ -171,6 +177,18 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     from sqlfront.vars import validate
 
     host, port = parse_listen(listen)
+    tls = None
+    if tls_cert or tls_key:
+        import ssl
+
+        from sqlfront.tls import server_context
+
+        if not (tls_cert and tls_key):
+            raise click.UsageError("--tls-cert and --tls-key go together")
+        try:
+            tls = server_context(tls_cert, tls_key)
+        except (OSError, ssl.SSLError) as e:
+            raise click.ClickException(f"cannot load --tls-cert/--tls-key: {e}") from None
     password = os.environ.get("SQLFRONT_PASSWORD") or None
     if password_file:
         password = Path(password_file).read_text().rstrip("\n")
@@ -256,7 +274,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     try:
-        server = PgServer((host, port), env, scram=scram)
+        server = PgServer((host, port), env, scram=scram, tls=tls, tls_required=tls_mode == "require")
     except OSError as e:
         raise click.ClickException(f"cannot listen on {listen}: {e}")
     env.start()

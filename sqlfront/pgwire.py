@@ -22,9 +22,11 @@ in startup at once (53300 beyond). Cancel keys come from ``secrets``.
 from __future__ import annotations
 
 import hmac
+import os
 import logging
 import secrets
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -212,6 +214,11 @@ class PgHandler(BuenaVistaHandler):
     def handle_startup(self, conn: Connection):
         msglen = self.r.read_uint32() - 4
         code = self.r.read_uint32()
+        if code == SSL_REQUEST and self.server.tls is not None and self.tls is None:
+            self.wfile.write(b"S")  # the TLS handshake follows, then the startup packet
+            self.wfile.flush()
+            self._start_tls()
+            return self.handle_startup(conn)
         if code in (SSL_REQUEST, GSSENC_REQUEST):
             self.wfile.write(b"N")  # no SSL / GSSAPI: the client continues in plain text
             self.wfile.flush()
@@ -228,6 +235,10 @@ class PgHandler(BuenaVistaHandler):
             return None
         if not 8 <= msglen + 4 <= MAX_STARTUP:
             raise ProtocolViolation("invalid startup packet length")
+        if self.server.tls_required and self.tls is None:
+            self.send_error(SqlError("28000", "this server accepts TLS connections only", severity="FATAL",
+                                     hint="Connect with sslmode=require."))
+            return None
         raw = self._read_exact(msglen - 4).split(b"\x00")
         msg = [x.decode("utf-8", "replace") for x in raw]
         params = dict(zip(msg[::2], msg[1::2]))
@@ -340,6 +351,9 @@ class PgHandler(BuenaVistaHandler):
         message closes this connection with an error and nothing else)."""
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
         self.r = BVBuffer(self.rfile)
+        #: the TLS socket once the client asked for TLS (``_start_tls``), and a plain one on
+        #: the same connection
+        self.tls = self._raw = None
         #: whether this connection holds one of the server's max_connections slots
         self.holds_slot = False
         #: this connection's context once it has one
@@ -378,10 +392,36 @@ class PgHandler(BuenaVistaHandler):
                 self.wfile.flush()
             except OSError:
                 pass
+            if self._raw is not None:
+                self._raw.close()
             try:
                 self.request.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+    def _start_tls(self) -> None:
+        """The TLS handshake on this connection (its startup deadline applies), after which
+        every message is read and written through it.
+
+        Raises:
+            ConnectionError: the handshake failed (the client is told nothing more)."""
+        plain = self.request
+        deadlines = self.server.startup_deadlines
+        try:
+            wrapped = self.server.tls.wrap_socket(plain, server_side=True)
+        except (ssl.SSLError, OSError) as e:
+            raise ConnectionError(f"TLS handshake failed: {e}") from None
+        deadlines.done(plain)
+        deadlines.add(wrapped)
+        for f in (self.rfile, self.wfile):
+            f.close()
+        self.request = self.connection = self.tls = wrapped
+        self.rfile = wrapped.makefile("rb", self.rbufsize)
+        self.wfile = wrapped.makefile("wb", self.wbufsize)
+        self.r = BVBuffer(self.rfile)
+        # A plain socket on the same connection, to peek for the client's EOF (an SSL
+        # socket takes no recv flags).
+        self._raw = socket.socket(fileno=os.dup(wrapped.fileno()))
 
     def _startup(self):
         """``handle_startup`` within the server's startup limits: the connection's
@@ -595,9 +635,10 @@ class PgHandler(BuenaVistaHandler):
         without blocking while a long statement (SUBSCRIBE) runs."""
         import select
 
+        sock = self._raw if self._raw is not None else self.request
         try:
-            readable, _, _ = select.select([self.request], [], [], 0)
-            return bool(readable) and self.request.recv(1, socket.MSG_PEEK) == b""
+            readable, _, _ = select.select([sock], [], [], 0)
+            return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
         except OSError:
             return True
 
@@ -862,10 +903,14 @@ class PgServer(BuenaVistaServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], env: Environment, scram: ScramVerifier | None = None):
+    def __init__(self, address: tuple[str, int], env: Environment, scram: ScramVerifier | None = None,
+                 tls: "ssl.SSLContext | None" = None, tls_required: bool = False):
         super().__init__(address, EnvironmentConnection(env))
         self.RequestHandlerClass = PgHandler
         self.scram = scram
+        #: TLS for clients that ask (``sqlfront.tls``); with ``tls_required`` the only way in
+        self.tls = tls
+        self.tls_required = tls_required and tls is not None
         #: the server secret of the mock salts of users no password logs in
         #: (``auth.mock_verifier``; PostgreSQL's mock_auth_nonce)
         self.mock_nonce = env.secret_box.derive(b"scram mock salt")
