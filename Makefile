@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LISTEN ?= 127.0.0.1:6875
 METRICS_LISTEN ?= 127.0.0.1:6878
+CONSOLE_LISTEN ?= 127.0.0.1:6876
 DATA_DIR ?= mzdata
 SCALE ?= 0.1
 # a psycopg checkout for `make psycopg-suite` (empty: clone the installed version's tag)
@@ -47,7 +48,7 @@ dbt-venv: $(DBT_STAMP)
 
 serve: $(STAMP)
 	$(BIN)/sqlfront serve --listen $(LISTEN) --data-dir $(DATA_DIR) --metrics-listen $(METRICS_LISTEN) \
-		--copy-from-dir $(TPCH_DATA)
+		--console-listen $(CONSOLE_LISTEN) --copy-from-dir $(TPCH_DATA)
 
 serve-multi: $(STAMP)
 	$(BIN)/python tests/serve_multi.py --dir $(MULTI_DIR) --balancer-port $(lastword $(subst :, ,$(LISTEN)))

@@ -1,0 +1,244 @@
+"""Who is connected and what they ran: the rows of ``mz_internal.mz_sessions`` and
+``mz_internal.mz_recent_activity_log`` (Materialize's system catalog reference, "mz_internal").
+
+``Sessions`` holds the live sessions (a Session registers itself when made and leaves
+when closed); ``ActivityLog`` keeps one ``Execution`` per statement, from when it begins
+to when its last row is sent, for a bounded time and number (Materialize keeps its log
+for a day and samples it; here every statement is kept, newest ``max_entries`` only).
+Recording a statement costs a uuid and two clock reads: the text is redacted, hashed and
+typed only when the log is read.
+
+This module must not make the Coordinator do anything: sessions write their own entries.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime as dt
+import hashlib
+import itertools
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from catalog.errors import QUERY_CANCELED
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sqlfront.session import Session
+
+#: what replaces each literal in ``redacted_sql`` (Materialize's redacted statement text)
+REDACTED = "'<REDACTED>'"
+#: the scanner's literal tokens: strings, numbers, bit and hex strings
+_LITERALS = frozenset({"SCONST", "ICONST", "FCONST", "BCONST", "XCONST", "USCONST"})
+#: keywords that name a statement's kind with the word after them (``create_table``)
+_TWO_WORD = frozenset({"create", "drop", "alter", "show", "grant", "revoke", "explain", "comment"})
+
+
+def redact(sql: str) -> str:
+    """``sql`` with every literal (string, number, bit string) replaced by
+    ``'<REDACTED>'``, as Materialize's ``redacted_sql``; the rest of the text as it was.
+    Text the scanner rejects is redacted whole."""
+    from pglast.parser import scan
+
+    try:
+        tokens = scan(sql)
+    except Exception:  # an unterminated literal: nothing of it may show
+        return REDACTED
+    out, pos = [], 0
+    for t in tokens:  # character offsets, ``end`` inclusive
+        if t.name in _LITERALS:
+            out += [sql[pos:t.start], REDACTED]
+            pos = t.end + 1
+    out.append(sql[pos:])
+    return "".join(out)
+
+
+def statement_type(sql: str) -> str | None:
+    """Materialize's ``statement_type``: the statement's kind in snake case (``select``,
+    ``create_table``), None for an empty statement."""
+    words = sql.split(None, 2)
+    if not words:
+        return None
+    first = words[0].lower().strip("(;")
+    if first in _TWO_WORD and len(words) > 1:
+        return f"{first}_{words[1].lower().strip(';')}"
+    return first
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc)
+
+
+@dataclass
+class SessionInfo:
+    """One live session's row of ``mz_sessions`` and what its statements' rows repeat."""
+
+    session: "Session"
+    id: str
+    role_id: str
+    connected_at: dt.datetime
+    initial_application_name: str
+    authenticated_user: str
+    #: the pgwire backend process id (``pg_backend_pid``, the cancel key's pid); 0 for a
+    #: session without a connection (the console's own)
+    connection_id: int = 0
+    client_ip: str | None = None
+    #: counts the session's transactions (``mz_recent_activity_log.transaction_id``)
+    transactions: itertools.count = field(default_factory=lambda: itertools.count(1))
+    transaction_id: int = 0
+
+
+@dataclass
+class Execution:
+    """One statement of ``mz_recent_activity_log``, running (``finished_at`` None) or done."""
+
+    info: SessionInfo
+    sql: str
+    params: list | None
+    cluster_name: str | None
+    cluster_id: str | None
+    application_name: str
+    database: str
+    search_path: list[str]
+    isolation: str
+    transaction_id: int
+    began_at: dt.datetime
+    id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    finished_at: dt.datetime | None = None
+    status: str | None = None
+    error: str | None = None
+    rows: int | None = None
+    #: ``constant`` (answered in environmentd, by the fast path) or ``standard`` (a replica)
+    strategy: str | None = None
+    _t0: float = field(default_factory=time.monotonic)
+
+    def finish(self, status: str, error: str | None = None, rows: int | None = None) -> None:
+        """Record the end (once): ``success``, ``error``, ``canceled`` or ``aborted``."""
+        if self.finished_at is None:
+            self.status, self.error, self.rows = status, error, rows
+            self.finished_at = _now()
+
+    def finish_with(self, e: BaseException | None, rows: int | None = None) -> None:
+        """Record the end by the exception it raised (None: success)."""
+        if e is None:
+            self.finish("success", rows=rows)
+            return
+        code = getattr(e, "sqlstate", None)
+        self.finish("canceled" if code == QUERY_CANCELED else "error", str(e) or type(e).__name__)
+
+    @property
+    def duration_s(self) -> float:
+        """Seconds it has run so far (while running) or ran."""
+        end = self.finished_at
+        return (end - self.began_at).total_seconds() if end else time.monotonic() - self._t0
+
+
+class ActivityLog:
+    """The live sessions and the recent statements of one environmentd.
+
+    ``max_entries`` statements are kept (the oldest go first), none older than
+    ``retention_s`` seconds; ``enabled`` False records no statement (the log's cost is
+    then one attribute read per statement: ``bench/wire.py`` compares both)."""
+
+    def __init__(self, max_entries: int = 10_000, retention_s: float = 86_400.0, enabled: bool = True):
+        self.enabled = enabled
+        self.retention_s = retention_s
+        self._entries: collections.deque[Execution] = collections.deque(maxlen=max_entries)
+        self._sessions: dict[str, SessionInfo] = {}
+        self._lock = threading.Lock()
+
+    # -- sessions ---------------------------------------------------------------------
+
+    def connect(self, s: "Session", user: str) -> SessionInfo:
+        """Register a new session (it stays in ``mz_sessions`` until ``disconnect``)."""
+        info = SessionInfo(s, str(uuid.uuid4()), s.session_role_id, _now(), s.vars.get("application_name"), user)
+        with self._lock:
+            self._sessions[info.id] = info
+        return info
+
+    def disconnect(self, info: SessionInfo) -> None:
+        with self._lock:
+            self._sessions.pop(info.id, None)
+            # a statement still running when its client left never finishes
+            for e in self._entries:
+                if e.info is info and e.finished_at is None:
+                    e.finish("aborted")
+
+    def sessions(self) -> list[SessionInfo]:
+        with self._lock:
+            return list(self._sessions.values())
+
+    def session(self, session_id: str) -> SessionInfo | None:
+        return self._sessions.get(session_id)
+
+    # -- statements -------------------------------------------------------------------
+
+    def begin(self, s: "Session", info: SessionInfo, sql: str, params: list | None) -> Execution | None:
+        """A statement of ``s`` begins now; None when the log is off."""
+        if not self.enabled:
+            return None
+        if not s.in_transaction:
+            info.transaction_id = next(info.transactions)
+        v = s.vars
+        cluster = v.get("cluster")
+        c = s.env.snapshot.cluster_by_name(cluster)
+        e = Execution(info, sql, params, cluster, c.id if c is not None else None, v.get("application_name"),
+                      v.get("database"), list(v.search_path()), v.get("transaction_isolation"), info.transaction_id,
+                      _now())
+        with self._lock:
+            self._entries.append(e)
+        return e
+
+    def executions(self) -> list[Execution]:
+        """The statements kept, oldest first (dropping those past the retention)."""
+        cutoff = _now() - dt.timedelta(seconds=self.retention_s)
+        with self._lock:
+            while self._entries and self._entries[0].began_at < cutoff and self._entries[0].finished_at:
+                self._entries.popleft()
+            return list(self._entries)
+
+
+def track(e: Execution, result) -> None:
+    """Finish ``e`` when ``result`` (a ``Result``, ``CopyIn`` or ``CopyOut``) is done: a
+    streamed result when its stream closes (with the rows sent), any other now."""
+    stream = getattr(result, "stream", None)
+    if stream is not None:
+        stream.on_end.append(lambda err, n: e.finish_with(err, n))
+    else:
+        rows = getattr(result, "rows", None)
+        e.finish("success", rows=len(rows) if getattr(result, "columns", None) is not None else None)
+
+
+def note_strategy(s: "Session", strategy: str) -> None:
+    """The running statement of ``s`` is answered by ``strategy`` (Materialize's
+    ``execution_strategy``: ``constant`` in environmentd, ``standard`` on a replica)."""
+    if s.execution is not None:
+        s.execution.strategy = strategy
+
+
+def session_rows(log: ActivityLog) -> list[tuple]:
+    """``mz_sessions``: (id, connection_id, role_id, client_ip, connected_at)."""
+    return [(i.id, i.connection_id, i.role_id, i.client_ip, i.connected_at)
+            for i in sorted(log.sessions(), key=lambda i: i.connected_at)]
+
+
+def activity_rows(log: ActivityLog, mz_version: str, redacted: bool) -> list[tuple]:
+    """``mz_recent_activity_log`` (``redacted``: ``..._redacted``, without error messages
+    and with ``redacted_sql``) in its column order (``catalog.introspection``)."""
+    out = []
+    for e in log.executions():
+        i = e.info
+        params = [None if p is None else str(p) for p in (e.params or [])]
+        head = (e.id, 1.0, e.cluster_id, e.application_name, e.cluster_name, e.database, e.search_path, e.isolation,
+                None, None, params, mz_version, e.began_at, e.finished_at, e.status)
+        # result_size (bytes sent) is not measured: NULL
+        tail = (None, e.rows if e.status == "success" else None, e.strategy if e.status == "success" else None, e.transaction_id, e.id,
+                hashlib.sha256(e.sql.encode()).digest(), "", i.id, e.began_at, statement_type(e.sql), 0,
+                i.connected_at, i.initial_application_name, i.authenticated_user)
+        if redacted:
+            out.append(head + tail + (redact(e.sql),))
+        else:
+            out.append(head + (e.error,) + tail + (e.sql,))
+    return out
