@@ -18,7 +18,6 @@ import datetime as dt
 import hashlib
 import itertools
 import threading
-import time
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -75,7 +74,8 @@ def _now() -> dt.datetime:
 class SessionInfo:
     """One live session's row of ``mz_sessions`` and what its statements' rows repeat."""
 
-    session: "Session"
+    #: None once disconnected
+    session: "Session | None"
     id: str
     role_id: str
     connected_at: dt.datetime
@@ -90,29 +90,33 @@ class SessionInfo:
     transaction_id: int = 0
 
 
-@dataclass
 class Execution:
-    """One statement of ``mz_recent_activity_log``, running (``finished_at`` None) or done."""
+    """One statement of ``mz_recent_activity_log``, running (``finished_at`` None) or done.
 
-    info: SessionInfo
-    sql: str
-    params: list | None
-    cluster_name: str | None
-    cluster_id: str | None
-    application_name: str
-    database: str
-    search_path: list[str]
-    isolation: str
-    transaction_id: int
-    began_at: dt.datetime
-    id: str = field(default_factory=lambda: str(uuid.uuid4()))
-    finished_at: dt.datetime | None = None
-    status: str | None = None
-    error: str | None = None
-    rows: int | None = None
-    #: ``constant`` (answered in environmentd, by the fast path) or ``standard`` (a replica)
-    strategy: str | None = None
-    _t0: float = field(default_factory=time.monotonic)
+    Made for every statement, so it holds only what the statement's start knows, in
+    slots: its id, cluster id, hash and type are derived when the log is read."""
+
+    __slots__ = ("info", "sql", "params", "cluster_name", "application_name", "database", "search_path",
+                 "isolation", "transaction_id", "began_at", "seq", "finished_at", "status", "error", "rows",
+                 "strategy")
+
+    def __init__(self, info: SessionInfo, sql: str, params: list | None, cluster_name: str, application_name: str,
+                 database: str, search_path: tuple[str, ...], isolation: str, transaction_id: int, seq: int):
+        self.info, self.sql, self.params, self.cluster_name = info, sql, params, cluster_name
+        self.application_name, self.database, self.search_path = application_name, database, search_path
+        self.isolation, self.transaction_id, self.seq = isolation, transaction_id, seq
+        self.began_at = _now()
+        self.finished_at: dt.datetime | None = None
+        self.status: str | None = None
+        self.error: str | None = None
+        self.rows: int | None = None
+        #: ``constant`` (answered in environmentd, by the fast path) or ``standard`` (a replica)
+        self.strategy: str | None = None
+
+    @property
+    def id(self) -> str:
+        """``execution_id``: a version-4 UUID of this process's random prefix and ``seq``."""
+        return str(uuid.UUID(int=(_ID_PREFIX << 64) | self.seq, version=4))
 
     def finish(self, status: str, error: str | None = None, rows: int | None = None) -> None:
         """Record the end (once): ``success``, ``error``, ``canceled`` or ``aborted``."""
@@ -128,11 +132,9 @@ class Execution:
         code = getattr(e, "sqlstate", None)
         self.finish("canceled" if code == QUERY_CANCELED else "error", str(e) or type(e).__name__)
 
-    @property
-    def duration_s(self) -> float:
-        """Seconds it has run so far (while running) or ran."""
-        end = self.finished_at
-        return (end - self.began_at).total_seconds() if end else time.monotonic() - self._t0
+
+#: the high 64 bits of this process's execution ids (random: ids stay unique across restarts)
+_ID_PREFIX = uuid.uuid4().int >> 64
 
 
 class ActivityLog:
@@ -148,6 +150,7 @@ class ActivityLog:
         self._entries: collections.deque[Execution] = collections.deque(maxlen=max_entries)
         self._sessions: dict[str, SessionInfo] = {}
         self._lock = threading.Lock()
+        self._seq = itertools.count(1)
 
     # -- sessions ---------------------------------------------------------------------
 
@@ -161,6 +164,7 @@ class ActivityLog:
     def disconnect(self, info: SessionInfo) -> None:
         with self._lock:
             self._sessions.pop(info.id, None)
+            info.session = None  # its log entries outlive it; the session's state need not
             # a statement still running when its client left never finishes
             for e in self._entries:
                 if e.info is info and e.finished_at is None:
@@ -182,11 +186,8 @@ class ActivityLog:
         if not s.in_transaction:
             info.transaction_id = next(info.transactions)
         v = s.vars
-        cluster = v.get("cluster")
-        c = s.env.snapshot.cluster_by_name(cluster)
-        e = Execution(info, sql, params, cluster, c.id if c is not None else None, v.get("application_name"),
-                      v.get("database"), list(v.search_path()), v.get("transaction_isolation"), info.transaction_id,
-                      _now())
+        e = Execution(info, sql, params, v.get("cluster"), v.get("application_name"), v.get("database"),
+                      v.search_path(), v.get("transaction_isolation"), info.transaction_id, next(self._seq))
         with self._lock:
             self._entries.append(e)
         return e
@@ -224,14 +225,17 @@ def session_rows(log: ActivityLog) -> list[tuple]:
             for i in sorted(log.sessions(), key=lambda i: i.connected_at)]
 
 
-def activity_rows(log: ActivityLog, mz_version: str, redacted: bool) -> list[tuple]:
+def activity_rows(log: ActivityLog, snap, mz_version: str, redacted: bool) -> list[tuple]:
     """``mz_recent_activity_log`` (``redacted``: ``..._redacted``, without error messages
-    and with ``redacted_sql``) in its column order (``catalog.introspection``)."""
+    and with ``redacted_sql``) in its column order (``catalog.introspection``); a
+    cluster's id as of ``snap`` (NULL once the cluster is gone)."""
     out = []
     for e in log.executions():
         i = e.info
         params = [None if p is None else str(p) for p in (e.params or [])]
-        head = (e.id, 1.0, e.cluster_id, e.application_name, e.cluster_name, e.database, e.search_path, e.isolation,
+        cluster = snap.cluster_by_name(e.cluster_name) if e.cluster_name else None
+        head = (e.id, 1.0, cluster.id if cluster else None, e.application_name, e.cluster_name, e.database,
+                list(e.search_path), e.isolation,
                 None, None, params, mz_version, e.began_at, e.finished_at, e.status)
         # result_size (bytes sent) is not measured: NULL
         tail = (None, e.rows if e.status == "success" else None, e.strategy if e.status == "success" else None, e.transaction_id, e.id,

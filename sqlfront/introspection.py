@@ -42,9 +42,9 @@ def rows(env: "Environment", table: BuiltinTable) -> list[tuple] | None:
     if tid == t.MZ_SESSIONS.id:
         return activity.session_rows(env.activity)
     if tid == t.MZ_RECENT_ACTIVITY_LOG.id:
-        return activity.activity_rows(env.activity, MZ_VERSION, redacted=False)
+        return activity.activity_rows(env.activity, env.snapshot, MZ_VERSION, redacted=False)
     if tid == t.MZ_RECENT_ACTIVITY_LOG_REDACTED.id:
-        return activity.activity_rows(env.activity, MZ_VERSION, redacted=True)
+        return activity.activity_rows(env.activity, env.snapshot, MZ_VERSION, redacted=True)
     if tid == t.MZ_STORAGE_USAGE_BY_SHARD.id:
         now = dt.datetime.now(dt.timezone.utc)
         shards = sorted({r.shard_id for r in env.snapshot.storage_relations()})

@@ -252,7 +252,8 @@ def make_app(env, scram=None) -> Starlette:
             return JSONResponse({"error": {"sqlstate": "42501", "message": "must be a superuser or the session's "
                                                                           "role to cancel its statement"}},
                                 status_code=403)
-        info.session.cancel()
+        if info.session is not None:
+            info.session.cancel()
         return JSONResponse({"canceled": True})
 
     async def sql(request: Request):
