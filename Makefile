@@ -24,7 +24,7 @@ DBT_VENV := .venv-dbt
 DBT_STAMP := $(DBT_VENV)/.installed
 DBT_REQUIREMENTS := tests/dbt_project/requirements.txt
 
-.PHONY: serve serve-multi test tpch bench-tpch psycopg-suite setup clean dbt-venv
+.PHONY: serve serve-multi test tpch bench-tpch psycopg-suite setup clean dbt-venv browser-deps
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -35,6 +35,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# Debian's headless Chromium and its WebDriver, for the console's browser tests
+# (tests/test_console_browser.py skips without them); needs root
+browser-deps:
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; }
 
 # RELEASE_BUILD=1: dbt-materialize's sdist then leaves out its `dev` extra, a git URL that
 # pip refuses in a distribution from PyPI.

@@ -72,8 +72,8 @@ WHERE h.process_id = 0
 ORDER BY h.occurred_at"""
 
 QUERIES_SQL = f"""
-SELECT execution_id, session_id, authenticated_user, application_name, cluster_name, began_at, finished_at,
-       finished_status, rows_returned, execution_strategy, error_message, sql
+SELECT sql, authenticated_user, cluster_name, began_at, finished_at, finished_status, rows_returned,
+       execution_strategy, error_message, application_name, execution_id, session_id
 FROM mz_internal.mz_recent_activity_log
 WHERE application_name <> '{INTERNAL_APP}'
 ORDER BY began_at DESC

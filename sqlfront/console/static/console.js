@@ -28,11 +28,14 @@ function cell(tr, text, cls) {
   return td;
 }
 
+// Columns kept in the data (the cancel button needs session_id) but not shown.
+const HIDDEN = new Set(["execution_id", "session_id", "finished_at", "application_name"]);
+
 // A table of ``data`` ({columns, rows}); ``decorate(tr, row)`` may add cells.
 function table(data, extraHeader, decorate) {
   const t = document.createElement("table");
   const head = t.createTHead().insertRow();
-  for (const c of data.columns.concat(extraHeader || [])) {
+  for (const c of data.columns.filter((c) => !HIDDEN.has(c)).concat(extraHeader || [])) {
     const th = document.createElement("th");
     th.textContent = c;
     head.appendChild(th);
@@ -42,6 +45,7 @@ function table(data, extraHeader, decorate) {
     const tr = body.insertRow();
     row.forEach((v, i) => {
       const name = data.columns[i];
+      if (HIDDEN.has(name)) return;
       const td = cell(tr, v, name === "sql" ? "sql" : name === "status" && v ? `status-${v}` : null);
       if (name === "spark_ui" && v) {
         td.textContent = "";
