@@ -225,13 +225,16 @@ def session_rows(log: ActivityLog) -> list[tuple]:
             for i in sorted(log.sessions(), key=lambda i: i.connected_at)]
 
 
-def activity_rows(log: ActivityLog, snap, mz_version: str, redacted: bool) -> list[tuple]:
+def activity_rows(log: ActivityLog, snap, mz_version: str, redacted: bool, role_id: str | None = None) -> list[tuple]:
     """``mz_recent_activity_log`` (``redacted``: ``..._redacted``, without error messages
     and with ``redacted_sql``) in its column order (``catalog.introspection``); a
-    cluster's id as of ``snap`` (NULL once the cluster is gone)."""
+    cluster's id as of ``snap`` (NULL once the cluster is gone). ``role_id``: only the
+    statements of that role's sessions (None: all)."""
     out = []
     for e in log.executions():
         i = e.info
+        if role_id is not None and i.role_id != role_id:
+            continue
         params = [None if p is None else str(p) for p in (e.params or [])]
         cluster = snap.cluster_by_name(e.cluster_name) if e.cluster_name else None
         head = (e.id, 1.0, cluster.id if cluster else None, e.application_name, e.cluster_name, e.database,

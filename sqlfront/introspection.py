@@ -25,9 +25,21 @@ if TYPE_CHECKING:  # pragma: no cover
 FUNCTION_ID_BASE = 40000
 
 
-def rows(env: "Environment", table: BuiltinTable) -> list[tuple] | None:
-    """The rows of ``table`` if it is one of this module's, else None."""
+#: the relations whose rows depend on who reads them (``rows``' ``viewer``)
+VIEWER_TABLES = frozenset({t.MZ_RECENT_ACTIVITY_LOG.id, t.MZ_RECENT_ACTIVITY_LOG_REDACTED.id})
+
+
+def rows(env: "Environment", table: BuiltinTable, viewer: str | None = None) -> list[tuple] | None:
+    """The rows of ``table`` if it is one of this module's, else None.
+
+    The activity log holds other users' statements, literals and all: a superuser (or
+    ``viewer`` None, environmentd itself) reads every statement, any other role only its
+    own sessions' (Materialize opens the log to superusers and ``mz_monitor`` only;
+    PostgreSQL's pg_stat_activity shows others' query text to superusers only)."""
     tid = table.id
+    if tid in VIEWER_TABLES and viewer is not None and not rbac.is_superuser(env.snapshot, viewer):
+        return activity.activity_rows(env.activity, env.snapshot, MZ_VERSION,
+                                      tid == t.MZ_RECENT_ACTIVITY_LOG_REDACTED.id, role_id=viewer)
     mon = env.replica_monitor
     if tid == t.MZ_CLUSTER_REPLICA_STATUSES.id:
         return mon.status_rows()

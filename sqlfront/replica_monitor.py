@@ -149,22 +149,29 @@ class ReplicaMonitor:
 
     def sample(self) -> None:
         """Sample every live local replica's processes now (the thread's one step)."""
-        seen = set()
-        for h, size in self._handles():
+        seen, pids = set(), set()
+        handles = self._handles()
+        for h, size in handles:
             proc = getattr(h, "process", None)
             if proc is None or not proc.alive():
                 self._note_dead(h)
                 continue
-            samples = self._sample_group(h.id, proc.popen.pid, size)
+            samples = self._sample_group(h.id, proc.popen.pid, size, pids)
             seen.add(h.id)
             with self._lock:
                 self._last[h.id] = samples
                 self._history.setdefault(h.id, collections.deque(maxlen=self._history_len)).append(samples)
+        current = {h.id for h, _ in handles}
         with self._lock:
             for rid in [r for r in self._last if r not in seen]:
                 del self._last[rid]
+            for rid in [r for r in self._history if r not in current]:  # dropped replicas
+                del self._history[rid]
+        # forget the CPU marks of processes gone since (restarted replicas' old JVMs)
+        self._cpu = {pid: v for pid, v in self._cpu.items() if pid in pids}
 
-    def _sample_group(self, replica_id: str, pid: int, size: ReplicaSize | None) -> list[Sample]:
+    def _sample_group(self, replica_id: str, pid: int, size: ReplicaSize | None, pids: set[int]) -> list[Sample]:
+        """One sample of each JVM of the process group led by ``pid``; adds their pids to ``pids``."""
         try:
             root = psutil.Process(pid)
             procs = [root] + sorted((p for p in root.children(recursive=True) if _is_jvm(p)), key=lambda p: p.pid)
@@ -192,6 +199,7 @@ class ReplicaMonitor:
             else:
                 rate = max(cpu_s - prev[0], 0.0) / max(now - prev[1], 1e-3)
             self._cpu[p.pid] = (cpu_s, now)
+            pids.add(p.pid)
             out.append(Sample(when, replica_id, i, int(rate * 1e9), rss, cores, mem_limit))
         return out
 

@@ -33,7 +33,7 @@ from catalog.textio import set_session_time_zone
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
 from planner.writes import plan_insert
-from sqlfront import activity
+from sqlfront import activity, introspection
 from sqlfront import mzparse as mz
 from sqlfront.environment import BLOCK_CATALOG, Environment
 from sqlfront.rbac import authorize_statement
@@ -342,11 +342,14 @@ class Session:
 
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
         """The rows of a builtin table as this session sees them: its own cursors in
-        ``pg_cursors``, the environment's rows for the rest."""
+        ``pg_cursors``, the activity log as its role may see it, the environment's rows
+        for the rest."""
         if table.id == PG_CURSORS.id:
             return cursors.pg_cursors_rows(self)
         if table.id == PG_PREPARED_STATEMENTS.id:
             return prepared.pg_prepared_statements_rows(self)
+        if table.id in introspection.VIEWER_TABLES:
+            return introspection.rows(self.env, table, self.current_role_id)
         return self.env.builtin_rows(table)
 
     def close(self) -> None:

@@ -109,6 +109,14 @@ def test_activity_log_and_sessions_show_what_a_session_did(server, conn):
                                                 " WHERE session_id = %s", (sid,)).fetchall()]
         assert "SELECT a FROM intro_t WHERE b = '<REDACTED>' ORDER BY a" in redacted
         assert not any("hush" in r for r in redacted)
+    # another role sees its own sessions' statements only (the log holds literals)
+    conn.execute("CREATE ROLE intro_user LOGIN")
+    with psycopg.connect(f"postgresql://intro_user@127.0.0.1:{server.port}/materialize", autocommit=True) as c:
+        c.execute("SELECT 'mine'")
+        for rel, col in (("mz_recent_activity_log", "sql"), ("mz_recent_activity_log_redacted", "redacted_sql")):
+            seen = [r[0] for r in c.execute(f"SELECT {col} FROM mz_internal.{rel}").fetchall()]
+            assert any("mine" in q or "<REDACTED>" in q for q in seen) and not any("intro_t" in q for q in seen)
+    conn.execute("DROP ROLE intro_user")
     # the session leaves mz_sessions with its connection
     c2 = server.connect()
     pid = c2.info.backend_pid

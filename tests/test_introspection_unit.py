@@ -47,3 +47,30 @@ def test_console_needs_the_password_pgwire_needs():
 def test_console_without_a_server_password_trusts_as_pgwire_does():
     creds = _Credentials(_env({"materialize": Role("u1", "materialize", login=True, superuser=True)}), None)
     assert creds.role_id(None) == "u1"
+
+
+class _Proc:
+    def __init__(self, ended):
+        self.ended = ended
+
+    def alive(self):
+        return self.ended is None
+
+    def exit_reason(self):
+        return self.ended
+
+
+def test_replica_status_reason_is_how_its_process_ended():
+    from sqlfront.replica_monitor import ReplicaMonitor
+
+    oom = SimpleNamespace(id="u7", status="unhealthy", process=_Proc(("exit code 52", True)))
+    killed = SimpleNamespace(id="u8", status="unhealthy", process=_Proc(("killed by signal 9", False)))
+    starting = SimpleNamespace(id="u9", status="unhealthy", process=_Proc(None))
+    mon = ReplicaMonitor(lambda: [(oom, None), (killed, None), (starting, None)])
+    for h in (oom, killed, starting):
+        mon.status_changed(h, healthy=False)
+    assert [r[:4] for r in mon.status_rows()] == [
+        ("u7", 0, "offline", "oom-killed"), ("u8", 0, "offline", "killed by signal 9"), ("u9", 0, "offline", None)]
+    starting.status = "healthy"
+    mon.status_changed(starting, healthy=True)
+    assert mon.status_rows()[2][:4] == ("u9", 0, "online", None)
