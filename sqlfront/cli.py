@@ -343,6 +343,37 @@ def balancer(listen, routes, default, catalog_url, log_level) -> None:
         pass
 
 
+@main.command()
+@click.option("--url", default="postgresql://materialize@127.0.0.1:6875/materialize", show_default=True,
+              help="pgwire connection string of the environmentd to watch.")
+@click.option("--interval", default=2.0, show_default=True, type=click.FloatRange(0.2, 3600),
+              help="Seconds between refreshes.")
+@click.option("--once", is_flag=True, default=False, help="Print the overview once and exit.")
+def top(url, interval, once) -> None:
+    """The console's overview in the terminal: replicas with status and utilization,
+    running and recent statements (from the mz_internal relations), refreshed."""
+    import time
+
+    import psycopg
+
+    from pgconn import redact_url
+    from sqlfront.top import TOP_APP, render
+
+    try:
+        conn = psycopg.connect(url, autocommit=True, application_name=TOP_APP)
+    except psycopg.Error as e:
+        raise click.ClickException(f"cannot connect to {redact_url(url)}: {e}")
+    with conn:
+        while True:
+            text = render(conn)
+            if once:
+                click.echo(text)
+                return
+            click.clear()
+            click.echo(text)
+            time.sleep(interval)
+
+
 @main.command("load-tpch")
 @click.option("--scale", default=0.1, show_default=True, type=float, help="TPC-H scale factor.")
 @click.option("--url", default="postgresql://materialize@127.0.0.1:6875/materialize", show_default=True,

@@ -222,3 +222,13 @@ def test_sigkilled_replica_goes_offline_with_a_reason_then_online(server, conn):
     # the shared server's replica is back: the next module's peeks need it
     assert wait_for(lambda: conn.execute("SELECT status FROM mz_cluster_replicas WHERE id = %s",
                                          (rid,)).fetchone() == ("healthy",), 60)
+
+
+def test_sqlfront_top_prints_the_overview(server):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "sqlfront.cli", "top", "--once", "--url", server.url],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "quickstart" in out.stdout and "running (" in out.stdout and "recent" in out.stdout
