@@ -74,3 +74,41 @@ def test_replica_status_reason_is_how_its_process_ended():
     starting.status = "healthy"
     mon.status_changed(starting, healthy=True)
     assert mon.status_rows()[2][:4] == ("u9", 0, "online", None)
+
+
+def test_console_http_answers_401_without_the_password_and_serves_with_it():
+    import socket
+    import urllib.error
+    import urllib.request
+
+    from sqlfront.console import ConsoleServer
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = _env({"materialize": Role("u1", "materialize", login=True, superuser=True)})
+    console = ConsoleServer(env, "127.0.0.1", port, scram=ScramVerifier("s3cret")).start()
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        try:
+            urllib.request.urlopen(url, timeout=10)
+            raise AssertionError("served without a password")
+        except urllib.error.HTTPError as e:
+            assert e.code == 401 and e.headers["WWW-Authenticate"].startswith("Basic")
+        req = urllib.request.Request(url, headers={"Authorization": _basic("materialize", "s3cret")})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert r.status == 200 and b"sqlfront console" in r.read()
+    finally:
+        console.stop()
+
+
+def test_console_beyond_loopback_needs_a_password(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    out = subprocess.run([sys.executable, "-m", "sqlfront.cli", "serve", "--listen", "127.0.0.1:1",
+                          "--console-listen", "0.0.0.0:1", "--data-dir", str(tmp_path / "d")],
+                         cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "refusing to serve the console on 0.0.0.0:1" in out.stderr
+    assert not (tmp_path / "d").exists()
