@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from catalog import rbac
 from catalog.pg_catalog import PSEUDO_TYPE_OIDS
-from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column, Index, MaterializedView, Sequence, Table, View
+from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column
 from catalog.types import BOOL, BYTEA, FLOAT8, INT4, INT8, OID, TEXT, TIMESTAMPTZ, UUID, SqlType, all_type_names, \
     array_of
 
@@ -117,22 +117,24 @@ def type_id(name: str) -> str | None:
 
 
 def _type_rows() -> list[tuple]:
+    # builtin types: owned by mz_system, usable by PUBLIC (Materialize's ``=U/s1``)
+    acl = [rbac.mz_aclitem_text(rbac.AclItem(rbac.PUBLIC, rbac.MZ_SYSTEM.id, "U"))]
     out = [(type_id(n), SqlType(n).oid, _PG_CATALOG_SCHEMA_ID, n, "array" if SqlType(n).is_array else "base",
-            rbac.MZ_SYSTEM.id, [], None, None) for n in all_type_names() if n != "unknown"]
-    out += [(type_id(n), oid, _PG_CATALOG_SCHEMA_ID, n, "pseudo", rbac.MZ_SYSTEM.id, [], None, None)
+            rbac.MZ_SYSTEM.id, acl, None, None) for n in all_type_names() if n != "unknown"]
+    out += [(type_id(n), oid, _PG_CATALOG_SCHEMA_ID, n, "pseudo", rbac.MZ_SYSTEM.id, acl, None, None)
             for n, oid in PSEUDO_TYPE_OIDS.items()]
     return sorted(out, key=lambda r: r[1])
 
 
-def _object_type(snap: CatalogSnapshot, object_id: str, sub: int) -> str | None:
-    """Materialize's ``mz_comments.object_type`` of a commented object."""
+def _object_type(snap: CatalogSnapshot, object_id: str) -> str | None:
+    """Materialize's ``mz_comments.object_type`` of a commented object (a column's
+    comment has its relation's type)."""
     if any(sc.id == object_id for sc in snap.schemas.values()):
         return "schema"
-    for mapping, kind in ((snap.tables, Table), (snap.views, View), (snap.materialized_views, MaterializedView),
-                          (snap.indexes, Index), (snap.sequences, Sequence)):
+    for mapping, kind in ((snap.tables, "table"), (snap.views, "view"), (snap.materialized_views, "materialized-view"),
+                          (snap.indexes, "index"), (snap.sequences, "sequence")):
         if object_id in mapping:
-            return {Table: "table", View: "view", MaterializedView: "materialized-view", Index: "index",
-                    Sequence: "sequence"}[kind]
+            return kind
     return None
 
 
@@ -141,7 +143,7 @@ def introspection_rows(table: BuiltinTable, snap: CatalogSnapshot) -> list[tuple
     if table.id == MZ_COMMENTS.id:
         out = []
         for (object_id, sub), text in sorted(snap.comments.items()):
-            kind = _object_type(snap, object_id, sub)
+            kind = _object_type(snap, object_id)
             if kind is not None:
                 out.append((object_id, kind, sub or None, text))
         return out

@@ -160,11 +160,15 @@ def make_app(env, scram=None) -> Starlette:
     """The console application of ``env``; ``scram``: the server password's verifier (None:
     trust, as pgwire without a password)."""
 
-    async def query(request: Request, sql: str, app_name: str = INTERNAL_APP) -> JSONResponse:
+    async def query(request: Request, sql: str, app_name: str = INTERNAL_APP, extend=None) -> JSONResponse:
+        """``sql``'s result as JSON (``extend(result)`` may add to it), or its error."""
         try:
-            return JSONResponse(await run_in_threadpool(run_sql, env, request.state.role_id, sql, app_name))
+            result = await run_in_threadpool(run_sql, env, request.state.role_id, sql, app_name)
         except SqlError as e:
             return _error(e)
+        if extend is not None:
+            extend(result)
+        return JSONResponse(result)
 
     async def index(request: Request):
         return FileResponse(STATIC / "index.html")
@@ -175,19 +179,15 @@ def make_app(env, scram=None) -> Starlette:
         return FileResponse(Path(plotly.__file__).parent / "package_data" / "plotly.min.js",
                             media_type="text/javascript")
 
-    async def clusters(request: Request):
-        resp = await query(request, CLUSTERS_SQL)
-        if resp.status_code == 200:
-            import json
+    def with_spark_ui(result: dict) -> None:
+        urls = _spark_ui_urls(env)
+        rid = result["columns"].index("replica_id")
+        result["columns"].append("spark_ui")
+        for row in result["rows"]:
+            row.append(urls.get(row[rid]))
 
-            body = json.loads(resp.body)
-            urls = _spark_ui_urls(env)
-            body["columns"].append("spark_ui")
-            rid = body["columns"].index("replica_id")
-            for row in body["rows"]:
-                row.append(urls.get(row[rid]))
-            return JSONResponse(body)
-        return resp
+    async def clusters(request: Request):
+        return await query(request, CLUSTERS_SQL, extend=with_spark_ui)
 
     async def utilization(request: Request):
         return await query(request, UTILIZATION_SQL)
