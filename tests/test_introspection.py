@@ -1,7 +1,7 @@
 """Materialize's introspection relations (issue 29) over the wire: columns as
 Materialize's system catalog reference lists them ("mz_internal", "mz_catalog"), contents
 as what the test did; and the web console's HTTP API (sqlfront.console) with a real HTTP
-client. The replica SIGKILL test runs last: the shared server's replica restarts."""
+client. The SIGKILL test kills the replica of a cluster of its own, not the shared quickstart."""
 
 from __future__ import annotations
 
@@ -205,23 +205,25 @@ def test_console_cancels_a_running_query(server):
 
 
 def test_sigkilled_replica_goes_offline_with_a_reason_then_online(server, conn):
-    rid = conn.execute("SELECT r.id FROM mz_cluster_replicas r JOIN mz_clusters c ON c.id = r.cluster_id"
-                       " WHERE c.name = 'quickstart' AND r.name = 'r1'").fetchone()[0]
-    statuses = "SELECT status, reason FROM mz_internal.mz_cluster_replica_statuses WHERE replica_id = %s"
-    assert conn.execute(statuses, (rid,)).fetchone() == ("online", None)
-    # sampled: memory of a live JVM, CPU within the replica's allocation
-    metrics = wait_for(lambda: conn.execute(
-        "SELECT memory_bytes, cpu_nano_cores FROM mz_internal.mz_cluster_replica_metrics"
-        " WHERE replica_id = %s AND process_id = 0", (rid,)).fetchone(), 30)
-    assert metrics[0] > 10 << 20 and metrics[1] >= 0
-    assert conn.execute("SELECT memory_percent > 0 FROM mz_internal.mz_cluster_replica_utilization"
-                        " WHERE replica_id = %s", (rid,)).fetchone() == (True,)
-    os.kill(int((server.data_dir / "replicas" / rid / "pid").read_text()), signal.SIGKILL)
-    assert wait_for(lambda: conn.execute(statuses, (rid,)).fetchone() == ("offline", "killed by signal 9"), 30)
-    assert wait_for(lambda: conn.execute(statuses, (rid,)).fetchone() == ("online", None), 240, 1.0)
-    # the shared server's replica is back: the next module's peeks need it
-    assert wait_for(lambda: conn.execute("SELECT status FROM mz_cluster_replicas WHERE id = %s",
-                                         (rid,)).fetchone() == ("healthy",), 60)
+    # a cluster of its own: the shared server's quickstart is not disturbed
+    conn.execute("CREATE CLUSTER intro_kill REPLICAS (r1 (SIZE '1'))")
+    try:
+        rid = conn.execute("SELECT r.id FROM mz_cluster_replicas r JOIN mz_clusters c ON c.id = r.cluster_id"
+                           " WHERE c.name = 'intro_kill'").fetchone()[0]
+        statuses = "SELECT status, reason FROM mz_internal.mz_cluster_replica_statuses WHERE replica_id = %s"
+        assert wait_for(lambda: conn.execute(statuses, (rid,)).fetchone() == ("online", None), 240, 1.0)
+        # sampled: memory of a live JVM, CPU within the replica's allocation
+        metrics = wait_for(lambda: conn.execute(
+            "SELECT memory_bytes, cpu_nano_cores FROM mz_internal.mz_cluster_replica_metrics"
+            " WHERE replica_id = %s AND process_id = 0", (rid,)).fetchone(), 30)
+        assert metrics[0] > 10 << 20 and metrics[1] >= 0
+        assert conn.execute("SELECT memory_percent > 0 FROM mz_internal.mz_cluster_replica_utilization"
+                            " WHERE replica_id = %s", (rid,)).fetchone() == (True,)
+        os.kill(int((server.data_dir / "replicas" / rid / "pid").read_text()), signal.SIGKILL)
+        assert wait_for(lambda: conn.execute(statuses, (rid,)).fetchone() == ("offline", "killed by signal 9"), 30)
+        assert wait_for(lambda: conn.execute(statuses, (rid,)).fetchone() == ("online", None), 240, 1.0)
+    finally:
+        conn.execute("DROP CLUSTER intro_kill")
 
 
 def test_sqlfront_top_prints_the_overview(server):
