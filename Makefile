@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LISTEN ?= 127.0.0.1:6875
 METRICS_LISTEN ?= 127.0.0.1:6878
+CONSOLE_LISTEN ?= 127.0.0.1:6876
 DATA_DIR ?= mzdata
 SCALE ?= 0.1
 # a psycopg checkout for `make psycopg-suite` (empty: clone the installed version's tag)
@@ -23,7 +24,7 @@ DBT_VENV := .venv-dbt
 DBT_STAMP := $(DBT_VENV)/.installed
 DBT_REQUIREMENTS := tests/dbt_project/requirements.txt
 
-.PHONY: serve serve-multi test tpch bench-tpch psycopg-suite setup clean dbt-venv
+.PHONY: serve serve-multi test tpch bench-tpch psycopg-suite setup clean dbt-venv browser-deps
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -34,6 +35,15 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 setup: $(STAMP)
+
+# Debian's headless Chromium and its WebDriver, for the console's browser tests
+# (tests/test_console_browser.py skips without them). Installs as root only; elsewhere it
+# says what to run and the browser tests skip.
+browser-deps:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		if [ "$$(id -u)" = 0 ]; then \
+			apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+		else echo "browser tests skipped: run 'sudo make browser-deps' for Debian's chromium"; fi
 
 # RELEASE_BUILD=1: dbt-materialize's sdist then leaves out its `dev` extra, a git URL that
 # pip refuses in a distribution from PyPI.
@@ -47,12 +57,12 @@ dbt-venv: $(DBT_STAMP)
 
 serve: $(STAMP)
 	$(BIN)/sqlfront serve --listen $(LISTEN) --data-dir $(DATA_DIR) --metrics-listen $(METRICS_LISTEN) \
-		--copy-from-dir $(TPCH_DATA)
+		--console-listen $(CONSOLE_LISTEN) --copy-from-dir $(TPCH_DATA)
 
 serve-multi: $(STAMP)
 	$(BIN)/python tests/serve_multi.py --dir $(MULTI_DIR) --balancer-port $(lastword $(subst :, ,$(LISTEN)))
 
-test: $(STAMP) $(DBT_STAMP)
+test: $(STAMP) $(DBT_STAMP) browser-deps
 	$(BIN)/python -m pytest
 
 tpch: $(STAMP)

@@ -15,7 +15,13 @@ PostgreSQL runs from Debian's packages (``/usr/lib/postgresql/*/bin``) in a temp
 directory on a free loopback port, as the ``postgres`` user when run as root. Without
 it, only sqlfront's figures are printed.
 
+4. ``--activity-log-cost``: only the ``SELECT 1`` p50 of two sqlfront servers, one
+   recording every statement in ``mz_recent_activity_log`` (the default) and one started
+   with ``--no-activity-log``, measured in alternating rounds so that both see the same
+   machine load (issue 29's target: at most 1.1x).
+
     .venv/bin/python bench/wire.py [--iterations 2000] [--rows 100000] [--repeat 3] [--big-rows 10000000]
+    .venv/bin/python bench/wire.py --activity-log-cost [--iterations 2000]
 """
 
 from __future__ import annotations
@@ -135,13 +141,44 @@ def server_seconds(srv) -> float:
     return sum(float(m) for m in re.findall(r'^statement_phase_seconds_total\{phase="server"\} (\S+)$', text, re.M))
 
 
+def activity_log_cost(iterations: int, rounds: int = 5) -> None:
+    """Print the SELECT 1 p50 with the activity log on and off, and their ratio."""
+    dirs = [Path(tempfile.mkdtemp(prefix="wire-log-")) for _ in range(2)]
+    servers = {"on": Server(dirs[0] / "mzdata"), "off": Server(dirs[1] / "mzdata", "--no-activity-log")}
+    try:
+        for s in servers.values():
+            s.start()
+        lat: dict[str, list[float]] = {"on": [], "off": []}
+        conns = {k: s.connect() for k, s in servers.items()}
+        for c in conns.values():
+            select1(c, 100, False)  # warm up
+        for _ in range(rounds):  # alternate, so both see the same load
+            for k, c in conns.items():
+                lat[k] += select1(c, max(1, iterations // rounds), False)
+        for c in conns.values():
+            c.close()
+    finally:
+        for s in servers.values():
+            s.stop()
+        for d in dirs:
+            shutil.rmtree(d, ignore_errors=True)
+    on, off = pct(lat["on"], 0.5), pct(lat["off"], 0.5)
+    print(f"SELECT 1 p50, {iterations} iterations (ms): activity log on {on * 1e3:.3f}, off {off * 1e3:.3f}, "
+          f"ratio {on / off:.3f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--activity-log-cost", action="store_true",
+                    help="only compare SELECT 1 with mz_recent_activity_log on and off")
     ap.add_argument("--iterations", type=int, default=2000)
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--big-rows", type=int, default=10_000_000, help="rows of the big fetch (0: skip it)")
     args = ap.parse_args()
+    if args.activity_log_cost:
+        activity_log_cost(args.iterations)
+        return
 
     metrics_port = free_port()
     data = Path(tempfile.mkdtemp(prefix="wire-sf-"))

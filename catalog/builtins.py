@@ -14,6 +14,7 @@ from catalog.sizes import ReplicaSize
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column, MaterializedView
 from catalog.pg_catalog import DATABASE_OID, PG_CATALOG_TABLES, namespace_oid, object_oid, pg_catalog_rows
 from catalog import rbac
+from catalog.introspection import INTROSPECTION_TABLES, introspection_rows
 from catalog.types import BOOL, FLOAT8, INT4, INT8, INTERVAL, OID, TEXT, array_of
 
 #: ``mz_aclitem[]`` columns, shown as their text form (``u1=arwd/u1``)
@@ -243,7 +244,7 @@ def _owned(snap: CatalogSnapshot, obj: rbac.ObjectRef) -> tuple[str, list[str]]:
 #: builtin tables whose rows come from environmentd's state (metrics, persist), not the catalog
 METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE)
 
-BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES, IS_TABLE_PRIVILEGES, IS_ROLE_TABLE_GRANTS, MZ_RELATIONS, MZ_SOURCES, MZ_SINKS, MZ_MATERIALIZED_VIEWS, MZ_HYDRATION_STATUSES, MZ_MATERIALIZATION_LAG)
+BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES, IS_TABLE_PRIVILEGES, IS_ROLE_TABLE_GRANTS, MZ_RELATIONS, MZ_SOURCES, MZ_SINKS, MZ_MATERIALIZED_VIEWS, MZ_HYDRATION_STATUSES, MZ_MATERIALIZATION_LAG) + INTROSPECTION_TABLES
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
@@ -258,6 +259,9 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
     pg = pg_catalog_rows(table, snap, settings or {})
     if pg is not None:
         return pg
+    found = introspection_rows(table, snap)
+    if found is not None:
+        return found
     if table.id == MZ_CLUSTER_REPLICA_SIZES.id:
         return [
             (s.name, s.workers, s.scale, s.cpu_limit, f"{s.memory_limit}MiB" if s.memory_limit else None)

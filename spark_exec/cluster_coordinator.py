@@ -122,6 +122,10 @@ class ClusterCoordinator:
         for t in threads:
             t.join(20)
 
+    def handles(self) -> list[ReplicaHandle]:
+        """The handles of this cluster's replicas now (for introspection: statuses, processes)."""
+        return list(self._replicas.values())
+
     def status(self, replica_id: str) -> str:
         h = self._replicas.get(replica_id)
         return h.status if h is not None else "unhealthy"

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import re
 import secrets
 import shutil
 import signal
@@ -59,8 +60,10 @@ PROPERTIES_FILE = "spark.properties"
 SPARK_OOM_EXIT_CODE = 52
 #: how much of a dead replica's log end is searched for its OutOfMemoryError (bytes)
 OOM_LOG_TAIL = 1 << 20
-#: set to 1 in environmentd's environment to give local replicas the Spark UI (profiling)
+#: set to 0 in environmentd's environment to run local replicas without the Spark UI
 PROFILE_UI_ENV = "SQLFRONT_REPLICA_SPARK_UI"
+#: how much of a replica's log start is searched for its Spark UI's address (bytes)
+SPARK_UI_LOG_HEAD = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,20 @@ class ReplicaProcess:
             return None
         reason = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
         return reason, code == SPARK_OOM_EXIT_CODE or _logged_oom(self.log_path, self.log_offset)
+
+    def spark_ui_url(self) -> str | None:
+        """The Spark UI's address (``http://127.0.0.1:PORT``) as this process logged it,
+        None before it has (or with the UI off)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self.log_offset)
+                text = f.read(SPARK_UI_LOG_HEAD).decode("utf-8", "replace")
+        except OSError:
+            return None
+        # Spark logs "Start Jetty 127.0.0.1:0 for SparkUI", then the port it took
+        host = re.search(r"Start Jetty ([^\s:]+):\d+ for SparkUI", text)
+        port = re.search(r"Successfully started service 'SparkUI' on port (\d+)", text)
+        return f"http://{host.group(1) if host else '127.0.0.1'}:{port.group(1)}" if port else None
 
     def cpu_seconds(self) -> float:
         """CPU time (user + system, seconds) used so far by the live processes of the
@@ -167,9 +184,10 @@ class Orchestrator:
             "spark.connect.grpc.binding.port": str(port),
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
-            # Profiling only (PROFILE_UI_ENV=1): the Spark UI and its REST API (stage and task
-            # times) on a free loopback port, named in replica.log. It has no authentication.
-            "spark.ui.enabled": "true" if os.environ.get(PROFILE_UI_ENV) == "1" else "false",
+            # The Spark UI and its REST API (stage and task times) on a free port of 127.0.0.1
+            # (SPARK_LOCAL_IP below), named in replica.log and linked from the console; it has
+            # no authentication, so never on another address. PROFILE_UI_ENV=0 turns it off.
+            "spark.ui.enabled": "false" if os.environ.get(PROFILE_UI_ENV) == "0" else "true",
             "spark.ui.port": "0",
             "spark.sql.session.timeZone": "UTC",
             "spark.sql.ansi.enabled": "true",

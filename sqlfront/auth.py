@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import secrets
 
 from scramp import ScramException, ScramMechanism
@@ -129,6 +130,17 @@ class ScramVerifier:
         salt, stored, server, iters = self._auth_info
         b64 = lambda b: base64.b64encode(b).decode()  # noqa: E731
         return f"{MECHANISM}${iters}:{b64(salt)}${b64(stored)}:{b64(server)}"
+
+    def check_password(self, password: str) -> bool:
+        """True if ``password`` is the one this secret was made from (for clients that
+        send a password itself, such as the console's HTTP Basic authentication): one
+        PBKDF2 derivation with the secret's salt and iterations, compared in constant time."""
+        salt, stored, _server, iters = self._auth_info
+        try:
+            derived = self._mechanism.make_auth_info(password, iteration_count=iters, salt=salt)
+        except ScramException:
+            return False
+        return hmac.compare_digest(derived[1], stored)
 
     def exchange(self) -> "ScramExchange":
         """A new exchange for one connection attempt (a fresh server nonce)."""

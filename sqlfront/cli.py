@@ -86,6 +86,10 @@ def main() -> None:
               help="Give a user without a role one (LOGIN, no privileges) at its first login, as Materialize "
                    "Cloud does. Off: only roles made with CREATE ROLE ... LOGIN can log in.")
 @click.option("--metrics-listen", default=None, help="Serve Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:6878).")
+@click.option("--console-listen", default=None,
+              help="Serve the web console on HOST:PORT (e.g. 127.0.0.1:6876), behind the same password as pgwire.")
+@click.option("--activity-log/--no-activity-log", default=True, show_default=True,
+              help="Record every statement in mz_internal.mz_recent_activity_log.")
 @click.option("--max-peeks-per-replica", default=8, show_default=True, type=click.IntRange(1),
               help="Peeks running at once on one replica; more wait in line.")
 @click.option("--password-file", default=None, type=click.Path(dir_okay=False, exists=True),
@@ -152,7 +156,7 @@ def main() -> None:
               help="Seconds a cluster lease lasts without renewal: how long a dead owner's clusters wait for "
                    "a takeover (renewed every fifth of it).")
 def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, bootstrap_role,
-          auto_create_roles, metrics_listen,
+          auto_create_roles, metrics_listen, console_listen, activity_log,
           max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
           max_copy_from_size, copy_memory_budget, authentication_timeout, max_startup_connections, log_level,
           tls_cert, tls_key, tls_mode, max_query_heap_size, persist_compaction, persist_pubsub,
@@ -204,6 +208,11 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
             f"refusing to serve metrics on {metrics_listen}: the metrics endpoint has no authentication, "
             "so anyone who can reach it could read it. Listen on 127.0.0.1 (--metrics-listen 127.0.0.1:PORT) "
             "and let the scraper reach it through a tunnel or an authenticating proxy.")
+    console_address = parse_listen(console_listen) if console_listen else None
+    if console_address and password is None and not is_loopback(console_address[0]):
+        raise click.ClickException(
+            f"refusing to serve the console on {console_listen} without a password: anyone who can reach it "
+            "could run SQL. Set --password-file (or SQLFRONT_PASSWORD), or listen on 127.0.0.1.")
     pubsub_address = parse_listen(persist_pubsub_listen)
     if not is_loopback(pubsub_address[0]):
         raise click.ClickException(
@@ -257,7 +266,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                     timestamp_oracle_url=timestamp_oracle_url, persist_blob_url=persist_blob_url,
                     catalog_url=catalog_url, catalog_key_file=Path(catalog_key_file) if catalog_key_file else None,
                     address=f"{host}:{port}", clusters=cluster_names,
-                    takeover=takeover, cluster_lease_s=cluster_lease_duration)
+                    takeover=takeover, cluster_lease_s=cluster_lease_duration, activity_log=activity_log)
     make_private(Path(data_dir))
     try:
         env = Environment(config)
@@ -278,6 +287,15 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     except OSError as e:
         raise click.ClickException(f"cannot listen on {listen}: {e}")
     env.start()
+    console = None
+    if console_address:
+        from sqlfront.console import ConsoleServer
+
+        try:
+            console = ConsoleServer(env, *console_address, scram=scram).start()
+        except OSError as e:
+            env.shutdown()
+            raise click.ClickException(f"cannot serve the console on {console_listen}: {e}")
     t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, name="pgwire", daemon=True)
     t.start()
     logging.getLogger("sqlfront").info("listening on %s (psql -h %s -p %d -U materialize materialize)", listen, host, port)
@@ -285,6 +303,8 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
         while not stop.wait(0.5):
             pass
     finally:
+        if console is not None:
+            console.stop()
         server.shutdown()
         server.server_close()
         env.shutdown()
@@ -339,6 +359,37 @@ def balancer(listen, routes, default, catalog_url, log_level) -> None:
         raise click.ClickException(f"cannot listen on {listen}: {e}")
     except KeyboardInterrupt:
         pass
+
+
+@main.command()
+@click.option("--url", default="postgresql://materialize@127.0.0.1:6875/materialize", show_default=True,
+              help="pgwire connection string of the environmentd to watch.")
+@click.option("--interval", default=2.0, show_default=True, type=click.FloatRange(0.2, 3600),
+              help="Seconds between refreshes.")
+@click.option("--once", is_flag=True, default=False, help="Print the overview once and exit.")
+def top(url, interval, once) -> None:
+    """The console's overview in the terminal: replicas with status and utilization,
+    running and recent statements (from the mz_internal relations), refreshed."""
+    import time
+
+    import psycopg
+
+    from pgconn import redact_url
+    from sqlfront.top import TOP_APP, render
+
+    try:
+        conn = psycopg.connect(url, autocommit=True, application_name=TOP_APP)
+    except psycopg.Error as e:
+        raise click.ClickException(f"cannot connect to {redact_url(url)}: {e}")
+    with conn:
+        while True:
+            text = render(conn)
+            if once:
+                click.echo(text)
+                return
+            click.clear()
+            click.echo(text)
+            time.sleep(interval)
 
 
 @main.command("load-tpch")

@@ -75,6 +75,9 @@ from sqlfront.metrics import Metrics
 from sqlfront.memory_budget import MemoryBudget, default_copy_memory_budget
 from sqlfront.ownership import LeasedOwnership, LocalOwnership
 from sqlfront.pyworker import PythonWorkers
+from sqlfront import introspection
+from sqlfront.activity import ActivityLog
+from sqlfront.replica_monitor import ReplicaMonitor
 from sqlfront.vars import server_defaults
 
 log = logging.getLogger(__name__)
@@ -160,6 +163,10 @@ class Config:
     takeover: bool = False
     #: seconds a cluster lease lasts without renewal (``sqlfront.ownership``)
     cluster_lease_s: float = 10.0
+    #: record every statement in ``mz_internal.mz_recent_activity_log`` (``sqlfront.activity``)
+    activity_log: bool = True
+    #: seconds between samples of the replicas' CPU and memory (``sqlfront.replica_monitor``)
+    replica_metrics_interval_s: float = 5.0
 
     @property
     def shared_persist(self) -> bool:
@@ -268,6 +275,10 @@ class Environment:
         self.metrics.track_replicas(self._all_statuses)
         #: processes for fast-path queries too big for a session's thread
         self.python_workers = PythonWorkers()
+        #: live sessions and recent statements (mz_sessions, mz_recent_activity_log)
+        self.activity = ActivityLog(enabled=config.activity_log)
+        #: replica statuses and sampled metrics (mz_cluster_replica_statuses, ..._metrics)
+        self.replica_monitor = ReplicaMonitor(self.replica_handles, config.replica_metrics_interval_s)
 
     # -- boot and shutdown ------------------------------------------------------------
 
@@ -298,6 +309,7 @@ class Environment:
                     self._gain_cluster(c.id)
         self.ownership.start()  # takes the leases of the clusters this process runs
         threading.Thread(target=self._maintenance_loop, name="persist-maintenance", daemon=True).start()
+        self.replica_monitor.start()
         threading.Thread(target=self._compaction_loop, name="persist-compaction", daemon=True).start()
         log.info("environment ready: %d cluster(s), %d replica(s), %d table(s)",
                  len(self.snapshot.clusters), len(self.snapshot.replicas), len(self.snapshot.tables))
@@ -611,6 +623,7 @@ class Environment:
     def shutdown(self) -> None:
         """Stop the Coordinator and every replica process (waits for them to exit)."""
         self._maintenance_stop.set()
+        self.replica_monitor.stop()
         self.ownership.stop()
         self._replica_merges.shutdown(wait=False, cancel_futures=True)
         if self.writer is not None:
@@ -705,6 +718,9 @@ class Environment:
         return self.persist.state(relation.shard_id).row_count()
 
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
+        found = introspection.rows(self, table)
+        if found is not None:
+            return found
         if table.id == MZ_COORDINATOR_LOOP.id:
             return self.metrics.coordinator_loop_rows()
         if table.id == MZ_PEEK_DURATIONS.id:
@@ -787,7 +803,7 @@ class Environment:
             if cc is None:
                 cc = ClusterCoordinator(c.id, c.name, self.orchestrator,
                                         # other processes read statuses from the lease: publish now
-                                        on_status=lambda _rid, _status: self.ownership.poke(),
+                                        on_status=functools.partial(self._replica_status_changed, c.id),
                                         max_peeks_per_replica=self.config.max_peeks_per_replica)
                 cc.maintain_arrangements(functools.partial(self._arranged_tables, c.id))
                 cc.maintain_materializations(self.persist, self.oracle.read_ts,
@@ -795,6 +811,19 @@ class Environment:
                                              self.request_materialization, self._applied)
                 self.clusters[c.id] = cc
             return cc
+
+    def _replica_status_changed(self, cluster_id: str, replica_id: str, status: str) -> None:
+        self.ownership.poke()  # other processes read statuses from the lease: publish now
+        cc = self.clusters.get(cluster_id)
+        h = next((h for h in cc.handles() if h.id == replica_id), None) if cc is not None else None
+        if h is not None:
+            self.replica_monitor.status_changed(h, status == "healthy")
+
+    def replica_handles(self) -> list:
+        """(handle, size) of every replica this environmentd runs (``ReplicaMonitor``)."""
+        snap = self.snapshot
+        return [(h, self._size(snap.replicas[h.id]) if h.id in snap.replicas else None)
+                for cc in list(self.clusters.values()) for h in cc.handles()]
 
     def _arranged_tables(self, cluster_id: str) -> dict[str, tuple[Table, list[tuple[str, ...]]]]:
         """The tables the indexes of cluster ``cluster_id`` cover (an index on a view

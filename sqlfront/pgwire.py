@@ -270,6 +270,7 @@ class PgHandler(BuenaVistaHandler):
         session.client_gone = self._client_gone
         ctx = PgContext(session, params)
         self.server.register(ctx)
+        session.activity.connection_id, session.activity.client_ip = ctx.process_id, self.client_address[0]
         self.ctx = ctx  # from here on, handle()'s cleanup closes it even if startup fails
         self.send_authentication_ok()
         self.handle_post_auth(ctx)

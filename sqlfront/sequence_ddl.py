@@ -590,6 +590,13 @@ def _reads(view: View | MaterializedView) -> list[tuple[str | None, str]]:
     return v.names
 
 
+def direct_references(snap: CatalogSnapshot, view: View | MaterializedView) -> list[str]:
+    """The ids of the relations a view's (or materialized view's) query names, as they
+    resolve now (``mz_internal.mz_object_dependencies``)."""
+    rels = (_lookup(snap, schema, name, snap.relation_by_name) for schema, name in _reads(view))
+    return sorted({r.id for r in rels if r is not None and r.id != view.id})
+
+
 def dependents(snap: CatalogSnapshot, ids: set[str]) -> list[View | MaterializedView]:
     """The views and materialized views that read any of ``ids``, directly or through
     others, dependents after what they depend on."""

@@ -26,13 +26,14 @@ from pglast import ast
 from catalog.errors import (
     SqlError, DISK_FULL, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, STATEMENT_TOO_COMPLEX, SYNTAX_ERROR,
 )
-from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, set_session_roles, set_statement_catalog
+from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, role_name, set_session_roles, set_statement_catalog
 from catalog.snapshot import set_search_path, temp_schema_name
 from catalog.intervalio import set_session_interval_style
 from catalog.textio import set_session_time_zone
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
 from planner.writes import plan_insert
+from sqlfront import activity, introspection
 from sqlfront import mzparse as mz
 from sqlfront.environment import BLOCK_CATALOG, Environment
 from sqlfront.rbac import authorize_statement
@@ -135,6 +136,10 @@ class Session:
         #: this session's temporary schema (``mz_temp``), made by its first CREATE TEMP
         #: TABLE and dropped with everything in it when the session ends
         self.temp_schema = temp_schema_name(env.process_id, uuid.uuid4().hex[:12])
+        #: this session in mz_sessions (the wire layer adds its connection id and address)
+        self.activity = env.activity.connect(self, role_name(env.snapshot, role_id))
+        #: the running statement's entry in mz_recent_activity_log (None: the log is off)
+        self.execution: activity.Execution | None = None
 
     # -- entry points -----------------------------------------------------------------
 
@@ -185,7 +190,20 @@ class Session:
     def execute_one(self, sql: str, params: list | None = None) -> Result:
         """Run one statement. Raises SqlError (including :func:`resource_error`'s for a
         statement nested too deeply or a full disk); in a transaction block an error
-        leaves the transaction aborted (25P02 for what follows, until COMMIT/ROLLBACK)."""
+        leaves the transaction aborted (25P02 for what follows, until COMMIT/ROLLBACK).
+        The statement is in mz_recent_activity_log from now until its last row is sent."""
+        ex = self.execution = self.env.activity.begin(self, self.activity, sql, params)
+        try:
+            result = self._execute_logged(sql, params)
+        except BaseException as e:
+            if ex is not None:
+                ex.finish_with(e)
+            raise
+        if ex is not None:
+            activity.track(ex, result)
+        return result
+
+    def _execute_logged(self, sql: str, params: list | None) -> Result:
         self.cancel_event.clear()
         t0 = time.perf_counter()
         try:
@@ -324,11 +342,14 @@ class Session:
 
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
         """The rows of a builtin table as this session sees them: its own cursors in
-        ``pg_cursors``, the environment's rows for the rest."""
+        ``pg_cursors``, the activity log as its role may see it, the environment's rows
+        for the rest."""
         if table.id == PG_CURSORS.id:
             return cursors.pg_cursors_rows(self)
         if table.id == PG_PREPARED_STATEMENTS.id:
             return prepared.pg_prepared_statements_rows(self)
+        if table.id in introspection.VIEWER_TABLES:
+            return introspection.rows(self.env, table, self.current_role_id)
         return self.env.builtin_rows(table)
 
     def close(self) -> None:
@@ -340,6 +361,7 @@ class Session:
         cursors.close_all(self)
         txn.release_read_ts(self)
         ddl.drop_temp_schema(self)
+        self.env.activity.disconnect(self.activity)
 
 
 #: statement type -> handler(session, stmt, sql, params) -> Result (or CopyIn/CopyOut).

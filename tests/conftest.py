@@ -57,11 +57,14 @@ def pytest_runtest_makereport(item, call):
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    metrics_port = free_port()
+    metrics_port, console_port = free_port(), free_port()
     copy_from_dir = tmp_path_factory.mktemp("copy-from")
     s = Server(tmp_path_factory.mktemp("env") / "mzdata", *SERVER_ARGS,
-               "--metrics-listen", f"127.0.0.1:{metrics_port}", "--copy-from-dir", str(copy_from_dir)).start()
+               "--metrics-listen", f"127.0.0.1:{metrics_port}", "--console-listen", f"127.0.0.1:{console_port}",
+               "--copy-from-dir", str(copy_from_dir)).start()
     s.metrics_url = f"http://127.0.0.1:{metrics_port}/metrics"
+    #: the web console (sqlfront.console)
+    s.console_url = f"http://127.0.0.1:{console_port}"
     #: the one directory whose files COPY t FROM 'path' may read on this server
     s.copy_from_dir = copy_from_dir
     yield s

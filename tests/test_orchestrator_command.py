@@ -10,13 +10,13 @@ def _conf(tmp_path) -> dict[str, str]:
     return dict(cmd[i + 1].split("=", 1) for i, a in enumerate(cmd) if a == "--conf")
 
 
-def test_replica_spark_ui_is_off_by_default(tmp_path, monkeypatch):
-    monkeypatch.delenv(PROFILE_UI_ENV, raising=False)
+def test_env_turns_the_replica_spark_ui_off(tmp_path, monkeypatch):
+    monkeypatch.setenv(PROFILE_UI_ENV, "0")
     assert _conf(tmp_path)["spark.ui.enabled"] == "false"
 
 
-def test_profiling_env_gives_replicas_a_loopback_spark_ui_on_a_free_port(tmp_path, monkeypatch):
-    monkeypatch.setenv(PROFILE_UI_ENV, "1")
+def test_replicas_have_a_loopback_spark_ui_on_a_free_port_by_default(tmp_path, monkeypatch):
+    monkeypatch.delenv(PROFILE_UI_ENV, raising=False)
     conf = _conf(tmp_path)
     assert conf["spark.ui.enabled"] == "true"
     assert conf["spark.ui.port"] == "0"  # Spark picks a free port and logs it in replica.log

@@ -26,6 +26,7 @@ from planner import interpret
 from planner.guard import Guard, Outgrown, guarded
 from planner.plan import relations_read
 from planner.query import QueryPlanner
+from sqlfront.activity import note_strategy
 from sqlfront.parse import parse_one
 from sqlfront.pyworker import INLINE_HEAP_BYTES
 from sqlfront.sequence.result import Result, ResultStream, chunk_rows
@@ -114,6 +115,7 @@ def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | 
     Raises:
         as ``peek``, for errors before the first rows."""
     with _observed(s):
+        note_strategy(s, "constant" if interpret.is_fast_path(plan) else "standard")
         if interpret.is_fast_path(plan):
             try:
                 rows = evaluate(s, plan)
@@ -311,6 +313,7 @@ class _Holds:
 
 
 def _peek(s: Session, plan, as_of: int | None, job):
+    note_strategy(s, "constant" if interpret.is_fast_path(plan) and job is None else "standard")
     if interpret.is_fast_path(plan) and job is None:
         try:
             return evaluate(s, plan)

@@ -36,6 +36,9 @@ class ResultStream:
         self.closed = False
         #: rows handed out so far
         self.rows_taken = 0
+        #: called once, when the stream closes: ``f(the pull's error or None, rows_taken)``
+        self.on_end: list[Callable[[BaseException | None, int], None]] = []
+        self._error: BaseException | None = None
 
     def take(self, limit: int | None = None):
         """Yield chunks holding the next ``limit`` rows (all that are left when None or
@@ -49,7 +52,8 @@ class ResultStream:
                     return
                 try:
                     chunk = self._pull()
-                except BaseException:
+                except BaseException as e:
+                    self._error = e
                     self.close()
                     raise
                 if chunk is None:
@@ -72,8 +76,12 @@ class ResultStream:
             return
         self.closed = True
         self._buf = None
-        if self._on_close is not None:
-            self._on_close()
+        try:
+            if self._on_close is not None:
+                self._on_close()
+        finally:
+            for f in self.on_end:
+                f(self._error, self.rows_taken)
 
 
 def chunk_len(chunk: Chunk) -> int:
