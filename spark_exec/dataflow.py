@@ -480,7 +480,9 @@ class Dataflow:
         # count for both, the change's for the new ones only.
         both = change.withColumn("_new", F.lit(True))
         if before is not None:
-            both = before.withColumn("_new", F.lit(False)).unionAll(both)
+            # (one partition in a narrow step: the grouping then needs no exchange, a stage
+            # and a job of its own under adaptive execution)
+            both = self._one(before.withColumn("_new", F.lit(False)).unionAll(both))
         totals = both.groupBy(*sums.keys).agg(*sums.old_and_new())
         # Each touched group's old row (retracted) and new row from one pass over the
         # totals (two selects of them would make Spark plan the totals twice).
