@@ -216,7 +216,8 @@ class Subscribe:
     """Materialize's ``SUBSCRIBE [TO] obj | (query) [ENVELOPE UPSERT|DEBEZIUM (KEY (cols))]
     [WITH (SNAPSHOT [= bool], PROGRESS [= bool])] [WITHIN TIMESTAMP ORDER BY ...]
     [UP TO expr]`` (its AS OF is split off with ``sqlfront.parse.split_as_of``).
-    ``query``: the SQL of the subscribed query (``SELECT * FROM obj`` for an object)."""
+    ``query``: the SQL of the subscribed query (``SELECT * FROM obj`` for an object);
+    ``order_by``: WITHIN TIMESTAMP ORDER BY's (output column, descending, nulls first)."""
 
     query: str
     envelope: str | None = None
@@ -224,6 +225,7 @@ class Subscribe:
     snapshot: bool = True
     progress: bool = False
     up_to: str | None = None
+    order_by: tuple[tuple[str, bool, bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -904,7 +906,7 @@ def _subscribe(p: _Parser) -> Subscribe:
         while p.accept_punct("."):
             parts.append(p.ident())
         query = "SELECT * FROM " + ".".join('"' + x.replace('"', '""') + '"' for x in parts)
-    envelope, keys, snapshot, progress, up_to = None, (), True, False, None
+    envelope, keys, snapshot, progress, up_to, order_by = None, (), True, False, None, []
     while p.peek() is not None:
         if p.accept("ENVELOPE"):
             envelope = p.word()
@@ -942,9 +944,20 @@ def _subscribe(p: _Parser) -> Subscribe:
                     break
             p.expect_punct(")")
         elif p.accept("WITHIN"):
-            # WITHIN TIMESTAMP ORDER BY ...: accepted; updates of one timestamp come sorted.
-            while p.peek() is not None and p.word() not in ("UP", "WITH", "ENVELOPE"):
-                p.i += 1
+            p.expect("TIMESTAMP", "ORDER", "BY")
+            while True:
+                name = p.ident()
+                desc = p.accept("DESC")
+                if not desc:
+                    p.accept("ASC")
+                nulls_first = desc  # PostgreSQL's default: NULLS FIRST for DESC only
+                if p.accept("NULLS"):
+                    nulls_first = p.accept("FIRST")
+                    if not nulls_first:
+                        p.expect("LAST")
+                order_by.append((name, desc, nulls_first))
+                if not p.accept_punct(","):
+                    break
         elif p.word() == "UP" and p.word(1) == "TO":
             p.i += 2
             start = p.i
@@ -953,7 +966,7 @@ def _subscribe(p: _Parser) -> Subscribe:
             up_to = p.sql[p.toks[start].start: p.toks[p.i - 1].end + 1]
         else:
             raise p.error("ENVELOPE, WITH, WITHIN TIMESTAMP ORDER BY, AS OF or UP TO")
-    return Subscribe(query, envelope and envelope.lower(), keys, snapshot, progress, up_to)
+    return Subscribe(query, envelope and envelope.lower(), keys, snapshot, progress, up_to, tuple(order_by))
 
 
 def _declare_subscribe(p: _Parser) -> DeclareSubscribe | None:
