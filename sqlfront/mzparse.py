@@ -774,7 +774,7 @@ class _Parser:
         if self.accept("WITH", "GRANT", "OPTION"):
             raise SqlError("0A000", "GRANT OPTION is not supported")
         if self.accept("GRANTED", "BY"):
-            self.ident()
+            raise SqlError("0A000", "GRANTED BY is not supported")
         self.accept("CASCADE") or self.accept("RESTRICT")
         self.done()
         return GrantPrivileges(revoke, tuple(privs), kind, targets, grantees)

@@ -360,7 +360,15 @@ def evaluate_over(s: Session, plan, rows_of: Callable, tables: Callable[[], dict
 
 
 def explain_stmt(s: Session, stmt, sql: str, params) -> Result:
-    """PostgreSQL's ``EXPLAIN query``: the optimized plan."""
+    """PostgreSQL's ``EXPLAIN query``: the optimized plan.
+
+    Raises:
+        SqlError 0A000 for any option (``ANALYZE``, ``VERBOSE``, ``FORMAT``, ...): none is
+        implemented, and Materialize's EXPLAIN takes none of PostgreSQL's."""
+    if stmt.options:
+        names = ", ".join(o.defname.upper() for o in stmt.options)
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"EXPLAIN option {names} is not supported",
+                       hint="EXPLAIN [RAW | DECORRELATED | OPTIMIZED | PHYSICAL] PLAN FOR shows each stage.")
     return explain(s, stmt.query, "optimized", params)
 
 
