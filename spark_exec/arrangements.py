@@ -62,6 +62,8 @@ class ArrangementMaintainer:
         self._cached: dict[str, _Cached] = {}
         self._wake = threading.Event()
         self._stop = threading.Event()
+        #: why the last round failed (None: it did not), each new reason logged once
+        self.error: str | None = None
         self._thread = threading.Thread(target=self._loop, name=f"arrangements-{label}", daemon=True)
 
     def start(self) -> None:
@@ -88,8 +90,13 @@ class ArrangementMaintainer:
         while not self._stop.is_set():
             try:
                 self._round()
+                if self.error is not None:
+                    log.info("arrangements of cluster %s: maintained again", self.label)
+                self.error = None
             except Exception as e:  # the catalog or persist may be mid-change: try again
-                log.warning("arrangements of cluster %s: %s", self.label, e)
+                if str(e) != self.error:  # reported once, not every round
+                    log.warning("arrangements of cluster %s: %s (retrying every %g s)", self.label, e, self.POLL_S)
+                self.error = str(e)
             self._wake.wait(self.POLL_S)
             self._wake.clear()
 

@@ -55,6 +55,7 @@ from catalog.sizes import ReplicaSize, default_sizes
 from catalog.snapshot import SEARCH_PATH, set_search_path
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, MaterializedView, Replica, Table, \
     temp_schema_process
+from planner.expr import set_query_timestamp
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from persist import Batch, FileBlob, PersistClient, SqliteConsensus, open_consensus
@@ -807,8 +808,17 @@ class Environment:
             view = snap.views.get(object_id)
             tables: tuple[Table, ...] = ()
             if view is not None:
-                plan = QueryPlanner(snap).plan_select(pglast.parse_sql(view.sql)[0].stmt).plan
-                tables = tuple(r for r in relations_read(plan) if isinstance(r, Table))
+                # mz_now() in the view takes a value when planned: the tables read do not
+                # depend on it. Planned once per catalog version, so a view that does not
+                # plan is reported once (its index then keeps nothing in memory).
+                set_query_timestamp(self.oracle.read_ts)
+                try:
+                    plan = QueryPlanner(snap).plan_raw(pglast.parse_sql(view.sql)[0].stmt).plan
+                    tables = tuple(r for r in relations_read(plan) if isinstance(r, Table))
+                except Exception as e:
+                    log.warning("indexes on view %s keep nothing in memory: planning it: %s", view.name, e)
+                finally:
+                    set_query_timestamp(None)
             self._view_tables = {k: v for k, v in self._view_tables.items() if k[0] == snap.version}
             self._view_tables[key] = tables
         return self._view_tables[key]
