@@ -116,9 +116,11 @@ class ShowClusterReplicas:
 
 @dataclass(frozen=True)
 class ShowObjects:
-    """SHOW TABLES [FROM schema] | SHOW COLUMNS FROM t | SHOW SCHEMAS | SHOW DATABASES | SHOW ROLES."""
+    """SHOW TABLES | VIEWS | OBJECTS | SOURCES | SINKS | SECRETS | TYPES | CONNECTIONS
+    [FROM schema] | SHOW COLUMNS FROM t | SHOW SCHEMAS | DATABASES | ROLES | SHOW ROLE
+    MEMBERSHIP [FOR role] (``target``: the schema, relation or role)."""
 
-    kind: str  # tables, columns, schemas, databases, roles
+    kind: str  # the statement's object word, lower case: tables, ..., role membership
     target: str | None = None
     like: str | None = None
     where: str | None = None
@@ -170,9 +172,14 @@ class ShowMaterializedViews:
     where: str | None = None
 
 
+#: what SHOW CREATE takes (Materialize's SQL reference, "SHOW CREATE ..."), longest first
+SHOW_CREATE_KINDS = ("materialized view", "table", "view", "index", "cluster", "source", "sink", "connection",
+                     "secret", "type")
+
+
 @dataclass(frozen=True)
 class ShowCreate:
-    """``SHOW CREATE MATERIALIZED VIEW name``: ``kind`` is ``materialized view``."""
+    """``SHOW CREATE <kind> name``: ``kind`` one of ``SHOW_CREATE_KINDS`` (lower case)."""
 
     kind: str
     schema: str | None
@@ -542,10 +549,13 @@ class _Parser:
             cluster = self.ident() if self.accept("IN", "CLUSTER") else None
             like, where = self.show_filter()
             return ShowMaterializedViews(schema, cluster, like, where)
-        if self.accept("SHOW", "CREATE", "MATERIALIZED", "VIEW"):
-            schema, name = self.object_name()
+        if self.accept("SHOW", "CREATE"):
+            kind = next((k for k in SHOW_CREATE_KINDS if self.accept(*k.upper().split())), None)
+            if kind is None:
+                raise self.error(", ".join(k.upper() for k in SHOW_CREATE_KINDS))
+            schema, name = (None, self.ident()) if kind == "cluster" else self.object_name()
             self.done()
-            return ShowCreate("materialized view", schema, name)
+            return ShowCreate(kind, schema, name)
         if self.accept("SHOW", "INDEXES") or self.accept("SHOW", "INDEX"):
             on = cluster = None
             if self.accept("ON") or self.accept("FROM"):
@@ -616,7 +626,12 @@ class _Parser:
             new = self.ident()
             self.done()
             return AlterClusterRename(name, new)
-        for kind in ("TABLES", "SCHEMAS", "DATABASES", "VIEWS", "ROLES"):
+        if self.accept("SHOW", "ROLE", "MEMBERSHIP"):
+            target = self.ident() if self.accept("FOR") else None
+            like, where = self.show_filter()
+            return ShowObjects("role membership", target, like, where)
+        for kind in ("TABLES", "SCHEMAS", "DATABASES", "VIEWS", "ROLES", "OBJECTS", "SOURCES", "SINKS", "SECRETS",
+                     "TYPES", "CONNECTIONS"):
             if self.accept("SHOW", kind):
                 target = self.ident() if self.accept("FROM") else None
                 like, where = self.show_filter()
@@ -794,6 +809,8 @@ _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("S
            ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PHYSICAL"), ("EXPLAIN", "INCREMENTAL"), ("EXPLAIN", "PLAN"),
            ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS"),
            ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT"), ("SHOW", "ROLES"),
+           ("SHOW", "OBJECTS"), ("SHOW", "SOURCES"), ("SHOW", "SINKS"), ("SHOW", "SECRETS"), ("SHOW", "TYPES"),
+           ("SHOW", "CONNECTIONS"), ("SHOW", "ROLE"),
            ("CREATE", "MATERIALIZED"), ("SHOW", "MATERIALIZED"), ("SHOW", "CREATE")}
 
 
@@ -821,8 +838,6 @@ def parse_mz(sql: str) -> MzStatement | None:
         return p.parse()
     if (p.word(0), p.word(1), p.word(2), p.word(3)) == ("CREATE", "OR", "REPLACE", "MATERIALIZED"):
         return p.parse()
-    if (p.word(0), p.word(1)) == ("SHOW", "CREATE") and p.word(2) != "MATERIALIZED":
-        return None
     if p.word(0) in ("GRANT", "REVOKE"):
         return p.grant()
     if (p.word(0), p.word(1)) == ("ALTER", "DEFAULT"):
