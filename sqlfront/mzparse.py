@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pglast
 from pglast.parser import scan
 
 from catalog.errors import SqlError, SYNTAX_ERROR
@@ -99,6 +100,14 @@ class DropClusterReplicas:
 class AlterClusterRename:
     name: str
     new_name: str
+
+
+@dataclass(frozen=True)
+class CreateViewIfNotExists:
+    """``CREATE VIEW IF NOT EXISTS ...`` (Materialize's; PostgreSQL's grammar lacks it):
+    ``view`` is the statement without IF NOT EXISTS, as pglast parses it."""
+
+    view: object
 
 
 @dataclass(frozen=True)
@@ -840,6 +849,16 @@ def parse_mz(sql: str) -> MzStatement | None:
         return p.parse()
     if p.word(0) in ("GRANT", "REVOKE"):
         return p.grant()
+    if (p.word(0), p.word(1), p.word(2)) == ("ALTER", "MATERIALIZED", "VIEW") and \
+            any(p.word(k) == "SET" and p.word(k + 1) == "CLUSTER" for k in range(3, len(p.toks))):
+        raise SqlError("0A000", "ALTER MATERIALIZED VIEW ... SET CLUSTER is not supported",
+                       hint="Create the materialized view again IN CLUSTER the new cluster.")
+    if (p.word(0), p.word(1), p.word(2), p.word(3), p.word(4)) == ("CREATE", "VIEW", "IF", "NOT", "EXISTS"):
+        try:
+            view = pglast.parse_sql(sql[: p.toks[2].start] + sql[p.toks[4].end + 1:])[0].stmt
+        except pglast.parser.ParseError as e:
+            raise SqlError(SYNTAX_ERROR, str(e.args[0] if e.args else e)) from None
+        return CreateViewIfNotExists(view)
     if (p.word(0), p.word(1)) == ("ALTER", "DEFAULT"):
         return p.alter_default_privileges()
     if p.accept("CREATE", "ROLE"):

@@ -172,14 +172,16 @@ def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
     return Result(tag)
 
 
-def create_view(s: Session, stmt: ast.ViewStmt, sql: str, params) -> Result:
-    """CREATE [OR REPLACE] VIEW [(aliases)] AS query.
+def create_view(s: Session, stmt: ast.ViewStmt | mz.CreateViewIfNotExists, sql: str, params) -> Result:
+    """CREATE [OR REPLACE] VIEW [IF NOT EXISTS] [(aliases)] AS query.
 
     Raises:
         SqlError 0A000 for a temporary view; 42601 for more aliases than columns; 42701
         for a duplicate column name."""
     from pglast.stream import RawStream
 
+    if_not_exists = isinstance(stmt, mz.CreateViewIfNotExists)
+    stmt = stmt.view if if_not_exists else stmt
     rv = stmt.view
     if rv.relpersistence == "t":
         raise SqlError(FEATURE_NOT_SUPPORTED, "temporary views are not supported")
@@ -196,7 +198,8 @@ def create_view(s: Session, stmt: ast.ViewStmt, sql: str, params) -> Result:
     from catalog.snapshot import Column
 
     cols = tuple(Column(n, t) for n, (_, t) in zip(names, pq.plan.columns))
-    run(s, build.create_view(rv.schemaname, rv.relname, RawStream()(stmt.query), cols, bool(stmt.replace)))
+    run(s, build.create_view(rv.schemaname, rv.relname, RawStream()(stmt.query), cols, bool(stmt.replace),
+                             if_not_exists))
     return Result("CREATE VIEW")
 
 
