@@ -197,15 +197,22 @@ class ShowCreate:
 
 @dataclass(frozen=True)
 class ExplainPlan:
-    """``EXPLAIN [RAW | DECORRELATED | OPTIMIZED | PHYSICAL | INCREMENTAL] PLAN [AS TEXT]
-    FOR query`` (Materialize), and ``EXPLAIN INCREMENTAL PLAN FOR MATERIALIZED VIEW name``:
-    ``stage`` is raw, decorrelated, optimized, physical or incremental; ``query`` the
-    text of the SELECT (for a materialized view, a SELECT of it, which privileges are
-    checked on); ``view`` the view's (schema or None, name)."""
+    """Materialize's ``EXPLAIN [RAW | DECORRELATED | OPTIMIZED | PHYSICAL | INCREMENTAL]
+    PLAN [WITH (options)] [AS TEXT | JSON] FOR {query | VIEW v | MATERIALIZED VIEW v |
+    INDEX i | CREATE VIEW ... | CREATE MATERIALIZED VIEW ... | CREATE INDEX ...}`` and
+    ``EXPLAIN TIMESTAMP [AS TEXT | JSON] FOR query``: ``stage`` is raw, decorrelated,
+    optimized, physical, incremental or timestamp; ``query`` the text of the SELECT
+    explained (for a named object, a SELECT of it, which privileges are checked on);
+    ``view`` the named object's (schema or None, name) and ``kind`` its kind (``view``,
+    ``materialized view``, ``index``); ``options`` the WITH options' names (upper case),
+    ``format`` text or json."""
 
     stage: str
     query: str
     view: tuple[str | None, str] | None = None
+    kind: str | None = None
+    options: tuple[str, ...] = ()
+    format: str = "text"
 
 
 @dataclass(frozen=True)
@@ -448,6 +455,64 @@ class _Parser:
             self.expect_punct(")")
         return tuple(opts)
 
+    def explain(self) -> ExplainPlan:
+        """What follows EXPLAIN (see :class:`ExplainPlan`)."""
+        stage = "optimized"
+        if self.accept("TIMESTAMP"):
+            stage = "timestamp"
+        else:
+            for w in ("RAW", "DECORRELATED", "OPTIMIZED", "PHYSICAL", "INCREMENTAL"):
+                if self.accept(w):
+                    stage = w.lower()
+            self.expect("PLAN")
+        options = []
+        if self.accept("WITH"):
+            self.expect_punct("(")
+            while True:
+                words = [self.ident().upper()]
+                while self.peek() is not None and self.peek().name not in ("ASCII_44", "ASCII_41", "ASCII_61"):
+                    words.append(self.ident().upper())
+                if self.accept_punct("="):
+                    self.i += 1  # the value: no option is taken, so none is read
+                options.append(" ".join(words))
+                if not self.accept_punct(","):
+                    break
+            self.expect_punct(")")
+        fmt = "text"
+        if self.accept("AS"):
+            fmt = "json" if self.accept("JSON") else "text"
+            if fmt == "text":
+                self.expect("TEXT")
+        self.expect("FOR")
+        for kind in ("materialized view", "view", "index"):
+            start = self.i
+            if self.accept(*kind.upper().split()):
+                start = self.i
+                view = self.object_name()
+                name = self.sql[self.toks[start].start:self.toks[self.i - 1].end + 1]
+                self.done()
+                return ExplainPlan(stage, "SELECT 1" if kind == "index" else f"SELECT * FROM {name}", view, kind,
+                                   tuple(options), fmt)
+            self.i = start
+        if self.word() == "CREATE":
+            return self._explain_create(stage, tuple(options), fmt)
+        return ExplainPlan(stage, self.rest_text(), None, None, tuple(options), fmt)
+
+    def _explain_create(self, stage: str, options: tuple[str, ...], fmt: str) -> ExplainPlan:
+        """EXPLAIN ... FOR CREATE [OR REPLACE] [MATERIALIZED] VIEW ... AS query (the
+        query's plan) or FOR CREATE [DEFAULT] INDEX ... ON obj (the indexed object's)."""
+        if self.word(1) in ("INDEX", "DEFAULT"):
+            idx = self.create_index()
+            return ExplainPlan(stage, "SELECT 1", (idx.schema, idx.on), "index on", options, fmt)
+        depth = 0
+        for k in range(self.i, len(self.toks)):
+            t = self.toks[k]
+            depth += (t.name == "ASCII_40") - (t.name == "ASCII_41")
+            if depth == 0 and t.name == "AS":
+                self.i = k + 1
+                return ExplainPlan(stage, self.rest_text(), None, None, options, fmt)
+        raise self.error("AS")
+
     def create_index(self) -> CreateIndex:
         default = self.accept("CREATE", "DEFAULT", "INDEX")
         if not default:
@@ -532,21 +597,7 @@ class _Parser:
 
     def parse(self):
         if self.accept("EXPLAIN"):
-            stage = "optimized"
-            for w in ("RAW", "DECORRELATED", "OPTIMIZED", "PHYSICAL", "INCREMENTAL"):
-                if self.accept(w):
-                    stage = w.lower()
-            self.expect("PLAN")
-            if self.accept("AS"):
-                self.expect("TEXT")
-            self.expect("FOR")
-            if stage == "incremental" and self.accept("MATERIALIZED", "VIEW"):
-                start = self.i
-                view = self.object_name()
-                name = self.sql[self.toks[start].start:self.toks[self.i - 1].end + 1]
-                self.done()
-                return ExplainPlan(stage, f"SELECT * FROM {name}", view)
-            return ExplainPlan(stage, self.rest_text())
+            return self.explain()
         if self.word(0) == "CREATE" and self.word(1) in ("DEFAULT", "INDEX"):
             return self.create_index()
         if self.word(0) == "CREATE" and self.word(1) in ("MATERIALIZED", "OR"):
@@ -815,7 +866,7 @@ class _Parser:
 
 
 _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER"),
-           ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PHYSICAL"), ("EXPLAIN", "INCREMENTAL"), ("EXPLAIN", "PLAN"),
+           ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PHYSICAL"), ("EXPLAIN", "INCREMENTAL"), ("EXPLAIN", "PLAN"), ("EXPLAIN", "TIMESTAMP"),
            ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS"),
            ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT"), ("SHOW", "ROLES"),
            ("SHOW", "OBJECTS"), ("SHOW", "SOURCES"), ("SHOW", "SINKS"), ("SHOW", "SECRETS"), ("SHOW", "TYPES"),

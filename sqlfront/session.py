@@ -283,7 +283,7 @@ class Session:
             elif isinstance(stmt, ast.ExplainStmt):
                 cols = [("Optimized Plan", TEXT)]
             elif isinstance(stmt, mz.ExplainPlan):
-                cols = [(f"{stmt.stage.capitalize()} Plan", TEXT)]
+                cols = [("Timestamp" if stmt.stage == "timestamp" else f"{stmt.stage.capitalize()} Plan", TEXT)]
             elif isinstance(stmt, ast.DeclareCursorStmt) and isinstance(stmt.query, ast.SelectStmt):
                 QueryPlanner(self.env.snapshot, params).plan_raw(stmt.query)  # the types of its $n
             elif isinstance(stmt, (ast.FetchStmt, mz.FetchWith)):

@@ -34,7 +34,6 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "PROGRESS": ("WITH (PROGRESS): mz_progressed rows, about one a second when idle",
                  "test_subscribe.py::test_idle_subscription_progresses_and_up_to_ends"),
     "WITHIN": ("WITHIN TIMESTAMP ORDER BY: the order of one timestamp's rows", "test_subscribe.py::test_within_timestamp_order_by"),
-    "TIMESTAMP": ("see WITHIN", "test_subscribe.py::test_within_timestamp_order_by"),
     "ASC": ("see WITHIN", "test_subscribe.py::test_within_timestamp_order_by"),
     "DESC": ("see WITHIN", "test_subscribe.py::test_within_timestamp_order_by"),
     "NULLS": ("see WITHIN", "test_subscribe.py::test_within_timestamp_order_by"),
@@ -53,6 +52,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "PHYSICAL": ("Spark's plan on a replica", "test_persist_inline.py::test_a_small_table_is_grouped_and_sorted_without_an_exchange"),
     "INCREMENTAL": ("how a materialized view is kept", "test_materialized_views.py::test_mv_is_maintained_incrementally_with_each_write_at_its_own_time"),
     "TEXT": ("AS TEXT: the only output format", "test_options.py::test_explain_options_are_refused"),
+    "JSON": ("AS JSON: refused (0A000)", "test_options.py::test_explain_options_are_refused"),
+    "TIMESTAMP": ("EXPLAIN TIMESTAMP: the read timestamp and each input's frontiers; see also WITHIN",
+                  "test_options.py::test_explain_forms"),
     # CREATE INDEX ... USING ARRANGEMENT: an index is an arrangement, the only method
     "ARRANGEMENT": ("the only index method (Materialize's)", "test_indexes.py::test_index_statements_names_and_catalog"),
     # roles
@@ -75,7 +77,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
 }
 
 #: the option-reading parts of the parser (functions of mzparse.py, and _Parser methods)
-OPTION_READERS = ("replica_options", "_subscribe", "_fetch_with", "role_options", "create_index")
+OPTION_READERS = ("replica_options", "_subscribe", "_fetch_with", "role_options", "create_index", "explain",
+                  "_explain_create")
 
 
 def parser_option_words() -> set[str]:
@@ -131,10 +134,39 @@ def test_transaction_isolation_levels(conn):
 
 
 def test_explain_options_are_refused(conn):
-    for sql in ("EXPLAIN ANALYZE SELECT 1", "EXPLAIN (VERBOSE) SELECT 1", "EXPLAIN (FORMAT JSON) SELECT 1"):
+    for sql in ("EXPLAIN ANALYZE SELECT 1", "EXPLAIN (VERBOSE) SELECT 1", "EXPLAIN (FORMAT JSON) SELECT 1",
+                "EXPLAIN PLAN WITH (arity) FOR SELECT 1", "EXPLAIN PLAN AS JSON FOR SELECT 1"):
         with pytest.raises(psycopg.errors.FeatureNotSupported):
             conn.execute(sql)
     assert conn.execute("EXPLAIN OPTIMIZED PLAN AS TEXT FOR SELECT 1").fetchall()
+
+
+def test_explain_forms(conn):
+    """EXPLAIN ... FOR a view, a materialized view, an index or a CREATE statement shows
+    the plan of the definition; EXPLAIN TIMESTAMP the read timestamp and each input's."""
+    conn.execute("CREATE TABLE ex_t (a int, b int)")
+    conn.execute("CREATE VIEW ex_v AS SELECT a FROM ex_t WHERE b > 1")
+    conn.execute("CREATE INDEX ex_idx ON ex_v (a)")
+
+    def plan(sql: str) -> list[str]:
+        return [r[0] for r in conn.execute(sql).fetchall()]
+
+    direct = plan("EXPLAIN PLAN FOR SELECT a FROM ex_t WHERE b > 1")
+    assert plan("EXPLAIN PLAN FOR VIEW ex_v") == direct
+    assert plan("EXPLAIN OPTIMIZED PLAN AS TEXT FOR INDEX ex_idx") == direct
+    assert plan("EXPLAIN PLAN FOR CREATE VIEW ex_w AS SELECT a FROM ex_t WHERE b > 1") == direct
+    assert plan("EXPLAIN PLAN FOR CREATE MATERIALIZED VIEW ex_m IN CLUSTER quickstart AS "
+                "SELECT a FROM ex_t WHERE b > 1") == direct
+    assert plan("EXPLAIN PLAN FOR CREATE INDEX ex_i ON ex_v (a)") == direct
+    assert conn.execute("SELECT count(*) FROM mz_objects WHERE name IN ('ex_w', 'ex_m', 'ex_i')").fetchone() == (0,)
+    with pytest.raises(psycopg.errors.WrongObjectType):
+        conn.execute("EXPLAIN PLAN FOR MATERIALIZED VIEW ex_v")
+    cur = conn.execute("EXPLAIN TIMESTAMP FOR SELECT * FROM ex_v")
+    assert [d.name for d in cur.description] == ["Timestamp"]
+    lines = [r[0] for r in cur.fetchall()]
+    assert lines[0].strip().startswith("query timestamp:")
+    assert any("source materialize.public.ex_t" in line for line in lines)
+    conn.execute("DROP TABLE ex_t CASCADE")
 
 
 def test_subscribe_envelopes(conn):

@@ -113,8 +113,8 @@ def _show_create_query(s: Session, stmt: mz.ShowCreate) -> str:
         c = snap.resolve_cluster(stmt.name)
         return _name_and_sql(quote_ident(c.name), _create_cluster_sql(snap, c))
     if stmt.kind == "index":
-        idx = _resolve_index(snap, stmt.schema, stmt.name)
-        on = _relation_by_id(snap, idx.on_id)
+        idx = resolve_index(snap, stmt.schema, stmt.name)
+        on = relation_by_id(snap, idx.on_id)
         cluster = snap.clusters.get(idx.cluster_id)
         sql = (f"CREATE INDEX {quote_ident(idx.name)}" + (f" IN CLUSTER {quote_ident(cluster.name)}" if cluster else "")
                + f" ON {_qualified(on.schema, on.name)} ({', '.join(idx.keys)})")
@@ -146,7 +146,7 @@ def _name_and_sql(name: str, sql: str) -> str:
     return f"SELECT {quote_literal(name)} AS name, {quote_literal(sql)} AS create_sql"
 
 
-def _resolve_index(snap, schema: str | None, name: str):
+def resolve_index(snap, schema: str | None, name: str):
     for sc in ((snap.schema_name(schema),) if schema else snap.search_path()):
         idx = snap.index_by_name(sc, name)
         if idx is not None:
@@ -154,7 +154,7 @@ def _resolve_index(snap, schema: str | None, name: str):
     raise SqlError("42P01", f"unknown catalog item '{f'{schema}.{name}' if schema else name}'")
 
 
-def _relation_by_id(snap, object_id: str):
+def relation_by_id(snap, object_id: str):
     for kind in (snap.tables, snap.views, snap.materialized_views):
         if object_id in kind:
             return kind[object_id]
