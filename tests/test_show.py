@@ -69,3 +69,12 @@ def test_show_role_membership(conn):
         conn.execute("SHOW ROLE MEMBERSHIP FOR nobody")
     conn.execute("DROP ROLE shown_member")
     conn.execute("DROP ROLE shown_group")
+
+
+def test_pg_proc_lists_the_function_registry(conn):
+    """psql's tab completion (and \\df) read pg_proc: the registry's functions are there."""
+    rows = conn.execute("SELECT p.proname FROM pg_catalog.pg_proc p WHERE (p.proname) LIKE 'subs%'"
+                        " AND pg_catalog.pg_function_is_visible(p.oid)").fetchall()
+    assert {"substr", "substring"} <= {r[0] for r in rows}
+    assert conn.execute("SELECT prokind, proisagg FROM pg_proc WHERE proname = 'sum' LIMIT 1").fetchone() == ("a", True)
+    assert conn.execute("SELECT count(*) = count(DISTINCT oid) FROM pg_proc").fetchone() == (True,)
