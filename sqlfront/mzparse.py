@@ -133,6 +133,8 @@ class ShowObjects:
     target: str | None = None
     like: str | None = None
     where: str | None = None
+    #: SHOW [DEFAULT] PRIVILEGES ON <object types>: the type word, lower case
+    on: str | None = None
 
 
 @dataclass(frozen=True)
@@ -686,6 +688,13 @@ class _Parser:
             new = self.ident()
             self.done()
             return AlterClusterRename(name, new)
+        if self.word() == "SHOW" and (self.word(1) == "PRIVILEGES" or (self.word(1), self.word(2)) == ("DEFAULT", "PRIVILEGES")):
+            kind = "privileges" if self.word(1) == "PRIVILEGES" else "default privileges"
+            self.i += len(kind.split()) + 1
+            on = self.ident().lower() if self.accept("ON") else None
+            target = self.ident() if self.accept("FOR") else None
+            like, where = self.show_filter()
+            return ShowObjects(kind, target, like, where, on)
         if self.accept("SHOW", "ROLE", "MEMBERSHIP"):
             target = self.ident() if self.accept("FOR") else None
             like, where = self.show_filter()
@@ -870,7 +879,7 @@ _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("S
            ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS"),
            ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT"), ("SHOW", "ROLES"),
            ("SHOW", "OBJECTS"), ("SHOW", "SOURCES"), ("SHOW", "SINKS"), ("SHOW", "SECRETS"), ("SHOW", "TYPES"),
-           ("SHOW", "CONNECTIONS"), ("SHOW", "ROLE"),
+           ("SHOW", "CONNECTIONS"), ("SHOW", "ROLE"), ("SHOW", "PRIVILEGES"), ("SHOW", "DEFAULT"),
            ("CREATE", "MATERIALIZED"), ("SHOW", "MATERIALIZED"), ("SHOW", "CREATE")}
 
 

@@ -78,3 +78,23 @@ def test_pg_proc_lists_the_function_registry(conn):
     assert {"substr", "substring"} <= {r[0] for r in rows}
     assert conn.execute("SELECT prokind, proisagg FROM pg_proc WHERE proname = 'sum' LIMIT 1").fetchone() == ("a", True)
     assert conn.execute("SELECT count(*) = count(DISTINCT oid) FROM pg_proc").fetchone() == (True,)
+
+
+def test_show_privileges_and_default_privileges(conn):
+    conn.execute("CREATE ROLE priv_r")
+    conn.execute("CREATE TABLE priv_t (a int)")
+    conn.execute("GRANT SELECT ON priv_t TO priv_r")
+    cols, rows = show(conn, "SHOW PRIVILEGES FOR priv_r")
+    assert cols == ["grantor", "grantee", "database", "schema", "name", "object_type", "privilege_type"]
+    assert ("materialize", "priv_r", "materialize", "public", "priv_t", "table", "SELECT") in rows
+    assert ("mz_system", "PUBLIC", "materialize", None, "public", "schema", "USAGE") in rows  # as PUBLIC
+    assert all(r[5] == "table" for r in show(conn, "SHOW PRIVILEGES ON TABLES FOR priv_r")[1])
+    conn.execute("ALTER DEFAULT PRIVILEGES FOR ROLE materialize GRANT INSERT ON TABLES TO priv_r")
+    cols, rows = show(conn, "SHOW DEFAULT PRIVILEGES FOR priv_r")
+    assert cols == ["object_owner", "database", "schema", "object_type", "grantee", "privilege_type"]
+    assert ("materialize", "materialize", None, "table", "priv_r", "INSERT") in rows
+    with pytest.raises(psycopg.errors.UndefinedObject):
+        conn.execute("SHOW PRIVILEGES FOR nobody")
+    conn.execute("ALTER DEFAULT PRIVILEGES FOR ROLE materialize REVOKE INSERT ON TABLES FROM priv_r")
+    conn.execute("DROP TABLE priv_t")
+    conn.execute("DROP ROLE priv_r")

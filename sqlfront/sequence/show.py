@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import pglast
 
+from catalog import rbac
 from catalog.errors import SqlError
 from planner.functions.string import quote_ident
 from sqlfront import mzparse as mz
@@ -186,6 +187,8 @@ def _show_objects_query(s: Session, stmt: mz.ShowObjects) -> str:
         select, source = _SCHEMA_ITEMS[k]
         base = f"{select} FROM {source} WHERE sc.name = {quote_literal(schema)}"
         return _show_filtered("*", base, "name", stmt, "1")
+    if k in ("privileges", "default privileges"):
+        return _show_privileges_query(s, stmt)
     if k == "role membership":  # Materialize's columns: role, member, grantor
         base = ("SELECT r.name AS role, m.name AS member, g.name AS grantor FROM mz_catalog.mz_role_members rm"
                 " JOIN mz_catalog.mz_roles r ON r.id = rm.role_id JOIN mz_catalog.mz_roles m ON m.id = rm.member"
@@ -238,6 +241,87 @@ _SCHEMA_ITEMS = {
     "connections": ("SELECT x.name, '' AS type, '' AS comment",
                     f"{_NONE} JOIN mz_catalog.mz_schemas sc ON sc.id = x.schema_id"),
 }
+
+
+#: SHOW [DEFAULT] PRIVILEGES ON <word>: the object type it keeps
+_PRIVILEGE_OBJECT_TYPES = {"tables": "table", "types": "type", "secrets": "secret", "connections": "connection",
+                           "databases": "database", "schemas": "schema", "clusters": "cluster", "system": "system"}
+_PRIVILEGE_NAMES = {letter: name for name, letter in rbac.PRIVILEGE_LETTERS.items()}
+
+
+def _show_privileges_query(s: Session, stmt: mz.ShowObjects) -> str:
+    """SHOW PRIVILEGES [ON types] [FOR role] (grantor, grantee, database, schema, name,
+    object_type, privilege_type) and SHOW DEFAULT PRIVILEGES [ON types] [FOR role]
+    (object_owner, database, schema, object_type, grantee, privilege_type), one row per
+    privilege, as Materialize's SQL reference shows them; FOR keeps what the role holds
+    directly, through its roles, or as PUBLIC.
+
+    Raises:
+        SqlError 42704 for an unknown role; 42601 for an unknown object type."""
+    from catalog.snapshot import MaterializedView, View
+
+    snap = s.env.snapshot
+    if stmt.on is not None and stmt.on not in _PRIVILEGE_OBJECT_TYPES:
+        raise SqlError("42601", f"unknown object type in SHOW PRIVILEGES ON: {stmt.on.upper()}",
+                       hint="One of " + ", ".join(w.upper() for w in _PRIVILEGE_OBJECT_TYPES) + ".")
+    holders = None
+    if stmt.target is not None:
+        role = snap.role_by_name(stmt.target)
+        if role is None:
+            raise SqlError("42704", f"unknown role '{stmt.target}'")
+        holders = rbac.memberships(snap, role.id)
+
+    def name(role_id: str) -> str:
+        return "PUBLIC" if role_id == rbac.PUBLIC else rbac.role_name(snap, role_id)
+
+    def lit(v) -> str:
+        return "NULL::text" if v is None else quote_literal(v)
+
+    rows = []
+    if stmt.kind == "privileges":
+        columns = ("grantor", "grantee", "database", "schema", "name", "object_type", "privilege_type")
+        objects = [(rbac.DATABASE_OBJ, None, rbac.DATABASE, "database")]
+        # public (whose id is a system one) and the user's schemas; not the system schemas
+        schemas = ["public"] + sorted(sc.name for sc in snap.schemas.values() if not sc.temp)
+        objects += [(rbac.schema_ref(snap, sc), None, sc, "schema") for sc in schemas]
+        objects += [(rbac.cluster_ref(c), None, c.name, "cluster") for c in sorted(snap.clusters.values(), key=lambda c: c.name)]
+        for rel in sorted([*snap.tables.values(), *snap.views.values(), *snap.materialized_views.values()],
+                          key=lambda r: (r.schema, r.name)):
+            kind = "materialized view" if isinstance(rel, MaterializedView) else "view" if isinstance(rel, View) else "table"
+            objects.append((rbac.relation_ref(rel), rel.schema, rel.name, kind))
+        objects.append((rbac.SYSTEM, None, None, "system"))
+        for obj, schema, objname, kind in objects:
+            for a in rbac.acl_of(snap, obj):
+                if holders is not None and a.grantee not in holders:
+                    continue
+                for letter in a.privileges:
+                    db = None if kind in ("database", "cluster", "system") else rbac.DATABASE
+                    rows.append((name(a.grantor), name(a.grantee), db, schema,
+                                 objname, kind, _PRIVILEGE_NAMES.get(letter, letter)))
+    else:
+        columns = ("object_owner", "database", "schema", "object_type", "grantee", "privilege_type")
+        for key, acl in sorted(snap.default_privileges.items()):
+            owner, schema_key, kind = rbac.split_default_privileges_key(key)
+            schema = None
+            if schema_key is not None:
+                sc = snap.schemas.get(schema_key.split(":")[1])
+                schema = sc.name if sc is not None else schema_key.split(":")[1]
+            for a in acl:
+                if holders is not None and a.grantee not in holders and owner not in holders:
+                    continue
+                for letter in a.privileges:
+                    rows.append(("PUBLIC" if owner == rbac.PUBLIC else name(owner), rbac.DATABASE, schema,
+                                 kind.lower(), name(a.grantee), _PRIVILEGE_NAMES.get(letter, letter)))
+    if stmt.on is not None:
+        keep = _PRIVILEGE_OBJECT_TYPES[stmt.on]
+        i = columns.index("object_type")
+        rows = [r for r in rows if r[i] == keep or (keep == "table" and r[i] in ("view", "materialized view"))]
+    if rows:
+        values = ", ".join("(" + ", ".join(lit(v) for v in r) + ")" for r in rows)
+        base = f"SELECT * FROM (VALUES {values}) AS p({', '.join(columns)})"
+    else:
+        base = "SELECT " + ", ".join(f"NULL::text AS {c}" for c in columns) + " WHERE false"
+    return _show_filtered("*", base, columns[0], stmt, ", ".join(str(i + 1) for i in range(len(columns))))
 
 
 def _show_schema(s: Session, target: str | None) -> str:
