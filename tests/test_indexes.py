@@ -135,7 +135,10 @@ def test_index_on_a_view_with_mz_now_is_maintained_without_log_spam(server, conn
     conn.execute("CREATE INDEX recent_idx ON recent (a)")
     conn.execute("INSERT INTO temporal VALUES (1)")
     assert conn.execute("SELECT a FROM recent").fetchall() == [(1,)]
-    assert wait_for(lambda: conn.execute("SELECT count(*) FROM mz_indexes WHERE name = 'recent_idx'").fetchone()[0])
+    # its state is in mz_hydration_statuses, as a materialized view's (hydrated: in memory)
+    assert wait_for(lambda: conn.execute("SELECT bool_and(h.hydrated) FROM mz_internal.mz_hydration_statuses h"
+                                         " JOIN mz_indexes i ON i.id = h.object_id"
+                                         " WHERE i.name = 'recent_idx'").fetchone()[0], 60)
     with open(server.log_path, "rb") as f:
         f.seek(start)
         assert b"arrangements of cluster" not in f.read()
