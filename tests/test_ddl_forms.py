@@ -58,3 +58,13 @@ def test_sql_value_functions_are_named_as_postgresql_names_them(conn):
                        " current_timestamp(2), current_catalog")
     assert [d.name for d in cur.description] == ["current_user", "current_timestamp", "current_date", "session_user",
                                                  "current_schema", "user", "current_timestamp", "current_catalog"]
+
+
+def test_postgresql_index_options_that_do_nothing_say_so(conn):
+    conn.execute("CREATE TABLE pgidx (a int)")
+    notices = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary))
+    conn.execute("CREATE UNIQUE INDEX pgidx_u ON pgidx (a) WHERE a > 0")
+    assert notices == ["CREATE INDEX: UNIQUE is not enforced", "CREATE INDEX: WHERE is ignored: the index keeps every row"]
+    conn.execute("INSERT INTO pgidx VALUES (1), (1)")  # not refused: nothing is unique
+    conn.execute("DROP TABLE pgidx CASCADE")

@@ -204,12 +204,19 @@ def create_view(s: Session, stmt: ast.ViewStmt | mz.CreateViewIfNotExists, sql: 
 
 
 def create_index(s: Session, stmt: ast.IndexStmt | mz.CreateIndex, sql: str, params) -> Result:
-    """CREATE INDEX, Materialize's form or PostgreSQL's (whose UNIQUE, USING, INCLUDE
-    and WHERE are accepted and ignored: the index is an in-memory arrangement). Key
-    expressions are checked by planning them against the object."""
+    """CREATE INDEX, Materialize's form or PostgreSQL's (the index is an in-memory
+    arrangement of every row and column: its USING and INCLUDE change nothing, and
+    UNIQUE and WHERE, which would, are ignored with a NOTICE saying so, as PRIMARY KEY and
+    UNIQUE constraints are not enforced). Key expressions are checked by planning them
+    against the object."""
     from pglast.stream import RawStream
 
     if isinstance(stmt, ast.IndexStmt):
+        for given, what in ((stmt.unique, "UNIQUE is not enforced"),
+                            (stmt.whereClause is not None, "WHERE is ignored: the index keeps every row")):
+            if given:
+                s.notices.append(SqlError("01000", f"CREATE INDEX: {what}", severity="NOTICE",
+                                          detail="An index is an in-memory arrangement of its object (Materialize)."))
         rv = stmt.relation
         keys = tuple(e.name if e.name is not None else RawStream()(e.expr) for e in stmt.indexParams)
         stmt = mz.CreateIndex(stmt.idxname, rv.schemaname, rv.relname, keys, None, bool(stmt.if_not_exists),
