@@ -67,7 +67,7 @@ test: $(STAMP) $(DBT_STAMP) browser-deps
 	$(BIN)/python -m pytest
 
 tpch: $(STAMP)
-	$(BIN)/sqlfront load-tpch --scale $(SCALE) --data $(TPCH_DATA)
+	$(BIN)/sqlfront load-tpch --scale $(SCALE) --data $(TPCH_DATA) --url postgresql://materialize@$(LISTEN)/materialize
 
 bench-tpch: $(STAMP)
 	$(BIN)/python bench/tpch.py

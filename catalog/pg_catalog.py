@@ -216,6 +216,17 @@ TYPE_IO_PROCS = {
 }
 #: pg_proc's rows here: OID -> name of those functions (for ``'array_in'::regproc``)
 PROC_NAMES = {oid: name for procs in TYPE_IO_PROCS.values() for oid, name in procs}
+#: pg_proc's rows of SQL functions: (oid, proname, prorettype, proisagg, proiswindow,
+#: prokind, proretset, pronargs), given by ``planner.functions`` from its registry when it
+#: is imported (the catalog cannot import the planner)
+FUNCTION_PROCS: list[tuple] = []
+
+
+def register_procs(rows: list[tuple]) -> None:
+    """Set the rows pg_proc shows for SQL functions (see ``FUNCTION_PROCS``)."""
+    FUNCTION_PROCS[:] = rows
+
+
 #: pseudo-types (pg_type.dat) that catalog queries name with ::regtype
 PSEUDO_TYPE_OIDS = {"trigger": 2279, "void": 2278, "record": 2249, "cstring": 2275, "any": 2276,
                     "anyelement": 2283, "anyarray": 2277, "internal": 2281, "event_trigger": 3838}
@@ -339,8 +350,9 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
     if tid == PG_AM.id:
         return [(2, "heap", "t"), (403, "btree", "i"), (ARRANGEMENT_AM_OID, "arrangement", "i")]
     if tid == PG_PROC.id:
-        return [(oid, name, NAMESPACE_OIDS["pg_catalog"], 2275 if name.endswith("out") else 0, False, False, "f",
-                 False, 1) for oid, name in sorted(PROC_NAMES.items())]
+        io = [(oid, name, NAMESPACE_OIDS["pg_catalog"], 2275 if name.endswith("out") else 0, False, False, "f",
+               False, 1) for oid, name in sorted(PROC_NAMES.items())]
+        return io + [(oid, name, NAMESPACE_OIDS["pg_catalog"], *rest) for oid, name, *rest in FUNCTION_PROCS]
     if tid == PG_TABLESPACE.id:
         return [(1663, "pg_default", OWNER_OID)]
     if any(tid == t.id for t in PG_CATALOG_TABLES):

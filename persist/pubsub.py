@@ -179,9 +179,12 @@ class PubSubServer:
         handler = grpc.stream_stream_rpc_method_handler(self._pubsub, request_deserializer=decode,
                                                         response_serializer=encode)
         self._server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"PubSub": handler}),))
-        bound = self._bind(host, port)
+        # A port some listener holds goes straight to the fallback: gRPC's own failed bind
+        # writes an "Address already in use" error line to stderr on every start.
+        taken = fallback_free_port and port != 0 and not _port_free(host, port)
+        bound = 0 if taken else self._bind(host, port)
         if not bound and fallback_free_port and port != 0:
-            log.warning("persist pubsub: %s:%d is taken; serving on a free port instead", host, port)
+            log.info("persist pubsub: %s:%d is taken; serving on a free port instead", host, port)
             bound = self._bind(host, 0)
         if not bound:
             raise OSError(f"persist pubsub: cannot listen on {host}:{port}")
@@ -525,3 +528,18 @@ class PubSubClient(_Subscriptions):
             except queue.Full:
                 pass
             channel.close()
+
+
+def _port_free(host: str, port: int) -> bool:
+    """Whether nothing listens on ``host:port`` now (a bind with SO_REUSEADDR, as a
+    server binds, so connections in TIME_WAIT do not count)."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True

@@ -266,7 +266,9 @@ def figure_colname(node) -> str:
     if isinstance(node, ast.A_Expr) and node.kind == A_Expr_Kind.AEXPR_NULLIF:
         return "nullif"
     if isinstance(node, ast.SQLValueFunction):
-        return "?column?"
+        # current_user, current_timestamp, localtime, user, ... (their _N forms, with a
+        # precision, are named alike)
+        return node.op.name.removeprefix("SVFOP_").lower().removesuffix("_n")
     return "?column?"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pglast
 from pglast import ast
 
 from catalog.errors import SqlError, DUPLICATE_COLUMN, UNDEFINED_COLUMN, SYNTAX_ERROR, FEATURE_NOT_SUPPORTED, NOT_NULL_VIOLATION, DATATYPE_MISMATCH
@@ -425,15 +426,28 @@ def plan_delete(snap: CatalogSnapshot, stmt: ast.DeleteStmt, params: list | None
     """``DELETE FROM t [WHERE cond]``: keep the rows where ``cond`` is not true."""
     from planner.optimize import optimize
 
-    if stmt.usingClause or stmt.withClause:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "DELETE with USING/WITH is not supported yet")
+    if stmt.withClause:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "DELETE with WITH is not supported yet")
     table, get, scope = _target_scope(snap, stmt.relation)
     qp = QueryPlanner(snap, params)
     returning = plan_returning(qp, table, stmt.relation, stmt.returningClause)
     cols = tuple(ColRef(i, c.type) for i, c in enumerate(table.columns))
-    hit = _affected(get, qp, scope, stmt.whereClause)
+    hit = _affected(get, qp, scope, _using_as_exists(stmt.usingClause, stmt.whereClause))
     plan = Project(hit, cols + (Literal(-1, INT8),), tuple(c.name for c in table.columns) + (DIFF,))
     return PlannedRewrite(table, optimize(plan), False, returning)
+
+
+def _using_as_exists(using, where):
+    """``DELETE FROM t USING u, ... WHERE cond`` deletes the rows of t for which some row
+    of the USING list makes ``cond`` true (PostgreSQL's DELETE reference page): the
+    condition ``EXISTS (SELECT FROM u, ... WHERE cond)``, correlated with t. Without
+    USING, ``where`` as it is."""
+    if not using:
+        return where
+    sublink = pglast.parse_sql("SELECT WHERE EXISTS (SELECT 1)")[0].stmt.whereClause
+    sublink.subselect.fromClause = using
+    sublink.subselect.whereClause = where
+    return sublink
 
 
 def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None = None) -> PlannedRewrite:

@@ -62,6 +62,10 @@ class ArrangementMaintainer:
         self._cached: dict[str, _Cached] = {}
         self._wake = threading.Event()
         self._stop = threading.Event()
+        #: why the last round failed (None: it did not), each new reason logged once
+        self.error: str | None = None
+        #: table id -> the units of its parts the last round wanted kept
+        self._units: dict[str, tuple] = {}
         self._thread = threading.Thread(target=self._loop, name=f"arrangements-{label}", daemon=True)
 
     def start(self) -> None:
@@ -88,14 +92,29 @@ class ArrangementMaintainer:
         while not self._stop.is_set():
             try:
                 self._round()
+                if self.error is not None:
+                    log.info("arrangements of cluster %s: maintained again", self.label)
+                self.error = None
             except Exception as e:  # the catalog or persist may be mid-change: try again
-                log.warning("arrangements of cluster %s: %s", self.label, e)
+                if str(e) != self.error:  # reported once, not every round
+                    log.warning("arrangements of cluster %s: %s (retrying every %g s)", self.label, e, self.POLL_S)
+                self.error = str(e)
             self._wake.wait(self.POLL_S)
             self._wake.clear()
+
+    def hydrated(self, replica_id: str, table_ids) -> bool:
+        """Whether replica ``replica_id`` holds every unit of the tables ``table_ids`` in
+        memory now, as of the last round, and that round did not fail (an index on them
+        is hydrated there: Materialize's mz_internal.mz_hydration_statuses)."""
+        c = self._cached.get(replica_id)
+        if self.error is not None or c is None:
+            return False
+        return all(u in c.parts for tid in table_ids for u in self._units.get(tid, ()))
 
     def _round(self) -> None:
         wanted = self.wanted()
         self._arranged = frozenset(wanted)
+        self._units = {tid: tuple(units) for tid, (_, units) in wanted.items()}
         parts = {unit: table for table, units in wanted.values() for unit in units}
         live = set()
         for h in self.replicas():

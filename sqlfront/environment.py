@@ -268,7 +268,8 @@ class Environment:
                 config.clusters, config.takeover, lambda: self.snapshot, self._gain_cluster,
                 self._lose_cluster, self._replica_statuses)
         #: (catalog version, view id) -> the tables the view reads (for arrangements)
-        self._view_tables: dict[tuple[int, str], tuple[Table, ...]] = {}
+        #: (catalog version, view id) -> the tables it reads (None: it does not plan)
+        self._view_tables: dict[tuple[int, str], tuple[Table, ...] | None] = {}
         #: (catalog version, materialized view id) -> its planned query (None: does not plan)
         self._mv_plans: dict[tuple[int, str], Materialization | None] = {}
         self._mv_plans_lock = threading.Lock()
@@ -726,8 +727,9 @@ class Environment:
         if table.id == MZ_PEEK_DURATIONS.id:
             return self.metrics.peek_duration_rows()
         if table.id == MZ_HYDRATION_STATUSES.id:
-            return sorted(row for cc in list(self.clusters.values()) if cc.materializations is not None
-                          for row in cc.materializations.hydration_rows(cc.replica_ids()))
+            return sorted([row for cc in list(self.clusters.values()) if cc.materializations is not None
+                           for row in cc.materializations.hydration_rows(cc.replica_ids())]
+                          + self._index_hydration_rows())
         if table.id == MZ_MATERIALIZATION_LAG.id:
             return self._materialization_lag()
         if table.id == MZ_RECENT_STORAGE_USAGE.id:
@@ -840,6 +842,23 @@ class Environment:
                                                 for p in st.parts if not p.diffs and p.inline is None]))
         return out
 
+    def _index_hydration_rows(self) -> list[tuple]:
+        """``(index id, replica id, hydrated, None)`` for each index of a cluster this
+        process runs and each replica of it: hydrated once the replica holds the parts of
+        every table the index covers (false while its maintenance fails: the failure is
+        in the log, once)."""
+        snap = self.snapshot
+        rows = []
+        for cid, cc in list(self.clusters.items()):
+            arr = getattr(cc, "arrangements", None)
+            if arr is None:
+                continue
+            for idx in snap.indexes_in_cluster(cid):
+                tables = [t.id for t in self._tables_under(snap, idx.on_id)]
+                plans = self._view_tables.get((snap.version, idx.on_id), ()) is not None
+                rows += [(idx.id, rid, plans and arr.hydrated(rid, tables), None) for rid in cc.replica_ids()]
+        return rows
+
     def _tables_under(self, snap: CatalogSnapshot, object_id: str) -> tuple[Table, ...]:
         if object_id in snap.tables:
             return (snap.tables[object_id],)
@@ -848,13 +867,23 @@ class Environment:
         key = (snap.version, object_id)
         if key not in self._view_tables:
             view = snap.views.get(object_id)
-            tables: tuple[Table, ...] = ()
+            tables: tuple[Table, ...] | None = ()
             if view is not None:
-                plan = QueryPlanner(snap).plan_select(pglast.parse_sql(view.sql)[0].stmt).plan
-                tables = tuple(r for r in relations_read(plan) if isinstance(r, Table))
+                # mz_now() in the view takes a value when planned: the tables read do not
+                # depend on it. Planned once per catalog version, so a view that does not
+                # plan is reported once (its index then keeps nothing in memory).
+                set_query_timestamp(self.oracle.read_ts)
+                try:
+                    plan = QueryPlanner(snap).plan_raw(pglast.parse_sql(view.sql)[0].stmt).plan
+                    tables = tuple(r for r in relations_read(plan) if isinstance(r, Table))
+                except Exception as e:
+                    log.warning("indexes on view %s keep nothing in memory: planning it: %s", view.name, e)
+                    tables = None
+                finally:
+                    set_query_timestamp(None)
             self._view_tables = {k: v for k, v in self._view_tables.items() if k[0] == snap.version}
-            self._view_tables[key] = tables
-        return self._view_tables[key]
+            self._view_tables[key] = tables  # None: it does not plan
+        return self._view_tables[key] or ()
 
     def _materializations(self, cluster_id: str) -> list[Materialization]:
         """The materialized views cluster ``cluster_id`` hosts, with their queries planned

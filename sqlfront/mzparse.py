@@ -53,6 +53,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pglast
 from pglast.parser import scan
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR
@@ -142,6 +143,14 @@ class AlterClusterRename:
 
 
 @dataclass(frozen=True)
+class CreateViewIfNotExists:
+    """``CREATE VIEW IF NOT EXISTS ...`` (Materialize's; PostgreSQL's grammar lacks it):
+    ``view`` is the statement without IF NOT EXISTS, as pglast parses it."""
+
+    view: object
+
+
+@dataclass(frozen=True)
 class ShowClusters:
     like: str | None = None
     where: str | None = None
@@ -156,12 +165,16 @@ class ShowClusterReplicas:
 
 @dataclass(frozen=True)
 class ShowObjects:
-    """SHOW TABLES [FROM schema] | SHOW COLUMNS FROM t | SHOW SCHEMAS | SHOW DATABASES | SHOW ROLES."""
+    """SHOW TABLES | VIEWS | OBJECTS | SOURCES | SINKS | SECRETS | TYPES | CONNECTIONS
+    [FROM schema] | SHOW COLUMNS FROM t | SHOW SCHEMAS | DATABASES | ROLES | SHOW ROLE
+    MEMBERSHIP [FOR role] (``target``: the schema, relation or role)."""
 
-    kind: str  # tables, columns, schemas, databases, roles
+    kind: str  # the statement's object word, lower case: tables, ..., role membership
     target: str | None = None
     like: str | None = None
     where: str | None = None
+    #: SHOW [DEFAULT] PRIVILEGES ON <object types>: the type word, lower case
+    on: str | None = None
 
 
 @dataclass(frozen=True)
@@ -210,9 +223,14 @@ class ShowMaterializedViews:
     where: str | None = None
 
 
+#: what SHOW CREATE takes (Materialize's SQL reference, "SHOW CREATE ..."), longest first
+SHOW_CREATE_KINDS = ("materialized view", "table", "view", "index", "cluster", "source", "sink", "connection",
+                     "secret", "type")
+
+
 @dataclass(frozen=True)
 class ShowCreate:
-    """``SHOW CREATE MATERIALIZED VIEW name``: ``kind`` is ``materialized view``."""
+    """``SHOW CREATE <kind> name``: ``kind`` one of ``SHOW_CREATE_KINDS`` (lower case)."""
 
     kind: str
     schema: str | None
@@ -221,15 +239,22 @@ class ShowCreate:
 
 @dataclass(frozen=True)
 class ExplainPlan:
-    """``EXPLAIN [RAW | DECORRELATED | OPTIMIZED | PHYSICAL | INCREMENTAL] PLAN [AS TEXT]
-    FOR query`` (Materialize), and ``EXPLAIN INCREMENTAL PLAN FOR MATERIALIZED VIEW name``:
-    ``stage`` is raw, decorrelated, optimized, physical or incremental; ``query`` the
-    text of the SELECT (for a materialized view, a SELECT of it, which privileges are
-    checked on); ``view`` the view's (schema or None, name)."""
+    """Materialize's ``EXPLAIN [RAW | DECORRELATED | OPTIMIZED | PHYSICAL | INCREMENTAL]
+    PLAN [WITH (options)] [AS TEXT | JSON] FOR {query | VIEW v | MATERIALIZED VIEW v |
+    INDEX i | CREATE VIEW ... | CREATE MATERIALIZED VIEW ... | CREATE INDEX ...}`` and
+    ``EXPLAIN TIMESTAMP [AS TEXT | JSON] FOR query``: ``stage`` is raw, decorrelated,
+    optimized, physical, incremental or timestamp; ``query`` the text of the SELECT
+    explained (for a named object, a SELECT of it, which privileges are checked on);
+    ``view`` the named object's (schema or None, name) and ``kind`` its kind (``view``,
+    ``materialized view``, ``index``); ``options`` the WITH options' names (upper case),
+    ``format`` text or json."""
 
     stage: str
     query: str
     view: tuple[str | None, str] | None = None
+    kind: str | None = None
+    options: tuple[str, ...] = ()
+    format: str = "text"
 
 
 @dataclass(frozen=True)
@@ -256,7 +281,8 @@ class Subscribe:
     """Materialize's ``SUBSCRIBE [TO] obj | (query) [ENVELOPE UPSERT|DEBEZIUM (KEY (cols))]
     [WITH (SNAPSHOT [= bool], PROGRESS [= bool])] [WITHIN TIMESTAMP ORDER BY ...]
     [UP TO expr]`` (its AS OF is split off with ``sqlfront.parse.split_as_of``).
-    ``query``: the SQL of the subscribed query (``SELECT * FROM obj`` for an object)."""
+    ``query``: the SQL of the subscribed query (``SELECT * FROM obj`` for an object);
+    ``order_by``: WITHIN TIMESTAMP ORDER BY's (output column, descending, nulls first)."""
 
     query: str
     envelope: str | None = None
@@ -264,6 +290,7 @@ class Subscribe:
     snapshot: bool = True
     progress: bool = False
     up_to: str | None = None
+    order_by: tuple[tuple[str, bool, bool], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -652,6 +679,64 @@ class _Parser:
             raise SqlError(INVALID_PARAMETER_VALUE, f"timeout must not be negative: '{text}'", position=t.start + 1)
         return seconds
 
+    def explain(self) -> ExplainPlan:
+        """What follows EXPLAIN (see :class:`ExplainPlan`)."""
+        stage = "optimized"
+        if self.accept("TIMESTAMP"):
+            stage = "timestamp"
+        else:
+            for w in ("RAW", "DECORRELATED", "OPTIMIZED", "PHYSICAL", "INCREMENTAL"):
+                if self.accept(w):
+                    stage = w.lower()
+            self.expect("PLAN")
+        options = []
+        if self.accept("WITH"):
+            self.expect_punct("(")
+            while True:
+                words = [self.ident().upper()]
+                while self.peek() is not None and self.peek().name not in ("ASCII_44", "ASCII_41", "ASCII_61"):
+                    words.append(self.ident().upper())
+                if self.accept_punct("="):
+                    self.i += 1  # the value: no option is taken, so none is read
+                options.append(" ".join(words))
+                if not self.accept_punct(","):
+                    break
+            self.expect_punct(")")
+        fmt = "text"
+        if self.accept("AS"):
+            fmt = "json" if self.accept("JSON") else "text"
+            if fmt == "text":
+                self.expect("TEXT")
+        self.expect("FOR")
+        for kind in ("materialized view", "view", "index"):
+            start = self.i
+            if self.accept(*kind.upper().split()):
+                start = self.i
+                view = self.object_name()
+                name = self.sql[self.toks[start].start:self.toks[self.i - 1].end + 1]
+                self.done()
+                return ExplainPlan(stage, "SELECT 1" if kind == "index" else f"SELECT * FROM {name}", view, kind,
+                                   tuple(options), fmt)
+            self.i = start
+        if self.word() == "CREATE":
+            return self._explain_create(stage, tuple(options), fmt)
+        return ExplainPlan(stage, self.rest_text(), None, None, tuple(options), fmt)
+
+    def _explain_create(self, stage: str, options: tuple[str, ...], fmt: str) -> ExplainPlan:
+        """EXPLAIN ... FOR CREATE [OR REPLACE] [MATERIALIZED] VIEW ... AS query (the
+        query's plan) or FOR CREATE [DEFAULT] INDEX ... ON obj (the indexed object's)."""
+        if self.word(1) in ("INDEX", "DEFAULT"):
+            idx = self.create_index()
+            return ExplainPlan(stage, "SELECT 1", (idx.schema, idx.on), "index on", options, fmt)
+        depth = 0
+        for k in range(self.i, len(self.toks)):
+            t = self.toks[k]
+            depth += (t.name == "ASCII_40") - (t.name == "ASCII_41")
+            if depth == 0 and t.name == "AS":
+                self.i = k + 1
+                return ExplainPlan(stage, self.rest_text(), None, None, options, fmt)
+        raise self.error("AS")
+
     def create_index(self) -> CreateIndex:
         default = self.accept("CREATE", "DEFAULT", "INDEX")
         if not default:
@@ -736,21 +821,7 @@ class _Parser:
 
     def parse(self):
         if self.accept("EXPLAIN"):
-            stage = "optimized"
-            for w in ("RAW", "DECORRELATED", "OPTIMIZED", "PHYSICAL", "INCREMENTAL"):
-                if self.accept(w):
-                    stage = w.lower()
-            self.expect("PLAN")
-            if self.accept("AS"):
-                self.expect("TEXT")
-            self.expect("FOR")
-            if stage == "incremental" and self.accept("MATERIALIZED", "VIEW"):
-                start = self.i
-                view = self.object_name()
-                name = self.sql[self.toks[start].start:self.toks[self.i - 1].end + 1]
-                self.done()
-                return ExplainPlan(stage, f"SELECT * FROM {name}", view)
-            return ExplainPlan(stage, self.rest_text())
+            return self.explain()
         if self.word(0) == "CREATE" and self.word(1) in ("DEFAULT", "INDEX"):
             return self.create_index()
         if self.word(0) == "CREATE" and self.word(1) in ("MATERIALIZED", "OR"):
@@ -762,10 +833,13 @@ class _Parser:
             cluster = self.ident() if self.accept("IN", "CLUSTER") else None
             like, where = self.show_filter()
             return ShowMaterializedViews(schema, cluster, like, where)
-        if self.accept("SHOW", "CREATE", "MATERIALIZED", "VIEW"):
-            schema, name = self.object_name()
+        if self.accept("SHOW", "CREATE"):
+            kind = next((k for k in SHOW_CREATE_KINDS if self.accept(*k.upper().split())), None)
+            if kind is None:
+                raise self.error(", ".join(k.upper() for k in SHOW_CREATE_KINDS))
+            schema, name = (None, self.ident()) if kind == "cluster" else self.object_name()
             self.done()
-            return ShowCreate("materialized view", schema, name)
+            return ShowCreate(kind, schema, name)
         if self.accept("SHOW", "INDEXES") or self.accept("SHOW", "INDEX"):
             on = cluster = None
             if self.accept("ON") or self.accept("FROM"):
@@ -835,7 +909,19 @@ class _Parser:
             new = self.ident()
             self.done()
             return AlterClusterRename(name, new)
-        for kind in ("TABLES", "SCHEMAS", "DATABASES", "VIEWS", "ROLES"):
+        if self.word() == "SHOW" and (self.word(1) == "PRIVILEGES" or (self.word(1), self.word(2)) == ("DEFAULT", "PRIVILEGES")):
+            kind = "privileges" if self.word(1) == "PRIVILEGES" else "default privileges"
+            self.i += len(kind.split()) + 1
+            on = self.ident().lower() if self.accept("ON") else None
+            target = self.ident() if self.accept("FOR") else None
+            like, where = self.show_filter()
+            return ShowObjects(kind, target, like, where, on)
+        if self.accept("SHOW", "ROLE", "MEMBERSHIP"):
+            target = self.ident() if self.accept("FOR") else None
+            like, where = self.show_filter()
+            return ShowObjects("role membership", target, like, where)
+        for kind in ("TABLES", "SCHEMAS", "DATABASES", "VIEWS", "ROLES", "OBJECTS", "SOURCES", "SINKS", "SECRETS",
+                     "TYPES", "CONNECTIONS"):
             if self.accept("SHOW", kind):
                 target = self.ident() if self.accept("FROM") else None
                 like, where = self.show_filter()
@@ -993,7 +1079,7 @@ class _Parser:
         if self.accept("WITH", "GRANT", "OPTION"):
             raise SqlError("0A000", "GRANT OPTION is not supported")
         if self.accept("GRANTED", "BY"):
-            self.ident()
+            raise SqlError("0A000", "GRANTED BY is not supported")
         self.accept("CASCADE") or self.accept("RESTRICT")
         self.done()
         return GrantPrivileges(revoke, tuple(privs), kind, targets, grantees)
@@ -1010,9 +1096,11 @@ class _Parser:
 
 
 _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("SHOW", "CLUSTERS"), ("SHOW", "CLUSTER"),
-           ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PHYSICAL"), ("EXPLAIN", "INCREMENTAL"), ("EXPLAIN", "PLAN"),
+           ("EXPLAIN", "RAW"), ("EXPLAIN", "DECORRELATED"), ("EXPLAIN", "OPTIMIZED"), ("EXPLAIN", "PHYSICAL"), ("EXPLAIN", "INCREMENTAL"), ("EXPLAIN", "PLAN"), ("EXPLAIN", "TIMESTAMP"),
            ("SHOW", "TABLES"), ("SHOW", "COLUMNS"), ("SHOW", "SCHEMAS"), ("SHOW", "DATABASES"), ("SHOW", "VIEWS"),
            ("SHOW", "INDEXES"), ("SHOW", "INDEX"), ("CREATE", "DEFAULT"), ("SHOW", "ROLES"),
+           ("SHOW", "OBJECTS"), ("SHOW", "SOURCES"), ("SHOW", "SINKS"), ("SHOW", "SECRETS"), ("SHOW", "TYPES"),
+           ("SHOW", "CONNECTIONS"), ("SHOW", "ROLE"), ("SHOW", "PRIVILEGES"), ("SHOW", "DEFAULT"),
            ("CREATE", "MATERIALIZED"), ("SHOW", "MATERIALIZED"), ("SHOW", "CREATE")}
 
 
@@ -1040,10 +1128,18 @@ def parse_mz(sql: str) -> MzStatement | None:
         return p.parse()
     if (p.word(0), p.word(1), p.word(2), p.word(3)) == ("CREATE", "OR", "REPLACE", "MATERIALIZED"):
         return p.parse()
-    if (p.word(0), p.word(1)) == ("SHOW", "CREATE") and p.word(2) != "MATERIALIZED":
-        return None
     if p.word(0) in ("GRANT", "REVOKE"):
         return p.grant()
+    if (p.word(0), p.word(1), p.word(2)) == ("ALTER", "MATERIALIZED", "VIEW") and \
+            any(p.word(k) == "SET" and p.word(k + 1) == "CLUSTER" for k in range(3, len(p.toks))):
+        raise SqlError("0A000", "ALTER MATERIALIZED VIEW ... SET CLUSTER is not supported",
+                       hint="Create the materialized view again IN CLUSTER the new cluster.")
+    if (p.word(0), p.word(1), p.word(2), p.word(3), p.word(4)) == ("CREATE", "VIEW", "IF", "NOT", "EXISTS"):
+        try:
+            view = pglast.parse_sql(sql[: p.toks[2].start] + sql[p.toks[4].end + 1:])[0].stmt
+        except pglast.parser.ParseError as e:
+            raise SqlError(SYNTAX_ERROR, str(e.args[0] if e.args else e)) from None
+        return CreateViewIfNotExists(view)
     if (p.word(0), p.word(1)) == ("ALTER", "DEFAULT"):
         return p.alter_default_privileges()
     if p.accept("CREATE", "ROLE"):
@@ -1125,7 +1221,7 @@ def _subscribe(p: _Parser) -> Subscribe:
         while p.accept_punct("."):
             parts.append(p.ident())
         query = "SELECT * FROM " + ".".join('"' + x.replace('"', '""') + '"' for x in parts)
-    envelope, keys, snapshot, progress, up_to = None, (), True, False, None
+    envelope, keys, snapshot, progress, up_to, order_by = None, (), True, False, None, []
     while p.peek() is not None:
         if p.accept("ENVELOPE"):
             envelope = p.word()
@@ -1163,9 +1259,20 @@ def _subscribe(p: _Parser) -> Subscribe:
                     break
             p.expect_punct(")")
         elif p.accept("WITHIN"):
-            # WITHIN TIMESTAMP ORDER BY ...: accepted; updates of one timestamp come sorted.
-            while p.peek() is not None and p.word() not in ("UP", "WITH", "ENVELOPE"):
-                p.i += 1
+            p.expect("TIMESTAMP", "ORDER", "BY")
+            while True:
+                name = p.ident()
+                desc = p.accept("DESC")
+                if not desc:
+                    p.accept("ASC")
+                nulls_first = desc  # PostgreSQL's default: NULLS FIRST for DESC only
+                if p.accept("NULLS"):
+                    nulls_first = p.accept("FIRST")
+                    if not nulls_first:
+                        p.expect("LAST")
+                order_by.append((name, desc, nulls_first))
+                if not p.accept_punct(","):
+                    break
         elif p.word() == "UP" and p.word(1) == "TO":
             p.i += 2
             start = p.i
@@ -1174,7 +1281,7 @@ def _subscribe(p: _Parser) -> Subscribe:
             up_to = p.sql[p.toks[start].start: p.toks[p.i - 1].end + 1]
         else:
             raise p.error("ENVELOPE, WITH, WITHIN TIMESTAMP ORDER BY, AS OF or UP TO")
-    return Subscribe(query, envelope and envelope.lower(), keys, snapshot, progress, up_to)
+    return Subscribe(query, envelope and envelope.lower(), keys, snapshot, progress, up_to, tuple(order_by))
 
 
 def _declare_subscribe(p: _Parser) -> DeclareSubscribe | None:

@@ -243,7 +243,7 @@ STATEMENT_PRIVILEGES: dict[type, Callable] = {
     **dict.fromkeys((
         mz.CreateCluster, mz.CreateClusterReplica, mz.DropClusters, mz.DropClusterReplicas, mz.AlterClusterRename,
         mz.AlterClusterSet, mz.AlterClusterSwap,
-        ast.CreateStmt, ast.ViewStmt, ast.IndexStmt, mz.CreateIndex, mz.CreateMaterializedView,
+        ast.CreateStmt, ast.ViewStmt, mz.CreateViewIfNotExists, ast.IndexStmt, mz.CreateIndex, mz.CreateMaterializedView,
         ast.CreateSeqStmt, ast.CreateSchemaStmt, ast.CommentStmt, ast.AlterSeqStmt, mz.CreateRole, mz.AlterRole, ast.DropRoleStmt, mz.GrantRoles, mz.GrantPrivileges,
         mz.AlterOwner, ast.AlterOwnerStmt, mz.AlterDefaultPrivileges, ast.ReassignOwnedStmt, ast.DropOwnedStmt,
     ), _on_catalog_ops),

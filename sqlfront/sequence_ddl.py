@@ -467,10 +467,17 @@ def _uses_sequence(default: str, q: Sequence) -> bool:
     return False
 
 
-def create_view(schema: str | None, name: str, sql: str, columns: tuple[Column, ...], or_replace: bool):
+def create_view(schema: str | None, name: str, sql: str, columns: tuple[Column, ...], or_replace: bool,
+                if_not_exists: bool = False):
+    """CREATE [OR REPLACE] VIEW [IF NOT EXISTS] (Materialize's "CREATE VIEW"; IF NOT
+    EXISTS: a taken name is a no-op).
+
+    Raises (from ``build``): 42P07 for a taken name."""
     def build(snap: CatalogSnapshot, ids) -> list:
         s, ops = _creation_schema(snap, ids, schema)
         existing = snap.relation_by_name(s, name)
+        if (existing is not None or snap.name_taken(s, name)) and if_not_exists:
+            return []
         if existing is None and snap.name_taken(s, name):
             raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
         if existing is not None:

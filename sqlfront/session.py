@@ -236,7 +236,7 @@ class Session:
         try:
             handler = HANDLERS.get(type(stmt))
             if handler is None:
-                raise SqlError(FEATURE_NOT_SUPPORTED, f"{type(stmt).__name__} is not supported")
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"{statement_name(stmt)} is not supported")
             authorize_statement(self, stmt)
             return handler(self, stmt, sql, params)
         except SqlError:
@@ -301,7 +301,7 @@ class Session:
             elif isinstance(stmt, ast.ExplainStmt):
                 cols = [("Optimized Plan", TEXT)]
             elif isinstance(stmt, mz.ExplainPlan):
-                cols = [(f"{stmt.stage.capitalize()} Plan", TEXT)]
+                cols = [("Timestamp" if stmt.stage == "timestamp" else f"{stmt.stage.capitalize()} Plan", TEXT)]
             elif isinstance(stmt, ast.DeclareCursorStmt) and isinstance(stmt.query, ast.SelectStmt):
                 QueryPlanner(self.env.snapshot, params).plan_raw(stmt.query)  # the types of its $n
             elif isinstance(stmt, (ast.FetchStmt, mz.FetchWith)):
@@ -393,6 +393,7 @@ HANDLERS: dict[type, Callable] = {
     mz.AlterClusterSwap: clusters.swap_clusters,
     ast.CreateStmt: ddl.create_table,
     ast.ViewStmt: ddl.create_view,
+    mz.CreateViewIfNotExists: ddl.create_view,
     ast.IndexStmt: ddl.create_index,
     mz.CreateIndex: ddl.create_index,
     mz.CreateMaterializedView: ddl.create_materialized_view,
@@ -433,3 +434,24 @@ HANDLERS: dict[type, Callable] = {
     mz.FetchWith: cursors.fetch,
     ast.ClosePortalStmt: cursors.close,
 }
+
+
+#: statements whose parser node name does not spell their SQL (pglast's class names)
+_STATEMENT_NAMES = {"CreatedbStmt": "CREATE DATABASE", "DropdbStmt": "DROP DATABASE", "AlterSystemStmt": "ALTER SYSTEM",
+                    "CreateFunctionStmt": "CREATE FUNCTION", "DoStmt": "DO", "VacuumStmt": "VACUUM",
+                    "ListenStmt": "LISTEN", "NotifyStmt": "NOTIFY", "LockStmt": "LOCK", "CreatePLangStmt": "CREATE LANGUAGE",
+                    "CreateTrigStmt": "CREATE TRIGGER", "RuleStmt": "CREATE RULE", "CallStmt": "CALL",
+                    "CompositeTypeStmt": "CREATE TYPE", "CheckPointStmt": "CHECKPOINT", "CreateEnumStmt": "CREATE TYPE",
+                    "CreateRangeStmt": "CREATE TYPE", "DefineStmt": "CREATE"}
+
+
+def statement_name(stmt) -> str:
+    """The SQL a statement node stands for, for messages: ``CREATE DATABASE`` for
+    pglast's ``CreatedbStmt``, else its class name split into words (``AlterSystemStmt``
+    -> ``ALTER SYSTEM``)."""
+    import re
+
+    name = type(stmt).__name__
+    if name in _STATEMENT_NAMES:
+        return _STATEMENT_NAMES[name]
+    return " ".join(re.findall(r"[A-Z][a-z]*", name.removesuffix("Stmt"))).upper()

@@ -77,6 +77,12 @@ _DISPLAY = {"datestyle": "DateStyle", "timezone": "TimeZone", "intervalstyle": "
 #: (``SessionVars._check_limit``)
 SUPERUSER_LIMITS = ("max_query_heap_size",)
 
+#: the isolation levels ``transaction_isolation`` takes (Materialize's "Consistency
+#: guarantees": the standard's four behave as serializable; strict serializable is the
+#: default). Reads here are always strict serializable (one timestamp oracle), which
+#: every level allows.
+ISOLATION_LEVELS = ("read uncommitted", "read committed", "repeatable read", "serializable", "strict serializable")
+
 #: variables whose values are booleans, shown as on/off
 BOOLEAN_VARS = ("escape_string_warning", "default_transaction_read_only", "default_transaction_deferrable", "transaction_read_only",
                 "transaction_deferrable")
@@ -125,6 +131,9 @@ def validate(name: str, value: str) -> None:
         parse_time_zone(value)
     if name == "max_query_heap_size":
         parse_byte_size(name, value)
+    if name == "transaction_isolation" and " ".join(value.lower().split()) not in ISOLATION_LEVELS:
+        raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "{name}": "{value}"',
+                       hint="Available values: " + ", ".join(ISOLATION_LEVELS) + ".")
 
 
 class SessionVars:
@@ -196,6 +205,8 @@ class SessionVars:
         if name == "intervalstyle":
             value = parse_interval_style(value)
             set_session_interval_style(value)
+        if name == "transaction_isolation":
+            value = " ".join(value.lower().split())
         if name in BOOLEAN_VARS:
             value = "on" if parse_bool_setting(name, value) else "off"
             if name.startswith("default_"):  # the next transaction's mode; shown until then

@@ -124,3 +124,51 @@ def test_index_keeps_table_in_replica_memory_and_rebuilds_after_restart(server, 
         conn.execute("SET cluster = quickstart")
         conn.execute("DROP TABLE IF EXISTS arrt")
         conn.execute("DROP CLUSTER IF EXISTS arr CASCADE")
+
+
+def test_index_on_a_view_with_mz_now_is_maintained_without_log_spam(server, conn):
+    """Issue 32: the maintainer planned such a view with no query timestamp, failed, and
+    logged a warning every second forever."""
+    start = server.log_path.stat().st_size
+    conn.execute("CREATE TABLE temporal (a int)")
+    conn.execute("CREATE VIEW recent AS SELECT a FROM temporal WHERE mz_now() > 0")
+    conn.execute("CREATE INDEX recent_idx ON recent (a)")
+    conn.execute("INSERT INTO temporal VALUES (1)")
+    assert conn.execute("SELECT a FROM recent").fetchall() == [(1,)]
+    # its state is in mz_hydration_statuses, as a materialized view's (hydrated: in memory)
+    assert wait_for(lambda: conn.execute("SELECT bool_and(h.hydrated) FROM mz_internal.mz_hydration_statuses h"
+                                         " JOIN mz_indexes i ON i.id = h.object_id"
+                                         " WHERE i.name = 'recent_idx'").fetchone()[0], 60)
+    with open(server.log_path, "rb") as f:
+        f.seek(start)
+        assert b"arrangements of cluster" not in f.read()
+    conn.execute("DROP VIEW recent CASCADE")
+
+
+def test_a_failing_arrangement_round_is_reported_once():
+    import logging
+    import threading
+
+    from spark_exec.arrangements import ArrangementMaintainer
+
+    rounds = threading.Semaphore(0)
+
+    def wanted():
+        rounds.release()
+        raise RuntimeError("cannot plan")
+
+    m = ArrangementMaintainer("c", list, wanted)
+    m.POLL_S = 0.01
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logging.getLogger("spark_exec.arrangements").addHandler(handler)
+    try:
+        m.start()
+        for _ in range(5):
+            assert rounds.acquire(timeout=30)
+        m.stop()
+    finally:
+        logging.getLogger("spark_exec.arrangements").removeHandler(handler)
+    assert m.error == "cannot plan"
+    assert len([r for r in records if r.levelno >= logging.WARNING]) == 1

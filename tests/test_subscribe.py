@@ -99,3 +99,40 @@ def test_subscribe_over_a_join_and_aggregate_is_a_dataflow(server, conn):
     finally:
         conn.execute("DROP TABLE sub_o")
         conn.execute("DROP TABLE sub_c")
+
+
+def test_idle_subscription_progresses_and_up_to_ends(conn):
+    """An idle table's frontier advances about once a second (a progress row each time),
+    and a subscription ends once its frontier passes UP TO, written to or not."""
+    import time
+
+    conn.execute("CREATE TABLE idle (a int)")
+    conn.execute("INSERT INTO idle VALUES (1)")
+    ts = int(conn.execute("SELECT mz_now()").fetchone()[0])
+    rows = conn.execute(f"SUBSCRIBE idle AS OF {ts} UP TO {ts} + 1").fetchall()
+    assert [r[1:] for r in rows] == [(1, 1)]
+    conn.autocommit = False
+    conn.execute("DECLARE p CURSOR FOR SUBSCRIBE idle WITH (PROGRESS, SNAPSHOT = false)")
+    progress: list = []
+    deadline = time.monotonic() + 60
+    while len(progress) < 3 and time.monotonic() < deadline:
+        progress += [r[0] for r in conn.execute("FETCH ALL p WITH (TIMEOUT = '1s')").fetchall() if r[1]]
+    assert len(progress) >= 3 and progress == sorted(set(progress))
+    conn.rollback()
+
+
+def test_within_timestamp_order_by(conn):
+    conn.execute("CREATE TABLE ordered (k int, v text)")
+    conn.execute("INSERT INTO ordered VALUES (1, 'a'), (3, NULL), (2, 'c'), (NULL, 'b')")
+    ts = int(conn.execute("SELECT mz_now()").fetchone()[0])
+
+    def sub(order: str) -> list:
+        rows = conn.execute(f"SUBSCRIBE ordered WITHIN TIMESTAMP ORDER BY {order} AS OF {ts} UP TO {ts} + 1")
+        return [r[2:] for r in rows.fetchall()]
+
+    assert [r[0] for r in sub("k DESC")] == [None, 3, 2, 1]
+    assert [r[0] for r in sub("k")] == [1, 2, 3, None]
+    assert [r[0] for r in sub("k DESC NULLS LAST")] == [3, 2, 1, None]
+    assert [r[1] for r in sub("mz_diff, v ASC NULLS FIRST")] == [None, "a", "b", "c"]
+    with pytest.raises(psycopg.errors.UndefinedColumn):
+        conn.execute("SUBSCRIBE ordered WITHIN TIMESTAMP ORDER BY nope")

@@ -175,14 +175,16 @@ def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
     return Result(tag)
 
 
-def create_view(s: Session, stmt: ast.ViewStmt, sql: str, params) -> Result:
-    """CREATE [OR REPLACE] VIEW [(aliases)] AS query.
+def create_view(s: Session, stmt: ast.ViewStmt | mz.CreateViewIfNotExists, sql: str, params) -> Result:
+    """CREATE [OR REPLACE] VIEW [IF NOT EXISTS] [(aliases)] AS query.
 
     Raises:
         SqlError 0A000 for a temporary view; 42601 for more aliases than columns; 42701
         for a duplicate column name."""
     from pglast.stream import RawStream
 
+    if_not_exists = isinstance(stmt, mz.CreateViewIfNotExists)
+    stmt = stmt.view if if_not_exists else stmt
     rv = stmt.view
     if rv.relpersistence == "t":
         raise SqlError(FEATURE_NOT_SUPPORTED, "temporary views are not supported")
@@ -199,17 +201,25 @@ def create_view(s: Session, stmt: ast.ViewStmt, sql: str, params) -> Result:
     from catalog.snapshot import Column
 
     cols = tuple(Column(n, t) for n, (_, t) in zip(names, pq.plan.columns))
-    run(s, build.create_view(rv.schemaname, rv.relname, RawStream()(stmt.query), cols, bool(stmt.replace)))
+    run(s, build.create_view(rv.schemaname, rv.relname, RawStream()(stmt.query), cols, bool(stmt.replace),
+                             if_not_exists))
     return Result("CREATE VIEW")
 
 
 def create_index(s: Session, stmt: ast.IndexStmt | mz.CreateIndex, sql: str, params) -> Result:
-    """CREATE INDEX, Materialize's form or PostgreSQL's (whose UNIQUE, USING, INCLUDE
-    and WHERE are accepted and ignored: the index is an in-memory arrangement). Key
-    expressions are checked by planning them against the object."""
+    """CREATE INDEX, Materialize's form or PostgreSQL's (the index is an in-memory
+    arrangement of every row and column: its USING and INCLUDE change nothing, and
+    UNIQUE and WHERE, which would, are ignored with a NOTICE saying so, as PRIMARY KEY and
+    UNIQUE constraints are not enforced). Key expressions are checked by planning them
+    against the object."""
     from pglast.stream import RawStream
 
     if isinstance(stmt, ast.IndexStmt):
+        for given, what in ((stmt.unique, "UNIQUE is not enforced"),
+                            (stmt.whereClause is not None, "WHERE is ignored: the index keeps every row")):
+            if given:
+                s.notices.append(SqlError("01000", f"CREATE INDEX: {what}", severity="NOTICE",
+                                          detail="An index is an in-memory arrangement of its object (Materialize)."))
         rv = stmt.relation
         keys = tuple(e.name if e.name is not None else RawStream()(e.expr) for e in stmt.indexParams)
         stmt = mz.CreateIndex(stmt.idxname, rv.schemaname, rv.relname, keys, None, bool(stmt.if_not_exists),

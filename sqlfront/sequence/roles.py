@@ -365,9 +365,18 @@ def alter_relation_owner(s: Session, rv: ast.RangeVar, missing_ok: bool, spec) -
             if missing_ok:
                 return None
             raise
-        if rel.builtin:
+        ref = rbac.relation_ref(rel)
+        if ref.builtin:
             raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, f"system item '{rel.name}' cannot be modified")
-        return rbac.relation_ref(rel)
+        if ref.kind == "INDEX":
+            # Materialize ("ALTER ... OWNER"): an index is owned by its relation's owner;
+            # altering it succeeds with a warning and changes nothing
+            _role_spec(snap, spec)  # 42704 for an unknown role all the same
+            s.notices.append(SqlError("01000", f"cannot change owner of {ref.name}",
+                                      hint="Change the ownership of the index's relation instead.",
+                                      severity="NOTICE"))
+            return None
+        return ref
 
     change_owner(s, obj_of, spec)
 

@@ -65,6 +65,10 @@ MAX_TIMESTAMP = mztime.MAX
 MZ_TIMESTAMP_COLUMN = SqlType("numeric", 20, 0)
 #: longest a FETCH waits for data between checks of its cancel flag and connection
 WAIT_S = 0.25
+#: how often an idle subscription's frontier advances to the read timestamp, in seconds
+#: (Materialize advances table uppers about once a second, so WITH (PROGRESS) sends a
+#: progress row about once a second when nothing is written)
+PROGRESS_INTERVAL_S = 1.0
 
 
 class Subscription:
@@ -99,6 +103,10 @@ class Subscription:
                                                         f"upper bound (`UP TO`): {lower} > {up_to}")
         self.up_to = up_to
         self.columns = self._columns()
+        names = [n for n, _ in self.columns]
+        for name, _, _ in stmt.order_by:
+            if name not in names:
+                raise SqlError("42703", f'column "{name}" does not exist')
         self.frontier = ts if ts is not None else s.env.oracle.read_ts()
         if as_of is not None and as_of.at_least and self.tables:
             self.frontier = max([self.frontier] + [s.env.persist.state(t.shard_id).since for t in self.tables])
@@ -122,6 +130,9 @@ class Subscription:
         self._buffer: collections.deque = collections.deque()
         self.done = False
         self._started = False
+        #: the greatest progress time reported (emitted with PROGRESS, or not)
+        self._progressed = 0
+        self._last_progress = time.monotonic()
 
     def _columns(self) -> list[tuple[str, SqlType]]:
         cols = [("mz_timestamp", MZ_TIMESTAMP_COLUMN)]
@@ -159,7 +170,16 @@ class Subscription:
                     out.append(self._row(ts, [d], row))
         else:
             out = self._enveloped(ts, diffs)
-        self._buffer.extend(out)
+        self._buffer.extend(self._ordered(out))
+
+    def _ordered(self, rows: list[tuple]) -> list[tuple]:
+        """``rows`` (of one timestamp) in WITHIN TIMESTAMP ORDER BY's order: stable sorts
+        from the last key to the first, NULLs placed as each key says."""
+        names = [n for n, _ in self.columns]
+        for name, desc, nulls_first in reversed(self.stmt.order_by):
+            i, null_rank = names.index(name), int(nulls_first == desc)
+            rows.sort(key=lambda r: (null_rank, None) if r[i] is None else (1 - null_rank, r[i]), reverse=desc)
+        return rows
 
     def _row(self, ts: int, middle: list, data) -> tuple:
         head = [Decimal(ts)] + ([False] if self.stmt.progress else [])
@@ -187,9 +207,45 @@ class Subscription:
         return out
 
     def _progress(self, ts: int) -> None:
+        """The subscription is complete below ``ts``: a progress row (WITH (PROGRESS)),
+        and the end of the subscription once ``ts`` passes ``UP TO``."""
+        if ts <= self._progressed:
+            return
+        self._progressed = ts
+        self._last_progress = time.monotonic()
+        if self.up_to is not None and ts > self.up_to:
+            self.done = True
+            return
         if self.stmt.progress:
             width = len(self.columns) - 2
             self._buffer.append(tuple([Decimal(ts), True] + [None] * width))
+
+    def _idle_progress(self) -> None:
+        """With no input change for ``PROGRESS_INTERVAL_S``, advance the frontier to the
+        time the inputs are known complete through: the oracle's read timestamp (every
+        write at or below it is applied) for tables, ``upper - 1`` for materialized views;
+        only when every input's latest state has been consumed, so no update at or below
+        that time is still on its way."""
+        from catalog.snapshot import MaterializedView
+
+        if time.monotonic() - self._last_progress < PROGRESS_INTERVAL_S or not self.tables:
+            return
+        self._last_progress = time.monotonic()
+        persist = self.s.env.persist
+        ts = self.s.env.oracle.read_ts()
+        for t in self.tables:
+            if persist.fence_reads and not isinstance(t, MaterializedView):
+                # another process may still write at or below ts: fence it off, as a peek does
+                persist.advance_upper(t.shard_id, ts)
+            upper = persist.state(t.shard_id).upper
+            seen = self._listen.frontier if self._listen is not None else self._uppers.get(t.shard_id)
+            if upper != seen and not (self._listen is not None and upper <= seen):
+                return  # updates not consumed yet: the next step emits them first
+            if isinstance(t, MaterializedView):
+                ts = min(ts, upper - 1)
+        if ts > self.frontier:
+            self._advance(ts)
+            self._progress(ts + 1)
 
     def _start(self) -> None:
         self._started = True
@@ -323,6 +379,8 @@ class Subscription:
         return collections.Counter({k: v for k, v in out.items() if v})
 
     def _advance(self, ts: int) -> None:
+        if ts <= self.frontier and self._held is not None:
+            return
         if self._held is not None:
             self.s.env.release_time(self._held)
         self._held = self.s.env.hold_time(ts)
@@ -348,6 +406,7 @@ class Subscription:
             wait = WAIT_S if deadline is None else max(0.0, min(WAIT_S, deadline - time.monotonic()))
             if self._step(wait):
                 continue
+            self._idle_progress()
             if deadline is not None and time.monotonic() >= deadline:
                 break
         n = len(self._buffer) if limit is None else min(limit, len(self._buffer))

@@ -52,16 +52,13 @@ def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Resu
             # PostgreSQL warns and stays in the transaction (WARNING 25001).
             return Result("BEGIN")
         s.in_transaction = True
+        from sqlfront.sequence.vars import transaction_modes
+
         s._txn_read_only = s.vars.get("default_transaction_read_only") == "on"
-        deferrable = s.vars.get("default_transaction_deferrable") == "on"
-        for o in stmt.options or ():
-            if o.defname == "transaction_read_only":
-                s._txn_read_only = bool(o.arg.val.ival)
-            elif o.defname == "transaction_deferrable":
-                deferrable = bool(o.arg.val.ival)
         # what current_setting('transaction_read_only') shows while the block lasts
         s.vars.values["transaction_read_only"] = "on" if s._txn_read_only else "off"
-        s.vars.values["transaction_deferrable"] = "on" if deferrable else "off"
+        s.vars.values["transaction_deferrable"] = s.vars.get("default_transaction_deferrable")
+        transaction_modes(s, stmt.options or (), session=False)
         return Result("BEGIN")
     if k in (K.TRANS_STMT_SAVEPOINT, K.TRANS_STMT_RELEASE, K.TRANS_STMT_ROLLBACK_TO):
         return savepoint(s, k, stmt.savepoint_name)

@@ -19,12 +19,14 @@ if TYPE_CHECKING:
 
 def set_var(s: Session, stmt: ast.VariableSetStmt, sql: str, params) -> Result:
     """SET / RESET / RESET ALL / SET ... TO DEFAULT (PostgreSQL's SET reference page).
-    ``SET TRANSACTION ...`` and multi-setting forms are accepted and ignored.
+    ``SET TRANSACTION`` / ``SET SESSION CHARACTERISTICS AS TRANSACTION`` set the modes
+    they name (``transaction_modes``).
 
     Raises:
         SqlError 42601 for a value that is not a literal; ``SessionVars.set``'s errors."""
     k = stmt.kind
-    if k == VariableSetKind.VAR_SET_MULTI or (stmt.name or "").startswith("transaction"):
+    if k == VariableSetKind.VAR_SET_MULTI:
+        transaction_modes(s, stmt.args or (), session=stmt.name != "TRANSACTION")
         return Result("SET")
     if k == VariableSetKind.VAR_RESET_ALL:
         for name in list(s.vars.values):
@@ -57,7 +59,39 @@ def set_var(s: Session, stmt: ast.VariableSetStmt, sql: str, params) -> Result:
     if name == "cluster":
         _check_cluster_here(s, ", ".join(values))
     s.vars.set(name, ", ".join(values))
+    if name == "transaction_read_only" and s.in_transaction:
+        s._txn_read_only = s.vars.get(name) == "on"
     return Result("SET")
+
+
+def transaction_modes(s: Session, modes, session: bool) -> None:
+    """Apply ``ISOLATION LEVEL``, ``READ ONLY|WRITE`` and ``[NOT] DEFERRABLE`` (the
+    DefElems of SET TRANSACTION, SET SESSION CHARACTERISTICS and BEGIN): ``session`` sets
+    the defaults later transactions start with, else the running transaction's modes
+    (PostgreSQL's SET TRANSACTION reference page). An isolation level is checked
+    (``sqlfront.vars.ISOLATION_LEVELS``); every one behaves as strict serializable here,
+    which each allows, so a transaction's own level changes nothing and the session's is
+    ``transaction_isolation``.
+
+    Raises:
+        SqlError 22023 for an isolation level Materialize does not take."""
+    from sqlfront.vars import validate
+
+    for o in modes:
+        value = o.arg.val
+        if o.defname == "transaction_isolation":
+            if session:
+                s.vars.set("transaction_isolation", value.sval)
+            else:
+                validate("transaction_isolation", value.sval)
+            continue
+        on = "on" if getattr(value, "ival", 0) else "off"
+        if session:
+            s.vars.set("default_" + o.defname, on)
+            continue
+        s.vars.values[o.defname] = on  # what current_setting shows while the block lasts
+        if o.defname == "transaction_read_only":
+            s._txn_read_only = on == "on"
 
 
 def show_var(s: Session, stmt: ast.VariableShowStmt, sql: str, params) -> Result:

@@ -1,0 +1,70 @@
+"""Statement forms of Materialize's SQL reference a new user tries (issue 32): DELETE ...
+USING, CREATE VIEW IF NOT EXISTS, ALTER INDEX ... OWNER TO, ALTER MATERIALIZED VIEW ...
+SET CLUSTER, what is not supported said in SQL words, and the column names PostgreSQL
+gives current_user and friends."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+
+def test_delete_using(conn):
+    conn.execute("CREATE TABLE del_t (a int, b text)")
+    conn.execute("CREATE TABLE del_u (a int, ok bool)")
+    conn.execute("INSERT INTO del_t VALUES (1, 'x'), (2, 'y'), (2, 'z'), (3, 'w')")
+    conn.execute("INSERT INTO del_u VALUES (2, true), (2, true), (3, false)")
+    cur = conn.execute("DELETE FROM del_t t USING del_u u WHERE t.a = u.a AND u.ok RETURNING t.b")
+    assert sorted(cur.fetchall()) == [("y",), ("z",)]  # each row once, however many rows of u match
+    assert conn.execute("SELECT a FROM del_t ORDER BY a").fetchall() == [(1,), (3,)]
+    conn.execute("DROP TABLE del_t, del_u")
+
+
+def test_create_view_if_not_exists(conn):
+    conn.execute("CREATE VIEW ine_v AS SELECT 1 AS one")
+    conn.execute("CREATE VIEW IF NOT EXISTS ine_v AS SELECT 2 AS two")  # exists: nothing changes
+    assert conn.execute("SELECT * FROM ine_v").fetchall() == [(1,)]
+    conn.execute("CREATE VIEW IF NOT EXISTS ine_w (n) AS SELECT 2")
+    assert conn.execute("SELECT n FROM ine_w").fetchall() == [(2,)]
+    conn.execute("DROP VIEW ine_v, ine_w")
+
+
+def test_alter_index_owner_is_a_warning_and_changes_nothing(conn):
+    conn.execute("CREATE TABLE own_t (a int)")
+    conn.execute("CREATE INDEX own_idx ON own_t (a)")
+    conn.execute("CREATE ROLE own_r")
+    notices = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary))
+    conn.execute("ALTER INDEX own_idx OWNER TO own_r")  # Materialize: its relation's owner owns it
+    assert notices and "cannot change owner" in notices[0]
+    assert conn.execute("SELECT r.name FROM mz_indexes i JOIN mz_roles r ON r.id = i.owner_id"
+                        " WHERE i.name = 'own_idx'").fetchone() == ("materialize",)
+    with pytest.raises(psycopg.errors.UndefinedObject):
+        conn.execute("ALTER INDEX own_idx OWNER TO nobody")
+    conn.execute("DROP TABLE own_t CASCADE")
+    conn.execute("DROP ROLE own_r")
+
+
+def test_unsupported_statements_are_named_in_sql(conn):
+    for sql, name in (("CREATE DATABASE d", "CREATE DATABASE"), ("ALTER SYSTEM SET x = 1", "ALTER SYSTEM"),
+                      ("ALTER MATERIALIZED VIEW m SET CLUSTER quickstart", "ALTER MATERIALIZED VIEW ... SET CLUSTER")):
+        with pytest.raises(psycopg.errors.FeatureNotSupported) as e:
+            conn.execute(sql)
+        assert str(e.value).startswith(f"{name} is not supported"), str(e.value)
+
+
+def test_sql_value_functions_are_named_as_postgresql_names_them(conn):
+    cur = conn.execute("SELECT current_user, current_timestamp, current_date, session_user, current_schema, user,"
+                       " current_timestamp(2), current_catalog")
+    assert [d.name for d in cur.description] == ["current_user", "current_timestamp", "current_date", "session_user",
+                                                 "current_schema", "user", "current_timestamp", "current_catalog"]
+
+
+def test_postgresql_index_options_that_do_nothing_say_so(conn):
+    conn.execute("CREATE TABLE pgidx (a int)")
+    notices = []
+    conn.add_notice_handler(lambda d: notices.append(d.message_primary))
+    conn.execute("CREATE UNIQUE INDEX pgidx_u ON pgidx (a) WHERE a > 0")
+    assert notices == ["CREATE INDEX: UNIQUE is not enforced", "CREATE INDEX: WHERE is ignored: the index keeps every row"]
+    conn.execute("INSERT INTO pgidx VALUES (1), (1)")  # not refused: nothing is unique
+    conn.execute("DROP TABLE pgidx CASCADE")

@@ -1,0 +1,100 @@
+"""Materialize's SHOW statements through the wire (issue 32): SHOW CREATE of each kind
+with Materialize's columns (name, create_sql), and the SHOW forms of objects this server
+has none of, which answer with Materialize's columns and no rows."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+
+def show(conn, sql: str) -> tuple[list[str], list[tuple]]:
+    cur = conn.execute(sql)
+    return [d.name for d in cur.description], cur.fetchall()
+
+
+def test_show_create_of_each_kind(conn):
+    conn.execute('CREATE TABLE "Shown" (a int NOT NULL DEFAULT 3, b numeric(10,2), c text)')
+    conn.execute('CREATE VIEW shown_v AS SELECT a FROM "Shown"')
+    conn.execute('CREATE INDEX shown_idx IN CLUSTER quickstart ON "Shown" (a, upper(c))')
+    cols, rows = show(conn, 'SHOW CREATE TABLE "Shown"')
+    assert cols == ["name", "create_sql"]
+    assert rows == [('materialize.public."Shown"',
+                     'CREATE TABLE materialize.public."Shown" (a integer NOT NULL DEFAULT 3, b numeric(10,2), c text)')]
+    assert show(conn, "SHOW CREATE VIEW shown_v")[1] == [
+        ("materialize.public.shown_v", 'CREATE VIEW materialize.public.shown_v AS SELECT a FROM "Shown"')]
+    assert show(conn, "SHOW CREATE INDEX shown_idx")[1] == [
+        ("materialize.public.shown_idx",
+         'CREATE INDEX shown_idx IN CLUSTER quickstart ON materialize.public."Shown" (a, upper(c))')]
+    name, sql = show(conn, "SHOW CREATE CLUSTER quickstart")[1][0]
+    assert name == "quickstart" and sql.startswith("CREATE CLUSTER quickstart REPLICAS (r1 (SIZE ")
+    # what SHOW CREATE TABLE gives makes the same table again
+    conn.execute("CREATE SCHEMA shown_copy")
+    conn.execute(rows[0][1].replace("public", "shown_copy"))
+    assert show(conn, 'SHOW CREATE TABLE shown_copy."Shown"')[1][0][1] == rows[0][1].replace("public", "shown_copy")
+    with pytest.raises(psycopg.errors.WrongObjectType):
+        conn.execute('SHOW CREATE VIEW "Shown"')
+    for sql in ("SHOW CREATE TABLE nope", "SHOW CREATE INDEX nope", "SHOW CREATE SOURCE nope"):
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute(sql)
+    with pytest.raises(psycopg.errors.UndefinedObject):
+        conn.execute("SHOW CREATE CLUSTER nope")
+    conn.execute("DROP SCHEMA shown_copy CASCADE")
+    conn.execute('DROP TABLE "Shown" CASCADE')
+
+
+def test_show_objects_and_kinds_there_are_none_of(conn):
+    conn.execute("CREATE SCHEMA listed")
+    conn.execute("CREATE TABLE listed.lt (a int)")
+    conn.execute("CREATE VIEW listed.lv AS SELECT a FROM listed.lt")
+    assert show(conn, "SHOW OBJECTS FROM listed") == (["name", "type", "comment"], [("lt", "table", ""), ("lv", "view", "")])
+    assert show(conn, "SHOW OBJECTS FROM listed WHERE type = 'view'")[1] == [("lv", "view", "")]
+    for sql, cols in (("SHOW SOURCES", ["name", "type", "cluster", "comment"]),
+                      ("SHOW SINKS FROM listed", ["name", "type", "cluster", "comment"]),
+                      ("SHOW SECRETS", ["name", "comment"]), ("SHOW TYPES", ["name", "comment"]),
+                      ("SHOW CONNECTIONS", ["name", "type", "comment"])):
+        assert show(conn, sql) == (cols, []), sql
+    with pytest.raises(psycopg.errors.InvalidSchemaName):
+        conn.execute("SHOW OBJECTS FROM nope")
+    conn.execute("DROP SCHEMA listed CASCADE")
+
+
+def test_show_role_membership(conn):
+    conn.execute("CREATE ROLE shown_group")
+    conn.execute("CREATE ROLE shown_member")
+    conn.execute("GRANT shown_group TO shown_member")
+    cols, rows = show(conn, "SHOW ROLE MEMBERSHIP FOR shown_member")
+    assert cols == ["role", "member", "grantor"] and rows == [("shown_group", "shown_member", "materialize")]
+    with pytest.raises(psycopg.errors.UndefinedObject):
+        conn.execute("SHOW ROLE MEMBERSHIP FOR nobody")
+    conn.execute("DROP ROLE shown_member")
+    conn.execute("DROP ROLE shown_group")
+
+
+def test_pg_proc_lists_the_function_registry(conn):
+    """psql's tab completion (and \\df) read pg_proc: the registry's functions are there."""
+    rows = conn.execute("SELECT p.proname FROM pg_catalog.pg_proc p WHERE (p.proname) LIKE 'subs%'"
+                        " AND pg_catalog.pg_function_is_visible(p.oid)").fetchall()
+    assert {"substr", "substring"} <= {r[0] for r in rows}
+    assert conn.execute("SELECT prokind, proisagg FROM pg_proc WHERE proname = 'sum' LIMIT 1").fetchone() == ("a", True)
+    assert conn.execute("SELECT count(*) = count(DISTINCT oid) FROM pg_proc").fetchone() == (True,)
+
+
+def test_show_privileges_and_default_privileges(conn):
+    conn.execute("CREATE ROLE priv_r")
+    conn.execute("CREATE TABLE priv_t (a int)")
+    conn.execute("GRANT SELECT ON priv_t TO priv_r")
+    cols, rows = show(conn, "SHOW PRIVILEGES FOR priv_r")
+    assert cols == ["grantor", "grantee", "database", "schema", "name", "object_type", "privilege_type"]
+    assert ("materialize", "priv_r", "materialize", "public", "priv_t", "table", "SELECT") in rows
+    assert ("mz_system", "PUBLIC", "materialize", None, "public", "schema", "USAGE") in rows  # as PUBLIC
+    assert all(r[5] == "table" for r in show(conn, "SHOW PRIVILEGES ON TABLES FOR priv_r")[1])
+    conn.execute("ALTER DEFAULT PRIVILEGES FOR ROLE materialize GRANT INSERT ON TABLES TO priv_r")
+    cols, rows = show(conn, "SHOW DEFAULT PRIVILEGES FOR priv_r")
+    assert cols == ["object_owner", "database", "schema", "object_type", "grantee", "privilege_type"]
+    assert ("materialize", "materialize", None, "table", "priv_r", "INSERT") in rows
+    with pytest.raises(psycopg.errors.UndefinedObject):
+        conn.execute("SHOW PRIVILEGES FOR nobody")
+    conn.execute("ALTER DEFAULT PRIVILEGES FOR ROLE materialize REVOKE INSERT ON TABLES FROM priv_r")
+    conn.execute("DROP TABLE priv_t")
+    conn.execute("DROP ROLE priv_r")
