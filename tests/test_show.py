@@ -27,7 +27,12 @@ def test_show_create_of_each_kind(conn):
         ("materialize.public.shown_idx",
          'CREATE INDEX shown_idx IN CLUSTER quickstart ON materialize.public."Shown" (a, upper(c))')]
     name, sql = show(conn, "SHOW CREATE CLUSTER quickstart")[1][0]
-    assert name == "quickstart" and sql.startswith("CREATE CLUSTER quickstart REPLICAS (r1 (SIZE ")
+    # quickstart is managed: its size and replication factor, not its replicas
+    size = conn.execute("SELECT size FROM mz_clusters WHERE name = 'quickstart'").fetchone()[0]
+    assert (name, sql) == ("quickstart", f"CREATE CLUSTER quickstart (SIZE = '{size}', REPLICATION FACTOR = 1)")
+    conn.execute("CREATE CLUSTER shown_c REPLICAS ()")  # an unmanaged one: its replicas
+    assert show(conn, "SHOW CREATE CLUSTER shown_c")[1] == [("shown_c", "CREATE CLUSTER shown_c REPLICAS ()")]
+    conn.execute("DROP CLUSTER shown_c")
     # what SHOW CREATE TABLE gives makes the same table again
     conn.execute("CREATE SCHEMA shown_copy")
     conn.execute(rows[0][1].replace("public", "shown_copy"))

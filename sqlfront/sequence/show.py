@@ -167,8 +167,15 @@ def relation_by_id(snap, object_id: str):
 
 
 def _create_cluster_sql(snap, cluster) -> str:
-    """``CREATE CLUSTER name REPLICAS (...)`` with each replica's options (never a REMOTE
-    replica's TOKEN: SHOW CREATE shows no secret)."""
+    """A managed cluster's ``CREATE CLUSTER name (SIZE = ..., REPLICATION FACTOR = n[,
+    AVAILABILITY ZONES = (...)])``; an unmanaged one's ``CREATE CLUSTER name REPLICAS
+    (...)`` with each replica's options (never a REMOTE replica's TOKEN: SHOW CREATE shows
+    no secret)."""
+    if cluster.managed:
+        opts = [f"SIZE = {quote_literal(cluster.size)}", f"REPLICATION FACTOR = {cluster.replication_factor}"]
+        if cluster.availability_zones:
+            opts.append("AVAILABILITY ZONES = (" + ", ".join(quote_literal(z) for z in cluster.availability_zones) + ")")
+        return f"CREATE CLUSTER {quote_ident(cluster.name)} ({', '.join(opts)})"
     replicas = []
     for r in sorted((r for r in snap.replicas.values() if r.cluster_id == cluster.id), key=lambda r: r.name):
         opts = []
