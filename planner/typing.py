@@ -149,6 +149,8 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
                 return func, INTERVAL, TIMESTAMP, TIMESTAMP
             if op == "-" and names == ("timestamp", "timestamp"):
                 return "sub", TIMESTAMP, TIMESTAMP, INTERVAL
+            if op == "-" and set(names) <= {"timestamp", "timestamptz"} and "timestamptz" in names:
+                return "sub", TIMESTAMPTZ, TIMESTAMPTZ, INTERVAL
             if names == ("interval", "interval"):
                 return func, INTERVAL, INTERVAL, INTERVAL
         if op in "*/" and l.name == "interval" and r.is_numeric:

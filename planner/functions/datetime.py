@@ -56,9 +56,11 @@ def datetime_arith(func: str, a, b, t: SqlType, ta: SqlType):
             return timestamp_from_micros(timestamp_micros(ts) + iv.days * 86_400_000_000 + iv.micros,
                                          n == "timestamptz")
     if n == "interval":
-        if ta.name == "timestamp":  # timestamp - timestamp
-            delta = a - b
-            return Interval(0, delta.days, delta.seconds * 1_000_000 + delta.microseconds)
+        if ta.name in ("timestamp", "timestamptz"):  # timestamp - timestamp: whole days and the rest,
+            # both of the difference's sign (timestamp_mi's interval_justify_hours)
+            total = timestamp_micros(a) - timestamp_micros(b)
+            days = abs(total) // 86_400_000_000 * (1 if total >= 0 else -1)
+            return Interval(0, days, total - days * 86_400_000_000)
         if func == "add":
             return a + b
         if func == "sub":

@@ -119,6 +119,11 @@ def _arith_spark(func):
                 return F.date_add(y, x)
             if func == "sub" and ta.name == "date" and tb.name == "date":
                 return F.datediff(x, y)
+            if func == "sub" and t.name == "interval" and ta.name in ("timestamp", "timestamptz"):
+                # whole days and the rest, of the difference's sign (timestamp_mi)
+                us = F.unix_micros(x.cast("timestamp")) - F.unix_micros(y.cast("timestamp"))
+                days = S.trunc_div(us, 86_400_000_000)
+                return S.make_interval(F.lit(0), days.cast("int"), us - days * 86_400_000_000)
             return x + y if func == "add" else x - y
         if func == "mul":
             return x * y
@@ -308,7 +313,9 @@ register(
     Function("add", (), lambda a, e: arith("add", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("add"),
              doc="9.3", samples=("i + k", "n + 1", "f + i", "d + k", "ts + interval '1 day'")),
     Function("sub", (), lambda a, e: arith("sub", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("sub"),
-             doc="9.3", samples=("i - k", "n - i", "d - date '2000-01-01'", "ts - interval '1 month'")),
+             doc="9.3", samples=("i - k", "n - i", "d - date '2000-01-01'", "ts - interval '1 month'",
+                                 "ts - timestamp '2000-01-01 12:00'", "timestamp '2000-02-29 01:00' - ts",
+                                 "ts::timestamptz - timestamptz '2000-01-01 12:00+00'", "ts - ts::timestamptz")),
     Function("mul", (), lambda a, e: arith("mul", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("mul"),
              doc="9.3", samples=("i * k", "n * 2", "f * 2")),
     Function("div", (), lambda a, e: arith("div", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("div"),

@@ -220,6 +220,8 @@ def _txid_args(args: list) -> list:
 
 
 register(
+    Function("pg_client_encoding", (sig(ret="name"),), lambda a, e: "UTF8", lambda S, a, e: S.F.lit("UTF8"),
+             sql_names=("pg_client_encoding",), doc="9.4", samples=("pg_client_encoding() || k",)),
     Function("txid_current", (sig("int8", ret="int8"),), lambda a, e: a[0], lambda S, a, e: a[0],
              sql_names=("txid_current", "pg_current_xact_id"), volatility="stable", doc="9.27",
              extra={"plan_args": _txid_args},
