@@ -86,10 +86,14 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
     Raises:
         SqlError 42883 ``operator does not exist``.
     """
+    if op in ("@>", "<@", "&&") and (l.is_array or r.is_array) and "jsonb" not in (l.name, r.name):
+        return _array_set_op(op, l, r)
     if op in JSONB_OPS and (l.name == "jsonb" or (l.name == "unknown" and (r.name != "jsonb" or op in ("@>", "<@")))):
         return _jsonb_op(op, JSONB if l.name == "unknown" else l, r)
     if op == "-" and l.name == "jsonb" and (r.is_string or r.name == "unknown"):
         return "jsonb_delete", JSONB, TEXT, JSONB  # delete a key (PostgreSQL 9.16, table 9.46)
+    if op == "-" and l.name == "jsonb" and r == array_of(TEXT):
+        return "jsonb_delete_keys", JSONB, r, JSONB
     if op == "-" and l.name == "jsonb" and r.is_integer:
         return "jsonb_delete_index", JSONB, INT4, JSONB
     # An unknown literal beside a known type takes that type; for ||, only beside jsonb,
@@ -179,6 +183,19 @@ def _jsonb_op(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, S
     if op in ("?|", "?&") and (r.name == "unknown" or r == array_of(TEXT)):
         return ("jsonb_exists_any" if op == "?|" else "jsonb_exists_all"), JSONB, array_of(TEXT), BOOL
     raise _undefined_op(op, l, r)
+
+
+def _array_set_op(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, SqlType]:
+    """anyarray @> anyarray, <@, && (PostgreSQL 9.19, table 9.56): both sides an array of
+    one element type."""
+    known = [t for t in (l, r) if t.is_array]
+    if any(not t.is_array and t.name != "unknown" for t in (l, r)):
+        raise _undefined_op(op, l, r)
+    try:
+        t = array_of(common_type([k.element for k in known], "ARRAY"))
+    except SqlError:
+        raise _undefined_op(op, l, r) from None
+    return {"@>": "array_contains", "<@": "array_contained", "&&": "array_overlap"}[op], t, t, BOOL
 
 
 def _array_concat(l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, SqlType]:

@@ -532,3 +532,59 @@ register(
                      "length on table data",
              samples=("trim_array(a, 1)", "trim_array(a, 0)", "trim_array(a || a, k - 1)")),
 )
+
+
+# -- array containment and overlap (9.19, table 9.56), array_reverse -------------------------
+
+
+def _holds(a: list, b: list) -> bool:
+    """Every element of ``b`` is in ``a``; NULLs are equal to nothing (array_contain_compare)."""
+    inside = [x for x in flatten(a) if x is not None]
+    return all(y is not None and any(x == y for x in inside) for y in flatten(b))
+
+
+def _overlap_py(a, e):
+    inside = [x for x in flatten(a[0]) if x is not None]
+    return any(y is not None and any(x == y for x in inside) for y in flatten(a[1]))
+
+
+def _array_set_spark(kind: str):
+    """@> (``contains``), <@ (``contained``) and && (``overlap``) on Spark, over
+    one-dimensional arrays."""
+    def spark(S, a, e):
+        F = S.F
+        if any(array_depth(x) > 1 for x in e.args):
+            raise SqlError("0A000", "array containment of multidimensional arrays is not supported on table data")
+        whole, part = (a[1], a[0]) if kind == "contained" else (a[0], a[1])
+
+        def found(y):
+            return F.coalesce(F.array_contains(whole, y), F.lit(False))
+        test = F.exists(part, found) if kind == "overlap" else F.forall(part, found)
+        return F.when(a[0].isNotNull() & a[1].isNotNull(), test)
+    return spark
+
+
+def _reverse_py(a, e):
+    if any(isinstance(v, list) for v in a[0]):
+        raise SqlError("0A000", "array_reverse of a multidimensional array is not supported")
+    return a[0][::-1]
+
+
+def _reverse_spark(S, a, e):
+    if array_depth(e.args[0]) > 1:
+        raise SqlError("0A000", "array_reverse of a multidimensional array is not supported")
+    return S.F.reverse(a[0])
+
+
+register(
+    Function("array_contains", (), lambda a, e: _holds(a[0], a[1]), _array_set_spark("contains"), doc="9.19",
+             samples=("a @> ARRAY[1]", "a @> ARRAY[k]", "a @> '{}'", "ARRAY[1, 2, 3, 4, 7] @> a",
+                      "a @> ARRAY[NULL::int]")),
+    Function("array_contained", (), lambda a, e: _holds(a[1], a[0]), _array_set_spark("contained"), doc="9.19",
+             samples=("a <@ ARRAY[1, 2, 3, 4, 7]", "ARRAY[k] <@ a")),
+    Function("array_overlap", (), _overlap_py, _array_set_spark("overlap"), doc="9.19",
+             samples=("a && ARRAY[2, 7]", "a && ARRAY[k, NULL]", "a && '{}'")),
+    Function("array_reverse", (sig("anyarray", ret="anyarray"),), _reverse_py, _reverse_spark,
+             sql_names=("array_reverse",), doc="9.19", differs="an array of several dimensions is refused (0A000)",
+             samples=("array_reverse(a)", "array_reverse(a || k)")),
+)

@@ -623,6 +623,31 @@ def _exists_many_spark(every: bool):
     return spark
 
 
+def _delete_keys_py(a, e):
+    """jsonb - text[]: ``jsonb - text`` for each key (NULL keys skipped)."""
+    d = doc(a[0])
+    keys = {k for k in a[1] if k is not None}
+    if isinstance(d, dict):
+        return jsonb_text({k: v for k, v in d.items() if k not in keys})
+    if isinstance(d, list):
+        return jsonb_text([x for x in d if not (isinstance(x, str) and x in keys)])
+    raise SqlError(INVALID_PARAMETER_VALUE, "cannot delete from scalar")
+
+
+def _delete_keys_spark(S, a, e):
+    F = S.F
+    v = F.parse_json(a[0])
+    kind = _kind(F, v)
+    keys = F.filter(a[1], lambda k: k.isNotNull())
+    obj = F.map_filter(F.try_variant_get(v, "$", "map<string,variant>"), lambda k, _: ~F.array_contains(keys, k))
+    arr = F.filter(F.try_variant_get(v, "$", "array<variant>"),
+                   lambda x: ~F.coalesce((_kind(F, x) == "string")
+                                         & F.array_contains(keys, F.try_variant_get(x, "$", "string")), F.lit(False)))
+    return (F.when(a[0].isNull() | a[1].isNull(), F.lit(None).cast("string"))
+            .when(kind == "object", F.to_json(obj)).when(kind == "array", F.to_json(arr))
+            .otherwise(S.fail(INVALID_PARAMETER_VALUE, "cannot delete from scalar")))
+
+
 def _delete_index_py(a, e):
     d = doc(a[0])
     if isinstance(d, dict):
@@ -789,6 +814,9 @@ register(
              samples=("j ?| '{a,x}'", "j ?| ARRAY[s, 'str']", "j ?| '{}'")),
     Function("jsonb_exists_all", (), _exists_many_py(True), _exists_many_spark(True), doc="9.16",
              samples=("j ?& '{a,b}'", "j ?& ARRAY['x', NULL]", "j ?& '{}'")),
+    Function("jsonb_delete_keys", (), _delete_keys_py, _delete_keys_spark, doc="9.16",
+             samples=("CASE WHEN k <> 3 THEN j END - '{a,b}'::text[]", "CASE WHEN k <> 3 THEN j END - ARRAY[s, 'x']",
+                      "j - '{a}'::text[]")),
     Function("jsonb_delete_index", (), _delete_index_py, _delete_index_spark, doc="9.16",
              samples=("j - 1", "j - (-1)", "j - k")),
     Function("jsonb_strip_nulls", (sig("jsonb", ret="jsonb"), sig("jsonb", "bool", ret="jsonb")),
