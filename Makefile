@@ -24,7 +24,7 @@ DBT_VENV := .venv-dbt
 DBT_STAMP := $(DBT_VENV)/.installed
 DBT_REQUIREMENTS := tests/dbt_project/requirements.txt
 
-.PHONY: serve serve-multi test tpch bench-tpch psycopg-suite setup clean dbt-venv browser-deps
+.PHONY: serve serve-multi test tpch bench-tpch psycopg-suite setup clean dbt-venv browser-deps function-coverage
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -71,6 +71,11 @@ tpch: $(STAMP)
 
 bench-tpch: $(STAMP)
 	$(BIN)/python bench/tpch.py
+
+# PostgreSQL's functions and operators (its pg_proc, pg_operator, pg_aggregate) that sqlfront
+# implements, per chapter of the manual; MISSING=1 lists the rest (issue 26)
+function-coverage: $(STAMP)
+	$(BIN)/python bench/function_coverage.py $(if $(MISSING),--missing)
 
 # psycopg's own test suite (15 modules) against a fresh server: counts per module, pass rate
 psycopg-suite: $(STAMP)

@@ -951,6 +951,20 @@ class ExprPlanner:
             if not args:
                 raise SqlError("42883", f"function {name}() does not exist")
             value, direct = args[0], args[1:]
+        pair = entry.extra.get("pair")
+        if pair is not None:  # an aggregate of two arguments aggregates their pair
+            if len(args) != 2:
+                raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist",
+                               hint="No function matches the given name and argument types. "
+                                    "You might need to add explicit type casts.")
+            two = [arg_planner.plan(v) for v in args]
+            for v, t in zip(two, pair):
+                if t is not None and fn.match(fn.Sig((t,), t), [v.type]) is None:
+                    raise fn.undefined_function(name, [x.type for x in two])
+            two = [coerce(v, SqlType(t) if t is not None else TEXT if v.type.name == "unknown" else v.type)
+                   for v, t in zip(two, pair)]
+            value, direct = None, ()
+            pair_value = Call("agg_pair", tuple(two), SqlType("record"))
         want = entry.extra.get("params", ())
         if len(direct) != len(want):
             shown = len(args) + (1 if entry.ordered_set else 0)
@@ -961,7 +975,7 @@ class ExprPlanner:
         for p, t in zip(params, want):
             if p.type != t:
                 raise fn.undefined_function(name, [p.type])
-        arg = arg_planner.plan(value)
+        arg = arg_planner.plan(value) if pair is None else pair_value
         f, cast_to, result = resolve_aggregate(name, arg.type)
         order = tuple((arg_planner.plan(sb.node), *sort_direction(sb)) for sb in node.agg_order or ())
         if node.agg_distinct and order and any(o[0] != arg for o in order):

@@ -634,6 +634,9 @@ def _aggregate(a: AggCall, rows: Rows):
         vals = [v for v in vals if v is not None]
     if a.distinct:
         vals = [r[0] for r in _distinct([(v,) for v in vals])]
+        if not a.order and a.arg.type.name not in ("jsonb", "record"):
+            # PostgreSQL sorts a DISTINCT aggregate's input (nodeAgg.c); jsonb's order is its own
+            vals = sorted(vals, key=lambda v: (v is None, order_key(v) if v is not None else 0))
     return entry.py(vals, a, params)
 
 

@@ -428,8 +428,8 @@ class QueryPlanner:
         args = [fold(planner.plan(a)) for a in fc.args or ()]
         series = name == "generate_series" and all(isinstance(a, Literal) and (a.type.is_integer or a.type.name == "unknown")
                                                    for a in args) and not item.ordinality
-        if (name == "unnest" and len(args) == 1 and args[0].type.is_array) or (name in functions.SET_RETURNING
-                                                                               and not series):
+        if (name == "unnest" and args and all(a.type.is_array for a in args)) or (name in functions.SET_RETURNING
+                                                                                  and not series):
             return self._unnest_rows(self._function_columns(name, args), item.ordinality)
         if not all(isinstance(a, Literal) for a in args):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
@@ -449,12 +449,13 @@ class QueryPlanner:
     def _function_columns(name: str, args: list) -> list:
         """(column name, array expression) of each output column of function ``name`` in
         FROM over planned ``args``: ``unnest(array)`` or a set-returning function of the
-        registry.
+        registry. ``unnest(a, b, ...)`` of several arrays is their columns side by side
+        (PostgreSQL 9.19: allowed only in FROM).
 
         Raises:
             SqlError 0A000 for other functions; 42883 when no signature fits."""
-        if name == "unnest" and len(args) == 1 and args[0].type.is_array:
-            return [(name, _flattened(args[0]))]
+        if name == "unnest" and args and all(a.type.is_array for a in args):
+            return [(name, _flattened(a)) for a in args]
         if name in functions.SET_RETURNING:
             return _srf_columns(name, args)
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in ROWS FROM is not supported")

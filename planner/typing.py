@@ -77,6 +77,8 @@ def _undefined_op(op: str, l: SqlType, r: SqlType | None) -> SqlError:
 ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "%": "mod"}
 #: POSIX regular expression match operators (PostgreSQL 9.7.3)
 REGEX = {"~": "regex", "~*": "iregex", "!~": "not_regex", "!~*": "not_iregex"}
+#: integer bit operators (PostgreSQL 9.3, table 9.4)
+BITWISE = {"&": "int_and", "|": "int_or", "#": "int_xor", "<<": "int_shl", ">>": "int_shr"}
 COMPARE = {"=": "eq", "<>": "ne", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 
 
@@ -87,8 +89,16 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
     Raises:
         SqlError 42883 ``operator does not exist``.
     """
-    if op in JSONB_OPS and (l.name == "jsonb" or (l.name == "unknown" and r.name != "jsonb")):
+    if op in ("@>", "<@", "&&") and (l.is_array or r.is_array) and "jsonb" not in (l.name, r.name):
+        return _array_set_op(op, l, r)
+    if op in JSONB_OPS and (l.name == "jsonb" or (l.name == "unknown" and (r.name != "jsonb" or op in ("@>", "<@")))):
         return _jsonb_op(op, JSONB if l.name == "unknown" else l, r)
+    if op == "-" and l.name == "jsonb" and (r.is_string or r.name == "unknown"):
+        return "jsonb_delete", JSONB, TEXT, JSONB  # delete a key (PostgreSQL 9.16, table 9.46)
+    if op == "-" and l.name == "jsonb" and r == array_of(TEXT):
+        return "jsonb_delete_keys", JSONB, r, JSONB
+    if op == "-" and l.name == "jsonb" and r.is_integer:
+        return "jsonb_delete_index", JSONB, INT4, JSONB
     # An unknown literal beside a known type takes that type; for ||, only beside jsonb,
     # bytea and arrays (their || operators' operand types), else it is text (anytextcat).
     if l.name == "unknown" and r.name != "unknown":
@@ -114,6 +124,16 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
         if l.is_string or r.is_string:
             return "concat", TEXT, TEXT, TEXT
         raise _undefined_op(op, l, r)
+    if op in BITWISE and l.is_integer and r.is_integer:
+        if op in ("<<", ">>"):  # int2, int4 or int8 shifted by an int4 count
+            return BITWISE[op], l, INT4, l
+        t = numeric_common(l, r)
+        return BITWISE[op], t, t, t
+    if op == "^" and l.is_numeric and r.is_numeric:  # exponentiation (PostgreSQL 9.3, table 9.4)
+        t = FLOAT8 if {l.name, r.name} & {"float4", "float8"} or "numeric" not in (l.name, r.name) else NUMERIC
+        return "power", t, t, t
+    if op == "^@" and l.is_string and r.is_string:  # starts_with (PostgreSQL 9.4, table 9.10)
+        return "starts_with", TEXT, TEXT, BOOL
     if op in ARITH:
         func = ARITH[op]
         if l.is_numeric and r.is_numeric:
@@ -136,6 +156,8 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
                 return func, INTERVAL, TIMESTAMP, TIMESTAMP
             if op == "-" and names == ("timestamp", "timestamp"):
                 return "sub", TIMESTAMP, TIMESTAMP, INTERVAL
+            if op == "-" and set(names) <= {"timestamp", "timestamptz"} and "timestamptz" in names:
+                return "sub", TIMESTAMPTZ, TIMESTAMPTZ, INTERVAL
             if names == ("interval", "interval"):
                 return func, INTERVAL, INTERVAL, INTERVAL
         if op in "*/" and l.name == "interval" and r.is_numeric:
@@ -146,7 +168,7 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
 
 
 #: jsonb operators (PostgreSQL 9.16, tables 9.45 and 9.46)
-JSONB_OPS = ("->", "->>", "#>", "#>>", "@>", "<@", "?")
+JSONB_OPS = ("->", "->>", "#>", "#>>", "@>", "<@", "?", "?|", "?&")
 
 
 def _jsonb_op(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, SqlType]:
@@ -161,7 +183,22 @@ def _jsonb_op(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, S
         return ("jsonb_contains" if op == "@>" else "jsonb_contained"), JSONB, JSONB, BOOL
     if op == "?" and r.is_string:
         return "jsonb_exists", JSONB, TEXT, BOOL
+    if op in ("?|", "?&") and (r.name == "unknown" or r == array_of(TEXT)):
+        return ("jsonb_exists_any" if op == "?|" else "jsonb_exists_all"), JSONB, array_of(TEXT), BOOL
     raise _undefined_op(op, l, r)
+
+
+def _array_set_op(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, SqlType]:
+    """anyarray @> anyarray, <@, && (PostgreSQL 9.19, table 9.56): both sides an array of
+    one element type."""
+    known = [t for t in (l, r) if t.is_array]
+    if any(not t.is_array and t.name != "unknown" for t in (l, r)):
+        raise _undefined_op(op, l, r)
+    try:
+        t = array_of(common_type([k.element for k in known], "ARRAY"))
+    except SqlError:
+        raise _undefined_op(op, l, r) from None
+    return {"@>": "array_contains", "<@": "array_contained", "&&": "array_overlap"}[op], t, t, BOOL
 
 
 def _array_concat(l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, SqlType]:
@@ -217,6 +254,10 @@ def resolve_unary(op: str, t: SqlType) -> tuple[str, SqlType, SqlType]:
         return "neg", t, t
     if op == "+" and (t.is_numeric or t.name == "interval"):
         return "pos", t, t
+    if op in ("|/", "||/") and (t.is_numeric or t.name == "unknown"):  # square and cube root (table 9.4)
+        return ("sqrt" if op == "|/" else "cbrt"), FLOAT8, FLOAT8
+    if op == "~" and t.is_integer:
+        return "int_not", t, t  # bitwise NOT (PostgreSQL 9.3, table 9.4)
     if op == "@" and t.is_numeric:
         return "abs", t, t  # absolute value (PostgreSQL 9.3, table 9.4)
     raise _undefined_op(op, t, None)

@@ -958,6 +958,11 @@ class Lowerer:
         return _interval_struct(c)
 
     @staticmethod
+    def make_interval(months: SparkColumn, days: SparkColumn, micros: SparkColumn) -> SparkColumn:
+        """An interval column of PostgreSQL's three fields (int, int, bigint columns)."""
+        return _make_interval(months, days, micros)
+
+    @staticmethod
     def fail(sqlstate: str, message: str) -> SparkColumn:
         """A column that raises ``message`` with ``sqlstate`` when evaluated (mapped back by
         ``spark_exec.errors``)."""
@@ -992,6 +997,11 @@ class Lowerer:
                     out = F.when(c != 0, c).otherwise(out)
                 return out
             collected = F.array_sort(collected, compare)
+        elif a.distinct and a.arg.type.name not in ("interval", "jsonb"):
+            # PostgreSQL sorts a DISTINCT aggregate's input (nodeAgg.c): ascending, NULLs last
+            collected = F.array_sort(collected, lambda l, r: (
+                F.when(l["v"].isNull() & r["v"].isNull(), 0).when(l["v"].isNull(), 1).when(r["v"].isNull(), -1)
+                .when(l["v"] < r["v"], -1).when(l["v"] > r["v"], 1).otherwise(0)))
         return F.transform(collected, lambda s_: s_["v"])
 
     def aggregate(self, a: AggCall, over=None, toolkit=None) -> SparkColumn:

@@ -204,6 +204,42 @@ QUERIES = {
         "SELECT k, @ i, @ n, @ f, abs(i::int2) FROM {t} ORDER BY k",
         "SELECT k, 'NaN'::numeric / (k - k), n / 'NaN', div('NaN'::numeric, k - k), mod(n, 'NaN') FROM {t} ORDER BY k",
     ],
+    "issue 26: constants and FROM forms": [
+        "SELECT sin(1.5), cos(1.5), tan(1), cot(1), asin(0.5), acos(0.5), atan(2), atan2(1, 2), sind(30), cosd(60), "
+        "tand(45), cotd(45), asind(0.5), acosd(0.5), atand(1), atan2d(1, 1), sind(-390), cosd(200), tand(-135), "
+        "cotd(300), sind(1e10)",
+        "SELECT gcd(12, 18), lcm(4, 6), gcd(1.5, 0.25), lcm(-4::int8, 6), gcd(0, 0), log(2, 8.0), log(10, 100), "
+        "log(2.5, 7), width_bucket(5.35, 0.024, 10.06, 5), width_bucket(5, 0, 10, 3), width_bucket(-1.5, 3, -3, 4)",
+        "SELECT 1 << 2, 8 >> 1, 7 & 3, 1 | 4, 6 # 5, ~5, -8 >> 1, 1 << 31, 3::int8 << 62, ~0::int2, 2 ^ 10, 2.0 ^ 0.5, "
+        "|/ 16, ||/ 27, to_char(0, 'FM9999.99'), to_char(-0.5, 'FM9999.99'), to_char(1234567, '9,999,999')",
+        "SELECT exp(1.0), log(100.0), ln(2.0), exp(2.5), log(2.0), sqrt(2.0), sqrt(12345.678), ln(12345.678), "
+        "log(0.5), exp(-3.5), sqrt(0.0001), exp(-7000.5), ln(1.0001)",
+        "SELECT timestamp '2024-01-05 12:00' AT TIME ZONE 'America/New_York', "
+        "timestamptz '2024-07-05 12:00+00' AT TIME ZONE 'Asia/Tokyo', to_timestamp(0), to_timestamp(1.5), "
+        "to_timestamp(-1e9), justify_hours(interval '50 hours'), justify_days(interval '35 days'), "
+        "justify_interval(interval '1 mon -1 hour'), justify_interval(interval '-1 mon 30 days 25 hours'), "
+        "date_bin(interval '15 minutes', timestamp '2020-02-11 15:44:17', timestamp '2001-01-01'), "
+        "date_bin(interval '1 hour', timestamp '2000-01-01 00:30', timestamp '2001-01-01'), "
+        "isfinite(date '2001-02-16'), isfinite(timestamp 'infinity'), isfinite(interval '1 day')",
+        "SELECT substring('Thomas' from '...$'), substring('Thomas Wolf' from 'W\w+'), "
+        "substring('foobar' from 'o(b)'), overlay('Txxxxas' placing 'hom' from 2 for 4), bit_length('jose'), "
+        "convert_to('text_in_utf8', 'UTF8'), string_to_array('xx~~yy~~zz', '~~', 'yy'), string_to_array('abc', NULL)",
+        "SELECT array_append(ARRAY[1,2], 3), array_prepend(1, ARRAY[2,3]), array_cat(ARRAY[1,2], ARRAY[3,4]), "
+        "jsonb_build_array(1, 2, 'three', 4.5), to_jsonb('x'::text), to_jsonb(ARRAY[1,2]), "
+        "jsonb_set('[{{\"f1\":1,\"f2\":null}},2,null,3]', '{{0,f1}}', '[2,3,4]', false), "
+        "jsonb_pretty('{{\"a\":[1,2], \"bb\": {{\"c\": {{}}}}}}'), "
+        "'{{\"a\": \"b\", \"c\": \"d\"}}'::jsonb - 'a', '{{\"a\":1, \"b\":2}}'::jsonb @> '{{\"b\":2}}', "
+        "'{{\"b\":2}}' <@ '{{\"a\":1, \"b\":2}}'::jsonb, '{{\"a\":1}}'::jsonb ? 'a', "
+        "'[1, \"a\", 2]'::jsonb - 1, '{{\"a\": 1, \"b\": 2}}'::jsonb ?| ARRAY['b', 'x'], "
+        "'[\"a\", \"b\"]'::jsonb ?& ARRAY['a', 'b'], jsonb_strip_nulls('{{\"a\": null, \"b\": [null]}}')",
+        "SELECT k, x, y FROM {t}, unnest(a, ARRAY[k, k + 1]) AS u(x, y) ORDER BY 1, 2, 3",
+        "SELECT * FROM unnest(ARRAY[1,2], ARRAY['foo','bar','baz']) AS x(a,b)",
+        "SELECT corr(y, x), regr_slope(y, x), regr_intercept(y, x), covar_samp(y, x), bit_and(x), bit_or(x), "
+        "jsonb_object_agg(x, y), string_agg(DISTINCT y::text, ';') FROM (VALUES (1, 2.5), (2, 3.5), (4, 1.0), "
+        "(NULL, 7.0), (4, 1.0)) AS v(x, y)",
+        "SELECT pg_typeof(n), pg_typeof(gcd(n, 1.5)), pg_typeof(i << 1), pg_typeof(bit_and(k)) FROM {t} GROUP BY n, i "
+        "ORDER BY n LIMIT 1",
+    ],
     "4.3 named arguments": [
         "SELECT k, make_interval(days => k), make_interval(k, 2, 1), make_interval(years => k, mins => 90) "
         "FROM {t} ORDER BY k",

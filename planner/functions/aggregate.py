@@ -285,12 +285,14 @@ register(
              lambda vals, a, p: vals or None, _array_agg_spark, sql_names=("array_agg",), kind="aggregate",
              strict=False, doc="9.21",
              samples=("array_agg(i order by k)", "array_agg(i order by b, i desc)", "array_agg(s order by i nulls first)",
-                      "array_agg(k order by k) filter (where b)", "array_agg(distinct b order by b)")),
+                      "array_agg(k order by k) filter (where b)", "array_agg(distinct b order by b)",
+                      "array_agg(distinct i)")),
     Function("string_agg", (AggSig(lambda t: (TEXT, TEXT) if t.is_string else None),), _string_agg_py,
              _string_agg_spark, sql_names=("string_agg",), kind="aggregate", doc="9.21",
              extra={"params": (TEXT,)},
              samples=("string_agg(s, ',' order by k)", "string_agg(s, '; ' order by s desc)",
-                      "string_agg(distinct s, '|' order by s)", "string_agg(s, '' order by k) filter (where k > 1)")),
+                      "string_agg(distinct s, '|' order by s)", "string_agg(s, '' order by k) filter (where k > 1)",
+                      "string_agg(distinct s, ';')", "string_agg(distinct k::text, ',')")),
     Function("jsonb_agg", (AggSig(lambda t: (t, JSONB)),), _jsonb_agg_py, _jsonb_agg_spark,
              sql_names=("jsonb_agg", "json_agg"), kind="aggregate", strict=False, doc="9.21",
              samples=("jsonb_agg(i order by k)", "jsonb_agg(s order by k)", "json_agg(b order by k)"),
@@ -341,3 +343,208 @@ def resolve_aggregate(name: str, arg: SqlType | None) -> tuple[Function, SqlType
             return f, r[0], r[1]
     raise undefined_function(name, [a])
 
+
+
+# -- aggregates of two arguments: statistics of pairs, jsonb_object_agg (9.21) --------------
+# A two-argument aggregate aggregates one value: the pair of its arguments
+# (``agg_pair``: a tuple in the interpreter, a struct of fields y and x on Spark), so the
+# plan's AggCall keeps one argument; ``extra["pair"]`` gives the types the arguments are
+# cast to (None: kept as they are).
+
+
+def _pair_py(a, e):
+    return tuple(a)
+
+
+def _pair_spark(S, a, e):
+    return S.F.struct(a[0].alias("y"), a[1].alias("x"))
+
+
+def _regr_state(pairs):
+    """PostgreSQL's float8_regr_accum over (y, x) pairs, in input order, skipping pairs
+    with a NULL: (N, Sx, Sxx, Sy, Syy, Sxy), the Youngs-Cramer sums (float.c)."""
+    n = sx = sxx = sy = syy = sxy = 0.0
+    for y, x in pairs:
+        if y is None or x is None:
+            continue
+        old = n
+        n += 1.0
+        sx += x
+        sy += y
+        if old > 0.0:
+            tx, ty = x * n - sx, y * n - sy
+            scale = 1.0 / (n * old)
+            sxx += tx * tx * scale
+            syy += ty * ty * scale
+            sxy += tx * ty * scale
+        elif not (math.isfinite(x) and math.isfinite(y)):
+            sxx = syy = sxy = math.nan
+    return n, sx, sxx, sy, syy, sxy
+
+
+def _corr(n, sx, sxx, sy, syy, sxy):
+    if sxx == 0 or syy == 0:
+        return None
+    product = sxx * syy
+    root = math.sqrt(sxx) * math.sqrt(syy) if product == 0 or math.isinf(product) else math.sqrt(product)
+    return max(-1.0, min(1.0, sxy / root))
+
+
+#: name -> (final function of the sums, least N for a non-NULL answer) (float.c)
+_REGR = {
+    "regr_count": (lambda n, sx, sxx, sy, syy, sxy: int(n), 0),
+    "regr_sxx": (lambda n, sx, sxx, sy, syy, sxy: sxx, 1),
+    "regr_syy": (lambda n, sx, sxx, sy, syy, sxy: syy, 1),
+    "regr_sxy": (lambda n, sx, sxx, sy, syy, sxy: sxy, 1),
+    "regr_avgx": (lambda n, sx, sxx, sy, syy, sxy: sx / n, 1),
+    "regr_avgy": (lambda n, sx, sxx, sy, syy, sxy: sy / n, 1),
+    "regr_r2": (lambda n, sx, sxx, sy, syy, sxy: None if sxx == 0 else 1.0 if syy == 0 else (sxy * sxy) / (sxx * syy), 1),
+    "regr_slope": (lambda n, sx, sxx, sy, syy, sxy: None if sxx == 0 else sxy / sxx, 1),
+    "regr_intercept": (lambda n, sx, sxx, sy, syy, sxy: None if sxx == 0 else (sy - sx * sxy / sxx) / n, 1),
+    "covar_pop": (lambda n, sx, sxx, sy, syy, sxy: sxy / n, 1),
+    "covar_samp": (lambda n, sx, sxx, sy, syy, sxy: sxy / (n - 1.0), 2),
+    "corr": (_corr, 1),
+}
+
+
+def _regr_py(name):
+    final, least = _REGR[name]
+
+    def py(vals, a, p):
+        state = _regr_state(vals)
+        if state[0] < least:
+            return None
+        return final(*state)
+    return py
+
+
+def _regr_spark(name):
+    """On Spark: the same sums, accumulated in the same order over the group's pairs
+    (collected in input order), so the answers agree to the last digit."""
+    final, least = _REGR[name]
+
+    def spark(S, x, a):
+        F = S.F
+        pairs = F.filter(F.collect_list(x), lambda p: p["y"].isNotNull() & p["x"].isNotNull())
+        zero = F.lit(0.0).cast("double")
+        start = F.struct(*(zero.alias(f) for f in ("n", "sx", "sxx", "sy", "syy", "sxy")))
+
+        def step(s, p):
+            n = s["n"] + 1.0
+            sx, sy = s["sx"] + p["x"], s["sy"] + p["y"]
+            tx, ty = p["x"] * n - sx, p["y"] * n - sy
+            scale = F.lit(1.0) / F.when(s["n"] > 0, n * s["n"]).otherwise(1.0)
+            first = s["n"] == 0
+            return F.struct(n.alias("n"), sx.alias("sx"),
+                            F.when(first, s["sxx"]).otherwise(s["sxx"] + tx * tx * scale).alias("sxx"),
+                            sy.alias("sy"),
+                            F.when(first, s["syy"]).otherwise(s["syy"] + ty * ty * scale).alias("syy"),
+                            F.when(first, s["sxy"]).otherwise(s["sxy"] + tx * ty * scale).alias("sxy"))
+
+        st = F.aggregate(pairs, start, step)
+        n, sx, sxx, sy, syy, sxy = (st[f] for f in ("n", "sx", "sxx", "sy", "syy", "sxy"))
+        r = _regr_final_spark(F, name, n, sx, sxx, sy, syy, sxy)
+        return F.when(n >= least, r) if name != "regr_count" else r
+    return spark
+
+
+def _safe(F, den):
+    """A divisor that is never 0 (its quotient is not used then): Spark's ANSI division
+    fails on 0 where C's gives an infinity."""
+    return F.when(den == 0, F.lit(1.0)).otherwise(den)
+
+
+def _regr_final_spark(F, name, n, sx, sxx, sy, syy, sxy):
+    if name == "regr_count":
+        return n.cast("long")
+    if name in ("regr_sxx", "regr_syy", "regr_sxy"):
+        return {"regr_sxx": sxx, "regr_syy": syy, "regr_sxy": sxy}[name]
+    if name in ("regr_avgx", "regr_avgy"):
+        return (sx if name == "regr_avgx" else sy) / _safe(F, n)
+    if name == "covar_pop":
+        return sxy / _safe(F, n)
+    if name == "covar_samp":
+        return sxy / _safe(F, n - 1.0)
+    if name == "regr_r2":
+        return F.when(sxx == 0, F.lit(None).cast("double")).when(syy == 0, F.lit(1.0)).otherwise(
+            (sxy * sxy) / _safe(F, sxx * syy))
+    if name == "regr_slope":
+        return F.when(sxx != 0, sxy / _safe(F, sxx))
+    if name == "regr_intercept":
+        return F.when(sxx != 0, (sy - sx * sxy / _safe(F, sxx)) / _safe(F, n))
+    product = sxx * syy  # corr
+    root = F.when((product == 0) | (product == float("inf")), F.sqrt(sxx) * F.sqrt(syy)).otherwise(F.sqrt(product))
+    return F.when((sxx != 0) & (syy != 0), F.greatest(F.lit(-1.0), F.least(F.lit(1.0), sxy / _safe(F, root))))
+
+
+def _bits_py(op):
+    def py(vals, a, p):
+        if not vals:
+            return None
+        r = vals[0]
+        for v in vals[1:]:
+            r = r & v if op == "and" else r | v if op == "or" else r ^ v
+        return r
+    return py
+
+
+def _object_agg_py(vals, a, p):
+    from catalog.textio import jsonb_text
+    from planner.functions.json import _object_key_py, to_json_value
+
+    if not vals:
+        return None
+    kt, vt = (x.type for x in a.arg.args)
+    out = {}
+    for k, v in vals:
+        if k is None:
+            raise SqlError("22023", "null value not allowed for object key")
+        out[_object_key_py(k, kt, 0)] = to_json_value(v, vt)
+    return jsonb_text(out)
+
+
+def _object_agg_spark(S, x, a):
+    from planner.functions.json import _object_key_spark, json_text_spark
+
+    F = S.F
+    kt, vt = (e.type for e in a.arg.args)
+    arr = S.ordered_values(a)
+    items = F.transform(arr, lambda p: F.concat(
+        F.when(p["y"].isNull(), S.fail("22023", "null value not allowed for object key")).otherwise(
+            _object_key_spark(S, p["y"], kt, 0)), F.lit(": "), json_text_spark(S, p["x"], vt)))
+    # duplicate keys: jsonb keeps the last, as the session's normalization of jsonb text does
+    return F.when(F.size(arr) > 0, F.concat(F.lit("{"), F.array_join(items, ", "), F.lit("}")))
+
+
+_PAIR_SAMPLES = {
+    "corr": ("corr(f, i)", "corr(i, k)", "corr(k, k)"), "regr_slope": ("regr_slope(f, i)", "regr_slope(k, i)"),
+    "regr_intercept": ("regr_intercept(f, i)",), "regr_r2": ("regr_r2(f, i)", "regr_r2(k, i)"),
+    "regr_count": ("regr_count(f, i)",), "regr_avgx": ("regr_avgx(f, i)",), "regr_avgy": ("regr_avgy(f, i)",),
+    "regr_sxx": ("regr_sxx(f, i)",), "regr_syy": ("regr_syy(f, i)",), "regr_sxy": ("regr_sxy(f, i)",),
+    "covar_pop": ("covar_pop(f, i)", "covar_pop(k, k)"),
+    "covar_samp": ("covar_samp(f, i)", "covar_samp(f, i) filter (where k = 1)"),
+}
+_INTS = ("int2", "int4", "int8")
+
+register(
+    Function("agg_pair", (), _pair_py, _pair_spark, strict=False, doc="9.21"),
+    *[Function(name, (AggSig(lambda t: (t, INT8 if name == "regr_count" else FLOAT8)),), _regr_py(name),
+               _regr_spark(name), sql_names=(name,), kind="aggregate", strict=False, doc="9.21",
+               extra={"pair": ("float8", "float8")}, samples=_PAIR_SAMPLES[name])
+      for name in _REGR],
+    *[Function(f"bit_{op}", (AggSig(lambda t: (t, t) if t.name in _INTS else None),), _bits_py(op),
+               lambda S, x, a, op=op: getattr(S.F, f"bit_{op}")(x), sql_names=(f"bit_{op}",), kind="aggregate",
+               doc="9.21", samples=(f"bit_{op}(i)", f"bit_{op}(k)", f"bit_{op}(i::int8)", f"bit_{op}(k::int2)"))
+      for op in ("and", "or", "xor")],
+    Function("jsonb_object_agg", (AggSig(lambda t: (t, JSONB)),), _object_agg_py, _object_agg_spark,
+             sql_names=("jsonb_object_agg", "json_object_agg"), kind="aggregate", strict=False, doc="9.21",
+             extra={"pair": (None, None)},
+             samples=("jsonb_object_agg(k, s)", "jsonb_object_agg(s, n) filter (where k < 4)",
+                      "jsonb_object_agg(k % 2, k order by k)", "jsonb_object_agg(s, k)")),
+)
+
+register(
+    Function("any_value", (AggSig(lambda t: (t, t)),), lambda vals, a, p: vals[0] if vals else None,
+             lambda S, x, a: S.F.any_value(x, True), sql_names=("any_value",), kind="aggregate", doc="9.21",
+             samples=("any_value(s) filter (where k = 2)", "any_value(i) filter (where i < 0)")),
+)

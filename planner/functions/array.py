@@ -303,12 +303,15 @@ register(
              _cat_spark, sql_names=("array_cat",), strict=False, doc="9.19",
              samples=("a || a", "a || array[k]", "array_cat(a, array[k, 9])", "array[a, a] || a",
                       "a || array[a, a]", "array[a, a] || array[a]", "array[a, a] || array[k]")),
-    Function("array_append", (), lambda a, e: _append_py(a[0], a[1], True),
+    Function("array_append", (sig("anyarray", "anycompatible", ret="anyarray"),),
+             lambda a, e: _append_py(a[0], a[1], True),
              lambda S, a, e: S.F.concat(_one_dimensional(S, a[0], e, 0), S.F.array(a[1])),
-             strict=False, doc="9.19", samples=("a || k", "array[a, a] || k")),
-    Function("array_prepend", (), lambda a, e: _append_py(a[1], a[0], False),
+             sql_names=("array_append",), strict=False, doc="9.19",
+             samples=("a || k", "array[a, a] || k", "array_append(a, k)", "array_append(a, NULL)")),
+    Function("array_prepend", (sig("anycompatible", "anyarray", ret="anyarray"),),
+             lambda a, e: _append_py(a[1], a[0], False),
              lambda S, a, e: S.F.concat(S.F.array(a[0]), _one_dimensional(S, a[1], e, 1)),
-             strict=False, doc="9.19", samples=("k || a",)),
+             sql_names=("array_prepend",), strict=False, doc="9.19", samples=("k || a", "array_prepend(k, a)")),
     Function("array_position", (sig("anyarray", "anyelement", ret="int4"),), _position_py,
              _position_spark, sql_names=("array_position",), strict=False, doc="9.19",
              samples=("array_position(a, 2)", "array_position(a, k)")),
@@ -475,4 +478,113 @@ register(
                  a[0], lambda v: S.F.when(_same(S.F, v, a[1]), a[2]).otherwise(v))),
              sql_names=("array_replace",), strict=False, doc="9.19",
              samples=("array_replace(a, 2, 20)", "array_replace(a, NULL, k)", "array_replace(a, k, NULL)")),
+)
+
+
+# -- array_positions, trim_array (9.19) ------------------------------------------------------
+
+
+def _positions_py(a, e):
+    arr, x = a[0], a[1]
+    if arr is None:
+        return None
+    if any(isinstance(v, list) for v in arr):
+        raise _one_dim_only("searching for")
+    return [i + 1 for i, v in enumerate(arr) if (v is None and x is None) or (v is not None and v == x)]
+
+
+def _positions_spark(S, a, e):
+    F = S.F
+    if array_depth(e.args[0]) > 1:
+        raise _one_dim_only("searching for")
+    hits = F.transform(a[0], lambda v, i: F.when(v.eqNullSafe(a[1]), i + 1))
+    return F.filter(hits, lambda i: i.isNotNull())
+
+
+def _trim_py(a, e):
+    arr, n = a
+    if any(isinstance(v, list) for v in arr):
+        raise SqlError("0A000", "trim_array of a multidimensional array is not supported")
+    if not 0 <= n <= len(arr):
+        raise SqlError("2202E", f"number of elements to trim must be between 0 and {len(arr)}")
+    return arr[:len(arr) - n]
+
+
+def _trim_spark(S, a, e):
+    F = S.F
+    if array_depth(e.args[0]) > 1:
+        raise SqlError("0A000", "trim_array of a multidimensional array is not supported")
+    arr, n = a
+    size = F.size(arr)
+    return (F.when(arr.isNull() | n.isNull(), F.lit(None).cast(S.spark_type(e.type)))
+            .when((n < 0) | (n > size), S.fail("2202E", "number of elements to trim must be between 0 and the "
+                                                         "array's length"))
+            .otherwise(F.slice(arr, 1, size - n)))
+
+
+register(
+    Function("array_positions", (sig("anyarray", "anycompatible", ret="_int4"),), _positions_py, _positions_spark,
+             sql_names=("array_positions",), strict=False, doc="9.19",
+             samples=("array_positions(a, 2)", "array_positions(a || a, k)", "array_positions(a, NULL)")),
+    Function("trim_array", (sig("anyarray", "int4", ret="anyarray"),), _trim_py, _trim_spark,
+             sql_names=("trim_array",), doc="9.19",
+             differs="an array of several dimensions is refused (0A000); the error's message does not give the "
+                     "length on table data",
+             samples=("trim_array(a, 1)", "trim_array(a, 0)", "trim_array(a || a, k - 1)")),
+)
+
+
+# -- array containment and overlap (9.19, table 9.56), array_reverse -------------------------
+
+
+def _holds(a: list, b: list) -> bool:
+    """Every element of ``b`` is in ``a``; NULLs are equal to nothing (array_contain_compare)."""
+    inside = [x for x in flatten(a) if x is not None]
+    return all(y is not None and any(x == y for x in inside) for y in flatten(b))
+
+
+def _overlap_py(a, e):
+    inside = [x for x in flatten(a[0]) if x is not None]
+    return any(y is not None and any(x == y for x in inside) for y in flatten(a[1]))
+
+
+def _array_set_spark(kind: str):
+    """@> (``contains``), <@ (``contained``) and && (``overlap``) on Spark, over
+    one-dimensional arrays."""
+    def spark(S, a, e):
+        F = S.F
+        if any(array_depth(x) > 1 for x in e.args):
+            raise SqlError("0A000", "array containment of multidimensional arrays is not supported on table data")
+        whole, part = (a[1], a[0]) if kind == "contained" else (a[0], a[1])
+
+        def found(y):
+            return F.coalesce(F.array_contains(whole, y), F.lit(False))
+        test = F.exists(part, found) if kind == "overlap" else F.forall(part, found)
+        return F.when(a[0].isNotNull() & a[1].isNotNull(), test)
+    return spark
+
+
+def _reverse_py(a, e):
+    if any(isinstance(v, list) for v in a[0]):
+        raise SqlError("0A000", "array_reverse of a multidimensional array is not supported")
+    return a[0][::-1]
+
+
+def _reverse_spark(S, a, e):
+    if array_depth(e.args[0]) > 1:
+        raise SqlError("0A000", "array_reverse of a multidimensional array is not supported")
+    return S.F.reverse(a[0])
+
+
+register(
+    Function("array_contains", (), lambda a, e: _holds(a[0], a[1]), _array_set_spark("contains"), doc="9.19",
+             samples=("a @> ARRAY[1]", "a @> ARRAY[k]", "a @> '{}'", "ARRAY[1, 2, 3, 4, 7] @> a",
+                      "a @> ARRAY[NULL::int]")),
+    Function("array_contained", (), lambda a, e: _holds(a[1], a[0]), _array_set_spark("contained"), doc="9.19",
+             samples=("a <@ ARRAY[1, 2, 3, 4, 7]", "ARRAY[k] <@ a")),
+    Function("array_overlap", (), _overlap_py, _array_set_spark("overlap"), doc="9.19",
+             samples=("a && ARRAY[2, 7]", "a && ARRAY[k, NULL]", "a && '{}'")),
+    Function("array_reverse", (sig("anyarray", ret="anyarray"),), _reverse_py, _reverse_spark,
+             sql_names=("array_reverse",), doc="9.19", differs="an array of several dimensions is refused (0A000)",
+             samples=("array_reverse(a)", "array_reverse(a || k)")),
 )

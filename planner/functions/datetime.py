@@ -56,9 +56,11 @@ def datetime_arith(func: str, a, b, t: SqlType, ta: SqlType):
             return timestamp_from_micros(timestamp_micros(ts) + iv.days * 86_400_000_000 + iv.micros,
                                          n == "timestamptz")
     if n == "interval":
-        if ta.name == "timestamp":  # timestamp - timestamp
-            delta = a - b
-            return Interval(0, delta.days, delta.seconds * 1_000_000 + delta.microseconds)
+        if ta.name in ("timestamp", "timestamptz"):  # timestamp - timestamp: whole days and the rest,
+            # both of the difference's sign (timestamp_mi's interval_justify_hours)
+            total = timestamp_micros(a) - timestamp_micros(b)
+            days = abs(total) // 86_400_000_000 * (1 if total >= 0 else -1)
+            return Interval(0, days, total - days * 86_400_000_000)
         if func == "add":
             return a + b
         if func == "sub":
@@ -652,4 +654,257 @@ register(
                       "age(ts, ts - make_interval(hours => 30 * k))", "age(d, date '1999-12-31')",
                       "age(ts::date, ts)", "age(timestamp '2024-03-01', ts)", "extract(year from age(ts))",
                       "age(ts::timestamptz, timestamptz '2024-02-29 10:00+00')")),
+)
+
+
+# -- AT TIME ZONE, to_timestamp(double), justify_*, date_bin, isfinite (9.9) ----------------
+
+USECS_PER_DAY = 86_400_000_000
+#: seconds from 1970-01-01 (Unix epoch) to 2000-01-01 (PostgreSQL's epoch)
+_PG_EPOCH_SECS = 946_684_800
+
+
+def _zone(name: str):
+    """The zone of ``AT TIME ZONE`` (an IANA name or a fixed offset such as UTC).
+
+    Raises:
+        SqlError 22023 for a name that names no time zone."""
+    import zoneinfo
+
+    try:
+        return zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise SqlError(INVALID_PARAMETER_VALUE, f'time zone "{name}" not recognized') from None
+
+
+def _timezone_py(a, e):
+    """``ts AT TIME ZONE zone`` (PostgreSQL 9.9.4): a timestamp read as local time in
+    ``zone`` becomes that instant (timestamptz); a timestamptz becomes ``zone``'s local
+    time (timestamp)."""
+    zone, ts = _zone(a[0]), a[1]
+    if isinstance(ts, FarTimestamp):
+        return FarTimestamp(ts.micros, e.type.name == "timestamptz") if ts.infinite else _far()
+    if e.type.name == "timestamptz":
+        return ts.replace(tzinfo=zone).astimezone(dt.timezone.utc)
+    return ts.astimezone(zone).replace(tzinfo=None)
+
+
+def _far():
+    raise SqlError(FEATURE_NOT_SUPPORTED, "AT TIME ZONE of a timestamp outside years 1 to 9999 is not supported")
+
+
+def _timezone_spark(S, a, e):
+    F = S.F
+    zone = _const_zone(e)
+    if zone is None:
+        return F.lit(None).cast(S.spark_type(e.type))
+    if e.type.name == "timestamptz":  # local time in zone -> the instant
+        return F.to_utc_timestamp(a[1].cast("timestamp"), zone)
+    return F.from_utc_timestamp(a[1], zone).cast("timestamp_ntz")
+
+
+def _const_zone(e):
+    from planner.functions import constant_arg
+
+    zone = constant_arg(e, 0, "AT TIME ZONE needs a constant zone")
+    if zone is not None:
+        _zone(zone)
+    return zone
+
+
+def _to_timestamp_py(a, e):
+    """to_timestamp(seconds since 1970-01-01 UTC), to the microsecond (float.c rint)."""
+    v = a[0]
+    if math.isnan(v):
+        raise SqlError(DATETIME_FIELD_OVERFLOW, "timestamp cannot be NaN")
+    if math.isinf(v):
+        return FarTimestamp(FarTimestamp.INFINITY if v > 0 else FarTimestamp.NEG_INFINITY, True)
+    return timestamp_from_micros(round((v - _PG_EPOCH_SECS) * 1_000_000), True)
+
+
+def _to_timestamp_spark(S, a, e):
+    F = S.F
+    v = a[0]
+    micros = F.rint((v - float(_PG_EPOCH_SECS)) * 1e6)
+    unix = micros + _PG_EPOCH_SECS * 1e6
+    ok = (unix >= -62_135_596_800e6) & (unix < 253_402_300_800e6)  # years 1 to 9999
+    return (F.when(F.isnan(v), S.fail(DATETIME_FIELD_OVERFLOW, "timestamp cannot be NaN"))
+            .when(~ok, S.fail(FEATURE_NOT_SUPPORTED, "timestamps outside years 1 to 9999 are not supported on table "
+                                                     "data"))
+            .otherwise(F.timestamp_micros(micros.cast("long") + _PG_EPOCH_SECS * 1_000_000)))
+
+
+def _pre_months(o, m, d, us):
+    # justify_interval first moves whole months out of days when days and time agree in sign
+    whole = o.where(o.either(o.both(d > 0, us > 0), o.both(d < 0, us < 0)), o.tdiv(d, 30), 0)
+    return m + whole, d - whole * 30, us
+
+
+def _days_from_time(o, m, d, us):
+    whole = o.tdiv(us, USECS_PER_DAY)
+    return m, d + whole, us - whole * USECS_PER_DAY
+
+
+def _months_from_days(o, m, d, us):
+    whole = o.tdiv(d, 30)
+    return m + whole, d - whole * 30, us
+
+
+def _month_signs(with_time: bool):
+    def stage(o, m, d, us):
+        neg = o.either(d < 0, o.both(d == 0, us < 0)) if with_time else d < 0
+        pos = o.either(d > 0, o.both(d == 0, us > 0)) if with_time else d > 0
+        later, earlier = o.both(m > 0, neg), o.both(m < 0, pos)
+        return (o.where(later, m - 1, o.where(earlier, m + 1, m)), o.where(later, d + 30, o.where(earlier, d - 30, d)),
+                us)
+    return stage
+
+
+def _day_signs(o, m, d, us):
+    down, up = o.both(d > 0, us < 0), o.both(d < 0, us > 0)
+    return (m, o.where(down, d - 1, o.where(up, d + 1, d)),
+            o.where(down, us + USECS_PER_DAY, o.where(up, us - USECS_PER_DAY, us)))
+
+
+#: justify_hours / justify_days / justify_interval (PostgreSQL 9.9, timestamp.c) as
+#: stages over an interval's (months, days, micros)
+JUSTIFY = {
+    "hours": (_days_from_time, _day_signs),
+    "days": (_months_from_days, _month_signs(False)),
+    "interval": (_pre_months, _days_from_time, _months_from_days, _month_signs(True), _day_signs),
+}
+
+
+def justify(o, kind: str, fields, finish):
+    """``finish(months, days, micros)`` of the justified fields, over Python ints or Spark
+    columns (``o``: ``where``, ``tdiv``, ``both``, ``either``, and ``let``, which binds a
+    stage's results so the next stage refers to them, not to copies of their expressions)."""
+    def run(stages, vals):
+        if not stages:
+            return finish(*vals)
+        return o.let(stages[0](o, *vals), lambda *v: run(stages[1:], v))
+    return run(JUSTIFY[kind], fields)
+
+
+class _IntOps:
+    @staticmethod
+    def where(c, a, b):
+        return a if c else b
+
+    @staticmethod
+    def tdiv(x, n):
+        q = abs(x) // n
+        return q if x >= 0 else -q
+
+    both = staticmethod(lambda a, b: a and b)
+    either = staticmethod(lambda a, b: a or b)
+    let = staticmethod(lambda vals, f: f(*vals))
+
+
+class _ColumnOps:
+    def __init__(self, S):
+        F = S.F
+        self.where = lambda c, a, b: F.when(c, a).otherwise(b)
+        self.tdiv = S.trunc_div
+        self.both = lambda a, b: a & b
+        self.either = lambda a, b: a | b
+        names = ("m", "d", "us")
+        self.let = lambda vals, f: F.element_at(F.transform(
+            F.array(F.struct(*(F.lit(v).cast("long").alias(n) for v, n in zip(vals, names)))),
+            lambda s: f(*(s[n] for n in names))), 1)
+
+
+def _justify_py(kind):
+    def py(a, e):
+        iv = a[0]
+        return justify(_IntOps, kind, (iv.months, iv.days, iv.micros), Interval)
+    return py
+
+
+def _justify_spark(kind):
+    def spark(S, a, e):
+        f = S.interval_fields(a[0])
+        iv = justify(_ColumnOps(S), kind, (f["months"].cast("long"), f["days"].cast("long"), f["micros"]),
+                     lambda m, d, us: S.make_interval(m.cast("int"), d.cast("int"), us))
+        return S.F.when(a[0].isNull(), S.F.lit(None).cast(S.spark_type(e.type))).otherwise(iv)
+    return spark
+
+
+def _stride_micros(iv: Interval) -> int:
+    if iv.months:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "timestamps cannot be binned into intervals containing months or years")
+    us = iv.days * USECS_PER_DAY + iv.micros
+    if us <= 0:
+        raise SqlError(DATETIME_FIELD_OVERFLOW, "stride must be greater than zero")
+    return us
+
+
+def _date_bin_py(a, e):
+    """date_bin(stride, source, origin) (PostgreSQL 9.9.3): the start of the stride-long
+    bin, counted from ``origin``, that holds ``source``."""
+    stride, ts, origin = a
+    us = _stride_micros(stride)
+    if isinstance(ts, FarTimestamp) or isinstance(origin, FarTimestamp):
+        raise SqlError(DATETIME_FIELD_OVERFLOW, "timestamp out of range")
+    diff = timestamp_micros(ts) - timestamp_micros(origin)
+    rem = (abs(diff) % us) * (1 if diff >= 0 else -1)  # C's remainder keeps the dividend's sign
+    delta = diff - rem
+    if rem < 0:  # toward -infinity, not zero, before the origin (PostgreSQL 16+)
+        delta -= us
+    return timestamp_from_micros(timestamp_micros(origin) + delta, e.type.name == "timestamptz")
+
+
+def _date_bin_spark(S, a, e):
+    F = S.F
+    f = S.interval_fields(a[0])
+    us = f["days"].cast("long") * USECS_PER_DAY + f["micros"]
+    src, origin = (F.unix_micros(c.cast("timestamp")) for c in a[1:])
+    diff = src - origin
+    rem = diff % us  # Spark's % keeps the dividend's sign, as C's
+    delta = F.when(rem < 0, diff - rem - us).otherwise(diff - rem)
+    out = F.timestamp_micros(origin + delta)
+    out = out if e.type.name == "timestamptz" else out.cast("timestamp_ntz")
+    return (F.when(a[0].isNull() | a[1].isNull() | a[2].isNull(), F.lit(None).cast(S.spark_type(e.type)))
+            .when(f["months"] != 0, S.fail(FEATURE_NOT_SUPPORTED,
+                                            "timestamps cannot be binned into intervals containing months or years"))
+            .when(us <= 0, S.fail(DATETIME_FIELD_OVERFLOW, "stride must be greater than zero")).otherwise(out))
+
+
+def _isfinite_py(a, e):
+    v = a[0]
+    return not getattr(v, "infinite", False)
+
+
+register(
+    Function("timezone", (sig("text", "timestamp", ret="timestamptz"), sig("text", "timestamptz", ret="timestamp")),
+             _timezone_py, _timezone_spark, sql_names=("timezone",), doc="9.9.4",
+             samples=("ts AT TIME ZONE 'America/New_York'", "(ts AT TIME ZONE 'UTC') AT TIME ZONE 'Asia/Tokyo'",
+                      "ts AT TIME ZONE 'Europe/Berlin'", "timezone('Australia/Sydney', ts::timestamptz)",
+                      "ts AT TIME ZONE 'Nowhere/Special'")),
+    Function("to_timestamp_epoch", (sig("float8", ret="timestamptz"),), _to_timestamp_py, _to_timestamp_spark,
+             sql_names=("to_timestamp",), doc="9.9", samples=("to_timestamp(f)", "to_timestamp(k)",
+                                                              "to_timestamp(i * 1000000.5)")),
+    *[Function(f"justify_{kind}", (sig("interval", ret="interval"),), _justify_py(kind), _justify_spark(kind),
+               sql_names=(f"justify_{kind}",), doc="9.9", samples=samples)
+      for kind, samples in (
+          ("hours", ("justify_hours(make_interval(hours => k * 20))", "justify_hours(make_interval(days => k, "
+                                                                      "hours => -30 * k, secs => n))")),
+          ("days", ("justify_days(make_interval(days => k * 20))", "justify_days(make_interval(months => k, "
+                                                                   "days => -40 * k))")),
+          ("interval", ("justify_interval(make_interval(months => k, hours => -k * 30))",
+                        "justify_interval(make_interval(months => -k, days => 2 * k, hours => 7 * k - 25))",
+                        "justify_interval(make_interval(days => 31 * k, hours => 25 * k))")))],
+    Function("date_bin", (sig("interval", "timestamp", "timestamp", ret="timestamp"),
+                          sig("interval", "timestamptz", "timestamptz", ret="timestamptz")),
+             _date_bin_py, _date_bin_spark, sql_names=("date_bin",), doc="9.9.3",
+             samples=("date_bin(interval '15 minutes', ts, timestamp '2001-01-01')",
+                      "date_bin(make_interval(hours => k), ts, timestamp '2024-01-01 00:07')",
+                      "date_bin(interval '1 day 2 hours', ts::timestamptz, timestamptz '2001-01-01 00:00+00')",
+                      "date_bin(interval '1 month', ts, timestamp '2001-01-01')",
+                      "date_bin(interval '-1 hour', ts, timestamp '2001-01-01')")),
+    Function("isfinite", (sig("date", ret="bool"), sig("timestamp", ret="bool"), sig("timestamptz", ret="bool"),
+                          sig("interval", ret="bool")),
+             _isfinite_py, lambda S, a, e: S.F.when(a[0].isNotNull(), S.F.lit(True)), sql_names=("isfinite",),
+             doc="9.9", samples=("isfinite(d)", "isfinite(ts)", "isfinite(ts::timestamptz)",
+                                 "isfinite(make_interval(days => k))")),
 )

@@ -10,7 +10,7 @@ from decimal import Decimal
 
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED
 from catalog.textio import jsonb_text, format_text
-from planner.functions import Function, register, sig
+from planner.functions import Function, constant_arg, register, sig
 
 _MISSING = object()
 
@@ -142,8 +142,10 @@ def json_text_spark(S, c, t):
     n = t.name
     if n == "jsonb":
         r = c
-    elif n in ("int2", "int4", "int8", "numeric", "float4", "float8"):
+    elif n in ("int2", "int4", "int8", "numeric"):
         r = c.cast("string")
+    elif n in ("float4", "float8"):
+        r = S.output_text(c, t)  # float8out's digits: 0, not Spark's 0.0
     elif n == "bool":
         r = F.when(c, F.lit("true")).when(~c, F.lit("false"))
     elif n == "timestamp":
@@ -269,12 +271,6 @@ def _array_length_spark(S, a, e):
         S.fail(INVALID_PARAMETER_VALUE, "cannot get array length of a non-array"))
 
 
-def _unsupported(what):
-    def spark(S, a, e):
-        raise SqlError(FEATURE_NOT_SUPPORTED, f"{what} is not supported on table data yet")
-    return spark
-
-
 register(
     Function("jsonb_get", (), lambda a, e: _out(_step(doc(a[0]), a[1], path=False), False), _get_spark, doc="9.16",
              samples=("j -> 'a'", "j -> 1", "j -> '1'", "j #> '{1}'")),
@@ -283,12 +279,14 @@ register(
              differs="on Spark, ->> and #>> of an object or array give compact JSON text ({\"c\":null})"),
     Function("jsonb_path", (), _path, _get_spark, doc="9.16", samples=("j #> '{a,c}'",)),
     Function("jsonb_path_text", (), _path, _get_spark, doc="9.16", samples=("j #>> '{b,1}'",)),
-    Function("jsonb_contains", (), lambda a, e: contains(doc(a[0]), doc(a[1])), _unsupported("jsonb @>"),
-             doc="9.16", differs="not supported on table data yet (0A000)"),
-    Function("jsonb_contained", (), lambda a, e: contains(doc(a[1]), doc(a[0])), _unsupported("jsonb <@"),
-             doc="9.16", differs="not supported on table data yet (0A000)"),
-    Function("jsonb_exists", (), _exists, _unsupported("jsonb ?"), doc="9.16",
-             differs="not supported on table data yet (0A000)"),
+    Function("jsonb_contains", (), lambda a, e: contains(doc(a[0]), doc(a[1])), lambda S, a, e: _contains_spark(False)(S, a, e),
+             doc="9.16", samples=("j @> '{\"a\": 1}'", "j @> '[1]'", "j @> '\"str\"'", "j @> '{\"a\": {}}'",
+                                  "j @> '[null, \"x\"]'", "j @> '{\"b\": [2]}'", "j @> j"),
+             differs="on table data the contained side must be a constant (0A000 otherwise)"),
+    Function("jsonb_contained", (), lambda a, e: contains(doc(a[1]), doc(a[0])), lambda S, a, e: _contains_spark(True)(S, a, e),
+             doc="9.16", samples=("'{\"a\": 1}' <@ j", "'1' <@ j")),
+    Function("jsonb_exists", (), _exists, lambda S, a, e: _exists_spark(S, a, e), doc="9.16",
+             samples=("j ? 'a'", "j ? 'x'", "j ? 'str'", "j ? s")),
     Function("jsonb_concat", (), lambda a, e: jsonb_text(concat_py(doc(a[0]), doc(a[1]))), _concat_spark,
              doc="9.16", samples=("j || '{\"z\": 1}'", "j || '[9]'", "'{\"a\": 0, \"y\": 2}' || j")),
     Function("jsonb_typeof", (sig("jsonb", ret="text"),), lambda a, e: _typeof(doc(a[0])), _typeof_spark,
@@ -460,4 +458,373 @@ register(
              doc="8.14.4",
              differs="on Spark, arrays and objects nested inside an array or object compare by size, then by "
                      "their text, not element by element"),
+)
+
+
+# -- jsonb_build_array, to_jsonb, jsonb - text, jsonb_set, jsonb_pretty (9.16) ---------------
+
+
+def _build_array_spark(S, a, e):
+    F = S.F
+    items = [json_text_spark(S, c, x.type) for c, x in zip(a, e.args)]
+    return F.concat(F.lit("["), F.concat_ws(", ", *items), F.lit("]")) if items else F.lit("[]")
+
+
+_JSON_ARRAY_ELEMENTS = ("int2", "int4", "int8", "numeric", "float8", "bool", "text", "varchar")
+
+
+def _to_jsonb_spark(S, a, e):
+    t = e.args[0].type
+    F = S.F
+    if t.is_array:
+        if t.element.name not in _JSON_ARRAY_ELEMENTS:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"to_jsonb({t.sql()}) is not supported on table data")
+        return F.to_json(a[0])  # compact text; jsonb values are normalized on their way to the session
+    return F.when(a[0].isNotNull(), json_text_spark(S, a[0], t))
+
+
+def _delete_py(a, e):
+    """jsonb - text (table 9.46): an object without the key, an array without the string
+    elements equal to it.
+
+    Raises:
+        SqlError 22023 for a scalar."""
+    d = doc(a[0])
+    if isinstance(d, dict):
+        return jsonb_text({k: v for k, v in d.items() if k != a[1]})
+    if isinstance(d, list):
+        return jsonb_text([x for x in d if x != a[1] or not isinstance(x, str)])
+    raise SqlError(INVALID_PARAMETER_VALUE, "cannot delete from scalar")
+
+
+def _kind(F, v):
+    """The JSON kind of a VARIANT column: object, array, string, boolean, null, number."""
+    sch = F.schema_of_variant(v)
+    return (F.when(sch.startswith("OBJECT"), F.lit("object")).when(sch.startswith("ARRAY"), F.lit("array"))
+            .when(sch == "STRING", F.lit("string")).when(sch == "BOOLEAN", F.lit("boolean"))
+            .when(sch == "VOID", F.lit("null")).otherwise(F.lit("number")))
+
+
+def _delete_spark(S, a, e):
+    F = S.F
+    v = F.parse_json(a[0])
+    kind = _kind(F, v)
+    obj = F.map_filter(F.try_variant_get(v, "$", "map<string,variant>"), lambda k, _: k != a[1])
+    arr = F.filter(F.try_variant_get(v, "$", "array<variant>"),
+                   lambda x: ~((_kind(F, x) == "string") & (F.try_variant_get(x, "$", "string") == a[1])))
+    return (F.when(a[0].isNull() | a[1].isNull(), F.lit(None).cast("string"))
+            .when(kind == "object", F.to_json(obj)).when(kind == "array", F.to_json(arr))
+            .otherwise(S.fail(INVALID_PARAMETER_VALUE, "cannot delete from scalar")))
+
+
+def _field_path(k: str) -> str:
+    if "'" in k or "\\" in k:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "jsonb keys with quotes or backslashes are not supported on table data")
+    return f"$['{k}']"
+
+
+def contains_spark(F, v, b):
+    """Spark: whether the VARIANT column ``v`` contains the constant JSON value ``b``
+    (``contains``'s rules, compiled over ``b``'s structure); NULL only for a NULL ``v``."""
+    kind = _kind(F, v)
+    if isinstance(b, dict):
+        cond = kind == "object"
+        for k, val in b.items():
+            cond = cond & F.coalesce(contains_spark(F, F.try_variant_get(v, _field_path(k), "variant"), val),
+                                     F.lit(False))
+        return cond
+    if isinstance(b, list):
+        arr = F.try_variant_get(v, "$", "array<variant>")
+        cond = kind == "array"
+        for y in b:
+            cond = cond & F.exists(arr, _contains_test(F, y))
+        return cond
+    if kind is None:
+        return F.lit(False)
+    scalar = _scalar_equal(F, v, kind, b)
+    if b is None or isinstance(b, (bool, str, int, Decimal)):
+        # a scalar array contains a scalar (8.14.3)
+        arr = F.try_variant_get(v, "$", "array<variant>")
+        return scalar | ((kind == "array") & F.exists(arr, lambda x: F.coalesce(_scalar_equal(F, x, _kind(F, x), b),
+                                                                               F.lit(False))))
+    return scalar
+
+
+def _contains_test(F, y):
+    """A one-argument lambda (Spark's higher-order functions pass an index to a second
+    one): whether an element contains ``y``."""
+    return lambda x: F.coalesce(contains_spark(F, x, y), F.lit(False))
+
+
+def _scalar_equal(F, v, kind, b):
+    if b is None:
+        return kind == "null"
+    if isinstance(b, bool):
+        return (kind == "boolean") & (F.try_variant_get(v, "$", "boolean") == F.lit(b))
+    if isinstance(b, str):
+        return (kind == "string") & (F.try_variant_get(v, "$", "string") == F.lit(b))
+    d = Decimal(b)
+    if d == d.to_integral_value() and abs(d) < 2**63:
+        num = F.try_variant_get(v, "$", "decimal(38,0)") == F.lit(int(d)).cast("decimal(38,0)")
+        num = num & (F.try_variant_get(v, "$", "decimal(38,18)") == F.lit(int(d)).cast("decimal(38,18)"))
+    else:
+        num = F.try_variant_get(v, "$", "decimal(38,18)") == F.lit(d).cast("decimal(38,18)")
+    return (kind == "number") & F.coalesce(num, F.lit(False))
+
+
+def _contains_spark(flip: bool):
+    """@> (``flip`` False) and <@: the contained side must be a constant on table data."""
+    def spark(S, a, e):
+        F = S.F
+        whole, part = (1, 0) if flip else (0, 1)
+        c = e.args[part]
+        if c.__class__.__name__ != "Literal":
+            raise SqlError(FEATURE_NOT_SUPPORTED, "jsonb @> and <@ need a constant contained side on table data")
+        if c.value is None:
+            return F.lit(None).cast("boolean")
+        return F.when(a[whole].isNotNull(), contains_spark(F, F.parse_json(a[whole]), doc(c.value)))
+    return spark
+
+
+def _string_keys(F, v):
+    """Spark: what ``?`` looks for in the VARIANT column ``v``: an object's keys, an
+    array's string elements, a string scalar itself (as an array of strings)."""
+    kind = _kind(F, v)
+    strings = F.transform(F.filter(F.try_variant_get(v, "$", "array<variant>"), lambda x: _kind(F, x) == "string"),
+                          lambda x: F.try_variant_get(x, "$", "string"))
+    return (F.when(kind == "object", F.map_keys(F.try_variant_get(v, "$", "map<string,variant>")))
+            .when(kind == "array", strings)
+            .when(kind == "string", F.array(F.try_variant_get(v, "$", "string")))
+            .otherwise(F.array().cast("array<string>")))
+
+
+def _exists_spark(S, a, e):
+    F = S.F
+    keys = _string_keys(F, F.parse_json(a[0]))
+    return F.when(a[0].isNull() | a[1].isNull(), F.lit(None).cast("boolean")).otherwise(F.array_contains(keys, a[1]))
+
+
+def _exists_many_py(every: bool):
+    def py(a, e):
+        wanted = [k for k in a[1] if k is not None]
+        hits = [_exists([a[0], k], e) for k in wanted]
+        return all(hits) if every else any(hits)
+    return py
+
+
+def _exists_many_spark(every: bool):
+    """?& (``every``) and ?|: NULL elements of the key array are skipped (jsonb_op.c)."""
+    def spark(S, a, e):
+        F = S.F
+        keys = _string_keys(F, F.parse_json(a[0]))
+        test = (lambda k: k.isNull() | F.array_contains(keys, k)) if every else \
+            (lambda k: k.isNotNull() & F.coalesce(F.array_contains(keys, k), F.lit(False)))
+        return F.when(a[0].isNotNull() & a[1].isNotNull(), (F.forall if every else F.exists)(a[1], test))
+    return spark
+
+
+def _delete_keys_py(a, e):
+    """jsonb - text[]: ``jsonb - text`` for each key (NULL keys skipped)."""
+    d = doc(a[0])
+    keys = {k for k in a[1] if k is not None}
+    if isinstance(d, dict):
+        return jsonb_text({k: v for k, v in d.items() if k not in keys})
+    if isinstance(d, list):
+        return jsonb_text([x for x in d if not (isinstance(x, str) and x in keys)])
+    raise SqlError(INVALID_PARAMETER_VALUE, "cannot delete from scalar")
+
+
+def _delete_keys_spark(S, a, e):
+    F = S.F
+    v = F.parse_json(a[0])
+    kind = _kind(F, v)
+    keys = F.filter(a[1], lambda k: k.isNotNull())
+    obj = F.map_filter(F.try_variant_get(v, "$", "map<string,variant>"), lambda k, _: ~F.array_contains(keys, k))
+    arr = F.filter(F.try_variant_get(v, "$", "array<variant>"),
+                   lambda x: ~F.coalesce((_kind(F, x) == "string")
+                                         & F.array_contains(keys, F.try_variant_get(x, "$", "string")), F.lit(False)))
+    return (F.when(a[0].isNull() | a[1].isNull(), F.lit(None).cast("string"))
+            .when(kind == "object", F.to_json(obj)).when(kind == "array", F.to_json(arr))
+            .otherwise(S.fail(INVALID_PARAMETER_VALUE, "cannot delete from scalar")))
+
+
+def _delete_index_py(a, e):
+    d = doc(a[0])
+    if isinstance(d, dict):
+        raise SqlError(INVALID_PARAMETER_VALUE, "cannot delete from object using integer index")
+    if not isinstance(d, list):
+        raise SqlError(INVALID_PARAMETER_VALUE, "cannot delete from scalar")
+    i = a[1] + len(d) if a[1] < 0 else a[1]
+    return jsonb_text([x for j, x in enumerate(d) if j != i])
+
+
+def _delete_index_spark(S, a, e):
+    F = S.F
+    v = F.parse_json(a[0])
+    kind = _kind(F, v)
+    arr = F.try_variant_get(v, "$", "array<variant>")
+    at = F.when(a[1] < 0, F.size(arr) + a[1]).otherwise(a[1])
+    return (F.when(a[0].isNull() | a[1].isNull(), F.lit(None).cast("string"))
+            .when(kind == "array", F.to_json(F.filter(arr, lambda x, i: i != at)))
+            .when(kind == "object", S.fail(INVALID_PARAMETER_VALUE, "cannot delete from object using integer index"))
+            .otherwise(S.fail(INVALID_PARAMETER_VALUE, "cannot delete from scalar")))
+
+
+def _strip_nulls(d, in_arrays: bool = False):
+    if isinstance(d, dict):
+        return {k: _strip_nulls(v, in_arrays) for k, v in d.items() if v is not None}
+    if isinstance(d, list):
+        return [_strip_nulls(x, in_arrays) for x in d if not (in_arrays and x is None)]
+    return d
+
+
+def _set_py(a, e):
+    """jsonb_set(target, path, new [, create_if_missing]) (table 9.47): ``target`` with
+    the value at ``path`` replaced by ``new``, or added as the path's last step when
+    missing and ``create_if_missing`` (an array index past either end adds at that end).
+
+    Raises:
+        SqlError 22023 for a scalar target or a path step that is not an array index."""
+    target, path, new = a[0], a[1], a[2]
+    create = a[3] if len(a) > 3 else True
+    if target is None or path is None or new is None or create is None:
+        return None
+    d = doc(target)
+    if not isinstance(d, (dict, list)):
+        raise SqlError(INVALID_PARAMETER_VALUE, "cannot set path in scalar")
+    if not path:
+        return jsonb_text(d)
+    if any(p is None for p in path):
+        raise SqlError("22004", f"path element at position {path.index(None) + 1} is null")
+    return jsonb_text(_set_in(d, path, 0, doc(new), create))
+
+
+def _set_in(d, path, i, new, create):
+    step = path[i]
+    last = i == len(path) - 1
+    if isinstance(d, dict):
+        if step in d:
+            return {**d, step: new if last else _set_in(d[step], path, i + 1, new, create)}
+        return {**d, step: new} if last and create else d
+    if isinstance(d, list):
+        try:
+            n = int(step)
+        except ValueError:
+            raise SqlError("22P02", f"path element at position {i + 1} is not an integer: \"{step}\"") from None
+        idx = n + len(d) if n < 0 else n
+        if 0 <= idx < len(d):
+            return d[:idx] + [new if last else _set_in(d[idx], path, i + 1, new, create)] + d[idx + 1:]
+        if last and create:
+            return [new] + d if idx < 0 else d + [new]
+        return d
+    return d  # a scalar inside: the path goes no further, nothing changes
+
+
+def _set_spark(S, a, e):
+    """jsonb_set on Spark, for a constant path and create flag: each step rebuilds its
+    level (an object as a map without the key plus the new pair, an array by position)
+    from VARIANT values; the jsonb text is normalized on its way to the session."""
+    F = S.F
+    path = constant_arg(e, 1, "jsonb_set's path")
+    create = constant_arg(e, 3, "jsonb_set's create_if_missing") if len(a) > 3 else True
+    if path is None or create is None:
+        return F.lit(None).cast("string")
+    if any(p is None for p in path):
+        return F.when(a[0].isNotNull(), S.fail("22004", f"path element at position {path.index(None) + 1} is null"))
+    v = F.parse_json(a[0])
+    if not path:
+        return F.when(a[2].isNotNull(), F.to_json(v))
+    kind = _kind(F, v)
+    out = _set_level(S, v, list(path), F.parse_json(a[2]), create, 0)
+    return (F.when(a[0].isNull() | a[2].isNull(), F.lit(None).cast("string"))
+            .when((kind != "object") & (kind != "array"), S.fail(INVALID_PARAMETER_VALUE, "cannot set path in scalar"))
+            .otherwise(F.to_json(out)))
+
+
+def _set_level(S, v, path, new, create, i):
+    """The VARIANT ``v`` with ``path[i:]`` set to ``new`` (``_set_in``'s rules)."""
+    F = S.F
+    step, last = path[i], i == len(path) - 1
+    kind = _kind(F, v)
+    m = F.try_variant_get(v, "$", "map<string,variant>")
+    has = F.array_contains(F.map_keys(m), F.lit(step))
+    inner = new if last else _set_level(S, F.try_variant_get(v, _field_path(step), "variant"), path, new, create,
+                                        i + 1)
+    rest = F.map_filter(m, lambda k, _: k != F.lit(step))
+    as_object = F.when(has | F.lit(bool(last and create)), F.to_json(F.map_concat(rest, F.create_map(
+        F.lit(step), inner)))).otherwise(F.to_json(v))
+    try:
+        n = int(step)
+    except ValueError:
+        n = None
+    if n is None:
+        as_array = F.when(kind == "array", S.fail("22P02", f"path element at position {i + 1} is not an integer: "
+                                                           f"\"{step}\""))
+    else:
+        arr = F.try_variant_get(v, "$", "array<variant>")
+        at = F.lit(n) if n >= 0 else F.size(arr) + n
+        elem = new if last else _set_level(S, F.element_at(arr, at + 1), path, new, create, i + 1)
+        inside = (at >= 0) & (at < F.size(arr))
+        replaced = F.transform(arr, lambda x, j: F.when(j == at, elem).otherwise(x))
+        if last and create:
+            grown = F.when(at < 0, F.concat(F.array(new), arr)).otherwise(F.concat(arr, F.array(new)))
+            as_array = F.to_json(F.when(inside, replaced).otherwise(grown))
+        else:
+            as_array = F.to_json(F.when(inside, replaced).otherwise(arr))
+    return F.parse_json(F.when(kind == "object", as_object).when(kind == "array", as_array).otherwise(F.to_json(v)))
+
+
+def pretty(d, indent: int = 0) -> str:
+    """jsonb_pretty's text: one item a line, four spaces an indent (jsonb.c JsonbToCStringIndent)."""
+    pad = " " * (4 * (indent + 1))
+    if d == {} or d == []:  # an empty container keeps its line break
+        return ("{\n" if isinstance(d, dict) else "[\n") + " " * (4 * indent) + ("}" if isinstance(d, dict) else "]")
+    if isinstance(d, dict):
+        keys = sorted(d, key=lambda k: (len(k.encode()), k.encode()))
+        items = [f"{pad}{json.dumps(k, ensure_ascii=False)}: {pretty(d[k], indent + 1)}" for k in keys]
+        return "{\n" + ",\n".join(items) + "\n" + " " * (4 * indent) + "}"
+    if isinstance(d, list):
+        return "[\n" + ",\n".join(pad + pretty(x, indent + 1) for x in d) + "\n" + " " * (4 * indent) + "]"
+    return jsonb_text(d)
+
+
+register(
+    Function("jsonb_build_array", (sig("any", ret="jsonb", variadic=True),),
+             lambda a, e: jsonb_text([to_json_value(v, x.type) for v, x in zip(a, e.args)]), _build_array_spark,
+             sql_names=("jsonb_build_array", "json_build_array"), strict=False, doc="9.16",
+             samples=("jsonb_build_array(k, s, n, b)", "jsonb_build_array(d, ts, f, j)", "jsonb_build_array()")),
+    Function("to_jsonb", (sig("any", ret="jsonb"),), lambda a, e: jsonb_text(to_json_value(a[0], e.args[0].type)),
+             _to_jsonb_spark, sql_names=("to_jsonb", "to_json"), doc="9.16",
+             samples=("to_jsonb(s)", "to_jsonb(n)", "to_jsonb(a)", "to_jsonb(b)", "to_jsonb(ts)", "to_jsonb(j)",
+                      "to_jsonb(f)")),
+    Function("jsonb_delete", (sig("jsonb", "text", ret="jsonb"),), _delete_py, _delete_spark, doc="9.16",
+             samples=("j - 'a'", "j - 'x'", "j - s")),
+    Function("jsonb_set", (sig("jsonb", "_text", "jsonb", ret="jsonb"), sig("jsonb", "_text", "jsonb", "bool",
+                                                                             ret="jsonb")),
+             _set_py, _set_spark, sql_names=("jsonb_set",), strict=False, doc="9.16",
+             differs="on table data the path and create_if_missing must be constants (0A000 otherwise)",
+             samples=("jsonb_set(CASE WHEN k <> 3 THEN j END, '{a}', '5')",
+                      "jsonb_set(CASE WHEN k <> 3 THEN j END, '{b,0}', to_jsonb(k))",
+                      "jsonb_set(CASE WHEN k <> 3 THEN j END, '{z}', '1', false)",
+                      "jsonb_set(CASE WHEN k <> 3 THEN j END, '{-1}', '9')",
+                      "jsonb_set(CASE WHEN k <> 3 THEN j END, '{a,c}', '[true]')",
+                      "jsonb_set(CASE WHEN k <> 3 THEN j END, '{5}', '0')",
+                      "jsonb_set(CASE WHEN k <> 3 THEN j END, '{x}', j)", "jsonb_set(j, '{a}', '5')")),
+    Function("jsonb_exists_any", (), _exists_many_py(False), _exists_many_spark(False), doc="9.16",
+             samples=("j ?| '{a,x}'", "j ?| ARRAY[s, 'str']", "j ?| '{}'")),
+    Function("jsonb_exists_all", (), _exists_many_py(True), _exists_many_spark(True), doc="9.16",
+             samples=("j ?& '{a,b}'", "j ?& ARRAY['x', NULL]", "j ?& '{}'")),
+    Function("jsonb_delete_keys", (), _delete_keys_py, _delete_keys_spark, doc="9.16",
+             samples=("CASE WHEN k <> 3 THEN j END - '{a,b}'::text[]", "CASE WHEN k <> 3 THEN j END - ARRAY[s, 'x']",
+                      "j - '{a}'::text[]")),
+    Function("jsonb_delete_index", (), _delete_index_py, _delete_index_spark, doc="9.16",
+             samples=("j - 1", "j - (-1)", "j - k")),
+    Function("jsonb_strip_nulls", (sig("jsonb", ret="jsonb"), sig("jsonb", "bool", ret="jsonb")),
+             lambda a, e: jsonb_text(_strip_nulls(doc(a[0]), len(a) > 1 and a[1])), None,
+             sql_names=("jsonb_strip_nulls", "json_strip_nulls"), doc="9.16",
+             differs="not supported on table data yet (0A000)",
+             samples=("jsonb_strip_nulls(j)", "jsonb_strip_nulls(j, true)")),
+    Function("jsonb_pretty", (sig("jsonb", ret="text"),), lambda a, e: pretty(doc(a[0])), None,
+             sql_names=("jsonb_pretty",), doc="9.16", differs="not supported on table data yet (0A000)",
+             samples=("jsonb_pretty(j)",)),
 )

@@ -119,6 +119,11 @@ def _arith_spark(func):
                 return F.date_add(y, x)
             if func == "sub" and ta.name == "date" and tb.name == "date":
                 return F.datediff(x, y)
+            if func == "sub" and t.name == "interval" and ta.name in ("timestamp", "timestamptz"):
+                # whole days and the rest, of the difference's sign (timestamp_mi)
+                us = F.unix_micros(x.cast("timestamp")) - F.unix_micros(y.cast("timestamp"))
+                days = S.trunc_div(us, 86_400_000_000)
+                return S.make_interval(F.lit(0), days.cast("int"), us - days * 86_400_000_000)
             return x + y if func == "add" else x - y
         if func == "mul":
             return x * y
@@ -209,27 +214,20 @@ def _numeric_sig(v: float, sig_digits: int, min_scale: int = 0) -> Decimal:
 def _transcendental(func):
     def py(a, e):
         v = a[0]
+        if e.type.name == "numeric":
+            if func == "exp":
+                return numeric_exp_exact(v)
+            if func == "sqrt":
+                return numeric_sqrt(v)
+            if func in ("ln", "log10"):
+                return numeric_log(None if func == "ln" else Decimal(10), v)
         if func == "sqrt":
             _check_sqrt(v)
         elif func in ("ln", "log10"):
             _check_ln(v)
-        x = float(v)
-        r = {"sqrt": math.sqrt, "ln": math.log, "exp": math.exp, "log10": math.log10, "cbrt": math.cbrt}[func](x)
-        if e.type.name != "numeric":
-            return r
-        scale = -v.as_tuple().exponent if v.is_finite() else 0
-        if func == "exp":
-            return numeric_exp(v, r)
-        return _numeric_sig(r, 16, scale)
+        return {"sqrt": math.sqrt, "ln": math.log, "exp": math.exp, "log10": math.log10, "cbrt": math.cbrt}[func](
+            float(v))
     return py
-
-
-def numeric_exp(v: Decimal, r: float) -> Decimal:
-    """exp(numeric): PostgreSQL's rscale is 16 - (int)(x * log10(e)), never below the
-    argument's scale (numeric.c, numeric_exp)."""
-    dweight = int(float(v) * 0.434294481903252)
-    scale = max(16 - dweight, -v.as_tuple().exponent, 0)
-    return Decimal(repr(r)).quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
 
 
 def _float_fn(spark_name):
@@ -260,8 +258,19 @@ def _power_py(a, e):
                 ctx.prec = 1100
                 exact = x ** int(y)
             return exact
-        return _numeric_sig(r, 16)
+        return numeric_power(x, y)
     return r
+
+
+def numeric_power(x: Decimal, y: Decimal) -> Decimal:
+    """x ^ y on numeric for a non-integer ``y``, correctly rounded to PostgreSQL's scale:
+    16 - the result's decimal weight (estimated as (int)(y * log10(x))), never below the
+    arguments' scales (numeric.c power_var)."""
+    weight = int(float(y) * math.log10(float(x))) if x > 0 else 0
+    rscale = min(max(16 - weight, _display_scale(x), _display_scale(y), 0), 1000)
+    with localcontext() as ctx:
+        ctx.prec = max(weight, 0) + rscale + 20
+        return (x ** y).quantize(Decimal(1).scaleb(-rscale), rounding=ROUND_HALF_UP)
 
 
 def _div_int(a, e):
@@ -304,7 +313,9 @@ register(
     Function("add", (), lambda a, e: arith("add", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("add"),
              doc="9.3", samples=("i + k", "n + 1", "f + i", "d + k", "ts + interval '1 day'")),
     Function("sub", (), lambda a, e: arith("sub", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("sub"),
-             doc="9.3", samples=("i - k", "n - i", "d - date '2000-01-01'", "ts - interval '1 month'")),
+             doc="9.3", samples=("i - k", "n - i", "d - date '2000-01-01'", "ts - interval '1 month'",
+                                 "ts - timestamp '2000-01-01 12:00'", "timestamp '2000-02-29 01:00' - ts",
+                                 "ts::timestamptz - timestamptz '2000-01-01 12:00+00'", "ts - ts::timestamptz")),
     Function("mul", (), lambda a, e: arith("mul", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("mul"),
              doc="9.3", samples=("i * k", "n * 2", "f * 2")),
     Function("div", (), lambda a, e: arith("div", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("div"),
@@ -341,7 +352,7 @@ register(
                                                    else S.T.DecimalType(38, 0)),
              sql_names=("sign",), doc="9.3", samples=("sign(n)", "sign(f)", "sign(i)")),
     Function("sqrt", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _transcendental("sqrt"),
-             _float_fn("sqrt"), sql_names=("sqrt",), doc="9.3", samples=("sqrt(f)", "sqrt(abs(f))"),
+             _float_fn("sqrt"), sql_names=("sqrt",), doc="9.3", samples=("sqrt(f)", "sqrt(abs(f))", "|/ k"),
              differs="numeric results are computed in double precision on Spark, so digits past the 15th may differ"),
     Function("cbrt", (sig("float8", ret="float8"),), _transcendental("cbrt"), _float_fn("cbrt"),
              sql_names=("cbrt",), doc="9.3", samples=("cbrt(f)",),
@@ -355,7 +366,7 @@ register(
              differs="Spark's exp (Java) and PostgreSQL's (C library) can differ in the last digit"),
     Function("power", (sig("float8", "float8", ret="float8"), sig("numeric", "numeric", ret="numeric")), _power_py,
              lambda S, a, e: S.F.pow(a[0], a[1]) if e.type.name == "float8" else S.F.pow(a[0], a[1]),
-             sql_names=("power", "pow"), doc="9.3", samples=("power(f, 2)", "power(i::float8, 2)")),
+             sql_names=("power", "pow"), doc="9.3", samples=("power(f, 2)", "power(i::float8, 2)", "f ^ 2", "k ^ 2")),
     Function("pi", (sig(ret="float8"),), lambda a, e: math.pi, lambda S, a, e: S.F.lit(math.pi),
              sql_names=("pi",), doc="9.3", samples=("pi() * i",)),
     Function("degrees", (sig("float8", ret="float8"),), lambda a, e: math.degrees(a[0]),
@@ -367,4 +378,392 @@ register(
     Function("div_int", (sig("numeric", "numeric", ret="numeric"),), _div_int,
              lambda S, a, e: S.F.call_function("div", a[0], a[1]).cast(S.T.DecimalType(38, 0)),
              sql_names=("div",), doc="9.3", samples=("div(n, 2)", "div(i, 2)")),
+)
+
+
+# -- precision of numeric logarithms and exponentials (numeric.c) ---------------------------
+
+
+def _ln_dweight(x: Decimal) -> int:
+    """PostgreSQL's estimate_ln_dweight: the decimal weight of ln(x), which sets the
+    result scale of ln, log and exp on numeric (16 significant digits at least)."""
+    if Decimal("0.9") <= x <= Decimal("1.1"):
+        d = x - 1
+        return d.adjusted() if d != 0 else 0
+    return int(math.log10(abs(math.log(float(x))))) if x != 1 else 0
+
+
+def _display_scale(x: Decimal) -> int:
+    return max(-x.as_tuple().exponent, 0) if x.is_finite() else 0
+
+
+def numeric_log(base: Decimal | None, x: Decimal) -> Decimal:
+    """ln(x) (``base`` None) or log_base(x) on numeric, correctly rounded to PostgreSQL's
+    result scale: 16 - the result's decimal weight, never fewer decimals than an argument
+    (numeric.c log_var, numeric_ln).
+
+    Raises:
+        SqlError 2201E for a zero or negative argument; 22012 for base 1."""
+    for v in (x,) if base is None else (base, x):
+        _check_ln(v)
+    if x.is_nan() or (base is not None and base.is_nan()):
+        return Decimal("NaN")
+    with localcontext() as ctx:
+        ctx.prec = 60
+        if base is None:
+            r, weight, scale = x.ln(), _ln_dweight(x), _display_scale(x)
+        else:
+            if base == 1:
+                raise div0()
+            r = x.ln() / base.ln()
+            weight = _ln_dweight(x) - _ln_dweight(base)
+            scale = max(_display_scale(x), _display_scale(base))
+        rscale = min(max(16 - weight, scale, 0), 1000)
+        return r.quantize(Decimal(1).scaleb(-rscale), rounding=ROUND_HALF_UP)
+
+
+def numeric_exp_exact(x: Decimal) -> Decimal:
+    """exp(numeric), correctly rounded to PostgreSQL's scale: 16 - (int)(x * log10(e)),
+    never below the argument's (numeric.c numeric_exp).
+
+    Raises:
+        SqlError 22003 when the result overflows numeric."""
+    if x.is_nan():
+        return x
+    dweight = int(min(max(float(x) * 0.434294481903252, -2000), 2000))
+    rscale = min(max(16 - dweight, _display_scale(x), 0), 1000)
+    if abs(x) >= 6000:  # exp_var's guard (NUMERIC_MAX_RESULT_SCALE * 3)
+        if x > 0:
+            raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "value overflows numeric format")
+        return Decimal(0).quantize(Decimal(1).scaleb(-rscale))
+    with localcontext() as ctx:
+        ctx.prec = max(dweight, 0) + rscale + 10
+        return x.exp().quantize(Decimal(1).scaleb(-rscale), rounding=ROUND_HALF_UP)
+
+
+def numeric_sqrt(x: Decimal) -> Decimal:
+    """sqrt(numeric) to PostgreSQL's scale: 16 - the root's weight (numeric.c numeric_sqrt,
+    with weights in base-10000 digits).
+
+    Raises:
+        SqlError 2201F for a negative argument."""
+    _check_sqrt(x)
+    if x.is_nan():
+        return x
+    weight = (x.adjusted() // 4) if x != 0 else 0
+    rscale = min(max(16 - ((weight + 1) * 4 // 2 - 1), _display_scale(x), 0), 1000)
+    with localcontext() as ctx:
+        ctx.prec = rscale + 60
+        return x.sqrt().quantize(Decimal(1).scaleb(-rscale), rounding=ROUND_HALF_UP)
+
+
+def _log_base_spark(S, a, e):
+    F = S.F
+    b, x = a[0].cast("double"), a[1].cast("double")
+    r = F.log(b, x)
+    for v in (b, x):
+        r = F.when(v == 0, S.fail("2201E", "cannot take logarithm of zero")).when(
+            v < 0, S.fail("2201E", "cannot take logarithm of a negative number")).otherwise(r)
+    return F.when(b == 1, S.fail(DIVISION_BY_ZERO, "division by zero")).otherwise(r)
+
+
+# -- gcd and lcm (PostgreSQL 9.3, table 9.5) ------------------------------------------------
+
+
+def _gcd_lcm_py(rule):
+    """gcd or lcm (``rule``: math.gcd or math.lcm) of two integers, or of two numerics
+    scaled to integers by the larger of their scales (numeric.c gcd_var)."""
+    def py(a, e):
+        x, y = a
+        if isinstance(x, Decimal):
+            if x.is_nan() or y.is_nan():
+                return Decimal("NaN")
+            scale = max(_display_scale(x), _display_scale(y))
+            r = rule(int(x.scaleb(scale)), int(y.scaleb(scale)))
+            return Decimal(r).scaleb(-scale).quantize(Decimal(1).scaleb(-scale))
+        return check_int(rule(x, y), e.type)
+    return py
+
+
+#: Euclid's steps that suffice per type: consecutive Fibonacci numbers are the slowest
+#: pair, and the 47th, 93rd and 183rd exceed int4, int8 and 10^38 (Spark's widest decimal)
+_EUCLID_STEPS = {"int2": 24, "int4": 47, "int8": 93, "numeric": 183}
+
+
+def _gcd_steps_spark(S, x, y, steps: int):
+    """gcd of two integral Spark columns of one type, non-negative: Euclid as a fold over a
+    fixed number of steps (Spark has no gcd function)."""
+    F = S.F
+    start = F.struct(F.abs(x).alias("a"), F.abs(y).alias("b"))
+    return F.aggregate(F.sequence(F.lit(1), F.lit(steps)), start, lambda acc, _: F.when(acc["b"] == 0, acc).otherwise(
+        F.struct(acc["b"].alias("a"), (acc["a"] % F.when(acc["b"] == 0, F.lit(1)).otherwise(acc["b"])).alias("b"))),
+        lambda acc: acc["a"])
+
+
+def static_scale(x) -> int | None:
+    """The decimal scale a numeric plan expression has on Spark, where every value of a
+    column has its column's scale: a numeric(p, s) column's s, a literal's own; None
+    when only Spark's decimal arithmetic knows it."""
+    t = x.type
+    if t.is_integer:
+        return 0
+    if t.scale is not None:
+        return t.scale
+    if x.__class__.__name__ == "Literal" and isinstance(x.value, Decimal):
+        return _display_scale(x.value)
+    if x.__class__.__name__ == "Cast":
+        return static_scale(x.expr)
+    return None
+
+
+def _gcd_lcm_spark(lcm: bool):
+    def spark(S, a, e):
+        F, T = S.F, S.T
+        x, y = a
+        if e.type.name != "numeric":
+            g = _gcd_steps_spark(S, x, y, _EUCLID_STEPS[e.type.name])
+            if not lcm:
+                return g
+            lo, hi, name = INT_RANGES[e.type.name]
+            wide = (F.abs(x.cast("decimal(38,0)")) / F.when(g == 0, 1).otherwise(g).cast("decimal(38,0)")
+                    * F.abs(y.cast("decimal(38,0)")))
+            return F.when(g == 0, F.lit(0).cast(S.spark_type(e.type))).when(
+                (wide < lo) | (wide > hi), S.fail(NUMERIC_VALUE_OUT_OF_RANGE, f"{name} out of range")).otherwise(
+                wide.cast(S.spark_type(e.type)))
+        scales = [static_scale(arg) for arg in e.args]
+        if None in scales:
+            raise SqlError("0A000", f"{e.func}(numeric, numeric) on table data needs arguments of a known scale "
+                                    "(a column or a constant)")
+        scale = max(scales)
+        whole = T.DecimalType(38, 0)
+        ix, iy = ((v * F.lit(Decimal(10) ** scale)).cast(whole) for v in (x, y))
+        g = _gcd_steps_spark(S, ix, iy, _EUCLID_STEPS["numeric"])
+        if lcm:
+            g = F.when(g == 0, F.lit(0).cast(whole)).otherwise(
+                (F.abs(ix) / g).cast(whole) * F.abs(iy)).cast(whole)
+        return (g.cast(T.DecimalType(38, scale)) / F.lit(Decimal(10) ** scale)).cast(T.DecimalType(38, scale))
+    return spark
+
+
+# -- width_bucket (PostgreSQL 9.3, table 9.5) -------------------------------------------------
+
+
+def _width_bucket_check(low, high, count):
+    if count <= 0:
+        raise SqlError("2201G", "count must be greater than zero")
+    if low == high:
+        raise SqlError("2201G", "lower bound cannot equal upper bound")
+
+
+def _width_bucket_py(a, e):
+    op, low, high, count = a
+    _width_bucket_check(low, high, count)
+    if any(isinstance(v, float) and math.isnan(v) or isinstance(v, Decimal) and v.is_nan() for v in (op, low, high)):
+        raise SqlError("2201G", "operand, lower bound, and upper bound cannot be NaN")
+    if isinstance(op, float) and (math.isinf(low) or math.isinf(high)):
+        raise SqlError("2201G", "lower and upper bounds must be finite")
+    if low < high:
+        if op < low:
+            return 0
+        if op >= high:
+            return check_int(count + 1, e.type)
+        frac = (op - low) / (high - low) if isinstance(op, float) else None
+    else:
+        if op > low:
+            return 0
+        if op <= high:
+            return check_int(count + 1, e.type)
+        frac = (low - op) / (low - high) if isinstance(op, float) else None
+    if frac is None:  # numeric: exact, (op - low) * count // (high - low)
+        num, den = (op - low, high - low) if low < high else (low - op, low - high)
+        with localcontext() as ctx:
+            ctx.prec = 1100
+            return int((num * count / den).to_integral_value(rounding=ROUND_FLOOR)) + 1
+    return min(int(frac * count) + 1, count)  # float.c: rounding may not reach count + 1
+
+
+def _width_bucket_spark(S, a, e):
+    F = S.F
+    return F.when(any_null(a), F.lit(None).cast("int")).otherwise(_width_bucket_column(S, a, e))
+
+
+def any_null(cols):
+    """A Spark condition: some column of ``cols`` is NULL (a strict function's NULL)."""
+    cond = cols[0].isNull()
+    for c in cols[1:]:
+        cond = cond | c.isNull()
+    return cond
+
+
+def _width_bucket_column(S, a, e):
+    F = S.F
+    op, low, high, count = a
+    float_ = e.args[0].type.name == "float8"
+    up = low < high
+    frac = F.when(up, (op - low) / (high - low)).otherwise((low - op) / (low - high))
+    inside = F.floor(frac * count).cast("int") + 1 if float_ else F.floor(
+        F.when(up, (op - low) * count / (high - low)).otherwise((low - op) * count / (low - high))).cast("int") + 1
+    if float_:
+        inside = F.least(inside, count)
+    r = (F.when(count <= 0, S.fail("2201G", "count must be greater than zero"))
+         .when(low == high, S.fail("2201G", "lower bound cannot equal upper bound")))
+    if float_:
+        r = r.when(F.isnan(op) | F.isnan(low) | F.isnan(high),
+                   S.fail("2201G", "operand, lower bound, and upper bound cannot be NaN")).when(
+            (F.abs(low) == math.inf) | (F.abs(high) == math.inf), S.fail("2201G", "lower and upper bounds must be finite"))
+    return (r.when(up & (op < low), 0).when(up & (op >= high), count + 1)
+            .when(~up & (op > low), 0).when(~up & (op <= high), count + 1).otherwise(inside))
+
+
+# -- integer bit operators (PostgreSQL 9.3, table 9.4) -----------------------------------------
+
+_BITS = {"int2": 16, "int4": 32, "int8": 64}
+
+
+def _wrap(v: int, bits: int) -> int:
+    """``v`` as a two's complement integer of ``bits`` bits (C's shift results)."""
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def _shift_py(left: bool):
+    def py(a, e):
+        bits = _BITS[e.type.name]
+        n = a[1] % (64 if bits == 64 else 32)  # x86 masks the count to the promoted width
+        return _wrap(a[0] << n if left else a[0] >> n, bits)
+    return py
+
+
+def _shift_spark(left: bool):
+    def spark(S, a, e):
+        F = S.F
+        x = a[0].cast("int") if e.type.name == "int2" else a[0]
+        r = F.shiftleft(x, a[1]) if left else F.shiftright(x, a[1])
+        if e.type.name == "int2":  # the low 16 bits, as C's conversion to int16
+            low = F.pmod(r, F.lit(65536))
+            r = F.when(low >= 32768, low - 65536).otherwise(low).cast("smallint")
+        return r
+    return spark
+
+
+register(
+    Function("int_and", (), lambda a, e: a[0] & a[1], lambda S, a, e: a[0].bitwiseAND(a[1]), doc="9.3",
+             samples=("i & 3", "k & i", "i::int8 & 6", "i::int2 & 7::int2")),
+    Function("int_or", (), lambda a, e: a[0] | a[1], lambda S, a, e: a[0].bitwiseOR(a[1]), doc="9.3",
+             samples=("i | 4", "k | i")),
+    Function("int_xor", (), lambda a, e: a[0] ^ a[1], lambda S, a, e: a[0].bitwiseXOR(a[1]), doc="9.3",
+             samples=("i # 5", "k::int8 # i")),
+    Function("int_not", (), lambda a, e: ~a[0], lambda S, a, e: S.F.bitwise_not(a[0]), doc="9.3",
+             samples=("~i", "~k::int8")),
+    Function("int_shl", (), _shift_py(True), _shift_spark(True), doc="9.3",
+             samples=("i << 2", "k << 30", "i::int8 << 40", "i::int2 << 14", "k << 33")),
+    Function("int_shr", (), _shift_py(False), _shift_spark(False), doc="9.3",
+             samples=("i >> 1", "i::int8 >> k", "i::int2 >> 1")),
+    Function("gcd", _same_type(("int4", "int8", "numeric"), 2), _gcd_lcm_py(math.gcd), _gcd_lcm_spark(False), sql_names=("gcd",),
+             doc="9.3", samples=("gcd(i, 6)", "gcd(k::int8, 4)", "gcd(n, 1.5)", "gcd(i, 0)")),
+    Function("lcm", _same_type(("int4", "int8", "numeric"), 2), _gcd_lcm_py(math.lcm), _gcd_lcm_spark(True), sql_names=("lcm",),
+             doc="9.3", samples=("lcm(i, 6)", "lcm(k::int8, 4)", "lcm(n, 0.5)", "lcm(i, 0)", "lcm(i + 2147483000, 7)")),
+    Function("log_base", (sig("numeric", "numeric", ret="numeric"),), lambda a, e: numeric_log(a[0], a[1]),
+             _log_base_spark, sql_names=("log",), doc="9.3",
+             samples=("log(2, abs(n) + 1)", "log(2.0, i)"),
+             differs="on table data, numeric logarithms are computed in double precision, so digits past the "
+                     "15th may differ"),
+    Function("width_bucket", (sig("float8", "float8", "float8", "int4", ret="int4"),
+                              sig("numeric", "numeric", "numeric", "int4", ret="int4")),
+             _width_bucket_py, _width_bucket_spark, sql_names=("width_bucket",), doc="9.3",
+             samples=("width_bucket(f, 0, 10, 5)", "width_bucket(n, -3, 20000, 4)", "width_bucket(f, 10, 0, k)",
+                      "width_bucket(n, 5, -5, 3)", "width_bucket(f, 0, 10, 0)", "width_bucket(n, 1, 1, 3)")),
+)
+
+
+# -- hyperbolic functions, factorial, scale, num_nulls (PostgreSQL 9.3, tables 9.5 and 9.9) ---
+
+
+def _hyperbolic(name):
+    rule = {"sinh": math.sinh, "cosh": math.cosh, "tanh": math.tanh, "asinh": math.asinh, "acosh": math.acosh,
+            "atanh": math.atanh}[name]
+
+    def py(a, e):
+        x = a[0]
+        if math.isnan(x):
+            return x
+        if name == "acosh" and x < 1 or name == "atanh" and not -1 <= x <= 1:
+            raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "input is out of range")
+        if name == "atanh" and abs(x) == 1:
+            return math.copysign(math.inf, x)
+        try:
+            return rule(x)
+        except OverflowError:  # C's sinh/cosh give an infinity; float.c reports it
+            raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow") from None
+    return py
+
+
+def _hyperbolic_spark(name):
+    def spark(S, a, e):
+        F = S.F
+        x = a[0]
+        r = getattr(F, name)(x)
+        if name == "acosh":
+            r = F.when(x < 1, S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "input is out of range")).otherwise(r)
+        if name == "atanh":
+            r = F.when((x < -1) | (x > 1), S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "input is out of range")).otherwise(r)
+        if name in ("sinh", "cosh"):
+            r = F.when(F.isnan(r) | (F.abs(r) != math.inf) | (F.abs(x) == math.inf), r).otherwise(
+                S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow"))
+        return r
+    return spark
+
+
+def _factorial_py(a, e):
+    n = a[0]
+    if n < 0:
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "factorial of a negative number is undefined")
+    if n > 32177:
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "value overflows numeric format")
+    return Decimal(math.factorial(n))
+
+
+def _factorial_spark(S, a, e):
+    F = S.F
+    n = a[0]
+    return (F.when(n < 0, S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "factorial of a negative number is undefined"))
+            .when(n > 20, S.fail("0A000", "factorial of more than 20 is not supported on table data (Spark's "
+                                          "decimals stop at 38 digits)"))
+            .otherwise(F.factorial(n.cast("int")).cast("decimal(38,0)")))
+
+
+def _scale_spark(S, a, e):
+    scale = static_scale(e.args[0])
+    if scale is None:
+        raise SqlError("0A000", "scale(numeric) on table data needs a column or a constant")
+    return S.F.when(a[0].isNotNull(), S.F.lit(scale))
+
+
+def _num_nulls(nulls: bool):
+    def py(a, e):
+        return sum((v is None) == nulls for v in a)
+
+    def spark(S, a, e):
+        F = S.F
+        total = F.lit(0)
+        for c in a:
+            total = total + F.when(c.isNull() if nulls else c.isNotNull(), 1).otherwise(0)
+        return total
+    return py, spark
+
+
+register(
+    *[Function(name, (sig("float8", ret="float8"),), _hyperbolic(name), _hyperbolic_spark(name), sql_names=(name,),
+               doc="9.3", samples=(f"{name}(k / 2.0)",),
+               differs="on table data, Spark's (Java's) hyperbolic functions and PostgreSQL's (the C library's) "
+                       "can differ in the last digit")
+      for name in ("sinh", "cosh", "tanh", "asinh", "acosh", "atanh")],
+    Function("factorial", (sig("int8", ret="numeric"),), _factorial_py, _factorial_spark, sql_names=("factorial",),
+             doc="9.3", samples=("factorial(k)", "factorial(i)", "factorial(k + 15)")),
+    Function("scale", (sig("numeric", ret="int4"),), lambda a, e: _display_scale(a[0]), _scale_spark,
+             sql_names=("scale",), doc="9.3", samples=("scale(n)", "scale(k::numeric)", "scale(1.5)")),
+    Function("num_nulls", (sig("any", ret="int4", variadic=True),), *_num_nulls(True), sql_names=("num_nulls",),
+             strict=False, doc="9.2", samples=("num_nulls(i, s, k)", "num_nulls(n)")),
+    Function("num_nonnulls", (sig("any", ret="int4", variadic=True),), *_num_nulls(False),
+             sql_names=("num_nonnulls",), strict=False, doc="9.2", samples=("num_nonnulls(i, s, k)",)),
 )

@@ -406,7 +406,7 @@ register(
              samples=("strpos(s, 'l')", "position('b' in s)", "strpos(s, '')")),
     Function("starts_with", (sig("text", "text", ret="bool"),), lambda a, e: a[0].startswith(a[1]),
              lambda S, a, e: S.F.startswith(a[0], a[1]), sql_names=("starts_with",), doc="9.4",
-             samples=("starts_with(s, 'He')",)),
+             samples=("starts_with(s, 'He')", "s ^@ 'a,'")),
     Function("initcap", T1, _initcap_py, _initcap_spark, sql_names=("initcap",), doc="9.4",
              samples=("initcap(s)", "initcap('hello wORLD-foo bar_baz')", "initcap(s || ' x-y')")),
     Function("md5", T1, lambda a, e: hashlib.md5(a[0].encode()).hexdigest(), lambda S, a, e: S.F.md5(a[0]),
@@ -957,4 +957,204 @@ register(
              sql_names=("set_byte",), doc="9.5",
              samples=("set_byte(s::bytea, 0, 64 + k)", "set_byte(s::bytea, k, 255)", "set_byte(s::bytea, 1, 256 + k)",
                       "set_byte(s::bytea, 4, i)", "set_byte(s::bytea, 10, 1)")),
+)
+
+
+# -- substring by regular expression, overlay, encodings, string_to_array (9.4, 9.7.3) ---------
+
+
+def _substring_regex_py(a, e):
+    """substring(s from pattern): the part of ``s`` the POSIX pattern matches first; with
+    capture groups, the first group's (NULL when it took part in no match)
+    (PostgreSQL 9.7.3)."""
+    m = _pg_regex(a[1]).search(a[0])
+    if m is None:
+        return None
+    return m.group(1) if m.re.groups else m.group(0)
+
+
+def _substring_regex_spark(S, a, e):
+    F = S.F
+    regex = _spark_regex(e, "substring(text from pattern)")
+    if regex is None:
+        return F.lit(None).cast("string")
+    _, rx, java = regex
+    part = F.regexp_extract(a[0], java, 1 if rx.groups else 0)
+    return F.when(a[0].rlike(java), _group_or_null(F, part) if rx.groups else part)
+
+
+def _overlay_py(a, e):
+    s, r, start = a[0], a[1], a[2]
+    n = a[3] if len(a) > 3 else len(r)
+    return _substr([s, 1, start - 1], e) + r + _substr([s, start + n], e)
+
+
+def _overlay_spark(S, a, e):
+    F = S.F
+    s, r, start = a[0], a[1], a[2]
+    n = a[3] if len(a) > 3 else F.length(r)
+    return F.concat(_substr_spark(S, [s, F.lit(1), start - 1], e), r, _substr_spark(S, [s, start + n], e))
+
+
+def _encoding(name: str) -> str:
+    """PostgreSQL's encoding name matching (letters and digits, any case): only UTF8,
+    the database encoding, is supported.
+
+    Raises:
+        SqlError 22023 for a name that names no encoding PostgreSQL knows; 0A000 for another
+        PostgreSQL encoding."""
+    clean = re.sub(r"[^0-9a-z]", "", name.lower())
+    if clean in ("utf8", "unicode"):
+        return "UTF-8"
+    if clean in ("sqlascii", "latin1", "latin2", "win1252", "euckr", "eucjp", "sjis", "koi8r", "iso88591", "big5",
+                 "gbk", "win1251"):
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"conversion to or from encoding \"{name}\" is not supported")
+    raise SqlError(INVALID_PARAMETER_VALUE, f"invalid encoding name \"{name}\"")
+
+
+def _convert_spark(to: bool):
+    def spark(S, a, e):
+        name = constant_arg(e, 1, "the encoding of convert_to/convert_from")
+        if name is None:
+            return S.F.lit(None).cast(S.spark_type(e.type))
+        _encoding(name)
+        return S.F.encode(a[0], "UTF-8") if to else S.F.decode(a[0], "UTF-8")
+    return spark
+
+
+def _convert_from_py(a, e):
+    _encoding(a[1])
+    try:
+        return bytes(a[0]).decode("utf-8")
+    except UnicodeDecodeError:
+        raise SqlError("22021", "invalid byte sequence for encoding \"UTF8\"") from None
+
+
+def _string_to_array_py(a, e):
+    """string_to_array(s, delimiter [, null string]) (PostgreSQL 9.19): a NULL delimiter
+    splits into characters, an empty one gives the whole string; an empty string gives an
+    empty array; elements equal to the null string are NULL."""
+    s, delim = a[0], a[1]
+    null = a[2] if len(a) > 2 else None
+    if s is None:
+        return None
+    if s == "":
+        return []
+    parts = list(s) if delim is None else [s] if delim == "" else s.split(delim)
+    return [None if null is not None and p == null else p for p in parts]
+
+
+def _string_to_array_spark(S, a, e):
+    F = S.F
+    delim = constant_arg(e, 1, "string_to_array's delimiter")
+    null = constant_arg(e, 2, "string_to_array's null string") if len(a) > 2 else None
+    s = a[0]
+    if delim is None:
+        parts = F.split(s, "(?!\\z)", -1)  # between characters, no empty piece at the end
+    elif delim == "":
+        parts = F.when(s.isNotNull(), F.array(s))
+    else:
+        parts = F.split(s, _java_literal(delim), -1)
+    if null is not None:
+        parts = F.transform(parts, lambda p: F.when(p == null, F.lit(None)).otherwise(p))
+    return F.when(s == "", F.array().cast("array<string>")).otherwise(parts)
+
+
+def _java_literal(text: str) -> str:
+    r"""A Java regular expression matching ``text`` literally (\Q...\E quoting)."""
+    return "\\Q" + text.replace("\\E", "\\E\\\\E\\Q") + "\\E"
+
+
+register(
+    Function("substring_regex", (sig("text", "text", ret="text"),), _substring_regex_py, _substring_regex_spark,
+             sql_names=("substring",), doc="9.7.3",
+             samples=("substring(s from 'l+')", "substring(s from '[a-z]+$')", "substring(s from '(.)l(l)?')",
+                      "substring(s, 'P')")),
+    Function("overlay", (sig("text", "text", "int4", ret="text"), sig("text", "text", "int4", "int4", ret="text")),
+             _overlay_py, _overlay_spark, sql_names=("overlay",), doc="9.4",
+             samples=("overlay(s placing 'xx' from 2 for 3)", "overlay(s placing 'Z' from 1)",
+                      "overlay(s placing 'Z' from k for 0)", "overlay(s placing s from 3 for 20)",
+                      "overlay(s placing 'Z' from 0)")),
+    Function("convert_to", (sig("text", "text", ret="bytea"),), lambda a, e: (_encoding(a[1]), a[0].encode())[1],
+             _convert_spark(True), sql_names=("convert_to",), doc="9.4",
+             samples=("convert_to(s, 'UTF8')", "convert_to(s, 'utf-8')", "convert_to(s, 'nonesuch')")),
+    Function("convert_from", (sig("bytea", "text", ret="text"),), _convert_from_py, _convert_spark(False),
+             sql_names=("convert_from",), doc="9.5", samples=("convert_from(s::bytea, 'UTF8')",)),
+    Function("string_to_array", (sig("text", "text", ret="_text"), sig("text", "text", "text", ret="_text")),
+             _string_to_array_py, _string_to_array_spark, sql_names=("string_to_array",), strict=False, doc="9.19",
+             samples=("string_to_array(s, ',')", "string_to_array(s, ',', '')", "string_to_array(s, NULL)",
+                      "string_to_array(s, '')", "string_to_array(s, 'l', 'e')")),
+)
+
+
+# -- regexp_like, regexp_count, regexp_substr (9.7.3), bytea length and hashes (9.5) ---------
+
+
+def _flags_arg(a, at: int) -> str:
+    return a[at] if len(a) > at else ""
+
+
+def _regexp_like_py(a, e):
+    return _pg_regex(a[1], _flags_arg(a, 2)).search(a[0]) is not None
+
+
+def _regexp_count_py(a, e):
+    return sum(1 for _ in _pg_regex(a[1]).finditer(a[0]))
+
+
+def _regexp_substr_py(a, e):
+    m = _pg_regex(a[1]).search(a[0])
+    return None if m is None else m.group(0)
+
+
+def _regexp_const_spark(kind):
+    """regexp_like / regexp_count / regexp_substr on Spark: the pattern (and flags) must
+    be constants, written in Java's syntax (``_spark_regex``)."""
+    def spark(S, a, e):
+        F = S.F
+        regex = _spark_regex(e, kind)
+        if regex is None:
+            return F.lit(None).cast(S.spark_type(e.type))
+        flags, _, java = regex
+        if kind == "regexp_like":
+            return a[0].rlike(java)
+        if kind == "regexp_count":
+            return F.regexp_count(a[0], F.lit(java))
+        return F.when(a[0].rlike(java), F.regexp_extract(a[0], java, 0))
+    return spark
+
+
+def _sha_py(bits: int):
+    return lambda a, e: hashlib.new(f"sha{bits}", bytes(a[0])).digest()
+
+
+register(
+    Function("regexp_like", (sig("text", "text", ret="bool"), sig("text", "text", "text", ret="bool")),
+             _regexp_like_py, _regexp_const_spark("regexp_like"), sql_names=("regexp_like",), doc="9.7.3",
+             samples=("regexp_like(s, 'l+')", "regexp_like(s, 'h', 'i')", "regexp_like(s, '^[a-z,]+$')")),
+    Function("regexp_count", (sig("text", "text", ret="int4"),), _regexp_count_py,
+             _regexp_const_spark("regexp_count"), sql_names=("regexp_count",), doc="9.7.3",
+             samples=("regexp_count(s, 'l')", "regexp_count(s, '[a-z]+')")),
+    Function("regexp_substr", (sig("text", "text", ret="text"),), _regexp_substr_py,
+             _regexp_const_spark("regexp_substr"), sql_names=("regexp_substr",), doc="9.7.3",
+             samples=("regexp_substr(s, 'l+.')", "regexp_substr(s, '(a)(,)')")),
+    Function("bytea_length", (sig("bytea", ret="int4"),), lambda a, e: len(a[0]), lambda S, a, e: S.F.length(a[0]),
+             sql_names=("length",), doc="9.5", samples=("length(s::bytea)",)),
+    Function("bytea_md5", (sig("bytea", ret="text"),), lambda a, e: hashlib.md5(bytes(a[0])).hexdigest(),
+             lambda S, a, e: S.F.md5(a[0]), sql_names=("md5",), doc="9.5", samples=("md5(s::bytea)",)),
+    *[Function(f"sha{bits}", (sig("bytea", ret="bytea"),), _sha_py(bits),
+               lambda S, a, e, bits=bits: S.F.unhex(S.F.sha2(a[0], bits)), sql_names=(f"sha{bits}",), doc="9.5",
+               samples=(f"sha{bits}(s::bytea)",))
+      for bits in (224, 256, 384, 512)],
+)
+
+register(
+    Function("string_to_table", (sig("text", "text", ret="text"), sig("text", "text", "text", ret="text")),
+             None, None, sql_names=("string_to_table",), kind="srf", doc="9.4",
+             samples=("string_to_table(s, ',')", "string_to_table(s, ',', 'c')", "string_to_table(s, NULL)"),
+             extra={"columns": (("string_to_table", "string_to_array"),)}),
+    Function("regexp_split_to_table", (sig("text", "text", ret="text"), sig("text", "text", "text", ret="text")),
+             None, None, sql_names=("regexp_split_to_table",), kind="srf", doc="9.7.3",
+             samples=("regexp_split_to_table(s, ',')", "regexp_split_to_table(s, 'L', 'i')"),
+             extra={"columns": (("regexp_split_to_table", "regexp_split_to_array"),)}),
 )

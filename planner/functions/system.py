@@ -200,7 +200,7 @@ register(
 
 register(
     Function("gen_random_uuid", (sig(ret="uuid"),), lambda a, e: str(_uuid.uuid4()), lambda S, a, e: S.F.uuid(),
-             sql_names=("gen_random_uuid",), volatility="volatile", doc="9.14",
+             sql_names=("gen_random_uuid", "uuidv4"), volatility="volatile", doc="9.14",
              samples=("length(gen_random_uuid()::text) + k", "gen_random_uuid() <> gen_random_uuid()")),
 )
 
@@ -220,3 +220,27 @@ register(
              volatility="volatile", doc="Materialize"),
 )
 
+
+def _txid_args(args: list) -> list:
+    """txid_current() is the statement's start time in microseconds since 1970: an int8
+    that grows from one statement to the next (sqlfront has no transaction ids), fixed
+    at plan time."""
+    if args:
+        return args  # no signature takes arguments: 42883
+    from catalog.types import INT8
+    from planner.expr import statement_time
+    from planner.scalar import Literal
+
+    t = statement_time()
+    return [Literal(int(t.timestamp()) * 1_000_000 + t.microsecond, INT8)]
+
+
+register(
+    Function("pg_client_encoding", (sig(ret="name"),), lambda a, e: "UTF8", lambda S, a, e: S.F.lit("UTF8"),
+             sql_names=("pg_client_encoding",), doc="9.4", samples=("pg_client_encoding() || k",)),
+    Function("txid_current", (sig("int8", ret="int8"),), lambda a, e: a[0], lambda S, a, e: a[0],
+             sql_names=("txid_current", "pg_current_xact_id"), volatility="stable", doc="9.27",
+             extra={"plan_args": _txid_args},
+             differs="not PostgreSQL's transaction id: a number that grows from statement to statement",
+             samples=("txid_current() > k",)),
+)

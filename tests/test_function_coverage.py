@@ -1,0 +1,67 @@
+"""bench/function_coverage.py (issue 26, item 1): it reads a real PostgreSQL's catalog,
+every entry it counts as implemented resolves in sqlfront's planner, and every reason of
+planner/functions/unsupported.json names entries that PostgreSQL has and sqlfront lacks
+(no stale reasons). Needs the reference PostgreSQL only, not a sqlfront server."""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+import function_coverage as cov  # noqa: E402
+from pg_reference import PostgresReference  # noqa: E402
+from planner import functions as fn  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def entries():
+    pg = PostgresReference().start()
+    try:
+        with pg.connect() as conn:
+            yield cov.catalog_entries(conn)
+    finally:
+        pg.stop()
+
+
+def test_coverage_report_per_chapter(entries):
+    report = cov.coverage(entries, cov.load_reasons())
+    text = cov.report(report, show_missing=True)
+    print(text)
+    for chapter in ("9.3 mathematical", "9.9 date/time", "9.16 JSON", "9.21 aggregate"):
+        assert chapter in text
+    implemented = [e for c in report.values() for e in c["implemented"]]
+    assert len(implemented) > 750
+    names = {e.name for e in implemented}
+    for name in ("sind", "gcd", "width_bucket", "date_bin", "jsonb_set", "corr", "regr_slope", "bit_and", "&", "<<"):
+        assert name in names
+
+
+def test_implemented_entries_exist_in_the_registry(entries):
+    """What the script counts as implemented is a registry entry, an operator the typing
+    resolves, or one of the planner's own functions (never a name alone)."""
+    for e in entries:
+        if cov.chapter(e) is None or not cov.implemented(e):
+            continue
+        if e.kind == "operator" or e.name in cov.PLANNED:
+            continue
+        known = fn.BY_SQL_NAME.get(e.name) or fn.AGGREGATES.get(e.name) or fn.WINDOW_FUNCTIONS.get(e.name) \
+            or fn.SET_RETURNING.get(e.name)
+        assert known, e
+
+
+def test_every_reason_names_a_missing_entry(entries):
+    reasons = cov.load_reasons()
+    listed = [e for e in entries if cov.chapter(e) is not None]
+    for key in reasons:
+        if cov.is_pattern(key):
+            hits = [e for e in listed if fnmatch.fnmatchcase(e.name, key)]
+            assert any(not cov.implemented(e) for e in hits), f"stale pattern {key!r}"
+        else:
+            hits = [e for e in listed if key in (str(e), e.name)]
+            assert hits, f"{key!r} names no PostgreSQL entry"
+            assert not any(cov.implemented(e) for e in hits), f"{key!r} is implemented: drop its reason"

@@ -1,0 +1,49 @@
+"""Pure pieces of issue 26's functions, pinned to PostgreSQL 18's answers (the
+differential suite checks them through the wire; these run without a server)."""
+
+from __future__ import annotations
+
+from decimal import Decimal as D
+
+import pytest
+
+from planner.functions import trig
+from planner.functions.datetime import _IntOps, justify
+from planner.functions.math import numeric_exp_exact, numeric_log, numeric_sqrt
+from planner.functions.numfmt import parse, to_char_py
+
+
+@pytest.mark.parametrize("value,fmt,expected", [
+    (D("1.5"), "999.99", "   1.50"), (D("-2.25"), "999.99", "  -2.25"), (D("0"), "999.99", "    .00"),
+    (D("12345.678"), "999.99", " ###.##"), (D("1.5"), "FM99999.000", "1.500"), (D("0"), "FM99999.000", ".000"),
+    (D("-0.1"), "99.99", "  -.10"), (0, "999", "   0"), (D("12345678.000"), "9,999,999.99", " #,###,###.##"),
+    (-3, "S9999", "   -3"), (-3, "999MI", "  3-"), (42, "999MI", " 42 "), (D("1.5"), "FM9999.99", "1.5"),
+    (0, "FM999", "0"), (5, "FM0.9", "5."), (D("-1.5"), "0000.9", "-0001.5"), (-1234, "9,999", "-1,234"),
+    (1, "9999S", "   1+"), (D("-1234.5"), "FM9,999.99", "-1,234.5"), (D("0.5"), "FM9.99", ".5"),
+    (0, "FM9999.99", "0."), (D("0.001"), "FM9999.99", "0."), (0, "FM9999.00", ".00"), (D("-0.5"), "FM9999.99", "-.5"),
+])
+def test_to_char_number(value, fmt, expected):
+    assert to_char_py(value, parse(fmt)) == expected
+
+
+def test_degree_functions_are_exact_at_special_angles():
+    assert [trig.RULES[f][0](trig.PY, x) for f, x in [("sind", 30.0), ("cosd", 60.0), ("tand", 45.0),
+                                                       ("cotd", 45.0), ("asind", 0.5), ("acosd", 0.5),
+                                                       ("atand", 1.0), ("sind", -390.0)]] == \
+        [0.5, 0.5, 1.0, 1.0, 30.0, 60.0, 45.0, -0.5]
+    assert trig.RULES["tand"][0](trig.PY, 1e10) == -5.671281819617709
+
+
+def test_numeric_logarithms_have_postgresql_scale():
+    assert str(numeric_log(None, D("2.0"))) == "0.6931471805599453"
+    assert str(numeric_log(D(10), D("100.0"))) == "2.0000000000000000"
+    assert str(numeric_log(D(2), D("8.0"))) == "3.0000000000000000"
+    assert str(numeric_exp_exact(D("1.0"))) == "2.7182818284590452"
+    assert str(numeric_sqrt(D("2.0"))) == "1.414213562373095"
+
+
+def test_justify():
+    fields = lambda *v: v  # noqa: E731
+    assert justify(_IntOps, "interval", (1, 0, -30 * 3600 * 10**6), fields) == (0, 28, 18 * 3600 * 10**6)
+    assert justify(_IntOps, "hours", (0, 0, 50 * 3600 * 10**6), fields) == (0, 2, 2 * 3600 * 10**6)
+    assert justify(_IntOps, "days", (0, 35, 0), fields) == (1, 5, 0)
