@@ -15,8 +15,10 @@ from server import wait_for
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
-#: minutes of work unless canceled, answered in environmentd (no replica disturbed)
-LONG = "SELECT count(*) FROM generate_series(1, 2000) a, generate_series(1, 2000) b, generate_series(1, 2001) c"
+# minutes of work in environmentd (a streamed cross join, little memory) unless canceled;
+# a join that materializes its rows would stop at max_query_heap_size within a second
+LONG = ("SELECT count(*) FROM generate_series(1, 300) a, generate_series(1, 300) b, "
+        "generate_series(1, 301) c WHERE md5((a * b * c)::text) = ''")
 
 
 @pytest.fixture(scope="module")
@@ -90,14 +92,14 @@ def test_cancel_button_stops_a_running_query(browser, server, tmp_path):
     t = threading.Thread(target=run)
     t.start()
     _page(browser, server, "queries")
-    assert wait_for(lambda: "generate_series(1, 2001)" in _text(browser, "running-table"), 30)
+    assert wait_for(lambda: "generate_series(1, 301)" in _text(browser, "running-table"), 30)
     browser.save_screenshot(str(tmp_path / "queries.png"))
     from selenium.common.exceptions import StaleElementReferenceException
 
     def click_cancel() -> bool:  # the page redraws its tables every few seconds: retry a stale row
         try:
             row = next(r for r in browser.find_elements(By.CSS_SELECTOR, "#running-table tr")
-                       if "generate_series(1, 2001)" in r.text)
+                       if "generate_series(1, 301)" in r.text)
             row.find_element(By.CSS_SELECTOR, "button.cancel").click()
             return True
         except (StaleElementReferenceException, StopIteration):
