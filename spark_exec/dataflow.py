@@ -40,7 +40,7 @@ from persist import DIFF_COLUMN, TIME_COLUMN, Part
 from persist.write import decode_inline
 from planner.incremental.nodes import (
     Accumulate, Arrangement, Constant, DeltaJoin, Hole, Input, Linear, Recompute, Temporal, UnionAll, arrangements,
-    inc_inputs,
+    inc_inputs, walk,
 )
 from planner.plan import Project, Unnest
 from planner.scalar import ColRef
@@ -182,7 +182,7 @@ class Dataflow:
         self._sums = {n.state.id: _Sums(n, self._lowerer) for n in _accumulations(self.inc)}
         for sid, sums in self._sums.items():
             self.spines[sid] = Spine(0, merge=sums.merge)
-        for n in _nodes(self.inc):
+        for n in walk(self.inc):
             if isinstance(n, Temporal):
                 k = len(n.columns)
                 # merged: consolidated by (row, time), the times already passed left out
@@ -208,7 +208,7 @@ class Dataflow:
         self._memo = {}
         self._local = set()
         self._lowerer = self._make_lowerer(t)
-        updates = sum(p.updates for n in _nodes(self.inc) if isinstance(n, Input)
+        updates = sum(p.updates for n in walk(self.inc) if isinstance(n, Input)
                       for p in changes(n.plan.relation, t))
         #: this step's changes are small (``NARROW_UPDATES``): computed in one partition
         self.narrow = updates <= NARROW_UPDATES
@@ -236,7 +236,7 @@ class Dataflow:
     def _next_event(self) -> None:
         """``next_event`` after the frontier (one small job per temporal filter)."""
         found = []
-        for n in _nodes(self.inc):
+        for n in walk(self.inc):
             spine = self.pending.get(id(n))
             if spine is not None and spine.batches:
                 k = len(n.columns)
@@ -600,12 +600,6 @@ class _SumsToolkit:
 
     def __getattr__(self, name):
         return getattr(self._lowerer, name)
-
-
-def _nodes(n):
-    yield n
-    for i in inc_inputs(n):
-        yield from _nodes(i)
 
 
 def _accumulations(n) -> list[Accumulate]:

@@ -58,7 +58,7 @@ from spark_exec.dataflow import Dataflow, timed_frame
 from spark_exec.errors import is_connection_error, to_sql_error
 from spark_exec.replica import HEALTHY
 from spark_exec.lower import BuiltinFn
-from spark_exec.writes import PartUrls, stored_updates, write_job
+from spark_exec.writes import PartUrls, holds_intervals, stored_updates, write_job
 
 if TYPE_CHECKING:
     from spark_exec.cluster_coordinator import ClusterCoordinator
@@ -376,7 +376,7 @@ class MaterializationMaintainer:
             raise
         urls = PartUrls(lambda: self.persist.new_part_url(view.shard_id))
         # interval columns are Spark intervals in a change, which Arrow cannot carry
-        collectable = not any("interval" in (t.name, t.element.name if t.is_array else "") for _, t in cols)
+        collectable = not any(holds_intervals(t) for _, t in cols)
         schema = arrow_schema([n for n, _ in cols] + [TIME_COLUMN, DIFF_COLUMN],
                               [t for _, t in cols] + [INT8, INT8])
         write = write_job(view, urls.url_for, diffs=True, timed=lower is not None)
@@ -460,7 +460,7 @@ class MaterializationMaintainer:
         with self._lock:
             self._errors.pop(view.id, None)
         self.computations += 1
-        if winner is None or isinstance(winner, str) and not winner:
+        if winner is None:
             return None
         if isinstance(winner, pa.Table):  # a small change, collected
             if winner.num_rows == 0:

@@ -63,6 +63,12 @@ class PartUrls:
             return [k for rid, (k, _) in self.parts.items() if rid != winner]
 
 
+def holds_intervals(t) -> bool:
+    """Whether values of SqlType ``t`` are (or hold) intervals: Spark intervals in a
+    change, structs in a part, and nothing Arrow can carry back from Spark."""
+    return "interval" in (t.name, t.element.name if t.is_array else None)
+
+
 def stored_updates(df: DataFrame, cols, timed: bool = False) -> DataFrame:
     """Updates (``c0 .. cN-1``, then ``_t`` when ``timed``, then ``_d``) as a part stores
     them for a relation of columns ``cols`` ((name, SqlType) pairs): each column cast to
@@ -75,7 +81,7 @@ def stored_updates(df: DataFrame, cols, timed: bool = False) -> DataFrame:
     from spark_exec.lower import spark_type
 
     keys = [f"c{i}" for i in range(len(cols))]
-    stored = [F.col(k) if "interval" in (t.name, getattr(t.element, "name", None) if t.is_array else None)
+    stored = [F.col(k) if holds_intervals(t)
               else F.col(k).cast(spark_type(t)).alias(k) for k, (_, t) in zip(keys, cols)]
     group = keys + (["_t"] if timed else [])
     df = df.select(*stored, *(["_t"] if timed else []), "_d").groupBy(*group).agg(F.sum("_d").alias("_d"))

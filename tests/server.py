@@ -212,6 +212,34 @@ def wait_for(pred, timeout: float = 30, interval: float = 0.2):
     return pred()
 
 
+def long_query(last: int = 300) -> str:
+    """A query that runs for minutes unless canceled, answered in environmentd (no replica
+    is disturbed by its cancel) as a streamed cross join in little memory: one that
+    materializes its rows stops at max_query_heap_size within a second. ``last`` tells
+    one test's from another's in the activity log."""
+    return ("SELECT count(*) FROM generate_series(1, 300) a, generate_series(1, 300) b, "
+            f"generate_series(1, {last}) c WHERE md5((a * b * c)::text) = ''")
+
+
+def run_in_background(server, sql: str):
+    """``(thread, outcome)``: ``sql`` running on a connection of its own in ``thread``;
+    ``outcome`` gets ``sqlstate`` when it fails."""
+    import threading
+
+    outcome: dict = {}
+
+    def run():
+        with server.connect() as c:
+            try:
+                c.execute(sql)
+            except psycopg.Error as e:
+                outcome["sqlstate"] = e.sqlstate
+
+    t = threading.Thread(target=run)
+    t.start()
+    return t, outcome
+
+
 def seen_by(server, table: str) -> None:
     """Wait until ``server`` followed the catalog past the creation of ``table``."""
     with server.connect() as c:

@@ -6,19 +6,14 @@ test's output directory (``tmp_path``)."""
 from __future__ import annotations
 
 import shutil
-import threading
 
-import psycopg
 import pytest
 
-from server import wait_for
+from server import long_query, run_in_background, wait_for
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
-# minutes of work in environmentd (a streamed cross join, little memory) unless canceled;
-# a join that materializes its rows would stop at max_query_heap_size within a second
-LONG = ("SELECT count(*) FROM generate_series(1, 300) a, generate_series(1, 300) b, "
-        "generate_series(1, 301) c WHERE md5((a * b * c)::text) = ''")
+LONG = long_query(301)
 
 
 @pytest.fixture(scope="module")
@@ -80,17 +75,7 @@ def test_console_shows_clusters_sessions_and_sql(browser, server, conn, tmp_path
 def test_cancel_button_stops_a_running_query(browser, server, tmp_path):
     from selenium.webdriver.common.by import By
 
-    outcome = {}
-
-    def run():
-        with server.connect() as c:
-            try:
-                c.execute(LONG)
-            except psycopg.Error as e:
-                outcome["sqlstate"] = e.sqlstate
-
-    t = threading.Thread(target=run)
-    t.start()
+    t, outcome = run_in_background(server, LONG)
     _page(browser, server, "queries")
     assert wait_for(lambda: "generate_series(1, 301)" in _text(browser, "running-table"), 30)
     browser.save_screenshot(str(tmp_path / "queries.png"))

@@ -8,14 +8,13 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 import urllib.error
 import urllib.request
 
 import psycopg
 import pytest
 
-from server import psql, wait_for
+from server import long_query, psql, run_in_background, wait_for
 
 _ACTIVITY = [
     "execution_id", "sample_rate", "cluster_id", "application_name", "cluster_name", "database_name", "search_path",
@@ -49,11 +48,7 @@ MATERIALIZE_COLUMNS = {
                                 "return_type_id", "returns_set", "owner_id"],
 }
 
-#: a query that runs for minutes unless canceled, answered in environmentd (no replica is
-#: disturbed by its cancel) as a streamed cross join in little memory: one that
-#: materializes its rows stops at max_query_heap_size within a second (the race CI lost)
-LONG = ("SELECT count(*) FROM generate_series(1, 300) a, generate_series(1, 300) b, "
-        "generate_series(1, 300) c WHERE md5((a * b * c)::text) = ''")
+LONG = long_query()
 
 
 def _get(server, path: str):
@@ -181,17 +176,7 @@ def test_console_pages_and_api(server, conn):
 
 
 def test_console_cancels_a_running_query(server):
-    outcome = {}
-
-    def run():
-        with server.connect() as c:
-            try:
-                c.execute(LONG)
-            except psycopg.Error as e:
-                outcome["sqlstate"] = e.sqlstate
-
-    t = threading.Thread(target=run)
-    t.start()
+    t, outcome = run_in_background(server, LONG)
 
     def running():
         rows = _records(_api(server, "/api/queries"))

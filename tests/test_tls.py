@@ -6,13 +6,12 @@ as before. The certificate is a self-signed one made here with ``cryptography``.
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 import subprocess
 
 import psycopg
 import pytest
 
-from server import Server
+from server import Server, require_psql
 
 
 def _self_signed(tmp_path) -> tuple[str, str]:
@@ -58,8 +57,7 @@ def test_tls_required_client_gets_tls_and_clear_text_is_refused(tls_server):
 
 
 def test_psql_with_sslmode_require(tls_server):
-    if shutil.which("psql") is None:
-        pytest.skip("psql is not installed")
+    require_psql()
     out = subprocess.run(["psql", tls_server.url + "?sslmode=require", "-Atc", "SELECT 40 + 2"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr

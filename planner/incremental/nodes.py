@@ -189,6 +189,13 @@ def inc_inputs(n) -> tuple:
     return n.inputs
 
 
+def walk(n):
+    """``n`` and every incremental node under it, ``n`` first."""
+    yield n
+    for i in inc_inputs(n):
+        yield from walk(i)
+
+
 def arrangements(n) -> list[Arrangement]:
     """Every arrangement of the plan under ``n``, inputs' first (the order they are
     brought up to date in)."""

@@ -49,7 +49,7 @@ from catalog.types import BOOL, INT8, TEXT, SqlType
 from persist import DIFF_COLUMN, TIME_COLUMN, Backoff, SinceError
 from planner.expr import MAINTAINED, set_query_timestamp
 from planner.incremental import incremental_plan
-from planner.incremental.nodes import inc_inputs
+from planner.incremental.nodes import walk
 from planner.incremental.temporal import plan_mentions_now
 from planner.plan import Filter, Get, Project, relations_read
 from sqlfront import mzparse as mz
@@ -544,13 +544,8 @@ def temporal_constant(s: Session, plan, frontier: int) -> list[tuple[int, collec
     from planner.scalar import Call, Literal
     from sqlfront.sequence.peek import peek
 
-    def nodes(n):
-        yield n
-        for i in inc_inputs(n):
-            yield from nodes(i)
-
     times = set()
-    for n in nodes(incremental_plan(plan)):
+    for n in walk(incremental_plan(plan)):
         if isinstance(n, Temporal):
             for row in peek(s, n.input.plan, as_of=None):
                 for e, offset in n.lowers + n.uppers:
