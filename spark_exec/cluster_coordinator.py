@@ -411,7 +411,7 @@ Job = Callable[[DataFrame, str], object]
 
 
 def _collect(df: DataFrame, replica_id: str) -> pa.Table:
-    return df.toArrow()
+    return to_arrow(df)
 
 
 class PeekStream:
@@ -536,6 +536,27 @@ def _arrow_tables(session, df):
             schema = arrow_schema(item)
         elif item.num_rows:
             yield item.cast(schema) if schema is not None else item
+
+
+def to_arrow(df: DataFrame) -> pa.Table:
+    """``df``'s result as one Arrow table, cast to the schema Spark reports. pyspark's
+    ``DataFrame.toArrow`` asks the server for the schema first (an AnalyzePlan call: the
+    whole plan analysed once more, hundreds of ms for a dataflow's plan); the schema
+    also comes with the result, so it is taken from there."""
+    from pyspark.sql.types import StructType
+
+    client = df.sparkSession.client
+    schema, tables = None, []
+    for item in client.to_table_as_iterator(df._plan.to_proto(client), df._plan.observations):
+        if isinstance(item, StructType):
+            schema = arrow_schema(item)
+        else:
+            tables.append(item)
+    if schema is None:  # (Spark Connect always sends it; a server that did not: ask)
+        schema = arrow_schema(df.schema)
+    if not tables:
+        return schema.empty_table()
+    return pa.concat_tables([t.cast(schema) for t in tables])
 
 
 def arrow_schema(struct) -> pa.Schema:

@@ -462,28 +462,32 @@ class Dataflow:
                             *[x.alias(f"_x{j}") for j, (_, x) in enumerate(xs)], "_s")
         change = keyed.groupBy(*sums.keys).agg(*sums.of_rows(xs))
         spine = self.spines[n.state.id]
-        before = spine.frame()
-        # Checkpointed even when small: the plan below reads it three times, and a leaf
-        # costs Spark's analysis nothing where the plan that made it would be analysed
-        # three times over (seconds, against ~0.1 s for the job).
-        change = checkpoint(change)
-        self.spines[n.state.id] = spine.with_batch(change)
+        if self._hydrating or not self.narrow:  # (a big change is read twice below: kept once)
+            change = checkpoint(change)
         if self._hydrating:
+            self.spines[n.state.id] = spine.with_batch(change)
             return _signed(sums.final(lw, sums.total(change), "new_"), len(n.columns), 1)
+        before = spine.frame()
         if before is not None and not p.keys:
             before = self._one(before)
         if before is not None and p.keys:
             touched = F.broadcast(change.select(*[F.col(k).alias(f"_t{j}") for j, k in enumerate(sums.keys)]))
             on = reduce(lambda x, y: x & y, [before[k].eqNullSafe(touched[f"_t{j}"]) for j, k in enumerate(sums.keys)])
             before = self._one(before.join(touched, on, "left_semi"))
-        # Old and new sums of the touched groups in one aggregation: the state's rows
-        # count for both, the change's for the new ones only.
+        # Old and new sums of the touched groups, and the change's own sums, in one
+        # aggregation (the state's rows count for the old and new sums, the change's for
+        # the new ones and its own), computed by one job and kept (checkpointed): the
+        # change's sums are the arrangement's new batch, and the view's change is read
+        # from the kept totals by a plan Spark analyses in no time (the plan that makes
+        # them is analysed once per step, not once for the batch and again for the output).
         both = change.withColumn("_new", F.lit(True))
         if before is not None:
             # (one partition in a narrow step: the grouping then needs no exchange, a stage
             # and a job of its own under adaptive execution)
             both = self._one(before.withColumn("_new", F.lit(False)).unionAll(both))
-        totals = both.groupBy(*sums.keys).agg(*sums.old_and_new())
+        totals = checkpoint(both.groupBy(*sums.keys).agg(*sums.old_and_new()))
+        self.spines[n.state.id] = spine.with_batch(
+            totals.select(*sums.keys, *[F.col("chg_" + c).alias(c) for c in sums.names]))
         # Each touched group's old row (retracted) and new row from one pass over the
         # totals (two selects of them would make Spark plan the totals twice).
         m = len(n.columns)
@@ -540,15 +544,16 @@ class _Sums:
         return df.select(*self.keys, *[F.col(c).alias("new_" + c) for c in self.names])
 
     def old_and_new(self) -> list:
-        """Aggregates over kept sums (``_new`` false) and the change's (``_new`` true):
-        ``old_*`` the kept ones alone, ``new_*`` both."""
+        """Aggregates over kept sums (``_new`` false) and the change's (``_new`` true, one
+        row per group): ``old_*`` the kept ones alone, ``new_*`` both, ``chg_*`` the
+        change's."""
         out = []
         for c in self.names:
             v = F.col(c)
             old = F.sum(F.when(~F.col("_new"), v))
             if not c.startswith("_v"):  # counts of nothing are 0 (a sum of nothing stays NULL)
                 old = F.coalesce(old, F.lit(0).cast("long"))
-            out += [old.alias("old_" + c), F.sum(v).alias("new_" + c)]
+            out += [old.alias("old_" + c), F.sum(v).alias("new_" + c), F.sum(F.when(F.col("_new"), v)).alias("chg_" + c)]
         return out
 
     def final_columns(self, lw, prefix: str) -> tuple[list, object]:
@@ -668,3 +673,4 @@ def timed_frame(d: DataFrame, columns: int, t: int | None) -> DataFrame:
     if t is None:
         return d.select(*_names(columns), D)
     return d.crossJoin(time_relation(d.sparkSession, t)).select(*_names(columns), F.col("_tv").alias("_t"), D)
+

@@ -54,6 +54,7 @@ from persist.read import change_parts, shards_change_times
 from planner.incremental import incremental_plan
 from planner.incremental.temporal import plan_mentions_now
 from planner.plan import Plan
+from spark_exec.cluster_coordinator import to_arrow
 from spark_exec.dataflow import Dataflow, timed_frame
 from spark_exec.errors import is_connection_error, to_sql_error
 from spark_exec.replica import HEALTHY
@@ -429,7 +430,7 @@ class MaterializationMaintainer:
                                 # in the shard's state when it is small): a Spark write job
                                 # costs seconds of commit protocol for a few rows.
                                 t0 = time.monotonic()
-                                rows = stored_updates(out, cols, timed=True).limit(COLLECT_UPDATES + 1).toArrow()
+                                rows = to_arrow(stored_updates(out, cols, timed=True).limit(COLLECT_UPDATES + 1))
                                 log.debug("view %s on replica %s: round %.2f s, its collect %.2f s", view.name,
                                           h.label, time.monotonic() - started_round, time.monotonic() - t0)
                                 if rows.num_rows <= COLLECT_UPDATES:

@@ -468,12 +468,13 @@ class _QueryDataflow:
 
     def hydrate(self, as_of: int) -> collections.Counter:
         """Build the dataflow at ``as_of``; the query's rows there."""
+        from spark_exec.cluster_coordinator import to_arrow
         from spark_exec.dataflow import change_result
 
         holds: list = []
         try:
-            table = self._run(lambda h, session: change_result(self._new(h, session, as_of, self._scan(holds)),
-                                                               self.columns).toArrow())
+            table = self._run(lambda h, session: to_arrow(change_result(self._new(h, session, as_of, self._scan(holds)),
+                                                                        self.columns)))
         finally:
             for hold in holds:
                 self.s.env.persist.release(hold)
@@ -483,6 +484,7 @@ class _QueryDataflow:
         """The query's changes at each time in ``(frontier, ts]`` an input (``states``: their
         shard states) has updates at, in time order."""
         from persist.read import change_parts, shards_change_times
+        from spark_exec.cluster_coordinator import to_arrow
         from spark_exec.dataflow import change_result, timed_frame
 
         url = self.s.env.persist.blob.url
@@ -501,7 +503,7 @@ class _QueryDataflow:
             for t, d in flow.steps(times, ts, changes):
                 if d is not None:
                     outs.append(timed_frame(change_result(d, self.columns), len(self.columns), t))
-            return reduce(lambda a, b: a.unionAll(b), outs).toArrow() if outs else None
+            return to_arrow(reduce(lambda a, b: a.unionAll(b), outs)) if outs else None
 
         try:
             table = self._run(run)
