@@ -392,6 +392,47 @@ def top(url, interval, once) -> None:
             time.sleep(interval)
 
 
+@main.group("spark-cluster")
+def spark_cluster() -> None:
+    """A Spark standalone cluster from the installed pyspark, for replicas whose executors
+    run on its workers (a size with "master": "spark://HOST:PORT")."""
+
+
+@spark_cluster.command("up")
+@click.option("--dir", "directory", default="spark-cluster", show_default=True, type=click.Path(file_okay=False),
+              help="Where the cluster's logs, pid files and secret are kept.")
+@click.option("--listen", default="127.0.0.1:7077", show_default=True,
+              help="The master's address (HOST:PORT); the workers bind to the same host.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1), help="Worker processes.")
+@click.option("--cores", default=1, show_default=True, type=click.IntRange(1), help="Cores each worker offers.")
+@click.option("--memory", default="1g", show_default=True,
+              help="Memory each worker offers its executors (Spark's notation: 512m, 2g).")
+def spark_cluster_up(directory, listen, workers, cores, memory) -> None:
+    """Start a master and WORKERS workers; prints the size entry that runs replicas on them."""
+    import json
+
+    from spark_exec.standalone import ClusterError, up
+
+    host, port = parse_listen(listen)
+    try:
+        url = up(Path(directory), host, port, workers, cores, memory, echo=click.echo)
+    except ClusterError as e:
+        raise click.ClickException(str(e))
+    secret = str((Path(directory) / "secret").resolve())
+    size = {"master": url, "executors": workers, "cores": cores, "memory": memory, "secret_file": secret}
+    click.echo(f"cluster up: {url}; a size for it: --cluster-replica-sizes '{json.dumps({'sa': size})}'")
+
+
+@spark_cluster.command("down")
+@click.option("--dir", "directory", default="spark-cluster", show_default=True, type=click.Path(file_okay=False),
+              help="The directory given to spark-cluster up.")
+def spark_cluster_down(directory) -> None:
+    """Stop the master and workers started with spark-cluster up."""
+    from spark_exec.standalone import down
+
+    click.echo(f"stopped {down(Path(directory))} process(es)")
+
+
 @main.command("load-tpch")
 @click.option("--scale", default=0.1, show_default=True, type=float, help="TPC-H scale factor.")
 @click.option("--url", default="postgresql://materialize@127.0.0.1:6875/materialize", show_default=True,

@@ -66,6 +66,7 @@ from pgconn.registry import ProcessRegistry
 from persist.pubsub import PubSubServer
 from sqlfront import group_commit
 from sqlfront.group_commit import GroupCommitter
+from spark_exec.blob_probe import probe_blob
 from spark_exec.cluster_coordinator import ClusterCoordinator
 from spark_exec.lower import arranged_units
 from spark_exec.materializations import Materialization
@@ -806,7 +807,8 @@ class Environment:
                 cc = ClusterCoordinator(c.id, c.name, self.orchestrator,
                                         # other processes read statuses from the lease: publish now
                                         on_status=functools.partial(self._replica_status_changed, c.id),
-                                        max_peeks_per_replica=self.config.max_peeks_per_replica)
+                                        max_peeks_per_replica=self.config.max_peeks_per_replica,
+                                        blob_probe=functools.partial(probe_blob, blob=self.persist.blob))
                 cc.maintain_arrangements(functools.partial(self._arranged_tables, c.id))
                 cc.maintain_materializations(self.persist, self.oracle.read_ts,
                                              functools.partial(self._materializations, c.id), self.builtin_rows,
