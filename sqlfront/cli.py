@@ -174,6 +174,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     for noisy in ("py4j", "pyspark", "grpc"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from catalog.errors import SqlError
+    from persist.binding import BlobMismatch
     from pgconn import is_postgres_url
     from sqlfront.datadir import make_private
     from sqlfront.environment import Config, Environment
@@ -272,6 +273,8 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
         env = Environment(config)
     except SqlError as e:  # a shared catalog refusing this process's key, say
         raise click.ClickException(" ".join(filter(None, (e.message + ".", e.hint)))) from None
+    except BlobMismatch as e:  # a shared Consensus with a private Blob, or the reverse
+        raise click.ClickException(str(e)) from None
     except Exception as e:
         _unreachable_postgres(e)
     stop = threading.Event()

@@ -60,6 +60,7 @@ from planner.plan import relations_read
 from planner.query import QueryPlanner
 from persist import Batch, FileBlob, PersistClient, SqliteConsensus, open_consensus
 from persist import compact as compaction
+from persist.binding import BlobMismatch, bind_blob
 from persist.blob import part_writer
 from pgconn import is_postgres_url, redact_url
 from pgconn.registry import ProcessRegistry
@@ -218,6 +219,17 @@ class Environment:
         self.metrics = Metrics()
         #: the memory all COPY FROM STDIN streams together draw from
         self.copy_budget = MemoryBudget(config.copy_memory_budget or default_copy_memory_budget())
+        blob = config.persist_blob_url.removeprefix("file://") if config.persist_blob_url else d / "blob"
+        if config.persist_consensus_url:
+            log.info("persist consensus: %s, blob: %s", redact_url(config.persist_consensus_url), blob)
+        consensus = open_consensus(config.persist_consensus_url or str(d / "consensus.db"))
+        # with a shared Blob, part keys name their writer (leaked-part clean-up, _leaked_part)
+        blob_store = FileBlob(blob, self.process_id if config.shared_persist else None)
+        try:  # before any thread starts: a BlobMismatch ends the process at once
+            bind_blob(consensus, blob_store)
+        except BlobMismatch:
+            consensus.close()
+            raise
         pubsub_metrics = self.metrics.persist_pubsub()
         #: the persist PubSub service (None when off)
         self.pubsub_server: PubSubServer | None = None
@@ -227,12 +239,7 @@ class Environment:
             self.pubsub_server = PubSubServer(*config.persist_pubsub_listen, metrics=pubsub_metrics,
                                               token=token).start()
             write_private(d / PUBSUB_ADDRESS_FILE, f"{self.pubsub_server.address}\n{token}")
-        blob = config.persist_blob_url.removeprefix("file://") if config.persist_blob_url else d / "blob"
-        if config.persist_consensus_url:
-            log.info("persist consensus: %s, blob: %s", redact_url(config.persist_consensus_url), blob)
-        # with a shared Blob, part keys name their writer (leaked-part clean-up, _leaked_part)
-        self.persist = PersistClient(FileBlob(blob, self.process_id if config.shared_persist else None),
-                                     open_consensus(config.persist_consensus_url or str(d / "consensus.db")),
+        self.persist = PersistClient(blob_store, consensus,
                                      reader_id=f"{self.process_id}:{uuid.uuid4().hex[:12]}",
                                      pubsub_server=self.pubsub_server, metrics=pubsub_metrics,
                                      # a shared oracle's read_ts may pass another process's write in flight
