@@ -16,6 +16,8 @@ from catalog.sizes import default_sizes, parse_sizes
 DEFAULT_LISTEN = "127.0.0.1:6875"
 #: the seed's persist PubSub port
 DEFAULT_PUBSUB_LISTEN = "127.0.0.1:6879"
+#: listen hosts that name every interface, so no address a peer could dial
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 #: How long (seconds) a thread running Python may keep the GIL while another waits for it.
 #: CPython's 5 ms default means a session whose query is evaluated in Python (the fast
@@ -128,8 +130,16 @@ def main() -> None:
 @click.option("--persist-pubsub", "persist_pubsub", default="on", show_default=True, type=click.Choice(["on", "off"]),
               help="Serve persist PubSub and follow shards through it (off: followers poll Consensus).")
 @click.option("--persist-pubsub-listen", default=DEFAULT_PUBSUB_LISTEN, show_default=True,
-              help="Persist PubSub address (HOST:PORT, loopback only); a taken port falls back to a free one, "
-                   "written to DATA_DIR/persist_pubsub.")
+              help="Persist PubSub address (HOST:PORT; off loopback only with --tls-cert, which PubSub then "
+                   "serves and dials peers with); a taken port falls back to a free one, written to "
+                   "DATA_DIR/persist_pubsub.")
+@click.option("--advertise-host", default=None,
+              help="The host other processes (PubSub peers, the balancer) reach this one's pgwire and PubSub at, "
+                   "as it registers them in the shared store (default: the host of each listen address; "
+                   "required when one is a wildcard such as 0.0.0.0).")
+@click.option("--tls-ca", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="PEM bundle of the CAs that sign the other processes' certificates, for PubSub between "
+                   "processes (default: --tls-cert itself, a certificate all of them share).")
 @click.option("--persist-consensus-url", default=None, envvar="SQLFRONT_PERSIST_CONSENSUS_URL",
               help="persist Consensus: postgres://USER[:PASSWORD]@HOST:PORT/DB, shared by several environmentd "
                    "processes (default: DATA_DIR/consensus.db, sqlite). Also $SQLFRONT_PERSIST_CONSENSUS_URL, "
@@ -160,7 +170,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
           max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
           max_copy_from_size, copy_memory_budget, authentication_timeout, max_startup_connections, log_level,
           tls_cert, tls_key, tls_mode, max_query_heap_size, persist_compaction, persist_pubsub,
-          persist_pubsub_listen, persist_consensus_url, timestamp_oracle_url, persist_blob_url,
+          persist_pubsub_listen, advertise_host, tls_ca, persist_consensus_url, timestamp_oracle_url, persist_blob_url,
           catalog_url, catalog_key_file, clusters, takeover, cluster_lease_duration) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
@@ -179,6 +189,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     from sqlfront.datadir import make_private
     from sqlfront.environment import Config, Environment
     from sqlfront.pgwire import PgServer
+    from sqlfront.tls import PeerTls
     from sqlfront.vars import validate
 
     host, port = parse_listen(listen)
@@ -215,10 +226,16 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
             f"refusing to serve the console on {console_listen} without a password: anyone who can reach it "
             "could run SQL. Set --password-file (or SQLFRONT_PASSWORD), or listen on 127.0.0.1.")
     pubsub_address = parse_listen(persist_pubsub_listen)
-    if not is_loopback(pubsub_address[0]):
+    if not is_loopback(pubsub_address[0]) and tls is None:
         raise click.ClickException(
-            f"refusing to serve persist pubsub on {persist_pubsub_listen}: it has no authentication. "
-            "Listen on 127.0.0.1.")
+            f"refusing to serve persist pubsub on {persist_pubsub_listen} in clear text: its token and the "
+            "shard states it carries would cross the network readable. Give --tls-cert/--tls-key, or listen "
+            "on 127.0.0.1.")
+    for flag, h in (("--listen", host), ("--persist-pubsub-listen", pubsub_address[0])):
+        if h in WILDCARD_HOSTS and advertise_host is None and (persist_consensus_url or catalog_url):
+            raise click.BadParameter(f"{h} names no host other processes can reach this one at: give "
+                                     "--advertise-host", param_hint=flag)
+    peer_tls = PeerTls(tls_cert, tls_key, tls_ca) if tls is not None else None
     scram = None
     if password is not None:
         from sqlfront.auth import ScramVerifier
@@ -266,7 +283,8 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                     persist_pubsub_listen=pubsub_address, persist_consensus_url=persist_consensus_url,
                     timestamp_oracle_url=timestamp_oracle_url, persist_blob_url=persist_blob_url,
                     catalog_url=catalog_url, catalog_key_file=Path(catalog_key_file) if catalog_key_file else None,
-                    address=f"{host}:{port}", clusters=cluster_names,
+                    address=f"{advertise_host or host}:{port}", clusters=cluster_names,
+                    advertise_host=advertise_host, peer_tls=peer_tls,
                     takeover=takeover, cluster_lease_s=cluster_lease_duration, activity_log=activity_log)
     make_private(Path(data_dir))
     try:

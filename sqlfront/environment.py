@@ -80,6 +80,7 @@ from sqlfront.pyworker import PythonWorkers
 from sqlfront import introspection
 from sqlfront.activity import ActivityLog
 from sqlfront.replica_monitor import ReplicaMonitor
+from sqlfront.tls import PeerTls
 from sqlfront.vars import server_defaults
 
 log = logging.getLogger(__name__)
@@ -142,6 +143,10 @@ class Config:
     persist_pubsub: bool = True
     #: where PubSub listens; a taken port falls back to a free one (see ``persist_pubsub``)
     persist_pubsub_listen: tuple[str, int] = ("127.0.0.1", 6879)
+    #: the host other processes reach this one's PubSub at (None: the listen host)
+    advertise_host: str | None = None
+    #: TLS for PubSub, served and dialed (``sqlfront.tls.PeerTls``; None: clear text)
+    peer_tls: PeerTls | None = None
     #: persist Consensus: ``postgres://...`` (shared by several processes) or None for
     #: DATA_DIR/consensus.db
     persist_consensus_url: str | None = None
@@ -236,9 +241,14 @@ class Environment:
         (d / PUBSUB_ADDRESS_FILE).unlink(missing_ok=True)
         token = self._pubsub_token = secrets.token_hex(16)
         if config.persist_pubsub:
-            self.pubsub_server = PubSubServer(*config.persist_pubsub_listen, metrics=pubsub_metrics,
-                                              token=token).start()
-            write_private(d / PUBSUB_ADDRESS_FILE, f"{self.pubsub_server.address}\n{token}")
+            tls = config.peer_tls
+            self.pubsub_server = PubSubServer(
+                *config.persist_pubsub_listen, metrics=pubsub_metrics, token=token, advertise=config.advertise_host,
+                server_credentials=tls.grpc_server_credentials() if tls else None,
+                channel_credentials=tls.grpc_channel_credentials() if tls else None).start()
+            # a third line: the CA bundle a client of this TLS PubSub trusts (sqlfront persist-write)
+            write_private(d / PUBSUB_ADDRESS_FILE, f"{self.pubsub_server.address}\n{token}"
+                          + (f"\n{tls.ca or tls.cert}" if tls else ""))
         self.persist = PersistClient(blob_store, consensus,
                                      reader_id=f"{self.process_id}:{uuid.uuid4().hex[:12]}",
                                      pubsub_server=self.pubsub_server, metrics=pubsub_metrics,

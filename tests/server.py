@@ -270,3 +270,31 @@ def start_owner_pair(a: "Server", b: "Server") -> None:
         c.execute("CREATE CLUSTER cb REPLICAS (r1 (SIZE '1'))")
     starting.join()
     assert b.proc is not None and b.proc.poll() is None
+
+
+def self_signed(directory: Path, hosts: tuple[str, ...] = ("127.0.0.1",)) -> tuple[str, str]:
+    """A self-signed certificate (made with ``cryptography``) naming ``hosts`` (IP
+    addresses, as subjectAltName entries: what TLS clients between processes check) and
+    its key, written as PEM files in ``directory``; returns their paths (cert, key)."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])])
+    now = dt.datetime.now(dt.timezone.utc)
+    san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(h)) for h in hosts])
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1)).add_extension(san, critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = Path(directory) / "server.crt", Path(directory) / "server.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    key_path.chmod(0o600)
+    return str(cert_path), str(key_path)
