@@ -12,12 +12,11 @@ from pathlib import Path
 import click
 
 from catalog.sizes import default_sizes, parse_sizes
+from sqlfront.addresses import WILDCARD_HOSTS, is_loopback
 
 DEFAULT_LISTEN = "127.0.0.1:6875"
 #: the seed's persist PubSub port
 DEFAULT_PUBSUB_LISTEN = "127.0.0.1:6879"
-#: listen hosts that name every interface, so no address a peer could dial
-WILDCARD_HOSTS = ("0.0.0.0", "::", "")
 
 #: How long (seconds) a thread running Python may keep the GIL while another waits for it.
 #: CPython's 5 ms default means a session whose query is evaluated in Python (the fast
@@ -53,17 +52,6 @@ class ByteSize(click.ParamType):
         if not digits.isdigit() or unit not in self.UNITS or int(digits) * self.UNITS[unit] < 1:
             self.fail(f"expected a positive size such as 65536, 64MB or 1GB, got {value!r}", param, ctx)
         return int(digits) * self.UNITS[unit]
-
-
-def is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @click.group()
@@ -193,18 +181,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     from sqlfront.vars import validate
 
     host, port = parse_listen(listen)
-    tls = None
-    if tls_cert or tls_key:
-        import ssl
-
-        from sqlfront.tls import server_context
-
-        if not (tls_cert and tls_key):
-            raise click.UsageError("--tls-cert and --tls-key go together")
-        try:
-            tls = server_context(tls_cert, tls_key)
-        except (OSError, ssl.SSLError) as e:
-            raise click.ClickException(f"cannot load --tls-cert/--tls-key: {e}") from None
+    tls = _server_tls(tls_cert, tls_key)
     password = os.environ.get("SQLFRONT_PASSWORD") or None
     if password_file:
         password = Path(password_file).read_text().rstrip("\n")
@@ -336,7 +313,8 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
 
 @main.command()
 @click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
-              help="pgwire address of the balancer (HOST:PORT, loopback only).")
+              help="pgwire address of the balancer (HOST:PORT). Off loopback it forwards only to environmentd "
+                   "processes off loopback (they require a password there).")
 @click.option("--route", "routes", multiple=True, metavar="CLUSTER=HOST:PORT",
               help="Send connections whose options set cluster CLUSTER (-c cluster=CLUSTER) to the "
                    "environmentd at HOST:PORT (repeatable).")
@@ -346,18 +324,36 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
 @click.option("--catalog-url", default=None, envvar="SQLFRONT_CATALOG_URL",
               help="The environmentd processes' shared catalog (postgres://...): route each cluster to the "
                    "process that owns it now (its lease), including after a takeover. Also $SQLFRONT_CATALOG_URL.")
+@click.option("--tls-cert", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="PEM certificate (chain) the balancer presents: clients may connect with TLS (sslmode=require); "
+                   "it terminates their TLS.")
+@click.option("--tls-key", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="PEM private key of --tls-cert.")
+@click.option("--tls-mode", default="allow", show_default=True, type=click.Choice(["allow", "require"]),
+              help="With --tls-cert: 'require' refuses clients that do not use TLS (FATAL 28000).")
+@click.option("--backend-tls-ca", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="Speak TLS to environmentd, trusting the certificates of this PEM bundle (each must name the "
+                   "address it is dialed at); an environmentd without TLS is then unreachable.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
-def balancer(listen, routes, default, catalog_url, log_level) -> None:
+def balancer(listen, routes, default, catalog_url, tls_cert, tls_key, tls_mode, backend_tls_ca, log_level) -> None:
     """Run the pgwire balancer: route each connection to the environmentd of its cluster,
     forward CancelRequests to it, answer FATAL 08006 when it cannot be reached."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from sqlfront.balancer import Routes, serve as serve_balancer
 
     host, port = parse_listen(listen)
-    if not is_loopback(host):
-        raise click.ClickException(f"refusing to listen on {listen}: the balancer has no authentication of "
-                                   "its own. Listen on 127.0.0.1.")
+    tls = _server_tls(tls_cert, tls_key)
+    backend_tls = None
+    if backend_tls_ca:
+        import ssl
+
+        from sqlfront.tls import client_context
+
+        try:
+            backend_tls = client_context(backend_tls_ca)
+        except (OSError, ssl.SSLError) as e:
+            raise click.ClickException(f"cannot load --backend-tls-ca: {e}") from None
     clusters = {}
     for r in routes:
         name, eq, address = r.partition("=")
@@ -375,7 +371,8 @@ def balancer(listen, routes, default, catalog_url, log_level) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         serve_balancer((host, port), Routes(parse_listen(default) if default else None, clusters),
-                       catalog_url=catalog_url)
+                       catalog_url=catalog_url, tls=tls, tls_required=tls is not None and tls_mode == "require",
+                       backend_tls=backend_tls)
     except OSError as e:
         raise click.ClickException(f"cannot listen on {listen}: {e}")
     except KeyboardInterrupt:
@@ -473,6 +470,25 @@ def load_tpch(scale, url, data_root) -> None:
         raise click.ClickException(
             f"the server may not read {d.resolve()}: start it with --copy-from-dir {Path(data_root).resolve()} "
             "(make serve does)")
+
+
+def _server_tls(cert: str | None, key: str | None):
+    """The ``ssl`` server context of ``--tls-cert``/``--tls-key``, None without them.
+
+    Raises:
+        click.UsageError for one without the other; click.ClickException when they do not load."""
+    if not (cert or key):
+        return None
+    import ssl
+
+    from sqlfront.tls import server_context
+
+    if not (cert and key):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    try:
+        return server_context(cert, key)
+    except (OSError, ssl.SSLError) as e:
+        raise click.ClickException(f"cannot load --tls-cert/--tls-key: {e}") from None
 
 
 def _check_postgres_urls(consensus_url: str | None, oracle_url: str | None, catalog_url: str | None) -> None:
