@@ -13,7 +13,9 @@ A size may instead name a Spark standalone master (Spark's "Spark Standalone Mod
 "secret_file": "spark-cluster/secret"}}``. Its replicas run their driver (the Spark Connect
 server) on this host and ``executors`` executors of ``cores`` cores and ``memory`` each on
 the cluster's workers; ``secret_file`` holds the cluster's ``spark.authenticate.secret``
-(``sqlfront spark-cluster up`` writes it), and ``memory_limit`` stays the driver's memory.
+(``sqlfront spark-cluster up`` writes it), ``driver_host`` the address of this host the
+executors reach the driver at (default 127.0.0.1: workers on this host only), and
+``memory_limit`` stays the driver's memory.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class ReplicaSize:
             ``workers`` cores run on its workers; None for a local replica.
         executor_memory: MiB per standalone executor (None: Spark's default, 1 GiB).
         secret_file: the file holding the standalone cluster's authentication secret.
+        driver_host: the address standalone executors reach the replica's driver at.
     """
 
     name: str
@@ -52,6 +55,7 @@ class ReplicaSize:
     master: str | None = None
     executor_memory: int | None = None
     secret_file: str | None = None
+    driver_host: str = "127.0.0.1"
 
 
 #: Materialize's size names (its docs' "Appendix: Cluster sizes": the credit sizes
@@ -150,7 +154,7 @@ def _standalone_size(name: str, cfg: dict) -> ReplicaSize:
     if not isinstance(master, str) or not re.fullmatch(r"spark://[^/\s]+:\d+", master):
         raise ValueError(f"size {name!r}: master must be spark://HOST:PORT, got {master!r}")
     unknown = set(cfg) - {"master", "executors", "cores", "memory", "memory_limit", "cpu_limit", "secret_file",
-                          "aliases"}
+                          "driver_host", "aliases"}
     if unknown:
         raise ValueError(f"size {name!r}: a standalone size takes no {', '.join(sorted(unknown))}")
     executors = int(cfg.get("executors", 1))
@@ -164,7 +168,8 @@ def _standalone_size(name: str, cfg: dict) -> ReplicaSize:
     return ReplicaSize(name, workers=cores, scale=executors, cpu_limit=float(cpu) if cpu is not None else None,
                        memory_limit=parse_memory(cfg.get("memory_limit")), master=master,
                        executor_memory=parse_memory(cfg.get("memory")),
-                       secret_file=os.path.abspath(secret_file) if secret_file else None)
+                       secret_file=os.path.abspath(secret_file) if secret_file else None,
+                       driver_host=str(cfg.get("driver_host", "127.0.0.1")))
 
 
 def validate_size(sizes: dict[str, ReplicaSize], size: str) -> ReplicaSize:

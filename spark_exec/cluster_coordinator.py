@@ -92,6 +92,7 @@ class ClusterCoordinator:
                     master=size.master,
                     executor_memory_mb=size.executor_memory,
                     secret_file=size.secret_file,
+                    driver_host=size.driver_host,
                 )
             off_host = replica.remote or (size is not None and size.master is not None)
             h = ReplicaHandle(replica, f"{self.name}.{replica.name}", spec, self.orchestrator, self._changed,

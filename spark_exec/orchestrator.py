@@ -82,6 +82,8 @@ class ReplicaSpec:
         executor_memory_mb: memory of each standalone executor (None: Spark's default).
         secret_file: the standalone cluster's ``spark.authenticate.secret`` (None: the
             cluster runs without authentication).
+        driver_host: the address the driver's RPC and block manager bind to and executors
+            dial (Spark's ``spark.driver.host``); the Connect port and the UI stay on 127.0.0.1.
     """
 
     replica_id: str
@@ -93,6 +95,7 @@ class ReplicaSpec:
     master: str | None = None
     executor_memory_mb: int | None = None
     secret_file: str | None = None
+    driver_host: str = "127.0.0.1"
 
 
 @dataclass
@@ -193,8 +196,8 @@ class Orchestrator:
         conf = {
             "spark.connect.grpc.binding.address": "127.0.0.1",
             "spark.connect.grpc.binding.port": str(port),
-            "spark.driver.host": "127.0.0.1",
-            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.driver.host": spec.driver_host,
+            "spark.driver.bindAddress": spec.driver_host,
             # The Spark UI and its REST API (stage and task times) on a free port of 127.0.0.1
             # (SPARK_LOCAL_IP below), named in replica.log and linked from the console; it has
             # no authentication, so never on another address. PROFILE_UI_ENV=0 turns it off.

@@ -27,7 +27,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def standalone(tmp_path_factory):
     d = tmp_path_factory.mktemp("spark-cluster")
-    url = f"spark://127.0.0.1:{free_port()}"
+    # the master and worker on 127.0.0.3, the driver on 127.0.0.2: every process is dialed at
+    # the address it was given, none at an assumed 127.0.0.1
+    url = f"spark://127.0.0.3:{free_port()}"
     up = _cli("spark-cluster", "up", "--dir", str(d), "--listen", url.removeprefix("spark://"), "--workers", "1",
               "--cores", "1", "--memory", "512m")
     assert up.returncode == 0, up.stdout + up.stderr
@@ -41,7 +43,7 @@ def standalone(tmp_path_factory):
 def sa_server(standalone, tmp_path_factory):
     d, url = standalone
     sizes = {"sa": {"master": url, "executors": 1, "cores": 1, "memory": "512m", "memory_limit": "1GiB",
-                    "secret_file": str(d / "secret")}}
+                    "secret_file": str(d / "secret"), "driver_host": "127.0.0.2"}}
     # quickstart's r1 is the standalone replica: no local replica JVM next to it
     s = Server(tmp_path_factory.mktemp("env") / "mzdata", "--cluster-replica-sizes", json.dumps(sizes),
                "--bootstrap-replica-size", "sa").start()
@@ -83,7 +85,7 @@ def test_replica_whose_executors_cannot_read_blob_fails_with_a_clear_message(sta
         blob = sa_server.data_dir.resolve() / "blob"
         hide = ("unshare", "--mount", "--propagation", "private",
                 "sh", "-c", 'mount -t tmpfs sqlfront-test "$0" && exec "$@"', str(blob))
-        w = start_worker(d, 2, url, "127.0.0.1", 1, "512m", wrap=hide)
+        w = start_worker(d, 2, url, "127.0.0.3", 1, "512m", wrap=hide)
         wait_registered(d, 2, w)
         c.execute("CREATE CLUSTER REPLICA quickstart.r2 SIZE 'sa'")
         reason = wait_for(lambda: c.execute(
