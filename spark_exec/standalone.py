@@ -92,6 +92,30 @@ def up(directory: Path, host: str = "127.0.0.1", port: int = 7077, workers: int 
     return url
 
 
+def join(directory: Path, master_url: str, properties: Path, host: str = "127.0.0.1", cores: int = 1,
+         memory: str = "1g", timeout_s: float = 180.0) -> int:
+    """Start a worker on this host for the master at ``master_url`` (a cluster another
+    host's ``up`` started), with that cluster's ``properties`` file (its secret: read it
+    from a shared mount, or copy it over privately). Its files live in ``directory`` of
+    this host; ``down`` stops it. Returns the worker's number there.
+
+    Raises:
+        ClusterError when it exits or does not register within ``timeout_s``; OSError
+        when ``properties`` cannot be read."""
+    directory = Path(directory).resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    write_private(directory / "spark.properties", Path(properties).read_text())
+    n = 1 + max((int(f.stem.split("-")[1]) for f in directory.glob("worker-*.pid")), default=0)
+    w = start_worker(directory, n, master_url, host, cores, memory)
+    try:
+        wait_registered(directory, n, w, timeout_s)
+    except ClusterError:
+        signal_group(w.pid, signal.SIGKILL)
+        raise
+    return n
+
+
 def start_worker(directory: Path, n: int, url: str, host: str, cores: int, memory: str,
                  wrap: tuple[str, ...] = ()) -> subprocess.Popen:
     """Start worker ``n`` of the cluster in ``directory`` (whose ``up`` wrote its

@@ -441,6 +441,28 @@ def spark_cluster_up(directory, listen, workers, cores, memory) -> None:
     click.echo(f"cluster up: {url}; a size for it: --cluster-replica-sizes '{json.dumps({'sa': size})}'")
 
 
+@spark_cluster.command("worker")
+@click.option("--dir", "directory", default="spark-worker", show_default=True, type=click.Path(file_okay=False),
+              help="Where this host's worker keeps its log, pid file and scratch space.")
+@click.option("--master", "master_url", required=True, help="The master's URL (spark://HOST:PORT).")
+@click.option("--properties", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The cluster's spark.properties (from spark-cluster up's --dir; it holds the secret).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address of this host the worker binds to and the master and drivers reach it at.")
+@click.option("--cores", default=1, show_default=True, type=click.IntRange(1), help="Cores it offers.")
+@click.option("--memory", default="1g", show_default=True, help="Memory it offers its executors (512m, 2g).")
+def spark_cluster_worker(directory, master_url, properties, host, cores, memory) -> None:
+    """Start one more worker, on this host, for a cluster started elsewhere with spark-cluster up;
+    stop it with spark-cluster down --dir DIR."""
+    from spark_exec.standalone import ClusterError, join
+
+    try:
+        n = join(Path(directory), master_url, Path(properties), host, cores, memory)
+    except ClusterError as e:
+        raise click.ClickException(str(e))
+    click.echo(f"worker-{n} on {host} registered with {master_url} ({cores} core(s), {memory})")
+
+
 @spark_cluster.command("down")
 @click.option("--dir", "directory", default="spark-cluster", show_default=True, type=click.Path(file_okay=False),
               help="The directory given to spark-cluster up.")

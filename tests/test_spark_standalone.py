@@ -51,6 +51,20 @@ def sa_server(standalone, tmp_path_factory):
     s.stop()
 
 
+def test_a_worker_on_another_address_joins_the_cluster_and_leaves_with_down(standalone, tmp_path):
+    """``spark-cluster worker``: one more worker (another host's, here 127.0.0.4) for the
+    master, authenticated with the cluster's properties; ``down`` on its directory stops it."""
+    d, url = standalone
+    out = _cli("spark-cluster", "worker", "--dir", str(tmp_path / "w"), "--master", url, "--properties",
+               str(d / "spark.properties"), "--host", "127.0.0.4", "--memory", "512m")
+    try:
+        assert out.returncode == 0 and "worker-1 on 127.0.0.4 registered" in out.stdout, out.stdout + out.stderr
+        assert b"Registering worker 127.0.0.4:" in (d / "master.log").read_bytes()
+    finally:
+        down = _cli("spark-cluster", "down", "--dir", str(tmp_path / "w"))
+    assert "stopped 1 process(es)" in down.stdout
+
+
 def test_spark_cluster_up_refuses_a_second_cluster_in_its_directory(standalone):
     d, _ = standalone
     again = _cli("spark-cluster", "up", "--dir", str(d), "--listen", f"127.0.0.1:{free_port()}")
