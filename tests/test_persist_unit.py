@@ -554,3 +554,39 @@ def test_a_process_starting_with_the_claims_winner_waits_for_its_marker(tmp_path
     late.start()
     bind_blob(consensus, blob, wait_s=30)
     late.join()
+
+
+def test_the_blob_probe_says_where_and_why_an_executor_could_not_read(tmp_path):
+    """spark_exec.blob_probe against stand-in sessions: one that reads the probe part back,
+    one whose executors see no such file (Spark's error, first line kept)."""
+    import pyarrow.parquet as pq
+
+    from persist.binding import BLOB_MARKER
+    from spark_exec.blob_probe import BlobUnreachable, probe_blob
+
+    blob = FileBlob(tmp_path / "blob")
+
+    class Reads:
+        def __init__(self, fail: str | None):
+            self.read, self.fail = self, fail
+
+        def schema(self, _):
+            return self
+
+        def parquet(self, url):
+            self.url = url
+            return self
+
+        def collect(self):
+            if self.fail:
+                raise RuntimeError(self.fail)
+            return [(v,) for v in pq.read_table(self.url.removeprefix("file://")).column("probe").to_pylist()]
+
+    probe_blob(Reads(None), blob)
+    assert blob.list_keys() == [] and blob.get(BLOB_MARKER) is None  # the probe part is gone again
+    with pytest.raises(BlobUnreachable) as e:
+        probe_blob(Reads("[FAILED_READ_FILE] File file:/x does not exist\n\tat org.apache..."), blob)
+    msg = str(e.value)
+    assert "cannot read persist Blob (probe part file://" in msg and "File file:/x does not exist" in msg
+    assert "org.apache" not in msg and "--persist-blob-url" in msg
+    assert blob.list_keys() == []
