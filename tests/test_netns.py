@@ -3,24 +3,28 @@ each in a namespace of its own (its replica JVM with it), PostgreSQL and the bal
 the bridge's address, Blob in one directory all of them see. Through the balancer with
 sslmode=require (TLS on the client's hop and on the hop to environmentd): DDL through A is
 seen by B, a write through A is read on B's replica, and a SUBSCRIBE in B sees a write
-through A by a PubSub push across the namespaces (TLS), not by polling.
+through A by a PubSub push across the namespaces (TLS), not by polling. Last, A's link is
+cut: its cluster moves to B with every acknowledged write (the seconds it took are printed).
 
 Needs root (``ip netns``); skipped otherwise. Not here yet: the Spark standalone master and
-workers in namespaces of their own, and cutting a link."""
+workers in namespaces of their own."""
 
 from __future__ import annotations
 
 import os
 import secrets
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import psycopg
 import pytest
 
 from conftest import new_database
-from server import Balancer, Server, fetch_until, free_port, self_signed, start_owner_pair, wait_for
+from server import (Balancer, Server, fetch_until, free_port, replica_jvms, self_signed, start_owner_pair,
+                    wait_for)
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +48,7 @@ def _netns_works() -> bool:
 @pytest.fixture(scope="module")
 def hosts():
     """A bridge with 10.27.N.1 on this namespace and two namespaces at .2 and .3; yields
-    ``(subnet prefix, {"a": netns, "b": netns})``."""
+    ``(subnet prefix, {"a": netns, "b": netns}, {"a": its link's name in it, ...})``."""
     if not _netns_works():
         pytest.skip("needs root and ip netns")
     tag = secrets.token_hex(2)
@@ -64,7 +68,7 @@ def hosts():
             _ip("-n", ns, "addr", "add", f"{prefix}.{n}/24", "dev", f"sqfp{tag}{h}")
             _ip("-n", ns, "link", "set", f"sqfp{tag}{h}", "up")
             _ip("-n", ns, "link", "set", "lo", "up")  # the replica JVM listens on its own loopback
-        yield prefix, names
+        yield prefix, names, {h: f"sqfp{tag}{h}" for h in names}
     finally:
         for ns in names.values():
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
@@ -75,7 +79,7 @@ def hosts():
 def cluster(hosts, tmp_path_factory):
     from pg_reference import PostgresReference
 
-    prefix, ns = hosts
+    prefix, ns, _ = hosts
     d = tmp_path_factory.mktemp("netns")
     cert, key = self_signed(d, (f"{prefix}.1", f"{prefix}.2", f"{prefix}.3"))
     (d / "pw").write_text("netns-pw\n")
@@ -88,10 +92,11 @@ def cluster(hosts, tmp_path_factory):
         shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
                   "--persist-blob-url", str(d / "blob"), "--catalog-key-file", str(d / "catalog.key"),
                   "--password-file", str(d / "pw"), "--tls-cert", cert, "--tls-key", key, "--tls-mode", "require")
-        for h, n, clusters in (("a", 2, "quickstart"), ("b", 3, "cb")):
+        # B takes over A's clusters when A's lease expires (a cut link, below)
+        for h, n, clusters in (("a", 2, ("--clusters", "quickstart")), ("b", 3, ("--clusters", "cb", "--takeover"))):
             (d / h).mkdir()
             metrics = free_port()
-            s = Server(d / h / "mzdata", *shared, "--clusters", clusters,
+            s = Server(d / h / "mzdata", *shared, *clusters,
                        "--persist-pubsub-listen", f"{prefix}.{n}:{free_port()}",
                        "--metrics-listen", f"127.0.0.1:{metrics}", password="netns-pw", host=f"{prefix}.{n}",
                        prefix=("ip", "netns", "exec", ns[h]), sslmode="require")
@@ -146,7 +151,7 @@ def test_ddl_and_writes_through_a_are_read_on_b(cluster):
 
 
 def test_a_subscribe_in_b_sees_a_write_through_a_by_a_push(cluster):
-    balancer, a, b, _ = cluster
+    balancer, _, b, _ = cluster
     with _connect(balancer, "quickstart") as ca, _connect(balancer, "cb") as cb:
         ca.execute("CREATE TABLE pushed (x int)")
         assert wait_for(lambda: cb.execute("SELECT count(*) FROM mz_tables WHERE name = 'pushed'").fetchone()[0], 30)
@@ -164,3 +169,38 @@ def test_a_subscribe_in_b_sees_a_write_through_a_by_a_push(cluster):
                 break
         assert _metric(b, CLEAN) > before, "no PubSub push from A reached B"
         cb.execute("ROLLBACK")
+
+
+def test_cutting_as_link_moves_its_clusters_to_b_with_no_acknowledged_write_lost(cluster, hosts):
+    """``ip link set down`` on A's link: A can no longer renew its lease and steps down, B
+    takes quickstart over when the lease expires (10 s) and starts its replica, and the
+    balancer sends quickstart's sessions to B, where every write A acknowledged is read.
+    Prints how long the move took. Runs last: A stays cut off."""
+    balancer, a, b, prefix = cluster
+    _, ns, links = hosts
+    acked = []
+    with _connect(balancer, "quickstart") as ca:
+        ca.execute("CREATE TABLE kept (i int)")
+        for i in range(20):
+            ca.execute("INSERT INTO kept VALUES (%s)", (i,))
+            acked.append(i)  # acknowledged: it must survive the cut
+    cut = time.monotonic()
+    _ip("-n", ns["a"], "link", "set", links["a"], "down")
+
+    def answered_by_b() -> bool:
+        try:
+            with _connect(balancer, "quickstart") as c:
+                owner = c.execute("SELECT environmentd FROM mz_clusters WHERE name = 'quickstart'").fetchone()[0]
+                return owner == f"{prefix}.3:{b.port}" and [r[0] for r in c.execute(
+                    "SELECT i FROM kept ORDER BY i")] == acked
+        except psycopg.Error:
+            return False
+
+    try:
+        assert wait_for(answered_by_b, 240, 1.0), "quickstart did not move to B with every acknowledged write"
+        print(f"\nquickstart answered by B {time.monotonic() - cut:.1f} s after A's link went down")
+    finally:
+        # cut off, A cannot deregister: SIGTERM would wait out its timeouts
+        a.stop(signal.SIGKILL)
+        for pid in replica_jvms(a.data_dir):  # none once A stepped down; a parent-death signal otherwise
+            os.kill(pid, signal.SIGKILL)
