@@ -7,6 +7,15 @@ may list ``"aliases": ["25cc", ...]``, other names users may give for it (Materi
 size names, say).
 For Spark, ``workers`` is the core count (``local[N]``), ``scale > 1`` means
 ``local-cluster[S, N, MB]``, and ``memory_limit`` the JVM memory.
+
+A size may instead name a Spark standalone master (Spark's "Spark Standalone Mode"):
+``{"sa-4": {"master": "spark://HOST:7077", "executors": 2, "cores": 1, "memory": "1g",
+"secret_file": "spark-cluster/secret"}}``. Its replicas run their driver (the Spark Connect
+server) on this host and ``executors`` executors of ``cores`` cores and ``memory`` each on
+the cluster's workers; ``secret_file`` holds the cluster's ``spark.authenticate.secret``
+(``sqlfront spark-cluster up`` writes it), ``driver_host`` the address of this host the
+executors reach the driver at (default 127.0.0.1: workers on this host only), and
+``memory_limit`` stays the driver's memory.
 """
 
 from __future__ import annotations
@@ -30,6 +39,11 @@ class ReplicaSize:
         cpu_limit: recorded and shown; not enforced.
         memory_limit: JVM memory in MiB, or None for Spark's default.
         alias_of: the size this name is another name of, or None.
+        master: a Spark standalone master (``spark://HOST:PORT``): ``scale`` executors of
+            ``workers`` cores run on its workers; None for a local replica.
+        executor_memory: MiB per standalone executor (None: Spark's default, 1 GiB).
+        secret_file: the file holding the standalone cluster's authentication secret.
+        driver_host: the address standalone executors reach the replica's driver at.
     """
 
     name: str
@@ -38,6 +52,10 @@ class ReplicaSize:
     cpu_limit: float | None = None
     memory_limit: int | None = None
     alias_of: str | None = None
+    master: str | None = None
+    executor_memory: int | None = None
+    secret_file: str | None = None
+    driver_host: str = "127.0.0.1"
 
 
 #: Materialize's size names (its docs' "Appendix: Cluster sizes": the credit sizes
@@ -116,19 +134,42 @@ def parse_sizes(spec: str) -> dict[str, ReplicaSize]:
         if isinstance(names, str) or not all(isinstance(a, str) for a in names):
             raise ValueError(f"size {name!r}: aliases must be a list of size names")
         aliases[name] = tuple(names)
-        workers = int(cfg.get("workers", 1))
-        scale = int(cfg.get("scale", 1))
-        if workers < 1 or scale < 1:
-            raise ValueError(f"size {name!r}: workers and scale must be at least 1")
-        cpu = cfg.get("cpu_limit")
-        sizes[name] = ReplicaSize(
-            name,
-            workers=workers,
-            scale=scale,
-            cpu_limit=float(cpu) if cpu is not None else None,
-            memory_limit=parse_memory(cfg.get("memory_limit")),
-        )
+        sizes[name] = _standalone_size(name, cfg) if "master" in cfg else _local_size(name, cfg)
     return _with_aliases(sizes, aliases)
+
+
+def _local_size(name: str, cfg: dict) -> ReplicaSize:
+    workers = int(cfg.get("workers", 1))
+    scale = int(cfg.get("scale", 1))
+    if workers < 1 or scale < 1:
+        raise ValueError(f"size {name!r}: workers and scale must be at least 1")
+    cpu = cfg.get("cpu_limit")
+    return ReplicaSize(name, workers=workers, scale=scale, cpu_limit=float(cpu) if cpu is not None else None,
+                       memory_limit=parse_memory(cfg.get("memory_limit")))
+
+
+def _standalone_size(name: str, cfg: dict) -> ReplicaSize:
+    """A size on a Spark standalone master (see the module doc)."""
+    master = cfg["master"]
+    if not isinstance(master, str) or not re.fullmatch(r"spark://[^/\s]+:\d+", master):
+        raise ValueError(f"size {name!r}: master must be spark://HOST:PORT, got {master!r}")
+    unknown = set(cfg) - {"master", "executors", "cores", "memory", "memory_limit", "cpu_limit", "secret_file",
+                          "driver_host", "aliases"}
+    if unknown:
+        raise ValueError(f"size {name!r}: a standalone size takes no {', '.join(sorted(unknown))}")
+    executors = int(cfg.get("executors", 1))
+    cores = int(cfg.get("cores", 1))
+    if executors < 1 or cores < 1:
+        raise ValueError(f"size {name!r}: executors and cores must be at least 1")
+    secret_file = cfg.get("secret_file")
+    if secret_file is not None and (not isinstance(secret_file, str) or not os.access(secret_file, os.R_OK)):
+        raise ValueError(f"size {name!r}: secret_file must be a readable file, got {secret_file!r}")
+    cpu = cfg.get("cpu_limit")
+    return ReplicaSize(name, workers=cores, scale=executors, cpu_limit=float(cpu) if cpu is not None else None,
+                       memory_limit=parse_memory(cfg.get("memory_limit")), master=master,
+                       executor_memory=parse_memory(cfg.get("memory")),
+                       secret_file=os.path.abspath(secret_file) if secret_file else None,
+                       driver_host=str(cfg.get("driver_host", "127.0.0.1")))
 
 
 def validate_size(sizes: dict[str, ReplicaSize], size: str) -> ReplicaSize:

@@ -48,7 +48,8 @@ class PersistClient:
     def __init__(self, blob: Blob, consensus: Consensus, reader_id: str | None = None,
                  lease_ms: int = DEFAULT_LEASE_MS, pubsub_address: str | None = None,
                  metrics: PubSubMetrics | None = None, pubsub_token: str | None = None,
-                 fence_reads: bool = False, pubsub_server: PubSubServer | None = None):
+                 fence_reads: bool = False, pubsub_server: PubSubServer | None = None,
+                 pubsub_credentials=None):
         self.blob = blob
         #: reads advance a shard's upper past their as_of (see :meth:`read`)
         self.fence_reads = fence_reads
@@ -61,7 +62,8 @@ class PersistClient:
         #: the PubSub connection (None: pubsub off; polling only)
         self.pubsub = (pubsub_server.same_process_connection(self._pushed, self.metrics) if pubsub_server else
                        PubSubClient(pubsub_address, self._pushed, self.metrics, on_disconnect=self._pubsub_down,
-                                    token=pubsub_token) if pubsub_address else None)
+                                    token=pubsub_token, credentials=pubsub_credentials)
+                       if pubsub_address else None)
 
     def close(self) -> None:
         """Disconnect from PubSub (the Blob and Consensus stay open)."""

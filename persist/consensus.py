@@ -38,6 +38,12 @@ class Consensus(ABC):
     def keys(self) -> list[str]:
         """Every key that has a version, sorted."""
 
+    @abstractmethod
+    def claim(self, name: str, value: str) -> str:
+        """Record ``value`` under ``name`` unless a value is recorded there already, and
+        return the recorded one: the first claim wins, for good. Kept apart from the shards
+        (``keys`` never lists it): which Blob this Consensus goes with (``persist.binding``)."""
+
 
 class SqliteConsensus(Consensus):
     """Consensus in a sqlite3 database file; safe across threads of one process."""
@@ -55,6 +61,7 @@ class SqliteConsensus(Consensus):
             " shard TEXT NOT NULL, seqno INTEGER NOT NULL, data BLOB NOT NULL,"
             " PRIMARY KEY (shard, seqno))"
         )
+        self._conn.execute("CREATE TABLE IF NOT EXISTS consensus_claims (name TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
     def head(self, key: str) -> tuple[int, bytes] | None:
         with self._lock:
@@ -97,6 +104,11 @@ class SqliteConsensus(Consensus):
     def keys(self) -> list[str]:
         with self._lock:
             return [r[0] for r in self._conn.execute("SELECT DISTINCT shard FROM consensus ORDER BY 1")]
+
+    def claim(self, name: str, value: str) -> str:
+        with self._lock:
+            self._conn.execute("INSERT OR IGNORE INTO consensus_claims (name, value) VALUES (?, ?)", (name, value))
+            return self._conn.execute("SELECT value FROM consensus_claims WHERE name = ?", (name,)).fetchone()[0]
 
     def close(self) -> None:
         with self._lock:
@@ -143,6 +155,9 @@ class ObservedConsensus(Consensus):
 
     def keys(self) -> list[str]:
         return self.inner.keys()
+
+    def claim(self, name: str, value: str) -> str:
+        return self.inner.claim(name, value)
 
     def close(self) -> None:
         close = getattr(self.inner, "close", None)

@@ -4,6 +4,7 @@
 Table (created if missing, by whichever process comes first)::
 
     consensus (shard text, seqno bigint, data bytea, PRIMARY KEY (shard, seqno))
+    consensus_claims (name text PRIMARY KEY, value text)     first-wins records (claim)
 
 ``compare_and_set`` is one ``INSERT ... SELECT ... WHERE <head is expected>`` in a
 SERIALIZABLE transaction: two processes that both saw head ``e`` and insert different
@@ -25,7 +26,8 @@ from pgconn import ConnectionPool, create_once
 
 _DDL = ["CREATE TABLE IF NOT EXISTS consensus ("
         " shard text NOT NULL, seqno bigint NOT NULL, data bytea NOT NULL,"
-        " PRIMARY KEY (shard, seqno))"]
+        " PRIMARY KEY (shard, seqno))",
+        "CREATE TABLE IF NOT EXISTS consensus_claims (name text PRIMARY KEY, value text NOT NULL)"]
 
 _CAS = ("INSERT INTO consensus (shard, seqno, data) SELECT %(shard)s, %(new)s, %(data)s"
         " WHERE (SELECT max(seqno) FROM consensus WHERE shard = %(shard)s) IS NOT DISTINCT FROM %(expected)s"
@@ -75,6 +77,12 @@ class PostgresConsensus(Consensus):
         # COLLATE "C": byte order, as sqlite sorts (the database's collation may differ)
         with self._pool.connection() as c:
             return [r[0] for r in c.execute('SELECT DISTINCT shard COLLATE "C" FROM consensus ORDER BY 1')]
+
+    def claim(self, name: str, value: str) -> str:
+        with self._pool.connection() as c:
+            c.execute("INSERT INTO consensus_claims (name, value) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                      (name, value))
+            return c.execute("SELECT value FROM consensus_claims WHERE name = %s", (name,)).fetchone()[0]
 
     def close(self) -> None:
         self._pool.close()

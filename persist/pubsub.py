@@ -153,9 +153,13 @@ class PubSubServer:
 
     ``listen`` is ``(host, port)``; port 0 picks a free one. ``fallback_free_port``: when
     the port is taken, serve on a free port instead (``address`` says which) rather than
-    fail. Security: serve on a loopback address (``sqlfront serve`` refuses others), and
-    with a ``token``, streams without ``authorization: Bearer <token>`` metadata are
-    refused (UNAUTHENTICATED): a pushed state is trusted by its subscribers.
+    fail. ``advertise``: the host other processes reach this one by (``address`` names it;
+    default the listen host). Security: with a ``token``, streams without
+    ``authorization: Bearer <token>`` metadata are refused (UNAUTHENTICATED): a pushed
+    state is trusted by its subscribers; off loopback, ``server_credentials`` (TLS, from
+    ``sqlfront.tls``) keep the token and the states private (``sqlfront serve`` refuses a
+    non-loopback address without them), and ``channel_credentials`` are how this server
+    dials its peers.
 
     Several environmentd processes sharing Consensus are peers (:meth:`set_peers`): each
     server forwards the pushes of its own connections to every peer server, which
@@ -167,8 +171,11 @@ class PubSubServer:
         OSError when the address cannot be bound (and no fallback is allowed)."""
 
     def __init__(self, host: str, port: int, metrics: PubSubMetrics | None = None,
-                 fallback_free_port: bool = True, max_connections: int = 256, token: str | None = None):
+                 fallback_free_port: bool = True, max_connections: int = 256, token: str | None = None,
+                 advertise: str | None = None, server_credentials=None, channel_credentials=None):
         self.metrics = metrics or PubSubMetrics()
+        self._server_credentials = server_credentials
+        self._channel_credentials = channel_credentials
         self._auth = f"Bearer {token}" if token else None
         self._lock = threading.Lock()
         self._conns: set[_Conn] = set()
@@ -188,10 +195,12 @@ class PubSubServer:
             bound = self._bind(host, 0)
         if not bound:
             raise OSError(f"persist pubsub: cannot listen on {host}:{port}")
-        self.address = f"{host}:{bound}"
+        self.address = f"{advertise or host}:{bound}"
 
     def _bind(self, host: str, port: int) -> int:
         try:
+            if self._server_credentials is not None:
+                return self._server.add_secure_port(f"{host}:{port}", self._server_credentials)
             return self._server.add_insecure_port(f"{host}:{port}")
         except RuntimeError:
             return 0
@@ -212,7 +221,8 @@ class PubSubServer:
                 del self._peers[c.address]
             new = {a: t for a, t in peers.items() if a not in self._peers}
             for a, t in new.items():
-                self._peers[a] = PubSubClient(a, lambda *_: None, token=t, metadata=(PEER_METADATA,))
+                self._peers[a] = PubSubClient(a, lambda *_: None, token=t, metadata=(PEER_METADATA,),
+                                              credentials=self._channel_credentials)
         for c in gone:
             c.close()
         if new or gone:
@@ -418,9 +428,11 @@ class PubSubClient(_Subscriptions):
 
     def __init__(self, address: str, on_push: Callable[[str, int, bytes, int], None],
                  metrics: PubSubMetrics | None = None, on_disconnect: Callable[[], None] | None = None,
-                 token: str | None = None, metadata: tuple[tuple[str, str], ...] = ()):
+                 token: str | None = None, metadata: tuple[tuple[str, str], ...] = (), credentials=None):
         super().__init__()
         self.address = address
+        #: ``grpc.ChannelCredentials`` of a TLS server (None: clear text)
+        self._credentials = credentials
         self.token = token
         self._metadata = ((("authorization", f"Bearer {token}"),) if token else ()) + tuple(metadata) or None
         self._on_disconnect = on_disconnect or (lambda: None)
@@ -488,7 +500,8 @@ class PubSubClient(_Subscriptions):
             for shard in self._shards:
                 box.put_nowait(_shard_message("subscribe", shard))
             self._outbox = box
-        channel = grpc.insecure_channel(self.address)
+        channel = (grpc.secure_channel(self.address, self._credentials) if self._credentials is not None
+                   else grpc.insecure_channel(self.address))
         self._channel = channel
 
         def requests():

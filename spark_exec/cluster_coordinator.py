@@ -37,8 +37,12 @@ NO_REPLICAS = "55000"
 
 class ClusterCoordinator:
     def __init__(self, cluster_id: str, name: str, orchestrator: Orchestrator,
-                 on_status: Callable[[str, str], None] | None = None, max_peeks_per_replica: int = 8):
+                 on_status: Callable[[str, str], None] | None = None, max_peeks_per_replica: int = 8,
+                 blob_probe: Callable[[object], None] | None = None):
         self.cluster_id = cluster_id
+        #: checks that a replica's executors read persist Blob (spark_exec.blob_probe); run on
+        #: the replicas whose executors may be on other hosts (standalone sizes, REMOTE)
+        self.blob_probe = blob_probe
         self.name = name
         self.orchestrator = orchestrator
         self.on_status = on_status
@@ -85,9 +89,14 @@ class ClusterCoordinator:
                     scale=size.scale,
                     memory_mb=size.memory_limit,
                     availability_zone=replica.availability_zone,
+                    master=size.master,
+                    executor_memory_mb=size.executor_memory,
+                    secret_file=size.secret_file,
+                    driver_host=size.driver_host,
                 )
+            off_host = replica.remote or (size is not None and size.master is not None)
             h = ReplicaHandle(replica, f"{self.name}.{replica.name}", spec, self.orchestrator, self._changed,
-                              max_peeks=self.max_peeks_per_replica)
+                              max_peeks=self.max_peeks_per_replica, blob_probe=self.blob_probe if off_host else None)
             self._replicas[replica.id] = h
         h.start()
 
@@ -164,7 +173,7 @@ class ClusterCoordinator:
                 raise query_canceled(timeout=False)
             if time.monotonic() >= deadline:
                 raise SqlError(NO_REPLICAS, f'no replica of cluster "{self.name}" is healthy '
-                                            f"(waited {replica_wait_s:g} s)")
+                                            f"(waited {replica_wait_s:g} s)", detail=self._failures())
             time.sleep(0.1)
         while True:
             try:
@@ -178,6 +187,15 @@ class ClusterCoordinator:
         """The replicas that are healthy and have a session now."""
         with self._cond:
             return self._healthy()
+
+    def _failures(self, every: bool = False) -> str | None:
+        """What is known to keep this cluster's replicas from work (``ReplicaHandle.failure``),
+        one line each, or None; with ``every``, None unless every replica has one."""
+        handles = list(self._replicas.values())
+        failures = [f for h in handles if (f := h.failure)]
+        if every and len(failures) < len(handles):
+            return None
+        return "\n".join(failures) or None
 
     def _healthy(self) -> list[ReplicaHandle]:
         return [h for h in self._replicas.values() if h.status == HEALTHY and h.session is not None]
@@ -326,10 +344,14 @@ class ClusterCoordinator:
                     no_healthy_since = None
                 else:
                     no_healthy_since = no_healthy_since or now
-                    if now - no_healthy_since >= replica_wait_s:
+                    # every replica known unable to work (its executors cannot read Blob): say so now
+                    failures = self._failures(every=True)
+                    if now - no_healthy_since >= replica_wait_s or failures:
                         raise SqlError(
                             NO_REPLICAS,
-                            f'no replica of cluster "{self.name}" is healthy (waited {replica_wait_s:g} s)',
+                            f'no replica of cluster "{self.name}" is healthy '
+                            + (f"(waited {replica_wait_s:g} s)" if not failures else "(every one failed)"),
+                            detail=failures or self._failures(),
                             hint="SHOW CLUSTER REPLICAS shows each replica's status.",
                         )
                 pending = [f for _, f in attempts.values() if not f.done()]

@@ -76,6 +76,14 @@ class ReplicaSpec:
         workers: cores per process; scale: executor processes (``local-cluster`` when > 1).
         memory_mb: JVM memory per process, None for Spark's default.
         availability_zone: passed as the Spark property ``spark.sqlfront.availability_zone``.
+        master: a Spark standalone master (``spark://HOST:PORT``): the driver runs here,
+            ``scale`` executors of ``workers`` cores on the master's workers; None for
+            ``local[N]`` / ``local-cluster``.
+        executor_memory_mb: memory of each standalone executor (None: Spark's default).
+        secret_file: the standalone cluster's ``spark.authenticate.secret`` (None: the
+            cluster runs without authentication).
+        driver_host: the address the driver's RPC and block manager bind to and executors
+            dial (Spark's ``spark.driver.host``); the Connect port and the UI stay on 127.0.0.1.
     """
 
     replica_id: str
@@ -84,6 +92,10 @@ class ReplicaSpec:
     scale: int = 1
     memory_mb: int | None = None
     availability_zone: str | None = None
+    master: str | None = None
+    executor_memory_mb: int | None = None
+    secret_file: str | None = None
+    driver_host: str = "127.0.0.1"
 
 
 @dataclass
@@ -173,7 +185,9 @@ class Orchestrator:
                 fut.set_exception(e)
 
     def command(self, spec: ReplicaSpec, port: int, workdir: Path) -> list[str]:
-        if spec.scale > 1:
+        if spec.master:
+            master = spec.master
+        elif spec.scale > 1:
             mem = spec.memory_mb or 1024
             master = f"local-cluster[{spec.scale},{spec.workers},{mem}]"
         else:
@@ -182,8 +196,8 @@ class Orchestrator:
         conf = {
             "spark.connect.grpc.binding.address": "127.0.0.1",
             "spark.connect.grpc.binding.port": str(port),
-            "spark.driver.host": "127.0.0.1",
-            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.driver.host": spec.driver_host,
+            "spark.driver.bindAddress": spec.driver_host,
             # The Spark UI and its REST API (stage and task times) on a free port of 127.0.0.1
             # (SPARK_LOCAL_IP below), named in replica.log and linked from the console; it has
             # no authentication, so never on another address. PROFILE_UI_ENV=0 turns it off.
@@ -218,7 +232,14 @@ class Orchestrator:
         }
         if spec.availability_zone:
             conf["spark.sqlfront.availability_zone"] = spec.availability_zone
-        if spec.scale > 1 and spec.memory_mb:
+        if spec.master:
+            # Spark standalone: at most `scale` executors of `workers` cores ("Spark
+            # Standalone Mode", "Executors Scheduling"); executor memory is the size's own
+            conf["spark.executor.cores"] = str(spec.workers)
+            conf["spark.cores.max"] = str(total_cores)
+            if spec.executor_memory_mb:
+                conf["spark.executor.memory"] = f"{spec.executor_memory_mb}m"
+        elif spec.scale > 1 and spec.memory_mb:
             conf["spark.executor.memory"] = f"{spec.memory_mb}m"
         cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", CONNECT_SERVER_CLASS, "--master", master,
                "--properties-file", str(workdir / PROPERTIES_FILE)]
@@ -242,8 +263,7 @@ class Orchestrator:
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
         token = secrets.token_urlsafe(32)
         env[TOKEN_ENV] = token
-        write_private(workdir / PROPERTIES_FILE,
-                      spark_auth_properties(secrets.token_hex(32) if spec.scale > 1 else None))
+        write_private(workdir / PROPERTIES_FILE, spark_auth_properties(_auth_secret(spec)))
         logf = open(log_path, "ab")
         log_offset = logf.tell()
         logf.write(f"\n=== starting {spec.label} on 127.0.0.1:{port} at {time.ctime()} ===\n".encode())
@@ -269,12 +289,12 @@ class Orchestrator:
     def stop(self, proc: ReplicaProcess, grace_s: float = 5.0) -> None:
         """Stop a replica's process group: SIGTERM, then SIGKILL after ``grace_s``."""
         pgid = proc.popen.pid
-        _signal_group(pgid, signal.SIGTERM)
+        signal_group(pgid, signal.SIGTERM)
         try:
             proc.popen.wait(grace_s)
         except subprocess.TimeoutExpired:
             pass
-        _signal_group(pgid, signal.SIGKILL)
+        signal_group(pgid, signal.SIGKILL)
         try:
             proc.popen.wait(5)
         except subprocess.TimeoutExpired:
@@ -294,7 +314,7 @@ class Orchestrator:
                 continue
             if _is_our_replica(pid, pidfile.parent.name):
                 log.warning("killing orphaned replica process group %d (%s)", pid, pidfile.parent.name)
-                _signal_group(pid, signal.SIGKILL)
+                signal_group(pid, signal.SIGKILL)
                 killed += 1
             pidfile.unlink(missing_ok=True)
         return killed
@@ -305,8 +325,9 @@ def spark_auth_properties(secret: str | None) -> str:
     authentication: Spark's "Security" page, "Authentication" (``spark.authenticate``:
     a peer proves the shared secret, SASL DIGEST-MD5, before any message of its reaches
     an RPC handler). ``secret`` (hex, so it needs no escaping) is
-    ``spark.authenticate.secret``: a ``local-cluster`` master requires one
-    (SecurityManager.initializeAuth); None for ``local[N]``, where Spark draws a random
+    ``spark.authenticate.secret``: a ``local-cluster`` or standalone master requires one
+    (SecurityManager.initializeAuth); ``""`` turns authentication off (a standalone
+    cluster started without a secret); None for ``local[N]``, where Spark draws a random
     secret of its own at startup that never leaves the JVM.
 
     Not ``spark.network.crypto.enabled`` (AES-based authentication and encryption, tried
@@ -326,13 +347,25 @@ def spark_auth_properties(secret: str | None) -> str:
     further: a jstack of the stuck task's thread is the next step. The traffic stays on
     the loopback interface, which other users cannot sniff."""
     props = {
-        "spark.authenticate": "true",
+        "spark.authenticate": "true" if secret != "" else "false",
         # its "took N ms" line prints a slow job's properties, the secret among them
         "spark.scheduler.listenerbus.logSlowEvent": "false",
     }
-    if secret is not None:
+    if secret:
         props["spark.authenticate.secret"] = secret
     return "\n".join(f"{k}={v}" for k, v in props.items())
+
+
+def _auth_secret(spec: ReplicaSpec) -> str | None:
+    """The ``spark.authenticate.secret`` of a replica (see ``spark_auth_properties``): a
+    standalone cluster's from its secret file, a fresh one for ``local-cluster``, None for
+    ``local[N]``.
+
+    Raises:
+        OSError when a standalone size's secret file cannot be read."""
+    if spec.master:
+        return Path(spec.secret_file).read_text().strip() if spec.secret_file else ""
+    return secrets.token_hex(32) if spec.scale > 1 else None
 
 
 def _logged_oom(log_path: Path, offset: int) -> bool:
@@ -371,7 +404,8 @@ def group_cpu_seconds(pgid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def _signal_group(pgid: int, sig: int) -> None:
+def signal_group(pgid: int, sig: int) -> None:
+    """Send ``sig`` to process group ``pgid``; a group that is gone is ignored."""
     try:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):

@@ -106,6 +106,7 @@ class ReplicaHandle:
         orchestrator: Orchestrator | None,
         on_change: Callable[["ReplicaHandle"], None],
         max_peeks: int = 8,
+        blob_probe: Callable[[object], None] | None = None,
     ):
         self.replica = replica
         self.label = label
@@ -117,6 +118,15 @@ class ReplicaHandle:
         self.process: ReplicaProcess | None = None
         #: restarts of this replica because canceled work did not stop
         self.cancel_restarts = 0
+        #: ``blob_probe(session)`` raises BlobUnreachable when the replica's executors
+        #: cannot read persist Blob (spark_exec.blob_probe); None: not checked (local[N])
+        self.blob_probe = blob_probe
+        self._blob_ok = blob_probe is None
+        #: why the replica cannot take work although its server answers (None: nothing
+        #: known): shown as its status reason and in "no replica is healthy" errors
+        self.failure: str | None = None
+        #: monotonic time before which a failed replica is not probed again
+        self._retry_at = 0.0
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._monitor, name=f"replica-{label}", daemon=True)
@@ -346,9 +356,42 @@ class ReplicaHandle:
             log.debug("replica %s ping failed: %s", self.label, e)
             return False
 
+    #: seconds the Blob probe may take (a standalone job retries a failing task 4 times)
+    BLOB_PROBE_TIMEOUT_S = 120.0
+    #: seconds between Blob probes of a replica whose executors could not read Blob
+    BLOB_RETRY_S = 30.0
+
+    def _blob_readable(self) -> bool:
+        """Run the Blob probe once (then the replica is healthy), or again every
+        ``BLOB_RETRY_S`` after a failure, which stays in ``failure``."""
+        if self._blob_ok:
+            return True
+        from spark_exec.blob_probe import BlobUnreachable
+
+        sess = self.session
+        self._ping = self._pinger.submit(self.blob_probe, sess)
+        try:
+            self._ping.result(timeout=self.BLOB_PROBE_TIMEOUT_S)
+        except BlobUnreachable as e:
+            failure = f"replica {self.label}: {e}"
+        except FutureTimeout:
+            failure = f"replica {self.label}: reading a probe part from persist Blob took over " \
+                      f"{self.BLOB_PROBE_TIMEOUT_S:g} s"
+        except Exception as e:  # the server itself failed: probed again with a fresh session
+            log.debug("replica %s blob probe failed: %s", self.label, e)
+            return False
+        else:
+            self._blob_ok, self.failure = True, None
+            return True
+        if failure != self.failure:
+            log.error("%s; probing again every %.0f s", failure, self.BLOB_RETRY_S)
+        self.failure = failure
+        self._retry_at = time.monotonic() + self.BLOB_RETRY_S
+        return False
+
     def _probe(self) -> bool:
         url = self.url
-        if url is None:
+        if url is None or time.monotonic() < self._retry_at:
             return False
         host, port = url.removeprefix("sc://").split("/")[0].split(":")
         try:
@@ -365,7 +408,7 @@ class ReplicaHandle:
             log.debug("replica %s connect failed: %s", self.label, e)
             return False
         if self._ping_ok(full=True):
-            return True
+            return self._blob_readable()
         if self._ping is not None and self._ping.done():
             # The server answered with an error: start over with a fresh session.
             sess, self.session = self.session, None

@@ -3,7 +3,10 @@
 
 Per client connection:
 
-1. SSLRequest / GSSENCRequest are answered ``N`` (plain text, as environmentd does).
+1. SSLRequest is answered ``S`` and the connection becomes TLS when the balancer has a
+   certificate (``--tls-cert``; it terminates TLS, as Materialize's balancerd does), else
+   ``N``; GSSENCRequest always ``N``. With ``tls_required`` a startup in clear text gets
+   FATAL 28000, as environmentd's ``--tls-mode require``.
 2. The startup packet's ``options`` parameter names the cluster (``-c cluster=NAME``,
    ``--cluster=NAME``, as libpq passes ``PGOPTIONS``); a route for that name picks the
    environmentd (``--route NAME=HOST:PORT``), else, with ``--catalog-url``, the process
@@ -28,7 +31,15 @@ shut the server down, 57P03 cannot_connect_now that the server the client reache
 starting up; neither is what happened. When an environmentd goes away mid-session, the
 client gets the same FATAL 08006 at the next message boundary, then the connection closes.
 
-Listens on loopback only: the balancer has no authentication of its own.
+To environmentd the balancer speaks TLS when given a client context (``--backend-tls-ca``):
+it sends SSLRequest first, checks the certificate against the CA and the address it dials,
+and refuses an environmentd that answers ``N`` (no silent fallback to clear text).
+CancelRequests take the same way.
+
+The balancer has no authentication of its own: environmentd authenticates every session.
+Listening off loopback, it therefore forwards only to environmentd processes that listen
+off loopback too (which ``sqlfront serve`` allows only with a password); a loopback
+environmentd may have none.
 """
 
 from __future__ import annotations
@@ -37,12 +48,14 @@ import asyncio
 import hmac
 import logging
 import secrets
+import ssl
 import struct
 import threading
 from dataclasses import dataclass, field
 
 from catalog.cluster_leases import read_routes
 from catalog.errors import SqlError
+from sqlfront.addresses import is_loopback
 from sqlfront.messages import error_response
 from sqlfront.vars import parse_options
 
@@ -176,9 +189,14 @@ class Balancer:
     the other transport): no task switch per message, which is most of a proxy's cost
     on small round trips. Each side's write buffer pauses the other side's reading."""
 
-    def __init__(self, listen: tuple[str, int], routes: Routes):
+    def __init__(self, listen: tuple[str, int], routes: Routes, tls: ssl.SSLContext | None = None,
+                 tls_required: bool = False, backend_tls: ssl.SSLContext | None = None):
         self.listen = listen
         self.routes = routes
+        #: the clients' TLS (server side), required or not; the TLS to environmentd (client side)
+        self.tls, self.tls_required, self.backend_tls = tls, tls_required, backend_tls
+        #: off loopback: forward to no loopback environmentd (see the module doc)
+        self.public = not is_loopback(listen[0])
         #: balancer process id -> (balancer secret, the environmentd session behind it)
         self.cancel_keys: dict[int, tuple[bytes, _Backend]] = {}
         self._server: asyncio.AbstractServer | None = None
@@ -218,8 +236,15 @@ class Balancer:
             return
         backend = entry[1]
         try:
-            _, w = await asyncio.wait_for(asyncio.open_connection(*backend.address), CONNECT_TIMEOUT_S)
-        except (OSError, asyncio.TimeoutError):
+            r, w = await asyncio.wait_for(asyncio.open_connection(*backend.address), CONNECT_TIMEOUT_S)
+            if self.backend_tls is not None:
+                w.write(struct.pack("!II", 8, SSL_REQUEST))
+                if await asyncio.wait_for(r.readexactly(1), CONNECT_TIMEOUT_S) != b"S":
+                    w.close()
+                    return
+                await asyncio.wait_for(w.start_tls(self.backend_tls, server_hostname=backend.address[0]),
+                                       CONNECT_TIMEOUT_S)
+        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ssl.SSLError):
             return  # the session's environmentd is gone, and the query with it
         w.write(struct.pack("!II", 8 + len(backend.key), CANCEL_REQUEST) + backend.key)
         await w.drain()
@@ -245,17 +270,40 @@ class _Client(asyncio.Protocol):
         self.backend: _Upstream | None = None
         self.pid: int | None = None
         self.closed = False
+        #: the client's connection is TLS (after SSLRequest and the handshake)
+        self.tls_in_use = False
+        #: the TLS handshake runs: what arrives (decrypted, possibly before ``start_tls``
+        #: has returned the new transport) waits in ``buf``
+        self._upgrading = False
 
     def connection_made(self, transport) -> None:
         self.transport = transport
         self.balancer.connections += 1
+
+    def _fatal(self, sqlstate: str, message: str, hint: str | None = None) -> None:
+        self.transport.write(error_response(SqlError(sqlstate, message, hint=hint, severity="FATAL")))
+        self.transport.close()
+
+    async def _start_tls(self) -> None:
+        """Answer the client's SSLRequest with the TLS handshake; reading resumes on the
+        TLS transport, where the startup packet follows."""
+        loop = asyncio.get_running_loop()
+        try:
+            self.transport = await loop.start_tls(self.transport, self, self.balancer.tls, server_side=True)
+        except (OSError, ssl.SSLError, ConnectionError) as e:
+            log.info("client TLS handshake failed: %s", e)
+            self.transport.close()
+            return
+        self.tls_in_use, self._upgrading = True, False
+        if self.buf:
+            self._startup()
 
     def data_received(self, data: bytes) -> None:
         if self.backend is not None and self.backend.transport is not None:
             self.backend.transport.write(data)
             return
         self.buf += data
-        if self.pid is None:
+        if self.pid is None and not self._upgrading:
             self._startup()
 
     def _startup(self) -> None:
@@ -269,21 +317,36 @@ class _Client(asyncio.Protocol):
             if len(self.buf) < length:
                 return
             packet, self.buf = bytes(self.buf[:length]), self.buf[length:]
+            if code == SSL_REQUEST and self.balancer.tls is not None and not self.tls_in_use:
+                if self.buf:  # the client must wait for the answer before its handshake
+                    self._fatal("08P01", "data after SSLRequest before the TLS handshake")
+                    return
+                self.transport.write(b"S")
+                self.transport.pause_reading()  # start_tls takes over the socket's reading
+                self._upgrading = True
+                asyncio.ensure_future(self._start_tls())
+                return
             if code in (SSL_REQUEST, GSSENC_REQUEST):
-                self.transport.write(b"N")  # plain text, as environmentd answers
+                self.transport.write(b"N")  # plain text, as environmentd answers without a certificate
                 continue
             if code == CANCEL_REQUEST:
                 asyncio.ensure_future(self.balancer.forward_cancel(packet[8:]))
                 self.transport.close()
                 return
+            if self.balancer.tls_required and not self.tls_in_use:
+                self._fatal("28000", "this server accepts TLS connections only", "Connect with sslmode=require.")
+                return
             cluster = cluster_of(parse_startup(packet[8:]).get("options", ""))
             address = self.balancer.routes.address_for(cluster)
             if address is None:
-                self.transport.write(error_response(SqlError(
-                    CONNECTION_FAILURE, f"no environmentd owns cluster '{cluster or DEFAULT_CLUSTER}'",
-                    hint="Name a cluster with options '-c cluster=NAME', or start the balancer with --default.",
-                    severity="FATAL")))
-                self.transport.close()
+                self._fatal(CONNECTION_FAILURE, f"no environmentd owns cluster '{cluster or DEFAULT_CLUSTER}'",
+                            "Name a cluster with options '-c cluster=NAME', or start the balancer with --default.")
+                return
+            if self.balancer.public and is_loopback(address[0]):
+                self._fatal(CONNECTION_FAILURE, f"the environmentd of cluster '{cluster or DEFAULT_CLUSTER}' "
+                            f"listens on loopback ({address[0]}:{address[1]}), where it may have no password: "
+                            "this balancer, off loopback, does not forward to it",
+                            "Run environmentd on an address of its host, with --password-file.")
                 return
             self.pid = self.balancer.new_pid()
             self.transport.pause_reading()
@@ -295,8 +358,13 @@ class _Client(asyncio.Protocol):
         try:
             upstream = _Upstream(self, cluster, address)
             await asyncio.wait_for(loop.create_connection(lambda: upstream, *address), CONNECT_TIMEOUT_S)
-        except (OSError, asyncio.TimeoutError) as e:
+            if self.balancer.backend_tls is not None:
+                await asyncio.wait_for(upstream.start_tls(self.balancer.backend_tls), CONNECT_TIMEOUT_S)
+        except (OSError, asyncio.TimeoutError, ssl.SSLError, _NoTls) as e:
             log.warning("cannot reach environmentd %s:%d for cluster %s: %s", *address, cluster, e)
+            upstream.abandoned = True
+            if upstream.transport is not None:
+                upstream.transport.close()
             if not self.closed:
                 self.transport.write(_unreachable(cluster, address))
                 self.transport.close()
@@ -338,11 +406,35 @@ class _Upstream(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.partial = b""  # an incomplete message at the end of what came so far
         self.last_kind = b""
+        #: set while an SSLRequest waits for environmentd's one-byte answer
+        self._tls_answer: asyncio.Future | None = None
+        #: given up while connecting (the client has been told why already)
+        self.abandoned = False
 
     def connection_made(self, transport) -> None:
         self.transport = transport
 
+    async def start_tls(self, ctx: ssl.SSLContext) -> None:
+        """SSLRequest, then the TLS handshake checking environmentd's certificate against
+        ``ctx`` and the address dialed.
+
+        Raises:
+            _NoTls when environmentd answers ``N``; ssl.SSLError / OSError from the handshake."""
+        self._tls_answer = asyncio.get_running_loop().create_future()
+        self.transport.write(struct.pack("!II", 8, SSL_REQUEST))
+        answer = await self._tls_answer
+        self._tls_answer = None
+        if answer != b"S":
+            raise _NoTls(f"environmentd at {self.address[0]}:{self.address[1]} does not offer TLS")
+        self.transport.pause_reading()
+        self.transport = await asyncio.get_running_loop().start_tls(
+            self.transport, self, ctx, server_hostname=self.address[0])
+
     def data_received(self, data: bytes) -> None:
+        if self._tls_answer is not None:
+            if not self._tls_answer.done():
+                self._tls_answer.set_result(data[:1])
+            return
         if self.partial:
             data = self.partial + data
         pos, n, key_at = 0, len(data), -1
@@ -372,7 +464,10 @@ class _Upstream(asyncio.Protocol):
         self.client.transport.resume_reading()
 
     def connection_lost(self, exc) -> None:
-        if self.client.closed:
+        if self._tls_answer is not None and not self._tls_answer.done():
+            self._tls_answer.set_exception(ConnectionError("environmentd closed the connection"))
+            return
+        if self.client.closed or self.abandoned:
             return
         # At a message boundary, and not after a FATAL environmentd sent itself: say why.
         # Mid-message, another message would garble the stream: just close.
@@ -381,15 +476,21 @@ class _Upstream(asyncio.Protocol):
         self.client.transport.close()
 
 
-def serve(listen: tuple[str, int], routes: Routes, ready=None, catalog_url: str | None = None) -> None:
+class _NoTls(Exception):
+    """environmentd answered SSLRequest with ``N``."""
+
+
+def serve(listen: tuple[str, int], routes: Routes, ready=None, catalog_url: str | None = None,
+          tls: ssl.SSLContext | None = None, tls_required: bool = False,
+          backend_tls: ssl.SSLContext | None = None) -> None:
     """Run the balancer until cancelled (SIGINT/SIGTERM end the process). ``ready(address)``
     is called once it listens. With ``catalog_url``, clusters go to their owners
-    (:class:`OwnerFollower`)."""
+    (:class:`OwnerFollower`); ``tls``, ``tls_required``, ``backend_tls``: see the module doc."""
 
     async def main():
         if catalog_url:
             OwnerFollower(catalog_url, routes).start()
-        b = await Balancer(listen, routes).start()
+        b = await Balancer(listen, routes, tls, tls_required, backend_tls).start()
         default = "%s:%d" % routes.default if routes.default else "the owner of quickstart"
         log.info("balancer listening on %s:%d; default %s; routes %s", *b.address, default,
                  ", ".join(f"{c}={h}:{p}" for c, (h, p) in sorted(routes.clusters.items())) or "none")

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from catalog.sizes import default_sizes, parse_sizes
+from sqlfront.addresses import WILDCARD_HOSTS, is_loopback
 
 DEFAULT_LISTEN = "127.0.0.1:6875"
 #: the seed's persist PubSub port
@@ -51,17 +52,6 @@ class ByteSize(click.ParamType):
         if not digits.isdigit() or unit not in self.UNITS or int(digits) * self.UNITS[unit] < 1:
             self.fail(f"expected a positive size such as 65536, 64MB or 1GB, got {value!r}", param, ctx)
         return int(digits) * self.UNITS[unit]
-
-
-def is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @click.group()
@@ -128,8 +118,16 @@ def main() -> None:
 @click.option("--persist-pubsub", "persist_pubsub", default="on", show_default=True, type=click.Choice(["on", "off"]),
               help="Serve persist PubSub and follow shards through it (off: followers poll Consensus).")
 @click.option("--persist-pubsub-listen", default=DEFAULT_PUBSUB_LISTEN, show_default=True,
-              help="Persist PubSub address (HOST:PORT, loopback only); a taken port falls back to a free one, "
-                   "written to DATA_DIR/persist_pubsub.")
+              help="Persist PubSub address (HOST:PORT; off loopback only with --tls-cert, which PubSub then "
+                   "serves and dials peers with); a taken port falls back to a free one, written to "
+                   "DATA_DIR/persist_pubsub.")
+@click.option("--advertise-host", default=None,
+              help="The host other processes (PubSub peers, the balancer) reach this one's pgwire and PubSub at, "
+                   "as it registers them in the shared store (default: the host of each listen address; "
+                   "required when one is a wildcard such as 0.0.0.0).")
+@click.option("--tls-ca", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="PEM bundle of the CAs that sign the other processes' certificates, for PubSub between "
+                   "processes (default: --tls-cert itself, a certificate all of them share).")
 @click.option("--persist-consensus-url", default=None, envvar="SQLFRONT_PERSIST_CONSENSUS_URL",
               help="persist Consensus: postgres://USER[:PASSWORD]@HOST:PORT/DB, shared by several environmentd "
                    "processes (default: DATA_DIR/consensus.db, sqlite). Also $SQLFRONT_PERSIST_CONSENSUS_URL, "
@@ -160,7 +158,7 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
           max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
           max_copy_from_size, copy_memory_budget, authentication_timeout, max_startup_connections, log_level,
           tls_cert, tls_key, tls_mode, max_query_heap_size, persist_compaction, persist_pubsub,
-          persist_pubsub_listen, persist_consensus_url, timestamp_oracle_url, persist_blob_url,
+          persist_pubsub_listen, advertise_host, tls_ca, persist_consensus_url, timestamp_oracle_url, persist_blob_url,
           catalog_url, catalog_key_file, clusters, takeover, cluster_lease_duration) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
@@ -174,25 +172,16 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
     for noisy in ("py4j", "pyspark", "grpc"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from catalog.errors import SqlError
+    from persist.binding import BlobMismatch
     from pgconn import is_postgres_url
     from sqlfront.datadir import make_private
     from sqlfront.environment import Config, Environment
     from sqlfront.pgwire import PgServer
+    from sqlfront.tls import PeerTls
     from sqlfront.vars import validate
 
     host, port = parse_listen(listen)
-    tls = None
-    if tls_cert or tls_key:
-        import ssl
-
-        from sqlfront.tls import server_context
-
-        if not (tls_cert and tls_key):
-            raise click.UsageError("--tls-cert and --tls-key go together")
-        try:
-            tls = server_context(tls_cert, tls_key)
-        except (OSError, ssl.SSLError) as e:
-            raise click.ClickException(f"cannot load --tls-cert/--tls-key: {e}") from None
+    tls = _server_tls(tls_cert, tls_key)
     password = os.environ.get("SQLFRONT_PASSWORD") or None
     if password_file:
         password = Path(password_file).read_text().rstrip("\n")
@@ -214,10 +203,16 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
             f"refusing to serve the console on {console_listen} without a password: anyone who can reach it "
             "could run SQL. Set --password-file (or SQLFRONT_PASSWORD), or listen on 127.0.0.1.")
     pubsub_address = parse_listen(persist_pubsub_listen)
-    if not is_loopback(pubsub_address[0]):
+    if not is_loopback(pubsub_address[0]) and tls is None:
         raise click.ClickException(
-            f"refusing to serve persist pubsub on {persist_pubsub_listen}: it has no authentication. "
-            "Listen on 127.0.0.1.")
+            f"refusing to serve persist pubsub on {persist_pubsub_listen} in clear text: its token and the "
+            "shard states it carries would cross the network readable. Give --tls-cert/--tls-key, or listen "
+            "on 127.0.0.1.")
+    for flag, h in (("--listen", host), ("--persist-pubsub-listen", pubsub_address[0])):
+        if h in WILDCARD_HOSTS and advertise_host is None and (persist_consensus_url or catalog_url):
+            raise click.BadParameter(f"{h} names no host other processes can reach this one at: give "
+                                     "--advertise-host", param_hint=flag)
+    peer_tls = PeerTls(tls_cert, tls_key, tls_ca) if tls is not None else None
     scram = None
     if password is not None:
         from sqlfront.auth import ScramVerifier
@@ -265,13 +260,16 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                     persist_pubsub_listen=pubsub_address, persist_consensus_url=persist_consensus_url,
                     timestamp_oracle_url=timestamp_oracle_url, persist_blob_url=persist_blob_url,
                     catalog_url=catalog_url, catalog_key_file=Path(catalog_key_file) if catalog_key_file else None,
-                    address=f"{host}:{port}", clusters=cluster_names,
+                    address=f"{advertise_host or host}:{port}", clusters=cluster_names,
+                    advertise_host=advertise_host, peer_tls=peer_tls,
                     takeover=takeover, cluster_lease_s=cluster_lease_duration, activity_log=activity_log)
     make_private(Path(data_dir))
     try:
         env = Environment(config)
     except SqlError as e:  # a shared catalog refusing this process's key, say
         raise click.ClickException(" ".join(filter(None, (e.message + ".", e.hint)))) from None
+    except BlobMismatch as e:  # a shared Consensus with a private Blob, or the reverse
+        raise click.ClickException(str(e)) from None
     except Exception as e:
         _unreachable_postgres(e)
     stop = threading.Event()
@@ -315,7 +313,8 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
 
 @main.command()
 @click.option("--listen", default=DEFAULT_LISTEN, show_default=True,
-              help="pgwire address of the balancer (HOST:PORT, loopback only).")
+              help="pgwire address of the balancer (HOST:PORT). Off loopback it forwards only to environmentd "
+                   "processes off loopback (they require a password there).")
 @click.option("--route", "routes", multiple=True, metavar="CLUSTER=HOST:PORT",
               help="Send connections whose options set cluster CLUSTER (-c cluster=CLUSTER) to the "
                    "environmentd at HOST:PORT (repeatable).")
@@ -325,18 +324,36 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
 @click.option("--catalog-url", default=None, envvar="SQLFRONT_CATALOG_URL",
               help="The environmentd processes' shared catalog (postgres://...): route each cluster to the "
                    "process that owns it now (its lease), including after a takeover. Also $SQLFRONT_CATALOG_URL.")
+@click.option("--tls-cert", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="PEM certificate (chain) the balancer presents: clients may connect with TLS (sslmode=require); "
+                   "it terminates their TLS.")
+@click.option("--tls-key", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="PEM private key of --tls-cert.")
+@click.option("--tls-mode", default="allow", show_default=True, type=click.Choice(["allow", "require"]),
+              help="With --tls-cert: 'require' refuses clients that do not use TLS (FATAL 28000).")
+@click.option("--backend-tls-ca", default=None, type=click.Path(exists=True, dir_okay=False),
+              help="Speak TLS to environmentd, trusting the certificates of this PEM bundle (each must name the "
+                   "address it is dialed at); an environmentd without TLS is then unreachable.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["debug", "info", "warning", "error"]))
-def balancer(listen, routes, default, catalog_url, log_level) -> None:
+def balancer(listen, routes, default, catalog_url, tls_cert, tls_key, tls_mode, backend_tls_ca, log_level) -> None:
     """Run the pgwire balancer: route each connection to the environmentd of its cluster,
     forward CancelRequests to it, answer FATAL 08006 when it cannot be reached."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from sqlfront.balancer import Routes, serve as serve_balancer
 
     host, port = parse_listen(listen)
-    if not is_loopback(host):
-        raise click.ClickException(f"refusing to listen on {listen}: the balancer has no authentication of "
-                                   "its own. Listen on 127.0.0.1.")
+    tls = _server_tls(tls_cert, tls_key)
+    backend_tls = None
+    if backend_tls_ca:
+        import ssl
+
+        from sqlfront.tls import client_context
+
+        try:
+            backend_tls = client_context(backend_tls_ca)
+        except (OSError, ssl.SSLError) as e:
+            raise click.ClickException(f"cannot load --backend-tls-ca: {e}") from None
     clusters = {}
     for r in routes:
         name, eq, address = r.partition("=")
@@ -354,7 +371,8 @@ def balancer(listen, routes, default, catalog_url, log_level) -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         serve_balancer((host, port), Routes(parse_listen(default) if default else None, clusters),
-                       catalog_url=catalog_url)
+                       catalog_url=catalog_url, tls=tls, tls_required=tls is not None and tls_mode == "require",
+                       backend_tls=backend_tls)
     except OSError as e:
         raise click.ClickException(f"cannot listen on {listen}: {e}")
     except KeyboardInterrupt:
@@ -392,6 +410,69 @@ def top(url, interval, once) -> None:
             time.sleep(interval)
 
 
+@main.group("spark-cluster")
+def spark_cluster() -> None:
+    """A Spark standalone cluster from the installed pyspark, for replicas whose executors
+    run on its workers (a size with "master": "spark://HOST:PORT")."""
+
+
+@spark_cluster.command("up")
+@click.option("--dir", "directory", default="spark-cluster", show_default=True, type=click.Path(file_okay=False),
+              help="Where the cluster's logs, pid files and secret are kept.")
+@click.option("--listen", default="127.0.0.1:7077", show_default=True,
+              help="The master's address (HOST:PORT); the workers bind to the same host.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(1), help="Worker processes.")
+@click.option("--cores", default=1, show_default=True, type=click.IntRange(1), help="Cores each worker offers.")
+@click.option("--memory", default="1g", show_default=True,
+              help="Memory each worker offers its executors (Spark's notation: 512m, 2g).")
+def spark_cluster_up(directory, listen, workers, cores, memory) -> None:
+    """Start a master and WORKERS workers; prints the size entry that runs replicas on them."""
+    import json
+
+    from spark_exec.standalone import ClusterError, up
+
+    host, port = parse_listen(listen)
+    try:
+        url = up(Path(directory), host, port, workers, cores, memory, echo=click.echo)
+    except ClusterError as e:
+        raise click.ClickException(str(e))
+    secret = str((Path(directory) / "secret").resolve())
+    size = {"master": url, "executors": workers, "cores": cores, "memory": memory, "secret_file": secret}
+    click.echo(f"cluster up: {url}; a size for it: --cluster-replica-sizes '{json.dumps({'sa': size})}'")
+
+
+@spark_cluster.command("worker")
+@click.option("--dir", "directory", default="spark-worker", show_default=True, type=click.Path(file_okay=False),
+              help="Where this host's worker keeps its log, pid file and scratch space.")
+@click.option("--master", "master_url", required=True, help="The master's URL (spark://HOST:PORT).")
+@click.option("--properties", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The cluster's spark.properties (from spark-cluster up's --dir; it holds the secret).")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="The address of this host the worker binds to and the master and drivers reach it at.")
+@click.option("--cores", default=1, show_default=True, type=click.IntRange(1), help="Cores it offers.")
+@click.option("--memory", default="1g", show_default=True, help="Memory it offers its executors (512m, 2g).")
+def spark_cluster_worker(directory, master_url, properties, host, cores, memory) -> None:
+    """Start one more worker, on this host, for a cluster started elsewhere with spark-cluster up;
+    stop it with spark-cluster down --dir DIR."""
+    from spark_exec.standalone import ClusterError, join
+
+    try:
+        n = join(Path(directory), master_url, Path(properties), host, cores, memory)
+    except ClusterError as e:
+        raise click.ClickException(str(e))
+    click.echo(f"worker-{n} on {host} registered with {master_url} ({cores} core(s), {memory})")
+
+
+@spark_cluster.command("down")
+@click.option("--dir", "directory", default="spark-cluster", show_default=True, type=click.Path(file_okay=False),
+              help="The directory given to spark-cluster up.")
+def spark_cluster_down(directory) -> None:
+    """Stop the master and workers started with spark-cluster up."""
+    from spark_exec.standalone import down
+
+    click.echo(f"stopped {down(Path(directory))} process(es)")
+
+
 @main.command("load-tpch")
 @click.option("--scale", default=0.1, show_default=True, type=float, help="TPC-H scale factor.")
 @click.option("--url", default="postgresql://materialize@127.0.0.1:6875/materialize", show_default=True,
@@ -411,6 +492,25 @@ def load_tpch(scale, url, data_root) -> None:
         raise click.ClickException(
             f"the server may not read {d.resolve()}: start it with --copy-from-dir {Path(data_root).resolve()} "
             "(make serve does)")
+
+
+def _server_tls(cert: str | None, key: str | None):
+    """The ``ssl`` server context of ``--tls-cert``/``--tls-key``, None without them.
+
+    Raises:
+        click.UsageError for one without the other; click.ClickException when they do not load."""
+    if not (cert or key):
+        return None
+    import ssl
+
+    from sqlfront.tls import server_context
+
+    if not (cert and key):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    try:
+        return server_context(cert, key)
+    except (OSError, ssl.SSLError) as e:
+        raise click.ClickException(f"cannot load --tls-cert/--tls-key: {e}") from None
 
 
 def _check_postgres_urls(consensus_url: str | None, oracle_url: str | None, catalog_url: str | None) -> None:

@@ -60,12 +60,14 @@ from planner.plan import relations_read
 from planner.query import QueryPlanner
 from persist import Batch, FileBlob, PersistClient, SqliteConsensus, open_consensus
 from persist import compact as compaction
+from persist.binding import BlobMismatch, bind_blob
 from persist.blob import part_writer
 from pgconn import is_postgres_url, redact_url
 from pgconn.registry import ProcessRegistry
 from persist.pubsub import PubSubServer
 from sqlfront import group_commit
 from sqlfront.group_commit import GroupCommitter
+from spark_exec.blob_probe import probe_blob
 from spark_exec.cluster_coordinator import ClusterCoordinator
 from spark_exec.lower import arranged_units
 from spark_exec.materializations import Materialization
@@ -78,6 +80,7 @@ from sqlfront.pyworker import PythonWorkers
 from sqlfront import introspection
 from sqlfront.activity import ActivityLog
 from sqlfront.replica_monitor import ReplicaMonitor
+from sqlfront.tls import PeerTls
 from sqlfront.vars import server_defaults
 
 log = logging.getLogger(__name__)
@@ -140,6 +143,10 @@ class Config:
     persist_pubsub: bool = True
     #: where PubSub listens; a taken port falls back to a free one (see ``persist_pubsub``)
     persist_pubsub_listen: tuple[str, int] = ("127.0.0.1", 6879)
+    #: the host other processes reach this one's PubSub at (None: the listen host)
+    advertise_host: str | None = None
+    #: TLS for PubSub, served and dialed (``sqlfront.tls.PeerTls``; None: clear text)
+    peer_tls: PeerTls | None = None
     #: persist Consensus: ``postgres://...`` (shared by several processes) or None for
     #: DATA_DIR/consensus.db
     persist_consensus_url: str | None = None
@@ -217,21 +224,32 @@ class Environment:
         self.metrics = Metrics()
         #: the memory all COPY FROM STDIN streams together draw from
         self.copy_budget = MemoryBudget(config.copy_memory_budget or default_copy_memory_budget())
+        blob = config.persist_blob_url.removeprefix("file://") if config.persist_blob_url else d / "blob"
+        if config.persist_consensus_url:
+            log.info("persist consensus: %s, blob: %s", redact_url(config.persist_consensus_url), blob)
+        consensus = open_consensus(config.persist_consensus_url or str(d / "consensus.db"))
+        # with a shared Blob, part keys name their writer (leaked-part clean-up, _leaked_part)
+        blob_store = FileBlob(blob, self.process_id if config.shared_persist else None)
+        try:  # before any thread starts: a BlobMismatch ends the process at once
+            bind_blob(consensus, blob_store)
+        except BlobMismatch:
+            consensus.close()
+            raise
         pubsub_metrics = self.metrics.persist_pubsub()
         #: the persist PubSub service (None when off)
         self.pubsub_server: PubSubServer | None = None
         (d / PUBSUB_ADDRESS_FILE).unlink(missing_ok=True)
         token = self._pubsub_token = secrets.token_hex(16)
         if config.persist_pubsub:
-            self.pubsub_server = PubSubServer(*config.persist_pubsub_listen, metrics=pubsub_metrics,
-                                              token=token).start()
-            write_private(d / PUBSUB_ADDRESS_FILE, f"{self.pubsub_server.address}\n{token}")
-        blob = config.persist_blob_url.removeprefix("file://") if config.persist_blob_url else d / "blob"
-        if config.persist_consensus_url:
-            log.info("persist consensus: %s, blob: %s", redact_url(config.persist_consensus_url), blob)
-        # with a shared Blob, part keys name their writer (leaked-part clean-up, _leaked_part)
-        self.persist = PersistClient(FileBlob(blob, self.process_id if config.shared_persist else None),
-                                     open_consensus(config.persist_consensus_url or str(d / "consensus.db")),
+            tls = config.peer_tls
+            self.pubsub_server = PubSubServer(
+                *config.persist_pubsub_listen, metrics=pubsub_metrics, token=token, advertise=config.advertise_host,
+                server_credentials=tls.grpc_server_credentials() if tls else None,
+                channel_credentials=tls.grpc_channel_credentials() if tls else None).start()
+            # a third line: the CA bundle a client of this TLS PubSub trusts (sqlfront persist-write)
+            write_private(d / PUBSUB_ADDRESS_FILE, f"{self.pubsub_server.address}\n{token}"
+                          + (f"\n{tls.ca or tls.cert}" if tls else ""))
+        self.persist = PersistClient(blob_store, consensus,
                                      reader_id=f"{self.process_id}:{uuid.uuid4().hex[:12]}",
                                      pubsub_server=self.pubsub_server, metrics=pubsub_metrics,
                                      # a shared oracle's read_ts may pass another process's write in flight
@@ -806,7 +824,8 @@ class Environment:
                 cc = ClusterCoordinator(c.id, c.name, self.orchestrator,
                                         # other processes read statuses from the lease: publish now
                                         on_status=functools.partial(self._replica_status_changed, c.id),
-                                        max_peeks_per_replica=self.config.max_peeks_per_replica)
+                                        max_peeks_per_replica=self.config.max_peeks_per_replica,
+                                        blob_probe=functools.partial(probe_blob, blob=self.persist.blob))
                 cc.maintain_arrangements(functools.partial(self._arranged_tables, c.id))
                 cc.maintain_materializations(self.persist, self.oracle.read_ts,
                                              functools.partial(self._materializations, c.id), self.builtin_rows,

@@ -37,6 +37,7 @@ from catalog.snapshot import Table
 from persist import FileBlob, PersistClient, UpperMismatch, open_consensus
 from pgconn import is_postgres_url
 from sqlfront.environment import PUBSUB_ADDRESS_FILE
+from sqlfront.tls import grpc_channel_credentials
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,8 @@ class StandaloneWriter:
         if not served and pubsub == "auto" and is_postgres_url(consensus_url):
             served = _registered_pubsub(catalog_url if is_postgres_url(catalog_url) else consensus_url)
         token = served[1] if len(served) > 1 else None
+        # a TLS PubSub's file names the CA bundle its clients trust (sqlfront.environment)
+        credentials = grpc_channel_credentials(served[2]) if len(served) > 2 else None
         if pubsub == "auto":
             pubsub = served[0] if served else None
         if pubsub == "off":
@@ -97,7 +100,8 @@ class StandaloneWriter:
         writer = uuid.uuid4().hex[:8]
         self.persist = PersistClient(FileBlob(blob, f"w{writer}" if is_postgres_url(consensus_url) else None),
                                      open_consensus(consensus_url or str(d / "consensus.db")),
-                                     reader_id=f"writer-{writer}:1", pubsub_address=pubsub, pubsub_token=token)
+                                     reader_id=f"writer-{writer}:1", pubsub_address=pubsub, pubsub_token=token,
+                                     pubsub_credentials=credentials)
         if self.persist.pubsub is not None:
             self.persist.pubsub.connected.wait(connect_timeout_s)  # else the first pushes are lost
 

@@ -114,6 +114,8 @@ class ReplicaMonitor:
                 rec = self._status.get(h.id)
                 if rec is None or (rec[0] == "online") != healthy:  # no change seen yet
                     rec = self._status[h.id] = ("online" if healthy else "offline", None, _now())
+            if not healthy and h.failure:  # its server answers, but it cannot work (a Blob probe failed)
+                rec = ("offline", h.failure, rec[2])
             out.append((h.id, 0, *rec))
         return sorted(out)
 

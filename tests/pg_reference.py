@@ -27,10 +27,14 @@ from server import free_port
 class PostgresReference:
     """One PostgreSQL server. ``url`` is its libpq URL once ``start`` returned."""
 
-    def __init__(self, directory: Path | None = None, port: int | None = None):
+    def __init__(self, directory: Path | None = None, port: int | None = None, host: str = "127.0.0.1",
+                 trust_network: str | None = None):
         """``directory``: where the server keeps its data, kept after ``stop`` (a
         temporary directory, removed by ``stop``, when None); ``port``: a fixed port
-        (a free one when None)."""
+        (a free one when None); ``host``: the address it listens on; ``trust_network``: a
+        network (``10.1.2.0/24``) whose clients it trusts too (pg_hba.conf)."""
+        self.host = host
+        self.trust_network = trust_network
         self.keep = directory is not None
         self.dir = Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="pgref-"))
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -60,12 +64,15 @@ class PostgresReference:
             subprocess.run([str(POSTGRES_BIN_PATH / "initdb"), "-D", str(data), "--auth=trust", "--encoding=UTF8",
                             "-U", "postgres", "--no-sync", "--locale-provider=builtin", "--locale=C.UTF-8"],
                            check=True, user=user, capture_output=True)
+            if self.trust_network:
+                with open(data / "pg_hba.conf", "a") as f:
+                    f.write(f"host all all {self.trust_network} trust\n")
         port = self.port or free_port()
         self.proc = subprocess.Popen(
-            [str(POSTGRES_BIN_PATH / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port), "-k", "",
+            [str(POSTGRES_BIN_PATH / "postgres"), "-D", str(data), "-h", self.host, "-p", str(port), "-k", "",
              "-c", "fsync=off", "-c", "TimeZone=UTC", "-c", "DateStyle=ISO, MDY", "-c", "extra_float_digits=1"],
             user=user, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.url = f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        self.url = f"postgresql://postgres@{self.host}:{port}/postgres"
         deadline = time.monotonic() + timeout
         while True:
             try:

@@ -56,8 +56,14 @@ RUNNING: set["Server"] = set()
 class Server:
     """A server process on a free port with its own data directory."""
 
-    def __init__(self, data_dir: Path, *extra_args: str, password: str | None = None):
+    def __init__(self, data_dir: Path, *extra_args: str, password: str | None = None, host: str = "127.0.0.1",
+                 prefix: tuple[str, ...] = (), sslmode: str | None = None):
+        """``host``: the address it listens on and is reached at; ``prefix``: a command it
+        runs under (``ip netns exec NS``); ``sslmode``: libpq's, for connections to it."""
         self.password = password
+        self.sslmode = sslmode
+        self.host = host
+        self.prefix = prefix
         self.data_dir = Path(data_dir)
         self.port = free_port()
         self.extra_args = extra_args
@@ -67,10 +73,11 @@ class Server:
     @property
     def url(self) -> str:
         auth = f"materialize:{self.password}" if self.password else "materialize"
-        return f"postgresql://{auth}@127.0.0.1:{self.port}/materialize"
+        return f"postgresql://{auth}@{self.host}:{self.port}/materialize" + (
+            f"?sslmode={self.sslmode}" if self.sslmode else "")
 
     def start(self, wait_replicas: bool = True, timeout: float = 180) -> "Server":
-        cmd = [sys.executable, "-m", "sqlfront.cli", "serve", "--listen", f"127.0.0.1:{self.port}",
+        cmd = [*self.prefix, sys.executable, "-m", "sqlfront.cli", "serve", "--listen", f"{self.host}:{self.port}",
                "--data-dir", str(self.data_dir), *self.extra_args]
         self.log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
@@ -127,19 +134,20 @@ class Balancer:
     environmentd ports: ``default`` (None: none), and ``routes`` (cluster name -> port);
     ``extra_args`` go to the command line (``--catalog-url URL``)."""
 
-    def __init__(self, log_path, default: int | None, *extra_args: str, **routes: int):
+    def __init__(self, log_path, default: int | None, *extra_args: str, host: str = "127.0.0.1", **routes: int):
         self.port = free_port()
+        self.host = host
         args = [f"--route={c}=127.0.0.1:{p}" for c, p in routes.items()]
         if default is not None:
             args += ["--default", f"127.0.0.1:{default}"]
         self.log = open(log_path, "ab")
         self.proc = subprocess.Popen([sys.executable, "-m", "sqlfront.cli", "balancer", "--listen",
-                                      f"127.0.0.1:{self.port}", *args, *extra_args],
+                                      f"{host}:{self.port}", *args, *extra_args],
                                      cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
         while True:
             try:
-                socket.create_connection(("127.0.0.1", self.port), 1).close()
+                socket.create_connection((host, self.port), 1).close()
                 break
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -149,7 +157,7 @@ class Balancer:
     def connect(self, cluster: str | None = None, **kw) -> psycopg.Connection:
         if cluster is not None:
             kw["options"] = f"-c cluster={cluster}"
-        return psycopg.connect(host="127.0.0.1", port=self.port, user="materialize", dbname="materialize",
+        return psycopg.connect(host=self.host, port=self.port, user="materialize", dbname="materialize",
                                autocommit=True, connect_timeout=10, **kw)
 
     def stop(self) -> None:
@@ -270,3 +278,31 @@ def start_owner_pair(a: "Server", b: "Server") -> None:
         c.execute("CREATE CLUSTER cb REPLICAS (r1 (SIZE '1'))")
     starting.join()
     assert b.proc is not None and b.proc.poll() is None
+
+
+def self_signed(directory: Path, hosts: tuple[str, ...] = ("127.0.0.1",)) -> tuple[str, str]:
+    """A self-signed certificate (made with ``cryptography``) naming ``hosts`` (IP
+    addresses, as subjectAltName entries: what TLS clients between processes check) and
+    its key, written as PEM files in ``directory``; returns their paths (cert, key)."""
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])])
+    now = dt.datetime.now(dt.timezone.utc)
+    san = x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(h)) for h in hosts])
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1)).add_extension(san, critical=False)
+            .sign(key, hashes.SHA256()))
+    cert_path, key_path = Path(directory) / "server.crt", Path(directory) / "server.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    key_path.chmod(0o600)
+    return str(cert_path), str(key_path)

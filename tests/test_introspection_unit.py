@@ -66,14 +66,19 @@ def test_replica_status_reason_is_how_its_process_ended():
     oom = SimpleNamespace(id="u7", status="unhealthy", process=_Proc(("exit code 52", True)))
     killed = SimpleNamespace(id="u8", status="unhealthy", process=_Proc(("killed by signal 9", False)))
     starting = SimpleNamespace(id="u9", status="unhealthy", process=_Proc(None))
-    mon = ReplicaMonitor(lambda: [(oom, None), (killed, None), (starting, None)])
+    # its server answers, but its executors cannot read persist Blob (spark_exec.blob_probe)
+    no_blob = SimpleNamespace(id="u10", status="unhealthy", process=_Proc(None), failure="cannot read Blob")
     for h in (oom, killed, starting):
+        h.failure = None
+    mon = ReplicaMonitor(lambda: [(oom, None), (killed, None), (starting, None), (no_blob, None)])
+    for h in (oom, killed, starting, no_blob):
         mon.status_changed(h, healthy=False)
     assert [r[:4] for r in mon.status_rows()] == [
-        ("u7", 0, "offline", "oom-killed"), ("u8", 0, "offline", "killed by signal 9"), ("u9", 0, "offline", None)]
+        ("u10", 0, "offline", "cannot read Blob"), ("u7", 0, "offline", "oom-killed"),
+        ("u8", 0, "offline", "killed by signal 9"), ("u9", 0, "offline", None)]
     starting.status = "healthy"
     mon.status_changed(starting, healthy=True)
-    assert mon.status_rows()[2][:4] == ("u9", 0, "online", None)
+    assert mon.status_rows()[3][:4] == ("u9", 0, "online", None)
 
 
 def test_console_http_answers_401_without_the_password_and_serves_with_it():

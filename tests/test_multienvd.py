@@ -138,3 +138,27 @@ def test_a_shared_catalog_is_followed_by_the_other_envd(tmp_path, postgres):
     finally:
         a.stop()
         b.stop()
+
+
+def test_a_shared_consensus_with_a_private_blob_is_refused_at_start(tmp_path, postgres):
+    """Issue 27: two ``sqlfront serve`` with one --persist-consensus-url and no
+    --persist-blob-url (each its DATA_DIR/blob): the second is refused at once, naming the
+    flag, instead of failing every read of the first's writes with "Path does not exist"."""
+    import subprocess
+    import sys
+
+    from server import ROOT
+
+    url = new_database(postgres)
+    a = Server(tmp_path / "a" / "mzdata", "--persist-consensus-url", url)
+    (tmp_path / "a").mkdir()
+    try:
+        a.start(wait_replicas=False)
+        b = subprocess.run([sys.executable, "-m", "sqlfront.cli", "serve", "--listen", "127.0.0.1:0",
+                            "--data-dir", str(tmp_path / "b" / "mzdata"), "--persist-consensus-url", url],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        a.stop()
+    assert b.returncode != 0
+    assert f"processes whose Blob is {(tmp_path / 'a' / 'mzdata' / 'blob').resolve().as_uri()}" in b.stderr, b.stderr
+    assert "--persist-blob-url" in b.stderr

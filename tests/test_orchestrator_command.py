@@ -21,3 +21,40 @@ def test_replicas_have_a_loopback_spark_ui_on_a_free_port_by_default(tmp_path, m
     assert conf["spark.ui.enabled"] == "true"
     assert conf["spark.ui.port"] == "0"  # Spark picks a free port and logs it in replica.log
     assert conf["spark.driver.bindAddress"] == "127.0.0.1"
+
+
+def test_a_standalone_size_runs_its_executors_on_the_master_it_names(tmp_path):
+    """Issue 27: ``{"master": "spark://...", "executors": 2, "cores": 1, "memory": "1g"}``."""
+    from catalog.sizes import parse_sizes
+    from spark_exec.orchestrator import _auth_secret, spark_auth_properties
+
+    secret = tmp_path / "secret"
+    secret.write_text("abc123\n")
+    size = parse_sizes('{"sa-4": {"master": "spark://10.0.0.5:7077", "executors": 2, "cores": 1, "memory": "1g", '
+                       f'"secret_file": "{secret}", "driver_host": "10.0.0.2"}}}}')["sa-4"]
+    spec = ReplicaSpec("u1", "c.r1", workers=size.workers, scale=size.scale, master=size.master,
+                       executor_memory_mb=size.executor_memory, secret_file=size.secret_file,
+                       driver_host=size.driver_host)
+    cmd = Orchestrator(tmp_path, instance="t").command(spec, 1234, tmp_path)
+    conf = dict(cmd[i + 1].split("=", 1) for i, a in enumerate(cmd) if a == "--conf")
+    assert cmd[cmd.index("--master") + 1] == "spark://10.0.0.5:7077"
+    assert (conf["spark.executor.cores"], conf["spark.cores.max"], conf["spark.executor.memory"]) == ("1", "2", "1024m")
+    # executors on other hosts dial the driver there; Connect stays on loopback (environmentd is local)
+    assert (conf["spark.driver.host"], conf["spark.driver.bindAddress"]) == ("10.0.0.2", "10.0.0.2")
+    assert conf["spark.connect.grpc.binding.address"] == "127.0.0.1"
+    # the cluster's secret goes to the properties file, never the command line
+    assert "abc123" not in " ".join(cmd)
+    assert "spark.authenticate.secret=abc123" in spark_auth_properties(_auth_secret(spec))
+
+
+def test_a_standalone_size_with_a_bad_master_or_an_unknown_key_is_refused():
+    import pytest
+
+    from catalog.sizes import parse_sizes
+
+    with pytest.raises(ValueError, match="spark://HOST:PORT"):
+        parse_sizes('{"sa": {"master": "local[2]"}}')
+    with pytest.raises(ValueError, match="takes no workers"):
+        parse_sizes('{"sa": {"master": "spark://h:7077", "workers": 2}}')
+    with pytest.raises(ValueError, match="readable file"):
+        parse_sizes('{"sa": {"master": "spark://h:7077", "secret_file": "/nonexistent/secret"}}')

@@ -3,6 +3,7 @@ since, leased readers, compaction and GC by seqno."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pyarrow as pa
@@ -514,3 +515,78 @@ def test_group_commit_converts_insert_values_together_and_fails_only_a_bad_write
         assert sorted(got, key=lambda v: (v is None, v)) == [1, 2, 3, 4, None]
     finally:
         w.stop()
+
+
+def test_a_consensus_refuses_a_blob_other_than_its_own(tmp_path, consensus_url):
+    """Issue 27: a shared Consensus with a private Blob is refused at start, by ids (the
+    marker file in the Blob, the claims in Consensus), not by comparing paths."""
+    from persist.binding import BLOB_MARKER, BlobMismatch, bind_blob
+
+    consensus = open_consensus(consensus_url)
+    mine = FileBlob(tmp_path / "a" / "blob")
+    bind_blob(consensus, mine)
+    bind_blob(open_consensus(consensus_url), mine)  # again, and from another handle: still its Blob
+    assert mine.get(BLOB_MARKER) is not None and mine.list_keys() == []  # the marker is no shard
+    with pytest.raises(BlobMismatch, match=r"Blob is file://.*/a/blob, but this process's Blob .*/b/blob"):
+        bind_blob(consensus, FileBlob(tmp_path / "b" / "blob"), wait_s=0)
+
+
+def test_a_blob_refuses_a_consensus_other_than_its_own(tmp_path, consensus_url):
+    from persist.binding import BlobMismatch, bind_blob
+
+    blob = FileBlob(tmp_path / "blob")
+    bind_blob(open_consensus(consensus_url), blob)
+    with pytest.raises(BlobMismatch, match="belongs to another persist Consensus"):
+        bind_blob(open_consensus(str(tmp_path / "private-consensus.db")), blob)
+
+
+def test_a_process_starting_with_the_claims_winner_waits_for_its_marker(tmp_path, consensus_url):
+    """Two processes of one Blob starting at once: the loser of the claim sees no marker
+    yet and waits for the winner's."""
+    from persist.binding import BLOB_CLAIM, BLOB_MARKER, CONSENSUS_ID_CLAIM, bind_blob
+
+    consensus = open_consensus(consensus_url)
+    blob = FileBlob(tmp_path / "blob")
+    cid = consensus.claim(CONSENSUS_ID_CLAIM, "c1")
+    won = json.dumps({"blob": "b1", "consensus": cid, "url": "file:///elsewhere"}, sort_keys=True)
+    consensus.claim(BLOB_CLAIM, won)  # the winner claimed, and writes its marker a moment later
+    late = threading.Timer(0.5, blob.put, (BLOB_MARKER, won.encode()))
+    late.start()
+    bind_blob(consensus, blob, wait_s=30)
+    late.join()
+
+
+def test_the_blob_probe_says_where_and_why_an_executor_could_not_read(tmp_path):
+    """spark_exec.blob_probe against stand-in sessions: one that reads the probe part back,
+    one whose executors see no such file (Spark's error, first line kept)."""
+    import pyarrow.parquet as pq
+
+    from persist.binding import BLOB_MARKER
+    from spark_exec.blob_probe import BlobUnreachable, probe_blob
+
+    blob = FileBlob(tmp_path / "blob")
+
+    class Reads:
+        def __init__(self, fail: str | None):
+            self.read, self.fail = self, fail
+
+        def schema(self, _):
+            return self
+
+        def parquet(self, url):
+            self.url = url
+            return self
+
+        def collect(self):
+            if self.fail:
+                raise RuntimeError(self.fail)
+            return [(v,) for v in pq.read_table(self.url.removeprefix("file://")).column("probe").to_pylist()]
+
+    probe_blob(Reads(None), blob)
+    assert blob.list_keys() == [] and blob.get(BLOB_MARKER) is None  # the probe part is gone again
+    with pytest.raises(BlobUnreachable) as e:
+        probe_blob(Reads("[FAILED_READ_FILE] File file:/x does not exist\n\tat org.apache..."), blob)
+    msg = str(e.value)
+    assert "cannot read persist Blob (probe part file://" in msg and "File file:/x does not exist" in msg
+    assert "org.apache" not in msg and "--persist-blob-url" in msg
+    assert blob.list_keys() == []

@@ -1,43 +1,22 @@
 """TLS on pgwire (PostgreSQL 55.2.10): with --tls-cert/--tls-key a client that asks gets
 TLS (psycopg's and psql's sslmode=require); with --tls-mode require a client in clear text
 is refused with FATAL 28000; without a certificate the server answers SSLRequest with N,
-as before. The certificate is a self-signed one made here with ``cryptography``."""
+as before. The certificate is a self-signed one made with ``cryptography`` (server.self_signed)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import subprocess
 
 import psycopg
 import pytest
 
-from server import Server, require_psql
-
-
-def _self_signed(tmp_path) -> tuple[str, str]:
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = dt.datetime.now(dt.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
-            .not_valid_after(now + dt.timedelta(days=1)).sign(key, hashes.SHA256()))
-    cert_path, key_path = tmp_path / "server.crt", tmp_path / "server.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    key_path.chmod(0o600)
-    return str(cert_path), str(key_path)
+from server import Server, require_psql, self_signed
 
 
 @pytest.fixture(scope="module")
 def tls_server(tmp_path_factory):
     d = tmp_path_factory.mktemp("tls")
-    cert, key = _self_signed(d)
+    cert, key = self_signed(d)
     s = Server(d / "mzdata", "--tls-cert", cert, "--tls-key", key, "--tls-mode", "require")
     s.start(wait_replicas=False)
     yield s
@@ -69,3 +48,23 @@ def test_without_a_certificate_the_server_declines_tls(server):
         assert not c.pgconn.ssl_in_use
     with pytest.raises(psycopg.OperationalError):
         psycopg.connect(server.url + "?sslmode=require", connect_timeout=10)
+
+
+def _serve_refused(tmp_path, *args: str) -> str:
+    import sys
+
+    from server import ROOT
+
+    out = subprocess.run([sys.executable, "-m", "sqlfront.cli", "serve", "--data-dir", str(tmp_path / "d"), *args],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
+    assert out.returncode != 0
+    return out.stderr
+
+
+def test_pubsub_off_loopback_needs_tls_and_a_wildcard_needs_an_advertised_host(tmp_path):
+    """Issue 27: PubSub carries its token and shard states: off loopback only inside TLS;
+    a process that registers its addresses must name one its peers can dial."""
+    assert "in clear text" in _serve_refused(tmp_path, "--persist-pubsub-listen", "10.11.12.13:6879")
+    err = _serve_refused(tmp_path, "--password-file", __file__, "--listen", "0.0.0.0:0",
+                         "--persist-consensus-url", "postgres://u@127.0.0.1:1/db")
+    assert "--advertise-host" in err, err
