@@ -29,7 +29,7 @@ restart, hydration again and the change) and ``rehydr s`` (that second hydration
 replica's peak. The bench talks to the server over the wire only, so it measures whichever
 engine maintains the views.
 
-    .venv/bin/python bench/ivm.py [--scale 1] [--writes 8] [--views q1,q3,...] [--timeout 300] [--kill]
+    .venv/bin/python bench/ivm.py [--scale 1] [--writes 8] [--warmup 2] [--views q1,q3,...] [--timeout 300] [--kill]
 
 Baseline: today's materialized views, which run their query again on each change
 (``spark_exec/materializations.py``), and SUBSCRIBE of a view, which re-reads the view each
@@ -518,7 +518,7 @@ def hydration_s(conn, view: str) -> float | None:
 
 
 def run_view(srv: Server, conn, v: View, writes: int, timeout: float, verbose: bool = False,
-             kill: bool = False) -> Result:
+             kill: bool = False, warmup: int = 0) -> Result:
     """Create ``v``, measure it, drop it."""
     res = Result(v.name)
     created: list[str] = []
@@ -535,7 +535,7 @@ def run_view(srv: Server, conn, v: View, writes: int, timeout: float, verbose: b
         res.note = f"CREATE failed ({e.sqlstate}): {str(e).splitlines()[0]}"
     try:
         if not res.note:
-            measure(srv, conn, v, res, writes, timeout, verbose, kill)
+            measure(srv, conn, v, res, writes, timeout, verbose, kill, warmup)
     except (psycopg.Error, LookupError) as e:
         res.note = f"failed: {type(e).__name__}: {str(e).splitlines()[0]}"
     finally:
@@ -545,7 +545,7 @@ def run_view(srv: Server, conn, v: View, writes: int, timeout: float, verbose: b
 
 
 def measure(srv: Server, conn, v: View, res: Result, writes: int, timeout: float, verbose: bool,
-            kill: bool = False) -> None:
+            kill: bool = False, warmup: int = 0) -> None:
     res.recompute_s = timed_median(conn, v.recompute)
     w = v.writes(conn)
     res.latencies = {k: [] for k in KINDS}
@@ -565,6 +565,12 @@ def measure(srv: Server, conn, v: View, res: Result, writes: int, timeout: float
         return took
 
     try:
+        # Unmeasured rounds first: a replica's JVM compiles Spark's planner code as it
+        # first runs it (its JIT threads take over a CPU-second per round at first), so
+        # the first rounds measure the warm-up, not the steady state of a running server.
+        for i in range(writes, writes + warmup):
+            for kind in ("insert", "update", "delete"):
+                step(kind, i)
         for i in range(writes):
             for kind in ("insert", "update", "delete"):
                 res.latencies[kind].append(step(kind, i))
@@ -625,6 +631,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=float, default=1.0)
     ap.add_argument("--writes", type=int, default=8, help="writes of each kind per view")
+    ap.add_argument("--warmup", type=int, default=2,
+                    help="unmeasured insert/update/delete rounds per view before the measured ones")
     ap.add_argument("--views", default=",".join(VIEWS), help=f"some of {','.join(VIEWS)}")
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one change")
     ap.add_argument("--data", default=str(ROOT / "tpch-data"))
@@ -646,7 +654,7 @@ def main() -> None:
             print(HEADER, flush=True)
             with srv.connect() as conn:
                 for v in views:
-                    print_row(run_view(srv, conn, v, args.writes, args.timeout, args.verbose, args.kill))
+                    print_row(run_view(srv, conn, v, args.writes, args.timeout, args.verbose, args.kill, args.warmup))
             jvms = replica_jvms(srv.data_dir)
             print(f"server peak RSS {rss_mb(srv.proc.pid, 'VmHWM'):.0f} MB; replica peak RSS "
                   + ", ".join(f"{rss_mb(p, 'VmHWM'):.0f}" for p in jvms) + " MB "
