@@ -35,11 +35,12 @@ Only networkx (graphs, strongly connected components, cycles) is used.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 import networkx as nx
 
@@ -180,7 +181,7 @@ def _internal_and_values(t: Txn, writer, reads, rep: Report) -> None:
 def _key_dependencies(k: int, rs: list, writer, g: nx.MultiDiGraph, rep: Report) -> None:
     """wr, ww and rw edges of key ``k`` from its reads' sets, ordered by inclusion."""
     chain = sorted({s for _, s in rs}, key=len)
-    for a, b in zip(chain, chain[1:]):
+    for a, b in itertools.pairwise(chain):
         if not a <= b:
             rep.add("incompatible-order", {"key": k, "read": sorted(a), "later read": sorted(b)})
             return
@@ -252,7 +253,7 @@ def _cycle_through(h: nx.DiGraph, a, b, d) -> list | None:
     except nx.NetworkXNoPath:
         return None
     steps = [(a, d["type"], b, d.get("key"))]
-    steps += [(x, h[x][y]["type"], y, h[x][y].get("key")) for x, y in zip(path, path[1:])]
+    steps += [(x, h[x][y]["type"], y, h[x][y].get("key")) for x, y in itertools.pairwise(path)]
     return steps
 
 
