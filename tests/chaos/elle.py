@@ -194,17 +194,17 @@ def _key_dependencies(k: int, rs: list, writer, g: nx.MultiDiGraph, rep: Report)
         for a in writers[i]:
             for b in writers[i + 1]:
                 if a != b:
-                    g.add_edge(a, b, type="ww", key=k)
+                    g.add_edge(a, b, type="ww", on=k)
     for t, s in rs:
         last = max((index[x] for x in s), default=-1)
         if last >= 0:
             for w in writers[last]:
                 if w != t.id:
-                    g.add_edge(w, t.id, type="wr", key=k)
+                    g.add_edge(w, t.id, type="wr", on=k)
         if last + 1 < len(writers):
             for w in writers[last + 1]:
                 if w != t.id:
-                    g.add_edge(t.id, w, type="rw", key=k)
+                    g.add_edge(t.id, w, type="rw", on=k)
 
 
 def _lost_writes(oks: list[Txn], reads, rep: Report) -> None:
@@ -242,7 +242,7 @@ def _subgraph(g: nx.MultiDiGraph, nodes, types: set[str]) -> nx.DiGraph:
     h.add_nodes_from(nodes)
     for a, b, d in g.subgraph(nodes).edges(data=True):
         if d["type"] in types and not h.has_edge(a, b):
-            h.add_edge(a, b, type=d["type"], key=d.get("key"))
+            h.add_edge(a, b, type=d["type"], on=d.get("on"))
     return h
 
 
@@ -252,8 +252,8 @@ def _cycle_through(h: nx.DiGraph, a, b, d) -> list | None:
         path = nx.shortest_path(h, b, a)
     except nx.NetworkXNoPath:
         return None
-    steps = [(a, d["type"], b, d.get("key"))]
-    steps += [(x, h[x][y]["type"], y, h[x][y].get("key")) for x, y in itertools.pairwise(path)]
+    steps = [(a, d["type"], b, d.get("on"))]
+    steps += [(x, h[x][y]["type"], y, h[x][y].get("on")) for x, y in itertools.pairwise(path)]
     return steps
 
 
@@ -274,7 +274,7 @@ def _named_cycle(g, scc, suffix: str, rep: Report, rt: bool = False) -> bool:
     try:
         cycle = nx.find_cycle(ww)
         if not rt or any(ww[a][b]["type"] == "rt" for a, b in cycle):
-            rep.add("G0" + suffix, [(a, ww[a][b]["type"], b, ww[a][b].get("key")) for a, b in cycle])
+            rep.add("G0" + suffix, [(a, ww[a][b]["type"], b, ww[a][b].get("on")) for a, b in cycle])
             return True
     except nx.NetworkXNoCycle:
         pass
