@@ -29,7 +29,7 @@ from sqlfront.group_commit import Conflict
 from sqlfront.sequence import block_ddl
 from sqlfront.sequence.cursors import close_all
 from sqlfront.sequence.result import Result
-from sqlfront.sequence.writes import append_all
+from sqlfront.sequence.writes import Pending, append_all
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -86,7 +86,9 @@ def commit(s: Session) -> None:
         since the block planned its writes (PostgreSQL's serialization failure; the
         block's writes are discarded: the client runs the block again)."""
     writes, s._pending_writes = s._pending_writes, []
+    reads = s._read_uppers
     end_transaction(s)
+    s._read_uppers = reads  # for read_validations, below
     try:
         catalog = block_ddl.commit(s)
     except BaseException:
@@ -96,6 +98,7 @@ def commit(s: Session) -> None:
         live = {t.shard_id for t in catalog.storage_relations()}
         discard(s, [p for p in writes if p.table.shard_id not in live])
         writes = [p for p in writes if p.table.shard_id in live]
+    writes += read_validations(s, catalog)
     try:
         append_all(s, writes)
     except Conflict:
@@ -103,6 +106,31 @@ def commit(s: Session) -> None:
         raise SqlError("40001", "could not serialize access due to concurrent update") from None
     except ShardSealed:  # append_all deleted the batches
         raise SqlError("40001", "could not serialize access due to a concurrent ALTER TABLE or DROP") from None
+
+
+def note_read(s: Session, table, as_of: int) -> None:
+    """Remember that a block with buffered writes read ``table`` at ``as_of``, and the
+    table's upper just after: -1 when a write above ``as_of`` already landed (the read
+    missed it: COMMIT must fail).
+
+    Why: the block's reads are at its read timestamp and its writes at COMMIT's, later.
+    Were another session's write to ``table`` to land in between, the block would be
+    serialized before that write (it did not see it) and after it (its writes come
+    later): not serializable (Adya's G-single). Materialize forbids reads after writes in
+    a block; sqlfront allows them (issue 16) and so validates them at COMMIT, as
+    optimistic concurrency control does (Kung and Robinson, 1981)."""
+    upper = s.env.persist.state(table.shard_id).upper
+    earlier = s._read_uppers.get(table.shard_id, (table, 0))[1]
+    s._read_uppers[table.shard_id] = (table, upper if upper <= as_of + 1 and earlier != -1 else -1)
+
+
+def read_validations(s: Session, catalog) -> list[Pending]:
+    """Conditional empty writes, one per table the block read after writing
+    (:func:`note_read`): each commits only if the table's upper is still what the read
+    left (group commit's ``expected_upper``), else the COMMIT fails with 40001."""
+    reads, s._read_uppers = s._read_uppers, {}
+    live = None if catalog is None else {t.shard_id for t in catalog.storage_relations()}
+    return [Pending(table, None, upper) for shard, (table, upper) in reads.items() if live is None or shard in live]
 
 
 def rollback(s: Session) -> None:
@@ -128,6 +156,7 @@ def end_transaction(s: Session) -> None:
     for mode in ("read_only", "deferrable"):  # outside a transaction: the defaults
         s.vars.values[f"transaction_{mode}"] = s.vars.get(f"default_transaction_{mode}")
     s._savepoints = []
+    s._read_uppers = {}
     release_read_ts(s)
     close_all(s)
 
