@@ -16,7 +16,7 @@ from chaos.workload import Clients, Generator, History, final_read
 
 
 def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int = 28, clients: int = 4,
-        nemesis: bool = True, kinds: tuple[str, ...] = KINDS, interval: tuple[float, float] = (4, 10),
+        nemesis: bool = True, kinds: tuple[str, ...] = KINDS, interval: tuple[float, float] = (15, 30),
         log=print) -> dict:
     """Returns the figures of the run: ``operations`` (by outcome), ``faults`` (by kind),
     ``anomalies`` (by name, from :func:`chaos.elle.check`; ``lost-write`` among them),
