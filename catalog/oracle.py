@@ -109,8 +109,13 @@ class TimestampOracle:
             if not self._pending:
                 now = int(time.time() * 1000)
                 if now > self._read:
-                    self._allocate(now)
-                    self._read = now
+                    try:
+                        self._allocate(now)
+                        self._read = now
+                    except sqlite3.OperationalError:
+                        # The mark cannot rise (a full disk): reads go on at the durable
+                        # mark at most, still above every applied write.
+                        self._read = max(self._read, min(now, self._allocated))
             return self._read
 
     def observe(self, ts: int) -> None:
@@ -125,9 +130,12 @@ class TimestampOracle:
     def _allocate(self, ts: int) -> None:
         # Durable before handed out: a restart resumes above every timestamp used. The
         # mark only rises: another process (``fenced_write_ts``) may have raised it.
+        # The mark is raised here only once durable: a failed write (a full disk) must
+        # not let later timestamps pass as allocated.
         if ts > self._allocated:
-            self._allocated = ts + self.WINDOW_MS
-            self._conn.execute(_RAISE_MARK, (self._allocated,))
+            mark = ts + self.WINDOW_MS
+            self._conn.execute(_RAISE_MARK, (mark,))
+            self._allocated = mark
 
     def close(self) -> None:
         with self._lock:

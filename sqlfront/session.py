@@ -94,6 +94,9 @@ class Session:
         self.failed = False
         #: writes buffered until COMMIT (``sequence.writes.Pending``)
         self._pending_writes: list[writes.Pending] = []
+        #: shard id -> (table, upper after the read) of what a block read after it wrote
+        #: (sqlfront.sequence.txn.note_read): COMMIT checks the uppers did not move
+        self._read_uppers: dict = {}
         #: a transaction that read a user table is read-only (Materialize's rule)
         self._txn_read = False
         #: the transaction block wrote before it read: its reads see its buffered writes

@@ -101,13 +101,15 @@ def apply(s: Session, build) -> None:
     BLOCK_CATALOG.set(b.catalog)  # the rest of this statement sees it too
 
 
-def commit(s: Session) -> CatalogSnapshot | None:
+def commit(s: Session, check=lambda: None) -> CatalogSnapshot | None:
     """Commit the block's catalog ops as one catalog transaction; returns the committed
-    catalog (None: the block made no catalog change).
+    catalog (None: the block made no catalog change). ``check()`` runs in the catalog
+    transaction, before anything is committed: its error stops the commit (the block's
+    writes would conflict).
 
     Raises:
         SqlError 40001 when the catalog changed since the block's first DDL (another
-        session's DDL); nothing of the block is committed then."""
+        session's DDL); ``check``'s errors. Nothing of the block is committed then."""
     b: BlockCatalog | None = s._block_catalog
     if b is None:
         return None
@@ -123,6 +125,7 @@ def commit(s: Session) -> CatalogSnapshot | None:
         if snap.version != b.base.version:
             raise SqlError("40001", "could not serialize access: the catalog changed since this transaction's "
                                     "first DDL statement")
+        check()
         ids.next.clear()
         ids.next.update(b.catalog.next_ids)  # the ids the block's ops took
         return list(b.ops)

@@ -66,8 +66,8 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_wri
 
     A transaction block that wrote before it read sees its own buffered writes, as in
     PostgreSQL (``pending_parts``); Materialize refuses that read (25000). Its reads
-    stay at the block's one read timestamp, so such a block reads as PostgreSQL's
-    REPEATABLE READ does, and its writes land at COMMIT. A read that cannot include
+    stay at the block's one read timestamp and its writes land at COMMIT, which fails
+    with 40001 if a table it read was written meanwhile (``txn.note_read``). A read that cannot include
     them (``own_writes`` False: SUBSCRIBE; an ``AS OF`` read) is still 25000.
 
     Raises:
@@ -203,6 +203,8 @@ def _read_at(s: Session, plan, as_of: int | None):
     if cc is None:
         raise s.env.not_owned_error(cluster)
     pending = pending_parts(s) if as_of is None else {}
+    # a block that wrote, then reads: COMMIT checks that nobody wrote what it read since
+    validate = bool(s._pending_writes) and s.in_transaction and not s._implicit
     as_of = s.read_ts() if as_of is None else as_of
     persist = s.env.persist
     holds = _Holds(persist)
@@ -222,6 +224,10 @@ def _read_at(s: Session, plan, as_of: int | None):
         except SinceError as e:
             raise invalid_timestamp(as_of, table, e) from None
         holds.add(hold)
+        if validate:
+            from sqlfront.sequence.txn import note_read
+
+            note_read(s, table, as_of)
         own = pending.get(table.shard_id)
         if own:
             snapshot = dataclasses.replace(snapshot, parts=snapshot.parts + tuple(own),

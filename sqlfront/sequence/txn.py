@@ -29,7 +29,7 @@ from sqlfront.group_commit import Conflict
 from sqlfront.sequence import block_ddl
 from sqlfront.sequence.cursors import close_all
 from sqlfront.sequence.result import Result
-from sqlfront.sequence.writes import append_all
+from sqlfront.sequence.writes import Pending, append_all
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -77,18 +77,24 @@ def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Resu
 
 def commit(s: Session) -> None:
     """End the transaction: commit its DDL (``block_ddl``), then make its buffered writes
-    visible together at one timestamp (or none of them, if the commit fails). Known gap:
-    a block with DDL whose writes then fail to commit (40001) keeps its DDL.
+    visible together at one timestamp (or none of them, if the commit fails). The DDL
+    commits only if no conditional write of the block (UPDATE/DELETE, a read after a
+    write: :func:`note_read`) would conflict then (:func:`check_unmoved`, in the catalog
+    transaction). Known gap: a write landing between the catalog commit and the append
+    (from another environmentd, or an INSERT of this one) still fails the append after
+    the DDL committed.
 
     Raises:
-        SqlError 40001 when a table an UPDATE/DELETE of the block changed was written
-        by someone else since, or when an ALTER TABLE or DROP moved a written table's rows
-        since the block planned its writes (PostgreSQL's serialization failure; the
-        block's writes are discarded: the client runs the block again)."""
+        SqlError 40001 when a table an UPDATE/DELETE of the block changed, or a table the
+        block read after it wrote, was written by someone else since, or when an ALTER
+        TABLE or DROP moved a written table's rows since the block planned its writes
+        (PostgreSQL's serialization failure; the block's writes are discarded: the client
+        runs the block again)."""
     writes, s._pending_writes = s._pending_writes, []
+    writes += [Pending(table, None, upper) for table, upper in s._read_uppers.values()]
     end_transaction(s)
     try:
-        catalog = block_ddl.commit(s)
+        catalog = block_ddl.commit(s, check=lambda: check_unmoved(s, writes))
     except BaseException:
         discard(s, writes)
         raise
@@ -100,9 +106,41 @@ def commit(s: Session) -> None:
         append_all(s, writes)
     except Conflict:
         discard(s, writes)
-        raise SqlError("40001", "could not serialize access due to concurrent update") from None
+        raise _conflict() from None
     except ShardSealed:  # append_all deleted the batches
         raise SqlError("40001", "could not serialize access due to a concurrent ALTER TABLE or DROP") from None
+
+
+def _conflict() -> SqlError:
+    return SqlError("40001", "could not serialize access due to concurrent update")
+
+
+def check_unmoved(s: Session, writes: list[Pending]) -> None:
+    """Whether every conditional write of ``writes`` would still commit now (its table's
+    upper is the expected one).
+
+    Raises:
+        SqlError 40001 when one would not."""
+    for p in writes:
+        if p.expected_upper is not None and s.env.persist.state(p.table.shard_id).upper != p.expected_upper:
+            raise _conflict()
+
+
+def note_read(s: Session, table, as_of: int) -> None:
+    """Remember that a block with buffered writes read ``table`` at ``as_of``, and the
+    table's upper just after: -1 when a write above ``as_of`` already landed (the read
+    missed it: COMMIT must fail). COMMIT appends nothing to ``table`` for it, but only
+    while the table's upper is still that one (group commit's ``expected_upper``).
+
+    Why: the block's reads are at its read timestamp and its writes at COMMIT's, later.
+    Were another session's write to ``table`` to land in between, the block would be
+    serialized before that write (it did not see it) and after it (its writes come
+    later): not serializable (Adya's G-single). Materialize forbids reads after writes in
+    a block; sqlfront allows them (issue 16) and so validates them at COMMIT, as
+    optimistic concurrency control does (Kung and Robinson, 1981)."""
+    upper = s.env.persist.state(table.shard_id).upper
+    earlier = s._read_uppers.get(table.shard_id, (table, 0))[1]
+    s._read_uppers[table.shard_id] = (table, upper if upper <= as_of + 1 and earlier != -1 else -1)
 
 
 def rollback(s: Session) -> None:
@@ -128,6 +166,7 @@ def end_transaction(s: Session) -> None:
     for mode in ("read_only", "deferrable"):  # outside a transaction: the defaults
         s.vars.values[f"transaction_{mode}"] = s.vars.get(f"default_transaction_{mode}")
     s._savepoints = []
+    s._read_uppers = {}
     release_read_ts(s)
     close_all(s)
 

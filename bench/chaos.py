@@ -1,0 +1,58 @@
+"""A Jepsen-style consistency check of sqlfront under faults (issue 28): list-append
+transactions from several clients, a nemesis (replica SIGKILL/SIGSTOP, environmentd
+SIGKILL and restart, PostgreSQL restart and pause), then Elle's checker over the history.
+Prints operations by outcome, faults by kind, anomalies (0 expected), lost acknowledged
+writes, unavailability windows (p50/max seconds per fault kind) and environmentd memory at
+start and end.
+
+    .venv/bin/python bench/chaos.py --minutes 5 --topology two [--seed 28] [--clients 4]
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+ROOT = Path(__file__).resolve().parent.parent
+# this file is chaos.py too: the package chaos (tests/chaos) must come first
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from chaos.run import run
+
+
+@click.command(help=__doc__.split("\n\n")[0])
+@click.option("--minutes", default=5.0, show_default=True, type=float, help="How long the workload runs.")
+@click.option("--topology", type=click.Choice(["one", "two"]), default="one", show_default=True,
+              help="one environmentd on sqlite, or two on PostgreSQL behind the balancer.")
+@click.option("--seed", default=28, show_default=True, type=int)
+@click.option("--clients", default=4, show_default=True, type=int)
+@click.option("--no-nemesis", is_flag=True, help="Run without faults.")
+@click.option("--dir", "directory", default=None, type=click.Path(path_type=Path),
+              help="Where data and the history go (a temporary directory when not given).")
+def main(minutes: float, topology: str, seed: int, clients: int, no_nemesis: bool, directory: Path | None) -> None:
+    d = directory or Path(tempfile.mkdtemp(prefix="chaos-"))
+    d.mkdir(parents=True, exist_ok=True)
+    res = run(d, topology, minutes * 60, seed, clients, nemesis=not no_nemesis,
+              log=lambda m: click.echo(m, err=True))
+    click.echo(f"topology {topology}, seed {seed}, {minutes:g} min, {clients} clients; history {res['history']}")
+    click.echo(f"operations: {res['operations']} (total {sum(res['operations'].values())})")
+    click.echo(f"faults: {res['faults']}")
+    lost = res["anomalies"].get("lost-write", 0)
+    click.echo(f"anomalies: {sum(res['anomalies'].values()) - lost} {res['anomalies']}")
+    click.echo(f"lost acknowledged writes: {lost}")
+    for kind, (p50, mx) in sorted(res["unavailability"].items()):
+        click.echo(f"unavailability after {kind}: p50 {p50} s, max {mx} s")
+    click.echo(f"environmentd RSS: start {res['envd_rss_mb'][0]} MiB, end {res['envd_rss_mb'][1]} MiB")
+    if res["anomalies"]:
+        click.echo(json.dumps(res["examples"], indent=1, default=str)[:5000])
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Jepsen-style consistency checks of sqlfront (issue 28): workload, nemesis, checker."""

@@ -1,0 +1,60 @@
+"""One chaos run: start a topology, run the workload with the nemesis for a while, heal,
+read every key through every node, check the history. Used by bench/chaos.py and
+tests/test_chaos.py."""
+
+from __future__ import annotations
+
+import random
+import statistics
+import time
+from pathlib import Path
+
+from chaos.elle import check, read_history
+from chaos.nemesis import KINDS, Nemesis, unavailability
+from chaos.topology import One, Two
+from chaos.workload import Clients, Generator, History, final_read
+
+
+def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int = 28, clients: int = 4,
+        nemesis: bool = True, kinds: tuple[str, ...] = KINDS, interval: tuple[float, float] = (15, 30),
+        log=print) -> dict:
+    """Returns the figures of the run: ``operations`` (by outcome), ``faults`` (by kind),
+    ``anomalies`` (by name, from :func:`chaos.elle.check`; ``lost-write`` among them),
+    ``examples``, ``unavailability`` (kind -> (p50, max) seconds), ``envd_rss_mb`` (start, end)
+    and ``history`` (the file's path)."""
+    directory = Path(directory)
+    rng = random.Random(seed)
+    log(f"starting topology {topology} in {directory} ...")
+    topo = (One if topology == "one" else Two)(directory)
+    history = History(directory / "history.jsonl")
+    try:
+        rss_start = topo.envd_rss()
+        gen = Generator(random.Random(rng.random()))
+        cl = Clients(topo.nodes, clients, gen, history)
+        nem = Nemesis(topo, history, random.Random(rng.random()), interval, kinds) if nemesis else None
+        log(f"running {seconds:.0f} s with {clients} clients{' and the nemesis' if nem else ''} ...")
+        cl.start()
+        if nem:
+            nem.start()
+        time.sleep(seconds)
+        if nem:
+            nem.stop()
+        cl.stop()
+        log("healed; waiting for the replicas, then the final reads ...")
+        topo.wait_healthy()
+        finals = [final_read(history, node, connect, gen.used, cl.next_id()) for node, connect in topo.nodes]
+        rss_end = topo.envd_rss()
+    finally:
+        history.close()
+        topo.stop()
+    events = read_history(directory / "history.jsonl")
+    rep = check(events)
+    faults: dict[str, int] = {}
+    for kind, _, _ in (nem.faults if nem else []):
+        faults[kind] = faults.get(kind, 0) + 1
+    unavail = {k: (round(statistics.median(v), 2), round(max(v), 2))
+               for k, v in unavailability(events, nem.faults if nem else []).items()}
+    return {"topology": topology, "seed": seed, "seconds": seconds, "operations": rep.stats, "faults": faults,
+            "anomalies": rep.counts, "examples": rep.anomalies, "final_reads": finals,
+            "unavailability": unavail, "envd_rss_mb": (round(rss_start / 2**20), round(rss_end / 2**20)),
+            "history": str(directory / "history.jsonl")}
