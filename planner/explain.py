@@ -81,6 +81,9 @@ def explain(plan) -> list[str]:
     def emit(p, depth: int):
         pad = "  " * depth
         first_subquery = len(subqueries)
+        if hasattr(p, "explain_line"):  # a leaf defined outside planner.plan (an incremental Hole)
+            lines.append(pad + p.explain_line())
+            return
         if isinstance(p, Get):
             lines.append(f"{pad}Get {p.relation.schema}.{p.relation.name}")
             return

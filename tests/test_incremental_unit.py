@@ -171,3 +171,9 @@ def test_mz_now_outside_a_temporal_filter_is_0A000(snap, sql):
     with pytest.raises(SqlError) as e:
         _maintained(snap, sql)
     assert e.value.sqlstate == "0A000"
+
+
+def test_explain_shows_a_recomputed_operator_with_its_template(snap):
+    # (the template's leaves are Holes, which EXPLAIN of a plan did not know: AttributeError)
+    text = "\n".join(explain_incremental(inc(snap, "SELECT t.a, u.c FROM t LEFT JOIN u ON t.a = u.a")))
+    assert "Recompute LeftJoin per group: Join left" in text and "keys=[#0]" in text

@@ -113,6 +113,10 @@ class Hole:
     index: int
     columns: Columns
 
+    def explain_line(self) -> str:
+        """Its line in an EXPLAIN of the template."""
+        return f"Rows of input {self.index} in the touched groups"
+
 
 @dataclass(frozen=True)
 class Recompute:
