@@ -1154,6 +1154,12 @@ def parse_mz(sql: str) -> MzStatement | None:
         if p.word() in ("SET", "RESET"):
             raise SqlError("0A000", "ALTER ROLE ... SET is not supported")
         return AlterRole(name, p.role_options())
+    from sqlfront import source_parse
+
+    stmt = source_parse.parse(p)
+    if stmt is not None:
+        return stmt
+    p.i = 0
     if (p.word(0), p.word(1)) not in _STARTS:
         return None
     if p.word(0) == "SHOW" and p.word(1) == "CLUSTER" and p.word(2) != "REPLICAS":
