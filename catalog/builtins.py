@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Callable
 
 from catalog.sizes import ReplicaSize
-from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column, Connection, MaterializedView
+from catalog.snapshot import (
+    BuiltinTable, CatalogSnapshot, Column, Connection, MaterializedView, Source, Subsource, Table,
+)
 from catalog.pg_catalog import DATABASE_OID, PG_CATALOG_TABLES, namespace_oid, object_oid, pg_catalog_rows
 from catalog import rbac
 from catalog.introspection import INTROSPECTION_TABLES, introspection_rows
@@ -318,8 +320,13 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
             [(sc.id, object_oid(sc.id), rbac.DATABASE_ID, sc.name, *_owned(snap, rbac.schema_ref(snap, sc.name)))
              for sc in sorted(snap.schemas.values(), key=_id_order)]
     if table.id == MZ_RELATIONS.id:
-        return [row for row in _objects(snap) if row[4] in ("table", "view", "materialized-view")]
-    if table.id in (MZ_SOURCES.id, MZ_SINKS.id):
+        return [row for row in _objects(snap) if row[4] in ("table", "source", "view", "materialized-view")]
+    if table.id == MZ_SOURCES.id:
+        return [(t.id, object_oid(t.id), _schema_id(snap, t.schema), t.name, t.kind, None, None,
+                 None, None, None, _source_cluster(snap, t), rbac.owner_of(snap, rbac.relation_ref(t)), create,
+                 create)
+                for t in snap.sources() for create in (source_create_sql(t),)]
+    if table.id == MZ_SINKS.id:
         return []
     if table.id == MZ_SECRETS.id:
         return [(x.id, object_oid(x.id), _schema_id(snap, x.schema), x.name, *_owned(snap, rbac.relation_ref(x)))
@@ -364,7 +371,7 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
         return [(rbac.DATABASE_ID, DATABASE_OID, "materialize", *_owned(snap, rbac.DATABASE_OBJ))]
     if table.id == MZ_TABLES.id:
         return [(t.id, object_oid(t.id), t.schema, t.name, *_owned(snap, rbac.relation_ref(t)))
-                for t in sorted(snap.tables.values(), key=_id_order)]
+                for t in sorted(snap.tables.values(), key=_id_order) if type(t) is Table]
     if table.id == MZ_VIEWS.id:
         return [(v.id, v.schema, v.name, v.sql, *_owned(snap, rbac.relation_ref(v)))
                 for v in sorted(snap.views.values(), key=_id_order)]
@@ -389,7 +396,10 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
 
 def _objects(snap: CatalogSnapshot) -> list[tuple]:
     """mz_objects' rows: (id, oid, schema_id, name, type, owner_id, cluster_id), by id."""
-    objs = [(t, "table", None) for t in snap.tables.values()] + [(v, "view", None) for v in snap.views.values()] \
+    objs = [(t, "table" if type(t) is Table else "source", getattr(t, "cluster_id", None) or None)
+            for t in snap.tables.values()] + [(v, "view", None) for v in snap.views.values()] \
+        + [(x, "secret", None) for x in snap.secrets.values()] \
+        + [(x, "connection", None) for x in snap.connections.values()] \
         + [(i, "index", i.cluster_id) for i in snap.indexes.values()] \
         + [(m, "materialized-view", m.cluster_id) for m in snap.materialized_views.values()] \
         + [(b, "table", None) for b in snap.builtins.values()]
@@ -441,6 +451,26 @@ def connection_create_sql(snap: CatalogSnapshot, c: Connection) -> str:
         else:
             parts.append(f"{name} = '" + value.replace("'", "''") + "'")
     return f"CREATE CONNECTION {qualified_name(c.schema, c.name)} TO {c.kind.upper()} ({', '.join(parts)})"
+
+
+def source_create_sql(rel: Source | Subsource) -> str:
+    """The statement that made a source (``mz_sources.create_sql``): as given, for a
+    source; for a subsource, Materialize's ``CREATE SUBSOURCE`` form naming its source."""
+    import json
+
+    if isinstance(rel, Source):
+        return json.loads(rel.spec).get("sql", "")
+    cols = ", ".join(f"{_quoted(c.name)} {c.type.sql()}" for c in rel.columns)
+    return f"CREATE SUBSOURCE {qualified_name(rel.schema, rel.name)} ({cols})"
+
+
+def _source_cluster(snap: CatalogSnapshot, rel: Source | Subsource) -> str | None:
+    """The cluster that runs a source and its subsources (none for its progress
+    subsource, as Materialize shows it)."""
+    if isinstance(rel, Subsource) and rel.kind == "progress":
+        return None
+    src = rel if isinstance(rel, Source) else snap.tables.get(rel.source_id)
+    return src.cluster_id if isinstance(src, Source) else None
 
 
 def qualified_name(schema: str, name: str) -> str:

@@ -7,6 +7,7 @@ locks, because snapshots are never mutated.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -68,6 +69,19 @@ def set_search_path(schemas: tuple[str, ...], temp_schema: str | None = None) ->
     ``temp_schema`` (PostgreSQL 5.10.3 "The Schema Search Path": the temporary schema
     is searched first)."""
     _SEARCH_PATH.set((tuple(schemas), temp_schema))
+
+
+@contextlib.contextmanager
+def searching_from(schema: str):
+    """Resolve names, while the block runs, as a stored query's (a view's, a materialized
+    view's) resolved when it was made: in its own schema first, then the system schemas
+    (the schema it was made in was the first of its creator's search_path)."""
+    saved = _SEARCH_PATH.get()
+    _SEARCH_PATH.set(((schema,) + tuple(x for x in SEARCH_PATH if x != schema), saved[1]))
+    try:
+        yield
+    finally:
+        _SEARCH_PATH.set(saved)
 
 
 def current_search_path() -> tuple[tuple[str, ...], str | None]:

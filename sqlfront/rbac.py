@@ -254,7 +254,7 @@ STATEMENT_PRIVILEGES: dict[type, Callable] = {
         ast.CreateStmt, ast.ViewStmt, mz.CreateViewIfNotExists, ast.IndexStmt, mz.CreateIndex, mz.CreateMaterializedView,
         ast.CreateSeqStmt, ast.CreateSchemaStmt, ast.CommentStmt, ast.AlterSeqStmt, mz.CreateRole, mz.AlterRole, ast.DropRoleStmt, mz.GrantRoles, mz.GrantPrivileges,
         mz.AlterOwner, ast.AlterOwnerStmt, mz.AlterDefaultPrivileges, ast.ReassignOwnedStmt, ast.DropOwnedStmt,
-        sp.CreateSecret, sp.AlterSecret, sp.CreateConnection, sp.DropItems,
+        sp.CreateSecret, sp.AlterSecret, sp.CreateConnection, sp.DropItems, sp.CreateSource,
     ), _on_catalog_ops),
     sp.ValidateConnection: _validate_connection,
     **dict.fromkeys((
@@ -351,6 +351,9 @@ def check_ops(snap: CatalogSnapshot, ops: list, role: str | None) -> list:
             owned(rbac.ObjectRef("SCHEMA", f"schema:{op.schema.id}", f"{DATABASE}.{op.schema.name}"))
         elif isinstance(op, durable.CreateTable):
             new_item(op.table)
+            c = snap.clusters.get(getattr(op.table, "cluster_id", "") or "")
+            if c is not None:  # a source: CREATE on the cluster that runs it (Materialize)
+                rbac.require(snap, rbac.cluster_ref(c), "C", role)
         elif isinstance(op, durable.CreateView):
             new_item(op.view)
         elif isinstance(op, durable.CreateSequence):

@@ -634,6 +634,8 @@ def _kind(obj) -> str:
     """What an object is called in messages: table, view, materialized view, ..."""
     if isinstance(obj, MaterializedView):
         return "materialized view"
+    if isinstance(obj, Table) and type(obj) is not Table:
+        return "source"
     return "view" if isinstance(obj, View) else "table"
 
 
@@ -707,7 +709,7 @@ def drop_tables(names: list[tuple[str | None, str]], if_exists: bool, cascade: b
                 raise SqlError(UNDEFINED_TABLE, f'table "{name}" does not exist')
             if rel.builtin:
                 raise SqlError(WRONG_OBJECT_TYPE, f'cannot drop system table "{name}"')
-            if isinstance(rel, (View, MaterializedView)):
+            if isinstance(rel, (View, MaterializedView)) or type(rel) is not Table:
                 raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a table',
                                hint=f"Use DROP {_kind(rel).upper()} to remove a {_kind(rel)}.")
             dropped.append(rel)

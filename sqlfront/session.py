@@ -414,6 +414,7 @@ HANDLERS: dict[type, Callable] = {
     sp.CreateConnection: sources.create_connection,
     sp.ValidateConnection: sources.validate_connection,
     sp.DropItems: sources.drop_items,
+    sp.CreateSource: sources.create_source,
     # roles and privileges
     mz.CreateRole: roles.create_role,
     mz.AlterRole: roles.alter_role,

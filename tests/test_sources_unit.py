@@ -72,3 +72,58 @@ def test_validate_reports_the_reason_without_the_password():
     with pytest.raises(SqlError) as e:
         validate(snap, conn)
     assert e.value.sqlstate == "08001" and "pw-value-xyz" not in str(e.value)
+
+
+@pytest.mark.parametrize(("sql", "sqlstate"), [
+    ("CREATE SOURCE s FROM LOAD GENERATOR MARKETING FOR ALL TABLES", "0A000"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR AUCTION (SCALE FACTOR 1) FOR ALL TABLES", "0A000"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR AUCTION", "42601"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR COUNTER FOR ALL TABLES", "42601"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR COUNTER (AS OF 5, UP TO 2)", "22023"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR COUNTER (TICK INTERVAL '0s')", "22023"),
+])
+def test_generator_options_refused(sql, sqlstate):
+    from sqlfront.sources import generator_spec
+
+    with pytest.raises(SqlError) as e:
+        generator_spec(parse_one(sql))
+    assert e.value.sqlstate == sqlstate
+
+
+def test_generators_repeat_a_tick_exactly_but_for_its_times():
+    import datetime as dt
+
+    from sqlfront import loadgen
+    from sqlfront.sources import generator_spec
+
+    spec = generator_spec(parse_one("CREATE SOURCE s FROM LOAD GENERATOR COUNTER (TICK INTERVAL '500ms', UP TO 9)"))
+    assert (spec["tick_ms"], spec["up_to"], spec["as_of"]) == (500, 9, 0)
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    later = now + dt.timedelta(hours=1)
+    first = loadgen.updates("AUCTION", "u7", 42, now)
+    again = loadgen.updates("AUCTION", "u7", 42, later)
+    assert [(o, r[:3]) for o, r, _ in first] == [(o, r[:3]) for o, r, _ in again]
+    assert {o for o, _, _ in first} == {"auctions", "bids"}
+    assert {o for o, _, _ in loadgen.updates("AUCTION", "u7", 1, now)} == {"organizations", "users", "accounts"}
+    assert loadgen.updates("COUNTER", "u1", 5, now, max_cardinality=2) == [(None, (5,), 1), (None, (3,), -1)]
+
+
+def test_datediff_counts_boundaries_crossed():
+    import datetime as dt
+
+    from catalog.types import TIMESTAMPTZ
+    from planner.functions.datetime import _datediff_py
+
+    class Arg:
+        type = TIMESTAMPTZ
+
+    class Call:
+        args = (Arg(), Arg(), Arg())
+
+    u = dt.UTC
+    assert _datediff_py(["days", dt.datetime(2022, 1, 1, 23, 59, tzinfo=u), dt.datetime(2022, 1, 2, 0, 1, tzinfo=u)],
+                        Call) == 1
+    assert _datediff_py(["month", dt.datetime(2022, 1, 31, tzinfo=u), dt.datetime(2022, 3, 1, tzinfo=u)], Call) == 2
+    assert _datediff_py(["year", dt.datetime(2022, 12, 31, tzinfo=u), dt.datetime(2022, 1, 1, tzinfo=u)], Call) == 0
+    with pytest.raises(SqlError):
+        _datediff_py(["fortnight", dt.datetime(2022, 1, 1, tzinfo=u), dt.datetime(2022, 1, 1, tzinfo=u)], Call)

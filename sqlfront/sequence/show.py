@@ -131,6 +131,15 @@ def _show_create_query(s: Session, stmt: mz.ShowCreate) -> str:
         return ("SELECT 'materialize.' || sc.name || '.' || x.name AS name, x.create_sql"
                 " FROM mz_catalog.mz_connections x JOIN mz_catalog.mz_schemas sc ON sc.id = x.schema_id"
                 f" WHERE x.id = {quote_literal(c.id)}")
+    if stmt.kind == "source":
+        from catalog.snapshot import Source, Subsource
+
+        rel = snap.resolve_relation(stmt.schema, stmt.name)
+        if not isinstance(rel, (Source, Subsource)):
+            raise SqlError("42809", f"{_qualified(rel.schema, rel.name)} is not a source")
+        return ("SELECT 'materialize.' || sc.name || '.' || x.name AS name, x.create_sql"
+                " FROM mz_catalog.mz_sources x JOIN mz_catalog.mz_schemas sc ON sc.id = x.schema_id"
+                f" WHERE x.id = {quote_literal(rel.id)}")
     if stmt.kind == "secret":  # Materialize has no SHOW CREATE SECRET: it would show the value
         raise SqlError("0A000", "SHOW CREATE SECRET is not supported: a secret's value is never shown")
     if stmt.kind not in ("table", "view", "materialized view"):

@@ -47,5 +47,23 @@ def validate_connection(s: Session, stmt: sp.ValidateConnection, sql: str, param
 
 
 def drop_items(s: Session, stmt: sp.DropItems, sql: str, params) -> Result:
-    run(s, secrets.drop_items(stmt))
+    """DROP SECRET | CONNECTION | SOURCE."""
+    from sqlfront import sources
+
+    run(s, sources.drop_sources(stmt) if stmt.kind == "source" else secrets.drop_items(stmt))
     return Result(f"DROP {stmt.kind.upper()}")
+
+
+def create_source(s: Session, stmt: sp.CreateSource, sql: str, params) -> Result:
+    """CREATE SOURCE ... FROM LOAD GENERATOR (``sqlfront.sources``); its cluster is IN
+    CLUSTER's, else the session's."""
+    from catalog.errors import FEATURE_NOT_SUPPORTED, SqlError
+    from sqlfront import sources
+
+    if stmt.kind != "load-generator":
+        raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE SOURCE ... FROM WEBHOOK is not supported yet")
+    run(s, sources.create_source(stmt, s.vars.get("cluster")))
+    made = s.env.snapshot.relation_by_name(s.env.snapshot.creation_schema(stmt.schema), stmt.name)
+    if made is not None:
+        s.env.sources.wait_for_snapshot(made.id)
+    return Result("CREATE SOURCE")
