@@ -793,6 +793,7 @@ class Environment:
         cluster dropped): stop its replicas."""
         with self._clusters_lock:
             cc = self.clusters.pop(cluster_id, None)
+        self.sources.sync(self.snapshot)
         if cc is not None:
             log.info("stopping the replicas of cluster %s", cc.name)
             threading.Thread(target=cc.shutdown, name="lose-cluster", daemon=True).start()

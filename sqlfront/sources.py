@@ -314,8 +314,8 @@ class SourceRunners:
     def sync(self, snap: CatalogSnapshot) -> None:
         """Run every source of ``snap`` this process should run; stop the others."""
         live = {t.id: t for t in snap.tables.values() if isinstance(t, Source)}
-        with self._lock:
-            gone = [sid for sid in self._runners if sid not in live]
+        with self._lock:  # dropped, or its cluster is another process's now
+            gone = [sid for sid in self._runners if sid not in live or live[sid].cluster_id not in self.env.clusters]
         for sid in gone:
             self.stop(sid)
         for s in live.values():

@@ -11,7 +11,7 @@ from catalog import durable
 from catalog.durable_postgres import decode_op, encode_op
 from catalog.errors import SqlError
 from catalog.secretbox import SecretBox
-from catalog.snapshot import Column, Secret, Source, Subsource
+from catalog.snapshot import CatalogSnapshot, Column, Secret, Source, Subsource
 from catalog.types import INT8
 from sqlfront import source_parse as sp
 from sqlfront.parse import parse_one
@@ -63,7 +63,7 @@ def test_secrets_are_sealed_at_rest_and_sources_round_trip(tmp_path):
 
 
 def test_validate_reports_the_reason_without_the_password():
-    from catalog.snapshot import CatalogSnapshot, Connection
+    from catalog.snapshot import Connection
     from sqlfront.secrets import validate
 
     snap = CatalogSnapshot().with_changes(secrets={"u1": Secret("u1", "public", "pw", "pw-value-xyz")})
@@ -127,3 +127,23 @@ def test_datediff_counts_boundaries_crossed():
     assert _datediff_py(["year", dt.datetime(2022, 12, 31, tzinfo=u), dt.datetime(2022, 1, 1, tzinfo=u)], Call) == 0
     with pytest.raises(SqlError):
         _datediff_py(["fortnight", dt.datetime(2022, 1, 1, tzinfo=u), dt.datetime(2022, 1, 1, tzinfo=u)], Call)
+
+
+def test_drop_cluster_takes_its_sources_with_cascade_only():
+    from catalog.snapshot import Cluster
+    from sqlfront import mzparse as mz
+    from sqlfront.coordinator import IdAllocator
+    from sqlfront.sequence_ddl import drop_clusters
+    from sqlfront.sources import create_source
+
+    snap = CatalogSnapshot().with_changes(clusters={"u1": Cluster("u1", "ingest")},
+                                          next_ids={"item": 1, "shard": 1})
+    ids = IdAllocator(snap.next_ids)
+    ops = create_source(parse_one("CREATE SOURCE c IN CLUSTER ingest FROM LOAD GENERATOR COUNTER"), "ingest")(snap, ids)
+    snap = snap.with_changes(tables={op.table.id: op.table for op in ops})
+    with pytest.raises(SqlError) as e:
+        drop_clusters(mz.DropClusters(("ingest",), False, False))(snap, ids)
+    assert e.value.sqlstate == "2BP01"
+    dropped = drop_clusters(mz.DropClusters(("ingest",), False, True))(snap, ids)
+    assert {type(op).__name__ for op in dropped} == {"DropTable", "DropCluster"}
+    assert len([op for op in dropped if isinstance(op, durable.DropTable)]) == 2  # the source, its progress
