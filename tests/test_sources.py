@@ -172,3 +172,24 @@ def test_counter_resumes_after_restart_without_repeating(tmp_path):
             assert c.execute('SELECT "offset" FROM cnt_progress').fetchall() == [(40,)]
     finally:
         s.stop()
+
+
+def test_counter_source_through_the_wire(server, conn):
+    conn.execute("CREATE SOURCE lg_cnt FROM LOAD GENERATOR COUNTER (TICK INTERVAL '50ms', UP TO 3)")
+    wait_for(lambda: conn.execute("SELECT count(*) FROM lg_cnt").fetchone()[0] == 3, timeout=60)
+    assert conn.execute("SELECT counter FROM lg_cnt ORDER BY 1").fetchall() == [(1,), (2,), (3,)]
+    assert conn.execute("SELECT name, type FROM mz_sources WHERE name LIKE 'lg_cnt%' ORDER BY 1").fetchall() == \
+        [("lg_cnt", "load-generator"), ("lg_cnt_progress", "progress")]
+    assert conn.execute("SHOW CREATE SOURCE lg_cnt").fetchone()[1].startswith("CREATE SOURCE lg_cnt FROM LOAD")
+    with pytest.raises(psycopg.errors.WrongObjectType):
+        conn.execute("INSERT INTO lg_cnt VALUES (4)")
+    with pytest.raises(psycopg.errors.FeatureNotSupported):
+        conn.execute("CREATE SOURCE lg_bad FROM LOAD GENERATOR TPCH (SCALE FACTOR 0.01) FOR ALL TABLES")
+    with pytest.raises(psycopg.errors.UndefinedObject):
+        conn.execute("CREATE SOURCE lg_bad IN CLUSTER no_such FROM LOAD GENERATOR COUNTER")
+    conn.execute("BEGIN")
+    with pytest.raises(psycopg.errors.ActiveSqlTransaction):
+        conn.execute("CREATE SOURCE lg_bad FROM LOAD GENERATOR COUNTER")
+    conn.execute("ROLLBACK")
+    conn.execute("DROP SOURCE lg_cnt")  # its progress subsource goes with it
+    assert conn.execute("SELECT count(*) FROM mz_sources WHERE name LIKE 'lg_%'").fetchone() == (0,)

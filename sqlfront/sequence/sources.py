@@ -29,10 +29,15 @@ def create_connection(s: Session, stmt: sp.CreateConnection, sql: str, params) -
     """CREATE CONNECTION ... TO POSTGRES; validated first (in this session's thread, not
     on the Coordinator's loop) unless ``WITH (VALIDATE = false)`` (Materialize validates
     by default)."""
+    from catalog import rbac
     from catalog.snapshot import Connection
 
     snap = s.env.snapshot
     options = secrets.connection_options(snap, stmt)
+    role = rbac.current_role()
+    if role is not None and not rbac.is_superuser(snap, role):
+        # before validating: a role that may not create it must not make us connect anywhere
+        rbac.require(snap, rbac.schema_ref(snap, snap.creation_schema(stmt.schema)), "C", role)
     if stmt.validate is not False:
         secrets.validate(snap, Connection("", "", stmt.name, stmt.kind, options))
     run(s, secrets.create_connection(stmt, options))
@@ -59,9 +64,12 @@ def create_source(s: Session, stmt: sp.CreateSource, sql: str, params) -> Result
     CLUSTER's, else the session's."""
     from catalog.errors import FEATURE_NOT_SUPPORTED, SqlError
     from sqlfront import sources
+    from sqlfront.sequence import block_ddl
 
     if stmt.kind != "load-generator":
         raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE SOURCE ... FROM WEBHOOK is not supported yet")
+    if block_ddl.in_block(s):  # (Materialize's rule too) its ingestion starts when it commits
+        raise SqlError(block_ddl.ACTIVE_SQL_TRANSACTION, "CREATE SOURCE cannot be run inside a transaction block")
     run(s, sources.create_source(stmt, s.vars.get("cluster")))
     made = s.env.snapshot.relation_by_name(s.env.snapshot.creation_schema(stmt.schema), stmt.name)
     if made is not None:
