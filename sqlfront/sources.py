@@ -279,6 +279,9 @@ class SourceRunner:
             if rel is None:  # a subsource dropped alone
                 continue
             data = storable_to_arrow(rel, [r for r, _ in updates])
+            if all(d == 1 for _, d in updates):  # inserts only: a plain batch, as an INSERT's
+                writes.append(Write(rel.shard_id, batch=persist.batch(rel.shard_id, data)))
+                continue
             data = data.append_column(DIFF_COLUMN, pa.array([d for _, d in updates], pa.int64()))
             writes.append(Write(rel.shard_id, batch=persist.updates_batch(rel.shard_id, data)))
         moves = [(target, 1)] + ([(self.offset, -1)] if self.offset else [])
