@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import Callable
 
 from catalog.sizes import ReplicaSize
-from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column, MaterializedView
+from catalog.snapshot import (
+    BuiltinTable, CatalogSnapshot, Column, Connection, MaterializedView, Source, Subsource, Table,
+)
 from catalog.pg_catalog import DATABASE_OID, PG_CATALOG_TABLES, namespace_oid, object_oid, pg_catalog_rows
 from catalog import rbac
 from catalog.introspection import INTROSPECTION_TABLES, introspection_rows
@@ -207,6 +209,20 @@ MZ_SINKS = BuiltinTable(
      Column("key_format", TEXT, True), Column("value_format", TEXT, True), Column("cluster_id", TEXT, True),
      Column("owner_id", TEXT, False), Column("create_sql", TEXT, True), Column("redacted_create_sql", TEXT, True)),
 )
+#: secrets (Materialize's mz_secrets): never their values
+MZ_SECRETS = BuiltinTable(
+    "s213", "mz_catalog", "mz_secrets",
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("schema_id", TEXT, False),
+     Column("name", TEXT, False), Column("owner_id", TEXT, False), Column("privileges", array_of(TEXT), False)),
+)
+#: connections (Materialize's mz_connections): their statements name secrets, never their values
+MZ_CONNECTIONS = BuiltinTable(
+    "s214", "mz_catalog", "mz_connections",
+    (Column("id", TEXT, False), Column("oid", OID, False), Column("schema_id", TEXT, False),
+     Column("name", TEXT, False), Column("type", TEXT, False), Column("owner_id", TEXT, False),
+     Column("privileges", array_of(TEXT), False), Column("create_sql", TEXT, False),
+     Column("redacted_create_sql", TEXT, False)),
+)
 MZ_MATERIALIZED_VIEWS = BuiltinTable(
     "s60", "mz_catalog", "mz_materialized_views",
     (Column("id", TEXT, False), Column("oid", OID, False), Column("schema_id", TEXT, False),
@@ -244,7 +260,7 @@ def _owned(snap: CatalogSnapshot, obj: rbac.ObjectRef) -> tuple[str, list[str]]:
 #: builtin tables whose rows come from environmentd's state (metrics, persist), not the catalog
 METRICS_TABLES = (MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE)
 
-BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES, IS_TABLE_PRIVILEGES, IS_ROLE_TABLE_GRANTS, MZ_RELATIONS, MZ_SOURCES, MZ_SINKS, MZ_MATERIALIZED_VIEWS, MZ_HYDRATION_STATUSES, MZ_MATERIALIZATION_LAG) + INTROSPECTION_TABLES
+BUILTIN_TABLES = PG_CATALOG_TABLES + (IS_TABLES, IS_COLUMNS, IS_SCHEMATA, MZ_COLUMNS, MZ_SCHEMAS, MZ_DATABASES, MZ_COORDINATOR_LOOP, MZ_PEEK_DURATIONS, MZ_CLUSTERS, MZ_CLUSTER_REPLICAS, MZ_CLUSTER_REPLICA_SIZES, MZ_TABLES, MZ_VIEWS, MZ_RECENT_STORAGE_USAGE, MZ_INDEXES, MZ_INDEX_COLUMNS, MZ_OBJECTS, MZ_ROLES, MZ_ROLE_MEMBERS, MZ_DEFAULT_PRIVILEGES, IS_TABLE_PRIVILEGES, IS_ROLE_TABLE_GRANTS, MZ_RELATIONS, MZ_SOURCES, MZ_SINKS, MZ_SECRETS, MZ_CONNECTIONS, MZ_MATERIALIZED_VIEWS, MZ_HYDRATION_STATUSES, MZ_MATERIALIZATION_LAG) + INTROSPECTION_TABLES
 
 #: replica id -> "healthy" | "unhealthy"
 StatusFn = Callable[[str], str]
@@ -304,9 +320,22 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
             [(sc.id, object_oid(sc.id), rbac.DATABASE_ID, sc.name, *_owned(snap, rbac.schema_ref(snap, sc.name)))
              for sc in sorted(snap.schemas.values(), key=_id_order)]
     if table.id == MZ_RELATIONS.id:
-        return [row for row in _objects(snap) if row[4] in ("table", "view", "materialized-view")]
-    if table.id in (MZ_SOURCES.id, MZ_SINKS.id):
+        return [row for row in _objects(snap) if row[4] in ("table", "source", "view", "materialized-view")]
+    if table.id == MZ_SOURCES.id:
+        return [(t.id, object_oid(t.id), _schema_id(snap, t.schema), t.name, t.kind, None, None,
+                 None, None, None, _source_cluster(snap, t), rbac.owner_of(snap, rbac.relation_ref(t)), create,
+                 create)
+                for t in snap.sources() for create in (source_create_sql(t),)]
+    if table.id == MZ_SINKS.id:
         return []
+    if table.id == MZ_SECRETS.id:
+        return [(x.id, object_oid(x.id), _schema_id(snap, x.schema), x.name, *_owned(snap, rbac.relation_ref(x)))
+                for x in sorted(snap.secrets.values(), key=_id_order)]
+    if table.id == MZ_CONNECTIONS.id:
+        return [(x.id, object_oid(x.id), _schema_id(snap, x.schema), x.name, x.kind,
+                 *_owned(snap, rbac.relation_ref(x)), create, create)
+                for x in sorted(snap.connections.values(), key=_id_order)
+                for create in (connection_create_sql(snap, x),)]
     if table.id == MZ_ROLES.id:
         return [(r.id, rbac.role_oid(r.id), r.name, r.inherit, r.login, r.superuser) for r in rbac.all_roles(snap)]
     if table.id in (IS_TABLE_PRIVILEGES.id, IS_ROLE_TABLE_GRANTS.id):
@@ -342,7 +371,7 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
         return [(rbac.DATABASE_ID, DATABASE_OID, "materialize", *_owned(snap, rbac.DATABASE_OBJ))]
     if table.id == MZ_TABLES.id:
         return [(t.id, object_oid(t.id), t.schema, t.name, *_owned(snap, rbac.relation_ref(t)))
-                for t in sorted(snap.tables.values(), key=_id_order)]
+                for t in sorted(snap.tables.values(), key=_id_order) if type(t) is Table]
     if table.id == MZ_VIEWS.id:
         return [(v.id, v.schema, v.name, v.sql, *_owned(snap, rbac.relation_ref(v)))
                 for v in sorted(snap.views.values(), key=_id_order)]
@@ -367,7 +396,10 @@ def builtin_rows(table: BuiltinTable, snap: CatalogSnapshot, status: StatusFn,
 
 def _objects(snap: CatalogSnapshot) -> list[tuple]:
     """mz_objects' rows: (id, oid, schema_id, name, type, owner_id, cluster_id), by id."""
-    objs = [(t, "table", None) for t in snap.tables.values()] + [(v, "view", None) for v in snap.views.values()] \
+    objs = [(t, "table" if type(t) is Table else "source", getattr(t, "cluster_id", None) or None)
+            for t in snap.tables.values()] + [(v, "view", None) for v in snap.views.values()] \
+        + [(x, "secret", None) for x in snap.secrets.values()] \
+        + [(x, "connection", None) for x in snap.connections.values()] \
         + [(i, "index", i.cluster_id) for i in snap.indexes.values()] \
         + [(m, "materialized-view", m.cluster_id) for m in snap.materialized_views.values()] \
         + [(b, "table", None) for b in snap.builtins.values()]
@@ -404,6 +436,50 @@ def materialized_view_create_sql(snap: CatalogSnapshot, m: MaterializedView) -> 
     name = ".".join(_quoted(p) for p in ("materialize", m.schema, m.name))
     return (f"CREATE MATERIALIZED VIEW {name} IN CLUSTER {_quoted(cluster.name if cluster else m.cluster_id)}"
             f" AS {m.sql}")
+
+
+def connection_create_sql(snap: CatalogSnapshot, c: Connection) -> str:
+    """The statement that makes connection ``c`` (``mz_connections.create_sql``, SHOW
+    CREATE CONNECTION): its secrets by name, never by value."""
+    parts = []
+    for name, value, secret in c.options:
+        if secret:
+            x = snap.secrets.get(value)
+            parts.append(f"{name} = SECRET {qualified_name(x.schema, x.name) if x else value}")
+        elif name == "PORT":
+            parts.append(f"{name} = {value}")
+        else:
+            parts.append(f"{name} = '" + value.replace("'", "''") + "'")
+    return f"CREATE CONNECTION {qualified_name(c.schema, c.name)} TO {c.kind.upper()} ({', '.join(parts)})"
+
+
+def source_create_sql(rel: Source | Subsource) -> str:
+    """The statement that made a source (``mz_sources.create_sql``): as given, for a
+    source; for a subsource, Materialize's ``CREATE SUBSOURCE`` form naming its source."""
+    import json
+
+    if isinstance(rel, Source):
+        return json.loads(rel.spec).get("sql", "")
+    cols = ", ".join(f"{_quoted(c.name)} {c.type.sql()}" for c in rel.columns)
+    return f"CREATE SUBSOURCE {qualified_name(rel.schema, rel.name)} ({cols})"
+
+
+def _source_cluster(snap: CatalogSnapshot, rel: Source | Subsource) -> str | None:
+    """The cluster that runs a source and its subsources (none for its progress
+    subsource, as Materialize shows it)."""
+    if isinstance(rel, Subsource) and rel.kind == "progress":
+        return None
+    src = rel if isinstance(rel, Source) else snap.tables.get(rel.source_id)
+    return src.cluster_id if isinstance(src, Source) else None
+
+
+def qualified_name(schema: str, name: str) -> str:
+    """``materialize.schema.name``, each part quoted when it must be."""
+    return ".".join(_quoted(p) for p in ("materialize", schema, name))
+
+
+def _schema_id(snap: CatalogSnapshot, schema: str) -> str:
+    return (SCHEMA_IDS | {sc.name: sc.id for sc in snap.schemas.values()}).get(schema, "u3")
 
 
 def _quoted(ident: str) -> str:

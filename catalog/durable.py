@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from catalog.builtins import BUILTIN_TABLES
 from catalog.secretbox import SecretBox
 from catalog.snapshot import (
-    AclItem, CatalogSnapshot, Cluster, Column, Index, MaterializedView, Replica, Role, Schema, Sequence, Table, View,
+    AclItem, CatalogSnapshot, Cluster, Column, Connection, Index, MaterializedView, Replica, Role, Schema, Secret,
+    Sequence, Source, Subsource, Table, View,
 )
 from catalog.types import SqlType
 
@@ -98,6 +99,12 @@ CREATE TABLE IF NOT EXISTS role_members (
 CREATE TABLE IF NOT EXISTS owners (object TEXT PRIMARY KEY, role_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS privileges (object TEXT PRIMARY KEY, acl TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS default_privileges (key TEXT PRIMARY KEY, acl TEXT NOT NULL);
+-- secrets: value sealed by catalog.secretbox (never clear text)
+CREATE TABLE IF NOT EXISTS secrets (id TEXT PRIMARY KEY, schema_name TEXT NOT NULL, name TEXT NOT NULL,
+                                    value TEXT NOT NULL);
+-- connections: kind and options as JSON (a secret option names the secret's id)
+CREATE TABLE IF NOT EXISTS connections (id TEXT PRIMARY KEY, schema_name TEXT NOT NULL, name TEXT NOT NULL,
+                                        kind TEXT NOT NULL, options TEXT NOT NULL);
 -- a sequence's value: data, not catalog (catalog.sequences.SequenceStore writes it)
 CREATE TABLE IF NOT EXISTS sequence_values (
     id TEXT PRIMARY KEY,
@@ -144,12 +151,41 @@ class CreateReplica:
     replica: Replica
 
 
+@dataclass(frozen=True)
+class CreateSecret:
+    secret: Secret
+
+
+@dataclass(frozen=True)
+class UpdateSecret:
+    """ALTER SECRET ... AS: a new value (or a rename), same id."""
+
+    secret: Secret
+
+
+@dataclass(frozen=True)
+class DropSecret:
+    secret_id: str
+
+
+@dataclass(frozen=True)
+class CreateConnection:
+    connection: Connection
+
+
+@dataclass(frozen=True)
+class DropConnection:
+    connection_id: str
+
+
 def seal_op(op: Op, box: SecretBox) -> Op:
-    """``op`` as a catalog stores it: the secrets it carries (a REMOTE replica's TOKEN)
-    encrypted by ``box`` (``catalog.secretbox``). Every catalog backend stores ops
-    through this, so it is the one list of what is secret."""
+    """``op`` as a catalog stores it: the secrets it carries (a REMOTE replica's TOKEN, a
+    SECRET's value) encrypted by ``box`` (``catalog.secretbox``). Every catalog backend
+    stores ops through this, so it is the one list of what is secret."""
     if isinstance(op, CreateReplica) and op.replica.token is not None and not SecretBox.is_sealed(op.replica.token):
         return CreateReplica(replace(op.replica, token=box.seal(op.replica.token)))
+    if isinstance(op, (CreateSecret, UpdateSecret)) and not SecretBox.is_sealed(op.secret.value):
+        return type(op)(replace(op.secret, value=box.seal(op.secret.value)))
     return op
 
 
@@ -161,6 +197,8 @@ def unseal_op(op: Op, box: SecretBox) -> Op:
         ValueError for a secret sealed under another key (``SecretBox.unseal``)."""
     if isinstance(op, CreateReplica) and SecretBox.is_sealed(op.replica.token):
         return CreateReplica(replace(op.replica, token=box.unseal(op.replica.token)))
+    if isinstance(op, (CreateSecret, UpdateSecret)) and SecretBox.is_sealed(op.secret.value):
+        return type(op)(replace(op.secret, value=box.unseal(op.secret.value)))
     return op
 
 
@@ -342,7 +380,7 @@ class SetDefaultPrivileges:
     acl: tuple[AclItem, ...]
 
 
-Op = CreateMaterializedView | UpdateMaterializedView | DropMaterializedView | RevokeAll | SetDefaultPrivileges | CreateRole | UpdateRole | DropRole | GrantRole | RevokeRole | SetOwner | SetPrivileges | SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | UpdateCluster | UpdateReplica | CreateReplica | DropReplica | CreateTable | DropTable
+Op = CreateSecret | UpdateSecret | DropSecret | CreateConnection | DropConnection | CreateMaterializedView | UpdateMaterializedView | DropMaterializedView | RevokeAll | SetDefaultPrivileges | CreateRole | UpdateRole | DropRole | GrantRole | RevokeRole | SetOwner | SetPrivileges | SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | UpdateCluster | UpdateReplica | CreateReplica | DropReplica | CreateTable | DropTable
 
 _ID_KINDS = ("cluster", "replica", "item", "shard", "role")
 
@@ -383,6 +421,8 @@ class CatalogStore:
                 for rid, token in clear:
                     self._conn.execute("UPDATE replicas SET token = ? WHERE id = ?", (self._box.seal(token), rid))
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if "source" not in {r[1] for r in self._conn.execute("PRAGMA table_info(tables)")}:  # sources
+            self._conn.execute("ALTER TABLE tables ADD COLUMN source TEXT")
         cols = {r[1] for r in self._conn.execute("PRAGMA table_info(indexes)")}
         if "cluster_id" not in cols:  # indexes maintained in a cluster
             self._conn.execute("ALTER TABLE indexes ADD COLUMN cluster_id TEXT")
@@ -408,9 +448,13 @@ class CatalogStore:
                                    " FROM replicas")
             }
             tables = {
-                r[0]: Table(r[0], r[1], r[2], _decode_columns(r[3]), r[4])
-                for r in c.execute("SELECT id, schema_name, name, columns, shard_id FROM tables")
+                r[0]: _decode_table(r[0], r[1], r[2], _decode_columns(r[3]), r[4], r[5])
+                for r in c.execute("SELECT id, schema_name, name, columns, shard_id, source FROM tables")
             }
+            secrets = {r[0]: Secret(r[0], r[1], r[2], self._unseal(r[3]))
+                       for r in c.execute("SELECT id, schema_name, name, value FROM secrets")}
+            connections = {r[0]: Connection(r[0], r[1], r[2], r[3], tuple(tuple(o) for o in json.loads(r[4])))
+                           for r in c.execute("SELECT id, schema_name, name, kind, options FROM connections")}
             views = {
                 r[0]: View(r[0], r[1], r[2], r[3], _decode_columns(r[4]))
                 for r in c.execute("SELECT id, schema_name, name, sql, columns FROM views")
@@ -442,6 +486,8 @@ class CatalogStore:
             clusters=clusters,
             replicas=replicas,
             tables=tables,
+            secrets=secrets,
+            connections=connections,
             views=views,
             indexes=indexes,
             sequences=sequences,
@@ -470,6 +516,8 @@ class CatalogStore:
         sequences = dict(snap.sequences)
         schemas = dict(snap.schemas)
         mvs = dict(snap.materialized_views)
+        secrets = dict(snap.secrets)
+        connections = dict(snap.connections)
         comments = dict(snap.comments)
         roles = dict(snap.roles)
         members = dict(snap.role_members)
@@ -521,10 +569,28 @@ class CatalogStore:
                     elif isinstance(op, CreateTable):
                         t = op.table
                         c.execute(
-                            "INSERT INTO tables (id, schema_name, name, columns, shard_id) VALUES (?, ?, ?, ?, ?)",
-                            (t.id, t.schema, t.name, _encode_columns(t.columns), t.shard_id),
+                            "INSERT INTO tables (id, schema_name, name, columns, shard_id, source)"
+                            " VALUES (?, ?, ?, ?, ?, ?)",
+                            (t.id, t.schema, t.name, _encode_columns(t.columns), t.shard_id, _encode_source(t)),
                         )
                         tables[t.id] = t
+                    elif isinstance(op, (CreateSecret, UpdateSecret)):
+                        x = op.secret
+                        stored = seal_op(op, self._box).secret.value if self._box is not None else x.value
+                        c.execute("INSERT OR REPLACE INTO secrets (id, schema_name, name, value) VALUES (?, ?, ?, ?)",
+                                  (x.id, x.schema, x.name, stored))
+                        secrets[x.id] = x
+                    elif isinstance(op, DropSecret):
+                        c.execute("DELETE FROM secrets WHERE id = ?", (op.secret_id,))
+                        secrets.pop(op.secret_id, None)
+                    elif isinstance(op, CreateConnection):
+                        x = op.connection
+                        c.execute("INSERT INTO connections (id, schema_name, name, kind, options) VALUES (?, ?, ?, ?, ?)",
+                                  (x.id, x.schema, x.name, x.kind, json.dumps([list(o) for o in x.options])))
+                        connections[x.id] = x
+                    elif isinstance(op, DropConnection):
+                        c.execute("DELETE FROM connections WHERE id = ?", (op.connection_id,))
+                        connections.pop(op.connection_id, None)
                     elif isinstance(op, SetComment):
                         if op.text is None:
                             c.execute("DELETE FROM comments WHERE object_id = ? AND subid = ?", (op.object_id, op.subid))
@@ -543,17 +609,19 @@ class CatalogStore:
                     elif isinstance(op, RenameSchema):
                         old = schemas[op.schema_id]
                         c.execute("UPDATE schemas SET name = ? WHERE id = ?", (op.new_name, op.schema_id))
-                        for t in ("tables", "views", "indexes", "sequences", "materialized_views"):
+                        for t in ("tables", "views", "indexes", "sequences", "materialized_views", "secrets",
+                                  "connections"):
                             c.execute(f"UPDATE {t} SET schema_name = ? WHERE schema_name = ?", (op.new_name, old.name))
                         schemas[op.schema_id] = Schema(old.id, op.new_name, old.temp)
-                        for objs in (tables, views, indexes, sequences, mvs):
+                        for objs in (tables, views, indexes, sequences, mvs, secrets, connections):
                             for k, o in list(objs.items()):
                                 if o.schema == old.name:
                                     objs[k] = replace(o, schema=op.new_name)
                     elif isinstance(op, UpdateTable):
                         t = op.table
-                        c.execute("UPDATE tables SET schema_name = ?, name = ?, columns = ?, shard_id = ? WHERE id = ?",
-                                  (t.schema, t.name, _encode_columns(t.columns), t.shard_id, t.id))
+                        c.execute("UPDATE tables SET schema_name = ?, name = ?, columns = ?, shard_id = ?, source = ?"
+                                  " WHERE id = ?",
+                                  (t.schema, t.name, _encode_columns(t.columns), t.shard_id, _encode_source(t), t.id))
                         tables[t.id] = t
                     elif isinstance(op, CreateSequence):
                         q = op.sequence
@@ -643,13 +711,15 @@ class CatalogStore:
                     else:  # pragma: no cover - a programming error
                         raise TypeError(f"unknown catalog op {op!r}")
                 # comments go with their objects (not with one dropped and made again: a rename)
-                live = set(tables) | set(views) | set(indexes) | set(sequences) | set(schemas) | set(mvs)
+                live = set(tables) | set(views) | set(indexes) | set(sequences) | set(schemas) | set(mvs) \
+                    | set(secrets) | set(connections)
                 for gone in {k[0] for k in comments} - live:
                     c.execute("DELETE FROM comments WHERE object_id = ?", (gone,))
                     for k in [k for k in comments if k[0] == gone]:
                         del comments[k]
                 # owners and ACLs go with their objects, and a dropped role's grants with it
-                live_keys = {f"item:{k}" for k in (*tables, *views, *mvs, *indexes, *sequences, *schemas)} \
+                live_keys = {f"item:{k}" for k in (*tables, *views, *mvs, *indexes, *sequences, *schemas, *secrets,
+                                                   *connections)} \
                     | {f"schema:{k}" for k in schemas} | {f"cluster:{k}" for k in clusters}
                 # (system schemas' keys name them, "schema:public"; builtin items are "item:s5")
                 for gone in {k for k in (*owners, *privileges) if k.split(":")[0] in ("item", "schema", "cluster")
@@ -670,6 +740,7 @@ class CatalogStore:
                 raise
         return snap.with_changes(
             version=version, clusters=clusters, replicas=replicas, tables=tables, views=views, indexes=indexes,
+            secrets=secrets, connections=connections,
             sequences=sequences, schemas=schemas, materialized_views=mvs, comments=comments, roles=roles,
             role_members=members, owners=owners, privileges=privileges, default_privileges=defaults,
             next_ids=dict(next_ids)
@@ -696,6 +767,24 @@ def _revoke_all(c, role_id: str, privileges: dict, defaults: dict) -> None:
         elif kept != acl:
             c.execute("UPDATE default_privileges SET acl = ? WHERE key = ?", (_encode_acl(kept), key))
             defaults[key] = kept
+
+
+def _encode_source(t: Table) -> str | None:
+    """A source's or subsource's own fields as JSON (None for a plain table)."""
+    if isinstance(t, Source):
+        return json.dumps({"_t": "Source", "cluster_id": t.cluster_id, "kind": t.kind, "spec": t.spec})
+    if isinstance(t, Subsource):
+        return json.dumps({"_t": "Subsource", "source_id": t.source_id, "output": t.output, "kind": t.kind})
+    return None
+
+
+def _decode_table(id_: str, schema: str, name: str, columns: tuple[Column, ...], shard: str,
+                  source: str | None) -> Table:
+    if not source:
+        return Table(id_, schema, name, columns, shard)
+    d = json.loads(source)
+    cls = {"Source": Source, "Subsource": Subsource}[d.pop("_t")]
+    return cls(id_, schema, name, columns, shard, **d)
 
 
 def _encode_cluster(c: Cluster) -> str:

@@ -54,7 +54,7 @@ PRIVILEGE_LETTERS = {"INSERT": "a", "SELECT": "r", "UPDATE": "w", "DELETE": "d",
 _LETTER_ORDER = "arwdUCRBN"
 #: object type -> the privileges it has ("Privileges" table of Materialize's access
 #: control doc; sequences as PostgreSQL's: SELECT, UPDATE, USAGE)
-KIND_PRIVILEGES = {"TABLE": "arwd", "VIEW": "r", "MATERIALIZED VIEW": "r", "SEQUENCE": "rwU", "INDEX": "",
+KIND_PRIVILEGES = {"SOURCE": "r", "SECRET": "U", "CONNECTION": "U", "TABLE": "arwd", "VIEW": "r", "MATERIALIZED VIEW": "r", "SEQUENCE": "rwU", "INDEX": "",
                    "SCHEMA": "UC", "DATABASE": "UC", "CLUSTER": "UC", "SYSTEM": "RBN"}
 #: the kinds of object ``ALTER DEFAULT PRIVILEGES ... ON TABLES`` covers (Materialize:
 #: tables, views and materialized views; PostgreSQL: sequences too)
@@ -79,11 +79,14 @@ DATABASE_OBJ = ObjectRef("DATABASE", f"database:{DATABASE}", DATABASE)
 
 
 def relation_ref(rel) -> ObjectRef:
-    """The ObjectRef of a table, view, materialized view, system table, sequence or index."""
-    from catalog.snapshot import Index, MaterializedView, Sequence, View
+    """The ObjectRef of a table, view, materialized view, system table, sequence, index,
+    source (or subsource), secret or connection."""
+    from catalog.snapshot import Connection, Index, MaterializedView, Secret, Sequence, Source, Subsource, View  # noqa: I001
 
     kind = "VIEW" if isinstance(rel, View) else "SEQUENCE" if isinstance(rel, Sequence) else \
-        "INDEX" if isinstance(rel, Index) else "MATERIALIZED VIEW" if isinstance(rel, MaterializedView) else "TABLE"
+        "INDEX" if isinstance(rel, Index) else "MATERIALIZED VIEW" if isinstance(rel, MaterializedView) else \
+        "SOURCE" if isinstance(rel, (Source, Subsource)) else "SECRET" if isinstance(rel, Secret) else \
+        "CONNECTION" if isinstance(rel, Connection) else "TABLE"
     return ObjectRef(kind, f"item:{rel.id}", f"{DATABASE}.{rel.schema}.{rel.name}", rel.id.startswith("s"))
 
 
@@ -324,7 +327,8 @@ def ref_for_key(snap: CatalogSnapshot, key: str) -> ObjectRef | None:
             return ObjectRef("SCHEMA", key, f"{DATABASE}.{sc.name}")
         return schema_ref(snap, rest) if rest in SYSTEM_SCHEMAS else None
     if kind == "item":
-        for objs in (snap.tables, snap.views, snap.materialized_views, snap.sequences, snap.indexes, snap.builtins):
+        for objs in (snap.tables, snap.views, snap.materialized_views, snap.sequences, snap.indexes, snap.builtins,
+                     snap.secrets, snap.connections):
             if rest in objs:
                 return relation_ref(objs[rest])
         sc = snap.schemas.get(rest)

@@ -7,6 +7,7 @@ locks, because snapshots are never mutated.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -68,6 +69,19 @@ def set_search_path(schemas: tuple[str, ...], temp_schema: str | None = None) ->
     ``temp_schema`` (PostgreSQL 5.10.3 "The Schema Search Path": the temporary schema
     is searched first)."""
     _SEARCH_PATH.set((tuple(schemas), temp_schema))
+
+
+@contextlib.contextmanager
+def searching_from(schema: str):
+    """Resolve names, while the block runs, as a stored query's (a view's, a materialized
+    view's) resolved when it was made: in its own schema first, then the system schemas
+    (the schema it was made in was the first of its creator's search_path)."""
+    saved = _SEARCH_PATH.get()
+    _SEARCH_PATH.set(((schema,) + tuple(x for x in SEARCH_PATH if x != schema), saved[1]))
+    try:
+        yield
+    finally:
+        _SEARCH_PATH.set(saved)
 
 
 def current_search_path() -> tuple[tuple[str, ...], str | None]:
@@ -167,6 +181,70 @@ class MaterializedView(Table):
 
     sql: str = ""
     cluster_id: str = ""
+
+
+@dataclass(frozen=True)
+class Source(Table):
+    """A source (``u1``, Materialize's "CREATE SOURCE"): data that arrives by itself into
+    persist shard ``shard_id``, written by its ingestion (``sqlfront.sources``) on cluster
+    ``cluster_id``, never by INSERT/UPDATE/DELETE (``planner.writes.resolve_target``).
+
+    ``kind`` is ``load-generator`` or ``webhook`` (``mz_sources.type``); ``spec`` is its
+    options as JSON text (the generator and its TICK INTERVAL, AS OF, UP TO, SCALE
+    FACTOR; a webhook's BODY FORMAT, INCLUDE HEADERS and CHECK). A source whose data go
+    to subsources (``FOR ALL TABLES``) has no columns of its own."""
+
+    cluster_id: str = ""
+    kind: str = ""
+    spec: str = "{}"
+
+
+@dataclass(frozen=True)
+class Subsource(Table):
+    """One output of source ``source_id`` (Materialize's subsources: ``bids`` of an
+    AUCTION generator, or ``<source>_progress``, ``kind`` ``progress``): a shard the
+    source writes, read like a table, dropped with its source."""
+
+    source_id: str = ""
+    output: str = ""
+    kind: str = "subsource"
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A secret (``u1``, Materialize's "CREATE SECRET"): ``value`` is kept encrypted at rest
+    (``catalog.secretbox``) and shown nowhere: not in a system table, SHOW CREATE or a
+    log (hence ``repr=False``)."""
+
+    id: str
+    schema: str
+    name: str
+    value: str = field(default="", repr=False)
+
+    @property
+    def builtin(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class Connection:
+    """A connection (``u1``, Materialize's "CREATE CONNECTION"): ``kind`` (``postgres``)
+    and its options as ``(name, value, secret)`` triples in the order given, where a
+    ``secret`` option's value is the id of the Secret that holds it (``PASSWORD SECRET
+    pw``), never the secret's text."""
+
+    id: str
+    schema: str
+    name: str
+    kind: str
+    options: tuple[tuple[str, str, bool], ...] = ()
+
+    @property
+    def builtin(self) -> bool:
+        return False
+
+    def option(self, name: str, default: str | None = None) -> str | None:
+        return next((v for n, v, _ in self.options if n == name), default)
 
 
 @dataclass(frozen=True)
@@ -292,6 +370,8 @@ class CatalogSnapshot:
     sequences: Mapping[str, Sequence] = field(default_factory=lambda: MappingProxyType({}))
     schemas: Mapping[str, Schema] = field(default_factory=lambda: MappingProxyType({}))
     materialized_views: Mapping[str, MaterializedView] = field(default_factory=lambda: MappingProxyType({}))
+    secrets: Mapping[str, Secret] = field(default_factory=lambda: MappingProxyType({}))
+    connections: Mapping[str, Connection] = field(default_factory=lambda: MappingProxyType({}))
     #: COMMENT ON texts: (object id, column number or 0) -> text
     comments: Mapping[tuple[str, int], str] = field(default_factory=lambda: MappingProxyType({}))
     #: roles by id (the system roles are ``catalog.rbac.SYSTEM_ROLES``, not stored)
@@ -442,10 +522,23 @@ class CatalogSnapshot:
         return None
 
     def name_taken(self, schema: str, name: str) -> bool:
-        """True if a table, view, sequence or index in ``schema`` is named ``name``
-        (PostgreSQL: they share one namespace, pg_class)."""
+        """True if a table, view, sequence, index, secret or connection in ``schema`` is
+        named ``name`` (PostgreSQL: relations share one namespace, pg_class; Materialize:
+        every catalog item of a schema does)."""
         return (self.relation_by_name(schema, name) is not None or self.sequence_by_name(schema, name) is not None
-                or self.index_by_name(schema, name) is not None)
+                or self.index_by_name(schema, name) is not None or self.secret_by_name(schema, name) is not None
+                or self.connection_by_name(schema, name) is not None)
+
+    def secret_by_name(self, schema: str, name: str) -> Secret | None:
+        return next((x for x in self.secrets.values() if x.schema == schema and x.name == name), None)
+
+    def connection_by_name(self, schema: str, name: str) -> Connection | None:
+        return next((x for x in self.connections.values() if x.schema == schema and x.name == name), None)
+
+    def sources(self) -> list[Source | Subsource]:
+        """Every source and subsource, in id order."""
+        return sorted((t for t in self.tables.values() if isinstance(t, (Source, Subsource))),
+                      key=lambda t: (t.id[0], int(t.id[1:])))
 
     def resolve_sequence(self, schema: str | None, name: str) -> Sequence:
         """The sequence ``[schema.]name``; unqualified, searched along the search path.

@@ -363,8 +363,11 @@ class QueryPlanner:
             if isinstance(rel, View):
                 import pglast
 
+                from catalog.snapshot import searching_from
+
                 view_stmt = pglast.parse_sql(rel.sql)[0].stmt
-                pq = QueryPlanner(self.snap, catalog_only=False).plan_raw(view_stmt)
+                with searching_from(rel.schema):  # its names mean what they meant when it was made
+                    pq = QueryPlanner(self.snap, catalog_only=False).plan_raw(view_stmt)
                 pq = PlannedQuery(pq.plan, tuple(c.name for c in rel.columns))
                 return self._derived(pq, item.alias, item.relname)
             qualifier = item.alias.aliasname if item.alias else item.relname
@@ -382,8 +385,7 @@ class QueryPlanner:
         if isinstance(item, ast.JoinExpr):
             return self.plan_join(item)
         if isinstance(item, ast.RangeSubselect):
-            if item.alias is None:
-                raise SqlError(SYNTAX_ERROR, "subquery in FROM must have an alias")
+            # no alias: its columns are named unqualified only (Materialize, PostgreSQL 16)
             planner = self._lateral_child(left) if item.lateral else self._child()
             sub = planner.plan_raw(item.subquery)
             return self._derived(sub, item.alias, None)

@@ -13,7 +13,7 @@ import pglast
 from pglast import ast
 
 from catalog.errors import SqlError, DUPLICATE_COLUMN, UNDEFINED_COLUMN, SYNTAX_ERROR, FEATURE_NOT_SUPPORTED, NOT_NULL_VIOLATION, DATATYPE_MISMATCH
-from catalog.snapshot import CatalogSnapshot, MaterializedView, Table
+from catalog.snapshot import CatalogSnapshot, MaterializedView, Source, Subsource, Table
 from catalog.types import SqlType
 from planner.consteval import cast_value, evaluate, is_volatile
 from planner.guard import Outgrown
@@ -114,6 +114,8 @@ def resolve_target(snap: CatalogSnapshot, rv: ast.RangeVar) -> Table:
         raise SqlError("42809", f'cannot insert into system table "{rel.name}"')
     if isinstance(rel, MaterializedView):  # its rows come from its query (Materialize: tables take writes)
         raise SqlError("42809", f'cannot insert into materialized view "{rel.name}"')
+    if isinstance(rel, (Source, Subsource)):  # its rows come from its ingestion
+        raise SqlError("42809", f'cannot insert into source "{rel.name}"')
     return rel
 
 

@@ -54,6 +54,18 @@ def redact(sql: str) -> str:
     return "".join(out)
 
 
+def carries_secret(sql: str) -> bool:
+    """True for CREATE SECRET and ALTER SECRET, whose literal is a secret's value: the log
+    keeps their redacted text only (Materialize logs them redacted too)."""
+    from pglast.parser import ParseError, scan
+
+    try:
+        words = [sql[t.start:t.end + 1].lower() for t in scan(sql) if t.name not in ("SQL_COMMENT", "C_COMMENT")][:2]
+    except ParseError:  # text the scanner refuses: keep nothing of it
+        return True
+    return len(words) == 2 and words[0] in ("create", "alter") and words[1] == "secret"
+
+
 def statement_type(sql: str) -> str | None:
     """Materialize's ``statement_type``: the statement's kind in snake case (``select``,
     ``create_table``), None for an empty statement."""
@@ -186,6 +198,8 @@ class ActivityLog:
         if not s.in_transaction:
             info.transaction_id = next(info.transactions)
         v = s.vars
+        if carries_secret(sql):  # its literal is a secret's value: kept nowhere
+            sql = redact(sql)
         e = Execution(info, sql, params, v.get("cluster"), v.get("application_name"), v.get("database"),
                       v.search_path(), v.get("transaction_isolation"), info.transaction_id, next(self._seq))
         with self._lock:

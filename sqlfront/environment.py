@@ -52,8 +52,8 @@ from catalog.errors import SqlError
 from catalog.oracle import open_oracle
 from catalog.sequences import SequenceStore
 from catalog.sizes import ReplicaSize, default_sizes
-from catalog.snapshot import SEARCH_PATH, set_search_path
-from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, MaterializedView, Replica, Table, \
+from catalog.snapshot import SEARCH_PATH, searching_from, set_search_path
+from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, MaterializedView, Replica, Source, Table, \
     temp_schema_process
 from planner.expr import MAINTAINED, set_query_timestamp
 from planner.plan import relations_read
@@ -275,6 +275,10 @@ class Environment:
         self._compact_cv = threading.Condition()
         self.orchestrator = Orchestrator(d, instance=uuid.uuid4().hex[:8])
         self.clusters: dict[str, ClusterCoordinator] = {}
+        from sqlfront.sources import SourceRunners
+
+        #: the ingestions of the sources of the clusters this process runs
+        self.sources = SourceRunners(self)
         self._clusters_lock = threading.Lock()
         self.coordinator: Coordinator | None = None
         #: which clusters this process runs (every one without a shared catalog)
@@ -327,6 +331,7 @@ class Environment:
                 for c in snap.clusters.values():
                     self._gain_cluster(c.id)
         self.ownership.start()  # takes the leases of the clusters this process runs
+        self.sources.sync(self.snapshot)
         threading.Thread(target=self._maintenance_loop, name="persist-maintenance", daemon=True).start()
         self.replica_monitor.start()
         threading.Thread(target=self._compaction_loop, name="persist-compaction", daemon=True).start()
@@ -645,6 +650,7 @@ class Environment:
         self.replica_monitor.stop()
         self.ownership.stop()
         self._replica_merges.shutdown(wait=False, cancel_futures=True)
+        self.sources.stop_all()
         if self.writer is not None:
             self.writer.stop()
         if self.coordinator is not None:
@@ -798,12 +804,14 @@ class Environment:
             return
         cc = self._cluster_coordinator(c)
         self.reconcile_replicas(cluster_id, cc)
+        self.sources.sync(self.snapshot)
 
     def _lose_cluster(self, cluster_id: str) -> None:
         """This process no longer owns the cluster (lease taken, not renewed, or the
         cluster dropped): stop its replicas."""
         with self._clusters_lock:
             cc = self.clusters.pop(cluster_id, None)
+        self.sources.sync(self.snapshot)
         if cc is not None:
             log.info("stopping the replicas of cluster %s", cc.name)
             threading.Thread(target=cc.shutdown, name="lose-cluster", daemon=True).start()
@@ -893,7 +901,8 @@ class Environment:
                 # plan is reported once (its index then keeps nothing in memory).
                 set_query_timestamp(self.oracle.read_ts)
                 try:
-                    plan = QueryPlanner(snap).plan_raw(pglast.parse_sql(view.sql)[0].stmt).plan
+                    with searching_from(view.schema):
+                        plan = QueryPlanner(snap).plan_raw(pglast.parse_sql(view.sql)[0].stmt).plan
                     tables = tuple(r for r in relations_read(plan) if isinstance(r, Table))
                 except Exception as e:
                     log.warning("indexes on view %s keep nothing in memory: planning it: %s", view.name, e)
@@ -915,11 +924,9 @@ class Environment:
             with self._mv_plans_lock:  # each cluster's maintainer asks from its own thread
                 if key not in self._mv_plans:
                     try:
-                        # Its names resolve in its own schema first: the schema it was made
-                        # in, first on the search_path of the session that made it.
-                        set_search_path((m.schema,) + tuple(x for x in SEARCH_PATH if x != m.schema))
                         set_query_timestamp(MAINTAINED)  # mz_now(): its temporal filters'
-                        plan = QueryPlanner(snap).plan_select(pglast.parse_sql(m.sql)[0].stmt).plan
+                        with searching_from(m.schema):
+                            plan = QueryPlanner(snap).plan_select(pglast.parse_sql(m.sql)[0].stmt).plan
                         inputs = tuple(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)))
                         planned = Materialization(m, plan, inputs)
                     except Exception as e:
@@ -1000,6 +1007,8 @@ class Environment:
                     cc.arrangements.poke()
         elif isinstance(op, durable.CreateTable):
             self.persist.create_shard(op.table.shard_id, self.oracle.read_ts())
+            if isinstance(op.table, Source):  # its shards exist now (it is its transaction's last op)
+                self.sources.ensure(op.table)
         elif isinstance(op, durable.UpdateTable):
             was = old.tables.get(op.table.id)
             if was is not None and was.shard_id != op.table.shard_id:  # rewritten into a new shard
@@ -1009,6 +1018,7 @@ class Environment:
             threading.Thread(target=self.sequences.forget, args=([op.sequence_id],), name="drop-sequence",
                              daemon=True).start()
         elif isinstance(op, durable.DropTable):
+            self.sources.stop(op.table_id)  # (no runner: nothing to stop)
             shard = old.tables[op.table_id].shard_id
             threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()
         elif isinstance(op, durable.CreateMaterializedView):

@@ -1140,6 +1140,27 @@ def parse_mz(sql: str) -> MzStatement | None:
         except pglast.parser.ParseError as e:
             raise SqlError(SYNTAX_ERROR, str(e.args[0] if e.args else e)) from None
         return CreateViewIfNotExists(view)
+    if (p.word(0), p.word(1)) == ("SET", "SCHEMA") or (p.word(0), p.word(1), p.word(2)) == ("SET", "SESSION", "SCHEMA"):
+        # Materialize's SET SCHEMA name: search_path is that schema alone (PostgreSQL's
+        # grammar takes a string literal only)
+        k = 2 if p.word(1) == "SCHEMA" else 3
+        t = p.peek(k)
+        if t is not None and t.name != "SCONST" and t.name not in ("ASCII_61", "TO"):
+            return pglast.parse_sql(f"SET search_path TO {sql[t.start:].strip().rstrip(';')}")[0].stmt
+    if (p.word(0), p.word(1)) == ("CREATE", "SCHEMA"):
+        # Materialize's CREATE SCHEMA names its database: ``materialize.s`` (PostgreSQL's
+        # grammar takes a bare name only)
+        k = 5 if (p.word(2), p.word(3), p.word(4)) == ("IF", "NOT", "EXISTS") else 2
+        dot = p.peek(k + 1)
+        if dot is not None and dot.name == "ASCII_46":
+            p.i = k
+            database = p.ident()
+            if database != DATABASE:
+                raise SqlError("3D000", f"unknown database '{database}'")
+            try:
+                return pglast.parse_sql(sql[: p.toks[k].start] + sql[dot.end + 1:])[0].stmt
+            except pglast.parser.ParseError as e:
+                raise SqlError(SYNTAX_ERROR, str(e.args[0] if e.args else e)) from None
     if (p.word(0), p.word(1)) == ("ALTER", "DEFAULT"):
         return p.alter_default_privileges()
     if p.accept("CREATE", "ROLE"):
@@ -1154,6 +1175,12 @@ def parse_mz(sql: str) -> MzStatement | None:
         if p.word() in ("SET", "RESET"):
             raise SqlError("0A000", "ALTER ROLE ... SET is not supported")
         return AlterRole(name, p.role_options())
+    from sqlfront import source_parse
+
+    stmt = source_parse.parse(p)
+    if stmt is not None:
+        return stmt
+    p.i = 0
     if (p.word(0), p.word(1)) not in _STARTS:
         return None
     if p.word(0) == "SHOW" and p.word(1) == "CLUSTER" and p.word(2) != "REPLICAS":

@@ -36,6 +36,7 @@ from catalog import durable, rbac
 from catalog.errors import INTERNAL_ERROR, SqlError
 from catalog.snapshot import DATABASE, CatalogSnapshot, View
 from sqlfront import mzparse as mz
+from sqlfront import source_parse as sp
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -211,6 +212,13 @@ def _on_catalog_ops(s: Session, snap, stmt, role) -> None:
     submits (every one of them: ``sqlfront.sequence.ddl.run``)."""
 
 
+def _validate_connection(s: Session, snap, stmt, role) -> None:
+    """VALIDATE CONNECTION: USAGE on the connection (Materialize's privilege table)."""
+    from sqlfront.secrets import resolve_connection
+
+    rbac.require(snap, rbac.relation_ref(resolve_connection(snap, stmt.schema, stmt.name)), "U", role)
+
+
 def _session_only(s: Session, snap, stmt, role) -> None:
     """Statements that touch no catalog object: session state (SET, SHOW of a variable,
     transaction control, cursors already declared, prepared statements: a prepared
@@ -246,7 +254,9 @@ STATEMENT_PRIVILEGES: dict[type, Callable] = {
         ast.CreateStmt, ast.ViewStmt, mz.CreateViewIfNotExists, ast.IndexStmt, mz.CreateIndex, mz.CreateMaterializedView,
         ast.CreateSeqStmt, ast.CreateSchemaStmt, ast.CommentStmt, ast.AlterSeqStmt, mz.CreateRole, mz.AlterRole, ast.DropRoleStmt, mz.GrantRoles, mz.GrantPrivileges,
         mz.AlterOwner, ast.AlterOwnerStmt, mz.AlterDefaultPrivileges, ast.ReassignOwnedStmt, ast.DropOwnedStmt,
+        sp.CreateSecret, sp.AlterSecret, sp.CreateConnection, sp.DropItems, sp.CreateSource,
     ), _on_catalog_ops),
+    sp.ValidateConnection: _validate_connection,
     **dict.fromkeys((
         mz.ShowClusters, mz.ShowClusterReplicas, mz.ShowObjects, mz.ShowIndexes, mz.ShowMaterializedViews,
         mz.ShowCreate, ast.VariableSetStmt, ast.VariableShowStmt, ast.TransactionStmt, ast.DeallocateStmt,
@@ -341,10 +351,24 @@ def check_ops(snap: CatalogSnapshot, ops: list, role: str | None) -> list:
             owned(rbac.ObjectRef("SCHEMA", f"schema:{op.schema.id}", f"{DATABASE}.{op.schema.name}"))
         elif isinstance(op, durable.CreateTable):
             new_item(op.table)
+            c = snap.clusters.get(getattr(op.table, "cluster_id", "") or "")
+            if c is not None:  # a source: CREATE on the cluster that runs it (Materialize)
+                rbac.require(snap, rbac.cluster_ref(c), "C", role)
         elif isinstance(op, durable.CreateView):
             new_item(op.view)
         elif isinstance(op, durable.CreateSequence):
             new_item(op.sequence)
+        elif isinstance(op, durable.CreateSecret):
+            new_item(op.secret)
+        elif isinstance(op, durable.CreateConnection):
+            new_item(op.connection)
+            for _, value, secret in op.connection.options:  # Materialize: USAGE on each secret it uses
+                if secret and value in snap.secrets and not superuser:
+                    rbac.require(snap, rbac.relation_ref(snap.secrets[value]), "U", role)
+        elif isinstance(op, durable.UpdateSecret):
+            _require_owner_of(snap, f"item:{op.secret.id}", role, created)
+        elif isinstance(op, (durable.DropSecret, durable.DropConnection)):
+            _require_owner_of(snap, f"item:{getattr(op, 'secret_id', None) or op.connection_id}", role, created)
         elif isinstance(op, durable.CreateIndex):
             new_item(op.index)
             c = snap.clusters.get(op.index.cluster_id) if op.index.cluster_id else None

@@ -121,10 +121,18 @@ def drop_clusters(stmt: mz.DropClusters):
                 raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{name}'")
             hosted = snap.indexes_in_cluster(c.id)
             mvs = snap.materialized_views_in_cluster(c.id)
-            if (hosted or mvs) and not stmt.cascade:
+            sources = [t for t in snap.sources() if getattr(t, "cluster_id", None) == c.id]
+            if (hosted or mvs or sources) and not stmt.cascade:
                 raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
-                               "cannot drop cluster with active indexes or materialized views",
+                               "cannot drop cluster with active indexes or materialized views" if hosted or mvs
+                               else "cannot drop cluster with active sources",
                                hint="Use DROP ... CASCADE to drop the dependent objects too.")
+            if sources:  # they go with their subsources and what reads them
+                from sqlfront import source_parse
+                from sqlfront.sources import drop_sources
+
+                ops += drop_sources(source_parse.DropItems("source", tuple((t.schema, t.name) for t in sources),
+                                                           False, True))(snap, ids)
             ops += _drop_dependents(snap, mvs, True, "materialized view")
             ops += [op for m in mvs for op in _drop_relation(snap, m)]
             ops += [durable.DropIndex(i.id) for i in hosted]
@@ -634,6 +642,8 @@ def _kind(obj) -> str:
     """What an object is called in messages: table, view, materialized view, ..."""
     if isinstance(obj, MaterializedView):
         return "materialized view"
+    if isinstance(obj, Table) and type(obj) is not Table:
+        return "source"
     return "view" if isinstance(obj, View) else "table"
 
 
@@ -707,7 +717,7 @@ def drop_tables(names: list[tuple[str | None, str]], if_exists: bool, cascade: b
                 raise SqlError(UNDEFINED_TABLE, f'table "{name}" does not exist')
             if rel.builtin:
                 raise SqlError(WRONG_OBJECT_TYPE, f'cannot drop system table "{name}"')
-            if isinstance(rel, (View, MaterializedView)):
+            if isinstance(rel, (View, MaterializedView)) or type(rel) is not Table:
                 raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a table',
                                hint=f"Use DROP {_kind(rel).upper()} to remove a {_kind(rel)}.")
             dropped.append(rel)

@@ -44,6 +44,8 @@ from catalog.snapshot import BuiltinTable
 from sqlfront.sequence import roles
 from sqlfront.sequence import block_ddl
 from sqlfront.sequence import alter, clusters, copy, cursors, ddl, prepared, peek, show, subscribe, txn, vars as var_stmts, writes
+from sqlfront.sequence import sources
+from sqlfront import source_parse as sp
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
 from sqlfront.sequence.sequences import SessionSequences
 from planner.functions.sequence import set_sequence_access
@@ -409,6 +411,13 @@ HANDLERS: dict[type, Callable] = {
     ast.TruncateStmt: alter.truncate,
     ast.CreateTableAsStmt: alter.create_table_as,
     ast.AlterSeqStmt: ddl.alter_sequence,
+    # secrets, connections, sources
+    sp.CreateSecret: sources.create_secret,
+    sp.AlterSecret: sources.alter_secret,
+    sp.CreateConnection: sources.create_connection,
+    sp.ValidateConnection: sources.validate_connection,
+    sp.DropItems: sources.drop_items,
+    sp.CreateSource: sources.create_source,
     # roles and privileges
     mz.CreateRole: roles.create_role,
     mz.AlterRole: roles.alter_role,

@@ -21,6 +21,7 @@ import pytest
 from pglast import ast
 
 import sqlfront.mzparse as mz
+import sqlfront.source_parse as sp
 from sqlfront.session import HANDLERS
 
 DENIED = "42501"
@@ -36,7 +37,7 @@ def world(server):
     """Objects of the bootstrap superuser (``materialize``) and of a second role, and a
     login role ``nobody`` granted nothing. Yields the names; drops it all at the end."""
     x = uuid.uuid4().hex[:6]
-    n = {k: f"rb_{k}_{x}" for k in ("t", "v", "mv", "s", "i", "sc", "c", "nobody", "other", "reader")}
+    n = {k: f"rb_{k}_{x}" for k in ("t", "v", "mv", "s", "i", "sc", "c", "nobody", "other", "reader", "sec", "conn")}
     with server.connect() as admin:
         admin.execute("SET statement_timeout = '120s'")
         admin.execute(f"CREATE TABLE {n['t']} (id serial, a int)")
@@ -50,6 +51,9 @@ def world(server):
         admin.execute(f"INSERT INTO {n['sc']}.t2 VALUES (1)")
         # an unmanaged cluster with a replica (REMOTE to nowhere: no process) to drop
         admin.execute(f"CREATE CLUSTER {n['c']} REPLICAS (rb_r (REMOTE ('sc://127.0.0.1:9')))")
+        admin.execute(f"CREATE SECRET {n['sec']} AS 'rb-secret'")
+        admin.execute(f"CREATE CONNECTION {n['conn']} TO POSTGRES (HOST '127.0.0.1', PORT 9, USER 'u',"
+                      f" PASSWORD SECRET {n['sec']}) WITH (VALIDATE = false)")
         admin.execute(f"CREATE ROLE {n['other']}")
         admin.execute(f"CREATE ROLE {n['reader']} LOGIN")
         admin.execute(f"CREATE ROLE {n['nobody']} LOGIN")
@@ -61,7 +65,7 @@ def world(server):
             n["temp"] = admin.execute("SELECT schema FROM mz_tables WHERE name = %s",
                                       (f"rb_tt_{x}",)).fetchone()[0] + f".rb_tt_{x}"
             yield n, temp_owner
-        for stmt in (f"DROP MATERIALIZED VIEW IF EXISTS {n['mv']}", f"DROP TABLE IF EXISTS {n['t']} CASCADE",
+        for stmt in (f"DROP SECRET IF EXISTS {n['sec']} CASCADE", f"DROP MATERIALIZED VIEW IF EXISTS {n['mv']}", f"DROP TABLE IF EXISTS {n['t']} CASCADE",
                      f"DROP SEQUENCE IF EXISTS {n['s']}", f"DROP SCHEMA IF EXISTS {n['sc']} CASCADE",
                      f"DROP CLUSTER IF EXISTS {n['c']} CASCADE", f"DROP ROLE IF EXISTS {n['nobody']}",
                      f"DROP ROLE IF EXISTS {n['other']}", f"DROP ROLE IF EXISTS {n['reader']}"):
@@ -155,6 +159,12 @@ CASES: dict[type, list[tuple[tuple[str, ...], str | None]]] = {
     mz.ShowIndexes: [(("SHOW INDEXES",), None)],
     mz.ShowMaterializedViews: [(("SHOW MATERIALIZED VIEWS",), None)],
     mz.ShowCreate: [(("SHOW CREATE MATERIALIZED VIEW {mv}",), None)],
+    sp.CreateSecret: [(("CREATE SECRET rb_new AS 'x'",), DENIED)],
+    sp.AlterSecret: [(("ALTER SECRET {sec} AS 'y'",), DENIED)],
+    sp.CreateConnection: [(("CREATE CONNECTION rb_new TO POSTGRES (HOST '127.0.0.1', PORT 9, USER 'u')",), DENIED)],
+    sp.ValidateConnection: [(("VALIDATE CONNECTION {conn}",), DENIED)],
+    sp.DropItems: [(("DROP SECRET {sec} CASCADE",), DENIED), (("DROP CONNECTION {conn}",), DENIED)],
+    sp.CreateSource: [(("CREATE SOURCE rb_new FROM LOAD GENERATOR COUNTER",), DENIED)],
 }
 
 

@@ -908,3 +908,75 @@ register(
              doc="9.9", samples=("isfinite(d)", "isfinite(ts)", "isfinite(ts::timestamptz)",
                                  "isfinite(make_interval(days => k))")),
 )
+
+
+# -- datediff (Materialize's "Date and time functions": datediff) ---------------------------
+
+#: datediff's units that are a fixed number of microseconds
+_DIFF_MICROS = {"microseconds": 1, "milliseconds": 1000, "second": 1_000_000, "minute": 60_000_000,
+                "hour": 3_600_000_000, "day": 86_400_000_000}
+#: datediff's calendar units, as the number of months in each (0: weeks)
+_DIFF_MONTHS = {"week": 0, "month": 1, "quarter": 3, "year": 12, "decade": 120, "century": 1200,
+                "millennium": 12000}
+
+
+def _diff_unit(name, t: SqlType) -> str:
+    f = _field(str(name))
+    if f not in _DIFF_MICROS and f not in _DIFF_MONTHS:
+        raise SqlError(INVALID_PARAMETER_VALUE, f'unit "{name}" not recognized for type {t.sql()}')
+    return f
+
+
+def _boundary(unit: str, year: int, month: int, micros: int) -> int:
+    """How many ``unit`` boundaries lie between the epoch and a time (its calendar fields
+    and its microseconds since the epoch): a floor, so that crossing one counts one."""
+    if unit in _DIFF_MICROS:
+        return micros // _DIFF_MICROS[unit]
+    if unit == "week":  # weeks start on Monday; 1970-01-01 was a Thursday
+        return (micros // 86_400_000_000 + 3) // 7
+    if unit in ("century", "millennium"):  # the first ones start in years 1, 101, ... (1, 1001, ...)
+        return (year - 1) // (_DIFF_MONTHS[unit] // 12)
+    return (year * 12 + month - 1) // _DIFF_MONTHS[unit]
+
+
+def _datediff_py(a, e):
+    unit = _diff_unit(a[0], e.args[1].type)
+
+    def at(v) -> int:
+        if not isinstance(v, dt.datetime):
+            v = dt.datetime(v.year, v.month, v.day)
+        naive = v.astimezone(dt.UTC).replace(tzinfo=None) if v.tzinfo else v
+        micros = (naive - dt.datetime(1970, 1, 1)) // dt.timedelta(microseconds=1)
+        return _boundary(unit, naive.year, naive.month, micros)
+
+    return at(a[2]) - at(a[1])
+
+
+def _datediff_spark(S, a, e):
+    F = S.F
+    fl = e.args[0]
+    if fl.__class__.__name__ != "Literal" or fl.value is None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "datediff needs a constant unit on table data")
+    unit = _diff_unit(fl.value, e.args[1].type)
+
+    def at(c):
+        c = c.cast("timestamp")
+        micros = F.unix_micros(c)
+        if unit in _DIFF_MICROS:
+            return F.floor(micros / _DIFF_MICROS[unit])
+        if unit == "week":
+            return F.floor((F.floor(micros / 86_400_000_000) + 3) / 7)
+        if unit in ("century", "millennium"):
+            return F.floor((F.year(c) - 1) / (_DIFF_MONTHS[unit] // 12))
+        return F.floor((F.year(c) * 12 + F.month(c) - 1) / _DIFF_MONTHS[unit])
+
+    return (at(a[2]) - at(a[1])).cast("long")
+
+
+register(
+    Function("datediff", (sig("text", "timestamp", "timestamp", ret="int8"),
+                          sig("text", "timestamptz", "timestamptz", ret="int8"),
+                          sig("text", "date", "date", ret="int8")),
+             _datediff_py, _datediff_spark, sql_names=("datediff",),
+             doc="Materialize: datediff(unit, start, end), the unit boundaries crossed from start to end"),
+)

@@ -115,7 +115,7 @@ def alter_table(s: Session, stmt: ast.AlterTableStmt, sql: str, params) -> Resul
 
 def _table(snap, rv) -> Table:
     rel = snap.resolve_relation(rv.schemaname, rv.relname)
-    if not isinstance(rel, Table) or isinstance(rel, MaterializedView):
+    if type(rel) is not Table:  # a view, materialized view, source or system table
         raise SqlError("42809", f'"{rv.relname}" is not a table')
     return rel
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 from pglast import ast
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN
-from catalog.snapshot import MaterializedView
+from catalog.snapshot import MaterializedView, Source, Subsource
 from persist import Batch, ShardSealed
 from planner.writes import check_not_null
 from spark_exec.load import read_file
@@ -56,6 +56,8 @@ def copy(s: Session, stmt: ast.CopyStmt, sql: str, params):
         raise SqlError("42809", f'cannot copy to system table "{rel.name}"')
     if isinstance(rel, MaterializedView):
         raise SqlError("42809", f'cannot copy to materialized view "{rel.name}"')
+    if isinstance(rel, (Source, Subsource)):
+        raise SqlError("42809", f'cannot copy to source "{rel.name}"')
     fmt = opts.get("format", "text").lower()
     positions = None
     if stmt.attlist:

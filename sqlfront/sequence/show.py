@@ -124,6 +124,24 @@ def _show_create_query(s: Session, stmt: mz.ShowCreate) -> str:
         sql = (f"CREATE INDEX {quote_ident(idx.name)}" + (f" IN CLUSTER {quote_ident(cluster.name)}" if cluster else "")
                + f" ON {_qualified(on.schema, on.name)} ({', '.join(idx.keys)})")
         return _name_and_sql(_qualified(idx.schema, idx.name), sql)
+    if stmt.kind == "connection":
+        from sqlfront.secrets import resolve_connection
+
+        c = resolve_connection(snap, stmt.schema, stmt.name)
+        return ("SELECT 'materialize.' || sc.name || '.' || x.name AS name, x.create_sql"
+                " FROM mz_catalog.mz_connections x JOIN mz_catalog.mz_schemas sc ON sc.id = x.schema_id"
+                f" WHERE x.id = {quote_literal(c.id)}")
+    if stmt.kind == "source":
+        from catalog.snapshot import Source, Subsource
+
+        rel = snap.resolve_relation(stmt.schema, stmt.name)
+        if not isinstance(rel, (Source, Subsource)):
+            raise SqlError("42809", f"{_qualified(rel.schema, rel.name)} is not a source")
+        return ("SELECT 'materialize.' || sc.name || '.' || x.name AS name, x.create_sql"
+                " FROM mz_catalog.mz_sources x JOIN mz_catalog.mz_schemas sc ON sc.id = x.schema_id"
+                f" WHERE x.id = {quote_literal(rel.id)}")
+    if stmt.kind == "secret":  # Materialize has no SHOW CREATE SECRET: it would show the value
+        raise SqlError("0A000", "SHOW CREATE SECRET is not supported: a secret's value is never shown")
     if stmt.kind not in ("table", "view", "materialized view"):
         shown = f"{stmt.schema}.{stmt.name}" if stmt.schema else stmt.name
         raise SqlError("42P01", f"unknown catalog item '{shown}'")
@@ -247,10 +265,10 @@ _SCHEMA_ITEMS = {
     "sinks": ("SELECT x.name, x.type, c.name AS cluster, '' AS comment",
               ("mz_catalog.mz_sinks x JOIN mz_catalog.mz_schemas sc ON sc.id = x.schema_id"
               " LEFT JOIN mz_catalog.mz_clusters c ON c.id = x.cluster_id")),
-    "secrets": ("SELECT x.name, '' AS comment", f"{_NONE} JOIN mz_catalog.mz_schemas sc ON sc.id = x.schema_id"),
+    "secrets": ("SELECT x.name, '' AS comment", "mz_catalog.mz_secrets x JOIN mz_catalog.mz_schemas sc ON sc.id = x.schema_id"),
     "types": ("SELECT x.name, '' AS comment", f"{_NONE} JOIN mz_catalog.mz_schemas sc ON sc.id = x.schema_id"),
-    "connections": ("SELECT x.name, '' AS type, '' AS comment",
-                    f"{_NONE} JOIN mz_catalog.mz_schemas sc ON sc.id = x.schema_id"),
+    "connections": ("SELECT x.name, x.type, '' AS comment",
+                    "mz_catalog.mz_connections x JOIN mz_catalog.mz_schemas sc ON sc.id = x.schema_id"),
 }
 
 

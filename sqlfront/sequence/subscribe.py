@@ -333,10 +333,18 @@ class Subscription:
         if ts <= self.frontier:
             return False
         self._uppers = {shard: st.upper for shard, st in states.items()}
-        for t, diffs in self._dataflow.step(self.frontier, ts, states):
-            self._emit(t, diffs)
-            if self.done:
-                return True
+        # Hold the states whose parts the step reads: compaction may replace those parts
+        # meanwhile (a source writes every tick), and GC keeps the parts of held states only.
+        persist = self.s.env.persist
+        holds = [persist.leases.acquire(shard, st, self.frontier) for shard, st in states.items()]
+        try:
+            for t, diffs in self._dataflow.step(self.frontier, ts, states):
+                self._emit(t, diffs)
+                if self.done:
+                    return True
+        finally:
+            for h in holds:
+                persist.release(h)
         self._advance(ts)
         self._progress(ts + 1)
         return True

@@ -1,0 +1,99 @@
+"""Materialize's load generators (Materialize's "CREATE SOURCE: Load generator"): their
+outputs (subsource names and columns, as Materialize's) and the updates of each tick.
+
+A generator is a pure function of ``(seed, tick, now)``: tick ``t`` (1, 2, ...) always
+makes the same rows but for the wall-clock times in them, so an ingestion that resumes
+after tick ``t`` (its progress offset) goes on with tick ``t + 1`` and never repeats one.
+The data are synthetic: the names and values are this module's own; the shapes (tables,
+columns, keys, how many rows per tick) follow Materialize's generators.
+
+Updates are ``(output, row, diff)``; ``output`` is a subsource's name, or ``None`` for a
+generator with one output (COUNTER: the source itself).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from dataclasses import dataclass
+
+from catalog.snapshot import Column
+from catalog.types import INT4, INT8, TEXT, TIMESTAMPTZ
+
+#: the items auctioned (AUCTION's ``auctions.item``; the quickstart's views group by it)
+AUCTION_ITEMS = ("Signed Memorabilia", "City Bar Crawl", "Best Pizza in Town", "Gift Basket", "Custom Art")
+_ORGANIZATIONS = ("Acme Anvils", "Blue Harbor Foods", "Cobalt Labs", "Driftwood Media", "Ember Energy",
+                  "Fjord Logistics", "Granite Insurance", "Helix Pharma", "Indigo Textiles", "Juniper Health",
+                  "Kestrel Aviation", "Lumen Optics", "Maple Robotics", "Northwind Mills", "Orchid Hotels",
+                  "Pioneer Farms", "Quartz Finance", "Redwood Games", "Sable Security", "Tidewater Shipping")
+_FIRST = ("Ada", "Bea", "Cal", "Dov", "Eli", "Fay", "Gus", "Hal", "Ida", "Jon", "Kai", "Liv", "Max", "Nia", "Oz",
+          "Pia", "Quin", "Ray", "Sol", "Tea")
+_LAST = ("Archer", "Baker", "Carver", "Dyer", "Fisher", "Gardner", "Hunter", "Joiner", "Keller", "Mason",
+         "Miller", "Potter", "Sawyer", "Slater", "Tanner", "Thatcher", "Turner", "Walker", "Weaver", "Wright")
+#: AUCTION's users: every first name with every last name, and again numbered (4,000 users)
+_USERS = tuple(f"{f} {l}" + (f" {n}" if n else "") for n in range(10) for f in _FIRST for l in _LAST)
+#: most bids an auction gets (Materialize's AUCTION makes 2 to 9 per auction)
+MAX_BIDS = 10
+#: seconds an auction stays open after its tick
+AUCTION_SECONDS = 10
+
+
+@dataclass(frozen=True)
+class Output:
+    """One output of a generator: its subsource name (None: the source's own) and columns."""
+
+    name: str | None
+    columns: tuple[Column, ...]
+
+
+def _cols(*spec: tuple) -> tuple[Column, ...]:
+    return tuple(Column(n, t, nullable) for n, t, nullable in spec)
+
+
+#: generator -> its outputs, in Materialize's order
+OUTPUTS: dict[str, tuple[Output, ...]] = {
+    "COUNTER": (Output(None, _cols(("counter", INT8, False))),),
+    "AUCTION": (
+        Output("organizations", _cols(("id", INT8, False), ("name", TEXT, False))),
+        Output("users", _cols(("id", INT8, False), ("org_id", INT8, False), ("name", TEXT, False))),
+        Output("accounts", _cols(("id", INT8, False), ("org_id", INT8, False), ("balance", INT8, False))),
+        Output("auctions", _cols(("id", INT8, False), ("seller", INT8, False), ("item", TEXT, False),
+                                 ("end_time", TIMESTAMPTZ, False))),
+        Output("bids", _cols(("id", INT8, False), ("buyer", INT8, False), ("auction_id", INT8, False),
+                             ("amount", INT4, False), ("bid_time", TIMESTAMPTZ, False))),
+    ),
+}
+#: the progress subsource's columns (Materialize's ``<source>_progress``: the offset reached)
+PROGRESS_COLUMNS = _cols(("offset", INT8, True))
+
+Update = tuple[str | None, tuple, int]
+
+
+def updates(generator: str, source_id: str, tick: int, now: dt.datetime, max_cardinality: int | None = None
+            ) -> list[Update]:
+    """The updates of tick ``tick`` (1-based) of ``generator`` for source ``source_id``
+    (its seed), with wall-clock time ``now`` (UTC) in the rows that carry times."""
+    rng = random.Random(f"{source_id}:{tick}")  # a str seed is hashed with SHA-512: the same in every process
+    if generator == "COUNTER":
+        out: list[Update] = [(None, (tick,), 1)]
+        if max_cardinality is not None and tick > max_cardinality:
+            out.append((None, (tick - max_cardinality,), -1))
+        return out
+    if generator == "AUCTION":
+        return _auction(rng, tick, now)
+    raise ValueError(generator)
+
+
+def _auction(rng: random.Random, tick: int, now: dt.datetime) -> list[Update]:
+    if tick == 1:  # the organizations, their users and accounts, all at once
+        orgs = len(_ORGANIZATIONS)
+        return ([("organizations", (i + 1, name), 1) for i, name in enumerate(_ORGANIZATIONS)]
+                + [("users", (i + 1, i % orgs + 1, name), 1) for i, name in enumerate(_USERS)]
+                + [("accounts", (org + 42, org, 10_000), 1) for org in range(1, orgs + 1)])
+    auction = tick - 1
+    out: list[Update] = [("auctions", (auction, rng.randint(1, len(_USERS)), rng.choice(AUCTION_ITEMS),
+                                       now + dt.timedelta(seconds=AUCTION_SECONDS)), 1)]
+    for i in range(rng.randrange(2, MAX_BIDS)):
+        out.append(("bids", (auction * MAX_BIDS + i, rng.randint(1, len(_USERS)), auction, rng.randint(1, 99),
+                             now + dt.timedelta(seconds=i)), 1))
+    return out

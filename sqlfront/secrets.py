@@ -1,0 +1,231 @@
+"""Secrets and connections as catalog transactions (Materialize's "CREATE SECRET",
+"ALTER SECRET", "CREATE CONNECTION ... TO POSTGRES", "DROP SECRET | CONNECTION"), and
+what uses them: a connection's libpq parameters with its secrets filled in, and VALIDATE
+CONNECTION.
+
+A secret's value lives in the catalog sealed (``catalog.secretbox``) and in the snapshot
+in clear, for the code that uses it; nothing here logs it or puts it in a message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from catalog import durable
+from catalog.errors import (
+    DEPENDENT_OBJECTS_STILL_EXIST,
+    DUPLICATE_OBJECT,
+    FEATURE_NOT_SUPPORTED,
+    INVALID_PARAMETER_VALUE,
+    UNDEFINED_OBJECT,
+    WRONG_OBJECT_TYPE,
+    SqlError,
+)
+from catalog.snapshot import CatalogSnapshot, Connection, Secret
+from sqlfront import source_parse as sp
+
+#: CONNECTION ... TO POSTGRES options (Materialize's "CREATE CONNECTION", PostgreSQL):
+#: option -> whether it may / must name a SECRET ("may", "must", "no")
+POSTGRES_OPTIONS = {"HOST": "no", "PORT": "no", "USER": "may", "PASSWORD": "must", "DATABASE": "no",
+                    "SSL MODE": "no"}
+#: what SSL MODE may be (libpq's sslmode values)
+SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
+#: seconds VALIDATE CONNECTION waits for the server
+CONNECT_TIMEOUT_S = 10
+
+
+def _lookup(snap: CatalogSnapshot, schema: str | None, name: str, find):
+    for sc in ((snap.schema_name(schema),) if schema else snap.search_path()):
+        o = find(sc, name)
+        if o is not None:
+            return o
+    return None
+
+
+def resolve_secret(snap: CatalogSnapshot, qualified: str) -> Secret:
+    """The secret ``[schema.]name``.
+
+    Raises:
+        SqlError 42704 ``unknown catalog item 'x'``."""
+    schema, _, name = qualified.rpartition(".")
+    found = _lookup(snap, schema or None, name, snap.secret_by_name)
+    if found is None:
+        raise SqlError(UNDEFINED_OBJECT, f"unknown catalog item '{qualified}'")
+    return found
+
+
+def resolve_connection(snap: CatalogSnapshot, schema: str | None, name: str) -> Connection:
+    """Raises SqlError 42704 ``unknown catalog item 'x'``."""
+    found = _lookup(snap, schema, name, snap.connection_by_name)
+    if found is None:
+        raise SqlError(UNDEFINED_OBJECT, f"unknown catalog item '{schema + '.' if schema else ''}{name}'")
+    return found
+
+
+def creation_schema(snap: CatalogSnapshot, schema: str | None, name: str, if_not_exists: bool) -> str | None:
+    """The schema a new item ``[schema.]name`` goes into, or None when the name is taken
+    and ``if_not_exists`` (nothing to do).
+
+    Raises:
+        SqlError 42710 ``catalog item 'x' already exists`` (Materialize's wording); 3F000."""
+    s = snap.creation_schema(schema)
+    if snap.name_taken(s, name):
+        if if_not_exists:
+            return None
+        raise SqlError(DUPLICATE_OBJECT, f"catalog item '{name}' already exists")
+    return s
+
+
+def create_secret(stmt: sp.CreateSecret):
+    """CREATE SECRET [IF NOT EXISTS] name AS 'value'.
+
+    Raises (from ``build``): 42710 for a taken name; 3F000 for an unknown schema."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        s = creation_schema(snap, stmt.schema, stmt.name, stmt.if_not_exists)
+        if s is None:
+            return []
+        return [durable.CreateSecret(Secret(ids.allocate("item"), s, stmt.name, stmt.value))]
+
+    return build
+
+
+def alter_secret(stmt: sp.AlterSecret):
+    """ALTER SECRET [IF EXISTS] name AS 'value': what uses it reads the new value from then on.
+
+    Raises (from ``build``): 42704 for an unknown secret (nothing with IF EXISTS)."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        found = _lookup(snap, stmt.schema, stmt.name, snap.secret_by_name)
+        if found is None:
+            if stmt.if_exists:
+                return []
+            raise SqlError(UNDEFINED_OBJECT, f"unknown catalog item '{stmt.name}'")
+        return [durable.UpdateSecret(replace(found, value=stmt.value))]
+
+    return build
+
+
+def connection_options(snap: CatalogSnapshot, stmt: sp.CreateConnection) -> tuple[tuple[str, str, bool], ...]:
+    """The options of a CONNECTION ... TO POSTGRES as stored: secrets by id, PORT checked.
+
+    Raises:
+        SqlError 0A000 for an option not supported (SSH TUNNEL, AWS PRIVATELINK, SSL
+        certificates); 22023 for a bad value, a missing HOST or USER, a PASSWORD that is
+        not a SECRET or an option given twice; 42704 for an unknown secret."""
+    out = []
+    seen = set()
+    for name, value, secret in stmt.options:
+        rule = POSTGRES_OPTIONS.get(name)
+        if rule is None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"CONNECTION option {name} is not supported")
+        if name in seen:
+            raise SqlError(INVALID_PARAMETER_VALUE, f"{name} specified more than once")
+        seen.add(name)
+        if rule == "must" and not secret:
+            raise SqlError(INVALID_PARAMETER_VALUE, f"invalid {name}: must provide a secret value")
+        if rule == "no" and secret:
+            raise SqlError(INVALID_PARAMETER_VALUE, f"invalid {name}: cannot be a secret")
+        if secret:
+            value = resolve_secret(snap, value).id
+        elif name == "PORT" and not (value.isdigit() and 0 < int(value) < 65536):
+            raise SqlError(INVALID_PARAMETER_VALUE, f"invalid PORT: {value}")
+        elif name == "SSL MODE" and value.lower() not in SSL_MODES:
+            raise SqlError(INVALID_PARAMETER_VALUE, f"invalid SSL MODE: {value}")
+        out.append((name, value, secret))
+    for required in ("HOST", "USER"):
+        if required not in seen:
+            raise SqlError(INVALID_PARAMETER_VALUE, f"{required} option is required")
+    return tuple(out)
+
+
+def create_connection(stmt: sp.CreateConnection, options: tuple[tuple[str, str, bool], ...]):
+    """CREATE CONNECTION [IF NOT EXISTS] name TO POSTGRES (...) with ``options`` from
+    :func:`connection_options`.
+
+    Raises (from ``build``): 42710 for a taken name; 42704 when a secret it names was
+    dropped meanwhile."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        s = creation_schema(snap, stmt.schema, stmt.name, stmt.if_not_exists)
+        if s is None:
+            return []
+        for _, value, secret in options:
+            if secret and value not in snap.secrets:
+                raise SqlError(UNDEFINED_OBJECT, "a secret of the connection was dropped")
+        return [durable.CreateConnection(Connection(ids.allocate("item"), s, stmt.name, stmt.kind, options))]
+
+    return build
+
+
+def drop_items(stmt: sp.DropItems, drop_sources=None):
+    """DROP SECRET | CONNECTION [IF EXISTS] ... [CASCADE]: a secret that connections use,
+    or a connection that sources use, needs CASCADE (which drops them: Materialize's
+    rule). ``drop_sources(snap, sources)`` gives the ops that drop sources (DROP SOURCE).
+
+    Raises (from ``build``): 42704 for an unknown name (nothing with IF EXISTS); 42809
+    for an object of another kind; 2BP01 for dependents without CASCADE."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        ops: list = []
+        for schema, name in stmt.names:
+            if stmt.kind == "secret":
+                obj = _lookup(snap, schema, name, snap.secret_by_name)
+            else:
+                obj = _lookup(snap, schema, name, snap.connection_by_name)
+            if obj is None:
+                from sqlfront.sequence_ddl import find_item
+
+                other = find_item(snap, schema, name)
+                if other is not None:
+                    raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a {stmt.kind}')
+                if stmt.if_exists:
+                    continue
+                raise SqlError(UNDEFINED_OBJECT, f"unknown catalog item '{name}'")
+            if isinstance(obj, Secret):
+                users = [c for c in snap.connections.values() if any(s and v == obj.id for _, v, s in c.options)]
+                if users and not stmt.cascade:
+                    raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                                   f'cannot drop secret "{obj.name}": still depended upon by connection '
+                                   f'"{users[0].name}"', hint="Use DROP ... CASCADE to drop the dependent objects too.")
+                ops += [durable.DropConnection(c.id) for c in users]
+                ops.append(durable.DropSecret(obj.id))
+            else:
+                ops.append(durable.DropConnection(obj.id))
+        seen: set = set()
+        return [op for op in ops if not (op in seen or seen.add(op))]
+
+    return build
+
+
+def libpq_params(snap: CatalogSnapshot, c: Connection) -> dict:
+    """``c``'s parameters for ``psycopg.connect`` (secrets filled in from ``snap``).
+
+    Raises:
+        SqlError 42704 for a secret dropped since."""
+    names = {"HOST": "host", "PORT": "port", "USER": "user", "PASSWORD": "password", "DATABASE": "dbname",
+             "SSL MODE": "sslmode"}
+    out = {"connect_timeout": CONNECT_TIMEOUT_S, "dbname": "postgres"}
+    for name, value, secret in c.options:
+        if secret:
+            found = snap.secrets.get(value)
+            if found is None:
+                raise SqlError(UNDEFINED_OBJECT, f"a secret of connection '{c.name}' was dropped")
+            value = found.value
+        out[names[name]] = value
+    return out
+
+
+def validate(snap: CatalogSnapshot, c: Connection) -> None:
+    """Connect to ``c``'s PostgreSQL and run ``SELECT 1`` (Materialize's VALIDATE CONNECTION).
+
+    Raises:
+        SqlError 08001 with libpq's reason when that fails (the password is never in it)."""
+    import psycopg
+
+    params = libpq_params(snap, c)
+    try:
+        with psycopg.connect(**params) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        password = params.get("password")
+        if password:
+            reason = reason.replace(password, "<REDACTED>")
+        raise SqlError("08001", f"failed to connect to PostgreSQL: {reason}") from None

@@ -1,0 +1,355 @@
+"""Sources (Materialize's "CREATE SOURCE"): their catalog transactions, and their
+ingestion, which appends the data of a load generator (``sqlfront.loadgen``) to the
+source's persist shards tick by tick.
+
+Catalog: a source is a :class:`catalog.snapshot.Source` (a table nobody INSERTs into),
+with a :class:`~catalog.snapshot.Subsource` per output (``FOR ALL TABLES``: AUCTION's
+``accounts``, ``auctions``, ``bids``, ``organizations``, ``users``) and one for its
+progress (``<source>_progress``, column ``offset``). Reads, views, materialized views,
+indexes and SUBSCRIBE treat them as tables.
+
+Ingestion: one thread per source (:class:`SourceRunner`), never the Coordinator's loop.
+Each tick is ONE group commit (``sqlfront.group_commit``: the append path of INSERT, one
+timestamp from the oracle, several shards atomically) holding the tick's rows and the
+progress offset moving from ``t - 1`` to ``t``, conditional on the progress shard's upper:
+a tick is in persist entirely or not at all, and a runner that starts again (after DROP
+of nothing, a restart, a crash) reads the offset at the shard's upper and goes on with
+the next tick, so no tick is lost or repeated.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from catalog import durable
+from catalog.errors import (
+    DEPENDENT_OBJECTS_STILL_EXIST,
+    DUPLICATE_OBJECT,
+    FEATURE_NOT_SUPPORTED,
+    INVALID_PARAMETER_VALUE,
+    UNDEFINED_OBJECT,
+    WRONG_OBJECT_TYPE,
+    SqlError,
+)
+from catalog.snapshot import CatalogSnapshot, Source, Subsource
+from catalog.types import arrow_schema
+from persist.state import DIFF_COLUMN
+from sqlfront import loadgen
+from sqlfront import source_parse as sp
+
+if TYPE_CHECKING:
+    from sqlfront.environment import Environment
+
+log = logging.getLogger(__name__)
+
+#: LOAD GENERATOR options this server implements, per generator (others are refused, 0A000)
+GENERATOR_OPTIONS = {"COUNTER": {"TICK INTERVAL", "AS OF", "UP TO", "MAX CARDINALITY"},
+                     "AUCTION": {"TICK INTERVAL", "AS OF", "UP TO"}}
+#: Materialize's default TICK INTERVAL
+DEFAULT_TICK_MS = 1000
+
+
+def _int_option(name: str, text: str) -> int:
+    if not text.isdigit():
+        raise SqlError(INVALID_PARAMETER_VALUE, f"invalid {name}: {text} (a non-negative integer)")
+    return int(text)
+
+
+def generator_spec(stmt: sp.CreateSource) -> dict:
+    """The options of a LOAD GENERATOR source as stored (``Source.spec``): ``generator``,
+    ``tick_ms``, ``as_of``, ``up_to`` (None: no end), ``max_cardinality`` (None: none).
+
+    Raises:
+        SqlError 0A000 for a generator or an option not implemented; 22023 for a bad
+        value; 42601 for FOR ALL TABLES missing on a generator with several outputs, or
+        given to one with one (Materialize's rules)."""
+    from catalog.intervalio import parse_interval
+
+    gen = stmt.generator
+    if gen not in GENERATOR_OPTIONS:
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"LOAD GENERATOR {gen} is not supported",
+                       hint="COUNTER and AUCTION are.")
+    multi = len(loadgen.OUTPUTS[gen]) > 1
+    if multi and not stmt.all_tables:
+        raise SqlError("42601", "multi-output sources require a FOR TABLES (..) or FOR ALL TABLES statement")
+    if not multi and stmt.all_tables:
+        raise SqlError("42601", "FOR ALL TABLES is only valid for multi-output sources")
+    spec = {"generator": gen, "tick_ms": DEFAULT_TICK_MS, "as_of": 0, "up_to": None, "max_cardinality": None}
+    seen = set()
+    for name, value in stmt.options:
+        if name in seen:
+            raise SqlError(INVALID_PARAMETER_VALUE, f"{name} specified more than once")
+        seen.add(name)
+        if name not in GENERATOR_OPTIONS[gen]:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"LOAD GENERATOR {gen} option {name} is not supported")
+        if name == "TICK INTERVAL":
+            try:
+                iv = parse_interval(value)
+            except (SqlError, ValueError):
+                raise SqlError(INVALID_PARAMETER_VALUE, f"invalid TICK INTERVAL: '{value}'") from None
+            ms = ((iv.months * 30 + iv.days) * 86_400_000_000 + iv.micros) // 1000
+            if ms <= 0:
+                raise SqlError(INVALID_PARAMETER_VALUE, f"TICK INTERVAL must be positive: '{value}'")
+            spec["tick_ms"] = ms
+        else:
+            spec[name.lower().replace(" ", "_")] = _int_option(name, value)
+    if spec["up_to"] is not None and spec["up_to"] < spec["as_of"]:
+        raise SqlError(INVALID_PARAMETER_VALUE, f"UP TO ({spec['up_to']}) must be at least AS OF ({spec['as_of']})")
+    return spec
+
+
+def create_source(stmt: sp.CreateSource, session_cluster: str):
+    """CREATE SOURCE ... FROM LOAD GENERATOR: the source, its subsources and its progress
+    subsource, in the schema given (or the first of the search path), run by cluster
+    ``IN CLUSTER`` (else the session's). The source's op comes last: when it commits,
+    every shard it writes exists (``Environment._apply`` makes them in op order).
+
+    Raises (from ``build``): 42710 for a taken name (nothing with IF NOT EXISTS); 42704
+    for an unknown cluster; :func:`generator_spec`'s errors."""
+    spec = generator_spec(stmt)
+    outputs = loadgen.OUTPUTS[spec["generator"]]
+
+    def build(snap: CatalogSnapshot, ids) -> list:
+        cluster = snap.resolve_cluster(stmt.cluster or session_cluster)
+        s = snap.creation_schema(stmt.schema)
+        progress = stmt.progress_name or f"{stmt.name}_progress"
+        names = [stmt.name, progress] + [o.name for o in outputs if o.name is not None]
+        if snap.name_taken(s, stmt.name) and stmt.if_not_exists:
+            return []
+        for n in names:
+            if snap.name_taken(s, n) or names.count(n) > 1:
+                raise SqlError(DUPLICATE_OBJECT, f"catalog item '{n}' already exists")
+        source_id = ids.allocate("item")
+
+        def shard() -> str:
+            return "shard-s" + ids.allocate("shard")[1:]
+
+        ops = [durable.CreateTable(Subsource(ids.allocate("item"), s, o.name, o.columns, shard(),
+                                             source_id=source_id, output=o.name))
+               for o in outputs if o.name is not None]
+        ops.append(durable.CreateTable(Subsource(ids.allocate("item"), s, progress, loadgen.PROGRESS_COLUMNS,
+                                                 shard(), source_id=source_id, output="", kind="progress")))
+        own = next((o.columns for o in outputs if o.name is None), ())
+        ops.append(durable.CreateTable(Source(source_id, s, stmt.name, own, shard(), cluster_id=cluster.id,
+                                              kind="load-generator", spec=json.dumps(spec | {"sql": stmt.sql}))))
+        return ops
+
+    return build
+
+
+def source_of(snap: CatalogSnapshot, rel) -> Source | None:
+    """The source that writes ``rel`` (itself, or its subsource's source), or None."""
+    if isinstance(rel, Source):
+        return rel
+    if isinstance(rel, Subsource):
+        return snap.tables.get(rel.source_id)
+    return None
+
+
+def subsources(snap: CatalogSnapshot, source_id: str) -> list[Subsource]:
+    return [t for t in snap.tables.values() if isinstance(t, Subsource) and t.source_id == source_id]
+
+
+def drop_sources(stmt: sp.DropItems):
+    """DROP SOURCE [IF EXISTS] name, ... [CASCADE]: a source goes with its progress
+    subsource; its other subsources, and views over any of them, need CASCADE
+    (Materialize's rule). A subsource may be dropped alone (its source stops writing it).
+
+    Raises (from ``build``): 42704 for an unknown name (nothing with IF EXISTS); 42809
+    for something that is not a source; 2BP01 for dependents without CASCADE."""
+    from sqlfront.sequence_ddl import _drop_dependents, find_item
+
+    def build(snap: CatalogSnapshot, ids) -> list:
+        dropped: list = []
+        for schema, name in stmt.names:
+            rel = find_item(snap, schema, name)
+            if rel is None:
+                if stmt.if_exists:
+                    continue
+                raise SqlError(UNDEFINED_OBJECT, f"unknown catalog item '{name}'")
+            if not isinstance(rel, (Source, Subsource)):
+                raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a source')
+            if isinstance(rel, Source):
+                subs = subsources(snap, rel.id)
+                data = [t for t in subs if t.kind != "progress" and t not in dropped]
+                if data and not stmt.cascade:
+                    raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                                   f'cannot drop source "{rel.name}": still depended upon by subsource '
+                                   f'"{data[0].name}"', hint="Use DROP ... CASCADE to drop the dependent objects too.")
+                dropped += [t for t in subs if t not in dropped]
+            if rel not in dropped:
+                dropped.append(rel)
+        ops = _drop_dependents(snap, dropped, stmt.cascade, "source")
+        for rel in dropped:
+            ops += [durable.DropIndex(i.id) for i in snap.indexes.values() if i.on_id == rel.id]
+            ops.append(durable.DropTable(rel.id))
+        seen: set = set()
+        return [op for op in ops if not (op in seen or seen.add(op))]
+
+    return build
+
+
+# -- ingestion --------------------------------------------------------------------------------
+
+class SourceRunner:
+    """The ingestion of one load generator source, on its own thread."""
+
+    def __init__(self, env: Environment, source: Source):
+        self.env = env
+        self.source = source
+        self.spec = json.loads(source.spec)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"source-{source.id}", daemon=True)
+        #: ticks committed (the progress offset), and the progress shard's upper after them
+        self.offset = 0
+        self._upper: int | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, wait_s: float = 0) -> None:
+        self._stop.set()
+        if wait_s and self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(wait_s)
+
+    def _progress(self) -> Subsource | None:
+        return next((t for t in subsources(self.env.snapshot, self.source.id) if t.kind == "progress"), None)
+
+    def _resume(self, progress: Subsource) -> None:
+        """Read the offset committed (the progress shard's row at its upper)."""
+        persist = self.env.persist
+        self._upper = persist.state(progress.shard_id).upper
+        schema = arrow_schema([c.name for c in progress.columns], [c.type for c in progress.columns])
+        rows = persist.read_table(progress.shard_id, schema).column(0).to_pylist() if self._upper > 0 else []
+        self.offset = max((r for r in rows if r is not None), default=0)
+
+    def _run(self) -> None:
+        tick_s = self.spec["tick_ms"] / 1000
+        up_to = self.spec["up_to"]
+        resumed = False
+        while not self._stop.is_set():
+            try:
+                progress = self._progress()
+                if progress is None or self.source.id not in self.env.snapshot.tables:
+                    return  # dropped
+                if not resumed:
+                    self._resume(progress)
+                    resumed = True
+                if up_to is not None and self.offset >= up_to:
+                    return
+                target = max(self.offset + 1, self.spec["as_of"])
+                if up_to is not None:
+                    target = min(target, up_to)
+                self._commit(progress, target)
+            except Exception as e:  # noqa: BLE001 - a dropped shard, a conflict: read the progress again
+                if self._stop.is_set():
+                    return
+                log.warning("source %s: tick failed (%s); resuming from its progress", self.source.name,
+                            type(e).__name__)
+                resumed = False
+            self._stop.wait(tick_s)
+
+    def _commit(self, progress: Subsource, target: int) -> None:
+        """Commit ticks ``offset + 1 .. target`` as one group commit, with the progress."""
+        from sqlfront.group_commit import Write
+        from sqlfront.sequence.result import storable_to_arrow
+
+        snap = self.env.snapshot
+        now = dt.datetime.now(dt.UTC)
+        tick_s = self.spec["tick_ms"] / 1000
+        by_output: dict[str | None, list[tuple[tuple, int]]] = {}
+        for tick in range(self.offset + 1, target + 1):
+            # ticks caught up at once (AS OF) happened one interval apart, up to now
+            at = now - dt.timedelta(seconds=(target - tick) * tick_s)
+            for output, row, diff in loadgen.updates(self.spec["generator"], self.source.id, tick, at,
+                                                     self.spec.get("max_cardinality")):
+                by_output.setdefault(output, []).append((row, diff))
+        targets = {t.output: t for t in subsources(snap, self.source.id) if t.kind != "progress"}
+        targets[None] = self.source
+        persist = self.env.persist
+        writes = []
+        for output, updates in by_output.items():
+            rel = targets.get(output)
+            if rel is None:  # a subsource dropped alone
+                continue
+            data = storable_to_arrow(rel, [r for r, _ in updates])
+            if all(d == 1 for _, d in updates):  # inserts only: a plain batch, as an INSERT's
+                writes.append(Write(rel.shard_id, batch=persist.batch(rel.shard_id, data)))
+                continue
+            data = data.append_column(DIFF_COLUMN, pa.array([d for _, d in updates], pa.int64()))
+            writes.append(Write(rel.shard_id, batch=persist.updates_batch(rel.shard_id, data)))
+        moves = [(target, 1)] + ([(self.offset, -1)] if self.offset else [])
+        data = pa.table({"offset": pa.array([o for o, _ in moves], pa.int64()),
+                         DIFF_COLUMN: pa.array([d for _, d in moves], pa.int64())})
+        writes.append(Write(progress.shard_id, batch=persist.updates_batch(progress.shard_id, data),
+                            expected_upper=self._upper))
+        ts = self.env.writer.commit(writes)
+        if target - self.offset > 1:  # a catch-up (AS OF, or ticks missed while down): worth a line
+            log.info("source %s: ticks %d to %d committed at %d", self.source.name, self.offset + 1, target, ts)
+        self.offset, self._upper = target, ts + 1
+
+
+class SourceRunners:
+    """The running ingestions of this environmentd, by source id."""
+
+    def __init__(self, env: Environment):
+        self.env = env
+        self._runners: dict[str, SourceRunner] = {}
+        self._lock = threading.Lock()
+
+    def ensure(self, source: Source) -> None:
+        """Run ``source``'s ingestion if this process runs its cluster and it is not running."""
+        if source.kind != "load-generator" or source.cluster_id not in self.env.clusters:
+            return
+        with self._lock:
+            r = self._runners.get(source.id)
+            if r is not None and r._thread.is_alive():
+                return
+            r = self._runners[source.id] = SourceRunner(self.env, source)
+        r.start()
+
+    def sync(self, snap: CatalogSnapshot) -> None:
+        """Run every source of ``snap`` this process should run; stop the others."""
+        live = {t.id: t for t in snap.tables.values() if isinstance(t, Source)}
+        with self._lock:  # dropped, or its cluster is another process's now
+            gone = [sid for sid in self._runners if sid not in live or live[sid].cluster_id not in self.env.clusters]
+        for sid in gone:
+            self.stop(sid)
+        for s in live.values():
+            self.ensure(s)
+
+    def wait_for_snapshot(self, source_id: str, timeout_s: float = 120) -> None:
+        """Wait until source ``source_id``'s first commit (its AS OF ticks: its snapshot)
+        is in persist, as a read of a new source in Materialize waits for its snapshot;
+        at most ``timeout_s`` seconds (then reads find what there is). Returns at once for
+        a source this process does not run."""
+        import time
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                r = self._runners.get(source_id)
+            if r is None or not r._thread.is_alive() or r.offset >= max(1, r.spec["as_of"]):
+                return
+            time.sleep(0.05)
+
+    def stop(self, source_id: str) -> None:
+        with self._lock:
+            r = self._runners.pop(source_id, None)
+        if r is not None:
+            r.stop()
+
+    def stop_all(self, wait_s: float = 5) -> None:
+        with self._lock:
+            runners = list(self._runners.values())
+            self._runners.clear()
+        for r in runners:
+            r.stop()
+        for r in runners:
+            r.stop(wait_s)

@@ -1,0 +1,195 @@
+"""Sources: load generators through the wire, Materialize's quickstart word for word."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+import pytest
+from server import fetch_until, wait_for
+
+#: Materialize's quickstart ("Quickstart", doc/user/content/get-started/quickstart.md),
+#: steps 1 to 6 as written there (``<schema>`` filled in), in order
+QUICKSTART = [
+    "CREATE SCHEMA materialize.qck",
+    "SET SCHEMA qck",
+    """CREATE SOURCE auction_house
+    FROM LOAD GENERATOR AUCTION
+    (TICK INTERVAL '1s', AS OF 100000)
+    FOR ALL TABLES""",
+    "SHOW SOURCES",
+    "SELECT * FROM auctions ORDER BY end_time DESC LIMIT 1",
+    "SELECT * FROM bids ORDER BY bid_time DESC LIMIT 1",
+    """SELECT a.*, b.*
+      FROM auctions AS a
+      JOIN bids AS b
+        ON a.id = b.auction_id
+      ORDER BY a.end_time desc
+      LIMIT 3""",
+    """CREATE VIEW winning_bids AS
+   SELECT DISTINCT ON (a.id) b.*, a.item, a.seller
+   FROM auctions AS a
+    JOIN bids AS b
+      ON a.id = b.auction_id
+   WHERE b.bid_time < a.end_time
+     AND mz_now() >= a.end_time
+   ORDER BY a.id,
+     b.amount DESC,
+     b.bid_time,
+     b.buyer""",
+    """SELECT * FROM winning_bids
+   ORDER BY bid_time DESC
+   LIMIT 10""",
+    """SELECT * FROM winning_bids
+   WHERE item = 'Best Pizza in Town'
+   ORDER BY bid_time DESC
+   LIMIT 10""",
+    "CREATE INDEX wins_by_item ON winning_bids (item)",
+    """SELECT * FROM winning_bids
+    ORDER BY bid_time DESC
+    LIMIT 10""",
+    """SELECT * FROM winning_bids
+    WHERE item = 'Best Pizza in Town'
+    ORDER BY bid_time DESC
+    LIMIT 10""",
+    """EXPLAIN
+     SELECT * FROM winning_bids
+     ORDER BY bid_time DESC
+     LIMIT 10""",
+    """CREATE VIEW flip_activities AS
+    SELECT w2.seller as flipper_id,
+           w2.item AS item,
+           w2.amount AS sold_amount,
+           w1.amount AS purchased_amount,
+           w2.amount - w1.amount AS diff_amount,
+           datediff('days', w2.bid_time, w1.bid_time) AS timeframe_days
+     FROM  winning_bids AS w1
+       JOIN winning_bids AS w2
+         ON w1.buyer = w2.seller   -- Buyer and seller are the same
+            AND w1.item = w2.item  -- Item is the same
+     WHERE w2.amount > w1.amount   -- But sold at a higher price
+       AND datediff('days', w2.bid_time, w1.bid_time) < 8""",
+    "SELECT * FROM flip_activities LIMIT 10",
+    "CREATE TABLE known_flippers (flipper_id bigint)",
+    """CREATE VIEW flippers AS
+    SELECT flipper_id
+    FROM (
+        SELECT flipper_id
+        FROM flip_activities
+        GROUP BY flipper_id
+        HAVING count(*) >= 2
+        UNION ALL
+        SELECT flipper_id
+        FROM known_flippers
+    )""",
+    """SELECT *
+    FROM flippers
+    LIMIT 10""",
+    """CREATE VIEW seller_credits AS
+    SELECT seller, SUM(amount) as credits
+    FROM winning_bids
+    GROUP BY seller""",
+    """CREATE VIEW buyer_debits AS
+    SELECT buyer, SUM(amount) as debits
+    FROM winning_bids
+    GROUP BY buyer""",
+    """CREATE VIEW funds_movement AS
+    SELECT SUM(credits) AS total_credits,
+           SUM(debits) AS total_debits,
+           SUM(credits) - SUM(debits) AS total_difference
+    FROM (
+      SELECT SUM(credits) AS credits, 0 AS debits
+      FROM seller_credits
+
+      UNION
+
+      SELECT 0 AS credits, SUM(debits) AS debits
+      FROM buyer_debits
+    )""",
+    """SELECT *
+    FROM funds_movement""",
+]
+
+
+@pytest.mark.slow
+def test_quickstart_word_for_word(server):
+    with server.connect() as c:
+        results = {}
+        for sql in QUICKSTART:
+            cur = c.execute(sql)
+            results[sql] = cur.fetchall() if cur.description else None
+        shown = {r[0]: r[1] for r in results["SHOW SOURCES"]}
+        assert shown == {"accounts": "subsource", "auction_house": "load-generator",
+                         "auction_house_progress": "progress", "auctions": "subsource", "bids": "subsource",
+                         "organizations": "subsource", "users": "subsource"}
+        # AS OF 100000: the first 100,000 auctions are there from the start
+        assert c.execute("SELECT max(id) >= 100000 FROM auctions").fetchone() == (True,)
+        assert len(results["SELECT * FROM winning_bids\n   ORDER BY bid_time DESC\n   LIMIT 10"]) == 10
+        total_credits, total_debits, difference = results["SELECT *\n    FROM funds_movement"][0]
+        assert total_credits == total_debits and difference == 0
+
+        # a SUBSCRIBE shows bids as they happen: an auction and its bids every second
+        c.execute("BEGIN")
+        c.execute("DECLARE live CURSOR FOR SUBSCRIBE TO (SELECT id, auction_id, amount FROM bids)"
+                  " WITH (SNAPSHOT = false, PROGRESS)")
+        rows = fetch_until(c, "live", 5, timeout=60)
+        assert len(rows) >= 5 and all(r[2] == 1 for r in rows)  # (mz_timestamp, progressed, diff, id, auction, amount)
+        assert min(r[4] for r in rows) > 100000  # auctions after the snapshot's
+        c.execute("COMMIT")
+
+        # sources take no writes
+        for sql in ("INSERT INTO bids VALUES (1, 1, 1, 1, now())", "DELETE FROM bids", "UPDATE bids SET amount = 0"):
+            with pytest.raises(psycopg.errors.WrongObjectType):
+                c.execute(sql)
+        with pytest.raises(psycopg.errors.WrongObjectType):
+            c.execute("DROP TABLE bids")
+        with pytest.raises(psycopg.errors.DependentObjectsStillExist):
+            c.execute("DROP SOURCE auction_house")
+        # Step 8, clean up
+        c.execute("DROP SOURCE auction_house CASCADE")
+        c.execute("DROP TABLE known_flippers")
+        left = c.execute("SELECT count(*) FROM mz_sources s JOIN mz_schemas sc ON sc.id = s.schema_id"
+                         " WHERE sc.name = 'qck'").fetchone()
+        assert left == (0,)
+        assert c.execute("SELECT count(*) FROM mz_views WHERE schema = 'qck'").fetchone() == (0,)
+
+
+@pytest.mark.slow
+def test_counter_resumes_after_restart_without_repeating(tmp_path):
+    from server import Server
+
+    s = Server(tmp_path / "mzdata").start()
+    try:
+        with s.connect() as c:
+            c.execute("CREATE SOURCE cnt FROM LOAD GENERATOR COUNTER (TICK INTERVAL '50ms', UP TO 40)")
+            wait_for(lambda: c.execute("SELECT count(*) FROM cnt").fetchone()[0] >= 5, timeout=60)
+        s.stop()
+        s.start()
+        with s.connect() as c:
+            wait_for(lambda: c.execute("SELECT count(*) FROM cnt").fetchone()[0] == 40, timeout=60)
+            time.sleep(0.3)  # UP TO: nothing more comes
+            assert c.execute("SELECT counter FROM cnt ORDER BY 1").fetchall() == [(i,) for i in range(1, 41)]
+            assert c.execute('SELECT "offset" FROM cnt_progress').fetchall() == [(40,)]
+    finally:
+        s.stop()
+
+
+def test_counter_source_through_the_wire(server, conn):
+    conn.execute("CREATE SOURCE lg_cnt FROM LOAD GENERATOR COUNTER (TICK INTERVAL '50ms', UP TO 3)")
+    wait_for(lambda: conn.execute("SELECT count(*) FROM lg_cnt").fetchone()[0] == 3, timeout=60)
+    assert conn.execute("SELECT counter FROM lg_cnt ORDER BY 1").fetchall() == [(1,), (2,), (3,)]
+    assert conn.execute("SELECT name, type FROM mz_sources WHERE name LIKE 'lg_cnt%' ORDER BY 1").fetchall() == \
+        [("lg_cnt", "load-generator"), ("lg_cnt_progress", "progress")]
+    assert conn.execute("SHOW CREATE SOURCE lg_cnt").fetchone()[1].startswith("CREATE SOURCE lg_cnt FROM LOAD")
+    with pytest.raises(psycopg.errors.WrongObjectType):
+        conn.execute("INSERT INTO lg_cnt VALUES (4)")
+    with pytest.raises(psycopg.errors.FeatureNotSupported):
+        conn.execute("CREATE SOURCE lg_bad FROM LOAD GENERATOR TPCH (SCALE FACTOR 0.01) FOR ALL TABLES")
+    with pytest.raises(psycopg.errors.UndefinedObject):
+        conn.execute("CREATE SOURCE lg_bad IN CLUSTER no_such FROM LOAD GENERATOR COUNTER")
+    conn.execute("BEGIN")
+    with pytest.raises(psycopg.errors.ActiveSqlTransaction):
+        conn.execute("CREATE SOURCE lg_bad FROM LOAD GENERATOR COUNTER")
+    conn.execute("ROLLBACK")
+    conn.execute("DROP SOURCE lg_cnt")  # its progress subsource goes with it
+    assert conn.execute("SELECT count(*) FROM mz_sources WHERE name LIKE 'lg_%'").fetchone() == (0,)
