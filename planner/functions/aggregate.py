@@ -500,10 +500,14 @@ def _bits_py(op):
 DUPLICATE_JSON_KEY = "22030"
 
 
-def _object_agg(skip_nulls: bool, unique: bool):
+def _object_agg(skip_nulls: bool, unique: bool, json: bool = False):
     """jsonb_object_agg and its _strict (pairs with a NULL value left out) and _unique
     (a repeated key is 22030) forms (PostgreSQL 9.21): (py, spark). Keys are checked
-    before values are left out, as PostgreSQL does."""
+    before values are left out, as PostgreSQL does. A NULL key is 22023 for the jsonb
+    forms, 22004 for the ``json`` ones (jsonb.c, json.c)."""
+    null_key = ("22004", "null value not allowed for object key") if json else \
+        ("22023", "field name must not be null")
+
     def py(vals, a, p):
         from catalog.textio import jsonb_text
         from planner.functions.json import _object_key_py, to_json_value
@@ -514,7 +518,7 @@ def _object_agg(skip_nulls: bool, unique: bool):
         out, seen = {}, set()
         for k, v in vals:
             if k is None:
-                raise SqlError("22023", "null value not allowed for object key")
+                raise SqlError(*null_key)
             key = _object_key_py(k, kt, 0)
             if unique and key in seen:
                 raise SqlError(DUPLICATE_JSON_KEY, f'duplicate JSON object key value: "{key}"')
@@ -529,8 +533,8 @@ def _object_agg(skip_nulls: bool, unique: bool):
         F = S.F
         kt, vt = (e.type for e in a.arg.args)
         arr = S.ordered_values(a)
-        keyed = F.transform(arr, lambda p: F.struct(F.when(p["y"].isNull(), S.fail(
-            "22023", "null value not allowed for object key")).otherwise(_object_key_spark(S, p["y"], kt, 0))
+        keyed = F.transform(arr, lambda p: F.struct(F.when(p["y"].isNull(), S.fail(*null_key)).otherwise(
+            _object_key_spark(S, p["y"], kt, 0))
             .alias("k"), p["x"].alias("x")))
         kept = F.filter(keyed, lambda p: p["x"].isNotNull()) if skip_nulls else keyed
         items = F.transform(kept, lambda p: F.concat(p["k"], F.lit(": "), json_text_spark(S, p["x"], vt)))
@@ -564,15 +568,18 @@ register(
                lambda S, x, a, op=op: getattr(S.F, f"bit_{op}")(x), sql_names=(f"bit_{op}",), kind="aggregate",
                doc="9.21", samples=(f"bit_{op}(i)", f"bit_{op}(k)", f"bit_{op}(i::int8)", f"bit_{op}(k::int2)"))
       for op in ("and", "or", "xor")],
-    *[Function(f"jsonb_object_agg{suffix}", (AggSig(lambda t: (t, JSONB)),),
-               *_object_agg("strict" in suffix, "unique" in suffix),
-               sql_names=(f"jsonb_object_agg{suffix}", f"json_object_agg{suffix}"), kind="aggregate", strict=False,
-               doc="9.21", extra={"pair": (None, None)}, samples=samples)
+    *[Function(f"{kind}_object_agg{suffix}", (AggSig(lambda t: (t, JSONB)),),
+               *_object_agg("strict" in suffix, "unique" in suffix, kind == "json"),
+               sql_names=(f"{kind}_object_agg{suffix}",), kind="aggregate", strict=False,
+               doc="9.21", extra={"pair": (None, None)},
+               samples=samples if kind == "jsonb" else (f"json_object_agg{suffix}(s, k)",),
+               differs="" if kind == "jsonb" else "json is jsonb (Materialize), so its text is jsonb's")
+      for kind in ("jsonb", "json")
       for suffix, samples in (
           ("", ("jsonb_object_agg(k, s)", "jsonb_object_agg(s, n) filter (where k < 4)",
                 "jsonb_object_agg(k % 2, k order by k)", "jsonb_object_agg(s, k)")),
           ("_strict", ("jsonb_object_agg_strict(k, s)", "jsonb_object_agg_strict(k % 2, i order by k)",
-                       "json_object_agg_strict(s, k)")),
+                       "jsonb_object_agg_strict(s, k)")),
           ("_unique", ("jsonb_object_agg_unique(k, s)", "jsonb_object_agg_unique(k % 2, i)",
                        "jsonb_object_agg_unique(k, i) filter (where k > 3)")),
           ("_unique_strict", ("jsonb_object_agg_unique_strict(k, s)", "jsonb_object_agg_unique_strict(k % 2, i)",

@@ -823,8 +823,8 @@ def _min_scale_py(a, e):
 def _min_scale_spark(S, a, e):
     F = S.F
     scale = static_scale(e.args[0])
-    if scale is None:
-        raise SqlError("0A000", "min_scale(numeric) on table data needs a column or a constant")
+    if scale is None:  # Spark's decimal arithmetic decides it: at most its widest
+        scale = 38
     x = a[0]
     r = F.lit(scale)
     for s in reversed(range(scale)):  # the fewest decimals that hold x exactly
