@@ -424,8 +424,9 @@ register(
              _regexp_replace_py, _regexp_replace_spark, sql_names=("regexp_replace",), doc="9.7.3",
              samples=("regexp_replace(s, 'l+', '<\\&>')", "regexp_replace(s, '([a-z])', '[\\1]', 'g')",
                       "regexp_replace(s, 'L', 'x', 'gi')")),
-    Function("like", (), lambda a, e: like_py(a[0], a[1], False), lambda S, a, e: a[0].like(a[1]), doc="9.7.1",
-             samples=("s like 'H%'", "s not like '%,%'")),
+    Function("like", (sig("text", "text", ret="bool"),), lambda a, e: like_py(a[0], a[1], False),
+             lambda S, a, e: a[0].like(a[1]), sql_names=("like",), doc="9.7.1",
+             samples=("s like 'H%'", "s not like '%,%'", "like(s, '%l_')")),
     Function("ilike", (), lambda a, e: like_py(a[0], a[1], True), lambda S, a, e: a[0].ilike(a[1]), doc="9.7.1",
              samples=("s ilike 'h%'",)),
     *[Function(k, (), _regex_py(k), _regex_spark(k), doc="9.7.3", samples=(f"s {op} '^[A-Z]'",))

@@ -129,6 +129,14 @@ def _make_timestamptz_spark(S, a, e):
     return S.F.to_utc_timestamp(local.cast("timestamp"), zone)
 
 
+def _at_local_py(a, e):
+    """``ts AT LOCAL`` (PostgreSQL 17, 9.9.4): AT TIME ZONE the session's TimeZone, which is
+    the cast between timestamp and timestamptz."""
+    from planner.consteval import cast_value
+
+    return cast_value(a[0], e.args[0].type, e.type)
+
+
 # -- OVERLAPS (PostgreSQL 9.9, table 9.33's note; timestamp.c overlaps_timestamp) ----------
 
 
@@ -209,6 +217,9 @@ register(
              _timezone_interval_py, _timezone_interval_spark, sql_names=("timezone",), doc="9.9.4",
              samples=("ts AT TIME ZONE interval '-08:00'", "ts::timestamptz AT TIME ZONE make_interval(hours => k)",
                       "timezone(interval '5 hours 30 minutes', ts)", "ts AT TIME ZONE make_interval(days => k)")),
+    Function("timezone_local", (sig("timestamp", ret="timestamptz"), sig("timestamptz", ret="timestamp")),
+             _at_local_py, lambda S, a, e: S.cast(a[0], e.args[0].type, e.type), sql_names=("timezone",),
+             volatility="stable", doc="9.9.4", samples=("ts AT LOCAL", "ts::timestamptz AT LOCAL", "timezone(ts)")),
     Function("make_timestamptz", (sig("int4", "int4", "int4", "int4", "int4", "float8", ret="timestamptz"),
                                   sig("int4", "int4", "int4", "int4", "int4", "float8", "text", ret="timestamptz")),
              _make_timestamptz_py, _make_timestamptz_spark, sql_names=("make_timestamptz",), doc="9.9",
