@@ -93,3 +93,10 @@ def test_float_transcendentals_on_table_data_answer(rows):
     the preferred numeric type), so exp(x) over table data answers."""
     assert one(rows, "SELECT exp(x - 1), sqrt(x), x::float8 ^ 0.5, pg_typeof(exp(x))::text FROM wa_t WHERE k = 1") \
         == [(1.0, 1.0, 1.0, "double precision")]
+
+
+def test_overflow_checks_pass_nulls_through(rows):
+    """Issue 26: exp and cosh check for overflow; a NULL argument (here from the rows a
+    LEFT JOIN's ON clause leaves out) is NULL, not 22003."""
+    assert one(rows, "SELECT a.k, exp(b.x - 1), cosh(b.x - 1) FROM wa_t a LEFT JOIN wa_t b ON a.k = b.k AND b.x < 2 "
+                     "ORDER BY 1") == [(1, 1.0, 1.0)] + [(k, None, None) for k in (2, 3, 4, 5)]

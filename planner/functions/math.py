@@ -253,7 +253,8 @@ def _float_fn(spark_name):
             r = S.F.when(a[0] == 0, S.fail("2201E", "cannot take logarithm of zero")).when(
                 a[0] < 0, S.fail("2201E", "cannot take logarithm of a negative number")).otherwise(r)
         if spark_name == "exp":
-            r = S.F.when(S.F.isnan(r) | (r != float("inf")) | (a[0] == float("inf")), r).otherwise(
+            # a NULL argument is no overflow: the condition must not be NULL then
+            r = S.F.when(a[0].isNull() | S.F.isnan(r) | (r != float("inf")) | (a[0] == float("inf")), r).otherwise(
                 S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow"))
         return r.cast(S.spark_type(e.type)) if e.type.name != "numeric" else r
     return spark
@@ -376,7 +377,8 @@ register(
     Function("log10", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _transcendental("log10"),
              _float_fn("log10"), sql_names=("log", "log10"), doc="9.3", samples=("log(f)",)),
     Function("exp", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _transcendental("exp"),
-             _float_fn("exp"), sql_names=("exp",), doc="9.3", samples=("exp(f)", "exp(i::float8)"),
+             _float_fn("exp"), sql_names=("exp",), doc="9.3",
+             samples=("exp(f)", "exp(i::float8)", "exp(CASE WHEN k = 3 THEN f END)"),
              differs="Spark's exp (Java) and PostgreSQL's (C library) can differ in the last digit"),
     Function("power", (sig("float8", "float8", ret="float8"), sig("numeric", "numeric", ret="numeric")), _power_py,
              lambda S, a, e: refuse_numeric_transcendental(e) or S.F.pow(a[0], a[1]),
@@ -712,7 +714,7 @@ def _hyperbolic_spark(name):
         if name == "atanh":
             r = F.when((x < -1) | (x > 1), S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "input is out of range")).otherwise(r)
         if name in ("sinh", "cosh"):
-            r = F.when(F.isnan(r) | (F.abs(r) != math.inf) | (F.abs(x) == math.inf), r).otherwise(
+            r = F.when(x.isNull() | F.isnan(r) | (F.abs(r) != math.inf) | (F.abs(x) == math.inf), r).otherwise(
                 S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow"))
         return r
     return spark
@@ -758,7 +760,7 @@ def _num_nulls(nulls: bool):
 
 register(
     *[Function(name, (sig("float8", ret="float8"),), _hyperbolic(name), _hyperbolic_spark(name), sql_names=(name,),
-               doc="9.3", samples=(f"{name}(k / 2.0)",),
+               doc="9.3", samples=(f"{name}(k / 2.0)", f"{name}(CASE WHEN k = 3 THEN f END)"),
                differs="on table data, Spark's (Java's) hyperbolic functions and PostgreSQL's (the C library's) "
                        "can differ in the last digit")
       for name in ("sinh", "cosh", "tanh", "asinh", "acosh", "atanh")],
