@@ -15,6 +15,7 @@ import math
 from decimal import Decimal, localcontext
 
 from catalog.errors import SqlError
+from catalog.textio import array_dims
 from catalog.types import SqlType, INT8, NUMERIC, FLOAT8, INTERVAL, BOOL, TEXT, JSONB, array_of
 from planner.functions import Function, register
 from planner.functions.math import numeric_div, numeric_div_scale
@@ -196,9 +197,36 @@ def _percentile_disc_spark(S, x, a):
     return F.when(F.size(arr) > 0, F.element_at(arr, idx))
 
 
+def _array_agg_py(vals, a, p):
+    """array_agg: the values as an array; of arrays, an array of one more dimension, whose
+    inputs must be non-NULL, non-empty and of one shape (PostgreSQL 9.21, array_agg(anyarray))."""
+    if not vals or not a.arg.type.is_array:
+        return vals or None
+    for v in vals:
+        if v is None:
+            raise SqlError("22004", "cannot accumulate null arrays")
+        if not v:
+            raise SqlError("2202E", "cannot accumulate empty arrays")
+        if array_dims(v) != array_dims(vals[0]):
+            raise SqlError("2202E", "cannot accumulate arrays of different dimensionality")
+    return vals
+
+
 def _array_agg_spark(S, x, a):
     F = S.F
     arr = S.ordered_values(a)
+    if a.arg.type.is_array:
+        from planner.functions.array import array_depth
+
+        if array_depth(a.arg) > 1:
+            raise SqlError("0A000", "array_agg of arrays of several dimensions is not supported on table data")
+        # the first offending input decides the error, as PostgreSQL reads them in order
+        bad = F.filter(arr, lambda v: v.isNull() | (F.size(v) == 0) | (F.size(v) != F.size(arr[0])))
+        first = bad[0]
+        return (F.when(F.size(bad) == 0, F.when(F.size(arr) > 0, arr))
+                .when(first.isNull(), S.fail("22004", "cannot accumulate null arrays"))
+                .when(F.size(first) == 0, S.fail("2202E", "cannot accumulate empty arrays"))
+                .otherwise(S.fail("2202E", "cannot accumulate arrays of different dimensionality")))
     return F.when(F.size(arr) > 0, arr)
 
 
@@ -285,12 +313,16 @@ register(
     Function("bool_or", (AggSig(lambda t: (BOOL, BOOL) if t.name == "bool" else None),), _bool("bool_or"),
              lambda S, x, a: S.F.bool_or(x), sql_names=("bool_or",), kind="aggregate", doc="9.21",
              samples=("bool_or(b)",)),
-    Function("array_agg", (AggSig(lambda t: (t, array_of(t)) if not t.is_array else None),),
-             lambda vals, a, p: vals or None, _array_agg_spark, sql_names=("array_agg",), kind="aggregate",
+    Function("array_agg", (AggSig(lambda t: (t, array_of(t)) if not t.is_array else (t, t)),),
+             _array_agg_py, _array_agg_spark, sql_names=("array_agg",), kind="aggregate",
              strict=False, doc="9.21",
              samples=("array_agg(i order by k)", "array_agg(i order by b, i desc)", "array_agg(s order by i nulls first)",
                       "array_agg(k order by k) filter (where b)", "array_agg(distinct b order by b)",
-                      "array_agg(distinct i)")),
+                      "array_agg(distinct i)", "array_agg(ARRAY[k, i] order by k)",
+                      "array_agg(a order by k) filter (where k = 1)", "array_agg(a order by k) filter (where k < 3)",
+                      "array_agg(a order by k) filter (where k >= 3)",
+                      "array_agg(a order by k desc) filter (where k > 3)",
+                      "array_agg(ARRAY[s] order by k)")),
     Function("string_agg", (AggSig(lambda t: (TEXT, TEXT) if t.is_string else None),), _string_agg_py,
              _string_agg_spark, sql_names=("string_agg",), kind="aggregate", doc="9.21",
              extra={"params": (TEXT,)},
