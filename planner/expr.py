@@ -966,6 +966,17 @@ class ExprPlanner:
             value, direct = None, ()
             pair_value = Call("agg_pair", tuple(two), SqlType("record"))
         want = entry.extra.get("params", ())
+        hypothetical = None
+        if entry.extra.get("hypothetical"):
+            # rank(x) WITHIN GROUP (ORDER BY v): x and v are of their common type (9.21, table 9.65)
+            if len(direct) != 1:
+                raise SqlError("42883", f"function {name} with {len(direct)} direct arguments does not exist",
+                               hint="Only one hypothetical row and one ordering expression are supported.")
+            d, v = arg_planner.plan(direct[0]), arg_planner.plan(value)
+            t = ty.common_type([d.type, v.type], name)
+            t = TEXT if t.name == "unknown" else t
+            hypothetical = coerce(v, t)
+            want, direct = (t,), (direct[0],)
         if len(direct) != len(want):
             shown = len(args) + (1 if entry.ordered_set else 0)
             raise SqlError("42883", f"function {name} with {shown} arguments does not exist",
@@ -975,7 +986,7 @@ class ExprPlanner:
         for p, t in zip(params, want):
             if p.type != t:
                 raise fn.undefined_function(name, [p.type])
-        arg = arg_planner.plan(value) if pair is None else pair_value
+        arg = hypothetical if hypothetical is not None else arg_planner.plan(value) if pair is None else pair_value
         f, cast_to, result = resolve_aggregate(name, arg.type)
         order = tuple((arg_planner.plan(sb.node), *sort_direction(sb)) for sb in node.agg_order or ())
         if node.agg_distinct and order and any(o[0] != arg for o in order):

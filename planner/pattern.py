@@ -89,8 +89,8 @@ class Regex:
     def fullmatch(self, text: str):
         return self._engine(text).fullmatch(text)
 
-    def finditer(self, text: str):
-        for n, m in enumerate(self._engine(text).finditer(text), 1):
+    def finditer(self, text: str, pos: int = 0):
+        for n, m in enumerate(self._engine(text).finditer(text, pos), 1):
             _count_match(n)
             yield m
 

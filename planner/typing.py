@@ -80,6 +80,9 @@ REGEX = {"~": "regex", "~*": "iregex", "!~": "not_regex", "!~*": "not_iregex"}
 #: integer bit operators (PostgreSQL 9.3, table 9.4)
 BITWISE = {"&": "int_and", "|": "int_or", "#": "int_xor", "<<": "int_shl", ">>": "int_shr"}
 COMPARE = {"=": "eq", "<>": "ne", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+#: text pattern comparisons (PostgreSQL 11.10, text_pattern_ops): byte-wise, which is the
+#: code-point order every text comparison here has already (only the C collation exists)
+PATTERN_COMPARE = {"~<~": "<", "~<=~": "<=", "~>=~": ">=", "~>~": ">"}
 
 
 def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlType, SqlType]:
@@ -97,6 +100,8 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
         return "jsonb_delete", JSONB, TEXT, JSONB  # delete a key (PostgreSQL 9.16, table 9.46)
     if op == "-" and l.name == "jsonb" and r == array_of(TEXT):
         return "jsonb_delete_keys", JSONB, r, JSONB
+    if op == "#-" and l.name == "jsonb" and (r.name == "unknown" or r == array_of(TEXT)):
+        return "jsonb_delete_path", JSONB, array_of(TEXT), JSONB  # PostgreSQL 9.16, table 9.46
     if op == "-" and l.name == "jsonb" and r.is_integer:
         return "jsonb_delete_index", JSONB, INT4, JSONB
     # An unknown literal beside a known type takes that type; for ||, only beside jsonb,
@@ -107,6 +112,8 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
         r = l if op not in ("||",) or l.name in ("jsonb", "bytea") or l.is_array else TEXT
     elif l.name == "unknown" and r.name == "unknown":
         l = r = TEXT
+    if op in PATTERN_COMPARE and l.is_string and r.is_string:
+        op = PATTERN_COMPARE[op]
     if op in COMPARE:
         t = _comparison_type(op, l, r)
         return COMPARE[op], t, t, BOOL
@@ -154,6 +161,8 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
                 return func, TIMESTAMPTZ, INTERVAL, TIMESTAMPTZ
             if op == "+" and names in (("interval", "date"), ("interval", "timestamp")):
                 return func, INTERVAL, TIMESTAMP, TIMESTAMP
+            if op == "+" and names == ("interval", "timestamptz"):
+                return func, INTERVAL, TIMESTAMPTZ, TIMESTAMPTZ
             if op == "-" and names == ("timestamp", "timestamp"):
                 return "sub", TIMESTAMP, TIMESTAMP, INTERVAL
             if op == "-" and set(names) <= {"timestamp", "timestamptz"} and "timestamptz" in names:

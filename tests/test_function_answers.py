@@ -76,3 +76,27 @@ def test_upper_with_two_arguments_is_undefined(rows):
 def test_sign_and_avg_scale(rows):
     assert one(rows, "SELECT sign(x - 2)::text FROM wa_t WHERE k = 1") == [("-1",)]
     assert one(rows, "SELECT avg(x)::text FROM wa_t") == [("2.7500000000000000",)]
+
+
+@pytest.mark.parametrize("sql", ["SELECT exp(x::numeric) FROM wa_t", "SELECT sqrt(x / 2.0) FROM wa_t WHERE k = 1",
+                                 "SELECT ln(x::numeric), log(x::numeric) FROM wa_t", "SELECT x ^ 0.5 FROM wa_t",
+                                 "SELECT log(2, x::numeric) FROM wa_t"])
+def test_numeric_transcendentals_on_table_data_are_refused_not_rounded(rows, sql):
+    """Issue 26: Spark has double precision only, PostgreSQL 16 or more significant digits
+    (exp(1.5) is 4.4816890703380648, the double 4.4816890703380645): a clean 0A000."""
+    with pytest.raises(psycopg.errors.FeatureNotSupported):
+        one(rows, sql)
+
+
+def test_float_transcendentals_on_table_data_answer(rows):
+    """An integer argument takes the double precision function, as in PostgreSQL (float8 is
+    the preferred numeric type), so exp(x) over table data answers."""
+    assert one(rows, "SELECT exp(x - 1), sqrt(x), x::float8 ^ 0.5, pg_typeof(exp(x))::text FROM wa_t WHERE k = 1") \
+        == [(1.0, 1.0, 1.0, "double precision")]
+
+
+def test_overflow_checks_pass_nulls_through(rows):
+    """Issue 26: exp and cosh check for overflow; a NULL argument (here from the rows a
+    LEFT JOIN's ON clause leaves out) is NULL, not 22003."""
+    assert one(rows, "SELECT a.k, exp(b.x - 1), cosh(b.x - 1) FROM wa_t a LEFT JOIN wa_t b ON a.k = b.k AND b.x < 2 "
+                     "ORDER BY 1") == [(1, 1.0, 1.0)] + [(k, None, None) for k in (2, 3, 4, 5)]

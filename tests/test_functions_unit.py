@@ -7,6 +7,7 @@ from decimal import Decimal as D
 
 import pytest
 
+from catalog.errors import SqlError
 from planner.functions import trig
 from planner.functions.datetime import _IntOps, justify
 from planner.functions.math import numeric_exp_exact, numeric_log, numeric_sqrt
@@ -47,3 +48,60 @@ def test_justify():
     assert justify(_IntOps, "interval", (1, 0, -30 * 3600 * 10**6), fields) == (0, 28, 18 * 3600 * 10**6)
     assert justify(_IntOps, "hours", (0, 0, 50 * 3600 * 10**6), fields) == (0, 2, 2 * 3600 * 10**6)
     assert justify(_IntOps, "days", (0, 35, 0), fields) == (1, 5, 0)
+
+
+def test_region_pattern_drops_the_string_start_only():
+    from planner.functions.regexp import region_pattern
+
+    assert region_pattern("^H") == "(?!)H"
+    assert region_pattern("[^,]+") == "[^,]+"
+    assert region_pattern("a\\^b") == "a\\^b"
+    assert region_pattern("(?<=a)b") is None
+
+
+def test_simple_case_folding_as_builtin_c_utf8():
+    from planner.functions.string import simple_fold
+
+    # PostgreSQL 18: casefold('ς ſ µ ß ẞ İ K') = 'σ s μ ß ß İ k'
+    assert "".join(map(simple_fold, "ς ſ µ ß ẞ İ K")) == "σ s μ ß ß İ k"
+
+
+def test_positional_regexp_functions():
+    from planner.functions.regexp import _count_py, _instr_py, _replace_py, _substr_py
+
+    # PostgreSQL 18's answers
+    assert _count_py(["abcabc", "^a", 4], None) == 0
+    assert _instr_py(["abcabc", "b", 1, 2], None) == 5
+    assert _instr_py(["abcabc", "b", 1, 2, 1], None) == 6
+    assert _instr_py(["abcabc", "(b)(c)", 1, 1, 0, "", 2], None) == 3
+    assert _instr_py(["aaa", "a*", 1, 2], None) == 4
+    assert _substr_py(["abcabc", "(b)(c)", 1, 2, "", 2], None) == "c"
+    assert _replace_py(["abcabc", "b", "X", 1, 2], None) == "abcaXc"
+    assert _replace_py(["abcabc", "b", "X", 2], None) == "aXcabc"
+    assert _replace_py(["abcabc", "b", "X", 1, 2, "g"], None) == "abcaXc"
+    assert _replace_py(["abcabc", "(b)", "<\\1>", 1, 1, "i"], None) == "a<b>cabc"
+    with pytest.raises(SqlError) as err:
+        _instr_py(["abc", "b", 1, 0], None)
+    assert err.value.sqlstate == "22023"
+
+
+def test_jsonb_path_edits():
+    from planner.functions.json_edit import _delete_path_py, _insert_py
+
+    assert _delete_path_py(['{"a": [1, 2, {"b": 3}]}', ["a", "2", "b"]], None) == '{"a": [1, 2, {}]}'
+    assert _delete_path_py(["[1, 2, 3]", ["-1"]], None) == "[1, 2]"
+    assert _insert_py(["[1, 2]", ["5"], "9"], None) == "[1, 2, 9]"
+    assert _insert_py(["[1, 2]", ["-5"], "9"], None) == "[9, 1, 2]"
+    assert _insert_py(['{"a": [1]}', ["a", "0"], "9", True], None) == '{"a": [1, 9]}'
+    with pytest.raises(SqlError) as err:
+        _insert_py(['{"a": 1}', ["a"], "2"], None)
+    assert err.value.sqlstate == "22023"
+
+
+def test_uuid_fields():
+    from planner.functions.uuids import _timestamp_py, _version_py
+
+    assert str(_timestamp_py(["c232ab00-9414-11ec-b3c8-9f6bdeced846"], None)) == "2022-02-22 19:22:22+00:00"
+    assert str(_timestamp_py(["017f22e2-79b0-7cc3-98c4-dc0c0c07398f"], None)) == "2022-02-22 19:22:22+00:00"
+    assert _version_py(["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"], None) == 4
+    assert _version_py(["a0eebc99-9c0b-4ef8-cb6d-6bb9bd380a11"], None) is None

@@ -139,7 +139,9 @@ def cast_cost(src: SqlType, dst: str) -> float | None:
         return 1.5
     rs, rd = _rank(s), _rank(dst)
     if rs is not None and rd is not None and rs < rd:
-        return 1 + (rd - rs) * 0.01
+        # float8 is the numeric category's preferred type: exp(1), sqrt(2), round(1) are
+        # double precision (10.3 step 4d), not numeric
+        return 1 if dst == "float8" else 1 + (rd - rs) * 0.01
     if (s, dst) in (("date", "timestamptz"), ("timestamp", "timestamptz")):
         return 0.9  # timestamptz is the preferred type of the datetime category (10.3 step 4d)
     if (s, dst) == ("date", "timestamp"):
@@ -267,7 +269,8 @@ def get(name: str) -> Function | None:
 
 def _load() -> None:
     from planner.functions import (  # noqa: F401  (each module registers its entries)
-        logic, math, trig, numfmt, string, datetime, json, array, system, aggregate, window, sequence, privileges,
+        logic, math, trig, numfmt, string, regexp, binary, datetime, zoned, json, json_edit, array, system, aggregate,
+        window, sequence, privileges, uuids,
     )
 
 

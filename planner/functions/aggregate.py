@@ -15,6 +15,7 @@ import math
 from decimal import Decimal, localcontext
 
 from catalog.errors import SqlError
+from catalog.textio import array_dims
 from catalog.types import SqlType, INT8, NUMERIC, FLOAT8, INTERVAL, BOOL, TEXT, JSONB, array_of
 from planner.functions import Function, register
 from planner.functions.math import numeric_div, numeric_div_scale
@@ -196,9 +197,36 @@ def _percentile_disc_spark(S, x, a):
     return F.when(F.size(arr) > 0, F.element_at(arr, idx))
 
 
+def _array_agg_py(vals, a, p):
+    """array_agg: the values as an array; of arrays, an array of one more dimension, whose
+    inputs must be non-NULL, non-empty and of one shape (PostgreSQL 9.21, array_agg(anyarray))."""
+    if not vals or not a.arg.type.is_array:
+        return vals or None
+    for v in vals:
+        if v is None:
+            raise SqlError("22004", "cannot accumulate null arrays")
+        if not v:
+            raise SqlError("2202E", "cannot accumulate empty arrays")
+        if array_dims(v) != array_dims(vals[0]):
+            raise SqlError("2202E", "cannot accumulate arrays of different dimensionality")
+    return vals
+
+
 def _array_agg_spark(S, x, a):
     F = S.F
     arr = S.ordered_values(a)
+    if a.arg.type.is_array:
+        from planner.functions.array import array_depth
+
+        if array_depth(a.arg) > 1:
+            raise SqlError("0A000", "array_agg of arrays of several dimensions is not supported on table data")
+        # the first offending input decides the error, as PostgreSQL reads them in order
+        bad = F.filter(arr, lambda v: v.isNull() | (F.size(v) == 0) | (F.size(v) != F.size(arr[0])))
+        first = bad[0]
+        return (F.when(F.size(bad) == 0, F.when(F.size(arr) > 0, arr))
+                .when(first.isNull(), S.fail("22004", "cannot accumulate null arrays"))
+                .when(F.size(first) == 0, S.fail("2202E", "cannot accumulate empty arrays"))
+                .otherwise(S.fail("2202E", "cannot accumulate arrays of different dimensionality")))
     return F.when(F.size(arr) > 0, arr)
 
 
@@ -209,22 +237,26 @@ def _string_agg_spark(S, x, a):
     return F.when(F.size(arr) > 0, F.array_join(arr, delim or ""))
 
 
-def _jsonb_agg_py(vals, a, p):
-    from catalog.textio import jsonb_text
-    from planner.functions.json import to_json_value
+def _jsonb_agg(skip_nulls: bool):
+    """jsonb_agg, or jsonb_agg_strict (``skip_nulls``: NULL values are left out, but a
+    group of NULLs is ``[]``, not NULL) (PostgreSQL 9.21): (py, spark)."""
+    def py(vals, a, p):
+        from catalog.textio import jsonb_text
+        from planner.functions.json import to_json_value
 
-    if not vals:
-        return None
-    return jsonb_text([to_json_value(v, a.arg.type) for v in vals])
+        if not vals:
+            return None
+        return jsonb_text([to_json_value(v, a.arg.type) for v in vals if v is not None or not skip_nulls])
 
+    def spark(S, x, a):
+        from planner.functions.json import json_text_spark
 
-def _jsonb_agg_spark(S, x, a):
-    from planner.functions.json import json_text_spark
-
-    F = S.F
-    arr = S.ordered_values(a)
-    texts = F.transform(arr, lambda v: json_text_spark(S, v, a.arg.type))
-    return F.when(F.size(arr) > 0, F.concat(F.lit("["), F.array_join(texts, ", "), F.lit("]")))
+        F = S.F
+        arr = S.ordered_values(a)
+        kept = F.filter(arr, lambda v: v.isNotNull()) if skip_nulls else arr
+        texts = F.transform(kept, lambda v: json_text_spark(S, v, a.arg.type))
+        return F.when(F.size(arr) > 0, F.concat(F.lit("["), F.array_join(texts, ", "), F.lit("]")))
+    return py, spark
 
 
 def _sum_spark(S, x, a):
@@ -281,22 +313,31 @@ register(
     Function("bool_or", (AggSig(lambda t: (BOOL, BOOL) if t.name == "bool" else None),), _bool("bool_or"),
              lambda S, x, a: S.F.bool_or(x), sql_names=("bool_or",), kind="aggregate", doc="9.21",
              samples=("bool_or(b)",)),
-    Function("array_agg", (AggSig(lambda t: (t, array_of(t)) if not t.is_array else None),),
-             lambda vals, a, p: vals or None, _array_agg_spark, sql_names=("array_agg",), kind="aggregate",
+    Function("array_agg", (AggSig(lambda t: (t, array_of(t)) if not t.is_array else (t, t)),),
+             _array_agg_py, _array_agg_spark, sql_names=("array_agg",), kind="aggregate",
              strict=False, doc="9.21",
              samples=("array_agg(i order by k)", "array_agg(i order by b, i desc)", "array_agg(s order by i nulls first)",
                       "array_agg(k order by k) filter (where b)", "array_agg(distinct b order by b)",
-                      "array_agg(distinct i)")),
+                      "array_agg(distinct i)", "array_agg(ARRAY[k, i] order by k)",
+                      "array_agg(a order by k) filter (where k = 1)", "array_agg(a order by k) filter (where k < 3)",
+                      "array_agg(a order by k) filter (where k >= 3)",
+                      "array_agg(a order by k desc) filter (where k > 3)",
+                      "array_agg(ARRAY[s] order by k)")),
     Function("string_agg", (AggSig(lambda t: (TEXT, TEXT) if t.is_string else None),), _string_agg_py,
              _string_agg_spark, sql_names=("string_agg",), kind="aggregate", doc="9.21",
              extra={"params": (TEXT,)},
              samples=("string_agg(s, ',' order by k)", "string_agg(s, '; ' order by s desc)",
                       "string_agg(distinct s, '|' order by s)", "string_agg(s, '' order by k) filter (where k > 1)",
                       "string_agg(distinct s, ';')", "string_agg(distinct k::text, ',')")),
-    Function("jsonb_agg", (AggSig(lambda t: (t, JSONB)),), _jsonb_agg_py, _jsonb_agg_spark,
+    Function("jsonb_agg", (AggSig(lambda t: (t, JSONB)),), *_jsonb_agg(False),
              sql_names=("jsonb_agg", "json_agg"), kind="aggregate", strict=False, doc="9.21",
              samples=("jsonb_agg(i order by k)", "jsonb_agg(s order by k)", "json_agg(b order by k)"),
              differs="json_agg is jsonb_agg (Materialize: json is jsonb), so its text is jsonb's"),
+    Function("jsonb_agg_strict", (AggSig(lambda t: (t, JSONB)),), *_jsonb_agg(True),
+             sql_names=("jsonb_agg_strict", "json_agg_strict"), kind="aggregate", strict=False, doc="9.21",
+             samples=("jsonb_agg_strict(i order by k)", "jsonb_agg_strict(s) filter (where k > 3)",
+                      "jsonb_agg_strict(d order by k desc)"),
+             differs="json_agg_strict is jsonb_agg_strict (Materialize: json is jsonb), so its text is jsonb's"),
     Function("stddev_samp", (AggSig(_stat_type),), _variance(True, True), _variance_spark("stddev_samp"),
              sql_names=("stddev", "stddev_samp"), kind="aggregate", doc="9.21",
              samples=("stddev(f)", "stddev_samp(f)"),
@@ -488,32 +529,55 @@ def _bits_py(op):
     return py
 
 
-def _object_agg_py(vals, a, p):
-    from catalog.textio import jsonb_text
-    from planner.functions.json import _object_key_py, to_json_value
-
-    if not vals:
-        return None
-    kt, vt = (x.type for x in a.arg.args)
-    out = {}
-    for k, v in vals:
-        if k is None:
-            raise SqlError("22023", "null value not allowed for object key")
-        out[_object_key_py(k, kt, 0)] = to_json_value(v, vt)
-    return jsonb_text(out)
+DUPLICATE_JSON_KEY = "22030"
 
 
-def _object_agg_spark(S, x, a):
-    from planner.functions.json import _object_key_spark, json_text_spark
+def _object_agg(skip_nulls: bool, unique: bool, json: bool = False):
+    """jsonb_object_agg and its _strict (pairs with a NULL value left out) and _unique
+    (a repeated key is 22030) forms (PostgreSQL 9.21): (py, spark). Keys are checked
+    before values are left out, as PostgreSQL does. A NULL key is 22023 for the jsonb
+    forms, 22004 for the ``json`` ones (jsonb.c, json.c)."""
+    null_key = ("22004", "null value not allowed for object key") if json else \
+        ("22023", "field name must not be null")
 
-    F = S.F
-    kt, vt = (e.type for e in a.arg.args)
-    arr = S.ordered_values(a)
-    items = F.transform(arr, lambda p: F.concat(
-        F.when(p["y"].isNull(), S.fail("22023", "null value not allowed for object key")).otherwise(
-            _object_key_spark(S, p["y"], kt, 0)), F.lit(": "), json_text_spark(S, p["x"], vt)))
-    # duplicate keys: jsonb keeps the last, as the session's normalization of jsonb text does
-    return F.when(F.size(arr) > 0, F.concat(F.lit("{"), F.array_join(items, ", "), F.lit("}")))
+    def py(vals, a, p):
+        from catalog.textio import jsonb_text
+        from planner.functions.json import _object_key_py, to_json_value
+
+        if not vals:
+            return None
+        kt, vt = (x.type for x in a.arg.args)
+        out, seen = {}, set()
+        for k, v in vals:
+            if k is None:
+                raise SqlError(*null_key)
+            key = _object_key_py(k, kt, 0)
+            if unique and key in seen:
+                raise SqlError(DUPLICATE_JSON_KEY, f'duplicate JSON object key value: "{key}"')
+            seen.add(key)
+            if v is not None or not skip_nulls:
+                out[key] = to_json_value(v, vt)
+        return jsonb_text(out)
+
+    def spark(S, x, a):
+        from planner.functions.json import _object_key_spark, json_text_spark
+
+        F = S.F
+        kt, vt = (e.type for e in a.arg.args)
+        arr = S.ordered_values(a)
+        keyed = F.transform(arr, lambda p: F.struct(F.when(p["y"].isNull(), S.fail(*null_key)).otherwise(
+            _object_key_spark(S, p["y"], kt, 0))
+            .alias("k"), p["x"].alias("x")))
+        kept = F.filter(keyed, lambda p: p["x"].isNotNull()) if skip_nulls else keyed
+        items = F.transform(kept, lambda p: F.concat(p["k"], F.lit(": "), json_text_spark(S, p["x"], vt)))
+        # duplicate keys: jsonb keeps the last, as the session's normalization of jsonb text does
+        out = F.when(F.size(arr) > 0, F.concat(F.lit("{"), F.array_join(items, ", "), F.lit("}")))
+        if unique:
+            keys = F.transform(keyed, lambda p: p["k"])
+            out = F.when(F.size(F.array_distinct(keys)) < F.size(keys),
+                         S.fail(DUPLICATE_JSON_KEY, "duplicate JSON object key value")).otherwise(out)
+        return out
+    return py, spark
 
 
 _PAIR_SAMPLES = {
@@ -536,15 +600,98 @@ register(
                lambda S, x, a, op=op: getattr(S.F, f"bit_{op}")(x), sql_names=(f"bit_{op}",), kind="aggregate",
                doc="9.21", samples=(f"bit_{op}(i)", f"bit_{op}(k)", f"bit_{op}(i::int8)", f"bit_{op}(k::int2)"))
       for op in ("and", "or", "xor")],
-    Function("jsonb_object_agg", (AggSig(lambda t: (t, JSONB)),), _object_agg_py, _object_agg_spark,
-             sql_names=("jsonb_object_agg", "json_object_agg"), kind="aggregate", strict=False, doc="9.21",
-             extra={"pair": (None, None)},
-             samples=("jsonb_object_agg(k, s)", "jsonb_object_agg(s, n) filter (where k < 4)",
-                      "jsonb_object_agg(k % 2, k order by k)", "jsonb_object_agg(s, k)")),
+    *[Function(f"{kind}_object_agg{suffix}", (AggSig(lambda t: (t, JSONB)),),
+               *_object_agg("strict" in suffix, "unique" in suffix, kind == "json"),
+               sql_names=(f"{kind}_object_agg{suffix}",), kind="aggregate", strict=False,
+               doc="9.21", extra={"pair": (None, None)},
+               samples=samples if kind == "jsonb" else (f"json_object_agg{suffix}(s, k)",),
+               differs="" if kind == "jsonb" else "json is jsonb (Materialize), so its text is jsonb's")
+      for kind in ("jsonb", "json")
+      for suffix, samples in (
+          ("", ("jsonb_object_agg(k, s)", "jsonb_object_agg(s, n) filter (where k < 4)",
+                "jsonb_object_agg(k % 2, k order by k)", "jsonb_object_agg(s, k)")),
+          ("_strict", ("jsonb_object_agg_strict(k, s)", "jsonb_object_agg_strict(k % 2, i order by k)",
+                       "jsonb_object_agg_strict(s, k)")),
+          ("_unique", ("jsonb_object_agg_unique(k, s)", "jsonb_object_agg_unique(k % 2, i)",
+                       "jsonb_object_agg_unique(k, i) filter (where k > 3)")),
+          ("_unique_strict", ("jsonb_object_agg_unique_strict(k, s)", "jsonb_object_agg_unique_strict(k % 2, i)",
+                              "jsonb_object_agg_unique_strict(k % 4, i) filter (where k > 2)")))],
 )
 
 register(
     Function("any_value", (AggSig(lambda t: (t, t)),), lambda vals, a, p: vals[0] if vals else None,
              lambda S, x, a: S.F.any_value(x, True), sql_names=("any_value",), kind="aggregate", doc="9.21",
              samples=("any_value(s) filter (where k = 2)", "any_value(i) filter (where i < 0)")),
+)
+
+
+# -- hypothetical-set aggregates (PostgreSQL 9.21, table 9.65) --------------------------------
+# rank(x) WITHIN GROUP (ORDER BY v): where the hypothetical row x would rank among the
+# group's values v (NULLs included, in the ORDER BY's direction and NULL placement).
+
+
+def _placement_py(v, x, desc: bool, nulls_first: bool) -> int:
+    """-1 when ``v`` sorts before ``x``, 0 for peers, 1 after."""
+    if v is None or x is None:
+        if v is None and x is None:
+            return 0
+        return (-1 if nulls_first else 1) if v is None else (1 if nulls_first else -1)
+    kv, kx = order_key(v), order_key(x)
+    c = (kv > kx) - (kv < kx)
+    return -c if desc else c
+
+
+def _hypothetical_py(name: str):
+    def py(vals, a, p):
+        x = p[0]
+        _, desc, nulls_first = a.order[0]
+        places = [_placement_py(v, x, desc, nulls_first) for v in vals]
+        before = sum(1 for c in places if c < 0)
+        if name == "rank":
+            return before + 1
+        if name == "dense_rank":
+            return len({order_key(v) if v is not None else None for v, c in zip(vals, places) if c < 0}) + 1
+        if name == "percent_rank":
+            return before / len(vals) if vals else 0.0
+        return (before + sum(1 for c in places if c == 0) + 1) / (len(vals) + 1)
+    return py
+
+
+def _hypothetical_spark(name: str):
+    def spark(S, x, a):
+        F = S.F
+        _param_literal(a, 0)  # a constant hypothetical row
+        h = S.scalar(a.params[0])
+        _, desc, nulls_first = a.order[0]
+        arr = S.ordered_values(a)
+
+        def before(v):
+            lower = v > h if desc else v < h
+            return (F.when(v.isNull() & h.isNull(), False).when(v.isNull(), F.lit(nulls_first))
+                    .when(h.isNull(), F.lit(not nulls_first)).otherwise(lower))
+
+        def peer(v):
+            return F.when(v.isNull() | h.isNull(), v.isNull() & h.isNull()).otherwise(v == h)
+
+        n_before = F.size(F.filter(arr, before))
+        if name == "rank":
+            return (n_before + 1).cast("long")
+        if name == "dense_rank":
+            return (F.size(F.array_distinct(F.filter(arr, before))) + 1).cast("long")
+        n = F.size(arr)
+        if name == "percent_rank":
+            return F.when(n > 0, n_before.cast("double") / F.when(n > 0, n).otherwise(1)).otherwise(F.lit(0.0))
+        return (n_before + F.size(F.filter(arr, peer)) + 1).cast("double") / (n + 1).cast("double")
+    return spark
+
+
+register(
+    *[Function(f"hypothetical_{name}", (AggSig(lambda t, name=name: (t, FLOAT8 if "_" in name else INT8)),),
+               _hypothetical_py(name), _hypothetical_spark(name), sql_names=(name,), kind="aggregate", strict=False,
+               ordered_set=True, doc="9.21", extra={"hypothetical": True},
+               samples=(f"{name}(2) within group (order by i)", f"{name}(2) within group (order by k desc)",
+                        f"{name}('b') within group (order by s nulls first)",
+                        f"{name}(null::int) within group (order by i)",
+                        f"{name}(1.5) within group (order by f) filter (where k < 4)"))
+      for name in ("rank", "dense_rank", "percent_rank", "cume_dist")],
 )

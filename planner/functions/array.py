@@ -214,22 +214,70 @@ def _one_dim_only(what: str):
                     if what == "searching for" else f"{what} elements from multidimensional arrays is not supported")
 
 
+def _start_position(a) -> int:
+    """array_position's start (its third argument, 1 without one).
+
+    Raises:
+        SqlError 22004 for a NULL start."""
+    if len(a) < 3:
+        return 1
+    if a[2] is None:
+        raise SqlError("22004", "initial position must not be null")
+    return a[2]
+
+
 def _position_py(a, e):
+    """The first position at or after the start whose element is not distinct from ``x``
+    (NULL finds a NULL element), NULL when none is (PostgreSQL 9.19)."""
     arr, x = a[0], a[1]
     if arr is None:
         return None
     if any(isinstance(v, list) for v in arr):
         raise _one_dim_only("searching for")
-    return next((i + 1 for i, v in enumerate(arr) if v is not None and x is not None and v == x), None) \
-        if x is not None else next((i + 1 for i, v in enumerate(arr) if v is None), None)
+    start = max(_start_position(a), 1)
+    return next((i + 1 for i, v in enumerate(arr) if i + 1 >= start and (v == x if x is not None else v is None)
+                 and (v is not None or x is None)), None)
 
 
 def _position_spark(S, a, e):
     F = S.F
     if array_depth(e.args[0]) > 1:
         raise _one_dim_only("searching for")
-    p = F.array_position(a[0], a[1]).cast("int")
-    return F.when(a[1].isNull(), F.lit(None).cast("int")).otherwise(F.when(p > 0, p))
+    arr, x = a[0], a[1]
+    start = a[2] if len(a) > 2 else F.lit(1)
+    hits = F.transform(arr, lambda v, i: (i + 1 >= start) & F.when(x.isNull(), v.isNull()).otherwise(
+        F.coalesce(v == x, F.lit(False))))
+    p = F.array_position(hits, True).cast("int")
+    found = F.when(p > 0, p)
+    if len(a) > 2:
+        found = F.when(start.isNull(), S.fail("22004", "initial position must not be null")).otherwise(found)
+    return F.when(arr.isNotNull(), found)
+
+
+def _sort_py(a, e):
+    """array_sort(array [, descending [, nulls_first]]): the first dimension sorted, NULLs
+    first when ``nulls_first`` (by default: when descending) (PostgreSQL 18, 9.19)."""
+    arr = a[0]
+    desc = a[1] if len(a) > 1 else False
+    nulls_first = a[2] if len(a) > 2 else desc
+    if arr is None or desc is None or nulls_first is None:
+        return None
+    present = sorted((v for v in arr if v is not None), key=order_key, reverse=desc)
+    nulls = [None] * (len(arr) - len(present))
+    return nulls + present if nulls_first else present + nulls
+
+
+def _sort_spark(S, a, e):
+    F = S.F
+    desc = a[1] if len(a) > 1 else F.lit(False)
+    nulls_first = a[2] if len(a) > 2 else desc
+
+    def compare(left, right):
+        before = F.when(nulls_first, -1).otherwise(1)
+        order = F.when(left < right, -1).when(left > right, 1).otherwise(0)
+        return (F.when(left.isNull() & right.isNull(), 0).when(left.isNull(), before).when(right.isNull(), -before)
+                .otherwise(F.when(desc, -order).otherwise(order)))
+    return F.when(desc.isNotNull() & nulls_first.isNotNull(), F.array_sort(a[0], compare))
 
 
 def _dims(f):
@@ -312,9 +360,18 @@ register(
              lambda a, e: _append_py(a[1], a[0], False),
              lambda S, a, e: S.F.concat(S.F.array(a[0]), _one_dimensional(S, a[1], e, 1)),
              sql_names=("array_prepend",), strict=False, doc="9.19", samples=("k || a", "array_prepend(k, a)")),
-    Function("array_position", (sig("anyarray", "anyelement", ret="int4"),), _position_py,
+    Function("array_position", (sig("anyarray", "anyelement", ret="int4"),
+                                sig("anyarray", "anyelement", "int4", ret="int4")), _position_py,
              _position_spark, sql_names=("array_position",), strict=False, doc="9.19",
-             samples=("array_position(a, 2)", "array_position(a, k)")),
+             samples=("array_position(a, 2)", "array_position(a, k)", "array_position(a, NULL)",
+                      "array_position(a || a, 2, 2)", "array_position(a || a, i, k)",
+                      "array_position(a, 1, -5)", "array_position(a, 1, NULL)")),
+    Function("array_sort", (sig("anyarray", ret="anyarray"), sig("anyarray", "bool", ret="anyarray"),
+                            sig("anyarray", "bool", "bool", ret="anyarray")), _sort_py, _sort_spark,
+             sql_names=("array_sort",), doc="9.19",
+             samples=("array_sort(a || ARRAY[k, NULL, 2])", "array_sort(a || ARRAY[k, NULL, 2], true)",
+                      "array_sort(a || ARRAY[k, NULL], false, true)", "array_sort(a || ARRAY[k, NULL], b, false)",
+                      "array_sort(ARRAY[s, 'b', 'A'])")),
     *[Function(f"array_{kind}:{op}", (), _any_all_py, _any_all_spark, strict=False, doc="9.24.3",
                samples=(f"k {o} {kind[0:3].upper()} (a)", f"k {o} {kind[0:3].upper()} (array[a, array[3, k]])"))
       for kind in ("any", "all") for op, o in zip(CMP, ("=", "<>", "<", "<=", ">", ">="))],

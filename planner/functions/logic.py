@@ -164,8 +164,9 @@ def _greatest(f):
 
 register(
     *[Function(op, (), _cmp_py(op), _cmp_spark(op), doc="9.2",
-               samples=(f"i {o} 0", f"s {o} 'a'", f"d {o} date '2020-01-01'"))
-      for op, o in zip(CMP, ("=", "<>", "<", "<=", ">", ">="))],
+               samples=(f"i {o} 0", f"s {o} 'a'", f"d {o} date '2020-01-01'") + (
+                   (f"s {pattern} 'a'", f"s::char(12) {pattern} 'Hello  '::char(5)") if pattern else ()))
+      for op, o, pattern in zip(CMP, ("=", "<>", "<", "<=", ">", ">="), ("", "", "~<~", "~<=~", "~>~", "~>=~"))],
     Function("and", (), _and, lambda S, a, e: reduce(lambda x, y: x & y, a), strict=False, doc="9.1",
              samples=("b and i > 0",)),
     Function("or", (), _or, lambda S, a, e: reduce(lambda x, y: x | y, a), strict=False, doc="9.1",

@@ -230,8 +230,22 @@ def _transcendental(func):
     return py
 
 
+def refuse_numeric_transcendental(e) -> None:
+    """Spark has these functions in double precision only, where PostgreSQL computes a
+    numeric result exactly to 16 or more significant digits (numeric.c): on table data a
+    numeric result is refused rather than answered with fewer or other digits.
+
+    Raises:
+        SqlError 0A000 when ``e``'s result is numeric."""
+    if e.type.name == "numeric":
+        raise SqlError("0A000", f"{e.func}(numeric) is not supported on table data: PostgreSQL computes it to 16 or "
+                                "more significant digits, Spark only in double precision",
+                       hint="Cast the argument to double precision.")
+
+
 def _float_fn(spark_name):
     def spark(S, a, e):
+        refuse_numeric_transcendental(e)
         r = getattr(S.F, spark_name)(a[0])
         if spark_name in ("sqrt",):
             r = S.F.when(a[0] < 0, S.fail("2201F", "cannot take square root of a negative number")).otherwise(r)
@@ -239,7 +253,8 @@ def _float_fn(spark_name):
             r = S.F.when(a[0] == 0, S.fail("2201E", "cannot take logarithm of zero")).when(
                 a[0] < 0, S.fail("2201E", "cannot take logarithm of a negative number")).otherwise(r)
         if spark_name == "exp":
-            r = S.F.when(S.F.isnan(r) | (r != float("inf")) | (a[0] == float("inf")), r).otherwise(
+            # a NULL argument is no overflow: the condition must not be NULL then
+            r = S.F.when(a[0].isNull() | S.F.isnan(r) | (r != float("inf")) | (a[0] == float("inf")), r).otherwise(
                 S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow"))
         return r.cast(S.spark_type(e.type)) if e.type.name != "numeric" else r
     return spark
@@ -311,7 +326,8 @@ def _same_type(kinds, n: int = 1):
 
 register(
     Function("add", (), lambda a, e: arith("add", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("add"),
-             doc="9.3", samples=("i + k", "n + 1", "f + i", "d + k", "ts + interval '1 day'")),
+             doc="9.3", samples=("i + k", "n + 1", "f + i", "d + k", "ts + interval '1 day'",
+                                 "make_interval(hours => k) + ts::timestamptz")),
     Function("sub", (), lambda a, e: arith("sub", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("sub"),
              doc="9.3", samples=("i - k", "n - i", "d - date '2000-01-01'", "ts - interval '1 month'",
                                  "ts - timestamp '2000-01-01 12:00'", "timestamp '2000-02-29 01:00' - ts",
@@ -352,8 +368,7 @@ register(
                                                    else S.T.DecimalType(38, 0)),
              sql_names=("sign",), doc="9.3", samples=("sign(n)", "sign(f)", "sign(i)")),
     Function("sqrt", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _transcendental("sqrt"),
-             _float_fn("sqrt"), sql_names=("sqrt",), doc="9.3", samples=("sqrt(f)", "sqrt(abs(f))", "|/ k"),
-             differs="numeric results are computed in double precision on Spark, so digits past the 15th may differ"),
+             _float_fn("sqrt"), sql_names=("sqrt",), doc="9.3", samples=("sqrt(f)", "sqrt(abs(f))", "|/ k")),
     Function("cbrt", (sig("float8", ret="float8"),), _transcendental("cbrt"), _float_fn("cbrt"),
              sql_names=("cbrt",), doc="9.3", samples=("cbrt(f)",),
              differs="Spark's cbrt (Java) and PostgreSQL's (C library) can differ in the last digit"),
@@ -362,10 +377,11 @@ register(
     Function("log10", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _transcendental("log10"),
              _float_fn("log10"), sql_names=("log", "log10"), doc="9.3", samples=("log(f)",)),
     Function("exp", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _transcendental("exp"),
-             _float_fn("exp"), sql_names=("exp",), doc="9.3", samples=("exp(f)", "exp(i::float8)"),
+             _float_fn("exp"), sql_names=("exp",), doc="9.3",
+             samples=("exp(f)", "exp(i::float8)", "exp(CASE WHEN k = 3 THEN f END)"),
              differs="Spark's exp (Java) and PostgreSQL's (C library) can differ in the last digit"),
     Function("power", (sig("float8", "float8", ret="float8"), sig("numeric", "numeric", ret="numeric")), _power_py,
-             lambda S, a, e: S.F.pow(a[0], a[1]) if e.type.name == "float8" else S.F.pow(a[0], a[1]),
+             lambda S, a, e: refuse_numeric_transcendental(e) or S.F.pow(a[0], a[1]),
              sql_names=("power", "pow"), doc="9.3", samples=("power(f, 2)", "power(i::float8, 2)", "f ^ 2", "k ^ 2")),
     Function("pi", (sig(ret="float8"),), lambda a, e: math.pi, lambda S, a, e: S.F.lit(math.pi),
              sql_names=("pi",), doc="9.3", samples=("pi() * i",)),
@@ -455,16 +471,6 @@ def numeric_sqrt(x: Decimal) -> Decimal:
     with localcontext() as ctx:
         ctx.prec = rscale + 60
         return x.sqrt().quantize(Decimal(1).scaleb(-rscale), rounding=ROUND_HALF_UP)
-
-
-def _log_base_spark(S, a, e):
-    F = S.F
-    b, x = a[0].cast("double"), a[1].cast("double")
-    r = F.log(b, x)
-    for v in (b, x):
-        r = F.when(v == 0, S.fail("2201E", "cannot take logarithm of zero")).when(
-            v < 0, S.fail("2201E", "cannot take logarithm of a negative number")).otherwise(r)
-    return F.when(b == 1, S.fail(DIVISION_BY_ZERO, "division by zero")).otherwise(r)
 
 
 # -- gcd and lcm (PostgreSQL 9.3, table 9.5) ------------------------------------------------
@@ -664,10 +670,10 @@ register(
     Function("lcm", _same_type(("int4", "int8", "numeric"), 2), _gcd_lcm_py(math.lcm), _gcd_lcm_spark(True), sql_names=("lcm",),
              doc="9.3", samples=("lcm(i, 6)", "lcm(k::int8, 4)", "lcm(n, 0.5)", "lcm(i, 0)", "lcm(i + 2147483000, 7)")),
     Function("log_base", (sig("numeric", "numeric", ret="numeric"),), lambda a, e: numeric_log(a[0], a[1]),
-             _log_base_spark, sql_names=("log",), doc="9.3",
+             None, sql_names=("log",), doc="9.3",
              samples=("log(2, abs(n) + 1)", "log(2.0, i)"),
-             differs="on table data, numeric logarithms are computed in double precision, so digits past the "
-                     "15th may differ"),
+             differs="numeric logarithms run over constants only: on table data Spark has double precision, "
+                     "PostgreSQL 16 or more significant digits (0A000)"),
     Function("width_bucket", (sig("float8", "float8", "float8", "int4", ret="int4"),
                               sig("numeric", "numeric", "numeric", "int4", ret="int4")),
              _width_bucket_py, _width_bucket_spark, sql_names=("width_bucket",), doc="9.3",
@@ -708,7 +714,7 @@ def _hyperbolic_spark(name):
         if name == "atanh":
             r = F.when((x < -1) | (x > 1), S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "input is out of range")).otherwise(r)
         if name in ("sinh", "cosh"):
-            r = F.when(F.isnan(r) | (F.abs(r) != math.inf) | (F.abs(x) == math.inf), r).otherwise(
+            r = F.when(x.isNull() | F.isnan(r) | (F.abs(r) != math.inf) | (F.abs(x) == math.inf), r).otherwise(
                 S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow"))
         return r
     return spark
@@ -754,7 +760,7 @@ def _num_nulls(nulls: bool):
 
 register(
     *[Function(name, (sig("float8", ret="float8"),), _hyperbolic(name), _hyperbolic_spark(name), sql_names=(name,),
-               doc="9.3", samples=(f"{name}(k / 2.0)",),
+               doc="9.3", samples=(f"{name}(k / 2.0)", f"{name}(CASE WHEN k = 3 THEN f END)"),
                differs="on table data, Spark's (Java's) hyperbolic functions and PostgreSQL's (the C library's) "
                        "can differ in the last digit")
       for name in ("sinh", "cosh", "tanh", "asinh", "acosh", "atanh")],
@@ -766,4 +772,78 @@ register(
              strict=False, doc="9.2", samples=("num_nulls(i, s, k)", "num_nulls(n)")),
     Function("num_nonnulls", (sig("any", ret="int4", variadic=True),), *_num_nulls(False),
              sql_names=("num_nonnulls",), strict=False, doc="9.2", samples=("num_nonnulls(i, s, k)",)),
+)
+
+
+# -- random with bounds, random_normal, min_scale (PostgreSQL 9.3, tables 9.6 and 9.5) ---------
+
+
+def _random_bounds_check(lo, hi):
+    if lo > hi:
+        raise SqlError("22023", "lower bound must be less than or equal to upper bound")
+
+
+def _random_between_py(a, e):
+    """A random value in [lo, hi]: an integer, or a numeric of the larger of the bounds'
+    scales (PostgreSQL 17's random(min, max))."""
+    lo, hi = a
+    _random_bounds_check(lo, hi)
+    if isinstance(lo, int):
+        return _random.randint(lo, hi)
+    scale = max(_display_scale(lo), _display_scale(hi))
+    step = Decimal(1).scaleb(-scale)
+    n = int((hi - lo) / step)
+    return (lo + _random.randint(0, n) * step).quantize(step)
+
+
+def _random_between_spark(S, a, e):
+    F = S.F
+    lo, hi = a
+    if e.type.name == "numeric":
+        scales = [static_scale(x) for x in e.args]
+        if None in scales:
+            raise SqlError("0A000", "random(numeric, numeric) on table data needs bounds of a known scale "
+                                    "(a column or a constant)")
+        scale = max(scales)
+        unit = F.lit(Decimal(10) ** scale)
+        steps = ((hi - lo) * unit).cast("decimal(38,0)")
+        r = (lo + F.floor(F.rand() * (steps + 1).cast("double")).cast("decimal(38,0)") / unit)
+        r = r.cast(S.T.DecimalType(38, scale))
+    else:
+        span = (hi.cast("decimal(38,0)") - lo.cast("decimal(38,0)") + 1).cast("double")
+        r = (lo.cast("decimal(38,0)") + F.floor(F.rand() * span).cast("decimal(38,0)")).cast(S.spark_type(e.type))
+    return F.when(lo > hi, S.fail("22023", "lower bound must be less than or equal to upper bound")).otherwise(r)
+
+
+def _min_scale_py(a, e):
+    v = a[0]
+    if v.is_nan():
+        return None
+    return max(-v.normalize().as_tuple().exponent, 0) if v != 0 else 0
+
+
+def _min_scale_spark(S, a, e):
+    F = S.F
+    scale = static_scale(e.args[0])
+    if scale is None:  # Spark's decimal arithmetic decides it: at most its widest
+        scale = 38
+    x = a[0]
+    r = F.lit(scale)
+    for s in reversed(range(scale)):  # the fewest decimals that hold x exactly
+        r = F.when(x % F.lit(Decimal(1).scaleb(-s)) == 0, F.lit(s)).otherwise(r)
+    return F.when(x.isNotNull(), r)
+
+
+register(
+    Function("random_between", (sig("int4", "int4", ret="int4"), sig("int8", "int8", ret="int8"),
+                                sig("numeric", "numeric", ret="numeric")),
+             _random_between_py, _random_between_spark, sql_names=("random",), volatility="volatile", doc="9.3",
+             samples=("random(k, k)", "random(i::int8, i::int8)", "random(k, k + 2) between k and k + 2",
+                      "random(n, n)", "random(k, 1)", "random(1.5, 1.5)")),
+    Function("random_normal", (sig("float8", "float8", ret="float8"),),
+             lambda a, e: _random.gauss(a[0], a[1]), lambda S, a, e: S.F.randn() * a[1] + a[0],
+             sql_names=("random_normal",), volatility="volatile", doc="9.3",
+             samples=("random_normal(k, 0)", "random_normal(f, 0)")),
+    Function("min_scale", (sig("numeric", ret="int4"),), _min_scale_py, _min_scale_spark, sql_names=("min_scale",),
+             doc="9.3", samples=("min_scale(n)", "min_scale(n * 10)", "min_scale(k::numeric / 8)")),
 )

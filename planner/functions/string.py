@@ -6,6 +6,7 @@ Unicode's, as PostgreSQL's builtin ``C.UTF-8`` locale and Materialize do.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from functools import reduce
 import re
@@ -423,8 +424,9 @@ register(
              _regexp_replace_py, _regexp_replace_spark, sql_names=("regexp_replace",), doc="9.7.3",
              samples=("regexp_replace(s, 'l+', '<\\&>')", "regexp_replace(s, '([a-z])', '[\\1]', 'g')",
                       "regexp_replace(s, 'L', 'x', 'gi')")),
-    Function("like", (), lambda a, e: like_py(a[0], a[1], False), lambda S, a, e: a[0].like(a[1]), doc="9.7.1",
-             samples=("s like 'H%'", "s not like '%,%'")),
+    Function("like", (sig("text", "text", ret="bool"),), lambda a, e: like_py(a[0], a[1], False),
+             lambda S, a, e: a[0].like(a[1]), sql_names=("like",), doc="9.7.1",
+             samples=("s like 'H%'", "s not like '%,%'", "like(s, '%l_')")),
     Function("ilike", (), lambda a, e: like_py(a[0], a[1], True), lambda S, a, e: a[0].ilike(a[1]), doc="9.7.1",
              samples=("s ilike 'h%'",)),
     *[Function(k, (), _regex_py(k), _regex_spark(k), doc="9.7.3", samples=(f"s {op} '^[A-Z]'",))
@@ -1098,30 +1100,13 @@ def _regexp_like_py(a, e):
     return _pg_regex(a[1], _flags_arg(a, 2)).search(a[0]) is not None
 
 
-def _regexp_count_py(a, e):
-    return sum(1 for _ in _pg_regex(a[1]).finditer(a[0]))
-
-
-def _regexp_substr_py(a, e):
-    m = _pg_regex(a[1]).search(a[0])
-    return None if m is None else m.group(0)
-
-
-def _regexp_const_spark(kind):
-    """regexp_like / regexp_count / regexp_substr on Spark: the pattern (and flags) must
-    be constants, written in Java's syntax (``_spark_regex``)."""
-    def spark(S, a, e):
-        F = S.F
-        regex = _spark_regex(e, kind)
-        if regex is None:
-            return F.lit(None).cast(S.spark_type(e.type))
-        flags, _, java = regex
-        if kind == "regexp_like":
-            return a[0].rlike(java)
-        if kind == "regexp_count":
-            return F.regexp_count(a[0], F.lit(java))
-        return F.when(a[0].rlike(java), F.regexp_extract(a[0], java, 0))
-    return spark
+def _regexp_like_spark(S, a, e):
+    """regexp_like on Spark: the pattern and flags must be constants, written in Java's
+    syntax (``_spark_regex``)."""
+    regex = _spark_regex(e, "regexp_like")
+    if regex is None:
+        return S.F.lit(None).cast("boolean")
+    return a[0].rlike(regex[2])
 
 
 def _sha_py(bits: int):
@@ -1130,14 +1115,8 @@ def _sha_py(bits: int):
 
 register(
     Function("regexp_like", (sig("text", "text", ret="bool"), sig("text", "text", "text", ret="bool")),
-             _regexp_like_py, _regexp_const_spark("regexp_like"), sql_names=("regexp_like",), doc="9.7.3",
+             _regexp_like_py, _regexp_like_spark, sql_names=("regexp_like",), doc="9.7.3",
              samples=("regexp_like(s, 'l+')", "regexp_like(s, 'h', 'i')", "regexp_like(s, '^[a-z,]+$')")),
-    Function("regexp_count", (sig("text", "text", ret="int4"),), _regexp_count_py,
-             _regexp_const_spark("regexp_count"), sql_names=("regexp_count",), doc="9.7.3",
-             samples=("regexp_count(s, 'l')", "regexp_count(s, '[a-z]+')")),
-    Function("regexp_substr", (sig("text", "text", ret="text"),), _regexp_substr_py,
-             _regexp_const_spark("regexp_substr"), sql_names=("regexp_substr",), doc="9.7.3",
-             samples=("regexp_substr(s, 'l+.')", "regexp_substr(s, '(a)(,)')")),
     Function("bytea_length", (sig("bytea", ret="int4"),), lambda a, e: len(a[0]), lambda S, a, e: S.F.length(a[0]),
              sql_names=("length",), doc="9.5", samples=("length(s::bytea)",)),
     Function("bytea_md5", (sig("bytea", ret="text"),), lambda a, e: hashlib.md5(bytes(a[0])).hexdigest(),
@@ -1157,4 +1136,42 @@ register(
              None, None, sql_names=("regexp_split_to_table",), kind="srf", doc="9.7.3",
              samples=("regexp_split_to_table(s, ',')", "regexp_split_to_table(s, 'L', 'i')"),
              extra={"columns": (("regexp_split_to_table", "regexp_split_to_array"),)}),
+)
+
+
+# -- casefold (PostgreSQL 9.4, table 9.10) ------------------------------------------------------
+
+
+def simple_fold(c: str) -> str:
+    """Unicode's simple case folding of one character (CaseFolding.txt, statuses C and S),
+    which PostgreSQL's builtin C.UTF-8 locale applies: a folding to one character, else
+    the character's one-character lowercase, else the character itself."""
+    f = c.casefold()
+    if len(f) == 1:
+        return f
+    low = c.lower()
+    return low if len(low) == 1 else c
+
+
+@functools.cache
+def _fold_after_lower() -> tuple[str, str]:
+    """(from, to) characters for Spark's translate after lower: where a character's folding
+    is not its lowercase (final sigma, long s, micro sign, ...)."""
+    src, dst = [], []
+    for cp in range(0x110000):
+        if 0xD800 <= cp < 0xE000:
+            continue
+        c = chr(cp)
+        low = c.lower() if len(c.lower()) == 1 else c
+        f = simple_fold(c)
+        if f != low and low not in src:
+            src.append(low)
+            dst.append(f)
+    return "".join(src), "".join(dst)
+
+
+register(
+    Function("casefold", T1, lambda a, e: "".join(map(simple_fold, a[0])),
+             lambda S, a, e: S.F.translate(S.F.lower(a[0]), *_fold_after_lower()), sql_names=("casefold",),
+             doc="9.4", samples=("casefold(s)", "casefold(s || ' ς ſ µ ẞ')")),
 )

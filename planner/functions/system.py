@@ -8,6 +8,7 @@ import uuid as _uuid
 
 import contextvars
 import os
+from decimal import Decimal
 
 from catalog.errors import SqlError, UNDEFINED_OBJECT
 from planner.functions import Function, register, sig
@@ -31,6 +32,32 @@ def pg_size_pretty(size) -> str:
     else:
         unit = "PB"
     return f"{div(size + (1 if size >= 0 else -1), 2)} {unit}"
+
+
+def _size_pretty_spark(S, a, e):
+    """pg_size_pretty's steps (``pg_size_pretty``) on a decimal(38,0) column. Truncating
+    divisions compose (trunc(trunc(x / a) / b) = trunc(x / (a * b))), so each unit's value
+    is one division of the size: the expression stays shallow."""
+    F = S.F
+    whole = S.T.DecimalType(38, 0)
+
+    def div(x, b: int):  # C's integer division: toward zero (Spark's % keeps the dividend's sign)
+        d = F.lit(Decimal(b))
+        return ((x - x % d) / d).cast(whole)
+
+    def text(x, unit: str):
+        return F.concat(x.cast("string"), F.lit(" " + unit))
+
+    def halved(x):
+        return div(x + F.signum(x).cast(whole), 2)
+
+    size = a[0].cast(whole) if e.args[0].type.scale == 0 else div(a[0], 1)
+    pretty = F.when(F.abs(size) < 10 * 1024, text(size, "bytes"))
+    for n, unit in enumerate(("kB", "MB", "GB", "TB", "PB")):
+        steps = div(size, 1 << (9 + 10 * n))
+        pretty = pretty.when((F.abs(steps) < 20 * 1024 - 1) if unit != "PB" else F.lit(True),
+                             text(halved(steps), unit))
+    return pretty
 
 
 def format_type(oid: int, typmod: int | None) -> str | None:
@@ -148,9 +175,10 @@ def _typeof_spark(S, a, e):
 
 
 register(
-    Function("pg_size_pretty", (sig("numeric", ret="text"),), lambda a, e: pg_size_pretty(a[0]), None,
-             sql_names=("pg_size_pretty",), doc="9.28.7", samples=("pg_size_pretty((k * 100000)::numeric)",),
-             differs="computed in Python only: 0A000 on table data"),
+    Function("pg_size_pretty", (sig("numeric", ret="text"),), lambda a, e: pg_size_pretty(a[0]), _size_pretty_spark,
+             sql_names=("pg_size_pretty",), doc="9.28.7",
+             samples=("pg_size_pretty((k * 100000)::numeric)", "pg_size_pretty(i::int8 * 10239)",
+                      "pg_size_pretty(-k::int8 << (k * 11))", "pg_size_pretty(k * 1e17)")),
     Function("format_type", (sig("oid", "int4", ret="text"),), lambda a, e: None if a[0] is None else
              format_type(a[0], a[1]), None, sql_names=("format_type",), strict=False, doc="9.26",
              samples=("format_type(23, null)",)),
