@@ -150,11 +150,12 @@ class ClusterCoordinator:
     # -- peeks ------------------------------------------------------------------------
 
     def run_on_replica(self, fn: Callable, prefer: str | None, replica_wait_s: float,
-                       cancel: threading.Event | None = None):
+                       cancel: threading.Event | None = None, dataflow: bool = False):
         """``(h, fn(h, session))`` run on one healthy replica ``h`` (``prefer``'s, when it is
         healthy) on its peek threads: work that keeps state on one replica (a
-        subscription's dataflow). A replica failure is SqlError 58000 naming it (the caller
-        may go on on another replica); the work's own errors keep their SQLSTATE.
+        subscription's dataflow: ``dataflow`` gives it the replica's dataflow session,
+        ``ReplicaHandle.dataflow_session``). A replica failure is SqlError 58000 naming it
+        (the caller may go on on another replica); the work's own errors keep their SQLSTATE.
 
         Raises:
             SqlError 55000 when no replica is healthy for ``replica_wait_s``; 57014 on
@@ -166,7 +167,7 @@ class ClusterCoordinator:
             h = next((x for x in healthy if x.id == prefer), healthy[0] if healthy else None)
             fut = None
             if h is not None:
-                fut = h.submit_peek(lambda h=h: _run_with_session(h, fn, tag))
+                fut = h.submit_peek(lambda h=h: _run_with_session(h, fn, tag, dataflow))
             if fut is not None:
                 break
             if cancel is not None and cancel.is_set():
@@ -650,10 +651,10 @@ class _replica_errors:
         return Crash(self.h.label, *ended) if ended is not None else None
 
 
-def _run_with_session(h: ReplicaHandle, fn, tag: str):
+def _run_with_session(h: ReplicaHandle, fn, tag: str, dataflow: bool = False):
     try:
         with _replica_errors(h, threading.Event()):
-            session = h.session
+            session = h.dataflow_session() if dataflow else h.session
             if session is None:
                 raise SqlError("58000", f"replica {h.label} has no session")
             session.addTag(tag)  # tags apply to operations started by this thread

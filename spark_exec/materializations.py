@@ -396,7 +396,7 @@ class MaterializationMaintainer:
             with self._lock:
                 flow = self._flows.get(key)
             with self._flow_locks.setdefault(key, threading.Lock()):
-                session = h.session
+                session = h.dataflow_session()
                 if session is None:
                     raise SqlError("55000", f"replica {h.label} has no session")
                 if (flow is None or flow.session is not session or flow.inc is not inc or flow.frontier is None

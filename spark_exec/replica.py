@@ -115,6 +115,9 @@ class ReplicaHandle:
         self.on_change = on_change
         self.status = UNHEALTHY
         self.session = None
+        #: (the session it belongs with, the dataflows' session): see ``dataflow_session``
+        self._dataflow: tuple[object, object] | None = None
+        self._dataflow_lock = threading.Lock()
         self.process: ReplicaProcess | None = None
         #: restarts of this replica because canceled work did not stop
         self.cancel_restarts = 0
@@ -208,11 +211,14 @@ class ReplicaHandle:
             self._canceled_at = time.monotonic()
             self._cpu_mark = None
 
+        flows = self._dataflow[1] if self._dataflow is not None and self._dataflow[0] is sess else None
+
         def run():
-            try:
-                sess.interruptTag(tag)
-            except Exception as e:  # the replica may be gone or frozen
-                log.debug("interrupting %s on %s failed: %s", tag, self.label, e)
+            for x in (sess, flows) if flows is not None else (sess,):
+                try:
+                    x.interruptTag(tag)
+                except Exception as e:  # the replica may be gone or frozen
+                    log.debug("interrupting %s on %s failed: %s", tag, self.label, e)
 
         try:
             self._control.submit(run)
@@ -277,6 +283,9 @@ class ReplicaHandle:
         sess, self.session = self.session, None
         if sess is not None:
             _close_session(sess)
+        flows, self._dataflow = self._dataflow, None
+        if flows is not None:
+            _close_session(flows[1])
         if self.process is not None:
             self.orchestrator.stop(self.process)
         log.info("replica %s dropped", self.label)
@@ -335,6 +344,41 @@ class ReplicaHandle:
                     self._watch_canceled_work()
             self._stopping.wait(self.POLL_S)
 
+    #: Spark SQL settings of the dataflows' session. Constraint propagation off: Spark's
+    #: Union.rewriteConstraints fails on some plans of a dataflow's step (a DISTINCT ON
+    #: over a join under a temporal filter: NoSuchElementException "key not found: _d#..."
+    #: while PruneFilters reads a consolidation's constraints), and the inferred filters it
+    #: would add have nothing to prune in a step's small changes and in-memory arrangements.
+    DATAFLOW_CONF = {"spark.sql.constraintPropagation.enabled": "false"}
+
+    def dataflow_session(self):
+        """The Spark session incremental dataflows (``spark_exec.dataflow``) run in on this
+        replica, or None when it has no session: a second client session of the same
+        server (its own session id and settings, ``DATAFLOW_CONF``), made when first
+        asked for and made anew once the replica's session was replaced (a restart: the
+        dataflows' checkpoints went with the server). Its settings never touch peeks'.
+
+        Raises:
+            Exception: pyspark's, when the replica cannot be reached."""
+        with self._dataflow_lock:  # one session per replica session, however many views ask at once
+            main = self.session
+            if main is None or self.url is None:
+                return None
+            got = self._dataflow
+            if got is not None and got[0] is main:
+                return got[1]
+            sess = connect_session(self.url, self.token)
+            try:
+                for k, v in self.DATAFLOW_CONF.items():
+                    sess.conf.set(k, v)
+            except BaseException:
+                _close_session(sess)
+                raise
+            old, self._dataflow = self._dataflow, (main, sess)
+        if old is not None:
+            _close_session(old[1])
+        return sess
+
     def _ping_ok(self, full: bool = False) -> bool:
         """Ping with a timeout; a ping still pending from before fails. The periodic ping
         is a config RPC, answered by the server's RPC threads without a Spark job, so a
@@ -345,7 +389,14 @@ class ReplicaHandle:
         sess = self.session
         if sess is None:
             return False
-        work = (lambda: sess.range(1).collect()) if full else (lambda: sess.conf.get("spark.app.name"))
+        flows = self._dataflow[1] if self._dataflow is not None and self._dataflow[0] is sess else None
+
+        def ping():
+            sess.conf.get("spark.app.name")
+            if flows is not None:  # (used, so Spark Connect never expires it as idle)
+                flows.conf.get("spark.app.name")
+
+        work = (lambda: sess.range(1).collect()) if full else ping
         self._ping = self._pinger.submit(work)
         try:
             self._ping.result(timeout=self.PING_TIMEOUT_S)

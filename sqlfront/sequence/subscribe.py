@@ -454,7 +454,7 @@ class _QueryDataflow:
         cc = s.env.cluster_coordinator(cluster.id)
         if cc is None:
             raise s.env.not_owned_error(cluster)
-        _, out = cc.run_on_replica(fn, self._replica, s.env.config.replica_wait_s, s.cancel_event)
+        _, out = cc.run_on_replica(fn, self._replica, s.env.config.replica_wait_s, s.cancel_event, dataflow=True)
         return out
 
     def _scan(self, holds: list):
