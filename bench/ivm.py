@@ -98,6 +98,23 @@ Every view misses the targets: a change reaches the SUBSCRIBE in 1 to 21 s, up t
 slower than recomputing the query (x: 0.2 to 2.0, target >= 10); a 1,000-row COPY costs
 about what a 1-row write does (it is the re-run either way). No view was refused at CREATE.
 The replica's RSS is the JVM's (Spark's heap as it grew), not a state the views hold.
+
+Main at 7305c73 (one analysis per step fewer: ``cluster_coordinator.to_arrow``; an
+accumulating GROUP BY's step in one checkpointed aggregation), scale 0.1, ``--writes 3
+--warmup 2 --views q1,q3,q13,q22`` (2026-11-26 02:20-02:25 UTC, three helper sessions'
+tests running: load average 7-8)::
+
+    view   create s recomp s  insert med/p99 ms     x  update med/p99 ms     x  delete med/p99 ms     x    copy med/p99 ms     x  1000/1  replica MB  hydr s
+    q1        20.03     2.18       757/1052       2.9       764/937        2.9       871/1726       2.5       695/962        3.1    0.92        1519   16.28
+    q3         2.79     0.83      1063/1232       0.8      1222/1493       0.7      1171/1703       0.7      1942/2321       0.4    1.83        1657    2.23
+    q13        4.06     1.03      3863/4010       0.3      4217/4412       0.2      4234/6240       0.2      2919/6077       0.4    0.76        1860    3.07
+    q22        3.82     1.15      2051/2507       0.6      2139/2262       0.5      2473/3503       0.5      1702/2189       0.7    0.83        2156    3.27
+
+q1 (one GROUP BY) is under 1 s now, at 2.9x its recompute; q13 (a LEFT JOIN recomputed
+per customer, then two GROUP BYs) costs three checkpointed aggregations per round. A
+replica's JIT compiler threads take 0.5-1.4 CPU-seconds per round in the first 25
+rounds after the replica starts (measured per thread from /proc): Spark's planner
+warming up, which ``--warmup`` keeps out of the figures.
 """
 
 from __future__ import annotations
