@@ -394,7 +394,15 @@ class ReplicaHandle:
         def ping():
             sess.conf.get("spark.app.name")
             if flows is not None:  # (used, so Spark Connect never expires it as idle)
-                flows.conf.get("spark.app.name")
+                try:
+                    flows.conf.get("spark.app.name")
+                except Exception as e:  # the replica's health is its own session's: this
+                    # one is forgotten, and made anew when a dataflow next asks for it
+                    log.debug("replica %s: its dataflow session failed a ping: %s", self.label, e)
+                    with self._dataflow_lock:
+                        if self._dataflow is not None and self._dataflow[1] is flows:
+                            self._dataflow = None
+                    _close_session(flows)
 
         work = (lambda: sess.range(1).collect()) if full else ping
         self._ping = self._pinger.submit(work)
