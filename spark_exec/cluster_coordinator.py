@@ -547,9 +547,17 @@ class PeekStream:
 
 def _arrow_tables(session, df):
     """``df``'s result as Arrow tables, batch by batch, each cast to the schema Spark
-    reports (as ``DataFrame.toArrow`` casts the whole table). pyspark's public
-    ``toLocalIterator`` turns batches into Rows; this uses the same client call
-    (``to_table_as_iterator``) and keeps them Arrow."""
+    reports (as ``DataFrame.toArrow`` casts the whole table); empty batches left out.
+    pyspark's public ``toLocalIterator`` turns batches into Rows; this uses the same
+    client call (``to_table_as_iterator``) and keeps them Arrow."""
+    for _, table in _arrow_results(session, df):
+        if table is not None and table.num_rows:
+            yield table
+
+
+def _arrow_results(session, df):
+    """``(schema, table)`` for each item of ``df``'s result stream: the Arrow schema Spark
+    reports, with ``table`` None, when it comes; then each batch, cast to it."""
     from pyspark.sql.types import StructType
 
     client = session.client
@@ -557,8 +565,9 @@ def _arrow_tables(session, df):
     for item in client.to_table_as_iterator(df._plan.to_proto(client), df._plan.observations):
         if isinstance(item, StructType):
             schema = arrow_schema(item)
-        elif item.num_rows:
-            yield item.cast(schema) if schema is not None else item
+            yield schema, None
+        else:
+            yield schema, item.cast(schema) if schema is not None else item
 
 
 def to_arrow(df: DataFrame) -> pa.Table:
@@ -566,20 +575,14 @@ def to_arrow(df: DataFrame) -> pa.Table:
     ``DataFrame.toArrow`` asks the server for the schema first (an AnalyzePlan call: the
     whole plan analysed once more, hundreds of ms for a dataflow's plan); the schema
     also comes with the result, so it is taken from there."""
-    from pyspark.sql.types import StructType
-
-    client = df.sparkSession.client
     schema, tables = None, []
-    for item in client.to_table_as_iterator(df._plan.to_proto(client), df._plan.observations):
-        if isinstance(item, StructType):
-            schema = arrow_schema(item)
-        else:
-            tables.append(item)
+    for schema, table in _arrow_results(df.sparkSession, df):
+        if table is not None:
+            tables.append(table)
     if schema is None:  # (Spark Connect always sends it; a server that did not: ask)
         schema = arrow_schema(df.schema)
-    if not tables:
-        return schema.empty_table()
-    return pa.concat_tables([t.cast(schema) for t in tables])
+        tables = [t.cast(schema) for t in tables]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
 def arrow_schema(struct) -> pa.Schema:

@@ -211,7 +211,7 @@ class ReplicaHandle:
             self._canceled_at = time.monotonic()
             self._cpu_mark = None
 
-        flows = self._dataflow[1] if self._dataflow is not None and self._dataflow[0] is sess else None
+        flows = self._dataflow_of(sess)
 
         def run():
             for x in (sess, flows) if flows is not None else (sess,):
@@ -351,6 +351,11 @@ class ReplicaHandle:
     #: would add have nothing to prune in a step's small changes and in-memory arrangements.
     DATAFLOW_CONF = {"spark.sql.constraintPropagation.enabled": "false"}
 
+    def _dataflow_of(self, sess):
+        """The dataflows' session made for replica session ``sess``, if there is one."""
+        got = self._dataflow
+        return got[1] if got is not None and got[0] is sess else None
+
     def dataflow_session(self):
         """The Spark session incremental dataflows (``spark_exec.dataflow``) run in on this
         replica, or None when it has no session: a second client session of the same
@@ -389,7 +394,7 @@ class ReplicaHandle:
         sess = self.session
         if sess is None:
             return False
-        flows = self._dataflow[1] if self._dataflow is not None and self._dataflow[0] is sess else None
+        flows = self._dataflow_of(sess)
 
         def ping():
             sess.conf.get("spark.app.name")
