@@ -10,6 +10,14 @@ the replica's memory), and its *frontier*: the time its arrangements are complet
   the plan: each operator's change follows from its inputs' changes and its
   arrangements (``planner.incremental.nodes``'s rules); each arrangement then takes its
   input's change as a new batch. The output's change at ``t`` comes out as updates.
+- ``advance(times, target)``: every time waiting, in one round. A plan of linear
+  operators, delta joins and accumulating reductions takes all the inputs' updates in
+  ``(frontier, target]`` at once, each keeping its time (``_t``): a join's pair of
+  updates counts at the later of their times, a reduction's group changes at each time
+  its updates have (its sums before and after each time are running sums over the
+  times, a window per group); so a burst of writes costs one round, not one per write
+  (Materialize's and DBSP's batches of many times). A plan with an operator that is
+  recomputed per group, or a temporal filter, steps through the times one by one.
 
 Changes are DataFrames of the node's columns ``c0 .. cN-1`` and ``_d`` (the diff; rows
 need not be consolidated). The change of an arrangement's input is checkpointed
@@ -57,8 +65,12 @@ D = "_d"
 #: cost a shuffle stage (a job of its own with adaptive execution) per GROUP BY
 NARROW_UPDATES = 100_000
 
-#: (table, time) -> the parts of the table's shard with updates at that time
-ChangesFn = Callable[[Table, int], list[Part]]
+#: (table, lower, upper) -> the parts of the table's shard with updates at times in
+#: ``(lower, upper]``
+ChangesFn = Callable[[Table, int, int], list[Part]]
+
+#: the time column of a change of several times (``Dataflow.advance``)
+T = "_t"
 
 
 def _names(n: int) -> list[str]:
@@ -188,7 +200,7 @@ class Dataflow:
                 # merged: consolidated by (row, time), the times already passed left out
                 self.pending[id(n)] = Spine(k + 1, merge=lambda df, k=k: consolidate(
                     df.filter(F.col(f"c{k}") > F.lit(self._time)), k + 1))
-        self._time, self._hydrating, self.narrow = as_of, True, False
+        self._time, self._hydrating, self.narrow, self._lo = as_of, True, False, None
         #: ids of nodes whose change is all rows sent inside the plan (no job to read)
         self._local: set[int] = set()
         out = self._delta(self.inc)
@@ -199,23 +211,59 @@ class Dataflow:
 
     def step(self, t: int, changes: ChangesFn) -> DataFrame | None:
         """Bring the arrangements from the frontier to ``t`` (> frontier, and no input has
-        an update between the two; ``changes(table, t)`` gives the parts with a table's
-        updates at ``t``); returns the output's change at ``t`` (lazy), or None when it
-        is empty for sure."""
+        an update between the two; ``changes(table, lower, upper)`` gives the parts with
+        a table's updates in ``(lower, upper]``); returns the output's change at ``t``
+        (lazy), or None when it is empty for sure."""
         assert self.frontier is not None and t > self.frontier
+        return self._round(None, t, changes)
+
+    def _round(self, lo: int | None, t: int, changes: ChangesFn) -> DataFrame | None:
+        """One round to ``t``: the updates at ``t`` alone (``lo`` None), or at every time
+        in ``(lo, t]`` with their times (``_t`` in every change)."""
         self.changes = changes
-        self._time, self._hydrating = t, False
+        self._time, self._lo, self._hydrating = t, lo, False
         self._memo = {}
         self._local = set()
         self._lowerer = self._make_lowerer(t)
         updates = sum(p.updates for n in walk(self.inc) if isinstance(n, Input)
-                      for p in changes(n.plan.relation, t))
+                      for p in changes(n.plan.relation, t - 1 if lo is None else lo, t))
         #: this step's changes are small (``NARROW_UPDATES``): computed in one partition
         self.narrow = updates <= NARROW_UPDATES
         out = self._delta(self.inc)
         self.frontier = t
         self._next_event()
         return out
+
+    @property
+    def batches_times(self) -> bool:
+        """Whether one round can take updates of several times (``advance``): no
+        operator of the plan is recomputed per group or is a temporal filter."""
+        return not any(isinstance(n, (Recompute, Temporal)) for n in walk(self.inc))
+
+    def advance(self, times: list[int], target: int, changes: ChangesFn, after: int | None = None
+                ) -> DataFrame | None:
+        """Bring the arrangements from the frontier to ``target``, taking the inputs'
+        updates at ``times`` (ascending; those in ``(frontier, target]`` count) and the
+        temporal filters' events; returns the output's changes (``c0 .. cN-1``, ``_t``:
+        their time, ``_d``) at the times after ``after`` (all when None), lazy, or None
+        when there are none for sure. Several times go through one round when the plan
+        allows (``batches_times``), else one round per time (``steps``); ``narrow``
+        then tells whether every round was narrow."""
+        todo = [t for t in times if self.frontier < t <= target]
+        columns = len(self.inc.columns)
+        if len(todo) > 1 and self.batches_times:
+            out = self._round(self.frontier, todo[-1], changes)
+            self.frontier = target
+            if out is not None and after is not None and after > todo[0] - 1:
+                out = out.filter(F.col(T) > F.lit(after))
+            return None if out is None else out.select(*_names(columns), T, D)
+        outs, narrow = [], True
+        for t, d in self.steps(todo, target, changes):
+            narrow = narrow and self.narrow
+            if d is not None and (after is None or t > after):
+                outs.append(timed_frame(d, columns, t))
+        self.narrow = narrow
+        return reduce(DataFrame.unionAll, outs) if outs else None
 
     def steps(self, times: list[int], target: int, changes: ChangesFn):
         """Step through ``times`` (the inputs' update times, ascending) and the times the
@@ -273,12 +321,13 @@ class Dataflow:
         k = len(n.columns)
         if self._hydrating:
             return _signed(self._lowerer.lower(n.plan), k, 1)
-        parts = self.changes(rel, self._time)
+        lo = self._time - 1 if self._lo is None else self._lo
+        parts = self.changes(rel, lo, self._time)
         if not parts:
             return None
         if all(p.inline is not None for p in parts):
             self._local.add(id(n))
-        return changes_frame(self.session, rel, parts, self._time, self.url)
+        return changes_frame(self.session, rel, parts, self._time, self.url, lower=self._lo)
 
     def _d_Constant(self, n: Constant) -> DataFrame | None:
         return _signed(self._lowerer.lower(n.plan), len(n.columns), 1) if self._hydrating else None
@@ -290,18 +339,29 @@ class Dataflow:
         if id(n.input) in self._local:
             self._local.add(id(n))
         k = len(n.input.columns)
-        # The diff rides along as one more input column: Filter keeps it, Project is
-        # given it as one more output, Unnest keeps it before its new columns.
-        leaf = BoundFrame(d.withColumnRenamed(D, f"c{k}"), n.input.columns + ((D, INT8),))
+        # The diff (and the time) ride along as more input columns: Filter keeps them,
+        # Project is given them as more outputs, Unnest keeps them before its new columns.
+        extra = self._extra()
+        e = len(extra)
+        for j, c in enumerate(extra):
+            d = d.withColumnRenamed(c, f"c{k + j}")
+        leaf = BoundFrame(d, n.input.columns + tuple((c, INT8) for c in extra))
         p = replace(n.plan, input=leaf)
         if isinstance(p, Project):
-            p = Project(leaf, p.exprs + (ColRef(k, INT8),), p.names + (D,))
+            p = Project(leaf, p.exprs + tuple(ColRef(k + j, INT8) for j in range(e)), p.names + tuple(extra))
         out = self._lowerer.lower(p)
         m = len(n.columns)
         if isinstance(p, Unnest):
-            return out.select(*[f"c{i}" for i in range(k)], *[F.col(f"c{k + 1 + j}").alias(f"c{k + j}")
-                                                              for j in range(m - k)], F.col(f"c{k}").alias(D))
-        return out.withColumnRenamed(f"c{m if isinstance(p, Project) else k}", D)
+            return out.select(*[f"c{i}" for i in range(k)], *[F.col(f"c{k + e + j}").alias(f"c{k + j}")
+                                                              for j in range(m - k)],
+                              *[F.col(f"c{k + j}").alias(c) for j, c in enumerate(extra)])
+        base = m if isinstance(p, Project) else k
+        return out.select(*_names(m), *[F.col(f"c{base + j}").alias(c) for j, c in enumerate(extra)])
+
+    def _extra(self) -> list[str]:
+        """The columns a change has after its row's: its diff, and before it its time in a
+        round of several times."""
+        return [D] if self._lo is None or self._hydrating else [T, D]
 
     def _d_UnionAll(self, n: UnionAll) -> DataFrame | None:
         parts = [d for d in (self._delta(n.left), self._delta(n.right)) if d is not None]
@@ -363,7 +423,7 @@ class Dataflow:
                 d = checkpoint(d)
             # else: a change of rows sent inside the plan (persist's inline parts) through
             # linear operators is as cheap to read again as a checkpoint, and needs no job
-            self.spines[a.id] = spine.with_batch(d)
+            self.spines[a.id] = spine.with_batch(d if len(self._extra()) == 1 else d.select(*_names(len(a.columns)), D))
             self._memo[id(a.source)] = d  # the source's change is computed once
         return before, d
 
@@ -371,21 +431,29 @@ class Dataflow:
         a, da = self._arranged(n.left_state)
         b, db = self._arranged(n.right_state)
         terms = [(da, b), (a, db), (da, db)]
-        out = [self._join(n, x, y, broadcast=not self._hydrating and x is da)
+        timed = len(self._extra()) == 2
+        out = [self._join(n, x, y, broadcast=not self._hydrating and x is da,
+                          times=(timed and x is da, timed and y is db))
                for x, y in terms if x is not None and y is not None]
         return reduce(DataFrame.unionAll, out) if out else None
 
-    def _join(self, n: DeltaJoin, left: DataFrame, right: DataFrame, broadcast: bool) -> DataFrame:
-        """``left`` joined with ``right`` by ``n.plan``'s condition, diffs multiplied."""
+    def _join(self, n: DeltaJoin, left: DataFrame, right: DataFrame, broadcast: bool,
+              times: tuple[bool, bool] = (False, False)) -> DataFrame:
+        """``left`` joined with ``right`` by ``n.plan``'s condition, diffs multiplied;
+        ``times``: which sides are changes with times (``_t``): a pair of updates counts
+        at the later of their times (a side without is the arrangement before the round)."""
         nl, nr = len(n.left.columns), len(n.right.columns)
-        right = right.select(*[F.col(f"c{j}").alias(f"c{nl + j}") for j in range(nr)], F.col(D).alias("_dr"))
+        right = right.select(*[F.col(f"c{j}").alias(f"c{nl + j}") for j in range(nr)], F.col(D).alias("_dr"),
+                             *([F.col(T).alias("_tr")] if times[1] else []))
         if broadcast:
             left = F.broadcast(left)
         if n.plan.kind == "cross" or n.plan.on is None:
             joined = left.crossJoin(right)
         else:
             joined = left.join(right, on=self._lowerer.scalar(n.plan.on), how="inner")
-        return joined.select(*_names(nl + nr), (F.col(D) * F.col("_dr")).alias(D))
+        when = {(True, True): [F.greatest(T, "_tr").alias(T)], (True, False): [F.col(T)],
+                (False, True): [F.col("_tr").alias(T)], (False, False): []}[times]
+        return joined.select(*_names(nl + nr), *when, (F.col(D) * F.col("_dr")).alias(D))
 
     def _d_Recompute(self, n: Recompute) -> DataFrame | None:
         got = [self._arranged(a) for a in n.states]
@@ -458,9 +526,11 @@ class Dataflow:
         rows = d.select("*", F.explode(F.array_repeat(F.signum(F.col(D)).cast("long"), F.abs(F.col(D)).cast("int")))
                         .alias("_s"))
         xs = sums.arguments(lw)
+        timed = len(self._extra()) == 2
+        at = [T] if timed else []
         keyed = rows.select(*[lw.scalar(k).alias(f"_k{j}") for j, k in enumerate(p.keys)],
-                            *[x.alias(f"_x{j}") for j, (_, x) in enumerate(xs)], "_s")
-        change = keyed.groupBy(*sums.keys).agg(*sums.of_rows(xs))
+                            *[x.alias(f"_x{j}") for j, (_, x) in enumerate(xs)], "_s", *at)
+        change = keyed.groupBy(*sums.keys, *at).agg(*sums.of_rows(xs))
         spine = self.spines[n.state.id]
         if self._hydrating or not self.narrow:  # (a big change is read twice below: kept once)
             change = checkpoint(change)
@@ -480,12 +550,21 @@ class Dataflow:
         # change's sums are the arrangement's new batch, and the view's change is read
         # from the kept totals by a plan Spark analyses in no time (the plan that makes
         # them is analysed once per step, not once for the batch and again for the output).
-        both = change.withColumn("_new", F.lit(True))
-        if before is not None:
-            # (one partition in a narrow step: the grouping then needs no exchange, a stage
-            # and a job of its own under adaptive execution)
-            both = self._one(before.withColumn("_new", F.lit(False)).unionAll(both))
-        totals = checkpoint(both.groupBy(*sums.keys).agg(*sums.old_and_new()))
+        # With several times, a group's sums before and after each of its times are running
+        # sums over its times (a window), the state's rows first.
+        if timed:
+            both = change.select(*sums.keys, T, *sums.names, F.lit(True).alias("_new"))
+            if before is not None:
+                both = self._one(before.select(*sums.keys, F.lit(-1).cast("long").alias(T), *sums.names,
+                                               F.lit(False).alias("_new")).unionAll(both))
+            totals = checkpoint(both.select("*", *sums.running(sums.keys)).filter(F.col("_new")))
+        else:
+            both = change.withColumn("_new", F.lit(True))
+            if before is not None:
+                # (one partition in a narrow step: the grouping then needs no exchange, a stage
+                # and a job of its own under adaptive execution)
+                both = self._one(before.withColumn("_new", F.lit(False)).unionAll(both))
+            totals = checkpoint(both.groupBy(*sums.keys).agg(*sums.old_and_new()))
         self.spines[n.state.id] = spine.with_batch(
             totals.select(*sums.keys, *[F.col("chg_" + c).alias(c) for c in sums.names]))
         # Each touched group's old row (retracted) and new row from one pass over the
@@ -496,8 +575,8 @@ class Dataflow:
                                 old[1].alias("_e")),
                        F.struct(*[c.alias(f"c{i}") for i, c in enumerate(new[0])], F.lit(1).cast("long").alias(D),
                                 new[1].alias("_e")))
-        rows = totals.select(F.explode(pair).alias("_r")).select("_r.*")
-        return rows.filter(F.col("_e")).select(*_names(m), D)
+        rows = totals.select(*at, F.explode(pair).alias("_r")).select(*at, "_r.*")
+        return rows.filter(F.col("_e")).select(*_names(m), *at, D)
 
 
 class _Sums:
@@ -554,6 +633,25 @@ class _Sums:
             if not c.startswith("_v"):  # counts of nothing are 0 (a sum of nothing stays NULL)
                 old = F.coalesce(old, F.lit(0).cast("long"))
             out += [old.alias("old_" + c), F.sum(v).alias("new_" + c), F.sum(F.when(F.col("_new"), v)).alias("chg_" + c)]
+        return out
+
+    def running(self, keys: list[str]) -> list:
+        """Over rows of kept sums (``_t`` -1) and of a change's sums per time (``_t``),
+        ``old_*``, ``new_*`` and ``chg_*`` as ``old_and_new`` has them, for each time: the
+        running sums over the group's rows in time order before the row, through it, and
+        the row's own."""
+        from pyspark.sql.connect.window import Window
+
+        w = Window.partitionBy(*keys).orderBy(T)
+        through = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        before = w.rowsBetween(Window.unboundedPreceding, -1)
+        out = []
+        for c in self.names:
+            v = F.col(c)
+            old = F.sum(v).over(before)
+            if not c.startswith("_v"):  # counts of nothing are 0 (a sum of nothing stays NULL)
+                old = F.coalesce(old, F.lit(0).cast("long"))
+            out += [old.alias("old_" + c), F.sum(v).over(through).alias("new_" + c), v.alias("chg_" + c)]
         return out
 
     def final_columns(self, lw, prefix: str) -> tuple[list, object]:
@@ -614,49 +712,67 @@ def _accumulations(n) -> list[Accumulate]:
     return out
 
 
-def changes_frame(spark, table: Table, parts: list[Part], t: int, url) -> DataFrame:
+def changes_frame(spark, table: Table, parts: list[Part], t: int, url, lower: int | None = None) -> DataFrame:
     """The updates of ``table``'s ``parts`` at time ``t`` as a change: ``c0 .. cN-1`` (the
-    table's columns, as lowered plans have them) and ``_d``."""
+    table's columns, as lowered plans have them) and ``_d``; with ``lower``, the updates
+    at every time in ``(lower, t]``, their time as ``_t`` before ``_d``."""
     names = [c.name for c in table.columns]
+    ranged = lower is not None
     frames = []
     inline = []
-    by_layout: dict[tuple[bool, bool], list[str]] = {}
+    by_layout: dict[tuple[bool, bool, int | None], list[str]] = {}
     for p in parts:
+        timed = p.diffs and p.ts is None
         if p.inline is not None:
             tbl = decode_inline(p.inline)
-            if TIME_COLUMN in tbl.column_names:
-                tbl = tbl.filter(pc.equal(tbl.column(TIME_COLUMN), t))
+            times = tbl.column(TIME_COLUMN) if TIME_COLUMN in tbl.column_names else pa.repeat(
+                pa.scalar(p.ts, pa.int64()), tbl.num_rows)
+            keep = pc.and_(pc.greater(times, lower), pc.less_equal(times, t)) if ranged else pc.equal(times, t)
             diff = tbl.column(DIFF_COLUMN) if DIFF_COLUMN in tbl.column_names else pa.repeat(
                 pa.scalar(1, pa.int64()), tbl.num_rows)
-            inline.append(tbl.select(names).append_column(DIFF_COLUMN, diff))
-        else:
-            by_layout.setdefault((p.diffs, p.diffs and p.ts is None), []).append(url(p.key))
-    for (diffs, timed), urls in by_layout.items():
+            part = tbl.select(names)
+            if ranged:
+                part = part.append_column(TIME_COLUMN, times.cast(pa.int64()))
+            inline.append(part.append_column(DIFF_COLUMN, diff).filter(keep))
+        elif timed or not ranged or lower < p.ts <= t:
+            by_layout.setdefault((p.diffs, timed, p.ts if ranged and not timed else None), []).append(url(p.key))
+    time = [F.col(TIME_COLUMN)] if ranged else []
+    for (diffs, timed, at), urls in by_layout.items():
         df = read_layout(spark, table, urls, diffs, timed)
-        if timed:
+        if timed and ranged:
+            df = df.crossJoin(range_relation(spark, lower, t)).filter(
+                (F.col(TIME_COLUMN) > F.col("_lo")) & (F.col(TIME_COLUMN) <= F.col("_tv")))
+        elif timed:
             df = df.crossJoin(time_relation(spark, t)).filter(F.col(TIME_COLUMN) == F.col("_tv"))
+        elif ranged:  # a part of one time: that time as data (``time_relation``)
+            df = df.crossJoin(time_relation(spark, at)).withColumn(TIME_COLUMN, F.col("_tv"))
         diff = F.col(DIFF_COLUMN) if diffs else F.lit(1).cast("long")
-        frames.append(df.select(*[f"`{n}`" for n in names], diff.alias(DIFF_COLUMN)))
+        frames.append(df.select(*[f"`{n}`" for n in names], *time, diff.alias(DIFF_COLUMN)))
     if inline:
-        from pyspark.sql import types as T
+        from pyspark.sql import types as T_
 
-        schema = T.StructType(_file_schema(table).fields + [T.StructField(DIFF_COLUMN, T.LongType(), True)])
+        fields = _file_schema(table).fields + [T_.StructField(TIME_COLUMN, T_.LongType(), True)] * ranged
+        schema = T_.StructType(fields + [T_.StructField(DIFF_COLUMN, T_.LongType(), True)])
         frames.append(spark.createDataFrame(pa.concat_tables(inline, promote_options="permissive"), schema=schema))
     df = reduce(DataFrame.unionAll, frames)
     return df.select(*[_from_storage(F.col(f"`{n}`"), c.type).alias(f"c{i}") for i, (n, c) in
-                       enumerate(zip(names, table.columns))], F.col(DIFF_COLUMN).alias(D))
+                       enumerate(zip(names, table.columns))], *[c.alias(T) for c in time], F.col(DIFF_COLUMN).alias(D))
 
 
-def change_result(d: DataFrame, columns) -> DataFrame:
-    """A change (``c0 .. cN-1``, ``_d``) of columns ``columns`` ((name, SqlType) pairs) as
-    it is sent to a client: consolidated (rows whose diffs sum to 0 left out), interval
-    columns as the structs the result reader decodes (``lower.lower_result``'s rule)."""
+def change_result(d: DataFrame, columns, timed: bool = False) -> DataFrame:
+    """A change (``c0 .. cN-1``, ``_t`` when ``timed``, ``_d``) of columns ``columns``
+    ((name, SqlType) pairs) as it is sent to a client: consolidated (rows whose diffs sum
+    to 0 at a time left out), interval columns as the structs the result reader decodes
+    (``lower.lower_result``'s rule)."""
     from spark_exec.lower import _interval_struct
 
     names = _names(len(columns))
-    summed = consolidate(d, len(columns))
+    if timed:
+        summed = d.groupBy(*names, T).agg(F.sum(D).alias(D)).filter(F.col(D) != 0)
+    else:
+        summed = consolidate(d, len(columns))
     return summed.select(*[_interval_struct(F.col(c)).alias(c) if t.name == "interval" else F.col(c)
-                           for c, (_, t) in zip(names, columns)], D)
+                           for c, (_, t) in zip(names, columns)], *([T] if timed else []), D)
 
 
 def time_relation(spark, t: int) -> DataFrame:
@@ -665,6 +781,12 @@ def time_relation(spark, t: int) -> DataFrame:
     in each round would be compiled anew each round (hundreds of ms); with the time as
     data, each round's plan compiles to the code of the last one and reuses it."""
     return F.broadcast(spark.createDataFrame([(t,)], "_tv long"))
+
+
+def range_relation(spark, lower: int, t: int) -> DataFrame:
+    """One row: ``_lo`` = ``lower``, ``_tv`` = ``t`` (a range of times as data, for the
+    reason ``time_relation`` gives)."""
+    return F.broadcast(spark.createDataFrame([(lower, t)], "_lo long, _tv long"))
 
 
 def timed_frame(d: DataFrame, columns: int, t: int | None) -> DataFrame:

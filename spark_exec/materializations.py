@@ -41,7 +41,6 @@ import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
-from functools import reduce
 from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
@@ -388,8 +387,8 @@ class MaterializationMaintainer:
             holds.append(hold)
             return snap
 
-        def changes(rel: Table, t: int):
-            return change_parts(states[rel.shard_id], t - 1, t)
+        def changes(rel: Table, lo: int, t: int):
+            return change_parts(states[rel.shard_id], lo, t)
 
         def run(h) -> str:
             key = (view.id, h.id)
@@ -414,16 +413,10 @@ class MaterializationMaintainer:
                             started = time.monotonic()
                             flow.hydrate(lower, scan)
                             self.hydrations[key] = time.monotonic() - started
-                        outs = []
-                        narrow = True
-                        for t, d in flow.steps(self._times(states, flow.frontier, target), target, changes):
-                            narrow = narrow and flow.narrow
-                            if d is not None and t > lower:
-                                outs.append(timed_frame(d, len(cols), t))
-                        if not outs:
+                        out = flow.advance(self._times(states, flow.frontier, target), target, changes, after=lower)
+                        if out is None:
                             return ""
-                        out = reduce(lambda a, b: a.unionAll(b), outs)
-                        if narrow:  # small changes: consolidated in one partition, no exchange
+                        if flow.narrow:  # small changes: consolidated in one partition, no exchange
                             out = out.coalesce(1)
                             if collectable:
                                 # A small change comes back to be appended from here (inline

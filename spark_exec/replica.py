@@ -260,9 +260,7 @@ class ReplicaHandle:
         self._canceled_at = self._cpu_mark = None
         self.cancel_restarts += 1
         self._set_status(UNHEALTHY)
-        sess, self.session = self.session, None
-        if sess is not None:
-            _close_session(sess)
+        self._drop_sessions()
         self.orchestrator.stop(self.process)
         if not self._stopping.is_set():
             self.process = self.orchestrator.start(self.spec)
@@ -280,12 +278,7 @@ class ReplicaHandle:
         self._set_status(UNHEALTHY)
         self._peeks.shutdown(wait=False, cancel_futures=True)
         self._control.shutdown(wait=False, cancel_futures=True)
-        sess, self.session = self.session, None
-        if sess is not None:
-            _close_session(sess)
-        flows, self._dataflow = self._dataflow, None
-        if flows is not None:
-            _close_session(flows[1])
+        self._drop_sessions()
         if self.process is not None:
             self.orchestrator.stop(self.process)
         log.info("replica %s dropped", self.label)
@@ -316,9 +309,7 @@ class ReplicaHandle:
                 code = self.process.popen.returncode
                 log.warning("replica %s crashed (exit code %s); restarting in %.1fs", self.label, code, backoff)
                 self._set_status(UNHEALTHY)
-                sess, self.session = self.session, None
-                if sess is not None:
-                    _close_session(sess)
+                self._drop_sessions()
                 if self._stopping.wait(backoff):
                     return
                 backoff = min(backoff * 2, 30.0)
@@ -350,6 +341,17 @@ class ReplicaHandle:
     #: while PruneFilters reads a consolidation's constraints), and the inferred filters it
     #: would add have nothing to prune in a step's small changes and in-memory arrangements.
     DATAFLOW_CONF = {"spark.sql.constraintPropagation.enabled": "false"}
+
+    def _drop_sessions(self) -> None:
+        """Close the replica's client sessions (its own and the dataflows'): a call in
+        flight on one then fails at once instead of retrying against a process that is
+        gone (pyspark retries an unreachable server for minutes)."""
+        sess, self.session = self.session, None
+        with self._dataflow_lock:
+            flows, self._dataflow = self._dataflow, None
+        for s in (sess, flows[1] if flows is not None else None):
+            if s is not None:
+                _close_session(s)
 
     def _dataflow_of(self, sess):
         """The dataflows' session made for replica session ``sess``, if there is one."""
@@ -474,10 +476,8 @@ class ReplicaHandle:
         if self._ping_ok(full=True):
             return self._blob_readable()
         if self._ping is not None and self._ping.done():
-            # The server answered with an error: start over with a fresh session.
-            sess, self.session = self.session, None
-            if sess is not None:
-                _close_session(sess)
+            # The server answered with an error: start over with fresh sessions.
+            self._drop_sessions()
         return False
 
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 import collections
 import time
 from decimal import Decimal
-from functools import reduce
 from typing import TYPE_CHECKING
 
 import pglast
@@ -493,13 +492,13 @@ class _QueryDataflow:
         shard states) has updates at, in time order."""
         from persist.read import change_parts, shards_change_times
         from spark_exec.cluster_coordinator import to_arrow
-        from spark_exec.dataflow import change_result, timed_frame
+        from spark_exec.dataflow import change_result
 
         url = self.s.env.persist.blob.url
         holds: list = []
 
-        def changes(table: Table, t: int):
-            return change_parts(states[table.shard_id], t - 1, t)
+        def changes(table: Table, lo: int, t: int):
+            return change_parts(states[table.shard_id], lo, t)
 
         def run(h, session):
             flow = self._flow
@@ -507,11 +506,8 @@ class _QueryDataflow:
                 self._new(h, session, frontier, self._scan(holds))
                 flow = self._flow
             times = shards_change_times(states.values(), flow.frontier, ts, url)
-            outs = []
-            for t, d in flow.steps(times, ts, changes):
-                if d is not None:
-                    outs.append(timed_frame(change_result(d, self.columns), len(self.columns), t))
-            return to_arrow(reduce(lambda a, b: a.unionAll(b), outs)) if outs else None
+            out = flow.advance(times, ts, changes)
+            return to_arrow(change_result(out, self.columns, timed=True)) if out is not None else None
 
         try:
             table = self._run(run)
