@@ -8,7 +8,9 @@
 And the holes the issue lists under "Why":
 
 - a block with DDL and an UPDATE/DELETE whose COMMIT conflicts keeps nothing (the
-  conditional writes are checked in the catalog transaction, before the DDL commits).
+  conditional writes are checked in the catalog transaction, before the DDL commits);
+- DDL of another session on other objects between a block's first DDL and its COMMIT
+  no longer fails that COMMIT (only DDL on what the block touched or read does).
 """
 
 from __future__ import annotations
@@ -63,3 +65,45 @@ def test_a_block_with_ddl_whose_update_conflicts_keeps_nothing(ws):
             a.execute("COMMIT")
         assert a.execute("SELECT count(*) FROM mz_tables WHERE name = 'ddl_side'").fetchone() == (0,)
         assert a.execute("SELECT k, v FROM ws ORDER BY k").fetchall() == [(1, 1), (2, 2)]
+
+
+def test_unrelated_ddl_of_another_session_does_not_fail_a_blocks_commit(ws):
+    """Issue 28's second hole: any DDL committed between a block's first DDL and its
+    COMMIT failed the COMMIT with 40001 (two dbt threads building two models)."""
+    with ws.connect() as a, ws.connect() as b:
+        for t in ("h2_a", "h2_b"):
+            a.execute(f"DROP TABLE IF EXISTS {t}")
+        a.execute("BEGIN")
+        a.execute("CREATE TABLE h2_a (x int)")
+        a.execute("INSERT INTO h2_a VALUES (1)")
+        b.execute("CREATE TABLE h2_b (y int)")  # takes ids after the block's: none shared
+        b.execute("INSERT INTO h2_b VALUES (2)")
+        a.execute("COMMIT")
+        assert b.execute("SELECT x FROM h2_a").fetchall() == [(1,)]
+        assert a.execute("SELECT y FROM h2_b").fetchall() == [(2,)]
+        ids = a.execute("SELECT id FROM mz_tables WHERE name IN ('h2_a', 'h2_b')").fetchall()
+        assert len(set(ids)) == 2
+        for t in ("h2_a", "h2_b"):
+            a.execute(f"DROP TABLE {t}")
+
+
+def test_ddl_of_another_session_on_what_a_block_touched_fails_its_commit(ws):
+    with ws.connect() as a, ws.connect() as b:
+        for t in ("h2_same", "h2_base"):
+            a.execute(f"DROP TABLE IF EXISTS {t} CASCADE")
+        a.execute("CREATE TABLE h2_base (x int)")
+        # the same name, taken meanwhile
+        a.execute("BEGIN")
+        a.execute("CREATE TABLE h2_same (x int)")
+        b.execute("CREATE TABLE h2_same (y int)")
+        with pytest.raises(psycopg.errors.SerializationFailure):
+            a.execute("COMMIT")
+        # a view over a table dropped meanwhile
+        a.execute("BEGIN")
+        a.execute("CREATE VIEW h2_v AS SELECT x FROM h2_base")
+        b.execute("DROP TABLE h2_base")
+        with pytest.raises(psycopg.errors.SerializationFailure):
+            a.execute("COMMIT")
+        assert a.execute("SELECT count(*) FROM mz_views WHERE name = 'h2_v'").fetchone() == (0,)
+        assert a.execute("SELECT y FROM h2_same").fetchall() == []
+        a.execute("DROP TABLE h2_same")
