@@ -89,7 +89,11 @@ def expected_upper(persist, c: ReadCheck) -> int | None:
         return None
     changed = tuple((after - before) + (before - after))
     for f in c.predicates:
-        if interpret.run(Filter(Constant(changed, f.input.columns), f.predicate), lambda t: []):
+        try:
+            selected = interpret.run(Filter(Constant(changed, f.input.columns), f.predicate), lambda t: [])
+        except Exception:  # noqa: BLE001 - a predicate the interpreter cannot evaluate: cannot tell, so a conflict
+            return None
+        if selected:
             return None
     return st.upper
 
