@@ -98,6 +98,9 @@ CREATE TABLE IF NOT EXISTS role_members (
 -- owners and ACLs of objects, by catalog.rbac object key ('item:u5', 'cluster:u1', 'system')
 CREATE TABLE IF NOT EXISTS owners (object TEXT PRIMARY KEY, role_id TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS privileges (object TEXT PRIMARY KEY, acl TEXT NOT NULL);
+-- shards of dropped tables and materialized views whose parts are not deleted yet
+-- (sqlfront.finalize): recorded with the drop, so a crash before the deletion leaks nothing
+CREATE TABLE IF NOT EXISTS to_finalize (shard TEXT PRIMARY KEY, version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS default_privileges (key TEXT PRIMARY KEY, acl TEXT NOT NULL);
 -- secrets: value sealed by catalog.secretbox (never clear text)
 CREATE TABLE IF NOT EXISTS secrets (id TEXT PRIMARY KEY, schema_name TEXT NOT NULL, name TEXT NOT NULL,
@@ -333,6 +336,13 @@ class DropRole:
 
 
 @dataclass(frozen=True)
+class FinalizeShards:
+    """Shards of ``to_finalize`` whose parts are deleted now (``sqlfront.finalize``)."""
+
+    shard_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RevokeAll:
     """DROP OWNED's revocation: every privilege granted to or by role ``role_id``, and its
     default privileges, go."""
@@ -380,7 +390,7 @@ class SetDefaultPrivileges:
     acl: tuple[AclItem, ...]
 
 
-Op = CreateSecret | UpdateSecret | DropSecret | CreateConnection | DropConnection | CreateMaterializedView | UpdateMaterializedView | DropMaterializedView | RevokeAll | SetDefaultPrivileges | CreateRole | UpdateRole | DropRole | GrantRole | RevokeRole | SetOwner | SetPrivileges | SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | UpdateCluster | UpdateReplica | CreateReplica | DropReplica | CreateTable | DropTable
+Op = FinalizeShards | CreateSecret | UpdateSecret | DropSecret | CreateConnection | DropConnection | CreateMaterializedView | UpdateMaterializedView | DropMaterializedView | RevokeAll | SetDefaultPrivileges | CreateRole | UpdateRole | DropRole | GrantRole | RevokeRole | SetOwner | SetPrivileges | SetComment | CreateSchema | DropSchema | RenameSchema | UpdateTable | CreateSequence | DropSequence | UpdateSequence | CreateView | DropView | CreateIndex | DropIndex | CreateCluster | DropCluster | RenameCluster | UpdateCluster | UpdateReplica | CreateReplica | DropReplica | CreateTable | DropTable
 
 _ID_KINDS = ("cluster", "replica", "item", "shard", "role")
 
@@ -479,6 +489,7 @@ class CatalogStore:
             owners = dict(c.execute("SELECT object, role_id FROM owners").fetchall())
             privileges = {r[0]: _decode_acl(r[1]) for r in c.execute("SELECT object, acl FROM privileges")}
             defaults = {r[0]: _decode_acl(r[1]) for r in c.execute("SELECT key, acl FROM default_privileges")}
+            finalize = dict(c.execute("SELECT shard, version FROM to_finalize").fetchall())
         return CatalogSnapshot(
             version=int(meta.get("version", 0)),
             next_ids={k: int(meta.get(f"next_id.{k}", 1)) for k in _ID_KINDS},
@@ -499,6 +510,7 @@ class CatalogStore:
             owners=owners,
             privileges=privileges,
             default_privileges=defaults,
+            to_finalize=finalize,
             builtins={b.id: b for b in BUILTIN_TABLES},
         )
 
@@ -524,7 +536,13 @@ class CatalogStore:
         owners = dict(snap.owners)
         privileges = dict(snap.privileges)
         defaults = dict(snap.default_privileges)
+        finalize = dict(snap.to_finalize)
         version = snap.version + 1
+
+        def dropped(shard_id: str) -> None:  # its parts go after the commit (sqlfront.finalize)
+            c.execute("INSERT OR REPLACE INTO to_finalize (shard, version) VALUES (?, ?)", (shard_id, version))
+            finalize[shard_id] = version
+
         with self._lock:
             c = self._conn
             c.execute("BEGIN IMMEDIATE")
@@ -619,6 +637,9 @@ class CatalogStore:
                                     objs[k] = replace(o, schema=op.new_name)
                     elif isinstance(op, UpdateTable):
                         t = op.table
+                        was = tables.get(t.id)
+                        if was is not None and was.shard_id != t.shard_id:  # its rows moved to a new shard
+                            dropped(was.shard_id)
                         c.execute("UPDATE tables SET schema_name = ?, name = ?, columns = ?, shard_id = ?, source = ?"
                                   " WHERE id = ?",
                                   (t.schema, t.name, _encode_columns(t.columns), t.shard_id, _encode_source(t), t.id))
@@ -641,7 +662,8 @@ class CatalogStore:
                         sequences.pop(op.sequence_id, None)
                     elif isinstance(op, DropTable):
                         c.execute("DELETE FROM tables WHERE id = ?", (op.table_id,))
-                        tables.pop(op.table_id, None)
+                        if op.table_id in tables:
+                            dropped(tables.pop(op.table_id).shard_id)
                     elif isinstance(op, CreateView):
                         v = op.view
                         c.execute("INSERT INTO views (id, schema_name, name, sql, columns) VALUES (?, ?, ?, ?, ?)",
@@ -660,7 +682,12 @@ class CatalogStore:
                         mvs[m.id] = m
                     elif isinstance(op, DropMaterializedView):
                         c.execute("DELETE FROM materialized_views WHERE id = ?", (op.view_id,))
-                        mvs.pop(op.view_id, None)
+                        if op.view_id in mvs:
+                            dropped(mvs.pop(op.view_id).shard_id)
+                    elif isinstance(op, FinalizeShards):
+                        for shard in op.shard_ids:
+                            c.execute("DELETE FROM to_finalize WHERE shard = ?", (shard,))
+                            finalize.pop(shard, None)
                     elif isinstance(op, CreateIndex):
                         i = op.index
                         c.execute("INSERT INTO indexes (id, schema_name, name, on_id, definition, cluster_id, keys)"
@@ -743,7 +770,7 @@ class CatalogStore:
             secrets=secrets, connections=connections,
             sequences=sequences, schemas=schemas, materialized_views=mvs, comments=comments, roles=roles,
             role_members=members, owners=owners, privileges=privileges, default_privileges=defaults,
-            next_ids=dict(next_ids)
+            to_finalize=finalize, next_ids=dict(next_ids)
         )
 
     def close(self) -> None:

@@ -386,6 +386,9 @@ class CatalogSnapshot:
     #: ALTER DEFAULT PRIVILEGES: ``catalog.rbac.default_privileges_key`` (creator role, schema,
     #: object type) -> the grants new objects get (AclItems whose grantor is unused)
     default_privileges: Mapping[str, tuple[AclItem, ...]] = field(default_factory=lambda: MappingProxyType({}))
+    #: shards of dropped tables and materialized views whose parts are still to delete ->
+    #: the catalog version that dropped them (``sqlfront.finalize``)
+    to_finalize: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     next_ids: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
 
     # -- clusters and replicas -------------------------------------------------------

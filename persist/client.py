@@ -230,7 +230,23 @@ class PersistClient:
         r = compare_and_append(self.consensus, shard_id, batches, expected_upper, ts, known)
         if isinstance(r, ShardState):
             self._learn(shard_id, r)
+            if r.seqno % self.TRUNCATE_EVERY == 0:
+                self._truncate(shard_id, r)
         return r
+
+    #: a writer truncates its shard's Consensus history every this many seqnos
+    TRUNCATE_EVERY = 32
+
+    def _truncate(self, shard_id: str, st: ShardState) -> None:
+        """Delete the Consensus versions of ``shard_id`` below the oldest seqno a live
+        reader may read (:mod:`persist.gc`'s rule). The writer does it, not only the
+        maintenance round: a round truncates only when it commits a state of its own (since
+        moved far enough), so sustained small writes piled up versions, each a full state
+        with its inline parts, between rounds (issue 28's fourth hole)."""
+        try:
+            self.consensus.truncate(shard_id, st.oldest_reader_seqno(gc.now_ms()))
+        except Exception as e:  # the write is durable; the next truncation catches up
+            log.warning("persist: truncating %s: %s", shard_id, e)
 
     def seal(self, shard_id: str, expected_upper: int | None = None) -> ShardState | UpperMismatch:
         """Seal ``shard_id`` if its upper is ``expected_upper`` (:func:`persist.write.seal`)."""

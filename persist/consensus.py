@@ -48,6 +48,9 @@ class Consensus(ABC):
 class SqliteConsensus(Consensus):
     """Consensus in a sqlite3 database file; safe across threads of one process."""
 
+    #: the WAL's size after a checkpoint, at most (sqlite's journal_size_limit)
+    WAL_LIMIT_BYTES = 4 << 20
+
     def __init__(self, path: str):
         self.path = path
         self._lock = threading.Lock()
@@ -56,6 +59,9 @@ class SqliteConsensus(Consensus):
         # FULL: a compare-and-set that returned True survives power loss (NORMAL in WAL
         # mode may lose the last commits; an acknowledged write must not be among them).
         self._conn.execute("PRAGMA synchronous=FULL")
+        # a checkpoint truncates the WAL back to this size: without a limit it stays at
+        # its largest (tens of MB under small writes of states full of inline parts)
+        self._conn.execute(f"PRAGMA journal_size_limit={self.WAL_LIMIT_BYTES}")
         self._conn.execute(
             "CREATE TABLE IF NOT EXISTS consensus ("
             " shard TEXT NOT NULL, seqno INTEGER NOT NULL, data BLOB NOT NULL,"

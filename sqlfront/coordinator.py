@@ -73,6 +73,8 @@ class Transact:
     #: the submitter's context: ``build`` resolves names as the submitting statement
     #: does (its search_path, ``catalog.snapshot.set_search_path``)
     context: contextvars.Context | None = None
+    #: commit even when ``build`` returns no ops (an id reservation: only ``next_ids`` move)
+    commit_empty: bool = False
 
 
 class Coordinator:
@@ -131,6 +133,23 @@ class Coordinator:
         fut: Future = Future()
         self._queue.put(Transact(build, fut, contextvars.copy_context()))
         return fut.result()
+
+    def reserve_id(self, kind: str) -> str:
+        """Take the next id of ``kind`` (``IdAllocator.allocate``) for good: a catalog
+        transaction with no ops that only moves ``next_ids``, so no later transaction, of
+        this process or another sharing the catalog, hands it out again. For a transaction
+        block's DDL, which commits its ops later (``sqlfront.sequence.block_ddl``); an id
+        of a block that rolls back stays unused, as a sequence value does."""
+        out: list[str] = []
+
+        def build(snap: CatalogSnapshot, ids: IdAllocator) -> list:
+            out[:] = [ids.allocate(kind)]
+            return []
+
+        fut: Future = Future()
+        self._queue.put(Transact(build, fut, None, commit_empty=True))
+        fut.result()
+        return out[0]
 
     def follow(self) -> None:
         """Ask the loop to apply the catalog changes other processes committed (a shared
@@ -201,7 +220,7 @@ class Coordinator:
             try:
                 ids = IdAllocator(old.next_ids)
                 ops = cmd.context.run(cmd.build, old, ids) if cmd.context is not None else cmd.build(old, ids)
-                if not ops:
+                if not ops and not cmd.commit_empty:
                     cmd.reply.set_result(old)
                     return
                 new = self.store.transact(old, ops, ids.next)

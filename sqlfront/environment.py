@@ -73,6 +73,7 @@ from spark_exec.lower import arranged_units
 from spark_exec.materializations import Materialization
 from spark_exec.orchestrator import Orchestrator, write_private
 from sqlfront.coordinator import Coordinator
+from sqlfront.finalize import finalize
 from sqlfront.metrics import Metrics
 from sqlfront.memory_budget import MemoryBudget, default_copy_memory_budget
 from sqlfront.ownership import LeasedOwnership, LocalOwnership
@@ -443,6 +444,8 @@ class Environment:
                 self.maintain_persist()
             except Exception as e:  # next round tries again
                 log.warning("persist maintenance: %s", e)
+            if self.coordinator.snapshot.to_finalize:  # a drop a crash (or a failure) left undone
+                self._finalize()
             if self.registry is not None:
                 try:
                     self._heartbeat()
@@ -452,6 +455,16 @@ class Environment:
                 # a cluster taken while its replicas changed: converge on the catalog
                 for cid, cc in list(self.clusters.items()):
                     self.reconcile_replicas(cid, cc)
+
+    def _finalize_soon(self) -> None:
+        """Delete the dropped shards the catalog lists (``sqlfront.finalize``), off the loop."""
+        threading.Thread(target=self._finalize, name="drop-shard", daemon=True).start()
+
+    def _finalize(self) -> None:
+        try:
+            finalize(self.persist, self.coordinator)
+        except Exception as e:  # listed still: the next maintenance round tries again
+            log.warning("deleting dropped shards: %s", e)
 
     def table_lock(self, shard_id: str) -> threading.Lock:
         """The lock UPDATE and DELETE of one table take (so they rarely conflict)."""
@@ -1012,15 +1025,13 @@ class Environment:
         elif isinstance(op, durable.UpdateTable):
             was = old.tables.get(op.table.id)
             if was is not None and was.shard_id != op.table.shard_id:  # rewritten into a new shard
-                threading.Thread(target=self.persist.drop_shard, args=(was.shard_id,), name="drop-shard",
-                                 daemon=True).start()
+                self._finalize_soon()
         elif isinstance(op, durable.DropSequence):
             threading.Thread(target=self.sequences.forget, args=([op.sequence_id],), name="drop-sequence",
                              daemon=True).start()
         elif isinstance(op, durable.DropTable):
             self.sources.stop(op.table_id)  # (no runner: nothing to stop)
-            shard = old.tables[op.table_id].shard_id
-            threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()
+            self._finalize_soon()
         elif isinstance(op, durable.CreateMaterializedView):
             # Empty, with since and upper at 0: no time is readable until its cluster
             # computes its first contents (reads wait for that, as in Materialize).
@@ -1029,8 +1040,7 @@ class Environment:
             if cc is not None and cc.materializations is not None:
                 cc.materializations.request(op.view.id, 0)
         elif isinstance(op, durable.DropMaterializedView):
-            shard = old.materialized_views[op.view_id].shard_id
-            threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()
+            self._finalize_soon()
 
 
 def leftover_temp_schemas(names: list[str], live_processes: set[str]) -> list[str]:

@@ -8,8 +8,14 @@ to the block's *pending catalog* (the committed catalog as of the block's first 
 the block's own ops), which every later statement of the block plans against
 (``Environment.snapshot`` returns it in the session's thread, :data:`BLOCK_CATALOG`).
 Nobody else sees it. COMMIT sends all the ops to the Coordinator as one catalog
-transaction, which applies them only if the catalog has not changed since the block's
-first DDL (else 40001, and nothing of the block happens); ROLLBACK forgets them.
+transaction, which applies them to the catalog of then unless another transaction
+committed since the block's first DDL changed what the block changed or read (the same
+object, name or schema, an object a view of one side names, an index's relation or
+cluster): then 40001, and nothing of the block happens (:func:`conflict`). DDL on
+unrelated objects does not conflict, as in PostgreSQL, whose DDL locks only the objects
+it touches. The block's ids are taken from the Coordinator at once
+(``Coordinator.reserve_id``), so what others create meanwhile never takes them.
+ROLLBACK forgets the ops.
 
 Refused in a block with 25001 (their effect is more than a catalog change, or is outside
 the catalog's tables and views): cluster, replica and role statements, and ALTER TABLE
@@ -19,6 +25,7 @@ gets its value row at once (nextval works in the block), removed again on ROLLBA
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -80,7 +87,7 @@ def apply(s: Session, build) -> None:
         (nothing is added then)."""
     b: BlockCatalog | None = s._block_catalog
     snap = b.catalog if b is not None else s.env.coordinator.snapshot
-    ids = IdAllocator(snap.next_ids)
+    ids = _ReservedIds(s.env.coordinator, snap.next_ids)
     ops = build(snap, ids)
     for op in ops:
         if not isinstance(op, BLOCK_OPS):
@@ -123,12 +130,12 @@ def commit(s: Session, check=lambda: None) -> CatalogSnapshot | None:
 
     def build(snap: CatalogSnapshot, ids: IdAllocator) -> list:
         if snap.version != b.base.version:
-            raise SqlError("40001", "could not serialize access: the catalog changed since this transaction's "
-                                    "first DDL statement")
+            why = conflict(b.base, b.catalog, snap)
+            if why is not None:
+                raise SqlError("40001", "could not serialize access: a concurrent transaction changed "
+                                        f"{why} since this transaction's first DDL statement")
         check()
-        ids.next.clear()
-        ids.next.update(b.catalog.next_ids)  # the ids the block's ops took
-        return list(b.ops)
+        return list(b.ops)  # their ids were reserved: below ``snap.next_ids`` already
 
     try:
         new = s.env.coordinator.transact(build)
@@ -140,6 +147,108 @@ def commit(s: Session, check=lambda: None) -> CatalogSnapshot | None:
             last, called = values[q.id]
             s.env.sequences.setval(q, last, called)
     return new
+
+
+class _ReservedIds(IdAllocator):
+    """The ids of a block's ops: each reserved in the committed catalog when taken."""
+
+    def __init__(self, coordinator, next_ids):
+        super().__init__(next_ids)
+        self._coordinator = coordinator
+
+    def allocate(self, kind: str) -> str:
+        got = self._coordinator.reserve_id(kind)
+        self.next[kind] = max(self.next.get(kind, 1), int(got[1:]) + 1)
+        return got
+
+
+#: CatalogSnapshot fields that are not catalog objects
+_NOT_OBJECTS = ("version", "next_ids", "builtins", "to_finalize")
+#: the key kind of each field's objects (an item's id is unique among all items)
+_KINDS = {"clusters": "cluster", "replicas": "replica", "roles": "role", "role_members": "role_member",
+          "default_privileges": "default_privileges"}
+
+
+def footprint(before: CatalogSnapshot, after: CatalogSnapshot) -> tuple[set, set]:
+    """What the change from ``before`` to ``after`` wrote and read, as keys:
+    ``(kind, id)`` of each object it created, dropped or changed (owners, privileges and
+    comments count as their object's), the ``(schema, name)`` and cluster, schema and role
+    names it took or freed; and what those objects depend on: their schema and cluster,
+    an index's relation, the relations a view's query names (as ``after`` resolves them)."""
+    from sqlfront.sequence_ddl import _reads
+
+    writes: set = set()
+    reads: set = set()
+    for f in dataclasses.fields(CatalogSnapshot):
+        if f.name in _NOT_OBJECTS:
+            continue
+        old, new = getattr(before, f.name), getattr(after, f.name)
+        for k in old.keys() | new.keys():
+            a, b = old.get(k), new.get(k)
+            if a is b or a == b:
+                continue
+            writes.add(_object_key(f.name, k))
+            for obj in (a, b):
+                writes |= _names(obj)
+            if b is None:
+                continue
+            if isinstance(getattr(b, "schema", None), str):
+                reads.add(("schema", b.schema))
+            for attr, kind in (("cluster_id", "cluster"), ("on_id", "item")):
+                if getattr(b, attr, None):
+                    reads.add((kind, getattr(b, attr)))
+            if hasattr(b, "sql") and f.name in ("views", "materialized_views"):
+                for schema, name in _reads(b):
+                    rel = _resolve(after, schema or b.schema, name)
+                    reads.add(("name", schema or b.schema, name))
+                    if rel is not None:
+                        reads.add(("item", rel.id))
+    return writes, reads
+
+
+def _object_key(field_name: str, k) -> tuple:
+    if field_name in ("owners", "privileges"):  # "item:u5", "schema:u2", "cluster:u1"
+        kind, _, oid = k.partition(":")
+        return ("cluster" if kind == "cluster" else "item", oid)
+    if field_name == "comments":  # (object id, column)
+        return ("item", k[0])
+    return (_KINDS.get(field_name, "item"), k)
+
+
+def _names(obj) -> set:
+    """The names ``obj`` holds: an item's (schema, name), a schema's, cluster's or role's."""
+    from catalog.snapshot import Cluster, Role, Schema
+
+    if obj is None:
+        return set()
+    if isinstance(obj, Schema):
+        return {("schema", obj.name)}
+    if isinstance(obj, (Cluster, Role)):
+        return {(type(obj).__name__.lower() + "_name", obj.name)}
+    if isinstance(getattr(obj, "schema", None), str) and isinstance(getattr(obj, "name", None), str):
+        return {("name", obj.schema, obj.name)}
+    return set()
+
+
+def _resolve(snap: CatalogSnapshot, schema: str, name: str):
+    try:
+        return snap.relation_by_name(schema, name)
+    except SqlError:
+        return None
+
+
+def conflict(base: CatalogSnapshot, mine: CatalogSnapshot, now: CatalogSnapshot) -> str | None:
+    """Whether a block's catalog change (``base`` to ``mine``) conflicts with what others
+    committed since (``base`` to ``now``): one side wrote what the other wrote or read.
+    Returns what both touched, for the 40001's message, or None (the block's ops apply to
+    ``now`` as they stand)."""
+    my_writes, my_reads = footprint(base, mine)
+    their_writes, their_reads = footprint(base, now)
+    both = (my_writes & (their_writes | their_reads)) | (my_reads & their_writes)
+    if not both:
+        return None
+    kind, *key = min(both, key=repr)
+    return f"{kind} {'.'.join(map(str, key))}"
 
 
 def rollback(s: Session) -> None:

@@ -227,7 +227,7 @@ def _read_at(s: Session, plan, as_of: int | None):
         if validate:
             from sqlfront.sequence.txn import note_read
 
-            note_read(s, table, as_of)
+            note_read(s, table, as_of, plan)
         own = pending.get(table.shard_id)
         if own:
             snapshot = dataclasses.replace(snapshot, parts=snapshot.parts + tuple(own),

@@ -26,8 +26,9 @@ from pglast.enums import TransactionStmtKind
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from persist import Batch, ShardSealed
 from sqlfront.group_commit import Conflict
-from sqlfront.sequence import block_ddl
+from sqlfront.sequence import block_ddl, read_check
 from sqlfront.sequence.cursors import close_all
+from sqlfront.sequence.read_check import ReadCheck
 from sqlfront.sequence.result import Result
 from sqlfront.sequence.writes import Pending, append_all
 
@@ -85,16 +86,19 @@ def commit(s: Session) -> None:
     the DDL committed.
 
     Raises:
-        SqlError 40001 when a table an UPDATE/DELETE of the block changed, or a table the
-        block read after it wrote, was written by someone else since, or when an ALTER
+        SqlError 40001 when a table an UPDATE/DELETE of the block changed was written by
+        someone else since, or a write since changed what the block read after it wrote
+        (``read_check``; validated again, at most ``MAX_REVALIDATIONS`` times, when its
+        table moves between the validation and the append), or when an ALTER
         TABLE or DROP moved a written table's rows since the block planned its writes
         (PostgreSQL's serialization failure; the block's writes are discarded: the client
         runs the block again)."""
     writes, s._pending_writes = s._pending_writes, []
-    writes += [Pending(table, None, upper) for table, upper in s._read_uppers.values()]
+    checks = list(s._read_uppers.values())
     end_transaction(s)
     try:
-        catalog = block_ddl.commit(s, check=lambda: check_unmoved(s, writes))
+        reads = _validated(s, checks)
+        catalog = block_ddl.commit(s, check=lambda: check_unmoved(s, writes + reads))
     except BaseException:
         discard(s, writes)
         raise
@@ -102,13 +106,43 @@ def commit(s: Session) -> None:
         live = {t.shard_id for t in catalog.storage_relations()}
         discard(s, [p for p in writes if p.table.shard_id not in live])
         writes = [p for p in writes if p.table.shard_id in live]
-    try:
-        append_all(s, writes)
-    except Conflict:
-        discard(s, writes)
-        raise _conflict() from None
-    except ShardSealed:  # append_all deleted the batches
-        raise SqlError("40001", "could not serialize access due to a concurrent ALTER TABLE or DROP") from None
+        checks = [c for c in checks if c.table.shard_id in live]
+        reads = [p for p in reads if p.table.shard_id in live]
+    for attempt in range(MAX_REVALIDATIONS):
+        try:
+            append_all(s, writes + reads)
+            return
+        except Conflict:
+            # a table the block read moved again: validated anew (an UPDATE/DELETE's is final)
+            try:
+                if attempt + 1 == MAX_REVALIDATIONS:
+                    raise _conflict() from None
+                check_unmoved(s, writes)
+                reads = _validated(s, checks)
+            except BaseException:
+                discard(s, writes)
+                raise
+        except ShardSealed:  # append_all deleted the batches
+            raise SqlError("40001", "could not serialize access due to a concurrent ALTER TABLE or DROP") from None
+
+
+#: how often COMMIT validates the block's reads again when a table it read moved meanwhile
+MAX_REVALIDATIONS = 5
+
+
+def _validated(s: Session, checks: list[ReadCheck]) -> list[Pending]:
+    """Conditional appends of nothing, one per table the block read after it wrote, at
+    the upper its reads are still valid at (``read_check``).
+
+    Raises:
+        SqlError 40001 when another session's write changed what the block read."""
+    out = []
+    for c in checks:
+        upper = read_check.expected_upper(s.env.persist, c)
+        if upper is None:
+            raise _conflict()
+        out.append(Pending(c.table, None, upper))
+    return out
 
 
 def _conflict() -> SqlError:
@@ -126,21 +160,17 @@ def check_unmoved(s: Session, writes: list[Pending]) -> None:
             raise _conflict()
 
 
-def note_read(s: Session, table, as_of: int) -> None:
-    """Remember that a block with buffered writes read ``table`` at ``as_of``, and the
-    table's upper just after: -1 when a write above ``as_of`` already landed (the read
-    missed it: COMMIT must fail). COMMIT appends nothing to ``table`` for it, but only
-    while the table's upper is still that one (group commit's ``expected_upper``).
+def note_read(s: Session, table, as_of: int, plan) -> None:
+    """Remember that a block with buffered writes read ``table`` at ``as_of`` by ``plan``:
+    COMMIT checks that no write since changed what it read (``read_check``), and appends
+    only while that holds.
 
     Why: the block's reads are at its read timestamp and its writes at COMMIT's, later.
-    Were another session's write to ``table`` to land in between, the block would be
+    Were another session's write to what it read to land in between, the block would be
     serialized before that write (it did not see it) and after it (its writes come
     later): not serializable (Adya's G-single). Materialize forbids reads after writes in
-    a block; sqlfront allows them (issue 16) and so validates them at COMMIT, as
-    optimistic concurrency control does (Kung and Robinson, 1981)."""
-    upper = s.env.persist.state(table.shard_id).upper
-    earlier = s._read_uppers.get(table.shard_id, (table, 0))[1]
-    s._read_uppers[table.shard_id] = (table, upper if upper <= as_of + 1 and earlier != -1 else -1)
+    a block; sqlfront allows them (issue 16) and so validates them at COMMIT."""
+    read_check.note(s._read_uppers, table, as_of, plan)
 
 
 def rollback(s: Session) -> None:
