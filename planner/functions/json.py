@@ -788,6 +788,40 @@ def pretty(d, indent: int = 0) -> str:
     return jsonb_text(d)
 
 
+def _pretty_spark(S, a, e):
+    """``pretty`` on Spark: one pass over the characters of the jsonb text (whitespace
+    outside strings dropped, so compact text too) that puts a line break and four spaces
+    an indent after an opening bracket and a comma, before a closing one (on a line of
+    its own for an empty container), and ": " after a key. Keys stay in the order of the
+    value's text: a stored jsonb's, sorted as jsonb sorts them."""
+    F = S.F
+    x = a[0]
+
+    def pad(n):
+        return F.repeat(F.lit(" "), n * 4)
+
+    def step(acc, c):
+        out, depth, instr, esc, opened = acc["out"], acc["depth"], acc["instr"], acc["esc"], acc["opened"]
+        is_open, is_close = (c == "{") | (c == "["), (c == "}") | (c == "]")
+        space = c.rlike(r"^\s$")
+        lead = F.when(opened & ~is_close, F.concat(F.lit("\n"), pad(depth))).otherwise(F.lit(""))
+        piece = (F.when(is_close, F.concat(F.lit("\n"), pad(depth - 1), c))
+                 .when(c == ",", F.concat(F.lit(",\n"), pad(depth)))
+                 .when(c == ":", F.lit(": ")).otherwise(c))
+        outside = ~instr & ~space
+        return F.struct(
+            F.when(instr, F.concat(out, c)).when(space, out).otherwise(F.concat(out, lead, piece)).alias("out"),
+            F.when(outside & is_open, depth + 1).when(outside & is_close, depth - 1).otherwise(depth).alias("depth"),
+            F.when(instr, esc | (c != '"')).otherwise(outside & (c == '"')).alias("instr"),
+            (instr & ~esc & (c == "\\")).alias("esc"),
+            F.when(outside, is_open).otherwise(opened).alias("opened"))
+
+    start = F.struct(F.lit("").alias("out"), F.lit(0).alias("depth"), F.lit(False).alias("instr"),
+                     F.lit(False).alias("esc"), F.lit(False).alias("opened"))
+    chars = F.regexp_extract_all(x, F.lit("(?s)."), 0)
+    return F.when(x.isNotNull(), F.aggregate(chars, start, step, lambda acc: acc["out"]))
+
+
 register(
     Function("jsonb_build_array", (sig("any", ret="jsonb", variadic=True),),
              lambda a, e: jsonb_text([to_json_value(v, x.type) for v, x in zip(a, e.args)]), _build_array_spark,
@@ -824,7 +858,9 @@ register(
              sql_names=("jsonb_strip_nulls", "json_strip_nulls"), doc="9.16",
              differs="not supported on table data yet (0A000)",
              samples=("jsonb_strip_nulls(j)", "jsonb_strip_nulls(j, true)")),
-    Function("jsonb_pretty", (sig("jsonb", ret="text"),), lambda a, e: pretty(doc(a[0])), None,
-             sql_names=("jsonb_pretty",), doc="9.16", differs="not supported on table data yet (0A000)",
-             samples=("jsonb_pretty(j)",)),
+    Function("jsonb_pretty", (sig("jsonb", ret="text"),), lambda a, e: pretty(doc(a[0])), _pretty_spark,
+             sql_names=("jsonb_pretty",), doc="9.16",
+             samples=("jsonb_pretty(j)", "jsonb_pretty(jsonb_build_array(k, s, j))",
+                      "jsonb_pretty(CASE WHEN k < 3 THEN '{\"x\": [], \"y\": {}, \"s\": \"q\\\\\\\"\"}'::jsonb ELSE j END)",
+                      "jsonb_pretty(to_jsonb(a))", "jsonb_pretty(to_jsonb(s))")),
 )
