@@ -6,8 +6,11 @@ a user calls from SQL whose argument and result types sqlfront supports, groups 
 the chapter of PostgreSQL's manual, and marks each:
 
 - ``implemented``: the registry (``planner.functions``) or the planner resolves the call
-  with those argument types, and it runs on table data (a Spark lowering);
-- ``constants only``: it resolves, but only the interpreter has it (0A000 on table data);
+  with those argument types, and it runs on table data: its Spark lowering, called on a
+  column for the first argument and constants for the others (``on_table_data``), builds
+  a Spark column rather than refusing;
+- ``constants only``: it resolves, but only the interpreter has it: no Spark lowering, or
+  one that refuses these argument types with 0A000 (numeric ``exp``, for instance);
 - ``unsupported``: named with its reason in ``planner/functions/unsupported.json``;
 - ``missing``: neither (the work left).
 
@@ -25,6 +28,7 @@ import fnmatch
 import json
 import sys
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +40,7 @@ from catalog.types import SqlType, array_of  # noqa: E402
 from planner import functions as fn  # noqa: E402
 from planner import typing as ty  # noqa: E402
 from planner.functions.aggregate import resolve_aggregate  # noqa: E402
-from planner.scalar import Literal  # noqa: E402
+from planner.scalar import Call, ColRef, Literal  # noqa: E402
 
 #: the reasons of entries sqlfront does not implement: entry (``name(arg types)``, a bare
 #: name for all its signatures, or a shell pattern) -> reason
@@ -240,10 +244,11 @@ def implemented(e: Entry) -> str | None:
             if e.name in _LIKE_OPS:
                 return _where(fn.FUNCTIONS.get(_LIKE_OPS[e.name]))
             if len(args) == 1:
-                func = ty.resolve_unary(e.name, args[0])[0]
+                func, cast, result = ty.resolve_unary(e.name, args[0])
+                casts = [cast]
             else:
-                func = ty.resolve_binary(e.name, args[0], args[1])[0]
-            return _where(fn.FUNCTIONS.get(func), default="spark")
+                func, *casts, result = ty.resolve_binary(e.name, args[0], args[1])
+            return _where(fn.FUNCTIONS.get(func), casts, result, default="spark")
         if e.name in PLANNED:
             return "spark"
         if e.kind == "aggregate":
@@ -263,16 +268,57 @@ def implemented(e: Entry) -> str | None:
         for entry in fn.BY_SQL_NAME[e.name]:
             if "plan_args" in entry.extra:  # arguments the planner completes, as in planner.expr
                 args = [a.type for a in entry.extra["plan_args"]([Literal(None, t) for t in args])]
-        return _where(fn.resolve(fn.BY_SQL_NAME[e.name], e.name, args)[0])
+        f, casts, result = fn.resolve(fn.BY_SQL_NAME[e.name], e.name, args)
+        return _where(f, casts, result)
     except SqlError:
         return None
 
 
-def _where(f, default: str | None = None) -> str | None:
-    """"spark" for an entry with a Spark lowering, "python" for one without."""
+def _where(f, args: list[SqlType] = (), result: SqlType | None = None, default: str | None = None) -> str | None:
+    """"spark" for an entry with a Spark lowering that accepts ``args`` on table data
+    (``on_table_data``), "python" for one without or one that refuses them."""
     if f is None:
         return default
-    return "spark" if f.spark is not None or f.kind == "window" else "python"
+    if f.kind == "window":
+        return "spark"
+    if f.spark is None:
+        return "python"
+    if f.kind == "scalar" and args and result is not None and not on_table_data(f, args, result):
+        return "python"
+    return "spark"
+
+
+#: a constant of each type for the arguments that are not the column: a count, a format
+#: (``9``: a valid number pattern), a unit or zone (``9``: an error other than 0A000)
+_CONSTANTS = {"int2": 1, "int4": 1, "int8": 1, "numeric": Decimal(1), "float4": 1.0, "float8": 1.0, "bool": True,
+              "text": "9", "varchar": "9", "bpchar": "9", "name": "9", "unknown": "9"}
+
+
+def on_table_data(f, args: list[SqlType], result: SqlType) -> bool:
+    """Whether ``f``'s Spark lowering builds a column for a call on table data: one
+    argument a column (a numeric one ``numeric(10,3)``, as the differential suite's
+    table), the others constants, for some choice of that argument. False when each
+    choice is refused with 0A000 (feature not supported). The columns are Spark Connect
+    expressions built without a session: nothing runs."""
+    from pyspark.sql.connect import functions as F
+
+    from spark_exec.lower import Lowerer
+
+    lowerer = Lowerer(None, None, None)
+    for pos, t in enumerate(args):
+        column = SqlType("numeric", 10, 3) if t.name == "numeric" else t
+        call_args = [ColRef(0, column) if i == pos else Literal(_CONSTANTS.get(a.name), a) for i, a in enumerate(args)]
+        try:
+            f.spark(lowerer, [F.col("c0") if i == pos else lowerer.scalar(a) for i, a in enumerate(call_args)],
+                    Call(f.name, tuple(call_args), result))
+        except SqlError as err:
+            if err.sqlstate != "0A000":
+                return True  # another error of the stand-in constants, not a refusal
+        except Exception:  # noqa: BLE001 - a stand-in constant the lowering does not expect: not a refusal
+            return True
+        else:
+            return True
+    return False
 
 
 def load_reasons(path: Path = REASONS_FILE) -> dict[str, str]:

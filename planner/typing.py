@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from catalog.errors import SqlError, UNDEFINED_FUNCTION, DATATYPE_MISMATCH
 from catalog.types import (
-    SqlType, BOOL, INT4, INT8, JSONB, MZ_TIMESTAMP, NUMERIC, FLOAT8, TEXT, DATE, TIMESTAMP, TIMESTAMPTZ, INTERVAL,
+    SqlType, BOOL, INT4, INT8, JSONB, MZ_TIMESTAMP, NUMERIC, FLOAT8, TEXT, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, INTERVAL,
     array_of,
 )
 
@@ -169,6 +169,14 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
                 return "sub", TIMESTAMPTZ, TIMESTAMPTZ, INTERVAL
             if names == ("interval", "interval"):
                 return func, INTERVAL, INTERVAL, INTERVAL
+            # time of day (PostgreSQL 9.9, table 9.33): +/- an interval's time part, wrapping
+            # at midnight; time - time; a date plus a time is a timestamp
+            if names == ("time", "interval") or (op == "+" and names == ("interval", "time")):
+                return func, l, r, TIME
+            if op == "-" and names == ("time", "time"):
+                return "sub", TIME, TIME, INTERVAL
+            if op == "+" and names in (("date", "time"), ("time", "date")):
+                return "add", l, r, TIMESTAMP
         if op in "*/" and l.name == "interval" and r.is_numeric:
             return func, INTERVAL, FLOAT8, INTERVAL
         if op == "*" and r.name == "interval" and l.is_numeric:

@@ -105,3 +105,64 @@ def test_uuid_fields():
     assert str(_timestamp_py(["017f22e2-79b0-7cc3-98c4-dc0c0c07398f"], None)) == "2022-02-22 19:22:22+00:00"
     assert _version_py(["a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11"], None) == 4
     assert _version_py(["a0eebc99-9c0b-4ef8-cb6d-6bb9bd380a11"], None) is None
+
+
+def test_time_of_day_arithmetic_and_fields():
+    """PostgreSQL 18: time +/- interval adds the time part only and wraps at midnight;
+    time - time is an interval; date + time a timestamp; EXTRACT of a time."""
+    import datetime as dt
+
+    from catalog.types import Interval, SqlType
+    from planner.functions.datetime import date_part_value, time_arith
+
+    assert time_arith("add", dt.time(13, 45, 30, 500000), Interval(0, 1, -9 * 3_600_000_000), SqlType("time")) \
+        == dt.time(4, 45, 30, 500000)
+    assert time_arith("sub", dt.time(1), dt.time(13, 45), SqlType("interval")) == Interval(0, 0, -45_900_000_000)
+    assert time_arith("add", dt.date(2024, 1, 5), dt.time(13, 45), SqlType("timestamp")) == dt.datetime(2024, 1, 5, 13, 45)
+    t = SqlType("time")
+    assert [str(date_part_value(f, dt.time(13, 45, 30, 500000), t)) for f in ("second", "epoch", "minute")] == \
+        ["30.500000", "49530.500000", "45"]
+    with pytest.raises(SqlError) as day:
+        date_part_value("day", dt.time(13), t)
+    with pytest.raises(SqlError) as unknown:
+        date_part_value("fortnight", dt.time(13), t)
+    assert (day.value.sqlstate, unknown.value.sqlstate) == ("0A000", "22023")
+
+
+@pytest.mark.parametrize("unit,months,days,micros,expected", [
+    ("hour", 0, 1, 3 * 3_600_000_000 + 75 * 60_000_000 + 1_500_000, (0, 1, 4 * 3_600_000_000)),
+    ("year", -5, 1, 0, (0, 0, 0)),
+    ("quarter", 7, 0, 0, (6, 0, 0)),
+    ("millennium", -1604 * 12, 3, 0, (-12000, 0, 0)),
+    ("milliseconds", 0, 0, 1_234_560, (0, 0, 1_234_000)),
+    ("second", 0, 0, -181_500_000, (0, 0, -181_000_000)),
+])
+def test_date_trunc_of_an_interval(unit, months, days, micros, expected):
+    """PostgreSQL 18's interval_trunc: fields broken down toward zero, those below the unit zeroed."""
+    from planner.functions.datetime import interval_trunc
+
+    assert interval_trunc(unit, months, days, micros) == expected
+
+
+def test_make_time_range():
+    import datetime as dt
+
+    from planner.functions.datetime import _make_time_py
+
+    assert _make_time_py([23, 59, 59.9999994], None) == dt.time(23, 59, 59, 999999)
+    for fields, state in (([1, 60, 0.0], "22008"), ([25, 0, 0.0], "22008"), ([24, 0, 0.0], "0A000"),
+                          ([23, 59, 59.9999996], "0A000")):
+        with pytest.raises(SqlError) as err:
+            _make_time_py(fields, None)
+        assert err.value.sqlstate == state
+
+
+def test_width_bucket_of_thresholds_is_postgresql_binary_search():
+    """width_bucket_array's binary search, even over unsorted thresholds (PostgreSQL 18: 3)."""
+    from planner.functions.array import _width_bucket_array_py
+
+    assert _width_bucket_array_py([4, [5, 1, 3]], None) == 3
+    assert _width_bucket_array_py([3, []], None) == 0
+    with pytest.raises(SqlError) as err:
+        _width_bucket_array_py([3, [1, None, 4]], None)
+    assert err.value.sqlstate == "22004"

@@ -645,3 +645,170 @@ register(
              sql_names=("array_reverse",), doc="9.19", differs="an array of several dimensions is refused (0A000)",
              samples=("array_reverse(a)", "array_reverse(a || k)")),
 )
+
+
+# -- width_bucket over thresholds, array_fill, array_shuffle, array_sample (9.3, 9.19) -------
+
+
+def _thresholds_check(th: list) -> None:
+    if any(isinstance(v, list) for v in th):
+        raise SqlError("2202E", "thresholds must be one-dimensional array")
+    if any(v is None for v in th):
+        raise SqlError("22004", "thresholds array must not contain NULLs")
+
+
+def _width_bucket_array_py(a, e):
+    """``width_bucket(x, thresholds)`` (PostgreSQL 9.3, table 9.5): the number of the bucket
+    of ``x`` among buckets with the given lower bounds, by PostgreSQL's binary search
+    (width_bucket_array): ``bisect_right``'s, the same steps even when the thresholds are
+    not sorted."""
+    import bisect
+
+    x, th = a
+    _thresholds_check(th)
+    return bisect.bisect_right(th, x)
+
+
+def _width_bucket_array_spark(S, a, e):
+    F = S.F
+    if array_depth(e.args[1]) > 1:
+        raise SqlError("2202E", "thresholds must be one-dimensional array")
+    x, th = a
+    n = F.size(th)
+
+    def step(acc, _):  # one halving of [lo, hi) as width_bucket_array does it, a no-op once empty
+        lo, hi = acc["lo"], acc["hi"]
+        mid = F.shiftright(lo + hi, 1)
+        below = x < F.get(th, mid)
+        return F.when(lo >= hi, acc).when(below, F.struct(lo.alias("lo"), mid.alias("hi"))).otherwise(
+            F.struct((mid + 1).alias("lo"), hi.alias("hi")))
+
+    found = F.aggregate(F.sequence(F.lit(0), n), F.struct(F.lit(0).alias("lo"), n.alias("hi")), step,
+                        lambda acc: acc["lo"])
+    return (F.when(x.isNull() | th.isNull(), F.lit(None).cast("int"))
+            .when(F.exists(th, lambda v: v.isNull()), S.fail("22004", "thresholds array must not contain NULLs"))
+            .otherwise(found))
+
+
+def _fill_dims(dims, lbounds) -> None:
+    """array_fill's checks of its dimensions and lower bounds (arrayfuncs.c array_fill_internal),
+    for the one-dimensional arrays sqlfront holds.
+
+    Raises:
+        SqlError 22004 for NULLs; 2202E for lower bounds not matching the dimensions; 54000
+        for a negative length; 0A000 for several dimensions or a lower bound other than 1."""
+    if dims is None or lbounds is None:
+        raise SqlError("22004", "dimension array or low bound array cannot be null")
+    if any(d is None for d in (*dims, *lbounds)):
+        raise SqlError("22004", "dimension values cannot be null")
+    if lbounds is not _NO_LBOUNDS and len(lbounds) != len(dims):
+        raise SqlError("2202E", "wrong number of array subscripts",
+                       detail="Low bound array has different size than dimensions array.")
+    if len(dims) > 1:
+        raise SqlError("0A000", "array_fill of more than one dimension is not supported")
+    if dims and dims[0] < 0:
+        raise SqlError("54000", "array size exceeds the maximum allowed (134217727)")
+    if lbounds is not _NO_LBOUNDS and dims and lbounds[0] != 1:
+        raise SqlError("0A000", "arrays with a lower bound other than 1 are not supported")
+
+
+#: array_fill called without lower bounds
+_NO_LBOUNDS = ()
+
+
+def _array_fill_py(a, e):
+    """``array_fill(value, dims [, lbounds])`` (PostgreSQL 9.19, table 9.67): an array of
+    ``dims[1]`` copies of ``value`` (which may be NULL); one dimension, lower bound 1."""
+    value, dims = a[0], a[1]
+    lbounds = a[2] if len(a) > 2 else _NO_LBOUNDS
+    _fill_dims(dims, lbounds)
+    return [value] * dims[0] if dims else []
+
+
+def _array_fill_spark(S, a, e):
+    F = S.F
+    value, dims = a[0], a[1]
+    out = F.array_repeat(value, F.coalesce(F.get(dims, 0), F.lit(0)))
+    checks = F.when(dims.isNull(), S.fail("22004", "dimension array or low bound array cannot be null")).when(
+        F.exists(dims, lambda d: d.isNull()), S.fail("22004", "dimension values cannot be null"))
+    if len(a) > 2:
+        lb = a[2]
+        checks = checks.when(lb.isNull(), S.fail("22004", "dimension array or low bound array cannot be null")).when(
+            F.exists(lb, lambda d: d.isNull()), S.fail("22004", "dimension values cannot be null")).when(
+            F.size(lb) != F.size(dims), S.fail("2202E", "wrong number of array subscripts")).when(
+            (F.size(dims) == 1) & (F.get(lb, 0) != 1),
+            S.fail("0A000", "arrays with a lower bound other than 1 are not supported"))
+    return (checks.when(F.size(dims) > 1, S.fail("0A000", "array_fill of more than one dimension is not supported"))
+            .when(F.get(dims, 0) < 0, S.fail("54000", "array size exceeds the maximum allowed (134217727)"))
+            .otherwise(out))
+
+
+def _several_dims(name: str) -> SqlError:
+    return SqlError("0A000", f"{name} of a multidimensional array is not supported")
+
+
+def _sample_size(n: int, size: int) -> None:
+    if not 0 <= n <= size:
+        raise SqlError("22023", f"sample size must be between 0 and {size}")
+
+
+def _array_sample_py(a, e):
+    import random
+
+    arr, n = a
+    if any(isinstance(v, list) for v in arr):
+        raise _several_dims("array_sample")
+    _sample_size(n, len(arr))
+    return random.sample(arr, n)
+
+
+def _array_shuffle_py(a, e):
+    import random
+
+    arr = list(a[0])
+    if any(isinstance(v, list) for v in arr):
+        raise _several_dims("array_shuffle")
+    random.shuffle(arr)
+    return arr
+
+
+def _array_sample_spark(S, a, e):
+    F = S.F
+    if array_depth(e.args[0]) > 1:
+        raise _several_dims("array_sample")
+    arr, n = a
+    return F.when((n < 0) | (n > F.size(arr)), S.fail("22023", "sample size must be between 0 and the array's "
+                                                                 "length")).otherwise(F.slice(F.shuffle(arr), 1, n))
+
+
+def _array_shuffle_spark(S, a, e):
+    if array_depth(e.args[0]) > 1:
+        raise _several_dims("array_shuffle")
+    return S.F.shuffle(a[0])
+
+
+register(
+    Function("width_bucket_array", (sig("anycompatible", "anyarray", ret="int4"),), _width_bucket_array_py,
+             _width_bucket_array_spark, sql_names=("width_bucket",), doc="9.3",
+             samples=("width_bucket(i, ARRAY[-5, 0, 1, 40])", "width_bucket(f, ARRAY[0.5, 1.5, 1e10])",
+                      "width_bucket(n, ARRAY[1, 2.25, 3])", "width_bucket(k, a)", "width_bucket(k, ARRAY[5, 1, 3])",
+                      "width_bucket(k, ARRAY[1, NULL, 4])", "width_bucket(d, ARRAY[date '2000-01-01', '2024-01-01'])",
+                      "width_bucket(s, ARRAY['a', 'b'])")),
+    Function("array_fill", (sig("anyelement", "_int4", ret="anyarray"),
+                            sig("anyelement", "_int4", "_int4", ret="anyarray")),
+             _array_fill_py, _array_fill_spark, sql_names=("array_fill",), strict=False, doc="9.19",
+             differs="one dimension and a lower bound of 1 only: more dimensions or another lower bound are 0A000",
+             samples=("array_fill(k, ARRAY[i])", "array_fill(s, ARRAY[k])", "array_fill(NULL::int, ARRAY[k])",
+                      "array_fill(k, ARRAY[2], ARRAY[1])", "array_fill(k, '{}')", "array_fill(k, NULL)",
+                      "array_fill(k, ARRAY[NULL::int])", "array_fill(k, ARRAY[2], ARRAY[1, 2])",
+                      "array_fill(k, ARRAY[k - 4])")),
+    Function("array_sample", (sig("anyarray", "int4", ret="anyarray"),), _array_sample_py, _array_sample_spark,
+             sql_names=("array_sample",), volatility="volatile", doc="9.19",
+             differs="an array of several dimensions is refused (0A000), where PostgreSQL samples its subarrays",
+             samples=("cardinality(array_sample(a, 1))", "array_sample(a, 0)", "array_sample(a, 5)",
+                      "array_sort(array_sample(a, cardinality(a)))")),
+    Function("array_shuffle", (sig("anyarray", ret="anyarray"),), _array_shuffle_py, _array_shuffle_spark,
+             sql_names=("array_shuffle",), volatility="volatile", doc="9.19",
+             differs="an array of several dimensions is refused (0A000), where PostgreSQL shuffles its subarrays",
+             samples=("array_sort(array_shuffle(a))", "cardinality(array_shuffle(a || a))")),
+)

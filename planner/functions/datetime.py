@@ -33,9 +33,56 @@ def add_interval(ts: dt.datetime, iv: Interval) -> dt.datetime:
     return ts + dt.timedelta(days=iv.days, microseconds=iv.micros)
 
 
+#: microseconds in a day: a time of day is taken modulo this (PostgreSQL's USECS_PER_DAY)
+DAY_MICROS = 86_400_000_000
+
+
+def time_micros(t: dt.time) -> int:
+    """Microseconds since midnight of a ``time`` value."""
+    return ((t.hour * 60 + t.minute) * 60 + t.second) * 1_000_000 + t.microsecond
+
+
+def time_from_micros(us: int) -> dt.time:
+    """The time of day ``us`` microseconds after midnight (0 <= us < DAY_MICROS)."""
+    secs, micro = divmod(us, 1_000_000)
+    return dt.time(secs // 3600, secs // 60 % 60, secs % 60, micro)
+
+
+def time_arith(func: str, a, b, t: SqlType):
+    """Arithmetic with a time of day (PostgreSQL 9.9, table 9.33): ``time +/- interval``
+    adds the interval's time part only and wraps at midnight (time_pl_interval),
+    ``time - time`` is an interval of microseconds (time_mi_time), ``date + time`` a
+    timestamp (datetime_timestamp; an infinite date stays infinite)."""
+    if t.name == "time":
+        tod, iv = (a, b) if isinstance(a, dt.time) else (b, a)
+        return time_from_micros((time_micros(tod) + (iv.micros if func == "add" else -iv.micros)) % DAY_MICROS)
+    if t.name == "interval":
+        return Interval(0, 0, time_micros(a) - time_micros(b))
+    day, tod = (a, b) if isinstance(b, dt.time) else (b, a)
+    if isinstance(day, FarDate) and day.infinite:
+        return FarTimestamp(FarTimestamp.INFINITY if day.days > 0 else FarTimestamp.NEG_INFINITY, False)
+    return timestamp_from_micros(date_days(day) * DAY_MICROS + time_micros(tod), False)
+
+
+def time_arith_spark(S, func: str, x, y, t: SqlType, ta: SqlType):
+    """``time_arith`` on Spark columns ``x`` and ``y`` (``ta`` the type of ``x``): over
+    microseconds since midnight (Spark's TimeType(6))."""
+    F, T = S.F, S.T
+    if t.name == "time":
+        tod, iv = (x, y) if ta.name == "time" else (y, x)
+        us = S.interval_fields(iv)["micros"]
+        return F.time_from_micros(F.pmod(F.time_to_micros(tod) + (us if func == "add" else -us), F.lit(DAY_MICROS)))
+    if t.name == "interval":
+        return S.make_interval(F.lit(0), F.lit(0), F.time_to_micros(x) - F.time_to_micros(y))
+    day, tod = (x, y) if ta.name == "date" else (y, x)
+    return F.timestamp_add("MICROSECOND", F.time_to_micros(tod), day.cast(T.TimestampNTZType()))
+
+
 def datetime_arith(func: str, a, b, t: SqlType, ta: SqlType):
     """Date, timestamp and interval arithmetic (PostgreSQL 9.9, table 9.33)."""
     n = t.name
+    if isinstance(a, dt.time) or isinstance(b, dt.time):
+        return time_arith(func, a, b, t)
     if n == "date":  # date +/- integer: past year 9999 or before year 1 a FarDate
         d, k = (a, b if func == "add" else -b) if ta.name == "date" else (b, a)
         if isinstance(d, FarDate) and d.infinite:
@@ -123,13 +170,36 @@ def interval_part_values(v: Interval) -> dict[str, Decimal | int]:
             + 86400 * v.days}
 
 
+def time_part_values(us):
+    """``EXTRACT``'s fields of a time of day ``us`` microseconds after midnight
+    (PostgreSQL's ``time_part_common``)."""
+    secs_us = us % 60_000_000
+    return {"hour": us // 3_600_000_000, "minute": us // 60_000_000 % 60, "second": secs_us / Decimal(1_000_000),
+            "milliseconds": secs_us / Decimal(1000), "microseconds": secs_us, "epoch": us / Decimal(1_000_000)}
+
+
+#: the units PostgreSQL knows (``DecodeUnits``): one a time of day lacks is 0A000, not 22023
+_UNITS = frozenset(("year", "month", "day", "quarter", "week", "decade", "century", "millennium")) \
+    | _TIMESTAMP_ONLY_UNITS
+
+
+def _time_unit_error(field: str, f: str, t: SqlType) -> SqlError:
+    if f in _UNITS:
+        return SqlError(FEATURE_NOT_SUPPORTED, f'unit "{field}" not supported for type {t.sql()}')
+    return _unit_error(field, t)
+
+
 def date_part_value(field: str, v, t: SqlType) -> Decimal:
     """``EXTRACT(field FROM v)`` as an exact numeric (PostgreSQL 9.9.1).
 
     Raises:
         SqlError 22023 for a unit the type does not have; 0A000 for a time unit of a date."""
     f = _field(field)
-    if isinstance(v, Interval):
+    if isinstance(v, dt.time):
+        vals = time_part_values(time_micros(v))
+        if f not in vals:
+            raise _time_unit_error(field, f, t)
+    elif isinstance(v, Interval):
         vals = interval_part_values(v)
         if f not in vals:
             if f in _TIMESTAMP_ONLY_UNITS:
@@ -203,7 +273,16 @@ def _extract_spark(S, a, e):
     is_date = src.name == "date"
     if is_date and f in _TIME_FIELDS:
         raise SqlError(FEATURE_NOT_SUPPORTED, f'unit "{fl.value}" not supported for type date')
-    if src.name == "interval":
+    if src.name == "time":
+        us = F.time_to_micros(x)
+        secs_us = (us % 60_000_000).cast(T.DecimalType(38, 0))
+        r = {"hour": lambda: S.trunc_div(us, 3_600_000_000), "minute": lambda: S.trunc_div(us, 60_000_000) % 60,
+             "second": lambda: secs_us / 1_000_000, "milliseconds": lambda: secs_us / 1000,
+             "microseconds": lambda: secs_us, "epoch": lambda: us.cast(T.DecimalType(38, 0)) / 1_000_000}.get(f)
+        if r is None:
+            raise _time_unit_error(fl.value, f, src)
+        r = r()
+    elif src.name == "interval":
         r = _interval_part_spark(S, f, x)
         if r is None:
             if f in _TIMESTAMP_ONLY_UNITS:
@@ -277,6 +356,133 @@ def _date_trunc_spark(S, a, e):
     if f not in _TRUNC:
         raise SqlError(INVALID_PARAMETER_VALUE, f'unit "{fl.value}" not recognized for type {e.args[1].type.sql()}')
     return S.F.date_trunc(_TRUNC[f], a[1]).cast(S.spark_type(e.type))
+
+
+# -- date_trunc of an interval, make_time, clock_timestamp (PostgreSQL 9.9) -----------------
+
+#: interval_trunc's units, largest first
+_INTERVAL_TRUNC = ("millennium", "century", "decade", "year", "quarter", "month", "day", "hour", "minute", "second",
+                   "milliseconds", "microseconds")
+#: the months a unit of years or quarters truncates to a multiple of
+_MONTH_STEPS = {"millennium": 12000, "century": 1200, "decade": 120, "year": 12, "quarter": 3}
+#: the microseconds a unit of the time part truncates to a multiple of
+_MICRO_STEPS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "milliseconds": 1000,
+                "microseconds": 1}
+
+
+def _c_rem(a: int, n: int) -> int:
+    """C's remainder (of the dividend's sign), as Spark's ``%``."""
+    return a - (-(-a // n) if a < 0 else a // n) * n
+
+
+def interval_trunc(f: str, months, days, micros, rem=_c_rem):
+    """``date_trunc(f, interval)`` on an interval's (months, days, micros), unit ``f`` an
+    ``_INTERVAL_TRUNC`` unit. PostgreSQL's ``interval_trunc`` breaks the interval into
+    fields toward zero and zeroes those below the unit; as each field has the sign of
+    its whole, that is cutting the months (for a unit of years or quarters) or the
+    microseconds (for a unit of the time part) toward zero to a multiple of the unit,
+    and zeroing the days for a unit above a day. ``rem`` is C's remainder, of ints or
+    (``%``) of Spark columns."""
+    i = _INTERVAL_TRUNC.index(f)
+    if f in _MONTH_STEPS:
+        months = months - rem(months, _MONTH_STEPS[f])
+    if i <= _INTERVAL_TRUNC.index("month"):
+        days = 0
+    if i <= _INTERVAL_TRUNC.index("day"):
+        micros = 0
+    elif _MICRO_STEPS[f] != 1:
+        micros = micros - rem(micros, _MICRO_STEPS[f])
+    return months, days, micros
+
+
+def _interval_unit(field: str, t: SqlType) -> str:
+    """The ``_INTERVAL_TRUNC`` unit ``field`` names.
+
+    Raises:
+        SqlError 0A000 for week (months have fractional weeks), 22023 for a unit that is
+        not an interval's (PostgreSQL's DecodeUnits)."""
+    f = _field(field)
+    if f in _INTERVAL_TRUNC:
+        return f
+    if f == "week":
+        raise SqlError(FEATURE_NOT_SUPPORTED, f'unit "{field}" not supported for type {t.sql()}',
+                       detail="Months usually have fractional weeks.")
+    raise _unit_error(field, t)
+
+
+def _date_trunc_interval_py(a, e):
+    return Interval(*interval_trunc(_interval_unit(a[0], e.args[1].type), a[1].months, a[1].days, a[1].micros))
+
+
+def _date_trunc_interval_spark(S, a, e):
+    F = S.F
+    fl = e.args[0]
+    if fl.__class__.__name__ != "Literal" or fl.value is None:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "date_trunc needs a constant unit on table data")
+    iv = S.interval_fields(a[1])
+    parts = interval_trunc(_interval_unit(fl.value, e.args[1].type), iv["months"], iv["days"], iv["micros"],
+                           lambda a, n: a % n)
+    months, days, micros = (F.lit(p) if isinstance(p, int) else p for p in parts)
+    return F.when(a[1].isNotNull(), S.make_interval(months.cast("int"), days.cast("int"), micros.cast("long")))
+
+
+def _make_time_py(a, e):
+    """``make_time(hour, min, sec)`` (PostgreSQL's make_time and float_time_overflows):
+    seconds rounded to microseconds, half to even; 24:00:00 is PostgreSQL's answer that a
+    ``datetime.time`` cannot hold (0A000, as its input).
+
+    Raises:
+        SqlError 22008 for fields out of range."""
+    h, m, sec = a
+    us = None if math.isnan(sec) else round(sec * 1_000_000)
+    if not (0 <= h <= 24 and 0 <= m < 60) or us is None or not 0 <= us <= 60_000_000 \
+            or (h * 60 + m) * 60_000_000 + us > DAY_MICROS:
+        raise SqlError(DATETIME_FIELD_OVERFLOW, f"time field value out of range: {h}:{m:02d}:{sec:02g}")
+    us += (h * 60 + m) * 60_000_000
+    if us == DAY_MICROS:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "time values of 24:00:00 are not supported")
+    return time_from_micros(us)
+
+
+def _make_time_spark(S, a, e):
+    F = S.F
+    h, m, sec = a
+    sec_us = F.rint(sec * 1_000_000)
+    us = (h.cast("long") * 60 + m) * 60_000_000 + sec_us.cast("long")
+    bad = (h < 0) | (h > 24) | (m < 0) | (m >= 60) | F.isnan(sec) | (sec_us < 0) | (sec_us > 60_000_000) \
+        | (us > DAY_MICROS)
+    return (F.when(bad, S.fail(DATETIME_FIELD_OVERFLOW, "time field value out of range"))
+            .when(us == DAY_MICROS, S.fail(FEATURE_NOT_SUPPORTED, "time values of 24:00:00 are not supported"))
+            .otherwise(F.time_from_micros(us)))
+
+
+register(
+    Function("date_trunc_interval", (sig("text", "interval", ret="interval"),), _date_trunc_interval_py,
+             _date_trunc_interval_spark, sql_names=("date_trunc",), doc="9.9.2",
+             samples=("date_trunc('hour', make_interval(days => k, hours => i, mins => 75, secs => f))",
+                      "date_trunc('year', make_interval(years => i, months => -k * 5, days => k))",
+                      "date_trunc('quarter', make_interval(months => i * 7))",
+                      "date_trunc('century', make_interval(years => i * 41))",
+                      "date_trunc('millennium', make_interval(years => -i * 401, days => 3))",
+                      "date_trunc('milliseconds', make_interval(secs => f))",
+                      "date_trunc('second', make_interval(mins => -i, secs => -f))",
+                      "date_trunc('day', make_interval(months => k, days => i, hours => 5))",
+                      "date_trunc('week', make_interval(days => k))",
+                      "date_trunc('dow', make_interval(days => k))",
+                      "date_trunc('fortnight', make_interval(days => k))")),
+    Function("make_time", (sig("int4", "int4", "float8", ret="time"),), _make_time_py, _make_time_spark,
+             sql_names=("make_time",), doc="9.9",
+             differs="24:00:00 (PostgreSQL's end of day, from make_time(24, 0, 0)) is refused with 0A000, as its "
+                     "input is: a time value here cannot hold it",
+             samples=("make_time(k, i + 3, f)", "make_time(k * 5, 59, 59.9999996)", "make_time(23, 59, 60)",
+                      "make_time(24, k, 0)", "make_time(-k, 0, 0)", "make_time(1, 60, 0)",
+                      "make_time(1, 2, f * 1e-10)")),
+    Function("clock_timestamp", (sig(ret="timestamptz"),), lambda a, e: dt.datetime.now(dt.UTC),
+             lambda S, a, e: S.F.current_timestamp(), sql_names=("clock_timestamp",), volatility="volatile",
+             doc="9.9.5", samples=("clock_timestamp() >= now()", "clock_timestamp() < now() + interval '1 hour'"),
+             differs="on table data every row sees the instant its Spark query started (Spark reads the clock once "
+                     "per query); PostgreSQL reads it at each call"),
+)
 
 
 # -- to_char / to_date / to_timestamp (PostgreSQL 9.8, table 9.30) ------------------
@@ -488,19 +694,26 @@ def _make_date_py(a, e):
 
 register(
     Function("date_part", (sig("text", "timestamp", ret="float8"), sig("text", "timestamptz", ret="float8"),
-                           sig("text", "interval", ret="float8")),
+                           sig("text", "interval", ret="float8"), sig("text", "time", ret="float8")),
              _extract_py, _extract_spark, sql_names=("date_part",), doc="9.9.1",
              samples=("date_part('dow', d)", "date_part('second', ts)", "date_part('year', ts)",
-                      "date_part('epoch', ts)", "date_part('hour', make_interval(hours => i, mins => -90))")),
+                      "date_part('epoch', ts)", "date_part('hour', make_interval(hours => i, mins => -90))",
+                      "date_part('second', ts::time)", "date_part('epoch', ts::time)",
+                      "date_part('minute', ts::time)")),
     Function("extract", (sig("text", "date", ret="numeric"), sig("text", "timestamp", ret="numeric"),
-                         sig("text", "timestamptz", ret="numeric"), sig("text", "interval", ret="numeric")),
+                         sig("text", "timestamptz", ret="numeric"), sig("text", "interval", ret="numeric"),
+                         sig("text", "time", ret="numeric")),
              _extract_py, _extract_spark, sql_names=("extract",), doc="9.9.1",
              samples=("extract(dow from d)", "extract(year from d)", "extract(epoch from d)",
                       "extract(second from ts)", "extract(epoch from ts)", "extract(doy from ts)",
                       "extract(isodow from ts)", "extract(quarter from d)", "extract(week from d)",
                       "extract(century from d)", "extract(milliseconds from ts)", "extract(hour from ts)",
                       "extract(hour from d)", "extract(minute from make_interval(mins => -i))",
-                      "extract(epoch from make_interval(months => i, secs => -f))")),
+                      "extract(epoch from make_interval(months => i, secs => -f))",
+                      "extract(hour from ts::time)", "extract(minute from ts::time)", "extract(second from ts::time)",
+                      "extract(milliseconds from ts::time)", "extract(microseconds from ts::time)",
+                      "extract(epoch from ts::time)", "extract(day from ts::time)", "extract(dow from ts::time)",
+                      "extract(fortnight from ts::time)")),
     Function("date_trunc", (sig("text", "timestamp", ret="timestamp"), sig("text", "timestamptz", ret="timestamptz")),
              _date_trunc_py, _date_trunc_spark, sql_names=("date_trunc",), doc="9.9.2",
              samples=("date_trunc('month', ts)", "date_trunc('week', ts)", "date_trunc('hour', ts)",

@@ -10,6 +10,7 @@ from decimal import Decimal
 
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED
 from catalog.textio import jsonb_text, format_text
+from catalog.types import TEXT
 from planner.functions import Function, constant_arg, register, sig
 
 _MISSING = object()
@@ -788,6 +789,99 @@ def pretty(d, indent: int = 0) -> str:
     return jsonb_text(d)
 
 
+def _jsonb_object_pairs(a) -> list:
+    """jsonb_object's (key, value) pairs (PostgreSQL 9.16, table 9.47): of one array of
+    alternating keys and values, of an array of two-element arrays, or of a keys and a
+    values array.
+
+    Raises:
+        SqlError 2202E for an odd count, rows not of two, or arrays of different lengths;
+        22004 for a NULL key."""
+    if len(a) == 2:
+        keys, values = a
+        if len(keys) != len(values) or any(isinstance(v, list) for v in (*keys, *values)):
+            raise SqlError("2202E", "mismatched array dimensions")
+        pairs = list(zip(keys, values))
+    elif a[0] and isinstance(a[0][0], list):
+        if any(not isinstance(row, list) or len(row) != 2 or any(isinstance(v, list) for v in row) for row in a[0]):
+            raise SqlError("2202E", "array must have two columns")
+        pairs = [tuple(row) for row in a[0]]
+    else:
+        if len(a[0]) % 2:
+            raise SqlError("2202E", "array must have even number of elements")
+        pairs = list(zip(a[0][::2], a[0][1::2]))
+    if any(k is None for k, _ in pairs):
+        raise SqlError("22004", "null value not allowed for object key")
+    return pairs
+
+
+def _jsonb_object_spark(S, a, e):
+    """On Spark, for one-dimensional arrays: the pairs, the last of each key kept, ordered
+    as jsonb orders keys (shorter first, then bytewise: Spark compares strings by their
+    UTF-8 bytes), as jsonb text."""
+    from planner.functions.array import array_depth
+
+    F = S.F
+    if any(array_depth(x) > 1 for x in e.args):
+        raise SqlError(FEATURE_NOT_SUPPORTED, "jsonb_object of a two-dimensional array is not supported on table data")
+    if len(a) == 2:
+        keys, values = a
+        n = F.size(keys)
+        bad = F.when(n != F.size(values), S.fail("2202E", "mismatched array dimensions"))
+    else:
+        keys = values = a[0]
+        n = F.size(keys) / 2
+        bad = F.when(F.size(keys) % 2 == 1, S.fail("2202E", "array must have even number of elements"))
+    step = 1 if len(a) == 2 else 2
+    n = n.cast("int")
+    positions = F.filter(F.sequence(F.lit(1), F.greatest(n, F.lit(1))), lambda i: i <= n)  # 1..n, none for 0
+    pairs = F.transform(positions, lambda i: F.struct(
+        F.get(keys, (i - 1) * step).alias("k"), F.get(values, (i - 1) * step + (step - 1)).alias("v"), i.alias("i")))
+    last = F.filter(pairs, lambda p: ~F.exists(pairs, lambda q: (q["k"] == p["k"]) & (q["i"] > p["i"])))
+    ordered = F.array_sort(last, lambda p, q: (
+        F.when(F.octet_length(p["k"]) != F.octet_length(q["k"]), F.octet_length(p["k"]) - F.octet_length(q["k"]))
+        .when(p["k"] < q["k"], -1).when(p["k"] > q["k"], 1).otherwise(0)))
+    text = F.concat(F.lit("{"), F.array_join(F.transform(ordered, lambda p: F.concat(
+        json_text_spark(S, p["k"], TEXT), F.lit(": "), json_text_spark(S, p["v"], TEXT))), ", "), F.lit("}"))
+    return (bad.when(F.exists(keys if len(a) == 2 else pairs, lambda x: (x if len(a) == 2 else x["k"]).isNull()),
+                     S.fail("22004", "null value not allowed for object key"))
+            .otherwise(text))
+
+
+def _pretty_spark(S, a, e):
+    """``pretty`` on Spark: one pass over the characters of the jsonb text (whitespace
+    outside strings dropped, so compact text too) that puts a line break and four spaces
+    an indent after an opening bracket and a comma, before a closing one (on a line of
+    its own for an empty container), and ": " after a key. Keys stay in the order of the
+    value's text: a stored jsonb's, sorted as jsonb sorts them."""
+    F = S.F
+    x = a[0]
+
+    def pad(n):
+        return F.repeat(F.lit(" "), n * 4)
+
+    def step(acc, c):
+        out, depth, instr, esc, opened = acc["out"], acc["depth"], acc["instr"], acc["esc"], acc["opened"]
+        is_open, is_close = (c == "{") | (c == "["), (c == "}") | (c == "]")
+        space = c.rlike(r"^\s$")
+        lead = F.when(opened & ~is_close, F.concat(F.lit("\n"), pad(depth))).otherwise(F.lit(""))
+        piece = (F.when(is_close, F.concat(F.lit("\n"), pad(depth - 1), c))
+                 .when(c == ",", F.concat(F.lit(",\n"), pad(depth)))
+                 .when(c == ":", F.lit(": ")).otherwise(c))
+        outside = ~instr & ~space
+        return F.struct(
+            F.when(instr, F.concat(out, c)).when(space, out).otherwise(F.concat(out, lead, piece)).alias("out"),
+            F.when(outside & is_open, depth + 1).when(outside & is_close, depth - 1).otherwise(depth).alias("depth"),
+            F.when(instr, esc | (c != '"')).otherwise(outside & (c == '"')).alias("instr"),
+            (instr & ~esc & (c == "\\")).alias("esc"),
+            F.when(outside, is_open).otherwise(opened).alias("opened"))
+
+    start = F.struct(F.lit("").alias("out"), F.lit(0).alias("depth"), F.lit(False).alias("instr"),
+                     F.lit(False).alias("esc"), F.lit(False).alias("opened"))
+    chars = F.regexp_extract_all(x, F.lit("(?s)."), 0)
+    return F.when(x.isNotNull(), F.aggregate(chars, start, step, lambda acc: acc["out"]))
+
+
 register(
     Function("jsonb_build_array", (sig("any", ret="jsonb", variadic=True),),
              lambda a, e: jsonb_text([to_json_value(v, x.type) for v, x in zip(a, e.args)]), _build_array_spark,
@@ -824,7 +918,16 @@ register(
              sql_names=("jsonb_strip_nulls", "json_strip_nulls"), doc="9.16",
              differs="not supported on table data yet (0A000)",
              samples=("jsonb_strip_nulls(j)", "jsonb_strip_nulls(j, true)")),
-    Function("jsonb_pretty", (sig("jsonb", ret="text"),), lambda a, e: pretty(doc(a[0])), None,
-             sql_names=("jsonb_pretty",), doc="9.16", differs="not supported on table data yet (0A000)",
-             samples=("jsonb_pretty(j)",)),
+    Function("jsonb_object", (sig("_text", ret="jsonb"), sig("_text", "_text", ret="jsonb")),
+             lambda a, e: jsonb_text(dict(_jsonb_object_pairs(a))), _jsonb_object_spark, sql_names=("jsonb_object",),
+             doc="9.16", differs="a two-dimensional array is refused on table data (0A000)",
+             samples=("jsonb_object(ARRAY['a', s, 'b', NULL, 'a', k::text])", "jsonb_object(ARRAY[coalesce(s, 'z'), 'x'])",
+                      "jsonb_object(a::text[])", "jsonb_object(ARRAY['k', 'kk', 'é', 'a'], ARRAY[s, 'x', NULL, k::text])",
+                      "jsonb_object(ARRAY['a', 'b'], a::text[])", "jsonb_object('{}'::text[])",
+                      "jsonb_object(ARRAY[CASE WHEN k < 4 THEN s END, 'v'])")),
+    Function("jsonb_pretty", (sig("jsonb", ret="text"),), lambda a, e: pretty(doc(a[0])), _pretty_spark,
+             sql_names=("jsonb_pretty",), doc="9.16",
+             samples=("jsonb_pretty(j)", "jsonb_pretty(jsonb_build_array(k, s, j))",
+                      "jsonb_pretty(CASE WHEN k < 3 THEN '{\"x\": [], \"y\": {}, \"s\": \"q\\\\\\\"\"}'::jsonb ELSE j END)",
+                      "jsonb_pretty(to_jsonb(a))", "jsonb_pretty(to_jsonb(s))")),
 )

@@ -112,6 +112,10 @@ def _arith_spark(func):
         x, y = a
         t, ta, tb = e.type, e.args[0].type, e.args[1].type
         F = S.F
+        if "time" in (ta.name, tb.name):
+            from planner.functions.datetime import time_arith_spark
+
+            return time_arith_spark(S, func, x, y, t, ta)
         if func in ("add", "sub"):
             if t.name == "date":
                 if ta.name == "date":
@@ -327,11 +331,15 @@ def _same_type(kinds, n: int = 1):
 register(
     Function("add", (), lambda a, e: arith("add", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("add"),
              doc="9.3", samples=("i + k", "n + 1", "f + i", "d + k", "ts + interval '1 day'",
-                                 "make_interval(hours => k) + ts::timestamptz")),
+                                 "make_interval(hours => k) + ts::timestamptz", "ts::time + make_interval(hours => k * 7)",
+                                 "interval '1 day 90 minutes' + ts::time", "d + ts::time", "ts::time + d",
+                                 "ts::time + make_interval(hours => -i * 9, secs => f)")),
     Function("sub", (), lambda a, e: arith("sub", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("sub"),
              doc="9.3", samples=("i - k", "n - i", "d - date '2000-01-01'", "ts - interval '1 month'",
                                  "ts - timestamp '2000-01-01 12:00'", "timestamp '2000-02-29 01:00' - ts",
-                                 "ts::timestamptz - timestamptz '2000-01-01 12:00+00'", "ts - ts::timestamptz")),
+                                 "ts::timestamptz - timestamptz '2000-01-01 12:00+00'", "ts - ts::timestamptz",
+                                 "ts::time - interval '1 day 14 hours'", "ts::time - make_interval(mins => i * 500)",
+                                 "ts::time - time '12:00:00.25'", "time '01:00' - ts::time")),
     Function("mul", (), lambda a, e: arith("mul", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("mul"),
              doc="9.3", samples=("i * k", "n * 2", "f * 2")),
     Function("div", (), lambda a, e: arith("div", *a, e.type, e.args[0].type, e.args[1].type), _arith_spark("div"),

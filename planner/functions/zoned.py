@@ -14,7 +14,7 @@ import datetime as dt
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE
 from catalog.types import FarTimestamp, Interval, SqlType
 from planner.functions import Function, register, sig
-from planner.functions.datetime import _date_trunc_py, _date_trunc_spark, _zone, add_interval, datetime_arith
+from planner.functions.datetime import _date_trunc_py, _date_trunc_spark, _zone, add_interval, datetime_arith, time_arith_spark
 
 TIMESTAMP, TIMESTAMPTZ, INTERVAL = SqlType("timestamp"), SqlType("timestamptz"), SqlType("interval")
 
@@ -171,7 +171,8 @@ def _overlaps_spark(S, a, e):
 
     def period(s, end, end_type):
         if end_type == "interval":
-            end = s + end
+            start_type = e.args[0].type
+            end = time_arith_spark(S, "add", s, end, start_type, start_type) if start_type.name == "time" else s + end
         start = F.when(s.isNull(), end).when(end.isNotNull() & (s > end), end).otherwise(s)
         stop = F.when(s.isNull(), F.lit(None)).when(end.isNotNull() & (s > end), s).otherwise(end)
         return start, stop
@@ -186,11 +187,11 @@ def _overlaps_spark(S, a, e):
 
 def _overlaps_sigs():
     out = []
-    for t in ("timestamp", "timestamptz"):
+    for t in ("timestamp", "timestamptz", "time"):
         for second in (t, "interval"):
             for fourth in (t, "interval"):
                 out.append(sig(t, second, t, fourth, ret="bool"))
-    return (*out, sig("time", "time", "time", "time", ret="bool"))
+    return tuple(out)
 
 
 register(
@@ -234,5 +235,8 @@ register(
                       "(NULL::timestamp, ts) OVERLAPS (ts, NULL::timestamp)",
                       "(ts::timestamptz, ts::timestamptz) OVERLAPS (ts::timestamptz, interval '1 hour')",
                       "(d, d + 1) OVERLAPS (date '2000-02-28', date '2000-03-01')",
-                      "(ts::time, time '12:00') OVERLAPS (time '06:00', time '07:00')")),
+                      "(ts::time, time '12:00') OVERLAPS (time '06:00', time '07:00')",
+                      "(ts::time, interval '2 hours') OVERLAPS (time '12:00', time '14:00')",
+                      "(time '23:00', make_interval(hours => k)) OVERLAPS (ts::time, interval '1 hour')",
+                      "(ts::time, time '13:00') OVERLAPS (time '12:00', make_interval(mins => i))")),
 )
