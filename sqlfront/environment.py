@@ -1018,7 +1018,7 @@ class Environment:
             threading.Thread(target=self.sequences.forget, args=([op.sequence_id],), name="drop-sequence",
                              daemon=True).start()
         elif isinstance(op, durable.DropTable):
-            self.sources.stop(op.table_id)  # (no runner: nothing to stop)
+            self.sources.stop(op.table_id, dropped=True)  # (no runner: nothing to stop)
             shard = old.tables[op.table_id].shard_id
             threading.Thread(target=self.persist.drop_shard, args=(shard,), name="drop-shard", daemon=True).start()
         elif isinstance(op, durable.CreateMaterializedView):

@@ -70,16 +70,22 @@ class ValidateConnection:
 @dataclass(frozen=True)
 class CreateSource:
     """CREATE SOURCE name [IN CLUSTER c] FROM LOAD GENERATOR g [(options)] [FOR ALL TABLES]
-    [EXPOSE PROGRESS AS p], or FROM WEBHOOK BODY FORMAT f [INCLUDE HEADERS] [CHECK (...)].
+    [EXPOSE PROGRESS AS p], or FROM POSTGRES CONNECTION conn (PUBLICATION 'p') FOR ALL
+    TABLES | FOR TABLES (t [AS name], ...) [EXPOSE PROGRESS AS p], or FROM WEBHOOK BODY
+    FORMAT f [INCLUDE HEADERS] [CHECK (...)].
 
-    ``options``: ``(NAME, literal text)`` in order (``TICK INTERVAL``, ``'1s'``);
-    ``check``: the CHECK's text inside its parentheses, as written."""
+    ``options``: ``(NAME, literal text)`` in order (``TICK INTERVAL``, ``'1s'``;
+    ``PUBLICATION``, ``'p'``); ``connection``: ``[schema.]name``; ``tables``: FOR TABLES'
+    ``(schema or None, table, subsource name or None)``; ``check``: the CHECK's text
+    inside its parentheses, as written."""
 
     schema: str | None
     name: str
     cluster: str | None
-    kind: str  # 'load-generator' | 'webhook'
+    kind: str  # 'load-generator' | 'postgres' | 'webhook'
     generator: str | None = None
+    connection: str | None = None
+    tables: tuple[tuple[str | None, str, str | None], ...] = ()
     options: tuple[tuple[str, str], ...] = ()
     all_tables: bool = False
     progress_name: str | None = None
@@ -126,7 +132,7 @@ OPTION_NAMES = frozenset({
     "HOST", "PORT", "USER", "PASSWORD", "DATABASE", "SSL MODE", "SSL CERTIFICATE", "SSL KEY",
     "SSL CERTIFICATE AUTHORITY", "SSH TUNNEL", "AWS PRIVATELINK", "VALIDATE", "TICK INTERVAL", "AS OF", "UP TO",
     "SCALE FACTOR", "MAX CARDINALITY", "KEYS", "SNAPSHOT ROUNDS", "TRANSACTIONAL SNAPSHOT", "VALUE SIZE", "SEED",
-    "PARTITIONS", "BATCH SIZE",
+    "PARTITIONS", "BATCH SIZE", "PUBLICATION", "TEXT COLUMNS", "EXCLUDE COLUMNS",
 })
 
 
@@ -205,6 +211,8 @@ def _create_source(p, if_not_exists: bool) -> CreateSource:
                 raise p.error("INCLUDE HEADERS or CHECK")
         return CreateSource(schema, name, cluster, "webhook", body_format=fmt.lower(), include_headers=include,
                             check=check, if_not_exists=if_not_exists, sql=p.sql.strip().rstrip(";").strip())
+    if p.accept("POSTGRES", "CONNECTION"):
+        return _postgres_source(p, schema, name, cluster, if_not_exists)
     p.expect("LOAD", "GENERATOR")
     gen = p.word()
     if gen == "KEY" and p.word(1) == "VALUE":
@@ -232,6 +240,41 @@ def _create_source(p, if_not_exists: bool) -> CreateSource:
     return CreateSource(schema, name, cluster, "load-generator", generator=gen, options=tuple(options),
                         all_tables=all_tables, progress_name=progress, if_not_exists=if_not_exists,
                         sql=p.sql.strip().rstrip(";").strip())
+
+
+def _postgres_source(p, schema, name, cluster, if_not_exists) -> CreateSource:
+    connection = _qualified(p)
+    options = [(n, v) for n, v, _ in _options(p)] if p.peek() is not None and p.peek().name == "ASCII_40" else []
+    all_tables = False
+    tables: list[tuple[str | None, str, str | None]] = []
+    progress = None
+    while p.peek() is not None:
+        if p.accept("FOR", "ALL", "TABLES"):
+            all_tables = True
+        elif p.accept("FOR", "TABLES"):
+            p.expect_punct("(")
+            while True:
+                parts = [p.ident()]  # [database.][schema.]table upstream: its database is the connection's
+                while len(parts) < 3 and p.accept_punct("."):
+                    parts.append(p.ident())
+                t_schema, t_name = (parts[-2] if len(parts) > 1 else None), parts[-1]
+                alias = p.ident() if p.accept("AS") else None
+                tables.append((t_schema, t_name, alias))
+                if not p.accept_punct(","):
+                    break
+            p.expect_punct(")")
+        elif p.accept("EXPOSE", "PROGRESS", "AS"):
+            progress = p.ident()
+        elif p.word() == "FOR":
+            raise SqlError(FEATURE_NOT_SUPPORTED, "FOR SCHEMAS (...) is not supported",
+                           hint="Use FOR ALL TABLES or FOR TABLES (...).")
+        elif p.word() == "WITH":
+            raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE SOURCE ... WITH (...) is not supported")
+        else:
+            raise p.error("FOR ALL TABLES, FOR TABLES (...) or EXPOSE PROGRESS AS")
+    return CreateSource(schema, name, cluster, "postgres", connection=connection, options=tuple(options),
+                        all_tables=all_tables, tables=tuple(tables), progress_name=progress,
+                        if_not_exists=if_not_exists, sql=p.sql.strip().rstrip(";").strip())
 
 
 def parse(p):
