@@ -231,10 +231,6 @@ class PgSourceRunner(Runner):
         self.lsn = 0
         self._upper: int | None = None
         self._params: dict | None = None
-        #: statistics (mz_source_statistics)
-        self.stats = {"messages_received": 0, "bytes_received": 0, "updates_staged": 0, "updates_committed": 0,
-                      "snapshot_records_known": None, "snapshot_records_staged": None, "snapshot_committed": False,
-                      "offset_known": None, "offset_committed": None}
 
     def ready(self) -> bool:
         """Whether its snapshot is committed, or it stopped (or stalled before it)."""
@@ -360,6 +356,7 @@ class PgSourceRunner(Runner):
         while not self._stop.is_set():
             msg = cur.read_message()
             if msg is None:
+                self.stats["offset_known"] = max(self.stats["offset_known"] or 0, cur.wal_end or 0, self.lsn)
                 if pending_lsn > self.lsn and (pending_rows or first_at is not None):
                     self._flush(cur, progress, pending, pending_lsn)
                     pending, pending_rows, first_at = {}, 0, None

@@ -221,6 +221,10 @@ class Runner:
         #: Materialize's status (starting, running, stalled) and the error that stalled it
         self.status, self.error = "starting", None
         self.status_changed_at = time.time()
+        #: counters (mz_source_statistics' columns)
+        self.stats = {"messages_received": 0, "bytes_received": 0, "updates_staged": 0, "updates_committed": 0,
+                      "snapshot_records_known": None, "snapshot_records_staged": None, "snapshot_committed": False,
+                      "offset_known": None, "offset_committed": None}
 
     def _run(self) -> None:
         raise NotImplementedError
@@ -244,6 +248,10 @@ class Runner:
 
     def _progress(self) -> Subsource | None:
         return next((t for t in subsources(self.env.snapshot, self.source.id) if t.kind == "progress"), None)
+
+    def error_of(self, output: str) -> str | None:
+        """The error of the subsource with output key ``output``, or None (none here)."""
+        return None
 
 
 class SourceRunner(Runner):
@@ -299,6 +307,13 @@ class SourceRunner(Runner):
                                                      self.spec.get("max_cardinality")):
                 by_output.setdefault(output, []).append((row, diff))
         ts = commit_updates(self.env, self.source, by_output, progress, "offset", self.offset, target, self._upper)
+        n = sum(len(u) for u in by_output.values())
+        st = self.stats
+        st["messages_received"] += target - self.offset  # a load generator's message is a tick
+        st["updates_staged"] += n
+        st["updates_committed"] += n
+        st["offset_known"] = st["offset_committed"] = target
+        st["snapshot_committed"] = target >= self.spec["as_of"]
         if target - self.offset > 1:  # a catch-up (AS OF, or ticks missed while down): worth a line
             log.info("source %s: ticks %d to %d committed at %d", self.source.name, self.offset + 1, target, ts)
         self.offset, self._upper = target, ts + 1
@@ -419,9 +434,46 @@ class SourceRunners:
         if not isinstance(rel, Subsource):
             return
         r = self.runner(rel.source_id)
-        error = r.error_of(rel.output) if r is not None and hasattr(r, "error_of") else None
+        error = r.error_of(rel.output) if r is not None else None
         if error:
             raise SqlError("XX000", f'source "{rel.name}": {error}')
+
+    def status_rows(self, snap: CatalogSnapshot) -> list[tuple]:
+        """``mz_internal.mz_source_statuses``: a row per source and subsource (its
+        source's status; a subsource in error ``stalled`` with its error). Sources this
+        process does not run are ``starting`` here with no time (another process has
+        their status)."""
+        rows = []
+        for rel in snap.tables.values():
+            source = source_of(snap, rel)
+            if source is None:
+                continue
+            r = self.runner(source.id)
+            kind = source.kind if isinstance(rel, Source) else rel.kind
+            if r is None:
+                rows.append((rel.id, rel.name, kind, None, "starting", None, None))
+                continue
+            at = dt.datetime.fromtimestamp(r.status_changed_at, dt.UTC)
+            error = r.error_of(rel.output) if isinstance(rel, Subsource) and rel.kind != "progress" else None
+            if error:
+                rows.append((rel.id, rel.name, kind, at, "stalled", error, None))
+            else:
+                rows.append((rel.id, rel.name, kind, at, r.status, r.error, None))
+        return sorted(rows)
+
+    def statistics_rows(self, snap: CatalogSnapshot) -> list[tuple]:
+        """``mz_internal.mz_source_statistics``: a row per source this process runs."""
+        rows = []
+        for source_id in sorted(self._runners):
+            r = self.runner(source_id)
+            if r is None or source_id not in snap.tables:
+                continue
+            st = dict(r.stats)
+            rows.append((source_id, None, st["messages_received"], st["bytes_received"], st["updates_staged"],
+                         st["updates_committed"], 0, 0, None, st["snapshot_records_known"],
+                         st["snapshot_records_staged"], st["snapshot_committed"], st["offset_known"],
+                         st["offset_committed"]))
+        return rows
 
     def runner(self, source_id: str):
         """The running ingestion of ``source_id`` in this process, or None."""
