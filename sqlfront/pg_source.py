@@ -32,7 +32,6 @@ import re
 import select
 import time
 import uuid
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from catalog.errors import (
@@ -46,7 +45,7 @@ from catalog.snapshot import CatalogSnapshot, Column, Source, Subsource
 from catalog.types import INT8, make_type, type_from_oid
 from sqlfront import pgoutput
 from sqlfront import source_parse as sp
-from sqlfront.sources import Runner
+from sqlfront.sources import Plan, Runner
 
 if TYPE_CHECKING:
     from sqlfront.environment import Environment
@@ -64,16 +63,6 @@ GATHER_S = 0.2
 #: most rows gathered before a commit
 GATHER_ROWS = 50_000
 OBJECT_NOT_IN_PREREQUISITE_STATE = "55000"
-
-
-@dataclass(frozen=True)
-class Plan:
-    """What CREATE SOURCE stores: ``spec`` (connection id, publication, slot, tables),
-    the progress columns and the outputs ``(subsource name, columns, output key)``."""
-
-    spec: dict
-    progress_columns: tuple
-    outputs: list
 
 
 def lsn_int(text: str) -> int:
@@ -174,7 +163,7 @@ def plan(snap: CatalogSnapshot, stmt: sp.CreateSource) -> Plan:
     outputs = [(t["subsource"], _columns(t), f"{t['schema']}.{t['name']}") for t in tables]
     spec = {"connection_id": conn.id, "publication": publication, "tables": tables,
             "slot": f"sqlfront_{uuid.uuid4().hex[:16]}"}
-    return Plan(spec, PROGRESS_COLUMNS, outputs)
+    return Plan("postgres", spec, PROGRESS_COLUMNS, outputs)
 
 
 def _choose(published: list, stmt: sp.CreateSource, publication: str) -> list:

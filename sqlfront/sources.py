@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import logging
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -104,14 +105,27 @@ def generator_spec(stmt: sp.CreateSource) -> dict:
     return spec
 
 
-def create_source(stmt: sp.CreateSource, session_cluster: str, plan=None):
+@dataclass(frozen=True)
+class Plan:
+    """What CREATE SOURCE stores for a source planned outside the catalog transaction
+    (a PostgreSQL source reads its upstream, a webhook plans its CHECK): ``kind``
+    (``mz_sources.type``), ``spec``, the progress subsource's columns (None: it has
+    none, as a webhook) and the outputs ``(subsource name or None for the source's own
+    columns, columns, output key)``."""
+
+    kind: str
+    spec: dict
+    progress_columns: tuple | None
+    outputs: list
+
+
+def create_source(stmt: sp.CreateSource, session_cluster: str, plan: Plan | None = None):
     """CREATE SOURCE: the source, its subsources and its progress subsource, in the
     schema given (or the first of the search path), run by cluster ``IN CLUSTER`` (else
     the session's). The source's op comes last: when it commits, every shard it writes
     exists (``Environment._apply`` makes them in op order).
 
-    ``plan``: a PostgreSQL source's :class:`sqlfront.pg_source.Plan` (made outside the
-    catalog transaction: it reads the upstream database); None for a load generator.
+    ``plan``: a PostgreSQL or webhook source's :class:`Plan`; None for a load generator.
 
     Raises (from ``build``): 42710 for a taken name (nothing with IF NOT EXISTS); 42704
     for an unknown cluster; :func:`generator_spec`'s errors."""
@@ -121,13 +135,14 @@ def create_source(stmt: sp.CreateSource, session_cluster: str, plan=None):
         # (subsource name or None: the source's own columns, columns, output key)
         outputs = [(o.name, o.columns, o.name) for o in loadgen.OUTPUTS[spec["generator"]]]
     else:
-        spec, kind, progress_columns, outputs = plan.spec, "postgres", plan.progress_columns, plan.outputs
+        spec, kind, progress_columns, outputs = plan.spec, plan.kind, plan.progress_columns, plan.outputs
 
     def build(snap: CatalogSnapshot, ids) -> list:
         cluster = snap.resolve_cluster(stmt.cluster or session_cluster)
         s = snap.creation_schema(stmt.schema)
         progress = stmt.progress_name or f"{stmt.name}_progress"
-        names = [stmt.name, progress] + [name for name, _, _ in outputs if name is not None]
+        names = [stmt.name] + ([progress] if progress_columns else []) + \
+            [name for name, _, _ in outputs if name is not None]
         if snap.name_taken(s, stmt.name) and stmt.if_not_exists:
             return []
         for n in names:
@@ -141,8 +156,9 @@ def create_source(stmt: sp.CreateSource, session_cluster: str, plan=None):
         ops = [durable.CreateTable(Subsource(ids.allocate("item"), s, name, columns, shard(),
                                              source_id=source_id, output=key))
                for name, columns, key in outputs if name is not None]
-        ops.append(durable.CreateTable(Subsource(ids.allocate("item"), s, progress, progress_columns,
-                                                 shard(), source_id=source_id, output="", kind="progress")))
+        if progress_columns:
+            ops.append(durable.CreateTable(Subsource(ids.allocate("item"), s, progress, progress_columns,
+                                                     shard(), source_id=source_id, output="", kind="progress")))
         own = next((columns for name, columns, _ in outputs if name is None), ())
         ops.append(durable.CreateTable(Source(source_id, s, stmt.name, own, shard(), cluster_id=cluster.id,
                                               kind=kind, spec=json.dumps(spec | {"sql": stmt.sql}))))
@@ -442,7 +458,7 @@ class SourceRunners:
         """``mz_internal.mz_source_statuses``: a row per source and subsource (its
         source's status; a subsource in error ``stalled`` with its error). Sources this
         process does not run are ``starting`` here with no time (another process has
-        their status)."""
+        their status); a webhook source is ``running``."""
         rows = []
         for rel in snap.tables.values():
             source = source_of(snap, rel)
@@ -450,8 +466,9 @@ class SourceRunners:
                 continue
             r = self.runner(source.id)
             kind = source.kind if isinstance(rel, Source) else rel.kind
-            if r is None:
-                rows.append((rel.id, rel.name, kind, None, "starting", None, None))
+            if r is None:  # (a webhook has no ingestion: it runs while its HTTP listener does)
+                rows.append((rel.id, rel.name, kind, None, "running" if source.kind == "webhook" else "starting",
+                             None, None))
                 continue
             at = dt.datetime.fromtimestamp(r.status_changed_at, dt.UTC)
             error = r.error_of(rel.output) if isinstance(rel, Subsource) and rel.kind != "progress" else None

@@ -60,15 +60,14 @@ def drop_items(s: Session, stmt: sp.DropItems, sql: str, params) -> Result:
 
 
 def create_source(s: Session, stmt: sp.CreateSource, sql: str, params) -> Result:
-    """CREATE SOURCE ... FROM LOAD GENERATOR | POSTGRES (``sqlfront.sources``,
-    ``sqlfront.pg_source``); its cluster is IN CLUSTER's, else the session's. A PostgreSQL
-    source's upstream tables are read here, in the session's thread."""
-    from catalog.errors import FEATURE_NOT_SUPPORTED, SqlError
+    """CREATE SOURCE ... FROM LOAD GENERATOR | POSTGRES | WEBHOOK (``sqlfront.sources``,
+    ``sqlfront.pg_source``, ``sqlfront.webhook``); its cluster is IN CLUSTER's, else the
+    session's. A PostgreSQL source's upstream tables are read here, in the session's
+    thread."""
+    from catalog.errors import SqlError
     from sqlfront import sources
     from sqlfront.sequence import block_ddl
 
-    if stmt.kind == "webhook":
-        raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE SOURCE ... FROM WEBHOOK is not supported yet")
     if block_ddl.in_block(s):  # (Materialize's rule too) its ingestion starts when it commits
         raise SqlError(block_ddl.ACTIVE_SQL_TRANSACTION, "CREATE SOURCE cannot be run inside a transaction block")
     plan = None
@@ -79,6 +78,10 @@ def create_source(s: Session, stmt: sp.CreateSource, sql: str, params) -> Result
         if stmt.if_not_exists and snap.name_taken(snap.creation_schema(stmt.schema), stmt.name):
             return Result("CREATE SOURCE")
         plan = pg_source.plan(snap, stmt)
+    elif stmt.kind == "webhook":
+        from sqlfront import webhook
+
+        plan = webhook.plan(s.env.snapshot, stmt)
     run(s, sources.create_source(stmt, s.vars.get("cluster"), plan))
     made = s.env.snapshot.relation_by_name(s.env.snapshot.creation_schema(stmt.schema), stmt.name)
     if made is not None:
