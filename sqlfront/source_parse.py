@@ -13,10 +13,14 @@ from catalog.errors import FEATURE_NOT_SUPPORTED, SqlError
 
 @dataclass(frozen=True)
 class CreateSecret:
+    """CREATE SECRET name AS value: ``value`` a string literal's, or ``expr`` the text of
+    another expression (``decode('...', 'base64')``), evaluated when it runs."""
+
     schema: str | None
     name: str
     value: str = ""
     if_not_exists: bool = False
+    expr: str | None = None
 
     def __repr__(self) -> str:  # never the value: statements end up in logs
         return f"CreateSecret({self.schema!r}, {self.name!r})"
@@ -24,10 +28,15 @@ class CreateSecret:
 
 @dataclass(frozen=True)
 class AlterSecret:
+    """ALTER SECRET name AS value (``value``/``expr`` as :class:`CreateSecret`), or
+    ALTER SECRET name RENAME TO ``new_name``."""
+
     schema: str | None
     name: str
     value: str = ""
     if_exists: bool = False
+    expr: str | None = None
+    new_name: str | None = None
 
     def __repr__(self) -> str:
         return f"AlterSecret({self.schema!r}, {self.name!r})"
@@ -277,6 +286,16 @@ def _postgres_source(p, schema, name, cluster, if_not_exists) -> CreateSource:
                         if_not_exists=if_not_exists, sql=p.sql.strip().rstrip(";").strip())
 
 
+def _secret_value(p) -> tuple[str, str | None]:
+    """A secret's value: (a lone string literal's value, None), or ("", the expression's text)."""
+    t = p.peek()
+    if t is None:
+        raise p.error("a value")
+    if t.name == "SCONST" and p.peek(1) is None:
+        return p.string(), None
+    return "", p.rest_text()
+
+
 def parse(p):
     """The statement at parser ``p`` if it is one of this module's, else None (``p`` untouched).
 
@@ -303,12 +322,15 @@ def parse(p):
         p.i += 2
         if_exists = p.accept("IF", "EXISTS")
         schema, name = p.object_name()
-        if p.word() in ("RENAME", "OWNER"):
-            return None  # ALTER ... RENAME/OWNER TO: the generic forms
+        if p.accept("RENAME", "TO"):
+            new_name = p.ident()
+            p.done()
+            return AlterSecret(schema, name, if_exists=if_exists, new_name=new_name)
+        if p.word() == "OWNER":
+            return None  # ALTER ... OWNER TO: the generic form
         p.expect("AS")
-        value = p.string()
-        p.done()
-        return AlterSecret(schema, name, value, if_exists)
+        value, expr = _secret_value(p)
+        return AlterSecret(schema, name, value, if_exists, expr=expr)
     if w0 != "CREATE" or w1 not in ("SECRET", "CONNECTION", "SOURCE"):
         return None
     p.i += 2
@@ -318,12 +340,8 @@ def parse(p):
     schema, name = p.object_name()
     if w1 == "SECRET":
         p.expect("AS")
-        t = p.peek()
-        if t is None or t.name != "SCONST" or p.peek(1) is not None:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE SECRET ... AS takes a string literal here",
-                           hint="Write the secret's value as a string literal.")
-        value = p.string()
-        return CreateSecret(schema, name, value, if_not_exists)
+        value, expr = _secret_value(p)
+        return CreateSecret(schema, name, value, if_not_exists, expr=expr)
     p.expect("TO")
     kind = p.word()
     if kind != "POSTGRES":

@@ -23,6 +23,7 @@ import datetime as dt
 import json
 import logging
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -226,8 +227,6 @@ class Runner:
     kind shares: start, stop, its progress subsource and its status."""
 
     def __init__(self, env: Environment, source: Source):
-        import time
-
         self.env = env
         self.source = source
         self.spec = json.loads(source.spec)
@@ -257,8 +256,6 @@ class Runner:
             self._thread.join(wait_s)
 
     def _set_status(self, status: str, error: str | None = None) -> None:
-        import time
-
         if (status, error) != (self.status, self.error):
             self.status, self.error, self.status_changed_at = status, error, time.time()
 
@@ -295,9 +292,13 @@ class SourceRunner(Runner):
                 if not resumed:
                     self._resume(progress)
                     resumed = True
+                    clock = (time.monotonic(), self.offset)
                 if up_to is not None and self.offset >= up_to:
                     return
-                target = max(self.offset + 1, self.spec["as_of"])
+                # the ticks due by the clock since it resumed: a tick interval shorter than
+                # a commit makes commits of several ticks, not a slower clock
+                due = clock[1] + int((time.monotonic() - clock[0]) / tick_s)
+                target = max(self.offset + 1, self.spec["as_of"], due)
                 if up_to is not None:
                     target = min(target, up_to)
                 self._commit(progress, target)
@@ -423,8 +424,6 @@ class SourceRunners:
         is in persist, as a read of a new source in Materialize waits for its snapshot;
         at most ``timeout_s`` seconds (then reads find what there is). Returns at once for
         a source this process does not run."""
-        import time
-
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             with self._lock:

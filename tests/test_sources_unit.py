@@ -31,8 +31,7 @@ def test_parse_secret_connection_and_source_statements():
                     " (TICK INTERVAL '1s', AS OF 100000, UP TO 5) FOR ALL TABLES")
     assert (src.generator, src.cluster, src.all_tables) == ("AUCTION", "ingest", True)
     assert src.options == (("TICK INTERVAL", "1s"), ("AS OF", "100000"), ("UP TO", "5"))
-    for bad in ("CREATE SOURCE s FROM LOAD GENERATOR KEY VALUE", "CREATE SOURCE s FROM LOAD GENERATOR COUNTER WITH (x)",
-                "CREATE SECRET s AS decode('x', 'base64')"):
+    for bad in ("CREATE SOURCE s FROM LOAD GENERATOR KEY VALUE", "CREATE SOURCE s FROM LOAD GENERATOR COUNTER WITH (x)"):
         with pytest.raises(SqlError) as e:
             parse_one(bad)
         assert e.value.sqlstate == "0A000"
@@ -210,3 +209,19 @@ def test_postgres_column_types_and_lsns():
         with pytest.raises(SqlError) as e:
             column_type("t", "a", oid, name)
         assert e.value.sqlstate == "0A000"
+
+
+def test_secret_values_from_expressions_and_renames():
+    from sqlfront.secrets import secret_value
+
+    stmt = parse_one("CREATE SECRET s AS decode('c2VjcmV0', 'base64')")
+    assert stmt.expr == "decode('c2VjcmV0', 'base64')" and "c2Vj" not in repr(stmt)
+    assert secret_value(stmt.expr) == "secret"
+    assert secret_value("'a' || 'b'") == "ab"
+    for expr, sqlstate in (("NULL::text", "22004"), ("1 + 1", "42804"), ("decode('ff', 'hex')", "22021")):
+        with pytest.raises(SqlError) as e:
+            secret_value(expr)
+        assert e.value.sqlstate == sqlstate
+    assert parse_one("ALTER SECRET IF EXISTS x.s RENAME TO t") == sp.AlterSecret("x", "s", if_exists=True,
+                                                                               new_name="t")
+    assert parse_one("ALTER SECRET s AS 'v2'").value == "v2"

@@ -7,6 +7,7 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +16,9 @@ import psycopg
 import pytest
 
 KEY = "wh-test-signing-key"
+#: POSTs of the signature test: 300 in the suite (reading the many small commits they make
+#: costs seconds per hundred on a loaded machine); SQLFRONT_WEBHOOK_POSTS=1000 for issue 30's
+POSTS = int(os.environ.get("SQLFRONT_WEBHOOK_POSTS", "300"))
 
 
 def post(url: str, body: bytes, headers: dict | None = None) -> int:
@@ -40,16 +44,16 @@ def test_webhook_takes_exactly_the_validly_signed_posts(server, conn):
           constant_time_eq(decode(headers->'x-signature', 'base64'), hmac(request_body, wh_key, 'sha256'))
         )""")
     url = f"{server.console_url}/api/webhook/materialize/public/wh_events"
-    # 1,000 POSTs, a third signed with the wrong key, sent 16 at a time
+    # POSTS requests, a third signed with the wrong key, sent 16 at a time
     requests = []
-    for i in range(1000):
+    for i in range(POSTS):
         body = json.dumps({"i": i, "kind": "event"}).encode()
         requests.append((i, body, signed(body, KEY if i % 3 else "not-the-key")))
     with ThreadPoolExecutor(16) as pool:
         codes = list(pool.map(lambda r: post(url, r[1], r[2]), requests))
     valid = [i for i, _, _ in requests if i % 3]
     assert [c for c, (i, _, _) in zip(codes, requests) if i % 3] == [200] * len(valid)
-    assert [c for c, (i, _, _) in zip(codes, requests) if not i % 3] == [400] * (1000 - len(valid))
+    assert [c for c, (i, _, _) in zip(codes, requests) if not i % 3] == [400] * (POSTS - len(valid))
     # unsigned, malformed, unknown: refused, nothing written
     assert post(url, b'{"i": -1}') == 400
     body = b"not json"
@@ -87,8 +91,21 @@ def test_webhook_body_formats_and_bad_checks(server, conn):
             conn.execute("CREATE SOURCE wh_bad FROM WEBHOOK BODY FORMAT TEXT CHECK (WITH (BODY) headers IS NULL)")
         with pytest.raises(psycopg.errors.UndefinedObject):
             conn.execute("CREATE SOURCE wh_bad FROM WEBHOOK BODY FORMAT TEXT CHECK (WITH (SECRET nope) nope = '')")
+        # a secret made from an expression, renamed, then changed: the CHECK follows it
+        conn.execute("CREATE SECRET wh_k2 AS decode('a2V5', 'base64')")  # 'key'
+        conn.execute("CREATE SOURCE wh_sig FROM WEBHOOK BODY FORMAT TEXT CHECK (WITH (BODY, SECRET wh_k2 AS k) body = k)")
+        assert post(base + "wh_sig", b"key") == 200
+        assert post(base + "wh_sig", b"nope") == 400
+        conn.execute("ALTER SECRET wh_k2 RENAME TO wh_k3")
+        assert conn.execute("SELECT name FROM mz_secrets WHERE name LIKE 'wh_k%'").fetchall() == [("wh_k3",)]
+        assert post(base + "wh_sig", b"key") == 200
+        conn.execute("ALTER SECRET wh_k3 AS 'k' || '2'")
+        assert post(base + "wh_sig", b"key") == 400
+        assert post(base + "wh_sig", b"k2") == 200
+        assert conn.execute("SELECT body FROM wh_sig ORDER BY 1").fetchall() == [("k2",), ("key",), ("key",)]
     finally:
-        conn.execute("DROP SOURCE IF EXISTS wh_text, wh_bytes")
+        conn.execute("DROP SOURCE IF EXISTS wh_text, wh_bytes, wh_sig")
+        conn.execute("DROP SECRET IF EXISTS wh_k3")
 
 
 def test_encode_decode_hmac_functions(conn):

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from sqlfront import secrets
@@ -16,11 +17,15 @@ if TYPE_CHECKING:
 
 
 def create_secret(s: Session, stmt: sp.CreateSecret, sql: str, params) -> Result:
+    if stmt.expr is not None:  # AS <expression>: its value, computed here
+        stmt = dataclasses.replace(stmt, value=secrets.secret_value(stmt.expr), expr=None)
     run(s, secrets.create_secret(stmt))
     return Result("CREATE SECRET")
 
 
 def alter_secret(s: Session, stmt: sp.AlterSecret, sql: str, params) -> Result:
+    if stmt.expr is not None:
+        stmt = dataclasses.replace(stmt, value=secrets.secret_value(stmt.expr), expr=None)
     run(s, secrets.alter_secret(stmt))
     return Result("ALTER SECRET")
 
