@@ -225,14 +225,52 @@ def drop_items(stmt: sp.DropItems, drop_sources=None):
                     raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
                                    f'cannot drop secret "{obj.name}": still depended upon by connection '
                                    f'"{users[0].name}"', hint="Use DROP ... CASCADE to drop the dependent objects too.")
+                ops += _drop_users(snap, stmt, "secret", obj, sources_using(snap, obj.id))
+                for c in users:
+                    ops += _drop_users(snap, stmt, "connection", c, sources_using(snap, c.id))
                 ops += [durable.DropConnection(c.id) for c in users]
                 ops.append(durable.DropSecret(obj.id))
             else:
+                ops += _drop_users(snap, stmt, "connection", obj, sources_using(snap, obj.id))
                 ops.append(durable.DropConnection(obj.id))
         seen: set = set()
         return [op for op in ops if not (op in seen or seen.add(op))]
 
     return build
+
+
+def sources_using(snap: CatalogSnapshot, object_id: str) -> list:
+    """The sources that use secret or connection ``object_id``: PostgreSQL sources by
+    their connection, webhook sources by their CHECK's secrets."""
+    import json
+
+    from catalog.snapshot import Source
+
+    out = []
+    for t in snap.tables.values():
+        if not isinstance(t, Source) or t.kind not in ("postgres", "webhook"):
+            continue
+        spec = json.loads(t.spec)
+        if spec.get("connection_id") == object_id or \
+                any(b[3] == object_id for b in spec.get("check", {}).get("bindings", [])):
+            out.append(t)
+    return out
+
+
+def _drop_users(snap: CatalogSnapshot, stmt: sp.DropItems, kind: str, obj, users: list) -> list:
+    """The ops dropping ``users`` (sources of ``obj``) with CASCADE.
+
+    Raises:
+        SqlError 2BP01 for users without CASCADE."""
+    if not users:
+        return []
+    if not stmt.cascade:
+        raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                       f'cannot drop {kind} "{obj.name}": still depended upon by source "{users[0].name}"',
+                       hint="Use DROP ... CASCADE to drop the dependent objects too.")
+    from sqlfront.sources import drop_sources
+
+    return drop_sources(sp.DropItems("source", tuple((u.schema, u.name) for u in users), True, True))(snap, None)
 
 
 def libpq_params(snap: CatalogSnapshot, c: Connection) -> dict:

@@ -113,6 +113,8 @@ def test_postgres_source_follows_upstream(server, conn, upstream):
         assert "incompatible schema change" in conn.execute(statuses).fetchall()[-1][2]
         assert conn.execute("SELECT updates_committed > 202 FROM mz_internal.mz_source_statistics s "
                             "JOIN mz_sources m ON m.id = s.id WHERE m.name = 'pg_src'").fetchone() == (True,)
+        with pytest.raises(psycopg.errors.DependentObjectsStillExist):
+            conn.execute("DROP CONNECTION pg_up")
         conn.execute("DROP SOURCE pg_src CASCADE")
         # the replication slot goes with the source
         wait_for(lambda: up.execute("SELECT count(*) FROM pg_replication_slots WHERE database = current_database()").fetchone() == (0,), timeout=30)

@@ -103,6 +103,10 @@ def test_webhook_body_formats_and_bad_checks(server, conn):
         assert post(base + "wh_sig", b"key") == 400
         assert post(base + "wh_sig", b"k2") == 200
         assert conn.execute("SELECT body FROM wh_sig ORDER BY 1").fetchall() == [("k2",), ("key",), ("key",)]
+        with pytest.raises(psycopg.errors.DependentObjectsStillExist):  # the CHECK uses it
+            conn.execute("DROP SECRET wh_k3")
+        conn.execute("DROP SECRET wh_k3 CASCADE")  # and the source with it
+        assert conn.execute("SELECT count(*) FROM mz_sources WHERE name = 'wh_sig'").fetchone() == (0,)
     finally:
         conn.execute("DROP SOURCE IF EXISTS wh_text, wh_bytes, wh_sig")
         conn.execute("DROP SECRET IF EXISTS wh_k3")
