@@ -288,6 +288,8 @@ class PgSourceRunner(Runner):
             cur = repl.cursor()
             if self.lsn == 0:
                 self._snapshot(cur, progress)
+                if self._stop.is_set():  # stopped during the snapshot: nothing of it committed
+                    return False
             self._set_status("running")
             cur.start_replication(slot_name=self.spec["slot"], decode=False, start_lsn=self.lsn,
                                   options={"proto_version": "1", "publication_names": self.spec["publication"]})
