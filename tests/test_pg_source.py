@@ -109,6 +109,8 @@ def test_postgres_source_follows_upstream(server, conn, upstream):
 
         err = wait_for(tags_error, timeout=60)
         assert "incompatible schema change" in str(err)
+        with pytest.raises(psycopg.errors.InternalError, match="incompatible schema change"), conn.transaction():
+            conn.execute("DECLARE c CURSOR FOR SUBSCRIBE tags")
         assert conn.execute(statuses).fetchall()[-1][:2] == ("tags", "stalled")
         assert "incompatible schema change" in conn.execute(statuses).fetchall()[-1][2]
         assert conn.execute("SELECT updates_committed > 202 FROM mz_internal.mz_source_statistics s "
