@@ -15,8 +15,8 @@ from __future__ import annotations
 from catalog import rbac
 from catalog.pg_catalog import PSEUDO_TYPE_OIDS
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Column
-from catalog.types import BOOL, BYTEA, FLOAT8, INT4, INT8, OID, TEXT, TIMESTAMPTZ, UUID, SqlType, all_type_names, \
-    array_of
+from catalog.types import BOOL, BYTEA, FLOAT8, INT4, INT8, INTERVAL, JSONB, OID, TEXT, TIMESTAMPTZ, UUID, SqlType, \
+    all_type_names, array_of
 
 _TEXT_ARRAY = array_of(TEXT)
 
@@ -24,7 +24,7 @@ _TEXT_ARRAY = array_of(TEXT)
 def _cols(spec: str) -> tuple[Column, ...]:
     """``"name:type name:type? ..."``: ``?`` marks a nullable column."""
     types = {"text": TEXT, "int4": INT4, "int8": INT8, "float8": FLOAT8, "bool": BOOL, "oid": OID, "uuid": UUID,
-             "timestamptz": TIMESTAMPTZ, "bytea": BYTEA, "text[]": _TEXT_ARRAY}
+             "timestamptz": TIMESTAMPTZ, "bytea": BYTEA, "text[]": _TEXT_ARRAY, "jsonb": JSONB, "interval": INTERVAL}
     out = []
     for item in spec.split():
         name, typ = item.split(":")
@@ -92,12 +92,27 @@ MZ_TYPES = BuiltinTable("s211", "mz_catalog", "mz_types", _cols(
 MZ_FUNCTIONS = BuiltinTable("s212", "mz_catalog", "mz_functions", _cols(
     "id:text oid:oid schema_id:text name:text argument_type_ids:text[] variadic_argument_type_id:text? "
     "return_type_id:text? returns_set:bool owner_id:text"))
+#: each source's and subsource's status (Materialize's: starting, running, stalled...;
+#: ``error`` why it stalled, or why a subsource's table is in error), from the ingestion
+#: of the process that runs it
+MZ_SOURCE_STATUSES = _internal(
+    "s215", "mz_source_statuses", "id:text name:text type:text last_status_change_at:timestamptz? status:text "
+                                  "error:text? details:jsonb?")
+#: each source's ingestion counters since this process started it: messages and bytes
+#: read upstream, updates staged and committed, the snapshot's progress (records known
+#: and read), and offsets: a PostgreSQL source's WAL LSNs (known upstream, committed; their
+#: difference is the lag in bytes), a load generator's ticks
+MZ_SOURCE_STATISTICS = _internal(
+    "s216", "mz_source_statistics",
+    "id:text replica_id:text? messages_received:int8 bytes_received:int8 updates_staged:int8 updates_committed:int8 "
+    "records_indexed:int8 bytes_indexed:int8 rehydration_latency:interval? snapshot_records_known:int8? "
+    "snapshot_records_staged:int8? snapshot_committed:bool offset_known:int8? offset_committed:int8?")
 
 INTROSPECTION_TABLES = (
     MZ_CLUSTER_REPLICA_STATUSES, MZ_CLUSTER_REPLICA_METRICS, MZ_CLUSTER_REPLICA_METRICS_HISTORY,
     MZ_CLUSTER_REPLICA_UTILIZATION, MZ_CLUSTER_REPLICA_UTILIZATION_HISTORY, MZ_SESSIONS, MZ_RECENT_ACTIVITY_LOG,
     MZ_RECENT_ACTIVITY_LOG_REDACTED, MZ_OBJECT_DEPENDENCIES, MZ_STORAGE_USAGE_BY_SHARD, MZ_COMMENTS, MZ_TYPES,
-    MZ_FUNCTIONS,
+    MZ_FUNCTIONS, MZ_SOURCE_STATUSES, MZ_SOURCE_STATISTICS,
 )
 
 #: types' ids are ``s<TYPE_ID_BASE + OID>``: stable, and clear of the builtin tables' ids

@@ -1030,7 +1030,7 @@ class Environment:
             threading.Thread(target=self.sequences.forget, args=([op.sequence_id],), name="drop-sequence",
                              daemon=True).start()
         elif isinstance(op, durable.DropTable):
-            self.sources.stop(op.table_id)  # (no runner: nothing to stop)
+            self.sources.stop(op.table_id, dropped=True)  # (no runner: nothing to stop)
             self._finalize_soon()
         elif isinstance(op, durable.CreateMaterializedView):
             # Empty, with since and upper at 0: no time is readable until its cluster

@@ -66,6 +66,10 @@ def rows(env: "Environment", table: BuiltinTable, viewer: str | None = None) -> 
         return dependency_rows(env.snapshot)
     if tid == t.MZ_FUNCTIONS.id:
         return function_rows()
+    if tid == t.MZ_SOURCE_STATUSES.id:
+        return env.sources.status_rows(env.snapshot)
+    if tid == t.MZ_SOURCE_STATISTICS.id:
+        return env.sources.statistics_rows(env.snapshot)
     return None
 
 

@@ -89,16 +89,57 @@ def create_secret(stmt: sp.CreateSecret):
     return build
 
 
-def alter_secret(stmt: sp.AlterSecret):
-    """ALTER SECRET [IF EXISTS] name AS 'value': what uses it reads the new value from then on.
+def secret_value(expr: str) -> str:
+    """The value of CREATE/ALTER SECRET ... AS ``expr`` (an expression over no relation,
+    as Materialize allows: ``decode('c2VjcmV0', 'base64')``): text as it is, bytea as
+    UTF-8 text (secrets are text here).
 
-    Raises (from ``build``): 42704 for an unknown secret (nothing with IF EXISTS)."""
+    Raises:
+        SqlError as planning and evaluating raise; 22004 for NULL; 42804 for a type
+        other than text or bytea; 22021 for bytes that are not UTF-8."""
+    import pglast
+
+    from planner.consteval import evaluate
+    from planner.expr import ExprPlanner
+    from planner.scope import Scope
+
+    try:
+        node = pglast.parse_sql(f"SELECT ({expr})")[0].stmt.targetList[0].val
+    except pglast.parser.ParseError as e:
+        raise SqlError("42601", f"syntax error in the secret's value: {e}") from None
+    e = ExprPlanner(Scope()).plan(node)
+    if e.type.name not in ("text", "bytea", "unknown", "varchar", "bpchar"):
+        raise SqlError("42804", f"a secret's value must be text or bytea, not {e.type.sql()}")
+    value = evaluate(e)
+    if value is None:
+        raise SqlError("22004", "secret value can not be null")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        try:
+            return bytes(value).decode()
+        except UnicodeDecodeError:
+            raise SqlError("22021", "a secret's value must be valid UTF-8 here") from None
+    return str(value)
+
+
+def alter_secret(stmt: sp.AlterSecret):
+    """ALTER SECRET [IF EXISTS] name AS 'value': what uses it reads the new value from
+    then on; or ALTER SECRET [IF EXISTS] name RENAME TO new_name (connections and webhook
+    CHECKs refer to it by id: they keep using it).
+
+    Raises (from ``build``): 42704 for an unknown secret (nothing with IF EXISTS); 42710
+    for a taken name."""
     def build(snap: CatalogSnapshot, ids) -> list:
         found = _lookup(snap, stmt.schema, stmt.name, snap.secret_by_name)
         if found is None:
             if stmt.if_exists:
                 return []
             raise SqlError(UNDEFINED_OBJECT, f"unknown catalog item '{stmt.name}'")
+        if stmt.new_name is not None:
+            if stmt.new_name == found.name:
+                return []
+            if snap.name_taken(found.schema, stmt.new_name):
+                raise SqlError(DUPLICATE_OBJECT, f"catalog item '{stmt.new_name}' already exists")
+            return [durable.UpdateSecret(replace(found, name=stmt.new_name))]
         return [durable.UpdateSecret(replace(found, value=stmt.value))]
 
     return build
@@ -184,14 +225,52 @@ def drop_items(stmt: sp.DropItems, drop_sources=None):
                     raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
                                    f'cannot drop secret "{obj.name}": still depended upon by connection '
                                    f'"{users[0].name}"', hint="Use DROP ... CASCADE to drop the dependent objects too.")
+                ops += _drop_users(snap, stmt, "secret", obj, sources_using(snap, obj.id))
+                for c in users:
+                    ops += _drop_users(snap, stmt, "connection", c, sources_using(snap, c.id))
                 ops += [durable.DropConnection(c.id) for c in users]
                 ops.append(durable.DropSecret(obj.id))
             else:
+                ops += _drop_users(snap, stmt, "connection", obj, sources_using(snap, obj.id))
                 ops.append(durable.DropConnection(obj.id))
         seen: set = set()
         return [op for op in ops if not (op in seen or seen.add(op))]
 
     return build
+
+
+def sources_using(snap: CatalogSnapshot, object_id: str) -> list:
+    """The sources that use secret or connection ``object_id``: PostgreSQL sources by
+    their connection, webhook sources by their CHECK's secrets."""
+    import json
+
+    from catalog.snapshot import Source
+
+    out = []
+    for t in snap.tables.values():
+        if not isinstance(t, Source) or t.kind not in ("postgres", "webhook"):
+            continue
+        spec = json.loads(t.spec)
+        if spec.get("connection_id") == object_id or \
+                any(b[3] == object_id for b in spec.get("check", {}).get("bindings", [])):
+            out.append(t)
+    return out
+
+
+def _drop_users(snap: CatalogSnapshot, stmt: sp.DropItems, kind: str, obj, users: list) -> list:
+    """The ops dropping ``users`` (sources of ``obj``) with CASCADE.
+
+    Raises:
+        SqlError 2BP01 for users without CASCADE."""
+    if not users:
+        return []
+    if not stmt.cascade:
+        raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                       f'cannot drop {kind} "{obj.name}": still depended upon by source "{users[0].name}"',
+                       hint="Use DROP ... CASCADE to drop the dependent objects too.")
+    from sqlfront.sources import drop_sources
+
+    return drop_sources(sp.DropItems("source", tuple((u.schema, u.name) for u in users), True, True))(snap, None)
 
 
 def libpq_params(snap: CatalogSnapshot, c: Connection) -> dict:

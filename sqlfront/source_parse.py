@@ -13,10 +13,14 @@ from catalog.errors import FEATURE_NOT_SUPPORTED, SqlError
 
 @dataclass(frozen=True)
 class CreateSecret:
+    """CREATE SECRET name AS value: ``value`` a string literal's, or ``expr`` the text of
+    another expression (``decode('...', 'base64')``), evaluated when it runs."""
+
     schema: str | None
     name: str
     value: str = ""
     if_not_exists: bool = False
+    expr: str | None = None
 
     def __repr__(self) -> str:  # never the value: statements end up in logs
         return f"CreateSecret({self.schema!r}, {self.name!r})"
@@ -24,10 +28,15 @@ class CreateSecret:
 
 @dataclass(frozen=True)
 class AlterSecret:
+    """ALTER SECRET name AS value (``value``/``expr`` as :class:`CreateSecret`), or
+    ALTER SECRET name RENAME TO ``new_name``."""
+
     schema: str | None
     name: str
     value: str = ""
     if_exists: bool = False
+    expr: str | None = None
+    new_name: str | None = None
 
     def __repr__(self) -> str:
         return f"AlterSecret({self.schema!r}, {self.name!r})"
@@ -70,16 +79,22 @@ class ValidateConnection:
 @dataclass(frozen=True)
 class CreateSource:
     """CREATE SOURCE name [IN CLUSTER c] FROM LOAD GENERATOR g [(options)] [FOR ALL TABLES]
-    [EXPOSE PROGRESS AS p], or FROM WEBHOOK BODY FORMAT f [INCLUDE HEADERS] [CHECK (...)].
+    [EXPOSE PROGRESS AS p], or FROM POSTGRES CONNECTION conn (PUBLICATION 'p') FOR ALL
+    TABLES | FOR TABLES (t [AS name], ...) [EXPOSE PROGRESS AS p], or FROM WEBHOOK BODY
+    FORMAT f [INCLUDE HEADERS] [CHECK (...)].
 
-    ``options``: ``(NAME, literal text)`` in order (``TICK INTERVAL``, ``'1s'``);
-    ``check``: the CHECK's text inside its parentheses, as written."""
+    ``options``: ``(NAME, literal text)`` in order (``TICK INTERVAL``, ``'1s'``;
+    ``PUBLICATION``, ``'p'``); ``connection``: ``[schema.]name``; ``tables``: FOR TABLES'
+    ``(schema or None, table, subsource name or None)``; ``check``: the CHECK's text
+    inside its parentheses, as written."""
 
     schema: str | None
     name: str
     cluster: str | None
-    kind: str  # 'load-generator' | 'webhook'
+    kind: str  # 'load-generator' | 'postgres' | 'webhook'
     generator: str | None = None
+    connection: str | None = None
+    tables: tuple[tuple[str | None, str, str | None], ...] = ()
     options: tuple[tuple[str, str], ...] = ()
     all_tables: bool = False
     progress_name: str | None = None
@@ -126,7 +141,7 @@ OPTION_NAMES = frozenset({
     "HOST", "PORT", "USER", "PASSWORD", "DATABASE", "SSL MODE", "SSL CERTIFICATE", "SSL KEY",
     "SSL CERTIFICATE AUTHORITY", "SSH TUNNEL", "AWS PRIVATELINK", "VALIDATE", "TICK INTERVAL", "AS OF", "UP TO",
     "SCALE FACTOR", "MAX CARDINALITY", "KEYS", "SNAPSHOT ROUNDS", "TRANSACTIONAL SNAPSHOT", "VALUE SIZE", "SEED",
-    "PARTITIONS", "BATCH SIZE",
+    "PARTITIONS", "BATCH SIZE", "PUBLICATION", "TEXT COLUMNS", "EXCLUDE COLUMNS",
 })
 
 
@@ -205,6 +220,8 @@ def _create_source(p, if_not_exists: bool) -> CreateSource:
                 raise p.error("INCLUDE HEADERS or CHECK")
         return CreateSource(schema, name, cluster, "webhook", body_format=fmt.lower(), include_headers=include,
                             check=check, if_not_exists=if_not_exists, sql=p.sql.strip().rstrip(";").strip())
+    if p.accept("POSTGRES", "CONNECTION"):
+        return _postgres_source(p, schema, name, cluster, if_not_exists)
     p.expect("LOAD", "GENERATOR")
     gen = p.word()
     if gen == "KEY" and p.word(1) == "VALUE":
@@ -234,6 +251,51 @@ def _create_source(p, if_not_exists: bool) -> CreateSource:
                         sql=p.sql.strip().rstrip(";").strip())
 
 
+def _postgres_source(p, schema, name, cluster, if_not_exists) -> CreateSource:
+    connection = _qualified(p)
+    options = [(n, v) for n, v, _ in _options(p)] if p.peek() is not None and p.peek().name == "ASCII_40" else []
+    all_tables = False
+    tables: list[tuple[str | None, str, str | None]] = []
+    progress = None
+    while p.peek() is not None:
+        if p.accept("FOR", "ALL", "TABLES"):
+            all_tables = True
+        elif p.accept("FOR", "TABLES"):
+            p.expect_punct("(")
+            while True:
+                parts = [p.ident()]  # [database.][schema.]table upstream: its database is the connection's
+                while len(parts) < 3 and p.accept_punct("."):
+                    parts.append(p.ident())
+                t_schema, t_name = (parts[-2] if len(parts) > 1 else None), parts[-1]
+                alias = p.ident() if p.accept("AS") else None
+                tables.append((t_schema, t_name, alias))
+                if not p.accept_punct(","):
+                    break
+            p.expect_punct(")")
+        elif p.accept("EXPOSE", "PROGRESS", "AS"):
+            progress = p.ident()
+        elif p.word() == "FOR":
+            raise SqlError(FEATURE_NOT_SUPPORTED, "FOR SCHEMAS (...) is not supported",
+                           hint="Use FOR ALL TABLES or FOR TABLES (...).")
+        elif p.word() == "WITH":
+            raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE SOURCE ... WITH (...) is not supported")
+        else:
+            raise p.error("FOR ALL TABLES, FOR TABLES (...) or EXPOSE PROGRESS AS")
+    return CreateSource(schema, name, cluster, "postgres", connection=connection, options=tuple(options),
+                        all_tables=all_tables, tables=tuple(tables), progress_name=progress,
+                        if_not_exists=if_not_exists, sql=p.sql.strip().rstrip(";").strip())
+
+
+def _secret_value(p) -> tuple[str, str | None]:
+    """A secret's value: (a lone string literal's value, None), or ("", the expression's text)."""
+    t = p.peek()
+    if t is None:
+        raise p.error("a value")
+    if t.name == "SCONST" and p.peek(1) is None:
+        return p.string(), None
+    return "", p.rest_text()
+
+
 def parse(p):
     """The statement at parser ``p`` if it is one of this module's, else None (``p`` untouched).
 
@@ -260,12 +322,15 @@ def parse(p):
         p.i += 2
         if_exists = p.accept("IF", "EXISTS")
         schema, name = p.object_name()
-        if p.word() in ("RENAME", "OWNER"):
-            return None  # ALTER ... RENAME/OWNER TO: the generic forms
+        if p.accept("RENAME", "TO"):
+            new_name = p.ident()
+            p.done()
+            return AlterSecret(schema, name, if_exists=if_exists, new_name=new_name)
+        if p.word() == "OWNER":
+            return None  # ALTER ... OWNER TO: the generic form
         p.expect("AS")
-        value = p.string()
-        p.done()
-        return AlterSecret(schema, name, value, if_exists)
+        value, expr = _secret_value(p)
+        return AlterSecret(schema, name, value, if_exists, expr=expr)
     if w0 != "CREATE" or w1 not in ("SECRET", "CONNECTION", "SOURCE"):
         return None
     p.i += 2
@@ -275,12 +340,8 @@ def parse(p):
     schema, name = p.object_name()
     if w1 == "SECRET":
         p.expect("AS")
-        t = p.peek()
-        if t is None or t.name != "SCONST" or p.peek(1) is not None:
-            raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE SECRET ... AS takes a string literal here",
-                           hint="Write the secret's value as a string literal.")
-        value = p.string()
-        return CreateSecret(schema, name, value, if_not_exists)
+        value, expr = _secret_value(p)
+        return CreateSecret(schema, name, value, if_not_exists, expr=expr)
     p.expect("TO")
     kind = p.word()
     if kind != "POSTGRES":

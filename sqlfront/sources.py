@@ -23,6 +23,8 @@ import datetime as dt
 import json
 import logging
 import threading
+import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -104,22 +106,44 @@ def generator_spec(stmt: sp.CreateSource) -> dict:
     return spec
 
 
-def create_source(stmt: sp.CreateSource, session_cluster: str):
-    """CREATE SOURCE ... FROM LOAD GENERATOR: the source, its subsources and its progress
-    subsource, in the schema given (or the first of the search path), run by cluster
-    ``IN CLUSTER`` (else the session's). The source's op comes last: when it commits,
-    every shard it writes exists (``Environment._apply`` makes them in op order).
+@dataclass(frozen=True)
+class Plan:
+    """What CREATE SOURCE stores for a source planned outside the catalog transaction
+    (a PostgreSQL source reads its upstream, a webhook plans its CHECK): ``kind``
+    (``mz_sources.type``), ``spec``, the progress subsource's columns (None: it has
+    none, as a webhook) and the outputs ``(subsource name or None for the source's own
+    columns, columns, output key)``."""
+
+    kind: str
+    spec: dict
+    progress_columns: tuple | None
+    outputs: list
+
+
+def create_source(stmt: sp.CreateSource, session_cluster: str, plan: Plan | None = None):
+    """CREATE SOURCE: the source, its subsources and its progress subsource, in the
+    schema given (or the first of the search path), run by cluster ``IN CLUSTER`` (else
+    the session's). The source's op comes last: when it commits, every shard it writes
+    exists (``Environment._apply`` makes them in op order).
+
+    ``plan``: a PostgreSQL or webhook source's :class:`Plan`; None for a load generator.
 
     Raises (from ``build``): 42710 for a taken name (nothing with IF NOT EXISTS); 42704
     for an unknown cluster; :func:`generator_spec`'s errors."""
-    spec = generator_spec(stmt)
-    outputs = loadgen.OUTPUTS[spec["generator"]]
+    if plan is None:
+        spec = generator_spec(stmt)
+        kind, progress_columns = "load-generator", loadgen.PROGRESS_COLUMNS
+        # (subsource name or None: the source's own columns, columns, output key)
+        outputs = [(o.name, o.columns, o.name) for o in loadgen.OUTPUTS[spec["generator"]]]
+    else:
+        spec, kind, progress_columns, outputs = plan.spec, plan.kind, plan.progress_columns, plan.outputs
 
     def build(snap: CatalogSnapshot, ids) -> list:
         cluster = snap.resolve_cluster(stmt.cluster or session_cluster)
         s = snap.creation_schema(stmt.schema)
         progress = stmt.progress_name or f"{stmt.name}_progress"
-        names = [stmt.name, progress] + [o.name for o in outputs if o.name is not None]
+        names = [stmt.name] + ([progress] if progress_columns else []) + \
+            [name for name, _, _ in outputs if name is not None]
         if snap.name_taken(s, stmt.name) and stmt.if_not_exists:
             return []
         for n in names:
@@ -130,14 +154,15 @@ def create_source(stmt: sp.CreateSource, session_cluster: str):
         def shard() -> str:
             return "shard-s" + ids.allocate("shard")[1:]
 
-        ops = [durable.CreateTable(Subsource(ids.allocate("item"), s, o.name, o.columns, shard(),
-                                             source_id=source_id, output=o.name))
-               for o in outputs if o.name is not None]
-        ops.append(durable.CreateTable(Subsource(ids.allocate("item"), s, progress, loadgen.PROGRESS_COLUMNS,
-                                                 shard(), source_id=source_id, output="", kind="progress")))
-        own = next((o.columns for o in outputs if o.name is None), ())
+        ops = [durable.CreateTable(Subsource(ids.allocate("item"), s, name, columns, shard(),
+                                             source_id=source_id, output=key))
+               for name, columns, key in outputs if name is not None]
+        if progress_columns:
+            ops.append(durable.CreateTable(Subsource(ids.allocate("item"), s, progress, progress_columns,
+                                                     shard(), source_id=source_id, output="", kind="progress")))
+        own = next((columns for name, columns, _ in outputs if name is None), ())
         ops.append(durable.CreateTable(Source(source_id, s, stmt.name, own, shard(), cluster_id=cluster.id,
-                                              kind="load-generator", spec=json.dumps(spec | {"sql": stmt.sql}))))
+                                              kind=kind, spec=json.dumps(spec | {"sql": stmt.sql}))))
         return ops
 
     return build
@@ -197,37 +222,63 @@ def drop_sources(stmt: sp.DropItems):
 
 # -- ingestion --------------------------------------------------------------------------------
 
-class SourceRunner:
-    """The ingestion of one load generator source, on its own thread."""
+class Runner:
+    """The ingestion of one source on its own thread (``_run``, a subclass's): what every
+    kind shares: start, stop, its progress subsource and its status."""
 
     def __init__(self, env: Environment, source: Source):
         self.env = env
         self.source = source
         self.spec = json.loads(source.spec)
         self._stop = threading.Event()
+        self._dropped = False
         self._thread = threading.Thread(target=self._run, name=f"source-{source.id}", daemon=True)
-        #: ticks committed (the progress offset), and the progress shard's upper after them
-        self.offset = 0
-        self._upper: int | None = None
+        #: Materialize's status (starting, running, stalled) and the error that stalled it
+        self.status, self.error = "starting", None
+        self.status_changed_at = time.time()
+        #: counters (mz_source_statistics' columns)
+        self.stats = {"messages_received": 0, "bytes_received": 0, "updates_staged": 0, "updates_committed": 0,
+                      "snapshot_records_known": None, "snapshot_records_staged": None, "snapshot_committed": False,
+                      "offset_known": None, "offset_committed": None}
+
+    def _run(self) -> None:
+        raise NotImplementedError
 
     def start(self) -> None:
         self._thread.start()
 
-    def stop(self, wait_s: float = 0) -> None:
+    def stop(self, wait_s: float = 0, dropped: bool = False) -> None:
+        """Stop; ``dropped``: the source is gone for good (a PostgreSQL source then drops
+        its replication slot upstream)."""
+        self._dropped = self._dropped or dropped
         self._stop.set()
         if wait_s and self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(wait_s)
 
+    def _set_status(self, status: str, error: str | None = None) -> None:
+        if (status, error) != (self.status, self.error):
+            self.status, self.error, self.status_changed_at = status, error, time.time()
+
     def _progress(self) -> Subsource | None:
         return next((t for t in subsources(self.env.snapshot, self.source.id) if t.kind == "progress"), None)
 
+    def error_of(self, output: str) -> str | None:
+        """The error of the subsource with output key ``output``, or None (none here)."""
+        return None
+
+
+class SourceRunner(Runner):
+    """The ingestion of one load generator source, on its own thread."""
+
+    def __init__(self, env: Environment, source: Source):
+        super().__init__(env, source)
+        #: ticks committed (the progress offset), and the progress shard's upper after them
+        self.offset = 0
+        self._upper: int | None = None
+
     def _resume(self, progress: Subsource) -> None:
         """Read the offset committed (the progress shard's row at its upper)."""
-        persist = self.env.persist
-        self._upper = persist.state(progress.shard_id).upper
-        schema = arrow_schema([c.name for c in progress.columns], [c.type for c in progress.columns])
-        rows = persist.read_table(progress.shard_id, schema).column(0).to_pylist() if self._upper > 0 else []
-        self.offset = max((r for r in rows if r is not None), default=0)
+        self.offset, self._upper = committed_offset(self.env, progress)
 
     def _run(self) -> None:
         tick_s = self.spec["tick_ms"] / 1000
@@ -241,15 +292,21 @@ class SourceRunner:
                 if not resumed:
                     self._resume(progress)
                     resumed = True
+                    clock = (time.monotonic(), self.offset)
                 if up_to is not None and self.offset >= up_to:
                     return
-                target = max(self.offset + 1, self.spec["as_of"])
+                # the ticks due by the clock since it resumed: a tick interval shorter than
+                # a commit makes commits of several ticks, not a slower clock
+                due = clock[1] + int((time.monotonic() - clock[0]) / tick_s)
+                target = max(self.offset + 1, self.spec["as_of"], due)
                 if up_to is not None:
                     target = min(target, up_to)
                 self._commit(progress, target)
+                self._set_status("running")
             except Exception as e:  # noqa: BLE001 - a dropped shard, a conflict: read the progress again
                 if self._stop.is_set():
                     return
+                self._set_status("stalled", f"tick failed: {type(e).__name__}")
                 log.warning("source %s: tick failed (%s); resuming from its progress", self.source.name,
                             type(e).__name__)
                 resumed = False
@@ -257,10 +314,6 @@ class SourceRunner:
 
     def _commit(self, progress: Subsource, target: int) -> None:
         """Commit ticks ``offset + 1 .. target`` as one group commit, with the progress."""
-        from sqlfront.group_commit import Write
-        from sqlfront.sequence.result import storable_to_arrow
-
-        snap = self.env.snapshot
         now = dt.datetime.now(dt.UTC)
         tick_s = self.spec["tick_ms"] / 1000
         by_output: dict[str | None, list[tuple[tuple, int]]] = {}
@@ -270,29 +323,66 @@ class SourceRunner:
             for output, row, diff in loadgen.updates(self.spec["generator"], self.source.id, tick, at,
                                                      self.spec.get("max_cardinality")):
                 by_output.setdefault(output, []).append((row, diff))
-        targets = {t.output: t for t in subsources(snap, self.source.id) if t.kind != "progress"}
-        targets[None] = self.source
-        persist = self.env.persist
-        writes = []
-        for output, updates in by_output.items():
-            rel = targets.get(output)
-            if rel is None:  # a subsource dropped alone
-                continue
-            data = storable_to_arrow(rel, [r for r, _ in updates])
-            if all(d == 1 for _, d in updates):  # inserts only: a plain batch, as an INSERT's
-                writes.append(Write(rel.shard_id, batch=persist.batch(rel.shard_id, data)))
-                continue
-            data = data.append_column(DIFF_COLUMN, pa.array([d for _, d in updates], pa.int64()))
-            writes.append(Write(rel.shard_id, batch=persist.updates_batch(rel.shard_id, data)))
-        moves = [(target, 1)] + ([(self.offset, -1)] if self.offset else [])
-        data = pa.table({"offset": pa.array([o for o, _ in moves], pa.int64()),
-                         DIFF_COLUMN: pa.array([d for _, d in moves], pa.int64())})
-        writes.append(Write(progress.shard_id, batch=persist.updates_batch(progress.shard_id, data),
-                            expected_upper=self._upper))
-        ts = self.env.writer.commit(writes)
+        ts = commit_updates(self.env, self.source, by_output, progress, "offset", self.offset, target, self._upper)
+        n = sum(len(u) for u in by_output.values())
+        st = self.stats
+        st["messages_received"] += target - self.offset  # a load generator's message is a tick
+        st["updates_staged"] += n
+        st["updates_committed"] += n
+        st["offset_known"] = st["offset_committed"] = target
+        st["snapshot_committed"] = target >= self.spec["as_of"]
         if target - self.offset > 1:  # a catch-up (AS OF, or ticks missed while down): worth a line
             log.info("source %s: ticks %d to %d committed at %d", self.source.name, self.offset + 1, target, ts)
         self.offset, self._upper = target, ts + 1
+
+    def ready(self) -> bool:
+        """Whether its snapshot (the AS OF ticks) is committed, or it stopped."""
+        return not self._thread.is_alive() or self.offset >= max(1, self.spec["as_of"])
+
+
+def committed_offset(env: Environment, progress: Subsource) -> tuple[int, int]:
+    """(the offset committed: the progress shard's value at its upper, 0 if none; that upper)."""
+    persist = env.persist
+    upper = persist.state(progress.shard_id).upper
+    schema = arrow_schema([c.name for c in progress.columns], [c.type for c in progress.columns])
+    rows = persist.read_table(progress.shard_id, schema).column(0).to_pylist() if upper > 0 else []
+    return max((r for r in rows if r is not None), default=0), upper
+
+
+def commit_updates(env: Environment, source: Source, by_output: dict, progress: Subsource, progress_column: str,
+                   old: int, new: int, expected_upper: int | None) -> int:
+    """Append ``by_output`` (output key -> ``[(row, diff)]``; key None: the source's own
+    shard) to the source's subsources and move its progress from ``old`` to ``new``, as
+    ONE group commit conditional on the progress shard's upper being ``expected_upper``:
+    all of it is in persist or none. Outputs whose subsource was dropped are skipped.
+    Returns the commit's timestamp.
+
+    Raises:
+        the group commit's errors (a conflict when another writer moved the progress)."""
+    from sqlfront.group_commit import Write
+    from sqlfront.sequence.result import storable_to_arrow
+
+    snap = env.snapshot
+    targets = {t.output: t for t in subsources(snap, source.id) if t.kind != "progress"}
+    targets[None] = source
+    persist = env.persist
+    writes = []
+    for output, updates in by_output.items():
+        rel = targets.get(output)
+        if rel is None or not updates:  # a subsource dropped alone
+            continue
+        data = storable_to_arrow(rel, [r for r, _ in updates])
+        if all(d == 1 for _, d in updates):  # inserts only: a plain batch, as an INSERT's
+            writes.append(Write(rel.shard_id, batch=persist.batch(rel.shard_id, data)))
+            continue
+        data = data.append_column(DIFF_COLUMN, pa.array([d for _, d in updates], pa.int64()))
+        writes.append(Write(rel.shard_id, batch=persist.updates_batch(rel.shard_id, data)))
+    moves = [(new, 1)] + ([(old, -1)] if old else [])
+    data = pa.table({progress_column: pa.array([o for o, _ in moves], pa.int64()),
+                     DIFF_COLUMN: pa.array([d for _, d in moves], pa.int64())})
+    writes.append(Write(progress.shard_id, batch=persist.updates_batch(progress.shard_id, data),
+                        expected_upper=expected_upper))
+    return env.writer.commit(writes)
 
 
 class SourceRunners:
@@ -305,13 +395,18 @@ class SourceRunners:
 
     def ensure(self, source: Source) -> None:
         """Run ``source``'s ingestion if this process runs its cluster and it is not running."""
-        if source.kind != "load-generator" or source.cluster_id not in self.env.clusters:
+        if source.kind not in ("load-generator", "postgres") or source.cluster_id not in self.env.clusters:
             return
         with self._lock:
             r = self._runners.get(source.id)
             if r is not None and r._thread.is_alive():
                 return
-            r = self._runners[source.id] = SourceRunner(self.env, source)
+            if source.kind == "postgres":
+                from sqlfront.pg_source import PgSourceRunner
+
+                r = self._runners[source.id] = PgSourceRunner(self.env, source)
+            else:
+                r = self._runners[source.id] = SourceRunner(self.env, source)
         r.start()
 
     def sync(self, snap: CatalogSnapshot) -> None:
@@ -320,7 +415,7 @@ class SourceRunners:
         with self._lock:  # dropped, or its cluster is another process's now
             gone = [sid for sid in self._runners if sid not in live or live[sid].cluster_id not in self.env.clusters]
         for sid in gone:
-            self.stop(sid)
+            self.stop(sid, dropped=sid not in live)
         for s in live.values():
             self.ensure(s)
 
@@ -329,21 +424,77 @@ class SourceRunners:
         is in persist, as a read of a new source in Materialize waits for its snapshot;
         at most ``timeout_s`` seconds (then reads find what there is). Returns at once for
         a source this process does not run."""
-        import time
-
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             with self._lock:
                 r = self._runners.get(source_id)
-            if r is None or not r._thread.is_alive() or r.offset >= max(1, r.spec["as_of"]):
+            if r is None or r.ready():
                 return
             time.sleep(0.05)
 
-    def stop(self, source_id: str) -> None:
+    def stop(self, source_id: str, dropped: bool = False) -> None:
+        """Stop ``source_id``'s ingestion; ``dropped``: the source is gone for good (a
+        PostgreSQL source then drops its replication slot upstream)."""
         with self._lock:
             r = self._runners.pop(source_id, None)
         if r is not None:
-            r.stop()
+            r.stop(dropped=dropped)
+
+    def check_readable(self, rel) -> None:
+        """Refuse to read a subsource whose source reported an error for it (a PostgreSQL
+        table altered or truncated upstream: Materialize's subsource errors).
+
+        Raises:
+            SqlError XX000 with the error."""
+        if not isinstance(rel, Subsource):
+            return
+        r = self.runner(rel.source_id)
+        error = r.error_of(rel.output) if r is not None else None
+        if error:
+            raise SqlError("XX000", f'source "{rel.name}": {error}')
+
+    def status_rows(self, snap: CatalogSnapshot) -> list[tuple]:
+        """``mz_internal.mz_source_statuses``: a row per source and subsource (its
+        source's status; a subsource in error ``stalled`` with its error). Sources this
+        process does not run are ``starting`` here with no time (another process has
+        their status); a webhook source is ``running``."""
+        rows = []
+        for rel in snap.tables.values():
+            source = source_of(snap, rel)
+            if source is None:
+                continue
+            r = self.runner(source.id)
+            kind = source.kind if isinstance(rel, Source) else rel.kind
+            if r is None:  # (a webhook has no ingestion: it runs while its HTTP listener does)
+                rows.append((rel.id, rel.name, kind, None, "running" if source.kind == "webhook" else "starting",
+                             None, None))
+                continue
+            at = dt.datetime.fromtimestamp(r.status_changed_at, dt.UTC)
+            error = r.error_of(rel.output) if isinstance(rel, Subsource) and rel.kind != "progress" else None
+            if error:
+                rows.append((rel.id, rel.name, kind, at, "stalled", error, None))
+            else:
+                rows.append((rel.id, rel.name, kind, at, r.status, r.error, None))
+        return sorted(rows)
+
+    def statistics_rows(self, snap: CatalogSnapshot) -> list[tuple]:
+        """``mz_internal.mz_source_statistics``: a row per source this process runs."""
+        rows = []
+        for source_id in sorted(self._runners):
+            r = self.runner(source_id)
+            if r is None or source_id not in snap.tables:
+                continue
+            st = dict(r.stats)
+            rows.append((source_id, None, st["messages_received"], st["bytes_received"], st["updates_staged"],
+                         st["updates_committed"], 0, 0, None, st["snapshot_records_known"],
+                         st["snapshot_records_staged"], st["snapshot_committed"], st["offset_known"],
+                         st["offset_committed"]))
+        return rows
+
+    def runner(self, source_id: str):
+        """The running ingestion of ``source_id`` in this process, or None."""
+        with self._lock:
+            return self._runners.get(source_id)
 
     def stop_all(self, wait_s: float = 5) -> None:
         with self._lock:

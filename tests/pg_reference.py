@@ -70,7 +70,7 @@ class PostgresReference:
         port = self.port or free_port()
         self.proc = subprocess.Popen(
             [str(POSTGRES_BIN_PATH / "postgres"), "-D", str(data), "-h", self.host, "-p", str(port), "-k", "",
-             "-c", "fsync=off", "-c", "TimeZone=UTC", "-c", "DateStyle=ISO, MDY", "-c", "extra_float_digits=1"],
+             "-c", "fsync=off", "-c", "wal_level=logical", "-c", "TimeZone=UTC", "-c", "DateStyle=ISO, MDY", "-c", "extra_float_digits=1"],
             user=user, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.url = f"postgresql://postgres@{self.host}:{port}/postgres"
         deadline = time.monotonic() + timeout

@@ -178,6 +178,13 @@ def test_counter_source_through_the_wire(server, conn):
     conn.execute("CREATE SOURCE lg_cnt FROM LOAD GENERATOR COUNTER (TICK INTERVAL '50ms', UP TO 3)")
     wait_for(lambda: conn.execute("SELECT count(*) FROM lg_cnt").fetchone()[0] == 3, timeout=60)
     assert conn.execute("SELECT counter FROM lg_cnt ORDER BY 1").fetchall() == [(1,), (2,), (3,)]
+    # ticks as its messages and offsets (mz_internal.mz_source_statistics), and its status
+    wait_for(lambda: conn.execute(
+        "SELECT messages_received, updates_committed, offset_known, offset_committed, snapshot_committed "
+        "FROM mz_internal.mz_source_statistics s JOIN mz_sources m ON m.id = s.id WHERE m.name = 'lg_cnt'"
+    ).fetchall() == [(3, 3, 3, 3, True)], timeout=30)
+    assert conn.execute("SELECT status, error FROM mz_internal.mz_source_statuses WHERE name = 'lg_cnt'"
+                        ).fetchall() == [("running", None)]
     assert conn.execute("SELECT name, type FROM mz_sources WHERE name LIKE 'lg_cnt%' ORDER BY 1").fetchall() == \
         [("lg_cnt", "load-generator"), ("lg_cnt_progress", "progress")]
     assert conn.execute("SHOW CREATE SOURCE lg_cnt").fetchone()[1].startswith("CREATE SOURCE lg_cnt FROM LOAD")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import zlib
 
-from catalog.errors import SqlError, INVALID_PARAMETER_VALUE
-from planner.functions import FUNCTIONS, Function, register, sig
+from catalog.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SqlError
+from planner.functions import FUNCTIONS, Function, constant_arg, register, sig
 from planner.functions.string import ARRAY_SUBSCRIPT_ERROR
 
 _LATIN1 = "latin-1"
@@ -136,4 +136,138 @@ register(
                                                                               "bit_count(''::bytea)")),
     Function("crc32", (sig("bytea", ret="int8"),), lambda a, e: zlib.crc32(bytes(a[0])),
              lambda S, a, e: S.F.crc32(a[0]), sql_names=("crc32",), doc="9.5", samples=("crc32(s::bytea)",)),
+)
+
+
+# -- encode, decode (PostgreSQL 9.5, table 9.13), hmac and constant_time_eq (Materialize) -----
+
+_ENCODINGS = ("base64", "base64url", "hex", "escape")
+
+
+def _format(name: str) -> str:
+    f = name.lower()
+    if f not in _ENCODINGS:
+        raise SqlError(INVALID_PARAMETER_VALUE, f'unrecognized encoding: "{name}"')
+    return f
+
+
+def encode_bytes(data: bytes, fmt: str) -> str:
+    """``encode(data, fmt)`` (PostgreSQL's encode.c): base64 in lines of 76 characters,
+    base64url without padding or lines, hex in lower case, escape with ``\\ooo`` for a
+    zero byte or one of 0x80 and up, ``\\\\`` for a backslash.
+
+    Raises:
+        SqlError 22023 for an unknown format."""
+    import base64
+
+    f = _format(fmt)
+    if f == "hex":
+        return data.hex()
+    if f == "base64":
+        text = base64.b64encode(data).decode()
+        return "\n".join(text[i:i + 76] for i in range(0, len(text), 76))
+    if f == "base64url":
+        return base64.urlsafe_b64encode(data).decode().rstrip("=")
+    return "".join("\\\\" if b == 92 else f"\\{b:03o}" if b == 0 or b >= 0x80 else chr(b) for b in data)
+
+
+def decode_text(text: str, fmt: str) -> bytes:
+    """``decode(text, fmt)``, the inverse of :func:`encode_bytes` (base64 ignoring
+    whitespace).
+
+    Raises:
+        SqlError 22023 for an unknown format or text that is not valid in it."""
+    import base64
+    import binascii
+    import re
+
+    f = _format(fmt)
+    try:
+        if f == "hex":
+            return bytes.fromhex(text)
+        if f in ("base64", "base64url"):
+            raw = re.sub(r"[ \t\r\n]", "", text)
+            if f == "base64url":
+                raw = raw.replace("-", "+").replace("_", "/")
+                raw += "=" * (-len(raw) % 4)
+            return base64.b64decode(raw, validate=True)
+    except (ValueError, binascii.Error):
+        raise SqlError(INVALID_PARAMETER_VALUE, f"invalid {f} data") from None
+    out, i = bytearray(), 0
+    while i < len(text):
+        if text[i] != "\\":
+            out += text[i].encode()
+            i += 1
+        elif text[i + 1:i + 2] == "\\":
+            out.append(92)
+            i += 2
+        elif re.fullmatch(r"[0-3][0-7]{2}", text[i + 1:i + 4]):
+            out.append(int(text[i + 1:i + 4], 8))
+            i += 4
+        else:
+            raise SqlError(INVALID_PARAMETER_VALUE, 'invalid input syntax for type bytea')
+    return bytes(out)
+
+
+def _encode_spark(S, a, e):
+    F = S.F
+    f = _format(constant_arg(e, 1, "encode needs a constant format"))
+    if f == "hex":
+        return F.lower(F.hex(a[0]))
+    if f == "base64":  # PostgreSQL's lines of 76
+        return F.regexp_replace(F.base64(a[0]), "(.{76})(?=.)", "$1\n")
+    raise SqlError(FEATURE_NOT_SUPPORTED, f"encode(..., '{f}') is not supported on table data")
+
+
+def _decode_spark(S, a, e):
+    F = S.F
+    f = _format(constant_arg(e, 1, "decode needs a constant format"))
+    if f == "hex":
+        return F.unhex(a[0])
+    if f == "base64":
+        return F.unbase64(F.regexp_replace(a[0], "[ \\t\\r\\n]", ""))
+    raise SqlError(FEATURE_NOT_SUPPORTED, f"decode(..., '{f}') is not supported on table data")
+
+
+#: hmac's algorithms (pgcrypto's names, as Materialize's hmac)
+_HMAC_ALGORITHMS = ("md5", "sha1", "sha224", "sha256", "sha384", "sha512")
+
+
+def _hmac_py(a, e):
+    import hmac as hmac_
+
+    algorithm = a[2].lower()
+    if algorithm not in _HMAC_ALGORITHMS:
+        raise SqlError(INVALID_PARAMETER_VALUE, f"invalid hash algorithm '{a[2]}'")
+
+    def raw(v):
+        return v.encode() if isinstance(v, str) else bytes(v)
+
+    return hmac_.new(raw(a[1]), raw(a[0]), algorithm).digest()
+
+
+def _constant_time_eq_py(a, e):
+    import hmac as hmac_
+
+    def raw(v):
+        return v.encode() if isinstance(v, str) else bytes(v)
+
+    return hmac_.compare_digest(raw(a[0]), raw(a[1]))
+
+
+register(
+    Function("encode", (sig("bytea", "text", ret="text"),), lambda a, e: encode_bytes(bytes(a[0]), a[1]),
+             _encode_spark, sql_names=("encode",), doc="9.5",
+             samples=("encode(s::bytea, 'hex')", "encode(s::bytea, 'base64')", "encode('\\x00ff'::bytea, 'HEX')")),
+    Function("decode", (sig("text", "text", ret="bytea"),), lambda a, e: decode_text(a[0], a[1]), _decode_spark,
+             sql_names=("decode",), doc="9.5",
+             samples=("decode(encode(s::bytea, 'base64'), 'base64')", "decode('00ff', 'hex')",
+                      "decode(encode(s::bytea, 'hex'), 'hex')")),
+    # Materialize's hmac (pgcrypto's): hmac(data, key, algorithm); in Python only: Spark
+    # has no HMAC, and a webhook's CHECK is evaluated here (sqlfront.webhook)
+    Function("hmac", (sig("text", "text", "text", ret="bytea"), sig("bytea", "bytea", "text", ret="bytea")),
+             _hmac_py, None, sql_names=("hmac",), doc="Materialize: hmac(data, key, algorithm)"),
+    Function("constant_time_eq", (sig("bytea", "bytea", ret="bool"), sig("text", "text", ret="bool")),
+             _constant_time_eq_py, None, sql_names=("constant_time_eq",),
+             doc="Materialize: constant_time_eq(a, b), equality in a time that does not depend on where they differ"),
 )

@@ -101,12 +101,18 @@ class _Credentials:
         return True
 
 
+#: where webhook sources take their requests (Materialize's path)
+WEBHOOK_PREFIX = "/api/webhook/"
+
+
 class _Auth(BaseHTTPMiddleware):
     def __init__(self, app, credentials: _Credentials):
         super().__init__(app)
         self.credentials = credentials
 
     async def dispatch(self, request: Request, call_next):
+        if request.url.path.startswith(WEBHOOK_PREFIX):  # a webhook's CHECK is its authentication
+            return await call_next(request)
         role_id = await run_in_threadpool(self.credentials.role_id, request.headers.get("authorization"))
         if role_id is None:
             return Response("authentication required", status_code=401,
@@ -222,7 +228,23 @@ def make_app(env, scram=None) -> Starlette:
             text = "EXPLAIN " + text.strip().rstrip(";")
         return await query(request, text, EDITOR_APP)
 
+    from sqlfront.webhook import WebhookError, Webhooks
+
+    hooks = Webhooks(env)
+
+    async def webhook(request: Request):
+        """POST /api/webhook/<database>/<schema>/<source> (``sqlfront.webhook``)."""
+        p = request.path_params
+        body = await request.body()
+        try:
+            await run_in_threadpool(hooks.receive, p["database"], p["schema"], p["source"],
+                                    list(request.headers.items()), body)
+        except WebhookError as e:
+            return Response(e.message, status_code=e.status)
+        return Response(status_code=200)
+
     routes = [
+        Route(WEBHOOK_PREFIX + "{database}/{schema}/{source}", webhook, methods=["POST"]),
         Route("/", index),
         Route("/static/plotly.min.js", plotly_js),
         Mount("/static", StaticFiles(directory=STATIC)),

@@ -196,7 +196,7 @@ def _read_at(s: Session, plan, as_of: int | None):
 
     Raises:
         SqlError 55000 for a stopped cluster; 22000 when ``as_of`` is below an input's
-        since."""
+        since; XX000 for a subsource in error (``SourceRunners.check_readable``)."""
     snap = s.env.snapshot
     cluster = snap.resolve_cluster(s.vars.get("cluster"))
     cc = s.env.cluster_coordinator(cluster.id)
@@ -210,6 +210,7 @@ def _read_at(s: Session, plan, as_of: int | None):
     holds = _Holds(persist)
     try:
         for rel in dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)):
+            s.env.sources.check_readable(rel)
             try:
                 holds.add(persist.hold(rel.shard_id, as_of))
             except SinceError as e:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from sqlfront import secrets
@@ -16,11 +17,15 @@ if TYPE_CHECKING:
 
 
 def create_secret(s: Session, stmt: sp.CreateSecret, sql: str, params) -> Result:
+    if stmt.expr is not None:  # AS <expression>: its value, computed here
+        stmt = dataclasses.replace(stmt, value=secrets.secret_value(stmt.expr), expr=None)
     run(s, secrets.create_secret(stmt))
     return Result("CREATE SECRET")
 
 
 def alter_secret(s: Session, stmt: sp.AlterSecret, sql: str, params) -> Result:
+    if stmt.expr is not None:
+        stmt = dataclasses.replace(stmt, value=secrets.secret_value(stmt.expr), expr=None)
     run(s, secrets.alter_secret(stmt))
     return Result("ALTER SECRET")
 
@@ -60,17 +65,29 @@ def drop_items(s: Session, stmt: sp.DropItems, sql: str, params) -> Result:
 
 
 def create_source(s: Session, stmt: sp.CreateSource, sql: str, params) -> Result:
-    """CREATE SOURCE ... FROM LOAD GENERATOR (``sqlfront.sources``); its cluster is IN
-    CLUSTER's, else the session's."""
-    from catalog.errors import FEATURE_NOT_SUPPORTED, SqlError
+    """CREATE SOURCE ... FROM LOAD GENERATOR | POSTGRES | WEBHOOK (``sqlfront.sources``,
+    ``sqlfront.pg_source``, ``sqlfront.webhook``); its cluster is IN CLUSTER's, else the
+    session's. A PostgreSQL source's upstream tables are read here, in the session's
+    thread."""
+    from catalog.errors import SqlError
     from sqlfront import sources
     from sqlfront.sequence import block_ddl
 
-    if stmt.kind != "load-generator":
-        raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE SOURCE ... FROM WEBHOOK is not supported yet")
     if block_ddl.in_block(s):  # (Materialize's rule too) its ingestion starts when it commits
         raise SqlError(block_ddl.ACTIVE_SQL_TRANSACTION, "CREATE SOURCE cannot be run inside a transaction block")
-    run(s, sources.create_source(stmt, s.vars.get("cluster")))
+    plan = None
+    if stmt.kind == "postgres":
+        from sqlfront import pg_source
+
+        snap = s.env.snapshot
+        if stmt.if_not_exists and snap.name_taken(snap.creation_schema(stmt.schema), stmt.name):
+            return Result("CREATE SOURCE")
+        plan = pg_source.plan(snap, stmt)
+    elif stmt.kind == "webhook":
+        from sqlfront import webhook
+
+        plan = webhook.plan(s.env.snapshot, stmt)
+    run(s, sources.create_source(stmt, s.vars.get("cluster"), plan))
     made = s.env.snapshot.relation_by_name(s.env.snapshot.creation_schema(stmt.schema), stmt.name)
     if made is not None:
         s.env.sources.wait_for_snapshot(made.id)

@@ -95,6 +95,8 @@ class Subscription:
         self.temporal = plan_mentions_now(self.plan)
         self.data_columns = [(n, t) for n, (_, t) in zip(pq.names, pq.plan.columns)]
         self.tables = [r for r in relations_read(self.plan) if isinstance(r, Table)]
+        for t in self.tables:  # a subsource in error (a table altered upstream): XX000, as a SELECT
+            s.env.sources.check_readable(t)
         if ts is not None and up_to is not None:
             lower = ts if self.tables else MAX_TIMESTAMP  # a constant query is complete at the greatest time
             if lower > up_to:
