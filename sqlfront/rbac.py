@@ -47,7 +47,7 @@ _MAX_VIEW_DEPTH = 32
 
 # -- reads and writes -------------------------------------------------------------------------
 
-def _relations(snap: CatalogSnapshot, node, skip=None) -> list:
+def relations_named(snap: CatalogSnapshot, node, skip=None) -> list:
     """The relations (tables, views, system tables, sequences) ``node`` names, in order,
     once each; names of its WITH queries and names that resolve to nothing (planning
     reports those) are left out, and so is the RangeVar ``skip`` (an INSERT's target)."""
@@ -82,7 +82,7 @@ def check_reads(snap: CatalogSnapshot, node, role: str | None, skip=None, depth:
     from sqlfront.parse import parse_one
 
     user_data = False
-    for rel in _relations(snap, node, skip):
+    for rel in relations_named(snap, node, skip):
         if rel.builtin:
             continue  # system tables: PUBLIC may read them (and they run in environmentd)
         user_data = True
