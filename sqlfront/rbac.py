@@ -119,6 +119,13 @@ def _query_stmt(s: Session, snap, stmt, role) -> None:
     _query_reads(s, snap, stmt, role)
 
 
+def _select_with_shows(s: Session, snap, stmt, role) -> None:
+    """A SELECT reading SHOWs: read what the query names (the SHOWs read the catalog)."""
+    from sqlfront.parse import parse_one
+
+    _query_reads(s, snap, parse_one(stmt.text(lambda show: "SELECT")), role)
+
+
 def _create_table_as(s: Session, snap, stmt, role) -> None:
     """CREATE TABLE AS: read the query (the new table: its catalog ops)."""
     _query_reads(s, snap, stmt.query, role)
@@ -233,6 +240,7 @@ def _session_only(s: Session, snap, stmt, role) -> None:
 #: refuses a type that is not, so a new statement cannot skip its check.
 STATEMENT_PRIVILEGES: dict[type, Callable] = {
     ast.SelectStmt: _query_stmt,
+    mz.SelectWithShows: _select_with_shows,
     ast.DeclareCursorStmt: _query_stmt,
     ast.ExplainStmt: _query_stmt,
     mz.ExplainPlan: _explain_plan,
@@ -249,7 +257,7 @@ STATEMENT_PRIVILEGES: dict[type, Callable] = {
     ast.RenameStmt: _alter_table,
     ast.DropStmt: _drop,
     **dict.fromkeys((
-        mz.CreateCluster, mz.CreateClusterReplica, mz.DropClusters, mz.DropClusterReplicas, mz.AlterClusterRename,
+        mz.CreateCluster, mz.CreateClusterReplica, mz.DropClusters, mz.DropClusterReplicas, mz.AlterClusterRename, mz.AlterClusterReplicaRename,
         mz.AlterClusterSet, mz.AlterClusterSwap,
         ast.CreateStmt, ast.ViewStmt, mz.CreateViewIfNotExists, ast.IndexStmt, mz.CreateIndex, mz.CreateMaterializedView,
         ast.CreateSeqStmt, ast.CreateSchemaStmt, ast.CommentStmt, ast.AlterSeqStmt, mz.CreateRole, mz.AlterRole, ast.DropRoleStmt, mz.GrantRoles, mz.GrantPrivileges,

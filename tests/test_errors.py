@@ -27,7 +27,7 @@ def test_error_sqlstates(conn):
     expect(conn, "SELECT 1/0", "22012", "division by zero")
     expect(conn, "CREATE CLUSTER quickstart REPLICAS ()", "42710", "cluster 'quickstart' already exists")
     expect(conn, "DROP CLUSTER nope", "42704", "unknown cluster 'nope'")
-    expect(conn, "DROP CLUSTER REPLICA quickstart.nope", "42704", "unknown cluster replica 'quickstart.nope'")
+    expect(conn, "DROP CLUSTER REPLICA quickstart.nope", "42704", 'CLUSTER quickstart has no CLUSTER REPLICA named "nope"')
     e = expect(conn, "CREATE CLUSTER bad REPLICAS (r1 (SIZE 'huge'))", "22023", "unknown cluster replica size huge")
     assert e.diag.message_detail == "Valid sizes are: 1, 2, 2-1, 2-2, 2-4, 4, 8, 16, 32"
     expect(conn, "CREATE CLUSTER REPLICA quickstart.r1 SIZE '1'", "55000", "cannot modify managed cluster quickstart")

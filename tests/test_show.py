@@ -103,3 +103,22 @@ def test_show_privileges_and_default_privileges(conn):
     conn.execute("ALTER DEFAULT PRIVILEGES FOR ROLE materialize REVOKE INSERT ON TABLES FROM priv_r")
     conn.execute("DROP TABLE priv_t")
     conn.execute("DROP ROLE priv_r")
+
+
+def test_show_as_a_subquery(conn):
+    """Materialize reads a SHOW as a subquery: ``SELECT ... FROM (SHOW ...)``, with its
+    own LIKE/WHERE, joined like any relation, with parameters around it."""
+    conn.execute("CREATE CLUSTER shown_c REPLICAS ()")
+    try:
+        assert show(conn, "SELECT name FROM (SHOW CLUSTERS) WHERE name = 'shown_c'") == (["name"], [("shown_c",)])
+        assert conn.execute("SELECT cluster, replica FROM (SHOW CLUSTER REPLICAS) WHERE cluster = %s",
+                            ("quickstart",)).fetchall() == [("quickstart", "r1")]
+        assert conn.execute("SELECT c.name, count(r.replica) FROM (SHOW CLUSTERS LIKE 'shown%') c"
+                            " LEFT JOIN (SHOW CLUSTER REPLICAS) r ON r.cluster = c.name GROUP BY 1").fetchall() == [
+            ("shown_c", 0)]
+        with pytest.raises(psycopg.errors.UndefinedObject, match="unknown cluster 'nope'"):
+            conn.execute("SELECT * FROM (SHOW CLUSTER REPLICAS FOR nope)")
+        with pytest.raises(psycopg.errors.SyntaxError):
+            conn.execute("SELECT * FROM (SHOW CLUSTERS) WHERE")
+    finally:
+        conn.execute("DROP CLUSTER shown_c")
