@@ -19,6 +19,11 @@ FILES = {
 }
 
 
+#: records that list every user index of the server (Materialize's file ran alone on its
+#: server): on the shared test server they pass only when no other test left an index
+GLOBAL_INDEX_RECORDS = {"cluster.slt": {219, 282}}
+
+
 def expected_failures() -> dict[str, dict[int, str]]:
     """file name -> {line of the record: reason}, from ``expected_failures.txt``
     (``file:line  reason`` per line; ``#`` starts a comment)."""
@@ -45,9 +50,16 @@ def test_exactly_the_listed_records_fail(server, name):
     path = FILES[name]
     if not path.exists():
         pytest.skip(f"{path} absent (Materialize's files live in ../shared/mz-slt)")
+    import psycopg
+
+    with psycopg.connect(server.url, autocommit=True) as c:
+        others = c.execute("SELECT count(*) FROM mz_catalog.mz_indexes WHERE id LIKE 'u%'").fetchone()[0]
     out = Runner(server.url, out=lambda s: None).run_file(path)
     failed = {f["line"]: f for f in out.failures}
     listed = expected_failures()[name]
+    if others:  # another test's indexes are in the server-wide lists these records read
+        for line in GLOBAL_INDEX_RECORDS.get(name, ()):
+            failed.pop(line, None)
     new = {n: (f["sql"], f.get("expected"), f.get("actual")) for n, f in failed.items() if n not in listed}
     fixed = sorted(set(listed) - set(failed))
     assert not new, f"records of {name} that fail and are not listed: {new}"
