@@ -24,7 +24,7 @@ DBT_VENV := .venv-dbt
 DBT_STAMP := $(DBT_VENV)/.installed
 DBT_REQUIREMENTS := tests/dbt_project/requirements.txt
 
-.PHONY: serve serve-multi test tpch bench-tpch psycopg-suite setup clean dbt-venv browser-deps function-coverage
+.PHONY: cds serve serve-multi test tpch bench-tpch psycopg-suite setup clean dbt-venv browser-deps function-coverage
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -34,7 +34,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-setup: $(STAMP)
+setup: $(STAMP) cds
+
+# the replica JVM's class-data archive (spark_exec/cds.py): replicas start in about half the
+# CPU time with it; built once per machine, JDK and Spark (a minute or two), then a no-op
+cds: $(STAMP)
+	-$(BIN)/python -m spark_exec.cds
 
 # Debian's headless Chromium and its WebDriver, for the console's browser tests
 # (tests/test_console_browser.py skips without them). Installs as root only; elsewhere it
@@ -56,14 +61,14 @@ $(DBT_STAMP): $(DBT_REQUIREMENTS)
 
 dbt-venv: $(DBT_STAMP)
 
-serve: $(STAMP)
+serve: $(STAMP) cds
 	$(BIN)/sqlfront serve --listen $(LISTEN) --data-dir $(DATA_DIR) --metrics-listen $(METRICS_LISTEN) \
 		--console-listen $(CONSOLE_LISTEN) --copy-from-dir $(TPCH_DATA)
 
 serve-multi: $(STAMP)
 	$(BIN)/python tests/serve_multi.py --dir $(MULTI_DIR) --balancer-port $(lastword $(subst :, ,$(LISTEN)))
 
-test: $(STAMP) $(DBT_STAMP) browser-deps
+test: $(STAMP) cds $(DBT_STAMP) browser-deps
 	$(BIN)/python -m pytest
 
 tpch: $(STAMP)

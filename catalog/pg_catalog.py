@@ -127,7 +127,7 @@ PG_AM = _table("s30", "pg_am", "oid:oid amname:text amtype:text")
 PG_TABLESPACE = _table("s31", "pg_tablespace", "oid:oid spcname:text spcowner:oid")
 PG_USER = _table("s32", "pg_user", "usename:text usesysid:oid usecreatedb:bool usesuper:bool")
 PG_PROC = _table("s33", "pg_proc", "oid:oid proname:text pronamespace:oid prorettype:oid proisagg:bool "
-                                   "proiswindow:bool prokind:text proretset:bool pronargs:int2")
+                                   "proiswindow:bool prokind:text proretset:bool pronargs:int2 proargtypes:oid[]")
 PG_SEQUENCE = _table("s34", "pg_sequence", "seqrelid:oid seqtypid:oid seqstart:int8 seqincrement:int8 "
                                            "seqmax:int8 seqmin:int8 seqcache:int8 seqcycle:bool")
 PG_STATISTIC_EXT = _table("s35", "pg_statistic_ext", "oid:oid stxrelid:oid stxname:text stxnamespace:oid")
@@ -217,19 +217,24 @@ TYPE_IO_PROCS = {
 #: pg_proc's rows here: OID -> name of those functions (for ``'array_in'::regproc``)
 PROC_NAMES = {oid: name for procs in TYPE_IO_PROCS.values() for oid, name in procs}
 #: pg_proc's rows of SQL functions: (oid, proname, prorettype, proisagg, proiswindow,
-#: prokind, proretset, pronargs), given by ``planner.functions`` from its registry when it
-#: is imported (the catalog cannot import the planner)
+#: prokind, proretset, pronargs, proargtypes), given by ``planner.functions`` from its
+#: registry when it is imported (the catalog cannot import the planner)
 FUNCTION_PROCS: list[tuple] = []
+#: the same rows by OID
+FUNCTION_PROC_BY_OID: dict[int, tuple] = {}
 
 
 def register_procs(rows: list[tuple]) -> None:
     """Set the rows pg_proc shows for SQL functions (see ``FUNCTION_PROCS``)."""
     FUNCTION_PROCS[:] = rows
+    FUNCTION_PROC_BY_OID.clear()
+    FUNCTION_PROC_BY_OID.update((r[0], r) for r in rows)
 
 
 #: pseudo-types (pg_type.dat) that catalog queries name with ::regtype
 PSEUDO_TYPE_OIDS = {"trigger": 2279, "void": 2278, "record": 2249, "cstring": 2275, "any": 2276,
-                    "anyelement": 2283, "anyarray": 2277, "internal": 2281, "event_trigger": 3838}
+                    "anyelement": 2283, "anyarray": 2277, "internal": 2281, "event_trigger": 3838,
+                    "anycompatible": 5077, "anynonarray": 2776}
 def _collation(t: SqlType) -> int:
     """typcollation/attcollation: the default collation for string types (and arrays of them)."""
     base = t.element if t.is_array else t
@@ -350,8 +355,10 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
     if tid == PG_AM.id:
         return [(2, "heap", "t"), (403, "btree", "i"), (ARRANGEMENT_AM_OID, "arrangement", "i")]
     if tid == PG_PROC.id:
+        # a type's input function reads cstring; its output function, the type (any here)
         io = [(oid, name, NAMESPACE_OIDS["pg_catalog"], 2275 if name.endswith("out") else 0, False, False, "f",
-               False, 1) for oid, name in sorted(PROC_NAMES.items())]
+               False, 1, [PSEUDO_TYPE_OIDS["any" if name.endswith("out") else "cstring"]])
+              for oid, name in sorted(PROC_NAMES.items())]
         return io + [(oid, name, NAMESPACE_OIDS["pg_catalog"], *rest) for oid, name, *rest in FUNCTION_PROCS]
     if tid == PG_TABLESPACE.id:
         return [(1663, "pg_default", OWNER_OID)]

@@ -301,6 +301,30 @@ def relations_read(p) -> list:
     return out
 
 
+def could_run_expensive_function(p) -> bool:
+    """Whether ``p`` may call a function with arguments, an aggregate, a window function
+    or a table function (a Reduce, Window, Unnest or Series node), its subqueries
+    included: Materialize's ``could_run_expensive_function`` (adapter, "catalog
+    serving"), by which a query that reads no relation still needs the session's
+    cluster. A call without arguments (``now()``, ``current_user``, ``version()``:
+    Materialize's unmaterializable functions) is not one; neither is what the planner
+    folded to a constant."""
+    from planner.scalar import Call, Subquery, map_expr
+
+    if isinstance(p, (Reduce, Window, Unnest, Series)):
+        return True
+    hit = False
+
+    def visit(e):
+        nonlocal hit
+        hit = hit or isinstance(e, AggCall) or (isinstance(e, Call) and bool(e.args)) or (
+            isinstance(e, Subquery) and could_run_expensive_function(e.plan))
+        return e
+
+    map_node_exprs(p, lambda e: map_expr(e, visit))
+    return hit or any(could_run_expensive_function(i) for i in inputs(p))
+
+
 def map_node_exprs(p, g):
     """``p`` with ``g`` applied to each of its own top-level scalar expressions (its
     inputs untouched): predicates, projections, keys, aggregate arguments, join

@@ -35,6 +35,12 @@ log = logging.getLogger(__name__)
 NO_REPLICAS = "55000"
 
 
+def no_replicas_error(cluster_name: str) -> SqlError:
+    """Materialize's error for a read on a cluster that has no replica (its
+    ``NoClusterReplicasAvailable``; sqlfront's SQLSTATE is 55000)."""
+    return SqlError(NO_REPLICAS, f'CLUSTER "{cluster_name}" has no replicas available to service request')
+
+
 class ClusterCoordinator:
     def __init__(self, cluster_id: str, name: str, orchestrator: Orchestrator,
                  on_status: Callable[[str, str], None] | None = None, max_peeks_per_replica: int = 8,
@@ -302,7 +308,7 @@ class ClusterCoordinator:
             while True:
                 with self._cond:
                     if not self._replicas:
-                        raise SqlError(NO_REPLICAS, f'CLUSTER "{self.name}" has no replicas available to service request')
+                        raise no_replicas_error(self.name)
                     healthy = self._healthy()
                 for rid, (h, fut) in list(attempts.items()):
                     if not fut.done():

@@ -143,6 +143,17 @@ class AlterClusterRename:
 
 
 @dataclass(frozen=True)
+class AlterClusterReplicaRename:
+    """``ALTER CLUSTER REPLICA [IF EXISTS] cluster.replica RENAME TO new_name``
+    (Materialize's "ALTER CLUSTER REPLICA")."""
+
+    cluster: str
+    replica: str
+    new_name: str
+    if_exists: bool
+
+
+@dataclass(frozen=True)
 class CreateViewIfNotExists:
     """``CREATE VIEW IF NOT EXISTS ...`` (Materialize's; PostgreSQL's grammar lacks it):
     ``view`` is the statement without IF NOT EXISTS, as pglast parses it."""
@@ -370,9 +381,26 @@ class AlterDefaultPrivileges:
     grant: "GrantPrivileges"
 
 
-MzStatement = (CreateMaterializedView | ShowMaterializedViews | ShowCreate | AlterDefaultPrivileges | CreateRole | AlterRole | GrantPrivileges | GrantRoles | AlterOwner | CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename
+#: the SHOW statements a query may read as a subquery: ``SELECT ... FROM (SHOW ...)``
+SHOW_QUERIES = (ShowClusters, ShowClusterReplicas, ShowObjects, ShowIndexes, ShowMaterializedViews, ShowCreate)
+
+
+@dataclass(frozen=True)
+class SelectWithShows:
+    """A query with SHOW statements as subqueries (Materialize's ``SELECT name FROM
+    (SHOW CLUSTERS)``): ``parts`` alternates the query's text and the SHOW statements
+    (instances of ``SHOW_QUERIES``), in order."""
+
+    parts: tuple
+
+    def text(self, show_sql) -> str:
+        """The query with each SHOW replaced by ``(show_sql(stmt))``."""
+        return "".join(p if isinstance(p, str) else f"({show_sql(p)})" for p in self.parts)
+
+
+MzStatement = (CreateMaterializedView | ShowMaterializedViews | ShowCreate | AlterDefaultPrivileges | CreateRole | AlterRole | GrantPrivileges | GrantRoles | AlterOwner | CopySubscribe | Subscribe | FetchWith | DeclareSubscribe | ExplainPlan | CreateIndex | ShowIndexes | ShowObjects | CreateCluster | CreateClusterReplica | DropClusters | DropClusterReplicas | AlterClusterRename | AlterClusterReplicaRename
                | AlterClusterSet | AlterClusterSwap
-               | ShowClusters | ShowClusterReplicas)
+               | ShowClusters | ShowClusterReplicas | SelectWithShows)
 
 _IDENT_KINDS = ("NO_KEYWORD", "UNRESERVED_KEYWORD", "COL_NAME_KEYWORD", "TYPE_FUNC_NAME_KEYWORD")
 
@@ -891,6 +919,19 @@ class _Parser:
                 self.accept("RESTRICT")
             self.done()
             return DropClusters(tuple(names), if_exists, cascade)
+        if self.accept("ALTER", "CLUSTER", "REPLICA"):
+            if_exists = self.accept("IF", "EXISTS")
+            cluster = self.ident(keywords=True)
+            self.expect_punct(".")
+            replica = self.ident()
+            if self.accept("OWNER", "TO"):
+                raise SqlError(FEATURE_NOT_SUPPORTED, "ALTER CLUSTER REPLICA ... OWNER TO is not supported",
+                               detail="A replica belongs to its cluster's owner.",
+                               hint="Use ALTER CLUSTER ... OWNER TO.")
+            self.expect("RENAME", "TO")
+            new = self.ident()
+            self.done()
+            return AlterClusterReplicaRename(cluster, replica, new, if_exists)
         if self.accept("ALTER", "CLUSTER"):
             name = self.ident()
             if self.accept("OWNER", "TO"):
@@ -1102,6 +1143,34 @@ _STARTS = {("CREATE", "CLUSTER"), ("DROP", "CLUSTER"), ("ALTER", "CLUSTER"), ("S
            ("SHOW", "OBJECTS"), ("SHOW", "SOURCES"), ("SHOW", "SINKS"), ("SHOW", "SECRETS"), ("SHOW", "TYPES"),
            ("SHOW", "CONNECTIONS"), ("SHOW", "ROLE"), ("SHOW", "PRIVILEGES"), ("SHOW", "DEFAULT"),
            ("CREATE", "MATERIALIZED"), ("SHOW", "MATERIALIZED"), ("SHOW", "CREATE")}
+
+
+def select_with_shows(sql: str) -> SelectWithShows | None:
+    """``sql`` as a SelectWithShows when it reads a SHOW statement as a subquery, else None.
+
+    Raises:
+        SqlError 42601 for a malformed SHOW inside it."""
+    p = _Parser(sql)
+    parts: list = []
+    last = 0
+    k = 0
+    while k < len(p.toks) - 1:
+        if p.toks[k].name == "ASCII_40" and p.word(k + 1) == "SHOW":
+            depth, end = 0, None
+            for j in range(k, len(p.toks)):
+                depth += (p.toks[j].name == "ASCII_40") - (p.toks[j].name == "ASCII_41")
+                if depth == 0:
+                    end = j
+                    break
+            if end is None:
+                return None
+            show = parse_mz(sql[p.toks[k + 1].start: p.toks[end].start])
+            if isinstance(show, SHOW_QUERIES):
+                parts += [sql[last: p.toks[k].start], show]
+                last = p.toks[end].end + 1
+                k = end
+        k += 1
+    return SelectWithShows(tuple(parts) + (sql[last:],)) if parts else None
 
 
 def parse_mz(sql: str) -> MzStatement | None:

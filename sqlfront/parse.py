@@ -197,6 +197,9 @@ def parse_one(sql: str):
     try:
         parsed = pglast.parse_sql(sql)
     except pglast.parser.ParseError as e:
+        shows = mz.select_with_shows(sql)
+        if shows is not None:
+            return shows
         raise syntax_error(e) from None
     if len(parsed) != 1:
         raise SqlError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")

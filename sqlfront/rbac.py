@@ -47,7 +47,7 @@ _MAX_VIEW_DEPTH = 32
 
 # -- reads and writes -------------------------------------------------------------------------
 
-def _relations(snap: CatalogSnapshot, node, skip=None) -> list:
+def relations_named(snap: CatalogSnapshot, node, skip=None) -> list:
     """The relations (tables, views, system tables, sequences) ``node`` names, in order,
     once each; names of its WITH queries and names that resolve to nothing (planning
     reports those) are left out, and so is the RangeVar ``skip`` (an INSERT's target)."""
@@ -82,7 +82,7 @@ def check_reads(snap: CatalogSnapshot, node, role: str | None, skip=None, depth:
     from sqlfront.parse import parse_one
 
     user_data = False
-    for rel in _relations(snap, node, skip):
+    for rel in relations_named(snap, node, skip):
         if rel.builtin:
             continue  # system tables: PUBLIC may read them (and they run in environmentd)
         user_data = True
@@ -117,6 +117,13 @@ def _check_write(snap: CatalogSnapshot, rv: ast.RangeVar, letter: str, role) -> 
 def _query_stmt(s: Session, snap, stmt, role) -> None:
     """SELECT, DECLARE, EXPLAIN: read what they name."""
     _query_reads(s, snap, stmt, role)
+
+
+def _select_with_shows(s: Session, snap, stmt, role) -> None:
+    """A SELECT reading SHOWs: read what the query names (the SHOWs read the catalog)."""
+    from sqlfront.parse import parse_one
+
+    _query_reads(s, snap, parse_one(stmt.text(lambda show: "SELECT")), role)
 
 
 def _create_table_as(s: Session, snap, stmt, role) -> None:
@@ -233,6 +240,7 @@ def _session_only(s: Session, snap, stmt, role) -> None:
 #: refuses a type that is not, so a new statement cannot skip its check.
 STATEMENT_PRIVILEGES: dict[type, Callable] = {
     ast.SelectStmt: _query_stmt,
+    mz.SelectWithShows: _select_with_shows,
     ast.DeclareCursorStmt: _query_stmt,
     ast.ExplainStmt: _query_stmt,
     mz.ExplainPlan: _explain_plan,
@@ -249,7 +257,7 @@ STATEMENT_PRIVILEGES: dict[type, Callable] = {
     ast.RenameStmt: _alter_table,
     ast.DropStmt: _drop,
     **dict.fromkeys((
-        mz.CreateCluster, mz.CreateClusterReplica, mz.DropClusters, mz.DropClusterReplicas, mz.AlterClusterRename,
+        mz.CreateCluster, mz.CreateClusterReplica, mz.DropClusters, mz.DropClusterReplicas, mz.AlterClusterRename, mz.AlterClusterReplicaRename,
         mz.AlterClusterSet, mz.AlterClusterSwap,
         ast.CreateStmt, ast.ViewStmt, mz.CreateViewIfNotExists, ast.IndexStmt, mz.CreateIndex, mz.CreateMaterializedView,
         ast.CreateSeqStmt, ast.CreateSchemaStmt, ast.CommentStmt, ast.AlterSeqStmt, mz.CreateRole, mz.AlterRole, ast.DropRoleStmt, mz.GrantRoles, mz.GrantPrivileges,

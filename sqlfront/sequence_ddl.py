@@ -22,6 +22,7 @@ from catalog.snapshot import (
 )
 from planner.ddl import TableDef
 from sqlfront import mzparse as mz
+from planner.functions.string import quote_ident
 from sqlfront.parse import quote_literal
 from sqlfront.rename_refs import rename_index_relation, rename_references, rename_schema_references
 
@@ -155,10 +156,40 @@ def drop_replicas(stmt: mz.DropClusterReplicas):
             if r is None:
                 if stmt.if_exists:
                     continue
-                raise SqlError(UNDEFINED_OBJECT, f"unknown cluster replica '{cname}.{rname}'")
+                raise no_such_replica(cname, rname)
             refuse_managed(c, True)
             ops.append(durable.DropReplica(r.id))
         return ops
+
+    return build
+
+
+def no_such_replica(cluster: str, replica: str) -> SqlError:
+    """Materialize's error for a replica name its cluster does not have (42704)."""
+    return SqlError(UNDEFINED_OBJECT, f'CLUSTER {quote_ident(cluster)} has no CLUSTER REPLICA named "{replica}"')
+
+
+def rename_replica(stmt: mz.AlterClusterReplicaRename):
+    """ALTER CLUSTER REPLICA c.r RENAME TO n: the replica keeps its id and process.
+
+    Raises (from ``build``): 42704 for an unknown cluster or replica (none with IF
+    EXISTS); 55000 on a managed cluster (its replicas' names are the system's); 42710
+    for a name the cluster's replicas already use."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        c = snap.cluster_by_name(stmt.cluster)
+        r = snap.replica_by_name(c.id, stmt.replica) if c is not None else None
+        if r is None:
+            if stmt.if_exists:
+                return []
+            if c is None:
+                raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{stmt.cluster}'")
+            raise no_such_replica(stmt.cluster, stmt.replica)
+        refuse_managed(c, False)
+        if stmt.new_name == r.name:
+            return []
+        if snap.replica_by_name(c.id, stmt.new_name) is not None:
+            raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.cluster}.{stmt.new_name}' already exists")
+        return [durable.UpdateReplica(replace(r, name=stmt.new_name))]
 
     return build
 

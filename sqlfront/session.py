@@ -293,10 +293,11 @@ class Session:
         with describing(params):
             if isinstance(stmt, ast.SelectStmt):
                 cols = peek.columns(QueryPlanner(self.env.snapshot, params).plan_raw(stmt))
-            elif isinstance(stmt, (mz.ShowClusters, mz.ShowClusterReplicas, mz.ShowObjects, mz.ShowIndexes,
-                                   mz.ShowMaterializedViews, mz.ShowCreate)):
+            elif isinstance(stmt, mz.SHOW_QUERIES):
                 q = show.show_query(self, stmt)
                 cols = peek.columns(QueryPlanner(self.env.snapshot).plan_raw(parse_generated(q)))
+            elif isinstance(stmt, mz.SelectWithShows):
+                cols = peek.columns(QueryPlanner(self.env.snapshot, params).plan_raw(show.expand_shows(self, stmt)))
             elif isinstance(stmt, ast.VariableShowStmt):
                 cols = var_stmts.show_var_columns(stmt)
             elif isinstance(stmt, (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)):
@@ -374,6 +375,7 @@ class Session:
 HANDLERS: dict[type, Callable] = {
     # peeks
     ast.SelectStmt: peek.select,
+    mz.SelectWithShows: show.select_with_shows,
     ast.ExplainStmt: peek.explain_stmt,
     mz.ExplainPlan: peek.explain_plan,
     # SHOW (catalog queries)
@@ -394,6 +396,7 @@ HANDLERS: dict[type, Callable] = {
     mz.DropClusters: ddl.drop_clusters,
     mz.DropClusterReplicas: ddl.drop_replicas,
     mz.AlterClusterRename: ddl.rename_cluster,
+    mz.AlterClusterReplicaRename: ddl.rename_replica,
     mz.AlterClusterSet: clusters.alter_cluster_set,
     mz.AlterClusterSwap: clusters.swap_clusters,
     ast.CreateStmt: ddl.create_table,

@@ -27,7 +27,7 @@ def test_error_sqlstates(conn):
     expect(conn, "SELECT 1/0", "22012", "division by zero")
     expect(conn, "CREATE CLUSTER quickstart REPLICAS ()", "42710", "cluster 'quickstart' already exists")
     expect(conn, "DROP CLUSTER nope", "42704", "unknown cluster 'nope'")
-    expect(conn, "DROP CLUSTER REPLICA quickstart.nope", "42704", "unknown cluster replica 'quickstart.nope'")
+    expect(conn, "DROP CLUSTER REPLICA quickstart.nope", "42704", 'CLUSTER quickstart has no CLUSTER REPLICA named "nope"')
     e = expect(conn, "CREATE CLUSTER bad REPLICAS (r1 (SIZE 'huge'))", "22023", "unknown cluster replica size huge")
     assert e.diag.message_detail == "Valid sizes are: 1, 2, 2-1, 2-2, 2-4, 4, 8, 16, 32"
     expect(conn, "CREATE CLUSTER REPLICA quickstart.r1 SIZE '1'", "55000", "cannot modify managed cluster quickstart")
@@ -56,6 +56,32 @@ def test_unknown_cluster_in_session(conn):
     finally:
         conn.execute("SET cluster = quickstart")
         conn.execute("DROP TABLE uc")
+
+
+def test_reads_without_a_table_on_an_unknown_or_empty_cluster(conn):
+    """Materialize's target cluster rule: a query naming only system relations, or
+    none and running no function, is answered whatever the session's cluster; a view
+    (even a constant one) or a table function needs that cluster, known and with a
+    replica (cluster.slt's records)."""
+    conn.execute("CREATE VIEW uc_const AS SELECT 1 AS one")
+    conn.execute("CREATE CLUSTER uc_empty REPLICAS ()")
+    try:
+        conn.execute("SET cluster = nowhere")
+        expect(conn, "SELECT * FROM uc_const", "42704", "unknown cluster 'nowhere'")
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) > 0 FROM mz_catalog.mz_clusters").fetchone() == (True,)
+        conn.execute("SET cluster = uc_empty")
+        expect(conn, "SELECT generate_series(1, 1)", "55000",
+               'CLUSTER "uc_empty" has no replicas available to service request')
+        expect(conn, "SELECT * FROM uc_const", "55000",
+               'CLUSTER "uc_empty" has no replicas available to service request')
+        assert conn.execute("SELECT 1").fetchone() == (1,)
+        conn.execute("SET cluster = quickstart")
+        assert conn.execute("SELECT * FROM uc_const").fetchone() == (1,)
+    finally:
+        conn.execute("SET cluster = quickstart")
+        conn.execute("DROP VIEW uc_const")
+        conn.execute("DROP CLUSTER uc_empty")
 
 
 def test_bad_insert_loses_nothing(conn):

@@ -58,3 +58,21 @@ def test_a_standalone_size_with_a_bad_master_or_an_unknown_key_is_refused():
         parse_sizes('{"sa": {"master": "spark://h:7077", "workers": 2}}')
     with pytest.raises(ValueError, match="readable file"):
         parse_sizes('{"sa": {"master": "spark://h:7077", "secret_file": "/nonexistent/secret"}}')
+
+
+def test_replicas_map_the_class_data_archive_once_it_is_built(tmp_path, monkeypatch):
+    """spark_exec.cds: the driver JVM maps the archive for this JDK and Spark when it
+    exists (built by ``make setup``), and starts as before without it or with
+    SQLFRONT_REPLICA_CDS=0."""
+    from spark_exec import cds
+
+    monkeypatch.setenv(cds.CDS_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(cds.CDS_ENV, raising=False)
+    assert "SharedArchiveFile" not in _conf(tmp_path)["spark.driver.extraJavaOptions"]
+    path = cds.archive_path()
+    assert path.parent == tmp_path / "cache" and path.suffix == ".jsa"
+    path.parent.mkdir()
+    path.write_bytes(b"x")
+    assert _conf(tmp_path)["spark.driver.extraJavaOptions"].endswith(f" -XX:SharedArchiveFile={path}")
+    monkeypatch.setenv(cds.CDS_ENV, "0")
+    assert "SharedArchiveFile" not in _conf(tmp_path)["spark.driver.extraJavaOptions"]

@@ -252,3 +252,23 @@ def test_interval_divided_by_infinity_is_zero(snap):
 
     assert interpret.run(plan(snap, "SELECT '1 day'::interval / 'Infinity'::float8").plan, lambda t: []) == [
         (Interval(0, 0, 0),)]
+
+
+@pytest.mark.parametrize("sql, expensive", [
+    ("SELECT 1", False),
+    ("SELECT 1 + 1", False),  # folded to a constant at plan time
+    ("SELECT now(), current_user, version()", False),  # no arguments: Materialize's unmaterializable calls
+    ("SELECT * FROM (VALUES (1), (2)) v(x)", False),
+    ("SELECT generate_series(1, 1)", True),  # a table function
+    ("SELECT * FROM generate_series(1, 3)", True),
+    ("SELECT count(*) FROM (VALUES (1)) v(x)", True),  # an aggregate
+    ("SELECT x, row_number() OVER () FROM (VALUES (1)) v(x)", True),
+    ("SELECT upper(x) FROM (VALUES ('a')) v(x)", True),  # a call over a column
+    ("SELECT (SELECT count(*) FROM (VALUES (1)) v(x))", True),  # in a subquery
+])
+def test_could_run_expensive_function(snap, sql, expensive):
+    """Materialize's rule for a query that reads no relation: it needs the session's
+    cluster when it may run a function (sqlfront.sequence.peek.check_target_cluster)."""
+    from planner.plan import could_run_expensive_function
+
+    assert could_run_expensive_function(plan(snap, sql).plan) is expensive

@@ -55,6 +55,18 @@ def test_statement_forms(conn):
     # Without FOR, every cluster's replicas.
     all_clusters = {r[0] for r in conn.execute("SHOW CLUSTER REPLICAS").fetchall()}
     assert {"far", "quickstart"} <= all_clusters
+    c_id = replica_id(conn, "far", "c")
+    conn.execute("ALTER CLUSTER REPLICA far.c RENAME TO cc")  # same replica, new name
+    assert replica_id(conn, "far", "cc") == c_id
+    conn.execute("ALTER CLUSTER REPLICA IF EXISTS far.c RENAME TO cc")
+    for sql, code, msg in [
+        ("ALTER CLUSTER REPLICA far.c RENAME TO x", "42704", 'CLUSTER far has no CLUSTER REPLICA named "c"'),
+        ("ALTER CLUSTER REPLICA far.cc RENAME TO b", "42710", "cluster replica 'far.b' already exists"),
+        ("ALTER CLUSTER REPLICA quickstart.r1 RENAME TO x", "55000", "cannot modify managed cluster quickstart"),
+        ("ALTER CLUSTER REPLICA far.a OWNER TO materialize", "0A000", "ALTER CLUSTER REPLICA ... OWNER TO is not supported"),
+    ]:
+        assert sqlstate_of(conn, sql)[:2] == (code, msg), sql
+    conn.execute("ALTER CLUSTER REPLICA far.cc RENAME TO c")
     conn.execute("ALTER CLUSTER far RENAME TO distant")
     assert [r[0] for r in replicas(conn, "distant")] == ["a", "b", "c"]
     conn.execute("DROP CLUSTER REPLICA distant.c")
@@ -81,7 +93,7 @@ def test_errors_with_materialize_wording(server, conn):
         ("CREATE CLUSTER REPLICA quickstart.r1 SIZE '1'", "55000", "cannot modify managed cluster quickstart"),
         ("DROP CLUSTER REPLICA quickstart.r1", "55000", "cannot drop replica of managed cluster"),
         ("CREATE CLUSTER REPLICA nope.r1 SIZE '1'", "42704", "unknown cluster 'nope'"),
-        ("DROP CLUSTER REPLICA quickstart.nope", "42704", "unknown cluster replica 'quickstart.nope'"),
+        ("DROP CLUSTER REPLICA quickstart.nope", "42704", 'CLUSTER quickstart has no CLUSTER REPLICA named "nope"'),
         ("DROP CLUSTER nope", "42704", "unknown cluster 'nope'"),
         ("ALTER CLUSTER nope RENAME TO x", "42704", "unknown cluster 'nope'"),
         ("SHOW CLUSTER REPLICAS FOR nope", "42704", "unknown cluster 'nope'"),

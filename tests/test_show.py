@@ -4,6 +4,9 @@ has none of, which answer with Materialize's columns and no rows."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+
 import psycopg
 import pytest
 
@@ -83,6 +86,16 @@ def test_pg_proc_lists_the_function_registry(conn):
     assert {"substr", "substring"} <= {r[0] for r in rows}
     assert conn.execute("SELECT prokind, proisagg FROM pg_proc WHERE proname = 'sum' LIMIT 1").fetchone() == ("a", True)
     assert conn.execute("SELECT count(*) = count(DISTINCT oid) FROM pg_proc").fetchone() == (True,)
+    # \df's columns: argument and result types from the registry's signatures
+    df = conn.execute(
+        "SELECT p.proname, pg_catalog.pg_get_function_result(p.oid), pg_catalog.pg_get_function_arguments(p.oid),"
+        " p.pronargs, cardinality(p.proargtypes) FROM pg_catalog.pg_proc p"
+        " WHERE p.proname IN ('substr', 'generate_series') ORDER BY 1, 3").fetchall()
+    assert ("substr", "text", "text, integer", 2, 2) in df
+    assert ("generate_series", "SETOF integer", "integer, integer", 2, 2) in df
+    assert conn.execute("SELECT proargtypes FROM pg_proc WHERE proname = 'substr' AND pronargs = 3"
+                        " AND prorettype = 'text'::regtype").fetchone() == ([25, 23, 23],)
+    assert conn.execute("SELECT pg_get_function_arguments(0), pg_get_function_result(0)").fetchone() == (None, None)
 
 
 def test_show_privileges_and_default_privileges(conn):
@@ -103,3 +116,31 @@ def test_show_privileges_and_default_privileges(conn):
     conn.execute("ALTER DEFAULT PRIVILEGES FOR ROLE materialize REVOKE INSERT ON TABLES FROM priv_r")
     conn.execute("DROP TABLE priv_t")
     conn.execute("DROP ROLE priv_r")
+
+
+def test_show_as_a_subquery(conn):
+    """Materialize reads a SHOW as a subquery: ``SELECT ... FROM (SHOW ...)``, with its
+    own LIKE/WHERE, joined like any relation, with parameters around it."""
+    conn.execute("CREATE CLUSTER shown_c REPLICAS ()")
+    try:
+        assert show(conn, "SELECT name FROM (SHOW CLUSTERS) WHERE name = 'shown_c'") == (["name"], [("shown_c",)])
+        assert conn.execute("SELECT cluster, replica FROM (SHOW CLUSTER REPLICAS) WHERE cluster = %s",
+                            ("quickstart",)).fetchall() == [("quickstart", "r1")]
+        assert conn.execute("SELECT c.name, count(r.replica) FROM (SHOW CLUSTERS LIKE 'shown%') c"
+                            " LEFT JOIN (SHOW CLUSTER REPLICAS) r ON r.cluster = c.name GROUP BY 1").fetchall() == [
+            ("shown_c", 0)]
+        with pytest.raises(psycopg.errors.UndefinedObject, match="unknown cluster 'nope'"):
+            conn.execute("SELECT * FROM (SHOW CLUSTER REPLICAS FOR nope)")
+        with pytest.raises(psycopg.errors.SyntaxError):
+            conn.execute("SELECT * FROM (SHOW CLUSTERS) WHERE")
+    finally:
+        conn.execute("DROP CLUSTER shown_c")
+
+
+@pytest.mark.skipif(shutil.which("psql") is None, reason="psql is not installed")
+def test_psql_df_shows_argument_types(server):
+    """psql's \\df lists a function's signatures with their argument and result types."""
+    out = subprocess.run(["psql", "-X", "-d", server.url, "-c", r"\df substr"], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert out.returncode == 0, out.stderr
+    assert "text, integer, integer" in out.stdout and "bytea, integer" in out.stdout, out.stdout

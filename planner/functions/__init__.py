@@ -277,28 +277,33 @@ def _load() -> None:
 #: pg_proc OIDs of the registry's functions start here (PostgreSQL's own system objects
 #: are below 10000; user objects here start at 20000)
 PROC_OID_BASE = 10000
-#: the OIDs of the pseudo-types signatures name (PostgreSQL's pg_type.dat)
-_PSEUDO_OIDS = {"any": 2276, "anyelement": 2283, "anyarray": 2277, "anycompatible": 5077, "anynonarray": 2776}
+
+
+def _type_oid(name: str) -> int:
+    """The OID of a registry type name or pseudo-type (``anyelement``, ``any``)."""
+    from catalog.pg_catalog import PSEUDO_TYPE_OIDS
+
+    return PSEUDO_TYPE_OIDS.get(name) or SqlType(name).oid
 
 
 def pg_proc_rows() -> list[tuple]:
     """One pg_proc row per SQL name and signature of the registry, so that psql (``\\df``,
     tab completion) and tools see the functions: (oid, proname, prorettype, proisagg,
-    proiswindow, prokind, proretset, pronargs), in name order with stable OIDs from
-    ``PROC_OID_BASE``. A result computed from the arguments shows as anyelement (an
-    aggregate's signature, which has no argument list, as one argument)."""
+    proiswindow, prokind, proretset, pronargs, proargtypes), in name order with stable
+    OIDs from ``PROC_OID_BASE``. A result computed from the arguments shows as anyelement
+    (an aggregate's signature, which has no argument list, as one argument of type any).
+    A variadic signature lists its repeated argument once (PostgreSQL: VARIADIC and an
+    array of it)."""
     out = []
     entries = sorted({(n, f.name): f for f in FUNCTIONS.values() for n in f.sql_names}.items())
     for (sql_name, _), f in entries:
         for s in f.sigs:
             result = getattr(s, "result", None)  # an aggregate's AggSig computes it
-            if isinstance(result, str):
-                ret = _PSEUDO_OIDS.get(result) or SqlType(result).oid
-            else:
-                ret = _PSEUDO_OIDS["anyelement"]
+            ret = _type_oid(result) if isinstance(result, str) else _type_oid("anyelement")
+            args = [_type_oid(a) for a in getattr(s, "args", ("any",))]
             kind = {"aggregate": "a", "window": "w"}.get(f.kind, "f")
             out.append((PROC_OID_BASE + len(out), sql_name, ret, kind == "a", kind == "w", kind, f.kind == "srf",
-                        len(getattr(s, "args", ("any",)))))
+                        len(args), args))
     return out
 
 

@@ -63,11 +63,12 @@ def _size_pretty_spark(S, a, e):
 def format_type(oid: int, typmod: int | None) -> str | None:
     """PostgreSQL's ``format_type(type_oid, typmod)``: ``numeric(10,2)``, ``integer[]``;
     ``???`` for an OID that names no type, as PostgreSQL prints."""
+    from catalog.pg_catalog import PSEUDO_TYPE_OIDS
     from catalog.types import SqlType, type_from_oid
 
     t = type_from_oid(oid)
     if t is None:
-        return "???"
+        return next((n for n, o in PSEUDO_TYPE_OIDS.items() if o == oid), "???")
     name = t.element.name if t.is_array else t.name
     if typmod is not None and typmod >= 0 and name in ("timestamp", "timestamptz", "time", "timetz", "interval"):
         from catalog.intervalio import FULL_PRECISION, FULL_RANGE
@@ -137,9 +138,27 @@ def _current_setting(a, e):
     return SETTINGS[name]
 
 
+def _function_arguments(a, e):
+    """pg_get_function_arguments(oid), pg_get_function_identity_arguments(oid): the
+    argument types of a pg_proc row of the registry (``catalog.pg_catalog.FUNCTION_PROCS``),
+    as format_type names them, comma separated; NULL for an OID that names none."""
+    from catalog.pg_catalog import FUNCTION_PROC_BY_OID
+
+    row = FUNCTION_PROC_BY_OID.get(a[0])
+    return None if row is None else ", ".join(format_type(t, None) for t in row[8])
+
+
+def _function_result(a, e):
+    """pg_get_function_result(oid): the result type of a registry function, ``SETOF t``
+    for a set-returning one; NULL for an OID that names none."""
+    from catalog.pg_catalog import FUNCTION_PROC_BY_OID
+
+    row = FUNCTION_PROC_BY_OID.get(a[0])
+    return None if row is None else ("SETOF " if row[6] else "") + format_type(row[2], None)
+
+
 _NULL_CATALOG_FUNCTIONS = (
     "obj_description", "col_description", "shobj_description", "pg_get_constraintdef",
-    "pg_get_function_result", "pg_get_function_arguments", "pg_get_function_identity_arguments",
     "pg_get_serial_sequence", "pg_get_triggerdef", "pg_get_ruledef", "pg_get_partkeydef",
     "pg_get_statisticsobjdef_columns",
 )
@@ -207,6 +226,13 @@ register(
     Function("pg_backend_pid", (sig(ret="int4"),), lambda a, e: os.getpid(), None, sql_names=("pg_backend_pid",),
              volatility="stable", doc="9.26", samples=("pg_backend_pid() > 0",),
              differs="the server process id, the same for every connection"),
+    # psql's \df reads these (its "Argument data types" and "Result data type" columns)
+    Function("pg_get_function_arguments", (sig("oid", ret="text"),), _function_arguments, None,
+             sql_names=("pg_get_function_arguments", "pg_get_function_identity_arguments"),
+             volatility="stable", doc="9.27",
+             differs="the registry's signatures (argument names, defaults and VARIADIC are not kept)"),
+    Function("pg_get_function_result", (sig("oid", ret="text"),), _function_result, None,
+             sql_names=("pg_get_function_result",), volatility="stable", doc="9.27"),
     Function("pg_function_is_visible", (sig("oid", ret="bool"),), lambda a, e: True, None,
              sql_names=("pg_function_is_visible",), strict=False, volatility="stable", doc="9.26"),
     Function("pg_encoding_to_char", (sig("int4", ret="text"),), lambda a, e: "UTF8", None,

@@ -83,6 +83,12 @@ def rename_cluster(s: Session, stmt: mz.AlterClusterRename, sql: str, params) ->
     return Result("ALTER CLUSTER")
 
 
+def rename_replica(s: Session, stmt: mz.AlterClusterReplicaRename, sql: str, params) -> Result:
+    """Materialize's ALTER CLUSTER REPLICA ... RENAME TO."""
+    run(s, build.rename_replica(stmt))
+    return Result("ALTER CLUSTER REPLICA")
+
+
 def create_table(s: Session, stmt: ast.CreateStmt, sql: str, params) -> Result:
     """CREATE [TEMP | TEMPORARY] TABLE. A temporary table goes into the session's
     temporary schema (Materialize's ``mz_temp``), seen by this session only and dropped

@@ -88,6 +88,8 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_wri
     if as_of is not None:
         as_of = as_of_clause.choose(s, s._as_of, as_of, pq.plan)
     fast = interpret.is_fast_path(pq.plan)
+    if fast:
+        check_target_cluster(s, stmt, pq.plan)
     if s._pending_writes and not fast:
         if s._implicit:
             from sqlfront.sequence.txn import commit
@@ -99,6 +101,30 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_wri
     if s.in_transaction and not fast and not s._txn_wrote:
         s._txn_read = True
     return pq, as_of
+
+
+def check_target_cluster(s: Session, stmt, plan) -> None:
+    """Refuse a fast-path read that Materialize would run on the session's cluster when
+    that cluster is unknown or has no replica (a read of a user table finds out in
+    ``_read_at``). Materialize's rule (adapter, "catalog serving"): a query that names
+    only system relations, or none and runs no function (``could_run_expensive_function``),
+    is answered whatever the session's cluster; any other, a constant view's included,
+    runs on that cluster.
+
+    Raises:
+        SqlError 42704 ``unknown cluster 'c'``; 55000 ``CLUSTER "c" has no replicas
+        available to service request``."""
+    from planner.plan import could_run_expensive_function
+    from spark_exec.cluster_coordinator import no_replicas_error
+    from sqlfront.rbac import relations_named
+
+    snap = s.env.snapshot
+    named = relations_named(snap, stmt)
+    if all(r.builtin for r in named) and (named or not could_run_expensive_function(plan)):
+        return
+    cluster = snap.resolve_cluster(s.vars.get("cluster"))
+    if not snap.replicas_of(cluster.id):
+        raise no_replicas_error(cluster.name)
 
 
 #: rows per chunk of a fast-path result

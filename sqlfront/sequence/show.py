@@ -25,6 +25,31 @@ def show(s: Session, stmt, sql: str, params) -> Result:
     return select(s, parse_generated(show_query(s, stmt)), None, None, tag="SHOW")
 
 
+def select_with_shows(s: Session, stmt: mz.SelectWithShows, sql: str, params) -> Result:
+    """A query reading SHOW statements as subqueries (Materialize's ``SELECT ... FROM
+    (SHOW CLUSTERS)``): each SHOW is read as its catalog query."""
+    return select(s, expand_shows(s, stmt), None, params)
+
+
+def expand_shows(s: Session, stmt: mz.SelectWithShows):
+    """The SELECT of ``stmt`` with each SHOW replaced by its query (``show_query``).
+
+    Raises:
+        SqlError 42601 for a syntax error around the SHOWs, or a statement other than a
+        SELECT; the SHOWs' errors (``show_query``)."""
+    from pglast import ast
+
+    from sqlfront.parse import syntax_error
+
+    try:
+        parsed = pglast.parse_sql(stmt.text(lambda show: show_query(s, show)))
+    except pglast.parser.ParseError as e:
+        raise syntax_error(e) from None
+    if len(parsed) != 1 or not isinstance(parsed[0].stmt, ast.SelectStmt):
+        raise SqlError("42601", "SHOW is only allowed as a subquery of a SELECT")
+    return parsed[0].stmt
+
+
 def show_query(s: Session, stmt) -> str:
     """The SQL text of a SHOW statement's query.
 
