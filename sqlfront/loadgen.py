@@ -18,7 +18,7 @@ import random
 from dataclasses import dataclass
 
 from catalog.snapshot import Column
-from catalog.types import INT4, INT8, TEXT, TIMESTAMPTZ
+from catalog.types import FLOAT8, INT4, INT8, TEXT, TIMESTAMPTZ
 
 #: the items auctioned (AUCTION's ``auctions.item``; the quickstart's views group by it)
 AUCTION_ITEMS = ("Signed Memorabilia", "City Bar Crawl", "Best Pizza in Town", "Gift Basket", "Custom Art")
@@ -30,6 +30,10 @@ _FIRST = ("Ada", "Bea", "Cal", "Dov", "Eli", "Fay", "Gus", "Hal", "Ida", "Jon", 
           "Pia", "Quin", "Ray", "Sol", "Tea")
 _LAST = ("Archer", "Baker", "Carver", "Dyer", "Fisher", "Gardner", "Hunter", "Joiner", "Keller", "Mason",
          "Miller", "Potter", "Sawyer", "Slater", "Tanner", "Thatcher", "Turner", "Walker", "Weaver", "Wright")
+#: MARKETING's customers (Materialize's has 50, ids from 0): first-name.last-name addresses
+MARKETING_CUSTOMERS = tuple(f"{_FIRST[i % 20].lower()}.{_LAST[(i + i // 20) % 20].lower()}@email.com" for i in range(50))
+#: MARKETING's campaigns (``impressions.campaign_id`` in ``0 .. 19``, as Materialize's)
+MARKETING_CAMPAIGNS = 20
 #: AUCTION's users: every first name with every last name, and again numbered (4,000 users)
 _USERS = tuple(f"{f} {l}" + (f" {n}" if n else "") for n in range(10) for f in _FIRST for l in _LAST)
 #: most bids an auction gets (Materialize's AUCTION makes 2 to 9 per auction)
@@ -62,6 +66,18 @@ OUTPUTS: dict[str, tuple[Output, ...]] = {
         Output("bids", _cols(("id", INT8, False), ("buyer", INT8, False), ("auction_id", INT8, False),
                              ("amount", INT4, False), ("bid_time", TIMESTAMPTZ, False))),
     ),
+    "MARKETING": (
+        Output("customers", _cols(("id", INT8, False), ("email", TEXT, False), ("income", INT8, False))),
+        Output("impressions", _cols(("id", INT8, False), ("customer_id", INT8, False), ("campaign_id", INT8, False),
+                                    ("impression_time", TIMESTAMPTZ, False))),
+        Output("clicks", _cols(("impression_id", INT8, False), ("click_time", TIMESTAMPTZ, False))),
+        Output("leads", _cols(("id", INT8, False), ("customer_id", INT8, False), ("created_at", TIMESTAMPTZ, False),
+                              ("converted_at", TIMESTAMPTZ, True), ("conversion_amount", INT8, True))),
+        Output("coupons", _cols(("id", INT8, False), ("lead_id", INT8, False), ("created_at", TIMESTAMPTZ, False),
+                                ("amount", INT8, False))),
+        Output("conversion_predictions", _cols(("lead_id", INT8, False), ("experiment_bucket", TEXT, False),
+                                               ("predicted_at", TIMESTAMPTZ, False), ("score", FLOAT8, False))),
+    ),
 }
 #: the progress subsource's columns (Materialize's ``<source>_progress``: the offset reached)
 PROGRESS_COLUMNS = _cols(("offset", INT8, True))
@@ -81,6 +97,8 @@ def updates(generator: str, source_id: str, tick: int, now: dt.datetime, max_car
         return out
     if generator == "AUCTION":
         return _auction(rng, tick, now)
+    if generator == "MARKETING":
+        return _marketing(rng, tick, now)
     raise ValueError(generator)
 
 
@@ -96,4 +114,39 @@ def _auction(rng: random.Random, tick: int, now: dt.datetime) -> list[Update]:
     for i in range(rng.randrange(2, MAX_BIDS)):
         out.append(("bids", (auction * MAX_BIDS + i, rng.randint(1, len(_USERS)), auction, rng.randint(1, 99),
                              now + dt.timedelta(seconds=i)), 1))
+    return out
+
+
+def _marketing(rng: random.Random, tick: int, now: dt.datetime) -> list[Update]:
+    """Materialize's MARKETING (src/storage/src/source/generator/marketing.rs): the customers
+    first (tick 1), then per tick one impression (one in ten clicked 20 to 40 s later), one
+    lead with its conversion score (``control`` bucket for lead ids ending in 0 or 1, else
+    ``experiment``), a coupon for an experiment lead scored at most 0.5, and the lead's
+    conversion (likelier with a high score, and a second chance with a coupon).
+
+    Materialize retracts the lead and inserts it converted 1 to 30 ms after its creation,
+    which lands in a later timestamp; here every update of a tick commits at one timestamp,
+    where that insert, retract and insert consolidate, so a converting lead is inserted
+    converted. Ids come from one counter, as Materialize's, but per tick (``3 * tick`` + 0
+    impression, 1 lead, 2 coupon) so that a tick repeats exactly."""
+    if tick == 1:
+        return [("customers", (i, email, rng.randrange(5_000_000, 10_000_000)), 1)
+                for i, email in enumerate(MARKETING_CUSTOMERS)]
+    n = len(MARKETING_CUSTOMERS)
+    impression, lead, coupon = 3 * tick, 3 * tick + 1, 3 * tick + 2
+    out: list[Update] = [("impressions", (impression, rng.randrange(n), rng.randrange(MARKETING_CAMPAIGNS), now), 1)]
+    if rng.randrange(10) == 1:
+        out.append(("clicks", (impression, now + dt.timedelta(milliseconds=rng.randrange(20_000, 40_000))), 1))
+    customer, score = rng.randrange(n), rng.random()
+    bucket = "control" if lead % 10 <= 1 else "experiment"
+    out.append(("conversion_predictions", (lead, bucket, now, score), 1))
+    with_coupon = score <= 0.5 and bucket == "experiment"
+    if with_coupon:
+        out.append(("coupons", (coupon, lead, now, rng.randrange(500, 5000)), 1))
+    converted = rng.random() < score or (with_coupon and rng.random() < score)
+    if converted:
+        out.append(("leads", (lead, customer, now, now + dt.timedelta(milliseconds=rng.randrange(1, 30)),
+                              rng.randrange(1000, 25000)), 1))
+    else:
+        out.append(("leads", (lead, customer, now, None, None), 1))
     return out

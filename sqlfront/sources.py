@@ -4,7 +4,8 @@ source's persist shards tick by tick.
 
 Catalog: a source is a :class:`catalog.snapshot.Source` (a table nobody INSERTs into),
 with a :class:`~catalog.snapshot.Subsource` per output (``FOR ALL TABLES``: AUCTION's
-``accounts``, ``auctions``, ``bids``, ``organizations``, ``users``) and one for its
+``accounts``, ``auctions``, ``bids``, ``organizations``, ``users``; MARKETING's ``customers``,
+``impressions``, ``clicks``, ``leads``, ``coupons``, ``conversion_predictions``) and one for its
 progress (``<source>_progress``, column ``offset``). Reads, views, materialized views,
 indexes and SUBSCRIBE treat them as tables.
 
@@ -52,7 +53,8 @@ log = logging.getLogger(__name__)
 
 #: LOAD GENERATOR options this server implements, per generator (others are refused, 0A000)
 GENERATOR_OPTIONS = {"COUNTER": {"TICK INTERVAL", "AS OF", "UP TO", "MAX CARDINALITY"},
-                     "AUCTION": {"TICK INTERVAL", "AS OF", "UP TO"}}
+                     "AUCTION": {"TICK INTERVAL", "AS OF", "UP TO"},
+                     "MARKETING": {"TICK INTERVAL", "AS OF", "UP TO"}}
 #: Materialize's default TICK INTERVAL
 DEFAULT_TICK_MS = 1000
 
@@ -76,7 +78,7 @@ def generator_spec(stmt: sp.CreateSource) -> dict:
     gen = stmt.generator
     if gen not in GENERATOR_OPTIONS:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"LOAD GENERATOR {gen} is not supported",
-                       hint="COUNTER and AUCTION are.")
+                       hint="COUNTER, AUCTION and MARKETING are.")
     multi = len(loadgen.OUTPUTS[gen]) > 1
     if multi and not stmt.all_tables:
         raise SqlError("42601", "multi-output sources require a FOR TABLES (..) or FOR ALL TABLES statement")

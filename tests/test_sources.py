@@ -200,3 +200,46 @@ def test_counter_source_through_the_wire(server, conn):
     conn.execute("ROLLBACK")
     conn.execute("DROP SOURCE lg_cnt")  # its progress subsource goes with it
     assert conn.execute("SELECT count(*) FROM mz_sources WHERE name LIKE 'lg_%'").fetchone() == (0,)
+
+
+#: MARKETING's subsources and columns, as Materialize's (src/storage-types/src/sources/load_generator.rs)
+MARKETING_COLUMNS = {
+    "clicks": [("impression_id", "bigint"), ("click_time", "timestamp with time zone")],
+    "conversion_predictions": [("lead_id", "bigint"), ("experiment_bucket", "text"),
+                               ("predicted_at", "timestamp with time zone"), ("score", "double precision")],
+    "coupons": [("id", "bigint"), ("lead_id", "bigint"), ("created_at", "timestamp with time zone"),
+                ("amount", "bigint")],
+    "customers": [("id", "bigint"), ("email", "text"), ("income", "bigint")],
+    "impressions": [("id", "bigint"), ("customer_id", "bigint"), ("campaign_id", "bigint"),
+                    ("impression_time", "timestamp with time zone")],
+    "leads": [("id", "bigint"), ("customer_id", "bigint"), ("created_at", "timestamp with time zone"),
+              ("converted_at", "timestamp with time zone"), ("conversion_amount", "bigint")],
+}
+
+
+def test_marketing_source_through_the_wire(server, conn):
+    conn.execute("CREATE SCHEMA mkt")
+    conn.execute("CREATE SOURCE mkt.marketing FROM LOAD GENERATOR MARKETING (TICK INTERVAL '20ms') FOR ALL TABLES")
+    try:
+        rows = conn.execute(
+            "SELECT o.name, c.name, c.type FROM mz_columns c JOIN mz_sources o ON o.id = c.id"
+            " JOIN mz_schemas s ON s.id = o.schema_id WHERE s.name = 'mkt' AND o.type = 'subsource'"
+            " ORDER BY o.name, c.position").fetchall()
+        got: dict = {}
+        for table, col, typ in rows:
+            got.setdefault(table, []).append((col, typ))
+        assert got == MARKETING_COLUMNS
+        conn.execute("SET search_path = mkt")  # SHOW COLUMNS FROM mkt.leads drops its schema (mzparse)
+        assert [r[0] for r in conn.execute("SHOW COLUMNS FROM leads").fetchall()] == \
+            [c for c, _ in MARKETING_COLUMNS["leads"]]
+        conn.execute("RESET search_path")
+        wait_for(lambda: conn.execute("SELECT count(*) FROM mkt.leads").fetchone()[0] >= 20, timeout=60)
+        assert conn.execute("SELECT count(*), count(DISTINCT email) FROM mkt.customers").fetchone() == (50, 50)
+        n = conn.execute("SELECT count(*) FROM mkt.impressions").fetchone()[0]
+        wait_for(lambda: conn.execute("SELECT count(*) FROM mkt.impressions").fetchone()[0] > n, timeout=60)
+        # every lead has its prediction; coupons go to experiment leads only
+        assert conn.execute(
+            "SELECT count(*) FROM mkt.coupons c JOIN mkt.conversion_predictions p ON p.lead_id = c.lead_id"
+            " WHERE p.experiment_bucket <> 'experiment'").fetchone() == (0,)
+    finally:
+        conn.execute("DROP SCHEMA mkt CASCADE")

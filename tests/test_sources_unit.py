@@ -74,7 +74,9 @@ def test_validate_reports_the_reason_without_the_password():
 
 
 @pytest.mark.parametrize(("sql", "sqlstate"), [
-    ("CREATE SOURCE s FROM LOAD GENERATOR MARKETING FOR ALL TABLES", "0A000"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR TPCH (SCALE FACTOR 0.01) FOR ALL TABLES", "0A000"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR MARKETING", "42601"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR MARKETING (MAX CARDINALITY 3) FOR ALL TABLES", "0A000"),
     ("CREATE SOURCE s FROM LOAD GENERATOR AUCTION (SCALE FACTOR 1) FOR ALL TABLES", "0A000"),
     ("CREATE SOURCE s FROM LOAD GENERATOR AUCTION", "42601"),
     ("CREATE SOURCE s FROM LOAD GENERATOR COUNTER FOR ALL TABLES", "42601"),
@@ -105,6 +107,36 @@ def test_generators_repeat_a_tick_exactly_but_for_its_times():
     assert {o for o, _, _ in first} == {"auctions", "bids"}
     assert {o for o, _, _ in loadgen.updates("AUCTION", "u7", 1, now)} == {"organizations", "users", "accounts"}
     assert loadgen.updates("COUNTER", "u1", 5, now, max_cardinality=2) == [(None, (5,), 1), (None, (3,), -1)]
+
+
+def test_marketing_ticks_follow_materializes_generator():
+    """MARKETING (Materialize's marketing.rs): 50 customers at tick 1, then per tick an
+    impression, a lead and its prediction; coupons only for unlikely experiment leads."""
+    import datetime as dt
+
+    from sqlfront import loadgen
+
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    first = loadgen.updates("MARKETING", "m1", 1, now)
+    assert {o for o, _, _ in first} == {"customers"} and len({r[1] for _, r, _ in first}) == 50
+    assert all(5_000_000 <= r[2] < 10_000_000 for _, r, _ in first)
+    ticks = [loadgen.updates("MARKETING", "m1", t, now) for t in range(2, 400)]
+    for t, ups in enumerate(ticks, start=2):
+        by = {}
+        for o, r, d in ups:
+            assert d == 1
+            by.setdefault(o, []).append(r)
+        assert len(by["impressions"]) == len(by["leads"]) == len(by["conversion_predictions"]) == 1
+        lead, bucket, _, score = by["conversion_predictions"][0]
+        assert by["leads"][0][0] == lead and bucket == ("control" if lead % 10 <= 1 else "experiment")
+        assert ("coupons" in by) == (bucket == "experiment" and score <= 0.5)
+        converted_at, amount = by["leads"][0][3:]
+        assert (converted_at is None) == (amount is None)
+        assert all(c[1] > now for c in by.get("clicks", []))  # a click comes after its impression
+    seen = {o for ups in ticks for o, _, _ in ups}
+    assert seen == {"impressions", "clicks", "leads", "coupons", "conversion_predictions"}
+    ids = [r[0] for ups in ticks for o, r, _ in ups if o in ("impressions", "leads", "coupons")]
+    assert len(ids) == len(set(ids))  # one id counter, as Materialize's
 
 
 def test_datediff_counts_boundaries_crossed():
