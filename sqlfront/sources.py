@@ -5,7 +5,8 @@ source's persist shards tick by tick.
 Catalog: a source is a :class:`catalog.snapshot.Source` (a table nobody INSERTs into),
 with a :class:`~catalog.snapshot.Subsource` per output (``FOR ALL TABLES``: AUCTION's
 ``accounts``, ``auctions``, ``bids``, ``organizations``, ``users``; MARKETING's ``customers``,
-``impressions``, ``clicks``, ``leads``, ``coupons``, ``conversion_predictions``) and one for its
+``impressions``, ``clicks``, ``leads``, ``coupons``, ``conversion_predictions``; TPCH's eight
+tables, its snapshot only) and one for its
 progress (``<source>_progress``, column ``offset``). Reads, views, materialized views,
 indexes and SUBSCRIBE treat them as tables.
 
@@ -54,7 +55,9 @@ log = logging.getLogger(__name__)
 #: LOAD GENERATOR options this server implements, per generator (others are refused, 0A000)
 GENERATOR_OPTIONS = {"COUNTER": {"TICK INTERVAL", "AS OF", "UP TO", "MAX CARDINALITY"},
                      "AUCTION": {"TICK INTERVAL", "AS OF", "UP TO"},
-                     "MARKETING": {"TICK INTERVAL", "AS OF", "UP TO"}}
+                     "MARKETING": {"TICK INTERVAL", "AS OF", "UP TO"},
+                     # TPCH's snapshot only: Materialize's TPCH ticks only with a TICK INTERVAL
+                     "TPCH": {"SCALE FACTOR"}}
 #: Materialize's default TICK INTERVAL
 DEFAULT_TICK_MS = 1000
 
@@ -78,7 +81,7 @@ def generator_spec(stmt: sp.CreateSource) -> dict:
     gen = stmt.generator
     if gen not in GENERATOR_OPTIONS:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"LOAD GENERATOR {gen} is not supported",
-                       hint="COUNTER, AUCTION and MARKETING are.")
+                       hint="COUNTER, AUCTION, MARKETING and TPCH are.")
     multi = len(loadgen.OUTPUTS[gen]) > 1
     if multi and not stmt.all_tables:
         raise SqlError("42601", "multi-output sources require a FOR TABLES (..) or FOR ALL TABLES statement")
@@ -101,8 +104,18 @@ def generator_spec(stmt: sp.CreateSource) -> dict:
             if ms <= 0:
                 raise SqlError(INVALID_PARAMETER_VALUE, f"TICK INTERVAL must be positive: '{value}'")
             spec["tick_ms"] = ms
+        elif name == "SCALE FACTOR":
+            try:
+                sf = float(value)
+            except ValueError:
+                sf = 0.0
+            if not 0 < sf <= 100:
+                raise SqlError(INVALID_PARAMETER_VALUE, f"invalid SCALE FACTOR: {value} (above 0, at most 100)")
+            spec["scale_factor"] = sf
         else:
             spec[name.lower().replace(" ", "_")] = _int_option(name, value)
+    if gen == "TPCH":  # one tick: the snapshot (Materialize's TPCH without TICK INTERVAL)
+        spec.update(up_to=1, scale_factor=spec.get("scale_factor", 1.0))
     if spec["up_to"] is not None and spec["up_to"] < spec["as_of"]:
         raise SqlError(INVALID_PARAMETER_VALUE, f"UP TO ({spec['up_to']}) must be at least AS OF ({spec['as_of']})")
     return spec
@@ -322,8 +335,12 @@ class SourceRunner(Runner):
         for tick in range(self.offset + 1, target + 1):
             # ticks caught up at once (AS OF) happened one interval apart, up to now
             at = now - dt.timedelta(seconds=(target - tick) * tick_s)
-            for output, row, diff in loadgen.updates(self.spec["generator"], self.source.id, tick, at,
-                                                     self.spec.get("max_cardinality")):
+            if self.spec["generator"] == "TPCH":
+                ups = loadgen.tpch_snapshot(self.spec["scale_factor"])
+            else:
+                ups = loadgen.updates(self.spec["generator"], self.source.id, tick, at,
+                                      self.spec.get("max_cardinality"))
+            for output, row, diff in ups:
                 by_output.setdefault(output, []).append((row, diff))
         ts = commit_updates(self.env, self.source, by_output, progress, "offset", self.offset, target, self._upper)
         n = sum(len(u) for u in by_output.values())

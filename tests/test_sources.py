@@ -191,7 +191,7 @@ def test_counter_source_through_the_wire(server, conn):
     with pytest.raises(psycopg.errors.WrongObjectType):
         conn.execute("INSERT INTO lg_cnt VALUES (4)")
     with pytest.raises(psycopg.errors.FeatureNotSupported):
-        conn.execute("CREATE SOURCE lg_bad FROM LOAD GENERATOR TPCH (SCALE FACTOR 0.01) FOR ALL TABLES")
+        conn.execute("CREATE SOURCE lg_bad FROM LOAD GENERATOR TPCH (SEED 1) FOR ALL TABLES")
     with pytest.raises(psycopg.errors.UndefinedObject):
         conn.execute("CREATE SOURCE lg_bad IN CLUSTER no_such FROM LOAD GENERATOR COUNTER")
     conn.execute("BEGIN")
@@ -200,6 +200,17 @@ def test_counter_source_through_the_wire(server, conn):
     conn.execute("ROLLBACK")
     conn.execute("DROP SOURCE lg_cnt")  # its progress subsource goes with it
     assert conn.execute("SELECT count(*) FROM mz_sources WHERE name LIKE 'lg_%'").fetchone() == (0,)
+
+
+def subsource_columns(conn, schema: str) -> dict[str, list[tuple[str, str]]]:
+    """{subsource: [(column, mz_columns.type)]} of the sources in ``schema``, in column order."""
+    got: dict = {}
+    for table, col, typ in conn.execute(
+            "SELECT o.name, c.name, c.type FROM mz_columns c JOIN mz_sources o ON o.id = c.id"
+            " JOIN mz_schemas s ON s.id = o.schema_id WHERE s.name = %s AND o.type = 'subsource'"
+            " ORDER BY o.name, c.position", (schema,)).fetchall():
+        got.setdefault(table, []).append((col, typ))
+    return got
 
 
 #: MARKETING's subsources and columns, as Materialize's (src/storage-types/src/sources/load_generator.rs)
@@ -221,14 +232,7 @@ def test_marketing_source_through_the_wire(server, conn):
     conn.execute("CREATE SCHEMA mkt")
     conn.execute("CREATE SOURCE mkt.marketing FROM LOAD GENERATOR MARKETING (TICK INTERVAL '20ms') FOR ALL TABLES")
     try:
-        rows = conn.execute(
-            "SELECT o.name, c.name, c.type FROM mz_columns c JOIN mz_sources o ON o.id = c.id"
-            " JOIN mz_schemas s ON s.id = o.schema_id WHERE s.name = 'mkt' AND o.type = 'subsource'"
-            " ORDER BY o.name, c.position").fetchall()
-        got: dict = {}
-        for table, col, typ in rows:
-            got.setdefault(table, []).append((col, typ))
-        assert got == MARKETING_COLUMNS
+        assert subsource_columns(conn, "mkt") == MARKETING_COLUMNS
         conn.execute("SET search_path = mkt")  # SHOW COLUMNS FROM mkt.leads drops its schema (mzparse)
         assert [r[0] for r in conn.execute("SHOW COLUMNS FROM leads").fetchall()] == \
             [c for c, _ in MARKETING_COLUMNS["leads"]]
@@ -243,3 +247,39 @@ def test_marketing_source_through_the_wire(server, conn):
             " WHERE p.experiment_bucket <> 'experiment'").fetchone() == (0,)
     finally:
         conn.execute("DROP SCHEMA mkt CASCADE")
+
+
+#: TPCH's subsources and columns, as Materialize's (load_generator.rs), in its order
+TPCH_COLUMNS = {
+    "supplier": "s_suppkey s_name s_address s_nationkey s_phone s_acctbal s_comment",
+    "part": "p_partkey p_name p_mfgr p_brand p_type p_size p_container p_retailprice p_comment",
+    "partsupp": "ps_partkey ps_suppkey ps_availqty ps_supplycost ps_comment",
+    "customer": "c_custkey c_name c_address c_nationkey c_phone c_acctbal c_mktsegment c_comment",
+    "orders": "o_orderkey o_custkey o_orderstatus o_totalprice o_orderdate o_orderpriority o_clerk"
+              " o_shippriority o_comment",
+    "lineitem": "l_orderkey l_partkey l_suppkey l_linenumber l_quantity l_extendedprice l_discount l_tax"
+                " l_returnflag l_linestatus l_shipdate l_commitdate l_receiptdate l_shipinstruct l_shipmode l_comment",
+    "nation": "n_nationkey n_name n_regionkey n_comment",
+    "region": "r_regionkey r_name r_comment",
+}
+
+
+def test_tpch_source_snapshot_through_the_wire(server, conn):
+    conn.execute("CREATE SCHEMA tpch_src")
+    conn.execute("CREATE SOURCE tpch_src.tpch FROM LOAD GENERATOR TPCH (SCALE FACTOR 0.001) FOR ALL TABLES")
+    try:
+        got = subsource_columns(conn, "tpch_src")
+        assert {t: [c for c, _ in cols] for t, cols in got.items()} == {t: c.split() for t, c in TPCH_COLUMNS.items()}
+        types = {col: typ for cols in got.values() for col, typ in cols}
+        assert (types["l_quantity"], types["l_shipdate"], types["l_linenumber"], types["o_orderkey"]) == \
+            ("numeric", "date", "integer", "bigint")
+        wait_for(lambda: conn.execute("SELECT count(*) FROM tpch_src.region").fetchone()[0] == 5, timeout=120)
+        counts = conn.execute("SELECT (SELECT count(*) FROM tpch_src.nation), (SELECT count(*) FROM tpch_src.orders),"
+                              " (SELECT count(*) FROM tpch_src.lineitem)").fetchone()
+        assert counts == (25, 1500, 6005)  # TPC-H at scale 0.001 (tpchgen-cli)
+        # every lineitem belongs to an order (the snapshot committed whole, at one timestamp)
+        assert conn.execute("SELECT count(*) FROM tpch_src.lineitem l LEFT JOIN tpch_src.orders o"
+                            " ON o.o_orderkey = l.l_orderkey WHERE o.o_orderkey IS NULL").fetchone() == (0,)
+        assert conn.execute('SELECT "offset" FROM tpch_src.tpch_progress').fetchall() == [(1,)]
+    finally:
+        conn.execute("DROP SCHEMA tpch_src CASCADE")
