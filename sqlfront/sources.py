@@ -6,7 +6,7 @@ Catalog: a source is a :class:`catalog.snapshot.Source` (a table nobody INSERTs 
 with a :class:`~catalog.snapshot.Subsource` per output (``FOR ALL TABLES``: AUCTION's
 ``accounts``, ``auctions``, ``bids``, ``organizations``, ``users``; MARKETING's ``customers``,
 ``impressions``, ``clicks``, ``leads``, ``coupons``, ``conversion_predictions``; TPCH's eight
-tables, its snapshot only) and one for its
+tables) and one for its
 progress (``<source>_progress``, column ``offset``). Reads, views, materialized views,
 indexes and SUBSCRIBE treat them as tables.
 
@@ -22,6 +22,7 @@ the next tick, so no tick is lost or repeated.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import logging
 import threading
@@ -46,6 +47,7 @@ from catalog.types import arrow_schema
 from persist.state import DIFF_COLUMN
 from sqlfront import loadgen
 from sqlfront import source_parse as sp
+from sqlfront.loadgen_tpch import TpchTicks
 
 if TYPE_CHECKING:
     from sqlfront.environment import Environment
@@ -56,8 +58,7 @@ log = logging.getLogger(__name__)
 GENERATOR_OPTIONS = {"COUNTER": {"TICK INTERVAL", "AS OF", "UP TO", "MAX CARDINALITY"},
                      "AUCTION": {"TICK INTERVAL", "AS OF", "UP TO"},
                      "MARKETING": {"TICK INTERVAL", "AS OF", "UP TO"},
-                     # TPCH's snapshot only: Materialize's TPCH ticks only with a TICK INTERVAL
-                     "TPCH": {"SCALE FACTOR"}}
+                     "TPCH": {"SCALE FACTOR", "TICK INTERVAL"}}
 #: Materialize's default TICK INTERVAL
 DEFAULT_TICK_MS = 1000
 
@@ -114,8 +115,8 @@ def generator_spec(stmt: sp.CreateSource) -> dict:
             spec["scale_factor"] = sf
         else:
             spec[name.lower().replace(" ", "_")] = _int_option(name, value)
-    if gen == "TPCH":  # one tick: the snapshot (Materialize's TPCH without TICK INTERVAL)
-        spec.update(up_to=1, scale_factor=spec.get("scale_factor", 1.0))
+    if gen == "TPCH":  # without TICK INTERVAL, one tick: the snapshot (Materialize's TPCH)
+        spec.update(up_to=None if "TICK INTERVAL" in seen else 1, scale_factor=spec.get("scale_factor", 1.0))
     if spec["up_to"] is not None and spec["up_to"] < spec["as_of"]:
         raise SqlError(INVALID_PARAMETER_VALUE, f"UP TO ({spec['up_to']}) must be at least AS OF ({spec['as_of']})")
     return spec
@@ -290,6 +291,8 @@ class SourceRunner(Runner):
         #: ticks committed (the progress offset), and the progress shard's upper after them
         self.offset = 0
         self._upper: int | None = None
+        #: a TPCH source's orders as its ticks left them (made at its first tick)
+        self._tpch: TpchTicks | None = None
 
     def _resume(self, progress: Subsource) -> None:
         """Read the offset committed (the progress shard's row at its upper)."""
@@ -336,7 +339,10 @@ class SourceRunner(Runner):
             # ticks caught up at once (AS OF) happened one interval apart, up to now
             at = now - dt.timedelta(seconds=(target - tick) * tick_s)
             if self.spec["generator"] == "TPCH":
-                ups = loadgen.tpch_snapshot(self.spec["scale_factor"])
+                if self._tpch is None:
+                    self._tpch = TpchTicks(self.source.id,
+                                           functools.partial(loadgen.tpch_snapshot, self.spec["scale_factor"]))
+                ups = self._tpch.updates(tick)
             else:
                 ups = loadgen.updates(self.spec["generator"], self.source.id, tick, at,
                                       self.spec.get("max_cardinality"))
