@@ -31,7 +31,7 @@ _FIRST = ("Ada", "Bea", "Cal", "Dov", "Eli", "Fay", "Gus", "Hal", "Ida", "Jon", 
 _LAST = ("Archer", "Baker", "Carver", "Dyer", "Fisher", "Gardner", "Hunter", "Joiner", "Keller", "Mason",
          "Miller", "Potter", "Sawyer", "Slater", "Tanner", "Thatcher", "Turner", "Walker", "Weaver", "Wright")
 #: MARKETING's customers (Materialize's has 50, ids from 0): first-name.last-name addresses
-MARKETING_CUSTOMERS = tuple(f"{_FIRST[i % 20].lower()}.{_LAST[(i + i // 20) % 20].lower()}@email.com" for i in range(50))
+MARKETING_CUSTOMERS = tuple(f"{_FIRST[i % 20]}.{_LAST[(i + i // 20) % 20]}@email.com".lower() for i in range(50))
 #: MARKETING's campaigns (``impressions.campaign_id`` in ``0 .. 19``, as Materialize's)
 MARKETING_CAMPAIGNS = 20
 #: AUCTION's users: every first name with every last name, and again numbered (4,000 users)

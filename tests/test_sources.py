@@ -288,17 +288,21 @@ def test_tpch_source_snapshot_through_the_wire(server, conn):
 def test_tpch_source_ticks_replace_orders(server, conn):
     """TPCH with TICK INTERVAL: each tick replaces an order and its lineitems (Materialize's
     tpch.rs), so the counts of orders stay and every lineitem keeps its order."""
-    conn.execute("CREATE SOURCE tpch_tick FROM LOAD GENERATOR TPCH (SCALE FACTOR 0.001, TICK INTERVAL '50ms')"
+    conn.execute("CREATE SCHEMA tpch_tick")
+    conn.execute("CREATE SOURCE tpch_tick.tpch FROM LOAD GENERATOR TPCH (SCALE FACTOR 0.001, TICK INTERVAL '50ms')"
                  " FOR ALL TABLES")
     try:
-        wait_for(lambda: conn.execute('SELECT "offset" FROM tpch_tick_progress').fetchone()[0] >= 5, timeout=120)
-        assert conn.execute("SELECT count(*), count(DISTINCT o_orderkey) FROM orders").fetchone() == (1500, 1500)
-        assert conn.execute("SELECT count(*) FROM lineitem l LEFT JOIN orders o ON o.o_orderkey = l.l_orderkey"
-                            " WHERE o.o_orderkey IS NULL").fetchone() == (0,)
+        wait_for(lambda: conn.execute('SELECT "offset" FROM tpch_tick.tpch_progress').fetchone()[0] >= 5,
+                 timeout=120)
+        assert conn.execute("SELECT count(*), count(DISTINCT o_orderkey) FROM tpch_tick.orders").fetchone() == \
+            (1500, 1500)
+        assert conn.execute("SELECT count(*) FROM tpch_tick.lineitem l LEFT JOIN tpch_tick.orders o"
+                            " ON o.o_orderkey = l.l_orderkey WHERE o.o_orderkey IS NULL").fetchone() == (0,)
         # orders' totals are their lineitems' (the new versions' as well as tpchgen's)
         assert conn.execute(
-            "SELECT count(*) FROM orders o JOIN (SELECT l_orderkey, sum(l_extendedprice * (1 + l_tax)"
-            " * (1 - l_discount)) AS t FROM lineitem GROUP BY l_orderkey) l ON l.l_orderkey = o.o_orderkey"
-            " WHERE abs(o.o_totalprice - l.t) > 1").fetchone() == (0,)
+            "SELECT count(*) FROM tpch_tick.orders o JOIN (SELECT l_orderkey,"
+            " sum(l_extendedprice * (1 + l_tax) * (1 - l_discount)) AS t FROM tpch_tick.lineitem"
+            " GROUP BY l_orderkey) l ON l.l_orderkey = o.o_orderkey WHERE abs(o.o_totalprice - l.t) > 1"
+        ).fetchone() == (0,)
     finally:
-        conn.execute("DROP SOURCE tpch_tick CASCADE")
+        conn.execute("DROP SCHEMA tpch_tick CASCADE")
