@@ -4,7 +4,9 @@ source's persist shards tick by tick.
 
 Catalog: a source is a :class:`catalog.snapshot.Source` (a table nobody INSERTs into),
 with a :class:`~catalog.snapshot.Subsource` per output (``FOR ALL TABLES``: AUCTION's
-``accounts``, ``auctions``, ``bids``, ``organizations``, ``users``) and one for its
+``accounts``, ``auctions``, ``bids``, ``organizations``, ``users``; MARKETING's ``customers``,
+``impressions``, ``clicks``, ``leads``, ``coupons``, ``conversion_predictions``; TPCH's eight
+tables) and one for its
 progress (``<source>_progress``, column ``offset``). Reads, views, materialized views,
 indexes and SUBSCRIBE treat them as tables.
 
@@ -20,6 +22,7 @@ the next tick, so no tick is lost or repeated.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import logging
 import threading
@@ -44,6 +47,7 @@ from catalog.types import arrow_schema
 from persist.state import DIFF_COLUMN
 from sqlfront import loadgen
 from sqlfront import source_parse as sp
+from sqlfront.loadgen_tpch import TpchTicks
 
 if TYPE_CHECKING:
     from sqlfront.environment import Environment
@@ -52,7 +56,9 @@ log = logging.getLogger(__name__)
 
 #: LOAD GENERATOR options this server implements, per generator (others are refused, 0A000)
 GENERATOR_OPTIONS = {"COUNTER": {"TICK INTERVAL", "AS OF", "UP TO", "MAX CARDINALITY"},
-                     "AUCTION": {"TICK INTERVAL", "AS OF", "UP TO"}}
+                     "AUCTION": {"TICK INTERVAL", "AS OF", "UP TO"},
+                     "MARKETING": {"TICK INTERVAL", "AS OF", "UP TO"},
+                     "TPCH": {"SCALE FACTOR", "TICK INTERVAL"}}
 #: Materialize's default TICK INTERVAL
 DEFAULT_TICK_MS = 1000
 
@@ -76,7 +82,7 @@ def generator_spec(stmt: sp.CreateSource) -> dict:
     gen = stmt.generator
     if gen not in GENERATOR_OPTIONS:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"LOAD GENERATOR {gen} is not supported",
-                       hint="COUNTER and AUCTION are.")
+                       hint="COUNTER, AUCTION, MARKETING and TPCH are.")
     multi = len(loadgen.OUTPUTS[gen]) > 1
     if multi and not stmt.all_tables:
         raise SqlError("42601", "multi-output sources require a FOR TABLES (..) or FOR ALL TABLES statement")
@@ -99,8 +105,18 @@ def generator_spec(stmt: sp.CreateSource) -> dict:
             if ms <= 0:
                 raise SqlError(INVALID_PARAMETER_VALUE, f"TICK INTERVAL must be positive: '{value}'")
             spec["tick_ms"] = ms
+        elif name == "SCALE FACTOR":
+            try:
+                sf = float(value)
+            except ValueError:
+                sf = 0.0
+            if not 0 < sf <= 100:
+                raise SqlError(INVALID_PARAMETER_VALUE, f"invalid SCALE FACTOR: {value} (above 0, at most 100)")
+            spec["scale_factor"] = sf
         else:
             spec[name.lower().replace(" ", "_")] = _int_option(name, value)
+    if gen == "TPCH":  # without TICK INTERVAL, one tick: the snapshot (Materialize's TPCH)
+        spec.update(up_to=None if "TICK INTERVAL" in seen else 1, scale_factor=spec.get("scale_factor", 1.0))
     if spec["up_to"] is not None and spec["up_to"] < spec["as_of"]:
         raise SqlError(INVALID_PARAMETER_VALUE, f"UP TO ({spec['up_to']}) must be at least AS OF ({spec['as_of']})")
     return spec
@@ -275,6 +291,8 @@ class SourceRunner(Runner):
         #: ticks committed (the progress offset), and the progress shard's upper after them
         self.offset = 0
         self._upper: int | None = None
+        #: a TPCH source's orders as its ticks left them (made at its first tick)
+        self._tpch: TpchTicks | None = None
 
     def _resume(self, progress: Subsource) -> None:
         """Read the offset committed (the progress shard's row at its upper)."""
@@ -320,8 +338,15 @@ class SourceRunner(Runner):
         for tick in range(self.offset + 1, target + 1):
             # ticks caught up at once (AS OF) happened one interval apart, up to now
             at = now - dt.timedelta(seconds=(target - tick) * tick_s)
-            for output, row, diff in loadgen.updates(self.spec["generator"], self.source.id, tick, at,
-                                                     self.spec.get("max_cardinality")):
+            if self.spec["generator"] == "TPCH":
+                if self._tpch is None:
+                    self._tpch = TpchTicks(self.source.id,
+                                           functools.partial(loadgen.tpch_snapshot, self.spec["scale_factor"]))
+                ups = self._tpch.updates(tick)
+            else:
+                ups = loadgen.updates(self.spec["generator"], self.source.id, tick, at,
+                                      self.spec.get("max_cardinality"))
+            for output, row, diff in ups:
                 by_output.setdefault(output, []).append((row, diff))
         ts = commit_updates(self.env, self.source, by_output, progress, "offset", self.offset, target, self._upper)
         n = sum(len(u) for u in by_output.values())

@@ -191,7 +191,7 @@ def test_counter_source_through_the_wire(server, conn):
     with pytest.raises(psycopg.errors.WrongObjectType):
         conn.execute("INSERT INTO lg_cnt VALUES (4)")
     with pytest.raises(psycopg.errors.FeatureNotSupported):
-        conn.execute("CREATE SOURCE lg_bad FROM LOAD GENERATOR TPCH (SCALE FACTOR 0.01) FOR ALL TABLES")
+        conn.execute("CREATE SOURCE lg_bad FROM LOAD GENERATOR TPCH (SEED 1) FOR ALL TABLES")
     with pytest.raises(psycopg.errors.UndefinedObject):
         conn.execute("CREATE SOURCE lg_bad IN CLUSTER no_such FROM LOAD GENERATOR COUNTER")
     conn.execute("BEGIN")
@@ -200,3 +200,109 @@ def test_counter_source_through_the_wire(server, conn):
     conn.execute("ROLLBACK")
     conn.execute("DROP SOURCE lg_cnt")  # its progress subsource goes with it
     assert conn.execute("SELECT count(*) FROM mz_sources WHERE name LIKE 'lg_%'").fetchone() == (0,)
+
+
+def subsource_columns(conn, schema: str) -> dict[str, list[tuple[str, str]]]:
+    """{subsource: [(column, mz_columns.type)]} of the sources in ``schema``, in column order."""
+    got: dict = {}
+    for table, col, typ in conn.execute(
+            "SELECT o.name, c.name, c.type FROM mz_columns c JOIN mz_sources o ON o.id = c.id"
+            " JOIN mz_schemas s ON s.id = o.schema_id WHERE s.name = %s AND o.type = 'subsource'"
+            " ORDER BY o.name, c.position", (schema,)).fetchall():
+        got.setdefault(table, []).append((col, typ))
+    return got
+
+
+#: MARKETING's subsources and columns, as Materialize's (src/storage-types/src/sources/load_generator.rs)
+MARKETING_COLUMNS = {
+    "clicks": [("impression_id", "bigint"), ("click_time", "timestamp with time zone")],
+    "conversion_predictions": [("lead_id", "bigint"), ("experiment_bucket", "text"),
+                               ("predicted_at", "timestamp with time zone"), ("score", "double precision")],
+    "coupons": [("id", "bigint"), ("lead_id", "bigint"), ("created_at", "timestamp with time zone"),
+                ("amount", "bigint")],
+    "customers": [("id", "bigint"), ("email", "text"), ("income", "bigint")],
+    "impressions": [("id", "bigint"), ("customer_id", "bigint"), ("campaign_id", "bigint"),
+                    ("impression_time", "timestamp with time zone")],
+    "leads": [("id", "bigint"), ("customer_id", "bigint"), ("created_at", "timestamp with time zone"),
+              ("converted_at", "timestamp with time zone"), ("conversion_amount", "bigint")],
+}
+
+
+def test_marketing_source_through_the_wire(server, conn):
+    conn.execute("CREATE SCHEMA mkt")
+    conn.execute("CREATE SOURCE mkt.marketing FROM LOAD GENERATOR MARKETING (TICK INTERVAL '20ms') FOR ALL TABLES")
+    try:
+        assert subsource_columns(conn, "mkt") == MARKETING_COLUMNS
+        conn.execute("SET search_path = mkt")  # SHOW COLUMNS FROM mkt.leads drops its schema (mzparse)
+        assert [r[0] for r in conn.execute("SHOW COLUMNS FROM leads").fetchall()] == \
+            [c for c, _ in MARKETING_COLUMNS["leads"]]
+        conn.execute("RESET search_path")
+        wait_for(lambda: conn.execute("SELECT count(*) FROM mkt.leads").fetchone()[0] >= 20, timeout=60)
+        assert conn.execute("SELECT count(*), count(DISTINCT email) FROM mkt.customers").fetchone() == (50, 50)
+        n = conn.execute("SELECT count(*) FROM mkt.impressions").fetchone()[0]
+        wait_for(lambda: conn.execute("SELECT count(*) FROM mkt.impressions").fetchone()[0] > n, timeout=60)
+        # every lead has its prediction; coupons go to experiment leads only
+        assert conn.execute(
+            "SELECT count(*) FROM mkt.coupons c JOIN mkt.conversion_predictions p ON p.lead_id = c.lead_id"
+            " WHERE p.experiment_bucket <> 'experiment'").fetchone() == (0,)
+    finally:
+        conn.execute("DROP SCHEMA mkt CASCADE")
+
+
+#: TPCH's subsources and columns, as Materialize's (load_generator.rs), in its order
+TPCH_COLUMNS = {
+    "supplier": "s_suppkey s_name s_address s_nationkey s_phone s_acctbal s_comment",
+    "part": "p_partkey p_name p_mfgr p_brand p_type p_size p_container p_retailprice p_comment",
+    "partsupp": "ps_partkey ps_suppkey ps_availqty ps_supplycost ps_comment",
+    "customer": "c_custkey c_name c_address c_nationkey c_phone c_acctbal c_mktsegment c_comment",
+    "orders": "o_orderkey o_custkey o_orderstatus o_totalprice o_orderdate o_orderpriority o_clerk"
+              " o_shippriority o_comment",
+    "lineitem": "l_orderkey l_partkey l_suppkey l_linenumber l_quantity l_extendedprice l_discount l_tax"
+                " l_returnflag l_linestatus l_shipdate l_commitdate l_receiptdate l_shipinstruct l_shipmode l_comment",
+    "nation": "n_nationkey n_name n_regionkey n_comment",
+    "region": "r_regionkey r_name r_comment",
+}
+
+
+def test_tpch_source_snapshot_through_the_wire(server, conn):
+    conn.execute("CREATE SCHEMA tpch_src")
+    conn.execute("CREATE SOURCE tpch_src.tpch FROM LOAD GENERATOR TPCH (SCALE FACTOR 0.001) FOR ALL TABLES")
+    try:
+        got = subsource_columns(conn, "tpch_src")
+        assert {t: [c for c, _ in cols] for t, cols in got.items()} == {t: c.split() for t, c in TPCH_COLUMNS.items()}
+        types = {col: typ for cols in got.values() for col, typ in cols}
+        assert (types["l_quantity"], types["l_shipdate"], types["l_linenumber"], types["o_orderkey"]) == \
+            ("numeric", "date", "integer", "bigint")
+        wait_for(lambda: conn.execute("SELECT count(*) FROM tpch_src.region").fetchone()[0] == 5, timeout=120)
+        counts = conn.execute("SELECT (SELECT count(*) FROM tpch_src.nation), (SELECT count(*) FROM tpch_src.orders),"
+                              " (SELECT count(*) FROM tpch_src.lineitem)").fetchone()
+        assert counts == (25, 1500, 6005)  # TPC-H at scale 0.001 (tpchgen-cli)
+        # every lineitem belongs to an order (the snapshot committed whole, at one timestamp)
+        assert conn.execute("SELECT count(*) FROM tpch_src.lineitem l LEFT JOIN tpch_src.orders o"
+                            " ON o.o_orderkey = l.l_orderkey WHERE o.o_orderkey IS NULL").fetchone() == (0,)
+        assert conn.execute('SELECT "offset" FROM tpch_src.tpch_progress').fetchall() == [(1,)]
+    finally:
+        conn.execute("DROP SCHEMA tpch_src CASCADE")
+
+
+def test_tpch_source_ticks_replace_orders(server, conn):
+    """TPCH with TICK INTERVAL: each tick replaces an order and its lineitems (Materialize's
+    tpch.rs), so the counts of orders stay and every lineitem keeps its order."""
+    conn.execute("CREATE SCHEMA tpch_tick")
+    conn.execute("CREATE SOURCE tpch_tick.tpch FROM LOAD GENERATOR TPCH (SCALE FACTOR 0.001, TICK INTERVAL '50ms')"
+                 " FOR ALL TABLES")
+    try:
+        wait_for(lambda: conn.execute('SELECT "offset" FROM tpch_tick.tpch_progress').fetchone()[0] >= 5,
+                 timeout=120)
+        assert conn.execute("SELECT count(*), count(DISTINCT o_orderkey) FROM tpch_tick.orders").fetchone() == \
+            (1500, 1500)
+        assert conn.execute("SELECT count(*) FROM tpch_tick.lineitem l LEFT JOIN tpch_tick.orders o"
+                            " ON o.o_orderkey = l.l_orderkey WHERE o.o_orderkey IS NULL").fetchone() == (0,)
+        # orders' totals are their lineitems' (the new versions' as well as tpchgen's)
+        assert conn.execute(
+            "SELECT count(*) FROM tpch_tick.orders o JOIN (SELECT l_orderkey,"
+            " sum(l_extendedprice * (1 + l_tax) * (1 - l_discount)) AS t FROM tpch_tick.lineitem"
+            " GROUP BY l_orderkey) l ON l.l_orderkey = o.o_orderkey WHERE abs(o.o_totalprice - l.t) > 1"
+        ).fetchone() == (0,)
+    finally:
+        conn.execute("DROP SCHEMA tpch_tick CASCADE")

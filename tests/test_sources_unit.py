@@ -74,7 +74,12 @@ def test_validate_reports_the_reason_without_the_password():
 
 
 @pytest.mark.parametrize(("sql", "sqlstate"), [
-    ("CREATE SOURCE s FROM LOAD GENERATOR MARKETING FOR ALL TABLES", "0A000"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR TPCH (SEED 3) FOR ALL TABLES", "0A000"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR TPCH (SCALE FACTOR 0.01, UP TO 4) FOR ALL TABLES", "0A000"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR TPCH (SCALE FACTOR 0) FOR ALL TABLES", "22023"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR TPCH (SCALE FACTOR 'x') FOR ALL TABLES", "22023"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR MARKETING", "42601"),
+    ("CREATE SOURCE s FROM LOAD GENERATOR MARKETING (MAX CARDINALITY 3) FOR ALL TABLES", "0A000"),
     ("CREATE SOURCE s FROM LOAD GENERATOR AUCTION (SCALE FACTOR 1) FOR ALL TABLES", "0A000"),
     ("CREATE SOURCE s FROM LOAD GENERATOR AUCTION", "42601"),
     ("CREATE SOURCE s FROM LOAD GENERATOR COUNTER FOR ALL TABLES", "42601"),
@@ -105,6 +110,73 @@ def test_generators_repeat_a_tick_exactly_but_for_its_times():
     assert {o for o, _, _ in first} == {"auctions", "bids"}
     assert {o for o, _, _ in loadgen.updates("AUCTION", "u7", 1, now)} == {"organizations", "users", "accounts"}
     assert loadgen.updates("COUNTER", "u1", 5, now, max_cardinality=2) == [(None, (5,), 1), (None, (3,), -1)]
+
+
+def test_marketing_ticks_follow_materializes_generator():
+    """MARKETING (Materialize's marketing.rs): 50 customers at tick 1, then per tick an
+    impression, a lead and its prediction; coupons only for unlikely experiment leads."""
+    import datetime as dt
+
+    from sqlfront import loadgen
+
+    now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    first = loadgen.updates("MARKETING", "m1", 1, now)
+    assert {o for o, _, _ in first} == {"customers"} and len({r[1] for _, r, _ in first}) == 50
+    assert all(5_000_000 <= r[2] < 10_000_000 for _, r, _ in first)
+    ticks = [loadgen.updates("MARKETING", "m1", t, now) for t in range(2, 400)]
+    for t, ups in enumerate(ticks, start=2):
+        by = {}
+        for o, r, d in ups:
+            assert d == 1
+            by.setdefault(o, []).append(r)
+        assert len(by["impressions"]) == len(by["leads"]) == len(by["conversion_predictions"]) == 1
+        lead, bucket, _, score = by["conversion_predictions"][0]
+        assert by["leads"][0][0] == lead and bucket == ("control" if lead % 10 <= 1 else "experiment")
+        assert ("coupons" in by) == (bucket == "experiment" and score <= 0.5)
+        converted_at, amount = by["leads"][0][3:]
+        assert (converted_at is None) == (amount is None)
+        assert all(c[1] > now for c in by.get("clicks", []))  # a click comes after its impression
+    seen = {o for ups in ticks for o, _, _ in ups}
+    assert seen == {"impressions", "clicks", "leads", "coupons", "conversion_predictions"}
+    ids = [r[0] for ups in ticks for o, r, _ in ups if o in ("impressions", "leads", "coupons")]
+    assert len(ids) == len(set(ids))  # one id counter, as Materialize's
+
+
+def test_tpch_ticks_replace_one_order_and_its_lineitems():
+    """TPCH with TICK INTERVAL (Materialize's tpch.rs): tick 1 the snapshot, then each tick
+    retracts one order and its lineitems as they are and inserts a new version of it; a
+    generator that restarts at tick t (replaying from the snapshot) makes the same updates."""
+    import collections
+    import datetime as dt
+    from decimal import Decimal
+
+    from sqlfront.loadgen_tpch import TpchTicks, retail_price
+
+    day = dt.date(1995, 1, 1)
+    snap = ([("part", (p,), 1) for p in range(1, 21)] + [("supplier", (s,), 1) for s in range(1, 5)]
+            + [("customer", (c,), 1) for c in range(1, 16)]
+            + [("orders", (k, 1, "F", Decimal("1.00"), day, "1-URGENT", "Clerk#000000009", 0, "quick brown fox"), 1)
+               for k in (1, 2, 3, 32)]
+            + [("lineitem", (k, 1, 1, n) + (None,) * 12, 1) for k in (1, 2, 3, 32) for n in (1, 2)])
+    gen = TpchTicks("t1", lambda: list(snap))
+    state = collections.Counter()
+    assert gen.updates(1) == snap
+    for t in range(1, 40):
+        ups = gen.updates(t) if t > 1 else snap
+        if t > 1:
+            orders = [(r, d) for o, r, d in ups if o == "orders"]
+            assert [d for _, d in orders] == [-1, 1] and orders[0][0][0] == orders[1][0][0]
+            new = orders[1][0]
+            lines = [r for o, r, d in ups if o == "lineitem" and d == 1]
+            assert 1 <= len(lines) <= 7 and {r[0] for r in lines} == {new[0]} and new[1] % 3 != 0
+            assert all(r[5] == r[4] * retail_price(r[1]) for r in lines)  # extendedprice
+            assert new[2] == ({r[9] for r in lines}.pop() if len({r[9] for r in lines}) == 1 else "P")
+        for o, r, d in ups:
+            state[(o, r)] += d
+    assert all(v in (0, 1) for v in state.values())  # every retraction meets its insert
+    assert sum(1 for (o, _), v in state.items() if o == "orders" and v) == 4
+    # a restart at tick 39 (the state rebuilt from the snapshot and ticks 2 to 38) repeats it
+    assert TpchTicks("t1", lambda: list(snap)).updates(39) == ups
 
 
 def test_datediff_counts_boundaries_crossed():
