@@ -250,8 +250,9 @@ def _result_scales(s: Session, plan) -> list[int | None]:
     """The scale of each column of ``plan``'s result as a query prints it: Spark's decimal
     scale of the lowered plan's column (None for a column that is not a decimal), asked of
     a replica of the session's cluster (Spark analyses the plan; nothing runs). All None
-    when the plan has no unconstrained numeric column, or no replica answers (the view then
-    stores them as ``catalog.types.UNCONSTRAINED_NUMERIC``).
+    when the plan has no unconstrained numeric column, or the session's cluster has no
+    replica here or none becomes healthy (the view then stores them as
+    ``catalog.types.UNCONSTRAINED_NUMERIC``).
 
     Raises: the query's own errors other than 55000 (no healthy replica)."""
     from pyspark.sql import types as T
@@ -260,6 +261,10 @@ def _result_scales(s: Session, plan) -> list[int | None]:
 
     none = [None] * len(plan.columns)
     if not any(t.name == "numeric" and t.precision is None for _, t in plan.columns):
+        return none
+    cluster = s.env.snapshot.cluster_by_name(s.vars.get("cluster"))
+    cc = s.env.cluster_coordinator(cluster.id) if cluster is not None else None
+    if cc is None or not cc.replica_ids():  # no replica to wait for (CREATE needs none)
         return none
     try:
         schema = peek(s, plan, job=lambda df, replica_id: df.schema)
