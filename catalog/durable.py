@@ -847,13 +847,17 @@ def _encode_columns(cols: tuple[Column, ...]) -> str:
             d["default"] = c.default
         if c.identity is not None:
             d["identity"] = c.identity
+        if c.type.stored_scale is not None:
+            d["ss"] = c.type.stored_scale
         out.append(d)
     return json.dumps(out)
 
 
 def _decode_columns(text: str) -> tuple[Column, ...]:
-    # "default" and "identity" are absent from catalogs written before column defaults
-    return tuple(Column(d["name"], SqlType(d["type"], d["p"], d["s"]), d["null"], d.get("default"), d.get("identity"))
+    # "default" and "identity" are absent from catalogs written before column defaults;
+    # "ss" (SqlType.stored_scale) from those written before views stored their query's scale
+    return tuple(Column(d["name"], SqlType(d["type"], d["p"], d["s"], d.get("ss")), d["null"], d.get("default"),
+                        d.get("identity"))
                  for d in json.loads(text))
 
 

@@ -32,11 +32,16 @@ class SqlType:
             ``time(p)``, ``timetz(p)`` and ``interval second(p)``; None if absent.
         scale: numeric scale; for ``interval``, the field qualifier's mask
             (``catalog.intervalio.FIELD_NAMES``: ``interval day to second``); None if absent.
+        stored_scale: for an unconstrained ``numeric`` column of a materialized view, the
+            scale its values are stored with: its query's result scale (``stored_numeric``);
+            None stores ``UNCONSTRAINED_NUMERIC``. Not part of the SQL type: equality,
+            hashing, typmod and the name PostgreSQL sees ignore it.
     """
 
     name: str
     precision: int | None = None
     scale: int | None = None
+    stored_scale: int | None = dataclasses.field(default=None, compare=False, repr=False)
 
     @property
     def oid(self) -> int:
@@ -97,6 +102,11 @@ class SqlType:
         """The same type without its modifier (``numeric(10,2)`` -> ``numeric``)."""
         return SqlType(self.name)
 
+    def logical(self) -> "SqlType":
+        """The same SQL type without how a stored column keeps it (``stored_scale``): the
+        type of an expression over the column, whose values Spark computes at its own scale."""
+        return dataclasses.replace(self, stored_scale=None) if self.stored_scale is not None else self
+
     def sql(self) -> str:
         """The name ``format_type`` prints, e.g. ``numeric(10,2)``, ``character varying(5)``."""
         if self.is_array:
@@ -131,7 +141,7 @@ class SqlType:
     def storage_precision_scale(self) -> tuple[int, int]:
         """(precision, scale) of the decimal a numeric is stored and computed as."""
         if self.precision is None:
-            return UNCONSTRAINED_NUMERIC
+            return UNCONSTRAINED_NUMERIC if self.stored_scale is None else (UNCONSTRAINED_NUMERIC[0], self.stored_scale)
         return self.precision, self.scale or 0
 
 
@@ -338,6 +348,17 @@ def _datetime_precision(name: str, mods: list[int]) -> int:
 
 def with_modifier(t: SqlType, precision: int | None, scale: int | None = None) -> SqlType:
     return dataclasses.replace(t, precision=precision, scale=scale)
+
+
+def stored_numeric(t: SqlType, result_scale: int | None) -> SqlType:
+    """The type a materialized view stores its column of type ``t`` as, given the scale
+    ``result_scale`` its query's result has in that column (Spark's decimal scale; None if
+    not a decimal): an unconstrained ``numeric`` keeps the query's scale, so the view shows
+    each value as its query does (``n * 2`` of a ``numeric(6,2)``: ``-4.50``), at the widest
+    precision (``UNCONSTRAINED_NUMERIC``'s); other types are stored as they are."""
+    if t.name != "numeric" or t.precision is not None or result_scale is None:
+        return t
+    return dataclasses.replace(t, stored_scale=result_scale)
 
 
 def arrow_schema(names: list[str], types: list[SqlType]) -> pa.Schema:

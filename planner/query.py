@@ -379,8 +379,9 @@ class QueryPlanner:
                     raise SqlError("42P10",
                                    f'table "{qualifier}" has {len(names)} columns available but {len(aliases)} columns specified')
                 names = aliases + names[len(aliases):]
-            plan = Get(rel, tuple((c.name, c.type) for c in cols))
-            scope = Scope([ScopeItem(qualifier, n, c.type, i) for i, (n, c) in enumerate(zip(names, cols))])
+            # a stored column's scale is the read's (Lowerer._Get), not its expressions' type
+            plan = Get(rel, tuple((c.name, c.type.logical()) for c in cols))
+            scope = Scope([ScopeItem(qualifier, n, c.type.logical(), i) for i, (n, c) in enumerate(zip(names, cols))])
             return plan, scope
         if isinstance(item, ast.JoinExpr):
             return self.plan_join(item)

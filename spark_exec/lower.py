@@ -651,8 +651,8 @@ class Lowerer:
             return self._local(self.spark.createDataFrame(rows, self._schema(p.columns)))
         snap = self._scan(rel)
         names = [c.name for c in rel.columns]
-        if not snap.parts:
-            return self.spark.createDataFrame([], self._schema(p.columns))
+        if not snap.parts:  # the types a read of its parts has (SqlType.stored_scale)
+            return self.spark.createDataFrame([], self._schema([(c.name, c.type) for c in rel.columns]))
         # Arranged tables part by part, so Spark's cache manager answers each from memory.
         df = read_snapshot(self.spark, rel, snap, rel.id in self.arranged)
         if all(part.inline is not None for part in snap.parts):

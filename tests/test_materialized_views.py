@@ -275,3 +275,30 @@ def test_hydration_statuses_and_materialization_lag(conn):
     lag = conn.execute("SELECT local_lag, global_lag FROM mz_internal.mz_materialization_lag WHERE object_id = %s",
                        (vid,)).fetchall()
     assert len(lag) == 1 and lag[0][0] is not None and lag[0][1] is not None
+
+
+def test_mv_shows_numeric_values_with_its_querys_scale(conn):
+    """An unconstrained numeric column of a view shows each value as its query does
+    (issue 32): ``n * 2`` of a numeric(6,2) is ``-4.50``, not the stored default's
+    ``-4.5000000000``; avg keeps the query's places; after an incremental write and
+    through a view over the view too."""
+    conn.execute("CREATE TABLE sc_t (g int, n numeric(6,2))")
+    conn.execute("INSERT INTO sc_t VALUES (1, -2.25), (1, 5.10), (2, 15.00)")
+    conn.execute("CREATE MATERIALIZED VIEW sc_twice AS SELECT g, n * 2 AS x FROM sc_t")
+    conn.execute("CREATE MATERIALIZED VIEW sc_avg AS SELECT g, avg(n) AS a FROM sc_t GROUP BY g")
+    conn.execute("CREATE MATERIALIZED VIEW sc_over AS SELECT g, x FROM sc_twice WHERE x < 100")
+
+    def shown(sql: str) -> list[tuple]:
+        return sorted((g, str(v)) for g, v in conn.execute(sql).fetchall())
+
+    assert shown("SELECT * FROM sc_twice") == [(1, "-4.50"), (1, "10.20"), (2, "30.00")]
+    for _ in range(2):  # at hydration, then after an incremental round
+        assert shown("SELECT * FROM sc_twice") == shown("SELECT g, n * 2 FROM sc_t")
+        assert shown("SELECT * FROM sc_avg") == shown("SELECT g, avg(n) FROM sc_t GROUP BY g")
+        assert shown("SELECT * FROM sc_over") == shown("SELECT g, n * 2 FROM sc_t WHERE n * 2 < 100")
+        conn.execute("INSERT INTO sc_t VALUES (2, 0.01), (3, -7.77)")
+    assert ("3", "-15.54") in [(str(g), v) for g, v in shown("SELECT * FROM sc_twice")]
+    # PostgreSQL's type stays numeric (no typmod)
+    assert conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+                        " WHERE attrelid = 'sc_twice'::regclass AND attname = 'x'").fetchone() == ("numeric",)
+    conn.execute("DROP TABLE sc_t CASCADE")

@@ -252,6 +252,35 @@ UNMATERIALIZABLE = frozenset({
 })
 
 
+def _result_scales(s: Session, plan) -> list[int | None]:
+    """The scale of each column of ``plan``'s result as a query prints it: Spark's decimal
+    scale of the lowered plan's column (None for a column that is not a decimal), asked of
+    a replica of the session's cluster (Spark analyses the plan; nothing runs). All None
+    when the plan has no unconstrained numeric column, or the session's cluster has no
+    replica here or none becomes healthy (the view then stores them as
+    ``catalog.types.UNCONSTRAINED_NUMERIC``).
+
+    Raises: the query's own errors other than 55000 (no healthy replica)."""
+    from pyspark.sql import types as T
+
+    from sqlfront.sequence.peek import peek
+
+    none = [None] * len(plan.columns)
+    if not any(t.name == "numeric" and t.precision is None for _, t in plan.columns):
+        return none
+    cluster = s.env.snapshot.cluster_by_name(s.vars.get("cluster"))
+    cc = s.env.cluster_coordinator(cluster.id) if cluster is not None else None
+    if cc is None or not cc.replica_ids():  # no replica to wait for (CREATE needs none)
+        return none
+    try:
+        schema = peek(s, plan, job=lambda df, replica_id: df.schema)
+    except SqlError as e:
+        if e.sqlstate != "55000":
+            raise
+        return none
+    return [f.dataType.scale if isinstance(f.dataType, T.DecimalType) else None for f in schema.fields]
+
+
 def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: str, params) -> Result:
     """CREATE [OR REPLACE] MATERIALIZED VIEW [IF NOT EXISTS] name [(cols)] [IN CLUSTER c]
     AS query (Materialize's "CREATE MATERIALIZED VIEW"): the query is planned here (its
@@ -269,6 +298,7 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
     from pglast.stream import RawStream
 
     from catalog.snapshot import Column, Table
+    from catalog.types import stored_numeric
     from planner.expr import MAINTAINED, ast_nodes, set_query_timestamp
     from planner.incremental import incremental_plan
     from planner.plan import relations_read
@@ -311,7 +341,8 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
             raise SqlError(FEATURE_NOT_SUPPORTED,
                            f'materialized view "{stmt.name}" cannot depend on temporary table "{r.name}"')
     incremental_plan(optimized)  # 0A000 for a shape with no incremental rule yet
-    cols = tuple(Column(n, t) for n, (_, t) in zip(names, pq.plan.columns))
+    scales = _result_scales(s, optimized)
+    cols = tuple(Column(n, stored_numeric(t, sc)) for n, (_, t), sc in zip(names, pq.plan.columns, scales))
     ids = frozenset(r.id for r in reads if isinstance(r, Table))
     run(s, build.create_materialized_view(stmt.schema, stmt.name, RawStream()(query), cols,
                                           stmt.cluster or s.vars.get("cluster"), ids, stmt.or_replace,
