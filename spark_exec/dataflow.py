@@ -65,10 +65,6 @@ D = "_d"
 #: cost a shuffle stage (a job of its own with adaptive execution) per GROUP BY
 NARROW_UPDATES = 100_000
 
-#: most times one round takes when the plan has a per-group recompute (which runs its
-#: operator once per time of the round, all in one plan)
-RECOMPUTE_TIMES = 16
-
 #: (table, lower, upper) -> the parts of the table's shard with updates at times in
 #: ``(lower, upper]``
 ChangesFn = Callable[[Table, int, int], list[Part]]
@@ -181,8 +177,6 @@ class Dataflow:
         #: id of a temporal filter -> its pending updates (``c0 .. cN-1``, ``cN``: their
         #: time, ``_d``), kept until the frontier reaches them
         self.pending: dict[int, Spine] = {}
-        #: the times of the round of several times under way (``advance``)
-        self._batch: list[int] = []
         #: the earliest time after the frontier at which a temporal filter has updates
         #: (None: none): the caller steps there even when no input changes
         self.next_event: int | None = None
@@ -242,9 +236,9 @@ class Dataflow:
 
     @property
     def batches_times(self) -> bool:
-        """Whether one round can take updates of several times (``advance``): the plan
-        has no temporal filter."""
-        return not any(isinstance(n, Temporal) for n in walk(self.inc))
+        """Whether one round can take updates of several times (``advance``): no
+        operator of the plan is recomputed per group or is a temporal filter."""
+        return not any(isinstance(n, (Recompute, Temporal)) for n in walk(self.inc))
 
     def advance(self, times: list[int], target: int, changes: ChangesFn, after: int | None = None
                 ) -> DataFrame | None:
@@ -258,22 +252,11 @@ class Dataflow:
         todo = [t for t in times if self.frontier < t <= target]
         columns = len(self.inc.columns)
         if len(todo) > 1 and self.batches_times:
-            # a per-group recompute runs its operator once per time of the round: rounds of
-            # at most RECOMPUTE_TIMES times keep its plan small
-            size = RECOMPUTE_TIMES if any(isinstance(n, Recompute) for n in walk(self.inc)) else len(todo)
-            outs, narrow = [], True
-            for i in range(0, len(todo), size):
-                self._batch = todo[i:i + size]
-                out = self._round(self.frontier, self._batch[-1], changes)
-                narrow = narrow and self.narrow
-                if out is not None:
-                    outs.append(out.select(*_names(columns), T, D))
-            self.narrow, self._batch = narrow, []
+            out = self._round(self.frontier, todo[-1], changes)
             self.frontier = target
-            out = reduce(DataFrame.unionAll, outs) if outs else None
             if out is not None and after is not None and after > todo[0] - 1:
                 out = out.filter(F.col(T) > F.lit(after))
-            return out
+            return None if out is None else out.select(*_names(columns), T, D)
         outs, narrow = [], True
         for t, d in self.steps(todo, target, changes):
             narrow = narrow and self.narrow
@@ -489,28 +472,7 @@ class Dataflow:
             rows = [x for x in (old, d) if x is not None]  # a change is all of touched groups
             before.append(old if old is not None else self._empty(i.columns))
             after.append(reduce(DataFrame.unionAll, rows) if rows else self._empty(i.columns))
-        if len(self._extra()) == 2:
-            return self._recompute_times(n, got, before)
         return _signed(self._template(n, after), m, 1).unionAll(_signed(self._template(n, before), m, -1))
-
-    def _recompute_times(self, n: Recompute, got, before: list[DataFrame]) -> DataFrame:
-        """A per-group recompute over the changes of several times (``_batch``): at each
-        time t, the operator over the touched groups' rows through t, less its answer
-        through the time before (the groups' rows before the round, then each time's
-        change added in turn); a group not changed at t gives equal rows at t, which
-        consolidation removes."""
-        m = len(n.columns)
-        prev = self._template(n, before)
-        outs = []
-        for t in self._batch:
-            now = [x if d is None else x.unionAll(d.filter(F.col(T) <= F.lit(t)).select(*_names(len(i.columns)), D))
-                   for x, (_, d), i in zip(before, got, n.inputs)]
-            cur = self._template(n, now)
-            at = F.lit(t).cast("long").alias(T)
-            outs += [cur.select(*_names(m), at, F.lit(1).cast("long").alias(D)),
-                     prev.select(*_names(m), at, F.lit(-1).cast("long").alias(D))]
-            prev = cur
-        return reduce(DataFrame.unionAll, outs)
 
     def _template(self, n: Recompute, inputs: list[DataFrame]) -> DataFrame:
         """``n.template`` over the rows of the updates ``inputs`` (one per input)."""

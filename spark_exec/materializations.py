@@ -133,6 +133,8 @@ class MaterializationMaintainer:
         #: (view id, replica id) -> seconds its last hydration took
         self.hydrations: dict[tuple[str, str], float] = {}
         self._thread: threading.Thread | None = None
+        #: view id -> its last round (a view has one round at a time)
+        self._steps: dict = {}
         #: rounds that ran the query on a replica (for tests and metrics)
         self.computations = 0
 
@@ -185,7 +187,8 @@ class MaterializationMaintainer:
             self._follow({i.shard_id for m in mats for i in m.inputs})
             live_ids = {m.view.id for m in mats}
             for gone in {vid for vid, _ in list(self._flows)} | set(self._holds):
-                if gone not in live_ids:  # dropped (or moved to another cluster)
+                if gone not in live_ids and not self._running(gone):  # dropped (or moved to another cluster)
+                    self._steps.pop(gone, None)
                     self._drop(gone)
             # Before looking at the inputs: a change during the round wakes the next one.
             seen = {s: self.persist.latest(s).seqno for s in self._watched}
@@ -196,12 +199,17 @@ class MaterializationMaintainer:
             if periodic:
                 last_advance = time.monotonic()
             if mats and self.cc.has_healthy_replica():
-                # Views of one level (none reads another of its level) step at once; a
-                # level after the levels it reads (Materialize runs every dataflow at once).
-                for level in _levels(mats):
+                # Each view steps on its own (Materialize runs every dataflow at once): one
+                # whose round is still running is left for the next look, so a slow view
+                # never holds back the others; views over views after the views they read.
+                for m in (m for level in _levels(mats) for m in level):
                     if self._stop.is_set():
                         return
-                    list(self._pool.map(lambda m: self._step_logged(m, requests.get(m.view.id), periodic), level))
+                    if self._running(m.view.id):
+                        continue
+                    f = self._pool.submit(self._step_logged, m, requests.get(m.view.id), periodic)
+                    self._steps[m.view.id] = f
+                    f.add_done_callback(lambda _: self._wake.set())  # its next round may be due
             # What readers asked for and did not get yet (an input view of another
             # cluster is behind, no healthy replica) is asked again next round.
             live = {m.view.id: m.view for m in mats}
@@ -210,6 +218,11 @@ class MaterializationMaintainer:
                     if vid in live and self.persist.latest(live[vid].shard_id).upper <= ts:
                         self._requests[vid] = max(ts, self._requests.get(vid, -1))
             self._wait(seen, poll)
+
+    def _running(self, view_id: str) -> bool:
+        """Whether a round of ``view_id`` is running (or waiting for a thread)."""
+        f = self._steps.get(view_id)
+        return f is not None and not f.done()
 
     def _step_logged(self, m: Materialization, requested: int | None, periodic: bool) -> None:
         try:
