@@ -249,6 +249,15 @@ def parse_bytea(s: str) -> bytes:
         except ValueError:
             raise SqlError(INVALID_TEXT_REPRESENTATION, "invalid hexadecimal data: odd number of digits"
                            if len(digits) % 2 else "invalid hexadecimal digit") from None
+    return parse_bytea_escape(s)
+
+
+def parse_bytea_escape(s: str) -> bytes:
+    """bytea's escape format (PostgreSQL 8.4.2): ``\\\\`` is a backslash, ``\\nnn`` an
+    octal byte, any other character its UTF-8 bytes; ``decode(s, 'escape')`` too.
+
+    Raises:
+        SqlError 22P02 for any other backslash sequence."""
     out = bytearray()
     i = 0
     while i < len(s):

@@ -302,3 +302,16 @@ def test_mv_shows_numeric_values_with_its_querys_scale(conn):
     assert conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
                         " WHERE attrelid = 'sc_twice'::regclass AND attname = 'x'").fetchone() == ("numeric",)
     conn.execute("DROP TABLE sc_t CASCADE")
+
+
+def test_mv_with_a_temporal_filter_and_a_numeric_sum_keeps_its_querys_scale(conn):
+    """A temporal filter does not stop CREATE from learning the result's numeric scale
+    (a regression of issue 32's stored scale: the schema question lowered mz_now(),
+    which has no single value, and CREATE answered 0A000)."""
+    conn.execute("CREATE TABLE sct_t (g int, n numeric(6,2))")
+    conn.execute("INSERT INTO sct_t VALUES (1, 2.25), (1, 5.10), (2, 15.00)")
+    conn.execute("CREATE MATERIALIZED VIEW sct_v AS SELECT g, sum(n) AS s FROM sct_t "
+                 "WHERE mz_now() >= 0 AND mz_now() < 99999999999999 GROUP BY g")
+    got = sorted((g, str(v)) for g, v in conn.execute("SELECT * FROM sct_v").fetchall())
+    assert got == [(1, "7.35"), (2, "15.00")]
+    conn.execute("DROP TABLE sct_t CASCADE")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import zlib
 
 from catalog.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SqlError
+from catalog.textio import parse_bytea_escape
 from planner.functions import FUNCTIONS, Function, constant_arg, register, sig
 from planner.functions.string import ARRAY_SUBSCRIPT_ERROR
 
@@ -193,20 +194,7 @@ def decode_text(text: str, fmt: str) -> bytes:
             return base64.b64decode(raw, validate=True)
     except (ValueError, binascii.Error):
         raise SqlError(INVALID_PARAMETER_VALUE, f"invalid {f} data") from None
-    out, i = bytearray(), 0
-    while i < len(text):
-        if text[i] != "\\":
-            out += text[i].encode()
-            i += 1
-        elif text[i + 1:i + 2] == "\\":
-            out.append(92)
-            i += 2
-        elif re.fullmatch(r"[0-3][0-7]{2}", text[i + 1:i + 4]):
-            out.append(int(text[i + 1:i + 4], 8))
-            i += 4
-        else:
-            raise SqlError(INVALID_PARAMETER_VALUE, 'invalid input syntax for type bytea')
-    return bytes(out)
+    return parse_bytea_escape(text)
 
 
 def _encode_spark(S, a, e):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from planner.explain import expr_text
 from planner.incremental.nodes import Temporal
-from planner.plan import Filter, map_node_exprs, map_plan_exprs
+from planner.plan import Filter, filtered, map_inputs, map_node_exprs, map_plan_exprs
 from planner.scalar import Call, conjoin, conjuncts, walk
 
 #: comparison -> (its mirror image, with mz_now() moved to the left)
@@ -35,6 +35,17 @@ def plan_mentions_now(p) -> bool:
     found = []
     map_plan_exprs(p, lambda e: found.append(e) or e)
     return any(isinstance(e, Call) and e.func == "mz_now" for e in found)
+
+
+def without_temporal(p):
+    """Plan ``p`` with every conjunct that mentions ``mz_now()`` left out of its Filters:
+    the same columns and types (a filter changes neither), and a plan Spark can lower,
+    where ``mz_now()`` has no single value. For a question about the result's schema
+    only (``sqlfront.sequence.ddl``: a view's numeric scales), never for its rows."""
+    p = map_inputs(p, without_temporal)
+    if isinstance(p, Filter) and mentions_now(p.predicate):
+        return filtered(p.input, [c for c in conjuncts(p.predicate) if not mentions_now(c)])
+    return p
 
 
 def _is_now(e) -> bool:

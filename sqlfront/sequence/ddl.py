@@ -263,6 +263,7 @@ def _result_scales(s: Session, plan) -> list[int | None]:
     Raises: the query's own errors other than 55000 (no healthy replica)."""
     from pyspark.sql import types as T
 
+    from planner.incremental.temporal import without_temporal
     from sqlfront.sequence.peek import peek
 
     none = [None] * len(plan.columns)
@@ -273,7 +274,8 @@ def _result_scales(s: Session, plan) -> list[int | None]:
     if cc is None or not cc.replica_ids():  # no replica to wait for (CREATE needs none)
         return none
     try:
-        schema = peek(s, plan, job=lambda df, replica_id: df.schema)
+        # A temporal filter's mz_now() has no value to lower; filters keep the types.
+        schema = peek(s, without_temporal(plan), job=lambda df, replica_id: df.schema)
     except SqlError as e:
         if e.sqlstate != "55000":
             raise
