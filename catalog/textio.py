@@ -252,12 +252,13 @@ def parse_bytea(s: str) -> bytes:
     return parse_bytea_escape(s)
 
 
-def parse_bytea_escape(s: str) -> bytes:
+def parse_bytea_escape(s: str, sqlstate: str = INVALID_TEXT_REPRESENTATION) -> bytes:
     """bytea's escape format (PostgreSQL 8.4.2): ``\\\\`` is a backslash, ``\\nnn`` an
     octal byte, any other character its UTF-8 bytes; ``decode(s, 'escape')`` too.
 
     Raises:
-        SqlError 22P02 for any other backslash sequence."""
+        SqlError ``sqlstate`` for any other backslash sequence: 22P02 for bytea input,
+        22023 for ``decode`` (PostgreSQL's ``esc_decode``)."""
     out = bytearray()
     i = 0
     while i < len(s):
@@ -272,7 +273,7 @@ def parse_bytea_escape(s: str) -> bytes:
             out.append(int(s[i + 1 : i + 4], 8))
             i += 4
         else:
-            raise SqlError(INVALID_TEXT_REPRESENTATION, "invalid input syntax for type bytea")
+            raise SqlError(sqlstate, "invalid input syntax for type bytea")
     return bytes(out)
 
 

@@ -194,7 +194,7 @@ def decode_text(text: str, fmt: str) -> bytes:
             return base64.b64decode(raw, validate=True)
     except (ValueError, binascii.Error):
         raise SqlError(INVALID_PARAMETER_VALUE, f"invalid {f} data") from None
-    return parse_bytea_escape(text)
+    return parse_bytea_escape(text, INVALID_PARAMETER_VALUE)
 
 
 def _encode_spark(S, a, e):
