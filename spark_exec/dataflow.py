@@ -15,9 +15,11 @@ the replica's memory), and its *frontier*: the time its arrangements are complet
   ``(frontier, target]`` at once, each keeping its time (``_t``): a join's pair of
   updates counts at the later of their times, a reduction's group changes at each time
   its updates have (its sums before and after each time are running sums over the
-  times, a window per group); so a burst of writes costs one round, not one per write
-  (Materialize's and DBSP's batches of many times). A plan with an operator that is
-  recomputed per group, or a temporal filter, steps through the times one by one.
+  times, a window per group); an operator recomputed per group is recomputed per group
+  and time (``planner.incremental.timed``); a temporal filter's updates keep their own
+  times. So a burst of writes costs one round, not one per write (Materialize's and
+  DBSP's batches of many times). Only an operator of one group (TopK, an aggregate
+  without GROUP BY that no accumulation covers) steps through the times one by one.
 
 Changes are DataFrames of the node's columns ``c0 .. cN-1`` and ``_d`` (the diff; rows
 need not be consolidated). The change of an arrangement's input is checkpointed
@@ -50,6 +52,7 @@ from planner.incremental.nodes import (
     Accumulate, Arrangement, Constant, DeltaJoin, Hole, Input, Linear, Recompute, Temporal, UnionAll, arrangements,
     inc_inputs, walk,
 )
+from planner.incremental.timed import timed_template
 from planner.plan import Project, Unnest
 from planner.scalar import ColRef
 from spark_exec.lower import Lowerer, _file_schema, _from_storage, read_layout
@@ -236,9 +239,10 @@ class Dataflow:
 
     @property
     def batches_times(self) -> bool:
-        """Whether one round can take updates of several times (``advance``): no
-        operator of the plan is recomputed per group or is a temporal filter."""
-        return not any(isinstance(n, (Recompute, Temporal)) for n in walk(self.inc))
+        """Whether one round can take updates of several times (``advance``): every
+        operator of the plan recomputed per group can take the time as a key
+        (``planner.incremental.timed``)."""
+        return not any(isinstance(n, Recompute) and timed_template(n) is None for n in walk(self.inc))
 
     def advance(self, times: list[int], target: int, changes: ChangesFn, after: int | None = None
                 ) -> DataFrame | None:
@@ -251,10 +255,11 @@ class Dataflow:
         then tells whether every round was narrow."""
         todo = [t for t in times if self.frontier < t <= target]
         columns = len(self.inc.columns)
-        if len(todo) > 1 and self.batches_times:
-            out = self._round(self.frontier, todo[-1], changes)
-            self.frontier = target
-            if out is not None and after is not None and after > todo[0] - 1:
+        events = self.next_event is not None and self.next_event <= target
+        if len(todo) + events > 1 and self.batches_times:
+            lo = self.frontier
+            out = self._round(lo, target, changes)
+            if out is not None and after is not None and after > lo:
                 out = out.filter(F.col(T) > F.lit(after))
             return None if out is None else out.select(*_names(columns), T, D)
         outs, narrow = [], True
@@ -370,24 +375,37 @@ class Dataflow:
         return reduce(DataFrame.unionAll, parts) if parts else None
 
     def _d_Temporal(self, n: Temporal) -> DataFrame | None:
-        """The temporal filter's change at this time: its pending updates due now, and
-        of the input's change the rows in the output now; the rest of the input's change
-        (each row's entry and exit times still to come) joins the pending updates."""
-        k, t = len(n.columns), self._time
+        """The temporal filter's change in this round: its pending updates due in it, and
+        of the input's change ``(row, t, d)`` (``t``: the round's time, or the update's
+        own in a round of several) the updates ``(row, max(t, lower), d)`` and ``(row,
+        max(t, upper), -d)`` due by the round's time; the later ones (the rows' entry
+        and exit times still to come) join the pending updates."""
+        k, hi = len(n.columns), self._time
+        timed = len(self._extra()) == 2
+        lo = hi - 1 if self._lo is None else self._lo
         spine = self.pending[id(n)]
         before = spine.frame()
         out = []
+
+        def due(df, when, diff):
+            x = df.filter((when > F.lit(lo)) & (when <= F.lit(hi)))
+            return x.select(*_names(k), *([when.alias(T)] if timed else []), diff.alias(D))
+
         if before is not None and not self._hydrating:
-            out.append(before.filter(F.col(f"c{k}") == F.lit(t)).select(*_names(k), D))
+            out.append(due(before, F.col(f"c{k}"), F.col(D)))
         d = self._delta(n.input)
         if d is not None:
-            lo, hi, known = self._bounds(n)
-            b = checkpoint(d.select(*_names(k), D, lo.alias("_lo"), hi.alias("_hi"))
+            low, high, known = self._bounds(n)
+            at = F.col(T) if timed else F.lit(hi).cast("long")
+            b = checkpoint(d.select(*_names(k), D, at.alias("_at"), low.alias("_lo"), high.alias("_hi"))
                            .filter(known & (F.col("_lo") < F.col("_hi"))))
-            lo, hi, now = F.col("_lo"), F.col("_hi"), F.lit(t)
-            out.append(b.filter((lo <= now) & (hi > now)).select(*_names(k), D))
-            future = b.filter(lo > now).select(*_names(k), lo.alias(f"c{k}"), D).unionAll(
-                b.filter(hi > now).select(*_names(k), hi.alias(f"c{k}"), (-F.col(D)).alias(D)))
+            enter, leave = F.greatest("_at", "_lo"), F.greatest("_at", "_hi")
+            if self._hydrating:  # the snapshot's rows in the output at its time
+                out.append(b.filter((F.col("_lo") <= F.lit(hi)) & (F.col("_hi") > F.lit(hi))).select(*_names(k), D))
+            else:
+                out += [due(b, enter, F.col(D)), due(b, leave, -F.col(D))]
+            future = b.filter(enter > F.lit(hi)).select(*_names(k), enter.alias(f"c{k}"), D).unionAll(
+                b.filter(leave > F.lit(hi)).select(*_names(k), leave.alias(f"c{k}"), (-F.col(D)).alias(D)))
             self.pending[id(n)] = spine.with_batch(checkpoint(future))
         return reduce(DataFrame.unionAll, out) if out else None
 
@@ -460,6 +478,8 @@ class Dataflow:
         if all(d is None for _, d in got):
             return None
         m = len(n.columns)
+        if self._lo is not None and not self._hydrating:
+            return self._recompute_timed(n, got)
         if self._hydrating:  # nothing before: the operator over all of its input
             new = [d if d is not None else self._empty(i.columns) for (_, d), i in zip(got, n.inputs)]
             return _signed(self._template(n, new), m, 1)
@@ -474,18 +494,64 @@ class Dataflow:
             after.append(reduce(DataFrame.unionAll, rows) if rows else self._empty(i.columns))
         return _signed(self._template(n, after), m, 1).unionAll(_signed(self._template(n, before), m, -1))
 
-    def _template(self, n: Recompute, inputs: list[DataFrame]) -> DataFrame:
-        """``n.template`` over the rows of the updates ``inputs`` (one per input)."""
+    def _template(self, n: Recompute, inputs: list[DataFrame], template=None, more: int = 0) -> DataFrame:
+        """``n.template`` (or ``template``, whose inputs have ``more`` columns after each
+        input's own) over the rows of the updates ``inputs`` (one per input)."""
         lw = self._lowerer
         saved = lw.holes
         # At hydration every update is a +1 (a snapshot's rows, and what operators make of
         # them): the rows are the updates' rows, no consolidation needed.
-        lw.holes = {i: df.select(*_names(len(inp.columns))) if self._hydrating else _expand(df, len(inp.columns))
-                    for i, (df, inp) in enumerate(zip(inputs, n.inputs))}
+        lw.holes = {i: df.select(*_names(len(inp.columns) + more)) if self._hydrating
+                    else _expand(df, len(inp.columns) + more) for i, (df, inp) in enumerate(zip(inputs, n.inputs))}
         try:
-            return lw.lower(n.template)
+            return lw.lower(template if template is not None else n.template)
         finally:
             lw.holes = saved
+
+    def _recompute_timed(self, n: Recompute, got: list) -> DataFrame:
+        """The operator's changes over a round of several times (``planner.incremental.
+        timed``): each touched group's rows through each time it changed at (the state's
+        rows, and the round's changes up to that time) tagged with that time ``t`` and
+        the group's next one ``tn``, and the round's lower bound as a group's first
+        ``t`` (its rows before the round); the operator over them per ``(group, t)``
+        gives its answer at ``t``, added at ``t`` (unless ``t`` is the lower bound: it is
+        in the output already) and taken back at ``tn``."""
+        from pyspark.sql.connect.window import Window as W
+
+        template = timed_template(n)
+        lo = self._lo
+        keyed = [self._keyed(d, a) if d is not None else None for (_, d), a in zip(got, n.states)]
+        width = len(n.states[0].keys)
+        ks = [f"_k{j}" for j in range(width)]
+        times = reduce(DataFrame.unionAll, [d.select(*ks, T) for d in keyed if d is not None]).distinct()
+        firsts = times.select(*ks).distinct().select(*ks, F.lit(lo).cast("long").alias(T))
+        order = W.partitionBy(*ks).orderBy(T)
+        at = checkpoint(self._one(times.unionAll(firsts).select(*ks, F.col(T).alias("_at"),
+                                                                F.lead(T).over(order).alias("_tn"))))
+        rows = []
+        for (old, _), d, a, i in zip(got, keyed, n.states, n.inputs):
+            k = len(i.columns)
+            s = F.broadcast(at.select(*[F.col(c).alias(f"_s{j}") for j, c in enumerate(ks)], "_at", "_tn"))
+            parts = []
+            if old is not None:
+                o = self._keyed(old, a)
+                on = reduce(lambda x, y: x & y, [o[c].eqNullSafe(s[f"_s{j}"]) for j, c in enumerate(ks)])
+                parts.append(o.join(s, on, "inner").select(*_names(k), "_at", "_tn", D))
+            if d is not None:
+                on = reduce(lambda x, y: x & y, [d[c].eqNullSafe(s[f"_s{j}"]) for j, c in enumerate(ks)])
+                parts.append(d.join(s, on & (s["_at"] >= d[T]), "inner").select(*_names(k), "_at", "_tn", D))
+            both = reduce(DataFrame.unionAll, parts) if parts else self._empty_timed(i.columns)
+            rows.append(self._one(both.withColumnRenamed("_at", f"c{k}").withColumnRenamed("_tn", f"c{k + 1}")))
+        m = len(n.columns)
+        out = self._template(n, rows, template, more=2)
+        t, tn = F.col(f"c{m}"), F.col(f"c{m + 1}")
+        return out.filter(t != F.lit(lo)).select(*_names(m), t.alias(T), F.lit(1).cast("long").alias(D)).unionAll(
+            out.filter(tn.isNotNull()).select(*_names(m), tn.alias(T), F.lit(-1).cast("long").alias(D)))
+
+    def _empty_timed(self, columns) -> DataFrame:
+        """No rows of ``columns`` with ``_at``, ``_tn`` and the diff."""
+        return self._empty(tuple(columns) + (("_at", INT8), ("_tn", INT8))).select(
+            *_names(len(columns)), F.col(f"c{len(columns)}").alias("_at"), F.col(f"c{len(columns) + 1}").alias("_tn"), D)
 
     def _keyed(self, df: DataFrame, a: Arrangement) -> DataFrame:
         return df.select("*", *[self._lowerer.scalar(k).alias(f"_k{j}") for j, k in enumerate(a.keys)])

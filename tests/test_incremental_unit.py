@@ -177,3 +177,29 @@ def test_explain_shows_a_recomputed_operator_with_its_template(snap):
     # (the template's leaves are Holes, which EXPLAIN of a plan did not know: AttributeError)
     text = "\n".join(explain_incremental(inc(snap, "SELECT t.a, u.c FROM t LEFT JOIN u ON t.a = u.a")))
     assert "Recompute LeftJoin per group: Join left" in text and "keys=[#0]" in text
+
+
+@pytest.mark.parametrize("sql, timed", [
+    ("SELECT a, max(b) FROM t GROUP BY a", True),
+    ("SELECT DISTINCT a, b FROM t", True),
+    ("SELECT a FROM t EXCEPT SELECT a FROM u", True),
+    ("SELECT t.b, u.c FROM t LEFT JOIN u ON t.a = u.a", True),
+    ("SELECT t.b, u.c FROM t FULL JOIN u ON t.a = u.a", True),
+    ("SELECT b FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.a = t.a)", True),
+    ("SELECT a, row_number() OVER (PARTITION BY a ORDER BY b) FROM t", True),
+    ("SELECT max(b) FROM t", False),  # one group: over no rows it still has a row
+    ("SELECT a FROM t ORDER BY b LIMIT 3", False),  # TopK: one group
+])
+def test_a_recomputed_operator_takes_the_time_as_a_key_unless_it_has_one_group(snap, sql, timed):
+    """A round of several times recomputes each touched group once per time it changed
+    at (planner.incremental.timed): the operator's template over inputs with ``_t`` and
+    ``_tn`` after their own columns, answering the template's columns and then both."""
+    from planner.incremental.timed import TIME_COLUMNS, timed_template
+
+    rec = [x for x in _nodes(inc(snap, sql)) if isinstance(x, Recompute)]
+    assert rec
+    got = [timed_template(r) for r in rec]
+    assert all(g is not None for g in got) == timed
+    for r, g in zip(rec, got):
+        if g is not None:
+            assert [t for _, t in g.columns] == [t for _, t in r.template.columns] + [t for _, t in TIME_COLUMNS]
