@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pglast
 
 from catalog import mztime
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, query_canceled
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE
 from catalog.snapshot import Table
 from planner.plan import relations_read
 from planner.query import QueryPlanner
@@ -110,18 +110,16 @@ def choose(s: Session, a: AsOf, ts: int, plan) -> int:
     with AT LEAST the least valid one at or after it (every input's since). When it is
     ahead of the oracle's read timestamp and tables are read, waits until the read
     timestamp catches up (their data up to it is then complete), as Materialize waits for
-    the inputs' uppers; the statement timeout and cancel apply."""
+    the inputs' uppers, within the statement's deadline (``s.statement``).
+
+    Raises:
+        SqlError 57014 when the statement's deadline passes or it is canceled."""
     tables = [r for r in relations_read(plan) if isinstance(r, Table)]
     if a.at_least and tables:
         ts = max([ts] + [s.env.persist.state(t.shard_id).since for t in tables])
     if not tables:
         return ts
-    timeout = s.vars.statement_timeout_s()
-    deadline = time.monotonic() + timeout if timeout else None
     while s.env.oracle.read_ts() < ts:
-        if s.cancel_event.is_set():
-            raise query_canceled(timeout=False)
-        if deadline is not None and time.monotonic() >= deadline:
-            raise query_canceled(timeout=True)
+        s.statement.check()
         time.sleep(0.05)
     return ts

@@ -134,9 +134,11 @@ FAST_PATH_CHUNK_ROWS = 4096
 def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | None = None) -> ResultStream:
     """Open a peek of ``plan`` as a ResultStream: the fast path's rows in chunks, or a
     replica's Arrow batches pulled on demand (``ClusterCoordinator.peek_stream``; an
-    answer too large for a replica to hold comes through Blob: ``spark_exec.spill``), each
-    pull under the session's statement_timeout and cancel flag. ``peek_finished`` runs
-    when the stream closes, however it does.
+    answer too large for a replica to hold comes through Blob: ``spark_exec.spill``). The
+    wait for materialized views, the race of replicas and each pull are bounded by one
+    deadline: the running statement's (``s.statement``; a FETCH pulling from a cursor
+    opened earlier runs under its own). ``peek_finished`` runs when the stream closes,
+    however it does.
 
     Raises:
         as ``peek``, for errors before the first rows."""
@@ -158,10 +160,11 @@ def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | 
                 peek_finished(s, as_of, holds)
                 raise
             ps = cc.peek_stream(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
-                                s.vars.statement_timeout_s(), s.cancel_event,
+                                s.statement.deadline, s.cancel_event,
                                 on_close=functools.partial(peek_finished, s, as_of, holds),
                                 spill=ResultSpill(s.env.persist.blob))
-            stream = ResultStream(cols, lambda: ps.next_batch(s.vars.statement_timeout_s(), s.cancel_event),
+            # read at each pull: the statement pulling (this one, or a later FETCH)
+            stream = ResultStream(cols, lambda: ps.next_batch(s.statement.deadline, s.cancel_event),
                                   on_close=ps.close)
         return stream
 
@@ -292,16 +295,15 @@ def await_materialized(s: Session, plan, as_of: int) -> None:
     inputs' uppers). A view whose cluster has no healthy replica makes the read wait.
 
     Raises:
-        SqlError 57014 when the statement timeout passes or the statement is canceled;
-        the error the view's query raised, while its cluster cannot compute it."""
+        SqlError 57014 when the statement's deadline (``s.statement``) passes or it is
+        canceled; the error the view's query raised, while its cluster cannot compute it."""
     from catalog.snapshot import MaterializedView
     from persist import Backoff
     views = list(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, MaterializedView)))
     if not views:
         return
     env, persist = s.env, s.env.persist
-    timeout = s.vars.statement_timeout_s()
-    deadline = time.monotonic() + timeout if timeout else None
+    deadline = s.statement.deadline
     for view in views:
         poll = Backoff()
         st = persist.state(view.shard_id)
@@ -356,7 +358,7 @@ def _peek(s: Session, plan, as_of: int | None, job):
     try:
         await_materialized(s, plan, as_of)
         result = cc.peek(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
-                         s.vars.statement_timeout_s(), s.cancel_event, job)
+                         s.statement.deadline, s.cancel_event, job)
     finally:
         peek_finished(s, as_of, holds)
     if job is not None:
@@ -365,8 +367,8 @@ def _peek(s: Session, plan, as_of: int | None, job):
 
 
 def evaluate(s: Session, plan) -> list[tuple]:
-    """Evaluate a fast-path plan in Python, under the session's statement_timeout,
-    cancel flag and max_query_heap_size: here while it stays small and its time is
+    """Evaluate a fast-path plan in Python, under the statement's deadline
+    (``s.statement``), cancel flag and max_query_heap_size: here while it stays small and its time is
     bounded by its size (``planner.guard``), else again in a worker process
     (``sqlfront.pyworker``) so that big or runaway work does not stall the other
     sessions and a timeout or cancel stops it at once."""
@@ -380,10 +382,9 @@ def evaluate_over(s: Session, plan, rows_of: Callable, tables: Callable[[], dict
     subscription's filter over the rows persist delivered; an AS OF expression.)
 
     Raises:
-        SqlError 57014 (statement_timeout, from now; a cancel), 53200 (max_query_heap_size),
-        and the plan's own errors."""
-    timeout = s.vars.statement_timeout_s()
-    deadline = time.monotonic() + timeout if timeout else None
+        SqlError 57014 (the statement's deadline, ``s.statement``; a cancel), 53200
+        (max_query_heap_size), and the plan's own errors."""
+    deadline = s.statement.deadline
     budget = s.vars.max_query_heap_bytes()
     limits = interpret.Limits(deadline=deadline, cancelled=s.cancel_event.is_set, max_heap_bytes=budget,
                               outgrow_bytes=INLINE_HEAP_BYTES)
