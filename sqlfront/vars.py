@@ -10,61 +10,9 @@ import datetime as dt
 import re
 
 from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE, INSUFFICIENT_PRIVILEGE
+from catalog.settings import DEFAULTS
 from catalog.intervalio import parse_interval_style, set_session_interval_style
 from catalog.textio import DateStyle, parse_datestyle, parse_time_zone, set_session_time_zone
-
-SERVER_VERSION = "9.5.0"  # what Materialize reports; clients branch on it
-#: Materialize's ``mz_version`` (reported at startup, as Materialize does): the release whose
-#: SQL this server follows. dbt-materialize reads it and refuses anything below v0.68.0.
-MZ_VERSION = "v0.130.0 (sqlfront)"
-
-# name -> (default, settable)
-DEFAULTS: dict[str, tuple[str, bool]] = {
-    "cluster": ("quickstart", True),
-    "cluster_replica": ("", True),
-    "application_name": ("", True),
-    # Materialize's: route catalog-only queries to mz_catalog_server. Accepted so clients
-    # (dbt-materialize) can set it; here every catalog query is answered by environmentd.
-    "auto_route_catalog_queries": ("on", True),
-    "client_encoding": ("UTF8", True),
-    "client_min_messages": ("notice", True),
-    # Materialize's: notices when the session's cluster or database does not exist
-    "current_object_missing_warnings": ("on", True),
-    "database": ("materialize", True),
-    "datestyle": ("ISO, MDY", True),
-    "escape_string_warning": ("on", True),
-    "extra_float_digits": ("3", True),
-    "integer_datetimes": ("on", False),
-    "intervalstyle": ("postgres", True),
-    "is_superuser": ("off", False),
-    # Server settings (``sqlfront serve`` options); the values here are the options' defaults.
-    "max_connections": ("100", False),
-    "max_copy_from_size": (str(256 << 20), False),
-    "max_identifier_length": ("255", False),
-    "max_index_keys": ("32", False),
-    # Materialize's proposed per-query heap limit (design doc "Guard rails for cluster
-    # reliability"); here it bounds the rows a query evaluated in Python (planner.interpret)
-    # holds in environmentd. 256MB: a few million rows, far above any catalog query.
-    "max_query_heap_size": ("256MB", True),
-    "mz_version": (MZ_VERSION, False),
-    "search_path": ("public", True),
-    "server_encoding": ("UTF8", False),
-    "server_version": (SERVER_VERSION, False),
-    "server_version_num": ("90500", False),
-    "standard_conforming_strings": ("on", True),
-    "statement_timeout": ("0", True),
-    "timezone": ("UTC", True),
-    "transaction_isolation": ("strict serializable", True),
-    # PostgreSQL's read-only and deferrable transaction modes (19.11.1): the default_*
-    # variables are what BEGIN starts with; transaction_* show the running transaction's
-    # (and the defaults outside one). DEFERRABLE changes nothing here.
-    "default_transaction_read_only": ("off", True),
-    "default_transaction_deferrable": ("off", True),
-    "transaction_read_only": ("off", True),
-    "transaction_deferrable": ("off", True),
-    # Materialize's: whether a new session gets its welcome NOTICE (none is sent here)
-    "welcome_message": ("on", True),
-}
 
 #: Sent as ParameterStatus at startup (PostgreSQL 55.2.2 "Start-up")
 REPORTED = ("server_version", "server_encoding", "client_encoding", "datestyle", "timezone",
