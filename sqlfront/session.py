@@ -43,7 +43,7 @@ from catalog.pg_catalog import PG_CURSORS, PG_PREPARED_STATEMENTS
 from catalog.snapshot import BuiltinTable
 from sqlfront.sequence import roles
 from sqlfront.sequence import block_ddl
-from sqlfront.sequence import alter, clusters, copy, cursors, ddl, prepared, peek, show, subscribe, txn, vars as var_stmts, writes
+from sqlfront.sequence import alter, clusters, copy, cursors, ddl, explain, prepared, peek, show, subscribe, txn, vars as var_stmts, writes
 from sqlfront.sequence import sources
 from sqlfront import source_parse as sp
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
@@ -98,7 +98,7 @@ class Session:
         #: writes buffered until COMMIT (``sequence.writes.Pending``)
         self._pending_writes: list[writes.Pending] = []
         #: shard id -> (table, upper after the read) of what a block read after it wrote
-        #: (sqlfront.sequence.txn.note_read): COMMIT checks the uppers did not move
+        #: (sqlfront.sequence.read_check.note_read): COMMIT checks the uppers did not move
         self._read_uppers: dict = {}
         #: a transaction that read a user table is read-only (Materialize's rule)
         self._txn_read = False
@@ -183,6 +183,13 @@ class Session:
         if self._txn_ts is None:
             self._txn_ts = self.env.hold_time(self.env.oracle.read_ts())
         return self._txn_ts
+
+    def commit_implicit(self) -> None:
+        """Commit the implicit transaction of a multi-statement Query now (``txn.commit``):
+        a statement of it that must see its earlier writes (a read of a user table, an
+        UPDATE or DELETE) runs after them, as in PostgreSQL. Here, not in the sequencing
+        modules that need it, because committing closes cursors, which read."""
+        txn.commit(self)
 
     def take_notices(self) -> list[SqlError]:
         """The NOTICEs raised since the last call, to send to the client: none when its
@@ -392,8 +399,8 @@ HANDLERS: dict[type, Callable] = {
     # peeks
     ast.SelectStmt: peek.select,
     mz.SelectWithShows: show.select_with_shows,
-    ast.ExplainStmt: peek.explain_stmt,
-    mz.ExplainPlan: peek.explain_plan,
+    ast.ExplainStmt: explain.explain_stmt,
+    mz.ExplainPlan: explain.explain_plan,
     # SHOW (catalog queries)
     mz.ShowClusters: show.show,
     mz.ShowClusterReplicas: show.show,

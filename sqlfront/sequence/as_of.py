@@ -24,7 +24,7 @@ from catalog.snapshot import Table
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from sqlfront.parse import AsOf
-from sqlfront.sequence import peek
+from sqlfront.sequence.evaluate import evaluate as evaluate_plan
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -79,7 +79,7 @@ def evaluate(s: Session, a: AsOf) -> int:
     try:
         plan = QueryPlanner(s.env.snapshot).plan_select(stmt).plan
         # as a fast-path SELECT: its timeout, cancel and heap limit; costly work in a worker
-        v = peek.evaluate(s, plan)[0][0]
+        v = evaluate_plan(s, plan)[0][0]
     except SqlError as e:
         if e.sqlstate.startswith("22"):
             raise SqlError(INVALID_PARAMETER_VALUE, _CASTABLE) from None

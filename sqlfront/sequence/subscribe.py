@@ -373,9 +373,9 @@ class Subscription:
     def _evaluate(self, updates: list[tuple[tuple, int]]) -> collections.Counter:
         """The query's output updates for input ``updates`` (row, diff) at one time: the
         plan (filters and projections) runs over the rows added and over those removed,
-        as a fast-path SELECT's does (``peek.evaluate_over``: the running statement's
+        as a fast-path SELECT's does (``evaluate.evaluate_over``: the running statement's
         deadline, a FETCH's; cancel; max_query_heap_size; a backtracking regex or a big value in a worker process)."""
-        from sqlfront.sequence.peek import evaluate_over
+        from sqlfront.sequence.evaluate import evaluate_over
 
         table_id = self.listen_input.relation.id
         out: collections.Counter = collections.Counter()
