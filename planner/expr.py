@@ -694,7 +694,9 @@ class ExprPlanner:
                 return Call("mz_now", (), MZ_TIMESTAMP)
             return Literal(query_timestamp(), MZ_TIMESTAMP)
         if name == "version" and not args:
-            return Literal("PostgreSQL 9.5.0 on sqlfront (Materialize-compatible SQL front end on Spark)", TEXT)
+            from catalog.settings import SERVER_VERSION
+
+            return Literal(f"PostgreSQL {SERVER_VERSION} on sqlfront (Materialize-compatible SQL front end on Spark)", TEXT)
         if name == "current_schemas" and len(args) == 1:
             # The search path; with true, the implicitly searched schemas first (PostgreSQL 9.26).
             implicit = coerce(args[0], BOOL)

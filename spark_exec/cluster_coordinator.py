@@ -208,7 +208,7 @@ class ClusterCoordinator:
         return [h for h in self._replicas.values() if h.status == HEALTHY and h.session is not None]
 
     def peek(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
-             statement_timeout_s: float | None = None, cancel: threading.Event | None = None,
+             deadline: float | None = None, cancel: threading.Event | None = None,
              job: Job | None = None):
         """Run ``plan`` on every healthy replica (active replication) and return the first
         whole answer as Arrow; the other replicas' runs are interrupted (Spark Connect tags).
@@ -227,7 +227,8 @@ class ClusterCoordinator:
 
         Raises:
             SqlError 55000 if the cluster has no replicas, or has had no healthy replica
-            for ``replica_wait_s``; 57014 when ``statement_timeout_s`` passes; 53200 or
+            for ``replica_wait_s``; 57014 when ``deadline`` (``time.monotonic()`` seconds: the
+            statement's, PostgreSQL's statement_timeout) passes or ``cancel`` is set; 53200 or
             XX000 when the replica running a risky peek dies (``crashes.crash_error``);
             the query's own errors (the first replica's) with their SQLSTATE.
         """
@@ -237,7 +238,7 @@ class ClusterCoordinator:
         run = functools.partial(self._run_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag,
                                 job=job or _collect, layout=layout)
         key = fingerprint(plan)
-        _, result = self._race(run, tag, replica_wait_s, statement_timeout_s, cancel, key=key,
+        _, result = self._race(run, tag, replica_wait_s, deadline, cancel, key=key,
                                alone=self._alone(key, layout))
         return result
 
@@ -251,7 +252,7 @@ class ClusterCoordinator:
         return f"replica {crash.replica} died running it ({crash.reason})" if crash is not None else None
 
     def peek_stream(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
-                    statement_timeout_s: float | None = None, cancel: threading.Event | None = None,
+                    deadline: float | None = None, cancel: threading.Event | None = None,
                     on_close: Callable[[], None] | None = None, spill: ResultSpill | None = None) -> PeekStream:
         """Run ``plan`` as ``peek`` does, but return its answer as a stream of Arrow tables
         (Spark Connect's result batches, pulled as the caller asks for them, so that
@@ -278,7 +279,7 @@ class ClusterCoordinator:
             layout = result_layout_of(plan, scan)
             run = functools.partial(self._open_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag,
                                     spill=spill, layout=layout)
-            h, (gen, first) = self._race(run, tag, replica_wait_s, statement_timeout_s, cancel,
+            h, (gen, first) = self._race(run, tag, replica_wait_s, deadline, cancel,
                                          discard=lambda opened: _close_quietly(opened[0]), key=key,
                                          alone=self._alone(key, layout))
         except BaseException:
@@ -288,7 +289,7 @@ class ClusterCoordinator:
         return PeekStream(self.name, h, gen, first, tag, on_close, grace_s=replica_wait_s,
                           on_crash=functools.partial(self.crashes.remember, key))
 
-    def _race(self, run: Callable, tag: str, replica_wait_s: float, statement_timeout_s: float | None,
+    def _race(self, run: Callable, tag: str, replica_wait_s: float, deadline: float | None,
               cancel: threading.Event | None, discard: Callable[[object], None] | None = None,
               key: int | None = None, alone: str | None = None):
         """Submit ``run(h, over)`` to every healthy replica ``h`` and return ``(h, result)``
@@ -296,9 +297,8 @@ class ClusterCoordinator:
         ``discard(result)`` is called on any result they still produce. ``alone`` (why, or None):
         submit to one replica at a time, the next only while none that is healthy runs it.
         A replica's death during ``run`` is remembered under the plan's ``key``
-        (``self.crashes``); ``alone``, it fails the race."""
-        start = time.monotonic()
-        deadline = start + statement_timeout_s if statement_timeout_s else None
+        (``self.crashes``); ``alone``, it fails the race. ``deadline``: the statement's
+        (``time.monotonic()`` seconds; None: none), past which the race ends with 57014."""
         attempts: dict[str, tuple[ReplicaHandle, Future]] = {}
         winner: str | None = None
         no_healthy_since: float | None = None
@@ -470,11 +470,12 @@ class PeekStream:
         if self.done:
             self.close()
 
-    def next_batch(self, timeout_s: float | None = None, cancel: threading.Event | None = None) -> pa.Table | None:
-        """The next batch, or None at the end (the stream is then closed).
+    def next_batch(self, deadline: float | None = None, cancel: threading.Event | None = None) -> pa.Table | None:
+        """The next batch, or None at the end (the stream is then closed). ``deadline``:
+        the pulling statement's (``time.monotonic()`` seconds; None: none).
 
         Raises:
-            SqlError 57014 when ``cancel`` is set or ``timeout_s`` passes; 58000 when the
+            SqlError 57014 when ``cancel`` is set or ``deadline`` passes; 58000 when the
             replica fails mid-stream (dies, is dropped, or stays unhealthy ``grace_s``);
             the query's own errors. The stream is closed then.
         """
@@ -484,7 +485,7 @@ class PeekStream:
         if self.done or self.closed:
             return None
         try:
-            table = self._next(timeout_s, cancel)
+            table = self._next(deadline, cancel)
         except BaseException:
             self.close()
             raise
@@ -493,9 +494,8 @@ class PeekStream:
             self.close()
         return table
 
-    def _next(self, timeout_s: float | None, cancel: threading.Event | None) -> pa.Table | None:
+    def _next(self, deadline: float | None, cancel: threading.Event | None) -> pa.Table | None:
         h = self._h
-        deadline = time.monotonic() + timeout_s if timeout_s else None
         while self._pull is None:
             self._pull = h.submit_peek(functools.partial(_pull_on, h, self._gen, self._over))
             if self._pull is None:  # the replica's queue is full: its own share, wait for it

@@ -16,7 +16,7 @@ from catalog import introspection as t
 from catalog import rbac
 from catalog.snapshot import BuiltinTable, CatalogSnapshot
 from sqlfront import activity
-from sqlfront.vars import MZ_VERSION
+from catalog.settings import MZ_VERSION
 
 if TYPE_CHECKING:  # pragma: no cover
     from sqlfront.environment import Environment

@@ -723,7 +723,7 @@ class PgHandler(BuenaVistaHandler):
         try:
             if portal in ctx.suspended:
                 result = ctx.suspended.pop(portal)
-                ctx.session.cancel_event.clear()  # a new Execute: an old cancel is spent
+                ctx.session.begin_statement()  # a new Execute: an old cancel is spent, a new deadline
             else:
                 stmt, _, _ = ctx.portals[portal]
                 sql, _ = ctx.stmts[stmt]

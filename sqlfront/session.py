@@ -43,11 +43,12 @@ from catalog.pg_catalog import PG_CURSORS, PG_PREPARED_STATEMENTS
 from catalog.snapshot import BuiltinTable
 from sqlfront.sequence import roles
 from sqlfront.sequence import block_ddl
-from sqlfront.sequence import alter, clusters, copy, cursors, ddl, prepared, peek, show, subscribe, txn, vars as var_stmts, writes
+from sqlfront.sequence import alter, clusters, copy, cursors, ddl, explain, prepared, peek, show, subscribe, txn, vars as var_stmts, writes
 from sqlfront.sequence import sources
 from sqlfront import source_parse as sp
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
 from sqlfront.sequence.sequences import SessionSequences
+from sqlfront.statement import StatementContext
 from planner.functions.sequence import set_sequence_access
 from planner.functions.system import set_session_vars
 from planner.guard import Guard, set_statement_guard
@@ -97,7 +98,7 @@ class Session:
         #: writes buffered until COMMIT (``sequence.writes.Pending``)
         self._pending_writes: list[writes.Pending] = []
         #: shard id -> (table, upper after the read) of what a block read after it wrote
-        #: (sqlfront.sequence.txn.note_read): COMMIT checks the uppers did not move
+        #: (sqlfront.sequence.read_check.note_read): COMMIT checks the uppers did not move
         self._read_uppers: dict = {}
         #: a transaction that read a user table is read-only (Materialize's rule)
         self._txn_read = False
@@ -118,6 +119,9 @@ class Session:
         self.prepared_meta: dict[str, str] = {}
         #: set by a CancelRequest: the running peek stops with 57014
         self.cancel_event = threading.Event()
+        #: the running statement's deadline and cancel flag, made when it starts
+        #: (``begin_statement``) and passed down to every wait of the statement
+        self.statement = StatementContext.start(None, self.cancel_event)
         #: NOTICEs the running statement raised (SqlErrors of severity NOTICE), for the
         #: wire layer to send (``take_notices``)
         self.notices: list[SqlError] = []
@@ -180,6 +184,13 @@ class Session:
             self._txn_ts = self.env.hold_time(self.env.oracle.read_ts())
         return self._txn_ts
 
+    def commit_implicit(self) -> None:
+        """Commit the implicit transaction of a multi-statement Query now (``txn.commit``):
+        a statement of it that must see its earlier writes (a read of a user table, an
+        UPDATE or DELETE) runs after them, as in PostgreSQL. Here, not in the sequencing
+        modules that need it, because committing closes cursors, which read."""
+        txn.commit(self)
+
     def take_notices(self) -> list[SqlError]:
         """The NOTICEs raised since the last call, to send to the client: none when its
         ``client_min_messages`` is above NOTICE (PostgreSQL 19.11.3)."""
@@ -208,8 +219,17 @@ class Session:
             activity.track(ex, result)
         return result
 
-    def _execute_logged(self, sql: str, params: list | None) -> Result:
+    def begin_statement(self) -> StatementContext:
+        """Start a statement (an Execute, a Describe, each statement of a simple Query, the
+        resumption of a suspended portal: PostgreSQL's statement_timeout starts at each):
+        a cancel sent while idle is spent, and its one deadline is its statement_timeout
+        from now."""
         self.cancel_event.clear()
+        self.statement = StatementContext.start(self.vars.statement_timeout_s(), self.cancel_event)
+        return self.statement
+
+    def _execute_logged(self, sql: str, params: list | None) -> Result:
+        self.begin_statement()
         t0 = time.perf_counter()
         try:
             return self._execute_one(sql, params, t0)
@@ -249,18 +269,17 @@ class Session:
                 self.failed = True
             raise
 
-    def _statement_context(self, timed: bool = True) -> None:
+    def _statement_context(self) -> None:
         """What planning and evaluating a statement of this session reads from context
         variables: its sequences, variables (current_setting), heap budget, time zone,
-        search_path and roles, and what stops its evaluations: a cancel, and with
-        ``timed`` its statement_timeout from now.
+        search_path and roles, and what stops its evaluations: a cancel, and the
+        statement's deadline (``self.statement``).
         Set for each statement, and for a Describe, which plans before any Execute."""
         set_sequence_access(self.sequences)
         set_session_vars(self.vars)
-        timeout = self.vars.statement_timeout_s() if timed else None
         # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
         # statement's timeout and cancel too, between function calls
-        stop = Limits(deadline=time.monotonic() + timeout if timeout else None, cancelled=self.cancel_event.is_set)
+        stop = Limits(deadline=self.statement.deadline, cancelled=self.cancel_event.is_set)
         set_statement_guard(Guard(max_bytes=self.vars.max_query_heap_bytes(), stop=stop))
         set_session_time_zone(self.vars.time_zone())
         set_session_interval_style(self.vars.interval_style())
@@ -273,8 +292,12 @@ class Session:
         """The load of a ``COPY ... FROM STDIN``'s data (``feed``, ``finish``: all rows or
         none; ``close`` however it ends), with the data in the client's encoding. Waits
         for its share of the COPY memory budget (53200 past the budget's wait time)."""
-        self._statement_context(timed=False)  # a COPY's data streams as long as the client sends it
-        return copy.CopyLoad(self, c, self.vars.get("client_encoding"))
+        # it waits for its first share of the COPY budget within the COPY's deadline; then
+        # its data streams as long as the client sends it
+        first_wait_s = self.statement.remaining()
+        self.statement = self.statement.unbounded()
+        self._statement_context()
+        return copy.CopyLoad(self, c, self.vars.get("client_encoding"), first_wait_s)
 
     def describe(self, sql: str, n_params: int = 0, given: dict[int, SqlType] | None = None):
         """Describe ``sql`` without executing it.
@@ -286,7 +309,7 @@ class Session:
         from planner.writes import plan_delete, plan_update
 
         stmt = parse_one(sql)
-        self.cancel_event.clear()  # a cancel sent while idle is spent, as for an Execute
+        self.begin_statement()
         self._statement_context()  # planning reads it (literals, current_setting, names)
         params = DescribeParams(n_params, given)
         cols = None
@@ -328,7 +351,7 @@ class Session:
             # Execute raises the planner's errors.
             return None
         params = params()
-        self.cancel_event.clear()  # a cancel sent while idle is spent, as for an Execute
+        self.begin_statement()
         self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
             snap = self.env.snapshot
@@ -376,8 +399,8 @@ HANDLERS: dict[type, Callable] = {
     # peeks
     ast.SelectStmt: peek.select,
     mz.SelectWithShows: show.select_with_shows,
-    ast.ExplainStmt: peek.explain_stmt,
-    mz.ExplainPlan: peek.explain_plan,
+    ast.ExplainStmt: explain.explain_stmt,
+    mz.ExplainPlan: explain.explain_plan,
     # SHOW (catalog queries)
     mz.ShowClusters: show.show,
     mz.ShowClusterReplicas: show.show,

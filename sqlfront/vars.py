@@ -7,63 +7,12 @@ Materialize's ``cluster`` (which cluster runs this session's peeks).
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE, INSUFFICIENT_PRIVILEGE
+from catalog.settings import DEFAULTS
 from catalog.intervalio import parse_interval_style, set_session_interval_style
 from catalog.textio import DateStyle, parse_datestyle, parse_time_zone, set_session_time_zone
-
-SERVER_VERSION = "9.5.0"  # what Materialize reports; clients branch on it
-#: Materialize's ``mz_version`` (reported at startup, as Materialize does): the release whose
-#: SQL this server follows. dbt-materialize reads it and refuses anything below v0.68.0.
-MZ_VERSION = "v0.130.0 (sqlfront)"
-
-# name -> (default, settable)
-DEFAULTS: dict[str, tuple[str, bool]] = {
-    "cluster": ("quickstart", True),
-    "cluster_replica": ("", True),
-    "application_name": ("", True),
-    # Materialize's: route catalog-only queries to mz_catalog_server. Accepted so clients
-    # (dbt-materialize) can set it; here every catalog query is answered by environmentd.
-    "auto_route_catalog_queries": ("on", True),
-    "client_encoding": ("UTF8", True),
-    "client_min_messages": ("notice", True),
-    # Materialize's: notices when the session's cluster or database does not exist
-    "current_object_missing_warnings": ("on", True),
-    "database": ("materialize", True),
-    "datestyle": ("ISO, MDY", True),
-    "escape_string_warning": ("on", True),
-    "extra_float_digits": ("3", True),
-    "integer_datetimes": ("on", False),
-    "intervalstyle": ("postgres", True),
-    "is_superuser": ("off", False),
-    # Server settings (``sqlfront serve`` options); the values here are the options' defaults.
-    "max_connections": ("100", False),
-    "max_copy_from_size": (str(256 << 20), False),
-    "max_identifier_length": ("255", False),
-    "max_index_keys": ("32", False),
-    # Materialize's proposed per-query heap limit (design doc "Guard rails for cluster
-    # reliability"); here it bounds the rows a query evaluated in Python (planner.interpret)
-    # holds in environmentd. 256MB: a few million rows, far above any catalog query.
-    "max_query_heap_size": ("256MB", True),
-    "mz_version": (MZ_VERSION, False),
-    "search_path": ("public", True),
-    "server_encoding": ("UTF8", False),
-    "server_version": (SERVER_VERSION, False),
-    "server_version_num": ("90500", False),
-    "standard_conforming_strings": ("on", True),
-    "statement_timeout": ("0", True),
-    "timezone": ("UTC", True),
-    "transaction_isolation": ("strict serializable", True),
-    # PostgreSQL's read-only and deferrable transaction modes (19.11.1): the default_*
-    # variables are what BEGIN starts with; transaction_* show the running transaction's
-    # (and the defaults outside one). DEFERRABLE changes nothing here.
-    "default_transaction_read_only": ("off", True),
-    "default_transaction_deferrable": ("off", True),
-    "transaction_read_only": ("off", True),
-    "transaction_deferrable": ("off", True),
-    # Materialize's: whether a new session gets its welcome NOTICE (none is sent here)
-    "welcome_message": ("on", True),
-}
 
 #: Sent as ParameterStatus at startup (PostgreSQL 55.2.2 "Start-up")
 REPORTED = ("server_version", "server_encoding", "client_encoding", "datestyle", "timezone",
@@ -153,6 +102,7 @@ class SessionVars:
         self.defaults = server_defaults(overrides)
         self.values = dict(self.defaults)
         self.values["is_superuser"] = "on" if superuser else "off"
+        self._timeout_ms = _timeout_or_none(self.values["statement_timeout"])
         startup = dict(startup or {})
         # ``options`` (-c name=value ...) first, so a parameter given on its own wins,
         # as PostgreSQL applies them
@@ -183,7 +133,7 @@ class SessionVars:
         settable = DEFAULTS[name][1]
         default = self.defaults[name]
         if value is None:
-            self.values[name] = default
+            self._store(name, default)
             return
         if not settable:
             if value.lower() == default.lower():
@@ -211,7 +161,12 @@ class SessionVars:
             value = "on" if parse_bool_setting(name, value) else "off"
             if name.startswith("default_"):  # the next transaction's mode; shown until then
                 self.values[name.removeprefix("default_")] = value
+        self._store(name, value)
+
+    def _store(self, name: str, value: str) -> None:
         self.values[name] = value
+        if name == "statement_timeout":  # parsed once here, read at each statement's start
+            self._timeout_ms = _timeout_or_none(value)
 
     def _check_limit(self, name: str, value: str) -> None:
         """Only a superuser may raise a limit above the server's default or lift it (0):
@@ -263,12 +218,22 @@ class SessionVars:
         return tuple(out)
 
     def statement_timeout_s(self) -> float | None:
-        ms = parse_duration_ms(self.values["statement_timeout"])
-        return ms / 1000 if ms else None
+        """``statement_timeout`` in seconds; None when it is 0 (no timeout). A session
+        reads it once per statement (``sqlfront.statement.StatementContext``)."""
+        return self._timeout_ms / 1000 if self._timeout_ms else None
 
     def max_query_heap_bytes(self) -> int | None:
         """``max_query_heap_size`` in bytes; None when it is 0 (no limit)."""
         return parse_byte_size("max_query_heap_size", self.values["max_query_heap_size"]) or None
+
+
+def _timeout_or_none(value: str) -> int | None:
+    """``statement_timeout``'s milliseconds; a bad value a client gave at startup reads as
+    no timeout (it is refused there: ``SessionVars``)."""
+    try:
+        return parse_duration_ms(value)
+    except SqlError:
+        return None
 
 
 def split_options(options: str) -> list[str]:
@@ -343,13 +308,36 @@ def parse_byte_size(name: str, v: str) -> int:
     return int(digits) * _BYTE_UNITS[unit]
 
 
-def parse_duration_ms(v: str) -> int:
-    """``'5s'``, ``'100ms'``, ``'1min'``, ``'250'`` (ms) -> milliseconds."""
-    s = v.strip().lower()
-    units = (("ms", 1), ("min", 60_000), ("s", 1000), ("h", 3_600_000))
-    for suffix, mult in units:
-        if s.endswith(suffix) and s[: -len(suffix)].strip().replace(".", "", 1).isdigit():
-            return int(float(s[: -len(suffix)]) * mult)
-    if s.replace(".", "", 1).isdigit():
-        return int(float(s))
-    raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "statement_timeout": "{v}"')
+#: PostgreSQL's time units (section 19.1.1 "Parameter Names and Values"), in milliseconds:
+#: unit names are case-sensitive
+_TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
+#: the largest value an integer setting takes (PostgreSQL's ``INT_MAX``)
+_INT_MAX = 2**31 - 1
+_DURATION = re.compile(r"\s*([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*")
+
+
+def parse_duration_ms(v: str, name: str = "statement_timeout") -> int:
+    """A time setting's value in milliseconds, as PostgreSQL reads an integer setting whose
+    unit is ms (``parse_int`` in guc.c): a number, optionally fractional, then an optional
+    unit of ``us``, ``ms``, ``s``, ``min``, ``h``, ``d`` (none: milliseconds; white space
+    between is allowed); a fraction is rounded to whole milliseconds. ``'2s'`` -> 2000,
+    ``'1.5min'`` -> 90000, ``'250'`` -> 250, ``'0'`` -> 0 (no timeout).
+
+    Raises:
+        SqlError 22023 for anything else (an unknown unit, a unit in upper case, no number,
+        a value past 2147483647 ms) and for a negative value, with PostgreSQL's messages.
+    """
+    m = _DURATION.fullmatch(v)
+    if m is None or m.group(2) not in ("", *_TIME_UNITS_MS):
+        hint = ('Valid units for this parameter are "us", "ms", "s", "min", "h", and "d".'
+                if m is not None else None)
+        raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "{name}": "{v}"', hint=hint)
+    value = float(m.group(1)) * _TIME_UNITS_MS[m.group(2) or "ms"]
+    if not -_INT_MAX - 1 <= value <= _INT_MAX:
+        raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "{name}": "{v}"',
+                       hint="Value exceeds integer range.")
+    ms = round(value)
+    if ms < 0:
+        raise SqlError(INVALID_PARAMETER_VALUE,
+                       f'{ms} ms is outside the valid range for parameter "{name}" (0 ms .. {_INT_MAX} ms)')
+    return ms

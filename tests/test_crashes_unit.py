@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -103,7 +104,8 @@ def cluster():
 
 def _race(cc, behaviour, alone: str | None, key: int = 7):
     """``cc._race`` of a peek that does ``behaviour[replica label](over)`` on each replica."""
-    return cc._race(lambda h, over: behaviour[h.label](over), "tag", 5.0, 30.0, None, key=key, alone=alone)
+    return cc._race(lambda h, over: behaviour[h.label](over), "tag", 5.0, time.monotonic() + 30.0, None, key=key,
+                    alone=alone)
 
 
 def crashes(crash: Crash, started: threading.Event | None = None, release: threading.Event | None = None):

@@ -11,6 +11,7 @@ import os
 from decimal import Decimal
 
 from catalog.errors import SqlError, UNDEFINED_OBJECT
+from catalog.settings import DEFAULTS
 from planner.functions import Function, register, sig
 
 
@@ -104,16 +105,6 @@ def regtype_in(text: str) -> int:
     return PSEUDO_TYPE_OIDS[name] if name in PSEUDO_TYPE_OIDS else make_type(name).oid
 
 
-#: settings current_setting reports (their defaults here; SET is the session's business)
-SETTINGS = {
-    "server_version": "9.5.0", "server_version_num": "90500", "server_encoding": "UTF8",
-    "client_encoding": "UTF8", "datestyle": "ISO, MDY", "timezone": "UTC", "intervalstyle": "postgres",
-    "standard_conforming_strings": "on", "integer_datetimes": "on", "max_identifier_length": "63",
-    "search_path": "public", "application_name": "", "transaction_isolation": "strict serializable",
-    "is_superuser": "off", "lc_collate": "C.UTF-8", "lc_ctype": "C.UTF-8",
-}
-
-
 #: the running statement's session variables (``sqlfront.vars.SessionVars``), set by the
 #: session per statement (``set_session_vars``); None outside a session (plans, tests)
 _SESSION_VARS: contextvars.ContextVar = contextvars.ContextVar("session_vars", default=None)
@@ -131,11 +122,11 @@ def _current_setting(a, e):
     session = _SESSION_VARS.get()
     if session is not None and name in session.values:
         return session.get(name)
-    if name not in SETTINGS:
+    if name not in DEFAULTS:  # outside a session (plans, tests): the defaults
         if len(a) > 1 and a[1]:
             return None
         raise SqlError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{a[0]}"')
-    return SETTINGS[name]
+    return DEFAULTS[name][0]
 
 
 def _function_arguments(a, e):

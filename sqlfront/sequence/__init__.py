@@ -1,7 +1,10 @@
 """Statement sequencing, one module per statement family (Materialize's adapter splits
 its Coordinator's sequencing the same way):
 
-- ``peek``: SELECT and EXPLAIN (fast path in Python, else a peek on the cluster)
+- ``peek``: SELECT (fast path in Python, else a peek on the cluster)
+- ``explain``: EXPLAIN, EXPLAIN ... PLAN FOR, EXPLAIN TIMESTAMP FOR
+- ``evaluate``: evaluating a plan in Python under the statement's bounds (the fast path,
+  a subscription's filter, an AS OF expression)
 - ``writes``: INSERT, UPDATE, DELETE and appending to persist
 - ``copy``: COPY TO STDOUT / FROM STDIN / FROM a file
 - ``show``: Materialize's SHOW statements over the catalog
@@ -19,5 +22,7 @@ its Coordinator's sequencing the same way):
 
 Every handler has the shape ``handler(session, stmt, sql, params) -> Result`` and is
 registered in ``sqlfront.session.HANDLERS``. Session state lives on the Session; the
-modules here hold none.
+modules here hold none. They import each other in one direction (no cycle, not even
+through an import inside a function: ``tests/test_import_cycles.py``); what two of them
+share lives in a lower one (``result``, ``evaluate``, ``read_check``).
 """

@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 import pglast
 
 from catalog import mztime
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, query_canceled
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE
 from catalog.snapshot import Table
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from sqlfront.parse import AsOf
-from sqlfront.sequence import peek
+from sqlfront.sequence.evaluate import evaluate as evaluate_plan
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -79,7 +79,7 @@ def evaluate(s: Session, a: AsOf) -> int:
     try:
         plan = QueryPlanner(s.env.snapshot).plan_select(stmt).plan
         # as a fast-path SELECT: its timeout, cancel and heap limit; costly work in a worker
-        v = peek.evaluate(s, plan)[0][0]
+        v = evaluate_plan(s, plan)[0][0]
     except SqlError as e:
         if e.sqlstate.startswith("22"):
             raise SqlError(INVALID_PARAMETER_VALUE, _CASTABLE) from None
@@ -110,18 +110,16 @@ def choose(s: Session, a: AsOf, ts: int, plan) -> int:
     with AT LEAST the least valid one at or after it (every input's since). When it is
     ahead of the oracle's read timestamp and tables are read, waits until the read
     timestamp catches up (their data up to it is then complete), as Materialize waits for
-    the inputs' uppers; the statement timeout and cancel apply."""
+    the inputs' uppers, within the statement's deadline (``s.statement``).
+
+    Raises:
+        SqlError 57014 when the statement's deadline passes or it is canceled."""
     tables = [r for r in relations_read(plan) if isinstance(r, Table)]
     if a.at_least and tables:
         ts = max([ts] + [s.env.persist.state(t.shard_id).since for t in tables])
     if not tables:
         return ts
-    timeout = s.vars.statement_timeout_s()
-    deadline = time.monotonic() + timeout if timeout else None
     while s.env.oracle.read_ts() < ts:
-        if s.cancel_event.is_set():
-            raise query_canceled(timeout=False)
-        if deadline is not None and time.monotonic() >= deadline:
-            raise query_canceled(timeout=True)
+        s.statement.check()
         time.sleep(0.05)
     return ts

@@ -133,14 +133,15 @@ class CopyLoad:
     its first share until its statement_timeout (none by default) or a cancel, for more
     ``sqlfront.memory_budget.BUDGET_WAIT_S``; it fails with 53200 when it alone needs
     more than the whole budget or waits past its wait time.
-    ``encoding``: the client's encoding, which text and CSV data is in.
+    ``encoding``: the client's encoding, which text and CSV data is in. ``first_wait_s``:
+    seconds left of the COPY statement's timeout (None: none).
 
     Raises (from feed and finish):
         what ``sqlfront.copy.CopyReader`` raises; 23502 for a NULL in a NOT NULL column;
         53200 (out_of_memory) from the budget.
     """
 
-    def __init__(self, s: Session, c: CopyIn, encoding: str = "UTF8"):
+    def __init__(self, s: Session, c: CopyIn, encoding: str = "UTF8", first_wait_s: float | None = None):
         from sqlfront.copy import CopyReader
 
         self.s, self.c, self.encoding = s, c, encoding
@@ -155,9 +156,9 @@ class CopyLoad:
         self._budget = s.env.copy_budget.reservation()
         self._floor = min(STREAM_BYTES, s.env.copy_budget.total)
         # Waiting for its share the stream holds nothing (nobody waits on it): it waits
-        # as a statement waits for a lock, until its statement_timeout or a cancel.
-        timeout = s.vars.statement_timeout_s()
-        self._reserve(0, wait_s=math.inf if timeout is None else timeout)
+        # as a statement waits for a lock, until the COPY statement's deadline
+        # (``first_wait_s``: what is left of it; None: no timeout) or a cancel.
+        self._reserve(0, wait_s=math.inf if first_wait_s is None else first_wait_s)
 
     def _reserve(self, working: int, wait_s: float | None = None) -> None:
         """Hold what the stream holds now plus ``working`` bytes (of parsing, encoding),

@@ -14,21 +14,19 @@ import copy
 import functools
 import threading
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from pglast import ast
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, QUERY_CANCELED, query_canceled
+from catalog.errors import SqlError, INVALID_TRANSACTION_STATE, QUERY_CANCELED, query_canceled
 from catalog.snapshot import Table
-from catalog.types import SqlType, TEXT
+from catalog.types import SqlType
 from persist import Batch, PartRead, ShardSnapshot, SinceError
 from planner import interpret
-from planner.guard import Guard, Outgrown, guarded
 from planner.plan import relations_read
-from planner.query import QueryPlanner
 from sqlfront.activity import note_strategy
-from sqlfront.parse import parse_one
-from sqlfront.pyworker import INLINE_HEAP_BYTES
+from sqlfront.sequence import as_of as as_of_clause, read_check
+from sqlfront.sequence.evaluate import evaluate
 from sqlfront.sequence.result import Result, ResultStream, chunk_rows
 from spark_exec.spill import ResultSpill
 
@@ -67,7 +65,7 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_wri
     A transaction block that wrote before it read sees its own buffered writes, as in
     PostgreSQL (``pending_parts``); Materialize refuses that read (25000). Its reads
     stay at the block's one read timestamp and its writes land at COMMIT, which fails
-    with 40001 if a table it read was written meanwhile (``txn.note_read``). A read that cannot include
+    with 40001 if a table it read was written meanwhile (``read_check.note_read``). A read that cannot include
     them (``own_writes`` False: SUBSCRIBE; an ``AS OF`` read) is still 25000.
 
     Raises:
@@ -77,7 +75,6 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_wri
     if s._as_of is not None:
         from planner.expr import set_query_timestamp
         from sqlfront.parse import split_as_of
-        from sqlfront.sequence import as_of as as_of_clause
 
         as_of = as_of_clause.evaluate(s, s._as_of)
         as_of_clause.check_query(split_as_of(sql or "")[0])
@@ -92,9 +89,7 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_wri
         check_target_cluster(s, stmt, pq.plan)
     if s._pending_writes and not fast:
         if s._implicit:
-            from sqlfront.sequence.txn import commit
-
-            commit(s)  # an implicit transaction shows a script its own writes (see txn)
+            s.commit_implicit()  # an implicit transaction shows a script its own writes (see txn)
         elif not own_writes or as_of is not None or any(p.expected_upper is not None for p in s._pending_writes):
             # a buffered UPDATE/DELETE holds retractions that pending_parts does not read
             raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
@@ -134,9 +129,11 @@ FAST_PATH_CHUNK_ROWS = 4096
 def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | None = None) -> ResultStream:
     """Open a peek of ``plan`` as a ResultStream: the fast path's rows in chunks, or a
     replica's Arrow batches pulled on demand (``ClusterCoordinator.peek_stream``; an
-    answer too large for a replica to hold comes through Blob: ``spark_exec.spill``), each
-    pull under the session's statement_timeout and cancel flag. ``peek_finished`` runs
-    when the stream closes, however it does.
+    answer too large for a replica to hold comes through Blob: ``spark_exec.spill``). The
+    wait for materialized views, the race of replicas and each pull are bounded by one
+    deadline: the running statement's (``s.statement``; a FETCH pulling from a cursor
+    opened earlier runs under its own). ``peek_finished`` runs when the stream closes,
+    however it does.
 
     Raises:
         as ``peek``, for errors before the first rows."""
@@ -158,10 +155,11 @@ def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | 
                 peek_finished(s, as_of, holds)
                 raise
             ps = cc.peek_stream(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
-                                s.vars.statement_timeout_s(), s.cancel_event,
+                                s.statement.deadline, s.cancel_event,
                                 on_close=functools.partial(peek_finished, s, as_of, holds),
                                 spill=ResultSpill(s.env.persist.blob))
-            stream = ResultStream(cols, lambda: ps.next_batch(s.vars.statement_timeout_s(), s.cancel_event),
+            # read at each pull: the statement pulling (this one, or a later FETCH)
+            stream = ResultStream(cols, lambda: ps.next_batch(s.statement.deadline, s.cancel_event),
                                   on_close=ps.close)
         return stream
 
@@ -252,9 +250,7 @@ def _read_at(s: Session, plan, as_of: int | None):
             raise invalid_timestamp(as_of, table, e) from None
         holds.add(hold)
         if validate:
-            from sqlfront.sequence.txn import note_read
-
-            note_read(s, table, as_of, plan)
+            read_check.note_read(s, table, as_of, plan)
         own = pending.get(table.shard_id)
         if own:
             snapshot = dataclasses.replace(snapshot, parts=snapshot.parts + tuple(own),
@@ -292,16 +288,15 @@ def await_materialized(s: Session, plan, as_of: int) -> None:
     inputs' uppers). A view whose cluster has no healthy replica makes the read wait.
 
     Raises:
-        SqlError 57014 when the statement timeout passes or the statement is canceled;
-        the error the view's query raised, while its cluster cannot compute it."""
+        SqlError 57014 when the statement's deadline (``s.statement``) passes or it is
+        canceled; the error the view's query raised, while its cluster cannot compute it."""
     from catalog.snapshot import MaterializedView
     from persist import Backoff
     views = list(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, MaterializedView)))
     if not views:
         return
     env, persist = s.env, s.env.persist
-    timeout = s.vars.statement_timeout_s()
-    deadline = time.monotonic() + timeout if timeout else None
+    deadline = s.statement.deadline
     for view in views:
         poll = Backoff()
         st = persist.state(view.shard_id)
@@ -356,170 +351,9 @@ def _peek(s: Session, plan, as_of: int | None, job):
     try:
         await_materialized(s, plan, as_of)
         result = cc.peek(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
-                         s.vars.statement_timeout_s(), s.cancel_event, job)
+                         s.statement.deadline, s.cancel_event, job)
     finally:
         peek_finished(s, as_of, holds)
     if job is not None:
         return result
     return chunk_rows(result, [t for _, t in plan.columns])
-
-
-def evaluate(s: Session, plan) -> list[tuple]:
-    """Evaluate a fast-path plan in Python, under the session's statement_timeout,
-    cancel flag and max_query_heap_size: here while it stays small and its time is
-    bounded by its size (``planner.guard``), else again in a worker process
-    (``sqlfront.pyworker``) so that big or runaway work does not stall the other
-    sessions and a timeout or cancel stops it at once."""
-    return evaluate_over(s, plan, s.builtin_rows,
-                         lambda: {t.id: list(s.builtin_rows(t)) for t in interpret.builtins_read(plan)})
-
-
-def evaluate_over(s: Session, plan, rows_of: Callable, tables: Callable[[], dict[str, list[tuple]]]) -> list[tuple]:
-    """:func:`evaluate` for a plan whose relations' rows are at hand: ``rows_of(relation)``
-    gives them here, ``tables()`` (relation id -> rows) for a worker process. (A
-    subscription's filter over the rows persist delivered; an AS OF expression.)
-
-    Raises:
-        SqlError 57014 (statement_timeout, from now; a cancel), 53200 (max_query_heap_size),
-        and the plan's own errors."""
-    timeout = s.vars.statement_timeout_s()
-    deadline = time.monotonic() + timeout if timeout else None
-    budget = s.vars.max_query_heap_bytes()
-    limits = interpret.Limits(deadline=deadline, cancelled=s.cancel_event.is_set, max_heap_bytes=budget,
-                              outgrow_bytes=INLINE_HEAP_BYTES)
-    try:
-        with guarded(Guard(max_bytes=budget, stop=limits)):  # checked between calls within a row too
-            return interpret.run(plan, rows_of, limits)
-    except Outgrown:
-        pass  # rows or a value too big here, or a backtracking regex: the worker can be stopped
-    return s.env.python_workers.run(plan, tables(), budget, deadline, s.cancel_event)
-
-
-def explain_stmt(s: Session, stmt, sql: str, params) -> Result:
-    """PostgreSQL's ``EXPLAIN query``: the optimized plan.
-
-    Raises:
-        SqlError 0A000 for any option (``ANALYZE``, ``VERBOSE``, ``FORMAT``, ...): none is
-        implemented, and Materialize's EXPLAIN takes none of PostgreSQL's."""
-    if stmt.options:
-        names = ", ".join(o.defname.upper() for o in stmt.options)
-        raise SqlError(FEATURE_NOT_SUPPORTED, f"EXPLAIN option {names} is not supported",
-                       hint="EXPLAIN [RAW | DECORRELATED | OPTIMIZED | PHYSICAL] PLAN FOR shows each stage.")
-    return explain(s, stmt.query, "optimized", params)
-
-
-def explain_plan(s: Session, stmt, sql: str, params) -> Result:
-    """Materialize's ``EXPLAIN [stage] PLAN [WITH (...)] [AS TEXT | JSON] FOR ...`` and
-    ``EXPLAIN TIMESTAMP FOR query`` (see ``mzparse.ExplainPlan``): the plan of a query, of
-    a view's or materialized view's definition, or of what an index arranges (the indexed
-    object's definition); ``EXPLAIN INCREMENTAL PLAN`` shows how a materialized view (of
-    that query) is kept current (``planner.incremental``).
-
-    Raises:
-        SqlError 0A000 for WITH options and AS JSON (none is implemented); 42P01 / 42809
-        for a name that is no object of the kind named; 0A000 for a query with no
-        incremental plan."""
-    if stmt.options:
-        raise SqlError(FEATURE_NOT_SUPPORTED, f"EXPLAIN option {', '.join(stmt.options)} is not supported")
-    if stmt.format != "text":
-        raise SqlError(FEATURE_NOT_SUPPORTED, "EXPLAIN ... AS JSON is not supported", hint="Use AS TEXT.")
-    if stmt.view is None:
-        q = parse_one(stmt.query)
-    else:
-        q = parse_one(_explained_definition(s, stmt))
-    if stmt.stage == "timestamp":
-        return explain_timestamp(s, q, params)
-    return explain(s, q, stmt.stage, params)
-
-
-def _explained_definition(s: Session, stmt) -> str:
-    """The SQL whose plan EXPLAIN ... FOR VIEW | MATERIALIZED VIEW | INDEX shows: the
-    view's definition, or the indexed object's (a table's: a SELECT of it). The index's
-    object is checked for privileges here, as the object named is by ``sqlfront.rbac``.
-
-    Raises:
-        SqlError 42P01 for an unknown name; 42809 for an object of another kind."""
-    from dataclasses import replace
-
-    from catalog.snapshot import MaterializedView, View
-    from sqlfront.rbac import authorize_statement
-    from sqlfront.sequence.show import relation_by_id, resolve_index
-
-    snap = s.env.snapshot
-    if stmt.kind == "index":
-        rel = relation_by_id(snap, resolve_index(snap, *stmt.view).on_id)
-    else:
-        rel = snap.resolve_relation(*stmt.view)
-    if stmt.kind in ("view", "materialized view"):
-        want = View if stmt.kind == "view" else MaterializedView
-        if not isinstance(rel, want):
-            raise SqlError("42809", f"{stmt.view[1]} is not a {stmt.kind}")
-    else:  # an index's object: its reads are checked as a SELECT of it
-        authorize_statement(s, replace(stmt, query=f"SELECT * FROM {rel.schema}.{rel.name}", view=None, kind=None))
-    return rel.sql if isinstance(rel, (View, MaterializedView)) else f"SELECT * FROM {rel.schema}.{rel.name}"
-
-
-def explain_timestamp(s: Session, q, params) -> Result:
-    """``EXPLAIN TIMESTAMP FOR query`` (Materialize's): the timestamp the query would read
-    at and why, one line each (column ``Timestamp``): the oracle's read timestamp, and
-    each stored input's since (the earliest readable time) and upper (the first time not
-    yet complete). The query does not run.
-
-    Raises:
-        SqlError 0A000 for anything but a SELECT."""
-    from catalog.snapshot import MaterializedView
-
-    if not isinstance(q, ast.SelectStmt):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "EXPLAIN TIMESTAMP supports SELECT only")
-    plan = QueryPlanner(s.env.snapshot, params).plan_raw(q).plan
-    ts = s.read_ts()
-    inputs = sorted({r.id: r for r in relations_read(plan) if isinstance(r, Table)}.values(), key=lambda r: r.id)
-    states = [s.env.persist.state(r.shard_id) for r in inputs]
-    # a table's upper below ts is advanced when read; a materialized view's is waited for
-    ready = all(st.upper > ts for r, st in zip(inputs, states) if isinstance(r, MaterializedView))
-    lines = [f"                query timestamp: {ts}", f"          oracle read timestamp: {s.env.oracle.read_ts()}",
-             f"        can respond immediately: {'true' if ready else 'false'}", ""]
-    for r, st in zip(inputs, states):
-        kind = "materialized view" if isinstance(r, MaterializedView) else "table"
-        lines += [f"source materialize.{r.schema}.{r.name} ({r.id}, {kind}):",
-                  f"                  read frontier: [{st.since}]", f"                 write frontier: [{st.upper}]", ""]
-    return Result("EXPLAIN", [("Timestamp", TEXT)], [(line,) for line in lines[:-1]])
-
-
-def explain(s: Session, q, stage: str, params) -> Result:
-    """EXPLAIN of a SELECT at ``stage`` (raw, decorrelated, optimized or physical): one row
-    per line of the plan (Materialize's ``EXPLAIN ... PLAN FOR``; plain EXPLAIN is the
-    optimized plan). The physical plan is Spark's, of the optimized plan as lowered on a
-    replica of the session's cluster (Materialize's physical plan is its LIR; ours is the
-    Spark job a peek runs); the query itself does not run.
-
-    Raises:
-        SqlError 0A000 for anything but a SELECT; for the physical plan, what a peek raises
-        when the cluster has no healthy replica."""
-    from planner.explain import explain as explain_lines
-    from planner.optimize import DECORRELATION, optimize
-
-    if not isinstance(q, ast.SelectStmt):
-        raise SqlError(FEATURE_NOT_SUPPORTED, "EXPLAIN supports SELECT only")
-    if stage == "incremental":  # as a materialized view has it: mz_now() of each moment
-        from planner.expr import MAINTAINED, set_query_timestamp
-
-        set_query_timestamp(MAINTAINED)
-    planner = QueryPlanner(s.env.snapshot, params, row_count=s.env.row_count)
-    plan = planner.plan_raw(q).plan
-    if stage == "decorrelated":
-        plan = optimize(plan, rules=DECORRELATION)
-    elif stage in ("optimized", "physical", "incremental"):
-        plan = optimize(plan, s.env.row_count)
-    if stage == "incremental":
-        from planner.incremental import incremental_plan
-        from planner.incremental.explain import explain_incremental
-
-        lines = explain_incremental(incremental_plan(plan))
-        return Result("EXPLAIN", [("Incremental Plan", TEXT)], [(line,) for line in lines])
-    if stage == "physical" and interpret.is_fast_path(plan):
-        return Result("EXPLAIN", [("Physical Plan", TEXT)], [("Evaluated in environmentd: the query reads no table",)])
-    if stage == "physical":
-        text = peek(s, plan, job=lambda df, replica_id: df._explain_string(extended=False))
-        return Result("EXPLAIN", [("Physical Plan", TEXT)], [(line,) for line in text.splitlines() if line])
-    return Result("EXPLAIN", [(f"{stage.capitalize()} Plan", TEXT)], [(line,) for line in explain_lines(plan)])

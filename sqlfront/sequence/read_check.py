@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from catalog.snapshot import Table
 from catalog.types import BOOL, INT2, INT4, INT8, TEXT, arrow_schema
@@ -29,6 +30,9 @@ from persist import SinceError
 from planner import interpret
 from planner.plan import Constant, Filter, Get, OrderBy, Project
 from planner.scalar import OuterRef, Subquery, walk
+
+if TYPE_CHECKING:
+    from sqlfront.session import Session
 
 #: column types whose stored values are the planner's own (ints, text, bool)
 EXACT_TYPES = frozenset({BOOL, INT2, INT4, INT8, TEXT})
@@ -101,3 +105,16 @@ def expected_upper(persist, c: ReadCheck) -> int | None:
 def _rows(t) -> list[tuple]:
     cols = [t.column(i).to_pylist() for i in range(t.num_columns)]
     return list(zip(*cols)) if cols else []
+
+
+def note_read(s: Session, table, as_of: int, plan) -> None:
+    """Remember that a block with buffered writes read ``table`` at ``as_of`` by ``plan``:
+    COMMIT checks that no write since changed what it read (``read_check``), and appends
+    only while that holds.
+
+    Why: the block's reads are at its read timestamp and its writes at COMMIT's, later.
+    Were another session's write to what it read to land in between, the block would be
+    serialized before that write (it did not see it) and after it (its writes come
+    later): not serializable (Adya's G-single). Materialize forbids reads after writes in
+    a block; sqlfront allows them (issue 16) and so validates them at COMMIT."""
+    note(s._read_uppers, table, as_of, plan)

@@ -373,9 +373,9 @@ class Subscription:
     def _evaluate(self, updates: list[tuple[tuple, int]]) -> collections.Counter:
         """The query's output updates for input ``updates`` (row, diff) at one time: the
         plan (filters and projections) runs over the rows added and over those removed,
-        as a fast-path SELECT's does (``peek.evaluate_over``: statement_timeout, cancel,
-        max_query_heap_size; a backtracking regex or a big value in a worker process)."""
-        from sqlfront.sequence.peek import evaluate_over
+        as a fast-path SELECT's does (``evaluate.evaluate_over``: the running statement's
+        deadline, a FETCH's; cancel; max_query_heap_size; a backtracking regex or a big value in a worker process)."""
+        from sqlfront.sequence.evaluate import evaluate_over
 
         table_id = self.listen_input.relation.id
         out: collections.Counter = collections.Counter()
@@ -618,6 +618,14 @@ def _sort_key(row) -> tuple:
     return tuple((v is None, str(v)) for v in row)
 
 
+def unbounded_stream(s: Session) -> None:
+    """The running statement streams a subscription from now on: as COPY FROM STDIN's
+    data, it lasts as long as the client keeps it (a cancel or the connection's end stops
+    it), so its deadline goes (``StatementContext.unbounded``). A FETCH from a
+    subscription's cursor is bounded as any statement."""
+    s.statement = s.statement.unbounded()
+
+
 def _stream(sub: Subscription) -> ResultStream:
     def pull():
         if sub.done and not sub._buffer and sub._started:
@@ -630,8 +638,10 @@ def _stream(sub: Subscription) -> ResultStream:
 
 def subscribe(s: Session, stmt: mz.Subscribe, sql: str, params) -> Result:
     """A bare SUBSCRIBE: its rows stream to the client until it completes, is canceled
-    (57014) or the connection drops."""
+    (57014) or the connection drops. Its statement_timeout bounds it until it streams
+    (``unbounded_stream``)."""
     sub = Subscription(s, stmt, s._as_of)
+    unbounded_stream(s)
     return Result("SUBSCRIBE", sub.columns, stream=_stream(sub))
 
 
@@ -655,5 +665,6 @@ def copy_subscribe(s: Session, stmt: mz.CopySubscribe, sql: str, params):
     opts = _copy_options(copy_stmt)
     body, as_of = split_as_of(stmt.subscribe)
     sub = Subscription(s, mz.parse_mz(body), as_of or s._as_of)
+    unbounded_stream(s)
     return CopyOut(sub.columns, [], opts.get("format", "text"), opts.get("delimiter"), opts.get("null"),
                    opts.get("header", "false") in ("true", "on", "1"), stream=_stream(sub), live=True)

@@ -80,7 +80,7 @@ def commit(s: Session) -> None:
     """End the transaction: commit its DDL (``block_ddl``), then make its buffered writes
     visible together at one timestamp (or none of them, if the commit fails). The DDL
     commits only if no conditional write of the block (UPDATE/DELETE, a read after a
-    write: :func:`note_read`) would conflict then (:func:`check_unmoved`, in the catalog
+    write: ``read_check.note_read``) would conflict then (:func:`check_unmoved`, in the catalog
     transaction). Known gap: a write landing between the catalog commit and the append
     (from another environmentd, or an INSERT of this one) still fails the append after
     the DDL committed.
@@ -158,19 +158,6 @@ def check_unmoved(s: Session, writes: list[Pending]) -> None:
     for p in writes:
         if p.expected_upper is not None and s.env.persist.state(p.table.shard_id).upper != p.expected_upper:
             raise _conflict()
-
-
-def note_read(s: Session, table, as_of: int, plan) -> None:
-    """Remember that a block with buffered writes read ``table`` at ``as_of`` by ``plan``:
-    COMMIT checks that no write since changed what it read (``read_check``), and appends
-    only while that holds.
-
-    Why: the block's reads are at its read timestamp and its writes at COMMIT's, later.
-    Were another session's write to what it read to land in between, the block would be
-    serialized before that write (it did not see it) and after it (its writes come
-    later): not serializable (Adya's G-single). Materialize forbids reads after writes in
-    a block; sqlfront allows them (issue 16) and so validates them at COMMIT."""
-    read_check.note(s._read_uppers, table, as_of, plan)
 
 
 def rollback(s: Session) -> None:

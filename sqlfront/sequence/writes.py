@@ -305,9 +305,7 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
     in_block = s.in_transaction and not s._implicit
     check_writable(s, verb)
     if s._pending_writes and not in_block:  # an implicit transaction's earlier INSERTs come first
-        from sqlfront.sequence.txn import commit
-
-        commit(s)
+        s.commit_implicit()
     persist = s.env.persist
     for _ in range(MAX_CONFLICTS):
         snap = s.env.snapshot

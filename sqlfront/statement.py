@@ -1,0 +1,51 @@
+"""What bounds one running statement: its one deadline and its cancel flag.
+
+PostgreSQL's ``statement_timeout`` (section 19.11.2) bounds the whole statement, "starting
+from the time the command arrives at the server": the session computes the deadline once,
+when the statement starts (``StatementContext.start``), and every wait of the statement
+(for a materialized view's upper, for replicas racing the peek, for each streamed batch,
+in an evaluation in Python) checks that same deadline instead of starting its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+
+from catalog.errors import query_canceled
+
+
+@dataclasses.dataclass(frozen=True)
+class StatementContext:
+    """One statement's bounds. ``started`` and ``deadline`` are ``time.monotonic()``
+    seconds; ``deadline`` None: no timeout (``statement_timeout`` 0, or a stream that
+    lasts as long as its client keeps it: COPY FROM STDIN's data, a bare SUBSCRIBE).
+    ``cancel``: the session's flag a CancelRequest sets."""
+
+    started: float
+    deadline: float | None
+    cancel: threading.Event
+
+    @classmethod
+    def start(cls, timeout_s: float | None, cancel: threading.Event, now: float | None = None) -> StatementContext:
+        """A statement starting ``now`` (default: the monotonic clock's now) under a
+        timeout of ``timeout_s`` seconds (None: none)."""
+        now = time.monotonic() if now is None else now
+        return cls(now, now + timeout_s if timeout_s else None, cancel)
+
+    def unbounded(self) -> StatementContext:
+        """The same statement with no deadline (the cancel flag still applies)."""
+        return dataclasses.replace(self, deadline=None)
+
+    def remaining(self) -> float | None:
+        """Seconds left until the deadline (never below 0); None without a deadline."""
+        return None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+
+    def check(self) -> None:
+        """Raises SqlError 57014 ("canceling statement due to user request" / "... due to
+        statement timeout") once the statement is canceled or past its deadline."""
+        if self.cancel.is_set():
+            raise query_canceled(timeout=False)
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise query_canceled(timeout=True)
