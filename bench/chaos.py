@@ -43,6 +43,7 @@ def main(minutes: float, topology: str, seed: int, clients: int, no_nemesis: boo
     click.echo(f"topology {topology}, seed {seed}, {minutes:g} min, {clients} clients; history {res['history']}")
     click.echo(f"operations: {res['operations']} (total {sum(res['operations'].values())})")
     click.echo(f"faults: {res['faults']}")
+    click.echo(f"DDL: {res['ddl']}; view/SUBSCRIBE checks: {res['checks']}")
     lost = res["anomalies"].get("lost-write", 0)
     click.echo(f"anomalies: {sum(res['anomalies'].values()) - lost} {res['anomalies']}")
     click.echo(f"lost acknowledged writes: {lost}")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from chaos.elle import check, read_history
 from chaos.nemesis import KINDS, Nemesis, unavailability
+from chaos.observed import Ddl, Observer
 from chaos.topology import One, Two
 from chaos.workload import Clients, Generator, History, final_read
 
@@ -20,8 +21,9 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
         log=print) -> dict:
     """Returns the figures of the run: ``operations`` (by outcome), ``faults`` (by kind),
     ``anomalies`` (by name, from :func:`chaos.elle.check`; ``lost-write`` among them),
-    ``examples``, ``unavailability`` (kind -> (p50, max) seconds), ``envd_rss_mb`` (start, end)
-    and ``history`` (the file's path)."""
+    ``examples``, ``ddl`` (statements by kind and outcome), ``checks`` (view and
+    SUBSCRIBE comparisons made, subscriptions restarted), ``unavailability`` (kind ->
+    (p50, max) seconds), ``envd_rss_mb`` (start, end) and ``history`` (the file's path)."""
     directory = Path(directory)
     rng = random.Random(seed)
     log(f"starting topology {topology} in {directory} ...")
@@ -32,14 +34,16 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
         gen = Generator(random.Random(rng.random()))
         cl = Clients(topo.nodes, clients, gen, history)
         nem = Nemesis(topo, history, random.Random(rng.random()), interval, kinds) if nemesis else None
+        ddl = Ddl(topo.nodes[0][1], history, random.Random(rng.random()))
+        obs = Observer(topo.nodes[-1][1], topo.nodes[0][1], history, random.Random(rng.random()))
         log(f"running {seconds:.0f} s with {clients} clients{' and the nemesis' if nem else ''} ...")
-        cl.start()
-        if nem:
-            nem.start()
+        for part in (cl, ddl, obs, nem):
+            if part:
+                part.start()
         time.sleep(seconds)
-        if nem:
-            nem.stop()
-        cl.stop()
+        for part in (nem, cl, ddl, obs):
+            if part:
+                part.stop()
         log("healed; waiting for the replicas, then the final reads ...")
         topo.wait_healthy()
         finals = [final_read(history, node, connect, gen.used, cl.next_id()) for node, connect in topo.nodes]
@@ -56,5 +60,6 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
                for k, v in unavailability(events, nem.faults if nem else []).items()}
     return {"topology": topology, "seed": seed, "seconds": seconds, "operations": rep.stats, "faults": faults,
             "anomalies": rep.counts, "examples": rep.anomalies, "final_reads": finals,
+            "ddl": dict(ddl.counts), "checks": dict(obs.checks),
             "unavailability": unavail, "envd_rss_mb": (round(rss_start / 2**20), round(rss_end / 2**20)),
             "history": str(directory / "history.jsonl")}
