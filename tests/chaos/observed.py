@@ -42,7 +42,7 @@ class Observer:
     factories (the same node or two), a check every ``interval`` (min, max) seconds."""
 
     def __init__(self, subscribe_via: Callable[[], psycopg.Connection], read_via: Callable[[], psycopg.Connection],
-                 history: History, rng: random.Random, interval: tuple[float, float] = (6, 12)):
+                 history: History, rng: random.Random, interval: tuple[float, float] = (8, 16)):
         self.subscribe_via, self.read_via, self.history, self.rng = subscribe_via, read_via, history, rng
         self.interval = interval
         self._stop = threading.Event()
@@ -133,7 +133,7 @@ class Ddl:
     ``max_columns``: each copies the table's rows to a new shard). ``counts`` by outcome."""
 
     def __init__(self, connect: Callable[[], psycopg.Connection], history: History, rng: random.Random,
-                 interval: tuple[float, float] = (8, 16), max_columns: int = 4):
+                 interval: tuple[float, float] = (12, 24), max_columns: int = 4):
         self.connect, self.history, self.rng, self.interval = connect, history, rng, interval
         self.max_columns = max_columns
         self._stop = threading.Event()

@@ -23,7 +23,8 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
     ``anomalies`` (by name, from :func:`chaos.elle.check`; ``lost-write`` among them),
     ``examples``, ``ddl`` (statements by kind and outcome), ``checks`` (view and
     SUBSCRIBE comparisons made, subscriptions restarted), ``unavailability`` (kind ->
-    (p50, max) seconds), ``envd_rss_mb`` (start, end) and ``history`` (the file's path)."""
+    (p50, max) seconds), ``envd_rss_mb`` (at boot, warm, end, max: see :func:`_sample_rss`)
+    and ``history`` (the file's path)."""
     directory = Path(directory)
     rng = random.Random(seed)
     log(f"starting topology {topology} in {directory} ...")
@@ -40,14 +41,13 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
         for part in (cl, ddl, obs, nem):
             if part:
                 part.start()
-        time.sleep(seconds)
+        rss = _sample_rss(topo, seconds)
         for part in (nem, cl, ddl, obs):
             if part:
                 part.stop()
         log("healed; waiting for the replicas, then the final reads ...")
         topo.wait_healthy()
         finals = [final_read(history, node, connect, gen.used, cl.next_id()) for node, connect in topo.nodes]
-        rss_end = topo.envd_rss()
     finally:
         history.close()
         topo.stop()
@@ -61,5 +61,30 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
     return {"topology": topology, "seed": seed, "seconds": seconds, "operations": rep.stats, "faults": faults,
             "anomalies": rep.counts, "examples": rep.anomalies, "final_reads": finals,
             "ddl": dict(ddl.counts), "checks": dict(obs.checks),
-            "unavailability": unavail, "envd_rss_mb": (round(rss_start / 2**20), round(rss_end / 2**20)),
+            "unavailability": unavail,
+            "envd_rss_mb": (round(rss_start / 2**20), round(rss["warm"] / 2**20), round(rss["end"] / 2**20),
+                            round(rss["max"] / 2**20)),
             "history": str(directory / "history.jsonl")}
+
+
+#: seconds between two samples of the environmentd processes' RSS
+RSS_EVERY_S = 5.0
+
+
+def _sample_rss(topo, seconds: float) -> dict[str, int]:
+    """Sleep ``seconds`` while sampling the environmentd processes' resident bytes:
+    ``warm`` is the first sample after ``max(60 s, a tenth of the run)`` (a process's
+    first minutes load the Spark Connect client, gRPC and Arrow and grow its thread
+    pool: growth that is not a leak), ``end`` the last, ``max`` the largest. A sample
+    taken while an environmentd restarts (the nemesis) counts what runs."""
+    t0 = time.monotonic()
+    warm_at = t0 + max(60.0, seconds / 10)
+    out = {"warm": 0, "end": 0, "max": 0}
+    while (left := t0 + seconds - time.monotonic()) > 0:
+        time.sleep(min(RSS_EVERY_S, left))
+        out["end"] = topo.envd_rss()
+        out["max"] = max(out["max"], out["end"])
+        if not out["warm"] and time.monotonic() >= warm_at:
+            out["warm"] = out["end"]
+    out["warm"] = out["warm"] or out["end"]
+    return out
