@@ -4,11 +4,13 @@ tests/test_chaos.py."""
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import time
 from pathlib import Path
 
+from catalog.oracle import SKEW_DIR_ENV
 from chaos.elle import check, read_history
 from chaos.nemesis import KINDS, Nemesis, unavailability
 from chaos.observed import Ddl, Observer
@@ -27,14 +29,23 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
     and ``history`` (the file's path)."""
     directory = Path(directory)
     rng = random.Random(seed)
+    skew_dir = directory / "oracle-skew" if nemesis and "skew-clock" in kinds else None
+    if skew_dir is not None:  # environmentd processes started from now on (restarts too) read it
+        skew_dir.mkdir()
+        os.environ[SKEW_DIR_ENV] = str(skew_dir)
     log(f"starting topology {topology} in {directory} ...")
-    topo = (One if topology == "one" else Two)(directory)
+    try:
+        topo = (One if topology == "one" else Two)(directory)
+    except BaseException:
+        os.environ.pop(SKEW_DIR_ENV, None)
+        raise
     history = History(directory / "history.jsonl")
     try:
         rss_start = topo.envd_rss()
         gen = Generator(random.Random(rng.random()))
         cl = Clients(topo.nodes, clients, gen, history)
-        nem = Nemesis(topo, history, random.Random(rng.random()), interval, kinds) if nemesis else None
+        nem = Nemesis(topo, history, random.Random(rng.random()), interval, kinds,
+                      skew_dir=skew_dir) if nemesis else None
         ddl = Ddl(topo.nodes[0][1], history, random.Random(rng.random()))
         obs = Observer(topo.nodes[-1][1], topo.nodes[0][1], history, random.Random(rng.random()))
         log(f"running {seconds:.0f} s with {clients} clients{' and the nemesis' if nem else ''} ...")
@@ -51,6 +62,7 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
     finally:
         history.close()
         topo.stop()
+        os.environ.pop(SKEW_DIR_ENV, None)
     events = read_history(directory / "history.jsonl")
     rep = check(events)
     faults: dict[str, int] = {}
