@@ -60,8 +60,9 @@ class Observer:
         while not self._stop.is_set():
             try:
                 self._subscribed()
-            except psycopg.Error:
+            except psycopg.Error as e:
                 self.checks["restarts"] += 1
+                self.history.write(process="observer", type="error", error=f"{e.sqlstate}: {e}"[:200])
                 self._stop.wait(1)
 
     def _subscribed(self) -> None:
