@@ -1,9 +1,10 @@
-"""A Jepsen-style consistency check of sqlfront under faults (issue 28): list-append
-transactions from several clients, a nemesis (replica SIGKILL/SIGSTOP, environmentd
+"""A Jepsen-style consistency check of sqlfront under faults (issue 28): list-append and
+register transactions (INSERT, COPY, UPDATE, DELETE) from several clients, DDL, a
+materialized view and a SUBSCRIBE checked against reads, a nemesis (replica SIGKILL/SIGSTOP, environmentd
 SIGKILL and restart, PostgreSQL restart and pause), then Elle's checker over the history.
 Prints operations by outcome, faults by kind, anomalies (0 expected), lost acknowledged
-writes, unavailability windows (p50/max seconds per fault kind) and environmentd memory at
-start and end.
+writes, unavailability windows (p50/max seconds per fault kind) and environmentd memory
+(RSS at boot, once warm, at the end, and the largest).
 
     .venv/bin/python bench/chaos.py --minutes 5 --topology two [--seed 28] [--clients 4]
 """
@@ -43,12 +44,15 @@ def main(minutes: float, topology: str, seed: int, clients: int, no_nemesis: boo
     click.echo(f"topology {topology}, seed {seed}, {minutes:g} min, {clients} clients; history {res['history']}")
     click.echo(f"operations: {res['operations']} (total {sum(res['operations'].values())})")
     click.echo(f"faults: {res['faults']}")
+    click.echo(f"DDL: {res['ddl']}; view/SUBSCRIBE checks: {res['checks']}")
     lost = res["anomalies"].get("lost-write", 0)
     click.echo(f"anomalies: {sum(res['anomalies'].values()) - lost} {res['anomalies']}")
     click.echo(f"lost acknowledged writes: {lost}")
     for kind, (p50, mx) in sorted(res["unavailability"].items()):
         click.echo(f"unavailability after {kind}: p50 {p50} s, max {mx} s")
-    click.echo(f"environmentd RSS: start {res['envd_rss_mb'][0]} MiB, end {res['envd_rss_mb'][1]} MiB")
+    boot, warm, end, mx = res["envd_rss_mb"]
+    click.echo(f"environmentd RSS: at boot {boot} MiB, warm {warm} MiB, end {end} MiB "
+               f"({(end - warm) / max(warm, 1):+.1%} since warm), max {mx} MiB")
     if res["anomalies"]:
         click.echo(json.dumps(res["examples"], indent=1, default=str)[:5000])
         sys.exit(1)

@@ -13,9 +13,33 @@ This oracle serves one process; several processes share
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
+
+#: debug only (issue 28's clock-skew nemesis): a directory where the file named after a
+#: process's pid holds milliseconds (an integer, maybe negative) to add to that process's
+#: oracle clock; read at most every ``_SKEW_READ_S``. Unset: the clock is the wall clock.
+SKEW_DIR_ENV = "SQLFRONT_DEBUG_ORACLE_SKEW_DIR"
+_SKEW_READ_S = 0.1
+_skew = {"at": float("-inf"), "ms": 0}
+
+
+def wall_ms() -> int:
+    """The oracle's clock: milliseconds since the Unix epoch (``time.time()``), plus the
+    debug skew of :data:`SKEW_DIR_ENV` when set. The oracles never hand out a timestamp
+    below one they handed out before, whichever way this clock jumps."""
+    now = time.time()
+    directory = os.environ.get(SKEW_DIR_ENV)
+    if directory and now - _skew["at"] >= _SKEW_READ_S:
+        try:
+            with open(os.path.join(directory, str(os.getpid()))) as f:
+                _skew["ms"] = int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            _skew["ms"] = 0
+        _skew["at"] = now
+    return int(now * 1000) + (_skew["ms"] if directory else 0)
 
 
 #: raise the durable high-water mark to ? (never lower it)
@@ -41,7 +65,7 @@ def fenced_write_ts(path: str, not_below: int = 0) -> int:
         conn.execute("CREATE TABLE IF NOT EXISTS timestamp_oracle (id INTEGER PRIMARY KEY, ts INTEGER NOT NULL)")
         conn.execute("BEGIN IMMEDIATE")
         row = conn.execute("SELECT ts FROM timestamp_oracle WHERE id = 0").fetchone()
-        ts = max(int(time.time() * 1000), (row[0] if row else 0) + 1, not_below)
+        ts = max(wall_ms(), (row[0] if row else 0) + 1, not_below)
         conn.execute(_RAISE_MARK, (ts,))
         conn.execute("COMMIT")
         return ts
@@ -64,7 +88,7 @@ def open_oracle(url: str | None, path: str):
 
 def commit_wait(ts: int) -> None:
     """Sleep until the wall clock (ms) has reached ``ts``."""
-    while (wait := ts - time.time() * 1000) > 0:
+    while (wait := ts - wall_ms()) > 0:
         time.sleep(wait / 1000)
 
 
@@ -87,7 +111,7 @@ class TimestampOracle:
         """Allocate a new write timestamp, durably greater than any handed out before."""
         with self._lock:
             # Above every read timestamp handed out: a read at T never misses a write at T.
-            ts = max(int(time.time() * 1000), self._write + 1, self._read + 1)
+            ts = max(wall_ms(), self._write + 1, self._read + 1)
             self._allocate(ts)
             self._write = ts
             self._pending.add(ts)
@@ -107,7 +131,7 @@ class TimestampOracle:
         Materialize's table uppers advance every second."""
         with self._lock:
             if not self._pending:
-                now = int(time.time() * 1000)
+                now = wall_ms()
                 if now > self._read:
                     try:
                         self._allocate(now)

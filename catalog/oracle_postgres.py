@@ -29,7 +29,8 @@ Timestamps are milliseconds since the Unix epoch, as the local oracle's
 from __future__ import annotations
 
 import threading
-import time
+
+from catalog.oracle import wall_ms
 
 #: Materialize's name of the one timeline of tables
 TIMELINE = "EpochMilliseconds"
@@ -145,4 +146,4 @@ class PostgresTimestampOracle:
 
 
 def _now() -> int:
-    return int(time.time() * 1000)
+    return wall_ms()

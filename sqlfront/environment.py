@@ -65,7 +65,7 @@ from persist.blob import part_writer
 from pgconn import is_postgres_url, redact_url
 from pgconn.registry import ProcessRegistry
 from persist.pubsub import PubSubServer
-from sqlfront import group_commit
+from sqlfront import group_commit, heap
 from sqlfront.group_commit import GroupCommitter
 from spark_exec.blob_probe import probe_blob
 from spark_exec.cluster_coordinator import ClusterCoordinator
@@ -438,8 +438,11 @@ class Environment:
 
     def _maintenance_loop(self) -> None:
         """Persist's background work, off every session's thread: heartbeat this process's
-        leased readers, advance each shard's since, collect garbage, compact."""
+        leased readers, advance each shard's since, collect garbage, compact; and now and
+        then give the C heap's free memory back (``sqlfront.heap``)."""
+        trimmer = heap.Trimmer()
         while not self._maintenance_stop.wait(self.MAINTENANCE_S):
+            trimmer.maybe()
             try:
                 self.maintain_persist()
             except Exception as e:  # next round tries again

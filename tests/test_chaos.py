@@ -16,6 +16,7 @@ SEED = 2026
 
 
 def _clean(res: dict) -> None:
+    print({k: res[k] for k in ("operations", "faults", "ddl", "checks", "anomalies", "envd_rss_mb")})
     assert res["final_reads"] == [True] * len(res["final_reads"]), res
     assert res["operations"].get("ok", 0) > 0, res
     assert res["anomalies"] == {}, (res["anomalies"], res["examples"], res["history"])

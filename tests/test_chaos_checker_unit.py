@@ -6,6 +6,7 @@ from __future__ import annotations
 from chaos.elle import check, read_history
 
 A, R = "append", "r"
+W, D, RR = "w", "d", "rr"  # register write (UPDATE), write (DELETE + INSERT), read
 
 
 def history(*txns) -> list[dict]:
@@ -14,7 +15,7 @@ def history(*txns) -> list[dict]:
     events = []
     for i, (typ, ops, t0, t1) in enumerate(txns, 1):
         events.append({"id": i, "process": i, "type": "invoke", "time": t0,
-                       "value": [[f, k, None if f == R else v] for f, k, v in ops]})
+                       "value": [[f, k, None if f in (R, RR) else v] for f, k, v in ops]})
         events.append({"id": i, "process": i, "type": typ, "time": t1, "value": ops})
     return events
 
@@ -136,3 +137,56 @@ def test_history_file_round_trip(tmp_path):
     p.write_text("".join(json.dumps(e) + "\n" for e in h) + '{"torn')
     assert read_history(p) == h
     assert check(read_history(p)).valid
+
+
+def test_register_reads_of_written_values_in_real_time_order_are_clean():
+    h = history(("ok", [[RR, 0, [0]]], 0, 1),
+                ("ok", [[W, 0, 5]], 2, 3),
+                ("ok", [[D, 0, 6], [A, 1, 1]], 4, 5),
+                ("info", [[W, 0, 7]], 6, None),
+                ("ok", [[RR, 0, [6]], [R, 1, [1]]], 8, 9),
+                ("ok", [[RR, 0, [7]]], 10, 11))
+    assert check(h).valid, check(h).anomalies
+
+
+def test_register_stale_read_and_lost_write():
+    # the read began after W of 5 was acknowledged and still saw the initial value
+    h = history(("ok", [[W, 0, 5]], 0, 1),
+                ("ok", [[RR, 0, [0]]], 2, 3))
+    assert names(h) == {"stale-read"}
+    # a final read (after the clients stopped) that misses it: the write is lost
+    h[2]["process"] = h[3]["process"] = "final-a"
+    assert names(h) == {"lost-write"}
+
+
+def test_register_concurrent_writes_may_land_in_either_order():
+    h = history(("ok", [[W, 0, 5]], 0, 3),
+                ("ok", [[D, 0, 6]], 1, 2),
+                ("ok", [[RR, 0, [5]]], 4, 5))
+    assert check(h).valid
+
+
+def test_register_missing_row_duplicate_rows_garbage_and_aborted_read():
+    h = history(("fail", [[W, 0, 5]], 0, 1),
+                ("ok", [[RR, 0, []], [RR, 1, [0, 0]], [RR, 2, [77]]], 2, 3),
+                ("ok", [[RR, 0, [5]]], 2, 3))
+    assert names(h) == {"G1b", "duplicate", "garbage", "G1a"}
+
+
+def test_register_reads_join_the_cycle_search():
+    # T1 read T2's register value (wr) and key 1 without T2's append (rw): read skew
+    h = history(("ok", [[RR, 0, [5]], [R, 1, []]], 0, 1),
+                ("ok", [[A, 1, 1], [W, 0, 5]], 0, 1),
+                ("ok", [[R, 1, [1]]], 2, 3))
+    assert names(h) == {"G-single"}
+
+
+def test_observer_events_with_a_difference_are_anomalies():
+    h = history(("ok", [[A, 1, 1]], 0, 1), ("ok", [[R, 1, [1]]], 2, 3))
+    h += [{"process": "observer", "type": "view", "time": 2, "ts": 10, "rows": 1, "diff": {}},
+          {"process": "observer", "type": "subscribe", "time": 2, "ts": 10, "rows": 1, "diff": []},
+          {"process": "ddl", "type": "ok", "time": 2, "f": "create-index", "sql": "CREATE INDEX i ON t (k)"}]
+    assert check(h).valid
+    h += [{"process": "observer", "type": "view", "time": 3, "ts": 11, "rows": 1, "diff": {"1": [1, 0]}},
+          {"process": "observer", "type": "subscribe", "time": 3, "ts": 11, "rows": 1, "diff": [[1, 1, 1, 0]]}]
+    assert names(h) == {"view-mismatch", "subscribe-mismatch"}

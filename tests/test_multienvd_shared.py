@@ -105,6 +105,24 @@ def test_nextval_and_serial_through_both_processes_never_repeat(envds):
         assert wait_for(lambda: c.execute("SELECT count(*) FROM sequence_values").fetchone() == (1,), 10, 0.05)
 
 
+def test_alter_table_add_column_keeps_the_rows_when_reads_fence_the_upper(envds):
+    # Found by the chaos workload (issue 28): with a shared oracle a read advances the
+    # shard's upper past its as_of, so the copy's own read moved the upper its seal
+    # expected, and the sealed retry read above a sealed shard: XX000 "shard is sealed"
+    a, b, _, _ = envds
+    with a.connect() as c:
+        c.execute("CREATE TABLE widen (k int, v int)")
+        c.execute("INSERT INTO widen VALUES (1, 10), (2, 20)")
+        assert c.execute("SELECT count(*) FROM widen").fetchone() == (2,)
+        c.execute("ALTER TABLE widen ADD COLUMN w int")
+        c.execute("INSERT INTO widen VALUES (3, 30, 300)")
+    seen_by(b, "widen")
+    with on_b(b) as c:
+        assert wait_for(lambda: c.execute("SELECT k, v, w FROM widen ORDER BY k").fetchall()
+                        == [(1, 10, None), (2, 20, None), (3, 30, 300)], 30, 0.2)
+        c.execute("DROP TABLE widen")
+
+
 def test_a_write_through_a_reaches_a_subscription_in_b_by_pubsub(envds):
     a, b, url, d = envds
     with a.connect() as c:

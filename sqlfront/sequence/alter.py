@@ -22,7 +22,7 @@ from pglast.enums import AlterTableType, ObjectType
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, DUPLICATE_COLUMN
 from catalog.snapshot import Column, MaterializedView, Table
 from catalog.types import TEXT
-from persist import UpperMismatch
+from persist import ShardSealed, UpperMismatch
 from sqlfront import sequence_ddl as build
 from sqlfront.sequence.ddl import run
 from sqlfront.sequence.result import Result
@@ -156,12 +156,24 @@ def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source:
         state = persist.state(table.shard_id)
         if state.sealed:  # another ALTER TABLE or a DROP got there first
             raise SqlError("40001", f'table "{table.name}" was changed by a concurrent statement')
-        if not optimistic:
+        if optimistic:
+            as_of = max(state.upper - 1, env.oracle.read_ts())
+            if persist.fence_reads:
+                # the copy's read fences the upper past as_of (several processes): the
+                # seal below must expect the fenced upper, not the one before the read
+                try:
+                    state = persist.advance_upper(table.shard_id, as_of, state)
+                except ShardSealed:
+                    raise SqlError("40001", f'table "{table.name}" was changed by a concurrent statement') from None
+        else:
             state = env.writer.seal(table.shard_id)
+            # a sealed shard's rows are final: read below its upper, which no read may
+            # advance any more (a fencing read above it would fail: the shard is sealed)
+            as_of = state.upper - 1
         shard = f"shard-r{uuid.uuid4().hex[:16]}"
         try:
             with env.table_lock(table.shard_id):  # UPDATE and DELETE wait for the copy
-                target = _copy_rows(s, table, columns, source, shard, state)
+                target = _copy_rows(s, table, columns, source, shard, state, as_of)
             if optimistic and isinstance(env.writer.seal(table.shard_id, state.upper), UpperMismatch):
                 persist.drop_shard(shard)  # a write landed after the copy's snapshot
                 continue
@@ -188,9 +200,10 @@ def _reopen(s: Session, table: Table) -> None:
 
 
 def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: list[int | None], shard: str,
-               state) -> Table:
-    """Create ``shard`` and fill it with ``table``'s rows at ``state`` (the old shard's),
-    made into ``columns`` (see ``rewrite_table``); returns the table with them and it.
+               state, as_of: int) -> Table:
+    """Create ``shard`` and fill it with ``table``'s rows at ``as_of`` (``state`` is the
+    old shard's, its upper past ``as_of``), made into ``columns`` (see
+    ``rewrite_table``); returns the table with them and it.
 
     Raises:
         SqlError 23502 for a NULL in a NOT NULL column; replica errors."""
@@ -220,7 +233,6 @@ def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: li
         else:
             exprs.append(defaults[j] if defaults[j] is not None else Literal(None, c.type))
     plan = Project(get, tuple(exprs), tuple(c.name for c in columns))
-    as_of = max(state.upper - 1, env.oracle.read_ts())
     if fill or not all(c.nullable for c in columns):
         rows = [list(r) for r in peek(s, plan, as_of=as_of)]
         for r in rows:
@@ -233,6 +245,11 @@ def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: li
     else:
         writes = [Write(shard, batch=replica_write(s, target, plan, diffs=False, as_of=as_of))]
     env.writer.commit(writes)
+    # The rows land at the copy's write timestamp, later than the shard's creation: a
+    # read between the two (a block whose timestamp was taken before the swap, reading
+    # the table after it) would find the new shard empty. Its since goes to the copy's
+    # time, so such a read fails (22000) instead (found by the chaos workload, issue 28).
+    env.persist.maintain(shard, env.persist.state(shard).upper - 1, force=True)
     return target
 
 

@@ -30,6 +30,11 @@ twice differs), ``duplicate``, ``garbage`` (a value never appended), ``lost-writ
 acknowledged append missing from the largest read of its key; the workload ends with a
 read of every key after the faults heal).
 
+The register table's reads (``w``, ``d``, ``rr`` micro-operations) are checked by
+:mod:`chaos.registers`, which adds their ``wr`` edges to the same graph; the view and
+SUBSCRIBE comparisons of :mod:`chaos.observed` are ``view-mismatch`` and
+``subscribe-mismatch``. Events of the processes in :data:`AUX` are not transactions.
+
 Only networkx (graphs, strongly connected components, cycles) is used.
 """
 
@@ -44,9 +49,15 @@ from pathlib import Path
 
 import networkx as nx
 
+from chaos import observed, registers
+
 #: anomalies that a strict serializable database never shows
 NAMES = ("G0", "G1a", "G1b", "G1c", "G-single", "G2", "G0-realtime", "G1c-realtime", "G-single-realtime",
-         "G2-realtime", "stale-read", "incompatible-order", "internal", "duplicate", "garbage", "lost-write")
+         "G2-realtime", "stale-read", "incompatible-order", "internal", "duplicate", "garbage", "lost-write",
+         "view-mismatch", "subscribe-mismatch")
+
+#: processes whose events are not transactions: faults, DDL, the view/SUBSCRIBE observer
+AUX = frozenset({"nemesis", "ddl", "observer"})
 
 
 @dataclass(eq=False)
@@ -100,7 +111,7 @@ def transactions(events: Iterable[dict]) -> list[Txn]:
     """Pair each ``invoke`` with its completion by ``id``; an invocation never completed is ``info``."""
     txns: dict[int, Txn] = {}
     for e in events:
-        if e.get("process") == "nemesis":
+        if e.get("process") in AUX:
             continue
         if e["type"] == "invoke":
             txns[e["id"]] = Txn(e["id"], "info", e["value"], e["time"], None, e.get("process"), e.get("node"))
@@ -121,6 +132,7 @@ def _appends(t: Txn) -> list[tuple[int, int]]:
 def check(events: Iterable[dict], limit: int = 5) -> Report:
     """Check a history (see the module docstring); returns a :class:`Report`."""
     rep = Report(limit=limit)
+    events = list(events)
     txns = transactions(events)
     for t in txns:
         rep.stats[t.type] = rep.stats.get(t.type, 0) + 1
@@ -139,6 +151,8 @@ def check(events: Iterable[dict], limit: int = 5) -> Report:
     for k, rs in reads.items():
         _key_dependencies(k, rs, writer, g, rep)
     _lost_writes(oks, reads, rep)
+    registers.check(txns, g, rep)
+    observed.check(events, rep)
     _realtime_edges(txns, g)
     _cycles(g, by_id, rep)
     return rep
@@ -151,7 +165,7 @@ def _internal_and_values(t: Txn, writer, reads, rep: Report) -> None:
         if f == "append":
             own[k].append(v)
             continue
-        if v is None:
+        if f != "r" or v is None:
             continue
         if len(set(v)) != len(v):
             rep.add("duplicate", {"txn": t.id, "key": k, "read": v})

@@ -8,10 +8,12 @@ Kinds (those the topology has):
 - ``kill-envd``: SIGKILL an environmentd and its replicas (its machine crashed), then
   start it again on the same data directory;
 - ``restart-pg``: fast shutdown of the shared PostgreSQL, then start it again (``two``);
-- ``pause-pg``: SIGSTOP every PostgreSQL process for 1-4 s, then SIGCONT (``two``).
+- ``pause-pg``: SIGSTOP every PostgreSQL process for 1-4 s, then SIGCONT (``two``);
+- ``skew-clock``: an environmentd's timestamp-oracle clock jumps 0.5-5 s ahead or behind
+  for 2-6 s, then back (``catalog.oracle.SKEW_DIR_ENV``, a debug hook: the file named
+  after the process's pid in ``skew_dir``); only when the topology started with it set.
 
-Not injected, and why: the timestamp oracle reads ``time.time()`` with no hook to skew it
-(and libfaketime is not installed); cut links need ``iptables``/``nft`` (not installed
+Not injected, and why: cut links need ``iptables``/``nft`` (not installed
 here) or the topology rebuilt in network namespaces (``tests/test_netns.py`` cuts one
 link that way, outside this workload); a full disk has its own test
 (``tests/test_disk_full.py``).
@@ -23,13 +25,14 @@ import os
 import random
 import signal
 import threading
+from pathlib import Path
 
 import psutil
 
 from chaos.topology import Topology
 from chaos.workload import History
 
-KINDS = ("kill-replica", "pause-replica", "kill-envd", "restart-pg", "pause-pg")
+KINDS = ("kill-replica", "pause-replica", "kill-envd", "restart-pg", "pause-pg", "skew-clock")
 
 
 class Nemesis:
@@ -38,9 +41,11 @@ class Nemesis:
 
     def __init__(self, topo: Topology, history: History, rng: random.Random,
                  interval: tuple[float, float] = (4, 10), kinds: tuple[str, ...] = KINDS,
-                 weights: dict[str, float] | None = None):
+                 weights: dict[str, float] | None = None, skew_dir: Path | None = None):
         self.topo, self.history, self.rng, self.interval = topo, history, rng, interval
-        self.kinds = [k for k in kinds if topo.pg is not None or not k.endswith("-pg")]
+        self.skew_dir = skew_dir
+        self.kinds = [k for k in kinds if (topo.pg is not None or not k.endswith("-pg"))
+                      and (skew_dir is not None or k != "skew-clock")]
         self.weights = {"kill-envd": 0.25, **(weights or {})}
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True, name="nemesis")
@@ -82,6 +87,17 @@ class Nemesis:
             except ProcessLookupError:
                 pass
         self._paused = []
+
+    def _skew_clock(self):
+        s = self.rng.choice(self.topo.envds)
+        skew = round(self.rng.choice((-1, 1)) * self.rng.uniform(500, 5000))
+        f = self.skew_dir / str(s.proc.pid)
+        f.write_text(str(skew))
+        try:
+            self._stop.wait(self.rng.uniform(2, 6))
+        finally:
+            f.write_text("0")
+        return f"{s.proc.pid} {skew:+d} ms"
 
     def _kill_replica(self):
         pid = self.rng.choice(self.topo.replica_pids())

@@ -4,13 +4,16 @@ tests/test_chaos.py."""
 
 from __future__ import annotations
 
+import os
 import random
 import statistics
 import time
 from pathlib import Path
 
+from catalog.oracle import SKEW_DIR_ENV
 from chaos.elle import check, read_history
 from chaos.nemesis import KINDS, Nemesis, unavailability
+from chaos.observed import Ddl, Observer
 from chaos.topology import One, Two
 from chaos.workload import Clients, Generator, History, final_read
 
@@ -20,33 +23,46 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
         log=print) -> dict:
     """Returns the figures of the run: ``operations`` (by outcome), ``faults`` (by kind),
     ``anomalies`` (by name, from :func:`chaos.elle.check`; ``lost-write`` among them),
-    ``examples``, ``unavailability`` (kind -> (p50, max) seconds), ``envd_rss_mb`` (start, end)
+    ``examples``, ``ddl`` (statements by kind and outcome), ``checks`` (view and
+    SUBSCRIBE comparisons made, subscriptions restarted), ``unavailability`` (kind ->
+    (p50, max) seconds), ``envd_rss_mb`` (at boot, warm, end, max: see :func:`_sample_rss`)
     and ``history`` (the file's path)."""
     directory = Path(directory)
     rng = random.Random(seed)
+    skew_dir = directory / "oracle-skew" if nemesis and "skew-clock" in kinds else None
+    if skew_dir is not None:  # environmentd processes started from now on (restarts too) read it
+        skew_dir.mkdir()
+        os.environ[SKEW_DIR_ENV] = str(skew_dir)
     log(f"starting topology {topology} in {directory} ...")
-    topo = (One if topology == "one" else Two)(directory)
+    try:
+        topo = (One if topology == "one" else Two)(directory)
+    except BaseException:
+        os.environ.pop(SKEW_DIR_ENV, None)
+        raise
     history = History(directory / "history.jsonl")
     try:
         rss_start = topo.envd_rss()
         gen = Generator(random.Random(rng.random()))
         cl = Clients(topo.nodes, clients, gen, history)
-        nem = Nemesis(topo, history, random.Random(rng.random()), interval, kinds) if nemesis else None
+        nem = Nemesis(topo, history, random.Random(rng.random()), interval, kinds,
+                      skew_dir=skew_dir) if nemesis else None
+        ddl = Ddl(topo.nodes[0][1], history, random.Random(rng.random()))
+        obs = Observer(topo.nodes[-1][1], topo.nodes[0][1], history, random.Random(rng.random()))
         log(f"running {seconds:.0f} s with {clients} clients{' and the nemesis' if nem else ''} ...")
-        cl.start()
-        if nem:
-            nem.start()
-        time.sleep(seconds)
-        if nem:
-            nem.stop()
-        cl.stop()
+        for part in (cl, ddl, obs, nem):
+            if part:
+                part.start()
+        rss = _sample_rss(topo, seconds)
+        for part in (nem, cl, ddl, obs):
+            if part:
+                part.stop()
         log("healed; waiting for the replicas, then the final reads ...")
         topo.wait_healthy()
         finals = [final_read(history, node, connect, gen.used, cl.next_id()) for node, connect in topo.nodes]
-        rss_end = topo.envd_rss()
     finally:
         history.close()
         topo.stop()
+        os.environ.pop(SKEW_DIR_ENV, None)
     events = read_history(directory / "history.jsonl")
     rep = check(events)
     faults: dict[str, int] = {}
@@ -56,5 +72,31 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
                for k, v in unavailability(events, nem.faults if nem else []).items()}
     return {"topology": topology, "seed": seed, "seconds": seconds, "operations": rep.stats, "faults": faults,
             "anomalies": rep.counts, "examples": rep.anomalies, "final_reads": finals,
-            "unavailability": unavail, "envd_rss_mb": (round(rss_start / 2**20), round(rss_end / 2**20)),
+            "ddl": dict(ddl.counts), "checks": dict(obs.checks),
+            "unavailability": unavail,
+            "envd_rss_mb": (round(rss_start / 2**20), round(rss["warm"] / 2**20), round(rss["end"] / 2**20),
+                            round(rss["max"] / 2**20)),
             "history": str(directory / "history.jsonl")}
+
+
+#: seconds between two samples of the environmentd processes' RSS
+RSS_EVERY_S = 5.0
+
+
+def _sample_rss(topo, seconds: float) -> dict[str, int]:
+    """Sleep ``seconds`` while sampling the environmentd processes' resident bytes:
+    ``warm`` is the first sample after ``max(60 s, a tenth of the run)`` (a process's
+    first minutes load the Spark Connect client, gRPC and Arrow and grow its thread
+    pool: growth that is not a leak), ``end`` the last, ``max`` the largest. A sample
+    taken while an environmentd restarts (the nemesis) counts what runs."""
+    t0 = time.monotonic()
+    warm_at = t0 + max(60.0, seconds / 10)
+    out = {"warm": 0, "end": 0, "max": 0}
+    while (left := t0 + seconds - time.monotonic()) > 0:
+        time.sleep(min(RSS_EVERY_S, left))
+        out["end"] = topo.envd_rss()
+        out["max"] = max(out["max"], out["end"])
+        if not out["warm"] and time.monotonic() >= warm_at:
+            out["warm"] = out["end"]
+    out["warm"] = out["warm"] or out["end"]
+    return out

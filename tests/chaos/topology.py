@@ -23,6 +23,15 @@ from server import (
     wait_for,
 )
 
+from chaos.workload import SETUP
+
+
+def setup(s: Server) -> None:
+    """Create the workload's tables and view (:data:`chaos.workload.SETUP`) through ``s``."""
+    with s.connect() as c:
+        for sql in SETUP:
+            c.execute(sql)
+
 
 class Topology:
     """``nodes``: ``(name, connect)`` pairs clients use; ``envds``: the environmentd
@@ -74,8 +83,7 @@ class One(Topology):
     def __init__(self, d: Path):
         self.envds = [Server(Path(d) / "mzdata").start()]
         self.nodes = [("a", self.envds[0].connect)]
-        with self.envds[0].connect() as c:
-            c.execute("CREATE TABLE t (k int, v int)")
+        setup(self.envds[0])
 
 
 class Two(Topology):
@@ -94,9 +102,8 @@ class Two(Topology):
         self.envds = [a, b]
         start_owner_pair(a, b)
         self.balancer = Balancer(d / "balancer.log", None, "--catalog-url", url)
-        with a.connect() as c:
-            c.execute("CREATE TABLE t (k int, v int)")
-        seen_by(b, "t")
+        setup(a)
+        seen_by(b, "mv")
         self.wait_healthy()
         self.nodes = [("a", partial(self._via_balancer, "quickstart")), ("b", partial(self._via_balancer, "cb"))]
 

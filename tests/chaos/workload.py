@@ -1,12 +1,21 @@
-"""The list-append workload: client threads run random transactions over table
-``t (k int, v int)`` and write every operation's invocation and completion to a history
-(JSON lines) for :mod:`chaos.elle`.
+"""The workload: client threads run random transactions over two tables and write every
+operation's invocation and completion to a history (JSON lines) for :mod:`chaos.elle`.
 
-A transaction appends 0-3 values (``INSERT INTO t VALUES (k, v)``), then reads 0-3 keys
-(``SELECT k, v FROM t WHERE k IN (...) ORDER BY k, v``: one statement), in an explicit block (``BEGIN`` ...
-``COMMIT``), or alone in autocommit. Appends come first: a block that read may not write
-(Materialize's read-only transactions, 25000). Values are unique over the run; a key
-retires after ``appends_per_key`` appends so reads stay small.
+- ``t (k int, v int)``, list-append: an ``append`` is ``INSERT INTO t VALUES (k, v)``, or,
+  for all of a transaction's appends at once, one ``COPY t (k, v) FROM STDIN``; a read
+  ``r`` of keys is ``SELECT k, v FROM t WHERE k IN (...) ORDER BY k, v`` (one statement).
+- ``r (k int, v int)``, registers: one row per key from the start (``v = 0``); a write
+  ``w`` is ``UPDATE r SET v = ... WHERE k = ...``, a write ``d`` is ``DELETE FROM r WHERE
+  k = ...`` then ``INSERT INTO r VALUES (k, v)`` in the same block (the row replaced); a
+  read ``rr`` of keys is one ``SELECT k, v FROM r WHERE k IN (...)``. At most one register
+  write per transaction (a block may not UPDATE/DELETE a table it wrote), and a
+  transaction that writes one reads nothing (a block with a buffered UPDATE/DELETE may
+  not read: 25000, "write-only mode").
+
+A transaction writes 0-3 times, then reads 0-3 keys of each table, in an explicit block
+(``BEGIN`` ... ``COMMIT``), or alone in autocommit. Writes come first: a block that read may not write
+(Materialize's read-only transactions, 25000). Values are unique over the run; a key of
+``t`` retires after ``appends_per_key`` appends so reads stay small.
 
 Outcomes: ``ok``; ``fail`` when the transaction cannot have committed (an error before
 COMMIT of a block, whose writes are buffered until then; a read-only transaction; an
@@ -33,6 +42,10 @@ DEFINITE = ("22", "23", "25", "40", "42", "0A", "53")
 
 #: the reads of a transaction, in one statement (one Spark job, not one per key)
 READ = "SELECT k, v FROM t WHERE k IN ({}) ORDER BY k, v"
+READ_REGISTERS = "SELECT k, v FROM r WHERE k IN ({}) ORDER BY k, v"
+
+#: the micro-operations that write
+WRITES = ("append", "w", "d")
 
 
 class History:
@@ -55,9 +68,28 @@ class History:
         self._f.close()
 
 
+#: the register table's keys (fixed: each has one row from the start)
+REGISTER_KEYS = 4
+
+#: statements that create what the workload uses (run once, through the first node)
+SETUP = ("CREATE TABLE t (k int, v int)",
+         "CREATE TABLE r (k int, v int)",
+         "INSERT INTO r VALUES " + ", ".join(f"({k}, 0)" for k in range(REGISTER_KEYS)),
+         "CREATE MATERIALIZED VIEW mv AS SELECT k, count(*) AS n FROM t GROUP BY k")
+
+
+@dataclass
+class Txn:
+    """A generated transaction: its micro-operations ``[f, k, v]``, whether it runs in
+    an explicit block, and whether its appends go through one COPY."""
+    ops: list[list]
+    in_block: bool
+    copy: bool = False
+
+
 @dataclass
 class Generator:
-    """Random transactions (lists of ``[f, k, v]``) from a seeded RNG, thread-safe."""
+    """Random transactions from a seeded RNG, thread-safe."""
     rng: random.Random
     keys: int = 5
     appends_per_key: int = 30
@@ -68,30 +100,41 @@ class Generator:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     used: set = field(default_factory=set)
 
-    def txn(self) -> tuple[list[list], bool]:
-        """``(ops, in_block)``: a transaction and whether it runs in an explicit block."""
+    def _value(self) -> int:
+        self._next_value += 1
+        return self._next_value - 1
+
+    def txn(self) -> Txn:
+        """A transaction (see the module docstring)."""
         with self._lock:
             while len(self._active) < self.keys:
                 self._active.append(self._next_key)
                 self._next_key += 1
             n_app, n_read = self.rng.randint(0, 3), self.rng.randint(0, 3)
-            if n_app + n_read == 0:
-                n_read = 1
             ops = []
             for _ in range(n_app):
                 k = self.rng.choice(self._active)
-                ops.append(["append", k, self._next_value])
-                self._next_value += 1
+                ops.append(["append", k, self._value()])
                 self.used.add(k)
                 self._appended[k] = self._appended.get(k, 0) + 1
                 if self._appended[k] >= self.appends_per_key:
                     self._active.remove(k)
                     self._active.append(self._next_key)
                     self._next_key += 1
-            for k in self.rng.sample(self._active, min(n_read, len(self._active))):
-                ops.append(["r", k, None])
-            in_block = len(ops) > 1 or self.rng.random() < 0.3
-            return ops, in_block
+            written = None
+            if self.rng.random() < 0.3:
+                written = self.rng.randrange(REGISTER_KEYS)
+                ops.append([self.rng.choice(("w", "d")), written, self._value()])
+            if written is None:  # a block with an UPDATE/DELETE may not read (25000 write-only mode)
+                for k in self.rng.sample(self._active, min(n_read, len(self._active))):
+                    ops.append(["r", k, None])
+                for k in self.rng.sample(range(REGISTER_KEYS), self.rng.randint(0, 2)):
+                    ops.append(["rr", k, None])
+            if not ops:
+                ops.append(["r", self.rng.choice(self._active), None])
+            # a delete-and-insert is two statements: atomic only in a block
+            in_block = len(ops) > 1 or self.rng.random() < 0.3 or any(f == "d" for f, _, _ in ops)
+            return Txn(ops, in_block, copy=n_app > 0 and self.rng.random() < 0.25)
 
 
 def classify(e: psycopg.Error, committing: bool, writes: bool) -> str:
@@ -102,26 +145,45 @@ def classify(e: psycopg.Error, committing: bool, writes: bool) -> str:
     return "fail" if state[:2] in DEFINITE else "info"
 
 
-def execute(conn: psycopg.Connection, ops: list[list], in_block: bool) -> list[list]:
-    """Run one transaction; returns ``ops`` with the reads' results. Raises psycopg.Error
+def _read(conn: psycopg.Connection, sql: str, f: str, keys: list[int]) -> list[list]:
+    got: dict[int, list[int]] = {k: [] for k in keys}
+    for k, v in conn.execute(sql.format(", ".join(str(int(k)) for k in keys))):
+        got[k].append(v)
+    return [[f, k, got[k]] for k in keys]
+
+
+def execute(conn: psycopg.Connection, txn: Txn) -> list[list]:
+    """Run one transaction; returns its ops with the reads' results. Raises psycopg.Error
     with ``committing`` set on it when the error came from the statement that commits."""
+    ops, in_block = txn.ops, txn.in_block
     out = []
     committing = False
     try:
         if in_block:
             conn.execute("BEGIN")
-        for f, k, v in ops:
-            if f == "append":
-                committing = not in_block
+        appends = [(k, v) for f, k, v in ops if f == "append"]
+        committing = not in_block
+        if appends and txn.copy:
+            with conn.cursor() as cur, cur.copy("COPY t (k, v) FROM STDIN") as cp:
+                for row in appends:
+                    cp.write_row(row)
+        else:
+            for k, v in appends:
                 conn.execute("INSERT INTO t VALUES (%s, %s)", (k, v))
+        out += [["append", k, v] for k, v in appends]
+        for f, k, v in ops:
+            if f == "w":
+                conn.execute("UPDATE r SET v = %s WHERE k = %s", (v, k))
+            elif f == "d":
+                conn.execute("DELETE FROM r WHERE k = %s", (k,))
+                conn.execute("INSERT INTO r VALUES (%s, %s)", (k, v))
+            if f in ("w", "d"):
                 out.append([f, k, v])
-        keys = [k for f, k, _ in ops if f == "r"]
-        if keys:
-            committing = False
-            got: dict[int, list[int]] = {k: [] for k in keys}
-            for k, v in conn.execute(READ.format(", ".join(str(int(k)) for k in keys))):
-                got[k].append(v)
-            out += [["r", k, got[k]] for k in keys]
+        committing = False
+        for f, sql in (("r", READ), ("rr", READ_REGISTERS)):
+            keys = [k for g, k, _ in ops if g == f]
+            if keys:
+                out += _read(conn, sql, f, keys)
         if in_block:
             committing = True
             conn.execute("COMMIT")
@@ -176,14 +238,15 @@ class Clients:
                     conn = None
                     time.sleep(0.5)
                     continue
-            ops, in_block = self.gen.txn()
+            txn = self.gen.txn()
             op_id = self.next_id()
-            invoke = [[f, k, None if f == "r" else v] for f, k, v in ops]
-            self.history.write(id=op_id, process=process, node=node, type="invoke", value=invoke, block=in_block)
+            invoke = [[f, k, None if f in ("r", "rr") else v] for f, k, v in txn.ops]
+            self.history.write(id=op_id, process=process, node=node, type="invoke", value=invoke, block=txn.in_block,
+                               copy=txn.copy)
             try:
-                result = execute(conn, ops, in_block)
+                result = execute(conn, txn)
             except psycopg.Error as e:
-                writes = any(f == "append" for f, _, _ in ops)
+                writes = any(f in WRITES for f, _, _ in txn.ops)
                 typ = "info" if conn.closed and writes and e.committing else classify(e, e.committing, writes)
                 self.history.write(id=op_id, process=process, node=node, type=typ, value=invoke,
                                    error=f"{e.sqlstate}: {str(e).splitlines()[0][:200] if str(e) else ''}")
@@ -199,23 +262,28 @@ class Clients:
 
 
 def final_read(history: History, node: str, connect, keys: set[int], op_id: int, timeout: float = 180) -> bool:
-    """Read every key in one statement through ``node`` (retried until it answers, for
-    at most ``timeout`` seconds) and record it as a transaction of reads; False if it never did."""
+    """Read every key of both tables through ``node`` (retried until it answers, for at
+    most ``timeout`` seconds) and record it as a transaction of reads; False if it never did."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         t0 = time.monotonic()
         try:
             with connect() as c:
+                c.execute("BEGIN")
                 rows = c.execute("SELECT k, v FROM t ORDER BY k, v").fetchall()
+                registers = c.execute("SELECT k, v FROM r ORDER BY k, v").fetchall()
+                c.execute("COMMIT")
         except psycopg.Error:
             time.sleep(1)
             continue
-        by_key: dict[int, list[int]] = {k: [] for k in keys}
-        for k, v in rows:
-            by_key.setdefault(k, []).append(v)
+        value = []
+        for f, got, known in (("r", rows, keys), ("rr", registers, range(REGISTER_KEYS))):
+            by_key: dict[int, list[int]] = {k: [] for k in known}
+            for k, v in got:
+                by_key.setdefault(k, []).append(v)
+            value += [[f, k, vs] for k, vs in sorted(by_key.items())]
         history.write(id=op_id, process=f"final-{node}", node=node, type="invoke", time=t0,
-                      value=[["r", k, None] for k in sorted(by_key)])
-        history.write(id=op_id, process=f"final-{node}", node=node, type="ok",
-                      value=[["r", k, vs] for k, vs in sorted(by_key.items())])
+                      value=[[f, k, None] for f, k, _ in value])
+        history.write(id=op_id, process=f"final-{node}", node=node, type="ok", value=value)
         return True
     return False
