@@ -52,7 +52,7 @@ from catalog.errors import SqlError
 from catalog.oracle import open_oracle
 from catalog.sequences import SequenceStore
 from catalog.sizes import ReplicaSize, default_sizes
-from catalog.snapshot import SEARCH_PATH, searching_from, set_search_path
+from catalog.snapshot import searching_from
 from catalog.snapshot import BuiltinTable, CatalogSnapshot, Cluster, MaterializedView, Replica, Source, Table, \
     temp_schema_process
 from planner.expr import MAINTAINED, set_query_timestamp

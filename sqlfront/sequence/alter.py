@@ -20,7 +20,7 @@ from pglast import ast
 from pglast.enums import AlterTableType, ObjectType
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, DUPLICATE_COLUMN
-from catalog.snapshot import Column, MaterializedView, Table
+from catalog.snapshot import Column, Table
 from catalog.types import TEXT
 from persist import ShardSealed, UpperMismatch
 from sqlfront import sequence_ddl as build
