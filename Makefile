@@ -24,7 +24,7 @@ DBT_VENV := .venv-dbt
 DBT_STAMP := $(DBT_VENV)/.installed
 DBT_REQUIREMENTS := tests/dbt_project/requirements.txt
 
-.PHONY: cds serve serve-multi test tpch bench-tpch psycopg-suite setup clean dbt-venv browser-deps function-coverage
+.PHONY: cds serve serve-multi test tpch bench-tpch bench-scaleout psycopg-suite setup clean dbt-venv browser-deps function-coverage
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -76,6 +76,9 @@ tpch: $(STAMP)
 
 bench-tpch: $(STAMP)
 	$(BIN)/python bench/tpch.py
+
+bench-scaleout: $(STAMP)
+	$(BIN)/python bench/scaleout.py
 
 # PostgreSQL's functions and operators (its pg_proc, pg_operator, pg_aggregate) that sqlfront
 # implements, per chapter of the manual; MISSING=1 lists the rest (issue 26)

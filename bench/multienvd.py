@@ -10,7 +10,10 @@
    every process of the catalog) on PostgreSQL next to sqlite's.
 3. **Catalog propagation**: two environmentd processes on one ``--catalog-url``; from a
    ``CREATE TABLE`` returning through one until the other's ``mz_tables`` shows it
-   (polled as fast as the wire allows): p50/p99 (target: p50 < 50 ms with NOTIFY).
+   (polled as fast as the wire allows): p50/p99 (target: p50 < 50 ms with NOTIFY). Then
+   catalog changes/s (``--ddl`` CREATE TABLEs back to back through one), and what the two
+   cost PostgreSQL while idle for ``--idle`` seconds: their backends and transactions/s
+   on their database (pg_stat_database).
 
 4. **environmentd CPU per peek**: ``SELECT count(*), sum(x) FROM t`` (1,000 rows; a
    Spark job on the replica) N times, and the CPU time the environmentd process(es)
@@ -139,7 +142,28 @@ def _sqlite_sequences(workdir: Path):
     return SequenceStore(path)
 
 
-def catalog_propagation(workdir: Path, n: int) -> None:
+def idle_load(pg, url: str, seconds: float) -> None:
+    """What the processes on ``url``'s database cost PostgreSQL while no client does
+    anything: its backends connected to that database, and the transactions committed
+    per second there over ``seconds`` (pg_stat_database; leases, heartbeats, peer lists
+    and catalog follow-ups)."""
+    db = url.rsplit("/", 1)[1]
+
+    def stats():
+        with pg.connect() as c:
+            c.execute("SELECT pg_stat_clear_snapshot()")
+            # our own probe connection is to another database: not counted
+            return c.execute("SELECT numbackends, xact_commit + xact_rollback FROM pg_stat_database "
+                             "WHERE datname = %s", (db,)).fetchone()
+    time.sleep(2)  # the DDL above settles
+    backends, before = stats()
+    time.sleep(seconds)
+    _, after = stats()
+    print(f"  idle, both processes: {backends} PostgreSQL backends, {(after - before) / seconds:.1f} "
+          f"transactions/s on their database (over {seconds:g} s)")
+
+
+def catalog_propagation(workdir: Path, n: int, idle_s: float = 20.0) -> None:
     from conftest import new_database
     from pg_reference import PostgresReference
 
@@ -148,7 +172,7 @@ def catalog_propagation(workdir: Path, n: int) -> None:
     try:
         url = new_database(pg)
         shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
-                  "--persist-blob-url", str(workdir / "shared-blob"))
+                  "--persist-blob-url", str(workdir / "shared-blob"), "--catalog-key-file", str(workdir / "catalog.key"))
         for name in ("a", "b"):
             (workdir / name).mkdir()
             servers.append(Server(workdir / name / "mzdata", *shared).start())
@@ -164,6 +188,12 @@ def catalog_propagation(workdir: Path, n: int) -> None:
         p50, p99 = percentiles(lat)
         print(f"\ncatalog propagation, {n} CREATE TABLEs   p50 ms   p99 ms")
         print(f"  through A, seen by B              {p50:7.1f}  {p99:7.1f}   (target: p50 < 50 ms)")
+        with servers[0].connect() as ca:
+            t = time.perf_counter()
+            for i in range(n):
+                ca.execute(f"CREATE TABLE rate{i} (x int)")
+            print(f"  catalog changes/s, {n} CREATE TABLEs back to back through A: {n / (time.perf_counter() - t):.1f}")
+        idle_load(pg, url, idle_s)
     finally:
         for s in servers:
             s.stop()
@@ -229,7 +259,7 @@ def cpu_per_peek(workdir: Path, peeks: int) -> None:
     try:
         url = new_database(pg)
         shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
-                  "--persist-blob-url", str(workdir / "cpu-blob"))
+                  "--persist-blob-url", str(workdir / "cpu-blob"), "--catalog-key-file", str(workdir / "cpu-catalog.key"))
         for name, cluster in (("a", "quickstart"), ("b", "cb")):
             (workdir / f"cpu-{name}").mkdir()
             servers.append(Server(workdir / f"cpu-{name}" / "mzdata", *shared, "--clusters", cluster))
@@ -256,6 +286,7 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=3000, help="SELECT 1 round trips per path")
     ap.add_argument("--ops", type=int, default=1000, help="oracle and Consensus operations")
     ap.add_argument("--ddl", type=int, default=40, help="CREATE TABLEs for catalog propagation (0: skip)")
+    ap.add_argument("--idle", type=float, default=20.0, help="seconds of idle PostgreSQL load to measure")
     ap.add_argument("--peeks", type=int, default=300, help="peeks per process for CPU per peek (0: skip)")
     ap.add_argument("--only", choices=["balancer", "store", "catalog", "cpu"], default=None,
                     help="run one part only")
@@ -266,7 +297,7 @@ def main() -> None:
         if args.only in (None, "store"):
             shared_store(Path(d), args.ops)
         if args.ddl and args.only in (None, "catalog"):
-            catalog_propagation(Path(d), args.ddl)
+            catalog_propagation(Path(d), args.ddl, args.idle)
         if args.peeks and args.only in (None, "cpu"):
             cpu_per_peek(Path(d), args.peeks)
 

@@ -133,22 +133,28 @@ class ReplicaProcess:
     def spark_ui_url(self) -> str | None:
         """The Spark UI's address (``http://127.0.0.1:PORT``) as this process logged it,
         None before it has (or with the UI off)."""
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(self.log_offset)
-                text = f.read(SPARK_UI_LOG_HEAD).decode("utf-8", "replace")
-        except OSError:
-            return None
-        # Spark logs "Start Jetty 127.0.0.1:0 for SparkUI", then the port it took
-        host = re.search(r"Start Jetty ([^\s:]+):\d+ for SparkUI", text)
-        port = re.search(r"Successfully started service 'SparkUI' on port (\d+)", text)
-        return f"http://{host.group(1) if host else '127.0.0.1'}:{port.group(1)}" if port else None
+        return spark_ui_url(self.log_path, self.log_offset)
 
     def cpu_seconds(self) -> float:
         """CPU time (user + system, seconds) used so far by the live processes of the
         replica's process group: the driver JVM and, for ``local-cluster`` sizes, its
         executor JVMs. 0.0 once the group is gone."""
         return group_cpu_seconds(self.popen.pid)
+
+
+def spark_ui_url(log_path: Path, offset: int = 0) -> str | None:
+    """The Spark UI's address (``http://HOST:PORT``) a replica logged in ``log_path``
+    from byte ``offset`` on (its run's start), None before it has (or with the UI off)."""
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(offset)
+            text = f.read(SPARK_UI_LOG_HEAD).decode("utf-8", "replace")
+    except OSError:
+        return None
+    # Spark logs "Start Jetty 127.0.0.1:0 for SparkUI", then the port it took
+    host = re.search(r"Start Jetty ([^\s:]+):\d+ for SparkUI", text)
+    port = re.search(r"Successfully started service 'SparkUI' on port (\d+)", text)
+    return f"http://{host.group(1) if host else '127.0.0.1'}:{port.group(1)}" if port else None
 
 
 def free_port() -> int:

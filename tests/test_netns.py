@@ -6,11 +6,12 @@ seen by B, a write through A is read on B's replica, and a SUBSCRIBE in B sees a
 through A by a PubSub push across the namespaces (TLS), not by polling. Last, A's link is
 cut: its cluster moves to B with every acknowledged write (the seconds it took are printed).
 
-Needs root (``ip netns``); skipped otherwise. Not here yet: the Spark standalone master and
-workers in namespaces of their own."""
+Needs root (``ip netns``); skipped otherwise. The Spark standalone master and workers in
+namespaces of their own, and a worker dying mid-query: tests/test_netns_spark.py."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import shutil
@@ -45,16 +46,16 @@ def _netns_works() -> bool:
     return ok
 
 
-@pytest.fixture(scope="module")
-def hosts():
-    """A bridge with 10.27.N.1 on this namespace and two namespaces at .2 and .3; yields
-    ``(subnet prefix, {"a": netns, "b": netns}, {"a": its link's name in it, ...})``."""
-    if not _netns_works():
-        pytest.skip("needs root and ip netns")
+@contextlib.contextmanager
+def bridged_namespaces(hosts: tuple[str, ...], octet: int = 27):
+    """A bridge with 10.OCTET.N.1 on this namespace and a network namespace per name of
+    ``hosts`` (at most 6 characters: link names have 15) at .2, .3, ... in order, each with
+    its loopback up (a replica JVM listens on its own); removed on exit. Yields
+    ``(subnet prefix, {host: netns}, {host: its link's name in it})``."""
     tag = secrets.token_hex(2)
-    prefix = f"10.27.{secrets.randbelow(200) + 20}"
+    prefix = f"10.{octet}.{secrets.randbelow(200) + 20}"
     bridge = f"sqfbr{tag}"
-    names = {"a": f"sqf{tag}a", "b": f"sqf{tag}b"}
+    names = {h: f"sqf{tag}{h}" for h in hosts}
     try:
         _ip("link", "add", bridge, "type", "bridge")
         _ip("addr", "add", f"{prefix}.1/24", "dev", bridge)
@@ -67,12 +68,21 @@ def hosts():
             _ip("link", "set", f"sqfv{tag}{h}", "up")
             _ip("-n", ns, "addr", "add", f"{prefix}.{n}/24", "dev", f"sqfp{tag}{h}")
             _ip("-n", ns, "link", "set", f"sqfp{tag}{h}", "up")
-            _ip("-n", ns, "link", "set", "lo", "up")  # the replica JVM listens on its own loopback
+            _ip("-n", ns, "link", "set", "lo", "up")
         yield prefix, names, {h: f"sqfp{tag}{h}" for h in names}
     finally:
         for ns in names.values():
             subprocess.run(["ip", "netns", "del", ns], capture_output=True)
         subprocess.run(["ip", "link", "del", bridge], capture_output=True)
+
+
+@pytest.fixture(scope="module")
+def hosts():
+    """Namespaces a (10.27.N.2) and b (.3) on a bridge (``bridged_namespaces``)."""
+    if not _netns_works():
+        pytest.skip("needs root and ip netns")
+    with bridged_namespaces(("a", "b")) as net:
+        yield net
 
 
 @pytest.fixture(scope="module")

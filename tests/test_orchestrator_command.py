@@ -76,3 +76,14 @@ def test_replicas_map_the_class_data_archive_once_it_is_built(tmp_path, monkeypa
     assert _conf(tmp_path)["spark.driver.extraJavaOptions"].endswith(f" -XX:SharedArchiveFile={path}")
     monkeypatch.setenv(cds.CDS_ENV, "0")
     assert "SharedArchiveFile" not in _conf(tmp_path)["spark.driver.extraJavaOptions"]
+
+
+def test_the_spark_ui_address_is_read_from_the_replica_log_of_this_run(tmp_path):
+    from spark_exec.orchestrator import spark_ui_url
+
+    log = tmp_path / "replica.log"
+    earlier = b"Start Jetty 127.0.0.1:0 for SparkUI\nSuccessfully started service 'SparkUI' on port 4040\n"
+    log.write_bytes(earlier + b"=== starting ===\n")
+    assert spark_ui_url(log) == "http://127.0.0.1:4040"
+    assert spark_ui_url(log, len(earlier)) is None  # this run has not logged its UI yet
+    assert spark_ui_url(tmp_path / "missing.log") is None
