@@ -67,10 +67,12 @@ def _size_bytes_spark(S, a, e):
     unit = F.lower(F.regexp_extract(text, F.lit(_SIZE), 2))
     units = F.create_map(*[F.lit(x) for k, v in _SIZE_UNITS.items() for x in (k, Decimal(v))])
     n = F.round(number * units[unit], 0)
+    # far out of range (the decimal product would overflow): told by the double's product
+    huge = F.abs(F.regexp_extract(text, F.lit(_SIZE), 1).cast("double") * units[unit].cast("double")) > 1e19
     return (F.when(text.isNull(), F.lit(None).cast("long"))
             .when(~text.rlike(_SIZE) | units[unit].isNull(),
                   S.fail("22023", F.concat(F.lit('invalid size: "'), text, F.lit('"'))))
-            .when(F.abs(n) > _INT8_MAX, S.fail("22003", "bigint out of range"))
+            .when(huge | (F.abs(n) > _INT8_MAX), S.fail("22003", "bigint out of range"))
             .otherwise(n.cast("long")))
 
 
