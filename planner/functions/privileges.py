@@ -95,6 +95,11 @@ class _Kind:
     privileges: dict[str, str]
     missing: tuple[str, str]
     held: Callable | None = None
+    #: a superuser's answer for an OID that names nothing is true, not NULL (PostgreSQL's
+    #: object_aclmask checks superusers first; relations are looked up first)
+    bypass: bool = False
+    #: the answer for such an OID otherwise (pg_has_role looks no role up: false)
+    absent: bool | None = None
 
     @property
     def letters(self) -> str:
@@ -168,17 +173,22 @@ _TABLE = {"SELECT": "r", "INSERT": "a", "UPDATE": "w", "DELETE": "d", "TRUNCATE"
 _RELATION_MISSING = ("42P01", 'relation "{}" does not exist')
 _KINDS = {
     "table": _Kind(_relations, True, _TABLE, _RELATION_MISSING),
+    # has_column_privilege and has_any_column_privilege: the privileges columns have
+    "column": _Kind(_relations, True, {p: _TABLE[p] for p in ("SELECT", "INSERT", "UPDATE", "REFERENCES")},
+                    _RELATION_MISSING),
     "sequence": _Kind(_relations, True, {"SELECT": "r", "UPDATE": "w", "USAGE": "U"}, _RELATION_MISSING),
-    "schema": _Kind(_schemas, False, {"CREATE": "C", "USAGE": "U"}, ("3F000", 'schema "{}" does not exist')),
+    "schema": _Kind(_schemas, False, {"CREATE": "C", "USAGE": "U"}, ("3F000", 'schema "{}" does not exist'),
+                    bypass=True),
     # sqlfront has no per-database CONNECT or TEMPORARY privilege: every role holds them
     "database": _Kind(_databases, False, {"CREATE": "C", "USAGE": "U", "CONNECT": "", "TEMPORARY": "", "TEMP": ""},
-                      ("3D000", 'database "{}" does not exist')),
+                      ("3D000", 'database "{}" does not exist'), bypass=True),
     "cluster": _Kind(_clusters, False, {"CREATE": "C", "USAGE": "U"}, (UNDEFINED_OBJECT, "unknown cluster '{}'")),
     "role": _Kind(_roles, False, {"MEMBER": "m", "USAGE": "m", "SET": "m"},
-                  (UNDEFINED_OBJECT, 'role "{}" does not exist'), _role_member),
+                  (UNDEFINED_OBJECT, 'role "{}" does not exist'), _role_member, bypass=True,
+                  absent=False),
     # functions and types are built in: every role may execute and use them (by OID only)
-    "function": _Kind(_functions, False, {"EXECUTE": ""}, ("42883", 'function "{}" does not exist')),
-    "type": _Kind(_types, False, {"USAGE": ""}, (UNDEFINED_OBJECT, 'type "{}" does not exist')),
+    "function": _Kind(_functions, False, {"EXECUTE": ""}, ("42883", 'function "{}" does not exist'), bypass=True),
+    "type": _Kind(_types, False, {"USAGE": ""}, (UNDEFINED_OBJECT, 'type "{}" does not exist'), bypass=True),
 }
 
 
@@ -227,6 +237,9 @@ def _lookup(kind: _Kind, role_arg, obj_arg) -> dict[str, str] | None:
         table[f"k:{o.id}"] = cls
         for i, c in enumerate(o.columns):
             table[f"c:{o.id}/{c}"] = table[f"n:{o.id}/{i + 1}"] = "1"
+    for r in [current or "", rbac.PUBLIC, *(r.id for r in roles)]:
+        if rbac.is_superuser(snap, r or None):
+            table[f"s:{r}"] = "1"
     for held, cls in classes.items():
         for r, letters in zip([current or "", rbac.PUBLIC, *(r.id for r in roles)], held):
             table[f"h:{r}/{cls}"] = letters
@@ -264,24 +277,22 @@ def _python(kind_name: str, column: bool):
                            else f'role "{role_arg}" does not exist')
         if isinstance(obj_arg, int):
             obj = t.get(f"o#{obj_arg}")
-            if obj is None:
-                return None
         else:
             obj = t.get(f"o:{_name_key(obj_arg) if kind.parsed else obj_arg}")
             if obj is None:
                 raise SqlError(kind.missing[0], kind.missing[1].format(obj_arg))
-        if column:
-            if isinstance(col_arg, int):
-                if f"n:{obj}/{col_arg}" not in t:
-                    return None
-            elif f"c:{obj}/{col_arg}" not in t:
-                raise SqlError("42703", f'column "{col_arg}" of relation "{obj_arg}" does not exist')
+        if column and obj is not None and not isinstance(col_arg, int) and f"c:{obj}/{col_arg}" not in t:
+            raise SqlError("42703", f'column "{col_arg}" of relation "{obj_arg}" does not exist')
         letters = []
         for p in privs.split(","):
             letter = privileges.get(p.strip().upper())
             if letter is None:
                 raise SqlError("22023", f'unrecognized privilege type: "{p.strip()}"')
             letters.append(letter)
+        if obj is None:  # an OID that names nothing
+            return True if kind.bypass and f"s:{role}" in t else kind.absent
+        if column and isinstance(col_arg, int) and f"n:{obj}/{col_arg}" not in t:
+            return None
         held = t.get(f"h:{role}/{t[f'k:{obj}']}", "")
         return any(ch == "" or _ALL in held or ch != "!" and ch in held for ch in letters)
     return impl
@@ -309,29 +320,32 @@ def _spark(kind_name: str, column: bool):
         held = F.coalesce(t[F.concat(F.lit("h:"), role, F.lit("/"), t[F.concat(F.lit("k:"), obj)])], F.lit(""))
         names = F.create_map(*[F.lit(x) for kv in privileges.items() for x in kv])
         chunks = F.transform(F.split(privs, ","), lambda x: F.regexp_replace(x, r"^\s+|\s+$", ""))
-        answer = F.exists(chunks, lambda x: F.when(names[F.upper(x)].isNull(), S.fail("22023", F.concat(
-            F.lit('unrecognized privilege type: "'), x, F.lit('"')))).otherwise(
-            (names[F.upper(x)] == "") | (F.instr(held, F.lit(_ALL)) > 0)
-            | ((names[F.upper(x)] != "!") & (F.instr(held, names[F.upper(x)]) > 0))))
+        checked = F.forall(chunks, lambda x: F.when(names[F.upper(x)].isNull(), S.fail("22023", F.concat(
+            F.lit('unrecognized privilege type: "'), x, F.lit('"')))).otherwise(F.lit(True)))
+        answer = F.exists(chunks, lambda x: (names[F.upper(x)] == "") | (F.instr(held, F.lit(_ALL)) > 0)
+                          | ((names[F.upper(x)] != "!") & (F.instr(held, names[F.upper(x)]) > 0)))
+        superuser = t[F.concat(F.lit("s:"), role)].isNotNull()
         out = F.when(F.greatest(*[c.isNull() for c in args]), F.lit(None).cast("boolean"))
         if role_arg is not None:
             out = out.when(role.isNull(), S.fail(UNDEFINED_OBJECT, F.concat(
                 F.lit("role " + ("with OID " if role_t.name == "oid" else '"')), role_arg.cast("string"),
                 F.lit("" if role_t.name == "oid" else '"'), F.lit(" does not exist"))))
-        if by_oid:
-            out = out.when(obj.isNull(), F.lit(None).cast("boolean"))
-        else:
+        if not by_oid:
             state, message = kind.missing
             before, after = message.split("{}")
             out = out.when(obj.isNull(), S.fail(state, F.concat(F.lit(before), obj_arg, F.lit(after))))
-        if column:
-            if col_t.name == "text":
-                out = out.when(t[F.concat(F.lit("c:"), obj, F.lit("/"), col_arg)].isNull(), S.fail("42703", F.concat(
-                    F.lit('column "'), col_arg, F.lit('" of relation "'), obj_arg.cast("string"),
-                    F.lit('" does not exist'))))
-            else:
-                out = out.when(t[F.concat(F.lit("n:"), obj, F.lit("/"), col_arg.cast("string"))].isNull(),
-                               F.lit(None).cast("boolean"))
+        if column and col_t.name == "text":
+            out = out.when(obj.isNotNull() & t[F.concat(F.lit("c:"), obj, F.lit("/"), col_arg)].isNull(),
+                           S.fail("42703", F.concat(F.lit('column "'), col_arg, F.lit('" of relation "'),
+                                                    obj_arg.cast("string"), F.lit('" does not exist'))))
+        # the privileges are checked before an OID's object is looked up (PostgreSQL's order)
+        out = out.when(~checked, F.lit(None).cast("boolean"))
+        if by_oid:
+            absent = F.lit(kind.absent).cast("boolean")
+            out = out.when(obj.isNull(), F.when(superuser, F.lit(True)).otherwise(absent) if kind.bypass else absent)
+        if column and col_t.name != "text":
+            out = out.when(t[F.concat(F.lit("n:"), obj, F.lit("/"), col_arg.cast("string"))].isNull(),
+                           F.lit(None).cast("boolean"))
         return out.otherwise(answer)
     return lower
 
@@ -379,9 +393,11 @@ register(
          "has_table_privilege(s, 'SELECT')", "has_table_privilege('fx_t', s)",
          "has_table_privilege(CASE WHEN k < 3 THEN 'fx_t'::regclass::oid ELSE 0::oid END, 'SELECT')",
          "has_table_privilege('nosuchrole' || k, 'fx_t', 'SELECT')")),
-    _fn("has_any_column_privilege", "table",
-        ("has_any_column_privilege('pg_class', 'SELECT')", f"has_any_column_privilege({_REL}, {_PRIV})")),
-    _fn("has_column_privilege", "table",
+    _fn("has_any_column_privilege", "column",
+        ("has_any_column_privilege('pg_class', 'SELECT')",
+         f"has_any_column_privilege({_REL}, {_PRIV.replace(' Delete', ' references')})",
+         f"has_any_column_privilege({_REL}, {_PRIV})")),
+    _fn("has_column_privilege", "column",
         (f"has_column_privilege({_REL}, 1::int2, 'SELECT')", "has_column_privilege('fx_t', s, 'SELECT')",
          "has_column_privilege('fx_t', k::int2, 'UPDATE')", "has_column_privilege('fx_t', (k * 4)::int2, 'SELECT')",
          "has_column_privilege(current_user, 'fx_t', 'i', 'INSERT')"),

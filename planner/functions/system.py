@@ -165,7 +165,7 @@ def _format_type_spark(S, a, e):
     arr = F.when(F.endswith(plain, F.lit("[]")), F.lit("[]")).otherwise(F.lit(""))
     m = typmod - 4
     with_mod = (F.when(a[0].isin(1700, 1231), F.concat(F.lit("numeric("), F.shiftright(m, 16).cast("string"), F.lit(","),
-                                                        F.bitwise_and(m, F.lit(0xFFFF)).cast("string"), F.lit(")"), arr))
+                                                        m.bitwiseAND(F.lit(0xFFFF)).cast("string"), F.lit(")"), arr))
                 .when(a[0].isin(1043, 1015), F.concat(F.lit("character varying("), m.cast("string"), F.lit(")"), arr))
                 .when(a[0].isin(1042, 1014), F.concat(F.lit("character("), m.cast("string"), F.lit(")"), arr)))
     timed = F.regexp_replace(plain, F.lit(r"^(\w+)"), F.concat(F.lit("$1("), typmod.cast("string"), F.lit(")")))
@@ -418,11 +418,12 @@ register(
     # psql's \df reads these (its "Argument data types" and "Result data type" columns)
     Function("pg_get_function_arguments", (sig("oid", ret="text"),), *_by_oid("arguments"),
              sql_names=("pg_get_function_arguments", "pg_get_function_identity_arguments"),
-             volatility="stable", doc="9.27", samples=("pg_get_function_arguments(k::oid)",),
+             volatility="stable", doc="9.27", samples=("pg_get_function_arguments((k + 999990)::oid)",),
              differs="the registry's signatures (argument names, defaults and VARIADIC are not kept)"),
     Function("pg_get_function_result", (sig("oid", ret="text"),), *_by_oid("result"),
              sql_names=("pg_get_function_result",), volatility="stable", doc="9.27",
-             samples=("pg_get_function_result(k::oid)",)),
+             samples=(("pg_get_function_result(CASE WHEN k < 3 THEN (SELECT min(oid) FROM pg_proc WHERE "
+                       "proname = 'upper') ELSE (k + 999990)::oid END)"),)),
     # every function is built in, in pg_catalog, which is always searched
     Function("pg_function_is_visible", (sig("oid", ret="bool"),), lambda a, e: True, lambda S, a, e: S.F.lit(True),
              sql_names=("pg_function_is_visible",), volatility="stable", doc="9.26",
@@ -445,7 +446,7 @@ register(
                    # pg_get_expr(pg_node_tree, relation [, pretty]): adbin and friends are text here
                    sig("text", "oid", ret="text"), sig("text", "oid", "bool", ret="text")),
                lambda a, e: None, lambda S, a, e: S.F.lit(None).cast("string"), sql_names=(n,), strict=False,
-               volatility="stable", doc="9.27", samples=(f"{n}(k::oid)",) if n in _NULL_SAMPLED else ())
+               volatility="stable", doc="9.27", samples=(f"{n}((k + 999990)::oid)",) if n in _NULL_SAMPLED else ())
       for n in _NULL_CATALOG_FUNCTIONS],
 )
 
@@ -527,13 +528,25 @@ def _collation_is_visible_spark(S, a, e):
     return S.F.when(a[0].isin(*COLLATION_OIDS), S.F.lit(True))
 
 
-def _collation_for(e):
+def _collation_for(e) -> str:
     """pg_collation_for(any): the argument type's collation, quoted as an identifier:
-    ``"default"`` for the string types (and arrays of them), NULL for a type without
-    one; a NULL value has its type's (PostgreSQL 9.26)."""
+    ``"default"`` for the string types (and arrays of them); a NULL value has its type's
+    (PostgreSQL 9.26).
+
+    Raises:
+        SqlError 42804 for a type without collations (PostgreSQL's misc.c)."""
     t = e.args[0].type
     base = t.element if t.is_array else t
-    return '"default"' if base.name in ("text", "varchar", "bpchar") else None
+    if base.name not in ("text", "varchar", "bpchar", "unknown"):
+        raise SqlError("42804", f"collations are not supported by type {t.sql()}")
+    return '"default"'
+
+
+def _collation_for_spark(S, a, e):
+    try:
+        return S.F.lit(_collation_for(e))
+    except SqlError as err:  # per row, as PostgreSQL: a query of no rows does not fail
+        return S.fail(err.sqlstate, err.message)
 
 
 register(
@@ -542,14 +555,14 @@ register(
              _collation_is_visible_spark, sql_names=("pg_collation_is_visible",), volatility="stable", doc="9.26",
              samples=("pg_collation_is_visible((ARRAY[100, 950, 1, 2, 3])[k]::oid)",)),
     Function("pg_collation_for", (sig("any", ret="text"),), lambda a, e: _collation_for(e),
-             lambda S, a, e: S.F.lit(_collation_for(e)).cast("string"), sql_names=("pg_collation_for",), strict=False,
+             _collation_for_spark, sql_names=("pg_collation_for",), strict=False,
              volatility="stable", doc="9.26", samples=("pg_collation_for(s)", "pg_collation_for(k)")),
     _constant("pg_trigger_depth", (sig(ret="int4"),), 0, "int", ("pg_trigger_depth() + k",)),
     # no partitioned tables, no replica identity indexes: NULL for every relation
     _constant("pg_get_partition_constraintdef", (sig("oid", ret="text"),), None, "string",
               ("pg_get_partition_constraintdef(k::oid)",), "9.27"),
     _constant("pg_get_replica_identity_index", (sig("oid", ret="oid"),), None, "long",
-              ("pg_get_replica_identity_index(k::oid)",), "9.27"),
+              ("pg_get_replica_identity_index(CASE WHEN k > 0 THEN 'fx_t'::regclass::oid END)",), "9.27"),
     _constant("pg_partition_root", (sig("oid", ret="oid"),), None, "long", ("pg_partition_root(k::oid)",), "9.27"),
     # no LISTEN/NOTIFY: the queue is empty
     _constant("pg_notification_queue_usage", (sig(ret="float8"),), 0.0, "double",
