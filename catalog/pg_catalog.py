@@ -26,6 +26,8 @@ PG_NAMESPACE_OID = 2615
 DATABASE_OID = 16384
 #: pg_collation's "default" collation: what string columns report as attcollation
 DEFAULT_COLLATION_OID = 100
+#: pg_collation's rows: "default" and "C" (the same code-point order here)
+COLLATION_OIDS = (DEFAULT_COLLATION_OID, 950)
 #: first OID of a user object; pg_table_is_visible is true from here on
 FIRST_USER_OID = 20000
 
@@ -351,7 +353,7 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
                 for (role, member), grantor in sorted(snap.role_members.items())]
     if tid == PG_COLLATION.id:
         return [(DEFAULT_COLLATION_OID, "default", NAMESPACE_OIDS["pg_catalog"], "d", "", ""),
-                (950, "C", NAMESPACE_OIDS["pg_catalog"], "c", "C", "C")]
+                (COLLATION_OIDS[1], "C", NAMESPACE_OIDS["pg_catalog"], "c", "C", "C")]
     if tid == PG_AM.id:
         return [(2, "heap", "t"), (403, "btree", "i"), (ARRANGEMENT_AM_OID, "arrangement", "i")]
     if tid == PG_PROC.id:

@@ -723,6 +723,12 @@ class ExprPlanner:
                 'LEFT JOIN mz_catalog.mz_tables AS "?t?" ON "?t?".oid = "?c?".oid '
                 'LEFT JOIN mz_catalog.mz_recent_storage_usage AS s ON s.object_id = "?t?".id '
                 'WHERE "?c?".oid = $1', node.args[0])
+        if name == "pg_indexes_size" and len(args) == 1 and self.plan_subquery is not None:
+            # Indexes are arrangements in the replicas' memory, not persist parts: 0 bytes
+            # for a relation (pg_total_relation_size is its table size alone); NULL for an
+            # OID that names no relation.
+            return self.catalog_lookup('SELECT 0::int8 FROM pg_catalog.pg_class AS "?c?" WHERE "?c?".oid = $1',
+                                       node.args[0])
         if name in ("obj_description", "col_description") and len(args) in (1, 2) \
                 and self.plan_subquery is not None:
             # COMMENT ON's text (pg_description): obj_description(oid [, catalog]) for the

@@ -963,9 +963,12 @@ class Lowerer:
         return _make_interval(months, days, micros)
 
     @staticmethod
-    def fail(sqlstate: str, message: str) -> SparkColumn:
-        """A column that raises ``message`` with ``sqlstate`` when evaluated (mapped back by
+    def fail(sqlstate: str, message: str | SparkColumn) -> SparkColumn:
+        """A column that raises ``message`` (text, or a string column: a message naming
+        the row's value) with ``sqlstate`` when evaluated (mapped back by
         ``spark_exec.errors``)."""
+        if not isinstance(message, str):
+            return F.raise_error(F.concat(F.lit(f"{PG_ERROR_PREFIX}{sqlstate}: "), message))
         return F.raise_error(F.lit(f"{PG_ERROR_PREFIX}{sqlstate}: {message}"))
 
     def call(self, e: Call) -> SparkColumn:

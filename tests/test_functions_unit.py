@@ -166,3 +166,66 @@ def test_width_bucket_of_thresholds_is_postgresql_binary_search():
     with pytest.raises(SqlError) as err:
         _width_bucket_array_py([3, [1, None, 4]], None)
     assert err.value.sqlstate == "22004"
+
+
+@pytest.mark.parametrize("text,key", [
+    ("pg_class", "pg_class"), ("PG_CATALOG.Pg_Class", "pg_catalog\x01pg_class"), (' "T" ', "T"),
+    ('"a""b".C', 'a"b\x01c'), ('"x.y"', "x.y"), ("materialize . public . t", "materialize\x01public\x01t"),
+])
+def test_privilege_functions_parse_qualified_names(text, key):
+    """has_table_privilege's name argument: identifiers folded unless quoted (PostgreSQL 4.1.1)."""
+    from planner.functions.privileges import _name_key
+
+    assert _name_key(text) == key
+
+
+@pytest.mark.parametrize("text", ["a b", "a..b", '""', '"a"x', "", "."])
+def test_privilege_functions_refuse_bad_name_syntax(text):
+    from planner.functions.privileges import _name_key
+
+    with pytest.raises(SqlError) as e:
+        _name_key(text)
+    assert e.value.sqlstate == "42602"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("1", 1), ("123bYteS", 123), (" 1.5 gB ", 1610612736), ("1e6 MB", 1048576000000), ("-.5kB", -512),
+    ("256 B", 256), ("99 PB", 111464090777419776), ("0.0000001 PB", 112589991), ("1.", 1),
+])
+def test_pg_size_bytes(text, expected):
+    from planner.functions.system import pg_size_bytes
+
+    assert pg_size_bytes(text) == expected
+
+
+@pytest.mark.parametrize("text,state", [("1 XB", "22023"), (".", "22023"), ("1 k B", "22023"),
+                                        ("1e20 PB", "22003")])
+def test_pg_size_bytes_errors(text, state):
+    from planner.functions.system import pg_size_bytes
+
+    with pytest.raises(SqlError) as e:
+        pg_size_bytes(text)
+    assert e.value.sqlstate == state
+
+
+def test_lookup_tables_need_a_session():
+    """Outside a session the catalog functions' lookup table is NULL: 0A000, not a guess."""
+    from catalog.types import OID, TEXT
+    from planner import functions as fn
+    from planner.scalar import Literal
+
+    args = fn.FUNCTIONS["has_table_privilege"].extra["plan_args"]([Literal("t", TEXT), Literal("SELECT", TEXT)])
+    assert args[-1].type.name == "internal" and args[-1].value is None
+    with pytest.raises(SqlError) as e:
+        fn.FUNCTIONS["has_table_privilege"].py([a.value for a in args], None)
+    assert e.value.sqlstate == "0A000"
+    # a call no signature fits gets no table: its 42883 names its own arguments
+    assert len(fn.FUNCTIONS["pg_get_userbyid"].extra["plan_args"]([Literal(1, OID), Literal(2, OID)])) == 2
+
+
+def test_format_type_typmods():
+    from planner.functions.system import format_type
+
+    assert [format_type(1042, None), format_type(1042, -1), format_type(1042, 9), format_type(1185, 5),
+            format_type(1231, 3 * 65536 + 6)] == \
+        ["character", "bpchar", "character(5)", "timestamp(5) with time zone[]", "numeric(3,2)[]"]

@@ -287,3 +287,45 @@ def test_drop_owned_drops_objects_and_revokes_grants(server, admin, names):
         _err(c, f"SELECT * FROM {t}", "42501")
         _err(c, f"CREATE TABLE rb_p_{names} (a int)", "42501")
     admin.execute(f"DROP ROLE {joe}")
+
+
+def test_privilege_functions_over_table_data_answer_as_over_constants(server, admin, names):
+    """has_*_privilege and pg_has_role over a table's rows (Spark, from the lookup table
+    the planner builds from the catalog) give the same answers as over constants (the
+    interpreter) and as PostgreSQL's rules: per row the role, the object (a name or an
+    OID) and the privilege list; a name that names nothing is its error, an OID NULL."""
+    t, q, joe, readers = f"rb_t_{names}", f"rb_q_{names}", f"rb_joe_{names}", f"rb_readers_{names}"
+    admin.execute(f"CREATE TABLE {t} (a int, b text)")
+    admin.execute(f"CREATE TABLE {q} (k int, role text, obj text, priv text)")
+    admin.execute(f"CREATE ROLE {joe} LOGIN")
+    admin.execute(f"CREATE ROLE {readers}")
+    admin.execute(f"GRANT {readers} TO {joe}")
+    admin.execute(f"GRANT SELECT ON {q} TO {joe}")
+    admin.execute(f"GRANT SELECT ON {t} TO {readers}")
+    admin.execute(f"GRANT INSERT ON {t} TO {joe}")
+    admin.execute(f"INSERT INTO {q} VALUES (1, '{joe}', '{t}', 'SELECT'), (2, '{joe}', 'public.{t}', 'insert'), "
+                  f"(3, '{joe}', '\"{t}\"', 'UPDATE, DELETE'), (4, '{readers}', '{t}', 'INSERT'), "
+                  f"(5, 'materialize', '{t.upper()}', 'UPDATE'), (6, 'public', 'pg_class', 'SELECT'), "
+                  f"(7, '{joe}', '{t}', 'SELECT WITH GRANT OPTION'), (8, NULL, '{t}', 'SELECT')")
+    expected = [(1, True), (2, True), (3, False), (4, False), (5, True), (6, True), (7, False), (8, None)]
+    spark = f"SELECT k, has_table_privilege(role, obj, priv) FROM {q} ORDER BY k"
+    assert admin.execute(spark).fetchall() == expected
+    rows = admin.execute(f"SELECT k, role, obj, priv FROM {q} ORDER BY k").fetchall()
+    for (k, role, obj, priv), (_, want) in zip(rows, expected):
+        assert admin.execute("SELECT has_table_privilege(%s::text, %s::text, %s::text)", (role, obj, priv)
+                             ).fetchone() == (want,), k
+    with _login(server, joe) as c:
+        # the current role's (joe's) privileges, per row; column privileges are the table's
+        assert c.execute(f"SELECT k, has_table_privilege(obj, 'SELECT'), has_column_privilege(obj, 'b', 'INSERT'), "
+                         f"pg_has_role(coalesce(role, 'materialize'), 'MEMBER') FROM {q} WHERE k < 6 ORDER BY k"
+                         ).fetchall() == [(1, True, True, True), (2, True, True, True), (3, True, True, True),
+                                          (4, True, True, True), (5, True, True, False)]
+        assert c.execute(f"SELECT has_table_privilege('{t}', 'UPDATE'), pg_has_role('{readers}', 'USAGE')"
+                         ).fetchone() == (False, True)
+        oid = c.execute(f"SELECT oid FROM pg_class WHERE relname = '{t}'").fetchone()[0]
+        assert c.execute(f"SELECT k, has_table_privilege(CASE WHEN k = 1 THEN {oid} ELSE 1 END::oid, priv) "
+                         f"FROM {q} WHERE k < 3 ORDER BY k").fetchall() == [(1, True), (2, None)]
+        _err(c, f"SELECT has_table_privilege(obj || 'x', 'SELECT') FROM {q} WHERE k = 1", "42P01")
+        _err(c, f"SELECT has_table_privilege(obj, priv || 'x') FROM {q} WHERE k = 1", "22023")
+        _err(c, f"SELECT has_table_privilege(role || 'x', obj, 'SELECT') FROM {q} WHERE k = 1", "42704")
+        _err(c, f"SELECT has_column_privilege(obj, 'nope', 'SELECT') FROM {q} WHERE k = 1", "42703")

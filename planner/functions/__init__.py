@@ -262,6 +262,65 @@ def constant_arg(call, i: int, what: str):
     return x.value
 
 
+#: the type of a lookup table argument (``lookup_args``): PostgreSQL's ``internal``
+#: pseudo-type, which SQL cannot write
+INTERNAL = SqlType("internal")
+
+
+def lookup_args(name: str, build: Callable[[list], dict | None]) -> Callable[[list], list]:
+    """A ``plan_args`` for entry ``name`` whose answers come from the catalog or the
+    session (privileges, role names, settings): the planner appends a last argument of
+    type ``internal``, a lookup table ``build(args)`` computed at plan time from the
+    statement's catalog (JSON text of a ``{str: str}`` dict; NULL outside a session).
+    The interpreter reads it with ``lookup_table`` and Spark with ``lookup_map``, by the
+    same keys, so the two paths give the same answers on table data. Calls no signature
+    fits (with the table) are left alone: their 42883 names the call's own arguments."""
+    import json
+
+    def plan_args(args: list) -> list:
+        from planner.scalar import Literal
+
+        types = [a.type for a in args] + [INTERNAL]
+        if not any(match(s, types) for s in FUNCTIONS[name].sigs):
+            return args
+        table = build(args)
+        return [*args, Literal(None if table is None else json.dumps(table, sort_keys=True), INTERNAL)]
+    return plan_args
+
+
+@__import__("functools").lru_cache(maxsize=16)
+def _decode(text: str) -> dict:
+    import json
+
+    return json.loads(text)
+
+
+def lookup_table(value: str | None, what: str = "this function") -> dict:
+    """The interpreter's view of a ``lookup_args`` table argument.
+
+    Raises:
+        SqlError 0A000 outside a session (no catalog to read)."""
+    if value is None:
+        from catalog.errors import FEATURE_NOT_SUPPORTED
+
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{what} needs a session")
+    return _decode(value)
+
+
+def lookup_map(S, column):
+    """Spark's view of a ``lookup_args`` table argument (its lowered column): a
+    ``map<string,string>`` column, indexed by the same keys as ``lookup_table``."""
+    return S.F.from_json(column, "map<string,string>")
+
+
+def static_map(S, table: dict[str, str]):
+    """A ``map<string,string>`` Spark column of a table known without a session (static
+    catalog data: the registry's pg_proc rows, the types), read like ``lookup_map``."""
+    import json
+
+    return lookup_map(S, S.F.lit(json.dumps(table, sort_keys=True)))
+
+
 def get(name: str) -> Function | None:
     """The entry with plan name ``name``."""
     return FUNCTIONS.get(name)

@@ -1,30 +1,374 @@
 """Access privilege inquiry functions (PostgreSQL 9.27 Table 9.70: has_table_privilege,
-has_schema_privilege, has_database_privilege, has_sequence_privilege, pg_has_role;
-Materialize's has_cluster_privilege) and the current roles (current_user, session_user).
+has_any_column_privilege, has_column_privilege, has_sequence_privilege,
+has_schema_privilege, has_database_privilege, has_function_privilege,
+has_type_privilege, pg_has_role; Materialize's has_cluster_privilege) and the current
+roles (current_user, session_user).
 
 Answers come from ``catalog.rbac`` (the rules the statements' checks use) against the
-running statement's catalog and roles; computed in Python only (they read the catalog).
+running statement's catalog and roles, read once at plan time into a lookup table
+(``_lookup``): a flat ``{key: value}`` map that the planner passes as a last, hidden
+argument of type ``internal`` (``plan_args``). The interpreter reads it as a dict and
+Spark as a ``map<string,string>`` (``from_json`` of the same JSON text), through the
+same keys, so the two paths answer alike over table data:
+
+- ``cur``: the current role's id;
+- ``r:<name>`` / ``r#<oid>``: a role's id (``public`` is PUBLIC, PostgreSQL's rule);
+- ``o:<name key>`` / ``o#<oid>``: an object's id; a relation's or a type's name key is
+  its qualified name parsed as identifiers (``_name_key``), other objects' the name as is;
+- ``k:<object id>``: the object's privilege class (objects whose roles hold the same
+  privileges share one, so the map stays small);
+- ``h:<role id>/<class>``: the privilege letters the role holds on the class's objects;
+- ``c:<object id>/<column name>`` / ``n:<object id>/<attnum>``: a relation's columns.
+
 Privilege names may be a comma-separated list: true if any is held (PostgreSQL's rule);
-``WITH GRANT OPTION`` is never held (Materialize has no grant option).
+``WITH GRANT OPTION`` is never held (Materialize has no grant option). A name that names
+nothing is an error; an OID that names nothing gives NULL (PostgreSQL's acl.c).
 """
 
 from __future__ import annotations
 
+import functools
+import re
+from dataclasses import dataclass
+from typing import Callable, Iterable
+
 from catalog import rbac
 from catalog.errors import SqlError, UNDEFINED_OBJECT
 from catalog.snapshot import CatalogSnapshot, DATABASE
-from planner.functions import Function, register, sig
+from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig
 
-#: privilege names of has_database_privilege that every role holds (sqlfront has no
-#: per-database CONNECT or TEMPORARY privilege)
-_ALWAYS = ("CONNECT", "TEMPORARY", "TEMP")
+#: a qualified name (PostgreSQL's SplitIdentifierString on '.'): parts, each a quoted
+#: identifier ("" inside is a quote) or an unquoted one (folded to lower case), with
+#: blanks around them; the same pattern for Python's ``re`` and Spark's Java regex
+_PART = r'"((?:[^"]|"")+)"|([^".\s]+)'
+_QUALIFIED = rf'\s*(?:{_PART})\s*(?:\.\s*(?:{_PART})\s*)*'
+_UPPER, _LOWER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
+#: the held letters of a superuser: every privilege, WITH GRANT OPTION too (PostgreSQL)
+_ALL = "*"
+#: joins a name key's parts (a quoted part may hold '.')
+_SEP = "\x01"
 
 
-def _snap() -> CatalogSnapshot:
+def _name_key(text: str) -> str:
+    """The parts of a qualified name, joined by ``_SEP``: quoted parts as written,
+    unquoted ones with ASCII letters folded to lower case (PostgreSQL 4.1.1).
+
+    Raises:
+        SqlError 42602 ``invalid name syntax``."""
+    if not re.fullmatch(_QUALIFIED, text):
+        raise SqlError("42602", "invalid name syntax")
+    return _SEP.join(m[1].replace('""', '"') if m[1] else m[2].translate(str.maketrans(_UPPER, _LOWER))
+                     for m in re.finditer(_PART, text))
+
+
+def _name_key_spark(S, c):
+    """``_name_key`` as a Spark column: NULL for invalid syntax."""
+    F = S.F
+    quoted = F.regexp_extract_all(c, F.lit(_PART), 1)
+    bare = F.regexp_extract_all(c, F.lit(_PART), 2)
+    parts = F.zip_with(quoted, bare, lambda q, b: F.when(b != "", F.translate(b, _UPPER, _LOWER))
+                       .otherwise(F.replace(q, F.lit('""'), F.lit('"'))))
+    return F.when(c.rlike(f"^(?:{_QUALIFIED})$"), F.array_join(parts, _SEP))
+
+
+@dataclass(frozen=True)
+class _Object:
+    """One object a privilege function may name: its lookup ``keys`` (name keys, OID),
+    ``ref`` (None: usable by every role, no ACL), ``columns`` (a relation's names)."""
+
+    id: str
+    names: tuple[str, ...]
+    oid: int | None
+    ref: rbac.ObjectRef | None
+    columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """An object class of the privilege functions: its objects in a snapshot, whether its
+    names are qualified identifiers (``parsed``), its privilege names -> letters ("" for
+    one every role holds), the error of a name that names none, and who holds what
+    (``held``: role id -> letters of ``letters``; None for ``rbac.has_privilege``)."""
+
+    objects: Callable[[CatalogSnapshot], Iterable[_Object]]
+    parsed: bool
+    privileges: dict[str, str]
+    missing: tuple[str, str]
+    held: Callable | None = None
+    #: a superuser's answer for an OID that names nothing is true, not NULL (PostgreSQL's
+    #: object_aclmask checks superusers first; relations are looked up first)
+    bypass: bool = False
+    #: the answer for such an OID otherwise (pg_has_role looks no role up: false)
+    absent: bool | None = None
+
+    @property
+    def letters(self) -> str:
+        return "".join(sorted({ch for ch in self.privileges.values()}))
+
+
+def _relations(snap: CatalogSnapshot) -> list[_Object]:
+    """Tables, views, materialized views, sequences and system tables: their qualified
+    names, and unqualified the first the search path finds (PostgreSQL 5.10.3)."""
+    from catalog.pg_catalog import object_oid
+    from catalog.snapshot import visible_schema
+
+    rels = [o for m in (snap.tables, snap.views, snap.materialized_views, snap.builtins, snap.sequences)
+            for o in m.values() if visible_schema(o.schema)]
+    first: dict[str, str] = {}
+    for schema in snap.search_path():
+        for o in rels:
+            if o.schema == schema:
+                first.setdefault(o.name, o.id)
+    return [_Object(o.id, (_SEP.join((o.schema, o.name)), _SEP.join((DATABASE, o.schema, o.name)))
+                    + ((o.name,) if first.get(o.name) == o.id else ()),
+                    object_oid(o.id), rbac.relation_ref(o), tuple(c.name for c in getattr(o, "columns", ())))
+            for o in rels]
+
+
+def _schemas(snap: CatalogSnapshot) -> list[_Object]:
+    from catalog.pg_catalog import NAMESPACE_OIDS, object_oid
+    from catalog.snapshot import visible_schema
+
+    out = {name: oid for name, oid in NAMESPACE_OIDS.items()}
+    out |= {s.name: object_oid(s.id) for s in snap.schemas.values() if visible_schema(s.name)}
+    return [_Object(f"schema:{n}", (n,), oid, rbac.schema_ref(snap, n)) for n, oid in out.items()]
+
+
+def _databases(snap: CatalogSnapshot) -> list[_Object]:
+    from catalog.pg_catalog import DATABASE_OID
+
+    return [_Object("database", (DATABASE,), DATABASE_OID, rbac.DATABASE_OBJ)]
+
+
+def _clusters(snap: CatalogSnapshot) -> list[_Object]:
+    return [_Object(c.id, (c.name,), None, rbac.cluster_ref(c)) for c in snap.clusters.values()]
+
+
+def _roles(snap: CatalogSnapshot) -> list[_Object]:
+    return [_Object(r.id, (r.name,), rbac.role_oid(r.id), None) for r in rbac.all_roles(snap)]
+
+
+def _functions(snap: CatalogSnapshot) -> list[_Object]:
+    from catalog.pg_catalog import FUNCTION_PROC_BY_OID, PROC_NAMES
+
+    return [_Object(f"proc:{oid}", (), oid, None) for oid in sorted({*FUNCTION_PROC_BY_OID, *PROC_NAMES})]
+
+
+def _types(snap: CatalogSnapshot) -> list[_Object]:
+    from catalog.pg_catalog import PSEUDO_TYPE_OIDS
+    from catalog.types import _BY_OID
+
+    return [_Object(f"type:{oid}", (), oid, None) for oid in sorted({*_BY_OID, *PSEUDO_TYPE_OIDS.values()})]
+
+
+def _role_member(snap: CatalogSnapshot, role: str | None, obj: _Object) -> str:
+    """pg_has_role's letter: ``m`` when ``role`` is a member of ``obj`` (through other
+    roles)."""
+    return "m" if obj.id in rbac.memberships(snap, role) else ""
+
+
+#: TRIGGER: no triggers, only a superuser holds it (as every privilege)
+_TABLE = {"SELECT": "r", "INSERT": "a", "UPDATE": "w", "DELETE": "d", "TRUNCATE": "d", "REFERENCES": "r",
+          "TRIGGER": "!"}
+_RELATION_MISSING = ("42P01", 'relation "{}" does not exist')
+_KINDS = {
+    "table": _Kind(_relations, True, _TABLE, _RELATION_MISSING),
+    # has_column_privilege and has_any_column_privilege: the privileges columns have
+    "column": _Kind(_relations, True, {p: _TABLE[p] for p in ("SELECT", "INSERT", "UPDATE", "REFERENCES")},
+                    _RELATION_MISSING),
+    "sequence": _Kind(_relations, True, {"SELECT": "r", "UPDATE": "w", "USAGE": "U"}, _RELATION_MISSING),
+    "schema": _Kind(_schemas, False, {"CREATE": "C", "USAGE": "U"}, ("3F000", 'schema "{}" does not exist'),
+                    bypass=True),
+    # sqlfront has no per-database CONNECT or TEMPORARY privilege: every role holds them
+    "database": _Kind(_databases, False, {"CREATE": "C", "USAGE": "U", "CONNECT": "", "TEMPORARY": "", "TEMP": ""},
+                      ("3D000", 'database "{}" does not exist'), bypass=True),
+    "cluster": _Kind(_clusters, False, {"CREATE": "C", "USAGE": "U"}, (UNDEFINED_OBJECT, "unknown cluster '{}'")),
+    "role": _Kind(_roles, False, {"MEMBER": "m", "USAGE": "m", "SET": "m"},
+                  (UNDEFINED_OBJECT, 'role "{}" does not exist'), _role_member, bypass=True,
+                  absent=False),
+    # functions and types are built in: every role may execute and use them (by OID only)
+    "function": _Kind(_functions, False, {"EXECUTE": ""}, ("42883", 'function "{}" does not exist'), bypass=True),
+    "type": _Kind(_types, False, {"USAGE": ""}, (UNDEFINED_OBJECT, 'type "{}" does not exist'), bypass=True),
+}
+
+
+def _privilege_map(kind: _Kind) -> dict[str, str]:
+    """Privilege name (upper case) -> letter: "" for one every role holds, "!" for one
+    only superusers hold (WITH GRANT OPTION: Materialize has no grant option)."""
+    return {**kind.privileges, **{f"{p} WITH GRANT OPTION": "!" for p in kind.privileges}}
+
+
+def _lookup(kind: _Kind, role_arg, obj_arg) -> dict[str, str] | None:
+    """The lookup table of a call (see the module's doc) from the statement's catalog and
+    roles; None outside a session. A constant role or object argument (a plan
+    ``Literal``) limits the table to what it names."""
+    from planner.scalar import Literal
+
     snap = rbac.statement_catalog()
     if snap is None:
-        raise SqlError("0A000", "privilege functions need a session")
-    return snap
+        return None
+    current = rbac.current_role()
+    table = {"cur": current or ""}
+    roles = [r for r in rbac.all_roles(snap)
+             if not isinstance(role_arg, Literal) or role_arg.value in (r.name, rbac.role_oid(r.id))
+             or r.id == current]
+    for r in roles:
+        table[f"r:{r.name}"] = table[f"r#{rbac.role_oid(r.id)}"] = r.id
+    table["r:public"] = rbac.PUBLIC
+    wanted = None
+    if isinstance(obj_arg, Literal) and obj_arg.value is not None:
+        v = obj_arg.value
+        try:
+            wanted = v if isinstance(v, int) else _name_key(v) if kind.parsed else v
+        except SqlError:
+            wanted = None  # the call's own error, at run time
+    classes: dict[tuple, str] = {}
+    for o in kind.objects(snap):
+        if wanted is not None and wanted != o.oid and wanted not in o.names:
+            continue
+        table.update({f"o:{n}": o.id for n in o.names})
+        if o.oid is not None:
+            table[f"o#{o.oid}"] = o.id
+        held = tuple(_ALL if rbac.is_superuser(snap, r or None) else kind.held(snap, r, o) if kind.held else
+                     "".join(ch for ch in kind.letters if ch and o.ref is not None
+                             and rbac.has_privilege(snap, r or None, o.ref, ch))
+                     for r in [current or "", rbac.PUBLIC, *(r.id for r in roles)])
+        cls = classes.setdefault(held, str(len(classes)))
+        table[f"k:{o.id}"] = cls
+        for i, c in enumerate(o.columns):
+            table[f"c:{o.id}/{c}"] = table[f"n:{o.id}/{i + 1}"] = "1"
+    for r in [current or "", rbac.PUBLIC, *(r.id for r in roles)]:
+        if rbac.is_superuser(snap, r or None):
+            table[f"s:{r}"] = "1"
+    for held, cls in classes.items():
+        for r, letters in zip([current or "", rbac.PUBLIC, *(r.id for r in roles)], held):
+            table[f"h:{r}/{cls}"] = letters
+    return table
+
+
+def _table(kind: _Kind, column: bool, args: list) -> dict[str, str] | None:
+    """``_lookup`` for a call's planned arguments."""
+    has_role = len(args) == (4 if column else 3)
+    return _lookup(kind, args[0] if has_role else None, args[1 if has_role else 0])
+
+
+def _split(args: list, column: bool) -> tuple:
+    """(role or None, object, column or None, privileges) of a call's own arguments."""
+    has_role = len(args) == (4 if column else 3)
+    role, rest = (args[0], args[1:]) if has_role else (None, args)
+    return (role, rest[0], rest[1], rest[2]) if column else (role, rest[0], None, rest[1])
+
+
+def _python(kind_name: str, column: bool):
+    """The interpreter's implementation: the lookup table read as a dict."""
+    kind = _KINDS[kind_name]
+    privileges = _privilege_map(kind)
+
+    def impl(a, e):
+        *args, table = a
+        if any(x is None for x in args):
+            return None
+        t = lookup_table(table, "privilege functions")
+        role_arg, obj_arg, col_arg, privs = _split(args, column)
+        role = t["cur"] if role_arg is None else t.get(f"r#{role_arg}" if isinstance(role_arg, int) else
+                                                        f"r:{role_arg}")
+        if role is None:
+            raise SqlError(UNDEFINED_OBJECT, f"role with OID {role_arg} does not exist" if isinstance(role_arg, int)
+                           else f'role "{role_arg}" does not exist')
+        if isinstance(obj_arg, int):
+            obj = t.get(f"o#{obj_arg}")
+        else:
+            obj = t.get(f"o:{_name_key(obj_arg) if kind.parsed else obj_arg}")
+            if obj is None:
+                raise SqlError(kind.missing[0], kind.missing[1].format(obj_arg))
+        if column and obj is not None and not isinstance(col_arg, int) and f"c:{obj}/{col_arg}" not in t:
+            raise SqlError("42703", f'column "{col_arg}" of relation "{obj_arg}" does not exist')
+        letters = []
+        for p in privs.split(","):
+            letter = privileges.get(p.strip().upper())
+            if letter is None:
+                raise SqlError("22023", f'unrecognized privilege type: "{p.strip()}"')
+            letters.append(letter)
+        if obj is None:  # an OID that names nothing
+            return True if kind.bypass and f"s:{role}" in t else kind.absent
+        if column and isinstance(col_arg, int) and f"n:{obj}/{col_arg}" not in t:
+            return None
+        held = t.get(f"h:{role}/{t[f'k:{obj}']}", "")
+        return any(ch == "" or _ALL in held or ch != "!" and ch in held for ch in letters)
+    return impl
+
+
+def _spark(kind_name: str, column: bool):
+    """The Spark lowering: the same lookups in the table as a ``map<string,string>``."""
+    kind = _KINDS[kind_name]
+    privileges = _privilege_map(kind)
+
+    def lower(S, a, e):
+        F = S.F
+        *args, table = a
+        t = lookup_map(S, table)
+        types = [x.type for x in e.args[:-1]]
+        role_arg, obj_arg, col_arg, privs = _split(args, column)
+        role_t, obj_t, col_t, _ = _split(types, column)
+
+        def get(prefix, c, t_):
+            return t[F.concat(F.lit(prefix + ("#" if t_.name == "oid" else ":")), c.cast("string"))]
+
+        role = t["cur"] if role_arg is None else get("r", role_arg, role_t)
+        by_oid = obj_t.name == "oid"
+        obj = get("o", _name_key_spark(S, obj_arg) if kind.parsed and not by_oid else obj_arg, obj_t)
+        held = F.coalesce(t[F.concat(F.lit("h:"), role, F.lit("/"), t[F.concat(F.lit("k:"), obj)])], F.lit(""))
+        names = F.create_map(*[F.lit(x) for kv in privileges.items() for x in kv])
+        chunks = F.transform(F.split(privs, ","), lambda x: F.regexp_replace(x, r"^\s+|\s+$", ""))
+        checked = F.forall(chunks, lambda x: F.when(names[F.upper(x)].isNull(), S.fail("22023", F.concat(
+            F.lit('unrecognized privilege type: "'), x, F.lit('"')))).otherwise(F.lit(True)))
+        answer = F.exists(chunks, lambda x: (names[F.upper(x)] == "") | (F.instr(held, F.lit(_ALL)) > 0)
+                          | ((names[F.upper(x)] != "!") & (F.instr(held, names[F.upper(x)]) > 0)))
+        superuser = t[F.concat(F.lit("s:"), role)].isNotNull()
+        out = F.when(F.greatest(*[c.isNull() for c in args]), F.lit(None).cast("boolean"))
+        if role_arg is not None:
+            out = out.when(role.isNull(), S.fail(UNDEFINED_OBJECT, F.concat(
+                F.lit("role " + ("with OID " if role_t.name == "oid" else '"')), role_arg.cast("string"),
+                F.lit("" if role_t.name == "oid" else '"'), F.lit(" does not exist"))))
+        if not by_oid:
+            state, message = kind.missing
+            before, after = message.split("{}")
+            out = out.when(obj.isNull(), S.fail(state, F.concat(F.lit(before), obj_arg, F.lit(after))))
+        if column and col_t.name == "text":
+            out = out.when(obj.isNotNull() & t[F.concat(F.lit("c:"), obj, F.lit("/"), col_arg)].isNull(),
+                           S.fail("42703", F.concat(F.lit('column "'), col_arg, F.lit('" of relation "'),
+                                                    obj_arg.cast("string"), F.lit('" does not exist'))))
+        # the privileges are checked before an OID's object is looked up (PostgreSQL's order)
+        out = out.when(~checked, F.lit(None).cast("boolean"))
+        if by_oid:
+            absent = F.lit(kind.absent).cast("boolean")
+            out = out.when(obj.isNull(), F.when(superuser, F.lit(True)).otherwise(absent) if kind.bypass else absent)
+        if column and col_t.name != "text":
+            out = out.when(t[F.concat(F.lit("n:"), obj, F.lit("/"), col_arg.cast("string"))].isNull(),
+                           F.lit(None).cast("boolean"))
+        return out.otherwise(answer)
+    return lower
+
+
+def _sigs(obj_types=("text", "oid"), column_types=()):
+    """(object, privilege) and (role, object, privilege) with names or OIDs (and a
+    column by name or number after the object), each with the hidden lookup table."""
+    out = []
+    for o in obj_types:
+        for c in column_types or (None,):
+            own = (o,) if c is None else (o, c)
+            out.append(sig(*own, "text", "internal", ret="bool"))
+            for r in ("text", "oid"):
+                out.append(sig(r, *own, "text", "internal", ret="bool"))
+    return tuple(out)
+
+
+def _fn(name: str, kind: str, samples: tuple[str, ...], differs: str = "", obj_types=("text", "oid"),
+        column: bool = False) -> Function:
+    return Function(name, _sigs(obj_types, ("text", "int2") if column else ()), _python(kind, column),
+                    _spark(kind, column), sql_names=(name,), strict=False, volatility="stable", doc="9.27",
+                    samples=samples, differs=differs,
+                    extra={"plan_args": lookup_args(name, functools.partial(_table, _KINDS[kind], column))})
 
 
 def current_role_name(session: bool = False) -> str:
@@ -37,165 +381,52 @@ def current_role_name(session: bool = False) -> str:
     return rbac.role_name(snap, roles[0] if session else roles[1])
 
 
-def _role(snap: CatalogSnapshot, arg) -> str:
-    """A role id from a name or an OID. Raises 42704 ``role "x" does not exist``."""
-    if isinstance(arg, int):
-        for r in rbac.all_roles(snap):
-            if rbac.role_oid(r.id) == arg:
-                return r.id
-        raise SqlError(UNDEFINED_OBJECT, f"role with OID {arg} does not exist")
-    if arg.lower() == "public":
-        return rbac.PUBLIC
-    r = snap.role_by_name(arg)
-    if r is None:
-        raise SqlError(UNDEFINED_OBJECT, f'role "{arg}" does not exist')
-    return r.id
-
-
-def _relation(snap: CatalogSnapshot, arg, kinds=("TABLE", "VIEW", "SEQUENCE")) -> rbac.ObjectRef:
-    from catalog.pg_catalog import object_oid
-
-    objs = [o for m in (snap.tables, snap.views, snap.materialized_views, snap.sequences, snap.builtins)
-            for o in m.values()]
-    if isinstance(arg, int):
-        rel = next((o for o in objs if object_oid(o.id) == arg), None)
-        if rel is None:
-            raise SqlError("42P01", f"relation with OID {arg} does not exist")
-    else:
-        parts = [p.strip('"') for p in arg.split(".")]
-        schema, name = (parts[-2] if len(parts) > 1 else None), parts[-1]
-        try:
-            rel = snap.resolve_relation(schema, name)
-        except SqlError:
-            try:
-                rel = snap.resolve_sequence(schema, name)
-            except SqlError:
-                raise SqlError("42P01", f'relation "{arg}" does not exist') from None
-    return rbac.relation_ref(rel)
-
-
-def _letters(privs: str, allowed: dict[str, str], what: str) -> list[str]:
-    """Letters for a comma-separated privilege list ("" for one held by everyone).
-    Raises 22023 ``unrecognized privilege type: "x"``."""
-    out = []
-    for p in privs.split(","):
-        p = p.strip().upper()
-        if p.endswith("WITH GRANT OPTION"):
-            out.append(None)  # never held
-            continue
-        if p not in allowed:
-            raise SqlError("22023", f'unrecognized privilege type: "{p.lower()}"')
-        out.append(allowed[p])
-    return out
-
-
-def _held(snap, role: str, obj: rbac.ObjectRef, letters: list) -> bool:
-    return any(ch is not None and (ch == "" or rbac.has_privilege(snap, role, obj, ch)) for ch in letters)
-
-
-def _split_args(a) -> tuple:
-    """(role argument or None, object, privileges) of a 2- or 3-argument call."""
-    return (None, a[0], a[1]) if len(a) == 2 else (a[0], a[1], a[2])
-
-
-def _checker(resolve, allowed: dict[str, str]):
-    def impl(a, e):
-        if any(x is None for x in a):
-            return None
-        snap = _snap()
-        role_arg, obj_arg, privs = _split_args(a)
-        role = rbac.current_role() if role_arg is None else _role(snap, role_arg)
-        return _held(snap, role, resolve(snap, obj_arg), _letters(privs, allowed, "object"))
-    return impl
-
-
-def _schema(snap: CatalogSnapshot, arg) -> rbac.ObjectRef:
-    if isinstance(arg, int):
-        from catalog.pg_catalog import NAMESPACE_OIDS, object_oid
-
-        names = {v: k for k, v in NAMESPACE_OIDS.items()} | {object_oid(s.id): s.name for s in snap.schemas.values()}
-        if arg not in names:
-            raise SqlError("3F000", f"schema with OID {arg} does not exist")
-        arg = names[arg]
-    if not snap.schema_exists(arg):
-        raise SqlError("3F000", f'schema "{arg}" does not exist')
-    return rbac.schema_ref(snap, arg)
-
-
-def _database(snap: CatalogSnapshot, arg) -> rbac.ObjectRef:
-    from catalog.pg_catalog import DATABASE_OID
-
-    if arg not in (DATABASE, DATABASE_OID):
-        raise SqlError("3D000", f'database "{arg}" does not exist')
-    return rbac.DATABASE_OBJ
-
-
-def _cluster(snap: CatalogSnapshot, arg) -> rbac.ObjectRef:
-    c = snap.clusters.get(arg) if isinstance(arg, str) and arg in snap.clusters else snap.cluster_by_name(str(arg))
-    if c is None:
-        raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{arg}'")
-    return rbac.cluster_ref(c)
-
-
-def _pg_has_role(a, e):
-    if any(x is None for x in a):
-        return None
-    snap = _snap()
-    role_arg, target, privs = _split_args(a)
-    role = rbac.current_role() if role_arg is None else _role(snap, role_arg)
-    target_id = _role(snap, target)
-    letters = _letters(privs, {"MEMBER": "m", "USAGE": "m", "SET": "m"}, "role")
-    member = rbac.is_superuser(snap, role) or target_id in rbac.memberships(snap, role)
-    return member and any(ch is not None for ch in letters)
-
-
-def _user_by_id(a, e):
-    snap = rbac.statement_catalog()
-    if snap is not None:
-        for r in rbac.all_roles(snap):
-            if rbac.role_oid(r.id) == a[0]:
-                return r.name
-    return f"unknown (OID={a[0]})"
-
-
-_TABLE = {"SELECT": "r", "INSERT": "a", "UPDATE": "w", "DELETE": "d", "TRUNCATE": "d", "REFERENCES": "r",
-          "TRIGGER": None}
-_SEQUENCE = {"SELECT": "r", "UPDATE": "w", "USAGE": "U"}
-_SCHEMA = {"CREATE": "C", "USAGE": "U"}
-_DATABASE = {"CREATE": "C", "USAGE": "U", **{p: "" for p in _ALWAYS}}
-_CLUSTER = {"CREATE": "C", "USAGE": "U"}
-
-
-def _sigs(obj_types=("text", "oid")):
-    """(object, privilege) and (role, object, privilege) with names or OIDs."""
-    out = []
-    for o in obj_types:
-        out.append(sig(o, "text", ret="bool"))
-        for r in ("text", "oid"):
-            out.append(sig(r, o, "text", ret="bool"))
-    return tuple(out)
-
-
-def _fn(name: str, impl, sigs, sample: str, differs: str | None = None) -> Function:
-    return Function(name, sigs, impl, None, sql_names=(name,), strict=False, volatility="stable", doc="9.27",
-                    samples=(sample,), differs=differs or "reads the catalog: folded at plan time, 0A000 on "
-                                                          "table data arguments")
-
+#: samples over the differential table: a relation name per row, privileges per row
+_REL = "(CASE WHEN k < 3 THEN 'fx_t' WHEN k = 3 THEN 'PG_CATALOG.pg_class' ELSE ' \"fx_t\" ' END)"
+_PRIV = "(CASE k WHEN 1 THEN 'SELECT' WHEN 2 THEN 'insert, update' WHEN 3 THEN ' Delete' ELSE 'SELECT WITH GRANT " \
+        "OPTION' END)"
 
 register(
-    _fn("has_table_privilege", _checker(_relation, _TABLE), _sigs(), "has_table_privilege('pg_class', 'SELECT')"),
-    _fn("has_any_column_privilege", _checker(_relation, _TABLE), _sigs(),
-        "has_any_column_privilege('pg_class', 'SELECT')"),
-    _fn("has_sequence_privilege", _checker(_relation, _SEQUENCE), _sigs(),
-        "has_sequence_privilege(current_user, 'pg_class', 'SELECT')",
+    _fn("has_table_privilege", "table",
+        ("has_table_privilege('pg_class', 'SELECT')", f"has_table_privilege({_REL}, {_PRIV})",
+         f"has_table_privilege(current_user, {_REL}, 'SELECT,TRIGGER')",
+         "has_table_privilege(s, 'SELECT')", "has_table_privilege('fx_t', s)",
+         "has_table_privilege(CASE WHEN k < 3 THEN 'fx_t'::regclass::oid ELSE 0::oid END, 'SELECT')",
+         "has_table_privilege('nosuchrole' || k, 'fx_t', 'SELECT')")),
+    _fn("has_any_column_privilege", "column",
+        ("has_any_column_privilege('pg_class', 'SELECT')",
+         f"has_any_column_privilege({_REL}, {_PRIV.replace(' Delete', ' references')})",
+         f"has_any_column_privilege({_REL}, {_PRIV})")),
+    _fn("has_column_privilege", "column",
+        (f"has_column_privilege({_REL}, 1::int2, 'SELECT')", "has_column_privilege('fx_t', s, 'SELECT')",
+         "has_column_privilege('fx_t', k::int2, 'UPDATE')", "has_column_privilege('fx_t', (k * 4)::int2, 'SELECT')",
+         "has_column_privilege(current_user, 'fx_t', 'i', 'INSERT')"),
+        column=True),
+    _fn("has_sequence_privilege", "sequence",
+        ("has_sequence_privilege(current_user, 'pg_class', 'SELECT')",),
         "any relation is taken (PostgreSQL: 42809 for one that is not a sequence)"),
-    _fn("has_schema_privilege", _checker(_schema, _SCHEMA), _sigs(), "has_schema_privilege('public', 'USAGE')"),
-    _fn("has_database_privilege", _checker(_database, _DATABASE), _sigs(),
-        "has_database_privilege(current_database(), 'CONNECT')"),
-    _fn("has_cluster_privilege", _checker(_cluster, _CLUSTER), _sigs(("text",)),
-        "has_cluster_privilege('quickstart', 'USAGE')", "Materialize's: PostgreSQL has no clusters"),
-    _fn("pg_has_role", _pg_has_role, _sigs(("text", "oid")), "pg_has_role(current_user, 'MEMBER')"),
-    Function("pg_get_userbyid", (sig("oid", ret="text"),), _user_by_id, None, sql_names=("pg_get_userbyid",),
-             volatility="stable", doc="9.27", samples=("pg_get_userbyid(10)",),
-             differs="OID 10 is the bootstrap role, named materialize here"),
+    _fn("has_schema_privilege", "schema",
+        ("has_schema_privilege('public', 'USAGE')",
+         ("has_schema_privilege(CASE WHEN k < 4 THEN 'public' ELSE 'pg_catalog' END, CASE WHEN k = 2 THEN 'create' "
+          "ELSE 'USAGE' END)"), "has_schema_privilege(s, 'USAGE')",
+         "has_schema_privilege(current_user, CASE WHEN k % 2 = 1 THEN 'public'::regnamespace::oid ELSE 0::oid END, 'USAGE')")),
+    _fn("has_database_privilege", "database",
+        ("has_database_privilege(current_database(), 'CONNECT')",
+         "has_database_privilege(current_database(), CASE WHEN k < 3 THEN 'CONNECT' ELSE 'temp, create' END)",
+         "has_database_privilege(current_user, s, 'CONNECT')")),
+    _fn("has_function_privilege", "function",
+        (("has_function_privilege(CASE WHEN k < 3 THEN (SELECT min(oid) FROM pg_proc WHERE proname = 'lower') "
+          "ELSE 0::oid END, 'EXECUTE')"),
+         ("has_function_privilege(current_user, (SELECT min(oid) FROM pg_proc WHERE proname = 'upper'), "
+          "CASE WHEN k < 4 THEN 'execute' ELSE 'usage' END)")),
+        obj_types=("oid",)),
+    _fn("has_type_privilege", "type",
+        ("has_type_privilege('int4'::regtype::oid, 'USAGE')",
+         "has_type_privilege(current_user, (CASE WHEN k < 3 THEN 23 ELSE 25 END)::oid, 'USAGE')"),
+        obj_types=("oid",)),
+    _fn("has_cluster_privilege", "cluster", ("has_cluster_privilege('quickstart', 'USAGE')",),
+        "Materialize's: PostgreSQL has no clusters", obj_types=("text",)),
+    _fn("pg_has_role", "role",
+        ("pg_has_role(current_user, 'MEMBER')",
+         "pg_has_role(current_user, current_user, CASE WHEN k < 3 THEN 'MEMBER' ELSE 'usage,set' END)")),
 )

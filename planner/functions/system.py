@@ -7,12 +7,14 @@ from __future__ import annotations
 import uuid as _uuid
 
 import contextvars
+import functools
 import os
+import re
 from decimal import Decimal
 
 from catalog.errors import SqlError, UNDEFINED_OBJECT
 from catalog.settings import DEFAULTS
-from planner.functions import Function, register, sig
+from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
 
 
 def pg_size_pretty(size) -> str:
@@ -33,6 +35,46 @@ def pg_size_pretty(size) -> str:
     else:
         unit = "PB"
     return f"{div(size + (1 if size >= 0 else -1), 2)} {unit}"
+
+
+#: pg_size_bytes' units (case-insensitive; "" is bytes), PostgreSQL's dbsize.c
+_SIZE_UNITS = {"": 1, "bytes": 1, "b": 1, "kb": 1 << 10, "mb": 1 << 20, "gb": 1 << 30, "tb": 1 << 40, "pb": 1 << 50}
+#: a size: blanks, a number (sign, digits with a decimal point, an exponent), blanks, a
+#: unit, blanks; the same pattern for Python's ``re`` and Spark's Java regex
+_SIZE = r"^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)\s*(.*?)\s*$"
+_INT8_MAX = (1 << 63) - 1
+
+
+def pg_size_bytes(text: str) -> int:
+    """PostgreSQL's pg_size_bytes (9.28.7): ``' 1.5 GB '`` -> 1610612736, the number
+    times the unit's power of 1024, rounded half away from zero.
+
+    Raises:
+        SqlError 22023 ``invalid size`` for a text that is no number and unit; 22003
+        ``bigint out of range``."""
+    m = re.match(_SIZE, text)
+    if m is None or m[2].lower() not in _SIZE_UNITS:
+        raise SqlError("22023", f'invalid size: "{text}"')
+    n = (Decimal(m[1]) * _SIZE_UNITS[m[2].lower()]).to_integral_value("ROUND_HALF_UP")
+    if abs(n) > _INT8_MAX:
+        raise SqlError("22003", "bigint out of range")
+    return int(n)
+
+
+def _size_bytes_spark(S, a, e):
+    F = S.F
+    text = a[0]
+    number = F.regexp_extract(text, F.lit(_SIZE), 1).cast(S.T.DecimalType(38, 9))
+    unit = F.lower(F.regexp_extract(text, F.lit(_SIZE), 2))
+    units = F.create_map(*[F.lit(x) for k, v in _SIZE_UNITS.items() for x in (k, Decimal(v))])
+    n = F.round(number * units[unit], 0)
+    # far out of range (the decimal product would overflow): told by the double's product
+    huge = F.abs(F.regexp_extract(text, F.lit(_SIZE), 1).cast("double") * units[unit].cast("double")) > 1e19
+    return (F.when(text.isNull(), F.lit(None).cast("long"))
+            .when(~text.rlike(_SIZE) | units[unit].isNull(),
+                  S.fail("22023", F.concat(F.lit('invalid size: "'), text, F.lit('"'))))
+            .when(huge | (F.abs(n) > _INT8_MAX), S.fail("22003", "bigint out of range"))
+            .otherwise(n.cast("long")))
 
 
 def _size_pretty_spark(S, a, e):
@@ -85,8 +127,58 @@ def format_type(oid: int, typmod: int | None) -> str | None:
         elif name in ("varchar", "bpchar"):
             t = SqlType(t.name, typmod - 4)
     elif t.name in ("bpchar", "_bpchar"):
-        return "character" + ("[]" if t.is_array else "")  # no typmod: no length shown
+        # no typmod: "character"; a typmod of -1 given: "bpchar" (format_type.c: character
+        # without a length would mean character(1))
+        return ("character" if typmod is None else "bpchar") + ("[]" if t.is_array else "")
     return t.sql()
+
+
+@functools.lru_cache(maxsize=1)
+def _format_type_table() -> dict[str, str]:
+    """format_type's answers where a typmod changes them in a way other than numeric's,
+    the character types' and the time types' (``_format_type_spark``): ``oid`` (typmod
+    NULL), ``oid/typmod`` for -1 and the interval's fields and precisions."""
+    from catalog.intervalio import FIELD_NAMES, FULL_PRECISION, FULL_RANGE
+    from catalog.pg_catalog import PSEUDO_TYPE_OIDS
+    from catalog.types import _BY_OID, type_from_oid
+
+    table = {}
+    for oid in sorted({*_BY_OID, *PSEUDO_TYPE_OIDS.values()}):
+        table[str(oid)] = format_type(oid, None)
+        table[f"{oid}/-1"] = format_type(oid, -1)
+        t = type_from_oid(oid)
+        base = None if t is None else (t.element if t.is_array else t).name
+        if base == "interval":
+            table |= {f"{oid}/{f << 16 | p}": format_type(oid, f << 16 | p) for f in (*FIELD_NAMES, FULL_RANGE)
+                      for p in (*range(7), FULL_PRECISION)}
+    return table
+
+
+def _format_type_spark(S, a, e):
+    """format_type on Spark: ``_format_type_table`` for what it lists; numeric(p,s),
+    character varying(n) and character(n) from the typmod (``typmod - 4`` holds them,
+    PostgreSQL's numeric.c and varchar.c), the time types' precision after their first
+    word (``timestamp(3) with time zone``); otherwise the type's name without a typmod."""
+    F = S.F
+    oid, typmod = a[0].cast("string"), a[1]
+    table = static_map(S, _format_type_table())
+    plain = table[oid]
+    arr = F.when(F.endswith(plain, F.lit("[]")), F.lit("[]")).otherwise(F.lit(""))
+    m = typmod - 4
+    with_mod = (F.when(a[0].isin(1700, 1231), F.concat(F.lit("numeric("), F.shiftright(m, 16).cast("string"), F.lit(","),
+                                                        m.bitwiseAND(F.lit(0xFFFF)).cast("string"), F.lit(")"), arr))
+                .when(a[0].isin(1043, 1015), F.concat(F.lit("character varying("), m.cast("string"), F.lit(")"), arr))
+                .when(a[0].isin(1042, 1014), F.concat(F.lit("character("), m.cast("string"), F.lit(")"), arr)))
+    timed = F.regexp_replace(plain, F.lit(r"^(\w+)"), F.concat(F.lit("$1("), typmod.cast("string"), F.lit(")")))
+    listed = table[F.concat(oid, F.lit("/"), typmod.cast("string"))]
+    return (F.when(a[0].isNull(), F.lit(None).cast("string"))
+            .when(typmod.isNull(), F.coalesce(plain, F.lit("???")))
+            .otherwise(F.coalesce(listed, F.when(a[0].isin(*_TIME_OIDS) & (typmod >= 0), timed),
+                                  F.when(typmod >= 4, with_mod), plain, F.lit("???"))))
+
+
+#: timestamp, timestamptz, time, timetz and their arrays: a precision typmod
+_TIME_OIDS = (1114, 1184, 1083, 1266, 1115, 1185, 1183, 1270)
 
 
 def regtype_in(text: str) -> int:
@@ -117,35 +209,82 @@ def set_session_vars(session_vars) -> None:
     _SESSION_VARS.set(session_vars)
 
 
-def _current_setting(a, e):
-    name = a[0].lower()
+def _settings(args: list) -> dict[str, str]:
+    """current_setting's lookup table (``lookup_args``): the statement's settings by
+    lower-case name, the session's over the defaults (``catalog.settings.DEFAULTS``)."""
     session = _SESSION_VARS.get()
-    if session is not None and name in session.values:
-        return session.get(name)
-    if name not in DEFAULTS:  # outside a session (plans, tests): the defaults
-        if len(a) > 1 and a[1]:
-            return None
-        raise SqlError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{a[0]}"')
-    return DEFAULTS[name][0]
+    defaults = {name: value for name, (value, _) in DEFAULTS.items()}
+    return defaults | (dict(session.values) if session is not None else {})
 
 
-def _function_arguments(a, e):
-    """pg_get_function_arguments(oid), pg_get_function_identity_arguments(oid): the
-    argument types of a pg_proc row of the registry (``catalog.pg_catalog.FUNCTION_PROCS``),
-    as format_type names them, comma separated; NULL for an OID that names none."""
+def _current_setting(a, e):
+    """current_setting(name [, missing_ok]) (PostgreSQL 9.27.1): names are
+    case-insensitive; an unknown one is 42704, or NULL with ``missing_ok``."""
+    *args, table = a
+    if args[0] is None or len(args) > 1 and args[1] is None:
+        return None
+    value = lookup_table(table).get(args[0].lower())
+    if value is None and not (len(args) > 1 and args[1]):
+        raise SqlError(UNDEFINED_OBJECT, f'unrecognized configuration parameter "{args[0]}"')
+    return value
+
+
+def _current_setting_spark(S, a, e):
+    F = S.F
+    *args, table = a
+    value = lookup_map(S, table)[F.lower(args[0])]
+    missing = S.fail(UNDEFINED_OBJECT, F.concat(F.lit('unrecognized configuration parameter "'), args[0], F.lit('"')))
+    out = F.when(args[0].isNull(), F.lit(None).cast("string"))
+    if len(args) > 1:
+        out = out.when(args[1].isNull() | (value.isNull() & args[1]), F.lit(None).cast("string"))
+    return out.when(value.isNull(), missing).otherwise(value)
+
+
+@functools.lru_cache(maxsize=1)
+def _function_texts() -> dict[str, dict[str, str]]:
+    """"arguments" and "result": pg_proc OID -> pg_get_function_arguments' and
+    pg_get_function_result's text, for every pg_proc row of the registry
+    (``catalog.pg_catalog.FUNCTION_PROCS``, fixed once the registry is loaded)."""
     from catalog.pg_catalog import FUNCTION_PROC_BY_OID
 
-    row = FUNCTION_PROC_BY_OID.get(a[0])
-    return None if row is None else ", ".join(format_type(t, None) for t in row[8])
+    return {"arguments": {str(oid): ", ".join(format_type(t, None) for t in row[8])
+                          for oid, row in FUNCTION_PROC_BY_OID.items()},
+            "result": {str(oid): ("SETOF " if row[6] else "") + format_type(row[2], None)
+                       for oid, row in FUNCTION_PROC_BY_OID.items()}}
 
 
-def _function_result(a, e):
-    """pg_get_function_result(oid): the result type of a registry function, ``SETOF t``
-    for a set-returning one; NULL for an OID that names none."""
-    from catalog.pg_catalog import FUNCTION_PROC_BY_OID
+def _by_oid(which: str):
+    """(Python, Spark) implementations of a function of a pg_proc OID answered by
+    ``_function_texts()[which]``: NULL for an OID that names no function."""
+    def py(a, e):
+        return _function_texts()[which].get(str(a[0]))
 
-    row = FUNCTION_PROC_BY_OID.get(a[0])
-    return None if row is None else ("SETOF " if row[6] else "") + format_type(row[2], None)
+    def spark(S, a, e):
+        return static_map(S, _function_texts()[which])[a[0].cast("string")]
+    return py, spark
+
+
+def _user_names(args: list) -> dict[str, str] | None:
+    """pg_get_userbyid's lookup table (``lookup_args``): role OID -> name."""
+    from catalog import rbac
+
+    snap = rbac.statement_catalog()
+    return None if snap is None else {str(rbac.role_oid(r.id)): r.name for r in rbac.all_roles(snap)}
+
+
+def _user_by_id(a, e):
+    """pg_get_userbyid(oid): the role's name; ``unknown (OID=n)`` for an OID that names
+    none (PostgreSQL's text)."""
+    oid, table = a
+    if oid is None:
+        return None
+    return lookup_table(table).get(str(oid), f"unknown (OID={oid})")
+
+
+def _user_by_id_spark(S, a, e):
+    F = S.F
+    return F.coalesce(lookup_map(S, a[1])[a[0].cast("string")],
+                      F.concat(F.lit("unknown (OID="), a[0].cast("string"), F.lit(")")))
 
 
 _NULL_CATALOG_FUNCTIONS = (
@@ -155,15 +294,47 @@ _NULL_CATALOG_FUNCTIONS = (
 )
 
 
-def _indexdef(a, e):
-    """pg_get_indexdef(oid [, column, pretty]) (``catalog.pg_catalog.index_definition``)."""
+def _index_texts(args: list) -> dict[str, str] | None:
+    """pg_get_indexdef's lookup table (``lookup_args``): ``oid`` -> the index's
+    definition, ``oid/n`` -> its n-th key (``catalog.pg_catalog.index_definition``)."""
     from catalog import rbac
-    from catalog.pg_catalog import index_definition
+    from catalog.pg_catalog import index_definition, object_oid
 
     snap = rbac.statement_catalog()
-    if snap is None or a[0] is None:
+    if snap is None:
         return None
-    return index_definition(snap, a[0], a[1] if len(a) > 1 and a[1] is not None else 0)
+    table = {}
+    for index in snap.indexes.values():
+        oid = object_oid(index.id)
+        table[str(oid)] = index_definition(snap, oid)
+        table |= {f"{oid}/{n}": index_definition(snap, oid, n) for n in range(1, len(index.keys) + 1)}
+    return table
+
+
+#: those of ``_NULL_CATALOG_FUNCTIONS`` that PostgreSQL answers NULL for an OID that names
+#: nothing (the differential suite's case; pg_get_triggerdef and pg_get_ruledef fail there)
+_NULL_SAMPLED = ("obj_description", "pg_get_constraintdef", "pg_get_partkeydef", "pg_get_statisticsobjdef_columns")
+
+
+def _indexdef(a, e):
+    """pg_get_indexdef(oid [, column, pretty]): NULL for an OID that names no index or a
+    column past its keys; column 0 is the whole definition (PostgreSQL's rule)."""
+    *args, table = a
+    if args[0] is None or len(args) > 1 and args[1] is None:
+        return None
+    t = lookup_table(table)
+    return t.get(str(args[0]) if len(args) == 1 or args[1] == 0 else f"{args[0]}/{args[1]}")
+
+
+def _indexdef_spark(S, a, e):
+    F = S.F
+    *args, table = a
+    t = lookup_map(S, table)
+    whole = t[args[0].cast("string")]
+    if len(args) == 1:
+        return whole
+    return F.when(args[1] == 0, whole).otherwise(t[F.concat(args[0].cast("string"), F.lit("/"),
+                                                            args[1].cast("string"))])
 
 
 def _set_config(a, e):
@@ -189,18 +360,37 @@ register(
              sql_names=("pg_size_pretty",), doc="9.28.7",
              samples=("pg_size_pretty((k * 100000)::numeric)", "pg_size_pretty(i::int8 * 10239)",
                       "pg_size_pretty(-k::int8 << (k * 11))", "pg_size_pretty(k * 1e17)")),
+    Function("pg_size_bytes", (sig("text", ret="int8"),), lambda a, e: pg_size_bytes(a[0]), _size_bytes_spark,
+             sql_names=("pg_size_bytes",), doc="9.28.7",
+             samples=("pg_size_bytes((ARRAY['1', '123bYteS', ' 1.5 gB ', '1e6 MB', '-.5kB'])[k])",
+                      "pg_size_bytes((ARRAY['256 B', '99 PB', '3000 TB', '+7.000001 kb ', '0.0000001 PB'])[k])",
+                      "pg_size_bytes(k || ' KB' || s)", "pg_size_bytes(k || 'e20 PB')", "pg_size_bytes(k || ' XB')")),
     Function("format_type", (sig("oid", "int4", ret="text"),), lambda a, e: None if a[0] is None else
-             format_type(a[0], a[1]), None, sql_names=("format_type",), strict=False, doc="9.26",
-             samples=("format_type(23, null)",)),
+             format_type(a[0], a[1]), _format_type_spark, sql_names=("format_type",), strict=False, doc="9.26",
+             samples=("format_type(23, null)",
+                      ("format_type((CASE k WHEN 1 THEN 23 WHEN 2 THEN 1700 WHEN 3 THEN 1043 WHEN 4 THEN 1231 "
+                       "ELSE 1114 END)::oid, CASE WHEN k < 3 THEN NULL ELSE (k * 65536 + 6) END)"),
+                      ("format_type((CASE k WHEN 1 THEN 1042 WHEN 2 THEN 1186 WHEN 3 THEN 1184 WHEN 4 THEN 1015 "
+                       "ELSE 16 END)::oid, CASE k WHEN 1 THEN -1 WHEN 2 THEN -1 WHEN 3 THEN 3 WHEN 4 THEN 24 END)"),
+                      "format_type(1083::oid, k - 2)", "format_type(k::oid, NULL)",
+                      "format_type(1186::oid, (ARRAY[4, 2, 8, 3072, 7168])[k] << 16 | 2)",
+                      "format_type((ARRAY[1114, 1184, 1083, 1185, 1266])[k]::oid, k + 1)")),
     Function("pg_typeof", (sig("any", ret="text"),), lambda a, e: e.args[0].type.unconstrained().sql(), _typeof_spark,
              sql_names=("pg_typeof",), strict=False, volatility="stable", doc="9.26",
              samples=("pg_typeof(i)", "pg_typeof(n)", "pg_typeof(s)", "pg_typeof(d)", "pg_typeof(a)"),
              differs="returns text rather than regtype (same text)"),
-    Function("current_setting", (sig("text", ret="text"), sig("text", "bool", ret="text")), _current_setting,
-             None, sql_names=("current_setting",), volatility="stable", doc="9.27.1",
-             samples=("current_setting('standard_conforming_strings')",)),
-    Function("pg_get_indexdef", (sig("oid", ret="text"), sig("oid", "int4", "bool", ret="text")), _indexdef, None,
-             sql_names=("pg_get_indexdef",), strict=False, volatility="stable", doc="9.27",
+    Function("current_setting", (sig("text", "internal", ret="text"), sig("text", "bool", "internal", ret="text")),
+             _current_setting, _current_setting_spark, sql_names=("current_setting",), strict=False,
+             volatility="stable", doc="9.27.1", extra={"plan_args": lookup_args("current_setting", _settings)},
+             samples=("current_setting('standard_conforming_strings')",
+                      ("current_setting(CASE WHEN k < 3 THEN 'Standard_Conforming_Strings' "
+                       "ELSE 'integer_datetimes' END)"), "current_setting('no_such_setting_' || k)",
+                      "current_setting('no_such_setting_' || k, k > 2)",
+                      "current_setting(CASE WHEN k < 4 THEN 'server_encoding' END, true)")),
+    Function("pg_get_indexdef", (sig("oid", "internal", ret="text"), sig("oid", "int4", "bool", "internal", ret="text")),
+             _indexdef, _indexdef_spark, sql_names=("pg_get_indexdef",), strict=False, volatility="stable", doc="9.27",
+             extra={"plan_args": lookup_args("pg_get_indexdef", _index_texts)},
+             samples=("pg_get_indexdef(k::oid)", "pg_get_indexdef(k::oid, k, true)"),
              differs="Materialize's text: USING arrangement, the relation's name unqualified; computed in "
                      "Python only (it reads the catalog)"),
     Function("set_config", (sig("text", "text", "bool", ret="text"),), _set_config, None,
@@ -218,14 +408,23 @@ register(
              volatility="stable", doc="9.26", samples=("pg_backend_pid() > 0",),
              differs="the server process id, the same for every connection"),
     # psql's \df reads these (its "Argument data types" and "Result data type" columns)
-    Function("pg_get_function_arguments", (sig("oid", ret="text"),), _function_arguments, None,
+    Function("pg_get_function_arguments", (sig("oid", ret="text"),), *_by_oid("arguments"),
              sql_names=("pg_get_function_arguments", "pg_get_function_identity_arguments"),
-             volatility="stable", doc="9.27",
+             volatility="stable", doc="9.27", samples=("pg_get_function_arguments((k + 999990)::oid)",),
              differs="the registry's signatures (argument names, defaults and VARIADIC are not kept)"),
-    Function("pg_get_function_result", (sig("oid", ret="text"),), _function_result, None,
-             sql_names=("pg_get_function_result",), volatility="stable", doc="9.27"),
-    Function("pg_function_is_visible", (sig("oid", ret="bool"),), lambda a, e: True, None,
-             sql_names=("pg_function_is_visible",), strict=False, volatility="stable", doc="9.26"),
+    Function("pg_get_function_result", (sig("oid", ret="text"),), *_by_oid("result"),
+             sql_names=("pg_get_function_result",), volatility="stable", doc="9.27",
+             samples=(("pg_get_function_result(CASE WHEN k < 3 THEN (SELECT min(oid) FROM pg_proc WHERE "
+                       "proname = 'upper') ELSE (k + 999990)::oid END)"),)),
+    # every function is built in, in pg_catalog, which is always searched
+    Function("pg_function_is_visible", (sig("oid", ret="bool"),), lambda a, e: True, lambda S, a, e: S.F.lit(True),
+             sql_names=("pg_function_is_visible",), volatility="stable", doc="9.26",
+             samples=("pg_function_is_visible(CASE WHEN k > 0 THEN (SELECT min(oid) FROM pg_proc WHERE proname = 'lower') END)",)),
+    Function("pg_get_userbyid", (sig("oid", "internal", ret="text"),), _user_by_id, _user_by_id_spark,
+             sql_names=("pg_get_userbyid",), strict=False, volatility="stable", doc="9.27",
+             extra={"plan_args": lookup_args("pg_get_userbyid", _user_names)},
+             samples=("pg_get_userbyid(10)", "pg_get_userbyid((k + 99990)::oid)"),
+             differs="OID 10 is the bootstrap role, named materialize here"),
     Function("pg_encoding_to_char", (sig("int4", ret="text"),), lambda a, e: "UTF8", None,
              sql_names=("pg_encoding_to_char",), strict=False, volatility="stable", doc="9.27"),
     # adbin (pg_attrdef) holds the expression's text here, so decompiling it is the identity
@@ -238,7 +437,8 @@ register(
                    sig("text", "text", ret="text"), sig("oid", "text", "bool", ret="text"),
                    # pg_get_expr(pg_node_tree, relation [, pretty]): adbin and friends are text here
                    sig("text", "oid", ret="text"), sig("text", "oid", "bool", ret="text")),
-               lambda a, e: None, None, sql_names=(n,), strict=False, volatility="stable", doc="9.27")
+               lambda a, e: None, lambda S, a, e: S.F.lit(None).cast("string"), sql_names=(n,), strict=False,
+               volatility="stable", doc="9.27", samples=(f"{n}((k + 999990)::oid)",) if n in _NULL_SAMPLED else ())
       for n in _NULL_CATALOG_FUNCTIONS],
 )
 
@@ -288,4 +488,117 @@ register(
              extra={"plan_args": _txid_args},
              differs="not PostgreSQL's transaction id: a number that grows from statement to statement",
              samples=("txid_current() > k",)),
+)
+
+
+def _constant(name: str, sigs: tuple, value, spark_type: str, samples: tuple[str, ...], doc: str = "9.26",
+              strict: bool = True) -> Function:
+    """An entry whose answer is the same for every argument value, because of what
+    sqlfront's catalog holds (no such objects: NULL, PostgreSQL's answer for an OID that
+    names none; no triggers: depth 0)."""
+    return Function(name, sigs, lambda a, e: value, lambda S, a, e: S.F.lit(value).cast(spark_type),
+                    sql_names=(name,), strict=strict, volatility="stable", doc=doc, samples=samples)
+
+
+#: ``*_is_visible`` of object classes sqlfront's catalog has none of: NULL for every OID
+_NO_OBJECTS = ("pg_conversion_is_visible", "pg_opclass_is_visible", "pg_opfamily_is_visible", "pg_operator_is_visible",
+               "pg_statistics_obj_is_visible", "pg_ts_config_is_visible", "pg_ts_dict_is_visible",
+               "pg_ts_parser_is_visible", "pg_ts_template_is_visible")
+
+
+def _collation_is_visible(a, e):
+    """pg_collation_is_visible(oid): true for pg_collation's rows (pg_catalog's, always
+    searched), NULL for an OID that names none."""
+    from catalog.pg_catalog import COLLATION_OIDS
+
+    return True if a[0] in COLLATION_OIDS else None
+
+
+def _collation_is_visible_spark(S, a, e):
+    from catalog.pg_catalog import COLLATION_OIDS
+
+    return S.F.when(a[0].isin(*COLLATION_OIDS), S.F.lit(True))
+
+
+def _collation_for(e) -> str:
+    """pg_collation_for(any): the argument type's collation, quoted as an identifier:
+    ``"default"`` for the string types (and arrays of them); a NULL value has its type's
+    (PostgreSQL 9.26).
+
+    Raises:
+        SqlError 42804 for a type without collations (PostgreSQL's misc.c)."""
+    t = e.args[0].type
+    base = t.element if t.is_array else t
+    if base.name not in ("text", "varchar", "bpchar", "unknown"):
+        raise SqlError("42804", f"collations are not supported by type {t.sql()}")
+    return '"default"'
+
+
+def _collation_for_spark(S, a, e):
+    try:
+        return S.F.lit(_collation_for(e))
+    except SqlError as err:  # per row, as PostgreSQL: a query of no rows does not fail
+        return S.fail(err.sqlstate, err.message)
+
+
+register(
+    *[_constant(n, (sig("oid", ret="bool"),), None, "boolean", (f"{n}(k::oid)",)) for n in _NO_OBJECTS],
+    Function("pg_collation_is_visible", (sig("oid", ret="bool"),), _collation_is_visible,
+             _collation_is_visible_spark, sql_names=("pg_collation_is_visible",), volatility="stable", doc="9.26",
+             samples=("pg_collation_is_visible((ARRAY[100, 950, 1, 2, 3])[k]::oid)",)),
+    Function("pg_collation_for", (sig("any", ret="text"),), lambda a, e: _collation_for(e),
+             _collation_for_spark, sql_names=("pg_collation_for",), strict=False,
+             volatility="stable", doc="9.26", samples=("pg_collation_for(s)", "pg_collation_for(k)")),
+    _constant("pg_trigger_depth", (sig(ret="int4"),), 0, "int", ("pg_trigger_depth() + k",)),
+    # no partitioned tables, no replica identity indexes: NULL for every relation
+    _constant("pg_get_partition_constraintdef", (sig("oid", ret="text"),), None, "string",
+              ("pg_get_partition_constraintdef(k::oid)",), "9.27"),
+    _constant("pg_get_replica_identity_index", (sig("oid", ret="oid"),), None, "long",
+              ("pg_get_replica_identity_index(CASE WHEN k > 0 THEN 'fx_t'::regclass::oid END)",), "9.27"),
+    _constant("pg_partition_root", (sig("oid", ret="oid"),), None, "long", ("pg_partition_root(k::oid)",), "9.27"),
+    # no LISTEN/NOTIFY: the queue is empty
+    _constant("pg_notification_queue_usage", (sig(ret="float8"),), 0.0, "double",
+              ("pg_notification_queue_usage() + k",)),
+)
+
+
+def _my_temp_schema(args: list) -> list:
+    """pg_my_temp_schema(): the OID of the session's temporary schema, 0 while it has
+    none (PostgreSQL 9.26), fixed at plan time as the call's argument."""
+    if args:
+        return args  # no signature takes arguments: 42883
+    from catalog import rbac
+    from catalog.pg_catalog import object_oid
+    from catalog.snapshot import current_search_path
+    from catalog.types import OID
+    from planner.scalar import Literal
+
+    snap, temp = rbac.statement_catalog(), current_search_path()[1]
+    schema = None if snap is None or temp is None else snap.schema_by_name(temp)
+    return [Literal(0 if schema is None else object_oid(schema.id), OID)]
+
+
+def _other_temp_schemas(args: list) -> dict[str, str] | None:
+    """pg_is_other_temp_schema's lookup table (``lookup_args``): OIDs of the other
+    sessions' temporary schemas."""
+    from catalog import rbac
+    from catalog.pg_catalog import object_oid
+    from catalog.snapshot import current_search_path
+
+    snap, mine = rbac.statement_catalog(), current_search_path()[1]
+    if snap is None:
+        return None
+    return {str(object_oid(s.id)): "1" for s in snap.schemas.values() if s.temp and s.name != mine}
+
+
+register(
+    Function("pg_my_temp_schema", (sig("oid", ret="oid"),), lambda a, e: a[0], lambda S, a, e: a[0],
+             sql_names=("pg_my_temp_schema",), volatility="stable", doc="9.26",
+             extra={"plan_args": _my_temp_schema}, samples=("CASE WHEN k > 0 THEN pg_my_temp_schema() END",)),
+    Function("pg_is_other_temp_schema", (sig("oid", "internal", ret="bool"),),
+             lambda a, e: None if a[0] is None else str(a[0]) in lookup_table(a[1]),
+             lambda S, a, e: S.F.when(a[0].isNotNull(), lookup_map(S, a[1])[a[0].cast("string")].isNotNull()),
+             sql_names=("pg_is_other_temp_schema",), strict=False, volatility="stable", doc="9.26",
+             extra={"plan_args": lookup_args("pg_is_other_temp_schema", _other_temp_schemas)},
+             samples=("pg_is_other_temp_schema(k::oid)",)),
 )

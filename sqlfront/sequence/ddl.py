@@ -249,6 +249,12 @@ UNMATERIALIZABLE = frozenset({
     "current_user", "session_user", "user", "current_role", "pg_backend_pid", "clock_timestamp",
     "statement_timestamp", "transaction_timestamp", "timeofday", "current_schema", "current_schemas",
     "current_database", "current_catalog",
+    # read the catalog or the session at plan time (planner.functions.lookup_args): a
+    # maintained view would keep the answer of its creation
+    "has_table_privilege", "has_any_column_privilege", "has_column_privilege", "has_sequence_privilege",
+    "has_schema_privilege", "has_database_privilege", "has_function_privilege", "has_type_privilege",
+    "has_cluster_privilege", "pg_has_role", "pg_get_userbyid", "pg_get_indexdef", "pg_my_temp_schema",
+    "pg_is_other_temp_schema",
 })
 
 
