@@ -39,6 +39,8 @@ def _expr_text(e, expr_text) -> str:
     if isinstance(e, OuterRef):
         return f"outer({e.depth})#{e.index}"
     if isinstance(e, Literal):
+        if e.type.name == "internal":  # a catalog lookup table the planner filled in
+            return "<catalog lookup>"
         if e.value is None:
             return "null"
         if isinstance(e.value, str):

@@ -26,6 +26,7 @@ plan SQL syntax (``planner.expr`` does) nor know DataFrames.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -288,7 +289,7 @@ def lookup_args(name: str, build: Callable[[list], dict | None]) -> Callable[[li
     return plan_args
 
 
-@__import__("functools").lru_cache(maxsize=16)
+@functools.lru_cache(maxsize=16)
 def _decode(text: str) -> dict:
     import json
 
