@@ -13,13 +13,14 @@ that wrote first reads its own buffered writes, as PostgreSQL's do.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import sqlite3
 import threading
 import time
 import uuid
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from pglast import ast
 
@@ -183,6 +184,132 @@ class Session:
         if self._txn_ts is None:
             self._txn_ts = self.env.hold_time(self.env.oracle.read_ts())
         return self._txn_ts
+
+    def release_read_ts(self) -> None:
+        """Let since move past the transaction's read timestamp (:meth:`read_ts`) again."""
+        if self._txn_ts is not None:
+            self.env.release_time(self._txn_ts)
+            self._txn_ts = None
+
+    # -- transaction state, as sqlfront.sequence reads and changes it -----------------------
+    # (the sequencing modules use these, never the private attributes: tests/test_session_surface.py)
+
+    @property
+    def pending_writes(self) -> list[writes.Pending]:
+        """The transaction's buffered writes, oldest first. A caller may replace an entry
+        in place (``sequence.peek.pending_parts``); it adds and drops them with
+        :meth:`buffer_writes` and :meth:`take_pending_writes`."""
+        return self._pending_writes
+
+    def buffer_writes(self, pending: Iterable[writes.Pending]) -> None:
+        """Buffer ``pending`` until COMMIT: the transaction has written."""
+        self._pending_writes.extend(pending)
+        self._txn_wrote = True
+
+    def take_pending_writes(self, keep: int = 0) -> list[writes.Pending]:
+        """Drop the buffered writes after the first ``keep`` and return them (COMMIT and
+        ROLLBACK take all, ROLLBACK TO a savepoint those made since it)."""
+        out = self._pending_writes[keep:]
+        del self._pending_writes[keep:]
+        return out
+
+    @property
+    def implicit(self) -> bool:
+        """Whether the transaction is the implicit one of a multi-statement simple Query."""
+        return self._implicit
+
+    @property
+    def in_block(self) -> bool:
+        """Whether the session is in an explicit transaction block (BEGIN ... COMMIT)."""
+        return self.in_transaction and not self._implicit
+
+    def make_explicit(self) -> None:
+        """BEGIN inside a multi-statement Query: its implicit transaction becomes a block."""
+        self._implicit = False
+
+    @property
+    def txn_read(self) -> bool:
+        """Whether the transaction read a user table (then it may not write: Materialize)."""
+        return self._txn_read
+
+    def note_txn_read(self) -> None:
+        """The transaction read a user table."""
+        self._txn_read = True
+
+    @property
+    def txn_wrote(self) -> bool:
+        """Whether the transaction wrote before it read (its reads see its buffered writes)."""
+        return self._txn_wrote
+
+    @property
+    def txn_read_only(self) -> bool:
+        """Whether the transaction is READ ONLY."""
+        return self._txn_read_only
+
+    def set_txn_read_only(self, on: bool) -> None:
+        """BEGIN READ ONLY / SET TRANSACTION READ ONLY (``on``) or READ WRITE."""
+        self._txn_read_only = on
+
+    @property
+    def read_uppers(self) -> dict:
+        """Shard id -> what the block read after it wrote (``sequence.read_check.note_read``
+        adds to it; COMMIT checks the uppers did not move)."""
+        return self._read_uppers
+
+    def add_savepoint(self, name: str, catalog_mark) -> None:
+        """SAVEPOINT ``name``: remembers the buffered writes so far and ``catalog_mark``
+        (``sequence.block_ddl.mark``)."""
+        self._savepoints.append((name, len(self._pending_writes), catalog_mark))
+
+    def unwind_savepoints(self, name: str, keep: bool) -> tuple[str, int, object] | None:
+        """Forget the savepoints made after the latest one named ``name``, and that one too
+        unless ``keep`` (RELEASE: not kept, ROLLBACK TO: kept); returns it as ``(name,
+        buffered writes it keeps, catalog mark)``, or None (nothing changed) when there is
+        no such savepoint."""
+        idx = next((i for i in range(len(self._savepoints) - 1, -1, -1) if self._savepoints[i][0] == name), None)
+        if idx is None:
+            return None
+        found = self._savepoints[idx]
+        del self._savepoints[idx + 1 if keep else idx :]
+        return found
+
+    def clear_transaction(self) -> None:
+        """Forget the transaction's state (flags, savepoints, reads to check, read
+        timestamp); ``sequence.txn.end_transaction`` does the rest of leaving it."""
+        self.in_transaction = self.failed = False
+        self._txn_read = self._txn_wrote = self._txn_read_only = self._implicit = False
+        self._savepoints = []
+        self._read_uppers = {}
+        self.release_read_ts()
+
+    @property
+    def block_catalog(self):
+        """The transaction block's uncommitted DDL (``sequence.block_ddl.BlockCatalog``), or None."""
+        return self._block_catalog
+
+    def set_block_catalog(self, b) -> None:
+        """Set (or, with None, forget) the block's uncommitted DDL."""
+        self._block_catalog = b
+
+    @property
+    def as_of(self):
+        """The running statement's ``AS OF`` clause, or None."""
+        return self._as_of
+
+    @contextlib.contextmanager
+    def without_as_of(self):
+        """Within: no ``AS OF`` clause (a query planned for a SUBSCRIBE's later times)."""
+        saved, self._as_of = self._as_of, None
+        try:
+            yield
+        finally:
+            self._as_of = saved
+
+    @property
+    def insert_templates(self) -> dict:
+        """``sequence.writes.planned_insert``'s cache: sql -> ((stmt, snapshot,
+        search_path), InsertTemplate or None)."""
+        return self._insert_templates
 
     def commit_implicit(self) -> None:
         """Commit the implicit transaction of a multi-statement Query now (``txn.commit``):
@@ -360,7 +487,7 @@ class Session:
             return peek.columns(pq)
         return self.describe(sql, len(params))[0]
 
-    def _plan_select(self, stmt, params):
+    def plan_select(self, stmt, params):
         """The plan of a SELECT: the one Describe kept for this portal if it still
         applies (same AST, parameters and catalog snapshot), else a fresh one."""
         d, self._described = self._described, None
@@ -388,7 +515,7 @@ class Session:
         self._pending_writes = []
         block_ddl.rollback(self)
         cursors.close_all(self)
-        txn.release_read_ts(self)
+        self.release_read_ts()
         ddl.drop_temp_schema(self)
         self.env.activity.disconnect(self.activity)
 

@@ -370,7 +370,5 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
     # the new table's rows (dbt-postgres's incremental models read them back in the block).
     # No read of user data came before in the block (DDL may not follow one), so nothing
     # the block read earlier is contradicted.
-    from sqlfront.sequence.txn import release_read_ts
-
-    release_read_ts(s)
+    s.release_read_ts()
     return Result(f"SELECT {r.tag.split()[-1]}")

@@ -109,7 +109,7 @@ def declare_subscribe(s: Session, stmt: mz.DeclareSubscribe, sql: str, params) -
     if stmt.name in s.cursors:
         raise SqlError(DUPLICATE_CURSOR, f'cursor "{stmt.name}" already exists')
     sub_stmt = mz.parse_mz(stmt.subscribe)
-    sub = Subscription(s, sub_stmt, s._as_of)
+    sub = Subscription(s, sub_stmt, s.as_of)
     s.cursors[stmt.name] = Cursor(stmt.name, sql.strip().rstrip(";").strip(), sub.columns, False, None,
                                   subscription=sub)
     return Result("DECLARE CURSOR")

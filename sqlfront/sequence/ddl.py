@@ -38,14 +38,14 @@ def run(s: Session, txn) -> None:
     from sqlfront.rbac import authorize_ddl
     from sqlfront.sequence import block_ddl
 
-    if s._txn_read:
+    if s.txn_read:
         raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow reads in a transaction")
-    if s._txn_read_only:
+    if s.txn_read_only:
         raise SqlError(READ_ONLY_SQL_TRANSACTION, "cannot execute DDL in a read-only transaction")
     if block_ddl.in_block(s):
         block_ddl.apply(s, authorize_ddl(txn))
         return
-    if s._pending_writes:
+    if s.pending_writes:
         raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow writes in a transaction")
     s.env.coordinator.transact(authorize_ddl(txn))
 

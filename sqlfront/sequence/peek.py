@@ -72,29 +72,29 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_wri
         SqlError 25000 as above; the planner's errors; the AS OF clause's
         (``sqlfront.sequence.as_of``)."""
     as_of = None
-    if s._as_of is not None:
+    if s.as_of is not None:
         from planner.expr import set_query_timestamp
         from sqlfront.parse import split_as_of
 
-        as_of = as_of_clause.evaluate(s, s._as_of)
+        as_of = as_of_clause.evaluate(s, s.as_of)
         as_of_clause.check_query(split_as_of(sql or "")[0])
         set_query_timestamp(lambda: as_of)
     t = time.perf_counter()
-    pq = s._plan_select(stmt, params)
+    pq = s.plan_select(stmt, params)
     s.env.metrics.phase("plan", time.perf_counter() - t)
     if as_of is not None:
-        as_of = as_of_clause.choose(s, s._as_of, as_of, pq.plan)
+        as_of = as_of_clause.choose(s, s.as_of, as_of, pq.plan)
     fast = interpret.is_fast_path(pq.plan)
     if fast:
         check_target_cluster(s, stmt, pq.plan)
-    if s._pending_writes and not fast:
-        if s._implicit:
+    if s.pending_writes and not fast:
+        if s.implicit:
             s.commit_implicit()  # an implicit transaction shows a script its own writes (see txn)
-        elif not own_writes or as_of is not None or any(p.expected_upper is not None for p in s._pending_writes):
+        elif not own_writes or as_of is not None or any(p.expected_upper is not None for p in s.pending_writes):
             # a buffered UPDATE/DELETE holds retractions that pending_parts does not read
             raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
-    if s.in_transaction and not fast and not s._txn_wrote:
-        s._txn_read = True
+    if s.in_transaction and not fast and not s.txn_wrote:
+        s.note_txn_read()
     return pq, as_of
 
 
@@ -228,7 +228,7 @@ def _read_at(s: Session, plan, as_of: int | None):
         raise s.env.not_owned_error(cluster)
     pending = pending_parts(s) if as_of is None else {}
     # a block that wrote, then reads: COMMIT checks that nobody wrote what it read since
-    validate = bool(s._pending_writes) and s.in_transaction and not s._implicit
+    validate = bool(s.pending_writes) and s.in_block
     as_of = s.read_ts() if as_of is None else as_of
     persist = s.env.persist
     holds = _Holds(persist)
@@ -261,21 +261,21 @@ def _read_at(s: Session, plan, as_of: int | None):
 
 
 def pending_parts(s: Session) -> dict[str, list[PartRead]]:
-    """The writes a transaction block buffered (``Session._pending_writes``), as parts to
+    """The writes a transaction block buffered (``Session.pending_writes``), as parts to
     read along with each shard's snapshot: shard id -> parts. Rows buffered as Arrow are
     written to Blob first, once, and the buffer keeps the Batch instead (COMMIT appends
     it as it is; ROLLBACK and ROLLBACK TO delete it), so a read sees each buffered row
     exactly once. The parts are inserts (``+1`` updates, no retractions): the snapshot's
     consolidation needs no change."""
-    if not s._pending_writes or s._implicit:
+    if not s.pending_writes or s.implicit:
         return {}
     persist = s.env.persist
     out: dict[str, list[PartRead]] = {}
-    for i, p in enumerate(s._pending_writes):
+    for i, p in enumerate(s.pending_writes):
         data = p.data
         if not isinstance(data, Batch):
             data = persist.write_batch(p.table.shard_id, data)
-            s._pending_writes[i] = p._replace(data=data)
+            s.pending_writes[i] = p._replace(data=data)
         out.setdefault(p.table.shard_id, []).append(PartRead(persist.blob.url(data.key), data.diffs,
                                                              updates=data.updates))
     return out

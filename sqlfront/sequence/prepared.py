@@ -125,7 +125,7 @@ def discard(s: Session, stmt: ast.DiscardStmt, sql: str, params) -> Result:
 
     m = stmt.target
     if m == DiscardMode.DISCARD_ALL:
-        if s.in_transaction and not s._implicit:
+        if s.in_block:
             raise SqlError("25001", "DISCARD ALL cannot run inside a transaction block")
         cursors.close_all(s)
         for name in list(s.vars.values):

@@ -82,13 +82,10 @@ class Subscription:
         query = pglast.parse_sql(_show_query(s, stmt.query))[0].stmt
         ts = as_of_clause.evaluate(s, as_of) if as_of is not None else None
         up_to = as_of_clause.evaluate(s, mz_as_of(stmt.up_to)) if stmt.up_to else None
-        saved, s._as_of = s._as_of, None
-        try:
+        with s.without_as_of():
             # mz_now() is each moment's time, as in a materialized view (temporal filters)
             set_query_timestamp(MAINTAINED)
             pq, _ = plan_read(s, query, None, None, own_writes=False)
-        finally:
-            s._as_of = saved
         self.plan = pq.plan
         #: the query has a temporal filter: only a dataflow follows it (or, over constants,
         #: ``_temporal_constant``)
@@ -640,7 +637,7 @@ def subscribe(s: Session, stmt: mz.Subscribe, sql: str, params) -> Result:
     """A bare SUBSCRIBE: its rows stream to the client until it completes, is canceled
     (57014) or the connection drops. Its statement_timeout bounds it until it streams
     (``unbounded_stream``)."""
-    sub = Subscription(s, stmt, s._as_of)
+    sub = Subscription(s, stmt, s.as_of)
     unbounded_stream(s)
     return Result("SUBSCRIBE", sub.columns, stream=_stream(sub))
 
@@ -664,7 +661,7 @@ def copy_subscribe(s: Session, stmt: mz.CopySubscribe, sql: str, params):
 
     opts = _copy_options(copy_stmt)
     body, as_of = split_as_of(stmt.subscribe)
-    sub = Subscription(s, mz.parse_mz(body), as_of or s._as_of)
+    sub = Subscription(s, mz.parse_mz(body), as_of or s.as_of)
     unbounded_stream(s)
     return CopyOut(sub.columns, [], opts.get("format", "text"), opts.get("delimiter"), opts.get("null"),
                    opts.get("header", "false") in ("true", "on", "1"), stream=_stream(sub), live=True)

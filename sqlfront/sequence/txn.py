@@ -46,8 +46,8 @@ def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Resu
         SqlError 0A000 for PREPARE TRANSACTION and the like; see ``savepoint``."""
     k = stmt.kind
     if k in (K.TRANS_STMT_BEGIN, K.TRANS_STMT_START):
-        if s._implicit:
-            s._implicit = False  # BEGIN inside a multi-statement query: an explicit block
+        if s.implicit:
+            s.make_explicit()  # BEGIN inside a multi-statement query: an explicit block
             return Result("BEGIN")
         if s.in_transaction:
             # PostgreSQL warns and stays in the transaction (WARNING 25001).
@@ -55,9 +55,9 @@ def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Resu
         s.in_transaction = True
         from sqlfront.sequence.vars import transaction_modes
 
-        s._txn_read_only = s.vars.get("default_transaction_read_only") == "on"
+        s.set_txn_read_only(s.vars.get("default_transaction_read_only") == "on")
         # what current_setting('transaction_read_only') shows while the block lasts
-        s.vars.values["transaction_read_only"] = "on" if s._txn_read_only else "off"
+        s.vars.values["transaction_read_only"] = "on" if s.txn_read_only else "off"
         s.vars.values["transaction_deferrable"] = s.vars.get("default_transaction_deferrable")
         transaction_modes(s, stmt.options or (), session=False)
         return Result("BEGIN")
@@ -93,8 +93,8 @@ def commit(s: Session) -> None:
         TABLE or DROP moved a written table's rows since the block planned its writes
         (PostgreSQL's serialization failure; the block's writes are discarded: the client
         runs the block again)."""
-    writes, s._pending_writes = s._pending_writes, []
-    checks = list(s._read_uppers.values())
+    writes = s.take_pending_writes()
+    checks = list(s.read_uppers.values())
     end_transaction(s)
     try:
         reads = _validated(s, checks)
@@ -162,8 +162,7 @@ def check_unmoved(s: Session, writes: list[Pending]) -> None:
 
 def rollback(s: Session) -> None:
     """End the transaction, discarding its buffered writes and its DDL."""
-    discard(s, s._pending_writes)
-    s._pending_writes = []
+    discard(s, s.take_pending_writes())
     block_ddl.rollback(s)
     end_transaction(s)
 
@@ -179,20 +178,10 @@ def discard(s: Session, writes: list) -> None:
 def end_transaction(s: Session) -> None:
     """Leave the transaction block, closing its cursors (its buffered writes are the
     caller's business)."""
-    s.in_transaction = s.failed = s._txn_read = s._txn_wrote = s._txn_read_only = s._implicit = False
+    s.clear_transaction()
     for mode in ("read_only", "deferrable"):  # outside a transaction: the defaults
         s.vars.values[f"transaction_{mode}"] = s.vars.get(f"default_transaction_{mode}")
-    s._savepoints = []
-    s._read_uppers = {}
-    release_read_ts(s)
     close_all(s)
-
-
-def release_read_ts(s: Session) -> None:
-    """Let since move past the transaction's read timestamp again."""
-    if s._txn_ts is not None:
-        s.env.release_time(s._txn_ts)
-        s._txn_ts = None
 
 
 def savepoint(s: Session, k, name: str) -> Result:
@@ -202,19 +191,17 @@ def savepoint(s: Session, k, name: str) -> Result:
     if not s.in_transaction:
         raise SqlError("25P01", f"{'SAVEPOINT' if k == K.TRANS_STMT_SAVEPOINT else 'ROLLBACK TO SAVEPOINT' if k == K.TRANS_STMT_ROLLBACK_TO else 'RELEASE SAVEPOINT'} can only be used in transaction blocks")
     if k == K.TRANS_STMT_SAVEPOINT:
-        s._savepoints.append((name, len(s._pending_writes), block_ddl.mark(s)))
+        s.add_savepoint(name, block_ddl.mark(s))
         return Result("SAVEPOINT")
-    idx = next((i for i in range(len(s._savepoints) - 1, -1, -1) if s._savepoints[i][0] == name), None)
-    if idx is None:
+    found = s.unwind_savepoints(name, keep=k != K.TRANS_STMT_RELEASE)
+    if found is None:
         s.failed = True
         raise SqlError("3B001", f'savepoint "{name}" does not exist')
     if k == K.TRANS_STMT_RELEASE:
-        del s._savepoints[idx:]
         return Result("RELEASE")
-    del s._savepoints[idx + 1 :]
-    discard(s, s._pending_writes[s._savepoints[idx][1] :])
-    del s._pending_writes[s._savepoints[idx][1] :]
-    block_ddl.rollback_to(s, s._savepoints[idx][2])
+    _, kept_writes, catalog_mark = found
+    discard(s, s.take_pending_writes(kept_writes))
+    block_ddl.rollback_to(s, catalog_mark)
     s.failed = False
     return Result("ROLLBACK")
 

@@ -155,14 +155,15 @@ def planned_insert(s: Session, snap, stmt: ast.InsertStmt, sql: str, params) -> 
     ``sql`` when it is an INSERT of parameters (a driver's prepared INSERT, executed again
     with new ones: only the parameters are assigned). A template holds while the catalog
     snapshot and the search_path it was planned with do."""
-    if params is None or s._block_catalog is not None:  # a block's own DDL: names resolve elsewhere too
+    if params is None or s.block_catalog is not None:  # a block's own DDL: names resolve elsewhere too
         return plan_insert(snap, stmt, params)
     key = (stmt, snap, s.vars.values.get("search_path"))
-    hit = s._insert_templates.get(sql)
+    cache = s.insert_templates
+    hit = cache.get(sql)
     if hit is None or any(a is not b for a, b in zip(hit[0], key)):
-        if len(s._insert_templates) >= TEMPLATES_PER_SESSION:
-            s._insert_templates.clear()
-        hit = s._insert_templates[sql] = (key, insert_template(snap, stmt))
+        if len(cache) >= TEMPLATES_PER_SESSION:
+            cache.clear()
+        hit = cache[sql] = (key, insert_template(snap, stmt))
     return hit[1].bind(params) if hit[1] is not None else plan_insert(snap, stmt, params)
 
 
@@ -246,8 +247,7 @@ def write(s: Session, table: Table, data: pa.Table | Batch | list[Batch], keep_b
         data = s.env.persist.write_batch(table.shard_id, data)
     writes = [Pending(table, b) for b in data] if isinstance(data, list) else [Pending(table, data)]
     if s.in_transaction:
-        s._pending_writes.extend(writes)
-        s._txn_wrote = True
+        s.buffer_writes(writes)
         return
     append_all(s, writes, keep_batches)
 
@@ -258,9 +258,9 @@ def check_writable(s: Session, verb: str) -> None:
     Raises:
         SqlError 25006 in a READ ONLY transaction (PostgreSQL's); 25000 in a block that
         has read user data (Materialize's: such a transaction is read-only)."""
-    if s._txn_read_only:
+    if s.txn_read_only:
         raise SqlError(READ_ONLY_SQL_TRANSACTION, f"cannot execute {verb} in a read-only transaction")
-    if s.in_transaction and s._txn_read and not s._implicit:
+    if s.in_block and s.txn_read:
         raise SqlError(INVALID_TRANSACTION_STATE, "transaction in read-only mode")
 
 
@@ -302,16 +302,16 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
 
     is_delete = isinstance(stmt, ast.DeleteStmt)
     verb = "DELETE" if is_delete else "UPDATE"
-    in_block = s.in_transaction and not s._implicit
+    in_block = s.in_block
     check_writable(s, verb)
-    if s._pending_writes and not in_block:  # an implicit transaction's earlier INSERTs come first
+    if s.pending_writes and not in_block:  # an implicit transaction's earlier INSERTs come first
         s.commit_implicit()
     persist = s.env.persist
     for _ in range(MAX_CONFLICTS):
         snap = s.env.snapshot
         pr = plan_delete(snap, stmt, params) if is_delete else plan_update(snap, stmt, params)
         shard = pr.table.shard_id
-        if in_block and any(p.table.shard_id == shard for p in s._pending_writes):
+        if in_block and any(p.table.shard_id == shard for p in s.pending_writes):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{verb} of a table this transaction has already written is "
                            "not supported (its buffered writes are not read back before COMMIT)")
         with s.env.table_lock(shard):  # writers of one table take turns (Materialize's write lock)
@@ -344,8 +344,7 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
                 persist.delete_batch(batch)
                 return Result(f"{verb} 0")
             if in_block:
-                s._pending_writes.append(Pending(pr.table, batch, upper))
-                s._txn_wrote = True
+                s.buffer_writes([Pending(pr.table, batch, upper)])
                 return returning_result(pr.returning, f"{verb} {pr.affected(batch.updates)}", returned)
             try:
                 s.env.writer.commit([Write(shard, batch=batch, expected_upper=upper)])
