@@ -515,247 +515,39 @@ class CatalogStore:
         )
 
     def transact(self, snap: CatalogSnapshot, ops: list[Op], next_ids: dict[str, int]) -> CatalogSnapshot:
-        """Apply ``ops`` durably and return the snapshot that follows ``snap``.
+        """Apply ``ops`` durably and return the snapshot that follows ``snap``. Each op is
+        applied by its handler in :data:`_APPLY` (one per op class).
 
         Raises:
             sqlite3.Error if the database refuses a change; nothing is applied then.
+            TypeError for a value that is no catalog op (a programming error).
         """
-        clusters = dict(snap.clusters)
-        replicas = dict(snap.replicas)
-        tables = dict(snap.tables)
-        views = dict(snap.views)
-        indexes = dict(snap.indexes)
-        sequences = dict(snap.sequences)
-        schemas = dict(snap.schemas)
-        mvs = dict(snap.materialized_views)
-        secrets = dict(snap.secrets)
-        connections = dict(snap.connections)
-        comments = dict(snap.comments)
-        roles = dict(snap.roles)
-        members = dict(snap.role_members)
-        owners = dict(snap.owners)
-        privileges = dict(snap.privileges)
-        defaults = dict(snap.default_privileges)
-        finalize = dict(snap.to_finalize)
-        version = snap.version + 1
-
-        def dropped(shard_id: str) -> None:  # its parts go after the commit (sqlfront.finalize)
-            c.execute("INSERT OR REPLACE INTO to_finalize (shard, version) VALUES (?, ?)", (shard_id, version))
-            finalize[shard_id] = version
-
         with self._lock:
             c = self._conn
+            t = _Txn(c, self._box, snap)
             c.execute("BEGIN IMMEDIATE")
             try:
                 for op in ops:
-                    if isinstance(op, CreateCluster):
-                        c.execute("INSERT INTO clusters (id, name, config) VALUES (?, ?, ?)",
-                                  (op.cluster.id, op.cluster.name, _encode_cluster(op.cluster)))
-                        clusters[op.cluster.id] = op.cluster
-                    elif isinstance(op, RenameCluster):
-                        c.execute("UPDATE clusters SET name = ? WHERE id = ?", (op.new_name, op.cluster_id))
-                        clusters[op.cluster_id] = replace(clusters[op.cluster_id], name=op.new_name)
-                    elif isinstance(op, UpdateCluster):
-                        c.execute("UPDATE clusters SET name = ?, config = ? WHERE id = ?",
-                                  (op.cluster.name, _encode_cluster(op.cluster), op.cluster.id))
-                        clusters[op.cluster.id] = op.cluster
-                    elif isinstance(op, UpdateReplica):
-                        r = op.replica
-                        c.execute("UPDATE replicas SET name = ?, pending = ? WHERE id = ?",
-                                  (r.name, int(r.pending), r.id))
-                        replicas[r.id] = replace(replicas[r.id], name=r.name, pending=r.pending)
-                    elif isinstance(op, DropCluster):
-                        c.execute("DELETE FROM replicas WHERE cluster_id = ?", (op.cluster_id,))
-                        c.execute("DELETE FROM clusters WHERE id = ?", (op.cluster_id,))
-                        clusters.pop(op.cluster_id, None)
-                        for rid in [r.id for r in replicas.values() if r.cluster_id == op.cluster_id]:
-                            del replicas[rid]
-                    elif isinstance(op, CreateReplica):
-                        r = op.replica
-                        stored = seal_op(op, self._box).replica if self._box is not None else r
-                        c.execute(
-                            "INSERT INTO replicas"
-                            " (id, cluster_id, name, size, availability_zone, remote, token, pending)"
-                            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            (r.id, r.cluster_id, r.name, r.size, r.availability_zone, json.dumps(list(r.remote)),
-                             stored.token, int(r.pending)),
-                        )
-                        replicas[r.id] = r
-                    elif isinstance(op, DropReplica):
-                        c.execute("DELETE FROM replicas WHERE id = ?", (op.replica_id,))
-                        replicas.pop(op.replica_id, None)
-                    elif isinstance(op, CreateTable):
-                        t = op.table
-                        c.execute(
-                            "INSERT INTO tables (id, schema_name, name, columns, shard_id, source)"
-                            " VALUES (?, ?, ?, ?, ?, ?)",
-                            (t.id, t.schema, t.name, _encode_columns(t.columns), t.shard_id, _encode_source(t)),
-                        )
-                        tables[t.id] = t
-                    elif isinstance(op, (CreateSecret, UpdateSecret)):
-                        x = op.secret
-                        stored = seal_op(op, self._box).secret.value if self._box is not None else x.value
-                        c.execute("INSERT OR REPLACE INTO secrets (id, schema_name, name, value) VALUES (?, ?, ?, ?)",
-                                  (x.id, x.schema, x.name, stored))
-                        secrets[x.id] = x
-                    elif isinstance(op, DropSecret):
-                        c.execute("DELETE FROM secrets WHERE id = ?", (op.secret_id,))
-                        secrets.pop(op.secret_id, None)
-                    elif isinstance(op, CreateConnection):
-                        x = op.connection
-                        c.execute("INSERT INTO connections (id, schema_name, name, kind, options) VALUES (?, ?, ?, ?, ?)",
-                                  (x.id, x.schema, x.name, x.kind, json.dumps([list(o) for o in x.options])))
-                        connections[x.id] = x
-                    elif isinstance(op, DropConnection):
-                        c.execute("DELETE FROM connections WHERE id = ?", (op.connection_id,))
-                        connections.pop(op.connection_id, None)
-                    elif isinstance(op, SetComment):
-                        if op.text is None:
-                            c.execute("DELETE FROM comments WHERE object_id = ? AND subid = ?", (op.object_id, op.subid))
-                            comments.pop((op.object_id, op.subid), None)
-                        else:
-                            c.execute("INSERT OR REPLACE INTO comments (object_id, subid, comment) VALUES (?, ?, ?)",
-                                      (op.object_id, op.subid, op.text))
-                            comments[(op.object_id, op.subid)] = op.text
-                    elif isinstance(op, CreateSchema):
-                        c.execute("INSERT INTO schemas (id, name, temp) VALUES (?, ?, ?)",
-                                  (op.schema.id, op.schema.name, int(op.schema.temp)))
-                        schemas[op.schema.id] = op.schema
-                    elif isinstance(op, DropSchema):
-                        c.execute("DELETE FROM schemas WHERE id = ?", (op.schema_id,))
-                        schemas.pop(op.schema_id, None)
-                    elif isinstance(op, RenameSchema):
-                        old = schemas[op.schema_id]
-                        c.execute("UPDATE schemas SET name = ? WHERE id = ?", (op.new_name, op.schema_id))
-                        for t in ("tables", "views", "indexes", "sequences", "materialized_views", "secrets",
-                                  "connections"):
-                            c.execute(f"UPDATE {t} SET schema_name = ? WHERE schema_name = ?", (op.new_name, old.name))
-                        schemas[op.schema_id] = Schema(old.id, op.new_name, old.temp)
-                        for objs in (tables, views, indexes, sequences, mvs, secrets, connections):
-                            for k, o in list(objs.items()):
-                                if o.schema == old.name:
-                                    objs[k] = replace(o, schema=op.new_name)
-                    elif isinstance(op, UpdateTable):
-                        t = op.table
-                        was = tables.get(t.id)
-                        if was is not None and was.shard_id != t.shard_id:  # its rows moved to a new shard
-                            dropped(was.shard_id)
-                        c.execute("UPDATE tables SET schema_name = ?, name = ?, columns = ?, shard_id = ?, source = ?"
-                                  " WHERE id = ?",
-                                  (t.schema, t.name, _encode_columns(t.columns), t.shard_id, _encode_source(t), t.id))
-                        tables[t.id] = t
-                    elif isinstance(op, CreateSequence):
-                        q = op.sequence
-                        c.execute("INSERT INTO sequences (id, schema_name, name, spec) VALUES (?, ?, ?, ?)",
-                                  (q.id, q.schema, q.name, _encode_sequence(q)))
-                        c.execute("INSERT OR REPLACE INTO sequence_values (id, last_value, is_called) VALUES (?, ?, 0)",
-                                  (q.id, q.start))
-                        sequences[q.id] = q
-                    elif isinstance(op, UpdateSequence):
-                        q = op.sequence
-                        c.execute("UPDATE sequences SET schema_name = ?, name = ?, spec = ? WHERE id = ?",
-                                  (q.schema, q.name, _encode_sequence(q), q.id))
-                        sequences[q.id] = q
-                    elif isinstance(op, DropSequence):
-                        c.execute("DELETE FROM sequences WHERE id = ?", (op.sequence_id,))
-                        c.execute("DELETE FROM sequence_values WHERE id = ?", (op.sequence_id,))
-                        sequences.pop(op.sequence_id, None)
-                    elif isinstance(op, DropTable):
-                        c.execute("DELETE FROM tables WHERE id = ?", (op.table_id,))
-                        if op.table_id in tables:
-                            dropped(tables.pop(op.table_id).shard_id)
-                    elif isinstance(op, CreateView):
-                        v = op.view
-                        c.execute("INSERT INTO views (id, schema_name, name, sql, columns) VALUES (?, ?, ?, ?, ?)",
-                                  (v.id, v.schema, v.name, v.sql, _encode_columns(v.columns)))
-                        views[v.id] = v
-                    elif isinstance(op, DropView):
-                        c.execute("DELETE FROM views WHERE id = ?", (op.view_id,))
-                        views.pop(op.view_id, None)
-                    elif isinstance(op, (CreateMaterializedView, UpdateMaterializedView)):
-                        m = op.view
-                        c.execute("INSERT OR REPLACE INTO materialized_views"
-                                  " (id, schema_name, name, sql, columns, shard_id, cluster_id)"
-                                  " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                  (m.id, m.schema, m.name, m.sql, _encode_columns(m.columns), m.shard_id,
-                                   m.cluster_id))
-                        mvs[m.id] = m
-                    elif isinstance(op, DropMaterializedView):
-                        c.execute("DELETE FROM materialized_views WHERE id = ?", (op.view_id,))
-                        if op.view_id in mvs:
-                            dropped(mvs.pop(op.view_id).shard_id)
-                    elif isinstance(op, FinalizeShards):
-                        for shard in op.shard_ids:
-                            c.execute("DELETE FROM to_finalize WHERE shard = ?", (shard,))
-                            finalize.pop(shard, None)
-                    elif isinstance(op, CreateIndex):
-                        i = op.index
-                        c.execute("INSERT INTO indexes (id, schema_name, name, on_id, definition, cluster_id, keys)"
-                                  " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                                  (i.id, i.schema, i.name, i.on_id, i.definition, i.cluster_id, json.dumps(list(i.keys))))
-                        indexes[i.id] = i
-                    elif isinstance(op, DropIndex):
-                        c.execute("DELETE FROM indexes WHERE id = ?", (op.index_id,))
-                        indexes.pop(op.index_id, None)
-                    elif isinstance(op, (CreateRole, UpdateRole)):
-                        r = op.role
-                        c.execute("INSERT OR REPLACE INTO roles (id, name, spec) VALUES (?, ?, ?)",
-                                  (r.id, r.name, _encode_role(r)))
-                        roles[r.id] = r
-                    elif isinstance(op, DropRole):
-                        c.execute("DELETE FROM roles WHERE id = ?", (op.role_id,))
-                        c.execute("DELETE FROM role_members WHERE role_id = ? OR member_id = ?",
-                                  (op.role_id, op.role_id))
-                        roles.pop(op.role_id, None)
-                        for k in [k for k in members if op.role_id in k]:
-                            del members[k]
-                        _revoke_all(c, op.role_id, privileges, defaults)  # its grants go with it
-                    elif isinstance(op, RevokeAll):
-                        _revoke_all(c, op.role_id, privileges, defaults)
-                    elif isinstance(op, GrantRole):
-                        c.execute("INSERT OR REPLACE INTO role_members (role_id, member_id, grantor_id) VALUES (?, ?, ?)",
-                                  (op.role_id, op.member_id, op.grantor_id))
-                        members[(op.role_id, op.member_id)] = op.grantor_id
-                    elif isinstance(op, RevokeRole):
-                        c.execute("DELETE FROM role_members WHERE role_id = ? AND member_id = ?",
-                                  (op.role_id, op.member_id))
-                        members.pop((op.role_id, op.member_id), None)
-                    elif isinstance(op, SetOwner):
-                        c.execute("INSERT OR REPLACE INTO owners (object, role_id) VALUES (?, ?)", (op.object, op.role_id))
-                        owners[op.object] = op.role_id
-                    elif isinstance(op, SetPrivileges):
-                        c.execute("INSERT OR REPLACE INTO privileges (object, acl) VALUES (?, ?)",
-                                  (op.object, _encode_acl(op.acl)))
-                        privileges[op.object] = tuple(op.acl)
-                    elif isinstance(op, SetDefaultPrivileges):
-                        if op.acl:
-                            c.execute("INSERT OR REPLACE INTO default_privileges (key, acl) VALUES (?, ?)",
-                                      (op.key, _encode_acl(op.acl)))
-                            defaults[op.key] = tuple(op.acl)
-                        else:
-                            c.execute("DELETE FROM default_privileges WHERE key = ?", (op.key,))
-                            defaults.pop(op.key, None)
-                    else:  # pragma: no cover - a programming error
-                        raise TypeError(f"unknown catalog op {op!r}")
+                    _apply_op(t, op)
                 # comments go with their objects (not with one dropped and made again: a rename)
-                live = set(tables) | set(views) | set(indexes) | set(sequences) | set(schemas) | set(mvs) \
-                    | set(secrets) | set(connections)
-                for gone in {k[0] for k in comments} - live:
+                live = set(t.tables) | set(t.views) | set(t.indexes) | set(t.sequences) | set(t.schemas) \
+                    | set(t.mvs) | set(t.secrets) | set(t.connections)
+                for gone in {k[0] for k in t.comments} - live:
                     c.execute("DELETE FROM comments WHERE object_id = ?", (gone,))
-                    for k in [k for k in comments if k[0] == gone]:
-                        del comments[k]
+                    for k in [k for k in t.comments if k[0] == gone]:
+                        del t.comments[k]
                 # owners and ACLs go with their objects, and a dropped role's grants with it
-                live_keys = {f"item:{k}" for k in (*tables, *views, *mvs, *indexes, *sequences, *schemas, *secrets,
-                                                   *connections)} \
-                    | {f"schema:{k}" for k in schemas} | {f"cluster:{k}" for k in clusters}
+                live_keys = {f"item:{k}" for k in (*t.tables, *t.views, *t.mvs, *t.indexes, *t.sequences, *t.schemas,
+                                                   *t.secrets, *t.connections)} \
+                    | {f"schema:{k}" for k in t.schemas} | {f"cluster:{k}" for k in t.clusters}
                 # (system schemas' keys name them, "schema:public"; builtin items are "item:s5")
-                for gone in {k for k in (*owners, *privileges) if k.split(":")[0] in ("item", "schema", "cluster")
+                for gone in {k for k in (*t.owners, *t.privileges) if k.split(":")[0] in ("item", "schema", "cluster")
                              and k.split(":")[1][:1] == "u" and k not in live_keys}:
                     c.execute("DELETE FROM owners WHERE object = ?", (gone,))
                     c.execute("DELETE FROM privileges WHERE object = ?", (gone,))
-                    owners.pop(gone, None)
-                    privileges.pop(gone, None)
-                c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('version', ?)", (str(version),))
+                    t.owners.pop(gone, None)
+                    t.privileges.pop(gone, None)
+                c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('version', ?)", (str(t.version),))
                 for k, v in next_ids.items():
                     c.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (f"next_id.{k}", str(v)))
                 c.execute("COMMIT")
@@ -766,11 +558,11 @@ class CatalogStore:
                     c.execute("ROLLBACK")
                 raise
         return snap.with_changes(
-            version=version, clusters=clusters, replicas=replicas, tables=tables, views=views, indexes=indexes,
-            secrets=secrets, connections=connections,
-            sequences=sequences, schemas=schemas, materialized_views=mvs, comments=comments, roles=roles,
-            role_members=members, owners=owners, privileges=privileges, default_privileges=defaults,
-            to_finalize=finalize, next_ids=dict(next_ids)
+            version=t.version, clusters=t.clusters, replicas=t.replicas, tables=t.tables, views=t.views,
+            indexes=t.indexes, secrets=t.secrets, connections=t.connections,
+            sequences=t.sequences, schemas=t.schemas, materialized_views=t.mvs, comments=t.comments, roles=t.roles,
+            role_members=t.members, owners=t.owners, privileges=t.privileges, default_privileges=t.defaults,
+            to_finalize=t.finalize, next_ids=dict(next_ids)
         )
 
     def close(self) -> None:
@@ -794,6 +586,327 @@ def _revoke_all(c, role_id: str, privileges: dict, defaults: dict) -> None:
         elif kept != acl:
             c.execute("UPDATE default_privileges SET acl = ? WHERE key = ?", (_encode_acl(kept), key))
             defaults[key] = kept
+
+
+# -- applying one op inside CatalogStore.transact: one handler per op class, in _APPLY --
+
+
+class _Txn:
+    """What one :meth:`CatalogStore.transact` changes: its sqlite connection (inside the
+    open transaction), the box sealing secrets, and copies of the snapshot's maps that the
+    handlers update beside the rows they write."""
+
+    def __init__(self, c: sqlite3.Connection, box: SecretBox | None, snap: CatalogSnapshot):
+        self.c = c
+        self.box = box
+        self.version = snap.version + 1
+        self.clusters = dict(snap.clusters)
+        self.replicas = dict(snap.replicas)
+        self.tables = dict(snap.tables)
+        self.views = dict(snap.views)
+        self.indexes = dict(snap.indexes)
+        self.sequences = dict(snap.sequences)
+        self.schemas = dict(snap.schemas)
+        self.mvs = dict(snap.materialized_views)
+        self.secrets = dict(snap.secrets)
+        self.connections = dict(snap.connections)
+        self.comments = dict(snap.comments)
+        self.roles = dict(snap.roles)
+        self.members = dict(snap.role_members)
+        self.owners = dict(snap.owners)
+        self.privileges = dict(snap.privileges)
+        self.defaults = dict(snap.default_privileges)
+        self.finalize = dict(snap.to_finalize)
+
+    def dropped(self, shard_id: str) -> None:
+        """Its parts go after the commit (sqlfront.finalize)."""
+        self.c.execute("INSERT OR REPLACE INTO to_finalize (shard, version) VALUES (?, ?)", (shard_id, self.version))
+        self.finalize[shard_id] = self.version
+
+
+def _create_cluster(t: _Txn, op: CreateCluster) -> None:
+    t.c.execute("INSERT INTO clusters (id, name, config) VALUES (?, ?, ?)",
+                (op.cluster.id, op.cluster.name, _encode_cluster(op.cluster)))
+    t.clusters[op.cluster.id] = op.cluster
+
+
+def _rename_cluster(t: _Txn, op: RenameCluster) -> None:
+    t.c.execute("UPDATE clusters SET name = ? WHERE id = ?", (op.new_name, op.cluster_id))
+    t.clusters[op.cluster_id] = replace(t.clusters[op.cluster_id], name=op.new_name)
+
+
+def _update_cluster(t: _Txn, op: UpdateCluster) -> None:
+    t.c.execute("UPDATE clusters SET name = ?, config = ? WHERE id = ?",
+                (op.cluster.name, _encode_cluster(op.cluster), op.cluster.id))
+    t.clusters[op.cluster.id] = op.cluster
+
+
+def _update_replica(t: _Txn, op: UpdateReplica) -> None:
+    r = op.replica
+    t.c.execute("UPDATE replicas SET name = ?, pending = ? WHERE id = ?", (r.name, int(r.pending), r.id))
+    t.replicas[r.id] = replace(t.replicas[r.id], name=r.name, pending=r.pending)
+
+
+def _drop_cluster(t: _Txn, op: DropCluster) -> None:
+    t.c.execute("DELETE FROM replicas WHERE cluster_id = ?", (op.cluster_id,))
+    t.c.execute("DELETE FROM clusters WHERE id = ?", (op.cluster_id,))
+    t.clusters.pop(op.cluster_id, None)
+    for rid in [r.id for r in t.replicas.values() if r.cluster_id == op.cluster_id]:
+        del t.replicas[rid]
+
+
+def _create_replica(t: _Txn, op: CreateReplica) -> None:
+    r = op.replica
+    stored = seal_op(op, t.box).replica if t.box is not None else r
+    t.c.execute(
+        "INSERT INTO replicas"
+        " (id, cluster_id, name, size, availability_zone, remote, token, pending)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        (r.id, r.cluster_id, r.name, r.size, r.availability_zone, json.dumps(list(r.remote)),
+         stored.token, int(r.pending)),
+    )
+    t.replicas[r.id] = r
+
+
+def _drop_replica(t: _Txn, op: DropReplica) -> None:
+    t.c.execute("DELETE FROM replicas WHERE id = ?", (op.replica_id,))
+    t.replicas.pop(op.replica_id, None)
+
+
+def _create_table(t: _Txn, op: CreateTable) -> None:
+    x = op.table
+    t.c.execute(
+        "INSERT INTO tables (id, schema_name, name, columns, shard_id, source)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        (x.id, x.schema, x.name, _encode_columns(x.columns), x.shard_id, _encode_source(x)),
+    )
+    t.tables[x.id] = x
+
+
+def _put_secret(t: _Txn, op: CreateSecret | UpdateSecret) -> None:
+    x = op.secret
+    stored = seal_op(op, t.box).secret.value if t.box is not None else x.value
+    t.c.execute("INSERT OR REPLACE INTO secrets (id, schema_name, name, value) VALUES (?, ?, ?, ?)",
+                (x.id, x.schema, x.name, stored))
+    t.secrets[x.id] = x
+
+
+def _drop_secret(t: _Txn, op: DropSecret) -> None:
+    t.c.execute("DELETE FROM secrets WHERE id = ?", (op.secret_id,))
+    t.secrets.pop(op.secret_id, None)
+
+
+def _create_connection(t: _Txn, op: CreateConnection) -> None:
+    x = op.connection
+    t.c.execute("INSERT INTO connections (id, schema_name, name, kind, options) VALUES (?, ?, ?, ?, ?)",
+                (x.id, x.schema, x.name, x.kind, json.dumps([list(o) for o in x.options])))
+    t.connections[x.id] = x
+
+
+def _drop_connection(t: _Txn, op: DropConnection) -> None:
+    t.c.execute("DELETE FROM connections WHERE id = ?", (op.connection_id,))
+    t.connections.pop(op.connection_id, None)
+
+
+def _set_comment(t: _Txn, op: SetComment) -> None:
+    if op.text is None:
+        t.c.execute("DELETE FROM comments WHERE object_id = ? AND subid = ?", (op.object_id, op.subid))
+        t.comments.pop((op.object_id, op.subid), None)
+    else:
+        t.c.execute("INSERT OR REPLACE INTO comments (object_id, subid, comment) VALUES (?, ?, ?)",
+                    (op.object_id, op.subid, op.text))
+        t.comments[(op.object_id, op.subid)] = op.text
+
+
+def _create_schema(t: _Txn, op: CreateSchema) -> None:
+    t.c.execute("INSERT INTO schemas (id, name, temp) VALUES (?, ?, ?)",
+                (op.schema.id, op.schema.name, int(op.schema.temp)))
+    t.schemas[op.schema.id] = op.schema
+
+
+def _drop_schema(t: _Txn, op: DropSchema) -> None:
+    t.c.execute("DELETE FROM schemas WHERE id = ?", (op.schema_id,))
+    t.schemas.pop(op.schema_id, None)
+
+
+def _rename_schema(t: _Txn, op: RenameSchema) -> None:
+    old = t.schemas[op.schema_id]
+    t.c.execute("UPDATE schemas SET name = ? WHERE id = ?", (op.new_name, op.schema_id))
+    for table in ("tables", "views", "indexes", "sequences", "materialized_views", "secrets", "connections"):
+        t.c.execute(f"UPDATE {table} SET schema_name = ? WHERE schema_name = ?", (op.new_name, old.name))
+    t.schemas[op.schema_id] = Schema(old.id, op.new_name, old.temp)
+    for objs in (t.tables, t.views, t.indexes, t.sequences, t.mvs, t.secrets, t.connections):
+        for k, o in list(objs.items()):
+            if o.schema == old.name:
+                objs[k] = replace(o, schema=op.new_name)
+
+
+def _update_table(t: _Txn, op: UpdateTable) -> None:
+    x = op.table
+    was = t.tables.get(x.id)
+    if was is not None and was.shard_id != x.shard_id:  # its rows moved to a new shard
+        t.dropped(was.shard_id)
+    t.c.execute("UPDATE tables SET schema_name = ?, name = ?, columns = ?, shard_id = ?, source = ?"
+                " WHERE id = ?",
+                (x.schema, x.name, _encode_columns(x.columns), x.shard_id, _encode_source(x), x.id))
+    t.tables[x.id] = x
+
+
+def _create_sequence(t: _Txn, op: CreateSequence) -> None:
+    q = op.sequence
+    t.c.execute("INSERT INTO sequences (id, schema_name, name, spec) VALUES (?, ?, ?, ?)",
+                (q.id, q.schema, q.name, _encode_sequence(q)))
+    t.c.execute("INSERT OR REPLACE INTO sequence_values (id, last_value, is_called) VALUES (?, ?, 0)",
+                (q.id, q.start))
+    t.sequences[q.id] = q
+
+
+def _update_sequence(t: _Txn, op: UpdateSequence) -> None:
+    q = op.sequence
+    t.c.execute("UPDATE sequences SET schema_name = ?, name = ?, spec = ? WHERE id = ?",
+                (q.schema, q.name, _encode_sequence(q), q.id))
+    t.sequences[q.id] = q
+
+
+def _drop_sequence(t: _Txn, op: DropSequence) -> None:
+    t.c.execute("DELETE FROM sequences WHERE id = ?", (op.sequence_id,))
+    t.c.execute("DELETE FROM sequence_values WHERE id = ?", (op.sequence_id,))
+    t.sequences.pop(op.sequence_id, None)
+
+
+def _drop_table(t: _Txn, op: DropTable) -> None:
+    t.c.execute("DELETE FROM tables WHERE id = ?", (op.table_id,))
+    if op.table_id in t.tables:
+        t.dropped(t.tables.pop(op.table_id).shard_id)
+
+
+def _create_view(t: _Txn, op: CreateView) -> None:
+    v = op.view
+    t.c.execute("INSERT INTO views (id, schema_name, name, sql, columns) VALUES (?, ?, ?, ?, ?)",
+                (v.id, v.schema, v.name, v.sql, _encode_columns(v.columns)))
+    t.views[v.id] = v
+
+
+def _drop_view(t: _Txn, op: DropView) -> None:
+    t.c.execute("DELETE FROM views WHERE id = ?", (op.view_id,))
+    t.views.pop(op.view_id, None)
+
+
+def _put_materialized_view(t: _Txn, op: CreateMaterializedView | UpdateMaterializedView) -> None:
+    m = op.view
+    t.c.execute("INSERT OR REPLACE INTO materialized_views"
+                " (id, schema_name, name, sql, columns, shard_id, cluster_id)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (m.id, m.schema, m.name, m.sql, _encode_columns(m.columns), m.shard_id, m.cluster_id))
+    t.mvs[m.id] = m
+
+
+def _drop_materialized_view(t: _Txn, op: DropMaterializedView) -> None:
+    t.c.execute("DELETE FROM materialized_views WHERE id = ?", (op.view_id,))
+    if op.view_id in t.mvs:
+        t.dropped(t.mvs.pop(op.view_id).shard_id)
+
+
+def _finalize_shards(t: _Txn, op: FinalizeShards) -> None:
+    for shard in op.shard_ids:
+        t.c.execute("DELETE FROM to_finalize WHERE shard = ?", (shard,))
+        t.finalize.pop(shard, None)
+
+
+def _create_index(t: _Txn, op: CreateIndex) -> None:
+    i = op.index
+    t.c.execute("INSERT INTO indexes (id, schema_name, name, on_id, definition, cluster_id, keys)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (i.id, i.schema, i.name, i.on_id, i.definition, i.cluster_id, json.dumps(list(i.keys))))
+    t.indexes[i.id] = i
+
+
+def _drop_index(t: _Txn, op: DropIndex) -> None:
+    t.c.execute("DELETE FROM indexes WHERE id = ?", (op.index_id,))
+    t.indexes.pop(op.index_id, None)
+
+
+def _put_role(t: _Txn, op: CreateRole | UpdateRole) -> None:
+    r = op.role
+    t.c.execute("INSERT OR REPLACE INTO roles (id, name, spec) VALUES (?, ?, ?)", (r.id, r.name, _encode_role(r)))
+    t.roles[r.id] = r
+
+
+def _drop_role(t: _Txn, op: DropRole) -> None:
+    t.c.execute("DELETE FROM roles WHERE id = ?", (op.role_id,))
+    t.c.execute("DELETE FROM role_members WHERE role_id = ? OR member_id = ?", (op.role_id, op.role_id))
+    t.roles.pop(op.role_id, None)
+    for k in [k for k in t.members if op.role_id in k]:
+        del t.members[k]
+    _revoke_all(t.c, op.role_id, t.privileges, t.defaults)  # its grants go with it
+
+
+def _revoke_all_op(t: _Txn, op: RevokeAll) -> None:
+    _revoke_all(t.c, op.role_id, t.privileges, t.defaults)
+
+
+def _grant_role(t: _Txn, op: GrantRole) -> None:
+    t.c.execute("INSERT OR REPLACE INTO role_members (role_id, member_id, grantor_id) VALUES (?, ?, ?)",
+                (op.role_id, op.member_id, op.grantor_id))
+    t.members[(op.role_id, op.member_id)] = op.grantor_id
+
+
+def _revoke_role(t: _Txn, op: RevokeRole) -> None:
+    t.c.execute("DELETE FROM role_members WHERE role_id = ? AND member_id = ?", (op.role_id, op.member_id))
+    t.members.pop((op.role_id, op.member_id), None)
+
+
+def _set_owner(t: _Txn, op: SetOwner) -> None:
+    t.c.execute("INSERT OR REPLACE INTO owners (object, role_id) VALUES (?, ?)", (op.object, op.role_id))
+    t.owners[op.object] = op.role_id
+
+
+def _set_privileges(t: _Txn, op: SetPrivileges) -> None:
+    t.c.execute("INSERT OR REPLACE INTO privileges (object, acl) VALUES (?, ?)", (op.object, _encode_acl(op.acl)))
+    t.privileges[op.object] = tuple(op.acl)
+
+
+def _set_default_privileges(t: _Txn, op: SetDefaultPrivileges) -> None:
+    if op.acl:
+        t.c.execute("INSERT OR REPLACE INTO default_privileges (key, acl) VALUES (?, ?)",
+                    (op.key, _encode_acl(op.acl)))
+        t.defaults[op.key] = tuple(op.acl)
+    else:
+        t.c.execute("DELETE FROM default_privileges WHERE key = ?", (op.key,))
+        t.defaults.pop(op.key, None)
+
+
+#: op class -> the handler that writes it and updates the snapshot's maps; every class of
+#: :data:`Op` has one (tests/test_catalog_op_dispatch.py checks it)
+_APPLY = {
+    CreateCluster: _create_cluster, RenameCluster: _rename_cluster, UpdateCluster: _update_cluster,
+    DropCluster: _drop_cluster, CreateReplica: _create_replica, UpdateReplica: _update_replica,
+    DropReplica: _drop_replica,
+    CreateTable: _create_table, UpdateTable: _update_table, DropTable: _drop_table,
+    CreateSecret: _put_secret, UpdateSecret: _put_secret, DropSecret: _drop_secret,
+    CreateConnection: _create_connection, DropConnection: _drop_connection,
+    SetComment: _set_comment,
+    CreateSchema: _create_schema, DropSchema: _drop_schema, RenameSchema: _rename_schema,
+    CreateSequence: _create_sequence, UpdateSequence: _update_sequence, DropSequence: _drop_sequence,
+    CreateView: _create_view, DropView: _drop_view,
+    CreateMaterializedView: _put_materialized_view, UpdateMaterializedView: _put_materialized_view,
+    DropMaterializedView: _drop_materialized_view, FinalizeShards: _finalize_shards,
+    CreateIndex: _create_index, DropIndex: _drop_index,
+    CreateRole: _put_role, UpdateRole: _put_role, DropRole: _drop_role, RevokeAll: _revoke_all_op,
+    GrantRole: _grant_role, RevokeRole: _revoke_role,
+    SetOwner: _set_owner, SetPrivileges: _set_privileges, SetDefaultPrivileges: _set_default_privileges,
+}
+
+
+def _apply_op(t: _Txn, op: Op) -> None:
+    """Apply one op inside ``t``'s transaction.
+
+    Raises:
+        TypeError for a value that is no catalog op (a programming error)."""
+    handler = _APPLY.get(type(op))
+    if handler is None:  # pragma: no cover - a programming error
+        raise TypeError(f"unknown catalog op {op!r}")
+    handler(t, op)
 
 
 def _encode_source(t: Table) -> str | None:

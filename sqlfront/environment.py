@@ -992,58 +992,105 @@ class Environment:
                 self.metrics.coordinator_errors.inc()
 
     def _apply(self, old: CatalogSnapshot, new: CatalogSnapshot, op) -> None:
-        """The side effect of one committed op (must not block: it runs on the loop)."""
-        if isinstance(op, durable.CreateCluster):
-            if self.ownership.local:
-                self._cluster_coordinator(op.cluster)
-            else:
-                self.ownership.poke()  # the lease loop decides who runs it
-        elif isinstance(op, durable.CreateReplica):
-            cc = self.clusters.get(op.replica.cluster_id)  # only a cluster this process runs
-            if cc is not None:
-                cc.ensure_replica(op.replica, self._size(op.replica))
-        elif isinstance(op, durable.DropReplica):
-            r = old.replicas[op.replica_id]
-            cc = self.clusters.get(r.cluster_id)
-            if cc:
-                cc.drop_replica(r.id)
-        elif isinstance(op, durable.DropCluster):
-            with self._clusters_lock:
-                cc = self.clusters.pop(op.cluster_id, None)
-            if cc:
-                threading.Thread(target=cc.shutdown, name="drop-cluster", daemon=True).start()
-            self.ownership.poke()  # gives up its lease
-        elif isinstance(op, (durable.RenameCluster, durable.UpdateCluster)):
-            cc = self.clusters.get(op.cluster_id if isinstance(op, durable.RenameCluster) else op.cluster.id)
-            if cc:
-                cc.rename(op.new_name if isinstance(op, durable.RenameCluster) else op.cluster.name)
-        elif isinstance(op, (durable.CreateIndex, durable.DropIndex)):
-            for cc in list(self.clusters.values()):
-                if cc.arrangements is not None:
-                    cc.arrangements.poke()
-        elif isinstance(op, durable.CreateTable):
-            self.persist.create_shard(op.table.shard_id, self.oracle.read_ts())
-            if isinstance(op.table, Source):  # its shards exist now (it is its transaction's last op)
-                self.sources.ensure(op.table)
-        elif isinstance(op, durable.UpdateTable):
-            was = old.tables.get(op.table.id)
-            if was is not None and was.shard_id != op.table.shard_id:  # rewritten into a new shard
-                self._finalize_soon()
-        elif isinstance(op, durable.DropSequence):
-            threading.Thread(target=self.sequences.forget, args=([op.sequence_id],), name="drop-sequence",
-                             daemon=True).start()
-        elif isinstance(op, durable.DropTable):
-            self.sources.stop(op.table_id, dropped=True)  # (no runner: nothing to stop)
+        """The side effect of one committed op (must not block: it runs on the loop), by its
+        handler in :attr:`_SIDE_EFFECTS` (a value of no op class there has none)."""
+        handler = self._SIDE_EFFECTS.get(type(op))
+        if handler is not None:
+            handler(self, old, op)
+
+    def _on_create_cluster(self, old: CatalogSnapshot, op: durable.CreateCluster) -> None:
+        if self.ownership.local:
+            self._cluster_coordinator(op.cluster)
+        else:
+            self.ownership.poke()  # the lease loop decides who runs it
+
+    def _on_create_replica(self, old: CatalogSnapshot, op: durable.CreateReplica) -> None:
+        cc = self.clusters.get(op.replica.cluster_id)  # only a cluster this process runs
+        if cc is not None:
+            cc.ensure_replica(op.replica, self._size(op.replica))
+
+    def _on_drop_replica(self, old: CatalogSnapshot, op: durable.DropReplica) -> None:
+        r = old.replicas[op.replica_id]
+        cc = self.clusters.get(r.cluster_id)
+        if cc:
+            cc.drop_replica(r.id)
+
+    def _on_drop_cluster(self, old: CatalogSnapshot, op: durable.DropCluster) -> None:
+        with self._clusters_lock:
+            cc = self.clusters.pop(op.cluster_id, None)
+        if cc:
+            threading.Thread(target=cc.shutdown, name="drop-cluster", daemon=True).start()
+        self.ownership.poke()  # gives up its lease
+
+    def _on_rename_cluster(self, old: CatalogSnapshot, op: durable.RenameCluster) -> None:
+        cc = self.clusters.get(op.cluster_id)
+        if cc:
+            cc.rename(op.new_name)
+
+    def _on_update_cluster(self, old: CatalogSnapshot, op: durable.UpdateCluster) -> None:
+        cc = self.clusters.get(op.cluster.id)
+        if cc:
+            cc.rename(op.cluster.name)
+
+    def _on_index_change(self, old: CatalogSnapshot, op: durable.CreateIndex | durable.DropIndex) -> None:
+        for cc in list(self.clusters.values()):
+            if cc.arrangements is not None:
+                cc.arrangements.poke()
+
+    def _on_create_table(self, old: CatalogSnapshot, op: durable.CreateTable) -> None:
+        self.persist.create_shard(op.table.shard_id, self.oracle.read_ts())
+        if isinstance(op.table, Source):  # its shards exist now (it is its transaction's last op)
+            self.sources.ensure(op.table)
+
+    def _on_update_table(self, old: CatalogSnapshot, op: durable.UpdateTable) -> None:
+        was = old.tables.get(op.table.id)
+        if was is not None and was.shard_id != op.table.shard_id:  # rewritten into a new shard
             self._finalize_soon()
-        elif isinstance(op, durable.CreateMaterializedView):
-            # Empty, with since and upper at 0: no time is readable until its cluster
-            # computes its first contents (reads wait for that, as in Materialize).
-            self.persist.create_shard(op.view.shard_id, 0)
-            cc = self.clusters.get(op.view.cluster_id)
-            if cc is not None and cc.materializations is not None:
-                cc.materializations.request(op.view.id, 0)
-        elif isinstance(op, durable.DropMaterializedView):
-            self._finalize_soon()
+
+    def _on_drop_sequence(self, old: CatalogSnapshot, op: durable.DropSequence) -> None:
+        threading.Thread(target=self.sequences.forget, args=([op.sequence_id],), name="drop-sequence",
+                         daemon=True).start()
+
+    def _on_drop_table(self, old: CatalogSnapshot, op: durable.DropTable) -> None:
+        self.sources.stop(op.table_id, dropped=True)  # (no runner: nothing to stop)
+        self._finalize_soon()
+
+    def _on_create_materialized_view(self, old: CatalogSnapshot, op: durable.CreateMaterializedView) -> None:
+        # Empty, with since and upper at 0: no time is readable until its cluster
+        # computes its first contents (reads wait for that, as in Materialize).
+        self.persist.create_shard(op.view.shard_id, 0)
+        cc = self.clusters.get(op.view.cluster_id)
+        if cc is not None and cc.materializations is not None:
+            cc.materializations.request(op.view.id, 0)
+
+    def _on_drop_materialized_view(self, old: CatalogSnapshot, op: durable.DropMaterializedView) -> None:
+        self._finalize_soon()
+
+    def _no_side_effect(self, old: CatalogSnapshot, op) -> None:
+        """Committing the op is all there is to it (readers see the new snapshot)."""
+
+    #: op class -> its side effect here; every class of ``durable.Op`` has one, if only
+    #: :meth:`_no_side_effect` (tests/test_catalog_op_dispatch.py checks it)
+    _SIDE_EFFECTS = {
+        durable.CreateCluster: _on_create_cluster, durable.DropCluster: _on_drop_cluster,
+        durable.RenameCluster: _on_rename_cluster, durable.UpdateCluster: _on_update_cluster,
+        durable.CreateReplica: _on_create_replica, durable.DropReplica: _on_drop_replica,
+        durable.CreateIndex: _on_index_change, durable.DropIndex: _on_index_change,
+        durable.CreateTable: _on_create_table, durable.UpdateTable: _on_update_table,
+        durable.DropTable: _on_drop_table, durable.DropSequence: _on_drop_sequence,
+        durable.CreateMaterializedView: _on_create_materialized_view,
+        durable.DropMaterializedView: _on_drop_materialized_view,
+        **dict.fromkeys((
+            durable.UpdateReplica, durable.CreateSecret, durable.UpdateSecret, durable.DropSecret,
+            durable.CreateConnection, durable.DropConnection, durable.SetComment,
+            durable.CreateSchema, durable.DropSchema, durable.RenameSchema,
+            durable.CreateSequence, durable.UpdateSequence, durable.CreateView, durable.DropView,
+            durable.UpdateMaterializedView, durable.FinalizeShards,
+            durable.CreateRole, durable.UpdateRole, durable.DropRole, durable.RevokeAll,
+            durable.GrantRole, durable.RevokeRole, durable.SetOwner, durable.SetPrivileges,
+            durable.SetDefaultPrivileges,
+        ), _no_side_effect),
+    }
 
 
 def leftover_temp_schemas(names: list[str], live_processes: set[str]) -> list[str]:
