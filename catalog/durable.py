@@ -181,15 +181,43 @@ class DropConnection:
     connection_id: str
 
 
+def _replica_token(op: CreateReplica) -> str | None:
+    return op.replica.token
+
+
+def _with_replica_token(op: CreateReplica, token: str) -> CreateReplica:
+    return CreateReplica(replace(op.replica, token=token))
+
+
+def _secret_value(op: CreateSecret | UpdateSecret) -> str | None:
+    return op.secret.value
+
+
+def _with_secret_value(op: CreateSecret | UpdateSecret, value: str) -> CreateSecret | UpdateSecret:
+    return type(op)(replace(op.secret, value=value))
+
+
+#: op class -> (the secret text it carries, the op with that text replaced): the one list
+#: of what a catalog stores sealed (:func:`seal_op`); an op class not here carries none
+_SECRET_OF = {
+    CreateReplica: (_replica_token, _with_replica_token),
+    CreateSecret: (_secret_value, _with_secret_value),
+    UpdateSecret: (_secret_value, _with_secret_value),
+}
+
+
 def seal_op(op: Op, box: SecretBox) -> Op:
     """``op`` as a catalog stores it: the secrets it carries (a REMOTE replica's TOKEN, a
-    SECRET's value) encrypted by ``box`` (``catalog.secretbox``). Every catalog backend
-    stores ops through this, so it is the one list of what is secret."""
-    if isinstance(op, CreateReplica) and op.replica.token is not None and not SecretBox.is_sealed(op.replica.token):
-        return CreateReplica(replace(op.replica, token=box.seal(op.replica.token)))
-    if isinstance(op, (CreateSecret, UpdateSecret)) and not SecretBox.is_sealed(op.secret.value):
-        return type(op)(replace(op.secret, value=box.seal(op.secret.value)))
-    return op
+    SECRET's value: :data:`_SECRET_OF`) encrypted by ``box`` (``catalog.secretbox``).
+    Every catalog backend stores ops through this, so it is the one list of what is secret."""
+    entry = _SECRET_OF.get(type(op))
+    if entry is None:
+        return op
+    text, replaced = entry
+    clear = text(op)
+    if clear is None or SecretBox.is_sealed(clear):
+        return op
+    return replaced(op, box.seal(clear))
 
 
 def unseal_op(op: Op, box: SecretBox) -> Op:
@@ -198,11 +226,14 @@ def unseal_op(op: Op, box: SecretBox) -> Op:
 
     Raises:
         ValueError for a secret sealed under another key (``SecretBox.unseal``)."""
-    if isinstance(op, CreateReplica) and SecretBox.is_sealed(op.replica.token):
-        return CreateReplica(replace(op.replica, token=box.unseal(op.replica.token)))
-    if isinstance(op, (CreateSecret, UpdateSecret)) and SecretBox.is_sealed(op.secret.value):
-        return type(op)(replace(op.secret, value=box.unseal(op.secret.value)))
-    return op
+    entry = _SECRET_OF.get(type(op))
+    if entry is None:
+        return op
+    text, replaced = entry
+    sealed = text(op)
+    if not SecretBox.is_sealed(sealed):
+        return op
+    return replaced(op, box.unseal(sealed))
 
 
 @dataclass(frozen=True)

@@ -308,146 +308,252 @@ def check_sequence_use(snap: CatalogSnapshot, q, any_of: str, role: str | None) 
 
 # -- DDL --------------------------------------------------------------------------------------
 
-def _require_owner_of(snap: CatalogSnapshot, key: str, role, created: set[str]) -> None:
-    if key in created:
+class _OpCheck:
+    """What :func:`check_ops` carries from one op to the next: the snapshot and role, the
+    temporary schemas (those created by earlier ops too), the keys of the objects the ops
+    create (their creator may alter them in the same transaction) and the ops to append."""
+
+    def __init__(self, snap: CatalogSnapshot, role: str):
+        self.snap = snap
+        self.role = role
+        self.superuser = rbac.is_superuser(snap, role)
+        self.temps = {sc.name for sc in snap.schemas.values() if sc.temp}
+        self.created: set[str] = set()
+        self.extra: list = []
+
+    def require(self, obj: rbac.ObjectRef, letter: str) -> None:
+        rbac.require(self.snap, obj, letter, self.role)
+
+    def require_owner_of(self, key: str) -> None:
+        """Ownership of the object stored under ``key``, unless these ops create it (an
+        object that does not exist is the op's error to report)."""
+        if key in self.created:
+            return
+        obj = rbac.ref_for_key(self.snap, key)
+        if obj is not None:
+            rbac.require_owner(self.snap, obj, self.role)
+
+    def require_member_of(self, role_id: str, prefix: str = "") -> None:
+        """Membership in ``role_id``, refused as ``{prefix}must be a member of role "name"``."""
+        if not self.superuser and role_id not in rbac.memberships(self.snap, self.role):
+            raise SqlError(rbac.INSUFFICIENT_PRIVILEGE,
+                           f'{prefix}must be a member of role "{rbac.role_name(self.snap, role_id)}"')
+
+    def owned(self, obj: rbac.ObjectRef, schema_key: str | None = None, always_acl: bool = False) -> None:
+        """The new object is the role's, with the default privileges that apply to it."""
+        self.created.add(obj.key)
+        self.extra.append(durable.SetOwner(obj.key, self.role))
+        acl = rbac.initial_acl(self.snap, obj, self.role, schema_key)
+        if always_acl or len(acl) > 1:
+            self.extra.append(durable.SetPrivileges(obj.key, acl))
+
+    def new_item(self, obj) -> None:
+        """A new schema item: CREATE on its schema (none in a temporary schema)."""
+        if obj.schema not in self.temps and not self.superuser:
+            self.require(rbac.schema_ref(self.snap, obj.schema), "C")
+        self.owned(rbac.relation_ref(obj), rbac.schema_ref(self.snap, obj.schema).key)
+
+    def require_cluster_create(self, cluster_id: str | None) -> None:
+        """CREATE on the cluster ``cluster_id`` names, if it names one."""
+        c = self.snap.clusters.get(cluster_id) if cluster_id else None
+        if c is not None:
+            self.require(rbac.cluster_ref(c), "C")
+
+
+# -- one check per op class, in _OP_PRIVILEGES --
+
+def _create_schema(c: _OpCheck, op: durable.CreateSchema) -> None:
+    c.created.add(f"schema:{op.schema.id}")
+    c.created.add(f"item:{op.schema.id}")
+    if op.schema.temp:
+        c.temps.add(op.schema.name)
         return
-    obj = rbac.ref_for_key(snap, key)
-    if obj is not None:
-        rbac.require_owner(snap, obj, role)
+    c.require(rbac.DATABASE_OBJ, "C")
+    c.owned(rbac.ObjectRef("SCHEMA", f"schema:{op.schema.id}", f"{DATABASE}.{op.schema.name}"))
+
+
+def _create_table(c: _OpCheck, op: durable.CreateTable) -> None:
+    c.new_item(op.table)
+    # a source: CREATE on the cluster that runs it (Materialize)
+    c.require_cluster_create(getattr(op.table, "cluster_id", "") or "")
+
+
+def _create_view(c: _OpCheck, op: durable.CreateView) -> None:
+    c.new_item(op.view)
+
+
+def _create_sequence(c: _OpCheck, op: durable.CreateSequence) -> None:
+    c.new_item(op.sequence)
+
+
+def _create_secret(c: _OpCheck, op: durable.CreateSecret) -> None:
+    c.new_item(op.secret)
+
+
+def _create_connection(c: _OpCheck, op: durable.CreateConnection) -> None:
+    c.new_item(op.connection)
+    for _, value, secret in op.connection.options:  # Materialize: USAGE on each secret it uses
+        if secret and value in c.snap.secrets and not c.superuser:
+            c.require(rbac.relation_ref(c.snap.secrets[value]), "U")
+
+
+def _create_index(c: _OpCheck, op: durable.CreateIndex) -> None:
+    c.new_item(op.index)
+    c.require_cluster_create(op.index.cluster_id)
+
+
+def _create_materialized_view(c: _OpCheck, op: durable.CreateMaterializedView) -> None:
+    # Materialize: CREATE on the schema and on the cluster that maintains it
+    c.new_item(op.view)
+    c.require_cluster_create(op.view.cluster_id)
+
+
+def _create_cluster(c: _OpCheck, op: durable.CreateCluster) -> None:
+    c.require(rbac.SYSTEM, "N")
+    # always an ACL of its own: a cluster without one is one made before roles
+    # existed, which PUBLIC may use (catalog.rbac.default_acl)
+    c.owned(rbac.cluster_ref(op.cluster), always_acl=True)
+
+
+def _create_replica(c: _OpCheck, op: durable.CreateReplica) -> None:
+    c.require_owner_of(f"cluster:{op.replica.cluster_id}")
+
+
+def _drop_replica(c: _OpCheck, op: durable.DropReplica) -> None:
+    r = c.snap.replicas.get(op.replica_id)
+    if r is not None:
+        c.require_owner_of(f"cluster:{r.cluster_id}")
+
+
+def _update_replica(c: _OpCheck, op: durable.UpdateReplica) -> None:
+    c.require_owner_of(f"cluster:{op.replica.cluster_id}")
+
+
+def _cluster_by_id(c: _OpCheck, op: durable.DropCluster | durable.RenameCluster) -> None:
+    c.require_owner_of(f"cluster:{op.cluster_id}")
+
+
+def _update_cluster(c: _OpCheck, op: durable.UpdateCluster) -> None:
+    c.require_owner_of(f"cluster:{op.cluster.id}")
+
+
+def _owner_of_item(item_id: Callable[[object], str]) -> Callable[[_OpCheck, object], None]:
+    """The check of an op that alters or drops the schema item whose id ``item_id(op)`` is:
+    ownership of that item."""
+
+    def check(c: _OpCheck, op) -> None:
+        c.require_owner_of(f"item:{item_id(op)}")
+
+    return check
+
+
+def _update_item(c: _OpCheck, op: durable.UpdateTable | durable.UpdateSequence) -> None:
+    obj = op.table if type(op) is durable.UpdateTable else op.sequence
+    if obj.schema not in c.temps:
+        c.require_owner_of(f"item:{obj.id}")
+
+
+def _schema_by_id(c: _OpCheck, op: durable.DropSchema | durable.RenameSchema) -> None:
+    sc = c.snap.schemas.get(op.schema_id)
+    if sc is not None and not sc.temp:
+        c.require_owner_of(f"schema:{op.schema_id}")
+
+
+def _role_change(c: _OpCheck, op) -> None:
+    """CREATE ROLE, ALTER ROLE, DROP ROLE, GRANT and REVOKE of a role: CREATEROLE."""
+    c.require(rbac.SYSTEM, "R")
+
+
+def _owner_of_object(c: _OpCheck, op: durable.SetPrivileges) -> None:
+    c.require_owner_of(op.object)
+
+
+def _revoke_all(c: _OpCheck, op: durable.RevokeAll) -> None:
+    c.require_member_of(op.role_id, "permission denied to drop objects: ")
+
+
+def _set_default_privileges(c: _OpCheck, op: durable.SetDefaultPrivileges) -> None:
+    target, _, _ = rbac.split_default_privileges_key(op.key)
+    if target == rbac.PUBLIC and not c.superuser:
+        raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, "permission denied for SYSTEM")
+    c.require_member_of(target)
+
+
+def _set_owner(c: _OpCheck, op: durable.SetOwner) -> None:
+    c.require_owner_of(op.object)
+    # PostgreSQL's rule (ALTER TABLE ... OWNER TO): one may give an object only to a role
+    # one is a member of
+    c.require_member_of(op.role_id)
+
+
+def _refused(c: _OpCheck, op) -> None:
+    """An op the system submits itself (outside :func:`authorize_ddl`), which no role may."""
+    raise SqlError(INTERNAL_ERROR, f"{type(op).__name__} declares no privileges: refused")
+
+
+#: op class -> ``check(op_check, op)``: what a role needs to apply the op (Materialize's
+#: privilege table), raising SqlError 42501. Every class of ``catalog.durable.Op`` is here
+#: (tests/test_catalog_op_dispatch.py checks it), an op no role may submit as ``_refused``.
+_OP_PRIVILEGES: dict[type, Callable] = {
+    durable.CreateSchema: _create_schema,
+    durable.CreateTable: _create_table,
+    durable.CreateView: _create_view,
+    durable.CreateSequence: _create_sequence,
+    durable.CreateSecret: _create_secret,
+    durable.CreateConnection: _create_connection,
+    durable.CreateIndex: _create_index,
+    durable.CreateMaterializedView: _create_materialized_view,
+    durable.CreateCluster: _create_cluster,
+    durable.CreateReplica: _create_replica,
+    durable.DropReplica: _drop_replica,
+    durable.UpdateReplica: _update_replica,
+    durable.DropCluster: _cluster_by_id,
+    durable.RenameCluster: _cluster_by_id,
+    durable.UpdateCluster: _update_cluster,
+    durable.UpdateSecret: _owner_of_item(lambda op: op.secret.id),
+    durable.DropSecret: _owner_of_item(lambda op: op.secret_id),
+    durable.DropConnection: _owner_of_item(lambda op: op.connection_id),
+    durable.UpdateMaterializedView: _owner_of_item(lambda op: op.view.id),
+    durable.DropMaterializedView: _owner_of_item(lambda op: op.view_id),
+    durable.DropTable: _owner_of_item(lambda op: op.table_id),
+    durable.DropView: _owner_of_item(lambda op: op.view_id),
+    durable.DropIndex: _owner_of_item(lambda op: op.index_id),
+    durable.DropSequence: _owner_of_item(lambda op: op.sequence_id),
+    durable.SetComment: _owner_of_item(lambda op: op.object_id),
+    durable.UpdateTable: _update_item,
+    durable.UpdateSequence: _update_item,
+    durable.DropSchema: _schema_by_id,
+    durable.RenameSchema: _schema_by_id,
+    **dict.fromkeys((durable.CreateRole, durable.UpdateRole, durable.DropRole, durable.GrantRole,
+                     durable.RevokeRole), _role_change),
+    durable.SetPrivileges: _owner_of_object,
+    durable.RevokeAll: _revoke_all,
+    durable.SetDefaultPrivileges: _set_default_privileges,
+    durable.SetOwner: _set_owner,
+    durable.FinalizeShards: _refused,  # sqlfront.finalize submits it, never a statement
+}
 
 
 def check_ops(snap: CatalogSnapshot, ops: list, role: str | None) -> list:
     """Check that ``role`` may apply catalog ``ops`` to ``snap``, and return the ops to
     append: the owner of each object they create.
 
-    Requirements (Materialize's privilege table): CREATE on the schema for a new table,
-    view, sequence or index (and CREATE on the index's cluster); CREATE on the database
-    for a schema; CREATECLUSTER on SYSTEM for a cluster; CREATEROLE on SYSTEM for role
-    changes; ownership to alter, drop, comment on or grant on an object (replicas: their
-    cluster's owner). Objects in a temporary schema need nothing.
+    Requirements (Materialize's privilege table; each op class's in :data:`_OP_PRIVILEGES`):
+    CREATE on the schema for a new table, view, sequence or index (and CREATE on the
+    index's cluster); CREATE on the database for a schema; CREATECLUSTER on SYSTEM for a
+    cluster; CREATEROLE on SYSTEM for role changes; ownership to alter, drop, comment on or
+    grant on an object (replicas: their cluster's owner). Objects in a temporary schema
+    need nothing.
 
     Raises:
-        SqlError 42501."""
+        SqlError 42501; XX000 for an op of a class that declares no privileges (a new kind
+        of op must say what it needs before any role may submit it)."""
     if role is None:
         return []
-    superuser = rbac.is_superuser(snap, role)
-    temps = {sc.name for sc in snap.schemas.values() if sc.temp}
-    created: set[str] = set()
-    extra: list = []
-
-    def owned(obj: rbac.ObjectRef, schema_key: str | None = None, always_acl: bool = False) -> None:
-        """The new object is the role's, with the default privileges that apply to it."""
-        created.add(obj.key)
-        extra.append(durable.SetOwner(obj.key, role))
-        acl = rbac.initial_acl(snap, obj, role, schema_key)
-        if always_acl or len(acl) > 1:
-            extra.append(durable.SetPrivileges(obj.key, acl))
-
-    def new_item(obj) -> None:
-        if obj.schema not in temps and not superuser:
-            rbac.require(snap, rbac.schema_ref(snap, obj.schema), "C", role)
-        owned(rbac.relation_ref(obj), rbac.schema_ref(snap, obj.schema).key)
-
+    c = _OpCheck(snap, role)
     for op in ops:
-        if isinstance(op, durable.CreateSchema):
-            created.add(f"schema:{op.schema.id}")
-            created.add(f"item:{op.schema.id}")
-            if op.schema.temp:
-                temps.add(op.schema.name)
-                continue
-            rbac.require(snap, rbac.DATABASE_OBJ, "C", role)
-            owned(rbac.ObjectRef("SCHEMA", f"schema:{op.schema.id}", f"{DATABASE}.{op.schema.name}"))
-        elif isinstance(op, durable.CreateTable):
-            new_item(op.table)
-            c = snap.clusters.get(getattr(op.table, "cluster_id", "") or "")
-            if c is not None:  # a source: CREATE on the cluster that runs it (Materialize)
-                rbac.require(snap, rbac.cluster_ref(c), "C", role)
-        elif isinstance(op, durable.CreateView):
-            new_item(op.view)
-        elif isinstance(op, durable.CreateSequence):
-            new_item(op.sequence)
-        elif isinstance(op, durable.CreateSecret):
-            new_item(op.secret)
-        elif isinstance(op, durable.CreateConnection):
-            new_item(op.connection)
-            for _, value, secret in op.connection.options:  # Materialize: USAGE on each secret it uses
-                if secret and value in snap.secrets and not superuser:
-                    rbac.require(snap, rbac.relation_ref(snap.secrets[value]), "U", role)
-        elif isinstance(op, durable.UpdateSecret):
-            _require_owner_of(snap, f"item:{op.secret.id}", role, created)
-        elif isinstance(op, (durable.DropSecret, durable.DropConnection)):
-            _require_owner_of(snap, f"item:{getattr(op, 'secret_id', None) or op.connection_id}", role, created)
-        elif isinstance(op, durable.CreateIndex):
-            new_item(op.index)
-            c = snap.clusters.get(op.index.cluster_id) if op.index.cluster_id else None
-            if c is not None:
-                rbac.require(snap, rbac.cluster_ref(c), "C", role)
-        elif isinstance(op, durable.CreateMaterializedView):
-            # Materialize: CREATE on the schema and on the cluster that maintains it
-            new_item(op.view)
-            c = snap.clusters.get(op.view.cluster_id)
-            if c is not None:
-                rbac.require(snap, rbac.cluster_ref(c), "C", role)
-        elif isinstance(op, durable.UpdateMaterializedView):
-            _require_owner_of(snap, f"item:{op.view.id}", role, created)
-        elif isinstance(op, durable.DropMaterializedView):
-            _require_owner_of(snap, f"item:{op.view_id}", role, created)
-        elif isinstance(op, durable.CreateCluster):
-            rbac.require(snap, rbac.SYSTEM, "N", role)
-            # always an ACL of its own: a cluster without one is one made before roles
-            # existed, which PUBLIC may use (catalog.rbac.default_acl)
-            owned(rbac.cluster_ref(op.cluster), always_acl=True)
-        elif isinstance(op, (durable.CreateReplica, durable.DropReplica)):
-            r = op.replica if isinstance(op, durable.CreateReplica) else snap.replicas.get(op.replica_id)
-            if r is not None:
-                _require_owner_of(snap, f"cluster:{r.cluster_id}", role, created)
-        elif isinstance(op, (durable.DropCluster, durable.RenameCluster)):
-            _require_owner_of(snap, f"cluster:{op.cluster_id}", role, created)
-        elif isinstance(op, durable.UpdateCluster):
-            _require_owner_of(snap, f"cluster:{op.cluster.id}", role, created)
-        elif isinstance(op, durable.UpdateReplica):
-            _require_owner_of(snap, f"cluster:{op.replica.cluster_id}", role, created)
-        elif isinstance(op, (durable.DropTable, durable.DropView, durable.DropIndex, durable.DropSequence)):
-            item = getattr(op, "table_id", None) or getattr(op, "view_id", None) or \
-                getattr(op, "index_id", None) or op.sequence_id
-            _require_owner_of(snap, f"item:{item}", role, created)
-        elif isinstance(op, (durable.UpdateTable, durable.UpdateSequence)):
-            obj = op.table if isinstance(op, durable.UpdateTable) else op.sequence
-            if obj.schema not in temps:
-                _require_owner_of(snap, f"item:{obj.id}", role, created)
-        elif isinstance(op, (durable.DropSchema, durable.RenameSchema)):
-            sc = snap.schemas.get(op.schema_id)
-            if sc is not None and not sc.temp:
-                _require_owner_of(snap, f"schema:{op.schema_id}", role, created)
-        elif isinstance(op, durable.SetComment):
-            _require_owner_of(snap, f"item:{op.object_id}", role, created)
-        elif isinstance(op, (durable.CreateRole, durable.UpdateRole, durable.DropRole, durable.GrantRole,
-                             durable.RevokeRole)):
-            rbac.require(snap, rbac.SYSTEM, "R", role)
-        elif isinstance(op, durable.SetPrivileges):
-            _require_owner_of(snap, op.object, role, created)
-        elif isinstance(op, durable.RevokeAll):
-            if not superuser and op.role_id not in rbac.memberships(snap, role):
-                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE,
-                               f'permission denied to drop objects: must be a member of role '
-                               f'"{rbac.role_name(snap, op.role_id)}"')
-        elif isinstance(op, durable.SetDefaultPrivileges):
-            target, _, _ = rbac.split_default_privileges_key(op.key)
-            if target == rbac.PUBLIC and not superuser:
-                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, "permission denied for SYSTEM")
-            if not superuser and target not in rbac.memberships(snap, role):
-                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE,
-                               f'must be a member of role "{rbac.role_name(snap, target)}"')
-        elif isinstance(op, durable.SetOwner):
-            _require_owner_of(snap, op.object, role, created)
-            # PostgreSQL's rule (ALTER TABLE ... OWNER TO): one may give an object only to
-            # a role one is a member of
-            if not superuser and op.role_id not in rbac.memberships(snap, role):
-                raise SqlError(rbac.INSUFFICIENT_PRIVILEGE,
-                               f'must be a member of role "{rbac.role_name(snap, op.role_id)}"')
-        else:  # a new kind of op must say what it needs before any role may submit it
-            raise SqlError(INTERNAL_ERROR, f"{type(op).__name__} declares no privileges: refused")
-    return extra
+        _OP_PRIVILEGES.get(type(op), _refused)(c, op)
+    return c.extra
 
 
 def authorize_ddl(build):

@@ -1,7 +1,8 @@
-"""Every catalog op class has a handler in both dispatchers over ops: the durable
-catalog's (``catalog.durable._APPLY``, used by ``CatalogStore.transact``) and the side
-effects of committed ops (``sqlfront.environment.Environment._SIDE_EFFECTS``), so a new op
-cannot be forgotten in either. Pure Python: no server."""
+"""Every catalog op class has a handler in each dispatcher over ops: the durable
+catalog's (``catalog.durable._APPLY``, used by ``CatalogStore.transact``), the side
+effects of committed ops (``sqlfront.environment.Environment._SIDE_EFFECTS``) and the
+privileges a role needs to submit it (``sqlfront.rbac._OP_PRIVILEGES``, used by
+``check_ops``), so a new op cannot be forgotten in any. Pure Python: no server."""
 
 from __future__ import annotations
 
@@ -10,13 +11,17 @@ import inspect
 import typing
 
 import pytest
+from cryptography.fernet import Fernet
 
 from catalog import durable
+from catalog.errors import SqlError
+from catalog.secretbox import SecretBox
 from catalog.snapshot import (
     AclItem, Cluster, Column, Connection, Index, MaterializedView, Replica, Role, Schema, Secret, Sequence, Table,
     View,
 )
 from catalog.types import SqlType
+from sqlfront import rbac as stmt_rbac
 from sqlfront.environment import Environment
 
 
@@ -39,6 +44,41 @@ def test_every_op_class_has_a_durable_handler():
 
 def test_every_op_class_has_a_side_effect_handler():
     assert _op_classes() - set(Environment._SIDE_EFFECTS) == set()
+
+
+def test_every_op_class_declares_its_privileges():
+    """An op needing no check would be listed too; one no role may submit is listed as refused."""
+    assert _op_classes() - set(stmt_rbac._OP_PRIVILEGES) == set()
+
+
+def test_an_op_the_system_submits_is_refused_to_every_role():
+    store = durable.CatalogStore(":memory:")
+    try:
+        snap = store.load()
+        with pytest.raises(SqlError) as e:
+            stmt_rbac.check_ops(snap, [durable.FinalizeShards(("s1",))], "u1")
+        assert e.value.sqlstate == "XX000"
+        assert stmt_rbac.check_ops(snap, [durable.FinalizeShards(("s1",))], None) == []  # the system's own
+    finally:
+        store.close()
+
+
+def test_seal_and_unseal_go_through_the_secret_table_and_leave_other_ops_alone():
+    box = SecretBox(Fernet.generate_key())
+    ops = [durable.CreateReplica(Replica("u1", "u1", "r1", "xsmall", token="tok")),
+           durable.CreateSecret(Secret("u2", "s", "x", "pw1")), durable.UpdateSecret(Secret("u2", "s", "x", "pw2"))]
+    assert set(map(type, ops)) == set(durable._SECRET_OF)
+    for op in ops:
+        sealed = durable.seal_op(op, box)
+        text = sealed.replica.token if isinstance(sealed, durable.CreateReplica) else sealed.secret.value
+        assert type(sealed) is type(op) and SecretBox.is_sealed(text)
+        assert durable.seal_op(sealed, box) == sealed  # sealed once only
+        assert durable.unseal_op(sealed, box) == op
+        assert durable.unseal_op(op, box) == op  # stored in clear by an older version
+    tokenless = durable.CreateReplica(Replica("u1", "u1", "r1", "xsmall"))
+    other = durable.RenameCluster("u1", "c2")
+    for op in (tokenless, other):
+        assert durable.seal_op(op, box) is op and durable.unseal_op(op, box) is op
 
 
 def test_transact_is_under_200_lines():
