@@ -34,7 +34,7 @@ import json
 import threading
 
 from catalog import durable, snapshot, types
-from catalog.errors import SqlError
+from catalog.errors import SqlError, INTERNAL_ERROR, SERIALIZATION_FAILURE
 from catalog.secretbox import SecretBox
 from catalog.snapshot import CatalogSnapshot
 
@@ -51,7 +51,7 @@ class CatalogKeyMismatch(SqlError):
     secrets the others cannot read)."""
 
     def __init__(self):
-        super().__init__("XX000", "the catalog key differs from the one the shared catalog's secrets are sealed with",
+        super().__init__(INTERNAL_ERROR, "the catalog key differs from the one the shared catalog's secrets are sealed with",
                          hint="Give every process of this catalog the same --catalog-key-file.")
 
 
@@ -60,7 +60,7 @@ class CatalogConflict(SqlError):
     can be planned again against the newer catalog)."""
 
     def __init__(self, version: int):
-        super().__init__("40001", f"catalog version {version} was committed by another environmentd",
+        super().__init__(SERIALIZATION_FAILURE, f"catalog version {version} was committed by another environmentd",
                          hint="The statement is planned again against the newer catalog.")
         self.version = version
 

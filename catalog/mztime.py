@@ -17,7 +17,9 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from catalog.errors import SqlError, INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE
+from catalog.errors import (
+    SqlError, DATETIME_FIELD_OVERFLOW, INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE,
+)
 
 #: the greatest mz_timestamp (u64::MAX): the time of a constant collection's updates
 MAX = (1 << 64) - 1
@@ -82,6 +84,6 @@ def to_value(ts: int, dst_name: str):
         try:
             when = _EPOCH + dt.timedelta(milliseconds=ts)
         except OverflowError:
-            raise SqlError("22008", "timestamp out of range") from None
+            raise SqlError(DATETIME_FIELD_OVERFLOW, "timestamp out of range") from None
         return when if dst_name == "timestamptz" else when.replace(tzinfo=None)
     return None

@@ -19,10 +19,9 @@ from __future__ import annotations
 import contextvars
 from dataclasses import dataclass
 
-from catalog.errors import SqlError
+from catalog.errors import SqlError, INSUFFICIENT_PRIVILEGE, INVALID_GRANT_OPERATION, SYNTAX_ERROR
 from catalog.snapshot import DATABASE, SYSTEM_SCHEMAS, AclItem, CatalogSnapshot, Cluster, Role
 
-INSUFFICIENT_PRIVILEGE = "42501"
 #: PUBLIC, the role every role is a member of (Materialize's ``p``)
 PUBLIC = "p"
 #: Materialize's system roles (mz_roles lists them; they own the system objects)
@@ -300,14 +299,14 @@ def parse_privileges(words: list[str], kind: str, name: str | None = None) -> st
     letters, bad = "", []
     for w in words:
         if w not in PRIVILEGE_LETTERS:
-            raise SqlError("42601", f"unrecognized privilege type: {w.lower()}")
+            raise SqlError(SYNTAX_ERROR, f"unrecognized privilege type: {w.lower()}")
         ch = PRIVILEGE_LETTERS[w]
         if ch not in full_privileges(kind):
             bad.append(w)
         letters += ch
     if bad:
         shown = f'{kind} "{name}"' if name else kind
-        raise SqlError("0LP01", f"invalid privilege types {', '.join(bad)} for {shown}")
+        raise SqlError(INVALID_GRANT_OPERATION, f"invalid privilege types {', '.join(bad)} for {shown}")
     return sort_letters(letters)
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 
-from catalog.errors import SqlError, UNDEFINED_TABLE
+from catalog.errors import (
+    SqlError, NUMERIC_VALUE_OUT_OF_RANGE, SEQUENCE_GENERATOR_LIMIT_EXCEEDED, UNDEFINED_TABLE,
+)
 from catalog.snapshot import Sequence
 
 #: bounds of a sequence's type (PostgreSQL's "CREATE SEQUENCE": AS smallint | integer | bigint)
@@ -39,11 +41,11 @@ def next_values(q: Sequence, last: int, is_called: bool, n: int) -> tuple[list[i
             v = v + q.increment
             if q.increment > 0 and v > q.maxvalue:
                 if not q.cycle:
-                    raise SqlError("2200H", f'nextval: reached maximum value of sequence "{q.name}" ({q.maxvalue})')
+                    raise SqlError(SEQUENCE_GENERATOR_LIMIT_EXCEEDED, f'nextval: reached maximum value of sequence "{q.name}" ({q.maxvalue})')
                 v = q.minvalue
             elif q.increment < 0 and v < q.minvalue:
                 if not q.cycle:
-                    raise SqlError("2200H", f'nextval: reached minimum value of sequence "{q.name}" ({q.minvalue})')
+                    raise SqlError(SEQUENCE_GENERATOR_LIMIT_EXCEEDED, f'nextval: reached minimum value of sequence "{q.name}" ({q.minvalue})')
                 v = q.maxvalue
         out.append(v)
     return out, v
@@ -52,7 +54,7 @@ def next_values(q: Sequence, last: int, is_called: bool, n: int) -> tuple[list[i
 def check_setval(q: Sequence, value: int) -> None:
     """Raises SqlError 22003 ``setval: value v is out of bounds for sequence "s" (min..max)``."""
     if not q.minvalue <= value <= q.maxvalue:
-        raise SqlError("22003", f'setval: value {value} is out of bounds for sequence "{q.name}" '
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, f'setval: value {value} is out of bounds for sequence "{q.name}" '
                                 f'({q.minvalue}..{q.maxvalue})')
 
 

@@ -13,7 +13,10 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Mapping
 
-from catalog.errors import SqlError, UNDEFINED_TABLE, UNDEFINED_OBJECT
+from catalog.errors import (
+    SqlError, FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, INVALID_SCHEMA_NAME, INVALID_TABLE_DEFINITION,
+    UNDEFINED_OBJECT, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
+)
 from catalog.types import SqlType
 
 #: Schemas searched for unqualified names, in order (Materialize's default search_path
@@ -479,23 +482,23 @@ class CatalogSnapshot:
         tempname = current_search_path()[1]
         if temp:
             if schema is not None and schema not in TEMP_SCHEMA_ALIASES and schema != tempname:
-                raise SqlError("42P16", "cannot create temporary relation in non-temporary schema")
+                raise SqlError(INVALID_TABLE_DEFINITION, "cannot create temporary relation in non-temporary schema")
             if tempname is None:
-                raise SqlError("0A000", "temporary objects are not supported here")
+                raise SqlError(FEATURE_NOT_SUPPORTED, "temporary objects are not supported here")
             return tempname
         if schema is not None:
             name = self.schema_name(schema)
             if name == tempname:
                 return name
             if not self.schema_exists(name):
-                raise SqlError("3F000", f"unknown schema '{schema}'")
+                raise SqlError(INVALID_SCHEMA_NAME, f"unknown schema '{schema}'")
             if name in SYSTEM_SCHEMAS and name != USER_SCHEMA:
-                raise SqlError("42501", f"system schema '{name}' cannot be modified")
+                raise SqlError(INSUFFICIENT_PRIVILEGE, f"system schema '{name}' cannot be modified")
             return name
         for p in current_search_path()[0]:
             if self.schema_exists(p) and p not in SYSTEM_SCHEMAS[1:]:
                 return p
-        raise SqlError("3F000", "no schema has been selected to create in")
+        raise SqlError(INVALID_SCHEMA_NAME, "no schema has been selected to create in")
 
     # -- relations -------------------------------------------------------------------
 
@@ -555,7 +558,7 @@ class CatalogSnapshot:
             if q is not None:
                 return q
             if self.relation_by_name(s, name) is not None:
-                raise SqlError("42809", f'"{name}" is not a sequence')
+                raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a sequence')
         shown = f"{schema}.{name}" if schema else name
         raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{shown}'")
 

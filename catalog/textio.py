@@ -19,13 +19,9 @@ from decimal import Decimal, InvalidOperation, ROUND_HALF_UP
 import numpy as np
 
 from catalog.errors import (
-    SqlError,
-    INVALID_TEXT_REPRESENTATION,
-    INVALID_DATETIME_FORMAT,
-    DATETIME_FIELD_OVERFLOW,
-    FEATURE_NOT_SUPPORTED,
-    NUMERIC_VALUE_OUT_OF_RANGE,
-    STRING_DATA_RIGHT_TRUNCATION,
+    SqlError, ARRAY_SUBSCRIPT_ERROR, DATETIME_FIELD_OVERFLOW, FEATURE_NOT_SUPPORTED, INVALID_DATETIME_FORMAT,
+    INVALID_PARAMETER_VALUE, INVALID_TEXT_REPRESENTATION, INVALID_TIME_ZONE_DISPLACEMENT_VALUE,
+    NUMERIC_VALUE_OUT_OF_RANGE, STRING_DATA_RIGHT_TRUNCATION,
 )
 from catalog.intervalio import format_interval, parse_interval, round_micros
 from catalog.types import (FarDate, FarTimestamp, SqlType, date2j, date_from_days, j2date,
@@ -224,7 +220,7 @@ def parse_timetz(s: str) -> dt.time:
     if m.group(3):
         offset = int(m.group(4)) * 3600 + int(m.group(5) or 0) * 60 + int(m.group(6) or 0)
         if int(m.group(4)) > 15 or int(m.group(5) or 0) > 59 or int(m.group(6) or 0) > 59:
-            raise SqlError("22009", f'time zone displacement out of range: "{s}"')
+            raise SqlError(INVALID_TIME_ZONE_DISPLACEMENT_VALUE, f'time zone displacement out of range: "{s}"')
         offset = -offset if m.group(3) == "-" else offset
     return t.replace(tzinfo=dt.timezone(dt.timedelta(seconds=offset)))
 
@@ -347,7 +343,7 @@ def split_array(s: str, t: SqlType) -> list:
             lo, _, hi = lo_hi.partition(":")
             lo, hi = (int(lo), int(hi)) if hi else (1, int(lo))
             if hi < lo:
-                raise SqlError("2202E", "upper bound cannot be less than lower bound")
+                raise SqlError(ARRAY_SUBSCRIPT_ERROR, "upper bound cannot be less than lower bound")
             dims_given.append(hi - lo + 1)
         txt = txt[m.end():]
     txt = txt.strip(_ARRAY_SPACE)
@@ -422,7 +418,7 @@ def array_dims(v: list, error: SqlError | None = None) -> list[int]:
     sub-arrays differ in size or depth."""
     if not v:
         return []
-    err = error or SqlError("2202E", "multidimensional arrays must have array expressions with matching dimensions")
+    err = error or SqlError(ARRAY_SUBSCRIPT_ERROR, "multidimensional arrays must have array expressions with matching dimensions")
     nested = [isinstance(e, list) for e in v]
     if not any(nested):
         return [len(v)]
@@ -564,7 +560,7 @@ def parse_time_zone(value: str) -> dt.tzinfo:
     lower = {z.lower(): z for z in _zone_names()}  # PostgreSQL matches names case-insensitively
     if v.lower() in lower:
         return zoneinfo.ZoneInfo(lower[v.lower()])
-    raise SqlError("22023", f'invalid value for parameter "TimeZone": "{value}"')
+    raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "TimeZone": "{value}"')
 
 
 @functools.cache
@@ -708,19 +704,19 @@ def parse_datestyle(value: str, current: DateStyle = ISO_DATESTYLE) -> DateStyle
         elif word in _DATESTYLE_WORDS:
             found = [_DATESTYLE_WORDS[word]]
         else:
-            raise SqlError("22023", f'invalid value for parameter "DateStyle": "{value}"',
+            raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "DateStyle": "{value}"',
                            detail=f'Unrecognized key word: "{word}".')
         for kind, v in found:
             if kind == "style":
                 if style is not None and style != v:
-                    raise SqlError("22023", f'invalid value for parameter "DateStyle": "{value}"',
+                    raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "DateStyle": "{value}"',
                                    detail='Conflicting "datestyle" specifications.')
                 style = v
                 if v == "German" and order is None:
                     german_order = "DMY"
             else:
                 if order is not None and order != v:
-                    raise SqlError("22023", f'invalid value for parameter "DateStyle": "{value}"',
+                    raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "DateStyle": "{value}"',
                                    detail='Conflicting "datestyle" specifications.')
                 order = v
     return DateStyle(style or current.style, order or german_order or current.order)

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE, SYNTAX_ERROR, FEATURE_NOT_SUPPORTED
+from catalog.errors import (
+    SqlError, DATETIME_FIELD_OVERFLOW, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR,
+    UNDEFINED_OBJECT,
+)
 
 #: Precision/scale used to store an unconstrained ``numeric`` (PostgreSQL has no bound;
 #: Parquet and Spark need one).
@@ -505,7 +508,7 @@ def date_from_days(days: int):
             return FarDate(days)
     elif days in (FarDate.INFINITY, FarDate.NEG_INFINITY):
         return FarDate(days)
-    raise SqlError("22008", "date out of range")
+    raise SqlError(DATETIME_FIELD_OVERFLOW, "date out of range")
 
 
 @functools.total_ordering
@@ -577,4 +580,4 @@ def timestamp_from_micros(micros: int, tz: bool):
         pass
     if -211813488000000000 <= micros < (date2j(294277, 1, 1) - _PG_EPOCH_JDATE) * _US_PER_DAY:  # MIN_ .. END_TIMESTAMP
         return FarTimestamp(micros, tz)
-    raise SqlError("22008", "timestamp out of range")
+    raise SqlError(DATETIME_FIELD_OVERFLOW, "timestamp out of range")

@@ -15,7 +15,7 @@ import math
 from decimal import Decimal, ROUND_HALF_UP
 
 from catalog.errors import (
-    SqlError, NUMERIC_VALUE_OUT_OF_RANGE, FEATURE_NOT_SUPPORTED,
+    SqlError, CANNOT_COERCE, DATETIME_FIELD_OVERFLOW, FEATURE_NOT_SUPPORTED, NUMERIC_VALUE_OUT_OF_RANGE,
 )
 from catalog import mztime
 from catalog.intervalio import adjust_interval, parse_interval
@@ -59,11 +59,11 @@ def _convert(v, src: SqlType, dst: SqlType, explicit: bool):
         if s in INT_RANGES or s in ("numeric", "float4", "float8", "date", "timestamp", "timestamptz", "text",
                                     "varchar", "bpchar", "name", "unknown"):
             return mztime.from_value(v, s)
-        raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")
+        raise SqlError(CANNOT_COERCE, f"cannot cast type {src.sql()} to {dst.sql()}")
     if s == "mz_timestamp" and d != "mz_timestamp":
         out = mztime.to_value(int(v), d)
         if out is None:
-            raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")
+            raise SqlError(CANNOT_COERCE, f"cannot cast type {src.sql()} to {dst.sql()}")
         return fit_string(out, dst, explicit) if d == "varchar" else out
     if d == "interval" and s in ("text", "varchar", "bpchar", "name"):
         return parse_interval(v.rstrip(" ") if s == "bpchar" else v)
@@ -129,12 +129,12 @@ def _convert(v, src: SqlType, dst: SqlType, explicit: bool):
             try:
                 return local.replace(tzinfo=session_time_zone()).astimezone(dt.timezone.utc)
             except OverflowError:
-                raise SqlError("22008", "timestamp out of range") from None
+                raise SqlError(DATETIME_FIELD_OVERFLOW, "timestamp out of range") from None
     if s == "timestamptz" and d in ("timestamp", "date"):
         try:
             naive = v.astimezone(session_time_zone()).replace(tzinfo=None)
         except OverflowError:
-            raise SqlError("22008", "timestamp out of range") from None
+            raise SqlError(DATETIME_FIELD_OVERFLOW, "timestamp out of range") from None
         return naive if d == "timestamp" else naive.date()
     if d == "interval" and s == "interval":
         return v
@@ -150,7 +150,7 @@ def _convert(v, src: SqlType, dst: SqlType, explicit: bool):
         return v if s == "timetz" else v.replace(tzinfo=dt.timezone.utc)
     if d == s:
         return v  # bytea, uuid, jsonb to themselves
-    raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")
+    raise SqlError(CANNOT_COERCE, f"cannot cast type {src.sql()} to {dst.sql()}")
 
 
 def _far_cast(v, d: str):

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pglast import ast
 from pglast.enums import ConstrType
 
-from catalog.errors import SqlError, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, INVALID_PARAMETER_VALUE, \
-    SYNTAX_ERROR
+from catalog.errors import (
+    SqlError, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, INVALID_PARAMETER_VALUE, SYNTAX_ERROR,
+)
 from catalog.sequences import TYPE_BOUNDS
 from catalog.snapshot import CatalogSnapshot, Column
 from catalog.types import INT2, INT4, INT8
@@ -98,7 +99,7 @@ def plan_table(stmt: ast.CreateStmt, snap: CatalogSnapshot | None = None) -> Tab
                     raise SqlError(SYNTAX_ERROR, f'multiple default values specified for column "{elt.colname}" '
                                                  f'of table "{stmt.relation.relname}"')
                 if t.name not in TYPE_BOUNDS:
-                    raise SqlError("22023", "identity column type must be smallint, integer, or bigint")
+                    raise SqlError(INVALID_PARAMETER_VALUE, "identity column type must be smallint, integer, or bigint")
                 identity = c.generated_when
                 nullable = False
                 seq_options = sequence_options(c.options or (), t.name)

@@ -18,7 +18,10 @@ from pglast.enums import (
 )
 
 from catalog.errors import (
-    SqlError, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, DATATYPE_MISMATCH, SYNTAX_ERROR, UNDEFINED_FUNCTION,
+    SqlError, CANNOT_COERCE, DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, GROUPING_ERROR, INDETERMINATE_DATATYPE,
+    INVALID_COLUMN_REFERENCE, INVALID_SCHEMA_NAME, SYNTAX_ERROR, TOO_MANY_ARGUMENTS, UNDEFINED_COLUMN,
+    UNDEFINED_FUNCTION, UNDEFINED_OBJECT, UNDEFINED_PARAMETER, UNDEFINED_TABLE, WINDOWING_ERROR,
+    WRONG_OBJECT_TYPE,
 )
 from catalog.pg_catalog import FIRST_USER_OID
 from catalog.textio import parse_text
@@ -345,7 +348,7 @@ class ExprPlanner:
             item = self.scope.resolve(qual, name)
             return ColRef(item.index, item.type)
         except SqlError as first:
-            if first.sqlstate not in ("42703", "42P01"):
+            if first.sqlstate not in (UNDEFINED_COLUMN, UNDEFINED_TABLE):
                 raise
             if qual is None and name in self.scope.qualifiers() and not any(
                     i.name == name for o in self.outer_scopes for i in o.items):
@@ -359,7 +362,7 @@ class ExprPlanner:
                 try:
                     item = outer.resolve(qual, name)
                 except SqlError as e:
-                    if e.sqlstate in ("42703", "42P01"):
+                    if e.sqlstate in (UNDEFINED_COLUMN, UNDEFINED_TABLE):
                         continue
                     raise
                 return OuterRef(depth, item.index, item.type)
@@ -392,7 +395,7 @@ class ExprPlanner:
                 self.params.append(None)
             return Param(n, self.params.types.get(n, UNKNOWN))
         if n < 1 or n > len(self.params):
-            raise SqlError("42P02", f"there is no parameter ${n}")
+            raise SqlError(UNDEFINED_PARAMETER, f"there is no parameter ${n}")
         v = self.params[n - 1]
         if isinstance(v, Literal):
             return v
@@ -488,13 +491,13 @@ class ExprPlanner:
                 name = text.split(".")[-1].split("(")[0]
                 oid = next((o for o, n in PROC_NAMES.items() if n == name), None)
                 if oid is None:
-                    raise SqlError("42883", f'function "{text}" does not exist')
+                    raise SqlError(UNDEFINED_FUNCTION, f'function "{text}" does not exist')
                 return Literal(oid, OID)
             if reg == "regnamespace":
                 from catalog.pg_catalog import NAMESPACE_OIDS
                 oid = self.namespace_oid(text) if self.namespace_oid else NAMESPACE_OIDS.get(text)
                 if oid is None:
-                    raise SqlError("3F000", f'schema "{text}" does not exist')
+                    raise SqlError(INVALID_SCHEMA_NAME, f'schema "{text}" does not exist')
                 return Literal(oid, OID)
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{reg} names are not supported")
         if isinstance(arg, Call) and arg.func == "pg_typeof" and reg in ("oid", "regtype"):
@@ -503,7 +506,7 @@ class ExprPlanner:
         if reg == "regtype" and arg.type.is_string:
             return Call("regtypein", (coerce(arg, TEXT),), OID)  # text::regtype (an I/O conversion cast)
         if not (arg.type.is_integer or arg.type.name == "unknown"):
-            raise SqlError("42846", f"cannot cast type {arg.type.sql()} to {reg}")
+            raise SqlError(CANNOT_COERCE, f"cannot cast type {arg.type.sql()} to {reg}")
         return coerce(arg, OID, explicit=True)
 
     def _A_Expr(self, node: ast.A_Expr):
@@ -584,7 +587,7 @@ class ExprPlanner:
     def _A_ArrayExpr(self, node: ast.A_ArrayExpr):
         elems = [self.plan(e) for e in node.elements or ()]
         if not elems:
-            raise SqlError("42P18", "cannot determine type of empty array",
+            raise SqlError(INDETERMINATE_DATATYPE, "cannot determine type of empty array",
                            hint="Explicitly cast to the desired type, for example ARRAY[]::integer[].")
         t = ty.common_type([e.type for e in elems], "ARRAY")
         if t.is_array:  # ARRAY[ARRAY[1, 2], ARRAY[3, 4]]: one more dimension, the same type
@@ -620,7 +623,7 @@ class ExprPlanner:
         # Only the default collation exists (code-point order), as in Materialize.
         coll = node.collname[-1].sval
         if coll not in ("default", "C", "POSIX"):
-            raise SqlError("42704", f'collation "{coll}" for encoding "UTF8" does not exist')
+            raise SqlError(UNDEFINED_OBJECT, f'collation "{coll}" for encoding "UTF8" does not exist')
         return self.plan(node.arg)
 
     def binary(self, op: str, l, r):
@@ -674,7 +677,7 @@ class ExprPlanner:
         if node.over is not None:
             if id(node) in self.window_refs:
                 return self.window_refs[id(node)]
-            raise SqlError("42P20", f"window functions are not allowed in {self.agg_context or 'this context'}")
+            raise SqlError(WINDOWING_ERROR, f"window functions are not allowed in {self.agg_context or 'this context'}")
         if name in fn.AGGREGATES:
             ref = self.outer_aggregate(node)
             if ref is not None:
@@ -783,7 +786,7 @@ class ExprPlanner:
                                                 ast.A_Const(val=ast.Integer(ival=o)) for o in oids)))
             return self.binary(">=", args[0], Literal(FIRST_USER_OID, INT8))
         if name in fn.WINDOW_FUNCTIONS:
-            raise SqlError("42809", f"window function {name} requires an OVER clause")
+            raise SqlError(WRONG_OBJECT_TYPE, f"window function {name} requires an OVER clause")
         for entry in fn.BY_SQL_NAME.get(name, ()):
             if "plan_args" in entry.extra:  # arguments completed at plan time, e.g. age(ts)
                 args = entry.extra["plan_args"](args)
@@ -946,23 +949,23 @@ class ExprPlanner:
         args = list(node.args or ())
         if entry.ordered_set != bool(node.agg_within_group):
             if entry.ordered_set:
-                raise SqlError("42809", f"WITHIN GROUP is required for ordered-set aggregate {name}")
-            raise SqlError("42809", f"{name} is not an ordered-set aggregate, so it cannot have WITHIN GROUP")
+                raise SqlError(WRONG_OBJECT_TYPE, f"WITHIN GROUP is required for ordered-set aggregate {name}")
+            raise SqlError(WRONG_OBJECT_TYPE, f"{name} is not an ordered-set aggregate, so it cannot have WITHIN GROUP")
         if entry.ordered_set:
             # percentile_cont(0.5) WITHIN GROUP (ORDER BY x): the direct arguments are
             # parameters; the aggregated value is the ORDER BY expression.
             sorts = node.agg_order or ()
             if len(sorts) != 1:
-                raise SqlError("42883", f"function {name} with {len(sorts)} ordering expressions does not exist")
+                raise SqlError(UNDEFINED_FUNCTION, f"function {name} with {len(sorts)} ordering expressions does not exist")
             value, direct = sorts[0].node, args
         else:
             if not args:
-                raise SqlError("42883", f"function {name}() does not exist")
+                raise SqlError(UNDEFINED_FUNCTION, f"function {name}() does not exist")
             value, direct = args[0], args[1:]
         pair = entry.extra.get("pair")
         if pair is not None:  # an aggregate of two arguments aggregates their pair
             if len(args) != 2:
-                raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist",
+                raise SqlError(UNDEFINED_FUNCTION, f"function {name} with {len(args)} arguments does not exist",
                                hint="No function matches the given name and argument types. "
                                     "You might need to add explicit type casts.")
             two = [arg_planner.plan(v) for v in args]
@@ -978,7 +981,7 @@ class ExprPlanner:
         if entry.extra.get("hypothetical"):
             # rank(x) WITHIN GROUP (ORDER BY v): x and v are of their common type (9.21, table 9.65)
             if len(direct) != 1:
-                raise SqlError("42883", f"function {name} with {len(direct)} direct arguments does not exist",
+                raise SqlError(UNDEFINED_FUNCTION, f"function {name} with {len(direct)} direct arguments does not exist",
                                hint="Only one hypothetical row and one ordering expression are supported.")
             d, v = arg_planner.plan(direct[0]), arg_planner.plan(value)
             t = ty.common_type([d.type, v.type], name)
@@ -987,7 +990,7 @@ class ExprPlanner:
             want, direct = (t,), (direct[0],)
         if len(direct) != len(want):
             shown = len(args) + (1 if entry.ordered_set else 0)
-            raise SqlError("42883", f"function {name} with {shown} arguments does not exist",
+            raise SqlError(UNDEFINED_FUNCTION, f"function {name} with {shown} arguments does not exist",
                            hint="No function matches the given name and argument types. "
                                 "You might need to add explicit type casts.")
         params = tuple(coerce(arg_planner.plan(d), t) for d, t in zip(direct, want))
@@ -998,7 +1001,7 @@ class ExprPlanner:
         f, cast_to, result = resolve_aggregate(name, arg.type)
         order = tuple((arg_planner.plan(sb.node), *sort_direction(sb)) for sb in node.agg_order or ())
         if node.agg_distinct and order and any(o[0] != arg for o in order):
-            raise SqlError("42P10", "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list")
+            raise SqlError(INVALID_COLUMN_REFERENCE, "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list")
         arg = coerce(arg, cast_to) if cast_to else arg
         if entry.ordered_set:
             order = ((arg, *order[0][1:]),)
@@ -1036,7 +1039,7 @@ class Grouping:
                 raise SqlError(GROUPING_ERROR, "arguments to GROUPING must be grouping expressions of the associated query level")
             idx.append(self.group_keys.index(e))
         if len(idx) > 31:
-            raise SqlError("54023", "GROUPING must have fewer than 32 arguments")
+            raise SqlError(TOO_MANY_ARGUMENTS, "GROUPING must have fewer than 32 arguments")
 
         def mask(members) -> int:
             return sum(1 << (len(idx) - 1 - j) for j, i in enumerate(idx) if i not in members)

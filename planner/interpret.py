@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Iterator
 from catalog.snapshot import BuiltinTable, Table
 from collections import Counter
 
-from catalog.errors import SqlError, query_canceled
+from catalog.errors import SqlError, CARDINALITY_VIOLATION, STATEMENT_TOO_COMPLEX, query_canceled
 from planner.consteval import NESTED_EVALUATOR, any_all, evaluate
 from planner.functions import FUNCTIONS
 from planner.functions.json import jsonb_sort_key
@@ -260,7 +260,7 @@ class _Nested:
                 self.memo[key] = rows  # an uncorrelated subquery runs once per statement
         if e.kind == "scalar":
             if len(rows) > 1:
-                raise SqlError("21000", "more than one row returned by a subquery used as an expression")
+                raise SqlError(CARDINALITY_VIOLATION, "more than one row returned by a subquery used as an expression")
             return rows[0][0] if rows else None
         if e.kind == "exists":
             return bool(rows)
@@ -317,7 +317,7 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
             result = result + new
             work = new
             limits.check()  # each iteration's rows were kept as the step returned them
-        raise SqlError("54001", f"WITH RECURSIVE did not finish within {MAX_RECURSION} iterations")
+        raise SqlError(STATEMENT_TOO_COMPLEX, f"WITH RECURSIVE did not finish within {MAX_RECURSION} iterations")
     if isinstance(plan, Get):
         return list(builtin_rows(plan.relation))
     if isinstance(plan, Series):

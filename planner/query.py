@@ -17,8 +17,10 @@ from pglast import ast
 from pglast.enums import GroupingSetKind, JoinType, SetOperation, SortByDir, SortByNulls
 
 from catalog.errors import (
-    SqlError, FEATURE_NOT_SUPPORTED, INVALID_COLUMN_REFERENCE, SYNTAX_ERROR, DATATYPE_MISMATCH, INVALID_ROW_COUNT,
-    UNDEFINED_COLUMN,
+    SqlError, AMBIGUOUS_COLUMN, DATATYPE_MISMATCH, DUPLICATE_ALIAS, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED,
+    GROUPING_ERROR, INVALID_COLUMN_REFERENCE, INVALID_NAME, INVALID_PARAMETER_VALUE,
+    INVALID_PRECEDING_OR_FOLLOWING_SIZE, INVALID_ROW_COUNT_IN_LIMIT_CLAUSE, NULL_VALUE_NOT_ALLOWED, STATEMENT_TOO_COMPLEX,
+    SYNTAX_ERROR, UNDEFINED_COLUMN, UNDEFINED_FUNCTION, UNDEFINED_OBJECT, WINDOWING_ERROR,
 )
 from catalog.snapshot import CatalogSnapshot, View
 from catalog.types import BOOL, INT4, INT8, TEXT, SqlType
@@ -123,7 +125,7 @@ class QueryPlanner:
         try:
             rv = parse_sql(f"SELECT * FROM {name}")[0].stmt.fromClause[0]
         except Exception:
-            raise SqlError("42602", f'invalid name syntax: "{name}"') from None
+            raise SqlError(INVALID_NAME, f'invalid name syntax: "{name}"') from None
         try:
             return object_oid(self.snap.resolve_relation(rv.schemaname, rv.relname).id)
         except SqlError as e:
@@ -200,7 +202,7 @@ class QueryPlanner:
     def _plan_ctes(self, with_clause) -> None:
         for cte in with_clause.ctes:
             if cte.ctename in self.ctes and cte.ctename in [c.ctename for c in with_clause.ctes[: with_clause.ctes.index(cte)]]:
-                raise SqlError("42712", f'WITH query name "{cte.ctename}" specified more than once')
+                raise SqlError(DUPLICATE_ALIAS, f'WITH query name "{cte.ctename}" specified more than once')
             q = cte.ctequery
             if with_clause.recursive and q.op == SetOperation.SETOP_UNION and _references(q.rarg, cte.ctename):
                 self.ctes[cte.ctename] = replace(self._plan_recursive(cte), level=len(self.outer_scopes))
@@ -210,7 +212,7 @@ class QueryPlanner:
             if cte.aliascolnames:
                 aliases = [c.sval for c in cte.aliascolnames]
                 if len(aliases) > len(names):
-                    raise SqlError("42P10", f'WITH query "{cte.ctename}" has {len(names)} columns available but {len(aliases)} columns specified')
+                    raise SqlError(INVALID_COLUMN_REFERENCE, f'WITH query "{cte.ctename}" has {len(names)} columns available but {len(aliases)} columns specified')
                 names = aliases + names[len(aliases):]
             self.ctes[cte.ctename] = PlannedQuery(pq.plan, tuple(names), len(self.outer_scopes))
 
@@ -340,7 +342,7 @@ class QueryPlanner:
     def _check_duplicate_aliases(self, a: Scope, b: Scope):
         dup = a.qualifiers() & b.qualifiers()
         if dup:
-            raise SqlError("42712", f'table name "{sorted(dup)[0]}" specified more than once')
+            raise SqlError(DUPLICATE_ALIAS, f'table name "{sorted(dup)[0]}" specified more than once')
 
     def plan_from_item(self, item, left: Scope | None = None) -> tuple[Plan, Scope]:
         """Plan one FROM item; ``left``: the scope of the items before it, which a LATERAL
@@ -376,7 +378,7 @@ class QueryPlanner:
             if item.alias and item.alias.colnames:
                 aliases = [c.sval for c in item.alias.colnames]
                 if len(aliases) > len(names):
-                    raise SqlError("42P10",
+                    raise SqlError(INVALID_COLUMN_REFERENCE,
                                    f'table "{qualifier}" has {len(names)} columns available but {len(aliases)} columns specified')
                 names = aliases + names[len(aliases):]
             # a stored column's scale is the read's (Lowerer._Get), not its expressions' type
@@ -444,7 +446,7 @@ class QueryPlanner:
                 return PlannedQuery(Constant((), ((name, t),)), (name,))
             step = vals[2] if len(vals) > 2 else 1
             if step == 0:
-                raise SqlError("22023", "step size cannot equal zero")
+                raise SqlError(INVALID_PARAMETER_VALUE, "step size cannot equal zero")
             return PlannedQuery(Series(vals[0], vals[1], step, ((name, t),)), (name,))
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
 
@@ -484,7 +486,7 @@ class QueryPlanner:
         if alias is not None and alias.colnames:
             aliases = [c.sval for c in alias.colnames]
             if len(aliases) > len(names):
-                raise SqlError("42P10", f"table \"{alias.aliasname}\" has {len(names)} columns available but {len(aliases)} columns specified")
+                raise SqlError(INVALID_COLUMN_REFERENCE, f"table \"{alias.aliasname}\" has {len(names)} columns available but {len(aliases)} columns specified")
             names = aliases + names[len(aliases):]
         q = alias.aliasname if alias is not None else default_name
         scope = Scope([ScopeItem(q, n, t, i) for i, (n, (_, t)) in enumerate(zip(names, sub.plan.columns))])
@@ -496,7 +498,7 @@ class QueryPlanner:
         if _is_lateral(j.rarg):
             if j.jointype not in (JoinType.JOIN_INNER, JoinType.JOIN_LEFT) or j.isNatural or j.usingClause:
                 raise SqlError(FEATURE_NOT_SUPPORTED if j.jointype in (JoinType.JOIN_INNER, JoinType.JOIN_LEFT)
-                               else "42P10", "the LATERAL item of a RIGHT or FULL JOIN cannot refer to the left side"
+                               else INVALID_COLUMN_REFERENCE, "the LATERAL item of a RIGHT or FULL JOIN cannot refer to the left side"
                                if j.jointype not in (JoinType.JOIN_INNER, JoinType.JOIN_LEFT)
                                else "NATURAL or USING joins with LATERAL are not supported")
             self._check_duplicate_aliases(ls, rs)
@@ -538,7 +540,7 @@ class QueryPlanner:
             using = [u.sval for u in j.usingClause]
             dup = next((n for k, n in enumerate(using) if n in using[:k]), None)
             if dup is not None:
-                raise SqlError("42701", f'column name "{dup}" appears more than once in USING clause')
+                raise SqlError(DUPLICATE_COLUMN, f'column name "{dup}" appears more than once in USING clause')
         scope = ls.concat(rs)
         n_left = ls.width
         planner = self._join_condition_planner(scope)
@@ -565,7 +567,7 @@ class QueryPlanner:
         items, at = [], width
         qualifier = j.join_using_alias.aliasname if j.join_using_alias is not None else None
         if qualifier is not None and qualifier in scope.qualifiers():
-            raise SqlError("42712", f'table name "{qualifier}" specified more than once')
+            raise SqlError(DUPLICATE_ALIAS, f'table name "{qualifier}" specified more than once')
         for name, e in merged:
             if isinstance(e, ColRef):
                 items.append(ScopeItem(qualifier, name, e.type, e.index))
@@ -683,7 +685,7 @@ class QueryPlanner:
         named = {}
         for wd in stmt.windowClause or ():
             if wd.name in named:
-                raise SqlError("42P20", f'window "{wd.name}" is already defined')
+                raise SqlError(WINDOWING_ERROR, f'window "{wd.name}" is already defined')
             named[wd.name] = _resolve_window(wd, named, over=False)
         if not calls:
             return plan
@@ -692,7 +694,7 @@ class QueryPlanner:
         for fc in calls:
             w = _resolve_window(fc.over, named, over=True)
             if window_calls(fc.args) or contains_aggregate(fc.args):
-                raise SqlError("42P20", "window function calls cannot be nested")
+                raise SqlError(WINDOWING_ERROR, "window function calls cannot be nested")
             partition = tuple(fold(planner.plan(x)) for x in w.partitionClause or ())
             order = tuple((fold(planner.plan(sb.node)), *sort_direction(sb)) for sb in w.orderClause or ())
             frame = self._frame(w, order)
@@ -737,18 +739,18 @@ class QueryPlanner:
                     raise SqlError(DATATYPE_MISMATCH, f"argument of ROWS must be type bigint, not type {e.type.sql()}")
             else:
                 if len(order) != 1:
-                    raise SqlError("42P20", "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
+                    raise SqlError(WINDOWING_ERROR, "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column")
                 key_t = order[0][0].type
                 if not key_t.is_numeric:
                     raise SqlError(FEATURE_NOT_SUPPORTED, f"RANGE offsets over {key_t.sql()} are not supported")
                 e = coerce(e, key_t)
             if not is_constant(e):
-                raise SqlError("42P10", f"argument of {mode.upper()} must not contain variables")
+                raise SqlError(INVALID_COLUMN_REFERENCE, f"argument of {mode.upper()} must not contain variables")
             v = evaluate(e)
             if v is None:
-                raise SqlError("22004", f"frame {which}ing offset must not be null")
+                raise SqlError(NULL_VALUE_NOT_ALLOWED, f"frame {which}ing offset must not be null")
             if v < 0:
-                raise SqlError("22013", f"frame {which}ing offset must not be negative" if mode == "rows"
+                raise SqlError(INVALID_PRECEDING_OR_FOLLOWING_SIZE, f"frame {which}ing offset must not be negative" if mode == "rows"
                                else "invalid preceding or following size in window function")
             return kind, v
 
@@ -779,10 +781,10 @@ class QueryPlanner:
             if fc.agg_star:
                 return WindowCall("count_star", (), partition, order, INT8, frame)
             if len(args) != 1:
-                raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
+                raise SqlError(UNDEFINED_FUNCTION, f"function {name} with {len(args)} arguments does not exist")
             f, cast_to, result = resolve_aggregate(name, args[0].type)
             return WindowCall(f.name, (coerce(args[0], cast_to),), partition, order, result, frame)
-        raise SqlError("42883", f"window function {name} with {len(args)} arguments does not exist")
+        raise SqlError(UNDEFINED_FUNCTION, f"window function {name} with {len(args)} arguments does not exist")
 
     def _plan_srfs(self, plan, targets, planner: ExprPlanner):
         """Plan ``unnest(array)``, ``generate_subscripts(array, 1)`` and the registry's
@@ -805,10 +807,10 @@ class QueryPlanner:
                 counts[-1] = len(cols)
                 continue
             if len(args) != (1 if name == "unnest" else 2):
-                raise SqlError("42883", f"function {name} with {len(args)} arguments does not exist")
+                raise SqlError(UNDEFINED_FUNCTION, f"function {name} with {len(args)} arguments does not exist")
             arr = fold(planner.plan(args[0]))
             if not arr.type.is_array:
-                raise SqlError("42883", f"function {name}({arr.type.sql()}) does not exist")
+                raise SqlError(UNDEFINED_FUNCTION, f"function {name}({arr.type.sql()}) does not exist")
             if name == "generate_subscripts":
                 dim = fold(coerce(planner.plan(args[1]), INT4))
                 if not (isinstance(dim, Literal) and dim.value == 1):
@@ -873,7 +875,7 @@ class QueryPlanner:
             if kind == GroupingSetKind.GROUPING_SET_CUBE:
                 cols = [elems(p_) for p_ in parts]
                 if len(cols) > 12:
-                    raise SqlError("54001", "CUBE is limited to 12 elements")
+                    raise SqlError(STATEMENT_TOO_COMPLEX, "CUBE is limited to 12 elements")
                 return [tuple(i for j, c in enumerate(cols) if mask >> (len(cols) - 1 - j) & 1 for i in c)
                         for mask in range(2 ** len(cols) - 1, -1, -1)]
             return [s_ for p_ in parts for s_ in sets_of(p_)]
@@ -882,7 +884,7 @@ class QueryPlanner:
         for g in stmt.groupClause:
             sets = [a + b for a in sets for b in sets_of(g)]
         if len(sets) > 4096:
-            raise SqlError("54001", "too many grouping sets present (maximum 4096)")
+            raise SqlError(STATEMENT_TOO_COMPLEX, "too many grouping sets present (maximum 4096)")
         sets = [tuple(dict.fromkeys(s_)) for s_ in sets]
         if stmt.groupDistinct:
             sets = list(dict.fromkeys(tuple(sorted(s_)) for s_ in sets))
@@ -897,11 +899,11 @@ class QueryPlanner:
                 raise SqlError(INVALID_COLUMN_REFERENCE, f"GROUP BY position {n} is not in select list")
             node = targets[n - 1][0]
             if contains_aggregate(node):
-                raise SqlError("42803", "aggregate functions are not allowed in GROUP BY")
+                raise SqlError(GROUPING_ERROR, "aggregate functions are not allowed in GROUP BY")
             e = from_planner.plan(node)
         else:
             if contains_aggregate(g):
-                raise SqlError("42803", "aggregate functions are not allowed in GROUP BY")
+                raise SqlError(GROUPING_ERROR, "aggregate functions are not allowed in GROUP BY")
             try:
                 e = from_planner.plan(g)
             except SqlError as err:
@@ -954,7 +956,7 @@ class QueryPlanner:
                 if alias is not None and names.count(alias) >= 1:
                     hits = [i for i, n in enumerate(names) if n == alias]
                     if len(hits) > 1 and len({exprs[i] for i in hits}) > 1:
-                        raise SqlError("42702", f'ORDER BY "{alias}" is ambiguous')
+                        raise SqlError(AMBIGUOUS_COLUMN, f'ORDER BY "{alias}" is ambiguous')
                     target = hits[0]
                 else:
                     e = fold(planner.plan(node))
@@ -1046,7 +1048,7 @@ class QueryPlanner:
             raise SqlError(DATATYPE_MISMATCH, f"argument of {what} must be type bigint, not type {e.type.sql()}")
         v = evaluate(e)
         if v is not None and v < 0:
-            raise SqlError(INVALID_ROW_COUNT, f"{what} must not be negative")
+            raise SqlError(INVALID_ROW_COUNT_IN_LIMIT_CLAUSE, f"{what} must not be negative")
         return v
 
 
@@ -1079,15 +1081,15 @@ def _resolve_window(w, named: dict, over: bool):
         return w
     base = named.get(ref)
     if base is None:
-        raise SqlError("42704", f'window "{ref}" does not exist')
+        raise SqlError(UNDEFINED_OBJECT, f'window "{ref}" does not exist')
     if over and w.name:
         return base
     if w.partitionClause:
-        raise SqlError("42P20", f'cannot override PARTITION BY clause of window "{ref}"')
+        raise SqlError(WINDOWING_ERROR, f'cannot override PARTITION BY clause of window "{ref}"')
     if w.orderClause and base.orderClause:
-        raise SqlError("42P20", f'cannot override ORDER BY clause of window "{ref}"')
+        raise SqlError(WINDOWING_ERROR, f'cannot override ORDER BY clause of window "{ref}"')
     if base.frameOptions != _DEFAULT_FRAME:
-        raise SqlError("42P20", f'cannot copy window "{ref}" because it has a frame clause')
+        raise SqlError(WINDOWING_ERROR, f'cannot copy window "{ref}" because it has a frame clause')
     return ast.WindowDef(name=w.name, partitionClause=base.partitionClause,
                          orderClause=w.orderClause or base.orderClause, frameOptions=w.frameOptions,
                          startOffset=w.startOffset, endOffset=w.endOffset)
@@ -1102,7 +1104,7 @@ def _using_column(scope: Scope, name: str, side: str) -> ScopeItem:
     if not hits:
         raise SqlError(UNDEFINED_COLUMN, f'column "{name}" specified in USING clause does not exist in {side} table')
     if len(hits) > 1:
-        raise SqlError("42702", f'common column name "{name}" appears more than once in {side} table')
+        raise SqlError(AMBIGUOUS_COLUMN, f'common column name "{name}" appears more than once in {side} table')
     return hits[0]
 
 
@@ -1119,7 +1121,7 @@ def _join_alias(scope: Scope, alias) -> Scope:
     if alias.colnames:
         aliases = [c.sval for c in alias.colnames]
         if len(aliases) > len(names):
-            raise SqlError("42P10", f'table "{alias.aliasname}" has {len(names)} columns available but '
+            raise SqlError(INVALID_COLUMN_REFERENCE, f'table "{alias.aliasname}" has {len(names)} columns available but '
                                     f'{len(aliases)} columns specified')
         names = aliases + names[len(aliases):]
     visible = {id(i): n for i, n in zip(shown, names)}

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 import pglast
 from pglast import ast
 
-from catalog.errors import SqlError, DUPLICATE_COLUMN, UNDEFINED_COLUMN, SYNTAX_ERROR, FEATURE_NOT_SUPPORTED, NOT_NULL_VIOLATION, DATATYPE_MISMATCH
+from catalog.errors import (
+    SqlError, DATATYPE_MISMATCH, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, GENERATED_ALWAYS, GROUPING_ERROR,
+    NOT_NULL_VIOLATION, SYNTAX_ERROR, UNDEFINED_COLUMN, UNDEFINED_PARAMETER, WRONG_OBJECT_TYPE,
+)
 from catalog.snapshot import CatalogSnapshot, MaterializedView, Source, Subsource, Table
 from catalog.types import SqlType
 from planner.consteval import cast_value, evaluate, is_volatile
@@ -74,7 +77,7 @@ def plan_returning(qp: QueryPlanner, table: Table, rv: ast.RangeVar, returning_l
         if any(isinstance(n, ast.SubLink) for n in ast_nodes(rt.val)):
             raise SqlError(FEATURE_NOT_SUPPORTED, "subqueries in RETURNING are not supported")
         if contains_aggregate(rt.val):
-            raise SqlError("42803", "aggregate functions are not allowed in RETURNING")
+            raise SqlError(GROUPING_ERROR, "aggregate functions are not allowed in RETURNING")
     q = rv.alias.aliasname if rv.alias else rv.relname
     scope = Scope([ScopeItem(q, c.name, c.type, i) for i, c in enumerate(table.columns)])
     ep = qp.expr_planner(scope, agg_context="RETURNING")
@@ -103,7 +106,7 @@ def check_identity_insert(table: Table, target: list[str], override) -> None:
         return  # USER VALUE: the values given are ignored (plan_insert)
     for c in table.columns:
         if c.identity == "a" and c.name in target:
-            raise SqlError("428C9", f'cannot insert a non-DEFAULT value into column "{c.name}"',
+            raise SqlError(GENERATED_ALWAYS, f'cannot insert a non-DEFAULT value into column "{c.name}"',
                            detail=f'Column "{c.name}" is an identity column defined as GENERATED ALWAYS.',
                            hint="Use OVERRIDING SYSTEM VALUE to override.")
 
@@ -111,11 +114,11 @@ def check_identity_insert(table: Table, target: list[str], override) -> None:
 def resolve_target(snap: CatalogSnapshot, rv: ast.RangeVar) -> Table:
     rel = snap.resolve_relation(rv.schemaname, rv.relname)
     if rel.builtin:
-        raise SqlError("42809", f'cannot insert into system table "{rel.name}"')
+        raise SqlError(WRONG_OBJECT_TYPE, f'cannot insert into system table "{rel.name}"')
     if isinstance(rel, MaterializedView):  # its rows come from its query (Materialize: tables take writes)
-        raise SqlError("42809", f'cannot insert into materialized view "{rel.name}"')
+        raise SqlError(WRONG_OBJECT_TYPE, f'cannot insert into materialized view "{rel.name}"')
     if isinstance(rel, (Source, Subsource)):  # its rows come from its ingestion
-        raise SqlError("42809", f'cannot insert into source "{rel.name}"')
+        raise SqlError(WRONG_OBJECT_TYPE, f'cannot insert into source "{rel.name}"')
     return rel
 
 
@@ -236,7 +239,7 @@ class InsertTemplate:
             set_ = set()
             for pos, n in given:
                 if n < 1 or n > len(params):
-                    raise SqlError("42P02", f"there is no parameter ${n}")
+                    raise SqlError(UNDEFINED_PARAMETER, f"there is no parameter ${n}")
                 v = params[n - 1]
                 e = v if isinstance(v, Literal) else Literal(None if v is None else str(v), UNKNOWN)
                 # assign_value of a Literal: its value, assigned (what Bind gives, always)
@@ -484,7 +487,7 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
                                                       "supported")
         else:
             if col.identity == "a":
-                raise SqlError("428C9", f'column "{col.name}" can only be updated to DEFAULT',
+                raise SqlError(GENERATED_ALWAYS, f'column "{col.name}" can only be updated to DEFAULT',
                                detail=f'Column "{col.name}" is an identity column defined as GENERATED ALWAYS.')
             e = ep.plan(rt.val)
         sets[j] = fold(assign_expr(coerce(e, col.type) if isinstance(e, Literal) else e, col.type, col.name))

@@ -19,7 +19,7 @@ from typing import Callable
 import pyarrow as pa
 from pyspark.sql.connect.dataframe import DataFrame
 
-from catalog.errors import SqlError, query_canceled
+from catalog.errors import SqlError, OBJECT_NOT_IN_PREREQUISITE_STATE, SYSTEM_ERROR, query_canceled
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import Replica
 from spark_exec.arrangements import ArrangementMaintainer, WantedFn
@@ -32,7 +32,7 @@ from spark_exec.spill import ResultSpill
 
 log = logging.getLogger(__name__)
 
-NO_REPLICAS = "55000"
+NO_REPLICAS = OBJECT_NOT_IN_PREREQUISITE_STATE
 
 
 def no_replicas_error(cluster_name: str) -> SqlError:
@@ -513,7 +513,7 @@ class PeekStream:
                 self._on_crash(e.crash)
             if e.crash is not None and e.crash.out_of_memory:
                 raise crash_error(e.crash, self.cluster, streaming=True) from None
-            raise SqlError("58000", f"replica {h.label} failed while sending the query's results: {e}") from None
+            raise SqlError(SYSTEM_ERROR, f"replica {h.label} failed while sending the query's results: {e}") from None
 
     def _check(self, cancel: threading.Event | None, deadline: float | None) -> None:
         if cancel is not None and cancel.is_set():
@@ -528,7 +528,7 @@ class PeekStream:
         now = time.monotonic()
         self._unhealthy_since = self._unhealthy_since or now
         if self._h.stopping or now - self._unhealthy_since >= self.grace_s:
-            raise SqlError("58000", f'replica {self._h.label} of cluster "{self.cluster}" failed while sending '
+            raise SqlError(SYSTEM_ERROR, f'replica {self._h.label} of cluster "{self.cluster}" failed while sending '
                                     "the query's results", hint="Run the query again: another replica will answer.")
 
     def close(self) -> None:
@@ -665,14 +665,14 @@ def _run_with_session(h: ReplicaHandle, fn, tag: str, dataflow: bool = False):
         with _replica_errors(h, threading.Event()):
             session = h.dataflow_session() if dataflow else h.session
             if session is None:
-                raise SqlError("58000", f"replica {h.label} has no session")
+                raise SqlError(SYSTEM_ERROR, f"replica {h.label} has no session")
             session.addTag(tag)  # tags apply to operations started by this thread
             try:
                 return fn(h, session)
             finally:
                 session.removeTag(tag)
     except _ReplicaUnreachable as e:
-        raise SqlError("58000", f"replica {h.label} failed: {e}") from None
+        raise SqlError(SYSTEM_ERROR, f"replica {h.label} failed: {e}") from None
 
 
 def _close_quietly(gen) -> None:

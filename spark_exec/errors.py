@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import re
 
-from catalog.errors import SqlError, INTERNAL_ERROR, DIVISION_BY_ZERO, NUMERIC_VALUE_OUT_OF_RANGE, INVALID_TEXT_REPRESENTATION
+from catalog.errors import (
+    SqlError, CARDINALITY_VIOLATION, DIVISION_BY_ZERO, INTERNAL_ERROR, INVALID_TEXT_REPRESENTATION,
+    NUMERIC_VALUE_OUT_OF_RANGE,
+)
 
 # Spark error class -> (SQLSTATE, PostgreSQL's message)
 _BY_CLASS = {
@@ -57,7 +60,7 @@ def to_sql_error(e: BaseException) -> SqlError:
     if m:
         return SqlError(m.group(1), m.group(2).rstrip("."))
     if "more than one row returned by a subquery" in str(e):
-        return SqlError("21000", "more than one row returned by a subquery used as an expression")
+        return SqlError(CARDINALITY_VIOLATION, "more than one row returned by a subquery used as an expression")
     if cls in _BY_CLASS:
         code, msg = _BY_CLASS[cls]
         return SqlError(code, msg or _strip_class(first))

@@ -15,8 +15,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from catalog.errors import (
-    SqlError, UNDEFINED_FILE, NOT_NULL_VIOLATION, NUMERIC_VALUE_OUT_OF_RANGE, INVALID_TEXT_REPRESENTATION,
-    STRING_DATA_RIGHT_TRUNCATION, FEATURE_NOT_SUPPORTED,
+    SqlError, BAD_COPY_FILE_FORMAT, FEATURE_NOT_SUPPORTED, INVALID_TEXT_REPRESENTATION, NOT_NULL_VIOLATION,
+    NUMERIC_VALUE_OUT_OF_RANGE, STRING_DATA_RIGHT_TRUNCATION, UNDEFINED_FILE,
 )
 from catalog.snapshot import Table
 from catalog.types import arrow_schema
@@ -41,7 +41,7 @@ def read_file(table: Table, path: str, fmt: str, *, header: bool = False, delimi
         elif raw.num_columns == len(names):
             raw = raw.rename_columns(names)
         else:
-            raise SqlError("22P04", f"file has {raw.num_columns} columns, table {table.name} has {len(names)}")
+            raise SqlError(BAD_COPY_FILE_FORMAT, f"file has {raw.num_columns} columns, table {table.name} has {len(names)}")
     elif fmt == "csv":
         try:
             raw = pacsv.read_csv(
@@ -56,7 +56,7 @@ def read_file(table: Table, path: str, fmt: str, *, header: bool = False, delimi
                 ),
             )
         except pa.ArrowInvalid as e:
-            raise SqlError("22P04", f"bad CSV data: {e}") from None
+            raise SqlError(BAD_COPY_FILE_FORMAT, f"bad CSV data: {e}") from None
     else:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"COPY format {fmt} is not supported")
     return conform(table, raw, schema)

@@ -25,7 +25,7 @@ from pyspark.sql.connect.session import SparkSession
 from pyspark.sql import types as T
 
 from catalog.mztime import MAX as MZ_TIMESTAMP_MAX
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
+from catalog.errors import SqlError, CANNOT_COERCE, FEATURE_NOT_SUPPORTED, NUMERIC_VALUE_OUT_OF_RANGE
 from catalog.snapshot import BuiltinTable, Table
 from catalog.intervalio import FIELD_TRUNCATION, session_interval_style
 from catalog.types import SqlType, Interval
@@ -851,9 +851,9 @@ class Lowerer:
                     self.fail(FEATURE_NOT_SUPPORTED, "mz_timestamp input other than digits is not supported "
                                                      "on table data"))
             else:
-                raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")
+                raise SqlError(CANNOT_COERCE, f"cannot cast type {src.sql()} to {dst.sql()}")
             bad = (n < 0) | (n > F.lit(Decimal(MZ_TIMESTAMP_MAX))) | (n != F.floor(n))
-            return F.when(c.isNull(), F.lit(None).cast(stored)).when(bad, self.fail("22003", "mz_timestamp out of range")
+            return F.when(c.isNull(), F.lit(None).cast(stored)).when(bad, self.fail(NUMERIC_VALUE_OUT_OF_RANGE, "mz_timestamp out of range")
                                                                      ).otherwise(n.cast(stored))
         if d == "numeric":
             return c.cast(spark_type(dst))
@@ -862,7 +862,7 @@ class Lowerer:
         if d in ("timestamp", "timestamptz"):
             ts = F.timestamp_millis(c.cast(T.LongType()))
             return ts if d == "timestamptz" else ts.cast(T.TimestampNTZType())
-        raise SqlError("42846", f"cannot cast type {src.sql()} to {dst.sql()}")
+        raise SqlError(CANNOT_COERCE, f"cannot cast type {src.sql()} to {dst.sql()}")
 
     def _cast_datetime(self, c: SparkColumn, src: SqlType, dst: SqlType) -> SparkColumn | None:
         """Casts to and from interval and to datetime types with a precision, as

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
 
-from catalog.errors import SqlError
+from catalog.errors import SqlError, INTERNAL_ERROR, OBJECT_NOT_IN_PREREQUISITE_STATE
 from catalog.snapshot import MaterializedView, Table
 from catalog.types import INT8, arrow_schema
 from persist import DIFF_COLUMN, TIME_COLUMN, Backoff, PersistClient, SinceError, UpperMismatch
@@ -381,7 +381,7 @@ class MaterializationMaintainer:
         view = m.view
         cols = tuple((c.name, c.type) for c in view.columns)
         if len(m.plan.columns) != len(cols):
-            raise SqlError("XX000", f'the query of materialized view "{view.name}" no longer has its columns')
+            raise SqlError(INTERNAL_ERROR, f'the query of materialized view "{view.name}" no longer has its columns')
         try:
             inc = self._incremental(m)
         except SqlError as e:
@@ -410,7 +410,7 @@ class MaterializationMaintainer:
             with self._flow_locks.setdefault(key, threading.Lock()):
                 session = h.dataflow_session()
                 if session is None:
-                    raise SqlError("55000", f"replica {h.label} has no session")
+                    raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"replica {h.label} has no session")
                 if (flow is None or flow.session is not session or flow.inc is not inc or flow.frontier is None
                         or (lower is not None and flow.frontier > lower) or lower is None):
                     flow = Dataflow(session, inc, self.persist.blob.url, self.builtin_rows)
@@ -456,7 +456,7 @@ class MaterializationMaintainer:
         try:
             winner = self._race(run)
         except SqlError as e:
-            if e.sqlstate != "55000":
+            if e.sqlstate != OBJECT_NOT_IN_PREREQUISITE_STATE:
                 self._failed(view.id, e)
             raise
         finally:
@@ -497,7 +497,7 @@ class MaterializationMaintainer:
             if futures:
                 break
             if time.monotonic() >= deadline or self._stop.is_set():
-                raise SqlError("55000", f'no replica of cluster "{self.cc.name}" is healthy')
+                raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f'no replica of cluster "{self.cc.name}" is healthy')
             self._stop.wait(0.1)
         error = None
         pending = set(futures)
@@ -509,9 +509,9 @@ class MaterializationMaintainer:
                     r = f.result()
                     return r if isinstance(r, pa.Table) else r or None
                 # a query's error wins over a replica's failure (55000)
-                if error is None or (isinstance(e, SqlError) and getattr(error, "sqlstate", None) == "55000"):
+                if error is None or (isinstance(e, SqlError) and getattr(error, "sqlstate", None) == OBJECT_NOT_IN_PREREQUISITE_STATE):
                     error = e
-        raise error if isinstance(error, SqlError) else SqlError("55000", f"maintaining the view failed: {error}")
+        raise error if isinstance(error, SqlError) else SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"maintaining the view failed: {error}")
 
     def _failed(self, view_id: str, e: SqlError) -> None:
         with self._lock:
@@ -571,6 +571,6 @@ def _on_replica(h, run):
         raise
     except Exception as e:
         if is_connection_error(e) or h.status != HEALTHY:
-            raise SqlError("55000", f"replica {h.label} failed while maintaining the view: {type(e).__name__}") \
+            raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"replica {h.label} failed while maintaining the view: {type(e).__name__}") \
                 from None
         raise to_sql_error(e) from None

@@ -17,7 +17,7 @@ import secrets
 from scramp import ScramException, ScramMechanism
 
 from catalog import rbac
-from catalog.errors import SqlError
+from catalog.errors import SqlError, INVALID_AUTHORIZATION_SPECIFICATION
 from catalog.snapshot import Role
 from sqlfront.identifiers import truncate_identifier
 
@@ -27,7 +27,7 @@ ITERATIONS = 4096
 #: PostgreSQL's SCRAM_DEFAULT_SALT_LEN, in bytes
 SALT_BYTES = 16
 #: PostgreSQL's invalid_authorization_specification
-INVALID_AUTHORIZATION = "28000"
+INVALID_AUTHORIZATION = INVALID_AUTHORIZATION_SPECIFICATION
 
 
 def check_login_name(user: str) -> str:

@@ -54,7 +54,9 @@ import threading
 from dataclasses import dataclass, field
 
 from catalog.cluster_leases import read_routes
-from catalog.errors import SqlError
+from catalog.errors import (
+    SqlError, CONNECTION_FAILURE, INVALID_AUTHORIZATION_SPECIFICATION, PROTOCOL_VIOLATION,
+)
 from sqlfront.addresses import is_loopback
 from sqlfront.messages import error_response
 from sqlfront.vars import parse_options
@@ -66,8 +68,6 @@ GSSENC_REQUEST = 80877104
 CANCEL_REQUEST = 80877102
 #: PostgreSQL's MAX_STARTUP_PACKET_LENGTH
 MAX_STARTUP = 10_000
-#: SQLSTATE of "the environmentd of this cluster cannot be reached" (see module docstring)
-CONNECTION_FAILURE = "08006"
 #: seconds to wait for an environmentd to accept a connection
 CONNECT_TIMEOUT_S = 5.0
 
@@ -310,7 +310,7 @@ class _Client(asyncio.Protocol):
         while len(self.buf) >= 8:
             length, code = struct.unpack_from("!II", self.buf)
             if not 8 <= length <= MAX_STARTUP:
-                self.transport.write(error_response(SqlError("08P01", "invalid startup packet length",
+                self.transport.write(error_response(SqlError(PROTOCOL_VIOLATION, "invalid startup packet length",
                                                              severity="FATAL")))
                 self.transport.close()
                 return
@@ -319,7 +319,7 @@ class _Client(asyncio.Protocol):
             packet, self.buf = bytes(self.buf[:length]), self.buf[length:]
             if code == SSL_REQUEST and self.balancer.tls is not None and not self.tls_in_use:
                 if self.buf:  # the client must wait for the answer before its handshake
-                    self._fatal("08P01", "data after SSLRequest before the TLS handshake")
+                    self._fatal(PROTOCOL_VIOLATION, "data after SSLRequest before the TLS handshake")
                     return
                 self.transport.write(b"S")
                 self.transport.pause_reading()  # start_tls takes over the socket's reading
@@ -334,7 +334,7 @@ class _Client(asyncio.Protocol):
                 self.transport.close()
                 return
             if self.balancer.tls_required and not self.tls_in_use:
-                self._fatal("28000", "this server accepts TLS connections only", "Connect with sslmode=require.")
+                self._fatal(INVALID_AUTHORIZATION_SPECIFICATION, "this server accepts TLS connections only", "Connect with sslmode=require.")
                 return
             cluster = cluster_of(parse_startup(packet[8:]).get("options", ""))
             address = self.balancer.routes.address_for(cluster)

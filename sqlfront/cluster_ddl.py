@@ -19,11 +19,8 @@ from dataclasses import replace
 
 from catalog import durable
 from catalog.errors import (
-    DUPLICATE_OBJECT,
-    INVALID_PARAMETER_VALUE,
-    SYNTAX_ERROR,
-    UNDEFINED_OBJECT,
-    SqlError,
+    SqlError, DUPLICATE_OBJECT, INVALID_PARAMETER_VALUE, PROGRAM_LIMIT_EXCEEDED, SERIALIZATION_FAILURE,
+    SYNTAX_ERROR, UNDEFINED_OBJECT,
 )
 from catalog.sizes import ReplicaSize, validate_size
 from catalog.snapshot import CatalogSnapshot, Cluster, Replica
@@ -34,7 +31,7 @@ from sqlfront.sequence_ddl import WRONG_CLUSTER_KIND, replica_config
 #: factor is at most this (each replica is a process of its own here)
 MAX_REPLICAS_PER_CLUSTER = 5
 #: program_limit_exceeded
-LIMIT_EXCEEDED = "54000"
+LIMIT_EXCEEDED = PROGRAM_LIMIT_EXCEEDED
 #: a replica name a managed cluster keeps (r1, r2, ...)
 _MANAGED_NAME = re.compile(r"r([1-9][0-9]*)")
 #: the options only a managed cluster has
@@ -273,7 +270,7 @@ def finish_reconfiguration(old: Cluster, new: Cluster, pending: list[str], sizes
         if cur is None:
             raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{old.name}'")
         if replace(cur, name=old.name) != old:
-            raise SqlError("40001", f"cluster '{cur.name}' was changed by a concurrent statement")
+            raise SqlError(SERIALIZATION_FAILURE, f"cluster '{cur.name}' was changed by a concurrent statement")
         new_ = replace(new, name=cur.name)
         if not pending:
             return [durable.UpdateCluster(new_)] + _reconcile(snap, ids, cur, new_, sizes, server_zones)

@@ -36,7 +36,7 @@ from typing import Callable
 
 from catalog import durable
 from catalog.builtins import RESERVED_IDS
-from catalog.errors import SqlError, INTERNAL_ERROR
+from catalog.errors import SqlError, INTERNAL_ERROR, SERIALIZATION_FAILURE
 from catalog.snapshot import CatalogSnapshot
 
 log = logging.getLogger(__name__)
@@ -225,7 +225,7 @@ class Coordinator:
                     return
                 new = self.store.transact(old, ops, ids.next)
             except BaseException as e:
-                if getattr(e, "sqlstate", None) == "40001" and attempt + 1 < MAX_CATALOG_CONFLICTS \
+                if getattr(e, "sqlstate", None) == SERIALIZATION_FAILURE and attempt + 1 < MAX_CATALOG_CONFLICTS \
                         and hasattr(self.store, "changes_since"):
                     # another environmentd committed first: follow, then plan again
                     self._follow()

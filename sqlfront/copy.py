@@ -14,7 +14,7 @@ import struct
 from pathlib import Path
 from typing import Sequence
 
-from catalog.errors import SqlError, INSUFFICIENT_PRIVILEGE
+from catalog.errors import SqlError, BAD_COPY_FILE_FORMAT, INSUFFICIENT_PRIVILEGE
 from catalog.snapshot import Table
 from catalog.textio import format_text, parse_text
 from planner.consteval import cast_value
@@ -234,7 +234,7 @@ class CopyReader:
         for fields in raw_rows:
             self.lineno += 1
             if len(fields) != len(cols):
-                raise SqlError("22P04", f"{'extra data after last expected column' if len(fields) > len(cols) else 'missing data for column ' + repr(cols[len(fields)].name)}",
+                raise SqlError(BAD_COPY_FILE_FORMAT, f"{'extra data after last expected column' if len(fields) > len(cols) else 'missing data for column ' + repr(cols[len(fields)].name)}",
                                detail=f"COPY {self.table.name}, line {self.lineno}")
             try:
                 rows.append(tuple(None if f is None else parse_text(f, c.type, explicit=False)
@@ -269,7 +269,7 @@ class CopyReader:
                 pos = len(view)
                 break
             if n != len(cols):
-                raise SqlError("22P04", f"row field count is {n}, expected {len(cols)}",
+                raise SqlError(BAD_COPY_FILE_FORMAT, f"row field count is {n}, expected {len(cols)}",
                                detail=f"COPY {self.table.name}, line {self.lineno + 1}")
             try:
                 fields, end = length_prefixed(view, pos + 2, n)
@@ -296,7 +296,7 @@ class CopyReader:
 
 
 def _bad_binary(table: Table, what: str) -> SqlError:
-    return SqlError("22P04", f"invalid COPY file format: {what}", detail=f"COPY {table.name}")
+    return SqlError(BAD_COPY_FILE_FORMAT, f"invalid COPY file format: {what}", detail=f"COPY {table.name}")
 
 
 def _escape(s: str) -> str:

@@ -14,7 +14,9 @@ from __future__ import annotations
 import re
 import struct
 
-from catalog.errors import SqlError, CHARACTER_NOT_IN_REPERTOIRE, INVALID_PARAMETER_VALUE
+from catalog.errors import (
+    SqlError, CHARACTER_NOT_IN_REPERTOIRE, INVALID_PARAMETER_VALUE, UNTRANSLATABLE_CHARACTER,
+)
 
 #: PostgreSQL's encoding name -> Python's codec (PostgreSQL 23.3 Table "Character Sets")
 CODECS = {
@@ -77,7 +79,7 @@ def encode(text: str, encoding: str, strict: bool = True) -> bytes:
         if not strict:
             return text.encode(c, "replace")
         bad = " ".join(f"0x{b:02x}" for b in e.object[e.start].encode("utf-8"))
-        raise SqlError("22P05", f'character with byte sequence {bad} in encoding "UTF8" has no equivalent in '
+        raise SqlError(UNTRANSLATABLE_CHARACTER, f'character with byte sequence {bad} in encoding "UTF8" has no equivalent in '
                                 f'encoding "{encoding}"') from None
 
 

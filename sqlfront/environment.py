@@ -48,7 +48,7 @@ from catalog.builtins import (
 from catalog.cluster_leases import PostgresClusterLeases
 from catalog.durable import CatalogStore
 from catalog.secretbox import SecretBox
-from catalog.errors import SqlError
+from catalog.errors import SqlError, INVALID_AUTHORIZATION_SPECIFICATION, OBJECT_NOT_IN_PREREQUISITE_STATE
 from catalog.oracle import open_oracle
 from catalog.sequences import SequenceStore
 from catalog.sizes import ReplicaSize, default_sizes
@@ -648,7 +648,7 @@ class Environment:
         r = self.snapshot.role_by_name(name)
         if r is None:
             if not self.config.auto_create_roles:
-                raise SqlError("28000", f'role "{name}" does not exist', severity="FATAL")
+                raise SqlError(INVALID_AUTHORIZATION_SPECIFICATION, f'role "{name}" does not exist', severity="FATAL")
 
             def build(snap, ids):
                 if snap.role_by_name(name) is not None:
@@ -657,7 +657,7 @@ class Environment:
 
             r = self.coordinator.transact(build).role_by_name(name)
         if not r.login:
-            raise SqlError("28000", f'role "{name}" is not permitted to log in', severity="FATAL")
+            raise SqlError(INVALID_AUTHORIZATION_SPECIFICATION, f'role "{name}" is not permitted to log in', severity="FATAL")
         return r.id
 
     def shutdown(self) -> None:
@@ -730,16 +730,16 @@ class Environment:
         forwarded, because running it through another process's pgwire would cost a
         second round trip and a second plan for every row batch."""
         if self.ownership.local:
-            return SqlError("55000", f"cluster '{cluster.name}' is not running")
+            return SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"cluster '{cluster.name}' is not running")
         owner = self.ownership.owner_of(cluster.id)
         if owner == self.config.address:  # taken a moment ago: its coordinator is starting
-            return SqlError("55000", f"cluster '{cluster.name}' is not running yet",
+            return SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"cluster '{cluster.name}' is not running yet",
                             hint="This environmentd took its lease a moment ago.")
         if owner is None:
-            return SqlError("55000", f"cluster '{cluster.name}' is not running: no environmentd owns it now",
+            return SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"cluster '{cluster.name}' is not running: no environmentd owns it now",
                             hint="Its environmentd may be restarting, or a process started with --takeover "
                                  "takes it over once its lease expires.")
-        return SqlError("55000", f"cluster '{cluster.name}' is owned by the environmentd at {owner}",
+        return SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"cluster '{cluster.name}' is owned by the environmentd at {owner}",
                         detail=f"This environmentd ({self.config.address}) does not run it.",
                         hint=f"Connect through the balancer with options '-c cluster={cluster.name}', "
                              f"or to {owner}.")

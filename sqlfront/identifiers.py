@@ -12,11 +12,9 @@ import re
 
 import pglast
 
-from catalog.errors import SqlError
+from catalog.errors import SqlError, NAME_TOO_LONG
 from catalog.textio import MAX_NAME_BYTES, truncate_name as truncate_identifier
 
-#: PostgreSQL's name_too_long
-NAME_TOO_LONG = "42622"
 
 #: a run of characters that may be an identifier longer than 63 bytes (16 characters of
 #: up to 4 bytes each, at least): statements without one are not scanned again

@@ -56,7 +56,9 @@ from dataclasses import dataclass
 import pglast
 from pglast.parser import scan
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR
+from catalog.errors import (
+    SqlError, FEATURE_NOT_SUPPORTED, INVALID_CATALOG_NAME, INVALID_PARAMETER_VALUE, SYNTAX_ERROR,
+)
 from catalog.snapshot import DATABASE
 from sqlfront.identifiers import truncate_identifier
 
@@ -794,7 +796,7 @@ class _Parser:
         while len(parts) < 3 and self.accept_punct("."):
             parts.append(self.ident())
         if len(parts) == 3 and parts[0] != DATABASE:
-            raise SqlError("3D000", f"unknown database '{parts[0]}'")
+            raise SqlError(INVALID_CATALOG_NAME, f"unknown database '{parts[0]}'")
         return (parts[-2] if len(parts) > 1 else None), parts[-1]
 
     def create_materialized_view(self) -> CreateMaterializedView:
@@ -814,7 +816,7 @@ class _Parser:
         if self.accept("IN", "CLUSTER"):
             cluster = self.ident()
         if self.word() == "WITH":
-            raise SqlError("0A000", "CREATE MATERIALIZED VIEW ... WITH (...) options are not supported",
+            raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE MATERIALIZED VIEW ... WITH (...) options are not supported",
                            position=self.peek().start + 1)
         self.expect("AS")
         return CreateMaterializedView(schema, name, self.rest_text(), tuple(columns), cluster, or_replace,
@@ -1038,7 +1040,7 @@ class _Parser:
         elif self.accept("IN", "DATABASE"):
             for (d, *_) in self.name_list():
                 if d != "materialize":
-                    raise SqlError("3D000", f"unknown database '{d}'")
+                    raise SqlError(INVALID_CATALOG_NAME, f"unknown database '{d}'")
         if self.word() not in ("GRANT", "REVOKE"):
             raise self.error("GRANT or REVOKE")
         revoke = self.word() == "REVOKE"
@@ -1055,7 +1057,7 @@ class _Parser:
         self.expect("ON")
         kind = self.word()
         if kind not in ("TABLES", "SCHEMAS", "CLUSTERS", "DATABASES"):
-            raise SqlError("0A000", f"ALTER DEFAULT PRIVILEGES ON {kind} is not supported")
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"ALTER DEFAULT PRIVILEGES ON {kind} is not supported")
         self.i += 1
         self.expect("FROM" if revoke else "TO")
         grantees = self.role_list()
@@ -1067,7 +1069,7 @@ class _Parser:
         revoke = self.word() == "REVOKE"
         self.i += 1
         if revoke and self.accept("GRANT", "OPTION", "FOR") or revoke and self.accept("ADMIN", "OPTION", "FOR"):
-            raise SqlError("0A000", "GRANT OPTION and ADMIN OPTION are not supported")
+            raise SqlError(FEATURE_NOT_SUPPORTED, "GRANT OPTION and ADMIN OPTION are not supported")
         # a privilege grant has ON before TO/FROM; a role grant has none
         on_at = next((k for k in range(len(self.toks) - self.i) if self.word(k) == "ON"), None)
         if on_at is None:
@@ -1076,7 +1078,7 @@ class _Parser:
             members = self.role_list()
             self.accept("CASCADE") or self.accept("RESTRICT")
             if self.accept("WITH"):
-                raise SqlError("0A000", "GRANT OPTION and ADMIN OPTION are not supported")
+                raise SqlError(FEATURE_NOT_SUPPORTED, "GRANT OPTION and ADMIN OPTION are not supported")
             self.done()
             return GrantRoles(revoke, roles, members)
         if self.accept("ALL"):
@@ -1101,7 +1103,7 @@ class _Parser:
             self.expect("IN", "SCHEMA")
             targets = self.name_list()
         elif self.accept("ALL"):
-            raise SqlError("0A000", f"GRANT ON ALL {self.word() or ''} is not supported")
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"GRANT ON ALL {self.word() or ''} is not supported")
         else:
             kind = "TABLE"
             for k in ("SCHEMA", "DATABASE", "CLUSTER"):
@@ -1111,16 +1113,16 @@ class _Parser:
             else:
                 if self.word() in ("TYPE", "SECRET", "CONNECTION", "FUNCTION", "LANGUAGE", "DOMAIN", "TABLESPACE",
                                    "FOREIGN", "LARGE", "ROUTINE", "PROCEDURE", "NETWORK"):
-                    raise SqlError("0A000", f"GRANT ON {self.word()} is not supported")
+                    raise SqlError(FEATURE_NOT_SUPPORTED, f"GRANT ON {self.word()} is not supported")
                 self.accept("TABLE") or self.accept("VIEW") or self.accept("SEQUENCE") or \
                     self.accept("MATERIALIZED", "VIEW")
             targets = self.name_list()
         self.expect("FROM" if revoke else "TO")
         grantees = self.role_list()
         if self.accept("WITH", "GRANT", "OPTION"):
-            raise SqlError("0A000", "GRANT OPTION is not supported")
+            raise SqlError(FEATURE_NOT_SUPPORTED, "GRANT OPTION is not supported")
         if self.accept("GRANTED", "BY"):
-            raise SqlError("0A000", "GRANTED BY is not supported")
+            raise SqlError(FEATURE_NOT_SUPPORTED, "GRANTED BY is not supported")
         self.accept("CASCADE") or self.accept("RESTRICT")
         self.done()
         return GrantPrivileges(revoke, tuple(privs), kind, targets, grantees)
@@ -1201,7 +1203,7 @@ def parse_mz(sql: str) -> MzStatement | None:
         return p.grant()
     if (p.word(0), p.word(1), p.word(2)) == ("ALTER", "MATERIALIZED", "VIEW") and \
             any(p.word(k) == "SET" and p.word(k + 1) == "CLUSTER" for k in range(3, len(p.toks))):
-        raise SqlError("0A000", "ALTER MATERIALIZED VIEW ... SET CLUSTER is not supported",
+        raise SqlError(FEATURE_NOT_SUPPORTED, "ALTER MATERIALIZED VIEW ... SET CLUSTER is not supported",
                        hint="Create the materialized view again IN CLUSTER the new cluster.")
     if (p.word(0), p.word(1), p.word(2), p.word(3), p.word(4)) == ("CREATE", "VIEW", "IF", "NOT", "EXISTS"):
         try:
@@ -1225,7 +1227,7 @@ def parse_mz(sql: str) -> MzStatement | None:
             p.i = k
             database = p.ident()
             if database != DATABASE:
-                raise SqlError("3D000", f"unknown database '{database}'")
+                raise SqlError(INVALID_CATALOG_NAME, f"unknown database '{database}'")
             try:
                 return pglast.parse_sql(sql[: p.toks[k].start] + sql[dot.end + 1:])[0].stmt
             except pglast.parser.ParseError as e:
@@ -1242,7 +1244,7 @@ def parse_mz(sql: str) -> MzStatement | None:
             p.done()
             return AlterRole(name, (), new)
         if p.word() in ("SET", "RESET"):
-            raise SqlError("0A000", "ALTER ROLE ... SET is not supported")
+            raise SqlError(FEATURE_NOT_SUPPORTED, "ALTER ROLE ... SET is not supported")
         return AlterRole(name, p.role_options())
     from sqlfront import source_parse
 

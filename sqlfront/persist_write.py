@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from catalog.durable import CatalogStore
-from catalog.errors import SqlError
+from catalog.errors import SqlError, UNDEFINED_TABLE
 from catalog.oracle import commit_wait, fenced_write_ts
 from catalog.snapshot import Table
 from persist import FileBlob, PersistClient, UpperMismatch, open_consensus
@@ -114,7 +114,7 @@ class StandaloneWriter:
         for t in self._catalog.load().tables.values():
             if t.name == rel and t.schema == (schema or "public"):
                 return t
-        raise SqlError("42P01", f'relation "{name}" does not exist')
+        raise SqlError(UNDEFINED_TABLE, f'relation "{name}" does not exist')
 
     def append(self, table: Table, rows: list[tuple]) -> Commit:
         """Append ``rows`` (Python values in the table's column order) in one commit."""

@@ -35,11 +35,8 @@ import uuid
 from typing import TYPE_CHECKING
 
 from catalog.errors import (
-    DUPLICATE_OBJECT,
-    FEATURE_NOT_SUPPORTED,
-    UNDEFINED_OBJECT,
-    UNDEFINED_TABLE,
-    SqlError,
+    SqlError, AMBIGUOUS_ALIAS, DUPLICATE_OBJECT, FEATURE_NOT_SUPPORTED, OBJECT_NOT_IN_PREREQUISITE_STATE,
+    SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, SYNTAX_ERROR, UNDEFINED_OBJECT, UNDEFINED_TABLE,
 )
 from catalog.snapshot import CatalogSnapshot, Column, Source, Subsource
 from catalog.types import INT8, make_type, type_from_oid
@@ -62,7 +59,6 @@ SESSION_OPTIONS = "-c DateStyle=ISO,MDY -c TimeZone=UTC -c IntervalStyle=postgre
 GATHER_S = 0.2
 #: most rows gathered before a commit
 GATHER_ROWS = 50_000
-OBJECT_NOT_IN_PREREQUISITE_STATE = "55000"
 
 
 def lsn_int(text: str) -> int:
@@ -125,9 +121,9 @@ def plan(snap: CatalogSnapshot, stmt: sp.CreateSource) -> Plan:
                                               "is not supported")
     publication = options.get("PUBLICATION")
     if not publication:
-        raise SqlError("42601", "POSTGRES sources require a PUBLICATION option")
+        raise SqlError(SYNTAX_ERROR, "POSTGRES sources require a PUBLICATION option")
     if not stmt.all_tables and not stmt.tables:
-        raise SqlError("42601", "multi-output sources require a FOR TABLES (..) or FOR ALL TABLES statement")
+        raise SqlError(SYNTAX_ERROR, "multi-output sources require a FOR TABLES (..) or FOR ALL TABLES statement")
     params = connection_params(snap, conn.id)
     try:
         with psycopg.connect(**params, autocommit=True) as c:
@@ -159,7 +155,7 @@ def plan(snap: CatalogSnapshot, stmt: sp.CreateSource) -> Plan:
                                "columns": [[n, t, m, f, nn] for n, t, m, f, nn in cols]})
     except psycopg.Error as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise SqlError("08001", f"failed to connect to PostgreSQL: {reason}") from None
+        raise SqlError(SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, f"failed to connect to PostgreSQL: {reason}") from None
     outputs = [(t["subsource"], _columns(t), f"{t['schema']}.{t['name']}") for t in tables]
     spec = {"connection_id": conn.id, "publication": publication, "tables": tables,
             "slot": f"sqlfront_{uuid.uuid4().hex[:16]}"}
@@ -178,7 +174,7 @@ def _choose(published: list, stmt: sp.CreateSource, publication: str) -> list:
         if not found:
             raise SqlError(UNDEFINED_TABLE, f'reference to {schema + "." if schema else ""}{name} not found in source')
         if len(found) > 1:
-            raise SqlError("42P09", f"table name {name} is ambiguous",
+            raise SqlError(AMBIGUOUS_ALIAS, f"table name {name} is ambiguous",
                            hint="Qualify it with its schema.")
         if any(o[:3] == found[0] for o in out):
             raise SqlError(DUPLICATE_OBJECT, f'table "{found[0][1]}.{name}" is named more than once')

@@ -37,7 +37,9 @@ from buenavista.postgres import (
 )
 
 from catalog.errors import (
-    SqlError, INSUFFICIENT_RESOURCES, INTERNAL_ERROR, INVALID_BINARY_REPRESENTATION, PROTOCOL_VIOLATION, QUERY_CANCELED, TOO_MANY_CONNECTIONS,
+    SqlError, INSUFFICIENT_RESOURCES, INTERNAL_ERROR, INVALID_AUTHORIZATION_SPECIFICATION,
+    INVALID_BINARY_REPRESENTATION, INVALID_CURSOR_NAME, INVALID_PASSWORD, INVALID_SQL_STATEMENT_NAME,
+    PROTOCOL_VIOLATION, QUERY_CANCELED, SYNTAX_ERROR, TOO_MANY_CONNECTIONS,
 )
 from catalog.textio import parse_text
 from catalog.types import UNKNOWN, type_from_oid
@@ -231,12 +233,12 @@ class PgHandler(BuenaVistaHandler):
                 ctx.session.cancel()
             return None
         if code != PROTOCOL_3:
-            self.send_error(SqlError("08P01", f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}", severity="FATAL"))
+            self.send_error(SqlError(PROTOCOL_VIOLATION, f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}", severity="FATAL"))
             return None
         if not 8 <= msglen + 4 <= MAX_STARTUP:
             raise ProtocolViolation("invalid startup packet length")
         if self.server.tls_required and self.tls is None:
-            self.send_error(SqlError("28000", "this server accepts TLS connections only", severity="FATAL",
+            self.send_error(SqlError(INVALID_AUTHORIZATION_SPECIFICATION, "this server accepts TLS connections only", severity="FATAL",
                                      hint="Connect with sslmode=require."))
             return None
         raw = self._read_exact(msglen - 4).split(b"\x00")
@@ -308,7 +310,7 @@ class PgHandler(BuenaVistaHandler):
         except (ValueError, UnicodeDecodeError):
             final = None
         if final is None or verifier is None:
-            self.send_error(SqlError("28P01", f'password authentication failed for user "{user}"', severity="FATAL"))
+            self.send_error(SqlError(INVALID_PASSWORD, f'password authentication failed for user "{user}"', severity="FATAL"))
             return False
         auth_msg(12, final.encode())
         return True
@@ -378,7 +380,7 @@ class PgHandler(BuenaVistaHandler):
             pass
         except Exception as e:  # a bug, or garbage a handler choked on: drop this connection only
             log.warning("closing connection after %s: %s", type(e).__name__, e)
-            self._fatal(SqlError("08P01", f"protocol error: {e}", severity="FATAL"))
+            self._fatal(SqlError(PROTOCOL_VIOLATION, f"protocol error: {e}", severity="FATAL"))
         finally:
             try:
                 if self.ctx:
@@ -488,7 +490,7 @@ class PgHandler(BuenaVistaHandler):
             (n,) = struct.unpack_from("!h", payload, b + 1)
             oids = list(struct.unpack_from(f"!{n}I", payload, b + 3)) if n > 0 else []
         except (ValueError, struct.error, UnicodeDecodeError) as e:
-            self.send_error(SqlError("08P01", f"invalid Parse message: {e}"), ctx)
+            self.send_error(SqlError(PROTOCOL_VIOLATION, f"invalid Parse message: {e}"), ctx)
             return
         except SqlError as e:
             self.send_error(e, ctx)
@@ -497,7 +499,7 @@ class PgHandler(BuenaVistaHandler):
             try:
                 split = split_statements(sql)
                 if len(split) > 1:
-                    raise SqlError("42601", "cannot insert multiple commands into a prepared statement")
+                    raise SqlError(SYNTAX_ERROR, "cannot insert multiple commands into a prepared statement")
                 if split:
                     parse_one(split[0])  # syntax errors belong to Parse, as in PostgreSQL
             except SqlError as e:
@@ -601,7 +603,7 @@ class PgHandler(BuenaVistaHandler):
                 elif kind in (b"H", b"S"):
                     continue
                 else:
-                    raise SqlError("08P01", f"unexpected message type 0x{kind.hex()} during COPY from stdin")
+                    raise SqlError(PROTOCOL_VIOLATION, f"unexpected message type 0x{kind.hex()} during COPY from stdin")
             return load.finish()
         finally:
             load.close()
@@ -706,7 +708,7 @@ class PgHandler(BuenaVistaHandler):
             else:
                 self.send_columns(cols, formats)
         except KeyError:
-            self.send_error(SqlError("26000", f'prepared statement or portal "{name}" does not exist'), ctx)
+            self.send_error(SqlError(INVALID_SQL_STATEMENT_NAME, f'prepared statement or portal "{name}" does not exist'), ctx)
         except (SqlError, RecursionError) as e:
             self.send_error(self._statement_error(e), ctx)
 
@@ -717,7 +719,7 @@ class PgHandler(BuenaVistaHandler):
         portal = payload[:idx].decode("utf-8")
         limit = struct.unpack("!i", payload[idx + 1 : idx + 5])[0]
         if portal not in ctx.portals and portal not in ctx.suspended:
-            self.send_error(SqlError("34000", f'portal "{portal}" does not exist'), ctx)
+            self.send_error(SqlError(INVALID_CURSOR_NAME, f'portal "{portal}" does not exist'), ctx)
             return
         result = None
         try:
@@ -772,7 +774,7 @@ class PgHandler(BuenaVistaHandler):
             (np_,) = struct.unpack_from("!h", payload, pos)
             pos += 2
             if stmt not in ctx.stmts:
-                raise SqlError("26000", f'prepared statement "{stmt}" does not exist')
+                raise SqlError(INVALID_SQL_STATEMENT_NAME, f'prepared statement "{stmt}" does not exist')
             oids = ctx.stmts[stmt][1]
             values, pos = length_prefixed(payload, pos, np_)
             params = []
@@ -798,7 +800,7 @@ class PgHandler(BuenaVistaHandler):
             self.send_error(e, ctx)
             return
         except (struct.error, ValueError, UnicodeDecodeError) as e:
-            self.send_error(SqlError("08P01", f"invalid Bind message: {e}"), ctx)
+            self.send_error(SqlError(PROTOCOL_VIOLATION, f"invalid Bind message: {e}"), ctx)
             return
         ctx.portals[portal] = (stmt, params, result_formats)
         ctx.drop_suspended(portal)

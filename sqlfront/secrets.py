@@ -13,13 +13,9 @@ from dataclasses import replace
 
 from catalog import durable
 from catalog.errors import (
-    DEPENDENT_OBJECTS_STILL_EXIST,
-    DUPLICATE_OBJECT,
-    FEATURE_NOT_SUPPORTED,
-    INVALID_PARAMETER_VALUE,
-    UNDEFINED_OBJECT,
-    WRONG_OBJECT_TYPE,
-    SqlError,
+    SqlError, CHARACTER_NOT_IN_REPERTOIRE, DATATYPE_MISMATCH, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_OBJECT,
+    FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, NULL_VALUE_NOT_ALLOWED,
+    SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, SYNTAX_ERROR, UNDEFINED_OBJECT, WRONG_OBJECT_TYPE,
 )
 from catalog.snapshot import CatalogSnapshot, Connection, Secret
 from sqlfront import source_parse as sp
@@ -106,18 +102,18 @@ def secret_value(expr: str) -> str:
     try:
         node = pglast.parse_sql(f"SELECT ({expr})")[0].stmt.targetList[0].val
     except pglast.parser.ParseError as e:
-        raise SqlError("42601", f"syntax error in the secret's value: {e}") from None
+        raise SqlError(SYNTAX_ERROR, f"syntax error in the secret's value: {e}") from None
     e = ExprPlanner(Scope()).plan(node)
     if e.type.name not in ("text", "bytea", "unknown", "varchar", "bpchar"):
-        raise SqlError("42804", f"a secret's value must be text or bytea, not {e.type.sql()}")
+        raise SqlError(DATATYPE_MISMATCH, f"a secret's value must be text or bytea, not {e.type.sql()}")
     value = evaluate(e)
     if value is None:
-        raise SqlError("22004", "secret value can not be null")
+        raise SqlError(NULL_VALUE_NOT_ALLOWED, "secret value can not be null")
     if isinstance(value, (bytes, bytearray, memoryview)):
         try:
             return bytes(value).decode()
         except UnicodeDecodeError:
-            raise SqlError("22021", "a secret's value must be valid UTF-8 here") from None
+            raise SqlError(CHARACTER_NOT_IN_REPERTOIRE, "a secret's value must be valid UTF-8 here") from None
     return str(value)
 
 
@@ -307,4 +303,4 @@ def validate(snap: CatalogSnapshot, c: Connection) -> None:
         password = params.get("password")
         if password:
             reason = reason.replace(password, "<REDACTED>")
-        raise SqlError("08001", f"failed to connect to PostgreSQL: {reason}") from None
+        raise SqlError(SQLCLIENT_UNABLE_TO_ESTABLISH_SQLCONNECTION, f"failed to connect to PostgreSQL: {reason}") from None

@@ -12,8 +12,10 @@ from dataclasses import replace
 
 from catalog import durable
 from catalog.errors import (
-    SqlError, DUPLICATE_OBJECT, UNDEFINED_OBJECT, SYNTAX_ERROR, INVALID_PARAMETER_VALUE, DUPLICATE_TABLE,
-    UNDEFINED_TABLE, WRONG_OBJECT_TYPE, DEPENDENT_OBJECTS_STILL_EXIST, UNDEFINED_COLUMN, FEATURE_NOT_SUPPORTED,
+    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_OBJECT, DUPLICATE_SCHEMA, DUPLICATE_TABLE,
+    FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, INVALID_PARAMETER_VALUE, INVALID_SCHEMA_NAME,
+    OBJECT_NOT_IN_PREREQUISITE_STATE, RESERVED_NAME, SERIALIZATION_FAILURE, SYNTAX_ERROR, UNDEFINED_COLUMN,
+    UNDEFINED_OBJECT, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
 )
 from catalog.sizes import ReplicaSize, validate_size
 from catalog.snapshot import (
@@ -29,7 +31,7 @@ from sqlfront.rename_refs import rename_index_relation, rename_references, renam
 
 #: object_not_in_prerequisite_state: a statement for the other kind of cluster (managed
 #: or unmanaged)
-WRONG_CLUSTER_KIND = "55000"
+WRONG_CLUSTER_KIND = OBJECT_NOT_IN_PREREQUISITE_STATE
 
 
 def replica_config(
@@ -242,9 +244,9 @@ def create_schema(name: str, if_not_exists: bool):
         if snap.schema_exists(name) or name in TEMP_SCHEMA_ALIASES:
             if if_not_exists:
                 return []
-            raise SqlError("42P06", f"schema '{name}' already exists")
+            raise SqlError(DUPLICATE_SCHEMA, f"schema '{name}' already exists")
         if name.startswith(("mz_", "pg_")):
-            raise SqlError("42939", f'unacceptable schema name "{name}"',
+            raise SqlError(RESERVED_NAME, f'unacceptable schema name "{name}"',
                            detail='The prefixes "mz_" and "pg_" are reserved for system schemas.')
         return [durable.CreateSchema(Schema(ids.allocate("item"), name))]
 
@@ -269,10 +271,10 @@ def drop_schemas(names: list[str], if_exists: bool, cascade: bool):
             sc = snap.schema_by_name(snap.schema_name(name))
             if sc is None:
                 if name in SYSTEM_SCHEMAS:
-                    raise SqlError("42501", f"system schema '{name}' cannot be modified")
+                    raise SqlError(INSUFFICIENT_PRIVILEGE, f"system schema '{name}' cannot be modified")
                 if if_exists:
                     continue
-                raise SqlError("3F000", f"unknown schema '{name}'")
+                raise SqlError(INVALID_SCHEMA_NAME, f"unknown schema '{name}'")
             objs = _objects_in(snap, sc.name)
             if objs and not cascade:
                 raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
@@ -323,10 +325,10 @@ def rename_schema(name: str, new_name: str):
         sc = snap.schema_by_name(name)
         if sc is None or sc.temp:
             if name in SYSTEM_SCHEMAS:
-                raise SqlError("42501", f"system schema '{name}' cannot be modified")
-            raise SqlError("3F000", f"unknown schema '{name}'")
+                raise SqlError(INSUFFICIENT_PRIVILEGE, f"system schema '{name}' cannot be modified")
+            raise SqlError(INVALID_SCHEMA_NAME, f"unknown schema '{name}'")
         if snap.schema_exists(new_name):
-            raise SqlError("42P06", f"schema '{new_name}' already exists")
+            raise SqlError(DUPLICATE_SCHEMA, f"schema '{new_name}' already exists")
         # the views reading its objects by the schema's name read them by the new one
         # (their rewritten definitions go first: RenameSchema then moves those in it)
         ops: list = []
@@ -559,7 +561,7 @@ def create_materialized_view(schema: str | None, name: str, sql: str, columns: t
         live = set(snap.tables) | set(snap.materialized_views)
         gone = [r for r in reads if r not in live]
         if gone:
-            raise SqlError("40001", f"an input of materialized view \"{name}\" was dropped concurrently")
+            raise SqlError(SERIALIZATION_FAILURE, f"an input of materialized view \"{name}\" was dropped concurrently")
         mid = ids.allocate("item")
         shard = "shard-s" + ids.allocate("shard")[1:]
         return ops + [durable.CreateMaterializedView(MaterializedView(mid, s, name, columns, shard, sql, c.id))]
@@ -775,7 +777,7 @@ def update_table(old: Table, new: Table):
         if cur is None:
             raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{old.name}'")
         if cur != old:
-            raise SqlError("40001", f'table "{old.name}" was changed by a concurrent statement')
+            raise SqlError(SERIALIZATION_FAILURE, f'table "{old.name}" was changed by a concurrent statement')
         return [durable.UpdateTable(new)] if new != old else []
 
     return build
@@ -865,7 +867,7 @@ def comment_on(kind: str, names: list[str], text: str | None):
             if sc is None:
                 if names[-1] in SYSTEM_SCHEMAS:
                     raise SqlError(FEATURE_NOT_SUPPORTED, f"cannot comment on system schema '{names[-1]}'")
-                raise SqlError("3F000", f"unknown schema '{names[-1]}'")
+                raise SqlError(INVALID_SCHEMA_NAME, f"unknown schema '{names[-1]}'")
             return [durable.SetComment(sc.id, 0, text)]
         if kind == "COLUMN":
             if len(names) < 2:

@@ -34,13 +34,8 @@ import pyarrow as pa
 
 from catalog import durable
 from catalog.errors import (
-    DEPENDENT_OBJECTS_STILL_EXIST,
-    DUPLICATE_OBJECT,
-    FEATURE_NOT_SUPPORTED,
-    INVALID_PARAMETER_VALUE,
-    UNDEFINED_OBJECT,
-    WRONG_OBJECT_TYPE,
-    SqlError,
+    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_OBJECT, FEATURE_NOT_SUPPORTED, INTERNAL_ERROR,
+    INVALID_PARAMETER_VALUE, SYNTAX_ERROR, UNDEFINED_OBJECT, WRONG_OBJECT_TYPE,
 )
 from catalog.snapshot import CatalogSnapshot, Source, Subsource
 from catalog.types import arrow_schema
@@ -85,9 +80,9 @@ def generator_spec(stmt: sp.CreateSource) -> dict:
                        hint="COUNTER, AUCTION, MARKETING and TPCH are.")
     multi = len(loadgen.OUTPUTS[gen]) > 1
     if multi and not stmt.all_tables:
-        raise SqlError("42601", "multi-output sources require a FOR TABLES (..) or FOR ALL TABLES statement")
+        raise SqlError(SYNTAX_ERROR, "multi-output sources require a FOR TABLES (..) or FOR ALL TABLES statement")
     if not multi and stmt.all_tables:
-        raise SqlError("42601", "FOR ALL TABLES is only valid for multi-output sources")
+        raise SqlError(SYNTAX_ERROR, "FOR ALL TABLES is only valid for multi-output sources")
     spec = {"generator": gen, "tick_ms": DEFAULT_TICK_MS, "as_of": 0, "up_to": None, "max_cardinality": None}
     seen = set()
     for name, value in stmt.options:
@@ -476,7 +471,7 @@ class SourceRunners:
         r = self.runner(rel.source_id)
         error = r.error_of(rel.output) if r is not None else None
         if error:
-            raise SqlError("XX000", f'source "{rel.name}": {error}')
+            raise SqlError(INTERNAL_ERROR, f'source "{rel.name}": {error}')
 
     def status_rows(self, snap: CatalogSnapshot) -> list[tuple]:
         """``mz_internal.mz_source_statuses``: a row per source and subsource (its

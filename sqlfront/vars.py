@@ -9,7 +9,9 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from catalog.errors import SqlError, UNDEFINED_OBJECT, INVALID_PARAMETER_VALUE, INSUFFICIENT_PRIVILEGE
+from catalog.errors import (
+    SqlError, CANT_CHANGE_RUNTIME_PARAM, INSUFFICIENT_PRIVILEGE, INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT,
+)
 from catalog.settings import DEFAULTS
 from catalog.intervalio import parse_interval_style, set_session_interval_style
 from catalog.textio import DateStyle, parse_datestyle, parse_time_zone, set_session_time_zone
@@ -138,7 +140,7 @@ class SessionVars:
         if not settable:
             if value.lower() == default.lower():
                 return
-            raise SqlError("55P02", f'parameter "{name}" cannot be changed')
+            raise SqlError(CANT_CHANGE_RUNTIME_PARAM, f'parameter "{name}" cannot be changed')
         validate(name, value)
         if name in SUPERUSER_LIMITS:
             self._check_limit(name, value)

@@ -26,7 +26,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from catalog.errors import FEATURE_NOT_SUPPORTED, SqlError
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, SYNTAX_ERROR
 from catalog.snapshot import CatalogSnapshot, Column, Source
 from catalog.types import BYTEA, JSONB, TEXT
 from sqlfront import source_parse as sp
@@ -95,11 +95,11 @@ def parse_check(snap: CatalogSnapshot, check: str) -> tuple[list[Binding], str]:
             depth += (expr[i] == "(") - (expr[i] == ")")
             i += 1
         if depth:
-            raise SqlError("42601", "syntax error in CHECK: unbalanced parentheses in WITH")
+            raise SqlError(SYNTAX_ERROR, "syntax error in CHECK: unbalanced parentheses in WITH")
         for item in _split_top(expr[m.end():i - 1]):
             im = _ITEM.match(item)
             if im is None:
-                raise SqlError("42601", f"syntax error in CHECK's WITH at: {item}")
+                raise SqlError(SYNTAX_ERROR, f"syntax error in CHECK's WITH at: {item}")
             kind = im.group(1).split()[0].upper()
             as_bytes = im.group("bytes") is not None
             alias = _ident(im.group("alias")) if im.group("alias") else None
@@ -115,7 +115,7 @@ def parse_check(snap: CatalogSnapshot, check: str) -> tuple[list[Binding], str]:
                 bindings.append(Binding("secret", alias or secret.name, as_bytes, secret.id))
         expr = expr[i:].strip()
     if not expr:
-        raise SqlError("42601", "CHECK needs an expression")
+        raise SqlError(SYNTAX_ERROR, "CHECK needs an expression")
     return bindings, expr
 
 
@@ -134,7 +134,7 @@ def _plan_expr(bindings: list[Binding], expr: str):
     try:
         node = pglast.parse_sql(f"SELECT ({expr})")[0].stmt.targetList[0].val
     except pglast.parser.ParseError as e:
-        raise SqlError("42601", f"syntax error in CHECK: {e}") from None
+        raise SqlError(SYNTAX_ERROR, f"syntax error in CHECK: {e}") from None
     headers = {b.name for b in bindings if b.what == "headers"}
     for n in ast_nodes(node):
         if isinstance(n, ast.A_Expr) and n.name and n.name[0].sval == "->" and isinstance(n.lexpr, ast.ColumnRef) \

@@ -30,7 +30,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from catalog.errors import SqlError, UNDEFINED_FUNCTION
+from catalog.errors import SqlError, AMBIGUOUS_FUNCTION, UNDEFINED_FUNCTION
 from catalog.pg_catalog import register_procs as _register_procs
 from catalog.types import SqlType, TEXT, array_of
 
@@ -236,7 +236,7 @@ def resolve(entries: list[Function], sql_name: str, args: list[SqlType]) -> tupl
     best.sort(key=lambda b: b[0])
     cost, f, casts, result = best[0]
     if len(best) > 1 and best[1][0] == cost and (best[1][1], best[1][2]) != (f, casts):
-        raise SqlError("42725", f"function {sql_name}({', '.join(a.sql() for a in args)}) is not unique",
+        raise SqlError(AMBIGUOUS_FUNCTION, f"function {sql_name}({', '.join(a.sql() for a in args)}) is not unique",
                        hint="Could not choose a best candidate function. You might need to add explicit type casts.")
     return f, casts, result
 

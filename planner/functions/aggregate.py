@@ -14,7 +14,10 @@ from __future__ import annotations
 import math
 from decimal import Decimal, localcontext
 
-from catalog.errors import SqlError
+from catalog.errors import (
+    SqlError, ARRAY_SUBSCRIPT_ERROR, DUPLICATE_JSON_OBJECT_KEY_VALUE, FEATURE_NOT_SUPPORTED,
+    INVALID_PARAMETER_VALUE, NULL_VALUE_NOT_ALLOWED, NUMERIC_VALUE_OUT_OF_RANGE,
+)
 from catalog.textio import array_dims
 from catalog.types import SqlType, INT8, NUMERIC, FLOAT8, INTERVAL, BOOL, TEXT, JSONB, array_of
 from planner.functions import Function, register
@@ -135,7 +138,7 @@ def _percentile_fraction(vals, p):
     if f is None:
         return None
     if not 0 <= f <= 1:
-        raise SqlError("22003", f"percentile value {f} is not between 0 and 1")
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, f"percentile value {f} is not between 0 and 1")
     return f if vals else None
 
 
@@ -171,7 +174,7 @@ def _mode_py(vals, a, p):
 def _param_literal(a, i):
     e = a.params[i] if i < len(a.params) else None
     if e is None or e.__class__.__name__ != "Literal":
-        raise SqlError("0A000", f"{a.func} needs a constant argument on table data")
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{a.func} needs a constant argument on table data")
     return e.value
 
 
@@ -180,7 +183,7 @@ def _percentile_cont_spark(S, x, a):
     if f is None:
         return S.F.lit(None).cast("double")
     if not 0 <= f <= 1:
-        raise SqlError("22003", f"percentile value {f} is not between 0 and 1")
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, f"percentile value {f} is not between 0 and 1")
     desc = a.order and a.order[0][1]
     return S.F.percentile(x.cast("double"), 1 - f if desc else f)
 
@@ -191,7 +194,7 @@ def _percentile_disc_spark(S, x, a):
     if f is None:
         return F.lit(None).cast(S.spark_type(a.type))
     if not 0 <= f <= 1:
-        raise SqlError("22003", f"percentile value {f} is not between 0 and 1")
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, f"percentile value {f} is not between 0 and 1")
     arr = S.ordered_values(a)
     idx = F.greatest(F.ceil(F.lit(f) * F.size(arr)).cast("int"), F.lit(1))
     return F.when(F.size(arr) > 0, F.element_at(arr, idx))
@@ -204,11 +207,11 @@ def _array_agg_py(vals, a, p):
         return vals or None
     for v in vals:
         if v is None:
-            raise SqlError("22004", "cannot accumulate null arrays")
+            raise SqlError(NULL_VALUE_NOT_ALLOWED, "cannot accumulate null arrays")
         if not v:
-            raise SqlError("2202E", "cannot accumulate empty arrays")
+            raise SqlError(ARRAY_SUBSCRIPT_ERROR, "cannot accumulate empty arrays")
         if array_dims(v) != array_dims(vals[0]):
-            raise SqlError("2202E", "cannot accumulate arrays of different dimensionality")
+            raise SqlError(ARRAY_SUBSCRIPT_ERROR, "cannot accumulate arrays of different dimensionality")
     return vals
 
 
@@ -219,14 +222,14 @@ def _array_agg_spark(S, x, a):
         from planner.functions.array import array_depth
 
         if array_depth(a.arg) > 1:
-            raise SqlError("0A000", "array_agg of arrays of several dimensions is not supported on table data")
+            raise SqlError(FEATURE_NOT_SUPPORTED, "array_agg of arrays of several dimensions is not supported on table data")
         # the first offending input decides the error, as PostgreSQL reads them in order
         bad = F.filter(arr, lambda v: v.isNull() | (F.size(v) == 0) | (F.size(v) != F.size(arr[0])))
         first = bad[0]
         return (F.when(F.size(bad) == 0, F.when(F.size(arr) > 0, arr))
-                .when(first.isNull(), S.fail("22004", "cannot accumulate null arrays"))
-                .when(F.size(first) == 0, S.fail("2202E", "cannot accumulate empty arrays"))
-                .otherwise(S.fail("2202E", "cannot accumulate arrays of different dimensionality")))
+                .when(first.isNull(), S.fail(NULL_VALUE_NOT_ALLOWED, "cannot accumulate null arrays"))
+                .when(F.size(first) == 0, S.fail(ARRAY_SUBSCRIPT_ERROR, "cannot accumulate empty arrays"))
+                .otherwise(S.fail(ARRAY_SUBSCRIPT_ERROR, "cannot accumulate arrays of different dimensionality")))
     return F.when(F.size(arr) > 0, arr)
 
 
@@ -277,7 +280,7 @@ def _avg_spark(S, x, a):
     if a.type.name == "float8":
         return (total / n).cast(T.DoubleType())
     if a.type.name == "interval":
-        raise SqlError("0A000", "avg(interval) is not supported on table data")
+        raise SqlError(FEATURE_NOT_SUPPORTED, "avg(interval) is not supported on table data")
     q = total.cast(T.DecimalType(38, 0 if a.arg.type.is_integer else 10)) / n.cast(T.DecimalType(20, 0))
     return q.cast(T.DecimalType(38, SPARK_DIV_SCALE))
 
@@ -529,7 +532,7 @@ def _bits_py(op):
     return py
 
 
-DUPLICATE_JSON_KEY = "22030"
+DUPLICATE_JSON_KEY = DUPLICATE_JSON_OBJECT_KEY_VALUE
 
 
 def _object_agg(skip_nulls: bool, unique: bool, json: bool = False):
@@ -537,8 +540,8 @@ def _object_agg(skip_nulls: bool, unique: bool, json: bool = False):
     (a repeated key is 22030) forms (PostgreSQL 9.21): (py, spark). Keys are checked
     before values are left out, as PostgreSQL does. A NULL key is 22023 for the jsonb
     forms, 22004 for the ``json`` ones (jsonb.c, json.c)."""
-    null_key = ("22004", "null value not allowed for object key") if json else \
-        ("22023", "field name must not be null")
+    null_key = (NULL_VALUE_NOT_ALLOWED, "null value not allowed for object key") if json else \
+        (INVALID_PARAMETER_VALUE, "field name must not be null")
 
     def py(vals, a, p):
         from catalog.textio import jsonb_text

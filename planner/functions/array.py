@@ -5,14 +5,16 @@ dimensions are the plan's (``array_depth``: ARRAY[ARRAY[...]] and constants)."""
 
 from __future__ import annotations
 
-from catalog.errors import SqlError
+from catalog.errors import (
+    SqlError, ARRAY_SUBSCRIPT_ERROR, DATA_EXCEPTION, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE,
+    NULL_VALUE_NOT_ALLOWED, PROGRAM_LIMIT_EXCEEDED,
+)
 from catalog.textio import array_dims, format_text
 from planner.functions import Function, constant_arg, register, sig
 from planner.functions.logic import CMP, order_key
 
 
-INCOMPATIBLE = "2202E"
-DATA_EXCEPTION = "22000"
+INCOMPATIBLE = ARRAY_SUBSCRIPT_ERROR
 
 
 def flatten(v: list) -> list:
@@ -143,7 +145,7 @@ def _cat_spark(S, a, e):
     if dx != dy:
         # the other operand alone has another Spark type (nested one level less)
         deep, flat = (x, y) if dx > dy else (y, x)
-        gone = S.fail("0A000", "|| of an empty or NULL multidimensional array is not supported on table data")
+        gone = S.fail(FEATURE_NOT_SUPPORTED, "|| of an empty or NULL multidimensional array is not supported on table data")
         return (F.when(deep.isNull() & flat.isNull(), F.lit(None)).when(flat.isNull() | (F.size(flat) == 0), deep)
                 .when(deep.isNull() | (F.size(deep) == 0), gone).when(same, joined).otherwise(fail))
     return (F.when(x.isNull() | (F.size(x) == 0), y).when(y.isNull() | (F.size(y) == 0), x)
@@ -210,7 +212,7 @@ def _dims_text_spark(S, a, e):
 def _one_dim_only(what: str):
     """PostgreSQL's 0A000 for array_position and array_remove of an array of several
     dimensions (array_userfuncs.c)."""
-    return SqlError("0A000", f"{what} elements in multidimensional arrays is not supported"
+    return SqlError(FEATURE_NOT_SUPPORTED, f"{what} elements in multidimensional arrays is not supported"
                     if what == "searching for" else f"{what} elements from multidimensional arrays is not supported")
 
 
@@ -222,7 +224,7 @@ def _start_position(a) -> int:
     if len(a) < 3:
         return 1
     if a[2] is None:
-        raise SqlError("22004", "initial position must not be null")
+        raise SqlError(NULL_VALUE_NOT_ALLOWED, "initial position must not be null")
     return a[2]
 
 
@@ -250,7 +252,7 @@ def _position_spark(S, a, e):
     p = F.array_position(hits, True).cast("int")
     found = F.when(p > 0, p)
     if len(a) > 2:
-        found = F.when(start.isNull(), S.fail("22004", "initial position must not be null")).otherwise(found)
+        found = F.when(start.isNull(), S.fail(NULL_VALUE_NOT_ALLOWED, "initial position must not be null")).otherwise(found)
     return F.when(arr.isNotNull(), found)
 
 
@@ -388,7 +390,7 @@ def _series_py(a, e):
         SqlError 22023 for a zero step."""
     step = a[2] if len(a) > 2 else 1
     if step == 0:
-        raise SqlError("22023", "step size cannot equal zero")
+        raise SqlError(INVALID_PARAMETER_VALUE, "step size cannot equal zero")
     return list(range(a[0], a[1] + (1 if step > 0 else -1), step))
 
 
@@ -397,7 +399,7 @@ def _series_spark(S, a, e):
     start, stop = a[0], a[1]
     step = a[2] if len(a) > 2 else F.lit(1).cast(S.spark_type(e.type.element))
     empty = ((step > 0) & (start > stop)) | ((step < 0) & (start < stop))
-    return (F.when(step == 0, S.fail("22023", "step size cannot equal zero"))
+    return (F.when(step == 0, S.fail(INVALID_PARAMETER_VALUE, "step size cannot equal zero"))
             .when(empty, S.empty_array(e.type)).otherwise(F.sequence(start, stop, step)))
 
 
@@ -419,7 +421,7 @@ def _time_series_py(a, e):
     start, stop, step = a
     sign = interval_sign(step)
     if sign == 0:
-        raise SqlError("22023", "step size cannot equal zero")
+        raise SqlError(INVALID_PARAMETER_VALUE, "step size cannot equal zero")
     out = []
     while (start <= stop) if sign > 0 else (start >= stop):
         out.append(start)
@@ -434,7 +436,7 @@ def _time_series_spark(S, a, e):
         return F.lit(None).cast(S.spark_type(e.type))
     sign = interval_sign(step)
     if sign == 0:
-        raise SqlError("22023", "step size cannot equal zero")
+        raise SqlError(INVALID_PARAMETER_VALUE, "step size cannot equal zero")
     start, stop = a[0], a[1]
     empty = (start > stop) if sign > 0 else (start < stop)
     return F.when(empty, S.empty_array(e.type)).otherwise(F.sequence(start, stop, a[2]))
@@ -516,7 +518,7 @@ def _one_dim_spark(S, e, what: str, f):
     lowering's element lambdas see scalars only)."""
     if array_depth(e.args[0]) > 1:
         if what == "replacing":
-            raise SqlError("0A000", "array_replace of a multidimensional array is not supported on table data")
+            raise SqlError(FEATURE_NOT_SUPPORTED, "array_replace of a multidimensional array is not supported on table data")
         raise _one_dim_only(what)
     return f()
 
@@ -561,20 +563,20 @@ def _positions_spark(S, a, e):
 def _trim_py(a, e):
     arr, n = a
     if any(isinstance(v, list) for v in arr):
-        raise SqlError("0A000", "trim_array of a multidimensional array is not supported")
+        raise SqlError(FEATURE_NOT_SUPPORTED, "trim_array of a multidimensional array is not supported")
     if not 0 <= n <= len(arr):
-        raise SqlError("2202E", f"number of elements to trim must be between 0 and {len(arr)}")
+        raise SqlError(ARRAY_SUBSCRIPT_ERROR, f"number of elements to trim must be between 0 and {len(arr)}")
     return arr[:len(arr) - n]
 
 
 def _trim_spark(S, a, e):
     F = S.F
     if array_depth(e.args[0]) > 1:
-        raise SqlError("0A000", "trim_array of a multidimensional array is not supported")
+        raise SqlError(FEATURE_NOT_SUPPORTED, "trim_array of a multidimensional array is not supported")
     arr, n = a
     size = F.size(arr)
     return (F.when(arr.isNull() | n.isNull(), F.lit(None).cast(S.spark_type(e.type)))
-            .when((n < 0) | (n > size), S.fail("2202E", "number of elements to trim must be between 0 and the "
+            .when((n < 0) | (n > size), S.fail(ARRAY_SUBSCRIPT_ERROR, "number of elements to trim must be between 0 and the "
                                                          "array's length"))
             .otherwise(F.slice(arr, 1, size - n)))
 
@@ -611,7 +613,7 @@ def _array_set_spark(kind: str):
     def spark(S, a, e):
         F = S.F
         if any(array_depth(x) > 1 for x in e.args):
-            raise SqlError("0A000", "array containment of multidimensional arrays is not supported on table data")
+            raise SqlError(FEATURE_NOT_SUPPORTED, "array containment of multidimensional arrays is not supported on table data")
         whole, part = (a[1], a[0]) if kind == "contained" else (a[0], a[1])
 
         def found(y):
@@ -623,13 +625,13 @@ def _array_set_spark(kind: str):
 
 def _reverse_py(a, e):
     if any(isinstance(v, list) for v in a[0]):
-        raise SqlError("0A000", "array_reverse of a multidimensional array is not supported")
+        raise SqlError(FEATURE_NOT_SUPPORTED, "array_reverse of a multidimensional array is not supported")
     return a[0][::-1]
 
 
 def _reverse_spark(S, a, e):
     if array_depth(e.args[0]) > 1:
-        raise SqlError("0A000", "array_reverse of a multidimensional array is not supported")
+        raise SqlError(FEATURE_NOT_SUPPORTED, "array_reverse of a multidimensional array is not supported")
     return S.F.reverse(a[0])
 
 
@@ -652,9 +654,9 @@ register(
 
 def _thresholds_check(th: list) -> None:
     if any(isinstance(v, list) for v in th):
-        raise SqlError("2202E", "thresholds must be one-dimensional array")
+        raise SqlError(ARRAY_SUBSCRIPT_ERROR, "thresholds must be one-dimensional array")
     if any(v is None for v in th):
-        raise SqlError("22004", "thresholds array must not contain NULLs")
+        raise SqlError(NULL_VALUE_NOT_ALLOWED, "thresholds array must not contain NULLs")
 
 
 def _width_bucket_array_py(a, e):
@@ -672,7 +674,7 @@ def _width_bucket_array_py(a, e):
 def _width_bucket_array_spark(S, a, e):
     F = S.F
     if array_depth(e.args[1]) > 1:
-        raise SqlError("2202E", "thresholds must be one-dimensional array")
+        raise SqlError(ARRAY_SUBSCRIPT_ERROR, "thresholds must be one-dimensional array")
     x, th = a
     n = F.size(th)
 
@@ -686,7 +688,7 @@ def _width_bucket_array_spark(S, a, e):
     found = F.aggregate(F.sequence(F.lit(0), n), F.struct(F.lit(0).alias("lo"), n.alias("hi")), step,
                         lambda acc: acc["lo"])
     return (F.when(x.isNull() | th.isNull(), F.lit(None).cast("int"))
-            .when(F.exists(th, lambda v: v.isNull()), S.fail("22004", "thresholds array must not contain NULLs"))
+            .when(F.exists(th, lambda v: v.isNull()), S.fail(NULL_VALUE_NOT_ALLOWED, "thresholds array must not contain NULLs"))
             .otherwise(found))
 
 
@@ -698,18 +700,18 @@ def _fill_dims(dims, lbounds) -> None:
         SqlError 22004 for NULLs; 2202E for lower bounds not matching the dimensions; 54000
         for a negative length; 0A000 for several dimensions or a lower bound other than 1."""
     if dims is None or lbounds is None:
-        raise SqlError("22004", "dimension array or low bound array cannot be null")
+        raise SqlError(NULL_VALUE_NOT_ALLOWED, "dimension array or low bound array cannot be null")
     if any(d is None for d in (*dims, *lbounds)):
-        raise SqlError("22004", "dimension values cannot be null")
+        raise SqlError(NULL_VALUE_NOT_ALLOWED, "dimension values cannot be null")
     if lbounds is not _NO_LBOUNDS and len(lbounds) != len(dims):
-        raise SqlError("2202E", "wrong number of array subscripts",
+        raise SqlError(ARRAY_SUBSCRIPT_ERROR, "wrong number of array subscripts",
                        detail="Low bound array has different size than dimensions array.")
     if len(dims) > 1:
-        raise SqlError("0A000", "array_fill of more than one dimension is not supported")
+        raise SqlError(FEATURE_NOT_SUPPORTED, "array_fill of more than one dimension is not supported")
     if dims and dims[0] < 0:
-        raise SqlError("54000", "array size exceeds the maximum allowed (134217727)")
+        raise SqlError(PROGRAM_LIMIT_EXCEEDED, "array size exceeds the maximum allowed (134217727)")
     if lbounds is not _NO_LBOUNDS and dims and lbounds[0] != 1:
-        raise SqlError("0A000", "arrays with a lower bound other than 1 are not supported")
+        raise SqlError(FEATURE_NOT_SUPPORTED, "arrays with a lower bound other than 1 are not supported")
 
 
 #: array_fill called without lower bounds
@@ -729,27 +731,27 @@ def _array_fill_spark(S, a, e):
     F = S.F
     value, dims = a[0], a[1]
     out = F.array_repeat(value, F.coalesce(F.get(dims, 0), F.lit(0)))
-    checks = F.when(dims.isNull(), S.fail("22004", "dimension array or low bound array cannot be null")).when(
-        F.exists(dims, lambda d: d.isNull()), S.fail("22004", "dimension values cannot be null"))
+    checks = F.when(dims.isNull(), S.fail(NULL_VALUE_NOT_ALLOWED, "dimension array or low bound array cannot be null")).when(
+        F.exists(dims, lambda d: d.isNull()), S.fail(NULL_VALUE_NOT_ALLOWED, "dimension values cannot be null"))
     if len(a) > 2:
         lb = a[2]
-        checks = checks.when(lb.isNull(), S.fail("22004", "dimension array or low bound array cannot be null")).when(
-            F.exists(lb, lambda d: d.isNull()), S.fail("22004", "dimension values cannot be null")).when(
-            F.size(lb) != F.size(dims), S.fail("2202E", "wrong number of array subscripts")).when(
+        checks = checks.when(lb.isNull(), S.fail(NULL_VALUE_NOT_ALLOWED, "dimension array or low bound array cannot be null")).when(
+            F.exists(lb, lambda d: d.isNull()), S.fail(NULL_VALUE_NOT_ALLOWED, "dimension values cannot be null")).when(
+            F.size(lb) != F.size(dims), S.fail(ARRAY_SUBSCRIPT_ERROR, "wrong number of array subscripts")).when(
             (F.size(dims) == 1) & (F.get(lb, 0) != 1),
-            S.fail("0A000", "arrays with a lower bound other than 1 are not supported"))
-    return (checks.when(F.size(dims) > 1, S.fail("0A000", "array_fill of more than one dimension is not supported"))
-            .when(F.get(dims, 0) < 0, S.fail("54000", "array size exceeds the maximum allowed (134217727)"))
+            S.fail(FEATURE_NOT_SUPPORTED, "arrays with a lower bound other than 1 are not supported"))
+    return (checks.when(F.size(dims) > 1, S.fail(FEATURE_NOT_SUPPORTED, "array_fill of more than one dimension is not supported"))
+            .when(F.get(dims, 0) < 0, S.fail(PROGRAM_LIMIT_EXCEEDED, "array size exceeds the maximum allowed (134217727)"))
             .otherwise(out))
 
 
 def _several_dims(name: str) -> SqlError:
-    return SqlError("0A000", f"{name} of a multidimensional array is not supported")
+    return SqlError(FEATURE_NOT_SUPPORTED, f"{name} of a multidimensional array is not supported")
 
 
 def _sample_size(n: int, size: int) -> None:
     if not 0 <= n <= size:
-        raise SqlError("22023", f"sample size must be between 0 and {size}")
+        raise SqlError(INVALID_PARAMETER_VALUE, f"sample size must be between 0 and {size}")
 
 
 def _array_sample_py(a, e):
@@ -777,7 +779,7 @@ def _array_sample_spark(S, a, e):
     if array_depth(e.args[0]) > 1:
         raise _several_dims("array_sample")
     arr, n = a
-    return F.when((n < 0) | (n > F.size(arr)), S.fail("22023", "sample size must be between 0 and the array's "
+    return F.when((n < 0) | (n > F.size(arr)), S.fail(INVALID_PARAMETER_VALUE, "sample size must be between 0 and the array's "
                                                                  "length")).otherwise(F.slice(F.shuffle(arr), 1, n))
 
 

@@ -12,13 +12,14 @@ import math
 import re
 from decimal import Decimal
 
-from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED, INVALID_DATETIME_FORMAT
+from catalog.errors import (
+    SqlError, DATETIME_FIELD_OVERFLOW, FEATURE_NOT_SUPPORTED, INVALID_DATETIME_FORMAT,
+    INVALID_PARAMETER_VALUE,
+)
 from catalog.intervalio import interval_parts
 from catalog.types import (FarDate, FarTimestamp, Interval, SqlType, date_days, date_from_days,
                            timestamp_from_micros, timestamp_micros)
 from planner.functions import Function, register, sig
-
-DATETIME_FIELD_OVERFLOW = "22008"
 
 
 def add_interval(ts: dt.datetime, iv: Interval) -> dt.datetime:

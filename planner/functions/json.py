@@ -8,7 +8,10 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 
-from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED
+from catalog.errors import (
+    SqlError, ARRAY_SUBSCRIPT_ERROR, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE,
+    INVALID_TEXT_REPRESENTATION, NULL_VALUE_NOT_ALLOWED,
+)
 from catalog.textio import jsonb_text, format_text
 from catalog.types import TEXT
 from planner.functions import Function, constant_arg, register, sig
@@ -696,7 +699,7 @@ def _set_py(a, e):
     if not path:
         return jsonb_text(d)
     if any(p is None for p in path):
-        raise SqlError("22004", f"path element at position {path.index(None) + 1} is null")
+        raise SqlError(NULL_VALUE_NOT_ALLOWED, f"path element at position {path.index(None) + 1} is null")
     return jsonb_text(_set_in(d, path, 0, doc(new), create))
 
 
@@ -711,7 +714,7 @@ def _set_in(d, path, i, new, create):
         try:
             n = int(step)
         except ValueError:
-            raise SqlError("22P02", f"path element at position {i + 1} is not an integer: \"{step}\"") from None
+            raise SqlError(INVALID_TEXT_REPRESENTATION, f"path element at position {i + 1} is not an integer: \"{step}\"") from None
         idx = n + len(d) if n < 0 else n
         if 0 <= idx < len(d):
             return d[:idx] + [new if last else _set_in(d[idx], path, i + 1, new, create)] + d[idx + 1:]
@@ -731,7 +734,7 @@ def _set_spark(S, a, e):
     if path is None or create is None:
         return F.lit(None).cast("string")
     if any(p is None for p in path):
-        return F.when(a[0].isNotNull(), S.fail("22004", f"path element at position {path.index(None) + 1} is null"))
+        return F.when(a[0].isNotNull(), S.fail(NULL_VALUE_NOT_ALLOWED, f"path element at position {path.index(None) + 1} is null"))
     v = F.parse_json(a[0])
     if not path:
         return F.when(a[2].isNotNull(), F.to_json(v))
@@ -759,7 +762,7 @@ def _set_level(S, v, path, new, create, i):
     except ValueError:
         n = None
     if n is None:
-        as_array = F.when(kind == "array", S.fail("22P02", f"path element at position {i + 1} is not an integer: "
+        as_array = F.when(kind == "array", S.fail(INVALID_TEXT_REPRESENTATION, f"path element at position {i + 1} is not an integer: "
                                                            f"\"{step}\""))
     else:
         arr = F.try_variant_get(v, "$", "array<variant>")
@@ -800,18 +803,18 @@ def _jsonb_object_pairs(a) -> list:
     if len(a) == 2:
         keys, values = a
         if len(keys) != len(values) or any(isinstance(v, list) for v in (*keys, *values)):
-            raise SqlError("2202E", "mismatched array dimensions")
+            raise SqlError(ARRAY_SUBSCRIPT_ERROR, "mismatched array dimensions")
         pairs = list(zip(keys, values))
     elif a[0] and isinstance(a[0][0], list):
         if any(not isinstance(row, list) or len(row) != 2 or any(isinstance(v, list) for v in row) for row in a[0]):
-            raise SqlError("2202E", "array must have two columns")
+            raise SqlError(ARRAY_SUBSCRIPT_ERROR, "array must have two columns")
         pairs = [tuple(row) for row in a[0]]
     else:
         if len(a[0]) % 2:
-            raise SqlError("2202E", "array must have even number of elements")
+            raise SqlError(ARRAY_SUBSCRIPT_ERROR, "array must have even number of elements")
         pairs = list(zip(a[0][::2], a[0][1::2]))
     if any(k is None for k, _ in pairs):
-        raise SqlError("22004", "null value not allowed for object key")
+        raise SqlError(NULL_VALUE_NOT_ALLOWED, "null value not allowed for object key")
     return pairs
 
 
@@ -827,11 +830,11 @@ def _jsonb_object_spark(S, a, e):
     if len(a) == 2:
         keys, values = a
         n = F.size(keys)
-        bad = F.when(n != F.size(values), S.fail("2202E", "mismatched array dimensions"))
+        bad = F.when(n != F.size(values), S.fail(ARRAY_SUBSCRIPT_ERROR, "mismatched array dimensions"))
     else:
         keys = values = a[0]
         n = F.size(keys) / 2
-        bad = F.when(F.size(keys) % 2 == 1, S.fail("2202E", "array must have even number of elements"))
+        bad = F.when(F.size(keys) % 2 == 1, S.fail(ARRAY_SUBSCRIPT_ERROR, "array must have even number of elements"))
     step = 1 if len(a) == 2 else 2
     n = n.cast("int")
     positions = F.filter(F.sequence(F.lit(1), F.greatest(n, F.lit(1))), lambda i: i <= n)  # 1..n, none for 0
@@ -844,7 +847,7 @@ def _jsonb_object_spark(S, a, e):
     text = F.concat(F.lit("{"), F.array_join(F.transform(ordered, lambda p: F.concat(
         json_text_spark(S, p["k"], TEXT), F.lit(": "), json_text_spark(S, p["v"], TEXT))), ", "), F.lit("}"))
     return (bad.when(F.exists(keys if len(a) == 2 else pairs, lambda x: (x if len(a) == 2 else x["k"]).isNull()),
-                     S.fail("22004", "null value not allowed for object key"))
+                     S.fail(NULL_VALUE_NOT_ALLOWED, "null value not allowed for object key"))
             .otherwise(text))
 
 

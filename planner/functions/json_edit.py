@@ -7,19 +7,19 @@ path and flags must be constants; each level is rebuilt from VARIANT values."""
 
 from __future__ import annotations
 
-from catalog.errors import SqlError, INVALID_PARAMETER_VALUE
+from catalog.errors import (
+    SqlError, INVALID_PARAMETER_VALUE, INVALID_TEXT_REPRESENTATION, NULL_VALUE_NOT_ALLOWED,
+)
 from catalog.textio import jsonb_text
 from planner.functions import Function, constant_arg, register, sig
 from planner.functions.json import _field_path, _kind, doc
-
-NULL_VALUE_NOT_ALLOWED = "22004"
 
 
 def _index(step: str, i: int) -> int:
     try:
         return int(step)
     except ValueError:
-        raise SqlError("22P02", f'path element at position {i + 1} is not an integer: "{step}"') from None
+        raise SqlError(INVALID_TEXT_REPRESENTATION, f'path element at position {i + 1} is not an integer: "{step}"') from None
 
 
 def _check_path(path, what: str, d) -> None:
@@ -92,7 +92,7 @@ def _edit_level(S, v, path, i, mode, new):
     except ValueError:
         n = None
     if n is None:
-        as_array = S.fail("22P02", f'path element at position {i + 1} is not an integer: "{step}"')
+        as_array = S.fail(INVALID_TEXT_REPRESENTATION, f'path element at position {i + 1} is not an integer: "{step}"')
     else:
         arr = F.try_variant_get(v, "$", "array<variant>")
         at = F.lit(n) if n >= 0 else F.size(arr) + n

@@ -8,7 +8,11 @@ import math
 import random as _random
 from decimal import Decimal, localcontext, ROUND_HALF_UP, ROUND_DOWN, ROUND_FLOOR, ROUND_CEILING
 
-from catalog.errors import SqlError, DIVISION_BY_ZERO, NUMERIC_VALUE_OUT_OF_RANGE
+from catalog.errors import (
+    SqlError, DIVISION_BY_ZERO, FEATURE_NOT_SUPPORTED, INVALID_ARGUMENT_FOR_LOGARITHM,
+    INVALID_ARGUMENT_FOR_POWER_FUNCTION, INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION, INVALID_PARAMETER_VALUE,
+    NUMERIC_VALUE_OUT_OF_RANGE,
+)
 from catalog.textio import check_int, INT_RANGES
 from catalog.types import SqlType
 from planner.functions import Function, register, sig
@@ -171,7 +175,7 @@ def _trunc_spark(S, a, e):
         return F.when(a[0] < 0, F.ceil(a[0])).otherwise(F.floor(a[0])).cast(S.T.DoubleType())
     d = e.args[1] if len(a) > 1 else None
     if d is not None and (d.__class__.__name__ != "Literal" or d.value is None or d.value < 0):
-        raise SqlError("0A000", "trunc(numeric, n) needs a constant n >= 0 on table data")
+        raise SqlError(FEATURE_NOT_SUPPORTED, "trunc(numeric, n) needs a constant n >= 0 on table data")
     scale = min(d.value if d is not None else 0, 37)
     # x - x % 10^-scale: the remainder keeps x's sign, so this cuts toward zero.
     step = F.lit(Decimal(1).scaleb(-scale))
@@ -195,14 +199,14 @@ def _sign_py(a, e):
 
 def _check_sqrt(v):
     if v < 0:
-        raise SqlError("2201F", "cannot take square root of a negative number")
+        raise SqlError(INVALID_ARGUMENT_FOR_POWER_FUNCTION, "cannot take square root of a negative number")
 
 
 def _check_ln(v):
     if v == 0:
-        raise SqlError("2201E", "cannot take logarithm of zero")
+        raise SqlError(INVALID_ARGUMENT_FOR_LOGARITHM, "cannot take logarithm of zero")
     if v < 0:
-        raise SqlError("2201E", "cannot take logarithm of a negative number")
+        raise SqlError(INVALID_ARGUMENT_FOR_LOGARITHM, "cannot take logarithm of a negative number")
 
 
 def _numeric_sig(v: float, sig_digits: int, min_scale: int = 0) -> Decimal:
@@ -242,7 +246,7 @@ def refuse_numeric_transcendental(e) -> None:
     Raises:
         SqlError 0A000 when ``e``'s result is numeric."""
     if e.type.name == "numeric":
-        raise SqlError("0A000", f"{e.func}(numeric) is not supported on table data: PostgreSQL computes it to 16 or "
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{e.func}(numeric) is not supported on table data: PostgreSQL computes it to 16 or "
                                 "more significant digits, Spark only in double precision",
                        hint="Cast the argument to double precision.")
 
@@ -252,10 +256,10 @@ def _float_fn(spark_name):
         refuse_numeric_transcendental(e)
         r = getattr(S.F, spark_name)(a[0])
         if spark_name in ("sqrt",):
-            r = S.F.when(a[0] < 0, S.fail("2201F", "cannot take square root of a negative number")).otherwise(r)
+            r = S.F.when(a[0] < 0, S.fail(INVALID_ARGUMENT_FOR_POWER_FUNCTION, "cannot take square root of a negative number")).otherwise(r)
         if spark_name in ("ln", "log10"):
-            r = S.F.when(a[0] == 0, S.fail("2201E", "cannot take logarithm of zero")).when(
-                a[0] < 0, S.fail("2201E", "cannot take logarithm of a negative number")).otherwise(r)
+            r = S.F.when(a[0] == 0, S.fail(INVALID_ARGUMENT_FOR_LOGARITHM, "cannot take logarithm of zero")).when(
+                a[0] < 0, S.fail(INVALID_ARGUMENT_FOR_LOGARITHM, "cannot take logarithm of a negative number")).otherwise(r)
         if spark_name == "exp":
             # a NULL argument is no overflow: the condition must not be NULL then
             r = S.F.when(a[0].isNull() | S.F.isnan(r) | (r != float("inf")) | (a[0] == float("inf")), r).otherwise(
@@ -267,9 +271,9 @@ def _float_fn(spark_name):
 def _power_py(a, e):
     x, y = a
     if x == 0 and y < 0:
-        raise SqlError("2201F", "zero raised to a negative power is undefined")
+        raise SqlError(INVALID_ARGUMENT_FOR_POWER_FUNCTION, "zero raised to a negative power is undefined")
     if x < 0 and y != int(y):
-        raise SqlError("2201F", "a negative number raised to a non-integer power yields a complex result")
+        raise SqlError(INVALID_ARGUMENT_FOR_POWER_FUNCTION, "a negative number raised to a non-integer power yields a complex result")
     r = math.pow(float(x), float(y))
     if e.type.name == "numeric":
         if y == int(y) and y >= 0:
@@ -546,7 +550,7 @@ def _gcd_lcm_spark(lcm: bool):
                 wide.cast(S.spark_type(e.type)))
         scales = [static_scale(arg) for arg in e.args]
         if None in scales:
-            raise SqlError("0A000", f"{e.func}(numeric, numeric) on table data needs arguments of a known scale "
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"{e.func}(numeric, numeric) on table data needs arguments of a known scale "
                                     "(a column or a constant)")
         scale = max(scales)
         whole = T.DecimalType(38, 0)
@@ -564,18 +568,18 @@ def _gcd_lcm_spark(lcm: bool):
 
 def _width_bucket_check(low, high, count):
     if count <= 0:
-        raise SqlError("2201G", "count must be greater than zero")
+        raise SqlError(INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION, "count must be greater than zero")
     if low == high:
-        raise SqlError("2201G", "lower bound cannot equal upper bound")
+        raise SqlError(INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION, "lower bound cannot equal upper bound")
 
 
 def _width_bucket_py(a, e):
     op, low, high, count = a
     _width_bucket_check(low, high, count)
     if any(isinstance(v, float) and math.isnan(v) or isinstance(v, Decimal) and v.is_nan() for v in (op, low, high)):
-        raise SqlError("2201G", "operand, lower bound, and upper bound cannot be NaN")
+        raise SqlError(INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION, "operand, lower bound, and upper bound cannot be NaN")
     if isinstance(op, float) and (math.isinf(low) or math.isinf(high)):
-        raise SqlError("2201G", "lower and upper bounds must be finite")
+        raise SqlError(INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION, "lower and upper bounds must be finite")
     if low < high:
         if op < low:
             return 0
@@ -619,12 +623,12 @@ def _width_bucket_column(S, a, e):
         F.when(up, (op - low) * count / (high - low)).otherwise((low - op) * count / (low - high))).cast("int") + 1
     if float_:
         inside = F.least(inside, count)
-    r = (F.when(count <= 0, S.fail("2201G", "count must be greater than zero"))
-         .when(low == high, S.fail("2201G", "lower bound cannot equal upper bound")))
+    r = (F.when(count <= 0, S.fail(INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION, "count must be greater than zero"))
+         .when(low == high, S.fail(INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION, "lower bound cannot equal upper bound")))
     if float_:
         r = r.when(F.isnan(op) | F.isnan(low) | F.isnan(high),
-                   S.fail("2201G", "operand, lower bound, and upper bound cannot be NaN")).when(
-            (F.abs(low) == math.inf) | (F.abs(high) == math.inf), S.fail("2201G", "lower and upper bounds must be finite"))
+                   S.fail(INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION, "operand, lower bound, and upper bound cannot be NaN")).when(
+            (F.abs(low) == math.inf) | (F.abs(high) == math.inf), S.fail(INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION, "lower and upper bounds must be finite"))
     return (r.when(up & (op < low), 0).when(up & (op >= high), count + 1)
             .when(~up & (op > low), 0).when(~up & (op <= high), count + 1).otherwise(inside))
 
@@ -741,7 +745,7 @@ def _factorial_spark(S, a, e):
     F = S.F
     n = a[0]
     return (F.when(n < 0, S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "factorial of a negative number is undefined"))
-            .when(n > 20, S.fail("0A000", "factorial of more than 20 is not supported on table data (Spark's "
+            .when(n > 20, S.fail(FEATURE_NOT_SUPPORTED, "factorial of more than 20 is not supported on table data (Spark's "
                                           "decimals stop at 38 digits)"))
             .otherwise(F.factorial(n.cast("int")).cast("decimal(38,0)")))
 
@@ -749,7 +753,7 @@ def _factorial_spark(S, a, e):
 def _scale_spark(S, a, e):
     scale = static_scale(e.args[0])
     if scale is None:
-        raise SqlError("0A000", "scale(numeric) on table data needs a column or a constant")
+        raise SqlError(FEATURE_NOT_SUPPORTED, "scale(numeric) on table data needs a column or a constant")
     return S.F.when(a[0].isNotNull(), S.F.lit(scale))
 
 
@@ -788,7 +792,7 @@ register(
 
 def _random_bounds_check(lo, hi):
     if lo > hi:
-        raise SqlError("22023", "lower bound must be less than or equal to upper bound")
+        raise SqlError(INVALID_PARAMETER_VALUE, "lower bound must be less than or equal to upper bound")
 
 
 def _random_between_py(a, e):
@@ -810,7 +814,7 @@ def _random_between_spark(S, a, e):
     if e.type.name == "numeric":
         scales = [static_scale(x) for x in e.args]
         if None in scales:
-            raise SqlError("0A000", "random(numeric, numeric) on table data needs bounds of a known scale "
+            raise SqlError(FEATURE_NOT_SUPPORTED, "random(numeric, numeric) on table data needs bounds of a known scale "
                                     "(a column or a constant)")
         scale = max(scales)
         unit = F.lit(Decimal(10) ** scale)
@@ -820,7 +824,7 @@ def _random_between_spark(S, a, e):
     else:
         span = (hi.cast("decimal(38,0)") - lo.cast("decimal(38,0)") + 1).cast("double")
         r = (lo.cast("decimal(38,0)") + F.floor(F.rand() * span).cast("decimal(38,0)")).cast(S.spark_type(e.type))
-    return F.when(lo > hi, S.fail("22023", "lower bound must be less than or equal to upper bound")).otherwise(r)
+    return F.when(lo > hi, S.fail(INVALID_PARAMETER_VALUE, "lower bound must be less than or equal to upper bound")).otherwise(r)
 
 
 def _min_scale_py(a, e):

@@ -33,7 +33,10 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from catalog import rbac
-from catalog.errors import SqlError, UNDEFINED_OBJECT
+from catalog.errors import (
+    SqlError, INVALID_CATALOG_NAME, INVALID_NAME, INVALID_PARAMETER_VALUE, INVALID_SCHEMA_NAME,
+    UNDEFINED_COLUMN, UNDEFINED_FUNCTION, UNDEFINED_OBJECT, UNDEFINED_TABLE,
+)
 from catalog.snapshot import CatalogSnapshot, DATABASE
 from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig
 
@@ -56,7 +59,7 @@ def _name_key(text: str) -> str:
     Raises:
         SqlError 42602 ``invalid name syntax``."""
     if not re.fullmatch(_QUALIFIED, text):
-        raise SqlError("42602", "invalid name syntax")
+        raise SqlError(INVALID_NAME, "invalid name syntax")
     return _SEP.join(m[1].replace('""', '"') if m[1] else m[2].translate(str.maketrans(_UPPER, _LOWER))
                      for m in re.finditer(_PART, text))
 
@@ -170,24 +173,24 @@ def _role_member(snap: CatalogSnapshot, role: str | None, obj: _Object) -> str:
 #: TRIGGER: no triggers, only a superuser holds it (as every privilege)
 _TABLE = {"SELECT": "r", "INSERT": "a", "UPDATE": "w", "DELETE": "d", "TRUNCATE": "d", "REFERENCES": "r",
           "TRIGGER": "!"}
-_RELATION_MISSING = ("42P01", 'relation "{}" does not exist')
+_RELATION_MISSING = (UNDEFINED_TABLE, 'relation "{}" does not exist')
 _KINDS = {
     "table": _Kind(_relations, True, _TABLE, _RELATION_MISSING),
     # has_column_privilege and has_any_column_privilege: the privileges columns have
     "column": _Kind(_relations, True, {p: _TABLE[p] for p in ("SELECT", "INSERT", "UPDATE", "REFERENCES")},
                     _RELATION_MISSING),
     "sequence": _Kind(_relations, True, {"SELECT": "r", "UPDATE": "w", "USAGE": "U"}, _RELATION_MISSING),
-    "schema": _Kind(_schemas, False, {"CREATE": "C", "USAGE": "U"}, ("3F000", 'schema "{}" does not exist'),
+    "schema": _Kind(_schemas, False, {"CREATE": "C", "USAGE": "U"}, (INVALID_SCHEMA_NAME, 'schema "{}" does not exist'),
                     bypass=True),
     # sqlfront has no per-database CONNECT or TEMPORARY privilege: every role holds them
     "database": _Kind(_databases, False, {"CREATE": "C", "USAGE": "U", "CONNECT": "", "TEMPORARY": "", "TEMP": ""},
-                      ("3D000", 'database "{}" does not exist'), bypass=True),
+                      (INVALID_CATALOG_NAME, 'database "{}" does not exist'), bypass=True),
     "cluster": _Kind(_clusters, False, {"CREATE": "C", "USAGE": "U"}, (UNDEFINED_OBJECT, "unknown cluster '{}'")),
     "role": _Kind(_roles, False, {"MEMBER": "m", "USAGE": "m", "SET": "m"},
                   (UNDEFINED_OBJECT, 'role "{}" does not exist'), _role_member, bypass=True,
                   absent=False),
     # functions and types are built in: every role may execute and use them (by OID only)
-    "function": _Kind(_functions, False, {"EXECUTE": ""}, ("42883", 'function "{}" does not exist'), bypass=True),
+    "function": _Kind(_functions, False, {"EXECUTE": ""}, (UNDEFINED_FUNCTION, 'function "{}" does not exist'), bypass=True),
     "type": _Kind(_types, False, {"USAGE": ""}, (UNDEFINED_OBJECT, 'type "{}" does not exist'), bypass=True),
 }
 
@@ -282,12 +285,12 @@ def _python(kind_name: str, column: bool):
             if obj is None:
                 raise SqlError(kind.missing[0], kind.missing[1].format(obj_arg))
         if column and obj is not None and not isinstance(col_arg, int) and f"c:{obj}/{col_arg}" not in t:
-            raise SqlError("42703", f'column "{col_arg}" of relation "{obj_arg}" does not exist')
+            raise SqlError(UNDEFINED_COLUMN, f'column "{col_arg}" of relation "{obj_arg}" does not exist')
         letters = []
         for p in privs.split(","):
             letter = privileges.get(p.strip().upper())
             if letter is None:
-                raise SqlError("22023", f'unrecognized privilege type: "{p.strip()}"')
+                raise SqlError(INVALID_PARAMETER_VALUE, f'unrecognized privilege type: "{p.strip()}"')
             letters.append(letter)
         if obj is None:  # an OID that names nothing
             return True if kind.bypass and f"s:{role}" in t else kind.absent
@@ -320,7 +323,7 @@ def _spark(kind_name: str, column: bool):
         held = F.coalesce(t[F.concat(F.lit("h:"), role, F.lit("/"), t[F.concat(F.lit("k:"), obj)])], F.lit(""))
         names = F.create_map(*[F.lit(x) for kv in privileges.items() for x in kv])
         chunks = F.transform(F.split(privs, ","), lambda x: F.regexp_replace(x, r"^\s+|\s+$", ""))
-        checked = F.forall(chunks, lambda x: F.when(names[F.upper(x)].isNull(), S.fail("22023", F.concat(
+        checked = F.forall(chunks, lambda x: F.when(names[F.upper(x)].isNull(), S.fail(INVALID_PARAMETER_VALUE, F.concat(
             F.lit('unrecognized privilege type: "'), x, F.lit('"')))).otherwise(F.lit(True)))
         answer = F.exists(chunks, lambda x: (names[F.upper(x)] == "") | (F.instr(held, F.lit(_ALL)) > 0)
                           | ((names[F.upper(x)] != "!") & (F.instr(held, names[F.upper(x)]) > 0)))
@@ -336,7 +339,7 @@ def _spark(kind_name: str, column: bool):
             out = out.when(obj.isNull(), S.fail(state, F.concat(F.lit(before), obj_arg, F.lit(after))))
         if column and col_t.name == "text":
             out = out.when(obj.isNotNull() & t[F.concat(F.lit("c:"), obj, F.lit("/"), col_arg)].isNull(),
-                           S.fail("42703", F.concat(F.lit('column "'), col_arg, F.lit('" of relation "'),
+                           S.fail(UNDEFINED_COLUMN, F.concat(F.lit('column "'), col_arg, F.lit('" of relation "'),
                                                     obj_arg.cast("string"), F.lit('" does not exist'))))
         # the privileges are checked before an OID's object is looked up (PostgreSQL's order)
         out = out.when(~checked, F.lit(None).cast("boolean"))

@@ -11,14 +11,18 @@ import hashlib
 from functools import reduce
 import re
 
-from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED, PROGRAM_LIMIT_EXCEEDED
+from catalog.errors import (
+    SqlError, ARRAY_SUBSCRIPT_ERROR, CHARACTER_NOT_IN_REPERTOIRE, FEATURE_NOT_SUPPORTED,
+    INVALID_ESCAPE_SEQUENCE, INVALID_PARAMETER_VALUE, INVALID_REGULAR_EXPRESSION, NULL_VALUE_NOT_ALLOWED,
+    PROGRAM_LIMIT_EXCEEDED, STRING_DATA_RIGHT_TRUNCATION, SUBSTRING_ERROR,
+)
 from catalog.textio import fit_string, format_text
 from catalog.types import TEXT
 from planner.functions import Function, constant_arg, register, sig
 from planner.guard import check_value_bytes, utf8_bytes
 from planner.pattern import Regex, compile_regex, like
 
-INVALID_REGEX = "2201B"
+INVALID_REGEX = INVALID_REGULAR_EXPRESSION
 
 
 def _text(v, t) -> str:
@@ -34,7 +38,7 @@ def _substr(a, e):
     s, start = a[0], a[1]
     if len(a) == 3:
         if a[2] < 0:
-            raise SqlError("22011", "negative substring length not allowed")
+            raise SqlError(SUBSTRING_ERROR, "negative substring length not allowed")
         end = start + a[2]
     else:
         end = len(s) + 1
@@ -56,7 +60,7 @@ def _substr_spark(S, a, e):
         return _null_if_any_null(S, a, s.substr(first, F.lit(2**31 - 1)))
     n = a[2]
     body = s.substr(first, F.greatest(start + n - first, F.lit(0)))
-    return _null_if_any_null(S, a, F.when(n < 0, S.fail("22011", "negative substring length not allowed"))
+    return _null_if_any_null(S, a, F.when(n < 0, S.fail(SUBSTRING_ERROR, "negative substring length not allowed"))
                              .otherwise(body))
 
 
@@ -336,7 +340,7 @@ def _assign_string_spark(S, a, e):
     too_long = (F.char_length(x) > n) & (F.char_length(F.rtrim(x)) > n)
     cut = x.substr(F.lit(1), F.lit(n))
     fitted = F.rpad(cut, n, " ") if t.name == "bpchar" else cut
-    return F.when(too_long, S.fail("22001", f"value too long for type {t.sql()}")).otherwise(fitted)
+    return F.when(too_long, S.fail(STRING_DATA_RIGHT_TRUNCATION, f"value too long for type {t.sql()}")).otherwise(fitted)
 
 
 T1 = (sig("text", ret="text"),)
@@ -535,13 +539,13 @@ def similar_to_regex(pattern: str, escape: str | None = "\\") -> str:
     Raises:
         SqlError 22025 for an escape that is not one character or ends the pattern."""
     if escape is not None and len(escape) > 1:
-        raise SqlError("22025", "invalid escape string", hint="Escape string must be empty or one character.")
+        raise SqlError(INVALID_ESCAPE_SEQUENCE, "invalid escape string", hint="Escape string must be empty or one character.")
     out, i, in_class = ["^(?:"], 0, False
     while i < len(pattern):
         c = pattern[i]
         if escape and c == escape:
             if i + 1 >= len(pattern):
-                raise SqlError("22025", "invalid escape string")
+                raise SqlError(INVALID_ESCAPE_SEQUENCE, "invalid escape string")
             out.append(re.escape(pattern[i + 1]))
             i += 2
             continue
@@ -720,7 +724,7 @@ def _quote_nullable_spark(F, v):
 
 
 def _null_ident():
-    return SqlError("22004", "null values cannot be formatted as an SQL identifier")
+    return SqlError(NULL_VALUE_NOT_ALLOWED, "null values cannot be formatted as an SQL identifier")
 
 
 def _format_py(a, e):
@@ -781,7 +785,7 @@ def _format_spark(S, a, e):
         pieces.append(v)
     out = F.concat(*pieces) if pieces else F.lit("")
     for null in checks:
-        out = F.when(null, S.fail("22004", "null values cannot be formatted as an SQL identifier")).otherwise(out)
+        out = F.when(null, S.fail(NULL_VALUE_NOT_ALLOWED, "null values cannot be formatted as an SQL identifier")).otherwise(out)
     return out
 
 
@@ -896,9 +900,6 @@ def _chr_spark(S, a, e):
             .when((n >= 0xD800) & (n <= 0xDFFF),
                   S.fail(PROGRAM_LIMIT_EXCEEDED, "requested character not valid for encoding"))
             .otherwise(F.decode(F.unhex(utf8), "UTF-8")))
-
-
-ARRAY_SUBSCRIPT_ERROR = "2202E"
 
 
 def _byte_index(b: bytes, n: int) -> int:
@@ -1029,7 +1030,7 @@ def _convert_from_py(a, e):
     try:
         return bytes(a[0]).decode("utf-8")
     except UnicodeDecodeError:
-        raise SqlError("22021", "invalid byte sequence for encoding \"UTF8\"") from None
+        raise SqlError(CHARACTER_NOT_IN_REPERTOIRE, "invalid byte sequence for encoding \"UTF8\"") from None
 
 
 def _string_to_array_py(a, e):

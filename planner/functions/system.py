@@ -12,7 +12,10 @@ import os
 import re
 from decimal import Decimal
 
-from catalog.errors import SqlError, UNDEFINED_OBJECT
+from catalog.errors import (
+    SqlError, DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, NUMERIC_VALUE_OUT_OF_RANGE,
+    UNDEFINED_OBJECT,
+)
 from catalog.settings import DEFAULTS
 from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
 
@@ -54,10 +57,10 @@ def pg_size_bytes(text: str) -> int:
         ``bigint out of range``."""
     m = re.match(_SIZE, text)
     if m is None or m[2].lower() not in _SIZE_UNITS:
-        raise SqlError("22023", f'invalid size: "{text}"')
+        raise SqlError(INVALID_PARAMETER_VALUE, f'invalid size: "{text}"')
     n = (Decimal(m[1]) * _SIZE_UNITS[m[2].lower()]).to_integral_value("ROUND_HALF_UP")
     if abs(n) > _INT8_MAX:
-        raise SqlError("22003", "bigint out of range")
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "bigint out of range")
     return int(n)
 
 
@@ -72,8 +75,8 @@ def _size_bytes_spark(S, a, e):
     huge = F.abs(F.regexp_extract(text, F.lit(_SIZE), 1).cast("double") * units[unit].cast("double")) > 1e19
     return (F.when(text.isNull(), F.lit(None).cast("long"))
             .when(~text.rlike(_SIZE) | units[unit].isNull(),
-                  S.fail("22023", F.concat(F.lit('invalid size: "'), text, F.lit('"'))))
-            .when(huge | (F.abs(n) > _INT8_MAX), S.fail("22003", "bigint out of range"))
+                  S.fail(INVALID_PARAMETER_VALUE, F.concat(F.lit('invalid size: "'), text, F.lit('"'))))
+            .when(huge | (F.abs(n) > _INT8_MAX), S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "bigint out of range"))
             .otherwise(n.cast("long")))
 
 
@@ -343,10 +346,10 @@ def _set_config(a, e):
     which sqlfront treats as SET (``sqlfront.sequence.vars``)."""
     name, value = a[0], a[1]
     if name is None:
-        raise SqlError("22023", "SET requires parameter name")
+        raise SqlError(INVALID_PARAMETER_VALUE, "SET requires parameter name")
     session = _SESSION_VARS.get()
     if session is None:
-        raise SqlError("0A000", "set_config is not supported here")
+        raise SqlError(FEATURE_NOT_SUPPORTED, "set_config is not supported here")
     session.set(name, value)
     return session.get(name)
 
@@ -530,7 +533,7 @@ def _collation_for(e) -> str:
     t = e.args[0].type
     base = t.element if t.is_array else t
     if base.name not in ("text", "varchar", "bpchar", "unknown"):
-        raise SqlError("42804", f"collations are not supported by type {t.sql()}")
+        raise SqlError(DATATYPE_MISMATCH, f"collations are not supported by type {t.sql()}")
     return '"default"'
 
 

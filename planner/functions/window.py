@@ -18,7 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
+from catalog.errors import (
+    SqlError, FEATURE_NOT_SUPPORTED, INVALID_ARGUMENT_FOR_NTH_VALUE_FUNCTION,
+    INVALID_ARGUMENT_FOR_NTILE_FUNCTION,
+)
 from planner.functions import Function, register, sig
 
 
@@ -121,7 +124,7 @@ def _ntile(part: Partition) -> list:
     if buckets is None:
         return [None] * part.n
     if buckets <= 0:
-        raise SqlError("22014", "argument of ntile must be greater than zero")
+        raise SqlError(INVALID_ARGUMENT_FOR_NTILE_FUNCTION, "argument of ntile must be greater than zero")
     size, extra = divmod(part.n, buckets)
     out = []
     for b in range(min(buckets, part.n)):
@@ -157,7 +160,7 @@ def _nth_value(part: Partition) -> list:
     for j in range(part.n):
         k = part.arg(1, j)
         if k is not None and k <= 0:
-            raise SqlError("22016", "argument of nth_value must be greater than zero")
+            raise SqlError(INVALID_ARGUMENT_FOR_NTH_VALUE_FUNCTION, "argument of nth_value must be greater than zero")
         f = part.frame(j)
         out.append(part.arg(0, f[k - 1]) if k is not None and k <= len(f) else None)
     return out
@@ -178,7 +181,7 @@ def _ntile_spark(S, a, c):
     if n is None:
         return S.F.lit(None).cast("int")
     if n <= 0:
-        return S.fail("22014", "argument of ntile must be greater than zero")
+        return S.fail(INVALID_ARGUMENT_FOR_NTILE_FUNCTION, "argument of ntile must be greater than zero")
     return S.over(S.F.ntile(n))
 
 
@@ -197,7 +200,7 @@ def _nth_value_spark(S, a, c):
     if k is None:
         return S.F.lit(None).cast(S.spark_type(c.type))
     if k <= 0:
-        return S.fail("22016", "argument of nth_value must be greater than zero")
+        return S.fail(INVALID_ARGUMENT_FOR_NTH_VALUE_FUNCTION, "argument of nth_value must be greater than zero")
     return S.over(S.F.nth_value(a[0], k))
 
 

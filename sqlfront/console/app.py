@@ -38,7 +38,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from catalog import rbac
-from catalog.errors import SqlError
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, UNDEFINED_OBJECT
 from catalog.textio import format_text
 from sqlfront.auth import check_login_name, login_verifier
 from sqlfront.console.queries import (
@@ -141,7 +141,7 @@ def run_sql(env, role_id: str, sql: str, app_name: str, max_rows: int = MAX_ROWS
 
 def _result(res, max_rows: int) -> dict:
     if not hasattr(res, "tag"):
-        raise SqlError("0A000", "COPY is not supported in the console")
+        raise SqlError(FEATURE_NOT_SUPPORTED, "COPY is not supported in the console")
     if res.columns is None:
         return {"columns": [], "rows": [], "tag": res.tag, "truncated": False}
     types = [t for _, t in res.columns]
@@ -211,10 +211,10 @@ def make_app(env, scram=None) -> Starlette:
         body = await request.json()
         info = env.activity.session(str(body.get("session_id", "")))
         if info is None:
-            return JSONResponse({"error": {"sqlstate": "42704", "message": "no such session"}}, status_code=404)
+            return JSONResponse({"error": {"sqlstate": UNDEFINED_OBJECT, "message": "no such session"}}, status_code=404)
         me = request.state.role_id
         if info.role_id != me and not rbac.is_superuser(env.snapshot, me):
-            return JSONResponse({"error": {"sqlstate": "42501", "message": "must be a superuser or the session's "
+            return JSONResponse({"error": {"sqlstate": INSUFFICIENT_PRIVILEGE, "message": "must be a superuser or the session's "
                                                                           "role to cancel its statement"}},
                                 status_code=403)
         if info.session is not None:

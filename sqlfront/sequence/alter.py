@@ -19,7 +19,10 @@ from typing import TYPE_CHECKING
 from pglast import ast
 from pglast.enums import AlterTableType, ObjectType
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, DUPLICATE_COLUMN
+from catalog.errors import (
+    SqlError, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, NOT_NULL_VIOLATION, SERIALIZATION_FAILURE,
+    SYNTAX_ERROR, UNDEFINED_COLUMN, WRONG_OBJECT_TYPE,
+)
 from catalog.snapshot import Column, Table
 from catalog.types import TEXT
 from persist import ShardSealed, UpperMismatch
@@ -116,7 +119,7 @@ def alter_table(s: Session, stmt: ast.AlterTableStmt, sql: str, params) -> Resul
 def _table(snap, rv) -> Table:
     rel = snap.resolve_relation(rv.schemaname, rv.relname)
     if type(rel) is not Table:  # a view, materialized view, source or system table
-        raise SqlError("42809", f'"{rv.relname}" is not a table')
+        raise SqlError(WRONG_OBJECT_TYPE, f'"{rv.relname}" is not a table')
     return rel
 
 
@@ -155,7 +158,7 @@ def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source:
     for optimistic in (True, False):
         state = persist.state(table.shard_id)
         if state.sealed:  # another ALTER TABLE or a DROP got there first
-            raise SqlError("40001", f'table "{table.name}" was changed by a concurrent statement')
+            raise SqlError(SERIALIZATION_FAILURE, f'table "{table.name}" was changed by a concurrent statement')
         if optimistic:
             as_of = max(state.upper - 1, env.oracle.read_ts())
             if persist.fence_reads:
@@ -164,7 +167,7 @@ def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source:
                 try:
                     state = persist.advance_upper(table.shard_id, as_of, state)
                 except ShardSealed:
-                    raise SqlError("40001", f'table "{table.name}" was changed by a concurrent statement') from None
+                    raise SqlError(SERIALIZATION_FAILURE, f'table "{table.name}" was changed by a concurrent statement') from None
         else:
             state = env.writer.seal(table.shard_id)
             # a sealed shard's rows are final: read below its upper, which no read may
@@ -240,7 +243,7 @@ def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: li
                 r[j] = evaluate(e)
             for c, v in zip(columns, r):
                 if v is None and not c.nullable:
-                    raise SqlError("23502", f'column "{c.name}" of relation "{table.name}" contains null values')
+                    raise SqlError(NOT_NULL_VIOLATION, f'column "{c.name}" of relation "{table.name}" contains null values')
         writes = [Write(shard, rows=rows_to_arrow(target, [tuple(r) for r in rows]))]
     else:
         writes = [Write(shard, batch=replica_write(s, target, plan, diffs=False, as_of=as_of))]
@@ -339,7 +342,7 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
     if into.colNames:
         given = [c.sval for c in into.colNames]
         if len(given) > len(names):
-            raise SqlError("42601", "too many column names were specified")
+            raise SqlError(SYNTAX_ERROR, "too many column names were specified")
         names = given + names[len(given):]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)

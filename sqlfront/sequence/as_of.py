@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pglast
 
 from catalog import mztime
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR
 from catalog.snapshot import Table
 from planner.plan import relations_read
 from planner.query import QueryPlanner
@@ -75,7 +75,7 @@ def evaluate(s: Session, a: AsOf) -> int:
     try:
         stmt = pglast.parse_sql(f"SELECT {a.expr}")[0].stmt
     except pglast.parser.ParseError as e:
-        raise SqlError("42601", f"invalid AS OF expression: {e.args[0] if e.args else e}") from None
+        raise SqlError(SYNTAX_ERROR, f"invalid AS OF expression: {e.args[0] if e.args else e}") from None
     try:
         plan = QueryPlanner(s.env.snapshot).plan_select(stmt).plan
         # as a fast-path SELECT: its timeout, cancel and heap limit; costly work in a worker

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from catalog import durable
-from catalog.errors import SqlError
+from catalog.errors import SqlError, ACTIVE_SQL_TRANSACTION, SERIALIZATION_FAILURE
 from catalog.snapshot import CatalogSnapshot, Sequence
 from sqlfront.coordinator import IdAllocator
 from sqlfront.environment import BLOCK_CATALOG
@@ -39,8 +39,6 @@ from sqlfront.environment import BLOCK_CATALOG
 if TYPE_CHECKING:
     from sqlfront.session import Session
 
-#: SQLSTATE of a statement that may not run in a transaction block (PostgreSQL's)
-ACTIVE_SQL_TRANSACTION = "25001"
 
 #: catalog ops a block may buffer: their side effects (creating a shard, poking the
 #: indexes' arrangements, dropping a shard) all happen after the COMMIT's catalog commit
@@ -132,7 +130,7 @@ def commit(s: Session, check=lambda: None) -> CatalogSnapshot | None:
         if snap.version != b.base.version:
             why = conflict(b.base, b.catalog, snap)
             if why is not None:
-                raise SqlError("40001", "could not serialize access: a concurrent transaction changed "
+                raise SqlError(SERIALIZATION_FAILURE, "could not serialize access: a concurrent transaction changed "
                                         f"{why} since this transaction's first DDL statement")
         check()
         return list(b.ops)  # their ids were reserved: below ``snap.next_ids`` already

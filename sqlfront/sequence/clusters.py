@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from catalog.errors import SqlError, query_canceled
+from catalog.errors import SqlError, ACTIVE_SQL_TRANSACTION, QUERY_CANCELED, query_canceled
 from sqlfront import cluster_ddl
 from sqlfront import mzparse as mz
 from sqlfront.sequence import block_ddl
@@ -42,13 +42,13 @@ def alter_cluster_set(s: Session, stmt: mz.AlterClusterSet, sql: str, params) ->
         run(s, cluster_ddl.alter_cluster(stmt, cfg.sizes, cfg.availability_zones))
         return Result("ALTER CLUSTER")
     if block_ddl.in_block(s):
-        raise SqlError("25001", "ALTER CLUSTER ... WITH (WAIT ...) cannot run inside a transaction block")
+        raise SqlError(ACTIVE_SQL_TRANSACTION, "ALTER CLUSTER ... WITH (WAIT ...) cannot run inside a transaction block")
     out: dict = {}
     run(s, cluster_ddl.begin_reconfiguration(stmt, cfg.sizes, cfg.availability_zones, out))
     pending, done = out["pending"], False
     try:
         if not _wait(s, pending, stmt.wait) and not stmt.wait.commit_on_timeout:
-            raise SqlError("57014", f"the new replicas of cluster '{stmt.name}' were not ready within "
+            raise SqlError(QUERY_CANCELED, f"the new replicas of cluster '{stmt.name}' were not ready within "
                                     f"{stmt.wait.timeout_s:g} s: ALTER CLUSTER rolled back (ON TIMEOUT ROLLBACK)")
         run(s, cluster_ddl.finish_reconfiguration(out["old"], out["cluster"], pending, cfg.sizes,
                                                   cfg.availability_zones))

@@ -14,7 +14,9 @@ import pglast
 import pyarrow as pa
 from pglast import ast
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN
+from catalog.errors import (
+    SqlError, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, UNDEFINED_COLUMN, WRONG_OBJECT_TYPE,
+)
 from catalog.snapshot import MaterializedView, Source, Subsource
 from persist import Batch, ShardSealed
 from planner.writes import check_not_null
@@ -53,11 +55,11 @@ def copy(s: Session, stmt: ast.CopyStmt, sql: str, params):
     snap = s.env.snapshot
     rel = snap.resolve_relation(stmt.relation.schemaname, stmt.relation.relname)
     if rel.builtin:
-        raise SqlError("42809", f'cannot copy to system table "{rel.name}"')
+        raise SqlError(WRONG_OBJECT_TYPE, f'cannot copy to system table "{rel.name}"')
     if isinstance(rel, MaterializedView):
-        raise SqlError("42809", f'cannot copy to materialized view "{rel.name}"')
+        raise SqlError(WRONG_OBJECT_TYPE, f'cannot copy to materialized view "{rel.name}"')
     if isinstance(rel, (Source, Subsource)):
-        raise SqlError("42809", f'cannot copy to source "{rel.name}"')
+        raise SqlError(WRONG_OBJECT_TYPE, f'cannot copy to source "{rel.name}"')
     fmt = opts.get("format", "text").lower()
     positions = None
     if stmt.attlist:
@@ -69,7 +71,7 @@ def copy(s: Session, stmt: ast.CopyStmt, sql: str, params):
             if a.sval not in names:
                 raise SqlError(UNDEFINED_COLUMN, f'column "{a.sval}" of relation "{rel.name}" does not exist')
             if names.index(a.sval) in positions:
-                raise SqlError("42701", f'column "{a.sval}" specified more than once')
+                raise SqlError(DUPLICATE_COLUMN, f'column "{a.sval}" specified more than once')
             positions.append(names.index(a.sval))
         positions = tuple(positions)
     if stmt.filename is None:

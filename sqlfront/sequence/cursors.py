@@ -21,7 +21,10 @@ from typing import TYPE_CHECKING
 from pglast import ast
 from pglast.enums import FetchDirection
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, SYNTAX_ERROR
+from catalog.errors import (
+    SqlError, DUPLICATE_CURSOR, FEATURE_NOT_SUPPORTED, INVALID_CURSOR_NAME, INVALID_PARAMETER_VALUE,
+    NO_ACTIVE_SQL_TRANSACTION, OBJECT_NOT_IN_PREREQUISITE_STATE, SYNTAX_ERROR,
+)
 from catalog.textio import parse_interval
 from catalog.types import SqlType
 from sqlfront import mzparse as mz
@@ -42,10 +45,7 @@ FETCH_ALL = 9223372036854775807
 #: the longest FETCH ... WITH (TIMEOUT) Materialize accepts
 MAX_FETCH_TIMEOUT_S = 24 * 3600
 
-UNDEFINED_CURSOR = "34000"
-DUPLICATE_CURSOR = "42P03"
-NO_ACTIVE_SQL_TRANSACTION = "25P01"
-INVALID_PARAMETER_VALUE = "22023"
+UNDEFINED_CURSOR = INVALID_CURSOR_NAME
 
 
 @dataclass
@@ -133,7 +133,7 @@ def fetch(s: Session, stmt: ast.FetchStmt | mz.FetchWith, sql: str, params) -> R
     cursor = lookup(s, stmt.portalname)
     n = stmt.howMany
     if stmt.direction != FetchDirection.FETCH_FORWARD or n < 0:
-        raise SqlError("55000", "cursor can only scan forward",
+        raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, "cursor can only scan forward",
                        hint="Declare it with SCROLL option to enable backward scan.")
     limit = None if n == FETCH_ALL else n
     if cursor.subscription is not None:

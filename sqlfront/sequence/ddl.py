@@ -12,7 +12,10 @@ import pglast
 from pglast import ast
 from pglast.enums import DropBehavior, ObjectType
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION
+from catalog.errors import (
+    SqlError, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE,
+    OBJECT_NOT_IN_PREREQUISITE_STATE, READ_ONLY_SQL_TRANSACTION, SYNTAX_ERROR, WARNING,
+)
 from planner.ddl import plan_table, sequence_options
 from planner.query import QueryPlanner
 from sqlfront import mzparse as mz
@@ -199,11 +202,11 @@ def create_view(s: Session, stmt: ast.ViewStmt | mz.CreateViewIfNotExists, sql: 
     if stmt.aliases:
         aliases = [a.sval for a in stmt.aliases]
         if len(aliases) > len(names):
-            raise SqlError("42601", "CREATE VIEW specifies more column names than columns")
+            raise SqlError(SYNTAX_ERROR, "CREATE VIEW specifies more column names than columns")
         names = aliases + names[len(aliases):]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
-        raise SqlError("42701", f'column "{dup}" specified more than once')
+        raise SqlError(DUPLICATE_COLUMN, f'column "{dup}" specified more than once')
     from catalog.snapshot import Column
 
     cols = tuple(Column(n, t) for n, (_, t) in zip(names, pq.plan.columns))
@@ -224,7 +227,7 @@ def create_index(s: Session, stmt: ast.IndexStmt | mz.CreateIndex, sql: str, par
         for given, what in ((stmt.unique, "UNIQUE is not enforced"),
                             (stmt.whereClause is not None, "WHERE is ignored: the index keeps every row")):
             if given:
-                s.notices.append(SqlError("01000", f"CREATE INDEX: {what}", severity="NOTICE",
+                s.notices.append(SqlError(WARNING, f"CREATE INDEX: {what}", severity="NOTICE",
                                           detail="An index is an in-memory arrangement of its object (Materialize)."))
         rv = stmt.relation
         keys = tuple(e.name if e.name is not None else RawStream()(e.expr) for e in stmt.indexParams)
@@ -283,7 +286,7 @@ def _result_scales(s: Session, plan) -> list[int | None]:
         # A temporal filter's mz_now() has no value to lower; filters keep the types.
         schema = peek(s, without_temporal(plan), job=lambda df, replica_id: df.schema)
     except SqlError as e:
-        if e.sqlstate != "55000":
+        if e.sqlstate != OBJECT_NOT_IN_PREREQUISITE_STATE:
             raise
         return none
     return [f.dataType.scale if isinstance(f.dataType, T.DecimalType) else None for f in schema.fields]
@@ -316,7 +319,7 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
     except pglast.parser.ParseError as e:
         raise syntax_error(e) from None
     if len(parsed) != 1 or not isinstance(parsed[0].stmt, ast.SelectStmt):
-        raise SqlError("42601", "CREATE MATERIALIZED VIEW needs one SELECT")
+        raise SqlError(SYNTAX_ERROR, "CREATE MATERIALIZED VIEW needs one SELECT")
     query = parsed[0].stmt
     for n in ast_nodes(query):
         fname = None
@@ -333,11 +336,11 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
     names = list(pq.names)
     if stmt.columns:
         if len(stmt.columns) > len(names):
-            raise SqlError("42601", "CREATE MATERIALIZED VIEW specifies more column names than columns")
+            raise SqlError(SYNTAX_ERROR, "CREATE MATERIALIZED VIEW specifies more column names than columns")
         names = list(stmt.columns) + names[len(stmt.columns):]
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
-        raise SqlError("42701", f'column "{dup}" specified more than once')
+        raise SqlError(DUPLICATE_COLUMN, f'column "{dup}" specified more than once')
     optimized = QueryPlanner(snap).plan_select(query).plan
     reads = relations_read(optimized)
     temps = {sc.name for sc in snap.schemas.values() if sc.temp}

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from pglast import ast
 
-from catalog.errors import FEATURE_NOT_SUPPORTED, SqlError
+from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, WRONG_OBJECT_TYPE
 from catalog.snapshot import Table
 from catalog.types import TEXT
 from planner import interpret
@@ -82,7 +82,7 @@ def _explained_definition(s: Session, stmt) -> str:
     if stmt.kind in ("view", "materialized view"):
         want = View if stmt.kind == "view" else MaterializedView
         if not isinstance(rel, want):
-            raise SqlError("42809", f"{stmt.view[1]} is not a {stmt.kind}")
+            raise SqlError(WRONG_OBJECT_TYPE, f"{stmt.view[1]} is not a {stmt.kind}")
     else:  # an index's object: its reads are checked as a SELECT of it
         authorize_statement(s, replace(stmt, query=f"SELECT * FROM {rel.schema}.{rel.name}", view=None, kind=None))
     return rel.sql if isinstance(rel, (View, MaterializedView)) else f"SELECT * FROM {rel.schema}.{rel.name}"

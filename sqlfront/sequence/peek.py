@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING
 
 from pglast import ast
 
-from catalog.errors import SqlError, INVALID_TRANSACTION_STATE, QUERY_CANCELED, query_canceled
+from catalog.errors import (
+    SqlError, DATA_EXCEPTION, INVALID_TRANSACTION_STATE, QUERY_CANCELED, UNDEFINED_TABLE, query_canceled,
+)
 from catalog.snapshot import Table
 from catalog.types import SqlType
 from persist import Batch, PartRead, ShardSnapshot, SinceError
@@ -206,7 +208,7 @@ def peek(s: Session, plan, as_of: int | None = None, job=None):
 
 def invalid_timestamp(as_of: int, relation: Table, e: SinceError) -> SqlError:
     """Materialize's error for a read at ``as_of`` below ``relation``'s since (22000)."""
-    return SqlError("22000", "could not find a valid timestamp for the query",
+    return SqlError(DATA_EXCEPTION, "could not find a valid timestamp for the query",
                     detail=f"Timestamp ({as_of}) is not valid for all inputs: [{relation.name}] has since {e.since}")
 
 
@@ -308,7 +310,7 @@ def await_materialized(s: Session, plan, as_of: int) -> None:
             if s.cancel_event.is_set() or s.client_gone():
                 raise query_canceled(timeout=False)
             if view.id not in env.snapshot.materialized_views:  # dropped while we waited
-                raise SqlError("42P01", f"unknown catalog item '{view.name}'")
+                raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{view.name}'")
             wait = 0.25 if deadline is None else min(0.25, deadline - time.monotonic())
             if wait <= 0:
                 raise query_canceled(timeout=True)

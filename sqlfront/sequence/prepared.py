@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING
 from pglast import ast
 from pglast.enums import DiscardMode
 
-from catalog.errors import SqlError, SYNTAX_ERROR
+from catalog.errors import (
+    SqlError, ACTIVE_SQL_TRANSACTION, DUPLICATE_PREPARED_STATEMENT, FEATURE_NOT_SUPPORTED,
+    INVALID_SQL_STATEMENT_NAME, SYNTAX_ERROR,
+)
 from sqlfront.sequence.result import Result
 
 if TYPE_CHECKING:
@@ -55,7 +58,7 @@ def prepare(s: Session, stmt: ast.PrepareStmt, sql: str, params) -> Result:
     from planner.expr import type_from_ast
 
     if stmt.name in s.prepared:
-        raise SqlError("42P05", f'prepared statement "{stmt.name}" already exists')
+        raise SqlError(DUPLICATE_PREPARED_STATEMENT, f'prepared statement "{stmt.name}" already exists')
     types = [type_from_ast(t) for t in stmt.argtypes or ()]
     text = RawStream()(stmt.query)
     from sqlfront.parse import param_count
@@ -81,7 +84,7 @@ def execute(s: Session, stmt: ast.ExecuteStmt, sql: str, params) -> Result:
     from catalog.types import type_from_oid
 
     if stmt.name not in s.prepared:
-        raise SqlError("26000", f'prepared statement "{stmt.name}" does not exist')
+        raise SqlError(INVALID_SQL_STATEMENT_NAME, f'prepared statement "{stmt.name}" does not exist')
     text, oids = s.prepared[stmt.name]
     given = list(stmt.params or ())
     if len(given) != len(oids):
@@ -94,7 +97,7 @@ def execute(s: Session, stmt: ast.ExecuteStmt, sql: str, params) -> Result:
         t = type_from_oid(oid) if oid else None
         e = fold(coerce(e, t) if t is not None else e)
         if not hasattr(e, "value"):
-            raise SqlError("0A000", "EXECUTE parameters must be constant expressions")
+            raise SqlError(FEATURE_NOT_SUPPORTED, "EXECUTE parameters must be constant expressions")
         values.append(e)
     return s.execute_one(text, values)
 
@@ -109,7 +112,7 @@ def deallocate(s: Session, stmt: ast.DeallocateStmt, sql: str, params) -> Result
             s.prepared[""] = keep
         return Result("DEALLOCATE ALL")
     if s.prepared.pop(stmt.name, None) is None:
-        raise SqlError("26000", f'prepared statement "{stmt.name}" does not exist')
+        raise SqlError(INVALID_SQL_STATEMENT_NAME, f'prepared statement "{stmt.name}" does not exist')
     s.prepared_meta.pop(stmt.name, None)
     return Result("DEALLOCATE")
 
@@ -126,7 +129,7 @@ def discard(s: Session, stmt: ast.DiscardStmt, sql: str, params) -> Result:
     m = stmt.target
     if m == DiscardMode.DISCARD_ALL:
         if s.in_block:
-            raise SqlError("25001", "DISCARD ALL cannot run inside a transaction block")
+            raise SqlError(ACTIVE_SQL_TRANSACTION, "DISCARD ALL cannot run inside a transaction block")
         cursors.close_all(s)
         for name in list(s.vars.values):
             try:

@@ -16,7 +16,11 @@ from pglast import ast
 from pglast.enums import ObjectType, RoleSpecType
 
 from catalog import durable, rbac
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, SYNTAX_ERROR, UNDEFINED_OBJECT
+from catalog.errors import (
+    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_OBJECT, FEATURE_NOT_SUPPORTED, INVALID_CATALOG_NAME,
+    INVALID_GRANT_OPERATION, INVALID_SCHEMA_NAME, OBJECT_IN_USE, RESERVED_NAME, SYNTAX_ERROR,
+    UNDEFINED_OBJECT, WARNING,
+)
 from catalog.snapshot import DATABASE, SYSTEM_SCHEMAS, CatalogSnapshot, Role
 from sqlfront import mzparse as mz
 from sqlfront.sequence.ddl import run
@@ -31,7 +35,7 @@ _DOC = "https://materialize.com/docs/sql/create-role/#details"
 def _reserved(name: str) -> None:
     """Raises 42939 for names Materialize keeps for itself (``mz_``, ``pg_``, PUBLIC)."""
     if rbac.is_reserved_role_name(name):
-        raise SqlError("42939", f'role name "{name}" is reserved')
+        raise SqlError(RESERVED_NAME, f'role name "{name}" is reserved')
 
 
 def resolve_role(snap: CatalogSnapshot, name: str) -> Role:
@@ -98,7 +102,7 @@ def create_role(s: Session, stmt: mz.CreateRole, sql: str, params) -> Result:
 
     def build(snap: CatalogSnapshot, ids) -> list:
         if snap.role_by_name(stmt.name) is not None:
-            raise SqlError("42710", f"role '{stmt.name}' already exists")
+            raise SqlError(DUPLICATE_OBJECT, f"role '{stmt.name}' already exists")
         role = role_attributes(stmt.options, Role("", stmt.name))
         _require_superuser_for(snap, None, role)
         from dataclasses import replace
@@ -126,7 +130,7 @@ def alter_role(s: Session, stmt: mz.AlterRole, sql: str, params) -> Result:
             raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, f"system role '{old.name}' cannot be modified")
         if stmt.rename_to is not None:
             if snap.role_by_name(stmt.rename_to) is not None:
-                raise SqlError("42710", f"role '{stmt.rename_to}' already exists")
+                raise SqlError(DUPLICATE_OBJECT, f"role '{stmt.rename_to}' already exists")
             new = replace(old, name=stmt.rename_to)
         else:
             new = role_attributes(stmt.options, old)
@@ -171,10 +175,10 @@ def drop_role(s: Session, stmt: ast.DropRoleStmt, sql: str, params) -> Result:
             if r.id.startswith("s"):
                 raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, f"system role '{name}' cannot be modified")
             if r.id in mine:
-                raise SqlError("55006", "current role cannot be dropped")
+                raise SqlError(OBJECT_IN_USE, "current role cannot be dropped")
             owned = [o for o in _user_objects(snap) if rbac.owner_of(snap, o) == r.id]
             if owned:
-                raise SqlError("2BP01", f'role "{name}" cannot be dropped because some objects depend on it',
+                raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST, f'role "{name}" cannot be dropped because some objects depend on it',
                                detail="\n".join(f"owner of {o.kind.lower()} {o.name}" for o in owned))
             ops.append(durable.DropRole(r.id))
         return ops
@@ -197,11 +201,11 @@ def grant_roles(s: Session, stmt: mz.GrantRoles, sql: str, params) -> Result:
         ops = []
         for rname in stmt.roles:
             if rname == "PUBLIC":
-                raise SqlError("42939", 'role name "public" is reserved')
+                raise SqlError(RESERVED_NAME, 'role name "public" is reserved')
             role = resolve_role(snap, rname)
             for mname in stmt.members:
                 if mname == "PUBLIC":
-                    raise SqlError("0A000", "GRANT role TO PUBLIC is not supported")
+                    raise SqlError(FEATURE_NOT_SUPPORTED, "GRANT role TO PUBLIC is not supported")
                 member = resolve_role(snap, mname)
                 held = (role.id, member.id) in snap.role_members
                 if stmt.revoke:
@@ -209,7 +213,7 @@ def grant_roles(s: Session, stmt: mz.GrantRoles, sql: str, params) -> Result:
                         ops.append(durable.RevokeRole(role.id, member.id))
                     continue
                 if member.id == role.id or member.id in rbac.memberships(snap, role.id):
-                    raise SqlError("0LP01", f'role "{member.name}" is a member of role "{role.name}"')
+                    raise SqlError(INVALID_GRANT_OPERATION, f'role "{member.name}" is a member of role "{role.name}"')
                 if not held:
                     ops.append(durable.GrantRole(role.id, member.id, grantor))
         return ops
@@ -228,14 +232,14 @@ def _split(parts: tuple[str, ...], n: int, what: str) -> tuple[str | None, ...]:
         raise SqlError(SYNTAX_ERROR, f"improper qualified name (too many dotted names): {'.'.join(parts)}")
     full = (None,) * (n - len(parts)) + tuple(parts)
     if n > 1 and full[0] is not None and full[0] != DATABASE:
-        raise SqlError("3D000", f"unknown database '{full[0]}'")
+        raise SqlError(INVALID_CATALOG_NAME, f"unknown database '{full[0]}'")
     return full
 
 
 def _schema_obj(snap: CatalogSnapshot, parts: tuple[str, ...]) -> rbac.ObjectRef:
     _, name = _split(parts, 2, "schema")
     if not snap.schema_exists(name):
-        raise SqlError("3F000", f"unknown schema '{name}'")
+        raise SqlError(INVALID_SCHEMA_NAME, f"unknown schema '{name}'")
     return rbac.schema_ref(snap, name)
 
 
@@ -265,7 +269,7 @@ def _targets(snap: CatalogSnapshot, stmt: mz.GrantPrivileges) -> list[rbac.Objec
         elif stmt.kind == "DATABASE":
             (name,) = _split(parts, 1, "database")
             if name != DATABASE:
-                raise SqlError("3D000", f"unknown database '{name}'")
+                raise SqlError(INVALID_CATALOG_NAME, f"unknown database '{name}'")
             out.append(rbac.DATABASE_OBJ)
         elif stmt.kind == "CLUSTER":
             (name,) = _split(parts, 1, "cluster")
@@ -336,7 +340,7 @@ def _role_spec(snap: CatalogSnapshot, spec) -> Role:
     if spec.roletype == RoleSpecType.ROLESPEC_SESSION_USER:
         return snap.role(rbac.session_roles()[0])
     if spec.roletype == RoleSpecType.ROLESPEC_PUBLIC:
-        raise SqlError("42939", 'role name "public" is reserved')
+        raise SqlError(RESERVED_NAME, 'role name "public" is reserved')
     return resolve_role(snap, spec.rolename)
 
 
@@ -372,7 +376,7 @@ def alter_relation_owner(s: Session, rv: ast.RangeVar, missing_ok: bool, spec) -
             # Materialize ("ALTER ... OWNER"): an index is owned by its relation's owner;
             # altering it succeeds with a warning and changes nothing
             _role_spec(snap, spec)  # 42704 for an unknown role all the same
-            s.notices.append(SqlError("01000", f"cannot change owner of {ref.name}",
+            s.notices.append(SqlError(WARNING, f"cannot change owner of {ref.name}",
                                       hint="Change the ownership of the index's relation instead.",
                                       severity="NOTICE"))
             return None
@@ -546,7 +550,7 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
                                                        durable.DropMaterializedView))]
             others = [o for o in others if o is not None and o.key not in mine]
             if others:
-                raise SqlError("2BP01", "cannot drop desired object(s) because other objects depend on them",
+                raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST, "cannot drop desired object(s) because other objects depend on them",
                                detail="\n".join(f"{o.kind.lower()} {o.name} depends on an object owned by the role"
                                                 for o in others),
                                hint="Use DROP ... CASCADE to drop the dependent objects too.")

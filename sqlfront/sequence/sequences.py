@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from catalog.errors import SqlError, UNDEFINED_TABLE
+from catalog.errors import SqlError, OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_TABLE
 from catalog.pg_catalog import object_oid
 from catalog.snapshot import Sequence, visible_schema
 from sqlfront.rbac import check_sequence_use
@@ -65,18 +65,18 @@ class SessionSequences:
         42501 without USAGE or SELECT on it."""
         q = self._sequence(oid, "Ur")
         if q.id not in self._current:
-            raise SqlError("55000", f'currval of sequence "{q.name}" is not yet defined in this session')
+            raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f'currval of sequence "{q.name}" is not yet defined in this session')
         return self._current[q.id]
 
     def lastval(self) -> int:
         """Raises SqlError 55000 before this session's first nextval; 42501 without
         USAGE or SELECT on the sequence it came from (PostgreSQL's rule)."""
         if self._last is None:
-            raise SqlError("55000", "lastval is not yet defined in this session")
+            raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, "lastval is not yet defined in this session")
         snap = self._s.env.snapshot
         q = snap.sequences.get(self._last_id)
         if q is None:
-            raise SqlError("55000", "lastval is not yet defined in this session")
+            raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, "lastval is not yet defined in this session")
         check_sequence_use(snap, q, "Ur", self._s.current_role_id)
         return self._last
 

@@ -9,7 +9,10 @@ from typing import TYPE_CHECKING
 import pglast
 
 from catalog import rbac
-from catalog.errors import SqlError
+from catalog.errors import (
+    SqlError, FEATURE_NOT_SUPPORTED, INVALID_SCHEMA_NAME, SYNTAX_ERROR, UNDEFINED_OBJECT, UNDEFINED_TABLE,
+    WRONG_OBJECT_TYPE,
+)
 from planner.functions.string import quote_ident
 from sqlfront import mzparse as mz
 from sqlfront.parse import parse_generated, quote_literal
@@ -46,7 +49,7 @@ def expand_shows(s: Session, stmt: mz.SelectWithShows):
     except pglast.parser.ParseError as e:
         raise syntax_error(e) from None
     if len(parsed) != 1 or not isinstance(parsed[0].stmt, ast.SelectStmt):
-        raise SqlError("42601", "SHOW is only allowed as a subquery of a SELECT")
+        raise SqlError(SYNTAX_ERROR, "SHOW is only allowed as a subquery of a SELECT")
     return parsed[0].stmt
 
 
@@ -117,7 +120,7 @@ def _show_materialized_views_query(s: Session, stmt: mz.ShowMaterializedViews) -
     snap = s.env.snapshot
     schema = stmt.schema or snap.search_path()[0]
     if not snap.schema_exists(snap.schema_name(schema)):
-        raise SqlError("3F000", f"unknown schema '{schema}'")
+        raise SqlError(INVALID_SCHEMA_NAME, f"unknown schema '{schema}'")
     base = ("SELECT m.name, c.name AS cluster, '' AS comment"
             " FROM mz_catalog.mz_materialized_views m JOIN mz_catalog.mz_clusters c ON c.id = m.cluster_id"
             " JOIN mz_catalog.mz_schemas sc ON sc.id = m.schema_id"
@@ -161,19 +164,19 @@ def _show_create_query(s: Session, stmt: mz.ShowCreate) -> str:
 
         rel = snap.resolve_relation(stmt.schema, stmt.name)
         if not isinstance(rel, (Source, Subsource)):
-            raise SqlError("42809", f"{_qualified(rel.schema, rel.name)} is not a source")
+            raise SqlError(WRONG_OBJECT_TYPE, f"{_qualified(rel.schema, rel.name)} is not a source")
         return ("SELECT 'materialize.' || sc.name || '.' || x.name AS name, x.create_sql"
                 " FROM mz_catalog.mz_sources x JOIN mz_catalog.mz_schemas sc ON sc.id = x.schema_id"
                 f" WHERE x.id = {quote_literal(rel.id)}")
     if stmt.kind == "secret":  # Materialize has no SHOW CREATE SECRET: it would show the value
-        raise SqlError("0A000", "SHOW CREATE SECRET is not supported: a secret's value is never shown")
+        raise SqlError(FEATURE_NOT_SUPPORTED, "SHOW CREATE SECRET is not supported: a secret's value is never shown")
     if stmt.kind not in ("table", "view", "materialized view"):
         shown = f"{stmt.schema}.{stmt.name}" if stmt.schema else stmt.name
-        raise SqlError("42P01", f"unknown catalog item '{shown}'")
+        raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{shown}'")
     rel = snap.resolve_relation(stmt.schema, stmt.name)
     kind = {MaterializedView: "materialized view", View: "view", Table: "table"}.get(type(rel))
     if kind != stmt.kind:
-        raise SqlError("42809", f"{_qualified(rel.schema, rel.name)} is not a {stmt.kind}")
+        raise SqlError(WRONG_OBJECT_TYPE, f"{_qualified(rel.schema, rel.name)} is not a {stmt.kind}")
     name = _qualified(rel.schema, rel.name)
     if kind == "materialized view":
         return ("SELECT 'materialize.' || sc.name || '.' || m.name AS name, m.create_sql"
@@ -199,14 +202,14 @@ def resolve_index(snap, schema: str | None, name: str):
         idx = snap.index_by_name(sc, name)
         if idx is not None:
             return idx
-    raise SqlError("42P01", f"unknown catalog item '{f'{schema}.{name}' if schema else name}'")
+    raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{f'{schema}.{name}' if schema else name}'")
 
 
 def relation_by_id(snap, object_id: str):
     for kind in (snap.tables, snap.views, snap.materialized_views):
         if object_id in kind:
             return kind[object_id]
-    raise SqlError("42P01", f"unknown catalog item '{object_id}'")
+    raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{object_id}'")
 
 
 def _create_cluster_sql(snap, cluster) -> str:
@@ -249,7 +252,7 @@ def _show_objects_query(s: Session, stmt: mz.ShowObjects) -> str:
                 " LEFT JOIN mz_catalog.mz_roles g ON g.id = rm.grantor")
         if stmt.target is not None:
             if s.env.snapshot.role_by_name(stmt.target) is None:
-                raise SqlError("42704", f"unknown role '{stmt.target}'")
+                raise SqlError(UNDEFINED_OBJECT, f"unknown role '{stmt.target}'")
             base += f" WHERE m.name = {quote_literal(stmt.target)}"
         return _show_filtered("*", base, "role", stmt, "1, 2")
     if k in ("tables", "views"):
@@ -316,13 +319,13 @@ def _show_privileges_query(s: Session, stmt: mz.ShowObjects) -> str:
 
     snap = s.env.snapshot
     if stmt.on is not None and stmt.on not in _PRIVILEGE_OBJECT_TYPES:
-        raise SqlError("42601", f"unknown object type in SHOW PRIVILEGES ON: {stmt.on.upper()}",
+        raise SqlError(SYNTAX_ERROR, f"unknown object type in SHOW PRIVILEGES ON: {stmt.on.upper()}",
                        hint="One of " + ", ".join(w.upper() for w in _PRIVILEGE_OBJECT_TYPES) + ".")
     holders = None
     if stmt.target is not None:
         role = snap.role_by_name(stmt.target)
         if role is None:
-            raise SqlError("42704", f"unknown role '{stmt.target}'")
+            raise SqlError(UNDEFINED_OBJECT, f"unknown role '{stmt.target}'")
         holders = rbac.memberships(snap, role.id)
 
     def name(role_id: str) -> str:
@@ -387,7 +390,7 @@ def _show_schema(s: Session, target: str | None) -> str:
     snap = s.env.snapshot
     schema = snap.schema_name(target) if target else snap.creation_schema(None)
     if not snap.schema_exists(schema):
-        raise SqlError("3F000", f"unknown schema '{target}'")
+        raise SqlError(INVALID_SCHEMA_NAME, f"unknown schema '{target}'")
     return schema
 
 

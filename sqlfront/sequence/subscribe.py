@@ -42,7 +42,9 @@ from typing import TYPE_CHECKING
 import pglast
 
 from catalog import mztime
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, query_canceled
+from catalog.errors import (
+    SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR, UNDEFINED_COLUMN, query_canceled,
+)
 from catalog.snapshot import Table
 from catalog.types import BOOL, INT8, TEXT, SqlType
 from persist import DIFF_COLUMN, TIME_COLUMN, Backoff, SinceError
@@ -104,7 +106,7 @@ class Subscription:
         names = [n for n, _ in self.columns]
         for name, _, _ in stmt.order_by:
             if name not in names:
-                raise SqlError("42703", f'column "{name}" does not exist')
+                raise SqlError(UNDEFINED_COLUMN, f'column "{name}" does not exist')
         self.frontier = ts if ts is not None else s.env.oracle.read_ts()
         if as_of is not None and as_of.at_least and self.tables:
             self.frontier = max([self.frontier] + [s.env.persist.state(t.shard_id).since for t in self.tables])
@@ -141,7 +143,7 @@ class Subscription:
             return cols + [("mz_diff", INT8)] + self.data_columns
         for k in self.stmt.keys:
             if k not in names:
-                raise SqlError("42703", f'column "{k}" does not exist')
+                raise SqlError(UNDEFINED_COLUMN, f'column "{k}" does not exist')
         keys = [c for k in self.stmt.keys for c in self.data_columns if c[0] == k]
         rest = [c for c in self.data_columns if c[0] not in self.stmt.keys]
         cols.append(("mz_state", TEXT))
@@ -654,7 +656,7 @@ def copy_subscribe(s: Session, stmt: mz.CopySubscribe, sql: str, params):
     try:
         copy_stmt = pglast.parse_sql(f"COPY (SELECT 1) {stmt.rest}")[0].stmt
     except pglast.parser.ParseError as e:
-        raise SqlError("42601", str(e.args[0] if e.args else e)) from None
+        raise SqlError(SYNTAX_ERROR, str(e.args[0] if e.args else e)) from None
     if copy_stmt.is_from or copy_stmt.filename is not None:
         raise SqlError(FEATURE_NOT_SUPPORTED, "COPY (SUBSCRIBE ...) supports only TO STDOUT")
     from sqlfront.parse import split_as_of

@@ -23,7 +23,10 @@ from typing import TYPE_CHECKING
 from pglast import ast
 from pglast.enums import TransactionStmtKind
 
-from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
+from catalog.errors import (
+    SqlError, FEATURE_NOT_SUPPORTED, INVALID_SAVEPOINT_SPECIFICATION, NO_ACTIVE_SQL_TRANSACTION,
+    SERIALIZATION_FAILURE,
+)
 from persist import Batch, ShardSealed
 from sqlfront.group_commit import Conflict
 from sqlfront.sequence import block_ddl, read_check
@@ -123,7 +126,7 @@ def commit(s: Session) -> None:
                 discard(s, writes)
                 raise
         except ShardSealed:  # append_all deleted the batches
-            raise SqlError("40001", "could not serialize access due to a concurrent ALTER TABLE or DROP") from None
+            raise SqlError(SERIALIZATION_FAILURE, "could not serialize access due to a concurrent ALTER TABLE or DROP") from None
 
 
 #: how often COMMIT validates the block's reads again when a table it read moved meanwhile
@@ -146,7 +149,7 @@ def _validated(s: Session, checks: list[ReadCheck]) -> list[Pending]:
 
 
 def _conflict() -> SqlError:
-    return SqlError("40001", "could not serialize access due to concurrent update")
+    return SqlError(SERIALIZATION_FAILURE, "could not serialize access due to concurrent update")
 
 
 def check_unmoved(s: Session, writes: list[Pending]) -> None:
@@ -189,14 +192,14 @@ def savepoint(s: Session, k, name: str) -> Result:
     reference page): writes are buffered until COMMIT, so a savepoint is a position in
     the buffer. Raises 25P01 outside a transaction block, 3B001 for an unknown name."""
     if not s.in_transaction:
-        raise SqlError("25P01", f"{'SAVEPOINT' if k == K.TRANS_STMT_SAVEPOINT else 'ROLLBACK TO SAVEPOINT' if k == K.TRANS_STMT_ROLLBACK_TO else 'RELEASE SAVEPOINT'} can only be used in transaction blocks")
+        raise SqlError(NO_ACTIVE_SQL_TRANSACTION, f"{'SAVEPOINT' if k == K.TRANS_STMT_SAVEPOINT else 'ROLLBACK TO SAVEPOINT' if k == K.TRANS_STMT_ROLLBACK_TO else 'RELEASE SAVEPOINT'} can only be used in transaction blocks")
     if k == K.TRANS_STMT_SAVEPOINT:
         s.add_savepoint(name, block_ddl.mark(s))
         return Result("SAVEPOINT")
     found = s.unwind_savepoints(name, keep=k != K.TRANS_STMT_RELEASE)
     if found is None:
         s.failed = True
-        raise SqlError("3B001", f'savepoint "{name}" does not exist')
+        raise SqlError(INVALID_SAVEPOINT_SPECIFICATION, f'savepoint "{name}" does not exist')
     if k == K.TRANS_STMT_RELEASE:
         return Result("RELEASE")
     _, kept_writes, catalog_mark = found

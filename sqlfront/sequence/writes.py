@@ -33,8 +33,10 @@ from typing import TYPE_CHECKING, Callable, NamedTuple, TypeVar
 import pyarrow as pa
 from pglast import ast
 
-from catalog.errors import (SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION,
-                            query_canceled)
+from catalog.errors import (
+    SqlError, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE, READ_ONLY_SQL_TRANSACTION,
+    SERIALIZATION_FAILURE, query_canceled,
+)
 from catalog.snapshot import Table
 from persist import Batch, ShardSealed
 from persist.write import inline_room, write_updates
@@ -90,7 +92,7 @@ def wait_replaced(s: Session, shard_id: str, deadline: float) -> None:
         if s.cancel_event.is_set() or s.client_gone():
             raise query_canceled(timeout=False)
         if time.monotonic() >= deadline:
-            raise SqlError("40001", "could not serialize access due to a concurrent ALTER TABLE")
+            raise SqlError(SERIALIZATION_FAILURE, "could not serialize access due to a concurrent ALTER TABLE")
         time.sleep(pause)
         pause = min(pause * 2, 0.1)
 
@@ -355,7 +357,7 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
                 persist.delete_batch(batch)
                 raise
         return returning_result(pr.returning, f"{verb} {pr.affected(batch.updates)}", returned)
-    raise SqlError("40001", "could not serialize access due to concurrent update")
+    raise SqlError(SERIALIZATION_FAILURE, "could not serialize access due to concurrent update")
 
 
 #: an UPDATE or DELETE of at most this many updates brings them back from the replica and
