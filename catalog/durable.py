@@ -181,12 +181,14 @@ class DropConnection:
     connection_id: str
 
 
-def _replica_token(op: CreateReplica) -> str | None:
+def _replica_token(op: CreateReplica | UpdateReplica) -> str | None:
     return op.replica.token
 
 
-def _with_replica_token(op: CreateReplica, token: str) -> CreateReplica:
-    return CreateReplica(replace(op.replica, token=token))
+def _with_replica_token(op: CreateReplica | UpdateReplica, token: str) -> CreateReplica | UpdateReplica:
+    # (an UpdateReplica carries the whole replica, its token too, though it changes only
+    # the name and the pending flag: a backend that stores whole ops stores it sealed)
+    return type(op)(replace(op.replica, token=token))
 
 
 def _secret_value(op: CreateSecret | UpdateSecret) -> str | None:
@@ -201,6 +203,7 @@ def _with_secret_value(op: CreateSecret | UpdateSecret, value: str) -> CreateSec
 #: of what a catalog stores sealed (:func:`seal_op`); an op class not here carries none
 _SECRET_OF = {
     CreateReplica: (_replica_token, _with_replica_token),
+    UpdateReplica: (_replica_token, _with_replica_token),
     CreateSecret: (_secret_value, _with_secret_value),
     UpdateSecret: (_secret_value, _with_secret_value),
 }

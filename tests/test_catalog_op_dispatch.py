@@ -66,11 +66,13 @@ def test_an_op_the_system_submits_is_refused_to_every_role():
 def test_seal_and_unseal_go_through_the_secret_table_and_leave_other_ops_alone():
     box = SecretBox(Fernet.generate_key())
     ops = [durable.CreateReplica(Replica("u1", "u1", "r1", "xsmall", token="tok")),
+           # a rename or promotion carries the whole replica, its REMOTE token too
+           durable.UpdateReplica(Replica("u1", "u1", "r2", "xsmall", token="tok")),
            durable.CreateSecret(Secret("u2", "s", "x", "pw1")), durable.UpdateSecret(Secret("u2", "s", "x", "pw2"))]
     assert set(map(type, ops)) == set(durable._SECRET_OF)
     for op in ops:
         sealed = durable.seal_op(op, box)
-        text = sealed.replica.token if isinstance(sealed, durable.CreateReplica) else sealed.secret.value
+        text = sealed.replica.token if hasattr(sealed, "replica") else sealed.secret.value
         assert type(sealed) is type(op) and SecretBox.is_sealed(text)
         assert durable.seal_op(sealed, box) == sealed  # sealed once only
         assert durable.unseal_op(sealed, box) == op

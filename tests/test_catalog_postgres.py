@@ -4,6 +4,8 @@ restart replays the log to the same snapshot."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from catalog import durable
@@ -124,9 +126,13 @@ def test_a_remote_replicas_token_is_encrypted_in_the_shared_catalog(postgres, tm
     snap = a.transact(snap, [durable.CreateReplica(Replica("u2", "u1", "r2", None, None, ("sc://h:2",), "new-tok"))],
                       {"cluster": 2, "replica": 3})
     assert snap.replicas["u2"].token == "new-tok"
+    # a rename carries the whole replica (ALTER CLUSTER REPLICA ... RENAME builds it from
+    # the snapshot, whose token is in clear): stored sealed too
+    snap = a.transact(snap, [durable.UpdateReplica(replace(snap.replicas["u2"], name="r3"))], {})
+    assert snap.replicas["u2"].name == "r3" and snap.replicas["u2"].token == "new-tok"
     with psycopg.connect(url) as c:
         stored = "".join(r[0] for r in c.execute("SELECT ops::text FROM catalog_log"))
-    assert "clear-tok" not in stored and "new-tok" not in stored and stored.count(secretbox.PREFIX) == 2
+    assert "clear-tok" not in stored and "new-tok" not in stored and stored.count(secretbox.PREFIX) == 3
     b = PostgresCatalogStore(url, SecretBox.at(tmp_path / "catalog.key"))  # another process, the same key file
     assert {r.id: r.token for r in b.load().replicas.values()} == {"u1": "clear-tok", "u2": "new-tok"}
     with pytest.raises(CatalogKeyMismatch) as e:  # refused at once: it would seal what the others cannot read
