@@ -295,7 +295,8 @@ class ClusterCoordinator:
         """Submit ``run(h, over)`` to every healthy replica ``h`` and return ``(h, result)``
         of the first that succeeds; the others are canceled or interrupted by ``tag``, and
         ``discard(result)`` is called on any result they still produce. ``alone`` (why, or None):
-        submit to one replica at a time, the next only while none that is healthy runs it.
+        submit to one replica at a time, the next only while every one running it is
+        frozen (``ReplicaHandle.frozen``).
         A replica's death during ``run`` is remembered under the plan's ``key``
         (``self.crashes``); ``alone``, it fails the race. ``deadline``: the statement's
         (``time.monotonic()`` seconds; None: none), past which the race ends with 57014."""
@@ -333,7 +334,9 @@ class ClusterCoordinator:
                         continue
                     raise err
                 for h in healthy:
-                    if alone and any(a.status == HEALTHY for a, _ in attempts.values()):
+                    # A busy replica may miss pings, and a dead one's attempt ends with its
+                    # crash: only a frozen one loses a lone peek.
+                    if alone and any(not a.frozen() for a, _ in attempts.values()):
                         break  # (a finished attempt is looked at on the next round)
                     if h.id not in attempts:
                         fut = h.submit_peek(functools.partial(run, h, over=over))
@@ -346,7 +349,7 @@ class ClusterCoordinator:
                     raise query_canceled(timeout=False)
                 if deadline is not None and now >= deadline:
                     raise query_canceled(timeout=True)
-                live = [h for h, f in attempts.values() if not f.done() and h.status == HEALTHY]
+                live = [h for h, f in attempts.values() if not f.done() and not h.frozen()]
                 if live or healthy:
                     no_healthy_since = None
                 else:

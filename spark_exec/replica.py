@@ -97,6 +97,8 @@ class ReplicaHandle:
     BUSY_FOR_S = 3.0
     #: how long after a cancel the replica's CPU is watched (seconds)
     WATCH_FOR_S = 120.0
+    #: window over which ``frozen`` measures a replica's CPU use (seconds)
+    WORK_WINDOW_S = 1.0
 
     def __init__(
         self,
@@ -142,6 +144,10 @@ class ReplicaHandle:
         self._peeks = ThreadPoolExecutor(max_peeks, thread_name_prefix=f"peek-{label}")
         self._pending = 0
         self._running = 0
+        #: (monotonic time, CPU seconds) of the last sample, and the cores used between
+        #: the two last samples (None: not measured): see ``frozen``
+        self._cpu_sample: tuple[float, float] | None = None
+        self._cores: float | None = None
         # Interrupts run here, so a frozen server blocks none of the callers.
         self._control = ThreadPoolExecutor(1, thread_name_prefix=f"control-{label}")
         #: when a peek on this replica was last interrupted (monotonic seconds), None if
@@ -288,6 +294,38 @@ class ReplicaHandle:
         """The replica was dropped (or its cluster shut down): it will not come back."""
         return self._stopping.is_set()
 
+    def frozen(self) -> bool:
+        """Whether the replica misses its pings while its process lives on without
+        working: stopped (SIGSTOP), or using less than ``BUSY_CORES`` over the last
+        ``WORK_WINDOW_S``. A replica that is busy (misses pings but works) or has died
+        (its peeks end with its crash) is not frozen; one without a local process
+        (REMOTE) is frozen whenever it is not healthy. A lone peek moves on only from a
+        frozen replica (``ClusterCoordinator._race``)."""
+        if self.status == HEALTHY:
+            return False
+        proc = self.process
+        if proc is None:
+            return True
+        if not proc.alive():
+            return False
+        return _is_stopped(proc.popen.pid) or (self._cores or 0.0) < self.BUSY_CORES
+
+    def _sample_cpu(self) -> None:
+        """Measure the process's CPU use for ``frozen`` (monitor loop, while a peek runs
+        or the replica does not answer)."""
+        proc = self.process
+        if proc is None or (not self._running and self.status == HEALTHY):
+            self._cpu_sample = self._cores = None
+            return
+        now = time.monotonic()
+        if self._cpu_sample is not None and now - self._cpu_sample[0] < self.WORK_WINDOW_S:
+            return
+        cpu = proc.cpu_seconds()
+        if self._cpu_sample is not None:
+            then, cpu_then = self._cpu_sample
+            self._cores = (cpu - cpu_then) / (now - then)
+        self._cpu_sample = (now, cpu)
+
     def mark_suspect(self) -> None:
         """A peek could not reach the replica: treat it as unhealthy until it answers again."""
         if self.status == HEALTHY:
@@ -330,9 +368,11 @@ class ReplicaHandle:
                 last_ping = time.monotonic()
                 if not self._ping_ok():
                     log.warning("replica %s did not answer a ping within %.0fs", self.label, self.PING_TIMEOUT_S)
+                    self._sample_cpu()  # first, so that a lone peek sees busy, not frozen
                     self._set_status(UNHEALTHY)
                 else:
                     self._watch_canceled_work()
+            self._sample_cpu()
             self._stopping.wait(self.POLL_S)
 
     #: Spark SQL settings of the dataflows' session. Constraint propagation off: Spark's

@@ -79,6 +79,8 @@ class FakeReplica:
         self.session = object()
         self.process = None
         self.submitted = 0
+        #: alive and using CPU although it misses pings: not ``frozen``
+        self.busy = False
         self._pool = ThreadPoolExecutor(2)
 
     def submit_peek(self, fn):
@@ -90,6 +92,10 @@ class FakeReplica:
 
     def mark_suspect(self):
         self.status = UNHEALTHY
+
+    def frozen(self):
+        return self.status != HEALTHY and not self.busy
+
 
 
 @pytest.fixture
@@ -164,6 +170,26 @@ def test_a_lone_peek_moves_on_from_a_frozen_replica_and_clears_the_memory(cluste
         release.set()
     assert (h, result, r2.submitted) == (r2, "r2's answer", 1)
     assert cc.crashes.recall(7) is None
+
+
+def test_a_lone_peek_stays_on_a_busy_replica_that_misses_pings(cluster):
+    # Busy with the peek, a replica may miss its pings (status UNHEALTHY) while its process
+    # works on: the peek stays there, and the other replica never runs it.
+    cc, r1, r2 = cluster
+    started = threading.Event()
+
+    def busy(over):
+        started.set()
+        time.sleep(1.0)
+        return "r1's answer"
+
+    def miss_pings():
+        started.wait(10)
+        r1.busy, r1.status = True, UNHEALTHY
+
+    threading.Thread(target=miss_pings).start()
+    h, result = _race(cc, {"two.r1": busy, "two.r2": lambda over: "r2's answer"}, alone="test")
+    assert (h, result, r2.submitted) == (r1, "r1's answer", 0)
 
 
 def test_errors_of_a_dying_replica_are_its_crash_not_the_querys(tmp_path, monkeypatch):

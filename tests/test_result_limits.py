@@ -114,7 +114,11 @@ def test_a_query_that_kills_its_replica_fails_and_spares_the_others(small_server
         assert (e.sqlstate, e.diag.message_primary) == (
             "XX000", f'replica two.{victim} of cluster "two" crashed running the query (killed by signal 9)')
         assert "not sent to the cluster's other replicas" in e.diag.message_hint
-        # The other replica never ran it: it answers now, and was never restarted.
+        # The other replica never ran it: it was never sent there, it answers now, and it
+        # was never restarted.
+        with open(small_server.log_path, "rb") as f:
+            f.seek(log_at)
+            assert set(re.findall(rb"runs alone on replica two\.(r\d)", f.read())) == {victim.encode()}
         assert c.execute("SELECT count(*) FROM big").fetchone() == (1200,)
         other = ids["r2" if victim == "r1" else "r1"]
         assert replica_log(small_server, other).count("=== starting") == starts[other]
