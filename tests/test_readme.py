@@ -1,5 +1,6 @@
-"""README.md's examples, as a new user runs them: every ```sql block of the README, in
-order, against a fresh server, with psql when it is installed (else psycopg, which
+"""The documentation's examples, as a new user runs them: every ```sql block of the README
+and of the docs pages that go on from its walkthrough (``PAGES``), in order, against one
+fresh server, with psql when it is installed (else psycopg, which
 understands the one psql meta-command the README uses, ``\\gset``). All must succeed."""
 
 from __future__ import annotations
@@ -12,7 +13,12 @@ from pathlib import Path
 import pytest
 from server import Server
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+#: the pages whose examples are one psql session, in the order they run
+PAGES = [README, ROOT / "docs" / "guide.md", ROOT / "docs" / "operations.md"]
+#: pages whose examples need more than one fresh server, and why
+NOT_RUN = {ROOT / "docs" / "deploy.md": "the multi-host layout it lays out"}
 
 
 def sql_blocks(text: str) -> list[str]:
@@ -21,8 +27,10 @@ def sql_blocks(text: str) -> list[str]:
 
 
 def test_blocks_found():
-    blocks = sql_blocks(README.read_text())
+    blocks = [b for page in PAGES for b in sql_blocks(page.read_text())]
     assert len(blocks) >= 4
+    # every page with examples runs here
+    assert {p for p in (README, *(ROOT / "docs").glob("*.md")) if sql_blocks(p.read_text())} <= {*PAGES, *NOT_RUN}
     assert all("[" not in b.split("--")[0] for block in blocks for b in block.splitlines()), \
         "a syntax summary ([optional] parts) in a sql block: make it an example that runs"
 
@@ -35,7 +43,7 @@ def fresh(tmp_path_factory):
 
 
 def test_readme_sql_runs_in_order(fresh):
-    script = "\n".join(sql_blocks(README.read_text()))
+    script = "\n".join(b for page in PAGES for b in sql_blocks(page.read_text()))
     if shutil.which("psql"):
         cmd = ["psql", "-X", "-v", "ON_ERROR_STOP=1", "-h", "127.0.0.1", "-p", str(fresh.port),
                "-U", "materialize", "materialize", "-e", "-f", "-"]
