@@ -55,6 +55,23 @@ def pytest_runtest_makereport(item, call):
             report.sections.append((f"server log {s.log_path} (warnings, last 40)", "\n".join(shown[-40:])))
 
 
+def pytest_terminal_summary(terminalreporter):
+    """Seconds per test file (setup, call and teardown summed), the 30 largest: where the
+    suite's time budget goes (``--durations`` shows single tests only)."""
+    per_file: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for r in reports:
+            if isinstance(r, pytest.TestReport):
+                path = r.nodeid.split("::", 1)[0]
+                per_file[path] = per_file.get(path, 0.0) + r.duration
+    if not per_file:
+        return
+    terminalreporter.section("seconds per test file (30 largest)")
+    for path, secs in sorted(per_file.items(), key=lambda kv: -kv[1])[:30]:
+        terminalreporter.write_line(f"{secs:8.1f}s {path}")
+    terminalreporter.write_line(f"{sum(per_file.values()):8.1f}s in {len(per_file)} files")
+
+
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     metrics_port, console_port = free_port(), free_port()
