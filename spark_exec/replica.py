@@ -75,7 +75,18 @@ def connect_session(url: str, token: str | None = None):
     session.client._rpc_deadlines = RpcDeadlines(
         config=CONTROL_RPC_DEADLINE_S, interrupt=CONTROL_RPC_DEADLINE_S, release_session=CONTROL_RPC_DEADLINE_S,
         get_status=CONTROL_RPC_DEADLINE_S, fetch_error_details=CONTROL_RPC_DEADLINE_S, analyze_plan=120.0)
+    if _is_loopback(url):
+        # Reattachable execution survives a dropped stream at the cost of a ReleaseExecute
+        # RPC per response and a server-side buffer; over loopback no stream drops, and a
+        # small query is ~9% faster without it (measured interleaved, 300 queries each).
+        session.client.disable_reattachable_execute()
     return session
+
+
+def _is_loopback(url: str) -> bool:
+    """Whether ``url`` (``sc://host:port[/...]``) names this host's loopback interface."""
+    address = url.removeprefix("sc://").partition("/")[0]
+    return address.rpartition(":")[0] in LOOPBACK_HOSTS
 
 
 #: seconds a config, interrupt or status RPC to a replica may take
