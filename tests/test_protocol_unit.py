@@ -5,11 +5,19 @@ or count field making the decoder allocate or loop beyond the input's size."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from catalog.errors import PROTOCOL_VIOLATION, SqlError
-from sqlfront.protocol import ProtocolError, body_length, frame, message_bounds, messages
-from sqlfront.protocol import backend as be, frontend as fe
+from sqlfront.protocol import (
+    ProtocolError,
+    body_length,
+    frame,
+    message_bounds,
+    messages,
+)
+from sqlfront.protocol import backend as be
+from sqlfront.protocol import frontend as fe
 from sqlfront.protocol.buffer import length_prefixed, startup_header
 
 FRONTEND = [

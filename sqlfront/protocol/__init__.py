@@ -19,6 +19,13 @@ Malformed or truncated input raises ProtocolError, never another exception, and 
 or count read from the input allocates more than the input's own size.
 """
 
-from sqlfront.protocol.buffer import Message, ProtocolError, body_length, frame, message_bounds, messages
+from sqlfront.protocol.buffer import (
+    Message,
+    ProtocolError,
+    body_length,
+    frame,
+    message_bounds,
+    messages,
+)
 
 __all__ = ["Message", "ProtocolError", "body_length", "frame", "message_bounds", "messages"]

@@ -15,10 +15,18 @@ from typing import ClassVar
 
 from catalog.errors import SqlError
 from sqlfront.protocol.buffer import (
-    Message, ProtocolError, Reader, cstring, int16, int16s, int32, pack_values, uint32, utf8,
+    Message,
+    ProtocolError,
+    Reader,
+    cstring,
+    int16,
+    int16s,
+    int32,
+    pack_values,
+    uint32,
+    utf8,
 )
 from sqlfront.protocol.frontend import CopyData, CopyDone
-
 
 # -- authentication ('R': an Int32 code says which) -----------------------------------
 
@@ -43,7 +51,7 @@ class AuthenticationSASL(Message):
         return int32(self.code) + b"".join(cstring(m.encode()) for m in self.mechanisms) + b"\x00"
 
     @classmethod
-    def decode(cls, body: bytes) -> "AuthenticationSASL":
+    def decode(cls, body: bytes) -> AuthenticationSASL:
         r, out = Reader(body), []
         r.int32()
         while name := r.name():
@@ -103,7 +111,7 @@ class BackendKeyData(Message):
         return uint32(self.process_id) + self.secret
 
     @classmethod
-    def decode(cls, body: bytes) -> "BackendKeyData":
+    def decode(cls, body: bytes) -> BackendKeyData:
         r = Reader(body)
         pid = r.uint32()
         secret = r.rest()
@@ -124,7 +132,7 @@ class ParameterStatus(Message):
         return cstring(text(self.name)) + cstring(text(self.value))
 
     @classmethod
-    def decode(cls, body: bytes) -> "ParameterStatus":
+    def decode(cls, body: bytes) -> ParameterStatus:
         r = Reader(body)
         return cls(r.cstring().decode("utf-8", "replace"), r.cstring().decode("utf-8", "replace"))
 
@@ -144,7 +152,7 @@ class ReadyForQuery(Message):
         return self.status
 
     @classmethod
-    def decode(cls, body: bytes) -> "ReadyForQuery":
+    def decode(cls, body: bytes) -> ReadyForQuery:
         status = Reader(body).byte()
         if status not in (b"I", b"T", b"E"):
             raise ProtocolError(f"invalid transaction status {status!r}")
@@ -244,7 +252,7 @@ class CommandComplete(Message):
         return cstring(self.tag.encode())
 
     @classmethod
-    def decode(cls, body: bytes) -> "CommandComplete":
+    def decode(cls, body: bytes) -> CommandComplete:
         return cls(Reader(body).name())
 
 
@@ -259,7 +267,7 @@ class ParameterDescription(Message):
         return int16(len(self.type_oids)) + b"".join(uint32(o) for o in self.type_oids)
 
     @classmethod
-    def decode(cls, body: bytes) -> "ParameterDescription":
+    def decode(cls, body: bytes) -> ParameterDescription:
         return cls(tuple(Reader(body).uint32s()))
 
 
@@ -289,7 +297,7 @@ class RowDescription(Message):
             + int16(f.type_size) + int32(f.type_modifier) + int16(f.format) for f in self.fields)
 
     @classmethod
-    def decode(cls, body: bytes) -> "RowDescription":
+    def decode(cls, body: bytes) -> RowDescription:
         r = Reader(body)
         out = []
         for _ in range(r.count(19)):  # the smallest field: an empty name and 18 bytes
@@ -310,7 +318,7 @@ class DataRow(Message):
         return pack_values(self.values)
 
     @classmethod
-    def decode(cls, body: bytes) -> "DataRow":
+    def decode(cls, body: bytes) -> DataRow:
         return cls(tuple(Reader(body).values()))
 
 

@@ -12,7 +12,8 @@ length field never makes this module allocate more than the input's own size.
 from __future__ import annotations
 
 import struct
-from typing import Callable, ClassVar, Iterator
+from collections.abc import Callable, Iterator
+from typing import ClassVar
 
 from catalog.errors import PROTOCOL_VIOLATION, SqlError
 

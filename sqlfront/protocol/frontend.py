@@ -20,7 +20,17 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from sqlfront.protocol.buffer import (
-    NULL_LENGTH, Message, ProtocolError, Reader, cstring, int16, int16s, int32, pack_values, uint32, utf8,
+    NULL_LENGTH,
+    Message,
+    ProtocolError,
+    Reader,
+    cstring,
+    int16,
+    int16s,
+    int32,
+    pack_values,
+    uint32,
+    utf8,
 )
 
 #: the protocol version of StartupMessage this server speaks (3.0)
@@ -69,7 +79,7 @@ class StartupMessage:
         return int32(8 + len(body)) + uint32(self.version) + body
 
     @classmethod
-    def decode(cls, body: bytes, version: int = PROTOCOL_3) -> "StartupMessage":
+    def decode(cls, body: bytes, version: int = PROTOCOL_3) -> StartupMessage:
         """From the bytes after the packet's length and version."""
         return cls(startup_parameters(body), version)
 
@@ -107,7 +117,7 @@ class CancelRequest:
         return int32(12 + len(self.secret)) + uint32(CANCEL_REQUEST) + uint32(self.process_id) + self.secret
 
     @classmethod
-    def decode(cls, body: bytes) -> "CancelRequest":
+    def decode(cls, body: bytes) -> CancelRequest:
         r = Reader(body)
         pid = r.uint32()
         secret = r.rest()
@@ -146,7 +156,7 @@ class Query(Message):
         return cstring(self.text)
 
     @classmethod
-    def decode(cls, body: bytes) -> "Query":
+    def decode(cls, body: bytes) -> Query:
         return cls(body.rstrip(b"\x00"))
 
 
@@ -165,7 +175,7 @@ class Parse(Message):
                 + b"".join(uint32(o) for o in self.param_types))
 
     @classmethod
-    def decode(cls, body: bytes) -> "Parse":
+    def decode(cls, body: bytes) -> Parse:
         r = Reader(body)
         return cls(r.name(), r.cstring(), tuple(r.uint32s()))
 
@@ -188,7 +198,7 @@ class Bind(Message):
                 + pack_values(self.params) + int16s(self.result_formats))
 
     @classmethod
-    def decode(cls, body: bytes) -> "Bind":
+    def decode(cls, body: bytes) -> Bind:
         r = Reader(body)
         return cls(r.name(), r.name(), tuple(r.int16s()), tuple(r.values()), tuple(r.int16s()))
 
@@ -231,7 +241,7 @@ class Execute(Message):
         return cstring(self.portal.encode()) + int32(self.max_rows)
 
     @classmethod
-    def decode(cls, body: bytes) -> "Execute":
+    def decode(cls, body: bytes) -> Execute:
         r = Reader(body)
         return cls(r.name(), r.int32())
 
@@ -262,7 +272,7 @@ class CopyData(Message):
         return self.data
 
     @classmethod
-    def decode(cls, body: bytes) -> "CopyData":
+    def decode(cls, body: bytes) -> CopyData:
         return cls(body)
 
 
@@ -284,7 +294,7 @@ class CopyFail(Message):
         return cstring(self.message.encode())
 
     @classmethod
-    def decode(cls, body: bytes) -> "CopyFail":
+    def decode(cls, body: bytes) -> CopyFail:
         return cls(body.rstrip(b"\x00").decode("utf-8", "replace"))
 
 
@@ -302,7 +312,7 @@ class SASLInitialResponse(Message):
         return cstring(self.mechanism.encode()) + data
 
     @classmethod
-    def decode(cls, body: bytes) -> "SASLInitialResponse":
+    def decode(cls, body: bytes) -> SASLInitialResponse:
         r = Reader(body)
         mechanism = r.name()
         n = r.int32()
@@ -320,7 +330,7 @@ class SASLResponse(Message):
         return self.data
 
     @classmethod
-    def decode(cls, body: bytes) -> "SASLResponse":
+    def decode(cls, body: bytes) -> SASLResponse:
         return cls(body)
 
 
