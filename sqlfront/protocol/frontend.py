@@ -135,12 +135,10 @@ def startup_packet(code: int, body: bytes):
     (what follows the code).
 
     Raises:
-        ProtocolError for a code that is no known request nor protocol 3.x (its message
+        ProtocolError for a code that is no known request nor protocol 3.0 (its message
         names the version asked for, as PostgreSQL's "unsupported frontend protocol")."""
     cls = _STARTUP.get(code)
-    if cls is None:
-        if code >> 16 == 3:  # 3.x: minor versions are negotiated, read as 3.0 here
-            return StartupMessage.decode(body, code)
+    if cls is None:  # 3.x minors would be negotiated (NegotiateProtocolVersion): not here
         raise ProtocolError(f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}")
     return cls.decode(body)
 
