@@ -15,7 +15,7 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import ClassVar
 
-from catalog.errors import PROTOCOL_VIOLATION, SqlError
+from catalog.errors import ProtocolViolation
 
 _I16, _I32, _U32 = struct.Struct("!h"), struct.Struct("!i"), struct.Struct("!I")
 _HEAD = struct.Struct("!ci")  # a message's type byte and Int32 length
@@ -28,13 +28,10 @@ uint32 = _U32.pack
 NULL_LENGTH = int32(-1)
 
 
-class ProtocolError(SqlError, ValueError):
+class ProtocolError(ProtocolViolation, ValueError):
     """Bytes that break PostgreSQL's message format: SqlError 08P01 (protocol_violation).
     Also a ValueError, so that code reading a value's binary form (an array's
     length-prefixed elements) sees it as bad data."""
-
-    def __init__(self, message: str, **kw):
-        super().__init__(PROTOCOL_VIOLATION, message, **kw)
 
 
 def int16s(values) -> bytes:
