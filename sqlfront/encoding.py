@@ -16,8 +16,9 @@ import re
 from catalog.errors import (
     SqlError, CHARACTER_NOT_IN_REPERTOIRE, INVALID_PARAMETER_VALUE, UNTRANSLATABLE_CHARACTER,
 )
-from sqlfront.protocol import messages
+from sqlfront.protocol import frame, messages
 from sqlfront.protocol.backend import DataRow
+from sqlfront.protocol.buffer import Reader, pack_values
 
 #: PostgreSQL's encoding name -> Python's codec (PostgreSQL 23.3 Table "Character Sets")
 CODECS = {
@@ -113,8 +114,8 @@ def transcode_data_rows(data: bytes, encoding: str, convert: list[bool]) -> byte
     flag is set re-encoded for the client (text values, and text-like values in binary:
     PostgreSQL's textsend converts too)."""
     out = []
-    for _, body in messages(data):
-        values = DataRow.decode(body).values
-        out.append(DataRow(tuple(encode(v.decode("utf-8"), encoding) if v is not None and c else v
-                                 for v, c in zip(values, convert))).encode())
+    for _, body in messages(data):  # DataRow bodies, read and rebuilt without an object per row
+        values = Reader(body).values()
+        out.append(frame(DataRow.kind, pack_values([encode(v.decode("utf-8"), encoding) if v is not None and c else v
+                                                    for v, c in zip(values, convert)])))
     return b"".join(out)

@@ -46,7 +46,7 @@ from sqlfront import encoding as wire_encoding
 from sqlfront.auth import MECHANISM, ScramVerifier, check_login_name, login_verifier, mock_verifier
 from sqlfront.environment import Environment
 from sqlfront.pgtypes import binary_param_text, chunk_data_rows
-from sqlfront.protocol import ProtocolError, body_length
+from sqlfront.protocol import ProtocolError, body_length, frame
 from sqlfront.protocol.backend import (
     AuthenticationOk, AuthenticationSASL, AuthenticationSASLContinue, AuthenticationSASLFinal, BackendKeyData,
     BindComplete, CloseComplete, CommandComplete, CopyInResponse, CopyOutResponse, EmptyQueryResponse,
@@ -662,7 +662,7 @@ class PgHandler(BuenaVistaHandler):
             for data in copy_out_chunks(c.columns, chunks(), c.fmt, c.delimiter, c.null, c.header):
                 if recode:
                     data = wire_encoding.encode(data.decode("utf-8"), enc)
-                out.append(CopyData(data).encode())
+                out.append(frame(CopyData.kind, data))  # CopyData, without an object per row
                 if len(out) >= 512 or c.live:  # a SUBSCRIBE's rows go out as they come
                     self.wfile.write(b"".join(out))
                     out = []

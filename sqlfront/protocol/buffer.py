@@ -42,7 +42,7 @@ def int16s(values) -> bytes:
 def pack_values(values) -> bytes:
     """An Int16 count, then each value after its Int32 length (None: length -1, no
     bytes): Bind's parameters, DataRow's columns (55.7)."""
-    return int16(len(values)) + b"".join(NULL_LENGTH if v is None else int32(len(v)) + v for v in values)
+    return int16(len(values)) + b"".join([NULL_LENGTH if v is None else int32(len(v)) + v for v in values])
 
 
 def frame(kind: bytes, body: bytes = b"") -> bytes:
