@@ -1,11 +1,12 @@
-"""The pgwire server: buenavista's handler and server, extended.
-
-buenavista 0.5 speaks the framing of the protocol; we override what it gets wrong
-for real clients: ErrorResponse carries severity, SQLSTATE, message, detail, hint and
-position (PostgreSQL 55.8 "Error and Notice Message Fields"); RowDescription carries
-real type OIDs and typmods; Describe never executes a statement; simple-query strings
-with several statements return one result per statement and stop at the first error;
-ParameterStatus is sent from the session variables.
+"""The pgwire server: one thread per connection (``socketserver``), each running a
+session's side of PostgreSQL's frontend/backend protocol (PostgreSQL 55.2 "Message
+Flow"): startup and SCRAM, the simple and extended query protocols, COPY, cancel. The
+messages themselves are ``sqlfront.protocol``'s, read and written here; this module owns
+the socket and the flow. ErrorResponse carries severity, SQLSTATE, message, detail, hint
+and position (55.8); RowDescription carries real type OIDs and typmods; Describe never
+executes a statement; simple-query strings with several statements return one result
+per statement and stop at the first error; ParameterStatus is sent from the session
+variables.
 
 Limits that keep one client from exhausting the server: at most ``max_connections``
 sessions (FATAL 53300 beyond); every length a client sends is checked before anything is
@@ -26,13 +27,11 @@ import os
 import logging
 import secrets
 import socket
+import socketserver
 import ssl
 import threading
 import time
 from collections.abc import Callable
-
-from buenavista.core import Connection
-from buenavista.postgres import BuenaVistaHandler, BuenaVistaServer, BVBuffer, BVContext
 
 from catalog.errors import (
     SqlError, INSUFFICIENT_RESOURCES, INTERNAL_ERROR, INVALID_AUTHORIZATION_SPECIFICATION,
@@ -121,30 +120,31 @@ class StartupDeadlines:
                 self._cond.wait(max(0.01, nearest - now))
 
 
-class EnvironmentConnection(Connection):
-    """buenavista's Connection: hands out Sessions bound to one Environment."""
-
-    def __init__(self, env: Environment):
-        super().__init__()
-        self.env = env
-
-    def new_session(self):  # pragma: no cover - sessions are made in handle_startup
-        raise NotImplementedError
-
-    def close_session(self, session) -> None:
-        if session is not None:
-            session.close()
-
-
-class PgContext(BVContext):
+class PgContext:
     """Per-connection protocol state: prepared statements, portals, the Session."""
 
     def __init__(self, session: Session, params: dict[str, str]):
-        super().__init__(session, None, params)
+        self.session = session
+        #: the startup packet's parameters
+        self.params = params
+        #: statement name -> (SQL, parameter type OIDs)
         self.stmts = session.prepared
+        #: portal name -> (statement name, parameters, result format codes)
+        self.portals: dict[str, tuple] = {}
+        #: a message of the extended protocol failed: the others are skipped until Sync (55.2.3)
+        self.has_error = False
+        self.authenticated = False
+        #: the cancel key (``PgServer.register``)
+        self.process_id, self.secret_key = 0, 0
         self.reported: dict[str, str] = {}
         #: portals whose Execute stopped at its row limit (PortalSuspended), by name
         self.suspended: dict[str, Result] = {}
+
+    def mark_error(self) -> None:
+        self.has_error = True
+
+    def sync(self) -> None:
+        self.has_error = False
 
     @property
     def client_encoding(self) -> str:
@@ -200,18 +200,18 @@ class PgContext(BVContext):
         return out
 
 
-class PgHandler(BuenaVistaHandler):
+class PgHandler(socketserver.StreamRequestHandler):
     """One client connection."""
 
     wbufsize = 1 << 16  # buffered: the replies to a batch go out together, at Sync or Flush
 
     @property
     def env(self) -> Environment:
-        return self.server.conn.env
+        return self.server.env
 
     # -- startup ------------------------------------------------------------------------
 
-    def handle_startup(self, conn: Connection):
+    def handle_startup(self):
         """Reads startup-phase packets until a StartupMessage (answering SSLRequest and
         GSSENCRequest, acting on a CancelRequest) and authenticates it. Returns the
         connection's context, or None when the connection ends here.
@@ -227,11 +227,11 @@ class PgHandler(BuenaVistaHandler):
             self.wfile.write(ACCEPT)  # the TLS handshake follows, then the startup packet
             self.wfile.flush()
             self._start_tls()
-            return self.handle_startup(conn)
+            return self.handle_startup()
         if code in (SSL_REQUEST, GSSENC_REQUEST):
             self.wfile.write(REFUSE)  # no SSL / GSSAPI: the client continues in plain text
             self.wfile.flush()
-            return self.handle_startup(conn)
+            return self.handle_startup()
         if isinstance(packet, CancelRequest):
             ctx = self.server.ctxts.get(packet.process_id)
             # A wrong key does nothing; compared in constant time, so timing tells nothing.
@@ -288,7 +288,7 @@ class PgHandler(BuenaVistaHandler):
             self.wfile.flush()
 
         def read_password_message() -> bytes:
-            if self.r.read_byte() != b"p":
+            if self.rfile.read(1) != b"p":
                 raise ProtocolError("expected a SASL response")
             return self._read_body(MAX_SASL_MESSAGE)
 
@@ -321,7 +321,7 @@ class PgHandler(BuenaVistaHandler):
         return True
 
     def _read_exact(self, n: int) -> bytes:
-        data = self.r.read_bytes(n)
+        data = self.rfile.read(n)
         if len(data) != n:
             raise ConnectionError("connection closed mid-message")
         return data
@@ -352,10 +352,9 @@ class PgHandler(BuenaVistaHandler):
         ctx.authenticated = True
 
     def handle(self):
-        """The message loop (buenavista's, with lengths checked: a malformed or truncated
-        message closes this connection with an error and nothing else)."""
+        """The message loop, with lengths checked: a malformed or truncated message closes
+        this connection with an error and nothing else."""
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
-        self.r = BVBuffer(self.rfile)
         #: the TLS socket once the client asked for TLS (``_start_tls``), and a plain one on
         #: the same connection
         self.tls = self._raw = None
@@ -367,7 +366,7 @@ class PgHandler(BuenaVistaHandler):
         try:
             ctx = self._startup()
             while ctx:
-                type_code = self.r.read_byte()
+                type_code = self.rfile.read(1)
                 if not type_code or type_code == b"X":
                     break
                 payload = self._read_message_body()
@@ -424,7 +423,6 @@ class PgHandler(BuenaVistaHandler):
         self.request = self.connection = self.tls = wrapped
         self.rfile = wrapped.makefile("rb", self.rbufsize)
         self.wfile = wrapped.makefile("wb", self.wbufsize)
-        self.r = BVBuffer(self.rfile)
         # A plain socket on the same connection, to peek for the client's EOF (an SSL
         # socket takes no recv flags).
         self._raw = socket.socket(fileno=os.dup(wrapped.fileno()))
@@ -441,7 +439,7 @@ class PgHandler(BuenaVistaHandler):
             return None
         server.startup_deadlines.add(self.request)
         try:
-            return self.handle_startup(server.conn)
+            return self.handle_startup()
         except Exception as e:
             if server.startup_deadlines.done(self.request):  # what broke is the closed socket
                 raise ConnectionError("startup did not finish in time") from e
@@ -579,7 +577,7 @@ class PgHandler(BuenaVistaHandler):
             self._copy_response(CopyInResponse, c.fmt, len(c.positions) if c.positions is not None else len(c.table.columns))
             self.wfile.flush()
             while True:
-                kind = self.r.read_byte()
+                kind = self.rfile.read(1)
                 if not kind:
                     raise ConnectionError("client closed the connection during COPY")
                 body = self._read_message_body()
@@ -895,18 +893,21 @@ def _format_for(formats, i: int) -> int:
 _NO_FLUSH = (b"P", b"B", b"D", b"E", b"C")
 
 
-class PgServer(BuenaVistaServer):
+class PgServer(socketserver.ThreadingTCPServer):
     """A threaded pgwire server: one thread per connection. ``scram``: the secret of the
     password every user must give (SCRAM-SHA-256), None to trust every local client.
     Limits come from ``env.config`` (``max_connections``, ``max_message_size``,
     ``max_copy_from_size``, ``max_startup_connections``, ``authentication_timeout_s``)."""
 
     daemon_threads = True
+    allow_reuse_address = True
 
     def __init__(self, address: tuple[str, int], env: Environment, scram: ScramVerifier | None = None,
                  tls: "ssl.SSLContext | None" = None, tls_required: bool = False):
-        super().__init__(address, EnvironmentConnection(env))
-        self.RequestHandlerClass = PgHandler
+        super().__init__(address, PgHandler)
+        self.env = env
+        #: process id -> the context of each live session (for CancelRequest)
+        self.ctxts: dict[int, PgContext] = {}
         self.scram = scram
         #: TLS for clients that ask (``sqlfront.tls``); with ``tls_required`` the only way in
         self.tls = tls
