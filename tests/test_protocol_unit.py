@@ -87,6 +87,13 @@ def test_startup_parameters_stop_at_the_empty_name_and_forgive_a_missing_nul():
     assert fe.startup_parameters(b"user\x00u\x00\x00") == {"user": "u"}
     assert fe.startup_parameters(b"user\x00u") == {"user": "u"}
     assert fe.startup_parameters(b"user\x00\xff\x00\x00") == {"user": "\ufffd"}
+    assert fe.startup_parameters(b"user\x00u\x00options") == {"user": "u"}
+    assert fe.startup_parameters(b"") == {}
+
+
+@given(st.binary(max_size=200))
+def test_startup_parameters_never_raise(body):
+    assert isinstance(fe.startup_parameters(body), dict)
 
 
 def test_error_response_keeps_the_error_and_encodes_text_as_told():

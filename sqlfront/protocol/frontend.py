@@ -44,26 +44,18 @@ MAX_STARTUP = 10_000
 ACCEPT, REFUSE = b"S", b"N"
 
 
-def _names(data: bytes) -> dict[str, str]:
-    """Pairs of Strings until an empty name (55.7 StartupMessage), decoded as UTF-8 with
-    bad bytes replaced."""
-    r, out = Reader(data), {}
-    while r.left():
-        name = r.cstring()
-        if not name:
-            break
-        out[name.decode("utf-8", "replace")] = r.cstring().decode("utf-8", "replace")
-    return out
-
-
 def startup_parameters(body: bytes) -> dict[str, str]:
     """The parameters of a StartupMessage ``body`` after its protocol version: pairs of
-    Strings ending with an empty one. A missing final NUL is forgiven, as this server
-    always has (PostgreSQL refuses such a packet)."""
-    try:
-        return _names(body)
-    except ProtocolError:
-        return _names(body + b"\x00")
+    Strings up to an empty name (55.7), decoded as UTF-8 with bad bytes replaced. Never
+    raises: a missing final NUL, or a name without a value at the end, is forgiven, as
+    this server always has (PostgreSQL refuses such a packet)."""
+    parts = body.split(b"\x00")
+    out = {}
+    for name, value in zip(parts[::2], parts[1::2]):
+        if not name:
+            break
+        out[name.decode("utf-8", "replace")] = value.decode("utf-8", "replace")
+    return out
 
 
 @dataclass(frozen=True)
