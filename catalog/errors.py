@@ -3,9 +3,17 @@
 They live here because ``catalog`` is the lowest package that every other layer may
 import (see ARCHITECTURE.md, "Packages"). SQLSTATE codes are PostgreSQL's (Appendix A,
 "PostgreSQL Error Codes").
+
+Each code has its own subclass of :class:`SqlError` (psycopg's ``errors`` shape), named
+as its constant in CamelCase (``UNDEFINED_TABLE`` -> ``UndefinedTable``; a builtin's name
+gets a trailing ``_``: ``SyntaxError_``), found with :func:`lookup`. ``SqlError(code, message)`` builds an
+instance of the code's class, so ``except UndefinedTable`` catches every 42P01 whichever
+way it was raised; ``UndefinedTable(message)`` is the same error.
 """
 
 from __future__ import annotations
+
+import builtins
 
 
 class SqlError(Exception):
@@ -18,18 +26,31 @@ class SqlError(Exception):
         hint: optional ``H`` field.
         position: optional 1-based character position in the statement (``P`` field).
         severity: ``ERROR`` unless told otherwise (``FATAL`` closes the connection).
+
+    ``SqlError(sqlstate, message, ...)`` is an instance of ``lookup(sqlstate)`` (SqlError
+    itself for a code without a class); a code's class takes the message alone.
     """
+
+    #: the SQLSTATE of a code's class (None on SqlError itself)
+    code: str | None = None
+
+    def __new__(cls, *args, **kwargs):
+        if cls is not SqlError:
+            return super().__new__(cls)
+        return super().__new__(_CLASSES.get(args[0] if args else kwargs.get("sqlstate"), SqlError))
 
     def __init__(
         self,
         sqlstate: str,
-        message: str,
+        message: str | None = None,
         *,
         detail: str | None = None,
         hint: str | None = None,
         position: int | None = None,
         severity: str = "ERROR",
     ):
+        if message is None and self.code is not None:  # UndefinedTable("...")
+            sqlstate, message = self.code, sqlstate
         super().__init__(message)
         self.sqlstate = sqlstate
         self.message = message
@@ -154,3 +175,33 @@ def query_canceled(timeout: bool) -> SqlError:
     (``timeout``) and for a CancelRequest (``postgres.c``, ProcessInterrupts)."""
     reason = "statement timeout" if timeout else "user request"
     return SqlError(QUERY_CANCELED, f"canceling statement due to {reason}")
+
+
+#: SQLSTATE -> its class (filled below from the constants)
+_CLASSES: dict[str, type[SqlError]] = {}
+
+
+def lookup(sqlstate: str) -> type[SqlError]:
+    """The class of SQLSTATE ``sqlstate`` (as psycopg's ``errors.lookup``).
+
+    Raises:
+        KeyError for a code without a constant here."""
+    return _CLASSES[sqlstate]
+
+
+def _class_name(constant: str) -> str:
+    name = "".join(w.capitalize() for w in constant.split("_"))
+    return name + "_" if hasattr(builtins, name) else name
+
+
+def _define_classes() -> None:
+    """One subclass of SqlError per SQLSTATE constant of this module, as a module global."""
+    module = globals()
+    for constant, code in list(module.items()):
+        if constant.isupper() and isinstance(code, str) and len(code) == 5 and code not in _CLASSES:
+            cls = type(_class_name(constant), (SqlError,), {
+                "code": code, "__module__": __name__, "__doc__": f"SQLSTATE {code} ({constant.lower()})."})
+            _CLASSES[code] = module[cls.__name__] = cls
+
+
+_define_classes()

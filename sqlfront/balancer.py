@@ -49,7 +49,6 @@ import hmac
 import logging
 import secrets
 import ssl
-import struct
 import threading
 from dataclasses import dataclass, field
 
@@ -58,16 +57,17 @@ from catalog.errors import (
     SqlError, CONNECTION_FAILURE, INVALID_AUTHORIZATION_SPECIFICATION, PROTOCOL_VIOLATION,
 )
 from sqlfront.addresses import is_loopback
-from sqlfront.messages import error_response
+from sqlfront.protocol import ProtocolError, message_bounds
+from sqlfront.protocol.backend import BackendKeyData, ErrorResponse
+from sqlfront.protocol.buffer import startup_header
+from sqlfront.protocol.frontend import (
+    ACCEPT, CANCEL_REQUEST, GSSENC_REQUEST, MAX_STARTUP, REFUSE, SSL_REQUEST, CancelRequest, SSLRequest,
+    startup_parameters,
+)
 from sqlfront.vars import parse_options
 
 log = logging.getLogger(__name__)
 
-SSL_REQUEST = 80877103
-GSSENC_REQUEST = 80877104
-CANCEL_REQUEST = 80877102
-#: PostgreSQL's MAX_STARTUP_PACKET_LENGTH
-MAX_STARTUP = 10_000
 #: seconds to wait for an environmentd to accept a connection
 CONNECT_TIMEOUT_S = 5.0
 
@@ -76,13 +76,6 @@ def cluster_of(options: str) -> str | None:
     """The ``cluster`` a startup packet's ``options`` value sets, or None (read as
     environmentd reads it: :func:`sqlfront.vars.parse_options`)."""
     return parse_options(options).get("cluster")
-
-
-def parse_startup(body: bytes) -> dict[str, str]:
-    """The parameters of a StartupMessage body after the protocol version (pairs of
-    NUL-terminated strings, ending with an empty one)."""
-    msg = [x.decode("utf-8", "replace") for x in body.split(b"\x00")]
-    return {k: v for k, v in zip(msg[::2], msg[1::2]) if k}
 
 
 @dataclass
@@ -178,7 +171,7 @@ class _Backend:
     """What the balancer keeps of one proxied session for cancellation."""
 
     address: tuple[str, int]
-    key: bytes  # the environmentd's BackendKeyData body (process id and secret)
+    key: BackendKeyData  # the environmentd's
 
 
 class Balancer:
@@ -226,27 +219,25 @@ class Balancer:
             pid = secrets.randbelow(2**31 - 1) + 1
         return pid
 
-    async def forward_cancel(self, body: bytes) -> None:
-        """Forward a CancelRequest (``body``: process id and secret) to the environmentd of
-        the session it names, with that environmentd's key; a wrong key does nothing."""
-        if len(body) < 8:
-            return
-        entry = self.cancel_keys.get(struct.unpack("!I", body[:4])[0])
-        if entry is None or not hmac.compare_digest(entry[0], body[4:]):  # constant time
+    async def forward_cancel(self, request: CancelRequest) -> None:
+        """Forward a CancelRequest to the environmentd of the session it names, with that
+        environmentd's key; a wrong key does nothing."""
+        entry = self.cancel_keys.get(request.process_id)
+        if entry is None or not hmac.compare_digest(entry[0], request.secret):  # constant time
             return
         backend = entry[1]
         try:
             r, w = await asyncio.wait_for(asyncio.open_connection(*backend.address), CONNECT_TIMEOUT_S)
             if self.backend_tls is not None:
-                w.write(struct.pack("!II", 8, SSL_REQUEST))
-                if await asyncio.wait_for(r.readexactly(1), CONNECT_TIMEOUT_S) != b"S":
+                w.write(SSLRequest().encode())
+                if await asyncio.wait_for(r.readexactly(1), CONNECT_TIMEOUT_S) != ACCEPT:
                     w.close()
                     return
                 await asyncio.wait_for(w.start_tls(self.backend_tls, server_hostname=backend.address[0]),
                                        CONNECT_TIMEOUT_S)
         except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ssl.SSLError):
             return  # the session's environmentd is gone, and the query with it
-        w.write(struct.pack("!II", 8 + len(backend.key), CANCEL_REQUEST) + backend.key)
+        w.write(CancelRequest(backend.key.process_id, backend.key.secret).encode())
         await w.drain()
         w.close()
 
@@ -254,9 +245,9 @@ class Balancer:
 def _unreachable(cluster: str | None, address: tuple[str, int]) -> bytes:
     """FATAL 08006 naming the cluster and the environmentd's address."""
     name = f"cluster '{cluster}'" if cluster is not None else "the default cluster"
-    return error_response(SqlError(
+    return ErrorResponse.of(SqlError(
         CONNECTION_FAILURE, f"the environmentd of {name} at {address[0]}:{address[1]} cannot be reached",
-        hint="It may be restarting: reconnect in a moment.", severity="FATAL"))
+        hint="It may be restarting: reconnect in a moment.", severity="FATAL")).encode()
 
 
 class _Client(asyncio.Protocol):
@@ -281,7 +272,7 @@ class _Client(asyncio.Protocol):
         self.balancer.connections += 1
 
     def _fatal(self, sqlstate: str, message: str, hint: str | None = None) -> None:
-        self.transport.write(error_response(SqlError(sqlstate, message, hint=hint, severity="FATAL")))
+        self.transport.write(ErrorResponse.of(SqlError(sqlstate, message, hint=hint, severity="FATAL")).encode())
         self.transport.close()
 
     async def _start_tls(self) -> None:
@@ -308,11 +299,9 @@ class _Client(asyncio.Protocol):
 
     def _startup(self) -> None:
         while len(self.buf) >= 8:
-            length, code = struct.unpack_from("!II", self.buf)
+            length, code = startup_header(bytes(self.buf[:8]))
             if not 8 <= length <= MAX_STARTUP:
-                self.transport.write(error_response(SqlError(PROTOCOL_VIOLATION, "invalid startup packet length",
-                                                             severity="FATAL")))
-                self.transport.close()
+                self._fatal(PROTOCOL_VIOLATION, "invalid startup packet length")
                 return
             if len(self.buf) < length:
                 return
@@ -321,22 +310,25 @@ class _Client(asyncio.Protocol):
                 if self.buf:  # the client must wait for the answer before its handshake
                     self._fatal(PROTOCOL_VIOLATION, "data after SSLRequest before the TLS handshake")
                     return
-                self.transport.write(b"S")
+                self.transport.write(ACCEPT)
                 self.transport.pause_reading()  # start_tls takes over the socket's reading
                 self._upgrading = True
                 asyncio.ensure_future(self._start_tls())
                 return
             if code in (SSL_REQUEST, GSSENC_REQUEST):
-                self.transport.write(b"N")  # plain text, as environmentd answers without a certificate
+                self.transport.write(REFUSE)  # plain text, as environmentd answers without a certificate
                 continue
             if code == CANCEL_REQUEST:
-                asyncio.ensure_future(self.balancer.forward_cancel(packet[8:]))
+                try:
+                    asyncio.ensure_future(self.balancer.forward_cancel(CancelRequest.decode(packet[8:])))
+                except ProtocolError:
+                    pass  # a malformed CancelRequest gets no answer, as a wrong key
                 self.transport.close()
                 return
             if self.balancer.tls_required and not self.tls_in_use:
                 self._fatal(INVALID_AUTHORIZATION_SPECIFICATION, "this server accepts TLS connections only", "Connect with sslmode=require.")
                 return
-            cluster = cluster_of(parse_startup(packet[8:]).get("options", ""))
+            cluster = cluster_of(startup_parameters(packet[8:]).get("options", ""))
             address = self.balancer.routes.address_for(cluster)
             if address is None:
                 self._fatal(CONNECTION_FAILURE, f"no environmentd owns cluster '{cluster or DEFAULT_CLUSTER}'",
@@ -421,10 +413,10 @@ class _Upstream(asyncio.Protocol):
         Raises:
             _NoTls when environmentd answers ``N``; ssl.SSLError / OSError from the handshake."""
         self._tls_answer = asyncio.get_running_loop().create_future()
-        self.transport.write(struct.pack("!II", 8, SSL_REQUEST))
+        self.transport.write(SSLRequest().encode())
         answer = await self._tls_answer
         self._tls_answer = None
-        if answer != b"S":
+        if answer != ACCEPT:
             raise _NoTls(f"environmentd at {self.address[0]}:{self.address[1]} does not offer TLS")
         self.transport.pause_reading()
         self.transport = await asyncio.get_running_loop().start_tls(
@@ -437,23 +429,28 @@ class _Upstream(asyncio.Protocol):
             return
         if self.partial:
             data = self.partial + data
-        pos, n, key_at = 0, len(data), -1
-        while n - pos >= 5:
-            (length,) = struct.unpack_from("!I", data, pos + 1)
-            if n - pos < 1 + length:
-                break
-            if data[pos] == 0x4B:  # 'K' BackendKeyData
-                key_at = pos
-            self.last_kind = data[pos:pos + 1]
-            pos += 1 + length
+        pos, key = 0, None
+        try:
+            for start, end in message_bounds(data):
+                if data[start:start + 1] == BackendKeyData.kind:
+                    key = (start, end)
+                self.last_kind = data[start:start + 1]
+                pos = end
+            if key is not None:  # swapped for the balancer's own key
+                start, end = key
+                theirs = BackendKeyData.decode(data[start + 5:end])
+                secret = secrets.token_bytes(4)
+                self.client.balancer.cancel_keys[self.client.pid] = (secret, _Backend(self.address, theirs))
+                ours = BackendKeyData(self.client.pid, secret).encode()
+                data = data[:start] + ours + data[end:]
+                pos += len(ours) - (end - start)
+        except ProtocolError as e:  # environmentd broke the protocol: end the session
+            log.warning("environmentd at %s:%d sent a malformed message: %s", *self.address, e.message)
+            self.transport.close()
+            self.client.transport.close()
+            return
         self.partial = data[pos:]
         out = data[:pos] if self.partial else data
-        if key_at >= 0:
-            (length,) = struct.unpack_from("!I", out, key_at + 1)
-            secret = secrets.token_bytes(4)
-            b = self.client.balancer
-            b.cancel_keys[self.client.pid] = (secret, _Backend(self.address, bytes(out[key_at + 5:key_at + 1 + length])))
-            out = out[:key_at] + b"K" + struct.pack("!II", 12, self.client.pid) + secret + out[key_at + 1 + length:]
         if out:
             self.client.transport.write(out)
 

@@ -248,7 +248,8 @@ class CopyReader:
         """COPY BINARY: signature, flags, header extension, then per tuple an int16 field
         count and length-prefixed fields in each type's binary (``*send``) form; -1 ends.
         Reads the whole tuples in the buffer and keeps the rest."""
-        from sqlfront.pgtypes import decode_binary, length_prefixed
+        from sqlfront.pgtypes import decode_binary
+        from sqlfront.protocol.buffer import ProtocolError, length_prefixed
 
         buf, pos = self._buf, 0
         if not self._binary_started:
@@ -273,7 +274,7 @@ class CopyReader:
                                detail=f"COPY {self.table.name}, line {self.lineno + 1}")
             try:
                 fields, end = length_prefixed(view, pos + 2, n)
-            except struct.error:
+            except ProtocolError:
                 break  # the tuple is not all here yet
             if end > len(view):
                 break

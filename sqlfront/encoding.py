@@ -12,11 +12,13 @@ in DataRows, COPY data, error fields).
 from __future__ import annotations
 
 import re
-import struct
 
 from catalog.errors import (
     SqlError, CHARACTER_NOT_IN_REPERTOIRE, INVALID_PARAMETER_VALUE, UNTRANSLATABLE_CHARACTER,
 )
+from sqlfront.protocol import frame, messages
+from sqlfront.protocol.backend import DataRow
+from sqlfront.protocol.buffer import Reader, pack_values
 
 #: PostgreSQL's encoding name -> Python's codec (PostgreSQL 23.3 Table "Character Sets")
 CODECS = {
@@ -112,26 +114,8 @@ def transcode_data_rows(data: bytes, encoding: str, convert: list[bool]) -> byte
     flag is set re-encoded for the client (text values, and text-like values in binary:
     PostgreSQL's textsend converts too)."""
     out = []
-    pos = 0
-    n_total = len(data)
-    while pos < n_total:
-        (length,) = struct.unpack_from("!i", data, pos + 1)
-        end = pos + 1 + length
-        (n,) = struct.unpack_from("!h", data, pos + 5)
-        p = pos + 7
-        fields = []
-        for i in range(n):
-            (flen,) = struct.unpack_from("!i", data, p)
-            p += 4
-            if flen < 0:
-                fields.append(b"\xff\xff\xff\xff")
-                continue
-            v = data[p:p + flen]
-            p += flen
-            if convert[i]:
-                v = encode(v.decode("utf-8"), encoding)
-            fields.append(struct.pack("!i", len(v)) + v)
-        body = struct.pack("!h", n) + b"".join(fields)
-        out.append(b"D" + struct.pack("!i", len(body) + 4) + body)
-        pos = end
+    for _, body in messages(data):  # DataRow bodies, read and rebuilt without an object per row
+        values = Reader(body).values()
+        out.append(frame(DataRow.kind, pack_values([encode(v.decode("utf-8"), encoding) if v is not None and c else v
+                                                    for v, c in zip(values, convert)])))
     return b"".join(out)

@@ -12,7 +12,7 @@ cluster): the first time, it creates the replication slot (``pgoutput``) exporti
 snapshot, reads every table in that snapshot and commits the rows with the slot's
 consistent point as the progress LSN, in one group commit. Then it streams the slot from
 the LSN committed (psycopg2's ``LogicalReplicationConnection``; messages decoded by
-``sqlfront.pgoutput``): each upstream transaction's INSERT/UPDATE/DELETE become updates
+``sqlfront.protocol.pgoutput``): each upstream transaction's INSERT/UPDATE/DELETE become updates
 ``(row, +1/-1)``; whole transactions, gathered for a moment, are committed together with
 the progress moving to the last one's end LSN, conditional on the progress shard's upper,
 and only then is that LSN confirmed to the slot. After a restart (even a SIGKILL), it
@@ -40,7 +40,7 @@ from catalog.errors import (
 )
 from catalog.snapshot import CatalogSnapshot, Column, Source, Subsource
 from catalog.types import INT8, make_type, type_from_oid
-from sqlfront import pgoutput
+from sqlfront.protocol import pgoutput
 from sqlfront import source_parse as sp
 from sqlfront.sources import Plan, Runner
 

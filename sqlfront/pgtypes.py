@@ -21,6 +21,7 @@ from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_BINARY_REPRE
 from catalog.textio import ISO_DATESTYLE, DateStyle, array_dims, format_text, map_elements, parse_jsonb
 from catalog.types import (FLOAT8 as _FLOAT8, FarTimestamp, Interval, SqlType, date_days, date_from_days,
                            timestamp_from_micros, timestamp_micros, type_from_oid)
+from sqlfront.protocol.buffer import frame, length_prefixed
 
 Encoder = Callable[[object], bytes]
 
@@ -51,29 +52,7 @@ def row_bodies(rows, types: list[SqlType], binary: list[bool], ds: DateStyle = I
 
 def data_rows(rows, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> list[bytes]:
     """DataRow messages for ``rows``."""
-    head = struct.Struct("!ci").pack
-    return [head(b"D", len(body) + 4) + body for body in row_bodies(rows, types, binary, ds)]
-
-
-def length_prefixed(data: bytes, pos: int, count: int) -> tuple[list[bytes | None], int]:
-    """``count`` values each after an int32 length (-1: NULL), from ``data`` at ``pos``
-    (Bind parameters, array elements, COPY BINARY fields). Returns them and the position
-    after them.
-
-    Raises:
-        struct.error when ``data`` ends early."""
-    out: list[bytes | None] = []
-    for _ in range(count):
-        (n,) = struct.unpack_from("!i", data, pos)
-        pos += 4
-        if n < 0:
-            out.append(None)
-            continue
-        if pos + n > len(data):
-            raise struct.error("value runs past the end of the message")
-        out.append(data[pos : pos + n])
-        pos += n
-    return out, pos
+    return [frame(b"D", body) for body in row_bodies(rows, types, binary, ds)]
 
 
 def _float8_text(v: float) -> bytes:

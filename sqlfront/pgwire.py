@@ -1,11 +1,12 @@
-"""The pgwire server: buenavista's handler and server, extended.
-
-buenavista 0.5 speaks the framing of the protocol; we override what it gets wrong
-for real clients: ErrorResponse carries severity, SQLSTATE, message, detail, hint and
-position (PostgreSQL 55.8 "Error and Notice Message Fields"); RowDescription carries
-real type OIDs and typmods; Describe never executes a statement; simple-query strings
-with several statements return one result per statement and stop at the first error;
-ParameterStatus is sent from the session variables.
+"""The pgwire server: one thread per connection (``socketserver``), each running a
+session's side of PostgreSQL's frontend/backend protocol (PostgreSQL 55.2 "Message
+Flow"): startup and SCRAM, the simple and extended query protocols, COPY, cancel. The
+messages themselves are ``sqlfront.protocol``'s, read and written here; this module owns
+the socket and the flow. ErrorResponse carries severity, SQLSTATE, message, detail, hint
+and position (55.8); RowDescription carries real type OIDs and typmods; Describe never
+executes a statement; simple-query strings with several statements return one result
+per statement and stop at the first error; ParameterStatus is sent from the session
+variables.
 
 Limits that keep one client from exhausting the server: at most ``max_connections``
 sessions (FATAL 53300 beyond); every length a client sends is checked before anything is
@@ -26,15 +27,11 @@ import os
 import logging
 import secrets
 import socket
+import socketserver
 import ssl
-import struct
 import threading
 import time
-
-from buenavista.core import Connection
-from buenavista.postgres import (
-    BuenaVistaHandler, BuenaVistaServer, BVBuffer, BVContext, ServerResponse, TransactionStatus,
-)
+from collections.abc import Callable
 
 from catalog.errors import (
     SqlError, INSUFFICIENT_RESOURCES, INTERNAL_ERROR, INVALID_AUTHORIZATION_SPECIFICATION,
@@ -47,8 +44,20 @@ from planner.scalar import Literal
 from sqlfront import encoding as wire_encoding
 from sqlfront.auth import MECHANISM, ScramVerifier, check_login_name, login_verifier, mock_verifier
 from sqlfront.environment import Environment
-from sqlfront.messages import error_response, notice_response
-from sqlfront.pgtypes import binary_param_text, chunk_data_rows, length_prefixed
+from sqlfront.pgtypes import binary_param_text, chunk_data_rows
+from sqlfront.protocol import ProtocolError, body_length, frame
+from sqlfront.protocol.backend import (
+    AuthenticationOk, AuthenticationSASL, AuthenticationSASLContinue, AuthenticationSASLFinal, BackendKeyData,
+    BindComplete, CloseComplete, CommandComplete, CopyInResponse, CopyOutResponse, EmptyQueryResponse,
+    ErrorResponse, Field, NoData, NoticeResponse, ParameterDescription, ParameterStatus, ParseComplete,
+    PortalSuspended, ReadyForQuery, RowDescription,
+)
+from sqlfront.protocol.buffer import Message, startup_header, utf8
+from sqlfront.protocol.frontend import (
+    ACCEPT, GSSENC_REQUEST, MAX_STARTUP, REFUSE, SSL_REQUEST, Bind, CancelRequest, Close,
+    CopyData, CopyDone, CopyFail, Describe, Execute, Parse, Query, SASLInitialResponse, SASLResponse,
+    startup_packet,
+)
 from sqlfront.sequence.result import ResultStream, chunk_len, chunk_rows
 from sqlfront.session import (
     CopyIn, CopyOut, Result, Session, param_count, parse_one, resource_error, split_statements,
@@ -57,8 +66,6 @@ from sqlfront.vars import REPORTED, display_name
 
 log = logging.getLogger(__name__)
 
-#: PostgreSQL's MAX_STARTUP_PACKET_LENGTH
-MAX_STARTUP = 10_000
 #: PostgreSQL's PG_MAX_AUTH_TOKEN_LENGTH: the largest SASL message
 MAX_SASL_MESSAGE = 65_535
 
@@ -113,40 +120,31 @@ class StartupDeadlines:
                 self._cond.wait(max(0.01, nearest - now))
 
 
-class ProtocolViolation(Exception):
-    """The client broke the protocol: the connection is closed with FATAL 08P01."""
-
-
-SSL_REQUEST = 80877103
-GSSENC_REQUEST = 80877104
-CANCEL_REQUEST = 80877102
-PROTOCOL_3 = 196608
-
-
-class EnvironmentConnection(Connection):
-    """buenavista's Connection: hands out Sessions bound to one Environment."""
-
-    def __init__(self, env: Environment):
-        super().__init__()
-        self.env = env
-
-    def new_session(self):  # pragma: no cover - sessions are made in handle_startup
-        raise NotImplementedError
-
-    def close_session(self, session) -> None:
-        if session is not None:
-            session.close()
-
-
-class PgContext(BVContext):
+class PgContext:
     """Per-connection protocol state: prepared statements, portals, the Session."""
 
     def __init__(self, session: Session, params: dict[str, str]):
-        super().__init__(session, None, params)
+        self.session = session
+        #: the startup packet's parameters
+        self.params = params
+        #: statement name -> (SQL, parameter type OIDs)
         self.stmts = session.prepared
+        #: portal name -> (statement name, parameters, result format codes)
+        self.portals: dict[str, tuple] = {}
+        #: a message of the extended protocol failed: the others are skipped until Sync (55.2.3)
+        self.has_error = False
+        self.authenticated = False
+        #: the cancel key (``PgServer.register``)
+        self.process_id, self.secret_key = 0, 0
         self.reported: dict[str, str] = {}
         #: portals whose Execute stopped at its row limit (PortalSuspended), by name
         self.suspended: dict[str, Result] = {}
+
+    def mark_error(self) -> None:
+        self.has_error = True
+
+    def sync(self) -> None:
+        self.has_error = False
 
     @property
     def client_encoding(self) -> str:
@@ -170,10 +168,10 @@ class PgContext(BVContext):
     def transaction_status(self):
         s = self.session
         if s.failed or (self.has_error and s.in_transaction):
-            return TransactionStatus.IN_FAILED_TRANSACTION
+            return ReadyForQuery.FAILED
         if s.in_transaction:
-            return TransactionStatus.IN_TRANSACTION
-        return TransactionStatus.IDLE
+            return ReadyForQuery.IN_TRANSACTION
+        return ReadyForQuery.IDLE
 
     def bound_params(self, portal: str) -> list:
         """The portal's parameters as literals. A parameter whose type the client gave in
@@ -202,48 +200,49 @@ class PgContext(BVContext):
         return out
 
 
-class PgHandler(BuenaVistaHandler):
+class PgHandler(socketserver.StreamRequestHandler):
     """One client connection."""
 
     wbufsize = 1 << 16  # buffered: the replies to a batch go out together, at Sync or Flush
 
     @property
     def env(self) -> Environment:
-        return self.server.conn.env
+        return self.server.env
 
     # -- startup ------------------------------------------------------------------------
 
-    def handle_startup(self, conn: Connection):
-        msglen = self.r.read_uint32() - 4
-        code = self.r.read_uint32()
+    def handle_startup(self):
+        """Reads startup-phase packets until a StartupMessage (answering SSLRequest and
+        GSSENCRequest, acting on a CancelRequest) and authenticates it. Returns the
+        connection's context, or None when the connection ends here.
+
+        Raises:
+            ProtocolError for a packet of a bad length or an unsupported protocol version
+            (the connection closes with FATAL 08P01)."""
+        length, code = startup_header(self._read_exact(8))
+        if not 8 <= length <= MAX_STARTUP:
+            raise ProtocolError("invalid startup packet length")
+        packet = startup_packet(code, self._read_exact(length - 8))
         if code == SSL_REQUEST and self.server.tls is not None and self.tls is None:
-            self.wfile.write(b"S")  # the TLS handshake follows, then the startup packet
+            self.wfile.write(ACCEPT)  # the TLS handshake follows, then the startup packet
             self.wfile.flush()
             self._start_tls()
-            return self.handle_startup(conn)
+            return self.handle_startup()
         if code in (SSL_REQUEST, GSSENC_REQUEST):
-            self.wfile.write(b"N")  # no SSL / GSSAPI: the client continues in plain text
+            self.wfile.write(REFUSE)  # no SSL / GSSAPI: the client continues in plain text
             self.wfile.flush()
-            return self.handle_startup(conn)
-        if code == CANCEL_REQUEST:
-            pid, key = self.r.read_uint32(), self.r.read_uint32()
-            ctx = self.server.ctxts.get(pid)
+            return self.handle_startup()
+        if isinstance(packet, CancelRequest):
+            ctx = self.server.ctxts.get(packet.process_id)
             # A wrong key does nothing; compared in constant time, so timing tells nothing.
-            if ctx is not None and hmac.compare_digest(ctx.secret_key.to_bytes(4, "big"), key.to_bytes(4, "big")):
+            if ctx is not None and hmac.compare_digest(ctx.secret_key.to_bytes(4, "big"), packet.secret):
                 ctx.session.cancel()
             return None
-        if code != PROTOCOL_3:
-            self.send_error(SqlError(PROTOCOL_VIOLATION, f"unsupported frontend protocol {code >> 16}.{code & 0xFFFF}", severity="FATAL"))
-            return None
-        if not 8 <= msglen + 4 <= MAX_STARTUP:
-            raise ProtocolViolation("invalid startup packet length")
         if self.server.tls_required and self.tls is None:
             self.send_error(SqlError(INVALID_AUTHORIZATION_SPECIFICATION, "this server accepts TLS connections only", severity="FATAL",
                                      hint="Connect with sslmode=require."))
             return None
-        raw = self._read_exact(msglen - 4).split(b"\x00")
-        msg = [x.decode("utf-8", "replace") for x in raw]
-        params = dict(zip(msg[::2], msg[1::2]))
+        params = packet.parameters
         user = params.get("user", "")
         # The slot is taken before authentication, as PostgreSQL takes its backend slot, and
         # only by a real session: a CancelRequest must get through to a full server.
@@ -274,7 +273,7 @@ class PgHandler(BuenaVistaHandler):
         self.server.register(ctx)
         session.activity.connection_id, session.activity.client_ip = ctx.process_id, self.client_address[0]
         self.ctx = ctx  # from here on, handle()'s cleanup closes it even if startup fails
-        self.send_authentication_ok()
+        self._send(AuthenticationOk())
         self.handle_post_auth(ctx)
         self.wfile.flush()
         return ctx
@@ -284,76 +283,78 @@ class PgHandler(BuenaVistaHandler):
         for ``user`` (its own password's, or the server password's). On failure sends
         FATAL 28P01 and returns False."""
 
-        def auth_msg(code: int, data: bytes = b"") -> None:
-            self.wfile.write(b"R" + struct.pack("!ii", 8 + len(data), code) + data)
+        def auth_msg(msg) -> None:
+            self._send(msg)
             self.wfile.flush()
 
         def read_password_message() -> bytes:
-            if self.r.read_byte() != b"p":
-                raise ProtocolViolation("expected a SASL response")
+            if self.rfile.read(1) != b"p":
+                raise ProtocolError("expected a SASL response")
             return self._read_body(MAX_SASL_MESSAGE)
 
-        auth_msg(10, MECHANISM.encode() + b"\x00\x00")
+        auth_msg(AuthenticationSASL((MECHANISM,)))
         body = read_password_message()
-        mech, _, rest = body.partition(b"\x00")
         verifier = login_verifier(self.env.snapshot.role_by_name(user), self.server.scram,
                                   auto_create=self.env.config.auto_create_roles)
         # no password logs this user in: the exchange runs against a secret nobody knows,
         # with the salt a role of that name would show
         scram = (verifier or mock_verifier(user, self.server.mock_nonce)).exchange()
-        try:
-            if mech.decode() != MECHANISM or len(rest) < 4:
+        final = None
+        try:  # a bad client-first message fails the login (28P01), as a wrong password
+            first = SASLInitialResponse.decode(body)
+            if first.mechanism != MECHANISM or first.data is None:
                 raise ValueError("unsupported SASL mechanism")
-            (n,) = struct.unpack("!i", rest[:4])
-            auth_msg(11, scram.first(rest[4 : 4 + n].decode()).encode())
-            final = scram.final(read_password_message().decode())
+            server_first = scram.first(first.data.decode())
         except (ValueError, UnicodeDecodeError):
-            final = None
+            server_first = None
+        if server_first is not None:
+            auth_msg(AuthenticationSASLContinue(server_first.encode()))
+            response = SASLResponse.decode(read_password_message()).data
+            try:
+                final = scram.final(response.decode())
+            except (ValueError, UnicodeDecodeError):
+                final = None
         if final is None or verifier is None:
             self.send_error(SqlError(INVALID_PASSWORD, f'password authentication failed for user "{user}"', severity="FATAL"))
             return False
-        auth_msg(12, final.encode())
+        auth_msg(AuthenticationSASLFinal(final.encode()))
         return True
 
     def _read_exact(self, n: int) -> bytes:
-        data = self.r.read_bytes(n)
+        data = self.rfile.read(n)
         if len(data) != n:
             raise ConnectionError("connection closed mid-message")
         return data
 
-    def _read_body(self, limit: int) -> bytes:
+    def _read_body(self, limit: int, setting: str | None = None) -> bytes:
         """The body of a message whose type byte was read: its Int32 length (which counts
         itself) is checked against ``limit`` bytes BEFORE the body is read, so a client
         cannot make the server allocate or wait for more.
 
         Raises:
-            ProtocolViolation for a length below 4 or above ``limit`` (the connection
-            closes with FATAL 08P01, as PostgreSQL's "invalid message length");
-            ConnectionError if the client goes away mid-message.
+            ProtocolError for a length below 4 or above ``limit`` (the connection closes
+            with FATAL 08P01, as PostgreSQL's "invalid message length"; the message names
+            ``setting``, the option that raises the limit); ConnectionError if the client
+            goes away mid-message.
         """
-        header = self.r.read_bytes(4)
-        if len(header) != 4:
-            raise ConnectionError("connection closed mid-message")
-        (size,) = struct.unpack("!I", header)
-        if size < 4:
-            raise ProtocolViolation(f"invalid message length {size}")
-        if size > limit:
-            raise ProtocolViolation(f"message of {size} bytes exceeds the limit of {limit} bytes "
-                                    "(sqlfront serve --max-message-size)")
-        return self._read_exact(size - 4) if size > 4 else b""
+        size = body_length(self._read_exact(4), limit, setting)
+        return self._read_exact(size) if size else b""
+
+    def _read_message_body(self) -> bytes:
+        """The body of a session message, within ``max_message_size``."""
+        return self._read_body(self.server.max_message_size, "sqlfront serve --max-message-size")
 
     def handle_post_auth(self, ctx: PgContext):
         ctx.reported = {k: ctx.session.vars.get(k) for k in REPORTED}
         self.send_parameter_status({display_name(k): v for k, v in ctx.reported.items()})
-        self.send_backend_key_data(ctx)
+        self._send(BackendKeyData(ctx.process_id, ctx.secret_key.to_bytes(4, "big")))
         self.send_ready_for_query(ctx)
         ctx.authenticated = True
 
     def handle(self):
-        """The message loop (buenavista's, with lengths checked: a malformed or truncated
-        message closes this connection with an error and nothing else)."""
+        """The message loop, with lengths checked: a malformed or truncated message closes
+        this connection with an error and nothing else."""
         self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
-        self.r = BVBuffer(self.rfile)
         #: the TLS socket once the client asked for TLS (``_start_tls``), and a plain one on
         #: the same connection
         self.tls = self._raw = None
@@ -365,15 +366,16 @@ class PgHandler(BuenaVistaHandler):
         try:
             ctx = self._startup()
             while ctx:
-                type_code = self.r.read_byte()
+                type_code = self.rfile.read(1)
                 if not type_code or type_code == b"X":
                     break
-                payload = self._read_body(self.server.max_message_size)
+                payload = self._read_message_body()
                 self.dispatch(ctx, type_code, payload)
                 if type_code not in _NO_FLUSH:
                     self.wfile.flush()
-        except ProtocolViolation as e:
-            self._fatal(SqlError(PROTOCOL_VIOLATION, str(e), severity="FATAL"))
+        except ProtocolError as e:
+            e.severity = "FATAL"
+            self._fatal(e)
         except ConnectionError as e:
             log.info("connection to client lost: %s", e.strerror or e)
         except OSError:
@@ -421,7 +423,6 @@ class PgHandler(BuenaVistaHandler):
         self.request = self.connection = self.tls = wrapped
         self.rfile = wrapped.makefile("rb", self.rbufsize)
         self.wfile = wrapped.makefile("wb", self.wbufsize)
-        self.r = BVBuffer(self.rfile)
         # A plain socket on the same connection, to peek for the client's EOF (an SSL
         # socket takes no recv flags).
         self._raw = socket.socket(fileno=os.dup(wrapped.fileno()))
@@ -438,7 +439,7 @@ class PgHandler(BuenaVistaHandler):
             return None
         server.startup_deadlines.add(self.request)
         try:
-            return self.handle_startup(server.conn)
+            return self.handle_startup()
         except Exception as e:
             if server.startup_deadlines.done(self.request):  # what broke is the closed socket
                 raise ConnectionError("startup did not finish in time") from e
@@ -479,21 +480,14 @@ class PgHandler(BuenaVistaHandler):
         elif kind in (b"d", b"c", b"f"):
             pass  # COPY data outside a COPY: ignored, as PostgreSQL does
         else:
-            raise ProtocolViolation(f"invalid frontend message type {kind!r}")
+            raise ProtocolError(f"invalid frontend message type {kind!r}")
 
     def handle_parse(self, ctx: PgContext, payload: bytes):
         try:
-            a = payload.index(b"\x00")
-            name = payload[:a].decode("utf-8")
-            b = payload.index(b"\x00", a + 1)
-            sql = ctx.decode(payload[a + 1 : b])
-            (n,) = struct.unpack_from("!h", payload, b + 1)
-            oids = list(struct.unpack_from(f"!{n}I", payload, b + 3)) if n > 0 else []
-        except (ValueError, struct.error, UnicodeDecodeError) as e:
-            self.send_error(SqlError(PROTOCOL_VIOLATION, f"invalid Parse message: {e}"), ctx)
-            return
+            msg = Parse.decode(payload)
+            name, sql, oids = msg.name, ctx.decode(msg.query), list(msg.param_types)
         except SqlError as e:
-            self.send_error(e, ctx)
+            self.send_error(_invalid("Parse", e), ctx)
             return
         if sql.strip():
             try:
@@ -506,7 +500,7 @@ class PgHandler(BuenaVistaHandler):
                 self.send_error(e, ctx)
                 return
         ctx.stmts[name] = (sql, oids)
-        self.send_parse_complete()
+        self._send(ParseComplete())
 
     # -- simple query -------------------------------------------------------------------
 
@@ -525,13 +519,13 @@ class PgHandler(BuenaVistaHandler):
 
     def handle_query(self, ctx: PgContext, payload: bytes):
         try:
-            sql = ctx.decode(payload).rstrip("\x00")
+            sql = ctx.decode(Query.decode(payload).text)
         except SqlError as e:
             self.send_error(e, ctx)
             self.send_ready_for_query(ctx)
             return
         if not sql.strip().strip(";").strip():
-            self.wfile.write(struct.pack("!ci", ServerResponse.EMPTY_QUERY_RESPONSE, 4))
+            self._send(EmptyQueryResponse())
             self.send_ready_for_query(ctx)
             return
         try:
@@ -550,7 +544,7 @@ class PgHandler(BuenaVistaHandler):
                         if result.stream is not None:
                             result.stream.close()
                     result = Result(_complete_tag(result, sent))
-                self.send_command_complete(result.tag + "\x00")
+                self._send(CommandComplete(result.tag))
                 self.report_changes(ctx)  # SET, RESET, set_config(), ...
         except Exception as e:
             err = self._statement_error(e)  # re-raises when the client is gone
@@ -580,14 +574,14 @@ class PgHandler(BuenaVistaHandler):
         load = ctx.session.start_copy(c)
         total, limit = 0, self.server.max_copy_from_size
         try:
-            self._copy_response(b"G", c.fmt, len(c.positions) if c.positions is not None else len(c.table.columns))
+            self._copy_response(CopyInResponse, c.fmt, len(c.positions) if c.positions is not None else len(c.table.columns))
             self.wfile.flush()
             while True:
-                kind = self.r.read_byte()
+                kind = self.rfile.read(1)
                 if not kind:
                     raise ConnectionError("client closed the connection during COPY")
-                body = self._read_body(self.server.max_message_size)
-                if kind == b"d":
+                body = self._read_message_body()
+                if kind == CopyData.kind:
                     total += len(body)
                     if total > limit:
                         raise SqlError(INSUFFICIENT_RESOURCES, "COPY FROM STDIN too large",
@@ -595,10 +589,10 @@ class PgHandler(BuenaVistaHandler):
                                        hint="Split the data into several COPY statements, or raise the limit with "
                                             "sqlfront serve --max-copy-from-size.")
                     load.feed(body)
-                elif kind == b"c":
+                elif kind == CopyDone.kind:
                     break
-                elif kind == b"f":
-                    reason = body.rstrip(b"\x00").decode("utf-8", "replace")
+                elif kind == CopyFail.kind:
+                    reason = CopyFail.decode(body).message
                     raise SqlError(QUERY_CANCELED, f"COPY from stdin failed: {reason}")
                 elif kind in (b"H", b"S"):
                     continue
@@ -608,11 +602,11 @@ class PgHandler(BuenaVistaHandler):
         finally:
             load.close()
 
-    def _copy_response(self, kind: bytes, fmt: str, n: int) -> None:
-        """CopyInResponse (``G``) or CopyOutResponse (``H``): the overall format and each
-        of the ``n`` columns' (all text, or all binary)."""
+    def _copy_response(self, message: type[CopyInResponse], fmt: str, n: int) -> None:
+        """CopyInResponse or CopyOutResponse: the overall format and each of the ``n``
+        columns' (all text, or all binary)."""
         code = 1 if fmt == "binary" else 0
-        self.wfile.write(kind + struct.pack("!ibh", 4 + 1 + 2 + 2 * n, code, n) + struct.pack(f"!{n}h", *([code] * n)))
+        self._send(message(code, (code,) * n))
 
     def _statement_error(self, e: Exception) -> SqlError:
         """The error to send for what a statement raised: a SqlError as it is; a resource
@@ -649,7 +643,7 @@ class PgHandler(BuenaVistaHandler):
         """CopyOutResponse, CopyData per row, CopyDone (PostgreSQL 55.2.6)."""
         from sqlfront.copy import copy_out_chunks
 
-        self._copy_response(b"H", c.fmt, len(c.columns))
+        self._copy_response(CopyOutResponse, c.fmt, len(c.columns))
         types = [t for _, t in c.columns]
         count = 0
 
@@ -666,7 +660,7 @@ class PgHandler(BuenaVistaHandler):
             for data in copy_out_chunks(c.columns, chunks(), c.fmt, c.delimiter, c.null, c.header):
                 if recode:
                     data = wire_encoding.encode(data.decode("utf-8"), enc)
-                out.append(b"d" + struct.pack("!i", len(data) + 4) + data)
+                out.append(frame(CopyData.kind, data))  # CopyData, without an object per row
                 if len(out) >= 512 or c.live:  # a SUBSCRIBE's rows go out as they come
                     self.wfile.write(b"".join(out))
                     out = []
@@ -675,16 +669,17 @@ class PgHandler(BuenaVistaHandler):
         finally:
             if c.stream is not None:
                 c.stream.close()
-        out.append(b"c" + struct.pack("!i", 4))
+        out.append(CopyDone().encode())
         self.wfile.write(b"".join(out))
         return Result(f"COPY {count}")
 
     # -- extended query -----------------------------------------------------------------
 
     def handle_describe(self, ctx: PgContext, payload: bytes):
-        kind, name = payload[0], payload[1:-1].decode("utf-8")
+        msg = Describe.decode(payload)
+        name = msg.name
         try:
-            if kind == ord("S"):
+            if msg.target == b"S":
                 if name not in ctx.stmts:
                     raise KeyError(name)
                 sql, oids = ctx.stmts[name]
@@ -692,7 +687,7 @@ class PgHandler(BuenaVistaHandler):
                 cols, types = ctx.session.describe(sql, max(len(oids), param_count(sql)), given)
                 resolved = [o if o else t.oid for o, t in zip(list(oids) + [0] * len(types), types)]
                 ctx.stmts[name] = (sql, resolved)  # Bind decodes binary parameters with these
-                self.send_paramter_description(resolved)
+                self._send(ParameterDescription(tuple(resolved)))
                 formats = None
             elif name not in ctx.portals and name in ctx.session.cursors:
                 # a cursor is a portal too (PostgreSQL's DECLARE; psycopg describes its
@@ -704,7 +699,7 @@ class PgHandler(BuenaVistaHandler):
                 sql, _ = ctx.stmts[stmt]
                 cols = ctx.session.describe_bound(sql, lambda: ctx.bound_params(name))
             if cols is None:
-                self.wfile.write(struct.pack("!ci", ServerResponse.NO_DATA, 4))
+                self._send(NoData())
             else:
                 self.send_columns(cols, formats)
         except KeyError:
@@ -715,9 +710,8 @@ class PgHandler(BuenaVistaHandler):
     def handle_execute(self, ctx: PgContext, payload: bytes):
         if ctx.has_error:
             return
-        idx = payload.index(b"\x00")
-        portal = payload[:idx].decode("utf-8")
-        limit = struct.unpack("!i", payload[idx + 1 : idx + 5])[0]
+        msg = Execute.decode(payload)
+        portal, limit = msg.portal, msg.max_rows
         if portal not in ctx.portals and portal not in ctx.suspended:
             self.send_error(SqlError(INVALID_CURSOR_NAME, f'portal "{portal}" does not exist'), ctx)
             return
@@ -732,12 +726,12 @@ class PgHandler(BuenaVistaHandler):
                 result = ctx.session.execute_one(sql, ctx.bound_params(portal)) if sql.strip() else None
                 self.send_notices(ctx)
             if result is None:
-                self.wfile.write(struct.pack("!ci", ServerResponse.EMPTY_QUERY_RESPONSE, 4))
+                self._send(EmptyQueryResponse())
                 return
             if isinstance(result, (CopyIn, CopyOut)):  # COPY works in the extended protocol too
                 done = self.copy_in(ctx, result) if isinstance(result, CopyIn) else self.copy_out(result)
                 result = None
-                self.send_command_complete(done.tag + "\x00")
+                self._send(CommandComplete(done.tag))
                 return
             _, _, formats = ctx.portals[portal]
             if result.columns is not None:
@@ -748,12 +742,12 @@ class PgHandler(BuenaVistaHandler):
                 self.send_rows(result, formats, limit)
                 if limit > 0 and not result.stream.done:
                     ctx.suspended[portal], result = result, None
-                    self.send_portal_suspend()
+                    self._send(PortalSuspended())
                     return
                 result.stream.close()
-                self.send_command_complete(_complete_tag(result, result.stream.rows_taken) + "\x00")
+                self._send(CommandComplete(_complete_tag(result, result.stream.rows_taken)))
                 return
-            self.send_command_complete(result.tag + "\x00")
+            self._send(CommandComplete(result.tag))
         except Exception as e:
             self.send_error(self._statement_error(e), ctx)  # re-raises when the client is gone
         finally:
@@ -763,22 +757,13 @@ class PgHandler(BuenaVistaHandler):
 
     def handle_bind(self, ctx: PgContext, payload: bytes):
         try:
-            a = payload.index(b"\x00")
-            portal = payload[:a].decode("utf-8")
-            b = payload.index(b"\x00", a + 1)
-            stmt = payload[a + 1 : b].decode("utf-8")
-            pos = b + 1
-            (nf,) = struct.unpack_from("!h", payload, pos)
-            formats = list(struct.unpack_from(f"!{nf}h", payload, pos + 2))
-            pos += 2 + 2 * nf
-            (np_,) = struct.unpack_from("!h", payload, pos)
-            pos += 2
+            msg = Bind.decode(payload)
+            portal, stmt, formats = msg.portal, msg.statement, msg.param_formats
             if stmt not in ctx.stmts:
                 raise SqlError(INVALID_SQL_STATEMENT_NAME, f'prepared statement "{stmt}" does not exist')
             oids = ctx.stmts[stmt][1]
-            values, pos = length_prefixed(payload, pos, np_)
             params = []
-            for i, raw in enumerate(values):
+            for i, raw in enumerate(msg.params):
                 oid = oids[i] if i < len(oids) else 0
                 if raw is None:
                     params.append(None)
@@ -794,26 +779,21 @@ class PgHandler(BuenaVistaHandler):
                             e.detail = e.detail or e.message
                             e.message = f"incorrect binary data format in bind parameter {i + 1}"
                         raise
-            (nr,) = struct.unpack_from("!h", payload, pos)
-            result_formats = list(struct.unpack_from(f"!{nr}h", payload, pos + 2))
         except SqlError as e:
-            self.send_error(e, ctx)
+            self.send_error(_invalid("Bind", e), ctx)
             return
-        except (struct.error, ValueError, UnicodeDecodeError) as e:
-            self.send_error(SqlError(PROTOCOL_VIOLATION, f"invalid Bind message: {e}"), ctx)
-            return
-        ctx.portals[portal] = (stmt, params, result_formats)
+        ctx.portals[portal] = (stmt, params, list(msg.result_formats))
         ctx.drop_suspended(portal)
-        self.send_bind_complete()
+        self._send(BindComplete())
 
     def handle_close(self, ctx: PgContext, payload: bytes):
-        kind, name = payload[0], payload[1:-1].decode("utf-8")
-        if kind == ord("S"):
-            ctx.stmts.pop(name, None)
+        msg = Close.decode(payload)
+        if msg.target == b"S":
+            ctx.stmts.pop(msg.name, None)
         else:
-            ctx.portals.pop(name, None)
-            ctx.drop_suspended(name)
-        self.send_close_complete()
+            ctx.portals.pop(msg.name, None)
+            ctx.drop_suspended(msg.name)
+        self._send(CloseComplete())
 
     # -- messages ---------------------------------------------------------------------
 
@@ -821,15 +801,22 @@ class PgHandler(BuenaVistaHandler):
         ctx = getattr(self, "ctx", None)  # None before startup completes
         return ctx.client_encoding if ctx is not None else "UTF8"
 
+    def _send(self, msg: Message, text: Callable[[str], bytes] = utf8) -> None:
+        """Write backend message ``msg`` (buffered: flushed at Sync, Flush and the end of
+        a simple query); ``text(str) -> bytes`` encodes its text fields (UTF-8 unless told)."""
+        self.wfile.write(msg.encode(text))
+
+    def send_ready_for_query(self, ctx: PgContext | None) -> None:
+        self._send(ReadyForQuery(ctx.transaction_status() if ctx else ReadyForQuery.IDLE))
+
+    def send_parameter_status(self, params: dict[str, str]) -> None:
+        for name, value in params.items():
+            self._send(ParameterStatus(name, value))
+
     def send_columns(self, cols, formats):
-        buf = BVBuffer()
         enc = self._client_encoding()
-        for i, (name, t) in enumerate(cols):
-            buf.write_bytes(wire_encoding.encode(name, enc) + b"\x00")
-            fmt = _format_for(formats, i)
-            buf.write_bytes(struct.pack("!ihihih", 0, 0, t.oid, t.typlen, t.typmod, fmt))
-        out = buf.get_value()
-        self.wfile.write(struct.pack("!cih", ServerResponse.ROW_DESCRIPTION, len(out) + 6, len(cols)) + out)
+        fields = tuple(Field(name, t.oid, t.typlen, t.typmod, _format_for(formats, i)) for i, (name, t) in enumerate(cols))
+        self._send(RowDescription(fields), lambda v: wire_encoding.encode(v, enc))
 
     def send_rows(self, result: Result, formats, limit: int) -> int:
         """DataRows for the next ``limit`` rows of ``result`` (all when ``limit`` <= 0),
@@ -857,7 +844,7 @@ class PgHandler(BuenaVistaHandler):
         its error, as PostgreSQL sends them)."""
         enc = self._client_encoding()
         for n in ctx.session.take_notices():
-            self.wfile.write(notice_response(n, lambda v: wire_encoding.encode(v, enc, strict=False)))
+            self._send(NoticeResponse.of(n), lambda v: wire_encoding.encode(v, enc, strict=False))
 
     def send_error(self, exception, ctx=None):
         e = exception if isinstance(exception, SqlError) else SqlError(INTERNAL_ERROR, str(exception))
@@ -866,7 +853,7 @@ class PgHandler(BuenaVistaHandler):
         if getattr(self, "ctx", None) is not None:
             self.send_notices(self.ctx)
         enc = self._client_encoding()
-        self.wfile.write(error_response(e, lambda v: wire_encoding.encode(v, enc, strict=False)))
+        self._send(ErrorResponse.of(e), lambda v: wire_encoding.encode(v, enc, strict=False))
         if ctx is not None:
             ctx.mark_error()
             if ctx.session.in_transaction:
@@ -887,6 +874,14 @@ def _complete_tag(result: Result, rows: int) -> str:
     return f"{result.tag} {rows}" if result.tag == "FETCH" else result.tag
 
 
+def _invalid(message: str, e: SqlError) -> SqlError:
+    """``e`` as reported for a ``message`` (Parse, Bind) that failed: a malformed message
+    is 08P01 "invalid <message> message: ...", other errors stand as they are."""
+    if isinstance(e, ProtocolError):
+        return SqlError(PROTOCOL_VIOLATION, f"invalid {message} message: {e.message}")
+    return e
+
+
 def _format_for(formats, i: int) -> int:
     if not formats:
         return 0
@@ -898,18 +893,21 @@ def _format_for(formats, i: int) -> int:
 _NO_FLUSH = (b"P", b"B", b"D", b"E", b"C")
 
 
-class PgServer(BuenaVistaServer):
+class PgServer(socketserver.ThreadingTCPServer):
     """A threaded pgwire server: one thread per connection. ``scram``: the secret of the
     password every user must give (SCRAM-SHA-256), None to trust every local client.
     Limits come from ``env.config`` (``max_connections``, ``max_message_size``,
     ``max_copy_from_size``, ``max_startup_connections``, ``authentication_timeout_s``)."""
 
     daemon_threads = True
+    allow_reuse_address = True
 
     def __init__(self, address: tuple[str, int], env: Environment, scram: ScramVerifier | None = None,
                  tls: "ssl.SSLContext | None" = None, tls_required: bool = False):
-        super().__init__(address, EnvironmentConnection(env))
-        self.RequestHandlerClass = PgHandler
+        super().__init__(address, PgHandler)
+        self.env = env
+        #: process id -> the context of each live session (for CancelRequest)
+        self.ctxts: dict[int, PgContext] = {}
         self.scram = scram
         #: TLS for clients that ask (``sqlfront.tls``); with ``tls_required`` the only way in
         self.tls = tls

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from pgconn import is_postgres_url, redact_url
-from sqlfront.balancer import Routes, cluster_of, parse_startup
+from sqlfront.balancer import Routes, cluster_of
+from sqlfront.protocol.frontend import startup_parameters as parse_startup
 from sqlfront.vars import SessionVars
 
 

@@ -251,7 +251,7 @@ def test_pgoutput_messages_decode():
     """pgoutput protocol 1 (PostgreSQL's "Logical Replication Message Formats")."""
     import struct
 
-    from sqlfront import pgoutput as po
+    from sqlfront.protocol import pgoutput as po
 
     assert po.decode(b"B" + struct.pack("!qqI", 0x16B374D848, 1, 7)) == po.Begin(0x16B374D848, 7)
     assert po.decode(b"C" + struct.pack("!bqqq", 0, 100, 120, 5)) == po.Commit(100, 120)
