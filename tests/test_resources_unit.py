@@ -79,6 +79,15 @@ def test_resource_errors_are_postgres_errors():
     assert resource_error(ValueError("a bug")) is None
 
 
+def test_a_replica_whose_scratch_space_is_full_reports_disk_full():
+    from spark_exec.errors import to_sql_error
+
+    e = RuntimeError("Job aborted due to stage failure: Task 0 in stage 4.0 failed 1 times, most recent failure: "
+                     "Lost task 0.0 (TID 4): java.io.IOException: No space left on device")
+    assert to_sql_error(e).sqlstate == "53100"
+    assert to_sql_error(RuntimeError("Job aborted: java.io.IOException: Stream closed")).sqlstate == "XX000"
+
+
 def test_a_lost_shared_store_is_a_connection_failure():
     assert store_error(psycopg.OperationalError("connection refused")).sqlstate == "08006"
     assert store_error(psycopg.errors.AdminShutdown("terminating connection")).sqlstate == "08006"
