@@ -94,8 +94,11 @@ def store_error(e: BaseException) -> SqlError | None:
     fails so may or may not have committed (a compare-and-set whose answer was lost)."""
     if not isinstance(e, psycopg.OperationalError):
         return None
-    state = e.sqlstate if e.sqlstate and e.sqlstate.startswith("53") else CONNECTION_FAILURE
-    return SqlError(state, f"lost the connection to the shared store: {str(e).strip() or type(e).__name__}",
+    said = str(e).strip() or type(e).__name__
+    if e.sqlstate and e.sqlstate.startswith("53"):
+        return SqlError(e.sqlstate, f"the shared store is out of resources: {said}",
+                        hint="Free some space (or memory) on the shared store's PostgreSQL.")
+    return SqlError(CONNECTION_FAILURE, f"lost the connection to the shared store: {said}",
                     hint="Its PostgreSQL may be restarting; retry once it is back.")
 
 
