@@ -14,8 +14,8 @@ from chaos.workload import History
 
 
 class _Topology:
-    pg = None
-    links: dict = {}
+    def __init__(self):
+        self.pg, self.links = None, {}
 
 
 def test_kinds_the_run_cannot_set_up_are_left_out(tmp_path):
