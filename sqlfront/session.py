@@ -542,7 +542,8 @@ class Session:
 #: A statement whose type is not here is 0A000 "not supported".
 HANDLERS: dict[type, Callable] = {
     # peeks
-    ast.SelectStmt: peek.select,
+    # a read of a shard another process's ALTER TABLE sealed waits for its catalog, as a write does
+    ast.SelectStmt: writes.replanned(peek.select),
     mz.SelectWithShows: show.select_with_shows,
     ast.ExplainStmt: explain.explain_stmt,
     mz.ExplainPlan: explain.explain_plan,
