@@ -10,6 +10,7 @@ package may import.
 
 from __future__ import annotations
 
+import select
 import threading
 from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
@@ -44,7 +45,9 @@ def redact_url(url: str) -> str:
 class ConnectionPool:
     """Autocommit psycopg connections to ``url``, handed out one per caller at a time
     and kept (at most ``max_idle``) for the next. ``setup(conn)`` runs once on each new
-    connection (creating tables). Thread-safe."""
+    connection (creating tables). An idle connection the server has closed meanwhile (a
+    restart: PostgreSQL tells its clients "terminating connection due to administrator
+    command", 57P01) is dropped when taken, not handed out to fail. Thread-safe."""
 
     def __init__(self, url: str, setup=None, max_idle: int = 8, connect_timeout: float = 10):
         self.url = url
@@ -61,6 +64,10 @@ class ConnectionPool:
         server cannot be reached (the message names host and port, never the password)."""
         with self._lock:
             conn = self._idle.pop() if self._idle else None
+        while conn is not None and _closed_by_server(conn):
+            conn.close()
+            with self._lock:
+                conn = self._idle.pop() if self._idle else None
         if conn is None:
             conn = psycopg.connect(self.url, autocommit=True, connect_timeout=self._timeout,
                                    application_name="sqlfront")
@@ -93,6 +100,16 @@ class ConnectionPool:
             idle, self._idle = self._idle, []
         for c in idle:
             c.close()
+
+
+def _closed_by_server(conn: psycopg.Connection) -> bool:
+    """Whether an idle connection has something to read: an idle autocommit connection is
+    sent nothing unasked but its server's goodbye (an ErrorResponse, then EOF). A false
+    alarm (an asynchronous ParameterStatus) costs one reconnect."""
+    try:
+        return bool(select.select([conn.fileno()], [], [], 0)[0])
+    except (OSError, ValueError, psycopg.Error):
+        return True
 
 
 def create_once(conn: psycopg.Connection, ddl: list[str]) -> None:

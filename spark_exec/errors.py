@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from catalog.errors import (
-    SqlError, CARDINALITY_VIOLATION, DIVISION_BY_ZERO, INTERNAL_ERROR, INVALID_TEXT_REPRESENTATION,
+    SqlError, CARDINALITY_VIOLATION, DISK_FULL, DIVISION_BY_ZERO, INTERNAL_ERROR, INVALID_TEXT_REPRESENTATION,
     NUMERIC_VALUE_OUT_OF_RANGE,
 )
 
@@ -59,6 +59,9 @@ def to_sql_error(e: BaseException) -> SqlError:
     m = _PG_ERROR.search(str(e))
     if m:
         return SqlError(m.group(1), m.group(2).rstrip("."))
+    if "No space left on device" in str(e):  # the replica's scratch space (spark.local.dir) is full
+        return SqlError(DISK_FULL, "could not write to the replica's scratch space: No space left on device",
+                        hint="Free some space on the disk of the server's data directory.")
     if "more than one row returned by a subquery" in str(e):
         return SqlError(CARDINALITY_VIOLATION, "more than one row returned by a subquery used as an expression")
     if cls in _BY_CLASS:

@@ -60,7 +60,7 @@ from sqlfront.protocol.frontend import (
 )
 from sqlfront.sequence.result import ResultStream, chunk_len, chunk_rows
 from sqlfront.session import (
-    CopyIn, CopyOut, Result, Session, param_count, parse_one, resource_error, split_statements,
+    CopyIn, CopyOut, Result, Session, param_count, parse_one, resource_error, split_statements, store_error,
 )
 from sqlfront.vars import REPORTED, display_name
 
@@ -611,7 +611,8 @@ class PgHandler(socketserver.StreamRequestHandler):
     def _statement_error(self, e: Exception) -> SqlError:
         """The error to send for what a statement raised: a SqlError as it is; a resource
         it ran out of as PostgreSQL reports it (``session.resource_error``: 54001, 53100);
-        anything else is a bug, logged with its traceback, sent as XX000.
+        a shared store it lost as 08006 (``session.store_error``); anything else is a
+        bug, logged with its traceback, sent as XX000.
 
         Raises:
             ``e`` again when it is the client's connection that failed (it went away while
@@ -621,7 +622,7 @@ class PgHandler(socketserver.StreamRequestHandler):
             return e
         if isinstance(e, ConnectionError) and self._client_gone():
             raise e
-        err = resource_error(e)
+        err = resource_error(e) or store_error(e)
         if err is None:
             log.exception("internal error")
             err = SqlError(INTERNAL_ERROR, f"internal error: {e}")

@@ -22,10 +22,11 @@ import time
 import uuid
 from typing import Callable, Iterable, Iterator
 
+import psycopg
 from pglast import ast
 
 from catalog.errors import (
-    SqlError, DISK_FULL, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, STATEMENT_TOO_COMPLEX, SYNTAX_ERROR,
+    SqlError, CONNECTION_FAILURE, DISK_FULL, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, STATEMENT_TOO_COMPLEX, SYNTAX_ERROR,
 )
 from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, role_name, set_session_roles, set_statement_catalog
 from catalog.snapshot import set_search_path, temp_schema_name
@@ -56,7 +57,7 @@ from planner.guard import Guard, set_statement_guard
 from planner.interpret import Limits
 from sqlfront.vars import SessionVars
 
-__all__ = ["Session", "Result", "resource_error", "CopyIn", "CopyOut", "HANDLERS", "split_statements", "param_count", "parse_one",
+__all__ = ["Session", "Result", "resource_error", "store_error", "CopyIn", "CopyOut", "HANDLERS", "split_statements", "param_count", "parse_one",
            "arrow_rows", "rows_to_arrow"]
 
 log = logging.getLogger(__name__)
@@ -82,6 +83,23 @@ def resource_error(e: BaseException) -> SqlError | None:
         return SqlError(DISK_FULL, f"could not write to the catalog: {e}",
                         hint="Free some space on the server's data directory's disk.")
     return None
+
+
+def store_error(e: BaseException) -> SqlError | None:
+    """The error for a shared store (``--catalog-url``, ``--persist-consensus-url``,
+    ``--timestamp-oracle-url``: PostgreSQL) that could not be reached or went away
+    mid-call (psycopg.OperationalError): 08006 connection_failure, the SQLSTATE
+    PostgreSQL's postgres_fdw and dblink report for a lost remote server; the store's own
+    class-53 error (its disk full) as it is. None for any other exception. A write that
+    fails so may or may not have committed (a compare-and-set whose answer was lost)."""
+    if not isinstance(e, psycopg.OperationalError):
+        return None
+    said = str(e).strip() or type(e).__name__
+    if e.sqlstate and e.sqlstate.startswith("53"):
+        return SqlError(e.sqlstate, f"the shared store is out of resources: {said}",
+                        hint="Free some space (or memory) on the shared store's PostgreSQL.")
+    return SqlError(CONNECTION_FAILURE, f"lost the connection to the shared store: {said}",
+                    hint="Its PostgreSQL may be restarting; retry once it is back.")
 
 
 class Session:
@@ -360,8 +378,8 @@ class Session:
         t0 = time.perf_counter()
         try:
             return self._execute_one(sql, params, t0)
-        except (RecursionError, OSError, sqlite3.Error) as e:
-            err = resource_error(e)
+        except (RecursionError, OSError, sqlite3.Error, psycopg.OperationalError) as e:
+            err = resource_error(e) or store_error(e)
             if err is None:
                 raise
             if self.in_transaction:
@@ -524,7 +542,8 @@ class Session:
 #: A statement whose type is not here is 0A000 "not supported".
 HANDLERS: dict[type, Callable] = {
     # peeks
-    ast.SelectStmt: peek.select,
+    # a read of a shard another process's ALTER TABLE sealed waits for its catalog, as a write does
+    ast.SelectStmt: writes.replanned(peek.select),
     mz.SelectWithShows: show.select_with_shows,
     ast.ExplainStmt: explain.explain_stmt,
     mz.ExplainPlan: explain.explain_plan,

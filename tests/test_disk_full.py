@@ -8,14 +8,13 @@ registers its reader in Consensus, which a full disk refuses (53100) like a writ
 
 from __future__ import annotations
 
-import errno
 import os
 import signal
-import subprocess
 import time
 
 import psycopg
 import pytest
+from chaos.disk import fill, small_disk
 from server import Server, replica_jvms
 
 from catalog.oracle import TimestampOracle
@@ -26,47 +25,25 @@ pytestmark = pytest.mark.slow
 TMPFS_BYTES = 64 << 20
 
 
-def fill(directory) -> os.PathLike:
-    """Write a file in ``directory`` until its disk is full; returns its path."""
-    path = directory / "filler"
-    chunk = b"\0" * (1 << 20)
-    with open(path, "wb", buffering=0) as f:
-        try:
-            while True:
-                f.write(chunk)
-        except OSError as e:
-            assert e.errno == errno.ENOSPC
-    # the last bytes, below a whole chunk
-    with open(path, "ab", buffering=0) as f:
-        try:
-            while True:
-                f.write(b"\0" * 4096)
-        except OSError:
-            pass
-    return path
-
-
 @pytest.fixture
-def small_disk(tmp_path):
+def on_small_disk(tmp_path):
     d = tmp_path / "disk"
-    d.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_BYTES}", "tmpfs", str(d)], check=False,
-                      capture_output=True).returncode != 0:
-        pytest.skip("needs root (mount) for a small tmpfs")
-    s = Server(d / "mzdata")
-    s.log_path = tmp_path / "server.log"  # kept after the tmpfs goes
-    s.start()
-    try:
-        yield s, d
-    finally:
-        s.stop()
-        for pid in replica_jvms(s.data_dir):
-            os.kill(pid, signal.SIGKILL)
-        subprocess.run(["umount", "-l", str(d)], check=False)
+    with small_disk(d, TMPFS_BYTES) as mounted:
+        if not mounted:
+            pytest.skip("needs root (mount) for a small tmpfs")
+        s = Server(d / "mzdata")
+        s.log_path = tmp_path / "server.log"  # kept after the tmpfs goes
+        s.start()
+        try:
+            yield s, d
+        finally:
+            s.stop()
+            for pid in replica_jvms(s.data_dir):
+                os.kill(pid, signal.SIGKILL)
 
 
-def test_writes_fail_with_53100_on_a_full_disk_reads_go_on_and_nothing_is_lost(small_disk):
-    s, d = small_disk
+def test_writes_fail_with_53100_on_a_full_disk_reads_go_on_and_nothing_is_lost(on_small_disk):
+    s, d = on_small_disk
     with s.connect() as c:
         c.execute("CREATE TABLE df (a int)")
         c.execute("INSERT INTO df VALUES (1), (2)")
@@ -74,16 +51,17 @@ def test_writes_fail_with_53100_on_a_full_disk_reads_go_on_and_nothing_is_lost(s
         # state (a Consensus write, which a full disk refuses); later reads write nothing
         assert c.execute("SELECT count(*) FROM df").fetchone() == (2,)
         filler = fill(d)
+        acked = [1, 2]
         try:
             with pytest.raises(psycopg.errors.DiskFull):
                 for i in range(3, 200):  # small writes may fit in what the filler left
                     c.execute("INSERT INTO df VALUES (%s)", (i,))
+                    acked.append(i)
             # past the oracle's durable window (WINDOW_MS): the read's timestamp would
             # need the mark raised, on a full disk
             time.sleep(1.5 * TimestampOracle.WINDOW_MS / 1000)
-            acknowledged = c.execute("SELECT a FROM df ORDER BY a").fetchall()
-            assert acknowledged[:2] == [(1,), (2,)]
+            assert [r[0] for r in c.execute("SELECT a FROM df ORDER BY a")] == acked
         finally:
             os.unlink(filler)
         c.execute("INSERT INTO df VALUES (1000)")
-        assert c.execute("SELECT a FROM df ORDER BY a").fetchall() == acknowledged + [(1000,)]
+        assert [r[0] for r in c.execute("SELECT a FROM df ORDER BY a")] == acked + [1000]

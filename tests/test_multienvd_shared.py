@@ -123,6 +123,46 @@ def test_alter_table_add_column_keeps_the_rows_when_reads_fence_the_upper(envds)
         c.execute("DROP TABLE widen")
 
 
+def test_a_read_in_b_of_a_table_a_is_rewriting_waits_for_the_rewrite(envds):
+    """Found by the chaos workload (issue 28): an ALTER TABLE in A seals the table's shard,
+    copies its rows, then commits the catalog; a read in B meanwhile (B's catalog still
+    names the sealed shard) fenced it and failed with XX000 "shard is sealed". It waits
+    for the catalog as a write does (``writes.replanned``): here the rewrite fails and
+    unseals the shard (``alter._reopen``), and the read answers from it."""
+    from catalog.durable_postgres import PostgresCatalogStore
+    from persist import open_consensus
+    from persist.write import seal, unseal
+
+    a, b, url, _ = envds
+    with a.connect() as c:
+        c.execute("CREATE TABLE rewritten (x int)")
+        c.execute("INSERT INTO rewritten VALUES (1)")
+    seen_by(b, "rewritten")
+    store = PostgresCatalogStore(url)
+    shard = next(t.shard_id for t in store.load().tables.values() if t.name == "rewritten")
+    store.close()
+    consensus = open_consensus(url)
+    seal(consensus, shard, None)  # as A's ALTER TABLE does before its copy
+    got: list = []
+    with on_b(b) as c:
+        reading = threading.Thread(target=lambda: got.append(_answer(c, "SELECT x FROM rewritten")))
+        reading.start()
+        try:
+            reading.join(3)  # time for the read to meet the seal (before the fix: XX000 at once)
+        finally:
+            unseal(consensus, shard)
+            reading.join(60)
+        assert got == [[(1,)]]
+    consensus.close()
+
+
+def _answer(c: psycopg.Connection, sql: str):
+    try:
+        return c.execute(sql).fetchall()
+    except psycopg.Error as e:
+        return e.sqlstate, str(e)
+
+
 def test_a_write_through_a_reaches_a_subscription_in_b_by_pubsub(envds):
     a, b, url, d = envds
     with a.connect() as c:

@@ -11,10 +11,7 @@ namespaces of their own, and a worker dying mid-query: tests/test_netns_spark.py
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,58 +19,24 @@ import time
 
 import psycopg
 import pytest
-
 from conftest import new_database
-from server import (Balancer, Server, fetch_until, free_port, replica_jvms, self_signed, start_owner_pair,
-                    wait_for)
+from netns import bridged_namespaces
+from netns import ip as _ip
+from netns import netns_works as _netns_works
+from server import (
+    Balancer,
+    Server,
+    fetch_until,
+    free_port,
+    replica_jvms,
+    self_signed,
+    start_owner_pair,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow
 
 CLEAN = 'persist_pubsub_received_total{applied="clean"}'
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip", *args], check=True, capture_output=True)
-
-
-def _netns_works() -> bool:
-    if os.geteuid() != 0 or not shutil.which("ip"):
-        return False
-    name = f"sqfprobe{secrets.token_hex(3)}"
-    ok = subprocess.run(["ip", "netns", "add", name], capture_output=True).returncode == 0
-    if ok:
-        subprocess.run(["ip", "netns", "del", name], capture_output=True)
-    return ok
-
-
-@contextlib.contextmanager
-def bridged_namespaces(hosts: tuple[str, ...], octet: int = 27):
-    """A bridge with 10.OCTET.N.1 on this namespace and a network namespace per name of
-    ``hosts`` (at most 6 characters: link names have 15) at .2, .3, ... in order, each with
-    its loopback up (a replica JVM listens on its own); removed on exit. Yields
-    ``(subnet prefix, {host: netns}, {host: its link's name in it})``."""
-    tag = secrets.token_hex(2)
-    prefix = f"10.{octet}.{secrets.randbelow(200) + 20}"
-    bridge = f"sqfbr{tag}"
-    names = {h: f"sqf{tag}{h}" for h in hosts}
-    try:
-        _ip("link", "add", bridge, "type", "bridge")
-        _ip("addr", "add", f"{prefix}.1/24", "dev", bridge)
-        _ip("link", "set", bridge, "up")
-        for n, (h, ns) in enumerate(names.items(), 2):
-            _ip("netns", "add", ns)
-            _ip("link", "add", f"sqfv{tag}{h}", "type", "veth", "peer", "name", f"sqfp{tag}{h}")
-            _ip("link", "set", f"sqfp{tag}{h}", "netns", ns)
-            _ip("link", "set", f"sqfv{tag}{h}", "master", bridge)
-            _ip("link", "set", f"sqfv{tag}{h}", "up")
-            _ip("-n", ns, "addr", "add", f"{prefix}.{n}/24", "dev", f"sqfp{tag}{h}")
-            _ip("-n", ns, "link", "set", f"sqfp{tag}{h}", "up")
-            _ip("-n", ns, "link", "set", "lo", "up")
-        yield prefix, names, {h: f"sqfp{tag}{h}" for h in names}
-    finally:
-        for ns in names.values():
-            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
-        subprocess.run(["ip", "link", "del", bridge], capture_output=True)
 
 
 @pytest.fixture(scope="module")

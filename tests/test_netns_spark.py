@@ -18,8 +18,9 @@ import sys
 import threading
 
 import pytest
+from netns import bridged_namespaces
+from netns import netns_works as _netns_works
 from server import ROOT, Server, free_port, wait_for
-from test_netns import _netns_works, bridged_namespaces
 
 pytestmark = pytest.mark.slow
 

@@ -12,11 +12,13 @@ import sqlite3
 import subprocess
 import threading
 
+import psycopg
 import pytest
 
 from catalog.errors import SqlError
 from sqlfront.memory_budget import MemoryBudget
-from sqlfront.session import resource_error
+from sqlfront.sequence.subscribe import StoreOutage
+from sqlfront.session import resource_error, store_error
 
 
 def test_reservations_share_the_budget_and_a_waiter_gets_what_is_given_back():
@@ -75,6 +77,37 @@ def test_resource_errors_are_postgres_errors():
     assert resource_error(sqlite3.OperationalError("database or disk is full")).sqlstate == "53100"
     assert resource_error(OSError(errno.EACCES, "Permission denied")) is None
     assert resource_error(ValueError("a bug")) is None
+
+
+def test_a_replica_whose_scratch_space_is_full_reports_disk_full():
+    from spark_exec.errors import to_sql_error
+
+    e = RuntimeError("Job aborted due to stage failure: Task 0 in stage 4.0 failed 1 times, most recent failure: "
+                     "Lost task 0.0 (TID 4): java.io.IOException: No space left on device")
+    assert to_sql_error(e).sqlstate == "53100"
+    assert to_sql_error(RuntimeError("Job aborted: java.io.IOException: Stream closed")).sqlstate == "XX000"
+
+
+def test_a_lost_shared_store_is_a_connection_failure():
+    assert store_error(psycopg.OperationalError("connection refused")).sqlstate == "08006"
+    assert store_error(psycopg.errors.AdminShutdown("terminating connection")).sqlstate == "08006"
+    assert store_error(psycopg.errors.DiskFull("could not extend file")).sqlstate == "53100"
+    assert store_error(psycopg.errors.UniqueViolation("a bug")) is None
+    assert store_error(ValueError("a bug")) is None
+
+
+def test_a_follower_waits_out_a_store_outage_for_its_grace_only():
+    def down():
+        raise psycopg.OperationalError("connection refused")
+
+    waiting = StoreOutage(grace_s=3600)
+    assert waiting.call(down, "nothing yet", 0) == "nothing yet"
+    assert waiting.since is not None
+    assert waiting.call(lambda: "back", None, 0) == "back" and waiting.since is None
+    with pytest.raises(psycopg.OperationalError):
+        StoreOutage(grace_s=0).call(down, None, 0)
+    with pytest.raises(ValueError):  # not the store: not waited out
+        waiting.call(lambda: int("x"), None, 0)
 
 
 @pytest.fixture

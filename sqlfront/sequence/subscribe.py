@@ -26,6 +26,13 @@ Either way, new data is learned through persist (``PersistClient.wait_for_change
 pushed through PubSub in milliseconds, else by polling Consensus with backoff. A query that reads no table is complete at once: its rows come
 at the greatest timestamp, as in Materialize, and the subscription ends.
 
+While the shared store (``--persist-consensus-url`` PostgreSQL) cannot be reached, a
+subscription waits for it, as a Materialize SUBSCRIBE waits out a blip of its metadata
+store (persist retries): only the calls that change nothing when they fail (waiting for
+a change, the idle frontier's advance) are retried, and for at most
+:data:`STORE_GRACE_S`; past that, or when a step fails half-way, the subscription ends
+with 08006 (``sqlfront.session.store_error``).
+
 Delivered through ``DECLARE c CURSOR FOR SUBSCRIBE ...`` + ``FETCH`` (a FETCH waits for at
 least one row, up to its ``TIMEOUT``) and as a bare statement (rows stream until it ends,
 is canceled, or the connection drops). While it runs, the subscription holds its frontier
@@ -40,6 +47,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 import pglast
+import psycopg
 
 from catalog import mztime
 from catalog.errors import (
@@ -70,6 +78,38 @@ WAIT_S = 0.25
 #: (Materialize advances table uppers about once a second, so WITH (PROGRESS) sends a
 #: progress row about once a second when nothing is written)
 PROGRESS_INTERVAL_S = 1.0
+#: longest a subscription waits for an unreachable shared store, in seconds
+STORE_GRACE_S = 30.0
+
+
+class StoreOutage:
+    """How long the shared store has been unreachable for one follower: :meth:`call`
+    runs a call that changes nothing when it fails, and answers ``default`` instead of
+    its psycopg.OperationalError until the failures have lasted ``grace_s`` seconds.
+    Not thread-safe."""
+
+    def __init__(self, grace_s: float = STORE_GRACE_S):
+        self.grace_s = grace_s
+        #: monotonic seconds of the first failure of the outage (None: the store answers)
+        self.since: float | None = None
+
+    def call(self, fn, default, pause_s: float):
+        """``fn()``; on a psycopg.OperationalError within the grace, ``default`` after
+        ``pause_s`` seconds (a refused connection fails at once: no busy loop).
+
+        Raises:
+            psycopg.OperationalError: the store has been unreachable for ``grace_s``."""
+        try:
+            out = fn()
+        except psycopg.OperationalError:
+            now = time.monotonic()
+            self.since = now if self.since is None else self.since
+            if now - self.since >= self.grace_s:
+                raise
+            time.sleep(pause_s)
+            return default
+        self.since = None
+        return out
 
 
 class Subscription:
@@ -133,6 +173,7 @@ class Subscription:
         #: the greatest progress time reported (emitted with PROGRESS, or not)
         self._progressed = 0
         self._last_progress = time.monotonic()
+        self._outage = StoreOutage()
 
     def _columns(self) -> list[tuple[str, SqlType]]:
         cols = [("mz_timestamp", MZ_TIMESTAMP_COLUMN)]
@@ -299,7 +340,7 @@ class Subscription:
         event = self._dataflow.next_event if self._dataflow is not None else None
         if event is not None:  # a temporal filter's update comes due with time, not a write
             wait_s = min(wait_s, max(0.0, (event - self.s.env.oracle.read_ts()) / 1000))
-        if not persist.wait_for_change(self._seqnos, wait_s, self._poll):
+        if not self._outage.call(lambda: persist.wait_for_change(self._seqnos, wait_s, self._poll), False, wait_s):
             if event is None or self.s.env.oracle.read_ts() < event:
                 return False
         states = {shard: persist.latest(shard) for shard in self._seqnos}
@@ -350,7 +391,7 @@ class Subscription:
         return True
 
     def _step_listen(self, wait_s: float) -> bool:
-        batch = self._listen.next(wait_s)
+        batch = self._outage.call(lambda: self._listen.next(wait_s), None, wait_s)
         if batch is None:
             return False
         if batch.updates is not None:
@@ -414,7 +455,7 @@ class Subscription:
             wait = WAIT_S if deadline is None else max(0.0, min(WAIT_S, deadline - time.monotonic()))
             if self._step(wait):
                 continue
-            self._idle_progress()
+            self._outage.call(self._idle_progress, None, wait)
             if deadline is not None and time.monotonic() >= deadline:
                 break
         n = len(self._buffer) if limit is None else min(limit, len(self._buffer))

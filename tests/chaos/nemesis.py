@@ -11,12 +11,17 @@ Kinds (those the topology has):
 - ``pause-pg``: SIGSTOP every PostgreSQL process for 1-4 s, then SIGCONT (``two``);
 - ``skew-clock``: an environmentd's timestamp-oracle clock jumps 0.5-5 s ahead or behind
   for 2-6 s, then back (``catalog.oracle.SKEW_DIR_ENV``, a debug hook: the file named
-  after the process's pid in ``skew_dir``); only when the topology started with it set.
+  after the process's pid in ``skew_dir``); only when the topology started with it set;
+- ``fill-disk``: a file takes every free byte of the small disk (``chaos.disk``) the data
+  directories (and ``two``'s Blob) are on, for 2-6 s, then is deleted: writes fail with
+  53100 meanwhile (a definite failure: the workload counts them ``fail``, and the checker
+  finds any that did commit); only when the run mounted that disk (root);
+- ``cut-link``: an environmentd's link (its network namespace's veth, ``two`` built with
+  ``net``) goes down for 2-8 s (below the 10 s cluster lease), then up: its sessions,
+  its PostgreSQL calls and PubSub stall, the balancer cannot reach it; only when the
+  topology has :attr:`~chaos.topology.Topology.links` (root: ``ip netns``).
 
-Not injected, and why: cut links need ``iptables``/``nft`` (not installed
-here) or the topology rebuilt in network namespaces (``tests/test_netns.py`` cuts one
-link that way, outside this workload); a full disk has its own test
-(``tests/test_disk_full.py``).
+``iptables``/``nft`` are not installed here: link cuts go through network namespaces.
 """
 
 from __future__ import annotations
@@ -28,24 +33,33 @@ import threading
 from pathlib import Path
 
 import psutil
+from netns import ip
 
+from chaos.disk import fill
 from chaos.topology import Topology
 from chaos.workload import History
 
+#: what tests/test_chaos.py injects (its runs' length is fixed by the suite's budget)
 KINDS = ("kill-replica", "pause-replica", "kill-envd", "restart-pg", "pause-pg", "skew-clock")
+#: every kind: what bench/chaos.py injects (those the run can set up)
+ALL_KINDS = KINDS + ("fill-disk", "cut-link")
 
 
 class Nemesis:
     """Injects a fault every ``interval`` (min, max) seconds from ``kinds`` until stopped;
-    ``weights`` makes rare kinds rare (an environmentd restart costs tens of seconds)."""
+    ``weights`` makes rare kinds rare (an environmentd restart costs tens of seconds).
+    ``skew_dir``: the oracle skew hook's directory; ``disk``: the small disk's mount
+    point (each enables its kind)."""
 
     def __init__(self, topo: Topology, history: History, rng: random.Random,
                  interval: tuple[float, float] = (4, 10), kinds: tuple[str, ...] = KINDS,
-                 weights: dict[str, float] | None = None, skew_dir: Path | None = None):
+                 weights: dict[str, float] | None = None, skew_dir: Path | None = None,
+                 disk: Path | None = None):
         self.topo, self.history, self.rng, self.interval = topo, history, rng, interval
-        self.skew_dir = skew_dir
-        self.kinds = [k for k in kinds if (topo.pg is not None or not k.endswith("-pg"))
-                      and (skew_dir is not None or k != "skew-clock")]
+        self.skew_dir, self.disk = skew_dir, disk
+        able = {"restart-pg": topo.pg is not None, "pause-pg": topo.pg is not None,
+                "skew-clock": skew_dir is not None, "fill-disk": disk is not None, "cut-link": bool(topo.links)}
+        self.kinds = [k for k in kinds if able.get(k, True)]
         self.weights = {"kill-envd": 0.25, **(weights or {})}
         self._stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True, name="nemesis")
@@ -118,6 +132,26 @@ class Nemesis:
         self.topo.pg.stop()
         self.topo.pg.start()
         return self.topo.pg.url
+
+    def _fill_disk(self):
+        filler = fill(self.disk)
+        size = filler.stat().st_size
+        try:
+            self._stop.wait(self.rng.uniform(2, 6))
+        finally:
+            filler.unlink()
+        return f"{size >> 20} MiB"
+
+    def _cut_link(self):
+        name = self.rng.choice(sorted(self.topo.links))
+        ns, link = self.topo.links[name]
+        seconds = self.rng.uniform(2, 8)
+        ip("-n", ns, "link", "set", link, "down")
+        try:
+            self._stop.wait(seconds)
+        finally:
+            ip("-n", ns, "link", "set", link, "up")
+        return f"{name} for {seconds:.1f} s"
 
     def _pause_pg(self):
         root = psutil.Process(self.topo.pg.proc.pid)

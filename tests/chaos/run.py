@@ -4,18 +4,25 @@ tests/test_chaos.py."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import statistics
 import time
 from pathlib import Path
 
+from netns import bridged_namespaces, netns_works
+
 from catalog.oracle import SKEW_DIR_ENV
+from chaos.disk import small_disk
 from chaos.elle import check, read_history
 from chaos.nemesis import KINDS, Nemesis, unavailability
 from chaos.observed import Ddl, Observer
 from chaos.topology import One, Two
 from chaos.workload import Clients, Generator, History, final_read
+
+#: the small disk of ``fill-disk`` runs (data directories, Blob, replicas' scratch space)
+DISK_BYTES = 512 << 20
 
 
 def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int = 28, clients: int = 4,
@@ -29,40 +36,49 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
     and ``history`` (the file's path)."""
     directory = Path(directory)
     rng = random.Random(seed)
-    skew_dir = directory / "oracle-skew" if nemesis and "skew-clock" in kinds else None
-    if skew_dir is not None:  # environmentd processes started from now on (restarts too) read it
-        skew_dir.mkdir()
-        os.environ[SKEW_DIR_ENV] = str(skew_dir)
-    log(f"starting topology {topology} in {directory} ...")
-    try:
-        topo = (One if topology == "one" else Two)(directory)
-    except BaseException:
-        os.environ.pop(SKEW_DIR_ENV, None)
-        raise
-    history = History(directory / "history.jsonl")
-    try:
-        rss_start = topo.envd_rss()
-        gen = Generator(random.Random(rng.random()))
-        cl = Clients(topo.nodes, clients, gen, history)
-        nem = Nemesis(topo, history, random.Random(rng.random()), interval, kinds,
-                      skew_dir=skew_dir) if nemesis else None
-        ddl = Ddl(topo.nodes[0][1], history, random.Random(rng.random()))
-        obs = Observer(topo.nodes[-1][1], topo.nodes[0][1], history, random.Random(rng.random()))
-        log(f"running {seconds:.0f} s with {clients} clients{' and the nemesis' if nem else ''} ...")
-        for part in (cl, ddl, obs, nem):
-            if part:
-                part.start()
-        rss = _sample_rss(topo, seconds)
-        for part in (nem, cl, ddl, obs):
-            if part:
-                part.stop()
-        log("healed; waiting for the replicas, then the final reads ...")
-        topo.wait_healthy()
-        finals = [final_read(history, node, connect, gen.used, cl.next_id()) for node, connect in topo.nodes]
-    finally:
-        history.close()
-        topo.stop()
-        os.environ.pop(SKEW_DIR_ENV, None)
+    with contextlib.ExitStack() as stack:
+        skew_dir = disk = net = None
+        if nemesis and "skew-clock" in kinds:  # environmentd processes started from now on (restarts too) read it
+            skew_dir = directory / "oracle-skew"
+            skew_dir.mkdir()
+            os.environ[SKEW_DIR_ENV] = str(skew_dir)
+            stack.callback(os.environ.pop, SKEW_DIR_ENV, None)
+        if nemesis and "fill-disk" in kinds:
+            if stack.enter_context(small_disk(directory / "disk", DISK_BYTES)):
+                disk = directory / "disk"
+            else:
+                log("fill-disk left out: mounting a tmpfs needs root")
+        if nemesis and "cut-link" in kinds and topology == "two":
+            if netns_works():
+                net = stack.enter_context(bridged_namespaces(("a", "b"), octet=29))
+            else:
+                log("cut-link left out: network namespaces need root and ip")
+        log(f"starting topology {topology} in {directory} ...")
+        topo = One(directory, disk) if topology == "one" else Two(directory, disk, net)
+        history = History(directory / "history.jsonl")
+        try:
+            rss_start = topo.envd_rss()
+            gen = Generator(random.Random(rng.random()))
+            cl = Clients(topo.nodes, clients, gen, history)
+            nem = Nemesis(topo, history, random.Random(rng.random()), interval, kinds,
+                          skew_dir=skew_dir, disk=disk) if nemesis else None
+            ddl = Ddl(topo.nodes[0][1], history, random.Random(rng.random()))
+            obs = Observer(topo.nodes[-1][1], topo.nodes[0][1], history, random.Random(rng.random()))
+            log(f"running {seconds:.0f} s with {clients} clients"
+                f"{' and the nemesis (' + ', '.join(nem.kinds) + ')' if nem else ''} ...")
+            for part in (cl, ddl, obs, nem):
+                if part:
+                    part.start()
+            rss = _sample_rss(topo, seconds)
+            for part in (nem, cl, ddl, obs):
+                if part:
+                    part.stop()
+            log("healed; waiting for the replicas, then the final reads ...")
+            topo.wait_healthy()
+            finals = [final_read(history, node, connect, gen.used, cl.next_id()) for node, connect in topo.nodes]
+        finally:
+            history.close()
+            topo.stop()
     events = read_history(directory / "history.jsonl")
     rep = check(events)
     faults: dict[str, int] = {}

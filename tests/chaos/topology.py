@@ -2,6 +2,13 @@
 processes sharing a PostgreSQL (catalog, Consensus, timestamp oracle) and a Blob directory
 behind the balancer (``two``: A runs cluster quickstart, B cluster cb). Each cluster has one
 replica (a Spark Connect JVM): the machine is shared.
+
+``data``: where the data directories (and ``two``'s Blob) go, when not in the run's
+directory: a small disk the nemesis fills (``chaos.disk``); the logs stay in the run's
+directory. ``two`` with ``net`` (``netns.bridged_namespaces``' yield for hosts ``a`` and
+``b``): each environmentd and its replica in a network namespace of its own, PostgreSQL
+and the balancer on the bridge, so the nemesis can cut an environmentd's link
+(:attr:`Topology.links`).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from server import (
     free_port,
     replica_jvms,
     seen_by,
+    self_signed,
     start_owner_pair,
     wait_for,
 )
@@ -40,6 +48,8 @@ class Topology:
     envds: list[Server]
     pg = None
     nodes: list[tuple[str, object]]
+    #: environmentd name -> (its network namespace, its link's name there): links that can be cut
+    links: dict[str, tuple[str, str]]
 
     def replica_pids(self) -> list[int]:
         return [pid for s in self.envds for pid in replica_jvms(s.data_dir)]
@@ -75,41 +85,79 @@ class Topology:
             s.stop()
             for pid in replica_jvms(s.data_dir):
                 os.kill(pid, signal.SIGKILL)
-        if self.pg is not None:
+        if self.pg is not None and self.pg.proc is not None:
             self.pg.stop()
 
 
+def _server(d: Path, data: Path | None, name: str, *args: str, **kw) -> Server:
+    """An environmentd whose data directory is ``data/name/mzdata`` (``d/...`` when
+    ``data`` is None) and whose log is ``d/name-server.log``."""
+    (Path(data or d) / name).mkdir(parents=True, exist_ok=True)
+    s = Server(Path(data or d) / name / "mzdata", *args, **kw)
+    s.log_path = Path(d) / f"{name}-server.log"
+    return s
+
+
 class One(Topology):
-    def __init__(self, d: Path):
-        self.envds = [Server(Path(d) / "mzdata").start()]
+    def __init__(self, d: Path, data: Path | None = None):
+        self.links = {}
+        self.envds = [_server(d, data, "a").start()]
         self.nodes = [("a", self.envds[0].connect)]
         setup(self.envds[0])
 
 
 class Two(Topology):
-    def __init__(self, d: Path):
+    #: the password of ``net`` runs: environmentd refuses to listen beyond loopback without one
+    PASSWORD = "chaos-pw"
+
+    def __init__(self, d: Path, data: Path | None = None, net: tuple | None = None):
+        self.envds, self.links, self.balancer, self._password = [], {}, None, None
+        try:
+            self._start(Path(d), data, net)
+        except BaseException:
+            self.stop()  # what started (PostgreSQL first): nothing left running
+            raise
+
+    def _start(self, d: Path, data: Path | None, net: tuple | None) -> None:
         from pg_reference import PostgresReference
 
-        d = Path(d)
-        self.pg = PostgresReference(d / "pg", free_port()).start()
+        host = f"{net[0]}.1" if net else "127.0.0.1"
+        self.pg = PostgresReference(d / "pg", free_port(), host=host,
+                                    trust_network=f"{net[0]}.0/24" if net else None).start()
         url = self.pg.url
         shared = ("--catalog-url", url, "--persist-consensus-url", url, "--timestamp-oracle-url", url,
-                  "--persist-blob-url", str(d / "blob"), "--catalog-key-file", str(d / "catalog.key"))
-        (d / "a").mkdir()
-        (d / "b").mkdir()
-        a = Server(d / "a" / "mzdata", *shared, "--clusters", "quickstart")
-        b = Server(d / "b" / "mzdata", *shared, "--clusters", "cb")
-        self.envds = [a, b]
+                  "--persist-blob-url", str(Path(data or d) / "blob"), "--catalog-key-file", str(d / "catalog.key"))
+        tls: tuple[str, ...] = ()
+        if net:  # beyond loopback: a password, and TLS (PubSub, the balancer's hops), as tests/test_netns.py
+            self._password = self.PASSWORD
+            (d / "pw").write_text(self.PASSWORD + "\n")
+            cert, key = self_signed(d, (f"{net[0]}.1", f"{net[0]}.2", f"{net[0]}.3"))
+            tls = ("--tls-cert", cert, "--tls-key", key, "--tls-mode", "require")
+            shared += ("--password-file", str(d / "pw"), *tls)
+        for n, (name, cluster) in enumerate((("a", "quickstart"), ("b", "cb")), 2):
+            kw, args = {}, ()
+            if net:
+                prefix, ns, links = net
+                kw = {"host": f"{prefix}.{n}", "prefix": ("ip", "netns", "exec", ns[name]), "password": self.PASSWORD,
+                      "sslmode": "require"}
+                args = ("--persist-pubsub-listen", f"{prefix}.{n}:{free_port()}")
+                self.links[name] = (ns[name], links[name])
+            self.envds.append(_server(d, data, name, *shared, "--clusters", cluster, *args, **kw))
+        a, b = self.envds
         start_owner_pair(a, b)
-        self.balancer = Balancer(d / "balancer.log", None, "--catalog-url", url)
+        self.balancer = Balancer(d / "balancer.log", None, "--catalog-url", url, *tls,
+                                 *(("--backend-tls-ca", tls[1]) if tls else ()), host=host)
         setup(a)
         seen_by(b, "mv")
         self.wait_healthy()
         self.nodes = [("a", partial(self._via_balancer, "quickstart")), ("b", partial(self._via_balancer, "cb"))]
 
     def _via_balancer(self, cluster: str) -> psycopg.Connection:
-        return self.balancer.connect(cluster)
+        if self._password is None:
+            return self.balancer.connect(cluster)
+        return self.balancer.connect(cluster, password=self._password, sslmode="require")
 
     def stop(self) -> None:
-        self.balancer.stop()
+        if self.balancer is not None:
+            self.balancer.stop()
         super().stop()
