@@ -23,8 +23,8 @@ def _clean(res: dict) -> None:
 
 
 def test_one_environmentd_under_faults_is_strict_serializable(tmp_path):
-    _clean(run(tmp_path, "one", seconds=55, seed=SEED, interval=(10, 20), log=lambda m: None))
+    _clean(run(tmp_path, "one", seconds=120, seed=SEED, interval=(10, 20), log=lambda m: None))
 
 
 def test_two_environmentd_behind_the_balancer_under_faults_are_strict_serializable(tmp_path):
-    _clean(run(tmp_path, "two", seconds=30, seed=SEED, interval=(10, 20), log=lambda m: None))
+    _clean(run(tmp_path, "two", seconds=120, seed=SEED, interval=(10, 20), log=lambda m: None))
