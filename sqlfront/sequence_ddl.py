@@ -365,7 +365,7 @@ def create_table(schema: str | None, name: str, tdef: TableDef, if_not_exists: b
                 return []
             raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
         tid = ids.allocate("item")
-        shard = "s" + ids.allocate("shard")[1:]
+        shard = ids.allocate_shard()
         columns = list(tdef.columns)
         chosen: set[str] = set()
         for o in tdef.owned:
@@ -376,7 +376,7 @@ def create_table(schema: str | None, name: str, tdef: TableDef, if_not_exists: b
             ops.append(durable.CreateSequence(Sequence(ids.allocate("item"), s, seq_name, **opts,
                                                        owned_by=(tid, col.name))))
             columns[o.column] = replace(col, default=f"nextval({quote_literal(seq_name)}::regclass)")
-        return ops + [durable.CreateTable(Table(tid, s, name, tuple(columns), f"shard-{shard}"))]
+        return ops + [durable.CreateTable(Table(tid, s, name, tuple(columns), shard))]
 
     return build
 
@@ -563,7 +563,7 @@ def create_materialized_view(schema: str | None, name: str, sql: str, columns: t
         if gone:
             raise SqlError(SERIALIZATION_FAILURE, f"an input of materialized view \"{name}\" was dropped concurrently")
         mid = ids.allocate("item")
-        shard = "shard-s" + ids.allocate("shard")[1:]
+        shard = ids.allocate_shard()
         return ops + [durable.CreateMaterializedView(MaterializedView(mid, s, name, columns, shard, sql, c.id))]
 
     return build

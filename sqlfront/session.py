@@ -131,7 +131,7 @@ class Session:
         #: sql -> ((stmt, snapshot, search_path), InsertTemplate or None) (sequence.writes.planned_insert)
         self._insert_templates: dict = {}
         #: the read timestamp of the transaction, fixed at its first read (held in
-        #: ``env.time_holds`` so since cannot pass it while the transaction lasts)
+        #: ``env.storage.hold_time`` so since cannot pass it while the transaction lasts)
         self._txn_ts: int | None = None
         #: the transaction is the implicit one of a multi-statement simple query
         self._implicit = False
@@ -182,13 +182,13 @@ class Session:
         if not self.in_transaction:
             return self.env.oracle.read_ts()
         if self._txn_ts is None:
-            self._txn_ts = self.env.hold_time(self.env.oracle.read_ts())
+            self._txn_ts = self.env.storage.hold_time(self.env.oracle.read_ts())
         return self._txn_ts
 
     def release_read_ts(self) -> None:
         """Let since move past the transaction's read timestamp (:meth:`read_ts`) again."""
         if self._txn_ts is not None:
-            self.env.release_time(self._txn_ts)
+            self.env.storage.release_time(self._txn_ts)
             self._txn_ts = None
 
     # -- transaction state, as sqlfront.sequence reads and changes it -----------------------
@@ -482,7 +482,7 @@ class Session:
         self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
             snap = self.env.snapshot
-            pq = QueryPlanner(snap, params, row_count=self.env.row_count).plan_select(stmt)
+            pq = QueryPlanner(snap, params, row_count=self.env.storage.row_count).plan_select(stmt)
             self._described = (stmt, tuple(params or ()), snap, pq)
             return peek.columns(pq)
         return self.describe(sql, len(params))[0]
@@ -494,7 +494,7 @@ class Session:
         snap = self.env.snapshot
         if d is not None and d[0] is stmt and d[1] == tuple(params or ()) and d[2] is snap:
             return d[3]
-        return QueryPlanner(snap, params, row_count=self.env.row_count).plan_select(stmt)
+        return QueryPlanner(snap, params, row_count=self.env.storage.row_count).plan_select(stmt)
 
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
         """The rows of a builtin table as this session sees them: its own cursors in

@@ -70,7 +70,7 @@ def _wait(s: Session, replica_ids: list[str], wait: mz.ClusterWait) -> bool:
     while True:
         if s.cancel_event.is_set() or s.client_gone():
             raise query_canceled(timeout=False)
-        if wait.until_ready and all(s.env.replica_status(r) == "healthy" for r in replica_ids):
+        if wait.until_ready and all(s.env.compute.replica_status(r) == "healthy" for r in replica_ids):
             return True
         left = deadline - time.monotonic()
         if left <= 0:

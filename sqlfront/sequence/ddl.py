@@ -279,7 +279,7 @@ def _result_scales(s: Session, plan) -> list[int | None]:
     if not any(t.name == "numeric" and t.precision is None for _, t in plan.columns):
         return none
     cluster = s.env.snapshot.cluster_by_name(s.vars.get("cluster"))
-    cc = s.env.cluster_coordinator(cluster.id) if cluster is not None else None
+    cc = s.env.compute.cluster_coordinator(cluster.id) if cluster is not None else None
     if cc is None or not cc.replica_ids():  # no replica to wait for (CREATE needs none)
         return none
     try:
