@@ -1,4 +1,5 @@
-"""DDL sequencing: validate a DDL statement against a snapshot and return catalog ops.
+"""DDL sequencing: validate a DDL statement against a snapshot and return catalog ops
+(clusters' and replicas': ``sqlfront.sequence.clusters``).
 
 Every function here returns a ``build(snapshot, ids) -> ops`` closure that the
 Coordinator runs on its loop, so validation and commit see the same snapshot. They
@@ -12,200 +13,19 @@ from dataclasses import replace
 
 from catalog import durable
 from catalog.errors import (
-    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_OBJECT, DUPLICATE_SCHEMA, DUPLICATE_TABLE,
+    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_SCHEMA, DUPLICATE_TABLE,
     FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, INVALID_PARAMETER_VALUE, INVALID_SCHEMA_NAME,
-    OBJECT_NOT_IN_PREREQUISITE_STATE, RESERVED_NAME, SERIALIZATION_FAILURE, SYNTAX_ERROR, UNDEFINED_COLUMN,
+    RESERVED_NAME, SERIALIZATION_FAILURE, SYNTAX_ERROR, UNDEFINED_COLUMN,
     UNDEFINED_OBJECT, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
 )
-from catalog.sizes import ReplicaSize, validate_size
 from catalog.snapshot import (
-    DATABASE, SYSTEM_SCHEMAS, TEMP_SCHEMA_ALIASES, USER_SCHEMA, CatalogSnapshot, Cluster, Column, Index,
-    MaterializedView, Replica, Schema, Sequence, Table, View, current_search_path,
+    DATABASE, SYSTEM_SCHEMAS, TEMP_SCHEMA_ALIASES, USER_SCHEMA, CatalogSnapshot, Column, Index,
+    MaterializedView, Schema, Sequence, Table, View, current_search_path,
 )
 from planner.ddl import TableDef
 from sqlfront import mzparse as mz
-from planner.functions.string import quote_ident
 from sqlfront.parse import quote_literal
 from sqlfront.rename_refs import rename_index_relation, rename_references, rename_schema_references
-
-
-#: object_not_in_prerequisite_state: a statement for the other kind of cluster (managed
-#: or unmanaged)
-WRONG_CLUSTER_KIND = OBJECT_NOT_IN_PREREQUISITE_STATE
-
-
-def replica_config(
-    rdef: mz.ReplicaDef,
-    sizes: dict[str, ReplicaSize],
-    zones: list[str],
-    taken_zones: list[str | None],
-) -> tuple[str | None, str | None, tuple[str, ...], str | None]:
-    """(size, availability zone, remote addresses, token) of a replica definition; the
-    size as the size map names it.
-
-    ``taken_zones`` are the zones of the cluster's other replicas, for the
-    fewest-replicas-first assignment (seeds/cluster-replicas.md)."""
-    seen = {o.name: o for o in rdef.options}  # each once: the parser refuses repeats
-    size = seen.get("SIZE")
-    remote = seen.get("REMOTE")
-    az = seen.get("AVAILABILITY ZONE")
-    if size and remote:
-        # Materialize's wording (cluster.slt)
-        raise SqlError(SYNTAX_ERROR, "only one of REMOTE or SIZE may be specified", position=remote.position)
-    if not size and not remote:
-        raise SqlError(SYNTAX_ERROR, f"SIZE or REMOTE option must be specified for replica {rdef.name}")
-    token = seen.get("TOKEN")
-    if token and not remote:
-        raise SqlError(SYNTAX_ERROR, "TOKEN may only be specified with REMOTE", position=token.position)
-    size_name = validate_size(sizes, size.value).name if size else None
-    addrs: tuple[str, ...] = ()
-    if remote:
-        # host:port (Materialize's form) means the Spark Connect server there
-        addrs = tuple(a if a.startswith("sc://") else f"sc://{a}" for a in remote.value)
-        for a in addrs:
-            if ":" not in a.removeprefix("sc://"):
-                raise SqlError(INVALID_PARAMETER_VALUE, f"invalid REMOTE address {a!r}: expected sc://host:port")
-    zone = None
-    if az:
-        if az.value not in zones:
-            shown = ", ".join(zones) if zones else "(none configured)"
-            raise SqlError(
-                INVALID_PARAMETER_VALUE,
-                f"unknown availability zone '{az.value}'",
-                detail=f"Valid availability zones are: {shown}",
-            )
-        zone = az.value
-    elif zones:
-        counts = {z: taken_zones.count(z) for z in zones}
-        zone = min(zones, key=lambda z: counts[z])  # min() keeps the first listed on ties
-    return size_name, zone, addrs, (token.value if token else None)
-
-
-def refuse_managed(cluster: Cluster, dropping: bool) -> None:
-    """CREATE / DROP CLUSTER REPLICA on a managed cluster is refused, as in Materialize
-    (its replicas are the system's to make and drop).
-
-    Raises:
-        SqlError 55000 when ``cluster`` is managed."""
-    if cluster.managed:
-        msg = "cannot drop replica of managed cluster" if dropping else f"cannot modify managed cluster {cluster.name}"
-        raise SqlError(WRONG_CLUSTER_KIND, msg,
-                       hint=f"Use ALTER CLUSTER to change the cluster's size and replication factor, or convert it "
-                            f"to an unmanaged cluster by running ALTER CLUSTER {cluster.name} SET (MANAGED = false).")
-
-
-def create_replica(stmt: mz.CreateClusterReplica, sizes, zones):
-    def build(snap: CatalogSnapshot, ids) -> list:
-        cluster = snap.resolve_cluster(stmt.cluster)
-        refuse_managed(cluster, False)
-        if snap.replica_by_name(cluster.id, stmt.replica.name) is not None:
-            raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.cluster}.{stmt.replica.name}' already exists")
-        taken = [r.availability_zone for r in snap.replicas_of(cluster.id)]
-        size, zone, remote, token = replica_config(stmt.replica, sizes, zones, taken)
-        return [durable.CreateReplica(
-            Replica(ids.allocate("replica"), cluster.id, stmt.replica.name, size, zone, remote, token))]
-
-    return build
-
-
-def drop_clusters(stmt: mz.DropClusters):
-    """DROP CLUSTER; a cluster that hosts indexes or materialized views needs CASCADE,
-    which drops them too (and what depends on the materialized views)
-    (Materialize: "cannot drop cluster with active indexes or materialized views",
-    2BP01)."""
-
-    def build(snap: CatalogSnapshot, ids) -> list:
-        ops = []
-        for name in stmt.names:
-            c = snap.cluster_by_name(name)
-            if c is None:
-                if stmt.if_exists:
-                    continue
-                raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{name}'")
-            hosted = snap.indexes_in_cluster(c.id)
-            mvs = snap.materialized_views_in_cluster(c.id)
-            sources = [t for t in snap.sources() if getattr(t, "cluster_id", None) == c.id]
-            if (hosted or mvs or sources) and not stmt.cascade:
-                raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
-                               "cannot drop cluster with active indexes or materialized views" if hosted or mvs
-                               else "cannot drop cluster with active sources",
-                               hint="Use DROP ... CASCADE to drop the dependent objects too.")
-            if sources:  # they go with their subsources and what reads them
-                from sqlfront import source_parse
-                from sqlfront.sources import drop_sources
-
-                ops += drop_sources(source_parse.DropItems("source", tuple((t.schema, t.name) for t in sources),
-                                                           False, True))(snap, ids)
-            ops += _drop_dependents(snap, mvs, True, "materialized view")
-            ops += [op for m in mvs for op in _drop_relation(snap, m)]
-            ops += [durable.DropIndex(i.id) for i in hosted]
-            ops.append(durable.DropCluster(c.id))
-        return _unique(ops)
-
-    return build
-
-
-def drop_replicas(stmt: mz.DropClusterReplicas):
-    def build(snap: CatalogSnapshot, ids) -> list:
-        ops = []
-        for cname, rname in stmt.names:
-            c = snap.cluster_by_name(cname)
-            if c is None:
-                if stmt.if_exists:
-                    continue
-                raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{cname}'")
-            r = snap.replica_by_name(c.id, rname)
-            if r is None:
-                if stmt.if_exists:
-                    continue
-                raise no_such_replica(cname, rname)
-            refuse_managed(c, True)
-            ops.append(durable.DropReplica(r.id))
-        return ops
-
-    return build
-
-
-def no_such_replica(cluster: str, replica: str) -> SqlError:
-    """Materialize's error for a replica name its cluster does not have (42704)."""
-    return SqlError(UNDEFINED_OBJECT, f'CLUSTER {quote_ident(cluster)} has no CLUSTER REPLICA named "{replica}"')
-
-
-def rename_replica(stmt: mz.AlterClusterReplicaRename):
-    """ALTER CLUSTER REPLICA c.r RENAME TO n: the replica keeps its id and process.
-
-    Raises (from ``build``): 42704 for an unknown cluster or replica (none with IF
-    EXISTS); 55000 on a managed cluster (its replicas' names are the system's); 42710
-    for a name the cluster's replicas already use."""
-    def build(snap: CatalogSnapshot, ids) -> list:
-        c = snap.cluster_by_name(stmt.cluster)
-        r = snap.replica_by_name(c.id, stmt.replica) if c is not None else None
-        if r is None:
-            if stmt.if_exists:
-                return []
-            if c is None:
-                raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{stmt.cluster}'")
-            raise no_such_replica(stmt.cluster, stmt.replica)
-        refuse_managed(c, False)
-        if stmt.new_name == r.name:
-            return []
-        if snap.replica_by_name(c.id, stmt.new_name) is not None:
-            raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.cluster}.{stmt.new_name}' already exists")
-        return [durable.UpdateReplica(replace(r, name=stmt.new_name))]
-
-    return build
-
-
-def rename_cluster(stmt: mz.AlterClusterRename):
-    def build(snap: CatalogSnapshot, ids) -> list:
-        c = snap.resolve_cluster(stmt.name)
-        if stmt.new_name == stmt.name:
-            return []
-        if snap.cluster_by_name(stmt.new_name) is not None:
-            raise SqlError(DUPLICATE_OBJECT, f"cluster '{stmt.new_name}' already exists")
-        return [durable.RenameCluster(c.id, stmt.new_name)]
-
-    return build
 
 
 def _creation_schema(snap: CatalogSnapshot, ids, schema: str | None, temp: bool = False) -> tuple[str, list]:

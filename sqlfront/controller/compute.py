@@ -155,7 +155,7 @@ class ComputeController:
         """A graceful reconfiguration this process ran when it stopped did not finish:
         its pending replicas go (Materialize's rule: the statement failed, the cluster is
         as it was)."""
-        from sqlfront.cluster_ddl import drop_pending
+        from sqlfront.sequence.clusters import drop_pending
 
         pending = [r.id for r in self._snapshot().replicas.values() if r.pending]
         if pending:

@@ -1,5 +1,6 @@
-"""DDL sequencing: CREATE/DROP of clusters, replicas, tables, views and indexes, and
-ALTER CLUSTER ... RENAME. Each statement is checked against the session's transaction,
+"""DDL sequencing: CREATE/DROP of tables, views and indexes (clusters and replicas:
+``sqlfront.sequence.clusters``), and :func:`run`, which every DDL statement's catalog
+transaction goes through. Each statement is checked against the session's transaction,
 turned into a catalog transaction by ``sqlfront.sequence_ddl`` and applied by the
 Coordinator main loop (the only catalog writer)."""
 
@@ -51,45 +52,6 @@ def run(s: Session, txn) -> None:
     if s.pending_writes:
         raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow writes in a transaction")
     s.env.coordinator.transact(authorize_ddl(txn))
-
-
-def create_cluster(s: Session, stmt: mz.CreateCluster, sql: str, params) -> Result:
-    """Materialize's CREATE CLUSTER."""
-    from sqlfront import cluster_ddl
-
-    cfg = s.env.config
-    run(s, cluster_ddl.create_cluster(stmt, cfg.sizes, cfg.availability_zones, cfg.bootstrap_replica_size))
-    return Result("CREATE CLUSTER")
-
-
-def create_replica(s: Session, stmt: mz.CreateClusterReplica, sql: str, params) -> Result:
-    """Materialize's CREATE CLUSTER REPLICA."""
-    run(s, build.create_replica(stmt, s.env.config.sizes, s.env.config.availability_zones))
-    return Result("CREATE CLUSTER REPLICA")
-
-
-def drop_clusters(s: Session, stmt: mz.DropClusters, sql: str, params) -> Result:
-    """Materialize's DROP CLUSTER."""
-    run(s, build.drop_clusters(stmt))
-    return Result("DROP CLUSTER")
-
-
-def drop_replicas(s: Session, stmt: mz.DropClusterReplicas, sql: str, params) -> Result:
-    """Materialize's DROP CLUSTER REPLICA."""
-    run(s, build.drop_replicas(stmt))
-    return Result("DROP CLUSTER REPLICA")
-
-
-def rename_cluster(s: Session, stmt: mz.AlterClusterRename, sql: str, params) -> Result:
-    """Materialize's ALTER CLUSTER ... RENAME TO."""
-    run(s, build.rename_cluster(stmt))
-    return Result("ALTER CLUSTER")
-
-
-def rename_replica(s: Session, stmt: mz.AlterClusterReplicaRename, sql: str, params) -> Result:
-    """Materialize's ALTER CLUSTER REPLICA ... RENAME TO."""
-    run(s, build.rename_replica(stmt))
-    return Result("ALTER CLUSTER REPLICA")
 
 
 def create_table(s: Session, stmt: ast.CreateStmt, sql: str, params) -> Result:

@@ -515,6 +515,7 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
     from pglast.enums import DropBehavior
 
     from sqlfront import sequence_ddl as b
+    from sqlfront.sequence.clusters import drop_clusters
 
     cascade = stmt.behavior == DropBehavior.DROP_CASCADE
 
@@ -536,7 +537,7 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
         if "SCHEMA" in by_kind:
             ops += b.drop_schemas([n[-1] for n in names("SCHEMA")], True, True)(snap, ids)
         if "CLUSTER" in by_kind:
-            ops += b.drop_clusters(mz.DropClusters(tuple(o.name for o in by_kind["CLUSTER"]), True, True))(snap, ids)
+            ops += drop_clusters(mz.DropClusters(tuple(o.name for o in by_kind["CLUSTER"]), True, True))(snap, ids)
         ops += b.drop_views(names("VIEW"), True, True)(snap, ids)
         ops += b.drop_views(names("MATERIALIZED VIEW"), True, True, materialized=True)(snap, ids)
         ops += b.drop_tables(names("TABLE"), True, True)(snap, ids)
