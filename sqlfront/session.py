@@ -48,6 +48,7 @@ from sqlfront.sequence import alter, clusters, copy, cursors, ddl, explain, prep
 from sqlfront.sequence import sources
 from sqlfront import source_parse as sp
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
+from sqlfront.sequence import sequences
 from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
 from planner.functions.sequence import set_sequence_access
@@ -556,14 +557,14 @@ HANDLERS: dict[type, Callable] = {
     mz.CreateIndex: ddl.create_index,
     mz.CreateMaterializedView: ddl.create_materialized_view,
     ast.DropStmt: ddl.drop,
-    ast.CreateSeqStmt: ddl.create_sequence,
+    ast.CreateSeqStmt: sequences.sequence_create_sequence,
     ast.CreateSchemaStmt: ddl.create_schema,
     ast.CommentStmt: ddl.comment,
     ast.RenameStmt: alter.rename,
     ast.AlterTableStmt: alter.alter_table,
     ast.TruncateStmt: alter.truncate,
     ast.CreateTableAsStmt: alter.create_table_as,
-    ast.AlterSeqStmt: ddl.alter_sequence,
+    ast.AlterSeqStmt: sequences.sequence_alter_sequence,
     # secrets, connections, sources
     sp.CreateSecret: sources.create_secret,
     sp.AlterSecret: sources.alter_secret,

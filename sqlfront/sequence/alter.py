@@ -27,7 +27,7 @@ from catalog.types import TEXT
 from persist import ShardSealed, UpperMismatch
 from persist.shard_id import ShardId, rewrite_shard_id
 from sqlfront import sequence_ddl as build
-from sqlfront.sequence.ddl import run
+from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from catalog.snapshot import CatalogSnapshot, Cluster, Replica
 from planner.functions.string import quote_ident
 from sqlfront import mzparse as mz
 from sqlfront.sequence import block_ddl
-from sqlfront.sequence.ddl import run
+from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
 from sqlfront.sequence_ddl import _drop_dependents, _drop_relation, _unique
 

@@ -1,8 +1,9 @@
 """DDL sequencing: CREATE/DROP of tables, views and indexes (clusters and replicas:
-``sqlfront.sequence.clusters``), and :func:`run`, which every DDL statement's catalog
-transaction goes through. Each statement is checked against the session's transaction,
-turned into a catalog transaction by ``sqlfront.sequence_ddl`` and applied by the
-Coordinator main loop (the only catalog writer)."""
+``sqlfront.sequence.clusters``; sequences: ``sqlfront.sequence.sequences``). Each
+statement is checked against the session's transaction, turned into a catalog
+transaction by ``sqlfront.sequence_ddl``, run as the session's role
+(``sqlfront.sequence.catalog_txn.run``) and applied by the Coordinator main loop (the
+only catalog writer)."""
 
 from __future__ import annotations
 
@@ -14,44 +15,19 @@ from pglast import ast
 from pglast.enums import DropBehavior, ObjectType
 
 from catalog.errors import (
-    SqlError, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE,
-    OBJECT_NOT_IN_PREREQUISITE_STATE, READ_ONLY_SQL_TRANSACTION, SYNTAX_ERROR, WARNING,
+    SqlError, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, OBJECT_NOT_IN_PREREQUISITE_STATE, SYNTAX_ERROR, WARNING,
 )
-from planner.ddl import plan_table, sequence_options
+from planner.ddl import plan_table
 from planner.query import QueryPlanner
 from sqlfront import mzparse as mz
 from sqlfront import sequence_ddl as build
 from sqlfront.parse import quote_ident, syntax_error
+from sqlfront.sequence import sequences
+from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
-
-
-def run(s: Session, txn) -> None:
-    """Run a catalog transaction, checked as the session's current role (privileges and
-    ownership, ``sqlfront.rbac.authorize_ddl``; what it creates, that role owns). In a
-    transaction block it takes effect at COMMIT and is undone by ROLLBACK, as in
-    PostgreSQL (``sqlfront.sequence.block_ddl``); it may not follow reads of user data
-    there (Materialize's transactions that read are read-only). In the implicit
-    transaction of a multi-statement query it takes effect at once, before any write.
-
-    Raises:
-        SqlError 25000 after reads in a block or writes in an implicit transaction;
-        25006 in a READ ONLY one; 25001 for DDL a block cannot hold."""
-    from sqlfront.rbac import authorize_ddl
-    from sqlfront.sequence import block_ddl
-
-    if s.txn_read:
-        raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow reads in a transaction")
-    if s.txn_read_only:
-        raise SqlError(READ_ONLY_SQL_TRANSACTION, "cannot execute DDL in a read-only transaction")
-    if block_ddl.in_block(s):
-        block_ddl.apply(s, authorize_ddl(txn))
-        return
-    if s.pending_writes:
-        raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow writes in a transaction")
-    s.env.coordinator.transact(authorize_ddl(txn))
 
 
 def create_table(s: Session, stmt: ast.CreateStmt, sql: str, params) -> Result:
@@ -98,27 +74,6 @@ def drop_temp_schema(s: Session) -> None:
     s.env.coordinator.transact(build.drop_schemas([s.temp_schema], True, True))
 
 
-def create_sequence(s: Session, stmt: ast.CreateSeqStmt, sql: str, params) -> Result:
-    """CREATE [TEMP] SEQUENCE [IF NOT EXISTS] name [options] (PostgreSQL's; Materialize
-    has no sequences); a temporary one goes into the session's temporary schema.
-    Raises ``planner.ddl.sequence_options``' errors."""
-    rv = stmt.sequence
-    opts = sequence_options(stmt.options or ())
-    run(s, build.create_sequence(rv.schemaname, rv.relname, opts, bool(stmt.if_not_exists), rv.relpersistence == "t"))
-    return Result("CREATE SEQUENCE")
-
-
-def alter_sequence(s: Session, stmt: ast.AlterSeqStmt, sql: str, params) -> Result:
-    """ALTER SEQUENCE [IF EXISTS] name options: INCREMENT, MINVALUE, MAXVALUE, START,
-    RESTART [WITH], CACHE, [NO] CYCLE, OWNED BY."""
-    rv = stmt.sequence
-    txn, restart = build.alter_sequence(rv.schemaname, rv.relname, stmt.options or (), bool(stmt.missing_ok))
-    run(s, txn)
-    for q, value in restart:
-        s.env.sequences.setval(q, value, False)
-    return Result("ALTER SEQUENCE")
-
-
 def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
     """DROP TABLE / VIEW / MATERIALIZED VIEW / INDEX / SEQUENCE / SCHEMA [IF EXISTS] ...
     [CASCADE]. Raises SqlError 0A000 for other objects."""
@@ -135,7 +90,7 @@ def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
              ObjectType.OBJECT_MATVIEW: (functools.partial(build.drop_views, materialized=True),
                                          "DROP MATERIALIZED VIEW"),
              ObjectType.OBJECT_INDEX: (build.drop_indexes, "DROP INDEX"),
-             ObjectType.OBJECT_SEQUENCE: (build.drop_sequences, "DROP SEQUENCE")}
+             ObjectType.OBJECT_SEQUENCE: (sequences.drop_sequences, "DROP SEQUENCE")}
     if stmt.removeType not in kinds:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"DROP {stmt.removeType.name.removeprefix('OBJECT_')} is not supported")
     txn, tag = kinds[stmt.removeType]

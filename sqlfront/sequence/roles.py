@@ -23,7 +23,7 @@ from catalog.errors import (
 )
 from catalog.snapshot import DATABASE, SYSTEM_SCHEMAS, CatalogSnapshot, Role
 from sqlfront import mzparse as mz
-from sqlfront.sequence.ddl import run
+from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
 
 if TYPE_CHECKING:
@@ -516,6 +516,7 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
 
     from sqlfront import sequence_ddl as b
     from sqlfront.sequence.clusters import drop_clusters
+    from sqlfront.sequence.sequences import drop_sequences
 
     cascade = stmt.behavior == DropBehavior.DROP_CASCADE
 
@@ -541,7 +542,7 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
         ops += b.drop_views(names("VIEW"), True, True)(snap, ids)
         ops += b.drop_views(names("MATERIALIZED VIEW"), True, True, materialized=True)(snap, ids)
         ops += b.drop_tables(names("TABLE"), True, True)(snap, ids)
-        ops += b.drop_sequences(names("SEQUENCE"), True, True)(snap, ids)
+        ops += drop_sequences(names("SEQUENCE"), True, True)(snap, ids)
         ops += b.drop_indexes(names("INDEX"), True)(snap, ids)
         ops = b._unique(ops)
         if not cascade:
