@@ -16,14 +16,13 @@ from catalog.errors import (
     SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_SCHEMA, DUPLICATE_TABLE,
     FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, INVALID_SCHEMA_NAME,
     RESERVED_NAME, SERIALIZATION_FAILURE, SYNTAX_ERROR, UNDEFINED_COLUMN,
-    UNDEFINED_OBJECT, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
+    UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
 )
 from catalog.snapshot import (
     DATABASE, SYSTEM_SCHEMAS, TEMP_SCHEMA_ALIASES, USER_SCHEMA, CatalogSnapshot, Column, Index,
     MaterializedView, Schema, Sequence, Table, View, current_search_path,
 )
 from planner.ddl import TableDef
-from sqlfront import mzparse as mz
 from sqlfront.parse import quote_literal
 from sqlfront.rename_refs import rename_index_relation, rename_references, rename_schema_references
 
@@ -258,57 +257,6 @@ def create_materialized_view(schema: str | None, name: str, sql: str, columns: t
         mid = ids.allocate("item")
         shard = ids.allocate_shard()
         return ops + [durable.CreateMaterializedView(MaterializedView(mid, s, name, columns, shard, sql, c.id))]
-
-    return build
-
-
-def create_index(stmt: mz.CreateIndex, session_cluster: str):
-    """CREATE [DEFAULT] INDEX (Materialize's "CREATE INDEX"): the index lives in
-    ``stmt.cluster``, else the session's cluster. A DEFAULT index keys on every column.
-    Unnamed indexes are named as Materialize names them, ``<obj>_primary_idx`` for a
-    default index and ``<obj>_<key>_..._idx`` otherwise (``expr`` for a key that is
-    not a column), with 1, 2, ... appended while the name is taken.
-
-    Raises (from ``build``): 42704 unknown cluster, 42P01 unknown object, 42809 for a
-    system table, 42703 for a key column the object lacks, 42P07 for a taken name."""
-
-    def build(snap: CatalogSnapshot, ids) -> list:
-        cluster = snap.resolve_cluster(stmt.cluster or session_cluster)
-        rel = snap.resolve_relation(stmt.schema, stmt.on)
-        if rel.builtin:
-            raise SqlError(WRONG_OBJECT_TYPE, f'cannot create index on system table "{stmt.on}"')
-        columns = [c.name for c in rel.columns]
-        keys = tuple(columns) if stmt.keys is None else stmt.keys
-        if stmt.name is not None:
-            name = stmt.name
-            if snap.index_by_name(rel.schema, name) is not None or snap.relation_by_name(rel.schema, name):
-                if stmt.if_not_exists:
-                    return []
-                raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
-        else:
-            base = f"{rel.name}_primary_idx" if stmt.keys is None else \
-                "_".join([rel.name] + [k if k in columns else "expr" for k in keys] + ["idx"])
-            name, n = base, 0
-            while snap.index_by_name(rel.schema, name) is not None or snap.relation_by_name(rel.schema, name):
-                n += 1
-                name = f"{base}{n}"
-        return [durable.CreateIndex(Index(ids.allocate("item"), rel.schema, name, rel.id, stmt.definition,
-                                          cluster.id, keys))]
-
-    return build
-
-
-def drop_indexes(names: list[tuple[str | None, str]], if_exists: bool):
-    def build(snap: CatalogSnapshot, ids) -> list:
-        ops = []
-        for schema, name in names:
-            idx = _lookup(snap, schema, name, snap.index_by_name)
-            if idx is None:
-                if if_exists:
-                    continue
-                raise SqlError(UNDEFINED_OBJECT, f'index "{name}" does not exist')
-            ops.append(durable.DropIndex(idx.id))
-        return ops
 
     return build
 

@@ -48,7 +48,7 @@ from sqlfront.sequence import alter, clusters, copy, cursors, ddl, explain, prep
 from sqlfront.sequence import sources
 from sqlfront import source_parse as sp
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
-from sqlfront.sequence import sequences
+from sqlfront.sequence import indexes, sequences
 from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
 from planner.functions.sequence import set_sequence_access
@@ -553,8 +553,8 @@ HANDLERS: dict[type, Callable] = {
     ast.CreateStmt: ddl.create_table,
     ast.ViewStmt: ddl.create_view,
     mz.CreateViewIfNotExists: ddl.create_view,
-    ast.IndexStmt: ddl.create_index,
-    mz.CreateIndex: ddl.create_index,
+    ast.IndexStmt: indexes.sequence_create_index,
+    mz.CreateIndex: indexes.sequence_create_index,
     mz.CreateMaterializedView: ddl.create_materialized_view,
     ast.DropStmt: ddl.drop,
     ast.CreateSeqStmt: sequences.sequence_create_sequence,

@@ -1,5 +1,6 @@
-"""DDL sequencing: CREATE/DROP of tables, views and indexes (clusters and replicas:
-``sqlfront.sequence.clusters``; sequences: ``sqlfront.sequence.sequences``). Each
+"""DDL sequencing: CREATE/DROP of tables and views (clusters and replicas:
+``sqlfront.sequence.clusters``; sequences: ``sqlfront.sequence.sequences``; indexes:
+``sqlfront.sequence.indexes``). Each
 statement is checked against the session's transaction, turned into a catalog
 transaction by ``sqlfront.sequence_ddl``, run as the session's role
 (``sqlfront.sequence.catalog_txn.run``) and applied by the Coordinator main loop (the
@@ -15,14 +16,14 @@ from pglast import ast
 from pglast.enums import DropBehavior, ObjectType
 
 from catalog.errors import (
-    SqlError, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, OBJECT_NOT_IN_PREREQUISITE_STATE, SYNTAX_ERROR, WARNING,
+    SqlError, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, OBJECT_NOT_IN_PREREQUISITE_STATE, SYNTAX_ERROR,
 )
 from planner.ddl import plan_table
 from planner.query import QueryPlanner
 from sqlfront import mzparse as mz
 from sqlfront import sequence_ddl as build
-from sqlfront.parse import quote_ident, syntax_error
-from sqlfront.sequence import sequences
+from sqlfront.parse import syntax_error
+from sqlfront.sequence import indexes, sequences
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
 
@@ -89,7 +90,7 @@ def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
              ObjectType.OBJECT_VIEW: (build.drop_views, "DROP VIEW"),
              ObjectType.OBJECT_MATVIEW: (functools.partial(build.drop_views, materialized=True),
                                          "DROP MATERIALIZED VIEW"),
-             ObjectType.OBJECT_INDEX: (build.drop_indexes, "DROP INDEX"),
+             ObjectType.OBJECT_INDEX: (indexes.drop_indexes, "DROP INDEX"),
              ObjectType.OBJECT_SEQUENCE: (sequences.drop_sequences, "DROP SEQUENCE")}
     if stmt.removeType not in kinds:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"DROP {stmt.removeType.name.removeprefix('OBJECT_')} is not supported")
@@ -130,35 +131,6 @@ def create_view(s: Session, stmt: ast.ViewStmt | mz.CreateViewIfNotExists, sql: 
     run(s, build.create_view(rv.schemaname, rv.relname, RawStream()(stmt.query), cols, bool(stmt.replace),
                              if_not_exists))
     return Result("CREATE VIEW")
-
-
-def create_index(s: Session, stmt: ast.IndexStmt | mz.CreateIndex, sql: str, params) -> Result:
-    """CREATE INDEX, Materialize's form or PostgreSQL's (the index is an in-memory
-    arrangement of every row and column: its USING and INCLUDE change nothing, and
-    UNIQUE and WHERE, which would, are ignored with a NOTICE saying so, as PRIMARY KEY and
-    UNIQUE constraints are not enforced). Key expressions are checked by planning them
-    against the object."""
-    from pglast.stream import RawStream
-
-    if isinstance(stmt, ast.IndexStmt):
-        for given, what in ((stmt.unique, "UNIQUE is not enforced"),
-                            (stmt.whereClause is not None, "WHERE is ignored: the index keeps every row")):
-            if given:
-                s.notices.append(SqlError(WARNING, f"CREATE INDEX: {what}", severity="NOTICE",
-                                          detail="An index is an in-memory arrangement of its object (Materialize)."))
-        rv = stmt.relation
-        keys = tuple(e.name if e.name is not None else RawStream()(e.expr) for e in stmt.indexParams)
-        stmt = mz.CreateIndex(stmt.idxname, rv.schemaname, rv.relname, keys, None, bool(stmt.if_not_exists),
-                              sql.strip().rstrip(";").strip())
-    if stmt.keys:
-        target = (quote_ident(stmt.schema) + "." if stmt.schema else "") + quote_ident(stmt.on)
-        probe = f"SELECT {', '.join(stmt.keys)} FROM {target}"
-        try:
-            QueryPlanner(s.env.snapshot).plan_select(pglast.parse_sql(probe)[0].stmt)
-        except pglast.parser.ParseError as e:
-            raise syntax_error(e) from None
-    run(s, build.create_index(stmt, s.vars.get("cluster")))
-    return Result("CREATE INDEX")
 
 
 #: functions whose value depends on when or by whom a query runs: a materialized view

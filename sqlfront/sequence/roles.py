@@ -516,6 +516,7 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
 
     from sqlfront import sequence_ddl as b
     from sqlfront.sequence.clusters import drop_clusters
+    from sqlfront.sequence.indexes import drop_indexes
     from sqlfront.sequence.sequences import drop_sequences
 
     cascade = stmt.behavior == DropBehavior.DROP_CASCADE
@@ -543,7 +544,7 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
         ops += b.drop_views(names("MATERIALIZED VIEW"), True, True, materialized=True)(snap, ids)
         ops += b.drop_tables(names("TABLE"), True, True)(snap, ids)
         ops += drop_sequences(names("SEQUENCE"), True, True)(snap, ids)
-        ops += b.drop_indexes(names("INDEX"), True)(snap, ids)
+        ops += drop_indexes(names("INDEX"), True)(snap, ids)
         ops = b._unique(ops)
         if not cascade:
             mine = {o.key for o in owned}
