@@ -61,14 +61,14 @@ def drop_leftover_temp_schemas(coordinator: Coordinator, snap: CatalogSnapshot,
     catalog (``live_processes``: the other processes alive now), only those of this
     process's earlier runs and of processes the registry says are dead
     (:func:`leftover_temp_schemas`): a live process's sessions keep theirs."""
-    from sqlfront import sequence_ddl
+    from sqlfront.sequence.schemas import drop_schemas
 
     left = [sc.name for sc in snap.schemas.values() if sc.temp]
     if live_processes is not None:
         left = leftover_temp_schemas(left, live_processes)
     if left:
         log.info("dropping %d temporary schema(s) left by an earlier run", len(left))
-        coordinator.transact(sequence_ddl.drop_schemas(left, True, True))
+        coordinator.transact(drop_schemas(left, True, True))
 
 
 def leftover_temp_schemas(names: list[str], live_processes: set[str]) -> list[str]:

@@ -13,18 +13,18 @@ from dataclasses import replace
 
 from catalog import durable
 from catalog.errors import (
-    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_SCHEMA, DUPLICATE_TABLE,
-    FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, INVALID_SCHEMA_NAME,
-    RESERVED_NAME, SERIALIZATION_FAILURE, SYNTAX_ERROR, UNDEFINED_COLUMN,
+    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_TABLE,
+    FEATURE_NOT_SUPPORTED, INVALID_SCHEMA_NAME,
+    SERIALIZATION_FAILURE, SYNTAX_ERROR, UNDEFINED_COLUMN,
     UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
 )
 from catalog.snapshot import (
-    DATABASE, SYSTEM_SCHEMAS, TEMP_SCHEMA_ALIASES, USER_SCHEMA, CatalogSnapshot, Column, Index,
+    SYSTEM_SCHEMAS, USER_SCHEMA, CatalogSnapshot, Column, Index,
     MaterializedView, Schema, Sequence, Table, View, current_search_path,
 )
 from planner.ddl import TableDef
 from sqlfront.parse import quote_literal
-from sqlfront.rename_refs import rename_index_relation, rename_references, rename_schema_references
+from sqlfront.rename_refs import rename_index_relation, rename_references
 
 
 def _creation_schema(snap: CatalogSnapshot, ids, schema: str | None, temp: bool = False) -> tuple[str, list]:
@@ -54,75 +54,6 @@ def find_item(snap: CatalogSnapshot, schema: str | None, name: str):
             or _lookup(snap, schema, name, snap.index_by_name))
 
 
-def create_schema(name: str, if_not_exists: bool):
-    """CREATE SCHEMA [IF NOT EXISTS] (Materialize's "CREATE SCHEMA").
-
-    Raises (from ``build``): 42P06 ``schema 'x' already exists``; 42939 for a name
-    starting ``mz_`` or ``pg_`` (reserved: Materialize's "unacceptable schema name")."""
-    def build(snap: CatalogSnapshot, ids) -> list:
-        if snap.schema_exists(name) or name in TEMP_SCHEMA_ALIASES:
-            if if_not_exists:
-                return []
-            raise SqlError(DUPLICATE_SCHEMA, f"schema '{name}' already exists")
-        if name.startswith(("mz_", "pg_")):
-            raise SqlError(RESERVED_NAME, f'unacceptable schema name "{name}"',
-                           detail='The prefixes "mz_" and "pg_" are reserved for system schemas.')
-        return [durable.CreateSchema(Schema(ids.allocate("item"), name))]
-
-    return build
-
-
-def _objects_in(snap: CatalogSnapshot, schema: str) -> list:
-    return [o for objs in (snap.tables, snap.views, snap.materialized_views, snap.sequences, snap.indexes)
-            for o in objs.values() if o.schema == schema]
-
-
-def drop_schemas(names: list[str], if_exists: bool, cascade: bool):
-    """DROP SCHEMA [IF EXISTS] ... [CASCADE]: with CASCADE, everything in it goes too
-    (and the views elsewhere that read it).
-
-    Raises (from ``build``): 3F000 ``unknown schema 'x'``; 2BP01 for a schema with
-    objects without CASCADE (Materialize: "schema 'materialize.x' cannot be dropped
-    without CASCADE while it contains objects"); 42501 for a system schema."""
-    def build(snap: CatalogSnapshot, ids) -> list:
-        ops: list = []
-        for name in names:
-            sc = snap.schema_by_name(snap.schema_name(name))
-            if sc is None:
-                if name in SYSTEM_SCHEMAS:
-                    raise SqlError(INSUFFICIENT_PRIVILEGE, f"system schema '{name}' cannot be modified")
-                if if_exists:
-                    continue
-                raise SqlError(INVALID_SCHEMA_NAME, f"unknown schema '{name}'")
-            objs = _objects_in(snap, sc.name)
-            if objs and not cascade:
-                raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
-                               f"schema '{DATABASE}.{name}' cannot be dropped without CASCADE while it contains "
-                               "objects")
-            ops += drop_contents(snap, sc.name)
-            ops.append(durable.DropSchema(sc.id))
-        return _unique(ops)
-
-    return build
-
-
-def drop_contents(snap: CatalogSnapshot, schema: str) -> list:
-    """Ops dropping every object in ``schema`` and the views elsewhere that read them."""
-    tables = [t for t in snap.tables.values() if t.schema == schema]
-    views = [v for v in snap.views.values() if v.schema == schema]
-    mvs = [m for m in snap.materialized_views.values() if m.schema == schema]
-    ops = _drop_dependents(snap, tables + views + mvs, True, "table")
-    for v in reversed(sorted(views + mvs, key=_id_order)):
-        ops += _drop_relation(snap, v)
-    for t in tables:
-        ops.append(durable.DropTable(t.id))
-    ops += [durable.DropIndex(i.id) for i in snap.indexes.values()
-            if i.schema == schema or i.on_id in {o.id for o in tables + views}]
-    ops += [durable.DropSequence(q.id) for q in snap.sequences.values()
-            if q.schema == schema or (q.owned_by and q.owned_by[0] in {t.id for t in tables})]
-    return ops
-
-
 def _unique(ops: list) -> list:
     """``ops`` without repeats (two paths may drop one object), in order."""
     seen, out = set(), []
@@ -131,32 +62,6 @@ def _unique(ops: list) -> list:
             seen.add(op)
             out.append(op)
     return out
-
-
-def rename_schema(name: str, new_name: str):
-    """ALTER SCHEMA name RENAME TO new_name (Materialize's "ALTER SCHEMA ... RENAME"); the
-    views and materialized views naming the schema in their queries are rewritten to
-    the new name, as for a renamed relation (``_rename_in_readers``).
-
-    Raises (from ``build``): 3F000 unknown schema; 42P06 for a taken name; 42501 for a
-    system schema."""
-    def build(snap: CatalogSnapshot, ids) -> list:
-        sc = snap.schema_by_name(name)
-        if sc is None or sc.temp:
-            if name in SYSTEM_SCHEMAS:
-                raise SqlError(INSUFFICIENT_PRIVILEGE, f"system schema '{name}' cannot be modified")
-            raise SqlError(INVALID_SCHEMA_NAME, f"unknown schema '{name}'")
-        if snap.schema_exists(new_name):
-            raise SqlError(DUPLICATE_SCHEMA, f"schema '{new_name}' already exists")
-        # the views reading its objects by the schema's name read them by the new one
-        # (their rewritten definitions go first: RenameSchema then moves those in it)
-        ops: list = []
-        for v in sorted([*snap.views.values(), *snap.materialized_views.values()], key=_id_order):
-            if any(sc_ == name for sc_, _ in _reads(v)):
-                ops += _replace_definition(v, rename_schema_references(v.sql, name, new_name))
-        return ops + [durable.RenameSchema(sc.id, new_name)]
-
-    return build
 
 
 def _free_name(snap: CatalogSnapshot, schema: str, base: str, taken: set[str] = frozenset()) -> str:

@@ -48,7 +48,7 @@ from sqlfront.sequence import alter, clusters, copy, cursors, ddl, explain, prep
 from sqlfront.sequence import sources
 from sqlfront import source_parse as sp
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
-from sqlfront.sequence import indexes, sequences
+from sqlfront.sequence import indexes, schemas, sequences
 from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
 from planner.functions.sequence import set_sequence_access
@@ -517,7 +517,7 @@ class Session:
         block_ddl.rollback(self)
         cursors.close_all(self)
         self.release_read_ts()
-        ddl.drop_temp_schema(self)
+        schemas.drop_temp_schema(self)
         self.env.activity.disconnect(self.activity)
 
 
@@ -558,7 +558,7 @@ HANDLERS: dict[type, Callable] = {
     mz.CreateMaterializedView: ddl.create_materialized_view,
     ast.DropStmt: ddl.drop,
     ast.CreateSeqStmt: sequences.sequence_create_sequence,
-    ast.CreateSchemaStmt: ddl.create_schema,
+    ast.CreateSchemaStmt: schemas.sequence_create_schema,
     ast.CommentStmt: ddl.comment,
     ast.RenameStmt: alter.rename,
     ast.AlterTableStmt: alter.alter_table,

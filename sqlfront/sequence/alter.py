@@ -27,6 +27,7 @@ from catalog.types import TEXT
 from persist import ShardSealed, UpperMismatch
 from persist.shard_id import ShardId, rewrite_shard_id
 from sqlfront import sequence_ddl as build
+from sqlfront.sequence import schemas
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
 
@@ -267,7 +268,7 @@ def rename(s: Session, stmt: ast.RenameStmt, sql: str, params) -> Result:
         for what does not exist (nothing with IF EXISTS); 0A000 for other renames."""
     t = stmt.renameType
     if t == ObjectType.OBJECT_SCHEMA:
-        run(s, build.rename_schema(stmt.subname, stmt.newname))
+        run(s, schemas.rename_schema(stmt.subname, stmt.newname))
         return Result("ALTER SCHEMA")
     kinds = {ObjectType.OBJECT_TABLE: "TABLE", ObjectType.OBJECT_VIEW: "VIEW", ObjectType.OBJECT_SEQUENCE: "SEQUENCE",
              ObjectType.OBJECT_INDEX: "INDEX", ObjectType.OBJECT_MATVIEW: "MATERIALIZED VIEW"}

@@ -1,8 +1,8 @@
-"""DDL sequencing: CREATE/DROP of tables and views (clusters and replicas:
-``sqlfront.sequence.clusters``; sequences: ``sqlfront.sequence.sequences``; indexes:
-``sqlfront.sequence.indexes``). Each
-statement is checked against the session's transaction, turned into a catalog
-transaction by ``sqlfront.sequence_ddl``, run as the session's role
+"""DDL sequencing: CREATE of tables, views and materialized views, COMMENT, and DROP of
+every kind (the other families' statements: ``sqlfront.sequence.clusters``,
+``.sequences``, ``.indexes``, ``.schemas``). Each statement is checked against the
+session's transaction, turned into a catalog transaction by ``sqlfront.sequence_ddl``
+(or its family's module), run as the session's role
 (``sqlfront.sequence.catalog_txn.run``) and applied by the Coordinator main loop (the
 only catalog writer)."""
 
@@ -23,7 +23,7 @@ from planner.query import QueryPlanner
 from sqlfront import mzparse as mz
 from sqlfront import sequence_ddl as build
 from sqlfront.parse import syntax_error
-from sqlfront.sequence import indexes, sequences
+from sqlfront.sequence import indexes, schemas, sequences
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
 
@@ -46,15 +46,6 @@ def create_table(s: Session, stmt: ast.CreateStmt, sql: str, params) -> Result:
     return Result("CREATE TABLE")
 
 
-def create_schema(s: Session, stmt: ast.CreateSchemaStmt, sql: str, params) -> Result:
-    """CREATE SCHEMA [IF NOT EXISTS] name. Raises SqlError 0A000 for AUTHORIZATION and
-    for schema elements (CREATE SCHEMA s CREATE TABLE ...)."""
-    if stmt.schemaElts or stmt.authrole is not None:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE SCHEMA with AUTHORIZATION or schema elements is not supported")
-    run(s, build.create_schema(stmt.schemaname, bool(stmt.if_not_exists)))
-    return Result("CREATE SCHEMA")
-
-
 def comment(s: Session, stmt: ast.CommentStmt, sql: str, params) -> Result:
     """COMMENT ON TABLE | VIEW | SEQUENCE | INDEX | COLUMN | SCHEMA ... IS 'text' | NULL,
     shown by obj_description/col_description and psql's ``\\d+``."""
@@ -65,21 +56,11 @@ def comment(s: Session, stmt: ast.CommentStmt, sql: str, params) -> Result:
     return Result("COMMENT")
 
 
-def drop_temp_schema(s: Session) -> None:
-    """The session ended: drop its temporary schema and everything in it, if it made one."""
-    if s.env.snapshot.schema_by_name(s.temp_schema) is None:
-        return
-    from catalog.snapshot import set_search_path
-
-    set_search_path((), s.temp_schema)
-    s.env.coordinator.transact(build.drop_schemas([s.temp_schema], True, True))
-
-
 def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
     """DROP TABLE / VIEW / MATERIALIZED VIEW / INDEX / SEQUENCE / SCHEMA [IF EXISTS] ...
     [CASCADE]. Raises SqlError 0A000 for other objects."""
     if stmt.removeType == ObjectType.OBJECT_SCHEMA:
-        run(s, build.drop_schemas([o.sval for o in stmt.objects], bool(stmt.missing_ok),
+        run(s, schemas.drop_schemas([o.sval for o in stmt.objects], bool(stmt.missing_ok),
                                   stmt.behavior == DropBehavior.DROP_CASCADE))
         return Result("DROP SCHEMA")
     names = []

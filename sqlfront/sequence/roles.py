@@ -517,6 +517,7 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
     from sqlfront import sequence_ddl as b
     from sqlfront.sequence.clusters import drop_clusters
     from sqlfront.sequence.indexes import drop_indexes
+    from sqlfront.sequence.schemas import drop_schemas
     from sqlfront.sequence.sequences import drop_sequences
 
     cascade = stmt.behavior == DropBehavior.DROP_CASCADE
@@ -537,7 +538,7 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
         # then refuse (without CASCADE) if that reached an object of another owner
         ops: list = []
         if "SCHEMA" in by_kind:
-            ops += b.drop_schemas([n[-1] for n in names("SCHEMA")], True, True)(snap, ids)
+            ops += drop_schemas([n[-1] for n in names("SCHEMA")], True, True)(snap, ids)
         if "CLUSTER" in by_kind:
             ops += drop_clusters(mz.DropClusters(tuple(o.name for o in by_kind["CLUSTER"]), True, True))(snap, ids)
         ops += b.drop_views(names("VIEW"), True, True)(snap, ids)
