@@ -11,13 +11,16 @@ import contextlib
 import contextvars
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, INVALID_SCHEMA_NAME, INVALID_TABLE_DEFINITION,
     UNDEFINED_OBJECT, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
 )
 from catalog.types import SqlType
+
+if TYPE_CHECKING:
+    from persist.shard_id import ShardId
 
 #: Schemas searched for unqualified names, in order (Materialize's default search_path
 #: is ``public``, with ``mz_catalog`` and ``pg_catalog`` always searched implicitly).
@@ -166,7 +169,8 @@ class Table:
     schema: str
     name: str
     columns: tuple[Column, ...]
-    shard_id: str
+    #: minted by persist (``persist.shard_id``)
+    shard_id: ShardId
 
     @property
     def builtin(self) -> bool:

@@ -38,6 +38,7 @@ from catalog import durable
 from catalog.builtins import RESERVED_IDS
 from catalog.errors import SqlError, INTERNAL_ERROR, SERIALIZATION_FAILURE
 from catalog.snapshot import CatalogSnapshot
+from persist.shard_id import ShardId, catalog_shard_id
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,11 @@ class IdAllocator:
             self.next[kind] = n + 1
             if f"u{n}" not in RESERVED_IDS.get(kind, ()):
                 return f"u{n}"
+
+    def allocate_shard(self) -> ShardId:
+        """A new shard's id, minted by persist from the next ``shard`` id (one shard id per
+        catalog transaction that takes it, across processes sharing the catalog)."""
+        return catalog_shard_id(self.allocate("shard"))
 
 
 BuildFn = Callable[[CatalogSnapshot, IdAllocator], list]

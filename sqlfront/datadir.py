@@ -6,6 +6,18 @@ replica processes; Spark's own Parquet writes follow Hadoop's ``fs.permissions.u
 which the orchestrator sets to the same), not by fixing modes afterwards, so nothing is
 readable even for a moment. A data directory written by an earlier version is tightened
 once at startup.
+
+Data directory layout::
+
+    catalog.db        durable catalog and timestamp oracle (sqlite)
+    consensus.db      persist Consensus (sqlite)
+    txns.db           the group commit's record of multi-table transactions (sqlite)
+    blob/             persist Blob: Parquet parts, one folder per shard
+    environment_id    this environment's id (names its persist readers across restarts)
+    persist_pubsub    HOST:PORT of the persist PubSub service while it runs and, on the
+                      next line, its token (mode 0600; for other processes of this data
+                      directory: ``sqlfront persist-write``)
+    replicas/<id>/    each local replica's log, pid file and Spark scratch space
 """
 
 from __future__ import annotations

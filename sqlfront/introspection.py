@@ -1,7 +1,8 @@
 """The rows of the introspection relations that come from environmentd's live state
 (issue 29; their columns: ``catalog.introspection``): sessions and statements
 (``sqlfront.activity``), replica statuses and metrics (``sqlfront.replica_monitor``),
-persist shards' sizes, object dependencies and the function registry.
+persist shards' sizes, object dependencies, the function registry, the Coordinator's
+metrics, and hydration and lag of materializations and indexes (the controllers').
 
 Everything here is read when a query reads the relation; nothing runs on the
 Coordinator's thread.
@@ -14,6 +15,9 @@ from typing import TYPE_CHECKING
 
 from catalog import introspection as t
 from catalog import rbac
+from catalog.builtins import (
+    MZ_COORDINATOR_LOOP, MZ_HYDRATION_STATUSES, MZ_MATERIALIZATION_LAG, MZ_PEEK_DURATIONS, MZ_RECENT_STORAGE_USAGE,
+)
 from catalog.snapshot import BuiltinTable, CatalogSnapshot
 from sqlfront import activity
 from catalog.settings import MZ_VERSION
@@ -40,7 +44,17 @@ def rows(env: "Environment", table: BuiltinTable, viewer: str | None = None) -> 
     if tid in VIEWER_TABLES and viewer is not None and not rbac.is_superuser(env.snapshot, viewer):
         return activity.activity_rows(env.activity, env.snapshot, MZ_VERSION,
                                       tid == t.MZ_RECENT_ACTIVITY_LOG_REDACTED.id, role_id=viewer)
-    mon = env.replica_monitor
+    if tid == MZ_COORDINATOR_LOOP.id:
+        return env.metrics.coordinator_loop_rows()
+    if tid == MZ_PEEK_DURATIONS.id:
+        return env.metrics.peek_duration_rows()
+    if tid == MZ_HYDRATION_STATUSES.id:
+        return env.compute.hydration_rows()
+    if tid == MZ_MATERIALIZATION_LAG.id:
+        return env.compute.materialization_lag()
+    if tid == MZ_RECENT_STORAGE_USAGE.id:
+        return env.storage.storage_usage_rows()
+    mon = env.compute.replica_monitor
     if tid == t.MZ_CLUSTER_REPLICA_STATUSES.id:
         return mon.status_rows()
     if tid == t.MZ_CLUSTER_REPLICA_METRICS.id:

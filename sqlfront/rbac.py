@@ -9,7 +9,7 @@ the checks:
   transaction control, ...); a type that declares nothing is refused, and a test pins
   that the table covers the session's dispatch table.
 - :func:`authorize_ddl` — wraps every catalog transaction a session submits
-  (``sqlfront.sequence.ddl.run``): the checks are derived from the catalog *ops* the
+  (``sqlfront.sequence.catalog_txn.run``): the checks are derived from the catalog *ops* the
   statement produced (a created table needs CREATE on its schema, a dropped one
   ownership, ...), so every DDL statement, present or future, is checked the same way;
   an op kind :func:`check_ops` does not know is refused; new objects get the current
@@ -216,7 +216,7 @@ def _drop(s: Session, snap, stmt, role) -> None:
 
 def _on_catalog_ops(s: Session, snap, stmt, role) -> None:
     """DDL: nothing to check before it runs; :func:`check_ops` checks the catalog ops it
-    submits (every one of them: ``sqlfront.sequence.ddl.run``)."""
+    submits (every one of them: ``sqlfront.sequence.catalog_txn.run``)."""
 
 
 def _validate_connection(s: Session, snap, stmt, role) -> None:

@@ -1,4 +1,5 @@
-"""DDL sequencing: validate a DDL statement against a snapshot and return catalog ops.
+"""DDL sequencing: validate a DDL statement against a snapshot and return catalog ops
+(clusters' and replicas': ``sqlfront.sequence.clusters``).
 
 Every function here returns a ``build(snapshot, ids) -> ops`` closure that the
 Coordinator runs on its loop, so validation and commit see the same snapshot. They
@@ -12,200 +13,18 @@ from dataclasses import replace
 
 from catalog import durable
 from catalog.errors import (
-    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_OBJECT, DUPLICATE_SCHEMA, DUPLICATE_TABLE,
-    FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, INVALID_PARAMETER_VALUE, INVALID_SCHEMA_NAME,
-    OBJECT_NOT_IN_PREREQUISITE_STATE, RESERVED_NAME, SERIALIZATION_FAILURE, SYNTAX_ERROR, UNDEFINED_COLUMN,
-    UNDEFINED_OBJECT, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
+    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_TABLE,
+    FEATURE_NOT_SUPPORTED, INVALID_SCHEMA_NAME,
+    SERIALIZATION_FAILURE, SYNTAX_ERROR, UNDEFINED_COLUMN,
+    UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
 )
-from catalog.sizes import ReplicaSize, validate_size
 from catalog.snapshot import (
-    DATABASE, SYSTEM_SCHEMAS, TEMP_SCHEMA_ALIASES, USER_SCHEMA, CatalogSnapshot, Cluster, Column, Index,
-    MaterializedView, Replica, Schema, Sequence, Table, View, current_search_path,
+    SYSTEM_SCHEMAS, USER_SCHEMA, CatalogSnapshot, Column, Index,
+    MaterializedView, Schema, Sequence, Table, View, current_search_path,
 )
 from planner.ddl import TableDef
-from sqlfront import mzparse as mz
-from planner.functions.string import quote_ident
 from sqlfront.parse import quote_literal
-from sqlfront.rename_refs import rename_index_relation, rename_references, rename_schema_references
-
-
-#: object_not_in_prerequisite_state: a statement for the other kind of cluster (managed
-#: or unmanaged)
-WRONG_CLUSTER_KIND = OBJECT_NOT_IN_PREREQUISITE_STATE
-
-
-def replica_config(
-    rdef: mz.ReplicaDef,
-    sizes: dict[str, ReplicaSize],
-    zones: list[str],
-    taken_zones: list[str | None],
-) -> tuple[str | None, str | None, tuple[str, ...], str | None]:
-    """(size, availability zone, remote addresses, token) of a replica definition; the
-    size as the size map names it.
-
-    ``taken_zones`` are the zones of the cluster's other replicas, for the
-    fewest-replicas-first assignment (seeds/cluster-replicas.md)."""
-    seen = {o.name: o for o in rdef.options}  # each once: the parser refuses repeats
-    size = seen.get("SIZE")
-    remote = seen.get("REMOTE")
-    az = seen.get("AVAILABILITY ZONE")
-    if size and remote:
-        # Materialize's wording (cluster.slt)
-        raise SqlError(SYNTAX_ERROR, "only one of REMOTE or SIZE may be specified", position=remote.position)
-    if not size and not remote:
-        raise SqlError(SYNTAX_ERROR, f"SIZE or REMOTE option must be specified for replica {rdef.name}")
-    token = seen.get("TOKEN")
-    if token and not remote:
-        raise SqlError(SYNTAX_ERROR, "TOKEN may only be specified with REMOTE", position=token.position)
-    size_name = validate_size(sizes, size.value).name if size else None
-    addrs: tuple[str, ...] = ()
-    if remote:
-        # host:port (Materialize's form) means the Spark Connect server there
-        addrs = tuple(a if a.startswith("sc://") else f"sc://{a}" for a in remote.value)
-        for a in addrs:
-            if ":" not in a.removeprefix("sc://"):
-                raise SqlError(INVALID_PARAMETER_VALUE, f"invalid REMOTE address {a!r}: expected sc://host:port")
-    zone = None
-    if az:
-        if az.value not in zones:
-            shown = ", ".join(zones) if zones else "(none configured)"
-            raise SqlError(
-                INVALID_PARAMETER_VALUE,
-                f"unknown availability zone '{az.value}'",
-                detail=f"Valid availability zones are: {shown}",
-            )
-        zone = az.value
-    elif zones:
-        counts = {z: taken_zones.count(z) for z in zones}
-        zone = min(zones, key=lambda z: counts[z])  # min() keeps the first listed on ties
-    return size_name, zone, addrs, (token.value if token else None)
-
-
-def refuse_managed(cluster: Cluster, dropping: bool) -> None:
-    """CREATE / DROP CLUSTER REPLICA on a managed cluster is refused, as in Materialize
-    (its replicas are the system's to make and drop).
-
-    Raises:
-        SqlError 55000 when ``cluster`` is managed."""
-    if cluster.managed:
-        msg = "cannot drop replica of managed cluster" if dropping else f"cannot modify managed cluster {cluster.name}"
-        raise SqlError(WRONG_CLUSTER_KIND, msg,
-                       hint=f"Use ALTER CLUSTER to change the cluster's size and replication factor, or convert it "
-                            f"to an unmanaged cluster by running ALTER CLUSTER {cluster.name} SET (MANAGED = false).")
-
-
-def create_replica(stmt: mz.CreateClusterReplica, sizes, zones):
-    def build(snap: CatalogSnapshot, ids) -> list:
-        cluster = snap.resolve_cluster(stmt.cluster)
-        refuse_managed(cluster, False)
-        if snap.replica_by_name(cluster.id, stmt.replica.name) is not None:
-            raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.cluster}.{stmt.replica.name}' already exists")
-        taken = [r.availability_zone for r in snap.replicas_of(cluster.id)]
-        size, zone, remote, token = replica_config(stmt.replica, sizes, zones, taken)
-        return [durable.CreateReplica(
-            Replica(ids.allocate("replica"), cluster.id, stmt.replica.name, size, zone, remote, token))]
-
-    return build
-
-
-def drop_clusters(stmt: mz.DropClusters):
-    """DROP CLUSTER; a cluster that hosts indexes or materialized views needs CASCADE,
-    which drops them too (and what depends on the materialized views)
-    (Materialize: "cannot drop cluster with active indexes or materialized views",
-    2BP01)."""
-
-    def build(snap: CatalogSnapshot, ids) -> list:
-        ops = []
-        for name in stmt.names:
-            c = snap.cluster_by_name(name)
-            if c is None:
-                if stmt.if_exists:
-                    continue
-                raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{name}'")
-            hosted = snap.indexes_in_cluster(c.id)
-            mvs = snap.materialized_views_in_cluster(c.id)
-            sources = [t for t in snap.sources() if getattr(t, "cluster_id", None) == c.id]
-            if (hosted or mvs or sources) and not stmt.cascade:
-                raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
-                               "cannot drop cluster with active indexes or materialized views" if hosted or mvs
-                               else "cannot drop cluster with active sources",
-                               hint="Use DROP ... CASCADE to drop the dependent objects too.")
-            if sources:  # they go with their subsources and what reads them
-                from sqlfront import source_parse
-                from sqlfront.sources import drop_sources
-
-                ops += drop_sources(source_parse.DropItems("source", tuple((t.schema, t.name) for t in sources),
-                                                           False, True))(snap, ids)
-            ops += _drop_dependents(snap, mvs, True, "materialized view")
-            ops += [op for m in mvs for op in _drop_relation(snap, m)]
-            ops += [durable.DropIndex(i.id) for i in hosted]
-            ops.append(durable.DropCluster(c.id))
-        return _unique(ops)
-
-    return build
-
-
-def drop_replicas(stmt: mz.DropClusterReplicas):
-    def build(snap: CatalogSnapshot, ids) -> list:
-        ops = []
-        for cname, rname in stmt.names:
-            c = snap.cluster_by_name(cname)
-            if c is None:
-                if stmt.if_exists:
-                    continue
-                raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{cname}'")
-            r = snap.replica_by_name(c.id, rname)
-            if r is None:
-                if stmt.if_exists:
-                    continue
-                raise no_such_replica(cname, rname)
-            refuse_managed(c, True)
-            ops.append(durable.DropReplica(r.id))
-        return ops
-
-    return build
-
-
-def no_such_replica(cluster: str, replica: str) -> SqlError:
-    """Materialize's error for a replica name its cluster does not have (42704)."""
-    return SqlError(UNDEFINED_OBJECT, f'CLUSTER {quote_ident(cluster)} has no CLUSTER REPLICA named "{replica}"')
-
-
-def rename_replica(stmt: mz.AlterClusterReplicaRename):
-    """ALTER CLUSTER REPLICA c.r RENAME TO n: the replica keeps its id and process.
-
-    Raises (from ``build``): 42704 for an unknown cluster or replica (none with IF
-    EXISTS); 55000 on a managed cluster (its replicas' names are the system's); 42710
-    for a name the cluster's replicas already use."""
-    def build(snap: CatalogSnapshot, ids) -> list:
-        c = snap.cluster_by_name(stmt.cluster)
-        r = snap.replica_by_name(c.id, stmt.replica) if c is not None else None
-        if r is None:
-            if stmt.if_exists:
-                return []
-            if c is None:
-                raise SqlError(UNDEFINED_OBJECT, f"unknown cluster '{stmt.cluster}'")
-            raise no_such_replica(stmt.cluster, stmt.replica)
-        refuse_managed(c, False)
-        if stmt.new_name == r.name:
-            return []
-        if snap.replica_by_name(c.id, stmt.new_name) is not None:
-            raise SqlError(DUPLICATE_OBJECT, f"cluster replica '{stmt.cluster}.{stmt.new_name}' already exists")
-        return [durable.UpdateReplica(replace(r, name=stmt.new_name))]
-
-    return build
-
-
-def rename_cluster(stmt: mz.AlterClusterRename):
-    def build(snap: CatalogSnapshot, ids) -> list:
-        c = snap.resolve_cluster(stmt.name)
-        if stmt.new_name == stmt.name:
-            return []
-        if snap.cluster_by_name(stmt.new_name) is not None:
-            raise SqlError(DUPLICATE_OBJECT, f"cluster '{stmt.new_name}' already exists")
-        return [durable.RenameCluster(c.id, stmt.new_name)]
-
-    return build
+from sqlfront.rename_refs import rename_index_relation, rename_references
 
 
 def _creation_schema(snap: CatalogSnapshot, ids, schema: str | None, temp: bool = False) -> tuple[str, list]:
@@ -235,75 +54,6 @@ def find_item(snap: CatalogSnapshot, schema: str | None, name: str):
             or _lookup(snap, schema, name, snap.index_by_name))
 
 
-def create_schema(name: str, if_not_exists: bool):
-    """CREATE SCHEMA [IF NOT EXISTS] (Materialize's "CREATE SCHEMA").
-
-    Raises (from ``build``): 42P06 ``schema 'x' already exists``; 42939 for a name
-    starting ``mz_`` or ``pg_`` (reserved: Materialize's "unacceptable schema name")."""
-    def build(snap: CatalogSnapshot, ids) -> list:
-        if snap.schema_exists(name) or name in TEMP_SCHEMA_ALIASES:
-            if if_not_exists:
-                return []
-            raise SqlError(DUPLICATE_SCHEMA, f"schema '{name}' already exists")
-        if name.startswith(("mz_", "pg_")):
-            raise SqlError(RESERVED_NAME, f'unacceptable schema name "{name}"',
-                           detail='The prefixes "mz_" and "pg_" are reserved for system schemas.')
-        return [durable.CreateSchema(Schema(ids.allocate("item"), name))]
-
-    return build
-
-
-def _objects_in(snap: CatalogSnapshot, schema: str) -> list:
-    return [o for objs in (snap.tables, snap.views, snap.materialized_views, snap.sequences, snap.indexes)
-            for o in objs.values() if o.schema == schema]
-
-
-def drop_schemas(names: list[str], if_exists: bool, cascade: bool):
-    """DROP SCHEMA [IF EXISTS] ... [CASCADE]: with CASCADE, everything in it goes too
-    (and the views elsewhere that read it).
-
-    Raises (from ``build``): 3F000 ``unknown schema 'x'``; 2BP01 for a schema with
-    objects without CASCADE (Materialize: "schema 'materialize.x' cannot be dropped
-    without CASCADE while it contains objects"); 42501 for a system schema."""
-    def build(snap: CatalogSnapshot, ids) -> list:
-        ops: list = []
-        for name in names:
-            sc = snap.schema_by_name(snap.schema_name(name))
-            if sc is None:
-                if name in SYSTEM_SCHEMAS:
-                    raise SqlError(INSUFFICIENT_PRIVILEGE, f"system schema '{name}' cannot be modified")
-                if if_exists:
-                    continue
-                raise SqlError(INVALID_SCHEMA_NAME, f"unknown schema '{name}'")
-            objs = _objects_in(snap, sc.name)
-            if objs and not cascade:
-                raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
-                               f"schema '{DATABASE}.{name}' cannot be dropped without CASCADE while it contains "
-                               "objects")
-            ops += drop_contents(snap, sc.name)
-            ops.append(durable.DropSchema(sc.id))
-        return _unique(ops)
-
-    return build
-
-
-def drop_contents(snap: CatalogSnapshot, schema: str) -> list:
-    """Ops dropping every object in ``schema`` and the views elsewhere that read them."""
-    tables = [t for t in snap.tables.values() if t.schema == schema]
-    views = [v for v in snap.views.values() if v.schema == schema]
-    mvs = [m for m in snap.materialized_views.values() if m.schema == schema]
-    ops = _drop_dependents(snap, tables + views + mvs, True, "table")
-    for v in reversed(sorted(views + mvs, key=_id_order)):
-        ops += _drop_relation(snap, v)
-    for t in tables:
-        ops.append(durable.DropTable(t.id))
-    ops += [durable.DropIndex(i.id) for i in snap.indexes.values()
-            if i.schema == schema or i.on_id in {o.id for o in tables + views}]
-    ops += [durable.DropSequence(q.id) for q in snap.sequences.values()
-            if q.schema == schema or (q.owned_by and q.owned_by[0] in {t.id for t in tables})]
-    return ops
-
-
 def _unique(ops: list) -> list:
     """``ops`` without repeats (two paths may drop one object), in order."""
     seen, out = set(), []
@@ -312,32 +62,6 @@ def _unique(ops: list) -> list:
             seen.add(op)
             out.append(op)
     return out
-
-
-def rename_schema(name: str, new_name: str):
-    """ALTER SCHEMA name RENAME TO new_name (Materialize's "ALTER SCHEMA ... RENAME"); the
-    views and materialized views naming the schema in their queries are rewritten to
-    the new name, as for a renamed relation (``_rename_in_readers``).
-
-    Raises (from ``build``): 3F000 unknown schema; 42P06 for a taken name; 42501 for a
-    system schema."""
-    def build(snap: CatalogSnapshot, ids) -> list:
-        sc = snap.schema_by_name(name)
-        if sc is None or sc.temp:
-            if name in SYSTEM_SCHEMAS:
-                raise SqlError(INSUFFICIENT_PRIVILEGE, f"system schema '{name}' cannot be modified")
-            raise SqlError(INVALID_SCHEMA_NAME, f"unknown schema '{name}'")
-        if snap.schema_exists(new_name):
-            raise SqlError(DUPLICATE_SCHEMA, f"schema '{new_name}' already exists")
-        # the views reading its objects by the schema's name read them by the new one
-        # (their rewritten definitions go first: RenameSchema then moves those in it)
-        ops: list = []
-        for v in sorted([*snap.views.values(), *snap.materialized_views.values()], key=_id_order):
-            if any(sc_ == name for sc_, _ in _reads(v)):
-                ops += _replace_definition(v, rename_schema_references(v.sql, name, new_name))
-        return ops + [durable.RenameSchema(sc.id, new_name)]
-
-    return build
 
 
 def _free_name(snap: CatalogSnapshot, schema: str, base: str, taken: set[str] = frozenset()) -> str:
@@ -365,7 +89,7 @@ def create_table(schema: str | None, name: str, tdef: TableDef, if_not_exists: b
                 return []
             raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
         tid = ids.allocate("item")
-        shard = "s" + ids.allocate("shard")[1:]
+        shard = ids.allocate_shard()
         columns = list(tdef.columns)
         chosen: set[str] = set()
         for o in tdef.owned:
@@ -376,136 +100,9 @@ def create_table(schema: str | None, name: str, tdef: TableDef, if_not_exists: b
             ops.append(durable.CreateSequence(Sequence(ids.allocate("item"), s, seq_name, **opts,
                                                        owned_by=(tid, col.name))))
             columns[o.column] = replace(col, default=f"nextval({quote_literal(seq_name)}::regclass)")
-        return ops + [durable.CreateTable(Table(tid, s, name, tuple(columns), f"shard-{shard}"))]
+        return ops + [durable.CreateTable(Table(tid, s, name, tuple(columns), shard))]
 
     return build
-
-
-def create_sequence(schema: str | None, name: str, options: dict, if_not_exists: bool, temp: bool = False):
-    """CREATE SEQUENCE (PostgreSQL's; Materialize has no sequences). ``options`` come
-    from ``planner.ddl.sequence_options``.
-
-    Raises (from ``build``): 42P07 for a taken name; 42P01/42703 for an OWNED BY
-    column that does not exist; 3F000 for an unknown schema."""
-    def build(snap: CatalogSnapshot, ids) -> list:
-        s, ops = _creation_schema(snap, ids, schema, temp)
-        if snap.name_taken(s, name):
-            if if_not_exists:
-                return []
-            raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
-        opts = {k: v for k, v in options.items() if k not in ("owned_by", "restart")}
-        owned = _owned_by(snap, options.get("owned_by"))
-        return ops + [durable.CreateSequence(Sequence(ids.allocate("item"), s, name, **opts, owned_by=owned))]
-
-    return build
-
-
-def _owned_by(snap: CatalogSnapshot, names) -> tuple[str, str] | None:
-    """``(table id, column)`` of ``OWNED BY [schema.]table.column``; None for NONE."""
-    if not names:
-        return None
-    if len(names) < 2:
-        raise SqlError(INVALID_PARAMETER_VALUE, "invalid OWNED BY option",
-                       hint="Specify OWNED BY table.column or OWNED BY NONE.")
-    rel = snap.resolve_relation(names[-3] if len(names) > 2 else None, names[-2])
-    if not isinstance(rel, Table) or isinstance(rel, MaterializedView):
-        raise SqlError(WRONG_OBJECT_TYPE, f'sequence cannot be owned by relation "{rel.name}"')
-    if names[-1] not in [c.name for c in rel.columns]:
-        raise SqlError(UNDEFINED_COLUMN, f'column "{names[-1]}" of relation "{rel.name}" does not exist')
-    return rel.id, names[-1]
-
-
-def alter_sequence(schema: str | None, name: str, options, if_exists: bool):
-    """ALTER SEQUENCE: changes the definition. Returns ``(build, restart)``; once
-    ``build`` has committed, ``restart`` holds the ``(sequence, value)`` a RESTART asks
-    for, which the caller sets in the value store (the value is data, not catalog).
-
-    Raises (from ``build``): 42P01 for an unknown sequence (nothing with IF EXISTS);
-    ``planner.ddl.sequence_options``' errors."""
-    from planner.ddl import sequence_options
-
-    restart: list = []
-
-    def build(snap: CatalogSnapshot, ids) -> list:
-        restart.clear()
-        try:
-            q = snap.resolve_sequence(schema, name)
-        except SqlError:
-            if if_exists:
-                return []
-            raise
-        cur = {f: getattr(q, f) for f in ("type", "increment", "minvalue", "maxvalue", "start", "cache", "cycle")}
-        opts = sequence_options(options, q.type, cur)
-        value = opts.pop("restart", None)
-        owned = q.owned_by
-        if "owned_by" in opts:
-            owned = _owned_by(snap, opts.pop("owned_by"))
-        new = replace(q, **opts, owned_by=owned)
-        if value is not None:
-            restart.append((new, value))
-        # even when only RESTART changes (a value, not the definition): the op is what
-        # ownership is checked on (sqlfront.rbac.check_ops)
-        return [durable.UpdateSequence(new)]
-
-    return build, restart
-
-
-def drop_sequences(names: list[tuple[str | None, str]], if_exists: bool, cascade: bool = False):
-    """DROP SEQUENCE. A sequence a column's default uses needs CASCADE, which removes
-    those defaults (PostgreSQL: 2BP01 "cannot drop sequence s because other objects
-    depend on it")."""
-    def build(snap: CatalogSnapshot, ids) -> list:
-        ops = []
-        dropped = []
-        for schema, name in names:
-            q = _lookup(snap, schema, name, snap.sequence_by_name)
-            if q is None:
-                if if_exists:
-                    continue
-                if _lookup(snap, schema, name, snap.relation_by_name) is not None:
-                    raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a sequence',
-                                   hint="Use DROP TABLE to remove a table.")
-                raise SqlError(UNDEFINED_TABLE, f'sequence "{name}" does not exist')
-            dropped.append(q)
-        tables: dict[str, Table] = {}
-        for q in dropped:
-            for t in snap.tables.values():
-                t = tables.get(t.id, t)
-                users = [c for c in t.columns if c.default is not None and _uses_sequence(c.default, q)]
-                if not users:
-                    continue
-                if not cascade:
-                    raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
-                                   f"cannot drop sequence {q.name} because other objects depend on it",
-                                   detail=f"default value for column {users[0].name} of table {t.name} depends on "
-                                          f"sequence {q.name}",
-                                   hint="Use DROP ... CASCADE to drop the dependent objects too.")
-                tables[t.id] = replace(t, columns=tuple(
-                    replace(c, default=None, identity=None) if c in users else c for c in t.columns))
-        ops += [durable.UpdateTable(t) for t in tables.values()]
-        ops += [durable.DropSequence(q.id) for q in dropped]
-        return ops
-
-    return build
-
-
-def _uses_sequence(default: str, q: Sequence) -> bool:
-    """True if DEFAULT text ``default`` calls a sequence function on ``q``."""
-    import pglast
-    from planner.expr import ast_nodes
-    from pglast import ast
-
-    node = pglast.parse_sql(f"SELECT {default}")[0].stmt
-    for n in ast_nodes(node):
-        if isinstance(n, ast.FuncCall) and n.funcname[-1].sval in ("nextval", "currval", "setval") and n.args:
-            a = n.args[0]
-            while isinstance(a, ast.TypeCast):
-                a = a.arg
-            if isinstance(a, ast.A_Const) and isinstance(a.val, ast.String):
-                parts = a.val.sval.split(".")
-                if parts[-1].strip('"') == q.name and (len(parts) == 1 or parts[-2].strip('"') == q.schema):
-                    return True
-    return False
 
 
 def create_view(schema: str | None, name: str, sql: str, columns: tuple[Column, ...], or_replace: bool,
@@ -563,59 +160,8 @@ def create_materialized_view(schema: str | None, name: str, sql: str, columns: t
         if gone:
             raise SqlError(SERIALIZATION_FAILURE, f"an input of materialized view \"{name}\" was dropped concurrently")
         mid = ids.allocate("item")
-        shard = "shard-s" + ids.allocate("shard")[1:]
+        shard = ids.allocate_shard()
         return ops + [durable.CreateMaterializedView(MaterializedView(mid, s, name, columns, shard, sql, c.id))]
-
-    return build
-
-
-def create_index(stmt: mz.CreateIndex, session_cluster: str):
-    """CREATE [DEFAULT] INDEX (Materialize's "CREATE INDEX"): the index lives in
-    ``stmt.cluster``, else the session's cluster. A DEFAULT index keys on every column.
-    Unnamed indexes are named as Materialize names them, ``<obj>_primary_idx`` for a
-    default index and ``<obj>_<key>_..._idx`` otherwise (``expr`` for a key that is
-    not a column), with 1, 2, ... appended while the name is taken.
-
-    Raises (from ``build``): 42704 unknown cluster, 42P01 unknown object, 42809 for a
-    system table, 42703 for a key column the object lacks, 42P07 for a taken name."""
-
-    def build(snap: CatalogSnapshot, ids) -> list:
-        cluster = snap.resolve_cluster(stmt.cluster or session_cluster)
-        rel = snap.resolve_relation(stmt.schema, stmt.on)
-        if rel.builtin:
-            raise SqlError(WRONG_OBJECT_TYPE, f'cannot create index on system table "{stmt.on}"')
-        columns = [c.name for c in rel.columns]
-        keys = tuple(columns) if stmt.keys is None else stmt.keys
-        if stmt.name is not None:
-            name = stmt.name
-            if snap.index_by_name(rel.schema, name) is not None or snap.relation_by_name(rel.schema, name):
-                if stmt.if_not_exists:
-                    return []
-                raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
-        else:
-            base = f"{rel.name}_primary_idx" if stmt.keys is None else \
-                "_".join([rel.name] + [k if k in columns else "expr" for k in keys] + ["idx"])
-            name, n = base, 0
-            while snap.index_by_name(rel.schema, name) is not None or snap.relation_by_name(rel.schema, name):
-                n += 1
-                name = f"{base}{n}"
-        return [durable.CreateIndex(Index(ids.allocate("item"), rel.schema, name, rel.id, stmt.definition,
-                                          cluster.id, keys))]
-
-    return build
-
-
-def drop_indexes(names: list[tuple[str | None, str]], if_exists: bool):
-    def build(snap: CatalogSnapshot, ids) -> list:
-        ops = []
-        for schema, name in names:
-            idx = _lookup(snap, schema, name, snap.index_by_name)
-            if idx is None:
-                if if_exists:
-                    continue
-                raise SqlError(UNDEFINED_OBJECT, f'index "{name}" does not exist')
-            ops.append(durable.DropIndex(idx.id))
-        return ops
 
     return build
 

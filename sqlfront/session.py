@@ -49,6 +49,7 @@ from sqlfront.sequence import alter, clusters, copy, cursors, ddl, explain, prep
 from sqlfront.sequence import sources
 from sqlfront import source_parse as sp
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
+from sqlfront.sequence import indexes, schemas, sequences
 from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
 from planner.functions.sequence import set_sequence_access
@@ -149,7 +150,7 @@ class Session:
         #: sql -> ((stmt, snapshot, search_path), InsertTemplate or None) (sequence.writes.planned_insert)
         self._insert_templates: dict = {}
         #: the read timestamp of the transaction, fixed at its first read (held in
-        #: ``env.time_holds`` so since cannot pass it while the transaction lasts)
+        #: ``env.storage.hold_time`` so since cannot pass it while the transaction lasts)
         self._txn_ts: int | None = None
         #: the transaction is the implicit one of a multi-statement simple query
         self._implicit = False
@@ -200,13 +201,13 @@ class Session:
         if not self.in_transaction:
             return self.env.oracle.read_ts()
         if self._txn_ts is None:
-            self._txn_ts = self.env.hold_time(self.env.oracle.read_ts())
+            self._txn_ts = self.env.storage.hold_time(self.env.oracle.read_ts())
         return self._txn_ts
 
     def release_read_ts(self) -> None:
         """Let since move past the transaction's read timestamp (:meth:`read_ts`) again."""
         if self._txn_ts is not None:
-            self.env.release_time(self._txn_ts)
+            self.env.storage.release_time(self._txn_ts)
             self._txn_ts = None
 
     # -- transaction state, as sqlfront.sequence reads and changes it -----------------------
@@ -500,7 +501,7 @@ class Session:
         self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
             snap = self.env.snapshot
-            pq = QueryPlanner(snap, params, row_count=self.env.row_count).plan_select(stmt)
+            pq = QueryPlanner(snap, params, row_count=self.env.storage.row_count).plan_select(stmt)
             self._described = (stmt, tuple(params or ()), snap, pq)
             return peek.columns(pq)
         return self.describe(sql, len(params))[0]
@@ -512,7 +513,7 @@ class Session:
         snap = self.env.snapshot
         if d is not None and d[0] is stmt and d[1] == tuple(params or ()) and d[2] is snap:
             return d[3]
-        return QueryPlanner(snap, params, row_count=self.env.row_count).plan_select(stmt)
+        return QueryPlanner(snap, params, row_count=self.env.storage.row_count).plan_select(stmt)
 
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
         """The rows of a builtin table as this session sees them: its own cursors in
@@ -534,7 +535,7 @@ class Session:
         block_ddl.rollback(self)
         cursors.close_all(self)
         self.release_read_ts()
-        ddl.drop_temp_schema(self)
+        schemas.drop_temp_schema(self)
         self.env.activity.disconnect(self.activity)
 
 
@@ -560,29 +561,29 @@ HANDLERS: dict[type, Callable] = {
     ast.DeleteStmt: writes.rewrite,
     ast.CopyStmt: copy.copy,
     # DDL
-    mz.CreateCluster: ddl.create_cluster,
-    mz.CreateClusterReplica: ddl.create_replica,
-    mz.DropClusters: ddl.drop_clusters,
-    mz.DropClusterReplicas: ddl.drop_replicas,
-    mz.AlterClusterRename: ddl.rename_cluster,
-    mz.AlterClusterReplicaRename: ddl.rename_replica,
-    mz.AlterClusterSet: clusters.alter_cluster_set,
-    mz.AlterClusterSwap: clusters.swap_clusters,
+    mz.CreateCluster: clusters.sequence_create_cluster,
+    mz.CreateClusterReplica: clusters.sequence_create_replica,
+    mz.DropClusters: clusters.sequence_drop_clusters,
+    mz.DropClusterReplicas: clusters.sequence_drop_replicas,
+    mz.AlterClusterRename: clusters.sequence_rename_cluster,
+    mz.AlterClusterReplicaRename: clusters.sequence_rename_replica,
+    mz.AlterClusterSet: clusters.sequence_alter_cluster_set,
+    mz.AlterClusterSwap: clusters.sequence_swap_clusters,
     ast.CreateStmt: ddl.create_table,
     ast.ViewStmt: ddl.create_view,
     mz.CreateViewIfNotExists: ddl.create_view,
-    ast.IndexStmt: ddl.create_index,
-    mz.CreateIndex: ddl.create_index,
+    ast.IndexStmt: indexes.sequence_create_index,
+    mz.CreateIndex: indexes.sequence_create_index,
     mz.CreateMaterializedView: ddl.create_materialized_view,
     ast.DropStmt: ddl.drop,
-    ast.CreateSeqStmt: ddl.create_sequence,
-    ast.CreateSchemaStmt: ddl.create_schema,
+    ast.CreateSeqStmt: sequences.sequence_create_sequence,
+    ast.CreateSchemaStmt: schemas.sequence_create_schema,
     ast.CommentStmt: ddl.comment,
     ast.RenameStmt: alter.rename,
     ast.AlterTableStmt: alter.alter_table,
     ast.TruncateStmt: alter.truncate,
     ast.CreateTableAsStmt: alter.create_table_as,
-    ast.AlterSeqStmt: ddl.alter_sequence,
+    ast.AlterSeqStmt: sequences.sequence_alter_sequence,
     # secrets, connections, sources
     sp.CreateSecret: sources.create_secret,
     sp.AlterSecret: sources.alter_secret,

@@ -162,9 +162,7 @@ def create_source(stmt: sp.CreateSource, session_cluster: str, plan: Plan | None
                 raise SqlError(DUPLICATE_OBJECT, f"catalog item '{n}' already exists")
         source_id = ids.allocate("item")
 
-        def shard() -> str:
-            return "shard-s" + ids.allocate("shard")[1:]
-
+        shard = ids.allocate_shard
         ops = [durable.CreateTable(Subsource(ids.allocate("item"), s, name, columns, shard(),
                                              source_id=source_id, output=key))
                for name, columns, key in outputs if name is not None]
@@ -402,7 +400,7 @@ def commit_updates(env: Environment, source: Source, by_output: dict, progress: 
                      DIFF_COLUMN: pa.array([d for _, d in moves], pa.int64())})
     writes.append(Write(progress.shard_id, batch=persist.updates_batch(progress.shard_id, data),
                         expected_upper=expected_upper))
-    return env.writer.commit(writes)
+    return env.storage.writer.commit(writes)
 
 
 class SourceRunners:
@@ -415,7 +413,7 @@ class SourceRunners:
 
     def ensure(self, source: Source) -> None:
         """Run ``source``'s ingestion if this process runs its cluster and it is not running."""
-        if source.kind not in ("load-generator", "postgres") or source.cluster_id not in self.env.clusters:
+        if source.kind not in ("load-generator", "postgres") or source.cluster_id not in self.env.compute.clusters:
             return
         with self._lock:
             r = self._runners.get(source.id)
@@ -433,7 +431,7 @@ class SourceRunners:
         """Run every source of ``snap`` this process should run; stop the others."""
         live = {t.id: t for t in snap.tables.values() if isinstance(t, Source)}
         with self._lock:  # dropped, or its cluster is another process's now
-            gone = [sid for sid in self._runners if sid not in live or live[sid].cluster_id not in self.env.clusters]
+            gone = [sid for sid in self._runners if sid not in live or live[sid].cluster_id not in self.env.compute.clusters]
         for sid in gone:
             self.stop(sid, dropped=sid not in live)
         for s in live.values():

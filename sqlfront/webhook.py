@@ -212,7 +212,7 @@ class Webhooks:
             check_storable(source, rows)
         except SqlError as e:
             raise WebhookError(400, e.message) from None
-        self.env.writer.commit([Write(source.shard_id, values=rows, table=source)])
+        self.env.storage.writer.commit([Write(source.shard_id, values=rows, table=source)])
         return len(rows)
 
     def _validate(self, snap, source: Source, spec: dict, header_map: dict, body: bytes) -> None:

@@ -1,6 +1,6 @@
 """Every catalog op class has a handler in each dispatcher over ops: the durable
 catalog's (``catalog.durable._APPLY``, used by ``CatalogStore.transact``), the side
-effects of committed ops (``sqlfront.environment.Environment._SIDE_EFFECTS``) and the
+effects of committed ops (``sqlfront.controller.effects.SIDE_EFFECTS``) and the
 privileges a role needs to submit it (``sqlfront.rbac._OP_PRIVILEGES``, used by
 ``check_ops``), so a new op cannot be forgotten in any. Pure Python: no server."""
 
@@ -22,7 +22,7 @@ from catalog.snapshot import (
 )
 from catalog.types import SqlType
 from sqlfront import rbac as stmt_rbac
-from sqlfront.environment import Environment
+from sqlfront.controller.effects import SIDE_EFFECTS
 
 
 def _op_classes() -> set[type]:
@@ -43,7 +43,7 @@ def test_every_op_class_has_a_durable_handler():
 
 
 def test_every_op_class_has_a_side_effect_handler():
-    assert _op_classes() - set(Environment._SIDE_EFFECTS) == set()
+    assert _op_classes() - set(SIDE_EFFECTS) == set()
 
 
 def test_every_op_class_declares_its_privileges():

@@ -10,7 +10,7 @@ test of its own, one in the last digits of float or numeric arithmetic is accept
 Only the wire is used, so the same test checks any engine behind CREATE MATERIALIZED
 VIEW. A timestamp is taken as ``SELECT mz_now()`` in a transaction block opened right
 after the write's acknowledgement (strict serializable: at or after the write), which
-the block also holds against compaction (``Environment.hold_time``) until every view was
+the block also holds against compaction (``StorageController.hold_time``) until every view was
 checked at it. A view whose plan the engine refuses at CREATE with 0A000 is counted as
 refused (its test skips), not failed. The run prints its figures (views, steps,
 timestamps, comparisons, refused, mismatches, seconds); ``-s`` also shows its progress.

@@ -1,4 +1,4 @@
-"""Managed clusters' catalog transactions (sqlfront.cluster_ddl) on an in-memory catalog:
+"""Managed clusters' catalog transactions (sqlfront.sequence.clusters) on an in-memory catalog:
 replicas r1 .. rN follow SIZE and REPLICATION FACTOR, conversions, SWAP, and the two
 steps of a graceful reconfiguration. No server, no replica process."""
 
@@ -9,10 +9,10 @@ import pytest
 from catalog.durable import CatalogStore
 from catalog.errors import SqlError
 from catalog.sizes import default_sizes, parse_sizes
-from sqlfront import cluster_ddl
+from sqlfront.sequence import clusters as cluster_ddl
 from sqlfront.coordinator import IdAllocator
 from sqlfront.mzparse import parse_mz
-from sqlfront.sequence_ddl import create_replica, drop_replicas
+from sqlfront.sequence.clusters import create_replica, drop_replicas
 
 SIZES = default_sizes()
 ZONES = ["az1", "az2"]

@@ -67,7 +67,7 @@ def test_passwords_are_redacted_from_urls():
 
 def test_a_booting_process_drops_the_temp_schemas_of_no_live_process():
     from catalog.snapshot import temp_schema_name
-    from sqlfront.environment import leftover_temp_schemas
+    from sqlfront.bootstrap import leftover_temp_schemas
 
     mine, live, dead = (temp_schema_name(p, "s1") for p in ("me0", "live0", "dead0"))
     assert leftover_temp_schemas([mine, live, dead, "mz_temp_0123abcd4567"], {"live0"}) == [mine, dead]

@@ -204,7 +204,7 @@ def test_drop_cluster_takes_its_sources_with_cascade_only():
     from catalog.snapshot import Cluster
     from sqlfront import mzparse as mz
     from sqlfront.coordinator import IdAllocator
-    from sqlfront.sequence_ddl import drop_clusters
+    from sqlfront.sequence.clusters import drop_clusters
     from sqlfront.sources import create_source
 
     snap = CatalogSnapshot().with_changes(clusters={"u1": Cluster("u1", "ingest")},

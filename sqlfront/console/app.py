@@ -262,7 +262,7 @@ def make_app(env, scram=None) -> Starlette:
 def _spark_ui_urls(env) -> dict[str, str]:
     """replica id -> its Spark UI's address, for the local replicas this process runs."""
     out = {}
-    for h, _size in env.replica_handles():
+    for h, _size in env.compute.replica_handles():
         proc = getattr(h, "process", None)
         url = proc.spark_ui_url() if proc is not None and proc.alive() else None
         if url:

@@ -12,7 +12,6 @@ was.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -26,8 +25,10 @@ from catalog.errors import (
 from catalog.snapshot import Column, Table
 from catalog.types import TEXT
 from persist import ShardSealed, UpperMismatch
+from persist.shard_id import ShardId, rewrite_shard_id
 from sqlfront import sequence_ddl as build
-from sqlfront.sequence.ddl import run
+from sqlfront.sequence import schemas
+from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
 
 if TYPE_CHECKING:
@@ -169,27 +170,27 @@ def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source:
                 except ShardSealed:
                     raise SqlError(SERIALIZATION_FAILURE, f'table "{table.name}" was changed by a concurrent statement') from None
         else:
-            state = env.writer.seal(table.shard_id)
+            state = env.storage.writer.seal(table.shard_id)
             # a sealed shard's rows are final: read below its upper, which no read may
             # advance any more (a fencing read above it would fail: the shard is sealed)
             as_of = state.upper - 1
-        shard = f"shard-r{uuid.uuid4().hex[:16]}"
+        shard = rewrite_shard_id()
         try:
-            with env.table_lock(table.shard_id):  # UPDATE and DELETE wait for the copy
+            with env.storage.table_lock(table.shard_id):  # UPDATE and DELETE wait for the copy
                 target = _copy_rows(s, table, columns, source, shard, state, as_of)
-            if optimistic and isinstance(env.writer.seal(table.shard_id, state.upper), UpperMismatch):
-                persist.drop_shard(shard)  # a write landed after the copy's snapshot
+            if optimistic and isinstance(env.storage.writer.seal(table.shard_id, state.upper), UpperMismatch):
+                env.storage.drop_shard(shard)  # a write landed after the copy's snapshot
                 continue
         except BaseException:
             if not optimistic:
                 _reopen(s, table)
-            persist.drop_shard(shard)
+            env.storage.drop_shard(shard)
             raise
         try:
             run(s, build.update_table(table, target))
         except BaseException:
             _reopen(s, table)
-            persist.drop_shard(shard)
+            env.storage.drop_shard(shard)
             raise
         return
 
@@ -202,7 +203,7 @@ def _reopen(s: Session, table: Table) -> None:
         s.env.persist.unseal(table.shard_id)
 
 
-def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: list[int | None], shard: str,
+def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: list[int | None], shard: ShardId,
                state, as_of: int) -> Table:
     """Create ``shard`` and fill it with ``table``'s rows at ``as_of`` (``state`` is the
     old shard's, its upper past ``as_of``), made into ``columns`` (see
@@ -221,7 +222,7 @@ def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: li
 
     env = s.env
     target = replace(table, columns=columns, shard_id=shard)
-    env.persist.create_shard(shard, env.oracle.read_ts())
+    env.storage.create_shard(shard)
     if state.row_count() == 0:
         return target
     defaults = default_exprs(env.snapshot, target)
@@ -247,7 +248,7 @@ def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: li
         writes = [Write(shard, rows=rows_to_arrow(target, [tuple(r) for r in rows]))]
     else:
         writes = [Write(shard, batch=replica_write(s, target, plan, diffs=False, as_of=as_of))]
-    env.writer.commit(writes)
+    env.storage.writer.commit(writes)
     # The rows land at the copy's write timestamp, later than the shard's creation: a
     # read between the two (a block whose timestamp was taken before the swap, reading
     # the table after it) would find the new shard empty. Its since goes to the copy's
@@ -267,7 +268,7 @@ def rename(s: Session, stmt: ast.RenameStmt, sql: str, params) -> Result:
         for what does not exist (nothing with IF EXISTS); 0A000 for other renames."""
     t = stmt.renameType
     if t == ObjectType.OBJECT_SCHEMA:
-        run(s, build.rename_schema(stmt.subname, stmt.newname))
+        run(s, schemas.rename_schema(stmt.subname, stmt.newname))
         return Result("ALTER SCHEMA")
     kinds = {ObjectType.OBJECT_TABLE: "TABLE", ObjectType.OBJECT_VIEW: "VIEW", ObjectType.OBJECT_SEQUENCE: "SEQUENCE",
              ObjectType.OBJECT_INDEX: "INDEX", ObjectType.OBJECT_MATVIEW: "MATERIALIZED VIEW"}

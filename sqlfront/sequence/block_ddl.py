@@ -274,7 +274,7 @@ def rollback_to(s: Session, mark) -> None:
     b.catalog, n_ops, n_seq, n_shards = mark
     del b.ops[n_ops:]
     for shard in b.shards[n_shards:]:
-        s.env.persist.forget_shard(shard)
+        s.env.storage.forget_shard(shard)
     del b.shards[n_shards:]
     # a fresh scratch store holding only the ops kept (its rows constrain later ops)
     b.scratch.close()
@@ -299,7 +299,7 @@ def create_shard_now(s: Session, shard_id: str) -> None:
     it at once, so the block's UPDATE and DELETE read its rows as committed ones). Only
     the block knows the shard until COMMIT; ROLLBACK deletes it."""
     b: BlockCatalog | None = s.block_catalog
-    s.env.persist.create_shard(shard_id, s.env.oracle.read_ts())
+    s.env.storage.create_shard(shard_id)
     if b is not None:
         b.shards.append(shard_id)
 
@@ -309,4 +309,4 @@ def _drop_made(s: Session, b: BlockCatalog) -> None:
     for q in b.sequences:
         s.env.sequences.forget([q.id])
     for shard in b.shards:  # nobody else knew it: no tombstone (its id is handed out again)
-        s.env.persist.forget_shard(shard)
+        s.env.storage.forget_shard(shard)

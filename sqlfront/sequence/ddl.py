@@ -1,7 +1,10 @@
-"""DDL sequencing: CREATE/DROP of clusters, replicas, tables, views and indexes, and
-ALTER CLUSTER ... RENAME. Each statement is checked against the session's transaction,
-turned into a catalog transaction by ``sqlfront.sequence_ddl`` and applied by the
-Coordinator main loop (the only catalog writer)."""
+"""DDL sequencing: CREATE of tables, views and materialized views, COMMENT, and DROP of
+every kind (the other families' statements: ``sqlfront.sequence.clusters``,
+``.sequences``, ``.indexes``, ``.schemas``). Each statement is checked against the
+session's transaction, turned into a catalog transaction by ``sqlfront.sequence_ddl``
+(or its family's module), run as the session's role
+(``sqlfront.sequence.catalog_txn.run``) and applied by the Coordinator main loop (the
+only catalog writer)."""
 
 from __future__ import annotations
 
@@ -13,83 +16,19 @@ from pglast import ast
 from pglast.enums import DropBehavior, ObjectType
 
 from catalog.errors import (
-    SqlError, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, INVALID_TRANSACTION_STATE,
-    OBJECT_NOT_IN_PREREQUISITE_STATE, READ_ONLY_SQL_TRANSACTION, SYNTAX_ERROR, WARNING,
+    SqlError, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, OBJECT_NOT_IN_PREREQUISITE_STATE, SYNTAX_ERROR,
 )
-from planner.ddl import plan_table, sequence_options
+from planner.ddl import plan_table
 from planner.query import QueryPlanner
 from sqlfront import mzparse as mz
 from sqlfront import sequence_ddl as build
-from sqlfront.parse import quote_ident, syntax_error
+from sqlfront.parse import syntax_error
+from sqlfront.sequence import indexes, schemas, sequences
+from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
-
-
-def run(s: Session, txn) -> None:
-    """Run a catalog transaction, checked as the session's current role (privileges and
-    ownership, ``sqlfront.rbac.authorize_ddl``; what it creates, that role owns). In a
-    transaction block it takes effect at COMMIT and is undone by ROLLBACK, as in
-    PostgreSQL (``sqlfront.sequence.block_ddl``); it may not follow reads of user data
-    there (Materialize's transactions that read are read-only). In the implicit
-    transaction of a multi-statement query it takes effect at once, before any write.
-
-    Raises:
-        SqlError 25000 after reads in a block or writes in an implicit transaction;
-        25006 in a READ ONLY one; 25001 for DDL a block cannot hold."""
-    from sqlfront.rbac import authorize_ddl
-    from sqlfront.sequence import block_ddl
-
-    if s.txn_read:
-        raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow reads in a transaction")
-    if s.txn_read_only:
-        raise SqlError(READ_ONLY_SQL_TRANSACTION, "cannot execute DDL in a read-only transaction")
-    if block_ddl.in_block(s):
-        block_ddl.apply(s, authorize_ddl(txn))
-        return
-    if s.pending_writes:
-        raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow writes in a transaction")
-    s.env.coordinator.transact(authorize_ddl(txn))
-
-
-def create_cluster(s: Session, stmt: mz.CreateCluster, sql: str, params) -> Result:
-    """Materialize's CREATE CLUSTER."""
-    from sqlfront import cluster_ddl
-
-    cfg = s.env.config
-    run(s, cluster_ddl.create_cluster(stmt, cfg.sizes, cfg.availability_zones, cfg.bootstrap_replica_size))
-    return Result("CREATE CLUSTER")
-
-
-def create_replica(s: Session, stmt: mz.CreateClusterReplica, sql: str, params) -> Result:
-    """Materialize's CREATE CLUSTER REPLICA."""
-    run(s, build.create_replica(stmt, s.env.config.sizes, s.env.config.availability_zones))
-    return Result("CREATE CLUSTER REPLICA")
-
-
-def drop_clusters(s: Session, stmt: mz.DropClusters, sql: str, params) -> Result:
-    """Materialize's DROP CLUSTER."""
-    run(s, build.drop_clusters(stmt))
-    return Result("DROP CLUSTER")
-
-
-def drop_replicas(s: Session, stmt: mz.DropClusterReplicas, sql: str, params) -> Result:
-    """Materialize's DROP CLUSTER REPLICA."""
-    run(s, build.drop_replicas(stmt))
-    return Result("DROP CLUSTER REPLICA")
-
-
-def rename_cluster(s: Session, stmt: mz.AlterClusterRename, sql: str, params) -> Result:
-    """Materialize's ALTER CLUSTER ... RENAME TO."""
-    run(s, build.rename_cluster(stmt))
-    return Result("ALTER CLUSTER")
-
-
-def rename_replica(s: Session, stmt: mz.AlterClusterReplicaRename, sql: str, params) -> Result:
-    """Materialize's ALTER CLUSTER REPLICA ... RENAME TO."""
-    run(s, build.rename_replica(stmt))
-    return Result("ALTER CLUSTER REPLICA")
 
 
 def create_table(s: Session, stmt: ast.CreateStmt, sql: str, params) -> Result:
@@ -107,15 +46,6 @@ def create_table(s: Session, stmt: ast.CreateStmt, sql: str, params) -> Result:
     return Result("CREATE TABLE")
 
 
-def create_schema(s: Session, stmt: ast.CreateSchemaStmt, sql: str, params) -> Result:
-    """CREATE SCHEMA [IF NOT EXISTS] name. Raises SqlError 0A000 for AUTHORIZATION and
-    for schema elements (CREATE SCHEMA s CREATE TABLE ...)."""
-    if stmt.schemaElts or stmt.authrole is not None:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "CREATE SCHEMA with AUTHORIZATION or schema elements is not supported")
-    run(s, build.create_schema(stmt.schemaname, bool(stmt.if_not_exists)))
-    return Result("CREATE SCHEMA")
-
-
 def comment(s: Session, stmt: ast.CommentStmt, sql: str, params) -> Result:
     """COMMENT ON TABLE | VIEW | SEQUENCE | INDEX | COLUMN | SCHEMA ... IS 'text' | NULL,
     shown by obj_description/col_description and psql's ``\\d+``."""
@@ -126,42 +56,11 @@ def comment(s: Session, stmt: ast.CommentStmt, sql: str, params) -> Result:
     return Result("COMMENT")
 
 
-def drop_temp_schema(s: Session) -> None:
-    """The session ended: drop its temporary schema and everything in it, if it made one."""
-    if s.env.snapshot.schema_by_name(s.temp_schema) is None:
-        return
-    from catalog.snapshot import set_search_path
-
-    set_search_path((), s.temp_schema)
-    s.env.coordinator.transact(build.drop_schemas([s.temp_schema], True, True))
-
-
-def create_sequence(s: Session, stmt: ast.CreateSeqStmt, sql: str, params) -> Result:
-    """CREATE [TEMP] SEQUENCE [IF NOT EXISTS] name [options] (PostgreSQL's; Materialize
-    has no sequences); a temporary one goes into the session's temporary schema.
-    Raises ``planner.ddl.sequence_options``' errors."""
-    rv = stmt.sequence
-    opts = sequence_options(stmt.options or ())
-    run(s, build.create_sequence(rv.schemaname, rv.relname, opts, bool(stmt.if_not_exists), rv.relpersistence == "t"))
-    return Result("CREATE SEQUENCE")
-
-
-def alter_sequence(s: Session, stmt: ast.AlterSeqStmt, sql: str, params) -> Result:
-    """ALTER SEQUENCE [IF EXISTS] name options: INCREMENT, MINVALUE, MAXVALUE, START,
-    RESTART [WITH], CACHE, [NO] CYCLE, OWNED BY."""
-    rv = stmt.sequence
-    txn, restart = build.alter_sequence(rv.schemaname, rv.relname, stmt.options or (), bool(stmt.missing_ok))
-    run(s, txn)
-    for q, value in restart:
-        s.env.sequences.setval(q, value, False)
-    return Result("ALTER SEQUENCE")
-
-
 def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
     """DROP TABLE / VIEW / MATERIALIZED VIEW / INDEX / SEQUENCE / SCHEMA [IF EXISTS] ...
     [CASCADE]. Raises SqlError 0A000 for other objects."""
     if stmt.removeType == ObjectType.OBJECT_SCHEMA:
-        run(s, build.drop_schemas([o.sval for o in stmt.objects], bool(stmt.missing_ok),
+        run(s, schemas.drop_schemas([o.sval for o in stmt.objects], bool(stmt.missing_ok),
                                   stmt.behavior == DropBehavior.DROP_CASCADE))
         return Result("DROP SCHEMA")
     names = []
@@ -172,8 +71,8 @@ def drop(s: Session, stmt: ast.DropStmt, sql: str, params) -> Result:
              ObjectType.OBJECT_VIEW: (build.drop_views, "DROP VIEW"),
              ObjectType.OBJECT_MATVIEW: (functools.partial(build.drop_views, materialized=True),
                                          "DROP MATERIALIZED VIEW"),
-             ObjectType.OBJECT_INDEX: (build.drop_indexes, "DROP INDEX"),
-             ObjectType.OBJECT_SEQUENCE: (build.drop_sequences, "DROP SEQUENCE")}
+             ObjectType.OBJECT_INDEX: (indexes.drop_indexes, "DROP INDEX"),
+             ObjectType.OBJECT_SEQUENCE: (sequences.drop_sequences, "DROP SEQUENCE")}
     if stmt.removeType not in kinds:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"DROP {stmt.removeType.name.removeprefix('OBJECT_')} is not supported")
     txn, tag = kinds[stmt.removeType]
@@ -215,35 +114,6 @@ def create_view(s: Session, stmt: ast.ViewStmt | mz.CreateViewIfNotExists, sql: 
     return Result("CREATE VIEW")
 
 
-def create_index(s: Session, stmt: ast.IndexStmt | mz.CreateIndex, sql: str, params) -> Result:
-    """CREATE INDEX, Materialize's form or PostgreSQL's (the index is an in-memory
-    arrangement of every row and column: its USING and INCLUDE change nothing, and
-    UNIQUE and WHERE, which would, are ignored with a NOTICE saying so, as PRIMARY KEY and
-    UNIQUE constraints are not enforced). Key expressions are checked by planning them
-    against the object."""
-    from pglast.stream import RawStream
-
-    if isinstance(stmt, ast.IndexStmt):
-        for given, what in ((stmt.unique, "UNIQUE is not enforced"),
-                            (stmt.whereClause is not None, "WHERE is ignored: the index keeps every row")):
-            if given:
-                s.notices.append(SqlError(WARNING, f"CREATE INDEX: {what}", severity="NOTICE",
-                                          detail="An index is an in-memory arrangement of its object (Materialize)."))
-        rv = stmt.relation
-        keys = tuple(e.name if e.name is not None else RawStream()(e.expr) for e in stmt.indexParams)
-        stmt = mz.CreateIndex(stmt.idxname, rv.schemaname, rv.relname, keys, None, bool(stmt.if_not_exists),
-                              sql.strip().rstrip(";").strip())
-    if stmt.keys:
-        target = (quote_ident(stmt.schema) + "." if stmt.schema else "") + quote_ident(stmt.on)
-        probe = f"SELECT {', '.join(stmt.keys)} FROM {target}"
-        try:
-            QueryPlanner(s.env.snapshot).plan_select(pglast.parse_sql(probe)[0].stmt)
-        except pglast.parser.ParseError as e:
-            raise syntax_error(e) from None
-    run(s, build.create_index(stmt, s.vars.get("cluster")))
-    return Result("CREATE INDEX")
-
-
 #: functions whose value depends on when or by whom a query runs: a materialized view
 #: cannot keep them current (Materialize: "cannot materialize call to now")
 UNMATERIALIZABLE = frozenset({
@@ -279,7 +149,7 @@ def _result_scales(s: Session, plan) -> list[int | None]:
     if not any(t.name == "numeric" and t.precision is None for _, t in plan.columns):
         return none
     cluster = s.env.snapshot.cluster_by_name(s.vars.get("cluster"))
-    cc = s.env.cluster_coordinator(cluster.id) if cluster is not None else None
+    cc = s.env.compute.cluster_coordinator(cluster.id) if cluster is not None else None
     if cc is None or not cc.replica_ids():  # no replica to wait for (CREATE needs none)
         return none
     try:

@@ -134,12 +134,12 @@ def explain(s: Session, q, stage: str, params) -> Result:
         from planner.expr import MAINTAINED, set_query_timestamp
 
         set_query_timestamp(MAINTAINED)
-    planner = QueryPlanner(s.env.snapshot, params, row_count=s.env.row_count)
+    planner = QueryPlanner(s.env.snapshot, params, row_count=s.env.storage.row_count)
     plan = planner.plan_raw(q).plan
     if stage == "decorrelated":
         plan = optimize(plan, rules=DECORRELATION)
     elif stage in ("optimized", "physical", "incremental"):
-        plan = optimize(plan, s.env.row_count)
+        plan = optimize(plan, s.env.storage.row_count)
     if stage == "incremental":
         from planner.incremental import incremental_plan
         from planner.incremental.explain import explain_incremental

@@ -225,9 +225,9 @@ def _read_at(s: Session, plan, as_of: int | None):
         since; XX000 for a subsource in error (``SourceRunners.check_readable``)."""
     snap = s.env.snapshot
     cluster = snap.resolve_cluster(s.vars.get("cluster"))
-    cc = s.env.cluster_coordinator(cluster.id)
+    cc = s.env.compute.cluster_coordinator(cluster.id)
     if cc is None:
-        raise s.env.not_owned_error(cluster)
+        raise s.env.compute.not_owned_error(cluster)
     pending = pending_parts(s) if as_of is None else {}
     # a block that wrote, then reads: COMMIT checks that nobody wrote what it read since
     validate = bool(s.pending_writes) and s.in_block
@@ -303,8 +303,8 @@ def await_materialized(s: Session, plan, as_of: int) -> None:
         poll = Backoff()
         st = persist.state(view.shard_id)
         while st.upper <= as_of:
-            env.request_materialization(view, as_of)
-            err = env.materialization_error(view)
+            env.compute.request_materialization(view, as_of)
+            err = env.compute.materialization_error(view)
             if err is not None:
                 raise copy.copy(err)  # the maintainer's, shared: each reader raises its own
             if s.cancel_event.is_set() or s.client_gone():

@@ -124,7 +124,7 @@ def discard(s: Session, stmt: ast.DiscardStmt, sql: str, params) -> Result:
 
     Raises:
         SqlError 25001 for DISCARD ALL inside a transaction block."""
-    from sqlfront.sequence import cursors, ddl
+    from sqlfront.sequence import cursors, schemas
 
     m = stmt.target
     if m == DiscardMode.DISCARD_ALL:
@@ -141,7 +141,7 @@ def discard(s: Session, stmt: ast.DiscardStmt, sql: str, params) -> Result:
 
         set_role(s, None)  # RESET ROLE, as PostgreSQL's DISCARD ALL does
     if m in (DiscardMode.DISCARD_ALL, DiscardMode.DISCARD_TEMP):
-        ddl.drop_temp_schema(s)
+        schemas.drop_temp_schema(s)
     if m in (DiscardMode.DISCARD_ALL, DiscardMode.DISCARD_SEQUENCES):
         s.sequences.discard()
     return Result({DiscardMode.DISCARD_ALL: "DISCARD ALL", DiscardMode.DISCARD_PLANS: "DISCARD PLANS",

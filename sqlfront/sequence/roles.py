@@ -23,7 +23,7 @@ from catalog.errors import (
 )
 from catalog.snapshot import DATABASE, SYSTEM_SCHEMAS, CatalogSnapshot, Role
 from sqlfront import mzparse as mz
-from sqlfront.sequence.ddl import run
+from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
 
 if TYPE_CHECKING:
@@ -515,6 +515,10 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
     from pglast.enums import DropBehavior
 
     from sqlfront import sequence_ddl as b
+    from sqlfront.sequence.clusters import drop_clusters
+    from sqlfront.sequence.indexes import drop_indexes
+    from sqlfront.sequence.schemas import drop_schemas
+    from sqlfront.sequence.sequences import drop_sequences
 
     cascade = stmt.behavior == DropBehavior.DROP_CASCADE
 
@@ -534,14 +538,14 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
         # then refuse (without CASCADE) if that reached an object of another owner
         ops: list = []
         if "SCHEMA" in by_kind:
-            ops += b.drop_schemas([n[-1] for n in names("SCHEMA")], True, True)(snap, ids)
+            ops += drop_schemas([n[-1] for n in names("SCHEMA")], True, True)(snap, ids)
         if "CLUSTER" in by_kind:
-            ops += b.drop_clusters(mz.DropClusters(tuple(o.name for o in by_kind["CLUSTER"]), True, True))(snap, ids)
+            ops += drop_clusters(mz.DropClusters(tuple(o.name for o in by_kind["CLUSTER"]), True, True))(snap, ids)
         ops += b.drop_views(names("VIEW"), True, True)(snap, ids)
         ops += b.drop_views(names("MATERIALIZED VIEW"), True, True, materialized=True)(snap, ids)
         ops += b.drop_tables(names("TABLE"), True, True)(snap, ids)
-        ops += b.drop_sequences(names("SEQUENCE"), True, True)(snap, ids)
-        ops += b.drop_indexes(names("INDEX"), True)(snap, ids)
+        ops += drop_sequences(names("SEQUENCE"), True, True)(snap, ids)
+        ops += drop_indexes(names("INDEX"), True)(snap, ids)
         ops = b._unique(ops)
         if not cascade:
             mine = {o.key for o in owned}

@@ -1,4 +1,6 @@
-"""SQL sequences as one session sees them: ``nextval``/``setval`` through the durable
+"""SQL sequences (PostgreSQL's; Materialize has none): CREATE, ALTER and DROP SEQUENCE,
+both halves of each (``sequence_<statement>`` runs the catalog transaction
+``<statement>`` builds), and sequences as one session sees them: ``nextval``/``setval`` through the durable
 value store (``catalog.sequences.SequenceStore``), and the session's own ``currval``
 and ``lastval`` (PostgreSQL 9.17: "currval: Return the value most recently obtained by
 nextval for this sequence in the current session").
@@ -12,12 +14,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from catalog.errors import SqlError, OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_TABLE
+from dataclasses import replace
+
+from catalog import durable
+from catalog.errors import (
+    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_TABLE, INVALID_PARAMETER_VALUE, OBJECT_NOT_IN_PREREQUISITE_STATE,
+    UNDEFINED_COLUMN, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
+)
 from catalog.pg_catalog import object_oid
-from catalog.snapshot import Sequence, visible_schema
+from catalog.snapshot import CatalogSnapshot, MaterializedView, Sequence, Table, visible_schema
+from planner.ddl import sequence_options
 from sqlfront.rbac import check_sequence_use
+from sqlfront.sequence.catalog_txn import run
+from sqlfront.sequence.result import Result
+from sqlfront.sequence_ddl import _creation_schema, _lookup
 
 if TYPE_CHECKING:
+    from pglast import ast
+
     from sqlfront.session import Session
 
 
@@ -99,3 +113,151 @@ class SessionSequences:
         """Forget currval/lastval (``DISCARD SEQUENCES``, ``DISCARD ALL``)."""
         self._current.clear()
         self._last = None
+
+
+# -- CREATE, ALTER and DROP SEQUENCE --------------------------------------------
+
+def create_sequence(schema: str | None, name: str, options: dict, if_not_exists: bool, temp: bool = False):
+    """CREATE SEQUENCE (PostgreSQL's; Materialize has no sequences). ``options`` come
+    from ``planner.ddl.sequence_options``.
+
+    Raises (from ``build``): 42P07 for a taken name; 42P01/42703 for an OWNED BY
+    column that does not exist; 3F000 for an unknown schema."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        s, ops = _creation_schema(snap, ids, schema, temp)
+        if snap.name_taken(s, name):
+            if if_not_exists:
+                return []
+            raise SqlError(DUPLICATE_TABLE, f'relation "{name}" already exists')
+        opts = {k: v for k, v in options.items() if k not in ("owned_by", "restart")}
+        owned = _owned_by(snap, options.get("owned_by"))
+        return ops + [durable.CreateSequence(Sequence(ids.allocate("item"), s, name, **opts, owned_by=owned))]
+
+    return build
+
+
+def _owned_by(snap: CatalogSnapshot, names) -> tuple[str, str] | None:
+    """``(table id, column)`` of ``OWNED BY [schema.]table.column``; None for NONE."""
+    if not names:
+        return None
+    if len(names) < 2:
+        raise SqlError(INVALID_PARAMETER_VALUE, "invalid OWNED BY option",
+                       hint="Specify OWNED BY table.column or OWNED BY NONE.")
+    rel = snap.resolve_relation(names[-3] if len(names) > 2 else None, names[-2])
+    if not isinstance(rel, Table) or isinstance(rel, MaterializedView):
+        raise SqlError(WRONG_OBJECT_TYPE, f'sequence cannot be owned by relation "{rel.name}"')
+    if names[-1] not in [c.name for c in rel.columns]:
+        raise SqlError(UNDEFINED_COLUMN, f'column "{names[-1]}" of relation "{rel.name}" does not exist')
+    return rel.id, names[-1]
+
+
+def alter_sequence(schema: str | None, name: str, options, if_exists: bool):
+    """ALTER SEQUENCE: changes the definition. Returns ``(build, restart)``; once
+    ``build`` has committed, ``restart`` holds the ``(sequence, value)`` a RESTART asks
+    for, which the caller sets in the value store (the value is data, not catalog).
+
+    Raises (from ``build``): 42P01 for an unknown sequence (nothing with IF EXISTS);
+    ``planner.ddl.sequence_options``' errors."""
+    restart: list = []
+
+    def build(snap: CatalogSnapshot, ids) -> list:
+        restart.clear()
+        try:
+            q = snap.resolve_sequence(schema, name)
+        except SqlError:
+            if if_exists:
+                return []
+            raise
+        cur = {f: getattr(q, f) for f in ("type", "increment", "minvalue", "maxvalue", "start", "cache", "cycle")}
+        opts = sequence_options(options, q.type, cur)
+        value = opts.pop("restart", None)
+        owned = q.owned_by
+        if "owned_by" in opts:
+            owned = _owned_by(snap, opts.pop("owned_by"))
+        new = replace(q, **opts, owned_by=owned)
+        if value is not None:
+            restart.append((new, value))
+        # even when only RESTART changes (a value, not the definition): the op is what
+        # ownership is checked on (sqlfront.rbac.check_ops)
+        return [durable.UpdateSequence(new)]
+
+    return build, restart
+
+
+def drop_sequences(names: list[tuple[str | None, str]], if_exists: bool, cascade: bool = False):
+    """DROP SEQUENCE. A sequence a column's default uses needs CASCADE, which removes
+    those defaults (PostgreSQL: 2BP01 "cannot drop sequence s because other objects
+    depend on it")."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        ops = []
+        dropped = []
+        for schema, name in names:
+            q = _lookup(snap, schema, name, snap.sequence_by_name)
+            if q is None:
+                if if_exists:
+                    continue
+                if _lookup(snap, schema, name, snap.relation_by_name) is not None:
+                    raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a sequence',
+                                   hint="Use DROP TABLE to remove a table.")
+                raise SqlError(UNDEFINED_TABLE, f'sequence "{name}" does not exist')
+            dropped.append(q)
+        tables: dict[str, Table] = {}
+        for q in dropped:
+            for t in snap.tables.values():
+                t = tables.get(t.id, t)
+                users = [c for c in t.columns if c.default is not None and _uses_sequence(c.default, q)]
+                if not users:
+                    continue
+                if not cascade:
+                    raise SqlError(DEPENDENT_OBJECTS_STILL_EXIST,
+                                   f"cannot drop sequence {q.name} because other objects depend on it",
+                                   detail=f"default value for column {users[0].name} of table {t.name} depends on "
+                                          f"sequence {q.name}",
+                                   hint="Use DROP ... CASCADE to drop the dependent objects too.")
+                tables[t.id] = replace(t, columns=tuple(
+                    replace(c, default=None, identity=None) if c in users else c for c in t.columns))
+        ops += [durable.UpdateTable(t) for t in tables.values()]
+        ops += [durable.DropSequence(q.id) for q in dropped]
+        return ops
+
+    return build
+
+
+def _uses_sequence(default: str, q: Sequence) -> bool:
+    """True if DEFAULT text ``default`` calls a sequence function on ``q``."""
+    import pglast
+    from planner.expr import ast_nodes
+    from pglast import ast
+
+    node = pglast.parse_sql(f"SELECT {default}")[0].stmt
+    for n in ast_nodes(node):
+        if isinstance(n, ast.FuncCall) and n.funcname[-1].sval in ("nextval", "currval", "setval") and n.args:
+            a = n.args[0]
+            while isinstance(a, ast.TypeCast):
+                a = a.arg
+            if isinstance(a, ast.A_Const) and isinstance(a.val, ast.String):
+                parts = a.val.sval.split(".")
+                if parts[-1].strip('"') == q.name and (len(parts) == 1 or parts[-2].strip('"') == q.schema):
+                    return True
+    return False
+
+
+def sequence_create_sequence(s: Session, stmt: ast.CreateSeqStmt, sql: str, params) -> Result:
+    """CREATE [TEMP] SEQUENCE [IF NOT EXISTS] name [options] (PostgreSQL's; Materialize
+    has no sequences); a temporary one goes into the session's temporary schema.
+    Raises ``planner.ddl.sequence_options``' errors."""
+    rv = stmt.sequence
+    opts = sequence_options(stmt.options or ())
+    run(s, create_sequence(rv.schemaname, rv.relname, opts, bool(stmt.if_not_exists), rv.relpersistence == "t"))
+    return Result("CREATE SEQUENCE")
+
+
+def sequence_alter_sequence(s: Session, stmt: ast.AlterSeqStmt, sql: str, params) -> Result:
+    """ALTER SEQUENCE [IF EXISTS] name options: INCREMENT, MINVALUE, MAXVALUE, START,
+    RESTART [WITH], CACHE, [NO] CYCLE, OWNED BY."""
+    rv = stmt.sequence
+    txn, restart = alter_sequence(rv.schemaname, rv.relname, stmt.options or (), bool(stmt.missing_ok))
+    run(s, txn)
+    for q, value in restart:
+        s.env.sequences.setval(q, value, False)
+    return Result("ALTER SEQUENCE")

@@ -1,6 +1,6 @@
 """Sequencing of secrets, connections and sources: the statements of
 ``sqlfront.source_parse`` turned into catalog transactions (``sqlfront.secrets``,
-``sqlfront.sources``) and run as DDL (``sqlfront.sequence.ddl.run``)."""
+``sqlfront.sources``) and run as DDL (``sqlfront.sequence.catalog_txn.run``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from sqlfront import secrets
 from sqlfront import source_parse as sp
-from sqlfront.sequence.ddl import run
+from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
 
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ with 08006 (``sqlfront.session.store_error``).
 Delivered through ``DECLARE c CURSOR FOR SUBSCRIBE ...`` + ``FETCH`` (a FETCH waits for at
 least one row, up to its ``TIMEOUT``) and as a bare statement (rows stream until it ends,
 is canceled, or the connection drops). While it runs, the subscription holds its frontier
-(``Environment.hold_time``) so since cannot pass it; closing releases it.
+(``StorageController.hold_time``) so since cannot pass it; closing releases it.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ class Subscription:
         self.frontier = ts if ts is not None else s.env.oracle.read_ts()
         if as_of is not None and as_of.at_least and self.tables:
             self.frontier = max([self.frontier] + [s.env.persist.state(t.shard_id).since for t in self.tables])
-        self._held = s.env.hold_time(self.frontier) if self.tables else None
+        self._held = s.env.storage.hold_time(self.frontier) if self.tables else None
         self._last: collections.Counter | None = None
         self._uppers: dict[str, int] = {}
         #: the one table read, when the query follows it incrementally (see the module doc)
@@ -431,8 +431,8 @@ class Subscription:
         if ts <= self.frontier and self._held is not None:
             return
         if self._held is not None:
-            self.s.env.release_time(self._held)
-        self._held = self.s.env.hold_time(ts)
+            self.s.env.storage.release_time(self._held)
+        self._held = self.s.env.storage.hold_time(ts)
         self.frontier = ts
 
     # -- consuming ----------------------------------------------------------------------
@@ -465,7 +465,7 @@ class Subscription:
         """Release what the subscription holds (its time hold, its listen's read hold,
         its PubSub subscriptions). Idempotent."""
         if self._held is not None:
-            self.s.env.release_time(self._held)
+            self.s.env.storage.release_time(self._held)
             self._held = None
         if self._listen is not None:
             self._listen.close()
@@ -492,9 +492,9 @@ class _QueryDataflow:
     def _run(self, fn):
         s = self.s
         cluster = s.env.snapshot.resolve_cluster(s.vars.get("cluster"))
-        cc = s.env.cluster_coordinator(cluster.id)
+        cc = s.env.compute.cluster_coordinator(cluster.id)
         if cc is None:
-            raise s.env.not_owned_error(cluster)
+            raise s.env.compute.not_owned_error(cluster)
         _, out = cc.run_on_replica(fn, self._replica, s.env.config.replica_wait_s, s.cancel_event, dataflow=True)
         return out
 

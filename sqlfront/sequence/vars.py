@@ -114,7 +114,7 @@ def _check_cluster_here(s: Session, name: str) -> None:
     A cluster that does not exist, or that no process owns now, may be set (Materialize
     checks the cluster when a query needs it)."""
     cluster = s.env.snapshot.cluster_by_name(name)
-    if cluster is None or s.env.cluster_coordinator(cluster.id) is not None:
+    if cluster is None or s.env.compute.cluster_coordinator(cluster.id) is not None:
         return
-    if s.env.ownership.owner_of(cluster.id) is not None:
-        raise s.env.not_owned_error(cluster)
+    if s.env.compute.ownership.owner_of(cluster.id) is not None:
+        raise s.env.compute.not_owned_error(cluster)

@@ -138,7 +138,7 @@ def insert(s: Session, stmt: ast.InsertStmt, sql: str, params, now: bool = False
         # the committer makes one Arrow table of every such write of its group to the shard
         check_writable(s, "INSERT")
         check_storable(pi.table, rows)
-        s.env.writer.commit([Write(pi.table.shard_id, values=rows, table=pi.table)])
+        s.env.storage.writer.commit([Write(pi.table.shard_id, values=rows, table=pi.table)])
     else:
         data = rows_to_arrow(pi.table, rows)
         append_all(s, [Pending(pi.table, data)]) if now else write(s, pi.table, data)
@@ -276,7 +276,7 @@ def append_all(s: Session, writes: list[Pending], keep_batches: bool = False) ->
         visible; their batches are deleted unless ``keep_batches``)."""
     if writes:
         try:
-            s.env.writer.commit([Write(p.table.shard_id, batch=p.data, expected_upper=p.expected_upper)
+            s.env.storage.writer.commit([Write(p.table.shard_id, batch=p.data, expected_upper=p.expected_upper)
                                  if isinstance(p.data, Batch) else
                                  Write(p.table.shard_id, rows=p.data, expected_upper=p.expected_upper)
                                  for p in writes])
@@ -316,7 +316,7 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
         if in_block and any(p.table.shard_id == shard for p in s.pending_writes):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{verb} of a table this transaction has already written is "
                            "not supported (its buffered writes are not read back before COMMIT)")
-        with s.env.table_lock(shard):  # writers of one table take turns (Materialize's write lock)
+        with s.env.storage.table_lock(shard):  # writers of one table take turns (Materialize's write lock)
             st = persist.state(shard)
             if st.sealed:  # its rows moved (ALTER TABLE) or the table is gone: plan again
                 raise ShardSealed(shard)
@@ -349,7 +349,7 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
                 s.buffer_writes([Pending(pr.table, batch, upper)])
                 return returning_result(pr.returning, f"{verb} {pr.affected(batch.updates)}", returned)
             try:
-                s.env.writer.commit([Write(shard, batch=batch, expected_upper=upper)])
+                s.env.storage.writer.commit([Write(shard, batch=batch, expected_upper=upper)])
             except Conflict:
                 persist.delete_batch(batch)
                 continue

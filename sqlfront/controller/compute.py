@@ -1,0 +1,395 @@
+"""The compute controller: the clusters this process runs, as Materialize's compute controller.
+
+It decides with the cluster leases which clusters run here (``sqlfront.ownership``),
+keeps one ``ClusterCoordinator`` per such cluster with its replicas, wires each one's
+arrangements (the tables its indexes cover) and materializations (the materialized views
+it hosts, planned once per catalog version), and answers for replicas' statuses, here or
+as another process's lease publishes them.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import threading
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+import pglast
+
+from catalog.cluster_leases import PostgresClusterLeases
+from catalog.errors import SqlError, OBJECT_NOT_IN_PREREQUISITE_STATE
+from catalog.sizes import ReplicaSize
+from catalog.snapshot import CatalogSnapshot, Cluster, MaterializedView, Replica, Table, searching_from
+from pgconn import is_postgres_url
+from planner.expr import MAINTAINED, set_query_timestamp
+from planner.plan import relations_read
+from planner.query import QueryPlanner
+from spark_exec.blob_probe import probe_blob
+from spark_exec.cluster_coordinator import ClusterCoordinator
+from spark_exec.lower import arranged_units
+from spark_exec.materializations import Materialization
+from spark_exec.orchestrator import Orchestrator
+from sqlfront.ownership import LeasedOwnership, LocalOwnership
+from sqlfront.replica_monitor import ReplicaMonitor
+
+if TYPE_CHECKING:
+    from persist import PersistClient
+    from sqlfront.config import Config
+    from sqlfront.coordinator import Coordinator
+    from sqlfront.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+
+class ComputeController:
+    """The clusters of one environmentd. ``snapshot`` returns the catalog the caller's
+    thread sees; ``applied`` is told of the shards materializations wrote;
+    ``builtin_rows`` serves system tables to peeks; ``sync_sources`` starts and stops
+    sources' ingestions as clusters come and go."""
+
+    def __init__(self, config: Config, data_dir: Path, metrics: Metrics, persist: PersistClient, oracle,
+                 snapshot: Callable[[], CatalogSnapshot], applied: Callable[[set[str]], None],
+                 builtin_rows: Callable, sync_sources: Callable[[], None]):
+        self.config = config
+        self.persist = persist
+        self.oracle = oracle
+        self._snapshot = snapshot
+        self._applied = applied
+        self._builtin_rows = builtin_rows
+        self._sync_sources = sync_sources
+        #: set by the wiring once the Coordinator runs
+        self.coordinator: Coordinator | None = None
+        self.orchestrator = Orchestrator(data_dir, instance=uuid.uuid4().hex[:8])
+        self.clusters: dict[str, ClusterCoordinator] = {}
+        self._clusters_lock = threading.Lock()
+        #: which clusters this process runs (every one without a shared catalog)
+        self.ownership = LocalOwnership(config.address)
+        if is_postgres_url(config.catalog_url):
+            self.ownership = LeasedOwnership(
+                PostgresClusterLeases(config.catalog_url, config.address or f"pid:{os.getpid()}",
+                                      config.cluster_lease_s),
+                config.clusters, config.takeover, snapshot, self.gain_cluster,
+                self.lose_cluster, self._replica_statuses)
+        #: (catalog version, view id) -> the tables it reads (None: it does not plan)
+        self._view_tables: dict[tuple[int, str], tuple[Table, ...] | None] = {}
+        #: (catalog version, materialized view id) -> its planned query (None: does not plan)
+        self._mv_plans: dict[tuple[int, str], Materialization | None] = {}
+        self._mv_plans_lock = threading.Lock()
+        metrics.track_replicas(self._all_statuses)
+        #: replica statuses and sampled metrics (mz_cluster_replica_statuses, ..._metrics)
+        self.replica_monitor = ReplicaMonitor(self.replica_handles, config.replica_metrics_interval_s)
+
+    # -- clusters this process runs -------------------------------------------------------
+
+    def cluster_coordinator(self, cluster_id: str) -> ClusterCoordinator | None:
+        return self.clusters.get(cluster_id)
+
+    def gain_cluster(self, cluster_id: str) -> None:
+        """This process now owns the cluster: start its ClusterCoordinator and replicas.
+        Registered before the snapshot is read, so a replica the Coordinator loop adds
+        meanwhile is started by one of the two (``ensure_replica`` is idempotent)."""
+        c = self._snapshot().clusters.get(cluster_id)
+        if c is None:
+            return
+        cc = self.start_cluster(c)
+        self.reconcile_replicas(cluster_id, cc)
+        self._sync_sources()
+
+    def lose_cluster(self, cluster_id: str) -> None:
+        """This process no longer owns the cluster (lease taken, not renewed, or the
+        cluster dropped): stop its replicas."""
+        with self._clusters_lock:
+            cc = self.clusters.pop(cluster_id, None)
+        self._sync_sources()
+        if cc is not None:
+            log.info("stopping the replicas of cluster %s", cc.name)
+            threading.Thread(target=cc.shutdown, name="lose-cluster", daemon=True).start()
+
+    def drop_cluster(self, cluster_id: str) -> None:
+        """The cluster was dropped: stop its replicas (off the caller's thread) and give up
+        its lease."""
+        with self._clusters_lock:
+            cc = self.clusters.pop(cluster_id, None)
+        if cc:
+            threading.Thread(target=cc.shutdown, name="drop-cluster", daemon=True).start()
+        self.ownership.poke()  # gives up its lease
+
+    def reconcile_replicas(self, cluster_id: str, cc: ClusterCoordinator) -> None:
+        """Make ``cc`` run exactly the replicas the current catalog gives its cluster."""
+        snap = self._snapshot()
+        want = {r.id: r for r in snap.replicas_of(cluster_id)}
+        for rid in set(cc.replica_ids()) - set(want):
+            cc.drop_replica(rid)
+        for r in want.values():
+            cc.ensure_replica(r, self.size(r))
+
+    def each_round(self) -> None:
+        """The maintenance loop's once-a-second work: a cluster taken while its replicas
+        changed converges on the catalog."""
+        if not self.ownership.local:
+            for cid, cc in list(self.clusters.items()):
+                self.reconcile_replicas(cid, cc)
+
+    def start_cluster(self, c: Cluster) -> ClusterCoordinator:
+        """``c``'s ClusterCoordinator, started (with its arrangements and materializations)
+        unless it runs already."""
+        with self._clusters_lock:
+            cc = self.clusters.get(c.id)
+            if cc is None:
+                cc = ClusterCoordinator(c.id, c.name, self.orchestrator,
+                                        # other processes read statuses from the lease: publish now
+                                        on_status=functools.partial(self._replica_status_changed, c.id),
+                                        max_peeks_per_replica=self.config.max_peeks_per_replica,
+                                        blob_probe=functools.partial(probe_blob, blob=self.persist.blob))
+                cc.maintain_arrangements(functools.partial(self._arranged_tables, c.id))
+                cc.maintain_materializations(self.persist, self.oracle.read_ts,
+                                             functools.partial(self.materializations, c.id), self._builtin_rows,
+                                             self.request_materialization, self._applied)
+                self.clusters[c.id] = cc
+            return cc
+
+    def drop_pending_replicas(self) -> None:
+        """A graceful reconfiguration this process ran when it stopped did not finish:
+        its pending replicas go (Materialize's rule: the statement failed, the cluster is
+        as it was)."""
+        from sqlfront.sequence.clusters import drop_pending
+
+        pending = [r.id for r in self._snapshot().replicas.values() if r.pending]
+        if pending:
+            log.warning("dropping %d replica(s) of an unfinished ALTER CLUSTER ... WITH (WAIT ...)", len(pending))
+            self.coordinator.transact(drop_pending(pending))
+
+    def size(self, r: Replica) -> ReplicaSize | None:
+        if r.size is None:
+            return None
+        return self.config.sizes.get(r.size) or ReplicaSize(r.size, workers=1)
+
+    # -- replica status -------------------------------------------------------------------
+
+    def replica_status(self, replica_id: str) -> str:
+        """``healthy`` or ``unhealthy``: from the replica's process when this environmentd
+        runs its cluster, else as the cluster's owner published it in its lease (at most
+        one renewal old; ``unhealthy`` when no live process owns the cluster)."""
+        r = self._snapshot().replicas.get(replica_id)
+        cc = self.clusters.get(r.cluster_id) if r else None
+        if cc is not None:
+            return cc.status(replica_id)
+        lease = self.ownership.lease(r.cluster_id) if r else None
+        if lease is not None and lease.live:
+            return lease.replica_statuses.get(replica_id, "unhealthy")
+        return "unhealthy"
+
+    def _replica_statuses(self, cluster_id: str) -> dict[str, str]:
+        cc = self.clusters.get(cluster_id)
+        return {r.id: cc.status(r.id) for r in self._snapshot().replicas_of(cluster_id)} if cc else {}
+
+    def _all_statuses(self) -> list[str]:
+        """Statuses of the replicas this environmentd runs (its replica metrics)."""
+        if not self.coordinator:
+            return []
+        return [self.replica_status(r.id) for r in list(self._snapshot().replicas.values())
+                if r.cluster_id in self.clusters]
+
+    def _replica_status_changed(self, cluster_id: str, replica_id: str, status: str) -> None:
+        self.ownership.poke()  # other processes read statuses from the lease: publish now
+        cc = self.clusters.get(cluster_id)
+        h = next((h for h in cc.handles() if h.id == replica_id), None) if cc is not None else None
+        if h is not None:
+            self.replica_monitor.status_changed(h, status == "healthy")
+
+    def replica_handles(self) -> list:
+        """(handle, size) of every replica this environmentd runs (``ReplicaMonitor``)."""
+        snap = self._snapshot()
+        return [(h, self.size(snap.replicas[h.id]) if h.id in snap.replicas else None)
+                for cc in list(self.clusters.values()) for h in cc.handles()]
+
+    def not_owned_error(self, cluster: Cluster) -> SqlError:
+        """The error of a peek on a cluster this environmentd does not run: 55000
+        (object_not_in_prerequisite_state, as for a cluster that is not running: the
+        session stays usable and the statement may succeed elsewhere), naming the owner.
+        Class 08 would tell drivers the connection broke, which it did not; the peek is not
+        forwarded, because running it through another process's pgwire would cost a
+        second round trip and a second plan for every row batch."""
+        if self.ownership.local:
+            return SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"cluster '{cluster.name}' is not running")
+        owner = self.ownership.owner_of(cluster.id)
+        if owner == self.config.address:  # taken a moment ago: its coordinator is starting
+            return SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"cluster '{cluster.name}' is not running yet",
+                            hint="This environmentd took its lease a moment ago.")
+        if owner is None:
+            return SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"cluster '{cluster.name}' is not running: no environmentd owns it now",
+                            hint="Its environmentd may be restarting, or a process started with --takeover "
+                                 "takes it over once its lease expires.")
+        return SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"cluster '{cluster.name}' is owned by the environmentd at {owner}",
+                        detail=f"This environmentd ({self.config.address}) does not run it.",
+                        hint=f"Connect through the balancer with options '-c cluster={cluster.name}', "
+                             f"or to {owner}.")
+
+    def cluster_owner(self, cluster_id: str) -> str | None:
+        """``mz_clusters.environmentd``: the pgwire address of the cluster's owner now."""
+        if cluster_id in self.clusters:
+            return self.config.address
+        return self.ownership.owner_of(cluster_id)
+
+    # -- arrangements (indexes) -----------------------------------------------------------
+
+    def note_write(self, table: Table) -> None:
+        """New parts landed in ``table``'s shard: arrangements that cover it catch up now."""
+        for cc in list(self.clusters.values()):
+            if cc.arrangements is not None and table.id in cc.arrangements.arranged():
+                cc.arrangements.poke()
+
+    def indexes_changed(self) -> None:
+        """An index was created or dropped: every cluster's arrangements catch up now."""
+        for cc in list(self.clusters.values()):
+            if cc.arrangements is not None:
+                cc.arrangements.poke()
+
+    def _arranged_tables(self, cluster_id: str) -> dict[str, tuple[Table, list[tuple[str, ...]]]]:
+        """The tables the indexes of cluster ``cluster_id`` cover (an index on a view
+        covers the tables the view reads), each with the units its shard's parts are
+        cached in now (``lower.arranged_units``)."""
+        snap = self._snapshot()
+        out = {}
+        for idx in snap.indexes_in_cluster(cluster_id):
+            for t in self._tables_under(snap, idx.on_id):
+                # Plain parts only: the ones a peek reads as they are stored.
+                st = self.persist.state(t.shard_id)
+                # Inline parts are no files: peeks send them along as local relations.
+                out[t.id] = (t, arranged_units([(self.persist.blob.url(p.key), p.updates)
+                                                for p in st.parts if not p.diffs and p.inline is None]))
+        return out
+
+    def hydration_rows(self) -> list[tuple]:
+        """``mz_hydration_statuses``: each materialization's and index's, per replica."""
+        return sorted([row for cc in list(self.clusters.values()) if cc.materializations is not None
+                       for row in cc.materializations.hydration_rows(cc.replica_ids())]
+                      + self._index_hydration_rows())
+
+    def _index_hydration_rows(self) -> list[tuple]:
+        """``(index id, replica id, hydrated, None)`` for each index of a cluster this
+        process runs and each replica of it: hydrated once the replica holds the parts of
+        every table the index covers (false while its maintenance fails: the failure is
+        in the log, once)."""
+        snap = self._snapshot()
+        rows = []
+        for cid, cc in list(self.clusters.items()):
+            arr = getattr(cc, "arrangements", None)
+            if arr is None:
+                continue
+            for idx in snap.indexes_in_cluster(cid):
+                tables = [t.id for t in self._tables_under(snap, idx.on_id)]
+                plans = self._view_tables.get((snap.version, idx.on_id), ()) is not None
+                rows += [(idx.id, rid, plans and arr.hydrated(rid, tables), None) for rid in cc.replica_ids()]
+        return rows
+
+    def _tables_under(self, snap: CatalogSnapshot, object_id: str) -> tuple[Table, ...]:
+        if object_id in snap.tables:
+            return (snap.tables[object_id],)
+        if object_id in snap.materialized_views:
+            return (snap.materialized_views[object_id],)
+        key = (snap.version, object_id)
+        if key not in self._view_tables:
+            view = snap.views.get(object_id)
+            tables: tuple[Table, ...] | None = ()
+            if view is not None:
+                # mz_now() in the view takes a value when planned: the tables read do not
+                # depend on it. Planned once per catalog version, so a view that does not
+                # plan is reported once (its index then keeps nothing in memory).
+                set_query_timestamp(self.oracle.read_ts)
+                try:
+                    with searching_from(view.schema):
+                        plan = QueryPlanner(snap).plan_raw(pglast.parse_sql(view.sql)[0].stmt).plan
+                    tables = tuple(r for r in relations_read(plan) if isinstance(r, Table))
+                except Exception as e:
+                    log.warning("indexes on view %s keep nothing in memory: planning it: %s", view.name, e)
+                    tables = None
+                finally:
+                    set_query_timestamp(None)
+            self._view_tables = {k: v for k, v in self._view_tables.items() if k[0] == snap.version}
+            self._view_tables[key] = tables  # None: it does not plan
+        return self._view_tables[key] or ()
+
+    # -- materializations (materialized views) --------------------------------------------
+
+    def materializations(self, cluster_id: str) -> list[Materialization]:
+        """The materialized views cluster ``cluster_id`` hosts, with their queries planned
+        against the current catalog (once per catalog version), in dependency order. A
+        view whose query no longer plans is left out (logged)."""
+        snap = self._snapshot()
+        out = []
+        for m in snap.materialized_views_in_cluster(cluster_id):
+            key = (snap.version, m.id)
+            with self._mv_plans_lock:  # each cluster's maintainer asks from its own thread
+                if key not in self._mv_plans:
+                    try:
+                        set_query_timestamp(MAINTAINED)  # mz_now(): its temporal filters'
+                        with searching_from(m.schema):
+                            plan = QueryPlanner(snap).plan_select(pglast.parse_sql(m.sql)[0].stmt).plan
+                        inputs = tuple(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)))
+                        planned = Materialization(m, plan, inputs)
+                    except Exception as e:
+                        log.warning("materialized view %s: planning its query: %s", m.name, e)
+                        planned = None
+                    self._mv_plans = {k: v for k, v in self._mv_plans.items() if k[0] == snap.version}
+                    self._mv_plans[key] = planned
+                planned = self._mv_plans[key]
+            if planned is not None:
+                out.append(planned)
+        return out
+
+    def request_materialization(self, view: MaterializedView, ts: int) -> None:
+        """A reader waits for ``view``'s upper to pass ``ts``: tell the cluster hosting it."""
+        cc = self.clusters.get(view.cluster_id)
+        if cc is not None and cc.materializations is not None:
+            cc.materializations.request(view.id, ts)
+
+    def materialization_error(self, view: MaterializedView):
+        """The SqlError ``view``'s query raised the last time its cluster ran it, while
+        that is its latest outcome; else None."""
+        cc = self.clusters.get(view.cluster_id)
+        return cc.materializations.error(view.id) if cc is not None and cc.materializations is not None else None
+
+    def materialization_lag(self) -> list[tuple]:
+        """``(view id, local lag, global lag)``: how far each materialized view's upper - 1
+        is behind what its inputs are complete for (a table: the read timestamp; a
+        materialized view: its upper - 1), and behind the read timestamp."""
+        from catalog.types import Interval
+
+        snap = self._snapshot()
+        now = self.oracle.read_ts()
+
+        def frontier(rel) -> int:
+            return self.persist.latest(rel.shard_id).upper - 1
+
+        out = []
+        for cluster_id in {m.cluster_id for m in snap.materialized_views.values()}:
+            for planned in self.materializations(cluster_id):
+                mine = frontier(planned.view)
+                ready = min([now] + [frontier(i) for i in planned.inputs if isinstance(i, MaterializedView)])
+                out.append((planned.view.id, Interval(micros=max(0, ready - mine) * 1000),
+                            Interval(micros=max(0, now - mine) * 1000)))
+        return sorted(out, key=lambda r: r[0])
+
+    # -- shutdown -------------------------------------------------------------------------
+
+    def stop_background(self) -> None:
+        """Stop sampling replicas and renewing leases (first, at shutdown)."""
+        self.replica_monitor.stop()
+        self.ownership.stop()
+
+    def shutdown(self) -> None:
+        """Stop every cluster's replicas (waits for them to exit, 30 s each at most), then
+        release the leases: another process may take the clusters over now."""
+        with self._clusters_lock:
+            ccs = list(self.clusters.values())
+            self.clusters.clear()
+        threads = [threading.Thread(target=cc.shutdown, daemon=True) for cc in ccs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+        self.ownership.release()
