@@ -14,6 +14,26 @@ debug log (``spark_exec.materializations``: one line per round with its RPCs), t
 median RPCs of the view's narrow rounds and the median seconds spent in them.
 
     .venv/bin/python bench/ivm_round.py [--writes 8] [--warmup 2] [--views v_sum,v_join,v_max]
+
+2026-11-26, branch h25, shared 2-core machine under other sessions' tests (load 7-17, so
+latencies vary 2x with the load of the moment), ``--writes 4-5 --warmup 2``::
+
+    before (f1d577b), load ~7-10:
+    view      insert med/p99 ms  update med/p99 ms  delete med/p99 ms  rounds  RPCs  RPC s round s
+    v_sum         1271/1876          1507/2506          1468/2873          15     5   1.43    1.46
+    v_join        1860/2639          2263/5030          2351/3555          12     5   2.17    2.19
+    after (time relations' schemas as types: one AnalyzePlan fewer), load 10-17:
+    v_sum         2249/3510          2376/3519          1501/4638          15     4   2.05    2.06
+    v_join        1869/2038          1705/3000          1921/4335          15     4   1.83    1.86
+
+A narrow round is 2 ExecutePlans (the accumulation's checkpoint, the collect of the
+view's change) and 2 Config calls (pyspark's createDataFrame reads settings); 99% of
+its time is inside the ExecutePlans: the replica spends 1.3-2.2 CPU-seconds per 1-row
+round planning (Catalyst) and compiling (Janino) the round's plans (JFR). Fusing the
+checkpoint into the collect (one union of the view's change and the new state batch,
+the batch then sent back as a local relation) made it 1 ExecutePlan but cost the replica
+more CPU per round (1.7-3.0 s against 1.3-1.6 s, same server, alternating): the shared
+subplan is analysed, optimised and computed once per branch. Left out.
 """
 
 from __future__ import annotations
