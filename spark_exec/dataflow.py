@@ -42,6 +42,7 @@ from typing import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.connect.functions as F
+from pyspark.sql import types as ST
 from pyspark.sql.connect.dataframe import DataFrame
 
 from catalog.snapshot import Table
@@ -841,18 +842,24 @@ def change_result(d: DataFrame, columns, timed: bool = False) -> DataFrame:
                            for c, (_, t) in zip(names, columns)], *([T] if timed else []), D)
 
 
+# (schemas as types, not DDL strings: pyspark asks the server to parse a DDL string, one
+# more request per round)
+_TIME = ST.StructType([ST.StructField("_tv", ST.LongType())])
+_RANGE = ST.StructType([ST.StructField("_lo", ST.LongType()), ST.StructField("_tv", ST.LongType())])
+
+
 def time_relation(spark, t: int) -> DataFrame:
     """One row, one column ``_tv`` = ``t``: a time given to a plan as data, not as a
     literal. Spark compiles literals into its generated code, so a plan with a new time
     in each round would be compiled anew each round (hundreds of ms); with the time as
     data, each round's plan compiles to the code of the last one and reuses it."""
-    return F.broadcast(spark.createDataFrame([(t,)], "_tv long"))
+    return F.broadcast(spark.createDataFrame([(t,)], _TIME))
 
 
 def range_relation(spark, lower: int, t: int) -> DataFrame:
     """One row: ``_lo`` = ``lower``, ``_tv`` = ``t`` (a range of times as data, for the
     reason ``time_relation`` gives)."""
-    return F.broadcast(spark.createDataFrame([(lower, t)], "_lo long, _tv long"))
+    return F.broadcast(spark.createDataFrame([(lower, t)], _RANGE))
 
 
 def timed_frame(d: DataFrame, columns: int, t: int | None) -> DataFrame:

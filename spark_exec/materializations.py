@@ -53,6 +53,7 @@ from persist.read import change_parts, shards_change_times
 from planner.incremental import incremental_plan
 from planner.incremental.temporal import plan_mentions_now
 from planner.plan import Plan
+from spark_exec import rpcs
 from spark_exec.cluster_coordinator import to_arrow
 from spark_exec.dataflow import Dataflow, timed_frame
 from spark_exec.errors import is_connection_error, to_sql_error
@@ -418,39 +419,46 @@ class MaterializationMaintainer:
                     self._flows[key] = flow
                 started_round = time.monotonic()
                 try:
-                    if lower is None:
-                        out = timed_frame(flow.hydrate(target, scan), len(cols), None)
-                        self.hydrations[key] = time.monotonic() - started_round
-                    else:
-                        if flow.frontier is None:
-                            started = time.monotonic()
-                            flow.hydrate(lower, scan)
-                            self.hydrations[key] = time.monotonic() - started
-                        out = flow.advance(self._times(states, flow.frontier, target), target, changes, after=lower)
-                        if out is None:
-                            return ""
-                        if flow.narrow:  # small changes: consolidated in one partition, no exchange
-                            out = out.coalesce(1)
-                            if collectable:
-                                # A small change comes back to be appended from here (inline
-                                # in the shard's state when it is small): a Spark write job
-                                # costs seconds of commit protocol for a few rows.
-                                t0 = time.monotonic()
-                                rows = to_arrow(stored_updates(out, cols, timed=True).limit(COLLECT_UPDATES + 1))
-                                log.debug("view %s on replica %s: round %.2f s, its collect %.2f s", view.name,
-                                          h.label, time.monotonic() - started_round, time.monotonic() - t0)
-                                if rows.num_rows <= COLLECT_UPDATES:
-                                    return rows
-                    t0 = time.monotonic()
-                    written = write(stored_updates(out, cols, timed=lower is not None), h.id)
-                    log.info("view %s on replica %s: round %.2f s, its write %.2f s", view.name, h.label,
-                              time.monotonic() - started_round, time.monotonic() - t0)
-                    return written
+                    with rpcs.counted() as calls:
+                        got = round_on(h, flow, key, started_round)
+                    log.debug("view %s on replica %s: %s round %.3f s, %s", view.name, h.label,
+                              "hydration" if lower is None else "narrow" if flow.narrow else "wide",
+                              time.monotonic() - started_round, calls)
+                    return got
                 except BaseException:
                     with self._lock:
                         if self._flows.get(key) is flow:
                             del self._flows[key]
                     raise
+
+        def round_on(h, flow: Dataflow, key, started_round: float):
+            """One round of ``flow``: its change written (a part's key), collected (an
+            Arrow table), or "" when there is none."""
+            if lower is None:
+                out = timed_frame(flow.hydrate(target, scan), len(cols), None)
+                self.hydrations[key] = time.monotonic() - started_round
+            else:
+                if flow.frontier is None:
+                    started = time.monotonic()
+                    flow.hydrate(lower, scan)
+                    self.hydrations[key] = time.monotonic() - started
+                out = flow.advance(self._times(states, flow.frontier, target), target, changes, after=lower)
+                if out is None:
+                    return ""
+                if flow.narrow:  # small changes: consolidated in one partition, no exchange
+                    out = out.coalesce(1)
+                    if collectable:
+                        # A small change comes back to be appended from here (inline
+                        # in the shard's state when it is small): a Spark write job
+                        # costs seconds of commit protocol for a few rows.
+                        rows = to_arrow(stored_updates(out, cols, timed=True).limit(COLLECT_UPDATES + 1))
+                        if rows.num_rows <= COLLECT_UPDATES:
+                            return rows
+            t0 = time.monotonic()
+            written = write(stored_updates(out, cols, timed=lower is not None), h.id)
+            log.info("view %s on replica %s: round %.2f s, its write %.2f s", view.name, h.label,
+                     time.monotonic() - started_round, time.monotonic() - t0)
+            return written
 
         winner = None
         try:

@@ -30,6 +30,7 @@ from typing import Callable
 from pyspark.sql.connect.client.core import RpcDeadlines
 
 from catalog.snapshot import Replica
+from spark_exec import rpcs
 from spark_exec.orchestrator import Orchestrator, ReplicaProcess, ReplicaSpec
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,7 @@ def connect_session(url: str, token: str | None = None):
 
     with _session_lock:
         session = SparkSession.builder.remote(connection_url(url, token)).create()
+    rpcs.instrument(session)  # (counted only inside ``rpcs.counted()``: the debug log's figures)
     # Control RPCs get short deadlines so that none waits forever on a frozen server
     # (pyspark's defaults are 10 min to 1 h; the builder has no parameter for them).
     session.client._rpc_deadlines = RpcDeadlines(
