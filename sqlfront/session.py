@@ -50,6 +50,7 @@ from sqlfront import source_parse as sp
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
 from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
+from planner.functions.backend import set_backend
 from planner.functions.sequence import set_sequence_access
 from planner.functions.system import set_session_vars
 from planner.guard import Guard, set_statement_guard
@@ -139,6 +140,10 @@ class Session:
         self._as_of = None
         #: () -> whether the client has closed its connection (set by the wire layer)
         self.client_gone = lambda: False
+        #: pg_terminate_backend ended this session (``terminate``), and what closes its
+        #: connection then (set by the wire layer)
+        self.terminated = False
+        self.on_terminate: Callable[[], None] = lambda: None
         #: open cursors by name (DECLARE); they end with the transaction
         self.cursors: dict[str, cursors.Cursor] = {}
         #: nextval/setval and this session's currval/lastval
@@ -319,16 +324,37 @@ class Session:
         txn.commit(self)
 
     def take_notices(self) -> list[SqlError]:
-        """The NOTICEs raised since the last call, to send to the client: none when its
-        ``client_min_messages`` is above NOTICE (PostgreSQL 19.11.3)."""
+        """The NOTICEs and WARNINGs raised since the last call, to send to the client:
+        those at or above its ``client_min_messages`` (PostgreSQL 19.11.3)."""
         out, self.notices = self.notices, []
         level = self.vars.get("client_min_messages").lower()
-        return out if level.startswith("debug") or level in ("log", "notice") else []
+        least = 0 if level.startswith("debug") or level == "log" else _MESSAGE_LEVELS.get(level, 1)
+        return [n for n in out if _MESSAGE_LEVELS.get(n.severity.lower(), 1) >= least]
 
     def cancel(self) -> None:
         """Cancel the statement running now, if any (PostgreSQL 55.2.7 "Canceling Requests
         in Progress"); the Spark job is interrupted through its operation tag."""
         self.cancel_event.set()
+
+    def terminate(self) -> None:
+        """End this session's connection (pg_terminate_backend): its running statement
+        is canceled and the wire layer closes the connection with FATAL 57P01
+        (``on_terminate``); a session without a connection is only canceled."""
+        self.terminated = True
+        self.cancel()
+        self.on_terminate()
+
+    @property
+    def pid(self) -> int:
+        """pg_backend_pid(): the connection's cancel-key process id (mz_sessions'
+        connection_id); 0 for a session without a connection."""
+        return self.activity.connection_id
+
+    def signal(self, pid: int, terminate: bool, timeout_ms: int) -> bool:
+        """pg_cancel_backend / pg_terminate_backend of this session's statement
+        (``activity.signal_session``), as its current role."""
+        return activity.signal_session(self.env.activity, self.env.snapshot, self.current_role_id, pid, terminate,
+                                       timeout_ms, self.notices, self.cancel_event.is_set)
 
     def execute_one(self, sql: str, params: list | None = None) -> Result:
         """Run one statement. Raises SqlError (including :func:`resource_error`'s for a
@@ -404,6 +430,7 @@ class Session:
         Set for each statement, and for a Describe, which plans before any Execute."""
         set_sequence_access(self.sequences)
         set_session_vars(self.vars)
+        set_backend(self)
         # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
         # statement's timeout and cancel too, between function calls
         stop = Limits(deadline=self.statement.deadline, cancelled=self.cancel_event.is_set)
@@ -518,6 +545,10 @@ class Session:
         self.release_read_ts()
         ddl.drop_temp_schema(self)
         self.env.activity.disconnect(self.activity)
+
+
+#: the levels of ``client_min_messages`` a notice may have (PostgreSQL 19.11.3), in order
+_MESSAGE_LEVELS = {"notice": 1, "warning": 2, "error": 3}
 
 
 #: statement type -> handler(session, stmt, sql, params) -> Result (or CopyIn/CopyOut).

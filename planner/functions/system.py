@@ -8,7 +8,6 @@ import uuid as _uuid
 
 import contextvars
 import functools
-import os
 import re
 from decimal import Decimal
 
@@ -407,9 +406,6 @@ register(
              doc="8.19", samples=("('int' || 'eger')::regtype::oid", "lower('INT8')::regtype::oid",
                                   "(s || '')::regtype::oid"),
              differs="computed in Python only: 0A000 on table data"),
-    Function("pg_backend_pid", (sig(ret="int4"),), lambda a, e: os.getpid(), None, sql_names=("pg_backend_pid",),
-             volatility="stable", doc="9.26", samples=("pg_backend_pid() > 0",),
-             differs="the server process id, the same for every connection"),
     # psql's \df reads these (its "Argument data types" and "Result data type" columns)
     Function("pg_get_function_arguments", (sig("oid", ret="text"),), *_by_oid("arguments"),
              sql_names=("pg_get_function_arguments", "pg_get_function_identity_arguments"),
