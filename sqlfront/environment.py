@@ -25,6 +25,8 @@ shared catalog this process runs every cluster.
 
 from __future__ import annotations
 
+import datetime as dt
+
 import collections
 import contextvars
 import concurrent.futures
@@ -193,6 +195,9 @@ class Environment:
 
     def __init__(self, config: Config):
         self.config = config
+        #: when this environmentd started, having read its configuration
+        #: (pg_postmaster_start_time, pg_conf_load_time)
+        self.started_at = dt.datetime.now(dt.timezone.utc)
         d = Path(config.data_dir).resolve()
         d.mkdir(parents=True, exist_ok=True)
         self.data_dir = d

@@ -271,6 +271,10 @@ class PgHandler(BuenaVistaHandler):
             return None
         session.client_gone = self._client_gone
         session.on_terminate = self._terminate
+        if self.server.scram is not None:
+            session.system_user = f"scram-sha-256:{user}"
+        if isinstance(self.client_address, tuple):  # TCP (PostgreSQL: NULL over a Unix socket)
+            session.client_port, session.server_port = self.client_address[1], self.request.getsockname()[1]
         ctx = PgContext(session, params)
         self.server.register(ctx)
         session.activity.connection_id, session.activity.client_ip = ctx.process_id, self.client_address[0]

@@ -144,6 +144,15 @@ class Session:
         #: connection then (set by the wire layer)
         self.terminated = False
         self.on_terminate: Callable[[], None] = lambda: None
+        #: the connection as PostgreSQL's 9.26 functions show it (set by the wire layer):
+        #: system_user ("method:identity", None without authentication), inet_client_port
+        #: and inet_server_port (None without a TCP connection)
+        self.system_user: str | None = None
+        self.client_port: int | None = None
+        self.server_port: int | None = None
+        #: the client's text of the running statement (current_query(): a simple Query's
+        #: whole string)
+        self.query: str | None = None
         #: open cursors by name (DECLARE); they end with the transaction
         self.cursors: dict[str, cursors.Cursor] = {}
         #: nextval/setval and this session's currval/lastval
@@ -165,14 +174,14 @@ class Session:
         texts = split_statements(sql)
         if len(texts) < 2 or self.in_transaction:
             for text in texts:
-                yield self.execute_one(text, params)
+                yield self.execute_one(text, params, sql)
             return
         # PostgreSQL 55.2.2.1: the statements of one simple Query are one implicit
         # transaction, unless they hold transaction control themselves.
         self.in_transaction = self._implicit = True
         try:
             for text in texts:
-                yield self.execute_one(text, params)
+                yield self.execute_one(text, params, sql)
         except BaseException:
             if self._implicit:
                 txn.rollback(self)
@@ -345,6 +354,11 @@ class Session:
         self.on_terminate()
 
     @property
+    def started_at(self):
+        """pg_postmaster_start_time(), pg_conf_load_time(): when environmentd started."""
+        return self.env.started_at
+
+    @property
     def pid(self) -> int:
         """pg_backend_pid(): the connection's cancel-key process id (mz_sessions'
         connection_id); 0 for a session without a connection."""
@@ -356,11 +370,13 @@ class Session:
         return activity.signal_session(self.env.activity, self.env.snapshot, self.current_role_id, pid, terminate,
                                        timeout_ms, self.notices, self.cancel_event.is_set)
 
-    def execute_one(self, sql: str, params: list | None = None) -> Result:
+    def execute_one(self, sql: str, params: list | None = None, query: str | None = None) -> Result:
         """Run one statement. Raises SqlError (including :func:`resource_error`'s for a
         statement nested too deeply or a full disk); in a transaction block an error
         leaves the transaction aborted (25P02 for what follows, until COMMIT/ROLLBACK).
-        The statement is in mz_recent_activity_log from now until its last row is sent."""
+        The statement is in mz_recent_activity_log from now until its last row is sent.
+        ``query``: the client's whole text (a simple Query's) that current_query() shows."""
+        self.query = query or sql
         ex = self.execution = self.env.activity.begin(self, self.activity, sql, params)
         try:
             result = self._execute_logged(sql, params)
@@ -464,6 +480,7 @@ class Session:
 
         stmt = parse_one(sql)
         self.begin_statement()
+        self.query = sql
         self._statement_context()  # planning reads it (literals, current_setting, names)
         params = DescribeParams(n_params, given)
         cols = None
@@ -506,6 +523,7 @@ class Session:
             return None
         params = params()
         self.begin_statement()
+        self.query = sql
         self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
             snap = self.env.snapshot

@@ -339,7 +339,9 @@ def answers(both):
     by_kind = collections.defaultdict(list)
     for f in fn.FUNCTIONS.values():
         for sample in f.samples:
-            by_kind[f.kind if f.kind != "srf" else ("srf", sample)].append((f, sample))
+            # a function acting on the session moves its select list into the session
+            # (planner.session_split): batched alone, so that the others stay on Spark
+            by_kind[(f.kind, bool(f.extra.get("session"))) if f.kind != "srf" else ("srf", sample)].append((f, sample))
     mine, pg = {}, {}
     for cases in by_kind.values():
         mine.update(_batched_answers(ours, cases))

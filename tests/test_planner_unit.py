@@ -272,3 +272,20 @@ def test_could_run_expensive_function(snap, sql, expensive):
     from planner.plan import could_run_expensive_function
 
     assert could_run_expensive_function(plan(snap, sql).plan) is expensive
+
+
+def test_a_select_list_acting_on_the_session_is_split_from_its_input(snap):
+    """planner.session_split: set_config / nextval in the select list (under ORDER BY and
+    LIMIT) run in the session over the rows of the Project's input; elsewhere, no split."""
+    from planner import session_split
+    from planner.plan import Constant, Limit, OrderBy, Project
+
+    q = plan(snap, "SELECT a, set_config('application_name', b, false) FROM t ORDER BY a DESC LIMIT 2")
+    inner, rebuild = session_split.split(q.plan)
+    assert not session_split._plan_acts_on_session(inner) and inner.columns[0][0] == "a"
+    top = rebuild([(1, "x"), (3, "y"), (2, "z")])
+    assert isinstance(top, Limit) and isinstance(top.input, OrderBy) and isinstance(top.input.input, Project)
+    assert isinstance(top.input.input.input, Constant)
+    assert session_split.split(plan(snap, "SELECT a, b FROM t")) is None
+    assert session_split.split(plan(snap, "SELECT a FROM t WHERE set_config('x.y', b, false) = 'z'")) is None
+    assert session_split.split(plan(snap, "SELECT (SELECT set_config('x.y', b, false)) FROM t")) is None
