@@ -72,7 +72,8 @@ register(
     # 0 for a session without a connection (the console's)
     _session_function("pg_backend_pid", "pid", "int4", "9.26", ("pg_backend_pid() > 0",), 0,
                       "the connection's cancel-key process id (mz_sessions.connection_id), not an OS process"),
-    _session_function("current_query", "query", "text", "9.26", ("current_query()",)),
+    _session_function("current_query", "query", "text", "9.26",
+                      ("current_query() LIKE 'SELECT k, %current_query()%FROM fx_t ORDER BY k'",)),
     # "method:identity"; NULL when the session did not authenticate (PostgreSQL's trust)
     _session_function("system_user", "system_user", "text", "9.26", ("system_user IS NULL",)),
     # NULL without a TCP connection (PostgreSQL: over a Unix socket)
