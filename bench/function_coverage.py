@@ -8,7 +8,9 @@ the chapter of PostgreSQL's manual, and marks each:
 - ``implemented``: the registry (``planner.functions``) or the planner resolves the call
   with those argument types, and it runs on table data: its Spark lowering, called on a
   column for the first argument and constants for the others (``on_table_data``), builds
-  a Spark column rather than refusing;
+  a Spark column rather than refusing; or it acts on the session (``set_config``,
+  ``nextval``: ``extra["session"]``) and runs in the session over the rows Spark computed
+  when it is in the select list (``planner.session_split``);
 - ``constants only``: it resolves, but only the interpreter has it: no Spark lowering, or
   one that refuses these argument types with 0A000 (numeric ``exp``, for instance);
 - ``unsupported``: named with its reason in ``planner/functions/unsupported.json``;
@@ -280,8 +282,8 @@ def _where(f, args: list[SqlType] = (), result: SqlType | None = None, default: 
     (``on_table_data``), "python" for one without or one that refuses them."""
     if f is None:
         return default
-    if f.kind == "window":
-        return "spark"
+    if f.kind == "window" or f.extra.get("session"):
+        return "spark"  # a session function: over table data in the select list (planner.session_split)
     if f.spark is None:
         return "python"
     if f.kind == "scalar" and args and result is not None and not on_table_data(f, args, result):

@@ -126,6 +126,8 @@ PG_REWRITE = _table("s28", "pg_rewrite", "oid:oid rulename:text ev_class:oid ev_
 PG_POLICY = _table("s29", "pg_policy", "oid:oid polname:text polrelid:oid polcmd:text polpermissive:bool "
                                          "polroles:oid[] polqual:text polwithcheck:text")
 PG_AM = _table("s30", "pg_am", "oid:oid amname:text amtype:text")
+#: pg_tablespace's rows, PostgreSQL's two: tables are persist shards, in neither
+TABLESPACE_OIDS = {"pg_default": 1663, "pg_global": 1664}
 PG_TABLESPACE = _table("s31", "pg_tablespace", "oid:oid spcname:text spcowner:oid")
 PG_USER = _table("s32", "pg_user", "usename:text usesysid:oid usecreatedb:bool usesuper:bool")
 PG_PROC = _table("s33", "pg_proc", "oid:oid proname:text pronamespace:oid prorettype:oid proisagg:bool "
@@ -363,7 +365,7 @@ def pg_catalog_rows(table: BuiltinTable, snap: CatalogSnapshot, settings: dict[s
               for oid, name in sorted(PROC_NAMES.items())]
         return io + [(oid, name, NAMESPACE_OIDS["pg_catalog"], *rest) for oid, name, *rest in FUNCTION_PROCS]
     if tid == PG_TABLESPACE.id:
-        return [(1663, "pg_default", OWNER_OID)]
+        return [(oid, name, OWNER_OID) for name, oid in TABLESPACE_OIDS.items()]
     if any(tid == t.id for t in PG_CATALOG_TABLES):
         return []
     return None

@@ -263,3 +263,54 @@ def activity_rows(log: ActivityLog, snap, mz_version: str, redacted: bool, role_
         else:
             out.append(head + (e.error,) + tail + (e.sql,))
     return out
+
+
+def signal_session(log: ActivityLog, snap, caller_role_id: str | None, pid: int, terminate: bool,
+                   timeout_ms: int = 0, notices: list | None = None, cancelled=lambda: False) -> bool:
+    """pg_cancel_backend / pg_terminate_backend (PostgreSQL 9.27.2, signalfuncs.c): cancel
+    the running statement of the session whose connection id (``pg_backend_pid``) is
+    ``pid``, or end its connection (FATAL 57P01). True when signaled; False with a
+    WARNING in ``notices`` when no session has that id. With ``terminate`` and
+    ``timeout_ms`` > 0, waits that long for the session to end and is False (with a
+    WARNING) when it did not; ``cancelled()`` ends the wait early.
+
+    A role may signal the sessions of roles whose privileges it has (its own; a
+    superuser's only if a superuser itself); a superuser any.
+
+    Raises:
+        SqlError 42501 when ``caller_role_id`` may not signal that session."""
+    import time
+
+    from catalog.errors import INSUFFICIENT_PRIVILEGE, SqlError, WARNING
+    from catalog.rbac import is_superuser, memberships
+
+    notices = [] if notices is None else notices
+    target = next((i for i in log.sessions() if i.connection_id == pid and pid != 0 and i.session is not None), None)
+    if target is None:
+        notices.append(SqlError(WARNING, f"PID {pid} is not a PostgreSQL backend process", severity="WARNING"))
+        return False
+    what, whose = ("terminate process", "process is being terminated") if terminate else \
+        ("cancel query", "query is being canceled")
+    if not is_superuser(snap, caller_role_id):
+        if is_superuser(snap, target.role_id):
+            raise SqlError(INSUFFICIENT_PRIVILEGE, f"permission denied to {what}",
+                           detail=f"Only roles with the SUPERUSER attribute may {what.split()[0]} "
+                                  f"{'processes' if terminate else 'queries'} of roles with the SUPERUSER attribute.")
+        if target.role_id not in memberships(snap, caller_role_id):
+            raise SqlError(INSUFFICIENT_PRIVILEGE, f"permission denied to {what}",
+                           detail=f'Only roles with privileges of the role whose {whose} or with privileges of the '
+                                  f'"pg_signal_backend" role may {what.split()[0]} this '
+                                  f'{"process" if terminate else "query"}.')
+    session = target.session
+    if not terminate:
+        session.cancel()
+        return True
+    session.terminate()
+    deadline = time.monotonic() + timeout_ms / 1000
+    while timeout_ms > 0 and target.session is not None and not cancelled():
+        if time.monotonic() >= deadline:
+            notices.append(SqlError(WARNING, f"backend with PID {pid} did not terminate within {timeout_ms} "
+                                             f"millisecond{'' if timeout_ms == 1 else 's'}", severity="WARNING"))
+            return False
+        time.sleep(0.01)
+    return True

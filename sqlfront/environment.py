@@ -7,6 +7,7 @@ them down.
 from __future__ import annotations
 
 import contextvars
+import datetime as dt
 import logging
 import uuid
 from pathlib import Path
@@ -54,6 +55,9 @@ class Environment:
 
     def __init__(self, config: Config):
         self.config = config
+        #: when this environmentd started, having read its configuration
+        #: (pg_postmaster_start_time, pg_conf_load_time)
+        self.started_at = dt.datetime.now(dt.timezone.utc)
         d = Path(config.data_dir).resolve()
         d.mkdir(parents=True, exist_ok=True)
         self.data_dir = d

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 
 from catalog.errors import (
-    SqlError, INSUFFICIENT_RESOURCES, INTERNAL_ERROR, INVALID_AUTHORIZATION_SPECIFICATION,
+    SqlError, ADMIN_SHUTDOWN, INSUFFICIENT_RESOURCES, INTERNAL_ERROR, INVALID_AUTHORIZATION_SPECIFICATION,
     INVALID_BINARY_REPRESENTATION, INVALID_CURSOR_NAME, INVALID_PASSWORD, INVALID_SQL_STATEMENT_NAME,
     PROTOCOL_VIOLATION, QUERY_CANCELED, SYNTAX_ERROR, TOO_MANY_CONNECTIONS,
 )
@@ -269,6 +269,11 @@ class PgHandler(socketserver.StreamRequestHandler):
             self.send_error(e)
             return None
         session.client_gone = self._client_gone
+        session.on_terminate = self._terminate
+        if self.server.scram is not None:
+            session.system_user = f"scram-sha-256:{user}"
+        if isinstance(self.client_address, tuple):  # TCP (PostgreSQL: NULL over a Unix socket)
+            session.client_port, session.server_port = self.client_address[1], self.request.getsockname()[1]
         ctx = PgContext(session, params)
         self.server.register(ctx)
         session.activity.connection_id, session.activity.client_ip = ctx.process_id, self.client_address[0]
@@ -384,6 +389,9 @@ class PgHandler(socketserver.StreamRequestHandler):
             log.warning("closing connection after %s: %s", type(e).__name__, e)
             self._fatal(SqlError(PROTOCOL_VIOLATION, f"protocol error: {e}", severity="FATAL"))
         finally:
+            if self.ctx and self.ctx.session.terminated:
+                self._fatal(SqlError(ADMIN_SHUTDOWN, "terminating connection due to administrator command",
+                                     severity="FATAL"))
             try:
                 if self.ctx:
                     self.server.unregister(self.ctx)
@@ -627,6 +635,15 @@ class PgHandler(socketserver.StreamRequestHandler):
             log.exception("internal error")
             err = SqlError(INTERNAL_ERROR, f"internal error: {e}")
         return err
+
+    def _terminate(self) -> None:
+        """pg_terminate_backend of this connection's session (from another thread): stop
+        reading, so the message loop ends after the running statement and ``handle``
+        closes the connection with FATAL 57P01."""
+        try:
+            (self._raw if self._raw is not None else self.request).shutdown(socket.SHUT_RD)
+        except OSError:
+            pass  # already closed
 
     def _client_gone(self) -> bool:
         """Whether the client closed the connection (a peek of 0 bytes is EOF), asked

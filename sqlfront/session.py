@@ -52,6 +52,7 @@ from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_t
 from sqlfront.sequence import indexes, schemas, sequences
 from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
+from planner.functions.backend import set_backend
 from planner.functions.sequence import set_sequence_access
 from planner.functions.system import set_session_vars
 from planner.guard import Guard, set_statement_guard
@@ -158,6 +159,19 @@ class Session:
         self._as_of = None
         #: () -> whether the client has closed its connection (set by the wire layer)
         self.client_gone = lambda: False
+        #: pg_terminate_backend ended this session (``terminate``), and what closes its
+        #: connection then (set by the wire layer)
+        self.terminated = False
+        self.on_terminate: Callable[[], None] = lambda: None
+        #: the connection as PostgreSQL's 9.26 functions show it (set by the wire layer):
+        #: system_user ("method:identity", None without authentication), inet_client_port
+        #: and inet_server_port (None without a TCP connection)
+        self.system_user: str | None = None
+        self.client_port: int | None = None
+        self.server_port: int | None = None
+        #: the client's text of the running statement (current_query(): a simple Query's
+        #: whole string)
+        self.query: str | None = None
         #: open cursors by name (DECLARE); they end with the transaction
         self.cursors: dict[str, cursors.Cursor] = {}
         #: nextval/setval and this session's currval/lastval
@@ -179,14 +193,14 @@ class Session:
         texts = split_statements(sql)
         if len(texts) < 2 or self.in_transaction:
             for text in texts:
-                yield self.execute_one(text, params)
+                yield self.execute_one(text, params, sql)
             return
         # PostgreSQL 55.2.2.1: the statements of one simple Query are one implicit
         # transaction, unless they hold transaction control themselves.
         self.in_transaction = self._implicit = True
         try:
             for text in texts:
-                yield self.execute_one(text, params)
+                yield self.execute_one(text, params, sql)
         except BaseException:
             if self._implicit:
                 txn.rollback(self)
@@ -338,22 +352,50 @@ class Session:
         txn.commit(self)
 
     def take_notices(self) -> list[SqlError]:
-        """The NOTICEs raised since the last call, to send to the client: none when its
-        ``client_min_messages`` is above NOTICE (PostgreSQL 19.11.3)."""
+        """The NOTICEs and WARNINGs raised since the last call, to send to the client:
+        those at or above its ``client_min_messages`` (PostgreSQL 19.11.3)."""
         out, self.notices = self.notices, []
         level = self.vars.get("client_min_messages").lower()
-        return out if level.startswith("debug") or level in ("log", "notice") else []
+        least = 0 if level.startswith("debug") or level == "log" else _MESSAGE_LEVELS.get(level, 1)
+        return [n for n in out if _MESSAGE_LEVELS.get(n.severity.lower(), 1) >= least]
 
     def cancel(self) -> None:
         """Cancel the statement running now, if any (PostgreSQL 55.2.7 "Canceling Requests
         in Progress"); the Spark job is interrupted through its operation tag."""
         self.cancel_event.set()
 
-    def execute_one(self, sql: str, params: list | None = None) -> Result:
+    def terminate(self) -> None:
+        """End this session's connection (pg_terminate_backend): its running statement
+        is canceled and the wire layer closes the connection with FATAL 57P01
+        (``on_terminate``); a session without a connection is only canceled."""
+        self.terminated = True
+        self.cancel()
+        self.on_terminate()
+
+    @property
+    def started_at(self):
+        """pg_postmaster_start_time(), pg_conf_load_time(): when environmentd started."""
+        return self.env.started_at
+
+    @property
+    def pid(self) -> int:
+        """pg_backend_pid(): the connection's cancel-key process id (mz_sessions'
+        connection_id); 0 for a session without a connection."""
+        return self.activity.connection_id
+
+    def signal(self, pid: int, terminate: bool, timeout_ms: int) -> bool:
+        """pg_cancel_backend / pg_terminate_backend of this session's statement
+        (``activity.signal_session``), as its current role."""
+        return activity.signal_session(self.env.activity, self.env.snapshot, self.current_role_id, pid, terminate,
+                                       timeout_ms, self.notices, self.cancel_event.is_set)
+
+    def execute_one(self, sql: str, params: list | None = None, query: str | None = None) -> Result:
         """Run one statement. Raises SqlError (including :func:`resource_error`'s for a
         statement nested too deeply or a full disk); in a transaction block an error
         leaves the transaction aborted (25P02 for what follows, until COMMIT/ROLLBACK).
-        The statement is in mz_recent_activity_log from now until its last row is sent."""
+        The statement is in mz_recent_activity_log from now until its last row is sent.
+        ``query``: the client's whole text (a simple Query's) that current_query() shows."""
+        self.query = query or sql
         ex = self.execution = self.env.activity.begin(self, self.activity, sql, params)
         try:
             result = self._execute_logged(sql, params)
@@ -423,6 +465,7 @@ class Session:
         Set for each statement, and for a Describe, which plans before any Execute."""
         set_sequence_access(self.sequences)
         set_session_vars(self.vars)
+        set_backend(self)
         # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
         # statement's timeout and cancel too, between function calls
         stop = Limits(deadline=self.statement.deadline, cancelled=self.cancel_event.is_set)
@@ -456,6 +499,7 @@ class Session:
 
         stmt = parse_one(sql)
         self.begin_statement()
+        self.query = sql
         self._statement_context()  # planning reads it (literals, current_setting, names)
         params = DescribeParams(n_params, given)
         cols = None
@@ -498,6 +542,7 @@ class Session:
             return None
         params = params()
         self.begin_statement()
+        self.query = sql
         self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
             snap = self.env.snapshot
@@ -537,6 +582,10 @@ class Session:
         self.release_read_ts()
         schemas.drop_temp_schema(self)
         self.env.activity.disconnect(self.activity)
+
+
+#: the levels of ``client_min_messages`` a notice may have (PostgreSQL 19.11.3), in order
+_MESSAGE_LEVELS = {"notice": 1, "warning": 2, "error": 3}
 
 
 #: statement type -> handler(session, stmt, sql, params) -> Result (or CopyIn/CopyOut).

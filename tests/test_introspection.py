@@ -221,3 +221,58 @@ def test_sqlfront_top_prints_the_overview(server):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "quickstart" in out.stdout and "running (" in out.stdout and "recent" in out.stdout
+
+
+def test_backend_pid_and_signaling_other_sessions(server, conn):
+    """pg_backend_pid is the connection's id (mz_sessions.connection_id, the cancel key's
+    pid), on table data too; pg_cancel_backend and pg_terminate_backend signal another
+    session with PostgreSQL's permission rules (PostgreSQL 9.27.2)."""
+    me = conn.info.backend_pid
+    assert conn.execute("SELECT pg_backend_pid()").fetchone() == (me,)
+    conn.execute("CREATE TABLE sig_t (k int)")
+    conn.execute("INSERT INTO sig_t VALUES (1), (2)")
+    assert conn.execute("SELECT k, pg_backend_pid() FROM sig_t ORDER BY k").fetchall() == [(1, me), (2, me)]
+    assert conn.execute("SELECT count(*) FROM mz_internal.mz_sessions WHERE connection_id = pg_backend_pid()"
+                        ).fetchone() == (1,)
+    warnings = []
+    conn.add_notice_handler(lambda d: warnings.append((d.severity_nonlocalized, d.message_primary)))
+    assert conn.execute("SELECT pg_cancel_backend(0), pg_terminate_backend(NULL)").fetchone() == (False, None)
+    assert warnings == [("WARNING", "PID 0 is not a PostgreSQL backend process")]
+    with pytest.raises(psycopg.errors.InvalidParameterValue, match='"timeout" must not be negative'):
+        conn.execute("SELECT pg_terminate_backend(%s, -1)", (me,))
+
+    # a running statement of another session is canceled (its session found in mz_sessions)
+    sql = long_query(301)
+    t, outcome = run_in_background(server, sql)
+    sid = wait_for(lambda: conn.execute("SELECT session_id FROM mz_internal.mz_recent_activity_log WHERE sql = %s "
+                                        "AND finished_at IS NULL", (sql,)).fetchone(), 30)
+    assert conn.execute("SELECT pg_cancel_backend(connection_id) FROM mz_internal.mz_sessions WHERE id = %s",
+                        (sid[0],)).fetchone() == (True,)
+    t.join(60)
+    assert outcome == {"sqlstate": "57014"}
+
+    # a role signals its own sessions, not a superuser's nor another role's; a superuser any
+    conn.execute("CREATE ROLE sig_a LOGIN")
+    conn.execute("CREATE ROLE sig_b LOGIN")
+    url = f"postgresql://{{}}@127.0.0.1:{server.port}/materialize"
+    a1, a2, b = (psycopg.connect(url.format(r), autocommit=True) for r in ("sig_a", "sig_a", "sig_b"))
+    try:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied to cancel query") as e:
+            a1.execute("SELECT pg_cancel_backend(%s)", (me,))
+        assert "SUPERUSER attribute may cancel queries" in e.value.diag.message_detail
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied to terminate process") as e:
+            a1.execute("SELECT pg_terminate_backend(%s)", (b.info.backend_pid,))
+        assert '"pg_signal_backend" role may terminate this process' in e.value.diag.message_detail
+        assert a1.execute("SELECT pg_terminate_backend(%s, 10000)", (a2.info.backend_pid,)).fetchone() == (True,)
+        with pytest.raises(psycopg.OperationalError, match="terminating connection due to administrator command"):
+            a2.execute("SELECT 1")
+        assert conn.execute("SELECT pg_terminate_backend(%s)", (b.info.backend_pid,)).fetchone() == (True,)
+        with pytest.raises(psycopg.OperationalError):
+            b.execute("SELECT 1")
+        assert a1.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        for c in (a1, a2, b):
+            c.close()
+        conn.execute("DROP TABLE sig_t")
+        conn.execute("DROP ROLE sig_a")
+        conn.execute("DROP ROLE sig_b")

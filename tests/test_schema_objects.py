@@ -90,6 +90,29 @@ def test_create_sequence_nextval_currval_setval(c):
     c.execute("DROP SEQUENCE IF EXISTS sq1")
 
 
+def test_session_functions_over_table_data_run_in_the_select_list(c):
+    """nextval and set_config over a table's rows (planner.session_split): once per output
+    row, after ORDER BY and LIMIT, as PostgreSQL evaluates volatile select lists; in a
+    WHERE clause they stay unsupported on table data."""
+    c.execute("CREATE TABLE sq_rows (k int, s text)")
+    c.execute("INSERT INTO sq_rows VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    c.execute("CREATE SEQUENCE sq_rows_seq")
+    try:
+        assert c.execute("SELECT k, nextval('sq_rows_seq') FROM sq_rows ORDER BY k DESC LIMIT 2").fetchall() == [
+            (3, 1), (2, 2)]
+        assert c.execute("SELECT currval('sq_rows_seq'), lastval()").fetchone() == (2, 2)
+        got = c.execute("SELECT s, set_config('application_name', 'app_' || s, false) FROM sq_rows ORDER BY k")
+        assert got.fetchall() == [("a", "app_a"), ("b", "app_b"), ("c", "app_c")]
+        assert c.execute("SHOW application_name").fetchone() == ("app_c",)
+        assert c.execute("SELECT set_config('application_name', s, false) FROM sq_rows WHERE k > 5").fetchall() == []
+        assert c.execute("SHOW application_name").fetchone() == ("app_c",)
+        _err(c, "SELECT k FROM sq_rows WHERE nextval('sq_rows_seq') > 0", "0A000")
+    finally:
+        c.execute("DROP TABLE sq_rows")
+        c.execute("DROP SEQUENCE sq_rows_seq")
+        c.execute("RESET application_name")
+
+
 def test_sequence_bounds_and_bad_options(c):
     c.execute("CREATE SEQUENCE sq2 MAXVALUE 2")
     assert c.execute("SELECT nextval('sq2'), nextval('sq2')").fetchone() == (1, 2)

@@ -85,7 +85,9 @@ class Function:
     #: ``extra`` keys: ``arg_names``/``defaults`` (named arguments, PostgreSQL 4.3),
     #: ``columns`` (a set-returning function's output columns), ``plan_args``
     #: (``list[Expr] -> list[Expr]``: the planner completes the arguments before resolving,
-    #: e.g. ``age(ts)`` gets the statement's current_date first)
+    #: e.g. ``age(ts)`` gets the statement's current_date first), ``session`` (True: it
+    #: acts on the session, so a select list calling it is evaluated in the session over
+    #: the rows Spark computed: ``planner.session_split``)
     extra: dict = field(default_factory=dict)
 
 
@@ -330,7 +332,7 @@ def get(name: str) -> Function | None:
 def _load() -> None:
     from planner.functions import (  # noqa: F401  (each module registers its entries)
         logic, math, trig, numfmt, string, regexp, binary, datetime, zoned, json, json_edit, array, system, aggregate,
-        window, sequence, privileges, uuids,
+        window, sequence, privileges, uuids, backend, admin,
     )
 
 

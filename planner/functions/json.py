@@ -259,6 +259,35 @@ def _get_spark(S, a, e):
     return got if typ == "string" else F.to_json(got)
 
 
+#: a JSON string (kept whole, so that what looks like a null inside one is never taken)
+_JSON_STRING = r'"(?:[^"\\]|\\.)*"'
+#: (pattern of nulls after the first member or element, pattern of a first one) in
+#: compact JSON (``to_json`` of a VARIANT: no blanks outside strings)
+_LATER_NULL_MEMBER = rf',{_JSON_STRING}:null(?=[,}}])'
+_FIRST_NULL_MEMBER = rf'(?<=\{{){_JSON_STRING}:null(?:,|(?=}}))'
+_LATER_NULL_ELEMENT = r',null(?=[,\]])'
+_FIRST_NULL_ELEMENT = r'(?<=\[)null(?:,|(?=\]))'
+
+
+def _strip_nulls_spark(S, a, e):
+    """jsonb_strip_nulls on Spark: the document in compact text, then two global regex
+    passes that delete null members (and, with ``strip_in_arrays``, null elements):
+    first every one after the first of its object or array, then a first one, so that a
+    run of nulls goes whole. Strings are matched whole and kept (``$1``)."""
+    F = S.F
+    text = F.to_json(F.parse_json(a[0]))
+
+    def strip(c, later: str, first: str):
+        c = F.regexp_replace(c, f"{later}|({_JSON_STRING})", "$1")
+        return F.regexp_replace(c, f"{first}|({_JSON_STRING})", "$1")
+
+    members = strip(text, _LATER_NULL_MEMBER, _FIRST_NULL_MEMBER)
+    if len(a) == 1:
+        return members
+    both = strip(text, f"{_LATER_NULL_MEMBER}|{_LATER_NULL_ELEMENT}", f"{_FIRST_NULL_MEMBER}|{_FIRST_NULL_ELEMENT}")
+    return F.when(a[1].isNull(), F.lit(None).cast("string")).when(a[1], both).otherwise(members)
+
+
 def _typeof_spark(S, a, e):
     F, T = S.F, S.T
     sch = F.schema_of_variant(F.parse_json(a[0]))
@@ -917,10 +946,12 @@ register(
     Function("jsonb_delete_index", (), _delete_index_py, _delete_index_spark, doc="9.16",
              samples=("j - 1", "j - (-1)", "j - k")),
     Function("jsonb_strip_nulls", (sig("jsonb", ret="jsonb"), sig("jsonb", "bool", ret="jsonb")),
-             lambda a, e: jsonb_text(_strip_nulls(doc(a[0]), len(a) > 1 and a[1])), None,
+             lambda a, e: jsonb_text(_strip_nulls(doc(a[0]), len(a) > 1 and a[1])), _strip_nulls_spark,
              sql_names=("jsonb_strip_nulls", "json_strip_nulls"), doc="9.16",
-             differs="not supported on table data yet (0A000)",
-             samples=("jsonb_strip_nulls(j)", "jsonb_strip_nulls(j, true)")),
+             samples=("jsonb_strip_nulls(j)", "jsonb_strip_nulls(j, true)", "jsonb_strip_nulls(j, k > 2)",
+                      ("jsonb_strip_nulls(CASE WHEN k < 4 THEN '{\"a\": null, \"b\": null, \"c\": [null, {\"d\": "
+                       "null, \"e\": 1}, null, [null]], \"f\": \"x\\\": null, [null\", \"g\": null}'::jsonb ELSE j END, "
+                       "k < 3)"))),
     Function("jsonb_object", (sig("_text", ret="jsonb"), sig("_text", "_text", ret="jsonb")),
              lambda a, e: jsonb_text(dict(_jsonb_object_pairs(a))), _jsonb_object_spark, sql_names=("jsonb_object",),
              doc="9.16", differs="a two-dimensional array is refused on table data (0A000)",

@@ -1,7 +1,9 @@
 """Access privilege inquiry functions (PostgreSQL 9.27 Table 9.70: has_table_privilege,
 has_any_column_privilege, has_column_privilege, has_sequence_privilege,
 has_schema_privilege, has_database_privilege, has_function_privilege,
-has_type_privilege, pg_has_role; Materialize's has_cluster_privilege) and the current
+has_type_privilege, has_language_privilege, has_tablespace_privilege,
+has_foreign_data_wrapper_privilege, has_server_privilege, has_largeobject_privilege,
+has_parameter_privilege, pg_has_role; Materialize's has_cluster_privilege) and the current
 roles (current_user, session_user).
 
 Answers come from ``catalog.rbac`` (the rules the statements' checks use) against the
@@ -103,6 +105,9 @@ class _Kind:
     bypass: bool = False
     #: the answer for such an OID otherwise (pg_has_role looks no role up: false)
     absent: bool | None = None
+    #: every name names an object of the class, and all of them hold the same ACL
+    #: (configuration parameters: their names are not checked, PostgreSQL's rule)
+    any_name: bool = False
 
     @property
     def letters(self) -> str:
@@ -164,6 +169,27 @@ def _types(snap: CatalogSnapshot) -> list[_Object]:
     return [_Object(f"type:{oid}", (), oid, None) for oid in sorted({*_BY_OID, *PSEUDO_TYPE_OIDS.values()})]
 
 
+#: PostgreSQL's built-in languages that sqlfront's built-in functions are (no plpgsql: no
+#: DO or CREATE FUNCTION here); USAGE on them is PUBLIC's (acldefault of a language)
+LANGUAGE_OIDS = {"internal": 12, "c": 13, "sql": 14}
+
+
+def _languages(snap: CatalogSnapshot) -> list[_Object]:
+    return [_Object(f"language:{n}", (n,), oid, None) for n, oid in LANGUAGE_OIDS.items()]
+
+
+def _tablespaces(snap: CatalogSnapshot) -> list[_Object]:
+    from catalog.pg_catalog import TABLESPACE_OIDS
+
+    return [_Object(f"tablespace:{n}", (n,), oid, None) for n, oid in TABLESPACE_OIDS.items()]
+
+
+def _none(snap: CatalogSnapshot) -> list[_Object]:
+    """Object classes sqlfront has none of (foreign-data wrappers, foreign servers, large
+    objects): a name is an error, an OID NULL (a superuser's: true, PostgreSQL's order)."""
+    return []
+
+
 def _role_member(snap: CatalogSnapshot, role: str | None, obj: _Object) -> str:
     """pg_has_role's letter: ``m`` when ``role`` is a member of ``obj`` (through other
     roles)."""
@@ -192,6 +218,19 @@ _KINDS = {
     # functions and types are built in: every role may execute and use them (by OID only)
     "function": _Kind(_functions, False, {"EXECUTE": ""}, (UNDEFINED_FUNCTION, 'function "{}" does not exist'), bypass=True),
     "type": _Kind(_types, False, {"USAGE": ""}, (UNDEFINED_OBJECT, 'type "{}" does not exist'), bypass=True),
+    "language": _Kind(_languages, False, {"USAGE": ""}, (UNDEFINED_OBJECT, 'language "{}" does not exist'),
+                      bypass=True),
+    # owned by the bootstrap superuser, with no grants: only superusers may CREATE in them
+    "tablespace": _Kind(_tablespaces, False, {"CREATE": "C"}, (UNDEFINED_OBJECT, 'tablespace "{}" does not exist'),
+                        bypass=True),
+    "foreign_data_wrapper": _Kind(_none, False, {"USAGE": "U"},
+                                  (UNDEFINED_OBJECT, 'foreign-data wrapper "{}" does not exist'), bypass=True),
+    "server": _Kind(_none, False, {"USAGE": "U"}, (UNDEFINED_OBJECT, 'server "{}" does not exist'), bypass=True),
+    # a large object's existence is checked before the role is: NULL for a superuser too
+    "largeobject": _Kind(_none, False, {"SELECT": "r", "UPDATE": "w"}, (UNDEFINED_OBJECT, "")),
+    # no GRANT SET ON PARAMETER here (pg_parameter_acl is empty): superusers only
+    "parameter": _Kind(lambda snap: [_Object("parameter", (), None, None)], False, {"SET": "s", "ALTER SYSTEM": "A"},
+                       (UNDEFINED_OBJECT, ""), any_name=True),
 }
 
 
@@ -227,7 +266,7 @@ def _lookup(kind: _Kind, role_arg, obj_arg) -> dict[str, str] | None:
             wanted = None  # the call's own error, at run time
     classes: dict[tuple, str] = {}
     for o in kind.objects(snap):
-        if wanted is not None and wanted != o.oid and wanted not in o.names:
+        if wanted is not None and not kind.any_name and wanted != o.oid and wanted not in o.names:
             continue
         table.update({f"o:{n}": o.id for n in o.names})
         if o.oid is not None:
@@ -278,7 +317,9 @@ def _python(kind_name: str, column: bool):
         if role is None:
             raise SqlError(UNDEFINED_OBJECT, f"role with OID {role_arg} does not exist" if isinstance(role_arg, int)
                            else f'role "{role_arg}" does not exist')
-        if isinstance(obj_arg, int):
+        if kind.any_name:
+            obj = "parameter"
+        elif isinstance(obj_arg, int):
             obj = t.get(f"o#{obj_arg}")
         else:
             obj = t.get(f"o:{_name_key(obj_arg) if kind.parsed else obj_arg}")
@@ -319,7 +360,8 @@ def _spark(kind_name: str, column: bool):
 
         role = t["cur"] if role_arg is None else get("r", role_arg, role_t)
         by_oid = obj_t.name == "oid"
-        obj = get("o", _name_key_spark(S, obj_arg) if kind.parsed and not by_oid else obj_arg, obj_t)
+        obj = F.lit("parameter") if kind.any_name else \
+            get("o", _name_key_spark(S, obj_arg) if kind.parsed and not by_oid else obj_arg, obj_t)
         held = F.coalesce(t[F.concat(F.lit("h:"), role, F.lit("/"), t[F.concat(F.lit("k:"), obj)])], F.lit(""))
         names = F.create_map(*[F.lit(x) for kv in privileges.items() for x in kv])
         chunks = F.transform(F.split(privs, ","), lambda x: F.regexp_replace(x, r"^\s+|\s+$", ""))
@@ -333,7 +375,7 @@ def _spark(kind_name: str, column: bool):
             out = out.when(role.isNull(), S.fail(UNDEFINED_OBJECT, F.concat(
                 F.lit("role " + ("with OID " if role_t.name == "oid" else '"')), role_arg.cast("string"),
                 F.lit("" if role_t.name == "oid" else '"'), F.lit(" does not exist"))))
-        if not by_oid:
+        if not by_oid and not kind.any_name:
             state, message = kind.missing
             before, after = message.split("{}")
             out = out.when(obj.isNull(), S.fail(state, F.concat(F.lit(before), obj_arg, F.lit(after))))
@@ -429,6 +471,34 @@ register(
         obj_types=("oid",)),
     _fn("has_cluster_privilege", "cluster", ("has_cluster_privilege('quickstart', 'USAGE')",),
         "Materialize's: PostgreSQL has no clusters", obj_types=("text",)),
+    _fn("has_language_privilege", "language",
+        ("has_language_privilege('sql', 'USAGE')",
+         ("has_language_privilege(CASE WHEN k < 3 THEN 'internal' ELSE 'c' END, CASE WHEN k < 4 THEN 'usage' ELSE "
+          "'USAGE WITH GRANT OPTION' END)"),
+         "has_language_privilege(current_user, (k + 11)::oid, 'USAGE')", "has_language_privilege('nolang' || k, 'USAGE')",
+         "has_language_privilege('sql', s)"),
+        "no plpgsql here (no DO or CREATE FUNCTION): its name is 42704"),
+    _fn("has_tablespace_privilege", "tablespace",
+        ("has_tablespace_privilege('pg_default', 'CREATE')",
+         "has_tablespace_privilege(CASE WHEN k < 3 THEN 'pg_global' ELSE 'pg_default' END, 'create')",
+         "has_tablespace_privilege(current_user, (k + 1661)::oid, 'CREATE')", "has_tablespace_privilege('nospc', 'CREATE')",
+         "has_tablespace_privilege(k::oid, 'USAGE')")),
+    _fn("has_foreign_data_wrapper_privilege", "foreign_data_wrapper",
+        ("has_foreign_data_wrapper_privilege(k::oid, 'USAGE')", "has_foreign_data_wrapper_privilege('fdw' || k, 'USAGE')",
+         "has_foreign_data_wrapper_privilege(current_user, k::oid, 'usage')")),
+    _fn("has_server_privilege", "server",
+        ("has_server_privilege(current_user, k::oid, 'USAGE')", "has_server_privilege('srv', 'USAGE')",
+         "has_server_privilege(k::oid, 'SELECT')")),
+    _fn("has_largeobject_privilege", "largeobject",
+        ("has_largeobject_privilege(k::oid, 'SELECT')",
+         "has_largeobject_privilege(current_user, k::oid, CASE WHEN k < 3 THEN 'update' ELSE 'SELECT' END)",
+         "has_largeobject_privilege(k::oid, 'USAGE')"),
+        obj_types=("oid",)),
+    _fn("has_parameter_privilege", "parameter",
+        ("has_parameter_privilege('work_mem', 'SET')", "has_parameter_privilege(s, 'ALTER SYSTEM')",
+         "has_parameter_privilege(current_user, 'x' || k, CASE WHEN k < 3 THEN 'set' ELSE 'ALTER SYSTEM, SET' END)",
+         "has_parameter_privilege('work_mem', 'USAGE')"),
+        obj_types=("text",)),
     _fn("pg_has_role", "role",
         ("pg_has_role(current_user, 'MEMBER')",
          "pg_has_role(current_user, current_user, CASE WHEN k < 3 THEN 'MEMBER' ELSE 'usage,set' END)")),

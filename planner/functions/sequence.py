@@ -51,16 +51,17 @@ def sequence_relation(q) -> tuple[tuple, tuple]:
     return cols, (q.name, last, q.start, q.increment, q.maxvalue, q.minvalue, q.cache, 0, q.cycle, called)
 
 
-_PY_ONLY = "runs in Python only (it changes state outside the query): 0A000 over table data"
+_PY_ONLY = ("runs in the session (it changes state outside the query): over table data in the select list only "
+            "(planner.session_split), 0A000 elsewhere")
 
 register(
     Function("nextval", (sig("oid", ret="int8"),), lambda a, e: _access().nextval(a[0]), None,
-             sql_names=("nextval",), volatility="volatile", doc="9.17", differs=_PY_ONLY),
+             sql_names=("nextval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra={"session": True}),
     Function("currval", (sig("oid", ret="int8"),), lambda a, e: _access().currval(a[0]), None,
-             sql_names=("currval",), volatility="volatile", doc="9.17", differs=_PY_ONLY),
+             sql_names=("currval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra={"session": True}),
     Function("lastval", (sig(ret="int8"),), lambda a, e: _access().lastval(), None,
-             sql_names=("lastval",), volatility="volatile", doc="9.17", differs=_PY_ONLY),
+             sql_names=("lastval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra={"session": True}),
     Function("setval", (sig("oid", "int8", ret="int8"), sig("oid", "int8", "bool", ret="int8")),
              lambda a, e: _access().setval(a[0], a[1], True if len(a) < 3 else a[2]), None,
-             sql_names=("setval",), volatility="volatile", doc="9.17", differs=_PY_ONLY),
+             sql_names=("setval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra={"session": True}),
 )

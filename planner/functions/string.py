@@ -758,6 +758,12 @@ def _format_py(a, e):
 
 def _format_spark(S, a, e):
     F = S.F
+    if len(a) == 1 and e.args[0].__class__.__name__ != "Literal":
+        # format(s) of a column: with no value to format, every spec but %% is an error
+        # (22023: too few arguments, unterminated or unrecognized), as format_pieces says
+        return F.when(a[0].isNull(), F.lit(None).cast("string")).when(
+            a[0].rlike("^(?:[^%]|%%)*$"), F.regexp_replace(a[0], "%%", "%")).otherwise(
+            S.fail(INVALID_PARAMETER_VALUE, "too few arguments for format()"))
     fmt = constant_arg(e, 0, "format needs a constant format string")
     if fmt is None:
         return F.lit(None).cast("string")
@@ -821,7 +827,8 @@ register(
                       "format('%s %s %s %%', b, d, a)", "format('%I', s)", "format('%x', s)", "format('%s %s', s)",
                       "format('%1$s %3$s', s, k)", "format('%0$s', s)", "format('abc%', s)",
                       "format('%I', lower(left(s, 3)))", "format('%*2$s|', k, i)",
-                      "format('%I.%I', 'select', coalesce(s, 'user'))")),
+                      "format('%I.%I', 'select', coalesce(s, 'user'))", "format(s || ' %%')", "format(s || '%s')",
+                      "format(CASE WHEN k < 3 THEN s ELSE '100%%' END)")),
     Function("regexp_matches:rows", (sig("text", "text", ret="__text"), sig("text", "text", "text", ret="__text")),
              _regexp_matches_py, _regexp_matches_spark, doc="9.7.3"),
     Function("regexp_matches", (sig("text", "text", ret="_text"), sig("text", "text", "text", ret="_text")),

@@ -8,13 +8,13 @@ import uuid as _uuid
 
 import contextvars
 import functools
-import os
 import re
 from decimal import Decimal
+from typing import Callable
 
 from catalog.errors import (
     SqlError, DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, NUMERIC_VALUE_OUT_OF_RANGE,
-    UNDEFINED_OBJECT,
+    OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_FILE, UNDEFINED_OBJECT,
 )
 from catalog.settings import DEFAULTS
 from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
@@ -399,17 +399,16 @@ register(
     Function("set_config", (sig("text", "text", "bool", ret="text"),), _set_config, None,
              sql_names=("set_config",), strict=False, volatility="volatile", doc="9.27.1",
              samples=("set_config('application_name', 'fx', false)",
-                      "set_config('standard_conforming_strings', 'on', true)"),
-             differs="changes the session: runs in Python only (0A000 on table data); is_local is taken as SET "
-                     "LOCAL, which lasts for the session here"),
+                      "set_config('standard_conforming_strings', 'on', true)",
+                      "set_config('application_name', 'fx' || k, false)"),
+             extra={"session": True},
+             differs="is_local is taken as SET LOCAL, which lasts for the session here; on table data, in the "
+                     "select list only (planner.session_split)"),
     # text::regtype of a computed string (a literal's is looked up at plan time, planner.expr)
     Function("regtypein", (sig("text", ret="oid"),), lambda a, e: regtype_in(a[0]), None, volatility="stable",
              doc="8.19", samples=("('int' || 'eger')::regtype::oid", "lower('INT8')::regtype::oid",
                                   "(s || '')::regtype::oid"),
              differs="computed in Python only: 0A000 on table data"),
-    Function("pg_backend_pid", (sig(ret="int4"),), lambda a, e: os.getpid(), None, sql_names=("pg_backend_pid",),
-             volatility="stable", doc="9.26", samples=("pg_backend_pid() > 0",),
-             differs="the server process id, the same for every connection"),
     # psql's \df reads these (its "Argument data types" and "Result data type" columns)
     Function("pg_get_function_arguments", (sig("oid", ret="text"),), *_by_oid("arguments"),
              sql_names=("pg_get_function_arguments", "pg_get_function_identity_arguments"),
@@ -428,8 +427,6 @@ register(
              extra={"plan_args": lookup_args("pg_get_userbyid", _user_names)},
              samples=("pg_get_userbyid(10)", "pg_get_userbyid((k + 99990)::oid)"),
              differs="OID 10 is the bootstrap role, named materialize here"),
-    Function("pg_encoding_to_char", (sig("int4", ret="text"),), lambda a, e: "UTF8", None,
-             sql_names=("pg_encoding_to_char",), strict=False, volatility="stable", doc="9.27"),
     # adbin (pg_attrdef) holds the expression's text here, so decompiling it is the identity
     Function("pg_get_expr", (sig("text", "oid", ret="text"), sig("text", "oid", "bool", ret="text")),
              lambda a, e: a[0], None, sql_names=("pg_get_expr",), volatility="stable", doc="9.27",
@@ -494,13 +491,25 @@ register(
 )
 
 
-def _constant(name: str, sigs: tuple, value, spark_type: str, samples: tuple[str, ...], doc: str = "9.26",
-              strict: bool = True) -> Function:
+def constant_entry(name: str, sigs: tuple, value, spark_type: str, samples: tuple[str, ...], doc: str = "9.26",
+                   strict: bool = True, volatility: str = "stable", differs: str = "") -> Function:
     """An entry whose answer is the same for every argument value, because of what
     sqlfront's catalog holds (no such objects: NULL, PostgreSQL's answer for an OID that
-    names none; no triggers: depth 0)."""
-    return Function(name, sigs, lambda a, e: value, lambda S, a, e: S.F.lit(value).cast(spark_type),
-                    sql_names=(name,), strict=strict, volatility="stable", doc=doc, samples=samples)
+    names none; no triggers: depth 0); NULL for a NULL argument when ``strict``."""
+
+    def spark(S, a, e):
+        F = S.F
+        out = F.lit(value).cast(spark_type)
+        if not (strict and a and value is not None):
+            return out
+        return F.when(F.greatest(*[x.isNull() for x in a]) if len(a) > 1 else a[0].isNull(),
+                      F.lit(None).cast(spark_type)).otherwise(out)
+
+    return Function(name, sigs, lambda a, e: value, spark, sql_names=(name,), strict=strict, volatility=volatility,
+                    doc=doc, samples=samples, differs=differs)
+
+
+_constant = constant_entry
 
 
 #: ``*_is_visible`` of object classes sqlfront's catalog has none of: NULL for every OID
@@ -605,3 +614,156 @@ register(
              extra={"plan_args": lookup_args("pg_is_other_temp_schema", _other_temp_schemas)},
              samples=("pg_is_other_temp_schema(k::oid)",)),
 )
+
+
+#: PostgreSQL's character set encodings by id (pg_wchar.h's ``pg_enc``), each with its
+#: longest character in bytes (``pg_wchar_table``); this database's is UTF8 (6)
+ENCODINGS = (("SQL_ASCII", 1), ("EUC_JP", 3), ("EUC_CN", 3), ("EUC_KR", 3), ("EUC_TW", 4), ("EUC_JIS_2004", 3),
+             ("UTF8", 4), ("MULE_INTERNAL", 4), *[(f"LATIN{i}", 1) for i in range(1, 11)],
+             *[(n, 1) for n in ("WIN1256", "WIN1258", "WIN866", "WIN874", "KOI8R", "WIN1251", "WIN1252", "ISO_8859_5",
+                                "ISO_8859_6", "ISO_8859_7", "ISO_8859_8", "WIN1250", "WIN1253", "WIN1254", "WIN1255",
+                                "WIN1257", "KOI8U")],
+             ("SJIS", 2), ("BIG5", 2), ("GBK", 2), ("UHC", 2), ("GB18030", 4), ("JOHAB", 3), ("SHIFT_JIS_2004", 2))
+
+
+def _encoding(i: int, part: int):
+    return ENCODINGS[i][part] if 0 <= i < len(ENCODINGS) else None
+
+
+def _encoding_spark(part: int, missing, spark_type: str):
+    def lower(S, a, e):
+        value = static_map(S, {str(i): str(enc[part]) for i, enc in enumerate(ENCODINGS)})[a[0].cast("string")]
+        return S.F.when(a[0].isNotNull(), S.F.coalesce(value, S.F.lit(missing)).cast(spark_type))
+    return lower
+
+
+def _not_in_recovery(*_):
+    """What a recovery control function says on a server that is not a standby (sqlfront
+    never is: replicas of a cluster are active-active)."""
+    raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, "recovery is not in progress",
+                   hint="Recovery control functions can only be executed during recovery.")
+
+
+def _no_backup(*_):
+    raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, "backup is not in progress", hint="Did you call pg_backup_start()?")
+
+
+def _raising(name: str, sigs: tuple, raise_: Callable, sqlstate: str, message: str, samples: tuple[str, ...] = (),
+             doc: str = "9.27.4") -> Function:
+    """An entry that always fails as ``raise_`` does (``sqlstate``, ``message`` on Spark,
+    evaluated per row as PostgreSQL evaluates it)."""
+    return Function(name, sigs, raise_, lambda S, a, e: S.fail(sqlstate, message),
+                    sql_names=(name,), strict=False, volatility="volatile", doc=doc, samples=samples)
+
+
+_LOG_FORMATS = ("stderr", "csvlog", "jsonlog")
+
+
+def _current_logfile(a, e):
+    """pg_current_logfile([format]): NULL, PostgreSQL's answer without a logging
+    collector (environmentd logs to its standard output); the format is checked first."""
+    if a and a[0] is not None and a[0] not in _LOG_FORMATS:
+        raise SqlError(INVALID_PARAMETER_VALUE, f'log format "{a[0]}" is not supported',
+                       hint='The supported log formats are "stderr", "csvlog", and "jsonlog".')
+
+
+def _current_logfile_spark(S, a, e):
+    F = S.F
+    if not a:
+        return F.lit(None).cast("string")
+    bad = S.fail(INVALID_PARAMETER_VALUE, F.concat(F.lit('log format "'), a[0], F.lit('" is not supported')))
+    return F.when(a[0].isNotNull() & ~a[0].isin(*_LOG_FORMATS), bad).otherwise(F.lit(None).cast("string"))
+
+
+def _tablespace_location(a, e):
+    """pg_tablespace_location(oid): '' for pg_default and pg_global (in the data
+    directory); another OID names no tablespace directory (PostgreSQL's error)."""
+    from catalog.pg_catalog import TABLESPACE_OIDS
+
+    if a[0] in TABLESPACE_OIDS.values():
+        return ""
+    raise SqlError(UNDEFINED_FILE, f'could not stat file "pg_tblspc/{a[0]}": No such file or directory')
+
+
+def _tablespace_location_spark(S, a, e):
+    from catalog.pg_catalog import TABLESPACE_OIDS
+
+    F = S.F
+    return F.when(a[0].isNull(), F.lit(None).cast("string")).when(a[0].isin(*TABLESPACE_OIDS.values()), F.lit("")).otherwise(S.fail(UNDEFINED_FILE, F.concat(
+        F.lit('could not stat file "pg_tblspc/'), a[0].cast("string"), F.lit('": No such file or directory'))))
+
+
+def _basetype_spark(S, a, e):
+    from catalog.types import _BY_OID
+
+    return S.F.when(a[0].isin(*sorted(_BY_OID)), a[0])
+
+
+def _int4inc(a, e):
+    if a[0] == 2**31 - 1:
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range")
+    return a[0] + 1
+
+
+def _int4inc_spark(S, a, e):
+    return S.F.when(a[0] == 2**31 - 1, S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "integer out of range")).otherwise(a[0] + 1)
+
+
+register(
+    Function("pg_encoding_to_char", (sig("int4", ret="name"),), lambda a, e: _encoding(a[0], 0) or "",
+             _encoding_spark(0, "", "string"), sql_names=("pg_encoding_to_char",), doc="9.26",
+             samples=("pg_encoding_to_char(k)", "pg_encoding_to_char(k * 8 + i)")),
+    Function("pg_encoding_max_length", (sig("int4", ret="int4"),), lambda a, e: _encoding(a[0], 1),
+             _encoding_spark(1, None, "int"), sql_names=("pg_encoding_max_length",), doc="9.26",
+             samples=("pg_encoding_max_length(k * 8 + i)", "pg_encoding_max_length(k - 1)")),
+    # sqlfront is never a standby, nor in a base backup
+    _constant("pg_is_in_recovery", (sig(ret="bool"),), False, "boolean", ("pg_is_in_recovery() OR k > 3",), "9.27.4"),
+    _constant("pg_last_xact_replay_timestamp", (sig(ret="timestamptz"),), None, "timestamp",
+              ("pg_last_xact_replay_timestamp() < now()",), "9.27.4"),
+    *[_raising(n, sigs, _not_in_recovery, OBJECT_NOT_IN_PREREQUISITE_STATE, "recovery is not in progress",
+               samples)
+      for n, sigs, samples in (
+          ("pg_is_wal_replay_paused", (sig(ret="bool"),), ("pg_is_wal_replay_paused()",)),
+          ("pg_get_wal_replay_pause_state", (sig(ret="text"),), ("pg_get_wal_replay_pause_state()",)),
+          ("pg_wal_replay_pause", (sig(ret="void"),), ()), ("pg_wal_replay_resume", (sig(ret="void"),), ()),
+          ("pg_promote", (sig("bool", "int4", ret="bool"),), ()))],
+    _raising("pg_backup_stop", (sig("bool", ret="record"),), _no_backup, OBJECT_NOT_IN_PREREQUISITE_STATE,
+             "backup is not in progress", doc="9.27.3"),
+    _constant("pg_jit_available", (sig(ret="bool"),), False, "boolean", ("pg_jit_available() OR k > 3",)),
+    Function("pg_current_logfile", (sig(ret="text"), sig("text", ret="text")), _current_logfile,
+             _current_logfile_spark, sql_names=("pg_current_logfile",), strict=False, volatility="volatile",
+             doc="9.27.4", samples=("pg_current_logfile()", "pg_current_logfile(CASE WHEN k < 3 THEN 'csvlog' END)",
+                                    "pg_current_logfile(s)")),
+    Function("pg_tablespace_location", (sig("oid", ret="text"),), _tablespace_location, _tablespace_location_spark,
+             sql_names=("pg_tablespace_location",), volatility="stable", doc="9.26",
+             samples=("pg_tablespace_location(CASE WHEN k < 3 THEN 1663 WHEN k = 3 THEN 1664 END::oid)",
+                      "pg_tablespace_location(k::oid)")),
+    # no lock manager: no session ever waits for another's lock (writes are compare-and-append)
+    *[Function(n, (sig("int4", ret="_int4"),), lambda a, e: [], lambda S, a, e: S.F.array().cast("array<int>"),
+               sql_names=(n,), volatility="volatile", doc="9.26", samples=(f"{n}(k)", f"{n}(pg_backend_pid())"))
+      for n in ("pg_blocking_pids", "pg_safe_snapshot_blocking_pids")],
+    # no SQL-bodied functions and no extended statistics objects: NULL for every OID
+    _constant("pg_get_function_sqlbody", (sig("oid", ret="text"),), None, "string",
+              ("pg_get_function_sqlbody(k::oid)",), "9.26"),
+    _constant("pg_get_statisticsobjdef", (sig("oid", ret="text"),), None, "string",
+              ("pg_get_statisticsobjdef(k::oid)",), "9.26"),
+    _constant("pg_get_statisticsobjdef_expressions", (sig("oid", ret="_text"),), None, "array<string>",
+              ("pg_get_statisticsobjdef_expressions(k::oid)",), "9.26"),
+    # no domains: a type's base type is itself; NULL for an OID that names no type
+    Function("pg_basetype", (sig("oid", ret="oid"),), lambda a, e: a[0] if _known_type(a[0]) else None,
+             _basetype_spark, sql_names=("pg_basetype",), volatility="stable", doc="9.26",
+             samples=("pg_basetype(CASE WHEN k < 3 THEN 23 ELSE k END::oid)::oid",)),
+    # no VACUUM or ANALYZE: tables are persist shards, compacted by persist
+    *[_constant(f"pg_stat_get_total_{w}_time", (sig("oid", ret="float8"),), 0.0, "double",
+                (f"pg_stat_get_total_{w}_time(k::oid)",), "9.26")
+      for w in ("vacuum", "autovacuum", "analyze", "autoanalyze")],
+    # count()'s transition function, callable in PostgreSQL
+    Function("int4inc", (sig("int4", ret="int4"),), _int4inc, _int4inc_spark, sql_names=("int4inc",), doc="9.3",
+             samples=("int4inc(i)", "int4inc(2147483646 + k)")),
+)
+
+
+def _known_type(oid: int) -> bool:
+    from catalog.types import _BY_OID
+
+    return oid in _BY_OID

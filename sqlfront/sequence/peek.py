@@ -24,7 +24,7 @@ from catalog.errors import (
 from catalog.snapshot import Table
 from catalog.types import SqlType
 from persist import Batch, PartRead, ShardSnapshot, SinceError
-from planner import interpret
+from planner import interpret, session_split
 from planner.plan import relations_read
 from sqlfront.activity import note_strategy
 from sqlfront.sequence import as_of as as_of_clause, read_check
@@ -141,14 +141,18 @@ def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | 
         as ``peek``, for errors before the first rows."""
     with _observed(s):
         note_strategy(s, "constant" if interpret.is_fast_path(plan) else "standard")
-        if interpret.is_fast_path(plan):
+        split = None if interpret.is_fast_path(plan) else session_split.split(plan)
+        if interpret.is_fast_path(plan) or split is not None:
             try:
-                rows = evaluate(s, plan)
+                rows = evaluate(s, plan) if split is None else _split_peek(s, split, as_of)
             except BaseException:
-                peek_finished(s, None)
+                if split is None:
+                    peek_finished(s, None)
                 raise
             chunks = iter([rows[i : i + FAST_PATH_CHUNK_ROWS] for i in range(0, len(rows), FAST_PATH_CHUNK_ROWS)])
-            stream = ResultStream(cols, lambda: next(chunks, None), on_close=functools.partial(peek_finished, s, None))
+            # a split peek finished with its Spark part (``_split_peek``)
+            finished = functools.partial(peek_finished, s, None) if split is None else (lambda: None)
+            stream = ResultStream(cols, lambda: next(chunks, None), on_close=finished)
         else:
             cc, as_of, scan, holds = _read_at(s, plan, as_of)
             try:
@@ -342,6 +346,14 @@ class _Holds:
             self._persist.release(h)
 
 
+def _split_peek(s: Session, split, as_of: int | None) -> list[tuple]:
+    """The rows of a plan whose select list acts on the session (``session_split``):
+    its input on Spark, then the select list (and the ORDER BY and LIMIT above it) here,
+    over those rows."""
+    inner, rebuild = split
+    return evaluate(s, rebuild(_peek(s, inner, as_of, None)))
+
+
 def _peek(s: Session, plan, as_of: int | None, job):
     note_strategy(s, "constant" if interpret.is_fast_path(plan) and job is None else "standard")
     if interpret.is_fast_path(plan) and job is None:
@@ -349,6 +361,9 @@ def _peek(s: Session, plan, as_of: int | None, job):
             return evaluate(s, plan)
         finally:
             peek_finished(s, None)
+    split = session_split.split(plan) if job is None else None
+    if split is not None:
+        return _split_peek(s, split, as_of)
     cc, as_of, scan, holds = _read_at(s, plan, as_of)
     try:
         await_materialized(s, plan, as_of)

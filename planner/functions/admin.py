@@ -1,0 +1,180 @@
+"""System administration functions (PostgreSQL 9.27, "System Administration Functions")
+whose PostgreSQL answer follows from what sqlfront has none of: no event triggers,
+extensions, replication slots or origins, standby servers, log collector, partitioned
+tables, LISTEN channels, locks or TOAST. Each answers as a PostgreSQL primary without such
+objects does: the same error, NULL, false or no rows. Nothing here has state."""
+
+from __future__ import annotations
+
+from catalog.errors import (
+    SqlError, FEATURE_NOT_SUPPORTED, OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_OBJECT,
+)
+from planner.functions import Function, register, sig
+from planner.functions.system import constant_entry
+
+#: PostgreSQL's SQLSTATE for an event trigger function called outside one
+E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED = "39P03"
+
+
+def _failing(name: str, sigs: tuple, sqlstate: str, message: str, doc: str, samples: tuple[str, ...] = (),
+             hint: str | None = None, arg: bool = False) -> Function:
+    """An entry that fails as PostgreSQL does without such objects. ``message`` may hold
+    ``{}``: the first argument's text (``arg``), a name that names nothing; a NULL one
+    gives NULL (the function is strict)."""
+
+    def py(a, e):
+        raise SqlError(sqlstate, message.format(*a[:1]) if arg else message, hint=hint)
+
+    def spark(S, a, e):
+        F = S.F
+        if not arg:
+            return S.fail(sqlstate, message)
+        before, after = message.split("{}")
+        # strict: NULL for a NULL argument (the call names nothing)
+        return F.when(F.greatest(*[x.isNull() for x in a]) if len(a) > 1 else a[0].isNull(), F.lit(None)).otherwise(
+            S.fail(sqlstate, F.concat(F.lit(before), a[0].cast("string"), F.lit(after))))
+
+    return Function(name, sigs, py, spark, sql_names=(name,), strict=arg, volatility="volatile", doc=doc,
+                    samples=samples)
+
+
+def _constant(name: str, sigs: tuple, value, spark_type: str, doc: str, samples: tuple[str, ...] = (),
+              differs: str = "") -> Function:
+    return constant_entry(name, sigs, value, spark_type, samples, doc, volatility="volatile", differs=differs)
+
+
+def _no_rows(name: str, args: tuple[str, ...], columns: tuple[tuple[str, str], ...], doc: str,
+             samples: tuple[str, ...] = ()) -> list[Function]:
+    """A set-returning function of ``args`` (type names) with no rows: its ``columns``
+    (name, type name), each an empty array entry (``Function``'s ``extra["columns"]``)."""
+    from catalog.types import SqlType, array_of
+
+    parts = [Function(f"{name}:{col}", (sig(*args, ret="_" + t),), lambda a, e: [],
+                      lambda S, a, e, t=t: S.empty_array(array_of(SqlType(t))), strict=False, volatility="volatile", doc=doc)
+             for col, t in columns]
+    srf = Function(name, (sig(*args, ret=columns[0][1]),), None, None, sql_names=(name,),
+                   kind="srf", volatility="volatile", doc=doc, samples=samples,
+                   extra={"columns": tuple((col, f"{name}:{col}") for col, _ in columns)})
+    return [*parts, srf]
+
+
+_NO_SLOT = 'replication slot "{}" does not exist'
+_NO_ORIGIN = 'replication origin "{}" does not exist'
+
+register(
+    # no event triggers (PostgreSQL 9.30): outside one, these are errors
+    _failing("pg_event_trigger_ddl_commands", (sig(ret="record"),), E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED,
+             "pg_event_trigger_ddl_commands() can only be called in an event trigger function", "9.30.1",
+             ("pg_event_trigger_ddl_commands()",)),
+    _failing("pg_event_trigger_dropped_objects", (sig(ret="record"),), E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED,
+             "pg_event_trigger_dropped_objects() can only be called in a sql_drop event trigger function", "9.30.2",
+             ("pg_event_trigger_dropped_objects()",)),
+    *[_failing(n, (sig(ret=t),), E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED,
+               f"{n}() can only be called in a table_rewrite event trigger function", "9.30.3", (f"{n}()",))
+      for n, t in (("pg_event_trigger_table_rewrite_oid", "oid"), ("pg_event_trigger_table_rewrite_reason", "int4"))],
+    # no extensions (CREATE EXTENSION is not supported)
+    _failing("pg_extension_config_dump", (sig("oid", "text", ret="void"),), FEATURE_NOT_SUPPORTED,
+             "pg_extension_config_dump() can only be called from an SQL script executed by CREATE EXTENSION", "9.27.10",
+             ("pg_extension_config_dump(k::oid, s)",)),
+    _failing("pg_extension_update_paths", (sig("name", ret="record"),), FEATURE_NOT_SUPPORTED,
+             'extension "{}" is not available', "9.27.10", ("pg_extension_update_paths('ext')",), arg=True,
+             hint="The extension must first be installed on the system where PostgreSQL is running."),
+    # no replication slots or origins: SUBSCRIBE streams a view's changes instead
+    _failing("pg_drop_replication_slot", (sig("name", ret="void"),), UNDEFINED_OBJECT, _NO_SLOT, "9.27.6",
+             ("pg_drop_replication_slot('slot')",), arg=True),
+    _failing("pg_copy_logical_replication_slot", (sig("name", "name", ret="record"),
+                                                  sig("name", "name", "bool", ret="record"),
+                                                  sig("name", "name", "bool", "name", ret="record")),
+             UNDEFINED_OBJECT, _NO_SLOT, "9.27.6", ("pg_copy_logical_replication_slot('a', 'b', k > 2)",), arg=True),
+    _failing("pg_copy_physical_replication_slot", (sig("name", "name", ret="record"),
+                                                   sig("name", "name", "bool", ret="record")),
+             UNDEFINED_OBJECT, _NO_SLOT, "9.27.6", arg=True),
+    _failing("pg_sync_replication_slots", (sig(ret="void"),), OBJECT_NOT_IN_PREREQUISITE_STATE,
+             "replication slots can only be synchronized to a standby server", "9.27.6", ("pg_sync_replication_slots()",)),
+    _constant("pg_replication_origin_oid", (sig("text", ret="oid"),), None, "long", "9.27.6",
+              ("pg_replication_origin_oid(s)",)),
+    _failing("pg_replication_origin_drop", (sig("text", ret="void"),), UNDEFINED_OBJECT, _NO_ORIGIN, "9.27.6",
+             ("pg_replication_origin_drop(s)",), arg=True),
+    _failing("pg_replication_origin_session_setup", (sig("text", ret="void"),), UNDEFINED_OBJECT, _NO_ORIGIN,
+             "9.27.6", arg=True),
+    _constant("pg_replication_origin_session_is_setup", (sig(ret="bool"),), False, "boolean", "9.27.6",
+              ("pg_replication_origin_session_is_setup() OR k > 3",)),
+    _failing("pg_replication_origin_session_reset", (sig(ret="void"),), OBJECT_NOT_IN_PREREQUISITE_STATE,
+             "no replication origin is configured", "9.27.6", ("pg_replication_origin_session_reset()",)),
+    # environmentd logs to its standard output: no log collector to rotate (PostgreSQL
+    # also WARNs "rotation not possible because log collection not active")
+    _constant("pg_rotate_logfile", (sig(ret="bool"),), False, "boolean", "9.27.2",
+              ("pg_rotate_logfile() OR k > 3",), "no WARNING with the false"),
+    _constant("pg_numa_available", (sig(ret="bool"),), False, "boolean", "9.27.5",
+              ("pg_numa_available() OR k > 3",)),
+    # no session ever waits for another's lock (writes are compare-and-append)
+    _constant("pg_isolation_test_session_is_blocked", (sig("int4", "_int4", ret="bool"),), False, "boolean",
+              "9.27", ("pg_isolation_test_session_is_blocked(k, a)",)),
+    # tables are persist shards, not files; values are not stored as TOASTed datums
+    # (PostgreSQL's answers for a value stored uncompressed in line)
+    _constant("pg_filenode_relation", (sig("oid", "oid", ret="oid"),), None, "long", "9.27.7",
+              ("pg_filenode_relation(0, k::oid)",), "NULL for every filenode, system catalogs' too"),
+    _constant("pg_column_compression", (sig("any", ret="text"),), None, "string", "9.27.7",
+              ("pg_column_compression(s)", "pg_column_compression(j)", "pg_column_compression(k)")),
+    _constant("pg_column_toast_chunk_id", (sig("any", ret="oid"),), None, "long", "9.27.7",
+              ("pg_column_toast_chunk_id(s)",)),
+    *_no_rows("pg_listening_channels", (), (("pg_listening_channels", "text"),), "9.26",
+              ("pg_listening_channels()",)),
+    # no partitioned tables: no relation has partition ancestors or a partition tree
+    *_no_rows("pg_partition_ancestors", ("oid",), (("relid", "oid"),), "9.27.9",
+              ("pg_partition_ancestors(k::oid)",)),
+    *_no_rows("pg_partition_tree", ("oid",), (("relid", "oid"), ("parentrelid", "oid"), ("isleaf", "bool"),
+                                                   ("level", "int4")), "9.27.9", ("pg_partition_tree(k::oid)",)),
+)
+
+
+#: the version of the collations' rules: code-point order, PostgreSQL's builtin provider's
+#: C.UTF-8, whose version is "1"; the "C" collation has none
+_COLLATION_VERSION = "1"
+
+
+def _collation_version(a, e):
+    from catalog.pg_catalog import COLLATION_OIDS, DEFAULT_COLLATION_OID
+
+    if a[0] not in COLLATION_OIDS:
+        raise SqlError(UNDEFINED_OBJECT, f"collation with OID {a[0]} does not exist")
+    return _COLLATION_VERSION if a[0] == DEFAULT_COLLATION_OID else None
+
+
+def _collation_version_spark(S, a, e):
+    from catalog.pg_catalog import COLLATION_OIDS, DEFAULT_COLLATION_OID
+
+    F = S.F
+    missing = S.fail(UNDEFINED_OBJECT, F.concat(F.lit("collation with OID "), a[0].cast("string"),
+                                                F.lit(" does not exist")))
+    return (F.when(a[0].isNull(), F.lit(None).cast("string")).when(a[0] == DEFAULT_COLLATION_OID, F.lit(_COLLATION_VERSION))
+            .when(a[0].isin(*COLLATION_OIDS), F.lit(None).cast("string")).otherwise(missing))
+
+
+def _database_collation_version(a, e):
+    from catalog.pg_catalog import DATABASE_OID
+
+    if a[0] != DATABASE_OID:
+        raise SqlError(UNDEFINED_OBJECT, f"database with OID {a[0]} does not exist")
+    return _COLLATION_VERSION
+
+
+def _database_collation_version_spark(S, a, e):
+    from catalog.pg_catalog import DATABASE_OID
+
+    F = S.F
+    return F.when(a[0].isNull(), F.lit(None).cast("string")).when(a[0] == DATABASE_OID, F.lit(_COLLATION_VERSION)).otherwise(S.fail(UNDEFINED_OBJECT, F.concat(
+        F.lit("database with OID "), a[0].cast("string"), F.lit(" does not exist"))))
+
+
+register(
+    Function("pg_collation_actual_version", (sig("oid", ret="text"),), _collation_version, _collation_version_spark,
+             sql_names=("pg_collation_actual_version",), volatility="volatile", doc="9.27.8",
+             samples=("pg_collation_actual_version(CASE WHEN k < 3 THEN 100 ELSE 950 END::oid)",
+                      "pg_collation_actual_version(k::oid)")),
+    Function("pg_database_collation_actual_version", (sig("oid", ret="text"),), _database_collation_version,
+             _database_collation_version_spark, sql_names=("pg_database_collation_actual_version",),
+             volatility="volatile", doc="9.27.8",
+             samples=(("pg_database_collation_actual_version((SELECT oid FROM pg_database "
+                       "WHERE datname = current_database()))"), "pg_database_collation_actual_version(k::oid)")),
+)
