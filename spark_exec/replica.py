@@ -44,6 +44,12 @@ _session_lock = threading.Lock()
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
+def _is_loopback(url: str) -> bool:
+    """Whether ``url`` (``sc://host:port[/...]``) names this host's loopback interface."""
+    address = url.removeprefix("sc://").partition("/")[0]
+    return address.rpartition(":")[0] in LOOPBACK_HOSTS
+
+
 def connection_url(url: str, token: str | None) -> str:
     """The Spark Connect connection string for ``url`` (``sc://host:port[/;k=v...]``)
     carrying bearer ``token`` (Spark Connect's ``;token=`` parameter), or ``url`` itself
@@ -55,10 +61,9 @@ def connection_url(url: str, token: str | None) -> str:
     the server (pyspark's ChannelBuilder, "secure" and "toChannel")."""
     if not token:
         return url
-    rest = url.removeprefix("sc://")
-    address, _, params = rest.partition("/")
-    host, _, port = address.rpartition(":")
-    if host in LOOPBACK_HOSTS:
+    address, _, params = url.removeprefix("sc://").partition("/")
+    port = address.rpartition(":")[2]
+    if _is_loopback(url):
         address = f"localhost:{port}"
     params = params.lstrip(";")
     return f"sc://{address}/;" + (f"{params};" if params else "") + f"token={token}"
@@ -85,10 +90,6 @@ def connect_session(url: str, token: str | None = None):
     return session
 
 
-def _is_loopback(url: str) -> bool:
-    """Whether ``url`` (``sc://host:port[/...]``) names this host's loopback interface."""
-    address = url.removeprefix("sc://").partition("/")[0]
-    return address.rpartition(":")[0] in LOOPBACK_HOSTS
 
 
 #: seconds a config, interrupt or status RPC to a replica may take

@@ -209,3 +209,13 @@ def test_errors_of_a_dying_replica_are_its_crash_not_the_querys(tmp_path, monkey
     assert ei.value.sqlstate == "XX000"
     h.process.popen.kill()
     h._pool.shutdown()
+
+
+def test_loopback_urls_are_told_apart_and_carry_the_token_as_localhost():
+    from spark_exec.replica import _is_loopback, connection_url
+
+    assert _is_loopback("sc://127.0.0.1:15002") and _is_loopback("sc://[::1]:15002/;user_id=x")
+    assert not _is_loopback("sc://10.0.0.2:15002") and not _is_loopback("sc://spark.example:15002/")
+    assert connection_url("sc://127.0.0.1:15002", "t") == "sc://localhost:15002/;token=t"
+    assert connection_url("sc://10.0.0.2:15002/;use_ssl=true", "t") == "sc://10.0.0.2:15002/;use_ssl=true;token=t"
+    assert connection_url("sc://10.0.0.2:15002", None) == "sc://10.0.0.2:15002"
