@@ -14,6 +14,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, wait
+from dataclasses import dataclass
 from typing import Callable
 
 import pyarrow as pa
@@ -26,7 +27,7 @@ from spark_exec.arrangements import ArrangementMaintainer, WantedFn
 from spark_exec.crashes import Crash, CrashMemory, crash_error, fingerprint
 from spark_exec.errors import is_connection_error, to_sql_error
 from spark_exec.lower import BuiltinFn, Lowerer, ScanFn, memo_scan, result_layout_of
-from spark_exec.orchestrator import Orchestrator, ReplicaSpec
+from spark_exec.orchestrator import Orchestrator, ReplicaProcess, ReplicaSpec
 from spark_exec.replica import HEALTHY, ReplicaHandle
 from spark_exec.spill import ResultSpill
 
@@ -300,7 +301,10 @@ class ClusterCoordinator:
         A replica's death during ``run`` is remembered under the plan's ``key``
         (``self.crashes``); ``alone``, it fails the race. ``deadline``: the statement's
         (``time.monotonic()`` seconds; None: none), past which the race ends with 57014."""
-        attempts: dict[str, tuple[ReplicaHandle, Future]] = {}
+        attempts: dict[str, _Attempt] = {}
+        # attempts whose replica died under them while pyspark may still retry: their
+        # futures end later, and any result they produce is discarded
+        abandoned: list[_Attempt] = []
         winner: str | None = None
         no_healthy_since: float | None = None
         # Set when the race is over: an attempt still queued then never starts its job.
@@ -311,10 +315,18 @@ class ClusterCoordinator:
                     if not self._replicas:
                         raise no_replicas_error(self.name)
                     healthy = self._healthy()
-                for rid, (h, fut) in list(attempts.items()):
+                for rid, a in list(attempts.items()):
+                    h, fut = a.h, a.fut
                     if not fut.done():
-                        continue
-                    err = fut.exception()
+                        # pyspark retries an unreachable server for a while: a process seen
+                        # dead ends its attempt now, as the attempt's own error would
+                        crash = a.died()
+                        if crash is None:
+                            continue
+                        err: BaseException | None = _ReplicaUnreachable("process exited", crash)
+                        abandoned.append(attempts.pop(rid))
+                    else:
+                        err = fut.exception()
                     if err is None:
                         winner = rid
                         if alone and key is not None:
@@ -330,18 +342,19 @@ class ClusterCoordinator:
                                 raise crash_error(err.crash, self.name)
                         log.warning("peek could not reach replica %s (%s); other replicas carry on", h.label, err)
                         h.mark_suspect()
-                        del attempts[rid]  # may run again once the replica is healthy
+                        attempts.pop(rid, None)  # may run again once the replica is healthy
                         continue
                     raise err
                 for h in healthy:
                     # A busy replica may miss pings, and a dead one's attempt ends with its
                     # crash: only a frozen one loses a lone peek.
-                    if alone and any(not a.frozen() for a, _ in attempts.values()):
+                    if alone and any(not a.frozen() for a in attempts.values()):
                         break  # (a finished attempt is looked at on the next round)
                     if h.id not in attempts:
+                        process = h.process  # before submitting: the one the attempt starts on
                         fut = h.submit_peek(functools.partial(run, h, over=over))
                         if fut is not None:
-                            attempts[h.id] = (h, fut)
+                            attempts[h.id] = _Attempt(h, fut, process)
                             if alone:
                                 log.info("peek %s runs alone on replica %s: %s", tag, h.label, alone)
                 now = time.monotonic()
@@ -349,7 +362,7 @@ class ClusterCoordinator:
                     raise query_canceled(timeout=False)
                 if deadline is not None and now >= deadline:
                     raise query_canceled(timeout=True)
-                live = [h for h, f in attempts.values() if not f.done() and not h.frozen()]
+                live = [a.h for a in attempts.values() if not a.fut.done() and not a.frozen()]
                 if live or healthy:
                     no_healthy_since = None
                 else:
@@ -364,7 +377,7 @@ class ClusterCoordinator:
                             detail=failures or self._failures(),
                             hint="SHOW CLUSTER REPLICAS shows each replica's status.",
                         )
-                pending = [f for _, f in attempts.values() if not f.done()]
+                pending = [a.fut for a in attempts.values() if not a.fut.done()]
                 if pending:
                     wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
                 else:
@@ -372,9 +385,10 @@ class ClusterCoordinator:
                         self._cond.wait(0.1)
         finally:
             over.set()
-            for rid, (h, fut) in attempts.items():
-                if rid == winner:
+            for rid, a in list(attempts.items()) + [(None, a) for a in abandoned]:
+                if rid == winner and rid is not None:
                     continue
+                h, fut = a.h, a.fut
                 if not fut.cancel() and not fut.done():
                     h.interrupt(tag)
                 if discard is not None:
@@ -683,6 +697,26 @@ def _close_quietly(gen) -> None:
         gen.close()
     except Exception as e:  # a generator running on another thread, or a gone replica
         log.debug("closing a result stream: %s", e)
+
+
+@dataclass
+class _Attempt:
+    """One replica's try at a peek in ``ClusterCoordinator._race``: its future, and the
+    replica process it was submitted to (None: REMOTE), which the monitor may replace
+    by a new one when it dies."""
+
+    h: ReplicaHandle
+    fut: Future
+    process: ReplicaProcess | None
+
+    def died(self) -> Crash | None:
+        """The attempt's process's death, None while it lives (or for REMOTE)."""
+        if self.process is None or self.process.alive():
+            return None
+        return Crash(self.h.label, *self.process.exit_reason())
+
+    def frozen(self) -> bool:
+        return self.h.frozen(self.process)
 
 
 class _ReplicaUnreachable(Exception):

@@ -308,16 +308,19 @@ class ReplicaHandle:
         """The replica was dropped (or its cluster shut down): it will not come back."""
         return self._stopping.is_set()
 
-    def frozen(self) -> bool:
+    def frozen(self, process: ReplicaProcess | None = None) -> bool:
         """Whether the replica misses its pings while its process lives on without
         working: stopped (SIGSTOP), or using less than ``BUSY_CORES`` over the last
         ``WORK_WINDOW_S``. A replica that is busy (misses pings but works) or has died
         (its peeks end with its crash) is not frozen; one without a local process
-        (REMOTE) is frozen whenever it is not healthy. A lone peek moves on only from a
-        frozen replica (``ClusterCoordinator._race``)."""
+        (REMOTE) is frozen whenever it is not healthy. ``process``: the one a peek was
+        sent to; once the monitor has replaced it (it died), not frozen either. A lone
+        peek moves on only from a frozen replica (``ClusterCoordinator._race``)."""
         if self.status == HEALTHY:
             return False
         proc = self.process
+        if process is not None and process is not proc:
+            return False  # a restarting replica's new JVM is not the one running the peek
         if proc is None:
             return True
         if not proc.alive():

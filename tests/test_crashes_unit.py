@@ -93,7 +93,9 @@ class FakeReplica:
     def mark_suspect(self):
         self.status = UNHEALTHY
 
-    def frozen(self):
+    def frozen(self, process=None):
+        if process is not None and process is not self.process:
+            return False  # as ReplicaHandle.frozen: the peek's process was replaced
         return self.status != HEALTHY and not self.busy
 
 
@@ -190,6 +192,37 @@ def test_a_lone_peek_stays_on_a_busy_replica_that_misses_pings(cluster):
     threading.Thread(target=miss_pings).start()
     h, result = _race(cc, {"two.r1": busy, "two.r2": lambda over: "r2's answer"}, alone="test")
     assert (h, result, r2.submitted) == (r1, "r1's answer", 0)
+
+
+def test_a_lone_peek_fails_when_its_process_dies_while_the_client_still_retries(cluster, tmp_path):
+    # SIGKILL under a lone peek: pyspark may retry the lost server for minutes, and the
+    # monitor restarts the replica at once (a new, idle JVM). The peek fails with the
+    # crash then, and is not moved to the other replica as if the replica were frozen.
+    cc, r1, r2 = cluster
+    r1.process = _process(tmp_path, "sleep 60")
+    started, release = threading.Event(), threading.Event()
+
+    def retrying(over):
+        started.set()
+        release.wait(10)
+        raise RuntimeError("late retry error")
+
+    def kill_and_restart():
+        started.wait(10)
+        r1.process.popen.kill()
+        r1.process.popen.wait()
+        r1.status, r1.process = UNHEALTHY, _process(tmp_path, "sleep 60")
+
+    threading.Thread(target=kill_and_restart).start()
+    try:
+        with pytest.raises(SqlError) as ei:
+            _race(cc, {"two.r1": retrying, "two.r2": lambda over: "r2's answer"}, alone="test")
+    finally:
+        release.set()
+        r1.process.popen.kill()
+    assert ei.value.sqlstate == "XX000" and "killed by signal 9" in ei.value.message
+    assert (r1.submitted, r2.submitted) == (1, 0)
+    assert cc.crashes.recall(7) == Crash("two.r1", "killed by signal 9")
 
 
 def test_errors_of_a_dying_replica_are_its_crash_not_the_querys(tmp_path, monkeypatch):
