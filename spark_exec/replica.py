@@ -96,6 +96,37 @@ def connect_session(url: str, token: str | None = None):
 CONTROL_RPC_DEADLINE_S = 10.0
 
 
+class CpuMeter:
+    """The cores a replica's processes used (``ReplicaProcess.cpu_seconds``) between two
+    samples at least ``window_s`` seconds apart: ``cores``, None until two samples."""
+
+    def __init__(self, window_s: float):
+        self.window_s = window_s
+        self.cores: float | None = None
+        self._mark: tuple[float, float] | None = None  # (monotonic seconds, CPU seconds)
+
+    @property
+    def started(self) -> bool:
+        """Whether a sample was taken since the last ``reset``."""
+        return self._mark is not None
+
+    def reset(self) -> None:
+        self.cores = self._mark = None
+
+    def sample(self, process: ReplicaProcess, now: float) -> bool:
+        """Take a sample at ``now`` (monotonic seconds) unless the last is younger than
+        the window; whether ``cores`` was measured anew."""
+        if self._mark is not None and now - self._mark[0] < self.window_s:
+            return False
+        cpu = process.cpu_seconds()
+        measured = self._mark is not None
+        if measured:
+            then, cpu_then = self._mark
+            self.cores = (cpu - cpu_then) / (now - then)
+        self._mark = (now, cpu)
+        return measured
+
+
 class ReplicaHandle:
     """Health and client of one replica; ``on_change`` is called on every status change."""
 
@@ -158,17 +189,16 @@ class ReplicaHandle:
         self._peeks = ThreadPoolExecutor(max_peeks, thread_name_prefix=f"peek-{label}")
         self._pending = 0
         self._running = 0
-        #: (monotonic time, CPU seconds) of the last sample, and the cores used between
-        #: the two last samples (None: not measured): see ``frozen``
-        self._cpu_sample: tuple[float, float] | None = None
-        self._cores: float | None = None
+        #: the process's CPU use while a peek runs or it misses pings: see ``frozen``
+        self._work = CpuMeter(self.WORK_WINDOW_S)
         # Interrupts run here, so a frozen server blocks none of the callers.
         self._control = ThreadPoolExecutor(1, thread_name_prefix=f"control-{label}")
         #: when a peek on this replica was last interrupted (monotonic seconds), None if
         #: no canceled work is being watched
         self._canceled_at: float | None = None
-        #: (since, CPU seconds then, busy since) of the running CPU measurement
-        self._cpu_mark: tuple[float, float, float] | None = None
+        #: the process's CPU use after a cancel, and since when it has stayed busy
+        self._after_cancel = CpuMeter(1.0)
+        self._busy_since: float | None = None
 
     @property
     def id(self) -> str:
@@ -229,7 +259,7 @@ class ReplicaHandle:
             return
         with self._lock:
             self._canceled_at = time.monotonic()
-            self._cpu_mark = None
+            self._after_cancel.reset()
 
         flows = self._dataflow_of(sess)
 
@@ -258,26 +288,24 @@ class ReplicaHandle:
         if now - canceled < self.CANCEL_GRACE_S:
             return
         if self._running:
-            self._cpu_mark = None  # a live peek explains any CPU use: measure afresh later
+            self._after_cancel.reset()  # a live peek explains any CPU use: measure afresh later
             return
-        cpu = self.process.cpu_seconds()
-        if self._cpu_mark is None:
-            self._cpu_mark = (now, cpu, now)
+        if not self._after_cancel.started:
+            self._busy_since = now
+        if not self._after_cancel.sample(self.process, now):
             return
-        since, cpu_then, busy_since = self._cpu_mark
-        if now - since < 1.0:
-            return
-        cores = (cpu - cpu_then) / (now - since)
+        cores = self._after_cancel.cores
         if cores < self.BUSY_CORES:
             log.debug("replica %s: canceled work stopped", self.label)
-            self._canceled_at = self._cpu_mark = None
+            self._canceled_at = None
+            self._after_cancel.reset()
             return
-        if now - busy_since < self.BUSY_FOR_S:
-            self._cpu_mark = (now, cpu, busy_since)
+        if now - self._busy_since < self.BUSY_FOR_S:
             return
         log.warning("replica %s still uses %.1f cores %.0f s after a canceled peek with none running:"
                     " its tasks ignore the interrupt; restarting it", self.label, cores, now - canceled)
-        self._canceled_at = self._cpu_mark = None
+        self._canceled_at = None
+        self._after_cancel.reset()
         self.cancel_restarts += 1
         self._set_status(UNHEALTHY)
         self._drop_sessions()
@@ -325,23 +353,16 @@ class ReplicaHandle:
             return True
         if not proc.alive():
             return False
-        return _is_stopped(proc.popen.pid) or (self._cores or 0.0) < self.BUSY_CORES
+        return _is_stopped(proc.popen.pid) or (self._work.cores or 0.0) < self.BUSY_CORES
 
     def _sample_cpu(self) -> None:
         """Measure the process's CPU use for ``frozen`` (monitor loop, while a peek runs
         or the replica does not answer)."""
         proc = self.process
         if proc is None or (not self._running and self.status == HEALTHY):
-            self._cpu_sample = self._cores = None
+            self._work.reset()
             return
-        now = time.monotonic()
-        if self._cpu_sample is not None and now - self._cpu_sample[0] < self.WORK_WINDOW_S:
-            return
-        cpu = proc.cpu_seconds()
-        if self._cpu_sample is not None:
-            then, cpu_then = self._cpu_sample
-            self._cores = (cpu - cpu_then) / (now - then)
-        self._cpu_sample = (now, cpu)
+        self._work.sample(proc, time.monotonic())
 
     def mark_suspect(self) -> None:
         """A peek could not reach the replica: treat it as unhealthy until it answers again."""

@@ -75,6 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--retry-timeout", type=float, default=30.0,
                     help="seconds a `query ... retry` record is re-run before it fails (default 30)")
     ap.add_argument("--fail-fast", action="store_true", help="stop at the first failure")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="connections that run a file's consecutive queries at once (only for files "
+                         "whose queries change nothing, such as SQLite's select corpus)")
     ap.add_argument("--verbose", action="store_true")
     ap.add_argument("--json", dest="json_path", help="write a JSON summary here")
     args = ap.parse_args(argv)
@@ -94,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     per_file = {}
     # the server the runner started is its own: it resets it between files
     runner = Runner(url, verbose=args.verbose, fail_fast=args.fail_fast, retry_timeout=args.retry_timeout,
+                    jobs=args.jobs,
                     reset_user_objects=args.reset_user_objects or proc is not None)
     start = time.perf_counter()
     try:

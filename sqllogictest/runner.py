@@ -34,6 +34,7 @@ import re
 import secrets
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -226,11 +227,15 @@ class Runner:
     ``reset_user_objects``: drop every user object of the server before each file and run
     the file in ``public`` (see the module docstring); by default a file runs in a schema
     of its own and nothing else on the server is touched. ``retry_timeout``: seconds a
-    ``retry`` query is re-run before it fails."""
+    ``retry`` query is re-run before it fails. ``jobs``: how many connections run a file's
+    consecutive ``query`` records at once (1: one after another, as written). Only for files
+    whose queries read and change nothing: a statement, ``simple`` or ``retry`` record
+    waits for the queries before it and runs alone."""
 
     def __init__(self, url: str, verbose: bool = False, fail_fast: bool = False, out=print,
-                 reset_user_objects: bool = False, retry_timeout: float = 30.0):
+                 reset_user_objects: bool = False, retry_timeout: float = 30.0, jobs: int = 1):
         self.url = url
+        self.jobs = max(1, jobs)
         self.verbose = verbose
         self.fail_fast = fail_fast
         self.out = out
@@ -281,8 +286,11 @@ class Runner:
         records = parse(path.read_text(encoding="utf-8", errors="replace"))
         state = self._begin()
         labels: dict[str, tuple] = {}
+        ahead: dict[int, tuple[bool, dict]] = {}  # results of queries run at once, by index
         try:
             for i, rec in enumerate(records):
+                if self.jobs > 1 and i not in ahead and _concurrent(rec):
+                    ahead.update(self._run_concurrently(state, records, i, labels))
                 if rec.kind == "skip":
                     outcome.skip(rec.skip_reason)
                     continue
@@ -295,7 +303,7 @@ class Runner:
                     outcome.warnings += state.close()
                     state = self._begin()
                     continue
-                ok, detail = self._run_guarded(state, rec, labels)
+                ok, detail = ahead.pop(i) if i in ahead else self._run_guarded(state, rec, labels)
                 if ok:
                     outcome.passed += 1
                     continue
@@ -312,6 +320,29 @@ class Runner:
         for w in outcome.warnings:
             self.out(f"{path}: warning: {w}")
         return outcome
+
+    def _run_concurrently(self, state: _FileState, records: list[Record], start: int,
+                          labels: dict) -> dict[int, tuple[bool, dict]]:
+        """Run the consecutive queries from ``records[start]`` on ``self.jobs`` connections
+        at once (record k on connection k mod jobs); their results by index."""
+        run = []
+        for i in range(start, len(records)):
+            if not _concurrent(records[i]):
+                break
+            run.append(i)
+        if len(run) < 2:
+            return {}
+        conns = [state.conn(f"__job{k}") for k in range(min(self.jobs, len(run)))]
+
+        def one(k: int) -> dict[int, tuple[bool, dict]]:
+            lane = _Lane(state, conns[k])
+            return {i: self._run_guarded(lane, records[i], labels) for i in run[k::len(conns)]}
+
+        with ThreadPoolExecutor(len(conns)) as pool:
+            results: dict[int, tuple[bool, dict]] = {}
+            for part in pool.map(one, range(len(conns))):
+                results.update(part)
+        return results
 
     def report(self, f: dict) -> None:
         sql = " ".join(f["sql"].split())
@@ -444,6 +475,24 @@ class Runner:
             expected.sort()
         ok = actual == expected
         return ok, {} if ok else {"expected": expected[:20], "actual": actual[:20]}
+
+
+def _concurrent(rec: Record) -> bool:
+    """Whether a record may run beside its neighbours (``Runner.jobs``): a plain query."""
+    return rec.kind == "query" and not rec.retry
+
+
+class _Lane:
+    """A ``_FileState`` seen by one of ``Runner.jobs``' threads: its own connection."""
+
+    def __init__(self, state: _FileState, conn: psycopg.Connection):
+        self._state, self._conn = state, conn
+
+    def conn(self, name: str | None = None, user: str | None = None) -> psycopg.Connection:
+        return self._conn
+
+    def track(self, sql: str) -> None:
+        self._state.track(sql)
 
 
 def _countable(records: list[Record]) -> int:

@@ -24,7 +24,9 @@ def test_own_suite(server, path):
 @pytest.mark.skipif(not (CORPUS / "select1.test").exists(),
                     reason="the SQLite corpus lives in ../shared/slt, next to the repository")
 def test_sqlite_corpus_select1(server):
-    out = Runner(server.url).run_file(CORPUS / "select1.test")
+    # Its queries only read: two connections run them at once (Spark plans each on one
+    # core; bench/slt.py prints the ratio).
+    out = Runner(server.url, jobs=2).run_file(CORPUS / "select1.test")
     assert out.failed == 0, out.failures[:5]
     assert out.passed >= 1031
 
@@ -94,3 +96,48 @@ def test_materialize_files_drop_no_record(server, name):
     assert out.passed + out.failed + out.skipped == _records_in(path.read_text())
     assert sum(out.skip_reasons.values()) == out.skipped
     assert out.passed > 0
+
+
+JOBS_FILE = """\
+statement ok
+CREATE TABLE j (a int)
+
+statement ok
+INSERT INTO j VALUES (1), (2), (3)
+
+query I
+SELECT count(*) FROM j
+----
+3
+
+query I
+SELECT sum(a) FROM j
+----
+7
+
+query I rowsort
+SELECT a FROM j WHERE a > 1
+----
+2
+3
+
+statement ok
+INSERT INTO j VALUES (4)
+
+query I
+SELECT count(*) FROM j
+----
+4
+"""
+
+
+def test_jobs_run_queries_at_once_and_statements_in_order(server, tmp_path):
+    """``Runner(jobs=N)``: the queries between two statements run on N connections at
+    once; a statement still sees every earlier record done, and failures keep their
+    records' lines."""
+    slt = tmp_path / "jobs.slt"
+    slt.write_text(JOBS_FILE)
+    out = Runner(server.url, out=lambda s: None, jobs=3).run_file(slt)
+    assert (out.passed, out.failed) == (6, 1)
+    # (the 1-based line of its "query" header: the line before its SQL)
+    assert [f["line"] for f in out.failures] == [JOBS_FILE.splitlines().index("SELECT sum(a) FROM j")]
