@@ -51,45 +51,22 @@ from planner.scope import Scope
 
 
 class DescribeParams(list):
-    """The ``params`` of a plan made only to describe a statement: ``$n`` plans as a
-    Param whose type is inferred from its use; ``types`` collects the inferences."""
+    """The ``params`` of a plan made only to describe a statement (nothing of it may run:
+    no nextval, say): ``$n`` plans as a Param whose type is inferred from its use;
+    ``types`` collects the inferences."""
 
     def __init__(self, n: int, given: dict[int, SqlType] | None = None):
         super().__init__([None] * n)
         self.types: dict[int, SqlType] = dict(given or {})
 
 
-_DESCRIBING: contextvars.ContextVar["DescribeParams | None"] = contextvars.ContextVar("describing", default=None)
-
-
-def describing(params: DescribeParams):
-    """Context manager: record parameter type inferences into ``params``."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def cm():
-        token = _DESCRIBING.set(params)
-        try:
-            yield params
-        finally:
-            _DESCRIBING.reset(token)
-
-    return cm()
-
-
-def is_describing() -> bool:
-    """True while a statement is planned only to be described (nothing may be run:
-    no nextval, say)."""
-    return _DESCRIBING.get() is not None
-
-
 def infer_param(e, target: SqlType):
-    """If ``e`` is a parameter of still unknown type, infer ``target`` for it."""
+    """If ``e`` is a parameter of still unknown type, infer ``target`` for it (recorded in
+    its statement's ``DescribeParams``)."""
     if isinstance(e, Param) and e.type.name == "unknown":
-        ctx = _DESCRIBING.get()
-        if ctx is not None:
-            ctx.types.setdefault(e.index, target.unconstrained() if target.name == "numeric" else target)
-        return Param(e.index, target)
+        if e.described is not None:
+            e.described.types.setdefault(e.index, target.unconstrained() if target.name == "numeric" else target)
+        return Param(e.index, target, e.described)
     return None
 
 
@@ -393,7 +370,7 @@ class ExprPlanner:
         if isinstance(self.params, DescribeParams):
             while len(self.params) < n:
                 self.params.append(None)
-            return Param(n, self.params.types.get(n, UNKNOWN))
+            return Param(n, self.params.types.get(n, UNKNOWN), self.params)
         if n < 1 or n > len(self.params):
             raise SqlError(UNDEFINED_PARAMETER, f"there is no parameter ${n}")
         v = self.params[n - 1]

@@ -130,7 +130,7 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
         42601 more expressions than columns, 23502 NULL into NOT NULL, 22xxx casts.
     """
     from pglast.enums import OverridingKind
-    from planner.expr import is_describing
+    from planner.expr import DescribeParams
 
     if stmt.withClause or stmt.onConflictClause:
         raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT with WITH/ON CONFLICT is not supported yet")
@@ -147,7 +147,7 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
         user = {j for j, c in enumerate(table.columns) if c.identity}
     else:
         user = set()
-    describing = is_describing()
+    describing = isinstance(params, DescribeParams)  # nothing may run
 
     def default(j):
         e = defaults[j]

@@ -494,7 +494,7 @@ class Session:
         Returns ``(columns or None, parameter types)``: the columns it would return
         (None: no rows) and the type of each ``$n``, inferred from its use where the
         client left it unspecified (text when nothing constrains it)."""
-        from planner.expr import DescribeParams, describing
+        from planner.expr import DescribeParams
         from planner.writes import plan_delete, plan_update
 
         stmt = parse_one(sql)
@@ -503,30 +503,29 @@ class Session:
         self._statement_context()  # planning reads it (literals, current_setting, names)
         params = DescribeParams(n_params, given)
         cols = None
-        with describing(params):
-            if isinstance(stmt, ast.SelectStmt):
-                cols = peek.columns(QueryPlanner(self.env.snapshot, params).plan_raw(stmt))
-            elif isinstance(stmt, mz.SHOW_QUERIES):
-                q = show.show_query(self, stmt)
-                cols = peek.columns(QueryPlanner(self.env.snapshot).plan_raw(parse_generated(q)))
-            elif isinstance(stmt, mz.SelectWithShows):
-                cols = peek.columns(QueryPlanner(self.env.snapshot, params).plan_raw(show.expand_shows(self, stmt)))
-            elif isinstance(stmt, ast.VariableShowStmt):
-                cols = var_stmts.show_var_columns(stmt)
-            elif isinstance(stmt, (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)):
-                plan = {ast.InsertStmt: plan_insert, ast.UpdateStmt: plan_update, ast.DeleteStmt: plan_delete}
-                planned = plan[type(stmt)](self.env.snapshot, stmt, params)
-                cols = list(planned.returning.columns) if planned.returning is not None else None
-            elif isinstance(stmt, ast.ExplainStmt):
-                cols = [("Optimized Plan", TEXT)]
-            elif isinstance(stmt, mz.ExplainPlan):
-                cols = [("Timestamp" if stmt.stage == "timestamp" else f"{stmt.stage.capitalize()} Plan", TEXT)]
-            elif isinstance(stmt, ast.DeclareCursorStmt) and isinstance(stmt.query, ast.SelectStmt):
-                QueryPlanner(self.env.snapshot, params).plan_raw(stmt.query)  # the types of its $n
-            elif isinstance(stmt, (ast.FetchStmt, mz.FetchWith)):
-                fetch = parse_one(stmt.fetch) if isinstance(stmt, mz.FetchWith) else stmt
-                c = self.cursors.get(fetch.portalname) if isinstance(fetch, ast.FetchStmt) else None
-                cols = c.columns if c is not None and not fetch.ismove else None
+        if isinstance(stmt, ast.SelectStmt):
+            cols = peek.columns(QueryPlanner(self.env.snapshot, params).plan_raw(stmt))
+        elif isinstance(stmt, mz.SHOW_QUERIES):
+            q = show.show_query(self, stmt)
+            cols = peek.columns(QueryPlanner(self.env.snapshot).plan_raw(parse_generated(q)))
+        elif isinstance(stmt, mz.SelectWithShows):
+            cols = peek.columns(QueryPlanner(self.env.snapshot, params).plan_raw(show.expand_shows(self, stmt)))
+        elif isinstance(stmt, ast.VariableShowStmt):
+            cols = var_stmts.show_var_columns(stmt)
+        elif isinstance(stmt, (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)):
+            plan = {ast.InsertStmt: plan_insert, ast.UpdateStmt: plan_update, ast.DeleteStmt: plan_delete}
+            planned = plan[type(stmt)](self.env.snapshot, stmt, params)
+            cols = list(planned.returning.columns) if planned.returning is not None else None
+        elif isinstance(stmt, ast.ExplainStmt):
+            cols = [("Optimized Plan", TEXT)]
+        elif isinstance(stmt, mz.ExplainPlan):
+            cols = [("Timestamp" if stmt.stage == "timestamp" else f"{stmt.stage.capitalize()} Plan", TEXT)]
+        elif isinstance(stmt, ast.DeclareCursorStmt) and isinstance(stmt.query, ast.SelectStmt):
+            QueryPlanner(self.env.snapshot, params).plan_raw(stmt.query)  # the types of its $n
+        elif isinstance(stmt, (ast.FetchStmt, mz.FetchWith)):
+            fetch = parse_one(stmt.fetch) if isinstance(stmt, mz.FetchWith) else stmt
+            c = self.cursors.get(fetch.portalname) if isinstance(fetch, ast.FetchStmt) else None
+            cols = c.columns if c is not None and not fetch.ismove else None
         types = [params.types.get(i + 1, TEXT) for i in range(len(params))]
         return cols, types
 

@@ -301,3 +301,17 @@ def test_a_select_list_acting_on_the_session_is_split_from_its_input(snap):
     assert session_split.split(plan(snap, "SELECT a, b FROM t")) is None
     assert session_split.split(plan(snap, "SELECT a FROM t WHERE set_config('x.y', b, false) = 'z'")) is None
     assert session_split.split(plan(snap, "SELECT (SELECT set_config('x.y', b, false)) FROM t")) is None
+
+
+def test_describing_infers_parameter_types_from_their_use(snap):
+    """A plan made only to describe a statement records each ``$n``'s type where it is used
+    (no context needed: its Params carry the DescribeParams)."""
+    from planner.expr import DescribeParams
+    from planner.writes import plan_insert
+
+    params = DescribeParams(3)
+    QueryPlanner(snap, params).plan_raw(pglast.parse_sql("SELECT a FROM t WHERE a = $1 AND c > $2 AND $3::date = d")[0].stmt)
+    assert {n: t.sql() for n, t in params.types.items()} == {1: "integer", 2: "numeric", 3: "date"}
+    params = DescribeParams(2)
+    plan_insert(snap, pglast.parse_sql("INSERT INTO u VALUES ($1, $2)")[0].stmt, params)
+    assert {n: t.sql() for n, t in params.types.items()} == {1: "bigint", 2: "double precision"}
