@@ -87,36 +87,12 @@ def statement_time():
 def begin_statement() -> None:
     """Start a new statement: now() moves on."""
     _STATEMENT_TIME.set(None)
-    _QUERY_TIMESTAMP.set(None)
 
 
-#: () -> the timestamp the statement reads at (Materialize's ``mz_now()``), set by the
-#: session; None where there is none (a view's definition, say)
-_QUERY_TIMESTAMP: contextvars.ContextVar = contextvars.ContextVar("query_timestamp", default=None)
-
-#: ``set_query_timestamp(MAINTAINED)``: the query is kept current (a materialized view, a
+#: ``mz_now=MAINTAINED`` (a planner's): the query is kept current (a materialized view, a
 #: SUBSCRIBE), so ``mz_now()`` is each moment's time, not one: it stays a call
 #: (``mz_now``), which only a temporal filter may hold (``planner.incremental.temporal``)
 MAINTAINED = object()
-
-
-def set_query_timestamp(fn) -> None:
-    """Let ``mz_now()`` in this statement be ``fn()`` (called at most once, when planned),
-    or the symbolic call ``mz_now`` when ``fn`` is ``MAINTAINED``."""
-    _QUERY_TIMESTAMP.set(fn)
-
-
-def query_timestamp() -> int:
-    """The statement's timestamp for ``mz_now()``.
-
-    Raises:
-        SqlError 0A000 where the statement has none."""
-    fn = _QUERY_TIMESTAMP.get()
-    if fn is None:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "mz_now() is not supported here")
-    if fn is MAINTAINED:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "mz_now() has no single value in a maintained query")
-    return fn()
 
 
 def type_from_ast(tn: ast.TypeName) -> SqlType:
@@ -288,6 +264,9 @@ class ExprPlanner:
         #: the scope a subquery here correlates with, and how to remap its OuterRefs
         self.subquery_scope: Scope | None = None
         self.remap_outer: Callable | None = None
+        #: what ``mz_now()`` is (``plan_mz_now``): ``() -> timestamp`` the statement reads
+        #: at, ``MAINTAINED``, or None where there is none (a webhook's CHECK, say)
+        self.mz_now: Callable[[], int] | object | None = None
 
     def plan(self, node):
         if self.grouping is not None:
@@ -670,9 +649,7 @@ class ExprPlanner:
         if name in fn.sequence.SEQUENCE_ARG_FUNCTIONS and args:
             args[0] = self.sequence_oid(args[0])
         if name == "mz_now" and not args:
-            if _QUERY_TIMESTAMP.get() is MAINTAINED:
-                return Call("mz_now", (), MZ_TIMESTAMP)
-            return Literal(query_timestamp(), MZ_TIMESTAMP)
+            return self.plan_mz_now()
         if name == "version" and not args:
             from catalog.settings import SERVER_VERSION
 
@@ -773,6 +750,18 @@ class ExprPlanner:
             raise fn.undefined_function(name, types)
         f, casts, result = resolved
         return Call(f.name, tuple(coerce(a, t) for a, t in zip(args, casts)), result)
+
+    def plan_mz_now(self):
+        """``mz_now()``: the timestamp the statement reads at (Materialize's), as a
+        constant; the call itself in a maintained query.
+
+        Raises:
+            SqlError 0A000 where the statement has none."""
+        if self.mz_now is MAINTAINED:
+            return Call("mz_now", (), MZ_TIMESTAMP)
+        if self.mz_now is None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "mz_now() is not supported here")
+        return Literal(self.mz_now(), MZ_TIMESTAMP)
 
     def _GroupingFunc(self, node):
         raise SqlError(GROUPING_ERROR, "arguments to GROUPING must be grouping expressions of the associated query level"

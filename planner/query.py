@@ -59,13 +59,16 @@ class PlannedQuery:
 
 
 class QueryPlanner:
-    """Plans queries against one catalog snapshot. ``params``: values of $1..$n."""
+    """Plans queries against one catalog snapshot. ``params``: values of $1..$n.
+    ``mz_now``: what ``mz_now()`` is (``ExprPlanner.mz_now``; None: 0A000)."""
 
     def __init__(self, snap: CatalogSnapshot, params: list | None = None,
                  outer_scopes: list[Scope] | None = None, ctes: dict | None = None,
-                 catalog_only: bool | None = None, row_count=None, outer_aggregates: list | None = None):
+                 catalog_only: bool | None = None, row_count=None, outer_aggregates: list | None = None,
+                 mz_now=None):
         self.snap = snap
         self.params = params or []
+        self.mz_now = mz_now
         self.outer_scopes = outer_scopes or []
         #: per enclosing query (as ``outer_scopes``), the sink of its aggregates found
         #: here (``ExprPlanner.outer_aggregates``)
@@ -86,6 +89,7 @@ class QueryPlanner:
         ep.schema_exists = self.snap.schema_exists
         ep.namespace_oid = self.namespace_oid
         ep.visible_oids = self.visible_oids
+        ep.mz_now = self.mz_now
         return ep
 
     def visible_oids(self) -> set[int]:
@@ -139,7 +143,8 @@ class QueryPlanner:
         this query's own enclosing scopes; ``sink`` takes the aggregates in it that
         belong to this query (``ExprPlanner.outer_aggregates``)."""
         return QueryPlanner(self.snap, self.params, [scope] + self.outer_scopes, self.ctes,
-                            self.catalog_only, outer_aggregates=[sink] + self.outer_aggregates).plan_raw(stmt)
+                            self.catalog_only, outer_aggregates=[sink] + self.outer_aggregates,
+                            mz_now=self.mz_now).plan_raw(stmt)
 
     #: True for the planner of a JOIN after comma-separated FROM items, which are its
     #: nearest outer scope: its LATERAL items see them, its ON conditions do not (42P01)
@@ -150,12 +155,12 @@ class QueryPlanner:
         if not self.conditions_hide_lateral:
             return self.expr_planner(scope, agg_context="JOIN conditions")
         hidden = QueryPlanner(self.snap, self.params, [Scope()] + self.outer_scopes[1:], self.ctes, self.catalog_only,
-                              outer_aggregates=[None] + self.outer_aggregates[1:])
+                              outer_aggregates=[None] + self.outer_aggregates[1:], mz_now=self.mz_now)
         return hidden.expr_planner(scope, agg_context="JOIN conditions")
 
     def _child(self) -> "QueryPlanner":
         return QueryPlanner(self.snap, self.params, self.outer_scopes, self.ctes, self.catalog_only,
-                            outer_aggregates=self.outer_aggregates)
+                            outer_aggregates=self.outer_aggregates, mz_now=self.mz_now)
 
     # -- entry ------------------------------------------------------------------------
 
@@ -337,7 +342,7 @@ class QueryPlanner:
         if scope is None:
             return self
         return QueryPlanner(self.snap, self.params, [scope or Scope()] + self.outer_scopes, self.ctes,
-                            self.catalog_only, outer_aggregates=[None] + self.outer_aggregates)
+                            self.catalog_only, outer_aggregates=[None] + self.outer_aggregates, mz_now=self.mz_now)
 
     def _check_duplicate_aliases(self, a: Scope, b: Scope):
         dup = a.qualifiers() & b.qualifiers()
@@ -369,7 +374,7 @@ class QueryPlanner:
 
                 view_stmt = pglast.parse_sql(rel.sql)[0].stmt
                 with searching_from(rel.schema):  # its names mean what they meant when it was made
-                    pq = QueryPlanner(self.snap, catalog_only=False).plan_raw(view_stmt)
+                    pq = QueryPlanner(self.snap, catalog_only=False, mz_now=self.mz_now).plan_raw(view_stmt)
                 pq = PlannedQuery(pq.plan, tuple(c.name for c in rel.columns))
                 return self._derived(pq, item.alias, item.relname)
             qualifier = item.alias.aliasname if item.alias else item.relname

@@ -315,3 +315,19 @@ def test_describing_infers_parameter_types_from_their_use(snap):
     params = DescribeParams(2)
     plan_insert(snap, pglast.parse_sql("INSERT INTO u VALUES ($1, $2)")[0].stmt, params)
     assert {n: t.sql() for n, t in params.types.items()} == {1: "bigint", 2: "double precision"}
+
+
+def test_mz_now_is_what_the_planner_is_given(snap):
+    """``mz_now()`` is the timestamp the planner is given (subqueries included), the call
+    itself in a maintained query, and 0A000 where there is none."""
+    from planner.expr import MAINTAINED
+
+    def planned(sql, mz_now):
+        return QueryPlanner(snap, mz_now=mz_now).plan_select(pglast.parse_sql(sql)[0].stmt)
+
+    q = planned("SELECT mz_now(), (SELECT mz_now())", lambda: 42)
+    assert interpret.run(q.plan, lambda t: []) == [(42, 42)]
+    assert "mz_now" in repr(planned("SELECT a FROM t WHERE mz_now() > a", MAINTAINED).plan)
+    with pytest.raises(SqlError) as ei:
+        planned("SELECT mz_now()", None)
+    assert (ei.value.sqlstate, ei.value.message) == ("0A000", "mz_now() is not supported here")
