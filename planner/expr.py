@@ -7,7 +7,6 @@ Literal). Aggregates are handled by a ``Grouping`` when the query groups.
 
 from __future__ import annotations
 
-import contextvars
 from decimal import Decimal
 from typing import Callable
 
@@ -32,6 +31,7 @@ from planner import functions as fn
 from planner import typing as ty
 from planner.functions.aggregate import resolve_aggregate
 from planner.consteval import cast_value, fold
+from planner.context import MAINTAINED, PlanContext
 from planner.plan import Project
 from planner.levels import AggregateRef, aggregate_level, lift_aggregate
 from planner.scalar import (
@@ -69,30 +69,6 @@ def infer_param(e, target: SqlType):
         return Param(e.index, target, e.described)
     return None
 
-
-_STATEMENT_TIME: contextvars.ContextVar = contextvars.ContextVar("statement_time", default=None)
-
-
-def statement_time():
-    """The current statement's start time (aware, UTC); fixed for the whole statement."""
-    import datetime as _dt
-
-    t = _STATEMENT_TIME.get()
-    if t is None:
-        t = _dt.datetime.now(_dt.timezone.utc)
-        _STATEMENT_TIME.set(t)
-    return t
-
-
-def begin_statement() -> None:
-    """Start a new statement: now() moves on."""
-    _STATEMENT_TIME.set(None)
-
-
-#: ``mz_now=MAINTAINED`` (a planner's): the query is kept current (a materialized view, a
-#: SUBSCRIBE), so ``mz_now()`` is each moment's time, not one: it stays a call
-#: (``mz_now``), which only a temporal filter may hold (``planner.incremental.temporal``)
-MAINTAINED = object()
 
 
 def type_from_ast(tn: ast.TypeName) -> SqlType:
@@ -264,9 +240,9 @@ class ExprPlanner:
         #: the scope a subquery here correlates with, and how to remap its OuterRefs
         self.subquery_scope: Scope | None = None
         self.remap_outer: Callable | None = None
-        #: what ``mz_now()`` is (``plan_mz_now``): ``() -> timestamp`` the statement reads
-        #: at, ``MAINTAINED``, or None where there is none (a webhook's CHECK, say)
-        self.mz_now: Callable[[], int] | object | None = None
+        #: what the plan takes from its statement: now(), mz_now() (``plan_mz_now``); a
+        #: statement of its own by default (no mz_now(): a webhook's CHECK, say)
+        self.ctx: PlanContext = PlanContext.starting()
 
     def plan(self, node):
         if self.grouping is not None:
@@ -645,7 +621,7 @@ class ExprPlanner:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{name}(...) with * / DISTINCT / OVER is not supported")
         args = self._call_args(name, node.args or ())
         if name in ("now", "transaction_timestamp", "statement_timestamp") and not args:
-            return Literal(statement_time(), TIMESTAMPTZ)
+            return Literal(self.ctx.now, TIMESTAMPTZ)
         if name in fn.sequence.SEQUENCE_ARG_FUNCTIONS and args:
             args[0] = self.sequence_oid(args[0])
         if name == "mz_now" and not args:
@@ -744,6 +720,8 @@ class ExprPlanner:
         for entry in fn.BY_SQL_NAME.get(name, ()):
             if "plan_args" in entry.extra:  # arguments completed at plan time, e.g. age(ts)
                 args = entry.extra["plan_args"](args)
+            if "plan_args_in" in entry.extra:  # ... from the statement (its start time)
+                args = entry.extra["plan_args_in"](args, self.ctx)
         types = [a.type for a in args]
         resolved = fn.resolve_scalar(name, types)
         if resolved is None:
@@ -757,11 +735,12 @@ class ExprPlanner:
 
         Raises:
             SqlError 0A000 where the statement has none."""
-        if self.mz_now is MAINTAINED:
+        mz_now = self.ctx.mz_now
+        if mz_now is MAINTAINED:
             return Call("mz_now", (), MZ_TIMESTAMP)
-        if self.mz_now is None:
+        if mz_now is None:
             raise SqlError(FEATURE_NOT_SUPPORTED, "mz_now() is not supported here")
-        return Literal(self.mz_now(), MZ_TIMESTAMP)
+        return Literal(mz_now(), MZ_TIMESTAMP)
 
     def _GroupingFunc(self, node):
         raise SqlError(GROUPING_ERROR, "arguments to GROUPING must be grouping expressions of the associated query level"
@@ -812,7 +791,7 @@ class ExprPlanner:
         stable within a statement), as a constant, so both execution paths agree."""
         from pglast.enums import SQLValueFunctionOp as Op
 
-        now = statement_time()
+        now = self.ctx.now
         op = node.op
         if op in (Op.SVFOP_CURRENT_TIMESTAMP, Op.SVFOP_CURRENT_TIMESTAMP_N):
             return Literal(now, TIMESTAMPTZ)

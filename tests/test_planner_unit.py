@@ -320,10 +320,10 @@ def test_describing_infers_parameter_types_from_their_use(snap):
 def test_mz_now_is_what_the_planner_is_given(snap):
     """``mz_now()`` is the timestamp the planner is given (subqueries included), the call
     itself in a maintained query, and 0A000 where there is none."""
-    from planner.expr import MAINTAINED
+    from planner.context import MAINTAINED, PlanContext
 
     def planned(sql, mz_now):
-        return QueryPlanner(snap, mz_now=mz_now).plan_select(pglast.parse_sql(sql)[0].stmt)
+        return QueryPlanner(snap, ctx=PlanContext.starting(mz_now)).plan_select(pglast.parse_sql(sql)[0].stmt)
 
     q = planned("SELECT mz_now(), (SELECT mz_now())", lambda: 42)
     assert interpret.run(q.plan, lambda t: []) == [(42, 42)]
@@ -331,3 +331,17 @@ def test_mz_now_is_what_the_planner_is_given(snap):
     with pytest.raises(SqlError) as ei:
         planned("SELECT mz_now()", None)
     assert (ei.value.sqlstate, ei.value.message) == ("0A000", "mz_now() is not supported here")
+
+
+def test_now_is_the_statements_start_throughout(snap):
+    """now(), current_timestamp, current_date, age(ts) and txid_current() all read the one
+    start time of the statement the planner is given (``planner.context.PlanContext``)."""
+    from catalog.types import Interval
+    from planner.context import PlanContext
+
+    start = dt.datetime(2024, 2, 29, 13, 30, 15, 250, tzinfo=dt.timezone.utc)
+    sql = ("SELECT now(), (SELECT current_timestamp), current_date, age(timestamp '2024-02-28'), txid_current(), "
+           "statement_timestamp()")
+    q = QueryPlanner(snap, ctx=PlanContext(start)).plan_select(pglast.parse_sql(sql)[0].stmt)
+    assert interpret.run(q.plan, lambda t: []) == [(
+        start, start, dt.date(2024, 2, 29), Interval(0, 1, 0), int(start.timestamp()) * 1_000_000 + 250, start)]

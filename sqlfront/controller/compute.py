@@ -24,7 +24,7 @@ from catalog.errors import SqlError, OBJECT_NOT_IN_PREREQUISITE_STATE
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import CatalogSnapshot, Cluster, MaterializedView, Replica, Table, searching_from
 from pgconn import is_postgres_url
-from planner.expr import MAINTAINED
+from planner.context import MAINTAINED, PlanContext
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from spark_exec.blob_probe import probe_blob
@@ -301,7 +301,7 @@ class ComputeController:
                 # plan is reported once (its index then keeps nothing in memory).
                 try:
                     with searching_from(view.schema):
-                        plan = QueryPlanner(snap, mz_now=self.oracle.read_ts).plan_raw(
+                        plan = QueryPlanner(snap, ctx=PlanContext.starting(self.oracle.read_ts)).plan_raw(
                             pglast.parse_sql(view.sql)[0].stmt).plan
                     tables = tuple(r for r in relations_read(plan) if isinstance(r, Table))
                 except Exception as e:
@@ -325,7 +325,7 @@ class ComputeController:
                 if key not in self._mv_plans:
                     try:
                         with searching_from(m.schema):  # mz_now(): its temporal filters'
-                            plan = QueryPlanner(snap, mz_now=MAINTAINED).plan_select(
+                            plan = QueryPlanner(snap, ctx=PlanContext.starting(MAINTAINED)).plan_select(
                                 pglast.parse_sql(m.sql)[0].stmt).plan
                         inputs = tuple(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)))
                         planned = Materialization(m, plan, inputs)

@@ -56,7 +56,7 @@ from catalog.errors import (
 from catalog.snapshot import Table
 from catalog.types import BOOL, INT8, TEXT, SqlType
 from persist import DIFF_COLUMN, TIME_COLUMN, Backoff, SinceError
-from planner.expr import MAINTAINED
+from planner.context import MAINTAINED
 from planner.incremental import incremental_plan
 from planner.incremental.nodes import walk
 from planner.incremental.temporal import plan_mentions_now
