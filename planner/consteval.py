@@ -9,7 +9,6 @@ module owns casts, CASE and the evaluation walk.
 
 from __future__ import annotations
 
-import contextvars
 import datetime as dt
 import math
 from decimal import Decimal, ROUND_HALF_UP
@@ -29,11 +28,6 @@ from planner.guard import INLINE_VALUE_BYTES, Outgrown, check_stop, check_value_
 from planner.scalar import Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, children, is_constant, walk
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
-
-#: Evaluates Subquery and OuterRef nodes against the current row, when a plan runs
-#: with its subqueries kept (``planner.interpret`` sets it); None otherwise.
-NESTED_EVALUATOR: contextvars.ContextVar = contextvars.ContextVar("nested_evaluator", default=None)
-
 
 def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
     """Convert a non-NULL value of ``src`` to ``dst`` as PostgreSQL's cast does, then
@@ -170,8 +164,10 @@ def _far_cast(v, d: str):
     return timestamp_from_micros(v.micros, d == "timestamptz")
 
 
-def evaluate(e, row: tuple = ()):
+def evaluate(e, row: tuple = (), nested=None):
     """Evaluate ``e`` over ``row`` (the values ColRefs index). Returns a Python value or None.
+    ``nested(node, row)`` evaluates its Subquery and OuterRef nodes, where a plan runs with
+    its subqueries kept (``planner.interpret``); without it they raise TypeError.
 
     Raises:
         SqlError with PostgreSQL's SQLSTATE for runtime errors (22012, 22003, ...); 57014
@@ -183,15 +179,14 @@ def evaluate(e, row: tuple = ()):
     if isinstance(e, ColRef):
         return row[e.index]
     if isinstance(e, Cast):
-        v = evaluate(e.expr, row)
+        v = evaluate(e.expr, row, nested)
         return cast_value(v, e.expr.type, e.type)
     if isinstance(e, Case):
         for cond, res in e.whens:
-            if evaluate(cond, row) is True:
-                return evaluate(res, row)
-        return evaluate(e.else_, row)
+            if evaluate(cond, row, nested) is True:
+                return evaluate(res, row, nested)
+        return evaluate(e.else_, row, nested)
     if isinstance(e, (Subquery, OuterRef)):
-        nested = NESTED_EVALUATOR.get()
         if nested is None:
             raise TypeError(e)
         return nested(e, row)
@@ -200,14 +195,14 @@ def evaluate(e, row: tuple = ()):
     f = e.func
     if f == "coalesce":  # lazy: later arguments are not evaluated (PostgreSQL 9.18.2)
         for a in e.args:
-            v = evaluate(a, row)
+            v = evaluate(a, row, nested)
             if v is not None:
                 return v
         return None
     entry = FUNCTIONS.get(f)
     if entry is None or entry.py is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {f} cannot be evaluated here")
-    args = [evaluate(a, row) for a in e.args]
+    args = [evaluate(a, row, nested) for a in e.args]
     if entry.strict and any(v is None for v in args):
         return None
     check_stop()

@@ -51,9 +51,9 @@ def plan_columns(stmt: ast.CreateStmt) -> tuple[Column, ...]:
     return plan_table(stmt).columns
 
 
-def plan_table(stmt: ast.CreateStmt, snap: CatalogSnapshot | None = None) -> TableDef:
+def plan_table(stmt: ast.CreateStmt, snap: CatalogSnapshot | None = None, ctx=None) -> TableDef:
     """The columns of ``CREATE TABLE``; with ``snap``, DEFAULT expressions are checked
-    against it (``check_default``).
+    against it (``check_default``, in statement context ``ctx``).
 
     Raises:
         SqlError 42701 duplicate column, 42704 unknown type, 0A000 unsupported clauses,
@@ -93,7 +93,7 @@ def plan_table(stmt: ast.CreateStmt, snap: CatalogSnapshot | None = None) -> Tab
                                                  f'of table "{stmt.relation.relname}"')
                 default = RawStream()(c.raw_expr)
                 if snap is not None:
-                    check_default(snap, default, Column(elt.colname, t))
+                    check_default(snap, default, Column(elt.colname, t), ctx)
             elif c.contype == ConstrType.CONSTR_IDENTITY:
                 if default is not None or serial or identity:
                     raise SqlError(SYNTAX_ERROR, f'multiple default values specified for column "{elt.colname}" '
@@ -121,11 +121,11 @@ def plan_table(stmt: ast.CreateStmt, snap: CatalogSnapshot | None = None) -> Tab
     return TableDef(tuple(cols), tuple(owned))
 
 
-def check_default(snap: CatalogSnapshot, text: str, column: Column):
+def check_default(snap: CatalogSnapshot, text: str, column: Column, ctx=None):
     """Plan DEFAULT expression ``text`` for ``column``; returns the planned expression,
     cast to the column's type (PostgreSQL "CREATE TABLE", DEFAULT: "any variable-free
     expression ... Subqueries and cross-references to other columns in the current table
-    are not allowed").
+    are not allowed"). ``ctx``: as QueryPlanner's.
 
     Raises:
         SqlError 0A000 "cannot use column reference in DEFAULT expression" (or
@@ -148,7 +148,7 @@ def check_default(snap: CatalogSnapshot, text: str, column: Column):
             raise SqlError(FEATURE_NOT_SUPPORTED, "cannot use subquery in DEFAULT expression")
         if isinstance(n, ast.FuncCall) and n.funcname[-1].sval in fn.AGGREGATES:
             raise SqlError(GROUPING_ERROR, "aggregate functions are not allowed in DEFAULT expressions")
-    e = QueryPlanner(snap).expr_planner(Scope(), agg_context="DEFAULT expressions").plan(node)
+    e = QueryPlanner(snap, ctx=ctx).expr_planner(Scope(), agg_context="DEFAULT expressions").plan(node)
     return assign_expr(e, column.type, column.name, what="default expression")
 
 

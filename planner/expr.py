@@ -7,7 +7,6 @@ Literal). Aggregates are handled by a ``Grouping`` when the query groups.
 
 from __future__ import annotations
 
-import contextvars
 from decimal import Decimal
 from typing import Callable
 
@@ -32,6 +31,7 @@ from planner import functions as fn
 from planner import typing as ty
 from planner.functions.aggregate import resolve_aggregate
 from planner.consteval import cast_value, fold
+from planner.context import MAINTAINED, PlanContext
 from planner.plan import Project
 from planner.levels import AggregateRef, aggregate_level, lift_aggregate
 from planner.scalar import (
@@ -51,95 +51,24 @@ from planner.scope import Scope
 
 
 class DescribeParams(list):
-    """The ``params`` of a plan made only to describe a statement: ``$n`` plans as a
-    Param whose type is inferred from its use; ``types`` collects the inferences."""
+    """The ``params`` of a plan made only to describe a statement (nothing of it may run:
+    no nextval, say): ``$n`` plans as a Param whose type is inferred from its use;
+    ``types`` collects the inferences."""
 
     def __init__(self, n: int, given: dict[int, SqlType] | None = None):
         super().__init__([None] * n)
         self.types: dict[int, SqlType] = dict(given or {})
 
 
-_DESCRIBING: contextvars.ContextVar["DescribeParams | None"] = contextvars.ContextVar("describing", default=None)
-
-
-def describing(params: DescribeParams):
-    """Context manager: record parameter type inferences into ``params``."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def cm():
-        token = _DESCRIBING.set(params)
-        try:
-            yield params
-        finally:
-            _DESCRIBING.reset(token)
-
-    return cm()
-
-
-def is_describing() -> bool:
-    """True while a statement is planned only to be described (nothing may be run:
-    no nextval, say)."""
-    return _DESCRIBING.get() is not None
-
-
 def infer_param(e, target: SqlType):
-    """If ``e`` is a parameter of still unknown type, infer ``target`` for it."""
+    """If ``e`` is a parameter of still unknown type, infer ``target`` for it (recorded in
+    its statement's ``DescribeParams``)."""
     if isinstance(e, Param) and e.type.name == "unknown":
-        ctx = _DESCRIBING.get()
-        if ctx is not None:
-            ctx.types.setdefault(e.index, target.unconstrained() if target.name == "numeric" else target)
-        return Param(e.index, target)
+        if e.described is not None:
+            e.described.types.setdefault(e.index, target.unconstrained() if target.name == "numeric" else target)
+        return Param(e.index, target, e.described)
     return None
 
-
-_STATEMENT_TIME: contextvars.ContextVar = contextvars.ContextVar("statement_time", default=None)
-
-
-def statement_time():
-    """The current statement's start time (aware, UTC); fixed for the whole statement."""
-    import datetime as _dt
-
-    t = _STATEMENT_TIME.get()
-    if t is None:
-        t = _dt.datetime.now(_dt.timezone.utc)
-        _STATEMENT_TIME.set(t)
-    return t
-
-
-def begin_statement() -> None:
-    """Start a new statement: now() moves on."""
-    _STATEMENT_TIME.set(None)
-    _QUERY_TIMESTAMP.set(None)
-
-
-#: () -> the timestamp the statement reads at (Materialize's ``mz_now()``), set by the
-#: session; None where there is none (a view's definition, say)
-_QUERY_TIMESTAMP: contextvars.ContextVar = contextvars.ContextVar("query_timestamp", default=None)
-
-#: ``set_query_timestamp(MAINTAINED)``: the query is kept current (a materialized view, a
-#: SUBSCRIBE), so ``mz_now()`` is each moment's time, not one: it stays a call
-#: (``mz_now``), which only a temporal filter may hold (``planner.incremental.temporal``)
-MAINTAINED = object()
-
-
-def set_query_timestamp(fn) -> None:
-    """Let ``mz_now()`` in this statement be ``fn()`` (called at most once, when planned),
-    or the symbolic call ``mz_now`` when ``fn`` is ``MAINTAINED``."""
-    _QUERY_TIMESTAMP.set(fn)
-
-
-def query_timestamp() -> int:
-    """The statement's timestamp for ``mz_now()``.
-
-    Raises:
-        SqlError 0A000 where the statement has none."""
-    fn = _QUERY_TIMESTAMP.get()
-    if fn is None:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "mz_now() is not supported here")
-    if fn is MAINTAINED:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "mz_now() has no single value in a maintained query")
-    return fn()
 
 
 def type_from_ast(tn: ast.TypeName) -> SqlType:
@@ -311,6 +240,9 @@ class ExprPlanner:
         #: the scope a subquery here correlates with, and how to remap its OuterRefs
         self.subquery_scope: Scope | None = None
         self.remap_outer: Callable | None = None
+        #: what the plan takes from its statement: now(), mz_now() (``plan_mz_now``); a
+        #: statement of its own by default (no mz_now(): a webhook's CHECK, say)
+        self.ctx: PlanContext = PlanContext.starting()
 
     def plan(self, node):
         if self.grouping is not None:
@@ -393,7 +325,7 @@ class ExprPlanner:
         if isinstance(self.params, DescribeParams):
             while len(self.params) < n:
                 self.params.append(None)
-            return Param(n, self.params.types.get(n, UNKNOWN))
+            return Param(n, self.params.types.get(n, UNKNOWN), self.params)
         if n < 1 or n > len(self.params):
             raise SqlError(UNDEFINED_PARAMETER, f"there is no parameter ${n}")
         v = self.params[n - 1]
@@ -689,13 +621,11 @@ class ExprPlanner:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{name}(...) with * / DISTINCT / OVER is not supported")
         args = self._call_args(name, node.args or ())
         if name in ("now", "transaction_timestamp", "statement_timestamp") and not args:
-            return Literal(statement_time(), TIMESTAMPTZ)
+            return Literal(self.ctx.now, TIMESTAMPTZ)
         if name in fn.sequence.SEQUENCE_ARG_FUNCTIONS and args:
             args[0] = self.sequence_oid(args[0])
         if name == "mz_now" and not args:
-            if _QUERY_TIMESTAMP.get() is MAINTAINED:
-                return Call("mz_now", (), MZ_TIMESTAMP)
-            return Literal(query_timestamp(), MZ_TIMESTAMP)
+            return self.plan_mz_now()
         if name == "version" and not args:
             from catalog.settings import SERVER_VERSION
 
@@ -790,12 +720,27 @@ class ExprPlanner:
         for entry in fn.BY_SQL_NAME.get(name, ()):
             if "plan_args" in entry.extra:  # arguments completed at plan time, e.g. age(ts)
                 args = entry.extra["plan_args"](args)
+            if "plan_args_in" in entry.extra:  # ... from the statement (its start time)
+                args = entry.extra["plan_args_in"](args, self.ctx)
         types = [a.type for a in args]
         resolved = fn.resolve_scalar(name, types)
         if resolved is None:
             raise fn.undefined_function(name, types)
         f, casts, result = resolved
         return Call(f.name, tuple(coerce(a, t) for a, t in zip(args, casts)), result)
+
+    def plan_mz_now(self):
+        """``mz_now()``: the timestamp the statement reads at (Materialize's), as a
+        constant; the call itself in a maintained query.
+
+        Raises:
+            SqlError 0A000 where the statement has none."""
+        mz_now = self.ctx.mz_now
+        if mz_now is MAINTAINED:
+            return Call("mz_now", (), MZ_TIMESTAMP)
+        if mz_now is None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "mz_now() is not supported here")
+        return Literal(mz_now(), MZ_TIMESTAMP)
 
     def _GroupingFunc(self, node):
         raise SqlError(GROUPING_ERROR, "arguments to GROUPING must be grouping expressions of the associated query level"
@@ -846,7 +791,7 @@ class ExprPlanner:
         stable within a statement), as a constant, so both execution paths agree."""
         from pglast.enums import SQLValueFunctionOp as Op
 
-        now = statement_time()
+        now = self.ctx.now
         op = node.op
         if op in (Op.SVFOP_CURRENT_TIMESTAMP, Op.SVFOP_CURRENT_TIMESTAMP_N):
             return Literal(now, TIMESTAMPTZ)

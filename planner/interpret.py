@@ -23,7 +23,7 @@ from catalog.snapshot import BuiltinTable, Table
 from collections import Counter
 
 from catalog.errors import SqlError, CARDINALITY_VIOLATION, STATEMENT_TOO_COMPLEX, query_canceled
-from planner.consteval import NESTED_EVALUATOR, any_all, evaluate
+from planner.consteval import any_all, evaluate
 from planner.functions import FUNCTIONS
 from planner.functions.json import jsonb_sort_key
 from planner.guard import Outgrown, heap_exceeded
@@ -210,13 +210,11 @@ def run(plan, builtin_rows: Callable[[BuiltinTable], Rows], limits: Limits | Non
 
     limits = limits or Limits()
     ctx = _Nested(cached_rows, limits)
-    token = NESTED_EVALUATOR.set(ctx.evaluate)
     rows = None
     try:
         rows = _run(plan, cached_rows, ctx)
         return rows
     finally:
-        NESTED_EVALUATOR.reset(token)
         limits.release(rows)
 
 
@@ -244,7 +242,11 @@ class _Nested:
             self._varies[key] = _correlated(plan)
         return self._varies[key]
 
-    def evaluate(self, e, row: tuple):
+    def value(self, e, row: tuple):
+        """``e``'s value over ``row``, its subqueries and outer references evaluated here."""
+        return evaluate(e, row, self.nested)
+
+    def nested(self, e, row: tuple):
         if isinstance(e, OuterRef):
             return self.outer[e.depth - 1][e.index]
         key = id(e.plan)
@@ -266,7 +268,7 @@ class _Nested:
             return bool(rows)
         if e.kind == "array":
             return [r[0] for r in rows]
-        return any_all(e.kind, e.func, evaluate(e.test, row), [r[0] for r in rows])
+        return any_all(e.kind, e.func, self.value(e.test, row), [r[0] for r in rows])
 
 
 def _correlated(plan, level: int = 0) -> bool:
@@ -342,17 +344,17 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
                 for r in run(plan.input, builtin_rows):
                     index.setdefault(r[col], []).append(r)
                 ctx.indexes[key] = index
-            value = evaluate(value_expr, ())
+            value = ctx.value(value_expr, ())
             candidates = ctx.indexes[key].get(value, []) if value is not None else []
-            return [r for r in _checked(candidates, limits) if evaluate(plan.predicate, r) is True]
-        return [r for r in _checked(run(plan.input, builtin_rows), limits) if evaluate(plan.predicate, r) is True]
+            return [r for r in _checked(candidates, limits) if ctx.value(plan.predicate, r) is True]
+        return [r for r in _checked(run(plan.input, builtin_rows), limits) if ctx.value(plan.predicate, r) is True]
     if isinstance(plan, Project):
-        return [tuple(evaluate(e, r) for e in plan.exprs) for r in _checked(run(plan.input, builtin_rows), limits)]
+        return [tuple(ctx.value(e, r) for e in plan.exprs) for r in _checked(run(plan.input, builtin_rows), limits)]
     if isinstance(plan, Join):
         left, right = run(plan.left, builtin_rows), run(plan.right, builtin_rows)
-        return _join(plan, left, right, limits)
+        return _join(plan, left, right, limits, ctx.value)
     if isinstance(plan, Reduce):
-        return _reduce(plan, run(plan.input, builtin_rows), limits)
+        return _reduce(plan, run(plan.input, builtin_rows), limits, ctx.value)
     if isinstance(plan, OrderBy):
         keys = []
         for k in plan.keys:
@@ -372,7 +374,7 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
         return _setop(plan, run(plan.left, builtin_rows), run(plan.right, builtin_rows))
     if isinstance(plan, Window):
         rows = run(plan.input, builtin_rows)
-        columns = [_window(c, rows, limits) for c in plan.calls]
+        columns = [_window(c, rows, limits, ctx.value) for c in plan.calls]
         return [r + tuple(col[i] for col in columns) for i, r in enumerate(rows)]
     if isinstance(plan, Unnest):
         out, work = [], 0
@@ -435,11 +437,11 @@ def _merge_sort(vals: list, key, desc: bool, limits: Limits) -> list:
     return out
 
 
-def _order_keys(order, rows: Rows) -> list:
+def _order_keys(order, rows: Rows, value) -> list:
     """Sort keys over row positions for an ORDER BY of (expr, descending, nulls_first)."""
     out = []
     for e, desc, nulls_first in order:
-        values = [evaluate(e, r) for r in rows]
+        values = [value(e, r) for r in rows]
         if e.type.name == "jsonb":  # jsonb's btree order, not its text's
             values = [v if v is None else jsonb_sort_key(v) for v in values]
         elif e.type.name in _NAN_TYPES:
@@ -448,7 +450,7 @@ def _order_keys(order, rows: Rows) -> list:
     return out
 
 
-def _window(c: WindowCall, rows: Rows, limits: Limits) -> list:
+def _window(c: WindowCall, rows: Rows, limits: Limits, value) -> list:
     """The value of window function ``c`` for each of ``rows`` (in their order): rows are
     partitioned and ordered here; a window entry's ``py`` computes its values over each
     partition (``planner.functions.window.Partition``), an aggregate is computed over each
@@ -458,8 +460,8 @@ def _window(c: WindowCall, rows: Rows, limits: Limits) -> list:
     out = [None] * len(rows)
     parts: dict[tuple, list[int]] = {}
     for i, r in enumerate(_checked(rows, limits)):
-        parts.setdefault(tuple(evaluate(k, r) for k in c.partition), []).append(i)
-    keys = _order_keys(c.order, rows)
+        parts.setdefault(tuple(value(k, r) for k in c.partition), []).append(i)
+    keys = _order_keys(c.order, rows, value)
     entry = FUNCTIONS[c.func]
     for members in parts.values():
         ordered = _sort_by(members, keys, limits)
@@ -483,7 +485,7 @@ def _window(c: WindowCall, rows: Rows, limits: Limits) -> list:
 
             def arg(i, j, ordered=ordered, cache=cache):
                 if (i, j) not in cache:
-                    cache[(i, j)] = evaluate(c.args[i], rows[ordered[j]])
+                    cache[(i, j)] = value(c.args[i], rows[ordered[j]])
                 return cache[(i, j)]
 
             limits.tick(n)
@@ -495,7 +497,7 @@ def _window(c: WindowCall, rows: Rows, limits: Limits) -> list:
                 f = frame(j)
                 if (f.start, f.stop) not in memo:
                     limits.tick(len(f))  # each frame is re-read: quadratic work at worst
-                    memo[(f.start, f.stop)] = _aggregate(agg, [rows[ordered[p]] for p in f])
+                    memo[(f.start, f.stop)] = _aggregate(agg, [rows[ordered[p]] for p in f], value)
                 values.append(memo[(f.start, f.stop)])
         for p, v in zip(ordered, values):
             out[p] = v
@@ -541,7 +543,7 @@ def _equi_keys(on, nl: int):
     return lk, rk
 
 
-def _join(plan: Join, left: Rows, right: Rows, limits: Limits) -> Rows:
+def _join(plan: Join, left: Rows, right: Rows, limits: Limits, value) -> Rows:
     nl, nr = len(plan.left.columns), len(plan.right.columns)
     out = []
     matched_right = set()
@@ -564,7 +566,7 @@ def _join(plan: Join, left: Rows, right: Rows, limits: Limits) -> Rows:
             for j in chunk:
                 rr = right[j]
                 row = lr + rr
-                if plan.on is None or evaluate(plan.on, row) is True:
+                if plan.on is None or value(plan.on, row) is True:
                     hit = True
                     if plan.kind in ("semi", "anti"):
                         break
@@ -586,18 +588,18 @@ def _join(plan: Join, left: Rows, right: Rows, limits: Limits) -> Rows:
     return out
 
 
-def _reduce(plan: Reduce, rows: Rows, limits: Limits) -> Rows:
+def _reduce(plan: Reduce, rows: Rows, limits: Limits, value) -> Rows:
     groups: dict[tuple, list[tuple]] = {}
     first: dict[tuple, tuple] = {}
     for r in _checked(rows, limits):
-        key = tuple(evaluate(k, r) for k in plan.keys)
+        key = tuple(value(k, r) for k in plan.keys)
         h = _hashable(key)
         first.setdefault(h, key)
         groups.setdefault(h, []).append(r)
     if not plan.keys and not groups:
         groups[()] = []
         first[()] = ()
-    return [first[h] + tuple(_aggregate(a, members) for a in plan.aggregates) for h, members in groups.items()]
+    return [first[h] + tuple(_aggregate(a, members, value) for a in plan.aggregates) for h, members in groups.items()]
 
 
 #: types whose NaN sorts above every other value (``order_key``)
@@ -618,18 +620,18 @@ def _distinct(rows: Rows) -> Rows:
     return list(first.values())
 
 
-def _aggregate(a: AggCall, rows: Rows):
+def _aggregate(a: AggCall, rows: Rows, value):
     """Aggregate ``a`` over ``rows``: FILTER, then its ORDER BY, then NULLs dropped for a
     strict aggregate, then DISTINCT; the registry entry computes the value."""
     entry = FUNCTIONS[a.func]
     if a.filter is not None:
-        rows = [r for r in rows if evaluate(a.filter, r) is True]
-    params = [evaluate(p, rows[0] if rows else ()) for p in a.params]
+        rows = [r for r in rows if value(a.filter, r) is True]
+    params = [value(p, rows[0] if rows else ()) for p in a.params]
     if a.func == "count_star":
         return len(rows)
     if a.order:
-        rows = [rows[p] for p in _sort_by(list(range(len(rows))), _order_keys(a.order, rows))]
-    vals = [evaluate(a.arg, r) for r in rows]
+        rows = [rows[p] for p in _sort_by(list(range(len(rows))), _order_keys(a.order, rows, value))]
+    vals = [value(a.arg, r) for r in rows]
     if entry.strict:
         vals = [v for v in vals if v is not None]
     if a.distinct:

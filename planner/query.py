@@ -27,6 +27,7 @@ from catalog.types import BOOL, INT4, INT8, TEXT, SqlType
 from planner import typing as ty
 from planner import functions
 from planner.consteval import evaluate, fold
+from planner.context import PlanContext
 from planner.functions.aggregate import resolve_aggregate
 from planner.guard import Outgrown
 from planner.expr import (
@@ -59,13 +60,17 @@ class PlannedQuery:
 
 
 class QueryPlanner:
-    """Plans queries against one catalog snapshot. ``params``: values of $1..$n."""
+    """Plans queries against one catalog snapshot. ``params``: values of $1..$n.
+    ``ctx``: what the plan takes from its statement (``planner.context``; by default a
+    statement starting now, without ``mz_now()``)."""
 
     def __init__(self, snap: CatalogSnapshot, params: list | None = None,
                  outer_scopes: list[Scope] | None = None, ctes: dict | None = None,
-                 catalog_only: bool | None = None, row_count=None, outer_aggregates: list | None = None):
+                 catalog_only: bool | None = None, row_count=None, outer_aggregates: list | None = None,
+                 ctx: PlanContext | None = None):
         self.snap = snap
         self.params = params or []
+        self.ctx = ctx or PlanContext.starting()
         self.outer_scopes = outer_scopes or []
         #: per enclosing query (as ``outer_scopes``), the sink of its aggregates found
         #: here (``ExprPlanner.outer_aggregates``)
@@ -86,6 +91,7 @@ class QueryPlanner:
         ep.schema_exists = self.snap.schema_exists
         ep.namespace_oid = self.namespace_oid
         ep.visible_oids = self.visible_oids
+        ep.ctx = self.ctx
         return ep
 
     def visible_oids(self) -> set[int]:
@@ -139,7 +145,8 @@ class QueryPlanner:
         this query's own enclosing scopes; ``sink`` takes the aggregates in it that
         belong to this query (``ExprPlanner.outer_aggregates``)."""
         return QueryPlanner(self.snap, self.params, [scope] + self.outer_scopes, self.ctes,
-                            self.catalog_only, outer_aggregates=[sink] + self.outer_aggregates).plan_raw(stmt)
+                            self.catalog_only, outer_aggregates=[sink] + self.outer_aggregates,
+                            ctx=self.ctx).plan_raw(stmt)
 
     #: True for the planner of a JOIN after comma-separated FROM items, which are its
     #: nearest outer scope: its LATERAL items see them, its ON conditions do not (42P01)
@@ -150,12 +157,12 @@ class QueryPlanner:
         if not self.conditions_hide_lateral:
             return self.expr_planner(scope, agg_context="JOIN conditions")
         hidden = QueryPlanner(self.snap, self.params, [Scope()] + self.outer_scopes[1:], self.ctes, self.catalog_only,
-                              outer_aggregates=[None] + self.outer_aggregates[1:])
+                              outer_aggregates=[None] + self.outer_aggregates[1:], ctx=self.ctx)
         return hidden.expr_planner(scope, agg_context="JOIN conditions")
 
     def _child(self) -> "QueryPlanner":
         return QueryPlanner(self.snap, self.params, self.outer_scopes, self.ctes, self.catalog_only,
-                            outer_aggregates=self.outer_aggregates)
+                            outer_aggregates=self.outer_aggregates, ctx=self.ctx)
 
     # -- entry ------------------------------------------------------------------------
 
@@ -337,7 +344,7 @@ class QueryPlanner:
         if scope is None:
             return self
         return QueryPlanner(self.snap, self.params, [scope or Scope()] + self.outer_scopes, self.ctes,
-                            self.catalog_only, outer_aggregates=[None] + self.outer_aggregates)
+                            self.catalog_only, outer_aggregates=[None] + self.outer_aggregates, ctx=self.ctx)
 
     def _check_duplicate_aliases(self, a: Scope, b: Scope):
         dup = a.qualifiers() & b.qualifiers()
@@ -369,7 +376,7 @@ class QueryPlanner:
 
                 view_stmt = pglast.parse_sql(rel.sql)[0].stmt
                 with searching_from(rel.schema):  # its names mean what they meant when it was made
-                    pq = QueryPlanner(self.snap, catalog_only=False).plan_raw(view_stmt)
+                    pq = QueryPlanner(self.snap, catalog_only=False, ctx=self.ctx).plan_raw(view_stmt)
                 pq = PlannedQuery(pq.plan, tuple(c.name for c in rel.columns))
                 return self._derived(pq, item.alias, item.relname)
             qualifier = item.alias.aliasname if item.alias else item.relname

@@ -10,7 +10,7 @@ declares its signatures, strictness, Python implementation and Spark lowering.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator, Union
 
 from catalog.types import BOOL, SqlType
@@ -84,10 +84,13 @@ class AggCall:
 @dataclass(frozen=True)
 class Param:
     """``$n`` while describing a prepared statement: its type is inferred from where it
-    is used (PostgreSQL 55.2.3: Parse leaves unspecified parameter types to the server)."""
+    is used (PostgreSQL 55.2.3: Parse leaves unspecified parameter types to the server).
+    ``described``: the statement's ``planner.expr.DescribeParams``, which records the
+    inferences (``planner.expr.infer_param``)."""
 
     index: int
     type: SqlType
+    described: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

@@ -89,12 +89,12 @@ def plan_returning(qp: QueryPlanner, table: Table, rv: ast.RangeVar, returning_l
     return Returning(tuple(cols), tuple(exprs))
 
 
-def default_exprs(snap: CatalogSnapshot, table: Table) -> list:
+def default_exprs(snap: CatalogSnapshot, table: Table, ctx=None) -> list:
     """The planned DEFAULT expression of each column of ``table`` (None where it has
-    none: the default is NULL), cast to the column's type."""
+    none: the default is NULL), cast to the column's type. ``ctx``: as QueryPlanner's."""
     from planner.ddl import check_default
 
-    return [check_default(snap, c.default, c) if c.default is not None else None for c in table.columns]
+    return [check_default(snap, c.default, c, ctx) if c.default is not None else None for c in table.columns]
 
 
 def check_identity_insert(table: Table, target: list[str], override) -> None:
@@ -122,15 +122,15 @@ def resolve_target(snap: CatalogSnapshot, rv: ast.RangeVar) -> Table:
     return rel
 
 
-def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None = None) -> PlannedInsert:
-    """Plan an INSERT.
+def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None = None, ctx=None) -> PlannedInsert:
+    """Plan an INSERT (``ctx``: as QueryPlanner's).
 
     Raises:
         SqlError 42P01 unknown table, 42703 unknown column, 42701 column given twice,
         42601 more expressions than columns, 23502 NULL into NOT NULL, 22xxx casts.
     """
     from pglast.enums import OverridingKind
-    from planner.expr import is_describing
+    from planner.expr import DescribeParams
 
     if stmt.withClause or stmt.onConflictClause:
         raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT with WITH/ON CONFLICT is not supported yet")
@@ -139,15 +139,15 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
     target = _target_columns(table, stmt)
     positions = [names.index(n) for n in target]
     sel = stmt.selectStmt
-    qp = QueryPlanner(snap, params)
+    qp = QueryPlanner(snap, params, ctx=ctx)
     returning = plan_returning(qp, table, stmt.relation, stmt.returningClause)
-    defaults = default_exprs(snap, table)
+    defaults = default_exprs(snap, table, ctx)
     if stmt.override == OverridingKind.OVERRIDING_USER_VALUE:
         # the values given for identity columns are ignored: their defaults apply
         user = {j for j, c in enumerate(table.columns) if c.identity}
     else:
         user = set()
-    describing = is_describing()
+    describing = isinstance(params, DescribeParams)  # nothing may run
 
     def default(j):
         e = defaults[j]
@@ -262,7 +262,7 @@ class InsertTemplate:
 _ASSIGNABLE: set = set()
 
 
-def insert_template(snap: CatalogSnapshot, stmt: ast.InsertStmt) -> InsertTemplate | None:
+def insert_template(snap: CatalogSnapshot, stmt: ast.InsertStmt, ctx=None) -> InsertTemplate | None:
     """The InsertTemplate of ``stmt``; None when it is not an INSERT of parameters and
     DEFAULTs only (plan it with :func:`plan_insert`).
 
@@ -281,7 +281,7 @@ def insert_template(snap: CatalogSnapshot, stmt: ast.InsertStmt) -> InsertTempla
     names = [c.name for c in table.columns]
     target = _target_columns(table, stmt)
     positions = [names.index(n) for n in target]
-    defaults = tuple(default_exprs(snap, table))
+    defaults = tuple(default_exprs(snap, table, ctx))
     for r in sel.valuesLists:
         if len(r) > len(target):
             raise SqlError(SYNTAX_ERROR, "INSERT has more expressions than target columns")
@@ -427,14 +427,14 @@ def _target_scope(snap: CatalogSnapshot, rv: ast.RangeVar):
     return table, Get(table, tuple((c.name, c.type) for c in table.columns)), scope
 
 
-def plan_delete(snap: CatalogSnapshot, stmt: ast.DeleteStmt, params: list | None = None) -> PlannedRewrite:
+def plan_delete(snap: CatalogSnapshot, stmt: ast.DeleteStmt, params: list | None = None, ctx=None) -> PlannedRewrite:
     """``DELETE FROM t [WHERE cond]``: keep the rows where ``cond`` is not true."""
     from planner.optimize import optimize
 
     if stmt.withClause:
         raise SqlError(FEATURE_NOT_SUPPORTED, "DELETE with WITH is not supported yet")
     table, get, scope = _target_scope(snap, stmt.relation)
-    qp = QueryPlanner(snap, params)
+    qp = QueryPlanner(snap, params, ctx=ctx)
     returning = plan_returning(qp, table, stmt.relation, stmt.returningClause)
     cols = tuple(ColRef(i, c.type) for i, c in enumerate(table.columns))
     hit = _affected(get, qp, scope, _using_as_exists(stmt.usingClause, stmt.whereClause))
@@ -455,7 +455,7 @@ def _using_as_exists(using, where):
     return sublink
 
 
-def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None = None) -> PlannedRewrite:
+def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None = None, ctx=None) -> PlannedRewrite:
     """``UPDATE t SET c = e, ... [WHERE cond]`` with assignment casts to the columns' types."""
     from planner.consteval import fold
     from planner.optimize import optimize
@@ -463,7 +463,7 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
     if stmt.fromClause or stmt.withClause:
         raise SqlError(FEATURE_NOT_SUPPORTED, "UPDATE with FROM/WITH is not supported yet")
     table, get, scope = _target_scope(snap, stmt.relation)
-    qp = QueryPlanner(snap, params)
+    qp = QueryPlanner(snap, params, ctx=ctx)
     returning = plan_returning(qp, table, stmt.relation, stmt.returningClause)
     defaults = None
     ep = qp.expr_planner(scope, agg_context="UPDATE")
@@ -480,7 +480,7 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
             raise SqlError(SYNTAX_ERROR, f'multiple assignments to same column "{rt.name}"')
         col = table.columns[j]
         if isinstance(rt.val, ast.SetToDefault):
-            defaults = defaults or default_exprs(snap, table)
+            defaults = defaults or default_exprs(snap, table, ctx)
             e = defaults[j] if defaults[j] is not None else Literal(None, col.type)
             if is_volatile(e):
                 raise SqlError(FEATURE_NOT_SUPPORTED, f'UPDATE to a volatile DEFAULT (column "{col.name}") is not '

@@ -85,10 +85,10 @@ def create_secret(stmt: sp.CreateSecret):
     return build
 
 
-def secret_value(expr: str) -> str:
+def secret_value(expr: str, ctx=None) -> str:
     """The value of CREATE/ALTER SECRET ... AS ``expr`` (an expression over no relation,
     as Materialize allows: ``decode('c2VjcmV0', 'base64')``): text as it is, bytea as
-    UTF-8 text (secrets are text here).
+    UTF-8 text (secrets are text here). ``ctx``: the statement's ``planner.context.PlanContext``.
 
     Raises:
         SqlError as planning and evaluating raise; 22004 for NULL; 42804 for a type
@@ -103,7 +103,9 @@ def secret_value(expr: str) -> str:
         node = pglast.parse_sql(f"SELECT ({expr})")[0].stmt.targetList[0].val
     except pglast.parser.ParseError as e:
         raise SqlError(SYNTAX_ERROR, f"syntax error in the secret's value: {e}") from None
-    e = ExprPlanner(Scope()).plan(node)
+    planner = ExprPlanner(Scope())
+    planner.ctx = ctx or planner.ctx
+    e = planner.plan(node)
     if e.type.name not in ("text", "bytea", "unknown", "varchar", "bpchar"):
         raise SqlError(DATATYPE_MISMATCH, f"a secret's value must be text or bytea, not {e.type.sql()}")
     value = evaluate(e)

@@ -413,7 +413,8 @@ class Session:
         a cancel sent while idle is spent, and its one deadline is its statement_timeout
         from now."""
         self.cancel_event.clear()
-        self.statement = StatementContext.start(self.vars.statement_timeout_s(), self.cancel_event)
+        self.statement = StatementContext.start(self.vars.statement_timeout_s(), self.cancel_event,
+                                                mz_now=self.read_ts)
         return self.statement
 
     def _execute_logged(self, sql: str, params: list | None) -> Result:
@@ -432,15 +433,11 @@ class Session:
             self.env.metrics.phase("server", time.perf_counter() - t0)
 
     def _execute_one(self, sql: str, params, t0: float) -> Result:
-        from planner.expr import begin_statement, set_query_timestamp
-
-        begin_statement()
         body, self._as_of = split_as_of(sql)
         stmt = parse_one(body)
         self.notices.extend(truncation_notices(body))  # the scanner's, as PostgreSQL's raises them
         if self._as_of is not None and not isinstance(stmt, (ast.SelectStmt, mz.Subscribe, mz.DeclareSubscribe, mz.CopySubscribe)):
             raise SqlError(SYNTAX_ERROR, "AS OF is only allowed after SELECT and SUBSCRIBE")
-        set_query_timestamp(self.read_ts)
         self._statement_context()
         self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not txn.ends_transaction(stmt) and not txn.is_rollback_to(stmt):
@@ -494,7 +491,7 @@ class Session:
         Returns ``(columns or None, parameter types)``: the columns it would return
         (None: no rows) and the type of each ``$n``, inferred from its use where the
         client left it unspecified (text when nothing constrains it)."""
-        from planner.expr import DescribeParams, describing
+        from planner.expr import DescribeParams
         from planner.writes import plan_delete, plan_update
 
         stmt = parse_one(sql)
@@ -503,30 +500,30 @@ class Session:
         self._statement_context()  # planning reads it (literals, current_setting, names)
         params = DescribeParams(n_params, given)
         cols = None
-        with describing(params):
-            if isinstance(stmt, ast.SelectStmt):
-                cols = peek.columns(QueryPlanner(self.env.snapshot, params).plan_raw(stmt))
-            elif isinstance(stmt, mz.SHOW_QUERIES):
-                q = show.show_query(self, stmt)
-                cols = peek.columns(QueryPlanner(self.env.snapshot).plan_raw(parse_generated(q)))
-            elif isinstance(stmt, mz.SelectWithShows):
-                cols = peek.columns(QueryPlanner(self.env.snapshot, params).plan_raw(show.expand_shows(self, stmt)))
-            elif isinstance(stmt, ast.VariableShowStmt):
-                cols = var_stmts.show_var_columns(stmt)
-            elif isinstance(stmt, (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)):
-                plan = {ast.InsertStmt: plan_insert, ast.UpdateStmt: plan_update, ast.DeleteStmt: plan_delete}
-                planned = plan[type(stmt)](self.env.snapshot, stmt, params)
-                cols = list(planned.returning.columns) if planned.returning is not None else None
-            elif isinstance(stmt, ast.ExplainStmt):
-                cols = [("Optimized Plan", TEXT)]
-            elif isinstance(stmt, mz.ExplainPlan):
-                cols = [("Timestamp" if stmt.stage == "timestamp" else f"{stmt.stage.capitalize()} Plan", TEXT)]
-            elif isinstance(stmt, ast.DeclareCursorStmt) and isinstance(stmt.query, ast.SelectStmt):
-                QueryPlanner(self.env.snapshot, params).plan_raw(stmt.query)  # the types of its $n
-            elif isinstance(stmt, (ast.FetchStmt, mz.FetchWith)):
-                fetch = parse_one(stmt.fetch) if isinstance(stmt, mz.FetchWith) else stmt
-                c = self.cursors.get(fetch.portalname) if isinstance(fetch, ast.FetchStmt) else None
-                cols = c.columns if c is not None and not fetch.ismove else None
+        if isinstance(stmt, ast.SelectStmt):
+            cols = peek.columns(QueryPlanner(self.env.snapshot, params, ctx=self.statement.plan).plan_raw(stmt))
+        elif isinstance(stmt, mz.SHOW_QUERIES):
+            q = show.show_query(self, stmt)
+            cols = peek.columns(QueryPlanner(self.env.snapshot, ctx=self.statement.plan).plan_raw(parse_generated(q)))
+        elif isinstance(stmt, mz.SelectWithShows):
+            cols = peek.columns(QueryPlanner(self.env.snapshot, params, ctx=self.statement.plan)
+                                .plan_raw(show.expand_shows(self, stmt)))
+        elif isinstance(stmt, ast.VariableShowStmt):
+            cols = var_stmts.show_var_columns(stmt)
+        elif isinstance(stmt, (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)):
+            plan = {ast.InsertStmt: plan_insert, ast.UpdateStmt: plan_update, ast.DeleteStmt: plan_delete}
+            planned = plan[type(stmt)](self.env.snapshot, stmt, params, self.statement.plan)
+            cols = list(planned.returning.columns) if planned.returning is not None else None
+        elif isinstance(stmt, ast.ExplainStmt):
+            cols = [("Optimized Plan", TEXT)]
+        elif isinstance(stmt, mz.ExplainPlan):
+            cols = [("Timestamp" if stmt.stage == "timestamp" else f"{stmt.stage.capitalize()} Plan", TEXT)]
+        elif isinstance(stmt, ast.DeclareCursorStmt) and isinstance(stmt.query, ast.SelectStmt):
+            QueryPlanner(self.env.snapshot, params, ctx=self.statement.plan).plan_raw(stmt.query)  # the types of its $n
+        elif isinstance(stmt, (ast.FetchStmt, mz.FetchWith)):
+            fetch = parse_one(stmt.fetch) if isinstance(stmt, mz.FetchWith) else stmt
+            c = self.cursors.get(fetch.portalname) if isinstance(fetch, ast.FetchStmt) else None
+            cols = c.columns if c is not None and not fetch.ismove else None
         types = [params.types.get(i + 1, TEXT) for i in range(len(params))]
         return cols, types
 
@@ -546,19 +543,23 @@ class Session:
         self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
             snap = self.env.snapshot
-            pq = QueryPlanner(snap, params, row_count=self.env.storage.row_count).plan_select(stmt)
+            pq = QueryPlanner(snap, params, row_count=self.env.storage.row_count,
+                              ctx=self.statement.plan).plan_select(stmt)
             self._described = (stmt, tuple(params or ()), snap, pq)
             return peek.columns(pq)
         return self.describe(sql, len(params))[0]
 
-    def plan_select(self, stmt, params):
+    def plan_select(self, stmt, params, mz_now=None):
         """The plan of a SELECT: the one Describe kept for this portal if it still
-        applies (same AST, parameters and catalog snapshot), else a fresh one."""
+        applies (same AST, parameters and catalog snapshot), else a fresh one, whose
+        ``mz_now()`` is ``mz_now`` (``planner.context.PlanContext``'s; default: the
+        statement's, its :meth:`read_ts`)."""
         d, self._described = self._described, None
         snap = self.env.snapshot
         if d is not None and d[0] is stmt and d[1] == tuple(params or ()) and d[2] is snap:
             return d[3]
-        return QueryPlanner(snap, params, row_count=self.env.storage.row_count).plan_select(stmt)
+        ctx = self.statement.plan if mz_now is None else self.statement.plan.with_mz_now(mz_now)
+        return QueryPlanner(snap, params, row_count=self.env.storage.row_count, ctx=ctx).plan_select(stmt)
 
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
         """The rows of a builtin table as this session sees them: its own cursors in

@@ -1,4 +1,5 @@
-"""What bounds one running statement: its one deadline and its cancel flag.
+"""What bounds one running statement: its one deadline and its cancel flag; and what its
+plans take from it (``planner.context.PlanContext``: its start time, its ``mz_now()``).
 
 PostgreSQL's ``statement_timeout`` (section 19.11.2) bounds the whole statement, "starting
 from the time the command arrives at the server": the session computes the deadline once,
@@ -14,6 +15,7 @@ import threading
 import time
 
 from catalog.errors import query_canceled
+from planner.context import PlanContext
 
 
 @dataclasses.dataclass(frozen=True)
@@ -21,18 +23,22 @@ class StatementContext:
     """One statement's bounds. ``started`` and ``deadline`` are ``time.monotonic()``
     seconds; ``deadline`` None: no timeout (``statement_timeout`` 0, or a stream that
     lasts as long as its client keeps it: COPY FROM STDIN's data, a bare SUBSCRIBE).
-    ``cancel``: the session's flag a CancelRequest sets."""
+    ``cancel``: the session's flag a CancelRequest sets. ``plan``: what every plan of the
+    statement takes from it."""
 
     started: float
     deadline: float | None
     cancel: threading.Event
+    plan: PlanContext = dataclasses.field(default_factory=PlanContext.starting)
 
     @classmethod
-    def start(cls, timeout_s: float | None, cancel: threading.Event, now: float | None = None) -> StatementContext:
+    def start(cls, timeout_s: float | None, cancel: threading.Event, now: float | None = None,
+              mz_now=None) -> StatementContext:
         """A statement starting ``now`` (default: the monotonic clock's now) under a
-        timeout of ``timeout_s`` seconds (None: none)."""
+        timeout of ``timeout_s`` seconds (None: none), whose ``mz_now()`` is ``mz_now``
+        (``PlanContext``'s)."""
         now = time.monotonic() if now is None else now
-        return cls(now, now + timeout_s if timeout_s else None, cancel)
+        return cls(now, now + timeout_s if timeout_s else None, cancel, PlanContext.starting(mz_now))
 
     def unbounded(self) -> StatementContext:
         """The same statement with no deadline (the cancel flag still applies)."""

@@ -35,8 +35,8 @@ def snap():
     return s.with_changes(tables=tables)
 
 
-def inc(snap, sql):
-    return incremental_plan(QueryPlanner(snap).plan_select(pglast.parse_sql(sql)[0].stmt).plan)
+def inc(snap, sql, ctx=None):
+    return incremental_plan(QueryPlanner(snap, ctx=ctx).plan_select(pglast.parse_sql(sql)[0].stmt).plan)
 
 
 def kinds(n) -> list[str]:
@@ -135,13 +135,9 @@ def _nodes(n):
 
 
 def _maintained(snap, sql):
-    from planner.expr import MAINTAINED, set_query_timestamp
+    from planner.context import MAINTAINED, PlanContext
 
-    set_query_timestamp(MAINTAINED)
-    try:
-        return inc(snap, sql)
-    finally:
-        set_query_timestamp(None)
+    return inc(snap, sql, PlanContext.starting(MAINTAINED))
 
 
 def test_temporal_filter_takes_its_bounds_and_leaves_the_rest_linear(snap):

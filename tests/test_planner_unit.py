@@ -301,3 +301,47 @@ def test_a_select_list_acting_on_the_session_is_split_from_its_input(snap):
     assert session_split.split(plan(snap, "SELECT a, b FROM t")) is None
     assert session_split.split(plan(snap, "SELECT a FROM t WHERE set_config('x.y', b, false) = 'z'")) is None
     assert session_split.split(plan(snap, "SELECT (SELECT set_config('x.y', b, false)) FROM t")) is None
+
+
+def test_describing_infers_parameter_types_from_their_use(snap):
+    """A plan made only to describe a statement records each ``$n``'s type where it is used
+    (no context needed: its Params carry the DescribeParams)."""
+    from planner.expr import DescribeParams
+    from planner.writes import plan_insert
+
+    params = DescribeParams(3)
+    QueryPlanner(snap, params).plan_raw(pglast.parse_sql("SELECT a FROM t WHERE a = $1 AND c > $2 AND $3::date = d")[0].stmt)
+    assert {n: t.sql() for n, t in params.types.items()} == {1: "integer", 2: "numeric", 3: "date"}
+    params = DescribeParams(2)
+    plan_insert(snap, pglast.parse_sql("INSERT INTO u VALUES ($1, $2)")[0].stmt, params)
+    assert {n: t.sql() for n, t in params.types.items()} == {1: "bigint", 2: "double precision"}
+
+
+def test_mz_now_is_what_the_planner_is_given(snap):
+    """``mz_now()`` is the timestamp the planner is given (subqueries included), the call
+    itself in a maintained query, and 0A000 where there is none."""
+    from planner.context import MAINTAINED, PlanContext
+
+    def planned(sql, mz_now):
+        return QueryPlanner(snap, ctx=PlanContext.starting(mz_now)).plan_select(pglast.parse_sql(sql)[0].stmt)
+
+    q = planned("SELECT mz_now(), (SELECT mz_now())", lambda: 42)
+    assert interpret.run(q.plan, lambda t: []) == [(42, 42)]
+    assert "mz_now" in repr(planned("SELECT a FROM t WHERE mz_now() > a", MAINTAINED).plan)
+    with pytest.raises(SqlError) as ei:
+        planned("SELECT mz_now()", None)
+    assert (ei.value.sqlstate, ei.value.message) == ("0A000", "mz_now() is not supported here")
+
+
+def test_now_is_the_statements_start_throughout(snap):
+    """now(), current_timestamp, current_date, age(ts) and txid_current() all read the one
+    start time of the statement the planner is given (``planner.context.PlanContext``)."""
+    from catalog.types import Interval
+    from planner.context import PlanContext
+
+    start = dt.datetime(2024, 2, 29, 13, 30, 15, 250, tzinfo=dt.timezone.utc)
+    sql = ("SELECT now(), (SELECT current_timestamp), current_date, age(timestamp '2024-02-28'), txid_current(), "
+           "statement_timestamp()")
+    q = QueryPlanner(snap, ctx=PlanContext(start)).plan_select(pglast.parse_sql(sql)[0].stmt)
+    assert interpret.run(q.plan, lambda t: []) == [(
+        start, start, dt.date(2024, 2, 29), Interval(0, 1, 0), int(start.timestamp()) * 1_000_000 + 250, start)]

@@ -85,7 +85,8 @@ class Function:
     #: ``extra`` keys: ``arg_names``/``defaults`` (named arguments, PostgreSQL 4.3),
     #: ``columns`` (a set-returning function's output columns), ``plan_args``
     #: (``list[Expr] -> list[Expr]``: the planner completes the arguments before resolving,
-    #: e.g. ``age(ts)`` gets the statement's current_date first), ``session`` (True: it
+    #: e.g. ``age(ts)`` gets the statement's current_date first), ``plan_args_in`` (the
+    #: same, given the statement's ``planner.context.PlanContext`` too), ``session`` (True: it
     #: acts on the session, so a select list calling it is evaluated in the session over
     #: the rows Spark computed: ``planner.session_split``)
     extra: dict = field(default_factory=dict)

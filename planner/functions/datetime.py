@@ -847,23 +847,22 @@ def _age_spark(S, a, e):
     return F.make_interval(F.lit(0), months.cast("int"), F.lit(0), days.cast("int"), F.lit(0), F.lit(0), secs)
 
 
-def _age_args(args: list) -> list:
+def _age_args(args: list, ctx) -> list:
     """``age(ts)`` is ``age(current_date, ts)``, midnight of the statement's date
     (PostgreSQL 9.9, table 9.33), fixed at plan time like current_date."""
     if len(args) != 1:
         return args
-    from planner.expr import statement_time
     from planner.scalar import Literal
     from catalog.types import TIMESTAMP
 
-    day = statement_time().date()
+    day = ctx.now.date()
     return [Literal(dt.datetime(day.year, day.month, day.day), TIMESTAMP), *args]
 
 
 register(
     Function("age", (sig("timestamp", "timestamp", ret="interval"), sig("timestamptz", "timestamptz", ret="interval")),
              _age_py, _age_spark, sql_names=("age",), volatility="stable", doc="9.9",
-             extra={"plan_args": _age_args},
+             extra={"plan_args_in": _age_args},
              samples=("age(ts, timestamp '2000-01-31 12:00')", "age(timestamp '2000-01-31 12:00', ts)",
                       "age(ts, ts - make_interval(hours => 30 * k))", "age(d, date '1999-12-31')",
                       "age(ts::date, ts)", "age(timestamp '2024-03-01', ts)", "extract(year from age(ts))",

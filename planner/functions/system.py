@@ -466,17 +466,16 @@ register(
 )
 
 
-def _txid_args(args: list) -> list:
+def _txid_args(args: list, ctx) -> list:
     """txid_current() is the statement's start time in microseconds since 1970: an int8
     that grows from one statement to the next (sqlfront has no transaction ids), fixed
     at plan time."""
     if args:
         return args  # no signature takes arguments: 42883
     from catalog.types import INT8
-    from planner.expr import statement_time
     from planner.scalar import Literal
 
-    t = statement_time()
+    t = ctx.now
     return [Literal(int(t.timestamp()) * 1_000_000 + t.microsecond, INT8)]
 
 
@@ -485,7 +484,7 @@ register(
              sql_names=("pg_client_encoding",), doc="9.4", samples=("pg_client_encoding() || k",)),
     Function("txid_current", (sig("int8", ret="int8"),), lambda a, e: a[0], lambda S, a, e: a[0],
              sql_names=("txid_current", "pg_current_xact_id"), volatility="stable", doc="9.27",
-             extra={"plan_args": _txid_args},
+             extra={"plan_args_in": _txid_args},
              differs="not PostgreSQL's transaction id: a number that grows from statement to statement",
              samples=("txid_current() > k",)),
 )

@@ -24,7 +24,7 @@ from catalog.errors import SqlError, OBJECT_NOT_IN_PREREQUISITE_STATE
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import CatalogSnapshot, Cluster, MaterializedView, Replica, Table, searching_from
 from pgconn import is_postgres_url
-from planner.expr import MAINTAINED, set_query_timestamp
+from planner.context import MAINTAINED, PlanContext
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from spark_exec.blob_probe import probe_blob
@@ -299,16 +299,14 @@ class ComputeController:
                 # mz_now() in the view takes a value when planned: the tables read do not
                 # depend on it. Planned once per catalog version, so a view that does not
                 # plan is reported once (its index then keeps nothing in memory).
-                set_query_timestamp(self.oracle.read_ts)
                 try:
                     with searching_from(view.schema):
-                        plan = QueryPlanner(snap).plan_raw(pglast.parse_sql(view.sql)[0].stmt).plan
+                        plan = QueryPlanner(snap, ctx=PlanContext.starting(self.oracle.read_ts)).plan_raw(
+                            pglast.parse_sql(view.sql)[0].stmt).plan
                     tables = tuple(r for r in relations_read(plan) if isinstance(r, Table))
                 except Exception as e:
                     log.warning("indexes on view %s keep nothing in memory: planning it: %s", view.name, e)
                     tables = None
-                finally:
-                    set_query_timestamp(None)
             self._view_tables = {k: v for k, v in self._view_tables.items() if k[0] == snap.version}
             self._view_tables[key] = tables  # None: it does not plan
         return self._view_tables[key] or ()
@@ -326,9 +324,9 @@ class ComputeController:
             with self._mv_plans_lock:  # each cluster's maintainer asks from its own thread
                 if key not in self._mv_plans:
                     try:
-                        set_query_timestamp(MAINTAINED)  # mz_now(): its temporal filters'
-                        with searching_from(m.schema):
-                            plan = QueryPlanner(snap).plan_select(pglast.parse_sql(m.sql)[0].stmt).plan
+                        with searching_from(m.schema):  # mz_now(): its temporal filters'
+                            plan = QueryPlanner(snap, ctx=PlanContext.starting(MAINTAINED)).plan_select(
+                                pglast.parse_sql(m.sql)[0].stmt).plan
                         inputs = tuple(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)))
                         planned = Materialization(m, plan, inputs)
                     except Exception as e:

@@ -76,7 +76,7 @@ def alter_table(s: Session, stmt: ast.AlterTableStmt, sql: str, params) -> Resul
                 if cmd.missing_ok:
                     continue
                 raise SqlError(DUPLICATE_COLUMN, f'column "{cmd.def_.colname}" of relation "{table.name}" already exists')
-            tdef = plan_table(ast.CreateStmt(relation=rv, tableElts=(cmd.def_,)), snap)
+            tdef = plan_table(ast.CreateStmt(relation=rv, tableElts=(cmd.def_,)), snap, s.statement.plan)
             if tdef.owned:
                 raise SqlError(FEATURE_NOT_SUPPORTED, "ADD COLUMN of a serial or identity column is not supported")
             cols.append(tdef.columns[0])
@@ -98,7 +98,7 @@ def alter_table(s: Session, stmt: ast.AlterTableStmt, sql: str, params) -> Resul
                 from pglast.stream import RawStream
 
                 default = RawStream()(cmd.def_)
-                check_default(snap, default, cols[i])
+                check_default(snap, default, cols[i], s.statement.plan)
             cols[i] = replace(cols[i], default=default)
         elif t == AlterTableType.AT_SetNotNull:
             i = _column(table, names, cmd.name)
@@ -225,7 +225,7 @@ def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: li
     env.storage.create_shard(shard)
     if state.row_count() == 0:
         return target
-    defaults = default_exprs(env.snapshot, target)
+    defaults = default_exprs(env.snapshot, target, s.statement.plan)
     get = Get(table, tuple((c.name, c.type) for c in table.columns))
     exprs, fill = [], []
     for j, (c, src) in enumerate(zip(columns, source)):
@@ -338,7 +338,7 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
     rv = into.rel
     temp = rv.relpersistence == "t"
     snap = s.env.snapshot
-    pq = QueryPlanner(snap, params).plan_raw(stmt.query)
+    pq = QueryPlanner(snap, params, ctx=s.statement.plan).plan_raw(stmt.query)
     names = list(pq.names)
     if into.colNames:
         given = [c.sval for c in into.colNames]

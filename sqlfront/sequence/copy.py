@@ -201,7 +201,7 @@ class CopyLoad:
             if self._defaults is None:
                 from planner.writes import default_exprs
 
-                defaults = default_exprs(s.env.snapshot, c.table)
+                defaults = default_exprs(s.env.snapshot, c.table, s.statement.plan)
                 self._defaults = [(j, e) for j, e in enumerate(defaults) if e is not None and j not in c.positions]
             if self._defaults:
                 rows = fill_defaults(s, rows, self._defaults)

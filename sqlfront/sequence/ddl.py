@@ -41,7 +41,7 @@ def create_table(s: Session, stmt: ast.CreateStmt, sql: str, params) -> Result:
     temp = rv.relpersistence == "t"
     if stmt.oncommit not in (OnCommitAction.ONCOMMIT_NOOP, OnCommitAction.ONCOMMIT_PRESERVE_ROWS):
         raise SqlError(FEATURE_NOT_SUPPORTED, "ON COMMIT DELETE ROWS / DROP is not supported")
-    tdef = plan_table(stmt, s.env.snapshot)
+    tdef = plan_table(stmt, s.env.snapshot, s.statement.plan)
     run(s, build.create_table(rv.schemaname, rv.relname, tdef, bool(stmt.if_not_exists), temp))
     return Result("CREATE TABLE")
 
@@ -96,7 +96,7 @@ def create_view(s: Session, stmt: ast.ViewStmt | mz.CreateViewIfNotExists, sql: 
     rv = stmt.view
     if rv.relpersistence == "t":
         raise SqlError(FEATURE_NOT_SUPPORTED, "temporary views are not supported")
-    pq = QueryPlanner(s.env.snapshot).plan_raw(stmt.query)
+    pq = QueryPlanner(s.env.snapshot, ctx=s.statement.plan).plan_raw(stmt.query)
     names = list(pq.names)
     if stmt.aliases:
         aliases = [a.sval for a in stmt.aliases]
@@ -180,7 +180,8 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
 
     from catalog.snapshot import Column, Table
     from catalog.types import stored_numeric
-    from planner.expr import MAINTAINED, ast_nodes, set_query_timestamp
+    from planner.context import MAINTAINED
+    from planner.expr import ast_nodes
     from planner.incremental import incremental_plan
     from planner.plan import relations_read
 
@@ -199,9 +200,9 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
             fname = SQLValueFunctionOp(n.op).name.removeprefix("SVFOP_").lower().removesuffix("_n")
         if fname in UNMATERIALIZABLE and fname != "mz_now":  # mz_now(): temporal filters
             raise SqlError(FEATURE_NOT_SUPPORTED, f"cannot materialize call to {fname}")
-    set_query_timestamp(MAINTAINED)
     snap = s.env.snapshot
-    planner = QueryPlanner(snap)
+    ctx = s.statement.plan.with_mz_now(MAINTAINED)
+    planner = QueryPlanner(snap, ctx=ctx)
     pq = planner.plan_raw(query)
     names = list(pq.names)
     if stmt.columns:
@@ -211,7 +212,7 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
     if len(set(names)) != len(names):
         dup = next(n for n in names if names.count(n) > 1)
         raise SqlError(DUPLICATE_COLUMN, f'column "{dup}" specified more than once')
-    optimized = QueryPlanner(snap).plan_select(query).plan
+    optimized = QueryPlanner(snap, ctx=ctx).plan_select(query).plan
     reads = relations_read(optimized)
     temps = {sc.name for sc in snap.schemas.values() if sc.temp}
     for r in reads:

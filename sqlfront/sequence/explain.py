@@ -100,7 +100,7 @@ def explain_timestamp(s: Session, q, params) -> Result:
 
     if not isinstance(q, ast.SelectStmt):
         raise SqlError(FEATURE_NOT_SUPPORTED, "EXPLAIN TIMESTAMP supports SELECT only")
-    plan = QueryPlanner(s.env.snapshot, params).plan_raw(q).plan
+    plan = QueryPlanner(s.env.snapshot, params, ctx=s.statement.plan).plan_raw(q).plan
     ts = s.read_ts()
     inputs = sorted({r.id: r for r in relations_read(plan) if isinstance(r, Table)}.values(), key=lambda r: r.id)
     states = [s.env.persist.state(r.shard_id) for r in inputs]
@@ -130,11 +130,12 @@ def explain(s: Session, q, stage: str, params) -> Result:
 
     if not isinstance(q, ast.SelectStmt):
         raise SqlError(FEATURE_NOT_SUPPORTED, "EXPLAIN supports SELECT only")
+    ctx = s.statement.plan
     if stage == "incremental":  # as a materialized view has it: mz_now() of each moment
-        from planner.expr import MAINTAINED, set_query_timestamp
+        from planner.context import MAINTAINED
 
-        set_query_timestamp(MAINTAINED)
-    planner = QueryPlanner(s.env.snapshot, params, row_count=s.env.storage.row_count)
+        ctx = ctx.with_mz_now(MAINTAINED)
+    planner = QueryPlanner(s.env.snapshot, params, row_count=s.env.storage.row_count, ctx=ctx)
     plan = planner.plan_raw(q).plan
     if stage == "decorrelated":
         plan = optimize(plan, rules=DECORRELATION)

@@ -57,12 +57,13 @@ def select(s: Session, stmt: ast.SelectStmt, sql: str | None, params, tag: str =
     return Result(tag, cols, stream=stream)
 
 
-def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_writes: bool = True):
+def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_writes: bool = True, mz_now=None):
     """Plan a SELECT that the session is about to read (a query or a cursor's), marking
     the transaction as reading (Materialize: a transaction that reads user data is
     read-only; catalog reads, which drivers issue before writing, do not count).
     Returns ``(planned query, as_of)``: the timestamp of its ``AS OF`` clause (None:
-    the session's read timestamp).
+    the session's read timestamp). ``mz_now()`` is that timestamp, or ``mz_now`` given
+    (``planner.expr.MAINTAINED``, say).
 
     A transaction block that wrote before it read sees its own buffered writes, as in
     PostgreSQL (``pending_parts``); Materialize refuses that read (25000). Its reads
@@ -75,14 +76,13 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_wri
         (``sqlfront.sequence.as_of``)."""
     as_of = None
     if s.as_of is not None:
-        from planner.expr import set_query_timestamp
         from sqlfront.parse import split_as_of
 
         as_of = as_of_clause.evaluate(s, s.as_of)
         as_of_clause.check_query(split_as_of(sql or "")[0])
-        set_query_timestamp(lambda: as_of)
+        mz_now = lambda: as_of  # noqa: E731
     t = time.perf_counter()
-    pq = s.plan_select(stmt, params)
+    pq = s.plan_select(stmt, params, mz_now)
     s.env.metrics.phase("plan", time.perf_counter() - t)
     if as_of is not None:
         as_of = as_of_clause.choose(s, s.as_of, as_of, pq.plan)

@@ -18,14 +18,14 @@ if TYPE_CHECKING:
 
 def create_secret(s: Session, stmt: sp.CreateSecret, sql: str, params) -> Result:
     if stmt.expr is not None:  # AS <expression>: its value, computed here
-        stmt = dataclasses.replace(stmt, value=secrets.secret_value(stmt.expr), expr=None)
+        stmt = dataclasses.replace(stmt, value=secrets.secret_value(stmt.expr, s.statement.plan), expr=None)
     run(s, secrets.create_secret(stmt))
     return Result("CREATE SECRET")
 
 
 def alter_secret(s: Session, stmt: sp.AlterSecret, sql: str, params) -> Result:
     if stmt.expr is not None:
-        stmt = dataclasses.replace(stmt, value=secrets.secret_value(stmt.expr), expr=None)
+        stmt = dataclasses.replace(stmt, value=secrets.secret_value(stmt.expr, s.statement.plan), expr=None)
     run(s, secrets.alter_secret(stmt))
     return Result("ALTER SECRET")
 

@@ -56,7 +56,7 @@ from catalog.errors import (
 from catalog.snapshot import Table
 from catalog.types import BOOL, INT8, TEXT, SqlType
 from persist import DIFF_COLUMN, TIME_COLUMN, Backoff, SinceError
-from planner.expr import MAINTAINED, set_query_timestamp
+from planner.context import MAINTAINED
 from planner.incremental import incremental_plan
 from planner.incremental.nodes import walk
 from planner.incremental.temporal import plan_mentions_now
@@ -126,8 +126,7 @@ class Subscription:
         up_to = as_of_clause.evaluate(s, mz_as_of(stmt.up_to)) if stmt.up_to else None
         with s.without_as_of():
             # mz_now() is each moment's time, as in a materialized view (temporal filters)
-            set_query_timestamp(MAINTAINED)
-            pq, _ = plan_read(s, query, None, None, own_writes=False)
+            pq, _ = plan_read(s, query, None, None, own_writes=False, mz_now=MAINTAINED)
         self.plan = pq.plan
         #: the query has a temporal filter: only a dataflow follows it (or, over constants,
         #: ``_temporal_constant``)

@@ -158,15 +158,15 @@ def planned_insert(s: Session, snap, stmt: ast.InsertStmt, sql: str, params) -> 
     with new ones: only the parameters are assigned). A template holds while the catalog
     snapshot and the search_path it was planned with do."""
     if params is None or s.block_catalog is not None:  # a block's own DDL: names resolve elsewhere too
-        return plan_insert(snap, stmt, params)
+        return plan_insert(snap, stmt, params, s.statement.plan)
     key = (stmt, snap, s.vars.values.get("search_path"))
     cache = s.insert_templates
     hit = cache.get(sql)
     if hit is None or any(a is not b for a, b in zip(hit[0], key)):
         if len(cache) >= TEMPLATES_PER_SESSION:
             cache.clear()
-        hit = cache[sql] = (key, insert_template(snap, stmt))
-    return hit[1].bind(params) if hit[1] is not None else plan_insert(snap, stmt, params)
+        hit = cache[sql] = (key, insert_template(snap, stmt, s.statement.plan))
+    return hit[1].bind(params) if hit[1] is not None else plan_insert(snap, stmt, params, s.statement.plan)
 
 
 def fill_defaults(s: Session, rows, fill) -> list[tuple]:
@@ -311,7 +311,8 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
     persist = s.env.persist
     for _ in range(MAX_CONFLICTS):
         snap = s.env.snapshot
-        pr = plan_delete(snap, stmt, params) if is_delete else plan_update(snap, stmt, params)
+        plan_rewrite = plan_delete if is_delete else plan_update
+        pr = plan_rewrite(snap, stmt, params, s.statement.plan)
         shard = pr.table.shard_id
         if in_block and any(p.table.shard_id == shard for p in s.pending_writes):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{verb} of a table this transaction has already written is "

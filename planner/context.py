@@ -1,0 +1,39 @@
+"""What a statement's plan takes from the statement: its start time and its read timestamp.
+
+The session builds one ``PlanContext`` per statement (``sqlfront.session``) and hands it to
+every planner of that statement (``QueryPlanner(ctx=...)``), so ``now()`` is one value
+throughout a statement, as PostgreSQL's ``statement_timestamp()`` (9.9.5), and
+``mz_now()`` is the timestamp the statement reads at (Materialize's ``mz_now``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Callable
+
+#: ``PlanContext.mz_now`` of a query kept current (a materialized view, a SUBSCRIBE):
+#: ``mz_now()`` is each moment's time, not one, so it stays a call (``mz_now``), which
+#: only a temporal filter may hold (``planner.incremental.temporal``)
+MAINTAINED = object()
+
+
+@dataclasses.dataclass(frozen=True)
+class PlanContext:
+    """``now``: the statement's start (an aware UTC datetime): ``now()``,
+    ``current_timestamp``, ``current_date``, ``age(ts)``, ``txid_current()``.
+    ``mz_now``: what ``mz_now()`` is: ``() -> int`` (the statement's read timestamp,
+    called when planned), ``MAINTAINED``, or None where there is none (0A000)."""
+
+    now: dt.datetime
+    mz_now: Callable[[], int] | object | None = None
+
+    @classmethod
+    def starting(cls, mz_now=None) -> PlanContext:
+        """A statement starting now, with ``mz_now``."""
+        return cls(dt.datetime.now(dt.timezone.utc), mz_now)
+
+    def with_mz_now(self, mz_now) -> PlanContext:
+        """The same statement with ``mz_now()`` being ``mz_now`` (an AS OF read, a
+        maintained query)."""
+        return dataclasses.replace(self, mz_now=mz_now)
