@@ -18,8 +18,9 @@ def _waiting(server):
                          "WHERE sql LIKE 'SELECT pg_advisory_lock(%%' AND finished_at IS NULL").fetchone()[0] > 0
 
 
-def _wait_in_thread(conn, sql):
-    """Run ``sql`` on ``conn`` in a thread; the returned list gets its answer or error."""
+def _wait_in_thread(server, conn, sql):
+    """Run ``sql`` on ``conn`` in a thread, and return once it waits (``_waiting``): the
+    thread, and the list that gets its answer or error."""
     out = []
 
     def run():
@@ -30,6 +31,8 @@ def _wait_in_thread(conn, sql):
 
     t = threading.Thread(target=run)
     t.start()
+    while t.is_alive() and not _waiting(server):
+        t.join(0.05)
     return t, out
 
 
@@ -56,18 +59,14 @@ def test_a_waiting_lock_returns_when_released_and_a_dead_session_releases(server
     with server.connect() as a, server.connect() as b:
         a.autocommit = b.autocommit = True
         a.execute("SELECT pg_advisory_lock(26002)")
-        t, out = _wait_in_thread(b, "SELECT pg_advisory_lock(26002)")
-        while not _waiting(server):
-            t.join(0.05)
+        t, out = _wait_in_thread(server, b, "SELECT pg_advisory_lock(26002)")
         a.execute("SELECT pg_advisory_unlock(26002)")
         t.join()
         assert out == [("",)]
         c = server.connect()
         c.autocommit = True
         c.execute("SELECT pg_advisory_lock_shared(26003)")
-        t, out = _wait_in_thread(a, "SELECT pg_advisory_lock(26003)")
-        while not _waiting(server):
-            t.join(0.05)
+        t, out = _wait_in_thread(server, a, "SELECT pg_advisory_lock(26003)")
         c.close()  # its session ends: its locks go
         t.join()
         assert out == [("",)]
@@ -77,9 +76,7 @@ def test_cancel_stops_a_waiting_lock(server):
     with server.connect() as a, server.connect() as b:
         a.autocommit = b.autocommit = True
         a.execute("SELECT pg_advisory_lock(26004)")
-        t, out = _wait_in_thread(b, "SELECT pg_advisory_lock(26004)")
-        while not _waiting(server):
-            t.join(0.05)
+        t, out = _wait_in_thread(server, b, "SELECT pg_advisory_lock(26004)")
         b.cancel_safe()
         t.join()
         assert isinstance(out[0], psycopg.errors.QueryCanceled) and "user request" in str(out[0])
