@@ -51,6 +51,12 @@ def test_resolution_errors(snap):
     assert err(snap, "SELECT a FROM t ORDER BY 3").sqlstate == "42P10"
     assert err(snap, "SELECT DISTINCT a FROM t ORDER BY b").sqlstate == "42P10"
     assert err(snap, "SELECT a FROM t WHERE a").sqlstate == "42804"
+    # PostgreSQL names the arguments written, not the defaults the call would get
+    assert str(err(snap, "SELECT pg_terminate_backend(1.5)")) == "function pg_terminate_backend(numeric) does not exist"
+    assert str(err(snap, "SELECT pg_terminate_backend(b) FROM t")) == "function pg_terminate_backend(text) does not exist"
+    assert str(err(snap, "SELECT pg_terminate_backend(1, 'x'::text)")) == \
+        "function pg_terminate_backend(integer, text) does not exist"
+    assert str(err(snap, "SELECT age(1)")) == "function age(integer) does not exist"
 
 
 def test_constant_folding_of_dates_and_intervals(snap):
