@@ -108,3 +108,14 @@ def test_transaction_level_locks_and_locks_over_table_data(server):
         assert b.execute("SELECT pg_try_advisory_lock(26011)").fetchone() == (True,)
         b.execute("SELECT pg_advisory_unlock_all()")
         a.execute("DROP TABLE adv_t")
+
+
+def test_a_query_too_big_for_the_session_fails_rather_than_locking_in_a_worker(server):
+    """A fast-path query that outgrows the session's thread moves to a worker process,
+    which has no session: one taking locks fails (54000) instead of running twice, and
+    its transaction-level locks end with the statement."""
+    with server.connect() as a, server.connect() as b:
+        a.autocommit = b.autocommit = True
+        with pytest.raises(psycopg.errors.ProgramLimitExceeded):
+            a.execute("SELECT pg_advisory_xact_lock(g) FROM generate_series(1, 200000) g")
+        assert b.execute("SELECT pg_try_advisory_lock(1), pg_advisory_unlock(1)").fetchone() == (True, True)
