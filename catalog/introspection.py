@@ -135,7 +135,7 @@ def _type_rows() -> list[tuple]:
     # builtin types: owned by mz_system, usable by PUBLIC (Materialize's ``=U/s1``)
     acl = [rbac.mz_aclitem_text(rbac.AclItem(rbac.PUBLIC, rbac.MZ_SYSTEM.id, "U"))]
     out = [(type_id(n), SqlType(n).oid, _PG_CATALOG_SCHEMA_ID, n, "array" if SqlType(n).is_array else "base",
-            rbac.MZ_SYSTEM.id, acl, None, None) for n in all_type_names() if n != "unknown"]
+            rbac.MZ_SYSTEM.id, acl, None, None) for n in all_type_names() if n not in ("unknown", "void")]
     out += [(type_id(n), oid, _PG_CATALOG_SCHEMA_ID, n, "pseudo", rbac.MZ_SYSTEM.id, acl, None, None)
             for n, oid in PSEUDO_TYPE_OIDS.items()]
     return sorted(out, key=lambda r: r[1])

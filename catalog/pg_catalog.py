@@ -214,7 +214,7 @@ TYPE_IO_PROCS = {
     "interval": ((1160, "interval_in"), (1161, "interval_out")), "bytea": ((1244, "byteain"), (31, "byteaout")),
     "uuid": ((2952, "uuid_in"), (2953, "uuid_out")), "jsonb": ((3806, "jsonb_in"), (3804, "jsonb_out")),
     "unknown": ((109, "unknownin"), (110, "unknownout")), "array": ((750, "array_in"), (751, "array_out")),
-    "record": ((2290, "record_in"), (2291, "record_out")),
+    "record": ((2290, "record_in"), (2291, "record_out")), "void": ((2298, "void_in"), (2299, "void_out")),
     # Materialize's type: OIDs of its own range, beside the type's 16552
     "mz_timestamp": ((16555, "mz_timestamp_in"), (16556, "mz_timestamp_out")),
 }

@@ -174,6 +174,8 @@ _INFO = {
     "jsonb": (3802, -1, "U", "jsonb"),
     # An anonymous composite (a whole-row reference); its value is record_out's text.
     "record": (2249, -1, "P", "record"),
+    # the result of a function that answers nothing (pg_advisory_lock): its value is ''
+    "void": (2278, 4, "P", "void"),
     # Materialize's logical timestamp: an unsigned 64-bit count of milliseconds since the
     # Unix epoch (Materialize's SQL reference, "mz_timestamp type"); its OID is Materialize's
     "mz_timestamp": (16552, 8, "U", "mz_timestamp"),
@@ -213,6 +215,7 @@ _ARROW = {
     "uuid": pa.string(),  # canonical lowercase text; Spark has no uuid type
     "jsonb": pa.string(),  # normalized text (keys ordered, as jsonb_out prints them)
     "record": pa.string(),  # record_out's text
+    "void": pa.string(),  # void_out's text: ''
     "mz_timestamp": pa.decimal128(20, 0),  # Parquet and Spark have no unsigned 64-bit integer
 }
 

@@ -717,15 +717,17 @@ class ExprPlanner:
             return self.binary(">=", args[0], Literal(FIRST_USER_OID, INT8))
         if name in fn.WINDOW_FUNCTIONS:
             raise SqlError(WRONG_OBJECT_TYPE, f"window function {name} requires an OVER clause")
+        # an error names the arguments written, not the defaults or what the planner adds
+        shown = [a.type for a in args[:len(node.args or ())]]
         for entry in fn.BY_SQL_NAME.get(name, ()):
             if "plan_args" in entry.extra:  # arguments completed at plan time, e.g. age(ts)
                 args = entry.extra["plan_args"](args)
             if "plan_args_in" in entry.extra:  # ... from the statement (its start time)
                 args = entry.extra["plan_args_in"](args, self.ctx)
         types = [a.type for a in args]
-        resolved = fn.resolve_scalar(name, types)
+        resolved = fn.resolve_scalar(name, types, shown)
         if resolved is None:
-            raise fn.undefined_function(name, types)
+            raise fn.undefined_function(name, shown)
         f, casts, result = resolved
         return Call(f.name, tuple(coerce(a, t) for a, t in zip(args, casts)), result)
 

@@ -28,7 +28,8 @@ def acts_on_session(e) -> bool:
                and FUNCTIONS[x.func].extra.get("session") for x in walk(e))
 
 
-def _plan_acts_on_session(p) -> bool:
+def plan_acts_on_session(p) -> bool:
+    """Whether an expression of plan ``p`` (or of its inputs) acts on the session."""
     found = []
 
     def visit(e):
@@ -58,7 +59,7 @@ def split(plan) -> tuple[object, Callable[[list[tuple]], object]] | None:
         p = p.input
     if not isinstance(p, Project) or not any(acts_on_session(e) for e in p.exprs):
         return None
-    if any(isinstance(x, Subquery) for e in p.exprs for x in walk(e)) or _plan_acts_on_session(p.input):
+    if any(isinstance(x, Subquery) for e in p.exprs for x in walk(e)) or plan_acts_on_session(p.input):
         return None
     for c in chain:
         if any(acts_on_session(e) for e in _node_exprs(c)):

@@ -74,7 +74,7 @@ def spark_type(t: SqlType) -> T.DataType:
         "bpchar": T.StringType(), "unknown": T.StringType(), "date": T.DateType(),
         "timestamp": T.TimestampNTZType(), "timestamptz": T.TimestampType(), "interval": T.CalendarIntervalType(),
         "time": T.TimeType(6), "timetz": T.StringType(), "bytea": T.BinaryType(), "uuid": T.StringType(), "jsonb": T.StringType(),
-        "record": T.StringType(), "mz_timestamp": T.DecimalType(20, 0),
+        "record": T.StringType(), "void": T.StringType(), "mz_timestamp": T.DecimalType(20, 0),
     }[n]
 
 

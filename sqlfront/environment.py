@@ -22,6 +22,7 @@ from pgconn import is_postgres_url, redact_url
 from pgconn.registry import ProcessRegistry
 from sqlfront import bootstrap, introspection
 from sqlfront.activity import ActivityLog
+from sqlfront.advisory import LockTable
 from sqlfront.bootstrap import leftover_temp_schemas
 from sqlfront.config import Config
 from sqlfront.controller import effects
@@ -107,6 +108,8 @@ class Environment:
         self.python_workers = PythonWorkers()
         #: live sessions and recent statements (mz_sessions, mz_recent_activity_log)
         self.activity = ActivityLog(enabled=config.activity_log)
+        #: the advisory locks of this process's sessions (pg_advisory_lock)
+        self.advisory_locks = LockTable()
 
     # -- boot and shutdown ------------------------------------------------------------
 

@@ -68,7 +68,7 @@ def _text_encoder(t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
     n = t.name
     if n in ("int2", "int4", "int8", "oid"):
         return lambda v: str(v).encode()
-    if n in ("text", "varchar", "bpchar", "name", "unknown", "uuid", "jsonb"):
+    if n in ("text", "varchar", "bpchar", "name", "unknown", "uuid", "jsonb", "void"):
         return str.encode
     if n == "bool":
         return lambda v: b"t" if v else b"f"
@@ -107,6 +107,8 @@ def encoder(t: SqlType, binary: bool, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
         return lambda v: b"\x01" + v.encode()  # jsonb_send: version 1, then the text
     if n == "mz_timestamp":
         return lambda v: struct.pack("!Q", int(v))  # Materialize's: an unsigned 64-bit integer
+    if n == "void":
+        return lambda v: b""  # void_send: no bytes
     if n == "record":
         raise SqlError(FEATURE_NOT_SUPPORTED, "record values are sent in text format only")
     if n in ("timestamp", "timestamptz"):

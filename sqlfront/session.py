@@ -26,6 +26,7 @@ import psycopg
 from pglast import ast
 
 from catalog.errors import (
+    query_canceled,
     SqlError, CONNECTION_FAILURE, DISK_FULL, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, STATEMENT_TOO_COMPLEX, SYNTAX_ERROR,
 )
 from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, role_name, set_session_roles, set_statement_catalog
@@ -54,6 +55,8 @@ from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
 from planner.functions.backend import set_backend
 from planner.functions.sequence import set_sequence_access
+from planner.functions.advisory import set_advisory_locks
+from sqlfront.advisory import SessionLocks
 from planner.functions.system import set_session_vars
 from planner.guard import Guard, set_statement_guard
 from planner.interpret import Limits
@@ -176,6 +179,8 @@ class Session:
         self.cursors: dict[str, cursors.Cursor] = {}
         #: nextval/setval and this session's currval/lastval
         self.sequences = SessionSequences(self)
+        #: the advisory locks this session holds (pg_advisory_lock: ``sqlfront.advisory``)
+        self.advisory = SessionLocks(env.advisory_locks, self, self.notices_append, self.check_waiting)
         #: this session's temporary schema (``mz_temp``), made by its first CREATE TEMP
         #: TABLE and dropped with everything in it when the session ends
         self.temp_schema = temp_schema_name(env.process_id, uuid.uuid4().hex[:12])
@@ -314,6 +319,7 @@ class Session:
         self._savepoints = []
         self._read_uppers = {}
         self.release_read_ts()
+        self.advisory.end_transaction()
 
     @property
     def block_catalog(self):
@@ -350,6 +356,21 @@ class Session:
         UPDATE or DELETE) runs after them, as in PostgreSQL. Here, not in the sequencing
         modules that need it, because committing closes cursors, which read."""
         txn.commit(self)
+
+    def check_waiting(self) -> None:
+        """What a statement that waits for another session checks between its waits.
+
+        Raises:
+            SqlError 57014 once the statement is canceled or past its statement_timeout,
+            or its client closed the connection (nobody to answer: what it would take
+            would be held by a session that is gone)."""
+        self.statement.check()
+        if self.client_gone():
+            raise query_canceled(timeout=False)
+
+    def notices_append(self, notice: SqlError) -> None:
+        """Send ``notice`` (a NOTICE or WARNING) to the client with the statement's answer."""
+        self.notices.append(notice)
 
     def take_notices(self) -> list[SqlError]:
         """The NOTICEs and WARNINGs raised since the last call, to send to the client:
@@ -403,6 +424,9 @@ class Session:
             if ex is not None:
                 ex.finish_with(e)
             raise
+        finally:
+            if not self.in_transaction:  # a statement outside a transaction is one (pg_advisory_xact_lock)
+                self.advisory.end_transaction()
         if ex is not None:
             activity.track(ex, result)
         return result
@@ -461,6 +485,7 @@ class Session:
         statement's deadline (``self.statement``).
         Set for each statement, and for a Describe, which plans before any Execute."""
         set_sequence_access(self.sequences)
+        set_advisory_locks(self.advisory)
         set_session_vars(self.vars)
         set_backend(self)
         # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
@@ -581,6 +606,7 @@ class Session:
         block_ddl.rollback(self)
         cursors.close_all(self)
         self.release_read_ts()
+        self.advisory.close()
         schemas.drop_temp_schema(self)
         self.env.activity.disconnect(self.activity)
 

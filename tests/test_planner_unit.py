@@ -51,6 +51,12 @@ def test_resolution_errors(snap):
     assert err(snap, "SELECT a FROM t ORDER BY 3").sqlstate == "42P10"
     assert err(snap, "SELECT DISTINCT a FROM t ORDER BY b").sqlstate == "42P10"
     assert err(snap, "SELECT a FROM t WHERE a").sqlstate == "42804"
+    # PostgreSQL names the arguments written, not the defaults the call would get
+    assert str(err(snap, "SELECT pg_terminate_backend(1.5)")) == "function pg_terminate_backend(numeric) does not exist"
+    assert str(err(snap, "SELECT pg_terminate_backend(b) FROM t")) == "function pg_terminate_backend(text) does not exist"
+    assert str(err(snap, "SELECT pg_terminate_backend(1, 'x'::text)")) == \
+        "function pg_terminate_backend(integer, text) does not exist"
+    assert str(err(snap, "SELECT age(1)")) == "function age(integer) does not exist"
 
 
 def test_constant_folding_of_dates_and_intervals(snap):
@@ -283,20 +289,20 @@ def test_a_select_list_acting_on_the_session_is_split_from_its_input(snap):
     # sorted and limited on Spark, the call NULL there; evaluated here on the rows returned
     q = plan(snap, "SELECT a, set_config('application_name', b, false) FROM t ORDER BY a DESC LIMIT 2")
     inner, rebuild = session_split.split(q.plan)
-    assert isinstance(inner, Limit) and isinstance(inner.input, OrderBy) and not session_split._plan_acts_on_session(inner)
+    assert isinstance(inner, Limit) and isinstance(inner.input, OrderBy) and not session_split.plan_acts_on_session(inner)
     assert [n for n, _ in inner.columns][:2] == ["a", "set_config"] and len(inner.columns) > 2
     top = rebuild([(3, None, 3, "y"), (2, None, 2, "z")])
     assert isinstance(top, Project) and isinstance(top.input, Constant) and top.columns == q.plan.columns
     # ordered by the call's own column: the input on Spark, the rest here
     q = plan(snap, "SELECT a, set_config('application_name', b, false) AS v FROM t ORDER BY v")
     inner, rebuild = session_split.split(q.plan)
-    assert not session_split._plan_acts_on_session(inner) and inner.columns[0][0] == "a"
+    assert not session_split.plan_acts_on_session(inner) and inner.columns[0][0] == "a"
     top = rebuild([(1, "x"), (3, "y")])
     assert isinstance(top, OrderBy) and isinstance(top.input, Project) and isinstance(top.input.input, Constant)
     # a sort on a column not selected: a Project that drops it, over the sort
     q = plan(snap, "SELECT set_config('application_name', b, false) FROM t ORDER BY a")
     inner, rebuild = session_split.split(q.plan)
-    assert not session_split._plan_acts_on_session(inner)
+    assert not session_split.plan_acts_on_session(inner)
     assert rebuild([(None, 1, "x", None, None, None)]).columns == q.plan.columns
     assert session_split.split(plan(snap, "SELECT a, b FROM t")) is None
     assert session_split.split(plan(snap, "SELECT a FROM t WHERE set_config('x.y', b, false) = 'z'")) is None

@@ -221,13 +221,17 @@ def undefined_function(name: str, args: list[SqlType]) -> SqlError:
     )
 
 
-def resolve(entries: list[Function], sql_name: str, args: list[SqlType]) -> tuple[Function, list[SqlType], SqlType]:
+def resolve(entries: list[Function], sql_name: str, args: list[SqlType],
+            shown: list[SqlType] | None = None) -> tuple[Function, list[SqlType], SqlType]:
     """The entry and signature ``sql_name(args)`` calls: the cheapest implicit casts win
     (PostgreSQL 10.3: exact match, then fewest and preferred casts).
 
     Raises:
-        SqlError 42883 when no signature fits; 42725 when two fit equally well.
+        SqlError 42883 when no signature fits; 42725 when two fit equally well; their
+        messages name the types ``shown`` (default ``args``): PostgreSQL names the
+        arguments written, not the defaults or those the planner adds.
     """
+    shown = args if shown is None else shown
     best = []
     for f in entries:
         for s in f.sigs:
@@ -235,21 +239,23 @@ def resolve(entries: list[Function], sql_name: str, args: list[SqlType]) -> tupl
             if m is not None:
                 best.append((m[0], f, m[1], m[2]))
     if not best:
-        raise undefined_function(sql_name, args)
+        raise undefined_function(sql_name, shown)
     best.sort(key=lambda b: b[0])
     cost, f, casts, result = best[0]
     if len(best) > 1 and best[1][0] == cost and (best[1][1], best[1][2]) != (f, casts):
-        raise SqlError(AMBIGUOUS_FUNCTION, f"function {sql_name}({', '.join(a.sql() for a in args)}) is not unique",
+        raise SqlError(AMBIGUOUS_FUNCTION, f"function {sql_name}({', '.join(a.sql() for a in shown)}) is not unique",
                        hint="Could not choose a best candidate function. You might need to add explicit type casts.")
     return f, casts, result
 
 
-def resolve_scalar(sql_name: str, args: list[SqlType]) -> tuple[Function, list[SqlType], SqlType] | None:
-    """Resolve a scalar function call by its SQL name; None when no entry has the name."""
+def resolve_scalar(sql_name: str, args: list[SqlType],
+                   shown: list[SqlType] | None = None) -> tuple[Function, list[SqlType], SqlType] | None:
+    """Resolve a scalar function call by its SQL name (``resolve``); None when no entry
+    has the name."""
     entries = BY_SQL_NAME.get(sql_name)
     if not entries:
         return None
-    return resolve(entries, sql_name, args)
+    return resolve(entries, sql_name, args, shown)
 
 
 def constant_arg(call, i: int, what: str):
@@ -333,7 +339,7 @@ def get(name: str) -> Function | None:
 def _load() -> None:
     from planner.functions import (  # noqa: F401  (each module registers its entries)
         logic, math, trig, numfmt, string, regexp, binary, datetime, zoned, json, json_edit, array, system, aggregate,
-        window, sequence, privileges, uuids, backend, admin,
+        window, sequence, privileges, uuids, backend, admin, advisory, delay, ident,
     )
 
 

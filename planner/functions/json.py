@@ -119,7 +119,11 @@ def _concat_spark(S, a, e):
     inner = lambda c: c.substr(F.lit(2), F.length(c) - 2)  # noqa: E731
     join = lambda p, q: F.when(p == "", q).when(q == "", p).otherwise(F.concat(p, F.lit(", "), q))  # noqa: E731
     as_items = lambda c, arr: F.when(arr, inner(c)).otherwise(c)  # noqa: E731
-    return (F.when(xo & yo, F.concat(F.lit("{"), join(inner(x), inner(y)), F.lit("}")))
+    # objects merge by key, the right one's value winning: text put together would hold a
+    # key twice, which Spark's JSON readers (parse_json, from_json) of a later operator refuse
+    mx, my = (F.try_variant_get(F.parse_json(c), "$", "map<string,variant>") for c in (x, y))
+    merged = F.to_json(F.map_concat(F.map_filter(mx, lambda k, _: ~F.array_contains(F.map_keys(my), k)), my))
+    return (F.when(xo & yo, merged)
             .otherwise(F.concat(F.lit("["), join(as_items(x, xa), as_items(y, ya)), F.lit("]"))))
 
 
@@ -321,7 +325,9 @@ register(
     Function("jsonb_exists", (), _exists, lambda S, a, e: _exists_spark(S, a, e), doc="9.16",
              samples=("j ? 'a'", "j ? 'x'", "j ? 'str'", "j ? s")),
     Function("jsonb_concat", (), lambda a, e: jsonb_text(concat_py(doc(a[0]), doc(a[1]))), _concat_spark,
-             doc="9.16", samples=("j || '{\"z\": 1}'", "j || '[9]'", "'{\"a\": 0, \"y\": 2}' || j")),
+             doc="9.16", samples=("j || '{\"z\": 1}'", "j || '[9]'", "'{\"a\": 0, \"y\": 2}' || j",
+                                       # merged keys read again on Spark; a quote escaped in a key's value
+                                       "('{\"a\": \"x\\\"y\", \"q\": 1}' || j) -> 'a'")),
     Function("jsonb_typeof", (sig("jsonb", ret="text"),), lambda a, e: _typeof(doc(a[0])), _typeof_spark,
              sql_names=("jsonb_typeof", "json_typeof"), doc="9.16", samples=("jsonb_typeof(j)",)),
     Function("jsonb_array_length", (sig("jsonb", ret="int4"),), lambda a, e: _array_length(doc(a[0])),

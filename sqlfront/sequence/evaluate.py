@@ -10,7 +10,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from planner import interpret
+from catalog.errors import SqlError
 from planner.guard import Guard, Outgrown, guarded
+from planner.session_split import plan_acts_on_session
 from sqlfront.pyworker import INLINE_HEAP_BYTES
 
 if TYPE_CHECKING:
@@ -42,6 +44,11 @@ def evaluate_over(s: Session, plan, rows_of: Callable, tables: Callable[[], dict
     try:
         with guarded(Guard(max_bytes=budget, stop=limits)):  # checked between calls within a row too
             return interpret.run(plan, rows_of, limits)
-    except Outgrown:
-        pass  # rows or a value too big here, or a backtracking regex: the worker can be stopped
+    except Outgrown as e:
+        # rows or a value too big here, or a backtracking regex: the worker can be stopped;
+        # but a worker has no session, and what acted on it here would act twice
+        if plan_acts_on_session(plan):
+            raise SqlError(e.sqlstate, str(e), hint="A query calling a function that acts on the session "
+                                                    "(pg_advisory_lock, nextval, set_config, ...) is evaluated "
+                                                    "in the session: make it smaller.") from None
     return s.env.python_workers.run(plan, tables(), budget, deadline, s.cancel_event)
