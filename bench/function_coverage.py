@@ -48,6 +48,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from catalog.errors import SqlError  # noqa: E402
 from catalog.types import SqlType, array_of  # noqa: E402
+from planner.context import PlanContext  # noqa: E402
 from planner import functions as fn  # noqa: E402
 from planner import typing as ty  # noqa: E402
 from planner.functions.aggregate import resolve_aggregate  # noqa: E402
@@ -286,6 +287,9 @@ def implemented(e: Entry) -> str | None:
         for entry in fn.BY_SQL_NAME[e.name]:
             if "plan_args" in entry.extra:  # arguments the planner completes, as in planner.expr
                 args = [a.type for a in entry.extra["plan_args"]([Literal(None, t) for t in args])]
+            elif "plan_args_in" in entry.extra:  # ... from the statement (its start time)
+                args = [a.type for a in entry.extra["plan_args_in"]([Literal(None, t) for t in args],
+                                                                    PlanContext.starting())]
         f, casts, result = fn.resolve(fn.BY_SQL_NAME[e.name], e.name, args)
         return _where(f, casts, result)
     except SqlError:
