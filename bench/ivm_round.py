@@ -39,12 +39,14 @@ subplan is analysed, optimised and computed once per branch. Left out.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +56,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from server import Server
 
 from bench.ivm import Subscribed, fmt_ms
+from spark_exec.orchestrator import group_cpu_seconds, spark_ui_url
 
 #: name -> the view's query; its writes go to t2
 VIEWS = {
@@ -78,6 +81,36 @@ def rounds(log: Path, view: str, start: int) -> list[tuple[float, int, float, st
             if m[1] == view and m[2] == "narrow"]
 
 
+class Cpu:
+    """CPU seconds (user + system) so far of the server process and of its replicas'
+    process groups (their pid files), and how many classes the replicas' Janino compiled
+    (Spark's ``CodeGenerator.compilationTime`` histogram count, from the Spark UI's
+    ``/metrics/json``; None with the UI off)."""
+
+    def __init__(self, srv: Server):
+        self.srv = srv
+
+    def replicas(self) -> float:
+        """The replicas' CPU seconds so far."""
+        return sum(group_cpu_seconds(int(f.read_text().strip()))
+                   for f in (self.srv.data_dir / "replicas").glob("*/pid"))
+
+    def sample(self) -> tuple[float, float, int | None]:
+        import psutil
+
+        t = psutil.Process(self.srv.proc.pid).cpu_times()
+        compiled: int | None = 0
+        for pidfile in (self.srv.data_dir / "replicas").glob("*/pid"):
+            url = spark_ui_url(pidfile.parent / "replica.log")
+            try:
+                with urllib.request.urlopen(f"{url}/metrics/json/", timeout=10) as r:
+                    hist = json.load(r)["histograms"]
+                compiled += sum(v["count"] for k, v in hist.items() if k.endswith("CodeGenerator.compilationTime"))
+            except (OSError, ValueError, KeyError):  # the UI off, or not up
+                compiled = None
+        return t.user + t.system, self.replicas(), compiled
+
+
 def write(conn, kind: str, i: int) -> None:
     key = 1000 + i
     if kind == "insert":
@@ -94,7 +127,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=2, help="unmeasured insert/update/delete rounds first")
     ap.add_argument("--views", default=",".join(VIEWS), help=f"some of {','.join(VIEWS)}")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for one change")
-    ap.add_argument("--keep-log", help="copy the server's log here at the end")
+    ap.add_argument("--keep-log", help="copy the server's log here at the end (and each replica's log to PATH.<replica id>)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         srv = Server(Path(tmp) / "mzdata", "--log-level", "debug").start()
@@ -105,7 +138,8 @@ def main() -> None:
                 c.execute("INSERT INTO t1 SELECT g % 10, g FROM generate_series(1, 100) g")
                 c.execute("INSERT INTO t2 SELECT g % 10, g FROM generate_series(1, 100) g")
                 print(f"{'view':<8}" + "".join(f"{k + ' med/p99 ms':>19}" for k in KINDS)
-                      + f"{'rounds':>8}{'RPCs':>6}{'RPC s':>7}{'round s':>8}  RPCs by method (median round)",
+                      + f"{'rounds':>8}{'RPCs':>6}{'RPC s':>7}{'round s':>8}{'env cpu':>8}{'rep cpu':>8}{'janino':>7}{'rep cpu i/u/d':>16}"
+                      + "  RPCs by method (median round)",
                       flush=True)
                 for name in args.views.split(","):
                     print(run_view(srv, c, name.strip(), args), flush=True)
@@ -113,6 +147,8 @@ def main() -> None:
             srv.stop()
             if args.keep_log:
                 shutil.copy(srv.log_path, args.keep_log)
+                for rlog in (srv.data_dir / "replicas").glob("*/replica.log"):
+                    shutil.copy(rlog, f"{args.keep_log}.{rlog.parent.name}")
 
 
 def run_view(srv: Server, c, name: str, args) -> str:
@@ -121,16 +157,23 @@ def run_view(srv: Server, c, name: str, args) -> str:
         c.execute(f"SELECT * FROM {name}").fetchall()
         sub = Subscribed(srv, name)
         lat: dict[str, list[float | None]] = {k: [] for k in KINDS}
+        #: kind -> the replicas' CPU seconds from each write to its change's arrival
+        used: dict[str, list[float]] = {k: [] for k in KINDS}
         try:
             for i in range(args.warmup):
                 for kind in KINDS:
                     write(c, kind, i)
                     sub.change(time.perf_counter(), args.timeout)
             start = srv.log_path.stat().st_size
+            cpu = Cpu(srv)
+            before = cpu.sample()
             for i in range(args.warmup, args.warmup + args.writes):
                 for kind in KINDS:
+                    r0 = cpu.replicas()
                     write(c, kind, i)
                     lat[kind].append(sub.change(time.perf_counter(), args.timeout))
+                    used[kind].append(cpu.replicas() - r0)
+            after = cpu.sample()
         finally:
             sub.close()
         got = rounds(srv.log_path, name, start)
@@ -138,8 +181,12 @@ def run_view(srv: Server, c, name: str, args) -> str:
         if not got:
             return line + f"{0:>8}"
         mid = sorted(got, key=lambda r: r[1])[len(got) // 2]
+        env, rep = ((after[i] - before[i]) / len(got) for i in (0, 1))
+        jan = "?" if after[2] is None or before[2] is None else f"{(after[2] - before[2]) / len(got):.1f}"
         return (line + f"{len(got):>8}{statistics.median(r[1] for r in got):>6.0f}"
-                f"{statistics.median(r[2] for r in got):>7.2f}{statistics.median(r[0] for r in got):>8.2f}  {mid[3]}")
+                f"{statistics.median(r[2] for r in got):>7.2f}{statistics.median(r[0] for r in got):>8.2f}"
+                f"{env:>8.2f}{rep:>8.2f}{jan:>7}"
+                f"{'/'.join(f'{statistics.median(used[k]):.2f}' for k in KINDS):>16}  {mid[3]}")
     finally:
         c.execute(f"DROP MATERIALIZED VIEW {name}")
 
