@@ -11,7 +11,12 @@ returns its change (``bench/ivm.py``'s ``Subscribed``).
 
 Prints per view and write kind the median and p99 latency (ms) and, from the server's
 debug log (``spark_exec.materializations``: one line per round with its RPCs), the
-median RPCs of the view's narrow rounds and the median seconds spent in them.
+median RPCs of the view's narrow rounds and the median seconds spent in them; over the
+measured writes, per narrow round: environmentd's and the replicas' CPU seconds and the
+classes the replicas' Janino compiled (``Cpu``); and the median of the replicas' CPU
+seconds from each write to its change's arrival, per kind (``rep cpu i/u/d``: an INSERT
+of a row is inline in persist, so its figure is the view's round alone; an UPDATE's
+and a DELETE's include the statement's own Spark job).
 
     .venv/bin/python bench/ivm_round.py [--writes 8] [--warmup 2] [--views v_sum,v_join,v_max]
 
@@ -34,6 +39,33 @@ checkpoint into the collect (one union of the view's change and the new state ba
 the batch then sent back as a local relation) made it 1 ExecutePlan but cost the replica
 more CPU per round (1.7-3.0 s against 1.3-1.6 s, same server, alternating): the shared
 subplan is analysed, optimised and computed once per branch. Left out.
+
+Janino compiled 10-15 classes per narrow round (the replica's CodeGenerator debug log):
+an arrangement is read as a union of its batches (``dataflow.Spine``), one more each
+round until they are merged, and Spark 4.3 fuses a union into one codegen stage with a
+method per child, so the code, and the number of every stage after it, changed every
+round; Spark's cache of compiled classes is keyed by the code. The dataflows' session
+now leaves unions unfused and stage numbers out of class names
+(``replica.ReplicaHandle.DATAFLOW_CONF``): each batch's stage has the same code in every
+round, and a steady round compiles nothing. Before (e640e11, A) and after (9b8e4cf, B),
+interleaved A B A B on the same machine, load 15-25 on 2 cores (other helpers' suites),
+``--writes 4 --warmup 2``; per view the two runs of each side::
+
+    view    side  insert med/p99 ms  update med/p99 ms  delete med/p99 ms  RPCs  rep cpu/round  janino/round  rep cpu i/u/d
+    v_sum   A1        6781/9374          7679/10336         5378/13057        4       2.12          11.1      1.56/2.09/2.12
+    v_sum   B1        4451/4725          4277/7360          4605/6086         4       1.73           3.4      1.22/1.63/1.86
+    v_sum   A2        6320/7500          6274/10757         5983/9758         4       2.26           9.8      1.80/2.12/2.68
+    v_sum   B2        2843/5199          2737/4041          2101/5608         4       1.64           3.3      1.11/1.59/1.69
+    v_join  A1        4045/5410          4321/8648          4212/6362         4       1.82          14.2      1.39/1.81/1.93
+    v_join  B1        4329/4778          4155/7145          3489/10983        4       1.61           3.8      1.16/1.52/1.55
+    v_join  A2        5659/7838          5390/9126          5824/15956        4       2.25          14.5      1.69/1.94/2.40
+    v_join  B2        1759/2023          2181/2565          1858/3653         4       1.44           4.0      0.97/1.43/1.61
+
+Replica CPU per narrow round B/A: v_sum 0.77, v_join 0.75; per INSERT's round alone
+0.69 and 0.69. The compiles left (3-4 per round) are the UPDATE and DELETE statements'
+own (their ``WHERE w = <literal>`` is compiled into their code, on the peek session);
+the dataflow's rounds compile none but now and then a round whose plan is new (seen
+once in 9 rounds of a debug run, a spine's merge likely). Latencies follow the load of the moment (B2 ran as it fell from 25 to 15).
 """
 
 from __future__ import annotations
