@@ -11,7 +11,12 @@ returns its change (``bench/ivm.py``'s ``Subscribed``).
 
 Prints per view and write kind the median and p99 latency (ms) and, from the server's
 debug log (``spark_exec.materializations``: one line per round with its RPCs), the
-median RPCs of the view's narrow rounds and the median seconds spent in them.
+median RPCs of the view's narrow rounds and the median seconds spent in them; over the
+measured writes, per narrow round: environmentd's and the replicas' CPU seconds and the
+classes the replicas' Janino compiled (``Cpu``); and the median of the replicas' CPU
+seconds from each write to its change's arrival, per kind (``rep cpu i/u/d``: an INSERT
+of a row is inline in persist, so its figure is the view's round alone; an UPDATE's
+and a DELETE's include the statement's own Spark job).
 
     .venv/bin/python bench/ivm_round.py [--writes 8] [--warmup 2] [--views v_sum,v_join,v_max]
 
@@ -34,17 +39,46 @@ checkpoint into the collect (one union of the view's change and the new state ba
 the batch then sent back as a local relation) made it 1 ExecutePlan but cost the replica
 more CPU per round (1.7-3.0 s against 1.3-1.6 s, same server, alternating): the shared
 subplan is analysed, optimised and computed once per branch. Left out.
+
+Janino compiled 10-15 classes per narrow round (the replica's CodeGenerator debug log):
+an arrangement is read as a union of its batches (``dataflow.Spine``), one more each
+round until they are merged, and Spark 4.3 fuses a union into one codegen stage with a
+method per child, so the code, and the number of every stage after it, changed every
+round; Spark's cache of compiled classes is keyed by the code. The dataflows' session
+now leaves unions unfused and stage numbers out of class names
+(``replica.ReplicaHandle.DATAFLOW_CONF``): each batch's stage has the same code in every
+round, and a steady round compiles nothing. Before (e640e11, A) and after (9b8e4cf, B),
+interleaved A B A B on the same machine, load 15-25 on 2 cores (other helpers' suites),
+``--writes 4 --warmup 2``; per view the two runs of each side::
+
+    view    side  insert med/p99 ms  update med/p99 ms  delete med/p99 ms  RPCs  rep cpu/round  janino/round  rep cpu i/u/d
+    v_sum   A1        6781/9374          7679/10336         5378/13057        4       2.12          11.1      1.56/2.09/2.12
+    v_sum   B1        4451/4725          4277/7360          4605/6086         4       1.73           3.4      1.22/1.63/1.86
+    v_sum   A2        6320/7500          6274/10757         5983/9758         4       2.26           9.8      1.80/2.12/2.68
+    v_sum   B2        2843/5199          2737/4041          2101/5608         4       1.64           3.3      1.11/1.59/1.69
+    v_join  A1        4045/5410          4321/8648          4212/6362         4       1.82          14.2      1.39/1.81/1.93
+    v_join  B1        4329/4778          4155/7145          3489/10983        4       1.61           3.8      1.16/1.52/1.55
+    v_join  A2        5659/7838          5390/9126          5824/15956        4       2.25          14.5      1.69/1.94/2.40
+    v_join  B2        1759/2023          2181/2565          1858/3653         4       1.44           4.0      0.97/1.43/1.61
+
+Replica CPU per narrow round B/A: v_sum 0.77, v_join 0.75; per INSERT's round alone
+0.69 and 0.69. The compiles left (3-4 per round) are the UPDATE and DELETE statements'
+own (their ``WHERE w = <literal>`` is compiled into their code, on the peek session);
+the dataflow's rounds compile none but now and then a round whose plan is new (seen
+once in 9 rounds of a debug run, a spine's merge likely). Latencies follow the load of the moment (B2 ran as it fell from 25 to 15).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import shutil
 import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,6 +88,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from server import Server
 
 from bench.ivm import Subscribed, fmt_ms
+from spark_exec.orchestrator import group_cpu_seconds, spark_ui_url
 
 #: name -> the view's query; its writes go to t2
 VIEWS = {
@@ -78,6 +113,36 @@ def rounds(log: Path, view: str, start: int) -> list[tuple[float, int, float, st
             if m[1] == view and m[2] == "narrow"]
 
 
+class Cpu:
+    """CPU seconds (user + system) so far of the server process and of its replicas'
+    process groups (their pid files), and how many classes the replicas' Janino compiled
+    (Spark's ``CodeGenerator.compilationTime`` histogram count, from the Spark UI's
+    ``/metrics/json``; None with the UI off)."""
+
+    def __init__(self, srv: Server):
+        self.srv = srv
+
+    def replicas(self) -> float:
+        """The replicas' CPU seconds so far."""
+        return sum(group_cpu_seconds(int(f.read_text().strip()))
+                   for f in (self.srv.data_dir / "replicas").glob("*/pid"))
+
+    def sample(self) -> tuple[float, float, int | None]:
+        import psutil
+
+        t = psutil.Process(self.srv.proc.pid).cpu_times()
+        compiled: int | None = 0
+        for pidfile in (self.srv.data_dir / "replicas").glob("*/pid"):
+            url = spark_ui_url(pidfile.parent / "replica.log")
+            try:
+                with urllib.request.urlopen(f"{url}/metrics/json/", timeout=10) as r:
+                    hist = json.load(r)["histograms"]
+                compiled += sum(v["count"] for k, v in hist.items() if k.endswith("CodeGenerator.compilationTime"))
+            except (OSError, ValueError, KeyError):  # the UI off, or not up
+                compiled = None
+        return t.user + t.system, self.replicas(), compiled
+
+
 def write(conn, kind: str, i: int) -> None:
     key = 1000 + i
     if kind == "insert":
@@ -94,7 +159,7 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=2, help="unmeasured insert/update/delete rounds first")
     ap.add_argument("--views", default=",".join(VIEWS), help=f"some of {','.join(VIEWS)}")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for one change")
-    ap.add_argument("--keep-log", help="copy the server's log here at the end")
+    ap.add_argument("--keep-log", help="copy the server's log here at the end (and each replica's log to PATH.<replica id>)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         srv = Server(Path(tmp) / "mzdata", "--log-level", "debug").start()
@@ -105,7 +170,8 @@ def main() -> None:
                 c.execute("INSERT INTO t1 SELECT g % 10, g FROM generate_series(1, 100) g")
                 c.execute("INSERT INTO t2 SELECT g % 10, g FROM generate_series(1, 100) g")
                 print(f"{'view':<8}" + "".join(f"{k + ' med/p99 ms':>19}" for k in KINDS)
-                      + f"{'rounds':>8}{'RPCs':>6}{'RPC s':>7}{'round s':>8}  RPCs by method (median round)",
+                      + f"{'rounds':>8}{'RPCs':>6}{'RPC s':>7}{'round s':>8}{'env cpu':>8}{'rep cpu':>8}{'janino':>7}{'rep cpu i/u/d':>16}"
+                      + "  RPCs by method (median round)",
                       flush=True)
                 for name in args.views.split(","):
                     print(run_view(srv, c, name.strip(), args), flush=True)
@@ -113,6 +179,8 @@ def main() -> None:
             srv.stop()
             if args.keep_log:
                 shutil.copy(srv.log_path, args.keep_log)
+                for rlog in (srv.data_dir / "replicas").glob("*/replica.log"):
+                    shutil.copy(rlog, f"{args.keep_log}.{rlog.parent.name}")
 
 
 def run_view(srv: Server, c, name: str, args) -> str:
@@ -121,16 +189,23 @@ def run_view(srv: Server, c, name: str, args) -> str:
         c.execute(f"SELECT * FROM {name}").fetchall()
         sub = Subscribed(srv, name)
         lat: dict[str, list[float | None]] = {k: [] for k in KINDS}
+        #: kind -> the replicas' CPU seconds from each write to its change's arrival
+        used: dict[str, list[float]] = {k: [] for k in KINDS}
         try:
             for i in range(args.warmup):
                 for kind in KINDS:
                     write(c, kind, i)
                     sub.change(time.perf_counter(), args.timeout)
             start = srv.log_path.stat().st_size
+            cpu = Cpu(srv)
+            before = cpu.sample()
             for i in range(args.warmup, args.warmup + args.writes):
                 for kind in KINDS:
+                    r0 = cpu.replicas()
                     write(c, kind, i)
                     lat[kind].append(sub.change(time.perf_counter(), args.timeout))
+                    used[kind].append(cpu.replicas() - r0)
+            after = cpu.sample()
         finally:
             sub.close()
         got = rounds(srv.log_path, name, start)
@@ -138,8 +213,12 @@ def run_view(srv: Server, c, name: str, args) -> str:
         if not got:
             return line + f"{0:>8}"
         mid = sorted(got, key=lambda r: r[1])[len(got) // 2]
+        env, rep = ((after[i] - before[i]) / len(got) for i in (0, 1))
+        jan = "?" if after[2] is None or before[2] is None else f"{(after[2] - before[2]) / len(got):.1f}"
         return (line + f"{len(got):>8}{statistics.median(r[1] for r in got):>6.0f}"
-                f"{statistics.median(r[2] for r in got):>7.2f}{statistics.median(r[0] for r in got):>8.2f}  {mid[3]}")
+                f"{statistics.median(r[2] for r in got):>7.2f}{statistics.median(r[0] for r in got):>8.2f}"
+                f"{env:>8.2f}{rep:>8.2f}{jan:>7}"
+                f"{'/'.join(f'{statistics.median(used[k]):.2f}' for k in KINDS):>16}  {mid[3]}")
     finally:
         c.execute(f"DROP MATERIALIZED VIEW {name}")
 

@@ -418,7 +418,18 @@ class ReplicaHandle:
     #: over a join under a temporal filter: NoSuchElementException "key not found: _d#..."
     #: while PruneFilters reads a consolidation's constraints), and the inferred filters it
     #: would add have nothing to prune in a step's small changes and in-memory arrangements.
-    DATAFLOW_CONF = {"spark.sql.constraintPropagation.enabled": "false"}
+    #:
+    #: Generated code the same round after round, so Spark's cache of compiled classes
+    #: (keyed by the code) answers instead of Janino: a round reads an arrangement as a
+    #: union of its batches, whose number changes every round (``dataflow.Spine``). Fused
+    #: into one codegen stage, that union's code (a method per batch) and every stage's
+    #: number after it change with it; unfused, each batch is a stage of its own whose code
+    #: is the same for every batch and round once the stage's number is left out of the
+    #: class's name (Spark's ``spark.sql.codegen.wholeStage.union.enabled`` and
+    #: ``spark.sql.codegen.useIdInClassName``).
+    DATAFLOW_CONF = {"spark.sql.constraintPropagation.enabled": "false",
+                     "spark.sql.codegen.wholeStage.union.enabled": "false",
+                     "spark.sql.codegen.useIdInClassName": "false"}
 
     def _drop_sessions(self) -> None:
         """Close the replica's client sessions (its own and the dataflows'): a call in
