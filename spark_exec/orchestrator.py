@@ -337,7 +337,8 @@ class Orchestrator:
         workdir.mkdir(parents=True, exist_ok=True)
         scratch = self.scratch(spec.replica_id)
         shutil.rmtree(scratch, ignore_errors=True)  # an earlier run's, killed before its stop
-        scratch.mkdir(mode=0o700)
+        # (parents: a temp directory cleaner may have removed this environmentd's directory)
+        scratch.mkdir(mode=0o700, parents=True)
         log_path = workdir / "replica.log"
         port = free_port()
         env = dict(os.environ)
