@@ -101,7 +101,7 @@ def build(timeout_s: float = 900.0, out=print) -> Path | None:
                         else c for c in super().command(spec, port, workdir)]
 
         start = time.monotonic()
-        proc = Dumping(Path(work) / "data", "cds").start(ReplicaSpec("u1", "cds.r1", workers=1, memory_mb=1024))
+        proc = Dumping(Path(work) / "data", "cds", scratch_dir=Path(work)).start(ReplicaSpec("u1", "cds.r1", workers=1, memory_mb=1024))
         try:
             deadline = start + timeout_s
             while True:

@@ -61,7 +61,8 @@ def to_sql_error(e: BaseException) -> SqlError:
         return SqlError(m.group(1), m.group(2).rstrip("."))
     if "No space left on device" in str(e):  # the replica's scratch space (spark.local.dir) is full
         return SqlError(DISK_FULL, "could not write to the replica's scratch space: No space left on device",
-                        hint="Free some space on the disk of the server's data directory.")
+                        hint="Free some space on the disk of the server's --scratch-dir (the system's "
+                             "temp directory unless set).")
     if "more than one row returned by a subquery" in str(e):
         return SqlError(CARDINALITY_VIOLATION, "more than one row returned by a subquery used as an expression")
     if cls in _BY_CLASS:

@@ -4,6 +4,15 @@ A local replica is ``spark-submit --class ...SparkConnectServer`` from the insta
 pyspark, bound to 127.0.0.1 on a free port, with its own process group, its log in
 ``<data-dir>/replicas/<replica-id>/replica.log`` and its pid in a pid file next to it.
 
+Its scratch space (Spark's ``spark.local.dir``: shuffle and spill files, which a read
+may need) is not in the data directory but in a private directory of this
+environmentd's (``Orchestrator.scratch``) under ``--scratch-dir`` (default: the system's
+temp directory), as Materialize's process orchestrator gives its services a scratch
+directory of their own (``--orchestrator-process-scratch-directory``) apart from
+persist's: a full data directory fails writes (53100) but not the reads that shuffle.
+A replica's scratch is emptied when it starts and removed when it stops; the whole
+directory when environmentd shuts down, or at its next start after a crash.
+
 No Java process may outlive environmentd: every replica is started with a parent-death
 signal (``setpriv --pdeathsig KILL``) from one long-lived spawner thread (the signal
 fires when the *thread* that forked the child exits), and ``reap_orphans`` kills the
@@ -35,7 +44,9 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
+import tempfile
 import threading
 import time
 from concurrent.futures import Future
@@ -66,6 +77,11 @@ OOM_LOG_TAIL = 1 << 20
 PROFILE_UI_ENV = "SQLFRONT_REPLICA_SPARK_UI"
 #: how much of a replica's log start is searched for its Spark UI's address (bytes)
 SPARK_UI_LOG_HEAD = 1 << 20
+#: the name prefix of an environmentd's scratch directory (``Orchestrator.scratch``)
+SCRATCH_PREFIX = "sqlfront-scratch-"
+#: the file under ``<data-dir>/replicas`` naming that directory while it exists, so the
+#: next start removes what a killed environmentd left there
+SCRATCH_RECORD = "scratch_dir"
 
 
 @dataclass(frozen=True)
@@ -164,17 +180,71 @@ def free_port() -> int:
 
 
 class Orchestrator:
-    """Starts and stops local replica processes under ``<data_dir>/replicas``."""
+    """Starts and stops local replica processes under ``<data_dir>/replicas``, their
+    scratch space under ``scratch_dir`` (None: the system's temp directory; created if
+    missing)."""
 
-    def __init__(self, data_dir: Path, instance: str):
+    def __init__(self, data_dir: Path, instance: str, scratch_dir: Path | None = None):
         self.root = Path(data_dir).resolve() / "replicas"
         self.root.mkdir(parents=True, exist_ok=True)
-        self.root.chmod(0o700)  # replica logs, tokens and scratch space are environmentd's alone
+        self.root.chmod(0o700)  # replica logs and tokens are environmentd's alone
         self.instance = instance
+        self._scratch_parent = Path(scratch_dir) if scratch_dir is not None else None
+        self._scratch: Path | None = None
+        self._scratch_lock = threading.Lock()
         self._requests: queue.Queue = queue.Queue()
         self._spawner = threading.Thread(target=self._spawn_loop, name="orchestrator-spawner", daemon=True)
         self._spawner.start()
         self._setpriv = shutil.which("setpriv")
+
+    # -- scratch space ----------------------------------------------------------------
+
+    def scratch(self, replica_id: str) -> Path:
+        """The scratch directory of replica ``replica_id`` (not created here): under this
+        environmentd's own directory, made on first use (mode 0700, a fresh name under
+        the scratch parent, ``tempfile.mkdtemp``) and named in ``SCRATCH_RECORD``.
+
+        Raises:
+            OSError when the directory cannot be made."""
+        with self._scratch_lock:
+            if self._scratch is None:
+                if self._scratch_parent is not None:
+                    self._scratch_parent.mkdir(parents=True, exist_ok=True)
+                self._scratch = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX, dir=self._scratch_parent))
+                try:
+                    write_private(self.root / SCRATCH_RECORD, str(self._scratch))
+                except OSError as e:  # a full data directory: only a crash's leftovers depend on it
+                    log.warning("could not record the scratch directory %s: %s", self._scratch, e)
+            return self._scratch / replica_id
+
+    def close(self) -> None:
+        """Remove this environmentd's scratch directory (its replicas are stopped)."""
+        with self._scratch_lock:
+            if self._scratch is not None:
+                shutil.rmtree(self._scratch, ignore_errors=True)
+                (self.root / SCRATCH_RECORD).unlink(missing_ok=True)
+                self._scratch = None
+
+    def _remove_stale_scratch(self) -> None:
+        """Remove the scratch directory an earlier environmentd of this data directory
+        left when it was killed (named in ``SCRATCH_RECORD``): only a real directory of
+        this user's whose name is ours."""
+        record = self.root / SCRATCH_RECORD
+        try:
+            old = Path(record.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return
+        if old == self._scratch:
+            return
+        try:
+            st = old.lstat()
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() \
+                and old.name.startswith(SCRATCH_PREFIX):
+            log.warning("removing the scratch directory %s left by an earlier run", old)
+            shutil.rmtree(old, ignore_errors=True)
+        record.unlink(missing_ok=True)
 
     # -- starting ---------------------------------------------------------------------
 
@@ -201,6 +271,7 @@ class Orchestrator:
         else:
             master = f"local[{spec.workers}]"
         total_cores = spec.workers * spec.scale
+        scratch = self.scratch(spec.replica_id)
         conf = {
             "spark.connect.grpc.binding.address": "127.0.0.1",
             "spark.connect.grpc.binding.port": str(port),
@@ -229,14 +300,15 @@ class Orchestrator:
             # Hash tables of broadcast joins take one page each at least; Spark's default page
             # (up to 64 MiB) lets a 26-way join of ten-row tables exhaust the heap.
             "spark.buffer.pageSize": "2m",
-            "spark.local.dir": str(workdir / "tmp"),
-            "spark.sql.warehouse.dir": str(workdir / "warehouse"),
+            # shuffle and spill files: off the data directory's disk (``scratch``)
+            "spark.local.dir": str(scratch),
+            "spark.sql.warehouse.dir": str(scratch / "warehouse"),
             # Files Spark writes through Hadoop (Parquet parts in persist's Blob) are the
             # owner's alone, as everything else in the data directory (Hadoop's
             # fs.permissions.umask-mode; its default 022 leaves them readable to all).
             "spark.hadoop.fs.permissions.umask-mode": "077",
             # the class-data archive of Spark's classes, when built: half the start's CPU (spark_exec.cds)
-            "spark.driver.extraJavaOptions": f"-Dderby.system.home={workdir / 'tmp'}" + cds.java_options(),
+            "spark.driver.extraJavaOptions": f"-Dderby.system.home={scratch}" + cds.java_options(),
             MARKER_PROPERTY: f"{self.instance}/{spec.replica_id}",
         }
         if spec.availability_zone:
@@ -262,7 +334,11 @@ class Orchestrator:
 
     def _spawn(self, spec: ReplicaSpec) -> ReplicaProcess:
         workdir = self.root / spec.replica_id
-        (workdir / "tmp").mkdir(parents=True, exist_ok=True)
+        workdir.mkdir(parents=True, exist_ok=True)
+        scratch = self.scratch(spec.replica_id)
+        shutil.rmtree(scratch, ignore_errors=True)  # an earlier run's, killed before its stop
+        # (parents: a temp directory cleaner may have removed this environmentd's directory)
+        scratch.mkdir(mode=0o700, parents=True)
         log_path = workdir / "replica.log"
         port = free_port()
         env = dict(os.environ)
@@ -310,10 +386,13 @@ class Orchestrator:
             log.warning("replica %s did not exit after SIGKILL", proc.spec.label)
         for name in ("pid", "token", PROPERTIES_FILE):
             (self.root / proc.spec.replica_id / name).unlink(missing_ok=True)
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch / proc.spec.replica_id, ignore_errors=True)
 
     def reap_orphans(self) -> int:
         """Kill replica process groups left behind by an earlier environmentd on this data
-        dir (their pid files remain). Returns how many groups were killed."""
+        dir (their pid files remain), and the scratch directory it left. Returns how many
+        groups were killed."""
         killed = 0
         for pidfile in self.root.glob("*/pid"):
             try:
@@ -326,6 +405,7 @@ class Orchestrator:
                 signal_group(pid, signal.SIGKILL)
                 killed += 1
             pidfile.unlink(missing_ok=True)
+        self._remove_stale_scratch()
         return killed
 
 

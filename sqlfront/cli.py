@@ -63,6 +63,10 @@ def main() -> None:
 @click.option("--listen", default=DEFAULT_LISTEN, show_default=True, help="pgwire address (HOST:PORT).")
 @click.option("--data-dir", default="mzdata", show_default=True, type=click.Path(file_okay=False),
               help="Catalog, persist blobs and replica logs.")
+@click.option("--scratch-dir", default=None, envvar="SQLFRONT_SCRATCH_DIR", type=click.Path(file_okay=False),
+              help="Where local replicas keep their scratch space (Spark's shuffle and spill files) in a "
+                   "private directory of this run's, removed at shutdown. Default: the system's temp "
+                   "directory. Keep it off the data directory's disk: reads go on when that disk is full.")
 @click.option("--cluster-replica-sizes", default=None,
               help='Replica size map: JSON ({"name": {"workers": N, "scale": S, ...}}) or a file holding it.')
 @click.option("--availability-zone", "availability_zones", multiple=True,
@@ -153,7 +157,7 @@ def main() -> None:
 @click.option("--cluster-lease-duration", default=10.0, show_default=True, type=click.FloatRange(1, 3600),
               help="Seconds a cluster lease lasts without renewal: how long a dead owner's clusters wait for "
                    "a takeover (renewed every fifth of it).")
-def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, bootstrap_role,
+def serve(listen, data_dir, scratch_dir, cluster_replica_sizes, availability_zones, bootstrap_replica_size, bootstrap_role,
           auto_create_roles, metrics_listen, console_listen, activity_log,
           max_peeks_per_replica, password_file, copy_from_dirs, max_connections, max_message_size,
           max_copy_from_size, copy_memory_budget, authentication_timeout, max_startup_connections, log_level,
@@ -262,7 +266,8 @@ def serve(listen, data_dir, cluster_replica_sizes, availability_zones, bootstrap
                     catalog_url=catalog_url, catalog_key_file=Path(catalog_key_file) if catalog_key_file else None,
                     address=f"{advertise_host or host}:{port}", clusters=cluster_names,
                     advertise_host=advertise_host, peer_tls=peer_tls,
-                    takeover=takeover, cluster_lease_s=cluster_lease_duration, activity_log=activity_log)
+                    takeover=takeover, cluster_lease_s=cluster_lease_duration, activity_log=activity_log,
+                    scratch_dir=Path(scratch_dir) if scratch_dir else None)
     make_private(Path(data_dir))
     try:
         env = Environment(config)

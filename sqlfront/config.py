@@ -97,6 +97,9 @@ class Config:
     activity_log: bool = True
     #: seconds between samples of the replicas' CPU and memory (``sqlfront.replica_monitor``)
     replica_metrics_interval_s: float = 5.0
+    #: where local replicas keep their scratch space (``--scratch-dir``;
+    #: ``spark_exec.orchestrator``), None for the system's temp directory
+    scratch_dir: Path | None = None
 
     @property
     def shared_persist(self) -> bool:

@@ -17,7 +17,8 @@ Data directory layout::
     persist_pubsub    HOST:PORT of the persist PubSub service while it runs and, on the
                       next line, its token (mode 0600; for other processes of this data
                       directory: ``sqlfront persist-write``)
-    replicas/<id>/    each local replica's log, pid file and Spark scratch space
+    replicas/<id>/    each local replica's log and pid file (its Spark scratch space is
+                      elsewhere: ``--scratch-dir``, ``spark_exec.orchestrator``)
 """
 
 from __future__ import annotations

@@ -96,6 +96,7 @@ def remote_spark(tmp_path):
     yield proc
     os.kill(proc.popen.pid, signal.SIGCONT)
     orch.stop(proc)
+    orch.close()
 
 
 def _threads(pid: int) -> int:

@@ -156,11 +156,63 @@ def test_a_read_in_b_of_a_table_a_is_rewriting_waits_for_the_rewrite(envds):
     consensus.close()
 
 
-def _answer(c: psycopg.Connection, sql: str):
+def test_a_cursor_and_an_insert_select_in_b_of_a_table_a_is_rewriting_wait_for_it(envds):
+    """As the SELECT above (issue 28): a cursor's first FETCH (its peek opens there, over
+    the plan DECLARE made; before: XX000 "shard is sealed") and an INSERT ... SELECT
+    (``writes.insert`` is ``replanned``) reading the table whose shard A's ALTER TABLE
+    sealed wait for the catalog and plan again."""
+    from catalog.durable_postgres import PostgresCatalogStore
+    from persist import open_consensus
+    from persist.write import seal, unseal
+
+    a, b, url, _ = envds
+    with a.connect() as c:
+        c.execute("CREATE TABLE resealed (x int)")
+        c.execute("INSERT INTO resealed VALUES (1), (2)")
+        c.execute("CREATE TABLE copied (x int)")
+    seen_by(b, "resealed")
+    seen_by(b, "copied")
+    store = PostgresCatalogStore(url)
+    shard = next(t.shard_id for t in store.load().tables.values() if t.name == "resealed")
+    store.close()
+    consensus = open_consensus(url)
+    got: dict[str, object] = {}
+
+    def cursor(c: psycopg.Connection):
+        with c.transaction():
+            c.execute("DECLARE cur CURSOR FOR SELECT x FROM resealed ORDER BY x")
+            return c.execute("FETCH ALL cur").fetchall()
+
+    def insert_select(c: psycopg.Connection):
+        c.execute("INSERT INTO copied SELECT x * 10 FROM resealed")
+        return c.execute("SELECT x FROM copied ORDER BY x").fetchall()
+
+    with on_b(b) as c1, on_b(b) as c2:
+        c1.autocommit = False
+        seal(consensus, shard, None)  # as A's ALTER TABLE does before its copy
+        threads = [threading.Thread(target=lambda f=f, c=c: got.update({f.__name__: _run(c, f)}))
+                   for f, c in ((cursor, c1), (insert_select, c2))]
+        for t in threads:
+            t.start()
+        try:
+            threads[0].join(3)  # time for both to meet the seal (before the fix: XX000 at once)
+        finally:
+            unseal(consensus, shard)
+            for t in threads:
+                t.join(60)
+    assert got == {"cursor": [(1,), (2,)], "insert_select": [(10,), (20,)]}
+    consensus.close()
+
+
+def _run(c: psycopg.Connection, f):
     try:
-        return c.execute(sql).fetchall()
+        return f(c)
     except psycopg.Error as e:
         return e.sqlstate, str(e)
+
+
+def _answer(c: psycopg.Connection, sql: str):
+    return _run(c, lambda c: c.execute(sql).fetchall())
 
 
 def test_a_write_through_a_reaches_a_subscription_in_b_by_pubsub(envds):

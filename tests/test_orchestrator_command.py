@@ -2,12 +2,46 @@
 
 from __future__ import annotations
 
-from spark_exec.orchestrator import PROFILE_UI_ENV, Orchestrator, ReplicaSpec
+from pathlib import Path
+
+from spark_exec.orchestrator import PROFILE_UI_ENV, SCRATCH_RECORD, Orchestrator, ReplicaSpec
 
 
 def _conf(tmp_path) -> dict[str, str]:
-    cmd = Orchestrator(tmp_path, instance="t").command(ReplicaSpec("u1", "c.r1", workers=2), 1234, tmp_path)
+    orch = Orchestrator(tmp_path, instance="t", scratch_dir=tmp_path / "scratch")
+    return _conf_of(orch.command(ReplicaSpec("u1", "c.r1", workers=2), 1234, tmp_path))
+
+
+def _conf_of(cmd: list[str]) -> dict[str, str]:
     return dict(cmd[i + 1].split("=", 1) for i, a in enumerate(cmd) if a == "--conf")
+
+
+def test_a_replicas_scratch_space_is_off_the_data_directory_and_removed(tmp_path):
+    """Issue 28: shuffle and spill files go to a private directory under --scratch-dir,
+    not the data directory (a full data directory must not fail reads); it is removed
+    at shutdown (``close``), or by the next start after a crash (``reap_orphans``)."""
+    data, parent = tmp_path / "data", tmp_path / "scratch"
+    orch = Orchestrator(data, instance="t", scratch_dir=parent)
+    local = Path(_conf_of(orch.command(ReplicaSpec("u1", "c.r1", workers=1), 1234, data))["spark.local.dir"])
+    root = local.parent
+    assert local == orch.scratch("u1") and root.parent == parent and data not in local.parents
+    assert root.stat().st_mode & 0o777 == 0o700
+    assert (data / "replicas" / SCRATCH_RECORD).read_text().strip() == str(root)
+    local.mkdir()
+    (local / "shuffle_0_0_0.data").write_bytes(b"x")
+    # environmentd killed: the next one on the data directory removes what it left
+    Orchestrator(data, instance="t2", scratch_dir=parent).reap_orphans()
+    assert not root.exists() and not (data / "replicas" / SCRATCH_RECORD).exists()
+    # a directory the record names that is not ours stays
+    other = tmp_path / "not-ours"
+    other.mkdir()
+    (data / "replicas" / SCRATCH_RECORD).write_text(str(other))
+    Orchestrator(data, instance="t3", scratch_dir=parent).reap_orphans()
+    assert other.is_dir()
+    orch = Orchestrator(data, instance="t4", scratch_dir=parent)
+    root = orch.scratch("u1").parent
+    orch.close()
+    assert not root.exists() and not (data / "replicas" / SCRATCH_RECORD).exists()
 
 
 def test_env_turns_the_replica_spark_ui_off(tmp_path, monkeypatch):
@@ -35,8 +69,8 @@ def test_a_standalone_size_runs_its_executors_on_the_master_it_names(tmp_path):
     spec = ReplicaSpec("u1", "c.r1", workers=size.workers, scale=size.scale, master=size.master,
                        executor_memory_mb=size.executor_memory, secret_file=size.secret_file,
                        driver_host=size.driver_host)
-    cmd = Orchestrator(tmp_path, instance="t").command(spec, 1234, tmp_path)
-    conf = dict(cmd[i + 1].split("=", 1) for i, a in enumerate(cmd) if a == "--conf")
+    cmd = Orchestrator(tmp_path, instance="t", scratch_dir=tmp_path / "scratch").command(spec, 1234, tmp_path)
+    conf = _conf_of(cmd)
     assert cmd[cmd.index("--master") + 1] == "spark://10.0.0.5:7077"
     assert (conf["spark.executor.cores"], conf["spark.cores.max"], conf["spark.executor.memory"]) == ("1", "2", "1024m")
     # executors on other hosts dial the driver there; Connect stays on loopback (environmentd is local)

@@ -177,6 +177,7 @@ def foreign_spark(tmp_path_factory):
     assert wait_for(lambda: _answers(proc.url, proc.token), 120)
     yield proc
     orch.stop(proc)
+    orch.close()
 
 
 def _answers(url, token=None) -> bool:

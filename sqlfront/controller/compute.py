@@ -62,7 +62,7 @@ class ComputeController:
         self._sync_sources = sync_sources
         #: set by the wiring once the Coordinator runs
         self.coordinator: Coordinator | None = None
-        self.orchestrator = Orchestrator(data_dir, instance=uuid.uuid4().hex[:8])
+        self.orchestrator = Orchestrator(data_dir, instance=uuid.uuid4().hex[:8], scratch_dir=config.scratch_dir)
         self.clusters: dict[str, ClusterCoordinator] = {}
         self._clusters_lock = threading.Lock()
         #: which clusters this process runs (every one without a shared catalog)
@@ -390,4 +390,5 @@ class ComputeController:
             t.start()
         for t in threads:
             t.join(30)
+        self.orchestrator.close()
         self.ownership.release()

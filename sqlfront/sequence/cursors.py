@@ -9,7 +9,9 @@ are 0A000, as in Materialize) and end with their transaction.
 
 A cursor's query is planned at DECLARE and its peek opened at the first FETCH; FETCH
 takes the next rows from the peek's stream, so a cursor over any number of rows holds
-one batch in the server.
+one batch in the server. A table whose shard another process's ALTER TABLE sealed
+between the two is read as a SELECT reads it (``writes.replanned``): the first FETCH
+waits for the catalog and plans the query again.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from sqlfront import mzparse as mz
 from sqlfront.parse import parse_one
 from sqlfront.sequence.peek import columns, peek_stream, plan_read
 from sqlfront.sequence.result import Result, ResultStream
+from sqlfront.sequence.writes import replanned
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -62,6 +65,9 @@ class Cursor:
     stream: ResultStream | None = None
     #: the SUBSCRIBE this cursor follows (``DECLARE ... FOR SUBSCRIBE``), if any
     subscription: object = None
+    #: the query and its parameters, to plan again (``_open``)
+    query: ast.SelectStmt | None = None
+    params: object = None
 
     def close(self) -> None:
         """Close the cursor's peek or subscription, if it was opened (its close hook runs)."""
@@ -91,7 +97,7 @@ def declare(s: Session, stmt: ast.DeclareCursorStmt, sql: str, params) -> Result
         raise SqlError(FEATURE_NOT_SUPPORTED, f"DECLARE CURSOR FOR {type(stmt.query).__name__} is not supported")
     pq, _ = plan_read(s, stmt.query, None, params)
     s.cursors[name] = Cursor(name, sql.strip().rstrip(";").strip(), columns(pq), bool(opts & CURSOR_OPT_BINARY),
-                             pq.plan)
+                             pq.plan, query=stmt.query, params=params)
     return Result("DECLARE CURSOR")
 
 
@@ -143,13 +149,37 @@ def fetch(s: Session, stmt: ast.FetchStmt | mz.FetchWith, sql: str, params) -> R
         chunks = iter([rows])
         return Result("FETCH", cursor.columns, stream=ResultStream(cursor.columns, lambda: next(chunks, None)))
     if cursor.stream is None:
-        cursor.stream = peek_stream(s, cursor.plan, cursor.columns)
+        cursor.stream = _open(s, cursor)
     if stmt.ismove:
         moved = sum(len(c) if isinstance(c, list) else c.num_rows for c in cursor.stream.take(limit))
         return Result(f"MOVE {moved}")
     rows = cursor.stream.take(limit)
     return Result("FETCH", cursor.columns, stream=ResultStream(cursor.columns, lambda: next(rows, None)),
                   binary=cursor.binary)
+
+
+def _open(s: Session, cursor: Cursor) -> ResultStream:
+    """The peek of ``cursor``, opened (at its first FETCH) over the plan DECLARE made or,
+    once a shard it read turned out sealed, over the query planned again against the
+    catalog that replaced it (``writes.replanned``, as a SELECT).
+
+    Raises:
+        SqlError 0A000 "cached plan must not change result type" (PostgreSQL's) when
+        the query planned again has other columns (an ALTER TABLE ADD COLUMN under a
+        ``SELECT *``); ``replanned``'s and the peek's errors."""
+    attempts = 0
+
+    def attempt(s: Session) -> ResultStream:
+        nonlocal attempts
+        attempts += 1
+        if attempts > 1:
+            pq, _ = plan_read(s, cursor.query, None, cursor.params)
+            if columns(pq) != cursor.columns:
+                raise SqlError(FEATURE_NOT_SUPPORTED, "cached plan must not change result type")
+            cursor.plan = pq.plan
+        return peek_stream(s, cursor.plan, cursor.columns)
+
+    return replanned(attempt)(s)
 
 
 def _check_options(options: tuple[tuple[str, str], ...]) -> float | None:

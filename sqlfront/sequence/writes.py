@@ -58,9 +58,12 @@ R = TypeVar("R")
 
 
 def replanned(handler: Callable[..., R]) -> Callable[..., R]:
-    """``handler(s, stmt, sql, params)`` of a write statement, run again against the
-    current catalog while the shard it planned for turns out sealed. Nothing of a failed
-    attempt is visible (the append is all or nothing) or kept (its batches are deleted).
+    """``handler(s, ...)`` of a statement that writes or reads tables, run again against
+    the current catalog while the shard it planned for turns out sealed (an append, or a
+    read fencing the shard's upper: ``PersistClient.read``). The one rule for every such
+    statement: writes here, SELECT (``session.HANDLERS``), a cursor's first FETCH
+    (``cursors._open``). Nothing of a failed attempt is visible (the append is all or
+    nothing) or kept (its batches are deleted).
 
     Raises:
         SqlError 40001 when the catalog still names the sealed shard after

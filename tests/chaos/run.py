@@ -21,7 +21,7 @@ from chaos.observed import Ddl, Observer
 from chaos.topology import One, Two
 from chaos.workload import Clients, Generator, History, final_read
 
-#: the small disk of ``fill-disk`` runs (data directories, Blob, replicas' scratch space)
+#: the small disk of ``fill-disk`` runs (data directories and Blob; replicas' scratch space is elsewhere)
 DISK_BYTES = 512 << 20
 
 
