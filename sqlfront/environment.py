@@ -94,10 +94,10 @@ class Environment:
         self.copy_budget = MemoryBudget(config.copy_memory_budget or default_copy_memory_budget())
         self.storage = StorageController(config, d, self.process_id, self.metrics, self.registry, self.oracle,
                                          lambda: self.snapshot, lambda: list(self.compute.clusters.values()),
-                                         lambda t: self.compute.note_write(t), self.builtin_rows)
+                                         lambda t: self.compute.note_write(t), self.builtin_rows,
+                                         view_holds=lambda: self.compute.view_input_holds())
         self.persist = self.storage.persist
         from sqlfront.sources import SourceRunners
-
         #: the ingestions of the sources of the clusters this process runs
         self.sources = SourceRunners(self)
         self.compute = ComputeController(config, d, self.metrics, self.persist, self.oracle,

@@ -339,6 +339,21 @@ class ComputeController:
                 out.append(planned)
         return out
 
+    def view_input_holds(self) -> dict[str, int]:
+        """Shard id -> the oldest time a materialized view (of any cluster) still has to
+        read that input at: its upper - 1, the next round's lower (Materialize: a
+        dataflow's as_of holds back its inputs' since). Views never computed yet (upper
+        0) hold nothing: they start at their inputs' newest complete time."""
+        holds: dict[str, int] = {}
+        for cluster_id in {m.cluster_id for m in self._snapshot().materialized_views.values()}:
+            for m in self.materializations(cluster_id):
+                upper = self.persist.latest(m.view.shard_id).upper
+                if upper == 0:
+                    continue
+                for inp in m.inputs:
+                    holds[inp.shard_id] = min(holds.get(inp.shard_id, upper - 1), upper - 1)
+        return holds
+
     def request_materialization(self, view: MaterializedView, ts: int) -> None:
         """A reader waits for ``view``'s upper to pass ``ts``: tell the cluster hosting it."""
         cc = self.clusters.get(view.cluster_id)

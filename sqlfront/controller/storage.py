@@ -67,7 +67,7 @@ class StorageController:
     def __init__(self, config: Config, data_dir: Path, process_id: str, metrics: Metrics,
                  registry: ProcessRegistry | None, oracle, snapshot: Callable[[], CatalogSnapshot],
                  clusters: Callable[[], list[ClusterCoordinator]], on_write: Callable[[Table], None],
-                 builtin_rows: Callable):
+                 builtin_rows: Callable, view_holds: Callable[[], dict[str, int]] | None = None):
         self.config = config
         self.data_dir = d = data_dir
         self.process_id = process_id
@@ -79,6 +79,9 @@ class StorageController:
         self._builtin_rows = builtin_rows
         #: set by the wiring once the Coordinator runs (finalizing dropped shards commits)
         self.coordinator: Coordinator | None = None
+        #: shard -> the oldest time a materialized view still reads it at
+        #: (``ComputeController.view_input_holds``); compaction keeps since at or below
+        self.view_holds = view_holds
         blob = config.persist_blob_url.removeprefix("file://") if config.persist_blob_url else d / "blob"
         if config.persist_consensus_url:
             log.info("persist consensus: %s, blob: %s", redact_url(config.persist_consensus_url), blob)
@@ -307,9 +310,13 @@ class StorageController:
         desired = self.oracle.read_ts() - self.COMPACTION_WINDOW_MS
         with self._time_lock:
             desired = min([desired] + list(self._time_holds))
+        # From the catalog and the views' shards, not from the views' maintainers' leases:
+        # after a restart those come back only once a replica is healthy, and an input
+        # compacted past a view's upper meanwhile could never be read at it again.
+        view_holds = self.view_holds() if self.view_holds is not None else {}
         due = dirty & live
         for shard in sorted(shards & live):
-            st = self.persist.maintain(shard, desired)
+            st = self.persist.maintain(shard, min(desired, view_holds.get(shard, desired)))
             if st is not None and st.since > self._since_seen.get(shard, st.since) and compaction.choose(st):
                 # a merge that waited for since to pass its parts' updates can run now
                 due.add(shard)
