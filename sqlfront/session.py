@@ -54,7 +54,6 @@ from sqlfront.sequence import indexes, schemas, sequences
 from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
 from planner.functions.backend import set_backend
-from planner.functions.sequence import set_sequence_access
 from planner.functions.advisory import set_advisory_locks
 from sqlfront.advisory import SessionLocks
 from planner.functions.system import set_session_vars
@@ -145,7 +144,7 @@ class Session:
         self.cancel_event = threading.Event()
         #: the running statement's deadline and cancel flag, made when it starts
         #: (``begin_statement``) and passed down to every wait of the statement
-        self.statement = StatementContext.start(None, self.cancel_event)
+        self.statement = StatementContext.start(None, self.cancel_event, session=self)
         #: NOTICEs the running statement raised (SqlErrors of severity NOTICE), for the
         #: wire layer to send (``take_notices``)
         self.notices: list[SqlError] = []
@@ -438,7 +437,7 @@ class Session:
         from now."""
         self.cancel_event.clear()
         self.statement = StatementContext.start(self.vars.statement_timeout_s(), self.cancel_event,
-                                                mz_now=self.read_ts)
+                                                mz_now=self.read_ts, session=self)
         return self.statement
 
     def _execute_logged(self, sql: str, params: list | None) -> Result:
@@ -480,11 +479,10 @@ class Session:
 
     def _statement_context(self) -> None:
         """What planning and evaluating a statement of this session reads from context
-        variables: its sequences, variables (current_setting), heap budget, time zone,
+        variables: its variables (current_setting), heap budget, time zone,
         search_path and roles, and what stops its evaluations: a cancel, and the
         statement's deadline (``self.statement``).
         Set for each statement, and for a Describe, which plans before any Execute."""
-        set_sequence_access(self.sequences)
         set_advisory_locks(self.advisory)
         set_session_vars(self.vars)
         set_backend(self)

@@ -88,7 +88,9 @@ class Function:
     #: e.g. ``age(ts)`` gets the statement's current_date first), ``plan_args_in`` (the
     #: same, given the statement's ``planner.context.PlanContext`` too), ``session`` (True: it
     #: acts on the session, so a select list calling it is evaluated in the session over
-    #: the rows Spark computed: ``planner.session_split``)
+    #: the rows Spark computed: ``planner.session_split``), ``with_session`` (True: its
+    #: implementation is ``py(args, call, session)``, given the evaluation's session,
+    #: ``planner.context.PlanContext.session``, None outside one)
     extra: dict = field(default_factory=dict)
 
 
