@@ -53,7 +53,6 @@ from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_t
 from sqlfront.sequence import indexes, schemas, sequences
 from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
-from planner.functions.backend import set_backend
 from planner.functions.advisory import set_advisory_locks
 from sqlfront.advisory import SessionLocks
 from planner.functions.system import set_session_vars
@@ -485,7 +484,6 @@ class Session:
         Set for each statement, and for a Describe, which plans before any Execute."""
         set_advisory_locks(self.advisory)
         set_session_vars(self.vars)
-        set_backend(self)
         # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
         # statement's timeout and cancel too, between function calls
         stop = Limits(deadline=self.statement.deadline, cancelled=self.cancel_event.is_set)
