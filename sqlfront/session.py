@@ -55,7 +55,6 @@ from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
 from planner.functions.advisory import set_advisory_locks
 from sqlfront.advisory import SessionLocks
-from planner.functions.system import set_session_vars
 from planner.guard import Guard, set_statement_guard
 from planner.interpret import Limits
 from sqlfront.vars import SessionVars
@@ -478,12 +477,11 @@ class Session:
 
     def _statement_context(self) -> None:
         """What planning and evaluating a statement of this session reads from context
-        variables: its variables (current_setting), heap budget, time zone,
+        variables: its heap budget, time zone,
         search_path and roles, and what stops its evaluations: a cancel, and the
         statement's deadline (``self.statement``).
         Set for each statement, and for a Describe, which plans before any Execute."""
         set_advisory_locks(self.advisory)
-        set_session_vars(self.vars)
         # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
         # statement's timeout and cancel too, between function calls
         stop = Limits(deadline=self.statement.deadline, cancelled=self.cancel_event.is_set)

@@ -288,8 +288,8 @@ def _lookup(kind: _Kind, role_arg, obj_arg) -> dict[str, str] | None:
     return table
 
 
-def _table(kind: _Kind, column: bool, args: list) -> dict[str, str] | None:
-    """``_lookup`` for a call's planned arguments."""
+def _table(kind: _Kind, column: bool, args: list, ctx) -> dict[str, str] | None:
+    """``_lookup`` for a call's planned arguments (``lookup_args``)."""
     has_role = len(args) == (4 if column else 3)
     return _lookup(kind, args[0] if has_role else None, args[1 if has_role else 0])
 
@@ -413,7 +413,7 @@ def _fn(name: str, kind: str, samples: tuple[str, ...], differs: str = "", obj_t
     return Function(name, _sigs(obj_types, ("text", "int2") if column else ()), _python(kind, column),
                     _spark(kind, column), sql_names=(name,), strict=False, volatility="stable", doc="9.27",
                     samples=samples, differs=differs,
-                    extra={"plan_args": lookup_args(name, functools.partial(_table, _KINDS[kind], column))})
+                    extra={"plan_args_in": lookup_args(name, functools.partial(_table, _KINDS[kind], column))})
 
 
 def current_role_name(session: bool = False) -> str:
