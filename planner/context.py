@@ -26,9 +26,12 @@ class PlanContext:
     ``mz_now``: what ``mz_now()`` is: ``() -> int`` (the statement's read timestamp,
     called when planned), ``MAINTAINED``, or None where there is none (0A000).
     ``session``: the session running the statement, which the functions that act on it
-    are given (registry ``extra["with_session"]``; ``planner.consteval.evaluate``): it has
-    ``sequences`` (``sqlfront.sequence.sequences.SessionSequences``). None outside a
-    session (a maintained query): those functions raise 0A000."""
+    are given (registry ``extra["with_session"]``; ``planner.consteval.evaluate``) and
+    whose state some plan-time lookups read (``plan_args_in``): it has ``sequences``
+    (``sqlfront.sequence.sequences.SessionSequences``), ``vars``
+    (``sqlfront.vars.SessionVars``), ``env.snapshot`` (``catalog``) and the backend's
+    attributes (``planner.functions.backend``). None outside a session (a maintained
+    query): those functions raise 0A000, or answer without it."""
 
     now: dt.datetime
     mz_now: Callable[[], int] | object | None = None
@@ -38,6 +41,12 @@ class PlanContext:
     def starting(cls, mz_now=None, session=None) -> PlanContext:
         """A statement of ``session`` starting now, with ``mz_now``."""
         return cls(dt.datetime.now(dt.timezone.utc), mz_now, session)
+
+    def catalog(self):
+        """The catalog snapshot the statement's catalog functions read (privileges, role
+        names: ``has_table_privilege``, ``pg_get_userbyid``, ``current_user``): its
+        session's latest (``session.env.snapshot``); None outside a session."""
+        return None if self.session is None else self.session.env.snapshot
 
     def with_mz_now(self, mz_now) -> PlanContext:
         """The same statement with ``mz_now()`` being ``mz_now`` (an AS OF read, a

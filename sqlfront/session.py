@@ -29,7 +29,7 @@ from catalog.errors import (
     query_canceled,
     SqlError, CONNECTION_FAILURE, DISK_FULL, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, STATEMENT_TOO_COMPLEX, SYNTAX_ERROR,
 )
-from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, role_name, set_session_roles, set_statement_catalog
+from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, role_name, set_session_roles
 from catalog.snapshot import set_search_path, temp_schema_name
 from catalog.intervalio import set_session_interval_style
 from catalog.textio import set_session_time_zone
@@ -490,7 +490,6 @@ class Session:
         set_session_interval_style(self.vars.interval_style())
         set_search_path(self.vars.search_path(), self.temp_schema)
         set_session_roles(self.session_role_id, self.current_role_id)
-        set_statement_catalog(lambda: self.env.snapshot)
         BLOCK_CATALOG.set(self._block_catalog.catalog if self._block_catalog is not None else None)
 
     def start_copy(self, c: CopyIn) -> copy.CopyLoad:

@@ -258,7 +258,7 @@ def _user_names(args: list, ctx) -> dict[str, str] | None:
     """pg_get_userbyid's lookup table (``lookup_args``): role OID -> name."""
     from catalog import rbac
 
-    snap = rbac.statement_catalog()
+    snap = ctx.catalog()
     return None if snap is None else {str(rbac.role_oid(r.id)): r.name for r in rbac.all_roles(snap)}
 
 
@@ -287,10 +287,9 @@ _NULL_CATALOG_FUNCTIONS = (
 def _index_texts(args: list, ctx) -> dict[str, str] | None:
     """pg_get_indexdef's lookup table (``lookup_args``): ``oid`` -> the index's
     definition, ``oid/n`` -> its n-th key (``catalog.pg_catalog.index_definition``)."""
-    from catalog import rbac
     from catalog.pg_catalog import index_definition, object_oid
 
-    snap = rbac.statement_catalog()
+    snap = ctx.catalog()
     if snap is None:
         return None
     table = {}
@@ -561,18 +560,17 @@ register(
 )
 
 
-def _my_temp_schema(args: list) -> list:
+def _my_temp_schema(args: list, ctx) -> list:
     """pg_my_temp_schema(): the OID of the session's temporary schema, 0 while it has
     none (PostgreSQL 9.26), fixed at plan time as the call's argument."""
     if args:
         return args  # no signature takes arguments: 42883
-    from catalog import rbac
     from catalog.pg_catalog import object_oid
     from catalog.snapshot import current_search_path
     from catalog.types import OID
     from planner.scalar import Literal
 
-    snap, temp = rbac.statement_catalog(), current_search_path()[1]
+    snap, temp = ctx.catalog(), current_search_path()[1]
     schema = None if snap is None or temp is None else snap.schema_by_name(temp)
     return [Literal(0 if schema is None else object_oid(schema.id), OID)]
 
@@ -580,11 +578,10 @@ def _my_temp_schema(args: list) -> list:
 def _other_temp_schemas(args: list, ctx) -> dict[str, str] | None:
     """pg_is_other_temp_schema's lookup table (``lookup_args``): OIDs of the other
     sessions' temporary schemas."""
-    from catalog import rbac
     from catalog.pg_catalog import object_oid
     from catalog.snapshot import current_search_path
 
-    snap, mine = rbac.statement_catalog(), current_search_path()[1]
+    snap, mine = ctx.catalog(), current_search_path()[1]
     if snap is None:
         return None
     return {str(object_oid(s.id)): "1" for s in snap.schemas.values() if s.temp and s.name != mine}
@@ -593,7 +590,7 @@ def _other_temp_schemas(args: list, ctx) -> dict[str, str] | None:
 register(
     Function("pg_my_temp_schema", (sig("oid", ret="oid"),), lambda a, e: a[0], lambda S, a, e: a[0],
              sql_names=("pg_my_temp_schema",), volatility="stable", doc="9.26",
-             extra={"plan_args": _my_temp_schema}, samples=("CASE WHEN k > 0 THEN pg_my_temp_schema() END",)),
+             extra={"plan_args_in": _my_temp_schema}, samples=("CASE WHEN k > 0 THEN pg_my_temp_schema() END",)),
     Function("pg_is_other_temp_schema", (sig("oid", "internal", ret="bool"),),
              lambda a, e: None if a[0] is None else str(a[0]) in lookup_table(a[1]),
              lambda S, a, e: S.F.when(a[0].isNotNull(), lookup_map(S, a[1])[a[0].cast("string")].isNotNull()),
