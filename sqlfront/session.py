@@ -53,7 +53,6 @@ from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_t
 from sqlfront.sequence import indexes, schemas, sequences
 from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
-from planner.functions.advisory import set_advisory_locks
 from sqlfront.advisory import SessionLocks
 from planner.guard import Guard, set_statement_guard
 from planner.interpret import Limits
@@ -481,7 +480,6 @@ class Session:
         search_path and roles, and what stops its evaluations: a cancel, and the
         statement's deadline (``self.statement``).
         Set for each statement, and for a Describe, which plans before any Execute."""
-        set_advisory_locks(self.advisory)
         # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
         # statement's timeout and cancel too, between function calls
         stop = Limits(deadline=self.statement.deadline, cancelled=self.cancel_event.is_set)
