@@ -352,20 +352,6 @@ def all_roles(snap: CatalogSnapshot) -> list[Role]:
     return list(SYSTEM_ROLES) + sorted(snap.roles.values(), key=lambda r: int(r.id[1:]))
 
 
-#: () -> the catalog snapshot the running statement sees, for the privilege functions
-#: (has_table_privilege, ...); set by the session per statement
-_CATALOG: contextvars.ContextVar = contextvars.ContextVar("rbac_catalog", default=None)
-
-
-def set_statement_catalog(snapshot_fn) -> None:
-    _CATALOG.set(snapshot_fn)
-
-
-def statement_catalog() -> CatalogSnapshot | None:
-    fn = _CATALOG.get()
-    return fn() if fn is not None else None
-
-
 # -- default privileges (ALTER DEFAULT PRIVILEGES) ----------------------------------------------
 
 #: ALTER DEFAULT PRIVILEGES ... ON <plural> -> the object type it applies to (Materialize:

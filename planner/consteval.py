@@ -164,10 +164,12 @@ def _far_cast(v, d: str):
     return timestamp_from_micros(v.micros, d == "timestamptz")
 
 
-def evaluate(e, row: tuple = (), nested=None):
+def evaluate(e, row: tuple = (), nested=None, session=None):
     """Evaluate ``e`` over ``row`` (the values ColRefs index). Returns a Python value or None.
     ``nested(node, row)`` evaluates its Subquery and OuterRef nodes, where a plan runs with
     its subqueries kept (``planner.interpret``); without it they raise TypeError.
+    ``session``: what the functions that take the session (registry ``extra["with_session"]``)
+    are given (``planner.context.PlanContext.session``); None outside a session.
 
     Raises:
         SqlError with PostgreSQL's SQLSTATE for runtime errors (22012, 22003, ...); 57014
@@ -179,13 +181,13 @@ def evaluate(e, row: tuple = (), nested=None):
     if isinstance(e, ColRef):
         return row[e.index]
     if isinstance(e, Cast):
-        v = evaluate(e.expr, row, nested)
+        v = evaluate(e.expr, row, nested, session)
         return cast_value(v, e.expr.type, e.type)
     if isinstance(e, Case):
         for cond, res in e.whens:
-            if evaluate(cond, row, nested) is True:
-                return evaluate(res, row, nested)
-        return evaluate(e.else_, row, nested)
+            if evaluate(cond, row, nested, session) is True:
+                return evaluate(res, row, nested, session)
+        return evaluate(e.else_, row, nested, session)
     if isinstance(e, (Subquery, OuterRef)):
         if nested is None:
             raise TypeError(e)
@@ -195,19 +197,19 @@ def evaluate(e, row: tuple = (), nested=None):
     f = e.func
     if f == "coalesce":  # lazy: later arguments are not evaluated (PostgreSQL 9.18.2)
         for a in e.args:
-            v = evaluate(a, row, nested)
+            v = evaluate(a, row, nested, session)
             if v is not None:
                 return v
         return None
     entry = FUNCTIONS.get(f)
     if entry is None or entry.py is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {f} cannot be evaluated here")
-    args = [evaluate(a, row, nested) for a in e.args]
+    args = [evaluate(a, row, nested, session) for a in e.args]
     if entry.strict and any(v is None for v in args):
         return None
     check_stop()
     try:
-        v = entry.py(args, e)
+        v = entry.py(args, e, session) if entry.extra.get("with_session") else entry.py(args, e)
     except OverflowError:  # float arithmetic past the double range (exp(100000)): float.c's error
         raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow") from None
     if isinstance(v, (str, bytes)) and len(v) > _CHECKED_LEN:

@@ -1,4 +1,5 @@
-"""What a statement's plan takes from the statement: its start time and its read timestamp.
+"""What a statement's plan takes from the statement: its start time, its read timestamp and
+its session.
 
 The session builds one ``PlanContext`` per statement (``sqlfront.session``) and hands it to
 every planner of that statement (``QueryPlanner(ctx=...)``), so ``now()`` is one value
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from typing import Callable
+from typing import Any, Callable
 
 #: ``PlanContext.mz_now`` of a query kept current (a materialized view, a SUBSCRIBE):
 #: ``mz_now()`` is each moment's time, not one, so it stays a call (``mz_now``), which
@@ -23,15 +24,29 @@ class PlanContext:
     """``now``: the statement's start (an aware UTC datetime): ``now()``,
     ``current_timestamp``, ``current_date``, ``age(ts)``, ``txid_current()``.
     ``mz_now``: what ``mz_now()`` is: ``() -> int`` (the statement's read timestamp,
-    called when planned), ``MAINTAINED``, or None where there is none (0A000)."""
+    called when planned), ``MAINTAINED``, or None where there is none (0A000).
+    ``session``: the session running the statement, which the functions that act on it
+    are given (registry ``extra["with_session"]``; ``planner.consteval.evaluate``) and
+    whose state some plan-time lookups read (``plan_args_in``): it has ``sequences``
+    (``sqlfront.sequence.sequences.SessionSequences``), ``vars``
+    (``sqlfront.vars.SessionVars``), ``env.snapshot`` (``catalog``) and the backend's
+    attributes (``planner.functions.backend``). None outside a session (a maintained
+    query): those functions raise 0A000, or answer without it."""
 
     now: dt.datetime
     mz_now: Callable[[], int] | object | None = None
+    session: Any = None
 
     @classmethod
-    def starting(cls, mz_now=None) -> PlanContext:
-        """A statement starting now, with ``mz_now``."""
-        return cls(dt.datetime.now(dt.timezone.utc), mz_now)
+    def starting(cls, mz_now=None, session=None) -> PlanContext:
+        """A statement of ``session`` starting now, with ``mz_now``."""
+        return cls(dt.datetime.now(dt.timezone.utc), mz_now, session)
+
+    def catalog(self):
+        """The catalog snapshot the statement's catalog functions read (privileges, role
+        names: ``has_table_privilege``, ``pg_get_userbyid``, ``current_user``): its
+        session's latest (``session.env.snapshot``); None outside a session."""
+        return None if self.session is None else self.session.env.snapshot
 
     def with_mz_now(self, mz_now) -> PlanContext:
         """The same statement with ``mz_now()`` being ``mz_now`` (an AS OF read, a

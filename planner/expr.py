@@ -804,7 +804,7 @@ class ExprPlanner:
         if op in (Op.SVFOP_CURRENT_USER, Op.SVFOP_SESSION_USER, Op.SVFOP_USER, Op.SVFOP_CURRENT_ROLE):
             from planner.functions.privileges import current_role_name
 
-            return Literal(current_role_name(session=op == Op.SVFOP_SESSION_USER), TEXT)
+            return Literal(current_role_name(self.ctx, session=op == Op.SVFOP_SESSION_USER), TEXT)
         if op == Op.SVFOP_CURRENT_CATALOG:
             return Literal("materialize", TEXT)
         if op == Op.SVFOP_CURRENT_SCHEMA:

@@ -192,10 +192,11 @@ def _checked(rows: Iterable, limits: Limits) -> Iterator:
         yield from rows[i : i + CHECK_EVERY]
 
 
-def run(plan, builtin_rows: Callable[[BuiltinTable], Rows], limits: Limits | None = None) -> Rows:
+def run(plan, builtin_rows: Callable[[BuiltinTable], Rows], limits: Limits | None = None, session=None) -> Rows:
     """The rows of ``plan``; ``builtin_rows`` supplies system tables. Subqueries the
     optimizer kept (``planner.optimize.decorrelate``) are evaluated per row, correlated ones with
-    the enclosing rows bound to their OuterRefs.
+    the enclosing rows bound to their OuterRefs. ``session``: given to the functions that
+    take it (``planner.consteval.evaluate``); None outside a session.
 
     Raises:
         SqlError 57014 / 53200 from ``limits`` (see ``Limits``), and the query's own errors.
@@ -209,7 +210,7 @@ def run(plan, builtin_rows: Callable[[BuiltinTable], Rows], limits: Limits | Non
         return cache[table.id]
 
     limits = limits or Limits()
-    ctx = _Nested(cached_rows, limits)
+    ctx = _Nested(cached_rows, limits, session)
     rows = None
     try:
         rows = _run(plan, cached_rows, ctx)
@@ -219,9 +220,10 @@ def run(plan, builtin_rows: Callable[[BuiltinTable], Rows], limits: Limits | Non
 
 
 class _Nested:
-    def __init__(self, builtin_rows, limits: Limits):
+    def __init__(self, builtin_rows, limits: Limits, session=None):
         self.builtin_rows = builtin_rows
         self.limits = limits
+        self.session = session
         #: rows of the enclosing queries, innermost first (OuterRef depth 1 = [0])
         self.outer: list[tuple] = []
         #: Recursive id -> the previous iteration's rows
@@ -244,7 +246,7 @@ class _Nested:
 
     def value(self, e, row: tuple):
         """``e``'s value over ``row``, its subqueries and outer references evaluated here."""
-        return evaluate(e, row, self.nested)
+        return evaluate(e, row, self.nested, self.session)
 
     def nested(self, e, row: tuple):
         if isinstance(e, OuterRef):

@@ -303,7 +303,7 @@ class QueryPlanner:
             coerced.append(cs)
         columns = tuple((f"column{j + 1}", t) for j, t in enumerate(types))
         try:
-            return Constant(tuple(tuple(evaluate(c) for c in cs) for cs in coerced), columns)
+            return Constant(tuple(tuple(evaluate(c, session=self.ctx.session) for c in cs) for cs in coerced), columns)
         except Outgrown:
             names = tuple(n for n, _ in columns)
             one_row = [Project(Constant(((),), ()), tuple(fold(c) for c in cs), names) for cs in coerced]
@@ -366,7 +366,7 @@ class QueryPlanner:
                     raise e from None
                 from planner.functions.sequence import sequence_relation
 
-                cols, row = sequence_relation(q)
+                cols, row = sequence_relation(q, self.ctx.session)
                 return self._derived(PlannedQuery(Constant((row,), cols), tuple(n for n, _ in cols)), item.alias,
                                      item.relname)
             if isinstance(rel, View):
@@ -753,7 +753,7 @@ class QueryPlanner:
                 e = coerce(e, key_t)
             if not is_constant(e):
                 raise SqlError(INVALID_COLUMN_REFERENCE, f"argument of {mode.upper()} must not contain variables")
-            v = evaluate(e)
+            v = evaluate(e, session=self.ctx.session)
             if v is None:
                 raise SqlError(NULL_VALUE_NOT_ALLOWED, f"frame {which}ing offset must not be null")
             if v < 0:
@@ -1053,7 +1053,7 @@ class QueryPlanner:
         e = coerce(e, INT8)
         if not e.type.is_integer:
             raise SqlError(DATATYPE_MISMATCH, f"argument of {what} must be type bigint, not type {e.type.sql()}")
-        v = evaluate(e)
+        v = evaluate(e, session=self.ctx.session)
         if v is not None and v < 0:
             raise SqlError(INVALID_ROW_COUNT_IN_LIMIT_CLAUSE, f"{what} must not be negative")
         return v

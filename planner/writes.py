@@ -37,8 +37,10 @@ class Returning:
     columns: tuple[tuple[str, SqlType], ...]
     exprs: tuple
 
-    def rows(self, rows) -> list[tuple]:
-        return [tuple(evaluate(e, r) for e in self.exprs) for r in rows]
+    def rows(self, rows, session=None) -> list[tuple]:
+        """The returned rows of ``rows`` written, evaluated in ``session``
+        (``planner.context.PlanContext.session``)."""
+        return [tuple(evaluate(e, r, session=session) for e in self.exprs) for r in rows]
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,7 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
 
     def default(j):
         e = defaults[j]
-        return None if e is None or describing else evaluate(e)
+        return None if e is None or describing else evaluate(e, session=qp.ctx.session)
 
     if sel is None:  # DEFAULT VALUES
         row = tuple(default(j) for j in range(len(names)))
@@ -178,7 +180,7 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
                     if isinstance(node, ast.SetToDefault) or pos in user:
                         continue
                     e = ep.plan(node)
-                    vals[pos] = assign_value(e, table.columns[pos].type, table.columns[pos].name)
+                    vals[pos] = assign_value(e, table.columns[pos].type, table.columns[pos].name, qp.ctx.session)
                     set_.add(pos)
                 for j in range(len(names)):
                     if j not in set_:
@@ -225,9 +227,10 @@ class InsertTemplate:
     defaults: tuple
     returning: Returning | None = None
 
-    def bind(self, params: list) -> PlannedInsert:
+    def bind(self, params: list, session=None) -> PlannedInsert:
         """The planned INSERT with ``params`` (Bind's: Literals, or None/text for untyped
-        ones) assigned to their columns.
+        ones) assigned to their columns; ``session`` evaluates the defaults (a serial's
+        nextval: ``planner.context.PlanContext.session``).
 
         Raises:
             SqlError 42P02 for a missing parameter; 23502, 42804 and the casts' 22xxx,
@@ -252,7 +255,7 @@ class InsertTemplate:
                 set_.add(pos)
             for j, d in enumerate(self.defaults):
                 if j not in set_ and d is not None:
-                    vals[j] = evaluate(d)
+                    vals[j] = evaluate(d, session=session)
             check_not_null(self.table, vals)
             out.append(tuple(vals))
         return PlannedInsert(self.table, tuple(out), None, returning=self.returning)
@@ -313,8 +316,9 @@ def _target_columns(table: Table, stmt: ast.InsertStmt) -> list[str]:
     return target
 
 
-def assign_value(e, t: SqlType, column: str):
-    """Evaluate constant ``e`` and assign it to a column of type ``t``."""
+def assign_value(e, t: SqlType, column: str, session=None):
+    """Evaluate constant ``e`` (in ``session``: ``planner.context.PlanContext.session``) and
+    assign it to a column of type ``t``."""
     from planner.expr import infer_param
     from planner.scalar import is_constant
 
@@ -325,7 +329,7 @@ def assign_value(e, t: SqlType, column: str):
         return None
     if not is_constant(e):
         raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... VALUES may only contain constant expressions")
-    v = evaluate(e)
+    v = evaluate(e, session=session)
     if v is None:
         return None
     _check_assignable(e.type, t, column)

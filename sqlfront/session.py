@@ -29,7 +29,7 @@ from catalog.errors import (
     query_canceled,
     SqlError, CONNECTION_FAILURE, DISK_FULL, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, STATEMENT_TOO_COMPLEX, SYNTAX_ERROR,
 )
-from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, role_name, set_session_roles, set_statement_catalog
+from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, role_name, set_session_roles
 from catalog.snapshot import set_search_path, temp_schema_name
 from catalog.intervalio import set_session_interval_style
 from catalog.textio import set_session_time_zone
@@ -53,11 +53,7 @@ from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_t
 from sqlfront.sequence import indexes, schemas, sequences
 from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
-from planner.functions.backend import set_backend
-from planner.functions.sequence import set_sequence_access
-from planner.functions.advisory import set_advisory_locks
 from sqlfront.advisory import SessionLocks
-from planner.functions.system import set_session_vars
 from planner.guard import Guard, set_statement_guard
 from planner.interpret import Limits
 from sqlfront.vars import SessionVars
@@ -145,7 +141,7 @@ class Session:
         self.cancel_event = threading.Event()
         #: the running statement's deadline and cancel flag, made when it starts
         #: (``begin_statement``) and passed down to every wait of the statement
-        self.statement = StatementContext.start(None, self.cancel_event)
+        self.statement = StatementContext.start(None, self.cancel_event, session=self)
         #: NOTICEs the running statement raised (SqlErrors of severity NOTICE), for the
         #: wire layer to send (``take_notices``)
         self.notices: list[SqlError] = []
@@ -438,7 +434,7 @@ class Session:
         from now."""
         self.cancel_event.clear()
         self.statement = StatementContext.start(self.vars.statement_timeout_s(), self.cancel_event,
-                                                mz_now=self.read_ts)
+                                                mz_now=self.read_ts, session=self)
         return self.statement
 
     def _execute_logged(self, sql: str, params: list | None) -> Result:
@@ -480,14 +476,10 @@ class Session:
 
     def _statement_context(self) -> None:
         """What planning and evaluating a statement of this session reads from context
-        variables: its sequences, variables (current_setting), heap budget, time zone,
+        variables: its heap budget, time zone,
         search_path and roles, and what stops its evaluations: a cancel, and the
         statement's deadline (``self.statement``).
         Set for each statement, and for a Describe, which plans before any Execute."""
-        set_sequence_access(self.sequences)
-        set_advisory_locks(self.advisory)
-        set_session_vars(self.vars)
-        set_backend(self)
         # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
         # statement's timeout and cancel too, between function calls
         stop = Limits(deadline=self.statement.deadline, cancelled=self.cancel_event.is_set)
@@ -496,7 +488,6 @@ class Session:
         set_session_interval_style(self.vars.interval_style())
         set_search_path(self.vars.search_path(), self.temp_schema)
         set_session_roles(self.session_role_id, self.current_role_id)
-        set_statement_catalog(lambda: self.env.snapshot)
         BLOCK_CATALOG.set(self._block_catalog.catalog if self._block_catalog is not None else None)
 
     def start_copy(self, c: CopyIn) -> copy.CopyLoad:

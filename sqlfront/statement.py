@@ -1,5 +1,6 @@
 """What bounds one running statement: its one deadline and its cancel flag; and what its
-plans take from it (``planner.context.PlanContext``: its start time, its ``mz_now()``).
+plans take from it (``planner.context.PlanContext``: its start time, its ``mz_now()``, its
+session).
 
 PostgreSQL's ``statement_timeout`` (section 19.11.2) bounds the whole statement, "starting
 from the time the command arrives at the server": the session computes the deadline once,
@@ -33,12 +34,12 @@ class StatementContext:
 
     @classmethod
     def start(cls, timeout_s: float | None, cancel: threading.Event, now: float | None = None,
-              mz_now=None) -> StatementContext:
-        """A statement starting ``now`` (default: the monotonic clock's now) under a
-        timeout of ``timeout_s`` seconds (None: none), whose ``mz_now()`` is ``mz_now``
-        (``PlanContext``'s)."""
+              mz_now=None, session=None) -> StatementContext:
+        """A statement of ``session`` starting ``now`` (default: the monotonic clock's now)
+        under a timeout of ``timeout_s`` seconds (None: none), whose ``mz_now()`` is
+        ``mz_now`` (``PlanContext``'s)."""
         now = time.monotonic() if now is None else now
-        return cls(now, now + timeout_s if timeout_s else None, cancel, PlanContext.starting(mz_now))
+        return cls(now, now + timeout_s if timeout_s else None, cancel, PlanContext.starting(mz_now, session))
 
     def unbounded(self) -> StatementContext:
         """The same statement with no deadline (the cancel flag still applies)."""

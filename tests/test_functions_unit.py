@@ -212,15 +212,17 @@ def test_lookup_tables_need_a_session():
     """Outside a session the catalog functions' lookup table is NULL: 0A000, not a guess."""
     from catalog.types import OID, TEXT
     from planner import functions as fn
+    from planner.context import PlanContext
     from planner.scalar import Literal
 
-    args = fn.FUNCTIONS["has_table_privilege"].extra["plan_args"]([Literal("t", TEXT), Literal("SELECT", TEXT)])
+    ctx = PlanContext.starting()
+    args = fn.FUNCTIONS["has_table_privilege"].extra["plan_args_in"]([Literal("t", TEXT), Literal("SELECT", TEXT)], ctx)
     assert args[-1].type.name == "internal" and args[-1].value is None
     with pytest.raises(SqlError) as e:
         fn.FUNCTIONS["has_table_privilege"].py([a.value for a in args], None)
     assert e.value.sqlstate == "0A000"
     # a call no signature fits gets no table: its 42883 names its own arguments
-    assert len(fn.FUNCTIONS["pg_get_userbyid"].extra["plan_args"]([Literal(1, OID), Literal(2, OID)])) == 2
+    assert len(fn.FUNCTIONS["pg_get_userbyid"].extra["plan_args_in"]([Literal(1, OID), Literal(2, OID)], ctx)) == 2
 
 
 def test_format_type_typmods():

@@ -141,26 +141,28 @@ def test_jsonb_sorts_in_jsonb_order_not_text_order(snap):
 
 
 def test_set_config_sets_the_session_variable_current_setting_reads(snap):
-    import contextvars
+    """The statement's session (PlanContext.session) is what current_setting reads when
+    planned and set_config sets when evaluated."""
+    import types
 
-    from planner.functions.system import set_session_vars
+    from planner.context import PlanContext
     from sqlfront.vars import SessionVars
 
-    session = SessionVars()
+    session = types.SimpleNamespace(vars=SessionVars())
+    ctx = PlanContext.starting(session=session)
 
-    def run():
-        set_session_vars(session)
-        q = plan(snap, "SELECT set_config('application_name', 'psql', false)")
-        assert interpret.run(q.plan, lambda t: []) == [("psql",)]
-        assert session.get("application_name") == "psql"
-        q = plan(snap, "SELECT current_setting('application_name'), set_config('application_name', NULL, false)")
-        assert interpret.run(q.plan, lambda t: []) == [("psql", "")]  # a NULL value resets
-        q = plan(snap, "SELECT set_config('no_such_setting', 'x', false)")  # volatile: not run at plan time
-        with pytest.raises(SqlError) as ei:
-            interpret.run(q.plan, lambda t: [])
-        assert ei.value.sqlstate == "42704"
+    def run(sql):
+        q = QueryPlanner(snap, ctx=ctx).plan_select(pglast.parse_sql(sql)[0].stmt)
+        return interpret.run(q.plan, lambda t: [], session=session)
 
-    contextvars.copy_context().run(run)
+    assert run("SELECT set_config('application_name', 'psql', false)") == [("psql",)]
+    assert session.vars.get("application_name") == "psql"
+    # a NULL value resets
+    assert run("SELECT current_setting('application_name'), set_config('application_name', NULL, false)") == [
+        ("psql", "")]
+    with pytest.raises(SqlError) as ei:  # volatile: not run at plan time
+        run("SELECT set_config('no_such_setting', 'x', false)")
+    assert ei.value.sqlstate == "42704"
 
 
 @pytest.mark.parametrize(

@@ -113,6 +113,27 @@ def test_session_functions_over_table_data_run_in_the_select_list(c):
         c.execute("RESET application_name")
 
 
+def test_sequence_functions_wherever_the_session_evaluates(c):
+    """Every place the session evaluates an expression gives the sequence functions its
+    sequences (planner.context.PlanContext.session): INSERT's VALUES and DEFAULTs, a prepared
+    INSERT's defaults, a VALUES list, LIMIT, RETURNING, ALTER TABLE ADD COLUMN's default."""
+    c.execute("CREATE SEQUENCE sq_at")
+    c.execute("CREATE TABLE sq_at_t (k int DEFAULT nextval('sq_at') * 10, v int)")
+    try:
+        c.execute("INSERT INTO sq_at_t VALUES (nextval('sq_at'), 0)")  # 1
+        c.execute("INSERT INTO sq_at_t (v) VALUES (%s)", [1])  # 20, by the prepared INSERT
+        c.execute("INSERT INTO sq_at_t DEFAULT VALUES")  # 30
+        assert c.execute("SELECT * FROM (VALUES (nextval('sq_at'))) v").fetchone() == (4,)
+        assert c.execute("SELECT x FROM generate_series(1, 9) x LIMIT nextval('sq_at') - 3").fetchall() == [(1,), (2,)]
+        assert c.execute("INSERT INTO sq_at_t VALUES (0, 0) RETURNING currval('sq_at')").fetchone() == (5,)
+        c.execute("ALTER TABLE sq_at_t ADD COLUMN w int DEFAULT nextval('sq_at')")  # 6..9, one per row
+        assert sorted(w for w, in c.execute("SELECT w FROM sq_at_t").fetchall()) == [6, 7, 8, 9]
+        assert c.execute("SELECT last_value FROM sq_at").fetchone() == (9,)
+    finally:
+        c.execute("DROP TABLE sq_at_t")
+        c.execute("DROP SEQUENCE sq_at")
+
+
 def test_sequence_bounds_and_bad_options(c):
     c.execute("CREATE SEQUENCE sq2 MAXVALUE 2")
     assert c.execute("SELECT nextval('sq2'), nextval('sq2')").fetchone() == (1, 2)

@@ -88,7 +88,9 @@ class Function:
     #: e.g. ``age(ts)`` gets the statement's current_date first), ``plan_args_in`` (the
     #: same, given the statement's ``planner.context.PlanContext`` too), ``session`` (True: it
     #: acts on the session, so a select list calling it is evaluated in the session over
-    #: the rows Spark computed: ``planner.session_split``)
+    #: the rows Spark computed: ``planner.session_split``), ``with_session`` (True: its
+    #: implementation is ``py(args, call, session)``, given the evaluation's session,
+    #: ``planner.context.PlanContext.session``, None outside one)
     extra: dict = field(default_factory=dict)
 
 
@@ -277,25 +279,26 @@ def constant_arg(call, i: int, what: str):
 INTERNAL = SqlType("internal")
 
 
-def lookup_args(name: str, build: Callable[[list], dict | None]) -> Callable[[list], list]:
-    """A ``plan_args`` for entry ``name`` whose answers come from the catalog or the
+def lookup_args(name: str, build: Callable[[list, Any], dict | None]) -> Callable[[list, Any], list]:
+    """A ``plan_args_in`` for entry ``name`` whose answers come from the catalog or the
     session (privileges, role names, settings): the planner appends a last argument of
-    type ``internal``, a lookup table ``build(args)`` computed at plan time from the
-    statement's catalog (JSON text of a ``{str: str}`` dict; NULL outside a session).
+    type ``internal``, a lookup table ``build(args, ctx)`` computed at plan time from the
+    statement (``ctx``: its ``planner.context.PlanContext``) and its catalog (JSON text
+    of a ``{str: str}`` dict; NULL outside a session).
     The interpreter reads it with ``lookup_table`` and Spark with ``lookup_map``, by the
     same keys, so the two paths give the same answers on table data. Calls no signature
     fits (with the table) are left alone: their 42883 names the call's own arguments."""
     import json
 
-    def plan_args(args: list) -> list:
+    def plan_args_in(args: list, ctx) -> list:
         from planner.scalar import Literal
 
         types = [a.type for a in args] + [INTERNAL]
         if not any(match(s, types) for s in FUNCTIONS[name].sigs):
             return args
-        table = build(args)
+        table = build(args, ctx)
         return [*args, Literal(None if table is None else json.dumps(table, sort_keys=True), INTERNAL)]
-    return plan_args
+    return plan_args_in
 
 
 @functools.lru_cache(maxsize=16)

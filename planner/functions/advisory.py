@@ -3,8 +3,8 @@
 ``_shared`` and ``xact_`` forms, each with an int8 key or two int4 keys.
 
 They act on the session, so they run in Python only (``extra["session"]``: over table
-data in the select list, ``planner.session_split``). The session sets, per statement, the
-object that does the work (``set_advisory_locks``): one with ``lock(key, shared, xact,
+data in the select list, ``planner.session_split``), given the session
+(``extra["with_session"]``), whose ``advisory`` does the work: ``lock(key, shared, xact,
 wait) -> bool``, ``unlock(key, shared) -> bool`` and ``unlock_all()``
 (``sqlfront.advisory.SessionLocks``, which gives the semantics and the scope). This
 module holds no state of its own.
@@ -12,24 +12,14 @@ module holds no state of its own.
 
 from __future__ import annotations
 
-import contextvars
-
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from planner.functions import Function, register, sig
 
-_LOCKS: contextvars.ContextVar = contextvars.ContextVar("advisory_locks", default=None)
-
-
-def set_advisory_locks(locks) -> None:
-    """Let this statement's (and thread's) advisory lock functions use ``locks``."""
-    _LOCKS.set(locks)
-
-
-def _locks():
-    locks = _LOCKS.get()
-    if locks is None:
+def _locks(session):
+    """``session``'s advisory locks. Raises SqlError 0A000 outside a session."""
+    if session is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, "advisory lock functions need a session")
-    return locks
+    return session.advisory
 
 
 def _key(args: list) -> tuple:
@@ -45,13 +35,14 @@ _PY_ONLY = ("takes or releases a lock of the session: over table data in the sel
 
 
 def _entry(name: str, ret: str, call, samples: tuple[str, ...] = ()) -> Function:
-    return Function(name, _SIGS[ret], lambda a, e: call(_key(a)), None, sql_names=(name,), volatility="volatile",
-                    doc="9.27.10", differs=_PY_ONLY, samples=samples, extra={"session": True})
+    return Function(name, _SIGS[ret], lambda a, e, session: call(_locks(session), _key(a)), None, sql_names=(name,),
+                    volatility="volatile", doc="9.27.10", differs=_PY_ONLY, samples=samples,
+                    extra={"session": True, "with_session": True})
 
 
 def _lock(shared: bool, xact: bool, wait: bool):
-    def call(key):
-        got = _locks().lock(key, shared, xact, wait)
+    def call(locks, key):
+        got = locks.lock(key, shared, xact, wait)
         return "" if wait else got  # void's value is '', not NULL
     return call
 
@@ -60,15 +51,16 @@ register(*(
     _entry(f"pg_{'try_' if not wait else ''}advisory_{'xact_' if xact else ''}lock{'_shared' if shared else ''}",
            "void" if wait else "bool", _lock(shared, xact, wait))
     for wait in (True, False) for xact in (False, True) for shared in (False, True)
-), _entry("pg_advisory_unlock", "bool", lambda key: _locks().unlock(key, False),
+), _entry("pg_advisory_unlock", "bool", lambda locks, key: locks.unlock(key, False),
           # a lock taken and released in the row: the same answer whatever ran before
           ("pg_try_advisory_lock(k) AND pg_advisory_unlock(k) AND NOT pg_advisory_unlock(k)",
            "pg_try_advisory_lock(k, i) AND pg_advisory_unlock(k, i)")),
-   _entry("pg_advisory_unlock_shared", "bool", lambda key: _locks().unlock(key, True),
+   _entry("pg_advisory_unlock_shared", "bool", lambda locks, key: locks.unlock(key, True),
           ("pg_try_advisory_lock_shared(k) AND pg_advisory_unlock_shared(k)",
            ("pg_try_advisory_lock_shared(k, 2) AND pg_try_advisory_lock(k, 2) AND pg_advisory_unlock_shared(k, 2) "
             "AND pg_advisory_unlock(k, 2)"))),
-   Function("pg_advisory_unlock_all", (sig(ret="void"),), lambda a, e: _locks().unlock_all() or "", None,
+   Function("pg_advisory_unlock_all", (sig(ret="void"),), lambda a, e, session: _locks(session).unlock_all() or "",
+            None,
             sql_names=("pg_advisory_unlock_all",), strict=False, volatility="volatile", doc="9.27.10",
-            differs=_PY_ONLY, extra={"session": True}),
+            differs=_PY_ONLY, extra={"session": True, "with_session": True}),
 )

@@ -5,42 +5,32 @@ signaling functions (9.27.2 ``pg_cancel_backend``, ``pg_terminate_backend``).
 
 A session here is a thread of environmentd, not a process: its "backend pid" is the
 process id of its connection's cancel key (BackendKeyData), the id
-``mz_internal.mz_sessions.connection_id`` shows and a CancelRequest names. The session
-sets, per statement, the object that knows it (``set_backend``): one with ``pid`` (int),
-``query``, ``system_user`` (text or None), ``client_port``, ``server_port`` (int or None),
-``started_at`` (an aware datetime) and ``signal(pid, terminate, timeout_ms) -> bool``
-(``sqlfront.session.Session``). This module holds no state of its own.
+``mz_internal.mz_sessions.connection_id`` shows and a CancelRequest names. The
+statement's session (``planner.context.PlanContext.session``, ``sqlfront.session.Session``)
+knows it: ``pid`` (int), ``query``, ``system_user`` (text or None), ``client_port``,
+``server_port`` (int or None), ``started_at`` (an aware datetime) and ``signal(pid,
+terminate, timeout_ms) -> bool``. This module holds no state of its own.
 """
 
 from __future__ import annotations
 
-import contextvars
-
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE
 from planner.functions import Function, register, sig
 
-_BACKEND: contextvars.ContextVar = contextvars.ContextVar("backend", default=None)
-
-
-def set_backend(backend) -> None:
-    """Let this statement's (and thread's) backend functions use ``backend``."""
-    _BACKEND.set(backend)
-
-
 def _session_value(attr: str, type_name: str, default=None):
-    """A ``plan_args`` for a function of no arguments whose answer is fixed for the
-    statement: the backend's ``attr`` (``default`` outside a session), passed as the
+    """A ``plan_args_in`` for a function of no arguments whose answer is fixed for the
+    statement: its session's ``attr`` (``default`` outside a session), passed as the
     call's argument, so Spark and the interpreter give the same value on table data."""
 
-    def plan_args(args: list) -> list:
+    def plan_args_in(args: list, ctx) -> list:
         if args:
             return args  # no signature takes arguments: 42883
         from catalog.types import SqlType
         from planner.scalar import Literal
 
-        backend = _BACKEND.get()
+        backend = ctx.session
         return [Literal(default if backend is None else getattr(backend, attr), SqlType(type_name))]
-    return plan_args
+    return plan_args_in
 
 
 def _session_function(name: str, attr: str, type_name: str, doc: str, samples: tuple[str, ...], default=None,
@@ -48,18 +38,18 @@ def _session_function(name: str, attr: str, type_name: str, doc: str, samples: t
     """An entry ``name()`` answering the backend's ``attr`` (``_session_value``)."""
     return Function(name, (sig(type_name, ret=type_name),), lambda a, e: a[0], lambda S, a, e: a[0],
                     sql_names=(name,), strict=False, volatility="stable", doc=doc, samples=samples, differs=differs,
-                    extra={"plan_args": _session_value(attr, type_name, default)})
+                    extra={"plan_args_in": _session_value(attr, type_name, default)})
 
 
-def _signal(pid: int, terminate: bool, timeout_ms: int = 0) -> bool:
-    """Signal session ``pid`` (PostgreSQL's pg_signal_backend, signalfuncs.c).
+def _signal(backend, pid: int, terminate: bool, timeout_ms: int = 0) -> bool:
+    """Signal session ``pid`` from session ``backend`` (PostgreSQL's pg_signal_backend,
+    signalfuncs.c).
 
     Raises:
         SqlError 22023 for a negative timeout; 42501 when the current role may not
         signal that session; 0A000 outside a session."""
     if timeout_ms < 0:
         raise SqlError(INVALID_PARAMETER_VALUE, '"timeout" must not be negative')
-    backend = _BACKEND.get()
     if backend is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, "server signaling functions need a session")
     return backend.signal(pid, terminate, timeout_ms)
@@ -83,10 +73,11 @@ register(
     _session_function("pg_postmaster_start_time", "started_at", "timestamptz", "9.26",
                       ("pg_postmaster_start_time() <= now()",)),
     _session_function("pg_conf_load_time", "started_at", "timestamptz", "9.26", ("pg_conf_load_time() <= now()",)),
-    Function("pg_cancel_backend", (sig("int4", ret="bool"),), lambda a, e: _signal(a[0], False), None,
-             sql_names=("pg_cancel_backend",), volatility="volatile", doc="9.27.2", differs=_PY_ONLY, extra={"session": True}),
+    Function("pg_cancel_backend", (sig("int4", ret="bool"),), lambda a, e, session: _signal(session, a[0], False),
+             None, sql_names=("pg_cancel_backend",), volatility="volatile", doc="9.27.2", differs=_PY_ONLY,
+             extra={"session": True, "with_session": True}),
     Function("pg_terminate_backend", (sig("int4", "int8", ret="bool"),),
-             lambda a, e: _signal(a[0], True, a[1]), None, sql_names=("pg_terminate_backend",),
+             lambda a, e, session: _signal(session, a[0], True, a[1]), None, sql_names=("pg_terminate_backend",),
              volatility="volatile", doc="9.27.2", differs=_PY_ONLY,
-             extra={"arg_names": ("pid", "timeout"), "defaults": (0,), "session": True}),
+             extra={"arg_names": ("pid", "timeout"), "defaults": (0,), "session": True, "with_session": True}),
 )

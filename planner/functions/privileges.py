@@ -240,13 +240,14 @@ def _privilege_map(kind: _Kind) -> dict[str, str]:
     return {**kind.privileges, **{f"{p} WITH GRANT OPTION": "!" for p in kind.privileges}}
 
 
-def _lookup(kind: _Kind, role_arg, obj_arg) -> dict[str, str] | None:
-    """The lookup table of a call (see the module's doc) from the statement's catalog and
-    roles; None outside a session. A constant role or object argument (a plan
-    ``Literal``) limits the table to what it names."""
+def _lookup(kind: _Kind, role_arg, obj_arg, ctx) -> dict[str, str] | None:
+    """The lookup table of a call (see the module's doc) from the statement's catalog
+    (``ctx``: its ``planner.context.PlanContext``) and roles; None outside a session. A
+    constant role or object argument (a plan ``Literal``) limits the table to what it
+    names."""
     from planner.scalar import Literal
 
-    snap = rbac.statement_catalog()
+    snap = ctx.catalog()
     if snap is None:
         return None
     current = rbac.current_role()
@@ -288,10 +289,10 @@ def _lookup(kind: _Kind, role_arg, obj_arg) -> dict[str, str] | None:
     return table
 
 
-def _table(kind: _Kind, column: bool, args: list) -> dict[str, str] | None:
-    """``_lookup`` for a call's planned arguments."""
+def _table(kind: _Kind, column: bool, args: list, ctx) -> dict[str, str] | None:
+    """``_lookup`` for a call's planned arguments (``lookup_args``)."""
     has_role = len(args) == (4 if column else 3)
-    return _lookup(kind, args[0] if has_role else None, args[1 if has_role else 0])
+    return _lookup(kind, args[0] if has_role else None, args[1 if has_role else 0], ctx)
 
 
 def _split(args: list, column: bool) -> tuple:
@@ -413,14 +414,15 @@ def _fn(name: str, kind: str, samples: tuple[str, ...], differs: str = "", obj_t
     return Function(name, _sigs(obj_types, ("text", "int2") if column else ()), _python(kind, column),
                     _spark(kind, column), sql_names=(name,), strict=False, volatility="stable", doc="9.27",
                     samples=samples, differs=differs,
-                    extra={"plan_args": lookup_args(name, functools.partial(_table, _KINDS[kind], column))})
+                    extra={"plan_args_in": lookup_args(name, functools.partial(_table, _KINDS[kind], column))})
 
 
-def current_role_name(session: bool = False) -> str:
-    """The name of the statement's current role (``session``: its login role); the
-    bootstrap role's outside a session."""
+def current_role_name(ctx, session: bool = False) -> str:
+    """The name of the current role of the statement of ``ctx`` (its
+    ``planner.context.PlanContext``; ``session``: its login role); the bootstrap role's
+    outside a session."""
     roles = rbac.session_roles()
-    snap = rbac.statement_catalog()
+    snap = ctx.catalog()
     if roles is None or snap is None:
         return "materialize"
     return rbac.role_name(snap, roles[0] if session else roles[1])

@@ -4,47 +4,39 @@
 The planner turns the sequence argument (``'s'``, ``'s'::regclass``) into the
 sequence's OID at plan time (``planner.expr``); the calls here take that OID. They
 change or read state outside the plan, so they are volatile (never folded) and run in
-Python only: the session sets, per statement, the object that does the work
-(``set_sequence_access``), one with methods ``nextval(oid) -> int``, ``currval(oid) ->
-int``, ``setval(oid, value, is_called) -> int``, ``lastval() -> int`` and ``state(oid) ->
-(last_value, is_called)``
-(``sqlfront.sequence.sequences.SessionSequences``). This module holds no state of its own.
+Python only, given the session (registry ``extra["with_session"]``), whose ``sequences``
+does the work: methods ``nextval(oid) -> int``, ``currval(oid) -> int``, ``setval(oid,
+value, is_called) -> int``, ``lastval() -> int`` and ``state(oid) -> (last_value,
+is_called)`` (``sqlfront.sequence.sequences.SessionSequences``). This module holds no
+state of its own.
 """
 
 from __future__ import annotations
 
-import contextvars
-
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from planner.functions import Function, register, sig
-
-_ACCESS: contextvars.ContextVar = contextvars.ContextVar("sequence_access", default=None)
 
 #: SQL names of the functions whose first argument names a sequence (a regclass)
 SEQUENCE_ARG_FUNCTIONS = ("nextval", "currval", "setval")
 
 
-def set_sequence_access(access) -> None:
-    """Let the sequence functions of this statement (and thread) use ``access``."""
-    _ACCESS.set(access)
-
-
-def _access():
-    a = _ACCESS.get()
-    if a is None:
+def _access(session):
+    """``session``'s sequences. Raises SqlError 0A000 outside a session."""
+    if session is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, "sequence functions are not supported here")
-    return a
+    return session.sequences
 
 
-def sequence_relation(q) -> tuple[tuple, tuple]:
+def sequence_relation(q, session) -> tuple[tuple, tuple]:
     """``SELECT * FROM seq``: its columns and its one row, as PostgreSQL 9.5 (the version
     reported to clients, so psql's ``\\d seq`` reads them) shows a sequence relation:
     sequence_name, last_value, start_value, increment_by, max_value, min_value,
-    cache_value, log_cnt, is_cycled, is_called. ``q`` is a ``catalog.snapshot.Sequence``."""
+    cache_value, log_cnt, is_cycled, is_called. ``q`` is a ``catalog.snapshot.Sequence``;
+    ``session`` the reading session (``planner.context.PlanContext.session``)."""
     from catalog.pg_catalog import object_oid
     from catalog.types import BOOL, INT8, TEXT
 
-    last, called = _access().state(object_oid(q.id))
+    last, called = _access(session).state(object_oid(q.id))
     cols = (("sequence_name", TEXT), ("last_value", INT8), ("start_value", INT8), ("increment_by", INT8),
             ("max_value", INT8), ("min_value", INT8), ("cache_value", INT8), ("log_cnt", INT8),
             ("is_cycled", BOOL), ("is_called", BOOL))
@@ -54,14 +46,17 @@ def sequence_relation(q) -> tuple[tuple, tuple]:
 _PY_ONLY = ("runs in the session (it changes state outside the query): over table data in the select list only "
             "(planner.session_split), 0A000 elsewhere")
 
+#: they act on the session (``planner.session_split``) and are given it
+_IN_SESSION = {"session": True, "with_session": True}
+
 register(
-    Function("nextval", (sig("oid", ret="int8"),), lambda a, e: _access().nextval(a[0]), None,
-             sql_names=("nextval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra={"session": True}),
-    Function("currval", (sig("oid", ret="int8"),), lambda a, e: _access().currval(a[0]), None,
-             sql_names=("currval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra={"session": True}),
-    Function("lastval", (sig(ret="int8"),), lambda a, e: _access().lastval(), None,
-             sql_names=("lastval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra={"session": True}),
+    Function("nextval", (sig("oid", ret="int8"),), lambda a, e, session: _access(session).nextval(a[0]), None,
+             sql_names=("nextval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra=dict(_IN_SESSION)),
+    Function("currval", (sig("oid", ret="int8"),), lambda a, e, session: _access(session).currval(a[0]), None,
+             sql_names=("currval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra=dict(_IN_SESSION)),
+    Function("lastval", (sig(ret="int8"),), lambda a, e, session: _access(session).lastval(), None,
+             sql_names=("lastval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra=dict(_IN_SESSION)),
     Function("setval", (sig("oid", "int8", ret="int8"), sig("oid", "int8", "bool", ret="int8")),
-             lambda a, e: _access().setval(a[0], a[1], True if len(a) < 3 else a[2]), None,
-             sql_names=("setval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra={"session": True}),
+             lambda a, e, session: _access(session).setval(a[0], a[1], True if len(a) < 3 else a[2]), None,
+             sql_names=("setval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra=dict(_IN_SESSION)),
 )

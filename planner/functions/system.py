@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import uuid as _uuid
 
-import contextvars
 import functools
 import re
 from decimal import Decimal
@@ -200,24 +199,12 @@ def regtype_in(text: str) -> int:
     return PSEUDO_TYPE_OIDS[name] if name in PSEUDO_TYPE_OIDS else make_type(name).oid
 
 
-#: the running statement's session variables (``sqlfront.vars.SessionVars``), set by the
-#: session per statement (``set_session_vars``); None outside a session (plans, tests)
-_SESSION_VARS: contextvars.ContextVar = contextvars.ContextVar("session_vars", default=None)
-
-
-def set_session_vars(session_vars) -> None:
-    """Let current_setting and set_config of this statement (and thread) use
-    ``session_vars``: an object with ``get(name) -> str``, ``set(name, value | None)``
-    and a ``values`` dict (``sqlfront.vars.SessionVars``)."""
-    _SESSION_VARS.set(session_vars)
-
-
-def _settings(args: list) -> dict[str, str]:
+def _settings(args: list, ctx) -> dict[str, str]:
     """current_setting's lookup table (``lookup_args``): the statement's settings by
-    lower-case name, the session's over the defaults (``catalog.settings.DEFAULTS``)."""
-    session = _SESSION_VARS.get()
+    lower-case name, its session's (``ctx.session.vars``, a ``sqlfront.vars.SessionVars``:
+    a ``values`` dict) over the defaults (``catalog.settings.DEFAULTS``)."""
     defaults = {name: value for name, (value, _) in DEFAULTS.items()}
-    return defaults | (dict(session.values) if session is not None else {})
+    return defaults | (dict(ctx.session.vars.values) if ctx.session is not None else {})
 
 
 def _current_setting(a, e):
@@ -267,11 +254,11 @@ def _by_oid(which: str):
     return py, spark
 
 
-def _user_names(args: list) -> dict[str, str] | None:
+def _user_names(args: list, ctx) -> dict[str, str] | None:
     """pg_get_userbyid's lookup table (``lookup_args``): role OID -> name."""
     from catalog import rbac
 
-    snap = rbac.statement_catalog()
+    snap = ctx.catalog()
     return None if snap is None else {str(rbac.role_oid(r.id)): r.name for r in rbac.all_roles(snap)}
 
 
@@ -297,13 +284,12 @@ _NULL_CATALOG_FUNCTIONS = (
 )
 
 
-def _index_texts(args: list) -> dict[str, str] | None:
+def _index_texts(args: list, ctx) -> dict[str, str] | None:
     """pg_get_indexdef's lookup table (``lookup_args``): ``oid`` -> the index's
     definition, ``oid/n`` -> its n-th key (``catalog.pg_catalog.index_definition``)."""
-    from catalog import rbac
     from catalog.pg_catalog import index_definition, object_oid
 
-    snap = rbac.statement_catalog()
+    snap = ctx.catalog()
     if snap is None:
         return None
     table = {}
@@ -340,18 +326,19 @@ def _indexdef_spark(S, a, e):
                                                             args[1].cast("string"))])
 
 
-def _set_config(a, e):
-    """set_config(name, value, is_local): SET name = value (a NULL value: RESET), then
-    the variable's new value (PostgreSQL 9.27.1). ``is_local`` is taken like SET LOCAL,
-    which sqlfront treats as SET (``sqlfront.sequence.vars``)."""
+def _set_config(a, e, session):
+    """set_config(name, value, is_local): SET name = value (a NULL value: RESET) in
+    ``session``'s variables (``vars``: ``get(name) -> str``, ``set(name, value | None)``,
+    ``sqlfront.vars.SessionVars``), then the variable's new value (PostgreSQL 9.27.1).
+    ``is_local`` is taken like SET LOCAL, which sqlfront treats as SET
+    (``sqlfront.sequence.vars``)."""
     name, value = a[0], a[1]
     if name is None:
         raise SqlError(INVALID_PARAMETER_VALUE, "SET requires parameter name")
-    session = _SESSION_VARS.get()
     if session is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, "set_config is not supported here")
-    session.set(name, value)
-    return session.get(name)
+    session.vars.set(name, value)
+    return session.vars.get(name)
 
 
 def _typeof_spark(S, a, e):
@@ -384,7 +371,7 @@ register(
              differs="returns text rather than regtype (same text)"),
     Function("current_setting", (sig("text", "internal", ret="text"), sig("text", "bool", "internal", ret="text")),
              _current_setting, _current_setting_spark, sql_names=("current_setting",), strict=False,
-             volatility="stable", doc="9.27.1", extra={"plan_args": lookup_args("current_setting", _settings)},
+             volatility="stable", doc="9.27.1", extra={"plan_args_in": lookup_args("current_setting", _settings)},
              samples=("current_setting('standard_conforming_strings')",
                       ("current_setting(CASE WHEN k < 3 THEN 'Standard_Conforming_Strings' "
                        "ELSE 'integer_datetimes' END)"), "current_setting('no_such_setting_' || k)",
@@ -392,7 +379,7 @@ register(
                       "current_setting(CASE WHEN k < 4 THEN 'server_encoding' END, true)")),
     Function("pg_get_indexdef", (sig("oid", "internal", ret="text"), sig("oid", "int4", "bool", "internal", ret="text")),
              _indexdef, _indexdef_spark, sql_names=("pg_get_indexdef",), strict=False, volatility="stable", doc="9.27",
-             extra={"plan_args": lookup_args("pg_get_indexdef", _index_texts)},
+             extra={"plan_args_in": lookup_args("pg_get_indexdef", _index_texts)},
              samples=("pg_get_indexdef(k::oid)", "pg_get_indexdef(k::oid, k, true)"),
              differs="Materialize's text: USING arrangement, the relation's name unqualified; computed in "
                      "Python only (it reads the catalog)"),
@@ -401,7 +388,7 @@ register(
              samples=("set_config('application_name', 'fx', false)",
                       "set_config('standard_conforming_strings', 'on', true)",
                       "set_config('application_name', 'fx' || k, false)"),
-             extra={"session": True},
+             extra={"session": True, "with_session": True},
              differs="is_local is taken as SET LOCAL, which lasts for the session here; on table data, in the "
                      "select list only (planner.session_split)"),
     # text::regtype of a computed string (a literal's is looked up at plan time, planner.expr)
@@ -424,7 +411,7 @@ register(
              samples=("pg_function_is_visible(CASE WHEN k > 0 THEN (SELECT min(oid) FROM pg_proc WHERE proname = 'lower') END)",)),
     Function("pg_get_userbyid", (sig("oid", "internal", ret="text"),), _user_by_id, _user_by_id_spark,
              sql_names=("pg_get_userbyid",), strict=False, volatility="stable", doc="9.27",
-             extra={"plan_args": lookup_args("pg_get_userbyid", _user_names)},
+             extra={"plan_args_in": lookup_args("pg_get_userbyid", _user_names)},
              samples=("pg_get_userbyid(10)", "pg_get_userbyid((k + 99990)::oid)"),
              differs="OID 10 is the bootstrap role, named materialize here"),
     # adbin (pg_attrdef) holds the expression's text here, so decompiling it is the identity
@@ -573,30 +560,28 @@ register(
 )
 
 
-def _my_temp_schema(args: list) -> list:
+def _my_temp_schema(args: list, ctx) -> list:
     """pg_my_temp_schema(): the OID of the session's temporary schema, 0 while it has
     none (PostgreSQL 9.26), fixed at plan time as the call's argument."""
     if args:
         return args  # no signature takes arguments: 42883
-    from catalog import rbac
     from catalog.pg_catalog import object_oid
     from catalog.snapshot import current_search_path
     from catalog.types import OID
     from planner.scalar import Literal
 
-    snap, temp = rbac.statement_catalog(), current_search_path()[1]
+    snap, temp = ctx.catalog(), current_search_path()[1]
     schema = None if snap is None or temp is None else snap.schema_by_name(temp)
     return [Literal(0 if schema is None else object_oid(schema.id), OID)]
 
 
-def _other_temp_schemas(args: list) -> dict[str, str] | None:
+def _other_temp_schemas(args: list, ctx) -> dict[str, str] | None:
     """pg_is_other_temp_schema's lookup table (``lookup_args``): OIDs of the other
     sessions' temporary schemas."""
-    from catalog import rbac
     from catalog.pg_catalog import object_oid
     from catalog.snapshot import current_search_path
 
-    snap, mine = rbac.statement_catalog(), current_search_path()[1]
+    snap, mine = ctx.catalog(), current_search_path()[1]
     if snap is None:
         return None
     return {str(object_oid(s.id)): "1" for s in snap.schemas.values() if s.temp and s.name != mine}
@@ -605,12 +590,12 @@ def _other_temp_schemas(args: list) -> dict[str, str] | None:
 register(
     Function("pg_my_temp_schema", (sig("oid", ret="oid"),), lambda a, e: a[0], lambda S, a, e: a[0],
              sql_names=("pg_my_temp_schema",), volatility="stable", doc="9.26",
-             extra={"plan_args": _my_temp_schema}, samples=("CASE WHEN k > 0 THEN pg_my_temp_schema() END",)),
+             extra={"plan_args_in": _my_temp_schema}, samples=("CASE WHEN k > 0 THEN pg_my_temp_schema() END",)),
     Function("pg_is_other_temp_schema", (sig("oid", "internal", ret="bool"),),
              lambda a, e: None if a[0] is None else str(a[0]) in lookup_table(a[1]),
              lambda S, a, e: S.F.when(a[0].isNotNull(), lookup_map(S, a[1])[a[0].cast("string")].isNotNull()),
              sql_names=("pg_is_other_temp_schema",), strict=False, volatility="stable", doc="9.26",
-             extra={"plan_args": lookup_args("pg_is_other_temp_schema", _other_temp_schemas)},
+             extra={"plan_args_in": lookup_args("pg_is_other_temp_schema", _other_temp_schemas)},
              samples=("pg_is_other_temp_schema(k::oid)",)),
 )
 

@@ -43,7 +43,7 @@ def evaluate_over(s: Session, plan, rows_of: Callable, tables: Callable[[], dict
                               outgrow_bytes=INLINE_HEAP_BYTES)
     try:
         with guarded(Guard(max_bytes=budget, stop=limits)):  # checked between calls within a row too
-            return interpret.run(plan, rows_of, limits)
+            return interpret.run(plan, rows_of, limits, s)
     except Outgrown as e:
         # rows or a value too big here, or a backtracking regex: the worker can be stopped;
         # but a worker has no session, and what acted on it here would act twice

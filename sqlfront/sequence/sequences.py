@@ -5,8 +5,9 @@ value store (``catalog.sequences.SequenceStore``), and the session's own ``currv
 and ``lastval`` (PostgreSQL 9.17: "currval: Return the value most recently obtained by
 nextval for this sequence in the current session").
 
-``SessionSequences`` is what ``planner.functions.sequence`` calls; the session sets it
-for each statement. It holds no catalog state: each call looks the sequence up, by
+``SessionSequences`` is what ``planner.functions.sequence`` calls, as the ``sequences``
+of the session each statement's evaluations are given (``planner.context.PlanContext``).
+It holds no catalog state: each call looks the sequence up, by
 OID, in the latest catalog snapshot.
 """
 

@@ -145,7 +145,7 @@ def insert(s: Session, stmt: ast.InsertStmt, sql: str, params, now: bool = False
     else:
         data = rows_to_arrow(pi.table, rows)
         append_all(s, [Pending(pi.table, data)]) if now else write(s, pi.table, data)
-    return returning_result(pi.returning, f"INSERT 0 {len(rows)}", rows)
+    return returning_result(s, pi.returning, f"INSERT 0 {len(rows)}", rows)
 
 
 #: an INSERT of at most this many rows outside a transaction block hands its rows to the
@@ -169,7 +169,7 @@ def planned_insert(s: Session, snap, stmt: ast.InsertStmt, sql: str, params) -> 
         if len(cache) >= TEMPLATES_PER_SESSION:
             cache.clear()
         hit = cache[sql] = (key, insert_template(snap, stmt, s.statement.plan))
-    return hit[1].bind(params) if hit[1] is not None else plan_insert(snap, stmt, params, s.statement.plan)
+    return hit[1].bind(params, s) if hit[1] is not None else plan_insert(snap, stmt, params, s.statement.plan)
 
 
 def fill_defaults(s: Session, rows, fill) -> list[tuple]:
@@ -187,16 +187,16 @@ def fill_defaults(s: Session, rows, fill) -> list[tuple]:
                 r[j] = cast_value(v, inner.type, e.type) if e is not inner else v
         else:
             for r in rows:
-                r[j] = evaluate(e)
+                r[j] = evaluate(e, session=s)
     return [tuple(r) for r in rows]
 
 
-def returning_result(returning, tag: str, rows: list[tuple]) -> Result:
-    """The Result of a write: its command tag, and with RETURNING the returned rows
-    (PostgreSQL: the tag counts the rows written, as without RETURNING)."""
+def returning_result(s: Session, returning, tag: str, rows: list[tuple]) -> Result:
+    """The Result of a write of session ``s``: its command tag, and with RETURNING the
+    returned rows (PostgreSQL: the tag counts the rows written, as without RETURNING)."""
     if returning is None:
         return Result(tag)
-    return Result(tag, list(returning.columns), returning.rows(rows))
+    return Result(tag, list(returning.columns), returning.rows(rows, s))
 
 
 def not_null_checked(table: Table, plan):
@@ -334,7 +334,7 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
                 # RETURNING needs the rows here: the updates come back, and are written from here
                 updates = peek(s, pr.plan, as_of=as_of)
                 if not updates:
-                    return returning_result(pr.returning, f"{verb} 0", [])
+                    return returning_result(s, pr.returning, f"{verb} 0", [])
                 want = -1 if is_delete else 1
                 returned = [tuple(u[:-1]) for u in updates if u[-1] == want]
                 batch = write_updates(persist.blob, shard, rows_to_arrow_with_diffs(pr.table, updates),
@@ -351,7 +351,7 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
                 return Result(f"{verb} 0")
             if in_block:
                 s.buffer_writes([Pending(pr.table, batch, upper)])
-                return returning_result(pr.returning, f"{verb} {pr.affected(batch.updates)}", returned)
+                return returning_result(s, pr.returning, f"{verb} {pr.affected(batch.updates)}", returned)
             try:
                 s.env.storage.writer.commit([Write(shard, batch=batch, expected_upper=upper)])
             except Conflict:
@@ -360,7 +360,7 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
             except BaseException:
                 persist.delete_batch(batch)
                 raise
-        return returning_result(pr.returning, f"{verb} {pr.affected(batch.updates)}", returned)
+        return returning_result(s, pr.returning, f"{verb} {pr.affected(batch.updates)}", returned)
     raise SqlError(SERIALIZATION_FAILURE, "could not serialize access due to concurrent update")
 
 
