@@ -30,8 +30,8 @@ from persist.lease import DEFAULT_LEASE_MS, Leases, ReadHold
 from persist.read import (ListenBatch, PartRead, ShardSnapshot, SinceError, listen_updates, part_table, read_arrow,
                           snapshot_of)
 from persist.state import Retired, ShardState
-from persist.write import (Batch, UpperMismatch, compare_and_append, inline_room, seal, unseal, write_batch,
-                           write_updates, written_batch)
+from persist.write import (Batch, ShardSealed, UpperMismatch, compare_and_append, inline_room, seal, unseal,
+                           write_batch, write_updates, written_batch)
 
 log = logging.getLogger(__name__)
 
@@ -301,7 +301,9 @@ class PersistClient:
         reader advances it).
 
         Raises:
-            SinceError: ``as_of`` is below the shard's since."""
+            SinceError: ``as_of`` is below the shard's since.
+            ShardSealed: the shard was dropped (:meth:`drop_shard`; the reader plans again
+                against the catalog that replaced it, ``sqlfront.sequence.writes.replanned``)."""
         # Held first, at the latest state known here (never newer than the one read
         # below): a maintenance round between that read and its hold would otherwise
         # move this process's reader past the state and delete the parts it lists.
@@ -315,6 +317,11 @@ class PersistClient:
             self.leases.release(first)
         try:
             return snapshot_of(st, shard_id, as_of, self.blob.url), hold
+        except SinceError:
+            self.leases.release(hold)
+            if st.sealed and not st.parts:  # a dropped shard's tombstone (drop_shard)
+                raise ShardSealed(shard_id) from None
+            raise
         except BaseException:
             self.leases.release(hold)
             raise
@@ -473,9 +480,9 @@ class PersistClient:
         writer that planned against the catalog of before the drop gets
         :class:`~persist.write.ShardSealed` instead of reviving the shard (Materialize
         keeps finalized shards' tombstones the same way), and its since at its upper, so a
-        read of it fails (:class:`SinceError`) instead of finding it empty. Its parts are
-        *retired* at the tombstone's seqno and deleted by GC's seqno rule (:mod:`persist.gc`):
-        a read in flight (of this process or another) that took its snapshot from a state
+        read of it fails (ShardSealed too) instead of finding it empty. Its parts are
+        *retired* at the tombstone's seqno and deleted by GC's seqno rule
+        (:mod:`persist.gc`): a read in flight (of this process or another) that took its snapshot from a state
         before the drop keeps them until it releases its hold (Materialize finalizes a
         shard only once every read hold on it is gone). Idempotent: call it again until it
         returns True (``sqlfront.finalize`` does, each maintenance round). Tombstones of

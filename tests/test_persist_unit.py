@@ -440,6 +440,8 @@ def test_a_dropped_shard_keeps_the_parts_a_read_in_flight_holds(tmp_path):
     and deleted the old one's parts at once, while a peek planned before it was still
     reading them (KD001 'File does not exist'). The tombstone now retires the parts and
     GC deletes them by the seqno rule, once no read holds the state before it."""
+    from persist import ShardSealed
+
     p = client(tmp_path, str(tmp_path / "consensus.db"))
     p.create_shard("s", 0)
     p.append("s", pa.table({"a": pa.array(range(3000), pa.int32())}), 1)  # a part in Blob
@@ -449,7 +451,7 @@ def test_a_dropped_shard_keeps_the_parts_a_read_in_flight_holds(tmp_path):
     st = p.state("s")
     assert st.sealed and st.parts == ()
     assert _read_files(snap) == list(range(3000))
-    with pytest.raises(SinceError):  # a read of the tombstone fails, never finds it empty
+    with pytest.raises(ShardSealed):  # a read of the tombstone plans again, never finds it empty
         p.read("s", 1)
     p.release(hold)
     assert p.drop_shard("s")  # again (finalize's next round): now collected
