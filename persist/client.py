@@ -29,9 +29,9 @@ from persist.pubsub import PubSubClient, PubSubMetrics, PubSubServer
 from persist.lease import DEFAULT_LEASE_MS, Leases, ReadHold
 from persist.read import (ListenBatch, PartRead, ShardSnapshot, SinceError, listen_updates, part_table, read_arrow,
                           snapshot_of)
-from persist.state import ShardState
-from persist.write import (Batch, UpperMismatch, compare_and_append, inline_room, seal, unseal, write_batch,
-                           write_updates, written_batch)
+from persist.state import Retired, ShardState
+from persist.write import (Batch, ShardSealed, UpperMismatch, compare_and_append, inline_room, seal, unseal,
+                           write_batch, write_updates, written_batch)
 
 log = logging.getLogger(__name__)
 
@@ -301,13 +301,27 @@ class PersistClient:
         reader advances it).
 
         Raises:
-            SinceError: ``as_of`` is below the shard's since."""
-        st = self.state(shard_id)
-        if self.fence_reads and st.seqno and st.upper <= as_of:
-            st = self.advance_upper(shard_id, as_of, st)
-        hold = self.leases.acquire(shard_id, st, as_of)
+            SinceError: ``as_of`` is below the shard's since.
+            ShardSealed: the shard was dropped (:meth:`drop_shard`; the reader plans again
+                against the catalog that replaced it, ``sqlfront.sequence.writes.replanned``)."""
+        # Held first, at the latest state known here (never newer than the one read
+        # below): a maintenance round between that read and its hold would otherwise
+        # move this process's reader past the state and delete the parts it lists.
+        first = self.leases.acquire(shard_id, self.latest(shard_id), as_of)
+        try:
+            st = self.state(shard_id)
+            if self.fence_reads and st.seqno and st.upper <= as_of:
+                st = self.advance_upper(shard_id, as_of, st)
+            hold = self.leases.acquire(shard_id, st, as_of)
+        finally:
+            self.leases.release(first)
         try:
             return snapshot_of(st, shard_id, as_of, self.blob.url), hold
+        except SinceError:
+            self.leases.release(hold)
+            if st.sealed and not st.parts:  # a dropped shard's tombstone (drop_shard)
+                raise ShardSealed(shard_id) from None
+            raise
         except BaseException:
             self.leases.release(hold)
             raise
@@ -461,26 +475,41 @@ class PersistClient:
         with self._states_cv:
             self._states.pop(shard_id, None)
 
-    def drop_shard(self, shard_id: str) -> None:
-        """Delete a shard's parts; its state becomes a *tombstone*: sealed, with no parts,
-        so a writer that planned against the catalog of before the drop gets
+    def drop_shard(self, shard_id: str) -> bool:
+        """Drop a shard: its state becomes a *tombstone*: sealed, with no parts, so a
+        writer that planned against the catalog of before the drop gets
         :class:`~persist.write.ShardSealed` instead of reviving the shard (Materialize
-        keeps finalized shards' tombstones the same way). Tombstones of shards no catalog
-        refers to are removed at the next start (:meth:`gc_orphans`). Only for shards no
-        catalog object refers to."""
+        keeps finalized shards' tombstones the same way), and its since at its upper, so a
+        read of it fails (ShardSealed too) instead of finding it empty. Its parts are
+        *retired* at the tombstone's seqno and deleted by GC's seqno rule
+        (:mod:`persist.gc`): a read in flight (of this process or another) that took its snapshot from a state
+        before the drop keeps them until it releases its hold (Materialize finalizes a
+        shard only once every read hold on it is gone). Idempotent: call it again until it
+        returns True (``sqlfront.finalize`` does, each maintenance round). Tombstones of
+        shards no catalog refers to are removed at the next start (:meth:`gc_orphans`).
+        Only for shards no catalog object refers to.
+
+        Returns True when none of the shard's parts is left in Blob."""
         while True:
             head = self.consensus.head(shard_id)
             if head is None:
-                break
+                self.leases.forget(shard_id)
+                return True
             st = ShardState.decode(head[1])
-            tomb = st.next(sealed=True, parts=(), readers=(), retired=())
+            in_blob = tuple(sorted(p.key for p in st.parts if p.inline is None))
+            tomb = st.next(sealed=True, parts=(), since=max(st.since, st.upper),
+                           retired=st.retired + ((Retired(st.seqno + 1, in_blob),) if in_blob else ()))
+            if st.sealed and not st.parts and st.since == tomb.since:
+                break  # a tombstone already
             if self.consensus.compare_and_set(shard_id, st.seqno, tomb.seqno, tomb.encode()):
                 self._learn(shard_id, tomb)
-                self.consensus.truncate(shard_id, tomb.seqno)
-                for k in st.blob_keys():
-                    self.blob.delete(k)
                 break
+        st = self.maintain(shard_id, tomb.since)  # heartbeat our reader, collect what no read holds
+        if st is None or st.retired:
+            return st is None
+        self.consensus.truncate(shard_id, st.seqno)
         self.leases.forget(shard_id)
+        return True
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,10 @@
 A DROP TABLE (or DROP MATERIALIZED VIEW, or an ALTER TABLE/TRUNCATE that moved a table's
 rows to a new shard) records the shard it leaves in the catalog's ``to_finalize`` in the
 same catalog transaction (``catalog.durable``). After the commit, :func:`finalize`
-deletes the shard's parts (``PersistClient.drop_shard``: its state becomes a tombstone)
-and then removes the shard from ``to_finalize`` in a catalog transaction of its own. A
-crash between the two leaves the shard listed, and the next :func:`finalize` (the
+deletes the shard's parts (``PersistClient.drop_shard``: its state becomes a tombstone;
+parts a read in flight still holds wait until it is done, so a shard may stay listed for
+a few runs) and then removes the shard from ``to_finalize`` in a catalog transaction of
+its own. A crash between the two leaves the shard listed, and the next :func:`finalize` (the
 maintenance loop's, at boot or within a second; any process sharing the catalog) deletes
 it: nothing leaks, and a shard is never deleted before the drop committed. Materialize
 finalizes dropped shards the same way (its catalog's ``storage_collections_to_finalize``).
@@ -34,9 +35,9 @@ def finalize(persist, coordinator) -> int:
     if not _lock.acquire(blocking=False):
         return 0
     try:
-        shards = sorted(coordinator.snapshot.to_finalize)
-        for shard in shards:
-            persist.drop_shard(shard)  # idempotent: another process may have done it already
+        # idempotent: another process may have done it already; a shard whose parts a
+        # read in flight still holds stays listed until a later run finds them deleted
+        shards = [s for s in sorted(coordinator.snapshot.to_finalize) if persist.drop_shard(s)]
         if shards:
             coordinator.transact(lambda snap, ids: [durable.FinalizeShards(tuple(s for s in shards
                                                                                  if s in snap.to_finalize))]

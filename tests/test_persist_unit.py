@@ -427,6 +427,85 @@ def test_a_dropped_shard_leaves_a_sealed_tombstone(tmp_path):
     assert p.gc_orphans(live_shards=set()) >= 0 and p.consensus.head("s") is None  # gone at the next start
 
 
+
+def _read_files(snap) -> list:
+    import pyarrow.dataset as ds
+
+    return sorted(pa.concat_tables([ds.dataset(u.removeprefix("file://"), format="parquet").to_table()
+                                    for u in snap.urls]).column("a").to_pylist())
+
+
+def test_a_dropped_shard_keeps_the_parts_a_read_in_flight_holds(tmp_path):
+    """Issue 28 (30-minute chaos run): an ALTER TABLE moved a table's rows to a new shard
+    and deleted the old one's parts at once, while a peek planned before it was still
+    reading them (KD001 'File does not exist'). The tombstone now retires the parts and
+    GC deletes them by the seqno rule, once no read holds the state before it."""
+    from persist import ShardSealed
+
+    p = client(tmp_path, str(tmp_path / "consensus.db"))
+    p.create_shard("s", 0)
+    p.append("s", pa.table({"a": pa.array(range(3000), pa.int32())}), 1)  # a part in Blob
+    keys = p.state("s").blob_keys()
+    snap, hold = p.read("s", 1)  # a peek in flight: the replica reads the files later
+    assert not p.drop_shard("s")  # the read holds the parts: not all gone yet
+    st = p.state("s")
+    assert st.sealed and st.parts == ()
+    assert _read_files(snap) == list(range(3000))
+    with pytest.raises(ShardSealed):  # a read of the tombstone plans again, never finds it empty
+        p.read("s", 1)
+    p.release(hold)
+    assert p.drop_shard("s")  # again (finalize's next round): now collected
+    assert not set(p.blob.list_keys()) & keys
+    assert p.drop_shard("s")  # idempotent
+
+
+
+def test_a_read_holds_the_state_it_snapshots_even_if_gc_runs_right_after_it_read_it(tmp_path):
+    """``read`` took its hold after reading the state: a compaction and a maintenance
+    round in between (another thread) moved this process's reader past that state and
+    deleted its parts before the hold existed. The hold now comes first."""
+    p = client(tmp_path, str(tmp_path / "consensus.db"))
+    for ts in range(1, 12):
+        p.append("s", pa.table({"a": pa.array(range(ts * 1000, ts * 1000 + 1000), pa.int32())}), ts=ts)
+    p.read_table("s", SCHEMA)  # registers this process's reader
+    read_state = p.state
+
+    def state_then_gc(shard_id):
+        st = read_state(shard_id)
+        p.state = read_state  # once
+        assert p.compact("s", max_parts=2) is not None
+        p.maintain("s", desired_since=11, force=True)
+        return st
+
+    p.state = state_then_gc
+    snap, hold = p.read("s", 11)
+    assert len(_read_files(snap)) == 11_000
+    p.release(hold)
+
+def test_finalize_keeps_a_shard_listed_while_a_read_holds_its_parts(tmp_path):
+    from catalog import durable
+    from catalog.snapshot import Table
+    from sqlfront.coordinator import Coordinator
+    from sqlfront.finalize import finalize
+
+    p = client(tmp_path, str(tmp_path / "consensus.db"))
+    store = durable.CatalogStore(str(tmp_path / "catalog.db"))
+    c = Coordinator(store, store.load(), lambda old, new, ops: None)
+    c.start()
+    try:
+        c.transact(lambda snap, ids: [durable.CreateTable(Table("u1", "public", "t", (), "u7"))])
+        p.create_shard("u7", 0)
+        p.append("u7", pa.table({"a": pa.array(range(3000), pa.int32())}), 1)
+        snap, hold = p.read("u7", 1)
+        c.transact(lambda snap, ids: [durable.DropTable("u1")])
+        assert finalize(p, c) == 0 and set(c.snapshot.to_finalize) == {"u7"}
+        assert _read_files(snap) == list(range(3000))
+        p.release(hold)
+        assert finalize(p, c) == 1 and dict(c.snapshot.to_finalize) == {}
+        assert not [k for k in p.blob.list_keys() if k.startswith("u7/")]
+    finally:
+        c.stop()
+
 def test_group_commit_fails_only_the_writers_of_a_sealed_shard(tmp_path):
     """A write to a sealed shard fails with ShardSealed; the rest of its group commits."""
     import concurrent.futures

@@ -306,7 +306,11 @@ class StorageController:
         """One maintenance round over the shards this process reads or wrote."""
         dirty, self._dirty = self._dirty, set()
         shards = set(self.persist.leases.registered()) | dirty
-        live = {t.shard_id for t in self._snapshot().storage_relations()}
+        snap = self._snapshot()
+        live = {t.shard_id for t in snap.storage_relations()}
+        # Dropped shards too until finalized: their parts wait for every process's reader
+        # to pass the tombstone (``PersistClient.drop_shard``), ours moves at its heartbeat.
+        held = live | set(snap.to_finalize)
         desired = self.oracle.read_ts() - self.COMPACTION_WINDOW_MS
         with self._time_lock:
             desired = min([desired] + list(self._time_holds))
@@ -315,7 +319,7 @@ class StorageController:
         # compacted past a view's upper meanwhile could never be read at it again.
         view_holds = self.view_holds() if self.view_holds is not None else {}
         due = dirty & live
-        for shard in sorted(shards & live):
+        for shard in sorted(shards & held):
             st = self.persist.maintain(shard, min(desired, view_holds.get(shard, desired)))
             if st is not None and st.since > self._since_seen.get(shard, st.since) and compaction.choose(st):
                 # a merge that waited for since to pass its parts' updates can run now
