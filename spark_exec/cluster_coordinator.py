@@ -385,9 +385,7 @@ class ClusterCoordinator:
                         self._cond.wait(0.1)
         finally:
             over.set()
-            for rid, a in list(attempts.items()) + [(None, a) for a in abandoned]:
-                if rid == winner and rid is not None:
-                    continue
+            for a in [a for rid, a in attempts.items() if rid != winner] + abandoned:
                 h, fut = a.h, a.fut
                 if not fut.cancel() and not fut.done():
                     h.interrupt(tag)
