@@ -35,7 +35,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
-from catalog.errors import SqlError, DEADLOCK_DETECTED, WARNING
+from catalog.errors import SqlError, DEADLOCK_DETECTED, OUT_OF_MEMORY, WARNING
 
 #: a lock's key: ("8", k) for an int8 key, ("4", a, b) for two int4 keys
 Key = tuple
@@ -43,6 +43,11 @@ Key = tuple
 #: how often a waiting session looks at its statement's timeout and cancel flag (seconds);
 #: a release wakes the waiters at once
 _POLL_S = 0.05
+
+#: locks (a session's hold of one key in one mode) a process holds at most, as
+#: PostgreSQL's shared lock table has room for max_locks_per_transaction (64) times its
+#: connections: a client taking locks without end gets 53200, not the server's memory
+MAX_LOCKS = 64 * 1000
 
 
 @dataclass
@@ -57,10 +62,12 @@ class LockTable:
     """The advisory locks of one environmentd process: key -> holders, and which session
     waits for which key (for deadlock detection). Thread-safe: sessions are threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_locks: int = MAX_LOCKS) -> None:
         self._cond = threading.Condition()
         self._held: dict[Key, _Held] = {}
         self._waiting: dict[object, tuple[Key, bool]] = {}
+        self.max_locks = max_locks
+        self._count = 0  # (key, owner, mode) holds in _held
 
     def _blockers(self, owner, key: Key, shared: bool) -> set:
         """The other sessions whose locks on ``key`` conflict with ``owner`` taking it."""
@@ -92,7 +99,9 @@ class LockTable:
 
         Raises:
             SqlError 57014 from ``check()`` (the statement's timeout or cancel) while it
-            waits; 40P01 when waiting would close a cycle of waiting sessions."""
+            waits; 40P01 when waiting would close a cycle of waiting sessions; 53200
+            ("out of shared memory", as PostgreSQL's) when the process holds
+            ``max_locks`` already."""
         with self._cond:
             while self._blockers(owner, key, shared):
                 if not wait:
@@ -107,11 +116,17 @@ class LockTable:
                     self._cond.wait(_POLL_S)
                 finally:
                     del self._waiting[owner]
+            h = self._held.get(key)
+            new = h is None or (owner not in h.shared if shared else h.exclusive != owner)
+            if new and self._count >= self.max_locks:
+                raise SqlError(OUT_OF_MEMORY, "out of shared memory",
+                               hint='You might need to increase "max_locks_per_transaction".')
             h = self._held.setdefault(key, _Held())
             if shared:
                 h.shared.add(owner)
             else:
                 h.exclusive = owner
+            self._count += new
             return True
 
     def release(self, owner, key: Key, shared: bool) -> None:
@@ -120,10 +135,12 @@ class LockTable:
             h = self._held.get(key)
             if h is None:
                 return
-            if shared:
+            if shared and owner in h.shared:
                 h.shared.discard(owner)
-            elif h.exclusive == owner:
+                self._count -= 1
+            elif not shared and h.exclusive == owner:
                 h.exclusive = None
+                self._count -= 1
             if h.exclusive is None and not h.shared:
                 del self._held[key]
             self._cond.notify_all()

@@ -128,3 +128,21 @@ def test_a_deadlock_is_40P01_for_the_session_that_closes_the_cycle():
     b.close()  # the client rolls back and leaves: a gets its lock
     waiter.join()
     assert got == [True]
+
+
+def test_a_process_holds_a_bounded_number_of_locks():
+    """Past ``max_locks`` a new lock fails with PostgreSQL's 53200 "out of shared memory"
+    and takes nothing; one released makes room again; a lock already held is free."""
+    table = LockTable(max_locks=3)
+    (a, _), (b, _) = _session(table, "a"), _session(table, "b")
+    assert a.lock(("8", 1), False, False, False) and a.lock(("8", 2), False, False, False)
+    assert b.lock(("8", 3), True, False, False)
+    assert a.lock(("8", 1), False, False, False)  # reentrant: no new entry
+    with pytest.raises(SqlError) as ei:
+        b.lock(("8", 4), False, False, False)
+    assert ei.value.sqlstate == "53200" and "max_locks_per_transaction" in ei.value.hint
+    with pytest.raises(SqlError):
+        a.lock(("8", 3), True, False, False)  # another session's key: a new entry too
+    assert table.holders() == [(("8", 1), "a", False), (("8", 2), "a", False), (("8", 3), "b", True)]
+    b.close()
+    assert a.lock(("8", 4), False, False, False)
