@@ -306,19 +306,15 @@ class PersistClient:
                 against the catalog that replaced it, ``sqlfront.sequence.writes.replanned``)."""
         # Held first, at the latest state known here (never newer than the one read
         # below): a maintenance round between that read and its hold would otherwise
-        # move this process's reader past the state and delete the parts it lists. (With
-        # no state known here, this process's reader is not registered yet: nothing of
-        # ours collects the shard's parts, and the state is read from Consensus once.)
-        known = self._known(shard_id)
-        first = self.leases.acquire(shard_id, known, as_of) if known is not None else None
+        # move this process's reader past the state and delete the parts it lists.
+        first = self.leases.acquire(shard_id, self.latest(shard_id), as_of)
         try:
             st = self.state(shard_id)
             if self.fence_reads and st.seqno and st.upper <= as_of:
                 st = self.advance_upper(shard_id, as_of, st)
             hold = self.leases.acquire(shard_id, st, as_of)
         finally:
-            if first is not None:
-                self.leases.release(first)
+            self.leases.release(first)
         try:
             return snapshot_of(st, shard_id, as_of, self.blob.url), hold
         except SinceError:
