@@ -284,6 +284,17 @@ def _empty_array(t: SqlType) -> SparkColumn:
     return F.array().cast(spark_type(t))
 
 
+def _row_text(call: Call, error_prefix: str) -> Callable:
+    """The function a Python UDF runs per row for ``Lowerer.python_text``: it refers to
+    no global of this module, so that it pickles small (cloudpickle sends a nested
+    function by value) and the replica's worker imports only the planner."""
+    def run(*values):
+        from planner.functions import call_text
+
+        return call_text(call, values, error_prefix)
+    return run
+
+
 def col(i: int) -> SparkColumn:
     return F.col(f"c{i}")
 
@@ -595,6 +606,10 @@ class Lowerer:
         #: the OrderBy that gives the result its order, when the result is spread
         self._spread_order: OrderBy | None = None
         self._snapshots: dict[str, ShardSnapshot] = {}
+        #: the Project whose expressions are the result's columns (``_result_texts``)
+        self._result_project: Project | None = None
+        #: result columns sent as their text, computed per row (``result_text`` entries)
+        self._text_columns: list[int] = []
 
     # -- relations --------------------------------------------------------------------
 
@@ -620,7 +635,15 @@ class Lowerer:
                 self.spread = None
             else:
                 self._spread_order = order
+        node = plan
+        while isinstance(node, (OrderBy, Limit)):  # they keep the columns of the Project below
+            node = node.input
+        self._result_project = node if isinstance(node, Project) else None
         df = self.lower(plan)
+        if self._text_columns:
+            texts = set(self._text_columns)
+            df = df.select(*[F.col(f"t{i}").alias(f"c{i}") if i in texts else col(i)
+                             for i in range(len(plan.columns))])
         if self.spread and self._spread_order is None:
             df = df.repartition(self.spread)
         if not any(t.name == "interval" for _, t in plan.columns):
@@ -675,7 +698,22 @@ class Lowerer:
 
     def _Project(self, p: Project) -> DataFrame:
         df = self.lower(p.input)
-        return df.select(*[self.scalar(e).alias(f"c{i}") for i, e in enumerate(p.exprs)])
+        if p is not self._result_project:
+            return df.select(*[self.scalar(e).alias(f"c{i}") for i, e in enumerate(p.exprs)])
+        # The result's own columns: a call whose entry gives its text per row
+        # (``result_text``: a numeric of PostgreSQL's per-value scale) is sent as that text
+        # (t<i>, swapped in by ``lower_result``); its value stays for an ORDER BY above.
+        cols, texts = [], []
+        for i, e in enumerate(p.exprs):
+            entry = FUNCTIONS.get(e.func) if isinstance(e, Call) else None
+            if entry is not None and entry.extra.get("result_text", lambda _: False)(e):
+                text = self.python_text(e, [self.scalar(a) for a in e.args])
+                cols.append(text.try_cast(spark_type(e.type)).alias(f"c{i}"))
+                texts.append(text.alias(f"t{i}"))
+                self._text_columns.append(i)
+            else:
+                cols.append(self.scalar(e).alias(f"c{i}"))
+        return df.select(*cols, *texts)
 
     def _Reduce(self, p: Reduce) -> DataFrame:
         df = self.lower(p.input)
@@ -970,6 +1008,19 @@ class Lowerer:
         if not isinstance(message, str):
             return F.raise_error(F.concat(F.lit(f"{PG_ERROR_PREFIX}{sqlstate}: "), message))
         return F.raise_error(F.lit(f"{PG_ERROR_PREFIX}{sqlstate}: {message}"))
+
+    def python_text(self, e: Call, args: list[SparkColumn]) -> SparkColumn:
+        """The text of ``e``'s result, computed on the replica row by row by its registry
+        entry's Python implementation (``planner.functions.call_text``), in an
+        Arrow-optimized Python UDF (batches cross between the JVM and the replica's Python
+        worker as Arrow): for the functions Spark has no function of PostgreSQL's answers
+        for. A string column; an error of the implementation raises with its SQLSTATE.
+
+        The replica's Python (``spark.pyspark.python``) must import sqlfront's packages:
+        local replicas run environmentd's interpreter with its source on PYTHONPATH
+        (``spark_exec.orchestrator``)."""
+        r = F.udf(_row_text(e, PG_ERROR_PREFIX), T.StringType(), useArrow=True)(*args)
+        return F.when(r.startswith(PG_ERROR_PREFIX), F.raise_error(r)).otherwise(r)
 
     def call(self, e: Call) -> SparkColumn:
         entry = FUNCTIONS.get(e.func)

@@ -46,6 +46,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -60,6 +61,8 @@ from spark_exec import cds
 log = logging.getLogger(__name__)
 
 SPARK_HOME = Path(pyspark.__file__).resolve().parent
+#: the source tree of this sqlfront (its packages: planner, catalog, ...)
+SOURCE_ROOT = Path(__file__).resolve().parent.parent
 CONNECT_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 #: JVM memory of a replica whose size sets no memory_limit (Spark's own default is 1 GiB)
 DEFAULT_MEMORY_MB = 2048
@@ -310,6 +313,9 @@ class Orchestrator:
             # the class-data archive of Spark's classes, when built: half the start's CPU (spark_exec.cds)
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={scratch}" + cds.java_options(),
             MARKER_PROPERTY: f"{self.instance}/{spec.replica_id}",
+            # Python UDFs (``Lowerer.python_text``: functions Spark has no equivalent of)
+            # run in environmentd's interpreter, which has pyarrow and sqlfront's packages
+            "spark.pyspark.python": sys.executable,
         }
         if spec.availability_zone:
             conf["spark.sqlfront.availability_zone"] = spec.availability_zone
@@ -346,6 +352,10 @@ class Orchestrator:
         env["SPARK_LOCAL_IP"] = "127.0.0.1"
         env.pop("SPARK_REMOTE", None)
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        # the replica's Python workers import the registry (planner.functions.call_text)
+        # from this source tree, before any other installed copy
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SOURCE_ROOT), env.get("PYTHONPATH", "")) if p)
+        env["PYSPARK_PYTHON"] = sys.executable  # Spark Connect's UDFs read it, not spark.pyspark.python
         token = secrets.token_urlsafe(32)
         env[TOKEN_ENV] = token
         write_private(workdir / PROPERTIES_FILE, spark_auth_properties(_auth_secret(spec)))

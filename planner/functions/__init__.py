@@ -90,7 +90,11 @@ class Function:
     #: acts on the session, so a select list calling it is evaluated in the session over
     #: the rows Spark computed: ``planner.session_split``), ``with_session`` (True: its
     #: implementation is ``py(args, call, session)``, given the evaluation's session,
-    #: ``planner.context.PlanContext.session``, None outside one)
+    #: ``planner.context.PlanContext.session``, None outside one), ``result_text``
+    #: (``Call -> bool``: on table data, a result column of a query that is such a call is
+    #: sent as the text its Python implementation gives per row (``call_text``), not as
+    #: its Spark value: a numeric whose scale PostgreSQL derives from each value, which a
+    #: Spark decimal column, of one scale, cannot hold)
     extra: dict = field(default_factory=dict)
 
 
@@ -332,6 +336,35 @@ def static_map(S, table: dict[str, str]):
     import json
 
     return lookup_map(S, S.F.lit(json.dumps(table, sort_keys=True)))
+
+
+def call_text(call, values: tuple, error_prefix: str) -> str | None:
+    """PostgreSQL's text of the plan ``Call`` ``call`` over argument ``values`` (Python
+    values of its arguments' types), by its registry entry's Python implementation, or
+    its error as ``error_prefix`` + ``"SQLSTATE: message"``; None for a NULL result.
+
+    This is what a Spark replica runs, row by row, for an entry whose Spark lowering is a
+    Python UDF (``spark_exec.lower.Lowerer.python_text``): the same definition as the
+    interpreter's, so the two paths cannot drift apart."""
+    from catalog.textio import format_text
+
+    f = FUNCTIONS[call.func]
+    if f.strict and any(v is None for v in values):
+        return None
+    try:
+        r = f.py(list(values), call)
+    except SqlError as err:
+        return f"{error_prefix}{err.sqlstate}: {err.message}"
+    return None if r is None else format_text(r, call.type)
+
+
+def by_python(S, a, e):
+    """The Spark lowering of an entry Spark has no function of PostgreSQL's answers for:
+    the entry's Python implementation runs on the replica, row by row (a Python UDF:
+    ``Lowerer.python_text``, through ``call_text``), and its text is cast to the result
+    type on Spark. Slower than Spark's own functions (rows cross to a Python worker as
+    Arrow batches), so only where none of them agrees with PostgreSQL."""
+    return S.cast(S.python_text(e, a), S.TEXT, e.type)
 
 
 def get(name: str) -> Function | None:

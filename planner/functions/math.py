@@ -4,6 +4,7 @@ operators that share their names (9.9, table 9.33). Operator resolution is
 
 from __future__ import annotations
 
+import functools
 import math
 import random as _random
 from decimal import Decimal, localcontext, ROUND_HALF_UP, ROUND_DOWN, ROUND_FLOOR, ROUND_CEILING
@@ -15,7 +16,7 @@ from catalog.errors import (
 )
 from catalog.textio import check_int, INT_RANGES
 from catalog.types import SqlType
-from planner.functions import Function, register, sig
+from planner.functions import Function, by_python, register, sig
 
 FLOATS = ("float4", "float8")
 
@@ -233,38 +234,50 @@ def _transcendental(func):
             _check_sqrt(v)
         elif func in ("ln", "log10"):
             _check_ln(v)
-        return {"sqrt": math.sqrt, "ln": math.log, "exp": math.exp, "log10": math.log10, "cbrt": math.cbrt}[func](
+        return {"sqrt": math.sqrt, "ln": math.log, "exp": float_exp, "log10": math.log10, "cbrt": math.cbrt}[func](
             float(v))
     return py
 
 
-def refuse_numeric_transcendental(e) -> None:
-    """Spark has these functions in double precision only, where PostgreSQL computes a
-    numeric result exactly to 16 or more significant digits (numeric.c): on table data a
-    numeric result is refused rather than answered with fewer or other digits.
+def float_exp(x: float) -> float:
+    """exp(double precision) as float.c's dexp: the C library's exp (Python's), an
+    infinite or zero result of a finite argument out of range.
 
     Raises:
-        SqlError 0A000 when ``e``'s result is numeric."""
-    if e.type.name == "numeric":
-        raise SqlError(FEATURE_NOT_SUPPORTED, f"{e.func}(numeric) is not supported on table data: PostgreSQL computes it to 16 or "
-                                "more significant digits, Spark only in double precision",
-                       hint="Cast the argument to double precision.")
+        SqlError 22003 ("overflow", "underflow")."""
+    if math.isnan(x) or math.isinf(x):
+        return x if x > 0 or math.isnan(x) else 0.0
+    try:
+        r = math.exp(x)
+    except OverflowError:
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow") from None
+    if r == 0.0:
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: underflow")
+    return r
+
+
+def numeric_result(e) -> bool:
+    """``result_text`` of the numeric logarithms, exponential, root and power: Spark has
+    these in double precision only, where PostgreSQL computes a numeric result exactly to
+    16 or more significant digits, with a scale of its own per value (numeric.c), so the
+    replica runs the Python implementation (``by_python``). A query's result column of
+    such a call is sent as its text, with PostgreSQL's scale; inside an expression it is
+    a decimal of the unconstrained numeric's scale (``catalog.types.UNCONSTRAINED_NUMERIC``)."""
+    return e.type.name == "numeric"
 
 
 def _float_fn(spark_name):
     def spark(S, a, e):
-        refuse_numeric_transcendental(e)
+        if e.type.name == "numeric" or spark_name in ("exp", "cbrt"):
+            # Java's exp and cbrt differ from the C library's (PostgreSQL's) in the last digit
+            return by_python(S, a, e)
         r = getattr(S.F, spark_name)(a[0])
         if spark_name in ("sqrt",):
             r = S.F.when(a[0] < 0, S.fail(INVALID_ARGUMENT_FOR_POWER_FUNCTION, "cannot take square root of a negative number")).otherwise(r)
         if spark_name in ("ln", "log10"):
             r = S.F.when(a[0] == 0, S.fail(INVALID_ARGUMENT_FOR_LOGARITHM, "cannot take logarithm of zero")).when(
                 a[0] < 0, S.fail(INVALID_ARGUMENT_FOR_LOGARITHM, "cannot take logarithm of a negative number")).otherwise(r)
-        if spark_name == "exp":
-            # a NULL argument is no overflow: the condition must not be NULL then
-            r = S.F.when(a[0].isNull() | S.F.isnan(r) | (r != float("inf")) | (a[0] == float("inf")), r).otherwise(
-                S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow"))
-        return r.cast(S.spark_type(e.type)) if e.type.name != "numeric" else r
+        return r.cast(S.spark_type(e.type))
     return spark
 
 
@@ -274,22 +287,57 @@ def _power_py(a, e):
         raise SqlError(INVALID_ARGUMENT_FOR_POWER_FUNCTION, "zero raised to a negative power is undefined")
     if x < 0 and y != int(y):
         raise SqlError(INVALID_ARGUMENT_FOR_POWER_FUNCTION, "a negative number raised to a non-integer power yields a complex result")
-    r = math.pow(float(x), float(y))
     if e.type.name == "numeric":
-        if y == int(y) and y >= 0:
-            with localcontext() as ctx:
-                ctx.prec = 1100
-                exact = x ** int(y)
-            return exact
+        if y == y.to_integral_value() and -2**31 <= y < 2**31:
+            return numeric_power_int(x, int(y), _display_scale(y))
         return numeric_power(x, y)
-    return r
+    try:
+        return math.pow(float(x), float(y))
+    except OverflowError:
+        raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow") from None
+
+
+def _overflows() -> SqlError:
+    return SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "value overflows numeric format")
+
+
+def numeric_power_int(x: Decimal, n: int, n_scale: int) -> Decimal:
+    """x ^ n on numeric for an integral exponent ``n`` (of display scale ``n_scale``),
+    correctly rounded to PostgreSQL's scale: 16 - the result's decimal weight (n *
+    log10(|x|), truncated), never below either argument's scale (numeric.c power_var_int).
+
+    Raises:
+        SqlError 22003 when the result overflows numeric (a weight above 131072 digits)."""
+    f = n * float(x.copy_abs().log10()) if x != 0 else 0.0
+    if f > 131072:  # (NUMERIC_WEIGHT_MAX + 1) * DEC_DIGITS
+        raise _overflows()
+    if f + 1 < -1000:  # below NUMERIC_MAX_DISPLAY_SCALE: zero
+        return Decimal(0).scaleb(-1000)
+    rscale = min(max(16 - int(f), _display_scale(x), n_scale, 0), 1000)
+    with localcontext() as ctx:
+        ctx.prec = max(int(f), 0) + rscale + 20
+        ctx.Emin, ctx.Emax = -999999, 999999
+        r = Decimal(1) if n == 0 else x ** n
+        return r.quantize(Decimal(1).scaleb(-rscale), rounding=ROUND_HALF_UP)
 
 
 def numeric_power(x: Decimal, y: Decimal) -> Decimal:
     """x ^ y on numeric for a non-integer ``y``, correctly rounded to PostgreSQL's scale:
-    16 - the result's decimal weight (estimated as (int)(y * log10(x))), never below the
-    arguments' scales (numeric.c power_var)."""
-    weight = int(float(y) * math.log10(float(x))) if x > 0 else 0
+    16 - the result's decimal weight (y * ln(x) * log10(e), truncated), never below the
+    arguments' scales; 0 ^ y is 0 with 16 decimals (numeric.c power_var).
+
+    Raises:
+        SqlError 22003 when the result overflows numeric (y * ln(x) above 6020)."""
+    if x == 0:
+        return Decimal(0).quantize(Decimal(1).scaleb(-16))
+    with localcontext() as ctx:
+        ctx.prec = 40
+        val = float(y) * float(x.ln())  # power_var's first estimate, exp * ln(base)
+    if abs(val) > 6020:  # NUMERIC_MAX_RESULT_SCALE * 3.01
+        if val > 0:
+            raise _overflows()
+        return Decimal(0).scaleb(-1000)
+    weight = int(val * 0.434294481903252)
     rscale = min(max(16 - weight, _display_scale(x), _display_scale(y), 0), 1000)
     with localcontext() as ctx:
         ctx.prec = max(weight, 0) + rscale + 20
@@ -380,21 +428,25 @@ register(
                                                    else S.T.DecimalType(38, 0)),
              sql_names=("sign",), doc="9.3", samples=("sign(n)", "sign(f)", "sign(i)")),
     Function("sqrt", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _transcendental("sqrt"),
-             _float_fn("sqrt"), sql_names=("sqrt",), doc="9.3", samples=("sqrt(f)", "sqrt(abs(f))", "|/ k")),
+             _float_fn("sqrt"), sql_names=("sqrt",), doc="9.3", extra={"result_text": numeric_result},
+             samples=("sqrt(f)", "sqrt(abs(f))", "|/ k", "sqrt(abs(n))", "sqrt(n)", "|/ (abs(n) * 1e6)")),
     Function("cbrt", (sig("float8", ret="float8"),), _transcendental("cbrt"), _float_fn("cbrt"),
-             sql_names=("cbrt",), doc="9.3", samples=("cbrt(f)",),
-             differs="Spark's cbrt (Java) and PostgreSQL's (C library) can differ in the last digit"),
+             sql_names=("cbrt",), doc="9.3", samples=("cbrt(f)", "cbrt(k * 9.0)", "||/ f")),
     Function("ln", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _transcendental("ln"),
-             _float_fn("ln"), sql_names=("ln",), doc="9.3", samples=("ln(f)",)),
+             _float_fn("ln"), sql_names=("ln",), doc="9.3", extra={"result_text": numeric_result},
+             samples=("ln(f)", "ln(abs(n) + 0.001)", "ln(n)", "ln(k + 0.0)")),
     Function("log10", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _transcendental("log10"),
-             _float_fn("log10"), sql_names=("log", "log10"), doc="9.3", samples=("log(f)",)),
+             _float_fn("log10"), sql_names=("log", "log10"), doc="9.3", extra={"result_text": numeric_result},
+             samples=("log(f)", "log(abs(n) + 1)", "log10(n)", "log(k * 10.0)")),
     Function("exp", (sig("float8", ret="float8"), sig("numeric", ret="numeric")), _transcendental("exp"),
-             _float_fn("exp"), sql_names=("exp",), doc="9.3",
-             samples=("exp(f)", "exp(i::float8)", "exp(CASE WHEN k = 3 THEN f END)"),
-             differs="Spark's exp (Java) and PostgreSQL's (C library) can differ in the last digit"),
+             _float_fn("exp"), sql_names=("exp",), doc="9.3", extra={"result_text": numeric_result},
+             samples=("exp(f)", "exp(i::float8)", "exp(CASE WHEN k = 3 THEN f END)", "exp(n)", "exp(k - 1.0)",
+                      "exp(-n * 3)", "exp(n - 12340)", "exp(-f / 1e7)", "exp(f / 1e7 * 0.7)", "exp(k * -150.0::float8)")),
     Function("power", (sig("float8", "float8", ret="float8"), sig("numeric", "numeric", ret="numeric")), _power_py,
-             lambda S, a, e: refuse_numeric_transcendental(e) or S.F.pow(a[0], a[1]),
-             sql_names=("power", "pow"), doc="9.3", samples=("power(f, 2)", "power(i::float8, 2)", "f ^ 2", "k ^ 2")),
+             lambda S, a, e: by_python(S, a, e) if e.type.name == "numeric" else S.F.pow(a[0], a[1]),
+             sql_names=("power", "pow"), doc="9.3", extra={"result_text": numeric_result},
+             samples=("power(f, 2)", "power(i::float8, 2)", "f ^ 2", "k ^ 2", "power(abs(n), 0.5)", "n ^ 2.0",
+                      "pow(k + 0.5, n)", "power(n, -1.5)", "2.0 ^ k")),
     Function("pi", (sig(ret="float8"),), lambda a, e: math.pi, lambda S, a, e: S.F.lit(math.pi),
              sql_names=("pi",), doc="9.3", samples=("pi() * i",)),
     Function("degrees", (sig("float8", ret="float8"),), lambda a, e: math.degrees(a[0]),
@@ -682,10 +734,8 @@ register(
     Function("lcm", _same_type(("int4", "int8", "numeric"), 2), _gcd_lcm_py(math.lcm), _gcd_lcm_spark(True), sql_names=("lcm",),
              doc="9.3", samples=("lcm(i, 6)", "lcm(k::int8, 4)", "lcm(n, 0.5)", "lcm(i, 0)", "lcm(i + 2147483000, 7)")),
     Function("log_base", (sig("numeric", "numeric", ret="numeric"),), lambda a, e: numeric_log(a[0], a[1]),
-             None, sql_names=("log",), doc="9.3",
-             samples=("log(2, abs(n) + 1)", "log(2.0, i)"),
-             differs="numeric logarithms run over constants only: on table data Spark has double precision, "
-                     "PostgreSQL 16 or more significant digits (0A000)"),
+             by_python, sql_names=("log",), doc="9.3", extra={"result_text": numeric_result},
+             samples=("log(2, abs(n) + 1)", "log(2.0, i)", "log(k + 1.5, 100)", "log(n, 8)")),
     Function("width_bucket", (sig("float8", "float8", "float8", "int4", ret="int4"),
                               sig("numeric", "numeric", "numeric", "int4", ret="int4")),
              _width_bucket_py, _width_bucket_spark, sql_names=("width_bucket",), doc="9.3",
@@ -858,4 +908,73 @@ register(
              samples=("random_normal(k, 0)", "random_normal(f, 0)")),
     Function("min_scale", (sig("numeric", ret="int4"),), _min_scale_py, _min_scale_spark, sql_names=("min_scale",),
              doc="9.3", samples=("min_scale(n)", "min_scale(n * 10)", "min_scale(k::numeric / 8)")),
+)
+
+
+# -- error and gamma functions (PostgreSQL 9.3, table 9.5) -------------------------------------
+
+
+@functools.cache
+def _libm():
+    """The C library's math functions, as PostgreSQL's float.c calls them (erf, erfc,
+    tgamma, lgamma of the system's libm): Python's math module computes gamma and lgamma
+    itself, and Spark has none of them."""
+    import ctypes
+    import ctypes.util
+
+    m = ctypes.CDLL(ctypes.util.find_library("m"), use_errno=True)
+    for name in ("erf", "erfc", "tgamma", "lgamma"):
+        getattr(m, name).restype = ctypes.c_double
+        getattr(m, name).argtypes = [ctypes.c_double]
+    return m
+
+
+def _out_of_range(what: str) -> SqlError:
+    return SqlError(NUMERIC_VALUE_OUT_OF_RANGE, f"value out of range: {what}")
+
+
+def _gamma_py(a, e) -> float:
+    """gamma(x): float.c dgamma: NaN is NaN, +Infinity itself, -Infinity and poles
+    overflow, a result that rounds to zero underflows.
+
+    Raises:
+        SqlError 22003 for an overflow or underflow."""
+    import ctypes
+
+    x = a[0]
+    if math.isnan(x):
+        return x
+    if math.isinf(x):
+        if x < 0:
+            raise _out_of_range("overflow")
+        return x
+    ctypes.set_errno(0)
+    r = _libm().tgamma(x)
+    if ctypes.get_errno() != 0 or math.isinf(r) or math.isnan(r):
+        raise _out_of_range("overflow" if r != 0.0 else "underflow")
+    if r == 0.0:
+        raise _out_of_range("underflow")
+    return r
+
+
+def _lgamma_py(a, e) -> float:
+    """lgamma(x): float.c dlgamma: an infinite result of a finite argument overflows.
+
+    Raises:
+        SqlError 22003 for an overflow."""
+    r = _libm().lgamma(a[0])
+    if math.isinf(r) and not math.isinf(a[0]):
+        raise _out_of_range("overflow")
+    return r
+
+
+register(
+    Function("erf", (sig("float8", ret="float8"),), lambda a, e: _libm().erf(a[0]), by_python, sql_names=("erf",),
+             doc="9.3", samples=("erf(f)", "erf(i / 10.0)")),
+    Function("erfc", (sig("float8", ret="float8"),), lambda a, e: _libm().erfc(a[0]), by_python,
+             sql_names=("erfc",), doc="9.3", samples=("erfc(f)", "erfc(i / 10.0)")),
+    Function("gamma", (sig("float8", ret="float8"),), _gamma_py, by_python, sql_names=("gamma",), doc="9.3",
+             samples=("gamma(CASE WHEN k < 3 THEN f END)", "gamma(k * 0.7)", "gamma(f)", "gamma(-f * 400 - 0.5)")),
+    Function("lgamma", (sig("float8", ret="float8"),), _lgamma_py, by_python, sql_names=("lgamma",), doc="9.3",
+             samples=("lgamma(abs(f) + 1)", "lgamma(k * -0.7)", "lgamma(f)")),
 )

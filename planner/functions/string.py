@@ -14,11 +14,11 @@ import re
 from catalog.errors import (
     SqlError, ARRAY_SUBSCRIPT_ERROR, CHARACTER_NOT_IN_REPERTOIRE, FEATURE_NOT_SUPPORTED,
     INVALID_ESCAPE_SEQUENCE, INVALID_PARAMETER_VALUE, INVALID_REGULAR_EXPRESSION, NULL_VALUE_NOT_ALLOWED,
-    PROGRAM_LIMIT_EXCEEDED, STRING_DATA_RIGHT_TRUNCATION, SUBSTRING_ERROR,
+    PROGRAM_LIMIT_EXCEEDED, STRING_DATA_RIGHT_TRUNCATION, SUBSTRING_ERROR, SYNTAX_ERROR,
 )
 from catalog.textio import fit_string, format_text
 from catalog.types import TEXT
-from planner.functions import Function, constant_arg, register, sig
+from planner.functions import Function, by_python, constant_arg, register, sig
 from planner.guard import check_value_bytes, utf8_bytes
 from planner.pattern import Regex, compile_regex, like
 
@@ -1182,4 +1182,116 @@ register(
     Function("casefold", T1, lambda a, e: "".join(map(simple_fold, a[0])),
              lambda S, a, e: S.F.translate(S.F.lower(a[0]), *_fold_after_lower()), sql_names=("casefold",),
              doc="9.4", samples=("casefold(s)", "casefold(s || ' ς ſ µ ẞ')")),
+)
+
+
+# -- Unicode escapes and normalization (PostgreSQL 9.4, table 9.10) -----------------------------
+
+#: unistr's escapes: \\, \XXXX, \uXXXX, \+XXXXXX, \UXXXXXXXX (varlena.c unistr)
+_UNISTR_ESCAPE = re.compile(r"\\(?:(\\)|u?([0-9A-Fa-f]{4})|\+([0-9A-Fa-f]{6})|U([0-9A-Fa-f]{8}))")
+
+
+def _unistr_py(a, e) -> str:
+    """unistr(text): the escapes decoded; UTF-16 surrogate pairs of two 4-digit escapes
+    combine (varlena.c unistr).
+
+    Raises:
+        SqlError 42601 for a backslash starting no escape or a surrogate not in a pair;
+        22023 for a code point outside 1..10FFFF."""
+    s, out, i, high = a[0], [], 0, None
+
+    def bad_pair():
+        return SqlError(SYNTAX_ERROR, "invalid Unicode surrogate pair")
+
+    while i < len(s):
+        if s[i] != "\\":
+            if high is not None:
+                raise bad_pair()
+            out.append(s[i])
+            i += 1
+            continue
+        m = _UNISTR_ESCAPE.match(s, i)
+        if m is None:
+            raise SqlError(SYNTAX_ERROR, "invalid Unicode escape",
+                           hint="Unicode escapes must be \\XXXX, \\+XXXXXX, \\uXXXX, or \\UXXXXXXXX.")
+        i = m.end()
+        if m.group(1):
+            out.append("\\")
+            continue
+        digits = next(g for g in m.groups()[1:] if g)
+        cp = int(digits, 16)
+        if not 0 < cp <= 0x10FFFF:
+            raise SqlError(INVALID_PARAMETER_VALUE, f"invalid Unicode code point: {cp:0{len(digits)}X}")
+        if high is not None:
+            if not 0xDC00 <= cp <= 0xDFFF:
+                raise bad_pair()
+            cp, high = 0x10000 + ((high - 0xD800) << 10) + (cp - 0xDC00), None
+        elif 0xDC00 <= cp <= 0xDFFF:
+            raise bad_pair()
+        if 0xD800 <= cp <= 0xDBFF:
+            high = cp
+        else:
+            out.append(chr(cp))
+    if high is not None:
+        raise bad_pair()
+    return "".join(out)
+
+
+def _normal_form(a) -> str:
+    form = a[1] if len(a) > 1 else "NFC"
+    if form.upper() not in ("NFC", "NFD", "NFKC", "NFKD"):
+        raise SqlError(INVALID_PARAMETER_VALUE, f"invalid normalization form: {form}")
+    return form.upper()
+
+
+def _normalize_py(a, e) -> str:
+    """normalize(text [, form]): Unicode normalization form NFC (the default), NFD, NFKC
+    or NFKD (PostgreSQL 9.4; SQL's NORMALIZE(s, NFC) is this call).
+
+    Raises:
+        SqlError 22023 for another form."""
+    import unicodedata
+
+    return unicodedata.normalize(_normal_form(a), a[0])
+
+
+def _is_normalized_py(a, e) -> bool:
+    """is_normalized(text [, form]) (SQL's ``s IS [form] NORMALIZED``).
+
+    Raises:
+        SqlError 22023 for another form than NFC, NFD, NFKC, NFKD."""
+    import unicodedata
+
+    return unicodedata.is_normalized(_normal_form(a), a[0])
+
+
+def _to_ascii_spark(S, a, e):
+    return S.F.when(a[0].isNull(), S.F.lit(None).cast("string")).otherwise(
+        S.fail(FEATURE_NOT_SUPPORTED, "encoding conversion from UTF8 to ASCII not supported"))
+
+
+def _to_ascii_py(a, e):
+    raise SqlError(FEATURE_NOT_SUPPORTED, "encoding conversion from UTF8 to ASCII not supported")
+
+
+_UNICODE_DB = ("Python's Unicode database (unicodedata: Unicode 14.0 in Python 3.11) is older than PostgreSQL 18's "
+               "(16.0): characters assigned since then have no decomposition here")
+
+register(
+    Function("unistr", T1, _unistr_py, by_python, sql_names=("unistr",), doc="9.4",
+             samples=("unistr(s || '\\0041 \\u00e9\\+01F600 \\U0001F600 \\\\ \\d83d\\de00')", "unistr(s || '\\')",
+                      "unistr(s || '\\0000')", "unistr(s || '\\d800')")),
+    Function("normalize", (sig("text", ret="text"), sig("text", "text", ret="text")), _normalize_py, by_python,
+             sql_names=("normalize",), doc="9.4", differs=_UNICODE_DB,
+             samples=("normalize(s || U&'\\0065\\0301 \\FB01')", "normalize(s || U&'\\00e9 \\FB01', NFD)",
+                      "normalize(s || U&'\\FB01 \\2460', NFKC)", "normalize(s || U&'\\00C5', nfkd)")),
+    Function("is_normalized", (sig("text", ret="bool"), sig("text", "text", ret="bool")), _is_normalized_py,
+             by_python, sql_names=("is_normalized",), doc="9.4", differs=_UNICODE_DB,
+             samples=("s IS NORMALIZED", "(s || U&'\\0065\\0301') IS NFD NORMALIZED", "is_normalized(s || U&'\\00e9')",
+                      "is_normalized(s, 'NFX')", "(s || U&'\\FB01') IS NFKC NORMALIZED")),
+    Function("to_ascii", (sig("text", ret="text"),), _to_ascii_py, _to_ascii_spark, sql_names=("to_ascii",),
+             doc="9.4", samples=("to_ascii(s)", "to_ascii(CASE WHEN k = 4 THEN s END)")),
+    Function("icu_unicode_version", (sig(ret="text"),), lambda a, e: None,
+             lambda S, a, e: S.F.lit(None).cast("string"), sql_names=("icu_unicode_version",), strict=False,
+             doc="9.4", samples=("icu_unicode_version()",)),
 )

@@ -4,6 +4,7 @@ CopyOut) and the conversions between Arrow tables and rows of Python values."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Callable, Union
 
 import pyarrow as pa
@@ -168,6 +169,10 @@ def column_values(c: pa.Array | pa.ChunkedArray, t: SqlType) -> list:
         return [None if v is None else parse_jsonb(v) for v in values]
     if t.name == "timetz":  # stored as its text (catalog.types)
         return [None if v is None else parse_timetz(v) for v in values]
+    if t.name == "numeric" and pa.types.is_string(c.type):
+        # a numeric sent as its text (``planner.functions`` ``result_text``): the Decimal
+        # keeps the scale of each value, as PostgreSQL's
+        return [None if v is None else Decimal(v) for v in values]
     return values
 
 
