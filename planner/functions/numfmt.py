@@ -12,13 +12,15 @@ value in the interpreter and ``to_char_spark`` builds the same text as a Spark c
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import math
 import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
 from catalog.errors import FEATURE_NOT_SUPPORTED, SqlError
-from planner.functions import Function, constant_arg, register, sig
+from planner.functions import Function, by_python, constant_arg, register, sig
 
 _TOKEN = re.compile(r"FM|MI|S|9|0|\.|D|,|G", re.IGNORECASE)
 
@@ -103,10 +105,16 @@ def _with_separators(f: NumFormat, padded: str) -> str:
 def to_char_py(value, f: NumFormat) -> str:
     """``value`` (int or Decimal) formatted by ``f``."""
     v = Decimal(value).quantize(Decimal(1).scaleb(-len(f.post)), rounding=ROUND_HALF_UP)
-    neg = v < 0
-    text = format(abs(v), "f")
-    whole, _, frac = text.partition(".")
-    if whole == "0" and f.point:
+    whole, _, frac = format(abs(v), "f").partition(".")
+    return _layout(f, v < 0, whole, frac)
+
+
+def _layout(f: NumFormat, neg: bool, whole: str, frac: str, point: bool | None = None) -> str:
+    """The text of a number with sign ``neg``, integer digits ``whole`` and fraction
+    digits ``frac`` (rounded to the template's already) in template ``f``; ``point``:
+    whether the decimal point is written (default: the template has one)."""
+    point = f.point if point is None else point
+    if whole == "0" and point:
         whole = ""
     if len(whole) > f.digits:  # too many digits: every digit position shows #
         field = "".join("#" if t in "90" else t for t in f.pre)
@@ -117,11 +125,11 @@ def to_char_py(value, f: NumFormat) -> str:
     if f.fm and f.strippable:
         keep = len(frac) - f.strippable
         frac = frac[:keep] + frac[keep:].rstrip("0")
-    tail = ("." + frac) if f.point else ""
+    tail = ("." + frac) if point else ""
     lead = len(field) - len(field.lstrip(" "))
     if f.fm:
         field, lead = field.lstrip(" "), 0
-        if f.point and not field and not frac:
+        if point and not field and not frac:
             field = "0"  # FM leaves a digit before a bare point: 0 is "0.", not "."
     if f.sign == "default":
         sign = "-" if neg else ("" if f.fm else " ")
@@ -130,6 +138,28 @@ def to_char_py(value, f: NumFormat) -> str:
         return field[:lead] + ("-" if neg else "+") + field[lead:] + tail
     sign = "-" if neg else "+" if f.sign == "S>" else ("" if f.fm else " ")
     return field + tail + sign
+
+
+def float_to_char_py(value: float, f: NumFormat, max_digits: int) -> str:
+    """``value`` (a float4 or float8) formatted by ``f`` as formatting.c's float4_to_char
+    and float8_to_char do: C's ``%.*f`` of the value (correctly rounded from its binary
+    value, halfway cases to even: Python's formatting is the same), with no more than
+    ``max_digits`` significant digits (FLT_DIG 6, DBL_DIG 15): fraction digits past them
+    are dropped from the template, and with none left the point is not written; NaN
+    takes three digit positions, an infinity overflows them (#)."""
+    if math.isnan(value):
+        if f.digits < 3:
+            return _layout(f, False, "#" * (f.digits + 1), "")
+        return _layout(dataclasses.replace(f, post=(), point=False), False, "NaN", "")
+    if math.isinf(value):
+        return _layout(f, value < 0, "#" * (f.digits + 1), "")
+    pre_len = len("%.0f" % abs(value))
+    post = 0 if pre_len >= max_digits else min(len(f.post), max_digits - pre_len)
+    text = "%.*f" % (post, value)
+    neg = text.startswith("-")
+    whole, _, frac = text.lstrip("-").partition(".")
+    f = dataclasses.replace(f, post=f.post[:post])
+    return _layout(f, neg, whole, frac, point=f.point and (post > 0 or len(whole) > f.digits))
 
 
 def to_char_spark(S, x, f: NumFormat):
@@ -188,4 +218,15 @@ register(
                       "to_char(n, '0000.9')", "to_char(n * 1000, '9,999,999.99')", "to_char(i, 'S9999')",
                       "to_char(n, 'FM9999.99')", "to_char(i, '999MI')", "to_char(k, 'FM0.9')",
                       "to_char(i, 'FM999')", "to_char(i, '9999S')", "to_char(n / 1000, 'FM9999.99')")),
+)
+register(
+    Function("to_char_float", (sig("float4", "text", ret="text"), sig("float8", "text", ret="text")),
+             lambda a, e: float_to_char_py(a[0], parse(a[1]), 6 if e.args[0].type.name == "float4" else 15),
+             by_python, sql_names=("to_char",), doc="9.8",
+             differs="the patterns PR, L, RN, EEEE, V, TH, PL, SG and quoted text are refused (0A000)",
+             samples=("to_char(f, '999.99')", "to_char(f * 1e5 + 0.125, 'FM999999999999999.999999')",
+                      "to_char(-f / 1000, '9.99')", "to_char(f::float4 / 3, '9.9999999999')", "to_char(f, 'S9,999.9')",
+                      "to_char(CASE WHEN k = 4 THEN 'NaN'::float8 ELSE f END, '9999.9')",
+                      "to_char(CASE WHEN k = 4 THEN '-Infinity'::float8 ELSE f END, 'FM99.9')",
+                      "to_char(f * 1e6, '99999999999999999.99')", "to_char(k + 0.5::float8, 'FM0')")),
 )
