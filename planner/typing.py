@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from catalog.errors import SqlError, UNDEFINED_FUNCTION, DATATYPE_MISMATCH
 from catalog.types import (
-    SqlType, BOOL, INT4, INT8, JSONB, MZ_TIMESTAMP, NUMERIC, FLOAT8, TEXT, DATE, TIME, TIMESTAMP, TIMESTAMPTZ, INTERVAL,
+    SqlType, BOOL, INT4, INT8, JSONB, MZ_TIMESTAMP, NUMERIC, FLOAT8, TEXT, DATE, TIME, TIMETZ, TIMESTAMP, TIMESTAMPTZ,
+    INTERVAL,
     array_of,
 )
 
@@ -177,6 +178,11 @@ def resolve_binary(op: str, l: SqlType, r: SqlType) -> tuple[str, SqlType, SqlTy
                 return "sub", TIME, TIME, INTERVAL
             if op == "+" and names in (("date", "time"), ("time", "date")):
                 return "add", l, r, TIMESTAMP
+            # time with time zone: the same, keeping its offset; a date plus it is a timestamptz
+            if names == ("timetz", "interval") or (op == "+" and names == ("interval", "timetz")):
+                return func, l, r, TIMETZ
+            if op == "+" and names in (("date", "timetz"), ("timetz", "date")):
+                return "add", l, r, TIMESTAMPTZ
         if op in "*/" and l.name == "interval" and r.is_numeric:
             return func, INTERVAL, FLOAT8, INTERVAL
         if op == "*" and r.name == "interval" and l.is_numeric:

@@ -1019,6 +1019,8 @@ class Lowerer:
         The replica's Python (``spark.pyspark.python``) must import sqlfront's packages:
         local replicas run environmentd's interpreter with its source on PYTHONPATH
         (``spark_exec.orchestrator``)."""
+        # Arrow has no CalendarInterval: an interval crosses as its fields
+        args = [_interval_struct(c) if x.type.name == "interval" else c for c, x in zip(args, e.args)]
         r = F.udf(_row_text(e, PG_ERROR_PREFIX), T.StringType(), useArrow=True)(*args)
         return F.when(r.startswith(PG_ERROR_PREFIX), F.raise_error(r)).otherwise(r)
 

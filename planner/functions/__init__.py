@@ -346,13 +346,20 @@ def call_text(call, values: tuple, error_prefix: str) -> str | None:
     This is what a Spark replica runs, row by row, for an entry whose Spark lowering is a
     Python UDF (``spark_exec.lower.Lowerer.python_text``): the same definition as the
     interpreter's, so the two paths cannot drift apart."""
-    from catalog.textio import format_text
+    from catalog.textio import format_text, parse_jsonb, parse_timetz
+    from catalog.types import Interval
 
     f = FUNCTIONS[call.func]
     if f.strict and any(v is None for v in values):
         return None
+    # the values as the interpreter has them, from Spark's forms (``spark_exec.lower.spark_type``):
+    # timetz and jsonb as their text, an interval as its (months, days, micros) fields
+    convert = {"timetz": parse_timetz, "jsonb": parse_jsonb,
+               "interval": lambda v: Interval(v["months"], v["days"], v["micros"])}
+    values = [v if v is None or a.type.name not in convert else convert[a.type.name](v)
+              for v, a in zip(values, call.args)]
     try:
-        r = f.py(list(values), call)
+        r = f.py(values, call)
     except SqlError as err:
         return f"{error_prefix}{err.sqlstate}: {err.message}"
     return None if r is None else format_text(r, call.type)

@@ -19,7 +19,7 @@ from catalog.errors import (
 from catalog.intervalio import interval_parts
 from catalog.types import (FarDate, FarTimestamp, Interval, SqlType, date_days, date_from_days,
                            timestamp_from_micros, timestamp_micros)
-from planner.functions import Function, register, sig
+from planner.functions import Function, by_python, register, sig
 
 
 def add_interval(ts: dt.datetime, iv: Interval) -> dt.datetime:
@@ -53,16 +53,21 @@ def time_arith(func: str, a, b, t: SqlType):
     """Arithmetic with a time of day (PostgreSQL 9.9, table 9.33): ``time +/- interval``
     adds the interval's time part only and wraps at midnight (time_pl_interval),
     ``time - time`` is an interval of microseconds (time_mi_time), ``date + time`` a
-    timestamp (datetime_timestamp; an infinite date stays infinite)."""
-    if t.name == "time":
+    timestamp (datetime_timestamp; an infinite date stays infinite). A time with time zone
+    keeps its offset, and a date plus one is a timestamptz (timetz_pl_interval,
+    datetimetz_timestamptz)."""
+    if t.name in ("time", "timetz"):  # a timetz keeps its offset (timetz_pl_interval)
         tod, iv = (a, b) if isinstance(a, dt.time) else (b, a)
-        return time_from_micros((time_micros(tod) + (iv.micros if func == "add" else -iv.micros)) % DAY_MICROS)
+        r = time_from_micros((time_micros(tod) + (iv.micros if func == "add" else -iv.micros)) % DAY_MICROS)
+        return r.replace(tzinfo=tod.tzinfo) if t.name == "timetz" else r
     if t.name == "interval":
         return Interval(0, 0, time_micros(a) - time_micros(b))
     day, tod = (a, b) if isinstance(b, dt.time) else (b, a)
+    tz = t.name == "timestamptz"  # date + timetz (datetimetz_timestamptz): the time at its offset
     if isinstance(day, FarDate) and day.infinite:
-        return FarTimestamp(FarTimestamp.INFINITY if day.days > 0 else FarTimestamp.NEG_INFINITY, False)
-    return timestamp_from_micros(date_days(day) * DAY_MICROS + time_micros(tod), False)
+        return FarTimestamp(FarTimestamp.INFINITY if day.days > 0 else FarTimestamp.NEG_INFINITY, tz)
+    offset = int(tod.utcoffset().total_seconds()) * 1_000_000 if tz else 0
+    return timestamp_from_micros(date_days(day) * DAY_MICROS + time_micros(tod) - offset, tz)
 
 
 def time_arith_spark(S, func: str, x, y, t: SqlType, ta: SqlType):
@@ -198,6 +203,11 @@ def date_part_value(field: str, v, t: SqlType) -> Decimal:
     f = _field(field)
     if isinstance(v, dt.time):
         vals = time_part_values(time_micros(v))
+        if v.tzinfo is not None:  # timetz_part: its offset east of UTC, the epoch of the time there
+            off = int(v.utcoffset().total_seconds())
+            minutes = int(off / 60)
+            vals.update(timezone=off, timezone_hour=int(off / 3600), timezone_minute=minutes - 60 * int(minutes / 60),
+                        epoch=vals["epoch"] - off)
         if f not in vals:
             raise _time_unit_error(field, f, t)
     elif isinstance(v, Interval):
@@ -233,6 +243,9 @@ def date_part_value(field: str, v, t: SqlType) -> Decimal:
 
 def _extract_py(a, e):
     r = date_part_value(a[0], a[1], e.args[1].type)
+    if e.type.name == "float8" and e.args[1].type.name == "timetz" and _field(a[0]) == "epoch":
+        # date_part's float: the time's seconds plus the zone, each a double (timetz_part_common)
+        return time_micros(a[1]) / 1_000_000.0 - a[1].utcoffset().total_seconds()
     return float(r) if e.type.name == "float8" else r
 
 
@@ -265,6 +278,12 @@ def _interval_part_spark(S, f: str, x):
 
 def _extract_spark(S, a, e):
     F, T = S.F, S.T
+    fl = e.args[0]
+    if e.args[1].type.name == "timetz":  # kept as its text on Spark: the Python implementation reads it
+        if fl.__class__.__name__ != "Literal" or fl.value is None:
+            raise SqlError(FEATURE_NOT_SUPPORTED, "extract and date_part need a constant field name on table data")
+        r = by_python(S, a, e)
+        return r if e.type.name == "float8" else r.cast(T.DecimalType(38, _SCALE.get(_field(fl.value), 0)))
     fl = e.args[0]
     if fl.__class__.__name__ != "Literal" or fl.value is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, "extract and date_part need a constant field name on table data")
@@ -695,17 +714,24 @@ def _make_date_py(a, e):
 
 register(
     Function("date_part", (sig("text", "timestamp", ret="float8"), sig("text", "timestamptz", ret="float8"),
-                           sig("text", "interval", ret="float8"), sig("text", "time", ret="float8")),
+                           sig("text", "interval", ret="float8"), sig("text", "time", ret="float8"),
+                           sig("text", "timetz", ret="float8")),
              _extract_py, _extract_spark, sql_names=("date_part",), doc="9.9.1",
-             samples=("date_part('dow', d)", "date_part('second', ts)", "date_part('year', ts)",
+             samples=("date_part('timezone_minute', (ts::time || '-05:30')::timetz)",
+                      "date_part('epoch', (ts::time || '+02')::timetz)", "date_part('dow', d)",
+                      "date_part('second', ts)", "date_part('year', ts)",
                       "date_part('epoch', ts)", "date_part('hour', make_interval(hours => i, mins => -90))",
                       "date_part('second', ts::time)", "date_part('epoch', ts::time)",
                       "date_part('minute', ts::time)")),
     Function("extract", (sig("text", "date", ret="numeric"), sig("text", "timestamp", ret="numeric"),
                          sig("text", "timestamptz", ret="numeric"), sig("text", "interval", ret="numeric"),
-                         sig("text", "time", ret="numeric")),
+                         sig("text", "time", ret="numeric"), sig("text", "timetz", ret="numeric")),
              _extract_py, _extract_spark, sql_names=("extract",), doc="9.9.1",
-             samples=("extract(dow from d)", "extract(year from d)", "extract(epoch from d)",
+             samples=("extract(timezone from (ts::time || '-05:30')::timetz)",
+                      "extract(timezone_hour from (ts::time || '-05:30')::timetz)",
+                      "extract(epoch from (ts::time || '+02')::timetz)", "extract(second from (ts::time || 'Z')::timetz)",
+                      "extract(day from (ts::time || '+02')::timetz)", "extract(dow from d)", "extract(year from d)",
+                      "extract(epoch from d)",
                       "extract(second from ts)", "extract(epoch from ts)", "extract(doy from ts)",
                       "extract(isodow from ts)", "extract(quarter from d)", "extract(week from d)",
                       "extract(century from d)", "extract(milliseconds from ts)", "extract(hour from ts)",
