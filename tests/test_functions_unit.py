@@ -231,3 +231,80 @@ def test_format_type_typmods():
     assert [format_type(1042, None), format_type(1042, -1), format_type(1042, 9), format_type(1185, 5),
             format_type(1231, 3 * 65536 + 6)] == \
         ["character", "bpchar", "character(5)", "timestamp(5) with time zone[]", "numeric(3,2)[]"]
+
+
+@pytest.mark.parametrize("value,fmt,expected", [
+    (-0.001, "9.99", " -.00"), (0.125, "9.99", "  .12"), (2.675, "9.99", " 2.67"),
+    (123456789012.345, "999999999999999.999999", "    123456789012.345"),
+    (1234567890123456789.0, "9999999999999999999.99", " 1234567890123456768"),
+    (99999999999999.9, "99999999999999.99", " ##############."), (9.5, "9", " #"),
+    (float("nan"), "999.99", " NaN"), (float("nan"), "S999", "+NaN"), (float("nan"), "9", " #"),
+    (float("-inf"), "S99.9", "-##.#"), (0.0, "FM9.99", "0."), (-1234.5, "S9,999.9", "-1,234.5"),
+])
+def test_to_char_float_as_formatting_c(value, fmt, expected):
+    """float8_to_char: C's %.*f of the binary value, 15 significant digits at most."""
+    from planner.functions.numfmt import float_to_char_py
+
+    assert float_to_char_py(value, parse(fmt), 15) == expected
+
+
+@pytest.mark.parametrize("x,y,expected", [
+    ("1.500", "2.0", "2.2500000000000000"), ("12345.678", "2.0", "152415765.27968400"), ("2.0", "5", "32.000000000000000"),
+    ("1.5", "-3", "0.2962962962962963"), ("0.0", "0", "1.0000000000000000"), ("10", "400.0", "1" + "0" * 400 + ".0"),
+    ("2", "0.5", "1.4142135623730950"), ("0.0", "0.5", "0.0000000000000000"), ("0.5", "100000.5", "0." + "0" * 1000),
+])
+def test_numeric_power_has_postgresql_scale(x, y, expected):
+    """power_var_int's and power_var's result scales (PostgreSQL 18's answers)."""
+    from catalog.textio import format_text
+    from catalog.types import NUMERIC
+    from planner.functions.math import _power_py
+    from planner.scalar import Call, Literal
+
+    call = Call("power", (Literal(D(x), NUMERIC), Literal(D(y), NUMERIC)), NUMERIC)
+    assert format_text(_power_py([D(x), D(y)], call), NUMERIC) == expected
+
+
+@pytest.mark.parametrize("x,y", [("5.5", "12345.678"), ("7.0", "1000000")])
+def test_numeric_power_past_numeric_range_is_22003(x, y):
+    from catalog.types import NUMERIC
+    from planner.functions.math import _power_py
+    from planner.scalar import Call, Literal
+
+    with pytest.raises(SqlError) as err:
+        _power_py([D(x), D(y)], Call("power", (Literal(D(x), NUMERIC), Literal(D(y), NUMERIC)), NUMERIC))
+    assert err.value.sqlstate == "22003"
+
+
+def test_call_text_is_what_a_replica_runs():
+    """planner.functions.call_text: the text of the Python implementation's answer, NULL
+    for a NULL argument of a strict function, an error as the prefix and SQLSTATE that
+    spark_exec.lower raises again, and Spark's forms of timetz and interval read."""
+    from catalog.types import FLOAT8, INTERVAL, NUMERIC, TEXT, TIMETZ, SqlType
+    from planner.functions import call_text
+    from planner.scalar import Call, ColRef
+
+    sqrt = Call("sqrt", (ColRef(0, SqlType("numeric", 10, 3)),), NUMERIC)
+    assert call_text(sqrt, (D("1.500"),), "E:") == "1.224744871391589"
+    assert call_text(sqrt, (None,), "E:") is None
+    assert call_text(sqrt, (D("-1.000"),), "E:") == "E:2201F: cannot take square root of a negative number"
+    gamma = Call("gamma", (ColRef(0, FLOAT8),), FLOAT8)
+    assert call_text(gamma, (0.5,), "E:") == "1.772453850905516"
+    assert call_text(gamma, (-200.5,), "E:") == "E:22003: value out of range: underflow"
+    add = Call("add", (ColRef(0, TIMETZ), ColRef(1, INTERVAL)), TIMETZ)
+    assert call_text(add, ("23:30:00-05:30", {"months": 1, "days": 2, "micros": 3_600_000_000}), "E:") == "00:30:00-05:30"
+    part = Call("extract", (ColRef(0, TEXT), ColRef(1, TIMETZ)), NUMERIC)
+    assert call_text(part, ("timezone_minute", "12:00:00-05:30"), "E:") == "-30"
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("d\\0061t\\+000061 \\u00e9 \\U0001F600 \\\\ x", "data é 😀 \\ x"), ("\\d83d\\de00", "😀"),
+    ("\\xyz", "42601"), ("\\d800", "42601"), ("\\d800\\0041", "42601"), ("\\dc00", "42601"), ("ab\\", "42601"),
+    ("\\0000", "22023"), ("\\+110000", "22023"),
+])
+def test_unistr_as_varlena_c(text, expected):
+    from planner.functions.string import _unistr_py
+
+    try:
+        assert _unistr_py([text], None) == expected
+    except SqlError as err:
+        assert err.sqlstate == expected
