@@ -316,6 +316,8 @@ class Orchestrator:
             # Python UDFs (``Lowerer.python_text``: functions Spark has no equivalent of)
             # run in environmentd's interpreter, which has pyarrow and sqlfront's packages
             "spark.pyspark.python": sys.executable,
+            # ... in executor processes too (local-cluster and standalone sizes)
+            "spark.executorEnv.PYTHONPATH": str(SOURCE_ROOT),
         }
         if spec.availability_zone:
             conf["spark.sqlfront.availability_zone"] = spec.availability_zone
