@@ -705,9 +705,8 @@ class Lowerer:
         # (t<i>, swapped in by ``lower_result``); its value stays for an ORDER BY above.
         cols, texts = [], []
         for i, e in enumerate(p.exprs):
-            entry = FUNCTIONS.get(e.func) if isinstance(e, Call) else None
-            if entry is not None and entry.extra.get("result_text", lambda _: False)(e):
-                text = self.python_text(e, [self.scalar(a) for a in e.args])
+            text = self._value_text(e)
+            if text is not None:
                 cols.append(text.try_cast(spark_type(e.type)).alias(f"c{i}"))
                 texts.append(text.alias(f"t{i}"))
                 self._text_columns.append(i)
@@ -816,7 +815,8 @@ class Lowerer:
         if isinstance(e, Literal):
             return literal(e.value, e.type)
         if isinstance(e, Cast):
-            return self.cast(self.scalar(e.expr), e.expr.type, e.type)
+            text = self._value_text(e.expr) if e.type.name == "text" else None
+            return text if text is not None else self.cast(self.scalar(e.expr), e.expr.type, e.type)
         if isinstance(e, Case):
             out = None
             for c, r in e.whens:
@@ -1008,6 +1008,14 @@ class Lowerer:
         if not isinstance(message, str):
             return F.raise_error(F.concat(F.lit(f"{PG_ERROR_PREFIX}{sqlstate}: "), message))
         return F.raise_error(F.lit(f"{PG_ERROR_PREFIX}{sqlstate}: {message}"))
+
+    def _value_text(self, e) -> SparkColumn | None:
+        """PostgreSQL's text of ``e`` when it is a call whose entry gives it per row
+        (``result_text``: a numeric of a scale per value), else None."""
+        entry = FUNCTIONS.get(e.func) if isinstance(e, Call) else None
+        if entry is None or not entry.extra.get("result_text", lambda _: False)(e):
+            return None
+        return self.python_text(e, [self.scalar(a) for a in e.args])
 
     def python_text(self, e: Call, args: list[SparkColumn]) -> SparkColumn:
         """The text of ``e``'s result, computed on the replica row by row by its registry
