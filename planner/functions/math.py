@@ -885,6 +885,15 @@ def _min_scale_spark(S, a, e):
     return F.when(x.isNotNull(), r)
 
 
+def _trim_scale_py(a, e) -> Decimal:
+    """trim_scale(numeric): the value without the trailing zeros of its fraction
+    (numeric.c numeric_trim_scale); an integer keeps its digits."""
+    x = a[0]
+    if not x.is_finite() or x == x.to_integral_value():
+        return x.quantize(Decimal(1)) if x.is_finite() else x
+    return x.normalize()
+
+
 register(
     Function("random_between", (sig("int4", "int4", ret="int4"), sig("int8", "int8", ret="int8"),
                                 sig("numeric", "numeric", ret="numeric")),
@@ -897,6 +906,11 @@ register(
              samples=("random_normal(k, 0)", "random_normal(f, 0)")),
     Function("min_scale", (sig("numeric", ret="int4"),), _min_scale_py, _min_scale_spark, sql_names=("min_scale",),
              doc="9.3", samples=("min_scale(n)", "min_scale(n * 10)", "min_scale(k::numeric / 8)")),
+    # the value is the argument's; its scale, each value's own, is given by its text
+    # (result_text: a result column or a cast to text runs the Python implementation)
+    Function("trim_scale", (sig("numeric", ret="numeric"),), _trim_scale_py, lambda S, a, e: a[0],
+             sql_names=("trim_scale",), doc="9.3", extra={"result_text": numeric_result},
+             samples=("trim_scale(n)", "trim_scale(n * 10)", "trim_scale(k * 1.000)", "trim_scale(n - n + 100)")),
 )
 
 
