@@ -25,7 +25,6 @@ KNOWN_DEFERRED_CYCLES = {
     "planner": "ddl <-> writes",
     "planner.functions": "the registry (__init__) loads the modules that register into it",
     "spark_exec": "orchestrator <-> replica <-> cds, cluster_coordinator <-> materializations",
-    "persist": "consensus <-> postgres",
 }
 
 
