@@ -22,7 +22,6 @@ PACKAGES = ("sqlfront", "catalog", "planner", "spark_exec", "persist", "sqllogic
 KNOWN_DEFERRED_CYCLES = {
     "sqlfront": "session, environment, sequence_ddl, rbac, sources, ... (the adapter's modules)",
     "catalog": "types <-> intervalio, textio <-> mztime, snapshot <-> rbac",
-    "spark_exec": "orchestrator <-> replica <-> cds, cluster_coordinator <-> materializations",
 }
 
 
