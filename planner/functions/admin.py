@@ -9,7 +9,7 @@ from __future__ import annotations
 from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_OBJECT,
 )
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 from planner.functions.system import constant_entry
 
 #: PostgreSQL's SQLSTATE for an event trigger function called outside one
