@@ -521,7 +521,7 @@ class _QueryDataflow:
 
     def hydrate(self, as_of: int) -> collections.Counter:
         """Build the dataflow at ``as_of``; the query's rows there."""
-        from spark_exec.cluster_coordinator import to_arrow
+        from spark_exec.arrow_results import to_arrow
         from spark_exec.dataflow import change_result
 
         holds: list = []
@@ -537,7 +537,7 @@ class _QueryDataflow:
         """The query's changes at each time in ``(frontier, ts]`` an input (``states``: their
         shard states) has updates at, in time order."""
         from persist.read import change_parts, shards_change_times
-        from spark_exec.cluster_coordinator import to_arrow
+        from spark_exec.arrow_results import to_arrow
         from spark_exec.dataflow import change_result
 
         url = self.s.env.persist.blob.url
