@@ -235,6 +235,8 @@ class ExprPlanner:
         self.visible_oids: Callable[[], set[int]] | None = None
         #: whether a schema exists (the catalog's answer), for current_schema()
         self.schema_exists: Callable[[str], bool] | None = None
+        #: the session's search_path (its catalog's ``scope``), for current_schema()
+        self.path: tuple[str, ...] = ("public",)
         #: pg_namespace OID of a schema name, or None, for ``::regnamespace``
         self.namespace_oid: Callable[[str], int | None] | None = None
         #: the scope a subquery here correlates with, and how to remap its OuterRefs
@@ -383,9 +385,7 @@ class ExprPlanner:
     def search_path(self) -> tuple[str, ...]:
         """The existing schemas of the session's search_path (PostgreSQL's
         current_schemas(false)); the first is current_schema."""
-        from catalog.snapshot import current_search_path
-
-        path = current_search_path()[0]
+        path = self.path
         exists = self.schema_exists or (lambda name: name == "public")
         return tuple(p for p in path if exists(p))
 

@@ -77,7 +77,7 @@ def evaluate(s: Session, a: AsOf) -> int:
     except pglast.parser.ParseError as e:
         raise SqlError(SYNTAX_ERROR, f"invalid AS OF expression: {e.args[0] if e.args else e}") from None
     try:
-        plan = QueryPlanner(s.env.snapshot, ctx=s.statement.plan).plan_select(stmt).plan
+        plan = QueryPlanner(s.catalog, ctx=s.statement.plan).plan_select(stmt).plan
         # as a fast-path SELECT: its timeout, cancel and heap limit; costly work in a worker
         v = evaluate_plan(s, plan)[0][0]
     except SqlError as e:
