@@ -159,7 +159,7 @@ class _ReservedIds(IdAllocator):
 
 
 #: CatalogSnapshot fields that are not catalog objects
-_NOT_OBJECTS = ("version", "next_ids", "builtins", "to_finalize")
+_NOT_OBJECTS = ("version", "next_ids", "builtins", "to_finalize", "scope")
 #: the key kind of each field's objects (an item's id is unique among all items)
 _KINDS = {"clusters": "cluster", "replicas": "replica", "roles": "role", "role_members": "role_member",
           "default_privileges": "default_privileges"}
