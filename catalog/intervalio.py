@@ -1,4 +1,5 @@
-"""Text input and output of ``interval`` and its type modifier (PostgreSQL 8.5.4, 8.5.5).
+"""The ``interval`` value (:class:`Interval`), its text input and output and its type
+modifier (PostgreSQL 8.5.4, 8.5.5).
 
 Input follows PostgreSQL's ``interval_in``: the text is split into fields as
 ``ParseDateTime`` does, the fields are read right to left as ``DecodeInterval`` does
@@ -21,10 +22,54 @@ Not here: interval arithmetic (planner.functions.datetime) and the Spark forms
 from __future__ import annotations
 
 import contextvars
+import functools
+from dataclasses import dataclass
 
 from catalog.errors import (INTERVAL_FIELD_OVERFLOW, INVALID_DATETIME_FORMAT, DATETIME_FIELD_OVERFLOW,
                             INVALID_PARAMETER_VALUE, SqlError)
-from catalog.types import Interval
+
+# -- the value --------------------------------------------------------------------------
+
+@functools.total_ordering
+@dataclass(frozen=True, eq=False)
+class Interval:
+    """A PostgreSQL ``interval`` value: months, days and microseconds kept apart, as
+    PostgreSQL (and Spark's CalendarInterval) do, so ``1 month`` prints as itself, not as
+    ``30 days``. Equality, order and hash are PostgreSQL's (``interval_cmp_value``): a
+    month counts as 30 days and a day as 24 hours, so ``'1 month' = '30 days'``."""
+
+    months: int = 0
+    days: int = 0
+    micros: int = 0
+
+    def _key(self) -> int:
+        return (self.months * 30 + self.days) * 86_400_000_000 + self.micros
+
+    def __eq__(self, o: object) -> bool:
+        return isinstance(o, Interval) and self._key() == o._key()
+
+    def __lt__(self, o: "Interval") -> bool:
+        if not isinstance(o, Interval):
+            return NotImplemented
+        return self._key() < o._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __add__(self, o: "Interval") -> "Interval":
+        return Interval(self.months + o.months, self.days + o.days, self.micros + o.micros)
+
+    def __neg__(self) -> "Interval":
+        return Interval(-self.months, -self.days, -self.micros)
+
+    def __sub__(self, o: "Interval") -> "Interval":
+        return self + (-o)
+
+    def pg_text(self) -> str:
+        """PostgreSQL's ``IntervalStyle = postgres`` output, e.g. ``1 year 2 mons 3 days 04:05:06``
+        (:func:`format_interval`)."""
+        return format_interval(self, "postgres")
+
 
 # -- the type modifier (PostgreSQL's datetime.h INTERVAL_MASK and intervaltypmodin) ------
 

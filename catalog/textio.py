@@ -23,6 +23,7 @@ from catalog.errors import (
     INVALID_PARAMETER_VALUE, INVALID_TEXT_REPRESENTATION, INVALID_TIME_ZONE_DISPLACEMENT_VALUE,
     NUMERIC_VALUE_OUT_OF_RANGE, STRING_DATA_RIGHT_TRUNCATION,
 )
+from catalog import mztime
 from catalog.intervalio import format_interval, parse_interval, round_micros
 from catalog.types import (FarDate, FarTimestamp, SqlType, date2j, date_from_days, j2date,
                            timestamp_from_micros, timestamp_micros)
@@ -166,9 +167,7 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
     if n == "jsonb":
         return parse_jsonb(s)
     if n == "mz_timestamp":
-        from catalog import mztime
-
-        return mztime.parse(s)
+        return parse_mz_timestamp(s)
     if t.is_array:
         return map_elements(split_array(s, t), lambda e: parse_text(e, t.element, explicit))
     raise SqlError(INVALID_TEXT_REPRESENTATION, f"cannot parse text as {t.sql()}")
@@ -568,6 +567,19 @@ def _zone_names() -> frozenset[str]:
     import zoneinfo
 
     return frozenset(zoneinfo.available_timezones())
+
+
+def parse_mz_timestamp(text: str) -> int:
+    """mz_timestamp input (``catalog.mztime``): an unsigned integer, else a timestamptz
+    literal (ms since the epoch). Raises SqlError 22P02 / 22003."""
+    s = text.strip()
+    if s.isdigit():
+        return mztime.checked(int(s))
+    try:
+        when = parse_timestamptz(s)
+    except SqlError:
+        raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type mz_timestamp: "{text}"') from None
+    return mztime.from_value(when, "timestamptz")
 
 
 def parse_timestamptz(s: str) -> dt.datetime:
