@@ -39,13 +39,11 @@ def checked(v: int) -> int:
 
 
 def from_value(v, src_name: str) -> int:
-    """The cast of a non-NULL value of type ``src_name`` to mz_timestamp.
+    """The cast of a non-NULL value of type ``src_name`` (a number, date or timestamp; text
+    is ``catalog.textio.parse_mz_timestamp``'s) to mz_timestamp.
 
     Raises:
-        SqlError 22003 out of range (negative, past 2**64 - 1, a fraction); 22P02 for
-        text that is neither a number nor a timestamp."""
-    if src_name in ("text", "varchar", "bpchar", "name", "unknown"):
-        return parse(v)
+        SqlError 22003 out of range (negative, past 2**64 - 1, a fraction)."""
     if src_name in ("timestamp", "timestamptz"):
         when = v if v.tzinfo is not None else v.replace(tzinfo=dt.timezone.utc)
         delta = when - _EPOCH

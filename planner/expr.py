@@ -32,6 +32,7 @@ from planner import typing as ty
 from planner.functions.aggregate import resolve_aggregate
 from planner.consteval import cast_value, fold
 from planner.context import MAINTAINED, PlanContext
+from planner.guard import text_format
 from planner.plan import Project
 from planner.levels import AggregateRef, aggregate_level, lift_aggregate
 from planner.scalar import (
@@ -364,7 +365,7 @@ class ExprPlanner:
         if isinstance(arg, Literal) and arg.type.name == "unknown":
             if arg.value is None:
                 return Literal(None, target)
-            return Literal(parse_text(arg.value, target, explicit=True), target)
+            return Literal(parse_text(arg.value, target, True, text_format()), target)
         if arg.type == target:
             return arg
         return Cast(arg, target)

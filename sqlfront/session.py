@@ -31,8 +31,6 @@ from catalog.errors import (
 )
 from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, role_name
 from catalog.snapshot import CatalogSnapshot, Scope, temp_schema_name
-from catalog.intervalio import set_session_interval_style
-from catalog.textio import set_session_time_zone
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
 from planner.writes import plan_insert
@@ -501,17 +499,16 @@ class Session:
             raise
 
     def _statement_context(self) -> None:
-        """What planning and evaluating a statement of this session reads from context
-        variables: its heap budget, time zone,
-        search_path and roles, and what stops its evaluations: a cancel, and the
-        statement's deadline (``self.statement``).
+        """What evaluating a statement of this session reads from the one context
+        variable (``planner.guard``): its heap budget, its text settings (DateStyle,
+        TimeZone, IntervalStyle) and what stops its evaluations: a cancel, and the
+        statement's deadline (``self.statement``). Everything else reaches the statement
+        explicitly (``self.statement.plan``, ``self.catalog``).
         Set for each statement, and for a Describe, which plans before any Execute."""
         # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
         # statement's timeout and cancel too, between function calls
         stop = Limits(deadline=self.statement.deadline, cancelled=self.cancel_event.is_set)
-        set_statement_guard(Guard(max_bytes=self.vars.max_query_heap_bytes(), stop=stop))
-        set_session_time_zone(self.vars.time_zone())
-        set_session_interval_style(self.vars.interval_style())
+        set_statement_guard(Guard(max_bytes=self.vars.max_query_heap_bytes(), stop=stop, text=self.vars.text_format()))
 
     def start_copy(self, c: CopyIn) -> copy.CopyLoad:
         """The load of a ``COPY ... FROM STDIN``'s data (``feed``, ``finish``: all rows or

@@ -147,7 +147,8 @@ class CopyLoad:
         from sqlfront.copy import CopyReader
 
         self.s, self.c, self.encoding = s, c, encoding
-        self.reader = CopyReader(c.table, c.fmt, c.delimiter, c.null, c.header, c.positions, encoding)
+        self.reader = CopyReader(c.table, c.fmt, c.delimiter, c.null, c.header, c.positions, encoding,
+                                 s.vars.text_format())
         self._raw = bytearray()
         self._parts: list[pa.Table] = []
         self._arrow_bytes = 0
