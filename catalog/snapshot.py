@@ -321,6 +321,7 @@ class Role:
     superuser: bool = False
     password: str | None = field(default=None, repr=False)
 
+
 #: Materialize's system roles (mz_roles lists them; they own the system objects)
 MZ_SYSTEM = Role("s1", "mz_system", login=True, superuser=True)
 MZ_SUPPORT = Role("s2", "mz_support", login=True)
