@@ -18,6 +18,8 @@ from catalog.errors import (
     SqlError, DATETIME_FIELD_OVERFLOW, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR,
     UNDEFINED_OBJECT,
 )
+# Interval, the interval value, lives beside its text I/O and type modifier
+from catalog.intervalio import Interval, check_typmod, interval_typmod, typmod_suffix  # noqa: F401
 
 #: Precision/scale used to store an unconstrained ``numeric`` (PostgreSQL has no bound;
 #: Parquet and Spark need one).
@@ -78,8 +80,6 @@ class SqlType:
         if self.name in _DATETIME_PRECISION and self.precision is not None:
             return self.precision
         if self.name == "interval":
-            from catalog.intervalio import interval_typmod
-
             return interval_typmod(self.scale, self.precision)
         return -1
 
@@ -123,8 +123,6 @@ class SqlType:
             base, _, zone = display.partition(" ")  # timestamp(3) without time zone
             return f"{base}({self.precision}) {zone}"
         if self.name == "interval":
-            from catalog.intervalio import typmod_suffix
-
             return display + typmod_suffix(self.scale, self.precision)
         return display
 
@@ -325,8 +323,6 @@ def make_type(name: str, modifiers: list[int] | tuple[int, ...] = ()) -> SqlType
     if key in _DATETIME_PRECISION and mods:
         return SqlType(key, _datetime_precision(name, mods))
     if key == "interval" and mods:
-        from catalog.intervalio import check_typmod
-
         fields, precision = check_typmod(mods)
         return SqlType(key, precision, fields)
     if key == "float8" and mods and name.lower() == "float":
@@ -370,49 +366,6 @@ def stored_numeric(t: SqlType, result_scale: int | None) -> SqlType:
 def arrow_schema(names: list[str], types: list[SqlType]) -> pa.Schema:
     """Arrow schema of a persist part for columns ``names`` of ``types``."""
     return pa.schema([pa.field(n, t.arrow()) for n, t in zip(names, types)])
-
-
-@functools.total_ordering
-@dataclass(frozen=True, eq=False)
-class Interval:
-    """A PostgreSQL ``interval`` value: months, days and microseconds kept apart, as
-    PostgreSQL (and Spark's CalendarInterval) do, so ``1 month`` prints as itself, not as
-    ``30 days``. Equality, order and hash are PostgreSQL's (``interval_cmp_value``): a
-    month counts as 30 days and a day as 24 hours, so ``'1 month' = '30 days'``."""
-
-    months: int = 0
-    days: int = 0
-    micros: int = 0
-
-    def _key(self) -> int:
-        return (self.months * 30 + self.days) * 86_400_000_000 + self.micros
-
-    def __eq__(self, o: object) -> bool:
-        return isinstance(o, Interval) and self._key() == o._key()
-
-    def __lt__(self, o: "Interval") -> bool:
-        if not isinstance(o, Interval):
-            return NotImplemented
-        return self._key() < o._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __add__(self, o: "Interval") -> "Interval":
-        return Interval(self.months + o.months, self.days + o.days, self.micros + o.micros)
-
-    def __neg__(self) -> "Interval":
-        return Interval(-self.months, -self.days, -self.micros)
-
-    def __sub__(self, o: "Interval") -> "Interval":
-        return self + (-o)
-
-    def pg_text(self) -> str:
-        """PostgreSQL's ``IntervalStyle = postgres`` output, e.g. ``1 year 2 mons 3 days 04:05:06``
-        (``catalog.intervalio.format_interval``)."""
-        from catalog.intervalio import format_interval
-
-        return format_interval(self, "postgres")
 
 
 # -- dates and timestamps that datetime cannot hold -------------------------------------

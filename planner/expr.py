@@ -32,6 +32,7 @@ from planner import typing as ty
 from planner.functions.aggregate import resolve_aggregate
 from planner.consteval import cast_value, fold
 from planner.context import MAINTAINED, PlanContext
+from planner.guard import text_format
 from planner.plan import Project
 from planner.levels import AggregateRef, aggregate_level, lift_aggregate
 from planner.scalar import (
@@ -235,6 +236,8 @@ class ExprPlanner:
         self.visible_oids: Callable[[], set[int]] | None = None
         #: whether a schema exists (the catalog's answer), for current_schema()
         self.schema_exists: Callable[[str], bool] | None = None
+        #: the session's search_path (its catalog's ``scope``), for current_schema()
+        self.path: tuple[str, ...] = ("public",)
         #: pg_namespace OID of a schema name, or None, for ``::regnamespace``
         self.namespace_oid: Callable[[str], int | None] | None = None
         #: the scope a subquery here correlates with, and how to remap its OuterRefs
@@ -362,7 +365,7 @@ class ExprPlanner:
         if isinstance(arg, Literal) and arg.type.name == "unknown":
             if arg.value is None:
                 return Literal(None, target)
-            return Literal(parse_text(arg.value, target, explicit=True), target)
+            return Literal(parse_text(arg.value, target, True, text_format()), target)
         if arg.type == target:
             return arg
         return Cast(arg, target)
@@ -383,9 +386,7 @@ class ExprPlanner:
     def search_path(self) -> tuple[str, ...]:
         """The existing schemas of the session's search_path (PostgreSQL's
         current_schemas(false)); the first is current_schema."""
-        from catalog.snapshot import current_search_path
-
-        path = current_search_path()[0]
+        path = self.path
         exists = self.schema_exists or (lambda name: name == "public")
         return tuple(p for p in path if exists(p))
 

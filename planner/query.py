@@ -89,6 +89,7 @@ class QueryPlanner:
         ep.resolve_relation_oid = self.relation_oid
         ep.relation_name = self.relation_name
         ep.schema_exists = self.snap.schema_exists
+        ep.path = self.snap.scope.search_path
         ep.namespace_oid = self.namespace_oid
         ep.visible_oids = self.visible_oids
         ep.ctx = self.ctx
@@ -372,11 +373,10 @@ class QueryPlanner:
             if isinstance(rel, View):
                 import pglast
 
-                from catalog.snapshot import searching_from
-
                 view_stmt = pglast.parse_sql(rel.sql)[0].stmt
-                with searching_from(rel.schema):  # its names mean what they meant when it was made
-                    pq = QueryPlanner(self.snap, catalog_only=False, ctx=self.ctx).plan_raw(view_stmt)
+                # its names mean what they meant when it was made
+                pq = QueryPlanner(self.snap.searching_from(rel.schema), catalog_only=False,
+                                  ctx=self.ctx).plan_raw(view_stmt)
                 pq = PlannedQuery(pq.plan, tuple(c.name for c in rel.columns))
                 return self._derived(pq, item.alias, item.relname)
             qualifier = item.alias.aliasname if item.alias else item.relname

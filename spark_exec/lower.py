@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 from catalog.mztime import MAX as MZ_TIMESTAMP_MAX
 from catalog.errors import SqlError, CANNOT_COERCE, FEATURE_NOT_SUPPORTED, NUMERIC_VALUE_OUT_OF_RANGE
 from catalog.snapshot import BuiltinTable, Table
-from catalog.intervalio import FIELD_TRUNCATION, session_interval_style
+from catalog.intervalio import FIELD_TRUNCATION
 from catalog.types import SqlType, Interval
 from persist import DIFF_COLUMN, TIME_COLUMN, ShardSnapshot
 from persist.compact import CHANGES_BROADCAST_UPDATES
@@ -37,6 +37,7 @@ from planner.plan import (
     inputs,
 )
 from planner.functions import FUNCTIONS
+from planner.guard import text_format
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal
 from spark_exec.errors import PG_ERROR_PREFIX
 
@@ -876,7 +877,7 @@ class Lowerer:
         if d == "interval" and s != "interval":
             raise SqlError(FEATURE_NOT_SUPPORTED, f"casting {src.sql()} to interval is not supported on table data")
         if s == "interval" and d in ("text", "varchar", "bpchar"):
-            if session_interval_style() != "postgres":
+            if text_format().interval_style != "postgres":
                 raise SqlError(FEATURE_NOT_SUPPORTED, "interval text on table data is IntervalStyle postgres only")
             text = _interval_text(c)
             return text if d == "text" else self.cast(text, SqlType("text"), dst)

@@ -20,7 +20,7 @@ from catalog.errors import (
 )
 from catalog.snapshot import (
     SYSTEM_SCHEMAS, USER_SCHEMA, CatalogSnapshot, Column, Index,
-    MaterializedView, Schema, Sequence, Table, View, current_search_path,
+    MaterializedView, Schema, Sequence, Table, View,
 )
 from planner.ddl import TableDef
 from sqlfront.parse import quote_literal
@@ -31,8 +31,7 @@ def _creation_schema(snap: CatalogSnapshot, ids, schema: str | None, temp: bool 
     """The schema a new object goes into (``CatalogSnapshot.creation_schema``) and the
     ops creating it first when it is the session's temporary schema, not made yet."""
     s = snap.creation_schema(schema, temp)
-    _, tempname = current_search_path()
-    if s == tempname and snap.schema_by_name(s) is None:
+    if s == snap.scope.temp_schema and snap.schema_by_name(s) is None:
         return s, [durable.CreateSchema(Schema(ids.allocate("item"), s, temp=True))]
     return s, []
 
@@ -140,7 +139,7 @@ def create_materialized_view(schema: str | None, name: str, sql: str, columns: t
     def build(snap: CatalogSnapshot, ids) -> list:
         c = snap.resolve_cluster(cluster)
         s, ops = _creation_schema(snap, ids, schema)
-        if ops or s == current_search_path()[1]:
+        if ops or s == snap.scope.temp_schema:
             raise SqlError(FEATURE_NOT_SUPPORTED, "materialized views cannot be temporary")
         existing = snap.relation_by_name(s, name)
         if existing is None and snap.name_taken(s, name) or existing is not None and not or_replace:

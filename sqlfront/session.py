@@ -29,16 +29,14 @@ from catalog.errors import (
     query_canceled,
     SqlError, CONNECTION_FAILURE, DISK_FULL, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, STATEMENT_TOO_COMPLEX, SYNTAX_ERROR,
 )
-from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, role_name, set_session_roles
-from catalog.snapshot import set_search_path, temp_schema_name
-from catalog.intervalio import set_session_interval_style
-from catalog.textio import set_session_time_zone
+from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, role_name
+from catalog.snapshot import CatalogSnapshot, Scope, temp_schema_name
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
 from planner.writes import plan_insert
 from sqlfront import activity, introspection
 from sqlfront import mzparse as mz
-from sqlfront.environment import BLOCK_CATALOG, Environment
+from sqlfront.environment import Environment
 from sqlfront.rbac import authorize_statement
 from sqlfront.identifiers import truncation_notices
 from sqlfront.parse import param_count, parse_generated, parse_one, split_as_of, split_statements
@@ -132,6 +130,8 @@ class Session:
         self._savepoints: list[tuple[str, int, object]] = []
         #: the transaction block's uncommitted DDL (``sequence.block_ddl.BlockCatalog``)
         self._block_catalog = None
+        #: (catalog, scope, that catalog scoped) of the last ``catalog``
+        self._scoped: tuple | None = None
         #: prepared statements of the extended protocol, name -> (sql, param OIDs);
         #: shared with the pgwire layer so DEALLOCATE can drop them.
         self.prepared: dict[str, tuple[str, list[int]]] = prepared.PreparedStatements()
@@ -327,6 +327,30 @@ class Session:
         self._block_catalog = b
 
     @property
+    def scope(self) -> Scope:
+        """Who this session's statements read the catalog as (``catalog.snapshot.Scope``):
+        its ``search_path``, its temporary schema, its login and current roles."""
+        login = self.session_role_id
+        return Scope(self.vars.search_path(), self.temp_schema,
+                     None if login is None else (login, self.current_role_id or login))
+
+    @property
+    def catalog(self) -> CatalogSnapshot:
+        """The catalog this session's statements plan and check against, scoped to it
+        (:attr:`scope`): the latest committed one, or, while its transaction block holds
+        uncommitted DDL, the block's pending catalog (``sequence.block_ddl``), which
+        nobody else sees."""
+        b = self._block_catalog
+        base = b.catalog if b is not None else self.env.snapshot
+        scope = self.scope
+        cached = self._scoped
+        if cached is not None and cached[0] is base and cached[1] == scope:
+            return cached[2]
+        snap = base.scoped(scope)
+        self._scoped = (base, scope, snap)
+        return snap
+
+    @property
     def as_of(self):
         """The running statement's ``AS OF`` clause, or None."""
         return self._as_of
@@ -403,7 +427,7 @@ class Session:
     def signal(self, pid: int, terminate: bool, timeout_ms: int) -> bool:
         """pg_cancel_backend / pg_terminate_backend of this session's statement
         (``activity.signal_session``), as its current role."""
-        return activity.signal_session(self.env.activity, self.env.snapshot, self.current_role_id, pid, terminate,
+        return activity.signal_session(self.env.activity, self.catalog, self.current_role_id, pid, terminate,
                                        timeout_ms, self.notices, self.cancel_event.is_set)
 
     def execute_one(self, sql: str, params: list | None = None, query: str | None = None) -> Result:
@@ -475,20 +499,16 @@ class Session:
             raise
 
     def _statement_context(self) -> None:
-        """What planning and evaluating a statement of this session reads from context
-        variables: its heap budget, time zone,
-        search_path and roles, and what stops its evaluations: a cancel, and the
-        statement's deadline (``self.statement``).
+        """What evaluating a statement of this session reads from the one context
+        variable (``planner.guard``): its heap budget, its text settings (DateStyle,
+        TimeZone, IntervalStyle) and what stops its evaluations: a cancel, and the
+        statement's deadline (``self.statement``). Everything else reaches the statement
+        explicitly (``self.statement.plan``, ``self.catalog``).
         Set for each statement, and for a Describe, which plans before any Execute."""
         # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
         # statement's timeout and cancel too, between function calls
         stop = Limits(deadline=self.statement.deadline, cancelled=self.cancel_event.is_set)
-        set_statement_guard(Guard(max_bytes=self.vars.max_query_heap_bytes(), stop=stop))
-        set_session_time_zone(self.vars.time_zone())
-        set_session_interval_style(self.vars.interval_style())
-        set_search_path(self.vars.search_path(), self.temp_schema)
-        set_session_roles(self.session_role_id, self.current_role_id)
-        BLOCK_CATALOG.set(self._block_catalog.catalog if self._block_catalog is not None else None)
+        set_statement_guard(Guard(max_bytes=self.vars.max_query_heap_bytes(), stop=stop, text=self.vars.text_format()))
 
     def start_copy(self, c: CopyIn) -> copy.CopyLoad:
         """The load of a ``COPY ... FROM STDIN``'s data (``feed``, ``finish``: all rows or
@@ -517,25 +537,25 @@ class Session:
         params = DescribeParams(n_params, given)
         cols = None
         if isinstance(stmt, ast.SelectStmt):
-            cols = peek.columns(QueryPlanner(self.env.snapshot, params, ctx=self.statement.plan).plan_raw(stmt))
+            cols = peek.columns(QueryPlanner(self.catalog, params, ctx=self.statement.plan).plan_raw(stmt))
         elif isinstance(stmt, mz.SHOW_QUERIES):
             q = show.show_query(self, stmt)
-            cols = peek.columns(QueryPlanner(self.env.snapshot, ctx=self.statement.plan).plan_raw(parse_generated(q)))
+            cols = peek.columns(QueryPlanner(self.catalog, ctx=self.statement.plan).plan_raw(parse_generated(q)))
         elif isinstance(stmt, mz.SelectWithShows):
-            cols = peek.columns(QueryPlanner(self.env.snapshot, params, ctx=self.statement.plan)
+            cols = peek.columns(QueryPlanner(self.catalog, params, ctx=self.statement.plan)
                                 .plan_raw(show.expand_shows(self, stmt)))
         elif isinstance(stmt, ast.VariableShowStmt):
             cols = var_stmts.show_var_columns(stmt)
         elif isinstance(stmt, (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)):
             plan = {ast.InsertStmt: plan_insert, ast.UpdateStmt: plan_update, ast.DeleteStmt: plan_delete}
-            planned = plan[type(stmt)](self.env.snapshot, stmt, params, self.statement.plan)
+            planned = plan[type(stmt)](self.catalog, stmt, params, self.statement.plan)
             cols = list(planned.returning.columns) if planned.returning is not None else None
         elif isinstance(stmt, ast.ExplainStmt):
             cols = [("Optimized Plan", TEXT)]
         elif isinstance(stmt, mz.ExplainPlan):
             cols = [("Timestamp" if stmt.stage == "timestamp" else f"{stmt.stage.capitalize()} Plan", TEXT)]
         elif isinstance(stmt, ast.DeclareCursorStmt) and isinstance(stmt.query, ast.SelectStmt):
-            QueryPlanner(self.env.snapshot, params, ctx=self.statement.plan).plan_raw(stmt.query)  # the types of its $n
+            QueryPlanner(self.catalog, params, ctx=self.statement.plan).plan_raw(stmt.query)  # the types of its $n
         elif isinstance(stmt, (ast.FetchStmt, mz.FetchWith)):
             fetch = parse_one(stmt.fetch) if isinstance(stmt, mz.FetchWith) else stmt
             c = self.cursors.get(fetch.portalname) if isinstance(fetch, ast.FetchStmt) else None
@@ -558,7 +578,7 @@ class Session:
         self.query = sql
         self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
-            snap = self.env.snapshot
+            snap = self.catalog
             pq = QueryPlanner(snap, params, row_count=self.env.storage.row_count,
                               ctx=self.statement.plan).plan_select(stmt)
             self._described = (stmt, tuple(params or ()), snap, pq)
@@ -571,7 +591,7 @@ class Session:
         ``mz_now()`` is ``mz_now`` (``planner.context.PlanContext``'s; default: the
         statement's, its :meth:`read_ts`)."""
         d, self._described = self._described, None
-        snap = self.env.snapshot
+        snap = self.catalog
         if d is not None and d[0] is stmt and d[1] == tuple(params or ()) and d[2] is snap:
             return d[3]
         ctx = self.statement.plan if mz_now is None else self.statement.plan.with_mz_now(mz_now)
@@ -580,14 +600,14 @@ class Session:
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
         """The rows of a builtin table as this session sees them: its own cursors in
         ``pg_cursors``, the activity log as its role may see it, the environment's rows
-        for the rest."""
+        for the rest, over its catalog (``catalog``)."""
         if table.id == PG_CURSORS.id:
             return cursors.pg_cursors_rows(self)
         if table.id == PG_PREPARED_STATEMENTS.id:
             return prepared.pg_prepared_statements_rows(self)
         if table.id in introspection.VIEWER_TABLES:
-            return introspection.rows(self.env, table, self.current_role_id)
-        return self.env.builtin_rows(table)
+            return introspection.rows(self.env, table, self.current_role_id, self.catalog)
+        return self.env.builtin_rows(table, self.catalog)
 
     def close(self) -> None:
         """The connection ended: drop what the session holds (buffered writes, cursors

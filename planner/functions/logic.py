@@ -229,8 +229,10 @@ def record_field(text: str | None) -> str:
 
 def _record_py(a, e):
     from catalog.textio import format_text
+    from planner.guard import text_format
 
-    return "(" + ",".join(record_field(None if v is None else v if isinstance(v, str) else format_text(v, x.type))
+    fmt = text_format()
+    return "(" + ",".join(record_field(None if v is None else v if isinstance(v, str) else format_text(v, x.type, fmt))
                           for v, x in zip(a, e.args)) + ")"
 
 

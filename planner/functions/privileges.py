@@ -118,10 +118,8 @@ def _relations(snap: CatalogSnapshot) -> list[_Object]:
     """Tables, views, materialized views, sequences and system tables: their qualified
     names, and unqualified the first the search path finds (PostgreSQL 5.10.3)."""
     from catalog.pg_catalog import object_oid
-    from catalog.snapshot import visible_schema
-
     rels = [o for m in (snap.tables, snap.views, snap.materialized_views, snap.builtins, snap.sequences)
-            for o in m.values() if visible_schema(o.schema)]
+            for o in m.values() if snap.visible_schema(o.schema)]
     first: dict[str, str] = {}
     for schema in snap.search_path():
         for o in rels:
@@ -135,10 +133,8 @@ def _relations(snap: CatalogSnapshot) -> list[_Object]:
 
 def _schemas(snap: CatalogSnapshot) -> list[_Object]:
     from catalog.pg_catalog import NAMESPACE_OIDS, object_oid
-    from catalog.snapshot import visible_schema
-
     out = {name: oid for name, oid in NAMESPACE_OIDS.items()}
-    out |= {s.name: object_oid(s.id) for s in snap.schemas.values() if visible_schema(s.name)}
+    out |= {s.name: object_oid(s.id) for s in snap.schemas.values() if snap.visible_schema(s.name)}
     return [_Object(f"schema:{n}", (n,), oid, rbac.schema_ref(snap, n)) for n, oid in out.items()]
 
 
@@ -250,7 +246,7 @@ def _lookup(kind: _Kind, role_arg, obj_arg, ctx) -> dict[str, str] | None:
     snap = ctx.catalog()
     if snap is None:
         return None
-    current = rbac.current_role()
+    current = rbac.current_role(snap)
     table = {"cur": current or ""}
     roles = [r for r in rbac.all_roles(snap)
              if not isinstance(role_arg, Literal) or role_arg.value in (r.name, rbac.role_oid(r.id))
@@ -421,9 +417,9 @@ def current_role_name(ctx, session: bool = False) -> str:
     """The name of the current role of the statement of ``ctx`` (its
     ``planner.context.PlanContext``; ``session``: its login role); the bootstrap role's
     outside a session."""
-    roles = rbac.session_roles()
     snap = ctx.catalog()
-    if roles is None or snap is None:
+    roles = None if snap is None else rbac.session_roles(snap)
+    if roles is None:
         return "materialize"
     return rbac.role_name(snap, roles[0] if session else roles[1])
 

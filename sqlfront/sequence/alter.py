@@ -54,7 +54,7 @@ def alter_table(s: Session, stmt: ast.AlterTableStmt, sql: str, params) -> Resul
             alter_relation_owner(s, stmt.relation, bool(stmt.missing_ok), c.newowner)
     if all(c.subtype == AlterTableType.AT_ChangeOwner for c in stmt.cmds):
         return Result(tag)
-    snap = s.env.snapshot
+    snap = s.catalog
     rv = stmt.relation
     try:
         table = _table(snap, rv)
@@ -198,7 +198,7 @@ def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source:
 def _reopen(s: Session, table: Table) -> None:
     """Unseal ``table``'s shard after a failed rewrite, unless the table is gone (a
     dropped table's shard stays sealed)."""
-    cur = s.env.snapshot.tables.get(table.id)
+    cur = s.catalog.tables.get(table.id)
     if cur is not None and cur.shard_id == table.shard_id:
         s.env.persist.unseal(table.shard_id)
 
@@ -226,7 +226,7 @@ def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: li
     env.storage.create_shard(shard)
     if state.row_count() == 0:
         return target
-    defaults = default_exprs(env.snapshot, target, s.statement.plan)
+    defaults = default_exprs(s.catalog, target, s.statement.plan)
     get = Get(table, tuple((c.name, c.type) for c in table.columns))
     exprs, fill = [], []
     for j, (c, src) in enumerate(zip(columns, source)):
@@ -278,7 +278,7 @@ def rename(s: Session, stmt: ast.RenameStmt, sql: str, params) -> Result:
         run(s, build.rename_item(rv.schemaname, rv.relname, stmt.newname, bool(stmt.missing_ok)))
         return Result(f"ALTER {kinds[t]}")
     if t == ObjectType.OBJECT_COLUMN and stmt.relationType == ObjectType.OBJECT_TABLE:
-        snap = s.env.snapshot
+        snap = s.catalog
         try:
             table = _table(snap, stmt.relation)
         except SqlError:
@@ -307,7 +307,7 @@ def truncate(s: Session, stmt: ast.TruncateStmt, sql: str, params) -> Result:
         transaction block (as DELETE)."""
     from sqlfront.sequence.writes import rewrite
 
-    snap = s.env.snapshot
+    snap = s.catalog
     tables = [_table(snap, rv) for rv in stmt.relations]
     for rv in stmt.relations:
         rewrite(s, ast.DeleteStmt(relation=rv), sql, params)
@@ -338,7 +338,7 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
     into = stmt.into
     rv = into.rel
     temp = rv.relpersistence == "t"
-    snap = s.env.snapshot
+    snap = s.catalog
     pq = QueryPlanner(snap, params, ctx=s.statement.plan).plan_raw(stmt.query)
     names = list(pq.names)
     if into.colNames:
@@ -362,7 +362,7 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
         # (nobody else knows the shard): the block's UPDATE and DELETE read them as
         # committed rows (dbt's incremental models DELETE ... USING such a table).
         # A failed fill aborts the block, whose ROLLBACK deletes the shard.
-        block_ddl.create_shard_now(s, s.env.snapshot.resolve_relation(schema, rv.relname).shard_id)
+        block_ddl.create_shard_now(s, s.catalog.resolve_relation(schema, rv.relname).shard_id)
         r = insert(s, fill, sql, params, now=True)
     else:
         try:

@@ -6,7 +6,7 @@ behaviour, for the statements whose effect is only a catalog change.
 A catalog change of an explicit block is not sent to the Coordinator: its ops are applied
 to the block's *pending catalog* (the committed catalog as of the block's first DDL, plus
 the block's own ops), which every later statement of the block plans against
-(``Environment.snapshot`` returns it in the session's thread, :data:`BLOCK_CATALOG`).
+(``Session.catalog`` returns it while the block holds uncommitted DDL).
 Nobody else sees it. COMMIT sends all the ops to the Coordinator as one catalog
 transaction, which applies them to the catalog of then unless another transaction
 committed since the block's first DDL changed what the block changed or read (the same
@@ -34,7 +34,6 @@ from catalog import durable
 from catalog.errors import SqlError, ACTIVE_SQL_TRANSACTION, SERIALIZATION_FAILURE
 from catalog.snapshot import CatalogSnapshot, Sequence
 from sqlfront.coordinator import IdAllocator
-from sqlfront.environment import BLOCK_CATALOG
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -78,7 +77,7 @@ def in_block(s: Session) -> bool:
 
 def apply(s: Session, build) -> None:
     """Run catalog transaction ``build(snapshot, ids) -> ops`` against the block's pending
-    catalog and add its ops to the block.
+    catalog, as the session reads it (``Session.scope``), and add its ops to the block.
 
     Raises:
         SqlError 25001 for a statement whose ops may not be buffered; ``build``'s errors
@@ -86,7 +85,7 @@ def apply(s: Session, build) -> None:
     b: BlockCatalog | None = s.block_catalog
     snap = b.catalog if b is not None else s.env.coordinator.snapshot
     ids = _ReservedIds(s.env.coordinator, snap.next_ids)
-    ops = build(snap, ids)
+    ops = build(snap.scoped(s.scope), ids)
     for op in ops:
         if not isinstance(op, BLOCK_OPS):
             raise SqlError(ACTIVE_SQL_TRANSACTION, "this statement cannot run inside a transaction block "
@@ -102,8 +101,7 @@ def apply(s: Session, build) -> None:
             b.sequences.append(op.sequence)
     b.catalog = new.with_changes(version=next(_versions))
     b.ops += ops
-    s.set_block_catalog(b)
-    BLOCK_CATALOG.set(b.catalog)  # the rest of this statement sees it too
+    s.set_block_catalog(b)  # the rest of this statement sees it too
 
 
 def commit(s: Session, check=lambda: None) -> CatalogSnapshot | None:
@@ -161,7 +159,7 @@ class _ReservedIds(IdAllocator):
 
 
 #: CatalogSnapshot fields that are not catalog objects
-_NOT_OBJECTS = ("version", "next_ids", "builtins", "to_finalize")
+_NOT_OBJECTS = ("version", "next_ids", "builtins", "to_finalize", "scope")
 #: the key kind of each field's objects (an item's id is unique among all items)
 _KINDS = {"clusters": "cluster", "replicas": "replica", "roles": "role", "role_members": "role_member",
           "default_privileges": "default_privileges"}
@@ -283,13 +281,11 @@ def rollback_to(s: Session, mark) -> None:
     for q in b.sequences[n_seq:]:
         s.env.sequences.forget([q.id])
     del b.sequences[n_seq:]
-    BLOCK_CATALOG.set(b.catalog)
 
 
 def forget(s: Session) -> None:
     b: BlockCatalog | None = s.block_catalog
     s.set_block_catalog(None)
-    BLOCK_CATALOG.set(None)
     if b is not None and b.scratch is not None:
         b.scratch.close()
 

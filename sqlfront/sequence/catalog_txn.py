@@ -35,4 +35,4 @@ def run(s: Session, txn) -> None:
         return
     if s.pending_writes:
         raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow writes in a transaction")
-    s.env.coordinator.transact(authorize_ddl(txn))
+    s.env.coordinator.transact(authorize_ddl(txn), s.scope)

@@ -41,7 +41,7 @@ def create_table(s: Session, stmt: ast.CreateStmt, sql: str, params) -> Result:
     temp = rv.relpersistence == "t"
     if stmt.oncommit not in (OnCommitAction.ONCOMMIT_NOOP, OnCommitAction.ONCOMMIT_PRESERVE_ROWS):
         raise SqlError(FEATURE_NOT_SUPPORTED, "ON COMMIT DELETE ROWS / DROP is not supported")
-    tdef = plan_table(stmt, s.env.snapshot, s.statement.plan)
+    tdef = plan_table(stmt, s.catalog, s.statement.plan)
     run(s, build.create_table(rv.schemaname, rv.relname, tdef, bool(stmt.if_not_exists), temp))
     return Result("CREATE TABLE")
 
@@ -96,7 +96,7 @@ def create_view(s: Session, stmt: ast.ViewStmt | mz.CreateViewIfNotExists, sql: 
     rv = stmt.view
     if rv.relpersistence == "t":
         raise SqlError(FEATURE_NOT_SUPPORTED, "temporary views are not supported")
-    pq = QueryPlanner(s.env.snapshot, ctx=s.statement.plan).plan_raw(stmt.query)
+    pq = QueryPlanner(s.catalog, ctx=s.statement.plan).plan_raw(stmt.query)
     names = list(pq.names)
     if stmt.aliases:
         aliases = [a.sval for a in stmt.aliases]
@@ -148,7 +148,7 @@ def _result_scales(s: Session, plan) -> list[int | None]:
     none = [None] * len(plan.columns)
     if not any(t.name == "numeric" and t.precision is None for _, t in plan.columns):
         return none
-    cluster = s.env.snapshot.cluster_by_name(s.vars.get("cluster"))
+    cluster = s.catalog.cluster_by_name(s.vars.get("cluster"))
     cc = s.env.compute.cluster_coordinator(cluster.id) if cluster is not None else None
     if cc is None or not cc.replica_ids():  # no replica to wait for (CREATE needs none)
         return none
@@ -200,7 +200,7 @@ def create_materialized_view(s: Session, stmt: mz.CreateMaterializedView, sql: s
             fname = SQLValueFunctionOp(n.op).name.removeprefix("SVFOP_").lower().removesuffix("_n")
         if fname in UNMATERIALIZABLE and fname != "mz_now":  # mz_now(): temporal filters
             raise SqlError(FEATURE_NOT_SUPPORTED, f"cannot materialize call to {fname}")
-    snap = s.env.snapshot
+    snap = s.catalog
     ctx = s.statement.plan.with_mz_now(MAINTAINED)
     planner = QueryPlanner(snap, ctx=ctx)
     pq = planner.plan_raw(query)

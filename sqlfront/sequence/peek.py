@@ -115,7 +115,7 @@ def check_target_cluster(s: Session, stmt, plan) -> None:
     from spark_exec.cluster_coordinator import no_replicas_error
     from sqlfront.rbac import relations_named
 
-    snap = s.env.snapshot
+    snap = s.catalog
     named = relations_named(snap, stmt)
     if all(r.builtin for r in named) and (named or not could_run_expensive_function(plan)):
         return
@@ -227,7 +227,7 @@ def _read_at(s: Session, plan, as_of: int | None):
     Raises:
         SqlError 55000 for a stopped cluster; 22000 when ``as_of`` is below an input's
         since; XX000 for a subsource in error (``SourceRunners.check_readable``)."""
-    snap = s.env.snapshot
+    snap = s.catalog
     cluster = snap.resolve_cluster(s.vars.get("cluster"))
     cc = s.env.compute.cluster_coordinator(cluster.id)
     if cc is None:
@@ -313,7 +313,7 @@ def await_materialized(s: Session, plan, as_of: int) -> None:
                 raise copy.copy(err)  # the maintainer's, shared: each reader raises its own
             if s.cancel_event.is_set() or s.client_gone():
                 raise query_canceled(timeout=False)
-            if view.id not in env.snapshot.materialized_views:  # dropped while we waited
+            if view.id not in s.catalog.materialized_views:  # dropped while we waited
                 raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{view.name}'")
             wait = 0.25 if deadline is None else min(0.25, deadline - time.monotonic())
             if wait <= 0:

@@ -23,7 +23,7 @@ from catalog.errors import (
     UNDEFINED_COLUMN, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
 )
 from catalog.pg_catalog import object_oid
-from catalog.snapshot import CatalogSnapshot, MaterializedView, Sequence, Table, visible_schema
+from catalog.snapshot import CatalogSnapshot, MaterializedView, Sequence, Table
 from planner.ddl import sequence_options
 from sqlfront.rbac import check_sequence_use
 from sqlfront.sequence.catalog_txn import run
@@ -54,9 +54,9 @@ class SessionSequences:
         Raises:
             SqlError 42P01 for no such sequence (another session's temporary one
             included); 42501."""
-        snap = self._s.env.snapshot
+        snap = self._s.catalog
         for q in snap.sequences.values():
-            if object_oid(q.id) == oid and visible_schema(q.schema):
+            if object_oid(q.id) == oid and snap.visible_schema(q.schema):
                 if any_of is not None:
                     check_sequence_use(snap, q, any_of, self._s.current_role_id)
                 return q
@@ -88,7 +88,7 @@ class SessionSequences:
         USAGE or SELECT on the sequence it came from (PostgreSQL's rule)."""
         if self._last is None:
             raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, "lastval is not yet defined in this session")
-        snap = self._s.env.snapshot
+        snap = self._s.catalog
         q = snap.sequences.get(self._last_id)
         if q is None:
             raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, "lastval is not yet defined in this session")

@@ -495,7 +495,7 @@ class _QueryDataflow:
 
     def _run(self, fn):
         s = self.s
-        cluster = s.env.snapshot.resolve_cluster(s.vars.get("cluster"))
+        cluster = s.catalog.resolve_cluster(s.vars.get("cluster"))
         cc = s.env.compute.cluster_coordinator(cluster.id)
         if cc is None:
             raise s.env.compute.not_owned_error(cluster)

@@ -113,7 +113,7 @@ def _check_cluster_here(s: Session, name: str) -> None:
     with the owner and a hint to reconnect with that cluster: a peek could not run here.
     A cluster that does not exist, or that no process owns now, may be set (Materialize
     checks the cluster when a query needs it)."""
-    cluster = s.env.snapshot.cluster_by_name(name)
+    cluster = s.catalog.cluster_by_name(name)
     if cluster is None or s.env.compute.cluster_coordinator(cluster.id) is not None:
         return
     if s.env.compute.ownership.owner_of(cluster.id) is not None:

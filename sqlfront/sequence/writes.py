@@ -88,7 +88,7 @@ def wait_replaced(s: Session, shard_id: str, deadline: float) -> None:
         SqlError 40001 after ``deadline`` (time.monotonic); 57014 when canceled."""
     pause = 0.002
     while True:
-        if all(t.shard_id != shard_id for t in s.env.snapshot.storage_relations()):
+        if all(t.shard_id != shard_id for t in s.catalog.storage_relations()):
             return
         if not s.env.persist.state(shard_id).sealed:
             return
@@ -121,7 +121,7 @@ def insert(s: Session, stmt: ast.InsertStmt, sql: str, params, now: bool = False
     from planner import interpret
 
 
-    snap = s.env.snapshot
+    snap = s.catalog
     pi = planned_insert(s, snap, stmt, sql, params)
     if pi.rows is not None:
         rows = list(pi.rows)
@@ -313,7 +313,7 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
         s.commit_implicit()
     persist = s.env.persist
     for _ in range(MAX_CONFLICTS):
-        snap = s.env.snapshot
+        snap = s.catalog
         plan_rewrite = plan_delete if is_delete else plan_update
         pr = plan_rewrite(snap, stmt, params, s.statement.plan)
         shard = pr.table.shard_id
