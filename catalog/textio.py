@@ -171,6 +171,12 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
         return mztime.parse(s)
     if t.is_array:
         return map_elements(split_array(s, t), lambda e: parse_text(e, t.element, explicit))
+    if t.is_list or t.is_map:
+        from catalog import listmapio
+
+        e = t.element
+        parse = listmapio.parse_list if t.is_list else listmapio.parse_map
+        return parse(s, e.is_list if t.is_list else e.is_map, lambda x: parse_text(x, e, explicit))
     raise SqlError(INVALID_TEXT_REPRESENTATION, f"cannot parse text as {t.sql()}")
 
 
@@ -845,6 +851,12 @@ def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
         return out
     if n == "bytea":
         return "\\x" + bytes(v).hex()
+    if t.is_list or t.is_map:
+        from catalog import listmapio
+
+        e = t.element
+        fmt = listmapio.format_list if t.is_list else listmapio.format_map
+        return fmt(v, e.is_list or e.is_map, lambda x: format_text(x, e, ds))
     if t.is_array:
         return "{" + ",".join("NULL" if e is None else format_text(e, t, ds) if isinstance(e, list)
                               else _array_element(format_text(e, t.element, ds)) for e in v) + "}"
