@@ -133,8 +133,60 @@ def _unquoted(buf: _Buf, special: str, end: str) -> str | None:
     return None if text.upper() == "NULL" and not escaped else text
 
 
-def _element_error(e: SqlError) -> _Bail:
-    return _Bail(e.message)
+def _next(buf: _Buf, first: bool, unexpected: str) -> bool:
+    """Past the separator before an element: False at the closing brace."""
+    buf.skip_ws()
+    c = buf.next()
+    if c == "}":
+        return False
+    if first and c is not None:
+        buf.prev()
+    elif c is None:
+        raise _Bail("unexpected end of input")
+    elif c != ",":
+        raise _Bail(unexpected.format(c))
+    buf.skip_ws()
+    return True
+
+
+def _value(buf: _Buf, nested: bool, special: str, end: str, not_nested: str) -> str | None:
+    """An element's text (None for NULL): quoted, a nested ``{...}`` when ``nested``
+    (else the error ``not_nested``), or unquoted."""
+    c = buf.peek()
+    if c == '"':
+        return _quoted(buf)
+    if c == "{":
+        if not nested:
+            raise _Bail(not_nested)
+        return _embedded(buf)
+    if c is None:
+        raise _Bail("unexpected end of input")
+    return _unquoted(buf, special, end)
+
+
+def _parse(s: str, what: str, parse_entry: Callable[[_Buf, bool], None]) -> None:
+    buf = _Buf(s)
+    try:
+        _open(buf)
+        first = True
+        while _next(buf, first, "expected ',' or '}}', got '{}'" if what == "list" else
+                    "expected ',' or end of input, got '{}'"):
+            parse_entry(buf, first)
+            first = False
+        if what == "list":
+            buf.skip_ws()
+            c = buf.next()
+            if c is not None:
+                raise _Bail(f"malformed array literal; contains '{c}' after terminal '}}'")
+    except _Bail as b:
+        raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for {what}: {b}: "{s}"') from None
+
+
+def _converted(text: str | None, parse: Callable[[str], object]):
+    try:
+        return None if text is None else parse(text)
+    except SqlError as e:
+        raise _Bail(e.message) from None
 
 
 def parse_list(s: str, nested: bool, parse_elem: Callable[[str], object]) -> list:
@@ -145,45 +197,14 @@ def parse_list(s: str, nested: bool, parse_elem: Callable[[str], object]) -> lis
     Raises:
         SqlError 22P02 ``invalid input syntax for list: <detail>: "<s>"`` (Materialize's
         message), an element's own error as its detail."""
-    buf, out = _Buf(s), []
-    try:
-        _open(buf)
-        while True:
-            buf.skip_ws()
-            c = buf.next()
-            if c == "}":
-                break
-            if not out and c is not None:
-                buf.prev()
-            elif c == ",":
-                pass
-            elif c is None:
-                raise _Bail("unexpected end of input")
-            else:
-                raise _Bail(f"expected ',' or '}}', got '{c}'")
-            buf.skip_ws()
-            c = buf.peek()
-            if c == '"':
-                text = _quoted(buf)
-            elif c == "{":
-                if not nested:
-                    raise _Bail("unescaped '{' at beginning of element; perhaps you want a nested list, "
-                                "e.g. '{a}'::text list list")
-                text = _embedded(buf)
-            elif c is None:
-                raise _Bail("unexpected end of input")
-            else:
-                text = _unquoted(buf, _LIST_SPECIAL, ",}")
-            try:
-                out.append(None if text is None else parse_elem(text))
-            except SqlError as e:
-                raise _element_error(e) from None
-        buf.skip_ws()
-        c = buf.next()
-        if c is not None:
-            raise _Bail(f"malformed array literal; contains '{c}' after terminal '}}'")
-    except _Bail as b:
-        raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for list: {b}: "{s}"') from None
+    out: list = []
+
+    def entry(buf: _Buf, first: bool) -> None:
+        text = _value(buf, nested, _LIST_SPECIAL, ",}", "unescaped '{' at beginning of element; perhaps you want "
+                      "a nested list, e.g. '{a}'::text list list")
+        out.append(_converted(text, parse_elem))
+
+    _parse(s, "list", entry)
     return out
 
 
@@ -193,51 +214,23 @@ def parse_map(s: str, nested: bool, parse_value: Callable[[str], object]) -> dic
 
     Raises:
         SqlError 22P02 ``invalid input syntax for type map: <detail>: "<s>"``."""
-    buf, out = _Buf(s), {}
-    try:
-        _open(buf)
-        while True:
-            buf.skip_ws()
-            c = buf.next()
-            if c == "}":
-                break
-            if not out and c is not None:
-                buf.prev()
-            elif c == ",":
-                pass
-            elif c is None:
-                raise _Bail("unexpected end of input")
-            else:
-                raise _Bail(f"expected ',' or end of input, got '{c}'")
-            buf.skip_ws()
-            c = buf.peek()
-            if c is None:
-                raise _Bail("unexpected end of input")
-            key = _quoted(buf) if c == '"' else _unquoted(buf, _MAP_SPECIAL, ",}=")
-            if key is None:
-                raise _Bail("expected key")
-            buf.skip_ws()
-            if buf.next() != "=" or buf.next() != ">":
-                raise _Bail("expected =>")
-            buf.skip_ws()
-            c = buf.peek()
-            if c == '"':
-                text = _quoted(buf)
-            elif c == "{":
-                if not nested:
-                    raise _Bail("unescaped '{' at beginning of value; perhaps you want a nested map, "
-                                "e.g. '{a=>{a=>1}}'::map[text=>map[text=>int]]")
-                text = _embedded(buf)
-            elif c is None:
-                raise _Bail("unexpected end of input")
-            else:
-                text = _unquoted(buf, _MAP_SPECIAL, ",}=")
-            try:
-                out[key] = None if text is None else parse_value(text)
-            except SqlError as e:
-                raise _element_error(e) from None
-    except _Bail as b:
-        raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type map: {b}: "{s}"') from None
+    out: dict = {}
+
+    def entry(buf: _Buf, first: bool) -> None:
+        if buf.peek() is None:
+            raise _Bail("unexpected end of input")
+        key = _quoted(buf) if buf.peek() == '"' else _unquoted(buf, _MAP_SPECIAL, ",}=")
+        if key is None:
+            raise _Bail("expected key")
+        buf.skip_ws()
+        if buf.next() != "=" or buf.next() != ">":
+            raise _Bail("expected =>")
+        buf.skip_ws()
+        text = _value(buf, nested, _MAP_SPECIAL, ",}=", "unescaped '{' at beginning of value; perhaps you want "
+                      "a nested map, e.g. '{a=>{a=>1}}'::map[text=>map[text=>int]]")
+        out[key] = _converted(text, parse_value)
+
+    _parse(s, "type map", entry)
     return dict(sorted(out.items()))
 
 
@@ -254,8 +247,11 @@ def format_list(v: list, nested: bool, format_elem: Callable[[object], str]) -> 
                           for e in v) + "}"
 
 
-def format_map(v: dict, nested: bool, format_value: Callable[[object], str]) -> str:
-    """Materialize's text of map value ``v``: ``{a=>1,b=>NULL}``, in key order."""
+def format_map(v, nested: bool, format_value: Callable[[object], str]) -> str:
+    """Materialize's text of map value ``v`` (a dict, or (key, value) pairs as Arrow gives
+    a Spark map back): ``{a=>1,b=>NULL}``, in key order."""
+    if not isinstance(v, dict):
+        v = dict(v)
     return "{" + ",".join(
         _escape(k, _MAP_SPECIAL) + "=>" + ("NULL" if x is None else format_value(x) if nested
                                             else _escape(format_value(x), _MAP_SPECIAL))

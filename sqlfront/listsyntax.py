@@ -10,8 +10,8 @@ tokens of ``pglast.parser.scan`` into forms it parses, which the planner reads b
   the planner parses;
 - a subscript of several layers, ``x[1:2, 2:3]``, becomes ``x[1:2][mz_list_layer()][2:3]``.
 
-Statements without the words ``list`` or ``map`` are returned as they are; so is any
-text where nothing applies. Lexing (quotes, comments) is PostgreSQL's own.
+Statements without the words ``list`` or ``map`` or a ``[`` are returned as they are; so
+is any text where nothing applies. Lexing (quotes, comments) is PostgreSQL's own.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ _TYPE_WORDS = {
 
 def rewrite(sql: str) -> str:
     """``sql`` with Materialize's list and map syntax in PostgreSQL's (module docstring)."""
-    if not _WORDS.search(sql):
+    if "[" not in sql and not _WORDS.search(sql):
         return sql
     try:
         toks = [t for t in pglast.parser.scan(sql) if t.name not in ("SQL_COMMENT", "C_COMMENT")]

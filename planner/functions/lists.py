@@ -14,8 +14,10 @@ both paths.
 
 from __future__ import annotations
 
+import functools
+
 from catalog.errors import (
-    SqlError, ARRAY_SUBSCRIPT_ERROR, DATATYPE_MISMATCH, INDETERMINATE_DATATYPE, UNDEFINED_FUNCTION,
+    SqlError, ARRAY_SUBSCRIPT_ERROR, DATATYPE_MISMATCH, INDETERMINATE_DATATYPE,
 )
 from catalog.types import SqlType, INT4, INT8, TEXT, UNKNOWN, list_of, make_type, map_of
 from planner.functions import Function, register
@@ -401,6 +403,15 @@ def _slice_spark(S, c, bounds: list):
     return F.when(F.exists(inner, lambda x: x.isNotNull()), inner)
 
 
+def strict_spark(spark):
+    """A Spark lowering made NULL when an argument is NULL, as a strict entry is (Spark's
+    forall, exists and transform over a NULL map or array answer instead)."""
+    def lowered(S, a, e):
+        null = functools.reduce(lambda x, y: x | y, [x.isNull() for x in a])
+        return S.F.when(~null, spark(S, a, e))
+    return lowered
+
+
 def _index_py(a, e):
     v, i = a
     return v[i - 1] if 1 <= i <= len(v) else None
@@ -473,8 +484,7 @@ register(
     Function("list_index", (), _index_py, _index_spark, doc="Materialize: list[i]"),
     Function("list_slice", (),
              lambda a, e: _slice_py(a[0], [(a[k], a[k + 1]) for k in range(1, len(a), 2)]),
-             lambda S, a, e: S.F.when(S.F.greatest(*[x.isNull() for x in a]) == S.F.lit(False),
-                                      _slice_spark(S, a[0], a[1:])),
+             strict_spark(lambda S, a, e: _slice_spark(S, a[0], a[1:])),
              doc="Materialize: list[a:b, c:d]"),
     Function("list_append", (), lambda a, e: (a[0] or []) + [a[1]],
              lambda S, a, e: S.F.concat(S.F.coalesce(a[0], S.empty_array(e.type)), S.F.array(a[1])),

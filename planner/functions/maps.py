@@ -15,6 +15,7 @@ from __future__ import annotations
 from catalog.errors import SqlError, AMBIGUOUS_FUNCTION, FEATURE_NOT_SUPPORTED
 from catalog.types import BOOL, INT4, TEXT, array_of
 from planner.functions import Function, register
+from planner.functions.lists import strict_spark as _strict
 
 
 def as_dict(v) -> dict | None:
@@ -101,19 +102,21 @@ def _has(S, m, k):
     return S.F.coalesce(S.F.array_contains(S.F.map_keys(m), k), S.F.lit(False))
 
 
+
 register(
     Function("map_get", (), lambda a, e: as_dict(a[0]).get(a[1]), lambda S, a, e: S.F.try_element_at(a[0], a[1]),
              doc="Materialize: map -> text"),
     Function("map_get_all", (), lambda a, e: [as_dict(a[0]).get(k) for k in a[1]],
-             lambda S, a, e: S.F.transform(a[1], lambda k: S.F.when(k.isNotNull(), S.F.try_element_at(a[0], k))),
+             _strict(lambda S, a, e: S.F.transform(a[1], lambda k: S.F.when(k.isNotNull(),
+                                                                            S.F.try_element_at(a[0], k)))),
              doc="Materialize: map -> text[]"),
-    Function("map_has_key", (), lambda a, e: a[1] in as_dict(a[0]), lambda S, a, e: _has(S, a[0], a[1]),
+    Function("map_has_key", (), lambda a, e: a[1] in as_dict(a[0]), _strict(lambda S, a, e: _has(S, a[0], a[1])),
              doc="Materialize: map ? text"),
     Function("map_has_all", (), lambda a, e: all(k in as_dict(a[0]) for k in a[1]),
-             lambda S, a, e: S.F.forall(a[1], lambda k: _has(S, a[0], k)), doc="Materialize: map ?& text[]"),
+             _strict(lambda S, a, e: S.F.forall(a[1], lambda k: _has(S, a[0], k))), doc="Materialize: map ?& text[]"),
     Function("map_has_any", (), lambda a, e: any(k in as_dict(a[0]) for k in a[1]),
-             lambda S, a, e: S.F.exists(a[1], lambda k: _has(S, a[0], k)), doc="Materialize: map ?| text[]"),
-    Function("map_contains", (), _contains_py, _contains_spark, doc="Materialize: map @> map, map <@ map"),
+             _strict(lambda S, a, e: S.F.exists(a[1], lambda k: _has(S, a[0], k))), doc="Materialize: map ?| text[]"),
+    Function("map_contains", (), _contains_py, _strict(_contains_spark), doc="Materialize: map @> map, map <@ map"),
     Function("map_length", (), lambda a, e: len(as_dict(a[0])), lambda S, a, e: S.F.size(a[0]),
              doc="Materialize: map_length"),
 )
