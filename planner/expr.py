@@ -370,6 +370,8 @@ class ExprPlanner:
 
         if isinstance(node.arg, ast.FuncCall) and _func_name(node.arg) == lists.LIST_CTOR:
             arg = lists.finish_ctor(lists.plan_ctor(self, node.arg.args[0], target))
+        elif isinstance(node.arg, ast.A_ArrayExpr) and not node.arg.elements and target.is_array:
+            return Literal([], target)  # ARRAY[]::text[]: the cast gives the empty array its type
         else:
             arg = self.plan(node.arg)
         if target.is_list or target.is_map or arg.type.is_list or arg.type.is_map:

@@ -73,6 +73,8 @@ def type_from_text(text: str) -> SqlType:
     name = name.strip()
     if name.lower().startswith("pg_catalog."):
         name = name[11:]
+    if name.lower() == "double":  # Materialize's alias in a type's text
+        name = "double precision"
     return make_type(name, modifiers)
 
 
