@@ -960,7 +960,8 @@ class ExprPlanner:
             two = [coerce(v, SqlType(t) if t is not None else TEXT if v.type.name == "unknown" else v.type)
                    for v, t in zip(two, pair)]
             value, direct = None, ()
-            pair_value = Call("agg_pair", tuple(two), SqlType("record"))
+            # the record's types, which an aggregate's result may take (map_agg's values)
+            pair_value = Call("agg_pair", tuple(two), SqlType("record", of=tuple(v.type for v in two)))
         want = entry.extra.get("params", ())
         hypothetical = None
         if entry.extra.get("hypothetical"):

@@ -124,4 +124,7 @@ def test_table_data_on_spark_answers_as_constants(conn):
     assert spark[0][1:4] == ("{1,2,3}", "{a=>1,b=>2}", '{{x,"y z"},{"NULL"}}')
     assert spark[2][16:19] == (None, None, None)  # map operators are strict on Spark too
     assert [r[0] for r in conn.execute("SELECT u FROM lm, unnest(l) AS u WHERE k = 1 ORDER BY u").fetchall()] == [1, 2, 3]
+    # list_agg keeps NULLs; map_agg leaves NULL keys out and keeps a key's last value
+    aggs = "list_agg(l[1] ORDER BY k)::text, map_agg(ll[1][1], k ORDER BY k)::text, map_agg('x', k ORDER BY k)::text"
+    assert conn.execute(f"SELECT {aggs} FROM lm").fetchone() == ("{1,4,NULL}", "{x=>1}", "{x=>3}")
     conn.execute("DROP TABLE lm")

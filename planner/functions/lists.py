@@ -21,6 +21,7 @@ from catalog.errors import (
 )
 from catalog.types import SqlType, INT4, INT8, TEXT, UNKNOWN, list_of, make_type, map_of
 from planner.functions import Function, register
+from planner.functions.aggregate import AggSig
 
 #: ``T list`` arrives as ``T[LIST_BOUND]`` (``sqlfront.listsyntax``)
 LIST_BOUND = 424242
@@ -504,4 +505,20 @@ register(
              strict=False, doc="Materialize: list_ndims"),
     Function("list_length_max", (), _length_max_call, _length_max_spark, strict=False,
              doc="Materialize: list_length_max"),
+)
+
+
+def _list_agg_py(vals, a, p):
+    return vals or None
+
+
+def _list_agg_spark(S, x, a):
+    arr = S.ordered_values(a)
+    return S.F.when(S.F.size(arr) > 0, arr)
+
+
+register(
+    # Materialize's list_agg: the group's values, NULLs too, in the aggregate's ORDER BY
+    Function("list_agg", (AggSig(lambda t: (t, list_of(t))),), _list_agg_py, _list_agg_spark,
+             sql_names=("list_agg",), kind="aggregate", strict=False, doc="Materialize: list_agg"),
 )

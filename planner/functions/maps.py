@@ -13,7 +13,8 @@ declares their implementations once, for both paths.
 from __future__ import annotations
 
 from catalog.errors import SqlError, AMBIGUOUS_FUNCTION, FEATURE_NOT_SUPPORTED
-from catalog.types import BOOL, INT4, TEXT, array_of
+from catalog.types import BOOL, INT4, TEXT, array_of, map_of
+from planner.functions.aggregate import AggSig
 from planner.functions import Function, register
 from planner.functions.lists import strict_spark as _strict
 
@@ -121,3 +122,27 @@ register(
              doc="Materialize: map_length"),
 )
 
+
+
+def _map_agg_py(vals, a, p):
+    """Materialize's map_agg: the group's (key, value) pairs as a map, NULL keys left out,
+    the last value of a key (in the aggregate's ORDER BY) kept; NULL for no rows."""
+    if not vals:
+        return None
+    return dict(sorted({k: v for k, v in vals if k is not None}.items()))
+
+
+def _map_agg_spark(S, x, a):
+    F = S.F
+    arr = F.filter(S.ordered_values(a), lambda q: q["y"].isNotNull())
+    # the last of each key: an entry no later entry has the key of
+    last = F.filter(arr, lambda q, i: ~F.exists(F.slice(arr, i + 2, F.size(arr) + 1), lambda r: r["y"] == q["y"]))
+    entries = F.transform(last, lambda q: F.struct(q["y"].alias("key"), q["x"].alias("value")))
+    return F.when(F.size(S.ordered_values(a)) > 0, F.map_from_entries(entries))
+
+
+register(
+    Function("map_agg", (AggSig(lambda t: (t, map_of(t.of[1])) if t.name == "record" and len(t.of) == 2 else None),),
+             _map_agg_py, _map_agg_spark, sql_names=("map_agg",), kind="aggregate", strict=False,
+             doc="Materialize: map_agg", extra={"pair": ("text", None)}),
+)
