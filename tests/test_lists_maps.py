@@ -70,6 +70,7 @@ CONSTANTS = [
     ("(list_prepend(NULL, LIST[[1]]))::text", "{NULL,{1}}"),
     ("list_length_max(LIST [[[1, 2, 3], [4]], [[5]]], 3)", 3),
     ("list_ndims((LIST[[1],NULL]::INT LIST LIST)[2])", 1),
+    ("list_n_layers(LIST[[1]])", 2),
     ("pg_typeof(LIST[LIST['a']])::text", "text list list"),
     ("('{a=>1, b=>2}'::map[text=>int] -> ARRAY['b', 'a', 'c'])::text", "{2,1,NULL}"),
     ("'{hello=>{world=>false}}'::map[text=>map[text=>bool]] -> 'hello'::text ? 'world'::text", True),

@@ -309,10 +309,11 @@ def plan_call(name: str, args: list):
         if len(args) != 2 or not args[0].type.is_list:
             raise _no_call(name, args)
         return call("list_remove", (args[0], coerce(args[1], args[0].type.element)), args[0].type)
-    if name in ("list_length", "list_ndims"):
+    if name in ("list_length", "list_ndims", "list_n_layers"):
         if len(args) != 1 or not args[0].type.is_list:
             raise _no_call(name, args)
-        return call(name, (args[0],), INT4)
+        # list_n_layers is today's name of list_ndims (Materialize's mz_functions list both)
+        return call("list_ndims" if name == "list_n_layers" else name, (args[0],), INT4)
     if name == "list_length_max":
         if len(args) != 2 or not args[0].type.is_list or not (args[1].type.is_integer or args[1].type.name == "unknown"):
             raise _no_call(name, args)
@@ -371,7 +372,8 @@ def plan_concat(l, r):
 
 
 #: SQL names planned by ``plan_call``
-PLANNED = ("list_append", "list_prepend", "list_cat", "list_remove", "list_length", "list_ndims", "list_length_max")
+PLANNED = ("list_append", "list_prepend", "list_cat", "list_remove", "list_length", "list_ndims", "list_n_layers",
+           "list_length_max")
 
 
 # -- implementations -------------------------------------------------------------------
