@@ -129,3 +129,11 @@ def test_table_data_on_spark_answers_as_constants(conn):
     aggs = "list_agg(l[1] ORDER BY k)::text, map_agg(ll[1][1], k ORDER BY k)::text, map_agg('x', k ORDER BY k)::text"
     assert conn.execute(f"SELECT {aggs} FROM lm").fetchone() == ("{1,4,NULL}", "{x=>1}", "{x=>3}")
     conn.execute("DROP TABLE lm")
+
+
+def test_binary_results_of_lists_and_maps_are_0a000(conn):
+    for sql in ("SELECT LIST[1, 2]", "SELECT '{a=>1}'::map[text=>int]"):
+        with pytest.raises(psycopg.Error) as e:
+            conn.cursor(binary=True).execute(sql)
+        assert e.value.sqlstate == "0A000"
+    assert conn.execute("SELECT (LIST[1])::text").fetchone()[0] == "{1}"
