@@ -137,3 +137,13 @@ def test_binary_results_of_lists_and_maps_are_0a000(conn):
             conn.cursor(binary=True).execute(sql)
         assert e.value.sqlstate == "0A000"
     assert conn.execute("SELECT (LIST[1])::text").fetchone()[0] == "{1}"
+
+
+def test_list_and_map_columns_keep_their_element_types_in_the_durable_catalog():
+    from catalog.durable import _decode_columns, _encode_columns
+    from catalog.snapshot import Column
+    from catalog.types import SqlType
+
+    cols = (Column("a", list_of(map_of(list_of(SqlType("numeric", 10, 2)))), True), Column("b", INT4, False))
+    back = _decode_columns(_encode_columns(cols))
+    assert back == cols and back[0].type.sql() == "map[text=>numeric(10,2) list] list"
