@@ -586,7 +586,8 @@ class ExprPlanner:
         if l.type.name in ("list", "map") or r.type.name in ("list", "map"):
             from planner.functions import lists, maps
 
-            e = lists.plan_concat(l, r) if op == "||" else maps.plan_operator(op, l, r)
+            e = lists.plan_operator(op, l, r)
+            e = maps.plan_operator(op, l, r) if e is None else e
             if e is not None:
                 return e
         func, lt, rt, result = ty.resolve_binary(op, l.type, r.type)

@@ -76,6 +76,10 @@ CONSTANTS = [
     ("'{hello=>{world=>false}}'::map[text=>map[text=>bool]] -> 'hello'::text ? 'world'::text", True),
     ("'{a=>1, b=>2}'::map[text=>int] <@ '{a=>1, b=>2, c=>3}'::map[text=>int]", True),
     ("map_length('{a=>1, b=>2}'::map[text=>int])", 2),
+    ("LIST[1, 2, NULL] @> LIST[2, 1, 2]", True),
+    ("LIST[1, NULL] @> LIST[NULL]::int list", False),
+    ("LIST[[1], [2, NULL]] @> LIST[[2, NULL]]", True),
+    ("'{1}' <@ LIST[1, 2]", True),
 ]
 
 
@@ -115,7 +119,8 @@ def test_table_data_on_spark_answers_as_constants(conn):
     exprs = ["l", "m", "ll", "l[2]", "l[1:2]::text", "list_length(l)", "(l || k)::text", "list_cat(l, l)::text",
              "list_prepend(k, l)::text", "list_remove(l, 2)::text", "ll[1][2]", "ll[:, 2:2]::text",
              "list_length_max(ll, 2)", "list_ndims(ll)", "m -> 'a'", "m ? 'c'", "m ?& ARRAY['a','b']",
-             "m ?| ARRAY['z','c']", "m @> '{a=>1}'", "map_length(m)", "(m -> ARRAY['a','q'])::text", "m::text"]
+             "m ?| ARRAY['z','c']", "m @> '{a=>1}'", "map_length(m)", "l @> LIST[k]", "LIST[4] <@ l",
+             "(m -> ARRAY['a','q'])::text", "m::text"]
     select = ", ".join(exprs)
     spark = conn.execute(f"SELECT k, {select} FROM lm ORDER BY k").fetchall()
     constants = [conn.execute(f"SELECT k, {select} FROM (SELECT {r[0]} AS k, {r[1]}::int list AS l, "
@@ -123,7 +128,7 @@ def test_table_data_on_spark_answers_as_constants(conn):
                  for r in rows]
     assert spark == constants
     assert spark[0][1:4] == ("{1,2,3}", "{a=>1,b=>2}", '{{x,"y z"},{"NULL"}}')
-    assert spark[2][16:19] == (None, None, None)  # map operators are strict on Spark too
+    assert spark[2][16:19] == (None, None, None) and spark[1][21:23] == (False, True)  # map operators are strict on Spark too
     assert [r[0] for r in conn.execute("SELECT u FROM lm, unnest(l) AS u WHERE k = 1 ORDER BY u").fetchall()] == [1, 2, 3]
     # list_agg keeps NULLs; map_agg leaves NULL keys out and keeps a key's last value
     aggs = "list_agg(l[1] ORDER BY k)::text, map_agg(ll[1][1], k ORDER BY k)::text, map_agg('x', k ORDER BY k)::text"

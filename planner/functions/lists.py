@@ -19,7 +19,7 @@ import functools
 from catalog.errors import (
     SqlError, ARRAY_SUBSCRIPT_ERROR, DATATYPE_MISMATCH, INDETERMINATE_DATATYPE,
 )
-from catalog.types import SqlType, INT4, INT8, TEXT, UNKNOWN, list_of, make_type, map_of
+from catalog.types import SqlType, BOOL, INT4, INT8, TEXT, UNKNOWN, list_of, make_type, map_of
 from planner.functions import Function, register
 from planner.functions.aggregate import AggSig
 
@@ -371,6 +371,27 @@ def plan_concat(l, r):
     return call("list_cat", (coerce(l, t), coerce(r, t)), t)
 
 
+def plan_operator(op: str, l, r):
+    """``l || r`` (``plan_concat``), ``l @> r`` and ``l <@ r`` where a side is a list: the
+    containment of two lists of one type, an unknown side read as the other's type. None
+    for other operators, or when no side is a list.
+
+    Raises:
+        SqlError 42883 when the sides fit no form."""
+    from planner import typing as ty
+    from planner.expr import coerce
+
+    if op == "||":
+        return plan_concat(l, r)
+    if op not in ("@>", "<@") or not (l.type.is_list or r.type.is_list):
+        return None
+    t = _same_lists(l.type, r.type)
+    if t is None:
+        raise ty._undefined_op(op, l.type, r.type)
+    a, b = coerce(l, t), coerce(r, t)
+    return call("list_contains", (a, b) if op == "@>" else (b, a), BOOL)
+
+
 #: SQL names planned by ``plan_call``
 PLANNED = ("list_append", "list_prepend", "list_cat", "list_remove", "list_length", "list_ndims", "list_n_layers",
            "list_length_max")
@@ -465,6 +486,20 @@ def _length_max_spark(S, a, e):
     return F.when(a[0].isNotNull(), at(a[0], layer))
 
 
+def _contains_py(a, e):
+    """Materialize's list @> list: every element of the right list is in the left one; a
+    NULL element on the right is in no list (NULL equals nothing)."""
+    big, small = a
+    return None not in small and all(x in big for x in small)
+
+
+def _contains_spark(S, a, e):
+    F = S.F
+    big, small = a
+    return F.when(F.exists(small, lambda x: x.isNull()), F.lit(False)).otherwise(
+        F.forall(small, lambda x: F.exists(big, lambda y: y.eqNullSafe(x))))
+
+
 def _cat_py(a, e):
     x, y = a
     if x is None and y is None:
@@ -498,6 +533,7 @@ register(
              lambda S, a, e: S.F.concat(S.F.array(a[0]), S.F.coalesce(a[1], S.empty_array(e.type))),
              strict=False, doc="Materialize: list_prepend"),
     Function("list_cat", (), _cat_py, _cat_spark, strict=False, doc="Materialize: list_cat"),
+    Function("list_contains", (), _contains_py, strict_spark(_contains_spark), doc="Materialize: list @> list"),
     Function("list_remove", (), lambda a, e: None if a[0] is None else [x for x in a[0] if x != a[1]],
              lambda S, a, e: S.F.filter(a[0], lambda x: ~x.eqNullSafe(a[1])), strict=False,
              doc="Materialize: list_remove"),
