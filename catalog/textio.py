@@ -170,6 +170,12 @@ def parse_text(s: str, t: SqlType, explicit: bool = True, fmt: TextFormat | None
         return parse_mz_timestamp(s, (fmt or DEFAULT_FORMAT).time_zone)
     if t.is_array:
         return map_elements(split_array(s, t), lambda e: parse_text(e, t.element, explicit, fmt))
+    if t.is_list or t.is_map:
+        from catalog import listmapio
+
+        e = t.element
+        parse = listmapio.parse_list if t.is_list else listmapio.parse_map
+        return parse(s, e.is_list if t.is_list else e.is_map, lambda x: parse_text(x, e, explicit, fmt))
     raise SqlError(INVALID_TEXT_REPRESENTATION, f"cannot parse text as {t.sql()}")
 
 
@@ -863,6 +869,12 @@ def format_text(v, t: SqlType, fmt: TextFormat = DEFAULT_FORMAT) -> str:
         return out
     if n == "bytea":
         return "\\x" + bytes(v).hex()
+    if t.is_list or t.is_map:
+        from catalog import listmapio
+
+        e = t.element
+        write = listmapio.format_list if t.is_list else listmapio.format_map
+        return write(v, e.is_list or e.is_map, lambda x: format_text(x, e, fmt))
     if t.is_array:
         return "{" + ",".join("NULL" if e is None else format_text(e, t, fmt) if isinstance(e, list)
                               else _array_element(format_text(e, t.element, fmt)) for e in v) + "}"

@@ -47,6 +47,9 @@ class SqlType:
     precision: int | None = None
     scale: int | None = None
     stored_scale: int | None = dataclasses.field(default=None, compare=False, repr=False)
+    #: the types a Materialize ``list`` (its element) or ``map`` (its key, always text, and
+    #: its value) is of (``list_of``, ``map_of``); empty for every other type
+    of: tuple = ()
 
     @property
     def oid(self) -> int:
@@ -59,13 +62,26 @@ class SqlType:
         return -1 if self.is_array else _INFO[self.name][1]
 
     @property
+    def is_list(self) -> bool:
+        """True for a Materialize ``T list`` (``list_of``)."""
+        return self.name == "list"
+
+    @property
+    def is_map(self) -> bool:
+        """True for a Materialize ``map[text=>T]`` (``map_of``)."""
+        return self.name == "map"
+
+    @property
     def is_array(self) -> bool:
         """True for a one-dimensional array type; its name is PostgreSQL's ``_elem``."""
         return self.name.startswith("_")
 
     @property
     def element(self) -> "SqlType":
-        """The element type of an array type (keeps the modifier: ``numeric(10,2)[]``)."""
+        """The element type of an array type (keeps the modifier: ``numeric(10,2)[]``), of a
+        list, or the value type of a map."""
+        if self.of:
+            return self.of[-1]
         return SqlType(self.name[1:], self.precision, self.scale)
 
     @property
@@ -102,8 +118,9 @@ class SqlType:
         return self.category == "S" or self.name == "unknown"
 
     def unconstrained(self) -> "SqlType":
-        """The same type without its modifier (``numeric(10,2)`` -> ``numeric``)."""
-        return SqlType(self.name)
+        """The same type without its modifier (``numeric(10,2)`` -> ``numeric``); a list or
+        map keeps its element types."""
+        return SqlType(self.name, of=self.of)
 
     def logical(self) -> "SqlType":
         """The same SQL type without how a stored column keeps it (``stored_scale``): the
@@ -114,6 +131,10 @@ class SqlType:
         """The name ``format_type`` prints, e.g. ``numeric(10,2)``, ``character varying(5)``."""
         if self.is_array:
             return self.element.sql() + "[]"
+        if self.is_list and self.of:
+            return self.element.sql() + " list"
+        if self.is_map and self.of:
+            return f"map[{self.of[0].sql()}=>{self.element.sql()}]"
         display = _INFO[self.name][3]
         if self.name == "numeric" and self.precision is not None:
             return f"{display}({self.precision},{self.scale or 0})"
@@ -132,8 +153,10 @@ class SqlType:
     def arrow(self) -> pa.DataType:
         """The Arrow type values of this type are stored as in persist parts."""
         n = self.name
-        if self.is_array:
+        if self.is_array or self.is_list:
             return pa.list_(self.element.arrow())
+        if self.is_map:
+            return pa.map_(pa.string(), self.element.arrow())
         if n == "numeric":
             p, s = self.storage_precision_scale()
             return pa.decimal128(p, s)
@@ -178,6 +201,11 @@ _INFO = {
     # Unix epoch (Materialize's SQL reference, "mz_timestamp type"); its OID is Materialize's
     "mz_timestamp": (16552, 8, "U", "mz_timestamp"),
     "unknown": (705, -2, "X", "unknown"),
+    # Materialize's list and map types: every list type, and every map type, is reported
+    # with the one OID of Materialize's pseudo-type (mz_pgrepr's TYPE_LIST_OID and
+    # TYPE_MAP_OID); their element types are the plan's (SqlType.of)
+    "list": (16384, -1, "U", "list"),
+    "map": (16385, -1, "U", "map"),
 }
 
 #: element type name -> OID of its one-dimensional array type (pg_type.dat ``typarray``)
@@ -284,9 +312,21 @@ def array_of(t: SqlType) -> SqlType:
     return SqlType("_" + t.name, t.precision, t.scale)
 
 
+def list_of(t: SqlType) -> SqlType:
+    """Materialize's ``t list`` (lists nest: ``int list list``; Materialize's SQL reference,
+    "List types")."""
+    return SqlType("list", of=(t,))
+
+
+def map_of(value: SqlType) -> SqlType:
+    """Materialize's ``map[text=>value]`` (its keys are always text; "Map types")."""
+    return SqlType("map", of=(TEXT, value))
+
+
 def all_type_names() -> list[str]:
-    """Internal names of every type, scalar and array (for ``pg_type``)."""
-    return list(_INFO) + ["_" + e for e in ARRAY_OIDS]
+    """Internal names of every type, scalar and array (for ``pg_type``); Materialize's list
+    and map types, which are many types under one OID here, are not among them."""
+    return [n for n in _INFO if n not in ("list", "map")] + ["_" + e for e in ARRAY_OIDS]
 
 
 def make_type(name: str, modifiers: list[int] | tuple[int, ...] = ()) -> SqlType:

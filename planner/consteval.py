@@ -48,6 +48,11 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
 
 def _convert(v, src: SqlType, dst: SqlType, explicit: bool):
     s, d = src.name, dst.name
+    if (src.is_list and dst.is_list) or (src.is_map and dst.is_map):
+        from planner.functions import lists
+
+        lists.check_cast(src, dst)
+        return lists.cast_value(v, src, dst, lambda x, a, b: cast_value(x, a, b, explicit))
     if d == "mz_timestamp" and s != "mz_timestamp":
         if s in INT_RANGES or s in ("numeric", "float4", "float8", "date", "timestamp", "timestamptz"):
             return mztime.from_value(v, s)

@@ -83,6 +83,17 @@ def type_from_ast(tn: ast.TypeName) -> SqlType:
     names = [n.sval for n in tn.names]
     if names[0] == "pg_catalog" and len(names) > 1:
         names = names[1:]
+    from planner.functions import lists
+
+    layers = sum(1 for b in tn.arrayBounds or () if isinstance(b, ast.Integer) and b.ival == lists.LIST_BOUND)
+    if len(names) == 1 and names[0].lower().startswith("map[") or layers:
+        if layers and layers != len(tn.arrayBounds):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "lists of arrays are not supported")
+        base = ast.TypeName(names=tn.names, typmods=tn.typmods, typemod=tn.typemod)
+        t = lists.type_from_text(names[0]) if names[0].lower().startswith("map[") else type_from_ast(base)
+        for _ in range(layers):
+            t = lists.list_of(t)
+        return t
     name = " ".join(names) if len(names) == 1 else names[-1]
     mods = []
     for m in tn.typmods or ():
@@ -358,7 +369,16 @@ class ExprPlanner:
                                        inner)
             return Call("coalesce", (name, coerce(oid, TEXT, explicit=True)), TEXT)
         target = type_from_ast(node.typeName)
-        arg = self.plan(node.arg)
+        from planner.functions import lists
+
+        if isinstance(node.arg, ast.FuncCall) and _func_name(node.arg) == lists.LIST_CTOR:
+            arg = lists.finish_ctor(lists.plan_ctor(self, node.arg.args[0], target))
+        elif isinstance(node.arg, ast.A_ArrayExpr) and not node.arg.elements and target.is_array:
+            return Literal([], target)  # ARRAY[]::text[]: the cast gives the empty array its type
+        else:
+            arg = self.plan(node.arg)
+        if target.is_list or target.is_map or arg.type.is_list or arg.type.is_map:
+            lists.check_cast(arg.type, target)
         inferred = infer_param(arg, target)
         if inferred is not None:
             return inferred
@@ -529,6 +549,10 @@ class ExprPlanner:
 
     def _A_Indirection(self, node: ast.A_Indirection):
         e = self.plan(node.arg)
+        if e.type.is_list:
+            from planner.functions import lists
+
+            return lists.plan_subscripts(self, e, list(node.indirection))
         for ind in node.indirection:
             if not isinstance(ind, ast.A_Indices):
                 raise SqlError(FEATURE_NOT_SUPPORTED, "only array subscripts a[i] and slices a[i:j] are supported")
@@ -560,6 +584,13 @@ class ExprPlanner:
         return self.plan(node.arg)
 
     def binary(self, op: str, l, r):
+        if l.type.name in ("list", "map") or r.type.name in ("list", "map"):
+            from planner.functions import lists, maps
+
+            e = lists.plan_operator(op, l, r)
+            e = maps.plan_operator(op, l, r) if e is None else e
+            if e is not None:
+                return e
         func, lt, rt, result = ty.resolve_binary(op, l.type, r.type)
         return Call(func, (coerce(l, lt), coerce(r, rt)), result)
 
@@ -620,7 +651,15 @@ class ExprPlanner:
             raise SqlError(GROUPING_ERROR, "aggregate function calls cannot be nested")
         if node.agg_star or node.agg_distinct or node.over is not None:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{name}(...) with * / DISTINCT / OVER is not supported")
+        from planner.functions import lists, maps
+
+        if name == lists.LIST_CTOR:
+            return lists.finish_ctor(lists.plan_ctor(self, node.args[0]))
         args = self._call_args(name, node.args or ())
+        if name in lists.PLANNED:
+            return lists.plan_call(name, args)
+        if name in maps.PLANNED:
+            return maps.plan_call(name, args)
         if name in ("now", "transaction_timestamp", "statement_timestamp") and not args:
             return Literal(self.ctx.now, TIMESTAMPTZ)
         if name in fn.sequence.SEQUENCE_ARG_FUNCTIONS and args:
@@ -923,7 +962,8 @@ class ExprPlanner:
             two = [coerce(v, SqlType(t) if t is not None else TEXT if v.type.name == "unknown" else v.type)
                    for v, t in zip(two, pair)]
             value, direct = None, ()
-            pair_value = Call("agg_pair", tuple(two), SqlType("record"))
+            # the record's types, which an aggregate's result may take (map_agg's values)
+            pair_value = Call("agg_pair", tuple(two), SqlType("record", of=tuple(v.type for v in two)))
         want = entry.extra.get("params", ())
         hypothetical = None
         if entry.extra.get("hypothetical"):

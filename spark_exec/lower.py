@@ -64,8 +64,10 @@ def memo_scan(scan: ScanFn) -> ScanFn:
 
 def spark_type(t: SqlType) -> T.DataType:
     n = t.name
-    if t.is_array:
+    if t.is_array or t.is_list:
         return T.ArrayType(spark_type(t.element), True)
+    if t.is_map:
+        return T.MapType(T.StringType(), spark_type(t.element), True)
     if n == "numeric":
         p, s = t.storage_precision_scale()
         return T.DecimalType(p, s)
@@ -903,6 +905,20 @@ class Lowerer:
         know; None when the generic rules apply."""
         s, d = src.name, dst.name
         text = d in ("text", "varchar", "bpchar")
+        if src.is_list or src.is_map or dst.is_list or dst.is_map:
+            from planner.functions import lists
+
+            lists.check_cast(src, dst)
+            if src == dst:
+                return c
+            if src.is_list and dst.is_list:
+                return F.transform(c, lambda x: self.cast(x, src.element, dst.element))
+            if src.is_map and dst.is_map:
+                return F.transform_values(c, lambda k, x: self.cast(x, src.element, dst.element))
+            if text:
+                out = lists.spark_text(self, c, src)
+                return out if d == "text" else self.cast(out, SqlType("text"), dst)
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"cast from {src.sql()} to {dst.sql()} is not supported on table data")
         if src.is_array and dst.is_array:
             return F.transform(c, lambda x: self.cast(x, src.element, dst.element))
         if src.is_array and text:
@@ -1093,8 +1109,16 @@ def literal(v, t: SqlType) -> SparkColumn:
     if v is None:
         return F.lit(None).cast(spark_type(t))
     n = t.name
-    if t.is_array:
+    if t.is_array or t.is_list:
         return F.array(*[literal(x, t.element) for x in v]).cast(spark_type(t)) if v else _empty_array(t)
+    if t.is_map:
+        from planner.functions.maps import as_dict
+
+        items = as_dict(v)
+        if not items:
+            return F.create_map().cast(spark_type(t))
+        return F.map_from_arrays(F.array(*[F.lit(k) for k in items]),
+                                 F.array(*[literal(x, t.element) for x in items.values()])).cast(spark_type(t))
     if n == "time":
         return F.lit(v.isoformat()).cast(T.TimeType(6))
     if n == "bytea":

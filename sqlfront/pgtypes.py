@@ -109,8 +109,8 @@ def encoder(t: SqlType, binary: bool, fmt: TextFormat = DEFAULT_FORMAT) -> Encod
         return lambda v: struct.pack("!Q", int(v))  # Materialize's: an unsigned 64-bit integer
     if n == "void":
         return lambda v: b""  # void_send: no bytes
-    if n == "record":
-        raise SqlError(FEATURE_NOT_SUPPORTED, "record values are sent in text format only")
+    if n in ("record", "list", "map"):
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{n} values are sent in text format only")
     if n in ("timestamp", "timestamptz"):
         return lambda v: _I8(timestamp_micros(v if n == "timestamp" or isinstance(v, FarTimestamp) or v.tzinfo
                                               else v.replace(tzinfo=dt.timezone.utc)))
