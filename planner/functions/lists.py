@@ -277,7 +277,7 @@ def _bound(planner, node, default: int):
 
 
 def _no_call(name: str, args: list):
-    from planner.functions import undefined_function
+    from planner.functions.registry import undefined_function
 
     return undefined_function(name, [a.type for a in args])
 
@@ -471,7 +471,7 @@ def _length_max_call(a, e):
 
 
 def _length_max_spark(S, a, e):
-    from planner.functions import constant_arg
+    from planner.functions.registry import constant_arg
 
     F = S.F
     layer = constant_arg(e, 1, "list_length_max needs a constant layer")

@@ -75,7 +75,7 @@ def plan_call(name: str, args: list):
         SqlError 42883 for arguments that are not one map."""
     if name == "map_length" and len(args) == 1 and args[0].type.is_map:
         return _call("map_length", (args[0],), INT4)
-    from planner.functions import undefined_function
+    from planner.functions.registry import undefined_function
 
     raise undefined_function(name, [a.type for a in args])
 
