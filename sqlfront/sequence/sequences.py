@@ -110,6 +110,23 @@ class SessionSequences:
         """``(last_value, is_called)`` of the sequence now (``SELECT * FROM seq``)."""
         return self._s.env.sequences.state(self._sequence(oid))
 
+    def last_value(self, oid: int) -> int | None:
+        """PostgreSQL's ``pg_sequence_last_value``: the sequence's last value, NULL before
+        its first nextval (or after setval(..., false)).
+
+        Raises:
+            SqlError 42809 for a relation that is not a sequence; 42P01 for an OID that
+            names no relation; 42501 without USAGE or SELECT on it (PostgreSQL's rule)."""
+        snap = self._s.env.snapshot
+        for objects, what in ((snap.tables, "tables"), (snap.builtins, "tables"), (snap.views, "views"),
+                              (snap.materialized_views, "materialized views")):
+            rel = next((o for o in objects.values() if object_oid(o.id) == oid), None)
+            if rel is not None:
+                raise SqlError(WRONG_OBJECT_TYPE, f'cannot open relation "{rel.name}"',
+                               detail=f"This operation is not supported for {what}.")
+        last, called = self._s.env.sequences.state(self._sequence(oid, "Ur"))
+        return last if called else None
+
     def discard(self) -> None:
         """Forget currval/lastval (``DISCARD SEQUENCES``, ``DISCARD ALL``)."""
         self._current.clear()
