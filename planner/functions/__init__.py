@@ -342,7 +342,7 @@ def get(name: str) -> Function | None:
 def _load() -> None:
     from planner.functions import (  # noqa: F401  (each module registers its entries)
         logic, math, trig, numfmt, string, regexp, binary, datetime, zoned, json, json_edit, array, system, aggregate,
-        window, sequence, privileges, uuids, backend, admin, advisory, delay, ident, relations, datum_size,
+        window, sequence, privileges, uuids, backend, admin, advisory, delay, ident, relations, datum_size, objects,
     )
 
 
