@@ -2,7 +2,8 @@
 objid, objsubid)``, the text pg_depend's readers show for an object (``table t``, ``column
 a of table t``, ``type integer``, ``function lower(text)``, ``schema public``);
 ``pg_identify_object`` (its type, schema, name and identity, a record) and
-``pg_identify_object_as_address`` (its type, name parts and argument types).
+``pg_identify_object_as_address`` (its type, name parts and argument types); and
+``pg_get_function_arg_default``, from the registry's argument defaults.
 
 The descriptions come from the statement's catalog, read at plan time into a lookup table
 (``planner.functions.lookup_args``): ``<classid>/<objid>/<objsubid>`` -> the description
@@ -24,10 +25,11 @@ are format_type's names.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from catalog.errors import SqlError, INTERNAL_ERROR
-from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig
+from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
 from planner.functions.logic import record_field
 from planner.functions.privileges import _typname
 from planner.functions.string import quote_ident
@@ -233,4 +235,42 @@ register(
     _fn("pg_identify_object_as_address", "a:", 3, "record",
         ("pg_identify_object_as_address(1259, 'fx_t'::regclass::oid, 0)",
          *(f"pg_identify_object_as_address({x})" for x in _OBJECTS))),
+)
+
+
+def _default_text(v) -> str:
+    """A default value as pg_get_expr shows a constant: ``0``, ``0.0``, ``true``."""
+    return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+
+@functools.lru_cache(maxsize=1)
+def _arg_defaults() -> dict[str, str]:
+    """``<function OID>/<argument number>`` -> the argument's default (the registry's
+    ``extra["defaults"]``, for its last arguments), for every pg_proc row."""
+    from planner.functions import proc_entries
+
+    out = {}
+    for oid, _, f, s in proc_entries():
+        defaults = f.extra.get("defaults", ())
+        n = len(getattr(s, "args", ()))
+        for i, v in enumerate(defaults):
+            out[f"{oid}/{n - len(defaults) + i + 1}"] = _default_text(v)
+    return out
+
+
+def _arg_default_spark(S, a, e):
+    F = S.F
+    return static_map(S, _arg_defaults())[F.concat_ws("/", a[0].cast("string"), a[1].cast("string"))]
+
+
+register(
+    # the default of argument n of a function (1-based; PostgreSQL 9.26), NULL for one
+    # without, an argument past the last, or an OID that names no function
+    Function("pg_get_function_arg_default", (sig("oid", "int4", ret="text"),),
+             lambda a, e: _arg_defaults().get(f"{a[0]}/{a[1]}"), _arg_default_spark,
+             sql_names=("pg_get_function_arg_default",), volatility="stable", doc="9.26",
+             samples=("pg_get_function_arg_default((SELECT min(oid) FROM pg_proc WHERE proname = 'make_interval'), k + 2)",
+                      "pg_get_function_arg_default((SELECT min(oid) FROM pg_proc WHERE proname = 'parse_ident'), k)",
+                      "pg_get_function_arg_default((SELECT min(oid) FROM pg_proc WHERE proname = 'lower'), 1)",
+                      "pg_get_function_arg_default(k::oid, 1)")),
 )
