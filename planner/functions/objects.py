@@ -26,11 +26,10 @@ are format_type's names.
 from __future__ import annotations
 
 import functools
-import re
 
 from catalog.errors import SqlError, INTERNAL_ERROR
 from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
-from planner.functions.logic import record_field
+from planner.functions.logic import record_text
 from planner.functions.privileges import _typname
 from planner.functions.string import quote_ident
 from planner.functions.system import format_type
@@ -84,8 +83,8 @@ def _descriptions(args: list, ctx) -> dict[str, str] | None:
             identity: str = "", names: tuple[str, ...] = (), args: tuple[str, ...] = ()):
         if wanted is None or key == wanted:
             table[key] = text
-            table["i:" + key] = _record((kind, schema, name, identity))
-            table["a:" + key] = _record((kind, _array(names), _array(args)))
+            table["i:" + key] = record_text((kind, schema, name, identity))
+            table["a:" + key] = record_text((kind, _array(names), _array(args)))
 
     pg_class = CLASSES["pg_class"]
     for o in _relations(snap):
@@ -149,14 +148,11 @@ def _qualified_type(oid: int) -> str:
 
 
 def _array(items: tuple[str, ...]) -> str:
-    """array_out's text of a text[] (PostgreSQL 8.15.6): an element quoted when empty,
-    NULL-like or holding a brace, comma, quote, backslash or blank."""
-    return "{" + ",".join('"' + x.replace("\\", "\\\\").replace('"', '\\"') + '"'
-                          if re.search(r'^$|^[Nn][Uu][Ll][Ll]$|[{},"\\\s]', x) else x for x in items) + "}"
+    """array_out's text of a text[] (catalog.textio's)."""
+    from catalog.textio import format_text
+    from catalog.types import TEXT, array_of
 
-
-def _record(fields: tuple) -> str:
-    return "(" + ",".join(record_field(f) for f in fields) + ")"
+    return format_text(list(items), array_of(TEXT))
 
 
 def _own_name(o) -> str:
@@ -184,7 +180,7 @@ def _python(prefix: str, fields: int):
         if key in t or not prefix:
             return t.get(prefix + key)
         word = (t.get(f"m:{c}/{o}") if c == CLASSES["pg_class"] and s else None) or t.get(f"m:{c}")
-        return _record((word,) + (None,) * (fields - 1))
+        return record_text((word,) + (None,) * (fields - 1))
     return impl
 
 
