@@ -20,6 +20,7 @@ from catalog.errors import (
 from catalog.sequences import TYPE_BOUNDS
 from catalog.snapshot import CatalogSnapshot, Column
 from catalog.types import INT2, INT4, INT8
+from planner.assign import assign_expr
 from planner.expr import ast_nodes, type_from_ast
 
 #: serial pseudo-types and the integer type each is (PostgreSQL 8.1.4 "Serial Types")
@@ -135,7 +136,6 @@ def check_default(snap: CatalogSnapshot, text: str, column: Column, ctx=None):
     from planner import functions as fn
     from planner.query import QueryPlanner
     from planner.scope import Scope
-    from planner.writes import assign_expr
 
     try:
         node = pglast.parse_sql(f"SELECT {text}")[0].stmt.targetList[0].val

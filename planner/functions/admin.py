@@ -9,7 +9,7 @@ from __future__ import annotations
 from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_OBJECT,
 )
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 from planner.functions.system import constant_entry
 
 #: PostgreSQL's SQLSTATE for an event trigger function called outside one
@@ -224,7 +224,7 @@ def _flags_py(a, e):
 
 def _flags_spark(S, a, e):
     from catalog.settings import FLAGS
-    from planner.functions import static_map
+    from planner.functions.registry import static_map
 
     F = S.F
     flags = static_map(S, {name: ",".join(f) for name, f in FLAGS.items()})[F.lower(a[0])]

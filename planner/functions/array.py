@@ -10,7 +10,7 @@ from catalog.errors import (
     NULL_VALUE_NOT_ALLOWED, PROGRAM_LIMIT_EXCEEDED,
 )
 from catalog.textio import array_dims, format_text
-from planner.functions import Function, constant_arg, register, sig
+from planner.functions.registry import Function, constant_arg, register, sig
 from planner.functions.logic import CMP, order_key
 
 

@@ -19,7 +19,7 @@ from catalog.errors import (
 from catalog.intervalio import interval_parts
 from catalog.types import (FarDate, FarTimestamp, Interval, SqlType, date_days, date_from_days,
                            timestamp_from_micros, timestamp_micros)
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, constant_arg, div0, register, sig
 
 
 def add_interval(ts: dt.datetime, iv: Interval) -> dt.datetime:
@@ -120,7 +120,6 @@ def datetime_arith(func: str, a, b, t: SqlType, ta: SqlType):
                 raise SqlError(DATETIME_FIELD_OVERFLOW, "interval out of range")
             if func == "div":
                 if f == 0:
-                    from planner.functions.math import div0
                     raise div0()
                 f = 1 / f
             months = iv.months * f
@@ -917,8 +916,6 @@ def _timezone_spark(S, a, e):
 
 
 def _const_zone(e):
-    from planner.functions import constant_arg
-
     zone = constant_arg(e, 0, "AT TIME ZONE needs a constant zone")
     if zone is not None:
         _zone(zone)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 
 #: typlen of the fixed-width types (pg_type)
 FIXED = {"bool": 1, "int2": 2, "int4": 4, "int8": 8, "float4": 4, "float8": 8, "oid": 4, "date": 4, "time": 8,

@@ -14,7 +14,7 @@ from catalog.errors import (
 )
 from catalog.textio import jsonb_text, format_text
 from catalog.types import TEXT
-from planner.functions import Function, constant_arg, register, sig
+from planner.functions.registry import Function, constant_arg, register, sig
 
 _MISSING = object()
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 from functools import reduce
 
 from catalog.errors import SqlError, CARDINALITY_VIOLATION, NOT_NULL_VIOLATION
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 from planner.scalar import Cast, Literal
 
 CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,

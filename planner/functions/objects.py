@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 
 from catalog.errors import SqlError, INTERNAL_ERROR
-from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
+from planner.functions.registry import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
 from planner.functions.logic import record_text
 from planner.functions.privileges import _typname
 from planner.functions.string import quote_ident
@@ -243,7 +243,7 @@ def _default_text(v) -> str:
 def _arg_defaults() -> dict[str, str]:
     """``<function OID>/<argument number>`` -> the argument's default (the registry's
     ``extra["defaults"]``, for its last arguments), for every pg_proc row."""
-    from planner.functions import proc_entries
+    from planner.functions.registry import proc_entries
 
     out = {}
     for oid, _, f, s in proc_entries():

@@ -45,7 +45,7 @@ from catalog.errors import (
     UNDEFINED_COLUMN, UNDEFINED_FUNCTION, UNDEFINED_OBJECT, UNDEFINED_TABLE,
 )
 from catalog.snapshot import CatalogSnapshot, DATABASE
-from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
+from planner.functions.registry import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
 
 #: a qualified name (PostgreSQL's SplitIdentifierString on '.'): parts, each a quoted
 #: identifier ("" inside is a quote) or an unquoted one (folded to lower case), with

@@ -24,7 +24,7 @@ sqlfront's rules (source: what its statements accept):
 from __future__ import annotations
 
 from catalog.errors import SqlError, UNDEFINED_TABLE
-from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig
+from planner.functions.registry import Function, lookup_args, lookup_map, lookup_table, register, sig
 
 #: PostgreSQL's relation_is_updatable mask of a table: 1 << CMD_UPDATE | 1 << CMD_INSERT |
 #: 1 << CMD_DELETE (nodes.h: CMD_UPDATE 2, CMD_INSERT 3, CMD_DELETE 4)

@@ -17,7 +17,7 @@ state of its own.
 from __future__ import annotations
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 
 #: SQL names of the functions whose first argument names a sequence (a regclass)
 SEQUENCE_ARG_FUNCTIONS = ("nextval", "currval", "setval")

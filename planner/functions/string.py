@@ -18,7 +18,7 @@ from catalog.errors import (
 )
 from catalog.textio import fit_string, format_text
 from catalog.types import TEXT
-from planner.functions import Function, constant_arg, register, sig
+from planner.functions.registry import Function, constant_arg, register, sig
 from planner.guard import check_value_bytes, utf8_bytes
 from planner.pattern import Regex, compile_regex, like
 

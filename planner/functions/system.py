@@ -16,7 +16,7 @@ from catalog.errors import (
     OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_FILE, UNDEFINED_OBJECT,
 )
 from catalog.settings import DEFAULTS
-from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
+from planner.functions.registry import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
 
 
 def pg_size_pretty(size) -> str:

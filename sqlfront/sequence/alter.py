@@ -214,7 +214,8 @@ def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: li
     from planner.consteval import evaluate, is_volatile
     from planner.plan import Get, Project
     from planner.scalar import ColRef, Literal
-    from planner.writes import assign_expr, default_exprs
+    from planner.assign import assign_expr
+    from planner.writes import default_exprs
     from sqlfront.group_commit import Write
     from sqlfront.sequence.peek import peek
     from sqlfront.sequence.result import rows_to_arrow
