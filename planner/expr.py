@@ -702,6 +702,8 @@ class ExprPlanner:
             # OID that names no relation.
             return self.catalog_lookup('SELECT 0::int8 FROM pg_catalog.pg_class AS "?c?" WHERE "?c?".oid = $1',
                                        node.args[0])
+        if name in ("pg_database_size", "pg_tablespace_size") and len(args) == 1 and self.plan_subquery is not None:
+            return self.plan_storage_size(name, args[0], node.args[0])
         if name in ("obj_description", "col_description") and len(args) in (1, 2) \
                 and self.plan_subquery is not None:
             # COMMENT ON's text (pg_description): obj_description(oid [, catalog]) for the
@@ -770,6 +772,43 @@ class ExprPlanner:
             raise fn.undefined_function(name, shown)
         f, casts, result = resolved
         return Call(f.name, tuple(coerce(a, t) for a, t in zip(args, casts)), result)
+
+    def plan_storage_size(self, name: str, arg, node: ast.Node):
+        """``pg_database_size(name | oid)`` and ``pg_tablespace_size(name | oid)`` (PostgreSQL
+        9.27.7), in bytes (int8): the database's, and its default tablespace
+        ``pg_default``'s, is the sum of the Parquet parts of every shard
+        (``mz_recent_storage_usage``, what pg_table_size counts per table); ``pg_global``
+        holds no shard here (the catalog is environmentd's own): 0. A string argument is a
+        name, anything else an OID (PostgreSQL's resolution of an unknown literal).
+
+        Raises:
+            SqlError 3D000 ``database "x" does not exist`` / 42704 ``database with OID n
+            does not exist`` / 42704 ``tablespace ... does not exist`` for a constant that
+            names nothing (PostgreSQL's errors); a value computed per row that names nothing
+            gives NULL instead."""
+        from catalog.errors import INVALID_CATALOG_NAME
+        from catalog.pg_catalog import DATABASE_OID, TABLESPACE_OIDS
+
+        by_name = arg.type.name == "unknown" or arg.type.is_string
+        database = name == "pg_database_size"
+        if isinstance(arg, Literal) and arg.value is not None:
+            v = arg.value if by_name else int(arg.value)
+            known = ({"materialize"} if by_name else {DATABASE_OID}) if database else \
+                (set(TABLESPACE_OIDS) if by_name else set(TABLESPACE_OIDS.values()))
+            if v not in known:
+                what = "database" if database else "tablespace"
+                raise SqlError(INVALID_CATALOG_NAME if database and by_name else UNDEFINED_OBJECT,
+                               f'{what} "{v}" does not exist' if by_name else f"{what} with OID {v} does not exist")
+        key, types = ("datname" if database else "spcname", ("text",)) if by_name else ("oid", ("oid",))
+        if database:
+            return self.catalog_lookup(
+                'SELECT coalesce(sum(s.size_bytes), 0)::int8 FROM pg_catalog.pg_database AS "?d?" '
+                'LEFT JOIN mz_catalog.mz_recent_storage_usage AS s ON true '
+                f'WHERE "?d?".{key} = $1 GROUP BY "?d?".oid', node, types=types)
+        return self.catalog_lookup(
+            'SELECT coalesce(sum(s.size_bytes), 0)::int8 FROM pg_catalog.pg_tablespace AS "?t?" '
+            'LEFT JOIN mz_catalog.mz_recent_storage_usage AS s ON "?t?".spcname = \'pg_default\' '
+            f'WHERE "?t?".{key} = $1 GROUP BY "?t?".oid', node, types=types)
 
     def plan_mz_now(self):
         """``mz_now()``: the timestamp the statement reads at (Materialize's), as a

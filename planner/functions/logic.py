@@ -227,13 +227,18 @@ def record_field(text: str | None) -> str:
     return text
 
 
+def record_text(fields) -> str:
+    """record_out's text of a row whose fields are given as their texts (None: NULL)."""
+    return "(" + ",".join(record_field(f) for f in fields) + ")"
+
+
 def _record_py(a, e):
     from catalog.textio import format_text
     from planner.guard import text_format
 
     fmt = text_format()
-    return "(" + ",".join(record_field(None if v is None else v if isinstance(v, str) else format_text(v, x.type, fmt))
-                          for v, x in zip(a, e.args)) + ")"
+    return record_text(None if v is None else v if isinstance(v, str) else format_text(v, x.type, fmt)
+                       for v, x in zip(a, e.args))
 
 
 def _record_spark(S, a, e):

@@ -366,14 +366,18 @@ def pg_proc_rows() -> list[tuple]:
     A variadic signature lists its repeated argument once (PostgreSQL: VARIADIC and an
     array of it)."""
     out = []
-    entries = sorted({(n, f.name): f for f in FUNCTIONS.values() for n in f.sql_names}.items())
-    for (sql_name, _), f in entries:
-        for s in f.sigs:
-            result = getattr(s, "result", None)  # an aggregate's AggSig computes it
-            ret = _type_oid(result) if isinstance(result, str) else _type_oid("anyelement")
-            args = [_type_oid(a) for a in getattr(s, "args", ("any",))]
-            kind = {"aggregate": "a", "window": "w"}.get(f.kind, "f")
-            out.append((PROC_OID_BASE + len(out), sql_name, ret, kind == "a", kind == "w", kind, f.kind == "srf",
-                        len(args), args))
+    for oid, sql_name, f, s in proc_entries():
+        result = getattr(s, "result", None)  # an aggregate's AggSig computes it
+        ret = _type_oid(result) if isinstance(result, str) else _type_oid("anyelement")
+        args = [_type_oid(a) for a in getattr(s, "args", ("any",))]
+        kind = {"aggregate": "a", "window": "w"}.get(f.kind, "f")
+        out.append((oid, sql_name, ret, kind == "a", kind == "w", kind, f.kind == "srf", len(args), args))
     return out
+
+
+def proc_entries() -> list[tuple]:
+    """(pg_proc OID, SQL name, entry, signature) of each row ``pg_proc_rows`` shows."""
+    entries = sorted({(n, f.name): f for f in FUNCTIONS.values() for n in f.sql_names}.items())
+    return [(PROC_OID_BASE + i, sql_name, f, s)
+            for i, (sql_name, f, s) in enumerate((n, f, s) for (n, _), f in entries for s in f.sigs)]
 
