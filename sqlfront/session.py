@@ -50,7 +50,7 @@ from sqlfront.sequence import alter, clusters, copy, cursors, ddl, explain, prep
 from sqlfront.sequence import sources
 from sqlfront import source_parse as sp
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
-from sqlfront.sequence import indexes, schemas, sequences
+from sqlfront.sequence import comments, indexes, schemas, sequences, tables, views
 from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
 from sqlfront.advisory import SessionLocks
@@ -636,16 +636,16 @@ HANDLERS: dict[type, Callable] = {
     mz.AlterClusterReplicaRename: clusters.sequence_rename_replica,
     mz.AlterClusterSet: clusters.sequence_alter_cluster_set,
     mz.AlterClusterSwap: clusters.sequence_swap_clusters,
-    ast.CreateStmt: ddl.create_table,
-    ast.ViewStmt: ddl.create_view,
-    mz.CreateViewIfNotExists: ddl.create_view,
+    ast.CreateStmt: tables.sequence_create_table,
+    ast.ViewStmt: views.sequence_create_view,
+    mz.CreateViewIfNotExists: views.sequence_create_view,
     ast.IndexStmt: indexes.sequence_create_index,
     mz.CreateIndex: indexes.sequence_create_index,
-    mz.CreateMaterializedView: ddl.create_materialized_view,
+    mz.CreateMaterializedView: views.sequence_create_materialized_view,
     ast.DropStmt: ddl.drop,
     ast.CreateSeqStmt: sequences.sequence_create_sequence,
     ast.CreateSchemaStmt: schemas.sequence_create_schema,
-    ast.CommentStmt: ddl.comment,
+    ast.CommentStmt: comments.sequence_comment,
     ast.RenameStmt: alter.rename,
     ast.AlterTableStmt: alter.alter_table,
     ast.TruncateStmt: alter.truncate,

@@ -197,7 +197,7 @@ def drop_sources(stmt: sp.DropItems):
 
     Raises (from ``build``): 42704 for an unknown name (nothing with IF EXISTS); 42809
     for something that is not a source; 2BP01 for dependents without CASCADE."""
-    from sqlfront.sequence_ddl import _drop_dependents, find_item
+    from sqlfront.sequence.objects import _drop_dependents, find_item
 
     def build(snap: CatalogSnapshot, ids) -> list:
         dropped: list = []

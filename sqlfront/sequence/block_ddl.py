@@ -173,7 +173,7 @@ def footprint(before: CatalogSnapshot, after: CatalogSnapshot) -> tuple[set, set
     comments count as their object's), the ``(schema, name)`` and cluster, schema and role
     names it took or freed; and what those objects depend on: their schema and cluster,
     an index's relation, the relations a view's query names (as ``after`` resolves them)."""
-    from sqlfront.sequence_ddl import _reads
+    from sqlfront.sequence.objects import _reads
 
     writes: set = set()
     reads: set = set()
