@@ -32,13 +32,16 @@ if TYPE_CHECKING:
 
 
 def create_view(schema: str | None, name: str, sql: str, columns: tuple[Column, ...], or_replace: bool,
-                if_not_exists: bool = False):
-    """CREATE [OR REPLACE] VIEW [IF NOT EXISTS] (Materialize's "CREATE VIEW"; IF NOT
-    EXISTS: a taken name is a no-op).
+                if_not_exists: bool = False, temp: bool = False):
+    """CREATE [OR REPLACE] [TEMP | TEMPORARY] VIEW [IF NOT EXISTS] (Materialize's "CREATE
+    VIEW"; IF NOT EXISTS: a taken name is a no-op). A temporary view goes into the
+    session's temporary schema (``mz_temp``, made now if need be), seen by this session
+    only and dropped when it ends (``schemas.drop_temp_schema``).
 
-    Raises (from ``build``): 42P07 for a taken name."""
+    Raises (from ``build``): 42P07 for a taken name; 42P16 for a temporary view in a
+    schema that is not the temporary one (``CatalogSnapshot.creation_schema``)."""
     def build(snap: CatalogSnapshot, ids) -> list:
-        s, ops = _creation_schema(snap, ids, schema)
+        s, ops = _creation_schema(snap, ids, schema, temp)
         existing = snap.relation_by_name(s, name)
         if (existing is not None or snap.name_taken(s, name)) and if_not_exists:
             return []
@@ -125,18 +128,16 @@ def drop_views(names: list[tuple[str | None, str]], if_exists: bool, cascade: bo
 
 
 def sequence_create_view(s: Session, stmt: ast.ViewStmt | mz.CreateViewIfNotExists, sql: str, params) -> Result:
-    """CREATE [OR REPLACE] VIEW [IF NOT EXISTS] [(aliases)] AS query.
+    """CREATE [OR REPLACE] [TEMP | TEMPORARY] VIEW [IF NOT EXISTS] [(aliases)] AS query.
 
     Raises:
-        SqlError 0A000 for a temporary view; 42601 for more aliases than columns; 42701
-        for a duplicate column name."""
+        SqlError 42601 for more aliases than columns; 42701 for a duplicate column name;
+        the catalog's (:func:`create_view`)."""
     from pglast.stream import RawStream
 
     if_not_exists = isinstance(stmt, mz.CreateViewIfNotExists)
     stmt = stmt.view if if_not_exists else stmt
     rv = stmt.view
-    if rv.relpersistence == "t":
-        raise SqlError(FEATURE_NOT_SUPPORTED, "temporary views are not supported")
     pq = QueryPlanner(s.env.snapshot, ctx=s.statement.plan).plan_raw(stmt.query)
     names = list(pq.names)
     if stmt.aliases:
@@ -148,7 +149,8 @@ def sequence_create_view(s: Session, stmt: ast.ViewStmt | mz.CreateViewIfNotExis
         dup = next(n for n in names if names.count(n) > 1)
         raise SqlError(DUPLICATE_COLUMN, f'column "{dup}" specified more than once')
     cols = tuple(Column(n, t) for n, (_, t) in zip(names, pq.plan.columns))
-    run(s, create_view(rv.schemaname, rv.relname, RawStream()(stmt.query), cols, bool(stmt.replace), if_not_exists))
+    run(s, create_view(rv.schemaname, rv.relname, RawStream()(stmt.query), cols, bool(stmt.replace), if_not_exists,
+                       rv.relpersistence == "t"))
     return Result("CREATE VIEW")
 
 
@@ -208,7 +210,7 @@ def sequence_create_materialized_view(s: Session, stmt: mz.CreateMaterializedVie
 
     Raises:
         SqlError 42601 for a query that is not one SELECT; the planner's errors; 0A000
-        for a query that reads system tables or temporary tables, or calls a function
+        for a query that reads system tables or temporary tables or views, or calls a function
         whose value changes with the time or the session (``UNMATERIALIZABLE``) or a plan
         with no incremental rule (``planner.incremental``); 42601
         for more column names than columns; 42701 for a duplicate column name; the
@@ -239,6 +241,12 @@ def sequence_create_materialized_view(s: Session, stmt: mz.CreateMaterializedVie
         if fname in UNMATERIALIZABLE and fname != "mz_now":  # mz_now(): temporal filters
             raise SqlError(FEATURE_NOT_SUPPORTED, f"cannot materialize call to {fname}")
     snap = s.env.snapshot
+    temps = {sc.name for sc in snap.schemas.values() if sc.temp}
+    for n in ast_nodes(query):  # a temporary view (inlined: not among the reads below)
+        v = _lookup(snap, n.schemaname, n.relname, snap.relation_by_name) if isinstance(n, ast.RangeVar) else None
+        if isinstance(v, View) and v.schema in temps:
+            raise SqlError(FEATURE_NOT_SUPPORTED,
+                           f'materialized view "{stmt.name}" cannot depend on temporary view "{v.name}"')
     ctx = s.statement.plan.with_mz_now(MAINTAINED)
     planner = QueryPlanner(snap, ctx=ctx)
     pq = planner.plan_raw(query)
@@ -252,7 +260,6 @@ def sequence_create_materialized_view(s: Session, stmt: mz.CreateMaterializedVie
         raise SqlError(DUPLICATE_COLUMN, f'column "{dup}" specified more than once')
     optimized = QueryPlanner(snap, ctx=ctx).plan_select(query).plan
     reads = relations_read(optimized)
-    temps = {sc.name for sc in snap.schemas.values() if sc.temp}
     for r in reads:
         if r.builtin:
             raise SqlError(FEATURE_NOT_SUPPORTED,
