@@ -226,7 +226,7 @@ def _read_at(s: Session, plan, as_of: int | None):
 
     Raises:
         SqlError 55000 for a stopped cluster; 22000 when ``as_of`` is below an input's
-        since; XX000 for a subsource in error (``SourceRunners.check_readable``)."""
+        since; XX000 for a subsource in error (``source_runners.SourceRunners.check_readable``)."""
     snap = s.env.snapshot
     cluster = snap.resolve_cluster(s.vars.get("cluster"))
     cc = s.env.compute.cluster_coordinator(cluster.id)
