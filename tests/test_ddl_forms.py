@@ -84,6 +84,7 @@ def test_create_temp_view_is_the_sessions_own(server):
         b.execute("CREATE TEMPORARY VIEW tv AS SELECT 'b' AS s")  # its own, same name
         assert b.execute("SELECT s FROM tv").fetchall() == [("b",)]
         a.execute("CREATE OR REPLACE TEMP VIEW tv AS SELECT 2 AS one")
+        a.execute("CREATE TEMP VIEW IF NOT EXISTS tv AS SELECT 3 AS one")  # exists: nothing changes
         assert a.execute("SELECT one FROM tv").fetchall() == [(2,)]
         with pytest.raises(psycopg.errors.InvalidTableDefinition) as e:
             a.execute("CREATE TEMP VIEW public.tv2 AS SELECT 1")
