@@ -136,10 +136,10 @@ def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Resu
         if s.transaction.implicit:
             s.transaction.implicit = False  # BEGIN inside a multi-statement query: an explicit block
             return Result("BEGIN")
-        if s.in_transaction:
+        if s.transaction.active:
             # PostgreSQL warns and stays in the transaction (WARNING 25001).
             return Result("BEGIN")
-        s.in_transaction = True
+        s.transaction.active = True
         from sqlfront.sequence.vars import transaction_modes
 
         s.transaction.read_only = s.vars.get("default_transaction_read_only") == "on"
@@ -151,8 +151,8 @@ def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Resu
     if k in (K.TRANS_STMT_SAVEPOINT, K.TRANS_STMT_RELEASE, K.TRANS_STMT_ROLLBACK_TO):
         return savepoint(s, k, stmt.savepoint_name)
     if k == K.TRANS_STMT_COMMIT:
-        tag = "ROLLBACK" if s.failed else "COMMIT"
-        if s.failed:
+        tag = "ROLLBACK" if s.transaction.failed else "COMMIT"
+        if s.transaction.failed:
             rollback(s)
         else:
             commit(s)
@@ -277,21 +277,21 @@ def savepoint(s: Session, k, name: str) -> Result:
     """SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK TO [SAVEPOINT] (PostgreSQL's SAVEPOINT
     reference page): writes are buffered until COMMIT, so a savepoint is a position in
     the buffer. Raises 25P01 outside a transaction block, 3B001 for an unknown name."""
-    if not s.in_transaction:
+    if not s.transaction.active:
         raise SqlError(NO_ACTIVE_SQL_TRANSACTION, f"{'SAVEPOINT' if k == K.TRANS_STMT_SAVEPOINT else 'ROLLBACK TO SAVEPOINT' if k == K.TRANS_STMT_ROLLBACK_TO else 'RELEASE SAVEPOINT'} can only be used in transaction blocks")
     if k == K.TRANS_STMT_SAVEPOINT:
         s.transaction.add_savepoint(name, block_ddl.mark(s))
         return Result("SAVEPOINT")
     found = s.transaction.unwind_savepoints(name, keep=k != K.TRANS_STMT_RELEASE)
     if found is None:
-        s.failed = True
+        s.transaction.failed = True
         raise SqlError(INVALID_SAVEPOINT_SPECIFICATION, f'savepoint "{name}" does not exist')
     if k == K.TRANS_STMT_RELEASE:
         return Result("RELEASE")
     _, kept_writes, catalog_mark = found
     discard(s, s.transaction.take_pending_writes(kept_writes))
     block_ddl.rollback_to(s, catalog_mark)
-    s.failed = False
+    s.transaction.failed = False
     return Result("ROLLBACK")
 
 
