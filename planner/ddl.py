@@ -41,7 +41,7 @@ class OwnedSequence:
 class TableDef:
     """The columns of ``CREATE TABLE``, and the sequences its serial/identity columns
     need (their defaults, ``nextval('<name>'::regclass)``, are set once the sequence
-    names are chosen, on the Coordinator: ``sqlfront.sequence_ddl.create_table``)."""
+    names are chosen, on the Coordinator: ``sqlfront.sequence.tables.create_table``)."""
 
     columns: tuple[Column, ...]
     owned: tuple[OwnedSequence, ...] = ()

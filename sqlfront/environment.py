@@ -90,7 +90,7 @@ class Environment:
                                          lambda t: self.compute.note_write(t), self.builtin_rows,
                                          view_holds=lambda: self.compute.view_input_holds())
         self.persist = self.storage.persist
-        from sqlfront.sources import SourceRunners
+        from sqlfront.source_runners import SourceRunners
         #: the ingestions of the sources of the clusters this process runs
         self.sources = SourceRunners(self)
         self.compute = ComputeController(config, d, self.metrics, self.persist, self.oracle,

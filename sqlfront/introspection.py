@@ -93,7 +93,7 @@ def rows(env: "Environment", table: BuiltinTable, viewer: str | None = None,
 def dependency_rows(snap: CatalogSnapshot) -> list[tuple]:
     """``mz_object_dependencies``: (object, what it references directly): a view or
     materialized view references the relations its query names, an index its relation."""
-    from sqlfront.sequence_ddl import direct_references
+    from sqlfront.sequence.objects import direct_references
 
     out = {(i.id, i.on_id) for i in snap.indexes.values()}
     for v in [*snap.views.values(), *snap.materialized_views.values()]:

@@ -200,7 +200,7 @@ def _drop(s: Session, snap, stmt, role) -> None:
     (what CASCADE adds too) are checked again by :func:`check_ops`."""
     from pglast.enums import ObjectType
 
-    from sqlfront.sequence_ddl import find_item
+    from sqlfront.sequence.objects import find_item
 
     for obj in stmt.objects:
         if stmt.removeType == ObjectType.OBJECT_SCHEMA:

@@ -20,7 +20,7 @@ from sqlfront import mzparse as mz
 from sqlfront.parse import quote_ident, syntax_error
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
-from sqlfront.sequence_ddl import _lookup
+from sqlfront.sequence.objects import _lookup
 
 if TYPE_CHECKING:
     from sqlfront.session import Session

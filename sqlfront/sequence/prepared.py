@@ -129,7 +129,7 @@ def discard(s: Session, stmt: ast.DiscardStmt, sql: str, params) -> Result:
 
     m = stmt.target
     if m == DiscardMode.DISCARD_ALL:
-        if s.in_block:
+        if s.transaction.in_block:
             raise SqlError(ACTIVE_SQL_TRANSACTION, "DISCARD ALL cannot run inside a transaction block")
         cursors.close_all(s)
         for name in list(s.vars.values):

@@ -514,11 +514,13 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
         without CASCADE; 42501."""
     from pglast.enums import DropBehavior
 
-    from sqlfront import sequence_ddl as b
     from sqlfront.sequence.clusters import drop_clusters
     from sqlfront.sequence.indexes import drop_indexes
+    from sqlfront.sequence.objects import _unique
     from sqlfront.sequence.schemas import drop_schemas
     from sqlfront.sequence.sequences import drop_sequences
+    from sqlfront.sequence.tables import drop_tables
+    from sqlfront.sequence.views import drop_views
 
     cascade = stmt.behavior == DropBehavior.DROP_CASCADE
 
@@ -541,12 +543,12 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
             ops += drop_schemas([n[-1] for n in names("SCHEMA")], True, True)(snap, ids)
         if "CLUSTER" in by_kind:
             ops += drop_clusters(mz.DropClusters(tuple(o.name for o in by_kind["CLUSTER"]), True, True))(snap, ids)
-        ops += b.drop_views(names("VIEW"), True, True)(snap, ids)
-        ops += b.drop_views(names("MATERIALIZED VIEW"), True, True, materialized=True)(snap, ids)
-        ops += b.drop_tables(names("TABLE"), True, True)(snap, ids)
+        ops += drop_views(names("VIEW"), True, True)(snap, ids)
+        ops += drop_views(names("MATERIALIZED VIEW"), True, True, materialized=True)(snap, ids)
+        ops += drop_tables(names("TABLE"), True, True)(snap, ids)
         ops += drop_sequences(names("SEQUENCE"), True, True)(snap, ids)
         ops += drop_indexes(names("INDEX"), True)(snap, ids)
-        ops = b._unique(ops)
+        ops = _unique(ops)
         if not cascade:
             mine = {o.key for o in owned}
             others = [rbac.ref_for_key(snap, f"item:{op.table_id if isinstance(op, durable.DropTable) else op.view_id}")

@@ -20,7 +20,7 @@ from catalog.snapshot import (
 from sqlfront.rename_refs import rename_schema_references
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
-from sqlfront.sequence_ddl import _drop_dependents, _drop_relation, _id_order, _reads, _replace_definition, _unique
+from sqlfront.sequence.objects import _drop_dependents, _drop_relation, _id_order, _reads, _replace_definition, _unique
 
 if TYPE_CHECKING:
     from pglast import ast

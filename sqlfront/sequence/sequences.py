@@ -28,7 +28,7 @@ from planner.ddl import sequence_options
 from sqlfront.rbac import check_sequence_use
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
-from sqlfront.sequence_ddl import _creation_schema, _lookup
+from sqlfront.sequence.objects import _creation_schema, _lookup
 
 if TYPE_CHECKING:
     from pglast import ast
