@@ -79,6 +79,7 @@ _SAMPLE = {"any": "int4", "anyelement": "int4", "anycompatible": "int4", "anyarr
 PLANNED = frozenset({
     "now", "transaction_timestamp", "statement_timestamp", "version", "current_schemas", "current_schema",
     "current_database", "pg_table_size", "pg_total_relation_size", "pg_relation_size", "pg_indexes_size",
+    "pg_database_size", "pg_tablespace_size",
     "obj_description",
     "col_description", "pg_get_viewdef", "pg_get_serial_sequence", "to_regtype", "to_regclass", "to_regnamespace",
     "pg_table_is_visible", "pg_type_is_visible", "unnest", "generate_subscripts", "mz_now",

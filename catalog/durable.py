@@ -996,15 +996,29 @@ def _encode_columns(cols: tuple[Column, ...]) -> str:
             d["identity"] = c.identity
         if c.type.stored_scale is not None:
             d["ss"] = c.type.stored_scale
+        if c.type.of:
+            d["of"] = [_encode_type(t) for t in c.type.of]
         out.append(d)
     return json.dumps(out)
+
+
+def _encode_type(t: SqlType) -> dict:
+    """An element type of a list or map column (``SqlType.of``), nested as deep as it is."""
+    d = {"type": t.name, "p": t.precision, "s": t.scale}
+    if t.of:
+        d["of"] = [_encode_type(x) for x in t.of]
+    return d
+
+
+def _decode_type(d: dict) -> SqlType:
+    # "of" (the element types of a list or map) is absent for every other type
+    return SqlType(d["type"], d["p"], d["s"], d.get("ss"), tuple(_decode_type(x) for x in d.get("of", ())))
 
 
 def _decode_columns(text: str) -> tuple[Column, ...]:
     # "default" and "identity" are absent from catalogs written before column defaults;
     # "ss" (SqlType.stored_scale) from those written before views stored their query's scale
-    return tuple(Column(d["name"], SqlType(d["type"], d["p"], d["s"], d.get("ss")), d["null"], d.get("default"),
-                        d.get("identity"))
+    return tuple(Column(d["name"], _decode_type(d), d["null"], d.get("default"), d.get("identity"))
                  for d in json.loads(text))
 
 

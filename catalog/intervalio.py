@@ -1,4 +1,5 @@
-"""Text input and output of ``interval`` and its type modifier (PostgreSQL 8.5.4, 8.5.5).
+"""The ``interval`` value (:class:`Interval`), its text input and output and its type
+modifier (PostgreSQL 8.5.4, 8.5.5).
 
 Input follows PostgreSQL's ``interval_in``: the text is split into fields as
 ``ParseDateTime`` does, the fields are read right to left as ``DecodeInterval`` does
@@ -20,11 +21,54 @@ Not here: interval arithmetic (planner.functions.datetime) and the Spark forms
 
 from __future__ import annotations
 
-import contextvars
+import functools
+from dataclasses import dataclass
 
 from catalog.errors import (INTERVAL_FIELD_OVERFLOW, INVALID_DATETIME_FORMAT, DATETIME_FIELD_OVERFLOW,
                             INVALID_PARAMETER_VALUE, SqlError)
-from catalog.types import Interval
+
+# -- the value --------------------------------------------------------------------------
+
+@functools.total_ordering
+@dataclass(frozen=True, eq=False)
+class Interval:
+    """A PostgreSQL ``interval`` value: months, days and microseconds kept apart, as
+    PostgreSQL (and Spark's CalendarInterval) do, so ``1 month`` prints as itself, not as
+    ``30 days``. Equality, order and hash are PostgreSQL's (``interval_cmp_value``): a
+    month counts as 30 days and a day as 24 hours, so ``'1 month' = '30 days'``."""
+
+    months: int = 0
+    days: int = 0
+    micros: int = 0
+
+    def _key(self) -> int:
+        return (self.months * 30 + self.days) * 86_400_000_000 + self.micros
+
+    def __eq__(self, o: object) -> bool:
+        return isinstance(o, Interval) and self._key() == o._key()
+
+    def __lt__(self, o: "Interval") -> bool:
+        if not isinstance(o, Interval):
+            return NotImplemented
+        return self._key() < o._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __add__(self, o: "Interval") -> "Interval":
+        return Interval(self.months + o.months, self.days + o.days, self.micros + o.micros)
+
+    def __neg__(self) -> "Interval":
+        return Interval(-self.months, -self.days, -self.micros)
+
+    def __sub__(self, o: "Interval") -> "Interval":
+        return self + (-o)
+
+    def pg_text(self) -> str:
+        """PostgreSQL's ``IntervalStyle = postgres`` output, e.g. ``1 year 2 mons 3 days 04:05:06``
+        (:func:`format_interval`)."""
+        return format_interval(self, "postgres")
+
 
 # -- the type modifier (PostgreSQL's datetime.h INTERVAL_MASK and intervaltypmodin) ------
 
@@ -130,11 +174,9 @@ def _trunc_div(a: int, b: int) -> int:
 
 # -- IntervalStyle -----------------------------------------------------------------------
 
+#: the IntervalStyle settings: how intervals print, and (sql_standard) what a leading minus
+#: sign means on input; a session's is ``catalog.textio.TextFormat.interval_style``
 STYLES = ("postgres", "postgres_verbose", "sql_standard", "iso_8601")
-
-#: the session's IntervalStyle (``set_session_interval_style``): how intervals print, and
-#: (sql_standard) what a leading minus sign means on input
-_SESSION_STYLE: contextvars.ContextVar = contextvars.ContextVar("session_interval_style", default="postgres")
 
 
 def parse_interval_style(value: str) -> str:
@@ -144,15 +186,6 @@ def parse_interval_style(value: str) -> str:
         raise SqlError(INVALID_PARAMETER_VALUE, f'invalid value for parameter "IntervalStyle": "{value}"',
                        hint='Available values: postgres, postgres_verbose, sql_standard, iso_8601.')
     return v
-
-
-def set_session_interval_style(style: str) -> None:
-    """Make ``style`` (one of ``STYLES``) this statement's (and thread's) IntervalStyle."""
-    _SESSION_STYLE.set(style)
-
-
-def session_interval_style() -> str:
-    return _SESSION_STYLE.get()
 
 
 # -- input -------------------------------------------------------------------------------
@@ -640,16 +673,18 @@ def _decode_iso8601(s: str) -> _Acc:
     return acc
 
 
-def parse_interval(s: str, fields: int | None = None, precision: int | None = None) -> Interval:
+def parse_interval(s: str, fields: int | None = None, precision: int | None = None,
+                   style: str = "postgres") -> Interval:
     """``interval`` input as PostgreSQL's ``interval_in`` with typmod (``fields`` a mask of
-    ``FIELD_NAMES`` or None, ``precision`` 0..6 or None): see the module's docstring.
+    ``FIELD_NAMES`` or None, ``precision`` 0..6 or None) in the session's IntervalStyle
+    ``style`` (``STYLES``): see the module's docstring.
 
     Raises:
         SqlError 22007 ``invalid input syntax for type interval``; 22015 ``interval field
         value out of range``; 22008 ``interval out of range`` (months past int32)."""
     try:
         try:
-            acc = _decode(_split_fields(s), fields, session_interval_style() == "sql_standard")
+            acc = _decode(_split_fields(s), fields, style == "sql_standard")
         except _BadFormat:
             acc = _decode_iso8601(s)
     except _BadFormat:
@@ -687,12 +722,11 @@ def _seconds(sec: int, usec: int, fill: bool) -> str:
     return out
 
 
-def format_interval(iv: Interval, style: str | None = None) -> str:
-    """``interval_out`` in IntervalStyle ``style`` (the session's when None), e.g. for
+def format_interval(iv: Interval, style: str = "postgres") -> str:
+    """``interval_out`` in IntervalStyle ``style`` (``STYLES``), e.g. for
     1 year 2 months 3 days 04:05:06: postgres ``1 year 2 mons 3 days 04:05:06``,
     postgres_verbose ``@ 1 year 2 mons 3 days 4 hours 5 mins 6 secs``, sql_standard
     ``+1-2 +3 +4:05:06``, iso_8601 ``P1Y2M3DT4H5M6S`` (EncodeInterval, datetime.c)."""
-    style = style or session_interval_style()
     y, mo, d, h, mi, sec, us = interval_parts(iv)
     if style == "iso_8601":
         if not any((y, mo, d, h, mi, sec, us)):

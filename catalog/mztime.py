@@ -8,7 +8,7 @@ timestamps the timestamp oracle hands out. Casts:
 - from integers and integral numerics (implicit), the number itself;
 - from ``timestamp``, ``timestamptz`` and ``date`` (implicit), milliseconds since the
   epoch (a ``timestamp`` read as UTC), truncated;
-- from text: digits, else a ``timestamptz`` literal;
+- from text: digits, else a ``timestamptz`` literal (``catalog.textio.parse_mz_timestamp``);
 - to ``numeric``, ``text``, ``timestamp`` and ``timestamptz``.
 """
 
@@ -18,7 +18,7 @@ import datetime as dt
 from decimal import Decimal
 
 from catalog.errors import (
-    SqlError, DATETIME_FIELD_OVERFLOW, INVALID_TEXT_REPRESENTATION, NUMERIC_VALUE_OUT_OF_RANGE,
+    SqlError, DATETIME_FIELD_OVERFLOW, NUMERIC_VALUE_OUT_OF_RANGE,
 )
 
 #: the greatest mz_timestamp (u64::MAX): the time of a constant collection's updates
@@ -39,13 +39,11 @@ def checked(v: int) -> int:
 
 
 def from_value(v, src_name: str) -> int:
-    """The cast of a non-NULL value of type ``src_name`` to mz_timestamp.
+    """The cast of a non-NULL value of type ``src_name`` (a number, date or timestamp; text
+    is ``catalog.textio.parse_mz_timestamp``'s) to mz_timestamp.
 
     Raises:
-        SqlError 22003 out of range (negative, past 2**64 - 1, a fraction); 22P02 for
-        text that is neither a number nor a timestamp."""
-    if src_name in ("text", "varchar", "bpchar", "name", "unknown"):
-        return parse(v)
+        SqlError 22003 out of range (negative, past 2**64 - 1, a fraction)."""
     if src_name in ("timestamp", "timestamptz"):
         when = v if v.tzinfo is not None else v.replace(tzinfo=dt.timezone.utc)
         delta = when - _EPOCH
@@ -56,21 +54,6 @@ def from_value(v, src_name: str) -> int:
         if v != v or v != int(v):
             raise out_of_range()
     return checked(int(v))
-
-
-def parse(text: str) -> int:
-    """mz_timestamp input: an unsigned integer, else a timestamptz literal (ms since the
-    epoch). Raises SqlError 22P02 / 22003."""
-    s = text.strip()
-    if s.isdigit():
-        return checked(int(s))
-    from catalog.textio import parse_timestamptz
-
-    try:
-        when = parse_timestamptz(s)
-    except SqlError:
-        raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type mz_timestamp: "{text}"') from None
-    return from_value(when, "timestamptz")
 
 
 def to_value(ts: int, dst_name: str):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import threading
 
-from catalog.oracle import wall_ms
+from catalog.clock import wall_ms
 
 #: Materialize's name of the one timeline of tables
 TIMELINE = "EpochMilliseconds"

@@ -5,8 +5,8 @@
 The rules over a catalog snapshot, and nothing else: ownership, ACLs with their defaults,
 role membership, superusers, and :func:`require` — the one check every statement path
 calls (``sqlfront.rbac`` decides *which* privileges a statement needs). Pure functions; the
-statement's roles come from a context variable the session sets per statement
-(:func:`set_session_roles`), as the search_path does.
+statement's roles are its catalog's scope (``catalog.snapshot.Scope``: ``Session.catalog``
+is the catalog scoped to the session's roles and search_path).
 
 Objects are named by an :class:`ObjectRef`: its ``key`` (``item:u5`` for a table, view,
 sequence or index; ``schema:u7`` for a user schema and ``schema:public`` for a system one;
@@ -16,18 +16,16 @@ and ``privileges``.
 
 from __future__ import annotations
 
-import contextvars
 from dataclasses import dataclass
 
 from catalog.errors import SqlError, INSUFFICIENT_PRIVILEGE, INVALID_GRANT_OPERATION, SYNTAX_ERROR
-from catalog.snapshot import DATABASE, SYSTEM_SCHEMAS, AclItem, CatalogSnapshot, Cluster, Role
+from catalog.snapshot import (  # noqa: F401 (the system roles: rbac's names for them)
+    DATABASE, MZ_SUPPORT, MZ_SYSTEM, SYSTEM_ROLES, SYSTEM_SCHEMAS, AclItem, CatalogSnapshot, Cluster, Connection,
+    Index, MaterializedView, Role, Secret, Sequence, Source, Subsource, View,
+)
 
 #: PUBLIC, the role every role is a member of (Materialize's ``p``)
 PUBLIC = "p"
-#: Materialize's system roles (mz_roles lists them; they own the system objects)
-MZ_SYSTEM = Role("s1", "mz_system", login=True, superuser=True)
-MZ_SUPPORT = Role("s2", "mz_support", login=True)
-SYSTEM_ROLES = (MZ_SYSTEM, MZ_SUPPORT)
 #: the role a fresh catalog makes for the bootstrap user (a superuser): it owns every
 #: object created before roles existed
 BOOTSTRAP_ROLE_ID = "u1"
@@ -80,8 +78,6 @@ DATABASE_OBJ = ObjectRef("DATABASE", f"database:{DATABASE}", DATABASE)
 def relation_ref(rel) -> ObjectRef:
     """The ObjectRef of a table, view, materialized view, system table, sequence, index,
     source (or subsource), secret or connection."""
-    from catalog.snapshot import Connection, Index, MaterializedView, Secret, Sequence, Source, Subsource, View  # noqa: I001
-
     kind = "VIEW" if isinstance(rel, View) else "SEQUENCE" if isinstance(rel, Sequence) else \
         "INDEX" if isinstance(rel, Index) else "MATERIALIZED VIEW" if isinstance(rel, MaterializedView) else \
         "SOURCE" if isinstance(rel, (Source, Subsource)) else "SECRET" if isinstance(rel, Secret) else \
@@ -103,26 +99,17 @@ def cluster_ref(cluster: Cluster) -> ObjectRef:
 
 # -- the statement's roles ------------------------------------------------------------------
 
-#: (session role id, current role id) of the running statement; None outside a session
-#: (the environment's own work: bootstrap, dropping a closed session's temporary schema)
-_ROLES: contextvars.ContextVar = contextvars.ContextVar("rbac_roles", default=None)
+def session_roles(snap: CatalogSnapshot) -> tuple[str, str] | None:
+    """``(session role id, current role id)`` of the statement reading ``snap`` (its
+    ``scope``), or None for the environment's own work."""
+    return snap.scope.roles
 
 
-def set_session_roles(session_role: str | None, current_role: str | None = None) -> None:
-    """Let this statement (and thread, and the catalog transactions it submits) act as
-    ``current_role`` (SET ROLE; defaults to ``session_role``, the login role)."""
-    _ROLES.set(None if session_role is None else (session_role, current_role or session_role))
-
-
-def session_roles() -> tuple[str, str] | None:
-    """``(session role id, current role id)`` of the running statement, or None."""
-    return _ROLES.get()
-
-
-def current_role() -> str | None:
-    """The current role's id (what privileges are checked against), or None when no
-    session runs the statement (internal work, which is not checked)."""
-    r = _ROLES.get()
+def current_role(snap: CatalogSnapshot) -> str | None:
+    """The current role's id (what privileges are checked against) of the statement
+    reading ``snap``: its SET ROLE, else its login role; None when no session reads it
+    (internal work, which is not checked)."""
+    r = snap.scope.roles
     return None if r is None else r[1]
 
 
@@ -267,7 +254,7 @@ def require(snap: CatalogSnapshot, obj: ObjectRef, letters: str, role_id: str | 
 
     Raises:
         SqlError 42501 ``permission denied for KIND "name"``."""
-    role_id = current_role() if role_id is ... else role_id
+    role_id = current_role(snap) if role_id is ... else role_id
     if not has_privilege(snap, role_id, obj, letters):
         raise denied(obj)
 
@@ -277,7 +264,7 @@ def require_owner(snap: CatalogSnapshot, obj: ObjectRef, role_id: str | None = .
 
     Raises:
         SqlError 42501 ``must be owner of KIND name`` (Materialize's wording)."""
-    role_id = current_role() if role_id is ... else role_id
+    role_id = current_role(snap) if role_id is ... else role_id
     if not is_owner(snap, role_id, obj):
         raise SqlError(INSUFFICIENT_PRIVILEGE, f"must be owner of {obj.kind} {obj.name}")
 

@@ -70,3 +70,16 @@ DEFAULTS: dict[str, tuple[str, bool]] = {
     # Materialize's: whether a new session gets its welcome NOTICE (none is sent here)
     "welcome_message": ("on", True),
 }
+
+#: name -> the flags ``pg_settings_get_flags`` shows (PostgreSQL 9.27.1, guc_funcs.c's
+#: GetConfigOptionFlags): PostgreSQL 18's for its settings (lc_collate and lc_ctype:
+#: PostgreSQL 15's, which still had them); none for Materialize's own
+FLAGS: dict[str, tuple[str, ...]] = {name: () for name in DEFAULTS} | {
+    "application_name": ("NOT_IN_SAMPLE",), "integer_datetimes": ("NOT_IN_SAMPLE",),
+    "is_superuser": ("NO_RESET_ALL", "NO_SHOW_ALL", "NOT_IN_SAMPLE"), "lc_collate": ("NOT_IN_SAMPLE",),
+    "lc_ctype": ("NOT_IN_SAMPLE",), "max_identifier_length": ("NOT_IN_SAMPLE",), "max_index_keys": ("NOT_IN_SAMPLE",),
+    "search_path": ("EXPLAIN",), "server_encoding": ("NOT_IN_SAMPLE",), "server_version": ("NOT_IN_SAMPLE",),
+    "server_version_num": ("NOT_IN_SAMPLE",),
+    **{f"transaction_{m}": ("NO_RESET", "NO_RESET_ALL", "NOT_IN_SAMPLE")
+       for m in ("deferrable", "isolation", "read_only")},
+}

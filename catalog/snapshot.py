@@ -7,8 +7,6 @@ locks, because snapshots are never mutated.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Mapping
@@ -51,48 +49,24 @@ def temp_schema_process(name: str) -> str | None:
     process, sep, _ = name[len(_TEMP_PREFIX):].rpartition("_")
     return process or None if sep else None
 
-#: the running statement's (search_path schemas, the session's temporary schema name or
-#: None): set per statement by the session (``set_search_path``), read by name resolution
-_SEARCH_PATH: contextvars.ContextVar = contextvars.ContextVar("search_path", default=((USER_SCHEMA,), None))
+@dataclass(frozen=True)
+class Scope:
+    """Who reads a catalog snapshot, and from where (Materialize's ``ConnCatalog``: the
+    catalog as one connection sees it): ``search_path``, the schemas unqualified names
+    resolve along (the session's ``search_path``); ``temp_schema``, the session's temporary
+    schema, searched first (PostgreSQL 5.10.3 "The Schema Search Path") and the only one
+    it sees; ``roles``, ``(session role id, current role id)`` privileges are checked
+    against (``catalog.rbac.current_role``). :data:`ENVIRONMENT` is the environment's own
+    work: ``public`` only, every schema visible, no roles (nothing checked)."""
+
+    search_path: tuple[str, ...] = (USER_SCHEMA,)
+    temp_schema: str | None = None
+    roles: tuple[str, str] | None = None
 
 
-def visible_schema(name: str) -> bool:
-    """False for another session's temporary schema while a session's statement runs:
-    its objects are that session's alone, not even nameable by others (PostgreSQL
-    refuses another session's temporary tables; Materialize's ``mz_temp`` names only the
-    session's own). The environment's own work (no session: no temporary schema set)
-    sees every schema."""
-    if not name.startswith(_TEMP_PREFIX):
-        return True
-    mine = _SEARCH_PATH.get()[1]
-    return mine is None or name == mine
-
-
-def set_search_path(schemas: tuple[str, ...], temp_schema: str | None = None) -> None:
-    """Let unqualified names in this statement (and thread, and the catalog transactions
-    it submits: the Coordinator runs them in the submitter's context) resolve along
-    ``schemas`` (the session's ``search_path``), after the session's temporary schema
-    ``temp_schema`` (PostgreSQL 5.10.3 "The Schema Search Path": the temporary schema
-    is searched first)."""
-    _SEARCH_PATH.set((tuple(schemas), temp_schema))
-
-
-@contextlib.contextmanager
-def searching_from(schema: str):
-    """Resolve names, while the block runs, as a stored query's (a view's, a materialized
-    view's) resolved when it was made: in its own schema first, then the system schemas
-    (the schema it was made in was the first of its creator's search_path)."""
-    saved = _SEARCH_PATH.get()
-    _SEARCH_PATH.set(((schema,) + tuple(x for x in SEARCH_PATH if x != schema), saved[1]))
-    try:
-        yield
-    finally:
-        _SEARCH_PATH.set(saved)
-
-
-def current_search_path() -> tuple[tuple[str, ...], str | None]:
-    """``(search_path schemas, temporary schema or None)`` of the running statement."""
-    return _SEARCH_PATH.get()
+#: the scope of the environment's own work (bootstrap, maintenance, dropping a closed
+#: session's temporary schema): what a snapshot has until a session scopes it
+ENVIRONMENT = Scope()
 
 
 @dataclass(frozen=True)
@@ -348,6 +322,12 @@ class Role:
     password: str | None = field(default=None, repr=False)
 
 
+#: Materialize's system roles (mz_roles lists them; they own the system objects)
+MZ_SYSTEM = Role("s1", "mz_system", login=True, superuser=True)
+MZ_SUPPORT = Role("s2", "mz_support", login=True)
+SYSTEM_ROLES = (MZ_SYSTEM, MZ_SUPPORT)
+
+
 @dataclass(frozen=True)
 class AclItem:
     """One grant (PostgreSQL's ``aclitem``, Materialize's ``mz_aclitem``): ``grantee`` (a
@@ -381,7 +361,7 @@ class CatalogSnapshot:
     connections: Mapping[str, Connection] = field(default_factory=lambda: MappingProxyType({}))
     #: COMMENT ON texts: (object id, column number or 0) -> text
     comments: Mapping[tuple[str, int], str] = field(default_factory=lambda: MappingProxyType({}))
-    #: roles by id (the system roles are ``catalog.rbac.SYSTEM_ROLES``, not stored)
+    #: roles by id (the system roles are :data:`SYSTEM_ROLES`, not stored)
     roles: Mapping[str, Role] = field(default_factory=lambda: MappingProxyType({}))
     #: role membership: (role id, member role id) -> grantor role id (GRANT role TO member)
     role_members: Mapping[tuple[str, str], str] = field(default_factory=lambda: MappingProxyType({}))
@@ -397,6 +377,31 @@ class CatalogSnapshot:
     #: the catalog version that dropped them (``sqlfront.finalize``)
     to_finalize: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     next_ids: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    #: who reads it (:class:`Scope`): a session's statement reads ``Session.catalog``, the
+    #: catalog scoped to it; not part of the catalog's state (not compared, not stored)
+    scope: Scope = field(default=ENVIRONMENT, compare=False)
+
+    def scoped(self, scope: Scope) -> CatalogSnapshot:
+        """This catalog as ``scope`` reads it (the same objects)."""
+        return self if scope == self.scope else replace(self, scope=scope)
+
+    def searching_from(self, schema: str) -> CatalogSnapshot:
+        """This catalog as a stored query (a view's, a materialized view's) resolved names
+        when it was made: in its own schema first, then the system schemas (the schema it
+        was made in was the first of its creator's search_path)."""
+        path = (schema,) + tuple(x for x in SEARCH_PATH if x != schema)
+        return self.scoped(replace(self.scope, search_path=path))
+
+    def visible_schema(self, name: str) -> bool:
+        """False for another session's temporary schema when a session reads: its
+        objects are that session's alone, not even nameable by others (PostgreSQL
+        refuses another session's temporary tables; Materialize's ``mz_temp`` names only
+        the session's own). The environment's own work (no temporary schema in its
+        scope) sees every schema."""
+        if not name.startswith(_TEMP_PREFIX):
+            return True
+        mine = self.scope.temp_schema
+        return mine is None or name == mine
 
     # -- clusters and replicas -------------------------------------------------------
 
@@ -431,24 +436,20 @@ class CatalogSnapshot:
     def role_by_name(self, name: str) -> Role | None:
         """The stored or system role named ``name`` (case-sensitive, as identifiers are
         after folding)."""
-        from catalog.rbac import SYSTEM_ROLES
-
         for r in (*self.roles.values(), *SYSTEM_ROLES):
             if r.name == name:
                 return r
         return None
 
     def role(self, role_id: str) -> Role | None:
-        from catalog.rbac import SYSTEM_ROLES
-
         return self.roles.get(role_id) or next((r for r in SYSTEM_ROLES if r.id == role_id), None)
 
     # -- schemas ---------------------------------------------------------------------
 
     def schema_by_name(self, name: str) -> Schema | None:
         """The user schema ``name``; another session's temporary schema is hidden
-        (:func:`visible_schema`)."""
-        if not visible_schema(name):
+        (:meth:`visible_schema`)."""
+        if not self.visible_schema(name):
             return None
         for sc in self.schemas.values():
             if sc.name == name:
@@ -462,7 +463,7 @@ class CatalogSnapshot:
         """The schemas unqualified names resolve in, in order: the session's temporary
         schema (if it has one), its search_path's existing schemas, then the system
         schemas it does not list."""
-        path, temp = current_search_path()
+        path, temp = self.scope.search_path, self.scope.temp_schema
         out = [temp] if temp and self.schema_by_name(temp) is not None else []
         out += [p for p in path if self.schema_exists(p) and p not in out]
         out += [p for p in SEARCH_PATH[1:] if p not in out]
@@ -471,7 +472,7 @@ class CatalogSnapshot:
     def schema_name(self, schema: str) -> str:
         """``schema`` as stored: ``mz_temp``/``pg_temp`` name the session's temporary schema."""
         if schema in TEMP_SCHEMA_ALIASES:
-            temp = current_search_path()[1]
+            temp = self.scope.temp_schema
             return temp or schema
         return schema
 
@@ -483,7 +484,7 @@ class CatalogSnapshot:
         Raises:
             SqlError 3F000 ``unknown schema 'x'`` (Materialize's wording) or "no schema
             has been selected to create in"; 42P16 for TEMP in a non-temporary schema."""
-        tempname = current_search_path()[1]
+        tempname = self.scope.temp_schema
         if temp:
             if schema is not None and schema not in TEMP_SCHEMA_ALIASES and schema != tempname:
                 raise SqlError(INVALID_TABLE_DEFINITION, "cannot create temporary relation in non-temporary schema")
@@ -499,7 +500,7 @@ class CatalogSnapshot:
             if name in SYSTEM_SCHEMAS and name != USER_SCHEMA:
                 raise SqlError(INSUFFICIENT_PRIVILEGE, f"system schema '{name}' cannot be modified")
             return name
-        for p in current_search_path()[0]:
+        for p in self.scope.search_path:
             if self.schema_exists(p) and p not in SYSTEM_SCHEMAS[1:]:
                 return p
         raise SqlError(INVALID_SCHEMA_NAME, "no schema has been selected to create in")
@@ -507,7 +508,7 @@ class CatalogSnapshot:
     # -- relations -------------------------------------------------------------------
 
     def relation_by_name(self, schema: str, name: str) -> Relation | None:
-        if not visible_schema(schema):
+        if not self.visible_schema(schema):
             return None
         for t in self.tables.values():
             if t.schema == schema and t.name == name:
@@ -524,7 +525,7 @@ class CatalogSnapshot:
         return None
 
     def sequence_by_name(self, schema: str, name: str) -> Sequence | None:
-        if not visible_schema(schema):
+        if not self.visible_schema(schema):
             return None
         for q in self.sequences.values():
             if q.schema == schema and q.name == name:
@@ -597,7 +598,7 @@ class CatalogSnapshot:
         return [*self.tables.values(), *self.materialized_views.values()]
 
     def index_by_name(self, schema: str, name: str) -> Index | None:
-        if not visible_schema(schema):
+        if not self.visible_schema(schema):
             return None
         for i in self.indexes.values():
             if i.schema == schema and i.name == name:

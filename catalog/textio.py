@@ -7,7 +7,6 @@ a value looks like in a text-format DataRow. Rules and messages follow PostgreSQ
 
 from __future__ import annotations
 
-import contextvars
 import datetime as dt
 import functools
 import json
@@ -23,6 +22,7 @@ from catalog.errors import (
     INVALID_PARAMETER_VALUE, INVALID_TEXT_REPRESENTATION, INVALID_TIME_ZONE_DISPLACEMENT_VALUE,
     NUMERIC_VALUE_OUT_OF_RANGE, STRING_DATA_RIGHT_TRUNCATION,
 )
+from catalog import mztime
 from catalog.intervalio import format_interval, parse_interval, round_micros
 from catalog.types import (FarDate, FarTimestamp, SqlType, date2j, date_from_days, j2date,
                            timestamp_from_micros, timestamp_micros)
@@ -89,8 +89,9 @@ def fit_string(s: str, t: SqlType, explicit: bool) -> str:
     return s
 
 
-def parse_text(s: str, t: SqlType, explicit: bool = True):
-    """Parse text ``s`` as a value of type ``t``.
+def parse_text(s: str, t: SqlType, explicit: bool = True, fmt: TextFormat | None = None):
+    """Parse text ``s`` as a value of type ``t``, under the session's settings ``fmt``
+    (:class:`TextFormat`: its TimeZone and IntervalStyle; by default UTC and postgres).
 
     Raises:
         SqlError 22P02 (bad syntax), 22003 (out of range), 22007/22008 (dates), 22001.
@@ -152,13 +153,13 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
     if n == "timestamp":
         return fit_datetime(parse_timestamp(s), t)
     if n == "timestamptz":
-        return fit_datetime(parse_timestamptz(s), t)
+        return fit_datetime(parse_timestamptz(s, (fmt or DEFAULT_FORMAT).time_zone), t)
     if n == "interval":
-        return parse_interval(s, t.scale, t.precision)
+        return parse_interval(s, t.scale, t.precision, (fmt or DEFAULT_FORMAT).interval_style)
     if n == "time":
         return fit_datetime(parse_time(s), t)
     if n == "timetz":
-        return fit_datetime(parse_timetz(s), t)
+        return fit_datetime(parse_timetz(s, (fmt or DEFAULT_FORMAT).time_zone), t)
     if n == "bytea":
         return parse_bytea(s)
     if n == "uuid":
@@ -166,11 +167,15 @@ def parse_text(s: str, t: SqlType, explicit: bool = True):
     if n == "jsonb":
         return parse_jsonb(s)
     if n == "mz_timestamp":
-        from catalog import mztime
-
-        return mztime.parse(s)
+        return parse_mz_timestamp(s, (fmt or DEFAULT_FORMAT).time_zone)
     if t.is_array:
-        return map_elements(split_array(s, t), lambda e: parse_text(e, t.element, explicit))
+        return map_elements(split_array(s, t), lambda e: parse_text(e, t.element, explicit, fmt))
+    if t.is_list or t.is_map:
+        from catalog import listmapio
+
+        e = t.element
+        parse = listmapio.parse_list if t.is_list else listmapio.parse_map
+        return parse(s, e.is_list if t.is_list else e.is_map, lambda x: parse_text(x, e, explicit, fmt))
     raise SqlError(INVALID_TEXT_REPRESENTATION, f"cannot parse text as {t.sql()}")
 
 
@@ -207,16 +212,16 @@ _TIMETZ = re.compile(r"^\s*(\d{1,2}:\d{1,2}(?::\d{1,2}(?:\.\d{1,9})?)?)\s*(?:(Z|
                      re.I)
 
 
-def parse_timetz(s: str) -> dt.time:
+def parse_timetz(s: str, zone: dt.tzinfo = dt.timezone.utc) -> dt.time:
     """``time with time zone`` input (PostgreSQL 8.5.1.3): a time, then a UTC offset
-    (``+02``, ``-05:30``, ``+01:02:03``, ``Z``); without one, the session's time zone's
-    offset today. Returns an aware ``datetime.time`` with a fixed offset; PostgreSQL
+    (``+02``, ``-05:30``, ``+01:02:03``, ``Z``); without one, the session's time zone
+    ``zone``'s offset today. Returns an aware ``datetime.time`` with a fixed offset; PostgreSQL
     allows offsets up to 15:59:59 (22009 past it)."""
     m = _TIMETZ.match(s)
     if not m:
         raise SqlError(INVALID_DATETIME_FORMAT, f'invalid input syntax for type time with time zone: "{s}"')
     t = parse_time(m.group(1))
-    offset = 0 if m.group(2) else int(dt.datetime.now(session_time_zone()).utcoffset().total_seconds())
+    offset = 0 if m.group(2) else int(dt.datetime.now(zone).utcoffset().total_seconds())
     if m.group(3):
         offset = int(m.group(4)) * 3600 + int(m.group(5) or 0) * 60 + int(m.group(6) or 0)
         if int(m.group(4)) > 15 or int(m.group(5) or 0) > 59 or int(m.group(6) or 0) > 59:
@@ -510,20 +515,6 @@ def parse_timestamp(s: str):
 
 _TZ = re.compile(r"^(.*?)(?:\s*(Z|UTC|[+-]\d{1,2}(?::?\d{2}(?::?\d{2})?)?))?\s*$", re.I)
 
-#: the session's TimeZone, as a tzinfo (``set_session_time_zone``): what timestamptz input
-#: without an offset means and what timestamptz output shows
-_SESSION_TIME_ZONE: contextvars.ContextVar = contextvars.ContextVar("session_time_zone", default=dt.timezone.utc)
-
-
-def set_session_time_zone(zone: dt.tzinfo) -> None:
-    """Make ``zone`` the session time zone of this statement (and thread)."""
-    _SESSION_TIME_ZONE.set(zone)
-
-
-def session_time_zone() -> dt.tzinfo:
-    return _SESSION_TIME_ZONE.get()
-
-
 _POSIX_TZ = re.compile(r"^(?:[A-Za-z]{3,}|<[^>]+>)?([+-]?)(\d{1,2})(?::(\d{2})(?::(\d{2}))?)?$")
 
 
@@ -570,9 +561,23 @@ def _zone_names() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones())
 
 
-def parse_timestamptz(s: str) -> dt.datetime:
+def parse_mz_timestamp(text: str, zone: dt.tzinfo = dt.timezone.utc) -> int:
+    """mz_timestamp input (``catalog.mztime``): an unsigned integer, else a timestamptz
+    literal (ms since the epoch; in time zone ``zone`` without an offset). Raises
+    SqlError 22P02 / 22003."""
+    s = text.strip()
+    if s.isdigit():
+        return mztime.checked(int(s))
+    try:
+        when = parse_timestamptz(s, zone)
+    except SqlError:
+        raise SqlError(INVALID_TEXT_REPRESENTATION, f'invalid input syntax for type mz_timestamp: "{text}"') from None
+    return mztime.from_value(when, "timestamptz")
+
+
+def parse_timestamptz(s: str, zone: dt.tzinfo = dt.timezone.utc) -> dt.datetime:
     """``timestamp with time zone`` input: an offset (``+02``, ``-05:30``, ``+01:02:03``,
-    ``Z``, ``UTC``) or, with none, the session time zone (``set_session_time_zone``).
+    ``Z``, ``UTC``) or, with none, the session time zone ``zone``.
     Returns an aware UTC datetime."""
     word = _SPECIAL.get(s.strip().lower())
     if word in ("infinity", "-infinity"):
@@ -588,7 +593,6 @@ def parse_timestamptz(s: str) -> dt.datetime:
         base, off = m.group(1), m.group(2)
     ts = parse_timestamp(base + era)
     if not off:
-        zone = session_time_zone()
         if isinstance(ts, FarTimestamp):
             offset = 0 if zone is dt.timezone.utc else int(dt.datetime(2000, 1, 1, tzinfo=zone).utcoffset().total_seconds())
             return timestamp_from_micros(ts.micros - offset * 1_000_000, True)
@@ -681,6 +685,25 @@ class DateStyle:
 
 #: the default, and the form every path but the wire's text output uses
 ISO_DATESTYLE = DateStyle()
+
+
+@dataclass(frozen=True)
+class TextFormat:
+    """The session settings that text input and output of dates, times and intervals
+    follow (PostgreSQL 19.11.2), as the session has them for a statement
+    (``sqlfront.vars.SessionVars.text_format``): ``datestyle`` (:class:`DateStyle`:
+    output), ``time_zone`` (``TimeZone`` as a tzinfo, ``parse_time_zone``: what
+    timestamptz and timetz input without an offset mean, and the zone timestamptz output
+    shows) and ``interval_style`` (``IntervalStyle``, ``catalog.intervalio.STYLES``:
+    interval output, and how ``sql_standard`` reads signed fields)."""
+
+    datestyle: DateStyle = ISO_DATESTYLE
+    time_zone: dt.tzinfo = dt.timezone.utc
+    interval_style: str = "postgres"
+
+
+#: PostgreSQL's defaults (ISO, MDY; UTC; postgres): what every path without a session uses
+DEFAULT_FORMAT = TextFormat()
 
 _DATESTYLE_WORDS = {"iso": ("style", "ISO"), "sql": ("style", "SQL"), "postgres": ("style", "Postgres"),
                     "german": ("style", "German"), "ymd": ("order", "YMD"), "dmy": ("order", "DMY"),
@@ -783,11 +806,10 @@ def format_timestamp(v, ds: DateStyle = ISO_DATESTYLE, zone: str | None = None) 
     return out + (f" {zone}" if zone is not None else "") + bc
 
 
-def format_timestamptz(v, ds: DateStyle = ISO_DATESTYLE) -> str:
-    """A timestamptz in the session time zone: ISO writes the offset (``+02``,
+def format_timestamptz(v, ds: DateStyle = ISO_DATESTYLE, zone: dt.tzinfo = dt.timezone.utc) -> str:
+    """A timestamptz in the session time zone ``zone``: ISO writes the offset (``+02``,
     ``+05:30``), the other styles the zone's abbreviation (``CET``; the offset when the
     zone has none)."""
-    zone = session_time_zone()
     if isinstance(v, FarTimestamp):
         if v.infinite:
             return format_timestamp(v, ds)
@@ -812,9 +834,11 @@ def format_timestamptz(v, ds: DateStyle = ISO_DATESTYLE) -> str:
     return format_timestamp(local.replace(tzinfo=None), ds, name)
 
 
-def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
-    """The text form of a non-NULL value of type ``t`` in a DataRow; dates and timestamps
-    in DateStyle ``ds``."""
+def format_text(v, t: SqlType, fmt: TextFormat = DEFAULT_FORMAT) -> str:
+    """The text form of a non-NULL value of type ``t`` in a DataRow, under the session's
+    settings ``fmt`` (:class:`TextFormat`: dates and timestamps in its DateStyle,
+    timestamptz in its TimeZone, intervals in its IntervalStyle)."""
+    ds = fmt.datestyle
     n = t.name
     if n == "bool":
         return "t" if v else "f"
@@ -834,9 +858,9 @@ def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
     if n == "timestamp":
         return format_timestamp(v, ds)
     if n == "timestamptz":
-        return format_timestamptz(v, ds)
+        return format_timestamptz(v, ds, fmt.time_zone)
     if n == "interval":
-        return format_interval(v)
+        return format_interval(v, fmt.interval_style)
     if n in ("time", "timetz"):
         out = v.strftime("%H:%M:%S") + (f".{v.microsecond:06d}".rstrip("0") if v.microsecond else "")
         if n == "timetz":
@@ -845,9 +869,15 @@ def format_text(v, t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> str:
         return out
     if n == "bytea":
         return "\\x" + bytes(v).hex()
+    if t.is_list or t.is_map:
+        from catalog import listmapio
+
+        e = t.element
+        write = listmapio.format_list if t.is_list else listmapio.format_map
+        return write(v, e.is_list or e.is_map, lambda x: format_text(x, e, fmt))
     if t.is_array:
-        return "{" + ",".join("NULL" if e is None else format_text(e, t, ds) if isinstance(e, list)
-                              else _array_element(format_text(e, t.element, ds)) for e in v) + "}"
+        return "{" + ",".join("NULL" if e is None else format_text(e, t, fmt) if isinstance(e, list)
+                              else _array_element(format_text(e, t.element, fmt)) for e in v) + "}"
     return str(v)
 
 

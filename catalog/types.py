@@ -18,6 +18,8 @@ from catalog.errors import (
     SqlError, DATETIME_FIELD_OVERFLOW, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR,
     UNDEFINED_OBJECT,
 )
+# Interval, the interval value, lives beside its text I/O and type modifier
+from catalog.intervalio import Interval, check_typmod, interval_typmod, typmod_suffix  # noqa: F401
 
 #: Precision/scale used to store an unconstrained ``numeric`` (PostgreSQL has no bound;
 #: Parquet and Spark need one).
@@ -45,6 +47,9 @@ class SqlType:
     precision: int | None = None
     scale: int | None = None
     stored_scale: int | None = dataclasses.field(default=None, compare=False, repr=False)
+    #: the types a Materialize ``list`` (its element) or ``map`` (its key, always text, and
+    #: its value) is of (``list_of``, ``map_of``); empty for every other type
+    of: tuple = ()
 
     @property
     def oid(self) -> int:
@@ -57,13 +62,26 @@ class SqlType:
         return -1 if self.is_array else _INFO[self.name][1]
 
     @property
+    def is_list(self) -> bool:
+        """True for a Materialize ``T list`` (``list_of``)."""
+        return self.name == "list"
+
+    @property
+    def is_map(self) -> bool:
+        """True for a Materialize ``map[text=>T]`` (``map_of``)."""
+        return self.name == "map"
+
+    @property
     def is_array(self) -> bool:
         """True for a one-dimensional array type; its name is PostgreSQL's ``_elem``."""
         return self.name.startswith("_")
 
     @property
     def element(self) -> "SqlType":
-        """The element type of an array type (keeps the modifier: ``numeric(10,2)[]``)."""
+        """The element type of an array type (keeps the modifier: ``numeric(10,2)[]``), of a
+        list, or the value type of a map."""
+        if self.of:
+            return self.of[-1]
         return SqlType(self.name[1:], self.precision, self.scale)
 
     @property
@@ -78,8 +96,6 @@ class SqlType:
         if self.name in _DATETIME_PRECISION and self.precision is not None:
             return self.precision
         if self.name == "interval":
-            from catalog.intervalio import interval_typmod
-
             return interval_typmod(self.scale, self.precision)
         return -1
 
@@ -102,8 +118,9 @@ class SqlType:
         return self.category == "S" or self.name == "unknown"
 
     def unconstrained(self) -> "SqlType":
-        """The same type without its modifier (``numeric(10,2)`` -> ``numeric``)."""
-        return SqlType(self.name)
+        """The same type without its modifier (``numeric(10,2)`` -> ``numeric``); a list or
+        map keeps its element types."""
+        return SqlType(self.name, of=self.of)
 
     def logical(self) -> "SqlType":
         """The same SQL type without how a stored column keeps it (``stored_scale``): the
@@ -114,6 +131,10 @@ class SqlType:
         """The name ``format_type`` prints, e.g. ``numeric(10,2)``, ``character varying(5)``."""
         if self.is_array:
             return self.element.sql() + "[]"
+        if self.is_list and self.of:
+            return self.element.sql() + " list"
+        if self.is_map and self.of:
+            return f"map[{self.of[0].sql()}=>{self.element.sql()}]"
         display = _INFO[self.name][3]
         if self.name == "numeric" and self.precision is not None:
             return f"{display}({self.precision},{self.scale or 0})"
@@ -123,8 +144,6 @@ class SqlType:
             base, _, zone = display.partition(" ")  # timestamp(3) without time zone
             return f"{base}({self.precision}) {zone}"
         if self.name == "interval":
-            from catalog.intervalio import typmod_suffix
-
             return display + typmod_suffix(self.scale, self.precision)
         return display
 
@@ -134,8 +153,10 @@ class SqlType:
     def arrow(self) -> pa.DataType:
         """The Arrow type values of this type are stored as in persist parts."""
         n = self.name
-        if self.is_array:
+        if self.is_array or self.is_list:
             return pa.list_(self.element.arrow())
+        if self.is_map:
+            return pa.map_(pa.string(), self.element.arrow())
         if n == "numeric":
             p, s = self.storage_precision_scale()
             return pa.decimal128(p, s)
@@ -180,6 +201,11 @@ _INFO = {
     # Unix epoch (Materialize's SQL reference, "mz_timestamp type"); its OID is Materialize's
     "mz_timestamp": (16552, 8, "U", "mz_timestamp"),
     "unknown": (705, -2, "X", "unknown"),
+    # Materialize's list and map types: every list type, and every map type, is reported
+    # with the one OID of Materialize's pseudo-type (mz_pgrepr's TYPE_LIST_OID and
+    # TYPE_MAP_OID); their element types are the plan's (SqlType.of)
+    "list": (16384, -1, "U", "list"),
+    "map": (16385, -1, "U", "map"),
 }
 
 #: element type name -> OID of its one-dimensional array type (pg_type.dat ``typarray``)
@@ -286,9 +312,21 @@ def array_of(t: SqlType) -> SqlType:
     return SqlType("_" + t.name, t.precision, t.scale)
 
 
+def list_of(t: SqlType) -> SqlType:
+    """Materialize's ``t list`` (lists nest: ``int list list``; Materialize's SQL reference,
+    "List types")."""
+    return SqlType("list", of=(t,))
+
+
+def map_of(value: SqlType) -> SqlType:
+    """Materialize's ``map[text=>value]`` (its keys are always text; "Map types")."""
+    return SqlType("map", of=(TEXT, value))
+
+
 def all_type_names() -> list[str]:
-    """Internal names of every type, scalar and array (for ``pg_type``)."""
-    return list(_INFO) + ["_" + e for e in ARRAY_OIDS]
+    """Internal names of every type, scalar and array (for ``pg_type``); Materialize's list
+    and map types, which are many types under one OID here, are not among them."""
+    return [n for n in _INFO if n not in ("list", "map")] + ["_" + e for e in ARRAY_OIDS]
 
 
 def make_type(name: str, modifiers: list[int] | tuple[int, ...] = ()) -> SqlType:
@@ -325,8 +363,6 @@ def make_type(name: str, modifiers: list[int] | tuple[int, ...] = ()) -> SqlType
     if key in _DATETIME_PRECISION and mods:
         return SqlType(key, _datetime_precision(name, mods))
     if key == "interval" and mods:
-        from catalog.intervalio import check_typmod
-
         fields, precision = check_typmod(mods)
         return SqlType(key, precision, fields)
     if key == "float8" and mods and name.lower() == "float":
@@ -370,49 +406,6 @@ def stored_numeric(t: SqlType, result_scale: int | None) -> SqlType:
 def arrow_schema(names: list[str], types: list[SqlType]) -> pa.Schema:
     """Arrow schema of a persist part for columns ``names`` of ``types``."""
     return pa.schema([pa.field(n, t.arrow()) for n, t in zip(names, types)])
-
-
-@functools.total_ordering
-@dataclass(frozen=True, eq=False)
-class Interval:
-    """A PostgreSQL ``interval`` value: months, days and microseconds kept apart, as
-    PostgreSQL (and Spark's CalendarInterval) do, so ``1 month`` prints as itself, not as
-    ``30 days``. Equality, order and hash are PostgreSQL's (``interval_cmp_value``): a
-    month counts as 30 days and a day as 24 hours, so ``'1 month' = '30 days'``."""
-
-    months: int = 0
-    days: int = 0
-    micros: int = 0
-
-    def _key(self) -> int:
-        return (self.months * 30 + self.days) * 86_400_000_000 + self.micros
-
-    def __eq__(self, o: object) -> bool:
-        return isinstance(o, Interval) and self._key() == o._key()
-
-    def __lt__(self, o: "Interval") -> bool:
-        if not isinstance(o, Interval):
-            return NotImplemented
-        return self._key() < o._key()
-
-    def __hash__(self) -> int:
-        return hash(self._key())
-
-    def __add__(self, o: "Interval") -> "Interval":
-        return Interval(self.months + o.months, self.days + o.days, self.micros + o.micros)
-
-    def __neg__(self) -> "Interval":
-        return Interval(-self.months, -self.days, -self.micros)
-
-    def __sub__(self, o: "Interval") -> "Interval":
-        return self + (-o)
-
-    def pg_text(self) -> str:
-        """PostgreSQL's ``IntervalStyle = postgres`` output, e.g. ``1 year 2 mons 3 days 04:05:06``
-        (``catalog.intervalio.format_interval``)."""
-        from catalog.intervalio import format_interval
-
-        return format_interval(self, "postgres")
 
 
 # -- dates and timestamps that datetime cannot hold -------------------------------------

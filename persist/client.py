@@ -304,17 +304,7 @@ class PersistClient:
             SinceError: ``as_of`` is below the shard's since.
             ShardSealed: the shard was dropped (:meth:`drop_shard`; the reader plans again
                 against the catalog that replaced it, ``sqlfront.sequence.writes.replanned``)."""
-        # Held first, at the latest state known here (never newer than the one read
-        # below): a maintenance round between that read and its hold would otherwise
-        # move this process's reader past the state and delete the parts it lists.
-        first = self.leases.acquire(shard_id, self.latest(shard_id), as_of)
-        try:
-            st = self.state(shard_id)
-            if self.fence_reads and st.seqno and st.upper <= as_of:
-                st = self.advance_upper(shard_id, as_of, st)
-            hold = self.leases.acquire(shard_id, st, as_of)
-        finally:
-            self.leases.release(first)
+        st, hold = self.held_state(shard_id, as_of, fence=self.fence_reads)
         try:
             return snapshot_of(st, shard_id, as_of, self.blob.url), hold
         except SinceError:
@@ -325,6 +315,26 @@ class PersistClient:
         except BaseException:
             self.leases.release(hold)
             raise
+
+    def held_state(self, shard_id: str, as_of: int, fence: bool = False) -> tuple[ShardState, ReadHold]:
+        """The shard's latest state, read from Consensus, with a read hold at ``as_of`` on
+        it: GC keeps every part it lists until :meth:`release`. No since check (the
+        caller's). ``fence``: advance an upper at or below ``as_of`` first (:meth:`read`).
+
+        A state known before the hold is not safe to read: a maintenance round between
+        learning it and holding it may move this process's reader past it (no hold
+        then) and GC may delete the parts it lists. So the hold comes first, at the
+        latest state known here; a state read from Consensus after it is at or above the
+        reader's seqno from then on, and GC keeps its parts (Materialize persist: a
+        reader's seqno hold is taken before the state it fetches is read)."""
+        first = self.leases.acquire(shard_id, self.latest(shard_id), as_of)
+        try:
+            st = self.state(shard_id)
+            if fence and st.seqno and st.upper <= as_of:
+                st = self.advance_upper(shard_id, as_of, st)
+            return st, self.leases.acquire(shard_id, st, as_of)
+        finally:
+            self.leases.release(first)
 
     def hold(self, shard_id: str, as_of: int) -> ReadHold:
         """A read hold at ``as_of`` without a snapshot yet (Materialize: a peek acquires

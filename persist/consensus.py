@@ -3,7 +3,8 @@
 Each shard key maps to a sequence of (seqno, data) versions; ``compare_and_set``
 writes version ``new_seqno`` only if the current head is ``expected``. This is
 Materialize persist's Consensus interface, in sqlite by default; in PostgreSQL
-(:mod:`persist.postgres`) when several processes share it (:func:`open_consensus`).
+(:mod:`persist.postgres`) when several processes share it (``persist.open_consensus``
+picks one by URL: it sits above both, so this module imports neither).
 """
 
 from __future__ import annotations
@@ -119,16 +120,6 @@ class SqliteConsensus(Consensus):
     def close(self) -> None:
         with self._lock:
             self._conn.close()
-
-
-def open_consensus(target: str) -> Consensus:
-    """The Consensus at ``target``: a ``postgres://`` URL (:class:`persist.postgres.PostgresConsensus`,
-    shared by several processes) or else a sqlite file path (:class:`SqliteConsensus`, one
-    process). Raises psycopg.OperationalError when the PostgreSQL server is unreachable."""
-    from persist.postgres import PostgresConsensus
-    from pgconn import is_postgres_url
-
-    return PostgresConsensus(target) if is_postgres_url(target) else SqliteConsensus(target)
 
 
 class ObservedConsensus(Consensus):

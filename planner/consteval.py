@@ -18,13 +18,12 @@ from catalog.errors import (
 )
 from catalog import mztime
 from catalog.intervalio import adjust_interval, parse_interval
-from catalog.textio import (check_int, fit_datetime, fit_numeric, fit_string, format_text, parse_text, session_time_zone,
-                            INT_RANGES)
+from catalog.textio import check_int, fit_datetime, fit_numeric, fit_string, format_text, parse_text, INT_RANGES
 from catalog.types import FarDate, FarTimestamp, SqlType, date_from_days, timestamp_from_micros
 from planner.functions import FUNCTIONS
 from planner.functions.array import any_all
 from planner.functions.datetime import add_interval
-from planner.guard import INLINE_VALUE_BYTES, Outgrown, check_stop, check_value_bytes, utf8_bytes
+from planner.guard import INLINE_VALUE_BYTES, Outgrown, check_stop, check_value_bytes, text_format, utf8_bytes
 from planner.scalar import Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, children, is_constant, walk
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
@@ -49,28 +48,34 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
 
 def _convert(v, src: SqlType, dst: SqlType, explicit: bool):
     s, d = src.name, dst.name
+    if (src.is_list and dst.is_list) or (src.is_map and dst.is_map):
+        from planner.functions import lists
+
+        lists.check_cast(src, dst)
+        return lists.cast_value(v, src, dst, lambda x, a, b: cast_value(x, a, b, explicit))
     if d == "mz_timestamp" and s != "mz_timestamp":
-        if s in INT_RANGES or s in ("numeric", "float4", "float8", "date", "timestamp", "timestamptz", "text",
-                                    "varchar", "bpchar", "name", "unknown"):
+        if s in INT_RANGES or s in ("numeric", "float4", "float8", "date", "timestamp", "timestamptz"):
             return mztime.from_value(v, s)
-        raise SqlError(CANNOT_COERCE, f"cannot cast type {src.sql()} to {dst.sql()}")
+        if s not in ("text", "varchar", "bpchar", "name", "unknown"):  # text: parse_text's, below
+            raise SqlError(CANNOT_COERCE, f"cannot cast type {src.sql()} to {dst.sql()}")
     if s == "mz_timestamp" and d != "mz_timestamp":
         out = mztime.to_value(int(v), d)
         if out is None:
             raise SqlError(CANNOT_COERCE, f"cannot cast type {src.sql()} to {dst.sql()}")
         return fit_string(out, dst, explicit) if d == "varchar" else out
     if d == "interval" and s in ("text", "varchar", "bpchar", "name"):
-        return parse_interval(v.rstrip(" ") if s == "bpchar" else v)
+        return parse_interval(v.rstrip(" ") if s == "bpchar" else v, style=text_format().interval_style)
     if s in ("unknown", "text", "varchar", "bpchar", "name") and d not in ("text", "varchar", "bpchar", "unknown"):
         text = v.rstrip(" ") if s == "bpchar" else v
-        return parse_text(text, dst, explicit)
+        return parse_text(text, dst, explicit, text_format())
     if d in ("text", "varchar", "bpchar", "unknown", "name"):
         if d == "name":
-            return parse_text(v if isinstance(v, str) else format_text(v, src), dst)
+            return parse_text(v if isinstance(v, str) else format_text(v, src, text_format()), dst)
         if s == "bool":
             text = "true" if v else "false"  # booltext, not boolout's t/f (PostgreSQL 8.6)
         else:
-            text = v.rstrip(" ") if s == "bpchar" and d != "bpchar" else (v if isinstance(v, str) else format_text(v, src))
+            text = v.rstrip(" ") if s == "bpchar" and d != "bpchar" else \
+                (v if isinstance(v, str) else format_text(v, src, text_format()))
         return fit_string(text, dst, explicit) if d in ("varchar", "bpchar") else text
     if d in INT_RANGES:
         if s in INT_RANGES:
@@ -121,12 +126,12 @@ def _convert(v, src: SqlType, dst: SqlType, explicit: bool):
         if s in ("timestamp", "date"):
             local = v if s == "timestamp" else dt.datetime(v.year, v.month, v.day)
             try:
-                return local.replace(tzinfo=session_time_zone()).astimezone(dt.timezone.utc)
+                return local.replace(tzinfo=text_format().time_zone).astimezone(dt.timezone.utc)
             except OverflowError:
                 raise SqlError(DATETIME_FIELD_OVERFLOW, "timestamp out of range") from None
     if s == "timestamptz" and d in ("timestamp", "date"):
         try:
-            naive = v.astimezone(session_time_zone()).replace(tzinfo=None)
+            naive = v.astimezone(text_format().time_zone).replace(tzinfo=None)
         except OverflowError:
             raise SqlError(DATETIME_FIELD_OVERFLOW, "timestamp out of range") from None
         return naive if d == "timestamp" else naive.date()

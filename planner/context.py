@@ -29,7 +29,7 @@ class PlanContext:
     are given (registry ``extra["with_session"]``; ``planner.consteval.evaluate``) and
     whose state some plan-time lookups read (``plan_args_in``): it has ``sequences``
     (``sqlfront.sequence.sequences.SessionSequences``), ``vars``
-    (``sqlfront.vars.SessionVars``), ``env.snapshot`` (``catalog``) and the backend's
+    (``sqlfront.vars.SessionVars``), ``catalog`` and the backend's
     attributes (``planner.functions.backend``). None outside a session (a maintained
     query): those functions raise 0A000, or answer without it."""
 
@@ -45,8 +45,9 @@ class PlanContext:
     def catalog(self):
         """The catalog snapshot the statement's catalog functions read (privileges, role
         names: ``has_table_privilege``, ``pg_get_userbyid``, ``current_user``): its
-        session's latest (``session.env.snapshot``); None outside a session."""
-        return None if self.session is None else self.session.env.snapshot
+        session's (``session.catalog``: the latest, or its transaction block's, scoped to
+        its search_path and roles); None outside a session."""
+        return None if self.session is None else self.session.catalog
 
     def with_mz_now(self, mz_now) -> PlanContext:
         """The same statement with ``mz_now()`` being ``mz_now`` (an AS OF read, a

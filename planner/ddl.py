@@ -20,6 +20,7 @@ from catalog.errors import (
 from catalog.sequences import TYPE_BOUNDS
 from catalog.snapshot import CatalogSnapshot, Column
 from catalog.types import INT2, INT4, INT8
+from planner.assign import assign_expr
 from planner.expr import ast_nodes, type_from_ast
 
 #: serial pseudo-types and the integer type each is (PostgreSQL 8.1.4 "Serial Types")
@@ -40,7 +41,7 @@ class OwnedSequence:
 class TableDef:
     """The columns of ``CREATE TABLE``, and the sequences its serial/identity columns
     need (their defaults, ``nextval('<name>'::regclass)``, are set once the sequence
-    names are chosen, on the Coordinator: ``sqlfront.sequence_ddl.create_table``)."""
+    names are chosen, on the Coordinator: ``sqlfront.sequence.tables.create_table``)."""
 
     columns: tuple[Column, ...]
     owned: tuple[OwnedSequence, ...] = ()
@@ -135,7 +136,6 @@ def check_default(snap: CatalogSnapshot, text: str, column: Column, ctx=None):
     from planner import functions as fn
     from planner.query import QueryPlanner
     from planner.scope import Scope
-    from planner.writes import assign_expr
 
     try:
         node = pglast.parse_sql(f"SELECT {text}")[0].stmt.targetList[0].val

@@ -32,6 +32,7 @@ from planner import typing as ty
 from planner.functions.aggregate import resolve_aggregate
 from planner.consteval import cast_value, fold
 from planner.context import MAINTAINED, PlanContext
+from planner.guard import text_format
 from planner.plan import Project
 from planner.levels import AggregateRef, aggregate_level, lift_aggregate
 from planner.scalar import (
@@ -82,6 +83,17 @@ def type_from_ast(tn: ast.TypeName) -> SqlType:
     names = [n.sval for n in tn.names]
     if names[0] == "pg_catalog" and len(names) > 1:
         names = names[1:]
+    from planner.functions import lists
+
+    layers = sum(1 for b in tn.arrayBounds or () if isinstance(b, ast.Integer) and b.ival == lists.LIST_BOUND)
+    if len(names) == 1 and names[0].lower().startswith("map[") or layers:
+        if layers and layers != len(tn.arrayBounds):
+            raise SqlError(FEATURE_NOT_SUPPORTED, "lists of arrays are not supported")
+        base = ast.TypeName(names=tn.names, typmods=tn.typmods, typemod=tn.typemod)
+        t = lists.type_from_text(names[0]) if names[0].lower().startswith("map[") else type_from_ast(base)
+        for _ in range(layers):
+            t = lists.list_of(t)
+        return t
     name = " ".join(names) if len(names) == 1 else names[-1]
     mods = []
     for m in tn.typmods or ():
@@ -235,6 +247,8 @@ class ExprPlanner:
         self.visible_oids: Callable[[], set[int]] | None = None
         #: whether a schema exists (the catalog's answer), for current_schema()
         self.schema_exists: Callable[[str], bool] | None = None
+        #: the session's search_path (its catalog's ``scope``), for current_schema()
+        self.path: tuple[str, ...] = ("public",)
         #: pg_namespace OID of a schema name, or None, for ``::regnamespace``
         self.namespace_oid: Callable[[str], int | None] | None = None
         #: the scope a subquery here correlates with, and how to remap its OuterRefs
@@ -355,14 +369,23 @@ class ExprPlanner:
                                        inner)
             return Call("coalesce", (name, coerce(oid, TEXT, explicit=True)), TEXT)
         target = type_from_ast(node.typeName)
-        arg = self.plan(node.arg)
+        from planner.functions import lists
+
+        if isinstance(node.arg, ast.FuncCall) and _func_name(node.arg) == lists.LIST_CTOR:
+            arg = lists.finish_ctor(lists.plan_ctor(self, node.arg.args[0], target))
+        elif isinstance(node.arg, ast.A_ArrayExpr) and not node.arg.elements and target.is_array:
+            return Literal([], target)  # ARRAY[]::text[]: the cast gives the empty array its type
+        else:
+            arg = self.plan(node.arg)
+        if target.is_list or target.is_map or arg.type.is_list or arg.type.is_map:
+            lists.check_cast(arg.type, target)
         inferred = infer_param(arg, target)
         if inferred is not None:
             return inferred
         if isinstance(arg, Literal) and arg.type.name == "unknown":
             if arg.value is None:
                 return Literal(None, target)
-            return Literal(parse_text(arg.value, target, explicit=True), target)
+            return Literal(parse_text(arg.value, target, True, text_format()), target)
         if arg.type == target:
             return arg
         return Cast(arg, target)
@@ -383,9 +406,7 @@ class ExprPlanner:
     def search_path(self) -> tuple[str, ...]:
         """The existing schemas of the session's search_path (PostgreSQL's
         current_schemas(false)); the first is current_schema."""
-        from catalog.snapshot import current_search_path
-
-        path = current_search_path()[0]
+        path = self.path
         exists = self.schema_exists or (lambda name: name == "public")
         return tuple(p for p in path if exists(p))
 
@@ -528,6 +549,10 @@ class ExprPlanner:
 
     def _A_Indirection(self, node: ast.A_Indirection):
         e = self.plan(node.arg)
+        if e.type.is_list:
+            from planner.functions import lists
+
+            return lists.plan_subscripts(self, e, list(node.indirection))
         for ind in node.indirection:
             if not isinstance(ind, ast.A_Indices):
                 raise SqlError(FEATURE_NOT_SUPPORTED, "only array subscripts a[i] and slices a[i:j] are supported")
@@ -559,6 +584,13 @@ class ExprPlanner:
         return self.plan(node.arg)
 
     def binary(self, op: str, l, r):
+        if l.type.name in ("list", "map") or r.type.name in ("list", "map"):
+            from planner.functions import lists, maps
+
+            e = lists.plan_operator(op, l, r)
+            e = maps.plan_operator(op, l, r) if e is None else e
+            if e is not None:
+                return e
         func, lt, rt, result = ty.resolve_binary(op, l.type, r.type)
         return Call(func, (coerce(l, lt), coerce(r, rt)), result)
 
@@ -619,7 +651,15 @@ class ExprPlanner:
             raise SqlError(GROUPING_ERROR, "aggregate function calls cannot be nested")
         if node.agg_star or node.agg_distinct or node.over is not None:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{name}(...) with * / DISTINCT / OVER is not supported")
+        from planner.functions import lists, maps
+
+        if name == lists.LIST_CTOR:
+            return lists.finish_ctor(lists.plan_ctor(self, node.args[0]))
         args = self._call_args(name, node.args or ())
+        if name in lists.PLANNED:
+            return lists.plan_call(name, args)
+        if name in maps.PLANNED:
+            return maps.plan_call(name, args)
         if name in ("now", "transaction_timestamp", "statement_timestamp") and not args:
             return Literal(self.ctx.now, TIMESTAMPTZ)
         if name in fn.sequence.SEQUENCE_ARG_FUNCTIONS and args:
@@ -662,6 +702,8 @@ class ExprPlanner:
             # OID that names no relation.
             return self.catalog_lookup('SELECT 0::int8 FROM pg_catalog.pg_class AS "?c?" WHERE "?c?".oid = $1',
                                        node.args[0])
+        if name in ("pg_database_size", "pg_tablespace_size") and len(args) == 1 and self.plan_subquery is not None:
+            return self.plan_storage_size(name, args[0], node.args[0])
         if name in ("obj_description", "col_description") and len(args) in (1, 2) \
                 and self.plan_subquery is not None:
             # COMMENT ON's text (pg_description): obj_description(oid [, catalog]) for the
@@ -730,6 +772,43 @@ class ExprPlanner:
             raise fn.undefined_function(name, shown)
         f, casts, result = resolved
         return Call(f.name, tuple(coerce(a, t) for a, t in zip(args, casts)), result)
+
+    def plan_storage_size(self, name: str, arg, node: ast.Node):
+        """``pg_database_size(name | oid)`` and ``pg_tablespace_size(name | oid)`` (PostgreSQL
+        9.27.7), in bytes (int8): the database's, and its default tablespace
+        ``pg_default``'s, is the sum of the Parquet parts of every shard
+        (``mz_recent_storage_usage``, what pg_table_size counts per table); ``pg_global``
+        holds no shard here (the catalog is environmentd's own): 0. A string argument is a
+        name, anything else an OID (PostgreSQL's resolution of an unknown literal).
+
+        Raises:
+            SqlError 3D000 ``database "x" does not exist`` / 42704 ``database with OID n
+            does not exist`` / 42704 ``tablespace ... does not exist`` for a constant that
+            names nothing (PostgreSQL's errors); a value computed per row that names nothing
+            gives NULL instead."""
+        from catalog.errors import INVALID_CATALOG_NAME
+        from catalog.pg_catalog import DATABASE_OID, TABLESPACE_OIDS
+
+        by_name = arg.type.name == "unknown" or arg.type.is_string
+        database = name == "pg_database_size"
+        if isinstance(arg, Literal) and arg.value is not None:
+            v = arg.value if by_name else int(arg.value)
+            known = ({"materialize"} if by_name else {DATABASE_OID}) if database else \
+                (set(TABLESPACE_OIDS) if by_name else set(TABLESPACE_OIDS.values()))
+            if v not in known:
+                what = "database" if database else "tablespace"
+                raise SqlError(INVALID_CATALOG_NAME if database and by_name else UNDEFINED_OBJECT,
+                               f'{what} "{v}" does not exist' if by_name else f"{what} with OID {v} does not exist")
+        key, types = ("datname" if database else "spcname", ("text",)) if by_name else ("oid", ("oid",))
+        if database:
+            return self.catalog_lookup(
+                'SELECT coalesce(sum(s.size_bytes), 0)::int8 FROM pg_catalog.pg_database AS "?d?" '
+                'LEFT JOIN mz_catalog.mz_recent_storage_usage AS s ON true '
+                f'WHERE "?d?".{key} = $1 GROUP BY "?d?".oid', node, types=types)
+        return self.catalog_lookup(
+            'SELECT coalesce(sum(s.size_bytes), 0)::int8 FROM pg_catalog.pg_tablespace AS "?t?" '
+            'LEFT JOIN mz_catalog.mz_recent_storage_usage AS s ON "?t?".spcname = \'pg_default\' '
+            f'WHERE "?t?".{key} = $1 GROUP BY "?t?".oid', node, types=types)
 
     def plan_mz_now(self):
         """``mz_now()``: the timestamp the statement reads at (Materialize's), as a
@@ -922,7 +1001,8 @@ class ExprPlanner:
             two = [coerce(v, SqlType(t) if t is not None else TEXT if v.type.name == "unknown" else v.type)
                    for v, t in zip(two, pair)]
             value, direct = None, ()
-            pair_value = Call("agg_pair", tuple(two), SqlType("record"))
+            # the record's types, which an aggregate's result may take (map_agg's values)
+            pair_value = Call("agg_pair", tuple(two), SqlType("record", of=tuple(v.type for v in two)))
         want = entry.extra.get("params", ())
         hypothetical = None
         if entry.extra.get("hypothetical"):

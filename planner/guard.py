@@ -15,9 +15,19 @@ of calls, each a few milliseconds on megabyte values): each step looks at the gu
 ``stop`` first (``check_stop``), so statement_timeout and cancel end folding and inline
 evaluation within one step's time.
 
+The guard also carries the session's text settings (``Guard.text``: DateStyle, TimeZone,
+IntervalStyle), which casts and functions that print or read dates, times and intervals
+follow (``text_format``).
+
 The ``Guard`` in effect is a context variable: a session sets its statement's
 (``set_statement_guard``), ``guarded(g)`` sets one for a block; outside any, evaluation
-is ``INLINE`` (environmentd's rules, no heap budget, nothing stops it).
+is ``INLINE`` (environmentd's rules, no heap budget, nothing stops it, PostgreSQL's
+default text settings). It is the one context variable of the project: it is read in
+the middle of an evaluation, by function implementations (the registry calls them as
+``impl(args, call)``, with no room for it) and by callbacks the regular expression
+engines call (``planner.pattern``); every other per-statement value is passed
+explicitly (``planner.context.PlanContext``, ``Session.catalog``). Passing it to every
+implementation instead is issue 34's remaining step.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ import contextvars
 from dataclasses import dataclass
 
 from catalog.errors import SqlError, OUT_OF_MEMORY, PROGRAM_LIMIT_EXCEEDED
+from catalog.textio import DEFAULT_FORMAT, TextFormat
 
 #: PostgreSQL's MaxAllocSize (1 GB - 1, memutils.h): no value may be bigger; a function
 #: asked for one raises 54000 "requested length too large" (repeat, lpad: oracle_compat.c)
@@ -59,11 +70,15 @@ class Guard:
             worker process, where both are allowed.
         stop: the statement's deadline and cancel flag, as an object whose ``check()``
             raises their 57014 (``planner.interpret.Limits``); None: nothing stops it.
+        text: the session's DateStyle, TimeZone and IntervalStyle
+            (``catalog.textio.TextFormat``; ``SessionVars.text_format``), which casts and
+            functions that print or read dates, times and intervals follow.
     """
 
     max_bytes: int | None = None
     inline_bytes: int | None = INLINE_VALUE_BYTES
     stop: object | None = None
+    text: TextFormat = DEFAULT_FORMAT
 
 
 #: environmentd's rules (the default)
@@ -86,6 +101,11 @@ def set_statement_guard(g: Guard) -> None:
     """Make ``g`` the guard of this thread's evaluations from now on: a session sets its
     statement's (with its heap budget) as it sets the rest of its statement context."""
     _GUARD.set(g)
+
+
+def text_format() -> TextFormat:
+    """The text settings of the running evaluation (``Guard.text``)."""
+    return _GUARD.get().text
 
 
 def check_stop() -> None:

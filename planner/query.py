@@ -89,6 +89,7 @@ class QueryPlanner:
         ep.resolve_relation_oid = self.relation_oid
         ep.relation_name = self.relation_name
         ep.schema_exists = self.snap.schema_exists
+        ep.path = self.snap.scope.search_path
         ep.namespace_oid = self.namespace_oid
         ep.visible_oids = self.visible_oids
         ep.ctx = self.ctx
@@ -372,11 +373,10 @@ class QueryPlanner:
             if isinstance(rel, View):
                 import pglast
 
-                from catalog.snapshot import searching_from
-
                 view_stmt = pglast.parse_sql(rel.sql)[0].stmt
-                with searching_from(rel.schema):  # its names mean what they meant when it was made
-                    pq = QueryPlanner(self.snap, catalog_only=False, ctx=self.ctx).plan_raw(view_stmt)
+                # its names mean what they meant when it was made
+                pq = QueryPlanner(self.snap.searching_from(rel.schema), catalog_only=False,
+                                  ctx=self.ctx).plan_raw(view_stmt)
                 pq = PlannedQuery(pq.plan, tuple(c.name for c in rel.columns))
                 return self._derived(pq, item.alias, item.relname)
             qualifier = item.alias.aliasname if item.alias else item.relname
@@ -440,7 +440,7 @@ class QueryPlanner:
         args = [fold(planner.plan(a)) for a in fc.args or ()]
         series = name == "generate_series" and all(isinstance(a, Literal) and (a.type.is_integer or a.type.name == "unknown")
                                                    for a in args) and not item.ordinality
-        if (name == "unnest" and args and all(a.type.is_array for a in args)) or (name in functions.SET_RETURNING
+        if (name == "unnest" and args and all(a.type.is_array or a.type.is_list for a in args)) or (name in functions.SET_RETURNING
                                                                                   and not series):
             return self._unnest_rows(self._function_columns(name, args), item.ordinality)
         if not all(isinstance(a, Literal) for a in args):
@@ -466,8 +466,9 @@ class QueryPlanner:
 
         Raises:
             SqlError 0A000 for other functions; 42883 when no signature fits."""
-        if name == "unnest" and args and all(a.type.is_array for a in args):
-            return [(name, _flattened(a)) for a in args]
+        if name == "unnest" and args and all(a.type.is_array or a.type.is_list for a in args):
+            # a list's elements are its outer layer's (Materialize's unnest(list))
+            return [(name, a if a.type.is_list else _flattened(a)) for a in args]
         if name in functions.SET_RETURNING:
             return _srf_columns(name, args)
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in ROWS FROM is not supported")

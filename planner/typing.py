@@ -57,6 +57,8 @@ def common_type(types: list[SqlType], what: str = "UNION") -> SqlType:
             result = TIMESTAMP
         elif {t.name, result.name} <= {"date", "timestamp", "timestamptz"}:
             result = TIMESTAMPTZ
+        elif t.of or result.of:  # lists and maps of other element types do not mix
+            raise SqlError(DATATYPE_MISMATCH, f"{what} types {result.sql()} and {t.sql()} cannot be matched")
         elif t.name == result.name:
             result = result.unconstrained()
         elif "mz_timestamp" in (t.name, result.name) and {t.name, result.name} <= TO_MZ_TIMESTAMP:

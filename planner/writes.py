@@ -13,19 +13,21 @@ import pglast
 from pglast import ast
 
 from catalog.errors import (
-    SqlError, DATATYPE_MISMATCH, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, GENERATED_ALWAYS, GROUPING_ERROR,
+    SqlError, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, GENERATED_ALWAYS, GROUPING_ERROR,
     NOT_NULL_VIOLATION, SYNTAX_ERROR, UNDEFINED_COLUMN, UNDEFINED_PARAMETER, WRONG_OBJECT_TYPE,
 )
 from catalog.snapshot import CatalogSnapshot, MaterializedView, Source, Subsource, Table
 from catalog.types import SqlType
+from planner.assign import assign_expr, check_assignable
 from planner.consteval import cast_value, evaluate, is_volatile
+from planner.ddl import check_default
 from planner.guard import Outgrown
 from planner.expr import ast_nodes
 from planner.expr import coerce
 from planner.plan import Plan, Project, Unnest
 from catalog.types import BOOL, INT8, TEXT, UNKNOWN
 from planner.query import QueryPlanner
-from planner.scalar import Call, Case, Cast, ColRef, Literal, Param
+from planner.scalar import Call, Case, ColRef, Literal, Param
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,6 @@ def plan_returning(qp: QueryPlanner, table: Table, rv: ast.RangeVar, returning_l
 def default_exprs(snap: CatalogSnapshot, table: Table, ctx=None) -> list:
     """The planned DEFAULT expression of each column of ``table`` (None where it has
     none: the default is NULL), cast to the column's type. ``ctx``: as QueryPlanner's."""
-    from planner.ddl import check_default
-
     return [check_default(snap, c.default, c, ctx) if c.default is not None else None for c in table.columns]
 
 
@@ -249,7 +249,7 @@ class InsertTemplate:
                 if e.value is not None:
                     t = cols[pos].type
                     if (e.type, t) not in _ASSIGNABLE:
-                        _check_assignable(e.type, t, cols[pos].name)
+                        check_assignable(e.type, t, cols[pos].name)
                         _ASSIGNABLE.add((e.type, t))
                     vals[pos] = cast_value(e.value, e.type, t, explicit=False)
                 set_.add(pos)
@@ -261,7 +261,7 @@ class InsertTemplate:
         return PlannedInsert(self.table, tuple(out), None, returning=self.returning)
 
 
-#: (source, column type) pairs _check_assignable passed: it depends on the types alone
+#: (source, column type) pairs check_assignable passed: it depends on the types alone
 _ASSIGNABLE: set = set()
 
 
@@ -325,59 +325,15 @@ def assign_value(e, t: SqlType, column: str, session=None):
     if infer_param(e, t) is not None:
         return None  # describing a prepared INSERT: the parameter takes the column's type
     if isinstance(e, Param):  # describing, the parameter's type given: it must fit the column
-        _check_assignable(e.type, t, column)
+        check_assignable(e.type, t, column)
         return None
     if not is_constant(e):
         raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... VALUES may only contain constant expressions")
     v = evaluate(e, session=session)
     if v is None:
         return None
-    _check_assignable(e.type, t, column)
+    check_assignable(e.type, t, column)
     return cast_value(v, e.type, t, explicit=False)
-
-
-def _check_assignable(src: SqlType, dst: SqlType, column: str, what: str = "expression"):
-    # Assignment casts exist between numbers, between strings, from anything to text,
-    # between date and timestamp; not e.g. from boolean to integer (PostgreSQL's pg_cast).
-    if src.is_array and dst.is_array:  # arrays assign element by element (array_coerce)
-        return _check_assignable(src.element, dst.element, column, what)
-    ok = (
-        src.name == "unknown"
-        or src.name == dst.name
-        or (src.is_numeric and dst.is_numeric)
-        or dst.is_string
-        or {src.name, dst.name} <= {"date", "timestamp", "timestamptz"}
-    )
-    if not ok:
-        raise SqlError(
-            DATATYPE_MISMATCH,
-            f'column "{column}" is of type {dst.sql()} but {what} is of type {src.sql()}',
-            hint="You will need to rewrite or cast the expression.",
-        )
-
-
-def assign_expr(e, t: SqlType, column: str, what: str = "expression"):
-    """``e`` assigned to a column of type ``t`` (PostgreSQL's assignment cast).
-
-    Raises:
-        SqlError 42804 when there is no assignment cast from ``e``'s type."""
-    from planner.expr import infer_param
-
-    p = infer_param(e, t)
-    if p is not None:
-        return p
-    if isinstance(e, Literal) and (e.type.name == "unknown" or e.value is None):
-        return coerce(e, t)
-    _check_assignable(e.type, t, column, what)
-    if e.type == t:
-        return e
-    if t.name in ("varchar", "bpchar") and t.precision is not None:
-        # An assignment cast: too long is 22001, unlike an explicit cast, which cuts.
-        from catalog.types import TEXT
-        from planner.scalar import Call
-
-        return Call("assign_string", (e if e.type.is_string else Cast(e, TEXT),), t)
-    return Cast(e, t)
 
 
 def _fill(table: Table, positions, vals, _):

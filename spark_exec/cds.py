@@ -13,63 +13,27 @@ The mapped archive is also shared between replica JVMs rather than loaded into e
 and Spark install, by starting a replica with ``ArchiveClassesAtExit``, running the kind
 of work replicas run (a query, an aggregate, a Parquet write and read) and stopping it
 (the JVM writes the archive as it exits: tens of seconds). Later replicas use it when it
-exists (``java_options``); without it they start as before. A JVM that finds the archive
-unusable (another JDK build) ignores it (``-Xshare:auto``, the default).
+exists (``spark_exec.orchestrator.java_options``, which finds it: ``archive_path``); without
+it they start as before. A JVM that finds the archive unusable (another JDK build)
+ignores it (``-Xshare:auto``, the default).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
-import shutil
 import signal
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-#: where archives are kept (default: ``$XDG_CACHE_HOME/sqlfront`` or ``~/.cache/sqlfront``)
-CDS_DIR_ENV = "SQLFRONT_CDS_DIR"
-#: set to 0 to start replicas without the archive
-CDS_ENV = "SQLFRONT_REPLICA_CDS"
-
-
-def _java() -> Path | None:
-    home = os.environ.get("JAVA_HOME")
-    found = Path(home) / "bin" / "java" if home else (Path(p) if (p := shutil.which("java")) else None)
-    return found.resolve() if found is not None and found.exists() else None
-
-
-def archive_path() -> Path | None:
-    """The archive for this JDK and Spark install (named by a hash of the java binary's
-    path and modification time and of Spark's jars directory and version); None without
-    a java binary."""
-    import pyspark
-
-    from spark_exec.orchestrator import SPARK_HOME
-
-    java = _java()
-    if java is None:
-        return None
-    key = f"{java}:{java.stat().st_mtime_ns}:{SPARK_HOME}:{pyspark.__version__}"
-    base = os.environ.get(CDS_DIR_ENV) or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sqlfront"
-    return Path(base) / f"replica-{pyspark.__version__}-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
-
-
-def java_options() -> str:
-    """The replica JVM's option that maps the archive (with a leading space), or "" when
-    there is none or ``SQLFRONT_REPLICA_CDS=0``."""
-    if os.environ.get(CDS_ENV) == "0":
-        return ""
-    path = archive_path()
-    return f" -XX:SharedArchiveFile={path}" if path is not None and path.is_file() else ""
+from spark_exec.orchestrator import Orchestrator, ReplicaSpec, archive_path
+from spark_exec.replica import _close_session, connect_session
 
 
 def _workload(url: str, token: str, scratch: Path) -> None:
     """What replicas do, so that its classes are archived too."""
-    from spark_exec.replica import _close_session, connect_session
-
     s = connect_session(url, token)
     try:
         s.range(1).collect()
@@ -86,8 +50,6 @@ def build(timeout_s: float = 900.0, out=print) -> Path | None:
 
     Raises:
         RuntimeError when the replica does not start or the JVM writes no archive."""
-    from spark_exec.orchestrator import Orchestrator, ReplicaSpec
-
     path = archive_path()
     if path is None or path.is_file():
         return path

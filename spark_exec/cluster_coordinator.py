@@ -24,9 +24,11 @@ from catalog.errors import SqlError, OBJECT_NOT_IN_PREREQUISITE_STATE, SYSTEM_ER
 from catalog.sizes import ReplicaSize
 from catalog.snapshot import Replica
 from spark_exec.arrangements import ArrangementMaintainer, WantedFn
+from spark_exec.arrow_results import arrow_schema, arrow_tables, to_arrow
 from spark_exec.crashes import Crash, CrashMemory, crash_error, fingerprint
 from spark_exec.errors import is_connection_error, to_sql_error
 from spark_exec.lower import BuiltinFn, Lowerer, ScanFn, memo_scan, result_layout_of
+from spark_exec.materializations import MaterializationMaintainer
 from spark_exec.orchestrator import Orchestrator, ReplicaProcess, ReplicaSpec
 from spark_exec.replica import HEALTHY, ReplicaHandle
 from spark_exec.spill import ResultSpill
@@ -75,8 +77,6 @@ class ClusterCoordinator:
     def maintain_materializations(self, persist, read_ts, wanted, builtin_rows, request_input, on_append) -> None:
         """Keep the materialized views ``wanted()`` lists current, on this cluster's
         replicas, from a thread of its own (see ``spark_exec.materializations``)."""
-        from spark_exec.materializations import MaterializationMaintainer
-
         self.materializations = MaterializationMaintainer(self, persist, read_ts, wanted, builtin_rows, request_input,
                                                           on_append)
         self.materializations.start()
@@ -439,7 +439,7 @@ class ClusterCoordinator:
                 if lowerer.spill and spill is not None:
                     gen = spill.write(df, arrow_schema(df.schema))
                 else:
-                    gen = _arrow_tables(session, df)
+                    gen = arrow_tables(session, df)
                 try:
                     first = next(gen, None)
                     return (_Ahead(next(gen, None), gen) if first is not None else gen), first
@@ -564,53 +564,6 @@ class PeekStream:
             _close_quietly(gen)
         if self._on_close is not None:
             self._on_close()
-
-
-def _arrow_tables(session, df):
-    """``df``'s result as Arrow tables, batch by batch, each cast to the schema Spark
-    reports (as ``DataFrame.toArrow`` casts the whole table); empty batches left out.
-    pyspark's public ``toLocalIterator`` turns batches into Rows; this uses the same
-    client call (``to_table_as_iterator``) and keeps them Arrow."""
-    for _, table in _arrow_results(session, df):
-        if table is not None and table.num_rows:
-            yield table
-
-
-def _arrow_results(session, df):
-    """``(schema, table)`` for each item of ``df``'s result stream: the Arrow schema Spark
-    reports, with ``table`` None, when it comes; then each batch, cast to it."""
-    from pyspark.sql.types import StructType
-
-    client = session.client
-    schema = None
-    for item in client.to_table_as_iterator(df._plan.to_proto(client), df._plan.observations):
-        if isinstance(item, StructType):
-            schema = arrow_schema(item)
-            yield schema, None
-        else:
-            yield schema, item.cast(schema) if schema is not None else item
-
-
-def to_arrow(df: DataFrame) -> pa.Table:
-    """``df``'s result as one Arrow table, cast to the schema Spark reports. pyspark's
-    ``DataFrame.toArrow`` asks the server for the schema first (an AnalyzePlan call: the
-    whole plan analysed once more, hundreds of ms for a dataflow's plan); the schema
-    also comes with the result, so it is taken from there."""
-    schema, tables = None, []
-    for schema, table in _arrow_results(df.sparkSession, df):
-        if table is not None:
-            tables.append(table)
-    if schema is None:  # (Spark Connect always sends it; a server that did not: ask)
-        schema = arrow_schema(df.schema)
-        tables = [t.cast(schema) for t in tables]
-    return pa.concat_tables(tables) if tables else schema.empty_table()
-
-
-def arrow_schema(struct) -> pa.Schema:
-    """The Arrow schema of a Spark StructType, as Spark Connect's results have it."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(struct, error_on_duplicated_field_names_in_struct=True, timezone="UTC")
 
 
 class _Ahead:

@@ -27,7 +27,7 @@ from pyspark.sql import types as T
 from catalog.mztime import MAX as MZ_TIMESTAMP_MAX
 from catalog.errors import SqlError, CANNOT_COERCE, FEATURE_NOT_SUPPORTED, NUMERIC_VALUE_OUT_OF_RANGE
 from catalog.snapshot import BuiltinTable, Table
-from catalog.intervalio import FIELD_TRUNCATION, session_interval_style
+from catalog.intervalio import FIELD_TRUNCATION
 from catalog.types import SqlType, Interval
 from persist import DIFF_COLUMN, TIME_COLUMN, ShardSnapshot
 from persist.compact import CHANGES_BROADCAST_UPDATES
@@ -37,6 +37,7 @@ from planner.plan import (
     inputs,
 )
 from planner.functions import FUNCTIONS
+from planner.guard import text_format
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal
 from spark_exec.errors import PG_ERROR_PREFIX
 
@@ -63,8 +64,10 @@ def memo_scan(scan: ScanFn) -> ScanFn:
 
 def spark_type(t: SqlType) -> T.DataType:
     n = t.name
-    if t.is_array:
+    if t.is_array or t.is_list:
         return T.ArrayType(spark_type(t.element), True)
+    if t.is_map:
+        return T.MapType(T.StringType(), spark_type(t.element), True)
     if n == "numeric":
         p, s = t.storage_precision_scale()
         return T.DecimalType(p, s)
@@ -914,7 +917,7 @@ class Lowerer:
         if d == "interval" and s != "interval":
             raise SqlError(FEATURE_NOT_SUPPORTED, f"casting {src.sql()} to interval is not supported on table data")
         if s == "interval" and d in ("text", "varchar", "bpchar"):
-            if session_interval_style() != "postgres":
+            if text_format().interval_style != "postgres":
                 raise SqlError(FEATURE_NOT_SUPPORTED, "interval text on table data is IntervalStyle postgres only")
             text = _interval_text(c)
             return text if d == "text" else self.cast(text, SqlType("text"), dst)
@@ -940,6 +943,20 @@ class Lowerer:
         know; None when the generic rules apply."""
         s, d = src.name, dst.name
         text = d in ("text", "varchar", "bpchar")
+        if src.is_list or src.is_map or dst.is_list or dst.is_map:
+            from planner.functions import lists
+
+            lists.check_cast(src, dst)
+            if src == dst:
+                return c
+            if src.is_list and dst.is_list:
+                return F.transform(c, lambda x: self.cast(x, src.element, dst.element))
+            if src.is_map and dst.is_map:
+                return F.transform_values(c, lambda k, x: self.cast(x, src.element, dst.element))
+            if text:
+                out = lists.spark_text(self, c, src)
+                return out if d == "text" else self.cast(out, SqlType("text"), dst)
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"cast from {src.sql()} to {dst.sql()} is not supported on table data")
         if src.is_array and dst.is_array:
             return F.transform(c, lambda x: self.cast(x, src.element, dst.element))
         if src.is_array and text:
@@ -1153,8 +1170,16 @@ def literal(v, t: SqlType) -> SparkColumn:
     if v is None:
         return F.lit(None).cast(spark_type(t))
     n = t.name
-    if t.is_array:
+    if t.is_array or t.is_list:
         return F.array(*[literal(x, t.element) for x in v]).cast(spark_type(t)) if v else _empty_array(t)
+    if t.is_map:
+        from planner.functions.maps import as_dict
+
+        items = as_dict(v)
+        if not items:
+            return F.create_map().cast(spark_type(t))
+        return F.map_from_arrays(F.array(*[F.lit(k) for k in items]),
+                                 F.array(*[literal(x, t.element) for x in items.values()])).cast(spark_type(t))
     if n == "time":
         return F.lit(v.isoformat()).cast(T.TimeType(6))
     if n == "bytea":

@@ -54,7 +54,7 @@ from planner.incremental import incremental_plan
 from planner.incremental.temporal import plan_mentions_now
 from planner.plan import Plan
 from spark_exec import rpcs
-from spark_exec.cluster_coordinator import to_arrow
+from spark_exec.arrow_results import to_arrow
 from spark_exec.dataflow import Dataflow, timed_frame
 from spark_exec.errors import is_connection_error, to_sql_error
 from spark_exec.replica import HEALTHY

@@ -25,7 +25,6 @@ ClusterCoordinators and persist directly (seeds/small-coordinator.md).
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import queue
 import threading
@@ -37,7 +36,7 @@ from typing import Callable
 from catalog import durable
 from catalog.builtins import RESERVED_IDS
 from catalog.errors import SqlError, INTERNAL_ERROR, SERIALIZATION_FAILURE
-from catalog.snapshot import CatalogSnapshot
+from catalog.snapshot import ENVIRONMENT, CatalogSnapshot, Scope
 from persist.shard_id import ShardId, catalog_shard_id
 
 log = logging.getLogger(__name__)
@@ -76,9 +75,9 @@ BuildFn = Callable[[CatalogSnapshot, IdAllocator], list]
 class Transact:
     build: BuildFn
     reply: Future
-    #: the submitter's context: ``build`` resolves names as the submitting statement
-    #: does (its search_path, ``catalog.snapshot.set_search_path``)
-    context: contextvars.Context | None = None
+    #: who ``build`` reads the catalog as: the submitting statement's session (its
+    #: search_path and roles: names resolve, and privileges are checked, as the statement's)
+    scope: Scope = ENVIRONMENT
     #: commit even when ``build`` returns no ops (an id reservation: only ``next_ids`` move)
     commit_empty: bool = False
 
@@ -131,13 +130,15 @@ class Coordinator:
         self._queue.put(None)
         self._thread.join(5)
 
-    def transact(self, build: BuildFn) -> CatalogSnapshot:
+    def transact(self, build: BuildFn, scope: Scope = ENVIRONMENT) -> CatalogSnapshot:
         """Submit a catalog transaction and wait for it; returns the committed snapshot.
+        ``build`` is given the latest catalog as ``scope`` reads it (a session's statement:
+        ``Session.scope``; by default the environment's own work).
 
         Raises whatever ``build`` raises (a SqlError for invalid DDL); nothing is
         written then."""
         fut: Future = Future()
-        self._queue.put(Transact(build, fut, contextvars.copy_context()))
+        self._queue.put(Transact(build, fut, scope))
         return fut.result()
 
     def reserve_id(self, kind: str) -> str:
@@ -153,7 +154,7 @@ class Coordinator:
             return []
 
         fut: Future = Future()
-        self._queue.put(Transact(build, fut, None, commit_empty=True))
+        self._queue.put(Transact(build, fut, commit_empty=True))
         fut.result()
         return out[0]
 
@@ -225,7 +226,7 @@ class Coordinator:
             old = self._snapshot
             try:
                 ids = IdAllocator(old.next_ids)
-                ops = cmd.context.run(cmd.build, old, ids) if cmd.context is not None else cmd.build(old, ids)
+                ops = cmd.build(old.scoped(cmd.scope), ids)
                 if not ops and not cmd.commit_empty:
                     cmd.reply.set_result(old)
                     return

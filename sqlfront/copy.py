@@ -16,7 +16,7 @@ from typing import Sequence
 
 from catalog.errors import SqlError, BAD_COPY_FILE_FORMAT, INSUFFICIENT_PRIVILEGE
 from catalog.snapshot import Table
-from catalog.textio import format_text, parse_text
+from catalog.textio import DEFAULT_FORMAT, TextFormat, format_text, parse_text
 from planner.consteval import cast_value
 from sqlfront.encoding import decode, no_nul
 
@@ -120,8 +120,10 @@ class CopyReader:
     """
 
     def __init__(self, table: Table, fmt: str, delimiter: str | None, null: str | None, header: bool,
-                 columns: tuple[int, ...] | None = None, encoding: str = "UTF8"):
+                 columns: tuple[int, ...] | None = None, encoding: str = "UTF8", text: TextFormat = DEFAULT_FORMAT):
         self.table, self.fmt, self.encoding = table, fmt, encoding
+        #: the session's settings text values are read under (TimeZone, IntervalStyle)
+        self.text = text
         self.columns = columns
         positions = columns if columns is not None else tuple(range(len(table.columns)))
         self.positions = positions
@@ -237,7 +239,7 @@ class CopyReader:
                 raise SqlError(BAD_COPY_FILE_FORMAT, f"{'extra data after last expected column' if len(fields) > len(cols) else 'missing data for column ' + repr(cols[len(fields)].name)}",
                                detail=f"COPY {self.table.name}, line {self.lineno}")
             try:
-                rows.append(tuple(None if f is None else parse_text(f, c.type, explicit=False)
+                rows.append(tuple(None if f is None else parse_text(f, c.type, False, self.text)
                                   for f, c in zip(fields, cols)))
             except SqlError as e:
                 e.detail = f"COPY {self.table.name}, line {self.lineno}"
@@ -304,15 +306,19 @@ def _escape(s: str) -> str:
     return s.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
-def format_copy_row(row: tuple, types) -> bytes:
-    """One row of COPY's text format: tab-separated, ``\\N`` for NULL, backslash escapes."""
-    return ("\t".join("\\N" if v is None else _escape(format_text(v, t)) for v, t in zip(row, types)) + "\n").encode()
+def format_copy_row(row: tuple, types, text: TextFormat = DEFAULT_FORMAT) -> bytes:
+    """One row of COPY's text format: tab-separated, ``\\N`` for NULL, backslash escapes;
+    values under the session's settings ``text``."""
+    return ("\t".join("\\N" if v is None else _escape(format_text(v, t, text)) for v, t in zip(row, types))
+            + "\n").encode()
 
 
-def copy_out_chunks(columns, row_chunks, fmt: str, delimiter: str | None, null: str | None, header: bool):
+def copy_out_chunks(columns, row_chunks, fmt: str, delimiter: str | None, null: str | None, header: bool,
+                    text: TextFormat = DEFAULT_FORMAT):
     """The CopyData payloads of ``COPY ... TO STDOUT`` in ``fmt`` (text, csv, binary):
     one per row, plus the header line or the binary signature and trailer. ``row_chunks``
-    is an iterable of lists of rows, consumed once (a streamed result's chunks)."""
+    is an iterable of lists of rows, consumed once (a streamed result's chunks). Text and
+    CSV values under the session's settings ``text`` (``catalog.textio.TextFormat``)."""
     types = [t for _, t in columns]
     rows = (r for chunk in row_chunks for r in chunk)
     if fmt == "binary":
@@ -333,13 +339,13 @@ def copy_out_chunks(columns, row_chunks, fmt: str, delimiter: str | None, null: 
             yield (delim.join(_csv_field(n, delim, null_s) for n, _ in columns) + "\n").encode()
         for row in rows:
             # NULL is the null string unquoted; a value that looks like it is quoted.
-            yield (delim.join(null_s if v is None else _csv_field(format_text(v, t), delim, null_s)
+            yield (delim.join(null_s if v is None else _csv_field(format_text(v, t, text), delim, null_s)
                               for v, t in zip(row, types)) + "\n").encode()
         return
     if header:
         yield ("\t".join(n for n, _ in columns) + "\n").encode()
     for row in rows:
-        yield format_copy_row(row, types)
+        yield format_copy_row(row, types, text)
 
 
 def _csv_field(v: str, delim: str, null_s: str) -> str:

@@ -6,7 +6,6 @@ them down.
 
 from __future__ import annotations
 
-import contextvars
 import datetime as dt
 import logging
 import uuid
@@ -35,19 +34,13 @@ from sqlfront.pyworker import PythonWorkers
 from sqlfront.vars import server_defaults
 
 #: names other modules import from here (they moved to the modules named)
-__all__ = ["BLOCK_CATALOG", "CATALOG_KEY_FILE", "Config", "Environment", "PUBSUB_ADDRESS_FILE",
+__all__ = ["CATALOG_KEY_FILE", "Config", "Environment", "PUBSUB_ADDRESS_FILE",
            "leftover_temp_schemas"]
 
 log = logging.getLogger(__name__)
 
 #: the key of the catalog's encrypted secrets (``catalog.secretbox``), in the data directory
 CATALOG_KEY_FILE = "catalog.key"
-
-#: the pending catalog of the running statement's transaction block, if it holds
-#: uncommitted DDL (``sqlfront.sequence.block_ddl``); set per statement by the session
-BLOCK_CATALOG: contextvars.ContextVar[CatalogSnapshot | None] = contextvars.ContextVar("block_catalog",
-                                                                                      default=None)
-
 
 class Environment:
     """One environmentd: the catalog, the Coordinator, the storage and compute controllers
@@ -97,7 +90,7 @@ class Environment:
                                          lambda t: self.compute.note_write(t), self.builtin_rows,
                                          view_holds=lambda: self.compute.view_input_holds())
         self.persist = self.storage.persist
-        from sqlfront.sources import SourceRunners
+        from sqlfront.source_runners import SourceRunners
         #: the ingestions of the sources of the clusters this process runs
         self.sources = SourceRunners(self)
         self.compute = ComputeController(config, d, self.metrics, self.persist, self.oracle,
@@ -174,18 +167,19 @@ class Environment:
 
     @property
     def snapshot(self) -> CatalogSnapshot:
-        """The latest committed catalog; in a session's thread while its transaction
-        block holds uncommitted DDL, that block's pending catalog (:data:`BLOCK_CATALOG`)."""
-        pending = BLOCK_CATALOG.get()
-        return pending if pending is not None else self.coordinator.snapshot
+        """The latest committed catalog, as the environment's own work reads it (a
+        session's statements read ``Session.catalog``)."""
+        return self.coordinator.snapshot
 
-    def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
+    def builtin_rows(self, table: BuiltinTable, snap: CatalogSnapshot | None = None) -> list[tuple]:
         """The rows of system table ``table`` now: environmentd's live state
-        (``sqlfront.introspection``), else the catalog's."""
-        found = introspection.rows(self, table)
+        (``sqlfront.introspection``), else the catalog's: ``snap`` (a session's,
+        ``Session.catalog``), by default the latest committed one."""
+        snap = self.snapshot if snap is None else snap
+        found = introspection.rows(self, table, None, snap)
         if found is not None:
             return found
-        return builtin_rows(table, self.snapshot, self.compute.replica_status, self.config.sizes,
+        return builtin_rows(table, snap, self.compute.replica_status, self.config.sizes,
                             server_defaults(self.config.server_vars()), self.compute.cluster_owner)
 
 

@@ -33,16 +33,19 @@ FUNCTION_ID_BASE = 40000
 VIEWER_TABLES = frozenset({t.MZ_RECENT_ACTIVITY_LOG.id, t.MZ_RECENT_ACTIVITY_LOG_REDACTED.id})
 
 
-def rows(env: "Environment", table: BuiltinTable, viewer: str | None = None) -> list[tuple] | None:
-    """The rows of ``table`` if it is one of this module's, else None.
+def rows(env: "Environment", table: BuiltinTable, viewer: str | None = None,
+         snap: CatalogSnapshot | None = None) -> list[tuple] | None:
+    """The rows of ``table`` if it is one of this module's, else None, over catalog
+    ``snap`` (a session's, ``Session.catalog``; None: the latest committed one).
 
     The activity log holds other users' statements, literals and all: a superuser (or
     ``viewer`` None, environmentd itself) reads every statement, any other role only its
     own sessions' (Materialize opens the log to superusers and ``mz_monitor`` only;
     PostgreSQL's pg_stat_activity shows others' query text to superusers only)."""
     tid = table.id
-    if tid in VIEWER_TABLES and viewer is not None and not rbac.is_superuser(env.snapshot, viewer):
-        return activity.activity_rows(env.activity, env.snapshot, MZ_VERSION,
+    snap = env.snapshot if snap is None else snap
+    if tid in VIEWER_TABLES and viewer is not None and not rbac.is_superuser(snap, viewer):
+        return activity.activity_rows(env.activity, snap, MZ_VERSION,
                                       tid == t.MZ_RECENT_ACTIVITY_LOG_REDACTED.id, role_id=viewer)
     if tid == MZ_COORDINATOR_LOOP.id:
         return env.metrics.coordinator_loop_rows()
@@ -68,29 +71,29 @@ def rows(env: "Environment", table: BuiltinTable, viewer: str | None = None) -> 
     if tid == t.MZ_SESSIONS.id:
         return activity.session_rows(env.activity)
     if tid == t.MZ_RECENT_ACTIVITY_LOG.id:
-        return activity.activity_rows(env.activity, env.snapshot, MZ_VERSION, redacted=False)
+        return activity.activity_rows(env.activity, snap, MZ_VERSION, redacted=False)
     if tid == t.MZ_RECENT_ACTIVITY_LOG_REDACTED.id:
-        return activity.activity_rows(env.activity, env.snapshot, MZ_VERSION, redacted=True)
+        return activity.activity_rows(env.activity, snap, MZ_VERSION, redacted=True)
     if tid == t.MZ_STORAGE_USAGE_BY_SHARD.id:
         now = dt.datetime.now(dt.timezone.utc)
-        shards = sorted({r.shard_id for r in env.snapshot.storage_relations()})
+        shards = sorted({r.shard_id for r in snap.storage_relations()})
         return [(i, shard, sum(p.bytes for p in env.persist.state(shard).parts), now)
                 for i, shard in enumerate(shards, 1)]
     if tid == t.MZ_OBJECT_DEPENDENCIES.id:
-        return dependency_rows(env.snapshot)
+        return dependency_rows(snap)
     if tid == t.MZ_FUNCTIONS.id:
         return function_rows()
     if tid == t.MZ_SOURCE_STATUSES.id:
-        return env.sources.status_rows(env.snapshot)
+        return env.sources.status_rows(snap)
     if tid == t.MZ_SOURCE_STATISTICS.id:
-        return env.sources.statistics_rows(env.snapshot)
+        return env.sources.statistics_rows(snap)
     return None
 
 
 def dependency_rows(snap: CatalogSnapshot) -> list[tuple]:
     """``mz_object_dependencies``: (object, what it references directly): a view or
     materialized view references the relations its query names, an index its relation."""
-    from sqlfront.sequence_ddl import direct_references
+    from sqlfront.sequence.objects import direct_references
 
     out = {(i.id, i.on_id) for i in snap.indexes.values()}
     for v in [*snap.views.values(), *snap.materialized_views.values()]:

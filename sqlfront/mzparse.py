@@ -157,8 +157,8 @@ class AlterClusterReplicaRename:
 
 @dataclass(frozen=True)
 class CreateViewIfNotExists:
-    """``CREATE VIEW IF NOT EXISTS ...`` (Materialize's; PostgreSQL's grammar lacks it):
-    ``view`` is the statement without IF NOT EXISTS, as pglast parses it."""
+    """``CREATE [TEMP | TEMPORARY] VIEW IF NOT EXISTS ...`` (Materialize's; PostgreSQL's
+    grammar lacks it): ``view`` is the statement without IF NOT EXISTS, as pglast parses it."""
 
     view: object
 
@@ -1205,9 +1205,10 @@ def parse_mz(sql: str) -> MzStatement | None:
             any(p.word(k) == "SET" and p.word(k + 1) == "CLUSTER" for k in range(3, len(p.toks))):
         raise SqlError(FEATURE_NOT_SUPPORTED, "ALTER MATERIALIZED VIEW ... SET CLUSTER is not supported",
                        hint="Create the materialized view again IN CLUSTER the new cluster.")
-    if (p.word(0), p.word(1), p.word(2), p.word(3), p.word(4)) == ("CREATE", "VIEW", "IF", "NOT", "EXISTS"):
+    k = 2 if p.word(1) in ("TEMP", "TEMPORARY") else 1  # CREATE [TEMP | TEMPORARY] VIEW IF NOT EXISTS
+    if (p.word(0), p.word(k), p.word(k + 1), p.word(k + 2), p.word(k + 3)) == ("CREATE", "VIEW", "IF", "NOT", "EXISTS"):
         try:
-            view = pglast.parse_sql(sql[: p.toks[2].start] + sql[p.toks[4].end + 1:])[0].stmt
+            view = pglast.parse_sql(sql[: p.toks[k + 1].start] + sql[p.toks[k + 3].end + 1:])[0].stmt
         except pglast.parser.ParseError as e:
             raise SqlError(SYNTAX_ERROR, str(e.args[0] if e.args else e)) from None
         return CreateViewIfNotExists(view)

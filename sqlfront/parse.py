@@ -191,6 +191,9 @@ def parse_one(sql: str):
         SqlError 42601 for a syntax error or for several statements; 54001 for one that
         nests too deeply (``check_expression_depth``)."""
     check_expression_depth(sql)
+    from sqlfront.listsyntax import rewrite
+
+    sql = rewrite(sql)
     stmt = mz.parse_mz(sql)
     if stmt is not None:
         return stmt

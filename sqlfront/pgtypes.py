@@ -18,7 +18,7 @@ from psycopg import adapters
 from psycopg.pq import Format
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_BINARY_REPRESENTATION
-from catalog.textio import ISO_DATESTYLE, DateStyle, array_dims, format_text, map_elements, parse_jsonb
+from catalog.textio import DEFAULT_FORMAT, TextFormat, array_dims, format_text, map_elements, parse_jsonb
 from catalog.types import (FLOAT8 as _FLOAT8, FarTimestamp, Interval, SqlType, date_days, date_from_days,
                            timestamp_from_micros, timestamp_micros, type_from_oid)
 from sqlfront.protocol.buffer import frame, length_prefixed
@@ -35,24 +35,24 @@ _LEN = struct.Struct("!i").pack
 _NULL = b"\xff\xff\xff\xff"
 
 
-def row_bodies(rows, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> list[bytes]:
+def row_bodies(rows, types: list[SqlType], binary: list[bool], fmt: TextFormat = DEFAULT_FORMAT) -> list[bytes]:
     """Each row as a field count and length-prefixed fields (-1 for NULL): the body of a
-    DataRow (PostgreSQL 55.7) and a tuple of COPY BINARY; text dates and timestamps in
-    DateStyle ``ds``. Encoded column by column, since one encoder per column beats a type
+    DataRow (PostgreSQL 55.7) and a tuple of COPY BINARY; text dates, times and intervals
+    under the session's settings ``fmt`` (``catalog.textio.TextFormat``). Encoded column by column, since one encoder per column beats a type
     dispatch per value."""
     count = _I2(len(types))
     columns = []
     for i, (t, b) in enumerate(zip(types, binary)):
-        enc = encoder(t, b, ds)
+        enc = encoder(t, b, fmt)
         columns.append([_NULL if (v := r[i]) is None else _LEN(len(x := enc(v))) + x for r in rows])
     if not columns:
         return [count] * len(rows)
     return [count + b"".join(parts) for parts in zip(*columns)]
 
 
-def data_rows(rows, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> list[bytes]:
+def data_rows(rows, types: list[SqlType], binary: list[bool], fmt: TextFormat = DEFAULT_FORMAT) -> list[bytes]:
     """DataRow messages for ``rows``."""
-    return [frame(b"D", body) for body in row_bodies(rows, types, binary, ds)]
+    return [frame(b"D", body) for body in row_bodies(rows, types, binary, fmt)]
 
 
 def _float8_text(v: float) -> bytes:
@@ -64,7 +64,7 @@ def _float8_text(v: float) -> bytes:
     return format_text(v, _FLOAT8).encode()
 
 
-def _text_encoder(t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
+def _text_encoder(t: SqlType, fmt: TextFormat = DEFAULT_FORMAT) -> Encoder:
     n = t.name
     if n in ("int2", "int4", "int8", "oid"):
         return lambda v: str(v).encode()
@@ -74,16 +74,16 @@ def _text_encoder(t: SqlType, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
         return lambda v: b"t" if v else b"f"
     if n == "float8":
         return _float8_text
-    if n == "date" and ds.style == "ISO":
+    if n == "date" and fmt.datestyle.style == "ISO":
         return lambda v: v.isoformat().encode()
-    return lambda v: format_text(v, t, ds).encode()
+    return lambda v: format_text(v, t, fmt).encode()
 
 
-def encoder(t: SqlType, binary: bool, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
-    """A function turning a non-NULL value of ``t`` into DataRow bytes (text dates and
-    timestamps in DateStyle ``ds``)."""
+def encoder(t: SqlType, binary: bool, fmt: TextFormat = DEFAULT_FORMAT) -> Encoder:
+    """A function turning a non-NULL value of ``t`` into DataRow bytes (text dates, times
+    and intervals under ``fmt``, ``catalog.textio.TextFormat``)."""
     if not binary or t.category in ("S", "X"):
-        return _text_encoder(t, ds)
+        return _text_encoder(t, fmt)
     if t.is_array:
         return _array_encoder(t)
     n = t.name
@@ -109,8 +109,8 @@ def encoder(t: SqlType, binary: bool, ds: DateStyle = ISO_DATESTYLE) -> Encoder:
         return lambda v: struct.pack("!Q", int(v))  # Materialize's: an unsigned 64-bit integer
     if n == "void":
         return lambda v: b""  # void_send: no bytes
-    if n == "record":
-        raise SqlError(FEATURE_NOT_SUPPORTED, "record values are sent in text format only")
+    if n in ("record", "list", "map"):
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"{n} values are sent in text format only")
     if n in ("timestamp", "timestamptz"):
         return lambda v: _I8(timestamp_micros(v if n == "timestamp" or isinstance(v, FarTimestamp) or v.tzinfo
                                               else v.replace(tzinfo=dt.timezone.utc)))
@@ -172,9 +172,10 @@ _INT_SIZES = {21: 2, 23: 4, 20: 8}
 _FIXED_SIZES = {**_INT_SIZES, 16: 1, 26: 4, 700: 4, 701: 8, 1082: 4, 1083: 8, 1114: 8, 1184: 8, 1186: 16, 2950: 16}
 
 
-def binary_param_text(oid: int, raw: bytes) -> str:
+def binary_param_text(oid: int, raw: bytes, fmt: TextFormat = DEFAULT_FORMAT) -> str:
     """The text form of a binary Bind parameter of type ``oid``, which the planner then
-    reads as a literal of the parameter's type (one path for both formats).
+    reads as a literal of the parameter's type (one path for both formats), under the
+    session's settings ``fmt`` (which that reading uses too).
 
     Raises:
         SqlError 0A000 for a type without binary input here; 22P03 for bad data,
@@ -198,7 +199,7 @@ def binary_param_text(oid: int, raw: bytes) -> str:
     try:
         if oid == 199:  # json[]: its elements' binary form is their text (no jsonb version byte)
             return format_text(map_elements(_array_decode(SqlType("_text"), raw), parse_jsonb), t)
-        return format_text(decode_binary(t, raw), t)
+        return format_text(decode_binary(t, raw), t, fmt)
     except (struct.error, ValueError, IndexError) as e:
         raise SqlError(INVALID_BINARY_REPRESENTATION, f"incorrect binary data format for type {t.sql()}: {e}") from None
 
@@ -263,7 +264,7 @@ _ARROW_FIXED = {"int2": ">i2", "int4": ">i4", "int8": ">i8", "oid": ">u4", "floa
                 "bool": "u1"}
 
 
-def arrow_data_rows(table, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> bytes:
+def arrow_data_rows(table, types: list[SqlType], binary: list[bool], fmt: TextFormat = DEFAULT_FORMAT) -> bytes:
     """DataRow messages (PostgreSQL 55.7) for every row of the Arrow ``table``, as one
     buffer. Integer, boolean and string columns (and binary floats) are encoded with
     pyarrow compute and numpy, without a Python object per value; other columns go
@@ -273,7 +274,7 @@ def arrow_data_rows(table, types: list[SqlType], binary: list[bool], ds: DateSty
     n = table.num_rows
     if n == 0:
         return b""
-    cols = [_arrow_column(table.column(i), t, b, ds) for i, (t, b) in enumerate(zip(types, binary))]
+    cols = [_arrow_column(table.column(i), t, b, fmt) for i, (t, b) in enumerate(zip(types, binary))]
     # size of each field: a 4-byte length, then the value (nothing for NULL)
     sizes = [4 + np.maximum(lens, 0) for lens, _ in cols]
     row_size = 7 + (np.sum(sizes, axis=0) if sizes else np.zeros(n, dtype=np.int64))
@@ -299,7 +300,7 @@ def _put_be(out, at, values) -> None:
     out[(at[:, None] + np.arange(w)).ravel()] = values.view(np.uint8)
 
 
-def _arrow_column(col, t: SqlType, binary: bool, ds: DateStyle = ISO_DATESTYLE):
+def _arrow_column(col, t: SqlType, binary: bool, fmt: TextFormat = DEFAULT_FORMAT):
     """``(lengths, fill)`` for one column: each value's wire length (-1 for NULL) and a
     function writing the values into the output at given offsets."""
     import numpy as np
@@ -327,7 +328,7 @@ def _arrow_column(col, t: SqlType, binary: bool, ds: DateStyle = ISO_DATESTYLE):
     elif n in _ARROW_STRINGS and pa.types.is_string(arr.type):
         pass
     else:
-        enc = encoder(t, binary, ds)
+        enc = encoder(t, binary, fmt)
         from sqlfront.sequence.result import column_values
 
         arr = pa.array([None if v is None else enc(v) for v in column_values(arr, t)], type=pa.binary())
@@ -356,9 +357,9 @@ def _variable(arr, nulls):
     return np.where(nulls, -1, lens), fill_variable
 
 
-def chunk_data_rows(chunk, types: list[SqlType], binary: list[bool], ds: DateStyle = ISO_DATESTYLE) -> bytes:
+def chunk_data_rows(chunk, types: list[SqlType], binary: list[bool], fmt: TextFormat = DEFAULT_FORMAT) -> bytes:
     """DataRow messages for a result chunk: an Arrow table (``arrow_data_rows``) or a
-    list of rows of Python values; text dates and timestamps in DateStyle ``ds``."""
+    list of rows of Python values; text dates, times and intervals under ``fmt``."""
     if isinstance(chunk, list):
-        return b"".join(data_rows(chunk, types, binary, ds))
-    return arrow_data_rows(chunk, types, binary, ds)
+        return b"".join(data_rows(chunk, types, binary, fmt))
+    return arrow_data_rows(chunk, types, binary, fmt)

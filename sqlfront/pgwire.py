@@ -184,6 +184,7 @@ class PgContext:
             SqlError from the input functions."""
         stmt, params, _ = self.portals[portal]
         _, oids = self.stmts[stmt]
+        text = self.session.vars.text_format()  # TimeZone, IntervalStyle: what the text means
         out = []
         for i, p in enumerate(params):
             t = type_from_oid(oids[i]) if i < len(oids) and oids[i] else None
@@ -194,7 +195,7 @@ class PgContext:
             elif t is None:
                 out.append(Literal(str(p), UNKNOWN))
             elif isinstance(p, str):
-                out.append(Literal(parse_text(p, t), t))
+                out.append(Literal(parse_text(p, t, True, text), t))
             else:
                 out.append(Literal(p, t))
         return out
@@ -675,7 +676,8 @@ class PgHandler(socketserver.StreamRequestHandler):
         try:
             enc = self._client_encoding()
             recode = c.fmt != "binary" and wire_encoding.codec(enc) is not None
-            for data in copy_out_chunks(c.columns, chunks(), c.fmt, c.delimiter, c.null, c.header):
+            for data in copy_out_chunks(c.columns, chunks(), c.fmt, c.delimiter, c.null, c.header,
+                                        self.ctx.session.vars.text_format()):
                 if recode:
                     data = wire_encoding.encode(data.decode("utf-8"), enc)
                 out.append(frame(CopyData.kind, data))  # CopyData, without an object per row
@@ -791,7 +793,7 @@ class PgHandler(socketserver.StreamRequestHandler):
                     params.append(wire_encoding.no_nul(ctx.decode(raw)))
                 else:
                     try:
-                        params.append(binary_param_text(oid, raw))
+                        params.append(binary_param_text(oid, raw, ctx.session.vars.text_format()))
                     except SqlError as e:
                         if e.sqlstate == INVALID_BINARY_REPRESENTATION:  # PostgreSQL's exec_bind_message
                             e.detail = e.detail or e.message
@@ -843,14 +845,14 @@ class PgHandler(socketserver.StreamRequestHandler):
         binary = [_format_for(formats, i) == 1 for i in range(len(types))]
         stream = result.stream if result.stream is not None else _rows_stream(result)
         enc = self._client_encoding()
-        ds = self.ctx.session.vars.date_style()
+        text = self.ctx.session.vars.text_format()
         # text in the client's encoding: every text-format value, and binary text values
         convert = [(not b or t.is_string) for b, t in zip(binary, types)] \
             if wire_encoding.codec(enc) is not None else None
         sent = 0
         for chunk in stream.take(limit if limit > 0 else None):
             for start in range(0, chunk_len(chunk), 4096):  # bounded memory for big chunks
-                data = chunk_data_rows(chunk[start : start + 4096], types, binary, ds)
+                data = chunk_data_rows(chunk[start : start + 4096], types, binary, text)
                 if convert is not None:
                     data = wire_encoding.transcode_data_rows(data, enc, convert)
                 self.wfile.write(data)

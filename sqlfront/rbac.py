@@ -200,7 +200,7 @@ def _drop(s: Session, snap, stmt, role) -> None:
     (what CASCADE adds too) are checked again by :func:`check_ops`."""
     from pglast.enums import ObjectType
 
-    from sqlfront.sequence_ddl import find_item
+    from sqlfront.sequence.objects import find_item
 
     for obj in stmt.objects:
         if stmt.removeType == ObjectType.OBJECT_SCHEMA:
@@ -284,8 +284,8 @@ def authorize_statement(s: Session, stmt) -> None:
     check = STATEMENT_PRIVILEGES.get(type(stmt))
     if check is None:
         raise SqlError(INTERNAL_ERROR, f"{type(stmt).__name__} declares no privileges: refused")
-    role = rbac.current_role()
-    snap = s.env.snapshot
+    snap = s.catalog
+    role = rbac.current_role(snap)
     if not rbac.is_superuser(snap, role):
         check(s, snap, stmt, role)
 
@@ -563,6 +563,6 @@ def authorize_ddl(build):
 
     def checked(snap: CatalogSnapshot, ids) -> list:
         ops = build(snap, ids)
-        return ops + check_ops(snap, ops, rbac.current_role())
+        return ops + check_ops(snap, ops, rbac.current_role(snap))
 
     return checked

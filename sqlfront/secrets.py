@@ -209,7 +209,7 @@ def drop_items(stmt: sp.DropItems, drop_sources=None):
             else:
                 obj = _lookup(snap, schema, name, snap.connection_by_name)
             if obj is None:
-                from sqlfront.sequence_ddl import find_item
+                from sqlfront.sequence.objects import find_item
 
                 other = find_item(snap, schema, name)
                 if other is not None:

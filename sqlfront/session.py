@@ -20,7 +20,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 import psycopg
 from pglast import ast
@@ -29,16 +29,14 @@ from catalog.errors import (
     query_canceled,
     SqlError, CONNECTION_FAILURE, DISK_FULL, FEATURE_NOT_SUPPORTED, IN_FAILED_SQL_TRANSACTION, STATEMENT_TOO_COMPLEX, SYNTAX_ERROR,
 )
-from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, role_name, set_session_roles
-from catalog.snapshot import set_search_path, temp_schema_name
-from catalog.intervalio import set_session_interval_style
-from catalog.textio import set_session_time_zone
+from catalog.rbac import BOOTSTRAP_ROLE_ID, is_superuser, role_name
+from catalog.snapshot import CatalogSnapshot, Scope, temp_schema_name
 from catalog.types import SqlType, TEXT
 from planner.query import QueryPlanner
 from planner.writes import plan_insert
 from sqlfront import activity, introspection
 from sqlfront import mzparse as mz
-from sqlfront.environment import BLOCK_CATALOG, Environment
+from sqlfront.environment import Environment
 from sqlfront.rbac import authorize_statement
 from sqlfront.identifiers import truncation_notices
 from sqlfront.parse import param_count, parse_generated, parse_one, split_as_of, split_statements
@@ -50,7 +48,7 @@ from sqlfront.sequence import alter, clusters, copy, cursors, ddl, explain, prep
 from sqlfront.sequence import sources
 from sqlfront import source_parse as sp
 from sqlfront.sequence.result import CopyIn, CopyOut, Result, arrow_rows, rows_to_arrow
-from sqlfront.sequence import indexes, schemas, sequences
+from sqlfront.sequence import comments, indexes, schemas, sequences, tables, views
 from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
 from sqlfront.advisory import SessionLocks
@@ -113,25 +111,10 @@ class Session:
         #: the role privileges are checked against (``current_user``; SET ROLE changes it)
         self.current_role_id = role_id
         self.vars = SessionVars(startup, env.config.server_vars(), superuser=is_superuser(env.snapshot, role_id))
-        self.in_transaction = False
-        self.failed = False
-        #: writes buffered until COMMIT (``sequence.writes.Pending``)
-        self._pending_writes: list[writes.Pending] = []
-        #: shard id -> (table, upper after the read) of what a block read after it wrote
-        #: (sqlfront.sequence.read_check.note_read): COMMIT checks the uppers did not move
-        self._read_uppers: dict = {}
-        #: a transaction that read a user table is read-only (Materialize's rule)
-        self._txn_read = False
-        #: the transaction block wrote before it read: its reads see its buffered writes
-        #: (``sqlfront.sequence.peek.pending_parts``) and it may go on writing
-        self._txn_wrote = False
-        #: BEGIN READ ONLY
-        self._txn_read_only = False
-        #: savepoint name -> how many buffered writes it keeps on ROLLBACK TO, and the
-        #: block's catalog changes then
-        self._savepoints: list[tuple[str, int, object]] = []
-        #: the transaction block's uncommitted DDL (``sequence.block_ddl.BlockCatalog``)
-        self._block_catalog = None
+        #: the transaction's state, its rules in ``sequence.txn`` (``txn.Transaction``)
+        self.transaction = txn.Transaction()
+        #: (catalog, scope, that catalog scoped) of the last ``catalog``
+        self._scoped: tuple | None = None
         #: prepared statements of the extended protocol, name -> (sql, param OIDs);
         #: shared with the pgwire layer so DEALLOCATE can drop them.
         self.prepared: dict[str, tuple[str, list[int]]] = prepared.PreparedStatements()
@@ -149,11 +132,6 @@ class Session:
         self._described = None
         #: sql -> ((stmt, snapshot, search_path), InsertTemplate or None) (sequence.writes.planned_insert)
         self._insert_templates: dict = {}
-        #: the read timestamp of the transaction, fixed at its first read (held in
-        #: ``env.storage.hold_time`` so since cannot pass it while the transaction lasts)
-        self._txn_ts: int | None = None
-        #: the transaction is the implicit one of a multi-statement simple query
-        self._implicit = False
         #: the running statement's ``AS OF`` clause, if any
         self._as_of = None
         #: () -> whether the client has closed its connection (set by the wire layer)
@@ -198,15 +176,15 @@ class Session:
             return
         # PostgreSQL 55.2.2.1: the statements of one simple Query are one implicit
         # transaction, unless they hold transaction control themselves.
-        self.in_transaction = self._implicit = True
+        self.transaction.begin_implicit()
         try:
             for text in texts:
                 yield self.execute_one(text, params, sql)
         except BaseException:
-            if self._implicit:
+            if self.transaction.implicit:
                 txn.rollback(self)
             raise
-        if self._implicit:
+        if self.transaction.implicit:
             txn.commit(self)
 
     def read_ts(self) -> int:
@@ -215,116 +193,60 @@ class Session:
         is at one timestamp)."""
         if not self.in_transaction:
             return self.env.oracle.read_ts()
-        if self._txn_ts is None:
-            self._txn_ts = self.env.storage.hold_time(self.env.oracle.read_ts())
-        return self._txn_ts
+        t = self.transaction
+        if t.ts is None:
+            t.ts = self.env.storage.hold_time(self.env.oracle.read_ts())
+        return t.ts
 
     def release_read_ts(self) -> None:
         """Let since move past the transaction's read timestamp (:meth:`read_ts`) again."""
-        if self._txn_ts is not None:
-            self.env.storage.release_time(self._txn_ts)
-            self._txn_ts = None
-
-    # -- transaction state, as sqlfront.sequence reads and changes it -----------------------
-    # (the sequencing modules use these, never the private attributes: tests/test_session_surface.py)
+        t = self.transaction
+        if t.ts is not None:
+            self.env.storage.release_time(t.ts)
+            t.ts = None
 
     @property
-    def pending_writes(self) -> list[writes.Pending]:
-        """The transaction's buffered writes, oldest first. A caller may replace an entry
-        in place (``sequence.peek.pending_parts``); it adds and drops them with
-        :meth:`buffer_writes` and :meth:`take_pending_writes`."""
-        return self._pending_writes
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open (``transaction.active``: the wire layer's
+        ReadyForQuery status and the sequencing modules read it)."""
+        return self.transaction.active
 
-    def buffer_writes(self, pending: Iterable[writes.Pending]) -> None:
-        """Buffer ``pending`` until COMMIT: the transaction has written."""
-        self._pending_writes.extend(pending)
-        self._txn_wrote = True
-
-    def take_pending_writes(self, keep: int = 0) -> list[writes.Pending]:
-        """Drop the buffered writes after the first ``keep`` and return them (COMMIT and
-        ROLLBACK take all, ROLLBACK TO a savepoint those made since it)."""
-        out = self._pending_writes[keep:]
-        del self._pending_writes[keep:]
-        return out
+    @in_transaction.setter
+    def in_transaction(self, on: bool) -> None:
+        self.transaction.active = on
 
     @property
-    def implicit(self) -> bool:
-        """Whether the transaction is the implicit one of a multi-statement simple Query."""
-        return self._implicit
+    def failed(self) -> bool:
+        """Whether the open transaction is aborted (``transaction.failed``)."""
+        return self.transaction.failed
+
+    @failed.setter
+    def failed(self, on: bool) -> None:
+        self.transaction.failed = on
 
     @property
-    def in_block(self) -> bool:
-        """Whether the session is in an explicit transaction block (BEGIN ... COMMIT)."""
-        return self.in_transaction and not self._implicit
-
-    def make_explicit(self) -> None:
-        """BEGIN inside a multi-statement Query: its implicit transaction becomes a block."""
-        self._implicit = False
-
-    @property
-    def txn_read(self) -> bool:
-        """Whether the transaction read a user table (then it may not write: Materialize)."""
-        return self._txn_read
-
-    def note_txn_read(self) -> None:
-        """The transaction read a user table."""
-        self._txn_read = True
+    def scope(self) -> Scope:
+        """Who this session's statements read the catalog as (``catalog.snapshot.Scope``):
+        its ``search_path``, its temporary schema, its login and current roles."""
+        login = self.session_role_id
+        return Scope(self.vars.search_path(), self.temp_schema,
+                     None if login is None else (login, self.current_role_id or login))
 
     @property
-    def txn_wrote(self) -> bool:
-        """Whether the transaction wrote before it read (its reads see its buffered writes)."""
-        return self._txn_wrote
-
-    @property
-    def txn_read_only(self) -> bool:
-        """Whether the transaction is READ ONLY."""
-        return self._txn_read_only
-
-    def set_txn_read_only(self, on: bool) -> None:
-        """BEGIN READ ONLY / SET TRANSACTION READ ONLY (``on``) or READ WRITE."""
-        self._txn_read_only = on
-
-    @property
-    def read_uppers(self) -> dict:
-        """Shard id -> what the block read after it wrote (``sequence.read_check.note_read``
-        adds to it; COMMIT checks the uppers did not move)."""
-        return self._read_uppers
-
-    def add_savepoint(self, name: str, catalog_mark) -> None:
-        """SAVEPOINT ``name``: remembers the buffered writes so far and ``catalog_mark``
-        (``sequence.block_ddl.mark``)."""
-        self._savepoints.append((name, len(self._pending_writes), catalog_mark))
-
-    def unwind_savepoints(self, name: str, keep: bool) -> tuple[str, int, object] | None:
-        """Forget the savepoints made after the latest one named ``name``, and that one too
-        unless ``keep`` (RELEASE: not kept, ROLLBACK TO: kept); returns it as ``(name,
-        buffered writes it keeps, catalog mark)``, or None (nothing changed) when there is
-        no such savepoint."""
-        idx = next((i for i in range(len(self._savepoints) - 1, -1, -1) if self._savepoints[i][0] == name), None)
-        if idx is None:
-            return None
-        found = self._savepoints[idx]
-        del self._savepoints[idx + 1 if keep else idx :]
-        return found
-
-    def clear_transaction(self) -> None:
-        """Forget the transaction's state (flags, savepoints, reads to check, read
-        timestamp); ``sequence.txn.end_transaction`` does the rest of leaving it."""
-        self.in_transaction = self.failed = False
-        self._txn_read = self._txn_wrote = self._txn_read_only = self._implicit = False
-        self._savepoints = []
-        self._read_uppers = {}
-        self.release_read_ts()
-        self.advisory.end_transaction()
-
-    @property
-    def block_catalog(self):
-        """The transaction block's uncommitted DDL (``sequence.block_ddl.BlockCatalog``), or None."""
-        return self._block_catalog
-
-    def set_block_catalog(self, b) -> None:
-        """Set (or, with None, forget) the block's uncommitted DDL."""
-        self._block_catalog = b
+    def catalog(self) -> CatalogSnapshot:
+        """The catalog this session's statements plan and check against, scoped to it
+        (:attr:`scope`): the latest committed one, or, while its transaction block holds
+        uncommitted DDL, the block's pending catalog (``sequence.block_ddl``), which
+        nobody else sees."""
+        b = self.transaction.block_catalog
+        base = b.catalog if b is not None else self.env.snapshot
+        scope = self.scope
+        cached = self._scoped
+        if cached is not None and cached[0] is base and cached[1] == scope:
+            return cached[2]
+        snap = base.scoped(scope)
+        self._scoped = (base, scope, snap)
+        return snap
 
     @property
     def as_of(self):
@@ -403,7 +325,7 @@ class Session:
     def signal(self, pid: int, terminate: bool, timeout_ms: int) -> bool:
         """pg_cancel_backend / pg_terminate_backend of this session's statement
         (``activity.signal_session``), as its current role."""
-        return activity.signal_session(self.env.activity, self.env.snapshot, self.current_role_id, pid, terminate,
+        return activity.signal_session(self.env.activity, self.catalog, self.current_role_id, pid, terminate,
                                        timeout_ms, self.notices, self.cancel_event.is_set)
 
     def execute_one(self, sql: str, params: list | None = None, query: str | None = None) -> Result:
@@ -475,20 +397,16 @@ class Session:
             raise
 
     def _statement_context(self) -> None:
-        """What planning and evaluating a statement of this session reads from context
-        variables: its heap budget, time zone,
-        search_path and roles, and what stops its evaluations: a cancel, and the
-        statement's deadline (``self.statement``).
+        """What evaluating a statement of this session reads from the one context
+        variable (``planner.guard``): its heap budget, its text settings (DateStyle,
+        TimeZone, IntervalStyle) and what stops its evaluations: a cancel, and the
+        statement's deadline (``self.statement``). Everything else reaches the statement
+        explicitly (``self.statement.plan``, ``self.catalog``).
         Set for each statement, and for a Describe, which plans before any Execute."""
         # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
         # statement's timeout and cancel too, between function calls
         stop = Limits(deadline=self.statement.deadline, cancelled=self.cancel_event.is_set)
-        set_statement_guard(Guard(max_bytes=self.vars.max_query_heap_bytes(), stop=stop))
-        set_session_time_zone(self.vars.time_zone())
-        set_session_interval_style(self.vars.interval_style())
-        set_search_path(self.vars.search_path(), self.temp_schema)
-        set_session_roles(self.session_role_id, self.current_role_id)
-        BLOCK_CATALOG.set(self._block_catalog.catalog if self._block_catalog is not None else None)
+        set_statement_guard(Guard(max_bytes=self.vars.max_query_heap_bytes(), stop=stop, text=self.vars.text_format()))
 
     def start_copy(self, c: CopyIn) -> copy.CopyLoad:
         """The load of a ``COPY ... FROM STDIN``'s data (``feed``, ``finish``: all rows or
@@ -517,25 +435,25 @@ class Session:
         params = DescribeParams(n_params, given)
         cols = None
         if isinstance(stmt, ast.SelectStmt):
-            cols = peek.columns(QueryPlanner(self.env.snapshot, params, ctx=self.statement.plan).plan_raw(stmt))
+            cols = peek.columns(QueryPlanner(self.catalog, params, ctx=self.statement.plan).plan_raw(stmt))
         elif isinstance(stmt, mz.SHOW_QUERIES):
             q = show.show_query(self, stmt)
-            cols = peek.columns(QueryPlanner(self.env.snapshot, ctx=self.statement.plan).plan_raw(parse_generated(q)))
+            cols = peek.columns(QueryPlanner(self.catalog, ctx=self.statement.plan).plan_raw(parse_generated(q)))
         elif isinstance(stmt, mz.SelectWithShows):
-            cols = peek.columns(QueryPlanner(self.env.snapshot, params, ctx=self.statement.plan)
+            cols = peek.columns(QueryPlanner(self.catalog, params, ctx=self.statement.plan)
                                 .plan_raw(show.expand_shows(self, stmt)))
         elif isinstance(stmt, ast.VariableShowStmt):
             cols = var_stmts.show_var_columns(stmt)
         elif isinstance(stmt, (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)):
             plan = {ast.InsertStmt: plan_insert, ast.UpdateStmt: plan_update, ast.DeleteStmt: plan_delete}
-            planned = plan[type(stmt)](self.env.snapshot, stmt, params, self.statement.plan)
+            planned = plan[type(stmt)](self.catalog, stmt, params, self.statement.plan)
             cols = list(planned.returning.columns) if planned.returning is not None else None
         elif isinstance(stmt, ast.ExplainStmt):
             cols = [("Optimized Plan", TEXT)]
         elif isinstance(stmt, mz.ExplainPlan):
             cols = [("Timestamp" if stmt.stage == "timestamp" else f"{stmt.stage.capitalize()} Plan", TEXT)]
         elif isinstance(stmt, ast.DeclareCursorStmt) and isinstance(stmt.query, ast.SelectStmt):
-            QueryPlanner(self.env.snapshot, params, ctx=self.statement.plan).plan_raw(stmt.query)  # the types of its $n
+            QueryPlanner(self.catalog, params, ctx=self.statement.plan).plan_raw(stmt.query)  # the types of its $n
         elif isinstance(stmt, (ast.FetchStmt, mz.FetchWith)):
             fetch = parse_one(stmt.fetch) if isinstance(stmt, mz.FetchWith) else stmt
             c = self.cursors.get(fetch.portalname) if isinstance(fetch, ast.FetchStmt) else None
@@ -558,7 +476,7 @@ class Session:
         self.query = sql
         self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
-            snap = self.env.snapshot
+            snap = self.catalog
             pq = QueryPlanner(snap, params, row_count=self.env.storage.row_count,
                               ctx=self.statement.plan).plan_select(stmt)
             self._described = (stmt, tuple(params or ()), snap, pq)
@@ -571,7 +489,7 @@ class Session:
         ``mz_now()`` is ``mz_now`` (``planner.context.PlanContext``'s; default: the
         statement's, its :meth:`read_ts`)."""
         d, self._described = self._described, None
-        snap = self.env.snapshot
+        snap = self.catalog
         if d is not None and d[0] is stmt and d[1] == tuple(params or ()) and d[2] is snap:
             return d[3]
         ctx = self.statement.plan if mz_now is None else self.statement.plan.with_mz_now(mz_now)
@@ -580,20 +498,19 @@ class Session:
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:
         """The rows of a builtin table as this session sees them: its own cursors in
         ``pg_cursors``, the activity log as its role may see it, the environment's rows
-        for the rest."""
+        for the rest, over its catalog (``catalog``)."""
         if table.id == PG_CURSORS.id:
             return cursors.pg_cursors_rows(self)
         if table.id == PG_PREPARED_STATEMENTS.id:
             return prepared.pg_prepared_statements_rows(self)
         if table.id in introspection.VIEWER_TABLES:
-            return introspection.rows(self.env, table, self.current_role_id)
-        return self.env.builtin_rows(table)
+            return introspection.rows(self.env, table, self.current_role_id, self.catalog)
+        return self.env.builtin_rows(table, self.catalog)
 
     def close(self) -> None:
         """The connection ended: drop what the session holds (buffered writes, cursors
         and their peeks, the transaction's read timestamp)."""
-        txn.discard(self, self._pending_writes)
-        self._pending_writes = []
+        txn.discard(self, self.transaction.take_pending_writes())
         block_ddl.rollback(self)
         cursors.close_all(self)
         self.release_read_ts()
@@ -636,16 +553,16 @@ HANDLERS: dict[type, Callable] = {
     mz.AlterClusterReplicaRename: clusters.sequence_rename_replica,
     mz.AlterClusterSet: clusters.sequence_alter_cluster_set,
     mz.AlterClusterSwap: clusters.sequence_swap_clusters,
-    ast.CreateStmt: ddl.create_table,
-    ast.ViewStmt: ddl.create_view,
-    mz.CreateViewIfNotExists: ddl.create_view,
+    ast.CreateStmt: tables.sequence_create_table,
+    ast.ViewStmt: views.sequence_create_view,
+    mz.CreateViewIfNotExists: views.sequence_create_view,
     ast.IndexStmt: indexes.sequence_create_index,
     mz.CreateIndex: indexes.sequence_create_index,
-    mz.CreateMaterializedView: ddl.create_materialized_view,
+    mz.CreateMaterializedView: views.sequence_create_materialized_view,
     ast.DropStmt: ddl.drop,
     ast.CreateSeqStmt: sequences.sequence_create_sequence,
     ast.CreateSchemaStmt: schemas.sequence_create_schema,
-    ast.CommentStmt: ddl.comment,
+    ast.CommentStmt: comments.sequence_comment,
     ast.RenameStmt: alter.rename,
     ast.AlterTableStmt: alter.alter_table,
     ast.TruncateStmt: alter.truncate,

@@ -13,8 +13,8 @@ from catalog.errors import (
     SqlError, CANT_CHANGE_RUNTIME_PARAM, INSUFFICIENT_PRIVILEGE, INVALID_PARAMETER_VALUE, UNDEFINED_OBJECT,
 )
 from catalog.settings import DEFAULTS
-from catalog.intervalio import parse_interval_style, set_session_interval_style
-from catalog.textio import DateStyle, parse_datestyle, parse_time_zone, set_session_time_zone
+from catalog.intervalio import parse_interval_style
+from catalog.textio import DateStyle, TextFormat, parse_datestyle, parse_time_zone
 
 #: Sent as ParameterStatus at startup (PostgreSQL 55.2.2 "Start-up")
 REPORTED = ("server_version", "server_encoding", "client_encoding", "datestyle", "timezone",
@@ -151,12 +151,8 @@ class SessionVars:
         if name == "datestyle":
             # what is not given keeps its current value; reported as PostgreSQL spells it
             value = str(parse_datestyle(value, self.date_style()))
-        if name == "timezone":
-            # what the rest of this statement (set_config) and the next Describe read
-            set_session_time_zone(parse_time_zone(value))
         if name == "intervalstyle":
             value = parse_interval_style(value)
-            set_session_interval_style(value)
         if name == "transaction_isolation":
             value = " ".join(value.lower().split())
         if name in BOOLEAN_VARS:
@@ -198,6 +194,11 @@ class SessionVars:
             return parse_interval_style(self.values["intervalstyle"])
         except SqlError:
             return "postgres"
+
+    def text_format(self) -> TextFormat:
+        """``DateStyle``, ``TimeZone`` and ``IntervalStyle`` as text input and output of
+        dates, times and intervals take them (``catalog.textio.TextFormat``)."""
+        return TextFormat(self.date_style(), self.time_zone(), self.interval_style())
 
     def date_style(self) -> DateStyle:
         """``DateStyle`` as the output functions take it (``catalog.textio``); a bad

@@ -9,7 +9,7 @@ the standard mode:
 - ``I``: integers as is; floats and numerics truncated to an integer (SQLite's corpus
   expects truncation), booleans as 1/0, other text as 0
 - ``R``: standard mode three decimals; cockroach mode the shortest text of a float and a
-  numeric as it is, never in exponent notation
+  numeric as it is, never in exponent notation, and an integer as it is
 - ``B``, and booleans under ``T`` in cockroach mode: ``true``/``false`` (Materialize); under
   ``T`` in standard mode PostgreSQL's ``t``/``f`` (the project's own suites expect them)
 - ``T``: floats with three decimals in cockroach mode (as they come in standard mode, as
@@ -80,7 +80,9 @@ def format_value(v: str | None, letter: str, oid: int = 0, mode: str = "standard
             return "0"
         return str(int(d))
     if letter in ("R", "F"):
-        if mode == "cockroach" and oid not in INTS:
+        if mode == "cockroach" and oid in INTS:
+            return v  # Rust's format!("{:.3}", i) ignores the precision of an integer
+        if mode == "cockroach":
             return _positional(v)
         d = _decimal(v)
         if d is None:

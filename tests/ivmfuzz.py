@@ -230,6 +230,11 @@ class StepGen:
             rows.append(self.rnd.choice(rows))
         return f"INSERT INTO {table} VALUES {', '.join(rows)}"
 
+    def _refill(self, table: str) -> str:
+        """One INSERT of 2 to 10 random rows (two :meth:`insert`'s, duplicates among them)."""
+        first, second = self.insert(table), self.insert(table)
+        return first + ", " + second.split(" VALUES ", 1)[1]
+
     def _pred(self, table: str) -> str:
         col, typ = self.rnd.choice(TABLES[table])
         k = self.rnd.random()
@@ -262,7 +267,9 @@ class StepGen:
         tables = list(TABLES)
         if self._emptied:
             emptied, self._emptied = self._emptied, []
-            return Step("refill", tuple(self.insert(t) for t in emptied for _ in range(2)))
+            # one INSERT per table, of two inserts' rows: each timestamp a step writes at
+            # costs a maintenance round of every view reading the table written
+            return Step("refill", tuple(self._refill(t) for t in emptied))
         if not self._kinds:
             self._kinds = r.sample(self.KINDS, len(self.KINDS))
         kind = self._kinds.pop()

@@ -7,12 +7,13 @@ is read back from its data directory with persist itself.
    transactions rolled back), without replicas (restarts take a second, not a JVM
    start): every acknowledged write is there, nothing rolled back or refused is, a
    two-table transaction is visible in both tables or neither, no row is there twice.
-   ``SQLFRONT_CRASH_TRIALS`` trials (CI runs the default).
+   ``SQLFRONT_CRASH_TRIALS`` trials (CI runs the default, 9: about 4.5 s each).
 2. UPDATE and DELETE (one row: the diffs computed by a peek and appended by
    environmentd; a client's whole block of rows: written to Blob by the replica), and
    INSERT, with a replica: after each restart every client's rows are exactly those its
    acknowledged statements left, or those plus the one statement it had in flight.
-   ``SQLFRONT_CRASH_UPDATE_TRIALS`` trials (a restart waits for a replica JVM).
+   ``SQLFRONT_CRASH_UPDATE_TRIALS`` trials (default 2: a restart waits for a replica JVM,
+   about 27 s each).
 
 The closing notes of the persist issue report runs of 60 and 50.
 """
@@ -34,8 +35,8 @@ import pytest
 from persist import FileBlob, PersistClient, ShardState, SqliteConsensus
 from server import Server, wait_for
 
-TRIALS = int(os.environ.get("SQLFRONT_CRASH_TRIALS", "12"))
-UPDATE_TRIALS = int(os.environ.get("SQLFRONT_CRASH_UPDATE_TRIALS", "3"))
+TRIALS = int(os.environ.get("SQLFRONT_CRASH_TRIALS", "9"))
+UPDATE_TRIALS = int(os.environ.get("SQLFRONT_CRASH_UPDATE_TRIALS", "2"))
 
 
 class Ledger:

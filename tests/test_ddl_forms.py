@@ -68,3 +68,31 @@ def test_postgresql_index_options_that_do_nothing_say_so(conn):
     assert notices == ["CREATE INDEX: UNIQUE is not enforced", "CREATE INDEX: WHERE is ignored: the index keeps every row"]
     conn.execute("INSERT INTO pgidx VALUES (1), (1)")  # not refused: nothing is unique
     conn.execute("DROP TABLE pgidx CASCADE")
+
+
+def test_create_temp_view_is_the_sessions_own(server):
+    """CREATE TEMP | TEMPORARY VIEW (Materialize's "CREATE VIEW"): in the session's
+    mz_temp schema, unseen by others; 42P16 in another schema; a materialized view
+    (kept after the session) may not read one (0A000). The session stays usable."""
+    with server.connect() as a, server.connect() as b:
+        a.execute("CREATE TEMP VIEW tv AS SELECT 1 AS one")
+        assert a.execute("SELECT one FROM tv").fetchall() == [(1,)]
+        assert a.execute("SELECT one FROM mz_temp.tv").fetchall() == [(1,)]
+        assert a.execute("SELECT relpersistence, relkind FROM pg_class WHERE relname = 'tv'").fetchall() == [("t", "v")]
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            b.execute("SELECT * FROM tv")
+        b.execute("CREATE TEMPORARY VIEW tv AS SELECT 'b' AS s")  # its own, same name
+        assert b.execute("SELECT s FROM tv").fetchall() == [("b",)]
+        a.execute("CREATE OR REPLACE TEMP VIEW tv AS SELECT 2 AS one")
+        a.execute("CREATE TEMP VIEW IF NOT EXISTS tv AS SELECT 3 AS one")  # exists: nothing changes
+        assert a.execute("SELECT one FROM tv").fetchall() == [(2,)]
+        with pytest.raises(psycopg.errors.InvalidTableDefinition) as e:
+            a.execute("CREATE TEMP VIEW public.tv2 AS SELECT 1")
+        assert e.value.sqlstate == "42P16"
+        with pytest.raises(psycopg.errors.FeatureNotSupported) as e:
+            a.execute("CREATE MATERIALIZED VIEW tv_mv AS SELECT one FROM tv")
+        assert 'temporary view "tv"' in str(e.value)
+        assert a.execute("SELECT count(*) FROM mz_views WHERE name = 'tv2'").fetchone() == (0,)
+        a.execute("DROP VIEW tv")
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            a.execute("SELECT * FROM tv")

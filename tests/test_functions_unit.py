@@ -308,3 +308,46 @@ def test_unistr_as_varlena_c(text, expected):
         assert _unistr_py([text], None) == expected
     except SqlError as err:
         assert err.sqlstate == expected
+
+
+@pytest.mark.parametrize("text,key", [
+    ("lower(text)", "lower(text)"), ("pg_catalog.ABS( integer )", "abs(int4)"), ("now()", "now()"),
+    ("round(numeric(10,2), int)", "round(numeric,int4)"), ("array_length(INTEGER[], int)", "array_length(_int4,int4)"),
+    ('"upper"(character varying(3))', "upper(varchar)"),
+])
+def test_function_signature_text_as_regprocedure_reads_it(text, key):
+    from planner.functions.privileges import _function_key
+
+    assert _function_key(text) == key
+
+
+@pytest.mark.parametrize("text,sqlstate", [("lower", "22P02"), ("lower(text", "22P02"), ("lower(nosuch)", "42704")])
+def test_function_signature_text_errors(text, sqlstate):
+    from planner.functions.privileges import _function_key
+
+    with pytest.raises(SqlError) as err:
+        _function_key(text)
+    assert err.value.sqlstate == sqlstate
+
+
+@pytest.mark.parametrize("text,key", [
+    ("int4", "int4"), ("INTEGER[]", "_int4"), ("character varying(3)", "varchar"), (" double  precision ", "float8"),
+    ("pg_catalog.timestamp(3) with time zone", "timestamptz"), ("int[3][3]", "_int4"), ("nosuch", "nosuch"),
+])
+def test_type_name_text_as_regtype_reads_it(text, key):
+    from planner.functions.privileges import _type_object_key
+
+    assert _type_object_key(text) == key
+
+
+@pytest.mark.parametrize("text,digits", [
+    ("1.5", (2, 2)), ("0", (0, 2)), ("12345.678", (3, 2)), ("-0.001", (1, 2)), ("100000000", (1, 2)),
+    ("1" + "0" * 100, (1, 2)), ("1.500", (2, 2)), ("9999.9999", (2, 2)), ("NaN", None), ("Infinity", None),
+    ("1" + "0" * 300, (1, 4)), ("0." + "0" * 70 + "1", (1, 4)),
+])
+def test_numeric_storage_digits(text, digits):
+    """pg_column_size's numeric rule: base-10000 digits and the short or long header
+    (PostgreSQL 18: pg_column_size(12345.678) = 12, of 1e100 = 8, of 'NaN' = 6)."""
+    from planner.functions.datum_size import _numeric_digits
+
+    assert _numeric_digits(text) == digits

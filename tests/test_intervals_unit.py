@@ -14,8 +14,8 @@ import pytest
 
 from catalog.durable import CatalogStore
 from catalog.errors import SqlError
-from catalog.intervalio import STYLES, format_interval, parse_interval, set_session_interval_style
-from catalog.textio import format_text
+from catalog.intervalio import STYLES, format_interval, parse_interval
+from catalog.textio import TextFormat, format_text
 from catalog.types import Interval, make_type
 from planner import interpret
 from planner.query import QueryPlanner
@@ -235,20 +235,13 @@ def _typmod(qualifier: str) -> tuple[int | None, int | None]:
     return t.scale, t.precision
 
 
-@pytest.fixture
-def style():
-    yield set_session_interval_style
-    set_session_interval_style("postgres")
-
-
 @pytest.mark.parametrize("text,qualifier,expected", INTERVALS, ids=[f"{t!r} {q}" for t, q, _ in INTERVALS])
-def test_interval_input_and_output_match_postgres(style, text, qualifier, expected):
+def test_interval_input_and_output_match_postgres(text, qualifier, expected):
     fields, precision = _typmod(qualifier)
     for i, name in enumerate(STYLES):
-        style(name)
         want = expected if isinstance(expected, str) else expected[i]
         try:
-            got = format_interval(parse_interval(text, fields, precision))
+            got = format_interval(parse_interval(text, fields, precision, name), name)
         except SqlError as e:
             got = e.sqlstate
         assert got == want, name
@@ -269,10 +262,9 @@ def test_interval_errors_say_which_input():
         parse_interval("1 fortnight")
 
 
-def test_output_functions_print_the_session_style(style):
+def test_output_functions_print_the_session_style():
     iv = Interval(14, -3, 3_723_500_000)
-    style("iso_8601")
-    assert format_text(iv, make_type("interval")) == "P1Y2M-3DT1H2M3.5S"
+    assert format_text(iv, make_type("interval"), TextFormat(interval_style="iso_8601")) == "P1Y2M-3DT1H2M3.5S"
     assert iv.pg_text() == "1 year 2 mons -3 days +01:02:03.5"  # EXPLAIN's literals: always postgres
 
 

@@ -270,6 +270,10 @@ def test_backend_pid_and_signaling_other_sessions(server, conn):
         with pytest.raises(psycopg.OperationalError):
             b.execute("SELECT 1")
         assert a1.execute("SELECT 1").fetchone() == (1,)
+        # pg_reload_conf is a superuser's (PostgreSQL revokes EXECUTE from PUBLIC)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for function pg_reload_conf"):
+            a1.execute("SELECT pg_reload_conf()")
+        assert conn.execute("SELECT pg_reload_conf()").fetchone() == (True,)
     finally:
         for c in (a1, a2, b):
             c.close()

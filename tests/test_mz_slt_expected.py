@@ -1,4 +1,4 @@
-"""Materialize's cluster.slt and managed_cluster.slt through the project's runner: exactly
+"""Materialize's cluster.slt, managed_cluster.slt, list.slt and map.slt through the project's runner: exactly
 the records listed in tests/mz_slt/expected_failures.txt fail, each there with its reason
 (Materialize internals, old-version records, deliberate differences). A record that starts
 to pass, or one that starts to fail, fails this test: the list can only shrink."""
@@ -23,7 +23,7 @@ def _found(name: str) -> Path:
     return next((d / name for d in DIRS if (d / name).exists()), DIRS[-1] / name)
 
 
-FILES = {name: _found(name) for name in ("cluster.slt", "managed_cluster.slt")}
+FILES = {name: _found(name) for name in ("cluster.slt", "managed_cluster.slt", "list.slt", "map.slt")}
 
 
 #: records that list every user index of the server (Materialize's file ran alone on its

@@ -9,14 +9,14 @@ import time
 
 import pytest
 
-from catalog import oracle
+from catalog import clock
 from catalog.oracle import SKEW_DIR_ENV, TimestampOracle, wall_ms
 
 
 @pytest.fixture
 def skew(tmp_path, monkeypatch):
     monkeypatch.setenv(SKEW_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(oracle, "_SKEW_READ_S", 0.0)
+    monkeypatch.setattr(clock, "_SKEW_READ_S", 0.0)
     f = tmp_path / str(os.getpid())
     return f.write_text
 

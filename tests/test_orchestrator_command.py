@@ -98,17 +98,17 @@ def test_replicas_map_the_class_data_archive_once_it_is_built(tmp_path, monkeypa
     """spark_exec.cds: the driver JVM maps the archive for this JDK and Spark when it
     exists (built by ``make setup``), and starts as before without it or with
     SQLFRONT_REPLICA_CDS=0."""
-    from spark_exec import cds
+    from spark_exec.orchestrator import CDS_DIR_ENV, CDS_ENV, archive_path
 
-    monkeypatch.setenv(cds.CDS_DIR_ENV, str(tmp_path / "cache"))
-    monkeypatch.delenv(cds.CDS_ENV, raising=False)
+    monkeypatch.setenv(CDS_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(CDS_ENV, raising=False)
     assert "SharedArchiveFile" not in _conf(tmp_path)["spark.driver.extraJavaOptions"]
-    path = cds.archive_path()
+    path = archive_path()
     assert path.parent == tmp_path / "cache" and path.suffix == ".jsa"
     path.parent.mkdir()
     path.write_bytes(b"x")
     assert _conf(tmp_path)["spark.driver.extraJavaOptions"].endswith(f" -XX:SharedArchiveFile={path}")
-    monkeypatch.setenv(cds.CDS_ENV, "0")
+    monkeypatch.setenv(CDS_ENV, "0")
     assert "SharedArchiveFile" not in _conf(tmp_path)["spark.driver.extraJavaOptions"]
 
 

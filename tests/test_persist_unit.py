@@ -12,6 +12,7 @@ import pytest
 from persist import FileBlob, PersistClient, SinceError, UpperMismatch, open_consensus
 from persist.state import DIFF_COLUMN
 from persist.write import write_updates
+from persist.read import snapshot_of
 
 SCHEMA = pa.schema([("a", pa.int32())])
 
@@ -481,6 +482,31 @@ def test_a_read_holds_the_state_it_snapshots_even_if_gc_runs_right_after_it_read
     snap, hold = p.read("s", 11)
     assert len(_read_files(snap)) == 11_000
     p.release(hold)
+
+def test_held_state_is_read_after_its_hold_even_when_gc_passes_the_state_known_before(tmp_path):
+    """SUBSCRIBE's dataflow step held the states it had learned earlier (``latest``): a
+    compaction and a maintenance round between learning and holding moved this process's
+    reader past them and deleted their parts. ``held_state`` holds first, then reads."""
+    p = client(tmp_path, str(tmp_path / "consensus.db"))
+    for ts in range(1, 12):
+        p.append("s", pa.table({"a": pa.array(range(ts * 1000, ts * 1000 + 1000), pa.int32())}), ts=ts)
+    p.read_table("s", SCHEMA)  # registers this process's reader
+    known = p.latest
+
+    def latest_then_gc(shard_id):
+        st = known(shard_id)
+        p.latest = known  # once
+        assert p.compact("s", max_parts=2) is not None
+        p.maintain("s", desired_since=11, force=True)
+        return st
+
+    p.latest = latest_then_gc
+    st, hold = p.held_state("s", 11)
+    p.compact("s", max_parts=1)
+    p.maintain("s", desired_since=11, force=True)  # a later round keeps what the hold reads
+    assert len(_read_files(snapshot_of(st, "s", 11, p.blob.url))) == 11_000
+    p.release(hold)
+
 
 def test_finalize_keeps_a_shard_listed_while_a_read_holds_its_parts(tmp_path):
     from catalog import durable

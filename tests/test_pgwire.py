@@ -360,5 +360,26 @@ def test_psql_plus_variants_and_table_size(server, conn):
         # indexes are arrangements in memory: no bytes of their own, so the total is the table's
         assert conn.execute("SELECT pg_indexes_size('golden_p'::regclass), pg_indexes_size(0), "
                             "pg_total_relation_size('golden_p'::regclass) = %s", (stored,)).fetchone() == (0, None, True)
+        # the database (and its default tablespace) holds every shard's parts; pg_global none
+        total = conn.execute("SELECT sum(size_bytes) FROM mz_recent_storage_usage").fetchone()[0]
+        assert conn.execute(
+            "SELECT pg_database_size(current_database()) = %s, pg_database_size(oid) = %s, "
+            "pg_tablespace_size('pg_default') = %s, pg_tablespace_size(1663::oid) = %s, pg_tablespace_size('pg_global'), "
+            "pg_database_size(oid + 1) FROM pg_database",
+            (total, total, total, total)).fetchone() == (True, True, True, True, 0, None)
+        for call, state in (("pg_database_size('nosuch')", "3D000"), ("pg_database_size(0::oid)", "42704"),
+                            ("pg_tablespace_size('nosuch')", "42704")):
+            with pytest.raises(psycopg.Error) as err:
+                conn.execute(f"SELECT {call}")
+            assert err.value.sqlstate == state, call
+        # only tables take writes; no relation has row security
+        conn.execute("CREATE VIEW golden_v AS SELECT a FROM golden_p")
+        assert conn.execute(
+            "SELECT pg_relation_is_updatable('golden_p'::regclass, false), pg_relation_is_updatable('golden_v'::regclass, "
+            "false), pg_column_is_updatable('golden_p'::regclass, 1::int2, false), pg_column_is_updatable("
+            "'golden_v'::regclass, 1::int2, false), pg_relation_is_publishable('golden_p'::regclass), "
+            "pg_relation_is_publishable('golden_v'::regclass), row_security_active('golden_v')").fetchone() == \
+            (28, 0, True, False, True, False, False)
+        conn.execute("DROP VIEW golden_v")
     finally:
         conn.execute("DROP TABLE golden_p")

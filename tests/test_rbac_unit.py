@@ -167,9 +167,7 @@ def test_materialized_views_are_objects_of_their_own_kind(tmp_path):
 
 
 def test_another_sessions_temporary_schema_is_hidden(tmp_path):
-    import contextvars
-
-    from catalog.snapshot import Schema, set_search_path
+    from catalog.snapshot import Schema, Scope
 
     store, snap = _catalog(tmp_path)
     mine, theirs = "mz_temp_p1_aaaa", "mz_temp_p1_bbbb"
@@ -178,13 +176,9 @@ def test_another_sessions_temporary_schema_is_hidden(tmp_path):
         durable.CreateTable(Table("u7", theirs, "t", (Column("a", SqlType("int4")),), "s7")),
     ], dict(snap.next_ids))
 
-    def check():
-        set_search_path(("public",), None)  # the environment's own work sees them all
-        assert snap.resolve_relation(theirs, "t").id == "u7"
-        set_search_path(("public",), mine)  # a session: its own only
-        assert snap.schema_by_name(mine) is not None and not snap.schema_exists(theirs)
-        with pytest.raises(SqlError) as e:
-            snap.resolve_relation(theirs, "t")
-        assert e.value.sqlstate == "42P01"
-
-    contextvars.copy_context().run(check)  # the search path stays this test's
+    assert snap.resolve_relation(theirs, "t").id == "u7"  # the environment's own work sees them all
+    snap = snap.scoped(Scope(("public",), mine))  # a session: its own only
+    assert snap.schema_by_name(mine) is not None and not snap.schema_exists(theirs)
+    with pytest.raises(SqlError) as e:
+        snap.resolve_relation(theirs, "t")
+    assert e.value.sqlstate == "42P01"

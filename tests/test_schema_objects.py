@@ -503,6 +503,14 @@ def test_select_from_a_sequence_and_visibility(c):
     assert c.execute("SELECT last_value, is_called FROM vis_seq").fetchone() == (3, False)
     c.execute("SELECT nextval('vis_seq'), nextval('vis_seq')")
     assert c.execute("SELECT sequence_name, last_value, is_called FROM vis_seq").fetchone() == ("vis_seq", 4, True)
+    # pg_sequence_last_value (behind pg_sequences.last_value): NULL before the first nextval
+    c.execute("CREATE SEQUENCE vis_seq2")
+    assert c.execute("SELECT pg_sequence_last_value('vis_seq'::regclass), pg_sequence_last_value('vis_seq2'::regclass)"
+                     ).fetchone() == (4, None)
+    assert c.execute("SELECT pg_get_sequence_data('vis_seq'::regclass)::text, pg_get_sequence_data('vis_seq2'::regclass)"
+                     "::text, pg_sequence_parameters('vis_seq'::regclass)::text").fetchone() == \
+        ("(4,t)", "(1,f)", "(3,1,9223372036854775807,1,f,1,20)")
+    c.execute("DROP SEQUENCE vis_seq2")
     c.execute("CREATE SCHEMA vis_s")
     c.execute("CREATE TABLE vis_s.hidden (a int)")
     assert c.execute("SELECT pg_table_is_visible('vis_s.hidden'::regclass), "

@@ -1,6 +1,7 @@
 """No module of ``sqlfront/sequence/`` reads a private attribute of ``Session`` (issue 34,
-"Done when"): the sequencing modules use the session's public surface (``pending_writes``,
-``in_block``, ``add_savepoint``, ``clear_transaction``, ... in sqlfront/session.py).
+"Done when"): the sequencing modules use the session's public surface (``transaction``, a
+``sequence.txn.Transaction`` holding the transaction's state, ``in_transaction``,
+``read_ts``, ``as_of``, ... in sqlfront/session.py).
 
 The rule, read from each module's source (``ast``): an attribute whose name starts with a
 single ``_`` (``_x``, not a dunder ``__x__``) may not be read, written or called on

@@ -7,9 +7,9 @@ objects does: the same error, NULL, false or no rows. Nothing here has state."""
 from __future__ import annotations
 
 from catalog.errors import (
-    SqlError, FEATURE_NOT_SUPPORTED, OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_OBJECT,
+    SqlError, FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_OBJECT,
 )
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 from planner.functions.system import constant_entry
 
 #: PostgreSQL's SQLSTATE for an event trigger function called outside one
@@ -177,4 +177,92 @@ register(
              volatility="volatile", doc="9.27.8",
              samples=(("pg_database_collation_actual_version((SELECT oid FROM pg_database "
                        "WHERE datname = current_database()))"), "pg_database_collation_actual_version(k::oid)")),
+)
+
+
+def _superuser_arg(args: list, ctx) -> list:
+    """``plan_args_in`` of ``pg_reload_conf``: whether the statement's current role is a
+    superuser, as a constant argument (read once, at plan time)."""
+    if args:
+        return args  # no signature takes arguments: 42883
+    from catalog import rbac
+    from catalog.types import BOOL
+    from planner.scalar import Literal
+
+    snap = ctx.catalog()
+    return [Literal(snap is None or rbac.is_superuser(snap, rbac.current_role(snap)), BOOL)]
+
+
+_NO_RELOAD = "permission denied for function pg_reload_conf"
+
+
+def _reload_conf(a, e):
+    if not a[0]:
+        raise SqlError(INSUFFICIENT_PRIVILEGE, _NO_RELOAD)
+    return True
+
+
+register(
+    # PostgreSQL signals the postmaster to reread postgresql.conf and answers true; here
+    # the configuration is environmentd's command-line flags and the session defaults
+    # (catalog.settings), read when it starts and changed per session with SET:
+    # nothing is pending, so a reload succeeds at once. Only superusers may call it
+    # (PostgreSQL revokes EXECUTE from PUBLIC).
+    Function("pg_reload_conf", (sig("bool", ret="bool"),), _reload_conf,
+             lambda S, a, e: S.F.when(a[0], S.F.lit(True)).otherwise(S.fail(INSUFFICIENT_PRIVILEGE, _NO_RELOAD)),
+             sql_names=("pg_reload_conf",), strict=False, volatility="volatile", doc="9.27.2",
+             samples=("pg_reload_conf() OR k > 3", "pg_reload_conf()"), extra={"plan_args_in": _superuser_arg}),
+)
+
+
+def _flags_py(a, e):
+    from catalog.settings import FLAGS
+
+    flags = FLAGS.get(a[0].lower())
+    return None if flags is None else list(flags)
+
+
+def _flags_spark(S, a, e):
+    from catalog.settings import FLAGS
+    from planner.functions.registry import static_map
+
+    F = S.F
+    flags = static_map(S, {name: ",".join(f) for name, f in FLAGS.items()})[F.lower(a[0])]
+    return F.when(flags == "", F.array().cast("array<string>")).otherwise(F.split(flags, ","))
+
+
+register(
+    # a setting's flags (catalog.settings.FLAGS), by its name in any case; NULL for a name
+    # that names no setting
+    Function("pg_settings_get_flags", (sig("text", ret="_text"),), _flags_py, _flags_spark,
+             sql_names=("pg_settings_get_flags",), volatility="stable", doc="9.27.1",
+             samples=("pg_settings_get_flags('TimeZone')",
+                      ("pg_settings_get_flags(CASE k WHEN 1 THEN 'search_path' WHEN 2 THEN 'is_superuser' WHEN 3 THEN "
+                       "'transaction_isolation' ELSE 'server_version' END)"),
+                      "pg_settings_get_flags(s)", "pg_settings_get_flags('nosuch' || k)")),
+)
+
+
+def _tablespace_databases(a, e):
+    from catalog.pg_catalog import DATABASE_OID, TABLESPACE_OIDS
+
+    return [DATABASE_OID] if a[0] == TABLESPACE_OIDS["pg_default"] else []
+
+
+def _tablespace_databases_spark(S, a, e):
+    from catalog.pg_catalog import DATABASE_OID, TABLESPACE_OIDS
+
+    F = S.F
+    return F.when(a[0] == TABLESPACE_OIDS["pg_default"], F.array(F.lit(DATABASE_OID).cast("long"))).otherwise(
+        F.array().cast("array<bigint>"))
+
+
+register(
+    # the databases with objects in a tablespace: the one database in pg_default (its
+    # default tablespace), none in pg_global or an OID that names no tablespace
+    Function("pg_tablespace_databases:pg_tablespace_databases", (sig("oid", ret="_oid"),), _tablespace_databases,
+             _tablespace_databases_spark, strict=False, volatility="stable", doc="9.26"),
+    Function("pg_tablespace_databases", (sig("oid", ret="oid"),), None, None, sql_names=("pg_tablespace_databases",),
+             kind="srf", volatility="stable", doc="9.26", samples=("pg_tablespace_databases(k::oid)", "pg_tablespace_databases(1664::oid)"),
+             extra={"columns": (("pg_tablespace_databases", "pg_tablespace_databases:pg_tablespace_databases"),)}),
 )

@@ -13,7 +13,7 @@ module holds no state of its own.
 from __future__ import annotations
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 
 def _locks(session):
     """``session``'s advisory locks. Raises SqlError 0A000 outside a session."""

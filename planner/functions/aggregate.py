@@ -20,7 +20,7 @@ from catalog.errors import (
 )
 from catalog.textio import array_dims
 from catalog.types import SqlType, INT8, NUMERIC, FLOAT8, INTERVAL, BOOL, TEXT, JSONB, array_of
-from planner.functions import Function, register
+from planner.functions.registry import AGGREGATES, FUNCTIONS, Function, register, undefined_function
 from planner.functions.math import numeric_div, numeric_div_scale
 from planner.functions.logic import order_key
 
@@ -373,8 +373,6 @@ def resolve_aggregate(name: str, arg: SqlType | None) -> tuple[Function, SqlType
 
     Raises:
         SqlError 42883 when no signature applies."""
-    from planner.functions import AGGREGATES, FUNCTIONS, undefined_function
-
     f = AGGREGATES[name]
     if arg is None:
         if name == "count":

@@ -10,7 +10,8 @@ from catalog.errors import (
     NULL_VALUE_NOT_ALLOWED, PROGRAM_LIMIT_EXCEEDED,
 )
 from catalog.textio import array_dims, format_text
-from planner.functions import Function, constant_arg, register, sig
+from planner.functions.registry import Function, constant_arg, register, sig
+from planner.guard import text_format
 from planner.functions.logic import CMP, order_key
 
 
@@ -92,7 +93,7 @@ def _to_string_py(a, e):
         return None
     null = a[2] if len(a) > 2 else None
     t = e.args[0].type.element
-    return sep.join(format_text(v, t) if v is not None else null for v in flatten(arr)
+    return sep.join(format_text(v, t, text_format()) if v is not None else null for v in flatten(arr)
                     if v is not None or null is not None)
 
 

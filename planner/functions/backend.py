@@ -15,7 +15,7 @@ terminate, timeout_ms) -> bool``. This module holds no state of its own.
 from __future__ import annotations
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 
 def _session_value(attr: str, type_name: str, default=None):
     """A ``plan_args_in`` for a function of no arguments whose answer is fixed for the

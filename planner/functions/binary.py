@@ -11,7 +11,7 @@ import zlib
 
 from catalog.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SqlError
 from catalog.textio import parse_bytea_escape
-from planner.functions import FUNCTIONS, Function, constant_arg, register, sig
+from planner.functions.registry import FUNCTIONS, Function, constant_arg, register, sig
 from planner.functions.string import ARRAY_SUBSCRIPT_ERROR
 
 _LATIN1 = "latin-1"

@@ -2,7 +2,7 @@
 
 ``timestamptz`` values are UTC instants, and the functions here work in UTC: the
 session's TimeZone shapes timestamptz input, output and casts only
-(``catalog.textio.session_time_zone``).
+(``catalog.textio.TextFormat``, the evaluation's ``planner.guard.text_format``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from catalog.errors import (
 from catalog.intervalio import interval_parts
 from catalog.types import (FarDate, FarTimestamp, Interval, SqlType, date_days, date_from_days,
                            timestamp_from_micros, timestamp_micros)
-from planner.functions import Function, by_python, register, sig
+from planner.functions.registry import Function, by_python, constant_arg, div0, register, sig
 
 
 def add_interval(ts: dt.datetime, iv: Interval) -> dt.datetime:
@@ -125,7 +125,6 @@ def datetime_arith(func: str, a, b, t: SqlType, ta: SqlType):
                 raise SqlError(DATETIME_FIELD_OVERFLOW, "interval out of range")
             if func == "div":
                 if f == 0:
-                    from planner.functions.math import div0
                     raise div0()
                 f = 1 / f
             months = iv.months * f
@@ -943,8 +942,6 @@ def _timezone_spark(S, a, e):
 
 
 def _const_zone(e):
-    from planner.functions import constant_arg
-
     zone = constant_arg(e, 0, "AT TIME ZONE needs a constant zone")
     if zone is not None:
         _zone(zone)

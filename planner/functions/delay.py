@@ -14,7 +14,7 @@ import datetime as dt
 import math
 import time
 
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 from planner.guard import check_stop
 
 #: the longest single wait between two looks at the statement's timeout and cancel flag

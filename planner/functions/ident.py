@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE
-from planner.functions import Function, constant_arg, register, sig
+from planner.functions.registry import Function, constant_arg, register, sig
 
 _WS = r"[ \t\n\r\f\x0b]*"  # scanner_isspace
 _UNQUOTED = r"(?:[A-Za-z_]|[^\x00-\x7f])(?:[A-Za-z0-9_$]|[^\x00-\x7f])*"

@@ -14,7 +14,8 @@ from catalog.errors import (
 )
 from catalog.textio import jsonb_text, format_text
 from catalog.types import TEXT
-from planner.functions import Function, constant_arg, register, sig
+from planner.functions.registry import Function, constant_arg, register, sig
+from planner.guard import text_format
 
 _MISSING = object()
 
@@ -141,7 +142,7 @@ def to_json_value(v, t):
     if n == "timestamp":
         iso = v.isoformat()  # PostgreSQL's JSON form: no trailing zeros in the fraction
         return iso.rstrip("0").rstrip(".") if "." in iso else iso
-    return v if isinstance(v, str) else format_text(v, t)
+    return v if isinstance(v, str) else format_text(v, t, text_format())
 
 
 def json_text_spark(S, c, t):
@@ -190,7 +191,7 @@ def _object_key_py(v, t, i: int) -> str:
     if t.name == "bool":
         return "true" if v else "false"
     j = to_json_value(v, t)
-    return j if isinstance(j, str) else format_text(v, t)  # a number: its output text
+    return j if isinstance(j, str) else format_text(v, t, text_format())  # a number: its output text
 
 
 def _object_key_spark(S, c, t, i: int):

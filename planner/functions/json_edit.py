@@ -11,7 +11,7 @@ from catalog.errors import (
     SqlError, INVALID_PARAMETER_VALUE, INVALID_TEXT_REPRESENTATION, NULL_VALUE_NOT_ALLOWED,
 )
 from catalog.textio import jsonb_text
-from planner.functions import Function, constant_arg, register, sig
+from planner.functions.registry import Function, constant_arg, register, sig
 from planner.functions.json import _field_path, _kind, doc
 
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 from functools import reduce
 
 from catalog.errors import SqlError, CARDINALITY_VIOLATION, NOT_NULL_VIOLATION
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 from planner.scalar import Cast, Literal
 
 CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
@@ -227,11 +227,18 @@ def record_field(text: str | None) -> str:
     return text
 
 
+def record_text(fields) -> str:
+    """record_out's text of a row whose fields are given as their texts (None: NULL)."""
+    return "(" + ",".join(record_field(f) for f in fields) + ")"
+
+
 def _record_py(a, e):
     from catalog.textio import format_text
+    from planner.guard import text_format
 
-    return "(" + ",".join(record_field(None if v is None else v if isinstance(v, str) else format_text(v, x.type))
-                          for v, x in zip(a, e.args)) + ")"
+    fmt = text_format()
+    return record_text(None if v is None else v if isinstance(v, str) else format_text(v, x.type, fmt)
+                       for v, x in zip(a, e.args))
 
 
 def _record_spark(S, a, e):

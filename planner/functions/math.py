@@ -10,19 +10,15 @@ import random as _random
 from decimal import Decimal, localcontext, ROUND_HALF_UP, ROUND_DOWN, ROUND_FLOOR, ROUND_CEILING
 
 from catalog.errors import (
-    SqlError, DIVISION_BY_ZERO, FEATURE_NOT_SUPPORTED, INVALID_ARGUMENT_FOR_LOGARITHM,
+    SqlError, FEATURE_NOT_SUPPORTED, INVALID_ARGUMENT_FOR_LOGARITHM,
     INVALID_ARGUMENT_FOR_POWER_FUNCTION, INVALID_ARGUMENT_FOR_WIDTH_BUCKET_FUNCTION, INVALID_PARAMETER_VALUE,
     NUMERIC_VALUE_OUT_OF_RANGE,
 )
 from catalog.textio import check_int, INT_RANGES
 from catalog.types import SqlType
-from planner.functions import Function, by_python, register, sig
+from planner.functions.registry import Function, by_python, div0, register, sig
 
 FLOATS = ("float4", "float8")
-
-
-def div0() -> SqlError:
-    return SqlError(DIVISION_BY_ZERO, "division by zero")
 
 
 def numeric_div_scale(a: Decimal, b: Decimal) -> int:

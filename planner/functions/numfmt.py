@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
 from catalog.errors import FEATURE_NOT_SUPPORTED, SqlError
-from planner.functions import Function, by_python, constant_arg, register, sig
+from planner.functions.registry import Function, by_python, constant_arg, register, sig
 
 _TOKEN = re.compile(r"FM|MI|S|9|0|\.|D|,|G", re.IGNORECASE)
 

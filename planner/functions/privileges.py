@@ -15,8 +15,13 @@ same keys, so the two paths answer alike over table data:
 
 - ``cur``: the current role's id;
 - ``r:<name>`` / ``r#<oid>``: a role's id (``public`` is PUBLIC, PostgreSQL's rule);
-- ``o:<name key>`` / ``o#<oid>``: an object's id; a relation's or a type's name key is
-  its qualified name parsed as identifiers (``_name_key``), other objects' the name as is;
+- ``o:<name key>`` / ``o#<oid>``: an object's id; a relation's name key is its qualified
+  name parsed as identifiers (``_name_key``), a type's its name as ``regtype`` reads it
+  (``_type_key``: no typmod, ``[]`` for an array), a function's its signature as
+  ``regprocedure`` reads it (``_function_key``: ``lower(text)``), other objects' the name
+  as is;
+- ``a:<type name>``: a type name's pg_type name (``int4`` for ``integer``), for
+  ``_function_key``'s argument types;
 - ``k:<object id>``: the object's privilege class (objects whose roles hold the same
   privileges share one, so the map stays small);
 - ``h:<role id>/<class>``: the privilege letters the role holds on the class's objects;
@@ -36,11 +41,11 @@ from typing import Callable, Iterable
 
 from catalog import rbac
 from catalog.errors import (
-    SqlError, INVALID_CATALOG_NAME, INVALID_NAME, INVALID_PARAMETER_VALUE, INVALID_SCHEMA_NAME,
+    SqlError, INVALID_CATALOG_NAME, INVALID_NAME, INVALID_PARAMETER_VALUE, INVALID_SCHEMA_NAME, INVALID_TEXT_REPRESENTATION,
     UNDEFINED_COLUMN, UNDEFINED_FUNCTION, UNDEFINED_OBJECT, UNDEFINED_TABLE,
 )
 from catalog.snapshot import CatalogSnapshot, DATABASE
-from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig
+from planner.functions.registry import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
 
 #: a qualified name (PostgreSQL's SplitIdentifierString on '.'): parts, each a quoted
 #: identifier ("" inside is a quote) or an unquoted one (folded to lower case), with
@@ -76,6 +81,110 @@ def _name_key_spark(S, c):
     return F.when(c.rlike(f"^(?:{_QUALIFIED})$"), F.array_join(parts, _SEP))
 
 
+#: the parts of a type name regtype's input ignores or folds (PostgreSQL's
+#: parseTypeString): a pg_catalog qualification, type modifiers, array bounds
+_PG_CATALOG = r"^pg_catalog\s*\.\s*"
+_TYPMOD = r"\s*\([^()]*\)"
+_BOUNDS = r"(\s*\[\s*\d*\s*\])+\s*$"
+
+
+def _type_key(text: str) -> str:
+    """A type name as ``regtype`` reads it: case-folded, quotes removed, without
+    ``pg_catalog.`` or type modifiers, blanks collapsed, ``[]`` for an array
+    (``'Character Varying(3)[]'`` -> ``character varying[]``)."""
+    s = re.sub(_PG_CATALOG, "", text.strip().replace('"', "").lower())
+    array = re.search(_BOUNDS, s) is not None
+    s = re.sub(r"\s+", " ", re.sub(_TYPMOD, "", re.sub(_BOUNDS, "", s))).strip()
+    return s + "[]" if array else s
+
+
+def _type_key_spark(S, c):
+    """``_type_key`` as a Spark column."""
+    F = S.F
+    s = F.regexp_replace(F.lower(F.replace(F.trim(c), F.lit('"'), F.lit(""))), _PG_CATALOG, "")
+    bare = F.trim(F.regexp_replace(F.regexp_replace(F.regexp_replace(s, _BOUNDS, ""), _TYPMOD, ""), r"\s+", " "))
+    return F.when(s.rlike(_BOUNDS), F.concat(bare, F.lit("[]"))).otherwise(bare)
+
+
+@functools.lru_cache(maxsize=1)
+def _type_names() -> dict[str, str]:
+    """Every type name a user may write (catalog.types' aliases, pg_type's names, the
+    pseudo-types, ``_int4`` array names) -> its pg_type name; ``[]`` forms too."""
+    from catalog.pg_catalog import PSEUDO_TYPE_OIDS
+    from catalog.types import _ALIASES, ARRAY_OIDS
+
+    out = {alias: name for alias, name in _ALIASES.items()} | {n: n for n in PSEUDO_TYPE_OIDS}
+    out |= {f"{alias}[]": "_" + name for alias, name in _ALIASES.items() if name in ARRAY_OIDS}
+    return out | {"_" + name: "_" + name for name in ARRAY_OIDS}
+
+
+def _typname(oid: int) -> str | None:
+    from catalog.pg_catalog import PSEUDO_TYPE_OIDS
+    from catalog.types import _BY_OID
+
+    return _BY_OID.get(oid) or next((n for n, o in PSEUDO_TYPE_OIDS.items() if o == oid), None)
+
+
+def _function_key(text: str) -> str:
+    """A function's signature as ``regprocedure`` reads it, its argument types by their
+    pg_type names: ``'pg_catalog.ABS( integer )'`` -> ``abs(int4)``.
+
+    Raises:
+        SqlError 22P02 without its parentheses; 42704 for an argument type that names
+        none (PostgreSQL's errors)."""
+    s = text.strip()
+    if "(" not in s:
+        raise SqlError(INVALID_TEXT_REPRESENTATION, "expected a left parenthesis")
+    if not s.endswith(")"):
+        raise SqlError(INVALID_TEXT_REPRESENTATION, "expected a right parenthesis")
+    name, args = s[:-1].split("(", 1)
+    name = re.sub(_PG_CATALOG, "", name.strip().replace('"', "").lower()).strip()
+    names = _type_names()
+    types = []
+    for arg in re.sub(_TYPMOD, "", args).split(",") if args.strip() else ():
+        key = _type_key(arg)
+        if key not in names:
+            raise SqlError(UNDEFINED_OBJECT, f'type "{key}" does not exist')
+        types.append(names[key])
+    return f"{name}({','.join(types)})"
+
+
+def _function_key_spark(S, c):
+    """``_function_key`` as a Spark column."""
+    F = S.F
+    names = static_map(S, _type_names())
+    s = F.trim(c)
+    name = F.trim(F.regexp_replace(F.lower(F.replace(F.substring_index(s, "(", 1), F.lit('"'), F.lit(""))),
+                                   _PG_CATALOG, ""))
+    inner = F.regexp_replace(F.regexp_extract(s, r"\((.*)\)$", 1), _TYPMOD, "")
+    keys = F.when(F.trim(inner) == "", F.array().cast("array<string>")).otherwise(
+        F.transform(F.split(inner, ","), lambda a: _type_key_spark(S, a)))
+    unknown = F.filter(keys, lambda k: names[k].isNull())
+    return (F.when(F.instr(s, "(") == 0, S.fail(INVALID_TEXT_REPRESENTATION, "expected a left parenthesis"))
+            .when(~s.endswith(")"), S.fail(INVALID_TEXT_REPRESENTATION, "expected a right parenthesis"))
+            .when(F.size(unknown) > 0, S.fail(UNDEFINED_OBJECT, F.concat(F.lit('type "'), F.element_at(unknown, 1),
+                                                                       F.lit('" does not exist'))))
+            .otherwise(F.concat(name, F.lit("("), F.array_join(F.transform(keys, lambda k: names[k]), ","),
+                                F.lit(")"))))
+
+
+def _type_object_key(text: str) -> str:
+    """``_type_key`` resolved to its pg_type name (``integer[]`` -> ``_int4``); the key
+    itself for a name that names no type."""
+    key = _type_key(text)
+    return _type_names().get(key, key)
+
+
+def _type_object_key_spark(S, c):
+    key = _type_key_spark(S, c)
+    return S.F.coalesce(static_map(S, _type_names())[key], key)
+
+
+#: how a kind's names are read (``_Kind.parsed``): (interpreter, Spark)
+_KEYS = {"name": (_name_key, _name_key_spark), "type": (_type_object_key, _type_object_key_spark),
+         "function": (_function_key, _function_key_spark)}
+
+
 @dataclass(frozen=True)
 class _Object:
     """One object a privilege function may name: its lookup ``keys`` (name keys, OID),
@@ -90,13 +199,13 @@ class _Object:
 
 @dataclass(frozen=True)
 class _Kind:
-    """An object class of the privilege functions: its objects in a snapshot, whether its
-    names are qualified identifiers (``parsed``), its privilege names -> letters ("" for
+    """An object class of the privilege functions: its objects in a snapshot, how its
+    names are read (``parsed``: a key of ``_KEYS``; "" as is), its privilege names -> letters ("" for
     one every role holds), the error of a name that names none, and who holds what
     (``held``: role id -> letters of ``letters``; None for ``rbac.has_privilege``)."""
 
     objects: Callable[[CatalogSnapshot], Iterable[_Object]]
-    parsed: bool
+    parsed: str
     privileges: dict[str, str]
     missing: tuple[str, str]
     held: Callable | None = None
@@ -118,10 +227,8 @@ def _relations(snap: CatalogSnapshot) -> list[_Object]:
     """Tables, views, materialized views, sequences and system tables: their qualified
     names, and unqualified the first the search path finds (PostgreSQL 5.10.3)."""
     from catalog.pg_catalog import object_oid
-    from catalog.snapshot import visible_schema
-
     rels = [o for m in (snap.tables, snap.views, snap.materialized_views, snap.builtins, snap.sequences)
-            for o in m.values() if visible_schema(o.schema)]
+            for o in m.values() if snap.visible_schema(o.schema)]
     first: dict[str, str] = {}
     for schema in snap.search_path():
         for o in rels:
@@ -135,10 +242,8 @@ def _relations(snap: CatalogSnapshot) -> list[_Object]:
 
 def _schemas(snap: CatalogSnapshot) -> list[_Object]:
     from catalog.pg_catalog import NAMESPACE_OIDS, object_oid
-    from catalog.snapshot import visible_schema
-
     out = {name: oid for name, oid in NAMESPACE_OIDS.items()}
-    out |= {s.name: object_oid(s.id) for s in snap.schemas.values() if visible_schema(s.name)}
+    out |= {s.name: object_oid(s.id) for s in snap.schemas.values() if snap.visible_schema(s.name)}
     return [_Object(f"schema:{n}", (n,), oid, rbac.schema_ref(snap, n)) for n, oid in out.items()]
 
 
@@ -159,14 +264,25 @@ def _roles(snap: CatalogSnapshot) -> list[_Object]:
 def _functions(snap: CatalogSnapshot) -> list[_Object]:
     from catalog.pg_catalog import FUNCTION_PROC_BY_OID, PROC_NAMES
 
-    return [_Object(f"proc:{oid}", (), oid, None) for oid in sorted({*FUNCTION_PROC_BY_OID, *PROC_NAMES})]
+    names = {}
+    for oid, row in FUNCTION_PROC_BY_OID.items():
+        types = [_typname(t) for t in row[8]]
+        if None not in types:
+            names[oid] = (f"{row[1]}({','.join(types)})",)
+    return [_Object(f"proc:{oid}", names.get(oid, ()), oid, None) for oid in sorted({*FUNCTION_PROC_BY_OID, *PROC_NAMES})]
 
 
 def _types(snap: CatalogSnapshot) -> list[_Object]:
     from catalog.pg_catalog import PSEUDO_TYPE_OIDS
     from catalog.types import _BY_OID
 
-    return [_Object(f"type:{oid}", (), oid, None) for oid in sorted({*_BY_OID, *PSEUDO_TYPE_OIDS.values()})]
+    names: dict[int, list[str]] = {}
+    for typname in _type_names().values():
+        oid = PSEUDO_TYPE_OIDS.get(typname) or next((o for o, n in _BY_OID.items() if n == typname), None)
+        if oid is not None:
+            names.setdefault(oid, []).append(typname)
+    return [_Object(f"type:{oid}", tuple(names.get(oid, ())), oid, None)
+            for oid in sorted({*_BY_OID, *PSEUDO_TYPE_OIDS.values()})]
 
 
 #: PostgreSQL's built-in languages that sqlfront's built-in functions are (no plpgsql: no
@@ -201,35 +317,35 @@ _TABLE = {"SELECT": "r", "INSERT": "a", "UPDATE": "w", "DELETE": "d", "TRUNCATE"
           "TRIGGER": "!"}
 _RELATION_MISSING = (UNDEFINED_TABLE, 'relation "{}" does not exist')
 _KINDS = {
-    "table": _Kind(_relations, True, _TABLE, _RELATION_MISSING),
+    "table": _Kind(_relations, "name", _TABLE, _RELATION_MISSING),
     # has_column_privilege and has_any_column_privilege: the privileges columns have
-    "column": _Kind(_relations, True, {p: _TABLE[p] for p in ("SELECT", "INSERT", "UPDATE", "REFERENCES")},
+    "column": _Kind(_relations, "name", {p: _TABLE[p] for p in ("SELECT", "INSERT", "UPDATE", "REFERENCES")},
                     _RELATION_MISSING),
-    "sequence": _Kind(_relations, True, {"SELECT": "r", "UPDATE": "w", "USAGE": "U"}, _RELATION_MISSING),
-    "schema": _Kind(_schemas, False, {"CREATE": "C", "USAGE": "U"}, (INVALID_SCHEMA_NAME, 'schema "{}" does not exist'),
+    "sequence": _Kind(_relations, "name", {"SELECT": "r", "UPDATE": "w", "USAGE": "U"}, _RELATION_MISSING),
+    "schema": _Kind(_schemas, "", {"CREATE": "C", "USAGE": "U"}, (INVALID_SCHEMA_NAME, 'schema "{}" does not exist'),
                     bypass=True),
     # sqlfront has no per-database CONNECT or TEMPORARY privilege: every role holds them
-    "database": _Kind(_databases, False, {"CREATE": "C", "USAGE": "U", "CONNECT": "", "TEMPORARY": "", "TEMP": ""},
+    "database": _Kind(_databases, "", {"CREATE": "C", "USAGE": "U", "CONNECT": "", "TEMPORARY": "", "TEMP": ""},
                       (INVALID_CATALOG_NAME, 'database "{}" does not exist'), bypass=True),
-    "cluster": _Kind(_clusters, False, {"CREATE": "C", "USAGE": "U"}, (UNDEFINED_OBJECT, "unknown cluster '{}'")),
-    "role": _Kind(_roles, False, {"MEMBER": "m", "USAGE": "m", "SET": "m"},
+    "cluster": _Kind(_clusters, "", {"CREATE": "C", "USAGE": "U"}, (UNDEFINED_OBJECT, "unknown cluster '{}'")),
+    "role": _Kind(_roles, "", {"MEMBER": "m", "USAGE": "m", "SET": "m"},
                   (UNDEFINED_OBJECT, 'role "{}" does not exist'), _role_member, bypass=True,
                   absent=False),
     # functions and types are built in: every role may execute and use them (by OID only)
-    "function": _Kind(_functions, False, {"EXECUTE": ""}, (UNDEFINED_FUNCTION, 'function "{}" does not exist'), bypass=True),
-    "type": _Kind(_types, False, {"USAGE": ""}, (UNDEFINED_OBJECT, 'type "{}" does not exist'), bypass=True),
-    "language": _Kind(_languages, False, {"USAGE": ""}, (UNDEFINED_OBJECT, 'language "{}" does not exist'),
+    "function": _Kind(_functions, "function", {"EXECUTE": ""}, (UNDEFINED_FUNCTION, 'function "{}" does not exist'), bypass=True),
+    "type": _Kind(_types, "type", {"USAGE": ""}, (UNDEFINED_OBJECT, 'type "{}" does not exist'), bypass=True),
+    "language": _Kind(_languages, "", {"USAGE": ""}, (UNDEFINED_OBJECT, 'language "{}" does not exist'),
                       bypass=True),
     # owned by the bootstrap superuser, with no grants: only superusers may CREATE in them
-    "tablespace": _Kind(_tablespaces, False, {"CREATE": "C"}, (UNDEFINED_OBJECT, 'tablespace "{}" does not exist'),
+    "tablespace": _Kind(_tablespaces, "", {"CREATE": "C"}, (UNDEFINED_OBJECT, 'tablespace "{}" does not exist'),
                         bypass=True),
-    "foreign_data_wrapper": _Kind(_none, False, {"USAGE": "U"},
+    "foreign_data_wrapper": _Kind(_none, "", {"USAGE": "U"},
                                   (UNDEFINED_OBJECT, 'foreign-data wrapper "{}" does not exist'), bypass=True),
-    "server": _Kind(_none, False, {"USAGE": "U"}, (UNDEFINED_OBJECT, 'server "{}" does not exist'), bypass=True),
+    "server": _Kind(_none, "", {"USAGE": "U"}, (UNDEFINED_OBJECT, 'server "{}" does not exist'), bypass=True),
     # a large object's existence is checked before the role is: NULL for a superuser too
-    "largeobject": _Kind(_none, False, {"SELECT": "r", "UPDATE": "w"}, (UNDEFINED_OBJECT, "")),
+    "largeobject": _Kind(_none, "", {"SELECT": "r", "UPDATE": "w"}, (UNDEFINED_OBJECT, "")),
     # no GRANT SET ON PARAMETER here (pg_parameter_acl is empty): superusers only
-    "parameter": _Kind(lambda snap: [_Object("parameter", (), None, None)], False, {"SET": "s", "ALTER SYSTEM": "A"},
+    "parameter": _Kind(lambda snap: [_Object("parameter", (), None, None)], "", {"SET": "s", "ALTER SYSTEM": "A"},
                        (UNDEFINED_OBJECT, ""), any_name=True),
 }
 
@@ -250,7 +366,7 @@ def _lookup(kind: _Kind, role_arg, obj_arg, ctx) -> dict[str, str] | None:
     snap = ctx.catalog()
     if snap is None:
         return None
-    current = rbac.current_role()
+    current = rbac.current_role(snap)
     table = {"cur": current or ""}
     roles = [r for r in rbac.all_roles(snap)
              if not isinstance(role_arg, Literal) or role_arg.value in (r.name, rbac.role_oid(r.id))
@@ -262,7 +378,7 @@ def _lookup(kind: _Kind, role_arg, obj_arg, ctx) -> dict[str, str] | None:
     if isinstance(obj_arg, Literal) and obj_arg.value is not None:
         v = obj_arg.value
         try:
-            wanted = v if isinstance(v, int) else _name_key(v) if kind.parsed else v
+            wanted = v if isinstance(v, int) else _KEYS[kind.parsed][0](v) if kind.parsed else v
         except SqlError:
             wanted = None  # the call's own error, at run time
     classes: dict[tuple, str] = {}
@@ -323,7 +439,7 @@ def _python(kind_name: str, column: bool):
         elif isinstance(obj_arg, int):
             obj = t.get(f"o#{obj_arg}")
         else:
-            obj = t.get(f"o:{_name_key(obj_arg) if kind.parsed else obj_arg}")
+            obj = t.get(f"o:{_KEYS[kind.parsed][0](obj_arg) if kind.parsed else obj_arg}")
             if obj is None:
                 raise SqlError(kind.missing[0], kind.missing[1].format(obj_arg))
         if column and obj is not None and not isinstance(col_arg, int) and f"c:{obj}/{col_arg}" not in t:
@@ -362,7 +478,7 @@ def _spark(kind_name: str, column: bool):
         role = t["cur"] if role_arg is None else get("r", role_arg, role_t)
         by_oid = obj_t.name == "oid"
         obj = F.lit("parameter") if kind.any_name else \
-            get("o", _name_key_spark(S, obj_arg) if kind.parsed and not by_oid else obj_arg, obj_t)
+            get("o", _KEYS[kind.parsed][1](S, obj_arg) if kind.parsed and not by_oid else obj_arg, obj_t)
         held = F.coalesce(t[F.concat(F.lit("h:"), role, F.lit("/"), t[F.concat(F.lit("k:"), obj)])], F.lit(""))
         names = F.create_map(*[F.lit(x) for kv in privileges.items() for x in kv])
         chunks = F.transform(F.split(privs, ","), lambda x: F.regexp_replace(x, r"^\s+|\s+$", ""))
@@ -421,9 +537,9 @@ def current_role_name(ctx, session: bool = False) -> str:
     """The name of the current role of the statement of ``ctx`` (its
     ``planner.context.PlanContext``; ``session``: its login role); the bootstrap role's
     outside a session."""
-    roles = rbac.session_roles()
     snap = ctx.catalog()
-    if roles is None or snap is None:
+    roles = None if snap is None else rbac.session_roles(snap)
+    if roles is None:
         return "materialize"
     return rbac.role_name(snap, roles[0] if session else roles[1])
 
@@ -465,12 +581,19 @@ register(
         (("has_function_privilege(CASE WHEN k < 3 THEN (SELECT min(oid) FROM pg_proc WHERE proname = 'lower') "
           "ELSE 0::oid END, 'EXECUTE')"),
          ("has_function_privilege(current_user, (SELECT min(oid) FROM pg_proc WHERE proname = 'upper'), "
-          "CASE WHEN k < 4 THEN 'execute' ELSE 'usage' END)")),
-        obj_types=("oid",)),
+          "CASE WHEN k < 4 THEN 'execute' ELSE 'usage' END)"),
+         "has_function_privilege('lower(text)', 'EXECUTE')",
+         ("has_function_privilege(current_user, CASE WHEN k < 3 THEN 'pg_catalog.ABS( integer )' WHEN k = 3 THEN "
+          "'round(numeric(10,2), int)' ELSE 'upper(text)' END, 'execute')"),
+         "has_function_privilege('nosuch' || k || '(int)', 'EXECUTE')", "has_function_privilege(s, 'EXECUTE')",
+         "has_function_privilege('lower(text' || k, 'EXECUTE')", "has_function_privilege('lower(nosuchtype)', 'EXECUTE')")),
     _fn("has_type_privilege", "type",
         ("has_type_privilege('int4'::regtype::oid, 'USAGE')",
-         "has_type_privilege(current_user, (CASE WHEN k < 3 THEN 23 ELSE 25 END)::oid, 'USAGE')"),
-        obj_types=("oid",)),
+         "has_type_privilege(current_user, (CASE WHEN k < 3 THEN 23 ELSE 25 END)::oid, 'USAGE')",
+         "has_type_privilege('int4', 'USAGE')", "has_type_privilege(current_user, 'double precision', 'USAGE')",
+         ("has_type_privilege(CASE WHEN k < 2 THEN 'character varying(3)' WHEN k < 4 THEN 'INTEGER[]' ELSE "
+          "'timestamp(3) with time zone' END, 'usage')"),
+         "has_type_privilege(s, 'USAGE')")),
     _fn("has_cluster_privilege", "cluster", ("has_cluster_privilege('quickstart', 'USAGE')",),
         "Materialize's: PostgreSQL has no clusters", obj_types=("text",)),
     _fn("has_language_privilege", "language",

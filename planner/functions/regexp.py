@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 from planner.functions.string import _group_or_null, _java_replacement, _pg_regex, _replacement_py
 
 #: what looks before a match other than ``^``: word boundaries, \A, lookbehind

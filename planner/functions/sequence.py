@@ -1,20 +1,23 @@
 """Sequence manipulation functions (PostgreSQL 9.17): ``nextval``, ``currval``,
-``setval``, ``lastval``.
+``setval``, ``lastval``; and PostgreSQL's ``pg_sequence_last_value`` (behind
+``pg_sequences.last_value``), ``pg_sequence_parameters`` and ``pg_get_sequence_data``
+(records, as their text).
 
 The planner turns the sequence argument (``'s'``, ``'s'::regclass``) into the
 sequence's OID at plan time (``planner.expr``); the calls here take that OID. They
 change or read state outside the plan, so they are volatile (never folded) and run in
 Python only, given the session (registry ``extra["with_session"]``), whose ``sequences``
 does the work: methods ``nextval(oid) -> int``, ``currval(oid) -> int``, ``setval(oid,
-value, is_called) -> int``, ``lastval() -> int`` and ``state(oid) -> (last_value,
-is_called)`` (``sqlfront.sequence.sequences.SessionSequences``). This module holds no
+value, is_called) -> int``, ``lastval() -> int``, ``last_value(oid) -> int | None``,
+``parameters(oid) -> tuple``, ``data(oid) -> (last_value, is_called)`` and ``state(oid) ->
+(last_value, is_called)`` (``sqlfront.sequence.sequences.SessionSequences``). This module holds no
 state of its own.
 """
 
 from __future__ import annotations
 
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 
 #: SQL names of the functions whose first argument names a sequence (a regclass)
 SEQUENCE_ARG_FUNCTIONS = ("nextval", "currval", "setval")
@@ -59,4 +62,24 @@ register(
     Function("setval", (sig("oid", "int8", ret="int8"), sig("oid", "int8", "bool", ret="int8")),
              lambda a, e, session: _access(session).setval(a[0], a[1], True if len(a) < 3 else a[2]), None,
              sql_names=("setval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra=dict(_IN_SESSION)),
+    # no state change: in the session because the value lives there, not in the plan
+    Function("pg_sequence_last_value", (sig("oid", ret="int8"),),
+             lambda a, e, session: _access(session).last_value(a[0]), None, sql_names=("pg_sequence_last_value",),
+             volatility="volatile", doc="9.27", differs=_PY_ONLY, extra=dict(_IN_SESSION),
+             samples=("pg_sequence_last_value('fx_t'::regclass::oid)",)),
+    Function("pg_sequence_parameters", (sig("oid", ret="record"),),
+             lambda a, e, session: _record(_access(session).parameters(a[0])), None,
+             sql_names=("pg_sequence_parameters",), volatility="volatile", doc="9.27", differs=_PY_ONLY,
+             extra=dict(_IN_SESSION), samples=("pg_sequence_parameters('fx_t'::regclass::oid)",)),
+    Function("pg_get_sequence_data", (sig("oid", ret="record"),),
+             lambda a, e, session: _record(_access(session).data(a[0])), None,
+             sql_names=("pg_get_sequence_data",), volatility="volatile", doc="9.27", differs=_PY_ONLY,
+             extra=dict(_IN_SESSION), samples=("pg_get_sequence_data('fx_t'::regclass::oid)", "pg_get_sequence_data(k::oid)")),
 )
+
+
+def _record(fields: tuple) -> str:
+    """A record's text of int and bool fields (bool as boolout's t/f)."""
+    from planner.functions.logic import record_text
+
+    return record_text(None if v is None else ("t" if v else "f") if isinstance(v, bool) else str(v) for v in fields)

@@ -18,15 +18,15 @@ from catalog.errors import (
 )
 from catalog.textio import fit_string, format_text
 from catalog.types import TEXT
-from planner.functions import Function, by_python, constant_arg, register, sig
-from planner.guard import check_value_bytes, utf8_bytes
+from planner.functions.registry import Function, by_python, constant_arg, register, sig
+from planner.guard import check_value_bytes, text_format, utf8_bytes
 from planner.pattern import Regex, compile_regex, like
 
 INVALID_REGEX = INVALID_REGULAR_EXPRESSION
 
 
 def _text(v, t) -> str:
-    return v if isinstance(v, str) else format_text(v, t)
+    return v if isinstance(v, str) else format_text(v, t, text_format())
 
 
 def _octets(v: str | bytes) -> int:

@@ -16,7 +16,7 @@ from catalog.errors import (
     OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_FILE, UNDEFINED_OBJECT,
 )
 from catalog.settings import DEFAULTS
-from planner.functions import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
+from planner.functions.registry import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
 
 
 def pg_size_pretty(size) -> str:
@@ -566,11 +566,11 @@ def _my_temp_schema(args: list, ctx) -> list:
     if args:
         return args  # no signature takes arguments: 42883
     from catalog.pg_catalog import object_oid
-    from catalog.snapshot import current_search_path
     from catalog.types import OID
     from planner.scalar import Literal
 
-    snap, temp = ctx.catalog(), current_search_path()[1]
+    snap = ctx.catalog()
+    temp = None if snap is None else snap.scope.temp_schema
     schema = None if snap is None or temp is None else snap.schema_by_name(temp)
     return [Literal(0 if schema is None else object_oid(schema.id), OID)]
 
@@ -579,11 +579,10 @@ def _other_temp_schemas(args: list, ctx) -> dict[str, str] | None:
     """pg_is_other_temp_schema's lookup table (``lookup_args``): OIDs of the other
     sessions' temporary schemas."""
     from catalog.pg_catalog import object_oid
-    from catalog.snapshot import current_search_path
-
-    snap, mine = ctx.catalog(), current_search_path()[1]
+    snap = ctx.catalog()
     if snap is None:
         return None
+    mine = snap.scope.temp_schema
     return {str(object_oid(s.id)): "1" for s in snap.schemas.values() if s.temp and s.name != mine}
 
 

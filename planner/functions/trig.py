@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from catalog.errors import NUMERIC_VALUE_OUT_OF_RANGE, SqlError
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 from planner.functions.math import any_null
 
 #: PostgreSQL's RADIANS_PER_DEGREE (float.c)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 
 #: 100-nanosecond intervals from 1582-10-15 (version 1's epoch) to 1970-01-01
 _GREGORIAN_OFFSET = 122_192_928_000_000_000

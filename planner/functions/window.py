@@ -22,7 +22,7 @@ from catalog.errors import (
     SqlError, FEATURE_NOT_SUPPORTED, INVALID_ARGUMENT_FOR_NTH_VALUE_FUNCTION,
     INVALID_ARGUMENT_FOR_NTILE_FUNCTION,
 )
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, register, sig
 
 
 @dataclass(frozen=True)

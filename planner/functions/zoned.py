@@ -13,7 +13,7 @@ import datetime as dt
 
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE
 from catalog.types import FarTimestamp, Interval, SqlType
-from planner.functions import Function, register, sig
+from planner.functions.registry import Function, constant_arg, register, sig
 from planner.functions.datetime import _date_trunc_py, _date_trunc_spark, _zone, add_interval, datetime_arith, time_arith_spark
 
 TIMESTAMP, TIMESTAMPTZ, INTERVAL = SqlType("timestamp"), SqlType("timestamptz"), SqlType("interval")
@@ -41,8 +41,6 @@ def _date_add_py(sign: int):
 
 
 def _const_zone_arg(S, e, i: int):
-    from planner.functions import constant_arg
-
     zone = constant_arg(e, i, "a time zone argument needs a constant")
     if zone is not None:
         _zone(zone)

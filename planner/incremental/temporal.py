@@ -41,7 +41,7 @@ def without_temporal(p):
     """Plan ``p`` with every conjunct that mentions ``mz_now()`` left out of its Filters:
     the same columns and types (a filter changes neither), and a plan Spark can lower,
     where ``mz_now()`` has no single value. For a question about the result's schema
-    only (``sqlfront.sequence.ddl``: a view's numeric scales), never for its rows."""
+    only (``sqlfront.sequence.views``: a view's numeric scales), never for its rows."""
     p = map_inputs(p, without_temporal)
     if isinstance(p, Filter) and mentions_now(p.predicate):
         return filtered(p.input, [c for c in conjuncts(p.predicate) if not mentions_now(c)])

@@ -22,7 +22,7 @@ import pglast
 from catalog.cluster_leases import PostgresClusterLeases
 from catalog.errors import SqlError, OBJECT_NOT_IN_PREREQUISITE_STATE
 from catalog.sizes import ReplicaSize
-from catalog.snapshot import CatalogSnapshot, Cluster, MaterializedView, Replica, Table, searching_from
+from catalog.snapshot import CatalogSnapshot, Cluster, MaterializedView, Replica, Table
 from pgconn import is_postgres_url
 from planner.context import MAINTAINED, PlanContext
 from planner.plan import relations_read
@@ -300,9 +300,9 @@ class ComputeController:
                 # depend on it. Planned once per catalog version, so a view that does not
                 # plan is reported once (its index then keeps nothing in memory).
                 try:
-                    with searching_from(view.schema):
-                        plan = QueryPlanner(snap, ctx=PlanContext.starting(self.oracle.read_ts)).plan_raw(
-                            pglast.parse_sql(view.sql)[0].stmt).plan
+                    plan = QueryPlanner(snap.searching_from(view.schema),
+                                        ctx=PlanContext.starting(self.oracle.read_ts)).plan_raw(
+                        pglast.parse_sql(view.sql)[0].stmt).plan
                     tables = tuple(r for r in relations_read(plan) if isinstance(r, Table))
                 except Exception as e:
                     log.warning("indexes on view %s keep nothing in memory: planning it: %s", view.name, e)
@@ -324,9 +324,9 @@ class ComputeController:
             with self._mv_plans_lock:  # each cluster's maintainer asks from its own thread
                 if key not in self._mv_plans:
                     try:
-                        with searching_from(m.schema):  # mz_now(): its temporal filters'
-                            plan = QueryPlanner(snap, ctx=PlanContext.starting(MAINTAINED)).plan_select(
-                                pglast.parse_sql(m.sql)[0].stmt).plan
+                        # mz_now(): its temporal filters'
+                        plan = QueryPlanner(snap.searching_from(m.schema), ctx=PlanContext.starting(MAINTAINED)
+                                            ).plan_select(pglast.parse_sql(m.sql)[0].stmt).plan
                         inputs = tuple(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)))
                         planned = Materialization(m, plan, inputs)
                     except Exception as e:

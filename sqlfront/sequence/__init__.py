@@ -10,14 +10,19 @@ its Coordinator's sequencing the same way):
 - ``show``: Materialize's SHOW statements over the catalog
 - ``txn``: BEGIN, COMMIT, ROLLBACK, SAVEPOINT
 - ``vars``: SET, RESET, SHOW of session variables
-- ``ddl``: CREATE/DROP/ALTER of clusters, replicas, schemas, tables, views, indexes,
-  sequences; COMMENT ON
-- ``clusters``: ALTER CLUSTER ... SET / RESET (managed clusters, graceful
-  reconfiguration) and SWAP WITH
+- DDL, one module per object family, each holding both halves of its statements (the
+  handler ``sequence_<statement>(session, ...)`` and the catalog transaction
+  ``<statement>(...)`` it builds for the Coordinator): ``tables``, ``views`` (and
+  materialized views), ``indexes``, ``sequences`` (also nextval/setval), ``schemas``,
+  ``comments``, ``roles`` (and privileges, owners), ``clusters`` (clusters, replicas,
+  ALTER CLUSTER ... SET / RESET and SWAP WITH), ``sources``; ``ddl``: DROP's dispatch
+  over the kinds; ``objects``: what they share (lookups, dependents). A new DDL
+  statement takes its family's module, its entry in ``sqlfront.session.HANDLERS`` and
+  one in ``sqlfront.rbac.STATEMENT_PRIVILEGES`` (a parser rule in ``sqlfront.mzparse``
+  if pglast does not know it)
 - ``alter``: ALTER TABLE (column changes rewrite a table's rows), renames, CREATE TABLE
   AS, TRUNCATE
 - ``prepared``: PREPARE, EXECUTE, DEALLOCATE, DISCARD, pg_prepared_statements
-- ``sequences``: nextval/setval and a session's currval/lastval (SQL sequences)
 - ``result``: what a statement returns to the wire layer
 
 Every handler has the shape ``handler(session, stmt, sql, params) -> Result`` and is

@@ -1,8 +1,9 @@
 """Statements that change a table that may hold rows: ``ALTER TABLE`` (ADD/DROP/RENAME
 COLUMN, SET/DROP DEFAULT, SET/DROP NOT NULL, RENAME TO, OWNER TO), ``ALTER ... RENAME``
-of views, sequences and indexes, ``CREATE TABLE ... AS``, ``TRUNCATE`` and ``COMMENT ON``.
+of views, sequences and indexes (both halves: :func:`rename` and :func:`rename_item`),
+``CREATE TABLE ... AS`` and ``TRUNCATE``.
 
-Catalog changes go through the Coordinator (``sqlfront.sequence_ddl`` builds them).
+Catalog changes go through the Coordinator (the family modules build them: ``tables``).
 A change to a table's columns that its stored parts cannot follow (parts name their
 columns) rewrites the rows into a new shard on a replica of the session's cluster, as
 PostgreSQL rewrites a table for such an ALTER, seals the old shard and swaps the new
@@ -18,18 +19,22 @@ from typing import TYPE_CHECKING
 from pglast import ast
 from pglast.enums import AlterTableType, ObjectType
 
+from catalog import durable
 from catalog.errors import (
-    SqlError, DUPLICATE_COLUMN, FEATURE_NOT_SUPPORTED, NOT_NULL_VIOLATION, SERIALIZATION_FAILURE,
-    SYNTAX_ERROR, UNDEFINED_COLUMN, WRONG_OBJECT_TYPE,
+    SqlError, DUPLICATE_COLUMN, DUPLICATE_TABLE, FEATURE_NOT_SUPPORTED, NOT_NULL_VIOLATION, SERIALIZATION_FAILURE,
+    SYNTAX_ERROR, UNDEFINED_COLUMN, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
 )
-from catalog.snapshot import Column, Table
+from catalog.snapshot import CatalogSnapshot, Column, Index, MaterializedView, Table, View
 from catalog.types import TEXT
 from persist import ShardSealed, UpperMismatch
 from persist.shard_id import ShardId, rewrite_shard_id
-from sqlfront import sequence_ddl as build
+from sqlfront.parse import quote_literal
+from sqlfront.rename_refs import rename_index_relation, rename_references
 from sqlfront.sequence import schemas
 from sqlfront.sequence.catalog_txn import run
+from sqlfront.sequence.objects import _id_order, _lookup, _reads, _replace_definition, find_item
 from sqlfront.sequence.result import Result
+from sqlfront.sequence.tables import create_table, drop_tables, update_table
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -54,7 +59,7 @@ def alter_table(s: Session, stmt: ast.AlterTableStmt, sql: str, params) -> Resul
             alter_relation_owner(s, stmt.relation, bool(stmt.missing_ok), c.newowner)
     if all(c.subtype == AlterTableType.AT_ChangeOwner for c in stmt.cmds):
         return Result(tag)
-    snap = s.env.snapshot
+    snap = s.catalog
     rv = stmt.relation
     try:
         table = _table(snap, rv)
@@ -111,7 +116,7 @@ def alter_table(s: Session, stmt: ast.AlterTableStmt, sql: str, params) -> Resul
             raise SqlError(FEATURE_NOT_SUPPORTED, f"ALTER TABLE {t.name.removeprefix('AT_')} is not supported")
     if [c.name for c in cols] == [c.name for c in table.columns] and source == list(range(len(cols))) \
             and not check_not_null:
-        run(s, build.update_table(table, replace(table, columns=tuple(cols))))
+        run(s, update_table(table, replace(table, columns=tuple(cols))))
     else:
         rewrite_table(s, table, tuple(cols), source)
     return Result(tag)
@@ -187,7 +192,7 @@ def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source:
             env.storage.drop_shard(shard)
             raise
         try:
-            run(s, build.update_table(table, target))
+            run(s, update_table(table, target))
         except BaseException:
             _reopen(s, table)
             env.storage.drop_shard(shard)
@@ -198,7 +203,7 @@ def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source:
 def _reopen(s: Session, table: Table) -> None:
     """Unseal ``table``'s shard after a failed rewrite, unless the table is gone (a
     dropped table's shard stays sealed)."""
-    cur = s.env.snapshot.tables.get(table.id)
+    cur = s.catalog.tables.get(table.id)
     if cur is not None and cur.shard_id == table.shard_id:
         s.env.persist.unseal(table.shard_id)
 
@@ -214,7 +219,8 @@ def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: li
     from planner.consteval import evaluate, is_volatile
     from planner.plan import Get, Project
     from planner.scalar import ColRef, Literal
-    from planner.writes import assign_expr, default_exprs
+    from planner.assign import assign_expr
+    from planner.writes import default_exprs
     from sqlfront.group_commit import Write
     from sqlfront.sequence.peek import peek
     from sqlfront.sequence.result import rows_to_arrow
@@ -225,7 +231,7 @@ def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: li
     env.storage.create_shard(shard)
     if state.row_count() == 0:
         return target
-    defaults = default_exprs(env.snapshot, target, s.statement.plan)
+    defaults = default_exprs(s.catalog, target, s.statement.plan)
     get = Get(table, tuple((c.name, c.type) for c in table.columns))
     exprs, fill = [], []
     for j, (c, src) in enumerate(zip(columns, source)):
@@ -261,7 +267,7 @@ def rename(s: Session, stmt: ast.RenameStmt, sql: str, params) -> Result:
     """ALTER SCHEMA/TABLE/VIEW/MATERIALIZED VIEW/SEQUENCE/INDEX ... RENAME TO, ALTER TABLE ... RENAME
     [COLUMN] a TO b. The views and materialized views that read a renamed table, view or
     materialized view are rewritten to read its new name, so they keep working and keep
-    depending on it (Materialize's "ALTER ... RENAME"; ``sequence_ddl.rename_item``).
+    depending on it (Materialize's "ALTER ... RENAME"; :func:`rename_item`).
 
     Raises:
         SqlError 42P07 for a taken name; 42701 for a taken column name; 42703/42P01
@@ -274,10 +280,10 @@ def rename(s: Session, stmt: ast.RenameStmt, sql: str, params) -> Result:
              ObjectType.OBJECT_INDEX: "INDEX", ObjectType.OBJECT_MATVIEW: "MATERIALIZED VIEW"}
     if t in kinds:
         rv = stmt.relation
-        run(s, build.rename_item(rv.schemaname, rv.relname, stmt.newname, bool(stmt.missing_ok)))
+        run(s, rename_item(rv.schemaname, rv.relname, stmt.newname, bool(stmt.missing_ok)))
         return Result(f"ALTER {kinds[t]}")
     if t == ObjectType.OBJECT_COLUMN and stmt.relationType == ObjectType.OBJECT_TABLE:
-        snap = s.env.snapshot
+        snap = s.catalog
         try:
             table = _table(snap, stmt.relation)
         except SqlError:
@@ -296,6 +302,67 @@ def rename(s: Session, stmt: ast.RenameStmt, sql: str, params) -> Result:
     raise SqlError(FEATURE_NOT_SUPPORTED, f"ALTER {t.name.removeprefix('OBJECT_')} ... RENAME is not supported")
 
 
+def rename_item(schema: str | None, name: str, new_name: str, if_exists: bool):
+    """ALTER TABLE/VIEW/SEQUENCE/INDEX [IF EXISTS] name RENAME TO new_name (any of the
+    four, as PostgreSQL allows). A renamed sequence's serial defaults follow it.
+
+    Raises (from ``build``): 42P01 unknown object (nothing with IF EXISTS); 42P07 for
+    a taken name; 42809 for a system object."""
+    def build(snap: CatalogSnapshot, ids) -> list:
+        obj = find_item(snap, schema, name)
+        if obj is None:
+            if if_exists:
+                return []
+            raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{name}'")
+        if getattr(obj, "builtin", False):
+            raise SqlError(WRONG_OBJECT_TYPE, f'cannot rename system object "{name}"')
+        if new_name == obj.name:
+            return []
+        if snap.name_taken(obj.schema, new_name):
+            raise SqlError(DUPLICATE_TABLE, f'relation "{new_name}" already exists')
+        new = replace(obj, name=new_name)
+        if isinstance(obj, MaterializedView):  # same id, same shard: its cluster keeps maintaining it
+            return [durable.UpdateMaterializedView(new)] + _rename_in_readers(snap, obj, new_name)
+        if isinstance(obj, Table):
+            return [durable.UpdateTable(new)] + _rename_in_readers(snap, obj, new_name)
+        if isinstance(obj, View):
+            return [durable.DropView(obj.id), durable.CreateView(new)] + _rename_in_readers(snap, obj, new_name)
+        if isinstance(obj, Index):
+            return [durable.DropIndex(obj.id), durable.CreateIndex(new)]
+        ops: list = [durable.UpdateSequence(new)]
+        serial = f"nextval({quote_literal(obj.name)}::regclass)"
+        for t in snap.tables.values():
+            if any(c.default == serial for c in t.columns):
+                ops.append(durable.UpdateTable(replace(t, columns=tuple(
+                    replace(c, default=f"nextval({quote_literal(new_name)}::regclass)") if c.default == serial else c
+                    for c in t.columns))))
+        return ops
+
+    return build
+
+
+def _rename_in_readers(snap: CatalogSnapshot, obj, new_name: str) -> list:
+    """Ops rewriting the views and materialized views that read ``obj`` to read it as
+    ``new_name`` (Materialize's "ALTER ... RENAME": dependents' definitions follow the
+    rename, so they keep working and keep depending on it; same ids, and a materialized
+    view keeps its shard)."""
+    def means_obj(schema: str | None, name: str) -> bool:
+        rel = _lookup(snap, schema, name, snap.relation_by_name)
+        return rel is not None and rel.id == obj.id
+
+    ops: list = []
+    for v in sorted([*snap.views.values(), *snap.materialized_views.values()], key=_id_order):
+        if v.id == obj.id or not any(means_obj(sc, n) for sc, n in _reads(v)):
+            continue
+        ops += _replace_definition(v, rename_references(v.sql, means_obj, new_name))
+    for i in sorted(snap.indexes.values(), key=_id_order):  # their CREATE statements name it too
+        if i.on_id == obj.id:
+            ops += [durable.DropIndex(i.id), durable.CreateIndex(replace(i, definition=rename_index_relation(
+                i.definition, new_name)))]
+    return ops
+
+
+
 def truncate(s: Session, stmt: ast.TruncateStmt, sql: str, params) -> Result:
     """TRUNCATE [TABLE] t, ... [RESTART IDENTITY | CONTINUE IDENTITY] [CASCADE |
     RESTRICT]: deletes every row (as DELETE does: retractions written by a replica);
@@ -306,7 +373,7 @@ def truncate(s: Session, stmt: ast.TruncateStmt, sql: str, params) -> Result:
         transaction block (as DELETE)."""
     from sqlfront.sequence.writes import rewrite
 
-    snap = s.env.snapshot
+    snap = s.catalog
     tables = [_table(snap, rv) for rv in stmt.relations]
     for rv in stmt.relations:
         rewrite(s, ast.DeleteStmt(relation=rv), sql, params)
@@ -337,7 +404,7 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
     into = stmt.into
     rv = into.rel
     temp = rv.relpersistence == "t"
-    snap = s.env.snapshot
+    snap = s.catalog
     pq = QueryPlanner(snap, params, ctx=s.statement.plan).plan_raw(stmt.query)
     names = list(pq.names)
     if into.colNames:
@@ -351,7 +418,7 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
     cols = tuple(Column(n, TEXT if t.name == "unknown" else t) for n, (_, t) in zip(names, pq.plan.columns))
     schema = snap.creation_schema(rv.schemaname, temp)
     existed = snap.name_taken(schema, rv.relname)
-    run(s, build.create_table(rv.schemaname, rv.relname, TableDef(cols), bool(stmt.if_not_exists), temp))
+    run(s, create_table(rv.schemaname, rv.relname, TableDef(cols), bool(stmt.if_not_exists), temp))
     if existed or into.skipData:
         return Result("CREATE TABLE AS")
     target = ast.RangeVar(schemaname=schema, relname=rv.relname, inh=True, relpersistence="p")
@@ -361,13 +428,13 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
         # (nobody else knows the shard): the block's UPDATE and DELETE read them as
         # committed rows (dbt's incremental models DELETE ... USING such a table).
         # A failed fill aborts the block, whose ROLLBACK deletes the shard.
-        block_ddl.create_shard_now(s, s.env.snapshot.resolve_relation(schema, rv.relname).shard_id)
+        block_ddl.create_shard_now(s, s.catalog.resolve_relation(schema, rv.relname).shard_id)
         r = insert(s, fill, sql, params, now=True)
     else:
         try:
             r = insert(s, fill, sql, params, now=True)
         except BaseException:
-            run(s, build.drop_tables([(schema, rv.relname)], True))
+            run(s, drop_tables([(schema, rv.relname)], True))
             raise
     # The fill took effect at once, after the timestamp the block's reads were pinned to
     # (by this statement's own query): later reads of the block start afresh, so they see

@@ -21,6 +21,7 @@ import pglast
 from catalog import mztime
 from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SYNTAX_ERROR
 from catalog.snapshot import Table
+from catalog.textio import parse_mz_timestamp
 from planner.plan import relations_read
 from planner.query import QueryPlanner
 from sqlfront.parse import AsOf
@@ -77,18 +78,19 @@ def evaluate(s: Session, a: AsOf) -> int:
     except pglast.parser.ParseError as e:
         raise SqlError(SYNTAX_ERROR, f"invalid AS OF expression: {e.args[0] if e.args else e}") from None
     try:
-        plan = QueryPlanner(s.env.snapshot, ctx=s.statement.plan).plan_select(stmt).plan
+        plan = QueryPlanner(s.catalog, ctx=s.statement.plan).plan_select(stmt).plan
         # as a fast-path SELECT: its timeout, cancel and heap limit; costly work in a worker
         v = evaluate_plan(s, plan)[0][0]
     except SqlError as e:
         if e.sqlstate.startswith("22"):
             raise SqlError(INVALID_PARAMETER_VALUE, _CASTABLE) from None
         raise
-    return _to_mz_timestamp(v)
+    return _to_mz_timestamp(v, s.vars.time_zone())
 
 
-def _to_mz_timestamp(v) -> int:
-    """The value of an AS OF expression as an mz_timestamp (``catalog.mztime``'s casts).
+def _to_mz_timestamp(v, zone: dt.tzinfo) -> int:
+    """The value of an AS OF expression as an mz_timestamp (``catalog.mztime``'s casts;
+    text as ``catalog.textio.parse_mz_timestamp`` reads it, in the session's time zone ``zone``).
 
     Raises:
         SqlError 22023 when it is not castable to a non-null mz_timestamp."""
@@ -100,7 +102,7 @@ def _to_mz_timestamp(v) -> int:
     if src is None:
         raise SqlError(INVALID_PARAMETER_VALUE, _CASTABLE)
     try:
-        return mztime.from_value(v, src)
+        return parse_mz_timestamp(v, zone) if src == "text" else mztime.from_value(v, src)
     except SqlError:
         raise SqlError(INVALID_PARAMETER_VALUE, _CASTABLE) from None
 

@@ -6,7 +6,7 @@ behaviour, for the statements whose effect is only a catalog change.
 A catalog change of an explicit block is not sent to the Coordinator: its ops are applied
 to the block's *pending catalog* (the committed catalog as of the block's first DDL, plus
 the block's own ops), which every later statement of the block plans against
-(``Environment.snapshot`` returns it in the session's thread, :data:`BLOCK_CATALOG`).
+(``Session.catalog`` returns it while the block holds uncommitted DDL).
 Nobody else sees it. COMMIT sends all the ops to the Coordinator as one catalog
 transaction, which applies them to the catalog of then unless another transaction
 committed since the block's first DDL changed what the block changed or read (the same
@@ -34,7 +34,6 @@ from catalog import durable
 from catalog.errors import SqlError, ACTIVE_SQL_TRANSACTION, SERIALIZATION_FAILURE
 from catalog.snapshot import CatalogSnapshot, Sequence
 from sqlfront.coordinator import IdAllocator
-from sqlfront.environment import BLOCK_CATALOG
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -73,20 +72,20 @@ class BlockCatalog:
 
 def in_block(s: Session) -> bool:
     """Whether DDL of the session is buffered (an explicit transaction block)."""
-    return s.in_block
+    return s.transaction.in_block
 
 
 def apply(s: Session, build) -> None:
     """Run catalog transaction ``build(snapshot, ids) -> ops`` against the block's pending
-    catalog and add its ops to the block.
+    catalog, as the session reads it (``Session.scope``), and add its ops to the block.
 
     Raises:
         SqlError 25001 for a statement whose ops may not be buffered; ``build``'s errors
         (nothing is added then)."""
-    b: BlockCatalog | None = s.block_catalog
+    b: BlockCatalog | None = s.transaction.block_catalog
     snap = b.catalog if b is not None else s.env.coordinator.snapshot
     ids = _ReservedIds(s.env.coordinator, snap.next_ids)
-    ops = build(snap, ids)
+    ops = build(snap.scoped(s.scope), ids)
     for op in ops:
         if not isinstance(op, BLOCK_OPS):
             raise SqlError(ACTIVE_SQL_TRANSACTION, "this statement cannot run inside a transaction block "
@@ -102,8 +101,7 @@ def apply(s: Session, build) -> None:
             b.sequences.append(op.sequence)
     b.catalog = new.with_changes(version=next(_versions))
     b.ops += ops
-    s.set_block_catalog(b)
-    BLOCK_CATALOG.set(b.catalog)  # the rest of this statement sees it too
+    s.transaction.block_catalog = b  # the rest of this statement sees it too (Session.catalog)
 
 
 def commit(s: Session, check=lambda: None) -> CatalogSnapshot | None:
@@ -115,7 +113,7 @@ def commit(s: Session, check=lambda: None) -> CatalogSnapshot | None:
     Raises:
         SqlError 40001 when the catalog changed since the block's first DDL (another
         session's DDL); ``check``'s errors. Nothing of the block is committed then."""
-    b: BlockCatalog | None = s.block_catalog
+    b: BlockCatalog | None = s.transaction.block_catalog
     if b is None:
         return None
     forget(s)
@@ -161,7 +159,7 @@ class _ReservedIds(IdAllocator):
 
 
 #: CatalogSnapshot fields that are not catalog objects
-_NOT_OBJECTS = ("version", "next_ids", "builtins", "to_finalize")
+_NOT_OBJECTS = ("version", "next_ids", "builtins", "to_finalize", "scope")
 #: the key kind of each field's objects (an item's id is unique among all items)
 _KINDS = {"clusters": "cluster", "replicas": "replica", "roles": "role", "role_members": "role_member",
           "default_privileges": "default_privileges"}
@@ -173,7 +171,7 @@ def footprint(before: CatalogSnapshot, after: CatalogSnapshot) -> tuple[set, set
     comments count as their object's), the ``(schema, name)`` and cluster, schema and role
     names it took or freed; and what those objects depend on: their schema and cluster,
     an index's relation, the relations a view's query names (as ``after`` resolves them)."""
-    from sqlfront.sequence_ddl import _reads
+    from sqlfront.sequence.objects import _reads
 
     writes: set = set()
     reads: set = set()
@@ -251,7 +249,7 @@ def conflict(base: CatalogSnapshot, mine: CatalogSnapshot, now: CatalogSnapshot)
 
 def rollback(s: Session) -> None:
     """Forget the block's catalog changes."""
-    b: BlockCatalog | None = s.block_catalog
+    b: BlockCatalog | None = s.transaction.block_catalog
     if b is not None:
         forget(s)
         _drop_made(s, b)
@@ -259,13 +257,13 @@ def rollback(s: Session) -> None:
 
 def mark(s: Session):
     """The block's catalog changes so far (a SAVEPOINT's), for :func:`rollback_to`."""
-    b: BlockCatalog | None = s.block_catalog
+    b: BlockCatalog | None = s.transaction.block_catalog
     return None if b is None else (b.catalog, len(b.ops), len(b.sequences), len(b.shards))
 
 
 def rollback_to(s: Session, mark) -> None:
     """ROLLBACK TO a savepoint: forget the catalog changes made since ``mark``."""
-    b: BlockCatalog | None = s.block_catalog
+    b: BlockCatalog | None = s.transaction.block_catalog
     if b is None:
         return
     if mark is None:
@@ -283,13 +281,11 @@ def rollback_to(s: Session, mark) -> None:
     for q in b.sequences[n_seq:]:
         s.env.sequences.forget([q.id])
     del b.sequences[n_seq:]
-    BLOCK_CATALOG.set(b.catalog)
 
 
 def forget(s: Session) -> None:
-    b: BlockCatalog | None = s.block_catalog
-    s.set_block_catalog(None)
-    BLOCK_CATALOG.set(None)
+    b: BlockCatalog | None = s.transaction.block_catalog
+    s.transaction.block_catalog = None
     if b is not None and b.scratch is not None:
         b.scratch.close()
 
@@ -298,7 +294,7 @@ def create_shard_now(s: Session, shard_id: str) -> None:
     """Create the shard of a table the block made, before COMMIT (CREATE TABLE AS fills
     it at once, so the block's UPDATE and DELETE read its rows as committed ones). Only
     the block knows the shard until COMMIT; ROLLBACK deletes it."""
-    b: BlockCatalog | None = s.block_catalog
+    b: BlockCatalog | None = s.transaction.block_catalog
     s.env.storage.create_shard(shard_id)
     if b is not None:
         b.shards.append(shard_id)

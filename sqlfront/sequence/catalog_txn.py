@@ -26,13 +26,13 @@ def run(s: Session, txn) -> None:
     from sqlfront.rbac import authorize_ddl
     from sqlfront.sequence import block_ddl
 
-    if s.txn_read:
+    if s.transaction.read:
         raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow reads in a transaction")
-    if s.txn_read_only:
+    if s.transaction.read_only:
         raise SqlError(READ_ONLY_SQL_TRANSACTION, "cannot execute DDL in a read-only transaction")
     if block_ddl.in_block(s):
         block_ddl.apply(s, authorize_ddl(txn))
         return
-    if s.pending_writes:
+    if s.transaction.pending_writes:
         raise SqlError(INVALID_TRANSACTION_STATE, "DDL cannot follow writes in a transaction")
-    s.env.coordinator.transact(authorize_ddl(txn))
+    s.env.coordinator.transact(authorize_ddl(txn), s.scope)

@@ -42,7 +42,7 @@ from sqlfront import mzparse as mz
 from sqlfront.sequence import block_ddl
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
-from sqlfront.sequence_ddl import _drop_dependents, _drop_relation, _unique
+from sqlfront.sequence.objects import _drop_dependents, _drop_relation, _unique
 
 if TYPE_CHECKING:
     from sqlfront.session import Session

@@ -52,7 +52,7 @@ def copy(s: Session, stmt: ast.CopyStmt, sql: str, params):
         r = select(s, query, None, None)
         return CopyOut(r.columns, [], opts.get("format", "text"), opts.get("delimiter"), opts.get("null"),
                        opts.get("header", "false") in ("true", "on", "1"), stream=r.stream)
-    snap = s.env.snapshot
+    snap = s.catalog
     rel = snap.resolve_relation(stmt.relation.schemaname, stmt.relation.relname)
     if rel.builtin:
         raise SqlError(WRONG_OBJECT_TYPE, f'cannot copy to system table "{rel.name}"')
@@ -147,7 +147,8 @@ class CopyLoad:
         from sqlfront.copy import CopyReader
 
         self.s, self.c, self.encoding = s, c, encoding
-        self.reader = CopyReader(c.table, c.fmt, c.delimiter, c.null, c.header, c.positions, encoding)
+        self.reader = CopyReader(c.table, c.fmt, c.delimiter, c.null, c.header, c.positions, encoding,
+                                 s.vars.text_format())
         self._raw = bytearray()
         self._parts: list[pa.Table] = []
         self._arrow_bytes = 0
@@ -201,7 +202,7 @@ class CopyLoad:
             if self._defaults is None:
                 from planner.writes import default_exprs
 
-                defaults = default_exprs(s.env.snapshot, c.table, s.statement.plan)
+                defaults = default_exprs(s.catalog, c.table, s.statement.plan)
                 self._defaults = [(j, e) for j, e in enumerate(defaults) if e is not None and j not in c.positions]
             if self._defaults:
                 rows = fill_defaults(s, rows, self._defaults)
@@ -239,7 +240,7 @@ class CopyLoad:
         return Result(f"COPY {self.rows}")
 
     def _write(self, s: Session) -> None:
-        if self.c.stmt is not None and s.env.snapshot.tables.get(self.c.table.id) != self.c.table:
+        if self.c.stmt is not None and s.catalog.tables.get(self.c.table.id) != self.c.table:
             self._replan()
         if not self._batches and self._arrow_bytes < BIG_APPEND_BYTES:  # appended with others' small writes
             data = pa.concat_tables(self._parts) if self._parts else rows_to_arrow(self.c.table, [])

@@ -42,7 +42,8 @@ def evaluate_over(s: Session, plan, rows_of: Callable, tables: Callable[[], dict
     limits = interpret.Limits(deadline=deadline, cancelled=s.cancel_event.is_set, max_heap_bytes=budget,
                               outgrow_bytes=INLINE_HEAP_BYTES)
     try:
-        with guarded(Guard(max_bytes=budget, stop=limits)):  # checked between calls within a row too
+        # checked between calls within a row too; the session's text settings
+        with guarded(Guard(max_bytes=budget, stop=limits, text=s.vars.text_format())):
             return interpret.run(plan, rows_of, limits, s)
     except Outgrown as e:
         # rows or a value too big here, or a backtracking regex: the worker can be stopped;

@@ -74,7 +74,7 @@ def _explained_definition(s: Session, stmt) -> str:
     from catalog.snapshot import MaterializedView, View
     from sqlfront.rbac import authorize_statement
 
-    snap = s.env.snapshot
+    snap = s.catalog
     if stmt.kind == "index":
         rel = relation_by_id(snap, resolve_index(snap, *stmt.view).on_id)
     else:
@@ -100,7 +100,7 @@ def explain_timestamp(s: Session, q, params) -> Result:
 
     if not isinstance(q, ast.SelectStmt):
         raise SqlError(FEATURE_NOT_SUPPORTED, "EXPLAIN TIMESTAMP supports SELECT only")
-    plan = QueryPlanner(s.env.snapshot, params, ctx=s.statement.plan).plan_raw(q).plan
+    plan = QueryPlanner(s.catalog, params, ctx=s.statement.plan).plan_raw(q).plan
     ts = s.read_ts()
     inputs = sorted({r.id: r for r in relations_read(plan) if isinstance(r, Table)}.values(), key=lambda r: r.id)
     states = [s.env.persist.state(r.shard_id) for r in inputs]
@@ -135,7 +135,7 @@ def explain(s: Session, q, stage: str, params) -> Result:
         from planner.context import MAINTAINED
 
         ctx = ctx.with_mz_now(MAINTAINED)
-    planner = QueryPlanner(s.env.snapshot, params, row_count=s.env.storage.row_count, ctx=ctx)
+    planner = QueryPlanner(s.catalog, params, row_count=s.env.storage.row_count, ctx=ctx)
     plan = planner.plan_raw(q).plan
     if stage == "decorrelated":
         plan = optimize(plan, rules=DECORRELATION)

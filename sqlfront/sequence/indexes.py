@@ -20,7 +20,7 @@ from sqlfront import mzparse as mz
 from sqlfront.parse import quote_ident, syntax_error
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
-from sqlfront.sequence_ddl import _lookup
+from sqlfront.sequence.objects import _lookup
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -97,7 +97,7 @@ def sequence_create_index(s: Session, stmt: ast.IndexStmt | mz.CreateIndex, sql:
         target = (quote_ident(stmt.schema) + "." if stmt.schema else "") + quote_ident(stmt.on)
         probe = f"SELECT {', '.join(stmt.keys)} FROM {target}"
         try:
-            QueryPlanner(s.env.snapshot, ctx=s.statement.plan).plan_select(pglast.parse_sql(probe)[0].stmt)
+            QueryPlanner(s.catalog, ctx=s.statement.plan).plan_select(pglast.parse_sql(probe)[0].stmt)
         except pglast.parser.ParseError as e:
             raise syntax_error(e) from None
     run(s, create_index(stmt, s.vars.get("cluster")))

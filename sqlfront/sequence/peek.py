@@ -89,14 +89,14 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_wri
     fast = interpret.is_fast_path(pq.plan)
     if fast:
         check_target_cluster(s, stmt, pq.plan)
-    if s.pending_writes and not fast:
-        if s.implicit:
+    if s.transaction.pending_writes and not fast:
+        if s.transaction.implicit:
             s.commit_implicit()  # an implicit transaction shows a script its own writes (see txn)
-        elif not own_writes or as_of is not None or any(p.expected_upper is not None for p in s.pending_writes):
+        elif not own_writes or as_of is not None or any(p.expected_upper is not None for p in s.transaction.pending_writes):
             # a buffered UPDATE/DELETE holds retractions that pending_parts does not read
             raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
-    if s.in_transaction and not fast and not s.txn_wrote:
-        s.note_txn_read()
+    if s.in_transaction and not fast and not s.transaction.wrote:
+        s.transaction.read = True
     return pq, as_of
 
 
@@ -115,7 +115,7 @@ def check_target_cluster(s: Session, stmt, plan) -> None:
     from spark_exec.cluster_coordinator import no_replicas_error
     from sqlfront.rbac import relations_named
 
-    snap = s.env.snapshot
+    snap = s.catalog
     named = relations_named(snap, stmt)
     if all(r.builtin for r in named) and (named or not could_run_expensive_function(plan)):
         return
@@ -226,15 +226,15 @@ def _read_at(s: Session, plan, as_of: int | None):
 
     Raises:
         SqlError 55000 for a stopped cluster; 22000 when ``as_of`` is below an input's
-        since; XX000 for a subsource in error (``SourceRunners.check_readable``)."""
-    snap = s.env.snapshot
+        since; XX000 for a subsource in error (``source_runners.SourceRunners.check_readable``)."""
+    snap = s.catalog
     cluster = snap.resolve_cluster(s.vars.get("cluster"))
     cc = s.env.compute.cluster_coordinator(cluster.id)
     if cc is None:
         raise s.env.compute.not_owned_error(cluster)
     pending = pending_parts(s) if as_of is None else {}
     # a block that wrote, then reads: COMMIT checks that nobody wrote what it read since
-    validate = bool(s.pending_writes) and s.in_block
+    validate = bool(s.transaction.pending_writes) and s.transaction.in_block
     as_of = s.read_ts() if as_of is None else as_of
     persist = s.env.persist
     holds = _Holds(persist)
@@ -267,21 +267,21 @@ def _read_at(s: Session, plan, as_of: int | None):
 
 
 def pending_parts(s: Session) -> dict[str, list[PartRead]]:
-    """The writes a transaction block buffered (``Session.pending_writes``), as parts to
+    """The writes a transaction block buffered (``Transaction.pending_writes``), as parts to
     read along with each shard's snapshot: shard id -> parts. Rows buffered as Arrow are
     written to Blob first, once, and the buffer keeps the Batch instead (COMMIT appends
     it as it is; ROLLBACK and ROLLBACK TO delete it), so a read sees each buffered row
     exactly once. The parts are inserts (``+1`` updates, no retractions): the snapshot's
     consolidation needs no change."""
-    if not s.pending_writes or s.implicit:
+    if not s.transaction.pending_writes or s.transaction.implicit:
         return {}
     persist = s.env.persist
     out: dict[str, list[PartRead]] = {}
-    for i, p in enumerate(s.pending_writes):
+    for i, p in enumerate(s.transaction.pending_writes):
         data = p.data
         if not isinstance(data, Batch):
             data = persist.write_batch(p.table.shard_id, data)
-            s.pending_writes[i] = p._replace(data=data)
+            s.transaction.pending_writes[i] = p._replace(data=data)
         out.setdefault(p.table.shard_id, []).append(PartRead(persist.blob.url(data.key), data.diffs,
                                                              updates=data.updates))
     return out
@@ -313,7 +313,7 @@ def await_materialized(s: Session, plan, as_of: int) -> None:
                 raise copy.copy(err)  # the maintainer's, shared: each reader raises its own
             if s.cancel_event.is_set() or s.client_gone():
                 raise query_canceled(timeout=False)
-            if view.id not in env.snapshot.materialized_views:  # dropped while we waited
+            if view.id not in s.catalog.materialized_views:  # dropped while we waited
                 raise SqlError(UNDEFINED_TABLE, f"unknown catalog item '{view.name}'")
             wait = 0.25 if deadline is None else min(0.25, deadline - time.monotonic())
             if wait <= 0:

@@ -90,7 +90,7 @@ def execute(s: Session, stmt: ast.ExecuteStmt, sql: str, params) -> Result:
     if len(given) != len(oids):
         raise SqlError(SYNTAX_ERROR, f'wrong number of parameters for prepared statement "{stmt.name}"',
                        detail=f"Expected {len(oids)} parameters but got {len(given)}.")
-    ep = QueryPlanner(s.env.snapshot, params, ctx=s.statement.plan).expr_planner(Scope(),
+    ep = QueryPlanner(s.catalog, params, ctx=s.statement.plan).expr_planner(Scope(),
                                                                              agg_context="EXECUTE parameter")
     values = []
     for node, oid in zip(given, oids):
@@ -129,7 +129,7 @@ def discard(s: Session, stmt: ast.DiscardStmt, sql: str, params) -> Result:
 
     m = stmt.target
     if m == DiscardMode.DISCARD_ALL:
-        if s.in_block:
+        if s.transaction.in_block:
             raise SqlError(ACTIVE_SQL_TRANSACTION, "DISCARD ALL cannot run inside a transaction block")
         cursors.close_all(s)
         for name in list(s.vars.values):

@@ -117,4 +117,4 @@ def note_read(s: Session, table, as_of: int, plan) -> None:
     serialized before that write (it did not see it) and after it (its writes come
     later): not serializable (Adya's G-single). Materialize forbids reads after writes in
     a block; sqlfront allows them (issue 16) and so validates them at COMMIT."""
-    note(s.read_uppers, table, as_of, plan)
+    note(s.transaction.read_uppers, table, as_of, plan)

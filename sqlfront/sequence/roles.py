@@ -86,7 +86,7 @@ def role_attributes(options, base: Role) -> Role:
 
 def _require_superuser_for(snap: CatalogSnapshot, old: Role | None, new: Role) -> None:
     """Only a superuser makes, unmakes or changes a superuser (PostgreSQL's CREATE ROLE)."""
-    if (new.superuser or (old is not None and old.superuser)) and not rbac.is_superuser(snap, rbac.current_role()):
+    if (new.superuser or (old is not None and old.superuser)) and not rbac.is_superuser(snap, rbac.current_role(snap)):
         raise SqlError(rbac.INSUFFICIENT_PRIVILEGE, "permission denied to alter superuser roles"
                        if old is not None else "permission denied to create superuser roles")
 
@@ -162,7 +162,7 @@ def drop_role(s: Session, stmt: ast.DropRoleStmt, sql: str, params) -> Result:
         objects (PostgreSQL's "cannot be dropped because some objects depend on it",
         listed in the detail); 55006 for the session's own roles; 42501 for a system role."""
     names = [r.rolename for r in stmt.roles]
-    mine = {r for r in (rbac.session_roles() or ())}
+    mine = {r for r in (rbac.session_roles(s.catalog) or ())}
 
     def build(snap: CatalogSnapshot, ids) -> list:
         ops = []
@@ -195,7 +195,7 @@ def grant_roles(s: Session, stmt: mz.GrantRoles, sql: str, params) -> Result:
     Raises:
         SqlError 42704 unknown role; 0LP01 for a grant that would make a cycle
         (PostgreSQL: ``role "a" is a member of role "b"``); 42939 for PUBLIC."""
-    grantor = rbac.current_role() or rbac.MZ_SYSTEM.id
+    grantor = rbac.current_role(s.catalog) or rbac.MZ_SYSTEM.id
 
     def build(snap: CatalogSnapshot, ids) -> list:
         ops = []
@@ -336,9 +336,9 @@ def _role_spec(snap: CatalogSnapshot, spec) -> Role:
     if isinstance(spec, str):
         return resolve_role(snap, spec)
     if spec.roletype in (RoleSpecType.ROLESPEC_CURRENT_USER, RoleSpecType.ROLESPEC_CURRENT_ROLE):
-        return snap.role(rbac.current_role())
+        return snap.role(rbac.current_role(snap))
     if spec.roletype == RoleSpecType.ROLESPEC_SESSION_USER:
-        return snap.role(rbac.session_roles()[0])
+        return snap.role(rbac.session_roles(snap)[0])
     if spec.roletype == RoleSpecType.ROLESPEC_PUBLIC:
         raise SqlError(RESERVED_NAME, 'role name "public" is reserved')
     return resolve_role(snap, spec.rolename)
@@ -408,7 +408,7 @@ def set_role(s: Session, value: str | None) -> None:
 
     Raises:
         SqlError 42704 unknown role; 42501 ``permission denied to set role "x"``."""
-    snap = s.env.snapshot
+    snap = s.catalog
     if value is None or value.lower() == "none":
         s.current_role_id = s.session_role_id
     else:
@@ -437,7 +437,7 @@ def alter_default_privileges(s: Session, stmt: mz.AlterDefaultPrivileges, sql: s
         if stmt.roles is None:
             targets = [rbac.PUBLIC]
         elif not stmt.roles:
-            targets = [rbac.current_role() or rbac.BOOTSTRAP_ROLE_ID]
+            targets = [rbac.current_role(snap) or rbac.BOOTSTRAP_ROLE_ID]
         else:
             targets = [resolve_role(snap, r).id for r in stmt.roles]
         grantees = [rbac.PUBLIC if n == "PUBLIC" else resolve_role(snap, n).id for n in g.grantees]
@@ -464,7 +464,7 @@ def _require_privileges_of(snap: CatalogSnapshot, role_ids, action: str, may: st
     Raises:
         SqlError 42501 ``permission denied to <action>``, detail ``Only roles with
         privileges of role "x" <may>``."""
-    me = rbac.current_role()
+    me = rbac.current_role(snap)
     if rbac.is_superuser(snap, me):
         return
     for r in role_ids:
@@ -514,11 +514,13 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
         without CASCADE; 42501."""
     from pglast.enums import DropBehavior
 
-    from sqlfront import sequence_ddl as b
     from sqlfront.sequence.clusters import drop_clusters
     from sqlfront.sequence.indexes import drop_indexes
+    from sqlfront.sequence.objects import _unique
     from sqlfront.sequence.schemas import drop_schemas
     from sqlfront.sequence.sequences import drop_sequences
+    from sqlfront.sequence.tables import drop_tables
+    from sqlfront.sequence.views import drop_views
 
     cascade = stmt.behavior == DropBehavior.DROP_CASCADE
 
@@ -541,12 +543,12 @@ def drop_owned(s: Session, stmt: ast.DropOwnedStmt, sql: str, params) -> Result:
             ops += drop_schemas([n[-1] for n in names("SCHEMA")], True, True)(snap, ids)
         if "CLUSTER" in by_kind:
             ops += drop_clusters(mz.DropClusters(tuple(o.name for o in by_kind["CLUSTER"]), True, True))(snap, ids)
-        ops += b.drop_views(names("VIEW"), True, True)(snap, ids)
-        ops += b.drop_views(names("MATERIALIZED VIEW"), True, True, materialized=True)(snap, ids)
-        ops += b.drop_tables(names("TABLE"), True, True)(snap, ids)
+        ops += drop_views(names("VIEW"), True, True)(snap, ids)
+        ops += drop_views(names("MATERIALIZED VIEW"), True, True, materialized=True)(snap, ids)
+        ops += drop_tables(names("TABLE"), True, True)(snap, ids)
         ops += drop_sequences(names("SEQUENCE"), True, True)(snap, ids)
         ops += drop_indexes(names("INDEX"), True)(snap, ids)
-        ops = b._unique(ops)
+        ops = _unique(ops)
         if not cascade:
             mine = {o.key for o in owned}
             others = [rbac.ref_for_key(snap, f"item:{op.table_id if isinstance(op, durable.DropTable) else op.view_id}")

@@ -15,12 +15,12 @@ from catalog.errors import (
     INVALID_SCHEMA_NAME, RESERVED_NAME,
 )
 from catalog.snapshot import (
-    DATABASE, SYSTEM_SCHEMAS, TEMP_SCHEMA_ALIASES, CatalogSnapshot, Schema, set_search_path,
+    DATABASE, SYSTEM_SCHEMAS, TEMP_SCHEMA_ALIASES, CatalogSnapshot, Schema, Scope,
 )
 from sqlfront.rename_refs import rename_schema_references
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
-from sqlfront.sequence_ddl import _drop_dependents, _drop_relation, _id_order, _reads, _replace_definition, _unique
+from sqlfront.sequence.objects import _drop_dependents, _drop_relation, _id_order, _reads, _replace_definition, _unique
 
 if TYPE_CHECKING:
     from pglast import ast
@@ -134,7 +134,7 @@ def sequence_create_schema(s: Session, stmt: ast.CreateSchemaStmt, sql: str, par
 
 def drop_temp_schema(s: Session) -> None:
     """The session ended: drop its temporary schema and everything in it, if it made one."""
-    if s.env.snapshot.schema_by_name(s.temp_schema) is None:
+    if s.catalog.schema_by_name(s.temp_schema) is None:
         return
-    set_search_path((), s.temp_schema)
-    s.env.coordinator.transact(drop_schemas([s.temp_schema], True, True))
+    # as the session's own work: its temporary schema is the one it sees
+    s.env.coordinator.transact(drop_schemas([s.temp_schema], True, True), Scope((), s.temp_schema))

@@ -19,16 +19,16 @@ from dataclasses import replace
 
 from catalog import durable
 from catalog.errors import (
-    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_TABLE, INVALID_PARAMETER_VALUE, OBJECT_NOT_IN_PREREQUISITE_STATE,
-    UNDEFINED_COLUMN, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
+    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_TABLE, INTERNAL_ERROR, INVALID_PARAMETER_VALUE,
+    OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_COLUMN, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
 )
 from catalog.pg_catalog import object_oid
-from catalog.snapshot import CatalogSnapshot, MaterializedView, Sequence, Table, visible_schema
+from catalog.snapshot import CatalogSnapshot, MaterializedView, Sequence, Table
 from planner.ddl import sequence_options
 from sqlfront.rbac import check_sequence_use
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
-from sqlfront.sequence_ddl import _creation_schema, _lookup
+from sqlfront.sequence.objects import _creation_schema, _lookup
 
 if TYPE_CHECKING:
     from pglast import ast
@@ -54,9 +54,9 @@ class SessionSequences:
         Raises:
             SqlError 42P01 for no such sequence (another session's temporary one
             included); 42501."""
-        snap = self._s.env.snapshot
+        snap = self._s.catalog
         for q in snap.sequences.values():
-            if object_oid(q.id) == oid and visible_schema(q.schema):
+            if object_oid(q.id) == oid and snap.visible_schema(q.schema):
                 if any_of is not None:
                     check_sequence_use(snap, q, any_of, self._s.current_role_id)
                 return q
@@ -88,7 +88,7 @@ class SessionSequences:
         USAGE or SELECT on the sequence it came from (PostgreSQL's rule)."""
         if self._last is None:
             raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, "lastval is not yet defined in this session")
-        snap = self._s.env.snapshot
+        snap = self._s.catalog
         q = snap.sequences.get(self._last_id)
         if q is None:
             raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, "lastval is not yet defined in this session")
@@ -109,6 +109,53 @@ class SessionSequences:
     def state(self, oid: int) -> tuple[int, bool]:
         """``(last_value, is_called)`` of the sequence now (``SELECT * FROM seq``)."""
         return self._s.env.sequences.state(self._sequence(oid))
+
+    def _other_relation(self, oid: int) -> tuple[str, str] | None:
+        """(name, kind in the plural) of the relation of OID ``oid`` that is not a sequence."""
+        snap = self._s.catalog
+        for objects, what in ((snap.tables, "tables"), (snap.builtins, "tables"), (snap.views, "views"),
+                              (snap.materialized_views, "materialized views")):
+            rel = next((o for o in objects.values() if object_oid(o.id) == oid), None)
+            if rel is not None:
+                return rel.name, what
+        return None
+
+    def last_value(self, oid: int) -> int | None:
+        """PostgreSQL's ``pg_sequence_last_value``: the sequence's last value, NULL before
+        its first nextval (or after setval(..., false)).
+
+        Raises:
+            SqlError 42809 for a relation that is not a sequence; 42P01 for an OID that
+            names no relation; 42501 without USAGE or SELECT on it (PostgreSQL's rule)."""
+        other = self._other_relation(oid)
+        if other is not None:
+            raise SqlError(WRONG_OBJECT_TYPE, f'cannot open relation "{other[0]}"',
+                           detail=f"This operation is not supported for {other[1]}.")
+        last, called = self._s.env.sequences.state(self._sequence(oid, "Ur"))
+        return last if called else None
+
+    def parameters(self, oid: int) -> tuple:
+        """PostgreSQL's ``pg_sequence_parameters``: (start, minimum, maximum, increment,
+        cycle, cache, data type OID).
+
+        Raises:
+            SqlError XX000 for a relation that is not a sequence (PostgreSQL's "cache
+            lookup failed"); 42P01 for an OID that names no relation; 42501 without
+            SELECT, UPDATE or USAGE on it."""
+        from catalog.types import SqlType
+
+        if self._other_relation(oid) is not None:
+            raise SqlError(INTERNAL_ERROR, f"cache lookup failed for sequence {oid}")
+        q = self._sequence(oid, "Urw")
+        return q.start, q.minvalue, q.maxvalue, q.increment, q.cycle, q.cache, SqlType(q.type).oid
+
+    def data(self, oid: int) -> tuple[int | None, bool | None]:
+        """PostgreSQL's ``pg_get_sequence_data``: (last value, is_called); (NULL, NULL) for
+        an OID that names no sequence or one the current role may not SELECT from."""
+        try:
+            return self._s.env.sequences.state(self._sequence(oid, "r"))
+        except SqlError:
+            return None, None
 
     def discard(self) -> None:
         """Forget currval/lastval (``DISCARD SEQUENCES``, ``DISCARD ALL``)."""

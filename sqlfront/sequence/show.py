@@ -79,7 +79,7 @@ def show_query(s: Session, stmt) -> str:
             " FROM mz_catalog.mz_cluster_replicas r JOIN mz_catalog.mz_clusters c ON r.cluster_id = c.id"
         )
         if stmt.cluster is not None:
-            s.env.snapshot.resolve_cluster(stmt.cluster)
+            s.catalog.resolve_cluster(stmt.cluster)
             base += " WHERE c.name = " + quote_literal(stmt.cluster)
         col = "replica"
     return _show_filtered("*", base, col, stmt, "1" if isinstance(stmt, mz.ShowClusters) else "1, 2")
@@ -88,7 +88,7 @@ def show_query(s: Session, stmt) -> str:
 def _show_indexes_query(s: Session, stmt: mz.ShowIndexes) -> str:
     """SHOW INDEXES [ON obj] [IN CLUSTER c]: name, on, cluster, key (the key
     expressions as a text array), as in Materialize's SQL reference."""
-    snap = s.env.snapshot
+    snap = s.catalog
     base = ("SELECT i.name, o.name AS on, c.name AS cluster, k.key"
             " FROM mz_catalog.mz_indexes i JOIN mz_catalog.mz_objects o ON o.id = i.on_id"
             " JOIN mz_catalog.mz_clusters c ON c.id = i.cluster_id"
@@ -117,7 +117,7 @@ def _show_materialized_views_query(s: Session, stmt: mz.ShowMaterializedViews) -
 
     Raises:
         SqlError 3F000 for an unknown schema; 42704 for an unknown cluster."""
-    snap = s.env.snapshot
+    snap = s.catalog
     schema = stmt.schema or snap.search_path()[0]
     if not snap.schema_exists(snap.schema_name(schema)):
         raise SqlError(INVALID_SCHEMA_NAME, f"unknown schema '{schema}'")
@@ -141,7 +141,7 @@ def _show_create_query(s: Session, stmt: mz.ShowCreate) -> str:
         42809 for an object of another kind."""
     from catalog.snapshot import MaterializedView, Table, View
 
-    snap = s.env.snapshot
+    snap = s.catalog
     if stmt.kind == "cluster":
         c = snap.resolve_cluster(stmt.name)
         return _name_and_sql(quote_ident(c.name), _create_cluster_sql(snap, c))
@@ -251,7 +251,7 @@ def _show_objects_query(s: Session, stmt: mz.ShowObjects) -> str:
                 " JOIN mz_catalog.mz_roles r ON r.id = rm.role_id JOIN mz_catalog.mz_roles m ON m.id = rm.member"
                 " LEFT JOIN mz_catalog.mz_roles g ON g.id = rm.grantor")
         if stmt.target is not None:
-            if s.env.snapshot.role_by_name(stmt.target) is None:
+            if s.catalog.role_by_name(stmt.target) is None:
                 raise SqlError(UNDEFINED_OBJECT, f"unknown role '{stmt.target}'")
             base += f" WHERE m.name = {quote_literal(stmt.target)}"
         return _show_filtered("*", base, "role", stmt, "1, 2")
@@ -263,7 +263,7 @@ def _show_objects_query(s: Session, stmt: mz.ShowObjects) -> str:
         base = f"SELECT name, '' AS comment FROM mz_catalog.{table} WHERE schema = {quote_literal(schema)}"
         col = "name"
     elif k == "columns":
-        rel = s.env.snapshot.resolve_relation(None, stmt.target)
+        rel = s.catalog.resolve_relation(None, stmt.target)
         base = ("SELECT name, nullable, type, '' AS comment, position FROM mz_catalog.mz_columns"
                 f" WHERE id = {quote_literal(rel.id)}")
         return _show_filtered("name, nullable, type, comment", base, "name", stmt, "position")
@@ -317,7 +317,7 @@ def _show_privileges_query(s: Session, stmt: mz.ShowObjects) -> str:
         SqlError 42704 for an unknown role; 42601 for an unknown object type."""
     from catalog.snapshot import MaterializedView, View
 
-    snap = s.env.snapshot
+    snap = s.catalog
     if stmt.on is not None and stmt.on not in _PRIVILEGE_OBJECT_TYPES:
         raise SqlError(SYNTAX_ERROR, f"unknown object type in SHOW PRIVILEGES ON: {stmt.on.upper()}",
                        hint="One of " + ", ".join(w.upper() for w in _PRIVILEGE_OBJECT_TYPES) + ".")
@@ -387,7 +387,7 @@ def _show_schema(s: Session, target: str | None) -> str:
 
     Raises:
         SqlError 3F000 for an unknown schema."""
-    snap = s.env.snapshot
+    snap = s.catalog
     schema = snap.schema_name(target) if target else snap.creation_schema(None)
     if not snap.schema_exists(schema):
         raise SqlError(INVALID_SCHEMA_NAME, f"unknown schema '{target}'")

@@ -37,9 +37,9 @@ def create_connection(s: Session, stmt: sp.CreateConnection, sql: str, params) -
     from catalog import rbac
     from catalog.snapshot import Connection
 
-    snap = s.env.snapshot
+    snap = s.catalog
     options = secrets.connection_options(snap, stmt)
-    role = rbac.current_role()
+    role = rbac.current_role(snap)
     if role is not None and not rbac.is_superuser(snap, role):
         # before validating: a role that may not create it must not make us connect anywhere
         rbac.require(snap, rbac.schema_ref(snap, snap.creation_schema(stmt.schema)), "C", role)
@@ -51,7 +51,7 @@ def create_connection(s: Session, stmt: sp.CreateConnection, sql: str, params) -
 
 def validate_connection(s: Session, stmt: sp.ValidateConnection, sql: str, params) -> Result:
     """VALIDATE CONNECTION name: no rows when it connects; 08001 with the reason when not."""
-    snap = s.env.snapshot
+    snap = s.catalog
     secrets.validate(snap, secrets.resolve_connection(snap, stmt.schema, stmt.name))
     return Result("VALIDATE CONNECTION")
 
@@ -79,16 +79,16 @@ def create_source(s: Session, stmt: sp.CreateSource, sql: str, params) -> Result
     if stmt.kind == "postgres":
         from sqlfront import pg_source
 
-        snap = s.env.snapshot
+        snap = s.catalog
         if stmt.if_not_exists and snap.name_taken(snap.creation_schema(stmt.schema), stmt.name):
             return Result("CREATE SOURCE")
         plan = pg_source.plan(snap, stmt)
     elif stmt.kind == "webhook":
         from sqlfront import webhook
 
-        plan = webhook.plan(s.env.snapshot, stmt)
+        plan = webhook.plan(s.catalog, stmt)
     run(s, sources.create_source(stmt, s.vars.get("cluster"), plan))
-    made = s.env.snapshot.relation_by_name(s.env.snapshot.creation_schema(stmt.schema), stmt.name)
+    made = s.catalog.relation_by_name(s.catalog.creation_schema(stmt.schema), stmt.name)
     if made is not None:
         s.env.sources.wait_for_snapshot(made.id)
     return Result("CREATE SOURCE")

@@ -373,11 +373,16 @@ class Subscription:
         if ts <= self.frontier:
             return False
         self._uppers = {shard: st.upper for shard, st in states.items()}
-        # Hold the states whose parts the step reads: compaction may replace those parts
-        # meanwhile (a source writes every tick), and GC keeps the parts of held states only.
+        # The step reads states held before they were read (``held_state``): compaction may
+        # replace parts meanwhile (a source writes every tick), and GC keeps the parts of
+        # held states only. Such a state may be newer than ``states``; the step reads its
+        # updates up to ``ts`` only.
         persist = self.s.env.persist
-        holds = [persist.leases.acquire(shard, st, self.frontier) for shard, st in states.items()]
+        holds = []
         try:
+            for shard in list(states):
+                states[shard], h = persist.held_state(shard, self.frontier)
+                holds.append(h)
             for t, diffs in self._dataflow.step(self.frontier, ts, states):
                 self._emit(t, diffs)
                 if self.done:
@@ -490,7 +495,7 @@ class _QueryDataflow:
 
     def _run(self, fn):
         s = self.s
-        cluster = s.env.snapshot.resolve_cluster(s.vars.get("cluster"))
+        cluster = s.catalog.resolve_cluster(s.vars.get("cluster"))
         cc = s.env.compute.cluster_coordinator(cluster.id)
         if cc is None:
             raise s.env.compute.not_owned_error(cluster)
@@ -516,7 +521,7 @@ class _QueryDataflow:
 
     def hydrate(self, as_of: int) -> collections.Counter:
         """Build the dataflow at ``as_of``; the query's rows there."""
-        from spark_exec.cluster_coordinator import to_arrow
+        from spark_exec.arrow_results import to_arrow
         from spark_exec.dataflow import change_result
 
         holds: list = []
@@ -532,7 +537,7 @@ class _QueryDataflow:
         """The query's changes at each time in ``(frontier, ts]`` an input (``states``: their
         shard states) has updates at, in time order."""
         from persist.read import change_parts, shards_change_times
-        from spark_exec.cluster_coordinator import to_arrow
+        from spark_exec.arrow_results import to_arrow
         from spark_exec.dataflow import change_result
 
         url = self.s.env.persist.blob.url

@@ -2,9 +2,9 @@
 ROLLBACK TO.
 
 Materialize's rules: a transaction that has read may not write (25000), writes are
-buffered on the session and appended at COMMIT, all at one timestamp (the group commit),
-ROLLBACK discards them, and a failed statement leaves the transaction aborted (25P02)
-until it ends. Every read of a transaction is at one timestamp. Decided (issue 16): a
+buffered in the session's :class:`Transaction` and appended at COMMIT, all at one
+timestamp (the group commit), ROLLBACK discards them, and a failed statement leaves the
+transaction aborted (25P02) until it ends. Every read of a transaction is at one timestamp. Decided (issue 16): a
 block that wrote before it read may read, and sees its own buffered writes once each, as
 in PostgreSQL (Materialize refuses the read with 25000); see
 ``sqlfront.sequence.peek.plan_read``.
@@ -18,7 +18,7 @@ for explicit blocks); from there on each statement commits by itself.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 from pglast import ast
 from pglast.enums import TransactionStmtKind
@@ -41,6 +41,90 @@ if TYPE_CHECKING:
 K = TransactionStmtKind
 
 
+class Transaction:
+    """A session's transaction state (``Session.transaction``): whether one is open and
+    how (implicit, READ ONLY, aborted), its buffered writes, what it read, its savepoints,
+    its uncommitted DDL and its read timestamp. This module owns its rules; the other
+    sequencing modules read its fields and change them through its methods. Not
+    thread-safe: its session's connection drives it."""
+
+    def __init__(self):
+        #: a transaction is open (a block, or the implicit one of a multi-statement Query)
+        self.active = False
+        #: a statement of it failed: it is aborted until it ends (25P02)
+        self.failed = False
+        #: it is the implicit one of a multi-statement simple Query (PostgreSQL 55.2.2.1)
+        self.implicit = False
+        #: it read a user table, so it may not write (Materialize's rule)
+        self.read = False
+        #: the block wrote before it read: its reads see its buffered writes
+        #: (``sqlfront.sequence.peek.pending_parts``) and it may go on writing
+        self.wrote = False
+        #: BEGIN READ ONLY / SET TRANSACTION READ ONLY
+        self.read_only = False
+        #: writes buffered until COMMIT (``sequence.writes.Pending``), oldest first. A
+        #: caller may replace an entry in place (``sequence.peek.pending_parts``); it adds
+        #: and drops them with :meth:`buffer_writes` and :meth:`take_pending_writes`
+        self.pending_writes: list[Pending] = []
+        #: shard id -> what the block read after it wrote (``sequence.read_check.note_read``
+        #: adds to it; COMMIT checks the uppers did not move)
+        self.read_uppers: dict = {}
+        #: savepoints, oldest first: (name, how many buffered writes it keeps on ROLLBACK
+        #: TO, the block's catalog mark then: ``sequence.block_ddl.mark``)
+        self.savepoints: list[tuple[str, int, object]] = []
+        #: the block's uncommitted DDL (``sequence.block_ddl.BlockCatalog``), or None
+        self.block_catalog = None
+        #: the read timestamp, fixed at its first read and held in ``env.storage`` while
+        #: it lasts (``Session.read_ts``, ``Session.release_read_ts``), or None
+        self.ts: int | None = None
+
+    @property
+    def in_block(self) -> bool:
+        """Whether it is an explicit transaction block (BEGIN ... COMMIT)."""
+        return self.active and not self.implicit
+
+    def begin_implicit(self) -> None:
+        """Open the implicit transaction of a multi-statement simple Query."""
+        self.active = self.implicit = True
+
+    def buffer_writes(self, pending: Iterable[Pending]) -> None:
+        """Buffer ``pending`` until COMMIT: the transaction has written."""
+        self.pending_writes.extend(pending)
+        self.wrote = True
+
+    def take_pending_writes(self, keep: int = 0) -> list[Pending]:
+        """Drop the buffered writes after the first ``keep`` and return them (COMMIT and
+        ROLLBACK take all, ROLLBACK TO a savepoint those made since it)."""
+        out = self.pending_writes[keep:]
+        del self.pending_writes[keep:]
+        return out
+
+    def add_savepoint(self, name: str, catalog_mark) -> None:
+        """SAVEPOINT ``name``: remembers the buffered writes so far and ``catalog_mark``
+        (``sequence.block_ddl.mark``)."""
+        self.savepoints.append((name, len(self.pending_writes), catalog_mark))
+
+    def unwind_savepoints(self, name: str, keep: bool) -> tuple[str, int, object] | None:
+        """Forget the savepoints made after the latest one named ``name``, and that one too
+        unless ``keep`` (RELEASE: not kept, ROLLBACK TO: kept); returns it as ``(name,
+        buffered writes it keeps, catalog mark)``, or None (nothing changed) when there is
+        no such savepoint."""
+        idx = next((i for i in range(len(self.savepoints) - 1, -1, -1) if self.savepoints[i][0] == name), None)
+        if idx is None:
+            return None
+        found = self.savepoints[idx]
+        del self.savepoints[idx + 1 if keep else idx :]
+        return found
+
+    def reset(self) -> None:
+        """Forget the transaction's flags, savepoints and reads to check (its buffered
+        writes, DDL and read timestamp are :func:`end_transaction`'s callers' business)."""
+        self.active = self.failed = False
+        self.read = self.wrote = self.read_only = self.implicit = False
+        self.savepoints = []
+        self.read_uppers = {}
+
+
 def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Result:
     """Sequence one transaction-control statement (PostgreSQL's BEGIN, COMMIT, ROLLBACK
     and SAVEPOINT reference pages).
@@ -49,26 +133,26 @@ def transaction(s: Session, stmt: ast.TransactionStmt, sql: str, params) -> Resu
         SqlError 0A000 for PREPARE TRANSACTION and the like; see ``savepoint``."""
     k = stmt.kind
     if k in (K.TRANS_STMT_BEGIN, K.TRANS_STMT_START):
-        if s.implicit:
-            s.make_explicit()  # BEGIN inside a multi-statement query: an explicit block
+        if s.transaction.implicit:
+            s.transaction.implicit = False  # BEGIN inside a multi-statement query: an explicit block
             return Result("BEGIN")
-        if s.in_transaction:
+        if s.transaction.active:
             # PostgreSQL warns and stays in the transaction (WARNING 25001).
             return Result("BEGIN")
-        s.in_transaction = True
+        s.transaction.active = True
         from sqlfront.sequence.vars import transaction_modes
 
-        s.set_txn_read_only(s.vars.get("default_transaction_read_only") == "on")
+        s.transaction.read_only = s.vars.get("default_transaction_read_only") == "on"
         # what current_setting('transaction_read_only') shows while the block lasts
-        s.vars.values["transaction_read_only"] = "on" if s.txn_read_only else "off"
+        s.vars.values["transaction_read_only"] = "on" if s.transaction.read_only else "off"
         s.vars.values["transaction_deferrable"] = s.vars.get("default_transaction_deferrable")
         transaction_modes(s, stmt.options or (), session=False)
         return Result("BEGIN")
     if k in (K.TRANS_STMT_SAVEPOINT, K.TRANS_STMT_RELEASE, K.TRANS_STMT_ROLLBACK_TO):
         return savepoint(s, k, stmt.savepoint_name)
     if k == K.TRANS_STMT_COMMIT:
-        tag = "ROLLBACK" if s.failed else "COMMIT"
-        if s.failed:
+        tag = "ROLLBACK" if s.transaction.failed else "COMMIT"
+        if s.transaction.failed:
             rollback(s)
         else:
             commit(s)
@@ -96,8 +180,8 @@ def commit(s: Session) -> None:
         TABLE or DROP moved a written table's rows since the block planned its writes
         (PostgreSQL's serialization failure; the block's writes are discarded: the client
         runs the block again)."""
-    writes = s.take_pending_writes()
-    checks = list(s.read_uppers.values())
+    writes = s.transaction.take_pending_writes()
+    checks = list(s.transaction.read_uppers.values())
     end_transaction(s)
     try:
         reads = _validated(s, checks)
@@ -165,7 +249,7 @@ def check_unmoved(s: Session, writes: list[Pending]) -> None:
 
 def rollback(s: Session) -> None:
     """End the transaction, discarding its buffered writes and its DDL."""
-    discard(s, s.take_pending_writes())
+    discard(s, s.transaction.take_pending_writes())
     block_ddl.rollback(s)
     end_transaction(s)
 
@@ -181,7 +265,9 @@ def discard(s: Session, writes: list) -> None:
 def end_transaction(s: Session) -> None:
     """Leave the transaction block, closing its cursors (its buffered writes are the
     caller's business)."""
-    s.clear_transaction()
+    s.transaction.reset()
+    s.release_read_ts()
+    s.advisory.end_transaction()
     for mode in ("read_only", "deferrable"):  # outside a transaction: the defaults
         s.vars.values[f"transaction_{mode}"] = s.vars.get(f"default_transaction_{mode}")
     close_all(s)
@@ -191,21 +277,21 @@ def savepoint(s: Session, k, name: str) -> Result:
     """SAVEPOINT, RELEASE [SAVEPOINT], ROLLBACK TO [SAVEPOINT] (PostgreSQL's SAVEPOINT
     reference page): writes are buffered until COMMIT, so a savepoint is a position in
     the buffer. Raises 25P01 outside a transaction block, 3B001 for an unknown name."""
-    if not s.in_transaction:
+    if not s.transaction.active:
         raise SqlError(NO_ACTIVE_SQL_TRANSACTION, f"{'SAVEPOINT' if k == K.TRANS_STMT_SAVEPOINT else 'ROLLBACK TO SAVEPOINT' if k == K.TRANS_STMT_ROLLBACK_TO else 'RELEASE SAVEPOINT'} can only be used in transaction blocks")
     if k == K.TRANS_STMT_SAVEPOINT:
-        s.add_savepoint(name, block_ddl.mark(s))
+        s.transaction.add_savepoint(name, block_ddl.mark(s))
         return Result("SAVEPOINT")
-    found = s.unwind_savepoints(name, keep=k != K.TRANS_STMT_RELEASE)
+    found = s.transaction.unwind_savepoints(name, keep=k != K.TRANS_STMT_RELEASE)
     if found is None:
-        s.failed = True
+        s.transaction.failed = True
         raise SqlError(INVALID_SAVEPOINT_SPECIFICATION, f'savepoint "{name}" does not exist')
     if k == K.TRANS_STMT_RELEASE:
         return Result("RELEASE")
     _, kept_writes, catalog_mark = found
-    discard(s, s.take_pending_writes(kept_writes))
+    discard(s, s.transaction.take_pending_writes(kept_writes))
     block_ddl.rollback_to(s, catalog_mark)
-    s.failed = False
+    s.transaction.failed = False
     return Result("ROLLBACK")
 
 

@@ -60,7 +60,7 @@ def set_var(s: Session, stmt: ast.VariableSetStmt, sql: str, params) -> Result:
         _check_cluster_here(s, ", ".join(values))
     s.vars.set(name, ", ".join(values))
     if name == "transaction_read_only" and s.in_transaction:
-        s.set_txn_read_only(s.vars.get(name) == "on")
+        s.transaction.read_only = s.vars.get(name) == "on"
     return Result("SET")
 
 
@@ -91,7 +91,7 @@ def transaction_modes(s: Session, modes, session: bool) -> None:
             continue
         s.vars.values[o.defname] = on  # what current_setting shows while the block lasts
         if o.defname == "transaction_read_only":
-            s.set_txn_read_only(on == "on")
+            s.transaction.read_only = on == "on"
 
 
 def show_var(s: Session, stmt: ast.VariableShowStmt, sql: str, params) -> Result:
@@ -113,7 +113,7 @@ def _check_cluster_here(s: Session, name: str) -> None:
     with the owner and a hint to reconnect with that cluster: a peek could not run here.
     A cluster that does not exist, or that no process owns now, may be set (Materialize
     checks the cluster when a query needs it)."""
-    cluster = s.env.snapshot.cluster_by_name(name)
+    cluster = s.catalog.cluster_by_name(name)
     if cluster is None or s.env.compute.cluster_coordinator(cluster.id) is not None:
         return
     if s.env.compute.ownership.owner_of(cluster.id) is not None:

@@ -88,7 +88,7 @@ def wait_replaced(s: Session, shard_id: str, deadline: float) -> None:
         SqlError 40001 after ``deadline`` (time.monotonic); 57014 when canceled."""
     pause = 0.002
     while True:
-        if all(t.shard_id != shard_id for t in s.env.snapshot.storage_relations()):
+        if all(t.shard_id != shard_id for t in s.catalog.storage_relations()):
             return
         if not s.env.persist.state(shard_id).sealed:
             return
@@ -121,7 +121,7 @@ def insert(s: Session, stmt: ast.InsertStmt, sql: str, params, now: bool = False
     from planner import interpret
 
 
-    snap = s.env.snapshot
+    snap = s.catalog
     pi = planned_insert(s, snap, stmt, sql, params)
     if pi.rows is not None:
         rows = list(pi.rows)
@@ -160,7 +160,7 @@ def planned_insert(s: Session, snap, stmt: ast.InsertStmt, sql: str, params) -> 
     ``sql`` when it is an INSERT of parameters (a driver's prepared INSERT, executed again
     with new ones: only the parameters are assigned). A template holds while the catalog
     snapshot and the search_path it was planned with do."""
-    if params is None or s.block_catalog is not None:  # a block's own DDL: names resolve elsewhere too
+    if params is None or s.transaction.block_catalog is not None:  # a block's own DDL: names resolve elsewhere too
         return plan_insert(snap, stmt, params, s.statement.plan)
     key = (stmt, snap, s.vars.values.get("search_path"))
     cache = s.insert_templates
@@ -252,7 +252,7 @@ def write(s: Session, table: Table, data: pa.Table | Batch | list[Batch], keep_b
         data = s.env.persist.write_batch(table.shard_id, data)
     writes = [Pending(table, b) for b in data] if isinstance(data, list) else [Pending(table, data)]
     if s.in_transaction:
-        s.buffer_writes(writes)
+        s.transaction.buffer_writes(writes)
         return
     append_all(s, writes, keep_batches)
 
@@ -263,9 +263,9 @@ def check_writable(s: Session, verb: str) -> None:
     Raises:
         SqlError 25006 in a READ ONLY transaction (PostgreSQL's); 25000 in a block that
         has read user data (Materialize's: such a transaction is read-only)."""
-    if s.txn_read_only:
+    if s.transaction.read_only:
         raise SqlError(READ_ONLY_SQL_TRANSACTION, f"cannot execute {verb} in a read-only transaction")
-    if s.in_block and s.txn_read:
+    if s.transaction.in_block and s.transaction.read:
         raise SqlError(INVALID_TRANSACTION_STATE, "transaction in read-only mode")
 
 
@@ -307,17 +307,17 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
 
     is_delete = isinstance(stmt, ast.DeleteStmt)
     verb = "DELETE" if is_delete else "UPDATE"
-    in_block = s.in_block
+    in_block = s.transaction.in_block
     check_writable(s, verb)
-    if s.pending_writes and not in_block:  # an implicit transaction's earlier INSERTs come first
+    if s.transaction.pending_writes and not in_block:  # an implicit transaction's earlier INSERTs come first
         s.commit_implicit()
     persist = s.env.persist
     for _ in range(MAX_CONFLICTS):
-        snap = s.env.snapshot
+        snap = s.catalog
         plan_rewrite = plan_delete if is_delete else plan_update
         pr = plan_rewrite(snap, stmt, params, s.statement.plan)
         shard = pr.table.shard_id
-        if in_block and any(p.table.shard_id == shard for p in s.pending_writes):
+        if in_block and any(p.table.shard_id == shard for p in s.transaction.pending_writes):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"{verb} of a table this transaction has already written is "
                            "not supported (its buffered writes are not read back before COMMIT)")
         with s.env.storage.table_lock(shard):  # writers of one table take turns (Materialize's write lock)
@@ -350,7 +350,7 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
                 persist.delete_batch(batch)
                 return Result(f"{verb} 0")
             if in_block:
-                s.buffer_writes([Pending(pr.table, batch, upper)])
+                s.transaction.buffer_writes([Pending(pr.table, batch, upper)])
                 return returning_result(s, pr.returning, f"{verb} {pr.affected(batch.updates)}", returned)
             try:
                 s.env.storage.writer.commit([Write(shard, batch=batch, expected_upper=upper)])

@@ -1,0 +1,154 @@
+"""Materialize's list and map types (issue 26, item 3): their text forms, syntax and
+functions, as Materialize answers them (its list.slt and map.slt, which
+tests/test_mz_slt_expected.py runs when the files are at hand), on constants (the
+interpreter) and over table data (Spark), with PostgreSQL's SQLSTATEs for bad input."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from catalog.errors import SqlError
+from catalog.textio import format_text, parse_text
+from catalog.types import INT4, TEXT, list_of, map_of
+from planner.functions.lists import _slice_py
+from sqlfront.listsyntax import rewrite
+
+
+@pytest.mark.parametrize("text,t,shown", [
+    ('{"a"," b","c ", d,e }', list_of(TEXT), '{a," b","c ",d,e}'),
+    ("{NULL,nUlL,\"NULL\",null\\ }", list_of(TEXT), '{NULL,NULL,"NULL","null "}'),
+    ("{{1,2},{3}, NULL, {}}", list_of(list_of(INT4)), "{{1,2},{3},NULL,{}}"),
+    ("{ \\{a\\} }", list_of(TEXT), '{"{a}"}'),
+    ("{  c  =>3, a=>     2, a => 1 }", map_of(INT4), "{a=>1,c=>3}"),
+    ('{a\\=\\>=>2}', map_of(INT4), '{"a=>"=>2}'),
+    ("{hello=>{\\{\\}=>\\\"\\\"}}", map_of(map_of(TEXT)), '{hello=>{"{}"=>"\\"\\""}}'),
+])
+def test_text_forms_are_materializes(text, t, shown):
+    assert format_text(parse_text(text, t), t) == shown
+
+
+@pytest.mark.parametrize("text,t,message", [
+    ("1", list_of(INT4), "invalid input syntax for list: expected '{', found 1: \"1\""),
+    ('{a"b"}', list_of(TEXT), "malformed literal; must escape special character '\"'"),
+    ("{1}}", list_of(INT4), "contains '}' after terminal '}'"),
+    ("{{1}}", list_of(INT4), "unescaped '{' at beginning of element"),
+    ("{a,  }", list_of(TEXT), "malformed literal; missing element"),
+    ("a=>1", map_of(INT4), "invalid input syntax for type map: expected '{', found a"),
+    ('{"a"=>"x}', map_of(TEXT), "unterminated quoted string"),
+    ("{a=>{a}}", map_of(map_of(TEXT)), 'expected =>: "{a}": "{a=>{a}}"'),
+])
+def test_malformed_literals_are_22p02(text, t, message):
+    with pytest.raises(SqlError) as e:
+        parse_text(text, t)
+    assert e.value.sqlstate == "22P02" and message in e.value.message
+
+
+def test_slices_of_several_layers_reduce_empty_results_to_null():
+    v = [[1, None, 3], None, [4, None, 6]]
+    assert _slice_py(v, [(2, 3), (2, 2)]) == [None, [None]]
+    assert _slice_py(v, [(2, 3), (4, 4)]) is None
+    assert _slice_py([None, [None], [[None]]], [(1, 9), (1, 9), (1, 9)]) == [None, None, [[None]]]
+    assert _slice_py([1, 2, 3], [(-100, 2)]) == [1, 2] and _slice_py([1, 2, 3], [(2, 1)]) is None
+
+
+def test_syntax_is_rewritten_only_where_it_applies():
+    assert rewrite("SELECT a[1], ARRAY[1,2] FROM t") == "SELECT a[1], ARRAY[1,2] FROM t"
+    assert rewrite("SELECT 'list', map FROM t") == "SELECT 'list', map FROM t"
+    assert rewrite("SELECT NULL::numeric(38,5) list list") == "SELECT NULL::numeric(38,5) [424242] [424242]"
+    assert rewrite("SELECT '{}'::map[text=>int list]") == "SELECT '{}'::\"map[text=>int list]\""
+    assert "mz_list_layer" in rewrite("SELECT x[1:2, 2:3] FROM t")
+
+
+CONSTANTS = [
+    ("(LIST[[1, null], []] :: INT LIST LIST)::text", "{{1,NULL},{}}"),
+    ("(LIST['foo', 'f}o', '\"\\', null, 'null', 'NULL'])::text", '{foo,"f}o","\\"\\\\",NULL,null,"NULL"}'),
+    ("(LIST [[[1, 2], [3, 4, 5]], [[6]], [[7, 8], [9]]][:, 2:2, 2:2])::text", "{{{4}},NULL,NULL}"),
+    ("LIST[1,2,3][1.5]", 2),
+    ("(LIST[1] || NULL::INT)::text", "{1,NULL}"),
+    ("('{1.2}'::numeric(38,5) list || '2.3'::numeric(38,0))::text", "{1.20000,2.00000}"),
+    ("(list_prepend(NULL, LIST[[1]]))::text", "{NULL,{1}}"),
+    ("list_length_max(LIST [[[1, 2, 3], [4]], [[5]]], 3)", 3),
+    ("list_ndims((LIST[[1],NULL]::INT LIST LIST)[2])", 1),
+    ("list_n_layers(LIST[[1]])", 2),
+    ("pg_typeof(LIST[LIST['a']])::text", "text list list"),
+    ("('{a=>1, b=>2}'::map[text=>int] -> ARRAY['b', 'a', 'c'])::text", "{2,1,NULL}"),
+    ("'{hello=>{world=>false}}'::map[text=>map[text=>bool]] -> 'hello'::text ? 'world'::text", True),
+    ("'{a=>1, b=>2}'::map[text=>int] <@ '{a=>1, b=>2, c=>3}'::map[text=>int]", True),
+    ("map_length('{a=>1, b=>2}'::map[text=>int])", 2),
+    ("LIST[1, 2, NULL] @> LIST[2, 1, 2]", True),
+    ("LIST[1, NULL] @> LIST[NULL]::int list", False),
+    ("LIST[[1], [2, NULL]] @> LIST[[2, NULL]]", True),
+    ("'{1}' <@ LIST[1, 2]", True),
+]
+
+
+def test_constants_answer_as_materialize(conn):
+    for sql, want in CONSTANTS:
+        assert conn.execute(f"SELECT {sql}").fetchone()[0] == want, sql
+
+
+@pytest.mark.parametrize("sql,state", [
+    ("SELECT LIST[]", "42P18"),
+    ("SELECT LIST[1, LIST[2]]", "42804"),
+    ("SELECT LIST[1, null] :: INT LIST LIST", "42846"),
+    ("SELECT ('{a}'::int list)::text", "22P02"),
+    ("SELECT LIST [1, 2, 3][:, :]", "42804"),
+    ("SELECT list_length_max((LIST[1]::INT LIST), 2)", "2202E"),
+    ("SELECT list_append(NULL, NULL)", "42883"),
+    ("SELECT LIST[1] || LIST['a']", "42883"),
+    ("SELECT '{1=>true}'::map[int=>bool]", "42804"),
+    ("SELECT '{a=>1, b=>2}'::map[text=>int] -> 1", "42883"),
+    ("SELECT '{a=>1}'::map[text=>int] @> '{a=>t}'::map[text=>bool]", "42883"),
+])
+def test_bad_input_has_its_sqlstate_and_the_session_goes_on(conn, sql, state):
+    with pytest.raises(psycopg.Error) as e:
+        conn.execute(sql)
+    assert e.value.sqlstate == state
+    assert conn.execute("SELECT (LIST[1])::text").fetchone()[0] == "{1}"
+
+
+def test_table_data_on_spark_answers_as_constants(conn):
+    """Lists and maps stored in a table (Parquet lists and maps) and computed on Spark give
+    what the same expressions give over constants in the interpreter."""
+    conn.execute("CREATE TABLE lm (k int, l int list, m map[text=>int], ll text list list)")
+    rows = [("1", "LIST[1,2,3]", "'{a=>1,b=>2}'", "LIST[['x','y z'],['NULL']]"),
+            ("2", "'{4,NULL}'", "'{c=>NULL}'", "NULL"),
+            ("3", "NULL", "NULL", "LIST[[]]::text list list")]
+    conn.execute("INSERT INTO lm VALUES " + ", ".join(f"({', '.join(r)})" for r in rows))
+    exprs = ["l", "m", "ll", "l[2]", "l[1:2]::text", "list_length(l)", "(l || k)::text", "list_cat(l, l)::text",
+             "list_prepend(k, l)::text", "list_remove(l, 2)::text", "ll[1][2]", "ll[:, 2:2]::text",
+             "list_length_max(ll, 2)", "list_ndims(ll)", "m -> 'a'", "m ? 'c'", "m ?& ARRAY['a','b']",
+             "m ?| ARRAY['z','c']", "m @> '{a=>1}'", "map_length(m)", "l @> LIST[k]", "LIST[4] <@ l",
+             "(m -> ARRAY['a','q'])::text", "m::text"]
+    select = ", ".join(exprs)
+    spark = conn.execute(f"SELECT k, {select} FROM lm ORDER BY k").fetchall()
+    constants = [conn.execute(f"SELECT k, {select} FROM (SELECT {r[0]} AS k, {r[1]}::int list AS l, "
+                              f"{r[2]}::map[text=>int] AS m, {r[3]}::text list list AS ll) AS c").fetchone()
+                 for r in rows]
+    assert spark == constants
+    assert spark[0][1:4] == ("{1,2,3}", "{a=>1,b=>2}", '{{x,"y z"},{"NULL"}}')
+    assert spark[2][16:19] == (None, None, None) and spark[1][21:23] == (False, True)  # map operators are strict on Spark too
+    assert [r[0] for r in conn.execute("SELECT u FROM lm, unnest(l) AS u WHERE k = 1 ORDER BY u").fetchall()] == [1, 2, 3]
+    # list_agg keeps NULLs; map_agg leaves NULL keys out and keeps a key's last value
+    aggs = "list_agg(l[1] ORDER BY k)::text, map_agg(ll[1][1], k ORDER BY k)::text, map_agg('x', k ORDER BY k)::text"
+    assert conn.execute(f"SELECT {aggs} FROM lm").fetchone() == ("{1,4,NULL}", "{x=>1}", "{x=>3}")
+    conn.execute("DROP TABLE lm")
+
+
+def test_binary_results_of_lists_and_maps_are_0a000(conn):
+    for sql in ("SELECT LIST[1, 2]", "SELECT '{a=>1}'::map[text=>int]"):
+        with pytest.raises(psycopg.Error) as e:
+            conn.cursor(binary=True).execute(sql)
+        assert e.value.sqlstate == "0A000"
+    assert conn.execute("SELECT (LIST[1])::text").fetchone()[0] == "{1}"
+
+
+def test_list_and_map_columns_keep_their_element_types_in_the_durable_catalog():
+    from catalog.durable import _decode_columns, _encode_columns
+    from catalog.snapshot import Column
+    from catalog.types import SqlType
+
+    cols = (Column("a", list_of(map_of(list_of(SqlType("numeric", 10, 2)))), True), Column("b", INT4, False))
+    back = _decode_columns(_encode_columns(cols))
+    assert back == cols and back[0].type.sql() == "map[text=>numeric(10,2) list] list"
