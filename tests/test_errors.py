@@ -18,6 +18,26 @@ def expect(conn, sql, sqlstate, match=None):
     return ei.value
 
 
+def test_column_lists_of_new_relations_as_postgresql_checks_them(conn):
+    """CREATE VIEW, CREATE MATERIALIZED VIEW and CREATE TABLE AS take a column list over
+    their query's first columns (``sequence.objects.output_names``): PostgreSQL's
+    messages for more names than columns (42601) and a name twice (42701); nothing is
+    created."""
+    expect(conn, "CREATE VIEW ocl_v (a, b) AS SELECT 1", "42601",
+           "CREATE VIEW specifies more column names than columns")
+    expect(conn, "CREATE MATERIALIZED VIEW ocl_m (a, b) AS SELECT 1", "42601",
+           "CREATE MATERIALIZED VIEW specifies more column names than columns")
+    expect(conn, "CREATE TABLE ocl_t (a, b) AS SELECT 1", "42601", "too many column names were specified")
+    for sql in ("CREATE VIEW ocl_v (a) AS SELECT 1, 2 AS a", "CREATE MATERIALIZED VIEW ocl_m AS SELECT 1 AS a, 2 AS a",
+                "CREATE TABLE ocl_t (a, a) AS SELECT 1, 2"):
+        expect(conn, sql, "42701", 'column "a" specified more than once')
+    conn.execute("CREATE VIEW ocl_v (x) AS SELECT 1 AS a, 2 AS b")
+    try:
+        assert [d.name for d in conn.execute("SELECT * FROM ocl_v").description] == ["x", "b"]
+    finally:
+        conn.execute("DROP VIEW ocl_v")
+    assert conn.execute("SELECT count(*) FROM mz_objects WHERE name LIKE 'ocl_%'").fetchone() == (0,)
+
 def test_error_sqlstates(conn):
     e = expect(conn, "SELEC 1", "42601", 'syntax error at or near "SELEC"')
     assert e.diag.statement_position == "1"

@@ -22,7 +22,7 @@ from pglast.enums import AlterTableType, ObjectType
 from catalog import durable
 from catalog.errors import (
     SqlError, DUPLICATE_COLUMN, DUPLICATE_TABLE, FEATURE_NOT_SUPPORTED, NOT_NULL_VIOLATION, SERIALIZATION_FAILURE,
-    SYNTAX_ERROR, UNDEFINED_COLUMN, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
+    UNDEFINED_COLUMN, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
 )
 from catalog.snapshot import CatalogSnapshot, Column, Index, MaterializedView, Table, View
 from catalog.types import TEXT
@@ -32,7 +32,7 @@ from sqlfront.parse import quote_literal
 from sqlfront.rename_refs import rename_index_relation, rename_references
 from sqlfront.sequence import schemas
 from sqlfront.sequence.catalog_txn import run
-from sqlfront.sequence.objects import _id_order, _lookup, _reads, _replace_definition, find_item
+from sqlfront.sequence.objects import _id_order, _lookup, _reads, _replace_definition, find_item, output_names
 from sqlfront.sequence.result import Result
 from sqlfront.sequence.tables import create_table, drop_tables, update_table
 
@@ -406,15 +406,7 @@ def create_table_as(s: Session, stmt: ast.CreateTableAsStmt, sql: str, params) -
     temp = rv.relpersistence == "t"
     snap = s.catalog
     pq = QueryPlanner(snap, params, ctx=s.statement.plan).plan_raw(stmt.query)
-    names = list(pq.names)
-    if into.colNames:
-        given = [c.sval for c in into.colNames]
-        if len(given) > len(names):
-            raise SqlError(SYNTAX_ERROR, "too many column names were specified")
-        names = given + names[len(given):]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise SqlError(DUPLICATE_COLUMN, f'column "{dup}" specified more than once')
+    names = output_names(list(pq.names), [c.sval for c in into.colNames or ()], "too many column names were specified")
     cols = tuple(Column(n, TEXT if t.name == "unknown" else t) for n, (_, t) in zip(names, pq.plan.columns))
     schema = snap.creation_schema(rv.schemaname, temp)
     existed = snap.name_taken(schema, rv.relname)

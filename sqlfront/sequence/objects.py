@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from catalog import durable
-from catalog.errors import SqlError, DEPENDENT_OBJECTS_STILL_EXIST
+from catalog.errors import SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_COLUMN, SYNTAX_ERROR
 from catalog.snapshot import (
     USER_SCHEMA, CatalogSnapshot, MaterializedView, Schema, Table, View,
 )
@@ -23,6 +23,24 @@ def _creation_schema(snap: CatalogSnapshot, ids, schema: str | None, temp: bool 
     if s == snap.scope.temp_schema and snap.schema_by_name(s) is None:
         return s, [durable.CreateSchema(Schema(ids.allocate("item"), s, temp=True))]
     return s, []
+
+
+def output_names(names: list[str], given: list[str], too_many: str) -> list[str]:
+    """A new relation's column names: its query's output ``names`` with the column list
+    ``given`` over the first ones (CREATE VIEW v (a, b), CREATE MATERIALIZED VIEW,
+    CREATE TABLE t (a) AS).
+
+    Raises:
+        SqlError 42601 ``too_many`` with more names given than columns; 42701 for a
+        name twice (PostgreSQL's checkViewColumns / intorel_startup)."""
+    if given:
+        if len(given) > len(names):
+            raise SqlError(SYNTAX_ERROR, too_many)
+        names = list(given) + list(names[len(given):])
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise SqlError(DUPLICATE_COLUMN, f'column "{dup}" specified more than once')
+    return list(names)
 
 
 def _lookup(snap: CatalogSnapshot, schema: str | None, name: str, find) -> object | None:

@@ -14,7 +14,7 @@ from pglast import ast
 
 from catalog import durable
 from catalog.errors import (
-    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_COLUMN, DUPLICATE_TABLE, FEATURE_NOT_SUPPORTED,
+    SqlError, DEPENDENT_OBJECTS_STILL_EXIST, DUPLICATE_TABLE, FEATURE_NOT_SUPPORTED,
     OBJECT_NOT_IN_PREREQUISITE_STATE, SERIALIZATION_FAILURE, SYNTAX_ERROR, UNDEFINED_TABLE, WRONG_OBJECT_TYPE,
 )
 from catalog.snapshot import CatalogSnapshot, Column, MaterializedView, View
@@ -23,7 +23,7 @@ from sqlfront import mzparse as mz
 from sqlfront.parse import syntax_error
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.objects import (
-    _creation_schema, _drop_dependents, _drop_relation, _kind, _lookup, _unique,
+    _creation_schema, _drop_dependents, _drop_relation, _kind, _lookup, _unique, output_names,
 )
 from sqlfront.sequence.result import Result
 
@@ -139,15 +139,8 @@ def sequence_create_view(s: Session, stmt: ast.ViewStmt | mz.CreateViewIfNotExis
     stmt = stmt.view if if_not_exists else stmt
     rv = stmt.view
     pq = QueryPlanner(s.catalog, ctx=s.statement.plan).plan_raw(stmt.query)
-    names = list(pq.names)
-    if stmt.aliases:
-        aliases = [a.sval for a in stmt.aliases]
-        if len(aliases) > len(names):
-            raise SqlError(SYNTAX_ERROR, "CREATE VIEW specifies more column names than columns")
-        names = aliases + names[len(aliases):]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise SqlError(DUPLICATE_COLUMN, f'column "{dup}" specified more than once')
+    names = output_names(list(pq.names), [a.sval for a in stmt.aliases or ()],
+                         "CREATE VIEW specifies more column names than columns")
     cols = tuple(Column(n, t) for n, (_, t) in zip(names, pq.plan.columns))
     run(s, create_view(rv.schemaname, rv.relname, RawStream()(stmt.query), cols, bool(stmt.replace), if_not_exists,
                        rv.relpersistence == "t"))
@@ -250,14 +243,8 @@ def sequence_create_materialized_view(s: Session, stmt: mz.CreateMaterializedVie
     ctx = s.statement.plan.with_mz_now(MAINTAINED)
     planner = QueryPlanner(snap, ctx=ctx)
     pq = planner.plan_raw(query)
-    names = list(pq.names)
-    if stmt.columns:
-        if len(stmt.columns) > len(names):
-            raise SqlError(SYNTAX_ERROR, "CREATE MATERIALIZED VIEW specifies more column names than columns")
-        names = list(stmt.columns) + names[len(stmt.columns):]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise SqlError(DUPLICATE_COLUMN, f'column "{dup}" specified more than once')
+    names = output_names(list(pq.names), list(stmt.columns or ()),
+                         "CREATE MATERIALIZED VIEW specifies more column names than columns")
     optimized = QueryPlanner(snap, ctx=ctx).plan_select(query).plan
     reads = relations_read(optimized)
     for r in reads:
