@@ -223,17 +223,20 @@ class StepGen:
     def _row(self, table: str) -> str:
         return "(" + ", ".join(_literal(t, self.rnd.choice(_domain(t))) for _, t in TABLES[table]) + ")"
 
-    def insert(self, table: str) -> str:
-        """INSERT of 1 to 4 random rows, one of them sometimes twice."""
+    def _rows(self, table: str) -> list[str]:
+        """1 to 4 random rows, one of them sometimes twice."""
         rows = [self._row(table) for _ in range(self.rnd.randint(1, 4))]
         if self.rnd.random() < 0.4:
             rows.append(self.rnd.choice(rows))
-        return f"INSERT INTO {table} VALUES {', '.join(rows)}"
+        return rows
+
+    def insert(self, table: str) -> str:
+        """INSERT of 1 to 4 random rows, one of them sometimes twice."""
+        return f"INSERT INTO {table} VALUES {', '.join(self._rows(table))}"
 
     def _refill(self, table: str) -> str:
-        """One INSERT of 2 to 10 random rows (two :meth:`insert`'s, duplicates among them)."""
-        first, second = self.insert(table), self.insert(table)
-        return first + ", " + second.split(" VALUES ", 1)[1]
+        """One INSERT of two :meth:`insert`'s rows (2 to 10, duplicates among them)."""
+        return f"INSERT INTO {table} VALUES {', '.join(self._rows(table) + self._rows(table))}"
 
     def _pred(self, table: str) -> str:
         col, typ = self.rnd.choice(TABLES[table])

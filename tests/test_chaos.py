@@ -43,9 +43,10 @@ def runs(tmp_path_factory) -> dict[str, dict]:
     procs = {}
     for topology in ("one", "two"):
         d = tmp_path_factory.mktemp(f"chaos-{topology}")
-        procs[topology] = (d, subprocess.Popen(
-            [sys.executable, "-c", _RUN, topology, str(d), str(SECONDS), str(SEED)],
-            cwd=tests, stdout=subprocess.PIPE, stderr=open(d / "run.log", "w"), text=True))
+        with open(d / "run.log", "w") as log:  # the child keeps its own copy of the file
+            procs[topology] = (d, subprocess.Popen(
+                [sys.executable, "-c", _RUN, topology, str(d), str(SECONDS), str(SEED)],
+                cwd=tests, stdout=subprocess.PIPE, stderr=log, text=True))
     out = {}
     for topology, (d, proc) in procs.items():
         stdout, _ = proc.communicate(timeout=SECONDS + 900)
