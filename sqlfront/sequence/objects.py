@@ -56,8 +56,8 @@ def lookup_each(snap: CatalogSnapshot, names: list[tuple[str | None, str]], if_e
                 find, missing) -> list[tuple[str, object]]:
     """The objects a DROP names, in order: ``(name, object)`` for each ``(schema, name)``
     found by ``find(schema, name)`` (``_lookup``: along the search path when unqualified).
-    A name that finds nothing is skipped with IF EXISTS (``if_exists``; PostgreSQL's
-    NOTICE "does not exist, skipping" is not sent) and otherwise raises
+    A name that finds nothing is skipped with IF EXISTS (``if_exists``; the statement
+    sends PostgreSQL's NOTICE for it: ``ddl._notice_skipped``) and otherwise raises
     ``missing(schema, name)``, the statement's own SqlError."""
     found = []
     for schema, name in names:
