@@ -184,6 +184,9 @@ class Dataflow:
         #: the earliest time after the frontier at which a temporal filter has updates
         #: (None: none): the caller steps there even when no input changes
         self.next_event: int | None = None
+        #: rounds run since it was made (``step``s and ``advance``s of several times;
+        #: hydration not counted): Spark plans of its own each, what a burst of writes costs
+        self.rounds = 0
 
     # -- the two entry points ------------------------------------------------------------
 
@@ -225,6 +228,7 @@ class Dataflow:
         """One round to ``t``: the updates at ``t`` alone (``lo`` None), or at every time
         in ``(lo, t]`` with their times (``_t`` in every change)."""
         self.changes = changes
+        self.rounds += 1
         self._time, self._lo, self._hydrating = t, lo, False
         self._memo = {}
         self._local = set()

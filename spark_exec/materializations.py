@@ -138,6 +138,9 @@ class MaterializationMaintainer:
         self._steps: dict = {}
         #: rounds that ran the query on a replica (for tests and metrics)
         self.computations = 0
+        #: dataflow rounds (``Dataflow.rounds``) the views ran on this cluster's replicas,
+        #: hydrations not counted: the Prometheus counter ``materialization_dataflow_rounds``
+        self.dataflow_rounds = 0
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name=f"materialize-{self.cc.name}", daemon=True)
@@ -417,7 +420,7 @@ class MaterializationMaintainer:
                     flow = Dataflow(session, inc, self.persist.blob.url, self.builtin_rows)
                 with self._lock:
                     self._flows[key] = flow
-                started_round = time.monotonic()
+                started_round, rounds_before = time.monotonic(), flow.rounds
                 try:
                     with rpcs.counted() as calls:
                         got = round_on(h, flow, key, started_round)
@@ -430,6 +433,9 @@ class MaterializationMaintainer:
                         if self._flows.get(key) is flow:
                             del self._flows[key]
                     raise
+                finally:
+                    with self._lock:
+                        self.dataflow_rounds += flow.rounds - rounds_before
 
         def round_on(h, flow: Dataflow, key, started_round: float):
             """One round of ``flow``: its change written (a part's key), collected (an

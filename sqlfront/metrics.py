@@ -84,6 +84,24 @@ class Metrics:
 
         self.registry.register(_Replicas())
 
+    def track_materializations(self, rounds) -> None:
+        """Report ``materialization_dataflow_rounds_total{cluster}`` from ``rounds()`` (a
+        dict: cluster name -> dataflow rounds its materialized views ran on its replicas
+        since this process started it, hydrations not counted) at scrape time: a burst of
+        writes at many timestamps should cost a round, not one per timestamp."""
+        from prometheus_client.core import CounterMetricFamily
+
+        class _Rounds:
+            def collect(self_inner):
+                c = CounterMetricFamily("materialization_dataflow_rounds",
+                                        "Dataflow rounds of materialized views on the cluster's replicas "
+                                        "(hydrations not counted)", labels=["cluster"])
+                for cluster, n in sorted(rounds().items()):
+                    c.add_metric([cluster], n)
+                yield c
+
+        self.registry.register(_Rounds())
+
     def serve(self, host: str, port: int) -> None:
         """Serve ``/metrics`` on ``host:port`` (a daemon thread)."""
         start_http_server(port, addr=host, registry=self.registry)

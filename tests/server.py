@@ -128,6 +128,13 @@ class Server:
         port = (d / "port").read_text().strip()
         return connection_url(f"sc://127.0.0.1:{port}", (d / "token").read_text().strip())
 
+    def remote_options(self, replica_id: str) -> str:
+        """``REMOTE ('127.0.0.1:PORT'), TOKEN '...'``: the options of a REMOTE replica that
+        is the local replica ``replica_id``'s Spark Connect server again (no second JVM)."""
+        d = self.data_dir / "replicas" / replica_id
+        port = (d / "port").read_text().strip()
+        return f"REMOTE ('127.0.0.1:{port}'), TOKEN '{(d / 'token').read_text().strip()}'"
+
 
 class Balancer:
     """``sqlfront balancer`` as a subprocess on a free port, sending connections to

@@ -79,6 +79,7 @@ class ComputeController:
         self._mv_plans: dict[tuple[int, str], Materialization | None] = {}
         self._mv_plans_lock = threading.Lock()
         metrics.track_replicas(self._all_statuses)
+        metrics.track_materializations(self._materialization_rounds)
         #: replica statuses and sampled metrics (mz_cluster_replica_statuses, ..._metrics)
         self.replica_monitor = ReplicaMonitor(self.replica_handles, config.replica_metrics_interval_s)
 
@@ -192,6 +193,11 @@ class ComputeController:
             return []
         return [self.replica_status(r.id) for r in list(self._snapshot().replicas.values())
                 if r.cluster_id in self.clusters]
+
+    def _materialization_rounds(self) -> dict[str, int]:
+        """Cluster name -> dataflow rounds of its materialized views (its metric)."""
+        return {cc.name: cc.materializations.dataflow_rounds for cc in list(self.clusters.values())
+                if cc.materializations is not None}
 
     def _replica_status_changed(self, cluster_id: str, replica_id: str, status: str) -> None:
         self.ownership.poke()  # other processes read statuses from the lease: publish now
