@@ -111,6 +111,56 @@ class Spine:
         return Spine(self.columns, batches, self.merge)
 
 
+class Contents:
+    """A maintained query's output kept on its replica, with times: the arrangement of an
+    index on a view (Materialize: an index is its dataflow's output arrangement, and a
+    peek at ``as_of`` reads it there). A spine of updates ``c0 .. cN-1``, ``cN`` (their
+    time), ``_d``: the hydration's contents at their time, then each round's changes
+    with theirs. Its contents at any time in ``[since, frontier]`` are exact (``at``).
+    A merge of its batches compacts the times up to ``since`` into ``since``, and moves
+    ``since`` to the frontier of the merge before it (so a peek chosen a little before
+    a round still finds its time). Immutable batches, as ``Spine``'s: a peek reading it
+    while a round adds to it reads the batches it took."""
+
+    def __init__(self, columns: int, since: int):
+        self.columns = columns
+        #: the earliest time the contents are exact for
+        self.since = since
+        #: the time ``since`` moves to at the next merge
+        self._next_since = since
+        #: the latest time added (the dataflow's frontier, once its round is done)
+        self.frontier = since
+        k = columns
+        self.spine = Spine(k + 1, merge=lambda df: consolidate(
+            df.select(*_names(k), F.greatest(F.col(f"c{k}"), F.lit(self.since)).alias(f"c{k}"), D), k + 1))
+
+    def add(self, d: DataFrame | None, frontier: int, t: int | None = None) -> None:
+        """Take a change (``c0 .. cN-1``, ``_t``, ``_d``; or without ``_t``, all at ``t``),
+        checkpointed here, and note the contents complete for ``frontier``."""
+        if d is not None:
+            k = self.columns
+            at = F.col(T) if t is None else F.lit(t).cast("long")
+            batch = checkpoint(d.select(*_names(k), at.alias(f"c{k}"), D))
+            if len(self.spine.batches) + 1 > Spine.MAX_BATCHES + 1:  # this batch merges them
+                self.since, self._next_since = self._next_since, self.frontier
+            self.spine = self.spine.with_batch(batch)
+        self.frontier = frontier
+
+    def serves(self, as_of: int) -> bool:
+        """Whether the contents at ``as_of`` can be read here."""
+        return self.since <= as_of <= self.frontier
+
+    def at(self, as_of: int) -> DataFrame:
+        """The rows at ``as_of`` (``serves`` it): ``c0 .. cN-1``, each row its count
+        times."""
+        k = self.columns
+        df = self.spine.frame()
+        assert df is not None, "read before hydration"  # (hydration adds a batch, empty or not)
+        if as_of < self.frontier:  # updates after as_of left out (the time as data: ``time_relation``)
+            df = df.crossJoin(time_relation(df.sparkSession, as_of)).filter(F.col(f"c{k}") <= F.col("_tv"))
+        return _expand(df.select(*_names(k), D), k)
+
+
 def checkpoint(df: DataFrame) -> DataFrame:
     """``df`` computed now and kept in its replica's memory, its lineage cut
     (``localCheckpoint``), bound to ``df``'s own session. pyspark's client binds a
@@ -184,6 +234,9 @@ class Dataflow:
         #: the earliest time after the frontier at which a temporal filter has updates
         #: (None: none): the caller steps there even when no input changes
         self.next_event: int | None = None
+        #: the output kept in the replica's memory, for an index (None: the output goes
+        #: elsewhere, a materialized view's shard or a SUBSCRIBE)
+        self.contents: Contents | None = None
 
     # -- the two entry points ------------------------------------------------------------
 
