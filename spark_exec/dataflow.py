@@ -35,6 +35,7 @@ are in persist's state already, and go to Spark as local relations).
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import replace
 from functools import reduce
 from typing import Callable
@@ -130,6 +131,12 @@ class Contents:
         self._next_since = since
         #: the latest time added (the dataflow's frontier, once its round is done)
         self.frontier = since
+        #: the time of the latest change taken (the contents are the same from it on)
+        self._changed = since
+        #: ``(time of the latest change, the rows from it on, consolidated and kept)``:
+        #: made by the first peek after a change, read by the next ones
+        self._current: tuple[int, DataFrame] | None = None
+        self._current_lock = threading.Lock()
         k = columns
         self.spine = Spine(k + 1, merge=lambda df: consolidate(
             df.select(*_names(k), F.greatest(F.col(f"c{k}"), F.lit(self.since)).alias(f"c{k}"), D), k + 1))
@@ -144,6 +151,7 @@ class Contents:
             if len(self.spine.batches) + 1 > Spine.MAX_BATCHES + 1:  # this batch merges them
                 self.since, self._next_since = self._next_since, self.frontier
             self.spine = self.spine.with_batch(batch)
+            self._changed = frontier
         self.frontier = frontier
 
     def serves(self, as_of: int) -> bool:
@@ -154,10 +162,16 @@ class Contents:
         """The rows at ``as_of`` (``serves`` it): ``c0 .. cN-1``, each row its count
         times."""
         k = self.columns
-        df = self.spine.frame()
+        changed, df = self._changed, self.spine.frame()
         assert df is not None, "read before hydration"  # (hydration adds a batch, empty or not)
-        if as_of < self.frontier:  # updates after as_of left out (the time as data: ``time_relation``)
-            df = df.crossJoin(time_relation(df.sparkSession, as_of)).filter(F.col(f"c{k}") <= F.col("_tv"))
+        if as_of >= changed:  # the current contents: consolidated once, by the first peek to want them
+            with self._current_lock:
+                if self._current is None or self._current[0] != changed:
+                    self._current = (changed, checkpoint(consolidate(df.select(*_names(k), D), k).filter(F.col(D) > 0)))
+                rows = self._current[1]
+            return _repeat(rows, k)
+        # updates after as_of left out (the time as data: ``time_relation``)
+        df = df.crossJoin(time_relation(df.sparkSession, as_of)).filter(F.col(f"c{k}") <= F.col("_tv"))
         return _expand(df.select(*_names(k), D), k)
 
 
@@ -186,9 +200,14 @@ def consolidate(df: DataFrame, columns: int) -> DataFrame:
 def _expand(df: DataFrame, columns: int) -> DataFrame:
     """The rows of a collection of updates (``c0 .. cN-1``, ``_d``): consolidated, each
     row repeated its count times."""
-    summed = consolidate(df, columns).filter(F.col(D) > 0)
-    return summed.select(*_names(columns), F.explode(F.array_repeat(F.lit(0), F.col(D).cast("int"))).alias("_n")
-                         ).select(*_names(columns))
+    return _repeat(consolidate(df, columns).filter(F.col(D) > 0), columns)
+
+
+def _repeat(counted: DataFrame, columns: int) -> DataFrame:
+    """Rows with their positive counts (``c0 .. cN-1``, ``_d``) as the rows, each its
+    count times."""
+    return counted.select(*_names(columns), F.explode(F.array_repeat(F.lit(0), F.col(D).cast("int"))).alias("_n")
+                          ).select(*_names(columns))
 
 
 def _signed(df: DataFrame, columns: int, diff: int) -> DataFrame:
