@@ -95,7 +95,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from server import Server, free_port
+from server import Server, free_port, index_peeks
 
 from bench.ivm import Subscribed, fmt_ms
 from spark_exec.orchestrator import group_cpu_seconds, spark_ui_url
@@ -187,8 +187,8 @@ def main() -> None:
                     print(f"{'view':<8}{'after a write: rerun/index ms':>31}{'ratio':>7}"
                           f"{'no write: rerun/index ms':>26}{'ratio':>7}{'index reads':>13}", flush=True)
                     for name in args.views.split(","):
-                        print(index_peeks(srv, c, name.strip(), args.index_peeks,
-                                          f"http://127.0.0.1:{metrics}/metrics"), flush=True)
+                        print(run_index_peeks(srv, c, name.strip(), args.index_peeks,
+                                              f"http://127.0.0.1:{metrics}/metrics"), flush=True)
                     return
                 print(f"{'view':<8}" + "".join(f"{k + ' med/p99 ms':>19}" for k in KINDS)
                       + f"{'rounds':>8}{'RPCs':>6}{'RPC s':>7}{'round s':>8}{'env cpu':>8}{'rep cpu':>8}{'janino':>7}{'rep cpu i/u/d':>16}"
@@ -204,13 +204,7 @@ def main() -> None:
                     shutil.copy(rlog, f"{args.keep_log}.{rlog.parent.name}")
 
 
-def _arrangement_reads(metrics_url: str) -> float:
-    text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
-    m = re.search(r'index_peeks_total\{how="arrangement"\} (\S+)', text)
-    return float(m[1]) if m else 0.0
-
-
-def index_peeks(srv: Server, c, name: str, n: int, metrics_url: str) -> str:
+def run_index_peeks(srv: Server, c, name: str, n: int, metrics_url: str) -> str:
     """Median latencies (ms) of ``n`` peeks of indexed view ``name`` and of ``n`` runs of
     its query, interleaved, after a 1-row write each and with none (``--index-peeks``)."""
     c.execute(f"CREATE VIEW {name} AS {VIEWS[name]}")
@@ -233,7 +227,7 @@ def index_peeks(srv: Server, c, name: str, n: int, metrics_url: str) -> str:
 
         for i in range(2):  # warm both paths (plans compiled, the index's rounds steady)
             timed(peek, i), timed(rerun, None)
-        reads0 = _arrangement_reads(metrics_url)
+        reads0 = index_peeks(metrics_url).get("arrangement", 0)
         got: dict[tuple[str, bool], list[float]] = {(k, w): [] for k in ("index", "rerun") for w in (True, False)}
         # no write: the two interleaved (the index has caught up after the first)
         for i in range(n):
@@ -243,7 +237,7 @@ def index_peeks(srv: Server, c, name: str, n: int, metrics_url: str) -> str:
         for i in range(n):
             got[("index", True)].append(timed(peek, 100 + 2 * i))
             got[("rerun", True)].append(timed(rerun, 101 + 2 * i))
-        reads = _arrangement_reads(metrics_url) - reads0
+        reads = index_peeks(metrics_url).get("arrangement", 0) - reads0
         med = {k: statistics.median(v) * 1000 for k, v in got.items()}
         return (f"{name:<8}{med[('rerun', True)]:>20.0f}/{med[('index', True)]:<10.0f}"
                 f"{med[('rerun', True)] / med[('index', True)]:>7.2f}"
