@@ -30,6 +30,21 @@ then waits for the index's round); prints the medians (ms) and their ratio (reru
 index: above 1, the index is faster), and how many of the view's peeks the server
 counted as arrangement reads (``index_peeks_total``).
 
+2026-11-26, branch h44f, shared 2-core machine at load 13-30 (other helpers' suites),
+``--index-peeks 5 --views v_sum,v_join,v_max`` (quickstart, size 1; 100-row tables)::
+
+    view      after a write: rerun/index ms  ratio  no write: rerun/index ms  ratio  index reads
+    v_sum                   2024/17011        0.12           1385/764          1.81      10/10
+    v_join                  3333/9575         0.35           2163/318          6.81      10/10
+    v_max                   2130/9110         0.23           1405/309          4.55      10/10
+
+With no write, a peek of the indexed view reads its kept contents: 1.8-6.8x faster than
+running the query (a join more than a scan of one table). Right after a write, the peek
+waits for the index's round for that write (the dataflow's narrow round, 2-14 s each at
+this load, as a materialized view's: ``--views`` without ``--index-peeks``), which on
+100-row tables costs more than running the query: the round's fixed cost (Spark planning
+and jobs) is what issue 25's incremental work still has to bring down.
+
 2026-11-26, branch h25, shared 2-core machine under other sessions' tests (load 7-17, so
 latencies vary 2x with the load of the moment), ``--writes 4-5 --warmup 2``::
 

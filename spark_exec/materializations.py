@@ -31,6 +31,13 @@ the replica restarts or a round fails on it; the inputs' since is held at the vi
 frontier so that is always possible and the inputs' updates after it keep their times.
 All state is the shard's: a restarted process resumes from the upper it finds. A cluster
 without a healthy replica advances nothing (reads wait, as in Materialize).
+
+An index on a view (``Materialization.index``) is maintained by the same loop and the
+same dataflows, but its output is no shard: each replica keeps the view's contents, with
+their times, in memory (``dataflow.Contents``) and brings its own dataflow to the
+inputs' newest complete time each round (``_step_index``); a peek of the view on the
+cluster reads them there (``index_state``, ``index_contents``). A replica restarted, or
+whose round failed, hydrates again.
 """
 
 from __future__ import annotations

@@ -2,9 +2,10 @@
 
 It decides with the cluster leases which clusters run here (``sqlfront.ownership``),
 keeps one ``ClusterCoordinator`` per such cluster with its replicas, wires each one's
-arrangements (the tables its indexes cover) and materializations (the materialized views
-it hosts, planned once per catalog version), and answers for replicas' statuses, here or
-as another process's lease publishes them.
+arrangements (the tables its indexes cover) and dataflows (the materialized views it
+hosts and its indexes on views with an incremental plan, planned once per catalog
+version), and answers for replicas' statuses, here or as another process's lease
+publishes them.
 """
 
 from __future__ import annotations
