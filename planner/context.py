@@ -31,11 +31,16 @@ class PlanContext:
     (``sqlfront.sequence.sequences.SessionSequences``), ``vars``
     (``sqlfront.vars.SessionVars``), ``catalog`` and the backend's
     attributes (``planner.functions.backend``). None outside a session (a maintained
-    query): those functions raise 0A000, or answer without it."""
+    query): those functions raise 0A000, or answer without it.
+    ``indexed_views``: ids of the views whose index the statement's peek reads instead
+    of the view's query (Materialize's optimizer reads an index's arrangement for a
+    ``Get`` of an indexed view): such a view plans as a ``Get`` of itself, which only
+    the peek's lowering knows how to read (``spark_exec.dataflow.Contents``)."""
 
     now: dt.datetime
     mz_now: Callable[[], int] | object | None = None
     session: Any = None
+    indexed_views: frozenset = frozenset()
 
     @classmethod
     def starting(cls, mz_now=None, session=None) -> PlanContext:
@@ -53,3 +58,7 @@ class PlanContext:
         """The same statement with ``mz_now()`` being ``mz_now`` (an AS OF read, a
         maintained query)."""
         return dataclasses.replace(self, mz_now=mz_now)
+
+    def with_indexed_views(self, views: frozenset) -> PlanContext:
+        """The same statement reading the indexes of ``views`` (ids) for them."""
+        return dataclasses.replace(self, indexed_views=frozenset(views))

@@ -27,6 +27,10 @@ class Metrics:
             "coordinator_command_duration_seconds", "Duration of Coordinator main loop commands",
             ["kind"], buckets=COMMAND_BUCKETS, registry=self.registry)
         self.peeks = Counter("peeks", "Peeks by cluster and outcome", ["cluster", "outcome"], registry=self.registry)
+        self.index_peeks = Counter(
+            "index_peeks", "Peeks of views with an index on the peek's cluster, by how they were answered: "
+            "'arrangement' (read from the index's dataflow output) or 'rerun' (the view's query run)",
+            ["how"], registry=self.registry)
         self.peek_duration = Histogram(
             "peek_duration_seconds", "End-to-end peek latency (planning to rows in hand)",
             ["cluster", "outcome"], buckets=PEEK_BUCKETS, registry=self.registry)

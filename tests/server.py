@@ -217,6 +217,17 @@ def psql(server, command: str) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
 
 
+def index_peeks(metrics_url: str) -> dict[str, float]:
+    """How the server's peeks of indexed views were answered so far (its
+    ``index_peeks_total`` metric): ``arrangement`` (read from an index's dataflow) and
+    ``rerun`` (the view's query run) -> count."""
+    import re
+    import urllib.request
+
+    text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+    return {m[1]: float(m[2]) for m in re.finditer(r'index_peeks_total\{how="(\w+)"\} (\S+)', text)}
+
+
 def wait_for(pred, timeout: float = 30, interval: float = 0.2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
