@@ -1004,6 +1004,8 @@ class ExprPlanner:
             # the record's types, which an aggregate's result may take (map_agg's values)
             pair_value = Call("agg_pair", tuple(two), SqlType("record", of=tuple(v.type for v in two)))
         want = entry.extra.get("params", ())
+        if callable(want):  # the further arguments' types follow the aggregated value's (string_agg)
+            want = want(arg_planner.plan(value).type if value is not None else TEXT)
         hypothetical = None
         if entry.extra.get("hypothetical"):
             # rank(x) WITHIN GROUP (ORDER BY v): x and v are of their common type (9.21, table 9.65)
