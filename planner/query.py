@@ -443,6 +443,9 @@ class QueryPlanner:
         if (name == "unnest" and args and all(a.type.is_array or a.type.is_list for a in args)) or (name in functions.SET_RETURNING
                                                                                   and not series):
             return self._unnest_rows(self._function_columns(name, args), item.ordinality)
+        row_entry = next((f for f in functions.BY_SQL_NAME.get(name, ()) if "row_in_from" in f.extra), None)
+        if row_entry is not None:
+            return self._session_row(row_entry, name, args)
         if not all(isinstance(a, Literal) for a in args):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
         if name == "generate_series" and len(args) in (2, 3) and all(a.type.is_integer or a.type.name == "unknown"
@@ -456,6 +459,25 @@ class QueryPlanner:
                 raise SqlError(INVALID_PARAMETER_VALUE, "step size cannot equal zero")
             return PlannedQuery(Series(vals[0], vals[1], step, ((name, t),)), (name,))
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
+
+    def _session_row(self, entry, name: str, args: list) -> PlannedQuery:
+        """A function returning a record in FROM (``pg_sequence_parameters(oid)``,
+        ``pg_input_error_info(text, text)``: its ``extra["row_in_from"]``, (columns as
+        (name, SqlType) pairs, ``(argument values, session) -> row``)): one row of those
+        columns, read at plan time, as ``SELECT * FROM seq`` reads the sequence; a NULL
+        argument of the strict function gives a row of NULLs (PostgreSQL's expansion of a
+        NULL record).
+
+        Raises:
+            SqlError 0A000 for an argument computed per row; 42883 when no signature fits;
+            the function's own errors."""
+        if not all(isinstance(a, Literal) for a in args):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM needs constant arguments")
+        _, casts, _ = functions.resolve([entry], name, [a.type for a in args])
+        values = [coerce(a, t).value for a, t in zip(args, casts)]
+        columns, row = entry.extra["row_in_from"]
+        out = (None,) * len(columns) if entry.strict and None in values else tuple(row(values, self.ctx.session))
+        return PlannedQuery(Constant((out,), columns), tuple(n for n, _ in columns))
 
     @staticmethod
     def _function_columns(name: str, args: list) -> list:
