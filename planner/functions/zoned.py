@@ -13,7 +13,7 @@ import datetime as dt
 
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE
 from catalog.types import FarTimestamp, Interval, SqlType
-from planner.functions.registry import Function, constant_arg, register, sig
+from planner.functions.registry import Function, by_python, constant_arg, register, sig
 from planner.functions.datetime import _date_trunc_py, _date_trunc_spark, _zone, add_interval, datetime_arith, time_arith_spark
 
 TIMESTAMP, TIMESTAMPTZ, INTERVAL = SqlType("timestamp"), SqlType("timestamptz"), SqlType("interval")
@@ -183,6 +183,29 @@ def _overlaps_spark(S, a, e):
     return F.when(s1.isNull() | s2.isNull(), null).when(s1 > s2, later).when(s1 < s2, earlier).otherwise(same)
 
 
+_DAY_MICROS = 86_400_000_000
+
+
+def _timezone_interval_timetz_py(a, e):
+    """``timetz AT TIME ZONE interval`` (PostgreSQL's timetz_izone): the same instant of the
+    day at the offset the interval gives (its seconds, truncated; east of UTC), wrapped
+    into the day.
+
+    Raises:
+        SqlError 22023 for an interval with months or days."""
+    from catalog.textio import format_text
+
+    iv, t = a
+    if iv.months or iv.days:
+        raise SqlError(INVALID_PARAMETER_VALUE,
+                       f'interval time zone "{format_text(iv, SqlType("interval"))}" must not include months or days')
+    east = abs(iv.micros) // 1_000_000 * (1 if iv.micros >= 0 else -1)
+    micros = ((t.hour * 3600 + t.minute * 60 + t.second) * 1_000_000 + t.microsecond
+              + (east - int(t.utcoffset().total_seconds())) * 1_000_000) % _DAY_MICROS
+    secs, us = divmod(micros, 1_000_000)
+    return dt.time(secs // 3600, secs // 60 % 60, secs % 60, us, tzinfo=dt.timezone(dt.timedelta(seconds=east)))
+
+
 def _overlaps_sigs():
     out = []
     for t in ("timestamp", "timestamptz", "time"):
@@ -216,6 +239,13 @@ register(
              _timezone_interval_py, _timezone_interval_spark, sql_names=("timezone",), doc="9.9.4",
              samples=("ts AT TIME ZONE interval '-08:00'", "ts::timestamptz AT TIME ZONE make_interval(hours => k)",
                       "timezone(interval '5 hours 30 minutes', ts)", "ts AT TIME ZONE make_interval(days => k)")),
+    # time with time zone is its text on Spark: the Python implementation runs there (by_python)
+    Function("timezone_interval_timetz", (sig("interval", "timetz", ret="timetz"),), _timezone_interval_timetz_py,
+             by_python, sql_names=("timezone",), doc="9.9.4",
+             samples=("(ts::time || '+02')::timetz AT TIME ZONE make_interval(hours => k)",
+                      "timezone(make_interval(mins => -45 * k, secs => 1.5), (ts::time || '-05:30')::timetz)",
+                      "(ts::time || '+02')::timetz AT TIME ZONE make_interval(days => k - 1)",
+                      "timetz '23:30:00+01' AT TIME ZONE interval '-10 hours'")),
     Function("timezone_local", (sig("timestamp", ret="timestamptz"), sig("timestamptz", ret="timestamp")),
              _at_local_py, lambda S, a, e: S.cast(a[0], e.args[0].type, e.type), sql_names=("timezone",),
              volatility="stable", doc="9.9.4", samples=("ts AT LOCAL", "ts::timestamptz AT LOCAL", "timezone(ts)")),
