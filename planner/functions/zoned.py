@@ -199,11 +199,47 @@ def _timezone_interval_timetz_py(a, e):
     if iv.months or iv.days:
         raise SqlError(INVALID_PARAMETER_VALUE,
                        f'interval time zone "{format_text(iv, SqlType("interval"))}" must not include months or days')
-    east = abs(iv.micros) // 1_000_000 * (1 if iv.micros >= 0 else -1)
+    return _timetz_at(t, abs(iv.micros) // 1_000_000 * (1 if iv.micros >= 0 else -1))
+
+
+def _timetz_at(t: dt.time, east: int) -> dt.time:
+    """Time with time zone ``t`` at the offset ``east`` seconds east of UTC: the same
+    instant of the day, wrapped into the day (timetz_izone, timetz_zone)."""
     micros = ((t.hour * 3600 + t.minute * 60 + t.second) * 1_000_000 + t.microsecond
               + (east - int(t.utcoffset().total_seconds())) * 1_000_000) % _DAY_MICROS
     secs, us = divmod(micros, 1_000_000)
     return dt.time(secs // 3600, secs // 60 % 60, secs % 60, us, tzinfo=dt.timezone(dt.timedelta(seconds=east)))
+
+
+def _timezone_timetz_args(args: list, ctx) -> list:
+    """``timetz AT TIME ZONE zone`` and ``timetz AT LOCAL`` (``timezone([zone,] timetz)``):
+    the zone (AT LOCAL: the session's TimeZone) and, last, the statement's start in Unix
+    seconds (type ``internal``): PostgreSQL's timetz_zone takes the zone's offset at the
+    transaction's start, fixed at plan time here like now()."""
+    from catalog.settings import DEFAULTS
+    from catalog.types import TEXT
+    from planner.functions.registry import INTERNAL
+    from planner.scalar import Literal
+
+    types = [a.type.name for a in args]
+    if types == ["timetz"]:
+        vars_ = getattr(getattr(ctx, "session", None), "vars", None)
+        zone = (getattr(vars_, "values", None) or {}).get("timezone", DEFAULTS["timezone"][0])
+        args = [Literal(zone, TEXT), *args]
+    elif not (len(types) == 2 and types[1] == "timetz" and types[0] in ("text", "unknown", "varchar")):
+        return args
+    return [*args, Literal(int(ctx.now.timestamp()), INTERNAL)]
+
+
+def _timezone_timetz_py(a, e):
+    """``timetz AT TIME ZONE name`` (PostgreSQL's timetz_zone): the time at the zone's
+    offset at the statement's start (its last argument, Unix seconds).
+
+    Raises:
+        SqlError 22023 for a name that names no time zone."""
+    name, t, now = a
+    offset = dt.datetime.fromtimestamp(now, dt.timezone.utc).astimezone(_zone(name)).utcoffset()
+    return _timetz_at(t, int(offset.total_seconds()))
 
 
 def _overlaps_sigs():
@@ -246,6 +282,13 @@ register(
                       "timezone(make_interval(mins => -45 * k, secs => 1.5), (ts::time || '-05:30')::timetz)",
                       "(ts::time || '+02')::timetz AT TIME ZONE make_interval(days => k - 1)",
                       "timetz '23:30:00+01' AT TIME ZONE interval '-10 hours'")),
+    Function("timezone_timetz", (sig("text", "timetz", "internal", ret="timetz"),), _timezone_timetz_py, by_python,
+             sql_names=("timezone",), volatility="stable", doc="9.9.4", extra={"plan_args_in": _timezone_timetz_args},
+             samples=("(ts::time || '+02')::timetz AT TIME ZONE 'Asia/Tokyo'",
+                      "timezone(CASE WHEN k < 3 THEN 'UTC' ELSE 'Asia/Kolkata' END, (ts::time || '-05:30')::timetz)",
+                      "(ts::time || '+02')::timetz AT LOCAL", "timezone((ts::time || '+01')::timetz)",
+                      "(ts::time || '+02')::timetz AT TIME ZONE 'Nowhere/Special'",
+                      "timetz '23:30:00+01' AT TIME ZONE 'Etc/GMT+3'")),
     Function("timezone_local", (sig("timestamp", ret="timestamptz"), sig("timestamptz", ret="timestamp")),
              _at_local_py, lambda S, a, e: S.cast(a[0], e.args[0].type, e.type), sql_names=("timezone",),
              volatility="stable", doc="9.9.4", samples=("ts AT LOCAL", "ts::timestamptz AT LOCAL", "timezone(ts)")),
