@@ -242,6 +242,17 @@ def _timezone_timetz_py(a, e):
     return _timetz_at(t, int(offset.total_seconds()))
 
 
+def _overlaps_timetz_py(a, e):
+    """(s1, e1) OVERLAPS (s2, e2) of time with time zone values (overlaps_timetz): as
+    ``_overlaps_py``, the values ordered as timetz_cmp orders them: by their time plus
+    their zone's offset west of UTC (not wrapped into the day), then by that offset."""
+    def key(t):
+        off = int(t.utcoffset().total_seconds())
+        micros = (t.hour * 3600 + t.minute * 60 + t.second - off) * 1_000_000 + t.microsecond
+        return micros, -off
+    return _overlaps_py([None if v is None else key(v) for v in a], e)
+
+
 def _overlaps_sigs():
     out = []
     for t in ("timestamp", "timestamptz", "time"):
@@ -289,6 +300,14 @@ register(
                       "(ts::time || '+02')::timetz AT LOCAL", "timezone((ts::time || '+01')::timetz)",
                       "(ts::time || '+02')::timetz AT TIME ZONE 'Nowhere/Special'",
                       "timetz '23:30:00+01' AT TIME ZONE 'Etc/GMT+3'")),
+    Function("overlaps_timetz", (sig("timetz", "timetz", "timetz", "timetz", ret="bool"),), _overlaps_timetz_py,
+             by_python, sql_names=("overlaps",), strict=False, doc="9.9",
+             samples=("((ts::time || '+02')::timetz, timetz '12:00+00') OVERLAPS (timetz '06:00+00', timetz '11:00+01')",
+                      "(timetz '10:00+01', (ts::time || '-03')::timetz) OVERLAPS ((ts::time || '+05')::timetz, "
+                      "timetz '09:00+00')",
+                      "(timetz '10:00+01', timetz '09:00+00') OVERLAPS (timetz '09:00+00', NULL::timetz)",
+                      "((ts::time || '+02')::timetz, NULL::timetz) OVERLAPS (timetz '00:00+00', (ts::time || 'Z')::timetz)",
+                      "(timetz '10:00+01', timetz '10:00+01') OVERLAPS (timetz '09:00+00', timetz '09:00+00')")),
     Function("timezone_local", (sig("timestamp", ret="timestamptz"), sig("timestamptz", ret="timestamp")),
              _at_local_py, lambda S, a, e: S.cast(a[0], e.args[0].type, e.type), sql_names=("timezone",),
              volatility="stable", doc="9.9.4", samples=("ts AT LOCAL", "ts::timestamptz AT LOCAL", "timezone(ts)")),
