@@ -48,6 +48,13 @@ _WINDOW_AGGREGATES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or"
                       "var_samp", "var_pop")
 
 
+#: functions whose rows are a system view's (PostgreSQL's system views are SELECTs from
+#: them): function name -> the view in pg_catalog, whose columns are the function's OUT
+#: columns (PostgreSQL 53, "System Views")
+VIEW_FUNCTIONS = {"pg_show_all_settings": "pg_settings", "pg_cursor": "pg_cursors",
+                  "pg_prepared_statement": "pg_prepared_statements"}
+
+
 @dataclass(frozen=True)
 class PlannedQuery:
     """A planned SELECT: the plan and the names of its output columns. For a WITH query,
@@ -443,6 +450,8 @@ class QueryPlanner:
         if (name == "unnest" and args and all(a.type.is_array or a.type.is_list for a in args)) or (name in functions.SET_RETURNING
                                                                                   and not series):
             return self._unnest_rows(self._function_columns(name, args), item.ordinality)
+        if name in VIEW_FUNCTIONS:
+            return self._view_function(name, args, item.ordinality)
         row_entry = next((f for f in functions.BY_SQL_NAME.get(name, ()) if "row_in_from" in f.extra), None)
         if row_entry is not None:
             return self._session_row(row_entry, name, args)
@@ -459,6 +468,21 @@ class QueryPlanner:
                 raise SqlError(INVALID_PARAMETER_VALUE, "step size cannot equal zero")
             return PlannedQuery(Series(vals[0], vals[1], step, ((name, t),)), (name,))
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
+
+    def _view_function(self, name: str, args: list, ordinality: bool) -> PlannedQuery:
+        """A function behind a system view (``VIEW_FUNCTIONS``): the view's rows and columns,
+        as PostgreSQL defines the view (``pg_settings`` is ``SELECT * FROM
+        pg_show_all_settings()``).
+
+        Raises:
+            SqlError 42883 for arguments (the functions take none); 0A000 WITH ORDINALITY."""
+        if args:
+            raise functions.undefined_function(name, [a.type for a in args])
+        if ordinality:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} WITH ORDINALITY is not supported")
+        import pglast
+
+        return self._child().plan_raw(pglast.parse_sql(f"SELECT * FROM pg_catalog.{VIEW_FUNCTIONS[name]}")[0].stmt)
 
     def _session_row(self, entry, name: str, args: list) -> PlannedQuery:
         """A function returning a record in FROM (``pg_sequence_parameters(oid)``,
