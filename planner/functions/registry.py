@@ -91,7 +91,11 @@ class Function:
     #: acts on the session, so a select list calling it is evaluated in the session over
     #: the rows Spark computed: ``planner.session_split``), ``with_session`` (True: its
     #: implementation is ``py(args, call, session)``, given the evaluation's session,
-    #: ``planner.context.PlanContext.session``, None outside one), ``result_text``
+    #: ``planner.context.PlanContext.session``, None outside one), ``row_in_from``
+    #: ((columns as (name, SqlType) pairs, ``(argument values, session) -> row``): a
+    #: function of a record (of the session's state, or computed from its arguments) called
+    #: in FROM with constant arguments is that one row, read at plan time:
+    #: ``planner.query``), ``result_text``
     #: (``Call -> bool``: on table data, a result column of a query that is such a call is
     #: sent as the text its Python implementation gives per row (``call_text``), not as
     #: its Spark value: a numeric whose scale PostgreSQL derives from each value, which a
