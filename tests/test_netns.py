@@ -322,7 +322,8 @@ def test_cutting_as_link_moves_its_clusters_to_b_with_no_acknowledged_write_lost
     """``ip link set down`` on A's link: A can no longer renew its lease and steps down, B
     takes quickstart over when the lease expires (10 s) and starts its replica, and the
     balancer sends quickstart's sessions to B, where every write A acknowledged is read.
-    Prints how long the move took. Runs last: A stays cut off."""
+    Prints how long the lease's move and the first answer on B took. Runs last: A stays
+    cut off."""
     balancer, a, b, prefix, _ = cluster
     _, ns, links = hosts
     acked = []
@@ -343,9 +344,20 @@ def test_cutting_as_link_moves_its_clusters_to_b_with_no_acknowledged_write_lost
         except psycopg.Error:
             return False
 
+    def owned_by_b() -> bool:  # B's catalog: the lease moved, B's replica may still be starting
+        try:
+            with _connect(balancer, "cb") as c:
+                return c.execute("SELECT environmentd FROM mz_clusters WHERE name = 'quickstart'"
+                                 ).fetchone()[0] == f"{prefix}.3:{b.port}"
+        except psycopg.Error:
+            return False
+
     try:
+        assert wait_for(owned_by_b, 240, 0.5), "B never took quickstart's lease"
+        moved = time.monotonic() - cut
         assert wait_for(answered_by_b, 240, 1.0), "quickstart did not move to B with every acknowledged write"
-        print(f"\nquickstart answered by B {time.monotonic() - cut:.1f} s after A's link went down")
+        print(f"\nquickstart's lease on B {moved:.1f} s after A's link went down (lease 10 s), "
+              f"answered by B {time.monotonic() - cut:.1f} s after")
     finally:
         # cut off, A cannot deregister: SIGTERM would wait out its timeouts
         a.stop(signal.SIGKILL)
