@@ -84,6 +84,8 @@ PLANNED = frozenset({
     "obj_description",
     "col_description", "pg_get_viewdef", "pg_get_serial_sequence", "to_regtype", "to_regclass", "to_regnamespace",
     "pg_table_is_visible", "pg_type_is_visible", "unnest", "generate_subscripts", "mz_now",
+    # with a column definition list in FROM (planner.query.QueryPlanner._json_record)
+    "jsonb_to_record", "json_to_record", "jsonb_to_recordset", "json_to_recordset",
     # SQL's special forms (PostgreSQL 9.26: without parentheses), planned as such
     "current_user", "session_user", "current_role", "user", "current_catalog",
 }) | frozenset(VIEW_FUNCTIONS)  # the functions behind system views, planned as the views

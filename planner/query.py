@@ -28,10 +28,12 @@ from planner import typing as ty
 from planner import functions
 from planner.consteval import evaluate, fold
 from planner.context import PlanContext
+from planner.functions import json as json_fns
 from planner.functions.aggregate import resolve_aggregate
 from planner.guard import Outgrown
 from planner.expr import (
-    ExprPlanner, Grouping, ast_nodes, coerce, contains_aggregate, figure_colname, sort_direction, window_calls,
+    ExprPlanner, Grouping, ast_nodes, coerce, contains_aggregate, figure_colname, sort_direction, type_from_ast,
+    window_calls,
 )
 from planner.optimize import optimize
 from planner.plan import (
@@ -408,7 +410,7 @@ class QueryPlanner:
             return self._derived(sub, item.alias, None)
         if isinstance(item, ast.RangeFunction):
             pq = self._plan_function(item, self._lateral_child(left))
-            scalar = len(pq.names) - bool(item.ordinality) == 1
+            scalar = len(pq.names) - bool(item.ordinality) == 1 and not item.coldeflist
             if item.alias is not None and not item.alias.colnames and scalar:
                 pq = PlannedQuery(pq.plan, (item.alias.aliasname,) + pq.names[1:])  # f(...) AS x: the column is x too
             plan, scope = self._derived(pq, item.alias, item.functions[0][0].funcname[-1].sval.lower())
@@ -445,6 +447,8 @@ class QueryPlanner:
             raise SqlError(FEATURE_NOT_SUPPORTED, "only function calls are supported in FROM")
         name = fc.funcname[-1].sval.lower()
         args = [fold(planner.plan(a)) for a in fc.args or ()]
+        if name in json_fns.RECORD_FUNCTIONS or item.coldeflist:
+            return self._json_record(name, args, item)
         series = name == "generate_series" and all(isinstance(a, Literal) and (a.type.is_integer or a.type.name == "unknown")
                                                    for a in args) and not item.ordinality
         if (name == "unnest" and args and all(a.type.is_array or a.type.is_list for a in args)) or (name in functions.SET_RETURNING
@@ -502,6 +506,53 @@ class QueryPlanner:
         columns, row = entry.extra["row_in_from"]
         out = (None,) * len(columns) if entry.strict and None in values else tuple(row(values, self.ctx.session))
         return PlannedQuery(Constant((out,), columns), tuple(n for n, _ in columns))
+
+    def _json_record(self, name: str, args: list, item: ast.RangeFunction) -> PlannedQuery:
+        """``jsonb_to_record(j) AS x(a int, ...)`` and ``jsonb_to_recordset`` (PostgreSQL
+        9.16, table 9.49; json's the same, json being jsonb): one row of the object's
+        fields, or one per object of the array, each column of the column definition
+        list ``(x ->> 'a')::int`` (``x -> 'a'`` for a json or jsonb column), as
+        populate_record_field gives a scalar's text to the type's input function, after a
+        shape check with PostgreSQL's errors (``json_fns._RECORD_SHAPES``).
+
+        Raises:
+            SqlError 42601 without a column definition list, with one for another
+            function or with WITH ORDINALITY; 42701 for a column named twice; 0A000 for
+            array, composite and length-limited (varchar(n), char(n)) columns, whose
+            PostgreSQL conversions (populate_array, the input function's length check)
+            differ from a cast's; 42883 for other arguments."""
+        if name not in json_fns.RECORD_FUNCTIONS:
+            raise SqlError(SYNTAX_ERROR, 'a column definition list is only allowed for functions returning "record"')
+        if not item.coldeflist:
+            raise SqlError(SYNTAX_ERROR, 'a column definition list is required for functions returning "record"')
+        if item.ordinality:
+            raise SqlError(SYNTAX_ERROR, "WITH ORDINALITY cannot be used with a column definition list",
+                           hint="Put the column definition list inside ROWS FROM().")
+        if len(args) != 1 or (args[0].type.name not in ("jsonb", "unknown")):
+            raise functions.undefined_function(name, [a.type for a in args])
+        j = coerce(args[0], SqlType("jsonb"))
+        columns = []
+        for c in item.coldeflist:
+            t = type_from_ast(c.typeName)
+            if t.is_array or (t.name in ("varchar", "bpchar") and t.precision is not None) or t.name == "record":
+                raise SqlError(FEATURE_NOT_SUPPORTED, f"a {t.sql()} column of {name} is not supported")
+            if c.colname in [n for n, _ in columns]:
+                raise SqlError(DUPLICATE_COLUMN, f'column name "{c.colname}" specified more than once')
+            columns.append((c.colname, t))
+        what = "recordset" if json_fns.RECORD_FUNCTIONS[name] else "record"
+        checked = Call("jsonb_record_check", (j, Literal(what, TEXT), Literal(name, TEXT)), j.type)
+        if what == "recordset":
+            rows = self._unnest_rows(self._function_columns("jsonb_array_elements", [checked]), False).plan
+            x = Call("jsonb_record_check", (ColRef(0, rows.columns[0][1]), Literal("element", TEXT), Literal(name, TEXT)),
+                     j.type)
+        else:
+            rows = Project(Constant(((),), ()), (checked,), ("?record?",))
+            x = ColRef(0, j.type)
+        exprs = tuple(Call("jsonb_get", (x, Literal(n, TEXT)), j.type) if t.name == "jsonb"
+                      else coerce(Call("jsonb_get_text", (x, Literal(n, TEXT)), TEXT), t, explicit=True)
+                      for n, t in columns)
+        names = tuple(n for n, _ in columns)
+        return PlannedQuery(Project(rows, exprs, names), names)
 
     @staticmethod
     def _function_columns(name: str, args: list) -> list:

@@ -615,14 +615,22 @@ class Lowerer:
         self._snapshots: dict[str, ShardSnapshot] = {}
         #: the Project whose expressions are the result's columns (``_result_texts``)
         self._result_project: Project | None = None
-        #: result columns sent as their text, computed per row (``result_text`` entries)
-        self._text_columns: list[int] = []
+        #: id of a lowered plan node -> its columns that carry their text beside their
+        #: value (``t<i>`` beside ``c<i>``: ``result_text`` entries, a numeric of a scale
+        #: per value), up to the result, which sends the text (``lower_result``)
+        self._texts: dict[int, frozenset[int]] = {}
+        #: ids of the plan nodes whose columns are the result's (``lower_result``): only
+        #: they carry texts, which no other node passes on
+        self._result_path: set[int] = set()
 
     # -- relations --------------------------------------------------------------------
 
     def lower(self, plan) -> DataFrame:
         m = getattr(self, "_" + type(plan).__name__)
-        return m(plan)
+        df = m(plan)
+        if isinstance(plan, (Filter, OrderBy, Limit)) and id(plan.input) in self._texts:
+            self._texts[id(plan)] = self._texts[id(plan.input)]  # their rows keep every column
+        return df
 
     def _scan(self, rel: Table) -> ShardSnapshot:
         """``scan(rel)``, once per relation and lowering (a self-join reads one snapshot)."""
@@ -646,9 +654,15 @@ class Lowerer:
         while isinstance(node, (OrderBy, Limit)):  # they keep the columns of the Project below
             node = node.input
         self._result_project = node if isinstance(node, Project) else None
+        node = plan
+        while True:
+            self._result_path.add(id(node))
+            if not isinstance(node, (OrderBy, Limit, Filter)) and node is not self._result_project:
+                break
+            node = node.input
         df = self.lower(plan)
-        if self._text_columns:
-            texts = set(self._text_columns)
+        texts = self._texts.get(id(plan))
+        if texts:
             df = df.select(*[F.col(f"t{i}").alias(f"c{i}") if i in texts else col(i)
                              for i in range(len(plan.columns))])
         if self.spread and self._spread_order is None:
@@ -707,31 +721,51 @@ class Lowerer:
 
     def _Project(self, p: Project) -> DataFrame:
         df = self.lower(p.input)
+        below = self._texts.get(id(p.input), frozenset())
         if p is not self._result_project:
             return df.select(*[self.scalar(e).alias(f"c{i}") for i, e in enumerate(p.exprs)])
         # The result's own columns: a call whose entry gives its text per row
         # (``result_text``: a numeric of PostgreSQL's per-value scale) is sent as that text
-        # (t<i>, swapped in by ``lower_result``); its value stays for an ORDER BY above.
-        cols, texts = [], []
+        # (t<i>, swapped in by ``lower_result``), and so is a column of the input that
+        # carries its text; the value stays for an ORDER BY above.
+        cols, texts, carried = [], [], set()
         for i, e in enumerate(p.exprs):
-            text = self._value_text(e)
+            text = F.col(f"t{e.index}") if isinstance(e, ColRef) and e.index in below else self._value_text(e)
             if text is not None:
-                cols.append(text.try_cast(spark_type(e.type)).alias(f"c{i}"))
+                cols.append(self.scalar(e).alias(f"c{i}") if isinstance(e, ColRef)
+                            else text.try_cast(spark_type(e.type)).alias(f"c{i}"))
                 texts.append(text.alias(f"t{i}"))
-                self._text_columns.append(i)
+                carried.add(i)
             else:
                 cols.append(self.scalar(e).alias(f"c{i}"))
+        if carried:
+            self._texts[id(p)] = frozenset(carried)
         return df.select(*cols, *texts)
 
     def _Reduce(self, p: Reduce) -> DataFrame:
         df = self.lower(p.input)
         keys = [self.scalar(k).alias(f"c{i}") for i, k in enumerate(p.keys)]
-        aggs = [self.aggregate(a).alias(f"c{len(keys) + j}") for j, a in enumerate(p.aggregates)]
-        if not aggs:
+        if not p.aggregates:
             return df.select(*keys).distinct()
-        if not keys:
-            return df.agg(*aggs)
-        return df.groupBy(*keys).agg(*aggs)
+        # an aggregate whose entry gives its text per group (``result_text``) carries it
+        # (t<i>) beside its value, which is that text cast to the aggregate's type
+        texts = {len(keys) + j: a for j, a in enumerate(p.aggregates)
+                 if id(p) in self._result_path and self._aggregate_text(a)}
+        aggs = [self.aggregate(a, text=True).alias(f"t{len(keys) + j}") if len(keys) + j in texts
+                else self.aggregate(a).alias(f"c{len(keys) + j}") for j, a in enumerate(p.aggregates)]
+        df = df.agg(*aggs) if not keys else df.groupBy(*keys).agg(*aggs)
+        if not texts:
+            return df
+        self._texts[id(p)] = frozenset(texts)
+        value = {i: FUNCTIONS[a.func].extra["text_value"] for i, a in texts.items()}
+        return df.select(*[value[i](self, F.col(f"t{i}")).alias(f"c{i}") if i in texts else col(i)
+                           for i in range(len(p.columns))], *[F.col(f"t{i}") for i in sorted(texts)])
+
+    def _aggregate_text(self, a: AggCall) -> bool:
+        """Whether ``a``'s entry gives its text per group on Spark (``spark_text``, with
+        ``text_value``: its value from that text) and ``a`` is of its ``result_text``."""
+        entry = FUNCTIONS[a.func]
+        return "spark_text" in entry.extra and entry.extra["result_text"](a)
 
     def _Join(self, p: Join) -> DataFrame:
         left = self.lower(p.left)
@@ -1091,11 +1125,13 @@ class Lowerer:
                 .when(l["v"] < r["v"], -1).when(l["v"] > r["v"], 1).otherwise(0)))
         return F.transform(collected, lambda s_: s_["v"])
 
-    def aggregate(self, a: AggCall, over=None, toolkit=None) -> SparkColumn:
+    def aggregate(self, a: AggCall, over=None, toolkit=None, text: bool = False) -> SparkColumn:
         """``a`` as a Spark aggregate (its registry entry's lowering, FILTER applied to
         the argument); with ``over`` (a window spec) as a window aggregate; with
         ``toolkit``, the entry sees that instead of this Lowerer (its ``F`` decides what
-        Spark's aggregate functions become: ``spark_exec.dataflow``'s accumulators)."""
+        Spark's aggregate functions become: ``spark_exec.dataflow``'s accumulators).
+        ``text``: PostgreSQL's text of the aggregate instead (its entry's ``spark_text``,
+        for an aggregate of ``_aggregate_text``)."""
         entry = FUNCTIONS[a.func]
         if a.func == "count_star":
             x = F.lit(1) if a.filter is None else F.when(self.scalar(a.filter).eqNullSafe(F.lit(True)), F.lit(1))
@@ -1105,6 +1141,8 @@ class Lowerer:
                 x = F.when(self.scalar(a.filter).eqNullSafe(F.lit(True)), x)
         if toolkit is not None:
             return entry.spark(toolkit, x, a)
+        if text:
+            return entry.extra["spark_text"](self, x, a)
         if over is None:
             return entry.spark(self, x, a)
         # The window goes on the aggregate itself, not on the casts around it.

@@ -247,6 +247,20 @@ QUERIES = {
         "SELECT pg_typeof(n), pg_typeof(gcd(n, 1.5)), pg_typeof(i << 1), pg_typeof(bit_and(k)) FROM {t} GROUP BY n, i "
         "ORDER BY n LIMIT 1",
     ],
+    "9.16 jsonb_to_record with a column definition list": [
+        "SELECT k, x.* FROM {t}, jsonb_to_record(j) AS x(a jsonb, b jsonb, c text) WHERE jsonb_typeof(j) = 'object' "
+        "ORDER BY k",
+        "SELECT k, x.b, x.a FROM {t}, json_to_record(j::json) AS x(a int, b json) WHERE k = 1",
+        "SELECT k, x.* FROM {t}, jsonb_to_record(j) AS x(a int) ORDER BY k",
+        "SELECT k, x.* FROM {t}, jsonb_to_recordset(jsonb_build_array(jsonb_build_object('i', i, 's', s, 'n', n, "
+        "'d', d), '{{\"i\": \"7\", \"b\": true}}')) AS x(i int, s text, n numeric(10,1), d date, b bool) "
+        "ORDER BY k, i",
+        "SELECT k, x.* FROM {t}, jsonb_to_recordset(j) AS x(a int) WHERE k = 2",
+        "SELECT * FROM jsonb_to_recordset('[{{\"a\": 1}}, {{\"a\": 2, \"b\": \"x\"}}]') AS x(a int, b text)",
+        "SELECT * FROM jsonb_to_record('{{\"a\": 1.5}}') AS x(a int)",
+        "SELECT * FROM jsonb_to_record('{{\"a\": 1}}') AS x(a int, a text)",
+        "SELECT * FROM generate_series(1, 2) AS x(a int)",
+    ],
     "4.3 named arguments": [
         "SELECT k, make_interval(days => k), make_interval(k, 2, 1), make_interval(years => k, mins => 90) "
         "FROM {t} ORDER BY k",

@@ -351,3 +351,20 @@ def test_numeric_storage_digits(text, digits):
     from planner.functions.datum_size import _numeric_digits
 
     assert _numeric_digits(text) == digits
+
+
+def test_numeric_variance_is_numeric_stddev_internal():
+    """numeric.c's rules, as PostgreSQL 18 answers: the variance rounded to
+    select_div_scale, the root of that rounded variance, 0 for a numerator <= 0."""
+    from planner.functions.aggregate import numeric_variance
+
+    xs = [D(v) for v in (12, 4, -4, 7)]
+    sx, sx2 = sum(xs), sum(x * x for x in xs)
+    assert str(numeric_variance(4, sx, sx2, True, True)) == "6.7019897542943668"
+    assert str(numeric_variance(4, sx, sx2, True, False)) == "44.9166666666666667"
+    ys = [D(v) for v in ("1.500", "-2.250", "0.000", "12345.678")]
+    sy, sy2 = sum(ys), sum(y * y for y in ys)
+    assert str(numeric_variance(4, sy, sy2, True, True)) == "6172.964192371117"
+    assert str(numeric_variance(4, sy, sy2, True, False)) == "38105486.920296000000"
+    assert str(numeric_variance(2, D("2.0"), D("2.00"), False, True)) == "0"
+    assert numeric_variance(1, D(3), D(9), True, False) is None

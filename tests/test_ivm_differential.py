@@ -46,6 +46,12 @@ KNOWN_MISMATCHES: dict[str, str] = {}
 
 #: why views show numeric values with another scale than their queries today ("": none)
 NUMERIC_SCALE_REASON = ""  # issue 32: views store their query's scale (SqlType.stored_scale)
+#: views whose numeric columns may show another scale than their query's -> why
+SCALE_DIFFERENCES = {
+    "iv_agg_var": "a view stores one scale per numeric column (its query's Spark decimal scale, 16 for stddev and "
+                  "variance); the query itself shows PostgreSQL's scale per group (select_div_scale, 0 as '0'), as "
+                  "for sqrt, ln and exp (docs/differences.md)",
+}
 
 #: connections reading views and queries at once
 READERS = 3
@@ -318,7 +324,10 @@ def test_views_show_numeric_columns_with_their_querys_scale(ivm_run):
     ``-4.50``)."""
     if ivm_run.scale and NUMERIC_SCALE_REASON:
         pytest.xfail(NUMERIC_SCALE_REASON)
-    assert not ivm_run.scale, "\n".join(str(ms[0]) for ms in ivm_run.scale.values())
+    unexplained = {name: ms for name, ms in ivm_run.scale.items() if name not in SCALE_DIFFERENCES}
+    assert not unexplained, "\n".join(str(ms[0]) for ms in unexplained.values())
+    if ivm_run.scale:
+        pytest.xfail("; ".join(f"{name}: {SCALE_DIFFERENCES[name]}" for name in ivm_run.scale))
 
 
 def test_views_are_current_at_every_write_timestamp(ivm_run):

@@ -12,16 +12,16 @@ filter fails) and uses ``S.ordered_values(agg)`` for an ordered array of the val
 from __future__ import annotations
 
 import math
-from decimal import Decimal, localcontext
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 
 from catalog.errors import (
     SqlError, ARRAY_SUBSCRIPT_ERROR, DUPLICATE_JSON_OBJECT_KEY_VALUE, FEATURE_NOT_SUPPORTED,
     INVALID_PARAMETER_VALUE, NULL_VALUE_NOT_ALLOWED, NUMERIC_VALUE_OUT_OF_RANGE,
 )
 from catalog.textio import array_dims
-from catalog.types import SqlType, BYTEA, INT8, NUMERIC, FLOAT8, INTERVAL, BOOL, TEXT, JSONB, array_of
+from catalog.types import SqlType, BYTEA, INT4, INT8, NUMERIC, FLOAT8, INTERVAL, BOOL, TEXT, JSONB, array_of
 from planner.functions.registry import AGGREGATES, FUNCTIONS, Function, register, undefined_function
-from planner.functions.math import numeric_div, numeric_div_scale
+from planner.functions.math import numeric_div, numeric_div_scale, static_scale
 from planner.functions.logic import order_key
 
 #: Spark decimals have one scale per column, PostgreSQL's numerics one per value: numeric
@@ -88,6 +88,27 @@ def _avg(vals, a, p):
     return numeric_div(Decimal(sum(vals)), Decimal(len(vals)))
 
 
+def numeric_variance(n: int, sx: Decimal, sx2: Decimal, sample: bool, root: bool) -> Decimal | None:
+    """PostgreSQL's numeric_stddev_internal (numeric.c): the variance (``root``: the
+    standard deviation) of ``n`` values whose sum is ``sx`` and sum of squares ``sx2``
+    (exact, each at its display scale: the inputs' largest, twice that), ``sample`` or
+    population. The numerator N*sum(x^2) - sum(x)^2 is exact; the variance is rounded
+    (half away from zero) to ``select_div_scale`` of numerator and denominator, and the
+    root is taken of that rounded variance at the same scale. A numerator <= 0 gives 0
+    (PostgreSQL's guard against round-off); None (NULL) for no values, or one sample."""
+    if n == 0 or (sample and n == 1):
+        return None
+    with localcontext() as ctx:
+        ctx.prec = 1100
+        num = n * sx2 - sx * sx
+        if num <= 0:
+            return Decimal(0)
+        den = Decimal(n * (n - 1) if sample else n * n)
+        quantum = Decimal(1).scaleb(-numeric_div_scale(num, den))
+        var = (num / den).quantize(quantum, rounding=ROUND_HALF_UP)
+        return var.sqrt().quantize(quantum, rounding=ROUND_HALF_UP) if root else var
+
+
 def _variance(sample: bool, root: bool):
     def py(vals, a, p):
         n = len(vals)
@@ -98,30 +119,77 @@ def _variance(sample: bool, root: bool):
             mean = sum(xs) / n
             var = sum((x - mean) ** 2 for x in xs) / (n - 1 if sample else n)
             return math.sqrt(var) if root else var
-        # numeric: PostgreSQL's numeric_stddev_internal: (N*sum(x^2) - sum(x)^2) / (N*(N-1))
         with localcontext() as ctx:
             ctx.prec = 1100
             xs = [Decimal(v) for v in vals]
-            sx, sx2 = sum(xs), sum(x * x for x in xs)
-            num = n * sx2 - sx * sx
-            den = Decimal(n * (n - 1) if sample else n * n)
-            if num <= 0:
-                num = Decimal(0)
-            scale = numeric_div_scale(num, den)
-            var = num / den
-            r = var.sqrt() if root else var
-            return r.quantize(Decimal(1).scaleb(-scale))
+            return numeric_variance(n, sum(xs), sum(x * x for x in xs), sample, root)
     return py
 
 
-def _variance_spark(fn):
+#: decimal digits of each piece a numeric's unscaled value is cut into on Spark for an
+#: exact sum of squares (``_variance_text``): three pieces cover a decimal(38, s), a
+#: product of two pieces has at most 26 digits, and a sum of them fits decimal(38, 0)
+_PIECE = 13
+
+
+def _variance_from_sums(a, e) -> Decimal | None:
+    """numeric_variance from the sums ``_variance_text`` keeps on Spark: the count, the
+    scale s of the values, sample and root, the sums of the three pieces of the values'
+    unscaled integers (least significant first) and the five sums of the pieces'
+    products (of pieces i and j into i + j)."""
+    n, scale, sample, root, *sums = a
+    with localcontext() as ctx:
+        ctx.prec = 1100
+        sx = sum(Decimal(v) * 10 ** (_PIECE * k) for k, v in enumerate(sums[:3]))
+        sx2 = sum(Decimal(v) * 10 ** (_PIECE * k) for k, v in enumerate(sums[3:]))
+        return numeric_variance(n, sx.scaleb(-scale), sx2.scaleb(-2 * scale), sample, root)
+
+
+def _variance_text(sample: bool, root: bool):
+    """PostgreSQL's text of a numeric variance or standard deviation on Spark: Spark sums
+    exactly (the count; the values cut into pieces of their unscaled integers, from
+    their text at the argument's scale, and the pieces' products), and the replica's
+    Python finishes with ``numeric_variance``, the interpreter's rule. The argument's
+    scale is its static one (``static_scale``: an integer's 0, a numeric(p, s)'s s),
+    else the unconstrained numeric's stored one (``catalog.types.UNCONSTRAINED_NUMERIC``:
+    PostgreSQL would see each value's own)."""
+    def text(S, x, a):
+        from planner.scalar import Call, Literal
+
+        F, T = S.F, S.T
+        scale = static_scale(a.arg)
+        if scale is None:
+            scale = a.arg.type.storage_precision_scale()[1]
+        digits = x.cast(T.DecimalType(38, scale)).cast("string")
+        padded = F.lpad(F.regexp_replace(digits, "[-.]", ""), 3 * _PIECE, "0")
+        piece = T.DecimalType(_PIECE, 0)
+        p = [F.when(digits.startswith("-"), -d).otherwise(d)
+             for d in (F.substring(padded, 1 + _PIECE * (2 - k), _PIECE).cast(piece) for k in range(3))]
+        products = [p[0] * p[0], 2 * p[0] * p[1], p[1] * p[1] + 2 * p[0] * p[2], 2 * p[1] * p[2], p[2] * p[2]]
+        sums = [F.sum(c) for c in p + products]
+        call = Call("variance_from_sums", tuple(Literal(None, t) for t in [INT8, INT4, BOOL, BOOL] + [NUMERIC] * 8),
+                    NUMERIC)
+        return S.python_text(call, [F.count(x), F.lit(scale), F.lit(sample), F.lit(root), *sums])
+    return text
+
+
+def _spark_div_value(S, text):
+    """A numeric aggregate's value on Spark from its text: ``SPARK_DIV_SCALE`` decimals
+    (the column's one scale)."""
+    return text.try_cast(S.T.DecimalType(38, SPARK_DIV_SCALE))
+
+
+def _variance_spark(fn, sample: bool, root: bool):
     def spark(S, x, a):
-        F = S.F
-        r = getattr(F, fn)(x.cast("double"))
         if a.type.name == "numeric":
-            return r.cast(S.T.DecimalType(38, SPARK_DIV_SCALE))
-        return r
+            return _spark_div_value(S, _variance_text(sample, root)(S, x, a))
+        return getattr(S.F, fn)(x.cast("double"))
     return spark
+
+
+def _numeric_text(a) -> bool:
+    """``result_text`` of the numeric variances: PostgreSQL's scale is each group's own."""
+    return a.type.name == "numeric"
 
 
 def _string_agg_py(vals, a, p):
@@ -357,16 +425,24 @@ register(
              samples=("jsonb_agg_strict(i order by k)", "jsonb_agg_strict(s) filter (where k > 3)",
                       "jsonb_agg_strict(d order by k desc)"),
              differs="json_agg_strict is jsonb_agg_strict (Materialize: json is jsonb), so its text is jsonb's"),
-    Function("stddev_samp", (AggSig(_stat_type),), _variance(True, True), _variance_spark("stddev_samp"),
+    Function("stddev_samp", (AggSig(_stat_type),), _variance(True, True), _variance_spark("stddev_samp", True, True),
              sql_names=("stddev", "stddev_samp"), kind="aggregate", doc="9.21",
-             samples=("stddev(f)", "stddev_samp(f)"),
-             differs="a numeric result has 16 decimals on Spark (PostgreSQL's scale follows the value)"),
-    Function("stddev_pop", (AggSig(_stat_type),), _variance(False, True), _variance_spark("stddev_pop"),
-             sql_names=("stddev_pop",), kind="aggregate", doc="9.21", samples=("stddev_pop(f)",)),
-    Function("var_samp", (AggSig(_stat_type),), _variance(True, False), _variance_spark("var_samp"),
-             sql_names=("variance", "var_samp"), kind="aggregate", doc="9.21", samples=("variance(f)",)),
-    Function("var_pop", (AggSig(_stat_type),), _variance(False, False), _variance_spark("var_pop"),
-             sql_names=("var_pop",), kind="aggregate", doc="9.21", samples=("var_pop(f)",)),
+             extra={"result_text": _numeric_text, "text_value": _spark_div_value, "spark_text": _variance_text(True, True)},
+             samples=("stddev(f)", "stddev_samp(f)", "stddev(i)", "stddev(n)", "stddev(n) filter (where k > 4)",
+                      "stddev(k * 1.5)")),
+    Function("stddev_pop", (AggSig(_stat_type),), _variance(False, True), _variance_spark("stddev_pop", False, True),
+             sql_names=("stddev_pop",), kind="aggregate", doc="9.21",
+             extra={"result_text": _numeric_text, "text_value": _spark_div_value, "spark_text": _variance_text(False, True)},
+             samples=("stddev_pop(f)", "stddev_pop(i)", "stddev_pop(n)", "stddev_pop(n) filter (where k = 1)")),
+    Function("var_samp", (AggSig(_stat_type),), _variance(True, False), _variance_spark("var_samp", True, False),
+             sql_names=("variance", "var_samp"), kind="aggregate", doc="9.21",
+             extra={"result_text": _numeric_text, "text_value": _spark_div_value, "spark_text": _variance_text(True, False)},
+             samples=("variance(f)", "variance(i)", "var_samp(n)", "variance(i::int8 * 4000000000)")),
+    Function("var_pop", (AggSig(_stat_type),), _variance(False, False), _variance_spark("var_pop", False, False),
+             sql_names=("var_pop",), kind="aggregate", doc="9.21",
+             extra={"result_text": _numeric_text, "text_value": _spark_div_value, "spark_text": _variance_text(False, False)},
+             samples=("var_pop(f)", "var_pop(i)", "var_pop(n)", "var_pop(-n * 1000)")),
+    Function("variance_from_sums", (), _variance_from_sums, None, doc="9.21"),
     Function("percentile_cont", (AggSig(lambda t: (FLOAT8, FLOAT8) if t.is_numeric else None),),
              _percentile_cont_py, _percentile_cont_spark, sql_names=("percentile_cont",), kind="aggregate",
              ordered_set=True, doc="9.21", extra={"params": (FLOAT8,)},

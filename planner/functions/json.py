@@ -429,6 +429,57 @@ for _srf, _cols in _JSON_SRFS.items():
                       extra={"columns": tuple((name, f"{_srf}:{part}") for name, part, _ in _cols)}))
 
 
+# -- jsonb_to_record, jsonb_to_recordset (9.16, table 9.49) ---------------------------------
+#
+# Planned in FROM with their column definition list (``planner.query``): a record's column
+# c of type T is ``(x ->> 'c')::T`` of the object x (``x -> 'c'`` for json and jsonb
+# columns), as PostgreSQL's populate_record_field feeds a scalar's text (a string's
+# contents, any other value's JSON text) to T's input function; recordset's rows are the
+# array's elements. This entry checks the shape first, with PostgreSQL's errors.
+
+#: the shape check's kinds -> (the JSON kind it wants, PostgreSQL's message without it)
+_RECORD_SHAPES = {
+    "record": ("object", "cannot call populate_composite on {an}"),
+    "recordset": ("array", "cannot call {f} on a non-array"),
+    "element": ("object", "argument of {f} must be an array of objects"),
+}
+
+
+def _shape(d) -> str:
+    return "object" if isinstance(d, dict) else "array" if isinstance(d, list) else "scalar"
+
+
+def _record_check_py(a, e):
+    text, what, fname = a
+    want, message = _RECORD_SHAPES[what]
+    got = _shape(doc(text))
+    if got != want:
+        raise SqlError(INVALID_PARAMETER_VALUE, message.format(f=fname, an="an array" if got == "array" else "a scalar"))
+    return text
+
+
+def _record_check_spark(S, a, e):
+    F = S.F
+    what, fname = e.args[1].value, e.args[2].value
+    want, message = _RECORD_SHAPES[what]
+    sch = F.schema_of_variant(F.parse_json(a[0]))
+    ok = sch.startswith(want.upper())
+    if what == "record":
+        fail = F.when(sch.startswith("ARRAY"), S.fail(INVALID_PARAMETER_VALUE, message.format(an="an array"))) \
+            .otherwise(S.fail(INVALID_PARAMETER_VALUE, message.format(an="a scalar")))
+    else:
+        fail = S.fail(INVALID_PARAMETER_VALUE, message.format(f=fname))
+    return F.when(a[0].isNull() | ok, a[0]).otherwise(fail)
+
+
+register(Function("jsonb_record_check", (sig("jsonb", "text", "text", ret="jsonb"),), _record_check_py,
+                  _record_check_spark, doc="9.16"))
+
+#: the functions planned from a column definition list -> whether their rows are an array's
+RECORD_FUNCTIONS = {"jsonb_to_record": False, "json_to_record": False, "jsonb_to_recordset": True,
+                    "json_to_recordset": True}
+
+
 # -- jsonb ordering (8.14.4, btree operator class) -----------------------------------------
 
 

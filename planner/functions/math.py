@@ -573,8 +573,9 @@ def _gcd_steps_spark(S, x, y, steps: int):
 
 def static_scale(x) -> int | None:
     """The decimal scale a numeric plan expression has on Spark, where every value of a
-    column has its column's scale: a numeric(p, s) column's s, a literal's own; None
-    when only Spark's decimal arithmetic knows it."""
+    column has its column's scale: a numeric(p, s) column's s, a literal's own, the sum,
+    difference, product or negation of such (PostgreSQL's rules, which are Spark's within
+    38 digits); None when only Spark's decimal arithmetic knows it."""
     t = x.type
     if t.is_integer:
         return 0
@@ -584,6 +585,13 @@ def static_scale(x) -> int | None:
         return _display_scale(x.value)
     if x.__class__.__name__ == "Cast":
         return static_scale(x.expr)
+    if x.__class__.__name__ == "Call" and x.func in ("add", "sub", "mul", "neg"):
+        # PostgreSQL's result scales (numeric.c add_var, sub_var, mul_var), which are
+        # Spark's too while a result's precision stays within 38 digits
+        scales = [static_scale(a) for a in x.args]
+        if None in scales:
+            return None
+        return sum(scales) if x.func == "mul" else max(scales)
     return None
 
 

@@ -99,7 +99,10 @@ class Function:
     #: (``Call -> bool``: on table data, a result column of a query that is such a call is
     #: sent as the text its Python implementation gives per row (``call_text``), not as
     #: its Spark value: a numeric whose scale PostgreSQL derives from each value, which a
-    #: Spark decimal column, of one scale, cannot hold)
+    #: Spark decimal column, of one scale, cannot hold; for an aggregate, ``AggCall -> bool``,
+    #: with ``spark_text`` (``(S, x, agg) -> string column``: its text per group on Spark)
+    #: and ``text_value`` (``(S, text column) -> column``: its Spark value from that text),
+    #: the text going up to the result beside the value: ``spark_exec.lower.Lowerer._Reduce``)
     extra: dict = field(default_factory=dict)
 
 
