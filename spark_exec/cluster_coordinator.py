@@ -22,6 +22,7 @@ from pyspark.sql.connect.dataframe import DataFrame
 
 from catalog.errors import SqlError, OBJECT_NOT_IN_PREREQUISITE_STATE, SYSTEM_ERROR, query_canceled
 from catalog.sizes import ReplicaSize
+from catalog.textio import DEFAULT_FORMAT, TextFormat
 from catalog.snapshot import Replica
 from spark_exec.arrangements import ArrangementMaintainer, WantedFn
 from spark_exec.arrow_results import arrow_schema, arrow_tables, to_arrow
@@ -210,11 +211,12 @@ class ClusterCoordinator:
 
     def peek(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
              deadline: float | None = None, cancel: threading.Event | None = None,
-             job: Job | None = None):
+             job: Job | None = None, text: TextFormat = DEFAULT_FORMAT):
         """Run ``plan`` on every healthy replica (active replication) and return the first
         whole answer as Arrow; the other replicas' runs are interrupted (Spark Connect tags).
         ``job(df, replica_id)`` does something else with the lowered DataFrame (a write to
-        Blob) and returns what the peek returns.
+        Blob) and returns what the peek returns. ``text``: the session's text settings
+        (``catalog.textio.TextFormat``), which the lowering follows (``Lowerer.text``).
 
         A replica that crashes or hangs mid-peek does not fail the peek while another
         replica answers; replicas that become healthy later join in. Each replica runs
@@ -237,7 +239,7 @@ class ClusterCoordinator:
         scan = memo_scan(scan)
         layout = result_layout_of(plan, scan)
         run = functools.partial(self._run_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag,
-                                job=job or _collect, layout=layout)
+                                job=job or _collect, layout=layout, text=text)
         key = fingerprint(plan)
         _, result = self._race(run, tag, replica_wait_s, deadline, cancel, key=key,
                                alone=self._alone(key, layout))
@@ -254,7 +256,8 @@ class ClusterCoordinator:
 
     def peek_stream(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
                     deadline: float | None = None, cancel: threading.Event | None = None,
-                    on_close: Callable[[], None] | None = None, spill: ResultSpill | None = None) -> PeekStream:
+                    on_close: Callable[[], None] | None = None, spill: ResultSpill | None = None,
+                    text: TextFormat = DEFAULT_FORMAT) -> PeekStream:
         """Run ``plan`` as ``peek`` does, but return its answer as a stream of Arrow tables
         (Spark Connect's result batches, pulled as the caller asks for them, so that
         environmentd holds one batch at a time whatever the result's size).
@@ -269,6 +272,7 @@ class ClusterCoordinator:
         replica), and the stream goes on when it recovers. ``on_close`` runs once when the stream closes: at its end, on
         an error, or on ``close()``; it also runs if opening fails. ``spill``: where a
         result too large for a replica to send goes instead (``spark_exec.spill``).
+        ``text``: as ``peek``'s.
 
         Raises:
             as ``peek``, while opening.
@@ -279,7 +283,7 @@ class ClusterCoordinator:
             scan = memo_scan(scan)
             layout = result_layout_of(plan, scan)
             run = functools.partial(self._open_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag,
-                                    spill=spill, layout=layout)
+                                    spill=spill, layout=layout, text=text)
             h, (gen, first) = self._race(run, tag, replica_wait_s, deadline, cancel,
                                          discard=lambda opened: _close_quietly(opened[0]), key=key,
                                          alone=self._alone(key, layout))
@@ -401,29 +405,27 @@ class ClusterCoordinator:
             raise _ReplicaUnreachable("no session")
         return session
 
-    def _lower(self, session, plan, scan: ScanFn, builtin_rows: BuiltinFn, layout=None):
-        return self._lowerer(session, scan, builtin_rows).lower_result(plan, layout)
-
-    def _lowerer(self, session, scan: ScanFn, builtin_rows: BuiltinFn) -> Lowerer:
+    def _lowerer(self, session, scan: ScanFn, builtin_rows: BuiltinFn, text: TextFormat) -> Lowerer:
         arranged = self.arrangements.arranged() if self.arrangements is not None else frozenset()
-        return Lowerer(session, scan, builtin_rows, arranged)
+        return Lowerer(session, scan, builtin_rows, arranged, text)
 
     def has_healthy_replica(self) -> bool:
         with self._cond:
             return bool(self._healthy())
 
     def _run_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
-                over: threading.Event, job: "Job", layout=None):
+                over: threading.Event, job: "Job", layout=None, text: TextFormat = DEFAULT_FORMAT):
         with _replica_errors(h, over):
             session = self._session(h, over)
             session.addTag(tag)  # tags apply to operations started by this thread
             try:
-                return job(self._lower(session, plan, scan, builtin_rows, layout), h.id)
+                return job(self._lowerer(session, scan, builtin_rows, text).lower_result(plan, layout), h.id)
             finally:
                 session.removeTag(tag)
 
     def _open_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
-                 over: threading.Event, spill: ResultSpill | None = None, layout=None):
+                 over: threading.Event, spill: ResultSpill | None = None, layout=None,
+                 text: TextFormat = DEFAULT_FORMAT):
         """Start ``plan`` on ``h`` and wait for its first batch and the one after it (or
         the end): ``(batches, first)``, ``first`` None for an empty answer. Looking one
         batch ahead means an answer of one batch (most are) is whole before this replica
@@ -434,7 +436,7 @@ class ClusterCoordinator:
             session = self._session(h, over)
             session.addTag(tag)  # the request, made by the first next(), carries the tag
             try:
-                lowerer = self._lowerer(session, scan, builtin_rows)
+                lowerer = self._lowerer(session, scan, builtin_rows, text)
                 df = lowerer.lower_result(plan, layout)
                 if lowerer.spill and spill is not None:
                     gen = spill.write(df, arrow_schema(df.schema))

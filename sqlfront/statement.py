@@ -16,7 +16,9 @@ import threading
 import time
 
 from catalog.errors import query_canceled
+from catalog.textio import DEFAULT_FORMAT, TextFormat
 from planner.context import PlanContext
+from planner.guard import Guard
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,16 +36,24 @@ class StatementContext:
 
     @classmethod
     def start(cls, timeout_s: float | None, cancel: threading.Event, now: float | None = None,
-              mz_now=None, session=None) -> StatementContext:
+              mz_now=None, session=None, heap_bytes: int | None = None,
+              text: TextFormat = DEFAULT_FORMAT) -> StatementContext:
         """A statement of ``session`` starting ``now`` (default: the monotonic clock's now)
         under a timeout of ``timeout_s`` seconds (None: none), whose ``mz_now()`` is
-        ``mz_now`` (``PlanContext``'s)."""
+        ``mz_now`` (``PlanContext``'s). Its evaluations in the session's thread (constant
+        folding, INSERT's VALUES) run under its guard (``PlanContext.guard``): a heap
+        budget of ``heap_bytes`` (max_query_heap_size), the session's text settings
+        ``text``, and this statement's deadline and cancel flag, checked between calls."""
         now = time.monotonic() if now is None else now
-        return cls(now, now + timeout_s if timeout_s else None, cancel, PlanContext.starting(mz_now, session))
+        stmt = cls(now, now + timeout_s if timeout_s else None, cancel)
+        guard = Guard(max_bytes=heap_bytes, stop=stmt, text=text)
+        return dataclasses.replace(stmt, plan=PlanContext.starting(mz_now, session, guard))
 
     def unbounded(self) -> StatementContext:
         """The same statement with no deadline (the cancel flag still applies)."""
-        return dataclasses.replace(self, deadline=None)
+        stmt = dataclasses.replace(self, deadline=None)
+        guard = dataclasses.replace(self.plan.guard, stop=stmt)
+        return dataclasses.replace(stmt, plan=self.plan.with_guard(guard))
 
     def remaining(self) -> float | None:
         """Seconds left until the deadline (never below 0); None without a deadline."""

@@ -89,9 +89,11 @@ class Function:
     #: e.g. ``age(ts)`` gets the statement's current_date first), ``plan_args_in`` (the
     #: same, given the statement's ``planner.context.PlanContext`` too), ``session`` (True: it
     #: acts on the session, so a select list calling it is evaluated in the session over
-    #: the rows Spark computed: ``planner.session_split``), ``with_session`` (True: its
-    #: implementation is ``py(args, call, session)``, given the evaluation's session,
-    #: ``planner.context.PlanContext.session``, None outside one), ``result_text``
+    #: the rows Spark computed: ``planner.session_split``), ``with_context`` (True: its
+    #: implementation is ``py(args, call, ctx)`` (an aggregate's ``py(vals, call, params,
+    #: ctx)``), given the evaluation's ``planner.context.PlanContext``: its ``session``
+    #: (None outside one) and its ``guard`` (``planner.guard.Guard``: the session's text
+    #: settings, value limits, what stops it); see ``run_py``), ``result_text``
     #: (``Call -> bool``: on table data, a result column of a query that is such a call is
     #: sent as the text its Python implementation gives per row (``call_text``), not as
     #: its Spark value: a numeric whose scale PostgreSQL derives from each value, which a
@@ -344,6 +346,17 @@ def static_map(S, table: dict[str, str]):
     return lookup_map(S, S.F.lit(json.dumps(table, sort_keys=True)))
 
 
+#: ``extra`` of an entry whose implementation takes the evaluation's context (``run_py``)
+IN_CONTEXT = {"with_context": True}
+
+
+def run_py(f: Function, ctx, *args):
+    """``f``'s Python implementation over ``args`` (``(values, call)``, an aggregate's
+    ``(values, call, params)``), given the evaluation's context ``ctx``
+    (``planner.context.PlanContext``) when it takes one (``extra["with_context"]``)."""
+    return f.py(*args, ctx) if f.extra.get("with_context") else f.py(*args)
+
+
 def call_text(call, values: tuple, error_prefix: str) -> str | None:
     """PostgreSQL's text of the plan ``Call`` ``call`` over argument ``values`` (Python
     values of its arguments' types), by its registry entry's Python implementation, or
@@ -364,8 +377,10 @@ def call_text(call, values: tuple, error_prefix: str) -> str | None:
                "interval": lambda v: Interval(v["months"], v["days"], v["micros"])}
     values = [v if v is None or a.type.name not in convert else convert[a.type.name](v)
               for v, a in zip(values, call.args)]
+    from planner.context import NO_STATEMENT
+
     try:
-        r = f.py(values, call)
+        r = run_py(f, NO_STATEMENT, values, call)  # on a replica: no session, environmentd's limits
     except SqlError as err:
         return f"{error_prefix}{err.sqlstate}: {err.message}"
     return None if r is None else format_text(r, call.type)

@@ -326,13 +326,13 @@ def _indexdef_spark(S, a, e):
                                                             args[1].cast("string"))])
 
 
-def _set_config(a, e, session):
+def _set_config(a, e, ctx):
     """set_config(name, value, is_local): SET name = value (a NULL value: RESET) in
-    ``session``'s variables (``vars``: ``get(name) -> str``, ``set(name, value | None)``,
+    the evaluation's session's (``ctx.session``) variables (``vars``: ``get(name) -> str``, ``set(name, value | None)``,
     ``sqlfront.vars.SessionVars``), then the variable's new value (PostgreSQL 9.27.1).
     ``is_local`` is taken like SET LOCAL, which sqlfront treats as SET
     (``sqlfront.sequence.vars``)."""
-    name, value = a[0], a[1]
+    name, value, session = a[0], a[1], ctx.session
     if name is None:
         raise SqlError(INVALID_PARAMETER_VALUE, "SET requires parameter name")
     if session is None:
@@ -388,7 +388,7 @@ register(
              samples=("set_config('application_name', 'fx', false)",
                       "set_config('standard_conforming_strings', 'on', true)",
                       "set_config('application_name', 'fx' || k, false)"),
-             extra={"session": True, "with_session": True},
+             extra={"session": True, "with_context": True},
              differs="is_local is taken as SET LOCAL, which lasts for the session here; on table data, in the "
                      "select list only (planner.session_split)"),
     # text::regtype of a computed string (a literal's is looked up at plan time, planner.expr)

@@ -163,7 +163,7 @@ def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | 
             ps = cc.peek_stream(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
                                 s.statement.deadline, s.cancel_event,
                                 on_close=functools.partial(peek_finished, s, as_of, holds),
-                                spill=ResultSpill(s.env.persist.blob))
+                                spill=ResultSpill(s.env.persist.blob), text=s.statement.plan.guard.text)
             # read at each pull: the statement pulling (this one, or a later FETCH)
             stream = ResultStream(cols, lambda: ps.next_batch(s.statement.deadline, s.cancel_event),
                                   on_close=ps.close)
@@ -368,7 +368,7 @@ def _peek(s: Session, plan, as_of: int | None, job):
     try:
         await_materialized(s, plan, as_of)
         result = cc.peek(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
-                         s.statement.deadline, s.cancel_event, job)
+                         s.statement.deadline, s.cancel_event, job, s.statement.plan.guard.text)
     finally:
         peek_finished(s, as_of, holds)
     if job is not None:
