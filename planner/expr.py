@@ -1066,7 +1066,7 @@ class Grouping:
             SqlError 42803 for an argument that is not a GROUP BY expression."""
         idx = []
         for a in node.args:
-            e = fold(self.from_planner.plan(a), self.ctx)
+            e = fold(self.from_planner.plan(a), self.from_planner.ctx)
             if e not in self.group_keys:
                 raise SqlError(GROUPING_ERROR, "arguments to GROUPING must be grouping expressions of the associated query level")
             idx.append(self.group_keys.index(e))

@@ -174,7 +174,7 @@ class QueryPlanner:
             SqlError: PostgreSQL's errors of name resolution and typing; 0A000 for what
             cannot be planned yet."""
         pq = self.plan_raw(stmt)
-        return PlannedQuery(optimize(pq.plan, self.row_count), pq.names)
+        return PlannedQuery(optimize(pq.plan, self.row_count, ctx=self.ctx), pq.names)
 
     def plan_raw(self, stmt: ast.SelectStmt) -> PlannedQuery:
         """The plan of ``stmt`` as written (Materialize's raw plan): subqueries stay in the

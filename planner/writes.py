@@ -400,7 +400,7 @@ def plan_delete(snap: CatalogSnapshot, stmt: ast.DeleteStmt, params: list | None
     cols = tuple(ColRef(i, c.type) for i, c in enumerate(table.columns))
     hit = _affected(get, qp, scope, _using_as_exists(stmt.usingClause, stmt.whereClause))
     plan = Project(hit, cols + (Literal(-1, INT8),), tuple(c.name for c in table.columns) + (DIFF,))
-    return PlannedRewrite(table, optimize(plan), False, returning)
+    return PlannedRewrite(table, optimize(plan, ctx=qp.ctx), False, returning)
 
 
 def _using_as_exists(using, where):
@@ -456,7 +456,7 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
     hit = _affected(get, qp, scope, stmt.whereClause)
     old = tuple(ColRef(j, c.type) for j, c in enumerate(table.columns))
     new = tuple(not_null_guard(sets[j], table, c) if j in sets else ColRef(j, c.type) for j, c in enumerate(table.columns))
-    return PlannedRewrite(table, optimize(_retract_and_insert(hit, old, new, names)), True, returning)
+    return PlannedRewrite(table, optimize(_retract_and_insert(hit, old, new, names), ctx=qp.ctx), True, returning)
 
 
 def _retract_and_insert(hit, old: tuple, new: tuple, names: list[str]):
