@@ -67,7 +67,8 @@ class Guard:
             one, and any backtracking regular expression, raise ``Outgrown``. None: in a
             worker process, where both are allowed.
         stop: the statement's deadline and cancel flag, as an object whose ``check()``
-            raises their 57014 (``planner.interpret.Limits``); None: nothing stops it.
+            raises their 57014 (``sqlfront.statement.StatementContext``, ``planner.interpret.Limits``);
+            None: nothing stops it.
         text: the session's DateStyle, TimeZone and IntervalStyle
             (``catalog.textio.TextFormat``; ``SessionVars.text_format``), which casts and
             functions that print or read dates, times and intervals follow.

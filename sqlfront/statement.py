@@ -1,6 +1,7 @@
 """What bounds one running statement: its one deadline and its cancel flag; and what its
-plans take from it (``planner.context.PlanContext``: its start time, its ``mz_now()``, its
-session).
+plans and evaluations take from it (``planner.context.PlanContext``: its start time, its
+``mz_now()``, its session, and its evaluation guard: heap budget, text settings, and this
+deadline and cancel flag).
 
 PostgreSQL's ``statement_timeout`` (section 19.11.2) bounds the whole statement, "starting
 from the time the command arrives at the server": the session computes the deadline once,
