@@ -5,7 +5,8 @@ SIGKILL and restart, PostgreSQL restart and pause, oracle clock skew, a full dat
 link on two), then Elle's checker over the history.
 Prints operations by outcome, faults by kind, anomalies (0 expected), lost acknowledged
 writes, unavailability windows (p50/max seconds per fault kind) and environmentd memory
-(RSS at boot, once warm, at the end, and the largest).
+(RSS at boot, once warm, at the end, and the largest; and per process, since kill-envd
+replaces it: once warm and at its last sample).
 
     .venv/bin/python bench/chaos.py --minutes 5 --topology two [--seed 28] [--clients 4] [--kinds a,b]
 
@@ -64,6 +65,14 @@ def main(minutes: float, topology: str, seed: int, clients: int, no_nemesis: boo
     boot, warm, end, mx = res["envd_rss_mb"]
     click.echo(f"environmentd RSS: at boot {boot} MiB, warm {warm} MiB, end {end} MiB "
                f"({(end - warm) / max(warm, 1):+.1%} since warm), max {mx} MiB")
+    lives = res["envd_lives_mb"]
+    click.echo(f"environmentd processes ({len(lives)}; kill-envd starts a new one), RSS once warm -> at its last "
+               "sample: " + "; ".join(f"{'-' if w is None else w} -> {e} MiB"
+                                     f"{'' if w is None else f' ({(e - w) / max(w, 1):+.1%})'} over {s // 60:.0f} min"
+                                     for w, e, s in lives))
+    grown = [(e - w) / max(w, 1) for w, e, _ in lives if w is not None]
+    if grown:
+        click.echo(f"largest growth within one process once warm: {max(grown):+.1%}")
     if res["anomalies"]:
         click.echo(json.dumps(res["examples"], indent=1, default=str)[:5000])
         sys.exit(1)

@@ -20,6 +20,31 @@ and a DELETE's include the statement's own Spark job).
 
     .venv/bin/python bench/ivm_round.py [--writes 8] [--warmup 2] [--views v_sum,v_join,v_max]
 
+With ``--index-peeks N``, instead: each view is an (unmaterialized) view with an index
+(its dataflow keeps its contents in the replica's memory: issue 25), and the bench times
+N peeks of ``SELECT * FROM view`` (read from the index's arrangement) interleaved with N
+of the same query written out (``SELECT * FROM (query) q``: names no view, so it runs the
+query over the tables, as every peek of the view did before), on the same cluster: first
+with no write between them, then each right after a 1-row INSERT (the peek of the view
+then waits for the index's round); prints the medians (ms) and their ratio (rerun /
+index: above 1, the index is faster), and how many of the view's peeks the server
+counted as arrangement reads (``index_peeks_total``).
+
+2026-11-26, branch h44f, shared 2-core machine at load 13-30 (other helpers' suites),
+``--index-peeks 5 --views v_sum,v_join,v_max`` (quickstart, size 1; 100-row tables)::
+
+    view      after a write: rerun/index ms  ratio  no write: rerun/index ms  ratio  index reads
+    v_sum                   2024/17011        0.12           1385/764          1.81      10/10
+    v_join                  3333/9575         0.35           2163/318          6.81      10/10
+    v_max                   2130/9110         0.23           1405/309          4.55      10/10
+
+With no write, a peek of the indexed view reads its kept contents: 1.8-6.8x faster than
+running the query (a join more than a scan of one table). Right after a write, the peek
+waits for the index's round for that write (the dataflow's narrow round, 2-14 s each at
+this load, as a materialized view's: ``--views`` without ``--index-peeks``), which on
+100-row tables costs more than running the query: the round's fixed cost (Spark planning
+and jobs) is what issue 25's incremental work still has to bring down.
+
 2026-11-26, branch h25, shared 2-core machine under other sessions' tests (load 7-17, so
 latencies vary 2x with the load of the moment), ``--writes 4-5 --warmup 2``::
 
@@ -85,7 +110,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from server import Server
+from server import Server, free_port, index_peeks
 
 from bench.ivm import Subscribed, fmt_ms
 from spark_exec.orchestrator import group_cpu_seconds, spark_ui_url
@@ -159,16 +184,27 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=2, help="unmeasured insert/update/delete rounds first")
     ap.add_argument("--views", default=",".join(VIEWS), help=f"some of {','.join(VIEWS)}")
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for one change")
+    ap.add_argument("--index-peeks", type=int, default=0,
+                    help="time this many peeks of indexed views against re-running their queries instead")
     ap.add_argument("--keep-log", help="copy the server's log here at the end (and each replica's log to PATH.<replica id>)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        srv = Server(Path(tmp) / "mzdata", "--log-level", "debug").start()
+        metrics = free_port()
+        srv = Server(Path(tmp) / "mzdata", "--log-level", "debug",
+                     "--metrics-listen", f"127.0.0.1:{metrics}").start()
         try:
             with srv.connect() as c:
                 c.execute("CREATE TABLE t1 (k int, v int)")
                 c.execute("CREATE TABLE t2 (k int, w int)")
                 c.execute("INSERT INTO t1 SELECT g % 10, g FROM generate_series(1, 100) g")
                 c.execute("INSERT INTO t2 SELECT g % 10, g FROM generate_series(1, 100) g")
+                if args.index_peeks:
+                    print(f"{'view':<8}{'after a write: rerun/index ms':>31}{'ratio':>7}"
+                          f"{'no write: rerun/index ms':>26}{'ratio':>7}{'index reads':>13}", flush=True)
+                    for name in args.views.split(","):
+                        print(run_index_peeks(srv, c, name.strip(), args.index_peeks,
+                                              f"http://127.0.0.1:{metrics}/metrics"), flush=True)
+                    return
                 print(f"{'view':<8}" + "".join(f"{k + ' med/p99 ms':>19}" for k in KINDS)
                       + f"{'rounds':>8}{'RPCs':>6}{'RPC s':>7}{'round s':>8}{'env cpu':>8}{'rep cpu':>8}{'janino':>7}{'rep cpu i/u/d':>16}"
                       + "  RPCs by method (median round)",
@@ -181,6 +217,49 @@ def main() -> None:
                 shutil.copy(srv.log_path, args.keep_log)
                 for rlog in (srv.data_dir / "replicas").glob("*/replica.log"):
                     shutil.copy(rlog, f"{args.keep_log}.{rlog.parent.name}")
+
+
+def run_index_peeks(srv: Server, c, name: str, n: int, metrics_url: str) -> str:
+    """Median latencies (ms) of ``n`` peeks of indexed view ``name`` and of ``n`` runs of
+    its query, interleaved, after a 1-row write each and with none (``--index-peeks``)."""
+    c.execute(f"CREATE VIEW {name} AS {VIEWS[name]}")
+    try:
+        c.execute(f"CREATE INDEX {name}_idx ON {name} (k)")
+        deadline = time.monotonic() + 600
+        while not c.execute("SELECT bool_and(h.hydrated) FROM mz_internal.mz_hydration_statuses h JOIN mz_indexes i"
+                            " ON i.id = h.object_id WHERE i.name = %s", (f"{name}_idx",)).fetchone()[0]:
+            if time.monotonic() > deadline:
+                return f"{name:<8} not hydrated in 600 s"
+            time.sleep(0.2)
+        peek, rerun = f"SELECT * FROM {name}", f"SELECT * FROM ({VIEWS[name]}) q"
+
+        def timed(sql: str, i: int | None) -> float:
+            if i is not None:
+                c.execute("INSERT INTO t2 VALUES (%s, %s)", (i % 10, 5000 + i))
+            t0 = time.perf_counter()
+            c.execute(sql).fetchall()
+            return time.perf_counter() - t0
+
+        for i in range(2):  # warm both paths (plans compiled, the index's rounds steady)
+            timed(peek, i), timed(rerun, None)
+        reads0 = index_peeks(metrics_url).get("arrangement", 0)
+        got: dict[tuple[str, bool], list[float]] = {(k, w): [] for k in ("index", "rerun") for w in (True, False)}
+        # no write: the two interleaved (the index has caught up after the first)
+        for i in range(n):
+            got[("index", False)].append(timed(peek, None))
+            got[("rerun", False)].append(timed(rerun, None))
+        # after a 1-row write each (the index's round for the write goes on either way)
+        for i in range(n):
+            got[("index", True)].append(timed(peek, 100 + 2 * i))
+            got[("rerun", True)].append(timed(rerun, 101 + 2 * i))
+        reads = index_peeks(metrics_url).get("arrangement", 0) - reads0
+        med = {k: statistics.median(v) * 1000 for k, v in got.items()}
+        return (f"{name:<8}{med[('rerun', True)]:>20.0f}/{med[('index', True)]:<10.0f}"
+                f"{med[('rerun', True)] / med[('index', True)]:>7.2f}"
+                f"{med[('rerun', False)]:>15.0f}/{med[('index', False)]:<10.0f}"
+                f"{med[('rerun', False)] / med[('index', False)]:>7.2f}{reads:>8.0f}/{2 * n}")
+    finally:
+        c.execute(f"DROP VIEW {name} CASCADE")
 
 
 def run_view(srv: Server, c, name: str, args) -> str:

@@ -39,12 +39,17 @@ class PlanContext:
     query): those functions raise 0A000, or answer without it.
     ``guard``: what its evaluations in Python may do (``planner.guard.Guard``: heap
     budget, what stops them, the session's DateStyle, TimeZone and IntervalStyle);
-    ``INLINE`` outside a session."""
+    ``INLINE`` outside a session.
+    ``indexed_views``: ids of the views whose index the statement's peek reads instead
+    of the view's query (Materialize's optimizer reads an index's arrangement for a
+    ``Get`` of an indexed view): such a view plans as a ``Get`` of itself, which only
+    the peek's lowering knows how to read (``spark_exec.dataflow.Contents``)."""
 
     now: dt.datetime
     mz_now: Callable[[], int] | object | None = None
     session: Any = None
     guard: Guard = INLINE
+    indexed_views: frozenset = frozenset()
 
     @classmethod
     def starting(cls, mz_now=None, session=None, guard: Guard = INLINE) -> PlanContext:
@@ -62,6 +67,10 @@ class PlanContext:
         """The same statement with ``mz_now()`` being ``mz_now`` (an AS OF read, a
         maintained query)."""
         return dataclasses.replace(self, mz_now=mz_now)
+
+    def with_indexed_views(self, views: frozenset) -> PlanContext:
+        """The same statement reading the indexes of ``views`` (ids) for them."""
+        return dataclasses.replace(self, indexed_views=frozenset(views))
 
     def with_guard(self, guard: Guard) -> PlanContext:
         """The same statement, its evaluations under ``guard``."""

@@ -32,7 +32,7 @@ from planner.functions.logic import order_key
 
 from planner.plan import (
     Constant, Distinct, Filter, Get, Join, Limit, OrderBy, Project, Recursive, Reduce, SetOp, Unnest, Window,
-    Series, WindowCall, WorkTable, inputs, map_plan_exprs, relations_read,
+    Series, WindowCall, WorkTable, inputs, map_plan_exprs, relations_read, relations_read_deep,
 )
 from planner.scalar import AggCall, Call, ColRef, OuterRef, Subquery, walk
 
@@ -54,20 +54,7 @@ def is_fast_path(plan) -> bool:
 
 def builtins_read(plan) -> list[BuiltinTable]:
     """Every system table ``plan`` reads, its subqueries' included, each once."""
-    found: dict[str, BuiltinTable] = {}
-
-    def visit_plan(p):
-        for r in relations_read(p):
-            found.setdefault(r.id, r)
-        map_plan_exprs(p, visit_expr)
-
-    def visit_expr(e):
-        if isinstance(e, Subquery):
-            visit_plan(e.plan)
-        return e
-
-    visit_plan(plan)
-    return [r for r in found.values() if isinstance(r, BuiltinTable)]
+    return [r for r in relations_read_deep(plan) if isinstance(r, BuiltinTable)]
 
 
 def _long_series(p) -> bool:

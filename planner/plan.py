@@ -301,6 +301,27 @@ def relations_read(p) -> list:
     return out
 
 
+def relations_read_deep(plan) -> list:
+    """Every catalog relation ``plan`` reads, its subqueries' (in scalar expressions)
+    included, each once (by id), in plan order."""
+    from planner.scalar import Subquery
+
+    found: dict[str, object] = {}
+
+    def visit_plan(p):
+        for r in relations_read(p):
+            found.setdefault(r.id, r)
+        map_plan_exprs(p, visit_expr)
+
+    def visit_expr(e):
+        if isinstance(e, Subquery):
+            visit_plan(e.plan)
+        return e
+
+    visit_plan(plan)
+    return list(found.values())
+
+
 def could_run_expensive_function(p) -> bool:
     """Whether ``p`` may call a function with arguments, an aggregate, a window function
     or a table function (a Reduce, Window, Unnest or Series node), its subqueries

@@ -370,7 +370,7 @@ class QueryPlanner:
                 cols, row = sequence_relation(q, self.ctx.session)
                 return self._derived(PlannedQuery(Constant((row,), cols), tuple(n for n, _ in cols)), item.alias,
                                      item.relname)
-            if isinstance(rel, View):
+            if isinstance(rel, View) and rel.id not in self.ctx.indexed_views:
                 import pglast
 
                 view_stmt = pglast.parse_sql(rel.sql)[0].stmt

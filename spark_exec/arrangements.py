@@ -2,9 +2,12 @@
 
 In Materialize an index is an arrangement a cluster maintains: the indexed object's
 current rows, kept in memory on every replica of that cluster, so that peeks read
-memory instead of storage (Materialize's docs, "Indexes"). Here each replica caches,
-with Spark's cache, the Parquet parts of every table an index of its cluster covers
-(for an index on a view: the tables the view reads), in the units of
+memory instead of storage (Materialize's docs, "Indexes"). An index on a view whose
+query has an incremental plan is the view's dataflow, its contents kept on each replica
+(``spark_exec.materializations``, ``dataflow.Contents``: issue 25); for the others, here,
+each replica caches, with Spark's cache, the Parquet parts of every table an index of
+its cluster covers (for an index on a view without an incremental plan: the tables the
+view reads, and a peek runs the view's query over them), in the units of
 ``lower.arranged_units``: each big part alone (parts are immutable, so a write into a
 big table costs the caching of its own new part), the small parts together. A unit
 that no longer matches the shard (compaction replaced a part, a write added a small

@@ -14,7 +14,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import pyarrow as pa
@@ -211,12 +211,14 @@ class ClusterCoordinator:
 
     def peek(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
              deadline: float | None = None, cancel: threading.Event | None = None,
-             job: Job | None = None, text: TextFormat = DEFAULT_FORMAT):
+             job: Job | None = None, indexed: IndexedRead | None = None, text: TextFormat = DEFAULT_FORMAT):
         """Run ``plan`` on every healthy replica (active replication) and return the first
         whole answer as Arrow; the other replicas' runs are interrupted (Spark Connect tags).
         ``job(df, replica_id)`` does something else with the lowered DataFrame (a write to
-        Blob) and returns what the peek returns. ``text``: the session's text settings
-        (``catalog.textio.TextFormat``), which the lowering follows (``Lowerer.text``).
+        Blob) and returns what the peek returns. ``indexed``: the same query reading
+        views from their indexes, which each replica whose indexes serve the peek's
+        time runs instead of ``plan`` (``IndexedRead``). ``text``: the session's text
+        settings (``catalog.textio.TextFormat``), which the lowering follows (``Lowerer.text``).
 
         A replica that crashes or hangs mid-peek does not fail the peek while another
         replica answers; replicas that become healthy later join in. Each replica runs
@@ -239,10 +241,12 @@ class ClusterCoordinator:
         scan = memo_scan(scan)
         layout = result_layout_of(plan, scan)
         run = functools.partial(self._run_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag,
-                                job=job or _collect, layout=layout, text=text)
+                                job=job or _collect, layout=layout, indexed=indexed, text=text)
         key = fingerprint(plan)
-        _, result = self._race(run, tag, replica_wait_s, deadline, cancel, key=key,
+        h, result = self._race(run, tag, replica_wait_s, deadline, cancel, key=key,
                                alone=self._alone(key, layout))
+        if indexed is not None:
+            indexed.winner = h.id
         return result
 
     def _alone(self, key: int, layout: tuple[int | None, bool]) -> str | None:
@@ -257,7 +261,7 @@ class ClusterCoordinator:
     def peek_stream(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
                     deadline: float | None = None, cancel: threading.Event | None = None,
                     on_close: Callable[[], None] | None = None, spill: ResultSpill | None = None,
-                    text: TextFormat = DEFAULT_FORMAT) -> PeekStream:
+                    indexed: IndexedRead | None = None, text: TextFormat = DEFAULT_FORMAT) -> PeekStream:
         """Run ``plan`` as ``peek`` does, but return its answer as a stream of Arrow tables
         (Spark Connect's result batches, pulled as the caller asks for them, so that
         environmentd holds one batch at a time whatever the result's size).
@@ -272,7 +276,6 @@ class ClusterCoordinator:
         replica), and the stream goes on when it recovers. ``on_close`` runs once when the stream closes: at its end, on
         an error, or on ``close()``; it also runs if opening fails. ``spill``: where a
         result too large for a replica to send goes instead (``spark_exec.spill``).
-        ``text``: as ``peek``'s.
 
         Raises:
             as ``peek``, while opening.
@@ -283,10 +286,12 @@ class ClusterCoordinator:
             scan = memo_scan(scan)
             layout = result_layout_of(plan, scan)
             run = functools.partial(self._open_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag,
-                                    spill=spill, layout=layout, text=text)
+                                    spill=spill, layout=layout, indexed=indexed, text=text)
             h, (gen, first) = self._race(run, tag, replica_wait_s, deadline, cancel,
                                          discard=lambda opened: _close_quietly(opened[0]), key=key,
                                          alone=self._alone(key, layout))
+            if indexed is not None:
+                indexed.winner = h.id
         except BaseException:
             if on_close is not None:
                 on_close()
@@ -409,23 +414,52 @@ class ClusterCoordinator:
         arranged = self.arrangements.arranged() if self.arrangements is not None else frozenset()
         return Lowerer(session, scan, builtin_rows, arranged, text)
 
+    def _choose(self, h: ReplicaHandle, over: threading.Event, plan, scan: ScanFn, builtin_rows: BuiltinFn,
+                indexed: IndexedRead | None, text: TextFormat) -> tuple[object, Lowerer, object]:
+        """``(session, lowerer, plan)`` of a peek on ``h``: ``indexed``'s plan on the
+        replica's dataflow session (where the indexes' arrangements are) when each of its
+        views' index serves the peek's time there, else ``plan`` on the peek session."""
+        if indexed is not None and self.materializations is not None:
+            frames = {}
+            try:
+                session = h.dataflow_session()
+                for vid, iid in indexed.views.items():
+                    df = self.materializations.index_contents(iid, h.id, session, indexed.as_of)
+                    if df is None:
+                        break
+                    frames[vid] = df
+            except Exception as e:  # the replica is failing: the plan's own run says how
+                log.debug("peek on %s: indexes not read: %s", h.label, e)
+                frames = {}
+            if frames and len(frames) == len(indexed.views):
+                if over.is_set():
+                    raise _ReplicaUnreachable("the peek is over")
+                indexed.read_on[h.id] = True
+                lowerer = self._lowerer(session, scan, builtin_rows, text)
+                lowerer.indexed = frames
+                return session, lowerer, indexed.plan
+            indexed.read_on[h.id] = False
+        session = self._session(h, over)
+        return session, self._lowerer(session, scan, builtin_rows, text), plan
+
     def has_healthy_replica(self) -> bool:
         with self._cond:
             return bool(self._healthy())
 
     def _run_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
-                over: threading.Event, job: "Job", layout=None, text: TextFormat = DEFAULT_FORMAT):
+                over: threading.Event, job: "Job", layout=None, indexed: IndexedRead | None = None,
+                text: TextFormat = DEFAULT_FORMAT):
         with _replica_errors(h, over):
-            session = self._session(h, over)
+            session, lowerer, plan = self._choose(h, over, plan, scan, builtin_rows, indexed, text)
             session.addTag(tag)  # tags apply to operations started by this thread
             try:
-                return job(self._lowerer(session, scan, builtin_rows, text).lower_result(plan, layout), h.id)
+                return job(lowerer.lower_result(plan, layout), h.id)
             finally:
                 session.removeTag(tag)
 
     def _open_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
                  over: threading.Event, spill: ResultSpill | None = None, layout=None,
-                 text: TextFormat = DEFAULT_FORMAT):
+                 indexed: IndexedRead | None = None, text: TextFormat = DEFAULT_FORMAT):
         """Start ``plan`` on ``h`` and wait for its first batch and the one after it (or
         the end): ``(batches, first)``, ``first`` None for an empty answer. Looking one
         batch ahead means an answer of one batch (most are) is whole before this replica
@@ -433,10 +467,9 @@ class ClusterCoordinator:
         lowering finds large (``lower.spills``) is written to Blob through ``spill`` first, and read from there
         (``spark_exec.spill``)."""
         with _replica_errors(h, over):
-            session = self._session(h, over)
+            session, lowerer, plan = self._choose(h, over, plan, scan, builtin_rows, indexed, text)
             session.addTag(tag)  # the request, made by the first next(), carries the tag
             try:
-                lowerer = self._lowerer(session, scan, builtin_rows, text)
                 df = lowerer.lower_result(plan, layout)
                 if lowerer.spill and spill is not None:
                     gen = spill.write(df, arrow_schema(df.schema))
@@ -450,6 +483,27 @@ class ClusterCoordinator:
                     raise
             finally:
                 session.removeTag(tag)
+
+
+@dataclass
+class IndexedRead:
+    """A peek's query planned to read views from their indexes (``plan``: with a ``Get``
+    of each view of ``views``, view id -> index id; ``planner.context.PlanContext.indexed_views``),
+    at ``as_of``. A replica whose indexes all serve ``as_of``
+    (``MaterializationMaintainer.index_contents``) runs it on its dataflow session;
+    any other runs the peek's own plan, the views' queries inlined (Materialize reads
+    an index's arrangement once its frontier is past the peek's time). ``read_on``
+    records, per replica id, which one it ran; ``winner`` the replica that answered."""
+
+    plan: object
+    views: dict[str, str]
+    as_of: int
+    read_on: dict[str, bool] = field(default_factory=dict)
+    winner: str | None = None
+
+    def read_index(self) -> bool:
+        """Whether the answer came from the indexes (the winner read them)."""
+        return bool(self.read_on.get(self.winner))
 
 
 #: ``job(df, replica_id)``: what a peek does with its lowered DataFrame on one replica

@@ -35,6 +35,7 @@ are in persist's state already, and go to Spark as local relations).
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import replace
 from functools import reduce
 from typing import Callable
@@ -111,6 +112,69 @@ class Spine:
         return Spine(self.columns, batches, self.merge)
 
 
+class Contents:
+    """A maintained query's output kept on its replica, with times: the arrangement of an
+    index on a view (Materialize: an index is its dataflow's output arrangement, and a
+    peek at ``as_of`` reads it there). A spine of updates ``c0 .. cN-1``, ``cN`` (their
+    time), ``_d``: the hydration's contents at their time, then each round's changes
+    with theirs. Its contents at any time in ``[since, frontier]`` are exact (``at``).
+    A merge of its batches compacts the times up to ``since`` into ``since``, and moves
+    ``since`` to the frontier of the merge before it (so a peek chosen a little before
+    a round still finds its time). Immutable batches, as ``Spine``'s: a peek reading it
+    while a round adds to it reads the batches it took."""
+
+    def __init__(self, columns: int, since: int):
+        self.columns = columns
+        #: the earliest time the contents are exact for
+        self.since = since
+        #: the time ``since`` moves to at the next merge
+        self._next_since = since
+        #: the latest time added (the dataflow's frontier, once its round is done)
+        self.frontier = since
+        #: the time of the latest change taken (the contents are the same from it on)
+        self._changed = since
+        #: ``(time of the latest change, the rows from it on, consolidated and kept)``:
+        #: made by the first peek after a change, read by the next ones
+        self._current: tuple[int, DataFrame] | None = None
+        self._current_lock = threading.Lock()
+        k = columns
+        self.spine = Spine(k + 1, merge=lambda df: consolidate(
+            df.select(*_names(k), F.greatest(F.col(f"c{k}"), F.lit(self.since)).alias(f"c{k}"), D), k + 1))
+
+    def add(self, d: DataFrame | None, frontier: int, t: int | None = None) -> None:
+        """Take a change (``c0 .. cN-1``, ``_t``, ``_d``; or without ``_t``, all at ``t``),
+        checkpointed here, and note the contents complete for ``frontier``."""
+        if d is not None:
+            k = self.columns
+            at = F.col(T) if t is None else F.lit(t).cast("long")
+            batch = checkpoint(d.select(*_names(k), at.alias(f"c{k}"), D))
+            if len(self.spine.batches) + 1 > Spine.MAX_BATCHES + 1:  # this batch merges them
+                self.since, self._next_since = self._next_since, self.frontier
+            self.spine = self.spine.with_batch(batch)
+            self._changed = frontier
+        self.frontier = frontier
+
+    def serves(self, as_of: int) -> bool:
+        """Whether the contents at ``as_of`` can be read here."""
+        return self.since <= as_of <= self.frontier
+
+    def at(self, as_of: int) -> DataFrame:
+        """The rows at ``as_of`` (``serves`` it): ``c0 .. cN-1``, each row its count
+        times."""
+        k = self.columns
+        changed, df = self._changed, self.spine.frame()
+        assert df is not None, "read before hydration"  # (hydration adds a batch, empty or not)
+        if as_of >= changed:  # the current contents: consolidated once, by the first peek to want them
+            with self._current_lock:
+                if self._current is None or self._current[0] != changed:
+                    self._current = (changed, checkpoint(consolidate(df.select(*_names(k), D), k).filter(F.col(D) > 0)))
+                rows = self._current[1]
+            return _repeat(rows, k)
+        # updates after as_of left out (the time as data: ``time_relation``)
+        df = df.crossJoin(time_relation(df.sparkSession, as_of)).filter(F.col(f"c{k}") <= F.col("_tv"))
+        return _expand(df.select(*_names(k), D), k)
+
+
 def checkpoint(df: DataFrame) -> DataFrame:
     """``df`` computed now and kept in its replica's memory, its lineage cut
     (``localCheckpoint``), bound to ``df``'s own session. pyspark's client binds a
@@ -136,9 +200,14 @@ def consolidate(df: DataFrame, columns: int) -> DataFrame:
 def _expand(df: DataFrame, columns: int) -> DataFrame:
     """The rows of a collection of updates (``c0 .. cN-1``, ``_d``): consolidated, each
     row repeated its count times."""
-    summed = consolidate(df, columns).filter(F.col(D) > 0)
-    return summed.select(*_names(columns), F.explode(F.array_repeat(F.lit(0), F.col(D).cast("int"))).alias("_n")
-                         ).select(*_names(columns))
+    return _repeat(consolidate(df, columns).filter(F.col(D) > 0), columns)
+
+
+def _repeat(counted: DataFrame, columns: int) -> DataFrame:
+    """Rows with their positive counts (``c0 .. cN-1``, ``_d``) as the rows, each its
+    count times."""
+    return counted.select(*_names(columns), F.explode(F.array_repeat(F.lit(0), F.col(D).cast("int"))).alias("_n")
+                          ).select(*_names(columns))
 
 
 def _signed(df: DataFrame, columns: int, diff: int) -> DataFrame:
@@ -184,6 +253,12 @@ class Dataflow:
         #: the earliest time after the frontier at which a temporal filter has updates
         #: (None: none): the caller steps there even when no input changes
         self.next_event: int | None = None
+        #: rounds run since it was made (``step``s and ``advance``s of several times;
+        #: hydration not counted): Spark plans of its own each, what a burst of writes costs
+        self.rounds = 0
+        #: the output kept in the replica's memory, for an index (None: the output goes
+        #: elsewhere, a materialized view's shard or a SUBSCRIBE)
+        self.contents: Contents | None = None
 
     # -- the two entry points ------------------------------------------------------------
 
@@ -225,6 +300,7 @@ class Dataflow:
         """One round to ``t``: the updates at ``t`` alone (``lo`` None), or at every time
         in ``(lo, t]`` with their times (``_t`` in every change)."""
         self.changes = changes
+        self.rounds += 1
         self._time, self._lo, self._hydrating = t, lo, False
         self._memo = {}
         self._local = set()

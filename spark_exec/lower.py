@@ -603,6 +603,10 @@ class Lowerer:
         self.text = text
         #: ids of the tables whose parts the replica keeps in memory (indexes)
         self.arranged = arranged
+        #: view id -> its contents at the peek's timestamp, read from the arrangement of
+        #: an index on it (``spark_exec.dataflow.Contents``): what a ``Get`` of the view
+        #: (``PlanContext.indexed_views``) lowers to
+        self.indexed: dict[str, DataFrame] = {}
         #: make local relations one partition (see the class docstring)
         self.single_local = False
         #: partitions the result is spread over (``spread_partitions``), or None
@@ -678,6 +682,8 @@ class Lowerer:
         if isinstance(rel, BuiltinTable):
             rows = self.builtin_rows(rel)
             return self._local(self.spark.createDataFrame(rows, self._schema(p.columns)))
+        if rel.id in self.indexed:  # a view, read from its index's arrangement
+            return self.indexed[rel.id]
         snap = self._scan(rel)
         names = [c.name for c in rel.columns]
         if not snap.parts:  # the types a read of its parts has (SqlType.stored_scale)

@@ -31,6 +31,13 @@ the replica restarts or a round fails on it; the inputs' since is held at the vi
 frontier so that is always possible and the inputs' updates after it keep their times.
 All state is the shard's: a restarted process resumes from the upper it finds. A cluster
 without a healthy replica advances nothing (reads wait, as in Materialize).
+
+An index on a view (``Materialization.index``) is maintained by the same loop and the
+same dataflows, but its output is no shard: each replica keeps the view's contents, with
+their times, in memory (``dataflow.Contents``) and brings its own dataflow to the
+inputs' newest complete time each round (``_step_index``); a peek of the view on the
+cluster reads them there (``index_state``, ``index_contents``). A replica restarted, or
+whose round failed, hydrates again.
 """
 
 from __future__ import annotations
@@ -55,7 +62,7 @@ from planner.incremental.temporal import plan_mentions_now
 from planner.plan import Plan
 from spark_exec import rpcs
 from spark_exec.arrow_results import to_arrow
-from spark_exec.dataflow import Dataflow, timed_frame
+from spark_exec.dataflow import Contents, Dataflow, timed_frame
 from spark_exec.errors import is_connection_error, to_sql_error
 from spark_exec.replica import HEALTHY
 from spark_exec.lower import BuiltinFn
@@ -75,11 +82,18 @@ COLLECT_UPDATES = 10_000
 class Materialization:
     """One materialized view as its cluster maintains it: the view (shard, columns), the
     optimized plan of its query, and the stored relations the plan reads (tables and
-    materialized views; views are already expanded into the plan)."""
+    materialized views; views are already expanded into the plan).
+
+    With ``index``, ``view`` is an index on a (non-materialized) view (``catalog.snapshot.Index``)
+    and ``plan`` that view's query: the same dataflow keeps it current, but its output
+    stays in each replica's memory (``dataflow.Contents``), where peeks of the view read
+    it (Materialize: an index is a dataflow whose output arrangement lives in its
+    cluster), instead of being appended to a shard."""
 
     view: MaterializedView
     plan: Plan
     inputs: tuple[Table, ...]
+    index: bool = False
 
 
 #: () -> the materialized views the cluster hosts now, in dependency order
@@ -138,6 +152,9 @@ class MaterializationMaintainer:
         self._steps: dict = {}
         #: rounds that ran the query on a replica (for tests and metrics)
         self.computations = 0
+        #: dataflow rounds (``Dataflow.rounds``) the views ran on this cluster's replicas,
+        #: hydrations not counted: the Prometheus counter ``materialization_dataflow_rounds``
+        self.dataflow_rounds = 0
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name=f"materialize-{self.cc.name}", daemon=True)
@@ -164,9 +181,15 @@ class MaterializationMaintainer:
         mz_internal.mz_hydration_statuses)."""
         with self._lock:
             flows = dict(self._flows)
+        sessions = {h.id: h.dataflow_session_now() for h in self.cc.handles()}
         views = {vid for vid, _ in flows} | set(self._holds)
-        return [(vid, rid, (vid, rid) in flows and flows[(vid, rid)].frontier is not None,
-                 self.hydrations.get((vid, rid))) for vid in views for rid in replica_ids]
+
+        def hydrated(vid: str, rid: str) -> bool:
+            f = flows.get((vid, rid))
+            # (a dataflow of a replica's session that is gone, killed or restarted, is no more)
+            return f is not None and f.frontier is not None and sessions.get(rid) is f.session
+
+        return [(vid, rid, hydrated(vid, rid), self.hydrations.get((vid, rid))) for vid in views for rid in replica_ids]
 
     def error(self, view_id: str) -> SqlError | None:
         """The error the view's query raised the last time it ran, if that failed."""
@@ -213,12 +236,18 @@ class MaterializationMaintainer:
                     f.add_done_callback(lambda _: self._wake.set())  # its next round may be due
             # What readers asked for and did not get yet (an input view of another
             # cluster is behind, no healthy replica) is asked again next round.
-            live = {m.view.id: m.view for m in mats}
+            live = {m.view.id: m for m in mats}
+            behind = {vid: ts for vid, ts in requests.items() if vid in live and self._behind(live[vid], ts)}
             with self._lock:
-                for vid, ts in requests.items():
-                    if vid in live and self.persist.latest(live[vid].shard_id).upper <= ts:
-                        self._requests[vid] = max(ts, self._requests.get(vid, -1))
+                for vid, ts in behind.items():
+                    self._requests[vid] = max(ts, self._requests.get(vid, -1))
             self._wait(seen, poll)
+
+    def _behind(self, m: Materialization, ts: int) -> bool:
+        """Whether ``m`` is not complete for ``ts`` yet (an index: on no replica)."""
+        if m.index:
+            return self.index_state(m.view.id, ts) != "ready"
+        return self.persist.latest(m.view.shard_id).upper <= ts
 
     def _running(self, view_id: str) -> bool:
         """Whether a round of ``view_id`` is running (or waiting for a thread)."""
@@ -262,26 +291,16 @@ class MaterializationMaintainer:
             failed = self._errors.get(view.id)
         if failed is not None and time.monotonic() < failed[1]:
             return
+        if m.index:
+            self._step_index(m, requested)
+            return
         ts = self.read_ts()
         st = persist.state(view.shard_id)
         if not st.seqno or st.sealed:  # dropped (or not created yet)
             self._drop(view.id)
             return
         upper = st.upper
-        target = ts
-        states = {}
-        for inp in m.inputs:
-            if isinstance(inp, MaterializedView):
-                ist = persist.state(inp.shard_id)
-                if ist.upper - 1 < target:
-                    target = ist.upper - 1
-                    if requested is not None and ist.upper <= requested:
-                        self.request_input(inp, requested)
-            elif persist.fence_reads:  # other processes write it: nothing may land at or below ts later
-                ist = persist.advance_upper(inp.shard_id, ts)
-            else:
-                ist = persist.state(inp.shard_id)
-            states[inp.shard_id] = ist
+        target, states = self._input_states(m, ts, requested)
         if target < upper:
             return  # an input view is behind this one's upper
         if upper == 0:  # never computed: its contents at target
@@ -307,6 +326,169 @@ class MaterializationMaintainer:
         if batch is not None:
             batch = replace(batch, timed=(upper, target + 1))
         self._append(m, batch, upper, target, target)
+
+    def _input_states(self, m: Materialization, ts: int, requested: int | None) -> tuple[int, dict]:
+        """``(target, states)``: the newest time every input of ``m`` is complete for (at
+        most ``ts``, the read timestamp: see the module doc), and each input's shard state
+        (shard id -> state). An input view behind ``requested`` is asked to catch up."""
+        persist = self.persist
+        target = ts
+        states = {}
+        for inp in m.inputs:
+            if isinstance(inp, MaterializedView):
+                ist = persist.state(inp.shard_id)
+                if ist.upper - 1 < target:
+                    target = ist.upper - 1
+                    if requested is not None and ist.upper <= requested:
+                        self.request_input(inp, requested)
+            elif persist.fence_reads:  # other processes write it: nothing may land at or below ts later
+                ist = persist.advance_upper(inp.shard_id, ts)
+            else:
+                ist = persist.state(inp.shard_id)
+            states[inp.shard_id] = ist
+        return target, states
+
+    # -- indexes on views ---------------------------------------------------------------
+
+    def _step_index(self, m: Materialization, requested: int | None) -> None:
+        """Bring the dataflow of index ``m`` on every healthy replica to what its inputs
+        are complete for: hydrated there first (its contents at that time), then the
+        inputs' waiting updates in one round (``Dataflow.advance``); the output's changes,
+        with their times, join the replica's ``Contents`` (no shard: nothing is
+        appended). A round with no input update and no temporal event only moves the
+        frontiers, without a Spark job."""
+        target, states = self._input_states(m, self.read_ts(), requested)
+        with self._lock:
+            flows = {rid: f for (vid, rid), f in self._flows.items() if vid == m.view.id}
+        live = self.cc.healthy_replicas()
+        hydrated = {h.id: flows.get(h.id) for h in live}
+        if live and all(f is not None and f.frontier is not None and f.contents is not None
+                        and f.session is h.dataflow_session() for f, h in zip(hydrated.values(), live)):
+            low = min(f.frontier for f in hydrated.values())
+            due = [f.next_event for f in hydrated.values() if f.next_event is not None]
+            if low >= target or (not self._times(states, low, target) and not (due and min(due) <= target)):
+                for rid, f in hydrated.items():
+                    lock = self._flow_locks.setdefault((m.view.id, rid), threading.Lock())
+                    if lock.acquire(blocking=False):  # (a round running there moves it itself)
+                        try:
+                            if f.frontier < target:
+                                f.frontier = f.contents.frontier = target
+                        finally:
+                            lock.release()
+                self._hold(m, target)
+                return
+        self._compute_index(m, states, target)
+        self._hold(m, target)
+
+    def _compute_index(self, m: Materialization, states: dict, target: int) -> None:
+        """One round of index ``m``'s dataflow on each healthy replica, to ``target``
+        (``_step_index``); returns once one replica is done (the others finish on
+        their own, each under its dataflow's lock).
+
+        Raises:
+            SqlError: as ``_compute``."""
+        index = m.view
+        try:
+            inc = self._incremental(m)
+        except SqlError as e:
+            self._failed(index.id, e)
+            raise
+        columns = len(m.plan.columns)
+        holds, scan, changes = self._readers(m, states, target)
+
+        def run(h) -> str:
+            key = (index.id, h.id)
+            with self._flow_locks.setdefault(key, threading.Lock()):
+                session = h.dataflow_session()
+                if session is None:
+                    raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"replica {h.label} has no session")
+                with self._lock:
+                    flow = self._flows.get(key)
+                started = time.monotonic()
+                try:
+                    with rpcs.counted() as calls:
+                        if (flow is None or flow.session is not session or flow.inc is not inc
+                                or flow.frontier is None or flow.contents is None):
+                            flow = Dataflow(session, inc, self.persist.blob.url, self.builtin_rows)
+                            contents = Contents(columns, target)
+                            contents.add(flow.hydrate(target, scan), target, t=target)
+                            flow.contents = contents
+                            self.hydrations[key] = time.monotonic() - started
+                            kind = "hydration"
+                        elif flow.frontier < target:
+                            out = flow.advance(self._times(states, flow.frontier, target), target, changes)
+                            flow.contents.add(out, flow.frontier)
+                            kind = "narrow" if flow.narrow else "wide"
+                        else:
+                            return ""
+                    with self._lock:
+                        self._flows[key] = flow
+                    log.debug("index %s on replica %s: %s round %.3f s, %s", index.name, h.label, kind,
+                              time.monotonic() - started, calls)
+                    return ""
+                except BaseException:
+                    with self._lock:
+                        if self._flows.get(key) is flow:
+                            del self._flows[key]
+                    raise
+
+        try:
+            self._race(run)
+        except SqlError as e:
+            if e.sqlstate != OBJECT_NOT_IN_PREREQUISITE_STATE:
+                self._failed(index.id, e)
+            raise
+        finally:
+            for h in holds:
+                self.persist.release(h)
+        with self._lock:
+            self._errors.pop(index.id, None)
+        self.computations += 1
+
+    def _readers(self, m: Materialization, states: dict, target: int) -> tuple[list, Callable, Callable]:
+        """What a round of ``m``'s dataflow reads its inputs with: ``(holds, scan,
+        changes)``: the read holds taken (on the inputs at ``target``, and one per
+        snapshot ``scan`` reads; the caller releases them), ``scan(table, as_of)`` (a
+        snapshot) and ``changes(table, lower, upper)`` (the parts of the table's updates
+        in ``(lower, upper]``, from its state in ``states``)."""
+        holds = [self.persist.hold(r.shard_id, target) for r in m.inputs]
+
+        def scan(rel: Table, as_of: int):
+            snap, hold = self.persist.read(rel.shard_id, as_of)
+            holds.append(hold)
+            return snap
+
+        def changes(rel: Table, lo: int, t: int):
+            return change_parts(states[rel.shard_id], lo, t)
+
+        return holds, scan, changes
+
+    def index_state(self, index_id: str, as_of: int) -> str:
+        """How index ``index_id`` can serve a peek at ``as_of``: ``ready`` (some replica's
+        contents are exact there), ``behind`` (a replica's are exact from before
+        ``as_of`` on, and its next rounds get there), or ``unavailable`` (not hydrated
+        anywhere, its query failed last, or ``as_of`` is before every replica's since:
+        the peek runs the view's query instead)."""
+        sessions = {h.id: h.dataflow_session_now() for h in self.cc.handles()}
+        with self._lock:
+            if index_id in self._errors:
+                return "unavailable"
+            contents = [f.contents for (vid, rid), f in self._flows.items()
+                        if vid == index_id and f.contents is not None and sessions.get(rid) is f.session]
+        if any(c.serves(as_of) for c in contents):
+            return "ready"
+        return "behind" if any(c.since <= as_of for c in contents) else "unavailable"
+
+    def index_contents(self, index_id: str, replica_id: str, session, as_of: int):
+        """The contents of index ``index_id`` at ``as_of`` on replica ``replica_id`` (a
+        DataFrame of its dataflow ``session``: ``c0 .. cN-1``), or None when that replica
+        cannot serve ``as_of`` (``index_state``)."""
+        with self._lock:
+            flow = self._flows.get((index_id, replica_id))
+        contents = flow.contents if flow is not None and flow.session is session else None
+        if contents is None or not contents.serves(as_of):
+            return None
+        return contents.at(as_of)
 
     def _append(self, m: Materialization, batch, upper: int, at: int, target: int) -> None:
         """Append ``batch`` (or nothing) at ``at`` and move the view's upper past ``target``."""
@@ -394,15 +576,7 @@ class MaterializationMaintainer:
         schema = arrow_schema([n for n, _ in cols] + [TIME_COLUMN, DIFF_COLUMN],
                               [t for _, t in cols] + [INT8, INT8])
         write = write_job(view, urls.url_for, diffs=True, timed=lower is not None)
-        holds = [self.persist.hold(r.shard_id, target) for r in m.inputs]
-
-        def scan(rel: Table, as_of: int):
-            snap, hold = self.persist.read(rel.shard_id, as_of)
-            holds.append(hold)
-            return snap
-
-        def changes(rel: Table, lo: int, t: int):
-            return change_parts(states[rel.shard_id], lo, t)
+        holds, scan, changes = self._readers(m, states, target)
 
         def run(h) -> str:
             key = (view.id, h.id)
@@ -417,7 +591,7 @@ class MaterializationMaintainer:
                     flow = Dataflow(session, inc, self.persist.blob.url, self.builtin_rows)
                 with self._lock:
                     self._flows[key] = flow
-                started_round = time.monotonic()
+                started_round, rounds_before = time.monotonic(), flow.rounds
                 try:
                     with rpcs.counted() as calls:
                         got = round_on(h, flow, key, started_round)
@@ -430,6 +604,9 @@ class MaterializationMaintainer:
                         if self._flows.get(key) is flow:
                             del self._flows[key]
                     raise
+                finally:
+                    with self._lock:
+                        self.dataflow_rounds += flow.rounds - rounds_before
 
         def round_on(h, flow: Dataflow, key, started_round: float):
             """One round of ``flow``: its change written (a part's key), collected (an

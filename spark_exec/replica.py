@@ -475,6 +475,12 @@ class ReplicaHandle:
             _close_session(old[1])
         return sess
 
+    def dataflow_session_now(self):
+        """``dataflow_session`` if it is made already and still of the replica's current
+        session, else None (never makes one: for introspection)."""
+        got, main = self._dataflow, self.session
+        return got[1] if got is not None and main is not None and got[0] is main and self.status == HEALTHY else None
+
     def _ping_ok(self, full: bool = False) -> bool:
         """Ping with a timeout; a ping still pending from before fails. The periodic ping
         is a config RPC, answered by the server's RPC threads without a Spark job, so a

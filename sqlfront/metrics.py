@@ -27,6 +27,10 @@ class Metrics:
             "coordinator_command_duration_seconds", "Duration of Coordinator main loop commands",
             ["kind"], buckets=COMMAND_BUCKETS, registry=self.registry)
         self.peeks = Counter("peeks", "Peeks by cluster and outcome", ["cluster", "outcome"], registry=self.registry)
+        self.index_peeks = Counter(
+            "index_peeks", "Peeks of views with an index on the peek's cluster, by how they were answered: "
+            "'arrangement' (read from the index's dataflow output) or 'rerun' (the view's query run)",
+            ["how"], registry=self.registry)
         self.peek_duration = Histogram(
             "peek_duration_seconds", "End-to-end peek latency (planning to rows in hand)",
             ["cluster", "outcome"], buckets=PEEK_BUCKETS, registry=self.registry)
@@ -83,6 +87,24 @@ class Metrics:
                 yield g
 
         self.registry.register(_Replicas())
+
+    def track_materializations(self, rounds) -> None:
+        """Report ``materialization_dataflow_rounds_total{cluster}`` from ``rounds()`` (a
+        dict: cluster name -> dataflow rounds its materialized views ran on its replicas
+        since this process started it, hydrations not counted) at scrape time: a burst of
+        writes at many timestamps should cost a round, not one per timestamp."""
+        from prometheus_client.core import CounterMetricFamily
+
+        class _Rounds:
+            def collect(self_inner):
+                c = CounterMetricFamily("materialization_dataflow_rounds",
+                                        "Dataflow rounds of materialized views on the cluster's replicas "
+                                        "(hydrations not counted)", labels=["cluster"])
+                for cluster, n in sorted(rounds().items()):
+                    c.add_metric([cluster], n)
+                yield c
+
+        self.registry.register(_Rounds())
 
     def serve(self, host: str, port: int) -> None:
         """Serve ``/metrics`` on ``host:port`` (a daemon thread)."""

@@ -467,16 +467,19 @@ class Session:
             return peek.columns(pq)
         return self.describe(sql, len(params))[0]
 
-    def plan_select(self, stmt, params, mz_now=None):
+    def plan_select(self, stmt, params, mz_now=None, indexed_views: frozenset = frozenset()):
         """The plan of a SELECT: the one Describe kept for this portal if it still
         applies (same AST, parameters and catalog snapshot), else a fresh one, whose
         ``mz_now()`` is ``mz_now`` (``planner.context.PlanContext``'s; default: the
-        statement's, its :meth:`read_ts`)."""
+        statement's, its :meth:`read_ts`), reading the views ``indexed_views`` (ids) from
+        their indexes (``PlanContext.indexed_views``)."""
         d, self._described = self._described, None
         snap = self.catalog
-        if d is not None and d[0] is stmt and d[1] == tuple(params or ()) and d[2] is snap:
+        if d is not None and d[0] is stmt and d[1] == tuple(params or ()) and d[2] is snap and not indexed_views:
             return d[3]
         ctx = self.statement.plan if mz_now is None else self.statement.plan.with_mz_now(mz_now)
+        if indexed_views:
+            ctx = ctx.with_indexed_views(indexed_views)
         return QueryPlanner(snap, params, row_count=self.env.storage.row_count, ctx=ctx).plan_select(stmt)
 
     def builtin_rows(self, table: BuiltinTable) -> list[tuple]:

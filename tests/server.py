@@ -128,6 +128,13 @@ class Server:
         port = (d / "port").read_text().strip()
         return connection_url(f"sc://127.0.0.1:{port}", (d / "token").read_text().strip())
 
+    def remote_options(self, replica_id: str) -> str:
+        """``REMOTE ('127.0.0.1:PORT'), TOKEN '...'``: the options of a REMOTE replica that
+        is the local replica ``replica_id``'s Spark Connect server again (no second JVM)."""
+        d = self.data_dir / "replicas" / replica_id
+        port = (d / "port").read_text().strip()
+        return f"REMOTE ('127.0.0.1:{port}'), TOKEN '{(d / 'token').read_text().strip()}'"
+
 
 class Balancer:
     """``sqlfront balancer`` as a subprocess on a free port, sending connections to
@@ -208,6 +215,17 @@ def psql(server, command: str) -> subprocess.CompletedProcess:
     require_psql()
     cmd = ["psql", "-X", "-h", "127.0.0.1", "-p", str(server.port), "-U", "materialize", "materialize", "-c", command]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+
+
+def index_peeks(metrics_url: str) -> dict[str, float]:
+    """How the server's peeks of indexed views were answered so far (its
+    ``index_peeks_total`` metric): ``arrangement`` (read from an index's dataflow) and
+    ``rerun`` (the view's query run) -> count."""
+    import re
+    import urllib.request
+
+    text = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+    return {m[1]: float(m[2]) for m in re.finditer(r'index_peeks_total\{how="(\w+)"\} (\S+)', text)}
 
 
 def wait_for(pred, timeout: float = 30, interval: float = 0.2):

@@ -96,3 +96,21 @@ def test_create_temp_view_is_the_sessions_own(server):
         a.execute("DROP VIEW tv")
         with pytest.raises(psycopg.errors.UndefinedTable):
             a.execute("SELECT * FROM tv")
+
+
+def test_drop_if_exists_says_what_it_skipped(conn):
+    """PostgreSQL's NOTICE per missing name of DROP ... IF EXISTS (code 00000), and the
+    names that exist are dropped by the same statement."""
+    notices = []
+    conn.add_notice_handler(lambda d: notices.append((d.severity_nonlocalized, d.sqlstate, d.message_primary)))
+    conn.execute("CREATE TABLE dropped_t (a int)")
+    conn.execute("CREATE INDEX dropped_i ON dropped_t (a)")
+    conn.execute("DROP INDEX IF EXISTS no_such_i, dropped_i")
+    conn.execute("DROP TABLE IF EXISTS no_such_t, dropped_t")
+    conn.execute("DROP MATERIALIZED VIEW IF EXISTS no_such_mv")
+    conn.execute("DROP SCHEMA IF EXISTS no_such_s")
+    assert notices == [("NOTICE", "00000", 'index "no_such_i" does not exist, skipping'),
+                       ("NOTICE", "00000", 'table "no_such_t" does not exist, skipping'),
+                       ("NOTICE", "00000", 'materialized view "no_such_mv" does not exist, skipping'),
+                       ("NOTICE", "00000", 'schema "no_such_s" does not exist, skipping')]
+    assert conn.execute("SELECT count(*) FROM mz_tables WHERE name = 'dropped_t'").fetchone() == (0,)

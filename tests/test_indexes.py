@@ -11,7 +11,7 @@ import psycopg
 import pytest
 
 from catalog.durable import CatalogStore
-from server import wait_for
+from server import index_peeks, wait_for
 from spark_exec.lower import read_parts
 from spark_exec.replica import connect_session
 
@@ -89,6 +89,9 @@ def test_index_keeps_table_in_replica_memory_and_rebuilds_after_restart(server, 
         assert wait_for(lambda: conn.execute(f"SELECT status FROM mz_cluster_replicas WHERE id = '{rid}'")
                         .fetchone()[0] == "healthy", 180)
         conn.execute("CREATE DEFAULT INDEX IN CLUSTER arr ON arrt")
+        # an index on a view is its dataflow, rebuilt too (issue 25)
+        conn.execute("CREATE VIEW arrv AS SELECT a % 2 AS p, count(*) AS n, sum(a) AS s FROM arrt GROUP BY a % 2")
+        conn.execute("CREATE INDEX arrv_idx IN CLUSTER arr ON arrv (p)")
         spark = connect_session(server.replica_url(rid))
         try:
             table, urls = _parts(server, "arrt")
@@ -108,11 +111,19 @@ def test_index_keeps_table_in_replica_memory_and_rebuilds_after_restart(server, 
         assert wait_for(lambda: conn.execute(f"SELECT status FROM mz_cluster_replicas WHERE id = '{rid}'")
                         .fetchone()[0] == "unhealthy", 30)
         assert conn.execute("SELECT sum(a), count(*) FROM arrt").fetchone() == (6, 3)  # waits for the restart
+        assert sorted(conn.execute("SELECT * FROM arrv").fetchall()) == [(0, 1, 2), (1, 2, 4)]
         spark = connect_session(server.replica_url(rid))
         try:
             assert wait_for(lambda: _cached(spark, table, urls), 60)
         finally:
             spark.client.close()
+        assert wait_for(lambda: conn.execute("SELECT bool_and(h.hydrated) FROM mz_internal.mz_hydration_statuses h"
+                                             " JOIN mz_indexes i ON i.id = h.object_id"
+                                             " WHERE i.name = 'arrv_idx'").fetchone()[0], 180)
+        reads = index_peeks(server.metrics_url).get("arrangement", 0)
+        conn.execute("INSERT INTO arrt VALUES (4, 'w')")
+        assert sorted(conn.execute("SELECT * FROM arrv").fetchall()) == [(0, 2, 6), (1, 2, 4)]
+        assert index_peeks(server.metrics_url).get("arrangement", 0) == reads + 1  # read from the rebuilt dataflow
         # Without the index, nothing stays in memory.
         conn.execute("DROP INDEX arrt_primary_idx")
         spark = connect_session(server.replica_url(rid))
@@ -122,8 +133,9 @@ def test_index_keeps_table_in_replica_memory_and_rebuilds_after_restart(server, 
             spark.client.close()
     finally:
         conn.execute("SET cluster = quickstart")
-        conn.execute("DROP TABLE IF EXISTS arrt")
+        conn.execute("DROP TABLE IF EXISTS arrt CASCADE")
         conn.execute("DROP CLUSTER IF EXISTS arr CASCADE")
+
 
 
 def test_index_on_a_view_with_mz_now_is_maintained_without_log_spam(server, conn):

@@ -2,9 +2,10 @@
 
 It decides with the cluster leases which clusters run here (``sqlfront.ownership``),
 keeps one ``ClusterCoordinator`` per such cluster with its replicas, wires each one's
-arrangements (the tables its indexes cover) and materializations (the materialized views
-it hosts, planned once per catalog version), and answers for replicas' statuses, here or
-as another process's lease publishes them.
+arrangements (the tables its indexes cover) and dataflows (the materialized views it
+hosts and its indexes on views with an incremental plan, planned once per catalog
+version), and answers for replicas' statuses, here or as another process's lease
+publishes them.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ class ComputeController:
         self._mv_plans: dict[tuple[int, str], Materialization | None] = {}
         self._mv_plans_lock = threading.Lock()
         metrics.track_replicas(self._all_statuses)
+        metrics.track_materializations(self._materialization_rounds)
         #: replica statuses and sampled metrics (mz_cluster_replica_statuses, ..._metrics)
         self.replica_monitor = ReplicaMonitor(self.replica_handles, config.replica_metrics_interval_s)
 
@@ -146,7 +148,7 @@ class ComputeController:
                                         blob_probe=functools.partial(probe_blob, blob=self.persist.blob))
                 cc.maintain_arrangements(functools.partial(self._arranged_tables, c.id))
                 cc.maintain_materializations(self.persist, self.oracle.read_ts,
-                                             functools.partial(self.materializations, c.id), self._builtin_rows,
+                                             functools.partial(self.dataflows, c.id), self._builtin_rows,
                                              self.request_materialization, self._applied)
                 self.clusters[c.id] = cc
             return cc
@@ -192,6 +194,11 @@ class ComputeController:
             return []
         return [self.replica_status(r.id) for r in list(self._snapshot().replicas.values())
                 if r.cluster_id in self.clusters]
+
+    def _materialization_rounds(self) -> dict[str, int]:
+        """Cluster name -> dataflow rounds of its materialized views (its metric)."""
+        return {cc.name: cc.materializations.dataflow_rounds for cc in list(self.clusters.values())
+                if cc.materializations is not None}
 
     def _replica_status_changed(self, cluster_id: str, replica_id: str, status: str) -> None:
         self.ownership.poke()  # other processes read statuses from the lease: publish now
@@ -255,6 +262,8 @@ class ComputeController:
         snap = self._snapshot()
         out = {}
         for idx in snap.indexes_in_cluster(cluster_id):
+            if self._index_dataflow(snap, idx) is not None:
+                continue  # its dataflow keeps the view's contents, not its inputs' parts
             for t in self._tables_under(snap, idx.on_id):
                 # Plain parts only: the ones a peek reads as they are stored.
                 st = self.persist.state(t.shard_id)
@@ -281,6 +290,8 @@ class ComputeController:
             if arr is None:
                 continue
             for idx in snap.indexes_in_cluster(cid):
+                if self._index_dataflow(snap, idx) is not None:
+                    continue  # a dataflow's: the maintainer's rows
                 tables = [t.id for t in self._tables_under(snap, idx.on_id)]
                 plans = self._view_tables.get((snap.version, idx.on_id), ()) is not None
                 rows += [(idx.id, rid, plans and arr.hydrated(rid, tables), None) for rid in cc.replica_ids()]
@@ -339,6 +350,76 @@ class ComputeController:
                 out.append(planned)
         return out
 
+    def dataflows(self, cluster_id: str) -> list[Materialization]:
+        """What cluster ``cluster_id`` maintains by dataflows: its materialized views (in
+        dependency order), then its indexes on views (``index_dataflows``)."""
+        return self.materializations(cluster_id) + self.index_dataflows(cluster_id)
+
+    def index_dataflows(self, cluster_id: str) -> list[Materialization]:
+        """The indexes on views of cluster ``cluster_id`` that a dataflow keeps current
+        (``Materialization.index``): those whose view's query has an incremental plan.
+        An index on a view without one keeps, as before issue 25, the Parquet parts of
+        the tables the view reads in memory (``_arranged_tables``), and a peek runs the
+        view's query over them: refusing such an index (0A000, as a materialized view is
+        refused) would break the indexes that exist on such views already, whose peeks
+        were always answered by recomputation."""
+        snap = self._snapshot()
+        return [m for idx in snap.indexes_in_cluster(cluster_id)
+                if (m := self._index_dataflow(snap, idx)) is not None]
+
+    def indexed_views(self, cluster_id: str) -> frozenset[str]:
+        """Ids of the views whose index on cluster ``cluster_id`` is a dataflow this
+        process runs: a peek on that cluster reads them from it
+        (``planner.context.PlanContext.indexed_views``)."""
+        if cluster_id not in self.clusters:
+            return frozenset()
+        return frozenset(m.view.on_id for m in self.index_dataflows(cluster_id))
+
+    def index_state(self, cluster_id: str, view_id: str, as_of: int) -> tuple[str, str | None]:
+        """``(state, index id)``: how the best index on view ``view_id`` of cluster
+        ``cluster_id`` serves a peek at ``as_of`` (``MaterializationMaintainer.index_state``:
+        ``ready``, ``behind`` or ``unavailable``)."""
+        cc = self.clusters.get(cluster_id)
+        if cc is None or cc.materializations is None:
+            return "unavailable", None
+        best = ("unavailable", None)
+        for m in self.index_dataflows(cluster_id):
+            if m.view.on_id == view_id:
+                state = cc.materializations.index_state(m.view.id, as_of)
+                if state == "ready":
+                    return state, m.view.id
+                if state == "behind":
+                    best = (state, m.view.id)
+        return best
+
+    def _index_dataflow(self, snap: CatalogSnapshot, idx) -> Materialization | None:
+        """Index ``idx`` as a dataflow (``index_dataflows``), or None: it is on a table or
+        a materialized view, or its view has no incremental plan (or does not plan).
+        Planned once per catalog version."""
+        view = snap.views.get(idx.on_id)
+        if view is None:
+            return None
+        key = (snap.version, idx.id)
+        with self._mv_plans_lock:
+            if key not in self._mv_plans:
+                from planner.incremental import incremental_plan
+
+                try:
+                    plan = QueryPlanner(snap.searching_from(view.schema), ctx=PlanContext.starting(MAINTAINED)
+                                        ).plan_select(pglast.parse_sql(view.sql)[0].stmt).plan
+                    incremental_plan(plan)  # 0A000 when it has none
+                    inputs = tuple(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)))
+                    planned = Materialization(idx, plan, inputs, index=True)
+                except SqlError as e:
+                    log.info("index %s keeps its view's inputs in memory (no dataflow): %s", idx.name, e)
+                    planned = None
+                except Exception as e:
+                    log.warning("index %s: planning its view: %s", idx.name, e)
+                    planned = None
+                self._mv_plans = {k: v for k, v in self._mv_plans.items() if k[0] == snap.version}
+                self._mv_plans[key] = planned
+            return self._mv_plans[key]
+
     def view_input_holds(self) -> dict[str, int]:
         """Shard id -> the oldest time a materialized view (of any cluster) still has to
         read that input at: its upper - 1, the next round's lower (Materialize: a
@@ -359,6 +440,13 @@ class ComputeController:
         cc = self.clusters.get(view.cluster_id)
         if cc is not None and cc.materializations is not None:
             cc.materializations.request(view.id, ts)
+
+    def request_index(self, cluster_id: str, index_id: str, ts: int) -> None:
+        """A peek waits for index ``index_id`` (a dataflow of cluster ``cluster_id``) to
+        serve ``ts``: bring its dataflows there soon."""
+        cc = self.clusters.get(cluster_id)
+        if cc is not None and cc.materializations is not None:
+            cc.materializations.request(index_id, ts)
 
     def materialization_error(self, view: MaterializedView):
         """The SqlError ``view``'s query raised the last time its cluster ran it, while

@@ -20,7 +20,7 @@ from sqlfront import mzparse as mz
 from sqlfront.parse import quote_ident, syntax_error
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
-from sqlfront.sequence.objects import _lookup
+from sqlfront.sequence.objects import lookup_each
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -64,15 +64,9 @@ def create_index(stmt: mz.CreateIndex, session_cluster: str):
 
 def drop_indexes(names: list[tuple[str | None, str]], if_exists: bool):
     def build(snap: CatalogSnapshot, ids) -> list:
-        ops = []
-        for schema, name in names:
-            idx = _lookup(snap, schema, name, snap.index_by_name)
-            if idx is None:
-                if if_exists:
-                    continue
-                raise SqlError(UNDEFINED_OBJECT, f'index "{name}" does not exist')
-            ops.append(durable.DropIndex(idx.id))
-        return ops
+        return [durable.DropIndex(idx.id) for _, idx in lookup_each(
+            snap, names, if_exists, snap.index_by_name,
+            lambda _, n: SqlError(UNDEFINED_OBJECT, f'index "{n}" does not exist'))]
 
     return build
 

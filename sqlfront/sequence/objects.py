@@ -52,6 +52,24 @@ def _lookup(snap: CatalogSnapshot, schema: str | None, name: str, find) -> objec
     return None
 
 
+def lookup_each(snap: CatalogSnapshot, names: list[tuple[str | None, str]], if_exists: bool,
+                find, missing) -> list[tuple[str, object]]:
+    """The objects a DROP names, in order: ``(name, object)`` for each ``(schema, name)``
+    found by ``find(schema, name)`` (``_lookup``: along the search path when unqualified).
+    A name that finds nothing is skipped with IF EXISTS (``if_exists``; the statement
+    sends PostgreSQL's NOTICE for it: ``ddl._notice_skipped``) and otherwise raises
+    ``missing(schema, name)``, the statement's own SqlError."""
+    found = []
+    for schema, name in names:
+        o = _lookup(snap, schema, name, find)
+        if o is None:
+            if if_exists:
+                continue
+            raise missing(schema, name)
+        found.append((name, o))
+    return found
+
+
 def find_item(snap: CatalogSnapshot, schema: str | None, name: str):
     """The relation, sequence or index ``[schema.]name`` (they share one namespace, as
     PostgreSQL's pg_class), searched along the search path when unqualified; None if

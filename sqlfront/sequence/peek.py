@@ -3,7 +3,9 @@
 A plan that reads no user table runs in Python (the fast path: here, or in a worker
 process once it outgrows ``INLINE_HEAP_BYTES``); any other runs on a replica of the
 session's cluster at the timestamp oracle's read timestamp, through that cluster's
-ClusterCoordinator. The Coordinator main loop is never involved.
+ClusterCoordinator. The Coordinator main loop is never involved. A SELECT naming a view
+with an index on that cluster reads the index's dataflow output once it is complete
+for the read timestamp (``indexed_plan``, ``await_indexes``).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pglast import ast
 from catalog.errors import (
     SqlError, DATA_EXCEPTION, INVALID_TRANSACTION_STATE, QUERY_CANCELED, UNDEFINED_TABLE, query_canceled,
 )
-from catalog.snapshot import Table
+from catalog.snapshot import Table, View
 from catalog.types import SqlType
 from persist import Batch, PartRead, ShardSnapshot, SinceError
 from planner import interpret, session_split
@@ -50,9 +52,10 @@ def select(s: Session, stmt: ast.SelectStmt, sql: str | None, params, tag: str =
         transactions); the planner's and the peek's errors (those found before the
         first rows)."""
     pq, as_of = plan_read(s, stmt, sql, params)
+    indexed = indexed_plan(s, stmt, params, pq.plan) if as_of is None else None
     t1 = time.perf_counter()
     cols = columns(pq)
-    stream = peek_stream(s, pq.plan, cols, as_of)
+    stream = peek_stream(s, pq.plan, cols, as_of, indexed=indexed)
     s.env.metrics.phase("execute", time.perf_counter() - t1)
     return Result(tag, cols, stream=stream)
 
@@ -100,6 +103,68 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_wri
     return pq, as_of
 
 
+def indexed_plan(s: Session, stmt, params, plan):
+    """``stmt`` planned to read the views it names from their indexes on the session's
+    cluster (``planner.context.PlanContext.indexed_views``), when it names such a view
+    and ``plan`` (its usual plan) runs on a replica; else None. A transaction block that
+    wrote reads its own buffered writes, which no index holds: None then too."""
+    from sqlfront.rbac import relations_named
+
+    if interpret.is_fast_path(plan) or s.transaction.pending_writes:
+        return None
+    snap = s.catalog
+    try:
+        cluster = snap.resolve_cluster(s.vars.get("cluster"))
+    except SqlError:
+        return None  # (the peek says so)
+    views = s.env.compute.indexed_views(cluster.id)
+    if not views or not any(r.id in views for r in relations_named(snap, stmt)):
+        return None
+    indexed = s.plan_select(stmt, params, indexed_views=views).plan
+    return indexed if views_read(indexed) else None
+
+
+def views_read(plan) -> dict[str, View]:
+    """The views ``plan`` reads as relations (``Get``s of views, subqueries' included):
+    id -> view."""
+    from planner.plan import relations_read_deep
+
+    return {r.id: r for r in relations_read_deep(plan) if isinstance(r, View)}
+
+
+def await_indexes(s: Session, cluster_id: str, indexed_plan, as_of: int):
+    """The ``IndexedRead`` of a peek at ``as_of`` whose query reads views from their
+    indexes (``indexed_plan``), once each index serves ``as_of`` on some replica,
+    asking its cluster to get there (Materialize: a peek waits for its indexes'
+    frontiers to pass its timestamp); None when some index cannot (not hydrated on any
+    replica yet, its query failed, or ``as_of`` is before what it keeps): the peek then
+    runs the views' queries, as it would without the index.
+
+    Raises:
+        SqlError 57014 when the statement's deadline passes or it is canceled."""
+    from spark_exec.cluster_coordinator import IndexedRead
+
+    compute = s.env.compute
+    deadline = s.statement.deadline
+    chosen = {}
+    for vid in views_read(indexed_plan):
+        while True:
+            state, index_id = compute.index_state(cluster_id, vid, as_of)
+            if state == "unavailable":
+                return None
+            if state == "ready":
+                chosen[vid] = index_id
+                break
+            compute.request_index(cluster_id, index_id, as_of)
+            if s.cancel_event.is_set() or s.client_gone():
+                raise query_canceled(timeout=False)
+            wait = 0.02 if deadline is None else min(0.02, deadline - time.monotonic())
+            if wait <= 0:
+                raise query_canceled(timeout=True)
+            time.sleep(wait)
+    return IndexedRead(indexed_plan, chosen, as_of)
+
+
 def check_target_cluster(s: Session, stmt, plan) -> None:
     """Refuse a fast-path read that Materialize would run on the session's cluster when
     that cluster is unknown or has no replica (a read of a user table finds out in
@@ -128,14 +193,17 @@ def check_target_cluster(s: Session, stmt, plan) -> None:
 FAST_PATH_CHUNK_ROWS = 4096
 
 
-def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | None = None) -> ResultStream:
+def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | None = None,
+                indexed=None) -> ResultStream:
     """Open a peek of ``plan`` as a ResultStream: the fast path's rows in chunks, or a
     replica's Arrow batches pulled on demand (``ClusterCoordinator.peek_stream``; an
     answer too large for a replica to hold comes through Blob: ``spark_exec.spill``). The
     wait for materialized views, the race of replicas and each pull are bounded by one
     deadline: the running statement's (``s.statement``; a FETCH pulling from a cursor
     opened earlier runs under its own). ``peek_finished`` runs when the stream closes,
-    however it does.
+    however it does. ``indexed``: the same query reading views from their indexes
+    (``indexed_plan``), which replicas whose indexes serve the read timestamp run
+    (``await_indexes``).
 
     Raises:
         as ``peek``, for errors before the first rows."""
@@ -155,15 +223,22 @@ def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | 
             stream = ResultStream(cols, lambda: next(chunks, None), on_close=finished)
         else:
             cc, as_of, scan, holds = _read_at(s, plan, as_of)
+            proposed = indexed is not None
             try:
                 await_materialized(s, plan, as_of)
+                if indexed is not None:
+                    indexed = await_indexes(s, cc.cluster_id, indexed, as_of)
             except BaseException:
                 peek_finished(s, as_of, holds)
                 raise
             ps = cc.peek_stream(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
                                 s.statement.deadline, s.cancel_event,
                                 on_close=functools.partial(peek_finished, s, as_of, holds),
-                                spill=ResultSpill(s.env.persist.blob), text=s.statement.plan.guard.text)
+                                spill=ResultSpill(s.env.persist.blob), indexed=indexed,
+                                text=s.statement.plan.guard.text)
+            if proposed:
+                s.env.metrics.index_peeks.labels("arrangement" if indexed is not None and indexed.read_index()
+                                                 else "rerun").inc()
             # read at each pull: the statement pulling (this one, or a later FETCH)
             stream = ResultStream(cols, lambda: ps.next_batch(s.statement.deadline, s.cancel_event),
                                   on_close=ps.close)
@@ -368,7 +443,7 @@ def _peek(s: Session, plan, as_of: int | None, job):
     try:
         await_materialized(s, plan, as_of)
         result = cc.peek(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
-                         s.statement.deadline, s.cancel_event, job, s.statement.plan.guard.text)
+                         s.statement.deadline, s.cancel_event, job, text=s.statement.plan.guard.text)
     finally:
         peek_finished(s, as_of, holds)
     if job is not None:

@@ -28,7 +28,7 @@ from planner.ddl import sequence_options
 from sqlfront.rbac import check_sequence_use
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.result import Result
-from sqlfront.sequence.objects import _creation_schema, _lookup
+from sqlfront.sequence.objects import _creation_schema, _lookup, lookup_each
 
 if TYPE_CHECKING:
     from pglast import ast
@@ -238,17 +238,13 @@ def drop_sequences(names: list[tuple[str | None, str]], if_exists: bool, cascade
     depend on it")."""
     def build(snap: CatalogSnapshot, ids) -> list:
         ops = []
-        dropped = []
-        for schema, name in names:
-            q = _lookup(snap, schema, name, snap.sequence_by_name)
-            if q is None:
-                if if_exists:
-                    continue
-                if _lookup(snap, schema, name, snap.relation_by_name) is not None:
-                    raise SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a sequence',
-                                   hint="Use DROP TABLE to remove a table.")
-                raise SqlError(UNDEFINED_TABLE, f'sequence "{name}" does not exist')
-            dropped.append(q)
+        def missing(schema, name):
+            if _lookup(snap, schema, name, snap.relation_by_name) is not None:
+                return SqlError(WRONG_OBJECT_TYPE, f'"{name}" is not a sequence',
+                                hint="Use DROP TABLE to remove a table.")
+            return SqlError(UNDEFINED_TABLE, f'sequence "{name}" does not exist')
+
+        dropped = [q for _, q in lookup_each(snap, names, if_exists, snap.sequence_by_name, missing)]
         tables: dict[str, Table] = {}
         for q in dropped:
             for t in snap.tables.values():

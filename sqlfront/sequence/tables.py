@@ -20,7 +20,7 @@ from catalog.snapshot import CatalogSnapshot, MaterializedView, Sequence, Table,
 from planner.ddl import TableDef, plan_table
 from sqlfront.parse import quote_literal
 from sqlfront.sequence.catalog_txn import run
-from sqlfront.sequence.objects import _creation_schema, _drop_dependents, _free_name, _kind, _lookup
+from sqlfront.sequence.objects import _creation_schema, _drop_dependents, _free_name, _kind, lookup_each
 from sqlfront.sequence.result import Result
 
 if TYPE_CHECKING:
@@ -64,12 +64,8 @@ def drop_tables(names: list[tuple[str | None, str]], if_exists: bool, cascade: b
     def build(snap: CatalogSnapshot, ids) -> list:
         ops = []
         dropped = []
-        for schema, name in names:
-            rel = _lookup(snap, schema, name, snap.relation_by_name)
-            if rel is None:
-                if if_exists:
-                    continue
-                raise SqlError(UNDEFINED_TABLE, f'table "{name}" does not exist')
+        for name, rel in lookup_each(snap, names, if_exists, snap.relation_by_name,
+                                     lambda _, n: SqlError(UNDEFINED_TABLE, f'table "{n}" does not exist')):
             if rel.builtin:
                 raise SqlError(WRONG_OBJECT_TYPE, f'cannot drop system table "{name}"')
             if isinstance(rel, (View, MaterializedView)) or type(rel) is not Table:

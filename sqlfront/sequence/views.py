@@ -23,7 +23,7 @@ from sqlfront import mzparse as mz
 from sqlfront.parse import syntax_error
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.objects import (
-    _creation_schema, _drop_dependents, _drop_relation, _kind, _lookup, _unique, output_names,
+    _creation_schema, _drop_dependents, _drop_relation, _kind, _lookup, _unique, lookup_each, output_names,
 )
 from sqlfront.sequence.result import Result
 
@@ -107,12 +107,8 @@ def drop_views(names: list[tuple[str | None, str]], if_exists: bool, cascade: bo
     def build(snap: CatalogSnapshot, ids) -> list:
         ops = []
         dropped = []
-        for schema, name in names:
-            rel = _lookup(snap, schema, name, snap.relation_by_name)
-            if rel is None:
-                if if_exists:
-                    continue
-                raise SqlError(UNDEFINED_TABLE, f'{kind} "{name}" does not exist')
+        for name, rel in lookup_each(snap, names, if_exists, snap.relation_by_name,
+                                     lambda _, n: SqlError(UNDEFINED_TABLE, f'{kind} "{n}" does not exist')):
             if not isinstance(rel, cls):
                 hint = (f"Use DROP {_kind(rel).upper()} to remove a {_kind(rel)}."
                         if not rel.builtin else None)

@@ -32,8 +32,9 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
     ``anomalies`` (by name, from :func:`chaos.elle.check`; ``lost-write`` among them),
     ``examples``, ``ddl`` (statements by kind and outcome), ``checks`` (view and
     SUBSCRIBE comparisons made, subscriptions restarted), ``unavailability`` (kind ->
-    (p50, max) seconds), ``envd_rss_mb`` (at boot, warm, end, max: see :func:`_sample_rss`)
-    and ``history`` (the file's path)."""
+    (p50, max) seconds), ``envd_rss_mb`` (at boot, warm, end, max: see :func:`_sample_rss`),
+    ``envd_lives_mb`` (each environmentd process: RSS once warm or None, at its last
+    sample, seconds seen) and ``history`` (the file's path)."""
     directory = Path(directory)
     rng = random.Random(seed)
     with contextlib.ExitStack() as stack:
@@ -57,7 +58,7 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
         topo = One(directory, disk) if topology == "one" else Two(directory, disk, net)
         history = History(directory / "history.jsonl")
         try:
-            rss_start = topo.envd_rss()
+            rss_start = sum(topo.envd_rss().values())
             gen = Generator(random.Random(rng.random()))
             cl = Clients(topo.nodes, clients, gen, history)
             nem = Nemesis(topo, history, random.Random(rng.random()), interval, kinds,
@@ -92,6 +93,8 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
             "unavailability": unavail,
             "envd_rss_mb": (round(rss_start / 2**20), round(rss["warm"] / 2**20), round(rss["end"] / 2**20),
                             round(rss["max"] / 2**20)),
+            "envd_lives_mb": [(None if life["warm"] is None else round(life["warm"] / 2**20),
+                               round(life["end"] / 2**20), round(life["seen"])) for life in rss["lives"].values()],
             "history": str(directory / "history.jsonl")}
 
 
@@ -99,20 +102,35 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
 RSS_EVERY_S = 5.0
 
 
-def _sample_rss(topo, seconds: float) -> dict[str, int]:
+def _sample_rss(topo, seconds: float) -> dict:
     """Sleep ``seconds`` while sampling the environmentd processes' resident bytes:
     ``warm`` is the first sample after ``max(60 s, a tenth of the run)`` (a process's
     first minutes load the Spark Connect client, gRPC and Arrow and grow its thread
-    pool: growth that is not a leak), ``end`` the last, ``max`` the largest. A sample
-    taken while an environmentd restarts (the nemesis) counts what runs."""
+    pool: growth that is not a leak), ``end`` the last, ``max`` the largest, each the sum
+    over the processes running then. A sample taken while an environmentd restarts (the
+    nemesis) counts what runs.
+
+    ``lives``: pid -> ``{"warm", "end", "seen"}`` for each environmentd process: its first
+    sample as long after it was first seen (None when it died sooner), its last, and
+    seconds between its first and last. The nemesis's kill-envd replaces the process,
+    so the sums compare different processes (a new one loads a catalog and shards that
+    grew meanwhile); growth from ``warm`` to ``end`` within one process is what a leak
+    shows."""
     t0 = time.monotonic()
-    warm_at = t0 + max(60.0, seconds / 10)
-    out = {"warm": 0, "end": 0, "max": 0}
+    warm_s = max(60.0, seconds / 10)
+    out: dict = {"warm": 0, "end": 0, "max": 0, "lives": {}}
+    booted = set(topo.envd_rss())  # running since before t0
     while (left := t0 + seconds - time.monotonic()) > 0:
         time.sleep(min(RSS_EVERY_S, left))
-        out["end"] = topo.envd_rss()
+        now, by_pid = time.monotonic(), topo.envd_rss()
+        out["end"] = sum(by_pid.values())
         out["max"] = max(out["max"], out["end"])
-        if not out["warm"] and time.monotonic() >= warm_at:
+        if not out["warm"] and now >= t0 + warm_s:
             out["warm"] = out["end"]
+        for pid, rss in by_pid.items():
+            life = out["lives"].setdefault(pid, {"first": t0 if pid in booted else now, "warm": None})
+            life["end"], life["seen"] = rss, now - life["first"]
+            if life["warm"] is None and life["seen"] >= warm_s:
+                life["warm"] = rss
     out["warm"] = out["warm"] or out["end"]
     return out

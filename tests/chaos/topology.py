@@ -54,16 +54,17 @@ class Topology:
     def replica_pids(self) -> list[int]:
         return [pid for s in self.envds for pid in replica_jvms(s.data_dir)]
 
-    def envd_rss(self) -> int:
-        """Resident bytes of the environmentd processes now."""
-        total = 0
+    def envd_rss(self) -> dict[int, int]:
+        """Resident bytes of each environmentd process now, by pid (a restarted
+        environmentd is a new pid)."""
+        out = {}
         for s in self.envds:
             if s.proc is not None:
                 try:
-                    total += psutil.Process(s.proc.pid).memory_info().rss
+                    out[s.proc.pid] = psutil.Process(s.proc.pid).memory_info().rss
                 except psutil.Error:
                     pass
-        return total
+        return out
 
     def kill_envd(self, s: Server) -> None:
         """SIGKILL ``s`` and its replicas (a crash of its machine), then start it again."""
