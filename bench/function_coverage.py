@@ -52,6 +52,7 @@ from planner.context import PlanContext  # noqa: E402
 from planner import functions as fn  # noqa: E402
 from planner import typing as ty  # noqa: E402
 from planner.functions.aggregate import resolve_aggregate  # noqa: E402
+from planner.query import VIEW_FUNCTIONS  # noqa: E402
 from planner.scalar import Call, ColRef, Literal  # noqa: E402
 
 #: the reasons of entries sqlfront does not implement: entry (``name(arg types)``, a bare
@@ -75,7 +76,7 @@ TYPES = {
 _SAMPLE = {"any": "int4", "anyelement": "int4", "anycompatible": "int4", "anyarray": "_int4", "record": "text"}
 
 #: functions the planner answers itself (``planner.expr.ExprPlanner._FuncCall``,
-#: ``planner.query`` for FROM items), not through the registry
+#: ``planner.query`` for FROM items, ``planner.query.VIEW_FUNCTIONS``), not through the registry
 PLANNED = frozenset({
     "now", "transaction_timestamp", "statement_timestamp", "version", "current_schemas", "current_schema",
     "current_database", "pg_table_size", "pg_total_relation_size", "pg_relation_size", "pg_indexes_size",
@@ -85,7 +86,7 @@ PLANNED = frozenset({
     "pg_table_is_visible", "pg_type_is_visible", "unnest", "generate_subscripts", "mz_now",
     # SQL's special forms (PostgreSQL 9.26: without parentheses), planned as such
     "current_user", "session_user", "current_role", "user", "current_catalog",
-})
+}) | frozenset(VIEW_FUNCTIONS)  # the functions behind system views, planned as the views
 
 #: descriptions (pg_description) of entries a user does not call: operator and type
 #: support, aggregate internals, casts

@@ -22,7 +22,6 @@ and the ratio ours / PostgreSQL's.
 from __future__ import annotations
 
 import argparse
-import io
 import math
 import statistics
 import sys
@@ -30,8 +29,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,28 +83,9 @@ def timed(fn, runs: int, first: list | None = None) -> float | None:
         return None
 
 
-#: ../shared/tpch/TIMES.md: the keys and indexes PostgreSQL's reference times were taken with
-PG_KEYS = {
-    "region": ["r_regionkey"], "nation": ["n_nationkey"], "part": ["p_partkey"], "supplier": ["s_suppkey"],
-    "partsupp": ["ps_partkey", "ps_suppkey"], "customer": ["c_custkey"], "orders": ["o_orderkey"],
-    "lineitem": ["l_orderkey", "l_linenumber"],
-}
-PG_INDEXES = [("lineitem", "l_orderkey"), ("lineitem", "l_partkey, l_suppkey"), ("lineitem", "l_suppkey"),
-              ("partsupp", "ps_suppkey"), ("orders", "o_custkey"), ("supplier", "s_nationkey"),
-              ("customer", "c_nationkey"), ("nation", "n_regionkey")]
 PG_SETTINGS = {"shared_buffers": "4GB", "work_mem": "512MB", "maintenance_work_mem": "2GB",
                "effective_cache_size": "16GB", "max_parallel_workers_per_gather": "2",
                "max_wal_size": "8GB", "synchronous_commit": "off", "full_page_writes": "off"}
-
-
-def _csv_batches(path: Path):
-    """``path``'s rows as CSV text in 200,000-row batches (string_view read as string)."""
-    for batch in pq.ParquetFile(path).iter_batches(200_000):
-        schema = pa.schema([f.with_type(pa.string()) if pa.types.is_string_view(f.type) else f
-                            for f in batch.schema])
-        buf = io.BytesIO()
-        pacsv.write_csv(batch.cast(schema), buf, pacsv.WriteOptions(include_header=False))
-        yield buf.getvalue()
 
 
 def postgres_times(data: Path, queries: list[int], args) -> dict[int, float | None] | None:
@@ -124,15 +102,7 @@ def postgres_times(data: Path, queries: list[int], args) -> dict[int, float | No
     try:
         with pg.connect() as conn:
             t = time.perf_counter()
-            for name in tpch.TABLES:
-                conn.execute(f"CREATE TABLE {name} ({tpch.DDL[name]})")
-                with conn.cursor().copy(f"COPY {name} FROM STDIN (FORMAT csv)") as cp:
-                    for chunk in _csv_batches(data / f"{name}.parquet"):
-                        cp.write(chunk)
-                conn.execute(f"ALTER TABLE {name} ADD PRIMARY KEY ({', '.join(PG_KEYS[name])})")
-            for name, cols in PG_INDEXES:
-                conn.execute(f"CREATE INDEX ON {name} ({cols})")
-            conn.execute("VACUUM ANALYZE")
+            tpch.load_postgres(conn, data)
             print(f"PostgreSQL {pg.version}: loaded, keyed, indexed and analyzed in {time.perf_counter() - t:.1f}s")
             conn.execute(f"SET statement_timeout = '{int(args.timeout * 1000)}ms'")
             return {q: timed(lambda: conn.execute((QUERY_DIR / f"q{q:02d}.sql").read_text()).fetchall(), args.runs)

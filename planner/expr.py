@@ -695,18 +695,19 @@ class ExprPlanner:
         if name in ("pg_table_size", "pg_total_relation_size", "pg_relation_size") and len(args) == 1 \
                 and self.plan_subquery is not None:
             # Bytes of the table's Parquet parts (mz_recent_storage_usage); 0 for views and
-            # system tables; NULL for an OID that names no relation.
+            # system tables; NULL for an OID that names no relation. The argument is a
+            # regclass: a name literal ('t', 'public.t') is looked up (42P01 if none).
             return self.catalog_lookup(
                 'SELECT coalesce(s.size_bytes, 0) FROM pg_catalog.pg_class AS "?c?" '
                 'LEFT JOIN mz_catalog.mz_tables AS "?t?" ON "?t?".oid = "?c?".oid '
                 'LEFT JOIN mz_catalog.mz_recent_storage_usage AS s ON s.object_id = "?t?".id '
-                'WHERE "?c?".oid = $1', node.args[0])
+                'WHERE "?c?".oid = $1', node.args[0], types=("regclass",))
         if name == "pg_indexes_size" and len(args) == 1 and self.plan_subquery is not None:
             # Indexes are arrangements in the replicas' memory, not persist parts: 0 bytes
             # for a relation (pg_total_relation_size is its table size alone); NULL for an
             # OID that names no relation.
             return self.catalog_lookup('SELECT 0::int8 FROM pg_catalog.pg_class AS "?c?" WHERE "?c?".oid = $1',
-                                       node.args[0])
+                                       node.args[0], types=("regclass",))
         if name in ("pg_database_size", "pg_tablespace_size") and len(args) == 1 and self.plan_subquery is not None:
             return self.plan_storage_size(name, args[0], node.args[0])
         if name in ("obj_description", "col_description") and len(args) in (1, 2) \
@@ -1009,6 +1010,8 @@ class ExprPlanner:
             # the record's types, which an aggregate's result may take (map_agg's values)
             pair_value = Call("agg_pair", tuple(two), SqlType("record", of=tuple(v.type for v in two)))
         want = entry.extra.get("params", ())
+        if callable(want):  # the further arguments' types follow the aggregated value's (string_agg)
+            want = want(arg_planner.plan(value).type if value is not None else TEXT)
         hypothetical = None
         if entry.extra.get("hypothetical"):
             # rank(x) WITHIN GROUP (ORDER BY v): x and v are of their common type (9.21, table 9.65)

@@ -48,6 +48,13 @@ _WINDOW_AGGREGATES = ("count", "sum", "avg", "min", "max", "bool_and", "bool_or"
                       "var_samp", "var_pop")
 
 
+#: functions whose rows are a system view's (PostgreSQL's system views are SELECTs from
+#: them): function name -> the view in pg_catalog, whose columns are the function's OUT
+#: columns (PostgreSQL 53, "System Views")
+VIEW_FUNCTIONS = {"pg_show_all_settings": "pg_settings", "pg_cursor": "pg_cursors",
+                  "pg_prepared_statement": "pg_prepared_statements"}
+
+
 @dataclass(frozen=True)
 class PlannedQuery:
     """A planned SELECT: the plan and the names of its output columns. For a WITH query,
@@ -443,6 +450,11 @@ class QueryPlanner:
         if (name == "unnest" and args and all(a.type.is_array or a.type.is_list for a in args)) or (name in functions.SET_RETURNING
                                                                                   and not series):
             return self._unnest_rows(self._function_columns(name, args), item.ordinality)
+        if name in VIEW_FUNCTIONS:
+            return self._view_function(name, args, item.ordinality)
+        row_entry = next((f for f in functions.BY_SQL_NAME.get(name, ()) if "row_in_from" in f.extra), None)
+        if row_entry is not None:
+            return self._session_row(row_entry, name, args)
         if not all(isinstance(a, Literal) for a in args):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
         if name == "generate_series" and len(args) in (2, 3) and all(a.type.is_integer or a.type.name == "unknown"
@@ -456,6 +468,41 @@ class QueryPlanner:
                 raise SqlError(INVALID_PARAMETER_VALUE, "step size cannot equal zero")
             return PlannedQuery(Series(vals[0], vals[1], step, ((name, t),)), (name,))
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM is not supported")
+
+    def _view_function(self, name: str, args: list, ordinality: bool) -> PlannedQuery:
+        """A function behind a system view (``VIEW_FUNCTIONS``): the view's rows and columns,
+        as PostgreSQL defines the view (``pg_settings`` is ``SELECT * FROM
+        pg_show_all_settings()``).
+
+        Raises:
+            SqlError 42883 for arguments (the functions take none); 0A000 WITH ORDINALITY."""
+        if args:
+            raise functions.undefined_function(name, [a.type for a in args])
+        if ordinality:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} WITH ORDINALITY is not supported")
+        import pglast
+
+        return self._child().plan_raw(pglast.parse_sql(f"SELECT * FROM pg_catalog.{VIEW_FUNCTIONS[name]}")[0].stmt)
+
+    def _session_row(self, entry, name: str, args: list) -> PlannedQuery:
+        """A function returning a record in FROM (``pg_sequence_parameters(oid)``,
+        ``pg_input_error_info(text, text)``: its ``extra["row_in_from"]``, (columns as
+        (name, SqlType) pairs, ``(argument values, ctx) -> row``, ``ctx`` the statement's
+        ``PlanContext``)): one row of those
+        columns, read at plan time, as ``SELECT * FROM seq`` reads the sequence; a NULL
+        argument of the strict function gives a row of NULLs (PostgreSQL's expansion of a
+        NULL record).
+
+        Raises:
+            SqlError 0A000 for an argument computed per row; 42883 when no signature fits;
+            the function's own errors."""
+        if not all(isinstance(a, Literal) for a in args):
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM needs constant arguments")
+        _, casts, _ = functions.resolve([entry], name, [a.type for a in args])
+        values = [coerce(a, t, fmt=self.ctx.guard.text).value for a, t in zip(args, casts)]
+        columns, row = entry.extra["row_in_from"]
+        out = (None,) * len(columns) if entry.strict and None in values else tuple(row(values, self.ctx))
+        return PlannedQuery(Constant((out,), columns), tuple(n for n, _ in columns))
 
     def _function_columns(self, name: str, args: list) -> list:
         """(column name, array expression) of each output column of function ``name`` in

@@ -1191,6 +1191,10 @@ def literal(v, t: SqlType) -> SparkColumn:
                                  F.array(*[literal(x, t.element) for x in items.values()])).cast(spark_type(t))
     if n == "time":
         return F.lit(v.isoformat()).cast(T.TimeType(6))
+    if n == "timetz" and not isinstance(v, str):  # kept as its text on Spark (spark_type)
+        from catalog.textio import format_text
+
+        return F.lit(format_text(v, t))
     if n == "bytea":
         return F.lit(bytearray(v))
     if n == "timestamp":

@@ -395,7 +395,7 @@ class Orchestrator:
         env["PYSPARK_PYTHON"] = sys.executable  # Spark Connect's UDFs read it, not spark.pyspark.python
         token = secrets.token_urlsafe(32)
         env[TOKEN_ENV] = token
-        write_private(workdir / PROPERTIES_FILE, spark_auth_properties(_auth_secret(spec)))
+        write_private(workdir / PROPERTIES_FILE, replica_properties(spec))
         logf = open(log_path, "ab")
         log_offset = logf.tell()
         logf.write(f"\n=== starting {spec.label} on 127.0.0.1:{port} at {time.ctime()} ===\n".encode())
@@ -456,7 +456,7 @@ class Orchestrator:
         return killed
 
 
-def spark_auth_properties(secret: str | None) -> str:
+def spark_auth_properties(secret: str | None, encrypt: bool = False) -> str:
     """A spark-submit properties file (Java properties) that turns on Spark's RPC
     authentication: Spark's "Security" page, "Authentication" (``spark.authenticate``:
     a peer proves the shared secret, SASL DIGEST-MD5, before any message of its reaches
@@ -466,8 +466,17 @@ def spark_auth_properties(secret: str | None) -> str:
     cluster started without a secret); None for ``local[N]``, where Spark draws a random
     secret of its own at startup that never leaves the JVM.
 
-    Not ``spark.network.crypto.enabled`` (AES-based authentication and encryption, tried
-    twice): with it, a replica's first task sometimes never finishes. The executor
+    ``encrypt`` (with a secret) also turns on Spark's "Encryption" of RPC traffic
+    (``spark.network.crypto.enabled``: an AES key agreed from the secret, every RPC and
+    block transfer encrypted with it) and turns its SASL fallback off
+    (``spark.network.crypto.saslFallback``), so that no peer gets in unencrypted: for a
+    standalone cluster (``standalone.up``, whose ``spark.properties`` its master and every
+    worker read) and the replicas of sizes naming one, whose traffic crosses hosts. The
+    driver hands ``spark.network.*`` and ``spark.authenticate`` on to its executors
+    (SparkConf.isExecutorStartupConf), so all of a replica's JVMs speak it.
+
+    Not for ``local-cluster`` replicas, whose traffic stays on loopback (tried twice):
+    with it, a replica's first task sometimes never finishes. The executor
     fetches Spark Connect's session classes from its own driver over the RPC env
     (Executor "Using REPL class URI: spark://127.0.0.1:PORT/artifacts/..."); the log
     then shows "TransportClientFactory: Successfully created connection to
@@ -489,7 +498,19 @@ def spark_auth_properties(secret: str | None) -> str:
     }
     if secret:
         props["spark.authenticate.secret"] = secret
+        if encrypt:
+            props["spark.network.crypto.enabled"] = "true"
+            props["spark.network.crypto.saslFallback"] = "false"
     return "\n".join(f"{k}={v}" for k, v in props.items())
+
+
+def replica_properties(spec: ReplicaSpec) -> str:
+    """The properties file of a replica's driver (``spark_auth_properties``): its secret,
+    and RPC encryption for a standalone size (executors on other hosts).
+
+    Raises:
+        OSError when a standalone size's secret file cannot be read."""
+    return spark_auth_properties(_auth_secret(spec), encrypt=bool(spec.master))
 
 
 def _auth_secret(spec: ReplicaSpec) -> str | None:

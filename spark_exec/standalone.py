@@ -16,7 +16,8 @@ them; ``down`` stops the process groups its pid files name, after checking that 
 still ours (the marker property on its command line), never by name.
 
 Bound to 127.0.0.1 unless told otherwise. Every RPC port requires the secret (Spark's
-"Security", "Authentication"); the master's REST submission server is off, and its web UI
+"Security", "Authentication") and encrypts what it carries with a key agreed from it
+("Encryption", ``spark.network.crypto.enabled``; no SASL fallback); the master's REST submission server is off, and its web UI
 (no authentication) listens on the same address on a free port.
 """
 
@@ -70,7 +71,7 @@ def up(directory: Path, host: str = "127.0.0.1", port: int = 7077, workers: int 
                            f"--dir {directory}")
     secret = secrets.token_hex(32)
     write_private(directory / "secret", secret)
-    props = spark_auth_properties(secret) + "\nspark.master.rest.enabled=false\n"
+    props = spark_auth_properties(secret, encrypt=True) + "\nspark.master.rest.enabled=false\n"
     write_private(directory / "spark.properties", props)
     url = f"spark://{host}:{port}"
     started: list[tuple[str, subprocess.Popen]] = []

@@ -105,3 +105,47 @@ def load(url: str, data_dir: Path, echo: Callable[[str], None] = print, conn=Non
     finally:
         if own:
             conn.close()
+
+
+#: ../shared/tpch/TIMES.md: the keys and indexes PostgreSQL's reference times were taken with
+PG_KEYS = {
+    "region": ["r_regionkey"], "nation": ["n_nationkey"], "part": ["p_partkey"], "supplier": ["s_suppkey"],
+    "partsupp": ["ps_partkey", "ps_suppkey"], "customer": ["c_custkey"], "orders": ["o_orderkey"],
+    "lineitem": ["l_orderkey", "l_linenumber"],
+}
+PG_INDEXES = [("lineitem", "l_orderkey"), ("lineitem", "l_partkey, l_suppkey"), ("lineitem", "l_suppkey"),
+              ("partsupp", "ps_suppkey"), ("orders", "o_custkey"), ("supplier", "s_nationkey"),
+              ("customer", "c_nationkey"), ("nation", "n_regionkey")]
+
+
+def _csv_batches(path: Path):
+    """``path``'s rows as CSV text in 200,000-row batches (string_view read as string)."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    for batch in pq.ParquetFile(path).iter_batches(200_000):
+        schema = pa.schema([f.with_type(pa.string()) if pa.types.is_string_view(f.type) else f
+                            for f in batch.schema])
+        buf = io.BytesIO()
+        pacsv.write_csv(batch.cast(schema), buf, pacsv.WriteOptions(include_header=False))
+        yield buf.getvalue()
+
+
+def load_postgres(conn, data_dir: Path) -> None:
+    """Load the Parquet files of ``data_dir`` (``generate``'s) into PostgreSQL through
+    ``conn`` (a psycopg connection in autocommit, to an empty database) as
+    ../shared/tpch/TIMES.md describes: the tables of ``DDL``, COPY in CSV, the primary keys
+    ``PG_KEYS`` and indexes ``PG_INDEXES``, then ``VACUUM ANALYZE``. Raises psycopg.Error
+    when PostgreSQL refuses a step (a table already there, say)."""
+    for name in TABLES:
+        conn.execute(f"CREATE TABLE {name} ({DDL[name]})")
+        with conn.cursor().copy(f"COPY {name} FROM STDIN (FORMAT csv)") as cp:
+            for chunk in _csv_batches(Path(data_dir) / f"{name}.parquet"):
+                cp.write(chunk)
+        conn.execute(f"ALTER TABLE {name} ADD PRIMARY KEY ({', '.join(PG_KEYS[name])})")
+    for name, cols in PG_INDEXES:
+        conn.execute(f"CREATE INDEX ON {name} ({cols})")
+    conn.execute("VACUUM ANALYZE")

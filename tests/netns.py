@@ -1,6 +1,6 @@
 """Hosts as network namespaces joined by a bridge, for tests of several processes on one
-machine whose links can be cut (``ip link set ... down``): tests/test_netns.py,
-tests/test_netns_spark.py and the chaos nemesis's ``cut-link`` (tests/chaos/). Needs root."""
+machine whose links can be cut (``ip link set ... down``): tests/test_netns.py and the
+chaos nemesis's ``cut-link`` (tests/chaos/). Needs root."""
 
 from __future__ import annotations
 

@@ -141,14 +141,17 @@ class Balancer:
     environmentd ports: ``default`` (None: none), and ``routes`` (cluster name -> port);
     ``extra_args`` go to the command line (``--catalog-url URL``)."""
 
-    def __init__(self, log_path, default: int | None, *extra_args: str, host: str = "127.0.0.1", **routes: int):
+    def __init__(self, log_path, default: int | None, *extra_args: str, host: str = "127.0.0.1",
+                 prefix: tuple[str, ...] = (), **routes: int):
+        """``host``: the address it listens on; ``prefix``: a command it runs under (``ip
+        netns exec NS``)."""
         self.port = free_port()
         self.host = host
         args = [f"--route={c}=127.0.0.1:{p}" for c, p in routes.items()]
         if default is not None:
             args += ["--default", f"127.0.0.1:{default}"]
         self.log = open(log_path, "ab")
-        self.proc = subprocess.Popen([sys.executable, "-m", "sqlfront.cli", "balancer", "--listen",
+        self.proc = subprocess.Popen([*prefix, sys.executable, "-m", "sqlfront.cli", "balancer", "--listen",
                                       f"{host}:{self.port}", *args, *extra_args],
                                      cwd=ROOT, stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 30
@@ -284,16 +287,17 @@ def fetch_until(conn, cursor: str, n: int, timeout: float = 20) -> list[tuple]:
             return rows
 
 
-def start_owner_pair(a: "Server", b: "Server") -> None:
+def start_owner_pair(a: "Server", b: "Server", size: str = "1") -> None:
     """Start ``a`` (it bootstraps quickstart and takes its lease), then ``b`` (``--clusters
-    cb``) while ``a`` creates cluster ``cb``, which ``b`` waits for to boot."""
+    cb``) while ``a`` creates cluster ``cb`` with one replica of ``size``, which ``b`` waits
+    for to boot."""
     import threading
 
     a.start(wait_replicas=False)
     starting = threading.Thread(target=b.start, kwargs={"wait_replicas": False})
     starting.start()
     with a.connect() as c:
-        c.execute("CREATE CLUSTER cb REPLICAS (r1 (SIZE '1'))")
+        c.execute(f"CREATE CLUSTER cb REPLICAS (r1 (SIZE '{size}'))")
     starting.join()
     assert b.proc is not None and b.proc.poll() is None
 

@@ -234,6 +234,13 @@ QUERIES = {
         "'[\"a\", \"b\"]'::jsonb ?& ARRAY['a', 'b'], jsonb_strip_nulls('{{\"a\": null, \"b\": [null]}}')",
         "SELECT k, x, y FROM {t}, unnest(a, ARRAY[k, k + 1]) AS u(x, y) ORDER BY 1, 2, 3",
         "SELECT * FROM unnest(ARRAY[1,2], ARRAY['foo','bar','baz']) AS x(a,b)",
+        "SELECT * FROM pg_input_error_info('42000000000', 'integer')",
+        "SELECT name, setting FROM pg_show_all_settings() WHERE name IN ('client_encoding', "
+        "'client_min_messages') ORDER BY 1",
+        "SELECT * FROM pg_cursor()",
+        "SELECT name, statement FROM pg_prepared_statement() AS p WHERE from_sql",
+        "SELECT k, timetz '23:30:00+01', timetz '23:30:00+01' + interval '1 hour' FROM {t} ORDER BY k",
+        "SELECT k, e.message, e.sql_error_code FROM {t}, pg_input_error_info('x', 'bool') AS e ORDER BY k",
         "SELECT corr(y, x), regr_slope(y, x), regr_intercept(y, x), covar_samp(y, x), bit_and(x), bit_or(x), "
         "jsonb_object_agg(x, y), string_agg(DISTINCT y::text, ';') FROM (VALUES (1, 2.5), (2, 3.5), (4, 1.0), "
         "(NULL, 7.0), (4, 1.0)) AS v(x, y)",

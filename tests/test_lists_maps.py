@@ -136,6 +136,18 @@ def test_table_data_on_spark_answers_as_constants(conn):
     conn.execute("DROP TABLE lm")
 
 
+def test_list_type_names_are_types_to_regtype_and_privileges(conn):
+    """A list type's name is a type (every list is the one pg_type list): ::regtype and the
+    type privilege functions read it, over constants and per row."""
+    assert conn.execute("SELECT 'int list'::regtype::oid, 'map[text=>int]'::regtype::oid, "
+                        "has_type_privilege('int list', 'USAGE'), has_type_privilege(current_user, 'text list list', "
+                        "'USAGE')").fetchone() == (16384, 16385, True, True)
+    assert conn.execute("SELECT k, has_type_privilege(t, 'USAGE') FROM (VALUES (1, 'int list'), (2, 'date list list'), "
+                        "(3, 'int4')) AS v(k, t) ORDER BY k").fetchall() == [(1, True), (2, True), (3, True)]
+    with pytest.raises(psycopg.errors.UndefinedObject):
+        conn.execute("SELECT has_type_privilege('nosuch list', 'USAGE')")
+
+
 def test_binary_results_of_lists_and_maps_are_0a000(conn):
     for sql in ("SELECT LIST[1, 2]", "SELECT '{a=>1}'::map[text=>int]"):
         with pytest.raises(psycopg.Error) as e:

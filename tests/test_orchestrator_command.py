@@ -60,7 +60,7 @@ def test_replicas_have_a_loopback_spark_ui_on_a_free_port_by_default(tmp_path, m
 def test_a_standalone_size_runs_its_executors_on_the_master_it_names(tmp_path):
     """Issue 27: ``{"master": "spark://...", "executors": 2, "cores": 1, "memory": "1g"}``."""
     from catalog.sizes import parse_sizes
-    from spark_exec.orchestrator import _auth_secret, spark_auth_properties
+    from spark_exec.orchestrator import replica_properties
 
     secret = tmp_path / "secret"
     secret.write_text("abc123\n")
@@ -78,7 +78,12 @@ def test_a_standalone_size_runs_its_executors_on_the_master_it_names(tmp_path):
     assert conf["spark.connect.grpc.binding.address"] == "127.0.0.1"
     # the cluster's secret goes to the properties file, never the command line
     assert "abc123" not in " ".join(cmd)
-    assert "spark.authenticate.secret=abc123" in spark_auth_properties(_auth_secret(spec))
+    props = replica_properties(spec).splitlines()
+    assert "spark.authenticate.secret=abc123" in props
+    # its traffic crosses hosts: encrypted, with no unencrypted (SASL) fallback
+    assert {"spark.network.crypto.enabled=true", "spark.network.crypto.saslFallback=false"} <= set(props)
+    local_cluster = ReplicaSpec("u2", "c.r2", workers=1, scale=2)
+    assert not any(p.startswith("spark.network.crypto") for p in replica_properties(local_cluster).splitlines())
 
 
 def test_a_standalone_size_with_a_bad_master_or_an_unknown_key_is_refused():

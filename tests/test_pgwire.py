@@ -357,6 +357,12 @@ def test_psql_plus_variants_and_table_size(server, conn):
         assert int(size.group(1)) == stored
         assert conn.execute("SELECT pg_size_pretty(10240::bigint), pg_table_size('golden_p'::regclass) = %s,"
                             " pg_table_size(0)", (stored,)).fetchone() == ("10 kB", True, None)
+        # a name literal is a regclass, as PostgreSQL reads the unknown literal
+        assert conn.execute("SELECT pg_table_size('golden_p') = %s, pg_total_relation_size('public.golden_p') = %s, "
+                            "pg_relation_size('golden_p') = %s, pg_indexes_size('golden_p')",
+                            (stored, stored, stored)).fetchone() == (True, True, True, 0)
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            conn.execute("SELECT pg_table_size('no_such_table_here')")
         # indexes are arrangements in memory: no bytes of their own, so the total is the table's
         assert conn.execute("SELECT pg_indexes_size('golden_p'::regclass), pg_indexes_size(0), "
                             "pg_total_relation_size('golden_p'::regclass) = %s", (stored,)).fetchone() == (0, None, True)

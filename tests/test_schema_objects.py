@@ -510,6 +510,12 @@ def test_select_from_a_sequence_and_visibility(c):
     assert c.execute("SELECT pg_get_sequence_data('vis_seq'::regclass)::text, pg_get_sequence_data('vis_seq2'::regclass)"
                      "::text, pg_sequence_parameters('vis_seq'::regclass)::text").fetchone() == \
         ("(4,t)", "(1,f)", "(3,1,9223372036854775807,1,f,1,20)")
+    # in FROM: their OUT columns, one row (PostgreSQL's expansion of the record)
+    assert c.execute("SELECT * FROM pg_sequence_parameters('vis_seq'::regclass)").fetchall() == \
+        [(3, 1, 9223372036854775807, 1, False, 1, 20)]
+    assert c.execute("SELECT p.start_value, d.last_value, d.is_called FROM pg_sequence_parameters('vis_seq'::regclass) p, "
+                     "pg_get_sequence_data('vis_seq2'::regclass) d").fetchall() == [(3, 1, False)]
+    assert c.execute("SELECT * FROM pg_sequence_parameters(NULL)").fetchall() == [(None,) * 7]
     c.execute("DROP SEQUENCE vis_seq2")
     c.execute("CREATE SCHEMA vis_s")
     c.execute("CREATE TABLE vis_s.hidden (a int)")

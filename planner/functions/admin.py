@@ -1,7 +1,8 @@
 """System administration functions (PostgreSQL 9.27, "System Administration Functions")
 whose PostgreSQL answer follows from what sqlfront has none of: no event triggers,
 extensions, replication slots or origins, standby servers, log collector, partitioned
-tables, LISTEN channels, locks or TOAST. Each answers as a PostgreSQL primary without such
+tables, LISTEN channels, locks, TOAST, loadable modules, asynchronous I/O or XML support
+(libxml). Each answers as a PostgreSQL primary without such
 objects does: the same error, NULL, false or no rows. Nothing here has state."""
 
 from __future__ import annotations
@@ -17,24 +18,29 @@ E_R_I_E_EVENT_TRIGGER_PROTOCOL_VIOLATED = "39P03"
 
 
 def _failing(name: str, sigs: tuple, sqlstate: str, message: str, doc: str, samples: tuple[str, ...] = (),
-             hint: str | None = None, arg: bool = False) -> Function:
+             hint: str | None = None, arg: bool = False, strict: bool | None = None) -> Function:
     """An entry that fails as PostgreSQL does without such objects. ``message`` may hold
     ``{}``: the first argument's text (``arg``), a name that names nothing; a NULL one
-    gives NULL (the function is strict)."""
+    gives NULL (the function is strict). ``strict`` (default: ``arg``): a NULL argument
+    gives NULL rather than the error."""
+    strict = arg if strict is None else strict
 
     def py(a, e):
         raise SqlError(sqlstate, message.format(*a[:1]) if arg else message, hint=hint)
 
     def spark(S, a, e):
         F = S.F
-        if not arg:
+        if not strict:
             return S.fail(sqlstate, message)
-        before, after = message.split("{}")
+        error = S.fail(sqlstate, message)
+        if arg:
+            before, after = message.split("{}")
+            error = S.fail(sqlstate, F.concat(F.lit(before), a[0].cast("string"), F.lit(after)))
         # strict: NULL for a NULL argument (the call names nothing)
         return F.when(F.greatest(*[x.isNull() for x in a]) if len(a) > 1 else a[0].isNull(), F.lit(None)).otherwise(
-            S.fail(sqlstate, F.concat(F.lit(before), a[0].cast("string"), F.lit(after))))
+            error)
 
-    return Function(name, sigs, py, spark, sql_names=(name,), strict=arg, volatility="volatile", doc=doc,
+    return Function(name, sigs, py, spark, sql_names=(name,), strict=strict, volatility="volatile", doc=doc,
                     samples=samples)
 
 
@@ -120,6 +126,20 @@ register(
               ("pg_column_toast_chunk_id(s)",)),
     *_no_rows("pg_listening_channels", (), (("pg_listening_channels", "text"),), "9.26",
               ("pg_listening_channels()",)),
+    # no loadable modules (PostgreSQL lists the shared libraries its backend loaded: none
+    # in a session that loaded none), no asynchronous I/O handles in flight
+    *_no_rows("pg_get_loaded_modules", (), (("module_name", "text"), ("version", "text"), ("file_name", "text")),
+              "9.27.5", ("pg_get_loaded_modules()",)),
+    *_no_rows("pg_get_aios", (), (("pid", "int4"), ("io_id", "int4"), ("io_generation", "int8"), ("state", "text"),
+                                  ("operation", "text"), ("off", "int8"), ("length", "int8"), ("target", "text"),
+                                  ("handle_data_len", "int2"), ("raw_result", "int4"), ("result", "text"),
+                                  ("target_desc", "text"), ("f_sync", "bool"), ("f_localmem", "bool"),
+                                  ("f_buffered", "bool")), "9.27.5", ("pg_get_aios()",)),
+    # no xml type: the XML functions over text answer as a PostgreSQL built without libxml
+    # (its DETAIL: "This functionality requires the server to be built with libxml support.")
+    *[_failing(n, (sig("text", ret="bool"),), FEATURE_NOT_SUPPORTED, "unsupported XML feature", "9.15.2",
+               (f"{n}(s)", f"{n}('<a>' || k || '</a>')", f"{n}(CASE WHEN k > 9 THEN s END)"), strict=True)
+      for n in ("xml_is_well_formed", "xml_is_well_formed_content", "xml_is_well_formed_document")],
     # no partitioned tables: no relation has partition ancestors or a partition tree
     *_no_rows("pg_partition_ancestors", ("oid",), (("relid", "oid"),), "9.27.9",
               ("pg_partition_ancestors(k::oid)",)),

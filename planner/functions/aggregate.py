@@ -19,7 +19,7 @@ from catalog.errors import (
     INVALID_PARAMETER_VALUE, NULL_VALUE_NOT_ALLOWED, NUMERIC_VALUE_OUT_OF_RANGE,
 )
 from catalog.textio import array_dims
-from catalog.types import SqlType, INT8, NUMERIC, FLOAT8, INTERVAL, BOOL, TEXT, JSONB, array_of
+from catalog.types import SqlType, BYTEA, INT8, NUMERIC, FLOAT8, INTERVAL, BOOL, TEXT, JSONB, array_of
 from planner.functions.registry import AGGREGATES, FUNCTIONS, IN_CONTEXT, Function, register, undefined_function
 from planner.functions.math import numeric_div, numeric_div_scale
 from planner.functions.logic import order_key
@@ -125,9 +125,13 @@ def _variance_spark(fn):
 
 
 def _string_agg_py(vals, a, p):
+    """string_agg(text, text) and string_agg(bytea, bytea): the values joined by the
+    delimiter (a NULL delimiter joins them with nothing)."""
     if not vals:
         return None
     delim = p[0] if p else None
+    if a.arg.type.name == "bytea":
+        return bytes(delim or b"").join(bytes(v) for v in vals)
     return (delim or "").join(vals)
 
 
@@ -237,6 +241,12 @@ def _string_agg_spark(S, x, a):
     F = S.F
     delim = _param_literal(a, 0)
     arr = S.ordered_values(a)
+    if a.arg.type.name == "bytea":
+        # Spark's array_join takes strings: the bytes joined by concat, NULLs left out
+        kept = F.filter(arr, lambda v: v.isNotNull())
+        sep = F.lit(bytes(delim or b""))
+        joined = F.aggregate(F.slice(kept, 2, 2**31 - 1), kept[0], lambda acc, v: F.concat(acc, sep, v))
+        return F.when(F.size(kept) > 0, joined)
     return F.when(F.size(arr) > 0, F.array_join(arr, delim or ""))
 
 
@@ -326,12 +336,18 @@ register(
                       "array_agg(a order by k) filter (where k >= 3)",
                       "array_agg(a order by k desc) filter (where k > 3)",
                       "array_agg(ARRAY[s] order by k)")),
-    Function("string_agg", (AggSig(lambda t: (TEXT, TEXT) if t.is_string else None),), _string_agg_py,
+    Function("string_agg", (AggSig(lambda t: (TEXT, TEXT) if t.is_string else (BYTEA, BYTEA)
+                                   if t.name == "bytea" else None),), _string_agg_py,
              _string_agg_spark, sql_names=("string_agg",), kind="aggregate", doc="9.21",
-             extra={"params": (TEXT,)},
+             # the delimiter is of the values' type: bytea for bytea values, text otherwise
+             extra={"params": lambda t: (BYTEA,) if t.name == "bytea" else (TEXT,)},
              samples=("string_agg(s, ',' order by k)", "string_agg(s, '; ' order by s desc)",
                       "string_agg(distinct s, '|' order by s)", "string_agg(s, '' order by k) filter (where k > 1)",
-                      "string_agg(distinct s, ';')", "string_agg(distinct k::text, ',')")),
+                      "string_agg(distinct s, ';')", "string_agg(distinct k::text, ',')",
+                      "string_agg(s::bytea, '\\x00ff'::bytea order by k)",
+                      "string_agg(distinct s::bytea, ', ' order by s::bytea desc)",
+                      "string_agg(k::text::bytea, NULL order by k) filter (where k > 2)",
+                      "string_agg(s::bytea, 'x') filter (where k > 9)")),
     Function("jsonb_agg", (AggSig(lambda t: (t, JSONB)),), *_jsonb_agg(False),
              sql_names=("jsonb_agg", "json_agg"), kind="aggregate", strict=False, doc="9.21",
              samples=("jsonb_agg(i order by k)", "jsonb_agg(s order by k)", "json_agg(b order by k)"),

@@ -3,7 +3,7 @@ with the text functions of the same names: the bytes are read as Latin-1 text, o
 character per byte, so ``substr``, ``position``, ``reverse``, ``btrim`` and ``overlay``
 on bytea are the text entries' own implementations (in Python and on Spark, whose
 ``decode``/``encode`` with ISO-8859-1 map bytes to characters one to one); and the bit
-functions ``get_bit``, ``set_bit``, ``bit_count``, ``crc32``."""
+functions ``get_bit``, ``set_bit``, ``bit_count``, ``crc32``, ``crc32c``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import zlib
 
 from catalog.errors import FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, SqlError
 from catalog.textio import parse_bytea_escape
-from planner.functions.registry import FUNCTIONS, Function, constant_arg, register, sig
+from planner.functions.registry import FUNCTIONS, Function, by_python, constant_arg, register, sig
 from planner.functions.string import ARRAY_SUBSCRIPT_ERROR
 
 _LATIN1 = "latin-1"
@@ -137,7 +137,32 @@ register(
                                                                               "bit_count(''::bytea)")),
     Function("crc32", (sig("bytea", ret="int8"),), lambda a, e: zlib.crc32(bytes(a[0])),
              lambda S, a, e: S.F.crc32(a[0]), sql_names=("crc32",), doc="9.5", samples=("crc32(s::bytea)",)),
+    # Spark's crc32 is zlib's polynomial; CRC-32C (Castagnoli) runs in Python (by_python)
+    Function("crc32c", (sig("bytea", ret="int8"),), lambda a, e: crc32c(bytes(a[0])), by_python,
+             sql_names=("crc32c",), doc="9.5", samples=("crc32c(s::bytea)", "crc32c(''::bytea || k::text::bytea)", "crc32c('abc'::bytea)")),
 )
+
+
+def _crc32c_table() -> tuple[int, ...]:
+    table = []
+    for n in range(256):
+        c = n
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return tuple(table)
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C (Castagnoli, reflected polynomial 0x82F63B78) of ``data``: PostgreSQL's
+    ``crc32c(bytea)`` (PostgreSQL 18, 9.5; pg_crc32c.h), an unsigned 32-bit value."""
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
+    return c ^ 0xFFFFFFFF
 
 
 # -- encode, decode (PostgreSQL 9.5, table 9.13), hmac and constant_time_eq (Materialize) -----

@@ -504,6 +504,37 @@ register(
 )
 
 
+def _session_zone_arg(args: list, ctx) -> list:
+    """``plan_args_in`` of timeofday(): the session's TimeZone, as a text argument."""
+    if args:
+        return args  # no signature takes arguments: 42883
+    from catalog.settings import DEFAULTS
+    from catalog.types import TEXT
+    from planner.scalar import Literal
+
+    vars_ = getattr(getattr(ctx, "session", None), "vars", None)
+    return [Literal((getattr(vars_, "values", None) or {}).get("timezone", DEFAULTS["timezone"][0]), TEXT)]
+
+
+def _timeofday_py(a, e):
+    """timeofday() (PostgreSQL 9.9.5): the clock's time, read at each call, as C-style text
+    in the session's time zone (its argument here): ``Thu Nov 26 21:09:21.373963 2026
+    UTC``, PostgreSQL's ``%a %b %d %H:%M:%S.%06d %Y %Z``."""
+    from catalog.textio import parse_time_zone
+
+    now = dt.datetime.now(dt.timezone.utc).astimezone(parse_time_zone(a[0]))
+    return now.strftime(f"%a %b %d %H:%M:%S.{now.microsecond:06d} %Y ") + (now.tzname() or "")
+
+
+register(
+    # on table data the replica runs the Python (by_python), one clock reading per row
+    Function("timeofday", (sig("text", ret="text"),), _timeofday_py, by_python, sql_names=("timeofday",),
+             volatility="volatile", doc="9.9.5", extra={"plan_args_in": _session_zone_arg},
+             samples=("split_part(timeofday(), ' ', 6)", "length(split_part(timeofday(), ' ', 4)) + k",
+                      "split_part(timeofday(), ' ', 5) = to_char(now(), 'YYYY')")),
+)
+
+
 # -- to_char / to_date / to_timestamp (PostgreSQL 9.8, table 9.30) ------------------
 
 _TOKENS = ("HH24", "HH12", "HH", "MI", "SS", "MS", "US", "YYYY", "YY", "MONTH", "Month", "month", "MON", "Mon",

@@ -168,16 +168,28 @@ def _function_key_spark(S, c):
                                 F.lit(")"))))
 
 
+#: Materialize's list types (``int list``, ``text list list``): every one is the one
+#: pg_type ``list`` (catalog.types), when the element type names a type
+_LIST_SUFFIX = r"( list)+$"
+
+
 def _type_object_key(text: str) -> str:
-    """``_type_key`` resolved to its pg_type name (``integer[]`` -> ``_int4``); the key
-    itself for a name that names no type."""
+    """``_type_key`` resolved to its pg_type name (``integer[]`` -> ``_int4``, ``int
+    list`` -> ``list``); the key itself for a name that names no type."""
     key = _type_key(text)
-    return _type_names().get(key, key)
+    names = _type_names()
+    element = re.sub(_LIST_SUFFIX, "", key)
+    if element != key and element in names:
+        return "list"
+    return names.get(key, key)
 
 
 def _type_object_key_spark(S, c):
+    F = S.F
     key = _type_key_spark(S, c)
-    return S.F.coalesce(static_map(S, _type_names())[key], key)
+    names = static_map(S, _type_names())
+    element = F.regexp_replace(key, _LIST_SUFFIX, "")
+    return F.when((element != key) & names[element].isNotNull(), F.lit("list")).otherwise(F.coalesce(names[key], key))
 
 
 #: how a kind's names are read (``_Kind.parsed``): (interpreter, Spark)
@@ -281,6 +293,8 @@ def _types(snap: CatalogSnapshot) -> list[_Object]:
         oid = PSEUDO_TYPE_OIDS.get(typname) or next((o for o, n in _BY_OID.items() if n == typname), None)
         if oid is not None:
             names.setdefault(oid, []).append(typname)
+    for typname in ("list", "map"):  # Materialize's: every list type is the one pg_type list, as every map
+        names.setdefault(next(o for o, n in _BY_OID.items() if n == typname), []).append(typname)
     return [_Object(f"type:{oid}", tuple(names.get(oid, ())), oid, None)
             for oid in sorted({*_BY_OID, *PSEUDO_TYPE_OIDS.values()})]
 

@@ -93,7 +93,12 @@ class Function:
     #: implementation is ``py(args, call, ctx)`` (an aggregate's ``py(vals, call, params,
     #: ctx)``), given the evaluation's ``planner.context.PlanContext``: its ``session``
     #: (None outside one) and its ``guard`` (``planner.guard.Guard``: the session's text
-    #: settings, value limits, what stops it); see ``run_py``), ``result_text``
+    #: settings, value limits, what stops it); see ``run_py``), ``row_in_from``
+    #: ((columns as (name, SqlType) pairs, ``(argument values, ctx) -> row``, given the
+    #: statement's ``PlanContext``): a
+    #: function of a record (of the session's state, or computed from its arguments) called
+    #: in FROM with constant arguments is that one row, read at plan time:
+    #: ``planner.query``), ``result_text``
     #: (``Call -> bool``: on table data, a result column of a query that is such a call is
     #: sent as the text its Python implementation gives per row (``call_text``), not as
     #: its Spark value: a numeric whose scale PostgreSQL derives from each value, which a

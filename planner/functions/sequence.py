@@ -52,6 +52,20 @@ _PY_ONLY = ("runs in the session (it changes state outside the query): over tabl
 #: they act on the session (``planner.session_split``) and are given it
 _IN_SESSION = {"session": True, "with_context": True}
 
+
+def _columns(*cols: tuple[str, str]) -> tuple:
+    from catalog.types import SqlType
+
+    return tuple((n, SqlType(t)) for n, t in cols)
+
+
+#: the OUT columns of pg_sequence_parameters and pg_get_sequence_data, which a call in FROM
+#: has (``planner.query``'s ``row_in_from``: read once, at plan time, as ``SELECT * FROM seq``)
+_PARAMETER_COLUMNS = _columns(("start_value", "int8"), ("minimum_value", "int8"), ("maximum_value", "int8"),
+                              ("increment", "int8"), ("cycle_option", "bool"), ("cache_size", "int8"),
+                              ("data_type", "oid"))
+_DATA_COLUMNS = _columns(("last_value", "int8"), ("is_called", "bool"))
+
 register(
     Function("nextval", (sig("oid", ret="int8"),), lambda a, e, ctx: _access(ctx.session).nextval(a[0]), None,
              sql_names=("nextval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra=dict(_IN_SESSION)),
@@ -70,11 +84,14 @@ register(
     Function("pg_sequence_parameters", (sig("oid", ret="record"),),
              lambda a, e, ctx: _record(_access(ctx.session).parameters(a[0])), None,
              sql_names=("pg_sequence_parameters",), volatility="volatile", doc="9.27", differs=_PY_ONLY,
-             extra=dict(_IN_SESSION), samples=("pg_sequence_parameters('fx_t'::regclass::oid)",)),
+             extra=dict(_IN_SESSION, row_in_from=(_PARAMETER_COLUMNS,
+                                                  lambda a, ctx: _access(ctx.session).parameters(a[0]))),
+             samples=("pg_sequence_parameters('fx_t'::regclass::oid)",)),
     Function("pg_get_sequence_data", (sig("oid", ret="record"),),
              lambda a, e, ctx: _record(_access(ctx.session).data(a[0])), None,
              sql_names=("pg_get_sequence_data",), volatility="volatile", doc="9.27", differs=_PY_ONLY,
-             extra=dict(_IN_SESSION), samples=("pg_get_sequence_data('fx_t'::regclass::oid)", "pg_get_sequence_data(k::oid)")),
+             extra=dict(_IN_SESSION, row_in_from=(_DATA_COLUMNS, lambda a, ctx: _access(ctx.session).data(a[0]))),
+             samples=("pg_get_sequence_data('fx_t'::regclass::oid)", "pg_get_sequence_data(k::oid)")),
 )
 
 

@@ -14,7 +14,7 @@ import re
 from catalog.errors import (
     SqlError, ARRAY_SUBSCRIPT_ERROR, CHARACTER_NOT_IN_REPERTOIRE, FEATURE_NOT_SUPPORTED,
     INVALID_ESCAPE_SEQUENCE, INVALID_PARAMETER_VALUE, INVALID_REGULAR_EXPRESSION, NULL_VALUE_NOT_ALLOWED,
-    PROGRAM_LIMIT_EXCEEDED, STRING_DATA_RIGHT_TRUNCATION, SUBSTRING_ERROR, SYNTAX_ERROR,
+    PROGRAM_LIMIT_EXCEEDED, STRING_DATA_RIGHT_TRUNCATION, SUBSTRING_ERROR, SYNTAX_ERROR, UNDEFINED_OBJECT,
 )
 from catalog.textio import fit_string, format_text
 from catalog.types import TEXT
@@ -1278,6 +1278,37 @@ def _to_ascii_py(a, e):
     raise SqlError(FEATURE_NOT_SUPPORTED, "encoding conversion from UTF8 to ASCII not supported")
 
 
+#: to_ascii's tables (PostgreSQL's ascii.c, pg_to_ascii): encoding -> (first byte of the
+#: table, the ASCII stand-in of each byte from it); bytes below 128 stay, those between
+#: 128 and the table's start become a space
+_ASCII_TABLES = {
+    "LATIN1": (160, "  cL Y  \"Ca  -R     'u .,      ?AAAAAAACEEEEIIII NOOOOOxOUUUUYTBaaaaaaaceeeeiiii nooooo/ouuuuyty"),
+    "LATIN2": (160, " A L LS \"SSTZ-ZZ a,l'ls ,sstz\"zzRAAAALCCCEEEEIIDDNNOOOOxRUUUUYTBraaaalccceeeeiiddnnoooo/ruuuuyt."),
+    "LATIN9": (160, "  cL YS sCa  -R     Zu .z   EeY?AAAAAAACEEEEIIII NOOOOOxOUUUUYTBaaaaaaaceeeeiiii nooooo/ouuuuyty"),
+    "WIN1250": (128, "  ' \"    %S<STZZ `'\"\".--  s>stzz   L A  \"CS  -RZ  ,l'u .,as L\"lzRAAAALCCCEEEEIIDDNNOOOOxRUUUUYTBraaaalccceeeeiiddnnoooo/ruuuuyt "),
+}
+
+
+def _to_ascii_enc_py(a, e):
+    """to_ascii(text, encoding number): the text's bytes (UTF-8 here) read as that
+    encoding, each byte from 128 up replaced by its ASCII stand-in (``_ASCII_TABLES``),
+    as PostgreSQL's to_ascii_enc, which converts the bytes in place.
+
+    Raises:
+        SqlError 42704 for a number that names no encoding; 0A000 for an encoding other
+        than LATIN1, LATIN2, LATIN9 and WIN1250."""
+    from planner.functions.system import ENCODINGS
+
+    enc = a[1]
+    if not 0 <= enc < len(ENCODINGS):
+        raise SqlError(UNDEFINED_OBJECT, f"{enc} is not a valid encoding code")
+    name = ENCODINGS[enc][0]
+    if name not in _ASCII_TABLES:
+        raise SqlError(FEATURE_NOT_SUPPORTED, f"encoding conversion from {name} to ASCII not supported")
+    start, table = _ASCII_TABLES[name]
+    return "".join(chr(b) if b < 128 else " " if b < start else table[b - start] for b in a[0].encode())
+
+
 _UNICODE_DB = ("Python's Unicode database (unicodedata: Unicode 14.0 in Python 3.11) is older than PostgreSQL 18's "
                "(16.0): characters assigned since then have no decomposition here")
 
@@ -1295,6 +1326,10 @@ register(
                       "is_normalized(s, 'NFX')", "(s || U&'\\FB01') IS NFKC NORMALIZED")),
     Function("to_ascii", (sig("text", ret="text"),), _to_ascii_py, _to_ascii_spark, sql_names=("to_ascii",),
              doc="9.4", samples=("to_ascii(s)", "to_ascii(CASE WHEN k = 4 THEN s END)")),
+    Function("to_ascii_enc", (sig("text", "int4", ret="text"),), _to_ascii_enc_py, by_python, sql_names=("to_ascii",),
+             doc="9.4", samples=("to_ascii(s || ' Äpfel ©ő', 8)", "to_ascii(s || ' Łódź', 9)", "to_ascii(s, 16)",
+                                 "to_ascii(s || ' Šč', 29)", "to_ascii(s, 6)", "to_ascii(s, 42 + k)",
+                                 "to_ascii(s, -k)", "to_ascii('Ćma ÿ', 8)", "to_ascii('x', 100)")),
     Function("icu_unicode_version", (sig(ret="text"),), lambda a, e: None,
              lambda S, a, e: S.F.lit(None).cast("string"), sql_names=("icu_unicode_version",), strict=False,
              doc="9.4", samples=("icu_unicode_version()",)),

@@ -16,7 +16,9 @@ from catalog.errors import (
     OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_FILE, UNDEFINED_OBJECT,
 )
 from catalog.settings import DEFAULTS
-from planner.functions.registry import Function, lookup_args, lookup_map, lookup_table, register, sig, static_map
+from planner.functions.registry import (
+    IN_CONTEXT, Function, by_python, lookup_args, lookup_map, lookup_table, register, sig, static_map,
+)
 
 
 def pg_size_pretty(size) -> str:
@@ -184,8 +186,9 @@ _TIME_OIDS = (1114, 1184, 1083, 1266, 1115, 1185, 1183, 1270)
 
 
 def regtype_in(text: str) -> int:
-    """The OID a type name (``int4``, ``integer``, ``pg_catalog.text``, ``void``) names:
-    the ``regtype`` input function (PostgreSQL 8.19).
+    """The OID a type name (``int4``, ``integer``, ``pg_catalog.text``, ``void``, and
+    Materialize's ``int list``, ``map[text=>int]``) names: the ``regtype`` input function
+    (PostgreSQL 8.19).
 
     Raises:
         SqlError 42704 for a name that names no type."""
@@ -196,6 +199,10 @@ def regtype_in(text: str) -> int:
     if text.lstrip("-").isdigit():
         return int(text)
     name = text.removeprefix("pg_catalog.")
+    if name.lower().endswith(" list") or name.lower().startswith("map["):
+        from planner.functions.lists import type_from_text  # Materialize's list and map types
+
+        return type_from_text(name).oid
     return PSEUDO_TYPE_OIDS[name] if name in PSEUDO_TYPE_OIDS else make_type(name).oid
 
 
@@ -750,3 +757,81 @@ def _known_type(oid: int) -> bool:
     from catalog.types import _BY_OID
 
     return oid in _BY_OID
+
+
+# -- pg_input_is_valid, pg_input_error_info (PostgreSQL 16+, 9.26 "Data Validity Checking") --
+
+
+def _input_type(name: str):
+    """The type a ``type_name`` argument names, with its modifiers (``varchar(3)``,
+    ``numeric(5,2)``, ``int[]``), as PostgreSQL's parseTypeString reads it.
+
+    Raises:
+        SqlError 42704 for a name that names no type."""
+    from catalog.types import array_of
+    from planner.functions.lists import type_from_text
+
+    s = name.strip()
+    if s.endswith("[]"):
+        return array_of(type_from_text(s[:-2]))
+    return type_from_text(s)
+
+
+def _input_error(value: str, type_name: str, fmt) -> SqlError | None:
+    """The soft error of reading ``value`` as the type ``type_name`` names (its input
+    function's: a data exception, SQLSTATE class 22), None when it reads; dates and times
+    read in the session's text settings ``fmt`` (``Guard.text``: DateStyle's field order).
+
+    Raises:
+        SqlError 42704 for a type name that names no type (a hard error in PostgreSQL too)."""
+    from catalog.types import TEXT
+    from planner.consteval import cast_value
+
+    t = _input_type(type_name)
+    try:
+        cast_value(value, TEXT, t, explicit=False, fmt=fmt)
+    except SqlError as err:
+        if not err.sqlstate.startswith("22"):
+            raise
+        return err
+    return None
+
+
+def _input_error_row(a, ctx) -> tuple:
+    err = _input_error(a[0], a[1], ctx.guard.text)
+    return (None,) * 4 if err is None else (err.message, err.detail, err.hint, err.sqlstate)
+
+
+def _input_error_columns() -> tuple:
+    from catalog.types import TEXT
+
+    return tuple((n, TEXT) for n in ("message", "detail", "hint", "sql_error_code"))
+
+
+def _input_error_info_py(a, e, ctx):
+    from planner.functions.logic import record_text
+
+    return record_text(_input_error_row(a, ctx))
+
+
+register(
+    # whether a text reads as a type, and the error it would raise: the input function of
+    # the type (its modifiers too) is the cast from text an assignment makes
+    # (planner.consteval.cast_value); on table data through the same Python (by_python)
+    Function("pg_input_is_valid", (sig("text", "text", ret="bool"),), lambda a, e, ctx: _input_error(a[0], a[1], ctx.guard.text) is None,
+             by_python,
+             sql_names=("pg_input_is_valid",), volatility="stable", doc="9.26",
+             samples=("pg_input_is_valid(k::text, 'int4')", "pg_input_is_valid(s, 'integer')",
+                      "pg_input_is_valid(s, 'varchar(5)')", "pg_input_is_valid(k || '.25', 'numeric(3,2)')",
+                      "pg_input_is_valid('{' || k || ',2}', 'int[]')", "pg_input_is_valid(d::text, 'date')",
+                      "pg_input_is_valid(s, 'nosuchtype')", "pg_input_is_valid('2024-02-3' || k, 'date')",
+                      "pg_input_is_valid('42', 'integer')", "pg_input_is_valid(j::text, 'jsonb')"),
+             extra=IN_CONTEXT),
+    Function("pg_input_error_info", (sig("text", "text", ret="record"),), _input_error_info_py,
+             by_python,
+             sql_names=("pg_input_error_info",), volatility="stable", doc="9.26",
+             extra={"row_in_from": (_input_error_columns(), _input_error_row), "with_context": True},
+             samples=("pg_input_error_info(s, 'int4')", "pg_input_error_info(k * 1000000000 || '', 'integer')",
+                      "pg_input_error_info(s, 'varchar(5)')", "pg_input_error_info('1' || k || '.5', 'numeric(2,1)')",
+                      "pg_input_error_info('42000000000', 'integer')", "pg_input_error_info(s, 'nosuchtype')")),
+)

@@ -13,7 +13,7 @@ import datetime as dt
 
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE
 from catalog.types import FarTimestamp, Interval, SqlType
-from planner.functions.registry import IN_CONTEXT, Function, constant_arg, register, sig
+from planner.functions.registry import IN_CONTEXT, Function, by_python, constant_arg, register, sig
 from planner.functions.datetime import _date_trunc_py, _date_trunc_spark, _zone, add_interval, datetime_arith, time_arith_spark
 
 TIMESTAMP, TIMESTAMPTZ, INTERVAL = SqlType("timestamp"), SqlType("timestamptz"), SqlType("interval")
@@ -183,6 +183,76 @@ def _overlaps_spark(S, a, e):
     return F.when(s1.isNull() | s2.isNull(), null).when(s1 > s2, later).when(s1 < s2, earlier).otherwise(same)
 
 
+_DAY_MICROS = 86_400_000_000
+
+
+def _timezone_interval_timetz_py(a, e):
+    """``timetz AT TIME ZONE interval`` (PostgreSQL's timetz_izone): the same instant of the
+    day at the offset the interval gives (its seconds, truncated; east of UTC), wrapped
+    into the day.
+
+    Raises:
+        SqlError 22023 for an interval with months or days."""
+    from catalog.textio import format_text
+
+    iv, t = a
+    if iv.months or iv.days:
+        raise SqlError(INVALID_PARAMETER_VALUE,
+                       f'interval time zone "{format_text(iv, SqlType("interval"))}" must not include months or days')
+    return _timetz_at(t, abs(iv.micros) // 1_000_000 * (1 if iv.micros >= 0 else -1))
+
+
+def _timetz_at(t: dt.time, east: int) -> dt.time:
+    """Time with time zone ``t`` at the offset ``east`` seconds east of UTC: the same
+    instant of the day, wrapped into the day (timetz_izone, timetz_zone)."""
+    micros = ((t.hour * 3600 + t.minute * 60 + t.second) * 1_000_000 + t.microsecond
+              + (east - int(t.utcoffset().total_seconds())) * 1_000_000) % _DAY_MICROS
+    secs, us = divmod(micros, 1_000_000)
+    return dt.time(secs // 3600, secs // 60 % 60, secs % 60, us, tzinfo=dt.timezone(dt.timedelta(seconds=east)))
+
+
+def _timezone_timetz_args(args: list, ctx) -> list:
+    """``timetz AT TIME ZONE zone`` and ``timetz AT LOCAL`` (``timezone([zone,] timetz)``):
+    the zone (AT LOCAL: the session's TimeZone) and, last, the statement's start in Unix
+    seconds (type ``internal``): PostgreSQL's timetz_zone takes the zone's offset at the
+    transaction's start, fixed at plan time here like now()."""
+    from catalog.settings import DEFAULTS
+    from catalog.types import TEXT
+    from planner.functions.registry import INTERNAL
+    from planner.scalar import Literal
+
+    types = [a.type.name for a in args]
+    if types == ["timetz"]:
+        vars_ = getattr(getattr(ctx, "session", None), "vars", None)
+        zone = (getattr(vars_, "values", None) or {}).get("timezone", DEFAULTS["timezone"][0])
+        args = [Literal(zone, TEXT), *args]
+    elif not (len(types) == 2 and types[1] == "timetz" and types[0] in ("text", "unknown", "varchar")):
+        return args
+    return [*args, Literal(int(ctx.now.timestamp()), INTERNAL)]
+
+
+def _timezone_timetz_py(a, e):
+    """``timetz AT TIME ZONE name`` (PostgreSQL's timetz_zone): the time at the zone's
+    offset at the statement's start (its last argument, Unix seconds).
+
+    Raises:
+        SqlError 22023 for a name that names no time zone."""
+    name, t, now = a
+    offset = dt.datetime.fromtimestamp(now, dt.timezone.utc).astimezone(_zone(name)).utcoffset()
+    return _timetz_at(t, int(offset.total_seconds()))
+
+
+def _overlaps_timetz_py(a, e):
+    """(s1, e1) OVERLAPS (s2, e2) of time with time zone values (overlaps_timetz): as
+    ``_overlaps_py``, the values ordered as timetz_cmp orders them: by their time plus
+    their zone's offset west of UTC (not wrapped into the day), then by that offset."""
+    def key(t):
+        off = int(t.utcoffset().total_seconds())
+        micros = (t.hour * 3600 + t.minute * 60 + t.second - off) * 1_000_000 + t.microsecond
+        return micros, -off
+    return _overlaps_py([None if v is None else key(v) for v in a], e)
+
+
 def _overlaps_sigs():
     out = []
     for t in ("timestamp", "timestamptz", "time"):
@@ -216,6 +286,28 @@ register(
              _timezone_interval_py, _timezone_interval_spark, sql_names=("timezone",), doc="9.9.4",
              samples=("ts AT TIME ZONE interval '-08:00'", "ts::timestamptz AT TIME ZONE make_interval(hours => k)",
                       "timezone(interval '5 hours 30 minutes', ts)", "ts AT TIME ZONE make_interval(days => k)")),
+    # time with time zone is its text on Spark: the Python implementation runs there (by_python)
+    Function("timezone_interval_timetz", (sig("interval", "timetz", ret="timetz"),), _timezone_interval_timetz_py,
+             by_python, sql_names=("timezone",), doc="9.9.4",
+             samples=("(ts::time || '+02')::timetz AT TIME ZONE make_interval(hours => k)",
+                      "timezone(make_interval(mins => -45 * k, secs => 1.5), (ts::time || '-05:30')::timetz)",
+                      "(ts::time || '+02')::timetz AT TIME ZONE make_interval(days => k - 1)",
+                      "timetz '23:30:00+01' AT TIME ZONE interval '-10 hours'")),
+    Function("timezone_timetz", (sig("text", "timetz", "internal", ret="timetz"),), _timezone_timetz_py, by_python,
+             sql_names=("timezone",), volatility="stable", doc="9.9.4", extra={"plan_args_in": _timezone_timetz_args},
+             samples=("(ts::time || '+02')::timetz AT TIME ZONE 'Asia/Tokyo'",
+                      "timezone(CASE WHEN k < 3 THEN 'UTC' ELSE 'Asia/Kolkata' END, (ts::time || '-05:30')::timetz)",
+                      "(ts::time || '+02')::timetz AT LOCAL", "timezone((ts::time || '+01')::timetz)",
+                      "(ts::time || '+02')::timetz AT TIME ZONE 'Nowhere/Special'",
+                      "timetz '23:30:00+01' AT TIME ZONE 'Etc/GMT+3'")),
+    Function("overlaps_timetz", (sig("timetz", "timetz", "timetz", "timetz", ret="bool"),), _overlaps_timetz_py,
+             by_python, sql_names=("overlaps",), strict=False, doc="9.9",
+             samples=("((ts::time || '+02')::timetz, timetz '12:00+00') OVERLAPS (timetz '06:00+00', timetz '11:00+01')",
+                      "(timetz '10:00+01', (ts::time || '-03')::timetz) OVERLAPS ((ts::time || '+05')::timetz, "
+                      "timetz '09:00+00')",
+                      "(timetz '10:00+01', timetz '09:00+00') OVERLAPS (timetz '09:00+00', NULL::timetz)",
+                      "((ts::time || '+02')::timetz, NULL::timetz) OVERLAPS (timetz '00:00+00', (ts::time || 'Z')::timetz)",
+                      "(timetz '10:00+01', timetz '10:00+01') OVERLAPS (timetz '09:00+00', timetz '09:00+00')")),
     Function("timezone_local", (sig("timestamp", ret="timestamptz"), sig("timestamptz", ret="timestamp")),
              _at_local_py, lambda S, a, e: S.cast(a[0], e.args[0].type, e.type), sql_names=("timezone",),
              volatility="stable", doc="9.9.4", samples=("ts AT LOCAL", "ts::timestamptz AT LOCAL", "timezone(ts)"), extra=IN_CONTEXT),
