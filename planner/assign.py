@@ -8,6 +8,7 @@ a column's DEFAULT), below both: it must not plan statements.
 from __future__ import annotations
 
 from catalog.errors import SqlError, DATATYPE_MISMATCH
+from catalog.textio import DEFAULT_FORMAT, TextFormat
 from catalog.types import SqlType, TEXT
 from planner.expr import coerce, infer_param
 from planner.scalar import Call, Cast, Literal
@@ -35,8 +36,9 @@ def check_assignable(src: SqlType, dst: SqlType, column: str, what: str = "expre
         )
 
 
-def assign_expr(e, t: SqlType, column: str, what: str = "expression"):
-    """``e`` assigned to a column of type ``t`` (PostgreSQL's assignment cast).
+def assign_expr(e, t: SqlType, column: str, what: str = "expression", fmt: TextFormat = DEFAULT_FORMAT):
+    """``e`` assigned to a column of type ``t`` (PostgreSQL's assignment cast); an untyped
+    literal is read in the session's text settings ``fmt`` (``planner.expr.coerce``).
 
     Raises:
         SqlError 42804 when there is no assignment cast from ``e``'s type."""
@@ -44,7 +46,7 @@ def assign_expr(e, t: SqlType, column: str, what: str = "expression"):
     if p is not None:
         return p
     if isinstance(e, Literal) and (e.type.name == "unknown" or e.value is None):
-        return coerce(e, t)
+        return coerce(e, t, fmt=fmt)
     check_assignable(e.type, t, column, what)
     if e.type == t:
         return e

@@ -18,21 +18,26 @@ from catalog.errors import (
 )
 from catalog import mztime
 from catalog.intervalio import adjust_interval, parse_interval
-from catalog.textio import check_int, fit_datetime, fit_numeric, fit_string, format_text, parse_text, INT_RANGES
+from catalog.textio import (
+    DEFAULT_FORMAT, INT_RANGES, TextFormat, check_int, fit_datetime, fit_numeric, fit_string, format_text, parse_text,
+)
 from catalog.types import FarDate, FarTimestamp, SqlType, date_from_days, timestamp_from_micros
-from planner.functions import FUNCTIONS
+from planner.context import NO_STATEMENT, PlanContext
+from planner.functions import FUNCTIONS, run_py
 from planner.functions.array import any_all
 from planner.functions.datetime import add_interval
-from planner.guard import INLINE_VALUE_BYTES, Outgrown, check_stop, check_value_bytes, text_format, utf8_bytes
+from planner.guard import INLINE_VALUE_BYTES, Outgrown, utf8_bytes
 from planner.scalar import Call, Case, Cast, ColRef, Literal, OuterRef, Subquery, children, is_constant, walk
 
 _EPOCH_DATE = dt.date(1970, 1, 1)
 
-def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
+def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True, fmt: TextFormat = DEFAULT_FORMAT):
     """Convert a non-NULL value of ``src`` to ``dst`` as PostgreSQL's cast does, then
     apply ``dst``'s typmod (PostgreSQL's length coercion: ``timestamp(0)`` rounds,
     ``interval minute`` truncates; a text value's bare number is seconds before that, as
-    only an untyped literal reads it in the qualifier's unit).
+    only an untyped literal reads it in the qualifier's unit). ``fmt``: the session's
+    DateStyle, TimeZone and IntervalStyle (its evaluation's ``Guard.text``), which text
+    casts and casts between timestamp and timestamptz follow.
 
     Raises:
         SqlError 22P02/22003/22001/22007/22015 as the target type's input function would;
@@ -40,19 +45,19 @@ def cast_value(v, src: SqlType, dst: SqlType, explicit: bool = True):
     """
     if v is None:
         return None
-    out = _convert(v, src, dst, explicit)
+    out = _convert(v, src, dst, explicit, fmt)
     if dst.name == "interval" and (dst.scale is not None or dst.precision is not None):
         return adjust_interval(out, dst.scale, dst.precision)
     return fit_datetime(out, dst)
 
 
-def _convert(v, src: SqlType, dst: SqlType, explicit: bool):
+def _convert(v, src: SqlType, dst: SqlType, explicit: bool, fmt: TextFormat):
     s, d = src.name, dst.name
     if (src.is_list and dst.is_list) or (src.is_map and dst.is_map):
         from planner.functions import lists
 
         lists.check_cast(src, dst)
-        return lists.cast_value(v, src, dst, lambda x, a, b: cast_value(x, a, b, explicit))
+        return lists.cast_value(v, src, dst, lambda x, a, b: cast_value(x, a, b, explicit, fmt))
     if d == "mz_timestamp" and s != "mz_timestamp":
         if s in INT_RANGES or s in ("numeric", "float4", "float8", "date", "timestamp", "timestamptz"):
             return mztime.from_value(v, s)
@@ -64,18 +69,18 @@ def _convert(v, src: SqlType, dst: SqlType, explicit: bool):
             raise SqlError(CANNOT_COERCE, f"cannot cast type {src.sql()} to {dst.sql()}")
         return fit_string(out, dst, explicit) if d == "varchar" else out
     if d == "interval" and s in ("text", "varchar", "bpchar", "name"):
-        return parse_interval(v.rstrip(" ") if s == "bpchar" else v, style=text_format().interval_style)
+        return parse_interval(v.rstrip(" ") if s == "bpchar" else v, style=fmt.interval_style)
     if s in ("unknown", "text", "varchar", "bpchar", "name") and d not in ("text", "varchar", "bpchar", "unknown"):
         text = v.rstrip(" ") if s == "bpchar" else v
-        return parse_text(text, dst, explicit, text_format())
+        return parse_text(text, dst, explicit, fmt)
     if d in ("text", "varchar", "bpchar", "unknown", "name"):
         if d == "name":
-            return parse_text(v if isinstance(v, str) else format_text(v, src, text_format()), dst)
+            return parse_text(v if isinstance(v, str) else format_text(v, src, fmt), dst)
         if s == "bool":
             text = "true" if v else "false"  # booltext, not boolout's t/f (PostgreSQL 8.6)
         else:
             text = v.rstrip(" ") if s == "bpchar" and d != "bpchar" else \
-                (v if isinstance(v, str) else format_text(v, src, text_format()))
+                (v if isinstance(v, str) else format_text(v, src, fmt))
         return fit_string(text, dst, explicit) if d in ("varchar", "bpchar") else text
     if d in INT_RANGES:
         if s in INT_RANGES:
@@ -126,19 +131,20 @@ def _convert(v, src: SqlType, dst: SqlType, explicit: bool):
         if s in ("timestamp", "date"):
             local = v if s == "timestamp" else dt.datetime(v.year, v.month, v.day)
             try:
-                return local.replace(tzinfo=text_format().time_zone).astimezone(dt.timezone.utc)
+                return local.replace(tzinfo=fmt.time_zone).astimezone(dt.timezone.utc)
             except OverflowError:
                 raise SqlError(DATETIME_FIELD_OVERFLOW, "timestamp out of range") from None
     if s == "timestamptz" and d in ("timestamp", "date"):
         try:
-            naive = v.astimezone(text_format().time_zone).replace(tzinfo=None)
+            naive = v.astimezone(fmt.time_zone).replace(tzinfo=None)
         except OverflowError:
             raise SqlError(DATETIME_FIELD_OVERFLOW, "timestamp out of range") from None
         return naive if d == "timestamp" else naive.date()
     if d == "interval" and s == "interval":
         return v
     if src.is_array and dst.is_array:  # nested lists for several dimensions
-        return [cast_value(x, src, dst, explicit) if isinstance(x, list) else cast_value(x, src.element, dst.element, explicit)
+        return [cast_value(x, src, dst, explicit, fmt) if isinstance(x, list)
+                else cast_value(x, src.element, dst.element, explicit, fmt)
                 for x in v]
     if d == "time" and s in ("time", "timestamp", "timetz"):
         return v.replace(tzinfo=None) if s == "timetz" else v if s == "time" else v.time()
@@ -169,30 +175,33 @@ def _far_cast(v, d: str):
     return timestamp_from_micros(v.micros, d == "timestamptz")
 
 
-def evaluate(e, row: tuple = (), nested=None, session=None):
+def evaluate(e, row: tuple = (), nested=None, ctx: PlanContext = NO_STATEMENT):
     """Evaluate ``e`` over ``row`` (the values ColRefs index). Returns a Python value or None.
     ``nested(node, row)`` evaluates its Subquery and OuterRef nodes, where a plan runs with
     its subqueries kept (``planner.interpret``); without it they raise TypeError.
-    ``session``: what the functions that take the session (registry ``extra["with_session"]``)
-    are given (``planner.context.PlanContext.session``); None outside a session.
+    ``ctx``: the statement's context (``planner.context.PlanContext``): its ``guard``
+    (``planner.guard.Guard``: limits, what stops the evaluation, text settings for casts),
+    and what the functions that take it (registry ``extra["with_context"]``) are given;
+    ``NO_STATEMENT`` outside a statement.
 
     Raises:
         SqlError with PostgreSQL's SQLSTATE for runtime errors (22012, 22003, ...); 57014
         before a function call once the statement timed out or was cancelled
-        (``planner.guard.check_stop``).
+        (``Guard.check_stop``); ``Outgrown`` and 53200/54000 for a value past the guard's
+        limits.
     """
     if isinstance(e, Literal):
         return e.value
     if isinstance(e, ColRef):
         return row[e.index]
     if isinstance(e, Cast):
-        v = evaluate(e.expr, row, nested, session)
-        return cast_value(v, e.expr.type, e.type)
+        v = evaluate(e.expr, row, nested, ctx)
+        return cast_value(v, e.expr.type, e.type, fmt=ctx.guard.text)
     if isinstance(e, Case):
         for cond, res in e.whens:
-            if evaluate(cond, row, nested, session) is True:
-                return evaluate(res, row, nested, session)
-        return evaluate(e.else_, row, nested, session)
+            if evaluate(cond, row, nested, ctx) is True:
+                return evaluate(res, row, nested, ctx)
+        return evaluate(e.else_, row, nested, ctx)
     if isinstance(e, (Subquery, OuterRef)):
         if nested is None:
             raise TypeError(e)
@@ -202,25 +211,26 @@ def evaluate(e, row: tuple = (), nested=None, session=None):
     f = e.func
     if f == "coalesce":  # lazy: later arguments are not evaluated (PostgreSQL 9.18.2)
         for a in e.args:
-            v = evaluate(a, row, nested, session)
+            v = evaluate(a, row, nested, ctx)
             if v is not None:
                 return v
         return None
     entry = FUNCTIONS.get(f)
     if entry is None or entry.py is None:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {f} cannot be evaluated here")
-    args = [evaluate(a, row, nested, session) for a in e.args]
+    args = [evaluate(a, row, nested, ctx) for a in e.args]
     if entry.strict and any(v is None for v in args):
         return None
-    check_stop()
+    guard = ctx.guard
+    guard.check_stop()
     try:
-        v = entry.py(args, e, session) if entry.extra.get("with_session") else entry.py(args, e)
+        v = run_py(entry, ctx, args, e)
     except OverflowError:  # float arithmetic past the double range (exp(100000)): float.c's error
         raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow") from None
     if isinstance(v, (str, bytes)) and len(v) > _CHECKED_LEN:
         # What a function builds from values within the limits is at most a few times
         # their size (a || b): checked here, a chain of them stops at the first step past.
-        check_value_bytes(utf8_bytes(v) if isinstance(v, str) else len(v))
+        guard.check_value_bytes(utf8_bytes(v) if isinstance(v, str) else len(v))
     return v
 
 
@@ -235,8 +245,9 @@ def is_volatile(e) -> bool:
                for n in walk(e))
 
 
-def fold(e):
-    """Replace every constant subexpression of ``e`` by its value (a Literal).
+def fold(e, ctx: PlanContext = NO_STATEMENT):
+    """Replace every constant subexpression of ``e`` by its value (a Literal), evaluated
+    in the statement's context ``ctx`` (``evaluate``'s).
 
     Errors in constant subexpressions (``1/0``) surface here, as they do in
     PostgreSQL's planner (``eval_const_expressions``). One too costly to compute in
@@ -246,15 +257,15 @@ def fold(e):
         return e
     if is_constant(e) and not is_volatile(e):
         try:
-            return Literal(evaluate(e), e.type)
+            return Literal(evaluate(e, ctx=ctx), e.type)
         except Outgrown:
             pass
     if isinstance(e, Call):
-        return _date_comparison(Call(e.func, tuple(fold(a) for a in e.args), e.type))
+        return _date_comparison(Call(e.func, tuple(fold(a, ctx) for a in e.args), e.type))
     if isinstance(e, Cast):
-        return Cast(fold(e.expr), e.type)
+        return Cast(fold(e.expr, ctx), e.type)
     if isinstance(e, Case):
-        return Case(tuple((fold(c), fold(r)) for c, r in e.whens), fold(e.else_), e.type)
+        return Case(tuple((fold(c, ctx), fold(r, ctx)) for c, r in e.whens), fold(e.else_, ctx), e.type)
     return e
 
 

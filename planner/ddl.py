@@ -148,8 +148,8 @@ def check_default(snap: CatalogSnapshot, text: str, column: Column, ctx=None):
             raise SqlError(FEATURE_NOT_SUPPORTED, "cannot use subquery in DEFAULT expression")
         if isinstance(n, ast.FuncCall) and n.funcname[-1].sval in fn.AGGREGATES:
             raise SqlError(GROUPING_ERROR, "aggregate functions are not allowed in DEFAULT expressions")
-    e = QueryPlanner(snap, ctx=ctx).expr_planner(Scope(), agg_context="DEFAULT expressions").plan(node)
-    return assign_expr(e, column.type, column.name, what="default expression")
+    ep = QueryPlanner(snap, ctx=ctx).expr_planner(Scope(), agg_context="DEFAULT expressions")
+    return assign_expr(ep.plan(node), column.type, column.name, what="default expression", fmt=ep.ctx.guard.text)
 
 
 def _int(d: ast.DefElem) -> int:

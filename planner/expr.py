@@ -23,7 +23,7 @@ from catalog.errors import (
     WRONG_OBJECT_TYPE,
 )
 from catalog.pg_catalog import FIRST_USER_OID
-from catalog.textio import parse_text
+from catalog.textio import DEFAULT_FORMAT, TextFormat, parse_text
 from catalog.types import (
     SqlType, BOOL, DATE, INT4, INT8, MZ_TIMESTAMP, NUMERIC, OID, TEXT, TIMESTAMP, TIMESTAMPTZ, UNKNOWN, array_of, make_type,
 )
@@ -32,7 +32,6 @@ from planner import typing as ty
 from planner.functions.aggregate import resolve_aggregate
 from planner.consteval import cast_value, fold
 from planner.context import MAINTAINED, PlanContext
-from planner.guard import text_format
 from planner.plan import Project
 from planner.levels import AggregateRef, aggregate_level, lift_aggregate
 from planner.scalar import (
@@ -105,9 +104,11 @@ def type_from_ast(tn: ast.TypeName) -> SqlType:
     return array_of(t) if tn.arrayBounds else t
 
 
-def coerce(e, target: SqlType, explicit: bool = False):
+def coerce(e, target: SqlType, explicit: bool = False, fmt: TextFormat = DEFAULT_FORMAT):
     """Cast ``e`` to ``target`` unless it already has that type; unknown literals are
-    converted immediately (PostgreSQL resolves them at parse analysis)."""
+    converted immediately (PostgreSQL resolves them at parse analysis), in the session's
+    text settings ``fmt`` (``Guard.text``: its DateStyle, TimeZone and IntervalStyle;
+    ``ExprPlanner.coerce`` gives its statement's)."""
     if e.type == target:
         return e
     p = infer_param(e, target)
@@ -118,7 +119,7 @@ def coerce(e, target: SqlType, explicit: bool = False):
         # typed one such as a parameter of a type the client gave: int2 where int4 is wanted)
         if e.value is None:
             return Literal(None, target)
-        return Literal(cast_value(e.value, e.type, target, explicit), target)
+        return Literal(cast_value(e.value, e.type, target, explicit, fmt), target)
     if e.type.name == target.name and target.precision is None and target.scale is None:
         return e  # e.g. numeric(10,2) where numeric is wanted: no work to do
     return Cast(e, target)
@@ -258,6 +259,10 @@ class ExprPlanner:
         #: statement of its own by default (no mz_now(): a webhook's CHECK, say)
         self.ctx: PlanContext = PlanContext.starting()
 
+    def coerce(self, e, target: SqlType, explicit: bool = False):
+        """``coerce`` in this statement's text settings (``PlanContext.guard``)."""
+        return coerce(e, target, explicit, self.ctx.guard.text)
+
     def plan(self, node):
         if self.grouping is not None:
             return self.grouping.plan(node, self)
@@ -266,7 +271,7 @@ class ExprPlanner:
     def plan_bool(self, node, clause: str):
         e = self.plan(node)
         if e.type.name == "unknown":
-            e = coerce(e, BOOL)
+            e = self.coerce(e, BOOL)
         if e.type != BOOL:
             raise SqlError(DATATYPE_MISMATCH, f"argument of {clause} must be type boolean, not type {e.type.sql()}")
         return e
@@ -353,7 +358,7 @@ class ExprPlanner:
             if not node.typeName.arrayBounds:
                 return self.oid_cast(reg, self.plan(node.arg))
             arg = self.plan(node.arg)
-            return infer_param(arg, array_of(OID)) or coerce(arg, array_of(OID), explicit=True)
+            return infer_param(arg, array_of(OID)) or self.coerce(arg, array_of(OID), explicit=True)
         inner = node.arg
         if isinstance(inner, ast.TypeCast) and inner.typeName.names[-1].sval == "regtype" and reg == "text":
             # x::regtype::text is the type's name (regtypeout prints format_type's name).
@@ -361,13 +366,13 @@ class ExprPlanner:
         if isinstance(inner, ast.TypeCast) and inner.typeName.names[-1].sval == "regclass" and reg == "text":
             # x::regclass::text is the relation's name (regclassout), or the OID's digits
             # when no relation has it.
-            oid = coerce(self.plan(inner), OID)
+            oid = self.coerce(self.plan(inner), OID)
             if isinstance(oid, Literal) or self.plan_subquery is None:
-                return coerce(oid, TEXT, explicit=True) if not isinstance(oid, Literal) or oid.value is None else \
+                return self.coerce(oid, TEXT, explicit=True) if not isinstance(oid, Literal) or oid.value is None else \
                     Literal(self.relation_name(oid.value), TEXT)
             name = self.catalog_lookup('SELECT "?c?".relname FROM pg_catalog.pg_class AS "?c?" WHERE "?c?".oid = $1',
                                        inner)
-            return Call("coalesce", (name, coerce(oid, TEXT, explicit=True)), TEXT)
+            return Call("coalesce", (name, self.coerce(oid, TEXT, explicit=True)), TEXT)
         target = type_from_ast(node.typeName)
         from planner.functions import lists
 
@@ -385,7 +390,7 @@ class ExprPlanner:
         if isinstance(arg, Literal) and arg.type.name == "unknown":
             if arg.value is None:
                 return Literal(None, target)
-            return Literal(parse_text(arg.value, target, True, text_format()), target)
+            return Literal(parse_text(arg.value, target, True, self.ctx.guard.text), target)
         if arg.type == target:
             return arg
         return Cast(arg, target)
@@ -420,7 +425,7 @@ class ExprPlanner:
             return self.oid_cast("regclass", Literal(arg.value, UNKNOWN))
         if arg.type.name == "unknown" or arg.type.is_string:
             raise SqlError(FEATURE_NOT_SUPPORTED, "a sequence name must be a constant here")
-        return coerce(arg, OID)
+        return self.coerce(arg, OID)
 
     def oid_cast(self, reg: str, arg):
         """Casts to ``oid`` and the ``reg*`` OID alias types (PostgreSQL 8.19), which are
@@ -457,10 +462,10 @@ class ExprPlanner:
             # pg_typeof returns regtype in PostgreSQL (its name here): its OID is known now
             return Literal(arg.args[0].type.oid, OID)
         if reg == "regtype" and arg.type.is_string:
-            return Call("regtypein", (coerce(arg, TEXT),), OID)  # text::regtype (an I/O conversion cast)
+            return Call("regtypein", (self.coerce(arg, TEXT),), OID)  # text::regtype (an I/O conversion cast)
         if not (arg.type.is_integer or arg.type.name == "unknown"):
             raise SqlError(CANNOT_COERCE, f"cannot cast type {arg.type.sql()} to {reg}")
-        return coerce(arg, OID, explicit=True)
+        return self.coerce(arg, OID, explicit=True)
 
     def _A_Expr(self, node: ast.A_Expr):
         k = node.kind
@@ -469,7 +474,7 @@ class ExprPlanner:
             if node.lexpr is None:
                 e = self.plan(node.rexpr)
                 func, at, rt = ty.resolve_unary(op, e.type)
-                return Call(func, (coerce(e, at),), rt)
+                return Call(func, (self.coerce(e, at),), rt)
             return self.binary(op, self.plan(node.lexpr), self.plan(node.rexpr))
         if k in (A_Expr_Kind.AEXPR_OP_ANY, A_Expr_Kind.AEXPR_OP_ALL):
             return self.array_any_all(op, k == A_Expr_Kind.AEXPR_OP_ANY, self.plan(node.lexpr), self.plan(node.rexpr))
@@ -481,24 +486,24 @@ class ExprPlanner:
             t = ty.common_type([x.type] + [i.type for i in items], "IN")
             if t.name == "bpchar":
                 t = TEXT
-            e = Call("in", tuple(coerce(a, t) for a in [x] + items), BOOL)
+            e = Call("in", tuple(self.coerce(a, t) for a in [x] + items), BOOL)
             return Call("not", (e,), BOOL) if op == "<>" else e
         if k in (A_Expr_Kind.AEXPR_LIKE, A_Expr_Kind.AEXPR_ILIKE):
-            s = coerce(self.plan(node.lexpr), TEXT)
-            p = coerce(self.plan(node.rexpr), TEXT)
+            s = self.coerce(self.plan(node.lexpr), TEXT)
+            p = self.coerce(self.plan(node.rexpr), TEXT)
             if not (s.type.is_string and p.type.is_string):
                 raise ty._undefined_op(op, s.type, p.type)
             func = "ilike" if k == A_Expr_Kind.AEXPR_ILIKE else "like"
-            e = Call(func, (coerce(s, TEXT), coerce(p, TEXT)), BOOL)
+            e = Call(func, (self.coerce(s, TEXT), self.coerce(p, TEXT)), BOOL)
             return Call("not", (e,), BOOL) if op.startswith("!") else e
         if k == A_Expr_Kind.AEXPR_SIMILAR:
             # s [NOT] SIMILAR TO p [ESCAPE e] (PostgreSQL 9.7.2); the parser wraps p and e
             # in similar_to_escape(...)
-            s_ = coerce(self.plan(node.lexpr), TEXT)
-            parts = [coerce(self.plan(x), TEXT) for x in node.rexpr.args]
+            s_ = self.coerce(self.plan(node.lexpr), TEXT)
+            parts = [self.coerce(self.plan(x), TEXT) for x in node.rexpr.args]
             if not all(x.type.is_string for x in [s_, *parts]):
                 raise ty._undefined_op("~", s_.type, parts[0].type)
-            e = Call("similar_to", tuple(coerce(x, TEXT) for x in [s_, *parts]), BOOL)
+            e = Call("similar_to", tuple(self.coerce(x, TEXT) for x in [s_, *parts]), BOOL)
             return Call("not", (e,), BOOL) if op.startswith("!") else e
         if k in (A_Expr_Kind.AEXPR_BETWEEN, A_Expr_Kind.AEXPR_NOT_BETWEEN,
                  A_Expr_Kind.AEXPR_BETWEEN_SYM, A_Expr_Kind.AEXPR_NOT_BETWEEN_SYM):
@@ -514,12 +519,12 @@ class ExprPlanner:
             l, r = self.plan(node.lexpr), self.plan(node.rexpr)
             _, lt, rt, _ = ty.resolve_binary("=", l.type, r.type)
             func = "is_distinct" if k == A_Expr_Kind.AEXPR_DISTINCT else "is_not_distinct"
-            return Call(func, (coerce(l, lt), coerce(r, rt)), BOOL)
+            return Call(func, (self.coerce(l, lt), self.coerce(r, rt)), BOOL)
         if k == A_Expr_Kind.AEXPR_NULLIF:
             l, r = self.plan(node.lexpr), self.plan(node.rexpr)
             _, lt, rt, _ = ty.resolve_binary("=", l.type, r.type)
             t = l.type if l.type.name != "unknown" else lt
-            return Call("nullif", (coerce(l, t), coerce(r, rt)), t)
+            return Call("nullif", (self.coerce(l, t), self.coerce(r, rt)), t)
         raise SqlError(FEATURE_NOT_SUPPORTED, f"operator kind {k.name} is not supported")
 
     def array_any_all(self, op: str, is_any: bool, x, arr):
@@ -527,15 +532,15 @@ class ExprPlanner:
         element that decides nothing makes the answer NULL."""
         if arr.type.name == "unknown":
             elem = x.type if x.type.name != "unknown" else TEXT
-            arr = coerce(arr, array_of(elem))
+            arr = self.coerce(arr, array_of(elem))
         if not arr.type.is_array:
             raise SqlError(DATATYPE_MISMATCH, "op ANY/ALL (array) requires array on right side")
         func, lt, rt, _ = ty.resolve_binary(op, x.type, arr.type.element)
         if func not in ("eq", "ne", "lt", "le", "gt", "ge"):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"operator {op} with ANY/ALL is not supported")
         if rt != arr.type.element:
-            arr = coerce(arr, array_of(rt))
-        return Call(("array_any:" if is_any else "array_all:") + func, (coerce(x, lt), arr), BOOL)
+            arr = self.coerce(arr, array_of(rt))
+        return Call(("array_any:" if is_any else "array_all:") + func, (self.coerce(x, lt), arr), BOOL)
 
     def _A_ArrayExpr(self, node: ast.A_ArrayExpr):
         elems = [self.plan(e) for e in node.elements or ()]
@@ -544,8 +549,8 @@ class ExprPlanner:
                            hint="Explicitly cast to the desired type, for example ARRAY[]::integer[].")
         t = ty.common_type([e.type for e in elems], "ARRAY")
         if t.is_array:  # ARRAY[ARRAY[1, 2], ARRAY[3, 4]]: one more dimension, the same type
-            return Call("array_nested", tuple(coerce(e, t) for e in elems), t)
-        return Call("array", tuple(coerce(e, t) for e in elems), array_of(t))
+            return Call("array_nested", tuple(self.coerce(e, t) for e in elems), t)
+        return Call("array", tuple(self.coerce(e, t) for e in elems), array_of(t))
 
     def _A_Indirection(self, node: ast.A_Indirection):
         e = self.plan(node.arg)
@@ -564,16 +569,16 @@ class ExprPlanner:
 
                 bounds = []
                 for b, default in ((ind.lidx, 1), (ind.uidx, SLICE_END)):
-                    x = coerce(self.plan(b), INT4) if b is not None else Literal(default, INT4)
+                    x = self.coerce(self.plan(b), INT4) if b is not None else Literal(default, INT4)
                     if not x.type.is_integer:
                         raise SqlError(DATATYPE_MISMATCH, "array subscript must have type integer")
-                    bounds.append(coerce(x, INT4))
+                    bounds.append(self.coerce(x, INT4))
                 e = Call("array_slice", (e, *bounds), e.type)
                 continue
-            idx = coerce(self.plan(ind.uidx), INT4)
+            idx = self.coerce(self.plan(ind.uidx), INT4)
             if not idx.type.is_integer:
                 raise SqlError(DATATYPE_MISMATCH, "array subscript must have type integer")
-            e = Call("subscript", (e, coerce(idx, INT4)), e.type.element)
+            e = Call("subscript", (e, self.coerce(idx, INT4)), e.type.element)
         return e
 
     def _CollateClause(self, node: ast.CollateClause):
@@ -587,12 +592,12 @@ class ExprPlanner:
         if l.type.name in ("list", "map") or r.type.name in ("list", "map"):
             from planner.functions import lists, maps
 
-            e = lists.plan_operator(op, l, r)
-            e = maps.plan_operator(op, l, r) if e is None else e
+            e = lists.plan_operator(op, l, r, self.ctx.guard.text)
+            e = maps.plan_operator(op, l, r, self.ctx.guard.text) if e is None else e
             if e is not None:
                 return e
         func, lt, rt, result = ty.resolve_binary(op, l.type, r.type)
-        return Call(func, (coerce(l, lt), coerce(r, rt)), result)
+        return Call(func, (self.coerce(l, lt), self.coerce(r, rt)), result)
 
     def _BoolExpr(self, node: ast.BoolExpr):
         name = {BoolExprType.AND_EXPR: "AND", BoolExprType.OR_EXPR: "OR", BoolExprType.NOT_EXPR: "NOT"}[node.boolop]
@@ -623,18 +628,18 @@ class ExprPlanner:
             results.append(self.plan(w.result))
         default = self.plan(node.defresult) if node.defresult is not None else Literal(None, UNKNOWN)
         t = ty.common_type([r.type for r in results] + [default.type], "CASE")
-        return Case(tuple((c, coerce(r, t)) for c, r in zip(conds, results)), coerce(default, t), t)
+        return Case(tuple((c, self.coerce(r, t)) for c, r in zip(conds, results)), self.coerce(default, t), t)
 
     def _CoalesceExpr(self, node: ast.CoalesceExpr):
         args = [self.plan(a) for a in node.args]
         t = ty.common_type([a.type for a in args], "COALESCE")
-        return Call("coalesce", tuple(coerce(a, t) for a in args), t)
+        return Call("coalesce", tuple(self.coerce(a, t) for a in args), t)
 
     def _MinMaxExpr(self, node: ast.MinMaxExpr):
         args = [self.plan(a) for a in node.args]
         name = "greatest" if node.op == MinMaxOp.IS_GREATEST else "least"
         t = ty.common_type([a.type for a in args], name.upper())
-        return Call(name, tuple(coerce(a, t) for a in args), t)
+        return Call(name, tuple(self.coerce(a, t) for a in args), t)
 
     def _FuncCall(self, node: ast.FuncCall):
         name = _func_name(node)
@@ -657,7 +662,7 @@ class ExprPlanner:
             return lists.finish_ctor(lists.plan_ctor(self, node.args[0]))
         args = self._call_args(name, node.args or ())
         if name in lists.PLANNED:
-            return lists.plan_call(name, args)
+            return lists.plan_call(name, args, self.ctx.guard.text)
         if name in maps.PLANNED:
             return maps.plan_call(name, args)
         if name in ("now", "transaction_timestamp", "statement_timestamp") and not args:
@@ -672,7 +677,7 @@ class ExprPlanner:
             return Literal(f"PostgreSQL {SERVER_VERSION} on sqlfront (Materialize-compatible SQL front end on Spark)", TEXT)
         if name == "current_schemas" and len(args) == 1:
             # The search path; with true, the implicitly searched schemas first (PostgreSQL 9.26).
-            implicit = coerce(args[0], BOOL)
+            implicit = self.coerce(args[0], BOOL)
             if not isinstance(implicit, Literal):
                 raise SqlError(FEATURE_NOT_SUPPORTED, "current_schemas needs a constant argument")
             path = (["mz_catalog", "pg_catalog"] if implicit.value else []) + list(self.search_path())
@@ -683,10 +688,10 @@ class ExprPlanner:
             return Literal(next(iter(self.search_path()), None), TEXT)
         if name == "nullif" and len(args) == 2:
             _, lt, rt, _ = ty.resolve_binary("=", args[0].type, args[1].type)
-            return Call("nullif", (coerce(args[0], lt), coerce(args[1], rt)), lt)
+            return Call("nullif", (self.coerce(args[0], lt), self.coerce(args[1], rt)), lt)
         if name == "coalesce":
             t = ty.common_type([a.type for a in args], "COALESCE")
-            return Call("coalesce", tuple(coerce(a, t) for a in args), t)
+            return Call("coalesce", tuple(self.coerce(a, t) for a in args), t)
         if name in ("pg_table_size", "pg_total_relation_size", "pg_relation_size") and len(args) == 1 \
                 and self.plan_subquery is not None:
             # Bytes of the table's Parquet parts (mz_recent_storage_usage); 0 for views and
@@ -772,7 +777,7 @@ class ExprPlanner:
         if resolved is None:
             raise fn.undefined_function(name, shown)
         f, casts, result = resolved
-        return Call(f.name, tuple(coerce(a, t) for a, t in zip(args, casts)), result)
+        return Call(f.name, tuple(self.coerce(a, t) for a, t in zip(args, casts)), result)
 
     def plan_storage_size(self, name: str, arg, node: ast.Node):
         """``pg_database_size(name | oid)`` and ``pg_tablespace_size(name | oid)`` (PostgreSQL
@@ -924,7 +929,7 @@ class ExprPlanner:
                 raise SqlError(FEATURE_NOT_SUPPORTED, f"operator {op} with ANY/ALL is not supported")
             if col_t != rt:
                 plan = _cast_single(plan, rt)
-            return Subquery("any" if kind == SubLinkType.ANY_SUBLINK else "all", plan, BOOL, coerce(x, lt), func)
+            return Subquery("any" if kind == SubLinkType.ANY_SUBLINK else "all", plan, BOOL, self.coerce(x, lt), func)
         raise SqlError(FEATURE_NOT_SUPPORTED, f"{kind.name} subqueries are not supported")
 
     def _no_aggregates(self, agg: AggCall, depth: int):
@@ -999,7 +1004,7 @@ class ExprPlanner:
             for v, t in zip(two, pair):
                 if t is not None and fn.match(fn.Sig((t,), t), [v.type]) is None:
                     raise fn.undefined_function(name, [x.type for x in two])
-            two = [coerce(v, SqlType(t) if t is not None else TEXT if v.type.name == "unknown" else v.type)
+            two = [self.coerce(v, SqlType(t) if t is not None else TEXT if v.type.name == "unknown" else v.type)
                    for v, t in zip(two, pair)]
             value, direct = None, ()
             # the record's types, which an aggregate's result may take (map_agg's values)
@@ -1016,14 +1021,14 @@ class ExprPlanner:
             d, v = arg_planner.plan(direct[0]), arg_planner.plan(value)
             t = ty.common_type([d.type, v.type], name)
             t = TEXT if t.name == "unknown" else t
-            hypothetical = coerce(v, t)
+            hypothetical = self.coerce(v, t)
             want, direct = (t,), (direct[0],)
         if len(direct) != len(want):
             shown = len(args) + (1 if entry.ordered_set else 0)
             raise SqlError(UNDEFINED_FUNCTION, f"function {name} with {shown} arguments does not exist",
                            hint="No function matches the given name and argument types. "
                                 "You might need to add explicit type casts.")
-        params = tuple(coerce(arg_planner.plan(d), t) for d, t in zip(direct, want))
+        params = tuple(self.coerce(arg_planner.plan(d), t) for d, t in zip(direct, want))
         for p, t in zip(params, want):
             if p.type != t:
                 raise fn.undefined_function(name, [p.type])
@@ -1032,7 +1037,7 @@ class ExprPlanner:
         order = tuple((arg_planner.plan(sb.node), *sort_direction(sb)) for sb in node.agg_order or ())
         if node.agg_distinct and order and any(o[0] != arg for o in order):
             raise SqlError(INVALID_COLUMN_REFERENCE, "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list")
-        arg = coerce(arg, cast_to) if cast_to else arg
+        arg = self.coerce(arg, cast_to) if cast_to else arg
         if entry.ordered_set:
             order = ((arg, *order[0][1:]),)
         return AggCall(f.name, arg, bool(node.agg_distinct), result, order, params, filt)
@@ -1064,7 +1069,7 @@ class Grouping:
             SqlError 42803 for an argument that is not a GROUP BY expression."""
         idx = []
         for a in node.args:
-            e = fold(self.from_planner.plan(a))
+            e = fold(self.from_planner.plan(a), self.from_planner.ctx)
             if e not in self.group_keys:
                 raise SqlError(GROUPING_ERROR, "arguments to GROUPING must be grouping expressions of the associated query level")
             idx.append(self.group_keys.index(e))

@@ -8,32 +8,30 @@ statement_timeout or cancel is seen until it returns. So work whose cost is not 
 by its inputs' size is never done there: it raises ``Outgrown``, and the caller leaves
 the expression unfolded (``planner.consteval.fold``) or runs the query again in a worker
 process (``sqlfront.pyworker``), which a timeout or cancel kills. The worker runs under
-``WORKER`` guards: big values up to the query's heap budget, backtracking allowed.
+a guard without ``inline_bytes``: big values up to the query's heap budget, backtracking
+allowed.
 
 Work that is bounded step by step can still be long in sum (a statement of thousands
 of calls, each a few milliseconds on megabyte values): each step looks at the guard's
-``stop`` first (``check_stop``), so statement_timeout and cancel end folding and inline
+``stop`` first (``Guard.check_stop``), so statement_timeout and cancel end folding and inline
 evaluation within one step's time.
 
 The guard also carries the session's text settings (``Guard.text``: DateStyle, TimeZone,
 IntervalStyle), which casts and functions that print or read dates, times and intervals
-follow (``text_format``).
+follow.
 
-The ``Guard`` in effect is a context variable: a session sets its statement's
-(``set_statement_guard``), ``guarded(g)`` sets one for a block; outside any, evaluation
-is ``INLINE`` (environmentd's rules, no heap budget, nothing stops it, PostgreSQL's
-default text settings). It is the one context variable of the project: it is read in
-the middle of an evaluation, by function implementations (the registry calls them as
-``impl(args, call)``, with no room for it) and by callbacks the regular expression
-engines call (``planner.pattern``); every other per-statement value is passed
-explicitly (``planner.context.PlanContext``, ``Session.catalog``). Passing it to every
-implementation instead is issue 34's remaining step.
+The ``Guard`` of an evaluation is passed to it explicitly: the session builds its
+statement's (``sqlfront.statement.StatementContext.start``) into the statement's
+``planner.context.PlanContext`` (``PlanContext.guard``), which the constant folder and the
+interpreter take (``planner.consteval.evaluate``, ``fold``, ``planner.interpret.run``) and
+hand to the function implementations that need it (registry ``extra["with_context"]``);
+the regular expressions' methods take it too (``planner.pattern``). Without one,
+evaluation is ``INLINE`` (environmentd's rules, no heap budget, nothing stops it,
+PostgreSQL's default text settings). The project has no context variable.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 from dataclasses import dataclass
 
 from catalog.errors import SqlError, OUT_OF_MEMORY, PROGRAM_LIMIT_EXCEEDED
@@ -69,7 +67,8 @@ class Guard:
             one, and any backtracking regular expression, raise ``Outgrown``. None: in a
             worker process, where both are allowed.
         stop: the statement's deadline and cancel flag, as an object whose ``check()``
-            raises their 57014 (``planner.interpret.Limits``); None: nothing stops it.
+            raises their 57014 (``sqlfront.statement.StatementContext``, ``planner.interpret.Limits``);
+            None: nothing stops it.
         text: the session's DateStyle, TimeZone and IntervalStyle
             (``catalog.textio.TextFormat``; ``SessionVars.text_format``), which casts and
             functions that print or read dates, times and intervals follow.
@@ -80,43 +79,38 @@ class Guard:
     stop: object | None = None
     text: TextFormat = DEFAULT_FORMAT
 
+    def check_stop(self) -> None:
+        """Call before each step of an evaluation (a function call).
+
+        Raises:
+            SqlError 57014 once the statement's statement_timeout passed or it was
+            cancelled (``stop``)."""
+        if self.stop is not None:
+            self.stop.check()
+
+    def check_value_bytes(self, n: int) -> None:
+        """Call before building a value of ``n`` bytes (UTF-8, for text).
+
+        Raises:
+            SqlError 54000 "requested length too large" past ``MAX_ALLOC_BYTES``
+            (PostgreSQL's); 53200 past ``max_bytes``; ``Outgrown`` past ``inline_bytes``."""
+        if n > MAX_ALLOC_BYTES:
+            raise SqlError(PROGRAM_LIMIT_EXCEEDED, "requested length too large")
+        if self.max_bytes is not None and n > self.max_bytes:
+            raise heap_exceeded(self.max_bytes)
+        if self.inline_bytes is not None and n > self.inline_bytes:
+            raise Outgrown(f"a value of {n} bytes, more than it may build in environmentd")
+
+    def check_unbounded(self, what: str = "a backtracking regular expression") -> None:
+        """Call before work whose time no small bound limits (a backtracking regular
+        expression; compiling a very long pattern in Python). Raises ``Outgrown`` in a
+        session's thread (``inline_bytes`` set)."""
+        if self.inline_bytes is not None:
+            raise Outgrown(f"{what}, which environmentd does not run in a session")
+
 
 #: environmentd's rules (the default)
 INLINE = Guard()
-
-_GUARD: contextvars.ContextVar[Guard] = contextvars.ContextVar("evaluation_guard", default=INLINE)
-
-
-@contextlib.contextmanager
-def guarded(g: Guard):
-    """Evaluate the block under ``g``."""
-    token = _GUARD.set(g)
-    try:
-        yield g
-    finally:
-        _GUARD.reset(token)
-
-
-def set_statement_guard(g: Guard) -> None:
-    """Make ``g`` the guard of this thread's evaluations from now on: a session sets its
-    statement's (with its heap budget) as it sets the rest of its statement context."""
-    _GUARD.set(g)
-
-
-def text_format() -> TextFormat:
-    """The text settings of the running evaluation (``Guard.text``)."""
-    return _GUARD.get().text
-
-
-def check_stop() -> None:
-    """Call before each step of an evaluation (a function call).
-
-    Raises:
-        SqlError 57014 once the statement's statement_timeout passed or it was cancelled
-        (the guard's ``stop``)."""
-    stop = _GUARD.get().stop
-    if stop is not None:
-        stop.check()
 
 
 def heap_exceeded(max_bytes: int) -> SqlError:
@@ -124,29 +118,6 @@ def heap_exceeded(max_bytes: int) -> SqlError:
     result over ``max_query_result_size``, and PostgreSQL a failed allocation)."""
     return SqlError(OUT_OF_MEMORY, f"query needs more than max_query_heap_size ({max_bytes} bytes) of server memory",
                     hint="Narrow the query, or raise max_query_heap_size (SET max_query_heap_size = '1GB').")
-
-
-def check_value_bytes(n: int) -> None:
-    """Call before building a value of ``n`` bytes (UTF-8, for text).
-
-    Raises:
-        SqlError 54000 "requested length too large" past ``MAX_ALLOC_BYTES`` (PostgreSQL's);
-        53200 past the guard's ``max_bytes``; ``Outgrown`` past its ``inline_bytes``."""
-    if n > MAX_ALLOC_BYTES:
-        raise SqlError(PROGRAM_LIMIT_EXCEEDED, "requested length too large")
-    g = _GUARD.get()
-    if g.max_bytes is not None and n > g.max_bytes:
-        raise heap_exceeded(g.max_bytes)
-    if g.inline_bytes is not None and n > g.inline_bytes:
-        raise Outgrown(f"a value of {n} bytes, more than it may build in environmentd")
-
-
-def check_unbounded(what: str = "a backtracking regular expression") -> None:
-    """Call before work whose time no small bound limits (a backtracking regular
-    expression; compiling a very long pattern in Python). Raises ``Outgrown`` in a
-    session's thread."""
-    if _GUARD.get().inline_bytes is not None:
-        raise Outgrown(f"{what}, which environmentd does not run in a session")
 
 
 def utf8_bytes(s: str) -> int:

@@ -24,7 +24,8 @@ from collections import Counter
 
 from catalog.errors import SqlError, CARDINALITY_VIOLATION, STATEMENT_TOO_COMPLEX, query_canceled
 from planner.consteval import any_all, evaluate
-from planner.functions import FUNCTIONS
+from planner.context import NO_STATEMENT, PlanContext
+from planner.functions import FUNCTIONS, run_py
 from planner.functions.json import jsonb_sort_key
 from planner.guard import Outgrown, heap_exceeded
 from planner.functions.logic import order_key
@@ -179,11 +180,13 @@ def _checked(rows: Iterable, limits: Limits) -> Iterator:
         yield from rows[i : i + CHECK_EVERY]
 
 
-def run(plan, builtin_rows: Callable[[BuiltinTable], Rows], limits: Limits | None = None, session=None) -> Rows:
+def run(plan, builtin_rows: Callable[[BuiltinTable], Rows], limits: Limits | None = None,
+        ctx: PlanContext = NO_STATEMENT) -> Rows:
     """The rows of ``plan``; ``builtin_rows`` supplies system tables. Subqueries the
     optimizer kept (``planner.optimize.decorrelate``) are evaluated per row, correlated ones with
-    the enclosing rows bound to their OuterRefs. ``session``: given to the functions that
-    take it (``planner.consteval.evaluate``); None outside a session.
+    the enclosing rows bound to their OuterRefs. ``ctx``: the statement's context, whose
+    guard the expressions are evaluated under and which the functions that take it are
+    given (``planner.consteval.evaluate``); ``NO_STATEMENT`` outside a statement.
 
     Raises:
         SqlError 57014 / 53200 from ``limits`` (see ``Limits``), and the query's own errors.
@@ -197,20 +200,21 @@ def run(plan, builtin_rows: Callable[[BuiltinTable], Rows], limits: Limits | Non
         return cache[table.id]
 
     limits = limits or Limits()
-    ctx = _Nested(cached_rows, limits, session)
+    nested = _Nested(cached_rows, limits, ctx)
     rows = None
     try:
-        rows = _run(plan, cached_rows, ctx)
+        rows = _run(plan, cached_rows, nested)
         return rows
     finally:
         limits.release(rows)
 
 
 class _Nested:
-    def __init__(self, builtin_rows, limits: Limits, session=None):
+    def __init__(self, builtin_rows, limits: Limits, stmt: PlanContext):
         self.builtin_rows = builtin_rows
         self.limits = limits
-        self.session = session
+        #: the statement's context (``run``'s ``ctx``)
+        self.stmt = stmt
         #: rows of the enclosing queries, innermost first (OuterRef depth 1 = [0])
         self.outer: list[tuple] = []
         #: Recursive id -> the previous iteration's rows
@@ -233,7 +237,7 @@ class _Nested:
 
     def value(self, e, row: tuple):
         """``e``'s value over ``row``, its subqueries and outer references evaluated here."""
-        return evaluate(e, row, self.nested, self.session)
+        return evaluate(e, row, self.nested, self.stmt)
 
     def nested(self, e, row: tuple):
         if isinstance(e, OuterRef):
@@ -343,7 +347,7 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
         left, right = run(plan.left, builtin_rows), run(plan.right, builtin_rows)
         return _join(plan, left, right, limits, ctx.value)
     if isinstance(plan, Reduce):
-        return _reduce(plan, run(plan.input, builtin_rows), limits, ctx.value)
+        return _reduce(plan, run(plan.input, builtin_rows), limits, ctx.value, ctx.stmt)
     if isinstance(plan, OrderBy):
         keys = []
         for k in plan.keys:
@@ -363,7 +367,7 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
         return _setop(plan, run(plan.left, builtin_rows), run(plan.right, builtin_rows))
     if isinstance(plan, Window):
         rows = run(plan.input, builtin_rows)
-        columns = [_window(c, rows, limits, ctx.value) for c in plan.calls]
+        columns = [_window(c, rows, limits, ctx.value, ctx.stmt) for c in plan.calls]
         return [r + tuple(col[i] for col in columns) for i, r in enumerate(rows)]
     if isinstance(plan, Unnest):
         out, work = [], 0
@@ -439,7 +443,7 @@ def _order_keys(order, rows: Rows, value) -> list:
     return out
 
 
-def _window(c: WindowCall, rows: Rows, limits: Limits, value) -> list:
+def _window(c: WindowCall, rows: Rows, limits: Limits, value, stmt: PlanContext) -> list:
     """The value of window function ``c`` for each of ``rows`` (in their order): rows are
     partitioned and ordered here; a window entry's ``py`` computes its values over each
     partition (``planner.functions.window.Partition``), an aggregate is computed over each
@@ -486,7 +490,7 @@ def _window(c: WindowCall, rows: Rows, limits: Limits, value) -> list:
                 f = frame(j)
                 if (f.start, f.stop) not in memo:
                     limits.tick(len(f))  # each frame is re-read: quadratic work at worst
-                    memo[(f.start, f.stop)] = _aggregate(agg, [rows[ordered[p]] for p in f], value)
+                    memo[(f.start, f.stop)] = _aggregate(agg, [rows[ordered[p]] for p in f], value, stmt)
                 values.append(memo[(f.start, f.stop)])
         for p, v in zip(ordered, values):
             out[p] = v
@@ -577,7 +581,7 @@ def _join(plan: Join, left: Rows, right: Rows, limits: Limits, value) -> Rows:
     return out
 
 
-def _reduce(plan: Reduce, rows: Rows, limits: Limits, value) -> Rows:
+def _reduce(plan: Reduce, rows: Rows, limits: Limits, value, stmt: PlanContext) -> Rows:
     groups: dict[tuple, list[tuple]] = {}
     first: dict[tuple, tuple] = {}
     for r in _checked(rows, limits):
@@ -588,7 +592,7 @@ def _reduce(plan: Reduce, rows: Rows, limits: Limits, value) -> Rows:
     if not plan.keys and not groups:
         groups[()] = []
         first[()] = ()
-    return [first[h] + tuple(_aggregate(a, members, value) for a in plan.aggregates) for h, members in groups.items()]
+    return [first[h] + tuple(_aggregate(a, members, value, stmt) for a in plan.aggregates) for h, members in groups.items()]
 
 
 #: types whose NaN sorts above every other value (``order_key``)
@@ -609,9 +613,10 @@ def _distinct(rows: Rows) -> Rows:
     return list(first.values())
 
 
-def _aggregate(a: AggCall, rows: Rows, value):
+def _aggregate(a: AggCall, rows: Rows, value, stmt: PlanContext):
     """Aggregate ``a`` over ``rows``: FILTER, then its ORDER BY, then NULLs dropped for a
-    strict aggregate, then DISTINCT; the registry entry computes the value."""
+    strict aggregate, then DISTINCT; the registry entry computes the value (given the
+    statement's context ``stmt`` if it takes it: ``run_py``)."""
     entry = FUNCTIONS[a.func]
     if a.filter is not None:
         rows = [r for r in rows if value(a.filter, r) is True]
@@ -628,7 +633,7 @@ def _aggregate(a: AggCall, rows: Rows, value):
         if not a.order and a.arg.type.name not in ("jsonb", "record"):
             # PostgreSQL sorts a DISTINCT aggregate's input (nodeAgg.c); jsonb's order is its own
             vals = sorted(vals, key=lambda v: (v is None, order_key(v) if v is not None else 0))
-    return entry.py(vals, a, params)
+    return run_py(entry, stmt, vals, a, params)
 
 
 def _setop(p: SetOp, left: Rows, right: Rows) -> Rows:

@@ -9,7 +9,8 @@ A backtracking matcher takes exponential time on patterns like ``(a+)+$`` over
 - Regular expressions run on RE2 (Google's automaton engine: linear time, no
   backtracking) when it can express them. What it cannot (backreferences, lookaround,
   ``\\Z``, counted repetitions over 1000) falls back to Python's ``re``, only where a
-  runaway match can be stopped (``guard.check_unbounded``: in a worker process).
+  runaway match can be stopped (``Guard.check_unbounded``: in a worker process). The
+  guard is the evaluation's, given to ``compile_regex`` and ``like``.
   Python's ``re`` also stays the judge of a pattern's syntax and errors, and runs texts
   where the engines' shorthand classes (``\\w``, ``\\s``, ``\\b``, ``\\d``) disagree (RE2's
   are ASCII's; Python's, like PostgreSQL's in a UTF8 database, Unicode's).
@@ -22,7 +23,7 @@ import re
 
 import re2
 
-from planner import guard
+from planner.guard import Guard
 
 #: shorthand classes whose RE2 meaning (ASCII) differs from Python's (Unicode)
 _SHORTHAND = re.compile(r"\\[wWdDsSbB]")
@@ -47,41 +48,57 @@ def _re2_options(flags: int) -> re2.Options:
 INLINE_PATTERN_CHARS = 4096
 
 
-def _check_pattern_length(pattern: str) -> None:
+def _check_pattern_length(pattern: str, guard: Guard) -> None:
     if len(pattern) > INLINE_PATTERN_CHARS:
         guard.check_unbounded(f"a pattern of {len(pattern)} characters")
 
 
+class _Program:
+    """A pattern compiled by both engines (once per distinct pattern: ``_program``)."""
+
+    __slots__ = ("py", "re2", "shorthand")
+
+    def __init__(self, pattern: str, flags: int):
+        self.py = re.compile(pattern, flags)  # raises re.error: the caller's 2201B
+        try:
+            fast = re2.compile(pattern, _re2_options(flags & (re.I | re.S)))
+        except re2.error:
+            fast = None
+        self.re2 = fast if fast is not None and fast.groups == self.py.groups and not flags & ~(re.I | re.S) else None
+        self.shorthand = bool(_SHORTHAND.search(pattern))
+
+
+@functools.lru_cache(maxsize=256)
+def _program(pattern: str, flags: int) -> _Program:
+    return _Program(pattern, flags)
+
+
 class Regex:
-    """A compiled regular expression, with the methods of ``re.Pattern`` this project
-    uses (``search``, ``fullmatch``, ``finditer``, ``sub`` with a function, ``groups``,
-    ``pattern``); their matches are ``re.Match``-like (``group``, ``groups``, ``start``,
-    ``end``, ``re``). Past ``INLINE_MATCHES`` matches of one call, the call goes on only
-    where it can be stopped.
+    """A compiled regular expression under an evaluation's guard, with the methods of
+    ``re.Pattern`` this project uses (``search``, ``fullmatch``, ``finditer``, ``sub``
+    with a function, ``groups``, ``pattern``); their matches are ``re.Match``-like
+    (``group``, ``groups``, ``start``, ``end``, ``re``). Past ``INLINE_MATCHES`` matches
+    of one call, the call goes on only where the guard lets it.
 
     Raises (from its methods):
         ``guard.Outgrown`` when the text needs Python's backtracking engine and the
         guard forbids it (in a session's thread)."""
 
-    __slots__ = ("pattern", "groups", "_py", "_re2", "_shorthand")
+    __slots__ = ("pattern", "groups", "_prog", "_guard")
 
-    def __init__(self, pattern: str, flags: int = 0):
-        _check_pattern_length(pattern)
-        self._py = re.compile(pattern, flags)  # raises re.error: the caller's 2201B
+    def __init__(self, pattern: str, flags: int, guard: Guard):
+        _check_pattern_length(pattern, guard)
+        self._prog = _program(pattern, flags)
+        self._guard = guard
         self.pattern = pattern
-        self.groups = self._py.groups
-        try:
-            fast = re2.compile(pattern, _re2_options(flags & (re.I | re.S)))
-        except re2.error:
-            fast = None
-        self._re2 = fast if fast is not None and fast.groups == self.groups and not flags & ~(re.I | re.S) else None
-        self._shorthand = bool(_SHORTHAND.search(pattern))
+        self.groups = self._prog.py.groups
 
     def _engine(self, text: str):
-        if self._re2 is not None and (not self._shorthand or (text.isascii() and not _ODD_SPACE.search(text))):
-            return self._re2
-        guard.check_unbounded()
-        return self._py
+        prog = self._prog
+        if prog.re2 is not None and (not prog.shorthand or (text.isascii() and not _ODD_SPACE.search(text))):
+            return prog.re2
+        self._guard.check_unbounded()
+        return prog.py
 
     def search(self, text: str, pos: int = 0):
         return self._engine(text).search(text, pos)
@@ -91,7 +108,7 @@ class Regex:
 
     def finditer(self, text: str, pos: int = 0):
         for n, m in enumerate(self._engine(text).finditer(text, pos), 1):
-            _count_match(n)
+            self._count_match(n)
             yield m
 
     def sub(self, repl, text: str, count: int = 0) -> str:
@@ -99,10 +116,14 @@ class Regex:
 
         def counted(m):
             n[0] += 1
-            _count_match(n[0])
+            self._count_match(n[0])
             return repl(m)
 
         return self._engine(text).sub(counted, text, count=count)
+
+    def _count_match(self, n: int) -> None:
+        if n > INLINE_MATCHES and n % INLINE_MATCHES == 1:
+            self._guard.check_unbounded(f"more than {INLINE_MATCHES} matches of a regular expression")
 
 
 #: matches one call (``finditer``, ``sub``) takes in a session's thread: RE2's Python
@@ -110,19 +131,15 @@ class Regex:
 INLINE_MATCHES = 10_000
 
 
-def _count_match(n: int) -> None:
-    if n > INLINE_MATCHES and n % INLINE_MATCHES == 1:
-        guard.check_unbounded(f"more than {INLINE_MATCHES} matches of a regular expression")
-
-
-@functools.lru_cache(maxsize=256)
-def compile_regex(pattern: str, flags: int = 0) -> Regex:
-    """``pattern`` (Python ``re`` syntax and ``flags``: ``re.I``, ``re.S``) compiled once
-    per distinct pattern (a query matches it against every row).
+def compile_regex(pattern: str, flags: int, guard: Guard) -> Regex:
+    """``pattern`` (Python ``re`` syntax and ``flags``: ``re.I``, ``re.S``) under the
+    evaluation's ``guard``; each engine compiles a distinct pattern once (a query matches
+    it against every row).
 
     Raises:
-        re.error for a pattern Python's ``re`` rejects."""
-    return Regex(pattern, flags)
+        re.error for a pattern Python's ``re`` rejects; ``guard.Outgrown`` for a pattern
+        too long to compile in a session's thread."""
+    return Regex(pattern, flags, guard)
 
 
 @functools.lru_cache(maxsize=256)
@@ -130,7 +147,6 @@ def _like_program(pattern: str, ci: bool) -> tuple[list, bool]:
     """``pattern`` split at its unescaped ``%`` signs: a list of segments (each None for
     one made of ``_`` only, or a compiled fixed-length regex), and whether it had a
     ``%`` at all. A segment's length in characters is its regex's ``width``."""
-    _check_pattern_length(pattern)
     segments, cur, pieces = [], [], []
     i, has_percent = 0, False
 
@@ -155,13 +171,15 @@ def _like_program(pattern: str, ci: bool) -> tuple[list, bool]:
     return segments, has_percent
 
 
-def like(s: str, pattern: str, ci: bool = False) -> bool:
+def like(s: str, pattern: str, ci: bool, guard: Guard) -> bool:
     """``s LIKE pattern`` (``ILIKE`` with ``ci``; PostgreSQL 9.7.1): ``%`` any string,
     ``_`` one character, backslash escapes the next character.
 
     Between ``%`` signs each segment has a fixed length, so taking every middle one at
     its leftmost place is right (a later place leaves less room to the others): at most
-    one bounded search per segment, O(len(s) * len(pattern)) in C."""
+    one bounded search per segment, O(len(s) * len(pattern)) in C; a pattern too long to
+    compile in a session's thread raises ``guard.Outgrown`` there."""
+    _check_pattern_length(pattern, guard)
     segments, has_percent = _like_program(pattern, ci)
     if not has_percent:
         (n, rx), = segments

@@ -183,7 +183,7 @@ class QueryPlanner:
             SqlError: PostgreSQL's errors of name resolution and typing; 0A000 for what
             cannot be planned yet."""
         pq = self.plan_raw(stmt)
-        return PlannedQuery(optimize(pq.plan, self.row_count), pq.names)
+        return PlannedQuery(optimize(pq.plan, self.row_count, ctx=self.ctx), pq.names)
 
     def plan_raw(self, stmt: ast.SelectStmt) -> PlannedQuery:
         """The plan of ``stmt`` as written (Materialize's raw plan): subqueries stay in the
@@ -252,7 +252,7 @@ class QueryPlanner:
         types = [TEXT if t.name == "unknown" else t for _, t in base.plan.columns]
         base_plan = base.plan
         if [t for _, t in base_plan.columns] != types:
-            base_plan = Project(base_plan, tuple(coerce(ColRef(i, t0), t) for i, ((_, t0), t) in
+            base_plan = Project(base_plan, tuple(coerce(ColRef(i, t0), t, fmt=self.ctx.guard.text) for i, ((_, t0), t) in
                                                  enumerate(zip(base_plan.columns, types))), tuple(names))
         cte_id = next(_CTE_IDS)
         child = self._child()
@@ -266,7 +266,7 @@ class QueryPlanner:
             if st != t and not (st.name == t.name or st.name == "unknown" or (st.is_numeric and t.is_numeric)):
                 raise SqlError(DATATYPE_MISMATCH, f'recursive query "{cte.ctename}" column {i + 1} has type {t.sql()} '
                                                   f"in non-recursive term but type {st.sql()} overall")
-            exprs.append(coerce(ColRef(i, st), t))
+            exprs.append(coerce(ColRef(i, st), t, fmt=self.ctx.guard.text))
         step_plan = Project(step.plan, tuple(exprs), tuple(names))
         return PlannedQuery(Recursive(cte_id, base_plan, step_plan, q.all), tuple(names))
 
@@ -283,7 +283,7 @@ class QueryPlanner:
         def conform(p):
             if [t for _, t in p.columns] == types:
                 return p
-            return Project(p, tuple(coerce(ColRef(i, t0), t) for i, ((_, t0), t) in enumerate(zip(p.columns, types))),
+            return Project(p, tuple(coerce(ColRef(i, t0), t, fmt=self.ctx.guard.text) for i, ((_, t0), t) in enumerate(zip(p.columns, types))),
                            tuple(n for n, _ in p.columns))
 
         plan = SetOp(op, conform(left.plan), conform(right.plan), bool(stmt.all))
@@ -307,16 +307,16 @@ class QueryPlanner:
             types.append(t)
         coerced = []
         for r in exprs:
-            cs = tuple(coerce(e, t) for e, t in zip(r, types))
+            cs = tuple(coerce(e, t, fmt=self.ctx.guard.text) for e, t in zip(r, types))
             if not all(is_constant(c) for c in cs):
                 raise SqlError(FEATURE_NOT_SUPPORTED, "VALUES may only contain constant expressions")
             coerced.append(cs)
         columns = tuple((f"column{j + 1}", t) for j, t in enumerate(types))
         try:
-            return Constant(tuple(tuple(evaluate(c, session=self.ctx.session) for c in cs) for cs in coerced), columns)
+            return Constant(tuple(tuple(evaluate(c, ctx=self.ctx) for c in cs) for cs in coerced), columns)
         except Outgrown:
             names = tuple(n for n, _ in columns)
-            one_row = [Project(Constant(((),), ()), tuple(fold(c) for c in cs), names) for cs in coerced]
+            one_row = [Project(Constant(((),), ()), tuple(fold(c, self.ctx) for c in cs), names) for cs in coerced]
             return functools.reduce(lambda a, b: SetOp("union", a, b, True), one_row)
 
     # -- FROM -------------------------------------------------------------------------
@@ -440,13 +440,13 @@ class QueryPlanner:
                 if not isinstance(fc, ast.FuncCall) or entry[1]:
                     raise SqlError(FEATURE_NOT_SUPPORTED, "ROWS FROM takes function calls without column definitions")
                 columns += self._function_columns(fc.funcname[-1].sval.lower(),
-                                                  [fold(planner.plan(a)) for a in fc.args or ()])
+                                                  [fold(planner.plan(a), self.ctx) for a in fc.args or ()])
             return self._unnest_rows(columns, item.ordinality)
         fc = item.functions[0][0]
         if not isinstance(fc, ast.FuncCall):
             raise SqlError(FEATURE_NOT_SUPPORTED, "only function calls are supported in FROM")
         name = fc.funcname[-1].sval.lower()
-        args = [fold(planner.plan(a)) for a in fc.args or ()]
+        args = [fold(planner.plan(a), self.ctx) for a in fc.args or ()]
         if name in json_fns.RECORD_FUNCTIONS or item.coldeflist:
             return self._json_record(name, args, item)
         series = name == "generate_series" and all(isinstance(a, Literal) and (a.type.is_integer or a.type.name == "unknown")
@@ -464,7 +464,7 @@ class QueryPlanner:
         if name == "generate_series" and len(args) in (2, 3) and all(a.type.is_integer or a.type.name == "unknown"
                                                                        for a in args):
             t = INT8 if any(a.type.name in ("int8", "oid") for a in args) else INT4
-            vals = [coerce(a, t).value for a in args]
+            vals = [coerce(a, t, fmt=self.ctx.guard.text).value for a in args]
             if any(v is None for v in vals):
                 return PlannedQuery(Constant((), ((name, t),)), (name,))
             step = vals[2] if len(vals) > 2 else 1
@@ -491,7 +491,8 @@ class QueryPlanner:
     def _session_row(self, entry, name: str, args: list) -> PlannedQuery:
         """A function returning a record in FROM (``pg_sequence_parameters(oid)``,
         ``pg_input_error_info(text, text)``: its ``extra["row_in_from"]``, (columns as
-        (name, SqlType) pairs, ``(argument values, session) -> row``)): one row of those
+        (name, SqlType) pairs, ``(argument values, ctx) -> row``, ``ctx`` the statement's
+        ``PlanContext``)): one row of those
         columns, read at plan time, as ``SELECT * FROM seq`` reads the sequence; a NULL
         argument of the strict function gives a row of NULLs (PostgreSQL's expansion of a
         NULL record).
@@ -502,9 +503,9 @@ class QueryPlanner:
         if not all(isinstance(a, Literal) for a in args):
             raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in FROM needs constant arguments")
         _, casts, _ = functions.resolve([entry], name, [a.type for a in args])
-        values = [coerce(a, t).value for a, t in zip(args, casts)]
+        values = [coerce(a, t, fmt=self.ctx.guard.text).value for a, t in zip(args, casts)]
         columns, row = entry.extra["row_in_from"]
-        out = (None,) * len(columns) if entry.strict and None in values else tuple(row(values, self.ctx.session))
+        out = (None,) * len(columns) if entry.strict and None in values else tuple(row(values, self.ctx))
         return PlannedQuery(Constant((out,), columns), tuple(n for n, _ in columns))
 
     def _json_record(self, name: str, args: list, item: ast.RangeFunction) -> PlannedQuery:
@@ -530,7 +531,7 @@ class QueryPlanner:
                            hint="Put the column definition list inside ROWS FROM().")
         if len(args) != 1 or (args[0].type.name not in ("jsonb", "unknown")):
             raise functions.undefined_function(name, [a.type for a in args])
-        j = coerce(args[0], SqlType("jsonb"))
+        j = coerce(args[0], SqlType("jsonb"), fmt=self.ctx.guard.text)
         columns = []
         for c in item.coldeflist:
             t = type_from_ast(c.typeName)
@@ -554,8 +555,7 @@ class QueryPlanner:
         names = tuple(n for n, _ in columns)
         return PlannedQuery(Project(rows, exprs, names), names)
 
-    @staticmethod
-    def _function_columns(name: str, args: list) -> list:
+    def _function_columns(self, name: str, args: list) -> list:
         """(column name, array expression) of each output column of function ``name`` in
         FROM over planned ``args``: ``unnest(array)`` or a set-returning function of the
         registry. ``unnest(a, b, ...)`` of several arrays is their columns side by side
@@ -565,9 +565,9 @@ class QueryPlanner:
             SqlError 0A000 for other functions; 42883 when no signature fits."""
         if name == "unnest" and args and all(a.type.is_array or a.type.is_list for a in args):
             # a list's elements are its outer layer's (Materialize's unnest(list))
-            return [(name, a if a.type.is_list else _flattened(a)) for a in args]
+            return [(name, a if a.type.is_list else _flattened(a, self.ctx)) for a in args]
         if name in functions.SET_RETURNING:
-            return _srf_columns(name, args)
+            return _srf_columns(name, args, self.ctx)
         raise SqlError(FEATURE_NOT_SUPPORTED, f"function {name} in ROWS FROM is not supported")
 
     @staticmethod
@@ -609,7 +609,7 @@ class QueryPlanner:
             self._check_duplicate_aliases(ls, rs)
             scope = ls.concat(rs)
             kind = "left" if j.jointype == JoinType.JOIN_LEFT else ("inner" if j.quals is not None else "cross")
-            on = fold(self._join_condition_planner(scope).plan_bool(j.quals, "JOIN/ON")) \
+            on = fold(self._join_condition_planner(scope).plan_bool(j.quals, "JOIN/ON"), self.ctx) \
                 if j.quals is not None else (Literal(True, BOOL) if kind == "left" else None)
             return LateralJoin(lp, rp, kind, on), _join_alias(scope, j.alias)
         self._check_duplicate_aliases(ls, rs)
@@ -623,7 +623,7 @@ class QueryPlanner:
         elif j.quals is None:
             plan = Join(lp, rp, "cross" if kind == "inner" else kind, None if kind == "inner" else Literal(True, BOOL))
         else:
-            plan = Join(lp, rp, kind, fold(self._join_condition_planner(scope).plan_bool(j.quals, "JOIN/ON")))
+            plan = Join(lp, rp, kind, fold(self._join_condition_planner(scope).plan_bool(j.quals, "JOIN/ON"), self.ctx))
         return plan, _join_alias(scope, j.alias)
 
     def _using_join(self, j: ast.JoinExpr, kind: str, lp, rp, ls: Scope, rs: Scope) -> tuple[Plan, Scope]:
@@ -657,13 +657,13 @@ class QueryPlanner:
             lref, rref = ColRef(li.index, li.type), ColRef(ri.index, ri.type)
             conds.append(planner.binary("=", lref, rref))
             t = ty.common_type([li.type, ri.type], "JOIN/USING")
-            lref, rref = coerce(lref, t), coerce(rref, t)
+            lref, rref = coerce(lref, t, fmt=self.ctx.guard.text), coerce(rref, t, fmt=self.ctx.guard.text)
             merged.append((name, Call("coalesce", (lref, rref), t) if kind == "full" else
                            rref if kind == "right" else lref))
         if not conds:
             plan = Join(lp, rp, "cross" if kind == "inner" else kind, None if kind == "inner" else Literal(True, BOOL))
         else:
-            plan = Join(lp, rp, kind, fold(conds[0] if len(conds) == 1 else Call("and", tuple(conds), BOOL)))
+            plan = Join(lp, rp, kind, fold(conds[0] if len(conds) == 1 else Call("and", tuple(conds), BOOL), self.ctx))
         width = scope.width
         extra = [e for _, e in merged if not isinstance(e, ColRef)]
         if extra:
@@ -689,7 +689,7 @@ class QueryPlanner:
         from_planner = self.expr_planner(scope)
         if stmt.whereClause is not None:
             where_planner = self.expr_planner(scope, agg_context="WHERE")
-            pred = fold(where_planner.plan_bool(stmt.whereClause, "WHERE"))
+            pred = fold(where_planner.plan_bool(stmt.whereClause, "WHERE"), self.ctx)
             plan = Filter(plan, pred)  # the subqueries' OuterRefs index this input's row
 
         targets = self._expand_targets(stmt.targetList, scope)
@@ -707,10 +707,10 @@ class QueryPlanner:
             sel_planner.subquery_scope = scope
             sel_planner.remap_outer = grouping.remap_outer
             sel_planner.aggregate_sink = grouping.outer_aggregate
-            exprs = [fold(sel_planner.plan(node)) for node, _ in targets]
+            exprs = [fold(sel_planner.plan(node), self.ctx) for node, _ in targets]
             having = None
             if stmt.havingClause is not None:
-                having = fold(sel_planner.plan_bool(stmt.havingClause, "HAVING"))
+                having = fold(sel_planner.plan_bool(stmt.havingClause, "HAVING"), self.ctx)
             order_planner = sel_planner
             # Sort expressions may add aggregates, so plan them before building the Reduce.
             sort_exprs = self._sort_exprs(stmt, targets, exprs, order_planner)
@@ -721,13 +721,13 @@ class QueryPlanner:
         else:
             plan = self._plan_windows(plan, stmt, targets, from_planner)
             plan, srf_refs = self._plan_srfs(plan, targets, from_planner)
-            exprs = [srf_refs[i] if i in srf_refs else fold(from_planner.plan(node))
+            exprs = [srf_refs[i] if i in srf_refs else fold(from_planner.plan(node), self.ctx)
                      for i, (node, _) in enumerate(targets)]
             sort_exprs = self._sort_exprs(stmt, targets, exprs, from_planner)
             on_exprs = self._distinct_on(stmt, targets, exprs, from_planner)
 
         names = [name for _, name in targets]
-        exprs = [coerce(e, TEXT) if e.type.name == "unknown" else e for e in exprs]
+        exprs = [coerce(e, TEXT, fmt=self.ctx.guard.text) if e.type.name == "unknown" else e for e in exprs]
         return self._finish(plan, exprs, names, sort_exprs, stmt, on_exprs)
 
     @staticmethod
@@ -800,8 +800,8 @@ class QueryPlanner:
             w = _resolve_window(fc.over, named, over=True)
             if window_calls(fc.args) or contains_aggregate(fc.args):
                 raise SqlError(WINDOWING_ERROR, "window function calls cannot be nested")
-            partition = tuple(fold(planner.plan(x)) for x in w.partitionClause or ())
-            order = tuple((fold(planner.plan(sb.node)), *sort_direction(sb)) for sb in w.orderClause or ())
+            partition = tuple(fold(planner.plan(x), self.ctx) for x in w.partitionClause or ())
+            order = tuple((fold(planner.plan(sb.node), self.ctx), *sort_direction(sb)) for sb in w.orderClause or ())
             frame = self._frame(w, order)
             planned.append(self._window_call(fc, planner, partition, order, frame))
         plan = Window(plan, tuple(planned))
@@ -839,7 +839,7 @@ class QueryPlanner:
             node = w.startOffset if which == "start" else w.endOffset
             e = self.expr_planner(Scope(), agg_context="window frame offsets").plan(node)
             if mode == "rows":
-                e = coerce(e, INT8)
+                e = coerce(e, INT8, fmt=self.ctx.guard.text)
                 if not e.type.is_integer:
                     raise SqlError(DATATYPE_MISMATCH, f"argument of ROWS must be type bigint, not type {e.type.sql()}")
             else:
@@ -848,10 +848,10 @@ class QueryPlanner:
                 key_t = order[0][0].type
                 if not key_t.is_numeric:
                     raise SqlError(FEATURE_NOT_SUPPORTED, f"RANGE offsets over {key_t.sql()} are not supported")
-                e = coerce(e, key_t)
+                e = coerce(e, key_t, fmt=self.ctx.guard.text)
             if not is_constant(e):
                 raise SqlError(INVALID_COLUMN_REFERENCE, f"argument of {mode.upper()} must not contain variables")
-            v = evaluate(e, session=self.ctx.session)
+            v = evaluate(e, ctx=self.ctx)
             if v is None:
                 raise SqlError(NULL_VALUE_NOT_ALLOWED, f"frame {which}ing offset must not be null")
             if v < 0:
@@ -879,7 +879,7 @@ class QueryPlanner:
             if result.name == "unknown":
                 result = TEXT
                 casts = [TEXT if t.name == "unknown" else t for t in casts]
-            return WindowCall(f.name, tuple(coerce(a, t) for a, t in zip(args, casts)), partition, order, result,
+            return WindowCall(f.name, tuple(planner.coerce(a, t) for a, t in zip(args, casts)), partition, order, result,
                               frame if f.extra.get("framed") else None)
         entry = functions.AGGREGATES.get(name)
         if entry is not None and entry.name in _WINDOW_AGGREGATES:
@@ -888,7 +888,7 @@ class QueryPlanner:
             if len(args) != 1:
                 raise SqlError(UNDEFINED_FUNCTION, f"function {name} with {len(args)} arguments does not exist")
             f, cast_to, result = resolve_aggregate(name, args[0].type)
-            return WindowCall(f.name, (coerce(args[0], cast_to),), partition, order, result, frame)
+            return WindowCall(f.name, (planner.coerce(args[0], cast_to),), partition, order, result, frame)
         raise SqlError(UNDEFINED_FUNCTION, f"window function {name} with {len(args)} arguments does not exist")
 
     def _plan_srfs(self, plan, targets, planner: ExprPlanner):
@@ -906,21 +906,21 @@ class QueryPlanner:
             args = node.args or ()
             counts.append(1)
             if name in functions.SET_RETURNING:
-                cols = _srf_columns(name, [fold(planner.plan(a)) for a in args])
+                cols = _srf_columns(name, [fold(planner.plan(a), self.ctx) for a in args], self.ctx)
                 arrays += [c for _, c in cols]
                 kinds += ["unnest"] * len(cols)
                 counts[-1] = len(cols)
                 continue
             if len(args) != (1 if name == "unnest" else 2):
                 raise SqlError(UNDEFINED_FUNCTION, f"function {name} with {len(args)} arguments does not exist")
-            arr = fold(planner.plan(args[0]))
+            arr = fold(planner.plan(args[0]), self.ctx)
             if not arr.type.is_array:
                 raise SqlError(UNDEFINED_FUNCTION, f"function {name}({arr.type.sql()}) does not exist")
             if name == "generate_subscripts":
-                dim = fold(coerce(planner.plan(args[1]), INT4))
+                dim = fold(coerce(planner.plan(args[1]), INT4, fmt=self.ctx.guard.text), self.ctx)
                 if not (isinstance(dim, Literal) and dim.value == 1):
                     raise SqlError(FEATURE_NOT_SUPPORTED, "generate_subscripts supports dimension 1 only")
-            arrays.append(_flattened(arr) if name == "unnest" else arr)
+            arrays.append(_flattened(arr, self.ctx) if name == "unnest" else arr)
             kinds.append("unnest" if name == "unnest" else "subscripts")
         keep = tuple(ColRef(i, t) for i, (_, t) in enumerate(plan.columns))
         plan = Project(plan, keep + tuple(arrays), tuple(n for n, _ in plan.columns) + ("?array?",) * len(arrays))
@@ -1018,7 +1018,7 @@ class QueryPlanner:
                 if err.sqlstate != UNDEFINED_COLUMN or len(match) != 1:
                     raise
                 e = from_planner.plan(match[0])
-        e = fold(e)
+        e = fold(e, self.ctx)
         if e not in keys:
             keys.append(e)
         return keys.index(e)
@@ -1064,7 +1064,7 @@ class QueryPlanner:
                         raise SqlError(AMBIGUOUS_COLUMN, f'ORDER BY "{alias}" is ambiguous')
                     target = hits[0]
                 else:
-                    e = fold(planner.plan(node))
+                    e = fold(planner.plan(node), self.ctx)
                     target = exprs.index(e) if e in exprs else e
             out.append((target, desc, nulls_first))
         return out
@@ -1148,10 +1148,10 @@ class QueryPlanner:
         e = self.expr_planner(Scope(), agg_context=what).plan(node)
         if not is_constant(e):
             raise SqlError(SYNTAX_ERROR, f"argument of {what} must not contain variables")
-        e = coerce(e, INT8)
+        e = coerce(e, INT8, fmt=self.ctx.guard.text)
         if not e.type.is_integer:
             raise SqlError(DATATYPE_MISMATCH, f"argument of {what} must be type bigint, not type {e.type.sql()}")
-        v = evaluate(e, session=self.ctx.session)
+        v = evaluate(e, ctx=self.ctx)
         if v is not None and v < 0:
             raise SqlError(INVALID_ROW_COUNT_IN_LIMIT_CLAUSE, f"{what} must not be negative")
         return v
@@ -1280,21 +1280,23 @@ def _contains_lateral(item) -> bool:
     return _is_lateral(item)
 
 
-def _flattened(arr):
+def _flattened(arr, ctx: PlanContext):
     """unnest's array: its elements in storage order, whatever its dimensions
-    (PostgreSQL 9.19: unnest expands an array of several dimensions to a set of rows)."""
-    return fold(Call("array_flatten", (arr,), arr.type))
+    (PostgreSQL 9.19: unnest expands an array of several dimensions to a set of rows),
+    folded in the statement's context ``ctx``."""
+    return fold(Call("array_flatten", (arr,), arr.type), ctx)
 
 
-def _srf_columns(name: str, args: list) -> list:
+def _srf_columns(name: str, args: list, ctx: PlanContext) -> list:
     """(column name, array expression) of each output column of the registry's
-    set-returning function ``name`` over planned ``args``.
+    set-returning function ``name`` over planned ``args`` (unknown literals read in the
+    statement's text settings: ``ctx``).
 
     Raises:
         SqlError 42883 when no signature fits."""
     entry = functions.SET_RETURNING[name]
     _, casts, result = functions.resolve([entry], name, [a.type for a in args])
-    args = tuple(coerce(a, t) for a, t in zip(args, casts))
+    args = tuple(coerce(a, t, fmt=ctx.guard.text) for a, t in zip(args, casts))
     out = []
     for col_name, col_entry in entry.extra["columns"]:
         f = functions.FUNCTIONS[col_entry.format(type=result.name)]

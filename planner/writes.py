@@ -21,9 +21,9 @@ from catalog.types import SqlType
 from planner.assign import assign_expr, check_assignable
 from planner.consteval import cast_value, evaluate, is_volatile
 from planner.ddl import check_default
+from planner.context import NO_STATEMENT, PlanContext
 from planner.guard import Outgrown
 from planner.expr import ast_nodes
-from planner.expr import coerce
 from planner.plan import Plan, Project, Unnest
 from catalog.types import BOOL, INT8, TEXT, UNKNOWN
 from planner.query import QueryPlanner
@@ -39,10 +39,10 @@ class Returning:
     columns: tuple[tuple[str, SqlType], ...]
     exprs: tuple
 
-    def rows(self, rows, session=None) -> list[tuple]:
-        """The returned rows of ``rows`` written, evaluated in ``session``
-        (``planner.context.PlanContext.session``)."""
-        return [tuple(evaluate(e, r, session=session) for e in self.exprs) for r in rows]
+    def rows(self, rows, ctx: PlanContext = NO_STATEMENT) -> list[tuple]:
+        """The returned rows of ``rows`` written, evaluated in the statement's context
+        ``ctx`` (``planner.context.PlanContext``: its session and guard)."""
+        return [tuple(evaluate(e, r, ctx=ctx) for e in self.exprs) for r in rows]
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def plan_returning(qp: QueryPlanner, table: Table, rv: ast.RangeVar, returning_l
     for node, name in qp._expand_targets(returning_list, scope):
         e = ep.plan(node)
         cols.append((name, e.type if e.type.name != "unknown" else TEXT))
-        exprs.append(e if e.type.name != "unknown" else coerce(e, TEXT))
+        exprs.append(e if e.type.name != "unknown" else ep.coerce(e, TEXT))
     return Returning(tuple(cols), tuple(exprs))
 
 
@@ -153,7 +153,7 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
 
     def default(j):
         e = defaults[j]
-        return None if e is None or describing else evaluate(e, session=qp.ctx.session)
+        return None if e is None or describing else evaluate(e, ctx=qp.ctx)
 
     if sel is None:  # DEFAULT VALUES
         row = tuple(default(j) for j in range(len(names)))
@@ -180,7 +180,7 @@ def plan_insert(snap: CatalogSnapshot, stmt: ast.InsertStmt, params: list | None
                     if isinstance(node, ast.SetToDefault) or pos in user:
                         continue
                     e = ep.plan(node)
-                    vals[pos] = assign_value(e, table.columns[pos].type, table.columns[pos].name, qp.ctx.session)
+                    vals[pos] = assign_value(e, table.columns[pos].type, table.columns[pos].name, qp.ctx)
                     set_.add(pos)
                 for j in range(len(names)):
                     if j not in set_:
@@ -227,10 +227,11 @@ class InsertTemplate:
     defaults: tuple
     returning: Returning | None = None
 
-    def bind(self, params: list, session=None) -> PlannedInsert:
+    def bind(self, params: list, ctx: PlanContext = NO_STATEMENT) -> PlannedInsert:
         """The planned INSERT with ``params`` (Bind's: Literals, or None/text for untyped
-        ones) assigned to their columns; ``session`` evaluates the defaults (a serial's
-        nextval: ``planner.context.PlanContext.session``).
+        ones) assigned to their columns, in the statement's context ``ctx``
+        (``planner.context.PlanContext``: its session's text settings read untyped
+        parameters; its session evaluates the defaults, a serial's nextval).
 
         Raises:
             SqlError 42P02 for a missing parameter; 23502, 42804 and the casts' 22xxx,
@@ -251,11 +252,11 @@ class InsertTemplate:
                     if (e.type, t) not in _ASSIGNABLE:
                         check_assignable(e.type, t, cols[pos].name)
                         _ASSIGNABLE.add((e.type, t))
-                    vals[pos] = cast_value(e.value, e.type, t, explicit=False)
+                    vals[pos] = cast_value(e.value, e.type, t, explicit=False, fmt=ctx.guard.text)
                 set_.add(pos)
             for j, d in enumerate(self.defaults):
                 if j not in set_ and d is not None:
-                    vals[j] = evaluate(d, session=session)
+                    vals[j] = evaluate(d, ctx=ctx)
             check_not_null(self.table, vals)
             out.append(tuple(vals))
         return PlannedInsert(self.table, tuple(out), None, returning=self.returning)
@@ -316,9 +317,9 @@ def _target_columns(table: Table, stmt: ast.InsertStmt) -> list[str]:
     return target
 
 
-def assign_value(e, t: SqlType, column: str, session=None):
-    """Evaluate constant ``e`` (in ``session``: ``planner.context.PlanContext.session``) and
-    assign it to a column of type ``t``."""
+def assign_value(e, t: SqlType, column: str, ctx: PlanContext = NO_STATEMENT):
+    """Evaluate constant ``e`` in the statement's context ``ctx``
+    (``planner.context.PlanContext``) and assign it to a column of type ``t``."""
     from planner.expr import infer_param
     from planner.scalar import is_constant
 
@@ -329,11 +330,11 @@ def assign_value(e, t: SqlType, column: str, session=None):
         return None
     if not is_constant(e):
         raise SqlError(FEATURE_NOT_SUPPORTED, "INSERT ... VALUES may only contain constant expressions")
-    v = evaluate(e, session=session)
+    v = evaluate(e, ctx=ctx)
     if v is None:
         return None
     check_assignable(e.type, t, column)
-    return cast_value(v, e.type, t, explicit=False)
+    return cast_value(v, e.type, t, explicit=False, fmt=ctx.guard.text)
 
 
 def _fill(table: Table, positions, vals, _):
@@ -399,7 +400,7 @@ def plan_delete(snap: CatalogSnapshot, stmt: ast.DeleteStmt, params: list | None
     cols = tuple(ColRef(i, c.type) for i, c in enumerate(table.columns))
     hit = _affected(get, qp, scope, _using_as_exists(stmt.usingClause, stmt.whereClause))
     plan = Project(hit, cols + (Literal(-1, INT8),), tuple(c.name for c in table.columns) + (DIFF,))
-    return PlannedRewrite(table, optimize(plan), False, returning)
+    return PlannedRewrite(table, optimize(plan, ctx=qp.ctx), False, returning)
 
 
 def _using_as_exists(using, where):
@@ -450,11 +451,12 @@ def plan_update(snap: CatalogSnapshot, stmt: ast.UpdateStmt, params: list | None
                 raise SqlError(GENERATED_ALWAYS, f'column "{col.name}" can only be updated to DEFAULT',
                                detail=f'Column "{col.name}" is an identity column defined as GENERATED ALWAYS.')
             e = ep.plan(rt.val)
-        sets[j] = fold(assign_expr(coerce(e, col.type) if isinstance(e, Literal) else e, col.type, col.name))
+        sets[j] = fold(assign_expr(ep.coerce(e, col.type) if isinstance(e, Literal) else e, col.type, col.name),
+                       qp.ctx)
     hit = _affected(get, qp, scope, stmt.whereClause)
     old = tuple(ColRef(j, c.type) for j, c in enumerate(table.columns))
     new = tuple(not_null_guard(sets[j], table, c) if j in sets else ColRef(j, c.type) for j, c in enumerate(table.columns))
-    return PlannedRewrite(table, optimize(_retract_and_insert(hit, old, new, names)), True, returning)
+    return PlannedRewrite(table, optimize(_retract_and_insert(hit, old, new, names), ctx=qp.ctx), True, returning)
 
 
 def _retract_and_insert(hit, old: tuple, new: tuple, names: list[str]):
@@ -484,7 +486,7 @@ def _affected(get, qp, scope, where):
 
     if where is None:
         return get
-    return Filter(get, fold(qp.expr_planner(scope, agg_context="WHERE").plan_bool(where, "WHERE")))
+    return Filter(get, fold(qp.expr_planner(scope, agg_context="WHERE").plan_bool(where, "WHERE"), qp.ctx))
 
 
 def not_null_guard(e, table: Table, c):

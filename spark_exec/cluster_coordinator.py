@@ -22,6 +22,7 @@ from pyspark.sql.connect.dataframe import DataFrame
 
 from catalog.errors import SqlError, OBJECT_NOT_IN_PREREQUISITE_STATE, SYSTEM_ERROR, query_canceled
 from catalog.sizes import ReplicaSize
+from catalog.textio import DEFAULT_FORMAT, TextFormat
 from catalog.snapshot import Replica
 from spark_exec.arrangements import ArrangementMaintainer, WantedFn
 from spark_exec.arrow_results import arrow_schema, arrow_tables, to_arrow
@@ -210,13 +211,14 @@ class ClusterCoordinator:
 
     def peek(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
              deadline: float | None = None, cancel: threading.Event | None = None,
-             job: Job | None = None, indexed: IndexedRead | None = None):
+             job: Job | None = None, indexed: IndexedRead | None = None, text: TextFormat = DEFAULT_FORMAT):
         """Run ``plan`` on every healthy replica (active replication) and return the first
         whole answer as Arrow; the other replicas' runs are interrupted (Spark Connect tags).
         ``job(df, replica_id)`` does something else with the lowered DataFrame (a write to
         Blob) and returns what the peek returns. ``indexed``: the same query reading
         views from their indexes, which each replica whose indexes serve the peek's
-        time runs instead of ``plan`` (``IndexedRead``).
+        time runs instead of ``plan`` (``IndexedRead``). ``text``: the session's text
+        settings (``catalog.textio.TextFormat``), which the lowering follows (``Lowerer.text``).
 
         A replica that crashes or hangs mid-peek does not fail the peek while another
         replica answers; replicas that become healthy later join in. Each replica runs
@@ -239,7 +241,7 @@ class ClusterCoordinator:
         scan = memo_scan(scan)
         layout = result_layout_of(plan, scan)
         run = functools.partial(self._run_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag,
-                                job=job or _collect, layout=layout, indexed=indexed)
+                                job=job or _collect, layout=layout, indexed=indexed, text=text)
         key = fingerprint(plan)
         h, result = self._race(run, tag, replica_wait_s, deadline, cancel, key=key,
                                alone=self._alone(key, layout))
@@ -259,7 +261,7 @@ class ClusterCoordinator:
     def peek_stream(self, plan, scan: ScanFn, builtin_rows: BuiltinFn, replica_wait_s: float,
                     deadline: float | None = None, cancel: threading.Event | None = None,
                     on_close: Callable[[], None] | None = None, spill: ResultSpill | None = None,
-                    indexed: IndexedRead | None = None) -> PeekStream:
+                    indexed: IndexedRead | None = None, text: TextFormat = DEFAULT_FORMAT) -> PeekStream:
         """Run ``plan`` as ``peek`` does, but return its answer as a stream of Arrow tables
         (Spark Connect's result batches, pulled as the caller asks for them, so that
         environmentd holds one batch at a time whatever the result's size).
@@ -284,7 +286,7 @@ class ClusterCoordinator:
             scan = memo_scan(scan)
             layout = result_layout_of(plan, scan)
             run = functools.partial(self._open_on, plan=plan, scan=scan, builtin_rows=builtin_rows, tag=tag,
-                                    spill=spill, layout=layout, indexed=indexed)
+                                    spill=spill, layout=layout, indexed=indexed, text=text)
             h, (gen, first) = self._race(run, tag, replica_wait_s, deadline, cancel,
                                          discard=lambda opened: _close_quietly(opened[0]), key=key,
                                          alone=self._alone(key, layout))
@@ -408,12 +410,12 @@ class ClusterCoordinator:
             raise _ReplicaUnreachable("no session")
         return session
 
-    def _lowerer(self, session, scan: ScanFn, builtin_rows: BuiltinFn) -> Lowerer:
+    def _lowerer(self, session, scan: ScanFn, builtin_rows: BuiltinFn, text: TextFormat) -> Lowerer:
         arranged = self.arrangements.arranged() if self.arrangements is not None else frozenset()
-        return Lowerer(session, scan, builtin_rows, arranged)
+        return Lowerer(session, scan, builtin_rows, arranged, text)
 
     def _choose(self, h: ReplicaHandle, over: threading.Event, plan, scan: ScanFn, builtin_rows: BuiltinFn,
-                indexed: IndexedRead | None) -> tuple[object, Lowerer, object]:
+                indexed: IndexedRead | None, text: TextFormat) -> tuple[object, Lowerer, object]:
         """``(session, lowerer, plan)`` of a peek on ``h``: ``indexed``'s plan on the
         replica's dataflow session (where the indexes' arrangements are) when each of its
         views' index serves the peek's time there, else ``plan`` on the peek session."""
@@ -433,21 +435,22 @@ class ClusterCoordinator:
                 if over.is_set():
                     raise _ReplicaUnreachable("the peek is over")
                 indexed.read_on[h.id] = True
-                lowerer = self._lowerer(session, scan, builtin_rows)
+                lowerer = self._lowerer(session, scan, builtin_rows, text)
                 lowerer.indexed = frames
                 return session, lowerer, indexed.plan
             indexed.read_on[h.id] = False
         session = self._session(h, over)
-        return session, self._lowerer(session, scan, builtin_rows), plan
+        return session, self._lowerer(session, scan, builtin_rows, text), plan
 
     def has_healthy_replica(self) -> bool:
         with self._cond:
             return bool(self._healthy())
 
     def _run_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
-                over: threading.Event, job: "Job", layout=None, indexed: IndexedRead | None = None):
+                over: threading.Event, job: "Job", layout=None, indexed: IndexedRead | None = None,
+                text: TextFormat = DEFAULT_FORMAT):
         with _replica_errors(h, over):
-            session, lowerer, plan = self._choose(h, over, plan, scan, builtin_rows, indexed)
+            session, lowerer, plan = self._choose(h, over, plan, scan, builtin_rows, indexed, text)
             session.addTag(tag)  # tags apply to operations started by this thread
             try:
                 return job(lowerer.lower_result(plan, layout), h.id)
@@ -456,7 +459,7 @@ class ClusterCoordinator:
 
     def _open_on(self, h: ReplicaHandle, plan, scan: ScanFn, builtin_rows: BuiltinFn, tag: str,
                  over: threading.Event, spill: ResultSpill | None = None, layout=None,
-                 indexed: IndexedRead | None = None):
+                 indexed: IndexedRead | None = None, text: TextFormat = DEFAULT_FORMAT):
         """Start ``plan`` on ``h`` and wait for its first batch and the one after it (or
         the end): ``(batches, first)``, ``first`` None for an empty answer. Looking one
         batch ahead means an answer of one batch (most are) is whole before this replica
@@ -464,7 +467,7 @@ class ClusterCoordinator:
         lowering finds large (``lower.spills``) is written to Blob through ``spill`` first, and read from there
         (``spark_exec.spill``)."""
         with _replica_errors(h, over):
-            session, lowerer, plan = self._choose(h, over, plan, scan, builtin_rows, indexed)
+            session, lowerer, plan = self._choose(h, over, plan, scan, builtin_rows, indexed, text)
             session.addTag(tag)  # the request, made by the first next(), carries the tag
             try:
                 df = lowerer.lower_result(plan, layout)

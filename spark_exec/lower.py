@@ -28,6 +28,7 @@ from catalog.mztime import MAX as MZ_TIMESTAMP_MAX
 from catalog.errors import SqlError, CANNOT_COERCE, FEATURE_NOT_SUPPORTED, NUMERIC_VALUE_OUT_OF_RANGE
 from catalog.snapshot import BuiltinTable, Table
 from catalog.intervalio import FIELD_TRUNCATION
+from catalog.textio import DEFAULT_FORMAT, TextFormat
 from catalog.types import SqlType, Interval
 from persist import DIFF_COLUMN, TIME_COLUMN, ShardSnapshot
 from persist.compact import CHANGES_BROADCAST_UPDATES
@@ -37,7 +38,6 @@ from planner.plan import (
     inputs,
 )
 from planner.functions import FUNCTIONS
-from planner.guard import text_format
 from planner.scalar import AggCall, Call, Case, Cast, ColRef, Literal
 from spark_exec.errors import PG_ERROR_PREFIX
 
@@ -594,10 +594,13 @@ class Lowerer:
     """
 
     def __init__(self, spark: SparkSession, scan: ScanFn, builtin_rows: BuiltinFn,
-                 arranged: frozenset[str] = frozenset()):
+                 arranged: frozenset[str] = frozenset(), text: TextFormat = DEFAULT_FORMAT):
         self.spark = spark
         self.scan = scan
         self.builtin_rows = builtin_rows
+        #: the session's DateStyle, TimeZone and IntervalStyle (its statement's
+        #: ``Guard.text``), which the casts lowered here must follow or refuse
+        self.text = text
         #: ids of the tables whose parts the replica keeps in memory (indexes)
         self.arranged = arranged
         #: view id -> its contents at the peek's timestamp, read from the arrangement of
@@ -957,7 +960,7 @@ class Lowerer:
         if d == "interval" and s != "interval":
             raise SqlError(FEATURE_NOT_SUPPORTED, f"casting {src.sql()} to interval is not supported on table data")
         if s == "interval" and d in ("text", "varchar", "bpchar"):
-            if text_format().interval_style != "postgres":
+            if self.text.interval_style != "postgres":
                 raise SqlError(FEATURE_NOT_SUPPORTED, "interval text on table data is IntervalStyle postgres only")
             text = _interval_text(c)
             return text if d == "text" else self.cast(text, SqlType("text"), dst)

@@ -27,7 +27,9 @@ import sys
 import threading
 
 from catalog.errors import SqlError, INTERNAL_ERROR, OUT_OF_MEMORY
-from planner.guard import Guard, guarded, heap_exceeded
+from catalog.textio import DEFAULT_FORMAT, TextFormat
+from planner.context import NO_STATEMENT
+from planner.guard import Guard, heap_exceeded
 from planner.interpret import Limits, run
 
 log = logging.getLogger(__name__)
@@ -104,7 +106,7 @@ class PythonWorkers:
         self._closed = False
 
     def run(self, plan, tables: dict[str, list[tuple]], max_heap_bytes: int | None, deadline: float | None,
-            cancel: threading.Event) -> list[tuple]:
+            cancel: threading.Event, text: TextFormat = DEFAULT_FORMAT) -> list[tuple]:
         """The rows of ``plan``, evaluated by ``planner.interpret.run`` in a worker process.
 
         Args:
@@ -112,6 +114,8 @@ class PythonWorkers:
             max_heap_bytes: the query's ``max_query_heap_size`` in bytes, or None.
             deadline: ``time.monotonic()`` value of the statement timeout, or None.
             cancel: set by a CancelRequest.
+            text: the session's DateStyle, TimeZone and IntervalStyle, which casts and
+                functions there follow (``planner.guard.Guard.text``).
 
         Raises:
             SqlError 57014 on timeout or cancel (the worker is killed: the work stops);
@@ -122,7 +126,7 @@ class PythonWorkers:
         worker = self._acquire(stopped)
         keep = False  # the worker for the next query: not if it is mid-query or retiring
         try:
-            _send(worker.proc.stdin, (plan, tables, max_heap_bytes, deadline))
+            _send(worker.proc.stdin, (plan, tables, max_heap_bytes, deadline, text))
             fd = worker.proc.stdout.fileno()
             while not select.select([fd], [], [], _POLL_S)[0]:
                 stopped.check()
@@ -198,7 +202,7 @@ def _serve() -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     while True:
         try:
-            plan, tables, max_heap_bytes, deadline = _recv(stdin)
+            plan, tables, max_heap_bytes, deadline, text = _recv(stdin)
         except EOFError:
             return
         _limit_address_space(max_heap_bytes)
@@ -208,8 +212,8 @@ def _serve() -> None:
         try:
             # Here big values and backtracking are allowed: environmentd kills this
             # process on a timeout or cancel, and the address space is capped.
-            with guarded(Guard(max_bytes=max_heap_bytes, inline_bytes=None)):
-                reply = ("rows", run(plan, lambda t: tables[t.id], limits))
+            ctx = NO_STATEMENT.with_guard(Guard(max_bytes=max_heap_bytes, inline_bytes=None, text=text))
+            reply = ("rows", run(plan, lambda t: tables[t.id], limits, ctx))
         except SqlError as e:
             reply = ("error", e.sqlstate, e.message, e.detail, e.hint)
         except MemoryError:

@@ -108,7 +108,7 @@ def secret_value(expr: str, ctx=None) -> str:
     e = planner.plan(node)
     if e.type.name not in ("text", "bytea", "unknown", "varchar", "bpchar"):
         raise SqlError(DATATYPE_MISMATCH, f"a secret's value must be text or bytea, not {e.type.sql()}")
-    value = evaluate(e, session=planner.ctx.session)
+    value = evaluate(e, ctx=planner.ctx)
     if value is None:
         raise SqlError(NULL_VALUE_NOT_ALLOWED, "secret value can not be null")
     if isinstance(value, (bytes, bytearray, memoryview)):

@@ -52,8 +52,6 @@ from sqlfront.sequence import comments, indexes, schemas, sequences, tables, vie
 from sqlfront.sequence.sequences import SessionSequences
 from sqlfront.statement import StatementContext
 from sqlfront.advisory import SessionLocks
-from planner.guard import Guard, set_statement_guard
-from planner.interpret import Limits
 from sqlfront.vars import SessionVars
 
 __all__ = ["Session", "Result", "resource_error", "store_error", "CopyIn", "CopyOut", "HANDLERS", "split_statements", "param_count", "parse_one",
@@ -356,7 +354,9 @@ class Session:
         from now."""
         self.cancel_event.clear()
         self.statement = StatementContext.start(self.vars.statement_timeout_s(), self.cancel_event,
-                                                mz_now=self.read_ts, session=self)
+                                                mz_now=self.read_ts, session=self,
+                                                heap_bytes=self.vars.max_query_heap_bytes(),
+                                                text=self.vars.text_format())
         return self.statement
 
     def _execute_logged(self, sql: str, params: list | None) -> Result:
@@ -380,7 +380,6 @@ class Session:
         self.notices.extend(truncation_notices(body))  # the scanner's, as PostgreSQL's raises them
         if self._as_of is not None and not isinstance(stmt, (ast.SelectStmt, mz.Subscribe, mz.DeclareSubscribe, mz.CopySubscribe)):
             raise SqlError(SYNTAX_ERROR, "AS OF is only allowed after SELECT and SUBSCRIBE")
-        self._statement_context()
         self.env.metrics.phase("parse", time.perf_counter() - t0)
         if self.failed and not txn.ends_transaction(stmt) and not txn.is_rollback_to(stmt):
             raise SqlError(IN_FAILED_SQL_TRANSACTION,
@@ -396,18 +395,6 @@ class Session:
                 self.failed = True
             raise
 
-    def _statement_context(self) -> None:
-        """What evaluating a statement of this session reads from the one context
-        variable (``planner.guard``): its heap budget, its text settings (DateStyle,
-        TimeZone, IntervalStyle) and what stops its evaluations: a cancel, and the
-        statement's deadline (``self.statement``). Everything else reaches the statement
-        explicitly (``self.statement.plan``, ``self.catalog``).
-        Set for each statement, and for a Describe, which plans before any Execute."""
-        # what evaluates in this thread (constant folding, INSERT's VALUES) stops on the
-        # statement's timeout and cancel too, between function calls
-        stop = Limits(deadline=self.statement.deadline, cancelled=self.cancel_event.is_set)
-        set_statement_guard(Guard(max_bytes=self.vars.max_query_heap_bytes(), stop=stop, text=self.vars.text_format()))
-
     def start_copy(self, c: CopyIn) -> copy.CopyLoad:
         """The load of a ``COPY ... FROM STDIN``'s data (``feed``, ``finish``: all rows or
         none; ``close`` however it ends), with the data in the client's encoding. Waits
@@ -416,7 +403,6 @@ class Session:
         # its data streams as long as the client sends it
         first_wait_s = self.statement.remaining()
         self.statement = self.statement.unbounded()
-        self._statement_context()
         return copy.CopyLoad(self, c, self.vars.get("client_encoding"), first_wait_s)
 
     def describe(self, sql: str, n_params: int = 0, given: dict[int, SqlType] | None = None):
@@ -431,7 +417,6 @@ class Session:
         stmt = parse_one(sql)
         self.begin_statement()
         self.query = sql
-        self._statement_context()  # planning reads it (literals, current_setting, names)
         params = DescribeParams(n_params, given)
         cols = None
         if isinstance(stmt, ast.SelectStmt):
@@ -474,7 +459,6 @@ class Session:
         params = params()
         self.begin_statement()
         self.query = sql
-        self._statement_context()  # planning reads it (literals, current_setting, names)
         if isinstance(stmt, ast.SelectStmt):
             snap = self.catalog
             pq = QueryPlanner(snap, params, row_count=self.env.storage.row_count,

@@ -1,6 +1,7 @@
 """What bounds one running statement: its one deadline and its cancel flag; and what its
-plans take from it (``planner.context.PlanContext``: its start time, its ``mz_now()``, its
-session).
+plans and evaluations take from it (``planner.context.PlanContext``: its start time, its
+``mz_now()``, its session, and its evaluation guard: heap budget, text settings, and this
+deadline and cancel flag).
 
 PostgreSQL's ``statement_timeout`` (section 19.11.2) bounds the whole statement, "starting
 from the time the command arrives at the server": the session computes the deadline once,
@@ -16,7 +17,9 @@ import threading
 import time
 
 from catalog.errors import query_canceled
+from catalog.textio import DEFAULT_FORMAT, TextFormat
 from planner.context import PlanContext
+from planner.guard import Guard
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,16 +37,24 @@ class StatementContext:
 
     @classmethod
     def start(cls, timeout_s: float | None, cancel: threading.Event, now: float | None = None,
-              mz_now=None, session=None) -> StatementContext:
+              mz_now=None, session=None, heap_bytes: int | None = None,
+              text: TextFormat = DEFAULT_FORMAT) -> StatementContext:
         """A statement of ``session`` starting ``now`` (default: the monotonic clock's now)
         under a timeout of ``timeout_s`` seconds (None: none), whose ``mz_now()`` is
-        ``mz_now`` (``PlanContext``'s)."""
+        ``mz_now`` (``PlanContext``'s). Its evaluations in the session's thread (constant
+        folding, INSERT's VALUES) run under its guard (``PlanContext.guard``): a heap
+        budget of ``heap_bytes`` (max_query_heap_size), the session's text settings
+        ``text``, and this statement's deadline and cancel flag, checked between calls."""
         now = time.monotonic() if now is None else now
-        return cls(now, now + timeout_s if timeout_s else None, cancel, PlanContext.starting(mz_now, session))
+        stmt = cls(now, now + timeout_s if timeout_s else None, cancel)
+        guard = Guard(max_bytes=heap_bytes, stop=stmt, text=text)
+        return dataclasses.replace(stmt, plan=PlanContext.starting(mz_now, session, guard))
 
     def unbounded(self) -> StatementContext:
         """The same statement with no deadline (the cancel flag still applies)."""
-        return dataclasses.replace(self, deadline=None)
+        stmt = dataclasses.replace(self, deadline=None)
+        guard = dataclasses.replace(self.plan.guard, stop=stmt)
+        return dataclasses.replace(stmt, plan=self.plan.with_guard(guard))
 
     def remaining(self) -> float | None:
         """Seconds left until the deadline (never below 0); None without a deadline."""

@@ -67,21 +67,22 @@ def test_simple_case_folding_as_builtin_c_utf8():
 
 
 def test_positional_regexp_functions():
+    from planner.context import NO_STATEMENT
     from planner.functions.regexp import _count_py, _instr_py, _replace_py, _substr_py
 
     # PostgreSQL 18's answers
-    assert _count_py(["abcabc", "^a", 4], None) == 0
-    assert _instr_py(["abcabc", "b", 1, 2], None) == 5
-    assert _instr_py(["abcabc", "b", 1, 2, 1], None) == 6
-    assert _instr_py(["abcabc", "(b)(c)", 1, 1, 0, "", 2], None) == 3
-    assert _instr_py(["aaa", "a*", 1, 2], None) == 4
-    assert _substr_py(["abcabc", "(b)(c)", 1, 2, "", 2], None) == "c"
-    assert _replace_py(["abcabc", "b", "X", 1, 2], None) == "abcaXc"
-    assert _replace_py(["abcabc", "b", "X", 2], None) == "aXcabc"
-    assert _replace_py(["abcabc", "b", "X", 1, 2, "g"], None) == "abcaXc"
-    assert _replace_py(["abcabc", "(b)", "<\\1>", 1, 1, "i"], None) == "a<b>cabc"
+    assert _count_py(["abcabc", "^a", 4], None, NO_STATEMENT) == 0
+    assert _instr_py(["abcabc", "b", 1, 2], None, NO_STATEMENT) == 5
+    assert _instr_py(["abcabc", "b", 1, 2, 1], None, NO_STATEMENT) == 6
+    assert _instr_py(["abcabc", "(b)(c)", 1, 1, 0, "", 2], None, NO_STATEMENT) == 3
+    assert _instr_py(["aaa", "a*", 1, 2], None, NO_STATEMENT) == 4
+    assert _substr_py(["abcabc", "(b)(c)", 1, 2, "", 2], None, NO_STATEMENT) == "c"
+    assert _replace_py(["abcabc", "b", "X", 1, 2], None, NO_STATEMENT) == "abcaXc"
+    assert _replace_py(["abcabc", "b", "X", 2], None, NO_STATEMENT) == "aXcabc"
+    assert _replace_py(["abcabc", "b", "X", 1, 2, "g"], None, NO_STATEMENT) == "abcaXc"
+    assert _replace_py(["abcabc", "(b)", "<\\1>", 1, 1, "i"], None, NO_STATEMENT) == "a<b>cabc"
     with pytest.raises(SqlError) as err:
-        _instr_py(["abc", "b", 1, 0], None)
+        _instr_py(["abc", "b", 1, 0], None, NO_STATEMENT)
     assert err.value.sqlstate == "22023"
 
 

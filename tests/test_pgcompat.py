@@ -172,6 +172,12 @@ def test_time_zone(conn):
                 got = conn.cursor(binary=binary).execute("SELECT '2000-07-01 12:00+00'::timestamptz").fetchone()[0]
                 assert got == dt.datetime(2000, 7, 1, 12, tzinfo=dt.timezone.utc)
         assert conn.execute("SELECT 'epoch'::timestamptz::text").fetchone() == ("1970-01-01 00:00:00+00",)
+        conn.execute("SET timezone = 'Europe/Rome'")
+        # a query evaluated in a worker process (its backreference needs Python's
+        # backtracking engine, planner.guard) follows the session's TimeZone as well
+        worker_sql = r"SELECT (v || CASE WHEN v ~ '(0)\1' THEN '' END)::timestamptz::text " \
+                     "FROM (VALUES ('2000-07-01 12:00+00')) t(v)"
+        assert conn.execute(worker_sql).fetchone() == ("2000-07-01 14:00:00+02",)
         conn.execute("SELECT set_config('TimeZone', 'Asia/Kolkata', false)")
         assert conn.execute("SELECT '1900-01-01'::timestamptz::text").fetchone() == ("1900-01-01 00:00:00+05:21:10",)
         with pytest.raises(psycopg.Error) as e:

@@ -153,7 +153,7 @@ def test_set_config_sets_the_session_variable_current_setting_reads(snap):
 
     def run(sql):
         q = QueryPlanner(snap, ctx=ctx).plan_select(pglast.parse_sql(sql)[0].stmt)
-        return interpret.run(q.plan, lambda t: [], session=session)
+        return interpret.run(q.plan, lambda t: [], ctx=ctx)
 
     assert run("SELECT set_config('application_name', 'psql', false)") == [("psql",)]
     assert session.vars.get("application_name") == "psql"

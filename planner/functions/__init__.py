@@ -10,7 +10,7 @@ family module imports it: they sit between the registry below and this loader ab
 
 from planner.functions.registry import (
     AGGREGATES, BY_SQL_NAME, FUNCTIONS, INTERNAL, NUMERIC_ORDER, PROC_OID_BASE, SET_RETURNING, WINDOW_FUNCTIONS,
-    Function, Sig, by_python, call_text, cast_cost, constant_arg, div0, get, lookup_args, lookup_map, lookup_table, match, pg_proc_rows,
+    Function, Sig, by_python, call_text, cast_cost, constant_arg, div0, get, lookup_args, lookup_map, lookup_table, match, pg_proc_rows, run_py,
     register, resolve, resolve_scalar, sig, static_map, undefined_function,
 )
 from planner.functions import (  # noqa: F401  (each module registers its entries)
@@ -23,7 +23,7 @@ from catalog.pg_catalog import register_procs
 __all__ = [
     "AGGREGATES", "BY_SQL_NAME", "FUNCTIONS", "INTERNAL", "NUMERIC_ORDER", "PROC_OID_BASE", "SET_RETURNING",
     "WINDOW_FUNCTIONS", "Function", "Sig", "by_python", "call_text", "cast_cost", "constant_arg", "div0", "get", "lookup_args", "lookup_map",
-    "lookup_table", "match", "pg_proc_rows", "register", "resolve", "resolve_scalar", "sig", "static_map",
+    "lookup_table", "match", "pg_proc_rows", "register", "run_py", "resolve", "resolve_scalar", "sig", "static_map",
     "undefined_function",
 ]
 

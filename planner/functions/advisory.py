@@ -4,7 +4,7 @@
 
 They act on the session, so they run in Python only (``extra["session"]``: over table
 data in the select list, ``planner.session_split``), given the session
-(``extra["with_session"]``), whose ``advisory`` does the work: ``lock(key, shared, xact,
+(``extra["with_context"]``: ``ctx.session``), whose ``advisory`` does the work: ``lock(key, shared, xact,
 wait) -> bool``, ``unlock(key, shared) -> bool`` and ``unlock_all()``
 (``sqlfront.advisory.SessionLocks``, which gives the semantics and the scope). This
 module holds no state of its own.
@@ -35,9 +35,9 @@ _PY_ONLY = ("takes or releases a lock of the session: over table data in the sel
 
 
 def _entry(name: str, ret: str, call, samples: tuple[str, ...] = ()) -> Function:
-    return Function(name, _SIGS[ret], lambda a, e, session: call(_locks(session), _key(a)), None, sql_names=(name,),
+    return Function(name, _SIGS[ret], lambda a, e, ctx: call(_locks(ctx.session), _key(a)), None, sql_names=(name,),
                     volatility="volatile", doc="9.27.10", differs=_PY_ONLY, samples=samples,
-                    extra={"session": True, "with_session": True})
+                    extra={"session": True, "with_context": True})
 
 
 def _lock(shared: bool, xact: bool, wait: bool):
@@ -59,8 +59,8 @@ register(*(
           ("pg_try_advisory_lock_shared(k) AND pg_advisory_unlock_shared(k)",
            ("pg_try_advisory_lock_shared(k, 2) AND pg_try_advisory_lock(k, 2) AND pg_advisory_unlock_shared(k, 2) "
             "AND pg_advisory_unlock(k, 2)"))),
-   Function("pg_advisory_unlock_all", (sig(ret="void"),), lambda a, e, session: _locks(session).unlock_all() or "",
+   Function("pg_advisory_unlock_all", (sig(ret="void"),), lambda a, e, ctx: _locks(ctx.session).unlock_all() or "",
             None,
             sql_names=("pg_advisory_unlock_all",), strict=False, volatility="volatile", doc="9.27.10",
-            differs=_PY_ONLY, extra={"session": True, "with_session": True}),
+            differs=_PY_ONLY, extra={"session": True, "with_context": True}),
 )

@@ -20,7 +20,7 @@ from catalog.errors import (
 )
 from catalog.textio import array_dims
 from catalog.types import SqlType, BYTEA, INT4, INT8, NUMERIC, FLOAT8, INTERVAL, BOOL, TEXT, JSONB, array_of
-from planner.functions.registry import AGGREGATES, FUNCTIONS, Function, register, undefined_function
+from planner.functions.registry import AGGREGATES, FUNCTIONS, IN_CONTEXT, Function, register, undefined_function
 from planner.functions.math import numeric_div, numeric_div_scale, static_scale
 from planner.functions.logic import order_key
 
@@ -321,13 +321,13 @@ def _string_agg_spark(S, x, a):
 def _jsonb_agg(skip_nulls: bool):
     """jsonb_agg, or jsonb_agg_strict (``skip_nulls``: NULL values are left out, but a
     group of NULLs is ``[]``, not NULL) (PostgreSQL 9.21): (py, spark)."""
-    def py(vals, a, p):
+    def py(vals, a, p, ctx):
         from catalog.textio import jsonb_text
         from planner.functions.json import to_json_value
 
         if not vals:
             return None
-        return jsonb_text([to_json_value(v, a.arg.type) for v in vals if v is not None or not skip_nulls])
+        return jsonb_text([to_json_value(v, a.arg.type, ctx.guard.text) for v in vals if v is not None or not skip_nulls])
 
     def spark(S, x, a):
         from planner.functions.json import json_text_spark
@@ -419,12 +419,13 @@ register(
     Function("jsonb_agg", (AggSig(lambda t: (t, JSONB)),), *_jsonb_agg(False),
              sql_names=("jsonb_agg", "json_agg"), kind="aggregate", strict=False, doc="9.21",
              samples=("jsonb_agg(i order by k)", "jsonb_agg(s order by k)", "json_agg(b order by k)"),
-             differs="json_agg is jsonb_agg (Materialize: json is jsonb), so its text is jsonb's"),
+             differs="json_agg is jsonb_agg (Materialize: json is jsonb), so its text is jsonb's", extra=IN_CONTEXT),
     Function("jsonb_agg_strict", (AggSig(lambda t: (t, JSONB)),), *_jsonb_agg(True),
              sql_names=("jsonb_agg_strict", "json_agg_strict"), kind="aggregate", strict=False, doc="9.21",
              samples=("jsonb_agg_strict(i order by k)", "jsonb_agg_strict(s) filter (where k > 3)",
                       "jsonb_agg_strict(d order by k desc)"),
-             differs="json_agg_strict is jsonb_agg_strict (Materialize: json is jsonb), so its text is jsonb's"),
+             differs="json_agg_strict is jsonb_agg_strict (Materialize: json is jsonb), so its text is jsonb's",
+             extra=IN_CONTEXT),
     Function("stddev_samp", (AggSig(_stat_type),), _variance(True, True), _variance_spark("stddev_samp", True, True),
              sql_names=("stddev", "stddev_samp"), kind="aggregate", doc="9.21",
              extra={"result_text": _numeric_text, "text_value": _spark_div_value, "spark_text": _variance_text(True, True)},
@@ -633,10 +634,11 @@ def _object_agg(skip_nulls: bool, unique: bool, json: bool = False):
     null_key = (NULL_VALUE_NOT_ALLOWED, "null value not allowed for object key") if json else \
         (INVALID_PARAMETER_VALUE, "field name must not be null")
 
-    def py(vals, a, p):
+    def py(vals, a, p, ctx):
         from catalog.textio import jsonb_text
         from planner.functions.json import _object_key_py, to_json_value
 
+        fmt = ctx.guard.text
         if not vals:
             return None
         kt, vt = (x.type for x in a.arg.args)
@@ -644,12 +646,12 @@ def _object_agg(skip_nulls: bool, unique: bool, json: bool = False):
         for k, v in vals:
             if k is None:
                 raise SqlError(*null_key)
-            key = _object_key_py(k, kt, 0)
+            key = _object_key_py(k, kt, 0, fmt)
             if unique and key in seen:
                 raise SqlError(DUPLICATE_JSON_KEY, f'duplicate JSON object key value: "{key}"')
             seen.add(key)
             if v is not None or not skip_nulls:
-                out[key] = to_json_value(v, vt)
+                out[key] = to_json_value(v, vt, fmt)
         return jsonb_text(out)
 
     def spark(S, x, a):
@@ -696,7 +698,7 @@ register(
     *[Function(f"{kind}_object_agg{suffix}", (AggSig(lambda t: (t, JSONB)),),
                *_object_agg("strict" in suffix, "unique" in suffix, kind == "json"),
                sql_names=(f"{kind}_object_agg{suffix}",), kind="aggregate", strict=False,
-               doc="9.21", extra={"pair": (None, None)},
+               doc="9.21", extra={"pair": (None, None), "with_context": True},
                samples=samples if kind == "jsonb" else (f"json_object_agg{suffix}(s, k)",),
                differs="" if kind == "jsonb" else "json is jsonb (Materialize), so its text is jsonb's")
       for kind in ("jsonb", "json")

@@ -10,8 +10,7 @@ from catalog.errors import (
     NULL_VALUE_NOT_ALLOWED, PROGRAM_LIMIT_EXCEEDED,
 )
 from catalog.textio import array_dims, format_text
-from planner.functions.registry import Function, constant_arg, register, sig
-from planner.guard import text_format
+from planner.functions.registry import IN_CONTEXT, Function, constant_arg, register, sig
 from planner.functions.logic import CMP, order_key
 
 
@@ -87,13 +86,14 @@ def _any_all_spark(S, a, e):
     return S.F.exists(values, pred) if kind == "array_any" else S.F.forall(values, pred)
 
 
-def _to_string_py(a, e):
+def _to_string_py(a, e, ctx):
     arr, sep = a[0], a[1]
     if arr is None or sep is None:
         return None
     null = a[2] if len(a) > 2 else None
     t = e.args[0].type.element
-    return sep.join(format_text(v, t, text_format()) if v is not None else null for v in flatten(arr)
+    fmt = ctx.guard.text
+    return sep.join(format_text(v, t, fmt) if v is not None else null for v in flatten(arr)
                     if v is not None or null is not None)
 
 
@@ -349,7 +349,7 @@ register(
              samples=("array_lower(a, 1)", "array_lower(array[a, a], k)")),
     Function("array_to_string", (sig("anyarray", "text", ret="text"), sig("anyarray", "text", "text", ret="text")),
              _to_string_py, _to_string_spark, sql_names=("array_to_string",), strict=False, doc="9.19",
-             samples=("array_to_string(a, ',')", "array_to_string(a, ',', '*')")),
+             samples=("array_to_string(a, ',')", "array_to_string(a, ',', '*')"), extra=IN_CONTEXT),
     Function("array_cat", (sig("anyarray", "anyarray", ret="anyarray"),), _cat_py,
              _cat_spark, sql_names=("array_cat",), strict=False, doc="9.19",
              samples=("a || a", "a || array[k]", "array_cat(a, array[k, 9])", "array[a, a] || a",

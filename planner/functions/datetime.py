@@ -2,7 +2,7 @@
 
 ``timestamptz`` values are UTC instants, and the functions here work in UTC: the
 session's TimeZone shapes timestamptz input, output and casts only
-(``catalog.textio.TextFormat``, the evaluation's ``planner.guard.text_format``).
+(``catalog.textio.TextFormat``, the evaluation's ``planner.guard.Guard.text``).
 """
 
 from __future__ import annotations

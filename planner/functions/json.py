@@ -12,10 +12,9 @@ from catalog.errors import (
     SqlError, ARRAY_SUBSCRIPT_ERROR, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE,
     INVALID_TEXT_REPRESENTATION, NULL_VALUE_NOT_ALLOWED,
 )
-from catalog.textio import jsonb_text, format_text
+from catalog.textio import TextFormat, jsonb_text, format_text
 from catalog.types import TEXT
-from planner.functions.registry import Function, constant_arg, register, sig
-from planner.guard import text_format
+from planner.functions.registry import IN_CONTEXT, Function, constant_arg, register, sig
 
 _MISSING = object()
 
@@ -128,8 +127,9 @@ def _concat_spark(S, a, e):
             .otherwise(F.concat(F.lit("["), join(as_items(x, xa), as_items(y, ya)), F.lit("]"))))
 
 
-def to_json_value(v, t):
-    """A SQL value as a JSON value (PostgreSQL's to_jsonb for scalars)."""
+def to_json_value(v, t, fmt: TextFormat):
+    """A SQL value as a JSON value (PostgreSQL's to_jsonb for scalars); a value that
+    becomes a JSON string has its output text in the session's text settings ``fmt``."""
     if v is None:
         return None
     n = t.name
@@ -138,11 +138,11 @@ def to_json_value(v, t):
     if n in ("int2", "int4", "int8", "numeric", "float4", "float8", "bool"):
         return v if not isinstance(v, float) else Decimal(format_text(v, t))
     if t.is_array:
-        return [to_json_value(x, t.element) for x in v]
+        return [to_json_value(x, t.element, fmt) for x in v]
     if n == "timestamp":
         iso = v.isoformat()  # PostgreSQL's JSON form: no trailing zeros in the fraction
         return iso.rstrip("0").rstrip(".") if "." in iso else iso
-    return v if isinstance(v, str) else format_text(v, t, text_format())
+    return v if isinstance(v, str) else format_text(v, t, fmt)
 
 
 def json_text_spark(S, c, t):
@@ -179,7 +179,7 @@ def _check_key_type(t) -> None:
         raise SqlError(INVALID_PARAMETER_VALUE, "key value must be scalar, not array, composite, or json")
 
 
-def _object_key_py(v, t, i: int) -> str:
+def _object_key_py(v, t, i: int, fmt: TextFormat) -> str:
     """A jsonb_build_object key: the string of the JSON scalar ``v`` becomes (PostgreSQL's
     datum_to_jsonb with key_scalar), so true is ``"true"`` and a timestamp is ISO 8601.
 
@@ -190,8 +190,8 @@ def _object_key_py(v, t, i: int) -> str:
         raise SqlError(INVALID_PARAMETER_VALUE, f"argument {i + 1}: key must not be null")
     if t.name == "bool":
         return "true" if v else "false"
-    j = to_json_value(v, t)
-    return j if isinstance(j, str) else format_text(v, t, text_format())  # a number: its output text
+    j = to_json_value(v, t, fmt)
+    return j if isinstance(j, str) else format_text(v, t, fmt)  # a number: its output text
 
 
 def _object_key_spark(S, c, t, i: int):
@@ -206,13 +206,14 @@ def _object_key_spark(S, c, t, i: int):
     return F.when(c.isNull(), S.fail(INVALID_PARAMETER_VALUE, f"argument {i + 1}: key must not be null")).otherwise(j)
 
 
-def _build_object_py(a, e):
+def _build_object_py(a, e, ctx):
     if len(a) % 2:
         raise SqlError(INVALID_PARAMETER_VALUE, "argument list must have even number of elements",
                        hint="The arguments of jsonb_build_object() must consist of alternating keys and values.")
     out = {}
     for i in range(0, len(a), 2):
-        out[_object_key_py(a[i], e.args[i].type, i)] = to_json_value(a[i + 1], e.args[i + 1].type)
+        fmt = ctx.guard.text
+        out[_object_key_py(a[i], e.args[i].type, i, fmt)] = to_json_value(a[i + 1], e.args[i + 1].type, fmt)
     return jsonb_text(out)
 
 
@@ -336,7 +337,7 @@ register(
              samples=("jsonb_array_length(j -> 'b')",)),
     Function("jsonb_build_object", (sig("any", ret="jsonb", variadic=True),), _build_object_py,
              _build_object_spark, sql_names=("jsonb_build_object", "json_build_object"), strict=False, doc="9.16",
-             samples=("jsonb_build_object('k', k, 's', s, 'b', b, 'n', n)", "jsonb_build_object('j', j, 'd', d)")),
+             samples=("jsonb_build_object('k', k, 's', s, 'b', b, 'n', n)", "jsonb_build_object('j', j, 'd', d)"), extra=IN_CONTEXT),
 )
 
 
@@ -974,13 +975,14 @@ def _pretty_spark(S, a, e):
 
 register(
     Function("jsonb_build_array", (sig("any", ret="jsonb", variadic=True),),
-             lambda a, e: jsonb_text([to_json_value(v, x.type) for v, x in zip(a, e.args)]), _build_array_spark,
+             lambda a, e, ctx: jsonb_text([to_json_value(v, x.type, ctx.guard.text) for v, x in zip(a, e.args)]),
+             _build_array_spark,
              sql_names=("jsonb_build_array", "json_build_array"), strict=False, doc="9.16",
-             samples=("jsonb_build_array(k, s, n, b)", "jsonb_build_array(d, ts, f, j)", "jsonb_build_array()")),
-    Function("to_jsonb", (sig("any", ret="jsonb"),), lambda a, e: jsonb_text(to_json_value(a[0], e.args[0].type)),
+             samples=("jsonb_build_array(k, s, n, b)", "jsonb_build_array(d, ts, f, j)", "jsonb_build_array()"), extra=IN_CONTEXT),
+    Function("to_jsonb", (sig("any", ret="jsonb"),), lambda a, e, ctx: jsonb_text(to_json_value(a[0], e.args[0].type, ctx.guard.text)),
              _to_jsonb_spark, sql_names=("to_jsonb", "to_json"), doc="9.16",
              samples=("to_jsonb(s)", "to_jsonb(n)", "to_jsonb(a)", "to_jsonb(b)", "to_jsonb(ts)", "to_jsonb(j)",
-                      "to_jsonb(f)")),
+                      "to_jsonb(f)"), extra=IN_CONTEXT),
     Function("jsonb_delete", (sig("jsonb", "text", ret="jsonb"),), _delete_py, _delete_spark, doc="9.16",
              samples=("j - 'a'", "j - 'x'", "j - s")),
     Function("jsonb_set", (sig("jsonb", "_text", "jsonb", ret="jsonb"), sig("jsonb", "_text", "jsonb", "bool",

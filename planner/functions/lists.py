@@ -19,6 +19,7 @@ import functools
 from catalog.errors import (
     SqlError, ARRAY_SUBSCRIPT_ERROR, DATATYPE_MISMATCH, INDETERMINATE_DATATYPE,
 )
+from catalog.textio import TextFormat
 from catalog.types import SqlType, BOOL, INT4, INT8, TEXT, UNKNOWN, list_of, make_type, map_of
 from planner.functions.registry import Function, register
 from planner.functions.aggregate import AggSig
@@ -92,7 +93,6 @@ def plan_ctor(planner, node, hint: SqlType | None = None):
         42804 for elements of different types (``LIST[1, LIST[2]]``)."""
     from pglast import ast
     from planner import typing as ty
-    from planner.expr import coerce
 
     inner = hint.element if hint is not None and hint.is_list and hint.element.is_list else None
 
@@ -118,7 +118,7 @@ def plan_ctor(planner, node, hint: SqlType | None = None):
     t = ty.common_type(known, "LIST")
     if all(k.name == "unknown" for k in known):
         t = hint.element if hint is not None and hint.is_list else TEXT
-    return call("list_ctor", tuple(_Empty.typed(e, t) if isinstance(e, _Empty) else coerce(e, t) for e in elems),
+    return call("list_ctor", tuple(_Empty.typed(e, t) if isinstance(e, _Empty) else planner.coerce(e, t) for e in elems),
                 list_of(t))
 
 
@@ -262,7 +262,6 @@ def _is_layer(ind) -> bool:
 
 
 def _bound(planner, node, default: int):
-    from planner.expr import coerce
     from planner.scalar import Literal
 
     if node is None:
@@ -270,7 +269,7 @@ def _bound(planner, node, default: int):
     x = planner.plan(node)
     if not (x.type.is_numeric or x.type.name == "unknown"):
         raise SqlError(DATATYPE_MISMATCH, f"list subscript must have type integer, not {x.type.sql()}")
-    return coerce(x, INT8, explicit=True) if x.type.name != "int8" else x
+    return planner.coerce(x, INT8, explicit=True) if x.type.name != "int8" else x
 
 
 # -- functions and operators: typing ----------------------------------------------------
@@ -282,7 +281,7 @@ def _no_call(name: str, args: list):
     return undefined_function(name, [a.type for a in args])
 
 
-def plan_call(name: str, args: list):
+def plan_call(name: str, args: list, fmt: TextFormat):
     """A call of one of Materialize's list functions (``PLANNED``) over planned ``args``.
 
     Raises:
@@ -296,7 +295,7 @@ def plan_call(name: str, args: list):
         lt = _list_with_element(lst.type, x.type)
         if lt is None:
             raise _no_call(name, args)
-        lst, x = coerce(lst, lt), coerce(x, lt.element)
+        lst, x = coerce(lst, lt, fmt=fmt), coerce(x, lt.element, fmt=fmt)
         return call(name, (lst, x) if name == "list_append" else (x, lst), lt)
     if name == "list_cat":
         if len(args) != 2:
@@ -304,11 +303,11 @@ def plan_call(name: str, args: list):
         t = _same_lists(args[0].type, args[1].type)
         if t is None:
             raise _no_call(name, args)
-        return call("list_cat", tuple(coerce(a, t) for a in args), t)
+        return call("list_cat", tuple(coerce(a, t, fmt=fmt) for a in args), t)
     if name == "list_remove":
         if len(args) != 2 or not args[0].type.is_list:
             raise _no_call(name, args)
-        return call("list_remove", (args[0], coerce(args[1], args[0].type.element)), args[0].type)
+        return call("list_remove", (args[0], coerce(args[1], args[0].type.element, fmt=fmt)), args[0].type)
     if name in ("list_length", "list_ndims", "list_n_layers"):
         if len(args) != 1 or not args[0].type.is_list:
             raise _no_call(name, args)
@@ -317,7 +316,7 @@ def plan_call(name: str, args: list):
     if name == "list_length_max":
         if len(args) != 2 or not args[0].type.is_list or not (args[1].type.is_integer or args[1].type.name == "unknown"):
             raise _no_call(name, args)
-        return call(name, (args[0], coerce(args[1], INT8)), INT4)
+        return call(name, (args[0], coerce(args[1], INT8, fmt=fmt)), INT4)
     raise _no_call(name, args)
 
 
@@ -348,7 +347,7 @@ def _same_lists(a: SqlType, b: SqlType) -> SqlType | None:
     return a if a.is_list and _base(a) == _base(b) else None
 
 
-def plan_concat(l, r):
+def plan_concat(l, r, fmt: TextFormat):
     """``l || r`` where either side is a list: two lists of one type join (``list_cat``),
     a list and its element type append or prepend; an unknown side is a list of the other
     side's type. None when neither side is a list.
@@ -362,16 +361,16 @@ def plan_concat(l, r):
     if not (lt.is_list or rt.is_list):
         return None
     if lt.is_list and rt.name != "unknown" and _base(rt) == _base(lt.element):
-        return call("list_append", (l, coerce(r, lt.element)), lt)
+        return call("list_append", (l, coerce(r, lt.element, fmt=fmt)), lt)
     if rt.is_list and lt.name != "unknown" and _base(lt) == _base(rt.element):
-        return call("list_prepend", (l, coerce(r, list_of(lt))), list_of(lt))
+        return call("list_prepend", (l, coerce(r, list_of(lt), fmt=fmt)), list_of(lt))
     t = _same_lists(lt, rt)
     if t is None:
         raise ty._undefined_op("||", lt, rt)
-    return call("list_cat", (coerce(l, t), coerce(r, t)), t)
+    return call("list_cat", (coerce(l, t, fmt=fmt), coerce(r, t, fmt=fmt)), t)
 
 
-def plan_operator(op: str, l, r):
+def plan_operator(op: str, l, r, fmt: TextFormat):
     """``l || r`` (``plan_concat``), ``l @> r`` and ``l <@ r`` where a side is a list: the
     containment of two lists of one type, an unknown side read as the other's type. None
     for other operators, or when no side is a list.
@@ -382,13 +381,13 @@ def plan_operator(op: str, l, r):
     from planner.expr import coerce
 
     if op == "||":
-        return plan_concat(l, r)
+        return plan_concat(l, r, fmt)
     if op not in ("@>", "<@") or not (l.type.is_list or r.type.is_list):
         return None
     t = _same_lists(l.type, r.type)
     if t is None:
         raise ty._undefined_op(op, l.type, r.type)
-    a, b = coerce(l, t), coerce(r, t)
+    a, b = coerce(l, t, fmt=fmt), coerce(r, t, fmt=fmt)
     return call("list_contains", (a, b) if op == "@>" else (b, a), BOOL)
 
 

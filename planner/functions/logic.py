@@ -9,7 +9,7 @@ from decimal import Decimal
 from functools import reduce
 
 from catalog.errors import SqlError, CARDINALITY_VIOLATION, NOT_NULL_VIOLATION
-from planner.functions.registry import Function, register, sig
+from planner.functions.registry import IN_CONTEXT, Function, register, sig
 from planner.scalar import Cast, Literal
 
 CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
@@ -232,11 +232,10 @@ def record_text(fields) -> str:
     return "(" + ",".join(record_field(f) for f in fields) + ")"
 
 
-def _record_py(a, e):
+def _record_py(a, e, ctx):
     from catalog.textio import format_text
-    from planner.guard import text_format
 
-    fmt = text_format()
+    fmt = ctx.guard.text
     return record_text(None if v is None else v if isinstance(v, str) else format_text(v, x.type, fmt)
                        for v, x in zip(a, e.args))
 
@@ -257,5 +256,5 @@ register(
              doc="8.16.5",
              differs="a whole-row value is record_out's text: ORDER BY and comparisons use that text, not the "
                      "fields in turn; it is sent in text format only; on table data, a jsonb field computed by a "
-                     "function is Spark's compact JSON text ([1,2], not [1, 2]), as jsonb::text is there"),
+                     "function is Spark's compact JSON text ([1,2], not [1, 2]), as jsonb::text is there", extra=IN_CONTEXT),
 )

@@ -13,6 +13,7 @@ declares their implementations once, for both paths.
 from __future__ import annotations
 
 from catalog.errors import SqlError, AMBIGUOUS_FUNCTION, FEATURE_NOT_SUPPORTED
+from catalog.textio import TextFormat
 from catalog.types import BOOL, INT4, TEXT, array_of, map_of
 from planner.functions.aggregate import AggSig
 from planner.functions.registry import Function, register
@@ -30,7 +31,7 @@ def _call(func: str, args: tuple, t):
     return Call(func, args, t)
 
 
-def plan_operator(op: str, l, r):
+def plan_operator(op: str, l, r, fmt: TextFormat):
     """``l op r`` where a side is a map: ``m -> 'k'`` (the value, NULL when absent),
     ``m -> ARRAY['a', 'b']`` (the values), ``m ? 'k'``, ``m ?& keys``, ``m ?| keys``,
     ``m @> m2``, ``m <@ m2``. None when no side is a map, or the operator is not one of
@@ -49,7 +50,7 @@ def plan_operator(op: str, l, r):
         t = lt if lt.is_map else rt
         if (lt.name != "unknown" and lt != t) or (rt.name != "unknown" and rt != t):
             raise ty._undefined_op(op, lt, rt)
-        a, b = coerce(l, t), coerce(r, t)
+        a, b = coerce(l, t, fmt=fmt), coerce(r, t, fmt=fmt)
         return _call("map_contains", (a, b) if op == "@>" else (b, a), BOOL)
     if op not in ("->", "?", "?&", "?|"):
         return None
@@ -58,10 +59,10 @@ def plan_operator(op: str, l, r):
             raise SqlError(AMBIGUOUS_FUNCTION, f"operator is not unique: unknown {op} {rt.sql()}")
         return None
     if op in ("->", "?") and (rt.is_string or rt.name == "unknown"):
-        k = coerce(r, TEXT)
+        k = coerce(r, TEXT, fmt=fmt)
         return _call("map_get", (l, k), lt.element) if op == "->" else _call("map_has_key", (l, k), BOOL)
     if op in ("->", "?&", "?|") and (rt == array_of(TEXT) or rt.name == "unknown"):
-        keys = coerce(r, array_of(TEXT))
+        keys = coerce(r, array_of(TEXT), fmt=fmt)
         if op == "->":
             return _call("map_get_all", (l, keys), array_of(lt.element))
         return _call("map_has_all" if op == "?&" else "map_has_any", (l, keys), BOOL)

@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE, FEATURE_NOT_SUPPORTED
-from planner.functions.registry import Function, register, sig
+from planner.functions.registry import IN_CONTEXT, Function, register, sig
 from planner.functions.string import _group_or_null, _java_replacement, _pg_regex, _replacement_py
+from planner.guard import INLINE
 
 #: what looks before a match other than ``^``: word boundaries, \A, lookbehind
 _LOOKS_BACK = re.compile(r"\\[bByYmMG<]|\(\?<[=!]")
@@ -87,19 +88,19 @@ def _params(func: str, values: list) -> dict:
     return p
 
 
-def _matches(s: str, pattern: str, p: dict):
-    rx = _pg_regex(pattern, p["flags"])
+def _matches(s: str, pattern: str, p: dict, guard):
+    rx = _pg_regex(pattern, p["flags"], guard)
     return rx, list(rx.finditer(s, p["start"] - 1)) if p["start"] - 1 <= len(s) else []
 
 
-def _count_py(a, e):
+def _count_py(a, e, ctx):
     p = _params("regexp_count", a[2:])
-    return len(_matches(a[0], a[1], p)[1])
+    return len(_matches(a[0], a[1], p, ctx.guard)[1])
 
 
-def _instr_py(a, e):
+def _instr_py(a, e, ctx):
     p = _params("regexp_instr", a[2:])
-    rx, ms = _matches(a[0], a[1], p)
+    rx, ms = _matches(a[0], a[1], p, ctx.guard)
     if len(ms) < p["n"] or p["subexpr"] > rx.groups:
         return 0
     m, g = ms[p["n"] - 1], p["subexpr"]
@@ -108,19 +109,19 @@ def _instr_py(a, e):
     return (m.end(g) if p["endoption"] else m.start(g)) + 1
 
 
-def _substr_py(a, e):
+def _substr_py(a, e, ctx):
     p = _params("regexp_substr", a[2:])
-    rx, ms = _matches(a[0], a[1], p)
+    rx, ms = _matches(a[0], a[1], p, ctx.guard)
     if len(ms) < p["n"] or p["subexpr"] > rx.groups:
         return None
     return ms[p["n"] - 1].group(p["subexpr"])
 
 
-def _replace_py(a, e):
+def _replace_py(a, e, ctx):
     s, pattern, repl = a[0], a[1], a[2]
     p = _params("regexp_replace", a[3:])
     p["flags"] = p["flags"].replace("g", "")  # n decides: 0 replaces every match, else the n-th
-    _, ms = _matches(s, pattern, p)
+    _, ms = _matches(s, pattern, p, ctx.guard)
     expand = _replacement_py(repl)
     out, at = [], 0
     for m in ms if p["n"] == 0 else ms[p["n"] - 1:p["n"]]:
@@ -155,7 +156,7 @@ def _prepared(S, a, e, func: str, first: int):
     pattern = vals[0]
     try:
         p = _params(func, vals[first - 1:])
-        rx = _pg_regex(pattern, p["flags"])
+        rx = _pg_regex(pattern, p["flags"], INLINE)
     except SqlError as err:
         return F.when(a[0].isNotNull(), S.fail(err.sqlstate, err.message))
     if p["start"] == 1:
@@ -240,7 +241,7 @@ def _replace_spark(S, a, e):
     pattern, repl = vals[0], vals[1]
     try:
         p = _params("regexp_replace", vals[2:])
-        _pg_regex(pattern, p["flags"])
+        _pg_regex(pattern, p["flags"], INLINE)
     except SqlError as err:
         return F.when(a[0].isNotNull(), S.fail(err.sqlstate, err.message))
     head = F.substring(a[0], 1, p["start"] - 1) if p["start"] > 1 else F.lit("")
@@ -269,7 +270,7 @@ register(
              _count_py, _count_spark, sql_names=("regexp_count",), doc="9.7.3",
              samples=("regexp_count(s, 'l')", "regexp_count(s, '[a-z]+')", "regexp_count(s, 'l', 4)",
                       "regexp_count(s, 'L', 2, 'i')", "regexp_count(s, 'l', 0)", "regexp_count(s, 'l', 1, 'g')",
-                      "regexp_count(s, '^H', 2)", "regexp_count(s, 'l', 40)")),
+                      "regexp_count(s, '^H', 2)", "regexp_count(s, 'l', 40)"), extra=IN_CONTEXT),
     Function("regexp_substr", (sig("text", "text", ret="text"), sig("text", "text", "int4", ret="text"),
                                sig("text", "text", "int4", "int4", ret="text"),
                                sig("text", "text", "int4", "int4", "text", ret="text"),
@@ -278,7 +279,7 @@ register(
              samples=("regexp_substr(s, 'l+.')", "regexp_substr(s, '(a)(,)')", "regexp_substr(s, '[a-z]', 3)",
                       "regexp_substr(s, '[a-z]', 1, 2)", "regexp_substr(s, '([A-Z])([a-z])', 1, 1, 'i', 2)",
                       "regexp_substr(s, '(x)?([a-z])', 1, 2, '', 1)", "regexp_substr(s, 'l', 1, 0)",
-                      "regexp_substr(s, '(l)', 1, 1, '', 3)", "regexp_substr(s, 'l', 1, 1, 'g')")),
+                      "regexp_substr(s, '(l)', 1, 1, '', 3)", "regexp_substr(s, 'l', 1, 1, 'g')"), extra=IN_CONTEXT),
     Function("regexp_instr", (sig("text", "text", ret="int4"), sig("text", "text", "int4", ret="int4"),
                               sig("text", "text", "int4", "int4", ret="int4"),
                               sig("text", "text", "int4", "int4", "int4", ret="int4"),
@@ -290,7 +291,7 @@ register(
              samples=("regexp_instr(s, 'l')", "regexp_instr(s, '[a-z]+', 2)", "regexp_instr(s, '[a-z]', 1, 3)",
                       "regexp_instr(s, 'L+', 1, 1, 1, 'i')", "regexp_instr(s, ',', 3, 2, 1)",
                       "regexp_instr(s, 'l', 1, 0)", "regexp_instr(s, 'l', 1, 1, -1)", "regexp_instr(s, 'q')",
-                      "regexp_instr(s, '(l)(o)', 1, 1, 0, '', 2)")),
+                      "regexp_instr(s, '(l)(o)', 1, 1, 0, '', 2)"), extra=IN_CONTEXT),
     Function("regexp_replace_at", (sig("text", "text", "text", "int4", ret="text"),
                                    sig("text", "text", "text", "int4", "int4", ret="text"),
                                    sig("text", "text", "text", "int4", "int4", "text", ret="text")),
@@ -298,5 +299,5 @@ register(
              samples=("regexp_replace(s, 'l', 'L', 4)", "regexp_replace(s, '[a-z]', '<\\&>', 1, 2)",
                       "regexp_replace(s, '[a-z]', '_', 2, 0)", "regexp_replace(s, '(L)', '[\\1]', 1, 1, 'i')",
                       "regexp_replace(s, ',', ';', 3, 2, 'g')", "regexp_replace(s, 'l', 'x', 0)",
-                      "regexp_replace(s, 'l', 'x', 1, -1)", "regexp_replace(s, 'l', 'x', 30)")),
+                      "regexp_replace(s, 'l', 'x', 1, -1)", "regexp_replace(s, 'l', 'x', 30)"), extra=IN_CONTEXT),
 )

@@ -89,10 +89,13 @@ class Function:
     #: e.g. ``age(ts)`` gets the statement's current_date first), ``plan_args_in`` (the
     #: same, given the statement's ``planner.context.PlanContext`` too), ``session`` (True: it
     #: acts on the session, so a select list calling it is evaluated in the session over
-    #: the rows Spark computed: ``planner.session_split``), ``with_session`` (True: its
-    #: implementation is ``py(args, call, session)``, given the evaluation's session,
-    #: ``planner.context.PlanContext.session``, None outside one), ``row_in_from``
-    #: ((columns as (name, SqlType) pairs, ``(argument values, session) -> row``): a
+    #: the rows Spark computed: ``planner.session_split``), ``with_context`` (True: its
+    #: implementation is ``py(args, call, ctx)`` (an aggregate's ``py(vals, call, params,
+    #: ctx)``), given the evaluation's ``planner.context.PlanContext``: its ``session``
+    #: (None outside one) and its ``guard`` (``planner.guard.Guard``: the session's text
+    #: settings, value limits, what stops it); see ``run_py``), ``row_in_from``
+    #: ((columns as (name, SqlType) pairs, ``(argument values, ctx) -> row``, given the
+    #: statement's ``PlanContext``): a
     #: function of a record (of the session's state, or computed from its arguments) called
     #: in FROM with constant arguments is that one row, read at plan time:
     #: ``planner.query``), ``result_text``
@@ -351,6 +354,17 @@ def static_map(S, table: dict[str, str]):
     return lookup_map(S, S.F.lit(json.dumps(table, sort_keys=True)))
 
 
+#: ``extra`` of an entry whose implementation takes the evaluation's context (``run_py``)
+IN_CONTEXT = {"with_context": True}
+
+
+def run_py(f: Function, ctx, *args):
+    """``f``'s Python implementation over ``args`` (``(values, call)``, an aggregate's
+    ``(values, call, params)``), given the evaluation's context ``ctx``
+    (``planner.context.PlanContext``) when it takes one (``extra["with_context"]``)."""
+    return f.py(*args, ctx) if f.extra.get("with_context") else f.py(*args)
+
+
 def call_text(call, values: tuple, error_prefix: str) -> str | None:
     """PostgreSQL's text of the plan ``Call`` ``call`` over argument ``values`` (Python
     values of its arguments' types), by its registry entry's Python implementation, or
@@ -371,8 +385,10 @@ def call_text(call, values: tuple, error_prefix: str) -> str | None:
                "interval": lambda v: Interval(v["months"], v["days"], v["micros"])}
     values = [v if v is None or a.type.name not in convert else convert[a.type.name](v)
               for v, a in zip(values, call.args)]
+    from planner.context import NO_STATEMENT
+
     try:
-        r = f.py(values, call)
+        r = run_py(f, NO_STATEMENT, values, call)  # on a replica: no session, environmentd's limits
     except SqlError as err:
         return f"{error_prefix}{err.sqlstate}: {err.message}"
     return None if r is None else format_text(r, call.type)

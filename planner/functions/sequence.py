@@ -6,7 +6,7 @@
 The planner turns the sequence argument (``'s'``, ``'s'::regclass``) into the
 sequence's OID at plan time (``planner.expr``); the calls here take that OID. They
 change or read state outside the plan, so they are volatile (never folded) and run in
-Python only, given the session (registry ``extra["with_session"]``), whose ``sequences``
+Python only, given the session (registry ``extra["with_context"]``: ``ctx.session``), whose ``sequences``
 does the work: methods ``nextval(oid) -> int``, ``currval(oid) -> int``, ``setval(oid,
 value, is_called) -> int``, ``lastval() -> int``, ``last_value(oid) -> int | None``,
 ``parameters(oid) -> tuple``, ``data(oid) -> (last_value, is_called)`` and ``state(oid) ->
@@ -50,7 +50,7 @@ _PY_ONLY = ("runs in the session (it changes state outside the query): over tabl
             "(planner.session_split), 0A000 elsewhere")
 
 #: they act on the session (``planner.session_split``) and are given it
-_IN_SESSION = {"session": True, "with_session": True}
+_IN_SESSION = {"session": True, "with_context": True}
 
 
 def _columns(*cols: tuple[str, str]) -> tuple:
@@ -67,30 +67,30 @@ _PARAMETER_COLUMNS = _columns(("start_value", "int8"), ("minimum_value", "int8")
 _DATA_COLUMNS = _columns(("last_value", "int8"), ("is_called", "bool"))
 
 register(
-    Function("nextval", (sig("oid", ret="int8"),), lambda a, e, session: _access(session).nextval(a[0]), None,
+    Function("nextval", (sig("oid", ret="int8"),), lambda a, e, ctx: _access(ctx.session).nextval(a[0]), None,
              sql_names=("nextval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra=dict(_IN_SESSION)),
-    Function("currval", (sig("oid", ret="int8"),), lambda a, e, session: _access(session).currval(a[0]), None,
+    Function("currval", (sig("oid", ret="int8"),), lambda a, e, ctx: _access(ctx.session).currval(a[0]), None,
              sql_names=("currval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra=dict(_IN_SESSION)),
-    Function("lastval", (sig(ret="int8"),), lambda a, e, session: _access(session).lastval(), None,
+    Function("lastval", (sig(ret="int8"),), lambda a, e, ctx: _access(ctx.session).lastval(), None,
              sql_names=("lastval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra=dict(_IN_SESSION)),
     Function("setval", (sig("oid", "int8", ret="int8"), sig("oid", "int8", "bool", ret="int8")),
-             lambda a, e, session: _access(session).setval(a[0], a[1], True if len(a) < 3 else a[2]), None,
+             lambda a, e, ctx: _access(ctx.session).setval(a[0], a[1], True if len(a) < 3 else a[2]), None,
              sql_names=("setval",), volatility="volatile", doc="9.17", differs=_PY_ONLY, extra=dict(_IN_SESSION)),
     # no state change: in the session because the value lives there, not in the plan
     Function("pg_sequence_last_value", (sig("oid", ret="int8"),),
-             lambda a, e, session: _access(session).last_value(a[0]), None, sql_names=("pg_sequence_last_value",),
+             lambda a, e, ctx: _access(ctx.session).last_value(a[0]), None, sql_names=("pg_sequence_last_value",),
              volatility="volatile", doc="9.27", differs=_PY_ONLY, extra=dict(_IN_SESSION),
              samples=("pg_sequence_last_value('fx_t'::regclass::oid)",)),
     Function("pg_sequence_parameters", (sig("oid", ret="record"),),
-             lambda a, e, session: _record(_access(session).parameters(a[0])), None,
+             lambda a, e, ctx: _record(_access(ctx.session).parameters(a[0])), None,
              sql_names=("pg_sequence_parameters",), volatility="volatile", doc="9.27", differs=_PY_ONLY,
              extra=dict(_IN_SESSION, row_in_from=(_PARAMETER_COLUMNS,
-                                                  lambda a, session: _access(session).parameters(a[0]))),
+                                                  lambda a, ctx: _access(ctx.session).parameters(a[0]))),
              samples=("pg_sequence_parameters('fx_t'::regclass::oid)",)),
     Function("pg_get_sequence_data", (sig("oid", ret="record"),),
-             lambda a, e, session: _record(_access(session).data(a[0])), None,
+             lambda a, e, ctx: _record(_access(ctx.session).data(a[0])), None,
              sql_names=("pg_get_sequence_data",), volatility="volatile", doc="9.27", differs=_PY_ONLY,
-             extra=dict(_IN_SESSION, row_in_from=(_DATA_COLUMNS, lambda a, session: _access(session).data(a[0]))),
+             extra=dict(_IN_SESSION, row_in_from=(_DATA_COLUMNS, lambda a, ctx: _access(ctx.session).data(a[0]))),
              samples=("pg_get_sequence_data('fx_t'::regclass::oid)", "pg_get_sequence_data(k::oid)")),
 )
 

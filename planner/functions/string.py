@@ -18,15 +18,17 @@ from catalog.errors import (
 )
 from catalog.textio import fit_string, format_text
 from catalog.types import TEXT
-from planner.functions.registry import Function, by_python, constant_arg, register, sig
-from planner.guard import check_value_bytes, text_format, utf8_bytes
+from planner.functions.registry import IN_CONTEXT, Function, by_python, constant_arg, register, sig
+from planner.context import NO_STATEMENT
+from planner.guard import INLINE, Guard, utf8_bytes
 from planner.pattern import Regex, compile_regex, like
 
 INVALID_REGEX = INVALID_REGULAR_EXPRESSION
 
 
-def _text(v, t) -> str:
-    return v if isinstance(v, str) else format_text(v, t, text_format())
+def _text(v, t, fmt) -> str:
+    """``v`` (of type ``t``) as its output text in the session's text settings ``fmt``."""
+    return v if isinstance(v, str) else format_text(v, t, fmt)
 
 
 def _octets(v: str | bytes) -> int:
@@ -79,8 +81,8 @@ def _trim_spark(kind):
     return spark
 
 
-def _concat_py(a, e):
-    return "".join(_text(v, x.type) for v, x in zip(a, e.args) if v is not None)
+def _concat_py(a, e, ctx):
+    return "".join(_text(v, x.type, ctx.guard.text) for v, x in zip(a, e.args) if v is not None)
 
 
 def _as_text(S, cols, exprs):
@@ -88,10 +90,10 @@ def _as_text(S, cols, exprs):
     return [S.output_text(c, x.type) for c, x in zip(cols, exprs)]
 
 
-def _concat_ws_py(a, e):
+def _concat_ws_py(a, e, ctx):
     if a[0] is None:
         return None
-    return a[0].join(_text(v, x.type) for v, x in zip(a[1:], e.args[1:]) if v is not None)
+    return a[0].join(_text(v, x.type, ctx.guard.text) for v, x in zip(a[1:], e.args[1:]) if v is not None)
 
 
 def _left_py(a, e):
@@ -120,7 +122,7 @@ def _right_spark(S, a, e):
 
 
 def _pad_py(left: bool):
-    def py(a, e):
+    def py(a, e, ctx):
         s, n = a[0], a[1]
         fill = a[2] if len(a) > 2 else " "
         if n <= 0:
@@ -130,18 +132,18 @@ def _pad_py(left: bool):
         short = n - len(s)
         whole, part = divmod(short, len(fill))
         # the size first: n comes from the query, and building first is what a bad one can't afford
-        check_value_bytes(utf8_bytes(s) + whole * utf8_bytes(fill) + utf8_bytes(fill[:part]))
+        ctx.guard.check_value_bytes(utf8_bytes(s) + whole * utf8_bytes(fill) + utf8_bytes(fill[:part]))
         pad = fill * whole + fill[:part]
         return pad + s if left else s + pad
     return py
 
 
-def _repeat_py(a, e):
+def _repeat_py(a, e, ctx):
     """repeat(s, n): ``s`` n times (none for n <= 0), its size checked before it is built
     (PostgreSQL's 54000 "requested length too large" past 1 GB; ``planner.guard``)."""
     s, n = a[0], max(a[1], 0)
     if s and n:
-        check_value_bytes(utf8_bytes(s) * n)
+        ctx.guard.check_value_bytes(utf8_bytes(s) * n)
     return s * n
 
 
@@ -201,10 +203,11 @@ def _translate_py(a, e):
     return "".join(table.get(c, c) or "" if c in table else c for c in s)
 
 
-def _pg_regex(pattern: str, flags: str = "") -> Regex:
+def _pg_regex(pattern: str, flags: str, guard: Guard) -> Regex:
     """A POSIX advanced regular expression (PostgreSQL 9.7.3) as a Python pattern; the
     common subset (classes, quantifiers, groups, anchors) is written alike. Matched by
-    RE2 where it can (``planner.pattern``: linear time)."""
+    RE2 where it can (``planner.pattern``: linear time), under the evaluation's ``guard``
+    (``INLINE`` where it is only checked, for a Spark lowering)."""
     f = 0
     for c in flags:
         if c == "i":
@@ -212,7 +215,7 @@ def _pg_regex(pattern: str, flags: str = "") -> Regex:
         elif c not in "gc":
             raise SqlError(INVALID_PARAMETER_VALUE, f'invalid regular expression option: "{c}"')
     try:
-        return compile_regex(pattern, f)
+        return compile_regex(pattern, f, guard)
     except re.error as err:
         raise SqlError(INVALID_REGEX, f"invalid regular expression: {err}") from None
 
@@ -238,7 +241,7 @@ def _replacement_py(repl: str):
     return expand
 
 
-def _regexp_replace_py(a, e):
+def _regexp_replace_py(a, e, ctx):
     s, p, r = a[0], a[1], a[2]
     flags = a[3] if len(a) > 3 else ""
     expand = _replacement_py(r)
@@ -251,10 +254,10 @@ def _regexp_replace_py(a, e):
         if grown[0] > _GROWTH_CHECK_CHARS:
             if grown[1] is None:
                 grown[1] = utf8_bytes(s)
-            check_value_bytes(grown[1] + grown[0])
+            ctx.guard.check_value_bytes(grown[1] + grown[0])
         return text
 
-    return _pg_regex(p, flags).sub(counted, s, count=0 if "g" in flags else 1)
+    return _pg_regex(p, flags, ctx.guard).sub(counted, s, count=0 if "g" in flags else 1)
 
 
 #: characters of replacements past which regexp_replace checks its result's size as it goes
@@ -286,7 +289,7 @@ def _regexp_replace_spark(S, a, e):
                        "on table data")
     pattern, repl = consts[0], consts[1]
     flags = consts[2] if len(consts) > 2 else ""
-    _pg_regex(pattern, flags)  # PostgreSQL's errors for a bad pattern or flag
+    _pg_regex(pattern, flags, INLINE)  # PostgreSQL's errors for a bad pattern or flag
     prefix = "(?i)" if "i" in flags else ""
     if "g" in flags:
         return F.regexp_replace(a[0], F.lit(prefix + pattern), F.lit(_java_replacement(repl, 0, 0)))
@@ -296,8 +299,8 @@ def _regexp_replace_spark(S, a, e):
 
 
 def _regex_py(kind):
-    def py(a, e):
-        hit = _pg_regex(a[1], "i" if "iregex" in kind else "").search(a[0]) is not None
+    def py(a, e, ctx):
+        hit = _pg_regex(a[1], "i" if "iregex" in kind else "", ctx.guard).search(a[0]) is not None
         return (not hit) if kind.startswith("not_") else hit
     return py
 
@@ -313,9 +316,9 @@ def _regex_spark(kind):
     return spark
 
 
-def like_py(s: str, pattern: str, ci: bool) -> bool:
+def like_py(s: str, pattern: str, ci: bool, guard: Guard) -> bool:
     """``s LIKE pattern`` (PostgreSQL 9.7.1), in linear time (``planner.pattern.like``)."""
-    return like(s, pattern, ci)
+    return like(s, pattern, ci, guard)
 
 
 def _to_hex_py(a, e):
@@ -352,10 +355,10 @@ register(
              samples=("s || 'x'", "s || i", "i || s")),
     Function("concat_fn", (sig("any", ret="text", variadic=True),), _concat_py,
              lambda S, a, e: S.F.call_function("concat_ws", S.F.lit(""), *_as_text(S, a, e.args)), sql_names=("concat",), strict=False, doc="9.4",
-             samples=("concat(s, '-', i, b, n)", "concat(d, ts)")),
+             samples=("concat(s, '-', i, b, n)", "concat(d, ts)"), extra=IN_CONTEXT),
     Function("concat_ws", (sig("text", "any", ret="text", variadic=True),), _concat_ws_py,
              lambda S, a, e: S.F.when(a[0].isNotNull(), S.F.call_function("concat_ws", a[0], *_as_text(S, a[1:], e.args[1:]))),
-             sql_names=("concat_ws",), strict=False, doc="9.4", samples=("concat_ws(',', s, i, b)",)),
+             sql_names=("concat_ws",), strict=False, doc="9.4", samples=("concat_ws(',', s, i, b)",), extra=IN_CONTEXT),
     Function("upper", T1, lambda a, e: a[0].upper(), lambda S, a, e: S.F.upper(a[0]), sql_names=("upper",),
              doc="9.4", samples=("upper(s)",)),
     Function("lower", T1, lambda a, e: a[0].lower(), lambda S, a, e: S.F.lower(a[0]), sql_names=("lower",),
@@ -392,13 +395,13 @@ register(
              samples=("right(s, 2)", "right(s, -2)", "right(s, 0)", "right(s, nullif(k, 1))")),
     Function("lpad", (sig("text", "int4", ret="text"), sig("text", "int4", "text", ret="text")), _pad_py(True),
              _pad_spark(True), sql_names=("lpad",), doc="9.4",
-             samples=("lpad(s, 8)", "lpad(s, 8, 'xy')", "lpad(s, 2)", "lpad(s, 8, '')")),
+             samples=("lpad(s, 8)", "lpad(s, 8, 'xy')", "lpad(s, 2)", "lpad(s, 8, '')"), extra=IN_CONTEXT),
     Function("rpad", (sig("text", "int4", ret="text"), sig("text", "int4", "text", ret="text")), _pad_py(False),
-             _pad_spark(False), sql_names=("rpad",), doc="9.4", samples=("rpad(s, 8, '*')", "rpad(s, 1)")),
+             _pad_spark(False), sql_names=("rpad",), doc="9.4", samples=("rpad(s, 8, '*')", "rpad(s, 1)"), extra=IN_CONTEXT),
     Function("repeat", (sig("text", "int4", ret="text"),), _repeat_py,
              lambda S, a, e: _null_if_any_null(S, a, S.F.repeat(a[0], S.F.greatest(a[1], S.F.lit(0)))),
              sql_names=("repeat",), doc="9.4",
-             samples=("repeat(s, 2)", "repeat(s, -1)", "repeat(s, nullif(k, 1))")),
+             samples=("repeat(s, 2)", "repeat(s, -1)", "repeat(s, nullif(k, 1))"), extra=IN_CONTEXT),
     Function("reverse", T1, lambda a, e: a[0][::-1], lambda S, a, e: S.F.reverse(a[0]), sql_names=("reverse",),
              doc="9.4", samples=("reverse(s)",)),
     Function("split_part", (sig("text", "text", "int4", ret="text"),), _split_part_py, _split_part_spark,
@@ -427,13 +430,13 @@ register(
     Function("regexp_replace", (sig("text", "text", "text", ret="text"), sig("text", "text", "text", "text", ret="text")),
              _regexp_replace_py, _regexp_replace_spark, sql_names=("regexp_replace",), doc="9.7.3",
              samples=("regexp_replace(s, 'l+', '<\\&>')", "regexp_replace(s, '([a-z])', '[\\1]', 'g')",
-                      "regexp_replace(s, 'L', 'x', 'gi')")),
-    Function("like", (sig("text", "text", ret="bool"),), lambda a, e: like_py(a[0], a[1], False),
+                      "regexp_replace(s, 'L', 'x', 'gi')"), extra=IN_CONTEXT),
+    Function("like", (sig("text", "text", ret="bool"),), lambda a, e, ctx: like_py(a[0], a[1], False, ctx.guard),
              lambda S, a, e: a[0].like(a[1]), sql_names=("like",), doc="9.7.1",
-             samples=("s like 'H%'", "s not like '%,%'", "like(s, '%l_')")),
-    Function("ilike", (), lambda a, e: like_py(a[0], a[1], True), lambda S, a, e: a[0].ilike(a[1]), doc="9.7.1",
-             samples=("s ilike 'h%'",)),
-    *[Function(k, (), _regex_py(k), _regex_spark(k), doc="9.7.3", samples=(f"s {op} '^[A-Z]'",))
+             samples=("s like 'H%'", "s not like '%,%'", "like(s, '%l_')"), extra=IN_CONTEXT),
+    Function("ilike", (), lambda a, e, ctx: like_py(a[0], a[1], True, ctx.guard), lambda S, a, e: a[0].ilike(a[1]), doc="9.7.1",
+             samples=("s ilike 'h%'",), extra=IN_CONTEXT),
+    *[Function(k, (), _regex_py(k), _regex_spark(k), doc="9.7.3", samples=(f"s {op} '^[A-Z]'",), extra=IN_CONTEXT)
       for k, op in (("regex", "~"), ("iregex", "~*"), ("not_regex", "!~"), ("not_iregex", "!~*"))],
 )
 
@@ -452,14 +455,14 @@ def _const_args(e, what: str) -> list:
 _NOT_CONST = object()
 
 
-def _regexp_match_py(a, e):
+def _regexp_match_py(a, e, ctx):
     """The first match's capture groups (the whole match without groups), NULL when
     none matches (PostgreSQL 9.7.3)."""
     flags = a[2] if len(a) > 2 else ""
     if "g" in flags:
         raise SqlError(INVALID_PARAMETER_VALUE, "regexp_match() does not support the \"global\" option",
                        hint="Use the regexp_matches function instead.")
-    m = _pg_regex(a[1], flags).search(a[0])
+    m = _pg_regex(a[1], flags, ctx.guard).search(a[0])
     if m is None:
         return None
     return list(m.groups()) if m.re.groups else [m.group(0)]
@@ -475,7 +478,7 @@ def _spark_regex(e, what: str):
     if any(v is None for v in vals):
         return None
     pattern, flags = vals[0], vals[1] if len(vals) > 1 else ""
-    return flags, _pg_regex(pattern, flags), ("(?i)" if "i" in flags else "") + pattern
+    return flags, _pg_regex(pattern, flags, INLINE), ("(?i)" if "i" in flags else "") + pattern
 
 
 def _group_or_null(F, c):
@@ -490,7 +493,7 @@ def _regexp_match_spark(S, a, e):
     if regex is None:
         return F.lit(None).cast(S.spark_type(e.type))
     flags, rx, java = regex
-    _regexp_match_py(["", rx.pattern, flags], e)  # the option check
+    _regexp_match_py(["", rx.pattern, flags], e, NO_STATEMENT)  # the option check
     groups = rx.groups
     hit = a[0].rlike(java)
     parts = [F.regexp_extract(a[0], java, g) for g in (range(1, groups + 1) if groups else [0])]
@@ -499,13 +502,13 @@ def _regexp_match_spark(S, a, e):
     return F.when(hit, F.array(*parts))
 
 
-def _split_py(a, e):
+def _split_py(a, e, ctx):
     """regexp_split_to_array: the text between matches; an empty match splits between
     characters (PostgreSQL 9.7.3)."""
     flags = a[2] if len(a) > 2 else ""
     if "g" in flags:
         raise SqlError(INVALID_PARAMETER_VALUE, "regexp_split_to_array() does not support the \"global\" option")
-    rx = _pg_regex(a[1], flags)
+    rx = _pg_regex(a[1], flags, ctx.guard)
     text = a[0]
     out, start = [], 0
     # One pass (finditer: after an empty match the search goes on a character later); a
@@ -524,8 +527,8 @@ def _split_spark(S, a, e):
     if any(v is None for v in vals):
         return S.F.lit(None).cast(S.spark_type(e.type))
     pattern, flags = vals[0], vals[1] if len(vals) > 1 else ""
-    _pg_regex(pattern, flags)
-    if not pattern or _pg_regex(pattern, flags).fullmatch(""):
+    rx = _pg_regex(pattern, flags, INLINE)  # PostgreSQL's errors for a bad pattern or flag
+    if not pattern or rx.fullmatch(""):
         raise SqlError(FEATURE_NOT_SUPPORTED, "regexp_split_to_array with a pattern matching '' is not supported on "
                                               "table data")
     return S.F.split(a[0], ("(?i)" if "i" in flags else "") + pattern, -1)
@@ -568,9 +571,9 @@ def similar_to_regex(pattern: str, escape: str | None = "\\") -> str:
     return "".join(out)
 
 
-def _similar_py(a, e):
+def _similar_py(a, e, ctx):
     escape = a[2] if len(a) > 2 else "\\"
-    return compile_regex(similar_to_regex(a[1], escape), re.S).search(a[0]) is not None
+    return compile_regex(similar_to_regex(a[1], escape), re.S, ctx.guard).search(a[0]) is not None
 
 
 def _similar_spark(S, a, e):
@@ -584,14 +587,14 @@ register(
     Function("regexp_match", (sig("text", "text", ret="_text"), sig("text", "text", "text", ret="_text")),
              _regexp_match_py, _regexp_match_spark, sql_names=("regexp_match",), doc="9.7.3",
              samples=("regexp_match(s, 'l+')", "regexp_match(s, '([a-z])([a-z])')", "regexp_match(s, 'P(f)', 'i')",
-                      "regexp_match(s, 'x', 'g')")),
+                      "regexp_match(s, 'x', 'g')"), extra=IN_CONTEXT),
     Function("regexp_split_to_array", (sig("text", "text", ret="_text"), sig("text", "text", "text", ret="_text")),
              _split_py, _split_spark, sql_names=("regexp_split_to_array",), doc="9.7.3",
              samples=("regexp_split_to_array(s, ',')", "regexp_split_to_array(s, '\\s+')",
-                      "regexp_split_to_array(s, 'L', 'i')")),
+                      "regexp_split_to_array(s, 'L', 'i')"), extra=IN_CONTEXT),
     Function("similar_to", (), _similar_py, _similar_spark, doc="9.7.2",
              samples=("s SIMILAR TO 'H%'", "s SIMILAR TO '%(b|l)%'", "s NOT SIMILAR TO '[a-z ,]*'",
-                      "s SIMILAR TO '%#%%' ESCAPE '#'", "s SIMILAR TO 'a_b%'")),
+                      "s SIMILAR TO '%#%%' ESCAPE '#'", "s SIMILAR TO 'a_b%'"), extra=IN_CONTEXT),
 )
 
 
@@ -727,7 +730,7 @@ def _null_ident():
     return SqlError(NULL_VALUE_NOT_ALLOWED, "null values cannot be formatted as an SQL identifier")
 
 
-def _format_py(a, e):
+def _format_py(a, e, ctx):
     if a[0] is None:
         return None
     vals = a[1:]
@@ -741,7 +744,7 @@ def _format_py(a, e):
             width = int(vals[widthpos] or 0)
             left, width = left or width < 0, abs(width)
         v = vals[arg]
-        text = None if v is None else _text(v, e.args[arg + 1].type)
+        text = None if v is None else _text(v, e.args[arg + 1].type, ctx.guard.text)
         if kind == "I":
             if text is None:
                 raise _null_ident()
@@ -750,7 +753,7 @@ def _format_py(a, e):
             text = quote_literal(text)
         text = text or ""
         if width and width > len(text):
-            check_value_bytes(utf8_bytes(text) + width - len(text))  # the padding is spaces
+            ctx.guard.check_value_bytes(utf8_bytes(text) + width - len(text))  # the padding is spaces
             text = text.ljust(width) if left else text.rjust(width)
         out.append(text)
     return "".join(out)
@@ -795,11 +798,11 @@ def _format_spark(S, a, e):
     return out
 
 
-def _regexp_matches_py(a, e):
+def _regexp_matches_py(a, e, ctx):
     """The capture groups (the whole match without groups) of the first match, or with
     flag ``g`` of every match: one row each (PostgreSQL 9.7.3)."""
     flags = a[2] if len(a) > 2 else ""
-    rx = _pg_regex(a[1], flags)
+    rx = _pg_regex(a[1], flags, ctx.guard)
     found = rx.finditer(a[0]) if "g" in flags else [m for m in [rx.search(a[0])] if m]
     return [list(m.groups()) if rx.groups else [m.group(0)] for m in found]
 
@@ -828,9 +831,9 @@ register(
                       "format('%1$s %3$s', s, k)", "format('%0$s', s)", "format('abc%', s)",
                       "format('%I', lower(left(s, 3)))", "format('%*2$s|', k, i)",
                       "format('%I.%I', 'select', coalesce(s, 'user'))", "format(s || ' %%')", "format(s || '%s')",
-                      "format(CASE WHEN k < 3 THEN s ELSE '100%%' END)")),
+                      "format(CASE WHEN k < 3 THEN s ELSE '100%%' END)"), extra=IN_CONTEXT),
     Function("regexp_matches:rows", (sig("text", "text", ret="__text"), sig("text", "text", "text", ret="__text")),
-             _regexp_matches_py, _regexp_matches_spark, doc="9.7.3"),
+             _regexp_matches_py, _regexp_matches_spark, doc="9.7.3", extra=IN_CONTEXT),
     Function("regexp_matches", (sig("text", "text", ret="_text"), sig("text", "text", "text", ret="_text")),
              None, None, sql_names=("regexp_matches",), kind="srf", doc="9.7.3",
              samples=("regexp_matches(s, 'l', 'g')", "regexp_matches(s, '([a-z])(x)?', 'g')",
@@ -842,20 +845,21 @@ register(
 # -- quote_ident, quote_literal, quote_nullable, chr (9.4); get_byte, set_byte (9.5) -------
 
 
-def _cast_text(v, t) -> str:
-    """``v::text`` (quote_literal(anyelement) casts): the output function's text, but a
-    bool casts to ``true``/``false`` (PostgreSQL's booltext), not ``t``/``f``."""
+def _cast_text(v, t, fmt) -> str:
+    """``v::text`` (quote_literal(anyelement) casts) in the session's text settings
+    ``fmt``: the output function's text, but a bool casts to ``true``/``false``
+    (PostgreSQL's booltext), not ``t``/``f``."""
     from planner.consteval import cast_value
 
-    return cast_value(v, t, TEXT)
+    return cast_value(v, t, TEXT, fmt=fmt)
 
 
-def _quote_literal_py(a, e):
-    return quote_literal(_cast_text(a[0], e.args[0].type))
+def _quote_literal_py(a, e, ctx):
+    return quote_literal(_cast_text(a[0], e.args[0].type, ctx.guard.text))
 
 
-def _quote_nullable_py(a, e):
-    return "NULL" if a[0] is None else _quote_literal_py(a, e)
+def _quote_nullable_py(a, e, ctx):
+    return "NULL" if a[0] is None else _quote_literal_py(a, e, ctx)
 
 
 def _cast_text_spark(S, a, e):
@@ -949,11 +953,11 @@ register(
     Function("quote_literal", (sig("text", ret="text"), sig("any", ret="text")), _quote_literal_py,
              _quote_strict_spark, sql_names=("quote_literal",), doc="9.4",
              samples=("quote_literal(s)", "quote_literal(s || '''x\\y')", "quote_literal(n)", "quote_literal(d)",
-                      "quote_literal(a)", "quote_literal(b)")),
+                      "quote_literal(a)", "quote_literal(b)"), extra=IN_CONTEXT),
     Function("quote_nullable", (sig("text", ret="text"), sig("any", ret="text")), _quote_nullable_py,
              _quote_literal_spark, sql_names=("quote_nullable",), strict=False, doc="9.4",
              samples=("quote_nullable(s)", "quote_nullable(i)", "quote_nullable(s || '\\')", "quote_nullable(null)",
-                      "quote_nullable(ts)", "quote_nullable(b)", "quote_nullable(j)")),
+                      "quote_nullable(ts)", "quote_nullable(b)", "quote_nullable(j)"), extra=IN_CONTEXT),
     Function("chr", (sig("int4", ret="text"),), _chr_py, _chr_spark, sql_names=("chr",), doc="9.4",
              samples=("chr(k + 64)", "chr(k * 100 + 100)", "chr(k * 1000 + 1000)", "chr(128512 + k)", "chr(i)",
                       "chr(1114111 + k)", "chr(55295 + k)", "chr(k - 1)", "chr(-k)")),
@@ -973,11 +977,11 @@ register(
 # -- substring by regular expression, overlay, encodings, string_to_array (9.4, 9.7.3) ---------
 
 
-def _substring_regex_py(a, e):
+def _substring_regex_py(a, e, ctx):
     """substring(s from pattern): the part of ``s`` the POSIX pattern matches first; with
     capture groups, the first group's (NULL when it took part in no match)
     (PostgreSQL 9.7.3)."""
-    m = _pg_regex(a[1]).search(a[0])
+    m = _pg_regex(a[1], "", ctx.guard).search(a[0])
     if m is None:
         return None
     return m.group(1) if m.re.groups else m.group(0)
@@ -1079,7 +1083,7 @@ register(
     Function("substring_regex", (sig("text", "text", ret="text"),), _substring_regex_py, _substring_regex_spark,
              sql_names=("substring",), doc="9.7.3",
              samples=("substring(s from 'l+')", "substring(s from '[a-z]+$')", "substring(s from '(.)l(l)?')",
-                      "substring(s, 'P')")),
+                      "substring(s, 'P')"), extra=IN_CONTEXT),
     Function("overlay", (sig("text", "text", "int4", ret="text"), sig("text", "text", "int4", "int4", ret="text")),
              _overlay_py, _overlay_spark, sql_names=("overlay",), doc="9.4",
              samples=("overlay(s placing 'xx' from 2 for 3)", "overlay(s placing 'Z' from 1)",
@@ -1104,8 +1108,8 @@ def _flags_arg(a, at: int) -> str:
     return a[at] if len(a) > at else ""
 
 
-def _regexp_like_py(a, e):
-    return _pg_regex(a[1], _flags_arg(a, 2)).search(a[0]) is not None
+def _regexp_like_py(a, e, ctx):
+    return _pg_regex(a[1], _flags_arg(a, 2), ctx.guard).search(a[0]) is not None
 
 
 def _regexp_like_spark(S, a, e):
@@ -1124,7 +1128,7 @@ def _sha_py(bits: int):
 register(
     Function("regexp_like", (sig("text", "text", ret="bool"), sig("text", "text", "text", ret="bool")),
              _regexp_like_py, _regexp_like_spark, sql_names=("regexp_like",), doc="9.7.3",
-             samples=("regexp_like(s, 'l+')", "regexp_like(s, 'h', 'i')", "regexp_like(s, '^[a-z,]+$')")),
+             samples=("regexp_like(s, 'l+')", "regexp_like(s, 'h', 'i')", "regexp_like(s, '^[a-z,]+$')"), extra=IN_CONTEXT),
     Function("bytea_length", (sig("bytea", ret="int4"),), lambda a, e: len(a[0]), lambda S, a, e: S.F.length(a[0]),
              sql_names=("length",), doc="9.5", samples=("length(s::bytea)",)),
     Function("bytea_md5", (sig("bytea", ret="text"),), lambda a, e: hashlib.md5(bytes(a[0])).hexdigest(),

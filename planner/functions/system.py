@@ -17,7 +17,7 @@ from catalog.errors import (
 )
 from catalog.settings import DEFAULTS
 from planner.functions.registry import (
-    Function, by_python, lookup_args, lookup_map, lookup_table, register, sig, static_map,
+    IN_CONTEXT, Function, by_python, lookup_args, lookup_map, lookup_table, register, sig, static_map,
 )
 
 
@@ -333,13 +333,13 @@ def _indexdef_spark(S, a, e):
                                                             args[1].cast("string"))])
 
 
-def _set_config(a, e, session):
+def _set_config(a, e, ctx):
     """set_config(name, value, is_local): SET name = value (a NULL value: RESET) in
-    ``session``'s variables (``vars``: ``get(name) -> str``, ``set(name, value | None)``,
+    the evaluation's session's (``ctx.session``) variables (``vars``: ``get(name) -> str``, ``set(name, value | None)``,
     ``sqlfront.vars.SessionVars``), then the variable's new value (PostgreSQL 9.27.1).
     ``is_local`` is taken like SET LOCAL, which sqlfront treats as SET
     (``sqlfront.sequence.vars``)."""
-    name, value = a[0], a[1]
+    name, value, session = a[0], a[1], ctx.session
     if name is None:
         raise SqlError(INVALID_PARAMETER_VALUE, "SET requires parameter name")
     if session is None:
@@ -395,7 +395,7 @@ register(
              samples=("set_config('application_name', 'fx', false)",
                       "set_config('standard_conforming_strings', 'on', true)",
                       "set_config('application_name', 'fx' || k, false)"),
-             extra={"session": True, "with_session": True},
+             extra={"session": True, "with_context": True},
              differs="is_local is taken as SET LOCAL, which lasts for the session here; on table data, in the "
                      "select list only (planner.session_split)"),
     # text::regtype of a computed string (a literal's is looked up at plan time, planner.expr)
@@ -777,9 +777,10 @@ def _input_type(name: str):
     return type_from_text(s)
 
 
-def _input_error(value: str, type_name: str) -> SqlError | None:
+def _input_error(value: str, type_name: str, fmt) -> SqlError | None:
     """The soft error of reading ``value`` as the type ``type_name`` names (its input
-    function's: a data exception, SQLSTATE class 22), None when it reads.
+    function's: a data exception, SQLSTATE class 22), None when it reads; dates and times
+    read in the session's text settings ``fmt`` (``Guard.text``: DateStyle's field order).
 
     Raises:
         SqlError 42704 for a type name that names no type (a hard error in PostgreSQL too)."""
@@ -788,7 +789,7 @@ def _input_error(value: str, type_name: str) -> SqlError | None:
 
     t = _input_type(type_name)
     try:
-        cast_value(value, TEXT, t, explicit=False)
+        cast_value(value, TEXT, t, explicit=False, fmt=fmt)
     except SqlError as err:
         if not err.sqlstate.startswith("22"):
             raise
@@ -796,8 +797,8 @@ def _input_error(value: str, type_name: str) -> SqlError | None:
     return None
 
 
-def _input_error_row(a) -> tuple:
-    err = _input_error(a[0], a[1])
+def _input_error_row(a, ctx) -> tuple:
+    err = _input_error(a[0], a[1], ctx.guard.text)
     return (None,) * 4 if err is None else (err.message, err.detail, err.hint, err.sqlstate)
 
 
@@ -807,28 +808,29 @@ def _input_error_columns() -> tuple:
     return tuple((n, TEXT) for n in ("message", "detail", "hint", "sql_error_code"))
 
 
-def _input_error_info_py(a, e):
+def _input_error_info_py(a, e, ctx):
     from planner.functions.logic import record_text
 
-    return record_text(_input_error_row(a))
+    return record_text(_input_error_row(a, ctx))
 
 
 register(
     # whether a text reads as a type, and the error it would raise: the input function of
     # the type (its modifiers too) is the cast from text an assignment makes
     # (planner.consteval.cast_value); on table data through the same Python (by_python)
-    Function("pg_input_is_valid", (sig("text", "text", ret="bool"),), lambda a, e: _input_error(a[0], a[1]) is None,
+    Function("pg_input_is_valid", (sig("text", "text", ret="bool"),), lambda a, e, ctx: _input_error(a[0], a[1], ctx.guard.text) is None,
              by_python,
              sql_names=("pg_input_is_valid",), volatility="stable", doc="9.26",
              samples=("pg_input_is_valid(k::text, 'int4')", "pg_input_is_valid(s, 'integer')",
                       "pg_input_is_valid(s, 'varchar(5)')", "pg_input_is_valid(k || '.25', 'numeric(3,2)')",
                       "pg_input_is_valid('{' || k || ',2}', 'int[]')", "pg_input_is_valid(d::text, 'date')",
                       "pg_input_is_valid(s, 'nosuchtype')", "pg_input_is_valid('2024-02-3' || k, 'date')",
-                      "pg_input_is_valid('42', 'integer')", "pg_input_is_valid(j::text, 'jsonb')")),
+                      "pg_input_is_valid('42', 'integer')", "pg_input_is_valid(j::text, 'jsonb')"),
+             extra=IN_CONTEXT),
     Function("pg_input_error_info", (sig("text", "text", ret="record"),), _input_error_info_py,
              by_python,
              sql_names=("pg_input_error_info",), volatility="stable", doc="9.26",
-             extra={"row_in_from": (_input_error_columns(), lambda a, session: _input_error_row(a))},
+             extra={"row_in_from": (_input_error_columns(), _input_error_row), "with_context": True},
              samples=("pg_input_error_info(s, 'int4')", "pg_input_error_info(k * 1000000000 || '', 'integer')",
                       "pg_input_error_info(s, 'varchar(5)')", "pg_input_error_info('1' || k || '.5', 'numeric(2,1)')",
                       "pg_input_error_info('42000000000', 'integer')", "pg_input_error_info(s, 'nosuchtype')")),

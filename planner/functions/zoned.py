@@ -13,7 +13,7 @@ import datetime as dt
 
 from catalog.errors import SqlError, INVALID_PARAMETER_VALUE
 from catalog.types import FarTimestamp, Interval, SqlType
-from planner.functions.registry import Function, by_python, constant_arg, register, sig
+from planner.functions.registry import IN_CONTEXT, Function, by_python, constant_arg, register, sig
 from planner.functions.datetime import _date_trunc_py, _date_trunc_spark, _zone, add_interval, datetime_arith, time_arith_spark
 
 TIMESTAMP, TIMESTAMPTZ, INTERVAL = SqlType("timestamp"), SqlType("timestamptz"), SqlType("interval")
@@ -105,13 +105,13 @@ def _timezone_interval_spark(S, a, e):
                   S.fail(INVALID_PARAMETER_VALUE, "interval time zone must not include months or days")).otherwise(r)
 
 
-def _make_timestamptz_py(a, e):
+def _make_timestamptz_py(a, e, ctx):
     from planner.consteval import cast_value
     from planner.functions.datetime import _make_timestamp_py
 
     local = _make_timestamp_py(a[:6], e)
     if len(a) < 7:
-        return cast_value(local, TIMESTAMP, TIMESTAMPTZ)
+        return cast_value(local, TIMESTAMP, TIMESTAMPTZ, fmt=ctx.guard.text)
     return _instant(local, _zone(a[6]))
 
 
@@ -127,12 +127,12 @@ def _make_timestamptz_spark(S, a, e):
     return S.F.to_utc_timestamp(local.cast("timestamp"), zone)
 
 
-def _at_local_py(a, e):
+def _at_local_py(a, e, ctx):
     """``ts AT LOCAL`` (PostgreSQL 17, 9.9.4): AT TIME ZONE the session's TimeZone, which is
     the cast between timestamp and timestamptz."""
     from planner.consteval import cast_value
 
-    return cast_value(a[0], e.args[0].type, e.type)
+    return cast_value(a[0], e.args[0].type, e.type, fmt=ctx.guard.text)
 
 
 # -- OVERLAPS (PostgreSQL 9.9, table 9.33's note; timestamp.c overlaps_timestamp) ----------
@@ -310,13 +310,13 @@ register(
                       "(timetz '10:00+01', timetz '10:00+01') OVERLAPS (timetz '09:00+00', timetz '09:00+00')")),
     Function("timezone_local", (sig("timestamp", ret="timestamptz"), sig("timestamptz", ret="timestamp")),
              _at_local_py, lambda S, a, e: S.cast(a[0], e.args[0].type, e.type), sql_names=("timezone",),
-             volatility="stable", doc="9.9.4", samples=("ts AT LOCAL", "ts::timestamptz AT LOCAL", "timezone(ts)")),
+             volatility="stable", doc="9.9.4", samples=("ts AT LOCAL", "ts::timestamptz AT LOCAL", "timezone(ts)"), extra=IN_CONTEXT),
     Function("make_timestamptz", (sig("int4", "int4", "int4", "int4", "int4", "float8", ret="timestamptz"),
                                   sig("int4", "int4", "int4", "int4", "int4", "float8", "text", ret="timestamptz")),
              _make_timestamptz_py, _make_timestamptz_spark, sql_names=("make_timestamptz",), doc="9.9",
              samples=("make_timestamptz(2000 + k, k, 10 + k, k, 30, 1.5)",
                       "make_timestamptz(2020, 3, 8 + k, 2, 30, 0, 'America/New_York')",
-                      "make_timestamptz(2020, k, 31, 0, 0, 0)")),
+                      "make_timestamptz(2020, k, 31, 0, 0, 0)"), extra=IN_CONTEXT),
     Function("overlaps", _overlaps_sigs(), _overlaps_py, _overlaps_spark, sql_names=("overlaps",), strict=False,
              doc="9.9",
              samples=("(ts, ts + interval '1 day') OVERLAPS (timestamp '2024-01-05', timestamp '2024-01-06')",

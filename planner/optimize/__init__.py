@@ -27,6 +27,7 @@ from __future__ import annotations
 import inspect
 from typing import Callable
 
+from planner.context import NO_STATEMENT, PlanContext
 from planner.optimize.decorrelate import decorrelate
 from planner.optimize.fold import fold_constants
 from planner.optimize.joins import plan_joins
@@ -43,17 +44,22 @@ RULES = (semijoins, decorrelate, fold_constants, pushdown_predicates, plan_joins
 DECORRELATION = RULES[:2]
 
 
-def optimize(plan, row_count: RowCount | None = None, rules=RULES):
+def optimize(plan, row_count: RowCount | None = None, rules=RULES, ctx: PlanContext = NO_STATEMENT):
     """``plan`` rewritten by each of ``rules`` in turn. A rule that takes a ``row_count``
     parameter gets ``row_count`` (sqlglot's optimizer passes its schema the same way),
-    asked at most once per relation."""
+    asked at most once per relation; one that takes a ``ctx`` parameter gets the
+    statement's context (``planner.context.PlanContext``: constant folding evaluates under
+    its guard, in its session's text settings)."""
     if row_count is not None:
         row_count = _once_per_relation(row_count)
     for rule in rules:
-        if "row_count" in inspect.signature(rule).parameters:
-            plan = rule(plan, row_count=row_count)
-        else:
-            plan = rule(plan)
+        params = inspect.signature(rule).parameters
+        kwargs = {}
+        if "row_count" in params:
+            kwargs["row_count"] = row_count
+        if "ctx" in params:
+            kwargs["ctx"] = ctx
+        plan = rule(plan, **kwargs)
     return plan
 
 

@@ -247,7 +247,7 @@ def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: li
         rows = [list(r) for r in peek(s, plan, as_of=as_of)]
         for r in rows:
             for j, e in fill:
-                r[j] = evaluate(e, session=s)
+                r[j] = evaluate(e, ctx=s.statement.plan)
             for c, v in zip(columns, r):
                 if v is None and not c.nullable:
                     raise SqlError(NOT_NULL_VIOLATION, f'column "{c.name}" of relation "{table.name}" contains null values')

@@ -6,12 +6,13 @@ worker process (``sqlfront.pyworker``) that a timeout or cancel stops at once.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from planner import interpret
 from catalog.errors import SqlError
-from planner.guard import Guard, Outgrown, guarded
+from planner.guard import Outgrown
 from planner.session_split import plan_acts_on_session
 from sqlfront.pyworker import INLINE_HEAP_BYTES
 
@@ -41,10 +42,11 @@ def evaluate_over(s: Session, plan, rows_of: Callable, tables: Callable[[], dict
     budget = s.vars.max_query_heap_bytes()
     limits = interpret.Limits(deadline=deadline, cancelled=s.cancel_event.is_set, max_heap_bytes=budget,
                               outgrow_bytes=INLINE_HEAP_BYTES)
+    # the statement's guard, stopped by ``limits`` (checked between calls within a row too)
+    ctx = s.statement.plan
+    ctx = ctx.with_guard(dataclasses.replace(ctx.guard, max_bytes=budget, stop=limits))
     try:
-        # checked between calls within a row too; the session's text settings
-        with guarded(Guard(max_bytes=budget, stop=limits, text=s.vars.text_format())):
-            return interpret.run(plan, rows_of, limits, s)
+        return interpret.run(plan, rows_of, limits, ctx)
     except Outgrown as e:
         # rows or a value too big here, or a backtracking regex: the worker can be stopped;
         # but a worker has no session, and what acted on it here would act twice
@@ -52,4 +54,4 @@ def evaluate_over(s: Session, plan, rows_of: Callable, tables: Callable[[], dict
             raise SqlError(e.sqlstate, str(e), hint="A query calling a function that acts on the session "
                                                     "(pg_advisory_lock, nextval, set_config, ...) is evaluated "
                                                     "in the session: make it smaller.") from None
-    return s.env.python_workers.run(plan, tables(), budget, deadline, s.cancel_event)
+    return s.env.python_workers.run(plan, tables(), budget, deadline, s.cancel_event, ctx.guard.text)

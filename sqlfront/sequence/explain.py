@@ -138,9 +138,9 @@ def explain(s: Session, q, stage: str, params) -> Result:
     planner = QueryPlanner(s.catalog, params, row_count=s.env.storage.row_count, ctx=ctx)
     plan = planner.plan_raw(q).plan
     if stage == "decorrelated":
-        plan = optimize(plan, rules=DECORRELATION)
+        plan = optimize(plan, rules=DECORRELATION, ctx=ctx)
     elif stage in ("optimized", "physical", "incremental"):
-        plan = optimize(plan, s.env.storage.row_count)
+        plan = optimize(plan, s.env.storage.row_count, ctx=ctx)
     if stage == "incremental":
         from planner.incremental import incremental_plan
         from planner.incremental.explain import explain_incremental

@@ -234,7 +234,8 @@ def peek_stream(s: Session, plan, cols: list[tuple[str, SqlType]], as_of: int | 
             ps = cc.peek_stream(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
                                 s.statement.deadline, s.cancel_event,
                                 on_close=functools.partial(peek_finished, s, as_of, holds),
-                                spill=ResultSpill(s.env.persist.blob), indexed=indexed)
+                                spill=ResultSpill(s.env.persist.blob), indexed=indexed,
+                                text=s.statement.plan.guard.text)
             if proposed:
                 s.env.metrics.index_peeks.labels("arrangement" if indexed is not None and indexed.read_index()
                                                  else "rerun").inc()
@@ -442,7 +443,7 @@ def _peek(s: Session, plan, as_of: int | None, job):
     try:
         await_materialized(s, plan, as_of)
         result = cc.peek(plan, scan, s.builtin_rows, s.env.config.replica_wait_s,
-                         s.statement.deadline, s.cancel_event, job)
+                         s.statement.deadline, s.cancel_event, job, text=s.statement.plan.guard.text)
     finally:
         peek_finished(s, as_of, holds)
     if job is not None:

@@ -78,7 +78,6 @@ def execute(s: Session, stmt: ast.ExecuteStmt, sql: str, params) -> Result:
         SqlError 26000 for an unknown name; 42601 for the wrong number of values; the
         statement's errors."""
     from planner.consteval import fold
-    from planner.expr import coerce
     from planner.query import QueryPlanner
     from planner.scope import Scope
     from catalog.types import type_from_oid
@@ -96,7 +95,7 @@ def execute(s: Session, stmt: ast.ExecuteStmt, sql: str, params) -> Result:
     for node, oid in zip(given, oids):
         e = ep.plan(node)
         t = type_from_oid(oid) if oid else None
-        e = fold(coerce(e, t) if t is not None else e)
+        e = fold(ep.coerce(e, t) if t is not None else e, ep.ctx)
         if not hasattr(e, "value"):
             raise SqlError(FEATURE_NOT_SUPPORTED, "EXECUTE parameters must be constant expressions")
         values.append(e)

@@ -28,6 +28,7 @@ from catalog.snapshot import Table
 from catalog.types import BOOL, INT2, INT4, INT8, TEXT, arrow_schema
 from persist import SinceError
 from planner import interpret
+from planner.context import PlanContext
 from planner.plan import Constant, Filter, Get, OrderBy, Project
 from planner.scalar import OuterRef, Subquery, walk
 
@@ -76,9 +77,10 @@ def note(checks: dict, table: Table, as_of: int, plan) -> None:
         c.predicates = None
 
 
-def expected_upper(persist, c: ReadCheck) -> int | None:
+def expected_upper(persist, c: ReadCheck, ctx: PlanContext) -> int | None:
     """The upper COMMIT may append at for ``c`` (its table's upper now), or None when a
-    write since the read changed what the block read (a conflict)."""
+    write since the read changed what the block read (a conflict). The read's predicates
+    are evaluated in the COMMIT's context ``ctx`` (``planner.context.PlanContext``)."""
     st = persist.state(c.table.shard_id)
     if st.upper <= c.as_of + 1:
         return st.upper  # nothing landed after the read
@@ -94,7 +96,7 @@ def expected_upper(persist, c: ReadCheck) -> int | None:
     changed = tuple((after - before) + (before - after))
     for f in c.predicates:
         try:
-            selected = interpret.run(Filter(Constant(changed, f.input.columns), f.predicate), lambda t: [])
+            selected = interpret.run(Filter(Constant(changed, f.input.columns), f.predicate), lambda t: [], ctx=ctx)
         except Exception:  # noqa: BLE001 - a predicate the interpreter cannot evaluate: cannot tell, so a conflict
             return None
         if selected:

@@ -601,7 +601,7 @@ def temporal_constant(s: Session, plan, frontier: int) -> list[tuple[int, collec
         if isinstance(n, Temporal):
             for row in peek(s, n.input.plan, as_of=None):
                 for e, offset in n.lowers + n.uppers:
-                    v = evaluate(e, tuple(row))
+                    v = evaluate(e, tuple(row), ctx=s.statement.plan)
                     if v is not None and int(v) + offset > frontier:
                         times.add(min(int(v) + offset, MAX_TIMESTAMP))
 

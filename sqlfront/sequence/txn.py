@@ -225,7 +225,7 @@ def _validated(s: Session, checks: list[ReadCheck]) -> list[Pending]:
         SqlError 40001 when another session's write changed what the block read."""
     out = []
     for c in checks:
-        upper = read_check.expected_upper(s.env.persist, c)
+        upper = read_check.expected_upper(s.env.persist, c, s.statement.plan)
         if upper is None:
             raise _conflict()
         out.append(Pending(c.table, None, upper))

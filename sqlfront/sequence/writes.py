@@ -169,7 +169,7 @@ def planned_insert(s: Session, snap, stmt: ast.InsertStmt, sql: str, params) -> 
         if len(cache) >= TEMPLATES_PER_SESSION:
             cache.clear()
         hit = cache[sql] = (key, insert_template(snap, stmt, s.statement.plan))
-    return hit[1].bind(params, s) if hit[1] is not None else plan_insert(snap, stmt, params, s.statement.plan)
+    return hit[1].bind(params, s.statement.plan) if hit[1] is not None else plan_insert(snap, stmt, params, s.statement.plan)
 
 
 def fill_defaults(s: Session, rows, fill) -> list[tuple]:
@@ -187,7 +187,7 @@ def fill_defaults(s: Session, rows, fill) -> list[tuple]:
                 r[j] = cast_value(v, inner.type, e.type) if e is not inner else v
         else:
             for r in rows:
-                r[j] = evaluate(e, session=s)
+                r[j] = evaluate(e, ctx=s.statement.plan)
     return [tuple(r) for r in rows]
 
 
@@ -196,7 +196,7 @@ def returning_result(s: Session, returning, tag: str, rows: list[tuple]) -> Resu
     returned rows (PostgreSQL: the tag counts the rows written, as without RETURNING)."""
     if returning is None:
         return Result(tag)
-    return Result(tag, list(returning.columns), returning.rows(rows, s))
+    return Result(tag, list(returning.columns), returning.rows(rows, s.statement.plan))
 
 
 def not_null_checked(table: Table, plan):
