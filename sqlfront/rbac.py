@@ -194,6 +194,16 @@ def _alter_table(s: Session, snap, stmt, role) -> None:
     rbac.require_owner(snap, rbac.relation_ref(rel), role)
 
 
+def _refresh(s: Session, snap, stmt, role) -> None:
+    """REFRESH MATERIALIZED VIEW: ownership of the view (PostgreSQL's rule before 17's
+    MAINTAIN privilege); an unknown name is the statement's error to report."""
+    try:
+        rel = snap.resolve_relation(stmt.relation.schemaname, stmt.relation.relname)
+    except SqlError:
+        return
+    rbac.require_owner(snap, rbac.relation_ref(rel), role)
+
+
 def _drop(s: Session, snap, stmt, role) -> None:
     """DROP: ownership of each object named, checked before what dropping it would find
     (its dependents), as PostgreSQL checks it while looking the name up; the catalog ops
@@ -256,6 +266,7 @@ STATEMENT_PRIVILEGES: dict[type, Callable] = {
     ast.AlterTableStmt: _alter_table,
     ast.RenameStmt: _alter_table,
     ast.DropStmt: _drop,
+    ast.RefreshMatViewStmt: _refresh,
     **dict.fromkeys((
         mz.CreateCluster, mz.CreateClusterReplica, mz.DropClusters, mz.DropClusterReplicas, mz.AlterClusterRename, mz.AlterClusterReplicaRename,
         mz.AlterClusterSet, mz.AlterClusterSwap,

@@ -546,6 +546,7 @@ HANDLERS: dict[type, Callable] = {
     ast.IndexStmt: indexes.sequence_create_index,
     mz.CreateIndex: indexes.sequence_create_index,
     mz.CreateMaterializedView: views.sequence_create_materialized_view,
+    ast.RefreshMatViewStmt: views.sequence_refresh_materialized_view,
     ast.DropStmt: ddl.drop,
     ast.CreateSeqStmt: sequences.sequence_create_sequence,
     ast.CreateSchemaStmt: schemas.sequence_create_schema,

@@ -331,3 +331,33 @@ def test_mv_with_a_temporal_filter_and_a_numeric_sum_keeps_its_querys_scale(conn
     got = sorted((g, str(v)) for g, v in conn.execute("SELECT * FROM sct_v").fetchall())
     assert got == [(1, "7.35"), (2, "15.00")]
     conn.execute("DROP TABLE sct_t CASCADE")
+
+
+def test_refresh_materialized_view_waits_until_the_view_has_every_earlier_write(server, conn):
+    """PostgreSQL's REFRESH MATERIALIZED VIEW on a maintained view: it returns once the
+    view reflects every write acknowledged before it (so a read of the view right after
+    sees them); WITH NO DATA is refused (0A000), another kind of relation is 42809, an
+    unknown one 42P01, and a role that does not own the view gets 42501."""
+    conn.execute("CREATE TABLE rf_t (a int)")
+    conn.execute("CREATE MATERIALIZED VIEW rf_mv AS SELECT sum(a) AS s FROM rf_t")
+    conn.execute("INSERT INTO rf_t VALUES (1), (2)")
+    assert conn.execute("REFRESH MATERIALIZED VIEW rf_mv").statusmessage == "REFRESH MATERIALIZED VIEW"
+    conn.execute("INSERT INTO rf_t VALUES (3)")
+    conn.execute("REFRESH MATERIALIZED VIEW CONCURRENTLY public.rf_mv")
+    assert rows(conn, "SELECT s FROM rf_mv") == [(6,)]
+    with pytest.raises(psycopg.errors.FeatureNotSupported, match="WITH NO DATA"):
+        conn.execute("REFRESH MATERIALIZED VIEW rf_mv WITH NO DATA")
+    with pytest.raises(psycopg.errors.WrongObjectType, match='"rf_t" is not a materialized view'):
+        conn.execute("REFRESH MATERIALIZED VIEW rf_t")
+    with pytest.raises(psycopg.errors.UndefinedTable):
+        conn.execute("REFRESH MATERIALIZED VIEW rf_nope")
+    conn.execute("CREATE ROLE rf_joe LOGIN")
+    try:
+        with psycopg.connect(host=server.host, port=server.port, user="rf_joe", dbname="materialize",
+                             autocommit=True) as joe:
+            with pytest.raises(psycopg.errors.InsufficientPrivilege, match="must be owner"):
+                joe.execute("REFRESH MATERIALIZED VIEW rf_mv")
+    finally:
+        conn.execute("DROP ROLE rf_joe")
+        conn.execute("DROP MATERIALIZED VIEW rf_mv")
+        conn.execute("DROP TABLE rf_t")

@@ -20,7 +20,7 @@ from catalog.errors import (
 from catalog.snapshot import CatalogSnapshot, Column, MaterializedView, View
 from planner.query import QueryPlanner
 from sqlfront import mzparse as mz
-from sqlfront.parse import syntax_error
+from sqlfront.parse import quote_ident, syntax_error
 from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.objects import (
     _creation_schema, _drop_dependents, _drop_relation, _kind, _lookup, _unique, lookup_each, output_names,
@@ -258,3 +258,30 @@ def sequence_create_materialized_view(s: Session, stmt: mz.CreateMaterializedVie
                                     stmt.cluster or s.vars.get("cluster"), ids, stmt.or_replace, stmt.if_not_exists))
     return Result("CREATE MATERIALIZED VIEW")
 
+
+def sequence_refresh_materialized_view(s: Session, stmt: ast.RefreshMatViewStmt, sql: str, params) -> Result:
+    """REFRESH MATERIALIZED VIEW [CONCURRENTLY] v (PostgreSQL's statement; Materialize has
+    none, its views being always current). A view here is maintained as its inputs
+    change, so refreshing it is waiting until it reflects every write acknowledged
+    before the statement began: its shard's upper past the timestamp oracle's read
+    timestamp (``peek.await_materialized``, asking its cluster to get there). Readers
+    are never blocked, so CONCURRENTLY changes nothing and needs no unique index.
+
+    Raises:
+        SqlError 42P01 unknown view; 42809 for another kind of relation; 0A000 WITH NO
+        DATA (a maintained view cannot be left unpopulated); 42501 for a role that does
+        not own it (``sqlfront.rbac``); 57014 at statement_timeout or cancel; the error
+        of the view's query while its cluster cannot compute it."""
+    from sqlfront.sequence.peek import await_materialized
+
+    rv = stmt.relation
+    rel = s.catalog.resolve_relation(rv.schemaname, rv.relname)
+    if not isinstance(rel, MaterializedView):
+        raise SqlError(WRONG_OBJECT_TYPE, f'"{rv.relname}" is not a materialized view')
+    if stmt.skipData:
+        raise SqlError(FEATURE_NOT_SUPPORTED, "REFRESH MATERIALIZED VIEW ... WITH NO DATA is not supported",
+                       detail="A materialized view is maintained as its inputs change; it cannot be left unpopulated.")
+    name = f"{quote_ident(rel.schema)}.{quote_ident(rel.name)}"
+    plan = QueryPlanner(s.catalog, ctx=s.statement.plan).plan_select(pglast.parse_sql(f"SELECT * FROM {name}")[0].stmt).plan
+    await_materialized(s, plan, s.env.oracle.read_ts())
+    return Result("REFRESH MATERIALIZED VIEW")
