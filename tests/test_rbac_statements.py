@@ -115,6 +115,7 @@ CASES: dict[type, list[tuple[tuple[str, ...], str | None]]] = {
                    (("DROP MATERIALIZED VIEW {mv}",), DENIED), (("DROP INDEX {i}",), DENIED),
                    (("DROP SEQUENCE {s}",), DENIED), (("DROP SCHEMA {sc} CASCADE",), DENIED),
                    (("DROP TABLE {temp}",), "42P01")],
+    ast.RefreshMatViewStmt: [(("REFRESH MATERIALIZED VIEW {mv}",), DENIED)],
     ast.CreateSeqStmt: [(("CREATE SEQUENCE rb_new",), DENIED)],
     ast.CreateSchemaStmt: [(("CREATE SCHEMA rb_new",), DENIED)],
     ast.CommentStmt: [(("COMMENT ON TABLE {t} IS 'x'",), DENIED), (("COMMENT ON MATERIALIZED VIEW {mv} IS 'x'",), DENIED),
