@@ -70,11 +70,13 @@ def test_one_constant_per_code():
 
 def test_constants_carry_postgres_condition_names():
     # psycopg's exception classes are PostgreSQL's condition names in CamelCase (errcodes.txt);
-    # class 01 (warnings) has no exception class; a trailing "_" avoids a builtin name (InternalError_)
+    # classes 00 (success) and 01 (warnings) have no exception class; a trailing "_" avoids
+    # a builtin name (InternalError_)
+    no_class = {"00000": "SUCCESSFUL_COMPLETION", "01000": "WARNING"}
     wrong = {}
     for name, code in _constants().items():
-        if code == "01000":
-            expected = "WARNING"
+        if code in no_class:
+            expected = no_class[code]
         else:
             expected = re.sub(r"(?<!^)(?=[A-Z])", "_", psycopg.errors.lookup(code).__name__.rstrip("_")).upper()
         if name != expected:
