@@ -186,11 +186,12 @@ class Session:
             txn.commit(self)
 
     def read_ts(self) -> int:
-        """The timestamp a read of user data runs at: the oracle's read timestamp, or in a
-        transaction the one its first read took (Materialize: every read of a transaction
-        is at one timestamp)."""
+        """The timestamp a read of user data runs at: the oracle's read timestamp, taken
+        once per statement (``StatementContext.read_ts``: its ``mz_now()`` and its peek
+        agree), or in a transaction the one its first read took (Materialize: every read
+        of a transaction is at one timestamp)."""
         if not self.in_transaction:
-            return self.env.oracle.read_ts()
+            return self.statement.read_ts.get(self.env.oracle.read_ts)
         t = self.transaction
         if t.ts is None:
             t.ts = self.env.storage.hold_time(self.env.oracle.read_ts())
@@ -449,7 +450,7 @@ class Session:
     def describe_bound(self, sql: str, params: Callable[[], list]):
         """The columns of ``sql`` with its parameters (``params()``) bound (Describe of a
         portal). A SELECT's plan is kept for the Execute that follows, if the catalog
-        stays put."""
+        stays put and the plan took no read timestamp (``mz_now()``)."""
         stmt = parse_one(sql)
         if isinstance(stmt, (ast.InsertStmt, ast.UpdateStmt, ast.DeleteStmt)) and stmt.returningClause is None:
             # No rows whatever the plan: a driver describes every execute of an INSERT, and
@@ -463,7 +464,10 @@ class Session:
             snap = self.catalog
             pq = QueryPlanner(snap, params, row_count=self.env.storage.row_count,
                               ctx=self.statement.plan).plan_select(stmt)
-            self._described = (stmt, tuple(params or ()), snap, pq)
+            if not self.statement.read_ts.taken:
+                # a plan holding mz_now()'s value is planned again at Execute, which reads
+                # at its own timestamp
+                self._described = (stmt, tuple(params or ()), snap, pq)
             return peek.columns(pq)
         return self.describe(sql, len(params))[0]
 

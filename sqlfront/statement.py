@@ -22,18 +22,50 @@ from planner.context import PlanContext
 from planner.guard import Guard
 
 
+class ReadTimestamp:
+    """The one timestamp a statement outside a transaction reads user data at, taken
+    from the timestamp oracle when it first needs one: ``mz_now()`` in its plan and the
+    peek's as_of are that same timestamp (Materialize: ``mz_now()`` is the query's
+    timestamp), whatever is written between planning and reading."""
+
+    def __init__(self) -> None:
+        self._ts: int | None = None
+        self._lock = threading.Lock()
+
+    def get(self, take) -> int:
+        """The statement's read timestamp, ``take()`` (the oracle's) the first time."""
+        with self._lock:
+            if self._ts is None:
+                self._ts = take()
+            return self._ts
+
+    @property
+    def taken(self) -> bool:
+        """Whether the statement took its read timestamp (its plan holds ``mz_now()``'s
+        value, say)."""
+        return self._ts is not None
+
+    def forget(self) -> None:
+        """Take a new one at the next :meth:`get` (a statement planned again after its
+        shard was replaced: ``sequence.writes.replanned``)."""
+        with self._lock:
+            self._ts = None
+
+
 @dataclasses.dataclass(frozen=True)
 class StatementContext:
     """One statement's bounds. ``started`` and ``deadline`` are ``time.monotonic()``
     seconds; ``deadline`` None: no timeout (``statement_timeout`` 0, or a stream that
     lasts as long as its client keeps it: COPY FROM STDIN's data, a bare SUBSCRIBE).
     ``cancel``: the session's flag a CancelRequest sets. ``plan``: what every plan of the
-    statement takes from it."""
+    statement takes from it. ``read_ts``: its read timestamp outside a transaction
+    (``Session.read_ts``)."""
 
     started: float
     deadline: float | None
     cancel: threading.Event
     plan: PlanContext = dataclasses.field(default_factory=PlanContext.starting)
+    read_ts: ReadTimestamp = dataclasses.field(default_factory=ReadTimestamp)
 
     @classmethod
     def start(cls, timeout_s: float | None, cancel: threading.Event, now: float | None = None,

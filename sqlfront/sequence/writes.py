@@ -76,6 +76,7 @@ def replanned(handler: Callable[..., R]) -> Callable[..., R]:
                 return handler(s, *args, **kwargs)
             except ShardSealed as e:
                 wait_replaced(s, e.shard_id, deadline)
+                s.statement.read_ts.forget()  # the new shard's rows are at a later time
 
     return run
 
