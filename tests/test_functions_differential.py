@@ -221,7 +221,7 @@ QUERIES = {
         "date_bin(interval '15 minutes', timestamp '2020-02-11 15:44:17', timestamp '2001-01-01'), "
         "date_bin(interval '1 hour', timestamp '2000-01-01 00:30', timestamp '2001-01-01'), "
         "isfinite(date '2001-02-16'), isfinite(timestamp 'infinity'), isfinite(interval '1 day')",
-        "SELECT substring('Thomas' from '...$'), substring('Thomas Wolf' from 'W\w+'), "
+        r"SELECT substring('Thomas' from '...$'), substring('Thomas Wolf' from 'W\w+'), "
         "substring('foobar' from 'o(b)'), overlay('Txxxxas' placing 'hom' from 2 for 4), bit_length('jose'), "
         "convert_to('text_in_utf8', 'UTF8'), string_to_array('xx~~yy~~zz', '~~', 'yy'), string_to_array('abc', NULL)",
         "SELECT array_append(ARRAY[1,2], 3), array_prepend(1, ARRAY[2,3]), array_cat(ARRAY[1,2], ARRAY[3,4]), "
