@@ -24,7 +24,7 @@ DBT_VENV := .venv-dbt
 DBT_STAMP := $(DBT_VENV)/.installed
 DBT_REQUIREMENTS := tests/dbt_project/requirements.txt
 
-.PHONY: cds serve serve-multi test tpch bench-tpch bench-scaleout psycopg-suite setup clean dbt-venv browser-deps function-coverage
+.PHONY: cds serve serve-multi test tpch bench-tpch bench-scaleout psycopg-suite setup clean dbt-venv browser-deps jdbc-deps function-coverage
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
@@ -51,6 +51,14 @@ browser-deps:
 				echo "browser tests skipped: installing Debian's chromium failed"; \
 		else echo "browser tests skipped: run 'sudo make browser-deps' for Debian's chromium"; fi
 
+# PostgreSQL's JDBC driver (Debian's package) for the JDBC client test; javac comes with Java 17.
+jdbc-deps:
+	@test -f /usr/share/java/postgresql.jar || \
+		if [ "$$(id -u)" = 0 ]; then \
+			{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q libpostgresql-jdbc-java; } || \
+				echo "JDBC test skipped: installing Debian's libpostgresql-jdbc-java failed"; \
+		else echo "JDBC test skipped: run 'sudo make jdbc-deps' for Debian's libpostgresql-jdbc-java"; fi
+
 # RELEASE_BUILD=1: dbt-materialize's sdist then leaves out its `dev` extra, a git URL that
 # pip refuses in a distribution from PyPI.
 $(DBT_STAMP): $(DBT_REQUIREMENTS)
@@ -68,7 +76,7 @@ serve: $(STAMP) cds
 serve-multi: $(STAMP)
 	$(BIN)/python tests/serve_multi.py --dir $(MULTI_DIR) --balancer-port $(lastword $(subst :, ,$(LISTEN)))
 
-test: $(STAMP) cds $(DBT_STAMP) browser-deps
+test: $(STAMP) cds $(DBT_STAMP) browser-deps jdbc-deps
 	$(BIN)/python -m pytest
 
 tpch: $(STAMP)
