@@ -247,3 +247,13 @@ def test_mz_now_of_a_read_is_the_timestamp_it_read_at_while_others_write(ws):
     seen = [(n, sum(d for t, d in updates if t <= int(str(u)))) for n, u in reads]
     assert [(a, b) for a, b in seen if a != b] == [], seen
     assert seen[-1][0] > seen[0][0]  # the writes went on during the reads
+
+
+def test_a_script_reads_its_own_insert_at_a_timestamp_its_mz_now_names(ws):
+    # one simple Query: an implicit transaction, whose read commits the INSERT before it
+    with ws.connect() as c:
+        cur = c.execute("INSERT INTO ws VALUES (7, 7); SELECT count(*), mz_now() FROM ws WHERE k = 7")
+        assert cur.nextset()
+        n, u = cur.fetchone()
+        assert n == 1
+        assert c.execute(f"SELECT count(*) FROM ws WHERE k = 7 AS OF {u}").fetchone()[0] == 1

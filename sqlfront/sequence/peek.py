@@ -95,6 +95,9 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_wri
     if s.transaction.pending_writes and not fast:
         if s.transaction.implicit:
             s.commit_implicit()  # an implicit transaction shows a script its own writes (see txn)
+            # planned again: a mz_now() of the plan was the timestamp before them
+            s.statement.read_ts.forget()
+            pq = s.plan_select(stmt, params, mz_now)
         elif not own_writes or as_of is not None or any(p.expected_upper is not None for p in s.transaction.pending_writes):
             # a buffered UPDATE/DELETE holds retractions that pending_parts does not read
             raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
