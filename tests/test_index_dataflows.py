@@ -1,7 +1,9 @@
 """Indexes on views as dataflows (issue 25, items 2 and 3): an index on a view whose
 query has an incremental plan is the view's dataflow on the index's cluster, its output
 kept in each replica's memory; a peek of the view on that cluster reads it there once
-its frontier passes the peek's timestamp, instead of running the view's query.
+its frontier passes the peek's timestamp, instead of running the view's query: AS OF a
+time the index keeps, in a cursor, and through a view over the view too (and plain
+EXPLAIN shows the index read).
 
 The session's quickstart cluster serves (no replica of its own); the differential steps
 are few and seeded. A killed replica's index dataflows are rebuilt:

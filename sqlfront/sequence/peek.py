@@ -3,9 +3,10 @@
 A plan that reads no user table runs in Python (the fast path: here, or in a worker
 process once it outgrows ``INLINE_HEAP_BYTES``); any other runs on a replica of the
 session's cluster at the timestamp oracle's read timestamp, through that cluster's
-ClusterCoordinator. The Coordinator main loop is never involved. A SELECT naming a view
-with an index on that cluster reads the index's dataflow output once it is complete
-for the read timestamp (``indexed_plan``, ``await_indexes``).
+ClusterCoordinator. The Coordinator main loop is never involved. A read (a SELECT, AS OF
+or not, or a cursor's) of a view with an index on that cluster, named in the query or in
+a view it reads, reads the index's dataflow output once it is complete for the read
+timestamp, when the index still keeps that time (``indexed_plan``, ``await_indexes``).
 """
 
 from __future__ import annotations
