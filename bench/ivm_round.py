@@ -28,7 +28,10 @@ query over the tables, as every peek of the view did before), on the same cluste
 with no write between them, then each right after a 1-row INSERT (the peek of the view
 then waits for the index's round); prints the medians (ms) and their ratio (rerun /
 index: above 1, the index is faster), and how many of the view's peeks the server
-counted as arrangement reads (``index_peeks_total``).
+counted as arrangement reads (``index_peeks_total``). With no write, also the ratios
+(rerun / index) of a peek of a view over the view (``over``: it reads the index too) and
+of a peek ``AS OF`` a timestamp a transaction block holds (``as of``: against the query
+written out, AS OF the same timestamp).
 
 2026-11-26, branch h44f, shared 2-core machine at load 13-30 (other helpers' suites),
 ``--index-peeks 5 --views v_sum,v_join,v_max`` (quickstart, size 1; 100-row tables)::
@@ -37,6 +40,14 @@ counted as arrangement reads (``index_peeks_total``).
     v_sum                   2024/17011        0.12           1385/764          1.81      10/10
     v_join                  3333/9575         0.35           2163/318          6.81      10/10
     v_max                   2130/9110         0.23           1405/309          4.55      10/10
+
+2026-11-27, branch h45e, same machine at load ~13, ``--index-peeks 3`` (the two last
+columns: a view over the view, and AS OF a held timestamp, rerun / index, no write)::
+
+    view      after a write: rerun/index ms  ratio  no write: rerun/index ms  ratio  index reads    over   as of
+    v_sum                    580/5734         0.10            283/213          1.33      12/12    1.48    1.67
+    v_join                  1821/3356         0.54            838/194          4.32      12/12    3.21    3.62
+    v_max                   1400/5551         0.25            625/104          6.00      12/12    2.59    4.15
 
 With no write, a peek of the indexed view reads its kept contents: 1.8-6.8x faster than
 running the query (a join more than a scan of one table). Right after a write, the peek
@@ -200,7 +211,8 @@ def main() -> None:
                 c.execute("INSERT INTO t2 SELECT g % 10, g FROM generate_series(1, 100) g")
                 if args.index_peeks:
                     print(f"{'view':<8}{'after a write: rerun/index ms':>31}{'ratio':>7}"
-                          f"{'no write: rerun/index ms':>26}{'ratio':>7}{'index reads':>13}", flush=True)
+                          f"{'no write: rerun/index ms':>26}{'ratio':>7}{'index reads':>13}"
+                          f"{'over':>8}{'as of':>8}", flush=True)
                     for name in args.views.split(","):
                         print(run_index_peeks(srv, c, name.strip(), args.index_peeks,
                                               f"http://127.0.0.1:{metrics}/metrics"), flush=True)
@@ -242,22 +254,37 @@ def run_index_peeks(srv: Server, c, name: str, n: int, metrics_url: str) -> str:
 
         for i in range(2):  # warm both paths (plans compiled, the index's rounds steady)
             timed(peek, i), timed(rerun, None)
+        c.execute(f"CREATE VIEW {name}_over AS SELECT * FROM {name}")
+        # a block's timestamp holds every shard's since, for the AS OF reads
+        holder = srv.connect()
+        holder.execute("BEGIN")
+        ts = int(holder.execute("SELECT mz_now()").fetchone()[0])
         reads0 = index_peeks(metrics_url).get("arrangement", 0)
         got: dict[tuple[str, bool], list[float]] = {(k, w): [] for k in ("index", "rerun") for w in (True, False)}
+        #: no write: a view over the view, and AS OF the held timestamp (each read from the
+        #: index) and that query's rerun AS OF it
+        more: dict[str, list[float]] = {"over": [], "as of": [], "rerun as of": []}
         # no write: the two interleaved (the index has caught up after the first)
         for i in range(n):
             got[("index", False)].append(timed(peek, None))
             got[("rerun", False)].append(timed(rerun, None))
+            more["over"].append(timed(f"SELECT * FROM {name}_over", None))
+            more["as of"].append(timed(f"{peek} AS OF {ts}", None))
+            more["rerun as of"].append(timed(f"{rerun} AS OF {ts}", None))
+        holder.execute("COMMIT")
+        holder.close()
         # after a 1-row write each (the index's round for the write goes on either way)
         for i in range(n):
             got[("index", True)].append(timed(peek, 100 + 2 * i))
             got[("rerun", True)].append(timed(rerun, 101 + 2 * i))
         reads = index_peeks(metrics_url).get("arrangement", 0) - reads0
         med = {k: statistics.median(v) * 1000 for k, v in got.items()}
+        mm = {k: statistics.median(v) * 1000 for k, v in more.items()}
         return (f"{name:<8}{med[('rerun', True)]:>20.0f}/{med[('index', True)]:<10.0f}"
                 f"{med[('rerun', True)] / med[('index', True)]:>7.2f}"
                 f"{med[('rerun', False)]:>15.0f}/{med[('index', False)]:<10.0f}"
-                f"{med[('rerun', False)] / med[('index', False)]:>7.2f}{reads:>8.0f}/{2 * n}")
+                f"{med[('rerun', False)] / med[('index', False)]:>7.2f}{reads:>8.0f}/{4 * n}"
+                f"{med[('rerun', False)] / mm['over']:>8.2f}{mm['rerun as of'] / mm['as of']:>8.2f}")
     finally:
         c.execute(f"DROP VIEW {name} CASCADE")
 

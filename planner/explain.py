@@ -72,8 +72,11 @@ def _expr_text(e, expr_text) -> str:
     return repr(e)
 
 
-def explain(plan) -> list[str]:
-    """The lines of the EXPLAIN output for ``plan``."""
+def explain(plan, indexes: dict[str, str] | None = None) -> list[str]:
+    """The lines of the EXPLAIN output for ``plan``. ``indexes``: view id -> the name of
+    the index a ``Get`` of that view reads (``PlanContext.indexed_views``), which prints
+    as Materialize's ``ReadIndex on=schema.view idx=index``."""
+    indexes = indexes or {}
     lines: list[str] = []
     subqueries: list = []
 
@@ -87,7 +90,9 @@ def explain(plan) -> list[str]:
             lines.append(pad + p.explain_line())
             return
         if isinstance(p, Get):
-            lines.append(f"{pad}Get {p.relation.schema}.{p.relation.name}")
+            idx = indexes.get(p.relation.id)
+            on = f"{p.relation.schema}.{p.relation.name}"
+            lines.append(f"{pad}ReadIndex on={on} idx={idx}" if idx is not None else f"{pad}Get {on}")
             return
         if isinstance(p, Constant):
             rows = "; ".join("(" + ", ".join(expr_text(Literal(v, t)) for v, (_, t) in zip(r, p.columns)) + ")"

@@ -1,7 +1,9 @@
 """Indexes on views as dataflows (issue 25, items 2 and 3): an index on a view whose
 query has an incremental plan is the view's dataflow on the index's cluster, its output
 kept in each replica's memory; a peek of the view on that cluster reads it there once
-its frontier passes the peek's timestamp, instead of running the view's query.
+its frontier passes the peek's timestamp, instead of running the view's query: AS OF a
+time the index keeps, in a cursor, and through a view over the view too (and plain
+EXPLAIN shows the index read).
 
 The session's quickstart cluster serves (no replica of its own); the differential steps
 are few and seeded. A killed replica's index dataflows are rebuilt:
@@ -110,3 +112,77 @@ def test_indexed_view_peeks_equal_the_query_after_random_writes_and_read_the_arr
     # every peek of an indexed view read its index's arrangement (none ran the view's query)
     assert after.get("arrangement", 0) - before.get("arrangement", 0) == peeks
     assert after.get("rerun", 0) == before.get("rerun", 0)
+
+
+def _from_scratch(conn, name: str, as_of: str = "") -> Counter:
+    """View ``name``'s query run from scratch (it names no view: no index is read)."""
+    return Counter(conn.execute(f"SELECT * FROM ({VIEWS[name]}) AS q{as_of}").fetchall())
+
+
+def test_as_of_reads_and_cursors_read_the_index_at_their_timestamp(indexed, server, conn):
+    with server.connect() as holder:
+        # a block's read timestamp holds every shard's since there (tables keep 1 s only)
+        holder.execute("BEGIN")
+        ts = int(holder.execute("SELECT mz_now()").fetchone()[0])
+        before = index_peeks(server.metrics_url)
+        conn.execute("INSERT INTO ixt VALUES (2, 9), (1, 40)")
+        peeks = 0
+        for name in VIEWS:
+            # AS OF a time before the write, within what the index keeps (since ..
+            # frontier): the index's contents then, not its current ones
+            got = Counter(conn.execute(f"SELECT * FROM {name} AS OF {ts}").fetchall())
+            assert got == _from_scratch(conn, name, f" AS OF {ts}"), name
+            peeks += 1
+        assert _from_scratch(conn, "ix_sum", f" AS OF {ts}") != _from_scratch(conn, "ix_sum")  # the write shows
+        # a cursor in a block reads at the block's timestamp
+        conn.execute("BEGIN")
+        try:
+            for name in VIEWS:
+                conn.execute(f"DECLARE c_{name} CURSOR FOR SELECT * FROM {name}")
+                got = Counter(conn.execute(f"FETCH ALL c_{name}").fetchall())
+                assert got == _from_scratch(conn, name), name
+                peeks += 1
+        finally:
+            conn.execute("COMMIT")
+        after = index_peeks(server.metrics_url)
+        assert after.get("arrangement", 0) - before.get("arrangement", 0) == peeks
+        assert after.get("rerun", 0) == before.get("rerun", 0)
+        # AS OF before what an index keeps (its since: when it hydrated): the view's
+        # query runs instead, at that time
+        conn.execute(f"CREATE VIEW ix_late AS {VIEWS['ix_sum']}")
+        try:
+            conn.execute("CREATE INDEX ix_late_idx ON ix_late (k)")
+            assert wait_for(lambda: _hydrated(conn, {"ix_late_idx"}), 300)
+            got = Counter(conn.execute(f"SELECT * FROM ix_late AS OF {ts}").fetchall())
+            assert got == _from_scratch(conn, "ix_sum", f" AS OF {ts}")
+            last = index_peeks(server.metrics_url)
+            assert last.get("rerun", 0) - after.get("rerun", 0) == 1
+            assert last.get("arrangement", 0) == after.get("arrangement", 0)
+        finally:
+            conn.execute("DROP VIEW ix_late CASCADE")
+        holder.execute("COMMIT")
+
+
+def test_a_view_over_an_indexed_view_reads_its_index_and_explain_shows_it(indexed, server, conn):
+    conn.execute("CREATE VIEW ix_over AS SELECT k, s FROM ix_sum WHERE n > 1")
+    conn.execute("CREATE VIEW ix_over2 AS SELECT o.k, o.s, m.m FROM ix_over o JOIN ix_max m ON o.k = m.k")
+    try:
+        before = index_peeks(server.metrics_url)
+        want = Counter(conn.execute(f"SELECT k, s FROM ({VIEWS['ix_sum']}) AS q WHERE n > 1").fetchall())
+        assert Counter(conn.execute("SELECT * FROM ix_over").fetchall()) == want
+        want2 = Counter(conn.execute(
+            f"SELECT o.k, o.s, m.m FROM (SELECT k, s FROM ({VIEWS['ix_sum']}) AS q WHERE n > 1) o"
+            f" JOIN ({VIEWS['ix_max']}) m ON o.k = m.k").fetchall())
+        assert Counter(conn.execute("SELECT * FROM ix_over2").fetchall()) == want2
+        after = index_peeks(server.metrics_url)
+        assert after.get("arrangement", 0) - before.get("arrangement", 0) == 2
+        assert after.get("rerun", 0) == before.get("rerun", 0)
+        lines = [r[0] for r in conn.execute("EXPLAIN SELECT * FROM ix_over2").fetchall()]
+        assert any(line.strip() == "ReadIndex on=public.ix_sum idx=ix_sum_idx" for line in lines), lines
+        assert any(line.strip() == "ReadIndex on=public.ix_max idx=ix_max_idx" for line in lines), lines
+        assert lines[-3:] == ["Used Indexes:", "  - public.ix_max_idx", "  - public.ix_sum_idx"], lines
+        # a query that reads no indexed view: its plan as before
+        lines = [r[0] for r in conn.execute("EXPLAIN SELECT * FROM ixt").fetchall()]
+        assert "Used Indexes:" not in lines and any("Get public.ixt" in line for line in lines)
+    finally:
+        conn.execute("DROP VIEW ix_over CASCADE")

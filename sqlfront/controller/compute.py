@@ -23,7 +23,7 @@ import pglast
 from catalog.cluster_leases import PostgresClusterLeases
 from catalog.errors import SqlError, OBJECT_NOT_IN_PREREQUISITE_STATE
 from catalog.sizes import ReplicaSize
-from catalog.snapshot import CatalogSnapshot, Cluster, MaterializedView, Replica, Table
+from catalog.snapshot import CatalogSnapshot, Cluster, Index, MaterializedView, Replica, Table
 from pgconn import is_postgres_url
 from planner.context import MAINTAINED, PlanContext
 from planner.plan import relations_read
@@ -367,13 +367,17 @@ class ComputeController:
         return [m for idx in snap.indexes_in_cluster(cluster_id)
                 if (m := self._index_dataflow(snap, idx)) is not None]
 
-    def indexed_views(self, cluster_id: str) -> frozenset[str]:
-        """Ids of the views whose index on cluster ``cluster_id`` is a dataflow this
-        process runs: a peek on that cluster reads them from it
+    def indexed_views(self, cluster_id: str) -> dict[str, Index]:
+        """The views whose index on cluster ``cluster_id`` is a dataflow this process
+        runs, view id -> its first such index (the one EXPLAIN names; a peek reads any
+        that serves it, ``index_state``): a peek on that cluster reads them from it
         (``planner.context.PlanContext.indexed_views``)."""
         if cluster_id not in self.clusters:
-            return frozenset()
-        return frozenset(m.view.on_id for m in self.index_dataflows(cluster_id))
+            return {}
+        out: dict[str, Index] = {}
+        for m in self.index_dataflows(cluster_id):
+            out.setdefault(m.view.on_id, m.view)
+        return out
 
     def index_state(self, cluster_id: str, view_id: str, as_of: int) -> tuple[str, str | None]:
         """``(state, index id)``: how the best index on view ``view_id`` of cluster

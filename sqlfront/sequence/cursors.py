@@ -68,6 +68,9 @@ class Cursor:
     #: the query and its parameters, to plan again (``_open``)
     query: ast.SelectStmt | None = None
     params: object = None
+    #: the query planned to read views from their indexes (``peek.indexed_plan``), if any:
+    #: the peek reads them at the block's timestamp when they serve it
+    indexed: object = None
 
     def close(self) -> None:
         """Close the cursor's peek or subscription, if it was opened (its close hook runs)."""
@@ -95,9 +98,9 @@ def declare(s: Session, stmt: ast.DeclareCursorStmt, sql: str, params) -> Result
         raise SqlError(FEATURE_NOT_SUPPORTED, "DECLARE SCROLL CURSOR is not supported")
     if not isinstance(stmt.query, ast.SelectStmt):
         raise SqlError(FEATURE_NOT_SUPPORTED, f"DECLARE CURSOR FOR {type(stmt.query).__name__} is not supported")
-    pq, _ = plan_read(s, stmt.query, None, params)
+    pq, _, indexed = plan_read(s, stmt.query, None, params, indexes=True)
     s.cursors[name] = Cursor(name, sql.strip().rstrip(";").strip(), columns(pq), bool(opts & CURSOR_OPT_BINARY),
-                             pq.plan, query=stmt.query, params=params)
+                             pq.plan, query=stmt.query, params=params, indexed=indexed)
     return Result("DECLARE CURSOR")
 
 
@@ -173,11 +176,11 @@ def _open(s: Session, cursor: Cursor) -> ResultStream:
         nonlocal attempts
         attempts += 1
         if attempts > 1:
-            pq, _ = plan_read(s, cursor.query, None, cursor.params)
+            pq, _, cursor.indexed = plan_read(s, cursor.query, None, cursor.params, indexes=True)
             if columns(pq) != cursor.columns:
                 raise SqlError(FEATURE_NOT_SUPPORTED, "cached plan must not change result type")
             cursor.plan = pq.plan
-        return peek_stream(s, cursor.plan, cursor.columns)
+        return peek_stream(s, cursor.plan, cursor.columns, indexed=cursor.indexed)
 
     return replanned(attempt)(s)
 

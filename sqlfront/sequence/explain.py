@@ -152,4 +152,24 @@ def explain(s: Session, q, stage: str, params) -> Result:
     if stage == "physical":
         text = peek(s, plan, job=lambda df, replica_id: df._explain_string(extended=False))
         return Result("EXPLAIN", [("Physical Plan", TEXT)], [(line,) for line in text.splitlines() if line])
-    return Result("EXPLAIN", [(f"{stage.capitalize()} Plan", TEXT)], [(line,) for line in explain_lines(plan)])
+    lines = explain_lines(plan)
+    if stage == "optimized":
+        lines = _read_indexes(s, q, params, plan) or lines
+    return Result("EXPLAIN", [(f"{stage.capitalize()} Plan", TEXT)], [(line,) for line in lines])
+
+
+def _read_indexes(s: Session, q, params, plan) -> list[str] | None:
+    """The optimized plan's lines as a peek of ``q`` would run it when it reads views
+    from their indexes on the session's cluster (``peek.indexed_plan``): each such view
+    ``ReadIndex on=... idx=...``, then Materialize's ``Used Indexes:`` footer; None when
+    the peek would read no index. Which replica's index answers is the peek's choice
+    (one whose index serves its timestamp; else it runs the view's query)."""
+    from planner.explain import explain as explain_lines
+    from sqlfront.sequence.peek import index_reads, indexed_plan, views_read
+
+    indexed = indexed_plan(s, q, params, plan)
+    if indexed is None:
+        return None
+    used = {vid: idx for vid, idx in index_reads(s, q).items() if vid in views_read(indexed)}
+    return (explain_lines(indexed, {vid: idx.name for vid, idx in used.items()}) + ["", "Used Indexes:"]
+            + sorted(f"  - {idx.schema}.{idx.name}" for idx in used.values()))

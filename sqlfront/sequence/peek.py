@@ -3,9 +3,10 @@
 A plan that reads no user table runs in Python (the fast path: here, or in a worker
 process once it outgrows ``INLINE_HEAP_BYTES``); any other runs on a replica of the
 session's cluster at the timestamp oracle's read timestamp, through that cluster's
-ClusterCoordinator. The Coordinator main loop is never involved. A SELECT naming a view
-with an index on that cluster reads the index's dataflow output once it is complete
-for the read timestamp (``indexed_plan``, ``await_indexes``).
+ClusterCoordinator. The Coordinator main loop is never involved. A read (a SELECT, AS OF
+or not, or a cursor's) of a view with an index on that cluster, named in the query or in
+a view it reads, reads the index's dataflow output once it is complete for the read
+timestamp, when the index still keeps that time (``indexed_plan``, ``await_indexes``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pglast import ast
 from catalog.errors import (
     SqlError, DATA_EXCEPTION, INVALID_TRANSACTION_STATE, QUERY_CANCELED, UNDEFINED_TABLE, query_canceled,
 )
-from catalog.snapshot import Table, View
+from catalog.snapshot import Index, Table, View
 from catalog.types import SqlType
 from persist import Batch, PartRead, ShardSnapshot, SinceError
 from planner import interpret, session_split
@@ -51,8 +52,7 @@ def select(s: Session, stmt: ast.SelectStmt, sql: str | None, params, tag: str =
         SqlError 25000 in a transaction that has written (Materialize's write-only
         transactions); the planner's and the peek's errors (those found before the
         first rows)."""
-    pq, as_of = plan_read(s, stmt, sql, params)
-    indexed = indexed_plan(s, stmt, params, pq.plan) if as_of is None else None
+    pq, as_of, indexed = plan_read(s, stmt, sql, params, indexes=True)
     t1 = time.perf_counter()
     cols = columns(pq)
     stream = peek_stream(s, pq.plan, cols, as_of, indexed=indexed)
@@ -60,13 +60,15 @@ def select(s: Session, stmt: ast.SelectStmt, sql: str | None, params, tag: str =
     return Result(tag, cols, stream=stream)
 
 
-def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_writes: bool = True, mz_now=None):
+def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_writes: bool = True, mz_now=None,
+              indexes: bool = False):
     """Plan a SELECT that the session is about to read (a query or a cursor's), marking
     the transaction as reading (Materialize: a transaction that reads user data is
     read-only; catalog reads, which drivers issue before writing, do not count).
-    Returns ``(planned query, as_of)``: the timestamp of its ``AS OF`` clause (None:
-    the session's read timestamp). ``mz_now()`` is that timestamp, or ``mz_now`` given
-    (``planner.expr.MAINTAINED``, say).
+    Returns ``(planned query, as_of, indexed)``: the timestamp of its ``AS OF`` clause
+    (None: the session's read timestamp), and with ``indexes`` the same query planned
+    to read views from their indexes (``indexed_plan``; else None). ``mz_now()`` is that
+    timestamp, or ``mz_now`` given (``planner.expr.MAINTAINED``, say), in both plans.
 
     A transaction block that wrote before it read sees its own buffered writes, as in
     PostgreSQL (``pending_parts``); Materialize refuses that read (25000). Its reads
@@ -103,28 +105,60 @@ def plan_read(s: Session, stmt: ast.SelectStmt, sql: str | None, params, own_wri
             raise SqlError(INVALID_TRANSACTION_STATE, "transaction in write-only mode")
     if s.in_transaction and not fast and not s.transaction.wrote:
         s.transaction.read = True
-    return pq, as_of
+    indexed = indexed_plan(s, stmt, params, pq.plan, mz_now) if indexes else None
+    return pq, as_of, indexed
 
 
-def indexed_plan(s: Session, stmt, params, plan):
-    """``stmt`` planned to read the views it names from their indexes on the session's
-    cluster (``planner.context.PlanContext.indexed_views``), when it names such a view
-    and ``plan`` (its usual plan) runs on a replica; else None. A transaction block that
-    wrote reads its own buffered writes, which no index holds: None then too."""
-    from sqlfront.rbac import relations_named
-
+def indexed_plan(s: Session, stmt, params, plan, mz_now=None):
+    """``stmt`` planned to read the views it reads from their indexes on the session's
+    cluster (``planner.context.PlanContext.indexed_views``; ``index_reads``), its
+    ``mz_now()`` being ``mz_now`` (as ``Session.plan_select``), when it reads such a
+    view and ``plan`` (its usual plan) runs on a replica; else None. A transaction block
+    that wrote reads its own buffered writes, which no index holds: None then too."""
     if interpret.is_fast_path(plan) or s.transaction.pending_writes:
         return None
+    views = index_reads(s, stmt)
+    if not views:
+        return None
+    indexed = s.plan_select(stmt, params, mz_now, indexed_views=frozenset(views)).plan
+    return indexed if views_read(indexed) else None
+
+
+#: how deep ``index_reads`` follows views named in views (as ``sqlfront.rbac`` does)
+_MAX_VIEW_DEPTH = 32
+
+
+def index_reads(s: Session, stmt) -> dict[str, Index]:
+    """The views with an index dataflow on the session's cluster, view id -> index
+    (``ComputeController.indexed_views``), when ``stmt`` reads one of them: named in it,
+    or in a view it reads, at any depth (Materialize reads a view's index wherever the
+    optimizer meets the view); else empty. Empty too for an unknown cluster (the peek
+    says so). A view's names resolve as its planning resolves them (``searching_from``
+    its schema)."""
+    from sqlfront.parse import parse_one
+    from sqlfront.rbac import relations_named
+
     snap = s.catalog
     try:
         cluster = snap.resolve_cluster(s.vars.get("cluster"))
     except SqlError:
-        return None  # (the peek says so)
+        return {}
     views = s.env.compute.indexed_views(cluster.id)
-    if not views or not any(r.id in views for r in relations_named(snap, stmt)):
-        return None
-    indexed = s.plan_select(stmt, params, indexed_views=views).plan
-    return indexed if views_read(indexed) else None
+    if not views:
+        return {}
+    seen: set[str] = set()
+
+    def reads(snap, node, depth: int) -> bool:
+        for r in relations_named(snap, node):
+            if r.id in views:
+                return True
+            if isinstance(r, View) and r.id not in seen and depth < _MAX_VIEW_DEPTH:
+                seen.add(r.id)
+                if reads(snap.searching_from(r.schema), parse_one(r.sql), depth + 1):
+                    return True
+        return False
+
+    return views if reads(snap, stmt, 0) else {}
 
 
 def views_read(plan) -> dict[str, View]:

@@ -126,7 +126,7 @@ class Subscription:
         up_to = as_of_clause.evaluate(s, mz_as_of(stmt.up_to)) if stmt.up_to else None
         with s.without_as_of():
             # mz_now() is each moment's time, as in a materialized view (temporal filters)
-            pq, _ = plan_read(s, query, None, None, own_writes=False, mz_now=MAINTAINED)
+            pq, _, _ = plan_read(s, query, None, None, own_writes=False, mz_now=MAINTAINED)
         self.plan = pq.plan
         #: the query has a temporal filter: only a dataflow follows it (or, over constants,
         #: ``_temporal_constant``)
