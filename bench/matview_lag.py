@@ -5,9 +5,11 @@ lag), sampled every second while one client INSERTs a row into ``t1`` every
 
 Views: ``mv1`` over ``t2`` alone; ``mva`` over ``t1`` joined with a plain view of ``t2``;
 ``mvb`` over ``t1`` joined with ``mv1`` (a view over a table and another materialized
-view). Prints each sample, then p50/p90/max per view.
+view). With ``--views one-group``: views of one group instead, ``mvmax`` (``max`` without
+GROUP BY, which does not accumulate) and ``mvtop`` (a TopK), both over ``t1``. Prints
+each sample, then p50/p90/max per view.
 
-    .venv/bin/python bench/matview_lag.py [--seconds 90] [--interval-ms 50]
+    .venv/bin/python bench/matview_lag.py [--seconds 90] [--interval-ms 50] [--views joins|one-group]
 """
 
 from __future__ import annotations
@@ -35,11 +37,19 @@ VIEWS = (
      " ON t1.k = mv1.k GROUP BY t1.k"),
 )
 
+#: views of one group (one dataflow round per waiting time before they took a round's times at once)
+ONE_GROUP = (
+    "CREATE MATERIALIZED VIEW mvmax AS SELECT max(v) AS m FROM t1",
+    "CREATE MATERIALIZED VIEW mvtop AS SELECT k, v FROM t1 ORDER BY v DESC, k LIMIT 3",
+)
+
 
 @click.command(help=__doc__.split("\n\n")[0])
 @click.option("--seconds", default=90, show_default=True, type=int, help="How long the writes go on.")
 @click.option("--interval-ms", default=50, show_default=True, type=int, help="Pause between INSERTs.")
-def main(seconds: int, interval_ms: int) -> None:
+@click.option("--views", "kind", default="joins", show_default=True, type=click.Choice(["joins", "one-group"]),
+              help="Which views: over joins and views, or of one group (max without GROUP BY, TopK).")
+def main(seconds: int, interval_ms: int, kind: str) -> None:
     stop = threading.Event()
     with tempfile.TemporaryDirectory() as tmp:
         srv = Server(Path(tmp) / "mzdata").start()
@@ -48,7 +58,7 @@ def main(seconds: int, interval_ms: int) -> None:
                 c.execute("CREATE TABLE t1 (k int, v int)")
                 c.execute("CREATE TABLE t2 (k int, w int)")
                 c.execute("INSERT INTO t2 SELECT g % 10, g FROM generate_series(1, 100) g")
-                for ddl in VIEWS:
+                for ddl in VIEWS if kind == "joins" else ONE_GROUP:
                     c.execute(ddl)
                 ids = dict(c.execute("SELECT name, id FROM mz_materialized_views").fetchall())
                 for name in ids:

@@ -18,8 +18,10 @@ the replica's memory), and its *frontier*: the time its arrangements are complet
   times, a window per group); an operator recomputed per group is recomputed per group
   and time (``planner.incremental.timed``); a temporal filter's updates keep their own
   times. So a burst of writes costs one round, not one per write (Materialize's and
-  DBSP's batches of many times). Only an operator of one group (TopK, an aggregate
-  without GROUP BY that no accumulation covers) steps through the times one by one.
+  DBSP's batches of many times). An operator of one group (TopK, an aggregate without
+  GROUP BY that no accumulation covers) is recomputed per time too, its one group the
+  whole input; an aggregate without GROUP BY answers its row over no rows at the times
+  its input is empty.
 
 Changes are DataFrames of the node's columns ``c0 .. cN-1`` and ``_d`` (the diff; rows
 need not be consolidated). The change of an arrangement's input is checkpointed
@@ -54,7 +56,7 @@ from planner.incremental.nodes import (
     Accumulate, Arrangement, Constant, DeltaJoin, Hole, Input, Linear, Recompute, Temporal, UnionAll, arrangements,
     inc_inputs, walk,
 )
-from planner.incremental.timed import timed_template
+from planner.incremental.timed import answers_no_rows, timed_template
 from planner.plan import Project, Unnest
 from planner.scalar import ColRef
 from spark_exec.lower import Lowerer, _file_schema, _from_storage, read_layout
@@ -601,7 +603,8 @@ class Dataflow:
         width = len(n.states[0].keys)
         ks = [f"_k{j}" for j in range(width)]
         times = reduce(DataFrame.unionAll, [d.select(*ks, T) for d in keyed if d is not None]).distinct()
-        firsts = times.select(*ks).distinct().select(*ks, F.lit(lo).cast("long").alias(T))
+        # (an operator of one group, no keys: its one group's first time, if it has times)
+        firsts = (times.select(*ks).distinct() if ks else times.limit(1)).select(*ks, F.lit(lo).cast("long").alias(T))
         order = W.partitionBy(*ks).orderBy(T)
         at = checkpoint(self._one(times.unionAll(firsts).select(*ks, F.col(T).alias("_at"),
                                                                 F.lead(T).over(order).alias("_tn"))))
@@ -612,18 +615,35 @@ class Dataflow:
             parts = []
             if old is not None:
                 o = self._keyed(old, a)
-                on = reduce(lambda x, y: x & y, [o[c].eqNullSafe(s[f"_s{j}"]) for j, c in enumerate(ks)])
+                on = reduce(lambda x, y: x & y, [o[c].eqNullSafe(s[f"_s{j}"]) for j, c in enumerate(ks)], F.lit(True))
                 parts.append(o.join(s, on, "inner").select(*_names(k), "_at", "_tn", D))
             if d is not None:
-                on = reduce(lambda x, y: x & y, [d[c].eqNullSafe(s[f"_s{j}"]) for j, c in enumerate(ks)])
-                parts.append(d.join(s, on & (s["_at"] >= d[T]), "inner").select(*_names(k), "_at", "_tn", D))
+                on = reduce(lambda x, y: x & y, [d[c].eqNullSafe(s[f"_s{j}"]) for j, c in enumerate(ks)], s["_at"] >= d[T])
+                parts.append(d.join(s, on, "inner").select(*_names(k), "_at", "_tn", D))
             both = reduce(DataFrame.unionAll, parts) if parts else self._empty_timed(i.columns)
             rows.append(self._one(both.withColumnRenamed("_at", f"c{k}").withColumnRenamed("_tn", f"c{k + 1}")))
         m = len(n.columns)
         out = self._template(n, rows, template, more=2)
+        if answers_no_rows(n):
+            out = self._no_rows_answered(n, out, at)
         t, tn = F.col(f"c{m}"), F.col(f"c{m + 1}")
         return out.filter(t != F.lit(lo)).select(*_names(m), t.alias(T), F.lit(1).cast("long").alias(D)).unionAll(
             out.filter(tn.isNotNull()).select(*_names(m), tn.alias(T), F.lit(-1).cast("long").alias(D)))
+
+    def _no_rows_answered(self, n: Recompute, out: DataFrame, at: DataFrame) -> DataFrame:
+        """``out`` (the timed template's answers: ``c0 .. cM-1``, ``_t`` and ``_tn`` as
+        ``cM``, ``cM+1``; at most one row per time, the operator having one group) with
+        the template's answer over no rows at each time of ``at`` (``_at``, ``_tn``)
+        that ``out`` has no row for (``timed.answers_no_rows``): an aggregate without
+        GROUP BY whose input is empty at that time."""
+        m = len(n.columns)
+        empty = self._template(n, [self._empty(i.columns) for i in n.inputs])
+        got = out.select("*", F.lit(True).alias("_h"))
+        both = F.broadcast(at.select("_at", "_tn")).join(got, F.col("_at") == got[f"c{m}"], "left").crossJoin(
+            F.broadcast(empty.select(*[F.col(f"c{i}").alias(f"_e{i}") for i in range(m)])))
+        has = F.col("_h").isNotNull()
+        return both.select(*[F.when(has, F.col(f"c{i}")).otherwise(F.col(f"_e{i}")).alias(f"c{i}") for i in range(m)],
+                           F.col("_at").alias(f"c{m}"), F.col("_tn").alias(f"c{m + 1}"))
 
     def _empty_timed(self, columns) -> DataFrame:
         """No rows of ``columns`` with ``_at``, ``_tn`` and the diff."""

@@ -183,19 +183,24 @@ def test_explain_shows_a_recomputed_operator_with_its_template(snap):
     ("SELECT t.b, u.c FROM t FULL JOIN u ON t.a = u.a", True),
     ("SELECT b FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.a = t.a)", True),
     ("SELECT a, row_number() OVER (PARTITION BY a ORDER BY b) FROM t", True),
-    ("SELECT max(b) FROM t", False),  # one group: over no rows it still has a row
-    ("SELECT a FROM t ORDER BY b LIMIT 3", False),  # TopK: one group
+    ("SELECT max(b) FROM t", True),  # one group, answering a row over no rows
+    ("SELECT a FROM t ORDER BY b LIMIT 3", True),  # TopK: one group
+    ("SELECT a FROM t ORDER BY b DESC OFFSET 1", True),
+    ("SELECT a, row_number() OVER (ORDER BY b) FROM t", True),  # a window of one partition
 ])
-def test_a_recomputed_operator_takes_the_time_as_a_key_unless_it_has_one_group(snap, sql, timed):
+def test_a_recomputed_operator_takes_the_time_as_a_key(snap, sql, timed):
     """A round of several times recomputes each touched group once per time it changed
     at (planner.incremental.timed): the operator's template over inputs with ``_t`` and
-    ``_tn`` after their own columns, answering the template's columns and then both."""
-    from planner.incremental.timed import TIME_COLUMNS, timed_template
+    ``_tn`` after their own columns, answering the template's columns and then both.
+    Operators of one group too; of them only an aggregate without GROUP BY answers a row
+    over no rows (``answers_no_rows``), which the renderer fills in per time."""
+    from planner.incremental.timed import TIME_COLUMNS, answers_no_rows, timed_template
 
     rec = [x for x in _nodes(inc(snap, sql)) if isinstance(x, Recompute)]
     assert rec
     got = [timed_template(r) for r in rec]
     assert all(g is not None for g in got) == timed
+    assert any(answers_no_rows(r) for r in rec) == sql.startswith("SELECT max(b) FROM t")
     for r, g in zip(rec, got):
         if g is not None:
             assert [t for _, t in g.columns] == [t for _, t in r.template.columns] + [t for _, t in TIME_COLUMNS]

@@ -12,8 +12,13 @@ and ``t``, so grouping by it as well changes no group; it rides along so the ans
 times (Budiu et al., VLDB 2023, section 3) restricted to the groups a round touches, as
 Materialize's reductions and TopK keep one output per key and time.
 
-Operators of one group (TopK, a GROUP BY-less aggregate: over no rows it still answers
-one row, which a group of no rows would not) are not rewritten: they step per time.
+Operators of one group (TopK, an aggregate without GROUP BY, a window without PARTITION
+BY, a join without an equi-join conjunct) are rewritten the same way, their one group
+being the whole input at each time. A TopK ranks per time (``row_number()`` partitioned
+by ``t``, in the TopK's total order), as a ``LIMIT`` cannot. An aggregate without GROUP
+BY answers one row over no rows (PostgreSQL's and SQL's rule: ``max`` NULL, ``count`` 0),
+which a group of no rows would not: ``answers_no_rows`` says so, and the renderer gives
+each time whose group has no rows the template's answer over no rows.
 """
 
 from __future__ import annotations
@@ -22,8 +27,8 @@ from dataclasses import replace
 
 from catalog.types import BOOL, INT8
 from planner.incremental.nodes import Hole, Recompute
-from planner.plan import Distinct, Join, Project, Reduce, SetOp, Window
-from planner.scalar import Call, ColRef, conjoin, remap_columns
+from planner.plan import Distinct, Filter, Join, Limit, OrderBy, Project, Reduce, SetOp, Window, WindowCall
+from planner.scalar import Call, ColRef, Literal, conjoin, remap_columns
 
 #: the two columns each input row of a timed template has after its own: the time its
 #: group is recomputed at, and the group's next such time in the round (or NULL)
@@ -42,10 +47,9 @@ def timed_template(n: Recompute):
     """``n.template`` over inputs with ``TIME_COLUMNS`` after their own columns, computed
     per ``(group, _t)``; its output: the template's columns, then ``_t`` and ``_tn``.
 
-    Returns None when the operator cannot take the time as a key: an operator of one
-    group (an arrangement without keys), or a TopK (its one group is the whole input)."""
-    if any(not a.keys for a in n.states):
-        return None
+    Over no rows it answers no rows, even where ``n.template`` answers one
+    (``answers_no_rows``). Returns None when the template has a shape no rule here
+    knows (the operator then steps per time)."""
     p = n.template
     names = tuple(c for c, _ in p.columns) + tuple(c for c, _ in TIME_COLUMNS)
     if isinstance(p, Reduce) and isinstance(p.input, Hole):
@@ -74,6 +78,17 @@ def timed_template(n: Recompute):
         t = Call("coalesce", (ref[kl], ref[kl + 2 + kr]), INT8)
         tn = Call("coalesce", (ref[kl + 1], ref[kl + 3 + kr]), INT8)
         return Project(j, tuple(ref[:kl]) + tuple(ref[kl + 2:kl + 2 + kr]) + (t, tn), names)
+    if isinstance(p, Limit) and isinstance(p.input, OrderBy) and isinstance(p.input.input, Hole):
+        # TopK: each time's rows ranked in the total order (``recompute``'s: ties broken
+        # by every column, so the rows kept are the LIMIT's), those in the window kept
+        k = len(p.input.input.columns)
+        cols = p.input.input.columns
+        order = tuple((ColRef(s.index, cols[s.index][1]), s.descending, s.nulls_first) for s in p.input.keys)
+        w = Window(_hole(p.input.input), (WindowCall("row_number", (), (ColRef(k, INT8),), order, INT8),))
+        rank = ColRef(k + 2, INT8)
+        keep = conjoin(([Call("gt", (rank, Literal(p.offset, INT8)), BOOL)] if p.offset else [])
+                       + ([Call("le", (rank, Literal(p.offset + p.limit, INT8)), BOOL)] if p.limit is not None else []))
+        return _project(w if keep is None else Filter(w, keep), list(range(k + 2)), names)
     if isinstance(p, Window) and isinstance(p.input, Hole):
         k = len(p.input.columns)
         t = ColRef(k, INT8)
@@ -81,3 +96,11 @@ def timed_template(n: Recompute):
         w = Window(_hole(p.input), calls)
         return _project(w, [*range(k), *range(k + 2, k + 2 + len(calls)), k, k + 1], names)
     return None
+
+
+def answers_no_rows(n: Recompute) -> bool:
+    """Whether ``n``'s operator answers a row over no input rows: an aggregate without
+    GROUP BY (SQL's rule; PostgreSQL's docs, 4.2.7: ``count`` 0, the others NULL). Its
+    ``timed_template`` answers nothing at a time whose input is empty, so the renderer
+    answers there the template over no rows."""
+    return isinstance(n.template, Reduce) and not n.template.keys
