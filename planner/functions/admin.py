@@ -8,9 +8,10 @@ objects does: the same error, NULL, false or no rows. Nothing here has state."""
 from __future__ import annotations
 
 from catalog.errors import (
-    SqlError, FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_OBJECT,
+    SqlError, FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, INVALID_PARAMETER_VALUE, OBJECT_NOT_IN_PREREQUISITE_STATE,
+    UNDEFINED_FILE, UNDEFINED_OBJECT,
 )
-from planner.functions.registry import Function, register, sig
+from planner.functions.registry import Function, by_python, register, sig
 from planner.functions.system import constant_entry
 
 #: PostgreSQL's SQLSTATE for an event trigger function called outside one
@@ -285,4 +286,197 @@ register(
     Function("pg_tablespace_databases", (sig("oid", ret="oid"),), None, None, sql_names=("pg_tablespace_databases",),
              kind="srf", volatility="stable", doc="9.26", samples=("pg_tablespace_databases(k::oid)", "pg_tablespace_databases(1664::oid)"),
              extra={"columns": (("pg_tablespace_databases", "pg_tablespace_databases:pg_tablespace_databases"),)}),
+)
+
+
+def _monitor_only(name: str):
+    """``plan_args_in`` of a function PostgreSQL revokes EXECUTE on from PUBLIC, leaving it
+    to superusers and pg_monitor (sqlfront has no pg_monitor role): the arguments as they
+    are for a superuser, at plan time.
+
+    Raises:
+        SqlError 42501 ``permission denied for function NAME`` for another role."""
+
+    def check(args: list, ctx) -> list:
+        from catalog import rbac
+
+        snap = ctx.catalog()
+        if snap is not None and not rbac.is_superuser(snap, rbac.current_role(snap)):
+            raise SqlError(INSUFFICIENT_PRIVILEGE, f"permission denied for function {name}")
+        return args
+
+    return check
+
+
+#: pg_ls_*dir's columns (PostgreSQL 9.27.11)
+_FILE_COLUMNS = (("name", "text"), ("size", "int8"), ("modification", "timestamptz"))
+
+
+def _listing(name: str, sigs: tuple, samples: tuple[str, ...], py=None, spark=None) -> list[Function]:
+    """A directory listing of PostgreSQL's (``pg_ls_tmpdir`` and co.) whose directory
+    sqlfront does not have: no rows, as PostgreSQL lists a missing (``missing_ok``) or
+    empty one; ``py``/``spark``: a column entry's implementations instead, one that checks
+    the argument (an unknown tablespace, a slot) first. Superusers only."""
+    parts = [Function(f"{name}:{col}", tuple(sig(*s.args, ret="_" + t) for s in sigs), py or (lambda a, e: []),
+                      spark or (lambda S, a, e: S.empty_array(e.type)), strict=False, volatility="volatile", doc="9.27.11") for col, t in _FILE_COLUMNS]
+    srf = Function(name, tuple(sig(*s.args, ret="text") for s in sigs), None, None, sql_names=(name,), kind="srf",
+                   volatility="volatile", doc="9.27.11", samples=samples,
+                   extra={"columns": tuple((col, f"{name}:{col}") for col, _ in _FILE_COLUMNS),
+                          "plan_args_in": _monitor_only(name)})
+    return [*parts, srf]
+
+
+def _tmpdir_py(a, e):
+    """pg_ls_tmpdir([tablespace]): no temporary files (environmentd writes none: sorts and
+    spills are Spark's, on the replicas); 42704 for an OID that names no tablespace."""
+    from catalog.pg_catalog import TABLESPACE_OIDS
+
+    if a and a[0] is not None and a[0] not in TABLESPACE_OIDS.values():
+        raise SqlError(UNDEFINED_OBJECT, f"tablespace with OID {a[0]} does not exist")
+    return []
+
+
+def _tmpdir_spark(S, a, e):
+    from catalog.pg_catalog import TABLESPACE_OIDS
+
+    F = S.F
+    empty = S.empty_array(e.type)
+    if not a:
+        return empty
+    return F.when(a[0].isNull() | a[0].isin(*TABLESPACE_OIDS.values()), empty).otherwise(
+        S.fail(UNDEFINED_OBJECT, F.concat(F.lit("tablespace with OID "), a[0].cast("string"),
+                                          F.lit(" does not exist"))))
+
+
+def _slot_py(a, e):
+    if a[0] is None:
+        return []
+    raise SqlError(UNDEFINED_OBJECT, _NO_SLOT.format(a[0]))
+
+
+def _slot_spark(S, a, e):
+    F = S.F
+    return F.when(a[0].isNull(), S.empty_array(e.type)).otherwise(
+        S.fail(UNDEFINED_OBJECT, F.concat(F.lit('replication slot "'), a[0], F.lit('" does not exist'))))
+
+
+#: environmentd logs to its standard output: there is no log directory (PostgreSQL's
+#: answer without one: its logging collector off and log_directory never created)
+_NO_LOGDIR = 'could not open directory "log": No such file or directory'
+
+
+def _no_logdir(a, e):
+    raise SqlError(UNDEFINED_FILE, _NO_LOGDIR)
+
+register(
+    # the server's directories that sqlfront has none of, or none with files in: no
+    # temporary files, WAL archive status, WAL summaries, logical decoding snapshots or
+    # mappings (PostgreSQL lists these with no rows too on a server that has none)
+    *_listing("pg_ls_tmpdir", (sig(ret="text"), sig("oid", ret="text")),
+              ("pg_ls_tmpdir()", "pg_ls_tmpdir(1663)", "pg_ls_tmpdir(k::oid)", "pg_ls_tmpdir(CASE WHEN k < 3 THEN 1663 ELSE 1664 END::oid)"),
+              _tmpdir_py, _tmpdir_spark),
+    *_listing("pg_ls_archive_statusdir", (sig(ret="text"),), ("pg_ls_archive_statusdir()",)),
+    *_listing("pg_ls_summariesdir", (sig(ret="text"),), ("pg_ls_summariesdir()",)),
+    *_listing("pg_ls_logicalsnapdir", (sig(ret="text"),), ("pg_ls_logicalsnapdir()",)),
+    *_listing("pg_ls_logicalmapdir", (sig(ret="text"),), ("pg_ls_logicalmapdir()",)),
+    *_listing("pg_ls_replslotdir", (sig("text", ret="text"),),
+              ("pg_ls_replslotdir('slot')", "pg_ls_replslotdir(s)", "pg_ls_replslotdir(NULL)"), _slot_py, _slot_spark),
+    *_listing("pg_ls_logdir", (sig(ret="text"),), ("pg_ls_logdir()",),
+              _no_logdir,
+              lambda S, a, e: S.fail(UNDEFINED_FILE, _NO_LOGDIR)),
+)
+
+
+#: PostgreSQL's limits of a notification (async.c): a channel name shorter than
+#: NAMEDATALEN bytes, a payload shorter than 8000 bytes
+_CHANNEL_MAX, _PAYLOAD_MAX = 64, 8000
+
+
+def _notify_py(a, e):
+    """pg_notify(channel, payload): checked as PostgreSQL checks it, then delivered to the
+    sessions listening on the channel: none, as sqlfront has no LISTEN
+    (``pg_listening_channels`` gives no rows), so PostgreSQL's answer for a channel no one
+    listens on. A NULL payload is the empty one; void's value is ''.
+
+    Raises:
+        SqlError 22023 for an empty or NULL channel, a channel of 64 bytes or more, or a
+        payload of 8000 bytes or more."""
+    channel, payload = a[0], a[1] or ""
+    if not channel:
+        raise SqlError(INVALID_PARAMETER_VALUE, "channel name cannot be empty")
+    if len(channel.encode()) >= _CHANNEL_MAX:
+        raise SqlError(INVALID_PARAMETER_VALUE, "channel name too long")
+    if len(payload.encode()) >= _PAYLOAD_MAX:
+        raise SqlError(INVALID_PARAMETER_VALUE, "payload string too long")
+    return ""
+
+
+def _notify_spark(S, a, e):
+    F = S.F
+    return (F.when(a[0].isNull() | (a[0] == ""), S.fail(INVALID_PARAMETER_VALUE, "channel name cannot be empty"))
+            .when(F.octet_length(a[0]) >= _CHANNEL_MAX, S.fail(INVALID_PARAMETER_VALUE, "channel name too long"))
+            .when(F.coalesce(F.octet_length(a[1]), F.lit(0)) >= _PAYLOAD_MAX,
+                  S.fail(INVALID_PARAMETER_VALUE, "payload string too long"))
+            .otherwise(F.lit("")))
+
+
+#: the segment size of WAL file names: PostgreSQL's default (sqlfront has no WAL of its
+#: own; the names are those of a PostgreSQL server's archive)
+_WAL_SEGMENT_BYTES = 16 * 1024 * 1024
+
+
+def _walfile_row(a, ctx=None) -> tuple:
+    """(segment_number, timeline_id) of a WAL file name (xlog_internal.h's
+    XLogFromFileName): 24 hexadecimal digits, timeline, log and segment, 8 each.
+
+    Raises:
+        SqlError 22023 ``invalid WAL file name`` for anything else."""
+    from decimal import Decimal
+
+    name = a[0]
+    if name is None:
+        return None, None
+    upper = name.upper()
+    if len(upper) != 24 or upper.strip("0123456789ABCDEF"):
+        raise SqlError(INVALID_PARAMETER_VALUE, f'invalid WAL file name "{name}"')
+    tli, log, seg = (int(upper[i:i + 8], 16) for i in (0, 8, 16))
+    return Decimal(log * (0x100000000 // _WAL_SEGMENT_BYTES) + seg), tli
+
+
+def _walfile_py(a, e):
+    from planner.functions.logic import record_text
+
+    return record_text(_walfile_row(a))
+
+
+def _walfile_columns() -> tuple:
+    from catalog.types import INT8, NUMERIC
+
+    return (("segment_number", NUMERIC), ("timeline_id", INT8))
+
+
+register(
+    Function("pg_notify", (sig("text", "text", ret="void"),), _notify_py, _notify_spark, sql_names=("pg_notify",),
+             strict=False, volatility="volatile", doc="9.27",
+             samples=("pg_notify('chan', 'payload')", "pg_notify('c' || k, s)", "pg_notify(s, 'x')",
+                      "pg_notify(repeat('c', 60 + k), 'x')", "pg_notify('c', repeat(s, 1000 * k))",
+                      "pg_notify('', 'x')")),
+    # tables are persist shards (Parquet parts in a blob store), not files: no relation
+    # has a filenode or a file path, PostgreSQL's answer for a relation without storage
+    # (and for an OID that names none)
+    _constant("pg_relation_filenode", (sig("oid", ret="oid"),), None, "long", "9.27.7",
+              ("pg_relation_filenode(k::oid)", "pg_relation_filenode(0)"),
+              "NULL for every relation, system catalogs' too: no relation is a file"),
+    _constant("pg_relation_filepath", (sig("oid", ret="text"),), None, "string", "9.27.7",
+              ("pg_relation_filepath(k::oid)", "pg_relation_filepath(0)"),
+              "NULL for every relation, system catalogs' too: no relation is a file"),
+    # a WAL file name's parts, for names of a PostgreSQL server's WAL archive (by its
+    # default segment size: 16MB); on table data through the same Python (by_python)
+    Function("pg_split_walfile_name", (sig("text", ret="record"),), _walfile_py, by_python,
+             sql_names=("pg_split_walfile_name",), volatility="immutable", doc="9.27.4",
+             extra={"row_in_from": (_walfile_columns(), _walfile_row)},
+             samples=("pg_split_walfile_name('000000010000000100000002')",
+                      "pg_split_walfile_name('0000000' || k || '0000000A000000FF')",
+                      "pg_split_walfile_name('00000001000000010000000' || s)",
+                      "pg_split_walfile_name(lower('0000000' || k || '0000000A000000fF'))")),
 )
