@@ -8,10 +8,13 @@ objects does: the same error, NULL, false or no rows. Nothing here has state."""
 from __future__ import annotations
 
 from catalog.errors import (
-    SqlError, FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, INVALID_PARAMETER_VALUE, OBJECT_NOT_IN_PREREQUISITE_STATE,
-    UNDEFINED_FILE, UNDEFINED_OBJECT,
+    SqlError, FEATURE_NOT_SUPPORTED, INSUFFICIENT_PRIVILEGE, INVALID_PARAMETER_VALUE, INVALID_SCHEMA_NAME,
+    OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_COLUMN, UNDEFINED_FILE, UNDEFINED_OBJECT, UNDEFINED_TABLE,
+    WRONG_OBJECT_TYPE,
 )
-from planner.functions.registry import Function, by_python, register, sig
+from planner.functions.registry import (
+    Function, by_python, lookup_args, lookup_map, lookup_table, register, sig,
+)
 from planner.functions.system import constant_entry
 
 #: PostgreSQL's SQLSTATE for an event trigger function called outside one
@@ -479,4 +482,124 @@ register(
                       "pg_split_walfile_name('0000000' || k || '0000000A000000FF')",
                       "pg_split_walfile_name('00000001000000010000000' || s)",
                       "pg_split_walfile_name(lower('0000000' || k || '0000000A000000fF'))")),
+)
+
+
+# -- statistics manipulation (PostgreSQL 9.27.13) ---------------------------------------
+
+#: a lookup key's separator between a schema, a relation and a column name
+_SEP = "\x1f"
+#: what pg_clear_relation_stats says of a relation kind that has no statistics
+_NO_STATS_KIND = {"v": "views", "S": "sequences"}
+
+
+def _stats_targets(args: list, ctx) -> dict[str, str] | None:
+    """The lookup table (``lookup_args``) of pg_clear_relation_stats and
+    pg_clear_attribute_stats: ``s:<schema>`` for each schema; ``r:<schema>␟<relation>``
+    -> ``ok``, ``denied`` (the current role neither owns it nor is a superuser:
+    PostgreSQL's owner or MAINTAIN check) or the plural of a kind without statistics
+    (views, sequences); ``c:<schema>␟<relation>␟<column>`` for each column of a relation
+    (only the relation named when both names are constants). None outside a session."""
+    from catalog import rbac
+    from catalog.snapshot import SYSTEM_SCHEMAS
+    from planner.scalar import Literal
+
+    snap = ctx.catalog()
+    if snap is None:
+        return None
+    role = rbac.current_role(snap)
+    named = None
+    if len(args) >= 2 and all(isinstance(a, Literal) for a in args[:2]):
+        named = (args[0].value, args[1].value)
+    table = {f"s:{s}": "1" for s in SYSTEM_SCHEMAS}
+    table |= {f"s:{s.name}": "1" for s in snap.schemas.values() if snap.visible_schema(s.name)}
+    for kind, objects in (("r", snap.tables), ("v", snap.views), ("m", snap.materialized_views), ("r", snap.builtins),
+                          ("S", snap.sequences), ("i", snap.indexes)):
+        for o in objects.values():
+            if not snap.visible_schema(o.schema):
+                continue
+            key = f"{o.schema}{_SEP}{o.name}"
+            table[f"r:{key}"] = _NO_STATS_KIND.get(kind) or (
+                "ok" if rbac.is_owner(snap, role, rbac.relation_ref(o)) else "denied")
+            if named is None or named == (o.schema, o.name):
+                columns = o.keys if kind == "i" else [c.name for c in getattr(o, "columns", ())]
+                table |= {f"c:{key}{_SEP}{c}": "1" for c in columns}
+    return table
+
+
+_REQUIRED = ("schemaname", "relname", "attname", "inherited")
+
+
+def _clear_stats_py(a, e):
+    """pg_clear_relation_stats(schema, relation) / pg_clear_attribute_stats(schema,
+    relation, column, inherited): sqlfront gathers no planner statistics (pg_class shows
+    reltuples -1, relpages 0: never analyzed; pg_statistic has no rows), so after
+    PostgreSQL's checks there is nothing to clear; void's value is ''.
+
+    Raises:
+        SqlError 22023 for a NULL argument, 3F000 for a schema, 42P01 for a relation,
+        42703 for a column that does not exist, 42809 for a view or sequence, 42501 for a
+        relation the current role does not own."""
+    *values, table = a
+    for name, v in zip(_REQUIRED, values):
+        if v is None:
+            raise SqlError(INVALID_PARAMETER_VALUE, f'argument "{name}" must not be null')
+    t = lookup_table(table, e.func)
+    schema, relation = values[0], values[1]
+    if f"s:{schema}" not in t:
+        raise SqlError(INVALID_SCHEMA_NAME, f'schema "{schema}" does not exist')
+    state = t.get(f"r:{schema}{_SEP}{relation}")
+    if state is None:
+        raise SqlError(UNDEFINED_TABLE, f'relation "{schema}.{relation}" does not exist')
+    if state == "denied":
+        raise SqlError(INSUFFICIENT_PRIVILEGE, f"permission denied for table {relation}")
+    if state != "ok":
+        raise SqlError(WRONG_OBJECT_TYPE, f'cannot modify statistics for relation "{relation}"',
+                       detail=f"This operation is not supported for {state}.")
+    if len(values) > 2 and f"c:{schema}{_SEP}{relation}{_SEP}{values[2]}" not in t:
+        raise SqlError(UNDEFINED_COLUMN, f'column "{values[2]}" of relation "{relation}" does not exist')
+    return ""
+
+
+def _clear_stats_spark(S, a, e):
+    F = S.F
+    *values, table = a
+    t = lookup_map(S, table)
+    schema, relation = values[0], values[1]
+    rel_key = F.concat(schema, F.lit(_SEP), relation)
+    state = t[F.concat(F.lit("r:"), rel_key)]
+    out = F.when(values[0].isNull(), S.fail(INVALID_PARAMETER_VALUE, f'argument "{_REQUIRED[0]}" must not be null'))
+    for name, v in zip(_REQUIRED[1:], values[1:]):
+        out = out.when(v.isNull(), S.fail(INVALID_PARAMETER_VALUE, f'argument "{name}" must not be null'))
+    out = (out.when(t[F.concat(F.lit("s:"), schema)].isNull(),
+                    S.fail(INVALID_SCHEMA_NAME, F.concat(F.lit('schema "'), schema, F.lit('" does not exist'))))
+           .when(state.isNull(), S.fail(UNDEFINED_TABLE, F.concat(F.lit('relation "'), schema, F.lit("."), relation,
+                                                                  F.lit('" does not exist'))))
+           .when(state == "denied", S.fail(INSUFFICIENT_PRIVILEGE, F.concat(F.lit("permission denied for table "),
+                                                                            relation)))
+           .when(state != "ok", S.fail(WRONG_OBJECT_TYPE, F.concat(F.lit('cannot modify statistics for relation "'),
+                                                                    relation, F.lit('"')))))
+    if len(values) > 2:
+        column = t[F.concat(F.lit("c:"), rel_key, F.lit(_SEP), values[2])]
+        out = out.when(column.isNull(), S.fail(UNDEFINED_COLUMN, F.concat(
+            F.lit('column "'), values[2], F.lit('" of relation "'), relation, F.lit('" does not exist'))))
+    return out.otherwise(F.lit(""))
+
+
+register(
+    Function("pg_clear_relation_stats", (sig("text", "text", "internal", ret="void"),), _clear_stats_py,
+             _clear_stats_spark, sql_names=("pg_clear_relation_stats",), strict=False, volatility="volatile",
+             doc="9.27.13", extra={"plan_args_in": lookup_args("pg_clear_relation_stats", _stats_targets)},
+             samples=("pg_clear_relation_stats('public', 'fx_t')", "pg_clear_relation_stats('pg_catalog', 'pg_class')",
+                      "pg_clear_relation_stats('public', CASE WHEN k < 3 THEN 'fx_t' ELSE s END)",
+                      "pg_clear_relation_stats(CASE WHEN k > 1 THEN 'public' END, 'fx_t')",
+                      "pg_clear_relation_stats('nosuch', 'fx_t')")),
+    Function("pg_clear_attribute_stats", (sig("text", "text", "text", "bool", "internal", ret="void"),),
+             _clear_stats_py, _clear_stats_spark, sql_names=("pg_clear_attribute_stats",), strict=False,
+             volatility="volatile", doc="9.27.13",
+             extra={"plan_args_in": lookup_args("pg_clear_attribute_stats", _stats_targets)},
+             samples=("pg_clear_attribute_stats('public', 'fx_t', 'k', false)",
+                      "pg_clear_attribute_stats('public', 'fx_t', CASE WHEN k < 3 THEN 's' ELSE 'nosuch' END, true)",
+                      "pg_clear_attribute_stats('public', 'fx_t', 'i', b)",
+                      "pg_clear_attribute_stats('public', 'nosuch' || k, 'a', false)")),
 )
