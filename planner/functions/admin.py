@@ -111,6 +111,9 @@ register(
               ("pg_replication_origin_session_is_setup() OR k > 3",)),
     _failing("pg_replication_origin_session_reset", (sig(ret="void"),), OBJECT_NOT_IN_PREREQUISITE_STATE,
              "no replication origin is configured", "9.27.6", ("pg_replication_origin_session_reset()",)),
+    # the transaction's replay origin (LSN and time) is reset: none was ever set up here
+    _constant("pg_replication_origin_xact_reset", (sig(ret="void"),), "", "string", "9.27.6",
+              ("pg_replication_origin_xact_reset()", "pg_replication_origin_xact_reset() || k")),
     # environmentd logs to its standard output: no log collector to rotate (PostgreSQL
     # also WARNs "rotation not possible because log collection not active")
     _constant("pg_rotate_logfile", (sig(ret="bool"),), False, "boolean", "9.27.2",
@@ -449,7 +452,7 @@ def _walfile_row(a, ctx=None) -> tuple:
 def _walfile_py(a, e):
     from planner.functions.logic import record_text
 
-    return record_text(_walfile_row(a))
+    return record_text(None if v is None else str(v) for v in _walfile_row(a))
 
 
 def _walfile_columns() -> tuple:

@@ -457,7 +457,7 @@ register(
     # to Spark as a map in every plan)
     Function("pg_get_functiondef", (sig("oid", ret="text"),), _functiondef_py, by_python,
              sql_names=("pg_get_functiondef",), volatility="stable", doc="9.26",
-             samples=("pg_get_functiondef(k::oid)", "pg_get_functiondef(0)",
+             samples=("pg_get_functiondef((k + 999990)::oid)", "pg_get_functiondef(0)",
                       "pg_get_functiondef(CASE WHEN k > 3 THEN (SELECT min(oid) FROM pg_proc WHERE proname = 'sum') END)")),
     Function("pg_get_function_result", (sig("oid", ret="text"),), *_by_oid("result"),
              sql_names=("pg_get_function_result",), volatility="stable", doc="9.27",
