@@ -188,7 +188,8 @@ ARRANGEMENT_AM_OID = 9999
 
 def _class_row(oid: int, name: str, nsp: int, kind: str, natts: int, has_index: bool, persistence: str = "p",
                owner: int = OWNER_OID, acl: list[str] | None = None, am: int = 0) -> tuple:
-    return (oid, name, nsp, 0, 0, owner, am, 0, 0, 0, 0.0, 0, has_index, False, persistence, kind, natts, 0, False,
+    # relpages 0, reltuples -1: never analyzed (sqlfront gathers no planner statistics)
+    return (oid, name, nsp, 0, 0, owner, am, 0, 0, 0, -1.0, 0, has_index, False, persistence, kind, natts, 0, False,
             False, False, False, False, False, True, "d", False, acl, None)
 
 

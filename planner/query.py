@@ -1293,8 +1293,11 @@ def _srf_columns(name: str, args: list, ctx: PlanContext) -> list:
     statement's text settings: ``ctx``).
 
     Raises:
-        SqlError 42883 when no signature fits."""
+        SqlError 42883 when no signature fits; what the entry's ``plan_args_in`` raises
+        (42501 for a role that may not call it)."""
     entry = functions.SET_RETURNING[name]
+    if "plan_args_in" in entry.extra:  # a check at plan time (a privilege), as planner.expr's
+        args = entry.extra["plan_args_in"](args, ctx)
     _, casts, result = functions.resolve([entry], name, [a.type for a in args])
     args = tuple(coerce(a, t, fmt=ctx.guard.text) for a, t in zip(args, casts))
     out = []

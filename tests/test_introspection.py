@@ -274,6 +274,12 @@ def test_backend_pid_and_signaling_other_sessions(server, conn):
         with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for function pg_reload_conf"):
             a1.execute("SELECT pg_reload_conf()")
         assert conn.execute("SELECT pg_reload_conf()").fetchone() == (True,)
+        # so are the server's directory listings (superusers and pg_monitor), in FROM or not
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for function pg_ls_tmpdir"):
+            a1.execute("SELECT * FROM pg_ls_tmpdir()")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege, match="permission denied for function pg_ls_logdir"):
+            a1.execute("SELECT pg_ls_logdir()")
+        assert conn.execute("SELECT * FROM pg_ls_tmpdir()").fetchall() == []
     finally:
         for c in (a1, a2, b):
             c.close()

@@ -307,6 +307,13 @@ def test_pg_get_indexdef_and_psql_shows_it(server):
         assert c.execute("SELECT pg_get_indexdef(%s::oid, 2, true), pg_get_indexdef(%s::oid, 0, true)",
                          (oid, oid)).fetchone() == ("b", "CREATE INDEX gid_ab ON gid USING arrangement (a,b)")
         assert c.execute("SELECT pg_get_indexdef(c.oid) FROM pg_class c WHERE relname = 'gid'").fetchone() == (None,)
+        # what the index allows (an arrangement: read whole, no order): its access method's,
+        # its own and its key columns' properties; NULL past its keys and for the table
+        assert c.execute("SELECT pg_indexam_has_property(relam, 'can_multi_col'), pg_indexam_has_property(relam, "
+                         "'CAN_ORDER'), pg_index_has_property(oid, 'index_scan'), pg_index_column_has_property(oid, 2, "
+                         "'orderable'), pg_index_column_has_property(oid, 2, 'asc'), pg_index_column_has_property(oid, "
+                         "3, 'orderable'), pg_index_has_property('gid'::regclass, 'clusterable') FROM pg_class "
+                         "WHERE relname = 'gid_ab'").fetchone() == (True, False, False, False, None, None, None)
     out = psql(server, r"\d gid")  # the table lists its index with the text after USING
     assert out.returncode == 0, out.stderr
     assert 'Indexes:\n    "gid_ab" arrangement (a,b)' in out.stdout, out.stdout

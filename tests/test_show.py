@@ -96,6 +96,13 @@ def test_pg_proc_lists_the_function_registry(conn):
     assert conn.execute("SELECT proargtypes FROM pg_proc WHERE proname = 'substr' AND pronargs = 3"
                         " AND prorettype = 'text'::regtype").fetchone() == ([25, 23, 23],)
     assert conn.execute("SELECT pg_get_function_arguments(0), pg_get_function_result(0)").fetchone() == (None, None)
+    # \sf: a function's definition (LANGUAGE internal, AS the registry entry implementing
+    # it); an aggregate has none
+    assert conn.execute("SELECT pg_get_functiondef(min(oid)) FROM pg_proc WHERE proname = 'upper'").fetchone() == (
+        "CREATE OR REPLACE FUNCTION pg_catalog.upper(text)\n RETURNS text\n LANGUAGE internal\n IMMUTABLE STRICT\n"
+        "AS $function$upper$function$\n",)
+    with pytest.raises(psycopg.errors.WrongObjectType, match='"sum" is an aggregate function'):
+        conn.execute("SELECT pg_get_functiondef(min(oid)) FROM pg_proc WHERE proname = 'sum'")
 
 
 def test_show_privileges_and_default_privileges(conn):

@@ -15,7 +15,7 @@ from planner.functions.registry import (
 )
 from planner.functions import (  # noqa: F401  (each module registers its entries)
     logic, math, trig, numfmt, string, regexp, binary, datetime, zoned, json, json_edit, array, system, aggregate,
-    window, sequence, privileges, uuids, backend, admin, advisory, delay, ident, lists, maps, relations,
+    window, sequence, privileges, uuids, backend, admin, advisory, delay, ident, lists, maps, relations, interval_fmt,
     datum_size, objects,
 )
 from catalog.pg_catalog import register_procs

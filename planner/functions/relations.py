@@ -1,6 +1,9 @@
 """What a relation allows (PostgreSQL 9.26 Table 9.73 and the functions information_schema
 and logical replication use): ``row_security_active``, ``pg_relation_is_updatable``,
-``pg_column_is_updatable``, ``pg_relation_is_publishable``.
+``pg_column_is_updatable``, ``pg_relation_is_publishable``; what the access method of
+indexes allows (``pg_indexam_has_property``, ``pg_indexam_progress_phasename``) and what
+an index and its columns allow (``pg_index_has_property``,
+``pg_index_column_has_property``).
 
 The answers follow from a relation's kind in the statement's catalog, read at plan time
 into a lookup table (``planner.functions.lookup_args``): ``o:<name key>`` (a relation's
@@ -154,4 +157,120 @@ register(
     _fn("pg_relation_is_publishable", (sig("oid", "internal", ret="bool"),), _publishable_py, _publishable_spark,
         ("pg_relation_is_publishable(CASE WHEN k < 3 THEN 'fx_t'::regclass::oid WHEN k = 3 THEN 'pg_class'::regclass::oid "
          "ELSE k::oid END)", "pg_relation_is_publishable('fx_t'::regclass::oid)")),
+)
+
+
+#: the properties of "arrangement", the access method of every index here (pg_am:
+#: ``catalog.pg_catalog.ARRANGEMENT_AM_OID``), as pg_indexam_has_property names them
+#: (PostgreSQL 9.26, Table 9.80); source: what CREATE INDEX accepts
+#: (``sqlfront.sequence.indexes``): several key columns; INCLUDE (every column is kept
+#: anyway); no ASC/DESC order, no UNIQUE that is enforced, no exclusion constraints
+ARRANGEMENT_PROPERTIES = {"can_order": False, "can_unique": False, "can_multi_col": True, "can_exclude": False,
+                          "can_include": True}
+
+
+def _am_property_py(a, e):
+    from catalog.pg_catalog import ARRANGEMENT_AM_OID
+
+    am, prop = a
+    return ARRANGEMENT_PROPERTIES.get(prop.lower()) if am == ARRANGEMENT_AM_OID else None
+
+
+def _am_property_spark(S, a, e):
+    from catalog.pg_catalog import ARRANGEMENT_AM_OID
+    from planner.functions.registry import static_map
+
+    F = S.F
+    value = static_map(S, {k: str(v).lower() for k, v in ARRANGEMENT_PROPERTIES.items()})[F.lower(a[1])]
+    return F.when(a[0] == ARRANGEMENT_AM_OID, value.cast("boolean")).otherwise(F.lit(None).cast("boolean"))
+
+
+register(
+    # an access method's property, by name in any case: NULL for a name that names none or
+    # an OID that is no access method, as PostgreSQL's
+    Function("pg_indexam_has_property", (sig("oid", "text", ret="bool"),), _am_property_py, _am_property_spark,
+             sql_names=("pg_indexam_has_property",), volatility="stable", doc="9.26",
+             samples=("pg_indexam_has_property(k::oid, 'can_order')", "pg_indexam_has_property(0, 'can_unique')",
+                      "pg_indexam_has_property(k::oid, s)")),
+    # the name of an index build's phase (pg_stat_progress_create_index): arrangements are
+    # built by the replicas with no phases reported, and no other OID is an access method
+    Function("pg_indexam_progress_phasename", (sig("oid", "int8", ret="text"),), lambda a, e: None,
+             lambda S, a, e: S.F.lit(None).cast("string"), sql_names=("pg_indexam_progress_phasename",),
+             volatility="immutable", doc="9.26",
+             samples=("pg_indexam_progress_phasename(k::oid, k)", "pg_indexam_progress_phasename(0, 1)")),
+)
+
+
+#: an index's own properties (pg_index_has_property) and its key columns' (a column
+#: number from 1 to its key count: pg_index_column_has_property), as an arrangement has
+#: them: it is read whole, cached on the replicas, never scanned by key, in order or
+#: backwards, nor clustered on (no CLUSTER); its columns have no order, so asc, desc,
+#: nulls_first and nulls_last are NULL, as PostgreSQL answers for an unordered access method
+INDEX_PROPERTIES = {"clusterable": False, "index_scan": False, "bitmap_scan": False, "backward_scan": False}
+COLUMN_PROPERTIES = {"orderable": False, "distance_orderable": False, "returnable": False, "search_array": False,
+                     "search_nulls": False}
+_UNORDERED = ("asc", "desc", "nulls_first", "nulls_last")
+
+
+def _index_keys(args: list, ctx) -> dict[str, str] | None:
+    """Lookup table of the statement's indexes: ``i#<oid>`` -> their key column count."""
+    from catalog.pg_catalog import object_oid
+
+    snap = ctx.catalog()
+    return None if snap is None else {f"i#{object_oid(i.id)}": str(len(i.keys)) for i in snap.indexes.values()}
+
+
+def _index_property_py(a, e):
+    oid, prop, table = a
+    if oid is None or prop is None or f"i#{oid}" not in lookup_table(table, "pg_index_has_property"):
+        return None
+    return INDEX_PROPERTIES.get(prop.lower())
+
+
+def _index_property_spark(S, a, e):
+    from planner.functions.registry import static_map
+
+    F = S.F
+    oid, prop, table = a
+    value = static_map(S, {k: str(v).lower() for k, v in INDEX_PROPERTIES.items()})[F.lower(prop)]
+    return F.when(lookup_map(S, table)[F.concat(F.lit("i#"), oid.cast("string"))].isNotNull(),
+                  value.cast("boolean")).otherwise(F.lit(None).cast("boolean"))
+
+
+def _column_property_py(a, e):
+    oid, column, prop, table = a
+    if oid is None or column is None or prop is None:
+        return None
+    keys = lookup_table(table, "pg_index_column_has_property").get(f"i#{oid}")
+    if keys is None or not 1 <= column <= int(keys):
+        return None
+    return COLUMN_PROPERTIES.get(prop.lower())
+
+
+def _column_property_spark(S, a, e):
+    from planner.functions.registry import static_map
+
+    F = S.F
+    oid, column, prop, table = a
+    keys = lookup_map(S, table)[F.concat(F.lit("i#"), oid.cast("string"))].cast("int")
+    value = static_map(S, {k: str(v).lower() for k, v in COLUMN_PROPERTIES.items()})[F.lower(prop)]
+    return F.when(keys.isNotNull() & (column >= 1) & (column <= keys), value.cast("boolean")).otherwise(
+        F.lit(None).cast("boolean"))
+
+
+register(
+    # NULL for an OID that is no index, a column it does not have, or a property name
+    # PostgreSQL does not know (or asc/desc/nulls_*: an unordered access method's)
+    Function("pg_index_has_property", (sig("oid", "text", "internal", ret="bool"),), _index_property_py,
+             _index_property_spark, sql_names=("pg_index_has_property",), strict=False, volatility="stable",
+             doc="9.26", extra={"plan_args_in": lookup_args("pg_index_has_property", _index_keys)},
+             samples=("pg_index_has_property(k::oid, 'clusterable')", "pg_index_has_property(0, 'index_scan')",
+                      "pg_index_has_property(k::oid, s)")),
+    Function("pg_index_column_has_property", (sig("oid", "int4", "text", "internal", ret="bool"),),
+             _column_property_py, _column_property_spark, sql_names=("pg_index_column_has_property",), strict=False,
+             volatility="stable", doc="9.26",
+             extra={"plan_args_in": lookup_args("pg_index_column_has_property", _index_keys)},
+             samples=("pg_index_column_has_property(k::oid, 1, 'asc')",
+                      "pg_index_column_has_property(0, k, 'orderable')",
+                      "pg_index_column_has_property(k::oid, k, s)")),
 )

@@ -13,7 +13,8 @@ import re
 
 from catalog.errors import (
     SqlError, ARRAY_SUBSCRIPT_ERROR, CHARACTER_NOT_IN_REPERTOIRE, FEATURE_NOT_SUPPORTED,
-    INVALID_ESCAPE_SEQUENCE, INVALID_PARAMETER_VALUE, INVALID_REGULAR_EXPRESSION, NULL_VALUE_NOT_ALLOWED,
+    INVALID_ESCAPE_SEQUENCE, INVALID_PARAMETER_VALUE, INVALID_REGULAR_EXPRESSION, INVALID_USE_OF_ESCAPE_CHARACTER,
+    NULL_VALUE_NOT_ALLOWED,
     PROGRAM_LIMIT_EXCEEDED, STRING_DATA_RIGHT_TRUNCATION, SUBSTRING_ERROR, SYNTAX_ERROR, UNDEFINED_OBJECT,
 )
 from catalog.textio import fit_string, format_text
@@ -571,6 +572,58 @@ def similar_to_regex(pattern: str, escape: str | None = "\\") -> str:
     return "".join(out)
 
 
+def similar_parts(pattern: str, escape: str | None) -> list[str]:
+    """A SIMILAR pattern split at its escape-double-quote separators (``#"`` with escape
+    ``#``): one part (none), two or three (PostgreSQL 9.7.2, similar_escape).
+
+    Raises:
+        SqlError 2200C for more than two separators."""
+    parts, cur, i = [], [], 0
+    while i < len(pattern):
+        if escape and pattern[i] == escape and i + 1 < len(pattern):
+            if pattern[i + 1] == '"':
+                if len(parts) == 2:
+                    raise SqlError(INVALID_USE_OF_ESCAPE_CHARACTER,
+                                   "SQL regular expression may not contain more than two escape-double-quote separators")
+                parts.append("".join(cur))
+                cur = []
+            else:
+                cur.append(pattern[i:i + 2])
+            i += 2
+            continue
+        cur.append(pattern[i])
+        i += 1
+    return [*parts, "".join(cur)]
+
+
+def _substring_similar_py(a, e, ctx):
+    """substring(s similar pattern escape e), SQL's form (PostgreSQL 9.7.2): the pattern
+    matches the whole of ``s``; without separators the answer is ``s``, with them the part
+    between the two ``e"`` separators (after the one, to the end), the part before them
+    matching as little as it can and the part between as much as it can (similar_escape's
+    ``^(?:A){1,1}?(B){1,1}(?:C)$``); NULL when the pattern does not match.
+
+    Raises:
+        SqlError 2200C for more than two separators, 22025 for a bad escape, 2201B for a
+        pattern Python's re rejects."""
+    text, pattern, escape = a
+    try:
+        rx = [compile_regex(similar_to_regex(p, escape), re.S, ctx.guard) for p in similar_parts(pattern, escape)]
+    except re.error as err:
+        raise SqlError(INVALID_REGULAR_EXPRESSION, f"invalid regular expression: {err}") from None
+    if len(rx) == 1:
+        return text if rx[0].fullmatch(text) else None
+    before, within, after = rx if len(rx) == 3 else (*rx, None)
+    n = len(text)
+    for i in range(n + 1):
+        if not before.fullmatch(text[:i]):
+            continue
+        for j in (range(n, i - 1, -1) if after is not None else (n,)):
+            if within.fullmatch(text[i:j]) and (after is None or after.fullmatch(text[j:])):
+                return text[i:j]
+    return None
+
+
 def _similar_py(a, e, ctx):
     escape = a[2] if len(a) > 2 else "\\"
     return compile_regex(similar_to_regex(a[1], escape), re.S, ctx.guard).search(a[0]) is not None
@@ -592,6 +645,15 @@ register(
              _split_py, _split_spark, sql_names=("regexp_split_to_array",), doc="9.7.3",
              samples=("regexp_split_to_array(s, ',')", "regexp_split_to_array(s, '\\s+')",
                       "regexp_split_to_array(s, 'L', 'i')"), extra=IN_CONTEXT),
+    # on table data through the same Python (by_python): Java's regular expressions
+    # backtrack, with no "as little as it can" for the part before the separators
+    Function("substring_similar", (sig("text", "text", "text", ret="text"),), _substring_similar_py, by_python,
+             sql_names=("substring",), doc="9.7.2",
+             samples=("substring(s similar '%#\"l_#\"%' escape '#')", "substring(s, '%#\"[a-z]+#\"%', '#')",
+                      "substring('foobar' similar '%#\"o_b#\"%' escape '#')", "substring(s, 'H%', '#')",
+                      "substring(s, '%#\"l%', '#')", "substring(s, '%#\"o#\"%#\"a', '#')",
+                      "substring(s, '%#\"%', NULL)", "substring(s, '_#\"%#\"_', '#')"),
+             extra=IN_CONTEXT),
     Function("similar_to", (), _similar_py, _similar_spark, doc="9.7.2",
              samples=("s SIMILAR TO 'H%'", "s SIMILAR TO '%(b|l)%'", "s NOT SIMILAR TO '[a-z ,]*'",
                       "s SIMILAR TO '%#%%' ESCAPE '#'", "s SIMILAR TO 'a_b%'"), extra=IN_CONTEXT),

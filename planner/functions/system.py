@@ -13,7 +13,7 @@ from typing import Callable
 
 from catalog.errors import (
     SqlError, DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, NUMERIC_VALUE_OUT_OF_RANGE,
-    OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_FILE, UNDEFINED_OBJECT,
+    OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_FILE, UNDEFINED_OBJECT, WRONG_OBJECT_TYPE,
 )
 from catalog.settings import DEFAULTS
 from planner.functions.registry import (
@@ -250,6 +250,50 @@ def _function_texts() -> dict[str, dict[str, str]]:
                        for oid, row in FUNCTION_PROC_BY_OID.items()}}
 
 
+#: pg_get_functiondef's volatility words (a volatile function's is not written)
+_VOLATILITY = {"immutable": "IMMUTABLE", "stable": "STABLE"}
+
+
+@functools.lru_cache(maxsize=1)
+def _function_definitions() -> dict[str, dict[str, str]]:
+    """"definition": pg_proc OID -> pg_get_functiondef's text of each function of the
+    registry (ruleutils.c's layout: CREATE OR REPLACE FUNCTION in pg_catalog, its
+    arguments and result, LANGUAGE internal, WINDOW, volatility and STRICT, and AS the
+    entry's plan name, which is what implements it); "aggregate": OID -> name of each
+    aggregate, which has none."""
+    from catalog.pg_catalog import FUNCTION_PROC_BY_OID
+    from planner.functions.registry import proc_entries
+    from planner.functions.string import quote_ident
+
+    texts, definitions, aggregates = _function_texts(), {}, {}
+    for oid, sql_name, f, _ in proc_entries():
+        if FUNCTION_PROC_BY_OID[oid][5] == "a":
+            aggregates[str(oid)] = sql_name
+            continue
+        lines = [f"CREATE OR REPLACE FUNCTION pg_catalog.{quote_ident(sql_name)}({texts['arguments'][str(oid)]})",
+                 f" RETURNS {texts['result'][str(oid)]}", " LANGUAGE internal"]
+        if f.kind == "window":
+            lines.append(" WINDOW")
+        traits = [_VOLATILITY[f.volatility]] if f.volatility in _VOLATILITY else []
+        if f.strict:
+            traits.append("STRICT")
+        if traits:
+            lines.append(" " + " ".join(traits))
+        definitions[str(oid)] = "\n".join([*lines, f"AS $function${f.name}$function$", ""])
+    return {"definition": definitions, "aggregate": aggregates}
+
+
+def _functiondef_py(a, e):
+    """pg_get_functiondef(oid): NULL for an OID that names no function.
+
+    Raises:
+        SqlError 42809 for an aggregate (PostgreSQL: it has no CREATE FUNCTION)."""
+    table = _function_definitions()
+    if str(a[0]) in table["aggregate"]:
+        raise SqlError(WRONG_OBJECT_TYPE, f'"{table["aggregate"][str(a[0])]}" is an aggregate function')
+    return table["definition"].get(str(a[0]))
+
+
 def _by_oid(which: str):
     """(Python, Spark) implementations of a function of a pg_proc OID answered by
     ``_function_texts()[which]``: NULL for an OID that names no function."""
@@ -408,6 +452,13 @@ register(
              sql_names=("pg_get_function_arguments", "pg_get_function_identity_arguments"),
              volatility="stable", doc="9.27", samples=("pg_get_function_arguments((k + 999990)::oid)",),
              differs="the registry's signatures (argument names, defaults and VARIADIC are not kept)"),
+    # psql's \sf and \ef read this one
+    # (on table data through the same Python, by_python: the texts are too long to ship
+    # to Spark as a map in every plan)
+    Function("pg_get_functiondef", (sig("oid", ret="text"),), _functiondef_py, by_python,
+             sql_names=("pg_get_functiondef",), volatility="stable", doc="9.26",
+             samples=("pg_get_functiondef((k + 999990)::oid)", "pg_get_functiondef(0)",
+                      "pg_get_functiondef(CASE WHEN k > 3 THEN (SELECT min(oid) FROM pg_proc WHERE proname = 'sum') END)")),
     Function("pg_get_function_result", (sig("oid", ret="text"),), *_by_oid("result"),
              sql_names=("pg_get_function_result",), volatility="stable", doc="9.27",
              samples=(("pg_get_function_result(CASE WHEN k < 3 THEN (SELECT min(oid) FROM pg_proc WHERE "
