@@ -589,9 +589,10 @@ class ExprPlanner:
         return self.plan(node.arg)
 
     def binary(self, op: str, l, r):
-        if l.type.name in ("list", "map") or r.type.name in ("list", "map"):
-            from planner.functions import lists, maps
+        from planner.functions import lists, maps
 
+        if l.type.name in ("list", "map") or r.type.name in ("list", "map") or (
+                l.type.name == "unknown" and op in maps.AMBIGUOUS_WITH_UNKNOWN):
             e = lists.plan_operator(op, l, r, self.ctx.guard.text)
             e = maps.plan_operator(op, l, r, self.ctx.guard.text) if e is None else e
             if e is not None:
@@ -1146,4 +1147,3 @@ class Grouping:
                     f'column "{names}" must appear in the GROUP BY clause or be used in an aggregate function',
                 )
         return outer.plan_node(node)
-

@@ -353,7 +353,7 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
         for k in plan.keys:
             bpchar = plan.input.columns[k.index][1].name == "bpchar"
             jsonb = plan.input.columns[k.index][1].name == "jsonb"
-            nan = plan.input.columns[k.index][1].name in _NAN_TYPES
+            nan = _keyed(plan.input.columns[k.index][1])
             key = (lambda r, i=k.index: r[i] if r[i] is None else r[i].rstrip(" ")) if bpchar else \
                 (lambda r, i=k.index: r[i] if r[i] is None else jsonb_sort_key(r[i])) if jsonb else \
                 (lambda r, i=k.index: r[i] if r[i] is None else order_key(r[i])) if nan else \
@@ -437,7 +437,7 @@ def _order_keys(order, rows: Rows, value) -> list:
         values = [value(e, r) for r in rows]
         if e.type.name == "jsonb":  # jsonb's btree order, not its text's
             values = [v if v is None else jsonb_sort_key(v) for v in values]
-        elif e.type.name in _NAN_TYPES:
+        elif _keyed(e.type):
             values = [v if v is None else order_key(v) for v in values]
         out.append((values.__getitem__, desc, nulls_first))
     return out
@@ -504,8 +504,9 @@ def _conjuncts(e) -> list:
 
 
 def _hashable_col(e) -> bool:
-    # bpchar compares without trailing spaces, so its raw values cannot be hashed as keys
-    return isinstance(e, ColRef) and e.type.name != "bpchar" and not e.type.is_array
+    # bpchar compares without trailing spaces, so its raw values cannot be hashed as keys;
+    # arrays, lists and maps (Python lists and dicts) are not hashable
+    return isinstance(e, ColRef) and e.type.name != "bpchar" and not (e.type.is_array or e.type.is_list or e.type.is_map)
 
 
 def _index_probe(plan: Filter):
@@ -599,10 +600,19 @@ def _reduce(plan: Reduce, rows: Rows, limits: Limits, value, stmt: PlanContext) 
 _NAN_TYPES = ("float4", "float8", "numeric")
 
 
+def _keyed(t) -> bool:
+    """Whether values of type ``t`` sort by ``order_key`` (NaNs; arrays, lists and maps,
+    whose NULL elements sort last)."""
+    return t.name in _NAN_TYPES or t.is_array or t.is_list or t.is_map
+
+
 def _hashable(row: tuple | list) -> tuple:
-    """``row`` with its arrays (lists, nested for several dimensions) as tuples, to serve
-    as a dict key; a NaN as ``order_key``'s (NaNs are equal in PostgreSQL, not in Python)."""
-    return tuple(_hashable(v) if isinstance(v, list) else order_key(v) if v != v else v for v in row)
+    """``row`` with its arrays (lists, nested for several dimensions) as tuples and its maps
+    (dicts) as tuples of (key, value) pairs in key order, to serve as a dict key; a NaN as
+    ``order_key``'s (NaNs are equal in PostgreSQL, not in Python)."""
+    return tuple(_hashable(v) if isinstance(v, list) else ("map", _hashable(sorted(v.items())))
+                 if isinstance(v, dict) else _hashable(v) if isinstance(v, tuple)
+                 else order_key(v) if v != v else v for v in row)
 
 
 def _distinct(rows: Rows) -> Rows:

@@ -454,6 +454,8 @@ class QueryPlanner:
         if (name == "unnest" and args and all(a.type.is_array or a.type.is_list for a in args)) or (name in functions.SET_RETURNING
                                                                                   and not series):
             return self._unnest_rows(self._function_columns(name, args), item.ordinality)
+        if name == "unnest":  # of no array or list: as unnest(...) in a select list
+            raise functions.undefined_function(name, [a.type for a in args])
         if name in VIEW_FUNCTIONS:
             return self._view_function(name, args, item.ordinality)
         row_entry = next((f for f in functions.BY_SQL_NAME.get(name, ()) if "row_in_from" in f.extra), None)
@@ -892,8 +894,8 @@ class QueryPlanner:
         raise SqlError(UNDEFINED_FUNCTION, f"window function {name} with {len(args)} arguments does not exist")
 
     def _plan_srfs(self, plan, targets, planner: ExprPlanner):
-        """Plan ``unnest(array)``, ``generate_subscripts(array, 1)`` and the registry's
-        set-returning select items as an Unnest over ``plan``. Returns the new plan and
+        """Plan ``unnest(array)``, ``unnest(list)`` (Materialize's: the list's outer layer),
+        ``generate_subscripts(array, 1)`` and the registry's set-returning select items as an Unnest over ``plan``. Returns the new plan and
         {target index: its value}: a ColRef, or a record of the columns of a function of
         several (``jsonb_each(j)``)."""
         srfs = [(i, node) for i, (node, _) in enumerate(targets) if _srf_name(node)]
@@ -914,6 +916,10 @@ class QueryPlanner:
             if len(args) != (1 if name == "unnest" else 2):
                 raise SqlError(UNDEFINED_FUNCTION, f"function {name} with {len(args)} arguments does not exist")
             arr = fold(planner.plan(args[0]), self.ctx)
+            if name == "unnest" and arr.type.is_list:  # a list's elements are its outer layer's
+                arrays.append(arr)
+                kinds.append("unnest")
+                continue
             if not arr.type.is_array:
                 raise SqlError(UNDEFINED_FUNCTION, f"function {name}({arr.type.sql()}) does not exist")
             if name == "generate_subscripts":

@@ -268,16 +268,53 @@ _TEXT_FORMS = {
 }
 
 
-def _sort_col(c: SparkColumn, t: SqlType, descending: bool, nulls_first: bool) -> SparkColumn:
-    """``c`` as a sort key of ORDER BY: char(n) without its padding, intervals by
-    ``interval_key``, jsonb in jsonb's btree order (the registry's ``jsonb_sort_key``),
-    NULLs placed as told."""
+def sort_key(c: SparkColumn, t: SqlType) -> SparkColumn:
+    """``c`` (of type ``t``) as a value Spark compares and sorts in this project's order:
+    char(n) without its padding, intervals by ``interval_key``, jsonb in jsonb's btree
+    order (the registry's ``jsonb_sort_key``); an array or list element by element with a
+    NULL element above every other value (PostgreSQL's array_cmp, Materialize's Datum
+    order; Spark's own array order puts NULL elements first), a map as its (key, value)
+    pairs in key order (Materialize's DatumMap order; Spark cannot compare maps). The
+    interpreter's twin is ``planner.functions.logic.order_key``."""
     if t.name == "bpchar":
-        c = F.rtrim(c)
-    elif t.name == "interval":
-        c = interval_key(c)
-    elif t.name == "jsonb":
-        c = FUNCTIONS["jsonb_sort_key"].spark(Lowerer, [c], None)
+        return F.rtrim(c)
+    if t.name == "interval":
+        return interval_key(c)
+    if t.name == "jsonb":
+        return FUNCTIONS["jsonb_sort_key"].spark(Lowerer, [c], None)
+    if t.is_array or t.is_list:
+        return F.transform(c, lambda x: F.struct(x.isNull().alias("n"), sort_key(x, t.element).alias("v")))
+    if t.is_map:
+        pairs = F.transform(F.map_entries(c), lambda e: F.struct(e["key"].alias("k"), e["value"].isNull().alias("n"),
+                                                                  sort_key(e["value"], t.element).alias("v")))
+        return F.array_sort(pairs)  # keys are distinct: the pairs sort by key
+    return c
+
+
+def _has_map(t: SqlType) -> bool:
+    return t.is_map or ((t.is_array or t.is_list) and _has_map(t.element))
+
+
+def _groupable(c: SparkColumn, t: SqlType) -> SparkColumn:
+    """A map column as its entries in key order (an array of key-value structs), a value
+    Spark groups and compares; ``_from_groupable`` turns it back. Spark refuses maps in
+    DISTINCT and set operations, and its GROUP BY of a map with a NULL value gave 0 for the
+    NULL (Spark 4.0's map normalization).
+
+    Raises:
+        SqlError 0A000 for a map inside an array or list, or a map of maps."""
+    if t.is_map and not _has_map(t.element):
+        return F.array_sort(F.map_entries(c))
+    raise SqlError(FEATURE_NOT_SUPPORTED, f"grouping by values of type {t.sql()} is not supported on table data")
+
+
+def _from_groupable(c: SparkColumn, t: SqlType) -> SparkColumn:
+    return F.map_from_entries(c)
+
+
+def _sort_col(c: SparkColumn, t: SqlType, descending: bool, nulls_first: bool) -> SparkColumn:
+    """``c`` as a sort key of ORDER BY (``sort_key``), NULLs placed as told."""
+    c = sort_key(c, t)
     if descending:
         return c.desc_nulls_first() if nulls_first else c.desc_nulls_last()
     return c.asc_nulls_first() if nulls_first else c.asc_nulls_last()
@@ -747,9 +784,15 @@ class Lowerer:
 
     def _Reduce(self, p: Reduce) -> DataFrame:
         df = self.lower(p.input)
-        keys = [self.scalar(k).alias(f"c{i}") for i, k in enumerate(p.keys)]
+        # maps are grouped by their entries (``_groupable``) and turned back into maps after
+        maps = {i: k.type for i, k in enumerate(p.keys) if _has_map(k.type)}
+        keys = [(_groupable(self.scalar(k), k.type) if i in maps else self.scalar(k)).alias(f"c{i}")
+                for i, k in enumerate(p.keys)]
         if not p.aggregates:
-            return df.select(*keys).distinct()
+            df = df.select(*keys).distinct()
+            for i, t in maps.items():
+                df = df.withColumn(f"c{i}", _from_groupable(F.col(f"c{i}"), t))
+            return df
         # an aggregate whose entry gives its text per group (``result_text``) carries it
         # (t<i>) beside its value, which is that text cast to the aggregate's type
         texts = {len(keys) + j: a for j, a in enumerate(p.aggregates)
@@ -757,6 +800,8 @@ class Lowerer:
         aggs = [self.aggregate(a, text=True).alias(f"t{len(keys) + j}") if len(keys) + j in texts
                 else self.aggregate(a).alias(f"c{len(keys) + j}") for j, a in enumerate(p.aggregates)]
         df = df.agg(*aggs) if not keys else df.groupBy(*keys).agg(*aggs)
+        for i, t in maps.items():
+            df = df.withColumn(f"c{i}", _from_groupable(F.col(f"c{i}"), t))
         if not texts:
             return df
         self._texts[id(p)] = frozenset(texts)
@@ -803,10 +848,29 @@ class Lowerer:
         left, right = self.lower(p.left), self.lower(p.right)
         if p.op == "union":
             df = left.unionAll(right)
-            return df if p.all else df.distinct()
+            return df if p.all else self._distinct(df, p.columns)
+        maps = {i: t for i, (_, t) in enumerate(p.columns) if _has_map(t)}
+        for i, t in maps.items():  # compared by their entries (``_groupable``)
+            left, right = (d.withColumn(f"c{i}", _groupable(F.col(f"c{i}"), t)) for d in (left, right))
         if p.op == "intersect":
-            return left.intersectAll(right) if p.all else left.intersect(right)
-        return left.exceptAll(right) if p.all else left.subtract(right)
+            df = left.intersectAll(right) if p.all else left.intersect(right)
+        else:
+            df = left.exceptAll(right) if p.all else left.subtract(right)
+        for i, t in maps.items():
+            df = df.withColumn(f"c{i}", _from_groupable(F.col(f"c{i}"), t))
+        return df
+
+    @staticmethod
+    def _distinct(df: DataFrame, columns) -> DataFrame:
+        """``df``'s distinct rows, its columns ``c<i>`` of ``columns`` ((name, type) each):
+        maps compared by their entries (``_groupable``)."""
+        maps = {i: t for i, (_, t) in enumerate(columns) if _has_map(t)}
+        for i, t in maps.items():
+            df = df.withColumn(f"c{i}", _groupable(F.col(f"c{i}"), t))
+        df = df.distinct()
+        for i, t in maps.items():
+            df = df.withColumn(f"c{i}", _from_groupable(F.col(f"c{i}"), t))
+        return df
 
     def _Unnest(self, p: Unnest) -> DataFrame:
         df = self.lower(p.input)
@@ -851,7 +915,7 @@ class Lowerer:
         return self.aggregate(c.as_aggregate(), over=spec)
 
     def _Distinct(self, p: Distinct) -> DataFrame:
-        return self.lower(p.input).distinct()
+        return self._distinct(self.lower(p.input), p.columns)
 
     # -- scalars ----------------------------------------------------------------------
 
@@ -1045,6 +1109,10 @@ class Lowerer:
     @staticmethod
     def interval_key(c: SparkColumn) -> SparkColumn:
         return interval_key(c)
+
+    @staticmethod
+    def sort_key(c: SparkColumn, t: SqlType) -> SparkColumn:
+        return sort_key(c, t)
 
     @staticmethod
     def trunc_div(a: SparkColumn, n: int) -> SparkColumn:

@@ -62,6 +62,18 @@ def _minmax_type(a: SqlType):
     return a, a.unconstrained() if a.name in ("varchar", "bpchar") else a
 
 
+def _minmax_spark(f: str):
+    """Spark's min/max, or, for arrays, lists and maps (whose NULL elements sort last and
+    which Spark orders otherwise or not at all), the value of the least/greatest
+    ``sort_key`` (``spark_exec.lower.sort_key``)."""
+    def spark(S, x, a):
+        t = a.arg.type
+        if t.is_array or t.is_list or t.is_map:
+            return (S.F.min_by if f == "min" else S.F.max_by)(x, S.sort_key(x, t))
+        return getattr(S.F, f)(x)
+    return spark
+
+
 def _stat_type(a: SqlType):
     if a.name in ("int2", "int4", "int8", "numeric"):
         return NUMERIC, NUMERIC
@@ -383,10 +395,10 @@ register(
              differs="a numeric avg has 16 decimals on Spark; PostgreSQL's scale follows the value "
                      "(select_div_scale), so avg over integers can show more or fewer"),
     Function("min", (AggSig(_minmax_type),), lambda vals, a, p: min(vals, key=order_key) if vals else None,
-             lambda S, x, a: S.F.min(x), sql_names=("min",), kind="aggregate", doc="9.21",
+             _minmax_spark("min"), sql_names=("min",), kind="aggregate", doc="9.21",
              samples=("min(s)", "min(d)", "min(n)")),
     Function("max", (AggSig(_minmax_type),), lambda vals, a, p: max(vals, key=order_key) if vals else None,
-             lambda S, x, a: S.F.max(x), sql_names=("max",), kind="aggregate", doc="9.21",
+             _minmax_spark("max"), sql_names=("max",), kind="aggregate", doc="9.21",
              samples=("max(s)", "max(ts)", "max(i) filter (where i < 40)")),
     Function("bool_and", (AggSig(lambda t: (BOOL, BOOL) if t.name == "bool" else None),), _bool("bool_and"),
              lambda S, x, a: S.F.bool_and(x), sql_names=("bool_and", "every"), kind="aggregate", doc="9.21",

@@ -26,17 +26,30 @@ def _bpchar_pair(e, a, b):
 
 def order_key(v):
     """``v`` as a sort key in PostgreSQL's order of floats and numerics, where NaN equals
-    NaN and is above every other value (8.1.2); other values as they are. Python's NaNs
-    are unordered (and a Decimal NaN raises when ordered)."""
+    NaN and is above every other value (8.1.2); an array or list (a Python list) element by
+    element, a NULL element above every other value and equal to another NULL (PostgreSQL's
+    array_cmp; Materialize's Datum order, where Null is last), a shorter prefix first; a map
+    (a dict) as its (key, value) pairs in key order (Materialize's DatumMap order); other
+    values as they are. Python's NaNs are unordered (and a Decimal NaN raises when
+    ordered), and so are None and a value."""
+    if isinstance(v, list):
+        return tuple(_element_key(x) for x in v)
+    if isinstance(v, dict):
+        return tuple((k, _element_key(x)) for k, x in sorted(v.items()))
     if isinstance(v, (float, Decimal)) and v != v:
         return (True, 0)
     return (False, v) if isinstance(v, (float, Decimal)) else v
 
 
+def _element_key(x) -> tuple:
+    return (1,) if x is None else (0, order_key(x))
+
+
 def _cmp_py(op):
     def py(a, e):
         x, y = _bpchar_pair(e, a[0], a[1])
-        if isinstance(x, (float, Decimal)) and isinstance(y, (float, Decimal)) and (x != x or y != y):
+        if (isinstance(x, (float, Decimal)) and isinstance(y, (float, Decimal)) and (x != x or y != y)
+                or isinstance(x, (list, dict))):
             x, y = order_key(x), order_key(y)
         return CMP[op](x, y)
     return py
@@ -97,6 +110,8 @@ def _cmp_spark(op):
             x, y = S.F.rtrim(x), S.F.rtrim(y)
         elif e.args[0].type.name == "interval":
             x, y = S.interval_key(x), S.interval_key(y)
+        elif (t := e.args[0].type).is_array or t.is_list or t.is_map:  # NULL elements last; maps by entries
+            x, y = S.sort_key(x, t), S.sort_key(y, t)
         return CMP[op](x, y)
     return spark
 

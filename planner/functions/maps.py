@@ -31,6 +31,11 @@ def _call(func: str, args: tuple, t):
     return Call(func, args, t)
 
 
+#: operators whose left operand of unknown type (a NULL or a string literal) leaves
+#: map's operator and jsonb's (and for @>, <@ also list's and array's) as candidates
+AMBIGUOUS_WITH_UNKNOWN = ("->", "?", "?&", "?|", "@>", "<@")
+
+
 def plan_operator(op: str, l, r, fmt: TextFormat):
     """``l op r`` where a side is a map: ``m -> 'k'`` (the value, NULL when absent),
     ``m -> ARRAY['a', 'b']`` (the values), ``m ? 'k'``, ``m ?& keys``, ``m ?| keys``,
@@ -38,13 +43,18 @@ def plan_operator(op: str, l, r, fmt: TextFormat):
     these (the caller reports it).
 
     Raises:
-        SqlError 42883 for sides of other types (``m -> 1``); 42725 for ``NULL -> 'k'``
-        and ``NULL ? 'k'``, as Materialize."""
+        SqlError 42883 for sides of other types (``m -> 1``); 42725 for ``NULL -> 'k'``,
+        ``NULL ? 'k'``, ``NULL ?& '{k}'`` and ``NULL ?| '{k}'`` (map's and jsonb's
+        operators both fit: Materialize refuses them too; PostgreSQL, where json's and
+        jsonb's ``->`` both fit, refuses ``NULL -> 'k'``), and for ``NULL @> NULL``
+        (PostgreSQL's answer)."""
     from planner import typing as ty
     from planner.expr import coerce
 
     lt, rt = l.type, r.type
     if op in ("@>", "<@"):
+        if lt.name == rt.name == "unknown":
+            raise SqlError(AMBIGUOUS_FUNCTION, f"operator is not unique: unknown {op} unknown")
         if not (lt.is_map or rt.is_map):
             return None
         t = lt if lt.is_map else rt
@@ -55,7 +65,7 @@ def plan_operator(op: str, l, r, fmt: TextFormat):
     if op not in ("->", "?", "?&", "?|"):
         return None
     if not lt.is_map:
-        if lt.name == "unknown" and rt.is_string and op in ("->", "?"):
+        if lt.name == "unknown" and (rt.is_string if op in ("->", "?") else rt.name == "unknown" or rt == array_of(TEXT)):
             raise SqlError(AMBIGUOUS_FUNCTION, f"operator is not unique: unknown {op} {rt.sql()}")
         return None
     if op in ("->", "?") and (rt.is_string or rt.name == "unknown"):
