@@ -426,6 +426,9 @@ def read_snapshot(spark: SparkSession, table: Table, snap: ShardSnapshot, arrang
         return reduce(DataFrame.unionAll, frames) if frames else spark.createDataFrame([], _file_schema(table))
     plain = [p for p in parts if not p.diffs]
     updates = [p for p in parts if p.diffs]
+    maps = _map_columns(table)
+    if maps:  # no shortcut compares rows: Spark cannot compare maps (``_consolidate``)
+        return _consolidate(reduce(DataFrame.unionAll, _update_frames(spark, table, snap, parts, inline)), names, maps)
     if plain and (updates or inline is not None):
         split = _split_on_change_values(table, snap)
         if split is not None:
@@ -523,15 +526,41 @@ def consolidated_updates(spark: SparkSession, table: Table, snap: ShardSnapshot)
     names = [f"`{c.name}`" for c in table.columns]
     frames = _update_frames(spark, table, snap, [p for p in snap.parts if p.inline is None], inline_frame(spark, table, snap))
     d = F.col(DIFF_COLUMN)
-    summed = reduce(DataFrame.unionAll, frames).groupBy(*names).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN)).filter(d != 0)
+    maps = _map_columns(table)
+    summed = _maps_restored(_maps_groupable(reduce(DataFrame.unionAll, frames), maps).groupBy(*names)
+                            .agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN)).filter(d != 0), maps)
     sign = F.when(d > 0, F.lit(1)).otherwise(F.lit(-1)).cast("long")
     return summed.select(*names, F.explode(F.array_repeat(sign, F.abs(d).cast("int"))).alias(DIFF_COLUMN))
 
 
-def _consolidate(df: DataFrame, names: list[str]) -> DataFrame:
+def _map_columns(table: Table) -> dict[str, SqlType]:
+    """``table``'s columns holding maps: name -> type."""
+    return {c.name: c.type for c in table.columns if _has_map(c.type)}
+
+
+def _maps_groupable(df: DataFrame, maps: dict[str, SqlType]) -> DataFrame:
+    """``df`` with its map columns ``maps`` (name -> type) as their entries in key order
+    (``_groupable``): Spark refuses to compare maps, and its grouping of a map turned a
+    NULL value into 0 or 1 (Spark 4.0's map normalization), so rows holding maps are
+    consolidated in this form. ``_maps_restored`` turns them back."""
+    for n, t in maps.items():
+        df = df.withColumn(n, _groupable(F.col(f"`{n}`"), t))
+    return df
+
+
+def _maps_restored(df: DataFrame, maps: dict[str, SqlType]) -> DataFrame:
+    for n, t in maps.items():
+        df = df.withColumn(n, _from_groupable(F.col(f"`{n}`"), t))
+    return df
+
+
+def _consolidate(df: DataFrame, names: list[str], maps: dict[str, SqlType] | None = None) -> DataFrame:
     """Materialize's consolidation: sum the diffs of equal rows (NULLs group together) and
-    repeat each row its count times (rows summing to <= 0 vanish)."""
-    summed = df.groupBy(*names).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN)).filter(F.col(DIFF_COLUMN) > 0)
+    repeat each row its count times (rows summing to <= 0 vanish). ``maps``: the columns
+    holding maps, name -> type (``_maps_groupable``)."""
+    df = _maps_groupable(df, maps or {})
+    summed = _maps_restored(df.groupBy(*names).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN))
+                            .filter(F.col(DIFF_COLUMN) > 0), maps or {})
     return summed.select(*names, F.explode(F.array_repeat(F.lit(0), F.col(DIFF_COLUMN).cast("int"))).alias("_n")
                          ).select(*names)
 
