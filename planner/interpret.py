@@ -299,7 +299,7 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
         result = run(plan.base, builtin_rows)
         if not plan.all:
             result = _distinct(result)
-        seen = {_hashable(r) for r in result}
+        seen = {hashable_row(r) for r in result}
         work = result
         for _ in range(MAX_RECURSION):
             if not work:
@@ -307,8 +307,8 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
             ctx.work[plan.cte] = work
             new = run(plan.step, builtin_rows)
             if not plan.all:
-                new = [r for r in _distinct(new) if _hashable(r) not in seen]
-                seen.update(_hashable(r) for r in new)
+                new = [r for r in _distinct(new) if hashable_row(r) not in seen]
+                seen.update(hashable_row(r) for r in new)
             result = result + new
             work = new
             limits.check()  # each iteration's rows were kept as the step returned them
@@ -385,7 +385,7 @@ def _run_node(plan, builtin_rows, ctx: "_Nested") -> Rows:
     if isinstance(plan, Distinct):
         seen, out = set(), []
         for r in _checked(run(plan.input, builtin_rows), limits):
-            key = _hashable(r)
+            key = hashable_row(r)
             if key not in seen:
                 seen.add(key)
                 out.append(r)
@@ -587,7 +587,7 @@ def _reduce(plan: Reduce, rows: Rows, limits: Limits, value, stmt: PlanContext) 
     first: dict[tuple, tuple] = {}
     for r in _checked(rows, limits):
         key = tuple(value(k, r) for k in plan.keys)
-        h = _hashable(key)
+        h = hashable_row(key)
         first.setdefault(h, key)
         groups.setdefault(h, []).append(r)
     if not plan.keys and not groups:
@@ -606,12 +606,12 @@ def _keyed(t) -> bool:
     return t.name in _NAN_TYPES or t.is_array or t.is_list or t.is_map
 
 
-def _hashable(row: tuple | list) -> tuple:
+def hashable_row(row: tuple | list) -> tuple:
     """``row`` with its arrays (lists, nested for several dimensions) as tuples and its maps
     (dicts) as tuples of (key, value) pairs in key order, to serve as a dict key; a NaN as
     ``order_key``'s (NaNs are equal in PostgreSQL, not in Python)."""
-    return tuple(_hashable(v) if isinstance(v, list) else ("map", _hashable(sorted(v.items())))
-                 if isinstance(v, dict) else _hashable(v) if isinstance(v, tuple)
+    return tuple(hashable_row(v) if isinstance(v, list) else ("map", hashable_row(sorted(v.items())))
+                 if isinstance(v, dict) else hashable_row(v) if isinstance(v, tuple)
                  else order_key(v) if v != v else v for v in row)
 
 
@@ -619,7 +619,7 @@ def _distinct(rows: Rows) -> Rows:
     """The first of each set of equal rows, in order (rows may hold arrays: lists)."""
     first: dict = {}
     for r in rows:
-        first.setdefault(_hashable(r), r)
+        first.setdefault(hashable_row(r), r)
     return list(first.values())
 
 
@@ -650,22 +650,22 @@ def _setop(p: SetOp, left: Rows, right: Rows) -> Rows:
     if p.op == "union":
         rows = left + right
         return rows if p.all else _distinct(rows)
-    rc = Counter(_hashable(r) for r in right)
+    rc = Counter(hashable_row(r) for r in right)
     if p.op == "intersect":
         if not p.all:
-            return [r for r in _distinct(left) if _hashable(r) in rc]
+            return [r for r in _distinct(left) if hashable_row(r) in rc]
         out = []
         for r in left:
-            if rc[_hashable(r)] > 0:
-                rc[_hashable(r)] -= 1
+            if rc[hashable_row(r)] > 0:
+                rc[hashable_row(r)] -= 1
                 out.append(r)
         return out
     if not p.all:
-        return [r for r in _distinct(left) if _hashable(r) not in rc]
+        return [r for r in _distinct(left) if hashable_row(r) not in rc]
     out = []
     for r in left:
-        if rc[_hashable(r)] > 0:
-            rc[_hashable(r)] -= 1
+        if rc[hashable_row(r)] > 0:
+            rc[hashable_row(r)] -= 1
         else:
             out.append(r)
     return out

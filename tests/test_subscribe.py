@@ -136,3 +136,22 @@ def test_within_timestamp_order_by(conn):
     assert [r[1] for r in sub("mz_diff, v ASC NULLS FIRST")] == [None, "a", "b", "c"]
     with pytest.raises(psycopg.errors.UndefinedColumn):
         conn.execute("SUBSCRIBE ordered WITHIN TIMESTAMP ORDER BY nope")
+
+
+def test_subscribe_follows_a_table_of_arrays_lists_and_maps(conn):
+    # their values are Python lists and dicts: the update counters key rows by value
+    conn.execute("CREATE TABLE sub_nested (k int, a int[], l int list, m map[text=>int])")
+    conn.execute("INSERT INTO sub_nested VALUES (1, '{1,NULL}', LIST[1,NULL], '{a=>1,b=>NULL}')")
+    conn.execute("BEGIN")
+    conn.execute("DECLARE c CURSOR FOR SUBSCRIBE sub_nested")
+    first = conn.execute("FETCH ALL c WITH (timeout = '10s')").fetchall()
+    assert [r[1:] for r in first] == [(1, 1, [1, None], "{1,NULL}", "{a=>1,b=>NULL}")]
+    with psycopg.connect(conn.info.dsn, autocommit=True) as w:
+        w.execute("UPDATE sub_nested SET k = 2")
+    changed = []
+    while len(changed) < 2:
+        changed += conn.execute("FETCH ALL c WITH (timeout = '10s')").fetchall()
+    assert sorted(r[1:] for r in changed) == [(-1, 1, [1, None], "{1,NULL}", "{a=>1,b=>NULL}"),
+                                              (1, 2, [1, None], "{1,NULL}", "{a=>1,b=>NULL}")]
+    conn.execute("COMMIT")
+    conn.execute("DROP TABLE sub_nested")

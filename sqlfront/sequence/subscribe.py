@@ -60,6 +60,7 @@ from planner.context import MAINTAINED
 from planner.incremental import incremental_plan
 from planner.incremental.nodes import walk
 from planner.incremental.temporal import plan_mentions_now
+from planner.interpret import hashable_row
 from planner.plan import Filter, Get, Project, relations_read
 from sqlfront import mzparse as mz
 from sqlfront.sequence.result import Result, ResultStream, chunk_rows
@@ -197,7 +198,7 @@ class Subscription:
         from sqlfront.sequence.peek import peek
 
         rows = peek(self.s, self.plan, as_of=ts if self.tables else None)
-        return collections.Counter(tuple(r) for r in rows)
+        return collections.Counter(Row(r) for r in rows)
 
     def _emit(self, ts: int, diffs: collections.Counter) -> None:
         if self.up_to is not None and ts > self.up_to:
@@ -428,7 +429,7 @@ class Subscription:
             if rows:
                 for r in evaluate_over(self.s, self.plan, lambda _relation, rows=rows: rows,
                                        lambda rows=rows: {table_id: rows}):
-                    out[tuple(r)] += sign
+                    out[Row(r)] += sign
         return collections.Counter({k: v for k, v in out.items() if v})
 
     def _advance(self, ts: int) -> None:
@@ -565,7 +566,7 @@ class _QueryDataflow:
         out: dict[int, collections.Counter] = {}
         times = table.column("_t").to_pylist()
         for t, (row, d) in zip(times, self._pairs(table)):
-            out.setdefault(t, collections.Counter())[row] += d
+            out.setdefault(t, collections.Counter())[Row(row)] += d
         return [(t, collections.Counter({k: v for k, v in c.items() if v})) for t, c in sorted(out.items())]
 
     @property
@@ -580,7 +581,7 @@ class _QueryDataflow:
     def _counter(self, table) -> collections.Counter:
         c: collections.Counter = collections.Counter()
         for row, d in self._pairs(table):
-            c[row] += d
+            c[Row(row)] += d
         return collections.Counter({k: v for k, v in c.items() if v})
 
 
@@ -607,7 +608,7 @@ def temporal_constant(s: Session, plan, frontier: int) -> list[tuple[int, collec
 
     def at(ts: int) -> collections.Counter:
         now = map_plan_exprs(plan, lambda e: Literal(ts, e.type) if isinstance(e, Call) and e.func == "mz_now" else e)
-        return collections.Counter(tuple(r) for r in peek(s, now, as_of=None))
+        return collections.Counter(Row(r) for r in peek(s, now, as_of=None))
 
     last = at(frontier)
     out = [(frontier, collections.Counter({k: v for k, v in last.items() if v}))]
@@ -656,6 +657,23 @@ def _show_query(s: Session, query: str) -> str:
 
         return show_query(s, parse_one(query))
     return query
+
+
+class Row(tuple):
+    """A row as a key of a subscription's update counters: equal and hashed by value
+    when it holds arrays or lists (Python lists) or maps (dicts), which are not
+    hashable (``planner.interpret.hashable_row``'s rule, as DISTINCT's in the interpreter)."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash(hashable_row(self))
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, tuple) and hashable_row(self) == hashable_row(other)
+
+    def __ne__(self, other) -> bool:
+        return not self == other
 
 
 def _sort_key(row) -> tuple:
