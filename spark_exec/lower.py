@@ -29,7 +29,7 @@ from catalog.errors import SqlError, CANNOT_COERCE, FEATURE_NOT_SUPPORTED, NUMER
 from catalog.snapshot import BuiltinTable, Table
 from catalog.intervalio import FIELD_TRUNCATION
 from catalog.textio import DEFAULT_FORMAT, TextFormat
-from catalog.types import SqlType, Interval
+from catalog.types import UNCONSTRAINED_NUMERIC, SqlType, Interval
 from persist import DIFF_COLUMN, TIME_COLUMN, ShardSnapshot
 from persist.compact import CHANGES_BROADCAST_UPDATES
 from persist.read import change_values, inline_updates
@@ -333,6 +333,55 @@ def _row_text(call: Call, error_prefix: str) -> Callable:
 
         return call_text(call, values, error_prefix)
     return run
+
+
+#: decimals of a numeric product on Spark when an operand is an unconstrained numeric
+#: (``Lowerer.numeric_product``): its integer part keeps 38 - this many digits
+_PRODUCT_SCALE = 20
+
+
+def _per_value_numeric(e) -> bool:
+    """Whether ``e`` is an unconstrained numeric whose Spark scale may not be PostgreSQL's
+    (``Lowerer.numeric_scale``): no static scale."""
+    from planner.functions.math import static_scale
+
+    return e.type.name == "numeric" and e.type.precision is None and static_scale(e) is None
+
+
+def _least_scale(c: SparkColumn) -> SparkColumn:
+    """The fewest decimals that hold the decimal column ``c``'s value (its trailing zeros
+    dropped): 0 for an integral value."""
+    return F.length(F.regexp_extract(c.cast("string"), r"\.([0-9]*?)0*$", 1))
+
+
+def _let(value: SparkColumn, body: Callable[[SparkColumn], SparkColumn]) -> SparkColumn:
+    """``body(value)`` with ``value`` computed once: a body that uses its argument several
+    times would otherwise copy its expression each time, and nested products
+    (``n * n * n``) grow past what Spark Connect's messages may nest."""
+    return F.transform(F.array(value), body).getItem(0)
+
+
+def _split_decimal(c: SparkColumn, body: Callable[[SparkColumn, SparkColumn], SparkColumn]) -> SparkColumn:
+    """``body(whole, fraction)`` of the decimal column ``c``'s text: the digits before
+    its point (with the sign) and after it ('' for none)."""
+    def parts(text):
+        frac = F.when(text.contains("."), F.substring_index(text, ".", -1)).otherwise(F.lit(""))
+        return body(F.substring_index(text, ".", 1), frac)
+    return _let(c.cast("string"), parts)
+
+
+def _scaled_text(c: SparkColumn, scale: SparkColumn) -> SparkColumn:
+    """The decimal column ``c`` as text with ``scale`` (an int column) decimals: cut or
+    padded with zeros, never rounded (the digits cut are zeros: ``scale`` is at least the
+    value's own)."""
+    return _split_decimal(c, lambda whole, frac: F.when(
+        scale > 0, F.concat(whole, F.lit("."), F.rpad(frac, scale, "0"))).otherwise(whole))
+
+
+def _unscaled(c: SparkColumn, scale: SparkColumn) -> SparkColumn:
+    """The decimal column ``c``'s value times 10^``scale`` as a string of digits (with its
+    sign), exactly (``_scaled_text`` without the point)."""
+    return _split_decimal(c, lambda whole, frac: F.concat(whole, F.rpad(frac, scale, "0")))
 
 
 def col(i: int) -> SparkColumn:
@@ -691,14 +740,39 @@ class Lowerer:
         #: ids of the plan nodes whose columns are the result's (``lower_result``): only
         #: they carry texts, which no other node passes on
         self._result_path: set[int] = set()
+        #: id of a lowered plan node -> its columns that are an unconstrained numeric as a
+        #: table stores it (``catalog.types.UNCONSTRAINED_NUMERIC``'s scale, not the value's
+        #: own): their display scale is their value's least (``numeric_scale``)
+        self._stored: dict[int, frozenset[int]] = {}
+        #: the stored numerics (``_stored``) of the node whose columns the expressions
+        #: being lowered refer to (``ColRef``)
+        self._scope: frozenset[int] = frozenset()
 
     # -- relations --------------------------------------------------------------------
 
     def lower(self, plan) -> DataFrame:
         m = getattr(self, "_" + type(plan).__name__)
         df = m(plan)
+        # the expressions lowered next refer to this node's columns only through
+        # ``_lower_input``: none is a stored numeric until it says so (a Join's condition,
+        # whose inputs are two, sees none)
+        self._scope = frozenset()
         if isinstance(plan, (Filter, OrderBy, Limit)) and id(plan.input) in self._texts:
             self._texts[id(plan)] = self._texts[id(plan.input)]  # their rows keep every column
+        if isinstance(plan, (Filter, OrderBy, Limit, Distinct)) and id(plan.input) in self._stored:
+            self._stored[id(plan)] = self._stored[id(plan.input)]
+        if isinstance(plan, Join):  # the left input's columns, then the right's (none for semi, anti)
+            right = () if plan.kind in ("semi", "anti") else self._stored.get(id(plan.right), ())
+            stored = self._stored.get(id(plan.left), frozenset()) | {len(plan.left.columns) + i for i in right}
+            if stored:
+                self._stored[id(plan)] = frozenset(stored)
+        return df
+
+    def _lower_input(self, plan) -> DataFrame:
+        """``plan`` lowered as the input of the node whose expressions are lowered next:
+        their column references are to its columns (``_scope``)."""
+        df = self.lower(plan)
+        self._scope = self._stored.get(id(plan), frozenset())
         return df
 
     def _scan(self, rel: Table) -> ShardSnapshot:
@@ -730,10 +804,14 @@ class Lowerer:
                 break
             node = node.input
         df = self.lower(plan)
-        texts = self._texts.get(id(plan))
-        if texts:
-            df = df.select(*[F.col(f"t{i}").alias(f"c{i}") if i in texts else col(i)
-                             for i in range(len(plan.columns))])
+        texts = self._texts.get(id(plan), frozenset())
+        # a stored unconstrained numeric that reaches the result as it is (a group's key, a
+        # column of a table read whole) is sent at its value's scale (``numeric_scale``)
+        stored = self._stored.get(id(plan), frozenset()) - texts
+        if texts or stored:
+            df = df.select(*[F.col(f"t{i}").alias(f"c{i}") if i in texts
+                             else _scaled_text(col(i), _least_scale(col(i))).alias(f"c{i}") if i in stored
+                             else col(i) for i in range(len(plan.columns))])
         if self.spread and self._spread_order is None:
             df = df.repartition(self.spread)
         if not any(t.name == "interval" for _, t in plan.columns):
@@ -768,6 +846,9 @@ class Lowerer:
         names = [c.name for c in rel.columns]
         if not snap.parts:  # the types a read of its parts has (SqlType.stored_scale)
             return self.spark.createDataFrame([], self._schema([(c.name, c.type) for c in rel.columns]))
+        self._stored[id(p)] = frozenset(
+            i for i, c in enumerate(rel.columns)
+            if c.type.name == "numeric" and c.type.precision is None and c.type.stored_scale is None)
         # Arranged tables part by part, so Spark's cache manager answers each from memory.
         df = read_snapshot(self.spark, rel, snap, rel.id in self.arranged)
         if all(part.inline is not None for part in snap.parts):
@@ -786,11 +867,15 @@ class Lowerer:
         return self._local(self.spark.createDataFrame(rows, self._schema(p.columns, list(p.rows))))
 
     def _Filter(self, p: Filter) -> DataFrame:
-        return self.lower(p.input).filter(self.scalar(p.predicate))
+        df = self._lower_input(p.input)
+        return df.filter(self.scalar(p.predicate))
 
     def _Project(self, p: Project) -> DataFrame:
-        df = self.lower(p.input)
+        df = self._lower_input(p.input)
         below = self._texts.get(id(p.input), frozenset())
+        stored = frozenset(i for i, e in enumerate(p.exprs) if isinstance(e, ColRef) and e.index in self._scope)
+        if stored:
+            self._stored[id(p)] = stored
         if p is not self._result_project:
             return df.select(*[self.scalar(e).alias(f"c{i}") for i, e in enumerate(p.exprs)])
         # The result's own columns: a call whose entry gives its text per row
@@ -800,6 +885,14 @@ class Lowerer:
         cols, texts, carried = [], [], set()
         for i, e in enumerate(p.exprs):
             text = F.col(f"t{e.index}") if isinstance(e, ColRef) and e.index in below else self._value_text(e)
+            if text is None and _per_value_numeric(e):
+                # an unconstrained numeric of a scale per value: sent at PostgreSQL's scale
+                text = self.numeric_text(e, self.scalar(e))
+                if text is not None:
+                    cols.append(self.scalar(e).alias(f"c{i}"))
+                    texts.append(text.alias(f"t{i}"))
+                    carried.add(i)
+                    continue
             if text is not None:
                 cols.append(self.scalar(e).alias(f"c{i}") if isinstance(e, ColRef)
                             else text.try_cast(spark_type(e.type)).alias(f"c{i}"))
@@ -812,11 +905,17 @@ class Lowerer:
         return df.select(*cols, *texts)
 
     def _Reduce(self, p: Reduce) -> DataFrame:
-        df = self.lower(p.input)
+        df = self._lower_input(p.input)
         # maps are grouped by their entries (``_groupable``) and turned back into maps after
         maps = {i: k.type for i, k in enumerate(p.keys) if _has_map(k.type)}
         keys = [(_groupable(self.scalar(k), k.type) if i in maps else self.scalar(k)).alias(f"c{i}")
                 for i, k in enumerate(p.keys)]
+        # a group's key, min or max of a stored numeric is one of its values, as stored
+        stored = frozenset([i for i, k in enumerate(p.keys) if isinstance(k, ColRef) and k.index in self._scope]
+                           + [len(p.keys) + j for j, a in enumerate(p.aggregates) if a.func in ("min", "max")
+                              and isinstance(a.arg, ColRef) and a.arg.index in self._scope])
+        if stored:
+            self._stored[id(p)] = stored
         if not p.aggregates:
             df = df.select(*keys).distinct()
             for i, t in maps.items():
@@ -955,6 +1054,8 @@ class Lowerer:
             return literal(e.value, e.type)
         if isinstance(e, Cast):
             text = self._value_text(e.expr) if e.type.name == "text" else None
+            if text is None and e.type.name == "text" and _per_value_numeric(e.expr):
+                text = self.numeric_text(e.expr, self.scalar(e.expr))
             return text if text is not None else self.cast(self.scalar(e.expr), e.expr.type, e.type)
         if isinstance(e, Case):
             out = None
@@ -1165,6 +1266,103 @@ class Lowerer:
         if not isinstance(message, str):
             return F.raise_error(F.concat(F.lit(f"{PG_ERROR_PREFIX}{sqlstate}: "), message))
         return F.raise_error(F.lit(f"{PG_ERROR_PREFIX}{sqlstate}: {message}"))
+
+    # -- numerics of a scale per value -----------------------------------------------------
+
+    def numeric_scale(self, e, row: bool = True) -> SparkColumn | None:
+        """PostgreSQL's display scale (numeric.c's dscale) of the numeric plan expression
+        ``e``, per row, as an int column; None where it is unknown here (then ``e``'s
+        Spark scale, the column's one, stands for it). A numeric of a static scale
+        (``static_scale``: an integer, a numeric(p, s), a literal) has that; a stored
+        unconstrained numeric (``_stored``) the least scale of its value (a table keeps
+        ``UNCONSTRAINED_NUMERIC``'s scale, not the value's own: its trailing zeros are
+        lost); a sum or difference the larger of its operands', a product their sum
+        (numeric.c add_var, mul_var), a negation or absolute value its operand's.
+        ``row``: False where ``e``'s operands are not columns of the row (a lambda over an
+        aggregate's values): only a static scale or a stored column itself is known.
+        Source of the rules: PostgreSQL's numeric.c."""
+        from planner.functions.math import static_scale
+
+        s = static_scale(e)
+        if s is not None:
+            return F.lit(s)
+        if isinstance(e, ColRef):
+            return _least_scale(col(e.index)) if e.index in self._scope else None
+        if not row:
+            return None
+        if isinstance(e, Cast) and e.type.name == "numeric" and e.type.precision is None \
+                and e.expr.type.name == "numeric":
+            return self.numeric_scale(e.expr)
+        if isinstance(e, Call) and e.type.name == "numeric" and e.func in ("add", "sub", "mul", "neg", "abs", "pos"):
+            scales = [self.numeric_scale(a) for a in e.args]
+            if any(x is None for x in scales):
+                return None
+            if e.func == "mul":
+                return scales[0] + scales[1]
+            return F.greatest(*scales) if len(scales) > 1 else scales[0]
+        return None
+
+    def numeric_text(self, e, c: SparkColumn, row: bool = True) -> SparkColumn | None:
+        """PostgreSQL's text of the numeric plan expression ``e`` whose value is ``c``: at
+        its display scale per row (``numeric_scale``); None where that is unknown."""
+        scale = self.value_scale(e, c, row)
+        return None if scale is None else _scaled_text(c, scale)
+
+    def value_scale(self, e, c: SparkColumn, row: bool = True) -> SparkColumn | None:
+        """``numeric_scale`` of ``e`` whose value is ``c`` (a stored column's is taken of
+        ``c``, which may be a lambda's value or a filtered one)."""
+        if isinstance(e, ColRef) and e.index in self._scope:
+            return _least_scale(c)
+        return self.numeric_scale(e, row)
+
+    #: ``_scaled_text`` for the registry's lowerings
+    scaled_text = staticmethod(_scaled_text)
+
+    def numeric_product(self, e: Call, x: SparkColumn, y: SparkColumn) -> SparkColumn | None:
+        """``x * y`` of numerics as PostgreSQL computes it (mul_var): exact, at the sum of
+        the operands' display scales. Spark's decimal product instead keeps at most 38
+        digits by dropping decimals below 6 (``n * 0.0000001`` of a decimal(38,10) was 0),
+        so the product is taken of the operands' unscaled integers (exact, or 22003 past
+        38 digits) and placed at its scale, in a decimal of ``_PRODUCT_SCALE`` decimals
+        (of the sum of the operands' static scales where both have one): 22003 when its
+        integer part does not fit, 0A000 when its scale exceeds them. None where an
+        operand's display scale is unknown here (Spark's product then).
+
+        Raises:
+            SqlError 0A000 for static scales summing past 38."""
+        from planner.functions.math import static_scale
+
+        a, b = e.args
+        scales = [self.numeric_scale(a), self.numeric_scale(b)]
+        if any(s is None for s in scales):
+            return None
+        statics = [static_scale(a), static_scale(b)]
+        if None not in statics and sum(statics) <= 6:
+            return None  # Spark's product keeps 6 decimals at least: exact
+        if None not in statics:
+            cap = sum(statics)
+        else:
+            stored = UNCONSTRAINED_NUMERIC[1]
+            cap = min(sum(stored if s is None else s for s in statics), _PRODUCT_SCALE)
+        if cap > 38:
+            raise SqlError(FEATURE_NOT_SUPPORTED, f"a numeric product of {cap} decimals is not supported on table data "
+                                                  "(Spark decimals have at most 38 digits)")
+        whole = T.DecimalType(38, 0)
+        product = _unscaled(x, scales[0]).cast(whole) * _unscaled(y, scales[1]).cast(whole)
+        scale = scales[0] + scales[1]
+
+        def placed(p):  # p at its scale, as text, then as a decimal of cap decimals
+            def text(magnitude):
+                digits = F.lpad(magnitude, F.greatest(F.length(magnitude), scale + 1), "0")  # lpad cuts to its length
+                point = F.length(digits) - scale
+                return F.concat(F.when(p < 0, F.lit("-")).otherwise(F.lit("")), digits.substr(F.lit(1), point),
+                                F.when(scale > 0, F.concat(F.lit("."), digits.substr(point + 1, scale))).otherwise(F.lit("")))
+            t = _let(F.abs(p).cast("string"), text)
+            return (F.when(p.isNull(), F.lit(None).cast(T.DecimalType(38, cap)))
+                    .when(scale > cap, self.fail(FEATURE_NOT_SUPPORTED, F.concat(
+                        F.lit("numeric product "), t, F.lit(f" has more than {cap} decimals, more than Spark keeps here"))))
+                    .otherwise(t.cast(T.DecimalType(38, cap))))
+        return _let(product, placed)
 
     def _value_text(self, e) -> SparkColumn | None:
         """PostgreSQL's text of ``e`` when it is a call whose entry gives it per row

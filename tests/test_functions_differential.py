@@ -28,6 +28,31 @@ SETUP = [
      '{{"a": {{"c": null}}}}', '{{7}}')""",
 ]
 
+#: a table of unconstrained numerics, whose values have scales of their own in PostgreSQL
+#: (numeric's dscale) where a Spark decimal column has one (issue 26): no value is typed
+#: with trailing zeros, which a stored unconstrained numeric does not keep (docs/differences.md)
+NUMERIC_TABLE = "fx_u"
+NUMERIC_ROWS = "(1, 1, 2), (2, 1.5, 0.25), (3, 0.001, 3), (4, 123456.789, -7.5), (5, -2.25, 1.125), (6, NULL, NULL), " \
+    "(7, 0, 0.5)"
+SETUP += [f"CREATE TABLE {NUMERIC_TABLE} (k int, n numeric, m numeric)",
+          f"INSERT INTO {NUMERIC_TABLE} VALUES {NUMERIC_ROWS}"]
+
+#: queries over ``NUMERIC_TABLE`` (``{u}``): on Spark over the table, and in the Python
+#: interpreter over the same rows as VALUES
+NUMERIC_QUERIES = [
+    "SELECT k, n, -n, abs(n), n + m, n - 0.25, n * 0.0000001, n * m, n * n * n, k * 0.0000001, n * 2 FROM {u} "
+    "ORDER BY k",
+    "SELECT k, to_jsonb(n), jsonb_build_array(n, m, k), jsonb_build_object('n', n * 10) FROM {u} ORDER BY k",
+    "SELECT jsonb_object_agg(k, n), jsonb_agg(n ORDER BY k) FROM {u}",
+    "SELECT stddev(n), stddev_pop(n), variance(n), var_pop(n), stddev(m), variance(m) FILTER (WHERE k > 2) FROM {u}",
+    "SELECT avg(n), avg(m), sum(n), sum(m), min(n), max(m), avg(k) FROM {u}",
+    "SELECT k > 3 AS big, avg(n), sum(n), stddev(m) FROM {u} GROUP BY 1 ORDER BY 1",
+    "SELECT n, count(*) FROM {u} WHERE n <> 1 GROUP BY n ORDER BY n",
+    "SELECT * FROM {u} WHERE k < 4 ORDER BY k",
+    "SELECT k, n::text, 'x' || (n * m)::text FROM {u} ORDER BY k",
+    "SELECT a.k, a.n, b.m, a.n * b.m FROM {u} a JOIN {u} b ON a.k = b.k + 1 ORDER BY 1",
+]
+
 #: sample -> why sqlfront deliberately answers differently from PostgreSQL
 DIFFERENCES = {
     "pg_typeof(a)": "array types print as integer[] here too, but int[] columns are int4[]: same text expected",
@@ -289,6 +314,35 @@ def _values_table() -> str:
             f"AS v(k, i, n, f, s, d, ts, b, j, a))")
 
 
+def _numeric_values() -> str:
+    """``NUMERIC_TABLE``'s rows as VALUES typed like the table (``_values_table``)."""
+    return (f"(SELECT k::int AS k, n::numeric AS n, m::numeric AS m FROM (VALUES {NUMERIC_ROWS}) AS v(k, n, m))")
+
+
+@pytest.mark.parametrize("sql,engine", [pytest.param(q, e, id=f"{e}:{q[:70]}") for q in NUMERIC_QUERIES
+                                        for e in ("spark", "python")])
+def test_unconstrained_numeric_matches_postgres(both, sql, engine):
+    """Issue 26: an unconstrained numeric's scale is each value's own, in results, in
+    products (exact: ``n * 0.0000001`` of a Spark decimal(38,10) was 0.000000), in jsonb
+    and in aggregates, on Spark as in PostgreSQL."""
+    ours, theirs = both
+    sql = sql.format(u=NUMERIC_TABLE)
+    expected = _run(theirs, sql)
+    got = _run(ours, sql if engine == "spark" else f"WITH {NUMERIC_TABLE} AS {_numeric_values()} {sql}")
+    assert got == expected, sql
+
+
+def test_a_product_spark_cannot_hold_exactly_is_an_error(both):
+    """A product whose digits a Spark decimal cannot hold is an error (22003), not a
+    rounded or truncated value; the session goes on."""
+    ours, _ = both
+    assert _run(ours, f"SELECT n * 1e30 FROM {NUMERIC_TABLE} WHERE k = 4") == (None, "22003")
+    # a product of unconstrained numerics keeps 20 decimals and 18 integer digits on Spark
+    assert _run(ours, f"SELECT n * n * n * n FROM {NUMERIC_TABLE} WHERE k = 4") == (None, "22003")
+    assert _run(ours, f"SELECT n * 1e-10 * 1e-10 FROM {NUMERIC_TABLE} WHERE k = 3") == (None, "0A000")
+    assert _run(ours, f"SELECT n * 0.0000001 FROM {NUMERIC_TABLE} WHERE k = 3") == ([("0.0000000001",)], None)
+
+
 def _query_cases():
     return [pytest.param(sql, engine, id=f"{chapter}:{engine}:{sql[:60]}")
             for chapter, queries in QUERIES.items() for sql in queries for engine in ("spark", "python")]
@@ -304,7 +358,7 @@ def _cases():
 
 @pytest.fixture(scope="module")
 def both(server):
-    with differential_pair(server, SETUP, [TABLE]) as pair:
+    with differential_pair(server, SETUP, [TABLE, NUMERIC_TABLE]) as pair:
         yield pair
 
 

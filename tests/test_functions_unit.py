@@ -369,3 +369,18 @@ def test_numeric_variance_is_numeric_stddev_internal():
     assert str(numeric_variance(4, sy, sy2, True, False)) == "38105486.920296000000"
     assert str(numeric_variance(2, D("2.0"), D("2.00"), False, True)) == "0"
     assert numeric_variance(1, D(3), D(9), True, False) is None
+
+
+def test_numeric_avg_and_variance_from_spark_sums_keep_the_values_display_scale():
+    """The replica's last step of a numeric avg and variance (issue 26): Spark's exact sum
+    arrives at the column's scale (10 for an unconstrained numeric) and is taken at the
+    values' largest display scale, as PostgreSQL's sum is."""
+    from planner.functions.aggregate import _avg_from_sum, _variance_from_sums
+
+    assert str(_avg_from_sum([D("123457.0400000000"), 6, 3], None)) == "20576.173333333333"
+    assert str(_avg_from_sum([D("2.85"), 2, None], None)) == "1.42500000000000000000"
+    assert _avg_from_sum([None, 0, None], None) is None
+    # 1.5 and 0.25 at scale 10: unscaled 15000000000 and 2500000000, in pieces of 13 digits
+    xs = [15000000000, 2500000000]
+    sums = [sum(xs), 0, 0, sum(x * x for x in xs), 0, 0, 0, 0]
+    assert str(_variance_from_sums([2, 10, 2, True, False, *map(D, sums)], None)) == "0.78125000000000000000"

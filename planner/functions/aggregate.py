@@ -146,15 +146,21 @@ _PIECE = 13
 
 def _variance_from_sums(a, e) -> Decimal | None:
     """numeric_variance from the sums ``_variance_text`` keeps on Spark: the count, the
-    scale s of the values, sample and root, the sums of the three pieces of the values'
+    scale s of the values on Spark and their display scale (the largest of the values'
+    own: PostgreSQL's sums keep it), sample and root, the sums of the three pieces of the values'
     unscaled integers (least significant first) and the five sums of the pieces'
     products (of pieces i and j into i + j)."""
-    n, scale, sample, root, *sums = a
+    n, scale, dscale, sample, root, *sums = a
     with localcontext() as ctx:
         ctx.prec = 1100
         sx = sum(Decimal(v) * 10 ** (_PIECE * k) for k, v in enumerate(sums[:3]))
         sx2 = sum(Decimal(v) * 10 ** (_PIECE * k) for k, v in enumerate(sums[3:]))
-        return numeric_variance(n, sx.scaleb(-scale), sx2.scaleb(-2 * scale), sample, root)
+        if dscale is None:
+            dscale = scale
+        # at the values' display scale (the digits below it are zeros)
+        sx = sx.scaleb(-scale).quantize(Decimal(1).scaleb(-dscale))
+        sx2 = sx2.scaleb(-2 * scale).quantize(Decimal(1).scaleb(-2 * dscale))
+        return numeric_variance(n, sx, sx2, sample, root)
 
 
 def _variance_text(sample: bool, root: bool):
@@ -163,8 +169,9 @@ def _variance_text(sample: bool, root: bool):
     their text at the argument's scale, and the pieces' products), and the replica's
     Python finishes with ``numeric_variance``, the interpreter's rule. The argument's
     scale is its static one (``static_scale``: an integer's 0, a numeric(p, s)'s s),
-    else the unconstrained numeric's stored one (``catalog.types.UNCONSTRAINED_NUMERIC``:
-    PostgreSQL would see each value's own)."""
+    else the unconstrained numeric's stored one (``catalog.types.UNCONSTRAINED_NUMERIC``);
+    the sums are taken at the values' display scale (``Lowerer.value_scale``), as
+    PostgreSQL's are."""
     def text(S, x, a):
         from planner.scalar import Call, Literal
 
@@ -179,9 +186,11 @@ def _variance_text(sample: bool, root: bool):
              for d in (F.substring(padded, 1 + _PIECE * (2 - k), _PIECE).cast(piece) for k in range(3))]
         products = [p[0] * p[0], 2 * p[0] * p[1], p[1] * p[1] + 2 * p[0] * p[2], 2 * p[1] * p[2], p[2] * p[2]]
         sums = [F.sum(c) for c in p + products]
-        call = Call("variance_from_sums", tuple(Literal(None, t) for t in [INT8, INT4, BOOL, BOOL] + [NUMERIC] * 8),
+        call = Call("variance_from_sums", tuple(Literal(None, t) for t in [INT8, INT4, INT4, BOOL, BOOL] + [NUMERIC] * 8),
                     NUMERIC)
-        return S.python_text(call, [F.count(x), F.lit(scale), F.lit(sample), F.lit(root), *sums])
+        dscale = S.value_scale(a.arg, x)
+        dscale = F.lit(scale) if dscale is None else F.max(dscale)
+        return S.python_text(call, [F.count(x), F.lit(scale), dscale, F.lit(sample), F.lit(root), *sums])
     return text
 
 
@@ -347,7 +356,7 @@ def _jsonb_agg(skip_nulls: bool):
         F = S.F
         arr = S.ordered_values(a)
         kept = F.filter(arr, lambda v: v.isNotNull()) if skip_nulls else arr
-        texts = F.transform(kept, lambda v: json_text_spark(S, v, a.arg.type))
+        texts = F.transform(kept, lambda v: json_text_spark(S, v, a.arg.type, a.arg, row=False))
         return F.when(F.size(arr) > 0, F.concat(F.lit("["), F.array_join(texts, ", "), F.lit("]")))
     return py, spark
 
@@ -375,6 +384,54 @@ def _avg_spark(S, x, a):
     return q.cast(T.DecimalType(38, SPARK_DIV_SCALE))
 
 
+def _avg_from_sum(a, e) -> Decimal | None:
+    """avg of a numeric on Spark from its group's exact sum, count and the values'
+    display scale (None: the sum's own): ``numeric_div``, the interpreter's rule
+    (PostgreSQL's numeric_avg: the sum divided at select_div_scale)."""
+    total, n, dscale = a
+    if not n:
+        return None
+    if dscale is not None:
+        total = total.quantize(Decimal(1).scaleb(-dscale))  # the digits below it are zeros
+    return numeric_div(total, Decimal(n))
+
+
+def _avg_text(S, x, a):
+    """PostgreSQL's text of a numeric avg on Spark: Spark sums exactly and counts, the
+    replica's Python divides (``_avg_from_sum``)."""
+    from planner.scalar import Call, Literal
+
+    F, T = S.F, S.T
+    scale = S.value_scale(a.arg, x)
+    if a.arg.type.is_integer:
+        x = x.cast(T.DecimalType(38, 0))
+    total, n = (F.sum_distinct(x), F.count_distinct(x)) if a.distinct else (F.sum(x), F.count(x))
+    call = Call("avg_from_sum", tuple(Literal(None, t) for t in (NUMERIC, INT8, INT4)), NUMERIC)
+    return S.python_text(call, [total, n, F.lit(None).cast("int") if scale is None else F.max(scale)])
+
+
+def _sum_text(S, x, a):
+    """PostgreSQL's text of a sum of an unconstrained numeric on Spark: the sum at the
+    largest display scale of the values (``Lowerer.value_scale``; numeric.c add_var)."""
+    F = S.F
+    total = _sum_spark(S, x, a)
+    scale = S.value_scale(a.arg, x)
+    return total.cast("string") if scale is None else S.scaled_text(total, F.max(scale))
+
+
+def _per_value_sum(a) -> bool:
+    """``result_text`` of sum and avg: of an unconstrained numeric, whose Spark scale is
+    its column's, not its values'."""
+    return a.type.name == "numeric" and a.arg.type.precision is None and static_scale(a.arg) is None
+
+
+def _per_value_avg(a) -> bool:
+    """``result_text`` of avg: of an integer (its 16 decimals on Spark were PostgreSQL's
+    only where select_div_scale gives 16) or of an unconstrained numeric
+    (``_per_value_sum``)."""
+    return a.type.name == "numeric" and (a.arg.type.is_integer or _per_value_sum(a))
+
+
 def _bool(fn):
     return lambda vals, a, p: (all(vals) if fn == "bool_and" else any(vals)) if vals else None
 
@@ -389,11 +446,16 @@ register(
     Function("count_star", (), lambda vals, a, p: len(vals), lambda S, x, a: S.F.count(x), kind="aggregate",
              strict=False, doc="9.21", samples=("count(*)",)),
     Function("sum", (AggSig(_sum_type),), _sum, _sum_spark, sql_names=("sum",), kind="aggregate", doc="9.21",
+             extra={"result_text": _per_value_sum, "spark_text": _sum_text,
+                    "text_value": lambda S, text: text.try_cast(S.spark_type(NUMERIC))},
              samples=("sum(i)", "sum(n)", "sum(f)", "sum(i) filter (where b)", "sum(distinct k)")),
     Function("avg", (AggSig(_avg_type),), _avg, _avg_spark, sql_names=("avg",), kind="aggregate", doc="9.21",
-             samples=("avg(f)", "avg(k)", "avg(i) filter (where k < 3)"),
-             differs="a numeric avg has 16 decimals on Spark; PostgreSQL's scale follows the value "
-                     "(select_div_scale), so avg over integers can show more or fewer"),
+             extra={"result_text": _per_value_avg, "text_value": _spark_div_value, "spark_text": _avg_text},
+             samples=("avg(f)", "avg(k)", "avg(i) filter (where k < 3)", "avg(distinct i)", "avg(i * 3)"),
+             differs="the avg of a numeric(p, s) has 16 decimals on Spark (the scale a materialized view stores it "
+                     "with); PostgreSQL's scale follows the value (select_div_scale), as it does here for an "
+                     "integer or an unconstrained numeric"),
+    Function("avg_from_sum", (), _avg_from_sum, None, doc="9.21"),
     Function("min", (AggSig(_minmax_type),), lambda vals, a, p: min(vals, key=order_key) if vals else None,
              _minmax_spark("min"), sql_names=("min",), kind="aggregate", doc="9.21",
              samples=("min(s)", "min(d)", "min(n)")),
@@ -676,7 +738,8 @@ def _object_agg(skip_nulls: bool, unique: bool, json: bool = False):
             _object_key_spark(S, p["y"], kt, 0))
             .alias("k"), p["x"].alias("x")))
         kept = F.filter(keyed, lambda p: p["x"].isNotNull()) if skip_nulls else keyed
-        items = F.transform(kept, lambda p: F.concat(p["k"], F.lit(": "), json_text_spark(S, p["x"], vt)))
+        items = F.transform(kept, lambda p: F.concat(p["k"], F.lit(": "),
+                                                     json_text_spark(S, p["x"], vt, a.arg.args[1], row=False)))
         # duplicate keys: jsonb keeps the last, as the session's normalization of jsonb text does
         out = F.when(F.size(arr) > 0, F.concat(F.lit("{"), F.array_join(items, ", "), F.lit("}")))
         if unique:

@@ -145,14 +145,17 @@ def to_json_value(v, t, fmt: TextFormat):
     return v if isinstance(v, str) else format_text(v, t, fmt)
 
 
-def json_text_spark(S, c, t):
-    """Spark: the JSON text of a column of type ``t`` (to_jsonb of a scalar)."""
+def json_text_spark(S, c, t, x=None, row: bool = True):
+    """Spark: the JSON text of a column of type ``t`` (to_jsonb of a scalar). ``x``: the
+    plan expression whose value ``c`` is, for a numeric's scale per value
+    (``Lowerer.numeric_text``, with its ``row``)."""
     F = S.F
     n = t.name
     if n == "jsonb":
         r = c
     elif n in ("int2", "int4", "int8", "numeric"):
-        r = c.cast("string")
+        r = (S.numeric_text(x, c, row) if x is not None and n == "numeric" else None)
+        r = c.cast("string") if r is None else r
     elif n in ("float4", "float8"):
         r = S.output_text(c, t)  # float8out's digits: 0, not Spark's 0.0
     elif n == "bool":
@@ -224,7 +227,8 @@ def _build_object_spark(S, a, e):
     parts = []
     for i in range(0, len(a), 2):
         key = _object_key_spark(S, a[i], e.args[i].type, i)
-        parts += [F.lit(", ") if i else F.lit(""), key, F.lit(": "), json_text_spark(S, a[i + 1], e.args[i + 1].type)]
+        parts += [F.lit(", ") if i else F.lit(""), key, F.lit(": "),
+                  json_text_spark(S, a[i + 1], e.args[i + 1].type, e.args[i + 1])]
     return F.concat(F.lit("{"), *parts, F.lit("}"))
 
 
@@ -558,7 +562,7 @@ register(
 
 def _build_array_spark(S, a, e):
     F = S.F
-    items = [json_text_spark(S, c, x.type) for c, x in zip(a, e.args)]
+    items = [json_text_spark(S, c, x.type, x) for c, x in zip(a, e.args)]
     return F.concat(F.lit("["), F.concat_ws(", ", *items), F.lit("]")) if items else F.lit("[]")
 
 
@@ -572,7 +576,7 @@ def _to_jsonb_spark(S, a, e):
         if t.element.name not in _JSON_ARRAY_ELEMENTS:
             raise SqlError(FEATURE_NOT_SUPPORTED, f"to_jsonb({t.sql()}) is not supported on table data")
         return F.to_json(a[0])  # compact text; jsonb values are normalized on their way to the session
-    return F.when(a[0].isNotNull(), json_text_spark(S, a[0], t))
+    return F.when(a[0].isNotNull(), json_text_spark(S, a[0], t, e.args[0]))
 
 
 def _delete_py(a, e):

@@ -133,7 +133,8 @@ def _arith_spark(func):
                 return S.make_interval(F.lit(0), days.cast("int"), us - days * 86_400_000_000)
             return x + y if func == "add" else x - y
         if func == "mul":
-            return x * y
+            exact = S.numeric_product(e, x, y) if t.name == "numeric" else None
+            return x * y if exact is None else exact
         if func == "div":
             if t.is_integer:
                 return F.call_function("div", x, y).cast(S.spark_type(t))
