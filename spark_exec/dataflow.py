@@ -230,6 +230,11 @@ class _DataflowLowerer(Lowerer):
     holes: dict[int, DataFrame] = {}
 
     def _BoundFrame(self, p: "BoundFrame") -> DataFrame:
+        # its unconstrained numerics are values as stored (a table's, an arrangement's):
+        # products and texts take each value's own scale (``Lowerer.numeric_scale``), as a
+        # peek's of the same query do
+        self._stored[id(p)] = frozenset(i for i, (_, t) in enumerate(p.columns) if t.name == "numeric"
+                                        and t.precision is None and t.stored_scale is None)
         return p.df
 
     def _Hole(self, p: Hole) -> DataFrame:

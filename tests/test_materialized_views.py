@@ -320,6 +320,21 @@ def test_mv_shows_numeric_values_with_its_querys_scale(conn):
     conn.execute("DROP TABLE sc_t CASCADE")
 
 
+def test_mv_multiplies_unconstrained_numerics_exactly_as_its_query(conn):
+    """A view's dataflow takes each stored value's own scale, as the query's peek does:
+    ``n * 0.0000001`` of an unconstrained numeric was 0 in the view (Spark's decimal
+    product dropped decimals below 6) where the query gave 0.00000015."""
+    conn.execute("CREATE TABLE sc_u (k int, n numeric)")
+    conn.execute("INSERT INTO sc_u VALUES (1, 1.5), (2, 0.001), (3, 123456.789)")
+    conn.execute("CREATE MATERIALIZED VIEW sc_tiny AS SELECT k, n * 0.0000001 AS x FROM sc_u")
+    for _ in range(2):  # at hydration, then after an incremental round
+        assert conn.execute("SELECT k, x FROM sc_tiny ORDER BY k").fetchall() == \
+            conn.execute("SELECT k, n * 0.0000001 FROM sc_u ORDER BY k").fetchall()
+        conn.execute("INSERT INTO sc_u VALUES (4, 2.25)")
+    assert conn.execute("SELECT x::text FROM sc_tiny WHERE k = 1").fetchone() == ("0.00000015",)
+    conn.execute("DROP TABLE sc_u CASCADE")
+
+
 def test_mv_with_a_temporal_filter_and_a_numeric_sum_keeps_its_querys_scale(conn):
     """A temporal filter does not stop CREATE from learning the result's numeric scale
     (a regression of issue 32's stored scale: the schema question lowered mz_now(),
