@@ -13,6 +13,9 @@ was.
 
 from __future__ import annotations
 
+import logging
+import threading
+import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -35,6 +38,13 @@ from sqlfront.sequence.catalog_txn import run
 from sqlfront.sequence.objects import _id_order, _lookup, _reads, _replace_definition, find_item, output_names
 from sqlfront.sequence.result import Result
 from sqlfront.sequence.tables import create_table, drop_tables, update_table
+
+log = logging.getLogger(__name__)
+
+#: how long a failed ALTER TABLE goes on trying to unseal its table's shard (seconds)
+UNSEAL_RETRY_S = 3600.0
+#: the longest pause between two of those tries (seconds)
+UNSEAL_MAX_PAUSE_S = 10.0
 
 if TYPE_CHECKING:
     from sqlfront.session import Session
@@ -202,10 +212,41 @@ def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source:
 
 def _reopen(s: Session, table: Table) -> None:
     """Unseal ``table``'s shard after a failed rewrite, unless the table is gone (a
-    dropped table's shard stays sealed)."""
+    dropped table's shard stays sealed). When the store cannot be reached now (the
+    rewrite failed for that very reason, often), a thread goes on trying
+    (``_unseal_until_done``): left sealed, the table would refuse every read and write
+    with 40001 for good (the chaos run's cut link during an ALTER TABLE)."""
     cur = s.catalog.tables.get(table.id)
-    if cur is not None and cur.shard_id == table.shard_id:
+    if cur is None or cur.shard_id != table.shard_id:
+        return
+    try:
         s.env.persist.unseal(table.shard_id)
+    except Exception as e:  # the store's errors: psycopg's, sqlite's, OSError
+        log.warning("ALTER TABLE %s failed and its shard %s stays sealed until the store answers (%s): "
+                    "unsealing it in the background", table.name, table.shard_id, type(e).__name__)
+        threading.Thread(target=_unseal_until_done, args=(s.env, table), daemon=True,
+                         name=f"unseal-{table.shard_id}").start()
+
+
+def _unseal_until_done(env, table: Table, give_up_s: float = UNSEAL_RETRY_S, pause: float = 0.5) -> bool:
+    """Try to unseal ``table``'s shard until it succeeds, the catalog no longer names the
+    shard (a DROP), or ``give_up_s`` seconds pass, pausing ``pause`` seconds doubling to
+    ``UNSEAL_MAX_PAUSE_S`` between tries. Returns whether the shard was unsealed."""
+    deadline = time.monotonic() + give_up_s
+    while time.monotonic() < deadline:
+        time.sleep(pause)
+        pause = min(pause * 2, UNSEAL_MAX_PAUSE_S)
+        try:
+            cur = env.snapshot().tables.get(table.id)
+            if cur is None or cur.shard_id != table.shard_id:
+                return False
+            env.persist.unseal(table.shard_id)
+        except Exception:
+            continue
+        log.info("unsealed shard %s of table %s after its ALTER TABLE failed", table.shard_id, table.name)
+        return True
+    log.error("gave up unsealing shard %s of table %s after %.0f s", table.shard_id, table.name, give_up_s)
+    return False
 
 
 def _copy_rows(s: Session, table: Table, columns: tuple[Column, ...], source: list[int | None], shard: ShardId,
