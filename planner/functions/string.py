@@ -1359,7 +1359,7 @@ def _to_ascii_enc_py(a, e):
     Raises:
         SqlError 42704 for a number that names no encoding; 0A000 for an encoding other
         than LATIN1, LATIN2, LATIN9 and WIN1250."""
-    from planner.functions.system import ENCODINGS
+    from catalog.encodings import ENCODINGS
 
     enc = a[1]
     if not 0 <= enc < len(ENCODINGS):

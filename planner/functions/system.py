@@ -15,6 +15,7 @@ from catalog.errors import (
     SqlError, DATATYPE_MISMATCH, FEATURE_NOT_SUPPORTED, INVALID_PARAMETER_VALUE, NUMERIC_VALUE_OUT_OF_RANGE,
     OBJECT_NOT_IN_PREREQUISITE_STATE, UNDEFINED_FILE, UNDEFINED_OBJECT, WRONG_OBJECT_TYPE,
 )
+from catalog.encodings import ENCODINGS
 from catalog.settings import DEFAULTS
 from planner.functions.registry import (
     IN_CONTEXT, Function, by_python, lookup_args, lookup_map, lookup_table, register, sig, static_map,
@@ -655,16 +656,6 @@ register(
              extra={"plan_args_in": lookup_args("pg_is_other_temp_schema", _other_temp_schemas)},
              samples=("pg_is_other_temp_schema(k::oid)",)),
 )
-
-
-#: PostgreSQL's character set encodings by id (pg_wchar.h's ``pg_enc``), each with its
-#: longest character in bytes (``pg_wchar_table``); this database's is UTF8 (6)
-ENCODINGS = (("SQL_ASCII", 1), ("EUC_JP", 3), ("EUC_CN", 3), ("EUC_KR", 3), ("EUC_TW", 4), ("EUC_JIS_2004", 3),
-             ("UTF8", 4), ("MULE_INTERNAL", 4), *[(f"LATIN{i}", 1) for i in range(1, 11)],
-             *[(n, 1) for n in ("WIN1256", "WIN1258", "WIN866", "WIN874", "KOI8R", "WIN1251", "WIN1252", "ISO_8859_5",
-                                "ISO_8859_6", "ISO_8859_7", "ISO_8859_8", "WIN1250", "WIN1253", "WIN1254", "WIN1255",
-                                "WIN1257", "KOI8U")],
-             ("SJIS", 2), ("BIG5", 2), ("GBK", 2), ("UHC", 2), ("GB18030", 4), ("JOHAB", 3), ("SHIFT_JIS_2004", 2))
 
 
 def _encoding(i: int, part: int):
