@@ -72,6 +72,11 @@ class SqlType:
         return self.name == "map"
 
     @property
+    def holds_map(self) -> bool:
+        """True for a map, or an array or list whose elements hold one."""
+        return self.is_map or ((self.is_array or self.is_list) and self.element.holds_map)
+
+    @property
     def is_array(self) -> bool:
         """True for a one-dimensional array type; its name is PostgreSQL's ``_elem``."""
         return self.name.startswith("_")

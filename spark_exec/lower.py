@@ -291,10 +291,6 @@ def sort_key(c: SparkColumn, t: SqlType) -> SparkColumn:
     return c
 
 
-def _has_map(t: SqlType) -> bool:
-    return t.is_map or ((t.is_array or t.is_list) and _has_map(t.element))
-
-
 def _groupable(c: SparkColumn, t: SqlType) -> SparkColumn:
     """A map column as its entries in key order (an array of key-value structs), a value
     Spark groups and compares; ``_from_groupable`` turns it back. Spark refuses maps in
@@ -303,7 +299,7 @@ def _groupable(c: SparkColumn, t: SqlType) -> SparkColumn:
 
     Raises:
         SqlError 0A000 for a map inside an array or list, or a map of maps."""
-    if t.is_map and not _has_map(t.element):
+    if t.is_map and not t.element.holds_map:
         return F.array_sort(F.map_entries(c))
     raise SqlError(FEATURE_NOT_SUPPORTED, f"grouping by values of type {t.sql()} is not supported on table data")
 
@@ -576,7 +572,7 @@ def consolidated_updates(spark: SparkSession, table: Table, snap: ShardSnapshot)
     frames = _update_frames(spark, table, snap, [p for p in snap.parts if p.inline is None], inline_frame(spark, table, snap))
     d = F.col(DIFF_COLUMN)
     maps = _map_columns(table)
-    summed = _maps_restored(_maps_groupable(reduce(DataFrame.unionAll, frames), maps).groupBy(*names)
+    summed = maps_restored(maps_groupable(reduce(DataFrame.unionAll, frames), maps).groupBy(*names)
                             .agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN)).filter(d != 0), maps)
     sign = F.when(d > 0, F.lit(1)).otherwise(F.lit(-1)).cast("long")
     return summed.select(*names, F.explode(F.array_repeat(sign, F.abs(d).cast("int"))).alias(DIFF_COLUMN))
@@ -584,20 +580,26 @@ def consolidated_updates(spark: SparkSession, table: Table, snap: ShardSnapshot)
 
 def _map_columns(table: Table) -> dict[str, SqlType]:
     """``table``'s columns holding maps: name -> type."""
-    return {c.name: c.type for c in table.columns if _has_map(c.type)}
+    return {c.name: c.type for c in table.columns if c.type.holds_map}
 
 
-def _maps_groupable(df: DataFrame, maps: dict[str, SqlType]) -> DataFrame:
+def numbered_maps(columns) -> dict[str, SqlType]:
+    """The columns ``c<i>`` of ``columns`` ((name, SqlType) each) that hold maps: name ->
+    type (for ``maps_groupable``)."""
+    return {f"c{i}": t for i, (_, t) in enumerate(columns) if t.holds_map}
+
+
+def maps_groupable(df: DataFrame, maps: dict[str, SqlType]) -> DataFrame:
     """``df`` with its map columns ``maps`` (name -> type) as their entries in key order
     (``_groupable``): Spark refuses to compare maps, and its grouping of a map turned a
     NULL value into 0 or 1 (Spark 4.0's map normalization), so rows holding maps are
-    consolidated in this form. ``_maps_restored`` turns them back."""
+    consolidated in this form. ``maps_restored`` turns them back."""
     for n, t in maps.items():
         df = df.withColumn(n, _groupable(F.col(f"`{n}`"), t))
     return df
 
 
-def _maps_restored(df: DataFrame, maps: dict[str, SqlType]) -> DataFrame:
+def maps_restored(df: DataFrame, maps: dict[str, SqlType]) -> DataFrame:
     for n, t in maps.items():
         df = df.withColumn(n, _from_groupable(F.col(f"`{n}`"), t))
     return df
@@ -606,9 +608,9 @@ def _maps_restored(df: DataFrame, maps: dict[str, SqlType]) -> DataFrame:
 def _consolidate(df: DataFrame, names: list[str], maps: dict[str, SqlType] | None = None) -> DataFrame:
     """Materialize's consolidation: sum the diffs of equal rows (NULLs group together) and
     repeat each row its count times (rows summing to <= 0 vanish). ``maps``: the columns
-    holding maps, name -> type (``_maps_groupable``)."""
-    df = _maps_groupable(df, maps or {})
-    summed = _maps_restored(df.groupBy(*names).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN))
+    holding maps, name -> type (``maps_groupable``)."""
+    df = maps_groupable(df, maps or {})
+    summed = maps_restored(df.groupBy(*names).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN))
                             .filter(F.col(DIFF_COLUMN) > 0), maps or {})
     return summed.select(*names, F.explode(F.array_repeat(F.lit(0), F.col(DIFF_COLUMN).cast("int"))).alias("_n")
                          ).select(*names)
@@ -907,8 +909,8 @@ class Lowerer:
     def _Reduce(self, p: Reduce) -> DataFrame:
         df = self._lower_input(p.input)
         # maps are grouped by their entries (``_groupable``) and turned back into maps after
-        maps = {i: k.type for i, k in enumerate(p.keys) if _has_map(k.type)}
-        keys = [(_groupable(self.scalar(k), k.type) if i in maps else self.scalar(k)).alias(f"c{i}")
+        maps = numbered_maps([(None, k.type) for k in p.keys])
+        keys = [(_groupable(self.scalar(k), k.type) if f"c{i}" in maps else self.scalar(k)).alias(f"c{i}")
                 for i, k in enumerate(p.keys)]
         # a group's key, min or max of a stored numeric is one of its values, as stored
         stored = frozenset([i for i, k in enumerate(p.keys) if isinstance(k, ColRef) and k.index in self._scope]
@@ -917,19 +919,14 @@ class Lowerer:
         if stored:
             self._stored[id(p)] = stored
         if not p.aggregates:
-            df = df.select(*keys).distinct()
-            for i, t in maps.items():
-                df = df.withColumn(f"c{i}", _from_groupable(F.col(f"c{i}"), t))
-            return df
+            return maps_restored(df.select(*keys).distinct(), maps)
         # an aggregate whose entry gives its text per group (``result_text``) carries it
         # (t<i>) beside its value, which is that text cast to the aggregate's type
         texts = {len(keys) + j: a for j, a in enumerate(p.aggregates)
                  if id(p) in self._result_path and self._aggregate_text(a)}
         aggs = [self.aggregate(a, text=True).alias(f"t{len(keys) + j}") if len(keys) + j in texts
                 else self.aggregate(a).alias(f"c{len(keys) + j}") for j, a in enumerate(p.aggregates)]
-        df = df.agg(*aggs) if not keys else df.groupBy(*keys).agg(*aggs)
-        for i, t in maps.items():
-            df = df.withColumn(f"c{i}", _from_groupable(F.col(f"c{i}"), t))
+        df = maps_restored(df.agg(*aggs) if not keys else df.groupBy(*keys).agg(*aggs), maps)
         if not texts:
             return df
         self._texts[id(p)] = frozenset(texts)
@@ -977,28 +974,20 @@ class Lowerer:
         if p.op == "union":
             df = left.unionAll(right)
             return df if p.all else self._distinct(df, p.columns)
-        maps = {i: t for i, (_, t) in enumerate(p.columns) if _has_map(t)}
-        for i, t in maps.items():  # compared by their entries (``_groupable``)
-            left, right = (d.withColumn(f"c{i}", _groupable(F.col(f"c{i}"), t)) for d in (left, right))
+        maps = numbered_maps(p.columns)  # compared by their entries
+        left, right = maps_groupable(left, maps), maps_groupable(right, maps)
         if p.op == "intersect":
             df = left.intersectAll(right) if p.all else left.intersect(right)
         else:
             df = left.exceptAll(right) if p.all else left.subtract(right)
-        for i, t in maps.items():
-            df = df.withColumn(f"c{i}", _from_groupable(F.col(f"c{i}"), t))
-        return df
+        return maps_restored(df, maps)
 
     @staticmethod
     def _distinct(df: DataFrame, columns) -> DataFrame:
         """``df``'s distinct rows, its columns ``c<i>`` of ``columns`` ((name, type) each):
         maps compared by their entries (``_groupable``)."""
-        maps = {i: t for i, (_, t) in enumerate(columns) if _has_map(t)}
-        for i, t in maps.items():
-            df = df.withColumn(f"c{i}", _groupable(F.col(f"c{i}"), t))
-        df = df.distinct()
-        for i, t in maps.items():
-            df = df.withColumn(f"c{i}", _from_groupable(F.col(f"c{i}"), t))
-        return df
+        maps = numbered_maps(columns)
+        return maps_restored(maps_groupable(df, maps).distinct(), maps)
 
     def _Unnest(self, p: Unnest) -> DataFrame:
         df = self.lower(p.input)

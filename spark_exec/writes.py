@@ -78,14 +78,14 @@ def stored_updates(df: DataFrame, cols, timed: bool = False) -> DataFrame:
     update; retractions make readers sum the diffs)."""
     from pyspark.sql.connect import functions as F
 
-    from spark_exec.lower import _has_map, _maps_groupable, _maps_restored, spark_type
+    from spark_exec.lower import maps_groupable, maps_restored, numbered_maps, spark_type
 
     keys = [f"c{i}" for i in range(len(cols))]
     stored = [F.col(k) if holds_intervals(t)
               else F.col(k).cast(spark_type(t)).alias(k) for k, (_, t) in zip(keys, cols)]
     group = keys + (["_t"] if timed else [])
-    maps = {k: t for k, (_, t) in zip(keys, cols) if _has_map(t)}  # grouped by their entries
-    df = _maps_restored(_maps_groupable(df.select(*stored, *(["_t"] if timed else []), "_d"), maps)
+    maps = numbered_maps(cols)  # grouped by their entries
+    df = maps_restored(maps_groupable(df.select(*stored, *(["_t"] if timed else []), "_d"), maps)
                         .groupBy(*group).agg(F.sum("_d").alias("_d")), maps)
     d = F.col("_d")
     # one pass over the sums (a union of two filters of them would compute them twice)

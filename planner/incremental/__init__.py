@@ -51,7 +51,7 @@ def incremental_plan(plan) -> Inc:
         return Arrangement(next(ids), tuple(keys), source)
 
     def rec(p):
-        if any(_holds_map(t) for _, t in p.columns):
+        if any(t.holds_map for _, t in p.columns):
             # a dataflow consolidates and arranges rows by value; maps are not grouped
             # by their entries there yet (Spark's grouping of a map loses NULL values)
             raise SqlError(FEATURE_NOT_SUPPORTED, "materialized views, indexes on views and SUBSCRIBE cannot maintain "
@@ -64,10 +64,6 @@ def incremental_plan(plan) -> Inc:
                        hint="Use a view (not materialized) or SELECT the query directly.")
 
     return rec(plan)
-
-
-def _holds_map(t) -> bool:
-    return t.is_map or ((t.is_array or t.is_list) and _holds_map(t.element))
 
 
 def _describe(p) -> str:
