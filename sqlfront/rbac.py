@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from sqlfront.session import Session
 
 #: how deep views over views are followed (a cycle cannot exist; this bounds the work)
-_MAX_VIEW_DEPTH = 32
+MAX_VIEW_DEPTH = 32
 
 
 # -- reads and writes -------------------------------------------------------------------------
@@ -74,7 +74,8 @@ def relations_named(snap: CatalogSnapshot, node, skip=None) -> list:
 
 def check_reads(snap: CatalogSnapshot, node, role: str | None, skip=None, depth: int = 0) -> bool:
     """Check that ``role`` may read every relation ``node`` names: USAGE on its schema,
-    SELECT on it; a view's own reads are checked against the view's owner. Returns
+    SELECT on it; a view's own reads are checked against the view's owner, its names
+    resolved from its schema (``CatalogSnapshot.searching_from``). Returns
     whether a user relation is read (the query then runs on a cluster).
 
     Raises:
@@ -88,9 +89,10 @@ def check_reads(snap: CatalogSnapshot, node, role: str | None, skip=None, depth:
         user_data = True
         rbac.require(snap, rbac.schema_ref(snap, rel.schema), "U", role)
         rbac.require(snap, rbac.relation_ref(rel), "r", role)
-        if isinstance(rel, View) and depth < _MAX_VIEW_DEPTH:
+        if isinstance(rel, View) and depth < MAX_VIEW_DEPTH:
             owner = rbac.owner_of(snap, rbac.relation_ref(rel))
-            check_reads(snap, parse_one(rel.sql), owner, depth=depth + 1)
+            # its names as its planning resolves them: from its own schema
+            check_reads(snap.searching_from(rel.schema), parse_one(rel.sql), owner, depth=depth + 1)
     return user_data
 
 

@@ -329,3 +329,33 @@ def test_privilege_functions_over_table_data_answer_as_over_constants(server, ad
         _err(c, f"SELECT has_table_privilege(obj, priv || 'x') FROM {q} WHERE k = 1", "22023")
         _err(c, f"SELECT has_table_privilege(role || 'x', obj, 'SELECT') FROM {q} WHERE k = 1", "42704")
         _err(c, f"SELECT has_column_privilege(obj, 'nope', 'SELECT') FROM {q} WHERE k = 1", "42703")
+
+
+def test_a_views_reads_are_checked_on_what_its_names_meant_in_its_schema(server, admin, names):
+    # s.v reads unqualified x, which is s.x where v was made; the caller's search_path
+    # finds public.x instead: the owner's privilege on s.x is what counts
+    sch, x, v, owner, joe = f"rb_s_{names}", f"rb_x_{names}", f"rb_v_{names}", f"rb_o_{names}", f"rb_joe_{names}"
+    admin.execute(f"CREATE SCHEMA {sch}")
+    try:
+        admin.execute(f"CREATE TABLE {sch}.{x} (a int)")
+        admin.execute(f"CREATE TABLE public.{x} (a int)")
+        admin.execute(f"INSERT INTO {sch}.{x} VALUES (10)")
+        admin.execute(f"CREATE ROLE {owner}")
+        admin.execute(f"CREATE ROLE {joe} LOGIN")
+        admin.execute(f"GRANT USAGE, CREATE ON SCHEMA {sch} TO {owner}")
+        admin.execute(f"GRANT SELECT ON {sch}.{x} TO {owner}")
+        admin.execute(f"GRANT USAGE ON SCHEMA {sch} TO {joe}")
+        admin.execute(f"SET search_path = {sch}")
+        admin.execute(f"CREATE VIEW {sch}.{v} AS SELECT a FROM {x}")
+        admin.execute("SET search_path = public")
+        admin.execute(f"ALTER VIEW {sch}.{v} OWNER TO {owner}")
+        admin.execute(f"GRANT SELECT ON {sch}.{v} TO {joe}")
+        with _login(server, joe) as c:
+            assert c.execute(f"SELECT a FROM {sch}.{v}").fetchall() == [(10,)]
+            _err(c, f"SELECT * FROM {sch}.{x}", "42501")
+        admin.execute(f"REVOKE SELECT ON {sch}.{x} FROM {owner}")  # now the owner may not read it
+        with _login(server, joe) as c:
+            _err(c, f"SELECT a FROM {sch}.{v}", "42501")
+    finally:
+        admin.execute(f"DROP SCHEMA {sch} CASCADE")
+        admin.execute(f"DROP TABLE IF EXISTS public.{x}")

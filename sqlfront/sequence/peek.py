@@ -124,10 +124,6 @@ def indexed_plan(s: Session, stmt, params, plan, mz_now=None):
     return indexed if views_read(indexed) else None
 
 
-#: how deep ``index_reads`` follows views named in views (as ``sqlfront.rbac`` does)
-_MAX_VIEW_DEPTH = 32
-
-
 def index_reads(s: Session, stmt) -> dict[str, Index]:
     """The views with an index dataflow on the session's cluster, view id -> index
     (``ComputeController.indexed_views``), when ``stmt`` reads one of them: named in it,
@@ -136,7 +132,7 @@ def index_reads(s: Session, stmt) -> dict[str, Index]:
     says so). A view's names resolve as its planning resolves them (``searching_from``
     its schema)."""
     from sqlfront.parse import parse_one
-    from sqlfront.rbac import relations_named
+    from sqlfront.rbac import MAX_VIEW_DEPTH, relations_named
 
     snap = s.catalog
     try:
@@ -152,7 +148,7 @@ def index_reads(s: Session, stmt) -> dict[str, Index]:
         for r in relations_named(snap, node):
             if r.id in views:
                 return True
-            if isinstance(r, View) and r.id not in seen and depth < _MAX_VIEW_DEPTH:
+            if isinstance(r, View) and r.id not in seen and depth < MAX_VIEW_DEPTH:
                 seen.add(r.id)
                 if reads(snap.searching_from(r.schema), parse_one(r.sql), depth + 1):
                     return True
