@@ -24,32 +24,41 @@ from psycopg import errors
 from persist.consensus import Consensus
 from pgconn import ConnectionPool, create_once
 
-_DDL = ["CREATE TABLE IF NOT EXISTS consensus ("
+_DDL = ["CREATE TABLE IF NOT EXISTS {table} ("
         " shard text NOT NULL, seqno bigint NOT NULL, data bytea NOT NULL,"
         " PRIMARY KEY (shard, seqno))",
         "CREATE TABLE IF NOT EXISTS consensus_claims (name text PRIMARY KEY, value text NOT NULL)"]
 
-_CAS = ("INSERT INTO consensus (shard, seqno, data) SELECT %(shard)s, %(new)s, %(data)s"
-        " WHERE (SELECT max(seqno) FROM consensus WHERE shard = %(shard)s) IS NOT DISTINCT FROM %(expected)s"
+_CAS = ("INSERT INTO {table} (shard, seqno, data) SELECT %(shard)s, %(new)s, %(data)s"
+        " WHERE (SELECT max(seqno) FROM {table} WHERE shard = %(shard)s) IS NOT DISTINCT FROM %(expected)s"
         " ON CONFLICT DO NOTHING")
+
+#: the tables a Consensus may live in (names are put into SQL text: never from input)
+TABLES = ("consensus", "txns")
 
 
 class PostgresConsensus(Consensus):
-    """Consensus in the ``consensus`` table of the PostgreSQL database at ``url``
+    """Consensus in the ``consensus`` table (or ``table``, one of ``TABLES``: the group
+    commit's transaction record is ``txns``) of the PostgreSQL database at ``url``
     (``postgres://user[:password]@host:port/db``); safe across threads and processes.
 
     Raises psycopg.OperationalError from any call when the server is unreachable (the
     caller's retry decides; nothing is half-written: every call is one transaction)."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, table: str = "consensus"):
+        if table not in TABLES:
+            raise ValueError(f"no Consensus table {table!r}")
         self.url = url
-        self._pool = ConnectionPool(url, setup=lambda c: create_once(c, _DDL))
+        self._table = table
+        self._cas = _CAS.format(table=table)
+        ddl = [q.format(table=table) for q in _DDL]
+        self._pool = ConnectionPool(url, setup=lambda c: create_once(c, ddl))
         with self._pool.connection():
             pass  # connect now: a wrong URL fails at startup, not at the first write
 
     def head(self, key: str) -> tuple[int, bytes] | None:
         with self._pool.connection() as c:
-            row = c.execute("SELECT seqno, data FROM consensus WHERE shard = %s ORDER BY seqno DESC LIMIT 1",
+            row = c.execute(f"SELECT seqno, data FROM {self._table} WHERE shard = %s ORDER BY seqno DESC LIMIT 1",
                             (key,)).fetchone()
         return (row[0], bytes(row[1])) if row else None
 
@@ -60,23 +69,23 @@ class PostgresConsensus(Consensus):
             try:
                 with c.transaction():
                     c.execute("SET TRANSACTION ISOLATION LEVEL SERIALIZABLE")
-                    cur = c.execute(_CAS, {"shard": key, "new": new_seqno, "data": data, "expected": expected})
+                    cur = c.execute(self._cas, {"shard": key, "new": new_seqno, "data": data, "expected": expected})
                     return cur.rowcount == 1
             except (errors.SerializationFailure, errors.UniqueViolation):
                 return False  # a concurrent compare-and-set of this shard won
 
     def truncate(self, key: str, seqno: int) -> int:
         with self._pool.connection() as c:
-            return c.execute("DELETE FROM consensus WHERE shard = %s AND seqno < %s", (key, seqno)).rowcount
+            return c.execute(f"DELETE FROM {self._table} WHERE shard = %s AND seqno < %s", (key, seqno)).rowcount
 
     def delete_shard(self, key: str) -> None:
         with self._pool.connection() as c:
-            c.execute("DELETE FROM consensus WHERE shard = %s", (key,))
+            c.execute(f"DELETE FROM {self._table} WHERE shard = %s", (key,))
 
     def keys(self) -> list[str]:
         # COLLATE "C": byte order, as sqlite sorts (the database's collation may differ)
         with self._pool.connection() as c:
-            return [r[0] for r in c.execute('SELECT DISTINCT shard COLLATE "C" FROM consensus ORDER BY 1')]
+            return [r[0] for r in c.execute(f'SELECT DISTINCT shard COLLATE "C" FROM {self._table} ORDER BY 1')]
 
     def claim(self, name: str, value: str) -> str:
         with self._pool.connection() as c:

@@ -24,11 +24,13 @@ log = logging.getLogger(__name__)
 _lock = threading.Lock()
 
 
-def finalize(persist, coordinator) -> int:
+def finalize(persist, coordinator, seal=None) -> int:
     """Delete the parts of every shard the committed catalog lists in ``to_finalize``, then
     unlist them. One run at a time per process (another that finds one running returns 0:
     the running one, or the next maintenance round, does the work). Returns how many
-    shards were finalized.
+    shards were finalized. ``seal(shard)`` (the group commit's) seals each first, so a
+    transaction of another table and this one, planned before the DROP, lands whole
+    before the tombstone or not at all (``sqlfront.group_commit``).
 
     Raises what persist or the catalog raise (the shards stay listed; the next run tries
     again)."""
@@ -37,7 +39,7 @@ def finalize(persist, coordinator) -> int:
     try:
         # idempotent: another process may have done it already; a shard whose parts a
         # read in flight still holds stays listed until a later run finds them deleted
-        shards = [s for s in sorted(coordinator.snapshot.to_finalize) if persist.drop_shard(s)]
+        shards = [s for s in sorted(coordinator.snapshot.to_finalize) if _sealed(seal, s) and persist.drop_shard(s)]
         if shards:
             coordinator.transact(lambda snap, ids: [durable.FinalizeShards(tuple(s for s in shards
                                                                                  if s in snap.to_finalize))]
@@ -45,3 +47,9 @@ def finalize(persist, coordinator) -> int:
         return len(shards)
     finally:
         _lock.release()
+
+
+def _sealed(seal, shard: str) -> bool:
+    if seal is not None:
+        seal(shard)
+    return True

@@ -11,9 +11,22 @@ group commit at one timestamp.) The INSERTs' ``values`` of a group become one Ar
 table per shard here, not one per INSERT in the sessions.
 
 A group that writes several shards is first recorded in a Consensus of its own (the
-``txns`` key of ``txns.db``; Materialize's txn-wal idea): if the process dies after applying some shards, startup
+``txns`` key of ``txns.db``, or of PostgreSQL's ``txns`` table when several processes share
+persist; Materialize's txn-wal idea): if the process dies after applying some shards, startup
 (:func:`recover`) applies the rest at the same timestamp, so a transaction's tables become
-visible together or not at all. A write conditional on the shard's upper (UPDATE and
+visible together or not at all.
+
+Seals go through the same record (:meth:`GroupCommitter.seal`), as Materialize's txn-wal
+makes a shard's "forget" a write to its txns shard: the seal first applies every recorded
+transaction's part of the shard, then marks the shard sealed in the record with one
+compare-and-set, and only then seals it in persist. A transaction records itself only if
+none of its shards is marked, with a compare-and-set on the same key: so either it was
+recorded first and its part of the sealed shard is in the shard before the seal, or it
+finds the mark and fails before anything of it is applied. Without that, another
+process's ALTER TABLE could seal one shard of a transaction between its check and its
+append: its other tables' parts landed while its client got 40001 (issue 28's run).
+A mark goes when the seal is undone (:meth:`GroupCommitter.unseal`), or, for a shard no
+catalog names any more, ``MARK_GRACE_S`` after it was made (:meth:`GroupCommitter.sweep_marks`). A write conditional on the shard's upper (UPDATE and
 DELETE computed the diffs from a snapshot) that finds the upper moved fails with
 :class:`Conflict`; the caller recomputes. A write to a sealed shard (its table's rows
 moved to a new shard, or the table was dropped) fails with
@@ -27,6 +40,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
+import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -41,6 +56,13 @@ log = logging.getLogger(__name__)
 
 #: Consensus key of the multi-shard transaction record
 TXNS_KEY = "txns"
+
+#: a transaction whose shards were checked open longer ago than this (seconds) checks
+#: them again before it records itself: a mark older than ``MARK_GRACE_S`` may be gone
+CHECK_MAX_AGE_S = 60.0
+
+#: how long (seconds) the mark of a dropped shard (a tombstone) stays in the record
+MARK_GRACE_S = 600.0
 
 
 class Conflict(Exception):
@@ -83,10 +105,13 @@ class GroupCommitter:
     """The committer thread of one environmentd. ``on_applied(shards)`` runs after each
     group is visible (arrangements catch up)."""
 
-    def __init__(self, persist: PersistClient, txns: Consensus, oracle: TimestampOracle, on_applied=None):
+    def __init__(self, persist: PersistClient, txns: Consensus, oracle: TimestampOracle, on_applied=None,
+                 owner: str = ""):
         self.persist = persist
         self.txns = txns
         self.oracle = oracle
+        #: this process's id: the owner named in the seals it marks (``marks``)
+        self.owner = owner
         self.on_applied = on_applied or (lambda shards: None)
         self._queue: list[_Pending] = []
         self._cv = threading.Condition()
@@ -114,11 +139,62 @@ class GroupCommitter:
         return p.done.result()
 
     def seal(self, shard_id: str, expected_upper: int | None = None) -> ShardState | UpperMismatch:
-        """Seal ``shard_id`` between two groups (``PersistClient.seal``): a group of
-        this process either commits entirely before the seal or finds the shard sealed
-        before it records or applies anything."""
+        """Seal ``shard_id`` (``PersistClient.seal``, when its upper is still
+        ``expected_upper`` if given) so that a transaction of any process sharing the
+        record either commits entirely before the seal or fails before anything of it is
+        applied (module docstring). Between two groups of this process.
+
+        Returns the sealed state, or :class:`UpperMismatch` when a write landed first (the
+        shard is left open and unmarked).
+
+        Raises what Consensus raises (the shard may be left marked but open: writes of
+        one shard go on; transactions that write it fail with ShardSealed until
+        :meth:`unseal`)."""
         with self._apply_lock:
-            return self.persist.seal(shard_id, expected_upper)
+            while True:
+                seqno, rec = _txns(self.txns)
+                for e in rec["pending"]:
+                    if shard_id in e["writes"]:  # recorded before the mark: in the shard first
+                        try:
+                            _apply_recorded(self.persist, e["ts"], shard_id, e["writes"][shard_id])
+                        except ShardSealed:  # sealed by a seal of before the marks (a record of then)
+                            log.error("txn at %d: shard %s is sealed; its part of the transaction is lost",
+                                      e["ts"], shard_id)
+                marks = {**rec["sealed"], shard_id: {"owner": self.owner, "at": time.time()}}
+                if _put(self.txns, seqno, {**rec, "sealed": marks}):
+                    break
+            r = self.persist.seal(shard_id, expected_upper)
+            if isinstance(r, UpperMismatch):
+                _unmark(self.txns, shard_id)
+            return r
+
+    def unseal(self, shard_id: str) -> None:
+        """Undo :meth:`seal` (``PersistClient.unseal``), then drop its mark: in that
+        order, a transaction never records itself for a shard still sealed.
+
+        Raises what Consensus raises (call again)."""
+        unseal(self.persist, self.txns, shard_id)
+
+    def marks(self) -> dict[str, dict]:
+        """The record's sealed shards (:func:`marks`)."""
+        return marks(self.txns)
+
+    def sweep_marks(self, live: set[str], now: float | None = None) -> int:
+        """Drop the marks older than ``MARK_GRACE_S`` of sealed shards no catalog names
+        (``live``: the shards it does; a dropped table's, a rewritten table's old one):
+        nothing may be recorded for them any more, and a transaction that checked them
+        open before is past ``CHECK_MAX_AGE_S``. Returns how many went."""
+        now = time.time() if now is None else now
+        gone = []
+        for shard, m in self.marks().items():
+            if shard in live or now - m.get("at", now) < MARK_GRACE_S:
+                continue
+            head = self.persist.consensus.head(shard)
+            if head is None or ShardState.decode(head[1]).sealed:
+                gone.append(shard)
+        for shard in gone:
+            _unmark(self.txns, shard)
+        return len(gone)
 
     def stop(self) -> None:
         with self._cv:
@@ -218,6 +294,7 @@ class GroupCommitter:
         # Consensus first.
         fresh = len(batches) > 1 or any(e is not None for e in expected.values())
         while True:
+            checked = time.monotonic()
             states = {s: self.persist.state(s) if fresh else self.persist.latest(s) for s in batches}
             fresh = True
             for s, st in states.items():
@@ -233,11 +310,21 @@ class GroupCommitter:
                     # Another process wrote past our timestamp: take one above its write.
                     self.oracle.observe(max(uppers.values()) - 1)
                     continue
+                txn = None
                 if len(batches) > 1:
-                    _record(self.txns, ts, batches, uppers)
+                    if time.monotonic() - checked > CHECK_MAX_AGE_S:
+                        continue  # a mark made since may be swept already: check again
+                    txn = _record(self.txns, ts, batches, uppers, self.owner)
                 mismatch = False
                 for s, bs in batches.items():
-                    r = self.persist.compare_and_append(s, bs, uppers[s], ts, known=states[s])
+                    try:
+                        r = self.persist.compare_and_append(s, bs, uppers[s], ts, known=states[s])
+                    except ShardSealed:
+                        if txn is None:
+                            raise
+                        # a seal of another process applied our recorded part first
+                        _apply_recorded(self.persist, ts, s, bs)
+                        continue
                     if isinstance(r, UpperMismatch):
                         if len(batches) > 1:
                             # Recorded: the startup recovery (or the retry below) finishes it.
@@ -248,8 +335,8 @@ class GroupCommitter:
                             mismatch = True
                 if mismatch:
                     continue
-                if len(batches) > 1:
-                    _clear(self.txns, ts)
+                if txn is not None:
+                    _clear(self.txns, txn)
                 return ts
             finally:
                 self.oracle.apply_write(ts)
@@ -288,27 +375,71 @@ def _values_tables(group: list[_Pending], ws: list[Write]) -> list[pa.Table]:
     return out
 
 
-def _txns(txns: Consensus) -> tuple[int | None, list]:
+def _txns(txns: Consensus) -> tuple[int | None, dict]:
+    """The record's seqno and contents: ``pending`` transactions (``id``, ``ts``,
+    ``writes``: shard -> parts) and ``sealed`` marks (shard -> owner, time). A record
+    of before the marks was the list of pending transactions."""
     head = txns.head(TXNS_KEY)
-    return (head[0], json.loads(head[1])) if head else (None, [])
+    if head is None:
+        return None, {"pending": [], "sealed": {}}
+    rec = json.loads(head[1])
+    if isinstance(rec, list):
+        rec = {"pending": rec, "sealed": {}}
+    return head[0], rec
 
 
-def _record(txns: Consensus, ts: int, batches: dict[str, list[Batch]], uppers: dict[str, int]) -> None:
-    entry = {"ts": ts, "writes": {s: [_part_dict(b.part(uppers[s], ts + 1, ts)) for b in bs]
-                                  for s, bs in batches.items()}}
+def _put(txns: Consensus, seqno: int | None, rec: dict) -> bool:
+    """Replace the record read at ``seqno`` by ``rec``; False when another got there first."""
+    if not txns.compare_and_set(TXNS_KEY, seqno, (seqno or 0) + 1, json.dumps(rec).encode()):
+        return False
+    txns.truncate(TXNS_KEY, (seqno or 0) + 1)
+    return True
+
+
+def _record(txns: Consensus, ts: int, batches: dict[str, list[Batch]], uppers: dict[str, int],
+            owner: str = "") -> str:
+    """Record a transaction of process ``owner`` at ``ts``; returns its id.
+
+    Raises:
+        ShardSealed: one of its shards is marked sealed (nothing was recorded)."""
+    entry = {"id": uuid.uuid4().hex, "ts": ts, "owner": owner,
+             "writes": {s: [_part_dict(b.part(uppers[s], ts + 1, ts)) for b in bs] for s, bs in batches.items()}}
     while True:
-        seqno, pending = _txns(txns)
-        if txns.compare_and_set(TXNS_KEY, seqno, (seqno or 0) + 1, json.dumps(pending + [entry]).encode()):
-            txns.truncate(TXNS_KEY, (seqno or 0) + 1)
+        seqno, rec = _txns(txns)
+        for s in batches:
+            if s in rec["sealed"]:
+                raise ShardSealed(s)
+        if _put(txns, seqno, {**rec, "pending": rec["pending"] + [entry]}):
+            return entry["id"]
+
+
+def _clear(txns: Consensus, txn_id: str) -> None:
+    while True:
+        seqno, rec = _txns(txns)
+        rest = [e for e in rec["pending"] if e.get("id") != txn_id]
+        if len(rest) == len(rec["pending"]) or _put(txns, seqno, {**rec, "pending": rest}):
             return
 
 
-def _clear(txns: Consensus, ts: int) -> None:
+def unseal(persist: PersistClient, txns: Consensus, shard_id: str) -> None:
+    """Unseal ``shard_id`` in persist, then drop its mark from the record (in that order:
+    a transaction never records itself for a shard still sealed)."""
+    persist.unseal(shard_id)
+    _unmark(txns, shard_id)
+
+
+def marks(txns: Consensus) -> dict[str, dict]:
+    """The record's sealed shards: shard -> ``{"owner": process id, "at": epoch s}``."""
+    return _txns(txns)[1]["sealed"]
+
+
+def _unmark(txns: Consensus, shard_id: str) -> None:
     while True:
-        seqno, pending = _txns(txns)
-        rest = [e for e in pending if e["ts"] != ts]
-        if txns.compare_and_set(TXNS_KEY, seqno, (seqno or 0) + 1, json.dumps(rest).encode()):
-            txns.truncate(TXNS_KEY, (seqno or 0) + 1)
+        seqno, rec = _txns(txns)
+        if shard_id not in rec["sealed"]:
+            return
+        marks = {k: v for k, v in rec["sealed"].items() if k != shard_id}
+        if _put(txns, seqno, {**rec, "sealed": marks}):
             return
 
 
@@ -335,17 +466,32 @@ def _apply_recorded(persist: PersistClient, ts: int, shard: str, parts) -> None:
             return
 
 
-def recover(persist: PersistClient, txns: Consensus, live_shards: set[str]) -> int:
+def recover(persist: PersistClient, txns: Consensus, live_shards: set[str], gone=None) -> int:
     """Finish the transactions recorded in ``txns`` whose shards a crash left half
     applied (at startup, before any write; shards not in ``live_shards`` were dropped).
-    Returns how many there were."""
-    _, pending = _txns(txns)
+    With ``gone(owner)`` (a record shared by several processes) only those of owners
+    it says are gone (this process's earlier run, or a dead one): a live process
+    finishes its own. Returns how many there were."""
+    _, rec = _txns(txns)
+    pending = [e for e in rec["pending"] if gone is None or gone(e.get("owner", ""))]
     for e in pending:
         for shard, parts in e["writes"].items():
             if shard in live_shards:
                 try:
                     _apply_recorded(persist, e["ts"], shard, parts)
-                except ShardSealed:  # another process's ALTER TABLE sealed it meanwhile
+                except ShardSealed:  # a seal applies recorded parts first: a record of before the marks
                     log.error("txn at %d: shard %s is sealed; its part of the transaction is lost", e["ts"], shard)
-        _clear(txns, e["ts"])
+        _clear_entry(txns, e)
     return len(pending)
+
+
+def _clear_entry(txns: Consensus, entry: dict) -> None:
+    """Clear ``entry`` (one of a record of before ids: by its timestamp)."""
+    if "id" in entry:
+        _clear(txns, entry["id"])
+        return
+    while True:
+        seqno, rec = _txns(txns)
+        rest = [e for e in rec["pending"] if "id" in e or e["ts"] != entry["ts"]]
+        if len(rest) == len(rec["pending"]) or _put(txns, seqno, {**rec, "pending": rest}):
+            return

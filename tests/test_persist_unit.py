@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import threading
 
+import time
+
 import pyarrow as pa
 import pytest
 
@@ -555,6 +557,95 @@ def test_group_commit_fails_only_the_writers_of_a_sealed_shard(tmp_path):
         assert isinstance(outcomes[1], ShardSealed) and isinstance(outcomes[3], ShardSealed)
         assert rows(p, "open") == [1, 1]  # the two-shard write left nothing behind
         assert rows(p, "sealed") == []
+    finally:
+        w.stop()
+
+
+def _txns_of(tmp_path, consensus_url):
+    from persist import SqliteConsensus
+    from persist.postgres import PostgresConsensus
+
+    if consensus_url.startswith("postgres"):
+        return PostgresConsensus(consensus_url, table="txns")
+    return SqliteConsensus(str(tmp_path / "txns.db"))
+
+
+@pytest.mark.parametrize("when", ["after-record", "before-record"])
+def test_another_process_s_seal_never_cuts_a_multi_table_commit_in_half(tmp_path, consensus_url, when):
+    """Issue 28's two-process run: process b's ALTER TABLE sealed shard r between process
+    a's check of its shards and its appends, so a's part of t landed while its client got
+    40001 (G1a for every read that saw it). The seal goes through the transaction record
+    a shares with b: sealing after a recorded, b applies a's part of r first and a
+    commits whole; sealing before, a finds the mark and nothing of it lands."""
+    from catalog.oracle import TimestampOracle
+    from persist import ShardSealed
+    from sqlfront.group_commit import GroupCommitter, Write
+
+    a_persist, b_persist = client(tmp_path, consensus_url, "a:1"), client(tmp_path, consensus_url, "b:1")
+    for s in ("t", "r"):
+        a_persist.create_shard(s, 0)
+    oracle = TimestampOracle(str(tmp_path / "oracle.db"))
+    a = GroupCommitter(a_persist, _txns_of(tmp_path, consensus_url), oracle, owner="a")
+    b = GroupCommitter(b_persist, _txns_of(tmp_path, consensus_url), oracle, owner="b")
+    sealed = []
+
+    def seal_once():
+        if not sealed:
+            sealed.append(b.seal("r"))
+
+    if when == "after-record":  # b seals as a appends its first shard
+        append = a_persist.compare_and_append
+
+        def cut(*args, **kw):
+            seal_once()
+            return append(*args, **kw)
+        a_persist.compare_and_append = cut
+    else:  # b seals right after a checked its shards open
+        state = a_persist.state
+
+        def cut(shard):
+            st = state(shard)
+            if shard == "r":
+                seal_once()
+            return st
+        a_persist.state = cut
+    one = pa.table({"a": pa.array([7], pa.int32())})
+    try:
+        try:
+            a.commit([Write("t", rows=one), Write("r", rows=one)])
+            failed = False
+        except ShardSealed:
+            failed = True
+        assert sealed and sealed[0].sealed
+        got = (rows(b_persist, "t"), rows(b_persist, "r"))
+        assert got == (([], []) if failed else ([7], [7])), (failed, got)
+        assert failed == (when == "before-record")
+        assert b.marks().keys() == {"r"} and b.marks()["r"]["owner"] == "b"
+        b.unseal("r")
+        assert b.marks() == {} and not b_persist.state("r").sealed
+        a.commit([Write("t", rows=one), Write("r", rows=one)])  # open again for both
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_a_dropped_shard_s_seal_mark_is_swept_after_a_grace(tmp_path):
+    """Marks of shards no catalog names go after ``MARK_GRACE_S``; a sealed shard's that
+    the catalog still names (an ALTER TABLE under way) stays."""
+    from catalog.oracle import TimestampOracle
+    from sqlfront.group_commit import MARK_GRACE_S, GroupCommitter
+
+    p = client(tmp_path, str(tmp_path / "consensus.db"))
+    for s in ("dropped", "altering"):
+        p.create_shard(s, 0)
+    w = GroupCommitter(p, _txns_of(tmp_path, "sqlite"), TimestampOracle(str(tmp_path / "oracle.db")), owner="a")
+    try:
+        w.seal("dropped")
+        w.seal("altering")
+        assert p.drop_shard("dropped")
+        assert w.sweep_marks({"altering"}) == 0  # within the grace
+        assert w.sweep_marks({"altering"}, now=time.time() + MARK_GRACE_S + 1) == 1
+        assert w.marks().keys() == {"altering"}
     finally:
         w.stop()
 

@@ -26,6 +26,7 @@ from persist import Batch, FileBlob, PersistClient, SqliteConsensus, open_consen
 from persist import compact as compaction
 from persist.binding import BlobMismatch, bind_blob
 from persist.blob import part_writer
+from persist.postgres import PostgresConsensus
 from persist.pubsub import PubSubServer
 from persist.shard_id import ShardId
 from pgconn import is_postgres_url, redact_url
@@ -58,6 +59,8 @@ class StorageController:
     LEAKED_PART_GRACE_S = 600.0
     #: seconds between persist maintenance rounds
     MAINTENANCE_S = 1.0
+    #: seconds between sweeps of the seal marks of dropped shards (``GroupCommitter.sweep_marks``)
+    SWEEP_MARKS_S = 60.0
     #: how far since lags the read timestamp (Materialize's default compaction window for
     #: tables is 1 s); AS OF and transactions may read that far back
     COMPACTION_WINDOW_MS = 1000
@@ -112,8 +115,11 @@ class StorageController:
                                      pubsub_server=self.pubsub_server, metrics=pubsub_metrics,
                                      # a shared oracle's read_ts may pass another process's write in flight
                                      fence_reads=is_postgres_url(config.timestamp_oracle_url))
-        #: the multi-shard transaction record of the group commit
-        self.txns = SqliteConsensus(str(d / "txns.db"))
+        #: the multi-shard transaction record of the group commit, and its seals' marks:
+        #: shared by the processes that share persist (a seal of one must see the others'
+        #: transactions, ``group_commit``)
+        self.txns = (PostgresConsensus(config.persist_consensus_url, table="txns") if config.shared_persist
+                     else SqliteConsensus(str(d / "txns.db")))
         self.writer: GroupCommitter | None = None
         #: shards written since the last maintenance round
         self._dirty: set[str] = set()
@@ -156,7 +162,7 @@ class StorageController:
 
     def _finalize(self) -> None:
         try:
-            finalize(self.persist, self.coordinator)
+            finalize(self.persist, self.coordinator, self.writer.seal if self.writer is not None else None)
         except Exception as e:  # listed still: the next maintenance round tries again
             log.warning("deleting dropped shards: %s", e)
 
@@ -219,15 +225,22 @@ class StorageController:
         group commit's :attr:`writer`."""
         self.persist.expire_previous_readers()
         live = {t.shard_id for t in snap.storage_relations()}
-        if not self.config.shared_persist:
-            # A table's shard sealed by an ALTER TABLE that a crash cut short: the
-            # catalog still names it, so writes must land there again. (With shared
-            # persist another process's ALTER may be under way: left alone.)
-            for shard in live:
-                if self.persist.state(shard).sealed:
-                    log.info("persist: unsealing shard %s (an ALTER TABLE a crash interrupted)", shard)
-                    self.persist.unseal(shard)
-        n = group_commit.recover(self.persist, self.txns, live)
+        # A table's shard sealed by an ALTER TABLE that a crash cut short: the catalog
+        # still names it, so writes must land there again. With shared persist, only the
+        # seals this process's earlier run marked (another process's ALTER may be under
+        # way; a mark of before marks had owners is left alone too).
+        # A mark of ours on a shard left open (a crash between the mark and the seal) goes too.
+        marks = group_commit.marks(self.txns)
+        for shard in live:
+            mine = marks.get(shard, {}).get("owner") == self.process_id
+            if mine or (not self.config.shared_persist and self.persist.state(shard).sealed):
+                log.info("persist: unsealing shard %s (an ALTER TABLE a crash interrupted)", shard)
+                group_commit.unseal(self.persist, self.txns, shard)
+        gone = None
+        if self.config.shared_persist:
+            alive = self.registry.live() - {self.process_id}
+            gone = lambda owner: owner not in alive  # noqa: E731 (ours of an earlier run, or dead)
+        n = group_commit.recover(self.persist, self.txns, live, gone)
         if n:
             log.info("persist: finished %d transaction(s) a crash interrupted", n)
         if self.config.shared_persist:
@@ -240,7 +253,7 @@ class StorageController:
             removed = self.persist.gc_orphans(live)
         if removed:
             log.info("persist: deleted %d unreferenced part(s)", removed)
-        self.writer = GroupCommitter(self.persist, self.txns, self.oracle, self.applied)
+        self.writer = GroupCommitter(self.persist, self.txns, self.oracle, self.applied, owner=self.process_id)
 
     def _leaked_part(self, live_processes: set[str], now: float, key: str) -> bool:
         """Whether an unreferenced part in a Blob shared with other processes is leaked
@@ -287,6 +300,7 @@ class StorageController:
         leased readers, advance each shard's since, collect garbage, compact; and now and
         then give the C heap's free memory back (``sqlfront.heap``)."""
         trimmer = heap.Trimmer()
+        next_sweep = 0.0
         while not self._maintenance_stop.wait(self.MAINTENANCE_S):
             trimmer.maybe()
             try:
@@ -295,6 +309,12 @@ class StorageController:
                 log.warning("persist maintenance: %s", e)
             if self.coordinator.snapshot.to_finalize:  # a drop a crash (or a failure) left undone
                 self._finalize()
+            if time.monotonic() >= next_sweep and self.writer is not None:
+                next_sweep = time.monotonic() + self.SWEEP_MARKS_S
+                try:
+                    self.writer.sweep_marks({t.shard_id for t in self._snapshot().storage_relations()})
+                except Exception as e:  # the next sweep tries again
+                    log.warning("sweeping seal marks: %s", e)
             if self.registry is not None:
                 try:
                     self.heartbeat()

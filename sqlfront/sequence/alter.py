@@ -220,7 +220,7 @@ def _reopen(s: Session, table: Table) -> None:
     if cur is None or cur.shard_id != table.shard_id:
         return
     try:
-        s.env.persist.unseal(table.shard_id)
+        s.env.storage.writer.unseal(table.shard_id)
     except Exception as e:  # the store's errors: psycopg's, sqlite's, OSError
         log.warning("ALTER TABLE %s failed and its shard %s stays sealed until the store answers (%s): "
                     "unsealing it in the background", table.name, table.shard_id, type(e).__name__)
@@ -240,7 +240,7 @@ def _unseal_until_done(env, table: Table, give_up_s: float = UNSEAL_RETRY_S, pau
             cur = env.snapshot().tables.get(table.id)
             if cur is None or cur.shard_id != table.shard_id:
                 return False
-            env.persist.unseal(table.shard_id)
+            env.storage.writer.unseal(table.shard_id)
         except Exception:
             continue
         log.info("unsealed shard %s of table %s after its ALTER TABLE failed", table.shard_id, table.name)
