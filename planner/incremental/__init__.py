@@ -64,11 +64,14 @@ def incremental_plan(plan) -> Inc:
                        hint="Use a view (not materialized) or SELECT the query directly.")
 
     inc = rec(prune_columns(plan))
-    if any(t.holds_map for t in _consolidated_types(inc)):
-        # a dataflow consolidates and arranges these rows by value; maps are not grouped
-        # by their entries there yet (Spark's grouping of a map loses NULL values)
+    bad = next((t for t in _consolidated_types(inc) if t.holds_map and not t.map_groupable), None)
+    if bad is not None:
+        # a dataflow consolidates and arranges these rows by value, maps by their entries
+        # in key order (SqlType.map_groupable); a map inside a list or array, or a map of
+        # maps, has no such form yet
         raise SqlError(FEATURE_NOT_SUPPORTED, "materialized views, indexes on views and SUBSCRIBE cannot maintain "
-                       "map values incrementally yet", hint="Use a view (not materialized) or SELECT the query directly.")
+                       f"values of type {bad.sql()} incrementally yet",
+                       hint="Use a view (not materialized) or SELECT the query directly.")
     return inc
 
 
