@@ -77,6 +77,13 @@ class SqlType:
         return self.is_map or ((self.is_array or self.is_list) and self.element.holds_map)
 
     @property
+    def map_groupable(self) -> bool:
+        """True for a map whose values hold no map: the maps whose rows Spark groups and
+        compares, by their entries in key order (``spark_exec.lower.maps_groupable``);
+        other types holding a map cannot be grouped on Spark here."""
+        return self.is_map and not self.element.holds_map
+
+    @property
     def is_array(self) -> bool:
         """True for a one-dimensional array type; its name is PostgreSQL's ``_elem``."""
         return self.name.startswith("_")

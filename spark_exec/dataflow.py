@@ -59,7 +59,9 @@ from planner.incremental.nodes import (
 from planner.incremental.timed import answers_no_rows, timed_template
 from planner.plan import Project, Unnest
 from planner.scalar import ColRef
-from spark_exec.lower import Lowerer, _file_schema, _from_storage, read_layout
+from spark_exec.lower import (
+    Lowerer, _file_schema, _from_storage, maps_groupable, maps_restored, maps_restored_column, numbered_maps, read_layout,
+)
 
 log = logging.getLogger(__name__)
 
@@ -94,11 +96,12 @@ class Spine:
     #: batches past the first before they are merged into one
     MAX_BATCHES = 8
 
-    def __init__(self, columns: int, batches: tuple[DataFrame, ...] = (), merge=None):
+    def __init__(self, columns: int, batches: tuple[DataFrame, ...] = (), merge=None, maps=None):
         self.columns = columns
         self.batches = batches
-        #: batches -> one batch with the same contents (default: ``consolidate``)
-        self.merge = merge or (lambda df: consolidate(df, columns))
+        #: batches -> one batch with the same contents (default: ``consolidate``, its
+        #: columns ``maps`` holding maps: ``lower.numbered_maps``)
+        self.merge = merge or (lambda df: consolidate(df, columns, maps))
 
     def frame(self) -> DataFrame | None:
         """Every update of the arrangement (not consolidated), or None when it has none."""
@@ -125,8 +128,10 @@ class Contents:
     a round still finds its time). Immutable batches, as ``Spine``'s: a peek reading it
     while a round adds to it reads the batches it took."""
 
-    def __init__(self, columns: int, since: int):
+    def __init__(self, columns: int, since: int, maps=None):
         self.columns = columns
+        #: its columns holding maps (``lower.numbered_maps``), consolidated by their entries
+        self.maps = maps or {}
         #: the earliest time the contents are exact for
         self.since = since
         #: the time ``since`` moves to at the next merge
@@ -141,7 +146,7 @@ class Contents:
         self._current_lock = threading.Lock()
         k = columns
         self.spine = Spine(k + 1, merge=lambda df: consolidate(
-            df.select(*_names(k), F.greatest(F.col(f"c{k}"), F.lit(self.since)).alias(f"c{k}"), D), k + 1))
+            df.select(*_names(k), F.greatest(F.col(f"c{k}"), F.lit(self.since)).alias(f"c{k}"), D), k + 1, self.maps))
 
     def add(self, d: DataFrame | None, frontier: int, t: int | None = None) -> None:
         """Take a change (``c0 .. cN-1``, ``_t``, ``_d``; or without ``_t``, all at ``t``),
@@ -169,12 +174,12 @@ class Contents:
         if as_of >= changed:  # the current contents: consolidated once, by the first peek to want them
             with self._current_lock:
                 if self._current is None or self._current[0] != changed:
-                    self._current = (changed, checkpoint(consolidate(df.select(*_names(k), D), k).filter(F.col(D) > 0)))
+                    self._current = (changed, checkpoint(consolidate(df.select(*_names(k), D), k, self.maps).filter(F.col(D) > 0)))
                 rows = self._current[1]
             return _repeat(rows, k)
         # updates after as_of left out (the time as data: ``time_relation``)
         df = df.crossJoin(time_relation(df.sparkSession, as_of)).filter(F.col(f"c{k}") <= F.col("_tv"))
-        return _expand(df.select(*_names(k), D), k)
+        return _expand(df.select(*_names(k), D), k, self.maps)
 
 
 def checkpoint(df: DataFrame) -> DataFrame:
@@ -193,16 +198,20 @@ def checkpoint(df: DataFrame) -> DataFrame:
         local.session = saved
 
 
-def consolidate(df: DataFrame, columns: int) -> DataFrame:
-    """``df``'s updates with equal rows summed, those summing to 0 left out
-    (Materialize's consolidation)."""
-    return df.groupBy(*_names(columns)).agg(F.sum(D).alias(D)).filter(F.col(D) != 0)
+def consolidate(df: DataFrame, columns: int, maps: dict | None = None, by: tuple = ()) -> DataFrame:
+    """``df``'s updates with equal rows (``c0 .. cN-1``, and the columns ``by``) summed,
+    those summing to 0 left out (Materialize's consolidation). ``maps``: the columns
+    holding maps (``lower.numbered_maps``), grouped by their entries in key order as a
+    table's read groups them (``lower.maps_groupable``)."""
+    maps = maps or {}
+    summed = maps_groupable(df, maps).groupBy(*_names(columns), *by).agg(F.sum(D).alias(D)).filter(F.col(D) != 0)
+    return maps_restored(summed, maps)
 
 
-def _expand(df: DataFrame, columns: int) -> DataFrame:
+def _expand(df: DataFrame, columns: int, maps: dict | None = None) -> DataFrame:
     """The rows of a collection of updates (``c0 .. cN-1``, ``_d``): consolidated, each
     row repeated its count times."""
-    return _repeat(consolidate(df, columns).filter(F.col(D) > 0), columns)
+    return _repeat(consolidate(df, columns, maps).filter(F.col(D) > 0), columns)
 
 
 def _repeat(counted: DataFrame, columns: int) -> DataFrame:
@@ -274,7 +283,7 @@ class Dataflow:
         gives a table's snapshot); returns the query's contents there as updates (lazy:
         the caller decides whether to compute them)."""
         self.scan = scan
-        self.spines = {a.id: Spine(len(a.columns)) for a in arrangements(self.inc)}
+        self.spines = {a.id: Spine(len(a.columns), maps=numbered_maps(a.columns)) for a in arrangements(self.inc)}
         self._memo: dict[int, DataFrame | None] = {}
         self._lowerer = self._make_lowerer(as_of)
         self._sums = {n.state.id: _Sums(n, self._lowerer) for n in _accumulations(self.inc)}
@@ -284,8 +293,8 @@ class Dataflow:
             if isinstance(n, Temporal):
                 k = len(n.columns)
                 # merged: consolidated by (row, time), the times already passed left out
-                self.pending[id(n)] = Spine(k + 1, merge=lambda df, k=k: consolidate(
-                    df.filter(F.col(f"c{k}") > F.lit(self._time)), k + 1))
+                self.pending[id(n)] = Spine(k + 1, merge=lambda df, k=k, n=n: consolidate(
+                    df.filter(F.col(f"c{k}") > F.lit(self._time)), k + 1, numbered_maps(n.columns)))
         self._time, self._hydrating, self.narrow, self._lo = as_of, True, False, None
         #: ids of nodes whose change is all rows sent inside the plan (no job to read)
         self._local: set[int] = set()
@@ -586,7 +595,8 @@ class Dataflow:
         # At hydration every update is a +1 (a snapshot's rows, and what operators make of
         # them): the rows are the updates' rows, no consolidation needed.
         lw.holes = {i: df.select(*_names(len(inp.columns) + more)) if self._hydrating
-                    else _expand(df, len(inp.columns) + more) for i, (df, inp) in enumerate(zip(inputs, n.inputs))}
+                    else _expand(df, len(inp.columns) + more, numbered_maps(inp.columns))
+                    for i, (df, inp) in enumerate(zip(inputs, n.inputs))}
         try:
             return lw.lower(template if template is not None else n.template)
         finally:
@@ -656,7 +666,9 @@ class Dataflow:
             *_names(len(columns)), F.col(f"c{len(columns)}").alias("_at"), F.col(f"c{len(columns) + 1}").alias("_tn"), D)
 
     def _keyed(self, df: DataFrame, a: Arrangement) -> DataFrame:
-        return df.select("*", *[self._lowerer.scalar(k).alias(f"_k{j}") for j, k in enumerate(a.keys)])
+        """``df`` with ``a``'s keys as ``_k0 ..`` (maps as their entries, to compare)."""
+        return maps_groupable(df.select("*", *[self._lowerer.scalar(k).alias(f"_k{j}") for j, k in enumerate(a.keys)]),
+                              _numbered_key_maps(a.keys))
 
     def _touched(self, n: Recompute, changes: list[DataFrame | None]) -> DataFrame | None:
         """The distinct keys (``_k0 ..``) of the changes' rows: the groups to recompute;
@@ -696,8 +708,9 @@ class Dataflow:
         xs = sums.arguments(lw)
         timed = len(self._extra()) == 2
         at = [T] if timed else []
-        keyed = rows.select(*[lw.scalar(k).alias(f"_k{j}") for j, k in enumerate(p.keys)],
-                            *[x.alias(f"_x{j}") for j, (_, x) in enumerate(xs)], "_s", *at)
+        keyed = maps_groupable(rows.select(*[lw.scalar(k).alias(f"_k{j}") for j, k in enumerate(p.keys)],
+                                           *[x.alias(f"_x{j}") for j, (_, x) in enumerate(xs)], "_s", *at),
+                               _numbered_key_maps(p.keys))  # kept as their entries: grouped and compared
         change = keyed.groupBy(*sums.keys, *at).agg(*sums.of_rows(xs))
         spine = self.spines[n.state.id]
         if self._hydrating or not self.narrow:  # (a big change is read twice below: kept once)
@@ -827,7 +840,9 @@ class _Sums:
         _v{j}`` etc. of one row (a group with no rows left has none; a GROUP BY without
         keys always has its one row)."""
         kit = _SumsToolkit(lw, record=False, prefix=prefix)
-        cols = [F.col(c) for c in self.keys] + [lw.aggregate(a, toolkit=kit) for a in self.n.plan.aggregates]
+        maps = _numbered_key_maps(self.n.plan.keys)
+        cols = [maps_restored_column(F.col(c), maps[c]) if c in maps else F.col(c) for c in self.keys] + [
+            lw.aggregate(a, toolkit=kit) for a in self.n.plan.aggregates]
         exists = F.col(prefix + "_rows") > 0 if self.keys else F.lit(True)
         return cols, exists
 
@@ -871,6 +886,11 @@ class _SumsToolkit:
 
     def __getattr__(self, name):
         return getattr(self._lowerer, name)
+
+
+def _numbered_key_maps(keys) -> dict:
+    """The keys ``_k<j>`` of ``keys`` (scalar expressions) that hold maps: name -> type."""
+    return {f"_k{j}": k.type for j, k in enumerate(keys) if k.type.holds_map}
 
 
 def _accumulations(n) -> list[Accumulate]:
@@ -935,10 +955,7 @@ def change_result(d: DataFrame, columns, timed: bool = False) -> DataFrame:
     from spark_exec.lower import _interval_struct
 
     names = _names(len(columns))
-    if timed:
-        summed = d.groupBy(*names, T).agg(F.sum(D).alias(D)).filter(F.col(D) != 0)
-    else:
-        summed = consolidate(d, len(columns))
+    summed = consolidate(d, len(columns), numbered_maps(columns), by=(T,) if timed else ())
     return summed.select(*[_interval_struct(F.col(c)).alias(c) if t.name == "interval" else F.col(c)
                            for c, (_, t) in zip(names, columns)], *([T] if timed else []), D)
 

@@ -293,18 +293,19 @@ def sort_key(c: SparkColumn, t: SqlType) -> SparkColumn:
 
 def _groupable(c: SparkColumn, t: SqlType) -> SparkColumn:
     """A map column as its entries in key order (an array of key-value structs), a value
-    Spark groups and compares; ``_from_groupable`` turns it back. Spark refuses maps in
+    Spark groups and compares; ``maps_restored_column`` turns it back. Spark refuses maps in
     DISTINCT and set operations, and its GROUP BY of a map with a NULL value gave 0 for the
     NULL (Spark 4.0's map normalization).
 
     Raises:
         SqlError 0A000 for a map inside an array or list, or a map of maps."""
-    if t.is_map and not t.element.holds_map:
+    if t.map_groupable:
         return F.array_sort(F.map_entries(c))
     raise SqlError(FEATURE_NOT_SUPPORTED, f"grouping by values of type {t.sql()} is not supported on table data")
 
 
-def _from_groupable(c: SparkColumn, t: SqlType) -> SparkColumn:
+def maps_restored_column(c: SparkColumn, t: SqlType) -> SparkColumn:
+    """One column of ``_groupable``'s form, of type ``t``, as its map again."""
     return F.map_from_entries(c)
 
 
@@ -600,8 +601,9 @@ def maps_groupable(df: DataFrame, maps: dict[str, SqlType]) -> DataFrame:
 
 
 def maps_restored(df: DataFrame, maps: dict[str, SqlType]) -> DataFrame:
+    """``df`` with its columns ``maps`` made by ``maps_groupable`` maps again."""
     for n, t in maps.items():
-        df = df.withColumn(n, _from_groupable(F.col(f"`{n}`"), t))
+        df = df.withColumn(n, maps_restored_column(F.col(f"`{n}`"), t))
     return df
 
 

@@ -65,7 +65,7 @@ from spark_exec.arrow_results import to_arrow
 from spark_exec.dataflow import Contents, Dataflow, timed_frame
 from spark_exec.errors import is_connection_error, to_sql_error
 from spark_exec.replica import HEALTHY
-from spark_exec.lower import BuiltinFn
+from spark_exec.lower import BuiltinFn, numbered_maps
 from spark_exec.writes import PartUrls, holds_intervals, stored_updates, write_job
 
 if TYPE_CHECKING:
@@ -410,7 +410,7 @@ class MaterializationMaintainer:
                         if (flow is None or flow.session is not session or flow.inc is not inc
                                 or flow.frontier is None or flow.contents is None):
                             flow = Dataflow(session, inc, self.persist.blob.url, self.builtin_rows)
-                            contents = Contents(columns, target)
+                            contents = Contents(columns, target, numbered_maps(m.plan.columns))
                             contents.add(flow.hydrate(target, scan), target, t=target)
                             flow.contents = contents
                             self.hydrations[key] = time.monotonic() - started

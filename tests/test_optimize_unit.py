@@ -19,6 +19,7 @@ from planner.optimize import (
     DECORRELATION, RULES, decorrelate, fold_constants, optimize, plan_joins, prune_projections, pushdown_predicates,
     semijoins,
 )
+from planner.optimize.prune import prune_columns
 from planner.optimize.joins import estimate_rows
 from planner.plan import Constant, Distinct, Filter, Get, Join, Project, Reduce, Window, inputs
 from planner.query import QueryPlanner
@@ -110,6 +111,38 @@ def test_every_rule_keeps_the_raw_plans_answer(snap, sql):
         plan = rule(plan)
         assert rows(plan) == expected, (rule.__name__, "\n".join(explain(plan)))
     assert not has_subquery(plan)
+    assert rows(prune_columns(plan)) == expected  # what dataflows run (planner.incremental)
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT t.b FROM t JOIN u ON t.a = u.a WHERE u.c > 100",
+    "SELECT u.c FROM t RIGHT JOIN u ON t.a = u.a AND t.b > 10",
+    "SELECT a, row_number() OVER (PARTITION BY a ORDER BY b) FROM t",
+    "SELECT b FROM t ORDER BY a, b LIMIT 2",
+    "SELECT count(*) FROM t, u",
+    "SELECT x FROM (SELECT a, unnest(ARRAY[a, b]) AS x FROM t) s",
+    "SELECT s.b FROM (SELECT DISTINCT a, b FROM t) s, v WHERE s.a = v.a",
+    "SELECT a FROM t WHERE b > 15 UNION ALL SELECT c FROM u WHERE a IS NULL",
+])
+def test_prune_columns_keeps_the_answer_and_reads_only_used_columns(snap, sql):
+    plan = optimize(raw(snap, sql))
+    pruned = prune_columns(plan)
+    assert rows(pruned) == rows(plan), "\n".join(explain(pruned))
+    assert pruned.columns == plan.columns
+
+
+def test_prune_columns_narrows_each_read_to_its_used_columns(snap):
+    p = prune_columns(optimize(raw(snap, "SELECT u.c FROM t JOIN u ON t.a = u.a WHERE t.b > 15")))
+    over = {n.input.relation.name: [e.index for e in n.exprs] for n in nodes(p)
+            if isinstance(n, Project) and isinstance(n.input, Get)}
+    assert over == {}  # every column of t and u is read
+    (j,) = [n for n in nodes(p) if isinstance(n, Join)]
+    assert len(j.left.columns) + len(j.right.columns) == 3  # t.b goes after its filter
+    p = prune_columns(optimize(raw(snap, "SELECT count(*) FROM t, u WHERE t.b > 1")))
+    over = {n.input.relation.name: [e.index for e in n.exprs] for n in nodes(p)
+            if isinstance(n, Project) and isinstance(n.input, Get)}
+    (j,) = [n for n in nodes(p) if isinstance(n, Join)]
+    assert over == {"u": [0]} and len(j.columns) == 2  # an input none of whose columns is read keeps one
 
 
 def test_rules_run_in_the_documented_order():

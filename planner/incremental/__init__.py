@@ -3,7 +3,9 @@ current at the cost of its inputs' changes, not of its inputs (issue 25).
 
 ``incremental_plan(plan)`` derives the incremental plan (``planner.incremental.nodes``)
 from an optimized plan by rules, each a pure function in its own module (the shape of
-``planner.optimize``), tried in ``RULES``' order on every plan node:
+``planner.optimize``), tried in ``RULES``' order on every plan node of the plan narrowed
+to the columns it uses (``planner.optimize.prune.prune_columns``: an arrangement keeps
+only what its operator reads, and a table's unused columns never enter the dataflow):
 
 0. ``temporal.temporal``: a Filter with ``mz_now()`` is a temporal filter over the rest
    of its predicate; ``mz_now()`` anywhere else is refused.
@@ -31,9 +33,12 @@ from catalog.errors import SqlError, FEATURE_NOT_SUPPORTED
 from planner.incremental.accumulate import accumulate
 from planner.incremental.joins import delta_join
 from planner.incremental.linear import linear, stored
-from planner.incremental.nodes import Arrangement, Inc
+from planner.incremental.nodes import (
+    Accumulate, Arrangement, DeltaJoin, Inc, Recompute, Temporal, walk,
+)
 from planner.incremental.recompute import recompute
 from planner.incremental.temporal import temporal
+from planner.optimize.prune import prune_columns
 from planner.plan import Get, Join, LateralJoin
 
 RULES = (temporal, stored, linear, delta_join, accumulate, recompute)
@@ -51,11 +56,6 @@ def incremental_plan(plan) -> Inc:
         return Arrangement(next(ids), tuple(keys), source)
 
     def rec(p):
-        if any(t.holds_map for _, t in p.columns):
-            # a dataflow consolidates and arranges rows by value; maps are not grouped
-            # by their entries there yet (Spark's grouping of a map loses NULL values)
-            raise SqlError(FEATURE_NOT_SUPPORTED, "materialized views, indexes on views and SUBSCRIBE cannot maintain "
-                           "map values incrementally yet", hint="Use a view (not materialized) or SELECT the query directly.")
         for rule in RULES:
             n = rule(p, rec, arrange)
             if n is not None:
@@ -63,7 +63,32 @@ def incremental_plan(plan) -> Inc:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"materialized views cannot maintain {_describe(p)} incrementally yet",
                        hint="Use a view (not materialized) or SELECT the query directly.")
 
-    return rec(plan)
+    inc = rec(prune_columns(plan))
+    bad = next((t for t in _consolidated_types(inc) if t.holds_map and not t.map_groupable), None)
+    if bad is not None:
+        # a dataflow consolidates and arranges these rows by value, maps by their entries
+        # in key order (SqlType.map_groupable); a map inside a list or array, or a map of
+        # maps, has no such form yet
+        raise SqlError(FEATURE_NOT_SUPPORTED, "materialized views, indexes on views and SUBSCRIBE cannot maintain "
+                       f"values of type {bad.sql()} incrementally yet",
+                       hint="Use a view (not materialized) or SELECT the query directly.")
+    return inc
+
+
+def _consolidated_types(inc) -> list:
+    """The types of the values a dataflow of ``inc`` groups rows by: its output's columns
+    (consolidated), the rows of its arrangements and of its temporal filters' pending
+    updates, and the keys of its accumulations (their state is sums per key)."""
+    out = [t for _, t in inc.columns]
+    for n in walk(inc):
+        if isinstance(n, Accumulate):
+            out += [k.type for k in n.plan.keys]
+        elif isinstance(n, (DeltaJoin, Recompute)):
+            states = n.states if isinstance(n, Recompute) else (n.left_state, n.right_state)
+            out += [t for a in states for _, t in a.columns]
+        elif isinstance(n, Temporal):
+            out += [t for _, t in n.columns]
+    return out
 
 
 def _describe(p) -> str:
