@@ -8,6 +8,8 @@ reasons; entries that declare ``differs`` give theirs.
 from __future__ import annotations
 
 import collections
+import concurrent.futures
+import queue
 
 import psycopg
 import pytest
@@ -406,10 +408,17 @@ def _batched_answers(conn, cases) -> dict:
     return out
 
 
+#: connections that run sqlfront's batches at once (as tests/test_sqllogictest.py's corpus
+#: runs on two): one query plans in environmentd while another runs on the replica
+JOBS = 3
+
+
 @pytest.fixture(scope="module")
-def answers(both):
+def answers(server, both):
     """(sqlfront's answers, PostgreSQL's answers) for every sample, batched per kind;
-    set-returning samples run alone (two in one SELECT list would zip their rows)."""
+    set-returning samples run alone (two in one SELECT list would zip their rows).
+    sqlfront's batches run on ``JOBS`` connections at once; those of functions acting on
+    the session stay on ``ours``, in order."""
     ours, theirs = both
     by_kind = collections.defaultdict(list)
     for f in fn.FUNCTIONS.values():
@@ -417,15 +426,47 @@ def answers(both):
             # a function acting on the session moves its select list into the session
             # (planner.session_split): batched alone, so that the others stay on Spark
             by_kind[(f.kind, bool(f.extra.get("session"))) if f.kind != "srf" else ("srf", sample)].append((f, sample))
-    mine, pg = {}, {}
+    pg = {}
     for cases in by_kind.values():
         pg.update(_batched_answers(theirs, cases))
+    in_session, units = [], []
+    for key, cases in by_kind.items():
         # a sample that errors on PostgreSQL runs alone here: a batch holding it would be
         # split in halves down to it, several Spark jobs each (PostgreSQL's are cheap)
-        mine.update(_batched_answers(ours, [c for c in cases if pg[c[1]][1] is None]))
-        for case in cases:
-            if pg[case[1]][1] is not None:
-                mine.update(_batched_answers(ours, [case]))
+        ok = [c for c in cases if pg[c[1]][1] is None]
+        batches = [ok[i:i + BATCH] for i in range(0, len(ok), BATCH)]
+        batches += [[c] for c in cases if pg[c[1]][1] is not None]
+        (in_session if key[0] != "srf" and key[1] else units).extend(batches)
+    conns = queue.SimpleQueue()
+    extra = [server.connect() for _ in range(JOBS - 1)]
+    for c in extra:
+        conns.put(c)
+
+    def on_any(unit) -> dict:
+        c = conns.get()
+        try:
+            return _batched_answers(c, unit)
+        finally:
+            conns.put(c)
+
+    mine = {}
+    try:
+        with concurrent.futures.ThreadPoolExecutor(JOBS) as pool:
+            def session_first() -> list[dict]:
+                try:
+                    return [_batched_answers(ours, u) for u in in_session]
+                finally:
+                    conns.put(ours)  # then a connection like the others
+
+            done = [pool.submit(session_first)]
+            done += [pool.submit(on_any, u) for u in units]
+            for f in done:
+                r = f.result()
+                for part in (r if isinstance(r, list) else [r]):
+                    mine.update(part)
+    finally:
+        for c in extra:
+            c.close()
     return mine, pg
 
 
