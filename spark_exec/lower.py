@@ -265,6 +265,9 @@ _TEXT_FORMS = {
     "float4": lambda c: _float8_text(c, 6),
     "float8": lambda c: _float8_text(c),
     "interval": lambda c: _interval_text(c),
+    # Spark's text of an instant is in its session zone, UTC (orchestrator), without the
+    # offset timestamptz_out writes (docs/differences.md: casts of table data stay in UTC)
+    "timestamptz": lambda c: F.concat(c.cast(T.StringType()), F.lit("+00")),
 }
 
 
@@ -1268,7 +1271,8 @@ class Lowerer:
         unconstrained numeric (``_stored``) the least scale of its value (a table keeps
         ``UNCONSTRAINED_NUMERIC``'s scale, not the value's own: its trailing zeros are
         lost); a sum or difference the larger of its operands', a product their sum
-        (numeric.c add_var, mul_var), a negation or absolute value its operand's.
+        (numeric.c add_var, mul_var), a negation or absolute value its operand's, a gcd
+        or lcm the larger of its arguments' (gcd_var, numeric_lcm).
         ``row``: False where ``e``'s operands are not columns of the row (a lambda over an
         aggregate's values): only a static scale or a stored column itself is known.
         Source of the rules: PostgreSQL's numeric.c."""
@@ -1284,7 +1288,8 @@ class Lowerer:
         if isinstance(e, Cast) and e.type.name == "numeric" and e.type.precision is None \
                 and e.expr.type.name == "numeric":
             return self.numeric_scale(e.expr)
-        if isinstance(e, Call) and e.type.name == "numeric" and e.func in ("add", "sub", "mul", "neg", "abs", "pos"):
+        if isinstance(e, Call) and e.type.name == "numeric" and e.func in ("add", "sub", "mul", "neg", "abs", "pos",
+                                                                           "gcd", "lcm"):
             scales = [self.numeric_scale(a) for a in e.args]
             if any(x is None for x in scales):
                 return None
@@ -1306,8 +1311,9 @@ class Lowerer:
             return _least_scale(c)
         return self.numeric_scale(e, row)
 
-    #: ``_scaled_text`` for the registry's lowerings
+    #: ``_scaled_text`` and ``_least_scale`` for the registry's lowerings
     scaled_text = staticmethod(_scaled_text)
+    least_scale = staticmethod(_least_scale)
 
     def numeric_product(self, e: Call, x: SparkColumn, y: SparkColumn) -> SparkColumn | None:
         """``x * y`` of numerics as PostgreSQL computes it (mul_var): exact, at the sum of
@@ -1373,8 +1379,16 @@ class Lowerer:
         The replica's Python (``spark.pyspark.python``) must import sqlfront's packages:
         local replicas run environmentd's interpreter with its source on PYTHONPATH
         (``spark_exec.orchestrator``)."""
-        # Arrow has no CalendarInterval: an interval crosses as its fields
-        args = [_interval_struct(c) if x.type.name == "interval" else c for c, x in zip(args, e.args)]
+        # Arrow has no CalendarInterval: an interval crosses as its fields; an unconstrained
+        # numeric of a scale per value as its text at that scale (PostgreSQL's functions
+        # take the argument's dscale into their result's: exp(100) has no decimals, where
+        # the stored decimal(38,10) would give it ten)
+        def crossing(c, x):
+            if x.type.name == "interval":
+                return _interval_struct(c)
+            text = self.numeric_text(x, c) if _per_value_numeric(x) else None
+            return c if text is None else text
+        args = [crossing(c, x) for c, x in zip(args, e.args)]
         r = F.udf(_row_text(e, PG_ERROR_PREFIX), T.StringType(), useArrow=True)(*args)
         return F.when(r.startswith(PG_ERROR_PREFIX), F.raise_error(r)).otherwise(r)
 

@@ -110,6 +110,40 @@ def text_answer(conn: psycopg.Connection, sql: str) -> tuple[list[tuple] | None,
             for r in range(res.ntuples)], None
 
 
+def batched_answers(conn: psycopg.Connection, samples: list[str], table: str, rows: int, aggregate: bool,
+                    batch: int = 32) -> dict[str, tuple[list[tuple] | None, str | None]]:
+    """sample -> ``text_answer`` of the sample run alone over ``table`` (``SELECT k,
+    sample FROM table ORDER BY k``, or ``SELECT sample FROM table`` for an ``aggregate``
+    sample), from as few queries as possible: ``batch`` samples go into one SELECT list,
+    each its own column, and a batch that errors or returns other than ``rows`` rows (one
+    for aggregates) is split in halves until every sample runs alone. ``table`` has an
+    int column ``k`` that orders its ``rows`` rows. One Spark job answers a whole batch."""
+    out: dict = {}
+
+    def alone(sample: str) -> str:
+        return f"SELECT {sample} FROM {table}" if aggregate else f"SELECT k, {sample} FROM {table} ORDER BY k"
+
+    def run(chunk: list[str]) -> None:
+        if len(chunk) == 1:
+            out[chunk[0]] = text_answer(conn, alone(chunk[0]))
+            return
+        cols = ", ".join(chunk)
+        got, state = text_answer(conn, alone(cols))
+        if state is None and len(got) == (1 if aggregate else rows):
+            for i, sample in enumerate(chunk):
+                out[sample] = ([(r[i],) for r in got] if aggregate else [(r[0], r[i + 1]) for r in got]), None
+            return
+        if state is not None and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            conn.rollback()
+        half = len(chunk) // 2
+        run(chunk[:half])
+        run(chunk[half:])
+
+    for i in range(0, len(samples), batch):
+        run(samples[i:i + batch])
+    return out
+
+
 @contextlib.contextmanager
 def differential_pair(server, setup: list[str], tables: list[str]):
     """(sqlfront connection, reference PostgreSQL connection), both autocommit, after

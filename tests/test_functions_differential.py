@@ -11,10 +11,9 @@ import collections
 import concurrent.futures
 import queue
 
-import psycopg
 import pytest
 
-from pg_reference import differential_pair, text_answer
+from pg_reference import batched_answers, differential_pair, text_answer
 from planner import functions as fn
 
 TABLE = "fx_t"
@@ -378,34 +377,12 @@ TABLE_ROWS = 5
 
 
 def _batched_answers(conn, cases) -> dict:
-    """sample -> (rows, SQLSTATE) as :func:`_query` run alone would give on ``conn``, from
-    as few queries as possible: the samples of one kind go into one SELECT list, each its
-    own column, and a batch that errors or returns an unexpected row count is split in
-    halves until every sample runs alone. ``cases``: (entry, sample) of one kind, not srf."""
-    out: dict = {}
-
-    def run(chunk):
-        if len(chunk) == 1:
-            f, sample = chunk[0]
-            out[sample] = _run(conn, _query(f, sample))
-            return
-        aggregate = chunk[0][0].kind == "aggregate"
-        cols = ", ".join(sample for _, sample in chunk)
-        sql = f"SELECT {cols} FROM {TABLE}" if aggregate else f"SELECT k, {cols} FROM {TABLE} ORDER BY k"
-        rows, state = _run(conn, sql)
-        if state is None and len(rows) == (1 if aggregate else TABLE_ROWS):
-            for i, (_, sample) in enumerate(chunk):
-                out[sample] = ([(r[i],) for r in rows] if aggregate else [(r[0], r[i + 1]) for r in rows]), None
-            return
-        if state is not None and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            conn.rollback()
-        half = len(chunk) // 2
-        run(chunk[:half])
-        run(chunk[half:])
-
-    for i in range(0, len(cases), BATCH):
-        run(cases[i:i + BATCH])
-    return out
+    """sample -> (rows, SQLSTATE) as :func:`_query` run alone would give on ``conn``
+    (``pg_reference.batched_answers``). ``cases``: (entry, sample) of one kind, not srf."""
+    if not cases:
+        return {}
+    return batched_answers(conn, [sample for _, sample in cases], TABLE, TABLE_ROWS,
+                           cases[0][0].kind == "aggregate", BATCH)
 
 
 #: connections that run sqlfront's batches at once (as tests/test_sqllogictest.py's corpus

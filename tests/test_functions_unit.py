@@ -384,3 +384,41 @@ def test_numeric_avg_and_variance_from_spark_sums_keep_the_values_display_scale(
     xs = [15000000000, 2500000000]
     sums = [sum(xs), 0, 0, sum(x * x for x in xs), 0, 0, 0, 0]
     assert str(_variance_from_sums([2, 10, 2, True, False, *map(D, sums)], None)) == "0.78125000000000000000"
+
+
+def test_float_variance_is_float8_accum_in_input_order():
+    """float.c's Youngs-Cramer sums (issue 26): stddev(1, 2, 4, 4) is exactly 1.5, where a
+    two-pass or moment-merging sum gives 1.4999999999999998; the order of the values is
+    the order of the sums (PostgreSQL 18: 5.102040816411564e+17 in this order,
+    5.1020408164115654e+17 with the last two swapped); infinities make it NaN; finite
+    values that overflow are 22003."""
+    import math
+
+    from catalog.errors import SqlError
+    from planner.functions.aggregate import float_accum
+
+    n, sx, sxx = float_accum([1.0, 2.0, 4.0, 4.0])
+    assert (n, sx, sxx, math.sqrt(sxx / (n - 1))) == (4.0, 11.0, 6.75, 1.5)
+    xs = [0.5 / 7, 1.5 / 7, -2.25 / 7, 1e10 / 7]
+    n, _, sxx = float_accum(xs)
+    assert repr(sxx / (n - 1)) == "5.102040816411564e+17"
+    n, _, sxx = float_accum(xs[:2] + xs[:1:-1])
+    assert repr(sxx / (n - 1)) == "5.1020408164115654e+17"
+    assert math.isnan(float_accum([1.0, math.inf])[2]) and math.isnan(float_accum([math.inf])[2])
+    with pytest.raises(SqlError) as e:
+        float_accum([1e308, -1e308, 1e308])
+    assert e.value.sqlstate == "22003"
+
+
+def test_call_text_reads_an_unconstrained_numeric_at_its_display_scale():
+    """A replica passes an unconstrained numeric of a scale per value to the Python
+    implementation as its text at that scale (spark_exec.lower.Lowerer.python_text):
+    exp(100) has no decimals in PostgreSQL, exp(100.0000000000), the stored decimal, ten."""
+    from catalog.types import NUMERIC
+    from planner.functions import call_text
+    from planner.scalar import Call, ColRef
+
+    exp = Call("exp", (ColRef(0, NUMERIC),), NUMERIC)
+    assert call_text(exp, ("100",), "E:") == "26881171418161354484126255515800135873611119"
+    assert call_text(exp, (D("100.0000000000"),), "E:").endswith(".7737419224")
+    assert call_text(exp, ("1",), "E:") == "2.7182818284590452"

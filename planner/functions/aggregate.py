@@ -121,16 +121,70 @@ def numeric_variance(n: int, sx: Decimal, sx2: Decimal, sample: bool, root: bool
         return var.sqrt().quantize(quantum, rounding=ROUND_HALF_UP) if root else var
 
 
+def float_accum(xs) -> tuple[float, float, float]:
+    """PostgreSQL's float8_accum over the values ``xs`` in their order (float.c: the
+    Youngs-Cramer algorithm): (N, Sx, Sxx), Sxx the sum of squared deviations from the
+    mean. An infinite or NaN input makes Sxx NaN.
+
+    Raises:
+        SqlError 22003 when finite inputs overflow Sx or Sxx."""
+    n = sx = sxx = 0.0
+    for x in xs:
+        old_n, old_sx = n, sx
+        n += 1.0
+        sx += x
+        if old_n > 0.0:
+            tmp = x * n - sx
+            sxx += tmp * tmp / (n * old_n)
+            if math.isinf(sx) or math.isinf(sxx):
+                if not math.isinf(old_sx) and not math.isinf(x):
+                    raise SqlError(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow")
+                sxx = math.nan
+        elif math.isnan(x) or math.isinf(x):
+            sxx = math.nan
+    return n, sx, sxx
+
+
+def _float_variance_final(n, sxx, sample: bool, root: bool, sqrt=math.sqrt):
+    """float8_var_samp/var_pop/stddev_samp/stddev_pop (float.c) of ``float_accum``'s N and
+    Sxx (at least two values for a sample, one for a population: the caller checks);
+    ``sqrt`` the engine's square root (Python floats or Spark columns: one rule for both)."""
+    var = sxx / (n - 1.0) if sample else sxx / n
+    return sqrt(var) if root else var
+
+
+def _float_accum_spark(S, x):
+    """``float_accum`` on Spark: the same steps over the group's values in input order
+    (collected in the order Spark reads them), so the answers agree to the last digit;
+    Spark's own stddev/variance merge partial moments, another rounding. A struct
+    (n, sx, sxx) of doubles."""
+    F = S.F
+    zero = F.lit(0.0).cast("double")
+    start = F.struct(zero.alias("n"), zero.alias("sx"), zero.alias("sxx"))
+
+    def step(s, v):
+        n, sx = s["n"] + 1.0, s["sx"] + v
+        tmp = v * n - sx
+        grown = s["sxx"] + tmp * tmp / F.when(s["n"] > 0, n * s["n"]).otherwise(1.0)
+        inf = float("inf")
+        later = F.when((F.abs(sx) == inf) | (F.abs(grown) == inf), F.when(
+            (F.abs(s["sx"]) != inf) & (F.abs(v) != inf),
+            S.fail(NUMERIC_VALUE_OUT_OF_RANGE, "value out of range: overflow")).otherwise(F.lit(math.nan))
+        ).otherwise(grown)
+        first = F.when(F.isnan(v) | (F.abs(v) == inf), F.lit(math.nan)).otherwise(s["sxx"])
+        return F.struct(n.alias("n"), sx.alias("sx"), F.when(s["n"] > 0, later).otherwise(first).alias("sxx"))
+
+    return F.aggregate(F.collect_list(x.cast("double")), start, step)
+
+
 def _variance(sample: bool, root: bool):
     def py(vals, a, p):
         n = len(vals)
         if n == 0 or (sample and n == 1):
             return None
         if a.type.name == "float8":
-            xs = [float(v) for v in vals]
-            mean = sum(xs) / n
-            var = sum((x - mean) ** 2 for x in xs) / (n - 1 if sample else n)
-            return math.sqrt(var) if root else var
+            n, _, sxx = float_accum(float(v) for v in vals)
+            return _float_variance_final(n, sxx, sample, root)
         with localcontext() as ctx:
             ctx.prec = 1100
             xs = [Decimal(v) for v in vals]
@@ -200,11 +254,13 @@ def _spark_div_value(S, text):
     return text.try_cast(S.T.DecimalType(38, SPARK_DIV_SCALE))
 
 
-def _variance_spark(fn, sample: bool, root: bool):
+def _variance_spark(sample: bool, root: bool):
     def spark(S, x, a):
         if a.type.name == "numeric":
             return _spark_div_value(S, _variance_text(sample, root)(S, x, a))
-        return getattr(S.F, fn)(x.cast("double"))
+        st = _float_accum_spark(S, x)
+        n = st["n"]
+        return S.F.when(n > (1 if sample else 0), _float_variance_final(n, st["sxx"], sample, root, S.F.sqrt))
     return spark
 
 
@@ -500,20 +556,20 @@ register(
                       "jsonb_agg_strict(d order by k desc)"),
              differs="json_agg_strict is jsonb_agg_strict (Materialize: json is jsonb), so its text is jsonb's",
              extra=IN_CONTEXT),
-    Function("stddev_samp", (AggSig(_stat_type),), _variance(True, True), _variance_spark("stddev_samp", True, True),
+    Function("stddev_samp", (AggSig(_stat_type),), _variance(True, True), _variance_spark(True, True),
              sql_names=("stddev", "stddev_samp"), kind="aggregate", doc="9.21",
              extra={"result_text": _numeric_text, "text_value": _spark_div_value, "spark_text": _variance_text(True, True)},
              samples=("stddev(f)", "stddev_samp(f)", "stddev(i)", "stddev(n)", "stddev(n) filter (where k > 4)",
                       "stddev(k * 1.5)")),
-    Function("stddev_pop", (AggSig(_stat_type),), _variance(False, True), _variance_spark("stddev_pop", False, True),
+    Function("stddev_pop", (AggSig(_stat_type),), _variance(False, True), _variance_spark(False, True),
              sql_names=("stddev_pop",), kind="aggregate", doc="9.21",
              extra={"result_text": _numeric_text, "text_value": _spark_div_value, "spark_text": _variance_text(False, True)},
              samples=("stddev_pop(f)", "stddev_pop(i)", "stddev_pop(n)", "stddev_pop(n) filter (where k = 1)")),
-    Function("var_samp", (AggSig(_stat_type),), _variance(True, False), _variance_spark("var_samp", True, False),
+    Function("var_samp", (AggSig(_stat_type),), _variance(True, False), _variance_spark(True, False),
              sql_names=("variance", "var_samp"), kind="aggregate", doc="9.21",
              extra={"result_text": _numeric_text, "text_value": _spark_div_value, "spark_text": _variance_text(True, False)},
              samples=("variance(f)", "variance(i)", "var_samp(n)", "variance(i::int8 * 4000000000)")),
-    Function("var_pop", (AggSig(_stat_type),), _variance(False, False), _variance_spark("var_pop", False, False),
+    Function("var_pop", (AggSig(_stat_type),), _variance(False, False), _variance_spark(False, False),
              sql_names=("var_pop",), kind="aggregate", doc="9.21",
              extra={"result_text": _numeric_text, "text_value": _spark_div_value, "spark_text": _variance_text(False, False)},
              samples=("var_pop(f)", "var_pop(i)", "var_pop(n)", "var_pop(-n * 1000)")),

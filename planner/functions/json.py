@@ -14,7 +14,7 @@ from catalog.errors import (
 )
 from catalog.textio import TextFormat, jsonb_text, format_text
 from catalog.types import TEXT
-from planner.functions.registry import IN_CONTEXT, Function, constant_arg, register, sig
+from planner.functions.registry import IN_CONTEXT, Function, by_python, constant_arg, register, sig
 
 _MISSING = object()
 
@@ -155,17 +155,28 @@ def json_text_spark(S, c, t, x=None, row: bool = True):
         r = c
     elif n in ("int2", "int4", "int8", "numeric"):
         r = (S.numeric_text(x, c, row) if x is not None and n == "numeric" else None)
+        if r is None and x is None and n == "numeric" and t.precision is None:
+            r = S.scaled_text(c, S.least_scale(c))  # an element of a stored array: as stored values are
         r = c.cast("string") if r is None else r
     elif n in ("float4", "float8"):
         r = S.output_text(c, t)  # float8out's digits: 0, not Spark's 0.0
     elif n == "bool":
         r = F.when(c, F.lit("true")).when(~c, F.lit("false"))
-    elif n == "timestamp":
+    elif n in ("timestamp", "timestamptz"):
+        # ISO 8601 (PostgreSQL's USE_XSD_DATES); a timestamptz with the offset of Spark's
+        # zone, UTC (docs/differences.md), as +hh:mm
         r = F.date_format(c, "yyyy-MM-dd'T'HH:mm:ss.SSSSSS")
         r = F.regexp_replace(r, r"\.?0+$", "")
-        r = F.to_json(F.array(r)).substr(F.lit(2), F.length(F.to_json(F.array(r))) - 2)
+        r = F.concat(F.lit('"'), r, F.lit('+00:00"' if n == "timestamptz" else '"'))
     elif t.is_array:
-        raise SqlError(FEATURE_NOT_SUPPORTED, "arrays in jsonb_build_object are not supported on table data")
+        # nested to the plan's dimensions (``array_depth``), each element as its JSON
+        from planner.functions.array import array_depth
+
+        def nest(v, depth):
+            items = F.transform(v, (lambda y: nest(y, depth - 1)) if depth > 1 else
+                                (lambda y: json_text_spark(S, y, t.element, None, row=False)))
+            return F.concat(F.lit("["), F.array_join(items, ", "), F.lit("]"))
+        r = F.when(c.isNotNull(), nest(c, array_depth(x) if x is not None else 1))
     else:
         s = S.output_text(c, t)
         js = F.to_json(F.array(s))
@@ -324,10 +335,11 @@ register(
     Function("jsonb_path_text", (), _path, _get_spark, doc="9.16", samples=("j #>> '{b,1}'",)),
     Function("jsonb_contains", (), lambda a, e: contains(doc(a[0]), doc(a[1])), lambda S, a, e: _contains_spark(False)(S, a, e),
              doc="9.16", samples=("j @> '{\"a\": 1}'", "j @> '[1]'", "j @> '\"str\"'", "j @> '{\"a\": {}}'",
-                                  "j @> '[null, \"x\"]'", "j @> '{\"b\": [2]}'", "j @> j"),
-             differs="on table data the contained side must be a constant (0A000 otherwise)"),
+                                  "j @> '[null, \"x\"]'", "j @> '{\"b\": [2]}'", "j @> j",
+                                  "j @> jsonb_build_object('a', k)", "'[1, \"x\", null, 2]' @> j")),
     Function("jsonb_contained", (), lambda a, e: contains(doc(a[1]), doc(a[0])), lambda S, a, e: _contains_spark(True)(S, a, e),
-             doc="9.16", samples=("'{\"a\": 1}' <@ j", "'1' <@ j")),
+             doc="9.16", samples=("'{\"a\": 1}' <@ j", "'1' <@ j", "j <@ '{\"a\": 1, \"b\": [1, 2, 3]}'",
+                                  "j <@ j")),
     Function("jsonb_exists", (), _exists, lambda S, a, e: _exists_spark(S, a, e), doc="9.16",
              samples=("j ? 'a'", "j ? 'x'", "j ? 'str'", "j ? s")),
     Function("jsonb_concat", (), lambda a, e: jsonb_text(concat_py(doc(a[0]), doc(a[1]))), _concat_spark,
@@ -566,17 +578,8 @@ def _build_array_spark(S, a, e):
     return F.concat(F.lit("["), F.concat_ws(", ", *items), F.lit("]")) if items else F.lit("[]")
 
 
-_JSON_ARRAY_ELEMENTS = ("int2", "int4", "int8", "numeric", "float8", "bool", "text", "varchar")
-
-
 def _to_jsonb_spark(S, a, e):
-    t = e.args[0].type
-    F = S.F
-    if t.is_array:
-        if t.element.name not in _JSON_ARRAY_ELEMENTS:
-            raise SqlError(FEATURE_NOT_SUPPORTED, f"to_jsonb({t.sql()}) is not supported on table data")
-        return F.to_json(a[0])  # compact text; jsonb values are normalized on their way to the session
-    return F.when(a[0].isNotNull(), json_text_spark(S, a[0], t, e.args[0]))
+    return S.F.when(a[0].isNotNull(), json_text_spark(S, a[0], e.args[0].type, e.args[0]))
 
 
 def _delete_py(a, e):
@@ -669,13 +672,15 @@ def _scalar_equal(F, v, kind, b):
 
 
 def _contains_spark(flip: bool):
-    """@> (``flip`` False) and <@: the contained side must be a constant on table data."""
+    """@> (``flip`` False) and <@: a constant contained side is compiled into Spark
+    expressions over the container (``contains_spark``); any other runs ``contains`` on
+    the replica (``by_python``: Spark has no recursion over two JSON values)."""
     def spark(S, a, e):
         F = S.F
         whole, part = (1, 0) if flip else (0, 1)
         c = e.args[part]
         if c.__class__.__name__ != "Literal":
-            raise SqlError(FEATURE_NOT_SUPPORTED, "jsonb @> and <@ need a constant contained side on table data")
+            return by_python(S, a, e)
         if c.value is None:
             return F.lit(None).cast("boolean")
         return F.when(a[whole].isNotNull(), contains_spark(F, F.parse_json(a[whole]), doc(c.value)))

@@ -15,7 +15,7 @@ from catalog.errors import (
     NUMERIC_VALUE_OUT_OF_RANGE,
 )
 from catalog.textio import check_int, INT_RANGES
-from catalog.types import SqlType
+from catalog.types import UNCONSTRAINED_NUMERIC, SqlType
 from planner.functions.registry import Function, by_python, div0, register, sig
 
 FLOATS = ("float4", "float8")
@@ -610,11 +610,10 @@ def _gcd_lcm_spark(lcm: bool):
             return F.when(g == 0, F.lit(0).cast(S.spark_type(e.type))).when(
                 (wide < lo) | (wide > hi), S.fail(NUMERIC_VALUE_OUT_OF_RANGE, f"{name} out of range")).otherwise(
                 wide.cast(S.spark_type(e.type)))
-        scales = [static_scale(arg) for arg in e.args]
-        if None in scales:
-            raise SqlError(FEATURE_NOT_SUPPORTED, f"{e.func}(numeric, numeric) on table data needs arguments of a known scale "
-                                    "(a column or a constant)")
-        scale = max(scales)
+        # the integers gcd_var works on, at the larger scale: an unconstrained numeric's is
+        # its stored one (its value's own is at most that; its text takes the value's:
+        # Lowerer.numeric_scale)
+        scale = max(UNCONSTRAINED_NUMERIC[1] if s is None else s for s in map(static_scale, e.args))
         whole = T.DecimalType(38, 0)
         ix, iy = ((v * F.lit(Decimal(10) ** scale)).cast(whole) for v in (x, y))
         g = _gcd_steps_spark(S, ix, iy, _EUCLID_STEPS["numeric"])

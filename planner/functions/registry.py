@@ -29,6 +29,7 @@ It must not plan SQL syntax (``planner.expr`` does) nor know DataFrames.
 from __future__ import annotations
 
 import functools
+from decimal import Decimal
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -380,9 +381,11 @@ def call_text(call, values: tuple, error_prefix: str) -> str | None:
     if f.strict and any(v is None for v in values):
         return None
     # the values as the interpreter has them, from Spark's forms (``spark_exec.lower.spark_type``):
-    # timetz and jsonb as their text, an interval as its (months, days, micros) fields
+    # timetz and jsonb as their text, an interval as its (months, days, micros) fields, an
+    # unconstrained numeric as its text at its display scale (or as a decimal)
     convert = {"timetz": parse_timetz, "jsonb": parse_jsonb,
-               "interval": lambda v: Interval(v["months"], v["days"], v["micros"])}
+               "interval": lambda v: Interval(v["months"], v["days"], v["micros"]),
+               "numeric": lambda v: Decimal(v) if isinstance(v, str) else v}
     values = [v if v is None or a.type.name not in convert else convert[a.type.name](v)
               for v, a in zip(values, call.args)]
     from planner.context import NO_STATEMENT
