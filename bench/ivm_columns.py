@@ -26,9 +26,6 @@ from unittest import mock
 import pglast
 import pyarrow.parquet as pq
 
-from catalog.durable import CatalogStore
-from catalog.snapshot import Table
-from planner.ddl import plan_columns
 from planner.incremental import incremental_plan
 from planner.incremental.nodes import Accumulate, DeltaJoin, Recompute, walk
 from planner.optimize import optimize
@@ -55,12 +52,7 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=0.01)
     ap.add_argument("--data", default="/tmp/tpch")
     args = ap.parse_args()
-    s = CatalogStore(":memory:").load()
-    tables = {}
-    for i, t in enumerate(tpch.TABLES):
-        cols = plan_columns(pglast.parse_sql(f"CREATE TABLE {t} ({tpch.DDL[t]})")[0].stmt)
-        tables[f"u{i + 1}"] = Table(f"u{i + 1}", "public", t, cols, f"s{i + 1}")
-    s = s.with_changes(tables=tables)
+    s = tpch.catalog()
     total = [0, 0]
     print(f"{'query':>5} {'unpruned':>9} {'pruned':>7}")
     for q in range(1, 23):

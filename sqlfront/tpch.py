@@ -73,6 +73,23 @@ SPARK_Q1 = Q1.replace("date '1998-12-01' - interval '90' day", "date_sub(date '1
 SPARK_Q6 = Q6.replace("date '1994-01-01' + interval '1' year", "add_months(date '1994-01-01', 12)")
 
 
+def catalog():
+    """An in-memory catalog snapshot holding the eight TPC-H tables (ids ``u1`` ..
+    ``u8``, shards ``s1`` .. ``s8``, in ``TABLES``' order), for planning their queries
+    without a server (unit tests, ``bench/ivm_columns.py``)."""
+    import pglast
+
+    from catalog.durable import CatalogStore
+    from catalog.snapshot import Table
+    from planner.ddl import plan_columns
+
+    tables = {}
+    for i, t in enumerate(TABLES):
+        cols = plan_columns(pglast.parse_sql(f"CREATE TABLE {t} ({DDL[t]})")[0].stmt)
+        tables[f"u{i + 1}"] = Table(f"u{i + 1}", "public", t, cols, f"s{i + 1}")
+    return CatalogStore(":memory:").load().with_changes(tables=tables)
+
+
 def generate(scale: float, root: Path, echo: Callable[[str], None] = print) -> Path:
     """Parquet files for every table at ``scale`` under ``root/sf<scale>`` (reused if there)."""
     d = Path(root) / f"sf{scale:g}"

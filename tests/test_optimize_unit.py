@@ -360,12 +360,7 @@ def test_stacked_and_identity_projections_go(snap):
 
 @pytest.fixture(scope="module")
 def tpch_snap():
-    s = CatalogStore(":memory:").load()
-    tables = {}
-    for i, t in enumerate(tpch.TABLES):
-        cols = plan_columns(pglast.parse_sql(f"CREATE TABLE {t} ({tpch.DDL[t]})")[0].stmt)
-        tables[f"u{i + 1}"] = Table(f"u{i + 1}", "public", t, cols, f"s{i + 1}")
-    return s.with_changes(tables=tables)
+    return tpch.catalog()
 
 
 QUERY_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "tpch" / "queries"
