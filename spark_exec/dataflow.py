@@ -60,7 +60,7 @@ from planner.incremental.timed import answers_no_rows, timed_template
 from planner.plan import Project, Unnest
 from planner.scalar import ColRef
 from spark_exec.lower import (
-    Lowerer, _file_schema, _from_storage, maps_groupable, maps_restored, maps_restored_column, numbered_maps, read_layout,
+    Lowerer, _file_schema, _from_storage, maps_groupable, maps_restored_column, numbered_maps, read_layout, summed_diffs,
 )
 
 log = logging.getLogger(__name__)
@@ -203,9 +203,7 @@ def consolidate(df: DataFrame, columns: int, maps: dict | None = None, by: tuple
     those summing to 0 left out (Materialize's consolidation). ``maps``: the columns
     holding maps (``lower.numbered_maps``), grouped by their entries in key order as a
     table's read groups them (``lower.maps_groupable``)."""
-    maps = maps or {}
-    summed = maps_groupable(df, maps).groupBy(*_names(columns), *by).agg(F.sum(D).alias(D)).filter(F.col(D) != 0)
-    return maps_restored(summed, maps)
+    return summed_diffs(df, [*_names(columns), *by], D, maps).filter(F.col(D) != 0)
 
 
 def _expand(df: DataFrame, columns: int, maps: dict | None = None) -> DataFrame:

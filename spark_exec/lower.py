@@ -575,9 +575,7 @@ def consolidated_updates(spark: SparkSession, table: Table, snap: ShardSnapshot)
     names = [f"`{c.name}`" for c in table.columns]
     frames = _update_frames(spark, table, snap, [p for p in snap.parts if p.inline is None], inline_frame(spark, table, snap))
     d = F.col(DIFF_COLUMN)
-    maps = _map_columns(table)
-    summed = maps_restored(maps_groupable(reduce(DataFrame.unionAll, frames), maps).groupBy(*names)
-                            .agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN)).filter(d != 0), maps)
+    summed = summed_diffs(reduce(DataFrame.unionAll, frames), names, DIFF_COLUMN, _map_columns(table)).filter(d != 0)
     sign = F.when(d > 0, F.lit(1)).otherwise(F.lit(-1)).cast("long")
     return summed.select(*names, F.explode(F.array_repeat(sign, F.abs(d).cast("int"))).alias(DIFF_COLUMN))
 
@@ -610,13 +608,20 @@ def maps_restored(df: DataFrame, maps: dict[str, SqlType]) -> DataFrame:
     return df
 
 
+def summed_diffs(df: DataFrame, names: list[str], diff: str, maps: dict[str, SqlType] | None = None) -> DataFrame:
+    """``df``'s rows grouped by the columns ``names`` with their ``diff`` column summed
+    (rows summing to 0 kept: callers filter as they need); ``maps``: the columns holding
+    maps, name -> type, grouped by their entries (``maps_groupable``). The one grouping of
+    updates by value that reads, compaction, a replica's writes and dataflows share."""
+    maps = maps or {}
+    return maps_restored(maps_groupable(df, maps).groupBy(*names).agg(F.sum(diff).alias(diff)), maps)
+
+
 def _consolidate(df: DataFrame, names: list[str], maps: dict[str, SqlType] | None = None) -> DataFrame:
     """Materialize's consolidation: sum the diffs of equal rows (NULLs group together) and
     repeat each row its count times (rows summing to <= 0 vanish). ``maps``: the columns
     holding maps, name -> type (``maps_groupable``)."""
-    df = maps_groupable(df, maps or {})
-    summed = maps_restored(df.groupBy(*names).agg(F.sum(DIFF_COLUMN).alias(DIFF_COLUMN))
-                            .filter(F.col(DIFF_COLUMN) > 0), maps or {})
+    summed = summed_diffs(df, names, DIFF_COLUMN, maps).filter(F.col(DIFF_COLUMN) > 0)
     return summed.select(*names, F.explode(F.array_repeat(F.lit(0), F.col(DIFF_COLUMN).cast("int"))).alias("_n")
                          ).select(*names)
 

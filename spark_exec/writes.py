@@ -78,15 +78,13 @@ def stored_updates(df: DataFrame, cols, timed: bool = False) -> DataFrame:
     update; retractions make readers sum the diffs)."""
     from pyspark.sql.connect import functions as F
 
-    from spark_exec.lower import maps_groupable, maps_restored, numbered_maps, spark_type
+    from spark_exec.lower import numbered_maps, spark_type, summed_diffs
 
     keys = [f"c{i}" for i in range(len(cols))]
     stored = [F.col(k) if holds_intervals(t)
               else F.col(k).cast(spark_type(t)).alias(k) for k, (_, t) in zip(keys, cols)]
     group = keys + (["_t"] if timed else [])
-    maps = numbered_maps(cols)  # grouped by their entries
-    df = maps_restored(maps_groupable(df.select(*stored, *(["_t"] if timed else []), "_d"), maps)
-                        .groupBy(*group).agg(F.sum("_d").alias("_d")), maps)
+    df = summed_diffs(df.select(*stored, *(["_t"] if timed else []), "_d"), group, "_d", numbered_maps(cols))
     d = F.col("_d")
     # one pass over the sums (a union of two filters of them would compute them twice)
     each = F.when(d > 0, F.array_repeat(F.lit(1).cast("long"), d.cast("int"))).otherwise(F.array(d))
