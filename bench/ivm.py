@@ -21,8 +21,11 @@ slow another's):
 Prints per view: ``create s`` (CREATE until a SELECT of the view returns), the recompute
 time, for each write kind the median and p99 (ms) and the ratio recompute / median
 (target: >= 10, with median < 1 s), ``1000/1`` (COPY median / 1-row INSERT median, target
-< 2), and the replicas' resident memory after the view's writes (MB, per replica: the state
-the view holds there plus Spark's own), ``hydr s`` (the view's hydration on its replica,
+< 2), the replicas' resident memory after the view's writes (``replica MB``, per replica:
+the JVM's RSS, Spark's heap as it grew, not the view's state), ``state MB``: what the
+view's state holds on each replica then (MiB, per replica: its dataflow's checkpoints in
+the replica's Spark block manager, in memory or spilled to its disk, from
+``mz_internal.mz_object_arrangement_sizes``; Q15's with its ``revenue`` view's), ``hydr s`` (the view's hydration on its replica,
 from ``mz_internal.mz_hydration_statuses``) and, with ``--kill``, ``kill s`` (the replica
 SIGKILLed after the writes, then from a 1-row INSERT's acknowledgement to its change:
 restart, hydration again and the change) and ``rehydr s`` (that second hydration). At the end: the server's peak RSS and each
@@ -115,6 +118,17 @@ per customer, then two GROUP BYs) costs three checkpointed aggregations per roun
 replica's JIT compiler threads take 0.5-1.4 CPU-seconds per round in the first 25
 rounds after the replica starts (measured per thread from /proc): Spark's planner
 warming up, which ``--warmup`` keeps out of the figures.
+
+The views' state, ``state MB`` (h47c over main bcb12c9, scale 0.1, ``--writes 1 --warmup 1
+--views q1,q3``, 2026-11-27 07:11 UTC, load average 9)::
+
+    view   create s recomp s  insert med/p99 ms     x  update med/p99 ms     x  delete med/p99 ms     x    copy med/p99 ms     x  1000/1  replica MB  state MB  hydr s
+    q1         5.40     0.91       843/843        1.1       741/741        1.2       729/729        1.2      1001/1001       0.9    1.19        1136      0.01    3.73
+    q3         3.06     0.72      1196/1196       0.6      1262/1262       0.6      1390/1390       0.5       822/822        0.9    0.69        1210     40.66    2.34
+
+Q1's state is its groups' running sums (11,072 bytes: four groups); Q3's the arrangements
+of its delta joins (customers, orders and lineitems past its filters, 42,635,232 bytes).
+The replica's RSS (1.1-1.2 GB) is Spark's heap, not the views' state.
 """
 
 from __future__ import annotations
@@ -519,6 +533,8 @@ class Result:
     recompute_s: float = 0.0
     latencies: dict[str, list[float | None]] | None = None
     replica_mb: list[float] | None = None
+    #: MiB the view's state (and its input views') holds on each replica
+    state_mb: list[float] | None = None
     #: seconds the view's dataflow took to hydrate (mz_internal.mz_hydration_statuses)
     hydration_s: float | None = None
     #: with --kill: from a write right after the replica's SIGKILL to its change, and the
@@ -532,6 +548,22 @@ def hydration_s(conn, view: str) -> float | None:
     row = conn.execute("SELECT max(h.hydration_seconds) FROM mz_internal.mz_hydration_statuses h "
                        "JOIN mz_materialized_views v ON v.id = h.object_id WHERE v.name = %s", (view,)).fetchone()
     return row[0] if row else None
+
+
+def state_mb(conn, views: list[str], wait_s: float = 30.0) -> list[float]:
+    """MiB the state of materialized views ``views`` holds on each replica of their
+    cluster (``mz_internal.mz_object_arrangement_sizes``, summed per replica, in replica id
+    order), waiting up to ``wait_s`` for a replica to report (a replica's Spark UI takes
+    seconds to answer its first request); [] if none did."""
+    names = ", ".join(["%s"] * len(views))
+    deadline = time.monotonic() + wait_s
+    while True:
+        rows = conn.execute("SELECT s.replica_id, sum(s.size) FROM mz_internal.mz_object_arrangement_sizes s"
+                            f" JOIN mz_materialized_views v ON v.id = s.object_id WHERE v.name IN ({names})"
+                            " GROUP BY s.replica_id ORDER BY s.replica_id", views).fetchall()
+        if rows or time.monotonic() > deadline:
+            return [float(size) / 2**20 for _, size in rows]
+        time.sleep(1.0)
 
 
 def run_view(srv: Server, conn, v: View, writes: int, timeout: float, verbose: bool = False,
@@ -595,6 +627,11 @@ def measure(srv: Server, conn, v: View, res: Result, writes: int, timeout: float
             res.latencies["copy"].append(step("copy", i))
             step("cleanup", i)
         res.replica_mb = [rss_mb(p) for p in replica_jvms(srv.data_dir)]
+        res.state_mb = state_mb(conn, [name for name, _ in v.inputs] + [v.name])
+        if verbose:
+            print("    mz_object_arrangement_sizes:", conn.execute(
+                "SELECT s.replica_id, s.object_id, v.name, s.size FROM mz_internal.mz_object_arrangement_sizes s"
+                " JOIN mz_materialized_views v ON v.id = s.object_id ORDER BY 1, 2").fetchall(), flush=True)
         res.hydration_s = hydration_s(conn, v.name)
         if kill:
             # The replica dies (SIGKILL) under maintenance; the next write's change comes
@@ -619,7 +656,7 @@ def fmt_ms(xs: list[float | None]) -> str:
 
 
 HEADER = (f"{'view':<6}{'create s':>9}{'recomp s':>9}" + "".join(f"{k + ' med/p99 ms':>19}{'x':>6}" for k in KINDS)
-          + f"{'1000/1':>8}{'replica MB':>12}{'hydr s':>8}{'kill s':>8}{'rehydr s':>9}")
+          + f"{'1000/1':>8}{'replica MB':>12}{'state MB':>10}{'hydr s':>8}{'kill s':>8}{'rehydr s':>9}")
 
 
 def _secs(x: float | None, width: int) -> str:
@@ -640,7 +677,8 @@ def print_row(r: Result) -> None:
         line += f"{fmt_ms(r.latencies[k]):>19}{ratio:>6}"
     big = f"{med['copy'] / med['insert']:.2f}" if med["copy"] and med["insert"] else "-"
     mb = "/".join(f"{m:.0f}" for m in r.replica_mb or [])
-    print(line + f"{big:>8}{mb:>12}" + _secs(r.hydration_s, 8) + _secs(r.recovery_s, 8) + _secs(r.rehydration_s, 9),
+    state = "/".join(f"{m:.2f}" for m in r.state_mb or []) or "-"
+    print(line + f"{big:>8}{mb:>12}{state:>10}" + _secs(r.hydration_s, 8) + _secs(r.recovery_s, 8) + _secs(r.rehydration_s, 9),
           flush=True)
 
 
@@ -675,7 +713,7 @@ def main() -> None:
             jvms = replica_jvms(srv.data_dir)
             print(f"server peak RSS {rss_mb(srv.proc.pid, 'VmHWM'):.0f} MB; replica peak RSS "
                   + ", ".join(f"{rss_mb(p, 'VmHWM'):.0f}" for p in jvms) + " MB "
-                  "(state memory per replica: their RSS after each view, column 'replica MB')")
+                  "(the views' state per replica: column 'state MB')")
         finally:
             srv.stop()
 
