@@ -15,9 +15,10 @@ by every job the thread starts): the RDDs of the stages of an object's tagged jo
 the jobs of several objects is the one's whose job came first (the one that built it).
 
 Spark's UI keeps the last ``spark.ui.retainedJobs`` jobs and ``spark.ui.retainedStages``
-stages (1,000 each, about a hundred rounds of a dataflow): an RDD is attributed the first
-time it is looked at (the answer is kept, ``StateSizes``), so one whose jobs left that
-window before any look is attributed to nothing and left out.
+stages (1,000 each; a round of a GROUP BY's dataflow is about 6 stages): an RDD is
+attributed the first time it is looked at (the answer is kept, ``StateSizes``; the compute
+controller looks every 30 s), so one whose jobs left that window before any look is
+attributed to nothing and left out.
 
 A checkpoint no dataflow refers to any more (a spine's merged batches, a dropped view's
 state) is unpersisted by Spark's ContextCleaner only once the replica JVM's garbage

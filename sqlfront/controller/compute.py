@@ -58,6 +58,8 @@ class ComputeController:
     #: is read, and each request's timeout: a replica slower than that is left out (the
     #: first request to a replica's REST API starts it, which takes seconds on a busy host)
     STATE_SIZES_WAIT_S = 5.0
+    #: seconds between the background looks at replicas' state (``start_state_sizes``)
+    STATE_SIZES_LOOK_S = 30.0
 
     def __init__(self, config: Config, data_dir: Path, metrics: Metrics, persist: PersistClient, oracle,
                  snapshot: Callable[[], CatalogSnapshot], applied: Callable[[set[str]], None],
@@ -94,6 +96,7 @@ class ComputeController:
         #: objects' state on replicas, from their Spark UIs (mz_object_arrangement_sizes)
         self.state_sizes = StateSizes(timeout_s=self.STATE_SIZES_WAIT_S)
         self._state_pool = ThreadPoolExecutor(4, thread_name_prefix="state-sizes")
+        self._state_stop = threading.Event()
 
     # -- clusters this process runs -------------------------------------------------------
 
@@ -320,6 +323,20 @@ class ComputeController:
                     sizes[(rid, owners[key])] = sizes.get((rid, owners[key]), 0) + state.bytes
         return sorted((rid, oid, size) for (rid, oid), size in sizes.items())
 
+    def start_state_sizes(self) -> None:
+        """Look at the replicas' state every ``STATE_SIZES_LOOK_S`` seconds in the
+        background, so each new RDD is attributed to its object while Spark's UI still
+        holds the jobs that built it (``spark_exec.state_sizes``: the last 1,000 stages,
+        about 160 rounds of a dataflow), whether or not anyone reads the relation."""
+        def loop() -> None:
+            while not self._state_stop.wait(self.STATE_SIZES_LOOK_S):
+                try:
+                    self.arrangement_size_rows()
+                except Exception as e:  # the catalog may be mid-change: the next look catches up
+                    log.debug("state sizes: %s", e)
+
+        threading.Thread(target=loop, name="state-sizes-look", daemon=True).start()
+
     def _state_owners(self, snap: CatalogSnapshot, cluster_id: str) -> dict[str, str]:
         """The keys state is tagged with on cluster ``cluster_id``'s replicas
         (``state_sizes.state_tag``) -> the object it is of: a materialized view's and an
@@ -541,6 +558,7 @@ class ComputeController:
         """Stop sampling replicas and renewing leases (first, at shutdown)."""
         self.replica_monitor.stop()
         self.ownership.stop()
+        self._state_stop.set()
         self._state_pool.shutdown(wait=False, cancel_futures=True)
 
     def shutdown(self) -> None:
