@@ -3,6 +3,10 @@ them (``/storage/rdd``, ``/jobs``, ``/stages``), the HTTP edge replaced."""
 
 from __future__ import annotations
 
+import socket
+
+import pytest
+
 from spark_exec.state_sizes import ObjectState, StateSizes, object_of_tags
 
 SESSION = "SparkConnect_SessionTag_User__Session_268fb643-ee13-4a47-a051-40a2672c7a36_Tag_"
@@ -49,3 +53,13 @@ def test_rdds_go_to_the_object_whose_tagged_job_built_them_first_and_stay_known(
     ui.asked.clear()
     assert ui.sizes("http://ui") == {"u5": ObjectState(9100, 1), "u2": ObjectState(500, 1)}
     assert ui.asked == ["/applications", "/applications/local-1/storage/rdd"]
+
+
+def test_a_ui_that_never_answers_raises_after_the_timeout():
+    """A hung replica's UI (it accepts the connection, never answers) costs the timeout,
+    then an OSError: the relation leaves that replica out instead of hanging."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        with pytest.raises(OSError):
+            StateSizes(timeout_s=0.2).sizes(f"http://127.0.0.1:{listener.getsockname()[1]}")
