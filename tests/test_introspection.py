@@ -148,14 +148,17 @@ def test_catalog_relations_follow_ddl(conn):
 
 def test_object_arrangement_sizes_show_each_view_and_index_state_until_dropped(conn):
     """A materialized view's and an index's state (their dataflows' checkpoints in the
-    replica's Spark block manager) is in mz_object_arrangement_sizes, per replica, with
-    bytes > 0; dropped, they leave it."""
+    replica's Spark block manager), and an index on a table's (the table's cached parts),
+    are in mz_object_arrangement_sizes, per replica, with bytes > 0; dropped, they leave it."""
     conn.execute("CREATE TABLE intro_sz (k int, v int)")
-    conn.execute("INSERT INTO intro_sz SELECT g % 7, g FROM generate_series(1, 500) g")
+    # a part of its own (not inline in the shard's state): the table's index caches it
+    conn.execute("INSERT INTO intro_sz SELECT g % 7, g FROM generate_series(1, 2000) g")
+    conn.execute("CREATE INDEX intro_sz_ti ON intro_sz (k)")
     conn.execute("CREATE MATERIALIZED VIEW intro_sz_mv AS SELECT k, sum(v) AS s, count(*) AS n FROM intro_sz GROUP BY k")
     conn.execute("CREATE VIEW intro_sz_v AS SELECT k, max(v) AS m FROM intro_sz GROUP BY k")
     conn.execute("CREATE INDEX intro_sz_i ON intro_sz_v (k)")
-    ids = dict(conn.execute("SELECT id, name FROM mz_objects WHERE name IN ('intro_sz_mv', 'intro_sz_i')").fetchall())
+    ids = dict(conn.execute("SELECT id, name FROM mz_objects WHERE name IN ('intro_sz_mv', 'intro_sz_i', 'intro_sz_ti')"
+                            ).fetchall())
     replica = conn.execute("SELECT r.id FROM mz_cluster_replicas r JOIN mz_clusters c ON c.id = r.cluster_id"
                            " WHERE c.name = 'quickstart'").fetchall()
 
@@ -168,6 +171,7 @@ def test_object_arrangement_sizes_show_each_view_and_index_state_until_dropped(c
     assert all(size > 0 for size in sizes().values())
     conn.execute("DROP MATERIALIZED VIEW intro_sz_mv")
     conn.execute("DROP VIEW intro_sz_v CASCADE")
+    conn.execute("DROP INDEX intro_sz_ti")
     assert wait_for(lambda: not sizes(), 60), sizes()
     conn.execute("DROP TABLE intro_sz")
 
