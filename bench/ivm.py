@@ -21,8 +21,11 @@ slow another's):
 Prints per view: ``create s`` (CREATE until a SELECT of the view returns), the recompute
 time, for each write kind the median and p99 (ms) and the ratio recompute / median
 (target: >= 10, with median < 1 s), ``1000/1`` (COPY median / 1-row INSERT median, target
-< 2), and the replicas' resident memory after the view's writes (MB, per replica: the state
-the view holds there plus Spark's own), ``hydr s`` (the view's hydration on its replica,
+< 2), the replicas' resident memory after the view's writes (``replica MB``, per replica:
+the JVM's RSS, Spark's heap as it grew, not the view's state), ``state MB``: what the
+view's state holds on each replica then (MiB, per replica: its dataflow's checkpoints in
+the replica's Spark block manager, in memory or spilled to its disk, from
+``mz_internal.mz_object_arrangement_sizes``; Q15's with its ``revenue`` view's), ``hydr s`` (the view's hydration on its replica,
 from ``mz_internal.mz_hydration_statuses``) and, with ``--kill``, ``kill s`` (the replica
 SIGKILLed after the writes, then from a 1-row INSERT's acknowledgement to its change:
 restart, hydration again and the change) and ``rehydr s`` (that second hydration). At the end: the server's peak RSS and each
@@ -115,6 +118,33 @@ per customer, then two GROUP BYs) costs three checkpointed aggregations per roun
 replica's JIT compiler threads take 0.5-1.4 CPU-seconds per round in the first 25
 rounds after the replica starts (measured per thread from /proc): Spark's planner
 warming up, which ``--warmup`` keeps out of the figures.
+
+The views' state, ``state MB`` (h47c over main bcb12c9, scale 0.1, ``--writes 1 --warmup 1
+--views q1,q3``, 2026-11-27 07:11 UTC, load average 9)::
+
+    view   create s recomp s  insert med/p99 ms     x  update med/p99 ms     x  delete med/p99 ms     x    copy med/p99 ms     x  1000/1  replica MB  state MB  hydr s
+    q1         5.40     0.91       843/843        1.1       741/741        1.2       729/729        1.2      1001/1001       0.9    1.19        1136      0.01    3.73
+    q3         3.06     0.72      1196/1196       0.6      1262/1262       0.6      1390/1390       0.5       822/822        0.9    0.69        1210     40.66    2.34
+
+Q1's state is its groups' running sums (11,072 bytes: four groups); Q3's the arrangements
+of its delta joins (customers, orders and lineitems past its filters, 42,635,232 bytes).
+The replica's RSS (1.1-1.2 GB) is Spark's heap, not the views' state.
+
+Every view, same scale, ``--writes 1 --warmup 0`` (07:27-07:34 UTC, load average 12-14: the
+latencies are the load's, the state is not)::
+
+    view   create s recomp s  insert med/p99 ms     x  update med/p99 ms     x  delete med/p99 ms     x    copy med/p99 ms     x  1000/1  replica MB  state MB  hydr s
+    q1         5.17     0.90      3136/3136       0.3      3272/3272       0.3      2518/2518       0.4      3028/3028       0.3    0.97         980      0.01    3.57
+    q3        10.73     3.64      3674/3674       1.0      2822/2822       1.3      3945/3945       0.9      3648/3648       1.0    0.99        1454     40.66    8.64
+    q5        12.28     5.36      2939/2939       1.8      3935/3935       1.4      1784/1784       3.0      4014/4014       1.3    1.37        1688     82.37   10.30
+    q13        3.76     2.51     11801/11801      0.2      8361/8361       0.3      7839/7839       0.3      5954/5954       0.4    0.50        1624     15.82    2.64
+    q15        7.20     4.54      5481/5481       0.8      4036/4036       1.1      2456/2456       1.8      3358/3358       1.4    0.61        1686      0.70    1.36
+    q18       23.23     7.65      7191/7191       1.1      9901/9901       0.8      6730/6730       1.1     11178/11178      0.7    1.55        2698    201.96   20.63
+    q2         8.26     2.72      5160/5160       0.5      5507/5507       0.5      2173/2173       1.3      3335/3335       0.8    0.65        2044     43.01    7.32
+    q22        5.72     4.08      4167/4167       1.0      4448/4448       0.9      2378/2378       1.7      3367/3367       1.2    0.81        1711     12.91    4.44
+
+Q18 holds the most (202 MiB), Q15 the least after Q1 (0.70 MiB: 0.11 its revenue
+view's, 0.59 its own). At this scale the state is at most 8% of the replica's RSS (Q18's).
 """
 
 from __future__ import annotations
@@ -519,6 +549,8 @@ class Result:
     recompute_s: float = 0.0
     latencies: dict[str, list[float | None]] | None = None
     replica_mb: list[float] | None = None
+    #: MiB the view's state (and its input views') holds on each replica
+    state_mb: list[float] | None = None
     #: seconds the view's dataflow took to hydrate (mz_internal.mz_hydration_statuses)
     hydration_s: float | None = None
     #: with --kill: from a write right after the replica's SIGKILL to its change, and the
@@ -532,6 +564,22 @@ def hydration_s(conn, view: str) -> float | None:
     row = conn.execute("SELECT max(h.hydration_seconds) FROM mz_internal.mz_hydration_statuses h "
                        "JOIN mz_materialized_views v ON v.id = h.object_id WHERE v.name = %s", (view,)).fetchone()
     return row[0] if row else None
+
+
+def state_mb(conn, views: list[str], wait_s: float = 30.0) -> list[float]:
+    """MiB the state of materialized views ``views`` holds on each replica of their
+    cluster (``mz_internal.mz_object_arrangement_sizes``, summed per replica, in replica id
+    order), waiting up to ``wait_s`` for a replica to report (a replica's Spark UI takes
+    seconds to answer its first request); [] if none did."""
+    names = ", ".join(["%s"] * len(views))
+    deadline = time.monotonic() + wait_s
+    while True:
+        rows = conn.execute("SELECT s.replica_id, sum(s.size) FROM mz_internal.mz_object_arrangement_sizes s"
+                            f" JOIN mz_materialized_views v ON v.id = s.object_id WHERE v.name IN ({names})"
+                            " GROUP BY s.replica_id ORDER BY s.replica_id", views).fetchall()
+        if rows or time.monotonic() > deadline:
+            return [float(size) / 2**20 for _, size in rows]
+        time.sleep(1.0)
 
 
 def run_view(srv: Server, conn, v: View, writes: int, timeout: float, verbose: bool = False,
@@ -595,6 +643,11 @@ def measure(srv: Server, conn, v: View, res: Result, writes: int, timeout: float
             res.latencies["copy"].append(step("copy", i))
             step("cleanup", i)
         res.replica_mb = [rss_mb(p) for p in replica_jvms(srv.data_dir)]
+        res.state_mb = state_mb(conn, [name for name, _ in v.inputs] + [v.name])
+        if verbose:
+            print("    mz_object_arrangement_sizes:", conn.execute(
+                "SELECT s.replica_id, s.object_id, v.name, s.size FROM mz_internal.mz_object_arrangement_sizes s"
+                " JOIN mz_materialized_views v ON v.id = s.object_id ORDER BY 1, 2").fetchall(), flush=True)
         res.hydration_s = hydration_s(conn, v.name)
         if kill:
             # The replica dies (SIGKILL) under maintenance; the next write's change comes
@@ -619,7 +672,7 @@ def fmt_ms(xs: list[float | None]) -> str:
 
 
 HEADER = (f"{'view':<6}{'create s':>9}{'recomp s':>9}" + "".join(f"{k + ' med/p99 ms':>19}{'x':>6}" for k in KINDS)
-          + f"{'1000/1':>8}{'replica MB':>12}{'hydr s':>8}{'kill s':>8}{'rehydr s':>9}")
+          + f"{'1000/1':>8}{'replica MB':>12}{'state MB':>10}{'hydr s':>8}{'kill s':>8}{'rehydr s':>9}")
 
 
 def _secs(x: float | None, width: int) -> str:
@@ -640,7 +693,8 @@ def print_row(r: Result) -> None:
         line += f"{fmt_ms(r.latencies[k]):>19}{ratio:>6}"
     big = f"{med['copy'] / med['insert']:.2f}" if med["copy"] and med["insert"] else "-"
     mb = "/".join(f"{m:.0f}" for m in r.replica_mb or [])
-    print(line + f"{big:>8}{mb:>12}" + _secs(r.hydration_s, 8) + _secs(r.recovery_s, 8) + _secs(r.rehydration_s, 9),
+    state = "/".join(f"{m:.2f}" for m in r.state_mb or []) or "-"
+    print(line + f"{big:>8}{mb:>12}{state:>10}" + _secs(r.hydration_s, 8) + _secs(r.recovery_s, 8) + _secs(r.rehydration_s, 9),
           flush=True)
 
 
@@ -675,7 +729,7 @@ def main() -> None:
             jvms = replica_jvms(srv.data_dir)
             print(f"server peak RSS {rss_mb(srv.proc.pid, 'VmHWM'):.0f} MB; replica peak RSS "
                   + ", ".join(f"{rss_mb(p, 'VmHWM'):.0f}" for p in jvms) + " MB "
-                  "(state memory per replica: their RSS after each view, column 'replica MB')")
+                  "(the views' state per replica: column 'state MB')")
         finally:
             srv.stop()
 

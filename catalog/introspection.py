@@ -107,12 +107,16 @@ MZ_SOURCE_STATISTICS = _internal(
     "id:text replica_id:text? messages_received:int8 bytes_received:int8 updates_staged:int8 updates_committed:int8 "
     "records_indexed:int8 bytes_indexed:int8 rehydration_latency:interval? snapshot_records_known:int8? "
     "snapshot_records_staged:int8? snapshot_committed:bool offset_known:int8? offset_committed:int8?")
+#: the bytes each materialized view's and index's state holds on each replica (Materialize's
+#: ``mz_internal.mz_object_arrangement_sizes``: its arrangements' heap; here its dataflow's
+#: checkpoints or its cached parts in the replica's Spark block manager, ``size`` in bytes)
+MZ_OBJECT_ARRANGEMENT_SIZES = _internal("s217", "mz_object_arrangement_sizes", "replica_id:text object_id:text size:int8?")
 
 INTROSPECTION_TABLES = (
     MZ_CLUSTER_REPLICA_STATUSES, MZ_CLUSTER_REPLICA_METRICS, MZ_CLUSTER_REPLICA_METRICS_HISTORY,
     MZ_CLUSTER_REPLICA_UTILIZATION, MZ_CLUSTER_REPLICA_UTILIZATION_HISTORY, MZ_SESSIONS, MZ_RECENT_ACTIVITY_LOG,
     MZ_RECENT_ACTIVITY_LOG_REDACTED, MZ_OBJECT_DEPENDENCIES, MZ_STORAGE_USAGE_BY_SHARD, MZ_COMMENTS, MZ_TYPES,
-    MZ_FUNCTIONS, MZ_SOURCE_STATUSES, MZ_SOURCE_STATISTICS,
+    MZ_FUNCTIONS, MZ_SOURCE_STATUSES, MZ_SOURCE_STATISTICS, MZ_OBJECT_ARRANGEMENT_SIZES,
 )
 
 #: types' ids are ``s<TYPE_ID_BASE + OID>``: stable, and clear of the builtin tables' ids

@@ -29,6 +29,7 @@ from typing import Callable
 from catalog.snapshot import Table
 from spark_exec.lower import read_parts
 from spark_exec.replica import HEALTHY, ReplicaHandle
+from spark_exec.state_sizes import parts_key, state_tag
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,7 @@ class ArrangementMaintainer:
         for unit, table in add.items():
             df = read_parts(c.session, table, list(unit))
             df.cache()
-            df.count()  # fills the cache now, not at the first peek
+            with state_tag(c.session, parts_key(table.id)):  # the table's indexes' state (mz_object_arrangement_sizes)
+                df.count()  # fills the cache now, not at the first peek
             c.parts[unit] = table
         log.debug("replica %s: arranged %d unit(s) of parts, dropped %d", label, len(add), len(drop))

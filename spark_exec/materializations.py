@@ -65,6 +65,7 @@ from spark_exec.arrow_results import to_arrow
 from spark_exec.dataflow import Contents, Dataflow, timed_frame
 from spark_exec.errors import is_connection_error, to_sql_error
 from spark_exec.replica import HEALTHY
+from spark_exec.state_sizes import state_tag
 from spark_exec.lower import BuiltinFn, numbered_maps
 from spark_exec.writes import PartUrls, holds_intervals, stored_updates, write_job
 
@@ -406,7 +407,8 @@ class MaterializationMaintainer:
                     flow = self._flows.get(key)
                 started = time.monotonic()
                 try:
-                    with rpcs.counted() as calls:
+                    # its checkpoints are the index's state (mz_object_arrangement_sizes)
+                    with rpcs.counted() as calls, state_tag(session, index.id):
                         if (flow is None or flow.session is not session or flow.inc is not inc
                                 or flow.frontier is None or flow.contents is None):
                             flow = Dataflow(session, inc, self.persist.blob.url, self.builtin_rows)
@@ -488,7 +490,8 @@ class MaterializationMaintainer:
         contents = flow.contents if flow is not None and flow.session is session else None
         if contents is None or not contents.serves(as_of):
             return None
-        return contents.at(as_of)
+        with state_tag(session, index_id):  # the consolidated contents it keeps are the index's state
+            return contents.at(as_of)
 
     def _append(self, m: Materialization, batch, upper: int, at: int, target: int) -> None:
         """Append ``batch`` (or nothing) at ``at`` and move the view's upper past ``target``."""
@@ -593,7 +596,8 @@ class MaterializationMaintainer:
                     self._flows[key] = flow
                 started_round, rounds_before = time.monotonic(), flow.rounds
                 try:
-                    with rpcs.counted() as calls:
+                    # its checkpoints are the view's state (mz_object_arrangement_sizes)
+                    with rpcs.counted() as calls, state_tag(session, view.id):
                         got = round_on(h, flow, key, started_round)
                     log.debug("view %s on replica %s: %s round %.3f s, %s", view.name, h.label,
                               "hydration" if lower is None else "narrow" if flow.narrow else "wide",

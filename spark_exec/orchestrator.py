@@ -315,7 +315,8 @@ class Orchestrator:
             "spark.connect.grpc.binding.port": str(port),
             "spark.driver.host": spec.driver_host,
             "spark.driver.bindAddress": spec.driver_host,
-            # The Spark UI and its REST API (stage and task times) on a free port of 127.0.0.1
+            # The Spark UI and its REST API (stage and task times; the state sizes of
+            # mz_object_arrangement_sizes, spark_exec.state_sizes) on a free port of 127.0.0.1
             # (SPARK_LOCAL_IP below), named in replica.log and linked from the console; it has
             # no authentication, so never on another address. PROFILE_UI_ENV=0 turns it off.
             "spark.ui.enabled": "false" if os.environ.get(PROFILE_UI_ENV) == "0" else "true",

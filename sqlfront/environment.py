@@ -137,6 +137,7 @@ class Environment:
         self.sources.sync(self.snapshot)
         self.storage.start(self.compute.each_round)
         self.compute.replica_monitor.start()
+        self.compute.start_state_sizes()
         log.info("environment ready: %d cluster(s), %d replica(s), %d table(s)",
                  len(self.snapshot.clusters), len(self.snapshot.replicas), len(self.snapshot.tables))
 

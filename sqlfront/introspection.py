@@ -2,7 +2,8 @@
 (issue 29; their columns: ``catalog.introspection``): sessions and statements
 (``sqlfront.activity``), replica statuses and metrics (``sqlfront.replica_monitor``),
 persist shards' sizes, object dependencies, the function registry, the Coordinator's
-metrics, and hydration and lag of materializations and indexes (the controllers').
+metrics, and hydration, lag and state sizes of materializations and indexes (the
+controllers').
 
 Everything here is read when a query reads the relation; nothing runs on the
 Coordinator's thread.
@@ -55,6 +56,8 @@ def rows(env: "Environment", table: BuiltinTable, viewer: str | None = None,
         return env.compute.hydration_rows()
     if tid == MZ_MATERIALIZATION_LAG.id:
         return env.compute.materialization_lag()
+    if tid == t.MZ_OBJECT_ARRANGEMENT_SIZES.id:
+        return env.compute.arrangement_size_rows()
     if tid == MZ_RECENT_STORAGE_USAGE.id:
         return env.storage.storage_usage_rows()
     mon = env.compute.replica_monitor

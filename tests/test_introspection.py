@@ -46,6 +46,7 @@ MATERIALIZE_COLUMNS = {
                             "redacted_create_sql"],
     "mz_catalog.mz_functions": ["id", "oid", "schema_id", "name", "argument_type_ids", "variadic_argument_type_id",
                                 "return_type_id", "returns_set", "owner_id"],
+    "mz_internal.mz_object_arrangement_sizes": ["replica_id", "object_id", "size"],
 }
 
 LONG = long_query()
@@ -143,6 +144,36 @@ def test_catalog_relations_follow_ddl(conn):
         "SELECT argument_type_ids FROM mz_functions WHERE name = 'substr'").fetchall()]
     sizes = conn.execute("SELECT size_bytes FROM mz_internal.mz_storage_usage_by_shard").fetchall()
     assert sizes and all(s[0] >= 0 for s in sizes) and any(s[0] > 0 for s in sizes)
+
+
+def test_object_arrangement_sizes_show_each_view_and_index_state_until_dropped(conn):
+    """A materialized view's and an index's state (their dataflows' checkpoints in the
+    replica's Spark block manager), and an index on a table's (the table's cached parts),
+    are in mz_object_arrangement_sizes, per replica, with bytes > 0; dropped, they leave it."""
+    conn.execute("CREATE TABLE intro_sz (k int, v int)")
+    # a part of its own (not inline in the shard's state): the table's index caches it
+    conn.execute("INSERT INTO intro_sz SELECT g % 7, g FROM generate_series(1, 2000) g")
+    conn.execute("CREATE INDEX intro_sz_ti ON intro_sz (k)")
+    conn.execute("CREATE MATERIALIZED VIEW intro_sz_mv AS SELECT k, sum(v) AS s, count(*) AS n FROM intro_sz GROUP BY k")
+    conn.execute("CREATE VIEW intro_sz_v AS SELECT k, max(v) AS m FROM intro_sz GROUP BY k")
+    conn.execute("CREATE INDEX intro_sz_i ON intro_sz_v (k)")
+    ids = dict(conn.execute("SELECT id, name FROM mz_objects WHERE name IN ('intro_sz_mv', 'intro_sz_i', 'intro_sz_ti')"
+                            ).fetchall())
+    replica = conn.execute("SELECT r.id FROM mz_cluster_replicas r JOIN mz_clusters c ON c.id = r.cluster_id"
+                           " WHERE c.name = 'quickstart'").fetchall()
+
+    def sizes() -> dict:
+        rows = conn.execute("SELECT replica_id, object_id, size FROM mz_internal.mz_object_arrangement_sizes").fetchall()
+        return {(r, ids[o]): size for r, o, size in rows if o in ids}
+
+    want = {(r, n) for (r,) in replica for n in ids.values()}
+    assert wait_for(lambda: set(sizes()) == want, 300), sizes()
+    assert all(size > 0 for size in sizes().values())
+    conn.execute("DROP MATERIALIZED VIEW intro_sz_mv")
+    conn.execute("DROP VIEW intro_sz_v CASCADE")
+    conn.execute("DROP INDEX intro_sz_ti")
+    assert wait_for(lambda: not sizes(), 60), sizes()
+    conn.execute("DROP TABLE intro_sz")
 
 
 def test_relations_are_readable_from_psql(server):

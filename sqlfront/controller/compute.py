@@ -15,6 +15,7 @@ import logging
 import os
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -33,6 +34,8 @@ from spark_exec.cluster_coordinator import ClusterCoordinator
 from spark_exec.lower import arranged_units
 from spark_exec.materializations import Materialization
 from spark_exec.orchestrator import Orchestrator
+from spark_exec.replica import HEALTHY
+from spark_exec.state_sizes import StateSizes, parts_key
 from sqlfront.ownership import LeasedOwnership, LocalOwnership
 from sqlfront.replica_monitor import ReplicaMonitor
 
@@ -50,6 +53,13 @@ class ComputeController:
     thread sees; ``applied`` is told of the shards materializations wrote;
     ``builtin_rows`` serves system tables to peeks; ``sync_sources`` starts and stops
     sources' ingestions as clusters come and go."""
+
+    #: longest wait (seconds) for replicas' Spark UIs when ``mz_object_arrangement_sizes``
+    #: is read, and each request's timeout: a replica slower than that is left out (the
+    #: first request to a replica's REST API starts it, which takes seconds on a busy host)
+    STATE_SIZES_WAIT_S = 5.0
+    #: seconds between the background looks at replicas' state (``start_state_sizes``)
+    STATE_SIZES_LOOK_S = 30.0
 
     def __init__(self, config: Config, data_dir: Path, metrics: Metrics, persist: PersistClient, oracle,
                  snapshot: Callable[[], CatalogSnapshot], applied: Callable[[set[str]], None],
@@ -83,6 +93,10 @@ class ComputeController:
         metrics.track_materializations(self._materialization_rounds)
         #: replica statuses and sampled metrics (mz_cluster_replica_statuses, ..._metrics)
         self.replica_monitor = ReplicaMonitor(self.replica_handles, config.replica_metrics_interval_s)
+        #: objects' state on replicas, from their Spark UIs (mz_object_arrangement_sizes)
+        self.state_sizes = StateSizes(timeout_s=self.STATE_SIZES_WAIT_S)
+        self._state_pool = ThreadPoolExecutor(4, thread_name_prefix="state-sizes")
+        self._state_stop = threading.Event()
 
     # -- clusters this process runs -------------------------------------------------------
 
@@ -277,6 +291,65 @@ class ComputeController:
         return sorted([row for cc in list(self.clusters.values()) if cc.materializations is not None
                        for row in cc.materializations.hydration_rows(cc.replica_ids())]
                       + self._index_hydration_rows())
+
+    def arrangement_size_rows(self) -> list[tuple]:
+        """``mz_object_arrangement_sizes``: ``(replica id, object id, size in bytes)`` of
+        each materialized view and index of a cluster this process runs, on each healthy
+        local replica of it: the bytes its dataflow's checkpoints, or the cached parts of
+        the tables it covers, hold in the replica's Spark block manager, in memory or
+        spilled to the replica's disk (``spark_exec.state_sizes``). Parts cached for
+        several indexes count for the first of them (they are kept once). A replica whose
+        Spark UI does not answer within ``STATE_SIZES_WAIT_S`` (or has none: REMOTE
+        replicas, the UI turned off) is left out; so is an object that holds nothing yet.
+        """
+        snap = self._snapshot()
+        asked = {}
+        for cid, cc in list(self.clusters.items()):
+            owners = self._state_owners(snap, cid)
+            for h in cc.handles():
+                proc = getattr(h, "process", None)
+                url = proc.spark_ui_url() if proc is not None and proc.alive() and h.status == HEALTHY else None
+                if url:
+                    asked[self._state_pool.submit(self.state_sizes.sizes, url)] = (h.id, owners)
+        done, _ = wait(asked, timeout=self.STATE_SIZES_WAIT_S)
+        sizes: dict[tuple[str, str], int] = {}
+        for f in done:
+            rid, owners = asked[f]
+            if f.exception() is not None:
+                log.debug("state sizes of replica %s: %s", rid, f.exception())
+                continue
+            for key, state in f.result().items():
+                if key in owners:
+                    sizes[(rid, owners[key])] = sizes.get((rid, owners[key]), 0) + state.bytes
+        return sorted((rid, oid, size) for (rid, oid), size in sizes.items())
+
+    def start_state_sizes(self) -> None:
+        """Look at the replicas' state every ``STATE_SIZES_LOOK_S`` seconds in the
+        background, so each new RDD is attributed to its object while Spark's UI still
+        holds the jobs that built it (``spark_exec.state_sizes``: the last 1,000 stages,
+        about 160 rounds of a dataflow), whether or not anyone reads the relation."""
+        def loop() -> None:
+            while not self._state_stop.wait(self.STATE_SIZES_LOOK_S):
+                try:
+                    self.arrangement_size_rows()
+                except Exception as e:  # the catalog may be mid-change: the next look catches up
+                    log.debug("state sizes: %s", e)
+
+        threading.Thread(target=loop, name="state-sizes-look", daemon=True).start()
+
+    def _state_owners(self, snap: CatalogSnapshot, cluster_id: str) -> dict[str, str]:
+        """The keys state is tagged with on cluster ``cluster_id``'s replicas
+        (``state_sizes.state_tag``) -> the object it is of: a materialized view's and an
+        index's dataflow, their own ids; cached parts of a table, the first index of the
+        cluster that covers the table."""
+        out = {m.id: m.id for m in snap.materialized_views_in_cluster(cluster_id)}
+        for idx in snap.indexes_in_cluster(cluster_id):
+            if self._index_dataflow(snap, idx) is not None:
+                out[idx.id] = idx.id
+            else:
+                for t in self._tables_under(snap, idx.on_id):
+                    out.setdefault(parts_key(t.id), idx.id)
+        return out
 
     def _index_hydration_rows(self) -> list[tuple]:
         """``(index id, replica id, hydrated, None)`` for each index of a cluster this
@@ -485,6 +558,8 @@ class ComputeController:
         """Stop sampling replicas and renewing leases (first, at shutdown)."""
         self.replica_monitor.stop()
         self.ownership.stop()
+        self._state_stop.set()
+        self._state_pool.shutdown(wait=False, cancel_futures=True)
 
     def shutdown(self) -> None:
         """Stop every cluster's replicas (waits for them to exit, 30 s each at most), then
