@@ -64,15 +64,17 @@ def stats() -> dict:
 
 
 def _holders(sample: list) -> dict[str, int]:
-    """What refers to the objects of ``sample``, two levels up: ``"type <- types"`` -> count."""
+    """What refers to the objects of ``sample``, two levels up: ``"type <- types"`` -> count.
+    Slow: two scans of the whole heap per referrer (seconds per type on environmentd)."""
     out: Counter = Counter()
     skip = {id(sample), id(sys._getframe())}
     for o in sample:
-        for r in gc.get_referrers(o):
-            if id(r) in skip:
+        refs = gc.get_referrers(o)
+        for r in refs:
+            if id(r) in skip or r is refs:
                 continue
             ups = sorted({type(u).__qualname__ for u in gc.get_referrers(r) if id(u) not in skip
-                          and type(u).__qualname__ != "frame"})
+                          and u is not refs and type(u).__qualname__ != "frame"})
             out[f"{type(r).__qualname__} <- {','.join(ups[:4])}"] += 1
     return dict(out.most_common(15))
 
