@@ -10,6 +10,9 @@ replaces it: once warm and at its last sample).
 
     .venv/bin/python bench/chaos.py --minutes 5 --topology two [--seed 28] [--clients 4] [--kinds a,b]
 
+To see where environmentd's memory goes, run with ``SQLFRONT_TRACEMALLOC=<dir>`` (environmentd
+inherits it: tracemalloc snapshots and stats every minute, see ``sqlfront.memtrace``).
+
 fill-disk needs root (a tmpfs for the data directories) and cut-link root and ``ip netns``
 (two only); a kind the run cannot set up is left out, and said so.
 """

@@ -14,6 +14,7 @@ be truncated below any seqno.
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -125,6 +126,9 @@ class ShardState:
         if self.sealed:
             d["sealed"] = True  # states of open shards stay as they were
         head = json.dumps(d, separators=(",", ":"))
+        for p in self.parts:  # a writer's new parts too: the next decode of this state reuses them
+            if _DECODED.get(p.key) is not p:
+                _DECODED[p.key] = p
         return f'{head[:-1]},"parts":[{",".join(p.json_text for p in self.parts)}]}}'.encode()
 
     @staticmethod
@@ -189,12 +193,14 @@ def _reader_dict(r: LeasedReader) -> dict:
     return {k: getattr(r, k) for k in _READER_FIELDS}
 
 
-#: key -> the part last decoded under that key. A state is decoded whole whenever another
-#: thread or process moved it (a compaction, a heartbeat, a push), and then encoded whole
-#: at the next compare-and-set: the parts it shares with the state before are reused,
-#: with their encoded JSON (``Part.json_text``), instead of built and encoded again.
-_DECODED: dict[str, Part] = {}
-_DECODED_MAX = 4096
+#: key -> the part last decoded or encoded under that key, while a state still holds it. A state is
+#: decoded whole whenever another thread or process moved it (a compaction, a heartbeat, a
+#: push), and then encoded whole at the next compare-and-set: the parts it shares with the
+#: state before are reused, with their encoded JSON (``Part.json_text``), instead of built
+#: and encoded again. Weak: a part no state holds any more (compacted away) leaves it. A
+#: plain dict cleared at 4096 entries kept every dead part until then, an inline one with
+#: its rows twice (base64 and JSON), ~1.7 KiB each: 7 MiB of environmentd under bench/chaos.py.
+_DECODED: weakref.WeakValueDictionary[str, Part] = weakref.WeakValueDictionary()
 
 
 def _decode_part(p: dict) -> Part:
@@ -205,7 +211,5 @@ def _decode_part(p: dict) -> Part:
     if hit is not None and _part_dict(hit) == p:
         return hit
     part = Part(**p)
-    if len(_DECODED) >= _DECODED_MAX:
-        _DECODED.clear()
     _DECODED[part.key] = part
     return part

@@ -811,3 +811,27 @@ def test_sustained_small_writes_keep_consensus_history_bounded(tmp_path, consens
         p.append("s", pa.table({"a": pa.array([ts], pa.int32())}), ts)
     assert _versions(consensus_url, "s") <= 64  # (TRUNCATE_EVERY is 32)
     assert rows(p, "s") == list(range(1, 301))
+
+
+def test_decoded_parts_are_cached_only_while_a_state_holds_them(tmp_path):
+    """Decoding reuses the parts a state shares with the one decoded before
+    (``persist.state._DECODED``); a part compacted away must leave that cache. It was a
+    dict cleared only at 4096 entries: every dead inline part stayed, its rows twice
+    (~1.7 KiB), and environmentd grew by up to 7 MiB under bench/chaos.py (issue 28)."""
+    import gc
+
+    from persist import state
+
+    p = client(tmp_path, str(tmp_path / "consensus.db"))
+    p.append("s", pa.table({"a": [0]}, schema=SCHEMA), ts=1)
+    for ts in range(2, 42):
+        b = p.batch("s", pa.table({"a": [ts]}, schema=SCHEMA))
+        p.compare_and_append("s", [b], p.state("s").upper, ts)
+    inline = {q.key for q in p.state("s").parts if q.inline is not None}
+    assert len(inline) == 40 and inline <= set(state._DECODED)
+    p.maintain("s", desired_since=41, force=True)
+    st = p.compact("s")
+    assert st is not None and st.inline_bytes() == 0
+    p.state("s")
+    gc.collect()
+    assert not inline & set(state._DECODED)  # was: all 40 still cached

@@ -1,0 +1,24 @@
+"""sqlfront.memtrace: the memory evidence environmentd writes when SQLFRONT_TRACEMALLOC is set."""
+
+from __future__ import annotations
+
+from sqlfront import memtrace
+
+
+class Marker:
+    pass
+
+
+def test_off_unless_the_variable_names_a_directory(monkeypatch):
+    monkeypatch.delenv(memtrace.ENV_DIR, raising=False)
+    assert memtrace.start_from_env() is False
+
+
+def test_stats_count_objects_by_type_and_name_what_holds_them(monkeypatch):
+    keep = {"held": [Marker() for _ in range(3)]}
+    monkeypatch.setenv(memtrace.ENV_HOLDERS, "Marker")
+    s = memtrace.stats()
+    assert s["rss"] > 0 and s["threads"] >= 1 and s["py_blocks"] > 0
+    assert s["objects_total"] >= 3
+    assert s["holders of Marker"] == {"list <- dict": 3}
+    assert keep
