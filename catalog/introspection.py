@@ -65,7 +65,7 @@ MZ_SESSIONS = _internal("s205", "mz_sessions",
 _ACTIVITY = (
     "execution_id:uuid sample_rate:float8 cluster_id:text? application_name:text cluster_name:text? "
     "database_name:text search_path:text[] transaction_isolation:text execution_timestamp:int8? "
-    "transient_index_id:text? params:text[] mz_version:text began_at:timestamptz finished_at:timestamptz? "
+    "transient_index_id:text? {params}mz_version:text began_at:timestamptz finished_at:timestamptz? "
     "finished_status:text? {error} result_size:int8? rows_returned:int8? execution_strategy:text? "
     "transaction_id:int8 prepared_statement_id:uuid sql_hash:bytea prepared_statement_name:text "
     "session_id:uuid prepared_at:timestamptz statement_type:text? throttled_count:int8 "
@@ -73,10 +73,12 @@ _ACTIVITY = (
 #: every statement executed recently (bounded retention: ``sqlfront.activity``), running
 #: ones with a NULL ``finished_at``; ``sql`` as the client sent it
 MZ_RECENT_ACTIVITY_LOG = _internal("s206", "mz_recent_activity_log",
-                                   _ACTIVITY.format(error="error_message:text?", sql="sql:text"))
-#: the same without the error messages, with each statement's literals redacted
+                                   _ACTIVITY.format(params="params:text[] ", error="error_message:text?", sql="sql:text"))
+#: the same without the error messages and the bound parameters (values a statement's
+#: literals would have been: Materialize's view leaves them out too), with each
+#: statement's literals redacted
 MZ_RECENT_ACTIVITY_LOG_REDACTED = _internal("s207", "mz_recent_activity_log_redacted",
-                                            _ACTIVITY.format(error="", sql="redacted_sql:text"))
+                                            _ACTIVITY.format(params="", error="", sql="redacted_sql:text"))
 #: which object reads (or is built on) which, directly
 MZ_OBJECT_DEPENDENCIES = _internal("s208", "mz_object_dependencies", "object_id:text referenced_object_id:text")
 #: bytes of each persist shard now (Materialize's columns; ``id`` numbers the rows)

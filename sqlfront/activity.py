@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from catalog.errors import QUERY_CANCELED
+from catalog.textio import format_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from sqlfront.session import Session
@@ -200,7 +201,7 @@ class ActivityLog:
         v = s.vars
         if carries_secret(sql):  # its literal is a secret's value: kept nowhere
             sql = redact(sql)
-        e = Execution(info, sql, params, v.get("cluster"), v.get("application_name"), v.get("database"),
+        e = Execution(info, sql, param_texts(params), v.get("cluster"), v.get("application_name"), v.get("database"),
                       v.search_path(), v.get("transaction_isolation"), info.transaction_id, next(self._seq))
         with self._lock:
             self._entries.append(e)
@@ -213,6 +214,20 @@ class ActivityLog:
             while self._entries and self._entries[0].began_at < cutoff and self._entries[0].finished_at:
                 self._entries.popleft()
             return list(self._entries)
+
+
+def param_texts(params: list | None) -> list[str | None] | None:
+    """A statement's bound parameters (``planner.scalar.Literal``s, as ``pgwire``'s Bind
+    makes them) as ``mz_recent_activity_log.params`` shows them: each value's text form
+    (its type's output function), NULL for NULL. Kept as text, not as the literals, so an
+    entry holds no more than the log shows."""
+    if params is None:
+        return None
+    out: list[str | None] = []
+    for p in params:
+        value, t = getattr(p, "value", p), getattr(p, "type", None)
+        out.append(None if value is None else value if isinstance(value, str) or t is None else format_text(value, t))
+    return out
 
 
 def track(e: Execution, result) -> None:
@@ -241,7 +256,7 @@ def session_rows(log: ActivityLog) -> list[tuple]:
 
 def activity_rows(log: ActivityLog, snap, mz_version: str, redacted: bool, role_id: str | None = None) -> list[tuple]:
     """``mz_recent_activity_log`` (``redacted``: ``..._redacted``, without error messages
-    and with ``redacted_sql``) in its column order (``catalog.introspection``); a
+    and parameters, with ``redacted_sql``) in its column order (``catalog.introspection``); a
     cluster's id as of ``snap`` (NULL once the cluster is gone). ``role_id``: only the
     statements of that role's sessions (None: all)."""
     out = []
@@ -249,19 +264,19 @@ def activity_rows(log: ActivityLog, snap, mz_version: str, redacted: bool, role_
         i = e.info
         if role_id is not None and i.role_id != role_id:
             continue
-        params = [None if p is None else str(p) for p in (e.params or [])]
         cluster = snap.cluster_by_name(e.cluster_name) if e.cluster_name else None
         head = (e.id, 1.0, cluster.id if cluster else None, e.application_name, e.cluster_name, e.database,
                 list(e.search_path), e.isolation,
-                None, None, params, mz_version, e.began_at, e.finished_at, e.status)
+                None, None)
+        mid = (mz_version, e.began_at, e.finished_at, e.status)
         # result_size (bytes sent) is not measured: NULL
         tail = (None, e.rows if e.status == "success" else None, e.strategy if e.status == "success" else None, e.transaction_id, e.id,
                 hashlib.sha256(e.sql.encode()).digest(), "", i.id, e.began_at, statement_type(e.sql), 0,
                 i.connected_at, i.initial_application_name, i.authenticated_user)
         if redacted:
-            out.append(head + tail + (redact(e.sql),))
+            out.append(head + mid + tail + (redact(e.sql),))
         else:
-            out.append(head + (e.error,) + tail + (e.sql,))
+            out.append(head + (list(e.params or ()),) + mid + (e.error,) + tail + (e.sql,))
     return out
 
 

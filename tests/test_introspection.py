@@ -5,6 +5,7 @@ client. The SIGKILL test kills the replica of a cluster of its own, not the shar
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import signal
@@ -37,7 +38,7 @@ MATERIALIZE_COLUMNS = {
                                                            "deployment_generation"],
     "mz_internal.mz_sessions": ["id", "connection_id", "role_id", "client_ip", "connected_at"],
     "mz_internal.mz_recent_activity_log": _ACTIVITY,
-    "mz_internal.mz_recent_activity_log_redacted": [c for c in _ACTIVITY if c not in ("error_message", "sql")]
+    "mz_internal.mz_recent_activity_log_redacted": [c for c in _ACTIVITY if c not in ("error_message", "sql", "params")]
     + ["redacted_sql"],
     "mz_internal.mz_object_dependencies": ["object_id", "referenced_object_id"],
     "mz_internal.mz_storage_usage_by_shard": ["id", "shard_id", "size_bytes", "collection_timestamp"],
@@ -89,6 +90,10 @@ def test_activity_log_and_sessions_show_what_a_session_did(server, conn):
     assert conn.execute("SELECT a FROM intro_t WHERE b = 'hush' ORDER BY a").fetchall() == [(1,), (2,)]
     with pytest.raises(psycopg.errors.UndefinedColumn):
         conn.execute("SELECT nope FROM intro_t")
+    # bound parameters: their text (the type's output), NULL for NULL; never in the redacted view
+    when = datetime.date(2024, 7, 5)
+    assert conn.execute("SELECT a FROM intro_t WHERE a = %s AND b = %s AND %s::date = %s AND %s IS NULL",
+                        (2, "hush", when, when, None)).fetchall() == [(2,)]
     with server.connect() as other:
         sid, role, ip = other.execute("SELECT id, role_id, client_ip FROM mz_internal.mz_sessions"
                                       " WHERE connection_id = %s", (conn.info.backend_pid,)).fetchone()
@@ -103,6 +108,9 @@ def test_activity_log_and_sessions_show_what_a_session_did(server, conn):
         status, rows, _, error, *_ = by_sql["SELECT nope FROM intro_t"]
         assert (status, rows) == ("error", None) and 'column "nope" does not exist' in error
         assert by_sql["CREATE TABLE intro_t (a int, b text)"][:2] == ("success", None)
+        (params,) = other.execute("SELECT params FROM mz_internal.mz_recent_activity_log WHERE session_id = %s"
+                                  " AND sql LIKE '%%AND %%::date = %%'", (sid,)).fetchone()
+        assert params == ["2", "hush", "2024-07-05", "2024-07-05", None]
         redacted = [r[0] for r in other.execute("SELECT redacted_sql FROM mz_internal.mz_recent_activity_log_redacted"
                                                 " WHERE session_id = %s", (sid,)).fetchall()]
         assert "SELECT a FROM intro_t WHERE b = '<REDACTED>' ORDER BY a" in redacted
