@@ -16,7 +16,8 @@ measured writes, per narrow round: environmentd's and the replicas' CPU seconds 
 classes the replicas' Janino compiled (``Cpu``); and the median of the replicas' CPU
 seconds from each write to its change's arrival, per kind (``rep cpu i/u/d``: an INSERT
 of a row is inline in persist, so its figure is the view's round alone; an UPDATE's
-and a DELETE's include the statement's own Spark job).
+and a DELETE's include the statement's own Spark job). ``jobs i/u/d``: likewise the median
+number of Spark jobs the replicas ran (their Spark UI's REST API).
 
     .venv/bin/python bench/ivm_round.py [--writes 8] [--warmup 2] [--views v_sum,v_join,v_max]
 
@@ -102,6 +103,38 @@ Replica CPU per narrow round B/A: v_sum 0.77, v_join 0.75; per INSERT's round al
 own (their ``WHERE w = <literal>`` is compiled into their code, on the peek session);
 the dataflow's rounds compile none but now and then a round whose plan is new (seen
 once in 9 rounds of a debug run, a spine's merge likely). Latencies follow the load of the moment (B2 ran as it fell from 25 to 15).
+
+2026-11-27, branch h46e: where a narrow round of ``v_sum`` goes (1-row INSERT, the replica's
+Spark UI timeline, load 12-17). Write acknowledged at 0; the round starts at once (the
+maintainer wakes on persist's push: no poll or debounce shows), environmentd's own CPU is
+0.1 s per round; everything else is two ExecutePlans on the replica::
+
+    0.00-1.08  ExecutePlan 1 arrives, is read and analysed (before its SQL execution starts)
+    1.08-2.42  SQL 1: the state's new batch checkpointed: 2 jobs (the touched groups'
+               broadcast, the checkpoint), 0.7 s of planning before the first
+    2.42-3.50  ExecutePlan 2 (the view's change) read and analysed
+    3.50-4.39  SQL 2: the change collected: 2 jobs (the time row's broadcast, the collect)
+
+The jobs themselves run 30-230 ms each; the rest is Spark planning. A JFR of the replica
+over such rounds (samples of its Connect, broadcast, task and scheduler threads): analysis
+25%, whole-stage codegen (generating and formatting code whose class is cached) 19%,
+scheduling and tasks 14%, ClosureCleaner 9%, Connect's proto-to-plan 7%, optimizer 7%,
+physical planning 5%, other 12%. Changed: the time row joins a narrow change unbroadcast
+(one job fewer per narrow round), adaptive execution off for the dataflows' session, and
+dataflow.py's plans without withColumn/withColumnRenamed (each makes Spark Connect analyse
+its input eagerly). Jobs per round (``jobs i/u/d``) before (A, 9f12e90) and after the first
+two of those (B: the selects came after this run), ``--writes 4 --views v_sum,v_join``::
+
+    view    side  insert med/p99 ms  update med/p99 ms  delete med/p99 ms  RPCs  rep cpu i/u/d   jobs i/u/d  load
+    v_sum   A         2313/2431          2223/3330          2436/3497          4   1.09/1.47/1.62      4/5/6  8-19
+    v_sum   B         3919/4628          4607/5912          2767/7407          4   1.23/1.81/1.78      3/4/5  19-22
+    v_join  A         3084/3808          2786/7344          2864/5521          4   1.03/1.43/1.47      6/7/8  8-19
+    v_join  B         3337/4431          3834/4575          2969/5325          4   0.91/1.38/1.44      5/6/7  19-22
+
+(B's latencies ran at twice A's load; the replica's CPU per round is the fairer figure,
+and it moved within noise: the round's cost is the planning of its two plans, which one
+job fewer barely touches. Fusing the two ExecutePlans into one, for a GROUP BY at the
+root, is what is left to try: see ``Dataflow._d_Accumulate``.)
 """
 
 from __future__ import annotations
@@ -178,6 +211,21 @@ class Cpu:
                 compiled = None
         return t.user + t.system, self.replicas(), compiled
 
+    def jobs(self) -> int | None:
+        """Spark jobs the replicas ran so far (the Spark UI's REST API: job ids count up
+        from 0 in each replica's application); None with the UI off."""
+        total = 0
+        for pidfile in (self.srv.data_dir / "replicas").glob("*/pid"):
+            url = spark_ui_url(pidfile.parent / "replica.log")
+            try:
+                with urllib.request.urlopen(f"{url}/api/v1/applications", timeout=60) as r:
+                    app = json.load(r)[0]["id"]
+                with urllib.request.urlopen(f"{url}/api/v1/applications/{app}/jobs", timeout=60) as r:
+                    total += 1 + max((j["jobId"] for j in json.load(r)), default=-1)
+            except (OSError, ValueError, KeyError, IndexError, TypeError):
+                return None
+        return total
+
 
 def write(conn, kind: str, i: int) -> None:
     key = 1000 + i
@@ -219,6 +267,7 @@ def main() -> None:
                     return
                 print(f"{'view':<8}" + "".join(f"{k + ' med/p99 ms':>19}" for k in KINDS)
                       + f"{'rounds':>8}{'RPCs':>6}{'RPC s':>7}{'round s':>8}{'env cpu':>8}{'rep cpu':>8}{'janino':>7}{'rep cpu i/u/d':>16}"
+                      + f"{'jobs i/u/d':>11}"
                       + "  RPCs by method (median round)",
                       flush=True)
                 for name in args.views.split(","):
@@ -297,6 +346,8 @@ def run_view(srv: Server, c, name: str, args) -> str:
         lat: dict[str, list[float | None]] = {k: [] for k in KINDS}
         #: kind -> the replicas' CPU seconds from each write to its change's arrival
         used: dict[str, list[float]] = {k: [] for k in KINDS}
+        #: kind -> the replicas' Spark jobs from each write to its change's arrival
+        jobs: dict[str, list[int]] = {k: [] for k in KINDS}
         try:
             for i in range(args.warmup):
                 for kind in KINDS:
@@ -307,10 +358,13 @@ def run_view(srv: Server, c, name: str, args) -> str:
             before = cpu.sample()
             for i in range(args.warmup, args.warmup + args.writes):
                 for kind in KINDS:
-                    r0 = cpu.replicas()
+                    r0, j0 = cpu.replicas(), cpu.jobs()
                     write(c, kind, i)
                     lat[kind].append(sub.change(time.perf_counter(), args.timeout))
                     used[kind].append(cpu.replicas() - r0)
+                    j1 = cpu.jobs()
+                    if j0 is not None and j1 is not None:
+                        jobs[kind].append(j1 - j0)
             after = cpu.sample()
         finally:
             sub.close()
@@ -324,7 +378,8 @@ def run_view(srv: Server, c, name: str, args) -> str:
         return (line + f"{len(got):>8}{statistics.median(r[1] for r in got):>6.0f}"
                 f"{statistics.median(r[2] for r in got):>7.2f}{statistics.median(r[0] for r in got):>8.2f}"
                 f"{env:>8.2f}{rep:>8.2f}{jan:>7}"
-                f"{'/'.join(f'{statistics.median(used[k]):.2f}' for k in KINDS):>16}  {mid[3]}")
+                f"{'/'.join(f'{statistics.median(used[k]):.2f}' for k in KINDS):>16}"
+                f"{'/'.join(f'{statistics.median(jobs[k]):.0f}' if jobs[k] else '?' for k in KINDS):>11}  {mid[3]}")
     finally:
         c.execute(f"DROP MATERIALIZED VIEW {name}")
 
