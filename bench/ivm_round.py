@@ -135,6 +135,29 @@ two of those (B: the selects came after this run), ``--writes 4 --views v_sum,v_
 and it moved within noise: the round's cost is the planning of its two plans, which one
 job fewer barely touches. Fusing the two ExecutePlans into one, for a GROUP BY at the
 root, is what is left to try: see ``Dataflow._d_Accumulate``.)
+
+2026-11-27, branch h47b: one Spark plan per narrow round of a GROUP BY over one table's
+inline change (``v_sum``): the accumulation keeps its change's sums (rows inside the plan)
+as its new batch instead of checkpointing its totals, so the only plan is the collect of
+the view's change (ExecutePlans per round 2 -> 1, jobs i/u/d 4/5/6 -> 3/4/5). ``v_join``'s
+accumulation reads a join's change (not rows inside the plan): still 2 plans. Alternating
+A (bcb12c9) and B, ``--writes 4 --views v_sum``, load 10-19 on 2 cores; round s: the
+median of the 18 narrow rounds of the server log; rep cpu: per round::
+
+    side  load   insert med ms  round s  rep cpu  rep cpu i/u/d   jobs i/u/d
+    A     10-16      2162        2.36     2.33   1.44/2.24/2.32    4/5/6
+    B     16-17      2887        3.84     2.25   1.40/2.17/1.91    3/4/5
+    A     17-19      3197        3.09     2.07   1.47/1.92/1.65    4/5/6
+    B     19-12      1943        1.69     2.01   1.38/1.55/1.77    3/4/5
+
+The replica's CPU per round moved 3% (B/A 0.97); latencies follow the load of the moment.
+A plan fewer did not halve the round: the one plan left has the aggregation, the touched
+groups' broadcast and the change's consolidation, each a job or stage of its own, and
+Spark's cost is per job and node as much as per plan. Tried and left out (same runs'
+machine): the totals collected to environmentd and kept as a local relation (2 plans
+still: the change's collect over the local rows was 0.2-1.6 s, no cheaper than over a
+checkpoint); ``spark.sql.codegen.wholeStage=false`` with adaptive execution off for the
+dataflows' session (rep cpu per round 2.32 against 2.35, v_join 1.44 against 1.61: noise).
 """
 
 from __future__ import annotations
