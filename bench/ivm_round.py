@@ -136,7 +136,7 @@ and it moved within noise: the round's cost is the planning of its two plans, wh
 job fewer barely touches. Fusing the two ExecutePlans into one, for a GROUP BY at the
 root, is what is left to try: see ``Dataflow._d_Accumulate``.)
 
-2026-11-27, branch h47b: one Spark plan per narrow round of a GROUP BY over one table's
+2026-11-27, branch h47b (not merged: no measurable gain, and its kept batches are subplans that grow a round's plan until a merge): one Spark plan per narrow round of a GROUP BY over one table's
 inline change (``v_sum``): the accumulation keeps its change's sums (rows inside the plan)
 as its new batch instead of checkpointing its totals, so the only plan is the collect of
 the view's change (ExecutePlans per round 2 -> 1, jobs i/u/d 4/5/6 -> 3/4/5). ``v_join``'s
