@@ -166,7 +166,10 @@ def serve(listen, data_dir, scratch_dir, cluster_replica_sizes, availability_zon
           catalog_url, catalog_key_file, clusters, takeover, cluster_lease_duration) -> None:
     """Run the server until SIGINT or SIGTERM; stops every replica process on the way out."""
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    from sqlfront.heap import limit_fragmentation
     from sqlfront.memtrace import start_from_env
+
+    limit_fragmentation()  # before threads allocate: what they free goes back to the OS
 
     start_from_env()  # SQLFRONT_TRACEMALLOC=<dir>: memory snapshots for finding a leak (off by default)
     import pyarrow as pa
