@@ -5,6 +5,7 @@ tests/test_chaos.py."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import statistics
@@ -70,7 +71,7 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
             for part in (cl, ddl, obs, nem):
                 if part:
                     part.start()
-            rss = _sample_rss(topo, seconds)
+            rss = _sample_rss(topo, seconds, directory / "rss.jsonl")
             for part in (nem, cl, ddl, obs):
                 if part:
                     part.stop()
@@ -102,7 +103,7 @@ def run(directory: Path, topology: str = "one", seconds: float = 60, seed: int =
 RSS_EVERY_S = 5.0
 
 
-def _sample_rss(topo, seconds: float) -> dict:
+def _sample_rss(topo, seconds: float, samples: Path | None = None) -> dict:
     """Sleep ``seconds`` while sampling the environmentd processes' resident bytes:
     ``warm`` is the first sample after ``max(60 s, a tenth of the run)`` (a process's
     first minutes load the Spark Connect client, gRPC and Arrow and grow its thread
@@ -115,7 +116,8 @@ def _sample_rss(topo, seconds: float) -> dict:
     seconds between its first and last. The nemesis's kill-envd replaces the process,
     so the sums compare different processes (a new one loads a catalog and shards that
     grew meanwhile); growth from ``warm`` to ``end`` within one process is what a leak
-    shows."""
+    shows. ``samples``: each sample also goes there, one JSON line ``{"s": seconds since the
+    start, "mib": {pid: RSS}}``, so a run shows whether a process levels off."""
     t0 = time.monotonic()
     warm_s = max(60.0, seconds / 10)
     out: dict = {"warm": 0, "end": 0, "max": 0, "lives": {}}
@@ -124,6 +126,9 @@ def _sample_rss(topo, seconds: float) -> dict:
         time.sleep(min(RSS_EVERY_S, left))
         now, by_pid = time.monotonic(), topo.envd_rss()
         out["end"] = sum(by_pid.values())
+        if samples is not None:
+            with samples.open("a") as f:
+                f.write(json.dumps({"s": round(now - t0, 1), "mib": {str(k): round(v / 2**20, 1) for k, v in by_pid.items()}}) + "\n")
         out["max"] = max(out["max"], out["end"])
         if not out["warm"] and now >= t0 + warm_s:
             out["warm"] = out["end"]
