@@ -306,6 +306,8 @@ class ComputeController:
         asked = {}
         for cid, cc in list(self.clusters.items()):
             owners = self._state_owners(snap, cid)
+            if not owners:  # no view or index here: nothing to attribute, no replica UI to ask
+                continue
             for h in cc.handles():
                 proc = getattr(h, "process", None)
                 url = proc.spark_ui_url() if proc is not None and proc.alive() and h.status == HEALTHY else None
