@@ -28,11 +28,14 @@ the replica's Spark block manager, in memory or spilled to its disk, from
 ``mz_internal.mz_object_arrangement_sizes``; Q15's with its ``revenue`` view's), ``hydr s`` (the view's hydration on its replica,
 from ``mz_internal.mz_hydration_statuses``) and, with ``--kill``, ``kill s`` (the replica
 SIGKILLed after the writes, then from a 1-row INSERT's acknowledgement to its change:
-restart, hydration again and the change) and ``rehydr s`` (that second hydration). At the end: the server's peak RSS and each
-replica's peak. The bench talks to the server over the wire only, so it measures whichever
+restart, hydration again and the change) and ``rehydr s`` (that second hydration). At the end: what one
+Spark plan costs on the replica whatever it computes (``spark_floor_ms``: a 1-row collect,
+the least a round can cost; ``--floor-only`` prints it alone, on a server with no data),
+the server's peak RSS and each replica's peak. The bench talks to the server over the wire only, so it measures whichever
 engine maintains the views.
 
     .venv/bin/python bench/ivm.py [--scale 1] [--writes 8] [--warmup 2] [--views q1,q3,...] [--timeout 300] [--kill]
+    .venv/bin/python bench/ivm.py --floor-only
 
 Baseline: today's materialized views, which run their query again on each change
 (``spark_exec/materializations.py``), and SUBSCRIBE of a view, which re-reads the view each
@@ -582,6 +585,38 @@ def state_mb(conn, views: list[str], wait_s: float = 30.0) -> list[float]:
         time.sleep(1.0)
 
 
+def spark_floor_ms(data_dir: Path, runs: int = 20) -> dict[str, float]:
+    """What one Spark plan costs on the server's replicas, whatever it computes: the
+    median milliseconds, over ``runs`` (after 3 unmeasured), of a Spark Connect client's
+    ``collect`` of (``local``) a 1-row local relation and (``kept``) a 1-row DataFrame
+    kept in the replica's memory (``localCheckpoint``), each a plan analysed, one job run
+    and its row returned: the least any round of a view's maintenance can cost, as it is
+    at least one such plan (the first replica's, by its ``port`` and ``token`` files)."""
+    from spark_exec.replica import connect_session
+
+    ports = sorted((Path(data_dir) / "replicas").glob("*/port"))
+    if not ports:
+        return {}
+    # (the replica's token: the file environmentd keeps beside its port, readable by its user)
+    token = (ports[0].parent / "token").read_text().strip()
+    spark = connect_session(f"sc://127.0.0.1:{ports[0].read_text().strip()}", token)
+    try:
+        kept = spark.createDataFrame([(1,)], "x long").localCheckpoint(eager=True)
+        plans = {"local": lambda: spark.createDataFrame([(1,)], "x long").collect(), "kept": kept.collect}
+        out = {}
+        for name, plan in plans.items():
+            times = []
+            for i in range(runs + 3):
+                t = time.perf_counter()
+                plan()
+                if i >= 3:
+                    times.append((time.perf_counter() - t) * 1000)
+            out[name] = statistics.median(times)
+        return out
+    finally:
+        spark.stop()
+
+
 def run_view(srv: Server, conn, v: View, writes: int, timeout: float, verbose: bool = False,
              kill: bool = False, warmup: int = 0) -> Result:
     """Create ``v``, measure it, drop it."""
@@ -708,11 +743,25 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for one change")
     ap.add_argument("--data", default=str(ROOT / "tpch-data"))
     ap.add_argument("--verbose", action="store_true", help="print each write's latency")
+    ap.add_argument("--floor-only", action="store_true",
+                    help="load nothing: print what one Spark plan costs on the replica, and stop")
     ap.add_argument("--kill", action="store_true",
                     help="after each view's writes, SIGKILL the replica and time the next write's change")
     args = ap.parse_args()
     views = [VIEWS[n.strip().lower()] for n in args.views.split(",")]
 
+    if args.floor_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            srv = Server(Path(tmp) / "mzdata", "--bootstrap-replica-size", "2").start()
+            try:
+                with srv.connect() as conn:  # a peek: the replica is up once it answers
+                    conn.execute("CREATE TABLE floor_probe (x int)")
+                    conn.execute("SELECT count(*) FROM floor_probe").fetchall()
+                print("one Spark plan on the replica (median ms): "
+                      + ", ".join(f"{k} {v:.0f}" for k, v in spark_floor_ms(srv.data_dir).items()), flush=True)
+            finally:
+                srv.stop()
+        return
     data = tpch.generate(args.scale, Path(args.data))
     with tempfile.TemporaryDirectory() as tmp:
         srv = Server(Path(tmp) / "mzdata", "--bootstrap-replica-size", "2",
@@ -726,6 +775,10 @@ def main() -> None:
             with srv.connect() as conn:
                 for v in views:
                     print_row(run_view(srv, conn, v, args.writes, args.timeout, args.verbose, args.kill, args.warmup))
+            floor = spark_floor_ms(srv.data_dir)
+            if floor:
+                print("one Spark plan on the replica (median ms): "
+                      + ", ".join(f"{k} {v:.0f}" for k, v in floor.items()), flush=True)
             jvms = replica_jvms(srv.data_dir)
             print(f"server peak RSS {rss_mb(srv.proc.pid, 'VmHWM'):.0f} MB; replica peak RSS "
                   + ", ".join(f"{rss_mb(p, 'VmHWM'):.0f}" for p in jvms) + " MB "
