@@ -316,7 +316,15 @@ class GroupCommitter:
                         continue  # a mark made since may be swept already: check again
                     txn = _record(self.txns, ts, batches, uppers, self.owner)
                 mismatch = False
-                for s, bs in batches.items():
+                # A recorded transaction's conditional shards go first, those with no parts
+                # (a read's validation) before those with: while none of its parts has
+                # landed, a conditional shard that another process wrote since the check
+                # aborts it (``_abort``); applied anyway at the moved upper, an UPDATE
+                # computed from rows that changed since lost the other's update, and a
+                # validated read went unchecked (the chaos checker's duplicate and G2).
+                landed = False
+                for s in sorted(batches, key=lambda s: (expected.get(s) is None, bool(batches[s]))):
+                    bs = batches[s]
                     try:
                         r = self.persist.compare_and_append(s, bs, uppers[s], ts, known=states[s])
                     except ShardSealed:
@@ -324,7 +332,14 @@ class GroupCommitter:
                             raise
                         # a seal of another process applied our recorded part first
                         _apply_recorded(self.persist, ts, s, bs)
+                        landed = landed or bool(bs)
                         continue
+                    if isinstance(r, UpperMismatch) and txn is not None and expected.get(s) is not None:
+                        if not landed and _abort(self.persist, self.txns, txn, batches):
+                            raise Conflict(f"shard {s} moved from {uppers[s]} to {r.current}")
+                        log.error("txn at %d: shard %s moved since its check after a part of the transaction "
+                                  "landed: applied at its new upper", ts, s)
+                    landed = landed or bool(bs)
                     if isinstance(r, UpperMismatch):
                         if len(batches) > 1:
                             # Recorded: the startup recovery (or the retry below) finishes it.
@@ -411,6 +426,18 @@ def _record(txns: Consensus, ts: int, batches: dict[str, list[Batch]], uppers: d
                 raise ShardSealed(s)
         if _put(txns, seqno, {**rec, "pending": rec["pending"] + [entry]}):
             return entry["id"]
+
+
+def _abort(persist: PersistClient, txns: Consensus, txn_id: str, batches: dict[str, list[Batch]]) -> bool:
+    """Take back recorded transaction ``txn_id`` none of whose parts its writer applied:
+    its entry leaves the record; True unless a seal of another process applied one of
+    its parts while it was recorded (then it must be finished, not taken back)."""
+    _clear(txns, txn_id)
+    for s, bs in batches.items():
+        keys = {b.key for b in bs}
+        if keys and keys & {p.key for p in persist.state(s).parts}:
+            return False
+    return True
 
 
 def _clear(txns: Consensus, txn_id: str) -> None:

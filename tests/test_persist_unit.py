@@ -629,6 +629,51 @@ def test_another_process_s_seal_never_cuts_a_multi_table_commit_in_half(tmp_path
         b.stop()
 
 
+@pytest.mark.parametrize("conditional", ["update", "validated-read"])
+def test_a_conditional_shard_written_after_the_check_aborts_a_multi_table_commit(tmp_path, consensus_url, conditional):
+    """Issue 28's two-process run (seed 48): a block's UPDATE of r, computed at r's upper
+    U, committed with an append to t; process b wrote r between a's check of U and a's
+    append, and a's part of r was applied anyway at r's new upper: two UPDATEs of one
+    row both counted (the checker's "duplicate"). Likewise a read validated at U (a
+    conditional append of nothing) went unchecked (G2). Now a's conditional shards are
+    appended first, and one that moved takes the recorded transaction back: Conflict,
+    nothing of it lands, the record is left empty; the next attempt commits."""
+    from catalog.oracle import TimestampOracle
+    from sqlfront.group_commit import Conflict, GroupCommitter, Write, _txns
+
+    a_persist, b_persist = client(tmp_path, consensus_url, "a:1"), client(tmp_path, consensus_url, "b:1")
+    for s in ("t", "r"):
+        a_persist.create_shard(s, 0)
+    oracle = TimestampOracle(str(tmp_path / "oracle.db"))
+    txns = _txns_of(tmp_path, consensus_url)
+    a = GroupCommitter(a_persist, txns, oracle, owner="a")
+    b = GroupCommitter(b_persist, _txns_of(tmp_path, consensus_url), oracle, owner="b")
+    one = pa.table({"a": pa.array([7], pa.int32())})
+    two = pa.table({"a": pa.array([8], pa.int32())})
+    append, wrote = a_persist.compare_and_append, []
+
+    def b_writes_r_first(*args, **kw):  # b's write lands after a recorded, before a's appends
+        if not wrote:
+            wrote.append(b.commit([Write("r", rows=two)]))
+        return append(*args, **kw)
+
+    def writes(upper):
+        r = Write("r", rows=one, expected_upper=upper) if conditional == "update" else Write("r", expected_upper=upper)
+        return [Write("t", rows=one), r]
+
+    try:
+        a_persist.compare_and_append = b_writes_r_first
+        with pytest.raises(Conflict):
+            a.commit(writes(a_persist.state("r").upper))
+        assert wrote and rows(b_persist, "t") == [] and rows(b_persist, "r") == [8]
+        assert _txns(txns)[1]["pending"] == []
+        a.commit(writes(a_persist.state("r").upper))  # checked again at the new upper: commits
+        assert rows(b_persist, "t") == [7] and sorted(rows(b_persist, "r")) == ([7, 8] if conditional == "update" else [8])
+    finally:
+        a.stop()
+        b.stop()
+
+
 def test_a_dropped_shard_s_seal_mark_is_swept_after_a_grace(tmp_path):
     """Marks of shards no catalog names go after ``MARK_GRACE_S``; a sealed shard's that
     the catalog still names (an ALTER TABLE under way) stays."""
