@@ -27,8 +27,12 @@ process's ALTER TABLE could seal one shard of a transaction between its check an
 append: its other tables' parts landed while its client got 40001 (issue 28's run).
 A mark goes when the seal is undone (:meth:`GroupCommitter.unseal`), or, for a shard no
 catalog names any more, ``MARK_GRACE_S`` after it was made (:meth:`GroupCommitter.sweep_marks`). A write conditional on the shard's upper (UPDATE and
-DELETE computed the diffs from a snapshot) that finds the upper moved fails with
-:class:`Conflict`; the caller recomputes. A write to a sealed shard (its table's rows
+DELETE computed the diffs from a snapshot; a block's read validated at COMMIT is one
+with no rows) that finds the upper moved fails with :class:`Conflict`; the caller
+recomputes. In a recorded transaction the conditional shards are appended first (those
+with no rows before those with) and, while none of its parts has landed, one that
+another process wrote since the check takes the record back (``_abort``): applying it at
+the moved upper instead lost an update (issue 28's run, seed 48 on two processes). A write to a sealed shard (its table's rows
 moved to a new shard, or the table was dropped) fails with
 :class:`~persist.write.ShardSealed`, alone: the rest of its group still commits. Seals
 (:meth:`GroupCommitter.seal`) take turns with the groups, so a group never finds one of
