@@ -640,6 +640,14 @@ def spark_floor_ms(data_dir: Path, runs: int = 20) -> dict[str, float]:
         spark.stop()
 
 
+def print_floor(data_dir: Path) -> None:
+    """Print ``spark_floor_ms`` (nothing when the server has no replica)."""
+    floor = spark_floor_ms(data_dir)
+    if floor:
+        print("one Spark plan on the replica (median ms): " + ", ".join(f"{k} {v:.0f}" for k, v in floor.items()),
+              flush=True)
+
+
 def run_view(srv: Server, conn, v: View, writes: int, timeout: float, verbose: bool = False,
              kill: bool = False, warmup: int = 0) -> Result:
     """Create ``v``, measure it, drop it."""
@@ -780,8 +788,7 @@ def main() -> None:
                 with srv.connect() as conn:  # a peek: the replica is up once it answers
                     conn.execute("CREATE TABLE floor_probe (x int)")
                     conn.execute("SELECT count(*) FROM floor_probe").fetchall()
-                print("one Spark plan on the replica (median ms): "
-                      + ", ".join(f"{k} {v:.0f}" for k, v in spark_floor_ms(srv.data_dir).items()), flush=True)
+                print_floor(srv.data_dir)
             finally:
                 srv.stop()
         return
@@ -798,10 +805,7 @@ def main() -> None:
             with srv.connect() as conn:
                 for v in views:
                     print_row(run_view(srv, conn, v, args.writes, args.timeout, args.verbose, args.kill, args.warmup))
-            floor = spark_floor_ms(srv.data_dir)
-            if floor:
-                print("one Spark plan on the replica (median ms): "
-                      + ", ".join(f"{k} {v:.0f}" for k, v in floor.items()), flush=True)
+            print_floor(srv.data_dir)
             jvms = replica_jvms(srv.data_dir)
             print(f"server peak RSS {rss_mb(srv.proc.pid, 'VmHWM'):.0f} MB; replica peak RSS "
                   + ", ".join(f"{rss_mb(p, 'VmHWM'):.0f}" for p in jvms) + " MB "
