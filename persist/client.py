@@ -27,9 +27,9 @@ from persist.blob import Blob
 from persist.consensus import Consensus, ObservedConsensus
 from persist.pubsub import PubSubClient, PubSubMetrics, PubSubServer
 from persist.lease import DEFAULT_LEASE_MS, Leases, ReadHold
-from persist.read import (ListenBatch, PartRead, ShardSnapshot, SinceError, listen_updates, part_table, read_arrow,
-                          snapshot_of)
-from persist.state import Retired, ShardState
+from persist.read import (ListenBatch, PartRead, ShardSnapshot, SinceError, change_parts, consolidate_updates,
+                          empty_updates, listen_updates, part_table, read_arrow, snapshot_of)
+from persist.state import DIFF_COLUMN, Retired, ShardState
 from persist.write import (Batch, ShardSealed, UpperMismatch, compare_and_append, inline_room, seal, unseal,
                            write_batch, write_updates, written_batch)
 
@@ -388,6 +388,32 @@ class PersistClient:
             return read_arrow(snap, schema)
         finally:
             self.release(hold)
+
+    def read_changes(self, shard_id: str, schema: pa.Schema, lower: int, upper: int,
+                     max_updates: int | None = None) -> pa.Table | None:
+        """The shard's updates at times in ``(lower, upper]``, consolidated (each row whose
+        diffs there sum to ``n != 0`` comes ``|n|`` times, with ``_mz_diff`` its sign):
+        columns ``schema``, then ``_mz_diff``. The difference of the snapshots at ``upper``
+        and ``lower`` without reading either: memory is the change's, not the shard's.
+        None when the parts holding those times have more than ``max_updates`` updates.
+
+        Exact only while since is at most ``lower`` (compaction moves times at or below
+        since forward): a read hold at ``lower`` is held while the parts are read.
+
+        Raises:
+            SinceError: ``lower`` is below the shard's since."""
+        st, hold = self.held_state(shard_id, lower)
+        try:
+            if lower < st.since:
+                raise SinceError(shard_id, lower, st.since)
+            if max_updates is not None and \
+                    sum(p.updates for p in change_parts(st, lower, upper)) > max_updates:
+                return None
+            tables = [t.select(schema.names).cast(schema).append_column(DIFF_COLUMN, t.column(DIFF_COLUMN))
+                      for t in listen_updates(st, lower + 1, upper + 1, self.blob.url)]
+        finally:
+            self.release(hold)
+        return consolidate_updates(pa.concat_tables(tables), schema) if tables else empty_updates(schema)
 
     # -- maintenance --------------------------------------------------------------------
 

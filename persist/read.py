@@ -158,9 +158,12 @@ def updates_arrow(snap: ShardSnapshot, schema: pa.Schema) -> pa.Table:
             t = t.filter(pc.less_equal(t.column(TIME_COLUMN), snap.as_of))
         diff = t.column(DIFF_COLUMN) if p.diffs else pa.repeat(pa.scalar(1, pa.int64()), t.num_rows)
         tables.append(t.select(schema.names).cast(schema).append_column(DIFF_COLUMN, diff))
-    if not tables:
-        return schema.empty_table().append_column(pa.field(DIFF_COLUMN, pa.int64()), pa.array([], pa.int64()))
-    return pa.concat_tables(tables)
+    return pa.concat_tables(tables) if tables else empty_updates(schema)
+
+
+def empty_updates(schema: pa.Schema) -> pa.Table:
+    """No updates: ``schema``'s columns, then ``_mz_diff``."""
+    return schema.empty_table().append_column(pa.field(DIFF_COLUMN, pa.int64()), pa.array([], pa.int64()))
 
 
 def consolidate_arrow(t: pa.Table, schema: pa.Schema) -> pa.Table:

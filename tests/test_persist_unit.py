@@ -124,6 +124,28 @@ def test_concurrent_appends_lose_nothing(tmp_path, consensus_url):
     assert len(rows(p, "s")) == 40
 
 
+def test_read_changes_is_the_difference_of_two_snapshots_read_from_the_change_alone(tmp_path, consensus_url):
+    p = client(tmp_path, consensus_url)
+    p.append("s", pa.table({"a": list(range(100))}, schema=SCHEMA), ts=1)
+    p.append("s", pa.table({"a": [7, 200]}, schema=SCHEMA), ts=3)
+    p.compare_and_append("s", [updates(p, "s", [(7, -1), (5, -1), (200, -1), (300, 1)])], 4, 5)
+    p.append("s", pa.table({"a": [400]}, schema=SCHEMA), ts=6)
+
+    def changes(lo, hi, **kw):
+        t = p.read_changes("s", SCHEMA, lo, hi, **kw)
+        return None if t is None else sorted(zip(t.column("a").to_pylist(), t.column(DIFF_COLUMN).to_pylist()))
+
+    # 7 inserted a second time and retracted once, 200 inserted and retracted: net nothing
+    assert changes(1, 5) == [(5, -1), (300, 1)]
+    assert changes(1, 6) == [(5, -1), (300, 1), (400, 1)]
+    assert changes(3, 5) == [(5, -1), (7, -1), (200, -1), (300, 1)]
+    assert changes(6, 6) == []
+    assert changes(1, 5, max_updates=3) is None  # the parts holding (1, 5] have 6 updates
+    p.maintain("s", desired_since=4, force=True)
+    with pytest.raises(SinceError):
+        p.read_changes("s", SCHEMA, 3, 5)
+
+
 def test_read_below_since_fails(tmp_path, consensus_url):
     p = client(tmp_path, consensus_url)
     for ts in (1, 2, 3):

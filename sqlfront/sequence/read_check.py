@@ -5,14 +5,14 @@ session's write that the block's read would have seen to land in between, the bl
 would be ordered both before that write and after it (Adya's G-single). COMMIT therefore
 validates each table the block read (optimistic concurrency control, Kung and Robinson,
 1981): when the table's upper moved past the read's timestamp, the updates that landed
-since are the difference of its rows at the read's timestamp and at its upper now; if
+since are its updates between the read's timestamp and its upper now; if
 none of them passes the filter the block's reads of the table selected rows by, the
 read is unchanged at the later time, and the COMMIT's appends are made conditional on
 the table's new upper (group commit's ``expected_upper``), so nothing lands in between.
 Any other case is a conflict (40001): a read that is not a filter of that one table
 (a join, an aggregate, LIMIT, a subquery), a table with a column type outside
 :data:`EXACT_TYPES` (its rows' Python values might not compare as the interpreter's),
-more than :data:`MAX_ROWS` rows, or a since past the read's timestamp.
+more than :data:`MAX_UPDATES` updates since the read, or a since past the read's timestamp.
 
 Before this, any write to a table the block read failed the COMMIT, which on the chaos
 workload's one table failed 140 of 327 transactions on two processes.
@@ -20,7 +20,6 @@ workload's one table failed 140 of 327 transactions on two processes.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -37,8 +36,9 @@ if TYPE_CHECKING:
 
 #: column types whose stored values are the planner's own (ints, text, bool)
 EXACT_TYPES = frozenset({BOOL, INT2, INT4, INT8, TEXT})
-#: a table with more rows is not re-read at COMMIT: any write to it conflicts
-MAX_ROWS = 10_000
+#: more updates than this landed since the read (counted by the parts holding them):
+#: not re-read at COMMIT, a conflict
+MAX_UPDATES = 10_000
 
 
 @dataclass
@@ -80,20 +80,22 @@ def note(checks: dict, table: Table, as_of: int, plan) -> None:
 def expected_upper(persist, c: ReadCheck, ctx: PlanContext) -> int | None:
     """The upper COMMIT may append at for ``c`` (its table's upper now), or None when a
     write since the read changed what the block read (a conflict). The read's predicates
-    are evaluated in the COMMIT's context ``ctx`` (``planner.context.PlanContext``)."""
+    are evaluated in the COMMIT's context ``ctx`` (``planner.context.PlanContext``).
+    Reads only the updates that landed after the read (``PersistClient.read_changes``):
+    the cost is the change's, not the table's."""
     st = persist.state(c.table.shard_id)
     if st.upper <= c.as_of + 1:
         return st.upper  # nothing landed after the read
-    if c.predicates is None or st.row_count() > MAX_ROWS \
-            or any(col.type not in EXACT_TYPES for col in c.table.columns):
+    if c.predicates is None or any(col.type not in EXACT_TYPES for col in c.table.columns):
         return None
     schema = arrow_schema([col.name for col in c.table.columns], [col.type for col in c.table.columns])
     try:
-        before = Counter(_rows(persist.read_table(c.table.shard_id, schema, c.as_of)))
-        after = Counter(_rows(persist.read_table(c.table.shard_id, schema, st.upper - 1)))
+        changes = persist.read_changes(c.table.shard_id, schema, c.as_of, st.upper - 1, max_updates=MAX_UPDATES)
     except SinceError:
         return None
-    changed = tuple((after - before) + (before - after))
+    if changes is None:
+        return None
+    changed = tuple(zip(*(changes.column(i).to_pylist() for i in range(len(schema))))) if changes.num_rows else ()
     for f in c.predicates:
         try:
             selected = interpret.run(Filter(Constant(changed, f.input.columns), f.predicate), lambda t: [], ctx=ctx)
@@ -102,11 +104,6 @@ def expected_upper(persist, c: ReadCheck, ctx: PlanContext) -> int | None:
         if selected:
             return None
     return st.upper
-
-
-def _rows(t) -> list[tuple]:
-    cols = [t.column(i).to_pylist() for i in range(t.num_columns)]
-    return list(zip(*cols)) if cols else []
 
 
 def note_read(s: Session, table, as_of: int, plan) -> None:
