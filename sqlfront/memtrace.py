@@ -51,6 +51,7 @@ def stats() -> dict:
         pass
     out["py_blocks"] = sys.getallocatedblocks()
     out.update(_mallinfo())
+    out.update(_obmalloc())
     objs = gc.get_objects()
     counts = Counter(type(o).__qualname__ for o in objs)
     out["objects"] = dict(counts.most_common(40))
@@ -95,6 +96,42 @@ def _mallinfo() -> dict:
     fn.restype = _Mallinfo2
     m = fn()
     return {"malloc_arena": m.arena, "malloc_mmap": m.hblkhd, "malloc_used": m.uordblks, "malloc_free": m.fordblks}
+
+
+#: ``sys._debugmallocstats()``'s lines kept by :func:`_obmalloc` (label -> stats key)
+_OBMALLOC_LINES = {"# arenas allocated current": "obmalloc_arenas", "# bytes in allocated blocks": "obmalloc_used",
+                   "# bytes in available blocks": "obmalloc_free_blocks", "pools": "obmalloc_free_pools"}
+
+
+def _obmalloc() -> dict:
+    """CPython's small-object allocator (obmalloc): ``obmalloc_arenas`` (arenas mapped now,
+    1 MiB each on 64-bit 3.10+), ``obmalloc_used`` (bytes of live objects in them),
+    ``obmalloc_free_blocks`` and ``obmalloc_free_pools`` (bytes free but kept: an arena
+    goes back to the OS only when all of it is free). Read from ``sys._debugmallocstats``,
+    which writes to file descriptor 2: it is pointed at a temporary file meanwhile (what
+    another thread logs then goes there too: tracing is for measurements)."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as f:
+        saved = os.dup(2)
+        try:
+            os.dup2(f.fileno(), 2)
+            sys._debugmallocstats()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        text = f.read().decode(errors="replace")
+    out = {}
+    for line in text.splitlines():
+        label, _, value = line.rpartition("=")
+        label = label.strip()
+        if label.endswith("unused pools * 16384 bytes"):  # "37 unused pools * 16384 bytes"
+            label = "pools"
+        key = _OBMALLOC_LINES.get(label)
+        if key and value.strip().replace(",", "").isdigit():
+            out[key] = int(value.strip().replace(",", ""))
+    return out
 
 
 def _loop(directory: Path, every: float) -> None:

@@ -22,3 +22,10 @@ def test_stats_count_objects_by_type_and_name_what_holds_them(monkeypatch):
     assert s["objects_total"] >= 3
     assert s["holders of Marker"] == {"list <- dict": 3}
     assert keep
+
+
+def test_stats_give_obmallocs_arenas_and_what_lives_in_them():
+    s = memtrace.stats()
+    assert s["obmalloc_arenas"] >= 1
+    assert 0 < s["obmalloc_used"] <= s["obmalloc_arenas"] * 2**20
+    assert s["obmalloc_free_blocks"] >= 0 and s["obmalloc_free_pools"] >= 0
