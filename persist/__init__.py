@@ -15,7 +15,7 @@ from persist.consensus import Consensus, SqliteConsensus
 from persist.state import DIFF_COLUMN, TIME_COLUMN, Part, ShardState
 from persist.read import ListenBatch, PartRead, ShardSnapshot, SinceError
 from persist.write import Batch, ShardSealed, UpperMismatch
-from persist.lease import ReadHold
+from persist.lease import HoldGroup, ReadHold
 from persist.client import Backoff, Listen, PersistClient
 
 
@@ -46,6 +46,7 @@ __all__ = [
     "Batch",
     "UpperMismatch",
     "ShardSealed",
+    "HoldGroup",
     "ReadHold",
     "PersistClient",
     "Backoff",

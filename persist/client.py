@@ -26,7 +26,7 @@ from persist import gc
 from persist.blob import Blob
 from persist.consensus import Consensus, ObservedConsensus
 from persist.pubsub import PubSubClient, PubSubMetrics, PubSubServer
-from persist.lease import DEFAULT_LEASE_MS, Leases, ReadHold
+from persist.lease import DEFAULT_LEASE_MS, HoldGroup, Leases, ReadHold
 from persist.read import (ListenBatch, PartRead, ShardSnapshot, SinceError, change_parts, consolidate_updates,
                           empty_updates, listen_updates, part_table, read_arrow, snapshot_of)
 from persist.state import DIFF_COLUMN, Retired, ShardState
@@ -377,6 +377,10 @@ class PersistClient:
 
     def release(self, hold: ReadHold) -> None:
         self.leases.release(hold)
+
+    def hold_group(self) -> HoldGroup:
+        """An empty :class:`~persist.lease.HoldGroup` of this client's holds."""
+        return HoldGroup(self.release)
 
     def read_table(self, shard_id: str, schema: pa.Schema, as_of: int | None = None) -> pa.Table:
         """All rows visible at ``as_of`` (default: the shard's upper - 1) as one Arrow

@@ -42,6 +42,42 @@ class ReadHold:
     as_of: int
 
 
+class HoldGroup:
+    """Read holds released together: a peek's, a dataflow round's (Materialize's read
+    holds of one peek or dataflow). Holds may be added from other threads, and after
+    :meth:`release`: replicas racing a read take their snapshots' holds on their own
+    threads, and one that lost the race (a replica killed and restarted under it, whose
+    client then retried) may read after the reader finished. A hold added after
+    :meth:`release` is released at once: a late reader leaks nothing, where a hold left
+    behind would pin the shard's since and every part retired after it, forever.
+    Thread-safe."""
+
+    def __init__(self, release):
+        self._release_one = release
+        self._lock = threading.Lock()
+        self._holds: list[ReadHold] = []
+        self._released = False
+
+    def add(self, hold: ReadHold) -> ReadHold:
+        with self._lock:
+            if not self._released:
+                self._holds.append(hold)
+                return hold
+        self._release_one(hold)
+        return hold
+
+    def release(self) -> None:
+        """Release every hold (idempotent); any added later is released when added."""
+        with self._lock:
+            holds, self._holds, self._released = self._holds, [], True
+        for h in holds:
+            self._release_one(h)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._holds)
+
+
 class Leases:
     """This process's leased readers and read holds (thread-safe)."""
 

@@ -55,7 +55,7 @@ import pyarrow as pa
 from catalog.errors import SqlError, INTERNAL_ERROR, OBJECT_NOT_IN_PREREQUISITE_STATE
 from catalog.snapshot import MaterializedView, Table
 from catalog.types import INT8, arrow_schema
-from persist import DIFF_COLUMN, TIME_COLUMN, Backoff, PersistClient, SinceError, UpperMismatch
+from persist import DIFF_COLUMN, TIME_COLUMN, Backoff, HoldGroup, PersistClient, SinceError, UpperMismatch
 from persist.read import change_parts, shards_change_times
 from planner.incremental import incremental_plan
 from planner.incremental.temporal import plan_mentions_now
@@ -162,12 +162,19 @@ class MaterializationMaintainer:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop maintaining (the cluster is dropped, or this process stepped down as its
+        owner): the views' read holds on their inputs go with it (kept, they would pin
+        the inputs' since and every part retired after it until this process exits)."""
         self._stop.set()
         self._wake.set()
         for shard in list(self._watched):
             self.persist.unwatch(shard)
         self._watched.clear()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            held, self._holds = self._holds, {}
+        for _, h in (x for hs in held.values() for x in hs):
+            self.persist.release(h)
 
     def request(self, view_id: str, ts: int) -> None:
         """A reader waits for view ``view_id``'s upper to pass ``ts``: advance it soon."""
@@ -201,48 +208,69 @@ class MaterializationMaintainer:
     # -- the loop ---------------------------------------------------------------------
 
     def _loop(self) -> None:
-        last_advance = 0.0
-        poll = Backoff()
+        """Look at the views and start their rounds until stopped. The loop survives any
+        error of a look (Consensus or the catalog unreachable: PostgreSQL restarting):
+        were it to end, the views would stop advancing and the read holds they keep on
+        their inputs would pin those shards' since until this process exits."""
+        state = {"last_advance": 0.0, "poll": Backoff()}
+        failing = None
         while not self._stop.is_set():
             try:
-                mats = self.wanted()
-            except Exception as e:  # the catalog is changing under us: next round
-                log.warning("materialized views of cluster %s: %s", self.cc.name, e)
-                mats = []
-            self._follow({i.shard_id for m in mats for i in m.inputs})
-            live_ids = {m.view.id for m in mats}
-            for gone in {vid for vid, _ in list(self._flows)} | set(self._holds):
-                if gone not in live_ids and not self._running(gone):  # dropped (or moved to another cluster)
-                    self._steps.pop(gone, None)
-                    self._drop(gone)
-            # Before looking at the inputs: a change during the round wakes the next one.
-            seen = {s: self.persist.latest(s).seqno for s in self._watched}
-            self._wake.clear()
-            with self._lock:
-                requests, self._requests = self._requests, {}
-            periodic = time.monotonic() - last_advance >= self.ADVANCE_S
-            if periodic:
-                last_advance = time.monotonic()
-            if mats and self.cc.has_healthy_replica():
-                # Each view steps on its own (Materialize runs every dataflow at once): one
-                # whose round is still running is left for the next look, so a slow view
-                # never holds back the others; views over views after the views they read.
-                for m in (m for level in _levels(mats) for m in level):
-                    if self._stop.is_set():
-                        return
-                    if self._running(m.view.id):
-                        continue
-                    f = self._pool.submit(self._step_logged, m, requests.get(m.view.id), periodic)
-                    self._steps[m.view.id] = f
-                    f.add_done_callback(lambda _: self._wake.set())  # its next round may be due
-            # What readers asked for and did not get yet (an input view of another
-            # cluster is behind, no healthy replica) is asked again next round.
-            live = {m.view.id: m for m in mats}
-            behind = {vid: ts for vid, ts in requests.items() if vid in live and self._behind(live[vid], ts)}
-            with self._lock:
-                for vid, ts in behind.items():
-                    self._requests[vid] = max(ts, self._requests.get(vid, -1))
-            self._wait(seen, poll)
+                self._look(state)
+                if failing is not None:
+                    log.info("materialized views of cluster %s: maintained again", self.cc.name)
+                failing = None
+            except Exception as e:  # noqa: BLE001 - the next look tries again
+                if str(e) != failing:  # reported once, not every look
+                    log.warning("materialized views of cluster %s: %s (retrying every %g s)",
+                                self.cc.name, e, self.WAIT_S)
+                failing = str(e)
+                self._stop.wait(self.WAIT_S)
+
+    def _look(self, state: dict) -> None:
+        """One look of :meth:`_loop`: start the rounds that are due, then wait for a
+        change of an input, a reader's request, or the next periodic advance. ``state``
+        carries the last periodic advance's time and the wait's backoff across looks."""
+        poll = state["poll"]
+        try:
+            mats = self.wanted()
+        except Exception as e:  # the catalog is changing under us: next round
+            log.warning("materialized views of cluster %s: %s", self.cc.name, e)
+            mats = []
+        self._follow({i.shard_id for m in mats for i in m.inputs})
+        live_ids = {m.view.id for m in mats}
+        for gone in {vid for vid, _ in list(self._flows)} | set(self._holds):
+            if gone not in live_ids and not self._running(gone):  # dropped (or moved to another cluster)
+                self._steps.pop(gone, None)
+                self._drop(gone)
+        # Before looking at the inputs: a change during the round wakes the next one.
+        seen = {s: self.persist.latest(s).seqno for s in self._watched}
+        self._wake.clear()
+        with self._lock:
+            requests, self._requests = self._requests, {}
+        periodic = time.monotonic() - state["last_advance"] >= self.ADVANCE_S
+        if periodic:
+            state["last_advance"] = time.monotonic()
+        if mats and self.cc.has_healthy_replica():
+            # Each view steps on its own (Materialize runs every dataflow at once): one
+            # whose round is still running is left for the next look, so a slow view
+            # never holds back the others; views over views after the views they read.
+            for m in (m for level in _levels(mats) for m in level):
+                if self._stop.is_set():
+                    return
+                if self._running(m.view.id):
+                    continue
+                f = self._pool.submit(self._step_logged, m, requests.get(m.view.id), periodic)
+                self._steps[m.view.id] = f
+                f.add_done_callback(lambda _: self._wake.set())  # its next round may be due
+        # What readers asked for and did not get yet (an input view of another
+        # cluster is behind, no healthy replica) is asked again next round.
+        live = {m.view.id: m for m in mats}
+        behind = {vid: ts for vid, ts in requests.items() if vid in live and self._behind(live[vid], ts)}
+        with self._lock:
+            for vid, ts in behind.items():
+                self._requests[vid] = max(ts, self._requests.get(vid, -1))
+        self._wait(seen, poll)
 
     def _behind(self, m: Materialization, ts: int) -> bool:
         """Whether ``m`` is not complete for ``ts`` yet (an index: on no replica)."""
@@ -435,29 +463,33 @@ class MaterializationMaintainer:
                     raise
 
         try:
-            self._race(run)
+            self._race(run, holds)
         except SqlError as e:
             if e.sqlstate != OBJECT_NOT_IN_PREREQUISITE_STATE:
                 self._failed(index.id, e)
             raise
-        finally:
-            for h in holds:
-                self.persist.release(h)
         with self._lock:
             self._errors.pop(index.id, None)
         self.computations += 1
 
-    def _readers(self, m: Materialization, states: dict, target: int) -> tuple[list, Callable, Callable]:
+    def _readers(self, m: Materialization, states: dict, target: int) -> tuple[HoldGroup, Callable, Callable]:
         """What a round of ``m``'s dataflow reads its inputs with: ``(holds, scan,
         changes)``: the read holds taken (on the inputs at ``target``, and one per
-        snapshot ``scan`` reads; the caller releases them), ``scan(table, as_of)`` (a
-        snapshot) and ``changes(table, lower, upper)`` (the parts of the table's updates
-        in ``(lower, upper]``, from its state in ``states``)."""
-        holds = [self.persist.hold(r.shard_id, target) for r in m.inputs]
+        snapshot ``scan`` reads; ``_race`` releases them once every replica's run
+        ended), ``scan(table, as_of)`` (a snapshot) and ``changes(table, lower, upper)``
+        (the parts of the table's updates in ``(lower, upper]``, from its state in
+        ``states``)."""
+        holds = self.persist.hold_group()
+        try:
+            for r in m.inputs:
+                holds.add(self.persist.hold(r.shard_id, target))
+        except BaseException:
+            holds.release()
+            raise
 
         def scan(rel: Table, as_of: int):
             snap, hold = self.persist.read(rel.shard_id, as_of)
-            holds.append(hold)
+            holds.add(hold)
             return snap
 
         def changes(rel: Table, lo: int, t: int):
@@ -535,7 +567,15 @@ class MaterializationMaintainer:
                 new.append((at, self.persist.hold(inp.shard_id, at)))
         except SinceError as e:  # an input compacted past the view (after a restart): hydrate later
             log.info("materialized view %s: %s", m.view.name, e)
-        self._holds[m.view.id] = new
+        except BaseException:
+            for _, h in new:
+                self.persist.release(h)
+            raise
+        with self._lock:
+            if self._stop.is_set():  # stopped meanwhile: nobody would release them
+                old, new = old + new, []
+            else:
+                self._holds[m.view.id] = new
         for _, h in old:
             self.persist.release(h)
 
@@ -643,7 +683,7 @@ class MaterializationMaintainer:
 
         winner = None
         try:
-            winner = self._race(run)
+            winner = self._race(run, holds)
         except SqlError as e:
             if e.sqlstate != OBJECT_NOT_IN_PREREQUISITE_STATE:
                 self._failed(view.id, e)
@@ -651,8 +691,6 @@ class MaterializationMaintainer:
         finally:
             for key in urls.keys_except(winner if isinstance(winner, str) else None):
                 self.persist.blob.delete(key)
-            for h in holds:
-                self.persist.release(h)
         with self._lock:
             self._errors.pop(view.id, None)
         self.computations += 1
@@ -668,26 +706,34 @@ class MaterializationMaintainer:
             return None
         return batch
 
-    def _race(self, run) -> str | None:
+    def _race(self, run, holds: HoldGroup) -> str | None:
         """Run ``run(h)`` on every healthy replica (each keeps its own dataflow current);
         the first to succeed wins. The others finish on their own (their parts are not
         appended); a replica that fails drops its dataflow and hydrates again later.
+        ``holds`` (the round's read holds) are released once every run has ended: a
+        replica still hydrating after the winner reads its snapshot under them.
 
         Raises:
             SqlError: the query's error when every replica that ran it failed; 55000 when
             no replica was healthy for ``replica_wait_s``."""
         deadline = time.monotonic() + self.replica_wait_s
-        while True:
-            futures = {}
-            for h in self.cc.healthy_replicas():
-                f = h.submit_peek(functools.partial(_on_replica, h, run))
-                if f is not None:
-                    futures[f] = h
-            if futures:
-                break
-            if time.monotonic() >= deadline or self._stop.is_set():
-                raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f'no replica of cluster "{self.cc.name}" is healthy')
-            self._stop.wait(0.1)
+        try:
+            while True:
+                futures = {}
+                for h in self.cc.healthy_replicas():
+                    f = h.submit_peek(functools.partial(_on_replica, h, run))
+                    if f is not None:
+                        futures[f] = h
+                if futures:
+                    break
+                if time.monotonic() >= deadline or self._stop.is_set():
+                    raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE,
+                                   f'no replica of cluster "{self.cc.name}" is healthy')
+                self._stop.wait(0.1)
+        except BaseException:
+            holds.release()
+            raise
+        _release_when_done(list(futures), holds)
         error = None
         pending = set(futures)
         while pending:
@@ -706,6 +752,22 @@ class MaterializationMaintainer:
         with self._lock:
             pause = min(self.MAX_RETRY_S, 2 * self._errors[view_id][2]) if view_id in self._errors else 0.5
             self._errors[view_id] = (e, time.monotonic() + pause, pause)
+
+
+def _release_when_done(futures: list, holds: HoldGroup) -> None:
+    """Release ``holds`` when the last of ``futures`` is done (at once if all are)."""
+    left = [len(futures)]
+    lock = threading.Lock()
+
+    def done(_) -> None:
+        with lock:
+            left[0] -= 1
+            last = left[0] == 0
+        if last:
+            holds.release()
+
+    for f in futures:
+        f.add_done_callback(done)
 
 
 def changed_time(states, upper: int, target: int, seen: frozenset[str] | None = None

@@ -500,14 +500,18 @@ class Session:
 
     def close(self) -> None:
         """The connection ended: drop what the session holds (buffered writes, cursors
-        and their peeks, the transaction's read timestamp)."""
-        txn.discard(self, self.transaction.take_pending_writes())
-        block_ddl.rollback(self)
-        cursors.close_all(self)
-        self.release_read_ts()
-        self.advisory.close()
-        schemas.drop_temp_schema(self)
-        self.env.activity.disconnect(self.activity)
+        and their peeks, the transaction's read timestamp). Each step runs even when one
+        before it failed (the catalog unreachable for the temporary schema's drop, say):
+        a cursor left open would keep its read holds, and the shards' since, forever."""
+        steps = (lambda: txn.discard(self, self.transaction.take_pending_writes()),
+                 lambda: block_ddl.rollback(self), lambda: cursors.close_all(self), self.release_read_ts,
+                 self.advisory.close, lambda: schemas.drop_temp_schema(self),
+                 lambda: self.env.activity.disconnect(self.activity))
+        for step in steps:
+            try:
+                step()
+            except Exception as e:  # noqa: BLE001 - the next steps still run
+                log.warning("closing session %s: %s: %s", self.activity.id, type(e).__name__, e)
 
 
 #: the levels of ``client_min_messages`` a notice may have (PostgreSQL 19.11.3), in order

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from catalog.errors import SqlError
 from persist.state import Part, ShardState
-from spark_exec.materializations import changed_time
+from spark_exec.materializations import _release_when_done, changed_time
 from sqlfront import mzparse as mz
 
 
@@ -59,3 +62,30 @@ def test_parse_materialized_view_statements():
     with pytest.raises(SqlError) as e:
         mz.parse_mz("CREATE MATERIALIZED VIEW mv SELECT 1")
     assert e.value.sqlstate == "42601"
+
+
+class _Group:
+    def __init__(self):
+        self.released = 0
+
+    def release(self):
+        self.released += 1
+
+
+def test_a_rounds_holds_are_released_when_the_last_replica_is_done_not_the_first():
+    """The winner of a round returns first; a replica still hydrating reads its snapshot
+    under the round's holds, so they go only when every replica's run ended."""
+    slow = threading.Event()
+    group = _Group()
+    with ThreadPoolExecutor(2) as pool:
+        fast = pool.submit(lambda: "winner")
+        loser = pool.submit(slow.wait, 10)
+        fast.result()
+        _release_when_done([fast, loser], group)
+        assert group.released == 0
+        slow.set()
+        loser.result()
+    assert group.released == 1
+    done = _Group()
+    _release_when_done([fast, loser], done)  # all done already: at once
+    assert done.released == 1

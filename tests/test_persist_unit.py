@@ -146,6 +146,25 @@ def test_read_changes_is_the_difference_of_two_snapshots_read_from_the_change_al
         p.read_changes("s", SCHEMA, 3, 5)
 
 
+def test_a_hold_added_to_a_released_group_is_released_at_once_so_the_since_moves_on(tmp_path, consensus_url):
+    """A replica that lost a race (or that a wait gave up on) may read its snapshot after
+    the reader released its group: that hold must not outlive the group, or the shard's
+    since and every part retired after it stay pinned."""
+    p = client(tmp_path, consensus_url)
+    for ts in (1, 2, 3):
+        p.append("s", pa.table({"a": [ts]}, schema=SCHEMA), ts=ts)
+    group = p.hold_group()
+    group.add(p.hold("s", 1))
+    assert len(group) == 1 and p.leases.holds("s")
+    group.release()
+    group.release()  # idempotent
+    _, late = p.read("s", 2)  # the loser's read, after the round ended
+    group.add(late)
+    assert len(group) == 0 and p.leases.holds("s") == []
+    p.maintain("s", desired_since=3, force=True)
+    assert p.state("s").since == 3
+
+
 def test_read_below_since_fails(tmp_path, consensus_url):
     p = client(tmp_path, consensus_url)
     for ts in (1, 2, 3):

@@ -320,7 +320,10 @@ class StorageController:
                     self.heartbeat()
                 except Exception as e:  # next round tries again; peers' lists age out
                     log.warning("environmentd registry: %s", e)
-            each_round()
+            try:
+                each_round()
+            except Exception as e:  # the loop outlives it: without it nothing above runs again
+                log.warning("persist maintenance round: %s", e)
 
     def maintain(self) -> None:
         """One maintenance round over the shards this process reads or wrote."""
@@ -363,34 +366,46 @@ class StorageController:
                 shards, self._to_compact = self._to_compact, set()
             waiting = False
             for shard in sorted(shards):
-                table = next((t for t in self._snapshot().storage_relations() if t.shard_id == shard), None)
-                if table is None:
-                    continue
-                chosen = compaction.choose(self.persist.state(shard))
-                if not chosen:
-                    continue
-                if compaction.needs_replica(chosen):
-                    if time.monotonic() - self._last_write.get(shard, 0) < self.RETRACTION_QUIET_S:
-                        # A consolidation too big for memory is a Spark job: wait until
-                        # the shard's writes pause, so one job covers them all.
-                        with self._compact_cv:
-                            self._to_compact.add(shard)
-                        waiting = True
-                        continue
-                    # A Spark job on a replica, off this thread: a replica that is slow or
-                    # frozen must not hold up the other shards' merges.
-                    with self._compact_cv:
-                        if shard in self._replica_merging:
-                            continue
-                        self._replica_merging.add(shard)
-                    self._replica_merges.submit(self._compact_on_replica, shard, table)
-                    continue
                 try:
-                    self.persist.compact(shard)
-                except Exception as e:  # a later write brings the shard back here
-                    log.warning("compacting %s: %s", table.name, e)
+                    waiting |= self._compact_one(shard)
+                except Exception as e:  # noqa: BLE001 - Consensus unreachable: the shard waits its turn again
+                    log.warning("compacting shard %s: %s", shard, e)
+                    with self._compact_cv:
+                        self._to_compact.add(shard)
+                    waiting = True
             if waiting:
                 self._maintenance_stop.wait(0.5)
+
+    def _compact_one(self, shard: str) -> bool:
+        """Compact ``shard`` now, or hand it to a replica; True when it waits for its
+        writes to pause (it is queued again). Raises what reading its state raises (the
+        caller, the compaction loop, must outlive a PostgreSQL restart)."""
+        table = next((t for t in self._snapshot().storage_relations() if t.shard_id == shard), None)
+        if table is None:
+            return False
+        chosen = compaction.choose(self.persist.state(shard))
+        if not chosen:
+            return False
+        if compaction.needs_replica(chosen):
+            if time.monotonic() - self._last_write.get(shard, 0) < self.RETRACTION_QUIET_S:
+                # A consolidation too big for memory is a Spark job: wait until
+                # the shard's writes pause, so one job covers them all.
+                with self._compact_cv:
+                    self._to_compact.add(shard)
+                return True
+            # A Spark job on a replica, off this thread: a replica that is slow or
+            # frozen must not hold up the other shards' merges.
+            with self._compact_cv:
+                if shard in self._replica_merging:
+                    return False
+                self._replica_merging.add(shard)
+            self._replica_merges.submit(self._compact_on_replica, shard, table)
+            return False
+        try:
+            self.persist.compact(shard)
+        except Exception as e:  # a later write brings the shard back here
+            log.warning("compacting %s: %s", table.name, e)
+        return False
 
     def _compact_on_replica(self, shard: str, table: Table) -> None:
         try:

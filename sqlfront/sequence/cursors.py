@@ -219,8 +219,14 @@ def close(s: Session, stmt: ast.ClosePortalStmt, sql: str, params) -> Result:
 def close_all(s: Session) -> None:
     """Close every cursor of the session (at CLOSE ALL, transaction end, disconnect)."""
     cursors, s.cursors = s.cursors, {}
-    for c in cursors.values():
-        c.close()
+    error = None
+    for c in cursors.values():  # each one, even after one failed to close
+        try:
+            c.close()
+        except Exception as e:  # noqa: BLE001 - raised once every cursor was closed
+            error = error or e
+    if error is not None:
+        raise error
 
 
 def lookup(s: Session, name: str) -> Cursor:

@@ -15,7 +15,6 @@ import contextlib
 import dataclasses
 import copy
 import functools
-import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -26,7 +25,7 @@ from catalog.errors import (
 )
 from catalog.snapshot import Index, Table, View
 from catalog.types import SqlType
-from persist import Batch, PartRead, ShardSnapshot, SinceError
+from persist import Batch, HoldGroup, PartRead, ShardSnapshot, SinceError
 from planner import interpret, session_split
 from planner.plan import relations_read
 from sqlfront.activity import note_strategy
@@ -294,7 +293,7 @@ def _observed(s: Session):
         s.env.metrics.observe_peek(cluster_name, outcome, time.perf_counter() - start)
 
 
-def peek_finished(s: Session, as_of: int | None, holds: "_Holds | None" = None) -> None:
+def peek_finished(s: Session, as_of: int | None, holds: "HoldGroup | None" = None) -> None:
     """The one place a peek ends: called exactly once per peek, when its stream is
     exhausted, fails, or is closed by the client (portal Close, CLOSE of a cursor,
     transaction end, connection end), and after a whole-result ``peek``. ``as_of`` is
@@ -326,7 +325,7 @@ def invalid_timestamp(as_of: int, relation: Table, e: SinceError) -> SqlError:
 
 def _read_at(s: Session, plan, as_of: int | None):
     """The session's cluster's coordinator, the read timestamp, the scan function giving
-    each table's snapshot at it under a persist read hold, and the holds (``_Holds``;
+    each table's snapshot at it under a persist read hold, and the holds (``persist.HoldGroup``;
     ``peek_finished`` releases them). Every stored relation ``plan`` reads is held at
     the read timestamp here, when it is picked (Materialize's timestamp selection takes
     read holds on all inputs): waiting for a materialized view's upper or for a healthy
@@ -345,7 +344,7 @@ def _read_at(s: Session, plan, as_of: int | None):
     validate = bool(s.transaction.pending_writes) and s.transaction.in_block
     as_of = s.read_ts() if as_of is None else as_of
     persist = s.env.persist
-    holds = _Holds(persist)
+    holds = persist.hold_group()
     try:
         for rel in dict.fromkeys(r for r in relations_read(plan) if isinstance(r, Table)):
             s.env.sources.check_readable(rel)
@@ -428,30 +427,6 @@ def await_materialized(s: Session, plan, as_of: int) -> None:
                 raise query_canceled(timeout=True)
             persist.wait_for_change({view.shard_id: st.seqno}, wait, poll)
             st = persist.latest(view.shard_id)
-
-
-class _Holds:
-    """The persist read holds of one peek. Replicas racing the peek lower it on their own
-    threads, so a hold may arrive after the peek ended: it is released at once then."""
-
-    def __init__(self, persist):
-        self._persist = persist
-        self._lock = threading.Lock()
-        self._holds: list = []
-        self._released = False
-
-    def add(self, hold) -> None:
-        with self._lock:
-            if not self._released:
-                self._holds.append(hold)
-                return
-        self._persist.release(hold)
-
-    def release(self) -> None:
-        with self._lock:
-            holds, self._holds, self._released = self._holds, [], True
-        for h in holds:
-            self._persist.release(h)
 
 
 def _split_peek(s: Session, split, as_of: int | None) -> list[tuple]:

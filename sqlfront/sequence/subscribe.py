@@ -55,7 +55,7 @@ from catalog.errors import (
 )
 from catalog.snapshot import Table
 from catalog.types import BOOL, INT8, TEXT, SqlType
-from persist import DIFF_COLUMN, TIME_COLUMN, Backoff, SinceError
+from persist import DIFF_COLUMN, TIME_COLUMN, Backoff, HoldGroup, SinceError
 from planner.context import MAINTAINED
 from planner.incremental import incremental_plan
 from planner.incremental.nodes import walk
@@ -503,12 +503,15 @@ class _QueryDataflow:
         _, out = cc.run_on_replica(fn, self._replica, s.env.config.replica_wait_s, s.cancel_event, dataflow=True)
         return out
 
-    def _scan(self, holds: list):
+    def _scan(self, holds: HoldGroup):
+        """A snapshot reader for a hydration whose read holds go to ``holds`` (a run the
+        wait gave up on may still read after ``holds`` were released: its hold is
+        released at once then)."""
         persist = self.s.env.persist
 
         def scan(table: Table, as_of: int):
             snap, hold = persist.read(table.shard_id, as_of)
-            holds.append(hold)
+            holds.add(hold)
             return snap
         return scan
 
@@ -525,13 +528,12 @@ class _QueryDataflow:
         from spark_exec.arrow_results import to_arrow
         from spark_exec.dataflow import change_result
 
-        holds: list = []
+        holds = self.s.env.persist.hold_group()
         try:
             table = self._run(lambda h, session: to_arrow(change_result(self._new(h, session, as_of, self._scan(holds)),
                                                                         self.columns)))
         finally:
-            for hold in holds:
-                self.s.env.persist.release(hold)
+            holds.release()
         return self._counter(table)
 
     def step(self, frontier: int, ts: int, states: dict) -> list[tuple[int, collections.Counter]]:
@@ -542,7 +544,7 @@ class _QueryDataflow:
         from spark_exec.dataflow import change_result
 
         url = self.s.env.persist.blob.url
-        holds: list = []
+        holds = self.s.env.persist.hold_group()
 
         def changes(table: Table, lo: int, t: int):
             return change_parts(states[table.shard_id], lo, t)
@@ -559,8 +561,7 @@ class _QueryDataflow:
         try:
             table = self._run(run)
         finally:
-            for hold in holds:
-                self.s.env.persist.release(hold)
+            holds.release()
         if table is None:
             return []
         out: dict[int, collections.Counter] = {}
