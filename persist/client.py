@@ -460,7 +460,13 @@ class PersistClient:
             # small: an idle shard's since would otherwise stop short of its last writes,
             # and the merges waiting for since to pass them would never run.
             settles = any(cur.since < p.max_time() <= since for p in cur.parts)
-            small = (since - cur.since < self.SINCE_STEP_MS and not settles and not keys and not cur.retired
+            # Nor is a step of this process's own reader: with several processes reading
+            # the shard, its since is the oldest reader's, so it cannot move until each
+            # process writes its reader forward; judging by the shard's since alone, none
+            # ever would (until the heartbeat is due, lease / 4 later).
+            own = me is not None and was is not None and me.since - was.since >= self.SINCE_STEP_MS
+            small = (since - cur.since < self.SINCE_STEP_MS and not own and not settles and not keys
+                     and not cur.retired
                      and len(new.readers) == len(cur.readers)
                      and (me is None or was is None or me.heartbeat_ms - was.heartbeat_ms < self.leases.lease_ms // 4))
             if small and not force:

@@ -287,6 +287,20 @@ def fetch_until(conn, cursor: str, n: int, timeout: float = 20) -> list[tuple]:
             return rows
 
 
+def shared_shard_state(url: str, table: str) -> dict:
+    """The since, upper and readers of ``table``'s shard, from the shared catalog and Consensus."""
+    import json
+
+    with psycopg.connect(url, autocommit=True) as pc:
+        ops = [op for (log,) in pc.execute("SELECT ops FROM catalog_log ORDER BY version") for op in log]
+        shard = next(op["table"]["shard_id"] for op in ops
+                     if op.get("_t") == "CreateTable" and op["table"]["name"] == table)
+        data = pc.execute("SELECT data FROM consensus WHERE shard = %s ORDER BY seqno DESC LIMIT 1",
+                          (shard,)).fetchone()[0]
+    d = json.loads(bytes(data))
+    return {"since": d["since"], "upper": d["upper"], "readers": d["readers"]}
+
+
 def start_owner_pair(a: "Server", b: "Server", size: str = "1") -> None:
     """Start ``a`` (it bootstraps quickstart and takes its lease), then ``b`` (``--clusters
     cb``) while ``a`` creates cluster ``cb`` with one replica of ``size``, which ``b`` waits

@@ -332,11 +332,10 @@ def test_a_materialized_view_and_compaction_outlive_a_postgresql_restart(tmp_pat
     version since, for the rest of the process's life; the compaction thread died the
     same way. Now a restart is a pause: the view catches up, and the table's since moves
     on."""
-    import json
     import time
 
     from pg_reference import PostgresReference
-    from server import Server, free_port, wait_for
+    from server import Server, free_port, shared_shard_state, wait_for
 
     pg = PostgresReference(tmp_path / "pg", free_port()).start()
     server = None
@@ -353,15 +352,6 @@ def test_a_materialized_view_and_compaction_outlive_a_postgresql_restart(tmp_pat
         pg.stop()
         time.sleep(3)  # every background loop meets the refused connection
         pg.start()
-
-        def since_of(table: str) -> int:
-            with psycopg.connect(url, autocommit=True) as pc:
-                ops = [op for (log,) in pc.execute("SELECT ops FROM catalog_log ORDER BY version") for op in log]
-                shard = next(op["table"]["shard_id"] for op in ops
-                             if op.get("_t") == "CreateTable" and op["table"]["name"] == table)
-                data = pc.execute("SELECT data FROM consensus WHERE shard = %s ORDER BY seqno DESC LIMIT 1",
-                                  (shard,)).fetchone()[0]
-            return json.loads(bytes(data))["since"]
 
         def insert(c, i: int) -> None:  # the first statements may meet connections PostgreSQL closed
             end = time.monotonic() + 30
@@ -387,7 +377,7 @@ def test_a_materialized_view_and_compaction_outlive_a_postgresql_restart(tmp_pat
             for i in range(5, 8):
                 time.sleep(3)
                 insert(c, i)
-        assert wait_for(lambda: since_of("pt") > upper - 1, 60), "the table's since stayed behind the view's old hold"
+        assert wait_for(lambda: shared_shard_state(url, "pt")["since"] > upper - 1, 60), "the table's since stayed behind the view's old hold"
     finally:
         if server is not None:
             server.stop()

@@ -27,7 +27,7 @@ import pytest
 
 from conftest import new_database
 from server import (ROOT, Server, fetch_until, free_port, metric_value, replica_jvms, seen_by,
-                    start_owner_pair, wait_for)
+                    shared_shard_state, start_owner_pair, wait_for)
 
 pytestmark = pytest.mark.slow
 
@@ -315,3 +315,32 @@ def test_a_restart_drops_only_its_own_temp_schemas_and_leaked_parts(envds):
     assert gone == {"a_earlier", "dead_old"}
     with a.connect() as c:
         assert c.execute("SELECT count(*) FROM parts_here").fetchone() == (20000,)
+
+
+def test_a_table_both_processes_read_has_its_since_follow_their_readers(envds):
+    """Issue 28 (chaos, two processes: the table's since 948 s behind its upper). With
+    two processes reading a shard, its since is the older of their readers' sinces, and
+    a maintenance round wrote its reader's new since only when the *shard's* since would
+    move by a step (5 s): it could not, the other reader being behind, so neither process
+    wrote, and the since moved only when a heartbeat fell due (a quarter of the 15-minute
+    lease). Now a round writes when its own reader's since moved by a step."""
+    a, b, url, _ = envds
+    with a.connect() as c:
+        c.execute("CREATE TABLE vin (x int)")
+        c.execute("CREATE MATERIALIZED VIEW vout AS SELECT count(*) AS n FROM vin")
+        c.execute("INSERT INTO vin VALUES (1)")
+        assert wait_for(lambda: c.execute("SELECT n FROM vout").fetchall() == [(1,)], 60, 0.3)
+    seen_by(b, "vin")
+    with on_b(b) as cb:
+        assert cb.execute("SELECT count(*) FROM vin").fetchone() == (1,)  # B's reader on vin
+        time.sleep(2)  # B's maintenance rounds see vout as it is now
+    mark = None
+    with a.connect() as c:
+        for i in range(2, 6):
+            time.sleep(3)
+            c.execute(f"INSERT INTO vin VALUES ({i})")
+            assert c.execute("SELECT n FROM vout").fetchall() == [(i,)]
+            mark = mark or int(str(c.execute("SELECT mz_now()").fetchone()[0]))
+    with on_b(b) as cb:
+        cb.execute("INSERT INTO vin VALUES (6)")  # B's maintenance looks at vin again
+    assert wait_for(lambda: shared_shard_state(url, "vin")["since"] > mark, 60, 1), f"since stayed behind {mark}: {shared_shard_state(url, 'vin')}"

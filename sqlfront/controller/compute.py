@@ -503,11 +503,16 @@ class ComputeController:
         """Shard id -> the oldest time a materialized view (of any cluster) still has to
         read that input at: its upper - 1, the next round's lower (Materialize: a
         dataflow's as_of holds back its inputs' since). Views never computed yet (upper
-        0) hold nothing: they start at their inputs' newest complete time."""
+        0) hold nothing: they start at their inputs' newest complete time.
+
+        Each view's upper is read from Consensus: a view another process maintains is
+        written there, and the state known here (``latest``) may be one seen long ago (a
+        read of the view through this process), whose old upper held the inputs' since
+        back without bound (948 s behind on the chaos run's table, two processes)."""
         holds: dict[str, int] = {}
         for cluster_id in {m.cluster_id for m in self._snapshot().materialized_views.values()}:
             for m in self.materializations(cluster_id):
-                upper = self.persist.latest(m.view.shard_id).upper
+                upper = self.persist.state(m.view.shard_id).upper
                 if upper == 0:
                     continue
                 for inp in m.inputs:
