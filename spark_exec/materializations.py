@@ -146,6 +146,9 @@ class MaterializationMaintainer:
         self._plans: dict = {}
         #: view id -> [(time, read hold)] on its inputs
         self._holds: dict[str, list] = {}
+        #: when the loop last advanced every view (``ADVANCE_S``), and its wait's backoff
+        self._last_advance = 0.0
+        self._poll = Backoff()
         #: (view id, replica id) -> seconds its last hydration took
         self.hydrations: dict[tuple[str, str], float] = {}
         self._thread: threading.Thread | None = None
@@ -212,11 +215,10 @@ class MaterializationMaintainer:
         error of a look (Consensus or the catalog unreachable: PostgreSQL restarting):
         were it to end, the views would stop advancing and the read holds they keep on
         their inputs would pin those shards' since until this process exits."""
-        state = {"last_advance": 0.0, "poll": Backoff()}
         failing = None
         while not self._stop.is_set():
             try:
-                self._look(state)
+                self._look()
                 if failing is not None:
                     log.info("materialized views of cluster %s: maintained again", self.cc.name)
                 failing = None
@@ -227,11 +229,9 @@ class MaterializationMaintainer:
                 failing = str(e)
                 self._stop.wait(self.WAIT_S)
 
-    def _look(self, state: dict) -> None:
+    def _look(self) -> None:
         """One look of :meth:`_loop`: start the rounds that are due, then wait for a
-        change of an input, a reader's request, or the next periodic advance. ``state``
-        carries the last periodic advance's time and the wait's backoff across looks."""
-        poll = state["poll"]
+        change of an input, a reader's request, or the next periodic advance."""
         try:
             mats = self.wanted()
         except Exception as e:  # the catalog is changing under us: next round
@@ -248,9 +248,9 @@ class MaterializationMaintainer:
         self._wake.clear()
         with self._lock:
             requests, self._requests = self._requests, {}
-        periodic = time.monotonic() - state["last_advance"] >= self.ADVANCE_S
+        periodic = time.monotonic() - self._last_advance >= self.ADVANCE_S
         if periodic:
-            state["last_advance"] = time.monotonic()
+            self._last_advance = time.monotonic()
         if mats and self.cc.has_healthy_replica():
             # Each view steps on its own (Materialize runs every dataflow at once): one
             # whose round is still running is left for the next look, so a slow view
@@ -270,7 +270,7 @@ class MaterializationMaintainer:
         with self._lock:
             for vid, ts in behind.items():
                 self._requests[vid] = max(ts, self._requests.get(vid, -1))
-        self._wait(seen, poll)
+        self._wait(seen, self._poll)
 
     def _behind(self, m: Materialization, ts: int) -> bool:
         """Whether ``m`` is not complete for ``ts`` yet (an index: on no replica)."""
