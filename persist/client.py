@@ -368,6 +368,28 @@ class PersistClient:
             st = self.state(shard_id) if isinstance(r, UpperMismatch) else r
         return st
 
+    def read_point(self, shard_id: str, st: ShardState, read_ts: int) -> tuple[int, ShardState]:
+        """``(as_of, state)`` for a read of ``shard_id`` whose writes must land at
+        ``state.upper`` exactly (an UPDATE's or DELETE's compare-and-append, an ALTER
+        TABLE's seal): a read at ``as_of`` sees every update below that upper. ``st``: the
+        shard's state read before; ``read_ts``: the oracle's read timestamp.
+
+        Without ``fence_reads``: ``max(st.upper - 1, read_ts)`` and ``st``. With it, the
+        upper is first advanced past that time (another process may still write at or
+        below it: :meth:`read`), and ``as_of`` is the new upper - 1: a write that landed
+        between ``st`` and the fence is below that upper, so the read must be at or after
+        it. (Reading at the time chosen before the fence and expecting the fenced upper
+        lost such a write: two concurrent UPDATEs of one row both committed, the chaos
+        checker's ``duplicate``.)
+
+        Raises:
+            ShardSealed: the shard was sealed or dropped meanwhile."""
+        as_of = max(st.upper - 1, read_ts)
+        if not self.fence_reads:
+            return as_of, st
+        st = self.advance_upper(shard_id, as_of, st)
+        return st.upper - 1, st
+
     def listen(self, shard_id: str, as_of: int) -> "Listen":
         """Follow ``shard_id``'s updates after ``as_of`` (see :class:`Listen`).
 

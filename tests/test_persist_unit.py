@@ -921,3 +921,24 @@ def test_decoded_parts_are_cached_only_while_a_state_holds_them(tmp_path):
     p.state("s")
     gc.collect()
     assert not inline & set(state._DECODED)  # was: all 40 still cached
+
+
+def test_a_read_point_sees_a_write_that_landed_after_the_state_was_read(tmp_path, consensus_url):
+    # An UPDATE read the shard's state, then another process's write landed at 50, and the
+    # oracle's read timestamp (10) is older than that write: the read point must be at or
+    # after the write, just below the upper the UPDATE's append expects. (Before, with
+    # fencing: as_of 10, expected upper 51, and the UPDATE computed from rows without the
+    # write committed over it: the chaos checker's duplicate row.)
+    p = PersistClient(FileBlob(tmp_path / "blob"), open_consensus(consensus_url), "env:1", fence_reads=True)
+    p.create_shard("s", 0)
+    st = p.state("s")
+    assert not isinstance(p.compare_and_append("s", [updates(p, "s", [(7, 1)])], st.upper, 50), UpperMismatch)
+    as_of, fenced = p.read_point("s", st, 10)
+    assert fenced.upper == as_of + 1 and as_of >= 50
+    assert rows(p, "s", as_of) == [7]
+    # nothing landed since: the read point is the fence, just above the read timestamp
+    as_of, fenced = p.read_point("s", fenced, 80)
+    assert (as_of, fenced.upper) == (80, 81)
+    # without fencing (one process writes the shard): the latest of the two times, the upper as read
+    q = PersistClient(FileBlob(tmp_path / "blob"), open_consensus(consensus_url), "env:2")
+    assert q.read_point("s", fenced, 90) == (90, fenced) and q.read_point("s", fenced, 3) == (80, fenced)

@@ -176,14 +176,11 @@ def rewrite_table(s: Session, table: Table, columns: tuple[Column, ...], source:
         if state.sealed:  # another ALTER TABLE or a DROP got there first
             raise SqlError(SERIALIZATION_FAILURE, f'table "{table.name}" was changed by a concurrent statement')
         if optimistic:
-            as_of = max(state.upper - 1, env.oracle.read_ts())
-            if persist.fence_reads:
-                # the copy's read fences the upper past as_of (several processes): the
-                # seal below must expect the fenced upper, not the one before the read
-                try:
-                    state = persist.advance_upper(table.shard_id, as_of, state)
-                except ShardSealed:
-                    raise SqlError(SERIALIZATION_FAILURE, f'table "{table.name}" was changed by a concurrent statement') from None
+            # the copy reads at as_of, and the seal below expects state's upper: nothing between
+            try:
+                as_of, state = persist.read_point(table.shard_id, state, env.oracle.read_ts())
+            except ShardSealed:
+                raise SqlError(SERIALIZATION_FAILURE, f'table "{table.name}" was changed by a concurrent statement') from None
         else:
             state = env.storage.writer.seal(table.shard_id)
             # a sealed shard's rows are final: read below its upper, which no read may

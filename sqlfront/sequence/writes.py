@@ -325,11 +325,9 @@ def rewrite(s: Session, stmt, sql: str, params) -> Result:
             st = persist.state(shard)
             if st.sealed:  # its rows moved (ALTER TABLE) or the table is gone: plan again
                 raise ShardSealed(shard)
+            # the updates are computed at as_of and must land at upper: nothing between
+            as_of, st = persist.read_point(shard, st, s.env.oracle.read_ts())
             upper = st.upper
-            as_of = max(upper - 1, s.env.oracle.read_ts())
-            if persist.fence_reads:
-                # the replica's read fences the upper past as_of: expect the fenced upper
-                upper = persist.advance_upper(shard, as_of).upper
             returned: list[tuple] = []
             if pr.returning is not None:
                 # RETURNING needs the rows here: the updates come back, and are written from here
