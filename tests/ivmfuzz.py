@@ -109,6 +109,10 @@ VIEWS: list[View] = [
          "anti join (NOT EXISTS)"),
     View("iv_not_exists2", "SELECT count(*) AS c FROM ivr r WHERE NOT EXISTS "
          "(SELECT 1 FROM ivs s WHERE s.k = r.k AND s.a = r.a)", "anti join (two keys) + global count"),
+    View("iv_join_in", "SELECT r.k, r.b, s.c FROM ivr r JOIN ivs s ON r.k = s.k WHERE s.a IN (SELECT x FROM ivu u)",
+         "semi join over an inner join (moved into its side)"),
+    View("iv_join_not_exists", "SELECT r.k, s.c FROM ivr r JOIN ivs s ON r.a = s.a "
+         "WHERE NOT EXISTS (SELECT 1 FROM ivu u WHERE u.k = r.k)", "anti join over an inner join (moved into its side)"),
     View("iv_in_agg", "SELECT k, a FROM ivr r WHERE k IN (SELECT k FROM ivs s GROUP BY k HAVING count(*) >= 2)",
          "semi join over an aggregate (Q18)"),
     # accumulable aggregates

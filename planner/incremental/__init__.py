@@ -5,7 +5,9 @@ current at the cost of its inputs' changes, not of its inputs (issue 25).
 from an optimized plan by rules, each a pure function in its own module (the shape of
 ``planner.optimize``), tried in ``RULES``' order on every plan node of the plan narrowed
 to the columns it uses (``planner.optimize.prune.prune_columns``: an arrangement keeps
-only what its operator reads, and a table's unused columns never enter the dataflow):
+only what its operator reads, and a table's unused columns never enter the dataflow),
+after semi and anti joins moved below the inner joins they can pass
+(``semijoin_pushdown``: their arrangements then hold one input's rows, not a join's):
 
 0. ``temporal.temporal``: a Filter with ``mz_now()`` is a temporal filter over the rest
    of its predicate; ``mz_now()`` anywhere else is refused.
@@ -37,6 +39,7 @@ from planner.incremental.nodes import (
     Accumulate, Arrangement, DeltaJoin, Inc, Recompute, Temporal, walk,
 )
 from planner.incremental.recompute import recompute
+from planner.incremental.semijoin_pushdown import push_semijoins
 from planner.incremental.temporal import temporal
 from planner.optimize.prune import prune_columns
 from planner.plan import Get, Join, LateralJoin
@@ -63,7 +66,7 @@ def incremental_plan(plan) -> Inc:
         raise SqlError(FEATURE_NOT_SUPPORTED, f"materialized views cannot maintain {_describe(p)} incrementally yet",
                        hint="Use a view (not materialized) or SELECT the query directly.")
 
-    inc = rec(prune_columns(plan))
+    inc = rec(prune_columns(push_semijoins(plan)))
     bad = next((t for t in _consolidated_types(inc) if t.holds_map and not t.map_groupable), None)
     if bad is not None:
         # a dataflow consolidates and arranges these rows by value, maps by their entries
