@@ -43,7 +43,7 @@ def arranged_columns(inc) -> int:
         elif isinstance(n, Recompute):
             out += sum(len(a.columns) for a in n.states)
         elif isinstance(n, DeltaJoin):
-            out += len(n.left_state.columns) + len(n.right_state.columns)
+            out += sum(len(a.columns) for a in n.states)
     return out
 
 

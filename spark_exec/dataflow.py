@@ -58,7 +58,7 @@ from planner.incremental.nodes import (
 )
 from planner.incremental.timed import answers_no_rows, timed_template
 from planner.plan import Project, Unnest
-from planner.scalar import ColRef
+from planner.scalar import ColRef, column_refs, conjoin
 from spark_exec.lower import (
     Lowerer, _file_schema, _from_storage, maps_groupable, maps_restored_column, numbered_maps, read_layout, summed_diffs,
 )
@@ -537,32 +537,69 @@ class Dataflow:
         return before, d
 
     def _d_DeltaJoin(self, n: DeltaJoin) -> DataFrame | None:
-        a, da = self._arranged(n.left_state)
-        b, db = self._arranged(n.right_state)
-        terms = [(da, b), (a, db), (da, db)]
+        """The sum over the inputs ``i`` that changed of ``dA_i`` looked up in the other
+        inputs' arrangements: those before ``i`` with their change (``A + dA``), those
+        after without (``nodes.DeltaJoin``); a pair of updates counts at the later of
+        their times in a round of several."""
+        got = [self._arranged(a) for a in n.states]
         timed = len(self._extra()) == 2
-        out = [self._join(n, x, y, broadcast=not self._hydrating and x is da,
-                          times=(timed and x is da, timed and y is db))
-               for x, y in terms if x is not None and y is not None]
-        return reduce(DataFrame.unionAll, out) if out else None
+        terms = [t for i in range(len(got)) if got[i][1] is not None
+                 for t in [self._delta_term(n, got, i, timed)] if t is not None]
+        return reduce(DataFrame.unionAll, terms) if terms else None
 
-    def _join(self, n: DeltaJoin, left: DataFrame, right: DataFrame, broadcast: bool,
-              times: tuple[bool, bool] = (False, False)) -> DataFrame:
-        """``left`` joined with ``right`` by ``n.plan``'s condition, diffs multiplied;
-        ``times``: which sides are changes with times (``_t``): a pair of updates counts
-        at the later of their times (a side without is the arrangement before the round)."""
-        nl, nr = len(n.left.columns), len(n.right.columns)
-        right = right.select(*[F.col(f"c{j}").alias(f"c{nl + j}") for j in range(nr)], F.col(D).alias("_dr"),
-                             *([F.col(T).alias("_tr")] if times[1] else []))
-        if broadcast:
-            left = F.broadcast(left)
-        if n.plan.kind == "cross" or n.plan.on is None:
-            joined = left.crossJoin(right)
-        else:
-            joined = left.join(right, on=self._lowerer.scalar(n.plan.on), how="inner")
-        when = {(True, True): [F.greatest(T, "_tr").alias(T)], (True, False): [F.col(T)],
-                (False, True): [F.col("_tr").alias(T)], (False, False): []}[times]
-        return joined.select(*_names(nl + nr), *when, (F.col(D) * F.col("_dr")).alias(D))
+    def _delta_term(self, n: DeltaJoin, got: list, i: int, timed: bool) -> DataFrame | None:
+        """Input ``i``'s change joined with the other inputs (``_d_DeltaJoin``), or None
+        when some side is empty for sure. Inputs join in the order of the conditions
+        connecting them to what is joined already (a change's rows are looked up, never
+        a cross product of arrangements that a condition links), each condition applied
+        as soon as the columns it reads are there."""
+        offsets = n.offsets()
+        sides = {}
+        for j, ((before, d), inp) in enumerate(zip(got, n.inputs)):
+            k, off = len(inp.columns), offsets[j]
+            cols = [F.col(f"c{c}").alias(f"c{off + c}") for c in range(k)]
+            parts = []
+            if j == i:
+                parts.append(d.select(*cols, *([F.col(T).alias(f"_t{j}")] if timed else []), F.col(D).alias(f"_d{j}")))
+            else:
+                if before is not None:
+                    lo = [F.lit(self._lo).cast("long").alias(f"_t{j}")] if timed and j < i else []
+                    parts.append(before.select(*cols, *lo, F.col(D).alias(f"_d{j}")))
+                if j < i and d is not None:
+                    parts.append(d.select(*cols, *([F.col(T).alias(f"_t{j}")] if timed else []), F.col(D).alias(f"_d{j}")))
+            if not parts:
+                return None
+            sides[j] = reduce(DataFrame.unionAll, parts)
+        spans = {j: set(range(offsets[j], offsets[j] + len(x.columns))) for j, x in enumerate(n.inputs)}
+        refs = [column_refs(c) for c in n.conditions]
+        applied = [False] * len(refs)
+        have, cur = set(spans[i]), sides[i]
+        own = [c for c, r in enumerate(refs) if r <= have]
+        for c in own:
+            applied[c] = True
+        if own:
+            cur = cur.filter(self._lowerer.scalar(conjoin([n.conditions[c] for c in own])))
+        if not self._hydrating:  # a change is small next to an arrangement: it is what is sent around
+            cur = F.broadcast(cur)
+        left = [j for j in range(len(n.inputs)) if j != i]
+        while left:
+            linked = [j for j in left if any(not applied[c] and r & spans[j] and r <= have | spans[j]
+                                             for c, r in enumerate(refs))]
+            j = linked[0] if linked else left[0]
+            left.remove(j)
+            have |= spans[j]
+            now = [c for c, r in enumerate(refs) if not applied[c] and r <= have]
+            for c in now:
+                applied[c] = True
+            cond = conjoin([n.conditions[c] for c in now])
+            cur = cur.crossJoin(sides[j]) if cond is None else cur.join(sides[j], on=self._lowerer.scalar(cond), how="inner")
+        width = sum(len(x.columns) for x in n.inputs)
+        diff = reduce(lambda a, b: a * b, [F.col(f"_d{j}") for j in range(len(n.inputs))])
+        when = []
+        if timed:
+            ts = [f"_t{j}" for j in range(i + 1)]
+            when = [(F.greatest(*ts) if len(ts) > 1 else F.col(ts[0])).alias(T)]
+        return cur.select(*_names(width), *when, diff.alias(D))
 
     def _d_Recompute(self, n: Recompute) -> DataFrame | None:
         got = [self._arranged(a) for a in n.states]

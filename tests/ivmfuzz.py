@@ -91,6 +91,11 @@ VIEWS: list[View] = [
     # joins
     View("iv_join", "SELECT r.k, r.a, s.c FROM ivr r JOIN ivs s ON r.k = s.k", "inner join"),
     View("iv_join3", "SELECT r.b, s.c, u.x FROM ivr r JOIN ivs s ON r.k = s.k JOIN ivu u ON u.k = s.a", "inner join (3-way)"),
+    View("iv_join4", "SELECT r.k, s.c, u.x, r2.b FROM ivr r JOIN ivs s ON r.k = s.k JOIN ivu u ON u.k = s.a "
+         "JOIN ivr r2 ON r2.a IS NOT DISTINCT FROM u.x AND r2.k + r.a > s.k", "inner join (4-way, a self join, "
+         "a condition over three inputs)"),
+    View("iv_join_cross3", "SELECT u.k, s.c, r.b FROM ivu u CROSS JOIN ivs s JOIN ivr r ON r.a = u.x WHERE s.a = 1",
+         "inner join (3-way, one input by a cross join)"),
     View("iv_join_nonequi", "SELECT r.k, s.k AS sk FROM ivr r JOIN ivs s ON r.a < s.a AND r.k = s.a", "inner join (residual)"),
     View("iv_left", "SELECT r.k, r.b, s.c FROM ivr r LEFT JOIN ivs s ON r.k = s.k AND s.a >= 0", "left join"),
     View("iv_right", "SELECT r.b, s.k, s.c FROM ivr r RIGHT JOIN ivs s ON r.a = s.a", "right join"),

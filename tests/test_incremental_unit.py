@@ -23,6 +23,8 @@ from planner.query import QueryPlanner
 from planner.scalar import ColRef
 from sqlfront import tpch
 
+QUERY_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "tpch" / "queries"
+
 
 @pytest.fixture(scope="module")
 def snap():
@@ -55,8 +57,28 @@ def test_linear_operators_apply_to_the_change_as_they_are(snap):
 def test_inner_join_is_a_delta_join_keyed_by_its_equi_join_columns(snap):
     n = inc(snap, "SELECT t.b, u.c FROM t JOIN u ON t.a = u.a AND t.b < 3")
     (j,) = [x for x in _nodes(n) if isinstance(x, DeltaJoin)]
-    assert j.left_state.keys == (ColRef(0, j.left.columns[0][1]),)
-    assert [k.index for k in j.right_state.keys] == [0]
+    assert j.states[0].keys == (ColRef(0, j.inputs[0].columns[0][1]),)
+    assert [k.index for k in j.states[1].keys] == [0]
+
+
+@pytest.mark.skipif(not QUERY_DIR.exists(), reason="the TPC-H queries live in ../shared/tpch")
+def test_a_tree_of_inner_joins_is_one_delta_join_over_its_leaves():
+    # Q5 joins six tables: one n-way delta join arranging each table's rows (past its
+    # filters) and nothing of any join of some of them (Materialize's delta query)
+    n = inc(tpch.catalog(), (QUERY_DIR / "q05.sql").read_text())
+    (j,) = [x for x in _nodes(n) if isinstance(x, DeltaJoin)]
+    assert [i.plan.relation.name for x in j.inputs for i in _nodes(x) if isinstance(i, Input)] == [
+        "customer", "orders", "lineitem", "supplier", "nation", "region"]
+    assert len(arrangements(n)) == 7  # the six inputs' and the GROUP BY's sums
+    assert all(a.keys for a in j.states)  # each looked up by the columns that link it
+
+
+def test_a_delta_join_keeps_every_condition_over_its_inputs_columns(snap):
+    n = inc(snap, "SELECT t.b, u.c, v.f FROM t JOIN u ON t.a = u.a CROSS JOIN t v WHERE v.b + t.b > u.a")
+    (j,) = [x for x in _nodes(n) if isinstance(x, DeltaJoin)]
+    assert len(j.inputs) == 3
+    text = "\n".join(explain_incremental(n))
+    assert text.count("DeltaJoin") == 1 and "arrangement 3" in text
 
 
 def test_accumulable_group_by_keeps_sums_and_the_rest_recomputes_groups(snap):
@@ -114,7 +136,7 @@ def test_a_dataflow_reads_only_the_columns_its_query_uses(snap):
     assert [t.name for _, t in r.states[0].columns] == ["int4", "int4"]  # the map only in the Filter below
     # a join's inputs keep their keys and what is above reads
     (j,) = [x for x in _nodes(inc(snap, "SELECT u.c FROM t JOIN u ON t.a = u.a")) if isinstance(x, DeltaJoin)]
-    assert len(j.left_state.columns) == 1 and len(j.right_state.columns) == 2
+    assert [len(a.columns) for a in j.states] == [1, 2]
     # maps are arranged by their entries (SqlType.map_groupable); a list of maps is not yet
     for sql in ("SELECT k, m FROM mt", "SELECT m, count(*) FROM mt GROUP BY m", "SELECT m, max(v) FROM mt GROUP BY m"):
         inc(s, sql)
@@ -129,9 +151,6 @@ def test_explain_names_each_operator_its_state_and_keys(snap):
     assert "Accumulate Reduce group_by=[#0]" in text
     assert "DeltaJoin inner on=(#0 = #1)" in text and "keys=[#0]" in text  # each input narrowed to its a
     assert "Changes of public.t" in text and "Changes of public.u" in text
-
-
-QUERY_DIR = Path(__file__).resolve().parent.parent.parent / "shared" / "tpch" / "queries"
 
 
 @pytest.mark.skipif(not QUERY_DIR.exists(), reason="the TPC-H queries live in ../shared/tpch")
@@ -163,7 +182,7 @@ def test_semi_and_anti_joins_move_into_the_join_side_they_read(snap, sql, side):
     n = inc(snap, sql)
     (j,) = [x for x in _nodes(n) if isinstance(x, DeltaJoin)]
     (r,) = [x for x in _nodes(n) if isinstance(x, Recompute)]
-    assert r in list(_nodes(j.left if side == "t" else j.right))
+    assert r in list(_nodes(j.inputs[0 if side == "t" else 1]))
 
 
 def test_a_semi_join_reading_both_join_sides_stays_above_the_join(snap):

@@ -15,7 +15,8 @@ after semi and anti joins moved below the inner joins they can pass
    read nothing stored are constants.
 2. ``linear.linear``: Filter, Project, Unnest and UNION ALL apply to the change as they
    are; an ORDER BY without LIMIT goes.
-3. ``joins.delta_join``: inner and cross joins are delta joins over arrangements.
+3. ``joins.delta_join``: a tree of inner and cross joins is one n-way delta join over
+   arrangements of its leaves.
 4. ``accumulate.accumulate``: GROUP BY whose aggregates are all sums (count, sum, avg of
    exact numbers) keeps per-group sums and adds the change's.
 5. ``recompute.recompute``: GROUP BY, DISTINCT, set operations, outer/semi/anti joins,
@@ -87,8 +88,7 @@ def _consolidated_types(inc) -> list:
         if isinstance(n, Accumulate):
             out += [k.type for k in n.plan.keys]
         elif isinstance(n, (DeltaJoin, Recompute)):
-            states = n.states if isinstance(n, Recompute) else (n.left_state, n.right_state)
-            out += [t for a in states for _, t in a.columns]
+            out += [t for a in n.states for _, t in a.columns]
         elif isinstance(n, Temporal):
             out += [t for _, t in n.columns]
     return out

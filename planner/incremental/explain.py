@@ -5,6 +5,7 @@ and what it reads. Columns print as ``#i`` as in the other EXPLAINs."""
 from __future__ import annotations
 
 from planner.explain import explain, expr_text
+from planner.scalar import conjoin
 from planner.incremental.nodes import (
     Accumulate, Arrangement, Constant, DeltaJoin, Input, Linear, Recompute, Temporal, UnionAll, inc_inputs,
 )
@@ -35,8 +36,9 @@ def explain_incremental(n) -> list[str]:
         elif isinstance(n, UnionAll):
             lines.append(f"{pad}Linear Union all")
         elif isinstance(n, DeltaJoin):
-            lines.append(f"{pad}DeltaJoin {_op(n.plan).removeprefix('Join ')} "
-                         f"state=[{_state(n.left_state)}; {_state(n.right_state)}]")
+            on = conjoin(list(n.conditions))
+            lines.append(f"{pad}DeltaJoin {'inner on=' + expr_text(on) if on is not None else 'cross'} "
+                         f"state=[{'; '.join(_state(a) for a in n.states)}]")
         elif isinstance(n, Recompute):
             lines.append(f"{pad}Recompute {n.operator} per group: {_op(n.template)} "
                          f"state=[{'; '.join(_state(a) for a in n.states)}]")

@@ -1,11 +1,13 @@
-"""Rule for inner and cross joins: delta joins over arrangements of both inputs.
+"""Rule for inner and cross joins: delta joins over arrangements of their inputs.
 
 ``d(A join B) = dA join B + A join dB + dA join dB`` (DBSP, VLDB 2023, section 4: a join
-is bilinear), where ``A`` and ``B`` are the inputs' integrals before the change: each
-input is arranged by its side of the join's equi-join conjuncts (``eq`` or
-``is_not_distinct`` between an expression of the left's columns and one of the right's),
-which is what a change's rows are looked up by. Outer, semi and anti joins are not
-bilinear; ``recompute`` keeps them, by the same keys (``equi_keys``).
+is bilinear), where ``A`` and ``B`` are the inputs' integrals before the change. A tree
+of inner and cross joins is one n-way ``DeltaJoin`` over its leaves (Materialize's delta
+query plans): each leaf is arranged, keyed by its sides of the equalities (``eq`` or
+``is_not_distinct`` between an expression of its columns and one of another leaf's)
+that a change's rows are looked up by, and no join of a subset of the leaves is kept:
+a change goes through the other leaves' arrangements in one pass. Outer, semi and anti
+joins are not bilinear; ``recompute`` keeps them, by the same keys (``equi_keys``).
 """
 
 from __future__ import annotations
@@ -40,9 +42,45 @@ def equi_keys(j: Join) -> tuple[tuple, tuple]:
     return tuple(left), tuple(right)
 
 
+def _inner(p) -> bool:
+    return isinstance(p, Join) and p.kind in ("inner", "cross")
+
+
+def join_tree(p) -> tuple[tuple, tuple]:
+    """``(leaves, conditions)`` of the tree of inner and cross joins rooted at ``p``: the
+    plans under it that are not such joins, in column order (``p``'s columns are theirs,
+    concatenated), and every join's conjuncts over those columns."""
+    if not _inner(p):
+        return (p,), ()
+    left, lc = join_tree(p.left)
+    right, rc = join_tree(p.right)
+    n = len(p.left.columns)
+    own = tuple(conjuncts(p.on)) if p.on is not None else ()
+    return left + right, lc + tuple(shift_columns(c, n) for c in rc) + own
+
+
+def leaf_keys(conditions, offsets: list[int], widths: list[int], j: int) -> tuple:
+    """The keys leaf ``j`` is looked up by: its sides (over its own columns) of the
+    equalities of ``conditions`` whose other side reads other leaves only."""
+    lo, hi = offsets[j], offsets[j] + widths[j]
+    out = []
+    for c in conditions:
+        if not (isinstance(c, Call) and c.func in _EQUALITIES and len(c.args) == 2):
+            continue
+        for mine, other in (c.args, c.args[::-1]):
+            rm, ro = column_refs(mine), column_refs(other)
+            if rm and ro and all(lo <= i < hi for i in rm) and not any(lo <= i < hi for i in ro):
+                if (k := shift_columns(mine, -lo)) not in out:
+                    out.append(k)
+    return tuple(out)
+
+
 def delta_join(p, rec, arrange):
-    if not (isinstance(p, Join) and p.kind in ("inner", "cross")):
+    if not _inner(p):
         return None
-    lk, rk = equi_keys(p)
-    left, right = rec(p.left), rec(p.right)
-    return DeltaJoin(p, left, right, arrange(left, lk), arrange(right, rk))
+    leaves, conditions = join_tree(p)
+    inputs = tuple(rec(x) for x in leaves)
+    widths = [len(x.columns) for x in leaves]
+    offsets = [sum(widths[:j]) for j in range(len(leaves))]
+    states = tuple(arrange(x, leaf_keys(conditions, offsets, widths, j)) for j, x in enumerate(inputs))
+    return DeltaJoin(p, inputs, states, conditions)

@@ -88,21 +88,35 @@ class UnionAll:
 
 @dataclass(frozen=True)
 class DeltaJoin:
-    """An inner (or cross) join, bilinear: with ``A``, ``B`` the inputs' integrals before
-    the change and ``dA``, ``dB`` their changes, the change of ``A join B`` is
-    ``dA join B + A join dB + dA join dB``, diffs multiplied (DBSP, VLDB 2023, section 4;
-    Materialize's delta joins). ``left_state`` and ``right_state`` arrange the inputs by
-    the equi-join keys of ``plan.on``."""
+    """A tree of inner (and cross) joins as one n-way join, multilinear: with ``A_j`` the
+    integral of input ``j`` before the change and ``dA_j`` its change, the change of
+    ``A_1 join ... join A_n`` is the sum over the inputs ``i`` that changed of
+    ``A'_1 .. A'_(i-1) join dA_i join A_(i+1) .. A_n`` (``A' = A + dA``: the inputs
+    before ``i`` after their change), diffs multiplied: every combination of changes
+    counts once (DBSP, VLDB 2023, section 4: a join is bilinear; Materialize's delta
+    joins, "delta query" plans: each input's change is looked up in the other inputs'
+    arrangements in turn, so no join of a subset of the inputs is arranged). ``inputs``
+    are the join tree's leaves in column order (the output's columns are theirs,
+    concatenated); ``conditions`` the joins' conjuncts over those columns; ``states``
+    arrange each input, keyed by its sides of the equalities that connect it to the
+    others (what a change is looked up by)."""
 
     plan: object
-    left: "Inc"
-    right: "Inc"
-    left_state: Arrangement
-    right_state: Arrangement
+    inputs: tuple
+    states: tuple
+    conditions: tuple
 
     @property
     def columns(self) -> Columns:
         return self.plan.columns
+
+    def offsets(self) -> list[int]:
+        """The position of each input's first column in the output."""
+        out, at = [], 0
+        for i in self.inputs:
+            out.append(at)
+            at += len(i.columns)
+        return out
 
 
 @dataclass(frozen=True)
@@ -188,7 +202,7 @@ def inc_inputs(n) -> tuple:
         return ()
     if isinstance(n, (Linear, Accumulate, Temporal)):
         return (n.input,)
-    if isinstance(n, (UnionAll, DeltaJoin)):
+    if isinstance(n, UnionAll):
         return (n.left, n.right)
     return n.inputs
 
@@ -206,9 +220,7 @@ def arrangements(n) -> list[Arrangement]:
     out: list[Arrangement] = []
     for i in inc_inputs(n):
         out.extend(arrangements(i))
-    if isinstance(n, DeltaJoin):
-        out += [n.left_state, n.right_state]
-    elif isinstance(n, Recompute):
+    if isinstance(n, (DeltaJoin, Recompute)):
         out += list(n.states)
     elif isinstance(n, Accumulate):
         out.append(n.state)
