@@ -52,6 +52,7 @@ from catalog.snapshot import Table
 from catalog.types import INT8
 from persist import DIFF_COLUMN, TIME_COLUMN, Part
 from persist.write import decode_inline
+from planner.incremental.joins import is_inner_join
 from planner.incremental.nodes import (
     Accumulate, Arrangement, Constant, DeltaJoin, Hole, Input, Linear, Recompute, Temporal, UnionAll, arrangements,
     inc_inputs, walk,
@@ -529,6 +530,12 @@ class Dataflow:
                 # A checkpoint, not Spark's cache: later plans over it have a leaf where
                 # the cache would keep the whole plan that made it, which Spark analyses
                 # and matches against its cache again in every round.
+                if self.narrow and not self._hydrating:
+                    # consolidated first: a recomputed group whose rows did not change
+                    # retracts and adds the same rows, and a change that sums to nothing
+                    # is empty, so the joins that look it up read no arrangement (Spark
+                    # skips a join whose broadcast side came out empty)
+                    d = consolidate(d, len(a.columns), numbered_maps(a.columns), by=(T,) if len(self._extra()) == 2 else ())
                 d = checkpoint(d)
             # else: a change of rows sent inside the plan (persist's inline parts) through
             # linear operators is as cheap to read again as a checkpoint, and needs no job
@@ -542,6 +549,9 @@ class Dataflow:
         after without (``nodes.DeltaJoin``); a pair of updates counts at the later of
         their times in a round of several."""
         got = [self._arranged(a) for a in n.states]
+        if self._hydrating:  # every input whole: the join as the optimizer ordered it
+            leaves = iter(BoundFrame(d.select(*_names(len(i.columns))), i.columns) for (_, d), i in zip(got, n.inputs))
+            return _signed(self._lowerer.lower(_with_leaves(n.plan, leaves)), len(n.columns), 1)
         timed = len(self._extra()) == 2
         terms = [t for i in range(len(got)) if got[i][1] is not None
                  for t in [self._delta_term(n, got, i, timed)] if t is not None]
@@ -549,10 +559,11 @@ class Dataflow:
 
     def _delta_term(self, n: DeltaJoin, got: list, i: int, timed: bool) -> DataFrame | None:
         """Input ``i``'s change joined with the other inputs (``_d_DeltaJoin``), or None
-        when some side is empty for sure. Inputs join in the order of the conditions
-        connecting them to what is joined already (a change's rows are looked up, never
-        a cross product of arrangements that a condition links), each condition applied
-        as soon as the columns it reads are there."""
+        when some side is empty for sure. The other inputs join one at a time, each the
+        first of ``i - 1 .. 0, i + 1 .. n - 1`` that a condition links to what is joined
+        already (the optimizer's join order, walked out from ``i``: the inputs next to
+        ``i`` in it are the ones its rows were joined with), each condition applied as
+        soon as the columns it reads are there."""
         offsets = n.offsets()
         sides = {}
         for j, ((before, d), inp) in enumerate(zip(got, n.inputs)):
@@ -579,10 +590,13 @@ class Dataflow:
             applied[c] = True
         if own:
             cur = cur.filter(self._lowerer.scalar(conjoin([n.conditions[c] for c in own])))
-        if not self._hydrating:  # a change is small next to an arrangement: it is what is sent around
-            cur = F.broadcast(cur)
-        left = [j for j in range(len(n.inputs)) if j != i]
+        left, first = [*range(i - 1, -1, -1), *range(i + 1, len(n.inputs))], True
         while left:
+            if self.narrow or first:
+                # the change (and in a narrow round what it found so far) is small next to
+                # an arrangement: it is what is hashed and sent, the arrangement streamed
+                cur = F.broadcast(cur)
+            first = False
             linked = [j for j in left if any(not applied[c] and r & spans[j] and r <= have | spans[j]
                                              for c, r in enumerate(refs))]
             j = linked[0] if linked else left[0]
@@ -921,6 +935,14 @@ class _SumsToolkit:
 
     def __getattr__(self, name):
         return getattr(self._lowerer, name)
+
+
+def _with_leaves(p, leaves):
+    """Join tree ``p`` (``joins.join_tree``) with its leaves, in column order, taken from
+    the iterator ``leaves``."""
+    if not is_inner_join(p):
+        return next(leaves)
+    return replace(p, left=_with_leaves(p.left, leaves), right=_with_leaves(p.right, leaves))
 
 
 def _numbered_key_maps(keys) -> dict:

@@ -42,7 +42,8 @@ def equi_keys(j: Join) -> tuple[tuple, tuple]:
     return tuple(left), tuple(right)
 
 
-def _inner(p) -> bool:
+def is_inner_join(p) -> bool:
+    """Whether ``p`` is an inner or cross join (a node of a ``join_tree``)."""
     return isinstance(p, Join) and p.kind in ("inner", "cross")
 
 
@@ -50,7 +51,7 @@ def join_tree(p) -> tuple[tuple, tuple]:
     """``(leaves, conditions)`` of the tree of inner and cross joins rooted at ``p``: the
     plans under it that are not such joins, in column order (``p``'s columns are theirs,
     concatenated), and every join's conjuncts over those columns."""
-    if not _inner(p):
+    if not is_inner_join(p):
         return (p,), ()
     left, lc = join_tree(p.left)
     right, rc = join_tree(p.right)
@@ -76,7 +77,7 @@ def leaf_keys(conditions, offsets: list[int], widths: list[int], j: int) -> tupl
 
 
 def delta_join(p, rec, arrange):
-    if not _inner(p):
+    if not is_inner_join(p):
         return None
     leaves, conditions = join_tree(p)
     inputs = tuple(rec(x) for x in leaves)
