@@ -550,6 +550,8 @@ class Dataflow:
         their times in a round of several."""
         got = [self._arranged(a) for a in n.states]
         if self._hydrating:  # every input whole: the join as the optimizer ordered it
+            if any(d is None for _, d in got):
+                return None
             leaves = iter(BoundFrame(d.select(*_names(len(i.columns))), i.columns) for (_, d), i in zip(got, n.inputs))
             return _signed(self._lowerer.lower(_with_leaves(n.plan, leaves)), len(n.columns), 1)
         timed = len(self._extra()) == 2

@@ -142,7 +142,7 @@ class MaterializationMaintainer:
         #: (view id, replica id) -> the view's dataflow on that replica
         self._flows: dict[tuple[str, str], Dataflow] = {}
         self._flow_locks: dict[tuple[str, str], threading.Lock] = {}
-        #: (view id, id of its plan) -> its incremental plan
+        #: (view id, id of its plan) -> (the plan, its incremental plan)
         self._plans: dict = {}
         #: view id -> [(time, read hold)] on its inputs
         self._holds: dict[str, list] = {}
@@ -592,9 +592,13 @@ class MaterializationMaintainer:
     def _incremental(self, m: Materialization):
         key = (m.view.id, id(m.plan))
         if key not in self._plans:
+            # The query is planned again at each catalog version (any DDL): a plan equal to
+            # the last one keeps its incremental plan, so the dataflows running it go on
+            # (a new one would hydrate every view of the cluster again after any DDL).
+            last = next((v for k, v in self._plans.items() if k[0] == m.view.id), None)
             self._plans = {k: v for k, v in self._plans.items() if k[0] != m.view.id}
-            self._plans[key] = incremental_plan(m.plan)
-        return self._plans[key]
+            self._plans[key] = last if last is not None and last[0] == m.plan else (m.plan, incremental_plan(m.plan))
+        return self._plans[key][1]
 
     def _compute(self, m: Materialization, states: dict, lower: int | None, target: int):
         """The view's change from ``lower`` to ``target`` (its contents at ``target`` when

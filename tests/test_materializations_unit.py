@@ -89,3 +89,28 @@ def test_a_rounds_holds_are_released_when_the_last_replica_is_done_not_the_first
     done = _Group()
     _release_when_done([fast, loser], done)  # all done already: at once
     assert done.released == 1
+
+
+def test_a_query_planned_again_to_an_equal_plan_keeps_its_incremental_plan():
+    # Each catalog version (any DDL) plans a view's query again; an equal plan must give
+    # the same incremental plan, or every dataflow of the cluster hydrates again
+    from types import SimpleNamespace
+
+    import pglast
+
+    from planner.query import QueryPlanner
+    from spark_exec.materializations import MaterializationMaintainer
+    from sqlfront import tpch
+
+    snap = tpch.catalog()
+    sql = "SELECT o_orderpriority, count(*) FROM orders JOIN lineitem ON l_orderkey = o_orderkey GROUP BY 1"
+
+    def planned(q):
+        return SimpleNamespace(view=SimpleNamespace(id="u9"), plan=QueryPlanner(snap).plan_select(pglast.parse_sql(q)[0].stmt).plan)
+
+    mm = MaterializationMaintainer.__new__(MaterializationMaintainer)
+    mm._plans = {}
+    first = mm._incremental(planned(sql))
+    assert mm._incremental(planned(sql)) is first
+    assert mm._incremental(planned(sql.replace("count(*)", "sum(l_quantity)"))) is not first
+    assert len(mm._plans) == 1
