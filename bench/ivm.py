@@ -202,11 +202,11 @@ every view, ``--writes 4 --warmup 2`` (2026-11-27 21:41-21:48 UTC, nothing else 
     server peak RSS 2234 MB; replica peak RSS 2817 MB
 
 Q18's 1-row INSERT 2,397 -> 805 ms (8.2x faster than recomputing; its semi join's
-unchanged orders no longer scan lineitem), Q2's state 393 -> 158 MB and its round 13 ->
+unchanged orders no longer scan lineitem), Q2's state 393 -> 158 MB and its round 10 ->
 5 Spark plans (9 intermediate arrangements gone); seven views of eight under 1 s at the
 median (Q13 1.4 s: a LEFT JOIN recomputed per customer), none 10x faster than
 recomputing (best 8.2x, Q18). Q5 pays for lookups in customers' and orders' arrangements
-where it looked up their join's (817 ms against 605 at stop 48, state 492 -> 652 MB): a
+where it looked up their join's (817 ms against 605 at fe3594a above, state 492 -> 652 MB): a
 lookup is a scan of the arrangement, not a keyed read, which is what stands between
 these figures and the targets.
 """
