@@ -5,10 +5,10 @@ and what it reads. Columns print as ``#i`` as in the other EXPLAINs."""
 from __future__ import annotations
 
 from planner.explain import explain, expr_text
-from planner.scalar import conjoin
 from planner.incremental.nodes import (
     Accumulate, Arrangement, Constant, DeltaJoin, Input, Linear, Recompute, Temporal, UnionAll, inc_inputs,
 )
+from planner.scalar import conjoin
 
 
 def _op(plan) -> str:
