@@ -52,7 +52,7 @@ from catalog.snapshot import Table
 from catalog.types import INT8
 from persist import DIFF_COLUMN, TIME_COLUMN, Part
 from persist.write import decode_inline
-from planner.incremental.joins import is_inner_join
+from planner.incremental.joins import with_leaves
 from planner.incremental.nodes import (
     Accumulate, Arrangement, Constant, DeltaJoin, Hole, Input, Linear, Recompute, Temporal, UnionAll, arrangements,
     inc_inputs, walk,
@@ -553,7 +553,7 @@ class Dataflow:
             if any(d is None for _, d in got):
                 return None
             leaves = iter(BoundFrame(d.select(*_names(len(i.columns))), i.columns) for (_, d), i in zip(got, n.inputs))
-            return _signed(self._lowerer.lower(_with_leaves(n.plan, leaves)), len(n.columns), 1)
+            return _signed(self._lowerer.lower(with_leaves(n.plan, leaves)), len(n.columns), 1)
         timed = len(self._extra()) == 2
         terms = [t for i in range(len(got)) if got[i][1] is not None
                  for t in [self._delta_term(n, got, i, timed)] if t is not None]
@@ -569,20 +569,19 @@ class Dataflow:
         offsets = n.offsets()
         sides = {}
         for j, ((before, d), inp) in enumerate(zip(got, n.inputs)):
-            k, off = len(inp.columns), offsets[j]
-            cols = [F.col(f"c{c}").alias(f"c{off + c}") for c in range(k)]
+            cols = [F.col(f"c{c}").alias(f"c{offsets[j] + c}") for c in range(len(inp.columns))]
+            # a change keeps its time; the arrangement's rows before the round, joined
+            # with a change of another input, count at the round's lower bound
+            at = F.col(T) if timed else None
             parts = []
-            if j == i:
-                parts.append(d.select(*cols, *([F.col(T).alias(f"_t{j}")] if timed else []), F.col(D).alias(f"_d{j}")))
-            else:
-                if before is not None:
-                    lo = [F.lit(self._lo).cast("long").alias(f"_t{j}")] if timed and j < i else []
-                    parts.append(before.select(*cols, *lo, F.col(D).alias(f"_d{j}")))
-                if j < i and d is not None:
-                    parts.append(d.select(*cols, *([F.col(T).alias(f"_t{j}")] if timed else []), F.col(D).alias(f"_d{j}")))
+            if before is not None and j != i:
+                parts.append((before, F.lit(self._lo).cast("long") if timed and j < i else None))
+            if d is not None and j <= i:
+                parts.append((d, at))
             if not parts:
                 return None
-            sides[j] = reduce(DataFrame.unionAll, parts)
+            sides[j] = reduce(DataFrame.unionAll, [x.select(*cols, *([t.alias(f"_t{j}")] if t is not None else []),
+                                                            F.col(D).alias(f"_d{j}")) for x, t in parts])
         spans = {j: set(range(offsets[j], offsets[j] + len(x.columns))) for j, x in enumerate(n.inputs)}
         refs = [column_refs(c) for c in n.conditions]
         applied = [False] * len(refs)
@@ -937,14 +936,6 @@ class _SumsToolkit:
 
     def __getattr__(self, name):
         return getattr(self._lowerer, name)
-
-
-def _with_leaves(p, leaves):
-    """Join tree ``p`` (``joins.join_tree``) with its leaves, in column order, taken from
-    the iterator ``leaves``."""
-    if not is_inner_join(p):
-        return next(leaves)
-    return replace(p, left=_with_leaves(p.left, leaves), right=_with_leaves(p.right, leaves))
 
 
 def _numbered_key_maps(keys) -> dict:

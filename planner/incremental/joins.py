@@ -12,7 +12,9 @@ joins are not bilinear; ``recompute`` keeps them, by the same keys (``equi_keys`
 
 from __future__ import annotations
 
-from planner.incremental.nodes import DeltaJoin
+from dataclasses import replace
+
+from planner.incremental.nodes import DeltaJoin, column_offsets
 from planner.plan import Join
 from planner.scalar import Call, column_refs, conjuncts, shift_columns
 
@@ -60,6 +62,14 @@ def join_tree(p) -> tuple[tuple, tuple]:
     return left + right, lc + tuple(shift_columns(c, n) for c in rc) + own
 
 
+def with_leaves(p, leaves):
+    """Join tree ``p`` (``join_tree``) with its leaves, in column order, taken from the
+    iterator ``leaves``."""
+    if not is_inner_join(p):
+        return next(leaves)
+    return replace(p, left=with_leaves(p.left, leaves), right=with_leaves(p.right, leaves))
+
+
 def leaf_keys(conditions, offsets: list[int], widths: list[int], j: int) -> tuple:
     """The keys leaf ``j`` is looked up by: its sides (over its own columns) of the
     equalities of ``conditions`` whose other side reads other leaves only."""
@@ -81,7 +91,7 @@ def delta_join(p, rec, arrange):
         return None
     leaves, conditions = join_tree(p)
     inputs = tuple(rec(x) for x in leaves)
+    offsets = column_offsets(leaves)
     widths = [len(x.columns) for x in leaves]
-    offsets = [sum(widths[:j]) for j in range(len(leaves))]
     states = tuple(arrange(x, leaf_keys(conditions, offsets, widths, j)) for j, x in enumerate(inputs))
     return DeltaJoin(p, inputs, states, conditions)

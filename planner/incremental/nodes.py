@@ -12,6 +12,7 @@ plan node), so an arrangement can always be described, and hydrated, from the pl
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import Union
 
@@ -112,11 +113,12 @@ class DeltaJoin:
 
     def offsets(self) -> list[int]:
         """The position of each input's first column in the output."""
-        out, at = [], 0
-        for i in self.inputs:
-            out.append(at)
-            at += len(i.columns)
-        return out
+        return column_offsets(self.inputs)
+
+
+def column_offsets(inputs) -> list[int]:
+    """The position of each of ``inputs``' first column in their concatenated columns."""
+    return list(itertools.accumulate((len(i.columns) for i in inputs), initial=0))[:-1]
 
 
 @dataclass(frozen=True)
