@@ -12,7 +12,10 @@ every persisted RDD in ``/api/v1/applications/<app>/storage/rdd`` with ``memoryU
 builds an object's state runs tagged (``state_tag``: Spark Connect's ``addTag``, carried
 by every job the thread starts): the RDDs of the stages of an object's tagged jobs
 (``/jobs``' ``jobTags`` and ``stageIds``, ``/stages``' ``rddIds``) are its; an RDD seen in
-the jobs of several objects is the one's whose job came first (the one that built it).
+the jobs of several objects is the one's whose job came first (the one that built it), but
+one a table's parts' fill touches is the table's parts' (``parts_key``): a cached relation
+is registered before its fill runs, so a dataflow reading the table in between builds it
+under its own tag, and no fill touches a dataflow's checkpoint.
 
 Spark's UI keeps the last ``spark.ui.retainedJobs`` jobs and ``spark.ui.retainedStages``
 stages (1,000 each; a round of a GROUP BY's dataflow is about 6 stages): an RDD is
@@ -46,12 +49,14 @@ TAG_PREFIX = "sqlfront-state-"
 #: how Spark Connect shows a user's tag in a job's ``jobTags``:
 #: ``SparkConnect_SessionTag_User_<user>_Session_<session>_Tag_<tag>``
 _USER_TAG = "_Tag_"
+#: ``parts_key``'s prefix
+_PARTS_PREFIX = "parts-of-"
 
 
 def parts_key(table_id: str) -> str:
     """The key (``state_tag``'s ``object_id``) of the cached parts of table ``table_id``
     (``arrangements``): the state of the indexes that cover it, shared by them."""
-    return f"parts-of-{table_id}"
+    return f"{_PARTS_PREFIX}{table_id}"
 
 
 @contextmanager
@@ -118,15 +123,17 @@ class StateSizes:
 
     def _find_owners(self, ui_url: str, app: str, rdd_ids: set[int]) -> dict[int, str]:
         """RDD id -> object id for those of ``rdd_ids`` that a tagged job's stages touch."""
-        stage_owner: dict[int, tuple[int, str]] = {}
+        # an owner's rank: a parts' fill first, then the earliest job
+        stage_owner: dict[int, tuple[tuple[bool, int], str]] = {}
         for job in self._get(ui_url, f"/applications/{app}/jobs"):
             obj = object_of_tags(job.get("jobTags", ()))
             if obj is None:
                 continue
+            rank = (not obj.startswith(_PARTS_PREFIX), job["jobId"])
             for sid in job.get("stageIds", ()):
-                if sid not in stage_owner or job["jobId"] < stage_owner[sid][0]:
-                    stage_owner[sid] = (job["jobId"], obj)
-        found: dict[int, tuple[int, str]] = {}
+                if sid not in stage_owner or rank < stage_owner[sid][0]:
+                    stage_owner[sid] = (rank, obj)
+        found: dict[int, tuple[tuple[bool, int], str]] = {}
         for stage in self._get(ui_url, f"/applications/{app}/stages"):
             owner = stage_owner.get(stage["stageId"])
             if owner is None:

@@ -55,6 +55,20 @@ def test_rdds_go_to_the_object_whose_tagged_job_built_them_first_and_stay_known(
     assert ui.asked == ["/applications", "/applications/local-1/storage/rdd"]
 
 
+def test_a_tables_cached_parts_are_its_fills_even_when_a_dataflow_built_them_first():
+    """A cached relation is registered before its fill's job runs: a view's hydration
+    reading the table in between builds it under the view's tag (seen on a replica: the
+    table's index then showed nothing, the view the parts' bytes)."""
+    rdds = [{"id": 8, "memoryUsed": 4352, "diskUsed": 0}, {"id": 32, "memoryUsed": 832, "diskUsed": 0}]
+    jobs = [
+        {"jobId": 4, "jobTags": [SESSION + "sqlfront-state-parts-of-u1"], "stageIds": [3]},
+        {"jobId": 2, "jobTags": [SESSION + "sqlfront-state-u4"], "stageIds": [1, 2]},
+    ]
+    stages = [{"stageId": 3, "rddIds": [8, 7]}, {"stageId": 2, "rddIds": [32, 8]}, {"stageId": 1, "rddIds": [8]}]
+    ui = _FakeUi(_answers(rdds, jobs, stages))
+    assert ui.sizes("http://ui") == {"parts-of-u1": ObjectState(4352, 1), "u4": ObjectState(832, 1)}
+
+
 def test_a_ui_that_never_answers_raises_after_the_timeout():
     """A hung replica's UI (it accepts the connection, never answers) costs the timeout,
     then an OSError: the relation leaves that replica out instead of hanging."""
