@@ -440,8 +440,9 @@ class Dataflow:
         # Project is given them as more outputs, Unnest keeps them before its new columns.
         extra = self._extra()
         e = len(extra)
-        for j, c in enumerate(extra):
-            d = d.withColumnRenamed(c, f"c{k + j}")
+        # (a select, not withColumnRenamed: Spark Connect analyses a rename's input
+        # eagerly, so each rename costs an analysis of the whole change's plan)
+        d = d.select(*_names(k), *[F.col(c).alias(f"c{k + j}") for j, c in enumerate(extra)])
         leaf = BoundFrame(d, n.input.columns + tuple((c, INT8) for c in extra))
         p = replace(n.plan, input=leaf)
         if isinstance(p, Project):
@@ -686,7 +687,7 @@ class Dataflow:
                 on = reduce(lambda x, y: x & y, [d[c].eqNullSafe(s[f"_s{j}"]) for j, c in enumerate(ks)], s["_at"] >= d[T])
                 parts.append(d.join(s, on, "inner").select(*_names(k), "_at", "_tn", D))
             both = reduce(DataFrame.unionAll, parts) if parts else self._empty_timed(i.columns)
-            rows.append(self._one(both.withColumnRenamed("_at", f"c{k}").withColumnRenamed("_tn", f"c{k + 1}")))
+            rows.append(self._one(both.select(*_names(k), F.col("_at").alias(f"c{k}"), F.col("_tn").alias(f"c{k + 1}"), D)))
         m = len(n.columns)
         out = self._template(n, rows, template, more=2)
         if answers_no_rows(n):
@@ -790,11 +791,11 @@ class Dataflow:
                                                F.lit(False).alias("_new")).unionAll(both))
             totals = checkpoint(both.select("*", *sums.running(sums.keys)).filter(F.col("_new")))
         else:
-            both = change.withColumn("_new", F.lit(True))
+            both = change.select("*", F.lit(True).alias("_new"))  # (select: see _d_Linear)
             if before is not None:
                 # (one partition in a narrow step: the grouping then needs no exchange, a stage
                 # and a job of its own under adaptive execution)
-                both = self._one(before.withColumn("_new", F.lit(False)).unionAll(both))
+                both = self._one(before.select("*", F.lit(False).alias("_new")).unionAll(both))
             totals = checkpoint(both.groupBy(*sums.keys).agg(*sums.old_and_new()))
         self.spines[n.state.id] = spine.with_batch(
             totals.select(*sums.keys, *[F.col("chg_" + c).alias(c) for c in sums.names]))
@@ -983,7 +984,7 @@ def changes_frame(spark, table: Table, parts: list[Part], t: int, url, lower: in
         elif timed:
             df = df.crossJoin(time_relation(spark, t)).filter(F.col(TIME_COLUMN) == F.col("_tv"))
         elif ranged:  # a part of one time: that time as data (``time_relation``)
-            df = df.crossJoin(time_relation(spark, at)).withColumn(TIME_COLUMN, F.col("_tv"))
+            df = df.crossJoin(time_relation(spark, at)).select("*", F.col("_tv").alias(TIME_COLUMN))
         diff = F.col(DIFF_COLUMN) if diffs else F.lit(1).cast("long")
         frames.append(df.select(*[f"`{n}`" for n in names], *time, diff.alias(DIFF_COLUMN)))
     if inline:

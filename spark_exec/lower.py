@@ -1005,7 +1005,7 @@ class Lowerer:
         arrays = [F.coalesce(col(i), F.array()) for i in p.arrays]
         longest = reduce(F.greatest, [F.size(a) for a in arrays]) if len(arrays) > 1 else F.size(arrays[0])
         steps = F.when(longest > 0, F.sequence(F.lit(0), longest - 1)).otherwise(F.array().cast("array<int>"))
-        df = df.withColumn("__k", F.explode(steps))  # no rows when every array is empty
+        df = df.select("*", F.explode(steps).alias("__k"))  # no rows when every array is empty
         k = F.col("__k")
         extra = [(F.when(k < F.size(a), F.try_element_at(a, k + 1)) if kind == "unnest"
                   else k + 1 if kind == "ordinality" else F.when(k < F.size(a), k + 1)).alias(f"c{n + j}")
