@@ -818,21 +818,28 @@ class _Sums:
     (``final``), so the value of each aggregate comes from the very expression a query
     computes it with. Columns: ``_k*`` (the group's keys), ``_v{j}`` (the sum of the
     j-th recorded argument), ``_n{j}`` (how many of its values are not NULL), ``_rows``
-    (the group's row count)."""
+    (the group's row count). An argument several calls take (``avg(x)`` and ``sum(x)``
+    are both ``sum(x)`` and ``count(x)``) is summed once: each aggregate of the kept sums
+    is planned by Spark in every round."""
 
     def __init__(self, n: Accumulate, lw):
         self.n = n
         self.keys = [f"_k{j}" for j in range(len(n.plan.keys))]
-        calls = len(self.arguments(lw))
-        self.names = [c for j in range(calls) for c in (f"_v{j}", f"_n{j}")] + ["_rows"]
+        kit = self._recorded(lw)
+        #: per sum or count call of the lowerings, in order: its argument's j
+        self.slots = tuple(kit.F.slots)
+        self.names = [c for j in range(len(kit.F.calls)) for c in (f"_v{j}", f"_n{j}")] + ["_rows"]
 
-    def arguments(self, lw) -> list[tuple[str, object]]:
-        """(``sum`` or ``count``, argument column) of each Spark sum and count the
-        aggregates' lowerings take, in order."""
+    def _recorded(self, lw) -> "_SumsToolkit":
         kit = _SumsToolkit(lw, record=True)
         for a in self.n.plan.aggregates:
             lw.aggregate(a, toolkit=kit)
-        return kit.F.calls
+        return kit
+
+    def arguments(self, lw) -> list[tuple[str, object]]:
+        """(``sum`` or ``count``, argument column) of each distinct argument of the Spark
+        sums and counts the aggregates' lowerings take, in order of first use."""
+        return self._recorded(lw).F.calls
 
     def of_rows(self, xs) -> list:
         """The sums of signed rows (``_x{j}``, and ``_s``: +1 or -1)."""
@@ -890,7 +897,7 @@ class _Sums:
         """``(the GROUP BY's columns, whether the group has a row)`` from sums ``prefix +
         _v{j}`` etc. of one row (a group with no rows left has none; a GROUP BY without
         keys always has its one row)."""
-        kit = _SumsToolkit(lw, record=False, prefix=prefix)
+        kit = _SumsToolkit(lw, record=False, prefix=prefix, slots=self.slots)
         maps = _numbered_key_maps(self.n.plan.keys)
         cols = [maps_restored_column(F.col(c), maps[c]) if c in maps else F.col(c) for c in self.keys] + [
             lw.aggregate(a, toolkit=kit) for a in self.n.plan.aggregates]
@@ -905,12 +912,18 @@ class _Sums:
 
 
 class _SumsF:
-    """``F`` for ``_Sums``: ``sum`` and ``count`` recorded or read back; the rest Spark's."""
+    """``F`` for ``_Sums``: ``sum`` and ``count`` recorded or read back; the rest Spark's.
+    Recording, ``calls`` gets each distinct argument once (the same expression, compared
+    as Spark Connect's protocol message of it) and ``slots`` each call's argument's
+    index in ``calls``; reading back, ``slots`` says which sums a call reads."""
 
-    def __init__(self, record: bool, prefix: str):
+    def __init__(self, record: bool, prefix: str, client=None, slots: tuple = ()):
         self.record = record
         self.prefix = prefix
+        self.client = client
         self.calls: list[tuple[str, object]] = []
+        self.slots: list[int] = list(slots)
+        self._seen: dict[object, int] = {}
         self._next = 0
 
     def __getattr__(self, name):
@@ -920,9 +933,16 @@ class _SumsF:
 
     def _take(self, name: str, x):
         if self.record:
-            self.calls.append((name, x))
+            try:
+                key = x._expr.to_plan(self.client).SerializeToString(deterministic=True)
+            except Exception:  # an expression with no message of its own: summed apart
+                key = id(x)
+            if key not in self._seen:
+                self._seen[key] = len(self.calls)
+                self.calls.append((name, x))
+            self.slots.append(self._seen[key])
             return F.lit(0)
-        j = self._next
+        j = self.slots[self._next]
         self._next += 1
         n = F.col(f"{self.prefix}_n{j}")
         return n if name == "count" else F.when(n > 0, F.col(f"{self.prefix}_v{j}"))
@@ -931,9 +951,9 @@ class _SumsF:
 class _SumsToolkit:
     """The Lowerer as an aggregate's registry entry sees it, with ``_SumsF`` as ``F``."""
 
-    def __init__(self, lowerer, record: bool, prefix: str = ""):
+    def __init__(self, lowerer, record: bool, prefix: str = "", slots: tuple = ()):
         self._lowerer = lowerer
-        self.F = _SumsF(record, prefix)
+        self.F = _SumsF(record, prefix, lowerer.spark.client, slots)
 
     def __getattr__(self, name):
         return getattr(self._lowerer, name)
