@@ -61,8 +61,7 @@ from planner.incremental import incremental_plan
 from planner.incremental.temporal import plan_mentions_now
 from planner.plan import Plan
 from spark_exec import rpcs
-from spark_exec.arrow_results import to_arrow
-from spark_exec.dataflow import Contents, Dataflow, timed_frame
+from spark_exec.dataflow import Contents, Dataflow, collect_timed, timed_frame
 from spark_exec.errors import is_connection_error, to_sql_error
 from spark_exec.replica import HEALTHY
 from spark_exec.state_sizes import state_tag
@@ -676,7 +675,8 @@ class MaterializationMaintainer:
                         # A small change comes back to be appended from here (inline
                         # in the shard's state when it is small): a Spark write job
                         # costs seconds of commit protocol for a few rows.
-                        rows = to_arrow(stored_updates(out, cols, timed=True).limit(COLLECT_UPDATES + 1))
+                        rows = collect_timed(flow, out, lambda d, timed: stored_updates(d, cols, timed=timed),
+                                             COLLECT_UPDATES + 1)
                         if rows.num_rows <= COLLECT_UPDATES:
                             return rows
             t0 = time.monotonic()

@@ -540,8 +540,7 @@ class _QueryDataflow:
         """The query's changes at each time in ``(frontier, ts]`` an input (``states``: their
         shard states) has updates at, in time order."""
         from persist.read import change_parts, shards_change_times
-        from spark_exec.arrow_results import to_arrow
-        from spark_exec.dataflow import change_result
+        from spark_exec.dataflow import change_result, collect_timed
 
         url = self.s.env.persist.blob.url
         holds = self.s.env.persist.hold_group()
@@ -556,7 +555,9 @@ class _QueryDataflow:
                 flow = self._flow
             times = shards_change_times(states.values(), flow.frontier, ts, url)
             out = flow.advance(times, ts, changes)
-            return to_arrow(change_result(out, self.columns, timed=True)) if out is not None else None
+            if out is None:
+                return None
+            return collect_timed(flow, out, lambda d, timed: change_result(d, self.columns, timed=timed))
 
         try:
             table = self._run(run)
