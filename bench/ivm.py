@@ -209,6 +209,31 @@ recomputing (best 8.2x, Q18). Q5 pays for lookups in customers' and orders' arra
 where it looked up their join's (817 ms against 605 at fe3594a above, state 492 -> 652 MB): a
 lookup is a scan of the arrangement, not a keyed read, which is what stands between
 these figures and the targets.
+
+Rounds planned with less Spark work, main at bb2d5d9, every view, ``--writes 4 --warmup
+2`` (2026-11-28 01:33-01:40 UTC, nothing else running): a Linear node's renames and an
+accumulation's added columns as selects (Spark Connect analyses the input of
+``withColumnRenamed`` and ``withColumn`` eagerly: one more analysis of the change's plan
+per call), an argument several aggregates take summed once (Q1: 23 -> 13 kept sums), and
+a one-time round's output collected without its time (a broadcast cross join less)::
+
+    view   create s recomp s  insert med/p99 ms     x  update med/p99 ms     x  delete med/p99 ms     x    copy med/p99 ms     x  1000/1  replica MB  state MB  hydr s
+    q1         7.03     3.06       449/676        6.8       552/679        5.6       389/885        7.9       512/671        6.0    1.14        1625      0.02    5.42
+    q3         3.90     2.06       457/468        4.5       441/1000       4.7       429/912        4.8       463/767        4.4    1.01        2712    387.92    3.22
+    q5         5.51     1.61       580/664        2.8       787/1470       2.0       563/1310       2.9       695/1025       2.3    1.20        2733    652.10    5.12
+    q13        3.41     1.74      1134/1678       1.5      1476/2364       1.2      1201/2395       1.4      1289/1964       1.4    1.14        2755    157.30    3.15
+    q15        2.27     1.57       542/752        2.9       637/1372       2.5       461/1180       3.4       512/1096       3.1    0.94        2780      4.85    0.29
+    q18        9.23     6.05       672/758        9.0       973/1689       6.2       832/1365       7.3       816/1457       7.4    1.21        2785    324.40    8.83
+    q2         1.95     0.70       665/690        1.1       443/1204       1.6       968/1211       0.7       845/1314       0.8    1.27        2834    157.53    1.46
+    q22        1.94     1.20       440/694        2.7       497/1232       2.4       413/986        2.9       810/1445       1.5    1.84        2838    127.51    1.53
+    one Spark plan on the replica (median ms): local 18, kept 23
+    server peak RSS 2206 MB; replica peak RSS 2838 MB
+
+Every view's 1-row INSERT took 16-38% less than in the table above (5eb85af: q1 601 ->
+449, q3 554 -> 457, q5 817 -> 580, q13 1,419 -> 1,134, q15 652 -> 542, q18 805 -> 672, q2
+953 -> 665, q22 714 -> 440 ms; run to run the medians move by up to 30%); seven views of
+eight under 1 s at the median (Q13 1.1 s: its LEFT JOIN recomputed per customer), none
+10x faster than recomputing (best 9.0x, Q18; Q2's query itself takes 0.7 s).
 """
 
 from __future__ import annotations
