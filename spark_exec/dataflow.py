@@ -298,6 +298,7 @@ class Dataflow:
                 self.pending[id(n)] = Spine(k + 1, merge=lambda df, k=k, n=n: consolidate(
                     df.filter(F.col(f"c{k}") > F.lit(self._time)), k + 1, numbered_maps(n.columns)))
         self._time, self._hydrating, self.narrow, self._lo = as_of, True, False, None
+        self._from, self._collapse = as_of - 1, False
         #: ids of nodes whose change is all rows sent inside the plan (no job to read)
         self._local: set[int] = set()
         out = self._delta(self.inc)
@@ -314,17 +315,22 @@ class Dataflow:
         assert self.frontier is not None and t > self.frontier
         return self._round(None, t, changes)
 
-    def _round(self, lo: int | None, t: int, changes: ChangesFn) -> DataFrame | None:
+    def _round(self, lo: int | None, t: int, changes: ChangesFn, collapse: bool = False) -> DataFrame | None:
         """One round to ``t``: the updates at ``t`` alone (``lo`` None), or at every time
-        in ``(lo, t]`` with their times (``_t`` in every change)."""
+        in ``(lo, t]`` with their times (``_t`` in every change); with ``collapse``, every
+        update (and temporal event) after the frontier as if at ``t``, each input's
+        change consolidated first."""
         self.changes = changes
         self.rounds += 1
         self._time, self._lo, self._hydrating = t, lo, False
+        #: the updates of this round are those in ``(_from, t]``
+        self._from = self.frontier if collapse else t - 1 if lo is None else lo
+        self._collapse = collapse
         self._memo = {}
         self._local = set()
         self._lowerer = self._make_lowerer(t)
         updates = sum(p.updates for n in walk(self.inc) if isinstance(n, Input)
-                      for p in changes(n.plan.relation, t - 1 if lo is None else lo, t))
+                      for p in changes(n.plan.relation, self._from, t))
         #: this step's changes are small (``NARROW_UPDATES``): computed in one partition
         self.narrow = updates <= NARROW_UPDATES
         out = self._delta(self.inc)
@@ -339,19 +345,31 @@ class Dataflow:
         (``planner.incremental.timed``)."""
         return not any(isinstance(n, Recompute) and timed_template(n) is None for n in walk(self.inc))
 
-    def advance(self, times: list[int], target: int, changes: ChangesFn, after: int | None = None
-                ) -> DataFrame | None:
+    def advance(self, times: list[int], target: int, changes: ChangesFn, after: int | None = None,
+                collapse: bool = False) -> DataFrame | None:
         """Bring the arrangements from the frontier to ``target``, taking the inputs'
         updates at ``times`` (ascending; those in ``(frontier, target]`` count) and the
         temporal filters' events; returns the output's changes (``c0 .. cN-1``, ``_t``:
         their time, ``_d``) at the times after ``after`` (all when None), lazy, or None
         when there are none for sure. Several times go through one round when the plan
         allows (``batches_times``), else one round per time (``steps``); ``narrow``
-        then tells whether every round was narrow."""
+        then tells whether every round was narrow.
+
+        With ``collapse`` every update and event in ``(frontier, target]`` counts as at
+        ``target``, in one round whose inputs' changes are consolidated first: the
+        times between are skipped, and an update retracted by a later one is never seen
+        (how a view gets past a time its query fails at: Materialize retracts an error
+        with the row that caused it)."""
         todo = [t for t in times if self.frontier < t <= target]
         columns = len(self.inc.columns)
         events = self.next_event is not None and self.next_event <= target
         self.single_output = None
+        if collapse:
+            out = self._round(None, target, changes, collapse=True)
+            if out is None:
+                return None
+            self.single_output = (target, out)
+            return timed_frame(out, columns, target)
         if len(todo) + events > 1 and self.batches_times:
             lo = self.frontier
             out = self._round(lo, target, changes)
@@ -424,12 +442,14 @@ class Dataflow:
         k = len(n.columns)
         if self._hydrating:
             return _signed(self._lowerer.lower(n.plan), k, 1)
-        lo = self._time - 1 if self._lo is None else self._lo
-        parts = self.changes(rel, lo, self._time)
+        parts = self.changes(rel, self._from, self._time)
         if not parts:
             return None
         if all(p.inline is not None for p in parts):
             self._local.add(id(n))
+        if self._collapse:  # an update and its retraction cancel before any expression sees them
+            d = changes_frame(self.session, rel, parts, self._time, self.url, lower=self._from)
+            return consolidate(d.select(*_names(k), D), k, numbered_maps(n.columns))
         return changes_frame(self.session, rel, parts, self._time, self.url, lower=self._lo)
 
     def _d_Constant(self, n: Constant) -> DataFrame | None:
@@ -481,7 +501,7 @@ class Dataflow:
         and exit times still to come) join the pending updates."""
         k, hi = len(n.columns), self._time
         timed = len(self._extra()) == 2
-        lo = hi - 1 if self._lo is None else self._lo
+        lo = self._from
         spine = self.pending[id(n)]
         before = spine.frame()
         out = []

@@ -96,6 +96,19 @@ class Materialization:
     index: bool = False
 
 
+@dataclass(frozen=True)
+class _Failure:
+    """A view's query failing: with ``error`` at every time in ``[lo, hi]`` (as far as
+    the rounds that ran tell), tried again without an input change at ``retry_at``
+    (monotonic seconds), ``pause`` seconds after the last try."""
+
+    error: SqlError
+    lo: int
+    hi: int
+    retry_at: float
+    pause: float
+
+
 #: () -> the materialized views the cluster hosts now, in dependency order
 WantedFn = Callable[[], list[Materialization]]
 
@@ -116,6 +129,8 @@ class MaterializationMaintainer:
     CONCURRENT_VIEWS = 4
     #: longest pause before computing a view again after its query failed (seconds)
     MAX_RETRY_S = 10.0
+    #: spans of times a recovered view's query failed at, kept per view for reads AS OF them
+    ERROR_SPANS = 16
 
     def __init__(self, cc: "ClusterCoordinator", persist: PersistClient, read_ts: Callable[[], int],
                  wanted: WantedFn, builtin_rows: BuiltinFn, request_input: Callable[[MaterializedView, int], None],
@@ -132,8 +147,10 @@ class MaterializationMaintainer:
         self._lock = threading.Lock()
         #: view id -> the greatest timestamp a reader waits for the view to pass
         self._requests: dict[str, int] = {}
-        #: view id -> (the error its query raised last, when to try again (monotonic s), pause)
-        self._errors: dict[str, tuple[SqlError, float, float]] = {}
+        #: view id -> how its query fails now
+        self._errors: dict[str, _Failure] = {}
+        #: view id -> [(lo, hi, error)]: the times its query failed at before it recovered
+        self._spans: dict[str, list[tuple[int, int, SqlError]]] = {}
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._watched: set[str] = set()
@@ -201,11 +218,14 @@ class MaterializationMaintainer:
 
         return [(vid, rid, hydrated(vid, rid), self.hydrations.get((vid, rid))) for vid in views for rid in replica_ids]
 
-    def error(self, view_id: str) -> SqlError | None:
-        """The error the view's query raised the last time it ran, if that failed."""
+    def error(self, view_id: str, as_of: int) -> SqlError | None:
+        """The error a read of view ``view_id`` at ``as_of`` answers, if its query fails
+        there (as far as the rounds that ran tell; a time past them is not known yet)."""
         with self._lock:
-            e = self._errors.get(view_id)
-        return e[0] if e is not None else None
+            f = self._errors.get(view_id)
+            if f is not None and f.lo <= as_of <= f.hi:
+                return f.error
+            return next((e for lo, hi, e in self._spans.get(view_id, ()) if lo <= as_of <= hi), None)
 
     # -- the loop ---------------------------------------------------------------------
 
@@ -241,6 +261,9 @@ class MaterializationMaintainer:
         for gone in {vid for vid, _ in list(self._flows)} | set(self._holds):
             if gone not in live_ids and not self._running(gone):  # dropped (or moved to another cluster)
                 self._steps.pop(gone, None)
+                with self._lock:
+                    self._errors.pop(gone, None)
+                    self._spans.pop(gone, None)
                 self._drop(gone)
         # Before looking at the inputs: a change during the round wakes the next one.
         seen = {s: self.persist.latest(s).seqno for s in self._watched}
@@ -317,10 +340,9 @@ class MaterializationMaintainer:
         persist, view = self.persist, m.view
         with self._lock:
             failed = self._errors.get(view.id)
-        if failed is not None and time.monotonic() < failed[1]:
-            return
         if m.index:
-            self._step_index(m, requested)
+            if failed is None or time.monotonic() >= failed.retry_at:
+                self._step_index(m, requested)
             return
         ts = self.read_ts()
         st = persist.state(view.shard_id)
@@ -331,17 +353,35 @@ class MaterializationMaintainer:
         target, states = self._input_states(m, ts, requested)
         if target < upper:
             return  # an input view is behind this one's upper
+        fresh = []
+        if failed is not None:
+            # The query fails at the times [lo, hi]. Inputs unchanged since: it still
+            # fails (its errors are the data's), until a change can retract the error.
+            fresh = self._times(states, failed.hi, target)
+            if not fresh and time.monotonic() < failed.retry_at:
+                if not plan_mentions_now(m.plan):  # (a temporal filter's events change it without a write)
+                    self._failed(view.id, failed.error, failed.lo, target, again=False)
+                return
         if upper == 0:  # never computed: its contents at target
             changed_at, _ = changed_time(states.values(), 0, target)
+            at = target
             if plan_mentions_now(m.plan):
                 # Its contents change with time, not only with its inputs: they are computed
                 # at the inputs' last change (or their since, if later), and the next rounds
                 # step from there through the temporal filters' times to target.
                 at = max([changed_at or 0] + [st.since for st in states.values()])
-                self._append(m, self._compute(m, states, None, at), upper, at, at)
-                return
-            batch = self._compute(m, states, None, target)
-            self._append(m, batch, upper, changed_at if changed_at is not None else 0, target)
+                changed_at = at
+            try:
+                batch = self._compute(m, states, None, at)
+            except SqlError as e:
+                if e.sqlstate != OBJECT_NOT_IN_PREREQUISITE_STATE:
+                    self._failed(view.id, e, 0, at)
+                raise
+            self._recovered(view.id, None)
+            self._append(m, batch, upper, changed_at if changed_at is not None else 0, at)
+            return
+        if failed is not None:
+            self._get_past(m, states, upper, failed, fresh[0] if fresh else target)
             return
         times = self._times(states, upper - 1, target)
         due = self._next_event(view.id)
@@ -350,10 +390,69 @@ class MaterializationMaintainer:
                 persist.compare_and_append(view.shard_id, [], upper, target)
             self._hold(m, target)
             return
-        batch = self._compute(m, states, upper - 1, target)
+        try:
+            batch = self._compute(m, states, upper - 1, target)
+        except SqlError as e:
+            if e.sqlstate == OBJECT_NOT_IN_PREREQUISITE_STATE:
+                raise
+            self._first_failing(m, states, upper, times, target, e)
+            return
+        self._append_change(m, batch, upper, target)
+
+    def _append_change(self, m: Materialization, batch, upper: int, target: int) -> None:
+        """Append a round's change (its updates at their times in ``[upper, target]``)."""
         if batch is not None:
             batch = replace(batch, timed=(upper, target + 1))
         self._append(m, batch, upper, target, target)
+
+    def _first_failing(self, m: Materialization, states: dict, upper: int, times: list[int], target: int,
+                       e: SqlError) -> None:
+        """The round from ``upper`` to ``target`` failed with ``e`` (the query's error, at
+        one of the inputs' update ``times`` or a temporal event): the view errs from the
+        first time it fails at. Of several times, the first alone is computed again: the
+        view's change there is appended when it succeeds (the next round goes on from
+        it), else the view errs from that time on. Up to that time the view is as it was
+        (no input changed), so its upper moves there: a read before the bad write
+        answers as before (Materialize: an error is the data of the times it holds at).
+
+        Raises:
+            SqlError: the error, recorded for readers (``error``)."""
+        view = m.view
+        temporal = plan_mentions_now(m.plan)  # (its contents may change between the inputs' times)
+        if len(times) > 1 and not temporal:
+            try:
+                batch = self._compute(m, states, upper - 1, times[0])
+            except SqlError as again:
+                if again.sqlstate == OBJECT_NOT_IN_PREREQUISITE_STATE:
+                    raise
+                e, target = again, times[0]
+            else:
+                self._append_change(m, batch, upper, times[0])
+                return
+        lo = times[0] if times and not temporal else upper
+        self._failed(view.id, e, lo, target)
+        if lo > upper:
+            self.persist.compare_and_append(view.shard_id, [], upper, lo - 1)
+        raise e
+
+    def _get_past(self, m: Materialization, states: dict, upper: int, failed: "_Failure", at: int) -> None:
+        """The view's query fails at the times ``[failed.lo, failed.hi]``: one round from
+        ``upper`` to ``at`` that takes every update in between as at ``at``
+        (``Dataflow.advance(collapse=True)``), so a row inserted and deleted again since
+        the error is never seen. When it succeeds the view's change to ``at`` is appended
+        there, and reads at the times before it still answer the error; when it fails
+        the view errs at ``at`` too.
+
+        Raises:
+            SqlError: the query's error, recorded for readers (``error``)."""
+        try:
+            batch = self._compute(m, states, upper - 1, at, collapse=True)
+        except SqlError as e:
+            if e.sqlstate != OBJECT_NOT_IN_PREREQUISITE_STATE:
+                self._failed(m.view.id, e, failed.lo, at)
+            raise
+        self._recovered(m.view.id, (failed.lo, at - 1))
+        self._append_change(m, batch, upper, at)
 
     def _input_states(self, m: Materialization, ts: int, requested: int | None) -> tuple[int, dict]:
         """``(target, states)``: the newest time every input of ``m`` is complete for (at
@@ -599,23 +698,21 @@ class MaterializationMaintainer:
             self._plans[key] = last if last is not None and last[0] == m.plan else (m.plan, incremental_plan(m.plan))
         return self._plans[key][1]
 
-    def _compute(self, m: Materialization, states: dict, lower: int | None, target: int):
+    def _compute(self, m: Materialization, states: dict, lower: int | None, target: int, collapse: bool = False):
         """The view's change from ``lower`` to ``target`` (its contents at ``target`` when
         ``lower`` is None), computed by the view's dataflow on each healthy replica and
         written by the first to finish as a batch of updates; None when it is empty.
+        With ``collapse`` every update in between counts as at ``target``
+        (``Dataflow.advance``).
 
         Raises:
-            SqlError: the query's errors (recorded for readers: ``error``); 55000 when the
-            cluster has no healthy replica; 0A000 when the query has no incremental plan."""
+            SqlError: the query's errors; 55000 when the cluster has no healthy replica;
+            0A000 when the query has no incremental plan."""
         view = m.view
         cols = tuple((c.name, c.type) for c in view.columns)
         if len(m.plan.columns) != len(cols):
             raise SqlError(INTERNAL_ERROR, f'the query of materialized view "{view.name}" no longer has its columns')
-        try:
-            inc = self._incremental(m)
-        except SqlError as e:
-            self._failed(view.id, e)
-            raise
+        inc = self._incremental(m)
         urls = PartUrls(lambda: self.persist.new_part_url(view.shard_id))
         # interval columns are Spark intervals in a change, which Arrow cannot carry
         collectable = not any(holds_intervals(t) for _, t in cols)
@@ -633,7 +730,8 @@ class MaterializationMaintainer:
                 if session is None:
                     raise SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"replica {h.label} has no session")
                 if (flow is None or flow.session is not session or flow.inc is not inc or flow.frontier is None
-                        or (lower is not None and flow.frontier > lower) or lower is None):
+                        or (lower is not None and flow.frontier > lower) or lower is None
+                        or (collapse and flow.frontier != lower)):  # (a collapsed round starts at lower)
                     flow = Dataflow(session, inc, self.persist.blob.url, self.builtin_rows)
                 with self._lock:
                     self._flows[key] = flow
@@ -666,7 +764,8 @@ class MaterializationMaintainer:
                     started = time.monotonic()
                     flow.hydrate(lower, scan)
                     self.hydrations[key] = time.monotonic() - started
-                out = flow.advance(self._times(states, flow.frontier, target), target, changes, after=lower)
+                out = flow.advance(self._times(states, flow.frontier, target), target, changes, after=lower,
+                                   collapse=collapse)
                 if out is None:
                     return ""
                 if flow.narrow:  # small changes: consolidated in one partition, no exchange
@@ -688,15 +787,9 @@ class MaterializationMaintainer:
         winner = None
         try:
             winner = self._race(run, holds)
-        except SqlError as e:
-            if e.sqlstate != OBJECT_NOT_IN_PREREQUISITE_STATE:
-                self._failed(view.id, e)
-            raise
         finally:
             for key in urls.keys_except(winner if isinstance(winner, str) else None):
                 self.persist.blob.delete(key)
-        with self._lock:
-            self._errors.pop(view.id, None)
         self.computations += 1
         if winner is None:
             return None
@@ -752,10 +845,29 @@ class MaterializationMaintainer:
                     error = e
         raise error if isinstance(error, SqlError) else SqlError(OBJECT_NOT_IN_PREREQUISITE_STATE, f"maintaining the view failed: {error}")
 
-    def _failed(self, view_id: str, e: SqlError) -> None:
+    def _failed(self, view_id: str, e: SqlError, lo: int = 0, hi: int = -1, again: bool = True) -> None:
+        """Record that the view's query fails with ``e`` at the times ``[lo, hi]`` (joined
+        to what was known); ``again``: a new failure, so the next try without an input
+        change waits twice as long (up to ``MAX_RETRY_S``)."""
         with self._lock:
-            pause = min(self.MAX_RETRY_S, 2 * self._errors[view_id][2]) if view_id in self._errors else 0.5
-            self._errors[view_id] = (e, time.monotonic() + pause, pause)
+            old = self._errors.get(view_id)
+            if old is not None:
+                lo, hi = min(lo, old.lo), max(hi, old.hi)
+            if old is not None and not again:
+                self._errors[view_id] = replace(old, error=e, lo=lo, hi=hi)
+                return
+            pause = min(self.MAX_RETRY_S, 2 * old.pause) if old is not None else 0.5
+            self._errors[view_id] = _Failure(e, lo, hi, time.monotonic() + pause, pause)
+
+    def _recovered(self, view_id: str, span: tuple[int, int] | None) -> None:
+        """The view's query succeeded again: the error it raised stays the answer of
+        reads at the times of ``span`` (``error``)."""
+        with self._lock:
+            old = self._errors.pop(view_id, None)
+            if old is not None and span is not None and span[0] <= span[1]:
+                spans = self._spans.setdefault(view_id, [])
+                spans.append((span[0], span[1], old.error))
+                del spans[:-self.ERROR_SPANS]
 
 
 def _release_when_done(futures: list, holds: HoldGroup) -> None:

@@ -186,3 +186,29 @@ def test_a_view_over_an_indexed_view_reads_its_index_and_explain_shows_it(indexe
         assert "Used Indexes:" not in lines and any("Get public.ixt" in line for line in lines)
     finally:
         conn.execute("DROP VIEW ix_over CASCADE")
+
+
+def test_an_indexed_view_whose_query_fails_answers_the_error_until_its_row_is_gone(server, conn):
+    """A row that makes the view's query fail (10 / 0) makes peeks of the indexed view
+    fail with the query's error; once the row is deleted the peeks answer rows again,
+    from the index's dataflow, hydrated past the error."""
+    import psycopg
+
+    conn.execute("CREATE TABLE ix_err_t (k int, x int)")
+    conn.execute("INSERT INTO ix_err_t VALUES (1, 2), (2, 5)")
+    conn.execute("CREATE VIEW ix_err AS SELECT k, sum(10 / x) AS s FROM ix_err_t GROUP BY k")
+    conn.execute("CREATE INDEX ix_err_idx ON ix_err (k)")
+    try:
+        assert wait_for(lambda: _hydrated(conn, {"ix_err_idx"}), 300)
+        assert sorted(conn.execute("SELECT * FROM ix_err").fetchall()) == [(1, 5), (2, 2)]
+        conn.execute("INSERT INTO ix_err_t VALUES (1, 0)")
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            conn.execute("SELECT * FROM ix_err")
+        conn.execute("DELETE FROM ix_err_t WHERE x = 0")
+        conn.execute("INSERT INTO ix_err_t VALUES (2, 10)")
+        assert sorted(conn.execute("SELECT * FROM ix_err").fetchall()) == [(1, 5), (2, 3)]
+        before = index_peeks(server.metrics_url).get("arrangement", 0)
+        assert wait_for(lambda: sorted(conn.execute("SELECT * FROM ix_err").fetchall()) == [(1, 5), (2, 3)]
+                        and index_peeks(server.metrics_url).get("arrangement", 0) > before, 60)
+    finally:
+        conn.execute("DROP TABLE ix_err_t CASCADE")

@@ -376,3 +376,45 @@ def test_refresh_materialized_view_waits_until_the_view_has_every_earlier_write(
         conn.execute("DROP ROLE rf_joe")
         conn.execute("DROP MATERIALIZED VIEW rf_mv")
         conn.execute("DROP TABLE rf_t")
+
+
+def test_an_error_of_a_view_is_retracted_with_the_row_that_caused_it(server, conn):
+    """Materialize keeps a view's errors as data of the times they hold at: a row whose
+    expression fails (10 / 0) makes reads of the view fail from its write on, and deleting
+    it makes them answer again, while reads AS OF the times in between still fail and
+    reads before the bad write answer as they did. Writes batched into the failing round
+    with the bad one keep their own times."""
+    conn.execute("CREATE TABLE mv_err_t (k int, x int)")
+    conn.execute("INSERT INTO mv_err_t VALUES (1, 2), (2, 5)")
+    conn.execute("CREATE MATERIALIZED VIEW mv_err_sum AS SELECT k, sum(10 / x) AS s FROM mv_err_t GROUP BY k")
+    conn.execute("CREATE MATERIALIZED VIEW mv_err_map AS SELECT k, 10 / x AS q FROM mv_err_t")
+    assert rows(conn, "SELECT * FROM mv_err_sum") == [(1, 5), (2, 2)]
+    assert rows(conn, "SELECT * FROM mv_err_map") == [(1, 5), (2, 2)]
+    with server.connect() as holder:  # an open SUBSCRIBE holds every shard's since (AS OF stays valid)
+        holder.execute("BEGIN")
+        holder.execute("DECLARE c CURSOR FOR SUBSCRIBE mv_err_t")
+        # Three writes with no read between: one round may take them all.
+        conn.execute("INSERT INTO mv_err_t VALUES (2, 5)")
+        good = int(conn.execute("SELECT mz_now()").fetchone()[0])
+        conn.execute("INSERT INTO mv_err_t VALUES (1, 0)")
+        bad = int(conn.execute("SELECT mz_now()").fetchone()[0])
+        conn.execute("INSERT INTO mv_err_t VALUES (3, 1)")
+        for view in ("mv_err_sum", "mv_err_map"):
+            with pytest.raises(psycopg.errors.DivisionByZero):
+                conn.execute(f"SELECT * FROM {view}")
+            assert conn.execute("SELECT 1").fetchone() == (1,)  # the session stays usable
+        assert rows(conn, f"SELECT * FROM mv_err_sum AS OF {good}") == [(1, 5), (2, 4)]
+        conn.execute("INSERT INTO mv_err_t VALUES (3, 1)")  # another write while it fails
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            conn.execute("SELECT * FROM mv_err_sum")
+        conn.execute("DELETE FROM mv_err_t WHERE x = 0")
+        assert rows(conn, "SELECT * FROM mv_err_sum") == [(1, 5), (2, 4), (3, 20)]
+        assert rows(conn, "SELECT * FROM mv_err_map") == [(1, 5), (2, 2), (2, 2), (3, 10), (3, 10)]
+        for view in ("mv_err_sum", "mv_err_map"):
+            with pytest.raises(psycopg.errors.DivisionByZero):
+                conn.execute(f"SELECT * FROM {view} AS OF {bad}")
+        assert rows(conn, f"SELECT * FROM mv_err_map AS OF {good}") == [(1, 5), (2, 2), (2, 2)]
+    # And on: the view follows its input again, incrementally.
+    conn.execute("UPDATE mv_err_t SET x = 10 WHERE k = 3")
+    assert rows(conn, "SELECT * FROM mv_err_sum") == [(1, 5), (2, 4), (3, 2)]
+    conn.execute("DROP TABLE mv_err_t CASCADE")

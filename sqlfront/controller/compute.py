@@ -532,11 +532,12 @@ class ComputeController:
         if cc is not None and cc.materializations is not None:
             cc.materializations.request(index_id, ts)
 
-    def materialization_error(self, view: MaterializedView):
-        """The SqlError ``view``'s query raised the last time its cluster ran it, while
-        that is its latest outcome; else None."""
+    def materialization_error(self, view: MaterializedView, as_of: int):
+        """The SqlError a read of ``view`` at ``as_of`` answers, when its query fails
+        there (``MaterializationMaintainer.error``); else None."""
         cc = self.clusters.get(view.cluster_id)
-        return cc.materializations.error(view.id) if cc is not None and cc.materializations is not None else None
+        return cc.materializations.error(view.id, as_of) if cc is not None and cc.materializations is not None \
+            else None
 
     def materialization_lag(self) -> list[tuple]:
         """``(view id, local lag, global lag)``: how far each materialized view's upper - 1

@@ -402,7 +402,9 @@ def await_materialized(s: Session, plan, as_of: int) -> None:
 
     Raises:
         SqlError 57014 when the statement's deadline (``s.statement``) passes or it is
-        canceled; the error the view's query raised, while its cluster cannot compute it."""
+        canceled; the error a view's query raises at ``as_of`` (an error is the data of
+        the times it holds at: a read before the write that caused it, or after the one
+        that retracted it, answers rows)."""
     from catalog.snapshot import MaterializedView
     from persist import Backoff
     views = list(dict.fromkeys(r for r in relations_read(plan) if isinstance(r, MaterializedView)))
@@ -413,11 +415,13 @@ def await_materialized(s: Session, plan, as_of: int) -> None:
     for view in views:
         poll = Backoff()
         st = persist.state(view.shard_id)
-        while st.upper <= as_of:
-            env.compute.request_materialization(view, as_of)
-            err = env.compute.materialization_error(view)
+        while True:
+            err = env.compute.materialization_error(view, as_of)
             if err is not None:
                 raise copy.copy(err)  # the maintainer's, shared: each reader raises its own
+            if st.upper > as_of:
+                break
+            env.compute.request_materialization(view, as_of)
             if s.cancel_event.is_set() or s.client_gone():
                 raise query_canceled(timeout=False)
             if view.id not in s.catalog.materialized_views:  # dropped while we waited
