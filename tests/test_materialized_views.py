@@ -388,6 +388,7 @@ def test_an_error_of_a_view_is_retracted_with_the_row_that_caused_it(server, con
     conn.execute("INSERT INTO mv_err_t VALUES (1, 2), (2, 5)")
     conn.execute("CREATE MATERIALIZED VIEW mv_err_sum AS SELECT k, sum(10 / x) AS s FROM mv_err_t GROUP BY k")
     conn.execute("CREATE MATERIALIZED VIEW mv_err_map AS SELECT k, 10 / x AS q FROM mv_err_t")
+    conn.execute("CREATE MATERIALIZED VIEW mv_err_top AS SELECT sum(s) AS t FROM mv_err_sum")  # a view over it
     assert rows(conn, "SELECT * FROM mv_err_sum") == [(1, 5), (2, 2)]
     assert rows(conn, "SELECT * FROM mv_err_map") == [(1, 5), (2, 2)]
     with server.connect() as holder:  # an open SUBSCRIBE holds every shard's since (AS OF stays valid)
@@ -399,7 +400,7 @@ def test_an_error_of_a_view_is_retracted_with_the_row_that_caused_it(server, con
         conn.execute("INSERT INTO mv_err_t VALUES (1, 0)")
         bad = int(conn.execute("SELECT mz_now()").fetchone()[0])
         conn.execute("INSERT INTO mv_err_t VALUES (3, 1)")
-        for view in ("mv_err_sum", "mv_err_map"):
+        for view in ("mv_err_sum", "mv_err_map", "mv_err_top"):
             with pytest.raises(psycopg.errors.DivisionByZero):
                 conn.execute(f"SELECT * FROM {view}")
             assert conn.execute("SELECT 1").fetchone() == (1,)  # the session stays usable
@@ -410,6 +411,7 @@ def test_an_error_of_a_view_is_retracted_with_the_row_that_caused_it(server, con
         conn.execute("DELETE FROM mv_err_t WHERE x = 0")
         assert rows(conn, "SELECT * FROM mv_err_sum") == [(1, 5), (2, 4), (3, 20)]
         assert rows(conn, "SELECT * FROM mv_err_map") == [(1, 5), (2, 2), (2, 2), (3, 10), (3, 10)]
+        assert rows(conn, "SELECT * FROM mv_err_top") == [(29,)]
         for view in ("mv_err_sum", "mv_err_map"):
             with pytest.raises(psycopg.errors.DivisionByZero):
                 conn.execute(f"SELECT * FROM {view} AS OF {bad}")

@@ -534,10 +534,18 @@ class ComputeController:
 
     def materialization_error(self, view: MaterializedView, as_of: int):
         """The SqlError a read of ``view`` at ``as_of`` answers, when its query fails
-        there (``MaterializationMaintainer.error``); else None."""
+        there (``MaterializationMaintainer.error``), or that of a materialized view it
+        reads (an error flows to the views over it, as in Materialize); else None."""
         cc = self.clusters.get(view.cluster_id)
-        return cc.materializations.error(view.id, as_of) if cc is not None and cc.materializations is not None \
+        err = cc.materializations.error(view.id, as_of) if cc is not None and cc.materializations is not None \
             else None
+        if err is None:
+            with self._mv_plans_lock:
+                planned = next((p for (_, vid), p in reversed(self._mv_plans.items()) if vid == view.id and p), None)
+            for inp in planned.inputs if planned is not None else ():
+                if isinstance(inp, MaterializedView) and (err := self.materialization_error(inp, as_of)):
+                    break
+        return err
 
     def materialization_lag(self) -> list[tuple]:
         """``(view id, local lag, global lag)``: how far each materialized view's upper - 1
