@@ -394,6 +394,10 @@ def test_an_error_of_a_view_is_retracted_with_the_row_that_caused_it(server, con
     with server.connect() as holder:  # an open SUBSCRIBE holds every shard's since (AS OF stays valid)
         holder.execute("BEGIN")
         holder.execute("DECLARE c CURSOR FOR SUBSCRIBE mv_err_t")
+        sub = server.connect()
+        sub.execute("BEGIN")
+        sub.execute("DECLARE s CURSOR FOR SUBSCRIBE mv_err_sum")
+        assert len(sub.execute("FETCH ALL s").fetchall()) == 2  # its snapshot
         # Three writes with no read between: one round may take them all.
         conn.execute("INSERT INTO mv_err_t VALUES (2, 5)")
         good = int(conn.execute("SELECT mz_now()").fetchone()[0])
@@ -405,6 +409,13 @@ def test_an_error_of_a_view_is_retracted_with_the_row_that_caused_it(server, con
                 conn.execute(f"SELECT * FROM {view}")
             assert conn.execute("SELECT 1").fetchone() == (1,)  # the session stays usable
         assert rows(conn, f"SELECT * FROM mv_err_sum AS OF {good}") == [(1, 5), (2, 4)]
+        # A SUBSCRIBE gets the change at the good write, then the error ends it.
+        changes = []
+        with pytest.raises(psycopg.errors.DivisionByZero):
+            for _ in range(60):
+                changes += sub.execute("FETCH ALL s WITH (timeout = '1s')").fetchall()
+        assert sorted((r[1], r[2], r[3]) for r in changes) == [(-1, 2, 2), (1, 2, 4)]
+        sub.close()
         conn.execute("INSERT INTO mv_err_t VALUES (3, 1)")  # another write while it fails
         with pytest.raises(psycopg.errors.DivisionByZero):
             conn.execute("SELECT * FROM mv_err_sum")

@@ -42,6 +42,7 @@ is canceled, or the connection drops). While it runs, the subscription holds its
 from __future__ import annotations
 
 import collections
+import copy
 import time
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -333,7 +334,12 @@ class Subscription:
 
     def _step(self, wait_s: float) -> bool:
         """Wait up to ``wait_s`` seconds for the inputs to change; emit what changed.
-        Returns whether anything did."""
+        Returns whether anything did.
+
+        Raises:
+            SqlError: the error of a materialized view read here whose query fails at
+            the next time (Materialize ends a SUBSCRIBE with its input's error)."""
+        self._raise_input_error()
         if self._listen is not None:
             return self._step_listen(wait_s)
         persist = self.s.env.persist
@@ -360,6 +366,15 @@ class Subscription:
         self._advance(ts)
         self._progress(ts + 1)
         return True
+
+    def _raise_input_error(self) -> None:
+        from catalog.snapshot import MaterializedView
+
+        for t in self.tables:
+            if isinstance(t, MaterializedView):
+                err = self.s.env.compute.materialization_error(t, self.frontier + 1)
+                if err is not None:
+                    raise copy.copy(err)  # the maintainer's, shared
 
     def _step_dataflow(self, states: dict) -> bool:
         """The query's changes at each time its inputs have updates at, up to what every
