@@ -25,6 +25,14 @@ is the fallback) and, for each view in dependency order, in rounds:
    compare-and-append, when a reader asks for it (``request``) or every ``ADVANCE_S``
    seconds.
 
+A round that fails with the query's error (a division by zero in some row) makes the view
+fail from the first time it fails at (``_first_failing``): reads at and after that time
+answer the error, reads before it answer rows. While it fails, each later write is tried
+as one round that takes every update since the error as at that write, each input's
+change consolidated first (``_get_past``): once the row that caused the error is deleted
+the view answers rows again, and reads at the times in between still answer the error
+(Materialize keeps errors as data, retracted with the rows that caused them).
+
 A replica's dataflow is hydrated (its arrangements built from the inputs' snapshots) the
 first time it runs on that replica's session, at the view's upper - 1, and again after
 the replica restarts or a round fails on it; the inputs' since is held at the view's
