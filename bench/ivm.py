@@ -234,6 +234,28 @@ Every view's 1-row INSERT took 16-38% less than in the table above (5eb85af: q1 
 953 -> 665, q22 714 -> 440 ms; run to run the medians move by up to 30%); seven views of
 eight under 1 s at the median (Q13 1.1 s: its LEFT JOIN recomputed per customer), none
 10x faster than recomputing (best 9.0x, Q18; Q2's query itself takes 0.7 s).
+
+A narrow round's change out of lookups kept once (checkpointed) where an accumulating
+GROUP BY reads it twice (the touched groups' keys and the change: pruned to different
+columns, so Spark ran the lookups' broadcast jobs twice), main at 397ce78, every view,
+``--writes 4 --warmup 2`` (2026-11-28 04:23-04:31 UTC, nothing else running)::
+
+    view   create s recomp s  insert med/p99 ms     x  update med/p99 ms     x  delete med/p99 ms     x    copy med/p99 ms     x  1000/1  replica MB  state MB  hydr s  kill s rehydr s
+    q1         7.79     3.69       525/569        7.0       568/692        6.5       450/960        8.2       521/680        7.1    0.99        1482      0.02    6.11       -        -
+    q3         5.02     2.08       424/598        4.9       393/1393       5.3       399/1310       5.2       567/1124       3.7    1.34        2687    387.92    4.19       -        -
+    q5         7.33     2.20       409/526        5.4       385/852        5.7       586/1028       3.7       444/717        5.0    1.09        2733    652.10    6.88       -        -
+    q13        3.76     1.45      1065/1372       1.4      1151/1545       1.3       889/1603       1.6      1017/1501       1.4    0.95        2107    157.30    3.46       -        -
+    q15        2.57     1.58       667/700        2.4       755/1545       2.1       719/1536       2.2       703/1364       2.2    1.05        2431      4.85    0.38       -        -
+    q18        8.95     7.23       656/714       11.0       682/1469      10.6       778/1584       9.3       694/1599      10.4    1.06        2782    339.62    8.40       -        -
+    q2         2.26     0.71       680/747        1.0       541/1319       1.3       783/1367       0.9      1058/1757       0.7    1.55        2535    157.86    1.46       -        -
+    q22        2.51     1.37       610/788        2.3       666/1050       2.1       620/1062       2.2       830/1650       1.7    1.36        2692    127.42    2.12       -        -
+    one Spark plan on the replica (median ms): local 18, kept 23
+    server peak RSS 2206 MB; replica peak RSS 2816 MB (the views' state per replica: column 'state MB')
+
+Q5's 1-row INSERT 580 -> 409 ms (5.4x), Q18 11.0x (the first view at 10x); the others
+within this machine's run-to-run spread (up to 30%). Alternating A/B runs of the change
+alone in one server (18 writes each way): Q5 936 -> 573 ms, Q13 1,384 -> 841 ms, Q22 925
+-> 990 ms (within the spread). Seven views of eight under 1 s at the median (Q13 1.07 s).
 """
 
 from __future__ import annotations
