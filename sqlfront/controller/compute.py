@@ -10,6 +10,7 @@ publishes them.
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import os
@@ -535,7 +536,8 @@ class ComputeController:
     def materialization_error(self, view: MaterializedView, as_of: int):
         """The SqlError a read of ``view`` at ``as_of`` answers, when its query fails
         there (``MaterializationMaintainer.error``), or that of a materialized view it
-        reads (an error flows to the views over it, as in Materialize); else None."""
+        reads (an error flows to the views over it, as in Materialize); else None. A
+        copy of the maintainer's shared error: each caller raises its own."""
         cc = self.clusters.get(view.cluster_id)
         err = cc.materializations.error(view.id, as_of) if cc is not None and cc.materializations is not None \
             else None
@@ -544,8 +546,8 @@ class ComputeController:
                 planned = next((p for (_, vid), p in reversed(self._mv_plans.items()) if vid == view.id and p), None)
             for inp in planned.inputs if planned is not None else ():
                 if isinstance(inp, MaterializedView) and (err := self.materialization_error(inp, as_of)):
-                    break
-        return err
+                    return err
+        return copy.copy(err) if err is not None else None
 
     def materialization_lag(self) -> list[tuple]:
         """``(view id, local lag, global lag)``: how far each materialized view's upper - 1

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import copy
 import functools
 import time
 from typing import TYPE_CHECKING
@@ -418,7 +417,7 @@ def await_materialized(s: Session, plan, as_of: int) -> None:
         while True:
             err = env.compute.materialization_error(view, as_of)
             if err is not None:
-                raise copy.copy(err)  # the maintainer's, shared: each reader raises its own
+                raise err
             if st.upper > as_of:
                 break
             env.compute.request_materialization(view, as_of)

@@ -42,7 +42,6 @@ is canceled, or the connection drops). While it runs, the subscription holds its
 from __future__ import annotations
 
 import collections
-import copy
 import time
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -374,7 +373,7 @@ class Subscription:
             if isinstance(t, MaterializedView):
                 err = self.s.env.compute.materialization_error(t, self.frontier + 1)
                 if err is not None:
-                    raise copy.copy(err)  # the maintainer's, shared
+                    raise err
 
     def _step_dataflow(self, states: dict) -> bool:
         """The query's changes at each time its inputs have updates at, up to what every
